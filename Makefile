@@ -1,0 +1,48 @@
+# berth: the two commands the README opens with are `make run` and `make test`.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+NPM ?= npm
+BERTH := node bin/berth.js
+
+.PHONY: help deps build engine images setup run test test-unit lint typecheck bench clean-engine
+
+help:
+	@echo "make run    reconcile the example specs in specs/ on the local engine, then show them"
+	@echo "make test   install, start the engine, build the test images, typecheck, lint and run every test"
+	@echo "make bench  benchmark berth against the raw engine and its peers (see BENCHMARKS.md)"
+
+node_modules/.package-lock.json: package.json package-lock.json
+	$(NPM) ci --no-audit --no-fund
+	@touch $@
+
+deps: node_modules/.package-lock.json
+
+build: deps
+	$(NPM) run build
+
+engine:
+	./scripts/engine-up.sh
+
+images: engine
+	./scripts/images.sh
+
+setup: deps build images
+
+run: setup
+	$(BERTH) reconcile --specs specs --once --wait; rc=$$?; $(BERTH) get; exit $$rc
+
+test: setup
+	$(NPM) test
+
+test-unit: deps
+	$(NPM) run test:unit
+
+lint: deps
+	$(NPM) run lint
+
+typecheck: deps
+	$(NPM) run typecheck
+
+bench: setup
+	./scripts/bench-deps.sh
+	node --import tsx bench/run.ts

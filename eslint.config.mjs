@@ -1,0 +1,16 @@
+// Lint: typescript-eslint's recommended, type-aware rules on src and test.
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'bench/results/**', '**/*.cjs', '**/*.mjs', 'bin/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      'no-constant-condition': ['error', { checkLoops: false }],
+      eqeqeq: ['error', 'always'],
+    },
+  },
+);

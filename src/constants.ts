@@ -1,0 +1,105 @@
+/**
+ * One place for every name users and scripts depend on: label keys, phases, reasons,
+ * exit codes and defaults (CONTRACT.md). Nothing else in the code spells these strings.
+ */
+
+export const API_VERSION = 'berth.dev/v1';
+export const KIND_ATTEMPT = 'Attempt';
+
+/** Version of the normalized form that the spec hash covers; bump when normalization changes. */
+export const SPEC_HASH_SCHEMA = 1;
+
+/** Labels on every resource berth creates (reverse-DNS). */
+export const LABELS = {
+  /** "true" on everything berth manages. */
+  managed: 'dev.berth.managed',
+  /** The reconciler instance (`--instance`) that owns the resource. */
+  instance: 'dev.berth.instance',
+  /** The attempt's metadata.name. */
+  attempt: 'dev.berth.attempt',
+  /** sha256 of the normalized spec the resource was made for. */
+  specHash: 'dev.berth.spec-hash',
+  /** What the resource is to the attempt: see COMPONENTS. */
+  component: 'dev.berth.component',
+  /** Which run of the attempt (1 + retries used) made the resource. */
+  run: 'dev.berth.run',
+  /** The spec file (relative to the specs folder) that declared the attempt. */
+  source: 'dev.berth.source',
+  /** For volumes: the volume's name in the spec. */
+  volume: 'dev.berth.volume',
+} as const;
+
+export const COMPONENTS = {
+  main: 'main',
+  network: 'network',
+  volume: 'volume',
+  proxy: 'egress-proxy',
+  sidecar: 'sidecar',
+} as const;
+export type Component = (typeof COMPONENTS)[keyof typeof COMPONENTS];
+
+export const PHASES = [
+  'Pending',
+  'Running',
+  'Succeeded',
+  'Failed',
+  'TimedOut',
+  'Invalid',
+  'Blocked',
+] as const;
+export type Phase = (typeof PHASES)[number];
+
+/** Phases after which an attempt never runs again unless its spec changes or retries allow. */
+export const FINISHED_PHASES: ReadonlySet<Phase> = new Set(['Succeeded', 'Failed', 'TimedOut']);
+
+export const REASONS = {
+  error: 'Error',
+  oomKilled: 'OOMKilled',
+  attestationFailed: 'AttestationFailed',
+  lost: 'Lost',
+  deadlineExceeded: 'DeadlineExceeded',
+  nameConflict: 'NameConflict',
+  createFailed: 'CreateFailed',
+  invalidSpec: 'InvalidSpec',
+  duplicateName: 'DuplicateName',
+  waitingForSlot: 'WaitingForSlot',
+  completed: 'Completed',
+} as const;
+
+export const EXIT = {
+  ok: 0,
+  failed: 1,
+  usage: 2,
+  attemptsFailed: 3,
+} as const;
+
+export const DEFAULTS = {
+  specsDir: 'specs',
+  stateDir: '.berth',
+  instance: 'default',
+  workingDir: '/workspace',
+  resultsMount: '/results',
+  secretsDir: '/run/secrets',
+  networkMode: 'none',
+  pids: 512,
+  retries: 0,
+  /** Engine operations in flight at once: measured best on a 2-core box (ENGINE.md: 8 in flight). */
+  concurrency: 8,
+  /** Grace between TERM and KILL when a deadline passes or an attempt is stopped. */
+  stopGraceSeconds: 10,
+  /** YAML input limits. */
+  maxSpecFileBytes: 1024 * 1024,
+  maxAliasCount: 100,
+  maxNestingDepth: 64,
+} as const;
+
+/** Deterministic engine names. The instance is part of every name so instances never collide. */
+export function containerName(instance: string, attempt: string): string {
+  return `berth-${instance}-${attempt}`;
+}
+export function networkName(instance: string, attempt: string): string {
+  return `berth-${instance}-${attempt}`;
+}
+export function volumeName(instance: string, attempt: string, volume: string): string {
+  return `berth-${instance}-${attempt}-${volume}`;
+}

@@ -1,0 +1,208 @@
+/** ContainerClient over dockerode. */
+import type Dockerode from 'dockerode';
+import type { Readable } from 'node:stream';
+import { isConflict, isNotFound, isNotModified } from '../errors';
+import { Demux } from './demux';
+import type {
+  ContainerClient,
+  ContainerCreateSpec,
+  ContainerDetails,
+  ContainerSummary,
+  MountSummary,
+} from '../types';
+import { labelFilter } from './filters';
+
+type ListItem = Dockerode.ContainerInfo;
+
+function stripSlash(name: string): string {
+  return name.startsWith('/') ? name.slice(1) : name;
+}
+
+function mountsOf(mounts: { Type?: string; Source?: string; Destination?: string; Name?: string; RW?: boolean }[] | undefined): MountSummary[] {
+  return (mounts ?? []).map((m) => ({
+    type: m.Type ?? '',
+    source: m.Source ?? '',
+    destination: m.Destination ?? '',
+    ...(m.Name ? { name: m.Name } : {}),
+    rw: m.RW ?? false,
+  }));
+}
+
+export function summaryFromList(c: ListItem): ContainerSummary {
+  return {
+    id: c.Id,
+    name: stripSlash(c.Names?.[0] ?? ''),
+    labels: c.Labels ?? {},
+    image: c.Image,
+    imageId: c.ImageID,
+    state: c.State,
+    status: c.Status,
+    networkMode: c.HostConfig?.NetworkMode ?? '',
+    networks: Object.keys(c.NetworkSettings?.Networks ?? {}).sort(),
+    mounts: mountsOf(c.Mounts as never),
+    created: c.Created,
+  };
+}
+
+export function detailsFromInspect(i: Dockerode.ContainerInspectInfo): ContainerDetails {
+  const h = i.HostConfig ?? ({} as Dockerode.HostConfig);
+  const hx = h as Dockerode.HostConfig & { Init?: boolean | null; CgroupnsMode?: string };
+  return {
+    id: i.Id,
+    name: stripSlash(i.Name),
+    labels: i.Config?.Labels ?? {},
+    image: i.Config?.Image ?? '',
+    imageId: i.Image,
+    state: i.State?.Status ?? '',
+    status: i.State?.Status ?? '',
+    networkMode: h.NetworkMode ?? '',
+    networks: Object.keys(i.NetworkSettings?.Networks ?? {}).sort(),
+    mounts: mountsOf(i.Mounts as never),
+    created: Math.floor(Date.parse(i.Created) / 1000),
+    runState: {
+      status: i.State?.Status ?? '',
+      running: i.State?.Running ?? false,
+      oomKilled: i.State?.OOMKilled ?? false,
+      exitCode: i.State?.ExitCode ?? 0,
+      error: i.State?.Error ?? '',
+      startedAt: i.State?.StartedAt ?? '',
+      finishedAt: i.State?.FinishedAt ?? '',
+      pid: i.State?.Pid ?? 0,
+    },
+    config: {
+      image: i.Config?.Image ?? '',
+      cmd: i.Config?.Cmd ?? null,
+      env: i.Config?.Env ?? [],
+      workingDir: i.Config?.WorkingDir ?? '',
+      user: i.Config?.User ?? '',
+      labels: i.Config?.Labels ?? {},
+    },
+    host: {
+      privileged: h.Privileged ?? false,
+      capAdd: h.CapAdd ?? [],
+      capDrop: h.CapDrop ?? [],
+      securityOpt: h.SecurityOpt ?? [],
+      readonlyRootfs: h.ReadonlyRootfs ?? false,
+      networkMode: h.NetworkMode ?? '',
+      pidMode: h.PidMode ?? '',
+      ipcMode: h.IpcMode ?? '',
+      utsMode: h.UTSMode ?? '',
+      usernsMode: h.UsernsMode ?? '',
+      cgroupnsMode: hx.CgroupnsMode ?? '',
+      init: hx.Init ?? false,
+      restartPolicy: h.RestartPolicy?.Name ?? '',
+      portBindings: Object.keys(h.PortBindings ?? {}).length,
+      publishAllPorts: h.PublishAllPorts ?? false,
+      nanoCpus: h.NanoCpus ?? 0,
+      memory: h.Memory ?? 0,
+      memorySwap: h.MemorySwap ?? 0,
+      pidsLimit: h.PidsLimit ?? 0,
+      devices: (h.Devices ?? []).length,
+      binds: h.Binds ?? [],
+    },
+    restartCount: i.RestartCount ?? 0,
+  };
+}
+
+export function createOptions(spec: ContainerCreateSpec): Dockerode.ContainerCreateOptions {
+  const h = spec.host;
+  return {
+    name: spec.name,
+    Image: spec.image,
+    ...(spec.cmd ? { Cmd: spec.cmd } : {}),
+    Env: spec.env,
+    WorkingDir: spec.workingDir,
+    Labels: spec.labels,
+    ...(spec.user !== undefined ? { User: spec.user } : {}),
+    ...(spec.stopSignal ? { StopSignal: spec.stopSignal } : {}),
+    ...(spec.stopTimeout !== undefined ? { StopTimeout: spec.stopTimeout } : {}),
+    AttachStdin: false,
+    AttachStdout: false,
+    AttachStderr: false,
+    Tty: false,
+    OpenStdin: false,
+    NetworkDisabled: false,
+    HostConfig: {
+      NetworkMode: h.networkMode,
+      Binds: h.binds,
+      Mounts: h.mounts.map((m) => ({ Type: m.type, Source: m.source, Target: m.target, ReadOnly: m.readOnly })),
+      CapDrop: h.capDrop,
+      CapAdd: h.capAdd,
+      SecurityOpt: h.securityOpt,
+      Privileged: false,
+      Init: h.init,
+      ...(h.nanoCpus !== undefined ? { NanoCpus: h.nanoCpus } : {}),
+      ...(h.memory !== undefined ? { Memory: h.memory } : {}),
+      ...(h.memorySwap !== undefined ? { MemorySwap: h.memorySwap } : {}),
+      PidsLimit: h.pidsLimit,
+      ReadonlyRootfs: h.readonlyRootfs,
+      RestartPolicy: { Name: 'no' },
+      PublishAllPorts: false,
+      PortBindings: {},
+    },
+  };
+}
+
+export class DockerContainers implements ContainerClient {
+  constructor(private readonly docker: Dockerode) {}
+
+  async list(labelFilters: string[]): Promise<ContainerSummary[]> {
+    const items = await this.docker.listContainers({ all: true, filters: labelFilter(labelFilters) });
+    return items.map(summaryFromList);
+  }
+
+  async inspect(idOrName: string): Promise<ContainerDetails> {
+    return detailsFromInspect(await this.docker.getContainer(idOrName).inspect());
+  }
+
+  async create(spec: ContainerCreateSpec): Promise<string> {
+    const c = await this.docker.createContainer(createOptions(spec));
+    return c.id;
+  }
+
+  async putArchive(id: string, path: string, tar: Buffer | Readable): Promise<void> {
+    await this.docker.getContainer(id).putArchive(tar as never, { path, noOverwriteDirNonDir: 'true' } as never);
+  }
+
+  async start(id: string): Promise<void> {
+    try {
+      await this.docker.getContainer(id).start();
+    } catch (err) {
+      if (!isNotModified(err)) throw err; // already started
+    }
+  }
+
+  async stop(id: string, graceSeconds: number): Promise<void> {
+    try {
+      await this.docker.getContainer(id).stop({ t: graceSeconds });
+    } catch (err) {
+      if (!isNotModified(err)) throw err; // already stopped
+    }
+  }
+
+  async remove(id: string): Promise<boolean> {
+    try {
+      await this.docker.getContainer(id).remove({ force: true, v: false });
+      return true;
+    } catch (err) {
+      if (isNotFound(err)) return false;
+      // A forced remove answers 409 only when a removal is already in progress: it is going away.
+      if (isConflict(err)) return true;
+      throw err;
+    }
+  }
+
+  async logs(id: string, opts: { follow: boolean; tail?: number }): Promise<Readable> {
+    const c = this.docker.getContainer(id);
+    const base = { stdout: true, stderr: true, timestamps: false, ...(opts.tail !== undefined ? { tail: opts.tail } : {}) };
+    const demux = new Demux();
+    if (opts.follow) {
+      const raw = (await c.logs({ ...base, follow: true })) as unknown as Readable;
+      raw.on('error', (err) => demux.destroy(err));
+      return raw.pipe(demux);
+    }
+    const buf = (await c.logs({ ...base, follow: false })) as unknown as Buffer;
+    demux.end(buf);
+    return demux;
+  }
+}

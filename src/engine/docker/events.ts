@@ -1,0 +1,60 @@
+/** EventClient over dockerode: the engine's event stream as an async iterable of parsed events. */
+import type Dockerode from 'dockerode';
+import { createInterface } from 'node:readline';
+import type { Readable } from 'node:stream';
+import type { EngineEvent, EventClient } from '../types';
+
+interface RawEvent {
+  Type?: string;
+  Action?: string;
+  Actor?: { ID?: string; Attributes?: Record<string, string> };
+  timeNano?: number;
+  time?: number;
+}
+
+export function parseEvent(line: string): EngineEvent | undefined {
+  let raw: RawEvent;
+  try {
+    raw = JSON.parse(line) as RawEvent;
+  } catch {
+    return undefined;
+  }
+  if (!raw.Type || !raw.Action) return undefined;
+  // timeNano exceeds 2^53; recover it from `time` when JSON.parse rounded it.
+  const nano = raw.time !== undefined ? BigInt(raw.time) * 1_000_000_000n : BigInt(Math.round(raw.timeNano ?? 0));
+  return {
+    type: raw.Type,
+    // "exec_start: sh -c ..." and "health_status: healthy" carry details after a colon.
+    action: raw.Action.split(':')[0] ?? raw.Action,
+    id: raw.Actor?.ID ?? '',
+    attributes: raw.Actor?.Attributes ?? {},
+    timeNano: nano,
+  };
+}
+
+export class DockerEvents implements EventClient {
+  constructor(private readonly docker: Dockerode) {}
+
+  async stream(labelFilters: string[], opts: { since?: number; signal?: AbortSignal }): Promise<AsyncIterable<EngineEvent>> {
+    const raw = (await this.docker.getEvents({
+      filters: { label: labelFilters },
+      ...(opts.since !== undefined ? { since: opts.since } : {}),
+    } as never)) as unknown as Readable;
+    if (opts.signal) {
+      const onAbort = () => raw.destroy();
+      if (opts.signal.aborted) onAbort();
+      else opts.signal.addEventListener('abort', onAbort, { once: true });
+    }
+    const lines = createInterface({ input: raw, crlfDelay: Infinity });
+    return (async function* () {
+      try {
+        for await (const line of lines) {
+          const ev = parseEvent(line);
+          if (ev) yield ev;
+        }
+      } finally {
+        raw.destroy();
+      }
+    })();
+  }
+}

@@ -1,0 +1,65 @@
+/** NetworkClient over dockerode. */
+import type Dockerode from 'dockerode';
+import { isNotFound } from '../errors';
+import type { NetworkClient, NetworkCreateSpec, NetworkDetails, NetworkSummary } from '../types';
+import { labelFilter } from './filters';
+
+function summary(n: Dockerode.NetworkInspectInfo): NetworkSummary {
+  return {
+    id: n.Id,
+    name: n.Name,
+    labels: n.Labels ?? {},
+    driver: n.Driver,
+    internal: n.Internal ?? false,
+    attachable: n.Attachable ?? false,
+    scope: n.Scope,
+  };
+}
+
+export class DockerNetworks implements NetworkClient {
+  constructor(private readonly docker: Dockerode) {}
+
+  async list(labelFilters: string[]): Promise<NetworkSummary[]> {
+    const items = await this.docker.listNetworks({ filters: labelFilter(labelFilters) });
+    return items.map(summary);
+  }
+
+  async inspect(idOrName: string): Promise<NetworkDetails> {
+    const n = (await this.docker.getNetwork(idOrName).inspect()) as Dockerode.NetworkInspectInfo;
+    return { ...summary(n), containers: Object.keys(n.Containers ?? {}).sort() };
+  }
+
+  async create(spec: NetworkCreateSpec): Promise<string> {
+    const n = await this.docker.createNetwork({
+      Name: spec.name,
+      Labels: spec.labels,
+      Internal: spec.internal,
+      Driver: spec.driver ?? 'bridge',
+      Attachable: spec.attachable ?? false,
+      CheckDuplicate: true,
+    });
+    return n.id;
+  }
+
+  async connect(network: string, container: string): Promise<void> {
+    await this.docker.getNetwork(network).connect({ Container: container });
+  }
+
+  async disconnect(network: string, container: string, force = true): Promise<void> {
+    try {
+      await this.docker.getNetwork(network).disconnect({ Container: container, Force: force });
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+  }
+
+  async remove(idOrName: string): Promise<boolean> {
+    try {
+      await this.docker.getNetwork(idOrName).remove();
+      return true;
+    } catch (err) {
+      if (isNotFound(err)) return false;
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,45 @@
+/** VolumeClient over dockerode. */
+import type Dockerode from 'dockerode';
+import { isNotFound } from '../errors';
+import type { VolumeClient, VolumeCreateSpec, VolumeSummary } from '../types';
+import { labelFilter } from './filters';
+
+interface VolumeInfo {
+  Name: string;
+  Labels: Record<string, string> | null;
+  Driver: string;
+}
+
+function summary(v: VolumeInfo): VolumeSummary {
+  return { name: v.Name, labels: v.Labels ?? {}, driver: v.Driver };
+}
+
+export class DockerVolumes implements VolumeClient {
+  constructor(private readonly docker: Dockerode) {}
+
+  async list(labelFilters: string[]): Promise<VolumeSummary[]> {
+    const res = (await this.docker.listVolumes({ filters: labelFilter(labelFilters) })) as { Volumes: VolumeInfo[] | null };
+    return (res.Volumes ?? []).map(summary);
+  }
+
+  async inspect(name: string): Promise<VolumeSummary> {
+    return summary((await this.docker.getVolume(name).inspect()) as unknown as VolumeInfo);
+  }
+
+  async create(spec: VolumeCreateSpec): Promise<string> {
+    const v = (await this.docker.createVolume({ Name: spec.name, Labels: spec.labels, Driver: 'local' })) as unknown as
+      | VolumeInfo
+      | { name: string };
+    return 'Name' in v ? v.Name : spec.name;
+  }
+
+  async remove(name: string): Promise<boolean> {
+    try {
+      await this.docker.getVolume(name).remove({ force: false });
+      return true;
+    } catch (err) {
+      if (isNotFound(err)) return false;
+      throw err;
+    }
+  }
+}

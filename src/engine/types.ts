@@ -1,0 +1,213 @@
+/**
+ * The narrow surface berth needs from the engine, one small interface per resource kind
+ * (containers, networks, volumes, images, events). The planner and controller are tested
+ * against fakes of these; the Docker implementation (docker.ts) is tested on a real engine.
+ */
+import type { Readable } from 'node:stream';
+
+export type Labels = Record<string, string>;
+
+export interface MountSummary {
+  type: string; // bind | volume | tmpfs | ...
+  source: string;
+  destination: string;
+  /** Volume name for volume mounts. */
+  name?: string;
+  rw: boolean;
+}
+
+/** What a label-filtered container list says about one container: no inspect needed. */
+export interface ContainerSummary {
+  id: string;
+  name: string;
+  labels: Labels;
+  image: string;
+  imageId: string;
+  /** created | running | paused | restarting | removing | exited | dead */
+  state: string;
+  status: string;
+  networkMode: string;
+  /** Names of the networks the container is attached to. */
+  networks: string[];
+  mounts: MountSummary[];
+  /** Seconds since the epoch. */
+  created: number;
+}
+
+export interface ContainerState {
+  status: string;
+  running: boolean;
+  oomKilled: boolean;
+  exitCode: number;
+  error: string;
+  startedAt: string;
+  finishedAt: string;
+  pid: number;
+}
+
+/** The parts of `docker inspect` that attestation and status read. */
+export interface ContainerDetails extends ContainerSummary {
+  state: string;
+  runState: ContainerState;
+  config: {
+    image: string;
+    cmd: string[] | null;
+    env: string[];
+    workingDir: string;
+    user: string;
+    labels: Labels;
+  };
+  host: {
+    privileged: boolean;
+    capAdd: string[];
+    capDrop: string[];
+    securityOpt: string[];
+    readonlyRootfs: boolean;
+    networkMode: string;
+    pidMode: string;
+    ipcMode: string;
+    utsMode: string;
+    usernsMode: string;
+    cgroupnsMode: string;
+    init: boolean;
+    restartPolicy: string;
+    portBindings: number;
+    publishAllPorts: boolean;
+    nanoCpus: number;
+    memory: number;
+    memorySwap: number;
+    pidsLimit: number;
+    devices: number;
+    binds: string[];
+  };
+  restartCount: number;
+}
+
+export interface ContainerCreateSpec {
+  name: string;
+  image: string;
+  cmd: string[] | null;
+  env: string[];
+  workingDir: string;
+  labels: Labels;
+  user?: string;
+  stopSignal?: string;
+  stopTimeout?: number;
+  host: {
+    networkMode: string;
+    binds: string[];
+    /** Named-volume mounts. */
+    mounts: { type: 'volume'; source: string; target: string; readOnly: boolean }[];
+    capDrop: string[];
+    capAdd: string[];
+    securityOpt: string[];
+    privileged: false;
+    init: boolean;
+    nanoCpus?: number;
+    memory?: number;
+    memorySwap?: number;
+    pidsLimit: number;
+    readonlyRootfs: boolean;
+  };
+}
+
+export interface ContainerClient {
+  list(labelFilters: string[]): Promise<ContainerSummary[]>;
+  inspect(idOrName: string): Promise<ContainerDetails>;
+  /** Creates the container; rejects with statusCode 409 when the name is taken. */
+  create(spec: ContainerCreateSpec): Promise<string>;
+  /** Extracts a tar archive into `path` inside the (not yet started) container. */
+  putArchive(id: string, path: string, tar: Buffer | Readable): Promise<void>;
+  start(id: string): Promise<void>;
+  /** TERM, then KILL after `graceSeconds`. Already stopped is success. */
+  stop(id: string, graceSeconds: number): Promise<void>;
+  /** Force-removes; a container that is already gone counts as removed. Returns false if it was gone. */
+  remove(id: string): Promise<boolean>;
+  logs(id: string, opts: { follow: boolean; tail?: number }): Promise<Readable>;
+}
+
+export interface NetworkSummary {
+  id: string;
+  name: string;
+  labels: Labels;
+  driver: string;
+  internal: boolean;
+  attachable: boolean;
+  scope: string;
+}
+
+export interface NetworkDetails extends NetworkSummary {
+  /** Container ids attached (from inspect). */
+  containers: string[];
+}
+
+export interface NetworkCreateSpec {
+  name: string;
+  labels: Labels;
+  internal: boolean;
+  driver?: string;
+  attachable?: boolean;
+}
+
+export interface NetworkClient {
+  list(labelFilters: string[]): Promise<NetworkSummary[]>;
+  inspect(idOrName: string): Promise<NetworkDetails>;
+  create(spec: NetworkCreateSpec): Promise<string>;
+  connect(network: string, container: string): Promise<void>;
+  disconnect(network: string, container: string, force?: boolean): Promise<void>;
+  remove(idOrName: string): Promise<boolean>;
+}
+
+export interface VolumeSummary {
+  name: string;
+  labels: Labels;
+  driver: string;
+}
+
+export interface VolumeCreateSpec {
+  name: string;
+  labels: Labels;
+}
+
+export interface VolumeClient {
+  list(labelFilters: string[]): Promise<VolumeSummary[]>;
+  inspect(name: string): Promise<VolumeSummary>;
+  create(spec: VolumeCreateSpec): Promise<string>;
+  remove(name: string): Promise<boolean>;
+}
+
+export interface ImageSummary {
+  id: string;
+  tags: string[];
+  labels: Labels;
+}
+
+export interface ImageClient {
+  /** Images whose labels match every filter (one list call). */
+  list(labelFilters: string[]): Promise<ImageSummary[]>;
+  inspect(ref: string): Promise<ImageSummary & { user: string; workingDir: string }>;
+}
+
+export interface EngineEvent {
+  type: string; // container | network | volume
+  action: string; // create | start | die | oom | destroy | connect | disconnect | update | ...
+  id: string;
+  attributes: Labels;
+  /** Nanoseconds since the epoch, as the engine reports `timeNano`. */
+  timeNano: bigint;
+}
+
+export interface EventClient {
+  /** Streams events matching the label filters since `sinceSeconds`; the stream ends when the engine goes away. */
+  stream(labelFilters: string[], opts: { since?: number; signal?: AbortSignal }): Promise<AsyncIterable<EngineEvent>>;
+}
+
+export interface Engine {
+  containers: ContainerClient;
+  networks: NetworkClient;
+  volumes: VolumeClient;
+  images: ImageClient;
+  events: EventClient;
+  ping(): Promise<void>;
+  version(): Promise<{ version: string; apiVersion: string }>;
+}

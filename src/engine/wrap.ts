@@ -1,0 +1,80 @@
+/**
+ * Decorators over an Engine: call counting/timing (for "engine calls per pass" and metrics),
+ * and a read-only engine that refuses every mutating call (what `berth plan` runs against,
+ * so that "plan changes nothing" is enforced, not promised).
+ */
+import { MutationRefusedError } from './errors';
+import type { Engine } from './types';
+
+type Kind = 'containers' | 'networks' | 'volumes' | 'images' | 'events';
+const KINDS: Kind[] = ['containers', 'networks', 'volumes', 'images', 'events'];
+
+/** Methods that change the engine. */
+export const MUTATING: ReadonlySet<string> = new Set(['create', 'putArchive', 'start', 'stop', 'remove', 'connect', 'disconnect']);
+
+export type CallListener = (call: { kind: Kind; op: string; ms: number; error?: unknown }) => void;
+
+function wrapClient<T extends object>(client: T, around: (op: string, call: () => Promise<unknown>) => Promise<unknown>): T {
+  return new Proxy(client, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver) as unknown;
+      if (typeof value !== 'function' || typeof prop !== 'string') return value;
+      return (...args: unknown[]) => around(prop, () => (value as (...a: unknown[]) => Promise<unknown>).apply(target, args));
+    },
+  });
+}
+
+function mapClients(engine: Engine, f: <T extends object>(kind: Kind, client: T) => T): Engine {
+  const out: Engine = { ...engine };
+  for (const kind of KINDS) (out as unknown as Record<Kind, object>)[kind] = f(kind, engine[kind]);
+  return out;
+}
+
+export function instrumentEngine(engine: Engine, listener: CallListener): Engine {
+  return mapClients(engine, (kind, client) =>
+    wrapClient(client, async (op, call) => {
+      const t0 = performance.now();
+      try {
+        const res = await call();
+        listener({ kind, op, ms: performance.now() - t0 });
+        return res;
+      } catch (error) {
+        listener({ kind, op, ms: performance.now() - t0, error });
+        throw error;
+      }
+    }),
+  );
+}
+
+export function readOnlyEngine(engine: Engine): Engine {
+  return mapClients(engine, (kind, client) =>
+    wrapClient(client, (op, call) => {
+      if (MUTATING.has(op)) return Promise.reject(new MutationRefusedError(`${kind}.${op}`));
+      return call();
+    }),
+  );
+}
+
+/** Counts engine calls by `kind.op`; `mutating` counts only the calls that change the engine. */
+export class CallCounter {
+  readonly byOp = new Map<string, number>();
+  total = 0;
+  mutating = 0;
+
+  readonly listener: CallListener = ({ kind, op }) => {
+    const key = `${kind}.${op}`;
+    this.byOp.set(key, (this.byOp.get(key) ?? 0) + 1);
+    this.total++;
+    if (MUTATING.has(op)) this.mutating++;
+  };
+
+  reset(): void {
+    this.byOp.clear();
+    this.total = 0;
+    this.mutating = 0;
+  }
+
+  snapshot(): Record<string, number> {
+    return Object.fromEntries([...this.byOp.entries()].sort(([a], [b]) => a.localeCompare(b)));
+  }
+}

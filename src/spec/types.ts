@@ -1,0 +1,117 @@
+/**
+ * The spec as berth works with it after loading: validated, defaults applied, paths resolved.
+ * Everything downstream (desired state, planner, executor) sees only NormalizedAttempt.
+ */
+
+export type NetworkMode = 'none' | 'isolated' | 'bridge';
+
+/** A position in a source file; line and col are 1-based. */
+export interface SourcePos {
+  /** Path as the user gave it / as found under the specs folder (relative to cwd when possible). */
+  file: string;
+  line: number;
+  col: number;
+}
+
+/** Closed set of error codes; tests and `-o json` consumers branch on these. */
+export type SpecErrorCode =
+  | 'io'                 // file cannot be read
+  | 'encoding'           // not UTF-8
+  | 'too-large'          // file over the size cap
+  | 'yaml-syntax'        // YAML parse error
+  | 'yaml-duplicate-key'
+  | 'yaml-alias-limit'   // alias bomb
+  | 'yaml-too-deep'      // nesting over the depth cap
+  | 'yaml-tag'           // custom/unknown tags, merge keys
+  | 'not-a-mapping'      // document is not a mapping
+  | 'schema'             // JSON Schema violation (type, enum, required, additionalProperties, pattern, bounds)
+  | 'duplicate-name'     // metadata.name used twice in the specs folder
+  | 'path-escape'        // fixture / fromFile / results resolves outside its root
+  | 'missing-file'       // fixture / fromFile does not exist
+  | 'fixture-link'       // fixture holds a link pointing outside itself
+  | 'fixture-special'    // fixture holds a device, fifo or socket
+  | 'egress-mode'        // egress without network.mode isolated
+  | 'secret-ref'         // env refers to an undeclared secret; duplicate secret names
+  | 'quantity';          // memory quantity cannot be parsed / out of range
+
+/** Errors are data; the CLI formats them at the edge. */
+export interface SpecError extends SourcePos {
+  /** Field path in the document, dotted with [i] indices, e.g. `spec.resources.memory`; '' for the whole doc. */
+  path: string;
+  code: SpecErrorCode;
+  message: string;
+}
+
+export interface SecretRef {
+  name: string;
+  /** Environment variable on berth's side holding the value. */
+  fromEnv?: string;
+  /** Absolute, resolved path of the file holding the value. */
+  fromFile?: string;
+}
+
+export interface VolumeMount {
+  name: string;
+  mountPath: string;
+  readOnly: boolean;
+}
+
+export interface NormalizedAttempt {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  labels: Record<string, string>;
+  image: string;
+  /** null: the image's default command. */
+  command: string[] | null;
+  workingDir: string;
+  /** Plain environment; never holds secret values. */
+  env: Record<string, string>;
+  /** Environment variables whose value is a secret, opted in explicitly: VAR -> secret name. */
+  secretEnv: Record<string, string>;
+  secrets: SecretRef[];
+  /** Absolute, resolved path of the fixture folder (or file), or null. */
+  fixture: string | null;
+  /** sha256 over the fixture's file tree (paths, modes, contents), or null. */
+  fixtureDigest: string | null;
+  /** Results folder relative to the results root (already checked to stay inside it). */
+  results: string;
+  network: { mode: NetworkMode; egress: string[] };
+  volumes: VolumeMount[];
+  resources: {
+    /** Fractional CPUs, or null for no limit. */
+    cpus: number | null;
+    /** Bytes, or null for no limit. */
+    memoryBytes: number | null;
+    pids: number;
+  };
+  deadlineSeconds: number | null;
+  retries: number;
+  ttlSecondsAfterFinished: number | null;
+}
+
+export interface LoadedSpec {
+  /** Where the document starts (its metadata.name node when present). */
+  source: SourcePos;
+  /** Spec file relative to the specs folder, forward slashes; stable across working directories. */
+  relFile: string;
+  spec: NormalizedAttempt;
+  /** sha256 hex of the canonical normalized spec (see hash.ts). */
+  hash: string;
+}
+
+export interface LoadResult {
+  specs: LoadedSpec[];
+  errors: SpecError[];
+  /**
+   * Attempt names that some document declares but that did not load (invalid, duplicated).
+   * What already runs under these names must be left exactly as it is.
+   */
+  protectedNames: Set<string>;
+  /**
+   * Spec files (relative to the specs folder) that could not be read or parsed far enough to know
+   * which attempts they declare. Attempts whose resources carry one of these as their source label
+   * are protected too.
+   */
+  unreadableFiles: Set<string>;
+}

@@ -1,0 +1,17 @@
+/**
+ * Root hooks for the whole run: each suite cleans up after itself by label; this final check
+ * counts what this test run left on the engine, removes it (by this run's labels only, never
+ * anything else), and fails the run if there was anything to remove: a leak is a defect.
+ */
+import { countTestResources, removeTestResources, TEST_RUN } from './support/engine';
+
+export const mochaHooks = {
+  async afterAll(this: Mocha.Context) {
+    this.timeout(60000);
+    const left = await countTestResources();
+    if (left > 0) {
+      await removeTestResources();
+      throw new Error(`test run ${TEST_RUN} left ${left} resources on the engine (removed now by label)`);
+    }
+  },
+};

@@ -1,0 +1,92 @@
+/**
+ * Real-engine test support. Every resource a test makes carries labels that name this test
+ * run: berth-made ones through an instance name that starts with TEST_RUN, hand-made
+ * ("foreign") ones through the TEST_LABEL. After the run, test/hooks.ts removes exactly
+ * those, by label, and fails the run if any survive. No engine → the test fails loudly.
+ */
+import Dockerode from 'dockerode';
+import { LABELS } from '../../src/constants';
+import { createDockerEngine } from '../../src/engine/docker';
+import type { Engine } from '../../src/engine/types';
+
+export const TEST_RUN = process.env.BERTH_TEST_RUN ?? `t${process.pid.toString(36)}`;
+/** Label on every resource a test makes by hand, outside berth. */
+export const TEST_LABEL = 'dev.berth.test-run';
+export const TEST_IMAGE = 'berth/busybox:local';
+
+export const docker = new Dockerode({ socketPath: process.env.DOCKER_HOST ? undefined : '/var/run/docker.sock' });
+
+let counter = 0;
+/** A fresh berth instance name for one test: its resources are this test's alone. */
+export function newInstance(tag: string): string {
+  counter++;
+  return `${TEST_RUN}-${tag}-${counter}`.replace(/[^a-zA-Z0-9_.-]/g, '-').toLowerCase();
+}
+
+let engineChecked: Promise<void> | undefined;
+/** Resolves when the engine answers and the test image exists; rejects loudly otherwise. */
+export function requireEngine(): Promise<void> {
+  engineChecked ??= (async () => {
+    try {
+      await docker.ping();
+    } catch (err) {
+      throw new Error(
+        `no Docker engine answers (${(err as Error).message}); the engine tests need one: run ./scripts/engine-up.sh (make test does)`,
+      );
+    }
+    try {
+      await docker.getImage(TEST_IMAGE).inspect();
+    } catch {
+      throw new Error(`test image ${TEST_IMAGE} is missing: run ./scripts/images.sh (make test does)`);
+    }
+  })();
+  return engineChecked;
+}
+
+export function testEngine(): Engine {
+  return createDockerEngine(docker);
+}
+
+function ours(labels: Record<string, string> | null | undefined): boolean {
+  if (!labels) return false;
+  if (labels[TEST_LABEL] === TEST_RUN) return true;
+  const inst = labels[LABELS.instance];
+  return labels[LABELS.managed] === 'true' && typeof inst === 'string' && inst.startsWith(`${TEST_RUN}-`);
+}
+
+/** Removes every resource of this test run (containers, then networks, then volumes); returns counts. */
+export async function removeTestResources(): Promise<{ containers: number; networks: number; volumes: number }> {
+  const filters = (label: string) => JSON.stringify({ label: [label] });
+  const containers = [
+    ...(await docker.listContainers({ all: true, filters: filters(LABELS.managed) })),
+    ...(await docker.listContainers({ all: true, filters: filters(`${TEST_LABEL}=${TEST_RUN}`) })),
+  ].filter((c) => ours(c.Labels));
+  await Promise.all(
+    [...new Set(containers.map((c) => c.Id))].map((id) =>
+      docker.getContainer(id).remove({ force: true }).catch(() => undefined),
+    ),
+  );
+  const networks = [
+    ...(await docker.listNetworks({ filters: filters(LABELS.managed) })),
+    ...(await docker.listNetworks({ filters: filters(`${TEST_LABEL}=${TEST_RUN}`) })),
+  ].filter((n) => ours(n.Labels));
+  await Promise.all([...new Set(networks.map((n) => n.Id))].map((id) => docker.getNetwork(id).remove().catch(() => undefined)));
+  const vols = [
+    ...((await docker.listVolumes({ filters: filters(LABELS.managed) })).Volumes ?? []),
+    ...((await docker.listVolumes({ filters: filters(`${TEST_LABEL}=${TEST_RUN}`) })).Volumes ?? []),
+  ].filter((v) => ours(v.Labels));
+  await Promise.all([...new Set(vols.map((v) => v.Name))].map((n) => docker.getVolume(n).remove().catch(() => undefined)));
+  return { containers: containers.length, networks: networks.length, volumes: vols.length };
+}
+
+/** Counts what is left of this test run on the engine. */
+export async function countTestResources(): Promise<number> {
+  const filters = (label: string) => JSON.stringify({ label: [label] });
+  const c = (await docker.listContainers({ all: true, filters: filters(LABELS.managed) })).filter((x) => ours(x.Labels));
+  const c2 = await docker.listContainers({ all: true, filters: filters(`${TEST_LABEL}=${TEST_RUN}`) });
+  const n = (await docker.listNetworks({ filters: filters(LABELS.managed) })).filter((x) => ours(x.Labels));
+  const n2 = await docker.listNetworks({ filters: filters(`${TEST_LABEL}=${TEST_RUN}`) });
+  const v = ((await docker.listVolumes({ filters: filters(LABELS.managed) })).Volumes ?? []).filter((x) => ours(x.Labels));
+  const v2 = (await docker.listVolumes({ filters: filters(`${TEST_LABEL}=${TEST_RUN}`) })).Volumes ?? [];
+  return c.length + c2.length + n.length + n2.length + v.length + v2.length;
+}
