@@ -71,6 +71,8 @@ export const EXIT = {
   failed: 1,
   usage: 2,
   attemptsFailed: 3,
+  /** `berth plan --detailed-exitcode` only: the plan has changes. */
+  changesPending: 4,
 } as const;
 
 export const DEFAULTS = {

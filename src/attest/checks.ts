@@ -1,0 +1,100 @@
+/**
+ * Attestation: does an existing container hold what the spec asks, in everything that matters
+ * for isolation and correctness? Pure functions over what the engine reported.
+ * - attestListed: from the label-filtered list (no extra engine call): labels and spec hash,
+ *   image, attached networks, mounts (results the only bind).
+ * - attestInspected: from `inspect`: the above plus security settings and limits.
+ */
+import { DEFAULTS, LABELS } from '../constants';
+import type { ContainerDetails, ContainerSummary } from '../engine/types';
+import type { DesiredAttempt } from '../desired/types';
+import type { AttestationCheck } from '../status/types';
+
+function check(name: string, ok: boolean, detail: string): AttestationCheck {
+  return { name, ok, detail };
+}
+
+function same(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && [...a].sort().every((x, i) => x === [...b].sort()[i]);
+}
+
+export function attestListed(c: ContainerSummary, d: DesiredAttempt): AttestationCheck[] {
+  const want = d.container.create;
+  const labelKeys = [LABELS.managed, LABELS.instance, LABELS.attempt, LABELS.specHash, LABELS.component];
+  const wrongLabels = labelKeys.filter((k) => c.labels[k] !== want.labels[k]);
+  const binds = c.mounts.filter((m) => m.type === 'bind');
+  const resultsBind = binds.length === 1 && binds[0]?.destination === DEFAULTS.resultsMount && binds[0].source === d.resultsDir;
+  const vols = c.mounts.filter((m) => m.type === 'volume').map((m) => `${m.name ?? m.source}:${m.destination}`);
+  const wantVols = want.host.mounts.map((m) => `${m.source}:${m.target}`);
+  const others = c.mounts.filter((m) => m.type !== 'bind' && m.type !== 'volume');
+  return [
+    check(
+      'labels',
+      wrongLabels.length === 0,
+      wrongLabels.length ? `labels differ: ${wrongLabels.map((k) => `${k}=${c.labels[k] ?? '<none>'}`).join(', ')}` : 'owner, attempt and spec hash labels match',
+    ),
+    check('image', c.image === want.image || c.imageId === want.image, `image ${c.image}${c.image === want.image ? '' : ` (spec asks ${want.image})`}`),
+    check(
+      'networks',
+      same(c.networks, d.expectedNetworks),
+      same(c.networks, d.expectedNetworks)
+        ? `attached to ${d.expectedNetworks.join(', ')} only`
+        : `attached to network ${c.networks.filter((n) => !d.expectedNetworks.includes(n)).join(', ') || '<none>'}; spec allows ${d.expectedNetworks.join(', ')}`,
+    ),
+    check(
+      'mounts',
+      resultsBind && binds.length === 1 && same(vols, wantVols) && others.length === 0,
+      resultsBind && same(vols, wantVols) && others.length === 0
+        ? `results folder is the only bind mount${wantVols.length ? `; volumes ${wantVols.join(', ')}` : ''}`
+        : `mounts differ: binds ${binds.map((b) => `${b.source}:${b.destination}`).join(', ') || '<none>'}; volumes ${vols.join(', ') || '<none>'}${others.length ? `; other ${others.map((o) => `${o.type}:${o.destination}`).join(', ')}` : ''}`,
+    ),
+  ];
+}
+
+export function attestInspected(c: ContainerDetails, d: DesiredAttempt): AttestationCheck[] {
+  const want = d.container.create.host;
+  const h = c.host;
+  const hostNs = (['pidMode', 'ipcMode', 'utsMode', 'usernsMode', 'cgroupnsMode'] as const).filter((k) => h[k] === 'host');
+  if (h.networkMode === 'host') hostNs.push('networkMode' as never);
+  const security =
+    !h.privileged &&
+    same(h.capDrop.map((x) => x.toUpperCase()), want.capDrop) &&
+    same(h.capAdd, want.capAdd) &&
+    want.securityOpt.every((o) => h.securityOpt.includes(o)) &&
+    !h.securityOpt.some((o) => /^seccomp[=:]unconfined$/.test(o) || /^apparmor[=:]unconfined$/.test(o)) &&
+    h.devices === 0;
+  const limits =
+    h.nanoCpus === (want.nanoCpus ?? 0) &&
+    h.memory === (want.memory ?? 0) &&
+    (want.memory === undefined || h.memorySwap === want.memorySwap) &&
+    h.pidsLimit === want.pidsLimit;
+  return [
+    ...attestListed(c, d),
+    check(
+      'security',
+      security,
+      security
+        ? 'not privileged; all capabilities dropped; no-new-privileges; default seccomp; no devices'
+        : `privileged=${h.privileged} capDrop=[${h.capDrop.join(',')}] capAdd=[${h.capAdd.join(',')}] securityOpt=[${h.securityOpt.join(',')}] devices=${h.devices}`,
+    ),
+    check('namespaces', hostNs.length === 0, hostNs.length ? `shares host namespaces: ${hostNs.join(', ')}` : 'no host namespaces'),
+    check(
+      'ports',
+      h.portBindings === 0 && !h.publishAllPorts,
+      h.portBindings === 0 && !h.publishAllPorts ? 'no published ports' : `publishes ports (${h.portBindings} bindings, publishAll=${h.publishAllPorts})`,
+    ),
+    check(
+      'limits',
+      limits,
+      `cpus=${h.nanoCpus / 1e9 || 'unlimited'} memory=${h.memory || 'unlimited'} swap=${h.memorySwap || 'default'} pids=${h.pidsLimit}` +
+        (limits ? '' : ` (spec asks cpus=${(want.nanoCpus ?? 0) / 1e9 || 'unlimited'} memory=${want.memory ?? 'unlimited'} pids=${want.pidsLimit})`),
+    ),
+    check('init-restart', h.init === want.init && (h.restartPolicy === 'no' || h.restartPolicy === ''), `init=${h.init} restart=${h.restartPolicy || 'no'}`),
+  ];
+}
+
+/** The first failing check as a cause string, e.g. "attestation failed: attached to network bridge; ...". */
+export function failedCause(checks: AttestationCheck[]): string | undefined {
+  const bad = checks.filter((c) => !c.ok);
+  return bad.length ? `attestation failed: ${bad.map((c) => c.detail).join('; ')}` : undefined;
+}

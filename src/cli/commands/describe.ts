@@ -1,0 +1,85 @@
+/** `berth describe NAME`: spec summary, status, resources on the engine, attestation, history. */
+import { EXIT, LABELS } from '../../constants';
+import { instanceFilters } from '../../observe/snapshot';
+import { loadSpecs } from '../../spec/loader';
+import type { Context } from '../context';
+import { age, table } from './shared';
+
+export async function runDescribe(ctx: Context, name: string): Promise<number> {
+  const [load, rec] = await Promise.all([loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot }), ctx.store().get(name)]);
+  const loaded = load.specs.find((s) => s.spec.name === name);
+  const errors = load.errors.filter((e) => load.protectedNames.has(name) && e.message.includes(name));
+  if (!loaded && !rec && !load.protectedNames.has(name)) {
+    ctx.io.err(`berth: attempt ${JSON.stringify(name)} not found\n`);
+    return EXIT.failed;
+  }
+  const now = Date.now();
+  const out: string[] = [];
+  const kv = (k: string, v: string | number | undefined | null) => out.push(`${(k + ':').padEnd(16)}${v === undefined || v === null || v === '' ? '-' : v}`);
+  kv('Name', name);
+  kv('Instance', ctx.instance);
+  if (loaded) {
+    const s = loaded.spec;
+    kv('Spec file', `${loaded.source.file}:${loaded.source.line}`);
+    kv('Spec hash', loaded.hash.slice(0, 16));
+    kv('Labels', Object.entries(s.labels).map(([k, v]) => `${k}=${v}`).join(', '));
+    kv('Image', s.image);
+    kv('Command', s.command ? JSON.stringify(s.command) : '(image default)');
+    kv('Working dir', s.workingDir);
+    kv('Network', s.network.mode + (s.network.egress.length ? ` (egress: ${s.network.egress.join(', ')})` : ''));
+    kv('Resources', `cpus=${s.resources.cpus ?? 'unlimited'} memory=${s.resources.memoryBytes ?? 'unlimited'} pids=${s.resources.pids}`);
+    kv('Deadline', s.deadlineSeconds !== null ? `${s.deadlineSeconds}s` : 'none');
+    kv('Retries', s.retries);
+    kv('TTL', s.ttlSecondsAfterFinished !== null ? `${s.ttlSecondsAfterFinished}s after finished` : 'none');
+    kv('Secrets', s.secrets.map((x) => `${x.name} (${x.fromEnv !== undefined ? `env ${x.fromEnv}` : 'file'})`).join(', '));
+    if (rec && rec.specHash && rec.specHash !== loaded.hash) out.push('                (the spec changed since this run: reconcile will replace it)');
+  } else if (load.protectedNames.has(name)) {
+    kv('Spec', 'INVALID: what runs under this name is left as it is until the spec is fixed');
+    for (const e of errors) out.push(`                ${e.file}:${e.line}:${e.col}: ${e.path}: ${e.message}`);
+  } else {
+    kv('Spec', 'none (the spec was deleted; reconcile will collect it)');
+  }
+  out.push('');
+  if (rec) {
+    kv('Phase', rec.phase);
+    kv('Reason', rec.reason);
+    kv('Message', rec.message);
+    kv('Exit code', rec.exitCode);
+    kv('Run', rec.run);
+    kv('Retries used', rec.retriesUsed);
+    kv('Created', rec.createdAt ? `${rec.createdAt} (${age(rec.createdAt, now)} ago)` : undefined);
+    kv('Started', rec.startedAt);
+    kv('Finished', rec.finishedAt);
+    kv('Deadline at', rec.deadlineAt);
+    kv('Results', rec.resultsDir);
+    kv('Container', rec.containerId?.slice(0, 12));
+    for (const w of rec.warnings ?? []) out.push(`WARNING:        ${w}`);
+    if (rec.lastAttestation) {
+      const a = rec.lastAttestation;
+      out.push('', `Attestation (${a.depth}, ${a.at}): ${a.ok ? 'OK' : 'FAILED'}`);
+      out.push(table(a.checks.map((c) => [`  ${c.ok ? 'ok  ' : 'FAIL'}`, c.name, c.detail])).trimEnd());
+    }
+    if (rec.history.length) {
+      out.push('', 'History:');
+      out.push(table([['  RUN', 'PHASE', 'REASON', 'EXIT', 'STARTED', 'FINISHED'], ...rec.history.map((h) => [`  ${h.run}`, h.phase, h.reason ?? '-', h.exitCode === undefined ? '-' : String(h.exitCode), h.startedAt ?? '-', h.finishedAt ?? '-'])]).trimEnd());
+    }
+  } else {
+    kv('Phase', 'not reconciled yet');
+  }
+  const engine = ctx.engine();
+  const filters = [...instanceFilters(ctx.instance), `${LABELS.attempt}=${name}`];
+  try {
+    const [cs, ns, vs] = await Promise.all([engine.containers.list(filters), engine.networks.list(filters), engine.volumes.list(filters)]);
+    out.push('', 'Resources:');
+    const rows = [
+      ...cs.map((c) => [`  container`, c.name, c.state, `run ${c.labels[LABELS.run] ?? '?'}`, c.networks.join(',')]),
+      ...ns.map((n) => [`  network`, n.name, n.internal ? 'internal' : 'routed', '', '']),
+      ...vs.map((v) => [`  volume`, v.name, '', '', '']),
+    ];
+    out.push(rows.length ? table(rows).trimEnd() : '  (none on the engine)');
+  } catch (err) {
+    out.push('', `Resources: engine unreachable (${(err as Error).message})`);
+  }
+  ctx.io.out(out.join('\n') + '\n');
+  return EXIT.ok;
+}

@@ -1,0 +1,105 @@
+/** `berth get [NAME] [-l k=v] [-o wide|json|yaml]`: the attempts and their status. */
+import { stringify } from 'yaml';
+import { EXIT } from '../../constants';
+import { loadSpecs } from '../../spec/loader';
+import type { AttemptStatus } from '../../status/types';
+import { UsageError, type Context } from '../context';
+import { age, duration, table } from './shared';
+
+export interface GetOptions {
+  output?: 'wide' | 'json' | 'yaml' | 'text';
+  selector?: string[];
+}
+
+export interface Row {
+  name: string;
+  phase: string;
+  reason: string;
+  exitCode: number | null;
+  run: number;
+  age: string;
+  duration: string;
+  labels: Record<string, string>;
+  image: string;
+  results: string;
+  status: AttemptStatus | null;
+}
+
+export function parseSelector(sel: string[]): [string, string][] {
+  return sel
+    .flatMap((s) => s.split(','))
+    .filter(Boolean)
+    .map((kv) => {
+      const i = kv.indexOf('=');
+      if (i <= 0) throw new UsageError(`-l ${JSON.stringify(kv)}: expected key=value`);
+      return [kv.slice(0, i), kv.slice(i + 1).replace(/^=/, '')] as [string, string];
+    });
+}
+
+export async function collectRows(ctx: Context, name?: string, selector: string[] = []): Promise<Row[]> {
+  const want = parseSelector(selector);
+  const [load, statuses] = await Promise.all([loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot }), ctx.store().loadAll()]);
+  const specs = new Map(load.specs.map((s) => [s.spec.name, s]));
+  const names = new Set([...specs.keys(), ...statuses.keys()]);
+  const now = Date.now();
+  const rows: Row[] = [];
+  for (const n of [...names].sort()) {
+    if (name && n !== name) continue;
+    const spec = specs.get(n)?.spec;
+    const labels = spec?.labels ?? {};
+    if (!want.every(([k, v]) => labels[k] === v)) continue;
+    const st = statuses.get(n);
+    const end = st?.finishedAt ? Date.parse(st.finishedAt) : now;
+    rows.push({
+      name: n,
+      phase: st?.phase ?? 'Pending',
+      reason: st?.reason ?? (st ? '' : 'NotReconciled'),
+      exitCode: st?.exitCode ?? null,
+      run: st?.run ?? 0,
+      age: age(st?.createdAt, now),
+      duration: st?.startedAt ? duration(end - Date.parse(st.startedAt)) : '-',
+      labels,
+      image: spec?.image ?? '',
+      results: st?.resultsDir ?? '',
+      status: st ?? null,
+    });
+  }
+  return rows;
+}
+
+export function renderRows(rows: Row[], wide: boolean): string {
+  const head = ['NAME', 'PHASE', 'REASON', 'EXIT', 'RUN', 'AGE', 'DURATION'];
+  if (wide) head.push('IMAGE', 'LABELS', 'RESULTS');
+  const body = rows.map((r) => {
+    const base = [r.name, r.phase, r.reason || '-', r.exitCode === null ? '-' : String(r.exitCode), String(r.run || '-'), r.age, r.duration];
+    if (wide) {
+      base.push(r.image || '-', Object.entries(r.labels).map(([k, v]) => `${k}=${v}`).join(',') || '-', r.results || '-');
+    }
+    return base;
+  });
+  return table([head, ...body]);
+}
+
+export async function runGet(ctx: Context, name: string | undefined, o: GetOptions): Promise<number> {
+  const rows = await collectRows(ctx, name, o.selector ?? []);
+  if (name && rows.length === 0) {
+    ctx.io.err(`berth: attempt ${JSON.stringify(name)} not found\n`);
+    return EXIT.failed;
+  }
+  const data = rows.map((r) => ({
+    name: r.name,
+    phase: r.phase,
+    reason: r.reason || null,
+    exitCode: r.exitCode,
+    run: r.run,
+    labels: r.labels,
+    image: r.image || null,
+    results: r.results || null,
+    status: r.status,
+  }));
+  if (o.output === 'json') ctx.io.out(JSON.stringify(name ? data[0] : { items: data }, null, 2) + '\n');
+  else if (o.output === 'yaml') ctx.io.out(stringify(name ? data[0] : { items: data }));
+  else if (rows.length === 0) ctx.io.out('No attempts.\n');
+  else ctx.io.out(renderRows(rows, o.output === 'wide'));
+  return EXIT.ok;
+}

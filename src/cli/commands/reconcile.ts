@@ -1,0 +1,107 @@
+/**
+ * `berth reconcile`: `--once` makes one full pass and exits; with `--wait` it keeps passing
+ * until every attempt is finished, waking on engine events and requeue times (never a blind
+ * sleep). Without `--once` it runs as a controller until SIGTERM/SIGINT.
+ */
+import { EXIT, FINISHED_PHASES, type Phase } from '../../constants';
+import { reconcilePass, type PassResult } from '../../controller/pass';
+import { Waker } from '../../controller/waker';
+import { isUnavailable, describeEngineError } from '../../engine/errors';
+import { changeCount } from '../../plan/render';
+import { passConfig, type Context } from '../context';
+import { collectRows, renderRows } from './get';
+import { reportLoadErrors } from './shared';
+import { runController } from './controller';
+
+export interface ReconcileOptions {
+  once?: boolean;
+  wait?: boolean;
+  /** Seconds --wait may take. */
+  timeout?: number;
+  maxRunning?: number;
+  concurrency?: number;
+  resync?: number;
+  metricsAddr?: string;
+}
+
+const DONE_FOR_WAIT: ReadonlySet<Phase> = new Set([...FINISHED_PHASES, 'Invalid', 'Blocked']);
+
+function counts(res: PassResult, phases: Map<string, Phase>): string {
+  const by = new Map<string, number>();
+  for (const s of res.load.specs) {
+    const p = phases.get(s.spec.name) ?? 'Pending';
+    by.set(p, (by.get(p) ?? 0) + 1);
+  }
+  return [...by.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([p, n]) => `${n} ${p}`).join(', ') || 'no attempts';
+}
+
+export async function runReconcile(ctx: Context, o: ReconcileOptions): Promise<number> {
+  if (!o.once) return runController(ctx, o);
+  const cfg = passConfig(ctx, o);
+  const engine = ctx.engine();
+  const store = ctx.store();
+  try {
+    await engine.ping();
+  } catch (err) {
+    ctx.io.err(`berth: the Docker engine is unreachable: ${describeEngineError(err)}\n`);
+    return EXIT.failed;
+  }
+  const started = Date.now();
+  let waker: Waker | undefined;
+  if (o.wait) {
+    waker = new Waker();
+    waker.followEngine(engine, ctx.instance, ctx.log);
+  }
+  let last: PassResult | undefined;
+  let opFailures = 0;
+  let lastLine = '';
+  try {
+    for (let pass = 1; ; pass++) {
+      const log = ctx.log.child({ pass });
+      let res: PassResult;
+      try {
+        res = await reconcilePass({ ...cfg, log }, engine, store);
+      } catch (err) {
+        if (isUnavailable(err)) {
+          ctx.io.err(`berth: the Docker engine is unreachable: ${describeEngineError(err)}\n`);
+          return EXIT.failed;
+        }
+        throw err;
+      }
+      if (pass === 1) reportLoadErrors(ctx, res.load);
+      last = res;
+      const failed = res.results.filter((r) => !r.ok);
+      opFailures = failed.length;
+      for (const f of failed) ctx.io.err(`berth: ${f.attempt}: ${f.error}\n`);
+      if (changeCount(res.plan) > 0) log.info(`pass ${pass}: ${res.results.length} attempts changed`, { calls: ctx.calls.total });
+      const statuses = await store.loadAll();
+      const phases = new Map([...statuses.values()].map((s) => [s.name, s.phase]));
+      if (!o.wait) break;
+      const line = counts(res, phases);
+      if (line !== lastLine || ctx.io.isTTY) {
+        const secs = Math.round((Date.now() - started) / 1000);
+        ctx.io.err(ctx.io.isTTY ? `\r\x1b[K[${secs}s] ${line}` : `[${secs}s] ${line}\n`);
+        lastLine = line;
+      }
+      const pending = res.load.specs.filter((s) => !DONE_FOR_WAIT.has(phases.get(s.spec.name) ?? 'Pending'));
+      if (pending.length === 0 && changeCount(res.plan) === 0) break;
+      if (o.timeout !== undefined && Date.now() - started > o.timeout * 1000) {
+        ctx.io.err(`${ctx.io.isTTY ? '\n' : ''}berth: --timeout ${o.timeout}s passed with ${pending.length} attempts unfinished\n`);
+        return EXIT.failed;
+      }
+      // Wait for the engine to tell us something changed, or for the nearest requeue time.
+      const requeue = res.plan.actions.map((a) => a.requeueAfterMs).filter((x): x is number => x !== undefined);
+      const changed = changeCount(res.plan) > 0;
+      await waker!.wait(changed ? 0 : Math.min(2_000, ...requeue.map((x) => x + 50)));
+    }
+  } finally {
+    waker?.close();
+  }
+  if (o.wait && ctx.io.isTTY) ctx.io.err('\n');
+  const rows = await collectRows(ctx);
+  if (o.wait) ctx.io.out(renderRows(rows, false));
+  if (last && last.load.errors.length) return EXIT.usage;
+  if (o.wait && rows.some((r) => r.phase === 'Failed' || r.phase === 'TimedOut')) return EXIT.attemptsFailed;
+  if (opFailures > 0 || (o.wait && rows.some((r) => r.phase === 'Blocked'))) return EXIT.failed;
+  return EXIT.ok;
+}

@@ -1,0 +1,55 @@
+/** Helpers shared by commands. */
+import { promises as fs, readFileSync } from 'node:fs';
+import { formatErrors } from '../format-errors';
+import type { LoadResult } from '../../spec/types';
+import type { Context } from '../context';
+
+/** Spec errors on stderr, compiler style, with the source line and a caret. */
+export function reportLoadErrors(ctx: Context, load: LoadResult): void {
+  if (!load.errors.length) return;
+  ctx.io.err(formatErrors(load.errors, readLineSync));
+  ctx.io.err(`${load.errors.length} spec error${load.errors.length === 1 ? '' : 's'}; attempts under invalid specs are left as they are\n`);
+}
+
+const cache = new Map<string, string[]>();
+function readLineSync(file: string, line: number): string | undefined {
+  let lines = cache.get(file);
+  if (!lines) {
+    try {
+      lines = readFileSync(file, 'utf8').split('\n');
+    } catch {
+      lines = [];
+    }
+    cache.set(file, lines);
+  }
+  return lines[line - 1];
+}
+
+export async function exists(p: string): Promise<boolean> {
+  return fs.access(p).then(
+    () => true,
+    () => false,
+  );
+}
+
+export function age(fromIso: string | undefined, now: number): string {
+  if (!fromIso) return '-';
+  return duration(now - Date.parse(fromIso));
+}
+
+export function duration(ms: number): string {
+  if (!Number.isFinite(ms) || ms < 0) return '-';
+  const s = Math.floor(ms / 1000);
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m${s % 60 ? `${s % 60}s` : ''}`;
+  const h = Math.floor(m / 60);
+  if (h < 48) return `${h}h${m % 60 ? `${m % 60}m` : ''}`;
+  return `${Math.floor(h / 24)}d`;
+}
+
+export function table(rows: string[][]): string {
+  const widths: number[] = [];
+  for (const r of rows) r.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, c.length)));
+  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('   ').trimEnd()).join('\n') + '\n';
+}

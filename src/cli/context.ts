@@ -1,0 +1,85 @@
+/** Global options shared by every command, resolved once into a Context. */
+import os from 'node:os';
+import path from 'node:path';
+import { DEFAULTS } from '../constants';
+import { resolveResultsRoot, type PassConfig } from '../controller/pass';
+import { createDockerEngine } from '../engine/docker';
+import type { Engine } from '../engine/types';
+import { CallCounter, instrumentEngine } from '../engine/wrap';
+import { StatusStore } from '../status/store';
+import { createLogger, type LogFormat, type Logger } from '../util/log';
+import type { Io } from './io';
+
+export interface GlobalOptions {
+  specs?: string;
+  state?: string;
+  resultsRoot?: string;
+  instance?: string;
+  logLevel?: string;
+  logFormat?: LogFormat;
+}
+
+export class UsageError extends Error {}
+
+export interface Context {
+  specsDir: string;
+  stateDir: string;
+  resultsRoot: string;
+  instance: string;
+  log: Logger;
+  io: Io;
+  env: NodeJS.ProcessEnv;
+  /** The engine, created on first use (validate never needs one). */
+  engine(): Engine;
+  calls: CallCounter;
+  store(): StatusStore;
+}
+
+const INSTANCE_RE = /^[a-z0-9]([a-z0-9_.-]{0,30}[a-z0-9])?$/;
+
+export function makeContext(g: GlobalOptions, io: Io, opts: { engine?: Engine; env?: NodeJS.ProcessEnv; log?: Logger } = {}): Context {
+  const instance = g.instance ?? DEFAULTS.instance;
+  if (!INSTANCE_RE.test(instance)) throw new UsageError(`--instance ${JSON.stringify(instance)}: use 1-32 lowercase letters, digits, '.', '_' or '-'`);
+  const stateDir = path.resolve(g.state ?? DEFAULTS.stateDir);
+  const log = opts.log ?? createLogger({ level: g.logLevel ?? 'info', format: g.logFormat ?? 'text' });
+  const calls = new CallCounter();
+  let engine: Engine | undefined;
+  let store: StatusStore | undefined;
+  return {
+    specsDir: path.resolve(g.specs ?? DEFAULTS.specsDir),
+    stateDir,
+    resultsRoot: resolveResultsRoot(stateDir, g.resultsRoot),
+    instance,
+    log,
+    io,
+    env: opts.env ?? process.env,
+    calls,
+    engine() {
+      engine ??= instrumentEngine(opts.engine ?? createDockerEngine(), calls.listener);
+      return engine;
+    },
+    store() {
+      store ??= new StatusStore(stateDir, instance);
+      return store;
+    },
+  };
+}
+
+export function passConfig(ctx: Context, o: { maxRunning?: number; concurrency?: number; attestIntervalMs?: number }): PassConfig {
+  return {
+    specsDir: ctx.specsDir,
+    stateDir: ctx.stateDir,
+    resultsRoot: ctx.resultsRoot,
+    instance: ctx.instance,
+    maxRunning: o.maxRunning ?? defaultMaxRunning(),
+    concurrency: o.concurrency ?? DEFAULTS.concurrency,
+    attestIntervalMs: o.attestIntervalMs ?? 60_000,
+    env: ctx.env,
+    log: ctx.log,
+  };
+}
+
+/** Two attempts per core, at least 2: a 2-core machine runs 4 at once. */
+export function defaultMaxRunning(): number {
+  return Math.max(2, os.availableParallelism() * 2);
+}

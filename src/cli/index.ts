@@ -1,0 +1,160 @@
+/**
+ * berth's command line. Registers the commands and imports each lazily; a command is a plain
+ * async function returning an exit code. Only this file calls process.exit.
+ */
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { EXIT } from '../constants';
+import { makeContext, UsageError, type GlobalOptions } from './context';
+import { processIo, type Io } from './io';
+
+function version(): string {
+  try {
+    return (JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string }).version;
+  } catch {
+    return 'unknown';
+  }
+}
+
+function int(name: string, min: number) {
+  return (v: string): number => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`${name} must be an integer >= ${min}`);
+    return n;
+  };
+}
+
+function collect(v: string, prev: string[] = []): string[] {
+  return [...prev, v];
+}
+
+export function buildProgram(io: Io, setExit: (code: number) => void): Command {
+  const program = new Command('berth')
+    .description('A Kubernetes-style reconciler for Docker: declarative eval attempts, converged and attested.')
+    .version(version())
+    .option('--specs <dir>', 'specs folder', 'specs')
+    .option('--state <dir>', 'state folder (status records, locks)', '.berth')
+    .option('--results-root <dir>', 'results root (default <state>/results)')
+    .option('--instance <name>', 'reconciler instance: scopes everything berth observes and changes', 'default')
+    .addOption(new Option('--log-level <level>', 'log level').choices(['error', 'warn', 'info', 'debug']).default('info'))
+    .addOption(new Option('--log-format <format>', 'log format').choices(['text', 'json']).default('text'))
+    .showHelpAfterError()
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) });
+
+  const ctx = (cmd: Command) => makeContext(cmd.optsWithGlobals<GlobalOptions>(), io);
+  const done = (p: Promise<number>) => p.then(setExit);
+
+  program
+    .command('validate')
+    .description('check specs; no engine needed')
+    .argument('[path...]', 'spec files or folders (default: --specs)')
+    .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
+    .action(async (paths: string[], o: { output: 'text' | 'json' }, cmd: Command) => {
+      const { runValidate } = await import('./commands/validate.js');
+      const c = ctx(cmd);
+      await done(runValidate(paths.length ? paths : [c.specsDir], { output: o.output, resultsRoot: c.resultsRoot }, io));
+    });
+
+  program
+    .command('plan')
+    .description('what reconcile would do, and why, changing nothing')
+    .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
+    .option('--detailed-exitcode', `exit ${EXIT.changesPending} when changes are pending, 0 when converged`)
+    .option('--max-running <n>', 'attempts running at once', int('--max-running', 1))
+    .action(async (o, cmd: Command) => {
+      const { runPlan } = await import('./commands/plan.js');
+      await done(runPlan(ctx(cmd), o));
+    });
+
+  program
+    .command('reconcile')
+    .description('converge the engine to the specs')
+    .option('--once', 'make one full pass and exit')
+    .option('--wait', 'with --once: keep going until every attempt is finished')
+    .option('--timeout <seconds>', 'with --wait: give up after this long', int('--timeout', 1))
+    .option('--max-running <n>', 'attempts running at once', int('--max-running', 1))
+    .option('--concurrency <n>', 'engine operations in flight', int('--concurrency', 1))
+    .option('--resync <seconds>', 'controller: full pass at least this often', int('--resync', 1), 30)
+    .action(async (o, cmd: Command) => {
+      if (o.wait && !o.once) throw new UsageError('--wait goes with --once');
+      const { runReconcile } = await import('./commands/reconcile.js');
+      await done(runReconcile(ctx(cmd), o));
+    });
+
+  program
+    .command('get')
+    .description('list attempts and their status')
+    .argument('[name]')
+    .option('-l, --selector <key=value>', 'filter by spec labels (repeatable, or comma-separated)', collect)
+    .addOption(new Option('-o, --output <format>', 'output format').choices(['wide', 'json', 'yaml']))
+    .action(async (name: string | undefined, o, cmd: Command) => {
+      const { runGet } = await import('./commands/get.js');
+      await done(runGet(ctx(cmd), name, o));
+    });
+
+  program
+    .command('describe')
+    .description('everything about one attempt')
+    .argument('<name>')
+    .action(async (name: string, _o, cmd: Command) => {
+      const { runDescribe } = await import('./commands/describe.js');
+      await done(runDescribe(ctx(cmd), name));
+    });
+
+  program
+    .command('logs')
+    .description("an attempt's logs: from its container, or harvested after it is gone")
+    .argument('<name>')
+    .option('-f, --follow', 'follow the log')
+    .action(async (name: string, o, cmd: Command) => {
+      const { runLogs } = await import('./commands/logs.js');
+      await done(runLogs(ctx(cmd), name, o));
+    });
+
+  program
+    .command('clean')
+    .description('remove every resource of this instance (results stay)')
+    .option('--keep-state', 'keep the status records')
+    .action(async (o, cmd: Command) => {
+      const { runClean } = await import('./commands/clean.js');
+      await done(runClean(ctx(cmd), o));
+    });
+
+  return program;
+}
+
+/** Runs berth with the given argv; resolves to the exit code. Never exits the process. */
+export async function run(argv: string[], io: Io = processIo): Promise<number> {
+  let code: number = EXIT.ok;
+  const program = buildProgram(io, (c) => (code = c));
+  try {
+    await program.parseAsync(argv);
+    return code;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return EXIT.ok;
+      return EXIT.usage;
+    }
+    if (err instanceof UsageError) {
+      io.err(`berth: ${err.message}\n`);
+      return EXIT.usage;
+    }
+    io.err(`berth: ${err instanceof Error ? err.message : String(err)}\n`);
+    if (process.env.BERTH_DEBUG && err instanceof Error) io.err(`${err.stack}\n`);
+    return EXIT.failed;
+  }
+}
+
+export function main(argv: string[]): void {
+  run(argv).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (err: unknown) => {
+      process.stderr.write(`berth: ${String(err)}\n`);
+      process.exitCode = EXIT.failed;
+    },
+  );
+}

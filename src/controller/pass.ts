@@ -1,0 +1,91 @@
+/**
+ * One reconcile pass, level-triggered: read the specs and the status records, take one
+ * snapshot of the engine, plan with no I/O, execute the plan. A straight line, as in
+ * docker compose's create(): observe → plan → execute.
+ */
+import path from 'node:path';
+import { Executor, type ActionResult } from '../execute/executor';
+import type { Engine } from '../engine/types';
+import { observe } from '../observe/snapshot';
+import type { Snapshot } from '../observe/types';
+import { plan as makePlan } from '../plan/planner';
+import type { Plan } from '../plan/types';
+import { loadSpecs } from '../spec/loader';
+import type { LoadResult } from '../spec/types';
+import { StatusStore } from '../status/store';
+import type { Logger } from '../util/log';
+
+export interface PassConfig {
+  specsDir: string;
+  stateDir: string;
+  resultsRoot: string;
+  instance: string;
+  maxRunning: number;
+  concurrency: number;
+  attestIntervalMs: number;
+  env: NodeJS.ProcessEnv;
+  log: Logger;
+  now?: () => number;
+}
+
+export interface PassResult {
+  load: LoadResult;
+  snapshot: Snapshot;
+  plan: Plan;
+  results: ActionResult[];
+}
+
+/** Message of the first error of each protected (invalid or duplicated) name. */
+export function invalidReasons(load: LoadResult): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const name of load.protectedNames) out.set(name, 'the spec is invalid');
+  for (const e of load.errors) {
+    const m = e.path === 'metadata.name' && e.code === 'duplicate-name' ? /"([^"]+)"/.exec(e.message)?.[1] : undefined;
+    if (m && load.protectedNames.has(m) && out.get(m) === 'the spec is invalid') out.set(m, `${e.file}:${e.line}:${e.col}: ${e.message}`);
+  }
+  return out;
+}
+
+export function resolveResultsRoot(stateDir: string, resultsRoot?: string): string {
+  return path.resolve(resultsRoot ?? path.join(stateDir, 'results'));
+}
+
+/** Observe and plan, changing nothing. */
+export async function planPass(cfg: PassConfig, engine: Engine, store: StatusStore): Promise<Omit<PassResult, 'results'>> {
+  const now = cfg.now ?? Date.now;
+  const [load, statuses] = await Promise.all([
+    loadSpecs({ specsDir: cfg.specsDir, resultsRoot: cfg.resultsRoot }),
+    store.loadAll(),
+  ]);
+  const known = new Set([...statuses.values()].map((s) => s.containerId).filter((x): x is string => !!x));
+  const snapshot = await observe(engine, cfg.instance, known, now());
+  const plan = makePlan({
+    instance: cfg.instance,
+    now: now(),
+    resultsRoot: cfg.resultsRoot,
+    specs: load.specs,
+    protectedNames: load.protectedNames,
+    invalid: invalidReasons(load),
+    unreadableFiles: load.unreadableFiles,
+    snapshot,
+    statuses,
+    maxRunning: cfg.maxRunning,
+    attestIntervalMs: cfg.attestIntervalMs,
+  });
+  return { load, snapshot, plan };
+}
+
+export async function reconcilePass(cfg: PassConfig, engine: Engine, store: StatusStore): Promise<PassResult> {
+  const planned = await planPass(cfg, engine, store);
+  const executor = new Executor({
+    engine,
+    store,
+    instance: cfg.instance,
+    concurrency: cfg.concurrency,
+    log: cfg.log,
+    env: cfg.env,
+    ...(cfg.now ? { now: cfg.now } : {}),
+  });
+  const results = await executor.run(planned.plan);
+  return { ...planned, results };
+}

@@ -1,0 +1,77 @@
+/**
+ * Waker: what a reconcile loop waits on between passes instead of sleeping: engine events of
+ * this instance (a container died, was removed, ...), spec folder changes, requeue times and
+ * the resync period. `wait(ms)` resolves on the first of them.
+ */
+import type { Engine } from '../engine/types';
+import { instanceFilters } from '../observe/snapshot';
+import type { Logger } from '../util/log';
+
+export class Waker {
+  private wake: (() => void) | undefined;
+  private pending = false;
+  private readonly abort = new AbortController();
+  private lastEventSeconds: number | undefined;
+  /** Stream reconnects so far (metrics). */
+  reconnects = 0;
+
+  /** Marks that something changed; the current or next wait() returns at once. */
+  poke(): void {
+    this.pending = true;
+    this.wake?.();
+  }
+
+  wait(ms: number): Promise<void> {
+    if (this.pending || this.abort.signal.aborted) {
+      this.pending = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const t = setTimeout(done, Math.max(0, ms));
+      const self = this;
+      function done() {
+        clearTimeout(t);
+        self.wake = undefined;
+        self.pending = false;
+        resolve();
+      }
+      this.wake = done;
+    });
+  }
+
+  /** Follows the engine's events for this instance; reconnects with back-off, resuming where it stopped. */
+  followEngine(engine: Engine, instance: string, log: Logger): void {
+    const run = async () => {
+      let delay = 250;
+      while (!this.abort.signal.aborted) {
+        try {
+          const since = this.lastEventSeconds;
+          const events = await engine.events.stream(instanceFilters(instance), {
+            ...(since !== undefined ? { since } : {}),
+            signal: this.abort.signal,
+          });
+          delay = 250;
+          for await (const ev of events) {
+            this.lastEventSeconds = Number(ev.timeNano / 1_000_000_000n);
+            if (ev.type === 'container' || ev.type === 'network' || ev.type === 'volume') this.poke();
+          }
+        } catch (err) {
+          if (this.abort.signal.aborted) return;
+          log.debug(`engine event stream broke: ${(err as Error).message}`);
+        }
+        if (this.abort.signal.aborted) return;
+        // The stream ended (engine restart, socket error): relist on the next pass, then resume.
+        this.reconnects++;
+        this.poke();
+        await new Promise((r) => setTimeout(r, delay));
+        delay = Math.min(delay * 2, 10_000);
+      }
+    };
+    void run();
+  }
+
+  close(): void {
+    this.abort.abort();
+    this.wake?.();
+  }
+}

@@ -1,0 +1,35 @@
+/**
+ * Secret values, read just before a container is created and never kept: from berth's own
+ * environment (fromEnv) or a file (fromFile). Errors name the attempt and the secret, never the value.
+ */
+import { promises as fs } from 'node:fs';
+import type { NormalizedAttempt } from '../spec/types';
+
+export class SecretError extends Error {
+  readonly code = 'SECRET_MISSING';
+}
+
+export async function readSecrets(spec: NormalizedAttempt, env: NodeJS.ProcessEnv): Promise<{ name: string; value: Buffer }[]> {
+  const out: { name: string; value: Buffer }[] = [];
+  for (const s of spec.secrets) {
+    if (s.fromEnv !== undefined) {
+      const v = env[s.fromEnv];
+      if (v === undefined) throw new SecretError(`secret ${s.name}: environment variable ${s.fromEnv} is not set in berth's environment`);
+      out.push({ name: s.name, value: Buffer.from(v, 'utf8') });
+    } else if (s.fromFile !== undefined) {
+      try {
+        out.push({ name: s.name, value: await fs.readFile(s.fromFile) });
+      } catch (err) {
+        throw new SecretError(`secret ${s.name}: cannot read ${s.fromFile} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+      }
+    }
+  }
+  return out;
+}
+
+/** `VAR=value` lines for secrets explicitly opted into the environment. */
+export function secretEnvLines(spec: NormalizedAttempt, values: { name: string; value: Buffer }[]): string[] {
+  return Object.entries(spec.secretEnv)
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([k, secret]) => `${k}=${values.find((v) => v.name === secret)?.value.toString('utf8') ?? ''}`);
+}

@@ -1,0 +1,24 @@
+/** Observed state: one snapshot of this instance's resources, taken before planning. */
+import type { ContainerSummary, NetworkSummary, VolumeSummary } from '../engine/types';
+
+export interface ObservedAttempt {
+  name: string;
+  /** Sorted by (created, id): a fixed order whatever order the engine lists them in. */
+  containers: ContainerSummary[];
+  networks: NetworkSummary[];
+  volumes: VolumeSummary[];
+}
+
+export interface Snapshot {
+  /** ms since the epoch when the snapshot was taken. */
+  at: number;
+  attempts: Map<string, ObservedAttempt>;
+  /**
+   * Containers that carry this instance's labels only because their image does (the image
+   * itself is labeled dev.berth.*) and that berth has no record of creating: not ours, never
+   * touched. Listed so the planner can report a name they block.
+   */
+  foreign: ContainerSummary[];
+  /** Engine calls the snapshot took. */
+  calls: number;
+}

@@ -1,0 +1,30 @@
+/** Everything the planner reads: specs, one observed snapshot, the status records, the clock's time. */
+import type { Snapshot } from '../observe/types';
+import type { LoadedSpec } from '../spec/types';
+import type { AttemptStatus } from '../status/types';
+
+export interface PlanInput {
+  instance: string;
+  /** ms since the epoch. */
+  now: number;
+  /** Absolute results root. */
+  resultsRoot: string;
+  specs: LoadedSpec[];
+  /** Names declared by invalid or duplicated specs: what runs under them is left alone. */
+  protectedNames: ReadonlySet<string>;
+  /** Why each protected name is invalid (first error), for the Invalid status of never-run attempts. */
+  invalid: ReadonlyMap<string, string>;
+  /** Spec files that could not be read; attempts whose source label names one are left alone. */
+  unreadableFiles: ReadonlySet<string>;
+  snapshot: Snapshot;
+  statuses: ReadonlyMap<string, AttemptStatus>;
+  /** Attempts running at once, at most. */
+  maxRunning: number;
+  /** How old a deep (inspect) attestation of a running attempt may get before it is redone. */
+  attestIntervalMs: number;
+}
+
+/** Kubernetes Jobs' back-off between failed runs: 10 s doubling, capped at 6 min. */
+export function retryBackoffMs(failures: number): number {
+  return Math.min(10_000 * 2 ** Math.max(0, failures - 1), 360_000);
+}

@@ -1,0 +1,309 @@
+/**
+ * The planner: pure `(PlanInput) → Plan`. No I/O, no clock of its own: the same input gives
+ * the same plan, in a fixed order (attempts by name). Every operation records its cause.
+ */
+import { COMPONENTS, DEFAULTS, FINISHED_PHASES, LABELS, REASONS } from '../constants';
+import { desiredAttempt } from '../desired/attempt';
+import type { DesiredAttempt } from '../desired/types';
+import type { ContainerSummary } from '../engine/types';
+import type { ObservedAttempt } from '../observe/types';
+import type { LoadedSpec } from '../spec/types';
+import type { AttemptStatus } from '../status/types';
+import { attestListed, failedCause } from '../attest/checks';
+import { retryBackoffMs, type PlanInput } from './input';
+import { runResultsDir } from './results';
+import type { AttemptAction, Operation, Plan } from './types';
+
+const EMPTY: ObservedAttempt = { name: '', containers: [], networks: [], volumes: [] };
+const RUNNING_STATES = new Set(['running', 'paused', 'restarting']);
+const RETRYABLE_REASONS = new Set<string>([REASONS.error, REASONS.oomKilled, REASONS.lost]);
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function isMain(c: ContainerSummary): boolean {
+  return c.labels[LABELS.component] === COMPONENTS.main;
+}
+
+/** Remove operations for the given resources: containers first, then networks, then volumes. */
+function removeOps(obs: Pick<ObservedAttempt, 'containers' | 'networks' | 'volumes'>, cause: string): Operation[] {
+  return [
+    ...obs.containers.map((c): Operation => ({ type: 'remove-container', resource: `container:${c.name}`, id: c.id, cause })),
+    ...obs.networks.map((n): Operation => ({ type: 'remove-network', resource: `network:${n.name}`, id: n.id, cause })),
+    ...obs.volumes.map((v): Operation => ({ type: 'remove-volume', resource: `volume:${v.name}`, id: v.name, cause })),
+  ];
+}
+
+function hasAny(obs: Pick<ObservedAttempt, 'containers' | 'networks' | 'volumes'>): boolean {
+  return obs.containers.length + obs.networks.length + obs.volumes.length > 0;
+}
+
+/** Operations that bring a run up from whatever of it already exists. */
+function provisionOps(d: DesiredAttempt, have: ObservedAttempt): Operation[] {
+  const ops: Operation[] = [];
+  for (const v of d.volumes) {
+    if (!have.volumes.some((x) => x.name === v.name)) ops.push({ type: 'create-volume', resource: `volume:${v.name}`, volume: v, cause: 'not found' });
+  }
+  if (d.network && !have.networks.some((n) => n.name === d.network?.name)) {
+    ops.push({ type: 'create-network', resource: `network:${d.network.name}`, network: d.network, cause: 'not found' });
+  }
+  ops.push({ type: 'create-container', resource: `container:${d.container.name}`, desired: d, cause: 'not found' });
+  ops.push({ type: 'start', resource: `container:${d.container.name}`, desired: d, cause: 'created' });
+  return ops;
+}
+
+interface Ctx {
+  inp: PlanInput;
+  /** Running slots still free for new runs. */
+  slots: number;
+}
+
+function desiredFor(inp: PlanInput, loaded: LoadedSpec, run: number): DesiredAttempt {
+  return desiredAttempt({ instance: inp.instance }, loaded, run, runResultsDir(inp.resultsRoot, loaded.spec.results, run));
+}
+
+/** A new run: provisioned now if a slot is free, else it waits in Pending. */
+function startRun(
+  ctx: Ctx,
+  base: { attempt: string; status?: AttemptStatus },
+  d: DesiredAttempt,
+  have: ObservedAttempt,
+  pre: Operation[],
+  kind: 'provision' | 'replace' | 'retry',
+  why: string,
+): AttemptAction {
+  if (ctx.slots > 0) {
+    ctx.slots--;
+    return { ...base, kind, summary: `${why}: run ${d.run}`, desired: d, ops: [...pre, ...provisionOps(d, have)] };
+  }
+  const waiting = base.status?.phase === 'Pending' && base.status.reason === REASONS.waitingForSlot && base.status.run === d.run && pre.length === 0;
+  return {
+    ...base,
+    kind: 'wait',
+    summary: `${why}: run ${d.run} waits for a slot (--max-running ${ctx.inp.maxRunning})`,
+    desired: d,
+    ops: waiting
+      ? []
+      : [
+          ...pre,
+          {
+            type: 'record',
+            resource: `attempt:${d.name}`,
+            cause: `no free slot (--max-running ${ctx.inp.maxRunning})`,
+            patch: { phase: 'Pending', reason: REASONS.waitingForSlot, run: d.run, specHash: d.hash },
+          },
+        ],
+  };
+}
+
+function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefined, obsAll: ObservedAttempt): AttemptAction {
+  const { inp } = ctx;
+  const name = loaded.spec.name;
+  const hash = loaded.hash;
+  const base = { attempt: name, ...(rec ? { status: rec } : {}) };
+  const specChanged = rec !== undefined && rec.specHash !== hash;
+  const mainsAll = obsAll.containers.filter(isMain);
+  const labeledRun = Number(mainsAll.find((c) => c.labels[LABELS.specHash] === hash)?.labels[LABELS.run] ?? 0);
+  const run = specChanged ? rec.run + 1 : Math.max(rec?.run ?? 0, labeledRun, 1);
+
+  // Resources made for another spec hash, or an earlier run's container: stale.
+  const staleSpec = {
+    containers: obsAll.containers.filter((c) => c.labels[LABELS.specHash] !== hash),
+    networks: obsAll.networks.filter((n) => n.labels[LABELS.specHash] !== hash),
+    volumes: obsAll.volumes.filter((v) => v.labels[LABELS.specHash] !== hash),
+  };
+  const d = desiredFor(inp, loaded, run);
+  const current: ObservedAttempt = {
+    name,
+    containers: obsAll.containers.filter((c) => c.labels[LABELS.specHash] === hash),
+    networks: obsAll.networks.filter((n) => n.labels[LABELS.specHash] === hash),
+    volumes: obsAll.volumes.filter((v) => v.labels[LABELS.specHash] === hash),
+  };
+  const staleRun = current.containers.filter((c) => isMain(c) && c.labels[LABELS.run] !== String(run));
+  const mains = current.containers.filter((c) => isMain(c) && c.labels[LABELS.run] === String(run));
+  const main = mains.find((c) => c.name === d.container.name);
+  const dupes = mains.filter((c) => c !== main);
+  current.containers = main ? [main] : [];
+
+  const pre: Operation[] = [];
+  if (specChanged && rec && !FINISHED_PHASES.has(rec.phase) && rec.phase !== 'Invalid' && rec.phase !== 'Blocked' && rec.startedAt) {
+    const old = mainsAll.find((c) => c.labels[LABELS.specHash] === rec.specHash);
+    pre.push({
+      type: 'finish',
+      resource: `attempt:${name}`,
+      ...(old ? { id: old.id } : {}),
+      ...(rec.resultsDir ? { resultsDir: rec.resultsDir } : {}),
+      cause: 'spec hash changed',
+      outcome: { phase: 'Failed', reason: 'Replaced', message: 'the spec changed while the run was going' },
+    });
+  }
+  pre.push(...removeOps(staleSpec, 'spec hash changed'));
+  pre.push(...removeOps({ containers: [...staleRun, ...dupes], networks: [], volumes: [] }, 'not the current run'));
+
+  // Blocked by a container that carries our labels only through its image.
+  const squatter = inp.snapshot.foreign.find((c) => c.name === d.container.name);
+  if (squatter) {
+    const reason = `container name ${d.container.name} is held by container ${squatter.id.slice(0, 12)} that berth did not create (its labels come from image ${squatter.image}); it is left alone`;
+    const already = rec?.phase === 'Blocked' && rec.message === reason;
+    return {
+      ...base,
+      kind: 'block',
+      summary: reason,
+      ops: already ? [] : [{ type: 'record', resource: `attempt:${name}`, cause: 'name held by a foreign container', patch: { phase: 'Blocked', reason: REASONS.nameConflict, message: reason, run, specHash: hash } }],
+    };
+  }
+
+  if (specChanged || !rec || rec.phase === 'Invalid' || rec.phase === 'Blocked' || rec.phase === 'Pending') {
+    if (!main) return startRun(ctx, base, d, current, pre, specChanged && rec?.phase !== 'Invalid' ? 'replace' : 'provision', specChanged ? 'spec hash changed' : rec?.phase === 'Blocked' ? 'blocked before; trying again' : 'not found');
+  }
+
+  // Finished runs of this spec: retry, expire (TTL), or nothing.
+  if (rec && !specChanged && FINISHED_PHASES.has(rec.phase)) {
+    const finishedAt = rec.finishedAt ? Date.parse(rec.finishedAt) : inp.now;
+    const retryable = rec.phase === 'Failed' && RETRYABLE_REASONS.has(rec.reason ?? '') && rec.retriesUsed < loaded.spec.retries;
+    if (retryable) {
+      const at = finishedAt + retryBackoffMs(rec.retriesUsed + 1);
+      if (at > inp.now) return { ...base, kind: 'wait', summary: `retry ${rec.retriesUsed + 1}/${loaded.spec.retries} after back-off`, ops: pre, requeueAfterMs: at - inp.now };
+      const next = desiredFor(inp, loaded, rec.run + 1);
+      const oldRun = removeOps({ containers: main ? [main] : [], networks: [], volumes: [] }, `retry ${rec.retriesUsed + 1}/${loaded.spec.retries}`);
+      return startRun(ctx, base, next, { ...current, containers: [] }, [...pre, ...oldRun], 'retry', `run ${rec.run} ${rec.reason ?? 'failed'}; retry ${rec.retriesUsed + 1}/${loaded.spec.retries}`);
+    }
+    const ttl = loaded.spec.ttlSecondsAfterFinished;
+    if (ttl !== null && hasAny(current)) {
+      const at = finishedAt + ttl * 1000;
+      if (at <= inp.now) {
+        return {
+          ...base,
+          kind: 'expire',
+          summary: `finished ${rec.phase}; ttlSecondsAfterFinished ${ttl} passed`,
+          ops: [...pre, ...removeOps(current, 'ttl expired'), { type: 'record', resource: `attempt:${name}`, cause: 'ttl expired', patch: { phase: rec.phase, collectedAt: new Date(inp.now).toISOString() } }],
+        };
+      }
+      return { ...base, kind: pre.length ? 'collect' : 'leave', summary: `finished ${rec.phase}; kept until its TTL`, ops: pre, requeueAfterMs: at - inp.now };
+    }
+    return { ...base, kind: pre.length ? 'collect' : 'leave', summary: `finished ${rec.phase}`, ops: pre };
+  }
+
+  // The run is underway (or its record was lost): look at its container.
+  if (main) {
+    if (RUNNING_STATES.has(main.state)) {
+      const checks = attestListed(main, d);
+      if (d.network) {
+        const net = current.networks.find((n) => n.name === d.network?.name);
+        checks.push({ name: 'network', ok: !!net && net.internal, detail: net ? (net.internal ? `${net.name} is internal` : `${net.name} is not internal`) : `${d.network.name} is missing` });
+      }
+      const bad = failedCause(checks);
+      const id = main.id;
+      const resultsDir = rec?.resultsDir ?? d.resultsDir;
+      if (bad) {
+        return {
+          ...base,
+          kind: 'stop',
+          summary: bad,
+          desired: d,
+          ops: [
+            ...pre,
+            { type: 'stop', resource: `container:${main.name}`, id, graceSeconds: DEFAULTS.stopGraceSeconds, cause: bad },
+            { type: 'finish', resource: `container:${main.name}`, id, resultsDir, cause: bad, outcome: { phase: 'Failed', reason: REASONS.attestationFailed, message: bad } },
+          ],
+        };
+      }
+      const deadline = rec?.deadlineAt ? Date.parse(rec.deadlineAt) : undefined;
+      if (deadline !== undefined && deadline <= inp.now) {
+        const why = `deadlineSeconds ${loaded.spec.deadlineSeconds} exceeded`;
+        return {
+          ...base,
+          kind: 'stop',
+          summary: why,
+          desired: d,
+          ops: [
+            ...pre,
+            { type: 'stop', resource: `container:${main.name}`, id, graceSeconds: DEFAULTS.stopGraceSeconds, cause: why },
+            { type: 'finish', resource: `container:${main.name}`, id, resultsDir, cause: why, outcome: { phase: 'TimedOut', reason: REASONS.deadlineExceeded, message: why } },
+          ],
+        };
+      }
+      const requeue = deadline !== undefined ? { requeueAfterMs: deadline - inp.now } : {};
+      if (!rec || rec.phase !== 'Running' || rec.containerId !== id || rec.run !== run) {
+        return { ...base, kind: 'adopt', summary: 'running container found; recording it', desired: d, ops: [...pre, { type: 'adopt', resource: `container:${main.name}`, id, desired: d, cause: rec ? `status says ${rec.phase}` : 'no status record' }], ...requeue };
+      }
+      const last = rec.lastAttestation?.depth === 'inspect' ? Date.parse(rec.lastAttestation.at) : 0;
+      if (inp.now - last >= inp.attestIntervalMs) {
+        return { ...base, kind: 'attest', summary: 'running; deep attestation due', desired: d, ops: [...pre, { type: 'attest', resource: `container:${main.name}`, id, desired: d, cause: last ? 'attestation older than the interval' : 'never attested by inspect' }], ...requeue };
+      }
+      return { ...base, kind: pre.length ? 'collect' : 'leave', summary: 'running', ops: pre, ...requeue };
+    }
+    if (main.state === 'exited' || main.state === 'dead') {
+      return { ...base, kind: 'finish', summary: `container ${main.state}`, desired: d, ops: [...pre, { type: 'finish', resource: `container:${main.name}`, id: main.id, resultsDir: rec?.resultsDir ?? d.resultsDir, cause: `container ${main.state}` }] };
+    }
+    if (main.state === 'created') {
+      // Never started: provisioning was interrupted (fixture copy may be partial). Start over; nothing ran.
+      const again = removeOps({ containers: [main], networks: [], volumes: [] }, 'created but never started: provisioning was interrupted');
+      return startRun(ctx, base, d, { ...current, containers: [] }, [...pre, ...again], 'provision', 'provisioning was interrupted');
+    }
+    return { ...base, kind: pre.length ? 'collect' : 'leave', summary: `container ${main.state}`, ops: pre };
+  }
+
+  // No container for the current run.
+  if (rec && rec.run === run && (rec.phase === 'Running' || rec.startedAt)) {
+    return {
+      ...base,
+      kind: 'finish',
+      summary: 'container vanished',
+      ops: [...pre, { type: 'finish', resource: `attempt:${name}`, ...(rec.resultsDir ? { resultsDir: rec.resultsDir } : {}), cause: 'container vanished', outcome: { phase: 'Failed', reason: REASONS.lost, message: 'the container vanished from the engine while the attempt was running' } }],
+    };
+  }
+  return startRun(ctx, base, d, current, pre, 'provision', rec?.intent ? 'provisioning was interrupted' : 'not found');
+}
+
+function planUndesired(inp: PlanInput, name: string, rec: AttemptStatus | undefined, obs: ObservedAttempt): AttemptAction | undefined {
+  const base = { attempt: name, ...(rec ? { status: rec } : {}) };
+  if (inp.protectedNames.has(name)) {
+    const msg = inp.invalid.get(name) ?? 'the spec is invalid';
+    if (!rec) return { ...base, kind: 'invalid', summary: msg, ops: [{ type: 'record', resource: `attempt:${name}`, cause: 'spec invalid', patch: { phase: 'Invalid', reason: REASONS.invalidSpec, message: msg, run: 0, specHash: '' } }] };
+    return { ...base, kind: 'leave', summary: `spec invalid, left as it is: ${msg}`, ops: [] };
+  }
+  const sources = new Set([...obs.containers, ...obs.networks, ...obs.volumes].map((r) => r.labels[LABELS.source] ?? ''));
+  if ((rec?.source && inp.unreadableFiles.has(rec.source)) || [...sources].some((s) => inp.unreadableFiles.has(s))) {
+    return { ...base, kind: 'leave', summary: 'its spec file cannot be read; left as it is', ops: [] };
+  }
+  if (!hasAny(obs)) return rec ? { ...base, kind: 'forget', summary: 'no spec', ops: [{ type: 'forget', resource: `attempt:${name}`, cause: 'no spec' }] } : undefined;
+  const ops: Operation[] = [];
+  const main = obs.containers.find(isMain);
+  if (main && (!rec || !FINISHED_PHASES.has(rec.phase))) {
+    if (RUNNING_STATES.has(main.state)) ops.push({ type: 'stop', resource: `container:${main.name}`, id: main.id, graceSeconds: DEFAULTS.stopGraceSeconds, cause: 'no spec' });
+    ops.push({ type: 'finish', resource: `container:${main.name}`, id: main.id, ...(rec?.resultsDir ? { resultsDir: rec.resultsDir } : {}), cause: 'no spec', outcome: { phase: 'Failed', reason: 'Deleted', message: 'the spec was deleted' } });
+  }
+  ops.push(...removeOps(obs, 'no spec'));
+  ops.push({ type: 'forget', resource: `attempt:${name}`, cause: 'no spec' });
+  return { ...base, kind: 'collect', summary: 'no spec', ops };
+}
+
+export function plan(inp: PlanInput): Plan {
+  const specs = [...inp.specs].sort((a, b) => cmp(a.spec.name, b.spec.name));
+  const desiredNames = new Set(specs.map((s) => s.spec.name));
+  const running = [...inp.snapshot.attempts.values()].filter((a) => a.containers.some((c) => isMain(c) && RUNNING_STATES.has(c.state))).length;
+  const ctx: Ctx = { inp, slots: Math.max(0, inp.maxRunning - running) };
+  const actions: AttemptAction[] = [];
+  const unchanged = new Map<string, AttemptStatus['phase']>();
+
+  // Attempts already running keep their slot; stopping ones free theirs only on the next pass.
+  for (const loaded of specs) {
+    const name = loaded.spec.name;
+    const a = planDesired(ctx, loaded, inp.statuses.get(name), inp.snapshot.attempts.get(name) ?? EMPTY);
+    if (a.ops.length === 0 && (a.kind === 'leave' || a.kind === 'wait' || a.kind === 'block')) {
+      unchanged.set(name, a.status?.phase ?? 'Pending');
+      if (a.kind === 'leave' && a.requeueAfterMs === undefined) continue;
+    }
+    actions.push(a);
+  }
+  const others = new Set([...inp.snapshot.attempts.keys(), ...inp.statuses.keys(), ...inp.protectedNames]);
+  for (const name of [...others].filter((n) => !desiredNames.has(n)).sort(cmp)) {
+    const a = planUndesired(inp, name, inp.statuses.get(name), inp.snapshot.attempts.get(name) ?? EMPTY);
+    if (!a) continue;
+    if (a.ops.length === 0) unchanged.set(name, a.status?.phase ?? 'Invalid');
+    else actions.push(a);
+  }
+  return { at: inp.now, actions, unchanged };
+}

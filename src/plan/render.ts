@@ -1,0 +1,68 @@
+/** A plan as text (for `berth plan`, logs and golden tests) and as JSON-able data. */
+import type { Operation, Plan } from './types';
+
+const SIGN: Record<Operation['type'], string> = {
+  'create-volume': '+',
+  'create-network': '+',
+  'create-container': '+',
+  start: '>',
+  attest: '?',
+  adopt: '=',
+  stop: '!',
+  finish: '*',
+  'remove-container': '-',
+  'remove-network': '-',
+  'remove-volume': '-',
+  record: '~',
+  forget: '-',
+};
+
+function verb(op: Operation): string {
+  const t = op.type;
+  if (t.startsWith('create-')) return 'create';
+  if (t.startsWith('remove-')) return 'remove';
+  if (op.type === 'record') return `mark ${op.patch.phase}`;
+  if (op.type === 'finish' && op.outcome) return `finish ${op.outcome.phase}`;
+  return t;
+}
+
+/** Operations that change something (every type does except a pure deep attestation). */
+export function changeCount(p: Plan): number {
+  return p.actions.reduce((n, a) => n + a.ops.length, 0);
+}
+
+export function renderPlan(p: Plan): string {
+  const lines: string[] = [];
+  const withOps = p.actions.filter((a) => a.ops.length > 0);
+  for (const a of withOps) {
+    lines.push(`attempt ${a.attempt}: ${a.kind} (${a.summary})`);
+    const width = Math.max(...a.ops.map((o) => verb(o).length));
+    const rwidth = Math.max(...a.ops.map((o) => o.resource.length));
+    for (const op of a.ops) {
+      lines.push(`  ${SIGN[op.type]} ${verb(op).padEnd(width)}  ${op.resource.padEnd(rwidth)}  (${op.cause})`);
+    }
+  }
+  const unchanged = p.unchanged.size + p.actions.filter((a) => a.ops.length === 0).length;
+  lines.push(
+    withOps.length === 0
+      ? `No changes: ${unchanged} attempt${unchanged === 1 ? '' : 's'} as specified.`
+      : `Plan: ${withOps.length} attempt${withOps.length === 1 ? '' : 's'} to change (${changeCount(p)} operations), ${unchanged} unchanged.`,
+  );
+  return lines.join('\n') + '\n';
+}
+
+export function planToJson(p: Plan): unknown {
+  return {
+    at: new Date(p.at).toISOString(),
+    changes: changeCount(p),
+    actions: p.actions
+      .filter((a) => a.ops.length > 0)
+      .map((a) => ({
+        attempt: a.attempt,
+        kind: a.kind,
+        summary: a.summary,
+        operations: a.ops.map((o) => ({ type: o.type, resource: o.resource, cause: o.cause })),
+      })),
+    unchanged: Object.fromEntries([...p.unchanged.entries()].sort(([a], [b]) => (a < b ? -1 : 1))),
+  };
+}

@@ -1,0 +1,64 @@
+/** The durable status of an attempt, one record per attempt under the state folder. */
+import type { Phase } from '../constants';
+
+export interface AttestationCheck {
+  name: string;
+  ok: boolean;
+  detail: string;
+}
+
+export interface Attestation {
+  at: string;
+  /** 'list' (from the label-filtered list, every pass) or 'inspect' (deep). */
+  depth: 'list' | 'inspect';
+  ok: boolean;
+  checks: AttestationCheck[];
+}
+
+/** One finished (or abandoned) run, kept in the history. */
+export interface RunRecord {
+  run: number;
+  specHash: string;
+  phase: Phase;
+  reason?: string;
+  message?: string;
+  exitCode?: number;
+  startedAt?: string;
+  finishedAt?: string;
+  resultsDir?: string;
+}
+
+export interface AttemptStatus {
+  name: string;
+  instance: string;
+  phase: Phase;
+  reason?: string;
+  message?: string;
+  /** The spec hash of the current run. */
+  specHash: string;
+  /** Spec file relative to the specs folder. */
+  source?: string;
+  /** Current run number, 1-based; monotonic for the attempt's name. */
+  run: number;
+  /** How many runs of the current spec hash have failed and been retried. */
+  retriesUsed: number;
+  containerId?: string;
+  exitCode?: number;
+  createdAt: string;
+  startedAt?: string;
+  finishedAt?: string;
+  /** Deadline as an absolute time (so it survives restarts of berth). */
+  deadlineAt?: string;
+  /** Earliest time the next retry may start. */
+  retryAfter?: string;
+  resultsDir?: string;
+  /** Set when the finished run's resources were collected (TTL, or replaced). */
+  collectedAt?: string;
+  /** Recorded before the first side effect of provisioning a run; cleared when it is done. */
+  intent?: { action: 'provision'; run: number; specHash: string; at: string };
+  lastAttestation?: Attestation;
+  /** Warnings for `describe` (e.g. a secret opted into the environment). */
+  warnings?: string[];
+  history: RunRecord[];
+  updatedAt: string;
+}

@@ -1,0 +1,262 @@
+/** Golden plans: literal specs, observed state and status records in; the rendered plan out. No engine. */
+import { expect } from 'chai';
+import { plan } from '../../../src/plan/planner';
+import { renderPlan, changeCount } from '../../../src/plan/render';
+import { container, input, network, snapshot, spec, status, statuses, T0, volume } from '../../support/builders';
+
+const golden = (p: ReturnType<typeof plan>) => renderPlan(p).trimEnd().split('\n');
+
+describe('planner (golden plans)', function () {
+  it('creates everything from nothing, volumes and network before the container', function () {
+    const p = plan(
+      input({
+        specs: [
+          spec('b-iso', { network: { mode: 'isolated', egress: [] }, volumes: [{ name: 'cache', mountPath: '/cache', readOnly: false }] }),
+          spec('a-hello'),
+        ],
+      }),
+    );
+    expect(golden(p)).to.deep.equal([
+      'attempt a-hello: provision (not found: run 1)',
+      '  + create  container:berth-default-a-hello  (not found)',
+      '  > start   container:berth-default-a-hello  (created)',
+      'attempt b-iso: provision (not found: run 1)',
+      '  + create  volume:berth-default-b-iso-cache  (not found)',
+      '  + create  network:berth-default-b-iso       (not found)',
+      '  + create  container:berth-default-b-iso     (not found)',
+      '  > start   container:berth-default-b-iso     (created)',
+      'Plan: 2 attempts to change (6 operations), 0 unchanged.',
+    ]);
+  });
+
+  it('is a no-op for a running attempt that attests from the list', function () {
+    const p = plan(input({ specs: [spec('a')], snapshot: snapshot({ containers: [container('default', 'a', 'h-a')] }), statuses: statuses(status('a')) }));
+    expect(changeCount(p)).to.equal(0);
+    expect(golden(p)).to.deep.equal(['No changes: 1 attempt as specified.']);
+  });
+
+  it('is a no-op for a finished attempt, whatever its container state', function () {
+    const p = plan(
+      input({
+        specs: [spec('a')],
+        snapshot: snapshot({ containers: [container('default', 'a', 'h-a', { state: 'exited' })] }),
+        statuses: statuses(status('a', { phase: 'Succeeded', finishedAt: '2026-01-01T00:00:40.000Z', exitCode: 0 })),
+      }),
+    );
+    expect(changeCount(p)).to.equal(0);
+  });
+
+  it('replaces an attempt whose spec hash changed: old resources out, new run in', function () {
+    const p = plan(
+      input({
+        specs: [spec('a', {}, 'h-new')],
+        snapshot: snapshot({ containers: [container('default', 'a', 'h-a', { state: 'exited' })] }),
+        statuses: statuses(status('a', { phase: 'Succeeded', finishedAt: '2026-01-01T00:00:40.000Z' })),
+      }),
+    );
+    expect(golden(p)).to.deep.equal([
+      'attempt a: replace (spec hash changed: run 2)',
+      '  - remove  container:berth-default-a  (spec hash changed)',
+      '  + create  container:berth-default-a  (not found)',
+      '  > start   container:berth-default-a  (created)',
+      'Plan: 1 attempt to change (3 operations), 0 unchanged.',
+    ]);
+    const d = p.actions[0]?.desired;
+    expect(d?.run).to.equal(2);
+    expect(d?.resultsDir).to.equal('/r/a/run-2/results');
+  });
+
+  it('stops and finishes a running spec-changed attempt before replacing it', function () {
+    const p = plan(input({ specs: [spec('a', {}, 'h-new')], snapshot: snapshot({ containers: [container('default', 'a', 'h-a')] }), statuses: statuses(status('a')) }));
+    expect(golden(p)[1]).to.equal('  * finish Failed  attempt:a                  (spec hash changed)');
+  });
+
+  it('collects an attempt with no spec: containers, then networks, then volumes', function () {
+    const p = plan(
+      input({
+        snapshot: snapshot({
+          containers: [container('default', 'gone', 'h-gone', { state: 'exited' })],
+          networks: [network('default', 'gone', 'h-gone')],
+          volumes: [volume('default', 'gone', 'cache', 'h-gone')],
+        }),
+        statuses: statuses(status('gone', { phase: 'Succeeded', finishedAt: '2026-01-01T00:00:40.000Z' })),
+      }),
+    );
+    expect(golden(p)).to.deep.equal([
+      'attempt gone: collect (no spec)',
+      '  - remove  container:berth-default-gone     (no spec)',
+      '  - remove  network:berth-default-gone       (no spec)',
+      '  - remove  volume:berth-default-gone-cache  (no spec)',
+      '  - forget  attempt:gone                     (no spec)',
+      'Plan: 1 attempt to change (4 operations), 0 unchanged.',
+    ]);
+  });
+
+  it('leaves alone what runs under an invalid or duplicated spec', function () {
+    const p = plan(
+      input({
+        protectedNames: new Set(['a']),
+        snapshot: snapshot({ containers: [container('default', 'a', 'h-a')] }),
+        statuses: statuses(status('a')),
+      }),
+    );
+    expect(changeCount(p)).to.equal(0);
+    expect(p.unchanged.get('a')).to.equal('Running');
+  });
+
+  it('leaves alone what a spec file that cannot be read declared', function () {
+    const p = plan(input({ unreadableFiles: new Set(['a.yaml']), snapshot: snapshot({ containers: [container('default', 'a', 'h-a')] }) }));
+    expect(changeCount(p)).to.equal(0);
+  });
+
+  it('marks a never-run invalid spec Invalid', function () {
+    const p = plan(input({ protectedNames: new Set(['bad']), invalid: new Map([['bad', 'specs/bad.yaml:3:9: unknown field']]) }));
+    expect(golden(p)).to.deep.equal([
+      'attempt bad: invalid (specs/bad.yaml:3:9: unknown field)',
+      '  ~ mark Invalid  attempt:bad  (spec invalid)',
+      'Plan: 1 attempt to change (1 operations), 0 unchanged.',
+    ]);
+  });
+
+  it('stops a running attempt attached to a network by hand: attestation failed', function () {
+    const p = plan(
+      input({ specs: [spec('a')], snapshot: snapshot({ containers: [container('default', 'a', 'h-a', { networks: ['bridge', 'none'] })] }), statuses: statuses(status('a')) }),
+    );
+    expect(golden(p)).to.deep.equal([
+      'attempt a: stop (attestation failed: attached to network bridge; spec allows none)',
+      '  ! stop           container:berth-default-a  (attestation failed: attached to network bridge; spec allows none)',
+      '  * finish Failed  container:berth-default-a  (attestation failed: attached to network bridge; spec allows none)',
+      'Plan: 1 attempt to change (2 operations), 0 unchanged.',
+    ]);
+  });
+
+  it('stops an attempt past its deadline: TimedOut', function () {
+    const p = plan(
+      input({
+        specs: [spec('a', { deadlineSeconds: 30 })],
+        snapshot: snapshot({ containers: [container('default', 'a', 'h-a')] }),
+        statuses: statuses(status('a', { deadlineAt: '2026-01-01T00:00:30.000Z' })),
+      }),
+    );
+    expect(golden(p).slice(1, 3)).to.deep.equal([
+      '  ! stop             container:berth-default-a  (deadlineSeconds 30 exceeded)',
+      '  * finish TimedOut  container:berth-default-a  (deadlineSeconds 30 exceeded)',
+    ]);
+  });
+
+  it('requeues a running attempt at its deadline', function () {
+    const p = plan(
+      input({ specs: [spec('a', { deadlineSeconds: 90 })], snapshot: snapshot({ containers: [container('default', 'a', 'h-a')] }), statuses: statuses(status('a', { deadlineAt: '2026-01-01T00:01:30.000Z' })) }),
+    );
+    expect(changeCount(p)).to.equal(0);
+    expect(p.actions[0]?.requeueAfterMs).to.equal(30_000);
+  });
+
+  it('finishes an exited container', function () {
+    const p = plan(input({ specs: [spec('a')], snapshot: snapshot({ containers: [container('default', 'a', 'h-a', { state: 'exited' })] }), statuses: statuses(status('a')) }));
+    expect(golden(p)).to.deep.equal([
+      'attempt a: finish (container exited)',
+      '  * finish  container:berth-default-a  (container exited)',
+      'Plan: 1 attempt to change (1 operations), 0 unchanged.',
+    ]);
+  });
+
+  it('marks a run whose container vanished Failed/Lost, not re-run', function () {
+    const p = plan(input({ specs: [spec('a')], statuses: statuses(status('a')) }));
+    expect(golden(p)).to.deep.equal([
+      'attempt a: finish (container vanished)',
+      '  * finish Failed  attempt:a  (container vanished)',
+      'Plan: 1 attempt to change (1 operations), 0 unchanged.',
+    ]);
+  });
+
+  it('adopts a running container it has no record of', function () {
+    const p = plan(input({ specs: [spec('a')], snapshot: snapshot({ containers: [container('default', 'a', 'h-a')] }) }));
+    expect(golden(p)[1]).to.equal('  = adopt  container:berth-default-a  (no status record)');
+  });
+
+  it('redoes an interrupted provisioning: a created, never started container is replaced', function () {
+    const p = plan(
+      input({
+        specs: [spec('a')],
+        snapshot: snapshot({ containers: [container('default', 'a', 'h-a', { state: 'created' })] }),
+        statuses: statuses(status('a', { phase: 'Pending', startedAt: undefined, intent: { action: 'provision', run: 1, specHash: 'h-a', at: '2026-01-01T00:00:00.000Z' } })),
+      }),
+    );
+    expect(golden(p).slice(1, 4)).to.deep.equal([
+      '  - remove  container:berth-default-a  (created but never started: provisioning was interrupted)',
+      '  + create  container:berth-default-a  (not found)',
+      '  > start   container:berth-default-a  (created)',
+    ]);
+  });
+
+  it('deep-attests a running attempt when its last inspect is older than the interval', function () {
+    const p = plan(
+      input({ specs: [spec('a')], snapshot: snapshot({ containers: [container('default', 'a', 'h-a')] }), statuses: statuses(status('a', { lastAttestation: undefined })) }),
+    );
+    expect(golden(p)[1]).to.equal('  ? attest  container:berth-default-a  (never attested by inspect)');
+  });
+
+  it('admits at most --max-running, in name order; the rest wait Pending', function () {
+    const p = plan(input({ maxRunning: 2, specs: ['d', 'b', 'a', 'c'].map((n) => spec(n)), snapshot: snapshot({}) }));
+    expect(p.actions.map((a) => `${a.attempt}:${a.kind}`)).to.deep.equal(['a:provision', 'b:provision', 'c:wait', 'd:wait']);
+  });
+
+  it('counts running attempts against --max-running', function () {
+    const p = plan(
+      input({ maxRunning: 1, specs: [spec('a'), spec('b')], snapshot: snapshot({ containers: [container('default', 'b', 'h-b')] }), statuses: statuses(status('b')) }),
+    );
+    expect(p.actions.map((a) => `${a.attempt}:${a.kind}`)).to.deep.equal(['a:wait']);
+  });
+
+  it('retries a failed run after the back-off, with a new run number', function () {
+    const rec = status('a', { phase: 'Failed', reason: 'Error', exitCode: 1, finishedAt: '2026-01-01T00:00:00.000Z' });
+    const wait = plan(input({ now: Date.parse('2026-01-01T00:00:05.000Z'), specs: [spec('a', { retries: 2 })], statuses: statuses(rec) }));
+    expect(wait.actions[0]?.kind).to.equal('wait');
+    expect(wait.actions[0]?.requeueAfterMs).to.equal(5_000);
+    const go = plan(input({ specs: [spec('a', { retries: 2 })], snapshot: snapshot({ containers: [container('default', 'a', 'h-a', { state: 'exited' })] }), statuses: statuses(rec) }));
+    expect(golden(go)).to.deep.equal([
+      'attempt a: retry (run 1 Error; retry 1/2: run 2)',
+      '  - remove  container:berth-default-a  (retry 1/2)',
+      '  + create  container:berth-default-a  (not found)',
+      '  > start   container:berth-default-a  (created)',
+      'Plan: 1 attempt to change (3 operations), 0 unchanged.',
+    ]);
+  });
+
+  it('does not retry a TimedOut or AttestationFailed run, nor beyond retries', function () {
+    for (const rec of [
+      status('a', { phase: 'TimedOut', reason: 'DeadlineExceeded', finishedAt: '2026-01-01T00:00:00.000Z' }),
+      status('a', { phase: 'Failed', reason: 'AttestationFailed', finishedAt: '2026-01-01T00:00:00.000Z' }),
+      status('a', { phase: 'Failed', reason: 'Error', retriesUsed: 2, finishedAt: '2026-01-01T00:00:00.000Z' }),
+    ]) {
+      expect(changeCount(plan(input({ specs: [spec('a', { retries: 2 })], statuses: statuses(rec) })))).to.equal(0);
+    }
+  });
+
+  it('removes a finished attempt once its TTL passed; keeps it before', function () {
+    const rec = status('a', { phase: 'Succeeded', finishedAt: '2026-01-01T00:00:30.000Z' });
+    const obs = snapshot({ containers: [container('default', 'a', 'h-a', { state: 'exited' })] });
+    const early = plan(input({ specs: [spec('a', { ttlSecondsAfterFinished: 60 })], snapshot: obs, statuses: statuses(rec) }));
+    expect(changeCount(early)).to.equal(0);
+    expect(early.actions[0]?.requeueAfterMs).to.equal(30_000);
+    const late = plan(input({ now: T0 + 30_000, specs: [spec('a', { ttlSecondsAfterFinished: 60 })], snapshot: obs, statuses: statuses(rec) }));
+    expect(golden(late).slice(0, 2)).to.deep.equal(['attempt a: expire (finished Succeeded; ttlSecondsAfterFinished 60 passed)', '  - remove          container:berth-default-a  (ttl expired)']);
+  });
+
+  it('reports a name held by a container whose labels come from its image: Blocked, untouched', function () {
+    const squatter = container('default', 'a', 'h-a', { id: 'foreign1234567890' });
+    const p = plan(input({ specs: [spec('a')], snapshot: snapshot({ foreign: [squatter] }) }));
+    expect(p.actions[0]?.kind).to.equal('block');
+    expect(p.actions[0]?.ops.map((o) => o.type)).to.deep.equal(['record']);
+    expect(JSON.stringify(p)).to.not.include('remove');
+  });
+
+  it('orders attempts by name whatever order specs and the engine give', function () {
+    const names = ['m', 'c', 'x', 'a'];
+    const p1 = plan(input({ specs: names.map((n) => spec(n)) }));
+    const p2 = plan(input({ specs: [...names].reverse().map((n) => spec(n)) }));
+    expect(renderPlan(p1)).to.equal(renderPlan(p2));
+    expect(p1.actions.map((a) => a.attempt)).to.deep.equal(['a', 'c', 'm', 'x']);
+  });
+});
