@@ -27,14 +27,13 @@ export class Waker {
       return Promise.resolve();
     }
     return new Promise((resolve) => {
-      const t = setTimeout(done, Math.max(0, ms));
-      const self = this;
-      function done() {
+      const done = () => {
         clearTimeout(t);
-        self.wake = undefined;
-        self.pending = false;
+        this.wake = undefined;
+        this.pending = false;
         resolve();
-      }
+      };
+      const t = setTimeout(done, Math.max(0, ms));
       this.wake = done;
     });
   }

@@ -28,7 +28,7 @@ export async function runController(ctx: Context, o: ReconcileOptions, signal?: 
     lock = await acquireLock(ctx.stateDir, ctx.instance);
   } catch (err) {
     if (err instanceof LockHeldError) {
-      ctx.io.err(`berth: another controller holds instance ${ctx.instance}: ${err.message}\n`);
+      ctx.io.err(`berth: ${err.message}\n`);
       return EXIT.failed;
     }
     throw err;

@@ -1,0 +1,281 @@
+/**
+ * One controller per state folder and instance: `<stateDir>/<instance>.lock`, JSON naming its
+ * holder (pid, host, start time). A second acquirer is refused with a LockHeldError naming the
+ * holder. A lock whose holder is gone (crashed; checked with signal 0 plus the process start time
+ * from /proc, so a reused pid does not count) is taken over, and two acquirers racing for a stale
+ * lock cannot both win.
+ *
+ * How it stays exclusive:
+ * - The lock's content is written to a private temp file first and published with link(2), an
+ *   exclusive create like O_EXCL, so a lock file is never seen half-written.
+ * - Taking over stale generation T needs the claim file `<lock>.takeover-<T.token>`, also created
+ *   with link(2). Holding it, the taker checks the lock still holds T and renames its own file over
+ *   it. Only the claim holder of T can replace T, so exactly one contender wins; the others find the
+ *   claim taken (or the lock changed) and see the new holder.
+ * - A claim left by a taker that died mid-takeover is itself taken over the same way, by a claim
+ *   named after the dead taker's token.
+ */
+
+import { randomBytes } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { systemClock, type Clock } from '../util/clock';
+import { isCode, syncDir, tempPathFor } from './atomic-file';
+
+/** What a lock file holds. */
+export interface LockInfo {
+  pid: number;
+  hostname: string;
+  /** ISO time the lock was taken. */
+  startedAt: string;
+  instance: string;
+  /** Random; identifies this acquisition, so release never removes someone else's lock. */
+  token: string;
+  /** The holder's start time in clock ticks after boot (/proc/<pid>/stat field 22), where known. */
+  processStart?: string;
+  /** /proc/sys/kernel/random/boot_id of the holder's host, where known. */
+  bootId?: string;
+}
+
+export interface Lock {
+  readonly path: string;
+  readonly info: LockInfo;
+  /** The previous holder, when the lock was taken over from a process that is gone. */
+  readonly stale: LockInfo | undefined;
+  /** Whether the lock file still names this lock. */
+  isHeld(): Promise<boolean>;
+  /** Removes the lock file if it is still ours; true when it did. Safe to call more than once. */
+  release(): Promise<boolean>;
+}
+
+export interface LockOptions {
+  clock?: Clock;
+  /** Told when a stale lock is taken over or a lock turns out to be gone at release. */
+  logger?: { warn(message: string): void };
+}
+
+/** "pid 1234 on host h since 2025-01-01T00:00:00.000Z" */
+export function describeHolder(info: LockInfo): string {
+  return `pid ${info.pid} on host ${info.hostname} since ${info.startedAt}`;
+}
+
+export class LockHeldError extends Error {
+  readonly code = 'LockHeld';
+  constructor(
+    readonly path: string,
+    readonly holder: LockInfo,
+    readonly otherHost: boolean,
+  ) {
+    super(
+      `${path}: instance "${holder.instance}" is already run by another berth controller: ${describeHolder(holder)}` +
+        (otherHost ? ` (another host, so berth cannot tell whether it still runs; remove the file if it does not)` : ''),
+    );
+    this.name = 'LockHeldError';
+  }
+}
+
+export class LockUnreadableError extends Error {
+  readonly code = 'LockUnreadable';
+  constructor(
+    readonly path: string,
+    readonly detail: string,
+  ) {
+    super(`${path}: unreadable lock file (${detail}); remove it if no berth controller runs for this instance`);
+    this.name = 'LockUnreadableError';
+  }
+}
+
+/** How often acquisition starts over when the lock changes under it before giving up. */
+const MAX_ROUNDS = 8;
+/** How many dead takers in a row a takeover follows (each one a crash mid-takeover). */
+const MAX_CLAIM_DEPTH = 8;
+
+/** Takes `<stateDir>/<instance>.lock`, or throws LockHeldError naming the live holder. */
+export async function acquireLock(stateDir: string, instance: string, options: LockOptions = {}): Promise<Lock> {
+  if (instance === '' || instance === '.' || instance === '..' || /[/\\\0]/.test(instance)) {
+    throw new RangeError(`lock instance must be a plain file name, got ${JSON.stringify(instance)}`);
+  }
+  await fs.mkdir(stateDir, { recursive: true });
+  const lockPath = path.join(stateDir, `${instance}.lock`);
+  const self = await currentProcess();
+  const info: LockInfo = {
+    pid: process.pid,
+    hostname: self.hostname,
+    startedAt: new Date((options.clock ?? systemClock).now()).toISOString(),
+    instance,
+    token: randomBytes(16).toString('hex'),
+    ...(self.processStart !== undefined && { processStart: self.processStart }),
+    ...(self.bootId !== undefined && { bootId: self.bootId }),
+  };
+  const candidate = tempPathFor(lockPath);
+  await fs.writeFile(candidate, JSON.stringify(info, null, 2) + '\n', { flag: 'wx', flush: true });
+  try {
+    for (let round = 0; round < MAX_ROUNDS; round++) {
+      if (await linkExclusive(candidate, lockPath)) return newLock(lockPath, info, undefined, options);
+      const holder = await readLock(lockPath);
+      if (holder === undefined) continue; // released meanwhile: try again
+      const state = await liveness(holder, self);
+      if (state !== 'dead') throw new LockHeldError(lockPath, holder, state === 'other-host');
+      const outcome = await takeOver(lockPath, candidate, holder, self);
+      if (outcome === 'won') {
+        options.logger?.warn(`${lockPath}: took over a stale lock: ${describeHolder(holder)} is no longer running`);
+        return newLock(lockPath, info, holder, options);
+      }
+      if (outcome !== 'retry') throw new LockHeldError(lockPath, outcome, false);
+    }
+    throw new Error(`${lockPath}: could not take the lock: it kept changing while berth tried`);
+  } finally {
+    await fs.rm(candidate, { force: true });
+  }
+}
+
+/**
+ * Replaces the stale lock `stale` with `candidate`, holding the takeover claim for its generation.
+ * Returns 'won', 'retry' when the lock changed meanwhile, or the live contender taking it over.
+ */
+async function takeOver(lockPath: string, candidate: string, stale: LockInfo, self: Self): Promise<'won' | 'retry' | LockInfo> {
+  const deadClaims: string[] = [];
+  let guard = stale;
+  let claim: string | undefined;
+  for (let depth = 0; depth < MAX_CLAIM_DEPTH && claim === undefined; depth++) {
+    const claimPath = `${lockPath}.takeover-${guard.token}`;
+    if (await linkExclusive(candidate, claimPath)) {
+      claim = claimPath;
+      break;
+    }
+    const taker = await readLock(claimPath);
+    if (taker === undefined) return 'retry'; // its taker finished: the lock has changed
+    if ((await liveness(taker, self)) !== 'dead') return taker;
+    deadClaims.push(claimPath);
+    guard = taker;
+  }
+  if (claim === undefined) throw new Error(`${lockPath}: too many abandoned takeover claims; remove ${lockPath}.takeover-*`);
+  try {
+    if ((await readLock(lockPath))?.token !== stale.token) return 'retry';
+    await fs.rename(candidate, lockPath);
+    await syncDir(path.dirname(lockPath));
+  } finally {
+    await fs.rm(claim, { force: true });
+  }
+  // Claims of dead takers guard a generation that no longer exists: nobody can use them now.
+  for (const dead of deadClaims) await fs.rm(dead, { force: true });
+  return 'won';
+}
+
+function newLock(lockPath: string, info: LockInfo, stale: LockInfo | undefined, options: LockOptions): Lock {
+  let released = false;
+  const isHeld = async (): Promise<boolean> => {
+    try {
+      return (await readLock(lockPath))?.token === info.token;
+    } catch (err) {
+      if (err instanceof LockUnreadableError) return false;
+      throw err;
+    }
+  };
+  return {
+    path: lockPath,
+    info,
+    stale,
+    isHeld,
+    async release() {
+      if (released) return false;
+      released = true;
+      if (!(await isHeld())) {
+        options.logger?.warn(`${lockPath}: lock is no longer ours at release; leaving the file alone`);
+        return false;
+      }
+      await fs.rm(lockPath, { force: true });
+      return true;
+    },
+  };
+}
+
+/** link(2): creates `to` only if it does not exist. */
+async function linkExclusive(from: string, to: string): Promise<boolean> {
+  try {
+    await fs.link(from, to);
+    return true;
+  } catch (err) {
+    if (isCode(err, 'EEXIST')) return false;
+    throw err;
+  }
+}
+
+/** The lock file's content; undefined when there is none. */
+async function readLock(file: string): Promise<LockInfo | undefined> {
+  let text: string;
+  try {
+    text = await fs.readFile(file, 'utf8');
+  } catch (err) {
+    if (isCode(err, 'ENOENT')) return undefined;
+    throw err;
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new LockUnreadableError(file, `not JSON: ${(err as Error).message}`);
+  }
+  const v = value as Partial<Record<keyof LockInfo, unknown>> | null;
+  if (
+    typeof v !== 'object' ||
+    v === null ||
+    !(typeof v.pid === 'number' && Number.isInteger(v.pid) && v.pid > 0) ||
+    typeof v.hostname !== 'string' ||
+    typeof v.startedAt !== 'string' ||
+    typeof v.instance !== 'string' ||
+    typeof v.token !== 'string' ||
+    !/^[0-9a-f]{1,64}$/.test(v.token) ||
+    (v.processStart !== undefined && typeof v.processStart !== 'string') ||
+    (v.bootId !== undefined && typeof v.bootId !== 'string')
+  ) {
+    throw new LockUnreadableError(file, 'missing or malformed pid, hostname, startedAt, instance or token');
+  }
+  return v as LockInfo;
+}
+
+interface Self {
+  hostname: string;
+  processStart: string | undefined;
+  bootId: string | undefined;
+}
+
+async function currentProcess(): Promise<Self> {
+  return { hostname: os.hostname(), processStart: await processStartOf(process.pid), bootId: await readTrimmed('/proc/sys/kernel/random/boot_id') };
+}
+
+/**
+ * 'alive' when the holder's process runs, 'dead' when it provably does not (no such pid, another
+ * boot, or the pid now belongs to a process that started later), 'other-host' when it cannot tell.
+ */
+async function liveness(holder: LockInfo, self: Self): Promise<'alive' | 'dead' | 'other-host'> {
+  if (holder.hostname !== self.hostname) return 'other-host';
+  if (holder.bootId !== undefined && self.bootId !== undefined && holder.bootId !== self.bootId) return 'dead';
+  try {
+    process.kill(holder.pid, 0);
+  } catch (err) {
+    if (isCode(err, 'ESRCH')) return 'dead';
+    if (!isCode(err, 'EPERM')) throw err;
+  }
+  if (holder.processStart === undefined) return 'alive';
+  const start = await processStartOf(holder.pid);
+  return start === undefined || start === holder.processStart ? 'alive' : 'dead';
+}
+
+/** Field 22 of /proc/<pid>/stat (start time in clock ticks after boot); undefined without /proc. */
+async function processStartOf(pid: number): Promise<string | undefined> {
+  const stat = await readTrimmed(`/proc/${pid}/stat`);
+  if (stat === undefined) return undefined;
+  // Field 2 is "(comm)" and may hold spaces or parentheses: count from the last ')'.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return fields[19];
+}
+
+async function readTrimmed(file: string): Promise<string | undefined> {
+  try {
+    return (await fs.readFile(file, 'utf8')).trim();
+  } catch {
+    return undefined;
+  }
+}
