@@ -1,0 +1,63 @@
+/**
+ * `berth validate [PATH...] [-o json]`: loads the given spec files and folders (default: specs/)
+ * without an engine and reports every error. Returns the exit code: 0 when all is valid, 2 when
+ * anything is invalid. Text: errors compiler-style on stderr, one summary line on stdout.
+ * JSON (`-o json`, stable for scripts): `{valid, files, attempts, errors}` on stdout.
+ */
+import { readFileSync, statSync } from 'node:fs';
+import { DEFAULTS, EXIT } from '../../constants';
+import { loadPaths, type LoadReport } from '../../spec/loader';
+import { formatErrors, type ReadLine } from '../format-errors';
+
+export interface ValidateOptions {
+  output: 'text' | 'json';
+  resultsRoot: string;
+}
+
+export interface ValidateIo {
+  out(s: string): void;
+  err(s: string): void;
+}
+
+export async function runValidate(paths: string[], opts: ValidateOptions, io: ValidateIo): Promise<number> {
+  const report = await loadPaths(paths.length > 0 ? paths : [DEFAULTS.specsDir], { resultsRoot: opts.resultsRoot });
+  const valid = report.errors.length === 0;
+  if (opts.output === 'json') {
+    const body = { valid, files: report.files.length, attempts: report.specs.map((s) => s.spec.name), errors: report.errors };
+    io.out(`${JSON.stringify(body, null, 2)}\n`);
+  } else {
+    if (!valid) io.err(formatErrors(report.errors, sourceLineReader()));
+    io.out(`${summary(report)}\n`);
+  }
+  return valid ? EXIT.ok : EXIT.usage;
+}
+
+/** `3 files, 7 attempts: 5 valid, 2 invalid (4 errors)`, or `…: all valid`. */
+export function summary(r: LoadReport): string {
+  const unreadable = r.unreadableFiles.size > 0 ? ` (${r.unreadableFiles.size} unreadable)` : '';
+  const head = `${plural(r.files.length, 'file')}${unreadable}, ${plural(r.documents, 'attempt')}`;
+  if (r.errors.length === 0) return r.files.length === 0 ? `${head}: no spec files found` : `${head}: all valid`;
+  const invalid = Math.max(0, r.documents - r.specs.length);
+  return `${head}: ${r.specs.length} valid, ${invalid} invalid (${plural(r.errors.length, 'error')})`;
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
+
+/** Reads source lines for excerpts, each file once; skips files too large to be specs. */
+export function sourceLineReader(): ReadLine {
+  const cache = new Map<string, string[]>();
+  return (file, line) => {
+    let lines = cache.get(file);
+    if (!lines) {
+      try {
+        lines = statSync(file).size <= DEFAULTS.maxSpecFileBytes ? readFileSync(file, 'utf8').split('\n') : [];
+      } catch {
+        lines = [];
+      }
+      cache.set(file, lines);
+    }
+    return lines[line - 1];
+  };
+}

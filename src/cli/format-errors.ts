@@ -1,0 +1,60 @@
+/**
+ * Spec errors as a compiler prints them: `file:line:col: path: message [code]`, then the source
+ * line and a caret under the column. Pure: the caller supplies a way to read source lines.
+ */
+import type { SpecError } from '../spec/types';
+
+/** The 1-based `line` of `file`, without its line break, or undefined when unavailable. */
+export type ReadLine = (file: string, line: number) => string | undefined;
+
+/** Longest source excerpt shown; longer lines are cut to a window around the column. */
+const MAX_EXCERPT = 120;
+/** Codes whose position is not about a line of YAML. */
+const NO_EXCERPT = new Set(['io', 'too-large']);
+
+/** `file:line:col: path: message [code]` — the first line of a formatted error. */
+export function errorHeadline(e: SpecError): string {
+  const where = e.file ? `${e.file}:${e.line}:${e.col}: ` : '';
+  const path = e.path ? `${e.path}: ` : '';
+  return `${where}${path}${e.message} [${e.code}]`;
+}
+
+/** One error with its source excerpt, lines joined by '\n' (no trailing newline). */
+export function formatError(e: SpecError, readLine?: ReadLine): string {
+  const out = [errorHeadline(e)];
+  if (readLine && e.file && !NO_EXCERPT.has(e.code)) {
+    let src: string | undefined;
+    try {
+      src = readLine(e.file, e.line);
+    } catch {
+      src = undefined;
+    }
+    if (src !== undefined) out.push(...excerpt(src, e.line, e.col));
+  }
+  return out.join('\n');
+}
+
+/** Every error, each followed by its excerpt; '' when there are none, else ends with '\n'. */
+export function formatErrors(errors: readonly SpecError[], readLine?: ReadLine): string {
+  return errors.map((e) => `${formatError(e, readLine)}\n`).join('');
+}
+
+/** `  12 | source` and `     |    ^`, with the line made safe for a terminal and cut if long. */
+export function excerpt(line: string, lineNo: number, col: number): string[] {
+  let text = line.replace(/\r$/, '');
+  let caretAt = Math.max(0, Math.min(col - 1, text.length));
+  let prefix = '';
+  let suffix = '';
+  if (text.length > MAX_EXCERPT) {
+    const start = Math.max(0, Math.min(caretAt - MAX_EXCERPT / 2, text.length - MAX_EXCERPT));
+    if (start > 0) prefix = '…';
+    if (start + MAX_EXCERPT < text.length) suffix = '…';
+    text = text.slice(start, start + MAX_EXCERPT);
+    caretAt -= start;
+  }
+  // eslint-disable-next-line no-control-regex
+  const safe = text.replace(/[\u0000-\u0008\u000a-\u001f\u007f-\u009f]/g, '\ufffd');
+  const pad = prefix + safe.slice(0, caretAt).replace(/[^\t]/g, ' ');
+  const gutter = String(lineNo);
+  return [` ${gutter} | ${prefix}${safe}${suffix}`, ` ${' '.repeat(gutter.length)} | ${pad.replace(/…/, ' ')}^`];
+}

@@ -1,0 +1,63 @@
+/**
+ * One spec file → its documents' outcomes. Reading, encoding or YAML problems make the whole
+ * file unreadable (nothing in it loads; names that can still be read are reported so what runs
+ * under them is protected); otherwise each document is checked on its own.
+ */
+import * as path from 'node:path';
+import { isScalar } from 'yaml';
+import { DEFAULTS } from '../constants';
+import { checkDocument, declaredName, type DocOutcome } from './check-document';
+import type { Roots } from './path-checks';
+import { DocLocator } from './positions';
+import { readSpecFile } from './read-spec-file';
+import type { SpecFile } from './walk';
+import { parseYamlStream } from './yaml-parse';
+import { toPlain } from './yaml-to-plain';
+import type { SpecError } from './types';
+
+export interface FileOutcome {
+  /** Outcomes of the file's non-empty documents. */
+  docs: DocOutcome[];
+  /** Errors that belong to the file rather than to one checked document. */
+  errors: SpecError[];
+  /** The file could not be read or parsed far enough to trust what it declares. */
+  unreadable: boolean;
+}
+
+export async function loadFile(f: SpecFile, file: string, roots: Roots): Promise<FileOutcome> {
+  const read = await readSpecFile(f.abs, DEFAULTS.maxSpecFileBytes);
+  if (!read.ok) {
+    return { docs: [], unreadable: true, errors: [{ file, line: read.line, col: read.col, path: '', code: read.code, message: read.message }] };
+  }
+  return loadText(read.text, f, file, roots);
+}
+
+/** The text of spec file `f` → its outcomes (everything after reading and decoding). */
+export async function loadText(text: string, f: SpecFile, file: string, roots: Roots): Promise<FileOutcome> {
+  const stream = parseYamlStream(text, DEFAULTS.maxNestingDepth);
+  const errors: SpecError[] = stream.issues.map((i) => ({ file, ...stream.lineCounter.linePos(i.offset), path: '', code: i.code, message: i.message }));
+
+  const plain = stream.docs
+    .filter((d) => !(d.contents === null || (isScalar(d.contents) && d.contents.value === null)))
+    .map((doc) => {
+      const p = toPlain(doc, { maxDepth: DEFAULTS.maxNestingDepth, maxAliasCount: DEFAULTS.maxAliasCount }, stream.lineCounter);
+      const locator = new DocLocator(doc, stream.lineCounter, p.aliasTargets);
+      for (const i of p.issues) errors.push({ file, ...stream.lineCounter.linePos(i.offset), path: i.path, code: i.code, message: i.message });
+      return { value: p.value, locator };
+    });
+
+  if (errors.length > 0) {
+    // Unreadable as a whole: report only the YAML problems, and the names we can still see.
+    const docs = plain.map(({ value, locator }): DocOutcome => {
+      const name = declaredName(value);
+      return { name, pos: { file, ...locator.position(name !== undefined ? ['metadata', 'name'] : []) }, errors: [] };
+    });
+    return { docs, errors, unreadable: true };
+  }
+
+  const docs: DocOutcome[] = [];
+  for (const { value, locator } of plain) {
+    docs.push(await checkDocument(value, { file, relFile: f.rel, specDir: path.dirname(f.abs), roots, locator }));
+  }
+  return { docs, errors: [], unreadable: false };
+}

@@ -1,0 +1,167 @@
+/**
+ * Loading specs: the entry point for every command. `loadSpecs` reads a specs folder;
+ * `loadPaths` reads files and folders named on the command line (a folder is its own specs
+ * folder; a single file's specs folder is the folder it is in).
+ *
+ * Every file is loaded on its own, so one bad file never hides another's errors or stops the
+ * others from loading. A name declared more than once is an error at every place and none of
+ * its declarations load. Names of documents that did not load go into `protectedNames`, files
+ * that could not be read into `unreadableFiles`: what already runs under them is left alone.
+ * Never throws: every problem is a SpecError.
+ */
+import { promises as fsp, type Stats } from 'node:fs';
+import * as path from 'node:path';
+import type { DocOutcome } from './check-document';
+import { loadFile } from './load-file';
+import type { Roots } from './path-checks';
+import { displayPath, realpathLoose } from './path-util';
+import { ioReason } from './read-spec-file';
+import type { LoadedSpec, LoadResult, SourcePos, SpecError } from './types';
+import { findSpecFiles, type SpecFile, type WalkProblem } from './walk';
+
+/** A LoadResult plus counts for reports (`berth validate`). */
+export interface LoadReport extends LoadResult {
+  /** Spec files looked at, as users see them. */
+  files: string[];
+  /** Non-empty documents found in readable files. */
+  documents: number;
+}
+
+export interface LoadOptions {
+  /** Results root (`--results-root`); every attempt's results folder must stay inside it. */
+  resultsRoot: string;
+}
+
+/** One specs folder and the files to load from it. */
+interface SpecSet {
+  root: string;
+  files: SpecFile[];
+  problems: WalkProblem[];
+}
+
+export async function loadSpecs(opts: { specsDir: string } & LoadOptions): Promise<LoadReport> {
+  return guard(async () => {
+    const root = path.resolve(opts.specsDir);
+    const walk = await findSpecFiles(root);
+    return loadSets([{ root, ...walk }], opts.resultsRoot);
+  });
+}
+
+export async function loadPaths(paths: string[], opts: LoadOptions): Promise<LoadReport> {
+  return guard(async () => {
+    const sets: SpecSet[] = [];
+    const seen = new Set<string>();
+    for (const p of paths) {
+      const abs = path.resolve(p);
+      let st: Stats;
+      try {
+        st = await fsp.stat(abs);
+      } catch (err) {
+        sets.push({ root: path.dirname(abs), files: [], problems: [{ abs, rel: path.basename(abs), code: 'io', message: ioReason(err) }] });
+        continue;
+      }
+      if (st.isDirectory()) {
+        const walk = await findSpecFiles(abs);
+        sets.push({ root: abs, files: await unseen(walk.files, seen), problems: walk.problems });
+      } else {
+        sets.push({ root: path.dirname(abs), files: await unseen([{ abs, rel: path.basename(abs) }], seen), problems: [] });
+      }
+    }
+    return loadSets(sets, opts.resultsRoot);
+  });
+}
+
+async function unseen(files: SpecFile[], seen: Set<string>): Promise<SpecFile[]> {
+  const out: SpecFile[] = [];
+  for (const f of files) {
+    const real = await realpathLoose(f.abs);
+    if (seen.has(real)) continue;
+    seen.add(real);
+    out.push(f);
+  }
+  return out;
+}
+
+interface Declaration {
+  name: string;
+  pos: SourcePos;
+  loaded?: LoadedSpec;
+}
+
+async function loadSets(sets: SpecSet[], resultsRoot: string): Promise<LoadReport> {
+  const errors: SpecError[] = [];
+  const decls: Declaration[] = [];
+  const unreadableFiles = new Set<string>();
+  const files: string[] = [];
+  let documents = 0;
+  const resultsAbs = path.resolve(resultsRoot);
+  const resultsReal = await realpathLoose(resultsAbs);
+
+  for (const set of sets) {
+    for (const p of set.problems) {
+      errors.push({ file: displayPath(p.abs), line: 1, col: 1, path: '', code: p.code, message: p.message });
+      if (p.rel !== '.') unreadableFiles.add(p.rel);
+    }
+    const roots: Roots = { specsRoot: set.root, specsReal: await realpathLoose(set.root), resultsRoot: resultsAbs, resultsReal };
+    for (const f of set.files) {
+      const file = displayPath(f.abs);
+      files.push(file);
+      const outcome = await loadFile(f, file, roots).catch((err: unknown) => ({
+        docs: [] as DocOutcome[],
+        errors: [{ file, line: 1, col: 1, path: '', code: 'io' as const, message: `internal error while loading: ${String(err)}` }],
+        unreadable: true,
+      }));
+      if (outcome.unreadable) unreadableFiles.add(f.rel);
+      else documents += outcome.docs.length;
+      errors.push(...outcome.errors);
+      for (const d of outcome.docs) {
+        errors.push(...d.errors);
+        if (d.name !== undefined) decls.push({ name: d.name, pos: d.pos, loaded: d.loaded });
+      }
+    }
+  }
+
+  const { specs, protectedNames, duplicateErrors } = resolveNames(decls);
+  errors.push(...duplicateErrors);
+  const order = new Map(files.map((f, i) => [f, i]));
+  errors.sort((a, b) => (order.get(a.file) ?? -1) - (order.get(b.file) ?? -1) || a.line - b.line || a.col - b.col);
+  return { specs, errors, protectedNames, unreadableFiles, files, documents };
+}
+
+/** Duplicate names are errors everywhere they occur; names that did not load are protected. */
+function resolveNames(decls: Declaration[]): { specs: LoadedSpec[]; protectedNames: Set<string>; duplicateErrors: SpecError[] } {
+  const byName = new Map<string, Declaration[]>();
+  for (const d of decls) byName.set(d.name, [...(byName.get(d.name) ?? []), d]);
+  const specs: LoadedSpec[] = [];
+  const protectedNames = new Set<string>();
+  const duplicateErrors: SpecError[] = [];
+  for (const [name, group] of byName) {
+    if (group.length > 1) {
+      protectedNames.add(name);
+      for (const d of group) {
+        const others = group.filter((o) => o !== d).map((o) => `${o.pos.file}:${o.pos.line}:${o.pos.col}`);
+        duplicateErrors.push({ ...d.pos, path: 'metadata.name', code: 'duplicate-name', message: `name "${name}" is also declared at ${others.join(', ')}` });
+      }
+    } else if (group[0]?.loaded) {
+      specs.push(group[0].loaded);
+    } else {
+      protectedNames.add(name);
+    }
+  }
+  return { specs, protectedNames, duplicateErrors };
+}
+
+async function guard(run: () => Promise<LoadReport>): Promise<LoadReport> {
+  try {
+    return await run();
+  } catch (err) {
+    return {
+      specs: [],
+      errors: [{ file: '', line: 1, col: 1, path: '', code: 'io', message: `cannot load specs: ${String(err)}` }],
+      protectedNames: new Set(),
+      unreadableFiles: new Set(),
+      files: [],
+      documents: 0,
+    };
+  }
+}

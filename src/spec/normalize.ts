@@ -1,0 +1,73 @@
+/**
+ * A schema-valid, checked document + its resolved host paths → NormalizedAttempt: every default
+ * filled in (from DEFAULTS), memory in bytes, env split into plain values and secret references,
+ * container paths cleaned, and lists whose order carries no meaning (secrets, volumes, egress)
+ * sorted, so two ways of writing the same attempt normalize (and hash) the same.
+ */
+import { API_VERSION, DEFAULTS, KIND_ATTEMPT } from '../constants';
+import { parseMemory } from './quantity';
+import type { RawAttempt } from './raw-types';
+import { cleanPath } from './semantic';
+import type { NetworkMode, NormalizedAttempt, SecretRef } from './types';
+
+/** Host-side facts the loader established for a document. */
+export interface ResolvedPaths {
+  /** Real path of the fixture, or null. */
+  fixture: string | null;
+  fixtureDigest: string | null;
+  /** Secret name → real path of its `fromFile`. */
+  secretFiles: ReadonlyMap<string, string>;
+  /** `results` (or the default, the name), normalized, relative to the results root. */
+  results: string;
+}
+
+const byName = <T extends { name: string }>(a: T, b: T): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+
+export function normalize(doc: RawAttempt, resolved: ResolvedPaths): NormalizedAttempt {
+  const s = doc.spec;
+  const env: Record<string, string> = {};
+  const secretEnv: Record<string, string> = {};
+  for (const [k, v] of Object.entries(s.env ?? {})) {
+    if (typeof v === 'string') env[k] = v;
+    else secretEnv[k] = v.secretRef;
+  }
+  const secrets: SecretRef[] = (s.secrets ?? [])
+    .map((x): SecretRef => {
+      if (x.fromEnv !== undefined) return { name: x.name, fromEnv: x.fromEnv };
+      return { name: x.name, fromFile: resolved.secretFiles.get(x.name) ?? x.fromFile };
+    })
+    .sort(byName);
+  const memory = s.resources?.memory;
+  const parsedMemory = memory === undefined ? undefined : parseMemory(memory);
+
+  return {
+    apiVersion: API_VERSION,
+    kind: KIND_ATTEMPT,
+    name: doc.metadata.name,
+    labels: { ...(doc.metadata.labels ?? {}) },
+    image: s.image,
+    command: s.command ? [...s.command] : null,
+    workingDir: s.workingDir === undefined ? DEFAULTS.workingDir : cleanPath(s.workingDir),
+    env,
+    secretEnv,
+    secrets,
+    fixture: resolved.fixture,
+    fixtureDigest: resolved.fixtureDigest,
+    results: resolved.results,
+    network: {
+      mode: (s.network?.mode ?? DEFAULTS.networkMode) as NetworkMode,
+      egress: [...new Set((s.network?.egress ?? []).map((e) => e.toLowerCase()))].sort(),
+    },
+    volumes: (s.volumes ?? [])
+      .map((v) => ({ name: v.name, mountPath: cleanPath(v.mountPath), readOnly: v.readOnly ?? false }))
+      .sort(byName),
+    resources: {
+      cpus: s.resources?.cpus ?? null,
+      memoryBytes: parsedMemory?.ok ? parsedMemory.bytes : null,
+      pids: s.resources?.pids ?? DEFAULTS.pids,
+    },
+    deadlineSeconds: s.deadlineSeconds ?? null,
+    retries: s.retries ?? DEFAULTS.retries,
+    ttlSecondsAfterFinished: s.ttlSecondsAfterFinished ?? null,
+  };
+}

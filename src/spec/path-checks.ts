@@ -1,0 +1,98 @@
+/**
+ * Where a spec's paths lead on the host, and whether they may: `fixture` and `fromFile` resolve
+ * against the spec file's folder and must stay inside the specs folder after resolving links;
+ * `results` resolves against the results root, must stay inside it, and must neither lie inside the
+ * specs folder nor contain it (so nothing an attempt writes can become a spec).
+ */
+import { promises as fsp } from 'node:fs';
+import * as path from 'node:path';
+import { fixtureDigest } from './fixture-digest';
+import { scanFixture, type FixtureProblem } from './fixture-scan';
+import { isInside, isWithin, realpathLoose, toPosix } from './path-util';
+import { ioReason } from './read-spec-file';
+
+/** The two roots every path check is made against (absolute; `*Real` with links resolved). */
+export interface Roots {
+  specsRoot: string;
+  specsReal: string;
+  resultsRoot: string;
+  resultsReal: string;
+}
+
+export type Checked<T> = { ok: true; value: T } | { ok: false; problems: FixtureProblem[] };
+
+const fail = (code: FixtureProblem['code'], message: string): { ok: false; problems: FixtureProblem[] } => ({
+  ok: false,
+  problems: [{ code, message }],
+});
+
+/** Resolves `fixture` and scans it: its real path and digest. */
+export async function checkFixture(
+  specDir: string,
+  fixture: string,
+  roots: Roots,
+): Promise<Checked<{ path: string; digest: string }>> {
+  const found = await resolveInsideSpecs(specDir, fixture, roots, 'fixture');
+  if (!found.ok) return found;
+  try {
+    const scan = await scanFixture(found.value);
+    if (scan.problems.length > 0) return { ok: false, problems: scan.problems };
+    return { ok: true, value: { path: found.value, digest: fixtureDigest(scan.entries) } };
+  } catch (err) {
+    return fail('io', `cannot read fixture ${JSON.stringify(fixture)}: ${ioReason(err)}`);
+  }
+}
+
+/** Resolves a `fromFile` secret source: the real path of a regular file inside the specs folder. */
+export async function checkSecretFile(specDir: string, fromFile: string, roots: Roots): Promise<Checked<string>> {
+  const found = await resolveInsideSpecs(specDir, fromFile, roots, 'secret file');
+  if (!found.ok) return found;
+  const st = await fsp.stat(found.value).catch(() => undefined);
+  if (!st?.isFile()) return fail('missing-file', `secret file ${JSON.stringify(fromFile)} is not a regular file`);
+  return found;
+}
+
+/** Checks `results` (relative to the results root); returns it normalized, with forward slashes. */
+export async function checkResults(results: string, roots: Roots): Promise<Checked<string>> {
+  const abs = path.resolve(roots.resultsRoot, results);
+  if (!isInside(roots.resultsRoot, abs)) {
+    return fail('path-escape', `results ${JSON.stringify(results)} must stay inside the results root ${roots.resultsRoot}`);
+  }
+  const real = await realpathLoose(abs);
+  if (!isInside(roots.resultsReal, real)) {
+    return fail('path-escape', `results ${JSON.stringify(results)} leaves the results root through a link`);
+  }
+  if (isWithin(roots.specsReal, real)) {
+    return fail('path-escape', `results folder ${real} lies inside the specs folder; choose another --results-root`);
+  }
+  if (isWithin(real, roots.specsReal)) {
+    return fail('path-escape', `results folder ${real} contains the specs folder; choose another --results-root`);
+  }
+  return { ok: true, value: toPosix(path.relative(roots.resultsRoot, abs)) };
+}
+
+async function resolveInsideSpecs(specDir: string, rel: string, roots: Roots, what: string): Promise<Checked<string>> {
+  const abs = path.resolve(specDir, rel);
+  if (!isInside(roots.specsRoot, abs)) {
+    return fail('path-escape', `${what} ${JSON.stringify(rel)} must stay inside the specs folder`);
+  }
+  try {
+    await fsp.lstat(abs);
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return fail('missing-file', `${what} ${JSON.stringify(rel)} does not exist`);
+    return fail('io', `cannot read ${what} ${JSON.stringify(rel)}: ${ioReason(err)}`);
+  }
+  let real: string;
+  try {
+    real = await fsp.realpath(abs);
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code === 'ENOENT') return fail('missing-file', `${what} ${JSON.stringify(rel)} is a link to nothing`);
+    return fail('io', `cannot resolve ${what} ${JSON.stringify(rel)}: ${ioReason(err)}`);
+  }
+  if (!isInside(roots.specsReal, real)) {
+    return fail('path-escape', `${what} ${JSON.stringify(rel)} resolves outside the specs folder (to ${real})`);
+  }
+  return { ok: true, value: real };
+}

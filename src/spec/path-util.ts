@@ -1,0 +1,46 @@
+/**
+ * Path containment for the loader's safety checks: lexical containment, and containment after
+ * resolving links for paths that may not exist yet (the longest existing prefix is resolved).
+ */
+import { promises as fsp } from 'node:fs';
+import * as path from 'node:path';
+
+/** Whether `p` lies strictly inside `root` (both absolute, compared lexically). */
+export function isInside(root: string, p: string): boolean {
+  const rel = path.relative(root, p);
+  return rel !== '' && rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel);
+}
+
+/** `p` is `root` or lies inside it. */
+export function isWithin(root: string, p: string): boolean {
+  return path.resolve(root) === path.resolve(p) || isInside(root, p);
+}
+
+/** realpath of `p`, or of its longest existing ancestor joined with the rest. Never throws. */
+export async function realpathLoose(p: string): Promise<string> {
+  const abs = path.resolve(p);
+  const rest: string[] = [];
+  let cur = abs;
+  for (;;) {
+    try {
+      const real = await fsp.realpath(cur);
+      return rest.length ? path.join(real, ...rest.reverse()) : real;
+    } catch {
+      const parent = path.dirname(cur);
+      if (parent === cur) return abs;
+      rest.push(path.basename(cur));
+      cur = parent;
+    }
+  }
+}
+
+/** Forward-slash form of a relative path, for names stable across platforms. */
+export function toPosix(rel: string): string {
+  return rel.split(path.sep).join('/');
+}
+
+/** How a user sees a path: relative to the working directory when inside it, else absolute. */
+export function displayPath(abs: string, cwd: string = process.cwd()): string {
+  const rel = path.relative(cwd, abs);
+  return rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel) ? rel : abs;
+}

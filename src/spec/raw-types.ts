@@ -1,0 +1,40 @@
+/**
+ * The shape of a document that passed schemas/attempt.schema.json: what the user wrote, before
+ * defaults and path resolution. Keep in step with the schema.
+ */
+import type { NetworkMode } from './types';
+
+export interface RawSecret {
+  name: string;
+  fromEnv?: string;
+  fromFile?: string;
+}
+
+export interface RawVolume {
+  name: string;
+  mountPath: string;
+  readOnly?: boolean;
+}
+
+export interface RawSpec {
+  image: string;
+  command?: string[];
+  workingDir?: string;
+  env?: Record<string, string | { secretRef: string }>;
+  secrets?: RawSecret[];
+  fixture?: string;
+  results?: string;
+  network?: { mode?: NetworkMode; egress?: string[] };
+  volumes?: RawVolume[];
+  resources?: { cpus?: number; memory?: string | number; pids?: number };
+  deadlineSeconds?: number;
+  retries?: number;
+  ttlSecondsAfterFinished?: number;
+}
+
+export interface RawAttempt {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; labels?: Record<string, string> };
+  spec: RawSpec;
+}

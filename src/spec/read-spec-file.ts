@@ -1,0 +1,76 @@
+/**
+ * Reads one spec file under the size cap and decodes it as strict UTF-8. Never throws:
+ * failures come back as `io`, `too-large` or `encoding` with a position.
+ */
+import { constants as fsConstants, promises as fsp } from 'node:fs';
+import type { SpecErrorCode } from './types';
+import { decodeUtf8 } from './utf8';
+
+export type ReadOutcome =
+  | { ok: true; text: string }
+  | { ok: false; code: SpecErrorCode; message: string; line: number; col: number };
+
+export async function readSpecFile(absPath: string, maxBytes: number): Promise<ReadOutcome> {
+  let handle: fsp.FileHandle | undefined;
+  try {
+    // Non-blocking, so a fifo named like a spec cannot hang the loader; fstat then refuses it.
+    handle = await fsp.open(absPath, fsConstants.O_RDONLY | (fsConstants.O_NONBLOCK ?? 0));
+    const st = await handle.stat();
+    if (!st.isFile()) return { ok: false, code: 'io', message: 'not a regular file', line: 1, col: 1 };
+    if (st.size > maxBytes) return tooLarge(st.size, maxBytes);
+    // Read at most maxBytes + 1 so a file that grows while we read is still caught.
+    const buf = Buffer.alloc(Math.min(st.size, maxBytes) + 1);
+    let total = 0;
+    while (total < buf.length) {
+      const { bytesRead } = await handle.read(buf, total, buf.length - total, total);
+      if (bytesRead === 0) break;
+      total += bytesRead;
+    }
+    if (total > maxBytes) return tooLarge(total, maxBytes);
+    const decoded = decodeUtf8(buf.subarray(0, total));
+    if (!decoded.ok) {
+      return {
+        ok: false,
+        code: 'encoding',
+        message: `not valid UTF-8 (bad byte at offset ${decoded.offset})`,
+        line: decoded.line,
+        col: decoded.col,
+      };
+    }
+    return { ok: true, text: decoded.text };
+  } catch (err) {
+    return { ok: false, code: 'io', message: `cannot read: ${ioReason(err)}`, line: 1, col: 1 };
+  } finally {
+    await handle?.close().catch(() => undefined);
+  }
+}
+
+function tooLarge(size: number, maxBytes: number): ReadOutcome {
+  return {
+    ok: false,
+    code: 'too-large',
+    message: `file is larger than ${maxBytes} bytes (${size} bytes)`,
+    line: 1,
+    col: 1,
+  };
+}
+
+/** A short reason for a filesystem error, without the path (the caller names the file). */
+export function ioReason(err: unknown): string {
+  const code = (err as { code?: unknown } | null)?.code;
+  switch (code) {
+    case 'ENOENT':
+      return 'no such file or folder';
+    case 'EACCES':
+    case 'EPERM':
+      return 'permission denied';
+    case 'EISDIR':
+      return 'is a folder';
+    case 'ENOTDIR':
+      return 'a parent is not a folder';
+    case 'ELOOP':
+      return 'too many levels of symbolic links';
+    default:
+      return typeof code === 'string' ? code : String((err as Error | null)?.message ?? err);
+  }
+}

@@ -1,0 +1,94 @@
+/**
+ * Checks on a schema-valid document that JSON Schema cannot say: egress only with
+ * network.mode isolated, secret references and unique secret names, unique volume names and
+ * mount paths, reserved container paths (/results, /run/secrets, the working dir), and the memory
+ * quantity's range. Pure: no filesystem (see path-checks.ts for that).
+ */
+import * as posix from 'node:path/posix';
+import { DEFAULTS } from '../constants';
+import { formatPath } from './field-path';
+import { parseMemory } from './quantity';
+import type { RawAttempt } from './raw-types';
+import type { FieldIssue } from './schema-errors';
+
+const RESERVED = [DEFAULTS.resultsMount, DEFAULTS.secretsDir];
+
+export function semanticIssues(doc: RawAttempt): FieldIssue[] {
+  const out: FieldIssue[] = [];
+  const spec = doc.spec;
+  const add = (segs: FieldIssue['segs'], code: FieldIssue['code'], message: string, anchor: FieldIssue['anchor'] = 'value'): void => {
+    out.push({ segs, anchor, code, message });
+  };
+
+  const mode = spec.network?.mode ?? DEFAULTS.networkMode;
+  if ((spec.network?.egress?.length ?? 0) > 0 && mode !== 'isolated') {
+    add(['spec', 'network', 'egress'], 'egress-mode', `egress needs network.mode: isolated (mode is ${mode})`);
+  }
+
+  const secretAt = new Map<string, number>();
+  (spec.secrets ?? []).forEach((s, i) => {
+    const first = secretAt.get(s.name);
+    if (first !== undefined) {
+      add(['spec', 'secrets', i, 'name'], 'secret-ref', `duplicate secret name "${s.name}" (also ${formatPath(['spec', 'secrets', first])})`);
+    } else {
+      secretAt.set(s.name, i);
+    }
+  });
+  for (const [k, v] of Object.entries(spec.env ?? {})) {
+    if (typeof v === 'object' && !secretAt.has(v.secretRef)) {
+      const declared = [...secretAt.keys()];
+      const known = declared.length ? `; declared: ${declared.join(', ')}` : '; spec.secrets declares none';
+      add(['spec', 'env', k, 'secretRef'], 'secret-ref', `secret "${v.secretRef}" is not declared in spec.secrets${known}`);
+    }
+  }
+
+  const workingDir = spec.workingDir === undefined ? DEFAULTS.workingDir : cleanPath(spec.workingDir);
+  if (spec.workingDir !== undefined) {
+    const why = pathProblem(spec.workingDir) ?? (isReserved(workingDir) ? `must not be ${reservedWhich(workingDir)} or below it` : undefined);
+    if (why) add(['spec', 'workingDir'], 'schema', why);
+  }
+
+  const volumeAt = new Map<string, number>();
+  const mountAt = new Map<string, number>();
+  (spec.volumes ?? []).forEach((v, i) => {
+    const first = volumeAt.get(v.name);
+    if (first !== undefined) add(['spec', 'volumes', i, 'name'], 'schema', `duplicate volume name "${v.name}" (also ${formatPath(['spec', 'volumes', first])})`);
+    else volumeAt.set(v.name, i);
+
+    const mount = cleanPath(v.mountPath);
+    const at: FieldIssue['segs'] = ['spec', 'volumes', i, 'mountPath'];
+    const why = pathProblem(v.mountPath);
+    if (why) add(at, 'schema', why);
+    else if (mount === '/') add(at, 'schema', 'must not be /');
+    else if (isReserved(mount)) add(at, 'schema', `must not be ${reservedWhich(mount)} or below it (berth mounts it)`);
+    else if (mount === workingDir) add(at, 'schema', `must not be the workingDir ${workingDir} (the fixture is copied there)`);
+    else if (mountAt.has(mount)) add(at, 'schema', `mount path ${mount} is also used by ${formatPath(['spec', 'volumes', mountAt.get(mount) ?? 0])}`);
+    else mountAt.set(mount, i);
+  });
+
+  const memory = spec.resources?.memory;
+  if (memory !== undefined) {
+    const parsed = parseMemory(memory);
+    if (!parsed.ok) add(['spec', 'resources', 'memory'], 'quantity', parsed.message);
+  }
+  return out;
+}
+
+/** `/a//b/` → `/a/b`. */
+export function cleanPath(p: string): string {
+  const n = posix.normalize(p);
+  return n.length > 1 && n.endsWith('/') ? n.slice(0, -1) : n;
+}
+
+function pathProblem(p: string): string | undefined {
+  if (p.split('/').includes('..')) return 'must not contain ".." segments';
+  return undefined;
+}
+
+function isReserved(p: string): boolean {
+  return RESERVED.some((r) => p === r || p.startsWith(`${r}/`));
+}
+
+function reservedWhich(p: string): string {
+  return RESERVED.find((r) => p === r || p.startsWith(`${r}/`)) ?? '';
+}

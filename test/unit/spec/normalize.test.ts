@@ -1,0 +1,104 @@
+/** Normalization: defaults filled in, env split, memory in bytes, paths resolved, lists sorted. */
+import { expect } from 'chai';
+import * as path from 'node:path';
+import { loadSpecs } from '../../../src/spec/loader';
+import type { NormalizedAttempt } from '../../../src/spec/types';
+import { GOOD, cleanupTemp, doc, loadOne, tempDir } from './helpers';
+
+async function good(name: string): Promise<NormalizedAttempt> {
+  const r = await loadSpecs({ specsDir: GOOD, resultsRoot: tempDir() });
+  const s = r.specs.find((x) => x.spec.name === name);
+  if (!s) throw new Error(`no ${name}`);
+  return s.spec;
+}
+
+describe('spec/normalize', () => {
+  afterEach(cleanupTemp);
+
+  it('fills in every default for a minimal spec', async () => {
+    expect(await good('good-minimal')).to.deep.equal({
+      apiVersion: 'berth.dev/v1',
+      kind: 'Attempt',
+      name: 'good-minimal',
+      labels: {},
+      image: 'berth/busybox:local',
+      command: null,
+      workingDir: '/workspace',
+      env: {},
+      secretEnv: {},
+      secrets: [],
+      fixture: null,
+      fixtureDigest: null,
+      results: 'good-minimal',
+      network: { mode: 'none', egress: [] },
+      volumes: [],
+      resources: { cpus: null, memoryBytes: null, pids: 512 },
+      deadlineSeconds: null,
+      retries: 0,
+      ttlSecondsAfterFinished: null,
+    });
+  });
+
+  it('carries every field of a full spec, resolved', async () => {
+    const s = await good('good-full');
+    expect(s.fixtureDigest).to.match(/^[0-9a-f]{64}$/);
+    expect({ ...s, fixtureDigest: '<digest>' }).to.deep.equal({
+      apiVersion: 'berth.dev/v1',
+      kind: 'Attempt',
+      name: 'good-full',
+      labels: { suite: 'demo', model: 'm1', 'example.com/team': 'evals' },
+      image: 'berth/busybox:local',
+      command: ['sh', '-c', 'cp /workspace/input.txt /results/output.txt'],
+      workingDir: '/workspace',
+      env: { TASK_ID: '42' },
+      secretEnv: { API_KEY: 'api-key' },
+      secrets: [
+        { name: 'api-key', fromEnv: 'OPENAI_API_KEY' },
+        { name: 'token', fromFile: path.join(GOOD, 'secrets', 'token') },
+      ],
+      fixture: path.join(GOOD, 'fixtures', 'task'),
+      fixtureDigest: '<digest>',
+      results: 'task-42',
+      network: { mode: 'isolated', egress: ['*.pypi.org:443', '10.0.0.1:8080', 'api.example.com:443'] },
+      volumes: [
+        { name: 'cache', mountPath: '/cache', readOnly: false },
+        { name: 'data', mountPath: '/data', readOnly: true },
+      ],
+      resources: { cpus: 1.5, memoryBytes: 1024 ** 3, pids: 256 },
+      deadlineSeconds: 1800,
+      retries: 2,
+      ttlSecondsAfterFinished: 3600,
+    });
+  });
+
+  it('sorts secrets, volumes and egress, lowercases egress hosts and drops repeats', async () => {
+    const r = await loadOne(
+      doc(
+        'x',
+        `  secrets: [{name: z, fromEnv: Z}, {name: a, fromEnv: A}]
+  volumes: [{name: v2, mountPath: /b/}, {name: v1, mountPath: /a}]
+  network: {mode: isolated, egress: [B.example.com:1, a.example.com:2]}
+  workingDir: /work//dir/
+  results: out/./x
+`,
+      ),
+    );
+    expect(r.errors).to.deep.equal([]);
+    const s = r.specs[0]?.spec;
+    expect(s?.secrets.map((x) => x.name)).to.deep.equal(['a', 'z']);
+    expect(s?.volumes).to.deep.equal([
+      { name: 'v1', mountPath: '/a', readOnly: false },
+      { name: 'v2', mountPath: '/b', readOnly: false },
+    ]);
+    expect(s?.network.egress).to.deep.equal(['a.example.com:2', 'b.example.com:1']);
+    expect(s?.workingDir).to.equal('/work/dir');
+    expect(s?.results).to.equal('out/x');
+  });
+
+  it('gives memory in bytes whichever way it is written', async () => {
+    for (const [m, bytes] of [['64Mi', 64 * 1024 ** 2], ['1G', 1e9], ['67108864', 67108864], ['0.5Gi', 512 * 1024 ** 2]] as const) {
+      const r = await loadOne(doc('x', `  resources: {memory: ${m}}\n`));
+      expect(r.specs[0]?.spec.resources.memoryBytes, m).to.equal(bytes);
+    }
+  });
+});

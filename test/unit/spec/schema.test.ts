@@ -1,0 +1,103 @@
+/** The JSON Schema file itself: strict 2020-12, closed objects, described fields. */
+import { expect } from 'chai';
+import { attemptSchema, attemptValidator } from '../../../src/spec/schema';
+
+type Json = Record<string, unknown>;
+
+describe('spec/schema file', () => {
+  const schema = attemptSchema();
+  const defs = schema.$defs as Record<string, Json>;
+
+  const resolve = (s: Json): Json => {
+    const ref = s.$ref;
+    if (typeof ref === 'string' && ref.startsWith('#/$defs/')) return { ...(defs[ref.slice('#/$defs/'.length)] ?? {}), ...s };
+    return s;
+  };
+
+  /** Every schema object reachable from the root, with a readable location. */
+  const all = (): [string, Json][] => {
+    const out: [string, Json][] = [];
+    const walk = (s: unknown, at: string): void => {
+      if (typeof s !== 'object' || s === null) return;
+      if (Array.isArray(s)) return s.forEach((x, i) => walk(x, `${at}/${i}`));
+      const o = s as Json;
+      out.push([at, o]);
+      for (const [k, v] of Object.entries(o)) if (k !== 'default' && k !== 'const' && k !== 'enum') walk(v, `${at}/${k}`);
+    };
+    walk(schema, '#');
+    return out;
+  };
+
+  it('is draft 2020-12 with an $id and a title, and compiles in strict mode', () => {
+    expect(schema.$schema).to.equal('https://json-schema.org/draft/2020-12/schema');
+    expect(schema.$id).to.be.a('string');
+    expect(schema.title).to.be.a('string');
+    expect(() => attemptValidator()).not.to.throw();
+  });
+
+  it('closes every object: additionalProperties is false wherever properties are listed', () => {
+    for (const [at, s] of all()) {
+      if (s.properties !== undefined) expect(s.additionalProperties, at).to.equal(false);
+    }
+  });
+
+  it('describes every field', () => {
+    for (const [at, s] of all()) {
+      if (typeof s.properties !== 'object' || s.properties === null) continue;
+      for (const [name, field] of Object.entries(s.properties as Record<string, Json>)) {
+        expect(resolve(field).description, `${at}/properties/${name}`).to.be.a('string').and.not.equal('');
+      }
+    }
+  });
+
+  it('accepts the contract\'s example spec', () => {
+    const v = attemptValidator();
+    const ok = v({
+      apiVersion: 'berth.dev/v1',
+      kind: 'Attempt',
+      metadata: { name: 'swe-task-42-try-1', labels: { suite: 'demo', model: 'm1' } },
+      spec: {
+        image: 'berth/busybox:local',
+        command: ['sh', '-c', 'cp /workspace/input.txt /results/output.txt'],
+        workingDir: '/workspace',
+        env: { TASK_ID: '42' },
+        secrets: [
+          { name: 'api-key', fromEnv: 'OPENAI_API_KEY' },
+          { name: 'token', fromFile: './secrets/token' },
+        ],
+        fixture: './fixtures/task-42',
+        results: 'task-42',
+        network: { mode: 'none', egress: ['api.example.com:443'] },
+        volumes: [{ name: 'cache', mountPath: '/cache' }],
+        resources: { cpus: 1, memory: '1Gi', pids: 512 },
+        deadlineSeconds: 1800,
+        retries: 0,
+        ttlSecondsAfterFinished: 3600,
+      },
+    });
+    expect(v.errors ?? []).to.deep.equal([]);
+    expect(ok).to.equal(true);
+  });
+
+  it('checks egress hosts and ports', () => {
+    const v = attemptValidator();
+    const withEgress = (egress: string[]): boolean =>
+      v({ apiVersion: 'berth.dev/v1', kind: 'Attempt', metadata: { name: 'x' }, spec: { image: 'i', network: { mode: 'isolated', egress } } });
+    for (const good of ['a.com:1', '*.pypi.org:443', '10.0.0.1:65535', 'localhost:8080', 'x-y.example.co.uk:443']) {
+      expect(withEgress([good]), good).to.equal(true);
+    }
+    for (const bad of ['a.com', 'a.com:0', 'a.com:65536', '999.1.1.1:80', '*.:1', 'http://a.com:80', 'a..b:1', '-a.com:1', '*a.com:1', 'a.com:80/x']) {
+      expect(withEgress([bad]), bad).to.equal(false);
+    }
+  });
+
+  it('checks label keys and values like Kubernetes', () => {
+    const v = attemptValidator();
+    const withLabels = (labels: Record<string, unknown>): boolean =>
+      v({ apiVersion: 'berth.dev/v1', kind: 'Attempt', metadata: { name: 'x', labels }, spec: { image: 'i' } });
+    expect(withLabels({ a: '', 'example.com/a_b.c': 'v-1', A9: 'x'.repeat(63) })).to.equal(true);
+    for (const bad of [{ '/a': 'x' }, { 'a/': 'x' }, { 'A.com/x': 'y' }, { ['k'.repeat(64)]: 'x' }, { a: 'x'.repeat(64) }, { a: '-x' }, { a: 1 }]) {
+      expect(withLabels(bad), JSON.stringify(bad)).to.equal(false);
+    }
+  });
+});

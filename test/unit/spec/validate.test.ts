@@ -1,0 +1,80 @@
+/** `berth validate`: exit codes, compiler-style text, the summary line and `-o json`. */
+import { expect } from 'chai';
+import * as path from 'node:path';
+import { runValidate, summary } from '../../../src/cli/commands/validate';
+import { EXIT } from '../../../src/constants';
+import type { LoadReport } from '../../../src/spec/loader';
+import { cleanupTemp, doc, sandbox } from './helpers';
+
+async function run(paths: string[], output: 'text' | 'json', resultsRoot: string): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const code = await runValidate(paths, { output, resultsRoot }, { out: (s) => (out += s), err: (s) => (err += s) });
+  return { code, out, err };
+}
+
+describe('cli/validate', () => {
+  afterEach(cleanupTemp);
+
+  it('returns 0 and says all valid when everything is', async () => {
+    const sb = sandbox({ 'a.yaml': doc('a'), 'b.yaml': `${doc('b')}---\n${doc('c')}` });
+    const r = await run([sb.specs], 'text', sb.results);
+    expect(r).to.deep.equal({ code: EXIT.ok, out: '2 files, 3 attempts: all valid\n', err: '' });
+  });
+
+  it('returns 2 and prints each error with its source line and a caret', async () => {
+    const sb = sandbox({ 'a.yaml': doc('a', '  network: {mode: private}\n'), 'b.yaml': doc('b') });
+    const r = await run([sb.specs], 'text', sb.results);
+    expect(r.code).to.equal(EXIT.usage);
+    const file = path.relative(process.cwd(), path.join(sb.specs, 'a.yaml'));
+    const shown = file.startsWith('..') ? path.join(sb.specs, 'a.yaml') : file;
+    expect(r.err).to.equal(
+      `${shown}:7:19: spec.network.mode: must be one of none, isolated, bridge (got "private") [schema]\n` +
+        ' 7 |   network: {mode: private}\n' +
+        '   |                   ^\n',
+    );
+    expect(r.out).to.equal('2 files, 2 attempts: 1 valid, 1 invalid (1 error)\n');
+  });
+
+  it('prints the stable JSON form with -o json', async () => {
+    const sb = sandbox({ 'a.yaml': doc('a'), 'b.yaml': doc('b', '  retries: -1\n') });
+    const r = await run([sb.specs], 'json', sb.results);
+    expect(r.code).to.equal(EXIT.usage);
+    expect(r.err).to.equal('');
+    const body = JSON.parse(r.out) as { valid: boolean; files: number; attempts: string[]; errors: Record<string, unknown>[] };
+    expect(body.valid).to.equal(false);
+    expect(body.files).to.equal(2);
+    expect(body.attempts).to.deep.equal(['a']);
+    expect(body.errors).to.have.length(1);
+    expect(body.errors[0]).to.include({ line: 7, col: 12, path: 'spec.retries', code: 'schema', message: 'must be at least 0 (got -1)' });
+    expect(Object.keys(body.errors[0] ?? {}).sort()).to.deep.equal(['code', 'col', 'file', 'line', 'message', 'path']);
+  });
+
+  it('reports a path that does not exist', async () => {
+    const sb = sandbox({});
+    const r = await run([path.join(sb.root, 'nope.yaml')], 'text', sb.results);
+    expect(r.code).to.equal(EXIT.usage);
+    expect(r.err).to.match(/nope\.yaml:1:1: no such file or folder \[io\]\n$/);
+  });
+
+  it('validates specs/ by default', async () => {
+    const cwd = process.cwd();
+    const sb = sandbox({ 'a.yaml': doc('a') });
+    process.chdir(sb.root);
+    try {
+      const r = await run([], 'text', sb.results);
+      expect(r).to.deep.equal({ code: EXIT.ok, out: '1 file, 1 attempt: all valid\n', err: '' });
+    } finally {
+      process.chdir(cwd);
+    }
+  });
+
+  it('summarizes unreadable files and empty folders', () => {
+    const base: LoadReport = { specs: [], errors: [], protectedNames: new Set(), unreadableFiles: new Set(), files: [], documents: 0 };
+    expect(summary(base)).to.equal('0 files, 0 attempts: no spec files found');
+    const err = { file: 'a.yaml', line: 1, col: 1, path: '', code: 'yaml-syntax' as const, message: 'x' };
+    expect(summary({ ...base, files: ['a.yaml', 'b.yaml'], documents: 1, errors: [err, err], unreadableFiles: new Set(['a.yaml']) })).to.equal(
+      '2 files (1 unreadable), 1 attempt: 0 valid, 1 invalid (2 errors)',
+    );
+  });
+});
