@@ -1,11 +1,18 @@
 /**
- * berth's command line. Registers the commands and imports each lazily; a command is a plain
- * async function returning an exit code. Only this file calls process.exit.
+ * berth's command line. Registers the commands; a command is a plain async function that
+ * returns an exit code (tests call them directly). Only this file calls process.exit.
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { EXIT } from '../constants';
+import { runClean } from './commands/clean';
+import { runDescribe } from './commands/describe';
+import { runGet } from './commands/get';
+import { runLogs } from './commands/logs';
+import { runPlan } from './commands/plan';
+import { runReconcile } from './commands/reconcile';
+import { runValidate } from './commands/validate';
 import { makeContext, UsageError, type GlobalOptions } from './context';
 import { processIo, type Io } from './io';
 
@@ -52,7 +59,6 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .argument('[path...]', 'spec files or folders (default: --specs)')
     .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
     .action(async (paths: string[], o: { output: 'text' | 'json' }, cmd: Command) => {
-      const { runValidate } = await import('./commands/validate.js');
       const c = ctx(cmd);
       await done(runValidate(paths.length ? paths : [c.specsDir], { output: o.output, resultsRoot: c.resultsRoot }, io));
     });
@@ -64,7 +70,6 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--detailed-exitcode', `exit ${EXIT.changesPending} when changes are pending, 0 when converged`)
     .option('--max-running <n>', 'attempts running at once', int('--max-running', 1))
     .action(async (o, cmd: Command) => {
-      const { runPlan } = await import('./commands/plan.js');
       await done(runPlan(ctx(cmd), o));
     });
 
@@ -79,7 +84,6 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--resync <seconds>', 'controller: full pass at least this often', int('--resync', 1), 30)
     .action(async (o, cmd: Command) => {
       if (o.wait && !o.once) throw new UsageError('--wait goes with --once');
-      const { runReconcile } = await import('./commands/reconcile.js');
       await done(runReconcile(ctx(cmd), o));
     });
 
@@ -90,7 +94,6 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('-l, --selector <key=value>', 'filter by spec labels (repeatable, or comma-separated)', collect)
     .addOption(new Option('-o, --output <format>', 'output format').choices(['wide', 'json', 'yaml']))
     .action(async (name: string | undefined, o, cmd: Command) => {
-      const { runGet } = await import('./commands/get.js');
       await done(runGet(ctx(cmd), name, o));
     });
 
@@ -99,7 +102,6 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .description('everything about one attempt')
     .argument('<name>')
     .action(async (name: string, _o, cmd: Command) => {
-      const { runDescribe } = await import('./commands/describe.js');
       await done(runDescribe(ctx(cmd), name));
     });
 
@@ -109,7 +111,6 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .argument('<name>')
     .option('-f, --follow', 'follow the log')
     .action(async (name: string, o, cmd: Command) => {
-      const { runLogs } = await import('./commands/logs.js');
       await done(runLogs(ctx(cmd), name, o));
     });
 
@@ -118,7 +119,6 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .description('remove every resource of this instance (results stay)')
     .option('--keep-state', 'keep the status records')
     .action(async (o, cmd: Command) => {
-      const { runClean } = await import('./commands/clean.js');
       await done(runClean(ctx(cmd), o));
     });
 

@@ -107,6 +107,7 @@ export function desiredAttempt(
           securityOpt: ['no-new-privileges'],
           privileged: false,
           init: true,
+          cgroupnsMode: 'private',
           ...(s.resources.cpus !== null ? { nanoCpus: Math.round(s.resources.cpus * 1e9) } : {}),
           // memory with no extra swap: MemorySwap equal to Memory
           ...(s.resources.memoryBytes !== null

@@ -103,6 +103,8 @@ export interface ContainerCreateSpec {
     securityOpt: string[];
     privileged: false;
     init: boolean;
+    /** private: the container sees its own cgroup tree only. */
+    cgroupnsMode?: 'private' | 'host';
     nanoCpus?: number;
     memory?: number;
     memorySwap?: number;

@@ -131,6 +131,7 @@ export function createOptions(spec: ContainerCreateSpec): Dockerode.ContainerCre
       SecurityOpt: h.securityOpt,
       Privileged: false,
       Init: h.init,
+      ...(h.cgroupnsMode ? { CgroupnsMode: h.cgroupnsMode } : {}),
       ...(h.nanoCpus !== undefined ? { NanoCpus: h.nanoCpus } : {}),
       ...(h.memory !== undefined ? { Memory: h.memory } : {}),
       ...(h.memorySwap !== undefined ? { MemorySwap: h.memorySwap } : {}),

@@ -1,0 +1,107 @@
+/**
+ * A berth sandbox for engine tests: its own specs, state and results folders in a temp dir and
+ * its own instance name (so its resources are its alone), with the CLI run in-process.
+ */
+import { promises as fs } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { run } from '../../src/cli/index';
+import { bufferIo } from '../../src/cli/io';
+import { reconcilePass, type PassConfig, type PassResult } from '../../src/controller/pass';
+import { CallCounter, instrumentEngine } from '../../src/engine/wrap';
+import { StatusStore } from '../../src/status/store';
+import type { AttemptStatus } from '../../src/status/types';
+import { silentLogger } from '../../src/util/log';
+import { newInstance, testEngine } from './engine';
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export class Sandbox {
+  readonly specsDir: string;
+  readonly stateDir: string;
+  readonly resultsRoot: string;
+  readonly calls = new CallCounter();
+  readonly engine = instrumentEngine(testEngine(), this.calls.listener);
+
+  private constructor(
+    readonly dir: string,
+    readonly instance: string,
+  ) {
+    this.specsDir = path.join(dir, 'specs');
+    this.stateDir = path.join(dir, 'state');
+    this.resultsRoot = path.join(dir, 'results');
+  }
+
+  static async create(tag: string): Promise<Sandbox> {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), `berth-${tag}-`));
+    const sb = new Sandbox(dir, newInstance(tag));
+    await fs.mkdir(sb.specsDir, { recursive: true });
+    return sb;
+  }
+
+  async write(rel: string, content: string): Promise<string> {
+    const p = path.join(this.specsDir, rel);
+    await fs.mkdir(path.dirname(p), { recursive: true });
+    await fs.writeFile(p, content);
+    return p;
+  }
+
+  async remove(rel: string): Promise<void> {
+    await fs.rm(path.join(this.specsDir, rel), { recursive: true, force: true });
+  }
+
+  /** A minimal attempt spec. */
+  attempt(name: string, command: string, extra = ''): string {
+    return `apiVersion: berth.dev/v1\nkind: Attempt\nmetadata:\n  name: ${name}\nspec:\n  image: berth/busybox:local\n  command: [sh, -c, ${JSON.stringify(command)}]\n${extra}`;
+  }
+
+  globalArgs(): string[] {
+    return ['--specs', this.specsDir, '--state', this.stateDir, '--results-root', this.resultsRoot, '--instance', this.instance, '--log-level', 'warn'];
+  }
+
+  async cli(...args: string[]): Promise<CliResult> {
+    const io = bufferIo();
+    const code = await run(['node', 'berth', ...args, ...this.globalArgs()], io);
+    return { code, stdout: io.stdout, stderr: io.stderr };
+  }
+
+  config(over: Partial<PassConfig> = {}): PassConfig {
+    return {
+      specsDir: this.specsDir,
+      stateDir: this.stateDir,
+      resultsRoot: this.resultsRoot,
+      instance: this.instance,
+      maxRunning: 8,
+      concurrency: 8,
+      attestIntervalMs: 60_000,
+      env: process.env,
+      log: silentLogger(),
+      ...over,
+    };
+  }
+
+  store(): StatusStore {
+    return new StatusStore(this.stateDir, this.instance);
+  }
+
+  /** One reconcile pass in-process; `calls` counts this pass's engine calls. */
+  async pass(over: Partial<PassConfig> = {}): Promise<PassResult> {
+    this.calls.reset();
+    return reconcilePass(this.config(over), this.engine, this.store());
+  }
+
+  async status(name: string): Promise<AttemptStatus | undefined> {
+    return this.store().get(name);
+  }
+
+  /** berth clean for this instance, then the temp folder goes. */
+  async destroy(): Promise<void> {
+    const r = await this.cli('clean');
+    if (r.code !== 0) throw new Error(`berth clean failed: ${r.stderr}`);
+    await fs.rm(this.dir, { recursive: true, force: true });
+  }
+}
