@@ -65,7 +65,7 @@ export function makeContext(g: GlobalOptions, io: Io, opts: { engine?: Engine; e
   };
 }
 
-export function passConfig(ctx: Context, o: { maxRunning?: number; concurrency?: number; attestIntervalMs?: number }): PassConfig {
+export function passConfig(ctx: Context, o: { maxRunning?: number; concurrency?: number; attestIntervalMs?: number; retryBackoff?: number }): PassConfig {
   return {
     specsDir: ctx.specsDir,
     stateDir: ctx.stateDir,
@@ -74,6 +74,7 @@ export function passConfig(ctx: Context, o: { maxRunning?: number; concurrency?:
     maxRunning: o.maxRunning ?? defaultMaxRunning(),
     concurrency: o.concurrency ?? DEFAULTS.concurrency,
     attestIntervalMs: o.attestIntervalMs ?? 60_000,
+    ...(o.retryBackoff !== undefined ? { retryBaseMs: o.retryBackoff * 1000 } : {}),
     env: ctx.env,
     log: ctx.log,
   };

@@ -82,6 +82,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--max-running <n>', 'attempts running at once', int('--max-running', 1))
     .option('--concurrency <n>', 'engine operations in flight', int('--concurrency', 1))
     .option('--resync <seconds>', 'controller: full pass at least this often', int('--resync', 1), 30)
+    .option('--retry-backoff <seconds>', 'first back-off before retrying a failed run (doubles, capped at 6 min)', int('--retry-backoff', 0), 10)
     .action(async (o, cmd: Command) => {
       if (o.wait && !o.once) throw new UsageError('--wait goes with --once');
       await done(runReconcile(ctx(cmd), o));

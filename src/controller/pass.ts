@@ -23,6 +23,8 @@ export interface PassConfig {
   maxRunning: number;
   concurrency: number;
   attestIntervalMs: number;
+  /** First back-off between a failed run and its retry. */
+  retryBaseMs?: number;
   env: NodeJS.ProcessEnv;
   log: Logger;
   now?: () => number;
@@ -71,6 +73,7 @@ export async function planPass(cfg: PassConfig, engine: Engine, store: StatusSto
     statuses,
     maxRunning: cfg.maxRunning,
     attestIntervalMs: cfg.attestIntervalMs,
+    ...(cfg.retryBaseMs !== undefined ? { retryBaseMs: cfg.retryBaseMs } : {}),
   });
   return { load, snapshot, plan };
 }

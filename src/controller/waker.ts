@@ -38,6 +38,21 @@ export class Waker {
     });
   }
 
+  private settle: NodeJS.Timeout | undefined;
+  private recheck: NodeJS.Timeout | undefined;
+
+  /**
+   * The engine logs `die` before the container lists show it exited (dockerd updates its
+   * list view after emitting the event), so a pass right on the event can still see it
+   * running: batch events for a moment, and look once more a little later.
+   */
+  private engineChanged(): void {
+    clearTimeout(this.settle);
+    clearTimeout(this.recheck);
+    this.settle = setTimeout(() => this.poke(), 20);
+    this.recheck = setTimeout(() => this.poke(), 300);
+  }
+
   /** Follows the engine's events for this instance; reconnects with back-off, resuming where it stopped. */
   followEngine(engine: Engine, instance: string, log: Logger): void {
     const run = async () => {
@@ -52,7 +67,7 @@ export class Waker {
           delay = 250;
           for await (const ev of events) {
             this.lastEventSeconds = Number(ev.timeNano / 1_000_000_000n);
-            if (ev.type === 'container' || ev.type === 'network' || ev.type === 'volume') this.poke();
+            if (ev.type === 'container' || ev.type === 'network' || ev.type === 'volume') this.engineChanged();
           }
         } catch (err) {
           if (this.abort.signal.aborted) return;
@@ -70,6 +85,8 @@ export class Waker {
   }
 
   close(): void {
+    clearTimeout(this.settle);
+    clearTimeout(this.recheck);
     this.abort.abort();
     this.wake?.();
   }

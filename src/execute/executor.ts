@@ -250,7 +250,8 @@ export class Executor {
     const warnings = Object.keys(spec.secretEnv).map(
       (k) => `secret ${spec.secretEnv[k]} is exposed as environment variable ${k}: anyone who can inspect the container can read it`,
     );
-    if (warnings.length) await this.update(a, (r) => ({ ...r, warnings }));
+    // Recorded before the start is asked for: a berth killed from here on only needs to start it.
+    await this.update(a, (r) => ({ ...r, ...(r.intent ? { intent: { ...r.intent, copied: true } } : {}), ...(warnings.length ? { warnings } : {}) }));
   }
 
   /** The numeric uid/gid the image runs as (root unless the image says a numeric user). */

@@ -22,9 +22,11 @@ export interface PlanInput {
   maxRunning: number;
   /** How old a deep (inspect) attestation of a running attempt may get before it is redone. */
   attestIntervalMs: number;
+  /** First back-off between a failed run and its retry (doubling, capped at 6 min); default 10 s. */
+  retryBaseMs?: number;
 }
 
 /** Kubernetes Jobs' back-off between failed runs: 10 s doubling, capped at 6 min. */
-export function retryBackoffMs(failures: number): number {
-  return Math.min(10_000 * 2 ** Math.max(0, failures - 1), 360_000);
+export function retryBackoffMs(failures: number, baseMs = 10_000): number {
+  return Math.min(baseMs * 2 ** Math.max(0, failures - 1), 360_000);
 }

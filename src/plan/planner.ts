@@ -16,6 +16,10 @@ import type { AttemptAction, Operation, Plan } from './types';
 
 const EMPTY: ObservedAttempt = { name: '', containers: [], networks: [], volumes: [] };
 const RUNNING_STATES = new Set(['running', 'paused', 'restarting']);
+/** How long a Blocked attempt waits before berth tries it again. */
+export const BLOCKED_RETRY_MS = 15_000;
+/** How long an attempt whose create failed (the engine refused) waits before berth tries again. */
+export const CREATE_RETRY_MS = 5_000;
 const RETRYABLE_REASONS = new Set<string>([REASONS.error, REASONS.oomKilled, REASONS.lost]);
 
 function cmp(a: string, b: string): number {
@@ -154,6 +158,15 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
     };
   }
 
+  // Blocked at execution (a name held by someone else, a secret missing): look again after a while.
+  if (!specChanged && rec && !main && (rec.phase === 'Blocked' || rec.reason === REASONS.createFailed)) {
+    const blocked = rec.phase === 'Blocked';
+    const again = Date.parse(rec.updatedAt) + (blocked ? BLOCKED_RETRY_MS : CREATE_RETRY_MS) - inp.now;
+    if (again > 0) {
+      return { ...base, kind: blocked ? 'block' : 'wait', summary: `${blocked ? 'blocked' : 'create failed'}: ${rec.message ?? rec.reason ?? ''}`, ops: pre, requeueAfterMs: again };
+    }
+  }
+
   if (specChanged || !rec || rec.phase === 'Invalid' || rec.phase === 'Blocked' || rec.phase === 'Pending') {
     if (!main) return startRun(ctx, base, d, current, pre, specChanged && rec?.phase !== 'Invalid' ? 'replace' : 'provision', specChanged ? 'spec hash changed' : rec?.phase === 'Blocked' ? 'blocked before; trying again' : 'not found');
   }
@@ -163,7 +176,7 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
     const finishedAt = rec.finishedAt ? Date.parse(rec.finishedAt) : inp.now;
     const retryable = rec.phase === 'Failed' && RETRYABLE_REASONS.has(rec.reason ?? '') && rec.retriesUsed < loaded.spec.retries;
     if (retryable) {
-      const at = finishedAt + retryBackoffMs(rec.retriesUsed + 1);
+      const at = finishedAt + retryBackoffMs(rec.retriesUsed + 1, inp.retryBaseMs);
       if (at > inp.now) return { ...base, kind: 'wait', summary: `retry ${rec.retriesUsed + 1}/${loaded.spec.retries} after back-off`, ops: pre, requeueAfterMs: at - inp.now };
       const next = desiredFor(inp, loaded, rec.run + 1);
       const oldRun = removeOps({ containers: main ? [main] : [], networks: [], volumes: [] }, `retry ${rec.retriesUsed + 1}/${loaded.spec.retries}`);
@@ -238,7 +251,12 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
       return { ...base, kind: 'finish', summary: `container ${main.state}`, desired: d, ops: [...pre, { type: 'finish', resource: `container:${main.name}`, id: main.id, resultsDir: rec?.resultsDir ?? d.resultsDir, cause: `container ${main.state}` }] };
     }
     if (main.state === 'created') {
-      // Never started: provisioning was interrupted (fixture copy may be partial). Start over; nothing ran.
+      // Provisioning was interrupted. Once the copy is recorded done, a start may already be on its
+      // way in the engine: only (re)start, which is idempotent. Before that, no start was ever
+      // asked for, and the copy may be partial: start over, nothing ran.
+      if (rec?.intent?.copied && rec.containerId === main.id && rec.run === run) {
+        return { ...base, kind: 'provision', summary: 'provisioning was interrupted after the copy', desired: d, ops: [...pre, { type: 'start', resource: `container:${main.name}`, desired: d, cause: 'created; fixture and secrets already copied' }] };
+      }
       const again = removeOps({ containers: [main], networks: [], volumes: [] }, 'created but never started: provisioning was interrupted');
       return startRun(ctx, base, d, { ...current, containers: [] }, [...pre, ...again], 'provision', 'provisioning was interrupted');
     }

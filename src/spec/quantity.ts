@@ -5,7 +5,7 @@
  */
 
 /** Smallest memory limit berth accepts (Docker refuses less than a few MiB). */
-export const MIN_MEMORY_BYTES = 4 * 1024 * 1024;
+export const MIN_MEMORY_BYTES = 6 * 1024 * 1024; // the engine refuses less (6MB)
 /** Largest memory limit berth accepts (1Pi); keeps byte counts exact in a JS number. */
 export const MAX_MEMORY_BYTES = 1024 ** 5;
 
@@ -32,7 +32,7 @@ export function parseMemory(input: string | number): QuantityResult {
   const bytes = toBytes(input);
   if (typeof bytes === 'string') return { ok: false, message: bytes };
   if (bytes < BigInt(MIN_MEMORY_BYTES)) {
-    return { ok: false, message: `must be at least 4Mi (got ${show(input)} = ${bytes} bytes)` };
+    return { ok: false, message: `must be at least 6Mi (got ${show(input)} = ${bytes} bytes)` };
   }
   if (bytes > BigInt(MAX_MEMORY_BYTES)) return { ok: false, message: `must be at most 1Pi (got ${show(input)})` };
   return { ok: true, bytes: Number(bytes) };

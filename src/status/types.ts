@@ -55,7 +55,14 @@ export interface AttemptStatus {
   /** Set when the finished run's resources were collected (TTL, or replaced). */
   collectedAt?: string;
   /** Recorded before the first side effect of provisioning a run; cleared when it is done. */
-  intent?: { action: 'provision'; run: number; specHash: string; at: string };
+  intent?: {
+    action: 'provision';
+    run: number;
+    specHash: string;
+    at: string;
+    /** Set once the fixture and secrets are in the container: from then on only a start is missing. */
+    copied?: boolean;
+  };
   lastAttestation?: Attestation;
   /** Warnings for `describe` (e.g. a secret opted into the environment). */
   warnings?: string[];

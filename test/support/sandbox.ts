@@ -43,7 +43,7 @@ export class Sandbox {
     return sb;
   }
 
-  async write(rel: string, content: string): Promise<string> {
+  async write(rel: string, content: string | Buffer): Promise<string> {
     const p = path.join(this.specsDir, rel);
     await fs.mkdir(path.dirname(p), { recursive: true });
     await fs.writeFile(p, content);

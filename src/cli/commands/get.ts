@@ -57,7 +57,8 @@ export async function collectRows(ctx: Context, name?: string, selector: string[
       exitCode: st?.exitCode ?? null,
       run: st?.run ?? 0,
       age: age(st?.createdAt, now),
-      duration: st?.startedAt ? duration(end - Date.parse(st.startedAt)) : '-',
+      // The engine may stamp a very short run's start after its finish: show 0s, not a negative.
+      duration: st?.startedAt ? duration(Math.max(0, end - Date.parse(st.startedAt))) : '-',
       labels,
       image: spec?.image ?? '',
       results: st?.resultsDir ?? '',

@@ -21,6 +21,7 @@ export interface ReconcileOptions {
   maxRunning?: number;
   concurrency?: number;
   resync?: number;
+  retryBackoff?: number;
   metricsAddr?: string;
 }
 
@@ -59,6 +60,7 @@ export async function runReconcile(ctx: Context, o: ReconcileOptions): Promise<n
     for (let pass = 1; ; pass++) {
       const log = ctx.log.child({ pass });
       let res: PassResult;
+      ctx.calls.reset();
       try {
         res = await reconcilePass({ ...cfg, log }, engine, store);
       } catch (err) {
@@ -83,7 +85,9 @@ export async function runReconcile(ctx: Context, o: ReconcileOptions): Promise<n
         ctx.io.err(ctx.io.isTTY ? `\r\x1b[K[${secs}s] ${line}` : `[${secs}s] ${line}\n`);
         lastLine = line;
       }
-      const pending = res.load.specs.filter((s) => !DONE_FOR_WAIT.has(phases.get(s.spec.name) ?? 'Pending'));
+      // Busy: not in a final phase, or waiting for a slot or a retry's back-off.
+      const waiting = new Set(res.plan.actions.filter((a) => a.kind === 'wait').map((a) => a.attempt));
+      const pending = res.load.specs.filter((s) => !DONE_FOR_WAIT.has(phases.get(s.spec.name) ?? 'Pending') || waiting.has(s.spec.name));
       if (pending.length === 0 && changeCount(res.plan) === 0) break;
       if (o.timeout !== undefined && Date.now() - started > o.timeout * 1000) {
         ctx.io.err(`${ctx.io.isTTY ? '\n' : ''}berth: --timeout ${o.timeout}s passed with ${pending.length} attempts unfinished\n`);

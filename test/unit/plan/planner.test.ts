@@ -260,3 +260,29 @@ describe('planner (golden plans)', function () {
     expect(p1.actions.map((a) => a.attempt)).to.deep.equal(['a', 'c', 'm', 'x']);
   });
 });
+
+describe('planner (blocked attempts)', function () {
+  it('tries a Blocked attempt again only after a while, and says when', function () {
+    const rec = status('a', { phase: 'Blocked', reason: 'SecretMissing', message: 'secret key: environment variable K is not set', containerId: undefined, startedAt: undefined, updatedAt: new Date(T0 - 5_000).toISOString() });
+    const soon = plan(input({ specs: [spec('a')], statuses: statuses(rec) }));
+    expect(soon.actions[0]?.kind).to.equal('block');
+    expect(changeCount(soon)).to.equal(0);
+    expect(soon.actions[0]?.requeueAfterMs).to.equal(10_000);
+    const later = plan(input({ now: T0 + 10_000, specs: [spec('a')], statuses: statuses(rec) }));
+    expect(later.actions[0]?.kind).to.equal('provision');
+  });
+});
+
+describe('planner (interrupted provisioning)', function () {
+  it('only starts a created container whose copy was recorded done (a start may be in flight)', function () {
+    const p = plan(
+      input({
+        specs: [spec('a')],
+        snapshot: snapshot({ containers: [container('default', 'a', 'h-a', { state: 'created' })] }),
+        statuses: statuses(status('a', { phase: 'Pending', startedAt: undefined, intent: { action: 'provision', run: 1, specHash: 'h-a', at: '2026-01-01T00:00:00.000Z', copied: true } })),
+      }),
+    );
+    expect(golden(p).slice(1, 2)).to.deep.equal(['  > start  container:berth-default-a  (created; fixture and secrets already copied)']);
+    expect(p.actions[0]?.ops).to.have.length(1);
+  });
+});

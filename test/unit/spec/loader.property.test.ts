@@ -108,7 +108,7 @@ describe('spec/loader properties', () => {
         workingDir: fc.constantFrom('/workspace', '/w', '/a/b'),
         env: fc.dictionary(fc.stringMatching(/^[A-Z_][A-Z0-9_]{0,5}$/), fc.string(), { maxKeys: 4 }),
         network: fc.record({ mode: fc.constantFrom('none', 'bridge') }, { requiredKeys: [] }),
-        resources: fc.record({ cpus: fc.constantFrom(0.5, 1, 2), memory: fc.constantFrom('64Mi', '1Gi', 5000000), pids: fc.integer({ min: 1, max: 1000 }) }, { requiredKeys: [] }),
+        resources: fc.record({ cpus: fc.constantFrom(0.5, 1, 2), memory: fc.constantFrom('64Mi', '1Gi', 8000000), pids: fc.integer({ min: 1, max: 1000 }) }, { requiredKeys: [] }),
         retries: fc.integer({ min: 0, max: 100 }),
         deadlineSeconds: fc.integer({ min: 1, max: 100000 }),
       },

@@ -41,8 +41,8 @@ describe('spec/quantity', () => {
     expect(toBytes('0')).to.equal('must be more than 0 bytes (got "0")');
   });
 
-  it('checks the range: at least 4Mi, at most 1Pi', () => {
-    expect(parseMemory('4Mi')).to.deep.equal({ ok: true, bytes: MIN_MEMORY_BYTES });
+  it('checks the range: at least 6Mi, at most 1Pi', () => {
+    expect(parseMemory('6Mi')).to.deep.equal({ ok: true, bytes: MIN_MEMORY_BYTES });
     expect(parseMemory('1Pi')).to.deep.equal({ ok: true, bytes: MAX_MEMORY_BYTES });
     expect(parseMemory(MIN_MEMORY_BYTES - 1).ok).to.equal(false);
     expect(parseMemory('1025Ti').ok).to.equal(false);

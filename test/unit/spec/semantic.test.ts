@@ -17,7 +17,7 @@ describe('spec/semantic', () => {
         secrets: [{ name: 'k', fromEnv: 'K' }, { name: 'f', fromFile: './f' }],
         network: { mode: 'isolated', egress: ['a.example.com:443'] },
         volumes: [{ name: 'c', mountPath: '/cache' }, { name: 'd', mountPath: '/workspace/data' }],
-        resources: { memory: '4Mi' },
+        resources: { memory: '6Mi' },
         workingDir: '/work',
       }),
     ).to.deep.equal([]);
@@ -69,7 +69,7 @@ describe('spec/semantic', () => {
 
   it('checks the memory quantity range', () => {
     expect(check({ resources: { memory: '3Mi' } })).to.deep.equal([
-      'spec.resources.memory [quantity] must be at least 4Mi (got "3Mi" = 3145728 bytes)',
+      'spec.resources.memory [quantity] must be at least 6Mi (got "3Mi" = 3145728 bytes)',
     ]);
     expect(check({ resources: { memory: '2Pi' } })).to.deep.equal(['spec.resources.memory [quantity] must be at most 1Pi (got "2Pi")']);
   });
