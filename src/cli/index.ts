@@ -82,6 +82,8 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--max-running <n>', 'attempts running at once', int('--max-running', 1))
     .option('--concurrency <n>', 'engine operations in flight', int('--concurrency', 1))
     .option('--resync <seconds>', 'controller: full pass at least this often', int('--resync', 1), 30)
+    .option('--workers <n>', 'controller: attempts worked on at once (default: --concurrency)', int('--workers', 1))
+    .option('--metrics-addr <host:port>', 'controller: serve Prometheus metrics, /healthz and /readyz (e.g. 127.0.0.1:9464)')
     .option('--retry-backoff <seconds>', 'first back-off before retrying a failed run (doubles, capped at 6 min)', int('--retry-backoff', 0), 10)
     .action(async (o, cmd: Command) => {
       if (o.wait && !o.once) throw new UsageError('--wait goes with --once');

@@ -4,16 +4,14 @@
  * the resync period. `wait(ms)` resolves on the first of them.
  */
 import type { Engine } from '../engine/types';
-import { instanceFilters } from '../observe/snapshot';
+import { EngineSource } from './engine-source';
 import type { Logger } from '../util/log';
 
 export class Waker {
   private wake: (() => void) | undefined;
   private pending = false;
   private readonly abort = new AbortController();
-  private lastEventSeconds: number | undefined;
-  /** Stream reconnects so far (metrics). */
-  reconnects = 0;
+  private source: EngineSource | undefined;
 
   /** Marks that something changed; the current or next wait() returns at once. */
   poke(): void {
@@ -53,40 +51,21 @@ export class Waker {
     this.recheck = setTimeout(() => this.poke(), 300);
   }
 
-  /** Follows the engine's events for this instance; reconnects with back-off, resuming where it stopped. */
+  /** Follows the engine's events for this instance; a reconnect pokes too (relist on the next pass). */
   followEngine(engine: Engine, instance: string, log: Logger): void {
-    const run = async () => {
-      let delay = 250;
-      while (!this.abort.signal.aborted) {
-        try {
-          const since = this.lastEventSeconds;
-          const events = await engine.events.stream(instanceFilters(instance), {
-            ...(since !== undefined ? { since } : {}),
-            signal: this.abort.signal,
-          });
-          delay = 250;
-          for await (const ev of events) {
-            this.lastEventSeconds = Number(ev.timeNano / 1_000_000_000n);
-            if (ev.type === 'container' || ev.type === 'network' || ev.type === 'volume') this.engineChanged();
-          }
-        } catch (err) {
-          if (this.abort.signal.aborted) return;
-          log.debug(`engine event stream broke: ${(err as Error).message}`);
-        }
-        if (this.abort.signal.aborted) return;
-        // The stream ended (engine restart, socket error): relist on the next pass, then resume.
-        this.reconnects++;
-        this.poke();
-        await new Promise((r) => setTimeout(r, delay));
-        delay = Math.min(delay * 2, 10_000);
-      }
-    };
-    void run();
+    this.source = new EngineSource(engine, instance, log, {
+      onEvent: (ev) => {
+        if (ev.type === 'container' || ev.type === 'network' || ev.type === 'volume') this.engineChanged();
+      },
+      onReconnect: () => this.poke(),
+    });
+    this.source.start();
   }
 
   close(): void {
     clearTimeout(this.settle);
     clearTimeout(this.recheck);
+    this.source?.close();
     this.abort.abort();
     this.wake?.();
   }

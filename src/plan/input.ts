@@ -24,6 +24,10 @@ export interface PlanInput {
   attestIntervalMs: number;
   /** First back-off between a failed run and its retry (doubling, capped at 6 min); default 10 s. */
   retryBaseMs?: number;
+  /** Plan only these attempts (a controller's batch of keys); the others still count for admission. */
+  only?: ReadonlySet<string>;
+  /** Slots already taken by runs being provisioned elsewhere, not yet visible on the engine. */
+  reservedSlots?: number;
 }
 
 /** Kubernetes Jobs' back-off between failed runs: 10 s doubling, capped at 6 min. */

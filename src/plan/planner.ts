@@ -302,13 +302,15 @@ export function plan(inp: PlanInput): Plan {
   const specs = [...inp.specs].sort((a, b) => cmp(a.spec.name, b.spec.name));
   const desiredNames = new Set(specs.map((s) => s.spec.name));
   const running = [...inp.snapshot.attempts.values()].filter((a) => a.containers.some((c) => isMain(c) && RUNNING_STATES.has(c.state))).length;
-  const ctx: Ctx = { inp, slots: Math.max(0, inp.maxRunning - running) };
+  const ctx: Ctx = { inp, slots: Math.max(0, inp.maxRunning - running - (inp.reservedSlots ?? 0)) };
+  const wanted = (name: string) => !inp.only || inp.only.has(name);
   const actions: AttemptAction[] = [];
   const unchanged = new Map<string, AttemptStatus['phase']>();
 
   // Attempts already running keep their slot; stopping ones free theirs only on the next pass.
   for (const loaded of specs) {
     const name = loaded.spec.name;
+    if (!wanted(name)) continue;
     const a = planDesired(ctx, loaded, inp.statuses.get(name), inp.snapshot.attempts.get(name) ?? EMPTY);
     if (a.ops.length === 0 && (a.kind === 'leave' || a.kind === 'wait' || a.kind === 'block')) {
       unchanged.set(name, a.status?.phase ?? 'Pending');
@@ -317,7 +319,7 @@ export function plan(inp: PlanInput): Plan {
     actions.push(a);
   }
   const others = new Set([...inp.snapshot.attempts.keys(), ...inp.statuses.keys(), ...inp.protectedNames]);
-  for (const name of [...others].filter((n) => !desiredNames.has(n)).sort(cmp)) {
+  for (const name of [...others].filter((n) => !desiredNames.has(n) && wanted(n)).sort(cmp)) {
     const a = planUndesired(inp, name, inp.statuses.get(name), inp.snapshot.attempts.get(name) ?? EMPTY);
     if (!a) continue;
     if (a.ops.length === 0) unchanged.set(name, a.status?.phase ?? 'Invalid');

@@ -64,6 +64,8 @@ export interface AttemptStatus {
     copied?: boolean;
   };
   lastAttestation?: Attestation;
+  /** The controller's last failed reconcile of this attempt and when it tries again (per-key back-off). */
+  lastError?: { at: string; message: string; failures: number; nextRetryAt: string };
   /** Warnings for `describe` (e.g. a secret opted into the environment). */
   warnings?: string[];
   history: RunRecord[];

@@ -21,6 +21,7 @@ export interface ReconcileOptions {
   maxRunning?: number;
   concurrency?: number;
   resync?: number;
+  workers?: number;
   retryBackoff?: number;
   metricsAddr?: string;
 }

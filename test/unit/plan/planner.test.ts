@@ -286,3 +286,21 @@ describe('planner (interrupted provisioning)', function () {
     expect(p.actions[0]?.ops).to.have.length(1);
   });
 });
+
+describe('planner (a controller batch)', function () {
+  it('plans only the given keys, counting everything running and reserved slots for admission', function () {
+    const p = plan(
+      input({
+        maxRunning: 2,
+        only: new Set(['c', 'd']),
+        reservedSlots: 0,
+        specs: [spec('a'), spec('b'), spec('c'), spec('d')],
+        snapshot: snapshot({ containers: [container('default', 'a', 'h-a')] }),
+        statuses: statuses(status('a')),
+      }),
+    );
+    expect(p.actions.map((a) => `${a.attempt}:${a.kind}`)).to.deep.equal(['c:provision', 'd:wait']);
+    const reserved = plan(input({ maxRunning: 2, only: new Set(['c']), reservedSlots: 1, specs: [spec('a'), spec('c')], snapshot: snapshot({ containers: [container('default', 'a', 'h-a')] }), statuses: statuses(status('a')) }));
+    expect(reserved.actions.map((a) => `${a.attempt}:${a.kind}`)).to.deep.equal(['c:wait']);
+  });
+});

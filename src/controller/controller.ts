@@ -1,0 +1,264 @@
+/**
+ * The controller: sources put attempt names on a work queue, a reconcile loop takes what is
+ * queued as one batch and reconciles it level-triggered (re-reads the specs if the folder
+ * changed, takes one snapshot of the engine, plans the batch, hands each attempt's action to
+ * the executor). Sources: the specs folder (changed names), engine events (the attempt label),
+ * requeue times (deadlines, TTLs, back-offs) and a periodic resync of everything.
+ *
+ * Queue semantics (client-go): a key is never worked on twice at once; a key added while it is
+ * worked on is worked on again after; failures back off per key (and globally rate-limited).
+ */
+import { EXIT, LABELS, PHASES, type Phase } from '../constants';
+import type { Engine } from '../engine/types';
+import { describeEngineError, isUnavailable } from '../engine/errors';
+import { Executor, type ActionResult } from '../execute/executor';
+import { observe } from '../observe/snapshot';
+import { plan as makePlan } from '../plan/planner';
+import type { AttemptAction } from '../plan/types';
+import type { LoadReport } from '../spec/loader';
+import type { StatusStore } from '../status/store';
+import type { Clock } from '../util/clock';
+import { systemClock } from '../util/clock';
+import type { Logger } from '../util/log';
+import { Semaphore } from '../util/pool';
+import { EngineSource } from './engine-source';
+import type { ControllerMetrics } from './metrics';
+import { invalidReasons, type PassConfig } from './pass';
+import { WorkQueue } from './queue';
+import { SpecSource } from './spec-source';
+
+/** The key that means "everything": startup, resync, a reconnected event stream. */
+export const ALL = '*';
+const ADMITTING = new Set(['provision', 'replace', 'retry']);
+
+export interface ControllerOptions {
+  cfg: PassConfig;
+  engine: Engine;
+  store: StatusStore;
+  log: Logger;
+  /** Attempt actions executed at once. */
+  workers: number;
+  resyncMs: number;
+  debounceMs?: number;
+  clock?: Clock;
+  metrics?: ControllerMetrics;
+}
+
+export class Controller {
+  readonly queue: WorkQueue;
+  private readonly specs: SpecSource;
+  private readonly events: EngineSource;
+  private readonly clock: Clock;
+  private readonly slots: Semaphore;
+  private readonly inflight = new Map<string, Promise<void>>();
+  private readonly waitingForSlot = new Set<string>();
+  private reserved = 0;
+  private resyncTimer: ReturnType<Clock['setTimeout']> | undefined;
+  private loopDone: Promise<void> | undefined;
+  private passes = 0;
+  /** A full pass succeeded (readiness). */
+  synced = false;
+  stopping = false;
+
+  constructor(private readonly o: ControllerOptions) {
+    this.clock = o.clock ?? systemClock;
+    this.queue = new WorkQueue({ clock: this.clock, ...(o.metrics ? { metrics: o.metrics.queueMetrics() } : {}) });
+    this.slots = new Semaphore(Math.max(1, o.workers));
+    this.specs = new SpecSource(
+      { specsDir: o.cfg.specsDir, resultsRoot: o.cfg.resultsRoot, debounceMs: o.debounceMs ?? 30, log: o.log },
+      (names, load) => {
+        o.metrics?.specErrors.set(load.errors.length);
+        for (const n of names) this.queue.add(n);
+      },
+    );
+    this.events = new EngineSource(o.engine, o.cfg.instance, o.log, {
+      onEvent: (ev) => {
+        const key = ev.attributes[LABELS.attempt];
+        if (!key) return;
+        // The engine logs an event before its lists show the change: look now-ish, and once more a little later.
+        this.clock.setTimeout(() => this.queue.add(key), 20);
+        this.clock.setTimeout(() => this.queue.add(key), 300);
+      },
+      onReconnect: () => {
+        o.metrics?.streamReconnects.inc();
+        this.queue.add(ALL);
+      },
+    });
+  }
+
+  get engineConnected(): boolean {
+    return this.events.connected;
+  }
+
+  async start(): Promise<void> {
+    this.specs.watch();
+    await this.specs.ready();
+    this.events.start();
+    this.queue.add(ALL);
+    this.scheduleResync();
+    this.loopDone = this.loop();
+  }
+
+  private scheduleResync(): void {
+    this.resyncTimer = this.clock.setTimeout(() => {
+      this.queue.add(ALL);
+      this.scheduleResync();
+    }, this.o.resyncMs);
+  }
+
+  private async loop(): Promise<void> {
+    for (;;) {
+      const first = await this.queue.get();
+      if (first === undefined) return;
+      const batch = [first];
+      while (this.queue.len() > 0) {
+        const k = await this.queue.get();
+        if (k === undefined) break;
+        batch.push(k);
+      }
+      await this.reconcile(batch);
+    }
+  }
+
+  /** One batch: observe, plan the batch's keys, dispatch their actions. */
+  private async reconcile(batch: string[]): Promise<void> {
+    const started = this.clock.now();
+    const id = `${(++this.passes).toString(36)}-${started.toString(36)}`;
+    const log = this.o.log.child({ reconcileId: id });
+    const all = batch.includes(ALL);
+    const keys = new Set(batch.filter((k) => k !== ALL));
+    let load: LoadReport;
+    try {
+      this.o.store.invalidate();
+      const [l, statuses] = await Promise.all([this.specs.specs(), this.o.store.loadAll()]);
+      load = l;
+      const known = new Set([...statuses.values()].map((s) => s.containerId).filter((x): x is string => !!x));
+      const snapshot = await observe(this.o.engine, this.o.cfg.instance, known, this.clock.now());
+      const busy = new Set(this.inflight.keys());
+      const p = makePlan({
+        instance: this.o.cfg.instance,
+        now: this.clock.now(),
+        resultsRoot: this.o.cfg.resultsRoot,
+        specs: load.specs,
+        protectedNames: load.protectedNames,
+        invalid: invalidReasons(load),
+        unreadableFiles: load.unreadableFiles,
+        snapshot,
+        statuses,
+        maxRunning: this.o.cfg.maxRunning,
+        attestIntervalMs: this.o.cfg.attestIntervalMs,
+        ...(this.o.cfg.retryBaseMs !== undefined ? { retryBaseMs: this.o.cfg.retryBaseMs } : {}),
+        ...(all ? {} : { only: keys }),
+        reservedSlots: this.reserved,
+      });
+      if (all) this.synced = true;
+      if (this.o.metrics) {
+        this.o.metrics.specErrors.set(load.errors.length);
+        const counts = new Map<Phase, number>(PHASES.map((ph) => [ph, 0]));
+        for (const s of statuses.values()) counts.set(s.phase, (counts.get(s.phase) ?? 0) + 1);
+        this.o.metrics.phases(counts);
+      }
+      const byName = new Map(p.actions.map((a) => [a.attempt, a]));
+      const handled = new Set<string>();
+      for (const a of p.actions) {
+        if (busy.has(a.attempt)) continue; // in flight from an earlier batch: its key comes back after
+        if (a.kind === 'wait' && a.ops.every((o) => o.type === 'record')) this.waitingForSlot.add(a.attempt);
+        else this.waitingForSlot.delete(a.attempt);
+        handled.add(a.attempt);
+        this.dispatch(a, keys.has(a.attempt), log);
+      }
+      for (const k of keys) if (!handled.has(k) && !byName.has(k)) this.settle(k, undefined, undefined);
+      for (const k of keys) if (!handled.has(k) && byName.has(k) && busy.has(k)) this.queue.done(k);
+      this.o.metrics?.reconciled('success', (this.clock.now() - started) / 1000);
+    } catch (err) {
+      const msg = describeEngineError(err);
+      log.error(`reconcile failed: ${msg}`);
+      this.o.metrics?.reconciled('error', (this.clock.now() - started) / 1000);
+      for (const k of batch) {
+        this.queue.done(k);
+        this.queue.addRateLimited(k);
+      }
+      if (isUnavailable(err)) this.synced = false;
+      return;
+    } finally {
+      if (all) this.queue.done(ALL);
+    }
+    if (this.passes === 1 && load.errors.length) log.warn(`${load.errors.length} spec errors; attempts under invalid specs are left as they are (berth validate shows them)`);
+  }
+
+  /** Runs one attempt's action in the background, bounded by --workers. */
+  private dispatch(a: AttemptAction, queued: boolean, log: Logger): void {
+    if (a.ops.length === 0) {
+      if (queued) this.settle(a.attempt, a.requeueAfterMs, undefined);
+      else if (a.requeueAfterMs !== undefined) this.queue.addAfter(a.attempt, a.requeueAfterMs);
+      return;
+    }
+    const admits = ADMITTING.has(a.kind);
+    if (admits) this.reserved++;
+    const executor = new Executor({
+      engine: this.o.engine,
+      store: this.o.store,
+      instance: this.o.cfg.instance,
+      concurrency: 1,
+      log,
+      env: this.o.cfg.env,
+      now: () => this.clock.now(),
+    });
+    const work = this.slots
+      .run(() => executor.runAction(a))
+      .catch((err: unknown): ActionResult => ({ attempt: a.attempt, ok: false, done: 0, error: String(err) }))
+      .then(async (res) => {
+        if (admits) this.reserved--;
+        this.inflight.delete(a.attempt);
+        if (!res.ok) log.warn(`${a.attempt}: ${res.error}`);
+        await this.settleAfterWork(a, res, queued);
+        // A run ended or a slot may have freed: let the waiting ones try.
+        for (const w of this.waitingForSlot) this.queue.add(w);
+      });
+    this.inflight.set(a.attempt, work);
+  }
+
+  private async settleAfterWork(a: AttemptAction, res: ActionResult, queued: boolean): Promise<void> {
+    if (!res.ok) {
+      const failures = this.queue.numRequeues(a.attempt) + 1;
+      const nextMs = this.queue.backoffFor(a.attempt);
+      const rec = await this.o.store.get(a.attempt);
+      if (rec) {
+        await this.o.store
+          .put({ ...rec, lastError: { at: new Date(this.clock.now()).toISOString(), message: res.error ?? 'failed', failures, nextRetryAt: new Date(this.clock.now() + nextMs).toISOString() } })
+          .catch(() => undefined);
+      }
+    } else {
+      const rec = await this.o.store.get(a.attempt);
+      if (rec?.lastError) {
+        const { lastError: _e, ...rest } = rec;
+        await this.o.store.put(rest).catch(() => undefined);
+      }
+    }
+    if (queued) this.settle(a.attempt, a.requeueAfterMs, res);
+    else if (!res.ok) this.queue.addRateLimited(a.attempt);
+    else if (a.requeueAfterMs !== undefined) this.queue.addAfter(a.attempt, a.requeueAfterMs);
+  }
+
+  /** Ends the work on a key: forget or back off, requeue when asked. */
+  private settle(key: string, requeueAfterMs: number | undefined, res: ActionResult | undefined): void {
+    if (res && !res.ok) this.queue.addRateLimited(key);
+    else {
+      this.queue.forget(key);
+      if (requeueAfterMs !== undefined) this.queue.addAfter(key, requeueAfterMs);
+    }
+    this.queue.done(key);
+  }
+
+  /** Stop taking work, finish what is in flight, stop the sources. Attempts keep running. */
+  async stop(): Promise<number> {
+    this.stopping = true;
+    if (this.resyncTimer) this.clock.clearTimeout(this.resyncTimer);
+    this.events.close();
+    await this.specs.close();
+    this.queue.shutDown();
+    await this.loopDone;
+    await Promise.allSettled([...this.inflight.values()]);
+    return EXIT.ok;
+  }
+}

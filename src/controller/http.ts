@@ -1,0 +1,57 @@
+/**
+ * The controller's HTTP endpoint (`--metrics-addr host:port`, off by default): Prometheus
+ * metrics at /metrics, liveness at /healthz, readiness at /readyz (ready once the lock is held
+ * and a first pass over the specs succeeded).
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { ControllerMetrics } from './metrics';
+
+export interface Probe {
+  healthy(): boolean;
+  ready(): boolean | Promise<boolean>;
+}
+
+export function parseAddr(addr: string): { host: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(addr);
+  const port = Number(m?.[3]);
+  if (!m || port > 65535) throw new Error(`--metrics-addr ${JSON.stringify(addr)}: expected host:port, e.g. 127.0.0.1:9464`);
+  return { host: m[1] ?? (m[2] || '127.0.0.1'), port };
+}
+
+export async function serve(addr: string, metrics: ControllerMetrics, probe: Probe): Promise<{ server: http.Server; url: string; close(): Promise<void> }> {
+  const { host, port } = parseAddr(addr);
+  const server = http.createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { allow: 'GET, HEAD' }).end();
+      return;
+    }
+    if (path === '/metrics') {
+      metrics.registry.metrics().then(
+        (body) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(body),
+        (err: unknown) => res.writeHead(500).end(String(err)),
+      );
+    } else if (path === '/healthz') {
+      const ok = probe.healthy();
+      res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'ok\n' : 'unhealthy\n');
+    } else if (path === '/readyz') {
+      Promise.resolve(probe.ready()).then(
+        (ok) => res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'ok\n' : 'not ready\n'),
+        () => res.writeHead(503, { 'content-type': 'text/plain' }).end('not ready\n'),
+      );
+    } else {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
+    }
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const a = server.address() as AddressInfo;
+  return {
+    server,
+    url: `http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}`,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}

@@ -1,0 +1,81 @@
+/**
+ * The specs folder as a source of keys: chokidar watches it; a change is debounced (editors'
+ * atomic renames, swap files, half-written files settle first: chokidar also waits for a
+ * file's size to hold still), then the folder is loaded again and the attempt names whose
+ * spec changed (added, removed, new hash, turned invalid or valid) are handed on. A file
+ * moved between subfolders keeps its attempt's hash: nothing to do.
+ */
+import chokidar, { type FSWatcher } from 'chokidar';
+import path from 'node:path';
+import { loadSpecs, type LoadReport } from '../spec/loader';
+import type { Logger } from '../util/log';
+
+function fingerprint(load: LoadReport): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const s of load.specs) out.set(s.spec.name, `ok:${s.hash}`);
+  for (const n of load.protectedNames) out.set(n, 'invalid');
+  return out;
+}
+
+/** Names whose entry differs between two loads. */
+export function changedNames(before: LoadReport | undefined, after: LoadReport): string[] {
+  const a = before ? fingerprint(before) : new Map<string, string>();
+  const b = fingerprint(after);
+  const names = new Set([...a.keys(), ...b.keys()]);
+  return [...names].filter((n) => a.get(n) !== b.get(n)).sort();
+}
+
+export class SpecSource {
+  private watcher: FSWatcher | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private current: LoadReport | undefined;
+  private loading: Promise<LoadReport> | undefined;
+  private dirty = true;
+
+  constructor(
+    private readonly opts: { specsDir: string; resultsRoot: string; debounceMs: number; log: Logger },
+    private readonly onChange: (names: string[], load: LoadReport) => void,
+  ) {}
+
+  /** The latest load; loads again first when the folder changed since. */
+  async specs(): Promise<LoadReport> {
+    if (!this.dirty && this.current) return this.current;
+    if (this.loading) return this.loading;
+    this.dirty = false;
+    this.loading = loadSpecs({ specsDir: this.opts.specsDir, resultsRoot: this.opts.resultsRoot }).finally(() => (this.loading = undefined));
+    const load = await this.loading;
+    const changed = changedNames(this.current, load);
+    this.current = load;
+    if (changed.length) this.onChange(changed, load);
+    return load;
+  }
+
+  watch(): void {
+    const root = path.resolve(this.opts.specsDir);
+    this.watcher = chokidar.watch(root, {
+      ignoreInitial: true,
+      ignored: (p: string) => p !== root && path.basename(p).startsWith('.'),
+      // a file must hold its size this long before it counts as written
+      awaitWriteFinish: { stabilityThreshold: 60, pollInterval: 10 },
+    });
+    this.watcher.on('all', (event, file) => {
+      this.opts.log.debug(`specs folder: ${event} ${path.relative(root, file)}`);
+      this.dirty = true;
+      clearTimeout(this.timer);
+      this.timer = setTimeout(() => {
+        this.specs().catch((err: unknown) => this.opts.log.error(`loading specs failed: ${(err as Error).message}`));
+      }, this.opts.debounceMs);
+    });
+    this.watcher.on('error', (err) => this.opts.log.warn(`specs folder watch: ${(err as Error).message}`));
+  }
+
+  /** Resolves once the watcher is ready (its initial scan is done). */
+  ready(): Promise<void> {
+    return new Promise((resolve) => (this.watcher ? this.watcher.once('ready', () => resolve()) : resolve()));
+  }
+
+  async close(): Promise<void> {
+    clearTimeout(this.timer);
+    await this.watcher?.close();
+  }
+}

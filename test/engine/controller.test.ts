@@ -1,0 +1,191 @@
+/** Controller mode on the real engine and real files: folder and engine events drive it. */
+import { expect } from 'chai';
+import { spawn } from 'node:child_process';
+import { promises as fs } from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { LABELS } from '../../src/constants';
+import { startController } from '../support/controller';
+import { docker, requireEngine } from '../support/engine';
+import { Sandbox } from '../support/sandbox';
+import { waitFor } from '../support/wait';
+
+const BIN = path.resolve(__dirname, '..', '..', 'bin', 'berth.js');
+
+async function containers(sb: Sandbox, name?: string) {
+  const label = [`${LABELS.instance}=${sb.instance}`, ...(name ? [`${LABELS.attempt}=${name}`] : [])];
+  return docker.listContainers({ all: true, filters: JSON.stringify({ label }) });
+}
+
+async function runningContainer(sb: Sandbox, name: string, notId?: string) {
+  return waitFor(`${name} running`, async () => (await containers(sb, name)).find((c) => c.State === 'running' && c.Id !== notId), { instance: sb.instance });
+}
+
+function get(url: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    http
+      .get(url, (res) => {
+        let body = '';
+        res.on('data', (c) => (body += String(c)));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      })
+      .on('error', reject);
+  });
+}
+
+describe('controller (real engine, real files)', function () {
+  this.timeout(60_000);
+  before(requireEngine);
+
+  let sb: Sandbox;
+  beforeEach(async function () {
+    sb = await Sandbox.create('ctl');
+  });
+  afterEach(async function () {
+    await sb.destroy();
+  });
+
+  it('follows the folder: drop → running, edit → replaced, delete → collected', async function () {
+    const ctl = startController(sb, { metricsAddr: '127.0.0.1:0' });
+    try {
+      await waitFor('controller ready', async () => (await fs.readdir(sb.stateDir).catch(() => [])).some((f) => f.endsWith('.lock')), { dirs: [sb.stateDir] });
+      const t0 = Date.now();
+      await sb.write('a.yaml', sb.attempt('a', 'sleep 300'));
+      const first = await runningContainer(sb, 'a');
+      const latency = Date.now() - t0;
+      expect(latency, 'drop to running (ms)').to.be.lessThan(5_000);
+      await sb.write('a.yaml', sb.attempt('a', 'sleep 301'));
+      const second = await runningContainer(sb, 'a', first.Id);
+      expect(second.Command).to.match(/sleep 301/);
+      await waitFor('old container gone', async () => (await containers(sb, 'a')).length === 1, { instance: sb.instance });
+      await sb.remove('a.yaml');
+      await waitFor('collected', async () => (await containers(sb, 'a')).length === 0, { instance: sb.instance });
+      await waitFor('status forgotten', async () => !(await sb.status('a')), { dirs: [path.join(sb.stateDir, sb.instance, 'attempts')] });
+    } finally {
+      expect(await ctl.stop()).to.equal(0);
+    }
+  });
+
+  it('never launches from an editor-style atomic save or a half-written file', async function () {
+    const ctl = startController(sb);
+    try {
+      await waitFor('controller ready', async () => (await fs.readdir(sb.stateDir).catch(() => [])).some((f) => f.endsWith('.lock')), { dirs: [sb.stateDir] });
+      const since = Math.floor(Date.now() / 1000) - 1;
+      // vim-like: swap file, backup file, then write a temp file and rename it over the target
+      await sb.write('.b.yaml.swp', 'garbage');
+      await sb.write('b.yaml~', sb.attempt('b-backup', 'sleep 300'));
+      await sb.write('.b.yaml.tmp', sb.attempt('b', 'sleep 300'));
+      await fs.rename(path.join(sb.specsDir, '.b.yaml.tmp'), path.join(sb.specsDir, 'b.yaml'));
+      // a half-written file: the first bytes now, the rest a moment later
+      const full = sb.attempt('c', 'sleep 300', '  deadlineSeconds: 100\n');
+      const fh = await fs.open(path.join(sb.specsDir, 'c.yaml'), 'w');
+      await fh.write(full.slice(0, full.indexOf('command')));
+      await fh.sync();
+      await new Promise((r) => setTimeout(r, 20));
+      await fh.write(full.slice(full.indexOf('command')));
+      await fh.close();
+      await runningContainer(sb, 'b');
+      const st = await waitFor('c Running', async () => {
+        const s = await sb.status('c');
+        return s?.phase === 'Running' ? s : undefined;
+      }, { dirs: [path.join(sb.stateDir, sb.instance, 'attempts')] });
+      expect(st.deadlineAt).to.be.a('string');
+      const inspect = await docker.getContainer(st.containerId ?? '').inspect();
+      expect(inspect.Config.Cmd).to.deep.equal(['sh', '-c', 'sleep 300']);
+      const names = (await containers(sb)).map((x) => x.Labels[LABELS.attempt]).sort();
+      expect(names).to.deep.equal(['b', 'c']);
+      // nothing was ever created from the truncated file or the backup/swap files
+      const stream = (await docker.getEvents({ since, until: (Date.now() / 1000).toFixed(3), filters: { type: ['container'], event: ['create'], label: [`${LABELS.instance}=${sb.instance}`] } } as never)) as unknown as NodeJS.ReadableStream;
+      let text = '';
+      for await (const chunk of stream) text += String(chunk);
+      expect(text.split('\n').filter(Boolean)).to.have.length(2);
+    } finally {
+      await ctl.stop();
+    }
+  });
+
+  it('notices a container killed by hand from the engine event, well before the resync', async function () {
+    const ctl = startController(sb, { resync: 600 });
+    try {
+      await sb.write('k.yaml', sb.attempt('k', 'sleep 300'));
+      const c = await runningContainer(sb, 'k');
+      const t0 = Date.now();
+      await docker.getContainer(c.Id).kill();
+      const st = await waitFor('k Failed', async () => {
+        const s = await sb.status('k');
+        return s?.phase === 'Failed' ? s : undefined;
+      }, { dirs: [path.join(sb.stateDir, sb.instance, 'attempts')] });
+      expect(Date.now() - t0).to.be.lessThan(3_000);
+      expect([st.reason, st.exitCode]).to.deep.equal(['Error', 137]);
+    } finally {
+      await ctl.stop();
+    }
+  });
+
+  it('refuses a second controller on the same instance, naming the holder', async function () {
+    const ctl = startController(sb);
+    try {
+      await waitFor('lock', async () => (await fs.readdir(sb.stateDir).catch(() => [])).some((f) => f.endsWith('.lock')), { dirs: [sb.stateDir] });
+      const second = await sb.cli('reconcile');
+      expect(second.code).to.equal(1);
+      expect(second.stderr).to.match(/pid \d+ on host/);
+    } finally {
+      await ctl.stop();
+    }
+  });
+
+  it('serves metrics that move, /healthz and /readyz', async function () {
+    const port = 20000 + (process.pid % 20000);
+    const ctl = startController(sb, { metricsAddr: `127.0.0.1:${port}` });
+    try {
+      const url = `http://127.0.0.1:${port}`;
+      await waitFor('ready', async () => (await get(`${url}/readyz`).catch(() => ({ status: 0 }))).status === 200, { dirs: [sb.stateDir] });
+      expect((await get(`${url}/healthz`)).status).to.equal(200);
+      const value = (body: string, re: RegExp) => Number(re.exec(body)?.[1] ?? NaN);
+      const before = (await get(`${url}/metrics`)).body;
+      await sb.write('m.yaml', sb.attempt('m', 'true'));
+      await waitFor('m finished', async () => (await sb.status('m'))?.phase === 'Succeeded', { dirs: [path.join(sb.stateDir, sb.instance, 'attempts')] });
+      const after = (await get(`${url}/metrics`)).body;
+      const reconciles = /controller_runtime_reconcile_total\{controller="attempt",result="success"\} (\d+)/;
+      expect(value(after, reconciles)).to.be.greaterThan(value(before, reconciles));
+      expect(value(after, /berth_engine_calls_total\{kind="containers",op="create",result="ok"\} (\d+)/)).to.equal(1);
+      expect(after).to.match(/^workqueue_adds_total\{name="attempt"\} \d+$/m);
+      expect(after).to.match(/^workqueue_depth\{name="attempt"\} \d+$/m);
+      expect(after).to.match(/^berth_engine_event_stream_reconnects_total 0$/m);
+      // every sample line parses as `name{labels} value`
+      for (const line of after.split('\n').filter((l) => l && !l.startsWith('#'))) expect(line).to.match(/^[a-zA-Z_:][\w:]*(\{[^}]*\})? [-+\d.eE]+|NaN$/);
+    } finally {
+      await ctl.stop();
+    }
+  });
+
+  it('on SIGTERM mid-work exits 0, leaves attempts running, and a restart adopts them', async function () {
+    for (const n of ['s1', 's2', 's3', 's4', 's5', 's6']) await sb.write(`${n}.yaml`, sb.attempt(n, 'sleep 300'));
+    const since = Math.floor(Date.now() / 1000) - 1;
+    const child = spawn(process.execPath, [BIN, 'reconcile', ...sb.globalArgs(), '--log-level', 'info', '--max-running', '10'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (c) => (err += String(c)));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    await waitFor('first container created', async () => (await containers(sb)).length > 0, { instance: sb.instance });
+    child.kill('SIGTERM');
+    expect(await exited, err).to.equal(0);
+    expect(err).to.match(/SIGTERM: finishing the operations in flight/);
+    const left = await containers(sb);
+    expect(left.length).to.be.greaterThan(0);
+    // restart: adopts what runs, finishes the rest, starts nothing twice
+    const ctl = startController(sb);
+    try {
+      for (const n of ['s1', 's2', 's3', 's4', 's5', 's6']) await runningContainer(sb, n);
+      await waitFor('all Running', async () => {
+        const all = await sb.store().loadAll();
+        return [...all.values()].filter((s) => s.phase === 'Running').length === 6 || undefined;
+      }, { dirs: [path.join(sb.stateDir, sb.instance, 'attempts')] });
+    } finally {
+      await ctl.stop();
+    }
+    const stream = (await docker.getEvents({ since, until: (Date.now() / 1000).toFixed(3), filters: { type: ['container'], event: ['start'], label: [`${LABELS.instance}=${sb.instance}`] } } as never)) as unknown as NodeJS.ReadableStream;
+    let text = '';
+    for await (const c of stream) text += String(c);
+    expect(text.split('\n').filter(Boolean)).to.have.length(6);
+  });
+});

@@ -1,0 +1,89 @@
+/**
+ * A private Docker engine for tests that stop and start the engine: its own dockerd in a
+ * network namespace of its own (so its bridge, routes and iptables rules never meet the shared
+ * engine's: a second dockerd in the same namespace would even remove docker0 when told
+ * --bridge=none), with its own data root, exec root, pid file and socket. Started by the test
+ * and ended by the test, by its process id. The shared engine is never touched.
+ */
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { promises as fs, openSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import Dockerode from 'dockerode';
+import { TEST_RUN } from './engine';
+
+const run = promisify(execFile);
+
+export class PrivateEngine {
+  readonly root: string;
+  readonly socket: string;
+  private proc: ChildProcess | undefined;
+  readonly docker: Dockerode;
+
+  readonly netns: string;
+
+  constructor(tag: string) {
+    this.root = `/tmp/bd-${TEST_RUN}-${tag}`.slice(0, 40);
+    this.netns = `berth-${TEST_RUN}-${tag}`.slice(0, 30);
+    this.socket = path.join(this.root, 'd.sock');
+    this.docker = new Dockerode({ socketPath: this.socket });
+  }
+
+  async start(): Promise<void> {
+    await fs.mkdir(path.join(this.root, 'data'), { recursive: true });
+    await fs.access(`/var/run/netns/${this.netns}`).catch(async () => {
+      await run('ip', ['netns', 'add', this.netns]);
+      await run('ip', ['netns', 'exec', this.netns, 'ip', 'link', 'set', 'lo', 'up']);
+    });
+    const log = openSync(path.join(this.root, 'dockerd.log'), 'a');
+    // nsenter, not `ip netns exec` (which remounts /sys and hides the cgroup mounts dockerd needs)
+    this.proc = spawn(
+      'nsenter',
+      [
+        `--net=/var/run/netns/${this.netns}`,
+        'dockerd',
+        `--host=unix://${this.socket}`,
+        `--data-root=${path.join(this.root, 'data')}`,
+        `--exec-root=${path.join(this.root, 'x')}`,
+        `--pidfile=${path.join(this.root, 'd.pid')}`,
+        '--bip=10.213.0.1/24',
+      ],
+      { stdio: ['ignore', log, log] },
+    );
+    const exited = new Promise<never>((_, reject) => this.proc?.once('exit', (code) => reject(new Error(`private dockerd exited ${code}; see ${this.root}/dockerd.log`))));
+    const ready = (async () => {
+      for (let i = 0; i < 600; i++) {
+        try {
+          await this.docker.ping();
+          return;
+        } catch {
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      }
+      throw new Error(`private dockerd did not answer in 30 s; see ${this.root}/dockerd.log`);
+    })();
+    await Promise.race([ready, exited]);
+  }
+
+  /** Imports the test image into this engine (no registry: each engine needs its own copy). */
+  async importImage(): Promise<void> {
+    await run(path.resolve(__dirname, '..', '..', 'scripts', 'images.sh'), [], { env: { ...process.env, DOCKER_HOST: `unix://${this.socket}`, BERTH_IMAGES: 'busybox' } });
+  }
+
+  /** Stops the daemon it started (SIGTERM, by pid) and waits for it to exit. */
+  async stop(): Promise<void> {
+    const p = this.proc;
+    if (!p || p.exitCode !== null) return;
+    const gone = new Promise<void>((resolve) => p.once('exit', () => resolve()));
+    p.kill('SIGTERM');
+    await gone;
+    this.proc = undefined;
+  }
+
+  async destroy(): Promise<void> {
+    await this.stop();
+    await run('umount', ['-R', path.join(this.root, 'data')]).catch(() => undefined);
+    await fs.rm(this.root, { recursive: true, force: true }).catch(() => undefined);
+    await run('ip', ['netns', 'delete', this.netns]).catch(() => undefined);
+  }
+}
