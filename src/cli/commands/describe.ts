@@ -53,6 +53,9 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
     kv('Deadline at', rec.deadlineAt);
     kv('Results', rec.resultsDir);
     kv('Container', rec.containerId?.slice(0, 12));
+    if (rec.lastError) {
+      kv('Last error', `${rec.lastError.message} (${rec.lastError.failures} failure${rec.lastError.failures === 1 ? '' : 's'}; next try ${rec.lastError.nextRetryAt})`);
+    }
     for (const w of rec.warnings ?? []) out.push(`WARNING:        ${w}`);
     if (rec.lastAttestation) {
       const a = rec.lastAttestation;
