@@ -23,7 +23,7 @@ build: deps
 engine:
 	./scripts/engine-up.sh
 
-images: engine
+images: deps engine
 	./scripts/images.sh
 
 setup: deps build images

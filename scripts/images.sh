@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Build berth's local test images without a registry, by `docker import` of a root filesystem.
-#   berth/busybox:local   static busybox with the usual applets, /workspace and /results
+# Build berth's local images without a registry, by `docker import` of a root filesystem.
+#   berth/busybox:local        static busybox with the usual applets, /workspace and /results
+#   berth/egress-proxy:local   the egress proxy (docs/EGRESS.md): the host's node binary, its
+#                              shared libraries and the bundled proxy (scripts/build-proxy.sh)
 # Idempotent: an image that already exists with the same content label is kept.
 set -euo pipefail
+REPO=$(cd "$(dirname "$0")/.." && pwd)
 
 say() { printf 'images: %s\n' "$*" >&2; }
 BUSYBOX=${BUSYBOX:-/bin/busybox}
@@ -35,4 +38,71 @@ build_busybox() {
   say "built $tag"
 }
 
-build_busybox
+# The proxy bundle is rebuilt when missing or older than any of its inputs.
+proxy_bundle() {
+  local bundle="$REPO/dist/proxy/berth-egress-proxy.js"
+  if [ ! -f "$bundle" ] \
+     || [ -n "$(find "$REPO/src/proxy" "$REPO/scripts/build-proxy.sh" "$REPO/package-lock.json" -newer "$bundle" -print -quit)" ]; then
+    "$REPO/scripts/build-proxy.sh"
+  fi
+  printf '%s\n' "$bundle"
+}
+
+build_proxy() {
+  local tag=berth/egress-proxy:local
+  local bundle node_bin
+  bundle=$(proxy_bundle)
+  node_bin=$(readlink -f "$(command -v node)") || { say "no node on PATH"; exit 1; }
+  # Every absolute path ldd names: the shared libraries and the dynamic loader.
+  local libs=()
+  mapfile -t libs < <(ldd "$node_bin" | grep -o '/[^ ]*' | sort -u)
+  [ ${#libs[@]} -gt 0 ] || say "ldd lists no libraries for $node_bin; taking it as a static binary"
+  local changes=(
+    -c 'ENTRYPOINT ["/usr/bin/node", "/app/berth-egress-proxy.js"]'
+    -c 'USER 65534'
+    -c 'WORKDIR /app'
+    -c 'ENV PATH=/usr/bin'
+    -c 'EXPOSE 3128/tcp'
+  )
+  # The content label covers the recipe, the bundle, node and every library, so any change rebuilds.
+  local digest
+  digest=$( { printf '%s\n' "${changes[@]}"; sha256sum "$bundle" "$node_bin" ${libs[@]+"${libs[@]}"} | cut -c1-64; } \
+            | sha256sum | cut -c1-16)
+  if [ "$(docker image inspect --format '{{index .Config.Labels "dev.berth.image-content"}}' "$tag" 2>/dev/null || true)" = "egress-proxy-$digest" ]; then
+    say "$tag is up to date"; return
+  fi
+  local root
+  root=$(mktemp -d)
+  trap 'rm -rf "$root"' RETURN
+  mkdir -p "$root/usr/bin" "$root/app" "$root/etc" "$root/tmp"
+  chmod 1777 "$root/tmp"
+  cp "$node_bin" "$root/usr/bin/node"
+  local lib
+  for lib in ${libs[@]+"${libs[@]}"}; do
+    mkdir -p "$root$(dirname "$lib")"
+    cp -L "$lib" "$root$lib"
+  done
+  install -m 0644 "$bundle" "$root/app/berth-egress-proxy.js"
+  printf 'root:x:0:0:root:/root:/bin/false\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' > "$root/etc/passwd"
+  printf 'root:x:0:\nnogroup:x:65534:\n' > "$root/etc/group"
+  local previous
+  previous=$(docker image inspect --format '{{.Id}}' "$tag" 2>/dev/null || true)
+  tar -C "$root" --owner=0 --group=0 --numeric-owner -c . | docker import "${changes[@]}" \
+    -c "LABEL dev.berth.image-content=egress-proxy-$digest" - "$tag" >/dev/null
+  # The previous build of this tag is now untagged: drop it unless a container still uses it.
+  [ -z "$previous" ] || docker image rm "$previous" >/dev/null 2>&1 || true
+  # A smoke run: the image's node starts and the proxy rejects a bad configuration (exit 2).
+  local rc=0
+  docker run --rm --network none --label dev.berth.image-smoke=egress-proxy -e BERTH_EGRESS_ALLOW=bad "$tag" >/dev/null 2>&1 || rc=$?
+  [ "$rc" = 2 ] || { say "built $tag but its smoke run exited $rc, not 2"; exit 1; }
+  say "built $tag"
+}
+
+# BERTH_IMAGES picks which to build (default: all), e.g. BERTH_IMAGES=busybox for a private test engine.
+for image in ${BERTH_IMAGES:-busybox proxy}; do
+  case "$image" in
+    busybox) build_busybox ;;
+    proxy) build_proxy ;;
+    *) say "unknown image $image (known: busybox proxy)"; exit 2 ;;
+  esac
+done

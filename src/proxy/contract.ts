@@ -1,0 +1,53 @@
+/**
+ * The egress proxy's container contract, in one place for both sides: the proxy reads these
+ * names, and berth's planner (which runs the proxy as a sidecar) writes them and waits for the
+ * `listening` line. A user's own proxy image speaks the same contract (docs/EGRESS.md).
+ */
+
+/** The image scripts/images.sh builds. */
+export const PROXY_IMAGE = 'berth/egress-proxy:local';
+
+/** Environment variable names the proxy reads. */
+export const PROXY_ENV = {
+  /** Comma-separated host:port entries; empty denies everything; unset is an error. */
+  allow: 'BERTH_EGRESS_ALLOW',
+  port: 'BERTH_PROXY_PORT',
+  listen: 'BERTH_PROXY_LISTEN',
+  connectTimeoutMs: 'BERTH_PROXY_CONNECT_TIMEOUT_MS',
+} as const;
+
+export const PROXY_DEFAULTS = {
+  port: 3128,
+  listen: '0.0.0.0',
+  connectTimeoutMs: 10_000,
+} as const;
+
+/** Exit codes of the proxy process. */
+export const PROXY_EXIT = {
+  /** Stopped by SIGTERM/SIGINT. */
+  ok: 0,
+  /** Could not listen (address in use, ...). */
+  listenFailed: 1,
+  /** Bad configuration; nothing was opened. */
+  badConfig: 2,
+} as const;
+
+export interface ListeningLine {
+  readonly event: 'listening';
+  readonly port: number;
+  readonly allow: readonly string[];
+}
+
+/** Recognizes the readiness line (one stdout line); anything else gives undefined. */
+export function parseListeningLine(line: string): ListeningLine | undefined {
+  let v: unknown;
+  try {
+    v = JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+  const o = v as Partial<ListeningLine> | null;
+  if (typeof o !== 'object' || o === null || o.event !== 'listening') return undefined;
+  if (typeof o.port !== 'number' || !Array.isArray(o.allow) || !o.allow.every((a) => typeof a === 'string')) return undefined;
+  return { event: 'listening', port: o.port, allow: o.allow };
+}

@@ -1,0 +1,87 @@
+/**
+ * The proxy server: one `node:http` server whose `request` event serves plain HTTP, whose
+ * `connect` event serves tunnels, and whose `upgrade` event refuses plain-HTTP upgrades. It tracks every client socket so `close()` can stop
+ * accepting, cut what is open (each cut exchange logs its close line) and resolve once the
+ * last line is written.
+ */
+import http from 'node:http';
+import type { LookupFunction, Socket } from 'node:net';
+import type { Allowlist } from './allowlist';
+import type { ProxyContext } from './context';
+import { dial } from './dial';
+import { Exchanges } from './exchange';
+import { handleRequest } from './forward';
+import type { LineSink } from './log-lines';
+import { handleConnect } from './tunnel';
+import { handleUpgrade } from './upgrade';
+
+export interface ProxyOptions {
+  readonly allowlist: Allowlist;
+  readonly connectTimeoutMs: number;
+  /** Where decision and close lines go (one JSON object per call, no newline). */
+  readonly sink: LineSink;
+  /** Name lookup for upstream connections; tests inject one. */
+  readonly lookup?: LookupFunction;
+  readonly now?: () => number;
+}
+
+export interface ProxyServer {
+  readonly server: http.Server;
+  /** Listens; resolves with the bound port (useful with port 0). */
+  listen(port: number, host: string): Promise<number>;
+  /** Stops accepting, cuts open exchanges, resolves when every log line is written. */
+  close(): Promise<void>;
+}
+
+/** Answer for requests the HTTP parser could not read. */
+const BAD_REQUEST = 'HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n';
+
+export function createProxyServer(opts: ProxyOptions): ProxyServer {
+  const exchanges = new Exchanges(opts.sink, opts.now);
+  const ctx: ProxyContext = {
+    allowlist: opts.allowlist,
+    exchanges,
+    dial: (host, port) => dial(host, port, { timeoutMs: opts.connectTimeoutMs, lookup: opts.lookup }),
+  };
+  // requestTimeout 0: a long upload through the proxy is not cut; headersTimeout still applies.
+  // requireHostHeader false: the absolute URI decides; a Host header, when sent, must agree.
+  const server = http.createServer({ requestTimeout: 0, requireHostHeader: false });
+  const sockets = new Set<Socket>();
+  server.on('connection', (s: Socket) => {
+    sockets.add(s);
+    s.once('close', () => sockets.delete(s));
+  });
+  server.on('request', (req, res) => handleRequest(ctx, req, res));
+  server.on('connect', (req, socket, head: Buffer) => handleConnect(ctx, req, socket, head));
+  server.on('upgrade', (req, socket) => handleUpgrade(ctx, req, socket));
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    // Resets and timeouts on idle keep-alive sockets are not requests; parse errors are.
+    if (typeof err.code === 'string' && err.code.startsWith('HPE_') && socket.writable) {
+      exchanges.begin('').refuse(400, 'malformed HTTP request');
+      socket.end(BAD_REQUEST);
+    } else {
+      socket.destroy();
+    }
+  });
+
+  return {
+    server,
+    listen(port, host) {
+      return new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => {
+          server.off('error', reject);
+          const addr = server.address();
+          resolve(typeof addr === 'object' && addr ? addr.port : port);
+        });
+      });
+    },
+    async close() {
+      exchanges.stopping = true;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const s of sockets) s.destroy();
+      await closed;
+      await exchanges.idle();
+    },
+  };
+}
