@@ -25,6 +25,8 @@ export const LABELS = {
   run: 'dev.berth.run',
   /** The spec file (relative to the specs folder) that declared the attempt. */
   source: 'dev.berth.source',
+  /** For sidecars: the sidecar's name in the spec (egress-proxy for berth's proxy). */
+  sidecar: 'dev.berth.sidecar',
   /** For volumes: the volume's name in the spec. */
   volume: 'dev.berth.volume',
 } as const;
@@ -32,6 +34,7 @@ export const LABELS = {
 export const COMPONENTS = {
   main: 'main',
   network: 'network',
+  egressNetwork: 'egress-network',
   volume: 'volume',
   proxy: 'egress-proxy',
   sidecar: 'sidecar',
@@ -89,6 +92,12 @@ export const DEFAULTS = {
   concurrency: 8,
   /** Grace between TERM and KILL when a deadline passes or an attempt is stopped. */
   stopGraceSeconds: 10,
+  /** The egress proxy: image, port, and how long it may take to say it listens. */
+  egressProxyImage: 'berth/egress-proxy:local',
+  egressProxyPort: 3128,
+  egressProxyReadySeconds: 15,
+  /** How long a sidecar must stay up after its start to count as ready. */
+  sidecarSettleMs: 200,
   /** YAML input limits. */
   maxSpecFileBytes: 1024 * 1024,
   maxAliasCount: 100,
@@ -101,6 +110,14 @@ export function containerName(instance: string, attempt: string): string {
 }
 export function networkName(instance: string, attempt: string): string {
   return `berth-${instance}-${attempt}`;
+}
+/** A sidecar's container name; the egress proxy is the sidecar named `egress-proxy`. */
+export function sidecarName(instance: string, attempt: string, sidecar: string): string {
+  return `berth-${instance}-${attempt}-sc-${sidecar}`;
+}
+/** The per-attempt egress network (the proxy's side that reaches out). */
+export function egressNetworkName(instance: string, attempt: string): string {
+  return `berth-${instance}-${attempt}-egress`;
 }
 export function volumeName(instance: string, attempt: string, volume: string): string {
   return `berth-${instance}-${attempt}-${volume}`;

@@ -7,7 +7,8 @@
  */
 import { DEFAULTS, LABELS } from '../constants';
 import type { ContainerDetails, ContainerSummary } from '../engine/types';
-import type { DesiredAttempt } from '../desired/types';
+import type { DesiredAttempt, DesiredSidecar } from '../desired/types';
+import type { ContainerCreateSpec } from '../engine/types';
 import type { AttestationCheck } from '../status/types';
 
 function check(name: string, ok: boolean, detail: string): AttestationCheck {
@@ -18,12 +19,29 @@ function same(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && [...a].sort().every((x, i) => x === [...b].sort()[i]);
 }
 
-export function attestListed(c: ContainerSummary, d: DesiredAttempt): AttestationCheck[] {
-  const want = d.container.create;
+/** What one container must be: its create spec, its networks, and its one bind (main only). */
+export interface ContainerWant {
+  create: ContainerCreateSpec;
+  expectedNetworks: string[];
+  /** The results folder bound at /results, or null: no bind mount at all. */
+  resultsDir: string | null;
+}
+
+export function mainWant(d: DesiredAttempt): ContainerWant {
+  return { create: d.container.create, expectedNetworks: d.expectedNetworks, resultsDir: d.resultsDir };
+}
+
+export function sidecarWant(s: DesiredSidecar): ContainerWant {
+  return { create: s.create, expectedNetworks: s.expectedNetworks, resultsDir: null };
+}
+
+export function attestListed(c: ContainerSummary, d: ContainerWant): AttestationCheck[] {
+  const want = d.create;
   const labelKeys = [LABELS.managed, LABELS.instance, LABELS.attempt, LABELS.specHash, LABELS.component];
   const wrongLabels = labelKeys.filter((k) => c.labels[k] !== want.labels[k]);
   const binds = c.mounts.filter((m) => m.type === 'bind');
-  const resultsBind = binds.length === 1 && binds[0]?.destination === DEFAULTS.resultsMount && binds[0].source === d.resultsDir;
+  const resultsBind =
+    d.resultsDir === null ? binds.length === 0 : binds.length === 1 && binds[0]?.destination === DEFAULTS.resultsMount && binds[0].source === d.resultsDir;
   const vols = c.mounts.filter((m) => m.type === 'volume').map((m) => `${m.name ?? m.source}:${m.destination}`);
   const wantVols = want.host.mounts.map((m) => `${m.source}:${m.target}`);
   const others = c.mounts.filter((m) => m.type !== 'bind' && m.type !== 'volume');
@@ -43,16 +61,16 @@ export function attestListed(c: ContainerSummary, d: DesiredAttempt): Attestatio
     ),
     check(
       'mounts',
-      resultsBind && binds.length === 1 && same(vols, wantVols) && others.length === 0,
+      resultsBind && same(vols, wantVols) && others.length === 0,
       resultsBind && same(vols, wantVols) && others.length === 0
-        ? `results folder is the only bind mount${wantVols.length ? `; volumes ${wantVols.join(', ')}` : ''}`
+        ? `${d.resultsDir === null ? 'no bind mounts' : 'results folder is the only bind mount'}${wantVols.length ? `; volumes ${wantVols.join(', ')}` : ''}`
         : `mounts differ: binds ${binds.map((b) => `${b.source}:${b.destination}`).join(', ') || '<none>'}; volumes ${vols.join(', ') || '<none>'}${others.length ? `; other ${others.map((o) => `${o.type}:${o.destination}`).join(', ')}` : ''}`,
     ),
   ];
 }
 
-export function attestInspected(c: ContainerDetails, d: DesiredAttempt): AttestationCheck[] {
-  const want = d.container.create.host;
+export function attestInspected(c: ContainerDetails, d: ContainerWant): AttestationCheck[] {
+  const want = d.create.host;
   const h = c.host;
   const hostNs = (['pidMode', 'ipcMode', 'utsMode', 'usernsMode', 'cgroupnsMode'] as const).filter((k) => h[k] === 'host');
   if (h.networkMode === 'host') hostNs.push('networkMode' as never);
@@ -62,7 +80,8 @@ export function attestInspected(c: ContainerDetails, d: DesiredAttempt): Attesta
     same(h.capAdd, want.capAdd) &&
     want.securityOpt.every((o) => h.securityOpt.includes(o)) &&
     !h.securityOpt.some((o) => /^seccomp[=:]unconfined$/.test(o) || /^apparmor[=:]unconfined$/.test(o)) &&
-    h.devices === 0;
+    h.devices === 0 &&
+    h.readonlyRootfs === want.readonlyRootfs;
   const limits =
     h.nanoCpus === (want.nanoCpus ?? 0) &&
     h.memory === (want.memory ?? 0) &&

@@ -65,7 +65,16 @@ export function makeContext(g: GlobalOptions, io: Io, opts: { engine?: Engine; e
   };
 }
 
-export function passConfig(ctx: Context, o: { maxRunning?: number; concurrency?: number; attestIntervalMs?: number; retryBackoff?: number }): PassConfig {
+export interface PassFlags {
+  maxRunning?: number;
+  concurrency?: number;
+  attestIntervalMs?: number;
+  retryBackoff?: number;
+  egressProxyImage?: string;
+  egressNetwork?: string;
+}
+
+export function passConfig(ctx: Context, o: PassFlags): PassConfig {
   return {
     specsDir: ctx.specsDir,
     stateDir: ctx.stateDir,
@@ -75,6 +84,9 @@ export function passConfig(ctx: Context, o: { maxRunning?: number; concurrency?:
     concurrency: o.concurrency ?? DEFAULTS.concurrency,
     attestIntervalMs: o.attestIntervalMs ?? 60_000,
     ...(o.retryBackoff !== undefined ? { retryBaseMs: o.retryBackoff * 1000 } : {}),
+    ...(o.egressProxyImage || o.egressNetwork
+      ? { egress: { ...(o.egressProxyImage ? { proxyImage: o.egressProxyImage } : {}), ...(o.egressNetwork ? { network: o.egressNetwork } : {}) } }
+      : {}),
     env: ctx.env,
     log: ctx.log,
   };

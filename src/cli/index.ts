@@ -69,6 +69,8 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
     .option('--detailed-exitcode', `exit ${EXIT.changesPending} when changes are pending, 0 when converged`)
     .option('--max-running <n>', 'attempts running at once', int('--max-running', 1))
+    .option('--egress-proxy-image <image>', 'image of the egress proxy sidecar (same contract as docs/EGRESS.md)')
+    .option('--egress-network <name>', 'existing network the egress proxy reaches out through (default: one per attempt)')
     .action(async (o, cmd: Command) => {
       await done(runPlan(ctx(cmd), o));
     });
@@ -82,6 +84,8 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--max-running <n>', 'attempts running at once', int('--max-running', 1))
     .option('--concurrency <n>', 'engine operations in flight', int('--concurrency', 1))
     .option('--resync <seconds>', 'controller: full pass at least this often', int('--resync', 1), 30)
+    .option('--egress-proxy-image <image>', 'image of the egress proxy sidecar (same contract as docs/EGRESS.md)')
+    .option('--egress-network <name>', 'existing network the egress proxy reaches out through (default: one per attempt)')
     .option('--workers <n>', 'controller: attempts worked on at once (default: --concurrency)', int('--workers', 1))
     .option('--metrics-addr <host:port>', 'controller: serve Prometheus metrics, /healthz and /readyz (e.g. 127.0.0.1:9464)')
     .option('--retry-backoff <seconds>', 'first back-off before retrying a failed run (doubles, capped at 6 min)', int('--retry-backoff', 0), 10)

@@ -148,6 +148,7 @@ export class Controller {
         maxRunning: this.o.cfg.maxRunning,
         attestIntervalMs: this.o.cfg.attestIntervalMs,
         ...(this.o.cfg.retryBaseMs !== undefined ? { retryBaseMs: this.o.cfg.retryBaseMs } : {}),
+        ...(this.o.cfg.egress ? { egress: this.o.cfg.egress } : {}),
         ...(all ? {} : { only: keys }),
         reservedSlots: this.reserved,
       });

@@ -25,6 +25,8 @@ export interface PassConfig {
   attestIntervalMs: number;
   /** First back-off between a failed run and its retry. */
   retryBaseMs?: number;
+  /** `--egress-proxy-image`, `--egress-network`. */
+  egress?: { proxyImage?: string; network?: string };
   env: NodeJS.ProcessEnv;
   log: Logger;
   now?: () => number;
@@ -74,6 +76,7 @@ export async function planPass(cfg: PassConfig, engine: Engine, store: StatusSto
     maxRunning: cfg.maxRunning,
     attestIntervalMs: cfg.attestIntervalMs,
     ...(cfg.retryBaseMs !== undefined ? { retryBaseMs: cfg.retryBaseMs } : {}),
+    ...(cfg.egress ? { egress: cfg.egress } : {}),
   });
   return { load, snapshot, plan };
 }

@@ -2,23 +2,36 @@
  * desiredAttempt: a pure function from a loaded, normalized spec (and the run number and
  * results folder the status record assigns) to the resources the attempt needs, with
  * deterministic names and berth's labels. Secure defaults live here, in one place.
+ *
+ * network.mode isolated gives the attempt an internal network (no route out). With egress, an
+ * egress proxy sidecar is the only container on both that network and an egress network; the
+ * main container gets HTTP(S)_PROXY pointing at it. Sidecars run on the internal network,
+ * reachable by their names.
  */
 import path from 'node:path';
 import {
   COMPONENTS,
   containerName,
   DEFAULTS,
+  egressNetworkName,
   LABELS,
   networkName,
+  sidecarName,
   volumeName,
   type Component,
 } from '../constants';
-import type { Labels } from '../engine/types';
+import type { ContainerCreateSpec, Labels } from '../engine/types';
+import { PROXY_ENV } from '../proxy/contract';
+import { EGRESS_PROXY_NAME } from '../spec/semantic';
 import type { LoadedSpec } from '../spec/types';
-import type { DesiredAttempt } from './types';
+import type { DesiredAttempt, DesiredSidecar } from './types';
 
 export interface DesiredContext {
   instance: string;
+  /** Image of the egress proxy (`--egress-proxy-image`). */
+  egressProxyImage?: string;
+  /** An existing network the proxy reaches out through (`--egress-network`); default: one per attempt. */
+  egressNetwork?: string;
 }
 
 export function attemptLabels(instance: string, loaded: LoadedSpec, run: number): Labels {
@@ -48,28 +61,99 @@ export function networkModeFor(instance: string, loaded: LoadedSpec): string {
   }
 }
 
+const sortedEnv = (env: Record<string, string>): string[] =>
+  Object.entries(env)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([k, v]) => `${k}=${v}`);
+
+/** The hardening every container of an attempt gets; limits and mounts are per container. */
+function hardened(networkMode: string, extra: Partial<ContainerCreateSpec['host']>): ContainerCreateSpec['host'] {
+  return {
+    networkMode,
+    binds: [],
+    mounts: [],
+    capDrop: ['ALL'],
+    capAdd: [],
+    securityOpt: ['no-new-privileges'],
+    privileged: false,
+    init: true,
+    cgroupnsMode: 'private',
+    pidsLimit: 256,
+    readonlyRootfs: false,
+    ...extra,
+  };
+}
+
 /**
  * @param resultsDir absolute host folder for this run's results (created by the executor).
- * @param secretEnv values of secrets explicitly opted into the environment (VAR=value);
- *        empty when planning, filled by the executor just before create.
  */
-export function desiredAttempt(
-  ctx: DesiredContext,
-  loaded: LoadedSpec,
-  run: number,
-  resultsDir: string,
-  secretEnv: string[] = [],
-): DesiredAttempt {
+export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: number, resultsDir: string): DesiredAttempt {
   const s = loaded.spec;
   const labels = attemptLabels(ctx.instance, loaded, run);
   const netMode = networkModeFor(ctx.instance, loaded);
+  const isolated = s.network.mode === 'isolated';
+  const egress = isolated && s.network.egress.length > 0;
+  const egressName = egress ? (ctx.egressNetwork ?? egressNetworkName(ctx.instance, s.name)) : null;
   const volumes = s.volumes.map((v) => ({
     name: volumeName(ctx.instance, s.name, v.name),
     labels: { ...withComponent(labels, COMPONENTS.volume), [LABELS.volume]: v.name },
   }));
-  const env = Object.entries(s.env)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([k, v]) => `${k}=${v}`);
+  const sidecarLabels = (name: string, component: Component) => ({ ...withComponent(labels, component), [LABELS.sidecar]: name });
+
+  const sidecars: DesiredSidecar[] = [];
+  if (egress && egressName) {
+    const name = sidecarName(ctx.instance, s.name, EGRESS_PROXY_NAME);
+    sidecars.push({
+      role: 'egress-proxy',
+      alias: EGRESS_PROXY_NAME,
+      name,
+      expectedNetworks: [netMode, egressName].sort(),
+      secrets: [],
+      secretEnv: {},
+      ready: 'listening',
+      create: {
+        name,
+        image: ctx.egressProxyImage ?? DEFAULTS.egressProxyImage,
+        cmd: null,
+        env: [`${PROXY_ENV.allow}=${s.network.egress.join(',')}`, `${PROXY_ENV.port}=${DEFAULTS.egressProxyPort}`],
+        workingDir: '/',
+        labels: sidecarLabels(EGRESS_PROXY_NAME, COMPONENTS.proxy),
+        aliases: [EGRESS_PROXY_NAME],
+        stopTimeout: 5,
+        host: hardened(netMode, { memory: 256 * 1024 * 1024, memorySwap: 256 * 1024 * 1024, pidsLimit: 256, readonlyRootfs: true }),
+      },
+    });
+  }
+  for (const c of s.sidecars) {
+    const name = sidecarName(ctx.instance, s.name, c.name);
+    sidecars.push({
+      role: 'sidecar',
+      alias: c.name,
+      name,
+      expectedNetworks: [netMode],
+      secrets: c.secrets,
+      secretEnv: c.secretEnv,
+      ready: 'running',
+      create: {
+        name,
+        image: c.image,
+        cmd: c.command,
+        env: sortedEnv(c.env),
+        workingDir: '/',
+        labels: sidecarLabels(c.name, COMPONENTS.sidecar),
+        aliases: [c.name],
+        stopTimeout: DEFAULTS.stopGraceSeconds,
+        host: hardened(netMode, { pidsLimit: s.resources.pids }),
+      },
+    });
+  }
+  const sidecarSecrets = new Set(s.sidecars.flatMap((c) => c.secrets));
+  const proxyUrl = `http://${EGRESS_PROXY_NAME}:${DEFAULTS.egressProxyPort}`;
+  // Loopback and the attempt's own sidecars are reached directly, not through the proxy.
+  const noProxy = ['localhost', '127.0.0.1', '::1', ...s.sidecars.map((c) => c.name)].join(',');
+  const proxyEnv = egress
+    ? [`HTTP_PROXY=${proxyUrl}`, `HTTPS_PROXY=${proxyUrl}`, `http_proxy=${proxyUrl}`, `https_proxy=${proxyUrl}`, `NO_PROXY=${noProxy}`, `no_proxy=${noProxy}`]
+    : [];
   return {
     name: s.name,
     hash: loaded.hash,
@@ -78,10 +162,12 @@ export function desiredAttempt(
     labels,
     resultsDir: path.resolve(resultsDir),
     expectedNetworks: [netMode],
-    network:
-      s.network.mode === 'isolated'
-        ? { name: networkName(ctx.instance, s.name), labels: withComponent(labels, COMPONENTS.network), internal: true }
-        : null,
+    network: isolated ? { name: networkName(ctx.instance, s.name), labels: withComponent(labels, COMPONENTS.network), internal: true } : null,
+    egressNetwork:
+      egress && !ctx.egressNetwork && egressName ? { name: egressName, labels: withComponent(labels, COMPONENTS.egressNetwork), internal: false } : null,
+    egressNetworkName: egressName,
+    sidecars,
+    mainSecrets: s.secrets.map((x) => x.name).filter((n) => !sidecarSecrets.has(n)),
     volumes,
     container: {
       name: containerName(ctx.instance, s.name),
@@ -89,12 +175,11 @@ export function desiredAttempt(
         name: containerName(ctx.instance, s.name),
         image: s.image,
         cmd: s.command,
-        env: [...env, ...secretEnv],
+        env: [...sortedEnv(s.env), ...proxyEnv],
         workingDir: s.workingDir,
         labels: withComponent(labels, COMPONENTS.main),
         stopTimeout: DEFAULTS.stopGraceSeconds,
-        host: {
-          networkMode: netMode,
+        host: hardened(netMode, {
           binds: [`${path.resolve(resultsDir)}:${DEFAULTS.resultsMount}:rw`],
           mounts: s.volumes.map((v) => ({
             type: 'volume' as const,
@@ -102,20 +187,11 @@ export function desiredAttempt(
             target: v.mountPath,
             readOnly: v.readOnly,
           })),
-          capDrop: ['ALL'],
-          capAdd: [],
-          securityOpt: ['no-new-privileges'],
-          privileged: false,
-          init: true,
-          cgroupnsMode: 'private',
           ...(s.resources.cpus !== null ? { nanoCpus: Math.round(s.resources.cpus * 1e9) } : {}),
           // memory with no extra swap: MemorySwap equal to Memory
-          ...(s.resources.memoryBytes !== null
-            ? { memory: s.resources.memoryBytes, memorySwap: s.resources.memoryBytes }
-            : {}),
+          ...(s.resources.memoryBytes !== null ? { memory: s.resources.memoryBytes, memorySwap: s.resources.memoryBytes } : {}),
           pidsLimit: s.resources.pids,
-          readonlyRootfs: false,
-        },
+        }),
       },
     },
   };

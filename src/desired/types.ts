@@ -7,6 +7,21 @@ export interface DesiredContainer {
   create: ContainerCreateSpec;
 }
 
+/** A container that runs beside the main one: berth's egress proxy or a user's sidecar. */
+export interface DesiredSidecar extends DesiredContainer {
+  role: 'egress-proxy' | 'sidecar';
+  /** Its name on the attempt's network (its DNS alias there). */
+  alias: string;
+  /** Networks it must be attached to, exactly (sorted); the first is the one it is created on. */
+  expectedNetworks: string[];
+  /** Names of spec.secrets delivered to it. */
+  secrets: string[];
+  /** VAR → secret name, opted into its environment. */
+  secretEnv: Record<string, string>;
+  /** When it counts as ready: its `listening` line (the proxy contract) or simply running. */
+  ready: 'listening' | 'running';
+}
+
 export interface DesiredAttempt {
   name: string;
   hash: string;
@@ -20,6 +35,14 @@ export interface DesiredAttempt {
   container: DesiredContainer;
   /** Per-attempt internal network, for network.mode isolated. */
   network: NetworkCreateSpec | null;
+  /** Per-attempt egress network (the proxy's way out) when berth makes it; null when there is none or it is external. */
+  egressNetwork: NetworkCreateSpec | null;
+  /** The egress network's name, whoever made it. */
+  egressNetworkName: string | null;
+  /** Proxy first, then the spec's sidecars by name. */
+  sidecars: DesiredSidecar[];
+  /** Names of spec.secrets delivered to the main container (those no sidecar names). */
+  mainSecrets: string[];
   volumes: VolumeCreateSpec[];
   /** Networks the main container must be attached to, exactly (sorted). */
   expectedNetworks: string[];

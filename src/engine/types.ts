@@ -91,6 +91,8 @@ export interface ContainerCreateSpec {
   workingDir: string;
   labels: Labels;
   user?: string;
+  /** DNS names of the container on its (user-defined) network, besides its own name. */
+  aliases?: string[];
   stopSignal?: string;
   stopTimeout?: number;
   host: {

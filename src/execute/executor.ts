@@ -7,7 +7,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { DEFAULTS, LABELS, REASONS } from '../constants';
-import { attestInspected, failedCause } from '../attest/checks';
+import { attestInspected, failedCause, mainWant, sidecarWant } from '../attest/checks';
 import type { DesiredAttempt } from '../desired/types';
 import { describeEngineError, isConflict, isNotFound } from '../engine/errors';
 import type { ContainerDetails, Engine } from '../engine/types';
@@ -16,8 +16,9 @@ import type { StatusStore } from '../status/store';
 import type { Attestation, AttemptStatus } from '../status/types';
 import type { Logger } from '../util/log';
 import { runBounded } from '../util/pool';
+import { parseListeningLine } from '../proxy/contract';
 import { fixtureTar, secretsTar } from './archive';
-import { harvest } from './harvest';
+import { harvest, type SidecarLogs } from './harvest';
 import { readSecrets, SecretError, secretEnvLines } from './secrets';
 
 export interface ExecutorDeps {
@@ -43,6 +44,10 @@ export interface ActionResult {
 class Halt extends Error {}
 
 const iso = (ms: number) => new Date(ms).toISOString();
+
+function assertNever(x: never): never {
+  throw new Error(`unknown operation ${JSON.stringify(x)}`);
+}
 
 export class Executor {
   private readonly now: () => number;
@@ -101,6 +106,8 @@ export class Executor {
         return;
       case 'create-container':
         return this.createContainer(a, op.desired);
+      case 'create-sidecar':
+        return this.createSidecar(a, op.desired, op.index, op.restart ?? false);
       case 'start':
         return this.start(a, op.desired);
       case 'attest':
@@ -110,7 +117,7 @@ export class Executor {
       case 'stop':
         return engine.containers.stop(op.id, op.graceSeconds);
       case 'finish':
-        return this.finish(a, op.id, op.resultsDir, op.outcome);
+        return this.finish(a, op.id, op.resultsDir, op.outcome, op.sidecars);
       case 'remove-container':
         await engine.containers.remove(op.id);
         return;
@@ -130,6 +137,8 @@ export class Executor {
       case 'forget':
         await this.deps.store.remove(a.attempt);
         return;
+      default:
+        return assertNever(op);
     }
   }
 
@@ -211,14 +220,14 @@ export class Executor {
     }));
     let secrets: { name: string; value: Buffer }[];
     try {
-      secrets = await readSecrets(spec, this.deps.env);
+      secrets = await readSecrets(spec, this.deps.env, d.mainSecrets);
     } catch (err) {
       if (!(err instanceof SecretError)) throw err;
       await this.update(a, (r) => ({ ...r, phase: 'Blocked', reason: 'SecretMissing', message: err.message }));
       throw new Halt(err.message);
     }
     await fs.mkdir(d.resultsDir, { recursive: true });
-    const create = { ...d.container.create, env: [...d.container.create.env, ...secretEnvLines(spec, secrets)] };
+    const create = { ...d.container.create, env: [...d.container.create.env, ...secretEnvLines(spec.secretEnv, secrets)] };
     let id: string;
     try {
       id = await engine.containers.create(create);
@@ -234,7 +243,7 @@ export class Executor {
         await this.update(a, (r) => ({ ...r, phase: 'Blocked', reason: REASONS.nameConflict, message: msg }));
         throw new Halt(msg);
       }
-      const bad = failedCause(attestInspected(existing, d));
+      const bad = failedCause(attestInspected(existing, mainWant(d)));
       if (bad) {
         await engine.containers.remove(existing.id);
         throw new Error(`existing container ${d.container.name} did not attest and was removed: ${bad}`);
@@ -254,6 +263,106 @@ export class Executor {
     await this.update(a, (r) => ({ ...r, ...(r.intent ? { intent: { ...r.intent, copied: true } } : {}), ...(warnings.length ? { warnings } : {}) }));
   }
 
+  /**
+   * A sidecar: created on the attempt's internal network under its alias, attached to its other
+   * networks, given its secrets, started, and waited for: the egress proxy until its `listening`
+   * line, a sidecar until it has stayed up a moment. One that does not come up fails the attempt
+   * (the main container never starts without it); one restarted while the attempt runs is noted.
+   */
+  private async createSidecar(a: AttemptAction, d: DesiredAttempt, index: number, restart: boolean): Promise<void> {
+    const { engine } = this.deps;
+    const sc = d.sidecars[index];
+    if (!sc) throw new Error(`no sidecar ${index} in the desired state of ${d.name}`);
+    if (!restart) {
+      await this.update(a, (r) => ({
+        ...this.beginRun(r, d),
+        phase: 'Pending',
+        reason: 'Provisioning',
+        intent: { action: 'provision', run: d.run, specHash: d.hash, at: iso(this.now()) },
+        resultsDir: d.resultsDir,
+      }));
+    }
+    let secrets: { name: string; value: Buffer }[];
+    try {
+      secrets = await readSecrets(d.loaded.spec, this.deps.env, sc.secrets);
+    } catch (err) {
+      if (!(err instanceof SecretError)) throw err;
+      await this.update(a, (r) => ({ ...r, phase: 'Blocked', reason: 'SecretMissing', message: err.message }));
+      throw new Halt(err.message);
+    }
+    const create = { ...sc.create, env: [...sc.create.env, ...secretEnvLines(sc.secretEnv, secrets)] };
+    let id: string;
+    try {
+      id = await engine.containers.create(create);
+    } catch (err) {
+      if (!isConflict(err)) throw err;
+      const existing = await engine.containers.inspect(sc.name);
+      if (existing.labels[LABELS.instance] !== this.deps.instance || existing.labels[LABELS.attempt] !== a.attempt) {
+        const msg = `container name ${sc.name} is held by container ${existing.id.slice(0, 12)} that berth did not create; it is left alone`;
+        await this.update(a, (r) => ({ ...r, phase: 'Blocked', reason: REASONS.nameConflict, message: msg }));
+        throw new Halt(msg);
+      }
+      await engine.containers.remove(existing.id);
+      id = await engine.containers.create(create);
+    }
+    for (const net of sc.expectedNetworks) {
+      if (net !== sc.create.host.networkMode) await engine.networks.connect(net, id);
+    }
+    if (secrets.length) {
+      const { uid, gid } = await this.containerUser(sc.create.image);
+      await engine.containers.putArchive(id, '/', await secretsTar(secrets, DEFAULTS.secretsDir, uid, gid));
+    }
+    const problem = await this.startAndWait(id, sc.ready);
+    const checks = problem ? [] : attestInspected(await engine.containers.inspect(id), sidecarWant(sc));
+    const bad = problem ?? failedCause(checks);
+    if (bad) {
+      const msg = `${sc.role === 'egress-proxy' ? 'egress proxy' : `sidecar ${sc.alias}`} ${bad}`;
+      const main = restart ? (await this.current(a)).containerId : undefined;
+      if (main) await engine.containers.stop(main, DEFAULTS.stopGraceSeconds);
+      await this.finish(a, main, d.resultsDir, { phase: 'Failed', reason: sc.role === 'egress-proxy' ? 'ProxyFailed' : 'SidecarFailed', message: msg }, [
+        { alias: sc.alias, role: sc.role, id },
+      ]);
+      throw new Halt(msg);
+    }
+    if (restart) {
+      await this.update(a, (r) => ({ ...r, warnings: [...(r.warnings ?? []), `${iso(this.now())}: ${sc.alias} was restarted while the attempt ran`] }));
+    }
+  }
+
+  /** Starts a container and waits until it is ready; returns what went wrong, or undefined. */
+  private async startAndWait(id: string, ready: 'listening' | 'running'): Promise<string | undefined> {
+    const { engine } = this.deps;
+    await engine.containers.start(id);
+    if (ready === 'listening') {
+      const deadline = DEFAULTS.egressProxyReadySeconds * 1000;
+      const stream = await engine.containers.logs(id, { follow: true });
+      const seen = await new Promise<string | undefined>((resolve) => {
+        let buf = '';
+        const t = setTimeout(() => done(`did not say it was listening within ${DEFAULTS.egressProxyReadySeconds} s`), deadline);
+        const done = (v: string | undefined) => {
+          clearTimeout(t);
+          stream.destroy();
+          resolve(v);
+        };
+        stream.on('data', (c: Buffer) => {
+          buf += c.toString('utf8');
+          for (const line of buf.split('\n').slice(0, -1)) if (parseListeningLine(line)) return done(undefined);
+          buf = buf.slice(buf.lastIndexOf('\n') + 1);
+        });
+        stream.on('end', () => done('exited before it said it was listening'));
+        stream.on('error', (err: Error) => done(`log stream failed: ${err.message}`));
+      });
+      if (seen) {
+        const st = await engine.containers.inspect(id).catch(() => undefined);
+        return st && !st.runState.running ? `${seen} (exit code ${st.runState.exitCode})` : seen;
+      }
+      return undefined;
+    }
+    await new Promise((r) => setTimeout(r, DEFAULTS.sidecarSettleMs));
+    const st = await engine.containers.inspect(id);
+    return st.runState.running ? undefined : `exited right after its start (exit code ${st.runState.exitCode})`;
+  }
+
   /** The numeric uid/gid the image runs as (root unless the image says a numeric user). */
   private async containerUser(image: string): Promise<{ uid: number; gid: number }> {
     const user = (await this.deps.engine.images.inspect(image)).user;
@@ -261,8 +370,52 @@ export class Executor {
     return m ? { uid: Number(m[1]), gid: Number(m[2] ?? m[1]) } : { uid: 0, gid: 0 };
   }
 
-  private attestation(details: ContainerDetails, d: DesiredAttempt): Attestation {
-    const checks = attestInspected(details, d);
+  /**
+   * Deep attestation of a run: the main container and every sidecar by inspect, and the
+   * topology by network inspect: exactly the attempt's containers on its internal network, and
+   * the proxy alone on the egress network berth made for it.
+   */
+  private async attestation(details: ContainerDetails, d: DesiredAttempt): Promise<Attestation> {
+    const { engine } = this.deps;
+    const checks = attestInspected(details, mainWant(d));
+    for (const sc of d.sidecars) {
+      const o = await engine.containers.inspect(sc.name).catch((err: unknown) => {
+        if (isNotFound(err)) return undefined;
+        throw err;
+      });
+      if (!o) {
+        checks.push({ name: `${sc.alias}`, ok: false, detail: `${sc.alias}: container ${sc.name} is missing` });
+        continue;
+      }
+      checks.push(...attestInspected(o, sidecarWant(sc)).map((c) => ({ ...c, name: `${sc.alias}: ${c.name}`, detail: `${sc.alias}: ${c.detail}` })));
+    }
+    const ids = async (names: string[]) => (await Promise.all(names.map((n) => engine.containers.inspect(n).then((c) => c.id, () => n)))).sort();
+    if (d.network) {
+      const members = [d.container.name, ...d.sidecars.map((sc) => sc.name)];
+      const want = await ids(members);
+      const net = await engine.networks.inspect(d.network.name);
+      const extra = net.containers.filter((c) => !want.includes(c));
+      checks.push({
+        name: 'topology',
+        ok: net.internal && extra.length === 0,
+        detail: !net.internal
+          ? `${net.name} is not internal`
+          : extra.length
+            ? `${net.name} holds containers that are not the attempt's: ${extra.map((x) => x.slice(0, 12)).join(', ')}`
+            : `${net.name} is internal and holds only the attempt's ${members.length} container${members.length === 1 ? '' : 's'}`,
+      });
+    }
+    const proxy = d.sidecars.find((sc) => sc.role === 'egress-proxy');
+    if (proxy && d.egressNetwork) {
+      const want = await ids([proxy.name]);
+      const net = await engine.networks.inspect(d.egressNetwork.name);
+      const extra = net.containers.filter((c) => !want.includes(c));
+      checks.push({
+        name: 'egress topology',
+        ok: extra.length === 0,
+        detail: extra.length ? `${net.name} holds containers besides the proxy: ${extra.map((x) => x.slice(0, 12)).join(', ')}` : `the proxy is the only container on ${net.name}`,
+      });
+    }
     return { at: iso(this.now()), depth: 'inspect', ok: checks.every((c) => c.ok), checks };
   }
 
@@ -274,7 +427,7 @@ export class Executor {
     const details = await engine.containers.inspect(id);
     const startedMs = Date.parse(details.runState.startedAt) || this.now();
     const deadline = d.loaded.spec.deadlineSeconds;
-    const att = this.attestation(details, d);
+    const att = await this.attestation(details, d);
     const { intent: _intent, reason: _reason, message: _message, ...rest } = rec;
     await this.deps.store.put({
       ...rest,
@@ -284,27 +437,35 @@ export class Executor {
       ...(deadline !== null ? { deadlineAt: iso(startedMs + deadline * 1000) } : {}),
       lastAttestation: att,
     });
-    if (!att.ok) await this.failAttestation(a, details.id, failedCause(att.checks) ?? 'attestation failed');
+    if (!att.ok) await this.failAttestation(a, details.id, failedCause(att.checks) ?? 'attestation failed', d);
   }
 
-  private async failAttestation(a: AttemptAction, id: string, cause: string): Promise<never> {
-    await this.deps.engine.containers.stop(id, DEFAULTS.stopGraceSeconds);
-    await this.finish(a, id, undefined, { phase: 'Failed', reason: REASONS.attestationFailed, message: cause });
+  private async failAttestation(a: AttemptAction, id: string, cause: string, d?: DesiredAttempt): Promise<never> {
+    const { engine } = this.deps;
+    await engine.containers.stop(id, DEFAULTS.stopGraceSeconds);
+    const sidecars: SidecarLogs[] = [];
+    for (const sc of d?.sidecars ?? []) {
+      const o = await engine.containers.inspect(sc.name).catch(() => undefined);
+      if (!o) continue;
+      await engine.containers.stop(o.id, 5);
+      sidecars.push({ alias: sc.alias, role: sc.role, id: o.id });
+    }
+    await this.finish(a, id, undefined, { phase: 'Failed', reason: REASONS.attestationFailed, message: cause }, sidecars);
     throw new Halt(cause);
   }
 
   private async attest(a: AttemptAction, id: string, d: DesiredAttempt): Promise<void> {
     const details = await this.deps.engine.containers.inspect(id);
-    const att = this.attestation(details, d);
+    const att = await this.attestation(details, d);
     await this.update(a, (r) => ({ ...r, lastAttestation: att }));
-    if (!att.ok) await this.failAttestation(a, id, failedCause(att.checks) ?? 'attestation failed');
+    if (!att.ok) await this.failAttestation(a, id, failedCause(att.checks) ?? 'attestation failed', d);
   }
 
   private async adopt(a: AttemptAction, id: string, d: DesiredAttempt): Promise<void> {
     const details = await this.deps.engine.containers.inspect(id);
     const startedMs = Date.parse(details.runState.startedAt) || this.now();
     const deadline = d.loaded.spec.deadlineSeconds;
-    const att = this.attestation(details, d);
+    const att = await this.attestation(details, d);
     await this.update(a, (r) => {
       const { intent: _i, reason: _r, message: _m, ...rest } = this.beginRun(r, d);
       return {
@@ -317,11 +478,17 @@ export class Executor {
         lastAttestation: att,
       };
     });
-    if (!att.ok) await this.failAttestation(a, id, failedCause(att.checks) ?? 'attestation failed');
+    if (!att.ok) await this.failAttestation(a, id, failedCause(att.checks) ?? 'attestation failed', d);
   }
 
   /** Reads the end from the engine (exit code, OOM) unless the plan forces an outcome; harvests; records. */
-  private async finish(a: AttemptAction, id: string | undefined, resultsDir: string | undefined, forced: Outcome | undefined): Promise<void> {
+  private async finish(
+    a: AttemptAction,
+    id: string | undefined,
+    resultsDir: string | undefined,
+    forced: Outcome | undefined,
+    sidecars: SidecarLogs[] = [],
+  ): Promise<void> {
     let details: ContainerDetails | undefined;
     if (id) {
       try {
@@ -355,7 +522,7 @@ export class Executor {
       };
     });
     const mount = resultsDir ?? next.resultsDir;
-    if (mount) await harvest(this.deps.engine, path.dirname(mount), mount, details?.id, next);
+    if (mount) await harvest(this.deps.engine, path.dirname(mount), mount, details?.id, next, sidecars);
   }
 
   private async recordFailure(a: AttemptAction, op: Operation, msg: string): Promise<void> {

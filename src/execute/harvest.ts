@@ -5,6 +5,8 @@
  *   logs.txt       the container's stdout and stderr
  *   status.json    the final status
  *   manifest.json  every file the attempt wrote: path, size, sha256 (links listed, never followed)
+ *   egress.jsonl   the egress proxy's decisions, one JSON line each (isolated attempts with egress)
+ *   sidecars/<name>.log  each sidecar's output
  */
 import { createHash } from 'node:crypto';
 import { createReadStream, promises as fs } from 'node:fs';
@@ -54,17 +56,62 @@ export async function manifest(root: string): Promise<ManifestEntry[]> {
   return out;
 }
 
+export interface SidecarLogs {
+  alias: string;
+  role: 'egress-proxy' | 'sidecar';
+  id: string;
+}
+
+/** A container's whole log, or undefined when the container is gone. */
+async function logsOf(engine: Engine, id: string): Promise<Buffer | undefined> {
+  try {
+    const stream = await engine.containers.logs(id, { follow: false });
+    const chunks: Buffer[] = [];
+    for await (const c of stream) chunks.push(Buffer.isBuffer(c) ? c : Buffer.from(String(c)));
+    return Buffer.concat(chunks);
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
+/** The proxy's JSON decision lines, without anything else it may have printed. */
+export function decisionLines(log: string): string {
+  return log
+    .split('\n')
+    .filter((l) => {
+      try {
+        const v = JSON.parse(l) as { event?: unknown };
+        return typeof v === 'object' && v !== null && typeof v.event === 'string' && v.event !== 'listening';
+      } catch {
+        return false;
+      }
+    })
+    .map((l) => l + '\n')
+    .join('');
+}
+
 /** Writes logs (when the container still exists), status and manifest into `runDir`. */
-export async function harvest(engine: Engine, runDir: string, mountDir: string, containerId: string | undefined, status: AttemptStatus): Promise<void> {
+export async function harvest(
+  engine: Engine,
+  runDir: string,
+  mountDir: string,
+  containerId: string | undefined,
+  status: AttemptStatus,
+  sidecars: SidecarLogs[] = [],
+): Promise<void> {
   await fs.mkdir(runDir, { recursive: true });
   if (containerId) {
-    try {
-      const stream = await engine.containers.logs(containerId, { follow: false });
-      const chunks: Buffer[] = [];
-      for await (const c of stream) chunks.push(Buffer.isBuffer(c) ? c : Buffer.from(String(c)));
-      await writeFileAtomic(path.join(runDir, 'logs.txt'), Buffer.concat(chunks));
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
+    const log = await logsOf(engine, containerId);
+    if (log) await writeFileAtomic(path.join(runDir, 'logs.txt'), log);
+  }
+  for (const sc of sidecars) {
+    const log = await logsOf(engine, sc.id);
+    if (!log) continue;
+    if (sc.role === 'egress-proxy') await writeFileAtomic(path.join(runDir, 'egress.jsonl'), decisionLines(log.toString('utf8')));
+    else {
+      await fs.mkdir(path.join(runDir, 'sidecars'), { recursive: true });
+      await writeFileAtomic(path.join(runDir, 'sidecars', `${sc.alias}.log`), log);
     }
   }
   await writeFileAtomic(path.join(runDir, 'manifest.json'), JSON.stringify({ files: await manifest(mountDir) }, null, 2) + '\n');

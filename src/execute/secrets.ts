@@ -9,9 +9,11 @@ export class SecretError extends Error {
   readonly code = 'SECRET_MISSING';
 }
 
-export async function readSecrets(spec: NormalizedAttempt, env: NodeJS.ProcessEnv): Promise<{ name: string; value: Buffer }[]> {
+/** Reads the values of the named secrets of `spec` (all of them when `names` is omitted). */
+export async function readSecrets(spec: NormalizedAttempt, env: NodeJS.ProcessEnv, names?: readonly string[]): Promise<{ name: string; value: Buffer }[]> {
   const out: { name: string; value: Buffer }[] = [];
   for (const s of spec.secrets) {
+    if (names && !names.includes(s.name)) continue;
     if (s.fromEnv !== undefined) {
       const v = env[s.fromEnv];
       if (v === undefined) throw new SecretError(`secret ${s.name}: environment variable ${s.fromEnv} is not set in berth's environment`);
@@ -28,8 +30,8 @@ export async function readSecrets(spec: NormalizedAttempt, env: NodeJS.ProcessEn
 }
 
 /** `VAR=value` lines for secrets explicitly opted into the environment. */
-export function secretEnvLines(spec: NormalizedAttempt, values: { name: string; value: Buffer }[]): string[] {
-  return Object.entries(spec.secretEnv)
+export function secretEnvLines(secretEnv: Record<string, string>, values: { name: string; value: Buffer }[]): string[] {
+  return Object.entries(secretEnv)
     .sort(([a], [b]) => (a < b ? -1 : 1))
     .map(([k, secret]) => `${k}=${values.find((v) => v.name === secret)?.value.toString('utf8') ?? ''}`);
 }

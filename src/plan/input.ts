@@ -28,6 +28,8 @@ export interface PlanInput {
   only?: ReadonlySet<string>;
   /** Slots already taken by runs being provisioned elsewhere, not yet visible on the engine. */
   reservedSlots?: number;
+  /** The egress proxy image (`--egress-proxy-image`) and an existing egress network to use (`--egress-network`). */
+  egress?: { proxyImage?: string; network?: string };
 }
 
 /** Kubernetes Jobs' back-off between failed runs: 10 s doubling, capped at 6 min. */

@@ -9,7 +9,7 @@ import type { ContainerSummary } from '../engine/types';
 import type { ObservedAttempt } from '../observe/types';
 import type { LoadedSpec } from '../spec/types';
 import type { AttemptStatus } from '../status/types';
-import { attestListed, failedCause } from '../attest/checks';
+import { attestListed, failedCause, mainWant, sidecarWant } from '../attest/checks';
 import { retryBackoffMs, type PlanInput } from './input';
 import { runResultsDir } from './results';
 import type { AttemptAction, Operation, Plan } from './types';
@@ -43,18 +43,39 @@ function hasAny(obs: Pick<ObservedAttempt, 'containers' | 'networks' | 'volumes'
   return obs.containers.length + obs.networks.length + obs.volumes.length > 0;
 }
 
-/** Operations that bring a run up from whatever of it already exists. */
+/** Operations that bring a run up from whatever of it already exists: networks, volumes, sidecars (proxy first), main. */
 function provisionOps(d: DesiredAttempt, have: ObservedAttempt): Operation[] {
   const ops: Operation[] = [];
   for (const v of d.volumes) {
     if (!have.volumes.some((x) => x.name === v.name)) ops.push({ type: 'create-volume', resource: `volume:${v.name}`, volume: v, cause: 'not found' });
   }
-  if (d.network && !have.networks.some((n) => n.name === d.network?.name)) {
-    ops.push({ type: 'create-network', resource: `network:${d.network.name}`, network: d.network, cause: 'not found' });
+  for (const n of [d.network, d.egressNetwork]) {
+    if (n && !have.networks.some((x) => x.name === n.name)) ops.push({ type: 'create-network', resource: `network:${n.name}`, network: n, cause: 'not found' });
+  }
+  for (const [i, sc] of d.sidecars.entries()) {
+    const o = have.containers.find((c) => c.name === sc.name);
+    if (o && RUNNING_STATES.has(o.state)) continue;
+    if (o) ops.push({ type: 'remove-container', resource: `container:${o.name}`, id: o.id, cause: `${sc.alias} ${o.state} before the attempt started` });
+    ops.push({ type: 'create-sidecar', resource: `container:${sc.name}`, desired: d, index: i, cause: o ? 'not running' : 'not found' });
   }
   ops.push({ type: 'create-container', resource: `container:${d.container.name}`, desired: d, cause: 'not found' });
   ops.push({ type: 'start', resource: `container:${d.container.name}`, desired: d, cause: 'created' });
   return ops;
+}
+
+/** The attempt's sidecars as the finish operation harvests them. */
+function harvestList(d: DesiredAttempt, obs: ContainerSummary[]): { alias: string; role: 'egress-proxy' | 'sidecar'; id: string }[] {
+  return d.sidecars.flatMap((sc) => {
+    const o = obs.find((c) => c.name === sc.name);
+    return o ? [{ alias: sc.alias, role: sc.role, id: o.id }] : [];
+  });
+}
+
+/** Stop operations for the running sidecars (after the main container, before the harvest). */
+function stopSidecars(obs: ContainerSummary[], cause: string): Operation[] {
+  return obs
+    .filter((c) => !isMain(c) && RUNNING_STATES.has(c.state))
+    .map((c): Operation => ({ type: 'stop', resource: `container:${c.name}`, id: c.id, graceSeconds: 5, cause }));
 }
 
 interface Ctx {
@@ -64,7 +85,16 @@ interface Ctx {
 }
 
 function desiredFor(inp: PlanInput, loaded: LoadedSpec, run: number): DesiredAttempt {
-  return desiredAttempt({ instance: inp.instance }, loaded, run, runResultsDir(inp.resultsRoot, loaded.spec.results, run));
+  return desiredAttempt(
+    {
+      instance: inp.instance,
+      ...(inp.egress?.proxyImage ? { egressProxyImage: inp.egress.proxyImage } : {}),
+      ...(inp.egress?.network ? { egressNetwork: inp.egress.network } : {}),
+    },
+    loaded,
+    run,
+    runResultsDir(inp.resultsRoot, loaded.spec.results, run),
+  );
 }
 
 /** A new run: provisioned now if a slot is free, else it waits in Pending. */
@@ -124,15 +154,23 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
     networks: obsAll.networks.filter((n) => n.labels[LABELS.specHash] === hash),
     volumes: obsAll.volumes.filter((v) => v.labels[LABELS.specHash] === hash),
   };
-  const staleRun = current.containers.filter((c) => isMain(c) && c.labels[LABELS.run] !== String(run));
-  const mains = current.containers.filter((c) => isMain(c) && c.labels[LABELS.run] === String(run));
-  const main = mains.find((c) => c.name === d.container.name);
-  const dupes = mains.filter((c) => c !== main);
-  current.containers = main ? [main] : [];
+  const staleRun = current.containers.filter((c) => c.labels[LABELS.run] !== String(run));
+  const runContainers = current.containers.filter((c) => c.labels[LABELS.run] === String(run));
+  const main = runContainers.find((c) => isMain(c) && c.name === d.container.name);
+  const sidecarNames = new Set(d.sidecars.map((sc) => sc.name));
+  const sidecarsObs: ContainerSummary[] = [];
+  const dupes: ContainerSummary[] = [];
+  for (const c of runContainers) {
+    if (c === main) continue;
+    if (!isMain(c) && sidecarNames.has(c.name) && !sidecarsObs.some((x) => x.name === c.name)) sidecarsObs.push(c);
+    else dupes.push(c);
+  }
+  current.containers = [...(main ? [main] : []), ...sidecarsObs];
 
   const pre: Operation[] = [];
   if (specChanged && rec && !FINISHED_PHASES.has(rec.phase) && rec.phase !== 'Invalid' && rec.phase !== 'Blocked' && rec.startedAt) {
     const old = mainsAll.find((c) => c.labels[LABELS.specHash] === rec.specHash);
+    pre.push(...(old && RUNNING_STATES.has(old.state) ? [{ type: 'stop' as const, resource: `container:${old.name}`, id: old.id, graceSeconds: DEFAULTS.stopGraceSeconds, cause: 'spec hash changed' }] : []));
     pre.push({
       type: 'finish',
       resource: `attempt:${name}`,
@@ -173,13 +211,14 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
 
   // Finished runs of this spec: retry, expire (TTL), or nothing.
   if (rec && !specChanged && FINISHED_PHASES.has(rec.phase)) {
+    pre.push(...stopSidecars(sidecarsObs, 'the attempt finished'));
     const finishedAt = rec.finishedAt ? Date.parse(rec.finishedAt) : inp.now;
     const retryable = rec.phase === 'Failed' && RETRYABLE_REASONS.has(rec.reason ?? '') && rec.retriesUsed < loaded.spec.retries;
     if (retryable) {
       const at = finishedAt + retryBackoffMs(rec.retriesUsed + 1, inp.retryBaseMs);
       if (at > inp.now) return { ...base, kind: 'wait', summary: `retry ${rec.retriesUsed + 1}/${loaded.spec.retries} after back-off`, ops: pre, requeueAfterMs: at - inp.now };
       const next = desiredFor(inp, loaded, rec.run + 1);
-      const oldRun = removeOps({ containers: main ? [main] : [], networks: [], volumes: [] }, `retry ${rec.retriesUsed + 1}/${loaded.spec.retries}`);
+      const oldRun = removeOps({ containers: current.containers, networks: [], volumes: [] }, `retry ${rec.retriesUsed + 1}/${loaded.spec.retries}`);
       return startRun(ctx, base, next, { ...current, containers: [] }, [...pre, ...oldRun], 'retry', `run ${rec.run} ${rec.reason ?? 'failed'}; retry ${rec.retriesUsed + 1}/${loaded.spec.retries}`);
     }
     const ttl = loaded.spec.ttlSecondsAfterFinished;
@@ -201,14 +240,29 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
   // The run is underway (or its record was lost): look at its container.
   if (main) {
     if (RUNNING_STATES.has(main.state)) {
-      const checks = attestListed(main, d);
-      if (d.network) {
-        const net = current.networks.find((n) => n.name === d.network?.name);
-        checks.push({ name: 'network', ok: !!net && net.internal, detail: net ? (net.internal ? `${net.name} is internal` : `${net.name} is not internal`) : `${d.network.name} is missing` });
+      const checks = attestListed(main, mainWant(d));
+      for (const n of [d.network, d.egressNetwork]) {
+        if (!n) continue;
+        const net = current.networks.find((x) => x.name === n.name);
+        const ok = !!net && net.internal === n.internal;
+        checks.push({ name: `network ${n.name}`, ok, detail: net ? `${net.name} is ${net.internal ? 'internal' : 'routed'}${ok ? '' : ` (must be ${n.internal ? 'internal' : 'routed'})`}` : `${n.name} is missing` });
+      }
+      // Sidecars: each must attest too; one that is not running is started again.
+      const restart: Operation[] = [];
+      for (const [i, sc] of d.sidecars.entries()) {
+        const o = sidecarsObs.find((c) => c.name === sc.name);
+        if (o && RUNNING_STATES.has(o.state)) {
+          checks.push(...attestListed(o, sidecarWant(sc)).map((c) => ({ ...c, name: `${sc.alias}: ${c.name}`, detail: `${sc.alias}: ${c.detail}` })));
+          continue;
+        }
+        const why = `${sc.alias} ${o ? o.state : 'missing'} while the attempt runs`;
+        if (o) restart.push({ type: 'remove-container', resource: `container:${o.name}`, id: o.id, cause: why });
+        restart.push({ type: 'create-sidecar', resource: `container:${sc.name}`, desired: d, index: i, cause: why, restart: true });
       }
       const bad = failedCause(checks);
       const id = main.id;
       const resultsDir = rec?.resultsDir ?? d.resultsDir;
+      const sidecars = harvestList(d, sidecarsObs);
       if (bad) {
         return {
           ...base,
@@ -218,10 +272,12 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
           ops: [
             ...pre,
             { type: 'stop', resource: `container:${main.name}`, id, graceSeconds: DEFAULTS.stopGraceSeconds, cause: bad },
-            { type: 'finish', resource: `container:${main.name}`, id, resultsDir, cause: bad, outcome: { phase: 'Failed', reason: REASONS.attestationFailed, message: bad } },
+            ...stopSidecars(sidecarsObs, bad),
+            { type: 'finish', resource: `container:${main.name}`, id, resultsDir, sidecars, cause: bad, outcome: { phase: 'Failed', reason: REASONS.attestationFailed, message: bad } },
           ],
         };
       }
+      if (restart.length) return { ...base, kind: 'restart', summary: 'a sidecar is not running', desired: d, ops: [...pre, ...restart] };
       const deadline = rec?.deadlineAt ? Date.parse(rec.deadlineAt) : undefined;
       if (deadline !== undefined && deadline <= inp.now) {
         const why = `deadlineSeconds ${loaded.spec.deadlineSeconds} exceeded`;
@@ -233,7 +289,8 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
           ops: [
             ...pre,
             { type: 'stop', resource: `container:${main.name}`, id, graceSeconds: DEFAULTS.stopGraceSeconds, cause: why },
-            { type: 'finish', resource: `container:${main.name}`, id, resultsDir, cause: why, outcome: { phase: 'TimedOut', reason: REASONS.deadlineExceeded, message: why } },
+            ...stopSidecars(sidecarsObs, why),
+            { type: 'finish', resource: `container:${main.name}`, id, resultsDir, sidecars, cause: why, outcome: { phase: 'TimedOut', reason: REASONS.deadlineExceeded, message: why } },
           ],
         };
       }
@@ -248,7 +305,14 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
       return { ...base, kind: pre.length ? 'collect' : 'leave', summary: 'running', ops: pre, ...requeue };
     }
     if (main.state === 'exited' || main.state === 'dead') {
-      return { ...base, kind: 'finish', summary: `container ${main.state}`, desired: d, ops: [...pre, { type: 'finish', resource: `container:${main.name}`, id: main.id, resultsDir: rec?.resultsDir ?? d.resultsDir, cause: `container ${main.state}` }] };
+      const sidecars = harvestList(d, sidecarsObs);
+      return {
+        ...base,
+        kind: 'finish',
+        summary: `container ${main.state}`,
+        desired: d,
+        ops: [...pre, ...stopSidecars(sidecarsObs, 'the attempt finished'), { type: 'finish', resource: `container:${main.name}`, id: main.id, resultsDir: rec?.resultsDir ?? d.resultsDir, sidecars, cause: `container ${main.state}` }],
+      };
     }
     if (main.state === 'created') {
       // Provisioning was interrupted. Once the copy is recorded done, a start may already be on its

@@ -5,6 +5,7 @@ const SIGN: Record<Operation['type'], string> = {
   'create-volume': '+',
   'create-network': '+',
   'create-container': '+',
+  'create-sidecar': '+',
   start: '>',
   attest: '?',
   adopt: '=',

@@ -24,6 +24,8 @@ export type Operation =
   | (OpBase & { type: 'create-network'; network: NetworkCreateSpec })
   /** Results folder, intent record, create (409 → attest or block), fixture and secrets copied in. */
   | (OpBase & { type: 'create-container'; desired: DesiredAttempt })
+  /** Create a sidecar (the egress proxy or a spec sidecar), attach its networks, copy its secrets, start it, wait until it is ready. */
+  | (OpBase & { type: 'create-sidecar'; desired: DesiredAttempt; index: number; restart?: boolean })
   /** Start, record Running with the deadline, then attest by inspect. */
   | (OpBase & { type: 'start'; desired: DesiredAttempt })
   /** Inspect and attest; a container that fails is stopped and ends Failed/AttestationFailed. */
@@ -32,7 +34,7 @@ export type Operation =
   | (OpBase & { type: 'adopt'; id: string; desired: DesiredAttempt })
   | (OpBase & { type: 'stop'; id: string; graceSeconds: number })
   /** Harvest logs, status and a manifest into the results folder and record the final phase. */
-  | (OpBase & { type: 'finish'; id?: string; resultsDir?: string; outcome?: Outcome })
+  | (OpBase & { type: 'finish'; id?: string; resultsDir?: string; outcome?: Outcome; sidecars?: { alias: string; role: 'egress-proxy' | 'sidecar'; id: string }[] })
   | (OpBase & { type: 'remove-container'; id: string })
   | (OpBase & { type: 'remove-network'; id: string })
   | (OpBase & { type: 'remove-volume'; id: string })
@@ -49,6 +51,7 @@ export type ActionKind =
   | 'retry'
   | 'adopt'
   | 'attest'
+  | 'restart'
   | 'finish'
   | 'stop'
   | 'collect'

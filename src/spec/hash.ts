@@ -40,6 +40,8 @@ export function hashedSpec(spec: NormalizedAttempt): Record<string, unknown> {
     volumes: [...spec.volumes].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
     resources: spec.resources,
     deadlineSeconds: spec.deadlineSeconds,
+    // only when there are any, so specs without sidecars keep the hashes they always had
+    ...(spec.sidecars.length ? { sidecars: spec.sidecars } : {}),
   };
 }
 

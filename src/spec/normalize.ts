@@ -8,7 +8,7 @@ import { API_VERSION, DEFAULTS, KIND_ATTEMPT } from '../constants';
 import { parseMemory } from './quantity';
 import type { RawAttempt } from './raw-types';
 import { cleanPath } from './semantic';
-import type { NetworkMode, NormalizedAttempt, SecretRef } from './types';
+import type { NetworkMode, NormalizedAttempt, SecretRef, SidecarSpec } from './types';
 
 /** Host-side facts the loader established for a document. */
 export interface ResolvedPaths {
@@ -35,6 +35,17 @@ export function normalize(doc: RawAttempt, resolved: ResolvedPaths): NormalizedA
     .map((x): SecretRef => {
       if (x.fromEnv !== undefined) return { name: x.name, fromEnv: x.fromEnv };
       return { name: x.name, fromFile: resolved.secretFiles.get(x.name) ?? x.fromFile };
+    })
+    .sort(byName);
+  const sidecars: SidecarSpec[] = (s.sidecars ?? [])
+    .map((c): SidecarSpec => {
+      const cEnv: Record<string, string> = {};
+      const cSecretEnv: Record<string, string> = {};
+      for (const [k, v] of Object.entries(c.env ?? {})) {
+        if (typeof v === 'string') cEnv[k] = v;
+        else cSecretEnv[k] = v.secretRef;
+      }
+      return { name: c.name, image: c.image, command: c.command ? [...c.command] : null, env: cEnv, secretEnv: cSecretEnv, secrets: [...new Set(c.secrets ?? [])].sort() };
     })
     .sort(byName);
   const memory = s.resources?.memory;
@@ -69,5 +80,6 @@ export function normalize(doc: RawAttempt, resolved: ResolvedPaths): NormalizedA
     deadlineSeconds: s.deadlineSeconds ?? null,
     retries: s.retries ?? DEFAULTS.retries,
     ttlSecondsAfterFinished: s.ttlSecondsAfterFinished ?? null,
+    sidecars,
   };
 }

@@ -16,6 +16,14 @@ export interface RawVolume {
   readOnly?: boolean;
 }
 
+export interface RawSidecar {
+  name: string;
+  image: string;
+  command?: string[];
+  env?: Record<string, string | { secretRef: string }>;
+  secrets?: string[];
+}
+
 export interface RawSpec {
   image: string;
   command?: string[];
@@ -30,6 +38,7 @@ export interface RawSpec {
   deadlineSeconds?: number;
   retries?: number;
   ttlSecondsAfterFinished?: number;
+  sidecars?: RawSidecar[];
 }
 
 export interface RawAttempt {

@@ -12,6 +12,8 @@ import type { RawAttempt } from './raw-types';
 import type { FieldIssue } from './schema-errors';
 
 const RESERVED = [DEFAULTS.resultsMount, DEFAULTS.secretsDir];
+/** The egress proxy's name on an attempt's network: no sidecar may take it. */
+export const EGRESS_PROXY_NAME = 'egress-proxy';
 
 export function semanticIssues(doc: RawAttempt): FieldIssue[] {
   const out: FieldIssue[] = [];
@@ -39,6 +41,28 @@ export function semanticIssues(doc: RawAttempt): FieldIssue[] {
       const declared = [...secretAt.keys()];
       const known = declared.length ? `; declared: ${declared.join(', ')}` : '; spec.secrets declares none';
       add(['spec', 'env', k, 'secretRef'], 'secret-ref', `secret "${v.secretRef}" is not declared in spec.secrets${known}`);
+    }
+  }
+
+  const sidecarAt = new Map<string, number>();
+  (spec.sidecars ?? []).forEach((c, i) => {
+    if (mode !== 'isolated') add(['spec', 'sidecars', i], 'sidecar', `sidecars need network.mode: isolated (mode is ${mode})`);
+    const first = sidecarAt.get(c.name);
+    if (first !== undefined) add(['spec', 'sidecars', i, 'name'], 'sidecar', `duplicate sidecar name "${c.name}" (also ${formatPath(['spec', 'sidecars', first])})`);
+    else if (c.name === EGRESS_PROXY_NAME) add(['spec', 'sidecars', i, 'name'], 'sidecar', `"${EGRESS_PROXY_NAME}" is berth's own egress proxy; choose another name`);
+    else sidecarAt.set(c.name, i);
+    (c.secrets ?? []).forEach((name, j) => {
+      if (!secretAt.has(name)) add(['spec', 'sidecars', i, 'secrets', j], 'secret-ref', `secret "${name}" is not declared in spec.secrets`);
+    });
+    for (const [k, v] of Object.entries(c.env ?? {})) {
+      if (typeof v === 'object' && !(c.secrets ?? []).includes(v.secretRef)) {
+        add(['spec', 'sidecars', i, 'env', k, 'secretRef'], 'secret-ref', `secret "${v.secretRef}" is not among this sidecar's secrets`);
+      }
+    }
+  });
+  for (const [k, v] of Object.entries(spec.env ?? {})) {
+    if (typeof v === 'object' && (spec.sidecars ?? []).some((c) => (c.secrets ?? []).includes(v.secretRef))) {
+      add(['spec', 'env', k, 'secretRef'], 'secret-ref', `secret "${v.secretRef}" goes to a sidecar, so not to the main container`);
     }
   }
 

@@ -32,7 +32,8 @@ export type SpecErrorCode =
   | 'fixture-special'    // fixture holds a device, fifo or socket
   | 'egress-mode'        // egress without network.mode isolated
   | 'secret-ref'         // env refers to an undeclared secret; duplicate secret names
-  | 'quantity';          // memory quantity cannot be parsed / out of range
+  | 'quantity'           // memory quantity cannot be parsed / out of range
+  | 'sidecar';           // sidecars without an isolated network, duplicate or reserved names
 
 /** Errors are data; the CLI formats them at the edge. */
 export interface SpecError extends SourcePos {
@@ -54,6 +55,18 @@ export interface VolumeMount {
   name: string;
   mountPath: string;
   readOnly: boolean;
+}
+
+/** A container beside the main one on the attempt's isolated network. */
+export interface SidecarSpec {
+  name: string;
+  image: string;
+  command: string[] | null;
+  env: Record<string, string>;
+  /** VAR → secret name, opted into the sidecar's environment explicitly. */
+  secretEnv: Record<string, string>;
+  /** Names of spec.secrets delivered to this sidecar (and so not to the main container). */
+  secrets: string[];
 }
 
 export interface NormalizedAttempt {
@@ -88,6 +101,8 @@ export interface NormalizedAttempt {
   deadlineSeconds: number | null;
   retries: number;
   ttlSecondsAfterFinished: number | null;
+  /** Sorted by name. */
+  sidecars: SidecarSpec[];
 }
 
 export interface LoadedSpec {

@@ -27,6 +27,7 @@ export function spec(name: string, over: Partial<NormalizedAttempt> = {}, hash =
     deadlineSeconds: null,
     retries: 0,
     ttlSecondsAfterFinished: null,
+    sidecars: [],
     ...over,
   };
   return { source: { file: `specs/${name}.yaml`, line: 1, col: 1 }, relFile: `${name}.yaml`, spec: s, hash };

@@ -11,11 +11,13 @@ export interface PlanOptions {
   /** Exit EXIT.changesPending (4) when the plan has changes, 0 when converged. */
   detailedExitcode?: boolean;
   maxRunning?: number;
+  egressProxyImage?: string;
+  egressNetwork?: string;
 }
 
 export async function runPlan(ctx: Context, o: PlanOptions): Promise<number> {
   const engine = readOnlyEngine(ctx.engine());
-  const { load, plan } = await planPass(passConfig(ctx, { ...(o.maxRunning !== undefined ? { maxRunning: o.maxRunning } : {}) }), engine, ctx.store());
+  const { load, plan } = await planPass(passConfig(ctx, o), engine, ctx.store());
   if (o.output === 'json') ctx.io.out(JSON.stringify({ ...(planToJson(plan) as object), errors: load.errors }, null, 2) + '\n');
   else {
     reportLoadErrors(ctx, load);

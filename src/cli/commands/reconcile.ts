@@ -23,6 +23,8 @@ export interface ReconcileOptions {
   resync?: number;
   workers?: number;
   retryBackoff?: number;
+  egressProxyImage?: string;
+  egressNetwork?: string;
   metricsAddr?: string;
 }
 

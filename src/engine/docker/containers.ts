@@ -122,6 +122,7 @@ export function createOptions(spec: ContainerCreateSpec): Dockerode.ContainerCre
     Tty: false,
     OpenStdin: false,
     NetworkDisabled: false,
+    ...(spec.aliases?.length ? { NetworkingConfig: { EndpointsConfig: { [h.networkMode]: { Aliases: spec.aliases } } } } : {}),
     HostConfig: {
       NetworkMode: h.networkMode,
       Binds: h.binds,
@@ -200,6 +201,8 @@ export class DockerContainers implements ContainerClient {
     if (opts.follow) {
       const raw = (await c.logs({ ...base, follow: true })) as unknown as Readable;
       raw.on('error', (err) => demux.destroy(err));
+      // A reader that stops early destroys the demuxed stream: the engine's connection goes too.
+      demux.on('close', () => raw.destroy());
       return raw.pipe(demux);
     }
     const buf = (await c.logs({ ...base, follow: false })) as unknown as Buffer;

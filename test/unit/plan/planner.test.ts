@@ -68,7 +68,12 @@ describe('planner (golden plans)', function () {
 
   it('stops and finishes a running spec-changed attempt before replacing it', function () {
     const p = plan(input({ specs: [spec('a', {}, 'h-new')], snapshot: snapshot({ containers: [container('default', 'a', 'h-a')] }), statuses: statuses(status('a')) }));
-    expect(golden(p)[1]).to.equal('  * finish Failed  attempt:a                  (spec hash changed)');
+    expect(golden(p).slice(0, 4)).to.deep.equal([
+      'attempt a: replace (spec hash changed: run 2)',
+      '  ! stop           container:berth-default-a  (spec hash changed)',
+      '  * finish Failed  attempt:a                  (spec hash changed)',
+      '  - remove         container:berth-default-a  (spec hash changed)',
+    ]);
   });
 
   it('collects an attempt with no spec: containers, then networks, then volumes', function () {
@@ -302,5 +307,69 @@ describe('planner (a controller batch)', function () {
     expect(p.actions.map((a) => `${a.attempt}:${a.kind}`)).to.deep.equal(['c:provision', 'd:wait']);
     const reserved = plan(input({ maxRunning: 2, only: new Set(['c']), reservedSlots: 1, specs: [spec('a'), spec('c')], snapshot: snapshot({ containers: [container('default', 'a', 'h-a')] }), statuses: statuses(status('a')) }));
     expect(reserved.actions.map((a) => `${a.attempt}:${a.kind}`)).to.deep.equal(['c:wait']);
+  });
+});
+
+describe('planner (egress proxy and sidecars)', function () {
+  const tools = { name: 'tools', image: 'berth/busybox:local', command: ['sleep', '300'], env: {}, secretEnv: {}, secrets: [] };
+  const eg = () => spec('e', { network: { mode: 'isolated', egress: ['api.example.com:443'] }, sidecars: [tools] });
+  const proxyC = (over = {}) => ({ ...container('default', 'e', 'h-e'), id: 'id-proxy', name: 'berth-default-e-sc-egress-proxy', labels: { ...container('default', 'e', 'h-e').labels, 'dev.berth.component': 'egress-proxy', 'dev.berth.sidecar': 'egress-proxy' }, networks: ['berth-default-e', 'berth-default-e-egress'], networkMode: 'berth-default-e', mounts: [], image: 'berth/egress-proxy:local', ...over });
+  const toolsC = (over = {}) => ({ ...container('default', 'e', 'h-e'), id: 'id-tools', name: 'berth-default-e-sc-tools', labels: { ...container('default', 'e', 'h-e').labels, 'dev.berth.component': 'sidecar', 'dev.berth.sidecar': 'tools' }, networks: ['berth-default-e'], networkMode: 'berth-default-e', mounts: [], ...over });
+  const mainC = (over = {}) => container('default', 'e', 'h-e', { networks: ['berth-default-e'], networkMode: 'berth-default-e', ...over });
+  const nets = [network('default', 'e', 'h-e'), network('default', 'e', 'h-e', { id: 'net-e-egress', name: 'berth-default-e-egress', internal: false, labels: { ...network('default', 'e', 'h-e').labels, 'dev.berth.component': 'egress-network' } })];
+
+  it('provisions networks, then the proxy and sidecars, then the main container', function () {
+    expect(golden(plan(input({ specs: [eg()] })))).to.deep.equal([
+      'attempt e: provision (not found: run 1)',
+      '  + create  network:berth-default-e                    (not found)',
+      '  + create  network:berth-default-e-egress             (not found)',
+      '  + create  container:berth-default-e-sc-egress-proxy  (not found)',
+      '  + create  container:berth-default-e-sc-tools         (not found)',
+      '  + create  container:berth-default-e                  (not found)',
+      '  > start   container:berth-default-e                  (created)',
+      'Plan: 1 attempt to change (6 operations), 0 unchanged.',
+    ]);
+    const d = plan(input({ specs: [eg()] })).actions[0]?.desired;
+    expect(d?.sidecars.map((s) => [s.alias, s.expectedNetworks])).to.deep.equal([
+      ['egress-proxy', ['berth-default-e', 'berth-default-e-egress']],
+      ['tools', ['berth-default-e']],
+    ]);
+    expect(d?.container.create.env).to.include('HTTPS_PROXY=http://egress-proxy:3128');
+    expect(d?.sidecars[0]?.create.env).to.include('BERTH_EGRESS_ALLOW=api.example.com:443');
+  });
+
+  it('is a no-op when the whole topology attests from the list', function () {
+    const p = plan(input({ specs: [eg()], snapshot: snapshot({ containers: [mainC(), proxyC(), toolsC()], networks: nets }), statuses: statuses(status('e')) }));
+    expect(golden(p)).to.deep.equal(['No changes: 1 attempt as specified.']);
+  });
+
+  it('starts a sidecar again when it dies while the attempt runs', function () {
+    const p = plan(input({ specs: [eg()], snapshot: snapshot({ containers: [mainC(), proxyC({ state: 'exited' }), toolsC()], networks: nets }), statuses: statuses(status('e')) }));
+    expect(golden(p)).to.deep.equal([
+      'attempt e: restart (a sidecar is not running)',
+      '  - remove  container:berth-default-e-sc-egress-proxy  (egress-proxy exited while the attempt runs)',
+      '  + create  container:berth-default-e-sc-egress-proxy  (egress-proxy exited while the attempt runs)',
+      'Plan: 1 attempt to change (2 operations), 0 unchanged.',
+    ]);
+  });
+
+  it('fails the attempt when the main container is put on the egress network (the proxy must be the only one)', function () {
+    const p = plan(input({ specs: [eg()], snapshot: snapshot({ containers: [mainC({ networks: ['berth-default-e', 'berth-default-e-egress'] }), proxyC(), toolsC()], networks: nets }), statuses: statuses(status('e')) }));
+    expect(p.actions[0]?.kind).to.equal('stop');
+    expect(p.actions[0]?.summary).to.match(/attached to network berth-default-e-egress/);
+    expect(p.actions[0]?.ops.map((o) => `${o.type} ${o.resource}`)).to.deep.equal([
+      'stop container:berth-default-e',
+      'stop container:berth-default-e-sc-egress-proxy',
+      'stop container:berth-default-e-sc-tools',
+      'finish container:berth-default-e',
+    ]);
+  });
+
+  it('stops the sidecars when the main container exits, then harvests', function () {
+    const p = plan(input({ specs: [eg()], snapshot: snapshot({ containers: [mainC({ state: 'exited' }), proxyC(), toolsC()], networks: nets }), statuses: statuses(status('e')) }));
+    const ops = p.actions[0]?.ops ?? [];
+    expect(ops.map((o) => `${o.type} ${o.resource}`)).to.deep.equal(['stop container:berth-default-e-sc-egress-proxy', 'stop container:berth-default-e-sc-tools', 'finish container:berth-default-e']);
+    const fin = ops[2];
+    expect(fin?.type === 'finish' ? fin.sidecars?.map((x) => x.alias) : []).to.deep.equal(['egress-proxy', 'tools']);
   });
 });

@@ -36,6 +36,7 @@ describe('spec/normalize', () => {
       deadlineSeconds: null,
       retries: 0,
       ttlSecondsAfterFinished: null,
+      sidecars: [],
     });
   });
 
@@ -68,6 +69,7 @@ describe('spec/normalize', () => {
       deadlineSeconds: 1800,
       retries: 2,
       ttlSecondsAfterFinished: 3600,
+      sidecars: [],
     });
   });
 
