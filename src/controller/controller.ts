@@ -23,7 +23,7 @@ import type { Logger } from '../util/log';
 import { Semaphore } from '../util/pool';
 import { EngineSource } from './engine-source';
 import type { ControllerMetrics } from './metrics';
-import { invalidReasons, type PassConfig } from './pass';
+import { knownContainerIds, planInput, type PassConfig } from './pass';
 import { WorkQueue } from './queue';
 import { SpecSource } from './spec-source';
 
@@ -132,26 +132,9 @@ export class Controller {
       this.o.store.invalidate();
       const [l, statuses] = await Promise.all([this.specs.specs(), this.o.store.loadAll()]);
       load = l;
-      const known = new Set([...statuses.values()].map((s) => s.containerId).filter((x): x is string => !!x));
-      const snapshot = await observe(this.o.engine, this.o.cfg.instance, known, this.clock.now());
+      const snapshot = await observe(this.o.engine, this.o.cfg.instance, knownContainerIds(statuses), this.clock.now());
       const busy = new Set(this.inflight.keys());
-      const p = makePlan({
-        instance: this.o.cfg.instance,
-        now: this.clock.now(),
-        resultsRoot: this.o.cfg.resultsRoot,
-        specs: load.specs,
-        protectedNames: load.protectedNames,
-        invalid: invalidReasons(load),
-        unreadableFiles: load.unreadableFiles,
-        snapshot,
-        statuses,
-        maxRunning: this.o.cfg.maxRunning,
-        attestIntervalMs: this.o.cfg.attestIntervalMs,
-        ...(this.o.cfg.retryBaseMs !== undefined ? { retryBaseMs: this.o.cfg.retryBaseMs } : {}),
-        ...(this.o.cfg.egress ? { egress: this.o.cfg.egress } : {}),
-        ...(all ? {} : { only: keys }),
-        reservedSlots: this.reserved,
-      });
+      const p = makePlan(planInput(this.o.cfg, load, snapshot, statuses, this.clock.now(), { ...(all ? {} : { only: keys }), reservedSlots: this.reserved }));
       if (all) this.synced = true;
       if (this.o.metrics) {
         this.o.metrics.specErrors.set(load.errors.length);

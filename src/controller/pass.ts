@@ -11,7 +11,9 @@ import type { Snapshot } from '../observe/types';
 import { plan as makePlan } from '../plan/planner';
 import type { Plan } from '../plan/types';
 import { loadSpecs } from '../spec/loader';
+import type { PlanInput } from '../plan/input';
 import type { LoadResult } from '../spec/types';
+import type { AttemptStatus } from '../status/types';
 import { StatusStore } from '../status/store';
 import type { Logger } from '../util/log';
 
@@ -54,18 +56,23 @@ export function resolveResultsRoot(stateDir: string, resultsRoot?: string): stri
   return path.resolve(resultsRoot ?? path.join(stateDir, 'results'));
 }
 
-/** Observe and plan, changing nothing. */
-export async function planPass(cfg: PassConfig, engine: Engine, store: StatusStore): Promise<Omit<PassResult, 'results'>> {
-  const now = cfg.now ?? Date.now;
-  const [load, statuses] = await Promise.all([
-    loadSpecs({ specsDir: cfg.specsDir, resultsRoot: cfg.resultsRoot }),
-    store.loadAll(),
-  ]);
-  const known = new Set([...statuses.values()].map((s) => s.containerId).filter((x): x is string => !!x));
-  const snapshot = await observe(engine, cfg.instance, known, now());
-  const plan = makePlan({
+/** Container ids berth recorded creating: what makes a container from a berth-labeled image ours. */
+export function knownContainerIds(statuses: ReadonlyMap<string, AttemptStatus>): Set<string> {
+  return new Set([...statuses.values()].map((s) => s.containerId).filter((x): x is string => !!x));
+}
+
+/** The planner's input for one pass (or one controller batch, with `extra`). */
+export function planInput(
+  cfg: PassConfig,
+  load: LoadResult,
+  snapshot: Snapshot,
+  statuses: ReadonlyMap<string, AttemptStatus>,
+  now: number,
+  extra: Pick<PlanInput, 'only' | 'reservedSlots'> = {},
+): PlanInput {
+  return {
     instance: cfg.instance,
-    now: now(),
+    now,
     resultsRoot: cfg.resultsRoot,
     specs: load.specs,
     protectedNames: load.protectedNames,
@@ -77,7 +84,19 @@ export async function planPass(cfg: PassConfig, engine: Engine, store: StatusSto
     attestIntervalMs: cfg.attestIntervalMs,
     ...(cfg.retryBaseMs !== undefined ? { retryBaseMs: cfg.retryBaseMs } : {}),
     ...(cfg.egress ? { egress: cfg.egress } : {}),
-  });
+    ...extra,
+  };
+}
+
+/** Observe and plan, changing nothing. */
+export async function planPass(cfg: PassConfig, engine: Engine, store: StatusStore): Promise<Omit<PassResult, 'results'>> {
+  const now = cfg.now ?? Date.now;
+  const [load, statuses] = await Promise.all([
+    loadSpecs({ specsDir: cfg.specsDir, resultsRoot: cfg.resultsRoot }),
+    store.loadAll(),
+  ]);
+  const snapshot = await observe(engine, cfg.instance, knownContainerIds(statuses), now());
+  const plan = makePlan(planInput(cfg, load, snapshot, statuses, now()));
   return { load, snapshot, plan };
 }
 
