@@ -11,6 +11,7 @@
  */
 import { promises as fsp, type Stats } from 'node:fs';
 import * as path from 'node:path';
+import { runBounded } from '../util/pool';
 import type { DocOutcome } from './check-document';
 import { loadFile } from './load-file';
 import type { Roots } from './path-checks';
@@ -103,14 +104,21 @@ async function loadSets(sets: SpecSet[], resultsRoot: string): Promise<LoadRepor
       if (p.rel !== '.') unreadableFiles.add(p.rel);
     }
     const roots: Roots = { specsRoot: set.root, specsReal: await realpathLoose(set.root), resultsRoot: resultsAbs, resultsReal };
-    for (const f of set.files) {
+    // Files load side by side (their reads and fixture scans overlap); results keep file order.
+    const outcomes = await runBounded(set.files, 32, (f) => {
       const file = displayPath(f.abs);
-      files.push(file);
-      const outcome = await loadFile(f, file, roots).catch((err: unknown) => ({
+      return loadFile(f, file, roots).catch((err: unknown) => ({
         docs: [] as DocOutcome[],
         errors: [{ file, line: 1, col: 1, path: '', code: 'io' as const, message: `internal error while loading: ${String(err)}` }],
         unreadable: true,
       }));
+    });
+    for (const [i, f] of set.files.entries()) {
+      const file = displayPath(f.abs);
+      files.push(file);
+      const settled = outcomes[i];
+      if (!settled || settled.status === 'rejected') throw settled?.reason ?? new Error(`no outcome for ${file}`);
+      const outcome = settled.value;
       if (outcome.unreadable) unreadableFiles.add(f.rel);
       else documents += outcome.docs.length;
       errors.push(...outcome.errors);

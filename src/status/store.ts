@@ -7,6 +7,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { readJsonFile, writeFileAtomic } from './atomic-file';
 import type { AttemptStatus } from './types';
+import { runBounded } from '../util/pool';
 
 export class StatusStore {
   private cache: Map<string, AttemptStatus> | undefined;
@@ -29,11 +30,14 @@ export class StatusStore {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     }
-    for (const entry of entries.sort()) {
-      if (!entry.endsWith('.json')) continue;
-      const rec = await readJsonFile<AttemptStatus>(path.join(this.dir, entry));
-      if (rec && rec.name === entry.slice(0, -5)) map.set(rec.name, rec);
-    }
+    const files = entries.filter((e) => e.endsWith('.json') && !e.startsWith('.')).sort();
+    // read side by side (bounded): a thousand small files one after another cost ~200 ms
+    const recs = await runBounded(files, 64, (entry) => readJsonFile<AttemptStatus>(path.join(this.dir, entry)));
+    recs.forEach((r, i) => {
+      if (r.status === 'rejected') throw r.reason;
+      const entry = files[i] ?? '';
+      if (r.value && r.value.name === entry.slice(0, -5)) map.set(r.value.name, r.value);
+    });
     this.cache = map;
     return map;
   }
