@@ -103,7 +103,7 @@ async function loadSets(sets: SpecSet[], resultsRoot: string): Promise<LoadRepor
       errors.push({ file: displayPath(p.abs), line: 1, col: 1, path: '', code: p.code, message: p.message });
       if (p.rel !== '.') unreadableFiles.add(p.rel);
     }
-    const roots: Roots = { specsRoot: set.root, specsReal: await realpathLoose(set.root), resultsRoot: resultsAbs, resultsReal };
+    const roots: Roots = { specsRoot: set.root, specsReal: await realpathLoose(set.root), resultsRoot: resultsAbs, resultsReal, realCache: new Map() };
     // Files load side by side (their reads and fixture scans overlap); results keep file order.
     const outcomes = await runBounded(set.files, 32, (f) => {
       const file = displayPath(f.abs);

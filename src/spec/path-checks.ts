@@ -17,6 +17,8 @@ export interface Roots {
   specsReal: string;
   resultsRoot: string;
   resultsReal: string;
+  /** realpath results of this load (folders shared by many specs are resolved once). */
+  realCache?: Map<string, Promise<string | undefined>>;
 }
 
 export type Checked<T> = { ok: true; value: T } | { ok: false; problems: FixtureProblem[] };
@@ -58,7 +60,7 @@ export async function checkResults(results: string, roots: Roots): Promise<Check
   if (!isInside(roots.resultsRoot, abs)) {
     return fail('path-escape', `results ${JSON.stringify(results)} must stay inside the results root ${roots.resultsRoot}`);
   }
-  const real = await realpathLoose(abs);
+  const real = await realpathLoose(abs, roots.realCache);
   if (!isInside(roots.resultsReal, real)) {
     return fail('path-escape', `results ${JSON.stringify(results)} leaves the results root through a link`);
   }

@@ -17,13 +17,22 @@ export function isWithin(root: string, p: string): boolean {
 }
 
 /** realpath of `p`, or of its longest existing ancestor joined with the rest. Never throws. */
-export async function realpathLoose(p: string): Promise<string> {
+export async function realpathLoose(p: string, cache?: Map<string, Promise<string | undefined>>): Promise<string> {
   const abs = path.resolve(p);
   const rest: string[] = [];
   let cur = abs;
+  const real1 = (q: string): Promise<string | undefined> => {
+    let r = cache?.get(q);
+    if (!r) {
+      r = fsp.realpath(q).catch(() => undefined);
+      cache?.set(q, r);
+    }
+    return r;
+  };
   for (;;) {
     try {
-      const real = await fsp.realpath(cur);
+      const real = await real1(cur);
+      if (real === undefined) throw new Error('missing');
       return rest.length ? path.join(real, ...rest.reverse()) : real;
     } catch {
       const parent = path.dirname(cur);
