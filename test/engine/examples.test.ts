@@ -1,0 +1,61 @@
+/** The example folders as a new user runs them: specs/ converges clean, examples/lifecycle ends 3. */
+import { expect } from 'chai';
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import { LABELS } from '../../src/constants';
+import { docker, requireEngine } from '../support/engine';
+import { Sandbox } from '../support/sandbox';
+
+const REPO = path.resolve(__dirname, '..', '..');
+
+async function useExamples(sb: Sandbox, folder: string): Promise<void> {
+  await fs.rm(sb.specsDir, { recursive: true, force: true });
+  await fs.cp(path.join(REPO, folder), sb.specsDir, { recursive: true });
+}
+
+describe('example specs (real engine)', function () {
+  this.timeout(90_000);
+  before(requireEngine);
+
+  let sb: Sandbox;
+  beforeEach(async function () {
+    sb = await Sandbox.create('ex');
+  });
+  afterEach(async function () {
+    await sb.destroy();
+    const f = JSON.stringify({ label: [`${LABELS.instance}=${sb.instance}`] });
+    expect(await docker.listContainers({ all: true, filters: f }), 'berth clean leaves nothing').to.have.length(0);
+  });
+
+  it('specs/: every example succeeds, and a second plan shows no changes', async function () {
+    await useExamples(sb, 'specs');
+    const r = await sb.cli('reconcile', '--once', '--wait');
+    expect(r.code, r.stderr + r.stdout).to.equal(0);
+    expect(r.stdout.split('\n').slice(1).filter(Boolean).every((l) => /\bSucceeded\b/.test(l)), r.stdout).to.equal(true);
+    const plan = await sb.cli('plan', '--detailed-exitcode');
+    expect(plan.code, plan.stdout).to.equal(0);
+    expect(plan.stdout).to.match(/No changes/);
+    expect(await fs.readFile(path.join(sb.resultsRoot, 'egress-allowlist', 'run-1', 'egress.jsonl'), 'utf8')).to.match(/"allowed":false/);
+  });
+
+  it('examples/lifecycle: the right phases, exit 3, results with logs, status and manifest', async function () {
+    await useExamples(sb, 'examples/lifecycle');
+    const r = await sb.cli('reconcile', '--once', '--wait');
+    expect(r.code, r.stderr).to.equal(3);
+    const phase = async (n: string) => {
+      const s = await sb.status(n);
+      return [s?.phase, s?.reason];
+    };
+    expect(await phase('lc-success')).to.deep.equal(['Succeeded', 'Completed']);
+    expect(await phase('lc-failure')).to.deep.equal(['Failed', 'Error']);
+    expect(await phase('lc-timeout')).to.deep.equal(['TimedOut', 'DeadlineExceeded']);
+    expect(await phase('lc-fixture')).to.deep.equal(['Succeeded', 'Completed']);
+    expect(await phase('lc-secret')).to.deep.equal(['Succeeded', 'Completed']);
+    for (const n of ['lc-success', 'lc-failure', 'lc-timeout', 'lc-fixture', 'lc-secret']) {
+      const run = path.join(sb.resultsRoot, n, 'run-1');
+      for (const f of ['logs.txt', 'status.json', 'manifest.json']) await fs.access(path.join(run, f));
+    }
+    expect(await fs.readFile(path.join(sb.resultsRoot, 'lc-fixture', 'run-1', 'results', 'count.txt'), 'utf8')).to.equal('3\n');
+    expect(await fs.readFile(path.join(sb.resultsRoot, 'lc-failure', 'run-1', 'logs.txt'), 'utf8')).to.equal('something broke\n');
+  });
+});
