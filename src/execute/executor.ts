@@ -526,7 +526,9 @@ export class Executor {
   }
 
   private async recordFailure(a: AttemptAction, op: Operation, msg: string): Promise<void> {
-    if (op.type !== 'create-container' && op.type !== 'start' && op.type !== 'create-network' && op.type !== 'create-volume') return;
+    const provisioning =
+      op.type === 'create-container' || op.type === 'start' || op.type === 'create-network' || op.type === 'create-volume' || (op.type === 'create-sidecar' && !op.restart);
+    if (!provisioning) return;
     await this.update(a, (r) => ({ ...r, phase: 'Pending', reason: REASONS.createFailed, message: msg }));
   }
 }
