@@ -1,0 +1,565 @@
+/**
+ * `make bench`: berth against the engine's floor (the raw Engine API over the unix socket) and
+ * its peers (`docker run`, docker-compose 1.29), in the same run, as ratios. See BENCHMARKS.md.
+ *
+ *   node --import tsx bench/run.ts
+ *
+ * Environment:
+ *   BENCH_ROUNDS       rounds of each alternating comparison (default 5; 1 for a quick run)
+ *   BENCH_SIZES        no-op pass sizes (default 10,200,1000)
+ *   BENCH_DROPS        drop-to-running samples (default 20)
+ *   BENCH_DROPS_AT_MAX drop-to-running samples with the controller at the largest size (default 5)
+ *   BENCH_ONLY         comma list of cold,drop,noop,resources: a partial run, written to
+ *                      bench/results/partial.*.tmp instead of latest.*
+ *   BENCH_PROFILE=1    also take CPU profiles (untimed extra runs under `node --cpu-prof`: berth's
+ *                      cold start and clean of 50, a no-op pass at the largest size in-process and
+ *                      as a CLI, the controller at the largest size) into BENCH_PROFILE_DIR
+ *                      (default: a berth-bench-profiles-<run id> folder in the temp dir, kept),
+ *                      and add a summary of each to the report
+ *
+ * Everything the bench creates carries `dev.berth.bench=<run id>` or belongs to a berth instance
+ * `bench-<run id>-*`, and is removed by label in a `finally`, also when a step fails.
+ */
+import { execFileSync } from 'node:child_process';
+import { promises as fs } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { cleanupRun } from './lib/cleanup';
+import { RawEngine } from './lib/engine';
+import { BenchRun } from './lib/fixture';
+import { markdownTable, spread, svgChart, verdictOf, type Row } from './lib/report';
+import { fmtMs, pairedRatio, summarize, type Summary } from './lib/stats';
+import { berth, killLiveChildren, REPO, run as runCmd } from './lib/proc';
+import { coldRounds, profileColdBerth, type ColdSamples } from './workloads/cold';
+import { renderProfile, summarizeProfile, type ProfileSummary } from './lib/profile';
+import { controllerAt1000, dropToRunning, profileController, type ControllerAt1000, type DropSamples } from './workloads/controller';
+import { noopScales, type NoopResult } from './workloads/noop';
+
+const TARGETS = {
+  coldVsFloor: 1.15,
+  noopVsFloor: 1.5,
+  teardownVsFloor: 1.15,
+  dropOverheadMs: 150,
+  rssMb: 150,
+  /** "~0 CPU idle": at most 1% of one core. */
+  idleCpuPct: 1,
+};
+
+function envInt(name: string, def: number, min = 1): number {
+  const v = process.env[name];
+  if (v === undefined || v === '') return def;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < min) throw new Error(`${name}=${v}: expected an integer >= ${min}`);
+  return n;
+}
+
+const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
+
+interface Machine {
+  nproc: number;
+  cpu: string;
+  memoryGiB: number;
+  kernel: string;
+  engine: string;
+  apiVersion: string;
+  storageDriver: string;
+  cgroup: string;
+  compose: string;
+  node: string;
+  berthCommit: string;
+}
+
+async function machine(engine: RawEngine): Promise<Machine> {
+  const v = await engine.version();
+  const info = await engine.info();
+  const compose = (await runCmd('docker-compose', ['version', '--short'])).stdout.trim();
+  let commit = 'unknown';
+  try {
+    commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: REPO, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src'], { cwd: REPO, encoding: 'utf8' }).trim();
+    if (dirty) commit += ' + uncommitted changes in src/';
+  } catch {
+    /* not a checkout */
+  }
+  return {
+    nproc: os.availableParallelism(),
+    cpu: os.cpus()[0]?.model ?? 'unknown',
+    memoryGiB: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
+    kernel: os.release(),
+    engine: v.Version,
+    apiVersion: v.ApiVersion,
+    storageDriver: info.Driver,
+    cgroup: `v${info.CgroupVersion ?? '?'} (${info.CgroupDriver ?? '?'})`,
+    compose,
+    node: process.version,
+    berthCommit: commit,
+  };
+}
+
+async function preflight(engine: RawEngine): Promise<void> {
+  try {
+    await engine.ping();
+  } catch (err) {
+    throw new Error(`no Docker engine answers on ${engine.socketPath} (${(err as Error).message}): run ./scripts/bench-deps.sh (make bench does)`);
+  }
+  const img = await engine.request('GET', '/images/berth%2Fbusybox:local/json');
+  if (img.status !== 200) throw new Error('image berth/busybox:local is missing: run ./scripts/images.sh (make bench does)');
+  try {
+    await runCmd('docker-compose', ['version', '--short']);
+  } catch (err) {
+    throw new Error(`docker-compose is missing or broken (${(err as Error).message.split('\n')[0]}): run ./scripts/bench-deps.sh (make bench does)`);
+  }
+  try {
+    await runCmd('docker', ['version', '--format', '{{.Client.Version}}']);
+  } catch (err) {
+    throw new Error(`the docker CLI is missing (${(err as Error).message.split('\n')[0]})`);
+  }
+  await fs.access(path.join(REPO, 'dist', 'cli', 'index.js')).catch(() => {
+    throw new Error('berth is not built (dist/cli/index.js): run npm run build (make bench does)');
+  });
+  const v = await berth(['--version']);
+  if (v.code !== 0) throw new Error('node bin/berth.js --version failed');
+}
+
+interface Results {
+  profiles: { title: string; file: string }[];
+  /** `node bin/berth.js --version` and `node -e 0`, alternating: what start-up costs berth's CLI. */
+  startup?: { berthVersion: number[]; bareNode: number[] };
+  cold?: ColdSamples;
+  noop?: NoopResult;
+  drop?: DropSamples;
+  at1000?: ControllerAt1000;
+  clean1000Ms?: number;
+}
+
+function coldRows(c: ColdSamples, rows: Row[]): void {
+  const s = (xs: number[]) => summarize(xs);
+  const r1 = pairedRatio(c.start.berth, c.start.raw);
+  rows.push({
+    id: 'cold-vs-floor',
+    workload: 'Cold start, 50 attempts, 8 in flight',
+    berth: spread(s(c.start.berth)),
+    reference: 'raw Engine API create+start (floor)',
+    refValue: spread(s(c.start.raw)),
+    ratio: r1,
+    target: `≤ ${TARGETS.coldVsFloor}×`,
+    verdict: verdictOf(r1.median <= TARGETS.coldVsFloor),
+    chart: { label: 'cold start 50 vs raw API', target: TARGETS.coldVsFloor },
+  });
+  const r2 = pairedRatio(c.start.berth, c.start.compose);
+  rows.push({
+    id: 'cold-vs-compose',
+    workload: 'Cold start, 50 attempts, 8 in flight',
+    berth: spread(s(c.start.berth)),
+    reference: 'docker-compose up -d (its default parallelism: all 50 in flight, see BENCHMARKS.md)',
+    refValue: spread(s(c.start.compose)),
+    ratio: r2,
+    target: '< 1× (faster)',
+    verdict: verdictOf(r2.median < 1),
+    chart: { label: 'cold start 50 vs docker-compose', target: 1 },
+  });
+  const r3 = pairedRatio(c.start.berth, c.start.dockerRun);
+  rows.push({
+    id: 'cold-vs-docker-run',
+    workload: 'Cold start, 50 attempts, 8 in flight',
+    berth: spread(s(c.start.berth)),
+    reference: '`docker run -d` ×50, 8 in parallel',
+    refValue: spread(s(c.start.dockerRun)),
+    ratio: r3,
+    target: '—',
+    verdict: 'info',
+    chart: { label: 'cold start 50 vs docker run loop' },
+  });
+  const r5 = pairedRatio(c.start.berthInProcess, c.start.raw);
+  rows.push({
+    id: 'cold-inprocess-vs-floor',
+    workload: 'Cold start, 50 attempts, 8 in flight — berth in-process (no node start-up)',
+    berth: spread(s(c.start.berthInProcess)),
+    reference: 'raw Engine API create+start (floor)',
+    refValue: spread(s(c.start.raw)),
+    ratio: r5,
+    target: '—',
+    verdict: 'info',
+    chart: { label: 'cold start 50, in-process, vs raw API' },
+  });
+  const r4 = pairedRatio(c.noop50.berthCli, c.noop50.compose);
+  rows.push({
+    id: 'noop50-vs-compose',
+    workload: 'No-op pass at 50 running (CLI)',
+    berth: spread(s(c.noop50.berthCli)),
+    reference: 'docker-compose no-op up -d',
+    refValue: spread(s(c.noop50.compose)),
+    ratio: r4,
+    target: '—',
+    verdict: 'info',
+    chart: { label: 'no-op at 50 (CLI) vs docker-compose' },
+  });
+}
+
+function teardownRows(c: ColdSamples, rows: Row[]): void {
+  const r1 = pairedRatio(c.teardown.berth, c.teardown.raw);
+  rows.push({
+    id: 'teardown-vs-floor',
+    workload: 'Teardown of 50 running',
+    berth: `berth clean: ${spread(summarize(c.teardown.berth))}`,
+    reference: 'raw API list + force-remove, 8 in flight (floor)',
+    refValue: spread(summarize(c.teardown.raw)),
+    ratio: r1,
+    target: `≤ ${TARGETS.teardownVsFloor}×`,
+    verdict: verdictOf(r1.median <= TARGETS.teardownVsFloor),
+    chart: { label: 'teardown 50 vs raw API', target: TARGETS.teardownVsFloor },
+  });
+  const r3 = pairedRatio(c.teardown.berthInProcess, c.teardown.raw);
+  rows.push({
+    id: 'teardown-inprocess-vs-floor',
+    workload: 'Teardown of 50 running — berth in-process (no node start-up)',
+    berth: `berth clean: ${spread(summarize(c.teardown.berthInProcess))}`,
+    reference: 'raw API list + force-remove, 8 in flight (floor)',
+    refValue: spread(summarize(c.teardown.raw)),
+    ratio: r3,
+    target: '—',
+    verdict: 'info',
+    chart: { label: 'teardown 50, in-process, vs raw API' },
+  });
+  const r2 = pairedRatio(c.teardown.berth, c.teardown.compose);
+  rows.push({
+    id: 'teardown-vs-compose',
+    workload: 'Teardown of 50 running',
+    berth: `berth clean: ${spread(summarize(c.teardown.berth))}`,
+    reference: 'docker-compose down',
+    refValue: spread(summarize(c.teardown.compose)),
+    ratio: r2,
+    target: '—',
+    verdict: 'info',
+    chart: { label: 'teardown 50 vs docker-compose down' },
+  });
+}
+
+function noopRows(n: NoopResult, rows: Row[]): void {
+  const largest = n.scales[n.scales.length - 1];
+  for (const sc of n.scales) {
+    const isMax = sc === largest;
+    const r = pairedRatio(sc.inproc, sc.floor);
+    rows.push({
+      id: `noop${sc.n}-inproc`,
+      workload: `No-op pass at ${sc.n.toLocaleString('en')} finished, in-process`,
+      berth: spread(summarize(sc.inproc)),
+      reference: 'the pass’s 4 label-filtered lists, raw API (floor)',
+      refValue: spread(summarize(sc.floor)),
+      ratio: r,
+      target: isMax ? `≤ ${TARGETS.noopVsFloor}×` : '—',
+      verdict: isMax ? verdictOf(r.median <= TARGETS.noopVsFloor) : 'info',
+      chart: { label: `no-op pass at ${sc.n} (in-process) vs lists`, ...(isMax ? { target: TARGETS.noopVsFloor } : {}) },
+    });
+  }
+  if (largest) {
+    const r = pairedRatio(largest.cli, largest.floor);
+    rows.push({
+      id: `noop${largest.n}-cli`,
+      workload: `No-op pass at ${largest.n.toLocaleString('en')} finished, CLI process (node start-up included)`,
+      berth: spread(summarize(largest.cli)),
+      reference: 'the pass’s 4 label-filtered lists, raw API (floor)',
+      refValue: spread(summarize(largest.floor)),
+      ratio: r,
+      target: '—',
+      verdict: 'info',
+      chart: { label: `no-op pass at ${largest.n} (CLI) vs lists` },
+    });
+  }
+  const calls = n.scales.map((sc) => sc.calls);
+  const all = calls.flat();
+  const fixed = all.length > 0 && all.every((c) => c === all[0]);
+  rows.push({
+    id: 'noop-calls',
+    workload: 'Engine calls per no-op pass',
+    berth: n.scales.map((sc) => `${[...new Set(sc.calls)].join('/')} at ${sc.n.toLocaleString('en')}`).join(', '),
+    reference: '—',
+    refValue: '—',
+    target: 'the same at every size',
+    verdict: verdictOf(fixed),
+  });
+}
+
+function dropRows(d: DropSamples, at1000: ControllerAt1000 | undefined, rows: Row[]): void {
+  const floor = summarize(d.floor);
+  const overhead = summarize(d.berth.map((x) => x - floor.median));
+  const ratio = summarize(d.berth.map((x) => x / floor.median));
+  rows.push({
+    id: 'drop-overhead',
+    workload: `Drop-to-running overhead, controller (${d.berth.length} drops)`,
+    berth: `median ${fmtMs(overhead.median)}, p95 ${fmtMs(overhead.p95)} (spec written → started: ${fmtMs(summarize(d.berth).median)})`,
+    reference: 'raw create+start of one container (start event)',
+    refValue: spread(floor),
+    ratio,
+    target: `overhead median ≤ ${TARGETS.dropOverheadMs} ms`,
+    verdict: verdictOf(overhead.median <= TARGETS.dropOverheadMs),
+    chart: { label: 'drop-to-running vs raw create+start' },
+  });
+  if (at1000 && at1000.drops.berth.length) {
+    const o2 = summarize(at1000.drops.berth.map((x) => x - floor.median));
+    rows.push({
+      id: 'drop-overhead-1000',
+      workload: `Drop-to-running overhead, controller watching ${at1000.specs.toLocaleString('en')} (${o2.n} drops)`,
+      berth: `median ${fmtMs(o2.median)}, p95 ${fmtMs(o2.p95)}`,
+      reference: 'raw create+start of one container (start event)',
+      refValue: spread(floor),
+      ratio: summarize(at1000.drops.berth.map((x) => x / floor.median)),
+      target: '—',
+      verdict: 'info',
+      chart: { label: `drop-to-running at ${at1000.specs} vs raw` },
+    });
+  }
+}
+
+function resourceRows(r: ControllerAt1000, rows: Row[]): void {
+  const mb = r.rssPeakKb / 1024;
+  rows.push({
+    id: 'controller-rss',
+    workload: `Controller watching ${r.specs.toLocaleString('en')} specs: peak RSS (VmHWM)`,
+    berth: `${mb.toFixed(0)} MB (peak before the drops ${(r.rssPeakBeforeDropsKb / 1024).toFixed(0)} MB; idle RSS ${(r.rssIdleKb / 1024).toFixed(0)} MB)`,
+    reference: '—',
+    refValue: '—',
+    target: `≤ ${TARGETS.rssMb} MB`,
+    verdict: verdictOf(mb <= TARGETS.rssMb),
+  });
+  const pct = (r.idleCpuMs / r.idleWindowMs) * 100;
+  rows.push({
+    id: 'controller-idle-cpu',
+    workload: `Controller watching ${r.specs.toLocaleString('en')} specs: CPU while idle`,
+    berth: `${r.idleCpuMs.toFixed(0)} ms over ${(r.idleWindowMs / 1000).toFixed(1)} s = ${pct.toFixed(2)}% of a core`,
+    reference: '—',
+    refValue: '—',
+    target: `~0 (≤ ${TARGETS.idleCpuPct}% of a core)`,
+    verdict: verdictOf(pct <= TARGETS.idleCpuPct),
+  });
+  rows.push({
+    id: 'controller-ready',
+    workload: `Controller watching ${r.specs.toLocaleString('en')} specs: start-up + first pass until idle`,
+    berth: fmtMs(r.readyMs),
+    reference: '—',
+    refValue: '—',
+    target: '—',
+    verdict: 'info',
+  });
+}
+
+function details(res: Results): string {
+  const out: string[] = [];
+  if (res.startup) {
+    const b = summarize(res.startup.berthVersion);
+    const n = summarize(res.startup.bareNode);
+    out.push(
+      `CLI start-up, included in every berth CLI figure: \`node bin/berth.js --version\` ${spread(b)} vs \`node -e 0\` ${spread(n)}: loading berth's modules costs ${fmtMs(b.median - n.median)} per command.\n`,
+    );
+  }
+  if (res.noop) {
+    out.push('### No-op pass: where the time goes (in-process, median of rounds)\n');
+    out.push('| attempts | seeding (`reconcile --once --wait`) | pass | load specs | load status records | engine lists (observe) | floor lists | CLI pass | calls by op |');
+    out.push('|---:|---:|---:|---:|---:|---:|---:|---:|---|');
+    for (const sc of res.noop.scales) {
+      const m = (xs: number[]) => fmtMs(summarize(xs).median);
+      const ops = Object.entries(sc.callsByOp).map(([k, v]) => `${k} ${v}`).join(', ');
+      out.push(`| ${sc.n} | ${fmtMs(sc.seedMs)} | ${m(sc.inproc)} | ${m(sc.breakdown.loadSpecs)} | ${m(sc.breakdown.loadStatus)} | ${m(sc.breakdown.observe)} | ${m(sc.floor)} | ${m(sc.cli)} | ${ops} |`);
+    }
+    out.push('');
+  }
+  if (res.clean1000Ms !== undefined && res.noop) {
+    const n = res.noop.scales[res.noop.scales.length - 1]?.n ?? 0;
+    out.push(`\`berth clean\` of the ${n.toLocaleString('en')} finished attempts (clean-up, one sample): ${fmtMs(res.clean1000Ms)}.\n`);
+  }
+  return out.join('\n');
+}
+
+async function main(): Promise<void> {
+  const t0 = Date.now();
+  const rounds = envInt('BENCH_ROUNDS', 5);
+  const sizes = (process.env.BENCH_SIZES ?? '10,200,1000').split(',').map((x) => Number(x.trim()));
+  if (sizes.some((x) => !Number.isInteger(x) || x < 1) || sizes.some((x, i) => i > 0 && x <= (sizes[i - 1] as number))) {
+    throw new Error(`BENCH_SIZES=${process.env.BENCH_SIZES}: expected increasing positive integers`);
+  }
+  const dropN = envInt('BENCH_DROPS', 20);
+  const dropsAtMax = envInt('BENCH_DROPS_AT_MAX', 5, 0);
+  const only = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',').map((s) => s.trim())) : undefined;
+  const want = (w: string) => !only || only.has(w);
+  if (only) for (const w of only) if (!['cold', 'drop', 'noop', 'resources'].includes(w)) throw new Error(`BENCH_ONLY: unknown workload ${w}`);
+  if (want('resources') && !want('noop')) throw new Error('BENCH_ONLY: resources needs noop (the controller watches its attempts)');
+
+  const loadStart = os.loadavg();
+  const engine = new RawEngine();
+  await preflight(engine);
+  const m = await machine(engine);
+  const run = new BenchRun();
+  await run.init();
+  log(`run ${run.id}: ${rounds} rounds; engine ${m.engine} (API ${m.apiVersion}), docker-compose ${m.compose}, ${m.nproc} cores, ${m.memoryGiB} GiB`);
+
+  // One clean-up, whoever asks first (the run's finally, or a signal); it first ends the
+  // children still running, so nothing it starts itself is ended by anyone.
+  let cleaning: Promise<void> | undefined;
+  const cleanupOnce = () =>
+    (cleaning ??= (async () => {
+      killLiveChildren();
+      await cleanupRun(engine, run, log);
+    })());
+  let interrupted = false;
+  const onSignal = (sig: NodeJS.Signals) => {
+    if (interrupted) return;
+    interrupted = true;
+    log(`${sig}: stopping the bench's children and cleaning up`);
+    cleanupOnce().then(
+      () => process.exit(130),
+      (err: Error) => {
+        log(err.message);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+
+  const profileDir = process.env.BENCH_PROFILE === '1' ? (process.env.BENCH_PROFILE_DIR ?? path.join(os.tmpdir(), `berth-bench-profiles-${run.id}`)) : undefined;
+  if (profileDir) {
+    await fs.mkdir(profileDir, { recursive: true });
+    log(`CPU profiles go to ${profileDir}`);
+  }
+  const res: Results = { profiles: [] };
+  let failure: unknown;
+  try {
+    const startup = { berthVersion: [] as number[], bareNode: [] as number[] };
+    for (let i = 0; i < Math.max(5, rounds); i++) {
+      startup.bareNode.push((await runCmd(process.execPath, ['-e', '0'])).ms);
+      startup.berthVersion.push((await berth(['--version'])).ms);
+    }
+    res.startup = startup;
+    if (want('cold')) {
+      res.cold = await coldRounds(engine, run, rounds, log);
+      if (profileDir) {
+        log('profiling berth: cold start and clean of 50 (untimed)');
+        const p = await profileColdBerth(engine, run, profileDir);
+        res.profiles.push({ title: 'berth reconcile --once, cold start of 50 (CLI process)', file: p.up }, { title: 'berth clean of 50 running (CLI process)', file: p.clean });
+      }
+    }
+    if (want('drop')) {
+      log(`drop-to-running: ${dropN} spec files dropped into a running controller's folder`);
+      res.drop = await dropToRunning(engine, run, dropN, log);
+    }
+    if (want('noop')) {
+      res.noop = await noopScales(engine, run, sizes, rounds, log, profileDir);
+      const n = sizes[sizes.length - 1] as number;
+      if (res.noop.profiles) {
+        res.profiles.push(
+          { title: `no-op pass at ${n}, in-process (reconcilePass)`, file: res.noop.profiles.inproc },
+          { title: `no-op pass at ${n}, CLI process`, file: res.noop.profiles.cli },
+        );
+      }
+    }
+    if (want('resources') && res.noop) {
+      const n = sizes[sizes.length - 1] as number;
+      log(`controller watching ${n} specs: idle CPU over 10 s, peak RSS${dropsAtMax ? `, ${dropsAtMax} drops` : ''}`);
+      res.at1000 = await controllerAt1000(engine, run, res.noop.sandbox, n, dropsAtMax, log);
+      if (profileDir) {
+        log(`profiling the controller watching ${n} specs: start-up, first pass, 3 drops (untimed)`);
+        const file = await profileController(engine, run, res.noop.sandbox, n, 3, profileDir, log);
+        res.profiles.push({ title: `controller watching ${n} specs: start-up, first pass, 3 drops`, file });
+      }
+    }
+    if (res.noop) {
+      const c = await berth(['clean', ...res.noop.sandbox.globalArgs('warn')]);
+      res.clean1000Ms = c.ms;
+    }
+  } catch (err) {
+    failure = err;
+  } finally {
+    try {
+      await cleanupOnce();
+    } catch (err) {
+      failure ??= err;
+      log((err as Error).message);
+    }
+    engine.agent.destroy();
+  }
+  if (interrupted) return; // the signal handler exits once the clean-up is done
+  if (failure) throw failure;
+
+  const rows: Row[] = [];
+  if (res.cold) coldRows(res.cold, rows);
+  if (res.noop) noopRows(res.noop, rows);
+  if (res.cold) teardownRows(res.cold, rows);
+  if (res.drop) dropRows(res.drop, res.at1000, rows);
+  if (res.at1000) resourceRows(res.at1000, rows);
+
+  const profileSummaries: { title: string; summary: ProfileSummary }[] = [];
+  for (const p of res.profiles) {
+    try {
+      profileSummaries.push({ title: p.title, summary: summarizeProfile(p.file) });
+    } catch (err) {
+      log(`profile ${p.file}: ${(err as Error).message}`);
+    }
+  }
+  const profileMd = profileSummaries.length
+    ? ['### CPU profiles (`BENCH_PROFILE=1`, untimed extra runs)', '', `Files in \`${profileDir}\`.`, '', ...profileSummaries.map((p) => renderProfile(p.title, p.summary))].join('\n')
+    : '';
+  const loadEnd = os.loadavg();
+  // The bench itself loads the machine (50 container starts at once): only the load before it
+  // started says whether other work shared the machine.
+  const busy = (loadStart[0] ?? 0) > m.nproc;
+  const loadLine = `Load average (1, 5, 15 min) before the run ${loadStart.map((x) => x.toFixed(1)).join(', ')}, after it ${loadEnd.map((x) => x.toFixed(1)).join(', ')} (the bench's own container starts count in it)${busy ? ` — **other work was running when the bench started (load above ${m.nproc} cores): absolute figures are noisy; the paired ratios less so**` : ''}.`;
+  const durationS = Math.round((Date.now() - t0) / 1000);
+  const when = new Date().toISOString();
+  const machineLine = `${m.nproc} cores (${m.cpu}), ${m.memoryGiB} GiB; Docker Engine ${m.engine} (API ${m.apiVersion}, ${m.storageDriver}, cgroup ${m.cgroup}); docker-compose ${m.compose}; Node ${m.node}; kernel ${m.kernel}; berth ${m.berthCommit}`;
+  const table = markdownTable(rows);
+  const misses = rows.filter((r) => r.verdict === 'MISS');
+  const md = [
+    `## berth benchmark — ${when}${only ? ` (partial: ${[...only].join(', ')})` : ''}`,
+    '',
+    `Run \`${run.id}\`, ${rounds} round${rounds === 1 ? '' : 's'}, ${durationS} s. Machine: ${machineLine}.`,
+    '',
+    loadLine,
+    '',
+    'Ratios are berth ÷ reference, paired by round (round *i* of berth over round *i* of the reference), median and min–max over rounds; contenders alternate in an order that rotates every round.',
+    '',
+    table,
+    details(res),
+    profileMd,
+    `**${rows.filter((r) => r.verdict === 'PASS').length} PASS, ${misses.length} MISS**${misses.length ? `: ${misses.map((r) => r.id).join(', ')}` : ''}.`,
+    '',
+  ].join('\n');
+  process.stdout.write(md);
+
+  const outDir = path.join(REPO, 'bench', 'results');
+  await fs.mkdir(outDir, { recursive: true });
+  const base = only ? 'partial' : 'latest';
+  const suffix = only ? '.tmp' : '';
+  const summ = (xs: number[]): Summary => summarize(xs);
+  const json = {
+    runId: run.id,
+    at: when,
+    durationS,
+    rounds,
+    partial: only ? [...only] : null,
+    machine: m,
+    loadAverage: { start: loadStart, end: loadEnd },
+    targets: TARGETS,
+    rows: rows.map(({ chart: _c, ...r }) => r),
+    raw: {
+      cold: res.cold && { ...res.cold, summary: Object.fromEntries(Object.entries(res.cold.start).map(([k, v]) => [k, summ(v)])) },
+      noop: res.noop && {
+        instanceSize: res.noop.scales.map((s) => s.n),
+        scales: res.noop.scales.map((s) => ({ ...s, summary: { inproc: summ(s.inproc), cli: summ(s.cli), floor: summ(s.floor) } })),
+      },
+      drop: res.drop,
+      startup: res.startup,
+      controllerAtMax: res.at1000,
+      cleanMaxMs: res.clean1000Ms,
+    },
+    profiles: profileSummaries,
+  };
+  await fs.writeFile(path.join(outDir, `${base}.json${suffix}`), JSON.stringify(json, null, 1) + '\n');
+  await fs.writeFile(path.join(outDir, `${base}.md${suffix}`), md);
+  await fs.writeFile(path.join(outDir, `${base}.svg${suffix}`), svgChart(rows, `berth vs the engine's floor and its peers — ${when.slice(0, 10)}, ${rounds} rounds`));
+  log(`wrote bench/results/${base}.{md,json,svg}${suffix} in ${durationS} s`);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`[bench] FAILED: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exitCode = 1;
+});
