@@ -33,7 +33,9 @@ export class ControllerMetrics {
   readonly specErrors = new Gauge({ name: 'berth_spec_errors', help: 'Spec errors in the last load of the specs folder', registers: [this.registry] });
 
   constructor(opts: { processMetrics?: boolean } = {}) {
-    if (opts.processMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: 'berth_' });
+    // Process metrics only when served; their event-loop lag probe samples once a second, not
+    // every 10 ms, so an idle controller stays idle.
+    if (opts.processMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: 'berth_', eventLoopMonitoringPrecision: 1000 });
     for (const p of PHASES) this.attempts.set({ phase: p }, 0);
   }
 

@@ -17,7 +17,7 @@ import type { ReconcileOptions } from './reconcile';
 
 export async function runController(ctx: Context, o: ReconcileOptions, signal?: AbortSignal): Promise<number> {
   const cfg = passConfig(ctx, o);
-  const metrics = new ControllerMetrics();
+  const metrics = new ControllerMetrics({ processMetrics: !!o.metricsAddr });
   const engine = instrumentEngine(ctx.engine(), metrics.engineListener);
   try {
     await engine.ping();

@@ -105,7 +105,8 @@ export async function runReconcile(ctx: Context, o: ReconcileOptions): Promise<n
     waker?.close();
   }
   if (o.wait && ctx.io.isTTY) ctx.io.err('\n');
-  const rows = await collectRows(ctx);
+  // The table (and the exit codes that read it) only with --wait: a lone pass loads nothing twice.
+  const rows = o.wait ? await collectRows(ctx) : [];
   if (o.wait) ctx.io.out(renderRows(rows, false));
   if (last && last.load.errors.length) return EXIT.usage;
   if (o.wait && rows.some((r) => r.phase === 'Failed' || r.phase === 'TimedOut')) return EXIT.attemptsFailed;
