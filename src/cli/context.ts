@@ -2,8 +2,9 @@
 import os from 'node:os';
 import path from 'node:path';
 import { DEFAULTS } from '../constants';
-import { resolveResultsRoot, type PassConfig } from '../controller/pass';
-import { createDockerEngine } from '../engine/docker';
+import type { PassConfig } from '../controller/pass';
+import { resolveResultsRoot } from '../plan/results';
+import type * as DockerEngine from '../engine/docker';
 import type { Engine } from '../engine/types';
 import { CallCounter, instrumentEngine } from '../engine/wrap';
 import { StatusStore } from '../status/store';
@@ -55,7 +56,8 @@ export function makeContext(g: GlobalOptions, io: Io, opts: { engine?: Engine; e
     env: opts.env ?? process.env,
     calls,
     engine() {
-      engine ??= instrumentEngine(opts.engine ?? createDockerEngine(), calls.listener);
+      // dockerode (and its SSH and gRPC stacks) loads only for commands that talk to the engine
+      engine ??= instrumentEngine(opts.engine ?? (require('../engine/docker') as typeof DockerEngine).createDockerEngine(), calls.listener);
       return engine;
     },
     store() {

@@ -1,18 +1,19 @@
 /**
- * berth's command line. Registers the commands; a command is a plain async function that
- * returns an exit code (tests call them directly). Only this file calls process.exit.
+ * berth's command line. Registers the commands and loads each one's modules only when it runs
+ * (start-up is part of every command's cost); a command is a plain async function that returns
+ * an exit code (tests call them directly). Only this file calls process.exit.
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { EXIT } from '../constants';
-import { runClean } from './commands/clean';
-import { runDescribe } from './commands/describe';
-import { runGet } from './commands/get';
-import { runLogs } from './commands/logs';
-import { runPlan } from './commands/plan';
-import { runReconcile } from './commands/reconcile';
-import { runValidate } from './commands/validate';
+import type * as CleanCmd from './commands/clean';
+import type * as DescribeCmd from './commands/describe';
+import type * as GetCmd from './commands/get';
+import type * as LogsCmd from './commands/logs';
+import type * as PlanCmd from './commands/plan';
+import type * as ReconcileCmd from './commands/reconcile';
+import type * as ValidateCmd from './commands/validate';
 import { makeContext, UsageError, type GlobalOptions } from './context';
 import { processIo, type Io } from './io';
 
@@ -60,7 +61,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
     .action(async (paths: string[], o: { output: 'text' | 'json' }, cmd: Command) => {
       const c = ctx(cmd);
-      await done(runValidate(paths.length ? paths : [c.specsDir], { output: o.output, resultsRoot: c.resultsRoot }, io));
+      await done((require('./commands/validate') as typeof ValidateCmd).runValidate(paths.length ? paths : [c.specsDir], { output: o.output, resultsRoot: c.resultsRoot }, io));
     });
 
   program
@@ -72,7 +73,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--egress-proxy-image <image>', 'image of the egress proxy sidecar (same contract as docs/EGRESS.md)')
     .option('--egress-network <name>', 'existing network the egress proxy reaches out through (default: one per attempt)')
     .action(async (o, cmd: Command) => {
-      await done(runPlan(ctx(cmd), o));
+      await done((require('./commands/plan') as typeof PlanCmd).runPlan(ctx(cmd), o));
     });
 
   program
@@ -91,7 +92,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--retry-backoff <seconds>', 'first back-off before retrying a failed run (doubles, capped at 6 min)', int('--retry-backoff', 0), 10)
     .action(async (o, cmd: Command) => {
       if (o.wait && !o.once) throw new UsageError('--wait goes with --once');
-      await done(runReconcile(ctx(cmd), o));
+      await done((require('./commands/reconcile') as typeof ReconcileCmd).runReconcile(ctx(cmd), o));
     });
 
   program
@@ -101,7 +102,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('-l, --selector <key=value>', 'filter by spec labels (repeatable, or comma-separated)', collect)
     .addOption(new Option('-o, --output <format>', 'output format').choices(['wide', 'json', 'yaml']))
     .action(async (name: string | undefined, o, cmd: Command) => {
-      await done(runGet(ctx(cmd), name, o));
+      await done((require('./commands/get') as typeof GetCmd).runGet(ctx(cmd), name, o));
     });
 
   program
@@ -109,7 +110,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .description('everything about one attempt')
     .argument('<name>')
     .action(async (name: string, _o, cmd: Command) => {
-      await done(runDescribe(ctx(cmd), name));
+      await done((require('./commands/describe') as typeof DescribeCmd).runDescribe(ctx(cmd), name));
     });
 
   program
@@ -118,7 +119,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .argument('<name>')
     .option('-f, --follow', 'follow the log')
     .action(async (name: string, o, cmd: Command) => {
-      await done(runLogs(ctx(cmd), name, o));
+      await done((require('./commands/logs') as typeof LogsCmd).runLogs(ctx(cmd), name, o));
     });
 
   program
@@ -126,7 +127,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .description('remove every resource of this instance (results stay)')
     .option('--keep-state', 'keep the status records')
     .action(async (o, cmd: Command) => {
-      await done(runClean(ctx(cmd), o));
+      await done((require('./commands/clean') as typeof CleanCmd).runClean(ctx(cmd), o));
     });
 
   return program;

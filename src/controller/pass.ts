@@ -3,7 +3,6 @@
  * snapshot of the engine, plan with no I/O, execute the plan. A straight line, as in
  * docker compose's create(): observe → plan → execute.
  */
-import path from 'node:path';
 import { Executor, type ActionResult } from '../execute/executor';
 import type { Engine } from '../engine/types';
 import { observe } from '../observe/snapshot';
@@ -52,9 +51,7 @@ export function invalidReasons(load: LoadResult): Map<string, string> {
   return out;
 }
 
-export function resolveResultsRoot(stateDir: string, resultsRoot?: string): string {
-  return path.resolve(resultsRoot ?? path.join(stateDir, 'results'));
-}
+export { resolveResultsRoot } from '../plan/results';
 
 /** Container ids berth recorded creating: what makes a container from a berth-labeled image ours. */
 export function knownContainerIds(statuses: ReadonlyMap<string, AttemptStatus>): Set<string> {

@@ -13,3 +13,8 @@ export function runDir(resultsRoot: string, results: string, run: number): strin
 export function runResultsDir(resultsRoot: string, results: string, run: number): string {
   return path.join(runDir(resultsRoot, results, run), 'results');
 }
+
+/** The results root: `--results-root`, else `<state>/results`. */
+export function resolveResultsRoot(stateDir: string, resultsRoot?: string): string {
+  return path.resolve(resultsRoot ?? path.join(stateDir, 'results'));
+}

@@ -11,7 +11,7 @@ import { changeCount } from '../../plan/render';
 import { passConfig, type Context } from '../context';
 import { collectRows, renderRows } from './get';
 import { reportLoadErrors } from './shared';
-import { runController } from './controller';
+import type * as ControllerCmd from './controller';
 
 export interface ReconcileOptions {
   once?: boolean;
@@ -40,7 +40,8 @@ function counts(res: PassResult, phases: Map<string, Phase>): string {
 }
 
 export async function runReconcile(ctx: Context, o: ReconcileOptions): Promise<number> {
-  if (!o.once) return runController(ctx, o);
+  // the controller's modules (chokidar, prom-client) load only in controller mode
+  if (!o.once) return (require('./controller') as typeof ControllerCmd).runController(ctx, o);
   const cfg = passConfig(ctx, o);
   const engine = ctx.engine();
   const store = ctx.store();
