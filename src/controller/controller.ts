@@ -129,7 +129,7 @@ export class Controller {
     const keys = new Set(batch.filter((k) => k !== ALL));
     let load: LoadReport;
     try {
-      this.o.store.invalidate();
+      // No invalidate(): this controller holds the instance's lock, so it is the only writer and its copy is current.
       const [l, statuses] = await Promise.all([this.specs.specs(), this.o.store.loadAll()]);
       load = l;
       const snapshot = await observe(this.o.engine, this.o.cfg.instance, knownContainerIds(statuses), this.clock.now());

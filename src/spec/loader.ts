@@ -13,7 +13,7 @@ import { promises as fsp, type Stats } from 'node:fs';
 import * as path from 'node:path';
 import { runBounded } from '../util/pool';
 import type { DocOutcome } from './check-document';
-import { loadFile } from './load-file';
+import { loadFileCached } from './file-cache';
 import type { Roots } from './path-checks';
 import { displayPath, realpathLoose } from './path-util';
 import { ioReason } from './read-spec-file';
@@ -107,7 +107,7 @@ async function loadSets(sets: SpecSet[], resultsRoot: string): Promise<LoadRepor
     // Files load side by side (their reads and fixture scans overlap); results keep file order.
     const outcomes = await runBounded(set.files, 32, (f) => {
       const file = displayPath(f.abs);
-      return loadFile(f, file, roots).catch((err: unknown) => ({
+      return loadFileCached(f, file, roots).catch((err: unknown) => ({
         docs: [] as DocOutcome[],
         errors: [{ file, line: 1, col: 1, path: '', code: 'io' as const, message: `internal error while loading: ${String(err)}` }],
         unreadable: true,
