@@ -12,6 +12,8 @@ export interface EngineResponse {
   body: string;
 }
 
+const REQUEST_TIMEOUT_MS = 120_000;
+
 export class EngineError extends Error {
   constructor(
     readonly method: string,
@@ -52,6 +54,9 @@ export class RawEngine {
         },
       );
       req.on('error', reject);
+      // An engine that stops answering fails the bench loudly instead of hanging it (seen once
+      // here: dockerd stopped answering every call midway through a cold-start round).
+      req.setTimeout(REQUEST_TIMEOUT_MS, () => req.destroy(new Error(`${method} ${path}: the engine did not answer within ${REQUEST_TIMEOUT_MS / 1000} s`)));
       req.end(payload);
     });
   }

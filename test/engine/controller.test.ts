@@ -7,6 +7,7 @@ import path from 'node:path';
 import { LABELS } from '../../src/constants';
 import { startController } from '../support/controller';
 import { docker, requireEngine } from '../support/engine';
+import { containerEvents } from '../support/events';
 import { Sandbox } from '../support/sandbox';
 import { waitFor } from '../support/wait';
 
@@ -95,10 +96,7 @@ describe('controller (real engine, real files)', function () {
       const names = (await containers(sb)).map((x) => x.Labels[LABELS.attempt]).sort();
       expect(names).to.deep.equal(['b', 'c']);
       // nothing was ever created from the truncated file or the backup/swap files
-      const stream = (await docker.getEvents({ since, until: (Date.now() / 1000).toFixed(3), filters: { type: ['container'], event: ['create'], label: [`${LABELS.instance}=${sb.instance}`] } } as never)) as unknown as NodeJS.ReadableStream;
-      let text = '';
-      for await (const chunk of stream) text += String(chunk);
-      expect(text.split('\n').filter(Boolean)).to.have.length(2);
+      expect(await containerEvents(sb.instance, since, 'create')).to.have.length(2);
     } finally {
       await ctl.stop();
     }
@@ -185,9 +183,6 @@ describe('controller (real engine, real files)', function () {
     } finally {
       await ctl.stop();
     }
-    const stream = (await docker.getEvents({ since, until: (Date.now() / 1000).toFixed(3), filters: { type: ['container'], event: ['start'], label: [`${LABELS.instance}=${sb.instance}`] } } as never)) as unknown as NodeJS.ReadableStream;
-    let text = '';
-    for await (const c of stream) text += String(c);
-    expect(text.split('\n').filter(Boolean)).to.have.length(6);
+    expect(await containerEvents(sb.instance, since, 'start')).to.have.length(6);
   });
 });

@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { LABELS } from '../../src/constants';
 import { docker, requireEngine } from '../support/engine';
+import { countByAttempt } from '../support/events';
 import { Sandbox } from '../support/sandbox';
 
 const BIN = path.resolve(__dirname, '..', '..', 'bin', 'berth.js');
@@ -26,22 +27,6 @@ function berth(sb: Sandbox, killAfterMs?: number): Promise<number | null> {
       else reject(new Error(`berth exited ${code}: ${err}`));
     });
   });
-}
-
-async function count(action: string, instance: string, since: number): Promise<Map<string, number>> {
-  const stream = (await docker.getEvents({
-    since,
-    until: (Date.now() / 1000).toFixed(3),
-    filters: { type: ['container'], event: [action], label: [`${LABELS.instance}=${instance}`] },
-  } as never)) as unknown as NodeJS.ReadableStream;
-  let text = '';
-  for await (const c of stream) text += String(c);
-  const out = new Map<string, number>();
-  for (const line of text.split('\n').filter(Boolean)) {
-    const a = (JSON.parse(line) as { Actor: { Attributes: Record<string, string> } }).Actor.Attributes[LABELS.attempt] ?? '';
-    out.set(a, (out.get(a) ?? 0) + 1);
-  }
-  return out;
 }
 
 describe('crash safety (real engine, SIGKILL)', function () {
@@ -72,7 +57,7 @@ describe('crash safety (real engine, SIGKILL)', function () {
     expect(await berth(sb)).to.equal(0);
     expect(await berth(sb)).to.equal(0);
 
-    const starts = await count('start', sb.instance, since);
+    const starts = await countByAttempt(sb.instance, since, 'start');
     for (const n of names) expect(starts.get(n) ?? 0, `starts of ${n}`).to.equal(1);
     const f = (extra: string) => JSON.stringify({ label: [`${LABELS.instance}=${sb.instance}`, extra] });
     for (const n of names) {

@@ -4,20 +4,8 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { LABELS } from '../../src/constants';
 import { docker, requireEngine } from '../support/engine';
+import { containerEvents } from '../support/events';
 import { Sandbox } from '../support/sandbox';
-
-/** Engine events of an instance between two times (seconds), e.g. every container start. */
-async function events(instance: string, since: number, action: string): Promise<{ attempt: string; time: number }[]> {
-  const until = (Date.now() / 1000).toFixed(3);
-  const stream = (await docker.getEvents({ since, until, filters: { type: ['container'], event: [action], label: [`${LABELS.instance}=${instance}`] } } as never)) as unknown as NodeJS.ReadableStream;
-  let text = '';
-  for await (const chunk of stream) text += String(chunk);
-  return text
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as { Actor: { Attributes: Record<string, string> }; timeNano: number })
-    .map((e) => ({ attempt: e.Actor.Attributes[LABELS.attempt] ?? '', time: e.timeNano / 1e6 }));
-}
 
 describe('lifecycle (real engine)', function () {
   this.timeout(90_000);
@@ -125,8 +113,8 @@ describe('lifecycle (real engine)', function () {
     for (const n of ['f', 'b', 'd', 'a', 'e', 'c']) await sb.write(`${n}.yaml`, sb.attempt(`m-${n}`, 'sleep 0.3'));
     const r = await sb.cli('reconcile', '--once', '--wait', '--max-running', '2');
     expect(r.code, r.stderr).to.equal(0);
-    const starts = await events(sb.instance, since, 'start');
-    const dies = await events(sb.instance, since, 'die');
+    const starts = await containerEvents(sb.instance, since, 'start');
+    const dies = await containerEvents(sb.instance, since, 'die');
     expect(starts).to.have.length(6);
     const timeline = [...starts.map((e) => ({ t: e.time, d: 1 })), ...dies.map((e) => ({ t: e.time, d: -1 }))].sort((x, y) => x.t - y.t || x.d - y.d);
     let running = 0;
