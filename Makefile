@@ -28,8 +28,9 @@ images: deps engine
 
 setup: deps build images
 
+# reconcile --wait ends with the `berth get` table
 run: setup
-	$(BERTH) reconcile --specs specs --once --wait; rc=$$?; $(BERTH) get; exit $$rc
+	$(BERTH) reconcile --specs specs --once --wait
 
 test: setup
 	$(NPM) test
