@@ -89,21 +89,9 @@ export class Executor {
     const { engine } = this.deps;
     switch (op.type) {
       case 'create-volume':
-        try {
-          await engine.volumes.create(op.volume);
-        } catch (err) {
-          if (!isConflict(err)) throw err;
-          await this.ownedOrBlock(a, 'volume', (await engine.volumes.inspect(op.volume.name)).labels);
-        }
-        return;
+        return this.createOrAttest(a, 'volume', () => engine.volumes.create(op.volume), async () => (await engine.volumes.inspect(op.volume.name)).labels);
       case 'create-network':
-        try {
-          await engine.networks.create(op.network);
-        } catch (err) {
-          if (!isConflict(err)) throw err;
-          await this.ownedOrBlock(a, 'network', (await engine.networks.inspect(op.network.name)).labels);
-        }
-        return;
+        return this.createOrAttest(a, 'network', () => engine.networks.create(op.network), async () => (await engine.networks.inspect(op.network.name)).labels);
       case 'create-container':
         return this.createContainer(a, op.desired);
       case 'create-sidecar':
@@ -165,6 +153,16 @@ export class Executor {
     const next = f(await this.current(a));
     await this.deps.store.put(next);
     return next;
+  }
+
+  /** Creates a volume or network; a name already taken (409) is fine when it is ours, else the attempt is Blocked. */
+  private async createOrAttest(a: AttemptAction, kind: string, create: () => Promise<unknown>, labelsOfExisting: () => Promise<Record<string, string>>): Promise<void> {
+    try {
+      await create();
+    } catch (err) {
+      if (!isConflict(err)) throw err;
+      await this.ownedOrBlock(a, kind, await labelsOfExisting());
+    }
   }
 
   private async ownedOrBlock(a: AttemptAction, kind: string, labels: Record<string, string>): Promise<void> {

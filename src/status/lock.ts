@@ -21,7 +21,7 @@ import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { systemClock, type Clock } from '../util/clock';
-import { isCode, syncDir, tempPathFor } from './atomic-file';
+import { CorruptJsonError, isCode, readJsonFile, syncDir, tempPathFor } from './atomic-file';
 
 /** What a lock file holds. */
 export interface LockInfo {
@@ -204,19 +204,14 @@ async function linkExclusive(from: string, to: string): Promise<boolean> {
 
 /** The lock file's content; undefined when there is none. */
 async function readLock(file: string): Promise<LockInfo | undefined> {
-  let text: string;
-  try {
-    text = await fs.readFile(file, 'utf8');
-  } catch (err) {
-    if (isCode(err, 'ENOENT')) return undefined;
-    throw err;
-  }
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = await readJsonFile<unknown>(file);
   } catch (err) {
-    throw new LockUnreadableError(file, `not JSON: ${(err as Error).message}`);
+    if (err instanceof CorruptJsonError) throw new LockUnreadableError(file, `not JSON: ${err.detail}`);
+    throw err;
   }
+  if (value === undefined) return undefined;
   const v = value as Partial<Record<keyof LockInfo, unknown>> | null;
   if (
     typeof v !== 'object' ||
