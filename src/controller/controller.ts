@@ -130,9 +130,10 @@ export class Controller {
     let load: LoadReport;
     try {
       // No invalidate(): this controller holds the instance's lock, so it is the only writer and its copy is current.
-      const [l, statuses] = await Promise.all([this.specs.specs(), this.o.store.loadAll()]);
+      const statusesP = this.o.store.loadAll();
+      const snapshotP = observe(this.o.engine, this.o.cfg.instance, statusesP.then(knownContainerIds), this.clock.now());
+      const [l, statuses, snapshot] = await Promise.all([this.specs.specs(), statusesP, snapshotP]);
       load = l;
-      const snapshot = await observe(this.o.engine, this.o.cfg.instance, knownContainerIds(statuses), this.clock.now());
       const busy = new Set(this.inflight.keys());
       const p = makePlan(planInput(this.o.cfg, load, snapshot, statuses, this.clock.now(), { ...(all ? {} : { only: keys }), reservedSlots: this.reserved }));
       if (all) this.synced = true;

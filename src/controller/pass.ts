@@ -88,11 +88,10 @@ export function planInput(
 /** Observe and plan, changing nothing. */
 export async function planPass(cfg: PassConfig, engine: Engine, store: StatusStore): Promise<Omit<PassResult, 'results'>> {
   const now = cfg.now ?? Date.now;
-  const [load, statuses] = await Promise.all([
-    loadSpecs({ specsDir: cfg.specsDir, resultsRoot: cfg.resultsRoot }),
-    store.loadAll(),
-  ]);
-  const snapshot = await observe(engine, cfg.instance, knownContainerIds(statuses), now());
+  // The engine's lists go out first; specs and records load while the engine answers.
+  const statusesP = store.loadAll();
+  const snapshotP = observe(engine, cfg.instance, statusesP.then(knownContainerIds), now());
+  const [load, statuses, snapshot] = await Promise.all([loadSpecs({ specsDir: cfg.specsDir, resultsRoot: cfg.resultsRoot }), statusesP, snapshotP]);
   const plan = makePlan(planInput(cfg, load, snapshot, statuses, now()));
   return { load, snapshot, plan };
 }

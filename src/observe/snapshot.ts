@@ -20,18 +20,27 @@ function byName<T extends { name: string }>(a: T, b: T): number {
 }
 
 /**
+ * The lists go out at once; the known ids may still be loading meanwhile (a pass reads its
+ * status records while the engine answers).
+ *
  * @param knownContainerIds ids berth recorded creating (status records): a container whose
  *        image carries berth labels is ours only if berth recorded its id.
  */
-export async function observe(engine: Engine, instance: string, knownContainerIds: ReadonlySet<string>, now = Date.now()): Promise<Snapshot> {
+export async function observe(
+  engine: Engine,
+  instance: string,
+  knownContainerIds: ReadonlySet<string> | Promise<ReadonlySet<string>>,
+  now = Date.now(),
+): Promise<Snapshot> {
   const filters = instanceFilters(instance);
-  const [containers, networks, volumes, labeledImages] = await Promise.all([
+  const [containers, networks, volumes, labeledImages, known] = await Promise.all([
     engine.containers.list(filters),
     engine.networks.list(filters),
     engine.volumes.list(filters),
     engine.images.list([LABELS.managed]),
+    knownContainerIds,
   ]);
-  return group(instance, containers, networks, volumes, new Set(labeledImages.map((i) => i.id)), knownContainerIds, now);
+  return group(instance, containers, networks, volumes, new Set(labeledImages.map((i) => i.id)), known, now);
 }
 
 /** Pure part of observe(), exported for tests. */

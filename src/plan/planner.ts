@@ -84,7 +84,26 @@ interface Ctx {
   slots: number;
 }
 
+/**
+ * desiredAttempt() is pure and the loader hands out the same LoadedSpec for an unchanged file:
+ * its desired state is kept with it, so a pass over a thousand unchanged attempts does not
+ * build a thousand again. Desired states are never mutated.
+ */
+const desiredMemo = new WeakMap<LoadedSpec, Map<string, DesiredAttempt>>();
+
 function desiredFor(inp: PlanInput, loaded: LoadedSpec, run: number): DesiredAttempt {
+  const key = [inp.instance, inp.egress?.proxyImage ?? '', inp.egress?.network ?? '', inp.resultsRoot, run].join('\0');
+  let byKey = desiredMemo.get(loaded);
+  const hit = byKey?.get(key);
+  if (hit) return hit;
+  const d = buildDesired(inp, loaded, run);
+  if (!byKey) desiredMemo.set(loaded, (byKey = new Map()));
+  if (byKey.size >= 8) byKey.delete(byKey.keys().next().value as string);
+  byKey.set(key, d);
+  return d;
+}
+
+function buildDesired(inp: PlanInput, loaded: LoadedSpec, run: number): DesiredAttempt {
   return desiredAttempt(
     {
       instance: inp.instance,

@@ -5,7 +5,7 @@
  * from a file. A long-running controller and repeated passes reload a big folder for the cost
  * of one stat per file.
  */
-import { promises as fsp } from 'node:fs';
+import { statSync } from 'node:fs';
 import { loadFile, type FileOutcome } from './load-file';
 import type { Roots } from './path-checks';
 import type { SpecFile } from './walk';
@@ -21,17 +21,34 @@ function selfContained(o: FileOutcome): boolean {
   );
 }
 
-export async function loadFileCached(f: SpecFile, file: string, roots: Roots): Promise<FileOutcome> {
-  let sig: string;
+/** A file's identity and version: what must hold for its kept outcome to hold. */
+function signature(abs: string): string | undefined {
   try {
-    const st = await fsp.stat(f.abs, { bigint: true });
-    sig = `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+    const st = statSync(abs, { bigint: true });
+    return `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
   } catch {
-    return loadFile(f, file, roots);
+    return undefined;
   }
-  const key = [f.abs, f.rel, file, roots.specsRoot, roots.resultsRoot].join('\0');
-  const hit = cache.get(key);
-  if (hit && hit.sig === sig) return hit.outcome;
+}
+
+function keyOf(f: SpecFile, file: string, roots: Roots): string {
+  return [f.abs, f.rel, file, roots.specsRoot, roots.resultsRoot].join('\0');
+}
+
+/** The kept outcome of `f` if the file has not changed since (one synchronous stat), else undefined. */
+export function cachedOutcome(f: SpecFile, file: string, roots: Roots): FileOutcome | undefined {
+  const hit = cache.get(keyOf(f, file, roots));
+  if (!hit) return undefined;
+  return hit.sig === signature(f.abs) ? hit.outcome : undefined;
+}
+
+/** Loads `f`, keeping the outcome for next time when it depends on nothing but the file. */
+export async function loadFileCached(f: SpecFile, file: string, roots: Roots): Promise<FileOutcome> {
+  const hit = cachedOutcome(f, file, roots);
+  if (hit) return hit;
+  const sig = signature(f.abs);
+  if (sig === undefined) return loadFile(f, file, roots);
+  const key = keyOf(f, file, roots);
   const outcome = await loadFile(f, file, roots);
   if (selfContained(outcome)) {
     if (cache.size >= MAX_ENTRIES) cache.delete(cache.keys().next().value as string);

@@ -11,9 +11,9 @@
  */
 import { promises as fsp, type Stats } from 'node:fs';
 import * as path from 'node:path';
-import { runBounded } from '../util/pool';
+import { mapChunked, runBounded } from '../util/pool';
 import type { DocOutcome } from './check-document';
-import { loadFileCached } from './file-cache';
+import { cachedOutcome, loadFileCached } from './file-cache';
 import type { Roots } from './path-checks';
 import { displayPath, realpathLoose } from './path-util';
 import { ioReason } from './read-spec-file';
@@ -104,21 +104,29 @@ async function loadSets(sets: SpecSet[], resultsRoot: string): Promise<LoadRepor
       if (p.rel !== '.') unreadableFiles.add(p.rel);
     }
     const roots: Roots = { specsRoot: set.root, specsReal: await realpathLoose(set.root), resultsRoot: resultsAbs, resultsReal, realCache: new Map() };
-    // Files load side by side (their reads and fixture scans overlap); results keep file order.
-    const outcomes = await runBounded(set.files, 32, (f) => {
-      const file = displayPath(f.abs);
-      return loadFileCached(f, file, roots).catch((err: unknown) => ({
+    // Unchanged files answer from the cache (a stat each); the others load side by side (their
+    // reads and fixture scans overlap). Results keep file order.
+    const display = set.files.map((f) => displayPath(f.abs));
+    const kept = await mapChunked(set.files, 200, (f, i) => cachedOutcome(f, display[i] as string, roots));
+    const missing = set.files.flatMap((f, i) => (kept[i] ? [] : [i]));
+    const loaded = await runBounded(missing, 32, (i) => {
+      const file = display[i] as string;
+      return loadFileCached(set.files[i] as SpecFile, file, roots).catch((err: unknown) => ({
         docs: [] as DocOutcome[],
         errors: [{ file, line: 1, col: 1, path: '', code: 'io' as const, message: `internal error while loading: ${String(err)}` }],
         unreadable: true,
       }));
     });
+    missing.forEach((i, j) => {
+      const settled = loaded[j];
+      if (!settled || settled.status === 'rejected') throw settled?.reason ?? new Error(`no outcome for ${display[i]}`);
+      kept[i] = settled.value;
+    });
     for (const [i, f] of set.files.entries()) {
-      const file = displayPath(f.abs);
+      const file = display[i] as string;
       files.push(file);
-      const settled = outcomes[i];
-      if (!settled || settled.status === 'rejected') throw settled?.reason ?? new Error(`no outcome for ${file}`);
-      const outcome = settled.value;
+      const outcome = kept[i];
+      if (!outcome) throw new Error(`no outcome for ${file}`);
       if (outcome.unreadable) unreadableFiles.add(f.rel);
       else documents += outcome.docs.length;
       errors.push(...outcome.errors);

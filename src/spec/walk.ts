@@ -3,8 +3,12 @@
  * relative path. Skips dot-files, dot-folders and editor leftovers; follows a linked folder only
  * when it resolves inside the specs folder (and only once); a linked spec file must resolve
  * inside the folder too. A file reached twice (through links) is read once.
+ *
+ * The walk uses synchronous calls: a folder of a thousand files costs a few milliseconds this
+ * way, several times less than with promises, and a regular file's real path is its folder's
+ * real path and its name (no call per file).
  */
-import { promises as fsp, type Dirent } from 'node:fs';
+import { readdirSync, realpathSync, statSync, type Dirent } from 'node:fs';
 import * as path from 'node:path';
 import { isInside, toPosix } from './path-util';
 import { ioReason } from './read-spec-file';
@@ -44,12 +48,24 @@ export function isSpecFileName(name: string): boolean {
 }
 
 export async function findSpecFiles(root: string): Promise<WalkResult> {
+  return findSpecFilesSync(root);
+}
+
+function realOr(p: string): string {
+  try {
+    return realpathSync.native(p);
+  } catch {
+    return p;
+  }
+}
+
+function findSpecFilesSync(root: string): WalkResult {
   const problems: WalkProblem[] = [];
   const rootAbs = path.resolve(root);
   let rootReal: string;
   try {
-    rootReal = await fsp.realpath(rootAbs);
-    if (!(await fsp.stat(rootReal)).isDirectory()) {
+    rootReal = realpathSync.native(rootAbs);
+    if (!statSync(rootReal).isDirectory()) {
       return { files: [], problems: [{ abs: rootAbs, rel: '.', code: 'io', message: 'not a folder' }] };
     }
   } catch (err) {
@@ -58,31 +74,33 @@ export async function findSpecFiles(root: string): Promise<WalkResult> {
 
   const byReal = new Map<string, { file: SpecFile; linked: boolean }>();
   const visited = new Set<string>([rootReal]);
-  const pending: string[] = [''];
+  /** Folders to read: relative path, and real path (links resolved). */
+  const pending: { rel: string; real: string }[] = [{ rel: '', real: rootReal }];
   while (pending.length > 0) {
-    const relDir = pending.pop() as string;
-    const absDir = path.join(rootAbs, relDir);
+    const dir = pending.pop() as { rel: string; real: string };
+    const absDir = path.join(rootAbs, dir.rel);
     let entries: Dirent[];
     try {
-      entries = await fsp.readdir(absDir, { withFileTypes: true });
+      entries = readdirSync(absDir, { withFileTypes: true });
     } catch (err) {
-      problems.push({ abs: absDir, rel: toPosix(relDir) || '.', code: 'io', message: `cannot read folder: ${ioReason(err)}` });
+      problems.push({ abs: absDir, rel: toPosix(dir.rel) || '.', code: 'io', message: `cannot read folder: ${ioReason(err)}` });
       continue;
     }
     for (const e of entries) {
       if (isIgnoredName(e.name)) continue;
-      const rel = relDir === '' ? e.name : path.join(relDir, e.name);
+      const rel = dir.rel === '' ? e.name : path.join(dir.rel, e.name);
       const abs = path.join(rootAbs, rel);
       const file: SpecFile = { abs, rel: toPosix(rel) };
       if (e.isDirectory()) {
         // A real folder cannot make a loop: always walk it (links are checked against `visited`).
-        visited.add(await fsp.realpath(abs).catch(() => abs));
-        pending.push(rel);
+        const real = realOr(abs);
+        visited.add(real);
+        pending.push({ rel, real });
       } else if (e.isSymbolicLink()) {
-        await followLink(file, e.name, rootReal, visited, pending, byReal, problems);
+        followLink(file, e.name, rootReal, visited, pending, byReal, problems);
       } else if (SPEC_FILE.test(e.name)) {
         if (e.isFile()) {
-          const real = await fsp.realpath(abs).catch(() => abs);
+          const real = path.join(dir.real, e.name);
           const seen = byReal.get(real);
           if (!seen || seen.linked) byReal.set(real, { file, linked: false });
         } else {
@@ -96,21 +114,21 @@ export async function findSpecFiles(root: string): Promise<WalkResult> {
   return { files, problems };
 }
 
-async function followLink(
+function followLink(
   file: SpecFile,
   name: string,
   rootReal: string,
   visited: Set<string>,
-  pending: string[],
+  pending: { rel: string; real: string }[],
   byReal: Map<string, { file: SpecFile; linked: boolean }>,
   problems: WalkProblem[],
-): Promise<void> {
+): void {
   let real: string;
   let isDir: boolean;
   let isFile: boolean;
   try {
-    real = await fsp.realpath(file.abs);
-    const st = await fsp.stat(real);
+    real = realpathSync.native(file.abs);
+    const st = statSync(real);
     isDir = st.isDirectory();
     isFile = st.isFile();
   } catch (err) {
@@ -121,7 +139,7 @@ async function followLink(
     // Linked folders outside the specs folder are not followed; inside ones at most once.
     if (isInside(rootReal, real) && !visited.has(real)) {
       visited.add(real);
-      pending.push(file.rel);
+      pending.push({ rel: file.rel, real });
     }
     return;
   }

@@ -6,7 +6,7 @@
  */
 
 import { randomBytes } from 'node:crypto';
-import { promises as fs } from 'node:fs';
+import { promises as fs, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 export interface WriteFileAtomicOptions {
@@ -83,6 +83,22 @@ export async function readJsonFile<T>(file: string): Promise<T | undefined> {
     if (isCode(err, 'ENOENT')) return undefined;
     throw err;
   }
+  return parseJsonText<T>(file, text);
+}
+
+/** `readJsonFile`, synchronously: for bulk reads of many small files (see `mapChunked`). */
+export function readJsonFileSync<T>(file: string): T | undefined {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    if (isCode(err, 'ENOENT')) return undefined;
+    throw err;
+  }
+  return parseJsonText<T>(file, text);
+}
+
+function parseJsonText<T>(file: string, text: string): T {
   try {
     return JSON.parse(text) as T;
   } catch (err) {
