@@ -2,7 +2,8 @@
  * The Docker engine over dockerode, found as the Docker CLI finds it: DOCKER_HOST
  * (unix://, tcp://, with DOCKER_TLS_VERIFY/DOCKER_CERT_PATH), else the local socket.
  */
-import Dockerode from 'dockerode';
+import type Dockerode from 'dockerode';
+import { loadDockerode } from './load-dockerode';
 import type { Engine } from '../types';
 import { DockerContainers } from './containers';
 import { DockerEvents } from './events';
@@ -12,8 +13,9 @@ import { DockerVolumes } from './volumes';
 
 export function dockerFromEnv(env: NodeJS.ProcessEnv = process.env): Dockerode {
   // docker-modem reads DOCKER_HOST, DOCKER_TLS_VERIFY and DOCKER_CERT_PATH itself when given no options.
-  if (env.DOCKER_HOST) return new Dockerode();
-  return new Dockerode({ socketPath: '/var/run/docker.sock' });
+  const D = loadDockerode();
+  if (env.DOCKER_HOST) return new D();
+  return new D({ socketPath: '/var/run/docker.sock' });
 }
 
 export function createDockerEngine(docker: Dockerode = dockerFromEnv()): Engine {

@@ -1,0 +1,48 @@
+/**
+ * dockerode, loaded without what berth never uses up front. dockerode and docker-modem load an
+ * SSH client (ssh2, for `ssh://` DOCKER_HOST) and gRPC with protobuf (for BuildKit sessions) at
+ * require time: about 80 ms of every CLI command here, for code a local or TCP engine never runs.
+ * Before dockerode loads, the two modules that pull them in are put in Node's module cache as
+ * stand-ins that load the real module on their first call (each exports one function). A layout
+ * these paths do not match leaves dockerode to load as it always does.
+ */
+/* eslint-disable @typescript-eslint/no-require-imports */
+import { existsSync } from 'node:fs';
+import Module from 'node:module';
+import path from 'node:path';
+import type DockerodeType from 'dockerode';
+
+type Fn = (this: unknown, ...args: unknown[]) => unknown;
+
+/** Module files that are stood in for until first use. */
+export function deferredModuleFiles(): string[] {
+  const dockerode = require.resolve('dockerode');
+  const modem = require.resolve('docker-modem', { paths: [path.dirname(dockerode)] });
+  return [path.join(path.dirname(modem), 'ssh.js'), path.join(path.dirname(dockerode), 'session.js')];
+}
+
+function standIn(file: string): void {
+  if (require.cache[file] || !existsSync(file)) return;
+  const m = new Module(file, module);
+  m.filename = file;
+  m.loaded = true;
+  let real: Fn | undefined;
+  m.exports = function deferred(this: unknown, ...args: unknown[]): unknown {
+    if (!real) {
+      if (require.cache[file] === m) delete require.cache[file];
+      real = require(file) as Fn;
+    }
+    return real.apply(this, args);
+  };
+  require.cache[file] = m;
+}
+
+let loaded: typeof DockerodeType | undefined;
+
+export function loadDockerode(): typeof DockerodeType {
+  if (!loaded) {
+    for (const f of deferredModuleFiles()) standIn(f);
+    loaded = require('dockerode') as typeof DockerodeType;
+  }
+  return loaded;
+}

@@ -1,0 +1,38 @@
+/** dockerode loads without ssh2 and gRPC; they load, for real, on first use. */
+import { expect } from 'chai';
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+import { deferredModuleFiles } from '../../../src/engine/docker/load-dockerode';
+
+const MODULE = path.resolve(__dirname, '../../../src/engine/docker/load-dockerode.ts');
+
+/** Runs `body` in a fresh node (this process may have loaded dockerode directly already). */
+function fresh(body: string): Record<string, unknown> {
+  const code = `
+    const { Agent } = require('node:http');
+    const { deferredModuleFiles, loadDockerode } = require(${JSON.stringify(MODULE)});
+    const loaded = (pkg) => Object.keys(require.cache).some((k) => k.includes('/node_modules/' + pkg + '/'));
+    const out = {};
+    ${body}
+    process.stdout.write(JSON.stringify(out));`;
+  return JSON.parse(execFileSync(process.execPath, ['--require', 'tsx/cjs', '-e', code], { encoding: 'utf8' })) as Record<string, unknown>;
+}
+
+describe('engine/docker/load-dockerode', () => {
+  it('stands in for docker-modem/lib/ssh.js and dockerode/lib/session.js, which exist', () => {
+    const files = deferredModuleFiles();
+    expect(files.map((f) => f.split('/node_modules/')[1])).to.deep.equal(['docker-modem/lib/ssh.js', 'dockerode/lib/session.js']);
+  });
+
+  it('gives a working dockerode without ssh2 or gRPC; the SSH transport loads ssh2 when used', () => {
+    const out = fresh(`
+      const D = loadDockerode();
+      out.modem = typeof new D({ socketPath: '/nonexistent.sock' }).modem;
+      out.ssh2Before = loaded('ssh2');
+      out.grpcBefore = loaded('@grpc/grpc-js');
+      const agent = require.cache[deferredModuleFiles()[0]].exports({ host: '127.0.0.1', port: 1 });
+      out.agent = agent instanceof Agent;
+      out.ssh2After = loaded('ssh2');`);
+    expect(out).to.deep.equal({ modem: 'object', ssh2Before: false, grpcBefore: false, agent: true, ssh2After: true });
+  });
+});
