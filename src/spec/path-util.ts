@@ -2,7 +2,7 @@
  * Path containment for the loader's safety checks: lexical containment, and containment after
  * resolving links for paths that may not exist yet (the longest existing prefix is resolved).
  */
-import { promises as fsp } from 'node:fs';
+import { lstatSync, realpathSync } from 'node:fs';
 import * as path from 'node:path';
 
 /** Whether `p` lies strictly inside `root` (both absolute, compared lexically). */
@@ -16,6 +16,17 @@ export function isWithin(root: string, p: string): boolean {
   return path.resolve(root) === path.resolve(p) || isInside(root, p);
 }
 
+/** realpath of `p` (synchronous: one call, not a promise round trip per file), or undefined. */
+function realOrUndefined(p: string): string | undefined {
+  try {
+    // A missing path is common here (results folders not made yet): ask without an exception.
+    if (!lstatSync(p, { throwIfNoEntry: false })) return undefined;
+    return realpathSync.native(p);
+  } catch {
+    return undefined;
+  }
+}
+
 /** realpath of `p`, or of its longest existing ancestor joined with the rest. Never throws. */
 export async function realpathLoose(p: string, cache?: Map<string, Promise<string | undefined>>): Promise<string> {
   const abs = path.resolve(p);
@@ -24,7 +35,7 @@ export async function realpathLoose(p: string, cache?: Map<string, Promise<strin
   const real1 = (q: string): Promise<string | undefined> => {
     let r = cache?.get(q);
     if (!r) {
-      r = fsp.realpath(q).catch(() => undefined);
+      r = Promise.resolve(realOrUndefined(q));
       cache?.set(q, r);
     }
     return r;
@@ -50,6 +61,10 @@ export function toPosix(rel: string): string {
 
 /** How a user sees a path: relative to the working directory when inside it, else absolute. */
 export function displayPath(abs: string, cwd: string = process.cwd()): string {
+  // The common case without path.relative (it resolves both sides): a normalized path under cwd.
+  if (path.isAbsolute(abs) && abs.startsWith(cwd + path.sep) && path.normalize(abs) === abs && !abs.endsWith(path.sep)) {
+    return abs.slice(cwd.length + 1);
+  }
   const rel = path.relative(cwd, abs);
   return rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel) ? rel : abs;
 }

@@ -1,6 +1,8 @@
 /** The JSON Schema file itself: strict 2020-12, closed objects, described fields. */
+import { readFileSync } from 'node:fs';
+import Ajv2020 from 'ajv/dist/2020';
 import { expect } from 'chai';
-import { attemptSchema, attemptValidator } from '../../../src/spec/schema';
+import { attemptSchema, attemptValidator, VALIDATOR_PATH, validatorModuleSource, validatorSource } from '../../../src/spec/schema';
 
 type Json = Record<string, unknown>;
 
@@ -98,6 +100,30 @@ describe('spec/schema file', () => {
     expect(withLabels({ a: '', 'example.com/a_b.c': 'v-1', A9: 'x'.repeat(63) })).to.equal(true);
     for (const bad of [{ '/a': 'x' }, { 'a/': 'x' }, { 'A.com/x': 'y' }, { ['k'.repeat(64)]: 'x' }, { a: 'x'.repeat(64) }, { a: '-x' }, { a: 1 }]) {
       expect(withLabels(bad), JSON.stringify(bad)).to.equal(false);
+    }
+  });
+});
+
+describe('spec/schema kept validator', () => {
+  it('schemas/attempt.validator.cjs is the compiled form of the schema as it is now (npm run gen:validator)', () => {
+    const kept = readFileSync(VALIDATOR_PATH, 'utf8');
+    expect(kept === validatorModuleSource(), 'schemas/attempt.validator.cjs is stale: run `npm run gen:validator`').to.equal(true);
+  });
+
+  it('is the validator the loader uses, and it judges as a freshly compiled one does', () => {
+    const validate = attemptValidator();
+    expect(validatorSource).to.equal('kept');
+    const ajv = new Ajv2020({ allErrors: true, strict: true, verbose: true });
+    ajv.addKeyword({ keyword: 'patternErrorMessage', schemaType: 'string' });
+    const fresh = ajv.compile(attemptSchema());
+    const docs: unknown[] = [
+      { apiVersion: 'berth.dev/v1', kind: 'Attempt', metadata: { name: 'a' }, spec: { image: 'x', command: ['true'] } },
+      { apiVersion: 'berth.dev/v1', kind: 'Attempt', metadata: { name: 'A_' }, spec: { image: 3, extra: true } },
+      { kind: 'Nope' },
+    ];
+    for (const d of docs) {
+      expect(validate(d)).to.equal(fresh(d));
+      expect(validate.errors ?? null).to.deep.equal(fresh.errors ?? null);
     }
   });
 });
