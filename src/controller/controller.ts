@@ -7,12 +7,20 @@
  *
  * Queue semantics (client-go): a key is never worked on twice at once; a key added while it is
  * worked on is worked on again after; failures back off per key (and globally rate-limited).
+ *
+ * The engine's state is kept as an informer keeps it: a full list (4 calls) at start, on every
+ * resync and after the event stream reconnects; in between, a batch of a few keys lists only
+ * those attempts (plus any whose own actions ended since they were last listed) and merges
+ * them into the kept snapshot. Every change of an attempt's containers queues its key (engine
+ * events, the folder, our own actions), so the rest of the snapshot stays current, and the
+ * planner still sees every attempt (admission counts what runs everywhere).
  */
 import { EXIT, LABELS, PHASES, type Phase } from '../constants';
 import type { Engine } from '../engine/types';
 import { describeEngineError, isUnavailable } from '../engine/errors';
 import { Executor, type ActionResult } from '../execute/executor';
-import { observe } from '../observe/snapshot';
+import { mergeSnapshot, observe, observeAttempts } from '../observe/snapshot';
+import type { Snapshot } from '../observe/types';
 import { plan as makePlan } from '../plan/planner';
 import type { AttemptAction } from '../plan/types';
 import type { LoadReport } from '../spec/loader';
@@ -30,6 +38,8 @@ import { SpecSource } from './spec-source';
 /** The key that means "everything": startup, resync, a reconnected event stream. */
 export const ALL = '*';
 const ADMITTING = new Set(['provision', 'replace', 'retry']);
+/** A batch of at most this many attempts to look at lists only them; a bigger one lists everything. */
+export const TARGETED_MAX = 8;
 
 export interface ControllerOptions {
   cfg: PassConfig;
@@ -56,6 +66,11 @@ export class Controller {
   private resyncTimer: ReturnType<Clock['setTimeout']> | undefined;
   private loopDone: Promise<void> | undefined;
   private passes = 0;
+  /** The engine's state as last seen (see the header); undefined: list everything next time. */
+  private snapshot: Snapshot | undefined;
+  /** Attempts whose own actions ended since they were last listed, with the generation it happened in. */
+  private readonly stale = new Map<string, number>();
+  private generation = 0;
   /** A full pass succeeded (readiness). */
   synced = false;
   stopping = false;
@@ -131,7 +146,7 @@ export class Controller {
     try {
       // No invalidate(): this controller holds the instance's lock, so it is the only writer and its copy is current.
       const statusesP = this.o.store.loadAll();
-      const snapshotP = observe(this.o.engine, this.o.cfg.instance, statusesP.then(knownContainerIds), this.clock.now());
+      const snapshotP = this.observe(all, keys, statusesP.then(knownContainerIds));
       const [l, statuses, snapshot] = await Promise.all([this.specs.specs(), statusesP, snapshotP]);
       load = l;
       const busy = new Set(this.inflight.keys());
@@ -156,6 +171,7 @@ export class Controller {
       for (const k of keys) if (!handled.has(k) && byName.has(k) && busy.has(k)) this.queue.done(k);
       this.o.metrics?.reconciled('success', (this.clock.now() - started) / 1000);
     } catch (err) {
+      this.snapshot = undefined;
       const msg = describeEngineError(err);
       log.error(`reconcile failed: ${msg}`);
       this.o.metrics?.reconciled('error', (this.clock.now() - started) / 1000);
@@ -169,6 +185,25 @@ export class Controller {
       if (all) this.queue.done(ALL);
     }
     if (this.passes === 1 && load.errors.length) log.warn(`${load.errors.length} spec errors; attempts under invalid specs are left as they are (berth validate shows them)`);
+  }
+
+  /**
+   * The snapshot for one batch: everything, or the batch's attempts (and the stale ones)
+   * merged into the kept snapshot. Keeps the result.
+   */
+  private async observe(all: boolean, keys: ReadonlySet<string>, known: Promise<ReadonlySet<string>>): Promise<Snapshot> {
+    const { engine, cfg } = this.o;
+    const upTo = this.generation;
+    const refresh = new Set([...keys, ...this.stale.keys()]);
+    const kept = this.snapshot;
+    const targeted = !all && kept !== undefined && refresh.size <= TARGETED_MAX;
+    const snapshot = targeted
+      ? mergeSnapshot(kept, await observeAttempts(engine, cfg.instance, [...refresh], known, this.clock.now()), refresh)
+      : await observe(engine, cfg.instance, known, this.clock.now());
+    // What ended while the lists were out stays stale: its change may have come after them.
+    for (const [name, gen] of [...this.stale]) if (gen <= upTo && (!targeted || refresh.has(name))) this.stale.delete(name);
+    this.snapshot = snapshot;
+    return snapshot;
   }
 
   /** Runs one attempt's action in the background, bounded by --workers. */
@@ -193,6 +228,7 @@ export class Controller {
       .run(() => executor.runAction(a))
       .catch((err: unknown): ActionResult => ({ attempt: a.attempt, ok: false, done: 0, error: String(err) }))
       .then(async (res) => {
+        this.stale.set(a.attempt, ++this.generation);
         if (admits) this.reserved--;
         this.inflight.delete(a.attempt);
         if (!res.ok) log.warn(`${a.attempt}: ${res.error}`);

@@ -43,6 +43,49 @@ export async function observe(
   return group(instance, containers, networks, volumes, new Set(labeledImages.map((i) => i.id)), known, now);
 }
 
+/**
+ * The same snapshot, of the named attempts only: their containers, networks and volumes (the
+ * attempt label added to the filters: three calls a name) and the labeled images. The engine
+ * answers these in a fraction of a full list's time (10 ms against 70 ms at 1,000 attempts
+ * here): the controller refreshes the attempts a batch is about, see `mergeSnapshot`.
+ */
+export async function observeAttempts(
+  engine: Engine,
+  instance: string,
+  names: readonly string[],
+  knownContainerIds: ReadonlySet<string> | Promise<ReadonlySet<string>>,
+  now = Date.now(),
+): Promise<Snapshot> {
+  const base = instanceFilters(instance);
+  const per = names.map((n) => {
+    const f = [...base, `${LABELS.attempt}=${n}`];
+    return Promise.all([engine.containers.list(f), engine.networks.list(f), engine.volumes.list(f)]);
+  });
+  const [lists, labeledImages, known] = await Promise.all([Promise.all(per), engine.images.list([LABELS.managed]), knownContainerIds]);
+  return group(
+    instance,
+    lists.flatMap((l) => l[0]),
+    lists.flatMap((l) => l[1]),
+    lists.flatMap((l) => l[2]),
+    new Set(labeledImages.map((i) => i.id)),
+    known,
+    now,
+    3 * names.length + 1,
+  );
+}
+
+/** `base` with the attempts `names` as `fresh` shows them (gone from it: gone). */
+export function mergeSnapshot(base: Snapshot, fresh: Snapshot, names: ReadonlySet<string>): Snapshot {
+  const attempts = new Map(base.attempts);
+  for (const n of names) {
+    const a = fresh.attempts.get(n);
+    if (a) attempts.set(n, a);
+    else attempts.delete(n);
+  }
+  const foreign = [...base.foreign.filter((c) => !names.has(c.labels[LABELS.attempt] ?? '')), ...fresh.foreign].sort(byCreatedThenId);
+  return { at: fresh.at, attempts, foreign, calls: fresh.calls };
+}
+
 /** Pure part of observe(), exported for tests. */
 export function group(
   instance: string,
@@ -52,6 +95,7 @@ export function group(
   labeledImageIds: ReadonlySet<string>,
   knownContainerIds: ReadonlySet<string>,
   now: number,
+  calls = 4,
 ): Snapshot {
   const attempts = new Map<string, ObservedAttempt>();
   const foreign: ContainerSummary[] = [];
@@ -82,5 +126,5 @@ export function group(
     a.volumes.sort(byName);
   }
   foreign.sort(byCreatedThenId);
-  return { at: now, attempts, foreign, calls: 4 };
+  return { at: now, attempts, foreign, calls };
 }

@@ -5,6 +5,7 @@ import { promises as fs } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { LABELS } from '../../src/constants';
+import type { Engine } from '../../src/engine/types';
 import { startController } from '../support/controller';
 import { docker, requireEngine } from '../support/engine';
 import { containerEvents } from '../support/events';
@@ -20,6 +21,32 @@ async function containers(sb: Sandbox, name?: string) {
 
 async function runningContainer(sb: Sandbox, name: string, notId?: string) {
   return waitFor(`${name} running`, async () => (await containers(sb, name)).find((c) => c.State === 'running' && c.Id !== notId), { instance: sb.instance });
+}
+
+/** `src`, each item delivered `ms` after it came (in order; the source is read on meanwhile). */
+function lateBy<T>(src: AsyncIterable<T>, ms: number): AsyncIterable<T> {
+  const ready: T[] = [];
+  let wake: (() => void) | undefined;
+  let ended = false;
+  let failure: unknown;
+  void (async () => {
+    try {
+      for await (const v of src) setTimeout(() => (ready.push(v), wake?.()), ms);
+    } catch (err) {
+      failure = err;
+    }
+    setTimeout(() => ((ended = true), wake?.()), ms);
+  })();
+  return (async function* () {
+    for (;;) {
+      while (ready.length > 0) yield ready.shift() as T;
+      if (ended) {
+        if (failure) throw failure;
+        return;
+      }
+      await new Promise<void>((r) => (wake = r));
+    }
+  })();
 }
 
 function get(url: string): Promise<{ status: number; body: string }> {
@@ -118,6 +145,71 @@ describe('controller (real engine, real files)', function () {
     } finally {
       await ctl.stop();
     }
+  });
+
+  it('after its first full list, the controller lists only the attempts a batch is about', async function () {
+    const lists: string[][] = [];
+    const containersOf = sb.engine.containers;
+    const recording: Engine = {
+      ...sb.engine,
+      containers: new Proxy(containersOf, {
+        get(t, p) {
+          if (p === 'list') return (f: string[]) => (lists.push(f), t.list(f));
+          const v = Reflect.get(t, p, t) as unknown;
+          return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(t) : v;
+        },
+      }),
+    };
+    const attemptOf = (f: string[]) => f.find((x) => x.startsWith(`${LABELS.attempt}=`))?.slice(LABELS.attempt.length + 1);
+    await sb.write('a.yaml', sb.attempt('a', 'sleep 300'));
+    await sb.write('b.yaml', sb.attempt('b', 'sleep 300'));
+    const ctl = startController(sb, { resync: 600 }, recording);
+    try {
+      await runningContainer(sb, 'a');
+      await runningContainer(sb, 'b');
+      expect(lists.filter((f) => attemptOf(f) === undefined).length, 'full lists at start').to.be.greaterThan(0);
+      const from = lists.length;
+      await sb.write('c.yaml', sb.attempt('c', 'sleep 300'));
+      await runningContainer(sb, 'c');
+      await waitFor('c Running', async () => (await sb.status('c'))?.phase === 'Running', { dirs: [path.join(sb.stateDir, sb.instance, 'attempts')] });
+      const after = lists.slice(from);
+      expect(after.map(attemptOf), 'every list after the drop names one attempt').to.not.include(undefined);
+      expect(after.map(attemptOf)).to.include('c');
+    } finally {
+      expect(await ctl.stop()).to.equal(0);
+    }
+  });
+
+  it('--max-running 2 holds in controller mode, with the engine state kept between batches and events arriving late', async function () {
+    const since = Math.floor(Date.now() / 1000) - 1;
+    // Every engine event reaches the controller a second late: admission must not lean on them.
+    const late: Engine = {
+      ...sb.engine,
+      events: {
+        stream: async (filters, opts) => lateBy(await sb.engine.events.stream(filters, opts), 1000),
+      },
+    };
+    const ctl = startController(sb, { maxRunning: 2, resync: 600 }, late);
+    const names = ['f', 'b', 'd', 'a', 'e', 'c'].map((n) => `m-${n}`);
+    try {
+      await waitFor('controller ready', async () => (await fs.readdir(sb.stateDir).catch(() => [])).some((f) => f.endsWith('.lock')), { dirs: [sb.stateDir] });
+      for (const n of names) await sb.write(`${n}.yaml`, sb.attempt(n, 'sleep 0.3'));
+      await waitFor(
+        'all 6 Succeeded',
+        async () => (await Promise.all(names.map((n) => sb.status(n)))).every((s) => s?.phase === 'Succeeded'),
+        { dirs: [path.join(sb.stateDir, sb.instance, 'attempts')], timeoutMs: 40_000 },
+      );
+    } finally {
+      expect(await ctl.stop()).to.equal(0);
+    }
+    const starts = await containerEvents(sb.instance, since, 'start');
+    const dies = await containerEvents(sb.instance, since, 'die');
+    expect(starts.map((e) => e.attempt).sort()).to.deep.equal([...names].sort());
+    const timeline = [...starts.map((e) => ({ t: e.time, d: 1 })), ...dies.map((e) => ({ t: e.time, d: -1 }))].sort((x, y) => x.t - y.t || x.d - y.d);
+    let running = 0;
+    let peak = 0;
+    for (const e of timeline) peak = Math.max(peak, (running += e.d));
+    expect(peak).to.equal(2);
   });
 
   it('refuses a second controller on the same instance, naming the holder', async function () {
