@@ -1,7 +1,8 @@
 /**
  * observe(): one snapshot per pass from label-filtered lists: containers, networks and
  * volumes of this instance, plus the images that carry berth labels (to tell inherited labels
- * from ours). Four engine calls, whatever the number of attempts; no inspects.
+ * from ours). Four engine calls, whatever the number of attempts; no inspects. The controller
+ * also lists named attempts only (`observeAttempts`) and merges them into its kept snapshot.
  */
 import { LABELS } from '../constants';
 import type { ContainerSummary, Engine, NetworkSummary, VolumeSummary } from '../engine/types';
