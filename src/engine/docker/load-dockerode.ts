@@ -41,7 +41,13 @@ let loaded: typeof DockerodeType | undefined;
 
 export function loadDockerode(): typeof DockerodeType {
   if (!loaded) {
-    for (const f of deferredModuleFiles()) standIn(f);
+    let files: string[] = [];
+    try {
+      files = deferredModuleFiles();
+    } catch {
+      // a layout we do not know: dockerode loads everything, as it always does
+    }
+    for (const f of files) standIn(f);
     loaded = require('dockerode') as typeof DockerodeType;
   }
   return loaded;
