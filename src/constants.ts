@@ -98,6 +98,15 @@ export const DEFAULTS = {
   egressProxyReadySeconds: 15,
   /** How long a sidecar must stay up after its start to count as ready. */
   sidecarSettleMs: 200,
+  /**
+   * The upstream DNS server of containers on an attempt's internal network: an address that is
+   * never routed (TEST-NET-1, RFC 5737), so nothing answers lookups of outside names. Without
+   * it, engines before 23.0.11 / 25.0.4 / 26.0 forward such lookups from the host's namespace
+   * when the host's resolver is on loopback (systemd-resolved's 127.0.0.53): a way out of the
+   * internal network, through DNS (CVE-2024-29018). Names on the attempt's network (its
+   * sidecars, the egress proxy) still resolve: the engine answers those itself.
+   */
+  internalDns: ['192.0.2.53'] as readonly string[],
   /** YAML input limits. */
   maxSpecFileBytes: 1024 * 1024,
   maxAliasCount: 100,

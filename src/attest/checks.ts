@@ -109,7 +109,21 @@ export function attestInspected(c: ContainerDetails, d: ContainerWant): Attestat
         (limits ? '' : ` (spec asks cpus=${(want.nanoCpus ?? 0) / 1e9 || 'unlimited'} memory=${want.memory ?? 'unlimited'} pids=${want.pidsLimit})`),
     ),
     check('init-restart', h.init === want.init && (h.restartPolicy === 'no' || h.restartPolicy === ''), `init=${h.init} restart=${h.restartPolicy || 'no'}`),
+    dnsCheck(h.dns, want.dns),
   ];
+}
+
+/** Containers on an internal network must have the upstream that answers nothing (DEFAULTS.internalDns). */
+function dnsCheck(have: readonly string[], want: readonly string[] | undefined): AttestationCheck {
+  if (want === undefined) return check('dns', true, have.length ? `upstream DNS ${have.join(', ')}` : "the engine's default upstream DNS");
+  const ok = same(have, want);
+  return check(
+    'dns',
+    ok,
+    ok
+      ? `upstream DNS ${want.join(', ')} only: lookups of outside names cannot leave the internal network`
+      : `upstream DNS ${have.join(', ') || "<the engine's default>"} (must be ${want.join(', ')}: otherwise the engine may forward lookups out of the internal network)`,
+  );
 }
 
 /** The first failing check as a cause string, e.g. "attestation failed: attached to network bridge; ...". */

@@ -21,7 +21,7 @@ import { describeEngineError, isUnavailable } from '../engine/errors';
 import { Executor, type ActionResult } from '../execute/executor';
 import { mergeSnapshot, observe, observeAttempts } from '../observe/snapshot';
 import type { Snapshot } from '../observe/types';
-import { plan as makePlan } from '../plan/planner';
+import { plan as makePlan, RUNNING_STATES } from '../plan/planner';
 import type { AttemptAction } from '../plan/types';
 import type { LoadReport } from '../spec/loader';
 import type { StatusStore } from '../status/store';
@@ -38,6 +38,9 @@ import { SpecSource } from './spec-source';
 /** The key that means "everything": startup, resync, a reconnected event stream. */
 export const ALL = '*';
 const ADMITTING = new Set(['provision', 'replace', 'retry']);
+/** Looks again for an exit the lists do not show yet: after 50 ms, doubling to 2 s, this many times (~8 s). */
+const EXIT_LOOKS = 9;
+
 /** A batch of at most this many attempts to look at lists only them; a bigger one lists everything. */
 export const TARGETED_MAX = 8;
 
@@ -71,6 +74,13 @@ export class Controller {
   /** Attempts whose own actions ended since they were last listed, with the generation it happened in. */
   private readonly stale = new Map<string, number>();
   private generation = 0;
+  /**
+   * Containers the engine said died or were destroyed, by attempt, until the lists show it:
+   * the engine sends the event before its lists change, and for a container on a network of
+   * its own the lists can lag by seconds (the network is taken down first). Like client-go's
+   * controller expectations: a batch that still sees the old state looks again shortly.
+   */
+  private readonly exits = new Map<string, { id: string; gone: boolean; looks: number }>();
   /** A full pass succeeded (readiness). */
   synced = false;
   stopping = false;
@@ -90,9 +100,11 @@ export class Controller {
       onEvent: (ev) => {
         const key = ev.attributes[LABELS.attempt];
         if (!key) return;
-        // The engine logs an event before its lists show the change: look now-ish, and once more a little later.
+        if (ev.type === 'container' && (ev.action === 'die' || ev.action === 'destroy')) {
+          this.exits.set(key, { id: ev.id, gone: ev.action === 'destroy', looks: 0 });
+        }
+        // The engine logs an event before its lists show the change: look a little later (and again, for exits).
         this.clock.setTimeout(() => this.queue.add(key), 20);
-        this.clock.setTimeout(() => this.queue.add(key), 300);
       },
       onReconnect: () => {
         o.metrics?.streamReconnects.inc();
@@ -167,6 +179,7 @@ export class Controller {
         handled.add(a.attempt);
         this.dispatch(a, keys.has(a.attempt), log);
       }
+      for (const k of keys) this.lookAgainIfLagging(k, snapshot, log);
       for (const k of keys) if (!handled.has(k) && !byName.has(k)) this.settle(k, undefined, undefined);
       for (const k of keys) if (!handled.has(k) && byName.has(k) && busy.has(k)) this.queue.done(k);
       this.o.metrics?.reconciled('success', (this.clock.now() - started) / 1000);
@@ -185,6 +198,24 @@ export class Controller {
       if (all) this.queue.done(ALL);
     }
     if (this.passes === 1 && load.errors.length) log.warn(`${load.errors.length} spec errors; attempts under invalid specs are left as they are (berth validate shows them)`);
+  }
+
+  /** An exit the engine reported but the lists do not show yet: queue the attempt again shortly. */
+  private lookAgainIfLagging(key: string, snapshot: Snapshot, log: Logger): void {
+    const e = this.exits.get(key);
+    if (!e) return;
+    const c = snapshot.attempts.get(key)?.containers.find((x) => x.id === e.id);
+    const lagging = e.gone ? c !== undefined : c !== undefined && RUNNING_STATES.has(c.state);
+    if (!lagging) {
+      this.exits.delete(key);
+      return;
+    }
+    if (e.looks >= EXIT_LOOKS) {
+      this.exits.delete(key);
+      log.warn(`${key}: the engine reported container ${e.id.slice(0, 12)} ${e.gone ? 'removed' : 'exited'}, but its lists still do not show it; the next resync looks again`);
+      return;
+    }
+    this.clock.setTimeout(() => this.queue.add(key), Math.min(2000, 50 * 2 ** e.looks++));
   }
 
   /**

@@ -99,6 +99,9 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
     labels: { ...withComponent(labels, COMPONENTS.volume), [LABELS.volume]: v.name },
   }));
   const sidecarLabels = (name: string, component: Component) => ({ ...withComponent(labels, component), [LABELS.sidecar]: name });
+  // Containers only on the internal network get an upstream that answers nothing (see DEFAULTS.internalDns);
+  // the egress proxy, which is also on the egress network, resolves as the engine does.
+  const internalDns = isolated ? { dns: DEFAULTS.internalDns } : {};
 
   const sidecars: DesiredSidecar[] = [];
   if (egress && egressName) {
@@ -143,7 +146,7 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
         labels: sidecarLabels(c.name, COMPONENTS.sidecar),
         aliases: [c.name],
         stopTimeout: DEFAULTS.stopGraceSeconds,
-        host: hardened(netMode, { pidsLimit: s.resources.pids }),
+        host: hardened(netMode, { pidsLimit: s.resources.pids, ...internalDns }),
       },
     });
   }
@@ -191,6 +194,7 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
           // memory with no extra swap: MemorySwap equal to Memory
           ...(s.resources.memoryBytes !== null ? { memory: s.resources.memoryBytes, memorySwap: s.resources.memoryBytes } : {}),
           pidsLimit: s.resources.pids,
+          ...internalDns,
         }),
       },
     },

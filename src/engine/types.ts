@@ -78,6 +78,7 @@ export interface ContainerDetails extends ContainerSummary {
     memorySwap: number;
     pidsLimit: number;
     devices: number;
+    dns: string[];
     binds: string[];
   };
   restartCount: number;
@@ -107,6 +108,8 @@ export interface ContainerCreateSpec {
     init: boolean;
     /** private: the container sees its own cgroup tree only. */
     cgroupnsMode?: 'private' | 'host';
+    /** Upstream DNS servers for names the engine's resolver does not know itself. */
+    dns?: readonly string[];
     nanoCpus?: number;
     memory?: number;
     memorySwap?: number;

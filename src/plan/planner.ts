@@ -15,7 +15,7 @@ import { runResultsDir } from './results';
 import type { AttemptAction, Operation, Plan } from './types';
 
 const EMPTY: ObservedAttempt = { name: '', containers: [], networks: [], volumes: [] };
-const RUNNING_STATES = new Set(['running', 'paused', 'restarting']);
+export const RUNNING_STATES: ReadonlySet<string> = new Set(['running', 'paused', 'restarting']);
 /** How long a Blocked attempt waits before berth tries it again. */
 export const BLOCKED_RETRY_MS = 15_000;
 /** How long an attempt whose create failed (the engine refused) waits before berth tries again. */

@@ -212,6 +212,24 @@ describe('controller (real engine, real files)', function () {
     expect(peak).to.equal(2);
   });
 
+  it('finishes an isolated attempt with a sidecar promptly: the die event comes before the lists show the exit', async function () {
+    const ctl = startController(sb, { resync: 600 });
+    try {
+      await sb.write('iso.yaml', sb.attempt('iso', 'sleep 0.5', '  network: {mode: isolated}\n  sidecars:\n    - {name: aux, image: berth/busybox:local, command: [sleep, "600"]}\n'));
+      const st = await waitFor(
+        'iso Succeeded',
+        async () => {
+          const s = await sb.status('iso');
+          return s?.phase === 'Succeeded' ? s : undefined;
+        },
+        { dirs: [path.join(sb.stateDir, sb.instance, 'attempts')], timeoutMs: 15_000 },
+      );
+      expect(st.exitCode).to.equal(0);
+    } finally {
+      expect(await ctl.stop()).to.equal(0);
+    }
+  });
+
   it('refuses a second controller on the same instance, naming the holder', async function () {
     const ctl = startController(sb);
     try {

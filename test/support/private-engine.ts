@@ -22,7 +22,14 @@ export class PrivateEngine {
 
   readonly netns: string;
 
-  constructor(tag: string) {
+  /**
+   * @param opts.resolvConf the host resolver configuration this engine sees (its own mount
+   *        namespace, with this text bind-mounted over /etc/resolv.conf); default: the host's.
+   */
+  constructor(
+    tag: string,
+    private readonly opts: { resolvConf?: string } = {},
+  ) {
     this.root = `/tmp/bd-${TEST_RUN}-${tag}`.slice(0, 40);
     this.netns = `berth-${TEST_RUN}-${tag}`.slice(0, 30);
     this.socket = path.join(this.root, 'd.sock');
@@ -36,20 +43,34 @@ export class PrivateEngine {
       await run('ip', ['netns', 'exec', this.netns, 'ip', 'link', 'set', 'lo', 'up']);
     });
     const log = openSync(path.join(this.root, 'dockerd.log'), 'a');
-    // nsenter, not `ip netns exec` (which remounts /sys and hides the cgroup mounts dockerd needs)
-    this.proc = spawn(
-      'nsenter',
-      [
+    const dockerd = [
+      'dockerd',
+      `--host=unix://${this.socket}`,
+      `--data-root=${path.join(this.root, 'data')}`,
+      `--exec-root=${path.join(this.root, 'x')}`,
+      `--pidfile=${path.join(this.root, 'd.pid')}`,
+      '--bip=10.213.0.1/24',
+    ];
+    let argv = [`--net=/var/run/netns/${this.netns}`, ...dockerd];
+    if (this.opts.resolvConf !== undefined) {
+      // A mount namespace of its own, where /etc/resolv.conf is ours; the host's file is untouched.
+      const conf = path.join(this.root, 'resolv.conf');
+      await fs.writeFile(conf, this.opts.resolvConf);
+      argv = [
         `--net=/var/run/netns/${this.netns}`,
-        'dockerd',
-        `--host=unix://${this.socket}`,
-        `--data-root=${path.join(this.root, 'data')}`,
-        `--exec-root=${path.join(this.root, 'x')}`,
-        `--pidfile=${path.join(this.root, 'd.pid')}`,
-        '--bip=10.213.0.1/24',
-      ],
-      { stdio: ['ignore', log, log] },
-    );
+        'unshare',
+        '--mount',
+        '--propagation',
+        'private',
+        'sh',
+        '-c',
+        'mount --bind "$0" /etc/resolv.conf && exec "$@"',
+        conf,
+        ...dockerd,
+      ];
+    }
+    // nsenter, not `ip netns exec` (which remounts /sys and hides the cgroup mounts dockerd needs)
+    this.proc = spawn('nsenter', argv, { stdio: ['ignore', log, log] });
     const exited = new Promise<never>((_, reject) => this.proc?.once('exit', (code) => reject(new Error(`private dockerd exited ${code}; see ${this.root}/dockerd.log`))));
     const ready = (async () => {
       for (let i = 0; i < 600; i++) {
@@ -63,6 +84,11 @@ export class PrivateEngine {
       throw new Error(`private dockerd did not answer in 30 s; see ${this.root}/dockerd.log`);
     })();
     await Promise.race([ready, exited]);
+  }
+
+  /** Starts `cmd` inside this engine's network namespace (its loopback is not the host's). */
+  spawnInNetns(cmd: string, args: string[]): ChildProcess {
+    return spawn('nsenter', [`--net=/var/run/netns/${this.netns}`, cmd, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   }
 
   /** Imports the test image into this engine (no registry: each engine needs its own copy). */
