@@ -1,7 +1,7 @@
 /** runBounded and Semaphore: the bound is measured, order kept, failures isolated. No real sleeping. */
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { Semaphore, runBounded } from '../../../src/util/pool';
+import { mapChunked, Semaphore, runBounded } from '../../../src/util/pool';
 import { settle } from '../../../src/util/clock';
 
 /** Waits `turns` macrotask turns: lets other tasks interleave without any real delay. */
@@ -137,6 +137,31 @@ describe('util/pool', () => {
       expect(() => sem.release()).to.throw(/more often than acquire/);
       expect(() => new Semaphore(0)).to.throw(RangeError);
       expect(() => new Semaphore(Infinity)).to.throw(RangeError);
+    });
+  });
+
+  describe('mapChunked', () => {
+    it('maps in order and gives the event loop a turn between chunks, not within one', async () => {
+      const seen: string[] = [];
+      const out = await mapChunked([1, 2, 3, 4, 5], 2, (x, i) => {
+        if (i === 0) setImmediate(() => seen.push('turn'));
+        seen.push(`item ${x}`);
+        return x * 10;
+      });
+      expect(out).to.deep.equal([10, 20, 30, 40, 50]);
+      expect(seen).to.deep.equal(['item 1', 'item 2', 'turn', 'item 3', 'item 4', 'item 5']);
+    });
+
+    it('passes a throw on, and refuses a bad chunk size', async () => {
+      let err: unknown;
+      await mapChunked([1, 2], 1, (x) => {
+        if (x === 2) throw new Error('boom');
+        return x;
+      }).catch((e: unknown) => (err = e));
+      expect(String(err)).to.match(/boom/);
+      let bad: unknown;
+      await mapChunked([1], 0, (x) => x).catch((e: unknown) => (bad = e));
+      expect(bad).to.be.instanceOf(RangeError);
     });
   });
 });
