@@ -8,4 +8,7 @@ module.exports = {
   slow: 2000,
   forbidOnly: true,
   failZero: true,
+  // A test that times out can leave work running in this process (a controller, a stream);
+  // end the run with its report instead of waiting on them forever.
+  exit: true,
 };

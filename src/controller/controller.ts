@@ -64,6 +64,8 @@ export class Controller {
   private readonly clock: Clock;
   private readonly slots: Semaphore;
   private readonly inflight = new Map<string, Promise<void>>();
+  /** Aborted on stop: actions still waiting for a worker are dropped, not begun. */
+  private readonly halt = new AbortController();
   private readonly waitingForSlot = new Set<string>();
   private reserved = 0;
   private resyncTimer: ReturnType<Clock['setTimeout']> | undefined;
@@ -157,12 +159,15 @@ export class Controller {
     let load: LoadReport;
     try {
       // No invalidate(): this controller holds the instance's lock, so it is the only writer and its copy is current.
+      // Admissions in flight when the lists go out hold their slots for this batch, also if they
+      // end before it plans: what they started may not be in the lists.
+      const reserved = this.reserved;
       const statusesP = this.o.store.loadAll();
       const snapshotP = this.observe(all, keys, statusesP.then(knownContainerIds));
       const [l, statuses, snapshot] = await Promise.all([this.specs.specs(), statusesP, snapshotP]);
       load = l;
       const busy = new Set(this.inflight.keys());
-      const p = makePlan(planInput(this.o.cfg, load, snapshot, statuses, this.clock.now(), { ...(all ? {} : { only: keys }), reservedSlots: this.reserved }));
+      const p = makePlan(planInput(this.o.cfg, load, snapshot, statuses, this.clock.now(), { ...(all ? {} : { only: keys }), reservedSlots: reserved }));
       if (all) this.synced = true;
       if (this.o.metrics) {
         this.o.metrics.specErrors.set(load.errors.length);
@@ -255,13 +260,20 @@ export class Controller {
       env: this.o.cfg.env,
       now: () => this.clock.now(),
     });
+    let began = false;
     const work = this.slots
-      .run(() => executor.runAction(a))
-      .catch((err: unknown): ActionResult => ({ attempt: a.attempt, ok: false, done: 0, error: String(err) }))
+      .run(() => {
+        began = true;
+        return executor.runAction(a);
+      }, this.halt.signal)
+      .catch((err: unknown): ActionResult | undefined => (began ? { attempt: a.attempt, ok: false, done: 0, error: String(err) } : undefined))
       .then(async (res) => {
         this.stale.set(a.attempt, ++this.generation);
         if (admits) this.reserved--;
         this.inflight.delete(a.attempt);
+        // Still waiting for a worker when the controller stopped: never begun, nothing to record;
+        // the attempt is where it was, and the next controller takes it up.
+        if (!res) return;
         if (!res.ok) log.warn(`${a.attempt}: ${res.error}`);
         await this.settleAfterWork(a, res, queued);
         // A run ended or a slot may have freed: let the waiting ones try.
@@ -305,6 +317,7 @@ export class Controller {
   /** Stop taking work, finish what is in flight, stop the sources. Attempts keep running. */
   async stop(): Promise<number> {
     this.stopping = true;
+    this.halt.abort(new Error('the controller is stopping'));
     if (this.resyncTimer) this.clock.clearTimeout(this.resyncTimer);
     this.events.close();
     await this.specs.close();

@@ -230,6 +230,29 @@ describe('controller (real engine, real files)', function () {
     }
   });
 
+  it('a restart that finds some attempts running admits only up to --max-running', async function () {
+    const names = ['r1', 'r2', 'r3', 'r4', 'r5', 'r6'];
+    for (const n of names) await sb.write(`${n}.yaml`, sb.attempt(n, 'sleep 300'));
+    const first = startController(sb, { maxRunning: 1, resync: 600 });
+    try {
+      await runningContainer(sb, 'r1');
+    } finally {
+      expect(await first.stop()).to.equal(0);
+    }
+    const ctl = startController(sb, { maxRunning: 4, resync: 600 });
+    try {
+      await waitFor('4 running', async () => (await containers(sb)).filter((c) => c.State === 'running').length >= 4 || undefined, { instance: sb.instance });
+      // Let every action and event of the admissions settle: the 5th must stay unstarted.
+      await waitFor('2 waiting for a slot', async () => {
+        const recs = await Promise.all(names.map((n) => sb.status(n)));
+        return recs.filter((r) => r?.phase === 'Pending' && r.reason === 'WaitingForSlot').length === 2 || undefined;
+      }, { dirs: [path.join(sb.stateDir, sb.instance, 'attempts')] });
+    } finally {
+      expect(await ctl.stop()).to.equal(0);
+    }
+    expect((await containers(sb)).filter((c) => c.State === 'running').length).to.equal(4);
+  });
+
   it('refuses a second controller on the same instance, naming the holder', async function () {
     const ctl = startController(sb);
     try {
@@ -270,7 +293,10 @@ describe('controller (real engine, real files)', function () {
   it('on SIGTERM mid-work exits 0, leaves attempts running, and a restart adopts them', async function () {
     for (const n of ['s1', 's2', 's3', 's4', 's5', 's6']) await sb.write(`${n}.yaml`, sb.attempt(n, 'sleep 300'));
     const since = Math.floor(Date.now() / 1000) - 1;
-    const child = spawn(process.execPath, [BIN, 'reconcile', ...sb.globalArgs(), '--log-level', 'info', '--max-running', '10'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    // One worker: when the first container exists, most attempts are not provisioned yet.
+    const child = spawn(process.execPath, [BIN, 'reconcile', ...sb.globalArgs(), '--log-level', 'info', '--max-running', '10', '--workers', '1'], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let err = '';
     child.stderr.on('data', (c) => (err += String(c)));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
@@ -282,8 +308,9 @@ describe('controller (real engine, real files)', function () {
     expect(err).to.match(/SIGTERM: finishing the operations in flight/);
     const left = await containers(sb);
     expect(left.length).to.be.greaterThan(0);
+    expect(left.length, 'the SIGTERM came mid-work').to.be.lessThan(6);
     // restart: adopts what runs, finishes the rest, starts nothing twice
-    const ctl = startController(sb);
+    const ctl = startController(sb, { maxRunning: 10 });
     try {
       for (const n of ['s1', 's2', 's3', 's4', 's5', 's6']) await runningContainer(sb, n);
       await waitFor('all Running', async () => {

@@ -2,8 +2,9 @@
  * `berth reconcile` without --once: the controller (src/controller/controller.ts) as a
  * service. One writer per instance: a lock file in the state folder (a second controller
  * exits 1 naming the holder). Optional metrics and health endpoint. SIGTERM/SIGINT: stop
- * taking work, finish the operations in flight, flush status, release the lock, exit 0;
- * attempts keep running and a restarted controller adopts them.
+ * taking work, finish the actions under way (those still waiting for a worker are dropped),
+ * flush status, release the lock, exit 0; attempts keep running and a restarted controller
+ * adopts them.
  */
 import { EXIT } from '../../constants';
 import { Controller } from '../../controller/controller';
@@ -51,7 +52,9 @@ export async function runController(ctx: Context, o: ReconcileOptions, signal?: 
   const onInt = () => onStop('SIGINT');
   process.once('SIGTERM', onTerm);
   process.once('SIGINT', onInt);
-  signal?.addEventListener('abort', () => onStop('abort'), { once: true });
+  // A stop asked for while starting up counts too (an abort before this line fires no event).
+  if (signal?.aborted) onStop('abort');
+  else signal?.addEventListener('abort', () => onStop('abort'), { once: true });
   try {
     if (o.metricsAddr) {
       http = await serve(o.metricsAddr, metrics, {

@@ -1,0 +1,37 @@
+/** The CLI's logger: winston loads on first use only, and the text format is as documented. */
+import { expect } from 'chai';
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+import { PassThrough } from 'node:stream';
+import { createLogger } from '../../../src/util/log';
+
+const MODULE = path.resolve(__dirname, '../../../src/util/log.ts');
+
+describe('util/log', () => {
+  it('does not load winston until the logger is used', () => {
+    const code = `
+      const loaded = () => Object.keys(require.cache).some((k) => k.includes('/node_modules/winston/'));
+      const { createLogger } = require(${JSON.stringify(MODULE)});
+      const log = createLogger({ level: 'info' });
+      const before = loaded();
+      log.level;
+      process.stdout.write(JSON.stringify([before, loaded()]));`;
+    const out = execFileSync(process.execPath, ['--require', 'tsx/cjs', '-e', code], { encoding: 'utf8' });
+    expect(JSON.parse(out)).to.deep.equal([false, true]);
+  });
+
+  it('writes `time level message key=value` lines at or above its level; children add their fields', async () => {
+    const stream = new PassThrough();
+    let text = '';
+    stream.on('data', (c: Buffer) => (text += c.toString()));
+    const log = createLogger({ level: 'info', stream });
+    log.debug('hidden');
+    log.child({ reconcileId: 'r1' }).info('pass done', { calls: 4 });
+    log.warn('careful');
+    await new Promise((r) => setImmediate(r));
+    const lines = text.trim().split('\n');
+    expect(lines).to.have.length(2);
+    expect(lines[0]).to.match(/^\d\d:\d\d:\d\d\.\d{3} info {2}pass done (reconcileId=r1 calls=4|calls=4 reconcileId=r1)$/);
+    expect(lines[1]).to.match(/^\d\d:\d\d:\d\d\.\d{3} warn {2}careful$/);
+  });
+});
