@@ -205,10 +205,8 @@ export class Executor {
     };
   }
 
-  private async createContainer(a: AttemptAction, d: DesiredAttempt): Promise<void> {
-    const { engine } = this.deps;
-    const spec = d.loaded.spec;
-    // Intent first: a berth killed from here on resumes this run, never starts a second one.
+  /** Records the provisioning intent of run `d.run` (before any side effect of it). */
+  private async recordIntent(a: AttemptAction, d: DesiredAttempt): Promise<void> {
     await this.update(a, (r) => ({
       ...this.beginRun(r, d),
       phase: 'Pending',
@@ -216,14 +214,25 @@ export class Executor {
       intent: { action: 'provision', run: d.run, specHash: d.hash, at: iso(this.now()) },
       resultsDir: d.resultsDir,
     }));
-    let secrets: { name: string; value: Buffer }[];
+  }
+
+  /** The named secrets' values; one that cannot be read makes the attempt Blocked (SecretMissing). */
+  private async secretsOrBlock(a: AttemptAction, d: DesiredAttempt, names: readonly string[]): Promise<{ name: string; value: Buffer }[]> {
     try {
-      secrets = await readSecrets(spec, this.deps.env, d.mainSecrets);
+      return await readSecrets(d.loaded.spec, this.deps.env, names);
     } catch (err) {
       if (!(err instanceof SecretError)) throw err;
       await this.update(a, (r) => ({ ...r, phase: 'Blocked', reason: 'SecretMissing', message: err.message }));
       throw new Halt(err.message);
     }
+  }
+
+  private async createContainer(a: AttemptAction, d: DesiredAttempt): Promise<void> {
+    const { engine } = this.deps;
+    const spec = d.loaded.spec;
+    // Intent first: a berth killed from here on resumes this run, never starts a second one.
+    await this.recordIntent(a, d);
+    const secrets = await this.secretsOrBlock(a, d, d.mainSecrets);
     await fs.mkdir(d.resultsDir, { recursive: true });
     const create = { ...d.container.create, env: [...d.container.create.env, ...secretEnvLines(spec.secretEnv, secrets)] };
     let id: string;
@@ -271,23 +280,8 @@ export class Executor {
     const { engine } = this.deps;
     const sc = d.sidecars[index];
     if (!sc) throw new Error(`no sidecar ${index} in the desired state of ${d.name}`);
-    if (!restart) {
-      await this.update(a, (r) => ({
-        ...this.beginRun(r, d),
-        phase: 'Pending',
-        reason: 'Provisioning',
-        intent: { action: 'provision', run: d.run, specHash: d.hash, at: iso(this.now()) },
-        resultsDir: d.resultsDir,
-      }));
-    }
-    let secrets: { name: string; value: Buffer }[];
-    try {
-      secrets = await readSecrets(d.loaded.spec, this.deps.env, sc.secrets);
-    } catch (err) {
-      if (!(err instanceof SecretError)) throw err;
-      await this.update(a, (r) => ({ ...r, phase: 'Blocked', reason: 'SecretMissing', message: err.message }));
-      throw new Halt(err.message);
-    }
+    if (!restart) await this.recordIntent(a, d);
+    const secrets = await this.secretsOrBlock(a, d, sc.secrets);
     const create = { ...sc.create, env: [...sc.create.env, ...secretEnvLines(sc.secretEnv, secrets)] };
     let id: string;
     try {

@@ -42,10 +42,8 @@ export function cachedOutcome(f: SpecFile, file: string, roots: Roots): FileOutc
   return hit.sig === signature(f.abs) ? hit.outcome : undefined;
 }
 
-/** Loads `f`, keeping the outcome for next time when it depends on nothing but the file. */
-export async function loadFileCached(f: SpecFile, file: string, roots: Roots): Promise<FileOutcome> {
-  const hit = cachedOutcome(f, file, roots);
-  if (hit) return hit;
+/** Loads `f` (no look at the cache first: the caller found nothing kept) and keeps the outcome when it may. */
+export async function loadAndKeep(f: SpecFile, file: string, roots: Roots): Promise<FileOutcome> {
   const sig = signature(f.abs);
   if (sig === undefined) return loadFile(f, file, roots);
   const key = keyOf(f, file, roots);

@@ -13,7 +13,7 @@ import { promises as fsp, type Stats } from 'node:fs';
 import * as path from 'node:path';
 import { mapChunked, runBounded } from '../util/pool';
 import type { DocOutcome } from './check-document';
-import { cachedOutcome, loadFileCached } from './file-cache';
+import { cachedOutcome, loadAndKeep } from './file-cache';
 import type { Roots } from './path-checks';
 import { displayPath, realpathLoose } from './path-util';
 import { ioReason } from './read-spec-file';
@@ -111,7 +111,7 @@ async function loadSets(sets: SpecSet[], resultsRoot: string): Promise<LoadRepor
     const missing = set.files.flatMap((f, i) => (kept[i] ? [] : [i]));
     const loaded = await runBounded(missing, 32, (i) => {
       const file = display[i] as string;
-      return loadFileCached(set.files[i] as SpecFile, file, roots).catch((err: unknown) => ({
+      return loadAndKeep(set.files[i] as SpecFile, file, roots).catch((err: unknown) => ({
         docs: [] as DocOutcome[],
         errors: [{ file, line: 1, col: 1, path: '', code: 'io' as const, message: `internal error while loading: ${String(err)}` }],
         unreadable: true,
