@@ -113,21 +113,49 @@ export const DEFAULTS = {
   maxNestingDepth: 64,
 } as const;
 
-/** Deterministic engine names. The instance is part of every name so instances never collide. */
-export function containerName(instance: string, attempt: string): string {
-  return `berth-${instance}-${attempt}`;
+/**
+ * Deterministic engine names, one per (instance, attempt, role): no two different combinations
+ * map to one name, whatever names users choose. `_` separates the parts: attempt names (DNS-1123
+ * labels) never hold one, and the instance's own `_` are doubled, so the instance ends at the
+ * first lone `_`; after the attempt, a role word (`sc`, `egress`, `v`) says what follows.
+ * Container and network names live apart in the engine, so an attempt's main container and its
+ * internal network share one.
+ */
+export interface Naming {
+  container(instance: string, attempt: string): string;
+  network(instance: string, attempt: string): string;
+  /** A sidecar's container; the egress proxy is the sidecar named `egress-proxy`. */
+  sidecar(instance: string, attempt: string, sidecar: string): string;
+  /** The per-attempt egress network (the proxy's side that reaches out). */
+  egressNetwork(instance: string, attempt: string): string;
+  volume(instance: string, attempt: string, volume: string): string;
 }
-export function networkName(instance: string, attempt: string): string {
-  return `berth-${instance}-${attempt}`;
-}
-/** A sidecar's container name; the egress proxy is the sidecar named `egress-proxy`. */
-export function sidecarName(instance: string, attempt: string, sidecar: string): string {
-  return `berth-${instance}-${attempt}-sc-${sidecar}`;
-}
-/** The per-attempt egress network (the proxy's side that reaches out). */
-export function egressNetworkName(instance: string, attempt: string): string {
-  return `berth-${instance}-${attempt}-egress`;
-}
-export function volumeName(instance: string, attempt: string, volume: string): string {
-  return `berth-${instance}-${attempt}-${volume}`;
-}
+
+const stem = (instance: string, attempt: string) => `berth_${instance.replace(/_/g, '__')}_${attempt}`;
+
+export const NAMING: Naming = {
+  container: stem,
+  network: stem,
+  sidecar: (i, a, sc) => `${stem(i, a)}_sc_${sc}`,
+  egressNetwork: (i, a) => `${stem(i, a)}_egress`,
+  volume: (i, a, v) => `${stem(i, a)}_v_${v}`,
+};
+
+/**
+ * The names berth 0.1 gave (`berth-<instance>-<attempt>[-sc-<sidecar>|-egress|-<volume>]`), which
+ * collide (attempt `a`'s sidecar `b` and attempt `a-sc-b`). A run that began under them keeps them
+ * until it ends; its resources are recognized by their labels, never by these names alone.
+ */
+export const LEGACY_NAMING: Naming = {
+  container: (i, a) => `berth-${i}-${a}`,
+  network: (i, a) => `berth-${i}-${a}`,
+  sidecar: (i, a, sc) => `berth-${i}-${a}-sc-${sc}`,
+  egressNetwork: (i, a) => `berth-${i}-${a}-egress`,
+  volume: (i, a, v) => `berth-${i}-${a}-${v}`,
+};
+
+export const containerName = NAMING.container;
+export const networkName = NAMING.network;
+export const sidecarName = NAMING.sidecar;
+export const egressNetworkName = NAMING.egressNetwork;
+export const volumeName = NAMING.volume;

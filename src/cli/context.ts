@@ -74,6 +74,7 @@ export interface PassFlags {
   retryBackoff?: number;
   egressProxyImage?: string;
   egressNetwork?: string;
+  allowEmpty?: boolean;
 }
 
 export function passConfig(ctx: Context, o: PassFlags): PassConfig {
@@ -89,6 +90,7 @@ export function passConfig(ctx: Context, o: PassFlags): PassConfig {
     ...(o.egressProxyImage || o.egressNetwork
       ? { egress: { ...(o.egressProxyImage ? { proxyImage: o.egressProxyImage } : {}), ...(o.egressNetwork ? { network: o.egressNetwork } : {}) } }
       : {}),
+    ...(o.allowEmpty ? { allowEmpty: true } : {}),
     env: ctx.env,
     log: ctx.log,
   };

@@ -72,6 +72,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--max-running <n>', 'attempts running at once', int('--max-running', 1))
     .option('--egress-proxy-image <image>', 'image of the egress proxy sidecar (same contract as docs/EGRESS.md)')
     .option('--egress-network <name>', 'existing network the egress proxy reaches out through (default: one per attempt)')
+    .option('--allow-empty', 'let a specs folder with no attempts remove the instance\'s attempts (default: such a folder removes nothing)')
     .action(async (o, cmd: Command) => {
       await done((require('./commands/plan') as typeof PlanCmd).runPlan(ctx(cmd), o));
     });
@@ -90,6 +91,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--workers <n>', 'controller: attempts worked on at once (default: --concurrency)', int('--workers', 1))
     .option('--metrics-addr <host:port>', 'controller: serve Prometheus metrics, /healthz and /readyz (e.g. 127.0.0.1:9464)')
     .option('--retry-backoff <seconds>', 'first back-off before retrying a failed run (doubles, capped at 6 min)', int('--retry-backoff', 0), 10)
+    .option('--allow-empty', 'let a specs folder with no attempts remove the instance\'s attempts (default: such a folder removes nothing)')
     .action(async (o, cmd: Command) => {
       if (o.wait && !o.once) throw new UsageError('--wait goes with --once');
       await done((require('./commands/reconcile') as typeof ReconcileCmd).runReconcile(ctx(cmd), o));
@@ -147,6 +149,11 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
     }
     if (err instanceof UsageError) {
       io.err(`berth: ${err.message}\n`);
+      return EXIT.usage;
+    }
+    // The specs root vanished between a command's check and its load: still nothing was planned.
+    if ((err as { code?: unknown } | null)?.code === 'SpecsRootUnreadable') {
+      io.err(`berth: ${(err as Error).message}\n`);
       return EXIT.usage;
     }
     io.err(`berth: ${err instanceof Error ? err.message : String(err)}\n`);

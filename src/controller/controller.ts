@@ -21,7 +21,7 @@ import { describeEngineError, isUnavailable } from '../engine/errors';
 import { Executor, type ActionResult } from '../execute/executor';
 import { mergeSnapshot, observe, observeAttempts } from '../observe/snapshot';
 import type { Snapshot } from '../observe/types';
-import { plan as makePlan, RUNNING_STATES } from '../plan/planner';
+import { RUNNING_STATES } from '../plan/planner';
 import type { AttemptAction } from '../plan/types';
 import type { LoadReport } from '../spec/loader';
 import type { StatusStore } from '../status/store';
@@ -31,7 +31,7 @@ import type { Logger } from '../util/log';
 import { Semaphore } from '../util/pool';
 import { EngineSource } from './engine-source';
 import type { ControllerMetrics } from './metrics';
-import { knownContainerIds, planInput, type PassConfig } from './pass';
+import { knownContainerIds, planInput, planWithRunFloors, type PassConfig } from './pass';
 import { WorkQueue } from './queue';
 import { SpecSource } from './spec-source';
 
@@ -167,7 +167,7 @@ export class Controller {
       const [l, statuses, snapshot] = await Promise.all([this.specs.specs(), statusesP, snapshotP]);
       load = l;
       const busy = new Set(this.inflight.keys());
-      const p = makePlan(planInput(this.o.cfg, load, snapshot, statuses, this.clock.now(), { ...(all ? {} : { only: keys }), reservedSlots: reserved }));
+      const p = planWithRunFloors(planInput(this.o.cfg, load, snapshot, statuses, this.clock.now(), { ...(all ? {} : { only: keys }), reservedSlots: reserved }));
       if (all) this.synced = true;
       if (this.o.metrics) {
         this.o.metrics.specErrors.set(load.errors.length);

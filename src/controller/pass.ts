@@ -11,8 +11,9 @@ import { plan as makePlan } from '../plan/planner';
 import type { Plan } from '../plan/types';
 import { loadSpecs } from '../spec/loader';
 import type { PlanInput } from '../plan/input';
-import type { LoadResult } from '../spec/types';
-import type { AttemptStatus } from '../status/types';
+import type { LoadResult, SpecError } from '../spec/types';
+import type { AttemptStatus, SpecIssue } from '../status/types';
+import { runFloor } from '../plan/results';
 import { StatusStore } from '../status/store';
 import type { Logger } from '../util/log';
 
@@ -26,6 +27,8 @@ export interface PassConfig {
   attestIntervalMs: number;
   /** First back-off between a failed run and its retry. */
   retryBaseMs?: number;
+  /** `--allow-empty`: a specs source with no attempt at all may remove the instance's attempts. */
+  allowEmpty?: boolean;
   /** `--egress-proxy-image`, `--egress-network`. */
   egress?: { proxyImage?: string; network?: string };
   env: NodeJS.ProcessEnv;
@@ -40,15 +43,24 @@ export interface PassResult {
   results: ActionResult[];
 }
 
-/** Message of the first error of each protected (invalid or duplicated) name. */
-export function invalidReasons(load: LoadResult): Map<string, string> {
-  const out = new Map<string, string>();
-  for (const name of load.protectedNames) out.set(name, 'the spec is invalid');
+/** The errors of each protected (invalid or duplicated) name, positioned, in file order. */
+export function invalidErrors(load: LoadResult): Map<string, SpecIssue[]> {
+  const out = new Map<string, SpecIssue[]>();
+  for (const name of load.protectedNames) out.set(name, []);
   for (const e of load.errors) {
-    const m = e.path === 'metadata.name' && e.code === 'duplicate-name' ? /"([^"]+)"/.exec(e.message)?.[1] : undefined;
-    if (m && load.protectedNames.has(m) && out.get(m) === 'the spec is invalid') out.set(m, `${e.file}:${e.line}:${e.col}: ${e.message}`);
+    const list = e.attempt !== undefined ? out.get(e.attempt) : undefined;
+    list?.push({ file: e.file, line: e.line, col: e.col, path: e.path, code: e.code, message: e.message });
   }
   return out;
+}
+
+/** The specs root is missing, not a folder, or unreadable: nothing may be planned (CONTRACT: exit 2, engine untouched). */
+export class SpecsRootError extends Error {
+  readonly code = 'SpecsRootUnreadable';
+  constructor(readonly error: SpecError) {
+    super(`${error.file || 'the specs folder'}: ${error.message}; nothing was planned or changed`);
+    this.name = 'SpecsRootError';
+  }
 }
 
 export { resolveResultsRoot } from '../plan/results';
@@ -65,16 +77,21 @@ export function planInput(
   snapshot: Snapshot,
   statuses: ReadonlyMap<string, AttemptStatus>,
   now: number,
-  extra: Pick<PlanInput, 'only' | 'reservedSlots'> = {},
+  extra: Pick<PlanInput, 'only' | 'reservedSlots' | 'runFloors'> = {},
 ): PlanInput {
+  // A load that knows no attempt because its root cannot be read must never be planned from:
+  // it would remove everything. One check here covers every pass and every controller batch.
+  if (load.rootError) throw new SpecsRootError(load.rootError);
   return {
     instance: cfg.instance,
     now,
     resultsRoot: cfg.resultsRoot,
     specs: load.specs,
     protectedNames: load.protectedNames,
-    invalid: invalidReasons(load),
+    invalid: invalidErrors(load),
     unreadableFiles: load.unreadableFiles,
+    unreadableFolders: load.unreadableFolders,
+    ...(cfg.allowEmpty ? { allowEmpty: true } : {}),
     snapshot,
     statuses,
     maxRunning: cfg.maxRunning,
@@ -85,6 +102,26 @@ export function planInput(
   };
 }
 
+/**
+ * Plans, then looks on disk at the results folders of the runs the plan starts: where a
+ * `run-<n>` folder at or above the planned number already exists (after `clean`, with a fresh
+ * state folder, another state folder sharing the results root), plans again with those floors so
+ * the run gets a folder of its own. Only the few attempts a plan starts cost a folder read.
+ */
+export function planWithRunFloors(input: PlanInput): Plan {
+  const first = makePlan(input);
+  const floors = new Map<string, number>();
+  for (const a of first.actions) {
+    const d = a.desired;
+    if (!d || (a.kind !== 'provision' && a.kind !== 'replace' && a.kind !== 'retry')) continue;
+    if (!a.ops.some((o) => o.type === 'create-container')) continue;
+    const own = a.status?.run === d.run ? a.status.resultsDir : undefined;
+    const floor = runFloor(d.resultsDir, own);
+    if (floor >= d.run) floors.set(d.name, floor);
+  }
+  return floors.size ? makePlan({ ...input, runFloors: floors }) : first;
+}
+
 /** Observe and plan, changing nothing. */
 export async function planPass(cfg: PassConfig, engine: Engine, store: StatusStore): Promise<Omit<PassResult, 'results'>> {
   const now = cfg.now ?? Date.now;
@@ -92,7 +129,7 @@ export async function planPass(cfg: PassConfig, engine: Engine, store: StatusSto
   const statusesP = store.loadAll();
   const snapshotP = observe(engine, cfg.instance, statusesP.then(knownContainerIds), now());
   const [load, statuses, snapshot] = await Promise.all([loadSpecs({ specsDir: cfg.specsDir, resultsRoot: cfg.resultsRoot }), statusesP, snapshotP]);
-  const plan = makePlan(planInput(cfg, load, snapshot, statuses, now()));
+  const plan = planWithRunFloors(planInput(cfg, load, snapshot, statuses, now()));
   return { load, snapshot, plan };
 }
 

@@ -13,7 +13,10 @@ import type { Logger } from '../util/log';
 function fingerprint(load: LoadReport): Map<string, string> {
   const out = new Map<string, string>();
   for (const s of load.specs) out.set(s.spec.name, `ok:${s.hash}`);
-  for (const n of load.protectedNames) out.set(n, 'invalid');
+  const errs = new Map<string, string[]>();
+  for (const e of load.errors) if (e.attempt !== undefined) errs.set(e.attempt, [...(errs.get(e.attempt) ?? []), `${e.line}:${e.col}:${e.path}:${e.message}`]);
+  // An invalid name whose errors change is queued too: its status carries them.
+  for (const n of load.protectedNames) out.set(n, `invalid:${(errs.get(n) ?? []).join('\n')}`);
   return out;
 }
 
@@ -31,6 +34,8 @@ export class SpecSource {
   private current: LoadReport | undefined;
   private loading: Promise<LoadReport> | undefined;
   private dirty = true;
+  /** The specs root's problem while it cannot be read (logged once). */
+  private rootProblem: string | undefined;
 
   constructor(
     private readonly opts: { specsDir: string; resultsRoot: string; debounceMs: number; log: Logger },
@@ -44,6 +49,18 @@ export class SpecSource {
     this.dirty = false;
     this.loading = loadSpecs({ specsDir: this.opts.specsDir, resultsRoot: this.opts.resultsRoot }).finally(() => (this.loading = undefined));
     const load = await this.loading;
+    if (load.rootError) {
+      // A root that cannot be read knows no attempt: the last good load stays in force (nothing is
+      // removed for it), and every later look loads again until the folder is back.
+      this.dirty = true;
+      const msg = `${load.rootError.file}: ${load.rootError.message}`;
+      if (msg !== this.rootProblem) this.opts.log.error(`${msg}; the last specs read stay in force until it can be read again`);
+      this.rootProblem = msg;
+      if (this.current) return this.current;
+      return load;
+    }
+    if (this.rootProblem) this.opts.log.info(`specs folder readable again: ${this.opts.specsDir}`);
+    this.rootProblem = undefined;
     const changed = changedNames(this.current, load);
     this.current = load;
     if (changed.length) this.onChange(changed, load);

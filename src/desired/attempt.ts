@@ -9,17 +9,7 @@
  * reachable by their names.
  */
 import path from 'node:path';
-import {
-  COMPONENTS,
-  containerName,
-  DEFAULTS,
-  egressNetworkName,
-  LABELS,
-  networkName,
-  sidecarName,
-  volumeName,
-  type Component,
-} from '../constants';
+import { COMPONENTS, DEFAULTS, LABELS, NAMING, type Component, type Naming } from '../constants';
 import type { ContainerCreateSpec, Labels } from '../engine/types';
 import { PROXY_ENV } from '../proxy/contract';
 import { EGRESS_PROXY_NAME } from '../spec/semantic';
@@ -32,6 +22,8 @@ export interface DesiredContext {
   egressProxyImage?: string;
   /** An existing network the proxy reaches out through (`--egress-network`); default: one per attempt. */
   egressNetwork?: string;
+  /** How resources are named: the current scheme, unless a run began under an older one (LEGACY_NAMING). */
+  naming?: Naming;
 }
 
 export function attemptLabels(instance: string, loaded: LoadedSpec, run: number): Labels {
@@ -50,14 +42,14 @@ export function withComponent(labels: Labels, component: Component): Labels {
 }
 
 /** The engine's NetworkMode for an attempt's main container. */
-export function networkModeFor(instance: string, loaded: LoadedSpec): string {
+export function networkModeFor(instance: string, loaded: LoadedSpec, naming: Naming = NAMING): string {
   switch (loaded.spec.network.mode) {
     case 'none':
       return 'none';
     case 'bridge':
       return 'bridge';
     case 'isolated':
-      return networkName(instance, loaded.spec.name);
+      return naming.network(instance, loaded.spec.name);
   }
 }
 
@@ -90,12 +82,13 @@ function hardened(networkMode: string, extra: Partial<ContainerCreateSpec['host'
 export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: number, resultsDir: string): DesiredAttempt {
   const s = loaded.spec;
   const labels = attemptLabels(ctx.instance, loaded, run);
-  const netMode = networkModeFor(ctx.instance, loaded);
+  const naming = ctx.naming ?? NAMING;
+  const netMode = networkModeFor(ctx.instance, loaded, naming);
   const isolated = s.network.mode === 'isolated';
   const egress = isolated && s.network.egress.length > 0;
-  const egressName = egress ? (ctx.egressNetwork ?? egressNetworkName(ctx.instance, s.name)) : null;
+  const egressName = egress ? (ctx.egressNetwork ?? naming.egressNetwork(ctx.instance, s.name)) : null;
   const volumes = s.volumes.map((v) => ({
-    name: volumeName(ctx.instance, s.name, v.name),
+    name: naming.volume(ctx.instance, s.name, v.name),
     labels: { ...withComponent(labels, COMPONENTS.volume), [LABELS.volume]: v.name },
   }));
   const sidecarLabels = (name: string, component: Component) => ({ ...withComponent(labels, component), [LABELS.sidecar]: name });
@@ -105,7 +98,7 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
 
   const sidecars: DesiredSidecar[] = [];
   if (egress && egressName) {
-    const name = sidecarName(ctx.instance, s.name, EGRESS_PROXY_NAME);
+    const name = naming.sidecar(ctx.instance, s.name, EGRESS_PROXY_NAME);
     sidecars.push({
       role: 'egress-proxy',
       alias: EGRESS_PROXY_NAME,
@@ -128,7 +121,7 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
     });
   }
   for (const c of s.sidecars) {
-    const name = sidecarName(ctx.instance, s.name, c.name);
+    const name = naming.sidecar(ctx.instance, s.name, c.name);
     sidecars.push({
       role: 'sidecar',
       alias: c.name,
@@ -165,7 +158,7 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
     labels,
     resultsDir: path.resolve(resultsDir),
     expectedNetworks: [netMode],
-    network: isolated ? { name: networkName(ctx.instance, s.name), labels: withComponent(labels, COMPONENTS.network), internal: true } : null,
+    network: isolated ? { name: naming.network(ctx.instance, s.name), labels: withComponent(labels, COMPONENTS.network), internal: true } : null,
     egressNetwork:
       egress && !ctx.egressNetwork && egressName ? { name: egressName, labels: withComponent(labels, COMPONENTS.egressNetwork), internal: false } : null,
     egressNetworkName: egressName,
@@ -173,9 +166,9 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
     mainSecrets: s.secrets.map((x) => x.name).filter((n) => !sidecarSecrets.has(n)),
     volumes,
     container: {
-      name: containerName(ctx.instance, s.name),
+      name: naming.container(ctx.instance, s.name),
       create: {
-        name: containerName(ctx.instance, s.name),
+        name: naming.container(ctx.instance, s.name),
         image: s.image,
         cmd: s.command,
         env: [...sortedEnv(s.env), ...proxyEnv],
@@ -186,7 +179,7 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
           binds: [`${path.resolve(resultsDir)}:${DEFAULTS.resultsMount}:rw`],
           mounts: s.volumes.map((v) => ({
             type: 'volume' as const,
-            source: volumeName(ctx.instance, s.name, v.name),
+            source: naming.volume(ctx.instance, s.name, v.name),
             target: v.mountPath,
             readOnly: v.readOnly,
           })),

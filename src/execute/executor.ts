@@ -45,6 +45,31 @@ class Halt extends Error {}
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
+/** A time the engine reported (RFC 3339, nanoseconds), in ms; undefined for its zero time or none. */
+function engineTime(t: string | undefined): number | undefined {
+  if (!t || t.startsWith('0001-')) return undefined;
+  const ms = Date.parse(t);
+  return Number.isFinite(ms) && ms > 0 ? ms : undefined;
+}
+
+/**
+ * Makes a run's folder and its results folder. The run folder is made exclusively: a run never
+ * writes into a folder an earlier run (or another state folder) left, unless it is resuming its
+ * own provisioning. The planner gives the next run a number above it (see runFloor).
+ */
+async function makeRunFolder(resultsDir: string, resuming: boolean): Promise<void> {
+  const runFolder = path.dirname(resultsDir);
+  await fs.mkdir(path.dirname(runFolder), { recursive: true });
+  try {
+    await fs.mkdir(runFolder);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || !resuming) {
+      throw (err as NodeJS.ErrnoException).code === 'EEXIST' ? new Error(`results folder ${runFolder} already exists: a run never reuses one; the next pass picks a new run number`) : err;
+    }
+  }
+  await fs.mkdir(resultsDir, { recursive: true });
+}
+
 function assertNever(x: never): never {
   throw new Error(`unknown operation ${JSON.stringify(x)}`);
 }
@@ -205,8 +230,14 @@ export class Executor {
     };
   }
 
-  /** Records the provisioning intent of run `d.run` (before any side effect of it). */
+  /**
+   * Makes the run's folder, then records the provisioning intent of run `d.run` (before any
+   * engine side effect of it). A berth killed between the two leaves an empty folder, which the
+   * next run steps over; once the intent is recorded, the folder is this run's to resume.
+   */
   private async recordIntent(a: AttemptAction, d: DesiredAttempt): Promise<void> {
+    const before = await this.current(a);
+    await makeRunFolder(d.resultsDir, before.intent?.run === d.run && before.intent.specHash === d.hash);
     await this.update(a, (r) => ({
       ...this.beginRun(r, d),
       phase: 'Pending',
@@ -233,7 +264,6 @@ export class Executor {
     // Intent first: a berth killed from here on resumes this run, never starts a second one.
     await this.recordIntent(a, d);
     const secrets = await this.secretsOrBlock(a, d, d.mainSecrets);
-    await fs.mkdir(d.resultsDir, { recursive: true });
     const create = { ...d.container.create, env: [...d.container.create.env, ...secretEnvLines(spec.secretEnv, secrets)] };
     let id: string;
     try {
@@ -417,7 +447,8 @@ export class Executor {
     const id = rec.containerId ?? d.container.name;
     await engine.containers.start(id);
     const details = await engine.containers.inspect(id);
-    const startedMs = Date.parse(details.runState.startedAt) || this.now();
+    // The engine's clock, never berth's: startedAt, finishedAt and durations are results.
+    const startedMs = engineTime(details.runState.startedAt) ?? this.now();
     const deadline = d.loaded.spec.deadlineSeconds;
     const att = await this.attestation(details, d);
     const { intent: _intent, reason: _reason, message: _message, ...rest } = rec;
@@ -455,7 +486,7 @@ export class Executor {
 
   private async adopt(a: AttemptAction, id: string, d: DesiredAttempt): Promise<void> {
     const details = await this.deps.engine.containers.inspect(id);
-    const startedMs = Date.parse(details.runState.startedAt) || this.now();
+    const startedMs = engineTime(details.runState.startedAt) ?? this.now();
     const deadline = d.loaded.spec.deadlineSeconds;
     const att = await this.attestation(details, d);
     await this.update(a, (r) => {
@@ -500,7 +531,7 @@ export class Executor {
           : st.exitCode === 0
             ? { phase: 'Succeeded', reason: REASONS.completed }
             : { phase: 'Failed', reason: REASONS.error, message: `exited with code ${st.exitCode}` });
-    const finishedMs = st?.finishedAt && !st.finishedAt.startsWith('0001') ? Date.parse(st.finishedAt) : this.now();
+    const finishedMs = engineTime(st?.finishedAt) ?? this.now();
     const next = await this.update(a, (r) => {
       const { intent: _i, ...rest } = r;
       return {
@@ -509,7 +540,7 @@ export class Executor {
         reason: outcome.reason,
         ...(outcome.message ? { message: outcome.message } : {}),
         ...(exitCode !== undefined ? { exitCode } : {}),
-        ...(st?.startedAt && !st.startedAt.startsWith('0001') && !r.startedAt ? { startedAt: st.startedAt } : {}),
+        ...(engineTime(st?.startedAt) !== undefined && !r.startedAt ? { startedAt: iso(engineTime(st?.startedAt) as number) } : {}),
         finishedAt: iso(finishedMs),
       };
     });

@@ -1,7 +1,7 @@
 /** Everything the planner reads: specs, one observed snapshot, the status records, the clock's time. */
 import type { Snapshot } from '../observe/types';
 import type { LoadedSpec } from '../spec/types';
-import type { AttemptStatus } from '../status/types';
+import type { AttemptStatus, SpecIssue } from '../status/types';
 
 export interface PlanInput {
   instance: string;
@@ -12,10 +12,22 @@ export interface PlanInput {
   specs: LoadedSpec[];
   /** Names declared by invalid or duplicated specs: what runs under them is left alone. */
   protectedNames: ReadonlySet<string>;
-  /** Why each protected name is invalid (first error), for the Invalid status of never-run attempts. */
-  invalid: ReadonlyMap<string, string>;
+  /** Why each protected name is invalid: its errors, positioned, for the Invalid status. */
+  invalid: ReadonlyMap<string, readonly SpecIssue[]>;
   /** Spec files that could not be read; attempts whose source label names one are left alone. */
   unreadableFiles: ReadonlySet<string>;
+  /** Folders under the specs folder that could not be read; attempts whose source lies under one are left alone. */
+  unreadableFolders: ReadonlySet<string>;
+  /**
+   * `--allow-empty`: a source that yields no attempt at all may remove the instance's attempts.
+   * Without it such a source removes nothing (Argo CD's allowEmpty).
+   */
+  allowEmpty?: boolean;
+  /**
+   * The highest `run-<n>` folder already on disk for an attempt's results folder (not counting
+   * the one its own record holds): a new run gets a number above it, so no folder is reused.
+   */
+  runFloors?: ReadonlyMap<string, number>;
   snapshot: Snapshot;
   statuses: ReadonlyMap<string, AttemptStatus>;
   /** Attempts running at once, at most. */

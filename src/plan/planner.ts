@@ -2,13 +2,14 @@
  * The planner: pure `(PlanInput) → Plan`. No I/O, no clock of its own: the same input gives
  * the same plan, in a fixed order (attempts by name). Every operation records its cause.
  */
-import { COMPONENTS, DEFAULTS, FINISHED_PHASES, LABELS, REASONS } from '../constants';
+import { COMPONENTS, DEFAULTS, FINISHED_PHASES, LABELS, LEGACY_NAMING, REASONS, type Naming } from '../constants';
 import { desiredAttempt } from '../desired/attempt';
 import type { DesiredAttempt } from '../desired/types';
 import type { ContainerSummary } from '../engine/types';
 import type { ObservedAttempt } from '../observe/types';
+import { formatIssue } from '../spec/issue';
 import type { LoadedSpec } from '../spec/types';
-import type { AttemptStatus } from '../status/types';
+import type { AttemptStatus, SpecIssue } from '../status/types';
 import { attestListed, failedCause, mainWant, sidecarWant } from '../attest/checks';
 import { retryBackoffMs, type PlanInput } from './input';
 import { runResultsDir } from './results';
@@ -41,6 +42,19 @@ function removeOps(obs: Pick<ObservedAttempt, 'containers' | 'networks' | 'volum
 
 function hasAny(obs: Pick<ObservedAttempt, 'containers' | 'networks' | 'volumes'>): boolean {
   return obs.containers.length + obs.networks.length + obs.volumes.length > 0;
+}
+
+/**
+ * Networks and volumes of the spec under names the run `d` does not use (an older naming's):
+ * removal operations for them, and `have` without them.
+ */
+function dropRenamed(d: DesiredAttempt, have: ObservedAttempt): Operation[] {
+  const netNames = new Set([d.network?.name, d.egressNetwork?.name]);
+  const volNames = new Set(d.volumes.map((v) => v.name));
+  const renamed = { containers: [], networks: have.networks.filter((n) => !netNames.has(n.name)), volumes: have.volumes.filter((v) => !volNames.has(v.name)) };
+  have.networks = have.networks.filter((n) => netNames.has(n.name));
+  have.volumes = have.volumes.filter((v) => volNames.has(v.name));
+  return removeOps(renamed, 'named under an older naming');
 }
 
 /** Operations that bring a run up from whatever of it already exists: networks, volumes, sidecars (proxy first), main. */
@@ -91,22 +105,23 @@ interface Ctx {
  */
 const desiredMemo = new WeakMap<LoadedSpec, Map<string, DesiredAttempt>>();
 
-function desiredFor(inp: PlanInput, loaded: LoadedSpec, run: number): DesiredAttempt {
-  const key = [inp.instance, inp.egress?.proxyImage ?? '', inp.egress?.network ?? '', inp.resultsRoot, run].join('\0');
+function desiredFor(inp: PlanInput, loaded: LoadedSpec, run: number, legacy = false): DesiredAttempt {
+  const key = [inp.instance, inp.egress?.proxyImage ?? '', inp.egress?.network ?? '', inp.resultsRoot, run, legacy ? 'legacy' : ''].join('\0');
   let byKey = desiredMemo.get(loaded);
   const hit = byKey?.get(key);
   if (hit) return hit;
-  const d = buildDesired(inp, loaded, run);
+  const d = buildDesired(inp, loaded, run, legacy ? LEGACY_NAMING : undefined);
   if (!byKey) desiredMemo.set(loaded, (byKey = new Map()));
   if (byKey.size >= 8) byKey.delete(byKey.keys().next().value as string);
   byKey.set(key, d);
   return d;
 }
 
-function buildDesired(inp: PlanInput, loaded: LoadedSpec, run: number): DesiredAttempt {
+function buildDesired(inp: PlanInput, loaded: LoadedSpec, run: number, naming?: Naming): DesiredAttempt {
   return desiredAttempt(
     {
       instance: inp.instance,
+      ...(naming ? { naming } : {}),
       ...(inp.egress?.proxyImage ? { egressProxyImage: inp.egress.proxyImage } : {}),
       ...(inp.egress?.network ? { egressNetwork: inp.egress.network } : {}),
     },
@@ -126,6 +141,12 @@ function startRun(
   kind: 'provision' | 'replace' | 'retry',
   why: string,
 ): AttemptAction {
+  // A results folder is never reused: a new run gets a number above every run folder on disk.
+  const floor = ctx.inp.runFloors?.get(d.name) ?? 0;
+  if (floor >= d.run) {
+    d = desiredFor(ctx.inp, d.loaded, floor + 1);
+    have = { ...have, containers: [] };
+  }
   if (ctx.slots > 0) {
     ctx.slots--;
     return { ...base, kind, summary: `${why}: run ${d.run}`, desired: d, ops: [...pre, ...provisionOps(d, have)] };
@@ -166,7 +187,9 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
     networks: obsAll.networks.filter((n) => n.labels[LABELS.specHash] !== hash),
     volumes: obsAll.volumes.filter((v) => v.labels[LABELS.specHash] !== hash),
   };
-  const d = desiredFor(inp, loaded, run);
+  // A run that began under berth 0.1's names keeps them until it ends (found by its labels).
+  const legacy = mainsAll.some((c) => c.labels[LABELS.specHash] === hash && c.labels[LABELS.run] === String(run) && c.name === LEGACY_NAMING.container(inp.instance, name));
+  const d = desiredFor(inp, loaded, run, legacy);
   const current: ObservedAttempt = {
     name,
     containers: obsAll.containers.filter((c) => c.labels[LABELS.specHash] === hash),
@@ -201,6 +224,7 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
   }
   pre.push(...removeOps(staleSpec, 'spec hash changed'));
   pre.push(...removeOps({ containers: [...staleRun, ...dupes], networks: [], volumes: [] }, 'not the current run'));
+  pre.push(...dropRenamed(d, current));
 
   // Blocked by a container that carries our labels only through its image.
   const squatter = inp.snapshot.foreign.find((c) => c.name === d.container.name);
@@ -238,7 +262,8 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
       if (at > inp.now) return { ...base, kind: 'wait', summary: `retry ${rec.retriesUsed + 1}/${loaded.spec.retries} after back-off`, ops: pre, requeueAfterMs: at - inp.now };
       const next = desiredFor(inp, loaded, rec.run + 1);
       const oldRun = removeOps({ containers: current.containers, networks: [], volumes: [] }, `retry ${rec.retriesUsed + 1}/${loaded.spec.retries}`);
-      return startRun(ctx, base, next, { ...current, containers: [] }, [...pre, ...oldRun], 'retry', `run ${rec.run} ${rec.reason ?? 'failed'}; retry ${rec.retriesUsed + 1}/${loaded.spec.retries}`);
+      const have: ObservedAttempt = { ...current, containers: [] };
+      return startRun(ctx, base, next, have, [...pre, ...oldRun, ...dropRenamed(next, have)], 'retry', `run ${rec.run} ${rec.reason ?? 'failed'}; retry ${rec.retriesUsed + 1}/${loaded.spec.retries}`);
     }
     const ttl = loaded.spec.ttlSecondsAfterFinished;
     if (ttl !== null && hasAny(current)) {
@@ -358,16 +383,40 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
   return startRun(ctx, base, d, current, pre, 'provision', rec?.intent ? 'provisioning was interrupted' : 'not found');
 }
 
+function sameIssues(a: readonly SpecIssue[] | undefined, b: readonly SpecIssue[]): boolean {
+  return JSON.stringify(a ?? []) === JSON.stringify(b);
+}
+
+/** Whether a spec file (relative to the specs folder) lies in a file or folder that could not be read. */
+function unreadable(inp: PlanInput, source: string): boolean {
+  if (inp.unreadableFiles.has(source)) return true;
+  for (const dir of inp.unreadableFolders) if (source.startsWith(`${dir}/`)) return true;
+  return false;
+}
+
 function planUndesired(inp: PlanInput, name: string, rec: AttemptStatus | undefined, obs: ObservedAttempt): AttemptAction | undefined {
   const base = { attempt: name, ...(rec ? { status: rec } : {}) };
   if (inp.protectedNames.has(name)) {
-    const msg = inp.invalid.get(name) ?? 'the spec is invalid';
-    if (!rec) return { ...base, kind: 'invalid', summary: msg, ops: [{ type: 'record', resource: `attempt:${name}`, cause: 'spec invalid', patch: { phase: 'Invalid', reason: REASONS.invalidSpec, message: msg, run: 0, specHash: '' } }] };
+    const errors = inp.invalid.get(name) ?? [];
+    const first = errors[0];
+    const msg = first ? `${formatIssue(first)}${errors.length > 1 ? ` (and ${errors.length - 1} more)` : ''}` : 'the spec is invalid';
+    if (!rec || (rec.phase === 'Invalid' && !sameIssues(rec.specErrors, errors))) {
+      const reason = errors.some((e) => e.code === 'duplicate-name') ? REASONS.duplicateName : REASONS.invalidSpec;
+      return {
+        ...base,
+        kind: 'invalid',
+        summary: msg,
+        ops: [{ type: 'record', resource: `attempt:${name}`, cause: 'spec invalid', patch: { phase: 'Invalid', reason, message: msg, specErrors: [...errors], run: rec?.run ?? 0, specHash: rec?.specHash ?? '' } }],
+      };
+    }
     return { ...base, kind: 'leave', summary: `spec invalid, left as it is: ${msg}`, ops: [] };
   }
   const sources = new Set([...obs.containers, ...obs.networks, ...obs.volumes].map((r) => r.labels[LABELS.source] ?? ''));
-  if ((rec?.source && inp.unreadableFiles.has(rec.source)) || [...sources].some((s) => inp.unreadableFiles.has(s))) {
+  if ((rec?.source && unreadable(inp, rec.source)) || [...sources].some((s) => unreadable(inp, s))) {
     return { ...base, kind: 'leave', summary: 'its spec file cannot be read; left as it is', ops: [] };
+  }
+  if (inp.specs.length === 0 && inp.protectedNames.size === 0 && !inp.allowEmpty) {
+    return { ...base, kind: 'leave', summary: 'the specs source yields no attempts; left as it is (--allow-empty lets reconcile remove it)', ops: [] };
   }
   if (!hasAny(obs)) return rec ? { ...base, kind: 'forget', summary: 'no spec', ops: [{ type: 'forget', resource: `attempt:${name}`, cause: 'no spec' }] } : undefined;
   const ops: Operation[] = [];
@@ -408,5 +457,6 @@ export function plan(inp: PlanInput): Plan {
     if (a.ops.length === 0) unchanged.set(name, a.status?.phase ?? 'Invalid');
     else actions.push(a);
   }
-  return { at: inp.now, actions, unchanged };
+  const emptySource = inp.specs.length === 0 && inp.protectedNames.size === 0 && others.size > 0;
+  return { at: inp.now, actions, unchanged, ...(emptySource ? { emptySource: inp.allowEmpty ? 'allowed' : 'held' } : {}) };
 }

@@ -34,6 +34,10 @@ export function changeCount(p: Plan): number {
 
 export function renderPlan(p: Plan): string {
   const lines: string[] = [];
+  if (p.emptySource === 'held') {
+    const n = new Set([...p.actions.map((a) => a.attempt), ...p.unchanged.keys()]).size;
+    lines.push(`The specs source yields no attempts while the instance has ${n}: nothing is removed (--allow-empty removes them).`);
+  }
   const withOps = p.actions.filter((a) => a.ops.length > 0);
   for (const a of withOps) {
     lines.push(`attempt ${a.attempt}: ${a.kind} (${a.summary})`);
@@ -65,5 +69,6 @@ export function planToJson(p: Plan): unknown {
         operations: a.ops.map((o) => ({ type: o.type, resource: o.resource, cause: o.cause })),
       })),
     unchanged: Object.fromEntries([...p.unchanged.entries()].sort(([a], [b]) => (a < b ? -1 : 1))),
+    ...(p.emptySource ? { emptySource: p.emptySource } : {}),
   };
 }

@@ -3,6 +3,7 @@
  *   <results root>/<spec.results>/run-<n>/results/   mounted at /results (the attempt writes here)
  *   <results root>/<spec.results>/run-<n>/           berth's harvest: logs.txt, status.json, manifest.json
  */
+import { readdirSync } from 'node:fs';
 import path from 'node:path';
 
 export function runDir(resultsRoot: string, results: string, run: number): string {
@@ -17,4 +18,26 @@ export function runResultsDir(resultsRoot: string, results: string, run: number)
 /** The results root: `--results-root`, else `<state>/results`. */
 export function resolveResultsRoot(stateDir: string, resultsRoot?: string): string {
   return path.resolve(resultsRoot ?? path.join(stateDir, 'results'));
+}
+
+/**
+ * The highest `n` of the `run-<n>` folders beside a run's results folder (0 when none), not
+ * counting `own` (the results folder of the run the attempt's record already holds: a resumed
+ * provisioning made it). Reads one folder's names; follows no link.
+ */
+export function runFloor(resultsDir: string, own?: string): number {
+  const parent = path.dirname(path.dirname(resultsDir));
+  const ownRunDir = own ? path.dirname(path.resolve(own)) : undefined;
+  let names: string[];
+  try {
+    names = readdirSync(parent);
+  } catch {
+    return 0;
+  }
+  let max = 0;
+  for (const n of names) {
+    const m = /^run-([1-9][0-9]{0,8})$/.exec(n);
+    if (m && path.join(parent, n) !== ownRunDir) max = Math.max(max, Number(m[1]));
+  }
+  return max;
 }

@@ -81,4 +81,9 @@ export interface Plan {
   actions: AttemptAction[];
   /** Attempts already as they should be: name → phase. */
   unchanged: Map<string, Phase>;
+  /**
+   * The specs source yielded no attempt while the instance has some: 'held' leaves them all as
+   * they are; 'allowed' (`--allow-empty`) removes them as any deleted spec.
+   */
+  emptySource?: 'held' | 'allowed';
 }

@@ -93,6 +93,8 @@ async function loadSets(sets: SpecSet[], resultsRoot: string): Promise<LoadRepor
   const errors: SpecError[] = [];
   const decls: Declaration[] = [];
   const unreadableFiles = new Set<string>();
+  const unreadableFolders = new Set<string>();
+  let rootError: SpecError | undefined;
   const files: string[] = [];
   let documents = 0;
   const resultsAbs = path.resolve(resultsRoot);
@@ -100,8 +102,11 @@ async function loadSets(sets: SpecSet[], resultsRoot: string): Promise<LoadRepor
 
   for (const set of sets) {
     for (const p of set.problems) {
-      errors.push({ file: displayPath(p.abs), line: 1, col: 1, path: '', code: p.code, message: p.message });
-      if (p.rel !== '.') unreadableFiles.add(p.rel);
+      const err: SpecError = { file: displayPath(p.abs), line: 1, col: 1, path: '', code: p.code, message: p.message };
+      errors.push(err);
+      if (p.root) rootError ??= err;
+      else if (p.folder) unreadableFolders.add(p.rel);
+      else unreadableFiles.add(p.rel);
     }
     const roots: Roots = { specsRoot: set.root, specsReal: await realpathLoose(set.root), resultsRoot: resultsAbs, resultsReal, realCache: new Map() };
     // Unchanged files answer from the cache (a stat each); the others load side by side (their
@@ -131,7 +136,7 @@ async function loadSets(sets: SpecSet[], resultsRoot: string): Promise<LoadRepor
       else documents += outcome.docs.length;
       errors.push(...outcome.errors);
       for (const d of outcome.docs) {
-        errors.push(...d.errors);
+        errors.push(...(d.name !== undefined ? d.errors.map((e) => ({ ...e, attempt: d.name as string })) : d.errors));
         if (d.name !== undefined) decls.push({ name: d.name, pos: d.pos, loaded: d.loaded });
       }
     }
@@ -141,7 +146,7 @@ async function loadSets(sets: SpecSet[], resultsRoot: string): Promise<LoadRepor
   errors.push(...duplicateErrors);
   const order = new Map(files.map((f, i) => [f, i]));
   errors.sort((a, b) => (order.get(a.file) ?? -1) - (order.get(b.file) ?? -1) || a.line - b.line || a.col - b.col);
-  return { specs, errors, protectedNames, unreadableFiles, files, documents };
+  return { specs, errors, protectedNames, unreadableFiles, unreadableFolders, ...(rootError ? { rootError } : {}), files, documents };
 }
 
 /** Duplicate names are errors everywhere they occur; names that did not load are protected. */
@@ -156,7 +161,7 @@ function resolveNames(decls: Declaration[]): { specs: LoadedSpec[]; protectedNam
       protectedNames.add(name);
       for (const d of group) {
         const others = group.filter((o) => o !== d).map((o) => `${o.pos.file}:${o.pos.line}:${o.pos.col}`);
-        duplicateErrors.push({ ...d.pos, path: 'metadata.name', code: 'duplicate-name', message: `name "${name}" is also declared at ${others.join(', ')}` });
+        duplicateErrors.push({ ...d.pos, path: 'metadata.name', code: 'duplicate-name', message: `name "${name}" is also declared at ${others.join(', ')}`, attempt: name });
       }
     } else if (group[0]?.loaded) {
       specs.push(group[0].loaded);
@@ -171,11 +176,14 @@ async function guard(run: () => Promise<LoadReport>): Promise<LoadReport> {
   try {
     return await run();
   } catch (err) {
+    const rootError: SpecError = { file: '', line: 1, col: 1, path: '', code: 'io', message: `cannot load specs: ${String(err)}` };
     return {
       specs: [],
-      errors: [{ file: '', line: 1, col: 1, path: '', code: 'io', message: `cannot load specs: ${String(err)}` }],
+      errors: [rootError],
       protectedNames: new Set(),
       unreadableFiles: new Set(),
+      unreadableFolders: new Set(),
+      rootError,
       files: [],
       documents: 0,
     };

@@ -41,6 +41,8 @@ export interface SpecError extends SourcePos {
   path: string;
   code: SpecErrorCode;
   message: string;
+  /** The attempt the error belongs to, when the document got far enough to name one. */
+  attempt?: string;
 }
 
 export interface SecretRef {
@@ -129,4 +131,14 @@ export interface LoadResult {
    * are protected too.
    */
   unreadableFiles: Set<string>;
+  /**
+   * Folders under the specs folder (relative, forward slashes) that could not be read: attempts
+   * whose spec file lies under one are protected the same way.
+   */
+  unreadableFolders: Set<string>;
+  /**
+   * Set when the specs root itself is missing, is not a folder or cannot be read (or loading
+   * failed as a whole): nothing may be planned from such a load, since it knows no attempt.
+   */
+  rootError?: SpecError;
 }

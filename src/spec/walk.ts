@@ -23,6 +23,10 @@ export interface SpecFile {
 export interface WalkProblem extends SpecFile {
   code: SpecErrorCode;
   message: string;
+  /** The specs root itself cannot be walked: the walk knows no attempt at all. */
+  root?: boolean;
+  /** A folder under the root that cannot be read: what its files declare is unknown. */
+  folder?: boolean;
 }
 
 export interface WalkResult {
@@ -47,6 +51,18 @@ export function isSpecFileName(name: string): boolean {
   return SPEC_FILE.test(name) && !isIgnoredName(name);
 }
 
+/** Why a specs root cannot serve as one (missing, not a folder, unreadable), or undefined when it can. */
+export function specsRootProblem(root: string): string | undefined {
+  try {
+    const real = realpathSync.native(path.resolve(root));
+    if (!statSync(real).isDirectory()) return 'the specs folder is not a folder';
+    readdirSync(real);
+    return undefined;
+  } catch (err) {
+    return `cannot read the specs folder: ${ioReason(err)}`;
+  }
+}
+
 export async function findSpecFiles(root: string): Promise<WalkResult> {
   return findSpecFilesSync(root);
 }
@@ -66,10 +82,10 @@ function findSpecFilesSync(root: string): WalkResult {
   try {
     rootReal = realpathSync.native(rootAbs);
     if (!statSync(rootReal).isDirectory()) {
-      return { files: [], problems: [{ abs: rootAbs, rel: '.', code: 'io', message: 'not a folder' }] };
+      return { files: [], problems: [{ abs: rootAbs, rel: '.', code: 'io', message: 'the specs folder is not a folder', root: true }] };
     }
   } catch (err) {
-    return { files: [], problems: [{ abs: rootAbs, rel: '.', code: 'io', message: `cannot read specs folder: ${ioReason(err)}` }] };
+    return { files: [], problems: [{ abs: rootAbs, rel: '.', code: 'io', message: `cannot read the specs folder: ${ioReason(err)}`, root: true }] };
   }
 
   const byReal = new Map<string, { file: SpecFile; linked: boolean }>();
@@ -83,7 +99,8 @@ function findSpecFilesSync(root: string): WalkResult {
     try {
       entries = readdirSync(absDir, { withFileTypes: true });
     } catch (err) {
-      problems.push({ abs: absDir, rel: toPosix(dir.rel) || '.', code: 'io', message: `cannot read folder: ${ioReason(err)}` });
+      const root = dir.rel === '';
+      problems.push({ abs: absDir, rel: toPosix(dir.rel) || '.', code: 'io', message: root ? `cannot read the specs folder: ${ioReason(err)}` : `cannot read folder: ${ioReason(err)}`, ...(root ? { root } : { folder: true }) });
       continue;
     }
     for (const e of entries) {

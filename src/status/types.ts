@@ -15,6 +15,16 @@ export interface Attestation {
   checks: AttestationCheck[];
 }
 
+/** A spec error as a status record keeps it (`file:line:col`, field path, code, message). */
+export interface SpecIssue {
+  file: string;
+  line: number;
+  col: number;
+  path: string;
+  code: string;
+  message: string;
+}
+
 /** One finished (or abandoned) run, kept in the history. */
 export interface RunRecord {
   run: number;
@@ -66,6 +76,8 @@ export interface AttemptStatus {
   lastAttestation?: Attestation;
   /** The controller's last failed reconcile of this attempt and when it tries again (per-key back-off). */
   lastError?: { at: string; message: string; failures: number; nextRetryAt: string };
+  /** Why the spec is Invalid: every error of its document, positioned. */
+  specErrors?: SpecIssue[];
   /** Warnings for `describe` (e.g. a secret opted into the environment). */
   warnings?: string[];
   history: RunRecord[];

@@ -64,7 +64,7 @@ describe('cli (real engine)', function () {
   it('describe shows spec, status, attestation and resources', async function () {
     const d = await sb.cli('describe', 'fx');
     expect(d.code).to.equal(0);
-    for (const want of [/Name:\s+fx/, /Phase:\s+Succeeded/, /Attestation \(inspect, .*\): OK/, /ok\s+networks\s+attached to none only/, /container\s+berth-.*-fx\s+exited/]) {
+    for (const want of [/Name:\s+fx/, /Phase:\s+Succeeded/, /Attestation \(inspect, .*\): OK/, /ok\s+networks\s+attached to none only/, /container\s+berth_.*_fx\s+exited/]) {
       expect(d.stdout).to.match(want);
     }
   });

@@ -2,7 +2,7 @@
 import { expect } from 'chai';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { LABELS } from '../../src/constants';
+import { containerName, LABELS, networkName } from '../../src/constants';
 import { Executor } from '../../src/execute/executor';
 import { plan } from '../../src/plan/planner';
 import { changeCount } from '../../src/plan/render';
@@ -38,7 +38,7 @@ describe('converge (real engine)', function () {
     expect((await sb.status('a'))?.phase).to.equal('Running');
     expect((await sb.status('b'))?.phase).to.equal('Running');
     const b = (await containerOf(sb, 'b'))[0];
-    expect(Object.keys(b?.NetworkSettings.Networks ?? {})).to.deep.equal([`berth-${sb.instance}-b`]);
+    expect(Object.keys(b?.NetworkSettings.Networks ?? {})).to.deep.equal([networkName(sb.instance, 'b')]);
 
     const second = await sb.pass();
     expect(changeCount(second.plan)).to.equal(0);
@@ -92,7 +92,8 @@ describe('converge (real engine)', function () {
     await sb.write('a.yaml', sb.attempt('a', 'echo hi > /results/x', '  network: {mode: isolated}\n  volumes: [{name: v, mountPath: /v}]\n'));
     expect((await sb.cli('reconcile', '--once', '--wait')).code).to.equal(0);
     await sb.remove('a.yaml');
-    const r = await sb.cli('reconcile', '--once');
+    // The folder is empty now: only --allow-empty lets that remove anything (slips.test.ts).
+    const r = await sb.cli('reconcile', '--once', '--allow-empty');
     expect(r.code, r.stderr).to.equal(0);
     const f = JSON.stringify({ label: [`${LABELS.instance}=${sb.instance}`] });
     expect(await docker.listContainers({ all: true, filters: f })).to.have.length(0);
@@ -132,7 +133,7 @@ describe('converge (real engine)', function () {
   });
 
   it('blocks on a foreign container holding the name, and never touches it', async function () {
-    const foreign = await docker.createContainer({ name: `berth-${sb.instance}-a`, Image: TEST_IMAGE, Cmd: ['sleep', '300'], Labels: { [TEST_LABEL]: TEST_RUN } });
+    const foreign = await docker.createContainer({ name: containerName(sb.instance, 'a'), Image: TEST_IMAGE, Cmd: ['sleep', '300'], Labels: { [TEST_LABEL]: TEST_RUN } });
     const original = await foreign.inspect();
     try {
       await sb.write('a.yaml', sb.attempt('a', SLEEP));
@@ -163,7 +164,7 @@ describe('converge (real engine)', function () {
       changes: [`LABEL ${LABELS.managed}=true ${LABELS.instance}=${sb.instance} ${LABELS.attempt}=a ${LABELS.component}=main ${LABELS.specHash}=x ${LABELS.run}=1`],
     });
     await base.remove({ force: true });
-    const squatter = await docker.createContainer({ name: `berth-${sb.instance}-a`, Image: tag, Cmd: ['sleep', '300'], Labels: { [TEST_LABEL]: TEST_RUN } });
+    const squatter = await docker.createContainer({ name: containerName(sb.instance, 'a'), Image: tag, Cmd: ['sleep', '300'], Labels: { [TEST_LABEL]: TEST_RUN } });
     try {
       await squatter.start();
       await sb.write('a.yaml', sb.attempt('a', SLEEP));
@@ -187,11 +188,13 @@ describe('converge (real engine)', function () {
     const id = (await containerOf(sb, 'a'))[0]?.Id;
     // Lose the status record (as after a crash before it was written): the planner adopts...
     await fs.rm(path.join(sb.stateDir), { recursive: true, force: true });
+    // (and its run folder, which a run without a record would otherwise step over: slips.test.ts)
+    await fs.rm(path.join(sb.resultsRoot, 'a'), { recursive: true, force: true });
     // ...and a create racing it meets 409 and attests; simulate by running the provision action directly.
     const load = await loadSpecs({ specsDir: sb.specsDir, resultsRoot: sb.resultsRoot });
     const p = plan({
       instance: sb.instance, now: Date.now(), resultsRoot: sb.resultsRoot, specs: load.specs, protectedNames: new Set(), invalid: new Map(),
-      unreadableFiles: new Set(), snapshot: snapshot({}), statuses: new Map(), maxRunning: 8, attestIntervalMs: 60_000,
+      unreadableFiles: new Set(), unreadableFolders: new Set(), snapshot: snapshot({}), statuses: new Map(), maxRunning: 8, attestIntervalMs: 60_000,
     });
     expect(p.actions[0]?.ops.map((o) => o.type)).to.deep.equal(['create-container', 'start']);
     const cfg = sb.config();

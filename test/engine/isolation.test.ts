@@ -137,7 +137,7 @@ describe('isolation: egress allowlist through the proxy sidecar (real engine)', 
 
     // describe shows the topology checks
     const d = await sb.cli('describe', 'iso');
-    expect(d.stdout).to.match(/ok\s+topology\s+berth-.*-iso is internal and holds only the attempt's 3 containers/);
+    expect(d.stdout).to.match(/ok\s+topology\s+berth_.*_iso is internal and holds only the attempt's 3 containers/);
     expect(d.stdout).to.match(/ok\s+egress-proxy: networks/);
   });
 

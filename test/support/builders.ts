@@ -1,5 +1,5 @@
 /** Builders for pure tests: normalized specs, observed containers, status records. */
-import { COMPONENTS, LABELS } from '../../src/constants';
+import { COMPONENTS, LABELS, NAMING } from '../../src/constants';
 import type { ContainerSummary, NetworkSummary, VolumeSummary } from '../../src/engine/types';
 import type { ObservedAttempt, Snapshot } from '../../src/observe/types';
 import type { PlanInput } from '../../src/plan/input';
@@ -49,7 +49,7 @@ export function container(instance: string, name: string, hash: string, over: Pa
   const { run, ...rest } = over;
   return {
     id: `id-${name}`,
-    name: `berth-${instance}-${name}`,
+    name: NAMING.container(instance, name),
     labels: labelsFor(instance, name, hash, run ?? 1),
     image: 'berth/busybox:local',
     imageId: 'sha256:busybox',
@@ -64,11 +64,11 @@ export function container(instance: string, name: string, hash: string, over: Pa
 }
 
 export function network(instance: string, name: string, hash: string, over: Partial<NetworkSummary> = {}): NetworkSummary {
-  return { id: `net-${name}`, name: `berth-${instance}-${name}`, labels: labelsFor(instance, name, hash, 1, COMPONENTS.network), driver: 'bridge', internal: true, attachable: false, scope: 'local', ...over };
+  return { id: `net-${name}`, name: NAMING.network(instance, name), labels: labelsFor(instance, name, hash, 1, COMPONENTS.network), driver: 'bridge', internal: true, attachable: false, scope: 'local', ...over };
 }
 
 export function volume(instance: string, name: string, vol: string, hash: string): VolumeSummary {
-  return { name: `berth-${instance}-${name}-${vol}`, labels: { ...labelsFor(instance, name, hash, 1, COMPONENTS.volume), [LABELS.volume]: vol }, driver: 'local' };
+  return { name: NAMING.volume(instance, name, vol), labels: { ...labelsFor(instance, name, hash, 1, COMPONENTS.volume), [LABELS.volume]: vol }, driver: 'local' };
 }
 
 export function snapshot(parts: { containers?: ContainerSummary[]; networks?: NetworkSummary[]; volumes?: VolumeSummary[]; foreign?: ContainerSummary[] }): Snapshot {
@@ -114,6 +114,7 @@ export function input(over: Partial<PlanInput> = {}): PlanInput {
     protectedNames: new Set(),
     invalid: new Map(),
     unreadableFiles: new Set(),
+    unreadableFolders: new Set(),
     snapshot: snapshot({}),
     statuses: new Map(),
     maxRunning: 10,

@@ -36,9 +36,10 @@ export class Sandbox {
     this.resultsRoot = path.join(dir, 'results');
   }
 
-  static async create(tag: string): Promise<Sandbox> {
+  /** @param instance a chosen instance name; it must start with TEST_RUN (the leak check finds it by that). */
+  static async create(tag: string, instance?: string): Promise<Sandbox> {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), `berth-${tag}-`));
-    const sb = new Sandbox(dir, newInstance(tag));
+    const sb = new Sandbox(dir, instance ?? newInstance(tag));
     await fs.mkdir(sb.specsDir, { recursive: true });
     return sb;
   }
@@ -64,8 +65,18 @@ export class Sandbox {
   }
 
   async cli(...args: string[]): Promise<CliResult> {
+    return this.cliWith({}, ...args);
+  }
+
+  /** The CLI with some of the sandbox's global flags replaced (e.g. `{ '--specs': other }`). */
+  async cliWith(over: Record<string, string>, ...args: string[]): Promise<CliResult> {
+    const g = this.globalArgs();
+    for (let i = 0; i < g.length; i += 2) {
+      const flag = g[i] as string;
+      if (over[flag] !== undefined) g[i + 1] = over[flag];
+    }
     const io = bufferIo();
-    const code = await run(['node', 'berth', ...args, ...this.globalArgs()], io);
+    const code = await run(['node', 'berth', ...args, ...g], io);
     return { code, stdout: io.stdout, stderr: io.stderr };
   }
 

@@ -3,12 +3,13 @@ import { EXIT, LABELS } from '../../constants';
 import { instanceFilters } from '../../observe/snapshot';
 import { loadSpecs } from '../../spec/loader';
 import type { Context } from '../context';
+import { formatIssue } from '../../spec/issue';
 import { age, table } from './shared';
 
 export async function runDescribe(ctx: Context, name: string): Promise<number> {
   const [load, rec] = await Promise.all([loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot }), ctx.store().get(name)]);
   const loaded = load.specs.find((s) => s.spec.name === name);
-  const errors = load.errors.filter((e) => load.protectedNames.has(name) && e.message.includes(name));
+  const errors = load.errors.filter((e) => e.attempt === name);
   if (!loaded && !rec && !load.protectedNames.has(name)) {
     ctx.io.err(`berth: attempt ${JSON.stringify(name)} not found\n`);
     return EXIT.failed;
@@ -35,7 +36,7 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
     if (rec && rec.specHash && rec.specHash !== loaded.hash) out.push('                (the spec changed since this run: reconcile will replace it)');
   } else if (load.protectedNames.has(name)) {
     kv('Spec', 'INVALID: what runs under this name is left as it is until the spec is fixed');
-    for (const e of errors) out.push(`                ${e.file}:${e.line}:${e.col}: ${e.path}: ${e.message}`);
+    for (const e of errors) out.push(`                ${formatIssue(e)}`);
   } else {
     kv('Spec', 'none (the spec was deleted; reconcile will collect it)');
   }
@@ -44,6 +45,11 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
     kv('Phase', rec.phase);
     kv('Reason', rec.reason);
     kv('Message', rec.message);
+    // The errors as the record has them (the specs may have changed since: see Spec above).
+    if (rec.phase === 'Invalid' && rec.specErrors?.length && !load.protectedNames.has(name)) {
+      out.push('Spec errors:    (recorded when the spec was last seen invalid)');
+      for (const e of rec.specErrors) out.push(`                ${formatIssue(e)}`);
+    }
     kv('Exit code', rec.exitCode);
     kv('Run', rec.run);
     kv('Retries used', rec.retriesUsed);

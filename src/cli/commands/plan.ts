@@ -4,7 +4,7 @@ import { planPass } from '../../controller/pass';
 import { readOnlyEngine } from '../../engine/wrap';
 import { changeCount, planToJson, renderPlan } from '../../plan/render';
 import { passConfig, type Context } from '../context';
-import { reportLoadErrors } from './shared';
+import { reportLoadErrors, specsRootError } from './shared';
 
 export interface PlanOptions {
   output?: 'text' | 'json';
@@ -13,9 +13,15 @@ export interface PlanOptions {
   maxRunning?: number;
   egressProxyImage?: string;
   egressNetwork?: string;
+  allowEmpty?: boolean;
 }
 
 export async function runPlan(ctx: Context, o: PlanOptions): Promise<number> {
+  const rootError = specsRootError(ctx);
+  if (rootError) {
+    ctx.io.err(rootError);
+    return EXIT.usage;
+  }
   const engine = readOnlyEngine(ctx.engine());
   const { load, plan } = await planPass(passConfig(ctx, o), engine, ctx.store());
   if (o.output === 'json') ctx.io.out(JSON.stringify({ ...(planToJson(plan) as object), errors: load.errors }, null, 2) + '\n');

@@ -10,7 +10,7 @@ import { isUnavailable, describeEngineError } from '../../engine/errors';
 import { changeCount } from '../../plan/render';
 import { passConfig, type Context } from '../context';
 import { collectRows, renderRows } from './get';
-import { reportLoadErrors } from './shared';
+import { reportLoadErrors, specsRootError } from './shared';
 import type * as ControllerCmd from './controller';
 
 export interface ReconcileOptions {
@@ -26,6 +26,7 @@ export interface ReconcileOptions {
   egressProxyImage?: string;
   egressNetwork?: string;
   metricsAddr?: string;
+  allowEmpty?: boolean;
 }
 
 const DONE_FOR_WAIT: ReadonlySet<Phase> = new Set([...FINISHED_PHASES, 'Invalid', 'Blocked']);
@@ -40,6 +41,11 @@ function counts(res: PassResult, phases: Map<string, Phase>): string {
 }
 
 export async function runReconcile(ctx: Context, o: ReconcileOptions): Promise<number> {
+  const rootError = specsRootError(ctx);
+  if (rootError) {
+    ctx.io.err(rootError);
+    return EXIT.usage;
+  }
   // the controller's modules (chokidar, prom-client) load only in controller mode
   if (!o.once) return (require('./controller') as typeof ControllerCmd).runController(ctx, o);
   const cfg = passConfig(ctx, o);
@@ -75,6 +81,9 @@ export async function runReconcile(ctx: Context, o: ReconcileOptions): Promise<n
         throw err;
       }
       if (pass === 1) reportLoadErrors(ctx, res.load);
+      if (pass === 1 && res.plan.emptySource === 'held') {
+        ctx.io.err(`berth: ${ctx.specsDir} yields no attempts while instance ${ctx.instance} has some: nothing was removed (--allow-empty removes them; berth clean removes everything)\n`);
+      }
       last = res;
       const failed = res.results.filter((r) => !r.ok);
       opFailures = failed.length;

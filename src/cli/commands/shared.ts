@@ -2,6 +2,8 @@
 import { promises as fs, readFileSync } from 'node:fs';
 import { formatErrors } from '../format-errors';
 import type { LoadResult } from '../../spec/types';
+import { specsRootProblem } from '../../spec/walk';
+import { displayPath } from '../../spec/path-util';
 import type { Context } from '../context';
 
 /** Spec errors on stderr, compiler style, with the source line and a caret. */
@@ -9,6 +11,16 @@ export function reportLoadErrors(ctx: Context, load: LoadResult): void {
   if (!load.errors.length) return;
   ctx.io.err(formatErrors(load.errors, readLineSync));
   ctx.io.err(`${load.errors.length} spec error${load.errors.length === 1 ? '' : 's'}; attempts under invalid specs are left as they are\n`);
+}
+
+/**
+ * A specs root that is missing, not a folder or unreadable stops a command that plans before it
+ * plans or touches the engine (CONTRACT: exit 2): such a folder knows no attempt, and planning
+ * from it would remove every attempt of the instance. Returns the message, or undefined.
+ */
+export function specsRootError(ctx: Context): string | undefined {
+  const problem = specsRootProblem(ctx.specsDir);
+  return problem ? `berth: ${displayPath(ctx.specsDir)}: ${problem} (--specs); nothing was planned or changed\n` : undefined;
 }
 
 const cache = new Map<string, string[]>();
@@ -39,7 +51,8 @@ export function age(fromIso: string | undefined, now: number): string {
 
 export function duration(ms: number): string {
   if (!Number.isFinite(ms) || ms < 0) return '-';
-  const s = Math.floor(ms / 1000);
+  // Rounded, as kubectl rounds: a run of 1.99 s is 2s, not 1s.
+  const s = Math.round(ms / 1000);
   if (s < 60) return `${s}s`;
   const m = Math.floor(s / 60);
   if (m < 60) return `${m}m${s % 60 ? `${s % 60}s` : ''}`;

@@ -18,13 +18,13 @@ describe('planner (golden plans)', function () {
     );
     expect(golden(p)).to.deep.equal([
       'attempt a-hello: provision (not found: run 1)',
-      '  + create  container:berth-default-a-hello  (not found)',
-      '  > start   container:berth-default-a-hello  (created)',
+      '  + create  container:berth_default_a-hello  (not found)',
+      '  > start   container:berth_default_a-hello  (created)',
       'attempt b-iso: provision (not found: run 1)',
-      '  + create  volume:berth-default-b-iso-cache  (not found)',
-      '  + create  network:berth-default-b-iso       (not found)',
-      '  + create  container:berth-default-b-iso     (not found)',
-      '  > start   container:berth-default-b-iso     (created)',
+      '  + create  volume:berth_default_b-iso_v_cache  (not found)',
+      '  + create  network:berth_default_b-iso         (not found)',
+      '  + create  container:berth_default_b-iso       (not found)',
+      '  > start   container:berth_default_b-iso       (created)',
       'Plan: 2 attempts to change (6 operations), 0 unchanged.',
     ]);
   });
@@ -56,9 +56,9 @@ describe('planner (golden plans)', function () {
     );
     expect(golden(p)).to.deep.equal([
       'attempt a: replace (spec hash changed: run 2)',
-      '  - remove  container:berth-default-a  (spec hash changed)',
-      '  + create  container:berth-default-a  (not found)',
-      '  > start   container:berth-default-a  (created)',
+      '  - remove  container:berth_default_a  (spec hash changed)',
+      '  + create  container:berth_default_a  (not found)',
+      '  > start   container:berth_default_a  (created)',
       'Plan: 1 attempt to change (3 operations), 0 unchanged.',
     ]);
     const d = p.actions[0]?.desired;
@@ -70,15 +70,16 @@ describe('planner (golden plans)', function () {
     const p = plan(input({ specs: [spec('a', {}, 'h-new')], snapshot: snapshot({ containers: [container('default', 'a', 'h-a')] }), statuses: statuses(status('a')) }));
     expect(golden(p).slice(0, 4)).to.deep.equal([
       'attempt a: replace (spec hash changed: run 2)',
-      '  ! stop           container:berth-default-a  (spec hash changed)',
+      '  ! stop           container:berth_default_a  (spec hash changed)',
       '  * finish Failed  attempt:a                  (spec hash changed)',
-      '  - remove         container:berth-default-a  (spec hash changed)',
+      '  - remove         container:berth_default_a  (spec hash changed)',
     ]);
   });
 
   it('collects an attempt with no spec: containers, then networks, then volumes', function () {
     const p = plan(
       input({
+        allowEmpty: true,
         snapshot: snapshot({
           containers: [container('default', 'gone', 'h-gone', { state: 'exited' })],
           networks: [network('default', 'gone', 'h-gone')],
@@ -89,10 +90,10 @@ describe('planner (golden plans)', function () {
     );
     expect(golden(p)).to.deep.equal([
       'attempt gone: collect (no spec)',
-      '  - remove  container:berth-default-gone     (no spec)',
-      '  - remove  network:berth-default-gone       (no spec)',
-      '  - remove  volume:berth-default-gone-cache  (no spec)',
-      '  - forget  attempt:gone                     (no spec)',
+      '  - remove  container:berth_default_gone       (no spec)',
+      '  - remove  network:berth_default_gone         (no spec)',
+      '  - remove  volume:berth_default_gone_v_cache  (no spec)',
+      '  - forget  attempt:gone                       (no spec)',
       'Plan: 1 attempt to change (4 operations), 0 unchanged.',
     ]);
   });
@@ -110,14 +111,105 @@ describe('planner (golden plans)', function () {
   });
 
   it('leaves alone what a spec file that cannot be read declared', function () {
-    const p = plan(input({ unreadableFiles: new Set(['a.yaml']), snapshot: snapshot({ containers: [container('default', 'a', 'h-a')] }) }));
-    expect(changeCount(p)).to.equal(0);
+    const p = plan(input({ specs: [spec('b')], unreadableFiles: new Set(['a.yaml']), snapshot: snapshot({ containers: [container('default', 'a', 'h-a')] }) }));
+    expect(p.actions.find((a) => a.attempt === 'a')?.ops ?? []).to.deep.equal([]);
+  });
+
+  it('leaves alone what a spec file in a folder that cannot be read declared', function () {
+    const gone = container('default', 'a', 'h-a', { labels: { ...container('default', 'a', 'h-a').labels, 'dev.berth.source': 'suite/x/a.yaml' } });
+    const p = plan(input({ specs: [spec('b')], unreadableFolders: new Set(['suite']), snapshot: snapshot({ containers: [gone] }), statuses: statuses(status('a', { source: 'suite/x/a.yaml' })) }));
+    expect(p.actions.find((a) => a.attempt === 'a')?.ops ?? []).to.deep.equal([]);
+    const readable = plan(input({ specs: [spec('b')], unreadableFolders: new Set(['suit']), snapshot: snapshot({ containers: [gone] }), statuses: statuses(status('a', { source: 'suite/x/a.yaml' })) }));
+    expect(readable.actions.find((a) => a.attempt === 'a')?.kind).to.equal('collect');
+  });
+
+  it('a source that yields no attempts removes nothing unless --allow-empty', function () {
+    const over = {
+      snapshot: snapshot({ containers: [container('default', 'a', 'h-a')], networks: [network('default', 'a', 'h-a')] }),
+      statuses: statuses(status('a'), status('b', { phase: 'Succeeded', finishedAt: '2026-01-01T00:00:40.000Z' })),
+    };
+    const held = plan(input(over));
+    expect(changeCount(held)).to.equal(0);
+    expect(held.emptySource).to.equal('held');
+    expect(golden(held)).to.deep.equal([
+      'The specs source yields no attempts while the instance has 2: nothing is removed (--allow-empty removes them).',
+      'No changes: 2 attempts as specified.',
+    ]);
+    const allowed = plan(input({ ...over, allowEmpty: true }));
+    expect(allowed.emptySource).to.equal('allowed');
+    expect(allowed.actions.map((a) => `${a.attempt}:${a.kind}`)).to.deep.equal(['a:collect', 'b:forget']);
+    // A source with one attempt prunes the others as usual.
+    const one = plan(input({ ...over, specs: [spec('c')] }));
+    expect(one.emptySource).to.equal(undefined);
+    expect(one.actions.map((a) => `${a.attempt}:${a.kind}`)).to.deep.equal(['c:provision', 'a:collect', 'b:forget']);
+    // An invalid spec is an attempt the source yields: what runs under it is protected by name.
+    expect(plan(input({ ...over, protectedNames: new Set(['x']) })).emptySource).to.equal(undefined);
+  });
+
+  it('a run that began under the old names keeps them until it ends; the next run takes the new ones', function () {
+    const legacyMain = container('default', 'a', 'h-a', { name: 'berth-default-a', networks: ['berth-default-a'], networkMode: 'berth-default-a' });
+    const legacyNet = network('default', 'a', 'h-a', { name: 'berth-default-a' });
+    const iso = spec('a', { network: { mode: 'isolated', egress: [] }, retries: 1 }, 'h-a');
+    // Running under old names: attested from the list as it is, nothing to change.
+    const running = plan(input({ specs: [iso], snapshot: snapshot({ containers: [legacyMain], networks: [legacyNet] }), statuses: statuses(status('a')) }));
+    expect(changeCount(running)).to.equal(0);
+    // Failed and retried: the old run's container and network go, the new run has the new names.
+    const retry = plan(
+      input({
+        specs: [iso],
+        snapshot: snapshot({ containers: [{ ...legacyMain, state: 'exited' }], networks: [legacyNet] }),
+        statuses: statuses(status('a', { phase: 'Failed', reason: 'Error', exitCode: 1, finishedAt: '2026-01-01T00:00:00.000Z' })),
+      }),
+    );
+    expect(golden(retry)).to.deep.equal([
+      'attempt a: retry (run 1 Error; retry 1/1: run 2)',
+      '  - remove  container:berth-default-a  (retry 1/1)',
+      '  - remove  network:berth-default-a    (named under an older naming)',
+      '  + create  network:berth_default_a    (not found)',
+      '  + create  container:berth_default_a  (not found)',
+      '  > start   container:berth_default_a  (created)',
+      'Plan: 1 attempt to change (5 operations), 0 unchanged.',
+    ]);
+  });
+
+  it('a new run never reuses a run folder already on disk', function () {
+    const p = plan(input({ specs: [spec('a')], runFloors: new Map([['a', 4]]) }));
+    const d = p.actions[0]?.desired;
+    expect(d?.run).to.equal(5);
+    expect(d?.resultsDir).to.equal('/r/a/run-5/results');
+    expect(d?.container.create.labels['dev.berth.run']).to.equal('5');
+    // A floor below the run changes nothing.
+    expect(plan(input({ specs: [spec('a')], runFloors: new Map([['a', 0]]) })).actions[0]?.desired?.run).to.equal(1);
+    // A retry goes above the floor too.
+    const retry = plan(
+      input({
+        specs: [spec('a', { retries: 1 })],
+        statuses: statuses(status('a', { phase: 'Failed', reason: 'Error', exitCode: 1, finishedAt: '2026-01-01T00:00:00.000Z', run: 1 })),
+        runFloors: new Map([['a', 7]]),
+      }),
+    );
+    expect(retry.actions[0]?.desired?.run).to.equal(8);
+  });
+
+  it('records every error of an Invalid attempt, and records them again when they change', function () {
+    const e1 = { file: 'specs/bad.yaml', line: 3, col: 9, path: 'spec.foo', code: 'schema', message: 'unknown field' };
+    const e2 = { file: 'specs/bad.yaml', line: 5, col: 3, path: 'spec.retries', code: 'schema', message: 'must be at least 0 (got -1)' };
+    const p = plan(input({ protectedNames: new Set(['bad']), invalid: new Map([['bad', [e1, e2]]]) }));
+    const op = p.actions[0]?.ops[0];
+    expect(op?.type === 'record' && op.patch).to.deep.include({ phase: 'Invalid', reason: 'InvalidSpec', message: 'specs/bad.yaml:3:9: spec.foo: unknown field (and 1 more)', specErrors: [e1, e2] });
+    const same = plan(input({ protectedNames: new Set(['bad']), invalid: new Map([['bad', [e1, e2]]]), statuses: statuses(status('bad', { phase: 'Invalid', specErrors: [e1, e2] })) }));
+    expect(changeCount(same)).to.equal(0);
+    const changed = plan(input({ protectedNames: new Set(['bad']), invalid: new Map([['bad', [e2]]]), statuses: statuses(status('bad', { phase: 'Invalid', specErrors: [e1, e2] })) }));
+    expect(changeCount(changed)).to.equal(1);
+    const dup = plan(input({ protectedNames: new Set(['d']), invalid: new Map([['d', [{ ...e1, code: 'duplicate-name', path: 'metadata.name', message: 'name "d" is also declared at x.yaml:2:9' }]]]) }));
+    const dop = dup.actions[0]?.ops[0];
+    expect(dop?.type === 'record' && dop.patch.reason).to.equal('DuplicateName');
   });
 
   it('marks a never-run invalid spec Invalid', function () {
-    const p = plan(input({ protectedNames: new Set(['bad']), invalid: new Map([['bad', 'specs/bad.yaml:3:9: unknown field']]) }));
+    const p = plan(input({ protectedNames: new Set(['bad']), invalid: new Map([['bad', [{ file: 'specs/bad.yaml', line: 3, col: 9, path: 'spec.foo', code: 'schema', message: 'unknown field' }]]]) }));
     expect(golden(p)).to.deep.equal([
-      'attempt bad: invalid (specs/bad.yaml:3:9: unknown field)',
+      'attempt bad: invalid (specs/bad.yaml:3:9: spec.foo: unknown field)',
       '  ~ mark Invalid  attempt:bad  (spec invalid)',
       'Plan: 1 attempt to change (1 operations), 0 unchanged.',
     ]);
@@ -129,8 +221,8 @@ describe('planner (golden plans)', function () {
     );
     expect(golden(p)).to.deep.equal([
       'attempt a: stop (attestation failed: attached to network bridge; spec allows none)',
-      '  ! stop           container:berth-default-a  (attestation failed: attached to network bridge; spec allows none)',
-      '  * finish Failed  container:berth-default-a  (attestation failed: attached to network bridge; spec allows none)',
+      '  ! stop           container:berth_default_a  (attestation failed: attached to network bridge; spec allows none)',
+      '  * finish Failed  container:berth_default_a  (attestation failed: attached to network bridge; spec allows none)',
       'Plan: 1 attempt to change (2 operations), 0 unchanged.',
     ]);
   });
@@ -144,8 +236,8 @@ describe('planner (golden plans)', function () {
       }),
     );
     expect(golden(p).slice(1, 3)).to.deep.equal([
-      '  ! stop             container:berth-default-a  (deadlineSeconds 30 exceeded)',
-      '  * finish TimedOut  container:berth-default-a  (deadlineSeconds 30 exceeded)',
+      '  ! stop             container:berth_default_a  (deadlineSeconds 30 exceeded)',
+      '  * finish TimedOut  container:berth_default_a  (deadlineSeconds 30 exceeded)',
     ]);
   });
 
@@ -161,7 +253,7 @@ describe('planner (golden plans)', function () {
     const p = plan(input({ specs: [spec('a')], snapshot: snapshot({ containers: [container('default', 'a', 'h-a', { state: 'exited' })] }), statuses: statuses(status('a')) }));
     expect(golden(p)).to.deep.equal([
       'attempt a: finish (container exited)',
-      '  * finish  container:berth-default-a  (container exited)',
+      '  * finish  container:berth_default_a  (container exited)',
       'Plan: 1 attempt to change (1 operations), 0 unchanged.',
     ]);
   });
@@ -177,7 +269,7 @@ describe('planner (golden plans)', function () {
 
   it('adopts a running container it has no record of', function () {
     const p = plan(input({ specs: [spec('a')], snapshot: snapshot({ containers: [container('default', 'a', 'h-a')] }) }));
-    expect(golden(p)[1]).to.equal('  = adopt  container:berth-default-a  (no status record)');
+    expect(golden(p)[1]).to.equal('  = adopt  container:berth_default_a  (no status record)');
   });
 
   it('redoes an interrupted provisioning: a created, never started container is replaced', function () {
@@ -189,9 +281,9 @@ describe('planner (golden plans)', function () {
       }),
     );
     expect(golden(p).slice(1, 4)).to.deep.equal([
-      '  - remove  container:berth-default-a  (created but never started: provisioning was interrupted)',
-      '  + create  container:berth-default-a  (not found)',
-      '  > start   container:berth-default-a  (created)',
+      '  - remove  container:berth_default_a  (created but never started: provisioning was interrupted)',
+      '  + create  container:berth_default_a  (not found)',
+      '  > start   container:berth_default_a  (created)',
     ]);
   });
 
@@ -199,7 +291,7 @@ describe('planner (golden plans)', function () {
     const p = plan(
       input({ specs: [spec('a')], snapshot: snapshot({ containers: [container('default', 'a', 'h-a')] }), statuses: statuses(status('a', { lastAttestation: undefined })) }),
     );
-    expect(golden(p)[1]).to.equal('  ? attest  container:berth-default-a  (never attested by inspect)');
+    expect(golden(p)[1]).to.equal('  ? attest  container:berth_default_a  (never attested by inspect)');
   });
 
   it('admits at most --max-running, in name order; the rest wait Pending', function () {
@@ -222,9 +314,9 @@ describe('planner (golden plans)', function () {
     const go = plan(input({ specs: [spec('a', { retries: 2 })], snapshot: snapshot({ containers: [container('default', 'a', 'h-a', { state: 'exited' })] }), statuses: statuses(rec) }));
     expect(golden(go)).to.deep.equal([
       'attempt a: retry (run 1 Error; retry 1/2: run 2)',
-      '  - remove  container:berth-default-a  (retry 1/2)',
-      '  + create  container:berth-default-a  (not found)',
-      '  > start   container:berth-default-a  (created)',
+      '  - remove  container:berth_default_a  (retry 1/2)',
+      '  + create  container:berth_default_a  (not found)',
+      '  > start   container:berth_default_a  (created)',
       'Plan: 1 attempt to change (3 operations), 0 unchanged.',
     ]);
   });
@@ -246,7 +338,7 @@ describe('planner (golden plans)', function () {
     expect(changeCount(early)).to.equal(0);
     expect(early.actions[0]?.requeueAfterMs).to.equal(30_000);
     const late = plan(input({ now: T0 + 30_000, specs: [spec('a', { ttlSecondsAfterFinished: 60 })], snapshot: obs, statuses: statuses(rec) }));
-    expect(golden(late).slice(0, 2)).to.deep.equal(['attempt a: expire (finished Succeeded; ttlSecondsAfterFinished 60 passed)', '  - remove          container:berth-default-a  (ttl expired)']);
+    expect(golden(late).slice(0, 2)).to.deep.equal(['attempt a: expire (finished Succeeded; ttlSecondsAfterFinished 60 passed)', '  - remove          container:berth_default_a  (ttl expired)']);
   });
 
   it('reports a name held by a container whose labels come from its image: Blocked, untouched', function () {
@@ -287,7 +379,7 @@ describe('planner (interrupted provisioning)', function () {
         statuses: statuses(status('a', { phase: 'Pending', startedAt: undefined, intent: { action: 'provision', run: 1, specHash: 'h-a', at: '2026-01-01T00:00:00.000Z', copied: true } })),
       }),
     );
-    expect(golden(p).slice(1, 2)).to.deep.equal(['  > start  container:berth-default-a  (created; fixture and secrets already copied)']);
+    expect(golden(p).slice(1, 2)).to.deep.equal(['  > start  container:berth_default_a  (created; fixture and secrets already copied)']);
     expect(p.actions[0]?.ops).to.have.length(1);
   });
 });
@@ -313,26 +405,26 @@ describe('planner (a controller batch)', function () {
 describe('planner (egress proxy and sidecars)', function () {
   const tools = { name: 'tools', image: 'berth/busybox:local', command: ['sleep', '300'], env: {}, secretEnv: {}, secrets: [] };
   const eg = () => spec('e', { network: { mode: 'isolated', egress: ['api.example.com:443'] }, sidecars: [tools] });
-  const proxyC = (over = {}) => ({ ...container('default', 'e', 'h-e'), id: 'id-proxy', name: 'berth-default-e-sc-egress-proxy', labels: { ...container('default', 'e', 'h-e').labels, 'dev.berth.component': 'egress-proxy', 'dev.berth.sidecar': 'egress-proxy' }, networks: ['berth-default-e', 'berth-default-e-egress'], networkMode: 'berth-default-e', mounts: [], image: 'berth/egress-proxy:local', ...over });
-  const toolsC = (over = {}) => ({ ...container('default', 'e', 'h-e'), id: 'id-tools', name: 'berth-default-e-sc-tools', labels: { ...container('default', 'e', 'h-e').labels, 'dev.berth.component': 'sidecar', 'dev.berth.sidecar': 'tools' }, networks: ['berth-default-e'], networkMode: 'berth-default-e', mounts: [], ...over });
-  const mainC = (over = {}) => container('default', 'e', 'h-e', { networks: ['berth-default-e'], networkMode: 'berth-default-e', ...over });
-  const nets = [network('default', 'e', 'h-e'), network('default', 'e', 'h-e', { id: 'net-e-egress', name: 'berth-default-e-egress', internal: false, labels: { ...network('default', 'e', 'h-e').labels, 'dev.berth.component': 'egress-network' } })];
+  const proxyC = (over = {}) => ({ ...container('default', 'e', 'h-e'), id: 'id-proxy', name: 'berth_default_e_sc_egress-proxy', labels: { ...container('default', 'e', 'h-e').labels, 'dev.berth.component': 'egress-proxy', 'dev.berth.sidecar': 'egress-proxy' }, networks: ['berth_default_e', 'berth_default_e_egress'], networkMode: 'berth_default_e', mounts: [], image: 'berth/egress-proxy:local', ...over });
+  const toolsC = (over = {}) => ({ ...container('default', 'e', 'h-e'), id: 'id-tools', name: 'berth_default_e_sc_tools', labels: { ...container('default', 'e', 'h-e').labels, 'dev.berth.component': 'sidecar', 'dev.berth.sidecar': 'tools' }, networks: ['berth_default_e'], networkMode: 'berth_default_e', mounts: [], ...over });
+  const mainC = (over = {}) => container('default', 'e', 'h-e', { networks: ['berth_default_e'], networkMode: 'berth_default_e', ...over });
+  const nets = [network('default', 'e', 'h-e'), network('default', 'e', 'h-e', { id: 'net-e-egress', name: 'berth_default_e_egress', internal: false, labels: { ...network('default', 'e', 'h-e').labels, 'dev.berth.component': 'egress-network' } })];
 
   it('provisions networks, then the proxy and sidecars, then the main container', function () {
     expect(golden(plan(input({ specs: [eg()] })))).to.deep.equal([
       'attempt e: provision (not found: run 1)',
-      '  + create  network:berth-default-e                    (not found)',
-      '  + create  network:berth-default-e-egress             (not found)',
-      '  + create  container:berth-default-e-sc-egress-proxy  (not found)',
-      '  + create  container:berth-default-e-sc-tools         (not found)',
-      '  + create  container:berth-default-e                  (not found)',
-      '  > start   container:berth-default-e                  (created)',
+      '  + create  network:berth_default_e                    (not found)',
+      '  + create  network:berth_default_e_egress             (not found)',
+      '  + create  container:berth_default_e_sc_egress-proxy  (not found)',
+      '  + create  container:berth_default_e_sc_tools         (not found)',
+      '  + create  container:berth_default_e                  (not found)',
+      '  > start   container:berth_default_e                  (created)',
       'Plan: 1 attempt to change (6 operations), 0 unchanged.',
     ]);
     const d = plan(input({ specs: [eg()] })).actions[0]?.desired;
     expect(d?.sidecars.map((s) => [s.alias, s.expectedNetworks])).to.deep.equal([
-      ['egress-proxy', ['berth-default-e', 'berth-default-e-egress']],
-      ['tools', ['berth-default-e']],
+      ['egress-proxy', ['berth_default_e', 'berth_default_e_egress']],
+      ['tools', ['berth_default_e']],
     ]);
     expect(d?.container.create.env).to.include('HTTPS_PROXY=http://egress-proxy:3128');
     expect(d?.sidecars[0]?.create.env).to.include('BERTH_EGRESS_ALLOW=api.example.com:443');
@@ -347,28 +439,28 @@ describe('planner (egress proxy and sidecars)', function () {
     const p = plan(input({ specs: [eg()], snapshot: snapshot({ containers: [mainC(), proxyC({ state: 'exited' }), toolsC()], networks: nets }), statuses: statuses(status('e')) }));
     expect(golden(p)).to.deep.equal([
       'attempt e: restart (a sidecar is not running)',
-      '  - remove  container:berth-default-e-sc-egress-proxy  (egress-proxy exited while the attempt runs)',
-      '  + create  container:berth-default-e-sc-egress-proxy  (egress-proxy exited while the attempt runs)',
+      '  - remove  container:berth_default_e_sc_egress-proxy  (egress-proxy exited while the attempt runs)',
+      '  + create  container:berth_default_e_sc_egress-proxy  (egress-proxy exited while the attempt runs)',
       'Plan: 1 attempt to change (2 operations), 0 unchanged.',
     ]);
   });
 
   it('fails the attempt when the main container is put on the egress network (the proxy must be the only one)', function () {
-    const p = plan(input({ specs: [eg()], snapshot: snapshot({ containers: [mainC({ networks: ['berth-default-e', 'berth-default-e-egress'] }), proxyC(), toolsC()], networks: nets }), statuses: statuses(status('e')) }));
+    const p = plan(input({ specs: [eg()], snapshot: snapshot({ containers: [mainC({ networks: ['berth_default_e', 'berth_default_e_egress'] }), proxyC(), toolsC()], networks: nets }), statuses: statuses(status('e')) }));
     expect(p.actions[0]?.kind).to.equal('stop');
-    expect(p.actions[0]?.summary).to.match(/attached to network berth-default-e-egress/);
+    expect(p.actions[0]?.summary).to.match(/attached to network berth_default_e_egress/);
     expect(p.actions[0]?.ops.map((o) => `${o.type} ${o.resource}`)).to.deep.equal([
-      'stop container:berth-default-e',
-      'stop container:berth-default-e-sc-egress-proxy',
-      'stop container:berth-default-e-sc-tools',
-      'finish container:berth-default-e',
+      'stop container:berth_default_e',
+      'stop container:berth_default_e_sc_egress-proxy',
+      'stop container:berth_default_e_sc_tools',
+      'finish container:berth_default_e',
     ]);
   });
 
   it('stops the sidecars when the main container exits, then harvests', function () {
     const p = plan(input({ specs: [eg()], snapshot: snapshot({ containers: [mainC({ state: 'exited' }), proxyC(), toolsC()], networks: nets }), statuses: statuses(status('e')) }));
     const ops = p.actions[0]?.ops ?? [];
-    expect(ops.map((o) => `${o.type} ${o.resource}`)).to.deep.equal(['stop container:berth-default-e-sc-egress-proxy', 'stop container:berth-default-e-sc-tools', 'finish container:berth-default-e']);
+    expect(ops.map((o) => `${o.type} ${o.resource}`)).to.deep.equal(['stop container:berth_default_e_sc_egress-proxy', 'stop container:berth_default_e_sc_tools', 'finish container:berth_default_e']);
     const fin = ops[2];
     expect(fin?.type === 'finish' ? fin.sidecars?.map((x) => x.alias) : []).to.deep.equal(['egress-proxy', 'tools']);
   });

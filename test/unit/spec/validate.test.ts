@@ -47,7 +47,8 @@ describe('cli/validate', () => {
     expect(body.attempts).to.deep.equal(['a']);
     expect(body.errors).to.have.length(1);
     expect(body.errors[0]).to.include({ line: 7, col: 12, path: 'spec.retries', code: 'schema', message: 'must be at least 0 (got -1)' });
-    expect(Object.keys(body.errors[0] ?? {}).sort()).to.deep.equal(['code', 'col', 'file', 'line', 'message', 'path']);
+    expect(Object.keys(body.errors[0] ?? {}).sort()).to.deep.equal(['attempt', 'code', 'col', 'file', 'line', 'message', 'path']);
+    expect(body.errors[0]).to.include({ attempt: 'b' });
   });
 
   it('reports a path that does not exist', async () => {
@@ -70,7 +71,7 @@ describe('cli/validate', () => {
   });
 
   it('summarizes unreadable files and empty folders', () => {
-    const base: LoadReport = { specs: [], errors: [], protectedNames: new Set(), unreadableFiles: new Set(), files: [], documents: 0 };
+    const base: LoadReport = { specs: [], errors: [], protectedNames: new Set(), unreadableFiles: new Set(), unreadableFolders: new Set(), files: [], documents: 0 };
     expect(summary(base)).to.equal('0 files, 0 attempts: no spec files found');
     const err = { file: 'a.yaml', line: 1, col: 1, path: '', code: 'yaml-syntax' as const, message: 'x' };
     expect(summary({ ...base, files: ['a.yaml', 'b.yaml'], documents: 1, errors: [err, err], unreadableFiles: new Set(['a.yaml']) })).to.equal(
