@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { NAMING } from '../../src/constants';
 
 export const IMAGE = 'berth/busybox:local';
 export const BENCH_LABEL = 'dev.berth.bench';
@@ -74,8 +75,9 @@ export class BerthSandbox {
     await Promise.all(names.map((n) => fs.writeFile(path.join(this.specsDir, `${n}.yaml`), specText(n, command))));
   }
 
+  /** berth's name for the attempt's container (what the bench watches for; berth's own naming). */
   containerName(attempt: string): string {
-    return `berth-${this.instance}-${attempt}`;
+    return NAMING.container(this.instance, attempt);
   }
 }
 
