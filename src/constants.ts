@@ -107,6 +107,8 @@ export const DEFAULTS = {
    * sidecars, the egress proxy) still resolve: the engine answers those itself.
    */
   internalDns: ['192.0.2.53'] as readonly string[],
+  /** A temp file of an atomic write this old is left over from an interrupted write, whoever wrote it. */
+  staleTempMs: 10 * 60_000,
   /** YAML input limits. */
   maxSpecFileBytes: 1024 * 1024,
   maxAliasCount: 100,
