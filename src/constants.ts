@@ -29,6 +29,11 @@ export const LABELS = {
   sidecar: 'dev.berth.sidecar',
   /** For volumes: the volume's name in the spec. */
   volume: 'dev.berth.volume',
+  /**
+   * On containers: random, fresh for every create. A container's labels include its image's;
+   * one whose nonce equals its image's inherited it (see src/ownership.ts).
+   */
+  nonce: 'dev.berth.nonce',
 } as const;
 
 export const COMPONENTS = {

@@ -16,6 +16,7 @@ import type { StatusStore } from '../status/store';
 import type { Attestation, AttemptStatus } from '../status/types';
 import type { Logger } from '../util/log';
 import { runBounded } from '../util/pool';
+import { containerOwnership, imageLabels, labelOwnership, recordedContainers, stampNonce, type Ownership } from '../ownership';
 import { parseListeningLine } from '../proxy/contract';
 import { fixtureTar, secretsTar } from './archive';
 import { harvest, type SidecarLogs } from './harvest';
@@ -166,8 +167,27 @@ export class Executor {
   }
 
   private async ownedOrBlock(a: AttemptAction, kind: string, labels: Record<string, string>): Promise<void> {
-    if (labels[LABELS.managed] === 'true' && labels[LABELS.instance] === this.deps.instance && labels[LABELS.attempt] === a.attempt) return;
-    const msg = `${kind} name needed by attempt ${a.attempt} is held by a ${kind} berth does not own; it is left alone`;
+    const o = labelOwnership(labels, this.deps.instance);
+    if (o.owned && o.attempt === a.attempt) return;
+    const msg = o.owned
+      ? `${kind} name needed by attempt ${a.attempt} is held by a ${kind} of attempt ${o.attempt}; it is left alone`
+      : `${kind} name needed by attempt ${a.attempt} is held by a ${kind} berth does not own (${o.why}); it is left alone`;
+    await this.block(a, msg);
+  }
+
+  /**
+   * A container create met 409: the container holding `name` is this attempt's (by the
+   * ownership rule, src/ownership.ts), or the attempt is Blocked and the container left alone.
+   */
+  private async containerOwnedOrBlock(a: AttemptAction, name: string, existing: ContainerDetails): Promise<void> {
+    const [images, records] = await Promise.all([this.deps.engine.images.list([LABELS.managed]), this.deps.store.loadAll()]);
+    const o: Ownership = containerOwnership(existing, { instance: this.deps.instance, labeledImages: imageLabels(images), recorded: recordedContainers(records.values()) });
+    if (o.owned && o.attempt === a.attempt) return;
+    const held = `container name ${name} is held by container ${existing.id.slice(0, 12)}`;
+    await this.block(a, o.owned ? `${held} of attempt ${o.attempt}; it is left alone` : `${held} that berth did not create (${o.why}); it is left alone`);
+  }
+
+  private async block(a: AttemptAction, msg: string): Promise<never> {
     await this.update(a, (r) => ({ ...r, phase: 'Blocked', reason: REASONS.nameConflict, message: msg }));
     throw new Halt(msg);
   }
@@ -234,7 +254,7 @@ export class Executor {
     await this.recordIntent(a, d);
     const secrets = await this.secretsOrBlock(a, d, d.mainSecrets);
     await fs.mkdir(d.resultsDir, { recursive: true });
-    const create = { ...d.container.create, env: [...d.container.create.env, ...secretEnvLines(spec.secretEnv, secrets)] };
+    const create = stampNonce({ ...d.container.create, env: [...d.container.create.env, ...secretEnvLines(spec.secretEnv, secrets)] });
     let id: string;
     try {
       id = await engine.containers.create(create);
@@ -242,14 +262,7 @@ export class Executor {
       if (!isConflict(err)) throw err;
       // The name is taken: ours (a retried create) → attest it; anyone else's → Blocked, untouched.
       const existing = await engine.containers.inspect(d.container.name);
-      const known = (await this.current(a)).containerId === existing.id;
-      const labeled = await engine.images.list([LABELS.managed]);
-      const inherited = labeled.some((i) => i.id === existing.imageId) && !known;
-      if (inherited || existing.labels[LABELS.instance] !== this.deps.instance || existing.labels[LABELS.attempt] !== a.attempt) {
-        const msg = `container name ${d.container.name} is held by container ${existing.id.slice(0, 12)} that berth did not create; it is left alone`;
-        await this.update(a, (r) => ({ ...r, phase: 'Blocked', reason: REASONS.nameConflict, message: msg }));
-        throw new Halt(msg);
-      }
+      await this.containerOwnedOrBlock(a, d.container.name, existing);
       const bad = failedCause(attestInspected(existing, mainWant(d)));
       if (bad) {
         await engine.containers.remove(existing.id);
@@ -282,18 +295,15 @@ export class Executor {
     if (!sc) throw new Error(`no sidecar ${index} in the desired state of ${d.name}`);
     if (!restart) await this.recordIntent(a, d);
     const secrets = await this.secretsOrBlock(a, d, sc.secrets);
-    const create = { ...sc.create, env: [...sc.create.env, ...secretEnvLines(sc.secretEnv, secrets)] };
+    const create = stampNonce({ ...sc.create, env: [...sc.create.env, ...secretEnvLines(sc.secretEnv, secrets)] });
     let id: string;
     try {
       id = await engine.containers.create(create);
     } catch (err) {
       if (!isConflict(err)) throw err;
+      // Ours (an earlier try's) → made again; anyone else's → Blocked, untouched.
       const existing = await engine.containers.inspect(sc.name);
-      if (existing.labels[LABELS.instance] !== this.deps.instance || existing.labels[LABELS.attempt] !== a.attempt) {
-        const msg = `container name ${sc.name} is held by container ${existing.id.slice(0, 12)} that berth did not create; it is left alone`;
-        await this.update(a, (r) => ({ ...r, phase: 'Blocked', reason: REASONS.nameConflict, message: msg }));
-        throw new Halt(msg);
-      }
+      await this.containerOwnedOrBlock(a, sc.name, existing);
       await engine.containers.remove(existing.id);
       id = await engine.containers.create(create);
     }
