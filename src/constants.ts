@@ -72,6 +72,8 @@ export const REASONS = {
   duplicateName: 'DuplicateName',
   waitingForSlot: 'WaitingForSlot',
   completed: 'Completed',
+  /** `get`: the attempt's status record is damaged; reconcile sets it aside and rebuilds it. */
+  recordDamaged: 'RecordDamaged',
 } as const;
 
 export const EXIT = {

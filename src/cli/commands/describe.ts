@@ -8,8 +8,9 @@ import { age, table } from './shared';
 export async function runDescribe(ctx: Context, name: string): Promise<number> {
   const [load, rec] = await Promise.all([loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot }), ctx.store().get(name)]);
   const loaded = load.specs.find((s) => s.spec.name === name);
+  const damaged = rec ? undefined : ctx.store().damaged().get(name);
   const errors = load.errors.filter((e) => load.protectedNames.has(name) && e.message.includes(name));
-  if (!loaded && !rec && !load.protectedNames.has(name)) {
+  if (!loaded && !rec && !damaged && !load.protectedNames.has(name)) {
     ctx.io.err(`berth: attempt ${JSON.stringify(name)} not found\n`);
     return EXIT.failed;
   }
@@ -66,6 +67,10 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
       out.push('', 'History:');
       out.push(table([['  RUN', 'PHASE', 'REASON', 'EXIT', 'STARTED', 'FINISHED'], ...rec.history.map((h) => [`  ${h.run}`, h.phase, h.reason ?? '-', h.exitCode === undefined ? '-' : String(h.exitCode), h.startedAt ?? '-', h.finishedAt ?? '-'])]).trimEnd());
     }
+  } else if (damaged) {
+    kv('Phase', 'unknown: the status record is damaged');
+    kv('Record', `${damaged.keptAt ?? damaged.file}: ${damaged.problem}`);
+    out.push('                (reconcile sets it aside and rebuilds the status from the engine)');
   } else {
     kv('Phase', 'not reconciled yet');
   }
