@@ -180,8 +180,9 @@ describe('damaged state and ownership (real engine)', function () {
       expect([nets.length, vols.length]).to.deep.equal([0, 0]);
       expect((await only(neighbour, 'n')).State.Running, "the neighbour instance's attempt").to.equal(true);
     } finally {
-      await squatter?.remove({ force: true });
+      await squatter?.remove({ force: true }).catch(() => undefined);
       await neighbour.destroy();
+      await sb.cli('clean'); // before the image goes: a container still using it would keep it
       for (const i of images) await docker.getImage(i).remove({ force: true }).catch(() => undefined);
     }
   });
@@ -239,7 +240,7 @@ describe('damaged state and ownership (real engine)', function () {
       expect(clean.code, clean.stderr).to.equal(0);
       expect((await squatter.inspect()).State.Running).to.equal(true);
     } finally {
-      await squatter.remove({ force: true });
+      await squatter.remove({ force: true }).catch(() => undefined);
       await docker.getImage(tag).remove({ force: true });
     }
   });
