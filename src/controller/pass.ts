@@ -99,6 +99,9 @@ export async function planPass(cfg: PassConfig, engine: Engine, store: StatusSto
 
 export async function reconcilePass(cfg: PassConfig, engine: Engine, store: StatusStore): Promise<PassResult> {
   const planned = await planPass(cfg, engine, store);
+  // A writer's start-up (damaged records set aside, temp files of interrupted writes removed),
+  // after the plan so the records still load while the engine answers its lists.
+  await store.recover();
   const executor = new Executor({
     engine,
     store,

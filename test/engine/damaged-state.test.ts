@@ -63,6 +63,8 @@ describe('damaged state and ownership (real engine)', function () {
     const truncated = (await fs.readFile(path.join(attempts, 'done.json'))).subarray(0, 90);
     await fs.writeFile(path.join(attempts, 'run.json'), garbage);
     await fs.writeFile(path.join(attempts, 'done.json'), truncated);
+    // The record of an attempt with no spec and nothing on the engine: no write will touch it.
+    await fs.writeFile(path.join(attempts, 'gone.json'), garbage);
     // A temp file of a write whose writer is gone (no such pid).
     const temp = `.other.json.2147483646.${'0'.repeat(12)}.tmp`;
     await fs.writeFile(path.join(attempts, temp), '{"name": "oth');
@@ -90,9 +92,12 @@ describe('damaged state and ownership (real engine)', function () {
     // Set aside, byte for byte; the temp file of the interrupted write is gone.
     const damagedDir = path.join(sb.stateDir, sb.instance, 'damaged');
     const kept = (await fs.readdir(damagedDir)).sort();
-    expect(kept.map((k) => k.replace(/\.json\..*$/, ''))).to.deep.equal(['done', 'run']);
-    expect(await fs.readFile(path.join(damagedDir, kept[1] ?? ''))).to.deep.equal(garbage);
-    expect(await fs.readFile(path.join(damagedDir, kept[0] ?? ''))).to.deep.equal(truncated);
+    expect(kept.map((k) => k.replace(/\.json\..*$/, ''))).to.deep.equal(['done', 'gone', 'run']);
+    const keptOf = (n: string) => path.join(damagedDir, kept.find((k) => k.startsWith(`${n}.json.`)) ?? '');
+    expect(await fs.readFile(keptOf('run'))).to.deep.equal(garbage);
+    expect(await fs.readFile(keptOf('gone'))).to.deep.equal(garbage);
+    expect(await fs.readFile(keptOf('done'))).to.deep.equal(truncated);
+    expect((await fs.readdir(attempts)).sort()).to.deep.equal(['done.json', 'other.json', 'run.json']);
     expect(await fs.readdir(attempts)).not.to.include(temp);
 
     // The running attempt is adopted (same container, never restarted), the finished one not run again.
@@ -145,6 +150,12 @@ describe('damaged state and ownership (real engine)', function () {
       expect([n, st?.phase, st?.containerId]).to.deep.equal([n, 'Running', ids[n]]);
       expect((await only(sb, n)).Id).to.equal(ids[n]);
     }
+    // A pass that writes nothing still sets a damaged record aside.
+    await fs.writeFile(path.join(attempts, 'orphan.json'), '{"name": "orphan"');
+    const noop = await sb.pass();
+    expect(noop.results).to.deep.equal([]);
+    expect((await fs.readdir(attempts)).sort()).to.deep.equal(['a.json', 'b.json', 'c.json']);
+    expect((await fs.readdir(path.join(sb.stateDir, sb.instance, 'damaged'))).filter((f) => f.startsWith('orphan.json.'))).to.have.length(1);
   });
 
   it('clean with the state folder gone removes every resource of the instance, and nothing of anyone else\'s', async function () {
