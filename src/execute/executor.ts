@@ -90,7 +90,11 @@ export class Executor {
     const { engine } = this.deps;
     switch (op.type) {
       case 'create-volume':
-        return this.createOrAttest(a, 'volume', () => engine.volumes.create(op.volume), async () => (await engine.volumes.inspect(op.volume.name)).labels);
+        // The engine answers a create of a volume name that exists with that volume (not 409): whose is it?
+        await engine.volumes.create(op.volume).catch((err: unknown) => {
+          if (!isConflict(err)) throw err;
+        });
+        return this.ownedOrBlock(a, 'volume', (await engine.volumes.inspect(op.volume.name)).labels);
       case 'create-network':
         return this.createOrAttest(a, 'network', () => engine.networks.create(op.network), async () => (await engine.networks.inspect(op.network.name)).labels);
       case 'create-container':
@@ -156,7 +160,7 @@ export class Executor {
     return next;
   }
 
-  /** Creates a volume or network; a name already taken (409) is fine when it is ours, else the attempt is Blocked. */
+  /** Creates a network; a name already taken (409) is fine when it is ours, else the attempt is Blocked. */
   private async createOrAttest(a: AttemptAction, kind: string, create: () => Promise<unknown>, labelsOfExisting: () => Promise<Record<string, string>>): Promise<void> {
     try {
       await create();

@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type Dockerode from 'dockerode';
-import { LABELS, sidecarName } from '../../src/constants';
+import { LABELS, networkName, sidecarName, volumeName } from '../../src/constants';
 import { docker, requireEngine, TEST_IMAGE, TEST_LABEL, TEST_RUN } from '../support/engine';
 import { Sandbox } from '../support/sandbox';
 import { waitFor } from '../support/wait';
@@ -222,6 +222,33 @@ describe('damaged state and ownership (real engine)', function () {
     expect(again.stdout).to.match(/removed 1 containers/);
     expect(again.stderr).to.match(/status records of instance \S+ cannot be read \(ENOTDIR\); deciding by the engine's labels alone/);
   });
+
+  for (const kind of ['volume', 'network'] as const) {
+    it(`a ${kind} made by hand under an attempt's ${kind} name blocks the attempt and is left alone (never mounted or joined)`, async function () {
+      const name = kind === 'volume' ? volumeName(sb.instance, 'v', 'cache') : networkName(sb.instance, 'v');
+      const labels = { [TEST_LABEL]: TEST_RUN, mine: 'yes' };
+      if (kind === 'volume') await docker.createVolume({ Name: name, Labels: labels });
+      else await docker.createNetwork({ Name: name, Labels: labels, CheckDuplicate: true });
+      try {
+        await sb.write('v.yaml', sb.attempt('v', SLEEP, '  network: {mode: isolated}\n  volumes: [{name: cache, mountPath: /cache}]\n'));
+        const r = await sb.cli('reconcile', '--once');
+        expect(r.code, r.stderr).to.equal(0);
+        const st = await sb.status('v');
+        expect([st?.phase, st?.reason]).to.deep.equal(['Blocked', 'NameConflict']);
+        expect(st?.message).to.equal(`${kind} name needed by attempt v is held by a ${kind} berth does not own (it carries no berth labels); it is left alone`);
+        expect(await containersOf(sb, 'v')).to.deep.equal([]);
+        const still = kind === 'volume' ? ((await docker.getVolume(name).inspect()) as unknown as { Labels: Record<string, string> }) : await docker.getNetwork(name).inspect();
+        expect(still.Labels).to.deep.equal(labels);
+        expect((await sb.cli('clean')).code).to.equal(0);
+        if (kind === 'volume') await docker.getVolume(name).inspect();
+        else await docker.getNetwork(name).inspect();
+      } finally {
+        await sb.cli('clean');
+        if (kind === 'volume') await docker.getVolume(name).remove();
+        else await docker.getNetwork(name).remove();
+      }
+    });
+  }
 
   it('a container from a berth-labeled image holding a sidecar\'s name blocks the attempt and is left alone', async function () {
     // An image that carries this instance's berth labels for attempt s, and a container run from it by hand.
