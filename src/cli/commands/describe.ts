@@ -1,6 +1,7 @@
 /** `berth describe NAME`: spec summary, status, resources on the engine, attestation, history. */
 import { EXIT, LABELS } from '../../constants';
 import { instanceFilters } from '../../observe/snapshot';
+import { containerOwnership, imageLabels, recordedContainers } from '../../ownership';
 import { loadSpecs } from '../../spec/loader';
 import type { Context } from '../context';
 import { age, table } from './shared';
@@ -77,10 +78,20 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
   const engine = ctx.engine();
   const filters = [...instanceFilters(ctx.instance), `${LABELS.attempt}=${name}`];
   try {
-    const [cs, ns, vs] = await Promise.all([engine.containers.list(filters), engine.networks.list(filters), engine.volumes.list(filters)]);
+    const [cs, ns, vs, images, records] = await Promise.all([
+      engine.containers.list(filters),
+      engine.networks.list(filters),
+      engine.volumes.list(filters),
+      engine.images.list([LABELS.managed]),
+      ctx.store().loadAll(),
+    ]);
+    const own = { instance: ctx.instance, labeledImages: imageLabels(images), recorded: recordedContainers(records.values()) };
     out.push('', 'Resources:');
     const rows = [
-      ...cs.map((c) => [`  container`, c.name, c.state, `run ${c.labels[LABELS.run] ?? '?'}`, c.networks.join(',')]),
+      ...cs.map((c) => {
+        const o = containerOwnership(c, own);
+        return [`  container`, c.name, c.state, o.owned ? `run ${c.labels[LABELS.run] ?? '?'}` : `not berth's: ${o.why}`, c.networks.join(',')];
+      }),
       ...ns.map((n) => [`  network`, n.name, n.internal ? 'internal' : 'routed', '', '']),
       ...vs.map((v) => [`  volume`, v.name, '', '', '']),
     ];
