@@ -180,15 +180,15 @@ export class Executor {
   }
 
   /**
-   * A container create met 409: the container holding `name` is this attempt's (by the
-   * ownership rule, src/ownership.ts), or the attempt is Blocked and the container left alone.
+   * A container create met 409: undefined when the container holding `name` is this attempt's
+   * (by the ownership rule, src/ownership.ts), else what holds it (it is left alone).
    */
-  private async containerOwnedOrBlock(a: AttemptAction, name: string, existing: ContainerDetails): Promise<void> {
+  private async nameHeld(a: AttemptAction, name: string, existing: ContainerDetails): Promise<string | undefined> {
     const [images, records] = await Promise.all([this.deps.engine.images.list([LABELS.managed]), this.deps.store.loadAll()]);
     const o: Ownership = containerOwnership(existing, { instance: this.deps.instance, labeledImages: imageLabels(images), recorded: recordedContainers(records.values()) });
-    if (o.owned && o.attempt === a.attempt) return;
+    if (o.owned && o.attempt === a.attempt) return undefined;
     const held = `container name ${name} is held by container ${existing.id.slice(0, 12)}`;
-    await this.block(a, o.owned ? `${held} of attempt ${o.attempt}; it is left alone` : `${held} that berth did not create (${o.why}); it is left alone`);
+    return o.owned ? `${held} of attempt ${o.attempt}; it is left alone` : `${held} that berth did not create (${o.why}); it is left alone`;
   }
 
   private async block(a: AttemptAction, msg: string): Promise<never> {
@@ -266,7 +266,8 @@ export class Executor {
       if (!isConflict(err)) throw err;
       // The name is taken: ours (a retried create) → attest it; anyone else's → Blocked, untouched.
       const existing = await engine.containers.inspect(d.container.name);
-      await this.containerOwnedOrBlock(a, d.container.name, existing);
+      const held = await this.nameHeld(a, d.container.name, existing);
+      if (held) await this.block(a, held);
       const bad = failedCause(attestInspected(existing, mainWant(d)));
       if (bad) {
         await engine.containers.remove(existing.id);
@@ -305,9 +306,18 @@ export class Executor {
       id = await engine.containers.create(create);
     } catch (err) {
       if (!isConflict(err)) throw err;
-      // Ours (an earlier try's) → made again; anyone else's → Blocked, untouched.
+      // Ours (an earlier try's) → made again; anyone else's → untouched, and the attempt is Blocked,
+      // or, while it runs (a restart), ends as when its sidecar does not come back up.
       const existing = await engine.containers.inspect(sc.name);
-      await this.containerOwnedOrBlock(a, sc.name, existing);
+      const held = await this.nameHeld(a, sc.name, existing);
+      if (held && !restart) await this.block(a, held);
+      if (held) {
+        const msg = `${sc.role === 'egress-proxy' ? 'egress proxy' : `sidecar ${sc.alias}`} cannot be started again: ${held}`;
+        const main = (await this.current(a)).containerId;
+        if (main) await engine.containers.stop(main, DEFAULTS.stopGraceSeconds);
+        await this.finish(a, main, d.resultsDir, { phase: 'Failed', reason: sc.role === 'egress-proxy' ? 'ProxyFailed' : 'SidecarFailed', message: msg });
+        throw new Halt(msg);
+      }
       await engine.containers.remove(existing.id);
       id = await engine.containers.create(create);
     }

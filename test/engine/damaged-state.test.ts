@@ -33,6 +33,23 @@ async function commit(from: string, repo: string): Promise<string> {
   return `${repo}:${TEST_RUN}`;
 }
 
+/** An image that carries instance `instance`'s berth labels for sidecar `tools` of attempt `attempt` (no nonce). */
+async function labeledSidecarImage(instance: string, attempt: string): Promise<string> {
+  const base = await docker.createContainer({ Image: TEST_IMAGE, Cmd: ['true'], Labels: { [TEST_LABEL]: TEST_RUN } });
+  try {
+    await base.commit({
+      repo: 'berth-test/labeled-sc',
+      tag: `${TEST_RUN}-${attempt}`,
+      changes: [`LABEL ${LABELS.managed}=true ${LABELS.instance}=${instance} ${LABELS.attempt}=${attempt} ${LABELS.component}=sidecar ${LABELS.sidecar}=tools ${LABELS.run}=1`],
+    });
+  } finally {
+    await base.remove({ force: true });
+  }
+  return `berth-test/labeled-sc:${TEST_RUN}-${attempt}`;
+}
+
+const WITH_TOOLS = '  network: {mode: isolated}\n  sidecars:\n    - {name: tools, image: berth/busybox:local, command: [sleep, "300"]}\n';
+
 describe('damaged state and ownership (real engine)', function () {
   this.timeout(90_000);
   before(requireEngine);
@@ -251,20 +268,12 @@ describe('damaged state and ownership (real engine)', function () {
   }
 
   it('a container from a berth-labeled image holding a sidecar\'s name blocks the attempt and is left alone', async function () {
-    // An image that carries this instance's berth labels for attempt s, and a container run from it by hand.
-    const tag = `berth-test/labeled-sc:${TEST_RUN}`;
-    const base = await docker.createContainer({ Image: TEST_IMAGE, Cmd: ['true'], Labels: { [TEST_LABEL]: TEST_RUN } });
-    await base.commit({
-      repo: 'berth-test/labeled-sc',
-      tag: TEST_RUN,
-      changes: [`LABEL ${LABELS.managed}=true ${LABELS.instance}=${sb.instance} ${LABELS.attempt}=s ${LABELS.component}=sidecar ${LABELS.sidecar}=tools ${LABELS.run}=1`],
-    });
-    await base.remove({ force: true });
+    const tag = await labeledSidecarImage(sb.instance, 's');
     const squatter = await docker.createContainer({ name: sidecarName(sb.instance, 's', 'tools'), Image: tag, Cmd: ['sleep', '300'], Labels: { [TEST_LABEL]: TEST_RUN } });
     try {
       await squatter.start();
       const original = await squatter.inspect();
-      await sb.write('s.yaml', sb.attempt('s', SLEEP, '  network: {mode: isolated}\n  sidecars:\n    - {name: tools, image: berth/busybox:local, command: [sleep, "300"]}\n'));
+      await sb.write('s.yaml', sb.attempt('s', SLEEP, WITH_TOOLS));
       const r = await sb.cli('reconcile', '--once');
       expect(r.code, r.stderr).to.equal(0);
       const st = await sb.status('s');
@@ -281,6 +290,34 @@ describe('damaged state and ownership (real engine)', function () {
       expect((await squatter.inspect()).State.Running).to.equal(true);
     } finally {
       await squatter.remove({ force: true }).catch(() => undefined);
+      await docker.getImage(tag).remove({ force: true });
+    }
+  });
+
+  it('a sidecar\'s name taken while the attempt runs: the attempt ends Failed (SidecarFailed), the squatter is left alone', async function () {
+    const tag = await labeledSidecarImage(sb.instance, 's');
+    let squatter: Dockerode.Container | undefined;
+    try {
+      await sb.write('s.yaml', sb.attempt('s', SLEEP, WITH_TOOLS));
+      expect((await sb.cli('reconcile', '--once')).code).to.equal(0);
+      expect((await sb.status('s'))?.phase).to.equal('Running');
+      const name = sidecarName(sb.instance, 's', 'tools');
+      await docker.getContainer(name).remove({ force: true });
+      squatter = await docker.createContainer({ name, Image: tag, Cmd: ['sleep', '300'], Labels: { [TEST_LABEL]: TEST_RUN } });
+      await squatter.start();
+      const original = await squatter.inspect();
+      const r = await sb.cli('reconcile', '--once');
+      expect(r.code, r.stderr).to.equal(0);
+      const st = await sb.status('s');
+      expect([st?.phase, st?.reason]).to.deep.equal(['Failed', 'SidecarFailed']);
+      expect(st?.message).to.match(/^sidecar tools cannot be started again: container name \S+ is held by container \S+ that berth did not create/);
+      const main = (await containersOf(sb, 's')).filter((c) => c.Id !== original.Id);
+      expect(main.map((c) => c.State)).to.deep.equal(['exited']);
+      const still = await squatter.inspect();
+      expect([still.Id, still.State.Running, still.State.StartedAt]).to.deep.equal([original.Id, true, original.State.StartedAt]);
+    } finally {
+      await squatter?.remove({ force: true }).catch(() => undefined);
+      await sb.cli('clean');
       await docker.getImage(tag).remove({ force: true });
     }
   });
