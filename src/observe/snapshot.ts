@@ -1,8 +1,9 @@
 /**
  * observe(): one snapshot per pass from label-filtered lists: containers, networks and
  * volumes of this instance, plus the images that carry berth labels (to tell inherited labels
- * from ours: src/ownership.ts decides). Four engine calls, whatever the number of attempts; no inspects. The controller
- * also lists named attempts only (`observeAttempts`) and merges them into its kept snapshot.
+ * from ours: src/ownership.ts decides). Four engine calls, whatever the number of attempts;
+ * no inspects. The controller also lists named attempts only (`observeAttempts`) and merges
+ * them into its kept snapshot.
  */
 import { LABELS } from '../constants';
 import type { ContainerSummary, Engine, Labels, NetworkSummary, VolumeSummary } from '../engine/types';
@@ -22,7 +23,7 @@ function byName<T extends { name: string }>(a: T, b: T): number {
 }
 
 /**
- * The lists go out at once; the known ids may still be loading meanwhile (a pass reads its
+ * The lists go out at once; the recorded ids may still be loading meanwhile (a pass reads its
  * status records while the engine answers).
  *
  * @param recorded the container ids the status records name (src/ownership.ts): they decide
@@ -111,11 +112,10 @@ export function group(
   };
   const ctx = { instance, labeledImages, recorded };
   for (const c of containers) {
-    // Carries this instance's labels but berth did not put them there: never touched.
-    if (!labelOwnership(c.labels, instance).owned) continue;
+    if (!labelOwnership(c.labels, instance).owned) continue; // not this instance's at all
     const o = containerOwnership(c, ctx);
     if (o.owned) slot(o.attempt).containers.push(c);
-    else foreign.push(c);
+    else foreign.push(c); // this instance's labels, but berth did not put them there: never touched
   }
   for (const n of networks) {
     const o = labelOwnership(n.labels, instance);
