@@ -135,7 +135,10 @@ export class StatusStore {
    * reported and left (read as missing all the same).
    */
   recover(): Promise<void> {
-    this.recovering ??= this.doRecover();
+    this.recovering ??= this.doRecover().catch((err: unknown) => {
+      this.recovering = undefined; // tried again by the next write
+      throw err;
+    });
     return this.recovering;
   }
 
