@@ -29,6 +29,11 @@ export const LABELS = {
   sidecar: 'dev.berth.sidecar',
   /** For volumes: the volume's name in the spec. */
   volume: 'dev.berth.volume',
+  /**
+   * On containers: random, fresh for every create. A container's labels include its image's;
+   * one whose nonce equals its image's inherited it (see src/ownership.ts).
+   */
+  nonce: 'dev.berth.nonce',
 } as const;
 
 export const COMPONENTS = {
@@ -67,6 +72,8 @@ export const REASONS = {
   duplicateName: 'DuplicateName',
   waitingForSlot: 'WaitingForSlot',
   completed: 'Completed',
+  /** `get`: the attempt's status record is damaged; reconcile sets it aside and rebuilds it. */
+  recordDamaged: 'RecordDamaged',
 } as const;
 
 export const EXIT = {
@@ -107,6 +114,8 @@ export const DEFAULTS = {
    * sidecars, the egress proxy) still resolve: the engine answers those itself.
    */
   internalDns: ['192.0.2.53'] as readonly string[],
+  /** A temp file of an atomic write this old is left over from an interrupted write, whoever wrote it. */
+  staleTempMs: 10 * 60_000,
   /** YAML input limits. */
   maxSpecFileBytes: 1024 * 1024,
   maxAliasCount: 100,

@@ -149,7 +149,7 @@ export async function noopScales(
       const t2 = performance.now();
       await new StatusStore(sb.stateDir, sb.instance).loadAll();
       const t3 = performance.now();
-      await observe(berthEngine, sb.instance, new Set());
+      await observe(berthEngine, sb.instance, new Map());
       const t4 = performance.now();
       s.breakdown.loadSpecs.push(t2 - t1);
       s.breakdown.loadStatus.push(t3 - t2);

@@ -61,7 +61,7 @@ export function makeContext(g: GlobalOptions, io: Io, opts: { engine?: Engine; e
       return engine;
     },
     store() {
-      store ??= new StatusStore(stateDir, instance);
+      store ??= new StatusStore(stateDir, instance, { warn: (m) => io.err(`berth: warning: ${m}\n`) });
       return store;
     },
   };

@@ -227,7 +227,7 @@ export class Controller {
    * The snapshot for one batch: everything, or the batch's attempts (and the stale ones)
    * merged into the kept snapshot. Keeps the result.
    */
-  private async observe(all: boolean, keys: ReadonlySet<string>, known: Promise<ReadonlySet<string>>): Promise<Snapshot> {
+  private async observe(all: boolean, keys: ReadonlySet<string>, known: Promise<ReturnType<typeof knownContainerIds>>): Promise<Snapshot> {
     const { engine, cfg } = this.o;
     const upTo = this.generation;
     const refresh = new Set([...keys, ...this.stale.keys()]);

@@ -6,6 +6,7 @@
 import { Executor, type ActionResult } from '../execute/executor';
 import type { Engine } from '../engine/types';
 import { observe } from '../observe/snapshot';
+import { recordedContainers, type RecordedContainers } from '../ownership';
 import type { Snapshot } from '../observe/types';
 import { plan as makePlan } from '../plan/planner';
 import type { Plan } from '../plan/types';
@@ -65,9 +66,9 @@ export class SpecsRootError extends Error {
 
 export { resolveResultsRoot } from '../plan/results';
 
-/** Container ids berth recorded creating: what makes a container from a berth-labeled image ours. */
-export function knownContainerIds(statuses: ReadonlyMap<string, AttemptStatus>): Set<string> {
-  return new Set([...statuses.values()].map((s) => s.containerId).filter((x): x is string => !!x));
+/** Container ids the records name, for the ownership rule (src/ownership.ts). */
+export function knownContainerIds(statuses: ReadonlyMap<string, AttemptStatus>): RecordedContainers {
+  return recordedContainers(statuses.values());
 }
 
 /** The planner's input for one pass (or one controller batch, with `extra`). */
@@ -135,6 +136,9 @@ export async function planPass(cfg: PassConfig, engine: Engine, store: StatusSto
 
 export async function reconcilePass(cfg: PassConfig, engine: Engine, store: StatusStore): Promise<PassResult> {
   const planned = await planPass(cfg, engine, store);
+  // A writer's start-up (damaged records set aside, temp files of interrupted writes removed),
+  // after the plan so the records still load while the engine answers its lists.
+  await store.recover();
   const executor = new Executor({
     engine,
     store,

@@ -16,6 +16,7 @@ import type { StatusStore } from '../status/store';
 import type { Attestation, AttemptStatus } from '../status/types';
 import type { Logger } from '../util/log';
 import { runBounded } from '../util/pool';
+import { containerOwnership, imageLabels, labelOwnership, recordedContainers, stampNonce, type Ownership } from '../ownership';
 import { parseListeningLine } from '../proxy/contract';
 import { fixtureTar, secretsTar } from './archive';
 import { harvest, type SidecarLogs } from './harvest';
@@ -114,7 +115,11 @@ export class Executor {
     const { engine } = this.deps;
     switch (op.type) {
       case 'create-volume':
-        return this.createOrAttest(a, 'volume', () => engine.volumes.create(op.volume), async () => (await engine.volumes.inspect(op.volume.name)).labels);
+        // The engine answers a create of a volume name that exists with that volume (not 409): whose is it?
+        await engine.volumes.create(op.volume).catch((err: unknown) => {
+          if (!isConflict(err)) throw err;
+        });
+        return this.ownedOrBlock(a, 'volume', (await engine.volumes.inspect(op.volume.name)).labels);
       case 'create-network':
         return this.createOrAttest(a, 'network', () => engine.networks.create(op.network), async () => (await engine.networks.inspect(op.network.name)).labels);
       case 'create-container':
@@ -180,7 +185,7 @@ export class Executor {
     return next;
   }
 
-  /** Creates a volume or network; a name already taken (409) is fine when it is ours, else the attempt is Blocked. */
+  /** Creates a network; a name already taken (409) is fine when it is ours, else the attempt is Blocked. */
   private async createOrAttest(a: AttemptAction, kind: string, create: () => Promise<unknown>, labelsOfExisting: () => Promise<Record<string, string>>): Promise<void> {
     try {
       await create();
@@ -191,8 +196,27 @@ export class Executor {
   }
 
   private async ownedOrBlock(a: AttemptAction, kind: string, labels: Record<string, string>): Promise<void> {
-    if (labels[LABELS.managed] === 'true' && labels[LABELS.instance] === this.deps.instance && labels[LABELS.attempt] === a.attempt) return;
-    const msg = `${kind} name needed by attempt ${a.attempt} is held by a ${kind} berth does not own; it is left alone`;
+    const o = labelOwnership(labels, this.deps.instance);
+    if (o.owned && o.attempt === a.attempt) return;
+    const msg = o.owned
+      ? `${kind} name needed by attempt ${a.attempt} is held by a ${kind} of attempt ${o.attempt}; it is left alone`
+      : `${kind} name needed by attempt ${a.attempt} is held by a ${kind} berth does not own (${o.why}); it is left alone`;
+    await this.block(a, msg);
+  }
+
+  /**
+   * A container create met 409: undefined when the container holding `name` is this attempt's
+   * (by the ownership rule, src/ownership.ts), else what holds it (it is left alone).
+   */
+  private async nameHeld(a: AttemptAction, name: string, existing: ContainerDetails): Promise<string | undefined> {
+    const [images, records] = await Promise.all([this.deps.engine.images.list([LABELS.managed]), this.deps.store.loadAll()]);
+    const o: Ownership = containerOwnership(existing, { instance: this.deps.instance, labeledImages: imageLabels(images), recorded: recordedContainers(records.values()) });
+    if (o.owned && o.attempt === a.attempt) return undefined;
+    const held = `container name ${name} is held by container ${existing.id.slice(0, 12)}`;
+    return o.owned ? `${held} of attempt ${o.attempt}; it is left alone` : `${held} that berth did not create (${o.why}); it is left alone`;
+  }
+
+  private async block(a: AttemptAction, msg: string): Promise<never> {
     await this.update(a, (r) => ({ ...r, phase: 'Blocked', reason: REASONS.nameConflict, message: msg }));
     throw new Halt(msg);
   }
@@ -264,7 +288,7 @@ export class Executor {
     // Intent first: a berth killed from here on resumes this run, never starts a second one.
     await this.recordIntent(a, d);
     const secrets = await this.secretsOrBlock(a, d, d.mainSecrets);
-    const create = { ...d.container.create, env: [...d.container.create.env, ...secretEnvLines(spec.secretEnv, secrets)] };
+    const create = stampNonce({ ...d.container.create, env: [...d.container.create.env, ...secretEnvLines(spec.secretEnv, secrets)] });
     let id: string;
     try {
       id = await engine.containers.create(create);
@@ -272,14 +296,8 @@ export class Executor {
       if (!isConflict(err)) throw err;
       // The name is taken: ours (a retried create) → attest it; anyone else's → Blocked, untouched.
       const existing = await engine.containers.inspect(d.container.name);
-      const known = (await this.current(a)).containerId === existing.id;
-      const labeled = await engine.images.list([LABELS.managed]);
-      const inherited = labeled.some((i) => i.id === existing.imageId) && !known;
-      if (inherited || existing.labels[LABELS.instance] !== this.deps.instance || existing.labels[LABELS.attempt] !== a.attempt) {
-        const msg = `container name ${d.container.name} is held by container ${existing.id.slice(0, 12)} that berth did not create; it is left alone`;
-        await this.update(a, (r) => ({ ...r, phase: 'Blocked', reason: REASONS.nameConflict, message: msg }));
-        throw new Halt(msg);
-      }
+      const held = await this.nameHeld(a, d.container.name, existing);
+      if (held) await this.block(a, held);
       const bad = failedCause(attestInspected(existing, mainWant(d)));
       if (bad) {
         await engine.containers.remove(existing.id);
@@ -312,16 +330,22 @@ export class Executor {
     if (!sc) throw new Error(`no sidecar ${index} in the desired state of ${d.name}`);
     if (!restart) await this.recordIntent(a, d);
     const secrets = await this.secretsOrBlock(a, d, sc.secrets);
-    const create = { ...sc.create, env: [...sc.create.env, ...secretEnvLines(sc.secretEnv, secrets)] };
+    const create = stampNonce({ ...sc.create, env: [...sc.create.env, ...secretEnvLines(sc.secretEnv, secrets)] });
     let id: string;
     try {
       id = await engine.containers.create(create);
     } catch (err) {
       if (!isConflict(err)) throw err;
+      // Ours (an earlier try's) → made again; anyone else's → untouched, and the attempt is Blocked,
+      // or, while it runs (a restart), ends as when its sidecar does not come back up.
       const existing = await engine.containers.inspect(sc.name);
-      if (existing.labels[LABELS.instance] !== this.deps.instance || existing.labels[LABELS.attempt] !== a.attempt) {
-        const msg = `container name ${sc.name} is held by container ${existing.id.slice(0, 12)} that berth did not create; it is left alone`;
-        await this.update(a, (r) => ({ ...r, phase: 'Blocked', reason: REASONS.nameConflict, message: msg }));
+      const held = await this.nameHeld(a, sc.name, existing);
+      if (held && !restart) await this.block(a, held);
+      if (held) {
+        const msg = `${sc.role === 'egress-proxy' ? 'egress proxy' : `sidecar ${sc.alias}`} cannot be started again: ${held}`;
+        const main = (await this.current(a)).containerId;
+        if (main) await engine.containers.stop(main, DEFAULTS.stopGraceSeconds);
+        await this.finish(a, main, d.resultsDir, { phase: 'Failed', reason: sc.role === 'egress-proxy' ? 'ProxyFailed' : 'SidecarFailed', message: msg });
         throw new Halt(msg);
       }
       await engine.containers.remove(existing.id);

@@ -1,11 +1,13 @@
 /**
  * observe(): one snapshot per pass from label-filtered lists: containers, networks and
  * volumes of this instance, plus the images that carry berth labels (to tell inherited labels
- * from ours). Four engine calls, whatever the number of attempts; no inspects. The controller
- * also lists named attempts only (`observeAttempts`) and merges them into its kept snapshot.
+ * from ours: src/ownership.ts decides). Four engine calls, whatever the number of attempts;
+ * no inspects. The controller also lists named attempts only (`observeAttempts`) and merges
+ * them into its kept snapshot.
  */
 import { LABELS } from '../constants';
-import type { ContainerSummary, Engine, NetworkSummary, VolumeSummary } from '../engine/types';
+import type { ContainerSummary, Engine, Labels, NetworkSummary, VolumeSummary } from '../engine/types';
+import { containerOwnership, imageLabels, labelOwnership, type RecordedContainers } from '../ownership';
 import type { ObservedAttempt, Snapshot } from './types';
 
 export function instanceFilters(instance: string): string[] {
@@ -21,16 +23,16 @@ function byName<T extends { name: string }>(a: T, b: T): number {
 }
 
 /**
- * The lists go out at once; the known ids may still be loading meanwhile (a pass reads its
+ * The lists go out at once; the recorded ids may still be loading meanwhile (a pass reads its
  * status records while the engine answers).
  *
- * @param knownContainerIds ids berth recorded creating (status records): a container whose
- *        image carries berth labels is ours only if berth recorded its id.
+ * @param recorded the container ids the status records name (src/ownership.ts): they decide
+ *        for containers made before berth stamped a nonce, and must agree with the labels.
  */
 export async function observe(
   engine: Engine,
   instance: string,
-  knownContainerIds: ReadonlySet<string> | Promise<ReadonlySet<string>>,
+  recorded: RecordedContainers | Promise<RecordedContainers>,
   now = Date.now(),
 ): Promise<Snapshot> {
   const filters = instanceFilters(instance);
@@ -39,9 +41,9 @@ export async function observe(
     engine.networks.list(filters),
     engine.volumes.list(filters),
     engine.images.list([LABELS.managed]),
-    knownContainerIds,
+    recorded,
   ]);
-  return group(instance, containers, networks, volumes, new Set(labeledImages.map((i) => i.id)), known, now);
+  return group(instance, containers, networks, volumes, imageLabels(labeledImages), known, now);
 }
 
 /**
@@ -54,7 +56,7 @@ export async function observeAttempts(
   engine: Engine,
   instance: string,
   names: readonly string[],
-  knownContainerIds: ReadonlySet<string> | Promise<ReadonlySet<string>>,
+  recorded: RecordedContainers | Promise<RecordedContainers>,
   now = Date.now(),
 ): Promise<Snapshot> {
   const base = instanceFilters(instance);
@@ -62,13 +64,13 @@ export async function observeAttempts(
     const f = [...base, `${LABELS.attempt}=${n}`];
     return Promise.all([engine.containers.list(f), engine.networks.list(f), engine.volumes.list(f)]);
   });
-  const [lists, labeledImages, known] = await Promise.all([Promise.all(per), engine.images.list([LABELS.managed]), knownContainerIds]);
+  const [lists, labeledImages, known] = await Promise.all([Promise.all(per), engine.images.list([LABELS.managed]), recorded]);
   return group(
     instance,
     lists.flatMap((l) => l[0]),
     lists.flatMap((l) => l[1]),
     lists.flatMap((l) => l[2]),
-    new Set(labeledImages.map((i) => i.id)),
+    imageLabels(labeledImages),
     known,
     now,
     3 * names.length + 1,
@@ -93,8 +95,8 @@ export function group(
   containers: ContainerSummary[],
   networks: NetworkSummary[],
   volumes: VolumeSummary[],
-  labeledImageIds: ReadonlySet<string>,
-  knownContainerIds: ReadonlySet<string>,
+  labeledImages: ReadonlyMap<string, Labels>,
+  recorded: RecordedContainers,
   now: number,
   calls = 4,
 ): Snapshot {
@@ -108,19 +110,21 @@ export function group(
     }
     return a;
   };
-  const owned = (labels: Record<string, string>) =>
-    labels[LABELS.managed] === 'true' && labels[LABELS.instance] === instance && !!labels[LABELS.attempt];
-
+  const ctx = { instance, labeledImages, recorded };
   for (const c of containers) {
-    if (!owned(c.labels)) continue;
-    if (labeledImageIds.has(c.imageId) && !knownContainerIds.has(c.id)) {
-      foreign.push(c);
-      continue;
-    }
-    slot(c.labels[LABELS.attempt] as string).containers.push(c);
+    if (!labelOwnership(c.labels, instance).owned) continue; // not this instance's at all
+    const o = containerOwnership(c, ctx);
+    if (o.owned) slot(o.attempt).containers.push(c);
+    else foreign.push(c); // this instance's labels, but berth did not put them there: never touched
   }
-  for (const n of networks) if (owned(n.labels)) slot(n.labels[LABELS.attempt] as string).networks.push(n);
-  for (const v of volumes) if (owned(v.labels)) slot(v.labels[LABELS.attempt] as string).volumes.push(v);
+  for (const n of networks) {
+    const o = labelOwnership(n.labels, instance);
+    if (o.owned) slot(o.attempt).networks.push(n);
+  }
+  for (const v of volumes) {
+    const o = labelOwnership(v.labels, instance);
+    if (o.owned) slot(o.attempt).volumes.push(v);
+  }
   for (const a of attempts.values()) {
     a.containers.sort(byCreatedThenId);
     a.networks.sort(byName);

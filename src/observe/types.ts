@@ -14,9 +14,9 @@ export interface Snapshot {
   at: number;
   attempts: Map<string, ObservedAttempt>;
   /**
-   * Containers that carry this instance's labels only because their image does (the image
-   * itself is labeled dev.berth.*) and that berth has no record of creating: not ours, never
-   * touched. Listed so the planner can report a name they block.
+   * Containers that carry this instance's labels but that berth did not create (src/ownership.ts):
+   * the labels come from their image, or the status records name them for another attempt. Not
+   * ours, never touched. Listed so the planner can report a name they block.
    */
   foreign: ContainerSummary[];
   /** Engine calls the snapshot took. */

@@ -20,6 +20,53 @@ export function tempPathFor(target: string): string {
   return path.join(dir, `.${path.basename(target)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
 }
 
+const TEMP_NAME = /^\.(.+)\.(\d+)\.[0-9a-f]{12}\.tmp$/;
+
+/** The target and writer pid of a temp file name made by `tempPathFor`, or undefined for any other name. */
+export function parseTempName(name: string): { target: string; pid: number } | undefined {
+  const m = TEMP_NAME.exec(name);
+  return m ? { target: m[1] as string, pid: Number(m[2]) } : undefined;
+}
+
+/** Is process `pid` alive on this host? (EPERM: it is, but belongs to someone else.) */
+function pidAlive(pid: number): boolean {
+  if (pid === process.pid) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return !isCode(err, 'ESRCH');
+  }
+}
+
+/**
+ * Removes the temp files that interrupted `writeFileAtomic`s left in `dir`: those whose writer
+ * is gone, and any older than `maxAgeMs` (a write takes milliseconds; an old one's pid may
+ * have been reused, or belong to another host or pid namespace sharing the folder). A live
+ * writer's fresh temp file is left alone. Returns the names removed; a missing folder is empty.
+ */
+export async function removeStaleTemps(dir: string, maxAgeMs: number, now = Date.now()): Promise<string[]> {
+  let names: string[];
+  try {
+    names = await fs.readdir(dir);
+  } catch (err) {
+    if (isCode(err, 'ENOENT', 'ENOTDIR')) return [];
+    throw err;
+  }
+  const removed: string[] = [];
+  for (const name of names) {
+    const t = parseTempName(name);
+    if (!t) continue;
+    const file = path.join(dir, name);
+    const st = await fs.lstat(file).catch(() => undefined);
+    if (!st?.isFile()) continue;
+    if (pidAlive(t.pid) && now - st.mtimeMs < maxAgeMs) continue;
+    await fs.rm(file, { force: true });
+    removed.push(name);
+  }
+  return removed;
+}
+
 /** Replaces `target` with `data` atomically and durably. */
 export async function writeFileAtomic(target: string, data: string | Buffer, options: WriteFileAtomicOptions = {}): Promise<void> {
   const temp = tempPathFor(target);
@@ -102,8 +149,28 @@ function parseJsonText<T>(file: string, text: string): T {
   try {
     return JSON.parse(text) as T;
   } catch (err) {
-    throw new CorruptJsonError(file, text.trim() === '' ? 'empty file' : (err as Error).message);
+    throw new CorruptJsonError(file, jsonProblem(text, (err as Error).message));
   }
+}
+
+/**
+ * What is wrong with `text` that JSON.parse refused, in words that never quote the text: the
+ * file may hold anything (a secret pasted by mistake, bytes that would garble a terminal), and
+ * the parser's own message repeats the start of it.
+ */
+export function jsonProblem(text: string, parserMessage: string): string {
+  if (text.trim() === '') return 'empty file';
+  // NUL, other control characters, or bytes that are not UTF-8 (decoded as U+FFFD).
+  // eslint-disable-next-line no-control-regex -- looking for exactly those characters
+  if (/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f\ufffd]/.test(text)) return 'binary content, not text';
+  const pos = Number(/at position (\d+)/.exec(parserMessage)?.[1] ?? NaN);
+  const end = text.trimEnd().length;
+  if (/end of JSON input/.test(parserMessage) || pos >= end) return `truncated: ends inside the JSON after ${Buffer.byteLength(text)} bytes`;
+  if (Number.isInteger(pos)) {
+    const before = text.slice(0, pos).split('\n');
+    return `syntax error at line ${before.length}, column ${(before[before.length - 1] ?? '').length + 1}`;
+  }
+  return 'syntax error';
 }
 
 export function isCode(err: unknown, ...codes: string[]): boolean {

@@ -2,23 +2,81 @@
  * Durable status records: `<state>/<instance>/attempts/<name>.json`, each written atomically
  * (temp file, fsync, rename, fsync the folder). Reads are served from memory after the first
  * load; the store is the only writer of these files.
+ *
+ * A damaged record (not JSON, truncated, or not a record of this attempt) affects only its
+ * own attempt: it is reported (what is wrong, never its bytes) and read as missing, so the
+ * planner rebuilds the attempt's state from the engine's labels as it does for a deleted
+ * record. Before its first write, a store sets damaged records aside into
+ * `<state>/<instance>/damaged/<name>.json.<time>` (kept for a person to read) and removes the
+ * temp files of interrupted writes; the record written next for that attempt says it was
+ * rebuilt. Readers never move files: only writers (who hold the instance's lock) do.
  */
 import { promises as fs, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { isCode, readJsonFileSync, writeFileAtomic } from './atomic-file';
+import { DEFAULTS } from '../constants';
+import { CorruptJsonError, isCode, readJsonFileSync, removeStaleTemps, syncDir, writeFileAtomic } from './atomic-file';
 import type { AttemptStatus } from './types';
+import { recordProblem } from './validate';
 import { mapChunked } from '../util/pool';
+
+/** A record that could not be used. */
+export interface DamagedRecord {
+  /** The attempt the file is named for. */
+  name: string;
+  file: string;
+  /** What is wrong, in words; never the file's content. */
+  problem: string;
+  /** Where it was set aside, once it was. */
+  keptAt?: string;
+}
+
+export interface StoreOptions {
+  /** Told about each damaged record found and each one set aside (a line for a person). */
+  warn?: (message: string) => void;
+  now?: () => number;
+}
+
+type Read = { rec: AttemptStatus } | { problem: string } | undefined;
 
 export class StatusStore {
   private cache: Map<string, AttemptStatus> | undefined;
+  private readonly damagedNow = new Map<string, DamagedRecord>();
+  private readonly warned = new Set<string>();
+  private recovering: Promise<void> | undefined;
   readonly dir: string;
+  /** Where damaged records are kept. */
+  readonly damagedDir: string;
 
-  constructor(stateDir: string, readonly instance: string) {
+  constructor(
+    stateDir: string,
+    readonly instance: string,
+    private readonly opts: StoreOptions = {},
+  ) {
     this.dir = path.join(path.resolve(stateDir), instance, 'attempts');
+    this.damagedDir = path.join(path.resolve(stateDir), instance, 'damaged');
   }
 
   private file(name: string): string {
     return path.join(this.dir, `${name}.json`);
+  }
+
+  private now(): number {
+    return (this.opts.now ?? Date.now)();
+  }
+
+  /** One record file: the record, what is wrong with it, or undefined when it is gone. */
+  private readOne(name: string): Read {
+    const file = this.file(name);
+    let value: unknown;
+    try {
+      value = readJsonFileSync<unknown>(file);
+    } catch (err) {
+      if (err instanceof CorruptJsonError) return { problem: `not valid JSON (${err.detail})` };
+      return { problem: `cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})` };
+    }
+    if (value === undefined) return undefined;
+    const problem = recordProblem(value, name, this.instance);
+    return problem ? { problem } : { rec: value as AttemptStatus };
   }
 
   async loadAll(): Promise<Map<string, AttemptStatus>> {
@@ -30,14 +88,35 @@ export class StatusStore {
     } catch (err) {
       if (!isCode(err, 'ENOENT')) throw err;
     }
-    const files = entries.filter((e) => e.endsWith('.json') && !e.startsWith('.')).sort();
+    const names = entries
+      .filter((e) => e.endsWith('.json') && !e.startsWith('.'))
+      .map((e) => e.slice(0, -5))
+      .sort();
     // Synchronous reads in chunks: a thousand records ~20 ms, against ~70-100 ms for promise-based reads.
-    const recs = await mapChunked(files, 100, (entry) => readJsonFileSync<AttemptStatus>(path.join(this.dir, entry)));
-    recs.forEach((r, i) => {
-      if (r && r.name === (files[i] ?? '').slice(0, -5)) map.set(r.name, r);
+    const reads = await mapChunked(names, 100, (n) => this.readOne(n));
+    // Those already set aside stay known until their attempt's record is written again.
+    for (const [n, d] of this.damagedNow) if (!d.keptAt) this.damagedNow.delete(n);
+    reads.forEach((r, i) => {
+      const name = names[i] as string;
+      if (!r) return;
+      if ('rec' in r) map.set(name, r.rec);
+      else this.noteDamaged({ name, file: this.file(name), problem: r.problem });
     });
     this.cache = map;
     return map;
+  }
+
+  private noteDamaged(d: DamagedRecord): void {
+    this.damagedNow.set(d.name, d);
+    const key = `${d.file}\0${d.problem}`;
+    if (this.warned.has(key)) return;
+    this.warned.add(key);
+    this.opts.warn?.(`${d.file}: damaged status record (${d.problem}); attempt ${d.name} is read as if it had no record, and reconcile rebuilds it from the engine`);
+  }
+
+  /** The damaged records of the last load (and those set aside since, until their attempt's record is written again). */
+  damaged(): ReadonlyMap<string, DamagedRecord> {
+    return this.damagedNow;
   }
 
   /** Forget the in-memory copy so the next read comes from disk (another process may have written). */
@@ -49,17 +128,71 @@ export class StatusStore {
     return (await this.loadAll()).get(name);
   }
 
+  /**
+   * A writer's start-up: removes the temp files of interrupted writes and sets the damaged
+   * records aside. Runs once per store, before its first write; a command that holds the
+   * instance's lock may call it earlier. Never throws for one file: a file it cannot move is
+   * reported and left (read as missing all the same).
+   */
+  recover(): Promise<void> {
+    this.recovering ??= this.doRecover().catch((err: unknown) => {
+      this.recovering = undefined; // tried again by the next write
+      throw err;
+    });
+    return this.recovering;
+  }
+
+  private async doRecover(): Promise<void> {
+    await removeStaleTemps(this.dir, DEFAULTS.staleTempMs, this.now()).catch((err: unknown) => {
+      this.opts.warn?.(`${this.dir}: could not remove temp files of interrupted writes (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+    });
+    await this.loadAll();
+    for (const d of [...this.damagedNow.values()]) {
+      // Read again: set aside only what is still damaged now.
+      const again = this.readOne(d.name);
+      if (!again || 'rec' in again) {
+        this.damagedNow.delete(d.name);
+        continue;
+      }
+      try {
+        d.keptAt = await this.setAside(d.name);
+        this.opts.warn?.(`${d.file}: damaged status record (${d.problem}) set aside as ${d.keptAt}`);
+      } catch (err) {
+        this.opts.warn?.(`${d.file}: damaged status record (${d.problem}) could not be set aside (${(err as NodeJS.ErrnoException).code ?? String(err)}); it will be replaced`);
+      }
+    }
+  }
+
+  private async setAside(name: string): Promise<string> {
+    await fs.mkdir(this.damagedDir, { recursive: true });
+    const stamp = new Date(this.now()).toISOString().replace(/:/g, '-');
+    let kept = path.join(this.damagedDir, `${name}.json.${stamp}`);
+    for (let i = 1; await fs.lstat(kept).then(() => true, () => false); i++) kept = path.join(this.damagedDir, `${name}.json.${stamp}.${i}`);
+    await fs.rename(this.file(name), kept);
+    await syncDir(this.damagedDir);
+    await syncDir(this.dir);
+    return kept;
+  }
+
   async put(rec: AttemptStatus): Promise<void> {
+    await this.recover();
     const map = await this.loadAll();
-    const next = { ...rec, updatedAt: new Date().toISOString() };
+    const d = this.damagedNow.get(rec.name);
+    const rebuilt = d && !map.has(rec.name)
+      ? { warnings: [...(rec.warnings ?? []), `${new Date(this.now()).toISOString()}: status record rebuilt from the engine: the earlier one was damaged (${d.problem})${d.keptAt ? ` and is kept at ${d.keptAt}` : ''}`] }
+      : {};
+    const next = { ...rec, ...rebuilt, updatedAt: new Date(this.now()).toISOString() };
     await fs.mkdir(this.dir, { recursive: true });
     await writeFileAtomic(this.file(rec.name), JSON.stringify(next, null, 2) + '\n');
     map.set(rec.name, next);
+    this.damagedNow.delete(rec.name);
   }
 
   async remove(name: string): Promise<void> {
+    await this.recover();
     const map = await this.loadAll();
     await fs.rm(this.file(name), { force: true });
     map.delete(name);
+    this.damagedNow.delete(name);
   }
 }

@@ -1,6 +1,7 @@
 /** `berth describe NAME`: spec summary, status, resources on the engine, attestation, history. */
 import { EXIT, LABELS } from '../../constants';
 import { instanceFilters } from '../../observe/snapshot';
+import { containerOwnership, imageLabels, recordedContainers } from '../../ownership';
 import { loadSpecs } from '../../spec/loader';
 import type { Context } from '../context';
 import { formatIssue } from '../../spec/issue';
@@ -9,8 +10,9 @@ import { age, table } from './shared';
 export async function runDescribe(ctx: Context, name: string): Promise<number> {
   const [load, rec] = await Promise.all([loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot }), ctx.store().get(name)]);
   const loaded = load.specs.find((s) => s.spec.name === name);
+  const damaged = rec ? undefined : ctx.store().damaged().get(name);
   const errors = load.errors.filter((e) => e.attempt === name);
-  if (!loaded && !rec && !load.protectedNames.has(name)) {
+  if (!loaded && !rec && !damaged && !load.protectedNames.has(name)) {
     ctx.io.err(`berth: attempt ${JSON.stringify(name)} not found\n`);
     return EXIT.failed;
   }
@@ -72,16 +74,30 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
       out.push('', 'History:');
       out.push(table([['  RUN', 'PHASE', 'REASON', 'EXIT', 'STARTED', 'FINISHED'], ...rec.history.map((h) => [`  ${h.run}`, h.phase, h.reason ?? '-', h.exitCode === undefined ? '-' : String(h.exitCode), h.startedAt ?? '-', h.finishedAt ?? '-'])]).trimEnd());
     }
+  } else if (damaged) {
+    kv('Phase', 'unknown: the status record is damaged');
+    kv('Record', `${damaged.keptAt ?? damaged.file}: ${damaged.problem}`);
+    out.push('                (reconcile sets it aside and rebuilds the status from the engine)');
   } else {
     kv('Phase', 'not reconciled yet');
   }
   const engine = ctx.engine();
   const filters = [...instanceFilters(ctx.instance), `${LABELS.attempt}=${name}`];
   try {
-    const [cs, ns, vs] = await Promise.all([engine.containers.list(filters), engine.networks.list(filters), engine.volumes.list(filters)]);
+    const [cs, ns, vs, images, records] = await Promise.all([
+      engine.containers.list(filters),
+      engine.networks.list(filters),
+      engine.volumes.list(filters),
+      engine.images.list([LABELS.managed]),
+      ctx.store().loadAll(),
+    ]);
+    const own = { instance: ctx.instance, labeledImages: imageLabels(images), recorded: recordedContainers(records.values()) };
     out.push('', 'Resources:');
     const rows = [
-      ...cs.map((c) => [`  container`, c.name, c.state, `run ${c.labels[LABELS.run] ?? '?'}`, c.networks.join(',')]),
+      ...cs.map((c) => {
+        const o = containerOwnership(c, own);
+        return [`  container`, c.name, c.state, o.owned ? `run ${c.labels[LABELS.run] ?? '?'}` : `not berth's: ${o.why}`, c.networks.join(',')];
+      }),
       ...ns.map((n) => [`  network`, n.name, n.internal ? 'internal' : 'routed', '', '']),
       ...vs.map((v) => [`  volume`, v.name, '', '', '']),
     ];

@@ -1,7 +1,8 @@
 /** `berth get [NAME] [-l k=v] [-o wide|json|yaml]`: the attempts and their status. */
 import { stringify } from 'yaml';
-import { EXIT } from '../../constants';
+import { EXIT, REASONS } from '../../constants';
 import { loadSpecs } from '../../spec/loader';
+import type { DamagedRecord } from '../../status/store';
 import type { AttemptStatus } from '../../status/types';
 import { UsageError, type Context } from '../context';
 import { age, duration, table } from './shared';
@@ -23,6 +24,8 @@ export interface Row {
   image: string;
   results: string;
   status: AttemptStatus | null;
+  /** Set when the attempt's status record is damaged (and so not read). */
+  damaged?: DamagedRecord;
 }
 
 export function parseSelector(sel: string[]): [string, string][] {
@@ -39,8 +42,9 @@ export function parseSelector(sel: string[]): [string, string][] {
 export async function collectRows(ctx: Context, name?: string, selector: string[] = []): Promise<Row[]> {
   const want = parseSelector(selector);
   const [load, statuses] = await Promise.all([loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot }), ctx.store().loadAll()]);
+  const damaged = ctx.store().damaged();
   const specs = new Map(load.specs.map((s) => [s.spec.name, s]));
-  const names = new Set([...specs.keys(), ...statuses.keys()]);
+  const names = new Set([...specs.keys(), ...statuses.keys(), ...damaged.keys()]);
   const now = Date.now();
   const rows: Row[] = [];
   for (const n of [...names].sort()) {
@@ -49,11 +53,12 @@ export async function collectRows(ctx: Context, name?: string, selector: string[
     const labels = spec?.labels ?? {};
     if (!want.every(([k, v]) => labels[k] === v)) continue;
     const st = statuses.get(n);
+    const bad = st ? undefined : damaged.get(n);
     const end = st?.finishedAt ? Date.parse(st.finishedAt) : now;
     rows.push({
       name: n,
       phase: st?.phase ?? 'Pending',
-      reason: st?.reason ?? (st ? '' : 'NotReconciled'),
+      reason: st?.reason ?? (st ? '' : bad ? REASONS.recordDamaged : 'NotReconciled'),
       exitCode: st?.exitCode ?? null,
       run: st?.run ?? 0,
       age: age(st?.createdAt, now),
@@ -63,6 +68,7 @@ export async function collectRows(ctx: Context, name?: string, selector: string[
       image: spec?.image ?? '',
       results: st?.resultsDir ?? '',
       status: st ?? null,
+      ...(bad ? { damaged: bad } : {}),
     });
   }
   return rows;
@@ -97,6 +103,7 @@ export async function runGet(ctx: Context, name: string | undefined, o: GetOptio
     image: r.image || null,
     results: r.results || null,
     status: r.status,
+    ...(r.damaged ? { damagedRecord: { file: r.damaged.file, problem: r.damaged.problem, ...(r.damaged.keptAt ? { keptAt: r.damaged.keptAt } : {}) } } : {}),
   }));
   if (o.output === 'json') ctx.io.out(JSON.stringify(name ? data[0] : { items: data }, null, 2) + '\n');
   else if (o.output === 'yaml') ctx.io.out(stringify(name ? data[0] : { items: data }));

@@ -11,11 +11,27 @@ describe('observe/snapshot', () => {
     const ours = container(I, 'a', 'h1');
     const squatter = container(I, 'b', 'h2', { id: 'id-squat', imageId: 'sha256:labeled' });
     const recorded = container(I, 'c', 'h3', { id: 'id-c', imageId: 'sha256:labeled' });
-    const s = group(I, [ours, squatter, recorded], [network(I, 'a', 'h1')], [], new Set(['sha256:labeled']), new Set(['id-c']), 5);
+    const images = new Map([['sha256:labeled', { [LABELS.managed]: 'true', [LABELS.instance]: I }]]);
+    const s = group(I, [ours, squatter, recorded], [network(I, 'a', 'h1')], [], images, new Map([['id-c', { attempt: 'c', instance: I }]]), 5);
     expect([...s.attempts.keys()].sort()).to.deep.equal(['a', 'c']);
     expect(s.attempts.get('a')?.networks).to.have.length(1);
     expect(s.foreign.map((c) => c.id)).to.deep.equal(['id-squat']);
     expect(s.calls).to.equal(4);
+  });
+
+  it('decides by the ownership rule: a nonce of its own is ours without a record; an inherited one, or a record naming another attempt, is foreign', () => {
+    const image = { [LABELS.managed]: 'true', [LABELS.instance]: I, [LABELS.attempt]: 'a', [LABELS.nonce]: 'n-image' };
+    const stamped = container(I, 'a', 'h1', { id: 'id-stamped', imageId: 'sha256:committed' });
+    stamped.labels[LABELS.nonce] = 'n-own';
+    const inherited = container(I, 'a', 'h1', { id: 'id-inherited', imageId: 'sha256:committed', name: 'copy' });
+    inherited.labels[LABELS.nonce] = 'n-image';
+    const misrecorded = container(I, 'b', 'h2', { id: 'id-b' });
+    const otherInstance = network('other', 'a', 'h1');
+    const s = group(I, [stamped, inherited, misrecorded], [otherInstance], [], new Map([['sha256:committed', image]]), new Map([['id-b', { attempt: 'z', instance: I }]]), 5);
+    expect([...s.attempts.keys()]).to.deep.equal(['a']);
+    expect(s.attempts.get('a')?.containers.map((c) => c.id)).to.deep.equal(['id-stamped']);
+    expect(s.attempts.get('a')?.networks).to.deep.equal([]);
+    expect(s.foreign.map((c) => c.id).sort()).to.deep.equal(['id-b', 'id-inherited']);
   });
 
   describe('mergeSnapshot', () => {

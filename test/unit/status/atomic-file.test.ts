@@ -107,6 +107,28 @@ describe('status/atomic-file', () => {
       );
     });
 
+    it('says what is wrong without quoting the file: empty, binary, truncated, or where the syntax breaks', async () => {
+      const file = path.join(dir, 'bad.json');
+      const secret = 'hunter2-SECRET';
+      const cases: [string | Buffer, string][] = [
+        [`${secret}{{{`, 'syntax error'],
+        [`{"a": 1,\n "${secret}": tru`, 'truncated: ends inside the JSON after 31 bytes'],
+        [`{"a": "${secret}`, 'truncated: ends inside the JSON after 21 bytes'],
+        [`{"a": 1}\n}${secret}`, 'syntax error at line 2, column 1'],
+        [Buffer.from([0xff, 0xfe, 0x00, ...Buffer.from(secret)]), 'binary content, not text'],
+        [`\u001b[2J${secret}`, 'binary content, not text'],
+      ];
+      for (const [content, detail] of cases) {
+        await fs.writeFile(file, content);
+        const err = (await readJsonFile(file).then(
+          () => expect.fail('should throw'),
+          (e: unknown) => e,
+        )) as CorruptJsonError;
+        expect(err.detail, String(content)).to.equal(detail);
+        expect(err.message).not.to.contain(secret).and.not.to.contain('hunter');
+      }
+    });
+
     it('passes other read errors through', async () => {
       await readJsonFile(dir).then(
         () => expect.fail('reading a folder should throw'),

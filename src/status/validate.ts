@@ -1,0 +1,48 @@
+/**
+ * Is a parsed status record a record? The planner and executor trust the fields they read
+ * (phase, run, hashes, times), so a file that parses but holds something else (another shape,
+ * another attempt's or instance's record) is as damaged as one that does not parse. Problems
+ * are told in words that never quote the file's content.
+ */
+import { PHASES } from '../constants';
+
+const PHASE_SET: ReadonlySet<string> = new Set(PHASES);
+
+type Obj = Record<string, unknown>;
+
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isCount = (v: unknown): boolean => typeof v === 'number' && Number.isInteger(v) && v >= 0;
+const isTime = (v: unknown): boolean => typeof v === 'string' && !Number.isNaN(Date.parse(v));
+
+const REQUIRED_TIMES = ['createdAt', 'updatedAt'] as const;
+const OPTIONAL_TIMES = ['startedAt', 'finishedAt', 'deadlineAt', 'retryAfter', 'collectedAt'] as const;
+const OPTIONAL_STRINGS = ['reason', 'message', 'source', 'containerId', 'resultsDir'] as const;
+
+/**
+ * What is wrong with `v` as the status record of attempt `name` of `instance`, or undefined
+ * when nothing is.
+ */
+export function recordProblem(v: unknown, name: string, instance: string): string | undefined {
+  if (!isObj(v)) return 'not a status record (not a JSON object)';
+  if (v.name !== name) return 'its name field does not match the file name';
+  if (v.instance !== instance) return `its instance field does not name instance ${instance}`;
+  if (typeof v.phase !== 'string' || !PHASE_SET.has(v.phase)) return 'field phase is missing or not a known phase';
+  if (typeof v.specHash !== 'string') return 'field specHash is missing or not a string';
+  if (!isCount(v.run)) return 'field run is missing or not a whole number';
+  if (!isCount(v.retriesUsed)) return 'field retriesUsed is missing or not a whole number';
+  for (const k of REQUIRED_TIMES) if (!isTime(v[k])) return `field ${k} is missing or not a time`;
+  for (const k of OPTIONAL_TIMES) if (v[k] !== undefined && !isTime(v[k])) return `field ${k} is not a time`;
+  for (const k of OPTIONAL_STRINGS) if (v[k] !== undefined && typeof v[k] !== 'string') return `field ${k} is not a string`;
+  if (v.exitCode !== undefined && (typeof v.exitCode !== 'number' || !Number.isInteger(v.exitCode))) return 'field exitCode is not a whole number';
+  if (v.intent !== undefined && !(isObj(v.intent) && isCount(v.intent.run) && typeof v.intent.specHash === 'string')) return 'field intent is not a provisioning intent';
+  if (v.warnings !== undefined && !(Array.isArray(v.warnings) && v.warnings.every((w) => typeof w === 'string'))) return 'field warnings is not a list of strings';
+  const att = v.lastAttestation;
+  if (att !== undefined && !(isObj(att) && isTime(att.at) && (att.depth === 'list' || att.depth === 'inspect') && Array.isArray(att.checks) && att.checks.every(isObj))) {
+    return 'field lastAttestation is not an attestation';
+  }
+  const le = v.lastError;
+  if (le !== undefined && !(isObj(le) && isTime(le.at) && typeof le.message === 'string' && isCount(le.failures) && isTime(le.nextRetryAt))) return 'field lastError is not an error record';
+  if (!Array.isArray(v.history)) return 'field history is missing or not a list';
+  if (!v.history.every((h) => isObj(h) && isCount(h.run) && typeof h.phase === 'string' && PHASE_SET.has(h.phase))) return 'field history holds an entry that is not a run record';
+  return undefined;
+}

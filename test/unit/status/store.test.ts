@@ -1,0 +1,129 @@
+/** status/store on a real temp folder: damaged records isolated, set aside by writers only; temp files of interrupted writes. */
+import { expect } from 'chai';
+import { promises as fs } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { StatusStore } from '../../../src/status/store';
+import type { AttemptStatus } from '../../../src/status/types';
+import { status } from '../../support/builders';
+
+const I = 'inst';
+const MARKER = 'SECRET-MARKER-7f3a';
+
+function rec(name: string, over: Partial<AttemptStatus> = {}): AttemptStatus {
+  return status(name, { instance: I, ...over });
+}
+
+describe('status/store', () => {
+  let dir: string;
+  let warnings: string[];
+  const store = () => new StatusStore(dir, I, { warn: (m) => warnings.push(m) });
+  const attempts = () => path.join(dir, I, 'attempts');
+  const write = (name: string, content: string | Buffer) => fs.writeFile(path.join(attempts(), `${name}.json`), content);
+
+  beforeEach(async () => {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'berth-store-'));
+    warnings = [];
+    await store().put(rec('good'));
+    await write('garbage', `\u0000\u0001${MARKER}{{{`);
+    await write('truncated', JSON.stringify(rec('truncated', { message: MARKER }), null, 2).slice(0, 120));
+    await write('syntax', `{"name": "syntax", ${MARKER}}`);
+    await write('shape', JSON.stringify([MARKER]));
+    await write('renamed', JSON.stringify(rec(MARKER)));
+    await write('elsewhere', JSON.stringify(rec('elsewhere', { instance: 'other' })));
+    await write('nophase', JSON.stringify(rec('nophase', { phase: MARKER as never })));
+  });
+  afterEach(async () => {
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  const DAMAGED = ['elsewhere', 'garbage', 'nophase', 'renamed', 'shape', 'syntax', 'truncated'];
+
+  it('reads damaged records as missing, reports each once by file and problem, never quoting it, and moves nothing', async () => {
+    const s = store();
+    const all = await s.loadAll();
+    expect([...all.keys()]).to.deep.equal(['good']);
+    expect([...s.damaged().keys()].sort()).to.deep.equal(DAMAGED);
+    const problems = Object.fromEntries([...s.damaged().values()].map((d) => [d.name, d.problem]));
+    expect(problems).to.deep.equal({
+      elsewhere: 'its instance field does not name instance inst',
+      garbage: 'not valid JSON (binary content, not text)',
+      nophase: 'field phase is missing or not a known phase',
+      renamed: 'its name field does not match the file name',
+      shape: 'not a status record (not a JSON object)',
+      syntax: 'not valid JSON (syntax error at line 1, column 20)',
+      truncated: 'not valid JSON (truncated: ends inside the JSON after 120 bytes)',
+    });
+    expect(warnings).to.have.length(DAMAGED.length);
+    for (const name of DAMAGED) expect(warnings.some((w) => w.startsWith(path.join(attempts(), `${name}.json`)))).to.equal(true);
+    expect(warnings.join('\n')).not.to.contain(MARKER);
+    s.invalidate();
+    await s.loadAll();
+    expect(warnings, 'reported once per store').to.have.length(DAMAGED.length);
+    expect((await fs.readdir(attempts())).sort()).to.deep.equal([...DAMAGED, 'good'].map((n) => `${n}.json`).sort());
+  });
+
+  it('a writer sets damaged records aside with their bytes, and the rebuilt record says so', async () => {
+    const before = await fs.readFile(path.join(attempts(), 'garbage.json'));
+    const s = store();
+    await s.loadAll();
+    await s.put(rec('good', { phase: 'Succeeded' }));
+    expect((await fs.readdir(attempts())).sort()).to.deep.equal(['good.json']);
+    const kept = await fs.readdir(path.join(dir, I, 'damaged'));
+    expect(kept.map((k) => k.replace(/\.json\..*$/, '')).sort()).to.deep.equal(DAMAGED);
+    const garbage = kept.find((k) => k.startsWith('garbage.json.')) ?? '';
+    expect(await fs.readFile(path.join(dir, I, 'damaged', garbage))).to.deep.equal(before);
+    expect(s.damaged().get('garbage')?.keptAt).to.equal(path.join(dir, I, 'damaged', garbage));
+    expect(warnings.filter((w) => w.includes('set aside as'))).to.have.length(DAMAGED.length);
+    expect(warnings.join('\n')).not.to.contain(MARKER);
+
+    await s.put(rec('garbage', { phase: 'Running' }));
+    const rebuilt = JSON.parse(await fs.readFile(path.join(attempts(), 'garbage.json'), 'utf8')) as AttemptStatus;
+    expect(rebuilt.warnings).to.have.length(1);
+    expect(rebuilt.warnings?.[0]).to.match(/status record rebuilt from the engine: the earlier one was damaged \(not valid JSON \(binary content, not text\)\) and is kept at .*damaged\/garbage\.json\./);
+    expect(s.damaged().has('garbage')).to.equal(false);
+    await s.put(rec('garbage', { phase: 'Succeeded', warnings: rebuilt.warnings ?? [] }));
+    expect((await s.get('garbage'))?.warnings, 'said once').to.have.length(1);
+    // A fresh store finds nothing damaged any more.
+    const fresh = store();
+    expect([...(await fresh.loadAll()).keys()].sort()).to.deep.equal(['garbage', 'good']);
+    expect(fresh.damaged().size).to.equal(0);
+  });
+
+  it('a record damaged and then repaired before the writer starts is left where it is', async () => {
+    const s = store();
+    await s.loadAll();
+    await write('truncated', JSON.stringify(rec('truncated')));
+    await s.recover();
+    expect(await fs.readdir(attempts())).to.include('truncated.json');
+    expect(s.damaged().has('truncated')).to.equal(false);
+  });
+
+  it("a writer removes temp files of interrupted writes: a dead writer's, and any old one; a live writer's fresh one stays", async () => {
+    const dead = `.good.json.2147483646.${'a'.repeat(12)}.tmp`;
+    const liveFresh = `.good.json.${process.ppid}.${'b'.repeat(12)}.tmp`;
+    const liveOld = `.good.json.${process.ppid}.${'c'.repeat(12)}.tmp`;
+    const notOurs = '.good.json.tmp';
+    for (const n of [dead, liveFresh, liveOld, notOurs]) await fs.writeFile(path.join(attempts(), n), '{"partial":');
+    const old = new Date(Date.now() - 11 * 60_000);
+    await fs.utimes(path.join(attempts(), liveOld), old, old);
+    const s = store();
+    await s.loadAll();
+    expect(await fs.readdir(attempts()), 'readers remove nothing').to.include.members([dead, liveFresh, liveOld]);
+    await s.recover();
+    const left = await fs.readdir(attempts());
+    expect(left).to.include.members([liveFresh, notOurs]);
+    expect(left).not.to.include.members([dead]);
+    expect(left).not.to.include.members([liveOld]);
+  });
+
+  it('a missing state folder is an empty store, and recovery there is a no-op', async () => {
+    const s = new StatusStore(path.join(dir, 'nope'), I);
+    expect((await s.loadAll()).size).to.equal(0);
+    await s.recover();
+    await fs.access(path.join(dir, 'nope')).then(
+      () => expect.fail('recovery made the folder'),
+      () => undefined,
+    );
+  });
+});
