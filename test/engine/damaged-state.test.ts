@@ -284,7 +284,7 @@ describe('damaged state and ownership (real engine)', function () {
       expect(still.Config.Labels).to.deep.equal(original.Config.Labels);
       expect(await containersOf(sb, 's').then((l) => l.map((c) => c.Id))).to.deep.equal([original.Id]);
       const described = await sb.cli('describe', 's');
-      expect(described.stdout).to.match(/container\s+\S+-tools\s+running\s+not berth's: its berth labels come from its image/);
+      expect(described.stdout).to.match(/container\s+\S+_sc_tools\s+running\s+not berth's: its berth labels come from its image/);
       const clean = await sb.cli('clean');
       expect(clean.code, clean.stderr).to.equal(0);
       expect((await squatter.inspect()).State.Running).to.equal(true);
