@@ -107,6 +107,12 @@ export const DEFAULTS = {
    * sidecars, the egress proxy) still resolve: the engine answers those itself.
    */
   internalDns: ['192.0.2.53'] as readonly string[],
+  /**
+   * How long one engine call may wait for the engine's answer (`--engine-timeout`). A stop
+   * waits its grace period on top; a copy into a container counts from the last chunk the
+   * engine read; a stream (events, logs -f) counts until the engine answers.
+   */
+  engineTimeoutMs: 30_000,
   /** YAML input limits. */
   maxSpecFileBytes: 1024 * 1024,
   maxAliasCount: 100,
