@@ -84,6 +84,11 @@ export function describeEngineError(err: unknown): string {
   return status !== undefined ? `${msg} (HTTP ${status})` : msg;
 }
 
+/** Why the engine's first call (its ping) failed, as berth prints it. */
+export function pingFailure(err: unknown): string {
+  return isEngineDown(err) ? describeEngineError(err) : `the Docker engine does not work: ${describeEngineError(err)}`;
+}
+
 /** Thrown by the read-only engine when something tries to change the engine (berth plan). */
 export class MutationRefusedError extends Error {
   readonly code = 'MUTATION_REFUSED';
