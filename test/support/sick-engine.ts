@@ -19,6 +19,8 @@ export class SickEngine {
   hangEvents = false;
   /** Requests (or, when silent, connections) left unanswered so far. */
   unanswered = 0;
+  /** The paths of the requests left unanswered, in order (not when silent). */
+  readonly unansweredPaths: string[] = [];
   private readonly sockets = new Set<net.Socket>();
 
   private constructor(
@@ -66,12 +68,12 @@ export class SickEngine {
     if (mode === 'ping-only') {
       req.resume();
       if (p.endsWith('/_ping')) res.writeHead(200, { 'content-type': 'text/plain', 'api-version': '1.43' }).end('OK');
-      else this.unanswered++;
+      else this.leave(p);
       return;
     }
     if (this.hangAll || (this.hangEvents && p.endsWith('/events'))) {
       req.resume();
-      this.unanswered++;
+      this.leave(p);
       return;
     }
     const up = http.request({ socketPath: mode.proxyTo, method: req.method, path: req.url, headers: req.headers }, (r) => {
@@ -82,6 +84,11 @@ export class SickEngine {
     up.on('error', () => res.destroy());
     res.on('close', () => up.destroy());
     req.pipe(up);
+  }
+
+  private leave(p: string): void {
+    this.unanswered++;
+    this.unansweredPaths.push(p);
   }
 
   async close(): Promise<void> {
