@@ -38,7 +38,7 @@ describe('resync while the event stream is down and the engine stops answering f
 
   it('picks up a new spec and notices a container killed behind its back, within the resync period', async function () {
     proxy.hangEvents = true; // the event stream never connects: only the resync and the folder wake the controller
-    const engine = createDockerEngine(new Dockerode({ socketPath: proxy.socket }), { timeoutMs: 1000 });
+    const engine = createDockerEngine(new Dockerode({ socketPath: proxy.socket }), { timeoutMs: 2000 });
     let logText = '';
     const log = createLogger({ level: 'info', format: 'text', stream: new Writable({ write: (c, _e, cb) => ((logText += String(c)), cb()) }) });
     const ctl = startController(sb, { resync: 2 }, engine, log);
