@@ -111,6 +111,29 @@ describe('engine call deadlines (real engine)', function () {
     await setup.containers.remove(id);
   });
 
+  it('an engine that goes away in the middle of logs -f: the stream ends with the engine-down error', async function () {
+    const proxy = await SickEngine.start({ proxyTo: '/var/run/docker.sock' });
+    try {
+      const id = await setup.containers.create(spec(`${tag}-talk`, 'while true; do echo tick; sleep 0.2; done'));
+      await setup.containers.start(id);
+      const e = createDockerEngine(new (docker.constructor as typeof import('dockerode'))({ socketPath: proxy.socket }), { timeoutMs: BUDGET_MS });
+      const log = await e.containers.logs(id, { follow: true });
+      const err = await (async () => {
+        try {
+          for await (const c of log) if (String(c).includes('tick')) proxy.dropAll();
+          return undefined;
+        } catch (x) {
+          return x;
+        }
+      })();
+      expect(classify(err), String(err)).to.equal('unavailable');
+      expect((err as Error).message).to.match(new RegExp(`^the Docker engine at unix://${proxy.socket.replace(/[/.]/g, '\\$&')} cannot be reached: `));
+      await setup.containers.remove(id);
+    } finally {
+      await proxy.close();
+    }
+  });
+
   it('abandon(): the calls in flight give up at once and their connections close; later calls are refused', async function () {
     const sick = await SickEngine.start('silent');
     try {

@@ -162,6 +162,7 @@ describe('a sick engine: every command is bounded, with one clear message', func
         const stopped = await c.stop(2_000);
         expect(stopped.code, c.stderr()).to.equal(0);
         expect(c.stderr()).to.match(/SIGTERM: finishing the operations in flight/);
+        expect(c.stderr()).to.match(/the engine does not answer: giving up the engine calls in flight/);
         expect(c.stderr()).to.match(/controller stopped/);
       } finally {
         c.child.kill('SIGKILL');

@@ -91,6 +91,11 @@ export class SickEngine {
     this.unansweredPaths.push(p);
   }
 
+  /** Drops every connection at once, as an engine that is killed does. */
+  dropAll(): void {
+    for (const s of this.sockets) s.destroy();
+  }
+
   async close(): Promise<void> {
     for (const s of this.sockets) s.destroy();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));

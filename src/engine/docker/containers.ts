@@ -214,7 +214,8 @@ export class DockerContainers implements ContainerClient {
     if (opts.follow) {
       // Bounded until the engine answers; the stream then lasts as long as its reader wants.
       const raw = (await this.calls.run('containers.logs', () => c.logs({ ...base, follow: true }), { stream: true })) as unknown as Readable;
-      raw.on('error', (err) => demux.destroy(err));
+      // The engine going away mid-stream is reported as such.
+      raw.on('error', (err) => demux.destroy(this.calls.classified('containers.logs', err) as Error));
       // A reader that stops early destroys the demuxed stream: the engine's connection goes too.
       demux.on('close', () => raw.destroy());
       return raw.pipe(demux);

@@ -73,6 +73,11 @@ export class BoundedCalls {
     this.closing.abort(reason);
   }
 
+  /** A connection error (refused, no socket, reset) as the engine's EngineUnreachableError; others as they are. */
+  classified(op: string, err: unknown): unknown {
+    return isUnavailable(err) && !(err instanceof EngineUnreachableError) ? new EngineUnreachableError('unavailable', this.address, op, { cause: err }) : err;
+  }
+
   /**
    * Runs one engine call under a deadline. `start` receives `progress`, which restarts an
    * idle deadline.
@@ -139,7 +144,7 @@ export class BoundedCalls {
           if (settled) return;
           settled = true;
           release();
-          reject(isUnavailable(err) ? new EngineUnreachableError('unavailable', this.address, op, { cause: err }) : err);
+          reject(this.classified(op, err));
         },
       );
     });
