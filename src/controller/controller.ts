@@ -103,7 +103,7 @@ export class Controller {
 
   constructor(private readonly o: ControllerOptions) {
     this.clock = o.clock ?? systemClock;
-    this.health = new EngineHealth(o.log, this.clock);
+    this.health = new EngineHealth(o.log, this.clock, (up) => o.metrics?.engineUp.set(up ? 1 : 0));
     this.engine = instrumentEngine(o.engine, this.health.listener);
     this.queue = new WorkQueue({ clock: this.clock, ...(o.metrics ? { metrics: o.metrics.queueMetrics() } : {}) });
     this.slots = new Semaphore(Math.max(1, o.workers));

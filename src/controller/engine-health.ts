@@ -18,6 +18,8 @@ export class EngineHealth {
   constructor(
     private readonly log: Logger,
     private readonly clock: Clock,
+    /** Told of each change (the berth_engine_up gauge). */
+    private readonly onChange: (up: boolean) => void = () => undefined,
   ) {}
 
   readonly listener: CallListener = ({ error }) => this.record(error);
@@ -50,6 +52,7 @@ export class EngineHealth {
     if (this.downSince !== undefined) return;
     this.downSince = this.clock.now();
     this.log.warn(`${this.reason}; retrying`);
+    this.onChange(false);
     for (const w of this.waiters.splice(0)) w();
   }
 
@@ -58,5 +61,6 @@ export class EngineHealth {
     const secs = Math.round((this.clock.now() - this.downSince) / 1000);
     this.downSince = undefined;
     this.log.info(`engine reachable again after ${secs} s`);
+    this.onChange(true);
   }
 }

@@ -159,6 +159,7 @@ describe('a sick engine: every command is bounded, with one clear message', func
         expect(status, c.stderr()).to.equal(503);
         expect(body).to.match(new RegExp(`^not ready: the Docker engine at ${sick.dockerHost.replace(/[/.]/g, '\\$&')} \\(DOCKER_HOST\\) did not answer [a-z.]+[A-Za-z]* within 500 ms`));
         expect((await fetch(`${url}/healthz`)).status, 'alive: restarting berth does not heal an engine').to.equal(200);
+        expect(await (await fetch(`${url}/metrics`)).text()).to.match(/^berth_engine_up 0$/m);
         const stopped = await c.stop(2_000);
         expect(stopped.code, c.stderr()).to.equal(0);
         expect(c.stderr()).to.match(/SIGTERM: finishing the operations in flight/);
