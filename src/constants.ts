@@ -116,6 +116,12 @@ export const DEFAULTS = {
   internalDns: ['192.0.2.53'] as readonly string[],
   /** A temp file of an atomic write this old is left over from an interrupted write, whoever wrote it. */
   staleTempMs: 10 * 60_000,
+  /**
+   * How long one engine call may wait for the engine's answer (`--engine-timeout`). A stop
+   * waits its grace period on top; a copy into a container counts from the last chunk the
+   * engine read; a stream (events, logs -f) counts until the engine answers.
+   */
+  engineTimeoutMs: 30_000,
   /** YAML input limits. */
   maxSpecFileBytes: 1024 * 1024,
   maxAliasCount: 100,

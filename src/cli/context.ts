@@ -18,6 +18,8 @@ export interface GlobalOptions {
   instance?: string;
   logLevel?: string;
   logFormat?: LogFormat;
+  /** The budget of one engine call, in ms. */
+  engineTimeout?: number;
 }
 
 export class UsageError extends Error {}
@@ -57,7 +59,10 @@ export function makeContext(g: GlobalOptions, io: Io, opts: { engine?: Engine; e
     calls,
     engine() {
       // dockerode (and its SSH and gRPC stacks) loads only for commands that talk to the engine
-      engine ??= instrumentEngine(opts.engine ?? (require('../engine/docker') as typeof DockerEngine).createDockerEngine(), calls.listener);
+      engine ??= instrumentEngine(
+        opts.engine ?? (require('../engine/docker') as typeof DockerEngine).createDockerEngine(undefined, { timeoutMs: g.engineTimeout ?? DEFAULTS.engineTimeoutMs, env: opts.env ?? process.env }),
+        calls.listener,
+      );
       return engine;
     },
     store() {

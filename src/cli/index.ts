@@ -6,7 +6,8 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { EXIT } from '../constants';
+import { DEFAULTS, EXIT } from '../constants';
+import { parseDuration } from '../util/duration';
 import type * as CleanCmd from './commands/clean';
 import type * as DescribeCmd from './commands/describe';
 import type * as GetCmd from './commands/get';
@@ -33,6 +34,14 @@ function int(name: string, min: number) {
   };
 }
 
+function durationMs(name: string) {
+  return (v: string): number => {
+    const ms = parseDuration(v);
+    if (ms === undefined) throw new InvalidArgumentError(`${name} must be a duration such as 500ms, 30s or 2m`);
+    return ms;
+  };
+}
+
 function collect(v: string, prev: string[] = []): string[] {
   return [...prev, v];
 }
@@ -47,6 +56,11 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--instance <name>', 'reconciler instance: scopes everything berth observes and changes', 'default')
     .addOption(new Option('--log-level <level>', 'log level').choices(['error', 'warn', 'info', 'debug']).default('info'))
     .addOption(new Option('--log-format <format>', 'log format').choices(['text', 'json']).default('text'))
+    .addOption(
+      new Option('--engine-timeout <duration>', 'how long one engine call may wait for an answer (e.g. 500ms, 30s, 2m)')
+        .argParser(durationMs('--engine-timeout'))
+        .default(DEFAULTS.engineTimeoutMs, `${DEFAULTS.engineTimeoutMs / 1000}s`),
+    )
     .showHelpAfterError()
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) });

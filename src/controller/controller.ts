@@ -14,10 +14,15 @@
  * them into the kept snapshot. Every change of an attempt's containers queues its key (engine
  * events, the folder, our own actions), so the rest of the snapshot stays current, and the
  * planner still sees every attempt (admission counts what runs everywhere).
+ *
+ * Nothing here waits on the event stream: the resync timer and the work loop only need engine
+ * calls, and every engine call has a deadline, so a batch whose engine does not answer fails
+ * (and is retried) instead of holding the loop, and with it every later resync, forever.
  */
 import { EXIT, LABELS, PHASES, type Phase } from '../constants';
 import type { Engine } from '../engine/types';
-import { describeEngineError, isUnavailable } from '../engine/errors';
+import { describeEngineError, isEngineDown } from '../engine/errors';
+import { instrumentEngine } from '../engine/wrap';
 import { Executor, type ActionResult } from '../execute/executor';
 import { mergeSnapshot, observe, observeAttempts } from '../observe/snapshot';
 import type { Snapshot } from '../observe/types';
@@ -29,6 +34,7 @@ import type { Clock } from '../util/clock';
 import { systemClock } from '../util/clock';
 import type { Logger } from '../util/log';
 import { Semaphore } from '../util/pool';
+import { EngineHealth } from './engine-health';
 import { EngineSource } from './engine-source';
 import type { ControllerMetrics } from './metrics';
 import { knownContainerIds, planInput, planWithRunFloors, type PassConfig } from './pass';
@@ -59,6 +65,10 @@ export interface ControllerOptions {
 
 export class Controller {
   readonly queue: WorkQueue;
+  /** Whether the engine answers the controller's calls. */
+  readonly health: EngineHealth;
+  /** The engine, its calls feeding `health`. */
+  private readonly engine: Engine;
   private readonly specs: SpecSource;
   private readonly events: EngineSource;
   private readonly clock: Clock;
@@ -70,6 +80,10 @@ export class Controller {
   private reserved = 0;
   private resyncTimer: ReturnType<Clock['setTimeout']> | undefined;
   private loopDone: Promise<void> | undefined;
+  /** When the batch under way began (undefined: none). */
+  private batchSince: number | undefined;
+  /** The engine's calls in flight were given up (stopping while the engine is down). */
+  private abandoned = false;
   private passes = 0;
   /** The engine's state as last seen (see the header); undefined: list everything next time. */
   private snapshot: Snapshot | undefined;
@@ -89,6 +103,8 @@ export class Controller {
 
   constructor(private readonly o: ControllerOptions) {
     this.clock = o.clock ?? systemClock;
+    this.health = new EngineHealth(o.log, this.clock, (up) => o.metrics?.engineUp.set(up ? 1 : 0));
+    this.engine = instrumentEngine(o.engine, this.health.listener);
     this.queue = new WorkQueue({ clock: this.clock, ...(o.metrics ? { metrics: o.metrics.queueMetrics() } : {}) });
     this.slots = new Semaphore(Math.max(1, o.workers));
     this.specs = new SpecSource(
@@ -98,7 +114,7 @@ export class Controller {
         for (const n of names) this.queue.add(n);
       },
     );
-    this.events = new EngineSource(o.engine, o.cfg.instance, o.log, {
+    this.events = new EngineSource(this.engine, o.cfg.instance, o.log, {
       onEvent: (ev) => {
         const key = ev.attributes[LABELS.attempt];
         if (!key) return;
@@ -128,8 +144,12 @@ export class Controller {
     this.loopDone = this.loop();
   }
 
+  /** Every resyncMs, whatever the event stream and the engine do. */
   private scheduleResync(): void {
     this.resyncTimer = this.clock.setTimeout(() => {
+      if (this.batchSince !== undefined && this.clock.now() - this.batchSince > this.o.resyncMs) {
+        this.o.log.warn(`a reconcile batch has been under way for ${Math.round((this.clock.now() - this.batchSince) / 1000)} s; the resync waits for it`);
+      }
       this.queue.add(ALL);
       this.scheduleResync();
     }, this.o.resyncMs);
@@ -145,7 +165,9 @@ export class Controller {
         if (k === undefined) break;
         batch.push(k);
       }
+      this.batchSince = this.clock.now();
       await this.reconcile(batch);
+      this.batchSince = undefined;
     }
   }
 
@@ -168,7 +190,10 @@ export class Controller {
       load = l;
       const busy = new Set(this.inflight.keys());
       const p = planWithRunFloors(planInput(this.o.cfg, load, snapshot, statuses, this.clock.now(), { ...(all ? {} : { only: keys }), reservedSlots: reserved }));
-      if (all) this.synced = true;
+      if (all) {
+        this.synced = true;
+        this.queue.forget(ALL); // a failed resync's back-off starts over
+      }
       if (this.o.metrics) {
         this.o.metrics.specErrors.set(load.errors.length);
         const counts = new Map<Phase, number>(PHASES.map((ph) => [ph, 0]));
@@ -191,13 +216,14 @@ export class Controller {
     } catch (err) {
       this.snapshot = undefined;
       const msg = describeEngineError(err);
-      log.error(`reconcile failed: ${msg}`);
+      if (this.abandoned) log.debug(`reconcile stopped: ${msg}`);
+      else log.error(`reconcile failed: ${msg}`);
       this.o.metrics?.reconciled('error', (this.clock.now() - started) / 1000);
       for (const k of batch) {
         this.queue.done(k);
         this.queue.addRateLimited(k);
       }
-      if (isUnavailable(err)) this.synced = false;
+      if (isEngineDown(err)) this.synced = false;
       return;
     } finally {
       if (all) this.queue.done(ALL);
@@ -228,7 +254,8 @@ export class Controller {
    * merged into the kept snapshot. Keeps the result.
    */
   private async observe(all: boolean, keys: ReadonlySet<string>, known: Promise<ReturnType<typeof knownContainerIds>>): Promise<Snapshot> {
-    const { engine, cfg } = this.o;
+    const { cfg } = this.o;
+    const engine = this.engine;
     const upTo = this.generation;
     const refresh = new Set([...keys, ...this.stale.keys()]);
     const kept = this.snapshot;
@@ -252,7 +279,7 @@ export class Controller {
     const admits = ADMITTING.has(a.kind);
     if (admits) this.reserved++;
     const executor = new Executor({
-      engine: this.o.engine,
+      engine: this.engine,
       store: this.o.store,
       instance: this.o.cfg.instance,
       concurrency: 1,
@@ -274,6 +301,9 @@ export class Controller {
         // Still waiting for a worker when the controller stopped: never begun, nothing to record;
         // the attempt is where it was, and the next controller takes it up.
         if (!res) return;
+        // Given up because the controller stopped while the engine did not answer: the next
+        // controller finds the attempt where this one left it, as after a crash.
+        if (this.abandoned && !res.ok) return;
         if (!res.ok) log.warn(`${a.attempt}: ${res.error}`);
         await this.settleAfterWork(a, res, queued);
         // A run ended or a slot may have freed: let the waiting ones try.
@@ -314,7 +344,11 @@ export class Controller {
     this.queue.done(key);
   }
 
-  /** Stop taking work, finish what is in flight, stop the sources. Attempts keep running. */
+  /**
+   * Stop taking work, finish what is in flight, stop the sources. Attempts keep running. While
+   * the engine does not answer, the calls in flight are given up instead of each waiting out its
+   * deadline: berth is safe to stop at any step, and the next controller takes the attempts up.
+   */
   async stop(): Promise<number> {
     this.stopping = true;
     this.halt.abort(new Error('the controller is stopping'));
@@ -322,8 +356,17 @@ export class Controller {
     this.events.close();
     await this.specs.close();
     this.queue.shutDown();
-    await this.loopDone;
-    await Promise.allSettled([...this.inflight.values()]);
+    const settled = (async () => {
+      await this.loopDone;
+      await Promise.allSettled([...this.inflight.values()]);
+    })();
+    const hung = await Promise.race([settled.then(() => false), this.health.whenDown().then(() => true)]);
+    if (hung) {
+      this.abandoned = true;
+      this.o.log.warn('the engine does not answer: giving up the engine calls in flight; the next controller takes the attempts up');
+      this.engine.abandon?.('the controller is stopping');
+      await settled;
+    }
     return EXIT.ok;
   }
 }

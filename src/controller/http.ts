@@ -1,7 +1,9 @@
 /**
  * The controller's HTTP endpoint (`--metrics-addr host:port`, off by default): Prometheus
- * metrics at /metrics, liveness at /healthz, readiness at /readyz (ready once the lock is held
- * and a first pass over the specs succeeded).
+ * metrics at /metrics, liveness at /healthz, readiness at /readyz (ready once the lock is held,
+ * a first pass over the specs succeeded and the engine answers; when not, the body says why:
+ * `not ready: the Docker engine at ... did not answer ...`). An engine that does not answer
+ * makes the controller not ready, not dead: restarting berth does not heal an engine.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -9,7 +11,8 @@ import type { ControllerMetrics } from './metrics';
 
 export interface Probe {
   healthy(): boolean;
-  ready(): boolean | Promise<boolean>;
+  /** true, or false or the reason why not. */
+  ready(): boolean | string | Promise<boolean | string>;
 }
 
 export function parseAddr(addr: string): { host: string; port: number } {
@@ -37,7 +40,7 @@ export async function serve(addr: string, metrics: ControllerMetrics, probe: Pro
       res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'ok\n' : 'unhealthy\n');
     } else if (path === '/readyz') {
       Promise.resolve(probe.ready()).then(
-        (ok) => res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'ok\n' : 'not ready\n'),
+        (ok) => res.writeHead(ok === true ? 200 : 503, { 'content-type': 'text/plain' }).end(ok === true ? 'ok\n' : `not ready${ok ? `: ${ok}` : ''}\n`),
         () => res.writeHead(503, { 'content-type': 'text/plain' }).end('not ready\n'),
       );
     } else {

@@ -1,7 +1,8 @@
 /**
  * Prometheus metrics of a controller (prom-client), named after controller-runtime's where
  * they fit: reconcile totals, errors and durations; work queue depth, adds, retries and
- * latencies; attempts by phase; engine calls by kind; engine event stream reconnects.
+ * latencies; attempts by phase; engine calls by kind; engine event stream reconnects; whether
+ * the engine answers.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { PHASES, type Phase } from '../constants';
@@ -30,6 +31,7 @@ export class ControllerMetrics {
   readonly engineCalls = new Counter({ name: 'berth_engine_calls_total', help: 'Engine API calls by resource kind, operation and result', labelNames: ['kind', 'op', 'result'], registers: [this.registry] });
   readonly engineCallTime = new Histogram({ name: 'berth_engine_call_duration_seconds', help: 'Engine API call latency', labelNames: ['kind', 'op'], buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5], registers: [this.registry] });
   readonly streamReconnects = new Counter({ name: 'berth_engine_event_stream_reconnects_total', help: 'Reconnects of the engine event stream', registers: [this.registry] });
+  readonly engineUp = new Gauge({ name: 'berth_engine_up', help: '1 while the engine answers the controller, 0 while it cannot be reached or does not answer in time', registers: [this.registry] });
   readonly specErrors = new Gauge({ name: 'berth_spec_errors', help: 'Spec errors in the last load of the specs folder', registers: [this.registry] });
 
   constructor(opts: { processMetrics?: boolean } = {}) {
@@ -37,6 +39,7 @@ export class ControllerMetrics {
     // every 10 ms, so an idle controller stays idle.
     if (opts.processMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: 'berth_', eventLoopMonitoringPrecision: 1000 });
     for (const p of PHASES) this.attempts.set({ phase: p }, 0);
+    this.engineUp.set(1);
   }
 
   readonly engineListener: CallListener = ({ kind, op, ms, error }) => {

@@ -1,9 +1,43 @@
 /**
  * Engine errors classified by HTTP status code (never by message text), as docker-modem
- * reports them in `statusCode`.
+ * reports them in `statusCode`; an engine that cannot be reached or does not answer in time is
+ * an EngineUnreachableError, whose message is the one berth prints for it everywhere.
  */
 
-export type EngineErrorKind = 'not-found' | 'conflict' | 'not-modified' | 'unavailable' | 'other';
+export type EngineErrorKind = 'not-found' | 'conflict' | 'not-modified' | 'unavailable' | 'timeout' | 'other';
+
+/**
+ * The engine cannot be reached (`unavailable`: refused, no socket, reset) or did not answer a
+ * call within its deadline (`timeout`). `address` names where berth looked, without credentials.
+ */
+export class EngineUnreachableError extends Error {
+  readonly code: 'ENGINE_UNREACHABLE' | 'ENGINE_TIMEOUT';
+
+  constructor(
+    readonly kind: 'unavailable' | 'timeout',
+    readonly address: string,
+    /** The call, as `containers.list`. */
+    readonly op: string,
+    detail: { cause?: unknown; ms?: number },
+  ) {
+    super(engineDownMessage(kind, address, op, detail), detail.cause !== undefined ? { cause: detail.cause } : undefined);
+    this.name = 'EngineUnreachableError';
+    this.code = kind === 'timeout' ? 'ENGINE_TIMEOUT' : 'ENGINE_UNREACHABLE';
+  }
+}
+
+/** The one message for an engine that cannot be reached or does not answer. */
+function engineDownMessage(kind: 'unavailable' | 'timeout', address: string, op: string, detail: { cause?: unknown; ms?: number }): string {
+  if (kind === 'timeout') {
+    return `the Docker engine at ${address} did not answer ${op} within ${seconds(detail.ms ?? 0)} (--engine-timeout)`;
+  }
+  const cause = detail.cause instanceof Error ? detail.cause.message : String(detail.cause ?? 'no connection');
+  return `the Docker engine at ${address} cannot be reached: ${cause.replace(/\s+/g, ' ').trim()}`;
+}
+
+function seconds(ms: number): string {
+  return ms < 1000 ? `${ms} ms` : `${Number((ms / 1000).toFixed(1))} s`;
+}
 
 export function statusOf(err: unknown): number | undefined {
   if (err && typeof err === 'object' && 'statusCode' in err) {
@@ -14,6 +48,7 @@ export function statusOf(err: unknown): number | undefined {
 }
 
 export function classify(err: unknown): EngineErrorKind {
+  if (err instanceof EngineUnreachableError) return err.kind;
   const status = statusOf(err);
   if (status === 404) return 'not-found';
   if (status === 409) return 'conflict';
@@ -33,9 +68,13 @@ export const isNotFound = (err: unknown): boolean => classify(err) === 'not-foun
 export const isConflict = (err: unknown): boolean => classify(err) === 'conflict';
 export const isNotModified = (err: unknown): boolean => classify(err) === 'not-modified';
 export const isUnavailable = (err: unknown): boolean => classify(err) === 'unavailable';
+export const isTimeout = (err: unknown): boolean => classify(err) === 'timeout';
+/** The engine is not there for berth: it cannot be reached, or it does not answer in time. */
+export const isEngineDown = (err: unknown): boolean => isUnavailable(err) || isTimeout(err);
 
 /** A short, single-line description of an engine error, for status reasons and logs. */
 export function describeEngineError(err: unknown): string {
+  if (err instanceof EngineUnreachableError) return err.message;
   const status = statusOf(err);
   let msg = err instanceof Error ? err.message : String(err);
   // docker-modem prefixes "(HTTP code 409) unexpected - " and appends the JSON body; keep the body's message.
@@ -45,11 +84,28 @@ export function describeEngineError(err: unknown): string {
   return status !== undefined ? `${msg} (HTTP ${status})` : msg;
 }
 
+/** Why the engine's first call (its ping) failed, as berth prints it. */
+export function pingFailure(err: unknown): string {
+  return isEngineDown(err) ? describeEngineError(err) : `the Docker engine does not work: ${describeEngineError(err)}`;
+}
+
 /** Thrown by the read-only engine when something tries to change the engine (berth plan). */
 export class MutationRefusedError extends Error {
   readonly code = 'MUTATION_REFUSED';
   constructor(readonly operation: string) {
     super(`refused mutating engine call ${operation}: this engine is read-only (berth plan changes nothing)`);
     this.name = 'MutationRefusedError';
+  }
+}
+
+/** Thrown for engine calls given up because berth is stopping (see Engine.abandon). */
+export class EngineCallAbandonedError extends Error {
+  readonly code = 'ENGINE_CALL_ABANDONED';
+  constructor(
+    readonly op: string,
+    reason: string,
+  ) {
+    super(`engine call ${op} given up: ${reason}`);
+    this.name = 'EngineCallAbandonedError';
   }
 }

@@ -217,4 +217,11 @@ export interface Engine {
   events: EventClient;
   ping(): Promise<void>;
   version(): Promise<{ version: string; apiVersion: string }>;
+  /** Where the engine is, for messages (no credentials). */
+  readonly address?: string;
+  /**
+   * Gives up every call in flight at once (each rejects) and refuses new ones: for a process
+   * that is stopping while the engine does not answer.
+   */
+  abandon?(reason: string): void;
 }

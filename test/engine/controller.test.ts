@@ -283,6 +283,7 @@ describe('controller (real engine, real files)', function () {
       expect(after).to.match(/^workqueue_adds_total\{name="attempt"\} \d+$/m);
       expect(after).to.match(/^workqueue_depth\{name="attempt"\} \d+$/m);
       expect(after).to.match(/^berth_engine_event_stream_reconnects_total 0$/m);
+      expect(after).to.match(/^berth_engine_up 1$/m);
       // every sample line parses as `name{labels} value` (values as Go's ParseFloat reads them: prom-client writes NaN as "Nan")
       for (const line of after.split('\n').filter((l) => l && !l.startsWith('#'))) expect(line).to.match(/^[a-zA-Z_:][\w:]*(\{[^}]*\})? ([-+\d.eE]+|[Nn]a[Nn]|[-+]?Inf)$/);
     } finally {

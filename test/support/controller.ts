@@ -4,7 +4,7 @@ import type { ReconcileOptions } from '../../src/cli/commands/reconcile';
 import { makeContext } from '../../src/cli/context';
 import { bufferIo } from '../../src/cli/io';
 import type { Engine } from '../../src/engine/types';
-import { silentLogger } from '../../src/util/log';
+import { silentLogger, type Logger } from '../../src/util/log';
 import type { Sandbox } from './sandbox';
 
 export interface RunningController {
@@ -13,13 +13,13 @@ export interface RunningController {
   io: ReturnType<typeof bufferIo>;
 }
 
-export function startController(sb: Sandbox, o: ReconcileOptions = {}, engine?: Engine): RunningController {
+export function startController(sb: Sandbox, o: ReconcileOptions = {}, engine?: Engine, log?: Logger): RunningController {
   const abort = new AbortController();
   const io = bufferIo();
   const ctx = makeContext(
     { specs: sb.specsDir, state: sb.stateDir, resultsRoot: sb.resultsRoot, instance: sb.instance },
     io,
-    { engine: engine ?? sb.engine, log: silentLogger() },
+    { engine: engine ?? sb.engine, log: log ?? silentLogger() },
   );
   const done = runController(ctx, { resync: 30, ...o }, abort.signal);
   return {

@@ -4,13 +4,15 @@
  * exits 1 naming the holder). Optional metrics and health endpoint. SIGTERM/SIGINT: stop
  * taking work, finish the actions under way (those still waiting for a worker are dropped),
  * flush status, release the lock, exit 0; attempts keep running and a restarted controller
- * adopts them.
+ * adopts them. A stop is prompt also while the engine does not answer (its calls are given up),
+ * and /readyz says why the controller is not ready, the engine first.
  */
 import { EXIT } from '../../constants';
 import { Controller } from '../../controller/controller';
 import { serve } from '../../controller/http';
 import { ControllerMetrics } from '../../controller/metrics';
-import { describeEngineError } from '../../engine/errors';
+import { pingFailure } from '../../engine/errors';
+import type { Engine } from '../../engine/types';
 import { instrumentEngine } from '../../engine/wrap';
 import { acquireLock, LockHeldError } from '../../status/lock';
 import { passConfig, type Context } from '../context';
@@ -20,10 +22,46 @@ export async function runController(ctx: Context, o: ReconcileOptions, signal?: 
   const cfg = passConfig(ctx, o);
   const metrics = new ControllerMetrics({ processMetrics: !!o.metricsAddr });
   const engine = instrumentEngine(ctx.engine(), metrics.engineListener);
+  let onStop: (why: string) => void = () => undefined;
+  const stopped = new Promise<string>((resolve) => (onStop = resolve));
+  const onTerm = () => onStop('SIGTERM');
+  const onInt = () => onStop('SIGINT');
+  // Listening from the start: a stop asked for while the first engine call waits counts too.
+  process.once('SIGTERM', onTerm);
+  process.once('SIGINT', onInt);
   try {
-    await engine.ping();
-  } catch (err) {
-    ctx.io.err(`berth: the Docker engine is unreachable: ${describeEngineError(err)}\n`);
+    return await serveController(ctx, o, signal, { cfg, metrics, engine, stopped, onStop });
+  } finally {
+    process.off('SIGTERM', onTerm);
+    process.off('SIGINT', onInt);
+  }
+}
+
+interface Started {
+  cfg: ReturnType<typeof passConfig>;
+  metrics: ControllerMetrics;
+  engine: Engine;
+  stopped: Promise<string>;
+  onStop: (why: string) => void;
+}
+
+async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortSignal | undefined, s: Started): Promise<number> {
+  const { cfg, metrics, engine, stopped, onStop } = s;
+  // A stop asked for while starting up counts too (an abort before this line fires no event).
+  if (signal?.aborted) onStop('abort');
+  else signal?.addEventListener('abort', () => onStop('abort'), { once: true });
+  const ping = engine.ping().then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+  const first = await Promise.race([ping.then((err) => ({ err })), stopped.then((why) => ({ why }))]);
+  if ('why' in first) {
+    engine.abandon?.('the controller is stopping');
+    ctx.log.info(`${first.why} before the engine answered; stopped`);
+    return EXIT.ok;
+  }
+  if (first.err !== undefined) {
+    ctx.io.err(`berth: ${pingFailure(first.err)}\n`);
     return EXIT.failed;
   }
   let lock;
@@ -46,20 +84,18 @@ export async function runController(ctx: Context, o: ReconcileOptions, signal?: 
     metrics,
   });
   let http: Awaited<ReturnType<typeof serve>> | undefined;
-  let onStop: (why: string) => void = () => undefined;
-  const stopped = new Promise<string>((resolve) => (onStop = resolve));
-  const onTerm = () => onStop('SIGTERM');
-  const onInt = () => onStop('SIGINT');
-  process.once('SIGTERM', onTerm);
-  process.once('SIGINT', onInt);
-  // A stop asked for while starting up counts too (an abort before this line fires no event).
-  if (signal?.aborted) onStop('abort');
-  else signal?.addEventListener('abort', () => onStop('abort'), { once: true });
   try {
     if (o.metricsAddr) {
       http = await serve(o.metricsAddr, metrics, {
         healthy: () => !controller.stopping,
-        ready: async () => controller.synced && controller.engineConnected && (await lock.isHeld()),
+        ready: async () => {
+          const engineProblem = controller.health.problem();
+          if (engineProblem) return engineProblem;
+          if (!controller.synced) return 'no full pass over the specs has succeeded yet';
+          if (!controller.engineConnected) return 'the engine event stream is not connected';
+          if (!(await lock.isHeld())) return `the lock of instance ${ctx.instance} is not held`;
+          return true;
+        },
       });
       ctx.log.info(`metrics and health on ${http.url} (/metrics, /healthz, /readyz)`);
     }
@@ -69,8 +105,6 @@ export async function runController(ctx: Context, o: ReconcileOptions, signal?: 
     ctx.log.info(`${why}: finishing the operations in flight; attempts keep running`);
     await controller.stop();
   } finally {
-    process.off('SIGTERM', onTerm);
-    process.off('SIGINT', onInt);
     await http?.close();
     await lock.release();
   }

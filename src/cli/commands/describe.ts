@@ -1,5 +1,6 @@
 /** `berth describe NAME`: spec summary, status, resources on the engine, attestation, history. */
 import { EXIT, LABELS } from '../../constants';
+import { describeEngineError, isEngineDown } from '../../engine/errors';
 import { instanceFilters } from '../../observe/snapshot';
 import { containerOwnership, imageLabels, recordedContainers } from '../../ownership';
 import { loadSpecs } from '../../spec/loader';
@@ -103,7 +104,12 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
     ];
     out.push(rows.length ? table(rows).trimEnd() : '  (none on the engine)');
   } catch (err) {
-    out.push('', `Resources: engine unreachable (${(err as Error).message})`);
+    if (!isEngineDown(err)) throw err;
+    // What the records say is shown; the engine's part is not known.
+    out.push('', 'Resources:      unknown (the engine did not answer)');
+    ctx.io.out(out.join('\n') + '\n');
+    ctx.io.err(`berth: ${describeEngineError(err)}\n`);
+    return EXIT.failed;
   }
   ctx.io.out(out.join('\n') + '\n');
   return EXIT.ok;

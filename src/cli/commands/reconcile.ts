@@ -6,7 +6,7 @@
 import { EXIT, FINISHED_PHASES, type Phase } from '../../constants';
 import { reconcilePass, type PassResult } from '../../controller/pass';
 import { Waker } from '../../controller/waker';
-import { isUnavailable, describeEngineError } from '../../engine/errors';
+import { describeEngineError, isEngineDown, pingFailure } from '../../engine/errors';
 import { changeCount } from '../../plan/render';
 import { passConfig, type Context } from '../context';
 import { collectRows, renderRows } from './get';
@@ -54,7 +54,7 @@ export async function runReconcile(ctx: Context, o: ReconcileOptions): Promise<n
   try {
     await engine.ping();
   } catch (err) {
-    ctx.io.err(`berth: the Docker engine is unreachable: ${describeEngineError(err)}\n`);
+    ctx.io.err(`berth: ${pingFailure(err)}\n`);
     return EXIT.failed;
   }
   const started = Date.now();
@@ -74,8 +74,8 @@ export async function runReconcile(ctx: Context, o: ReconcileOptions): Promise<n
       try {
         res = await reconcilePass({ ...cfg, log }, engine, store);
       } catch (err) {
-        if (isUnavailable(err)) {
-          ctx.io.err(`berth: the Docker engine is unreachable: ${describeEngineError(err)}\n`);
+        if (isEngineDown(err)) {
+          ctx.io.err(`${ctx.io.isTTY && o.wait ? '\n' : ''}berth: ${describeEngineError(err)}\n`);
           return EXIT.failed;
         }
         throw err;

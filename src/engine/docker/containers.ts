@@ -10,6 +10,8 @@ import type {
   ContainerSummary,
   MountSummary,
 } from '../types';
+import type { BoundedCalls } from './deadline';
+import { withProgress } from './deadline';
 import { labelFilter } from './filters';
 
 type ListItem = Dockerode.ContainerInfo;
@@ -148,37 +150,46 @@ export function createOptions(spec: ContainerCreateSpec): Dockerode.ContainerCre
 }
 
 export class DockerContainers implements ContainerClient {
-  constructor(private readonly docker: Dockerode) {}
+  constructor(
+    private readonly docker: Dockerode,
+    private readonly calls: BoundedCalls,
+  ) {}
 
   async list(labelFilters: string[]): Promise<ContainerSummary[]> {
-    const items = await this.docker.listContainers({ all: true, filters: labelFilter(labelFilters) });
+    const items = await this.calls.run('containers.list', () => this.docker.listContainers({ all: true, filters: labelFilter(labelFilters) }));
     return items.map(summaryFromList);
   }
 
   async inspect(idOrName: string): Promise<ContainerDetails> {
-    return detailsFromInspect(await this.docker.getContainer(idOrName).inspect());
+    return detailsFromInspect(await this.calls.run('containers.inspect', () => this.docker.getContainer(idOrName).inspect()));
   }
 
   async create(spec: ContainerCreateSpec): Promise<string> {
-    const c = await this.docker.createContainer(createOptions(spec));
+    const c = await this.calls.run('containers.create', () => this.docker.createContainer(createOptions(spec)));
     return c.id;
   }
 
+  /** Bounded by progress, not by size: the deadline runs from the last chunk the engine read. */
   async putArchive(id: string, path: string, tar: Buffer | Readable): Promise<void> {
-    await this.docker.getContainer(id).putArchive(tar as never, { path, noOverwriteDirNonDir: 'true' } as never);
+    await this.calls.run(
+      'containers.putArchive',
+      (progress) => this.docker.getContainer(id).putArchive(withProgress(tar, progress) as never, { path, noOverwriteDirNonDir: 'true' } as never),
+      { idle: true },
+    );
   }
 
   async start(id: string): Promise<void> {
     try {
-      await this.docker.getContainer(id).start();
+      await this.calls.run('containers.start', () => this.docker.getContainer(id).start());
     } catch (err) {
       if (!isNotModified(err)) throw err; // already started
     }
   }
 
+  /** The engine answers after the grace period at most: the budget is the grace plus the usual. */
   async stop(id: string, graceSeconds: number): Promise<void> {
     try {
-      await this.docker.getContainer(id).stop({ t: graceSeconds });
+      await this.calls.run('containers.stop', () => this.docker.getContainer(id).stop({ t: graceSeconds }), { ms: graceSeconds * 1000 + this.calls.timeoutMs });
     } catch (err) {
       if (!isNotModified(err)) throw err; // already stopped
     }
@@ -186,7 +197,7 @@ export class DockerContainers implements ContainerClient {
 
   async remove(id: string): Promise<boolean> {
     try {
-      await this.docker.getContainer(id).remove({ force: true, v: false });
+      await this.calls.run('containers.remove', () => this.docker.getContainer(id).remove({ force: true, v: false }));
       return true;
     } catch (err) {
       if (isNotFound(err)) return false;
@@ -201,13 +212,15 @@ export class DockerContainers implements ContainerClient {
     const base = { stdout: true, stderr: true, timestamps: false, ...(opts.tail !== undefined ? { tail: opts.tail } : {}) };
     const demux = new Demux();
     if (opts.follow) {
-      const raw = (await c.logs({ ...base, follow: true })) as unknown as Readable;
-      raw.on('error', (err) => demux.destroy(err));
+      // Bounded until the engine answers; the stream then lasts as long as its reader wants.
+      const raw = (await this.calls.run('containers.logs', () => c.logs({ ...base, follow: true }), { stream: true })) as unknown as Readable;
+      // The engine going away mid-stream is reported as such.
+      raw.on('error', (err) => demux.destroy(this.calls.classified('containers.logs', err) as Error));
       // A reader that stops early destroys the demuxed stream: the engine's connection goes too.
       demux.on('close', () => raw.destroy());
       return raw.pipe(demux);
     }
-    const buf = (await c.logs({ ...base, follow: false })) as unknown as Buffer;
+    const buf = (await this.calls.run('containers.logs', () => c.logs({ ...base, follow: false }))) as unknown as Buffer;
     demux.end(buf);
     return demux;
   }

@@ -3,6 +3,7 @@ import type Dockerode from 'dockerode';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import type { EngineEvent, EventClient } from '../types';
+import type { BoundedCalls } from './deadline';
 
 interface RawEvent {
   Type?: string;
@@ -33,18 +34,22 @@ export function parseEvent(line: string): EngineEvent | undefined {
 }
 
 export class DockerEvents implements EventClient {
-  constructor(private readonly docker: Dockerode) {}
+  constructor(
+    private readonly docker: Dockerode,
+    private readonly calls: BoundedCalls,
+  ) {}
 
+  /** Bounded until the engine answers; `opts.signal` ends the stream. */
   async stream(labelFilters: string[], opts: { since?: number; signal?: AbortSignal }): Promise<AsyncIterable<EngineEvent>> {
-    const raw = (await this.docker.getEvents({
-      filters: { label: labelFilters },
-      ...(opts.since !== undefined ? { since: opts.since } : {}),
-    } as never)) as unknown as Readable;
-    if (opts.signal) {
-      const onAbort = () => raw.destroy();
-      if (opts.signal.aborted) onAbort();
-      else opts.signal.addEventListener('abort', onAbort, { once: true });
-    }
+    const raw = (await this.calls.run(
+      'events.stream',
+      () =>
+        this.docker.getEvents({
+          filters: { label: labelFilters },
+          ...(opts.since !== undefined ? { since: opts.since } : {}),
+        } as never) as unknown as Promise<Readable>,
+      { stream: true, ...(opts.signal ? { signal: opts.signal } : {}) },
+    )) as unknown as Readable;
     const lines = createInterface({ input: raw, crlfDelay: Infinity });
     return (async function* () {
       try {

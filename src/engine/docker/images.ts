@@ -1,18 +1,22 @@
 /** ImageClient over dockerode. */
 import type Dockerode from 'dockerode';
 import type { ImageClient, ImageSummary } from '../types';
+import type { BoundedCalls } from './deadline';
 import { labelFilter } from './filters';
 
 export class DockerImages implements ImageClient {
-  constructor(private readonly docker: Dockerode) {}
+  constructor(
+    private readonly docker: Dockerode,
+    private readonly calls: BoundedCalls,
+  ) {}
 
   async list(labelFilters: string[]): Promise<ImageSummary[]> {
-    const items = await this.docker.listImages({ filters: labelFilter(labelFilters) });
+    const items = await this.calls.run('images.list', () => this.docker.listImages({ filters: labelFilter(labelFilters) }));
     return items.map((i) => ({ id: i.Id, tags: i.RepoTags ?? [], labels: i.Labels ?? {} }));
   }
 
   async inspect(ref: string): Promise<ImageSummary & { user: string; workingDir: string }> {
-    const i = await this.docker.getImage(ref).inspect();
+    const i = await this.calls.run('images.inspect', () => this.docker.getImage(ref).inspect());
     return {
       id: i.Id,
       tags: i.RepoTags ?? [],

@@ -2,6 +2,7 @@
 import type Dockerode from 'dockerode';
 import { isNotFound } from '../errors';
 import type { NetworkClient, NetworkCreateSpec, NetworkDetails, NetworkSummary } from '../types';
+import type { BoundedCalls } from './deadline';
 import { labelFilter } from './filters';
 
 function summary(n: Dockerode.NetworkInspectInfo): NetworkSummary {
@@ -17,37 +18,42 @@ function summary(n: Dockerode.NetworkInspectInfo): NetworkSummary {
 }
 
 export class DockerNetworks implements NetworkClient {
-  constructor(private readonly docker: Dockerode) {}
+  constructor(
+    private readonly docker: Dockerode,
+    private readonly calls: BoundedCalls,
+  ) {}
 
   async list(labelFilters: string[]): Promise<NetworkSummary[]> {
-    const items = await this.docker.listNetworks({ filters: labelFilter(labelFilters) });
+    const items = await this.calls.run('networks.list', () => this.docker.listNetworks({ filters: labelFilter(labelFilters) }));
     return items.map(summary);
   }
 
   async inspect(idOrName: string): Promise<NetworkDetails> {
-    const n = (await this.docker.getNetwork(idOrName).inspect()) as Dockerode.NetworkInspectInfo;
+    const n = (await this.calls.run('networks.inspect', () => this.docker.getNetwork(idOrName).inspect())) as Dockerode.NetworkInspectInfo;
     return { ...summary(n), containers: Object.keys(n.Containers ?? {}).sort() };
   }
 
   async create(spec: NetworkCreateSpec): Promise<string> {
-    const n = await this.docker.createNetwork({
-      Name: spec.name,
-      Labels: spec.labels,
-      Internal: spec.internal,
-      Driver: spec.driver ?? 'bridge',
-      Attachable: spec.attachable ?? false,
-      CheckDuplicate: true,
-    });
+    const n = await this.calls.run('networks.create', () =>
+      this.docker.createNetwork({
+        Name: spec.name,
+        Labels: spec.labels,
+        Internal: spec.internal,
+        Driver: spec.driver ?? 'bridge',
+        Attachable: spec.attachable ?? false,
+        CheckDuplicate: true,
+      }),
+    );
     return n.id;
   }
 
   async connect(network: string, container: string): Promise<void> {
-    await this.docker.getNetwork(network).connect({ Container: container });
+    await this.calls.run('networks.connect', () => this.docker.getNetwork(network).connect({ Container: container }));
   }
 
   async disconnect(network: string, container: string, force = true): Promise<void> {
     try {
-      await this.docker.getNetwork(network).disconnect({ Container: container, Force: force });
+      await this.calls.run('networks.disconnect', () => this.docker.getNetwork(network).disconnect({ Container: container, Force: force }));
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }
@@ -55,7 +61,7 @@ export class DockerNetworks implements NetworkClient {
 
   async remove(idOrName: string): Promise<boolean> {
     try {
-      await this.docker.getNetwork(idOrName).remove();
+      await this.calls.run('networks.remove', () => this.docker.getNetwork(idOrName).remove());
       return true;
     } catch (err) {
       if (isNotFound(err)) return false;
