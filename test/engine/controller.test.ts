@@ -77,6 +77,8 @@ describe('controller (real engine, real files)', function () {
     const ctl = startController(sb, { metricsAddr: '127.0.0.1:0' });
     try {
       await waitFor('controller ready', async () => (await fs.readdir(sb.stateDir).catch(() => [])).some((f) => f.endsWith('.lock')), { dirs: [sb.stateDir] });
+      // Another attempt stays in the folder: a folder left with no attempt at all removes nothing (slips.test.ts).
+      await sb.write('keep.yaml', sb.attempt('keep', 'true'));
       const t0 = Date.now();
       await sb.write('a.yaml', sb.attempt('a', 'sleep 300'));
       const first = await runningContainer(sb, 'a');
