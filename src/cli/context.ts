@@ -72,6 +72,7 @@ export interface PassFlags {
   concurrency?: number;
   attestIntervalMs?: number;
   retryBackoff?: number;
+  infraRetries?: number;
   egressProxyImage?: string;
   egressNetwork?: string;
 }
@@ -86,6 +87,7 @@ export function passConfig(ctx: Context, o: PassFlags): PassConfig {
     concurrency: o.concurrency ?? DEFAULTS.concurrency,
     attestIntervalMs: o.attestIntervalMs ?? 60_000,
     ...(o.retryBackoff !== undefined ? { retryBaseMs: o.retryBackoff * 1000 } : {}),
+    ...(o.infraRetries !== undefined ? { infraRetries: o.infraRetries } : {}),
     ...(o.egressProxyImage || o.egressNetwork
       ? { egress: { ...(o.egressProxyImage ? { proxyImage: o.egressProxyImage } : {}), ...(o.egressNetwork ? { network: o.egressNetwork } : {}) } }
       : {}),

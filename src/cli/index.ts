@@ -6,7 +6,7 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { EXIT } from '../constants';
+import { DEFAULTS, EXIT } from '../constants';
 import type * as CleanCmd from './commands/clean';
 import type * as DescribeCmd from './commands/describe';
 import type * as GetCmd from './commands/get';
@@ -72,6 +72,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--max-running <n>', 'attempts running at once', int('--max-running', 1))
     .option('--egress-proxy-image <image>', 'image of the egress proxy sidecar (same contract as docs/EGRESS.md)')
     .option('--egress-network <name>', 'existing network the egress proxy reaches out through (default: one per attempt)')
+    .option('--infra-retries <n>', `as for reconcile (default ${DEFAULTS.infraRetries})`, int('--infra-retries', 0))
     .action(async (o, cmd: Command) => {
       await done((require('./commands/plan') as typeof PlanCmd).runPlan(ctx(cmd), o));
     });
@@ -90,6 +91,11 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--workers <n>', 'controller: attempts worked on at once (default: --concurrency)', int('--workers', 1))
     .option('--metrics-addr <host:port>', 'controller: serve Prometheus metrics, /healthz and /readyz (e.g. 127.0.0.1:9464)')
     .option('--retry-backoff <seconds>', 'first back-off before retrying a failed run (doubles, capped at 6 min)', int('--retry-backoff', 0), 10)
+    .option(
+      '--infra-retries <n>',
+      `re-runs of an attempt after infrastructure deaths (EngineRestarted, StartFailed), apart from its spec's retries (default ${DEFAULTS.infraRetries})`,
+      int('--infra-retries', 0),
+    )
     .action(async (o, cmd: Command) => {
       if (o.wait && !o.once) throw new UsageError('--wait goes with --once');
       await done((require('./commands/reconcile') as typeof ReconcileCmd).runReconcile(ctx(cmd), o));

@@ -26,6 +26,8 @@ export interface PassConfig {
   attestIntervalMs: number;
   /** First back-off between a failed run and its retry. */
   retryBaseMs?: number;
+  /** Re-runs after infrastructure deaths (`--infra-retries`). */
+  infraRetries?: number;
   /** `--egress-proxy-image`, `--egress-network`. */
   egress?: { proxyImage?: string; network?: string };
   env: NodeJS.ProcessEnv;
@@ -80,6 +82,7 @@ export function planInput(
     maxRunning: cfg.maxRunning,
     attestIntervalMs: cfg.attestIntervalMs,
     ...(cfg.retryBaseMs !== undefined ? { retryBaseMs: cfg.retryBaseMs } : {}),
+    ...(cfg.infraRetries !== undefined ? { infraRetries: cfg.infraRetries } : {}),
     ...(cfg.egress ? { egress: cfg.egress } : {}),
     ...extra,
   };

@@ -141,6 +141,8 @@ export interface NetworkSummary {
   internal: boolean;
   attachable: boolean;
   scope: string;
+  /** When the engine made it (RFC 3339, the engine's clock). */
+  created?: string;
 }
 
 export interface NetworkDetails extends NetworkSummary {

@@ -10,6 +10,7 @@ import type { ObservedAttempt } from '../observe/types';
 import type { LoadedSpec } from '../spec/types';
 import type { AttemptStatus } from '../status/types';
 import { attestListed, failedCause, mainWant, sidecarWant } from '../attest/checks';
+import { isInfraFailure } from './exit-outcome';
 import { retryBackoffMs, type PlanInput } from './input';
 import { runResultsDir } from './results';
 import type { AttemptAction, Operation, Plan } from './types';
@@ -232,13 +233,18 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
   if (rec && !specChanged && FINISHED_PHASES.has(rec.phase)) {
     pre.push(...stopSidecars(sidecarsObs, 'the attempt finished'));
     const finishedAt = rec.finishedAt ? Date.parse(rec.finishedAt) : inp.now;
-    const retryable = rec.phase === 'Failed' && RETRYABLE_REASONS.has(rec.reason ?? '') && rec.retriesUsed < loaded.spec.retries;
+    // An infrastructure death is re-run under its own budget (--infra-retries), never the spec's retries.
+    const infra = isInfraFailure(rec.reason);
+    const used = infra ? (rec.infraRetriesUsed ?? 0) : rec.retriesUsed;
+    const budget = infra ? (inp.infraRetries ?? DEFAULTS.infraRetries) : loaded.spec.retries;
+    const retryable = rec.phase === 'Failed' && (infra || RETRYABLE_REASONS.has(rec.reason ?? '')) && used < budget;
     if (retryable) {
-      const at = finishedAt + retryBackoffMs(rec.retriesUsed + 1, inp.retryBaseMs);
-      if (at > inp.now) return { ...base, kind: 'wait', summary: `retry ${rec.retriesUsed + 1}/${loaded.spec.retries} after back-off`, ops: pre, requeueAfterMs: at - inp.now };
+      const which = `${infra ? 'infra retry' : 'retry'} ${used + 1}/${budget}`;
+      const at = finishedAt + retryBackoffMs(used + 1, inp.retryBaseMs);
+      if (at > inp.now) return { ...base, kind: 'wait', summary: `${which} after back-off`, ops: pre, requeueAfterMs: at - inp.now };
       const next = desiredFor(inp, loaded, rec.run + 1);
-      const oldRun = removeOps({ containers: current.containers, networks: [], volumes: [] }, `retry ${rec.retriesUsed + 1}/${loaded.spec.retries}`);
-      return startRun(ctx, base, next, { ...current, containers: [] }, [...pre, ...oldRun], 'retry', `run ${rec.run} ${rec.reason ?? 'failed'}; retry ${rec.retriesUsed + 1}/${loaded.spec.retries}`);
+      const oldRun = removeOps({ containers: current.containers, networks: [], volumes: [] }, which);
+      return startRun(ctx, base, next, { ...current, containers: [] }, [...pre, ...oldRun], 'retry', `run ${rec.run} ${rec.reason ?? 'failed'}; ${which}`);
     }
     const ttl = loaded.spec.ttlSecondsAfterFinished;
     if (ttl !== null && hasAny(current)) {
@@ -338,6 +344,26 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
       // way in the engine: only (re)start, which is idempotent. Before that, no start was ever
       // asked for, and the copy may be partial: start over, nothing ran.
       if (rec?.intent?.copied && rec.containerId === main.id && rec.run === run) {
+        // The engine refused to start this very container: starting it again is refused again
+        // (after an engine crash cut a start short, the engine keeps a half-made task under the
+        // container's id for good), and its process may have begun. The run ends StartFailed
+        // (nothing of it is reused: a retry is a new run with a new container and results
+        // folder), and --infra-retries decides whether a new run follows.
+        const refused = rec.startFailure;
+        if (refused && refused.run === run && refused.containerId === main.id) {
+          const msg = `the engine refused to start the container: ${refused.message}`;
+          return {
+            ...base,
+            kind: 'finish',
+            summary: 'start refused by the engine',
+            desired: d,
+            ops: [
+              ...pre,
+              ...stopSidecars(sidecarsObs, 'the main container could not start'),
+              { type: 'finish', resource: `attempt:${name}`, resultsDir: rec.resultsDir ?? d.resultsDir, sidecars: harvestList(d, sidecarsObs), cause: 'start refused by the engine', outcome: { phase: 'Failed', reason: REASONS.startFailed, message: msg } },
+            ],
+          };
+        }
         return { ...base, kind: 'provision', summary: 'provisioning was interrupted after the copy', desired: d, ops: [...pre, { type: 'start', resource: `container:${main.name}`, desired: d, cause: 'created; fixture and secrets already copied' }] };
       }
       const again = removeOps({ containers: [main], networks: [], volumes: [] }, 'created but never started: provisioning was interrupted');

@@ -42,6 +42,7 @@ export class PrivateEngine {
       await run('ip', ['netns', 'add', this.netns]);
       await run('ip', ['netns', 'exec', this.netns, 'ip', 'link', 'set', 'lo', 'up']);
     });
+    await this.dropStalePidFile(path.join(this.root, 'x', 'containerd', 'containerd.pid'));
     const log = openSync(path.join(this.root, 'dockerd.log'), 'a');
     const dockerd = [
       'dockerd',
@@ -86,6 +87,21 @@ export class PrivateEngine {
     await Promise.race([ready, exited]);
   }
 
+  /**
+   * A dockerd killed with SIGKILL takes its containerd with it, and on this machine nothing
+   * reaps the orphaned containerd: it stays a zombie, which a liveness check by signal still
+   * counts as running, and the next dockerd waits for it for 30 s and gives up. The pid file of
+   * a containerd that is gone or a zombie is removed, so the next start launches a fresh one
+   * (which takes up the containers' shims, as after any crash).
+   */
+  private async dropStalePidFile(file: string): Promise<void> {
+    const pid = Number((await fs.readFile(file, 'utf8').catch(() => '')).trim());
+    if (!pid) return;
+    const stat = await fs.readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    if (!stat || state === 'Z') await fs.rm(file, { force: true });
+  }
+
   /** Starts `cmd` inside this engine's network namespace (its loopback is not the host's). */
   spawnInNetns(cmd: string, args: string[]): ChildProcess {
     return spawn('nsenter', [`--net=/var/run/netns/${this.netns}`, cmd, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -106,8 +122,48 @@ export class PrivateEngine {
     this.proc = undefined;
   }
 
+  /**
+   * Kills the daemon it started with SIGKILL (by pid) and waits for it to exit: a crash. Its
+   * containerd and the containers' shims live on; the next start() takes them up again.
+   */
+  async kill(): Promise<void> {
+    const p = this.proc;
+    if (!p || p.exitCode !== null) return;
+    const gone = new Promise<void>((resolve) => p.once('exit', () => resolve()));
+    p.kill('SIGKILL');
+    await gone;
+    this.proc = undefined;
+  }
+
+  /**
+   * The process ids of this engine's container shims and everything under them. A shim outlives
+   * a killed dockerd, and one whose task the engine lost track of (a start cut short by the
+   * kill) outlives even `docker rm -f` of its container.
+   */
+  async shimTrees(): Promise<number[]> {
+    const marker = `-address ${path.join(this.root, 'x', 'containerd', 'containerd.sock')}`;
+    const procs: { pid: number; ppid: number; args: string }[] = [];
+    for (const e of await fs.readdir('/proc')) {
+      if (!/^\d+$/.test(e)) continue;
+      const stat = await fs.readFile(`/proc/${e}/stat`, 'utf8').catch(() => '');
+      const args = (await fs.readFile(`/proc/${e}/cmdline`, 'utf8').catch(() => '')).split('\0').join(' ');
+      const after = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (stat && after[0] !== 'Z') procs.push({ pid: Number(e), ppid: Number(after[1]), args });
+    }
+    const out = procs.filter((p) => p.args.includes('containerd-shim') && p.args.includes(marker)).map((p) => p.pid);
+    for (let i = 0; i < out.length; i++) for (const p of procs) if (p.ppid === out[i] && !out.includes(p.pid)) out.push(p.pid);
+    return out;
+  }
+
   async destroy(): Promise<void> {
     await this.stop();
+    for (const pid of await this.shimTrees()) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
     await run('umount', ['-R', path.join(this.root, 'data')]).catch(() => undefined);
     await fs.rm(this.root, { recursive: true, force: true }).catch(() => undefined);
     await run('ip', ['netns', 'delete', this.netns]).catch(() => undefined);
