@@ -141,8 +141,6 @@ export interface NetworkSummary {
   internal: boolean;
   attachable: boolean;
   scope: string;
-  /** When the engine made it (RFC 3339, the engine's clock). */
-  created?: string;
 }
 
 export interface NetworkDetails extends NetworkSummary {
@@ -219,4 +217,11 @@ export interface Engine {
   events: EventClient;
   ping(): Promise<void>;
   version(): Promise<{ version: string; apiVersion: string }>;
+  /**
+   * Which start of the engine this is: its default `bridge` network (made anew, with a new id,
+   * each time the engine starts) and when it was made; undefined when the engine has none
+   * (`--bridge=none`). Asked on a connection of its own: an engine that is shutting down
+   * refuses new connections (an unavailable error) while it still answers on kept-alive ones.
+   */
+  boot?(): Promise<{ id: string; at: string } | undefined>;
 }

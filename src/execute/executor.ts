@@ -50,9 +50,6 @@ function assertNever(x: never): never {
   throw new Error(`unknown operation ${JSON.stringify(x)}`);
 }
 
-/** The engine's default bridge network: made anew at each start of the engine (src/plan/exit-outcome.ts). */
-const BOOT_NETWORK = 'bridge';
-
 export class Executor {
   private readonly now: () => number;
   /** The engine's boot as first seen by this executor (one pass): recorded before starts. */
@@ -62,27 +59,21 @@ export class Executor {
   }
 
   /**
-   * The engine's current boot: its bridge network's id and creation time; undefined when the
-   * engine has no default bridge (`--bridge=none`) or cannot say. Never fails an operation.
-   */
-  private async bootNow(): Promise<EngineBoot | undefined> {
-    try {
-      const n = await this.deps.engine.networks.inspect(BOOT_NETWORK);
-      return n.created ? { id: n.id, at: n.created } : undefined;
-    } catch {
-      return undefined;
-    }
-  }
-
-  /**
-   * The boot recorded before a start: looked up once per executor. A boot from earlier in the
-   * pass is as good as a fresh one for the rule (it is at or before the start; see exit-outcome.ts).
+   * The boot recorded before a start (Engine.boot): looked up once per executor. A boot from
+   * earlier in the pass is as good as a fresh one for the rule (it is at or before the start;
+   * see plan/exit-outcome.ts). Never fails a start: an unknown boot is recorded as none.
    */
   private bootForStart(): Promise<EngineBoot | undefined> {
-    this.boot ??= this.bootNow().then((b) => {
-      if (!b) this.boot = undefined; // not cached: the next start asks again
-      return b;
-    });
+    this.boot ??= (this.deps.engine.boot?.() ?? Promise.resolve(undefined)).then(
+      (b) => {
+        if (!b) this.boot = undefined; // not kept: the next start asks again
+        return b;
+      },
+      () => {
+        this.boot = undefined;
+        return undefined;
+      },
+    );
     return this.boot;
   }
 
@@ -543,7 +534,10 @@ export class Executor {
       // The facts for the rule in plan/exit-outcome.ts: the boot the run was started under, and
       // (only for an end that may be the engine's) the engine's boot now.
       const ranUnder = st && !st.running && st.exitCode !== 0 ? (await this.current(a)).engineBoot : undefined;
-      const current = st && mayBeEngineDeath(st, ranUnder) ? await this.bootNow() : undefined;
+      // Asked on a new connection: an engine that is shutting down (and stopping this very
+      // container) refuses it, and the finish waits for the engine to come back (an error
+      // here; the next pass tries again) instead of reading the engine's stop as the task's.
+      const current = st && mayBeEngineDeath(st, ranUnder) ? await this.deps.engine.boot?.() : undefined;
       outcome = exitOutcome(st, { ...(ranUnder ? { ranUnder } : {}), ...(current ? { current } : {}) });
     }
     const end = outcome;

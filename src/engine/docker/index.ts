@@ -3,6 +3,9 @@
  * (unix://, tcp://, with DOCKER_TLS_VERIFY/DOCKER_CERT_PATH), else the local socket.
  */
 import type Dockerode from 'dockerode';
+import http from 'node:http';
+import https from 'node:https';
+import { isNotFound } from '../errors';
 import { loadDockerode } from './load-dockerode';
 import type { Engine } from '../types';
 import { DockerContainers } from './containers';
@@ -18,8 +21,37 @@ export function dockerFromEnv(env: NodeJS.ProcessEnv = process.env): Dockerode {
   return new D({ socketPath: '/var/run/docker.sock' });
 }
 
+/**
+ * The same engine through connections that are never kept alive: each call opens its own. A
+ * shutting-down dockerd closes its listener first and goes on answering kept-alive connections
+ * while it stops its containers (seconds); a new connection tells it is going away.
+ */
+function unpooled(docker: Dockerode): Dockerode {
+  const m = docker.modem as unknown as Record<string, unknown>;
+  if (m.protocol === 'ssh') return docker;
+  const D = loadDockerode();
+  const agent = m.protocol === 'https' ? new https.Agent({ keepAlive: false }) : new http.Agent({ keepAlive: false });
+  const keep = ['socketPath', 'host', 'port', 'protocol', 'ca', 'cert', 'key', 'version', 'headers'];
+  const opts = Object.fromEntries(keep.filter((k) => m[k] !== undefined).map((k) => [k, m[k]]));
+  return new D({ ...opts, agent, timeout: BOOT_TIMEOUT_MS } as Dockerode.DockerOptions);
+}
+
+/** The boot lookup is small; an engine that takes longer is not one to conclude anything from. */
+const BOOT_TIMEOUT_MS = 10_000;
+
 export function createDockerEngine(docker: Dockerode = dockerFromEnv()): Engine {
+  let fresh: Dockerode | undefined;
   return {
+    async boot() {
+      fresh ??= unpooled(docker);
+      try {
+        const n = (await fresh.getNetwork('bridge').inspect()) as { Id: string; Created?: string };
+        return n.Created ? { id: n.Id, at: n.Created } : undefined;
+      } catch (err) {
+        if (isNotFound(err)) return undefined;
+        throw err;
+      }
+    },
     containers: new DockerContainers(docker),
     networks: new DockerNetworks(docker),
     volumes: new DockerVolumes(docker),

@@ -13,7 +13,6 @@ function summary(n: Dockerode.NetworkInspectInfo): NetworkSummary {
     internal: n.Internal ?? false,
     attachable: n.Attachable ?? false,
     scope: n.Scope,
-    ...(n.Created ? { created: n.Created } : {}),
   };
 }
 
