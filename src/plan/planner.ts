@@ -117,6 +117,17 @@ function buildDesired(inp: PlanInput, loaded: LoadedSpec, run: number): DesiredA
   );
 }
 
+/**
+ * After a finish whose outcome the engine decides: look again at once when a budget could still
+ * give a new run (the next plan decides on the recorded outcome); nothing else would wake a
+ * controller before its resync.
+ */
+function mayRunAgain(inp: PlanInput, loaded: LoadedSpec, rec: AttemptStatus | undefined): { requeueAfterMs?: number } {
+  const retries = loaded.spec.retries > (rec?.retriesUsed ?? 0);
+  const infra = (inp.infraRetries ?? DEFAULTS.infraRetries) > (rec?.infraRetriesUsed ?? 0);
+  return retries || infra ? { requeueAfterMs: 0 } : {};
+}
+
 /** A new run: provisioned now if a slot is free, else it waits in Pending. */
 function startRun(
   ctx: Ctx,
@@ -336,6 +347,7 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
         kind: 'finish',
         summary: `container ${main.state}`,
         desired: d,
+        ...mayRunAgain(inp, loaded, rec),
         ops: [...pre, ...stopSidecars(sidecarsObs, 'the attempt finished'), { type: 'finish', resource: `container:${main.name}`, id: main.id, resultsDir: rec?.resultsDir ?? d.resultsDir, sidecars, cause: `container ${main.state}` }],
       };
     }
@@ -357,6 +369,7 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
             kind: 'finish',
             summary: 'start refused by the engine',
             desired: d,
+            ...mayRunAgain(inp, loaded, rec),
             ops: [
               ...pre,
               ...stopSidecars(sidecarsObs, 'the main container could not start'),
