@@ -37,43 +37,73 @@ describe('engine killed (SIGKILL) during starts (private engine)', function () {
     await fs.rm(sb.dir, { recursive: true, force: true });
   });
 
-  it('every attempt reaches a final phase: refused starts end StartFailed, stopped runs EngineRestarted, both run again', async function () {
-    const engine = createDockerEngine(pe.docker);
-    const names = ['k1', 'k2', 'k3', 'k4', 'k5', 'k6'];
-    for (const n of names) await sb.write(`${n}.yaml`, sb.attempt(n, 'echo ran >> /results/ran; sleep 1'));
+  const engine = createDockerEngine(pe.docker);
+  const names = ['k1', 'k2', 'k3', 'k4', 'k5', 'k6'];
 
-    // The engine dies at the first start it reports, with the other starts on their way.
+  /** Runs `work` and SIGKILLs the engine at the first container start it reports, with the other starts on their way. */
+  async function killAtFirstStart<T>(work: () => Promise<T>): Promise<T> {
     const events = (await pe.docker.getEvents({ filters: JSON.stringify({ type: ['container'], event: ['start'] }) } as never)) as unknown as NodeJS.ReadableStream & { destroy(): void };
     const firstStart = new Promise<void>((resolve) => events.once('data', () => resolve()));
-    const pass = reconcilePass(sb.config(), engine, sb.store());
+    const done = work();
     await firstStart;
     await pe.kill();
     events.destroy();
-    const cut = await pass;
-    expect(cut.results.some((r) => !r.ok), 'the kill cut some operations short').to.equal(true);
-    await pe.start();
+    return done;
+  }
 
+  function waitAll(timeout: number): { io: ReturnType<typeof bufferIo>; code: Promise<number> } {
     const io = bufferIo();
     const ctx = makeContext({ specs: sb.specsDir, state: sb.stateDir, resultsRoot: sb.resultsRoot, instance: sb.instance }, io, { engine, log: silentLogger() });
-    const t0 = Date.now();
-    const code = await runReconcile(ctx, { once: true, wait: true, timeout: 60, retryBackoff: 1 });
-    const took = Date.now() - t0;
-    expect(code, io.stderr).to.equal(0);
-    expect(took).to.be.below(60_000);
+    return { io, code: runReconcile(ctx, { once: true, wait: true, timeout, retryBackoff: 1 }) };
+  }
 
+  /** Every attempt Succeeded in the end, its earlier runs (of this spec) all infrastructure deaths; returns their reasons. */
+  async function allSucceeded(): Promise<string[]> {
     const reasons: string[] = [];
     for (const n of names) {
       const st = await sb.status(n);
       expect(st?.phase, `${n}: ${JSON.stringify(st)}`).to.equal('Succeeded');
       expect(st?.retriesUsed, n).to.equal(0);
-      expect(st?.infraRetriesUsed ?? 0, n).to.equal(st?.history.length);
-      for (const h of st?.history ?? []) reasons.push(h.reason ?? '?');
+      const earlier = (st?.history ?? []).filter((h) => h.specHash === st?.specHash);
+      expect(st?.infraRetriesUsed ?? 0, n).to.equal(earlier.length);
+      for (const h of earlier) reasons.push(h.reason ?? '?');
       // the run that succeeded ran once, in a results folder of its own
       expect(await fs.readFile(path.join(sb.resultsRoot, n, `run-${st?.run}`, 'results', 'ran'), 'utf8'), n).to.equal('ran\n');
     }
     expect([...new Set(reasons)].filter((r) => r !== 'StartFailed' && r !== 'EngineRestarted'), reasons.join(',')).to.deep.equal([]);
+    return reasons;
+  }
+
+  it('every attempt reaches a final phase: refused starts end StartFailed, stopped runs EngineRestarted, both run again', async function () {
+    for (const n of names) await sb.write(`${n}.yaml`, sb.attempt(n, 'echo ran >> /results/ran; sleep 1'));
+    const cut = await killAtFirstStart(() => reconcilePass(sb.config(), engine, sb.store()));
+    expect(cut.results.some((r) => !r.ok), 'the kill cut some operations short').to.equal(true);
+    await pe.start();
+
+    const t0 = Date.now();
+    const { io, code } = waitAll(60);
+    expect(await code, io.stderr).to.equal(0);
+    expect(Date.now() - t0).to.be.below(60_000);
+    const reasons = await allSucceeded();
     // else the kill came too late to test anything: the engine's refusals are what this is about
     expect(reasons, reasons.join(',')).to.include('StartFailed');
+  });
+
+  it('and through a second kill while it recovers', async function () {
+    // the attempts run again (a new spec each); the engine dies at their first start, and again
+    // at the first start of the recovery
+    for (const n of names) await sb.write(`${n}.yaml`, sb.attempt(n, 'echo ran >> /results/ran; sleep 1; true'));
+    await killAtFirstStart(() => reconcilePass(sb.config(), engine, sb.store()));
+    await pe.start();
+    const interrupted = await killAtFirstStart(() => waitAll(60).code);
+    expect(interrupted, 'the second kill cut the recovery short').to.not.equal(0);
+    await pe.start();
+
+    const t0 = Date.now();
+    const { io, code } = waitAll(60);
+    expect(await code, io.stderr).to.equal(0);
+    expect(Date.now() - t0).to.be.below(60_000);
+    await allSucceeded();
   });
 });
 

@@ -72,7 +72,15 @@ export class PrivateEngine {
     }
     // nsenter, not `ip netns exec` (which remounts /sys and hides the cgroup mounts dockerd needs)
     this.proc = spawn('nsenter', argv, { stdio: ['ignore', log, log] });
-    const exited = new Promise<never>((_, reject) => this.proc?.once('exit', (code) => reject(new Error(`private dockerd exited ${code}; see ${this.root}/dockerd.log`))));
+    const exited = new Promise<never>((_, reject) =>
+      this.proc?.once('exit', (code) => {
+        // the log goes with destroy(): its last lines go with the error
+        void fs.readFile(path.join(this.root, 'dockerd.log'), 'utf8').then(
+          (text) => reject(new Error(`private dockerd exited ${code}; its log ends:\n${text.split('\n').slice(-8).join('\n')}`)),
+          () => reject(new Error(`private dockerd exited ${code}; see ${this.root}/dockerd.log`)),
+        );
+      }),
+    );
     const ready = (async () => {
       for (let i = 0; i < 600; i++) {
         try {
@@ -96,10 +104,7 @@ export class PrivateEngine {
    */
   private async dropStalePidFile(file: string): Promise<void> {
     const pid = Number((await fs.readFile(file, 'utf8').catch(() => '')).trim());
-    if (!pid) return;
-    const stat = await fs.readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
-    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    if (!stat || state === 'Z') await fs.rm(file, { force: true });
+    if (pid && (await procState(pid)) === 'gone') await fs.rm(file, { force: true });
   }
 
   /** Starts `cmd` inside this engine's network namespace (its loopback is not the host's). */
@@ -133,6 +138,10 @@ export class PrivateEngine {
     p.kill('SIGKILL');
     await gone;
     this.proc = undefined;
+    // its containerd dies with it (a moment later): wait, so that the next start does not meet it half-dead
+    const pidFile = path.join(this.root, 'x', 'containerd', 'containerd.pid');
+    const pid = Number((await fs.readFile(pidFile, 'utf8').catch(() => '')).trim());
+    for (let i = 0; pid && i < 200 && (await procState(pid)) !== 'gone'; i++) await new Promise((r) => setTimeout(r, 50));
   }
 
   /**
@@ -164,8 +173,18 @@ export class PrivateEngine {
         // already gone
       }
     }
+    // what a killed engine leaves mounted (its containers' network namespaces), deepest first
+    const mounts = (await fs.readFile('/proc/self/mounts', 'utf8')).split('\n').map((l) => l.split(' ')[1] ?? '');
+    for (const m of mounts.filter((m) => m.startsWith(`${this.root}/`)).reverse()) await run('umount', [m]).catch(() => undefined);
     await run('umount', ['-R', path.join(this.root, 'data')]).catch(() => undefined);
     await fs.rm(this.root, { recursive: true, force: true }).catch(() => undefined);
     await run('ip', ['netns', 'delete', this.netns]).catch(() => undefined);
   }
+}
+
+/** A process's state: 'gone' when it has exited (a zombie counts: nothing reaps orphans here), else 'alive'. */
+async function procState(pid: number): Promise<'gone' | 'alive'> {
+  const stat = await fs.readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+  return !stat || state === 'Z' ? 'gone' : 'alive';
 }
