@@ -13,7 +13,7 @@ import { attestListed, failedCause, mainWant, sidecarWant } from '../attest/chec
 import { isInfraFailure } from './exit-outcome';
 import { retryBackoffMs, type PlanInput } from './input';
 import { runResultsDir } from './results';
-import type { AttemptAction, Operation, Plan } from './types';
+import type { AttemptAction, Operation, Outcome, Plan } from './types';
 
 const EMPTY: ObservedAttempt = { name: '', containers: [], networks: [], volumes: [] };
 export const RUNNING_STATES: ReadonlySet<string> = new Set(['running', 'paused', 'restarting']);
@@ -362,20 +362,32 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
         // (nothing of it is reused: a retry is a new run with a new container and results
         // folder), and --infra-retries decides whether a new run follows.
         const refused = rec.startFailure;
+        const end = (why: string, outcome: Outcome): AttemptAction => ({
+          ...base,
+          kind: 'finish',
+          summary: why,
+          desired: d,
+          ...mayRunAgain(inp, loaded, rec),
+          ops: [
+            ...pre,
+            ...stopSidecars(sidecarsObs, 'the main container could not start'),
+            { type: 'finish', resource: `attempt:${name}`, resultsDir: rec.resultsDir ?? d.resultsDir, sidecars: harvestList(d, sidecarsObs), cause: why, outcome },
+          ],
+        });
         if (refused && refused.run === run && refused.containerId === main.id) {
-          const msg = `the engine refused to start the container: ${refused.message}`;
-          return {
-            ...base,
-            kind: 'finish',
-            summary: 'start refused by the engine',
-            desired: d,
-            ...mayRunAgain(inp, loaded, rec),
-            ops: [
-              ...pre,
-              ...stopSidecars(sidecarsObs, 'the main container could not start'),
-              { type: 'finish', resource: `attempt:${name}`, resultsDir: rec.resultsDir ?? d.resultsDir, sidecars: harvestList(d, sidecarsObs), cause: 'start refused by the engine', outcome: { phase: 'Failed', reason: REASONS.startFailed, message: msg } },
-            ],
-          };
+          return end('start refused by the engine', { phase: 'Failed', reason: REASONS.startFailed, message: `the engine refused to start the container: ${refused.message}` });
+        }
+        // The engine restarted since the boot recorded before the start was asked for: a start
+        // that reached the old engine may have run the process although the engine now calls the
+        // container never started, and a start now would run it a second time (seen: the engine
+        // clears its stale task and starts the process again). Never twice: the run ends.
+        const now = inp.snapshot.boot;
+        if (rec.engineBoot && now && rec.engineBoot.id !== now.id) {
+          return end('the engine restarted during the start', {
+            phase: 'Failed',
+            reason: REASONS.engineRestarted,
+            message: `the engine restarted (it came back at ${now.at}) while the container was being started; its process may have run, so it is not started again`,
+          });
         }
         return { ...base, kind: 'provision', summary: 'provisioning was interrupted after the copy', desired: d, ops: [...pre, { type: 'start', resource: `container:${main.name}`, desired: d, cause: 'created; fixture and secrets already copied' }] };
       }

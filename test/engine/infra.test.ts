@@ -1,11 +1,13 @@
 /**
  * Infrastructure deaths on a real engine. A private dockerd (its own network namespace, data and
- * exec roots) is SIGKILLed while berth starts attempts: after its restart the engine refuses to
- * start the containers it had half-started ("task ... already exists", "id already in use", HTTP
- * 500) and has stopped (143) those it had started. Every attempt must still reach a final phase,
- * each such run ending StartFailed or EngineRestarted and run again under --infra-retries, never
- * under the spec's retries. And a task that ends by TERM on its own, with no engine restart,
- * stays the task's failure (Failed/Error 143).
+ * exec roots) is SIGKILLed while berth starts attempts. After its restart it has stopped (143)
+ * the containers it had started, and it calls "created" (never started) those whose start it
+ * had under way, although their process may have run: started again, the engine refuses
+ * ("task ... already exists", "id already in use", HTTP 500) for good, or clears its stale task
+ * and runs the process a second time. Every attempt must still reach a final phase, each such run
+ * ending EngineRestarted (never started twice) and run again as a new run under --infra-retries,
+ * never under the spec's retries. A start the engine refuses ends StartFailed, bounded the same
+ * way. And a task that ends by TERM on its own, with no engine restart, stays Failed/Error.
  */
 import { expect } from 'chai';
 import { promises as fs } from 'node:fs';
@@ -16,7 +18,9 @@ import { bufferIo } from '../../src/cli/io';
 import { reconcilePass } from '../../src/controller/pass';
 import { createDockerEngine } from '../../src/engine/docker';
 import { silentLogger } from '../../src/util/log';
-import { requireEngine } from '../support/engine';
+import { networkName } from '../../src/constants';
+import type { ContainerClient } from '../../src/engine/types';
+import { docker, requireEngine } from '../support/engine';
 import { PrivateEngine } from '../support/private-engine';
 import { Sandbox } from '../support/sandbox';
 
@@ -74,7 +78,7 @@ describe('engine killed (SIGKILL) during starts (private engine)', function () {
     return reasons;
   }
 
-  it('every attempt reaches a final phase: refused starts end StartFailed, stopped runs EngineRestarted, both run again', async function () {
+  it('every attempt reaches a final phase: half-started containers are never started again, stopped runs end EngineRestarted, all run again', async function () {
     for (const n of names) await sb.write(`${n}.yaml`, sb.attempt(n, 'echo ran >> /results/ran; sleep 1'));
     const cut = await killAtFirstStart(() => reconcilePass(sb.config(), engine, sb.store()));
     expect(cut.results.some((r) => !r.ok), 'the kill cut some operations short').to.equal(true);
@@ -85,8 +89,9 @@ describe('engine killed (SIGKILL) during starts (private engine)', function () {
     expect(await code, io.stderr).to.equal(0);
     expect(Date.now() - t0).to.be.below(60_000);
     const reasons = await allSucceeded();
-    // else the kill came too late to test anything: the engine's refusals are what this is about
-    expect(reasons, reasons.join(',')).to.include('StartFailed');
+    // else the kill came too late to test anything: the half-started containers are what this is about
+    const messages = (await Promise.all(names.map((n) => sb.status(n)))).flatMap((st) => st?.history.map((h) => h.message ?? '') ?? []);
+    expect(messages.filter((m) => m.includes('while the container was being started')), reasons.join(',')).to.not.deep.equal([]);
   });
 
   it('and through a second kill while it recovers', async function () {
@@ -104,6 +109,44 @@ describe('engine killed (SIGKILL) during starts (private engine)', function () {
     expect(await code, io.stderr).to.equal(0);
     expect(Date.now() - t0).to.be.below(60_000);
     await allSucceeded();
+  });
+});
+
+describe('a start the engine refuses (real engine)', function () {
+  this.timeout(60_000);
+  before(requireEngine);
+
+  let sb: Sandbox;
+  before(async function () {
+    sb = await Sandbox.create('refused');
+  });
+  after(async function () {
+    await sb.destroy();
+  });
+
+  it('ends the run StartFailed with the engine\'s message and runs it again, instead of starting that container forever', async function () {
+    await sb.write('r.yaml', sb.attempt('r', 'echo ran >> /results/ran', '  network: {mode: isolated}\n'));
+    // The attempt's network disappears between the container's create and its first start: the
+    // engine refuses that start (the network is not found) every time it is asked again.
+    const base = sb.engine;
+    const containers = Object.create(base.containers) as ContainerClient;
+    let sabotaged = false;
+    containers.start = async (id: string) => {
+      if (!sabotaged) {
+        sabotaged = true;
+        await docker.getNetwork(networkName(sb.instance, 'r')).remove();
+      }
+      return base.containers.start(id);
+    };
+    const io = bufferIo();
+    const ctx = makeContext({ specs: sb.specsDir, state: sb.stateDir, resultsRoot: sb.resultsRoot, instance: sb.instance }, io, { engine: { ...base, containers }, log: silentLogger() });
+    const code = await runReconcile(ctx, { once: true, wait: true, timeout: 40, retryBackoff: 1 });
+    expect(code, io.stderr).to.equal(0);
+    const st = await sb.status('r');
+    expect([st?.phase, st?.run, st?.retriesUsed, st?.infraRetriesUsed]).to.deep.equal(['Succeeded', 2, 0, 1]);
+    expect(st?.history.map((h) => [h.run, h.phase, h.reason])).to.deep.equal([[1, 'Failed', 'StartFailed']]);
+    expect(st?.history[0]?.message).to.match(/^the engine refused to start the container: .*not found \(HTTP 404\)$/);
+    expect(await fs.readFile(path.join(sb.resultsRoot, 'r', 'run-2', 'results', 'ran'), 'utf8')).to.equal('ran\n');
   });
 });
 

@@ -84,6 +84,18 @@ describe('planner (infrastructure deaths)', function () {
     }
   });
 
+  it('never starts again a container whose start may have reached an engine that restarted since; the same boot, or none known: start', function () {
+    const rec = status('a', { phase: 'Pending', reason: 'CreateFailed', startedAt: undefined, intent: copied, engineBoot: B1 });
+    const obs = snapshot({ containers: [container('default', 'a', 'h-a', { state: 'created' })] });
+    const p = plan(input({ specs: [spec('a')], snapshot: { ...obs, boot: B2 }, statuses: statuses(rec) }));
+    expect(p.actions[0]?.summary).to.equal('the engine restarted during the start');
+    const op = p.actions[0]?.ops[0];
+    expect(op?.type === 'finish' && op.outcome?.reason).to.equal('EngineRestarted');
+    for (const snap of [{ ...obs, boot: B1 }, obs]) {
+      expect(plan(input({ specs: [spec('a')], snapshot: snap, statuses: statuses(rec) })).actions[0]?.ops.map((o) => o.type)).to.deep.equal(['start']);
+    }
+  });
+
   it('re-runs an infrastructure death under --infra-retries, whatever the spec retries, with back-off', function () {
     for (const reason of ['EngineRestarted', 'StartFailed']) {
       const rec = status('a', { phase: 'Failed', reason, exitCode: 143, finishedAt: '2026-01-01T00:00:55.000Z' });
