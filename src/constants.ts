@@ -65,6 +65,14 @@ export const REASONS = {
   oomKilled: 'OOMKilled',
   attestationFailed: 'AttestationFailed',
   lost: 'Lost',
+  /**
+   * Infrastructure deaths (see src/plan/exit-outcome.ts): the engine stopped or lost the run's
+   * container when it restarted, or refused to start the container (after a crash, a container
+   * the engine half-started can never start again). They count against --infra-retries, not
+   * against the spec's `retries`.
+   */
+  engineRestarted: 'EngineRestarted',
+  startFailed: 'StartFailed',
   deadlineExceeded: 'DeadlineExceeded',
   nameConflict: 'NameConflict',
   createFailed: 'CreateFailed',
@@ -95,6 +103,8 @@ export const DEFAULTS = {
   networkMode: 'none',
   pids: 512,
   retries: 0,
+  /** Automatic re-runs after infrastructure deaths (EngineRestarted, StartFailed), per spec hash: `--infra-retries`. */
+  infraRetries: 2,
   /** Engine operations in flight at once: measured best on a 2-core box (ENGINE.md: 8 in flight). */
   concurrency: 8,
   /** Grace between TERM and KILL when a deadline passes or an attempt is stopped. */

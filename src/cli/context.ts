@@ -77,6 +77,7 @@ export interface PassFlags {
   concurrency?: number;
   attestIntervalMs?: number;
   retryBackoff?: number;
+  infraRetries?: number;
   egressProxyImage?: string;
   egressNetwork?: string;
   allowEmpty?: boolean;
@@ -92,6 +93,7 @@ export function passConfig(ctx: Context, o: PassFlags): PassConfig {
     concurrency: o.concurrency ?? DEFAULTS.concurrency,
     attestIntervalMs: o.attestIntervalMs ?? 60_000,
     ...(o.retryBackoff !== undefined ? { retryBaseMs: o.retryBackoff * 1000 } : {}),
+    ...(o.infraRetries !== undefined ? { infraRetries: o.infraRetries } : {}),
     ...(o.egressProxyImage || o.egressNetwork
       ? { egress: { ...(o.egressProxyImage ? { proxyImage: o.egressProxyImage } : {}), ...(o.egressNetwork ? { network: o.egressNetwork } : {}) } }
       : {}),

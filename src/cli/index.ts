@@ -87,6 +87,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--egress-proxy-image <image>', 'image of the egress proxy sidecar (same contract as docs/EGRESS.md)')
     .option('--egress-network <name>', 'existing network the egress proxy reaches out through (default: one per attempt)')
     .option('--allow-empty', 'let a specs folder with no attempts remove the instance\'s attempts (default: such a folder removes nothing)')
+    .option('--infra-retries <n>', `as for reconcile (default ${DEFAULTS.infraRetries})`, int('--infra-retries', 0))
     .action(async (o, cmd: Command) => {
       await done((require('./commands/plan') as typeof PlanCmd).runPlan(ctx(cmd), o));
     });
@@ -106,6 +107,11 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--metrics-addr <host:port>', 'controller: serve Prometheus metrics, /healthz and /readyz (e.g. 127.0.0.1:9464)')
     .option('--retry-backoff <seconds>', 'first back-off before retrying a failed run (doubles, capped at 6 min)', int('--retry-backoff', 0), 10)
     .option('--allow-empty', 'let a specs folder with no attempts remove the instance\'s attempts (default: such a folder removes nothing)')
+    .option(
+      '--infra-retries <n>',
+      `re-runs of an attempt after infrastructure deaths (EngineRestarted, StartFailed), apart from its spec's retries (default ${DEFAULTS.infraRetries})`,
+      int('--infra-retries', 0),
+    )
     .action(async (o, cmd: Command) => {
       if (o.wait && !o.once) throw new UsageError('--wait goes with --once');
       await done((require('./commands/reconcile') as typeof ReconcileCmd).runReconcile(ctx(cmd), o));

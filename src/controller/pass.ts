@@ -30,6 +30,8 @@ export interface PassConfig {
   retryBaseMs?: number;
   /** `--allow-empty`: a specs source with no attempt at all may remove the instance's attempts. */
   allowEmpty?: boolean;
+  /** Re-runs after infrastructure deaths (`--infra-retries`). */
+  infraRetries?: number;
   /** `--egress-proxy-image`, `--egress-network`. */
   egress?: { proxyImage?: string; network?: string };
   env: NodeJS.ProcessEnv;
@@ -98,6 +100,7 @@ export function planInput(
     maxRunning: cfg.maxRunning,
     attestIntervalMs: cfg.attestIntervalMs,
     ...(cfg.retryBaseMs !== undefined ? { retryBaseMs: cfg.retryBaseMs } : {}),
+    ...(cfg.infraRetries !== undefined ? { infraRetries: cfg.infraRetries } : {}),
     ...(cfg.egress ? { egress: cfg.egress } : {}),
     ...extra,
   };

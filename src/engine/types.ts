@@ -224,4 +224,11 @@ export interface Engine {
    * that is stopping while the engine does not answer.
    */
   abandon?(reason: string): void;
+  /**
+   * Which start of the engine this is: its default `bridge` network (made anew, with a new id,
+   * each time the engine starts) and when it was made; undefined when the engine has none
+   * (`--bridge=none`). Asked on a connection of its own: an engine that is shutting down
+   * refuses new connections (an unavailable error) while it still answers on kept-alive ones.
+   */
+  boot?(): Promise<{ id: string; at: string } | undefined>;
 }

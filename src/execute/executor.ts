@@ -9,11 +9,12 @@ import path from 'node:path';
 import { DEFAULTS, LABELS, REASONS } from '../constants';
 import { attestInspected, failedCause, mainWant, sidecarWant } from '../attest/checks';
 import type { DesiredAttempt } from '../desired/types';
-import { describeEngineError, isConflict, isNotFound } from '../engine/errors';
+import { describeEngineError, isConflict, isNotFound, statusOf } from '../engine/errors';
 import type { ContainerDetails, Engine } from '../engine/types';
+import { exitOutcome, isInfraFailure, mayBeEngineDeath } from '../plan/exit-outcome';
 import type { AttemptAction, Operation, Outcome, Plan } from '../plan/types';
 import type { StatusStore } from '../status/store';
-import type { Attestation, AttemptStatus } from '../status/types';
+import type { Attestation, AttemptStatus, EngineBoot } from '../status/types';
 import type { Logger } from '../util/log';
 import { runBounded } from '../util/pool';
 import { containerOwnership, imageLabels, labelOwnership, recordedContainers, stampNonce, type Ownership } from '../ownership';
@@ -77,8 +78,29 @@ function assertNever(x: never): never {
 
 export class Executor {
   private readonly now: () => number;
+  /** The engine's boot as first seen by this executor (one pass): recorded before starts. */
+  private boot: Promise<EngineBoot | undefined> | undefined;
   constructor(private readonly deps: ExecutorDeps) {
     this.now = deps.now ?? Date.now;
+  }
+
+  /**
+   * The boot recorded before a start (Engine.boot): looked up once per executor. A boot from
+   * earlier in the pass is as good as a fresh one for the rule (it is at or before the start;
+   * see plan/exit-outcome.ts). Never fails a start: an unknown boot is recorded as none.
+   */
+  private bootForStart(): Promise<EngineBoot | undefined> {
+    this.boot ??= (this.deps.engine.boot?.() ?? Promise.resolve(undefined)).then(
+      (b) => {
+        if (!b) this.boot = undefined; // not kept: the next start asks again
+        return b;
+      },
+      () => {
+        this.boot = undefined;
+        return undefined;
+      },
+    );
+    return this.boot;
   }
 
   async run(plan: Plan): Promise<ActionResult[]> {
@@ -104,7 +126,7 @@ export class Executor {
         }
         const msg = err instanceof SecretError ? err.message : describeEngineError(err);
         log.error(`${op.type} ${op.resource} failed: ${msg}`);
-        await this.recordFailure(a, op, msg).catch(() => undefined);
+        await this.recordFailure(a, op, msg, err).catch(() => undefined);
         return { attempt: a.attempt, ok: false, done, error: `${op.type} ${op.resource}: ${msg}` };
       }
     }
@@ -240,6 +262,9 @@ export class Executor {
     }
     const sameSpec = r.specHash === d.hash;
     const failedRetry = sameSpec && r.phase === 'Failed';
+    // The planner re-runs an infrastructure death under --infra-retries: it is counted there.
+    const infraRetry = failedRetry && isInfraFailure(r.reason);
+    const infraUsed = sameSpec ? (r.infraRetriesUsed ?? 0) : 0;
     return {
       name: r.name,
       instance: r.instance,
@@ -247,7 +272,8 @@ export class Executor {
       specHash: d.hash,
       source: d.loaded.relFile,
       run: d.run,
-      retriesUsed: failedRetry ? r.retriesUsed + 1 : sameSpec ? r.retriesUsed : 0,
+      retriesUsed: failedRetry && !infraRetry ? r.retriesUsed + 1 : sameSpec ? r.retriesUsed : 0,
+      ...(infraRetry || infraUsed ? { infraRetriesUsed: infraUsed + (infraRetry ? 1 : 0) } : {}),
       createdAt: r.createdAt,
       history,
       updatedAt: r.updatedAt,
@@ -315,7 +341,14 @@ export class Executor {
       (k) => `secret ${spec.secretEnv[k]} is exposed as environment variable ${k}: anyone who can inspect the container can read it`,
     );
     // Recorded before the start is asked for: a berth killed from here on only needs to start it.
-    await this.update(a, (r) => ({ ...r, ...(r.intent ? { intent: { ...r.intent, copied: true } } : {}), ...(warnings.length ? { warnings } : {}) }));
+    // The engine's boot too: an engine restart from here on is told from the task's own failure by it.
+    const boot = await this.bootForStart();
+    await this.update(a, (r) => ({
+      ...r,
+      ...(r.intent ? { intent: { ...r.intent, copied: true } } : {}),
+      ...(warnings.length ? { warnings } : {}),
+      ...(boot ? { engineBoot: boot } : {}),
+    }));
   }
 
   /**
@@ -469,15 +502,17 @@ export class Executor {
     const { engine } = this.deps;
     const rec = await this.current(a);
     const id = rec.containerId ?? d.container.name;
+    const boot = rec.engineBoot ?? (await this.bootForStart());
     await engine.containers.start(id);
     const details = await engine.containers.inspect(id);
     // The engine's clock, never berth's: startedAt, finishedAt and durations are results.
     const startedMs = engineTime(details.runState.startedAt) ?? this.now();
     const deadline = d.loaded.spec.deadlineSeconds;
     const att = await this.attestation(details, d);
-    const { intent: _intent, reason: _reason, message: _message, ...rest } = rec;
+    const { intent: _intent, reason: _reason, message: _message, startFailure: _sf, ...rest } = rec;
     await this.deps.store.put({
       ...rest,
+      ...(boot ? { engineBoot: boot } : {}),
       phase: 'Running',
       containerId: details.id,
       startedAt: iso(startedMs),
@@ -509,14 +544,17 @@ export class Executor {
   }
 
   private async adopt(a: AttemptAction, id: string, d: DesiredAttempt): Promise<void> {
+    const boot = await this.bootForStart();
     const details = await this.deps.engine.containers.inspect(id);
     const startedMs = engineTime(details.runState.startedAt) ?? this.now();
     const deadline = d.loaded.spec.deadlineSeconds;
     const att = await this.attestation(details, d);
     await this.update(a, (r) => {
-      const { intent: _i, reason: _r, message: _m, ...rest } = this.beginRun(r, d);
+      const { intent: _i, reason: _r, message: _m, startFailure: _sf, ...rest } = this.beginRun(r, d);
       return {
         ...rest,
+        // a run adopted under this boot (one adopted again keeps the boot it was started under)
+        ...(rest.engineBoot ?? boot ? { engineBoot: rest.engineBoot ?? boot } : {}),
         phase: 'Running',
         containerId: id,
         resultsDir: d.resultsDir,
@@ -546,23 +584,26 @@ export class Executor {
     }
     const st = details?.runState;
     const exitCode = st && !st.running ? st.exitCode : undefined;
-    const outcome: Outcome =
-      forced ??
-      (!st
-        ? { phase: 'Failed', reason: REASONS.lost, message: 'the container vanished from the engine' }
-        : st.oomKilled
-          ? { phase: 'Failed', reason: REASONS.oomKilled, message: 'the container ran out of memory' }
-          : st.exitCode === 0
-            ? { phase: 'Succeeded', reason: REASONS.completed }
-            : { phase: 'Failed', reason: REASONS.error, message: `exited with code ${st.exitCode}` });
+    let outcome: Outcome | undefined = forced;
+    if (!outcome) {
+      // The facts for the rule in plan/exit-outcome.ts: the boot the run was started under, and
+      // (only for an end that may be the engine's) the engine's boot now.
+      const ranUnder = st && !st.running && st.exitCode !== 0 ? (await this.current(a)).engineBoot : undefined;
+      // Asked on a new connection: an engine that is shutting down (and stopping this very
+      // container) refuses it, and the finish waits for the engine to come back (an error
+      // here; the next pass tries again) instead of reading the engine's stop as the task's.
+      const current = st && mayBeEngineDeath(st, ranUnder) ? await this.deps.engine.boot?.() : undefined;
+      outcome = exitOutcome(st, { ...(ranUnder ? { ranUnder } : {}), ...(current ? { current } : {}) });
+    }
+    const end = outcome;
     const finishedMs = engineTime(st?.finishedAt) ?? this.now();
     const next = await this.update(a, (r) => {
       const { intent: _i, ...rest } = r;
       return {
         ...rest,
-        phase: outcome.phase,
-        reason: outcome.reason,
-        ...(outcome.message ? { message: outcome.message } : {}),
+        phase: end.phase,
+        reason: end.reason,
+        ...(end.message ? { message: end.message } : {}),
         ...(exitCode !== undefined ? { exitCode } : {}),
         ...(engineTime(st?.startedAt) !== undefined && !r.startedAt ? { startedAt: iso(engineTime(st?.startedAt) as number) } : {}),
         finishedAt: iso(finishedMs),
@@ -572,10 +613,24 @@ export class Executor {
     if (mount) await harvest(this.deps.engine, path.dirname(mount), mount, details?.id, next, sidecars);
   }
 
-  private async recordFailure(a: AttemptAction, op: Operation, msg: string): Promise<void> {
+  /**
+   * A provisioning operation failed: the attempt waits in Pending/CreateFailed. A start the
+   * engine refused (it answered with an error status; not one that never reached it or went
+   * unanswered) is recorded as such, for the planner to decide on (planner.ts).
+   */
+  private async recordFailure(a: AttemptAction, op: Operation, msg: string, err?: unknown): Promise<void> {
     const provisioning =
       op.type === 'create-container' || op.type === 'start' || op.type === 'create-network' || op.type === 'create-volume' || (op.type === 'create-sidecar' && !op.restart);
     if (!provisioning) return;
-    await this.update(a, (r) => ({ ...r, phase: 'Pending', reason: REASONS.createFailed, message: msg }));
+    const status = op.type === 'start' ? statusOf(err) : undefined;
+    await this.update(a, (r) => ({
+      ...r,
+      phase: 'Pending',
+      reason: REASONS.createFailed,
+      message: msg,
+      ...(op.type === 'start' && status !== undefined
+        ? { startFailure: { run: op.desired.run, ...(r.containerId ? { containerId: r.containerId } : {}), at: iso(this.now()), status, message: msg } }
+        : {}),
+    }));
   }
 }

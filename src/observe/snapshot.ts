@@ -36,14 +36,24 @@ export async function observe(
   now = Date.now(),
 ): Promise<Snapshot> {
   const filters = instanceFilters(instance);
-  const [containers, networks, volumes, labeledImages, known] = await Promise.all([
+  const [containers, networks, volumes, labeledImages, known, boot] = await Promise.all([
     engine.containers.list(filters),
     engine.networks.list(filters),
     engine.volumes.list(filters),
     engine.images.list([LABELS.managed]),
     recorded,
+    bootOf(engine),
   ]);
-  return group(instance, containers, networks, volumes, imageLabels(labeledImages), known, now);
+  return withBoot(group(instance, containers, networks, volumes, imageLabels(labeledImages), known, now), boot);
+}
+
+/** The engine's boot for the planner; unknown (never an error) when the engine cannot say. */
+function bootOf(engine: Engine): Promise<Snapshot['boot']> {
+  return (engine.boot?.() ?? Promise.resolve(undefined)).catch(() => undefined);
+}
+
+function withBoot(s: Snapshot, boot: Snapshot['boot']): Snapshot {
+  return boot ? { ...s, boot } : s;
 }
 
 /**
@@ -64,8 +74,8 @@ export async function observeAttempts(
     const f = [...base, `${LABELS.attempt}=${n}`];
     return Promise.all([engine.containers.list(f), engine.networks.list(f), engine.volumes.list(f)]);
   });
-  const [lists, labeledImages, known] = await Promise.all([Promise.all(per), engine.images.list([LABELS.managed]), recorded]);
-  return group(
+  const [lists, labeledImages, known, boot] = await Promise.all([Promise.all(per), engine.images.list([LABELS.managed]), recorded, bootOf(engine)]);
+  const s = group(
     instance,
     lists.flatMap((l) => l[0]),
     lists.flatMap((l) => l[1]),
@@ -75,6 +85,7 @@ export async function observeAttempts(
     now,
     3 * names.length + 1,
   );
+  return withBoot(s, boot);
 }
 
 /** `base` with the attempts `names` as `fresh` shows them (gone from it: gone). */
@@ -86,7 +97,8 @@ export function mergeSnapshot(base: Snapshot, fresh: Snapshot, names: ReadonlySe
     else attempts.delete(n);
   }
   const foreign = [...base.foreign.filter((c) => !names.has(c.labels[LABELS.attempt] ?? '')), ...fresh.foreign].sort(byCreatedThenId);
-  return { at: fresh.at, attempts, foreign, calls: fresh.calls };
+  // the boot as the fresh lists saw it (an older one could hide a restart since)
+  return { at: fresh.at, attempts, foreign, calls: fresh.calls, ...(fresh.boot ? { boot: fresh.boot } : {}) };
 }
 
 /** Pure part of observe(), exported for tests. */

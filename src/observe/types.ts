@@ -21,4 +21,6 @@ export interface Snapshot {
   foreign: ContainerSummary[];
   /** Engine calls the snapshot took. */
   calls: number;
+  /** The engine's current boot (Engine.boot), when it could say: see plan/exit-outcome.ts. */
+  boot?: { id: string; at: string };
 }

@@ -36,6 +36,8 @@ export interface PlanInput {
   attestIntervalMs: number;
   /** First back-off between a failed run and its retry (doubling, capped at 6 min); default 10 s. */
   retryBaseMs?: number;
+  /** Re-runs allowed after infrastructure deaths (EngineRestarted, StartFailed), per spec hash; default DEFAULTS.infraRetries. */
+  infraRetries?: number;
   /** Plan only these attempts (a controller's batch of keys); the others still count for admission. */
   only?: ReadonlySet<string>;
   /** Slots already taken by runs being provisioned elsewhere, not yet visible on the engine. */

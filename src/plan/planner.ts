@@ -11,9 +11,10 @@ import { formatIssue } from '../spec/issue';
 import type { LoadedSpec } from '../spec/types';
 import type { AttemptStatus, SpecIssue } from '../status/types';
 import { attestListed, failedCause, mainWant, sidecarWant } from '../attest/checks';
+import { isInfraFailure } from './exit-outcome';
 import { retryBackoffMs, type PlanInput } from './input';
 import { runResultsDir } from './results';
-import type { AttemptAction, Operation, Plan } from './types';
+import type { AttemptAction, Operation, Outcome, Plan } from './types';
 
 const EMPTY: ObservedAttempt = { name: '', containers: [], networks: [], volumes: [] };
 export const RUNNING_STATES: ReadonlySet<string> = new Set(['running', 'paused', 'restarting']);
@@ -129,6 +130,17 @@ function buildDesired(inp: PlanInput, loaded: LoadedSpec, run: number, naming?: 
     run,
     runResultsDir(inp.resultsRoot, loaded.spec.results, run),
   );
+}
+
+/**
+ * After a finish whose outcome the engine decides: look again at once when a budget could still
+ * give a new run (the next plan decides on the recorded outcome); nothing else would wake a
+ * controller before its resync.
+ */
+function mayRunAgain(inp: PlanInput, loaded: LoadedSpec, rec: AttemptStatus | undefined): { requeueAfterMs?: number } {
+  const retries = loaded.spec.retries > (rec?.retriesUsed ?? 0);
+  const infra = (inp.infraRetries ?? DEFAULTS.infraRetries) > (rec?.infraRetriesUsed ?? 0);
+  return retries || infra ? { requeueAfterMs: 0 } : {};
 }
 
 /** A new run: provisioned now if a slot is free, else it waits in Pending. */
@@ -256,14 +268,19 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
   if (rec && !specChanged && FINISHED_PHASES.has(rec.phase)) {
     pre.push(...stopSidecars(sidecarsObs, 'the attempt finished'));
     const finishedAt = rec.finishedAt ? Date.parse(rec.finishedAt) : inp.now;
-    const retryable = rec.phase === 'Failed' && RETRYABLE_REASONS.has(rec.reason ?? '') && rec.retriesUsed < loaded.spec.retries;
+    // An infrastructure death is re-run under its own budget (--infra-retries), never the spec's retries.
+    const infra = isInfraFailure(rec.reason);
+    const used = infra ? (rec.infraRetriesUsed ?? 0) : rec.retriesUsed;
+    const budget = infra ? (inp.infraRetries ?? DEFAULTS.infraRetries) : loaded.spec.retries;
+    const retryable = rec.phase === 'Failed' && (infra || RETRYABLE_REASONS.has(rec.reason ?? '')) && used < budget;
     if (retryable) {
-      const at = finishedAt + retryBackoffMs(rec.retriesUsed + 1, inp.retryBaseMs);
-      if (at > inp.now) return { ...base, kind: 'wait', summary: `retry ${rec.retriesUsed + 1}/${loaded.spec.retries} after back-off`, ops: pre, requeueAfterMs: at - inp.now };
+      const which = `${infra ? 'infra retry' : 'retry'} ${used + 1}/${budget}`;
+      const at = finishedAt + retryBackoffMs(used + 1, inp.retryBaseMs);
+      if (at > inp.now) return { ...base, kind: 'wait', summary: `${which} after back-off`, ops: pre, requeueAfterMs: at - inp.now };
       const next = desiredFor(inp, loaded, rec.run + 1);
-      const oldRun = removeOps({ containers: current.containers, networks: [], volumes: [] }, `retry ${rec.retriesUsed + 1}/${loaded.spec.retries}`);
+      const oldRun = removeOps({ containers: current.containers, networks: [], volumes: [] }, which);
       const have: ObservedAttempt = { ...current, containers: [] };
-      return startRun(ctx, base, next, have, [...pre, ...oldRun, ...dropRenamed(next, have)], 'retry', `run ${rec.run} ${rec.reason ?? 'failed'}; retry ${rec.retriesUsed + 1}/${loaded.spec.retries}`);
+      return startRun(ctx, base, next, have, [...pre, ...oldRun, ...dropRenamed(next, have)], 'retry', `run ${rec.run} ${rec.reason ?? 'failed'}; ${which}`);
     }
     const ttl = loaded.spec.ttlSecondsAfterFinished;
     if (ttl !== null && hasAny(current)) {
@@ -355,6 +372,7 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
         kind: 'finish',
         summary: `container ${main.state}`,
         desired: d,
+        ...mayRunAgain(inp, loaded, rec),
         ops: [...pre, ...stopSidecars(sidecarsObs, 'the attempt finished'), { type: 'finish', resource: `container:${main.name}`, id: main.id, resultsDir: rec?.resultsDir ?? d.resultsDir, sidecars, cause: `container ${main.state}` }],
       };
     }
@@ -363,6 +381,39 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
       // way in the engine: only (re)start, which is idempotent. Before that, no start was ever
       // asked for, and the copy may be partial: start over, nothing ran.
       if (rec?.intent?.copied && rec.containerId === main.id && rec.run === run) {
+        // The engine refused to start this very container: starting it again is refused again
+        // (after an engine crash cut a start short, the engine keeps a half-made task under the
+        // container's id for good), and its process may have begun. The run ends StartFailed
+        // (nothing of it is reused: a retry is a new run with a new container and results
+        // folder), and --infra-retries decides whether a new run follows.
+        const refused = rec.startFailure;
+        const end = (why: string, outcome: Outcome): AttemptAction => ({
+          ...base,
+          kind: 'finish',
+          summary: why,
+          desired: d,
+          ...mayRunAgain(inp, loaded, rec),
+          ops: [
+            ...pre,
+            ...stopSidecars(sidecarsObs, 'the main container could not start'),
+            { type: 'finish', resource: `attempt:${name}`, resultsDir: rec.resultsDir ?? d.resultsDir, sidecars: harvestList(d, sidecarsObs), cause: why, outcome },
+          ],
+        });
+        if (refused && refused.run === run && refused.containerId === main.id) {
+          return end('start refused by the engine', { phase: 'Failed', reason: REASONS.startFailed, message: `the engine refused to start the container: ${refused.message}` });
+        }
+        // The engine restarted since the boot recorded before the start was asked for: a start
+        // that reached the old engine may have run the process although the engine now calls the
+        // container never started, and a start now would run it a second time (seen: the engine
+        // clears its stale task and starts the process again). Never twice: the run ends.
+        const now = inp.snapshot.boot;
+        if (rec.engineBoot && now && rec.engineBoot.id !== now.id) {
+          return end('the engine restarted during the start', {
+            phase: 'Failed',
+            reason: REASONS.engineRestarted,
+            message: `the engine restarted (it came back at ${now.at}) while the container was being started; its process may have run, so it is not started again`,
+          });
+        }
         return { ...base, kind: 'provision', summary: 'provisioning was interrupted after the copy', desired: d, ops: [...pre, { type: 'start', resource: `container:${main.name}`, desired: d, cause: 'created; fixture and secrets already copied' }] };
       }
       const again = removeOps({ containers: [main], networks: [], volumes: [] }, 'created but never started: provisioning was interrupted');

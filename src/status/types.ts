@@ -25,6 +25,28 @@ export interface SpecIssue {
   message: string;
 }
 
+/**
+ * Which start of the engine this is: its default `bridge` network, which the engine makes anew
+ * (new id, new creation time) each time it starts. See src/plan/exit-outcome.ts.
+ */
+export interface EngineBoot {
+  /** The bridge network's id. */
+  id: string;
+  /** Its creation time: when that start of the engine came up, on the engine's clock. */
+  at: string;
+}
+
+/** The engine refused to start the run's container (it answered with an error status). */
+export interface StartFailure {
+  run: number;
+  containerId?: string;
+  at: string;
+  /** The engine's HTTP status. */
+  status: number;
+  /** The engine's message. */
+  message: string;
+}
+
 /** One finished (or abandoned) run, kept in the history. */
 export interface RunRecord {
   run: number;
@@ -52,6 +74,12 @@ export interface AttemptStatus {
   run: number;
   /** How many runs of the current spec hash have failed and been retried. */
   retriesUsed: number;
+  /** How many runs of the current spec hash ended by an infrastructure death and were re-run (`--infra-retries`). */
+  infraRetriesUsed?: number;
+  /** The engine's start (boot) under which the current run was started or adopted, recorded before its start. */
+  engineBoot?: EngineBoot;
+  /** The last refused start of the current run's container; cleared when a start succeeds. */
+  startFailure?: StartFailure;
   containerId?: string;
   exitCode?: number;
   createdAt: string;

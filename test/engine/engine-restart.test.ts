@@ -1,6 +1,8 @@
 /**
  * The engine restarts under a running controller: it reconnects its event stream, relists,
- * and converges; nothing is lost. Uses a private dockerd the test starts and stops itself.
+ * and converges; nothing is lost. The run the engine stopped is an infrastructure death
+ * (EngineRestarted), run again under --infra-retries, never counted against the spec's retries.
+ * Uses a private dockerd the test starts and stops itself.
  */
 import { expect } from 'chai';
 import { promises as fs } from 'node:fs';
@@ -30,9 +32,9 @@ describe('engine restart under a running controller (private engine)', function 
     await fs.rm(sb.dir, { recursive: true, force: true });
   });
 
-  it('reconnects after the engine restarts and converges: the lost run is recorded, new specs run', async function () {
+  it('reconnects after the engine restarts and converges: the stopped run ends EngineRestarted and is run again, new specs run', async function () {
     const engine = createDockerEngine(pe.docker);
-    const ctl = startController(sb, { resync: 600 }, engine);
+    const ctl = startController(sb, { resync: 600, retryBackoff: 1 }, engine);
     const attempts = path.join(sb.stateDir, sb.instance, 'attempts');
     const phase = (n: string, p: string) => async () => ((await sb.status(n))?.phase === p ? true : undefined);
     const list = async (n: string) => pe.docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${LABELS.instance}=${sb.instance}`, `${LABELS.attempt}=${n}`] }) });
@@ -40,15 +42,24 @@ describe('engine restart under a running controller (private engine)', function 
       await sb.write('a.yaml', sb.attempt('a', 'sleep 300'));
       await waitFor('a Running', phase('a', 'Running'), { dirs: [attempts] });
 
-      await pe.stop(); // the engine goes away: its containers stop with it
+      await pe.stop(); // the engine goes away: its containers stop with it (exit 143)
       await sb.write('b.yaml', sb.attempt('b', 'sleep 300')); // a spec dropped while the engine is down
       await pe.start();
 
-      await waitFor('a Failed after the restart', phase('a', 'Failed'), { dirs: [attempts], timeoutMs: 30_000 });
+      // Not the task's failure: an infrastructure death, run again under --infra-retries (the spec has no retries).
+      const a = await waitFor(
+        'a run again after the restart',
+        async () => {
+          const s = await sb.status('a');
+          return s?.run === 2 && s.phase === 'Running' ? s : undefined;
+        },
+        { dirs: [attempts], timeoutMs: 30_000 },
+      );
+      expect(a.history.map((h) => [h.run, h.phase, h.reason, h.exitCode])).to.deep.equal([[1, 'Failed', 'EngineRestarted', 143]]);
+      expect(a.retriesUsed).to.equal(0);
+      expect(a.infraRetriesUsed).to.equal(1);
       await waitFor('b Running after the restart', phase('b', 'Running'), { dirs: [attempts], timeoutMs: 30_000 });
       expect((await list('b'))[0]?.State).to.equal('running');
-      const a = await sb.status('a');
-      expect(a?.reason).to.be.oneOf(['Error', 'Lost']);
     } finally {
       expect(await ctl.stop()).to.equal(0);
     }

@@ -42,6 +42,7 @@ export class PrivateEngine {
       await run('ip', ['netns', 'add', this.netns]);
       await run('ip', ['netns', 'exec', this.netns, 'ip', 'link', 'set', 'lo', 'up']);
     });
+    await this.dropStalePidFile(path.join(this.root, 'x', 'containerd', 'containerd.pid'));
     const log = openSync(path.join(this.root, 'dockerd.log'), 'a');
     const dockerd = [
       'dockerd',
@@ -71,7 +72,15 @@ export class PrivateEngine {
     }
     // nsenter, not `ip netns exec` (which remounts /sys and hides the cgroup mounts dockerd needs)
     this.proc = spawn('nsenter', argv, { stdio: ['ignore', log, log] });
-    const exited = new Promise<never>((_, reject) => this.proc?.once('exit', (code) => reject(new Error(`private dockerd exited ${code}; see ${this.root}/dockerd.log`))));
+    const exited = new Promise<never>((_, reject) =>
+      this.proc?.once('exit', (code) => {
+        // the log goes with destroy(): its last lines go with the error
+        void fs.readFile(path.join(this.root, 'dockerd.log'), 'utf8').then(
+          (text) => reject(new Error(`private dockerd exited ${code}; its log ends:\n${text.split('\n').slice(-8).join('\n')}`)),
+          () => reject(new Error(`private dockerd exited ${code}; see ${this.root}/dockerd.log`)),
+        );
+      }),
+    );
     const ready = (async () => {
       for (let i = 0; i < 600; i++) {
         try {
@@ -84,6 +93,18 @@ export class PrivateEngine {
       throw new Error(`private dockerd did not answer in 30 s; see ${this.root}/dockerd.log`);
     })();
     await Promise.race([ready, exited]);
+  }
+
+  /**
+   * A dockerd killed with SIGKILL takes its containerd with it, and on this machine nothing
+   * reaps the orphaned containerd: it stays a zombie, which a liveness check by signal still
+   * counts as running, and the next dockerd waits for it for 30 s and gives up. The pid file of
+   * a containerd that is gone or a zombie is removed, so the next start launches a fresh one
+   * (which takes up the containers' shims, as after any crash).
+   */
+  private async dropStalePidFile(file: string): Promise<void> {
+    const pid = Number((await fs.readFile(file, 'utf8').catch(() => '')).trim());
+    if (pid && (await procState(pid)) === 'gone') await fs.rm(file, { force: true });
   }
 
   /** Starts `cmd` inside this engine's network namespace (its loopback is not the host's). */
@@ -106,10 +127,64 @@ export class PrivateEngine {
     this.proc = undefined;
   }
 
+  /**
+   * Kills the daemon it started with SIGKILL (by pid) and waits for it to exit: a crash. Its
+   * containerd and the containers' shims live on; the next start() takes them up again.
+   */
+  async kill(): Promise<void> {
+    const p = this.proc;
+    if (!p || p.exitCode !== null) return;
+    const gone = new Promise<void>((resolve) => p.once('exit', () => resolve()));
+    p.kill('SIGKILL');
+    await gone;
+    this.proc = undefined;
+    // its containerd dies with it (a moment later): wait, so that the next start does not meet it half-dead
+    const pidFile = path.join(this.root, 'x', 'containerd', 'containerd.pid');
+    const pid = Number((await fs.readFile(pidFile, 'utf8').catch(() => '')).trim());
+    for (let i = 0; pid && i < 200 && (await procState(pid)) !== 'gone'; i++) await new Promise((r) => setTimeout(r, 50));
+  }
+
+  /**
+   * The process ids of this engine's container shims and everything under them. A shim outlives
+   * a killed dockerd, and one whose task the engine lost track of (a start cut short by the
+   * kill) outlives even `docker rm -f` of its container.
+   */
+  async shimTrees(): Promise<number[]> {
+    const marker = `-address ${path.join(this.root, 'x', 'containerd', 'containerd.sock')}`;
+    const procs: { pid: number; ppid: number; args: string }[] = [];
+    for (const e of await fs.readdir('/proc')) {
+      if (!/^\d+$/.test(e)) continue;
+      const stat = await fs.readFile(`/proc/${e}/stat`, 'utf8').catch(() => '');
+      const args = (await fs.readFile(`/proc/${e}/cmdline`, 'utf8').catch(() => '')).split('\0').join(' ');
+      const after = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (stat && after[0] !== 'Z') procs.push({ pid: Number(e), ppid: Number(after[1]), args });
+    }
+    const out = procs.filter((p) => p.args.includes('containerd-shim') && p.args.includes(marker)).map((p) => p.pid);
+    for (let i = 0; i < out.length; i++) for (const p of procs) if (p.ppid === out[i] && !out.includes(p.pid)) out.push(p.pid);
+    return out;
+  }
+
   async destroy(): Promise<void> {
     await this.stop();
+    for (const pid of await this.shimTrees()) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    // what a killed engine leaves mounted (its containers' network namespaces), deepest first
+    const mounts = (await fs.readFile('/proc/self/mounts', 'utf8')).split('\n').map((l) => l.split(' ')[1] ?? '');
+    for (const m of mounts.filter((m) => m.startsWith(`${this.root}/`)).reverse()) await run('umount', [m]).catch(() => undefined);
     await run('umount', ['-R', path.join(this.root, 'data')]).catch(() => undefined);
     await fs.rm(this.root, { recursive: true, force: true }).catch(() => undefined);
     await run('ip', ['netns', 'delete', this.netns]).catch(() => undefined);
   }
+}
+
+/** A process's state: 'gone' when it has exited (a zombie counts: nothing reaps orphans here), else 'alive'. */
+async function procState(pid: number): Promise<'gone' | 'alive'> {
+  const stat = await fs.readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+  return !stat || state === 'Z' ? 'gone' : 'alive';
 }

@@ -11,6 +11,7 @@ export interface PlanOptions {
   /** Exit EXIT.changesPending (4) when the plan has changes, 0 when converged. */
   detailedExitcode?: boolean;
   maxRunning?: number;
+  infraRetries?: number;
   egressProxyImage?: string;
   egressNetwork?: string;
   allowEmpty?: boolean;

@@ -23,6 +23,8 @@ export interface ReconcileOptions {
   resync?: number;
   workers?: number;
   retryBackoff?: number;
+  /** Re-runs after infrastructure deaths (EngineRestarted, StartFailed). */
+  infraRetries?: number;
   egressProxyImage?: string;
   egressNetwork?: string;
   metricsAddr?: string;

@@ -68,6 +68,11 @@ export class BoundedCalls {
     setMaxListeners(0, this.closing.signal);
   }
 
+  /** Puts the calls of another client of the same engine under these deadlines too. */
+  attach(docker: Dockerode): void {
+    hookDial(docker);
+  }
+
   /** Gives up every call in flight (each rejects with EngineCallAbandonedError) and refuses new ones. */
   abandon(reason: string): void {
     this.closing.abort(reason);

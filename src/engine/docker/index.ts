@@ -5,7 +5,10 @@
  * fails the call with an EngineUnreachableError naming where berth looked.
  */
 import type Dockerode from 'dockerode';
+import http from 'node:http';
+import https from 'node:https';
 import { DEFAULTS } from '../../constants';
+import { isNotFound } from '../errors';
 import { loadDockerode } from './load-dockerode';
 import type { Engine } from '../types';
 import { DEFAULT_SOCKET, envAddress, modemAddress } from './address';
@@ -23,6 +26,24 @@ export function dockerFromEnv(env: NodeJS.ProcessEnv = process.env): Dockerode {
   return new D({ socketPath: DEFAULT_SOCKET });
 }
 
+/**
+ * The same engine through connections that are never kept alive: each call opens its own. A
+ * shutting-down dockerd closes its listener first and goes on answering kept-alive connections
+ * while it stops its containers (seconds); a new connection tells it is going away.
+ */
+function unpooled(docker: Dockerode): Dockerode {
+  const m = docker.modem as unknown as Record<string, unknown>;
+  if (m.protocol === 'ssh') return docker;
+  const D = loadDockerode();
+  const agent = m.protocol === 'https' ? new https.Agent({ keepAlive: false }) : new http.Agent({ keepAlive: false });
+  const keep = ['socketPath', 'host', 'port', 'protocol', 'ca', 'cert', 'key', 'version', 'headers'];
+  const opts = Object.fromEntries(keep.filter((k) => m[k] !== undefined).map((k) => [k, m[k]]));
+  return new D({ ...opts, agent } as Dockerode.DockerOptions);
+}
+
+/** The boot lookup is small; an engine that takes longer is not one to conclude anything from. */
+const BOOT_TIMEOUT_MS = 10_000;
+
 export interface DockerEngineOptions {
   /** The budget of one engine call, in ms (DEFAULTS.engineTimeoutMs). */
   timeoutMs?: number;
@@ -34,7 +55,22 @@ export function createDockerEngine(docker?: Dockerode, o: DockerEngineOptions = 
   const env = o.env ?? process.env;
   const d = docker ?? dockerFromEnv(env);
   const calls = new BoundedCalls(d, o.timeoutMs ?? DEFAULTS.engineTimeoutMs, docker ? modemAddress(d) : envAddress(env));
+  let fresh: Dockerode | undefined;
   return {
+    async boot() {
+      if (!fresh) {
+        fresh = unpooled(d);
+        calls.attach(fresh);
+      }
+      const client = fresh;
+      try {
+        const n = (await calls.run('boot', () => client.getNetwork('bridge').inspect(), { ms: Math.min(BOOT_TIMEOUT_MS, calls.timeoutMs) })) as { Id: string; Created?: string };
+        return n.Created ? { id: n.Id, at: n.Created } : undefined;
+      } catch (err) {
+        if (isNotFound(err)) return undefined;
+        throw err;
+      }
+    },
     containers: new DockerContainers(d, calls),
     networks: new DockerNetworks(d, calls),
     volumes: new DockerVolumes(d, calls),
