@@ -107,7 +107,7 @@ describe('planner (infrastructure deaths)', function () {
       const go = plan(input({ now: T0 + 5_000, specs: [spec('a', { retries: 0 })], snapshot: obs, statuses: statuses(rec) }));
       expect(renderPlan(go).split('\n').slice(0, 2)).to.deep.equal([
         `attempt a: retry (run 1 ${reason}; infra retry 1/2: run 2)`,
-        '  - remove  container:berth-default-a  (infra retry 1/2)',
+        '  - remove  container:berth_default_a  (infra retry 1/2)',
       ]);
     }
   });
