@@ -31,6 +31,27 @@ export const LABELS = {
   volume: 'dev.berth.volume',
 } as const;
 
+/**
+ * Labels of the engine-side instance lock (a volume, see src/status/engine-lock.ts). On purpose
+ * neither `dev.berth.managed` nor `dev.berth.instance`: the lock is no attempt's resource, so
+ * observe, garbage collection and `clean` never see it (and `clean` never removes the lock it holds).
+ * The holder's identity, never a secret.
+ */
+export const LOCK_LABELS = {
+  /** On the lock volume: the instance it locks. */
+  lock: 'dev.berth.lock',
+  /** On a takeover claim: the instance whose stale lock is being taken over. */
+  claim: 'dev.berth.lock-claim',
+  token: 'dev.berth.lock.token',
+  pid: 'dev.berth.lock.pid',
+  hostname: 'dev.berth.lock.hostname',
+  bootId: 'dev.berth.lock.boot-id',
+  processStart: 'dev.berth.lock.process-start',
+  stateDir: 'dev.berth.lock.state-dir',
+  command: 'dev.berth.lock.command',
+  startedAt: 'dev.berth.lock.started-at',
+} as const;
+
 export const COMPONENTS = {
   main: 'main',
   network: 'network',
@@ -130,4 +151,15 @@ export function egressNetworkName(instance: string, attempt: string): string {
 }
 export function volumeName(instance: string, attempt: string, volume: string): string {
   return `berth-${instance}-${attempt}-${volume}`;
+}
+/**
+ * The engine-side lock of an instance, a volume. Every other name berth gives starts `berth-`,
+ * so no instance or attempt name can make one of them collide with a lock.
+ */
+export function lockVolumeName(instance: string): string {
+  return `berth.lock.${instance}`;
+}
+/** The claim a taker holds while it replaces the stale lock generation `staleToken`. */
+export function lockClaimName(instance: string, staleToken: string): string {
+  return `berth.lock-takeover.${instance}.${staleToken}`;
 }
