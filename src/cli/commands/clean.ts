@@ -1,16 +1,29 @@
 /**
  * `berth clean`: remove every resource of this instance (containers, then networks, then
  * volumes), verify none remain, and drop the instance's status records. Results stay.
- * Only resources whose labels attest this instance are touched.
+ * Only resources whose labels attest this instance are touched. Holds the instance's single-writer
+ * locks (writer-lock.ts) throughout; the engine lock is no resource of the instance, so it stays.
  */
 import { promises as fs } from 'node:fs';
 import { EXIT } from '../../constants';
+import type { Engine } from '../../engine/types';
 import { instanceFilters } from '../../observe/snapshot';
 import { runBounded } from '../../util/pool';
 import type { Context } from '../context';
+import { takeWriterLocks } from './writer-lock';
 
 export async function runClean(ctx: Context, o: { keepState?: boolean; concurrency?: number }): Promise<number> {
   const engine = ctx.engine();
+  const locks = await takeWriterLocks(ctx, engine, 'clean');
+  if (!locks) return EXIT.failed;
+  try {
+    return await clean(ctx, engine, o);
+  } finally {
+    await locks.release();
+  }
+}
+
+async function clean(ctx: Context, engine: Engine, o: { keepState?: boolean; concurrency?: number }): Promise<number> {
   const f = instanceFilters(ctx.instance);
   const limit = o.concurrency ?? 8;
   const labeledImages = new Set((await engine.images.list(['dev.berth.managed'])).map((i) => i.id));

@@ -1,10 +1,10 @@
 /**
  * `berth reconcile` without --once: the controller (src/controller/controller.ts) as a
- * service. One writer per instance: a lock file in the state folder (a second controller
- * exits 1 naming the holder). Optional metrics and health endpoint. SIGTERM/SIGINT: stop
- * taking work, finish the actions under way (those still waiting for a worker are dropped),
- * flush status, release the lock, exit 0; attempts keep running and a restarted controller
- * adopts them.
+ * service. One writer per instance: the state folder's lock file and the engine-side instance
+ * lock (writer-lock.ts; a second writer exits 1 naming the holder). Optional metrics and
+ * health endpoint. SIGTERM/SIGINT: stop taking work, finish the actions under way (those still
+ * waiting for a worker are dropped), flush status, release the locks, exit 0; attempts keep
+ * running and a restarted controller adopts them.
  */
 import { EXIT } from '../../constants';
 import { Controller } from '../../controller/controller';
@@ -12,9 +12,9 @@ import { serve } from '../../controller/http';
 import { ControllerMetrics } from '../../controller/metrics';
 import { describeEngineError } from '../../engine/errors';
 import { instrumentEngine } from '../../engine/wrap';
-import { acquireLock, LockHeldError } from '../../status/lock';
 import { passConfig, type Context } from '../context';
 import type { ReconcileOptions } from './reconcile';
+import { takeWriterLocks } from './writer-lock';
 
 export async function runController(ctx: Context, o: ReconcileOptions, signal?: AbortSignal): Promise<number> {
   const cfg = passConfig(ctx, o);
@@ -26,16 +26,8 @@ export async function runController(ctx: Context, o: ReconcileOptions, signal?: 
     ctx.io.err(`berth: the Docker engine is unreachable: ${describeEngineError(err)}\n`);
     return EXIT.failed;
   }
-  let lock;
-  try {
-    lock = await acquireLock(ctx.stateDir, ctx.instance, { logger: { warn: (m) => ctx.log.warn(m) } });
-  } catch (err) {
-    if (err instanceof LockHeldError) {
-      ctx.io.err(`berth: ${err.message}\n`);
-      return EXIT.failed;
-    }
-    throw err;
-  }
+  const lock = await takeWriterLocks(ctx, engine, 'reconcile');
+  if (!lock) return EXIT.failed;
   const controller = new Controller({
     cfg,
     engine,
