@@ -64,7 +64,7 @@ describe('a second writer (real engine, two state folders)', function () {
   it('two reconcile --once --wait started together: one drives, each attempt starts once; the other exits 1 naming the instance and the holder', async function () {
     for (const n of names) await sb.write(`${n}.yaml`, sb.attempt(n, 'sleep 2', '  network: {mode: isolated}\n'));
     const since = Math.floor(Date.now() / 1000) - 1;
-    const [a, b] = await Promise.all([berth(sb, 'state-a', 'reconcile', '--once', '--wait').exit, berth(sb, 'state-b', 'reconcile', '--once', '--wait').exit]);
+    const [a, b] = await Promise.all([berth(sb, 'state-a', 'reconcile', '--once', '--wait', '--timeout', '40').exit, berth(sb, 'state-b', 'reconcile', '--once', '--wait', '--timeout', '40').exit]);
     const codes = [a.code, b.code].sort();
     expect(codes, `${a.stderr}\n${b.stderr}`).to.deep.equal([0, 1]);
     const loser = a.code === 1 ? a : b;
@@ -96,7 +96,6 @@ describe('a second writer (real engine, two state folders)', function () {
     const ctl = berth(sb, 'state-a', 'reconcile');
     try {
       const before = await waitFor('3 running', async () => ((await running(sb)).length === names.length ? running(sb) : undefined), { instance: sb.instance });
-      expect(await lockExists(sb.instance)).to.equal(true);
       const since = Date.now() / 1000; // fractional: the controller's own starts came before
       const once = await berth(sb, 'state-b', 'reconcile', '--once').exit;
       expect(once.code, once.stderr).to.equal(1);
@@ -109,6 +108,7 @@ describe('a second writer (real engine, two state folders)', function () {
       expect(cleanSame.code, cleanSame.stderr).to.equal(1);
       expect(cleanSame.stderr).to.contain(`instance "${sb.instance}"`).and.contain(`pid ${ctl.child.pid} on host`);
       expect(await running(sb)).to.deep.equal(before);
+      expect(await lockExists(sb.instance)).to.equal(true);
       for (const action of ['create', 'start', 'kill', 'destroy']) {
         expect([...(await countByAttempt(sb.instance, since, action)).values()], action).to.deep.equal([]);
       }

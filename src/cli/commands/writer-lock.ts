@@ -25,17 +25,18 @@ export async function takeWriterLocks(ctx: Context, engine: Engine, command: str
     ctx.io.err(`berth: ${err.message}\n`);
     return undefined;
   };
-  let file;
-  try {
-    file = await acquireLock(ctx.stateDir, ctx.instance, { logger });
-  } catch (err) {
-    return refused(err);
-  }
+  // The engine lock first, so a lock file in the state folder means the engine lock is held too.
   let onEngine;
   try {
     onEngine = await acquireEngineLock(engine, ctx.instance, { stateDir: ctx.stateDir, command, logger });
   } catch (err) {
-    await file.release();
+    return refused(err);
+  }
+  let file;
+  try {
+    file = await acquireLock(ctx.stateDir, ctx.instance, { logger });
+  } catch (err) {
+    await onEngine.release();
     return refused(err);
   }
   return {
