@@ -47,6 +47,7 @@ export const LOCK_LABELS = {
   hostname: 'dev.berth.lock.hostname',
   bootId: 'dev.berth.lock.boot-id',
   processStart: 'dev.berth.lock.process-start',
+  pidNamespace: 'dev.berth.lock.pid-namespace',
   stateDir: 'dev.berth.lock.state-dir',
   command: 'dev.berth.lock.command',
   startedAt: 'dev.berth.lock.started-at',

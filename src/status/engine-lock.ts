@@ -18,7 +18,8 @@
  *   never removed from under a live holder; a fresh acquirer may still create the lock between
  *   that removal and the taker's create, and then it, not the taker, holds it: one holder either way.
  * - A claim left by a taker that died is followed by a claim named after the dead taker's token.
- * - A holder on another host cannot be judged: refused, with how to break the lock deliberately.
+ * - A holder on another host (or in another pid namespace) cannot be judged: refused, with how to
+ *   break the lock deliberately.
  */
 
 import { randomBytes } from 'node:crypto';
@@ -81,7 +82,7 @@ export class EngineLockHeldError extends Error {
     super(
       `instance "${holder.instance}" is held on this engine by another berth process: ${describeEngineHolder(holder)}` +
         (otherHost
-          ? ` (another host, so berth cannot tell whether it still runs; if it does not, break the lock with \`${unlockHint(holder.instance)}\`)`
+          ? ` (on another host or in another pid namespace, so berth cannot tell whether it still runs; if it does not, break the lock with \`${unlockHint(holder.instance)}\`)`
           : ''),
     );
     this.name = 'EngineLockHeldError';
@@ -115,6 +116,7 @@ export async function acquireEngineLock(engine: Engine, instance: string, option
     hostname: self.hostname,
     ...(self.processStart !== undefined && { processStart: self.processStart }),
     ...(self.bootId !== undefined && { bootId: self.bootId }),
+    ...(self.pidNamespace !== undefined && { pidNamespace: self.pidNamespace }),
     instance,
     token: randomBytes(16).toString('hex'),
     stateDir: options.stateDir,
@@ -261,6 +263,7 @@ function toLabels(info: EngineLockInfo, kind: typeof LOCK_LABELS.lock | typeof L
     [LOCK_LABELS.hostname]: info.hostname,
     ...(info.bootId !== undefined && { [LOCK_LABELS.bootId]: info.bootId }),
     ...(info.processStart !== undefined && { [LOCK_LABELS.processStart]: info.processStart }),
+    ...(info.pidNamespace !== undefined && { [LOCK_LABELS.pidNamespace]: info.pidNamespace }),
     [LOCK_LABELS.stateDir]: info.stateDir,
     [LOCK_LABELS.command]: info.command,
     [LOCK_LABELS.startedAt]: info.startedAt,
@@ -274,10 +277,12 @@ function parseLabels(labels: Labels, kind: string, instance: string): EngineLock
   if (labels[kind] !== instance || !Number.isInteger(pid) || pid <= 0 || !token || !/^[0-9a-f]{1,64}$/.test(token) || !hostname) return undefined;
   const bootId = labels[LOCK_LABELS.bootId];
   const processStart = labels[LOCK_LABELS.processStart];
+  const pidNamespace = labels[LOCK_LABELS.pidNamespace];
   return {
     pid,
     hostname,
     ...(processStart !== undefined && { processStart }),
+    ...(pidNamespace !== undefined && { pidNamespace }),
     ...(bootId !== undefined && { bootId }),
     instance,
     token,

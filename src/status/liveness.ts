@@ -1,7 +1,8 @@
 /**
  * Whether the process that holds a lock still runs: by pid (signal 0) plus the process start time
  * from /proc, so a reused pid does not count, and the boot id, so a pid from before a reboot does
- * not either. Only a holder on this host can be judged. Used by the state folder's lock file
+ * not either. Only a holder on this host, in this pid namespace, can be judged (berth in two
+ * containers may share a host name and even a pid). Used by the state folder's lock file
  * (lock.ts) and the engine-side instance lock (engine-lock.ts).
  */
 import { promises as fs } from 'node:fs';
@@ -16,25 +17,35 @@ export interface HolderIdentity {
   processStart?: string;
   /** /proc/sys/kernel/random/boot_id of the holder's host, where known. */
   bootId?: string;
+  /** The holder's pid namespace (the target of /proc/self/ns/pid), where known. */
+  pidNamespace?: string;
 }
 
 export interface Self {
   hostname: string;
   processStart: string | undefined;
   bootId: string | undefined;
+  pidNamespace: string | undefined;
 }
 
 export async function currentProcess(): Promise<Self> {
-  return { hostname: os.hostname(), processStart: await processStartOf(process.pid), bootId: await readTrimmed('/proc/sys/kernel/random/boot_id') };
+  return {
+    hostname: os.hostname(),
+    processStart: await processStartOf(process.pid),
+    bootId: await readTrimmed('/proc/sys/kernel/random/boot_id'),
+    pidNamespace: await fs.readlink('/proc/self/ns/pid').catch(() => undefined),
+  };
 }
 
 /**
  * 'alive' when the holder's process runs, 'dead' when it provably does not (no such pid, another
- * boot, or the pid now belongs to a process that started later), 'other-host' when it cannot tell.
+ * boot, or the pid now belongs to a process that started later), 'other-host' when it cannot tell
+ * (another host, or another pid namespace on this one).
  */
 export async function liveness(holder: HolderIdentity, self: Self): Promise<'alive' | 'dead' | 'other-host'> {
   if (holder.hostname !== self.hostname) return 'other-host';
   if (holder.bootId !== undefined && self.bootId !== undefined && holder.bootId !== self.bootId) return 'dead';
+  if (holder.pidNamespace !== undefined && self.pidNamespace !== undefined && holder.pidNamespace !== self.pidNamespace) return 'other-host';
   try {
     process.kill(holder.pid, 0);
   } catch (err) {

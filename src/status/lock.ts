@@ -101,6 +101,7 @@ export async function acquireLock(stateDir: string, instance: string, options: L
     token: randomBytes(16).toString('hex'),
     ...(self.processStart !== undefined && { processStart: self.processStart }),
     ...(self.bootId !== undefined && { bootId: self.bootId }),
+    ...(self.pidNamespace !== undefined && { pidNamespace: self.pidNamespace }),
   };
   const candidate = tempPathFor(lockPath);
   await fs.writeFile(candidate, JSON.stringify(info, null, 2) + '\n', { flag: 'wx', flush: true });
@@ -217,7 +218,8 @@ async function readLock(file: string): Promise<LockInfo | undefined> {
     typeof v.token !== 'string' ||
     !/^[0-9a-f]{1,64}$/.test(v.token) ||
     (v.processStart !== undefined && typeof v.processStart !== 'string') ||
-    (v.bootId !== undefined && typeof v.bootId !== 'string')
+    (v.bootId !== undefined && typeof v.bootId !== 'string') ||
+    (v.pidNamespace !== undefined && typeof v.pidNamespace !== 'string')
   ) {
     throw new LockUnreadableError(file, 'missing or malformed pid, hostname, startedAt, instance or token');
   }

@@ -16,6 +16,7 @@ import {
   type EngineLock,
 } from '../../src/status/engine-lock';
 import { docker, newInstance, requireEngine, testEngine } from '../support/engine';
+import { Sandbox } from '../support/sandbox';
 
 /** A pid that cannot exist (above any pid_max), so the holder is provably gone. */
 const DEAD_PID = 2 ** 31 - 2;
@@ -151,6 +152,15 @@ describe('status/engine-lock (real engine)', () => {
     await lock.release();
   });
 
+  it('refuses a holder of this host name in another pid namespace (berth in another container), whose pid means nothing here', async () => {
+    await handMade(lockVolumeName(instance), LOCK_LABELS.lock, instance, { [LOCK_LABELS.pidNamespace]: 'pid:[1]' });
+    const err = await acquireEngineLock(engine, instance, opts).catch((e: unknown) => e);
+    expect(err).to.be.instanceOf(EngineLockHeldError);
+    expect((err as EngineLockHeldError).otherHost).to.equal(true);
+    expect((err as Error).message).to.contain('another pid namespace');
+    await breakEngineLock(engine, instance);
+  });
+
   it('refuses a volume with the lock name but without lock labels, leaving it in place', async () => {
     await handMade(lockVolumeName(instance), LOCK_LABELS.lock, instance, { [LOCK_LABELS.token]: 'not hex!' });
     const err = await acquireEngineLock(engine, instance, opts).catch((e: unknown) => e);
@@ -168,5 +178,28 @@ describe('status/engine-lock (real engine)', () => {
     expect(await lock.release()).to.equal(false);
     expect(await other.isHeld()).to.equal(true);
     await other.release();
+  });
+
+  it('berth unlock: removes a lock whose holder is gone; one it cannot judge only with --force', async () => {
+    const sb = await Sandbox.create('unlock');
+    try {
+      const none = await sb.cli('unlock');
+      expect([none.code, none.stdout]).to.deep.equal([0, `instance ${sb.instance}: no engine lock\n`]);
+      await handMade(lockVolumeName(sb.instance), LOCK_LABELS.lock, sb.instance);
+      const stale = await sb.cli('unlock');
+      expect(stale.code, stale.stderr).to.equal(0);
+      expect(stale.stdout).to.contain(`removed the engine lock of berth reconcile, pid ${DEAD_PID} on host ${os.hostname()}`);
+      expect(await lockNames(sb.instance)).to.deep.equal([]);
+      await handMade(lockVolumeName(sb.instance), LOCK_LABELS.lock, sb.instance, { [LOCK_LABELS.hostname]: 'elsewhere', [LOCK_LABELS.pid]: '1' });
+      const refused = await sb.cli('unlock');
+      expect(refused.code).to.equal(1);
+      expect(refused.stderr).to.contain(`instance "${sb.instance}" is held by berth reconcile, pid 1 on host elsewhere`).and.contain('Add --force');
+      expect(await lockNames(sb.instance)).to.deep.equal([lockVolumeName(sb.instance)]);
+      const forced = await sb.cli('unlock', '--force');
+      expect(forced.code, forced.stderr).to.equal(0);
+      expect(await lockNames(sb.instance)).to.deep.equal([]);
+    } finally {
+      await sb.destroy();
+    }
   });
 });

@@ -1,7 +1,7 @@
 /**
  * `berth unlock [--force]`: removes the instance's engine-side lock when the process holding it is
  * gone. A holder on this host that is gone needs no flag (every writer takes such a lock over by
- * itself anyway); a holder berth cannot judge (another host) or one that still runs needs
+ * itself anyway); a holder berth cannot judge (another host or pid namespace) or one that still runs needs
  * `--force`: the person says it no longer drives the instance.
  */
 import { EXIT } from '../../constants';
@@ -24,7 +24,7 @@ export async function runUnlock(ctx: Context, o: { force?: boolean }): Promise<n
   if (holder !== undefined && !o.force) {
     const state = await liveness(holder, await currentProcess());
     if (state !== 'dead') {
-      const why = state === 'alive' ? 'it still runs' : 'it runs on another host, so berth cannot tell whether it still runs';
+      const why = state === 'alive' ? 'it still runs' : 'it runs on another host or in another pid namespace, so berth cannot tell whether it still runs';
       ctx.io.err(`berth: instance "${ctx.instance}" is held by ${describeEngineHolder(holder)}; ${why}. Add --force if it no longer drives this instance\n`);
       return EXIT.failed;
     }
