@@ -63,7 +63,7 @@ export class LockHeldError extends Error {
   ) {
     super(
       `${path}: instance "${holder.instance}" is already run by another berth process: ${describeHolder(holder)}` +
-        (otherHost ? ` (another host, so berth cannot tell whether it still runs; remove the file if it does not)` : ''),
+        (otherHost ? ` (another host or pid namespace, so berth cannot tell whether it still runs; remove the file if it does not)` : ''),
     );
     this.name = 'LockHeldError';
   }
