@@ -24,7 +24,7 @@
 
 import { randomBytes } from 'node:crypto';
 import { LOCK_LABELS, lockClaimName, lockVolumeName } from '../constants';
-import { isNotFound } from '../engine/errors';
+import { describeEngineError, isNotFound } from '../engine/errors';
 import type { Engine, Labels } from '../engine/types';
 import { systemClock, type Clock } from '../util/clock';
 import { currentProcess, liveness, type HolderIdentity, type Self } from './liveness';
@@ -50,7 +50,10 @@ export interface EngineLock {
   readonly stale: EngineLockInfo | undefined;
   /** Whether the lock volume still names this lock. */
   isHeld(): Promise<boolean>;
-  /** Removes the lock volume if it is still ours; true when it did. Safe to call more than once. */
+  /**
+   * Removes the lock volume if it is still ours; true when it did. Safe to call more than once.
+   * Never throws: an engine that cannot be reached keeps the lock, for the next berth to take over.
+   */
   release(): Promise<boolean>;
 }
 
@@ -214,11 +217,17 @@ async function won(engine: Engine, volume: string, info: EngineLockInfo, stale: 
     async release() {
       if (released) return false;
       released = true;
-      if (!(await isHeld())) {
-        options.logger?.warn(`instance "${info.instance}": the engine lock ${volume} is no longer ours at release; leaving it alone`);
+      try {
+        if (!(await isHeld())) {
+          options.logger?.warn(`instance "${info.instance}": the engine lock ${volume} is no longer ours at release; leaving it alone`);
+          return false;
+        }
+        return await engine.volumes.remove(volume);
+      } catch (err) {
+        // The engine is gone or refuses: the lock stays, and the next berth takes it over as stale.
+        options.logger?.warn(`instance "${info.instance}": could not release the engine lock ${volume}: ${describeEngineError(err)}`);
         return false;
       }
-      return engine.volumes.remove(volume);
     },
   };
 }

@@ -180,6 +180,27 @@ describe('status/engine-lock (real engine)', () => {
     await other.release();
   });
 
+  it('release never throws: an engine that cannot be reached keeps the lock, and says so', async () => {
+    let down = false;
+    const vols = engine.volumes;
+    const flaky = {
+      ...engine,
+      volumes: {
+        list: (f: string[]) => vols.list(f),
+        create: (v: Parameters<typeof vols.create>[0]) => vols.create(v),
+        remove: (n: string) => vols.remove(n),
+        inspect: (n: string) => (down ? Promise.reject(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })) : vols.inspect(n)),
+      },
+    };
+    const warnings: string[] = [];
+    const lock = await acquireEngineLock(flaky, instance, { ...opts, logger: { warn: (m) => warnings.push(m) } });
+    down = true;
+    expect(await lock.release()).to.equal(false);
+    expect(warnings.join('\n')).to.contain(`could not release the engine lock ${lockVolumeName(instance)}`).and.contain('ECONNREFUSED');
+    expect(await lockNames(instance)).to.deep.equal([lockVolumeName(instance)]);
+    await breakEngineLock(engine, instance);
+  });
+
   it('berth unlock: removes a lock whose holder is gone; one it cannot judge only with --force', async () => {
     const sb = await Sandbox.create('unlock');
     try {
