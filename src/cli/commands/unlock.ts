@@ -1,8 +1,8 @@
 /**
- * `berth unlock [--force]`: removes the instance's engine-side lock when the process holding it is
- * gone. A holder on this host that is gone needs no flag (every writer takes such a lock over by
- * itself anyway); a holder berth cannot judge (another host or pid namespace) or one that still runs needs
- * `--force`: the person says it no longer drives the instance.
+ * `berth unlock [--force]`: removes the instance's engine-side lock when the process holding it
+ * is gone. A holder on this host that is gone needs no flag (every writer takes such a lock over
+ * by itself anyway); one that still runs, or one berth cannot judge (another host or pid
+ * namespace), needs `--force`: the person says it no longer drives the instance.
  */
 import { EXIT } from '../../constants';
 import { breakEngineLock, describeEngineHolder, EngineLockUnreadableError, readEngineLock, type EngineLockInfo } from '../../status/engine-lock';
