@@ -114,6 +114,8 @@ export const DEFAULTS = {
   concurrency: 8,
   /** Grace between TERM and KILL when a deadline passes or an attempt is stopped. */
   stopGraceSeconds: 10,
+  /** How often a controller checks that it still holds the instance's locks. */
+  lockCheckSeconds: 10,
   /** The egress proxy: image, port, and how long it may take to say it listens. */
   egressProxyImage: 'berth/egress-proxy:local',
   egressProxyPort: 3128,

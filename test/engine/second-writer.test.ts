@@ -7,6 +7,7 @@ import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { LABELS, lockVolumeName } from '../../src/constants';
+import { startController } from '../support/controller';
 import { docker, requireEngine } from '../support/engine';
 import { countByAttempt } from '../support/events';
 import { Sandbox } from '../support/sandbox';
@@ -132,5 +133,25 @@ describe('a second writer (real engine, two state folders)', function () {
     expect(next.stderr).to.contain('took over a stale engine lock').and.contain(`pid ${ctl.child.pid} `);
     expect(await lockExists(sb.instance)).to.equal(false);
     expect([...(await countByAttempt(sb.instance, since, 'start')).values()]).to.deep.equal([]);
+  });
+
+  it('a controller whose lock is broken under it (unlock --force) stops and exits 1; its attempts keep running', async function () {
+    await sb.write('k.yaml', sb.attempt('k', 'sleep 300'));
+    const ctl = startController(sb, { resync: 600, lockCheckSeconds: 0.2 });
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const before = await waitFor('k running', async () => ((await running(sb)).length === 1 ? running(sb) : undefined), { instance: sb.instance });
+      const unlock = await berth(sb, 'state-b', 'unlock', '--force').exit;
+      expect(unlock.code, unlock.stderr).to.equal(0);
+      const stopped = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error('the controller still runs 15 s after its lock was broken')), 15_000);
+      });
+      expect(await Promise.race([ctl.done, stopped])).to.equal(1);
+      expect(ctl.io.stderr).to.contain(`instance "${sb.instance}": the controller's lock was taken away`);
+      expect(await running(sb)).to.deep.equal(before);
+    } finally {
+      clearTimeout(timer);
+      await ctl.stop();
+    }
   });
 });

@@ -4,9 +4,10 @@
  * lock (writer-lock.ts; a second writer exits 1 naming the holder). Optional metrics and
  * health endpoint. SIGTERM/SIGINT: stop taking work, finish the actions under way (those still
  * waiting for a worker are dropped), flush status, release the locks, exit 0; attempts keep
- * running and a restarted controller adopts them.
+ * running and a restarted controller adopts them. A controller whose lock is taken away stops
+ * the same way and exits 1.
  */
-import { EXIT } from '../../constants';
+import { DEFAULTS, EXIT } from '../../constants';
 import { Controller } from '../../controller/controller';
 import { serve } from '../../controller/http';
 import { ControllerMetrics } from '../../controller/metrics';
@@ -47,6 +48,20 @@ export async function runController(ctx: Context, o: ReconcileOptions, signal?: 
   // A stop asked for while starting up counts too (an abort before this line fires no event).
   if (signal?.aborted) onStop('abort');
   else signal?.addEventListener('abort', () => onStop('abort'), { once: true });
+  // A lock broken under it (`berth unlock --force` meant for another holder) stops it: two
+  // writers must never drive one instance. An engine that does not answer is no proof either way.
+  let lockLost = false;
+  const guard = setInterval(() => {
+    lock.isHeld().then(
+      (held) => {
+        if (held) return;
+        lockLost = true;
+        onStop('lock lost');
+      },
+      () => undefined,
+    );
+  }, (o.lockCheckSeconds ?? DEFAULTS.lockCheckSeconds) * 1000);
+  guard.unref();
   try {
     if (o.metricsAddr) {
       http = await serve(o.metricsAddr, metrics, {
@@ -61,10 +76,15 @@ export async function runController(ctx: Context, o: ReconcileOptions, signal?: 
     ctx.log.info(`${why}: finishing the operations in flight; attempts keep running`);
     await controller.stop();
   } finally {
+    clearInterval(guard);
     process.off('SIGTERM', onTerm);
     process.off('SIGINT', onInt);
     await http?.close();
     await lock.release();
+  }
+  if (lockLost) {
+    ctx.io.err(`berth: instance "${ctx.instance}": the controller's lock was taken away (on the engine or in ${ctx.stateDir}); it stopped so that only one berth drives the instance\n`);
+    return EXIT.failed;
   }
   ctx.log.info('controller stopped');
   return EXIT.ok;

@@ -30,6 +30,8 @@ export interface ReconcileOptions {
   egressProxyImage?: string;
   egressNetwork?: string;
   metricsAddr?: string;
+  /** Controller: how often it checks that it still holds the instance's locks (no flag; tests). */
+  lockCheckSeconds?: number;
 }
 
 const DONE_FOR_WAIT: ReadonlySet<Phase> = new Set([...FINISHED_PHASES, 'Invalid', 'Blocked']);
