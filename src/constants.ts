@@ -36,6 +36,28 @@ export const LABELS = {
   nonce: 'dev.berth.nonce',
 } as const;
 
+/**
+ * Labels of the engine-side instance lock (a volume, see src/status/engine-lock.ts). On purpose
+ * neither `dev.berth.managed` nor `dev.berth.instance`: the lock is no attempt's resource, so
+ * observe, garbage collection and `clean` never see it (and `clean` never removes the lock it holds).
+ * The holder's identity, never a secret.
+ */
+export const LOCK_LABELS = {
+  /** On the lock volume: the instance it locks. */
+  lock: 'dev.berth.lock',
+  /** On a takeover claim: the instance whose stale lock is being taken over. */
+  claim: 'dev.berth.lock-claim',
+  token: 'dev.berth.lock.token',
+  pid: 'dev.berth.lock.pid',
+  hostname: 'dev.berth.lock.hostname',
+  bootId: 'dev.berth.lock.boot-id',
+  processStart: 'dev.berth.lock.process-start',
+  pidNamespace: 'dev.berth.lock.pid-namespace',
+  stateDir: 'dev.berth.lock.state-dir',
+  command: 'dev.berth.lock.command',
+  startedAt: 'dev.berth.lock.started-at',
+} as const;
+
 export const COMPONENTS = {
   main: 'main',
   network: 'network',
@@ -109,6 +131,8 @@ export const DEFAULTS = {
   concurrency: 8,
   /** Grace between TERM and KILL when a deadline passes or an attempt is stopped. */
   stopGraceSeconds: 10,
+  /** How often a controller checks that it still holds the instance's locks. */
+  lockCheckSeconds: 10,
   /** The egress proxy: image, port, and how long it may take to say it listens. */
   egressProxyImage: 'berth/egress-proxy:local',
   egressProxyPort: 3128,
@@ -184,3 +208,15 @@ export const networkName = NAMING.network;
 export const sidecarName = NAMING.sidecar;
 export const egressNetworkName = NAMING.egressNetwork;
 export const volumeName = NAMING.volume;
+
+/**
+ * The engine-side lock of an instance, a volume. Every other name berth gives starts `berth_` (or
+ * `berth-`, berth 0.1's), so no instance or attempt name can make one of them collide with a lock.
+ */
+export function lockVolumeName(instance: string): string {
+  return `berth.lock.${instance}`;
+}
+/** The claim a taker holds while it replaces the stale lock generation `staleToken`. */
+export function lockClaimName(instance: string, staleToken: string): string {
+  return `berth.lock-takeover.${instance}.${staleToken}`;
+}

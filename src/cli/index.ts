@@ -14,6 +14,7 @@ import type * as GetCmd from './commands/get';
 import type * as LogsCmd from './commands/logs';
 import type * as PlanCmd from './commands/plan';
 import type * as ReconcileCmd from './commands/reconcile';
+import type * as UnlockCmd from './commands/unlock';
 import type * as ValidateCmd from './commands/validate';
 import { makeContext, UsageError, type GlobalOptions } from './context';
 import { processIo, type Io } from './io';
@@ -150,6 +151,14 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--keep-state', 'keep the status records')
     .action(async (o, cmd: Command) => {
       await done((require('./commands/clean') as typeof CleanCmd).runClean(ctx(cmd), o));
+    });
+
+  program
+    .command('unlock')
+    .description("remove the instance's engine lock left by a berth process that is gone")
+    .option('--force', 'also when its holder runs on another host or still runs')
+    .action(async (o, cmd: Command) => {
+      await done((require('./commands/unlock') as typeof UnlockCmd).runUnlock(ctx(cmd), o));
     });
 
   return program;

@@ -29,6 +29,8 @@ export interface ContainerSummary {
   networkMode: string;
   /** Names of the networks the container is attached to. */
   networks: string[];
+  /** Ids of those networks, where the engine says (two networks can share a name). */
+  networkIds?: string[];
   mounts: MountSummary[];
   /** Seconds since the epoch. */
   created: number;
@@ -141,6 +143,8 @@ export interface NetworkSummary {
   internal: boolean;
   attachable: boolean;
   scope: string;
+  /** When the engine created it (RFC 3339), where the engine says. */
+  created?: string;
 }
 
 export interface NetworkDetails extends NetworkSummary {

@@ -5,7 +5,7 @@
 import { COMPONENTS, DEFAULTS, FINISHED_PHASES, LABELS, LEGACY_NAMING, REASONS, type Naming } from '../constants';
 import { desiredAttempt } from '../desired/attempt';
 import type { DesiredAttempt } from '../desired/types';
-import type { ContainerSummary } from '../engine/types';
+import type { ContainerSummary, NetworkSummary } from '../engine/types';
 import type { ObservedAttempt } from '../observe/types';
 import { formatIssue } from '../spec/issue';
 import type { LoadedSpec } from '../spec/types';
@@ -56,6 +56,27 @@ function dropRenamed(d: DesiredAttempt, have: ObservedAttempt): Operation[] {
   have.networks = have.networks.filter((n) => netNames.has(n.name));
   have.volumes = have.volumes.filter((v) => volNames.has(v.name));
   return removeOps(renamed, 'named under an older naming');
+}
+
+/**
+ * Networks that repeat another's name (the engine's duplicate check is not atomic: two writers
+ * racing can each make one, and every later use of the name is then refused as ambiguous). Of
+ * each name one is kept: the one the attempt's containers are attached to, else the oldest, then
+ * the lowest id; the rest are returned to be removed. Volumes need no such rule: the engine keeps
+ * one volume per name.
+ */
+function duplicateNetworks(networks: NetworkSummary[], containers: ContainerSummary[]): NetworkSummary[] {
+  const attached = new Set(containers.flatMap((c) => c.networkIds ?? []));
+  const created = (n: NetworkSummary) => {
+    const t = Date.parse(n.created ?? '');
+    return Number.isNaN(t) ? Infinity : t;
+  };
+  const rank = (a: NetworkSummary, b: NetworkSummary) =>
+    Number(attached.has(b.id)) - Number(attached.has(a.id)) || created(a) - created(b) || cmp(a.id, b.id);
+  const seen = new Set<string>();
+  return [...networks]
+    .sort((a, b) => cmp(a.name, b.name) || rank(a, b))
+    .filter((n) => seen.has(n.name) || (seen.add(n.name), false));
 }
 
 /** Operations that bring a run up from whatever of it already exists: networks, volumes, sidecars (proxy first), main. */
@@ -220,6 +241,8 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
     else dupes.push(c);
   }
   current.containers = [...(main ? [main] : []), ...sidecarsObs];
+  const extraNetworks = duplicateNetworks(current.networks, current.containers);
+  current.networks = current.networks.filter((n) => !extraNetworks.includes(n));
 
   const pre: Operation[] = [];
   if (specChanged && rec && !FINISHED_PHASES.has(rec.phase) && rec.phase !== 'Invalid' && rec.phase !== 'Blocked' && rec.startedAt) {
@@ -236,6 +259,7 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
   }
   pre.push(...removeOps(staleSpec, 'spec hash changed'));
   pre.push(...removeOps({ containers: [...staleRun, ...dupes], networks: [], volumes: [] }, 'not the current run'));
+  pre.push(...removeOps({ containers: [], networks: extraNetworks, volumes: [] }, 'another network has the same name'));
   pre.push(...dropRenamed(d, current));
 
   // Blocked by a container that carries our labels only through its image.

@@ -1,5 +1,5 @@
 /**
- * One controller per state folder and instance: `<stateDir>/<instance>.lock`, JSON naming its
+ * One writer (a controller, `reconcile --once`, `clean`) per state folder and instance: `<stateDir>/<instance>.lock`, JSON naming its
  * holder (pid, host, start time). A second acquirer is refused with a LockHeldError naming the
  * holder. A lock whose holder is gone (crashed; checked with signal 0 plus the process start time
  * from /proc, so a reused pid does not count) is taken over, and two acquirers racing for a stale
@@ -18,24 +18,18 @@
 
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { systemClock, type Clock } from '../util/clock';
 import { CorruptJsonError, isCode, readJsonFile, syncDir, tempPathFor } from './atomic-file';
+import { currentProcess, liveness, type HolderIdentity, type Self } from './liveness';
 
 /** What a lock file holds. */
-export interface LockInfo {
-  pid: number;
-  hostname: string;
+export interface LockInfo extends HolderIdentity {
   /** ISO time the lock was taken. */
   startedAt: string;
   instance: string;
   /** Random; identifies this acquisition, so release never removes someone else's lock. */
   token: string;
-  /** The holder's start time in clock ticks after boot (/proc/<pid>/stat field 22), where known. */
-  processStart?: string;
-  /** /proc/sys/kernel/random/boot_id of the holder's host, where known. */
-  bootId?: string;
 }
 
 export interface Lock {
@@ -68,8 +62,8 @@ export class LockHeldError extends Error {
     readonly otherHost: boolean,
   ) {
     super(
-      `${path}: instance "${holder.instance}" is already run by another berth controller: ${describeHolder(holder)}` +
-        (otherHost ? ` (another host, so berth cannot tell whether it still runs; remove the file if it does not)` : ''),
+      `${path}: instance "${holder.instance}" is already run by another berth process: ${describeHolder(holder)}` +
+        (otherHost ? ` (another host or pid namespace, so berth cannot tell whether it still runs; remove the file if it does not)` : ''),
     );
     this.name = 'LockHeldError';
   }
@@ -107,6 +101,7 @@ export async function acquireLock(stateDir: string, instance: string, options: L
     token: randomBytes(16).toString('hex'),
     ...(self.processStart !== undefined && { processStart: self.processStart }),
     ...(self.bootId !== undefined && { bootId: self.bootId }),
+    ...(self.pidNamespace !== undefined && { pidNamespace: self.pidNamespace }),
   };
   const candidate = tempPathFor(lockPath);
   await fs.writeFile(candidate, JSON.stringify(info, null, 2) + '\n', { flag: 'wx', flush: true });
@@ -223,54 +218,10 @@ async function readLock(file: string): Promise<LockInfo | undefined> {
     typeof v.token !== 'string' ||
     !/^[0-9a-f]{1,64}$/.test(v.token) ||
     (v.processStart !== undefined && typeof v.processStart !== 'string') ||
-    (v.bootId !== undefined && typeof v.bootId !== 'string')
+    (v.bootId !== undefined && typeof v.bootId !== 'string') ||
+    (v.pidNamespace !== undefined && typeof v.pidNamespace !== 'string')
   ) {
     throw new LockUnreadableError(file, 'missing or malformed pid, hostname, startedAt, instance or token');
   }
   return v as LockInfo;
-}
-
-interface Self {
-  hostname: string;
-  processStart: string | undefined;
-  bootId: string | undefined;
-}
-
-async function currentProcess(): Promise<Self> {
-  return { hostname: os.hostname(), processStart: await processStartOf(process.pid), bootId: await readTrimmed('/proc/sys/kernel/random/boot_id') };
-}
-
-/**
- * 'alive' when the holder's process runs, 'dead' when it provably does not (no such pid, another
- * boot, or the pid now belongs to a process that started later), 'other-host' when it cannot tell.
- */
-async function liveness(holder: LockInfo, self: Self): Promise<'alive' | 'dead' | 'other-host'> {
-  if (holder.hostname !== self.hostname) return 'other-host';
-  if (holder.bootId !== undefined && self.bootId !== undefined && holder.bootId !== self.bootId) return 'dead';
-  try {
-    process.kill(holder.pid, 0);
-  } catch (err) {
-    if (isCode(err, 'ESRCH')) return 'dead';
-    if (!isCode(err, 'EPERM')) throw err;
-  }
-  if (holder.processStart === undefined) return 'alive';
-  const start = await processStartOf(holder.pid);
-  return start === undefined || start === holder.processStart ? 'alive' : 'dead';
-}
-
-/** Field 22 of /proc/<pid>/stat (start time in clock ticks after boot); undefined without /proc. */
-async function processStartOf(pid: number): Promise<string | undefined> {
-  const stat = await readTrimmed(`/proc/${pid}/stat`);
-  if (stat === undefined) return undefined;
-  // Field 2 is "(comm)" and may hold spaces or parentheses: count from the last ')'.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return fields[19];
-}
-
-async function readTrimmed(file: string): Promise<string | undefined> {
-  try {
-    return (await fs.readFile(file, 'utf8')).trim();
-  } catch {
-    return undefined;
-  }
 }

@@ -1,11 +1,12 @@
 /**
  * Real-engine test support. Every resource a test makes carries labels that name this test
  * run: berth-made ones through an instance name that starts with TEST_RUN, hand-made
- * ("foreign") ones through the TEST_LABEL. After the run, test/hooks.ts removes exactly
- * those, by label, and fails the run if any survive. No engine → the test fails loudly.
+ * ("foreign") ones through the TEST_LABEL, engine-side instance locks (volumes) and their takeover
+ * claims through the instance they name. After the run, test/hooks.ts removes exactly those, by
+ * label, and fails the run if any survive. No engine → the test fails loudly.
  */
 import Dockerode from 'dockerode';
-import { LABELS } from '../../src/constants';
+import { LABELS, LOCK_LABELS } from '../../src/constants';
 import { createDockerEngine } from '../../src/engine/docker';
 import type { Engine } from '../../src/engine/types';
 
@@ -50,6 +51,8 @@ export function testEngine(): Engine {
 function ours(labels: Record<string, string> | null | undefined): boolean {
   if (!labels) return false;
   if (labels[TEST_LABEL] === TEST_RUN) return true;
+  const locked = labels[LOCK_LABELS.lock] ?? labels[LOCK_LABELS.claim];
+  if (typeof locked === 'string' && locked.startsWith(`${TEST_RUN}-`)) return true;
   const inst = labels[LABELS.instance];
   return labels[LABELS.managed] === 'true' && typeof inst === 'string' && inst.startsWith(`${TEST_RUN}-`);
 }
@@ -74,6 +77,7 @@ export async function removeTestResources(): Promise<{ containers: number; netwo
   const vols = [
     ...((await docker.listVolumes({ filters: filters(LABELS.managed) })).Volumes ?? []),
     ...((await docker.listVolumes({ filters: filters(`${TEST_LABEL}=${TEST_RUN}`) })).Volumes ?? []),
+    ...(await lockVolumes()),
   ].filter((v) => ours(v.Labels));
   await Promise.all([...new Set(vols.map((v) => v.Name))].map((n) => docker.getVolume(n).remove().catch(() => undefined)));
   return { containers: containers.length, networks: networks.length, volumes: vols.length };
@@ -88,5 +92,15 @@ export async function countTestResources(): Promise<number> {
   const n2 = await docker.listNetworks({ filters: filters(`${TEST_LABEL}=${TEST_RUN}`) });
   const v = ((await docker.listVolumes({ filters: filters(LABELS.managed) })).Volumes ?? []).filter((x) => ours(x.Labels));
   const v2 = (await docker.listVolumes({ filters: filters(`${TEST_LABEL}=${TEST_RUN}`) })).Volumes ?? [];
-  return c.length + c2.length + n.length + n2.length + v.length + v2.length;
+  const locks = (await lockVolumes()).filter((x) => ours(x.Labels));
+  return c.length + c2.length + n.length + n2.length + v.length + v2.length + locks.length;
+}
+
+/** Engine-side instance locks and takeover claims of any instance (filter by `ours`). */
+async function lockVolumes(): Promise<Dockerode.VolumeInspectInfo[]> {
+  const filters = (label: string) => JSON.stringify({ label: [label] });
+  return [
+    ...((await docker.listVolumes({ filters: filters(LOCK_LABELS.lock) })).Volumes ?? []),
+    ...((await docker.listVolumes({ filters: filters(LOCK_LABELS.claim) })).Volumes ?? []),
+  ];
 }

@@ -4,14 +4,18 @@
  * Only resources that berth created for this instance are touched (src/ownership.ts): that is
  * decided from the engine's labels, so clean works with the status records damaged or gone;
  * records that can be read only add what they say (containers of an older berth, ids they
- * name for another attempt). Damaged records are set aside, not deleted.
+ * name for another attempt). Damaged records are set aside, not deleted. Holds the instance's
+ * single-writer locks (writer-lock.ts) throughout; the engine lock is no resource of the
+ * instance, so it stays.
  */
 import { promises as fs } from 'node:fs';
 import { EXIT, LABELS } from '../../constants';
+import type { Engine } from '../../engine/types';
 import { instanceFilters } from '../../observe/snapshot';
 import { containerOwnership, imageLabels, labelOwnership, recordedContainers, type OwnershipContext, type RecordedContainers } from '../../ownership';
 import { runBounded } from '../../util/pool';
 import type { Context } from '../context';
+import { takeWriterLocks } from './writer-lock';
 
 /** What the records say, if they can be read at all; clean never needs them. */
 async function recordsIfReadable(ctx: Context): Promise<RecordedContainers> {
@@ -27,6 +31,16 @@ async function recordsIfReadable(ctx: Context): Promise<RecordedContainers> {
 
 export async function runClean(ctx: Context, o: { keepState?: boolean; concurrency?: number }): Promise<number> {
   const engine = ctx.engine();
+  const locks = await takeWriterLocks(ctx, engine, 'clean');
+  if (!locks) return EXIT.failed;
+  try {
+    return await clean(ctx, engine, o);
+  } finally {
+    await locks.release();
+  }
+}
+
+async function clean(ctx: Context, engine: Engine, o: { keepState?: boolean; concurrency?: number }): Promise<number> {
   const f = instanceFilters(ctx.instance);
   const limit = o.concurrency ?? 8;
   const [images, recorded] = await Promise.all([engine.images.list([LABELS.managed]), recordsIfReadable(ctx)]);

@@ -1,22 +1,23 @@
 /**
  * `berth reconcile` without --once: the controller (src/controller/controller.ts) as a
- * service. One writer per instance: a lock file in the state folder (a second controller
- * exits 1 naming the holder). Optional metrics and health endpoint. SIGTERM/SIGINT: stop
- * taking work, finish the actions under way (those still waiting for a worker are dropped),
- * flush status, release the lock, exit 0; attempts keep running and a restarted controller
- * adopts them. A stop is prompt also while the engine does not answer (its calls are given up),
- * and /readyz says why the controller is not ready, the engine first.
+ * service. One writer per instance: the state folder's lock file and the engine-side instance
+ * lock (writer-lock.ts; a second writer exits 1 naming the holder). Optional metrics and
+ * health endpoint. SIGTERM/SIGINT: stop taking work, finish the actions under way (those still
+ * waiting for a worker are dropped), flush status, release the locks, exit 0; attempts keep
+ * running and a restarted controller adopts them. A controller whose lock is taken away stops
+ * the same way and exits 1. A stop is prompt also while the engine does not answer (its calls
+ * are given up), and /readyz says why the controller is not ready, the engine first.
  */
-import { EXIT } from '../../constants';
+import { DEFAULTS, EXIT } from '../../constants';
 import { Controller } from '../../controller/controller';
 import { serve } from '../../controller/http';
 import { ControllerMetrics } from '../../controller/metrics';
 import { pingFailure } from '../../engine/errors';
 import type { Engine } from '../../engine/types';
 import { instrumentEngine } from '../../engine/wrap';
-import { acquireLock, LockHeldError } from '../../status/lock';
 import { passConfig, type Context } from '../context';
 import type { ReconcileOptions } from './reconcile';
+import { takeWriterLocks } from './writer-lock';
 
 export async function runController(ctx: Context, o: ReconcileOptions, signal?: AbortSignal): Promise<number> {
   const cfg = passConfig(ctx, o);
@@ -64,16 +65,8 @@ async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortS
     ctx.io.err(`berth: ${pingFailure(first.err)}\n`);
     return EXIT.failed;
   }
-  let lock;
-  try {
-    lock = await acquireLock(ctx.stateDir, ctx.instance, { logger: { warn: (m) => ctx.log.warn(m) } });
-  } catch (err) {
-    if (err instanceof LockHeldError) {
-      ctx.io.err(`berth: ${err.message}\n`);
-      return EXIT.failed;
-    }
-    throw err;
-  }
+  const lock = await takeWriterLocks(ctx, engine, 'reconcile');
+  if (!lock) return EXIT.failed;
   const controller = new Controller({
     cfg,
     engine,
@@ -84,6 +77,20 @@ async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortS
     metrics,
   });
   let http: Awaited<ReturnType<typeof serve>> | undefined;
+  // A lock broken under it (`berth unlock --force` meant for another holder) stops it: two
+  // writers must never drive one instance. An engine that does not answer is no proof either way.
+  let lockLost = false;
+  const guard = setInterval(() => {
+    lock.isHeld().then(
+      (held) => {
+        if (held) return;
+        lockLost = true;
+        onStop('lock lost');
+      },
+      () => undefined,
+    );
+  }, (o.lockCheckSeconds ?? DEFAULTS.lockCheckSeconds) * 1000);
+  guard.unref();
   try {
     if (o.metricsAddr) {
       http = await serve(o.metricsAddr, metrics, {
@@ -105,8 +112,13 @@ async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortS
     ctx.log.info(`${why}: finishing the operations in flight; attempts keep running`);
     await controller.stop();
   } finally {
+    clearInterval(guard);
     await http?.close();
     await lock.release();
+  }
+  if (lockLost) {
+    ctx.io.err(`berth: instance "${ctx.instance}": the controller's lock was taken away (on the engine or in ${ctx.stateDir}); it stopped so that only one berth drives the instance\n`);
+    return EXIT.failed;
   }
   ctx.log.info('controller stopped');
   return EXIT.ok;

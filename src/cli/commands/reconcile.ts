@@ -1,16 +1,20 @@
 /**
  * `berth reconcile`: `--once` makes one full pass and exits; with `--wait` it keeps passing
  * until every attempt is finished, waking on engine events and requeue times (never a blind
- * sleep). Without `--once` it runs as a controller until SIGTERM/SIGINT.
+ * sleep). Without `--once` it runs as a controller until SIGTERM/SIGINT. Either way it holds the
+ * instance's single-writer locks (writer-lock.ts) while it changes anything.
  */
 import { EXIT, FINISHED_PHASES, type Phase } from '../../constants';
-import { reconcilePass, type PassResult } from '../../controller/pass';
+import { reconcilePass, type PassConfig, type PassResult } from '../../controller/pass';
 import { Waker } from '../../controller/waker';
 import { describeEngineError, isEngineDown, pingFailure } from '../../engine/errors';
+import type { Engine } from '../../engine/types';
 import { changeCount } from '../../plan/render';
+import type { StatusStore } from '../../status/store';
 import { passConfig, type Context } from '../context';
 import { collectRows, renderRows } from './get';
 import { reportLoadErrors, specsRootError } from './shared';
+import { takeWriterLocks } from './writer-lock';
 import type * as ControllerCmd from './controller';
 
 export interface ReconcileOptions {
@@ -29,6 +33,8 @@ export interface ReconcileOptions {
   egressNetwork?: string;
   metricsAddr?: string;
   allowEmpty?: boolean;
+  /** Controller: how often it checks that it still holds the instance's locks (no flag; tests). */
+  lockCheckSeconds?: number;
 }
 
 const DONE_FOR_WAIT: ReadonlySet<Phase> = new Set([...FINISHED_PHASES, 'Invalid', 'Blocked']);
@@ -59,6 +65,17 @@ export async function runReconcile(ctx: Context, o: ReconcileOptions): Promise<n
     ctx.io.err(`berth: ${pingFailure(err)}\n`);
     return EXIT.failed;
   }
+  const locks = await takeWriterLocks(ctx, engine, o.wait ? 'reconcile --once --wait' : 'reconcile --once');
+  if (!locks) return EXIT.failed;
+  try {
+    return await passes(ctx, o, cfg, engine, store);
+  } finally {
+    await locks.release();
+  }
+}
+
+/** The passes of `--once` (one, or until done with `--wait`), holding the instance's locks. */
+async function passes(ctx: Context, o: ReconcileOptions, cfg: PassConfig, engine: Engine, store: StatusStore): Promise<number> {
   const started = Date.now();
   let waker: Waker | undefined;
   if (o.wait) {

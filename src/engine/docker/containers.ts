@@ -41,6 +41,7 @@ export function summaryFromList(c: ListItem): ContainerSummary {
     status: c.Status,
     networkMode: c.HostConfig?.NetworkMode ?? '',
     networks: Object.keys(c.NetworkSettings?.Networks ?? {}).sort(),
+    networkIds: Object.values(c.NetworkSettings?.Networks ?? {}).flatMap((n) => (n.NetworkID ? [n.NetworkID] : [])).sort(),
     mounts: mountsOf(c.Mounts as never),
     created: c.Created,
   };

@@ -14,6 +14,7 @@ function summary(n: Dockerode.NetworkInspectInfo): NetworkSummary {
     internal: n.Internal ?? false,
     attachable: n.Attachable ?? false,
     scope: n.Scope,
+    ...(n.Created ? { created: n.Created } : {}),
   };
 }
 

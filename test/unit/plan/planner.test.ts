@@ -465,3 +465,44 @@ describe('planner (egress proxy and sidecars)', function () {
     expect(fin?.type === 'finish' ? fin.sidecars?.map((x) => x.alias) : []).to.deep.equal(['egress-proxy', 'tools']);
   });
 });
+
+describe('planner: networks that share a name', function () {
+  // Two writers racing made two networks of one name (the engine's duplicate check is not atomic).
+  const iso = { network: { mode: 'isolated' as const, egress: [] } };
+  const nets = [
+    network('default', 'b', 'h-b', { id: 'net-2', created: '2026-01-01T00:00:02.5Z' }),
+    network('default', 'b', 'h-b', { id: 'net-1', created: '2026-01-01T00:00:02.25Z' }),
+  ];
+  const removed = (p: ReturnType<typeof plan>) => p.actions.flatMap((a) => a.ops).flatMap((o) => (o.type === 'remove-network' ? [o.id] : []));
+
+  it('keeps the oldest when no container is attached, removes the other, then provisions', function () {
+    const rec = status('b', { phase: 'Pending', reason: 'CreateFailed', startedAt: undefined, containerId: undefined, updatedAt: '2025-01-01T00:00:00.000Z' });
+    const p = plan(input({ specs: [spec('b', iso)], snapshot: snapshot({ networks: nets }), statuses: statuses(rec) }));
+    expect(golden(p)).to.deep.equal([
+      'attempt b: provision (not found: run 1)',
+      '  - remove  network:berth-default-b    (another network has the same name)',
+      '  + create  container:berth-default-b  (not found)',
+      '  > start   container:berth-default-b  (created)',
+      'Plan: 1 attempt to change (3 operations), 0 unchanged.',
+    ]);
+    expect(removed(p)).to.deep.equal(['net-2']);
+  });
+
+  it('keeps the one the attempt’s containers are attached to, even when it is the newer', function () {
+    const main = container('default', 'b', 'h-b', { networks: ['berth-default-b'], networkIds: ['net-2'], networkMode: 'berth-default-b' });
+    const p = plan(input({ specs: [spec('b', iso)], snapshot: snapshot({ containers: [main], networks: nets }), statuses: statuses(status('b')) }));
+    expect(golden(p)).to.deep.equal([
+      'attempt b: collect (running)',
+      '  - remove  network:berth-default-b  (another network has the same name)',
+      'Plan: 1 attempt to change (1 operations), 0 unchanged.',
+    ]);
+    expect(removed(p)).to.deep.equal(['net-1']);
+  });
+
+  it('without creation times, keeps the lowest id; one network per name is left alone', function () {
+    const bare = nets.map(({ created: _created, ...n }) => n);
+    const rec = status('b', { phase: 'Pending', reason: 'CreateFailed', startedAt: undefined, containerId: undefined, updatedAt: '2025-01-01T00:00:00.000Z' });
+    expect(removed(plan(input({ specs: [spec('b', iso)], snapshot: snapshot({ networks: bare }), statuses: statuses(rec) })))).to.deep.equal(['net-2']);
+    expect(removed(plan(input({ specs: [spec('b', iso)], snapshot: snapshot({ networks: [bare[0]!] }), statuses: statuses(rec) })))).to.deep.equal([]);
+  });
+});

@@ -1,0 +1,58 @@
+/**
+ * The locks of a command that changes the engine for an instance (`reconcile`, `reconcile
+ * --once`, `clean`): the state folder's lock file (src/status/lock.ts: one writer per folder and
+ * instance) and the engine-side instance lock (src/status/engine-lock.ts: one writer per instance
+ * on the engine, whatever its state folder). A command that cannot take both is refused: the
+ * message names the instance and what holds it, the caller exits 1.
+ */
+import type { Engine } from '../../engine/types';
+import { acquireEngineLock, EngineLockHeldError, EngineLockUnreadableError } from '../../status/engine-lock';
+import { acquireLock, LockHeldError, LockUnreadableError } from '../../status/lock';
+import type { Context } from '../context';
+
+export interface WriterLocks {
+  /** Whether both locks are still ours. */
+  isHeld(): Promise<boolean>;
+  /** Releases both (each only if still ours). */
+  release(): Promise<void>;
+}
+
+/** Both locks, or undefined after telling stderr who holds the instance. */
+export async function takeWriterLocks(ctx: Context, engine: Engine, command: string): Promise<WriterLocks | undefined> {
+  const logger = { warn: (m: string) => ctx.log.warn(m) };
+  const refused = (err: unknown): undefined => {
+    if (!(err instanceof LockHeldError || err instanceof LockUnreadableError || err instanceof EngineLockHeldError || err instanceof EngineLockUnreadableError)) throw err;
+    ctx.io.err(`berth: ${err.message}\n`);
+    return undefined;
+  };
+  // The engine lock first, so a lock file in the state folder means the engine lock is held too.
+  let onEngine;
+  try {
+    onEngine = await acquireEngineLock(engine, ctx.instance, { stateDir: ctx.stateDir, command, logger });
+  } catch (err) {
+    return refused(err);
+  }
+  let file;
+  try {
+    file = await acquireLock(ctx.stateDir, ctx.instance, { logger });
+  } catch (err) {
+    await onEngine.release();
+    return refused(err);
+  }
+  // A writer's start-up, now that it is the only writer: temp files of interrupted writes go,
+  // damaged records are set aside (src/status/store.ts). A failure here is retried by the first write.
+  await ctx
+    .store()
+    .recover()
+    .catch((err: unknown) => ctx.log.warn(`status records of instance ${ctx.instance}: ${(err as Error).message}`));
+  return {
+    isHeld: async () => (await file.isHeld()) && (await onEngine.isHeld()),
+    release: async () => {
+      try {
+        await onEngine.release();
+      } finally {
+        await file.release();
+      }
+    },
+  };
+}
