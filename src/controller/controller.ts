@@ -68,7 +68,7 @@ export class Controller {
   /** Whether the engine answers the controller's calls. */
   readonly health: EngineHealth;
   /** The engine, its calls feeding `health`. */
-  private readonly engine: Engine;
+  readonly engine: Engine;
   private readonly specs: SpecSource;
   private readonly events: EngineSource;
   private readonly clock: Clock;

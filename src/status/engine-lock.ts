@@ -110,6 +110,20 @@ const MAX_ROUNDS = 8;
 /** How many dead takers in a row a takeover follows (each one a crash mid-takeover). */
 const MAX_CLAIM_DEPTH = 8;
 
+/** Tokens of the engine locks this process holds or is acquiring now (not yet released or given up). */
+const heldHere = new Set<string>();
+
+/**
+ * `liveness`, plus one case only this process can judge: a holder that is this very process
+ * (pid, start time, host, namespace) with a token it no longer holds was left by an earlier
+ * command of this process whose release could not reach the engine: stale.
+ */
+async function holderState(holder: EngineLockInfo, self: Self): Promise<'alive' | 'dead' | 'other-host'> {
+  const state = await liveness(holder, self);
+  const thisProcess = holder.pid === process.pid && holder.processStart === self.processStart && holder.hostname === self.hostname;
+  return state === 'alive' && thisProcess && !heldHere.has(holder.token) ? 'dead' : state;
+}
+
 /** Takes the instance's engine lock, or throws EngineLockHeldError naming the live holder. */
 export async function acquireEngineLock(engine: Engine, instance: string, options: EngineLockOptions): Promise<EngineLock> {
   const volume = lockVolumeName(instance);
@@ -126,11 +140,22 @@ export async function acquireEngineLock(engine: Engine, instance: string, option
     command: options.command,
     startedAt: new Date((options.clock ?? systemClock).now()).toISOString(),
   };
+  heldHere.add(info.token);
+  try {
+    return await acquire(engine, volume, info, self, options);
+  } catch (err) {
+    heldHere.delete(info.token);
+    throw err;
+  }
+}
+
+async function acquire(engine: Engine, volume: string, info: EngineLockInfo, self: Self, options: EngineLockOptions): Promise<EngineLock> {
+  const instance = info.instance;
   for (let round = 0; round < MAX_ROUNDS; round++) {
     const holder = await createOrGet(engine, volume, toLabels(info, LOCK_LABELS.lock), instance);
     if (holder === undefined) continue; // released between create and inspect: try again
     if (holder.token === info.token) return won(engine, volume, info, undefined, self, options);
-    const state = await liveness(holder, self);
+    const state = await holderState(holder, self);
     if (state !== 'dead') throw new EngineLockHeldError(volume, holder, state === 'other-host');
     const outcome = await takeOver(engine, volume, info, holder, self);
     if (outcome === 'won') {
@@ -177,7 +202,7 @@ async function takeOver(engine: Engine, volume: string, info: EngineLockInfo, st
       claim = name;
       break;
     }
-    if ((await liveness(taker, self)) !== 'dead') return taker;
+    if ((await holderState(taker, self)) !== 'dead') return taker;
     deadClaims.push(name);
     guard = taker;
   }
@@ -217,6 +242,7 @@ async function won(engine: Engine, volume: string, info: EngineLockInfo, stale: 
     async release() {
       if (released) return false;
       released = true;
+      heldHere.delete(info.token);
       try {
         if (!(await isHeld())) {
           options.logger?.warn(`instance "${info.instance}": the engine lock ${volume} is no longer ours at release; leaving it alone`);
@@ -240,7 +266,7 @@ async function won(engine: Engine, volume: string, info: EngineLockInfo, stale: 
 async function sweepDeadClaims(engine: Engine, info: EngineLockInfo, self: Self): Promise<void> {
   for (const v of await engine.volumes.list([`${LOCK_LABELS.claim}=${info.instance}`])) {
     const taker = parseLabels(v.labels, LOCK_LABELS.claim, info.instance);
-    if (taker && (await liveness(taker, self)) === 'dead') await engine.volumes.remove(v.name);
+    if (taker && (await holderState(taker, self)) === 'dead') await engine.volumes.remove(v.name);
   }
 }
 

@@ -12,12 +12,12 @@ import { DEFAULTS, EXIT } from '../../constants';
 import { Controller } from '../../controller/controller';
 import { serve } from '../../controller/http';
 import { ControllerMetrics } from '../../controller/metrics';
-import { pingFailure } from '../../engine/errors';
+import { isEngineDown, pingFailure } from '../../engine/errors';
 import type { Engine } from '../../engine/types';
 import { instrumentEngine } from '../../engine/wrap';
 import { passConfig, type Context } from '../context';
 import type { ReconcileOptions } from './reconcile';
-import { takeWriterLocks } from './writer-lock';
+import { takeWriterLocks, type WriterLocks } from './writer-lock';
 
 export async function runController(ctx: Context, o: ReconcileOptions, signal?: AbortSignal): Promise<number> {
   const cfg = passConfig(ctx, o);
@@ -65,8 +65,6 @@ async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortS
     ctx.io.err(`berth: ${pingFailure(first.err)}\n`);
     return EXIT.failed;
   }
-  const lock = await takeWriterLocks(ctx, engine, 'reconcile');
-  if (!lock) return EXIT.failed;
   const controller = new Controller({
     cfg,
     engine,
@@ -76,21 +74,10 @@ async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortS
     resyncMs: (o.resync ?? 30) * 1000,
     metrics,
   });
+  let lock: WriterLocks | undefined;
   let http: Awaited<ReturnType<typeof serve>> | undefined;
-  // A lock broken under it (`berth unlock --force` meant for another holder) stops it: two
-  // writers must never drive one instance. An engine that does not answer is no proof either way.
+  let guard: NodeJS.Timeout | undefined;
   let lockLost = false;
-  const guard = setInterval(() => {
-    lock.isHeld().then(
-      (held) => {
-        if (held) return;
-        lockLost = true;
-        onStop('lock lost');
-      },
-      () => undefined,
-    );
-  }, (o.lockCheckSeconds ?? DEFAULTS.lockCheckSeconds) * 1000);
-  guard.unref();
   try {
     if (o.metricsAddr) {
       http = await serve(o.metricsAddr, metrics, {
@@ -98,6 +85,7 @@ async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortS
         ready: async () => {
           const engineProblem = controller.health.problem();
           if (engineProblem) return engineProblem;
+          if (!lock) return `waiting for the lock of instance ${ctx.instance}`;
           if (!controller.synced) return 'no full pass over the specs has succeeded yet';
           if (!controller.engineConnected) return 'the engine event stream is not connected';
           if (!(await lock.isHeld())) return `the lock of instance ${ctx.instance} is not held`;
@@ -106,15 +94,35 @@ async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortS
       });
       ctx.log.info(`metrics and health on ${http.url} (/metrics, /healthz, /readyz)`);
     }
-    await controller.start();
-    ctx.log.info('controller started', { instance: ctx.instance, specs: ctx.specsDir, workers: o.workers ?? cfg.concurrency, resync: `${o.resync ?? 30}s` });
+    // The instance's locks. An engine that does not answer is waited for (readiness says why);
+    // a lock another berth holds is a refusal (exit 1).
+    const taken = await lockWhenEngineAnswers(ctx, controller, stopped);
+    if (taken === 'refused') return EXIT.failed;
+    if (taken !== 'stopped') {
+      lock = taken;
+      // A lock broken under it (`berth unlock --force` meant for another holder) stops it: two
+      // writers must never drive one instance. An engine that does not answer is no proof either way.
+      guard = setInterval(() => {
+        taken.isHeld().then(
+          (held) => {
+            if (held) return;
+            lockLost = true;
+            onStop('lock lost');
+          },
+          () => undefined,
+        );
+      }, (o.lockCheckSeconds ?? DEFAULTS.lockCheckSeconds) * 1000);
+      guard.unref();
+      await controller.start();
+      ctx.log.info('controller started', { instance: ctx.instance, specs: ctx.specsDir, workers: o.workers ?? cfg.concurrency, resync: `${o.resync ?? 30}s` });
+    }
     const why = await stopped;
     ctx.log.info(`${why}: finishing the operations in flight; attempts keep running`);
     await controller.stop();
   } finally {
     clearInterval(guard);
     await http?.close();
-    await lock.release();
+    await lock?.release();
   }
   if (lockLost) {
     ctx.io.err(`berth: instance "${ctx.instance}": the controller's lock was taken away (on the engine or in ${ctx.stateDir}); it stopped so that only one berth drives the instance\n`);
@@ -122,4 +130,33 @@ async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortS
   }
   ctx.log.info('controller stopped');
   return EXIT.ok;
+}
+
+/**
+ * Takes the instance's locks through the controller's engine (so its health sees the calls),
+ * trying again while the engine does not answer: after 1 s, doubling to 15 s. 'refused' when
+ * another berth holds the instance (told on stderr), 'stopped' when a stop comes first (the
+ * controller's stop then gives up the calls in flight; a lock taken meanwhile is released).
+ */
+async function lockWhenEngineAnswers(ctx: Context, controller: Controller, stopped: Promise<string>): Promise<WriterLocks | 'refused' | 'stopped'> {
+  const stop = stopped.then(() => 'stopped' as const);
+  for (let wait = 1000; ; wait = Math.min(wait * 2, 15_000)) {
+    const attempt = takeWriterLocks(ctx, controller.engine, 'reconcile').then(
+      (l) => l ?? ('refused' as const),
+      (err: unknown) => {
+        if (!isEngineDown(err)) throw err;
+        return 'down' as const;
+      },
+    );
+    const got = await Promise.race([attempt, stop]);
+    if (got === 'stopped') {
+      void attempt.then((l) => (typeof l === 'object' ? l.release() : undefined)).catch(() => undefined);
+      return 'stopped';
+    }
+    if (got !== 'down') return got;
+    let timer: NodeJS.Timeout | undefined;
+    const slept = await Promise.race([new Promise<'slept'>((r) => (timer = setTimeout(() => r('slept'), wait))), stop]);
+    clearTimeout(timer);
+    if (slept === 'stopped') return 'stopped';
+  }
 }

@@ -480,20 +480,20 @@ describe('planner: networks that share a name', function () {
     const p = plan(input({ specs: [spec('b', iso)], snapshot: snapshot({ networks: nets }), statuses: statuses(rec) }));
     expect(golden(p)).to.deep.equal([
       'attempt b: provision (not found: run 1)',
-      '  - remove  network:berth-default-b    (another network has the same name)',
-      '  + create  container:berth-default-b  (not found)',
-      '  > start   container:berth-default-b  (created)',
+      '  - remove  network:berth_default_b    (another network has the same name)',
+      '  + create  container:berth_default_b  (not found)',
+      '  > start   container:berth_default_b  (created)',
       'Plan: 1 attempt to change (3 operations), 0 unchanged.',
     ]);
     expect(removed(p)).to.deep.equal(['net-2']);
   });
 
   it('keeps the one the attempt’s containers are attached to, even when it is the newer', function () {
-    const main = container('default', 'b', 'h-b', { networks: ['berth-default-b'], networkIds: ['net-2'], networkMode: 'berth-default-b' });
+    const main = container('default', 'b', 'h-b', { networks: ['berth_default_b'], networkIds: ['net-2'], networkMode: 'berth_default_b' });
     const p = plan(input({ specs: [spec('b', iso)], snapshot: snapshot({ containers: [main], networks: nets }), statuses: statuses(status('b')) }));
     expect(golden(p)).to.deep.equal([
       'attempt b: collect (running)',
-      '  - remove  network:berth-default-b  (another network has the same name)',
+      '  - remove  network:berth_default_b  (another network has the same name)',
       'Plan: 1 attempt to change (1 operations), 0 unchanged.',
     ]);
     expect(removed(p)).to.deep.equal(['net-1']);
