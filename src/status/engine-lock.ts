@@ -27,7 +27,7 @@ import { LOCK_LABELS, lockClaimName, lockVolumeName } from '../constants';
 import { describeEngineError, isNotFound } from '../engine/errors';
 import type { Engine, Labels } from '../engine/types';
 import { systemClock, type Clock } from '../util/clock';
-import { currentProcess, liveness, type HolderIdentity, type Self } from './liveness';
+import { currentProcess, liveness, type HeldLock, type HeldLockOptions, type HolderIdentity, type Self } from './liveness';
 
 /** What the lock volume's labels say about its holder. */
 export interface EngineLockInfo extends HolderIdentity {
@@ -42,27 +42,16 @@ export interface EngineLockInfo extends HolderIdentity {
   startedAt: string;
 }
 
-export interface EngineLock {
+/** release() never throws: an engine that cannot be reached keeps the lock, for the next berth to take over. */
+export interface EngineLock extends HeldLock<EngineLockInfo> {
   /** The lock volume's name. */
   readonly volume: string;
-  readonly info: EngineLockInfo;
-  /** The previous holder, when the lock was taken over from a process that is gone. */
-  readonly stale: EngineLockInfo | undefined;
-  /** Whether the lock volume still names this lock. */
-  isHeld(): Promise<boolean>;
-  /**
-   * Removes the lock volume if it is still ours; true when it did. Safe to call more than once.
-   * Never throws: an engine that cannot be reached keeps the lock, for the next berth to take over.
-   */
-  release(): Promise<boolean>;
 }
 
-export interface EngineLockOptions {
+export interface EngineLockOptions extends HeldLockOptions {
   stateDir: string;
   command: string;
   clock?: Clock;
-  /** Told when a stale lock is taken over or a lock turns out to be gone at release. */
-  logger?: { warn(message: string): void };
 }
 
 /** "berth reconcile --once, pid 1234 on host h, state folder /x/.berth, since 2025-01-01T00:00:00.000Z" */

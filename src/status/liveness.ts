@@ -21,6 +21,24 @@ export interface HolderIdentity {
   pidNamespace?: string;
 }
 
+/** A lock this process holds: the state folder's lock file or the engine-side instance lock. */
+export interface HeldLock<I extends HolderIdentity> {
+  readonly info: I;
+  /** The previous holder, when the lock was taken over from a process that is gone. */
+  readonly stale: I | undefined;
+  /** Whether the lock still names this holder. */
+  isHeld(): Promise<boolean>;
+  /** Removes the lock if it is still ours; true when it did. Safe to call more than once. */
+  release(): Promise<boolean>;
+}
+
+/** What taking either lock is told. */
+export interface HeldLockOptions {
+  clock?: { now(): number };
+  /** Told when a stale lock is taken over or a lock turns out to be gone at release. */
+  logger?: { warn(message: string): void };
+}
+
 export interface Self {
   hostname: string;
   processStart: string | undefined;

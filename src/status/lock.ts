@@ -21,7 +21,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { systemClock, type Clock } from '../util/clock';
 import { CorruptJsonError, isCode, readJsonFile, syncDir, tempPathFor } from './atomic-file';
-import { currentProcess, liveness, type HolderIdentity, type Self } from './liveness';
+import { currentProcess, liveness, type HeldLock, type HeldLockOptions, type HolderIdentity, type Self } from './liveness';
 
 /** What a lock file holds. */
 export interface LockInfo extends HolderIdentity {
@@ -32,21 +32,12 @@ export interface LockInfo extends HolderIdentity {
   token: string;
 }
 
-export interface Lock {
+export interface Lock extends HeldLock<LockInfo> {
   readonly path: string;
-  readonly info: LockInfo;
-  /** The previous holder, when the lock was taken over from a process that is gone. */
-  readonly stale: LockInfo | undefined;
-  /** Whether the lock file still names this lock. */
-  isHeld(): Promise<boolean>;
-  /** Removes the lock file if it is still ours; true when it did. Safe to call more than once. */
-  release(): Promise<boolean>;
 }
 
-export interface LockOptions {
+export interface LockOptions extends HeldLockOptions {
   clock?: Clock;
-  /** Told when a stale lock is taken over or a lock turns out to be gone at release. */
-  logger?: { warn(message: string): void };
 }
 
 /** "pid 1234 on host h since 2025-01-01T00:00:00.000Z" */
