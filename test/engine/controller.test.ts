@@ -4,12 +4,14 @@ import { spawn } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
+import { Writable } from 'node:stream';
 import { LABELS } from '../../src/constants';
 import type { Engine } from '../../src/engine/types';
 import { startController } from '../support/controller';
 import { docker, requireEngine } from '../support/engine';
 import { containerEvents } from '../support/events';
 import { Sandbox } from '../support/sandbox';
+import { createLogger } from '../../src/util/log';
 import { waitFor } from '../support/wait';
 
 const BIN = path.resolve(__dirname, '..', '..', 'bin', 'berth.js');
@@ -91,6 +93,33 @@ describe('controller (real engine, real files)', function () {
       await sb.remove('a.yaml');
       await waitFor('collected', async () => (await containers(sb, 'a')).length === 0, { instance: sb.instance });
       await waitFor('status forgotten', async () => !(await sb.status('a')), { dirs: [path.join(sb.stateDir, sb.instance, 'attempts')] });
+    } finally {
+      expect(await ctl.stop()).to.equal(0);
+    }
+  });
+
+  it('a specs folder that disappears under it removes nothing; its return is picked up', async function () {
+    let logText = '';
+    const log = createLogger({ level: 'info', format: 'text', stream: new Writable({ write: (c, _e, cb) => ((logText += String(c)), cb()) }) });
+    const ctl = startController(sb, { resync: 1, metricsAddr: '127.0.0.1:0' }, undefined, log);
+    try {
+      await sb.write('a.yaml', sb.attempt('a', 'sleep 300'));
+      const first = await runningContainer(sb, 'a');
+      const url = await waitFor('metrics served', async () => /metrics and health on (http:\S+) /.exec(logText)?.[1], { timeoutMs: 5_000 });
+      const passes = async () => Number(/^controller_runtime_reconcile_total\{[^}]*result="success"[^}]*\} (\d+)/m.exec((await get(`${url}/metrics`)).body)?.[1] ?? 0);
+      const moved = `${sb.specsDir}.moved`;
+      await fs.rename(sb.specsDir, moved);
+      await waitFor('the missing folder reported', async () => /cannot read the specs folder: .*the last specs read stay in force/.test(logText), { timeoutMs: 10_000 });
+      // Resyncs go on (each loads again and plans from the last good specs): wait for two more.
+      const n0 = await passes();
+      await waitFor('two more full passes', async () => (await passes()) >= n0 + 2, { timeoutMs: 10_000 });
+      expect((logText.match(/cannot read the specs folder/g) ?? []).length, 'reported once, not at every resync').to.equal(1);
+      expect((await containers(sb, 'a')).map((c) => `${c.Id}:${c.State}`)).to.deep.equal([`${first.Id}:running`]);
+      await fs.rename(moved, sb.specsDir);
+      await sb.write('b.yaml', sb.attempt('b', 'sleep 300'));
+      await runningContainer(sb, 'b');
+      expect(logText).to.match(/specs folder readable again/);
+      expect((await containers(sb, 'a')).map((c) => c.Id)).to.deep.equal([first.Id]);
     } finally {
       expect(await ctl.stop()).to.equal(0);
     }
