@@ -17,7 +17,7 @@ import { cachedOutcome, loadAndKeep } from './file-cache';
 import type { Roots } from './path-checks';
 import { displayPath, realpathLoose } from './path-util';
 import { ioReason } from './read-spec-file';
-import type { LoadedSpec, LoadResult, SourcePos, SpecError } from './types';
+import type { LoadedSet, LoadedSpec, LoadResult, SourcePos, SpecError } from './types';
 import { findSpecFiles, type SpecFile, type WalkProblem } from './walk';
 
 /** A LoadResult plus counts for reports (`berth validate`). */
@@ -87,11 +87,20 @@ interface Declaration {
   name: string;
   pos: SourcePos;
   loaded?: LoadedSpec;
+  /** The AttemptSet that declares this child. */
+  set?: string;
+}
+
+interface SetDeclaration {
+  pos: SourcePos;
+  loaded: LoadedSet;
+  children: Declaration[];
 }
 
 async function loadSets(sets: SpecSet[], resultsRoot: string): Promise<LoadReport> {
   const errors: SpecError[] = [];
   const decls: Declaration[] = [];
+  const setDecls = new Map<string, SetDeclaration[]>();
   const unreadableFiles = new Set<string>();
   const unreadableFolders = new Set<string>();
   let rootError: SpecError | undefined;
@@ -136,17 +145,51 @@ async function loadSets(sets: SpecSet[], resultsRoot: string): Promise<LoadRepor
       else documents += outcome.docs.length;
       errors.push(...outcome.errors);
       for (const d of outcome.docs) {
+        if (d.set) {
+          // An AttemptSet: its own errors belong to the set; each child is declared like an Attempt.
+          // A set whose children cannot be named: what its file declared is left alone.
+          if (d.errors.length > 0 && d.set.loaded.children.length === 0) unreadableFiles.add(f.rel);
+          if (d.name === undefined) {
+            errors.push(...d.errors);
+            continue;
+          }
+          const setName = d.name;
+          errors.push(...d.errors.map((e) => ({ ...e, set: setName })));
+          const children = d.set.children.map((c): Declaration => {
+            errors.push(...c.errors.map((e) => ({ ...e, attempt: c.name, set: setName })));
+            return { name: c.name, pos: d.pos, set: setName, ...(c.loaded ? { loaded: c.loaded } : {}) };
+          });
+          setDecls.set(setName, [...(setDecls.get(setName) ?? []), { pos: d.pos, loaded: d.set.loaded, children }]);
+          continue;
+        }
         errors.push(...(d.name !== undefined ? d.errors.map((e) => ({ ...e, attempt: d.name as string })) : d.errors));
         if (d.name !== undefined) decls.push({ name: d.name, pos: d.pos, loaded: d.loaded });
       }
     }
   }
 
+  const attemptSets = new Map<string, LoadedSet>();
+  for (const [setName, group] of setDecls) {
+    if (group.length > 1) {
+      // Two sets with one name: both are errors, and none of their children load.
+      for (const g of group) {
+        const others = group.filter((o) => o !== g).map((o) => `${o.pos.file}:${o.pos.line}:${o.pos.col}`);
+        errors.push({ ...g.pos, path: 'metadata.name', code: 'duplicate-name', message: `AttemptSet name "${setName}" is also declared at ${others.join(', ')}`, set: setName });
+        decls.push(...g.children.map(({ loaded: _l, ...c }) => c));
+      }
+      const first = group[0] as SetDeclaration;
+      attemptSets.set(setName, { ...first.loaded, children: [...new Set(group.flatMap((g) => g.loaded.children))], valid: false });
+    } else {
+      const only = group[0] as SetDeclaration;
+      decls.push(...only.children);
+      attemptSets.set(setName, only.loaded);
+    }
+  }
   const { specs, protectedNames, duplicateErrors } = resolveNames(decls);
   errors.push(...duplicateErrors);
   const order = new Map(files.map((f, i) => [f, i]));
   errors.sort((a, b) => (order.get(a.file) ?? -1) - (order.get(b.file) ?? -1) || a.line - b.line || a.col - b.col);
-  return { specs, errors, protectedNames, unreadableFiles, unreadableFolders, ...(rootError ? { rootError } : {}), files, documents };
+  return { specs, errors, protectedNames, unreadableFiles, unreadableFolders, ...(rootError ? { rootError } : {}), files, documents, sets: attemptSets };
 }
 
 /** Duplicate names are errors everywhere they occur; names that did not load are protected. */
@@ -161,7 +204,8 @@ function resolveNames(decls: Declaration[]): { specs: LoadedSpec[]; protectedNam
       protectedNames.add(name);
       for (const d of group) {
         const others = group.filter((o) => o !== d).map((o) => `${o.pos.file}:${o.pos.line}:${o.pos.col}`);
-        duplicateErrors.push({ ...d.pos, path: 'metadata.name', code: 'duplicate-name', message: `name "${name}" is also declared at ${others.join(', ')}`, attempt: name });
+        const what = d.set !== undefined ? `name "${name}" (a child of AttemptSet "${d.set}")` : `name "${name}"`;
+        duplicateErrors.push({ ...d.pos, path: 'metadata.name', code: 'duplicate-name', message: `${what} is also declared at ${others.join(', ')}`, attempt: name, ...(d.set !== undefined ? { set: d.set } : {}) });
       }
     } else if (group[0]?.loaded) {
       specs.push(group[0].loaded);

@@ -35,10 +35,16 @@ export async function runValidate(paths: string[], opts: ValidateOptions, io: Va
 /** `3 files, 7 attempts: 5 valid, 2 invalid (4 errors)`, or `…: all valid`. */
 export function summary(r: LoadReport): string {
   const unreadable = r.unreadableFiles.size > 0 ? ` (${r.unreadableFiles.size} unreadable)` : '';
-  const head = `${plural(r.files.length, 'file')}${unreadable}, ${plural(r.documents, 'attempt')}`;
+  // An AttemptSet counts as the attempts it declares (its children).
+  const sets = [...(r.sets?.values() ?? [])];
+  const attempts = r.documents - sets.length + sets.reduce((n, s) => n + s.children.length, 0);
+  const fromSets = sets.length ? ` (${sets.length} AttemptSet${sets.length === 1 ? '' : 's'})` : '';
+  const head = `${plural(r.files.length, 'file')}${unreadable}, ${plural(attempts, 'attempt')}${fromSets}`;
   if (r.errors.length === 0) return r.files.length === 0 ? `${head}: no spec files found` : `${head}: all valid`;
-  const invalid = Math.max(0, r.documents - r.specs.length);
-  return `${head}: ${r.specs.length} valid, ${invalid} invalid (${plural(r.errors.length, 'error')})`;
+  const invalid = Math.max(0, attempts - r.specs.length);
+  const badSets = sets.filter((s) => !s.valid).length;
+  const setsPart = badSets ? `, ${badSets} AttemptSet${badSets === 1 ? '' : 's'} invalid` : '';
+  return `${head}: ${r.specs.length} valid, ${invalid} invalid${setsPart} (${plural(r.errors.length, 'error')})`;
 }
 
 function plural(n: number, word: string): string {
