@@ -19,6 +19,7 @@ import { runBounded } from '../util/pool';
 import { parseListeningLine } from '../proxy/contract';
 import { fixtureTar, secretsTar } from './archive';
 import { harvest, type SidecarLogs } from './harvest';
+import { readScore } from './score';
 import { readSecrets, SecretError, secretEnvLines } from './secrets';
 
 export interface ExecutorDeps {
@@ -130,7 +131,7 @@ export class Executor {
       case 'stop':
         return engine.containers.stop(op.id, op.graceSeconds);
       case 'finish':
-        return this.finish(a, op.id, op.resultsDir, op.outcome, op.sidecars);
+        return this.finish(a, op.id, op.resultsDir, op.outcome, op.sidecars, op.score);
       case 'remove-container':
         await engine.containers.remove(op.id);
         return;
@@ -511,6 +512,7 @@ export class Executor {
     resultsDir: string | undefined,
     forced: Outcome | undefined,
     sidecars: SidecarLogs[] = [],
+    scoreFile?: string,
   ): Promise<void> {
     let details: ContainerDetails | undefined;
     if (id) {
@@ -532,6 +534,8 @@ export class Executor {
             ? { phase: 'Succeeded', reason: REASONS.completed }
             : { phase: 'Failed', reason: REASONS.error, message: `exited with code ${st.exitCode}` });
     const finishedMs = engineTime(st?.finishedAt) ?? this.now();
+    // What the score file holds (or why it cannot be read), recorded as found.
+    const scored = scoreFile !== undefined ? await readScore(resultsDir, scoreFile) : undefined;
     const next = await this.update(a, (r) => {
       const { intent: _i, ...rest } = r;
       return {
@@ -542,6 +546,7 @@ export class Executor {
         ...(exitCode !== undefined ? { exitCode } : {}),
         ...(engineTime(st?.startedAt) !== undefined && !r.startedAt ? { startedAt: iso(engineTime(st?.startedAt) as number) } : {}),
         finishedAt: iso(finishedMs),
+        ...(scored ? ('score' in scored ? { score: scored.score } : { scoreError: scored.error }) : {}),
       };
     });
     const mount = resultsDir ?? next.resultsDir;
