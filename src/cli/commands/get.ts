@@ -36,6 +36,11 @@ export function parseSelector(sel: string[]): [string, string][] {
     });
 }
 
+/** Whether `labels` carry every key=value of a parsed selector. */
+export function matchesSelector(labels: Record<string, string>, want: [string, string][]): boolean {
+  return want.every(([k, v]) => labels[k] === v);
+}
+
 export async function collectRows(ctx: Context, name?: string, selector: string[] = []): Promise<Row[]> {
   const want = parseSelector(selector);
   const [load, statuses] = await Promise.all([loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot }), ctx.store().loadAll()]);
@@ -47,7 +52,7 @@ export async function collectRows(ctx: Context, name?: string, selector: string[
     if (name && n !== name) continue;
     const spec = specs.get(n)?.spec;
     const labels = spec?.labels ?? {};
-    if (!want.every(([k, v]) => labels[k] === v)) continue;
+    if (!matchesSelector(labels, want)) continue;
     const st = statuses.get(n);
     const end = st?.finishedAt ? Date.parse(st.finishedAt) : now;
     rows.push({
