@@ -131,4 +131,20 @@ describe('planner: AttemptSet children', () => {
     expect(finish('set-0')).to.deep.include({ score: 'out/score.json' });
     expect(finish('plain-0')).to.not.have.property('score');
   });
+
+  it('plan says, per set, which children a template edit replaces and which cells are new', function () {
+    const p = policy({ name: 'swe' });
+    const specs = [child(p, 'swe-a', 0, {}), child(p, 'swe-b', 1), child(p, 'swe-c', 2), child(p, 'swe-d', 3)];
+    const edited = specs.map((s, i) => (i < 2 ? { ...s, hash: `new-${s.spec.name}` } : s));
+    const fin = (n: string) => done(n);
+    const out = plan(
+      input({
+        specs: edited,
+        snapshot: snapshot({ containers: ['swe-a', 'swe-b', 'swe-c'].map((n) => container('default', n, `h-${n}`, { state: 'exited' })) }),
+        statuses: statuses(fin('swe-a'), fin('swe-b'), fin('swe-c')),
+      }),
+    );
+    expect(golden(out).filter((l) => l.startsWith('AttemptSet'))).to.deep.equal(['AttemptSet swe: 2 children replaced (spec changed): swe-a, swe-b', 'AttemptSet swe: 1 new child: swe-d']);
+    expect(out.actions.filter((a) => a.kind === 'replace').map((a) => a.attempt)).to.deep.equal(['swe-a', 'swe-b']);
+  });
 });
