@@ -103,6 +103,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .description('list attempts and their status')
     .argument('[name]')
     .option('-l, --selector <key=value>', 'filter by spec labels (repeatable, or comma-separated)', collect)
+    .option('--sets', 'list AttemptSets: a row per set with its children counted by phase')
     .addOption(new Option('-o, --output <format>', 'output format').choices(['wide', 'json', 'yaml']))
     .action(async (name: string | undefined, o, cmd: Command) => {
       await done((require('./commands/get') as typeof GetCmd).runGet(ctx(cmd), name, o));

@@ -64,6 +64,11 @@ describe('AttemptSets (real engine)', function () {
     const m1 = await sb.cli('get', '-l', 'model=m1', '-l', `${SET_LABEL}=evals`, '-o', 'json');
     expect((JSON.parse(m1.stdout) as { items: { name: string }[] }).items.map((i) => i.name)).to.have.length(4);
 
+    const setRows = await sb.cli('get', '--sets', '-o', 'json');
+    expect((JSON.parse(setRows.stdout) as { items: unknown[] }).items).to.deep.equal([
+      { name: 'evals', valid: true, children: 8, phases: { Pending: 0, Running: 0, Succeeded: 8, Failed: 0, TimedOut: 0, Invalid: 0, Blocked: 0 }, source: `${sb.specsDir}/evals.yaml:4`.replace(`${process.cwd()}/`, '') },
+    ]);
+
     // A third seed: plan names exactly the 4 new children; reconcile starts them and touches nothing else.
     await sb.write('evals.yaml', SET(3));
     const planned = await sb.cli('plan', '-o', 'json');
