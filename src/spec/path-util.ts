@@ -40,17 +40,15 @@ export async function realpathLoose(p: string, cache?: Map<string, Promise<strin
     }
     return r;
   };
+  // No exception per missing level: a throw costs a stack trace, and a set's thousands of
+  // children each have a results folder not made yet.
   for (;;) {
-    try {
-      const real = await real1(cur);
-      if (real === undefined) throw new Error('missing');
-      return rest.length ? path.join(real, ...rest.reverse()) : real;
-    } catch {
-      const parent = path.dirname(cur);
-      if (parent === cur) return abs;
-      rest.push(path.basename(cur));
-      cur = parent;
-    }
+    const real = await real1(cur);
+    if (real !== undefined) return rest.length ? path.join(real, ...rest.reverse()) : real;
+    const parent = path.dirname(cur);
+    if (parent === cur) return abs;
+    rest.push(path.basename(cur));
+    cur = parent;
   }
 }
 
