@@ -12,7 +12,7 @@ import type { PlanInput } from './input';
 
 export interface SetState {
   policy: SetPolicy;
-  /** Children running now, plus those admitted so far in this pass. */
+  /** Children running now or whose ended run is not yet recorded finished, plus those admitted so far in this pass. */
   running: number;
   /** Why the set admits no more children; unset while it does. */
   stop?: { reason: string; message: string };
@@ -29,8 +29,10 @@ export function setStates(inp: PlanInput, runningStates: ReadonlySet<string>): M
     const name = m.set.name;
     let st = out.get(name);
     if (!st) out.set(name, (st = { policy: m.set, running: 0 }));
-    if (isRunning(inp.snapshot.attempts.get(loaded.spec.name), runningStates)) st.running++;
     const rec = inp.statuses.get(loaded.spec.name);
+    // A run whose container has ended holds its place until its finish is recorded: only then is
+    // its outcome known (failFast, maxFailed must see it before a sibling takes its place).
+    if (isRunning(inp.snapshot.attempts.get(loaded.spec.name), runningStates) || (rec?.phase === 'Running' && rec.specHash === loaded.hash)) st.running++;
     if (!rec || rec.specHash !== loaded.hash) continue;
     const c = classify(rec, m.set, loaded.spec.retries);
     if (c.outcome === 'failed') failed.set(name, [...(failed.get(name) ?? []), loaded.spec.name]);

@@ -113,4 +113,52 @@ describe('AttemptSets (real engine)', function () {
     const junit = await sb.cli('summary', '-o', 'junit');
     expect(junit.stdout).to.match(/<testsuite name="evals" tests="12" failures="4" errors="0"/);
   });
+
+  it('failFast stops admitting after a task failure (the rest end Failed/FailFast, never created); a missing score is infra, not 0', async function () {
+    await sb.write(
+      'ff.yaml',
+      `apiVersion: berth.dev/v1
+kind: AttemptSet
+metadata: {name: ff}
+spec:
+  matrix: {x: [a, b, c]}
+  maxParallel: 1
+  failFast: true
+  template:
+    image: berth/busybox:local
+    command: [sh, -c, 'test \${{ matrix.x }} != a']
+---
+apiVersion: berth.dev/v1
+kind: AttemptSet
+metadata: {name: sc}
+spec:
+  matrix: {x: [p, q]}
+  template:
+    image: berth/busybox:local
+    command: [sh, -c, 'if [ \${{ matrix.x }} = p ]; then echo "{\\"score\\": 2}" > /results/score.json; fi']
+  score: {file: score.json}
+`,
+    );
+    const r = await sb.cli('reconcile', '--once', '--wait', '--max-running', '4');
+    expect(r.code, r.stderr).to.equal(3);
+    const st = await all();
+    expect([st.get('ff-a')?.phase, st.get('ff-a')?.reason]).to.deep.equal(['Failed', 'Error']);
+    for (const n of ['ff-b', 'ff-c']) {
+      expect(st.get(n), n).to.deep.include({ phase: 'Failed', reason: 'FailFast', message: 'not started: set ff has failFast and ff-a failed' });
+      expect(st.get(n)?.startedAt, n).to.equal(undefined);
+      expect(st.get(n)?.containerId, n).to.equal(undefined);
+    }
+    expect(st.get('sc-p')).to.deep.include({ phase: 'Succeeded', score: 2 });
+    expect(st.get('sc-q')).to.deep.include({ phase: 'Succeeded', scoreError: 'score.json: not found' });
+    expect(st.get('sc-q')).to.not.have.property('score');
+
+    const out = JSON.parse((await sb.cli('summary', '-o', 'json')).stdout) as Summary;
+    expect(out.sets.map((x) => [x.name, x.passed, x.failed, x.infra, x.skipped, x.infraReasons])).to.deep.equal([
+      ['ff', 0, 1, 0, 2, {}],
+      ['sc', 1, 0, 1, 0, { ScoreMissing: 1 }],
+    ]);
+    // Nothing more to do: the skipped children stay as they are.
+    const again = await sb.cli('plan', '--detailed-exitcode');
+    expect(again.code, again.stdout).to.equal(0);
+  });
 });

@@ -147,4 +147,19 @@ describe('planner: AttemptSet children', () => {
     expect(golden(out).filter((l) => l.startsWith('AttemptSet'))).to.deep.equal(['AttemptSet swe: 2 children replaced (spec changed): swe-a, swe-b', 'AttemptSet swe: 1 new child: swe-d']);
     expect(out.actions.filter((a) => a.kind === 'replace').map((a) => a.attempt)).to.deep.equal(['swe-a', 'swe-b']);
   });
+
+  it('a child whose container ended holds its maxParallel place until its finish is recorded (failFast must see the outcome first)', function () {
+    const p = policy({ maxParallel: 1, failFast: true });
+    const out = plan(
+      input({
+        specs: [child(p, 'set-0', 0), child(p, 'set-1', 1)],
+        snapshot: snapshot({ containers: [container('default', 'set-0', 'h-set-0', { state: 'exited' })] }),
+        statuses: statuses(status('set-0')),
+      }),
+    );
+    expect(out.actions.map((a) => [a.attempt, a.kind])).to.deep.equal([
+      ['set-0', 'finish'],
+      ['set-1', 'wait'],
+    ]);
+  });
 });
