@@ -152,6 +152,8 @@ spec:
     expect(st.get('sc-q')).to.deep.include({ phase: 'Succeeded', scoreError: 'score.json: not found' });
     expect(st.get('sc-q')).to.not.have.property('score');
 
+    const described = await sb.cli('describe', 'sc-q');
+    expect(described.stdout).to.match(/AttemptSet: +sc \(x=q\)/).and.match(/Score: +none: score.json: not found/);
     const out = JSON.parse((await sb.cli('summary', '-o', 'json')).stdout) as Summary;
     expect(out.sets.map((x) => [x.name, x.passed, x.failed, x.infra, x.skipped, x.infraReasons])).to.deep.equal([
       ['ff', 0, 1, 0, 2, {}],

@@ -23,6 +23,10 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
     const s = loaded.spec;
     kv('Spec file', `${loaded.source.file}:${loaded.source.line}`);
     kv('Spec hash', loaded.hash.slice(0, 16));
+    if (loaded.set) {
+      const m = loaded.set;
+      kv('AttemptSet', `${m.set.name} (${m.set.axes.map((a) => `${a}=${m.coords[a] ?? ''}`).join(', ')})`);
+    }
     kv('Labels', Object.entries(s.labels).map(([k, v]) => `${k}=${v}`).join(', '));
     kv('Image', s.image);
     kv('Command', s.command ? JSON.stringify(s.command) : '(image default)');
@@ -51,6 +55,7 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
       for (const e of rec.specErrors) out.push(`                ${formatIssue(e)}`);
     }
     kv('Exit code', rec.exitCode);
+    if (rec.score !== undefined || rec.scoreError !== undefined) kv('Score', rec.score ?? `none: ${rec.scoreError ?? ''}`);
     kv('Run', rec.run);
     kv('Retries used', rec.retriesUsed);
     kv('Created', rec.createdAt ? `${rec.createdAt} (${age(rec.createdAt, now)} ago)` : undefined);
