@@ -172,11 +172,14 @@ async function loadSets(sets: SpecSet[], resultsRoot: string): Promise<LoadRepor
   for (const [setName, group] of setDecls) {
     if (group.length > 1) {
       // Two sets with one name: both are errors, and none of their children load.
+      const childNames = new Map<string, Declaration>();
       for (const g of group) {
         const others = group.filter((o) => o !== g).map((o) => `${o.pos.file}:${o.pos.line}:${o.pos.col}`);
         errors.push({ ...g.pos, path: 'metadata.name', code: 'duplicate-name', message: `AttemptSet name "${setName}" is also declared at ${others.join(', ')}`, set: setName });
-        decls.push(...g.children.map(({ loaded: _l, ...c }) => c));
+        // Protected, once each (the same cell in both sets is not one more error).
+        for (const { loaded: _l, ...c } of g.children) if (!childNames.has(c.name)) childNames.set(c.name, c);
       }
+      decls.push(...childNames.values());
       const first = group[0] as SetDeclaration;
       attemptSets.set(setName, { ...first.loaded, children: [...new Set(group.flatMap((g) => g.loaded.children))], valid: false });
     } else {

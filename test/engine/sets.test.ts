@@ -5,6 +5,7 @@
  */
 import { expect } from 'chai';
 import { SET_LABEL } from '../../src/constants';
+import { changeCount } from '../../src/plan/render';
 import type { Summary } from '../../src/sets/summary';
 import type { AttemptStatus } from '../../src/status/types';
 import { requireEngine } from '../support/engine';
@@ -97,6 +98,12 @@ describe('AttemptSets (real engine)', function () {
       expect(s.run, name).to.equal(name.endsWith('-t2') ? 2 : 1);
       expect(s.phase, name).to.equal('Succeeded');
     }
+
+    // A no-op pass over the set costs what it costs over one attempt: the 4 label-filtered lists.
+    const noop = await sb.pass();
+    expect(changeCount(noop.plan)).to.equal(0);
+    expect(sb.calls.mutating).to.equal(0);
+    expect(sb.calls.snapshot()).to.deep.equal({ 'containers.list': 1, 'images.list': 1, 'networks.list': 1, 'volumes.list': 1 });
 
     // m1 passes every seed; m2 only seed 0: per (model, task) cell n=3, c=1 → pass@1 1/3, pass@2 2/3, pass@3 1.
     const out = await sb.cli('summary', '-o', 'json');

@@ -93,7 +93,7 @@ describe('sets: loading', () => {
   });
 
   it('two sets with one name: an error at each, none of their children load', async () => {
-    const r = await sandbox({ 'a.yaml': set('swe', BASIC), 'b.yaml': set('swe', BASIC.replace('[m1, m2]', '[m3]')), 'c.yaml': doc('fine'), ...TASKS }).load();
+    const r = await sandbox({ 'a.yaml': set('swe', BASIC), 'b.yaml': set('swe', BASIC.replace('[m1, m2]', '[m1, m3]')), 'c.yaml': doc('fine'), ...TASKS }).load();
     expect(r.errors.map((e) => [e.file.replace(/.*\//, ''), e.line, e.path, e.code])).to.deep.equal([
       ['a.yaml', 4, 'metadata.name', 'duplicate-name'],
       ['b.yaml', 4, 'metadata.name', 'duplicate-name'],
