@@ -39,6 +39,7 @@ export function setStates(inp: PlanInput, runningStates: ReadonlySet<string>): M
     if (c.outcome === 'infra') infra.set(name, [...(infra.get(name) ?? []), `${loaded.spec.name} (${c.reason ?? 'infra'})`]);
   }
   for (const [name, st] of out) {
+    st.running += inp.reservedBySet?.get(name) ?? 0;
     const f = failed.get(name) ?? [];
     const i = infra.get(name) ?? [];
     if (st.policy.failFast && f.length > 0) {

@@ -162,4 +162,11 @@ describe('planner: AttemptSet children', () => {
       ['set-1', 'wait'],
     ]);
   });
+
+  it("counts a controller's admissions still in flight against the set's maxParallel", function () {
+    const p = policy({ maxParallel: 2 });
+    const specs = [child(p, 'set-0', 0), child(p, 'set-1', 1), child(p, 'set-2', 2)];
+    expect(starts(plan(input({ specs, reservedSlots: 1, reservedBySet: new Map([['set', 1]]) })))).to.deep.equal(['set-0']);
+    expect(starts(plan(input({ specs, reservedSlots: 1, reservedBySet: new Map([['other', 1]]) })))).to.deep.equal(['set-0', 'set-1']);
+  });
 });
