@@ -138,7 +138,8 @@ export async function checkSet(value: Record<string, unknown>, ctx: DocContext, 
   if (unshown > 0) {
     err(['spec', 'template'], 'template', `${unshown} more ${unshown === 1 ? 'child has' : 'children have'} errors (the first ${SET_LIMITS.maxChildErrors} are shown); they are invalid too`);
   }
-  return { name, pos, errors, set: { loaded: { policy, children: names, valid: true }, children } };
+  const readsFolders = axisNames.some((a) => !Array.isArray(doc.spec.matrix[a]) && (doc.spec.matrix[a] as { fromDir?: string }).fromDir !== undefined);
+  return { name, pos, errors, set: { loaded: { policy, children: names, valid: true }, children, readsFolders } };
 }
 
 /** A rendered child's field path → where it is written in the set: its spec is the template, its name the set's. */

@@ -37,7 +37,7 @@ export interface DocOutcome {
   errors: SpecError[];
   loaded?: LoadedSpec;
   /** An AttemptSet: the set and its children (empty when its matrix could not be expanded). */
-  set?: { loaded: LoadedSet; children: ChildOutcome[] };
+  set?: { loaded: LoadedSet; children: ChildOutcome[]; /** An axis reads a folder (`fromDir`). */ readsFolders?: boolean };
 }
 
 /** One child of an AttemptSet: loaded, or its errors. */
