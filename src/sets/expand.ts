@@ -129,6 +129,7 @@ export function expand(inp: ExpandInput): Expansion {
     const bad = add(Object.fromEntries(names.map((n) => [n, cell[n] as string])));
     if (bad) return clash(bad);
   }
+  if (children.length === 0) return { ok: false, issues: [{ segs: ['spec', 'exclude'], message: 'every cell of the matrix is excluded: the set has no children' }] };
   if (children.length > limit) {
     return { ok: false, issues: [{ segs: ['spec', 'matrix'], message: `the set has ${children.length} children; at most ${limit} are allowed (so a typo cannot flood the engine)` }] };
   }

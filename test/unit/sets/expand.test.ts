@@ -71,6 +71,11 @@ describe('sets/expand (golden)', () => {
     ]);
   });
 
+  it('refuses a matrix whose every cell is excluded', () => {
+    const r = expand({ set: 's', axes: [{ name: 'a', values: ['1', '2'] }], include: [], exclude: [{ a: '1' }, { a: '2' }] });
+    expect(r).to.deep.equal({ ok: false, issues: [{ segs: ['spec', 'exclude'], message: 'every cell of the matrix is excluded: the set has no children' }] });
+  });
+
   it(`refuses more than ${SET_LIMITS.maxChildren} children, and a huge matrix before expanding it`, () => {
     const big = (n: number, name = `a${n}`): AxisIn => ({ name, values: Array.from({ length: n }, (_, i) => String(i)) });
     const over = expand({ set: 's', axes: [big(101), big(100)], include: [], exclude: [] });
