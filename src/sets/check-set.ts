@@ -42,6 +42,8 @@ interface RawSet {
   };
 }
 
+/** As metadata.labels' maxProperties in the schema. */
+const MAX_LABELS = 64;
 const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
 
 export async function checkSet(value: Record<string, unknown>, ctx: DocContext, name: string | undefined, pos: SourcePos): Promise<DocOutcome> {
@@ -61,6 +63,8 @@ export async function checkSet(value: Record<string, unknown>, ctx: DocContext, 
   const labels = doc.metadata.labels ?? {};
   if (SET_LABEL in labels) err(['metadata', 'labels', SET_LABEL], 'matrix', `"${SET_LABEL}" is berth's own label: it names the set of each child`, 'key');
   for (const a of axisNames) if (a in labels) err(['metadata', 'labels', a], 'matrix', `"${a}" is an axis of the matrix: each child carries its own value of it as a label`, 'key');
+  const labelCount = Object.keys(labels).length + axisNames.length + 1;
+  if (labelCount > MAX_LABELS) err(['metadata', 'labels'], 'matrix', `each child would carry ${labelCount} labels (these, ${SET_LABEL} and one per axis); at most ${MAX_LABELS} are allowed`);
 
   const axes: AxisIn[] = [];
   for (const a of axisNames) {
