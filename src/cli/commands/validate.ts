@@ -2,7 +2,8 @@
  * `berth validate [PATH...] [-o json]`: loads the given spec files and folders (default: specs/)
  * without an engine and reports every error. Returns the exit code: 0 when all is valid, 2 when
  * anything is invalid. Text: errors compiler-style on stderr, one summary line on stdout.
- * JSON (`-o json`, stable for scripts): `{valid, files, attempts, errors}` on stdout.
+ * JSON (`-o json`, stable for scripts): `{valid, files, attempts, sets, errors}` on stdout
+ * (`sets`: each AttemptSet's name, whether it is valid as a whole, and its children's names).
  */
 import { readFileSync, statSync } from 'node:fs';
 import { DEFAULTS, EXIT } from '../../constants';
@@ -23,7 +24,8 @@ export async function runValidate(paths: string[], opts: ValidateOptions, io: Va
   const report = await loadPaths(paths.length > 0 ? paths : [DEFAULTS.specsDir], { resultsRoot: opts.resultsRoot });
   const valid = report.errors.length === 0;
   if (opts.output === 'json') {
-    const body = { valid, files: report.files.length, attempts: report.specs.map((s) => s.spec.name), errors: report.errors };
+    const sets = [...(report.sets ?? new Map())].map(([name, set]) => ({ name, valid: set.valid, children: set.children }));
+    const body = { valid, files: report.files.length, attempts: report.specs.map((s) => s.spec.name), sets, errors: report.errors };
     io.out(`${JSON.stringify(body, null, 2)}\n`);
   } else {
     if (!valid) io.err(formatErrors(report.errors, sourceLineReader()));
