@@ -170,4 +170,40 @@ spec:
     const again = await sb.cli('plan', '--detailed-exitcode');
     expect(again.code, again.stdout).to.equal(0);
   });
+
+  it('an invalid set leaves what runs under its children alone, and describe shows the set\'s error', async function () {
+    const set = (template: string, matrix = '{x: [a, b]}') => `apiVersion: berth.dev/v1
+kind: AttemptSet
+metadata: {name: inv}
+spec:
+  matrix: ${matrix}
+  template:
+    image: berth/busybox:local
+    command: [sh, -c, '${template}']
+`;
+    await sb.write('inv.yaml', set('sleep 300 # ${{ matrix.x }}'));
+    const first = await sb.cli('reconcile', '--once');
+    expect(first.code, first.stderr).to.equal(0);
+    const running = await all();
+    expect([...running.values()].map((s) => [s.name, s.phase])).to.deep.equal([
+      ['inv-a', 'Running'],
+      ['inv-b', 'Running'],
+    ]);
+
+    // A ${{ }} naming no axis: the set is invalid; its children keep running, untouched.
+    await sb.write('inv.yaml', set('sleep 300 # ${{ matrix.y }}'));
+    const bad = await sb.cli('reconcile', '--once');
+    expect(bad.code).to.equal(2);
+    expect(bad.stderr).to.match(/inv\.yaml:8:\d+: spec\.template\.command\[2\]: \$\{\{ matrix\.y \}\} names no axis/);
+    const d = await sb.cli('describe', 'inv-a');
+    expect(d.stdout).to.match(/INVALID/).and.match(/matrix\.y \}\} names no axis/);
+    // A matrix that cannot be expanded (fromDir outside the specs folder): still untouched.
+    await sb.write('inv.yaml', set('sleep 300 # ${{ matrix.x }}', '{x: {fromDir: ../..}}'));
+    const worse = await sb.cli('reconcile', '--once');
+    expect(worse.code).to.equal(2);
+    const after = await all();
+    for (const [name, s] of running) expect(after.get(name), name).to.deep.include({ phase: 'Running', containerId: s.containerId, run: 1 });
+    const listed = await sb.engine.containers.list([`dev.berth.instance=${sb.instance}`]);
+    expect(listed.filter((c) => c.state === 'running').map((c) => c.id).sort()).to.deep.equal([...running.values()].map((s) => s.containerId).sort());
+  });
 });
