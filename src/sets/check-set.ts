@@ -52,7 +52,7 @@ export async function checkSet(value: Record<string, unknown>, ctx: DocContext, 
   if (!schema.valid) {
     const policy: SetPolicy = { name: name ?? '', axes: [], maxParallel: null, failFast: false, maxFailed: null, score: null, source: pos };
     const errors = schemaIssues(schema.errors, value).map((i) => place(i.segs, i.anchor, i.code, i.message));
-    return { name, pos, errors, set: { loaded: { policy, children: [], valid: false }, children: [] } };
+    return { name, pos, errors, set: { loaded: { policy, children: [], coords: [], valid: false }, children: [] } };
   }
   const doc = value as unknown as RawSet;
   const setName = doc.metadata.name;
@@ -95,7 +95,7 @@ export async function checkSet(value: Record<string, unknown>, ctx: DocContext, 
     score: doc.spec.score ? { file: doc.spec.score.file, pass: doc.spec.score.pass ?? 1 } : null,
     source: pos,
   };
-  const unknown = { name, pos, errors, set: { loaded: { policy, children: [], valid: false }, children: [] } };
+  const unknown = { name, pos, errors, set: { loaded: { policy, children: [], coords: [], valid: false }, children: [] } };
   if (axes.length < axisNames.length) return unknown;
 
   const text = (cell: Record<string, AxisValue>) => Object.fromEntries(Object.entries(cell).map(([k, v]) => [k, valueText(v)]));
@@ -105,9 +105,10 @@ export async function checkSet(value: Record<string, unknown>, ctx: DocContext, 
     return unknown;
   }
   const names = expansion.children.map((c) => c.name);
+  const coords = expansion.children.map((c) => c.coords);
   if (errors.length > 0) {
     // The set is invalid as a whole: its children do not load, their names are protected.
-    return { name, pos, errors, set: { loaded: { policy, children: names, valid: false }, children: names.map((n) => ({ name: n, errors: [] })) } };
+    return { name, pos, errors, set: { loaded: { policy, children: names, coords, valid: false }, children: names.map((n) => ({ name: n, errors: [] })) } };
   }
 
   const fixtures: BodyOptions['fixtures'] = new Map();
@@ -143,7 +144,7 @@ export async function checkSet(value: Record<string, unknown>, ctx: DocContext, 
     err(['spec', 'template'], 'template', `${unshown} more ${unshown === 1 ? 'child has' : 'children have'} errors (the first ${SET_LIMITS.maxChildErrors} are shown); they are invalid too`);
   }
   const readsFolders = axisNames.some((a) => !Array.isArray(doc.spec.matrix[a]) && (doc.spec.matrix[a] as { fromDir?: string }).fromDir !== undefined);
-  return { name, pos, errors, set: { loaded: { policy, children: names, valid: true }, children, readsFolders } };
+  return { name, pos, errors, set: { loaded: { policy, children: names, coords, valid: true }, children, readsFolders } };
 }
 
 /** A rendered child's field path → where it is written in the set: its spec is the template, its name the set's. */

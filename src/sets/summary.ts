@@ -9,9 +9,10 @@
  *   Without a samples axis, each child is its own cell (n <= 1).
  * - Per axis value: the mean pass rate over its finished children with its standard error, and
  *   pass@k averaged over its cells (for k up to the smallest n among them).
+ * - A child the set declares but whose spec did not load counts as infra (Invalid).
  */
 import type { AttemptStatus } from '../status/types';
-import type { LoadedSpec, SetPolicy } from '../spec/types';
+import type { LoadedSet, LoadedSpec, SetPolicy } from '../spec/types';
 import { classify, type Outcome } from './outcome';
 import { mean, passAtK, percentile, rateWithStderr } from './stats';
 
@@ -79,6 +80,17 @@ export interface Summary {
 
 const ms = (iso: string | undefined) => (iso ? Date.parse(iso) : NaN);
 
+/** A child of a set as the summary sees it: loaded, or declared by the set but invalid (its spec did not load). */
+export interface SetChild {
+  name: string;
+  coords: Record<string, string>;
+  loaded?: LoadedSpec;
+}
+
+function invalidChild(c: SetChild, rec: AttemptStatus | undefined): ChildSummary {
+  return { name: c.name, coords: c.coords, outcome: 'infra', phase: 'Invalid', reason: 'Invalid', score: null, durationMs: null, queueMs: null, resultsDir: rec?.resultsDir ?? null };
+}
+
 function child(loaded: LoadedSpec, rec: AttemptStatus | undefined): ChildSummary {
   const m = loaded.set as NonNullable<LoadedSpec['set']>;
   // A record of another spec hash is an earlier spec's: this child has not run yet.
@@ -132,8 +144,9 @@ export function samplesAxisOf(policy: SetPolicy, chosen?: string): string | null
   return SAMPLE_AXES.find((a) => policy.axes.includes(a)) ?? null;
 }
 
-export function summarizeSet(policy: SetPolicy, children: readonly LoadedSpec[], statuses: ReadonlyMap<string, AttemptStatus>, samples?: string): SetSummary {
-  const kids = [...children].sort((a, b) => (a.set?.index ?? 0) - (b.set?.index ?? 0)).map((l) => child(l, statuses.get(l.spec.name)));
+/** The summary of one set from its children in expansion order. */
+export function summarizeSet(policy: SetPolicy, children: readonly SetChild[], statuses: ReadonlyMap<string, AttemptStatus>, samples?: string): SetSummary {
+  const kids = children.map((c) => (c.loaded ? child(c.loaded, statuses.get(c.name)) : invalidChild(c, statuses.get(c.name))));
   const samplesAxis = samplesAxisOf(policy, samples);
   const cellAxes = policy.axes.filter((a) => a !== samplesAxis);
 
@@ -183,15 +196,22 @@ export function summarizeSet(policy: SetPolicy, children: readonly LoadedSpec[],
   };
 }
 
-/** Summaries of the sets among `specs` (children grouped by set), sets in name order. */
-export function summarize(specs: readonly LoadedSpec[], statuses: ReadonlyMap<string, AttemptStatus>, now: number, samples?: string): Summary {
-  const bySet = new Map<string, { policy: SetPolicy; children: LoadedSpec[] }>();
-  for (const s of specs) {
-    if (!s.set) continue;
-    const g = bySet.get(s.set.set.name) ?? { policy: s.set.set, children: [] };
-    g.children.push(s);
-    bySet.set(s.set.set.name, g);
+/** Summaries of the given sets (name → policy and children in expansion order), in name order. */
+export function summarize(sets: ReadonlyMap<string, { policy: SetPolicy; children: SetChild[] }>, statuses: ReadonlyMap<string, AttemptStatus>, now: number, samples?: string): Summary {
+  const out = [...sets.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, g]) => summarizeSet(g.policy, g.children, statuses, samples));
+  return { schemaVersion: SUMMARY_SCHEMA_VERSION, generatedAt: new Date(now).toISOString(), sets: out };
+}
+
+/** The sets of a load, each with its children: loaded ones, and the ones that did not load (Invalid). */
+export function setsOfLoad(specs: readonly LoadedSpec[], sets: ReadonlyMap<string, LoadedSet>): Map<string, { policy: SetPolicy; children: SetChild[] }> {
+  const byName = new Map(specs.map((s) => [s.spec.name, s]));
+  const out = new Map<string, { policy: SetPolicy; children: SetChild[] }>();
+  for (const [name, set] of sets) {
+    const children = set.children.map((c, i): SetChild => {
+      const loaded = byName.get(c);
+      return loaded?.set?.set.name === name ? { name: c, coords: loaded.set.coords, loaded } : { name: c, coords: set.coords[i] ?? {} };
+    });
+    out.set(name, { policy: set.policy, children });
   }
-  const sets = [...bySet.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, g]) => summarizeSet(g.policy, g.children, statuses, samples));
-  return { schemaVersion: SUMMARY_SCHEMA_VERSION, generatedAt: new Date(now).toISOString(), sets };
+  return out;
 }

@@ -184,7 +184,18 @@ async function loadSets(sets: SpecSet[], resultsRoot: string): Promise<LoadRepor
       }
       decls.push(...childNames.values());
       const first = group[0] as SetDeclaration;
-      attemptSets.set(setName, { ...first.loaded, children: [...new Set(group.flatMap((g) => g.loaded.children))], valid: false });
+      const seen = new Set<string>();
+      const children: string[] = [];
+      const coords: Record<string, string>[] = [];
+      for (const g of group) {
+        g.loaded.children.forEach((c, i) => {
+          if (seen.has(c)) return;
+          seen.add(c);
+          children.push(c);
+          coords.push(g.loaded.coords[i] ?? {});
+        });
+      }
+      attemptSets.set(setName, { ...first.loaded, children, coords, valid: false });
     } else {
       const only = group[0] as SetDeclaration;
       decls.push(...only.children);

@@ -141,6 +141,8 @@ export interface LoadedSet {
   policy: SetPolicy;
   /** Every child name the set declares, in expansion order; empty when its matrix could not be expanded. */
   children: string[];
+  /** Each child's coordinates (axis → value), as `children` (also for children that did not load). */
+  coords: Record<string, string>[];
   /** The set is valid as a whole (its children may still be invalid one by one). */
   valid: boolean;
 }

@@ -5,7 +5,7 @@
 import { EXIT } from '../../constants';
 import { loadSpecs } from '../../spec/loader';
 import { toJunit } from '../../sets/junit';
-import { summarize, type SetSummary } from '../../sets/summary';
+import { setsOfLoad, summarize, type SetSummary } from '../../sets/summary';
 import type { Context } from '../context';
 import { duration, table } from './shared';
 import { matchesSelector, parseSelector } from './get';
@@ -25,8 +25,15 @@ export async function runSummary(ctx: Context, sets: string[], o: SummaryOptions
     ctx.io.err(`berth: no AttemptSet named ${missing.map((m) => JSON.stringify(m)).join(', ')} in ${ctx.specsDir}\n`);
     return EXIT.failed;
   }
-  const specs = load.specs.filter((s) => s.set && (sets.length === 0 || sets.includes(s.set.set.name)) && matchesSelector(s.spec.labels, want));
-  const summary = summarize(specs, statuses, Date.now(), o.samples);
+  const all = setsOfLoad(load.specs, load.sets ?? new Map());
+  const chosen = new Map(
+    [...all]
+      .filter(([name]) => sets.length === 0 || sets.includes(name))
+      // A selector picks children by their labels (a child that did not load has none).
+      .map(([name, g]) => [name, { ...g, children: want.length ? g.children.filter((c) => c.loaded && matchesSelector(c.loaded.spec.labels, want)) : g.children }] as const)
+      .filter(([, g]) => g.children.length > 0 || want.length === 0),
+  );
+  const summary = summarize(chosen, statuses, Date.now(), o.samples);
   if (o.output === 'json') ctx.io.out(JSON.stringify(summary, null, 2) + '\n');
   else if (o.output === 'junit') ctx.io.out(toJunit(summary));
   else ctx.io.out(summary.sets.length ? summary.sets.map(renderSet).join('\n') : 'No AttemptSets.\n');

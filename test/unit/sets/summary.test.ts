@@ -3,10 +3,22 @@ import { expect } from 'chai';
 import { REASONS } from '../../../src/constants';
 import { toJunit, xmlEscape } from '../../../src/sets/junit';
 import { passAtK, percentile, rateWithStderr } from '../../../src/sets/stats';
-import { summarize } from '../../../src/sets/summary';
+import { setsOfLoad, summarize as summarizeGroups, type SetChild } from '../../../src/sets/summary';
 import type { LoadedSpec, SetPolicy } from '../../../src/spec/types';
 import type { AttemptStatus } from '../../../src/status/types';
 import { spec, status } from '../../support/builders';
+
+/** Groups loaded children by set, as a load would (children in expansion order). */
+function summarize(specs: LoadedSpec[], statuses: ReadonlyMap<string, AttemptStatus>, now: number) {
+  const groups = new Map<string, { policy: SetPolicy; children: SetChild[] }>();
+  for (const s of specs) {
+    const m = s.set as NonNullable<LoadedSpec['set']>;
+    const g = groups.get(m.set.name) ?? { policy: m.set, children: [] };
+    g.children.push({ name: s.spec.name, coords: m.coords, loaded: s });
+    groups.set(m.set.name, g);
+  }
+  return summarizeGroups(groups, statuses, now);
+}
 
 const close = (a: number | undefined, b: number) => expect(a).to.be.closeTo(b, 1e-9);
 
@@ -105,5 +117,15 @@ describe('sets/summary', () => {
     expect(xml).to.contain('<error message="Failed, Lost" type="Lost"/>');
     expect(xml).to.match(/<testsuite name="x" tests="1" failures="0" errors="1" skipped="0"/);
     expect(xmlEscape('a\u0000b\u0007c"\'')).to.equal('abc&quot;&apos;');
+  });
+
+  it('counts a child whose spec did not load as infra (Invalid), from the load', () => {
+    const loaded = { ...spec('s-a'), set: { set: policy, coords: { model: 'a', task: 't', seed: '0' }, index: 0 } };
+    const groups = setsOfLoad([loaded], new Map([['swe', { policy, children: ['s-a', 's-b'], coords: [loaded.set.coords, { model: 'b', task: 't', seed: '0' }], valid: true }]]));
+    const s = summarizeGroups(groups, new Map([['s-a', status('s-a', { phase: 'Succeeded' })]]), 0).sets[0];
+    expect(s).to.include({ n: 2, passed: 1, infra: 1 });
+    expect(s?.infraReasons).to.deep.equal({ Invalid: 1 });
+    expect(s?.children[1]).to.include({ name: 's-b', phase: 'Invalid' });
+    expect(s?.children[1]?.coords).to.deep.equal({ model: 'b', task: 't', seed: '0' });
   });
 });
