@@ -5,8 +5,19 @@
 import { lstatSync, realpathSync } from 'node:fs';
 import * as path from 'node:path';
 
+/** An absolute path in normal form (no `.`, `..`, doubled or trailing separators). */
+function normalAbsolute(p: string): boolean {
+  return path.isAbsolute(p) && path.normalize(p) === p && (p.length === 1 || !p.endsWith(path.sep));
+}
+
 /** Whether `p` lies strictly inside `root` (both absolute, compared lexically). */
 export function isInside(root: string, p: string): boolean {
+  // Both in normal form (what path.resolve and realpath give): a prefix test, without
+  // path.relative's two resolves (a set's thousands of children each check their results folder).
+  if (normalAbsolute(root) && normalAbsolute(p)) {
+    const prefix = root.endsWith(path.sep) ? root : root + path.sep;
+    return p.length > prefix.length && p.startsWith(prefix);
+  }
   const rel = path.relative(root, p);
   return rel !== '' && rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel);
 }
