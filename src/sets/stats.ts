@@ -15,6 +15,19 @@ export function passAtK(n: number, c: number, k: number): number {
   return 1 - prod;
 }
 
+/**
+ * pass^k: the chance that k samples drawn without replacement from n, of which c passed, all
+ * pass: C(c, k) / C(n, k), computed as the product Π_{i=0..k−1} (c−i)/(n−i).
+ */
+export function passHatK(n: number, c: number, k: number): number {
+  if (!Number.isInteger(n) || !Number.isInteger(c) || !Number.isInteger(k) || n < 1 || k < 1 || k > n || c < 0 || c > n) {
+    throw new RangeError(`pass^k needs integers 1 <= k <= n and 0 <= c <= n (got n=${n}, c=${c}, k=${k})`);
+  }
+  let prod = 1;
+  for (let i = 0; i < k; i++) prod *= (c - i) / (n - i);
+  return Math.max(0, prod);
+}
+
 /** The mean of 0/1 outcomes and its standard error sqrt(p(1−p)/n); null for no outcomes. */
 export function rateWithStderr(passed: number, n: number): { rate: number; stderr: number } | null {
   if (n === 0) return null;

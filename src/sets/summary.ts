@@ -5,7 +5,8 @@
  *   durations (engine start → finish) and queue waits (first record → start) p50/p95.
  * - Per cell: the children that share every axis value except the samples axis (an axis named
  *   seed, sample, trial, attempt, try or run, or `--samples AXIS`): n finished samples (passed +
- *   failed; infra outcomes are not samples), c passed, unbiased pass@k for 1 <= k <= n.
+ *   failed; infra outcomes are not samples), c passed, unbiased pass@k = 1 − C(n−c,k)/C(n,k) and
+ *   pass^k = C(c,k)/C(n,k) for 1 <= k <= n.
  *   Without a samples axis, each child is its own cell (n <= 1).
  * - Per axis value: the mean pass rate over its finished children with its standard error, and
  *   pass@k averaged over its cells (for k up to the smallest n among them).
@@ -14,7 +15,7 @@
 import type { AttemptStatus } from '../status/types';
 import type { LoadedSet, LoadedSpec, SetPolicy } from '../spec/types';
 import { classify, type Outcome } from './outcome';
-import { mean, passAtK, percentile, rateWithStderr } from './stats';
+import { mean, passAtK, passHatK, percentile, rateWithStderr } from './stats';
 
 export const SUMMARY_SCHEMA_VERSION = 1;
 const SAMPLE_AXES = ['seed', 'sample', 'trial', 'attempt', 'try', 'run'];
@@ -45,6 +46,8 @@ export interface CellSummary extends Counts {
   coords: Record<string, string>;
   /** pass@k for k = 1..samples (samples = passed + failed); key is k. */
   passAtK: Record<string, number>;
+  /** pass^k (every one of k samples passes) for k = 1..samples. */
+  passHatK: Record<string, number>;
   /** Children by outcome. */
   ids: Record<Outcome, string[]>;
 }
@@ -54,6 +57,7 @@ export interface AxisValueSummary extends Counts {
   passRate: number | null;
   stderr: number | null;
   passAtK: Record<string, number>;
+  passHatK: Record<string, number>;
 }
 
 export interface SetSummary extends Counts {
@@ -65,6 +69,7 @@ export interface SetSummary extends Counts {
   passRate: number | null;
   stderr: number | null;
   passAtK: Record<string, number>;
+  passHatK: Record<string, number>;
   durationMs: { p50: number | null; p95: number | null };
   queueMs: { p50: number | null; p95: number | null };
   byAxis: Record<string, AxisValueSummary[]>;
@@ -118,20 +123,18 @@ function counts(cs: readonly ChildSummary[]): Counts {
   return out;
 }
 
-function passAtKs(n: number, c: number): Record<string, number> {
+function perK(n: number, f: (k: number) => number): Record<string, number> {
   const out: Record<string, number> = {};
-  for (let k = 1; k <= n; k++) out[String(k)] = passAtK(n, c, k);
+  for (let k = 1; k <= n; k++) out[String(k)] = f(k);
   return out;
 }
 
-/** pass@k averaged over cells, for k up to the smallest number of samples among cells that have any. */
-function meanPassAtK(cells: readonly CellSummary[]): Record<string, number> {
+/** A per-k estimate averaged over cells, for k up to the smallest number of samples among cells that have any. */
+function meanOverCells(cells: readonly CellSummary[], of: (c: CellSummary) => Record<string, number>): Record<string, number> {
   const sampled = cells.filter((c) => c.passed + c.failed > 0);
   if (sampled.length === 0) return {};
   const kmax = Math.min(...sampled.map((c) => c.passed + c.failed));
-  const out: Record<string, number> = {};
-  for (let k = 1; k <= kmax; k++) out[String(k)] = mean(sampled.map((c) => c.passAtK[String(k)] as number)) as number;
-  return out;
+  return perK(kmax, (k) => mean(sampled.map((c) => of(c)[String(k)] as number)) as number);
 }
 
 function rate(cs: Counts): { passRate: number | null; stderr: number | null } {
@@ -160,7 +163,14 @@ export function summarizeSet(policy: SetPolicy, children: readonly SetChild[], s
     const ids = { passed: [], failed: [], infra: [], skipped: [], unfinished: [] } as Record<Outcome, string[]>;
     for (const c of cs) ids[c.outcome].push(c.name);
     const first = cs[0] as ChildSummary;
-    return { coords: Object.fromEntries(cellAxes.map((a) => [a, first.coords[a] as string])), ...k, passAtK: passAtKs(k.passed + k.failed, k.passed), ids };
+    const n = k.passed + k.failed;
+    return {
+      coords: Object.fromEntries(cellAxes.map((a) => [a, first.coords[a] as string])),
+      ...k,
+      passAtK: perK(n, (j) => passAtK(n, k.passed, j)),
+      passHatK: perK(n, (j) => passHatK(n, k.passed, j)),
+      ids,
+    };
   });
 
   const byAxis: Record<string, AxisValueSummary[]> = {};
@@ -170,7 +180,7 @@ export function summarizeSet(policy: SetPolicy, children: readonly SetChild[], s
     byAxis[a] = values.map((v) => {
       const k = counts(kids.filter((c) => c.coords[a] === v));
       const its = a === samplesAxis ? [] : cells.filter((c) => c.coords[a] === v);
-      return { value: v, ...k, ...rate(k), passAtK: meanPassAtK(its) };
+      return { value: v, ...k, ...rate(k), passAtK: meanOverCells(its, (c) => c.passAtK), passHatK: meanOverCells(its, (c) => c.passHatK) };
     });
   }
 
@@ -187,7 +197,8 @@ export function summarizeSet(policy: SetPolicy, children: readonly SetChild[], s
     ...total,
     infraReasons,
     ...rate(total),
-    passAtK: meanPassAtK(cells),
+    passAtK: meanOverCells(cells, (c) => c.passAtK),
+    passHatK: meanOverCells(cells, (c) => c.passHatK),
     durationMs: { p50: percentile(durations, 50), p95: percentile(durations, 95) },
     queueMs: { p50: percentile(waits, 50), p95: percentile(waits, 95) },
     byAxis,

@@ -2,7 +2,7 @@
 import { expect } from 'chai';
 import { REASONS } from '../../../src/constants';
 import { toJunit, xmlEscape } from '../../../src/sets/junit';
-import { passAtK, percentile, rateWithStderr } from '../../../src/sets/stats';
+import { passAtK, passHatK, percentile, rateWithStderr } from '../../../src/sets/stats';
 import { setsOfLoad, summarize as summarizeGroups, type SetChild } from '../../../src/sets/summary';
 import type { LoadedSpec, SetPolicy } from '../../../src/spec/types';
 import type { AttemptStatus } from '../../../src/status/types';
@@ -36,6 +36,15 @@ describe('sets/stats', () => {
     close(passAtK(2000, 1, 1), 1 / 2000);
     expect(() => passAtK(3, 1, 4)).to.throw(RangeError);
     expect(() => passAtK(0, 0, 1)).to.throw(RangeError);
+  });
+
+  it('pass^k is C(c,k)/C(n,k), checked against hand-computed values', () => {
+    close(passHatK(5, 3, 1), 3 / 5);
+    close(passHatK(5, 3, 2), 3 / 10); // C(3,2)=3, C(5,2)=10
+    close(passHatK(5, 3, 3), 1 / 10); // C(3,3)=1, C(5,3)=10
+    close(passHatK(5, 3, 4), 0);
+    close(passHatK(4, 4, 4), 1);
+    expect(() => passHatK(3, 1, 0)).to.throw(RangeError);
   });
 
   it('rates with standard errors, and nearest-rank percentiles', () => {
@@ -74,6 +83,9 @@ describe('sets/summary', () => {
     const cell = s?.cells.find((c) => c.coords.model === 'm2' && c.coords.task === 't1');
     expect(cell).to.include({ n: 3, passed: 2, failed: 0, infra: 1 });
     expect(cell?.passAtK).to.deep.equal({ '1': 1, '2': 1 });
+    expect(cell?.passHatK).to.deep.equal({ '1': 1, '2': 1 });
+    const m1t1 = s?.cells.find((c) => c.coords.model === 'm1' && c.coords.task === 't1');
+    close(m1t1?.passHatK['2'], 1 / 3); // C(2,2)/C(3,2)
     expect(cell?.ids.infra).to.deep.equal(['swe-m2-1-t1']);
   });
 
