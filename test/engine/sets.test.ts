@@ -8,8 +8,10 @@ import { SET_LABEL } from '../../src/constants';
 import { changeCount } from '../../src/plan/render';
 import type { Summary } from '../../src/sets/summary';
 import type { AttemptStatus } from '../../src/status/types';
+import { startController } from '../support/controller';
 import { requireEngine } from '../support/engine';
 import { Sandbox } from '../support/sandbox';
+import { waitFor } from '../support/wait';
 
 // m1 always scores 1; m2 scores 1 only with seed 0. The task's fixture is in the working dir.
 const SET = (seeds: number) => `apiVersion: berth.dev/v1
@@ -205,5 +207,38 @@ spec:
     for (const [name, s] of running) expect(after.get(name), name).to.deep.include({ phase: 'Running', containerId: s.containerId, run: 1 });
     const listed = await sb.engine.containers.list([`dev.berth.instance=${sb.instance}`]);
     expect(listed.filter((c) => c.state === 'running').map((c) => c.id).sort()).to.deep.equal([...running.values()].map((s) => s.containerId).sort());
+  });
+
+  it('the controller runs a set within its maxParallel and starts a new cell when the matrix grows', async function () {
+    const set = (values: string) => `apiVersion: berth.dev/v1
+kind: AttemptSet
+metadata: {name: ctl}
+spec:
+  matrix: {x: [${values}]}
+  maxParallel: 2
+  template:
+    image: berth/busybox:local
+    command: [sh, -c, 'sleep 1']
+`;
+    const ctl = startController(sb, { maxRunning: 8 });
+    const running = async () => (await sb.engine.containers.list([`dev.berth.instance=${sb.instance}`])).filter((c) => c.state === 'running').length;
+    let most = 0;
+    try {
+      await sb.write('ctl.yaml', set('a, b, c, d'));
+      const finished = (names: string[]) => async () => {
+        most = Math.max(most, await running());
+        const st = await all();
+        return names.every((n) => st.get(n)?.phase === 'Succeeded');
+      };
+      await waitFor('the 4 children succeeded', finished(['ctl-a', 'ctl-b', 'ctl-c', 'ctl-d']), { instance: sb.instance, timeoutMs: 60_000 });
+      expect(most, 'running at once').to.be.at.most(2);
+      const before = await all();
+      await sb.write('ctl.yaml', set('a, b, c, d, e'));
+      await waitFor('the new child succeeded', finished(['ctl-e']), { instance: sb.instance, timeoutMs: 30_000 });
+      const after = await all();
+      for (const n of ['ctl-a', 'ctl-b', 'ctl-c', 'ctl-d']) expect(after.get(n)?.updatedAt, n).to.equal(before.get(n)?.updatedAt);
+    } finally {
+      expect(await ctl.stop()).to.equal(0);
+    }
   });
 });
