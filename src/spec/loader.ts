@@ -29,6 +29,11 @@ export interface LoadReport extends LoadResult {
   files: string[];
   /** Non-empty documents found in readable files. */
   documents: number;
+  /**
+   * Of `unreadableFiles`, those that are there only because an AttemptSet in them cannot name its
+   * children (its file is protected as an unreadable one is): readable, for reports.
+   */
+  setProtectedFiles?: Set<string>;
 }
 
 export interface LoadOptions {
@@ -105,6 +110,7 @@ async function loadSets(sets: SpecSet[], resultsRoot: string): Promise<LoadRepor
   const decls: Declaration[] = [];
   const setDecls = new Map<string, SetDeclaration[]>();
   const unreadableFiles = new Set<string>();
+  const setProtectedFiles = new Set<string>();
   const unreadableFolders = new Set<string>();
   let rootError: SpecError | undefined;
   const files: string[] = [];
@@ -151,7 +157,10 @@ async function loadSets(sets: SpecSet[], resultsRoot: string): Promise<LoadRepor
         if (d.set) {
           // An AttemptSet: its own errors belong to the set; each child is declared like an Attempt.
           // A set whose children cannot be named: what its file declared is left alone.
-          if (d.errors.length > 0 && d.set.loaded.children.length === 0) unreadableFiles.add(f.rel);
+          if (d.errors.length > 0 && d.set.loaded.children.length === 0 && !unreadableFiles.has(f.rel)) {
+            unreadableFiles.add(f.rel);
+            setProtectedFiles.add(f.rel);
+          }
           if (d.name === undefined) {
             errors.push(...d.errors);
             continue;
@@ -206,7 +215,7 @@ async function loadSets(sets: SpecSet[], resultsRoot: string): Promise<LoadRepor
   errors.push(...duplicateErrors);
   const order = new Map(files.map((f, i) => [f, i]));
   errors.sort((a, b) => (order.get(a.file) ?? -1) - (order.get(b.file) ?? -1) || a.line - b.line || a.col - b.col);
-  return { specs, errors, protectedNames, unreadableFiles, unreadableFolders, ...(rootError ? { rootError } : {}), files, documents, sets: attemptSets };
+  return { specs, errors, protectedNames, unreadableFiles, unreadableFolders, ...(rootError ? { rootError } : {}), files, documents, sets: attemptSets, setProtectedFiles };
 }
 
 /** Duplicate names are errors everywhere they occur; names that did not load are protected. */

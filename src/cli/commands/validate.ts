@@ -36,7 +36,8 @@ export async function runValidate(paths: string[], opts: ValidateOptions, io: Va
 
 /** `3 files, 7 attempts: 5 valid, 2 invalid (4 errors)`, or `…: all valid`. */
 export function summary(r: LoadReport): string {
-  const unreadable = r.unreadableFiles.size > 0 ? ` (${r.unreadableFiles.size} unreadable)` : '';
+  const count = r.unreadableFiles.size - (r.setProtectedFiles?.size ?? 0);
+  const unreadable = count > 0 ? ` (${count} unreadable)` : '';
   // An AttemptSet counts as the attempts it declares (its children).
   const sets = [...(r.sets?.values() ?? [])];
   const attempts = r.documents - sets.length + sets.reduce((n, s) => n + s.children.length, 0);

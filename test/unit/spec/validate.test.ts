@@ -93,5 +93,8 @@ spec:
     const body = JSON.parse((await run([sb.specs], 'json', sb.results)).out) as { attempts: string[]; sets: unknown[] };
     expect(body.attempts).to.deep.equal(['a', 's-a', 's-b', 's-c']);
     expect(body.sets).to.deep.equal([{ name: 's', valid: true, children: ['s-a', 's-b', 's-c'] }]);
+    // A set whose matrix cannot be expanded is invalid, its file protected, but not "unreadable".
+    const bad = sandbox({ 's.yaml': set.replace('[a, b, c]', '[]') });
+    expect((await run([bad.specs], 'text', bad.results)).out).to.equal('1 file, 0 attempts (1 AttemptSet): 0 valid, 0 invalid, 1 AttemptSet invalid (1 error)\n');
   });
 });
