@@ -4,7 +4,7 @@ SHELL := /bin/bash
 NPM ?= npm
 BERTH := node bin/berth.js
 
-.PHONY: help deps build engine images setup run test test-unit lint typecheck bench clean-engine
+.PHONY: help deps build engine images setup run test test-unit lint typecheck bench bench-sets clean-engine
 
 help:
 	@echo "make run    reconcile the example specs in specs/ on the local engine, then show them"
@@ -47,3 +47,7 @@ typecheck: deps
 bench: setup
 	./scripts/bench-deps.sh
 	node --import tsx bench/run.ts
+
+# An AttemptSet of 10,000 children: plan cost (CLI, cold) and engine calls of a pass (bench/sets.ts)
+bench-sets: setup
+	node --import tsx bench/sets.ts

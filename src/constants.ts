@@ -5,6 +5,24 @@
 
 export const API_VERSION = 'berth.dev/v1';
 export const KIND_ATTEMPT = 'Attempt';
+export const KIND_ATTEMPT_SET = 'AttemptSet';
+
+/**
+ * Spec labels every child of an AttemptSet carries (besides the set's own labels and one
+ * `<axis>=<value>` label per axis whose value is a valid label value): the set's name, so
+ * `berth get -l berth.dev/set=swe-lite` selects a set's children.
+ */
+export const SET_LABEL = 'berth.dev/set';
+
+/** Limits on an AttemptSet, so a typo cannot flood the engine. */
+export const SET_LIMITS = {
+  /** Children one set may expand to. */
+  maxChildren: 10_000,
+  /** Children of one set whose rendered spec is invalid reported one by one; the rest are counted. */
+  maxChildErrors: 20,
+  /** Bytes of a score file read at most. */
+  maxScoreBytes: 4096,
+} as const;
 
 /** Version of the normalized form that the spec hash covers; bump when normalization changes. */
 export const SPEC_HASH_SCHEMA = 1;
@@ -104,6 +122,12 @@ export const REASONS = {
   completed: 'Completed',
   /** `get`: the attempt's status record is damaged; reconcile sets it aside and rebuilds it. */
   recordDamaged: 'RecordDamaged',
+  /** An AttemptSet child not admitted because a sibling's task failed and the set has failFast. */
+  failFast: 'FailFast',
+  /** An AttemptSet child not admitted because the set reached maxFailed infrastructure failures. */
+  maxFailedReached: 'MaxFailedReached',
+  /** An AttemptSet child waiting because its set already runs maxParallel children. */
+  waitingForSet: 'WaitingForSet',
 } as const;
 
 export const EXIT = {

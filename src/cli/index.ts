@@ -14,6 +14,7 @@ import type * as GetCmd from './commands/get';
 import type * as LogsCmd from './commands/logs';
 import type * as PlanCmd from './commands/plan';
 import type * as ReconcileCmd from './commands/reconcile';
+import type * as SummaryCmd from './commands/summary';
 import type * as UnlockCmd from './commands/unlock';
 import type * as ValidateCmd from './commands/validate';
 import { makeContext, UsageError, type GlobalOptions } from './context';
@@ -123,9 +124,21 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .description('list attempts and their status')
     .argument('[name]')
     .option('-l, --selector <key=value>', 'filter by spec labels (repeatable, or comma-separated)', collect)
+    .option('--sets', 'list AttemptSets: a row per set with its children counted by phase')
     .addOption(new Option('-o, --output <format>', 'output format').choices(['wide', 'json', 'yaml']))
     .action(async (name: string | undefined, o, cmd: Command) => {
       await done((require('./commands/get') as typeof GetCmd).runGet(ctx(cmd), name, o));
+    });
+
+  program
+    .command('summary')
+    .description('how AttemptSets did: counts, pass@k, pass rates per axis value, durations')
+    .argument('[set...]', 'AttemptSet names (default: all)')
+    .option('-l, --selector <key=value>', 'only children with these spec labels (repeatable, or comma-separated)', collect)
+    .option('--samples <axis>', 'the axis whose values are repeated samples of one cell (default: seed, sample, trial, attempt, try or run)')
+    .addOption(new Option('-o, --output <format>', 'output format').choices(['table', 'json', 'junit']).default('table'))
+    .action(async (sets: string[], o, cmd: Command) => {
+      await done((require('./commands/summary') as typeof SummaryCmd).runSummary(ctx(cmd), sets, o));
     });
 
   program

@@ -78,6 +78,8 @@ export class Controller {
   private readonly halt = new AbortController();
   private readonly waitingForSlot = new Set<string>();
   private reserved = 0;
+  /** Of `reserved`: admissions per AttemptSet (its maxParallel counts them too). */
+  private reservedBySet = new Map<string, number>();
   private resyncTimer: ReturnType<Clock['setTimeout']> | undefined;
   private loopDone: Promise<void> | undefined;
   /** When the batch under way began (undefined: none). */
@@ -184,12 +186,13 @@ export class Controller {
       // Admissions in flight when the lists go out hold their slots for this batch, also if they
       // end before it plans: what they started may not be in the lists.
       const reserved = this.reserved;
+      const reservedBySet = new Map(this.reservedBySet);
       const statusesP = this.o.store.loadAll();
       const snapshotP = this.observe(all, keys, statusesP.then(knownContainerIds));
       const [l, statuses, snapshot] = await Promise.all([this.specs.specs(), statusesP, snapshotP]);
       load = l;
       const busy = new Set(this.inflight.keys());
-      const p = planWithRunFloors(planInput(this.o.cfg, load, snapshot, statuses, this.clock.now(), { ...(all ? {} : { only: keys }), reservedSlots: reserved }));
+      const p = planWithRunFloors(planInput(this.o.cfg, load, snapshot, statuses, this.clock.now(), { ...(all ? {} : { only: keys }), reservedSlots: reserved, reservedBySet }));
       if (all) {
         this.synced = true;
         this.queue.forget(ALL); // a failed resync's back-off starts over
@@ -278,6 +281,8 @@ export class Controller {
     }
     const admits = ADMITTING.has(a.kind);
     if (admits) this.reserved++;
+    const set = admits ? a.set : undefined;
+    if (set !== undefined) this.reservedBySet.set(set, (this.reservedBySet.get(set) ?? 0) + 1);
     const executor = new Executor({
       engine: this.engine,
       store: this.o.store,
@@ -297,6 +302,11 @@ export class Controller {
       .then(async (res) => {
         this.stale.set(a.attempt, ++this.generation);
         if (admits) this.reserved--;
+        if (set !== undefined) {
+          const left = (this.reservedBySet.get(set) ?? 1) - 1;
+          if (left > 0) this.reservedBySet.set(set, left);
+          else this.reservedBySet.delete(set);
+        }
         this.inflight.delete(a.attempt);
         // Still waiting for a worker when the controller stopped: never begun, nothing to record;
         // the attempt is where it was, and the next controller takes it up.

@@ -51,8 +51,10 @@ export function invalidErrors(load: LoadResult): Map<string, SpecIssue[]> {
   const out = new Map<string, SpecIssue[]>();
   for (const name of load.protectedNames) out.set(name, []);
   for (const e of load.errors) {
-    const list = e.attempt !== undefined ? out.get(e.attempt) : undefined;
-    list?.push({ file: e.file, line: e.line, col: e.col, path: e.path, code: e.code, message: e.message });
+    const issue = { file: e.file, line: e.line, col: e.col, path: e.path, code: e.code, message: e.message };
+    if (e.attempt !== undefined) out.get(e.attempt)?.push(issue);
+    // An error of an AttemptSet as a whole is an error of each of its (protected) children.
+    else if (e.set !== undefined) for (const c of load.sets?.get(e.set)?.children ?? []) out.get(c)?.push(issue);
   }
   return out;
 }
@@ -80,7 +82,7 @@ export function planInput(
   snapshot: Snapshot,
   statuses: ReadonlyMap<string, AttemptStatus>,
   now: number,
-  extra: Pick<PlanInput, 'only' | 'reservedSlots' | 'runFloors'> = {},
+  extra: Pick<PlanInput, 'only' | 'reservedSlots' | 'reservedBySet' | 'runFloors'> = {},
 ): PlanInput {
   // A load that knows no attempt because its root cannot be read must never be planned from:
   // it would remove everything. One check here covers every pass and every controller batch.

@@ -21,6 +21,7 @@ import { containerOwnership, imageLabels, labelOwnership, recordedContainers, st
 import { parseListeningLine } from '../proxy/contract';
 import { fixtureTar, secretsTar } from './archive';
 import { harvest, type SidecarLogs } from './harvest';
+import { readScore } from './score';
 import { readSecrets, SecretError, secretEnvLines } from './secrets';
 
 export interface ExecutorDeps {
@@ -157,7 +158,7 @@ export class Executor {
       case 'stop':
         return engine.containers.stop(op.id, op.graceSeconds);
       case 'finish':
-        return this.finish(a, op.id, op.resultsDir, op.outcome, op.sidecars);
+        return this.finish(a, op.id, op.resultsDir, op.outcome, op.sidecars, op.score);
       case 'remove-container':
         await engine.containers.remove(op.id);
         return;
@@ -573,6 +574,7 @@ export class Executor {
     resultsDir: string | undefined,
     forced: Outcome | undefined,
     sidecars: SidecarLogs[] = [],
+    scoreFile?: string,
   ): Promise<void> {
     let details: ContainerDetails | undefined;
     if (id) {
@@ -597,6 +599,8 @@ export class Executor {
     }
     const end = outcome;
     const finishedMs = engineTime(st?.finishedAt) ?? this.now();
+    // What the score file holds (or why it cannot be read), recorded as found.
+    const scored = scoreFile !== undefined ? await readScore(resultsDir, scoreFile) : undefined;
     const next = await this.update(a, (r) => {
       const { intent: _i, ...rest } = r;
       return {
@@ -607,6 +611,7 @@ export class Executor {
         ...(exitCode !== undefined ? { exitCode } : {}),
         ...(engineTime(st?.startedAt) !== undefined && !r.startedAt ? { startedAt: iso(engineTime(st?.startedAt) as number) } : {}),
         finishedAt: iso(finishedMs),
+        ...(scored ? ('score' in scored ? { score: scored.score } : { scoreError: scored.error }) : {}),
       };
     });
     const mount = resultsDir ?? next.resultsDir;

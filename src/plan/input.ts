@@ -42,6 +42,8 @@ export interface PlanInput {
   only?: ReadonlySet<string>;
   /** Slots already taken by runs being provisioned elsewhere, not yet visible on the engine. */
   reservedSlots?: number;
+  /** Of those, per AttemptSet: they count against the set's maxParallel too. */
+  reservedBySet?: ReadonlyMap<string, number>;
   /** The egress proxy image (`--egress-proxy-image`) and an existing egress network to use (`--egress-network`). */
   egress?: { proxyImage?: string; network?: string };
 }

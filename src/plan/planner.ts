@@ -1,12 +1,14 @@
 /**
  * The planner: pure `(PlanInput) → Plan`. No I/O, no clock of its own: the same input gives
- * the same plan, in a fixed order (attempts by name). Every operation records its cause.
+ * the same plan, in a fixed order (attempts by name; an AttemptSet's children at the set's name, by
+ * their coordinates). Every operation records its cause.
  */
 import { COMPONENTS, DEFAULTS, FINISHED_PHASES, LABELS, LEGACY_NAMING, REASONS, type Naming } from '../constants';
 import { desiredAttempt } from '../desired/attempt';
 import type { DesiredAttempt } from '../desired/types';
 import type { ContainerSummary, NetworkSummary } from '../engine/types';
 import type { ObservedAttempt } from '../observe/types';
+import { SKIP_REASONS } from '../sets/outcome';
 import { formatIssue } from '../spec/issue';
 import type { LoadedSpec } from '../spec/types';
 import type { AttemptStatus, SpecIssue } from '../status/types';
@@ -14,6 +16,7 @@ import { attestListed, failedCause, mainWant, sidecarWant } from '../attest/chec
 import { isInfraFailure } from './exit-outcome';
 import { retryBackoffMs, type PlanInput } from './input';
 import { runResultsDir } from './results';
+import { admissionOrder, setStates, type SetState } from './set-admission';
 import type { AttemptAction, Operation, Outcome, Plan } from './types';
 
 const EMPTY: ObservedAttempt = { name: '', containers: [], networks: [], volumes: [] };
@@ -118,6 +121,8 @@ interface Ctx {
   inp: PlanInput;
   /** Running slots still free for new runs. */
   slots: number;
+  /** AttemptSets: their children running and whether they admit more (set-admission.ts). */
+  sets: Map<string, SetState>;
 }
 
 /**
@@ -180,8 +185,35 @@ function startRun(
     d = desiredFor(ctx.inp, d.loaded, floor + 1);
     have = { ...have, containers: [] };
   }
+  const set = d.loaded.set ? ctx.sets.get(d.loaded.set.set.name) : undefined;
+  if (set?.stop) {
+    // Not admitted, for good unless the set's settings change: a final phase that says why.
+    const { reason, message } = set.stop;
+    const rec = base.status;
+    const already = rec?.phase === 'Failed' && rec.reason === reason && rec.run === d.run && rec.specHash === d.hash && pre.length === 0;
+    return {
+      ...base,
+      kind: already ? 'leave' : 'skip',
+      summary: message,
+      desired: d,
+      ops: already ? [] : [...pre, { type: 'record', resource: `attempt:${d.name}`, cause: reason, patch: { phase: 'Failed', reason, message, run: d.run, specHash: d.hash } }],
+    };
+  }
+  const max = set?.policy.maxParallel ?? null;
+  if (set && max !== null && set.running >= max) {
+    const waiting = base.status?.phase === 'Pending' && base.status.reason === REASONS.waitingForSet && base.status.run === d.run && pre.length === 0;
+    const cause = `set ${set.policy.name} runs maxParallel ${max}`;
+    return {
+      ...base,
+      kind: 'wait',
+      summary: `${why}: run ${d.run} waits: ${cause}`,
+      desired: d,
+      ops: waiting ? [] : [...pre, { type: 'record', resource: `attempt:${d.name}`, cause, patch: { phase: 'Pending', reason: REASONS.waitingForSet, run: d.run, specHash: d.hash } }],
+    };
+  }
   if (ctx.slots > 0) {
     ctx.slots--;
+    if (set) set.running++;
     return { ...base, kind, summary: `${why}: run ${d.run}`, desired: d, ops: [...pre, ...provisionOps(d, have)] };
   }
   const waiting = base.status?.phase === 'Pending' && base.status.reason === REASONS.waitingForSlot && base.status.run === d.run && pre.length === 0;
@@ -284,7 +316,9 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
     }
   }
 
-  if (specChanged || !rec || rec.phase === 'Invalid' || rec.phase === 'Blocked' || rec.phase === 'Pending') {
+  // A set's child that was not admitted (failFast, maxFailed) is tried again: admission decides anew.
+  const skipped = rec?.phase === 'Failed' && SKIP_REASONS.has(rec.reason ?? '') && rec.run === run;
+  if (specChanged || !rec || rec.phase === 'Invalid' || rec.phase === 'Blocked' || rec.phase === 'Pending' || skipped) {
     if (!main) return startRun(ctx, base, d, current, pre, specChanged && rec?.phase !== 'Invalid' ? 'replace' : 'provision', specChanged ? 'spec hash changed' : rec?.phase === 'Blocked' ? 'blocked before; trying again' : 'not found');
   }
 
@@ -397,7 +431,11 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
         summary: `container ${main.state}`,
         desired: d,
         ...mayRunAgain(inp, loaded, rec),
-        ops: [...pre, ...stopSidecars(sidecarsObs, 'the attempt finished'), { type: 'finish', resource: `container:${main.name}`, id: main.id, resultsDir: rec?.resultsDir ?? d.resultsDir, sidecars, cause: `container ${main.state}` }],
+        ops: [
+          ...pre,
+          ...stopSidecars(sidecarsObs, 'the attempt finished'),
+          { type: 'finish', resource: `container:${main.name}`, id: main.id, resultsDir: rec?.resultsDir ?? d.resultsDir, sidecars, cause: `container ${main.state}`, ...scoreFile(loaded) },
+        ],
       };
     }
     if (main.state === 'created') {
@@ -458,6 +496,12 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
   return startRun(ctx, base, d, current, pre, 'provision', rec?.intent ? 'provisioning was interrupted' : 'not found');
 }
 
+/** An AttemptSet child with a `score`: the file the finish reads it from. */
+function scoreFile(loaded: LoadedSpec): { score?: string } {
+  const score = loaded.set?.set.score;
+  return score ? { score: score.file } : {};
+}
+
 function sameIssues(a: readonly SpecIssue[] | undefined, b: readonly SpecIssue[]): boolean {
   return JSON.stringify(a ?? []) === JSON.stringify(b);
 }
@@ -506,10 +550,10 @@ function planUndesired(inp: PlanInput, name: string, rec: AttemptStatus | undefi
 }
 
 export function plan(inp: PlanInput): Plan {
-  const specs = [...inp.specs].sort((a, b) => cmp(a.spec.name, b.spec.name));
+  const specs = [...inp.specs].sort(admissionOrder);
   const desiredNames = new Set(specs.map((s) => s.spec.name));
   const running = [...inp.snapshot.attempts.values()].filter((a) => a.containers.some((c) => isMain(c) && RUNNING_STATES.has(c.state))).length;
-  const ctx: Ctx = { inp, slots: Math.max(0, inp.maxRunning - running - (inp.reservedSlots ?? 0)) };
+  const ctx: Ctx = { inp, slots: Math.max(0, inp.maxRunning - running - (inp.reservedSlots ?? 0)), sets: setStates(inp, RUNNING_STATES) };
   const wanted = (name: string) => !inp.only || inp.only.has(name);
   const actions: AttemptAction[] = [];
   const unchanged = new Map<string, AttemptStatus['phase']>();
@@ -518,7 +562,8 @@ export function plan(inp: PlanInput): Plan {
   for (const loaded of specs) {
     const name = loaded.spec.name;
     if (!wanted(name)) continue;
-    const a = planDesired(ctx, loaded, inp.statuses.get(name), inp.snapshot.attempts.get(name) ?? EMPTY);
+    const planned = planDesired(ctx, loaded, inp.statuses.get(name), inp.snapshot.attempts.get(name) ?? EMPTY);
+    const a = loaded.set ? { ...planned, set: loaded.set.set.name } : planned;
     if (a.ops.length === 0 && (a.kind === 'leave' || a.kind === 'wait' || a.kind === 'block')) {
       unchanged.set(name, a.status?.phase ?? 'Pending');
       if (a.kind === 'leave' && a.requeueAfterMs === undefined) continue;

@@ -32,6 +32,28 @@ export function changeCount(p: Plan): number {
   return p.actions.reduce((n, a) => n + a.ops.length, 0);
 }
 
+/**
+ * Per AttemptSet, the children the plan replaces (their rendered spec changed, e.g. a template
+ * edit) and the ones it adds (new cells), in plan order.
+ */
+export function setChanges(p: Plan): Map<string, { replaced: string[]; added: string[] }> {
+  const out = new Map<string, { replaced: string[]; added: string[] }>();
+  for (const a of p.actions) {
+    if (!a.set || !a.desired || a.ops.length === 0 || a.kind === 'skip') continue;
+    const replaced = a.status !== undefined && a.status.specHash !== '' && a.status.specHash !== a.desired.hash;
+    const added = a.status === undefined;
+    if (!replaced && !added) continue;
+    let e = out.get(a.set);
+    if (!e) out.set(a.set, (e = { replaced: [], added: [] }));
+    (replaced ? e.replaced : e.added).push(a.attempt);
+  }
+  return out;
+}
+
+function nameList(names: string[]): string {
+  return names.length > 20 ? `${names.slice(0, 20).join(', ')} and ${names.length - 20} more` : names.join(', ');
+}
+
 export function renderPlan(p: Plan): string {
   const lines: string[] = [];
   if (p.emptySource === 'held') {
@@ -46,6 +68,10 @@ export function renderPlan(p: Plan): string {
     for (const op of a.ops) {
       lines.push(`  ${SIGN[op.type]} ${verb(op).padEnd(width)}  ${op.resource.padEnd(rwidth)}  (${op.cause})`);
     }
+  }
+  for (const [set, c] of [...setChanges(p)].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    if (c.replaced.length) lines.push(`AttemptSet ${set}: ${c.replaced.length} ${c.replaced.length === 1 ? 'child' : 'children'} replaced (spec changed): ${nameList(c.replaced)}`);
+    if (c.added.length) lines.push(`AttemptSet ${set}: ${c.added.length} new ${c.added.length === 1 ? 'child' : 'children'}: ${nameList(c.added)}`);
   }
   const unchanged = p.unchanged.size + p.actions.filter((a) => a.ops.length === 0).length;
   lines.push(
@@ -64,11 +90,13 @@ export function planToJson(p: Plan): unknown {
       .filter((a) => a.ops.length > 0)
       .map((a) => ({
         attempt: a.attempt,
+        ...(a.set ? { set: a.set } : {}),
         kind: a.kind,
         summary: a.summary,
         operations: a.ops.map((o) => ({ type: o.type, resource: o.resource, cause: o.cause })),
       })),
     unchanged: Object.fromEntries([...p.unchanged.entries()].sort(([a], [b]) => (a < b ? -1 : 1))),
+    sets: Object.fromEntries(setChanges(p)),
     ...(p.emptySource ? { emptySource: p.emptySource } : {}),
   };
 }

@@ -34,7 +34,8 @@ export type Operation =
   | (OpBase & { type: 'adopt'; id: string; desired: DesiredAttempt })
   | (OpBase & { type: 'stop'; id: string; graceSeconds: number })
   /** Harvest logs, status and a manifest into the results folder and record the final phase. */
-  | (OpBase & { type: 'finish'; id?: string; resultsDir?: string; outcome?: Outcome; sidecars?: { alias: string; role: 'egress-proxy' | 'sidecar'; id: string }[] })
+  /** `score`: a file in the run's results folder to read the score from (AttemptSet children with a score). */
+  | (OpBase & { type: 'finish'; id?: string; resultsDir?: string; outcome?: Outcome; sidecars?: { alias: string; role: 'egress-proxy' | 'sidecar'; id: string }[]; score?: string })
   | (OpBase & { type: 'remove-container'; id: string })
   | (OpBase & { type: 'remove-network'; id: string })
   | (OpBase & { type: 'remove-volume'; id: string })
@@ -59,11 +60,15 @@ export type ActionKind =
   | 'wait'
   | 'block'
   | 'invalid'
+  /** An AttemptSet child not admitted (failFast, maxFailed): recorded Failed with that reason. */
+  | 'skip'
   | 'forget'
   | 'leave';
 
 export interface AttemptAction {
   attempt: string;
+  /** The AttemptSet the attempt is a child of. */
+  set?: string;
   kind: ActionKind;
   /** One line on why, for `plan` and logs. */
   summary: string;

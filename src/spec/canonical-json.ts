@@ -24,14 +24,26 @@ function write(v: unknown, stack: Set<object>): string {
       if (stack.has(v)) throw new TypeError('canonicalJson: cyclic value');
       stack.add(v);
       let out: string;
+      // Plain loops and string appends: this runs for every spec of every load.
       if (Array.isArray(v)) {
-        out = `[${v.map((x) => (x === undefined ? 'null' : write(x, stack))).join(',')}]`;
+        out = '[';
+        for (let i = 0; i < v.length; i++) {
+          const x: unknown = v[i];
+          out += (i ? ',' : '') + (x === undefined ? 'null' : write(x, stack));
+        }
+        out += ']';
       } else {
         const rec = v as Record<string, unknown>;
-        const keys = Object.keys(rec)
-          .filter((k) => rec[k] !== undefined)
-          .sort();
-        out = `{${keys.map((k) => `${JSON.stringify(k)}:${write(rec[k], stack)}`).join(',')}}`;
+        const keys = Object.keys(rec).sort();
+        out = '{';
+        let first = true;
+        for (const k of keys) {
+          const x = rec[k];
+          if (x === undefined) continue;
+          out += (first ? '' : ',') + JSON.stringify(k) + ':' + write(x, stack);
+          first = false;
+        }
+        out += '}';
       }
       stack.delete(v);
       return out;

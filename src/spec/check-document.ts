@@ -2,17 +2,21 @@
  * One YAML document → a loaded attempt or its errors: mapping check, JSON Schema, semantic
  * checks, then host paths (fixture, secret files, results), normalization and hash. Later stages
  * run only when earlier ones pass, so every reported error is about data of the expected shape.
+ * An AttemptSet goes to sets/check-set.ts, which checks each rendered child the same way.
  */
+/* eslint-disable @typescript-eslint/no-require-imports */
+import { KIND_ATTEMPT_SET } from '../constants';
+import type * as CheckSet from '../sets/check-set';
 import { formatPath, isRecord, type Segment } from './field-path';
 import { specHash } from './hash';
 import { normalize } from './normalize';
-import { checkFixture, checkResults, checkSecretFile, type Roots } from './path-checks';
+import { checkFixture, checkResults, checkSecretFile, type Checked, type Roots } from './path-checks';
 import type { Anchor, DocLocator } from './positions';
 import type { RawAttempt } from './raw-types';
 import { schemaIssues, type FieldIssue } from './schema-errors';
 import { validateAttempt } from './schema';
 import { semanticIssues } from './semantic';
-import type { LoadedSpec, SourcePos, SpecError, SpecErrorCode } from './types';
+import type { LoadedSet, LoadedSpec, SetMember, SourcePos, SpecError, SpecErrorCode } from './types';
 
 export interface DocContext {
   /** The spec file as users see it. */
@@ -32,6 +36,15 @@ export interface DocOutcome {
   pos: SourcePos;
   errors: SpecError[];
   loaded?: LoadedSpec;
+  /** An AttemptSet: the set and its children (empty when its matrix could not be expanded). */
+  set?: { loaded: LoadedSet; children: ChildOutcome[]; /** An axis reads a folder (`fromDir`). */ readsFolders?: boolean };
+}
+
+/** One child of an AttemptSet: loaded, or its errors. */
+export interface ChildOutcome {
+  name: string;
+  errors: SpecError[];
+  loaded?: LoadedSpec;
 }
 
 /** The name a document declares, if it can be read at all (also for invalid documents). */
@@ -44,31 +57,71 @@ export function declaredName(value: unknown): string | undefined {
 export async function checkDocument(value: unknown, ctx: DocContext): Promise<DocOutcome> {
   const name = declaredName(value);
   const pos: SourcePos = { file: ctx.file, ...ctx.locator.position(name !== undefined ? ['metadata', 'name'] : []) };
-  const errorAt = (segs: Segment[], anchor: Anchor, code: SpecErrorCode, message: string, shownPath?: string): SpecError => ({
+  const place = placer(ctx);
+
+  if (!isRecord(value)) {
+    const got = Array.isArray(value) ? 'a list' : `${JSON.stringify(value)}`;
+    return { name, pos, errors: [place([], 'value', 'not-a-mapping', `a spec must be a mapping with apiVersion, kind, metadata and spec (got ${got})`)] };
+  }
+  if (value.kind === KIND_ATTEMPT_SET) {
+    // Lazy: only folders that hold sets pay for loading the set code.
+    const { checkSet } = require('../sets/check-set') as typeof CheckSet;
+    return checkSet(value, ctx, name, pos);
+  }
+  const r = await checkAttemptBody(value, ctx, { place: (segs) => segs });
+  return { name, pos, ...r };
+}
+
+/** Places errors at field paths of the document being checked. */
+export function placer(ctx: DocContext) {
+  return (segs: Segment[], anchor: Anchor, code: SpecErrorCode, message: string, shownPath?: string): SpecError => ({
     file: ctx.file,
     ...ctx.locator.position(segs, anchor),
     path: shownPath ?? formatPath(segs),
     code,
     message,
   });
+}
+
+/** How an Attempt's check reports: where its fields are written, and what its messages add. */
+export interface BodyOptions {
+  /** A field path of the checked Attempt → where it is written in the source (a set's template). */
+  place(segs: Segment[]): Segment[];
+  /** Added to every message (which child of a set). */
+  note?: string;
+  /** Fixture checks already made for this document, by the fixture as written (a set's children share them). */
+  fixtures?: Map<string, Promise<Checked<{ path: string; digest: string }>>>;
+  /** The AttemptSet the Attempt is a child of. */
+  set?: SetMember;
+}
+
+/** An Attempt document (a mapping) → its errors, or the loaded spec: schema, semantics, paths, normalization, hash. */
+export async function checkAttemptBody(value: Record<string, unknown>, ctx: DocContext, o: BodyOptions): Promise<{ errors: SpecError[]; loaded?: LoadedSpec }> {
+  const base = placer(ctx);
+  const note = o.note ? ` (${o.note})` : '';
+  const errorAt = (segs: Segment[], anchor: Anchor, code: SpecErrorCode, message: string, shownPath?: string): SpecError => {
+    const at = o.place(segs);
+    return base(at, anchor, code, `${message}${note}`, shownPath !== undefined ? formatPath(o.place(pathSegs(shownPath))) : undefined);
+  };
   const fromIssues = (issues: FieldIssue[]): SpecError[] => issues.map((i) => errorAt(i.segs, i.anchor, i.code, i.message));
 
-  if (!isRecord(value)) {
-    const got = Array.isArray(value) ? 'a list' : `${JSON.stringify(value)}`;
-    return { name, pos, errors: [errorAt([], 'value', 'not-a-mapping', `a spec must be a mapping with apiVersion, kind, metadata and spec (got ${got})`)] };
-  }
-
   const schema = validateAttempt(value);
-  if (!schema.valid) return { name, pos, errors: fromIssues(schemaIssues(schema.errors, value)) };
+  if (!schema.valid) return { errors: fromIssues(schemaIssues(schema.errors, value)) };
   const doc = value as unknown as RawAttempt;
 
   const semantic = semanticIssues(doc);
-  if (semantic.length > 0) return { name, pos, errors: fromIssues(semantic) };
+  if (semantic.length > 0) return { errors: fromIssues(semantic) };
 
   const errors: SpecError[] = [];
   let fixture: { path: string; digest: string } | null = null;
   if (doc.spec.fixture !== undefined) {
-    const r = await checkFixture(ctx.specDir, doc.spec.fixture, ctx.roots);
+    const want = doc.spec.fixture;
+    let check = o.fixtures?.get(want);
+    if (!check) {
+      check = checkFixture(ctx.specDir, want, ctx.roots);
+      o.fixtures?.set(want, check);
+    }
+    const r = await check;
     if (r.ok) fixture = r.value;
     else for (const p of r.problems) errors.push(errorAt(['spec', 'fixture'], 'value', p.code, p.message));
   }
@@ -84,7 +137,7 @@ export async function checkDocument(value: unknown, ctx: DocContext): Promise<Do
     const segs: Segment[] = doc.spec.results !== undefined ? ['spec', 'results'] : ['metadata', 'name'];
     for (const p of results.problems) errors.push(errorAt(segs, 'value', p.code, p.message, 'spec.results'));
   }
-  if (errors.length > 0 || !results.ok) return { name, pos, errors };
+  if (errors.length > 0 || !results.ok) return { errors };
 
   const spec = normalize(doc, {
     fixture: fixture?.path ?? null,
@@ -92,5 +145,11 @@ export async function checkDocument(value: unknown, ctx: DocContext): Promise<Do
     secretFiles,
     results: results.value,
   });
-  return { name, pos, errors, loaded: { source: pos, relFile: ctx.relFile, spec, hash: specHash(spec) } };
+  const source: SourcePos = { file: ctx.file, ...ctx.locator.position(['metadata', 'name']) };
+  return { errors, loaded: { source, relFile: ctx.relFile, spec, hash: specHash(spec), ...(o.set ? { set: o.set } : {}) } };
+}
+
+/** `spec.results` → ['spec', 'results'] (shown paths are plain dotted keys). */
+function pathSegs(p: string): Segment[] {
+  return p.split('.');
 }

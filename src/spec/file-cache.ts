@@ -2,22 +2,30 @@
  * Spec files that have not changed need not be parsed again: the outcome of a file is kept
  * while its stat (inode, size, mtime, ctime) holds. Only outcomes that depend on nothing but
  * the file are kept: no errors, no fixture (its content is in the hash) and no secret read
- * from a file. A long-running controller and repeated passes reload a big folder for the cost
+ * from a file; an AttemptSet only when no axis reads a folder (`fromDir`) and its children qualify. A long-running controller and repeated passes reload a big folder for the cost
  * of one stat per file.
  */
 import { statSync } from 'node:fs';
 import { loadFile, type FileOutcome } from './load-file';
 import type { Roots } from './path-checks';
+import type { LoadedSpec } from './types';
 import type { SpecFile } from './walk';
 
 const MAX_ENTRIES = 20_000;
 const cache = new Map<string, { sig: string; outcome: FileOutcome }>();
 
+const fromFileOnly = (l: LoadedSpec | undefined): boolean => !!l && l.spec.fixture === null && l.spec.secrets.every((s) => s.fromFile === undefined);
+
 function selfContained(o: FileOutcome): boolean {
   return (
     !o.unreadable &&
     o.errors.length === 0 &&
-    o.docs.every((d) => d.errors.length === 0 && !!d.loaded && d.loaded.spec.fixture === null && d.loaded.spec.secrets.every((s) => s.fromFile === undefined))
+    o.docs.every((d) => {
+      if (d.errors.length > 0) return false;
+      // An AttemptSet: valid, no axis from a folder, every child loaded and self-contained.
+      if (d.set) return d.set.loaded.valid && !d.set.readsFolders && d.set.children.every((c) => c.errors.length === 0 && fromFileOnly(c.loaded));
+      return fromFileOnly(d.loaded);
+    })
   );
 }
 

@@ -7,6 +7,9 @@
  * others from loading. A name declared more than once is an error at every place and none of
  * its declarations load. Names of documents that did not load go into `protectedNames`, files
  * that could not be read into `unreadableFiles`: what already runs under them is left alone.
+ * An AttemptSet declares its children (sets/check-set.ts), each like an Attempt; a set that is
+ * invalid as a whole protects the names it would give them (or its file, when it cannot name
+ * them), and two sets with one name are errors at both.
  * Never throws: every problem is a SpecError.
  */
 import { promises as fsp, type Stats } from 'node:fs';
@@ -17,7 +20,7 @@ import { cachedOutcome, loadAndKeep } from './file-cache';
 import type { Roots } from './path-checks';
 import { displayPath, realpathLoose } from './path-util';
 import { ioReason } from './read-spec-file';
-import type { LoadedSpec, LoadResult, SourcePos, SpecError } from './types';
+import type { LoadedSet, LoadedSpec, LoadResult, SourcePos, SpecError } from './types';
 import { findSpecFiles, type SpecFile, type WalkProblem } from './walk';
 
 /** A LoadResult plus counts for reports (`berth validate`). */
@@ -26,6 +29,11 @@ export interface LoadReport extends LoadResult {
   files: string[];
   /** Non-empty documents found in readable files. */
   documents: number;
+  /**
+   * Of `unreadableFiles`, those that are there only because an AttemptSet in them cannot name its
+   * children (its file is protected as an unreadable one is): readable, for reports.
+   */
+  setProtectedFiles?: Set<string>;
 }
 
 export interface LoadOptions {
@@ -87,12 +95,22 @@ interface Declaration {
   name: string;
   pos: SourcePos;
   loaded?: LoadedSpec;
+  /** The AttemptSet that declares this child. */
+  set?: string;
+}
+
+interface SetDeclaration {
+  pos: SourcePos;
+  loaded: LoadedSet;
+  children: Declaration[];
 }
 
 async function loadSets(sets: SpecSet[], resultsRoot: string): Promise<LoadReport> {
   const errors: SpecError[] = [];
   const decls: Declaration[] = [];
+  const setDecls = new Map<string, SetDeclaration[]>();
   const unreadableFiles = new Set<string>();
+  const setProtectedFiles = new Set<string>();
   const unreadableFolders = new Set<string>();
   let rootError: SpecError | undefined;
   const files: string[] = [];
@@ -136,17 +154,68 @@ async function loadSets(sets: SpecSet[], resultsRoot: string): Promise<LoadRepor
       else documents += outcome.docs.length;
       errors.push(...outcome.errors);
       for (const d of outcome.docs) {
+        if (d.set) {
+          // An AttemptSet: its own errors belong to the set; each child is declared like an Attempt.
+          // A set whose children cannot be named: what its file declared is left alone.
+          if (d.errors.length > 0 && d.set.loaded.children.length === 0 && !unreadableFiles.has(f.rel)) {
+            unreadableFiles.add(f.rel);
+            setProtectedFiles.add(f.rel);
+          }
+          if (d.name === undefined) {
+            errors.push(...d.errors);
+            continue;
+          }
+          const setName = d.name;
+          errors.push(...d.errors.map((e) => ({ ...e, set: setName })));
+          const children = d.set.children.map((c): Declaration => {
+            errors.push(...c.errors.map((e) => ({ ...e, attempt: c.name, set: setName })));
+            return { name: c.name, pos: d.pos, set: setName, ...(c.loaded ? { loaded: c.loaded } : {}) };
+          });
+          setDecls.set(setName, [...(setDecls.get(setName) ?? []), { pos: d.pos, loaded: d.set.loaded, children }]);
+          continue;
+        }
         errors.push(...(d.name !== undefined ? d.errors.map((e) => ({ ...e, attempt: d.name as string })) : d.errors));
         if (d.name !== undefined) decls.push({ name: d.name, pos: d.pos, loaded: d.loaded });
       }
     }
   }
 
+  const attemptSets = new Map<string, LoadedSet>();
+  for (const [setName, group] of setDecls) {
+    if (group.length > 1) {
+      // Two sets with one name: both are errors, and none of their children load.
+      const childNames = new Map<string, Declaration>();
+      for (const g of group) {
+        const others = group.filter((o) => o !== g).map((o) => `${o.pos.file}:${o.pos.line}:${o.pos.col}`);
+        errors.push({ ...g.pos, path: 'metadata.name', code: 'duplicate-name', message: `AttemptSet name "${setName}" is also declared at ${others.join(', ')}`, set: setName });
+        // Protected, once each (the same cell in both sets is not one more error).
+        for (const { loaded: _l, ...c } of g.children) if (!childNames.has(c.name)) childNames.set(c.name, c);
+      }
+      decls.push(...childNames.values());
+      const first = group[0] as SetDeclaration;
+      const seen = new Set<string>();
+      const children: string[] = [];
+      const coords: Record<string, string>[] = [];
+      for (const g of group) {
+        g.loaded.children.forEach((c, i) => {
+          if (seen.has(c)) return;
+          seen.add(c);
+          children.push(c);
+          coords.push(g.loaded.coords[i] ?? {});
+        });
+      }
+      attemptSets.set(setName, { ...first.loaded, children, coords, valid: false });
+    } else {
+      const only = group[0] as SetDeclaration;
+      decls.push(...only.children);
+      attemptSets.set(setName, only.loaded);
+    }
+  }
   const { specs, protectedNames, duplicateErrors } = resolveNames(decls);
   errors.push(...duplicateErrors);
   const order = new Map(files.map((f, i) => [f, i]));
   errors.sort((a, b) => (order.get(a.file) ?? -1) - (order.get(b.file) ?? -1) || a.line - b.line || a.col - b.col);
-  return { specs, errors, protectedNames, unreadableFiles, unreadableFolders, ...(rootError ? { rootError } : {}), files, documents };
+  return { specs, errors, protectedNames, unreadableFiles, unreadableFolders, ...(rootError ? { rootError } : {}), files, documents, sets: attemptSets, setProtectedFiles };
 }
 
 /** Duplicate names are errors everywhere they occur; names that did not load are protected. */
@@ -161,7 +230,8 @@ function resolveNames(decls: Declaration[]): { specs: LoadedSpec[]; protectedNam
       protectedNames.add(name);
       for (const d of group) {
         const others = group.filter((o) => o !== d).map((o) => `${o.pos.file}:${o.pos.line}:${o.pos.col}`);
-        duplicateErrors.push({ ...d.pos, path: 'metadata.name', code: 'duplicate-name', message: `name "${name}" is also declared at ${others.join(', ')}`, attempt: name });
+        const what = d.set !== undefined ? `name "${name}" (a child of AttemptSet "${d.set}")` : `name "${name}"`;
+        duplicateErrors.push({ ...d.pos, path: 'metadata.name', code: 'duplicate-name', message: `${what} is also declared at ${others.join(', ')}`, attempt: name, ...(d.set !== undefined ? { set: d.set } : {}) });
       }
     } else if (group[0]?.loaded) {
       specs.push(group[0].loaded);

@@ -73,7 +73,7 @@ export async function checkResults(results: string, roots: Roots): Promise<Check
   return { ok: true, value: toPosix(path.relative(roots.resultsRoot, abs)) };
 }
 
-async function resolveInsideSpecs(specDir: string, rel: string, roots: Roots, what: string): Promise<Checked<string>> {
+export async function resolveInsideSpecs(specDir: string, rel: string, roots: Roots, what: string): Promise<Checked<string>> {
   const abs = path.resolve(specDir, rel);
   if (!isInside(roots.specsRoot, abs)) {
     return fail('path-escape', `${what} ${JSON.stringify(rel)} must stay inside the specs folder`);

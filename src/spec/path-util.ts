@@ -5,8 +5,19 @@
 import { lstatSync, realpathSync } from 'node:fs';
 import * as path from 'node:path';
 
+/** An absolute path in normal form (no `.`, `..`, doubled or trailing separators). */
+function normalAbsolute(p: string): boolean {
+  return path.isAbsolute(p) && path.normalize(p) === p && (p.length === 1 || !p.endsWith(path.sep));
+}
+
 /** Whether `p` lies strictly inside `root` (both absolute, compared lexically). */
 export function isInside(root: string, p: string): boolean {
+  // Both in normal form (what path.resolve and realpath give): a prefix test, without
+  // path.relative's two resolves (a set's thousands of children each check their results folder).
+  if (normalAbsolute(root) && normalAbsolute(p)) {
+    const prefix = root.endsWith(path.sep) ? root : root + path.sep;
+    return p.length > prefix.length && p.startsWith(prefix);
+  }
   const rel = path.relative(root, p);
   return rel !== '' && rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel);
 }
@@ -40,17 +51,15 @@ export async function realpathLoose(p: string, cache?: Map<string, Promise<strin
     }
     return r;
   };
+  // No exception per missing level: a throw costs a stack trace, and a set's thousands of
+  // children each have a results folder not made yet.
   for (;;) {
-    try {
-      const real = await real1(cur);
-      if (real === undefined) throw new Error('missing');
-      return rest.length ? path.join(real, ...rest.reverse()) : real;
-    } catch {
-      const parent = path.dirname(cur);
-      if (parent === cur) return abs;
-      rest.push(path.basename(cur));
-      cur = parent;
-    }
+    const real = await real1(cur);
+    if (real !== undefined) return rest.length ? path.join(real, ...rest.reverse()) : real;
+    const parent = path.dirname(cur);
+    if (parent === cur) return abs;
+    rest.push(path.basename(cur));
+    cur = parent;
   }
 }
 

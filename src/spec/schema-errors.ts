@@ -36,7 +36,8 @@ export function schemaIssues(errors: readonly ErrorObject[], data: unknown): Fie
   const extra: FieldIssue[] = [];
 
   for (const e of errors) {
-    if (e.keyword === 'propertyNames') dropped.add(e);
+    // `if`/`then` picks the spec's shape by kind (AttemptSet or Attempt); its own errors say nothing more.
+    if (e.keyword === 'propertyNames' || e.keyword === 'if') dropped.add(e);
     if (e.keyword !== 'oneOf' || !Array.isArray(e.schema)) continue;
     const branches = e.schema as Schema[];
     const value = valueAt(data, parsePointer(e.instancePath, data));

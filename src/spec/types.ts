@@ -33,7 +33,9 @@ export type SpecErrorCode =
   | 'egress-mode'        // egress without network.mode isolated
   | 'secret-ref'         // env refers to an undeclared secret; duplicate secret names
   | 'quantity'           // memory quantity cannot be parsed / out of range
-  | 'sidecar';           // sidecars without an isolated network, duplicate or reserved names
+  | 'sidecar'            // sidecars without an isolated network, duplicate or reserved names
+  | 'matrix'             // AttemptSet: empty or repeated axis values, bad include/exclude, too many children, clashing names
+  | 'template';          // AttemptSet: a `${{ }}` that names no axis or is not `matrix.<axis>`
 
 /** Errors are data; the CLI formats them at the edge. */
 export interface SpecError extends SourcePos {
@@ -43,6 +45,8 @@ export interface SpecError extends SourcePos {
   message: string;
   /** The attempt the error belongs to, when the document got far enough to name one. */
   attempt?: string;
+  /** The AttemptSet the error belongs to (an error of the set as a whole, or of one of its children). */
+  set?: string;
 }
 
 export interface SecretRef {
@@ -107,7 +111,45 @@ export interface NormalizedAttempt {
   sidecars: SidecarSpec[];
 }
 
+/** An AttemptSet's own settings, shared by its children; none of it is part of a child's spec hash. */
+export interface SetPolicy {
+  name: string;
+  /** Axis names in the order the spec declares them. */
+  axes: string[];
+  /** Children of the set running at once, at most; null: no limit of its own. */
+  maxParallel: number | null;
+  failFast: boolean;
+  /** Infrastructure failures after which no more children are admitted; null: no limit. */
+  maxFailed: number | null;
+  /** How a run is scored; null: exit code 0 is a pass. */
+  score: { file: string; pass: number } | null;
+  /** Where the set is declared. */
+  source: SourcePos;
+}
+
+/** What makes a LoadedSpec a child of an AttemptSet. */
+export interface SetMember {
+  set: SetPolicy;
+  /** Axis name → the child's value, as text. */
+  coords: Record<string, string>;
+  /** Position in the set's expansion order (axes as declared, values as listed, includes last): admission order. */
+  index: number;
+}
+
+/** An AttemptSet as loaded: its settings and the names of its children (loaded or not). */
+export interface LoadedSet {
+  policy: SetPolicy;
+  /** Every child name the set declares, in expansion order; empty when its matrix could not be expanded. */
+  children: string[];
+  /** Each child's coordinates (axis → value), as `children` (also for children that did not load). */
+  coords: Record<string, string>[];
+  /** The set is valid as a whole (its children may still be invalid one by one). */
+  valid: boolean;
+}
+
 export interface LoadedSpec {
+  /** Set for children of an AttemptSet. */
+  set?: SetMember;
   /** Where the document starts (its metadata.name node when present). */
   source: SourcePos;
   /** Spec file relative to the specs folder, forward slashes; stable across working directories. */
@@ -141,4 +183,6 @@ export interface LoadResult {
    * failed as a whole): nothing may be planned from such a load, since it knows no attempt.
    */
   rootError?: SpecError;
+  /** AttemptSets by name (those whose name could be read). */
+  sets?: Map<string, LoadedSet>;
 }

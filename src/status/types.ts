@@ -106,6 +106,13 @@ export interface AttemptStatus {
   lastError?: { at: string; message: string; failures: number; nextRetryAt: string };
   /** Why the spec is Invalid: every error of its document, positioned. */
   specErrors?: SpecIssue[];
+  /**
+   * AttemptSet children whose set has a `score`: what the finished run's score file held (a
+   * number), or why it could not be read (missing, unreadable, not a number, a link). Pass or
+   * fail is decided where it is needed (sets/outcome.ts), not here.
+   */
+  score?: number;
+  scoreError?: string;
   /** Warnings for `describe` (e.g. a secret opted into the environment). */
   warnings?: string[];
   history: RunRecord[];

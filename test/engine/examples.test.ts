@@ -36,6 +36,9 @@ describe('example specs (real engine)', function () {
     expect(plan.code, plan.stdout).to.equal(0);
     expect(plan.stdout).to.match(/No changes/);
     expect(await fs.readFile(path.join(sb.resultsRoot, 'egress-allowlist', 'run-1', 'egress.jsonl'), 'utf8')).to.match(/"allowed":false/);
+    // The example AttemptSet: m1 passes both tasks, m2 only `count`.
+    const summary = await sb.cli('summary', 'eval-demo', '-o', 'json');
+    expect(JSON.parse(summary.stdout).sets[0]).to.include({ name: 'eval-demo', n: 4, passed: 3, failed: 1, infra: 0 });
   });
 
   it('examples/lifecycle: the right phases, exit 3, results with logs, status and manifest', async function () {

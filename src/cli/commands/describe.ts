@@ -12,7 +12,8 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
   const [load, rec] = await Promise.all([loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot }), ctx.store().get(name)]);
   const loaded = load.specs.find((s) => s.spec.name === name);
   const damaged = rec ? undefined : ctx.store().damaged().get(name);
-  const errors = load.errors.filter((e) => e.attempt === name);
+  // Its own errors, and those of an AttemptSet (invalid as a whole) that declares it.
+  const errors = load.errors.filter((e) => e.attempt === name || (e.attempt === undefined && e.set !== undefined && !!load.sets?.get(e.set)?.children.includes(name)));
   if (!loaded && !rec && !damaged && !load.protectedNames.has(name)) {
     ctx.io.err(`berth: attempt ${JSON.stringify(name)} not found\n`);
     return EXIT.failed;
@@ -26,6 +27,10 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
     const s = loaded.spec;
     kv('Spec file', `${loaded.source.file}:${loaded.source.line}`);
     kv('Spec hash', loaded.hash.slice(0, 16));
+    if (loaded.set) {
+      const m = loaded.set;
+      kv('AttemptSet', `${m.set.name} (${m.set.axes.map((a) => `${a}=${m.coords[a] ?? ''}`).join(', ')})`);
+    }
     kv('Labels', Object.entries(s.labels).map(([k, v]) => `${k}=${v}`).join(', '));
     kv('Image', s.image);
     kv('Command', s.command ? JSON.stringify(s.command) : '(image default)');
@@ -54,6 +59,7 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
       for (const e of rec.specErrors) out.push(`                ${formatIssue(e)}`);
     }
     kv('Exit code', rec.exitCode);
+    if (rec.score !== undefined || rec.scoreError !== undefined) kv('Score', rec.score ?? `none: ${rec.scoreError ?? ''}`);
     kv('Run', rec.run);
     kv('Retries used', rec.retriesUsed);
     kv('Created', rec.createdAt ? `${rec.createdAt} (${age(rec.createdAt, now)} ago)` : undefined);

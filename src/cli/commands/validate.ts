@@ -2,7 +2,8 @@
  * `berth validate [PATH...] [-o json]`: loads the given spec files and folders (default: specs/)
  * without an engine and reports every error. Returns the exit code: 0 when all is valid, 2 when
  * anything is invalid. Text: errors compiler-style on stderr, one summary line on stdout.
- * JSON (`-o json`, stable for scripts): `{valid, files, attempts, errors}` on stdout.
+ * JSON (`-o json`, stable for scripts): `{valid, files, attempts, sets, errors}` on stdout
+ * (`sets`: each AttemptSet's name, whether it is valid as a whole, and its children's names).
  */
 import { readFileSync, statSync } from 'node:fs';
 import { DEFAULTS, EXIT } from '../../constants';
@@ -23,7 +24,8 @@ export async function runValidate(paths: string[], opts: ValidateOptions, io: Va
   const report = await loadPaths(paths.length > 0 ? paths : [DEFAULTS.specsDir], { resultsRoot: opts.resultsRoot });
   const valid = report.errors.length === 0;
   if (opts.output === 'json') {
-    const body = { valid, files: report.files.length, attempts: report.specs.map((s) => s.spec.name), errors: report.errors };
+    const sets = [...(report.sets ?? new Map())].map(([name, set]) => ({ name, valid: set.valid, children: set.children }));
+    const body = { valid, files: report.files.length, attempts: report.specs.map((s) => s.spec.name), sets, errors: report.errors };
     io.out(`${JSON.stringify(body, null, 2)}\n`);
   } else {
     if (!valid) io.err(formatErrors(report.errors, sourceLineReader()));
@@ -34,11 +36,18 @@ export async function runValidate(paths: string[], opts: ValidateOptions, io: Va
 
 /** `3 files, 7 attempts: 5 valid, 2 invalid (4 errors)`, or `…: all valid`. */
 export function summary(r: LoadReport): string {
-  const unreadable = r.unreadableFiles.size > 0 ? ` (${r.unreadableFiles.size} unreadable)` : '';
-  const head = `${plural(r.files.length, 'file')}${unreadable}, ${plural(r.documents, 'attempt')}`;
+  const count = r.unreadableFiles.size - (r.setProtectedFiles?.size ?? 0);
+  const unreadable = count > 0 ? ` (${count} unreadable)` : '';
+  // An AttemptSet counts as the attempts it declares (its children).
+  const sets = [...(r.sets?.values() ?? [])];
+  const attempts = r.documents - sets.length + sets.reduce((n, s) => n + s.children.length, 0);
+  const fromSets = sets.length ? ` (${sets.length} AttemptSet${sets.length === 1 ? '' : 's'})` : '';
+  const head = `${plural(r.files.length, 'file')}${unreadable}, ${plural(attempts, 'attempt')}${fromSets}`;
   if (r.errors.length === 0) return r.files.length === 0 ? `${head}: no spec files found` : `${head}: all valid`;
-  const invalid = Math.max(0, r.documents - r.specs.length);
-  return `${head}: ${r.specs.length} valid, ${invalid} invalid (${plural(r.errors.length, 'error')})`;
+  const invalid = Math.max(0, attempts - r.specs.length);
+  const badSets = sets.filter((s) => !s.valid).length;
+  const setsPart = badSets ? `, ${badSets} AttemptSet${badSets === 1 ? '' : 's'} invalid` : '';
+  return `${head}: ${r.specs.length} valid, ${invalid} invalid${setsPart} (${plural(r.errors.length, 'error')})`;
 }
 
 function plural(n: number, word: string): string {

@@ -16,7 +16,7 @@ describe('specs/ examples', () => {
     const r = await loadSpecs({ specsDir: SPECS, resultsRoot: tempDir() });
     expect(r.errors).to.deep.equal([]);
     expect(r.specs.map((s) => s.spec.name).sort()).to.deep.equal(
-      ['demo-isolated', 'demo-sum', 'demo-volume', 'egress-allowlist', 'fixture-copy', 'hello', 'secret-file'].sort(),
+      ['demo-isolated', 'demo-sum', 'demo-volume', 'egress-allowlist', 'fixture-copy', 'hello', 'secret-file', 'eval-demo-m1-add', 'eval-demo-m1-count', 'eval-demo-m2-add', 'eval-demo-m2-count'].sort(),
     );
     for (const s of r.specs) {
       expect(s.spec.image, s.spec.name).to.equal('berth/busybox:local');

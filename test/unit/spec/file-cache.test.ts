@@ -32,5 +32,23 @@ describe('spec/file-cache', () => {
     writeTree(sb.specs, { 'missing/x': 'x' });
     expect((await sb.load()).errors).to.deep.equal([]);
   });
-});
 
+  const setDoc = (matrix: string) => `apiVersion: berth.dev/v1
+kind: AttemptSet
+metadata: {name: s}
+spec:
+  matrix: {${matrix}}
+  template: {image: berth/busybox:local, command: [echo, '\${{ matrix.x }}']}
+`;
+
+  it('keeps an AttemptSet whose children depend on the file alone, never one with a fromDir axis', async () => {
+    const plain = sandbox({ 'a.yaml': setDoc('x: [a, b]') });
+    const first = await plain.load();
+    expect((await plain.load()).specs[0]).to.equal(first.specs[0]);
+
+    const dir = sandbox({ 'a.yaml': setDoc('x: {fromDir: ./tasks}'), 'tasks/a/f': 'a' });
+    expect((await dir.load()).specs.map((s) => s.spec.name)).to.deep.equal(['s-a']);
+    writeTree(dir.specs, { 'tasks/b/f': 'b' });
+    expect((await dir.load()).specs.map((s) => s.spec.name)).to.deep.equal(['s-a', 's-b']);
+  });
+});

@@ -78,4 +78,23 @@ describe('cli/validate', () => {
       '2 files (1 unreadable), 1 attempt: 0 valid, 1 invalid (2 errors)',
     );
   });
+
+  it('counts an AttemptSet as its children, and lists sets in -o json', async () => {
+    const set = `apiVersion: berth.dev/v1
+kind: AttemptSet
+metadata: {name: s}
+spec:
+  matrix: {x: [a, b, c]}
+  template: {image: berth/busybox:local, command: [echo, '\${{ matrix.x }}']}
+`;
+    const sb = sandbox({ 'a.yaml': doc('a'), 's.yaml': set });
+    const text = await run([sb.specs], 'text', sb.results);
+    expect(text.out).to.equal('2 files, 4 attempts (1 AttemptSet): all valid\n');
+    const body = JSON.parse((await run([sb.specs], 'json', sb.results)).out) as { attempts: string[]; sets: unknown[] };
+    expect(body.attempts).to.deep.equal(['a', 's-a', 's-b', 's-c']);
+    expect(body.sets).to.deep.equal([{ name: 's', valid: true, children: ['s-a', 's-b', 's-c'] }]);
+    // A set whose matrix cannot be expanded is invalid, its file protected, but not "unreadable".
+    const bad = sandbox({ 's.yaml': set.replace('[a, b, c]', '[]') });
+    expect((await run([bad.specs], 'text', bad.results)).out).to.equal('1 file, 0 attempts (1 AttemptSet): 0 valid, 0 invalid, 1 AttemptSet invalid (1 error)\n');
+  });
 });

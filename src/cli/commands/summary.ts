@@ -1,0 +1,65 @@
+/**
+ * `berth summary [SET...] [-l k=v] [-o table|json|junit] [--samples AXIS]`: how the AttemptSets
+ * did, from the specs and the status records (no engine). See sets/summary.ts for what is counted.
+ */
+import { EXIT } from '../../constants';
+import { loadSpecs } from '../../spec/loader';
+import { toJunit } from '../../sets/junit';
+import { setsOfLoad, summarize, type SetSummary } from '../../sets/summary';
+import type { Context } from '../context';
+import { duration, table } from './shared';
+import { matchesSelector, parseSelector } from './get';
+
+export interface SummaryOptions {
+  output?: 'table' | 'json' | 'junit';
+  selector?: string[];
+  samples?: string;
+}
+
+export async function runSummary(ctx: Context, sets: string[], o: SummaryOptions): Promise<number> {
+  const want = parseSelector(o.selector ?? []);
+  const [load, statuses] = await Promise.all([loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot }), ctx.store().loadAll()]);
+  const known = new Set(load.sets?.keys() ?? []);
+  const missing = sets.filter((s) => !known.has(s));
+  if (missing.length) {
+    ctx.io.err(`berth: no AttemptSet named ${missing.map((m) => JSON.stringify(m)).join(', ')} in ${ctx.specsDir}\n`);
+    return EXIT.failed;
+  }
+  const all = setsOfLoad(load.specs, load.sets ?? new Map());
+  const chosen = new Map(
+    [...all]
+      .filter(([name]) => sets.length === 0 || sets.includes(name))
+      // A selector picks children by their labels (a child that did not load has none).
+      .map(([name, g]) => [name, { ...g, children: want.length ? g.children.filter((c) => c.loaded && matchesSelector(c.loaded.spec.labels, want)) : g.children }] as const)
+      .filter(([, g]) => g.children.length > 0 || want.length === 0),
+  );
+  const summary = summarize(chosen, statuses, Date.now(), o.samples);
+  if (o.output === 'json') ctx.io.out(JSON.stringify(summary, null, 2) + '\n');
+  else if (o.output === 'junit') ctx.io.out(toJunit(summary));
+  else ctx.io.out(summary.sets.length ? summary.sets.map(renderSet).join('\n') : 'No AttemptSets.\n');
+  return EXIT.ok;
+}
+
+const pct = (x: number | null | undefined) => (x === null || x === undefined ? '-' : x.toFixed(2));
+const dur = (x: number | null) => (x === null ? '-' : duration(x));
+
+function passAt(p: Record<string, number>): string {
+  const ks = Object.keys(p).map(Number);
+  if (!ks.length) return '-';
+  const show = [...new Set([1, Math.max(...ks)])];
+  return show.map((k) => `pass@${k} ${pct(p[String(k)])}`).join('  ');
+}
+
+function renderSet(s: SetSummary): string {
+  const out: string[] = [];
+  const infra = Object.entries(s.infraReasons).map(([r, n]) => `${r} ${n}`).join(', ');
+  out.push(`SET ${s.name}: ${s.n} attempts, ${s.passed} passed, ${s.failed} failed, ${s.infra} infra${infra ? ` (${infra})` : ''}, ${s.skipped} skipped, ${s.unfinished} unfinished`);
+  out.push(`  pass rate ${pct(s.passRate)} ± ${pct(s.stderr)}   ${passAt(s.passAtK)}${s.samplesAxis ? `   (samples: ${s.samplesAxis})` : ''}`);
+  out.push(`  duration p50 ${dur(s.durationMs.p50)} p95 ${dur(s.durationMs.p95)}   queue wait p50 ${dur(s.queueMs.p50)} p95 ${dur(s.queueMs.p95)}`);
+  const rows = [['AXIS', 'VALUE', 'N', 'PASSED', 'FAILED', 'INFRA', 'PASS RATE', '± SE', 'PASS@K']];
+  for (const [axis, values] of Object.entries(s.byAxis)) {
+    for (const v of values) rows.push([axis, v.value, String(v.n), String(v.passed), String(v.failed), String(v.infra), pct(v.passRate), pct(v.stderr), passAt(v.passAtK)]);
+  }
+  out.push(...table(rows).trimEnd().split('\n').map((l) => `  ${l}`));
+  return out.join('\n') + '\n';
+}

@@ -1,0 +1,68 @@
+/**
+ * Admission of AttemptSet children, pure (part of the planner): per set, how many of its
+ * children run, and whether the set admits no more (failFast after a task failure, maxFailed
+ * infrastructure failures reached). Read from the pass's snapshot and the status records of the
+ * children's current spec hash, so every pass decides the same way.
+ */
+import { COMPONENTS, LABELS, REASONS } from '../constants';
+import type { ObservedAttempt } from '../observe/types';
+import { classify } from '../sets/outcome';
+import type { LoadedSpec, SetPolicy } from '../spec/types';
+import type { PlanInput } from './input';
+
+export interface SetState {
+  policy: SetPolicy;
+  /** Children running now or whose ended run is not yet recorded finished, plus those admitted so far in this pass. */
+  running: number;
+  /** Why the set admits no more children; unset while it does. */
+  stop?: { reason: string; message: string };
+}
+
+/** The sets of the pass's specs and their admission state. */
+export function setStates(inp: PlanInput, runningStates: ReadonlySet<string>): Map<string, SetState> {
+  const out = new Map<string, SetState>();
+  const failed = new Map<string, string[]>();
+  const infra = new Map<string, string[]>();
+  for (const loaded of inp.specs) {
+    const m = loaded.set;
+    if (!m) continue;
+    const name = m.set.name;
+    let st = out.get(name);
+    if (!st) out.set(name, (st = { policy: m.set, running: 0 }));
+    const rec = inp.statuses.get(loaded.spec.name);
+    // A run whose container has ended holds its place until its finish is recorded: only then is
+    // its outcome known (failFast, maxFailed must see it before a sibling takes its place).
+    if (isRunning(inp.snapshot.attempts.get(loaded.spec.name), runningStates) || (rec?.phase === 'Running' && rec.specHash === loaded.hash)) st.running++;
+    if (!rec || rec.specHash !== loaded.hash) continue;
+    const c = classify(rec, m.set, loaded.spec.retries);
+    if (c.outcome === 'failed') failed.set(name, [...(failed.get(name) ?? []), loaded.spec.name]);
+    if (c.outcome === 'infra') infra.set(name, [...(infra.get(name) ?? []), `${loaded.spec.name} (${c.reason ?? 'infra'})`]);
+  }
+  for (const [name, st] of out) {
+    st.running += inp.reservedBySet?.get(name) ?? 0;
+    const f = failed.get(name) ?? [];
+    const i = infra.get(name) ?? [];
+    if (st.policy.failFast && f.length > 0) {
+      st.stop = { reason: REASONS.failFast, message: `not started: set ${name} has failFast and ${list(f)} failed` };
+    } else if (st.policy.maxFailed !== null && i.length >= st.policy.maxFailed) {
+      st.stop = { reason: REASONS.maxFailedReached, message: `not started: set ${name} reached maxFailed ${st.policy.maxFailed} (infrastructure failures: ${list(i)})` };
+    }
+  }
+  return out;
+}
+
+function isRunning(obs: ObservedAttempt | undefined, runningStates: ReadonlySet<string>): boolean {
+  return !!obs?.containers.some((c) => c.labels[LABELS.component] === COMPONENTS.main && runningStates.has(c.state));
+}
+
+function list(names: string[]): string {
+  return names.length > 3 ? `${names.slice(0, 3).join(', ')} and ${names.length - 3} more` : names.join(', ');
+}
+
+/** Planner order: attempts by name; a set's children at the set's name, in the set's expansion order (its coordinates). */
+export function admissionOrder(a: LoadedSpec, b: LoadedSpec): number {
+  const ka = a.set ? a.set.set.name : a.spec.name;
+  const kb = b.set ? b.set.set.name : b.spec.name;
+  if (ka !== kb) return ka < kb ? -1 : 1;
+  return (a.set ? a.set.index : -1) - (b.set ? b.set.index : -1);
+}

@@ -1,0 +1,56 @@
+/**
+ * A summary as JUnit XML for CI: one testsuite per set, one testcase per child. Passed children
+ * pass; task failures are <failure>; infrastructure outcomes are <error> (the run could not say);
+ * skipped and unfinished children are <skipped>. Every string from a spec or a run is escaped, and
+ * characters XML cannot hold are dropped.
+ */
+import type { ChildSummary, SetSummary, Summary } from './summary';
+
+/** XML text or attribute value: markup escaped, characters XML 1.0 forbids removed. */
+export function xmlEscape(s: string): string {
+  return [...s]
+    .filter((ch) => xmlChar(ch.codePointAt(0) as number))
+    .join('')
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/'/g, '&apos;');
+}
+
+/** XML 1.0's Char production. */
+function xmlChar(c: number): boolean {
+  return c === 0x9 || c === 0xa || c === 0xd || (c >= 0x20 && c <= 0xd7ff) || (c >= 0xe000 && c <= 0xfffd) || (c >= 0x10000 && c <= 0x10ffff);
+}
+
+const secs = (ms: number | null) => ((ms ?? 0) / 1000).toFixed(3);
+
+function testcase(set: SetSummary, c: ChildSummary): string {
+  const cell = set.axes.map((a) => `${a}=${c.coords[a] ?? ''}`).join(', ');
+  const head = `    <testcase classname="${xmlEscape(set.name)}" name="${xmlEscape(`${c.name} (${cell})`)}" time="${secs(c.durationMs)}"`;
+  const detail = [c.phase, c.reason, c.score !== null ? `score ${c.score}` : null].filter((x) => x !== null && x !== '').join(', ');
+  switch (c.outcome) {
+    case 'passed':
+      return `${head}/>`;
+    case 'failed':
+      return `${head}>\n      <failure message="${xmlEscape(detail)}" type="TaskFailed"/>\n    </testcase>`;
+    case 'infra':
+      return `${head}>\n      <error message="${xmlEscape(detail)}" type="${xmlEscape(c.reason ?? 'Infrastructure')}"/>\n    </testcase>`;
+    default:
+      return `${head}>\n      <skipped message="${xmlEscape(c.outcome === 'skipped' ? detail : 'not finished')}"/>\n    </testcase>`;
+  }
+}
+
+export function toJunit(s: Summary): string {
+  const lines = ['<?xml version="1.0" encoding="UTF-8"?>'];
+  const total = s.sets.reduce((a, x) => ({ n: a.n + x.n, f: a.f + x.failed, e: a.e + x.infra, k: a.k + x.skipped + x.unfinished }), { n: 0, f: 0, e: 0, k: 0 });
+  lines.push(`<testsuites name="berth" tests="${total.n}" failures="${total.f}" errors="${total.e}" skipped="${total.k}">`);
+  for (const set of s.sets) {
+    const time = set.children.reduce((a, c) => a + (c.durationMs ?? 0), 0);
+    lines.push(`  <testsuite name="${xmlEscape(set.name)}" tests="${set.n}" failures="${set.failed}" errors="${set.infra}" skipped="${set.skipped + set.unfinished}" time="${secs(time)}" timestamp="${s.generatedAt}">`);
+    for (const c of set.children) lines.push(testcase(set, c));
+    lines.push('  </testsuite>');
+  }
+  lines.push('</testsuites>');
+  return lines.join('\n') + '\n';
+}

@@ -1,0 +1,228 @@
+/**
+ * The summary of AttemptSets, pure: loaded children and their status records in, numbers out.
+ *
+ * - Per set: counts by outcome (passed, failed, infra, skipped, unfinished; infra reasons apart),
+ *   durations (engine start → finish) and queue waits (first record → start) p50/p95.
+ * - Per cell: the children that share every axis value except the samples axis (an axis named
+ *   seed, sample, trial, attempt, try or run, or `--samples AXIS`): n finished samples (passed +
+ *   failed; infra outcomes are not samples), c passed, unbiased pass@k = 1 − C(n−c,k)/C(n,k) and
+ *   pass^k = C(c,k)/C(n,k) for 1 <= k <= n.
+ *   Without a samples axis, each child is its own cell (n <= 1).
+ * - Per axis value: the mean pass rate over its finished children with its standard error, and
+ *   pass@k averaged over its cells (for k up to the smallest n among them).
+ * - A child the set declares but whose spec did not load counts as infra (Invalid).
+ */
+import type { AttemptStatus } from '../status/types';
+import type { LoadedSet, LoadedSpec, SetPolicy } from '../spec/types';
+import { classify, type Outcome } from './outcome';
+import { mean, passAtK, passHatK, percentile, rateWithStderr } from './stats';
+
+export const SUMMARY_SCHEMA_VERSION = 1;
+const SAMPLE_AXES = ['seed', 'sample', 'trial', 'attempt', 'try', 'run'];
+
+export interface Counts {
+  n: number;
+  passed: number;
+  failed: number;
+  infra: number;
+  skipped: number;
+  unfinished: number;
+}
+
+export interface ChildSummary {
+  name: string;
+  coords: Record<string, string>;
+  outcome: Outcome;
+  phase: string;
+  reason: string | null;
+  score: number | null;
+  durationMs: number | null;
+  queueMs: number | null;
+  resultsDir: string | null;
+}
+
+export interface CellSummary extends Counts {
+  /** The cell's axis values (without the samples axis). */
+  coords: Record<string, string>;
+  /** pass@k for k = 1..samples (samples = passed + failed); key is k. */
+  passAtK: Record<string, number>;
+  /** pass^k (every one of k samples passes) for k = 1..samples. */
+  passHatK: Record<string, number>;
+  /** Children by outcome. */
+  ids: Record<Outcome, string[]>;
+}
+
+export interface AxisValueSummary extends Counts {
+  value: string;
+  passRate: number | null;
+  stderr: number | null;
+  passAtK: Record<string, number>;
+  passHatK: Record<string, number>;
+}
+
+export interface SetSummary extends Counts {
+  name: string;
+  axes: string[];
+  samplesAxis: string | null;
+  scored: boolean;
+  infraReasons: Record<string, number>;
+  passRate: number | null;
+  stderr: number | null;
+  passAtK: Record<string, number>;
+  passHatK: Record<string, number>;
+  durationMs: { p50: number | null; p95: number | null };
+  queueMs: { p50: number | null; p95: number | null };
+  byAxis: Record<string, AxisValueSummary[]>;
+  cells: CellSummary[];
+  children: ChildSummary[];
+}
+
+export interface Summary {
+  schemaVersion: number;
+  generatedAt: string;
+  sets: SetSummary[];
+}
+
+const ms = (iso: string | undefined) => (iso ? Date.parse(iso) : NaN);
+
+/** A child of a set as the summary sees it: loaded, or declared by the set but invalid (its spec did not load). */
+export interface SetChild {
+  name: string;
+  coords: Record<string, string>;
+  loaded?: LoadedSpec;
+}
+
+function invalidChild(c: SetChild, rec: AttemptStatus | undefined): ChildSummary {
+  return { name: c.name, coords: c.coords, outcome: 'infra', phase: 'Invalid', reason: 'Invalid', score: null, durationMs: null, queueMs: null, resultsDir: rec?.resultsDir ?? null };
+}
+
+function child(loaded: LoadedSpec, rec: AttemptStatus | undefined): ChildSummary {
+  const m = loaded.set as NonNullable<LoadedSpec['set']>;
+  // A record of another spec hash is an earlier spec's: this child has not run yet.
+  const current = rec && rec.specHash === loaded.hash ? rec : undefined;
+  const c = classify(current, m.set, loaded.spec.retries);
+  const started = ms(current?.startedAt);
+  const finished = ms(current?.finishedAt);
+  const created = ms(current?.createdAt);
+  return {
+    name: loaded.spec.name,
+    coords: m.coords,
+    outcome: c.outcome,
+    phase: current?.phase ?? 'Pending',
+    reason: c.reason ?? current?.reason ?? null,
+    score: typeof current?.score === 'number' ? current.score : null,
+    durationMs: Number.isFinite(started) && Number.isFinite(finished) && c.outcome !== 'unfinished' ? Math.max(0, finished - started) : null,
+    queueMs: Number.isFinite(started) && Number.isFinite(created) ? Math.max(0, started - created) : null,
+    resultsDir: current?.resultsDir ?? null,
+  };
+}
+
+function counts(cs: readonly ChildSummary[]): Counts {
+  const out: Counts = { n: cs.length, passed: 0, failed: 0, infra: 0, skipped: 0, unfinished: 0 };
+  for (const c of cs) out[c.outcome]++;
+  return out;
+}
+
+function perK(n: number, f: (k: number) => number): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (let k = 1; k <= n; k++) out[String(k)] = f(k);
+  return out;
+}
+
+/** A per-k estimate averaged over cells, for k up to the smallest number of samples among cells that have any. */
+function meanOverCells(cells: readonly CellSummary[], of: (c: CellSummary) => Record<string, number>): Record<string, number> {
+  const sampled = cells.filter((c) => c.passed + c.failed > 0);
+  if (sampled.length === 0) return {};
+  const kmax = Math.min(...sampled.map((c) => c.passed + c.failed));
+  return perK(kmax, (k) => mean(sampled.map((c) => of(c)[String(k)] as number)) as number);
+}
+
+function rate(cs: Counts): { passRate: number | null; stderr: number | null } {
+  const r = rateWithStderr(cs.passed, cs.passed + cs.failed);
+  return { passRate: r?.rate ?? null, stderr: r?.stderr ?? null };
+}
+
+export function samplesAxisOf(policy: SetPolicy, chosen?: string): string | null {
+  if (chosen !== undefined) return policy.axes.includes(chosen) ? chosen : null;
+  return SAMPLE_AXES.find((a) => policy.axes.includes(a)) ?? null;
+}
+
+/** The summary of one set from its children in expansion order. */
+export function summarizeSet(policy: SetPolicy, children: readonly SetChild[], statuses: ReadonlyMap<string, AttemptStatus>, samples?: string): SetSummary {
+  const kids = children.map((c) => (c.loaded ? child(c.loaded, statuses.get(c.name)) : invalidChild(c, statuses.get(c.name))));
+  const samplesAxis = samplesAxisOf(policy, samples);
+  const cellAxes = policy.axes.filter((a) => a !== samplesAxis);
+
+  const cellsByKey = new Map<string, ChildSummary[]>();
+  for (const c of kids) {
+    const key = samplesAxis ? JSON.stringify(cellAxes.map((a) => c.coords[a])) : c.name;
+    cellsByKey.set(key, [...(cellsByKey.get(key) ?? []), c]);
+  }
+  const cells: CellSummary[] = [...cellsByKey.values()].map((cs) => {
+    const k = counts(cs);
+    const ids = { passed: [], failed: [], infra: [], skipped: [], unfinished: [] } as Record<Outcome, string[]>;
+    for (const c of cs) ids[c.outcome].push(c.name);
+    const first = cs[0] as ChildSummary;
+    const n = k.passed + k.failed;
+    return {
+      coords: Object.fromEntries(cellAxes.map((a) => [a, first.coords[a] as string])),
+      ...k,
+      passAtK: perK(n, (j) => passAtK(n, k.passed, j)),
+      passHatK: perK(n, (j) => passHatK(n, k.passed, j)),
+      ids,
+    };
+  });
+
+  const byAxis: Record<string, AxisValueSummary[]> = {};
+  for (const a of policy.axes) {
+    const values: string[] = [];
+    for (const c of kids) if (!values.includes(c.coords[a] as string)) values.push(c.coords[a] as string);
+    byAxis[a] = values.map((v) => {
+      const k = counts(kids.filter((c) => c.coords[a] === v));
+      const its = a === samplesAxis ? [] : cells.filter((c) => c.coords[a] === v);
+      return { value: v, ...k, ...rate(k), passAtK: meanOverCells(its, (c) => c.passAtK), passHatK: meanOverCells(its, (c) => c.passHatK) };
+    });
+  }
+
+  const total = counts(kids);
+  const infraReasons: Record<string, number> = {};
+  for (const c of kids) if (c.outcome === 'infra') infraReasons[c.reason ?? 'Failed'] = (infraReasons[c.reason ?? 'Failed'] ?? 0) + 1;
+  const durations = kids.flatMap((c) => (c.durationMs !== null ? [c.durationMs] : []));
+  const waits = kids.flatMap((c) => (c.queueMs !== null ? [c.queueMs] : []));
+  return {
+    name: policy.name,
+    axes: policy.axes,
+    samplesAxis,
+    scored: policy.score !== null,
+    ...total,
+    infraReasons,
+    ...rate(total),
+    passAtK: meanOverCells(cells, (c) => c.passAtK),
+    passHatK: meanOverCells(cells, (c) => c.passHatK),
+    durationMs: { p50: percentile(durations, 50), p95: percentile(durations, 95) },
+    queueMs: { p50: percentile(waits, 50), p95: percentile(waits, 95) },
+    byAxis,
+    cells,
+    children: kids,
+  };
+}
+
+/** Summaries of the given sets (name → policy and children in expansion order), in name order. */
+export function summarize(sets: ReadonlyMap<string, { policy: SetPolicy; children: SetChild[] }>, statuses: ReadonlyMap<string, AttemptStatus>, now: number, samples?: string): Summary {
+  const out = [...sets.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, g]) => summarizeSet(g.policy, g.children, statuses, samples));
+  return { schemaVersion: SUMMARY_SCHEMA_VERSION, generatedAt: new Date(now).toISOString(), sets: out };
+}
+
+/** The sets of a load, each with its children: loaded ones, and the ones that did not load (Invalid). */
+export function setsOfLoad(specs: readonly LoadedSpec[], sets: ReadonlyMap<string, LoadedSet>): Map<string, { policy: SetPolicy; children: SetChild[] }> {
+  const byName = new Map(specs.map((s) => [s.spec.name, s]));
+  const out = new Map<string, { policy: SetPolicy; children: SetChild[] }>();
+  for (const [name, set] of sets) {
+    const children = set.children.map((c, i): SetChild => {
+      const loaded = byName.get(c);
+      return loaded?.set?.set.name === name ? { name: c, coords: loaded.set.coords, loaded } : { name: c, coords: set.coords[i] ?? {} };
+    });
+    out.set(name, { policy: set.policy, children });
+  }
+  return out;
+}

@@ -1,0 +1,244 @@
+/**
+ * AttemptSets on the real engine: a 2 models x 2 tasks x 2 seeds set runs with
+ * `reconcile --once --wait`; a new seed starts exactly the new children; a change to what some
+ * children render replaces exactly those (and plan names them); summary reads their scores.
+ */
+import { expect } from 'chai';
+import { SET_LABEL } from '../../src/constants';
+import { changeCount } from '../../src/plan/render';
+import type { Summary } from '../../src/sets/summary';
+import type { AttemptStatus } from '../../src/status/types';
+import { startController } from '../support/controller';
+import { requireEngine } from '../support/engine';
+import { Sandbox } from '../support/sandbox';
+import { waitFor } from '../support/wait';
+
+// m1 always scores 1; m2 scores 1 only with seed 0. The task's fixture is in the working dir.
+const SET = (seeds: number) => `apiVersion: berth.dev/v1
+kind: AttemptSet
+metadata:
+  name: evals
+  labels: {suite: sets-test}
+spec:
+  matrix:
+    model: [m1, m2]
+    task: {fromDir: ./tasks}
+    seed: {range: [0, ${seeds}]}
+  maxParallel: 4
+  template:
+    image: berth/busybox:local
+    command: [sh, -c, 'cat task.txt >/dev/null && if [ \${{ matrix.model }} = m1 ] || [ \${{ matrix.seed }} = 0 ]; then echo 1; else echo 0; fi > /results/score.json']
+    fixture: ./tasks/\${{ matrix.task }}
+  score: {file: score.json, pass: 1}
+`;
+
+describe('AttemptSets (real engine)', function () {
+  this.timeout(180_000);
+  before(requireEngine);
+
+  let sb: Sandbox;
+  beforeEach(async function () {
+    sb = await Sandbox.create('sets');
+  });
+  afterEach(async function () {
+    await sb.destroy();
+  });
+
+  async function all(): Promise<Map<string, AttemptStatus>> {
+    return sb.store().loadAll();
+  }
+
+  it('runs the matrix, grows by exactly the new cells, replaces exactly the changed children, and summarizes pass@k per model', async function () {
+    await sb.write('tasks/t1/task.txt', 'one');
+    await sb.write('tasks/t2/task.txt', 'two');
+    await sb.write('evals.yaml', SET(2));
+
+    const first = await sb.cli('reconcile', '--once', '--wait', '--max-running', '8');
+    expect(first.code, first.stderr).to.equal(0);
+    const before = await all();
+    expect([...before.keys()].sort()).to.deep.equal([
+      'evals-m1-0-t1', 'evals-m1-0-t2', 'evals-m1-1-t1', 'evals-m1-1-t2',
+      'evals-m2-0-t1', 'evals-m2-0-t2', 'evals-m2-1-t1', 'evals-m2-1-t2',
+    ]);
+    for (const s of before.values()) {
+      expect(s.phase, s.name).to.equal('Succeeded');
+      expect(s.score, s.name).to.equal(s.name.startsWith('evals-m1') || s.name.includes('-0-') ? 1 : 0);
+    }
+    const m1 = await sb.cli('get', '-l', 'model=m1', '-l', `${SET_LABEL}=evals`, '-o', 'json');
+    expect((JSON.parse(m1.stdout) as { items: { name: string }[] }).items.map((i) => i.name)).to.have.length(4);
+
+    const setRows = await sb.cli('get', '--sets', '-o', 'json');
+    expect((JSON.parse(setRows.stdout) as { items: unknown[] }).items).to.deep.equal([
+      { name: 'evals', valid: true, children: 8, phases: { Pending: 0, Running: 0, Succeeded: 8, Failed: 0, TimedOut: 0, Invalid: 0, Blocked: 0 }, source: `${sb.specsDir}/evals.yaml:4`.replace(`${process.cwd()}/`, '') },
+    ]);
+
+    // A third seed: plan names exactly the 4 new children; reconcile starts them and touches nothing else.
+    await sb.write('evals.yaml', SET(3));
+    const planned = await sb.cli('plan', '-o', 'json');
+    const sets = (JSON.parse(planned.stdout) as { sets: Record<string, { added: string[]; replaced: string[] }> }).sets;
+    expect(sets.evals?.added.sort()).to.deep.equal(['evals-m1-2-t1', 'evals-m1-2-t2', 'evals-m2-2-t1', 'evals-m2-2-t2']);
+    expect(sets.evals?.replaced).to.deep.equal([]);
+    sb.calls.reset();
+    const grown = await sb.cli('reconcile', '--once', '--wait', '--max-running', '8');
+    expect(grown.code, grown.stderr).to.equal(0);
+    const after = await all();
+    expect(after.size).to.equal(12);
+    for (const [name, s] of before) {
+      expect(after.get(name), name).to.deep.include({ run: 1, containerId: s.containerId, startedAt: s.startedAt, updatedAt: s.updatedAt });
+    }
+
+    // What task t2's children render changes (their fixture): exactly those 6 are replaced, and plan says which.
+    await sb.write('tasks/t2/task.txt', 'two, edited');
+    const plan2 = await sb.cli('plan');
+    expect(plan2.stdout).to.contain(
+      'AttemptSet evals: 6 children replaced (spec changed): evals-m1-0-t2, evals-m1-1-t2, evals-m1-2-t2, evals-m2-0-t2, evals-m2-1-t2, evals-m2-2-t2',
+    );
+    const replaced = await sb.cli('reconcile', '--once', '--wait', '--max-running', '8');
+    expect(replaced.code, replaced.stderr).to.equal(0);
+    const last = await all();
+    for (const [name, s] of last) {
+      expect(s.run, name).to.equal(name.endsWith('-t2') ? 2 : 1);
+      expect(s.phase, name).to.equal('Succeeded');
+    }
+
+    // A no-op pass over the set costs what it costs over one attempt: the 4 label-filtered lists.
+    const noop = await sb.pass();
+    expect(changeCount(noop.plan)).to.equal(0);
+    expect(sb.calls.mutating).to.equal(0);
+    expect(sb.calls.snapshot()).to.deep.equal({ 'containers.list': 1, 'images.list': 1, 'networks.list': 1, 'volumes.list': 1 });
+
+    // m1 passes every seed; m2 only seed 0: per (model, task) cell n=3, c=1 → pass@1 1/3, pass@2 2/3, pass@3 1.
+    const out = await sb.cli('summary', '-o', 'json');
+    expect(out.code, out.stderr).to.equal(0);
+    const summary = JSON.parse(out.stdout) as Summary;
+    expect(summary.schemaVersion).to.equal(1);
+    const set = summary.sets[0];
+    expect(set).to.include({ name: 'evals', n: 12, passed: 8, failed: 4, infra: 0, samplesAxis: 'seed' });
+    const model = (v: string) => set?.byAxis.model?.find((x) => x.value === v);
+    expect(model('m1')?.passAtK).to.deep.equal({ '1': 1, '2': 1, '3': 1 });
+    expect(model('m2')?.passAtK['1']).to.be.closeTo(1 / 3, 1e-9);
+    expect(model('m2')?.passAtK['2']).to.be.closeTo(2 / 3, 1e-9);
+    expect(model('m2')?.passAtK['3']).to.equal(1);
+    const junit = await sb.cli('summary', '-o', 'junit');
+    expect(junit.stdout).to.match(/<testsuite name="evals" tests="12" failures="4" errors="0"/);
+  });
+
+  it('failFast stops admitting after a task failure (the rest end Failed/FailFast, never created); a missing score is infra, not 0', async function () {
+    await sb.write(
+      'ff.yaml',
+      `apiVersion: berth.dev/v1
+kind: AttemptSet
+metadata: {name: ff}
+spec:
+  matrix: {x: [a, b, c]}
+  maxParallel: 1
+  failFast: true
+  template:
+    image: berth/busybox:local
+    command: [sh, -c, 'test \${{ matrix.x }} != a']
+---
+apiVersion: berth.dev/v1
+kind: AttemptSet
+metadata: {name: sc}
+spec:
+  matrix: {x: [p, q]}
+  template:
+    image: berth/busybox:local
+    command: [sh, -c, 'if [ \${{ matrix.x }} = p ]; then echo "{\\"score\\": 2}" > /results/score.json; fi']
+  score: {file: score.json}
+`,
+    );
+    const r = await sb.cli('reconcile', '--once', '--wait', '--max-running', '4');
+    expect(r.code, r.stderr).to.equal(3);
+    const st = await all();
+    expect([st.get('ff-a')?.phase, st.get('ff-a')?.reason]).to.deep.equal(['Failed', 'Error']);
+    for (const n of ['ff-b', 'ff-c']) {
+      expect(st.get(n), n).to.deep.include({ phase: 'Failed', reason: 'FailFast', message: 'not started: set ff has failFast and ff-a failed' });
+      expect(st.get(n)?.startedAt, n).to.equal(undefined);
+      expect(st.get(n)?.containerId, n).to.equal(undefined);
+    }
+    expect(st.get('sc-p')).to.deep.include({ phase: 'Succeeded', score: 2 });
+    expect(st.get('sc-q')).to.deep.include({ phase: 'Succeeded', scoreError: 'score.json: not found' });
+    expect(st.get('sc-q')).to.not.have.property('score');
+
+    const described = await sb.cli('describe', 'sc-q');
+    expect(described.stdout).to.match(/AttemptSet: +sc \(x=q\)/).and.match(/Score: +none: score.json: not found/);
+    const out = JSON.parse((await sb.cli('summary', '-o', 'json')).stdout) as Summary;
+    expect(out.sets.map((x) => [x.name, x.passed, x.failed, x.infra, x.skipped, x.infraReasons])).to.deep.equal([
+      ['ff', 0, 1, 0, 2, {}],
+      ['sc', 1, 0, 1, 0, { ScoreMissing: 1 }],
+    ]);
+    // Nothing more to do: the skipped children stay as they are.
+    const again = await sb.cli('plan', '--detailed-exitcode');
+    expect(again.code, again.stdout).to.equal(0);
+  });
+
+  it('an invalid set leaves what runs under its children alone, and describe shows the set\'s error', async function () {
+    const set = (template: string, matrix = '{x: [a, b]}') => `apiVersion: berth.dev/v1
+kind: AttemptSet
+metadata: {name: inv}
+spec:
+  matrix: ${matrix}
+  template:
+    image: berth/busybox:local
+    command: [sh, -c, '${template}']
+`;
+    await sb.write('inv.yaml', set('sleep 300 # ${{ matrix.x }}'));
+    const first = await sb.cli('reconcile', '--once');
+    expect(first.code, first.stderr).to.equal(0);
+    const running = await all();
+    expect([...running.values()].map((s) => [s.name, s.phase])).to.deep.equal([
+      ['inv-a', 'Running'],
+      ['inv-b', 'Running'],
+    ]);
+
+    // A ${{ }} naming no axis: the set is invalid; its children keep running, untouched.
+    await sb.write('inv.yaml', set('sleep 300 # ${{ matrix.y }}'));
+    const bad = await sb.cli('reconcile', '--once');
+    expect(bad.code).to.equal(2);
+    expect(bad.stderr).to.match(/inv\.yaml:8:\d+: spec\.template\.command\[2\]: \$\{\{ matrix\.y \}\} names no axis/);
+    const d = await sb.cli('describe', 'inv-a');
+    expect(d.stdout).to.match(/INVALID/).and.match(/matrix\.y \}\} names no axis/);
+    // A matrix that cannot be expanded (fromDir outside the specs folder): still untouched.
+    await sb.write('inv.yaml', set('sleep 300 # ${{ matrix.x }}', '{x: {fromDir: ../..}}'));
+    const worse = await sb.cli('reconcile', '--once');
+    expect(worse.code).to.equal(2);
+    const after = await all();
+    for (const [name, s] of running) expect(after.get(name), name).to.deep.include({ phase: 'Running', containerId: s.containerId, run: 1 });
+    const listed = await sb.engine.containers.list([`dev.berth.instance=${sb.instance}`]);
+    expect(listed.filter((c) => c.state === 'running').map((c) => c.id).sort()).to.deep.equal([...running.values()].map((s) => s.containerId).sort());
+  });
+
+  it('the controller runs a set within its maxParallel and starts a new cell when the matrix grows', async function () {
+    const set = (values: string) => `apiVersion: berth.dev/v1
+kind: AttemptSet
+metadata: {name: ctl}
+spec:
+  matrix: {x: [${values}]}
+  maxParallel: 2
+  template:
+    image: berth/busybox:local
+    command: [sh, -c, 'sleep 1']
+`;
+    const ctl = startController(sb, { maxRunning: 8 });
+    const running = async () => (await sb.engine.containers.list([`dev.berth.instance=${sb.instance}`])).filter((c) => c.state === 'running').length;
+    let most = 0;
+    try {
+      await sb.write('ctl.yaml', set('a, b, c, d'));
+      const finished = (names: string[]) => async () => {
+        most = Math.max(most, await running());
+        const st = await all();
+        return names.every((n) => st.get(n)?.phase === 'Succeeded');
+      };
+      await waitFor('the 4 children succeeded', finished(['ctl-a', 'ctl-b', 'ctl-c', 'ctl-d']), { instance: sb.instance, timeoutMs: 60_000 });
+      expect(most, 'running at once').to.be.at.most(2);
+      const before = await all();
+      await sb.write('ctl.yaml', set('a, b, c, d, e'));
+      await waitFor('the new child succeeded', finished(['ctl-e']), { instance: sb.instance, timeoutMs: 30_000 });
+      const after = await all();
+      for (const n of ['ctl-a', 'ctl-b', 'ctl-c', 'ctl-d']) expect(after.get(n)?.updatedAt, n).to.equal(before.get(n)?.updatedAt);
+    } finally {
+      expect(await ctl.stop()).to.equal(0);
+    }
+  });
+});

@@ -1,0 +1,55 @@
+/** Reading a child's score from its results folder: numbers and {"score": n}; links, fifos, big or bad files are errors, never 0. */
+import { expect } from 'chai';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseScore, readScore } from '../../../src/execute/score';
+
+describe('execute/score', () => {
+  let dir: string;
+  let outside: string;
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'berth-score-'));
+    outside = mkdtempSync(path.join(os.tmpdir(), 'berth-score-out-'));
+    writeFileSync(path.join(outside, 'secret.json'), '1');
+  });
+  afterEach(() => {
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(outside, { recursive: true, force: true });
+  });
+
+  it('reads a number or {"score": n}, also in a sub-folder', async () => {
+    writeFileSync(path.join(dir, 'score.txt'), ' 0.75\n');
+    mkdirSync(path.join(dir, 'out'));
+    writeFileSync(path.join(dir, 'out', 'score.json'), '{"score": 3, "detail": "x"}');
+    expect(await readScore(dir, 'score.txt')).to.deep.equal({ score: 0.75 });
+    expect(await readScore(dir, 'out/score.json')).to.deep.equal({ score: 3 });
+    expect(await readScore(dir, './out/score.json')).to.deep.equal({ score: 3 });
+  });
+
+  it('a missing, empty or unparsable score is an error, never 0', async () => {
+    expect(await readScore(dir, 'score.json')).to.deep.equal({ error: 'score.json: not found' });
+    expect(await readScore(dir, 'a/score.json')).to.deep.equal({ error: 'a/score.json: not found' });
+    expect(await readScore(undefined, 'score.json')).to.deep.equal({ error: 'score.json: the run has no results folder' });
+    for (const bad of ['', 'pass', '{"score": "1"}', '[1]', 'NaN', '{"points": 1}', 'null']) {
+      expect(parseScore(bad), bad).to.have.property('error');
+    }
+  });
+
+  it('never follows a link: neither the file nor a folder on the way', async () => {
+    symlinkSync(path.join(outside, 'secret.json'), path.join(dir, 'score.json'));
+    symlinkSync(outside, path.join(dir, 'out'));
+    expect(await readScore(dir, 'score.json')).to.deep.equal({ error: 'score.json: is a link (not followed)' });
+    expect(await readScore(dir, 'out/secret.json')).to.deep.equal({ error: 'out/secret.json: out is a link (not followed)' });
+  });
+
+  it('refuses a fifo without hanging, a folder, and a file over the size limit', async () => {
+    execFileSync('mkfifo', [path.join(dir, 'fifo')]);
+    mkdirSync(path.join(dir, 'folder'));
+    writeFileSync(path.join(dir, 'big'), `${'1'.repeat(5000)}`);
+    expect(await readScore(dir, 'fifo')).to.deep.equal({ error: 'fifo: not a regular file' });
+    expect(await readScore(dir, 'folder')).to.deep.equal({ error: 'folder: not a regular file' });
+    expect(await readScore(dir, 'big')).to.deep.equal({ error: 'big: 5000 bytes, more than 4096' });
+  });
+});
