@@ -292,7 +292,14 @@ export class FakeEngine implements Engine {
       networkMode: c.spec.host.networkMode,
       networks: nets,
       networkIds: nets.flatMap((n) => (this.nets.get(n) ? [(this.nets.get(n) as FakeNetwork).id] : [])).sort(),
-      mounts: c.spec.host.mounts.map((m) => ({ type: 'volume', source: m.source, destination: m.target, name: m.source, rw: !m.readOnly })),
+      // as the engine lists them: binds (`src:dst[:ro]`), then named volumes by their data folder
+      mounts: [
+        ...c.spec.host.binds.map((b) => {
+          const [source = '', destination = '', mode = ''] = b.split(':');
+          return { type: 'bind', source, destination, rw: !mode.split(',').includes('ro') };
+        }),
+        ...c.spec.host.mounts.map((m) => ({ type: 'volume', source: `/var/lib/docker/volumes/${m.source}/_data`, destination: m.target, name: m.source, rw: !m.readOnly })),
+      ],
       created: c.created,
     };
   }
