@@ -128,4 +128,14 @@ describe('spec hash stays what it was', () => {
       { numRuns: 500 },
     );
   });
+
+  it('a field the table does not know is hashed (it replaces), never ignored silently', () => {
+    fc.assert(
+      fc.property(attempt, (s) => {
+        expect(specHash({ ...s, unknownField: 1 } as NormalizedAttempt)).to.not.equal(specHash(s));
+        expect(specHash({ ...s, labels: { x: 'y' }, retries: s.retries + 1, ttlSecondsAfterFinished: 5, fixture: '/elsewhere' })).to.equal(specHash(s));
+      }),
+      { numRuns: 100 },
+    );
+  });
 });
