@@ -82,7 +82,10 @@ export type Phase = (typeof PHASES)[number];
 /** Phases after which an attempt never runs again unless its spec changes or retries allow. */
 export const FINISHED_PHASES: ReadonlySet<Phase> = new Set(['Succeeded', 'Failed', 'TimedOut']);
 
+/** The closed set of status reasons (docs/CONTRACT.md lists them, one line each). */
 export const REASONS = {
+  /** Pending: its run's resources are being made (the intent is recorded). */
+  provisioning: 'Provisioning',
   error: 'Error',
   oomKilled: 'OOMKilled',
   attestationFailed: 'AttestationFailed',
@@ -102,8 +105,20 @@ export const REASONS = {
   duplicateName: 'DuplicateName',
   waitingForSlot: 'WaitingForSlot',
   completed: 'Completed',
+  /** Failed: the spec changed while the run was going; the run is stopped and a new one starts. */
+  replaced: 'Replaced',
+  /** Failed: the spec was deleted while the run was going. */
+  deleted: 'Deleted',
+  /** Blocked: a secret cannot be read from berth's environment or its file. */
+  secretMissing: 'SecretMissing',
+  /** Failed: the egress proxy did not come up (or could not be started again). */
+  proxyFailed: 'ProxyFailed',
+  /** Failed: a sidecar did not come up (or could not be started again). */
+  sidecarFailed: 'SidecarFailed',
   /** `get`: the attempt's status record is damaged; reconcile sets it aside and rebuilds it. */
   recordDamaged: 'RecordDamaged',
+  /** `get`: a spec with no status record yet (no reconcile has seen it). */
+  notReconciled: 'NotReconciled',
 } as const;
 
 export const EXIT = {

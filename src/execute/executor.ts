@@ -291,7 +291,7 @@ export class Executor {
     await this.update(a, (r) => ({
       ...this.beginRun(r, d),
       phase: 'Pending',
-      reason: 'Provisioning',
+      reason: REASONS.provisioning,
       intent: { action: 'provision', run: d.run, specHash: d.hash, at: iso(this.now()) },
       resultsDir: d.resultsDir,
     }));
@@ -303,7 +303,7 @@ export class Executor {
       return await readSecrets(d.loaded.spec, this.deps.env, names);
     } catch (err) {
       if (!(err instanceof SecretError)) throw err;
-      await this.update(a, (r) => ({ ...r, phase: 'Blocked', reason: 'SecretMissing', message: err.message }));
+      await this.update(a, (r) => ({ ...r, phase: 'Blocked', reason: REASONS.secretMissing, message: err.message }));
       throw new Halt(err.message);
     }
   }
@@ -378,7 +378,7 @@ export class Executor {
         const msg = `${sc.role === 'egress-proxy' ? 'egress proxy' : `sidecar ${sc.alias}`} cannot be started again: ${held}`;
         const main = (await this.current(a)).containerId;
         if (main) await engine.containers.stop(main, DEFAULTS.stopGraceSeconds);
-        await this.finish(a, main, d.resultsDir, { phase: 'Failed', reason: sc.role === 'egress-proxy' ? 'ProxyFailed' : 'SidecarFailed', message: msg });
+        await this.finish(a, main, d.resultsDir, { phase: 'Failed', reason: sc.role === 'egress-proxy' ? REASONS.proxyFailed : REASONS.sidecarFailed, message: msg });
         throw new Halt(msg);
       }
       await engine.containers.remove(existing.id);
@@ -398,7 +398,7 @@ export class Executor {
       const msg = `${sc.role === 'egress-proxy' ? 'egress proxy' : `sidecar ${sc.alias}`} ${bad}`;
       const main = restart ? (await this.current(a)).containerId : undefined;
       if (main) await engine.containers.stop(main, DEFAULTS.stopGraceSeconds);
-      await this.finish(a, main, d.resultsDir, { phase: 'Failed', reason: sc.role === 'egress-proxy' ? 'ProxyFailed' : 'SidecarFailed', message: msg }, [
+      await this.finish(a, main, d.resultsDir, { phase: 'Failed', reason: sc.role === 'egress-proxy' ? REASONS.proxyFailed : REASONS.sidecarFailed, message: msg }, [
         { alias: sc.alias, role: sc.role, id },
       ]);
       throw new Halt(msg);

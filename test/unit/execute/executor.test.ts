@@ -175,7 +175,7 @@ describe('executor against the fake engine', function () {
     const [res] = await executor({}).run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
     expect(res).to.include({ ok: true, done: 0 });
     const rec = await store.get('secret');
-    expect([rec?.phase, rec?.reason]).to.deep.equal(['Blocked', 'SecretMissing']);
+    expect([rec?.phase, rec?.reason]).to.deep.equal(['Blocked', REASONS.secretMissing]);
     expect(rec?.message).to.equal("secret tok: environment variable BERTH_UNIT_TOKEN is not set in berth's environment");
     expect(fake.calls.filter((c) => c.op === 'containers.create')).to.deep.equal([]);
   });
