@@ -221,7 +221,6 @@ export const LEGACY_NAMING: Naming = {
 export const containerName = NAMING.container;
 export const networkName = NAMING.network;
 export const sidecarName = NAMING.sidecar;
-export const egressNetworkName = NAMING.egressNetwork;
 export const volumeName = NAMING.volume;
 
 /**

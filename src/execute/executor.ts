@@ -1,8 +1,10 @@
 /**
  * The executor runs a plan: attempts in parallel (bounded by --concurrency), each attempt's
- * operations in order. It carries no decision logic: every operation's meaning is fixed by
- * its type (plan/types.ts). One failing attempt never stops the others. It is the only
- * writer of status records.
+ * operations in order. An operation's meaning is fixed by its type (plan/types.ts); some still
+ * decide on what the engine answers (a name held on create: attest, block or recreate; a
+ * sidecar that does not come up; what counts as a provisioning failure), which issue 13 moves
+ * into the planner. One failing attempt never stops the others. It writes the attempts' status
+ * records; the controller adds only a failed action's `lastError`.
  */
 import { promises as fs } from 'node:fs';
 import path from 'node:path';

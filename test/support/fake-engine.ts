@@ -494,14 +494,6 @@ export class FakeEngine implements Engine {
         c.networks.push(n.spec.name);
         this.emit('network', 'connect', n.id, { name: n.spec.name, type: n.spec.driver ?? 'bridge', container: c.id });
       },
-      disconnect: async (network, container) => {
-        await this.call('networks.disconnect', [network, container]);
-        const n = this.findNet(network);
-        const c = this.find(container);
-        if (!n || !c) return;
-        n.members.delete(c.id);
-        c.networks = c.networks.filter((x) => x !== n.spec.name);
-      },
       remove: async (idOrName) => {
         await this.call('networks.remove', [idOrName]);
         const n = this.findNet(idOrName);
