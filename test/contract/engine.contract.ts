@@ -202,6 +202,48 @@ export function engineContract(title: string, harness: () => ContractHarness): v
         expect(e.attributes.name).to.equal(tag);
       }
       expect(seen[2]?.attributes.exitCode).to.equal('0');
+
+      // a stream opened afterwards with `since` replays them, in order
+      const ac2 = new AbortController();
+      const again = await h.engine.events.stream([`dev.berth.contract/case=${tag}`], { since, signal: ac2.signal });
+      const replayed: string[] = [];
+      for await (const e of again) {
+        if (e.type !== 'container') continue;
+        replayed.push(e.action);
+        if (e.action === 'destroy') break;
+      }
+      ac2.abort();
+      expect(replayed).to.deep.equal(['create', 'start', 'die', 'destroy']);
+    });
+
+    it('a volume in use cannot be removed (409); a container mounting a volume name that does not exist makes it', async function () {
+      const vol = h.name('inuse');
+      await h.engine.volumes.create({ name: vol, labels: h.labels });
+      const spec = containerSpec(h, h.name('user'), ['true']);
+      const id = await h.engine.containers.create({ ...spec, host: { ...spec.host, mounts: [{ type: 'volume', source: vol, target: '/data', readOnly: false }] } });
+      expect(classify(await rejection(h.engine.volumes.remove(vol)))).to.equal('conflict');
+      const c = await h.engine.containers.inspect(id);
+      expect(c.mounts.map((m) => [m.type, m.name, m.destination, m.rw])).to.deep.equal([['volume', vol, '/data', true]]);
+      await h.engine.containers.remove(id);
+      expect(await h.engine.volumes.remove(vol)).to.equal(true);
+    });
+
+    it('connect attaches a container to a second network; connecting it again is refused', async function () {
+      const a = h.name('net-a');
+      const b = h.name('net-b');
+      await h.engine.networks.create({ name: a, labels: h.labels, internal: true });
+      const bId = await h.engine.networks.create({ name: b, labels: h.labels, internal: true });
+      const spec = containerSpec(h, h.name('two-nets'), ['sleep', '60']);
+      const id = await h.engine.containers.create({ ...spec, host: { ...spec.host, networkMode: a } });
+      await h.engine.networks.connect(b, id);
+      expect((await h.engine.containers.inspect(id)).networks).to.deep.equal([a, b].sort());
+      await h.engine.containers.start(id);
+      expect((await h.engine.networks.inspect(bId)).containers).to.deep.equal([id]);
+      expect((await h.engine.containers.list(Object.entries(h.labels).map(([k, v]) => `${k}=${v}`))).find((c) => c.id === id)?.networkIds).to.include(bId);
+      expect(classify(await rejection(h.engine.networks.connect(b, id)))).to.equal('other');
+      await h.engine.containers.remove(id);
+      await h.engine.networks.remove(a);
+      await h.engine.networks.remove(b);
     });
   });
 }
