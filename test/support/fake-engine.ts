@@ -131,6 +131,7 @@ export class FakeEngine implements Engine {
   private bootId = newId();
   private readonly bootAt: string;
   private abandoned: string | undefined;
+  private readonly onStart: { when: (name: string) => boolean; code: number }[] = [];
 
   constructor(private readonly clock: { now: () => number } = { now: Date.now }) {
     this.bootAt = new Date(clock.now()).toISOString();
@@ -169,6 +170,11 @@ export class FakeEngine implements Engine {
     if (!c) throw new Error(`fake engine: no container ${idOrName}`);
     if (c.state !== 'running') throw new Error(`fake engine: container ${idOrName} is ${c.state}, not running`);
     this.end(c, code, opts.oomKilled ?? false);
+  }
+
+  /** A container whose name `when` accepts exits with `code` as soon as it starts (a task that ends at once). */
+  exitOnStart(when: (name: string) => boolean, code: number): void {
+    this.onStart.push({ when, code });
   }
 
   /** Appends to a container's log (what logs() returns). */
@@ -434,6 +440,8 @@ export class FakeEngine implements Engine {
         c.oomKilled = false;
         c.startedAt = this.iso();
         this.containerEvent(c, 'start');
+        const quick = this.onStart.find((o) => o.when(c.name));
+        if (quick) this.end(c, quick.code, false);
       },
       stop: async (id, graceSeconds) => {
         await this.call('containers.stop', [id, graceSeconds]);

@@ -210,4 +210,67 @@ describe('executor against the fake engine', function () {
     expect((await store.get('vol'))?.reason).to.equal(REASONS.nameConflict);
     expect((await fake.volumes.inspect(vol.name)).labels).to.deep.equal({ mine: 'no' });
   });
+
+  it('a container gone before its fixture is copied (404 at putArchive): Pending/CreateFailed, nothing left', async function () {
+    const fixture = path.join(dir, 'fixture');
+    await fs.mkdir(fixture);
+    await fs.writeFile(path.join(fixture, 'input.txt'), 'data');
+    const d = desired('copy', { fixture, fixtureDigest: 'x' });
+    fake.fail('containers.putArchive', { status: 404, message: 'No such container: gone' });
+    const [res] = await executor().run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: false, done: 0 });
+    const rec = await store.get('copy');
+    expect([rec?.phase, rec?.reason, rec?.intent?.copied]).to.deep.equal(['Pending', REASONS.createFailed, undefined]);
+    expect(rec?.containerId).to.equal((await fake.containers.inspect(d.container.name)).id);
+    expect(fake.calls.some((c) => c.op === 'containers.start')).to.equal(false);
+  });
+
+  it('a sidecar that exits at once fails the attempt (SidecarFailed); the main container is never made', async function () {
+    const d = desired('side-dies', { network: { mode: 'isolated', egress: [] }, sidecars: [{ name: 'db', image: IMAGE, command: null, env: {}, secretEnv: {}, secrets: [] }] });
+    const sc = d.sidecars[0] as DesiredAttempt['sidecars'][number];
+    const net = d.network as NonNullable<DesiredAttempt['network']>;
+    fake.exitOnStart((n) => n === sc.name, 2);
+    const ops: Operation[] = [
+      { type: 'create-network', resource: `network:${net.name}`, cause: 'test', network: net },
+      { type: 'create-sidecar', resource: `container:${sc.name}`, cause: 'test', desired: d, index: 0 },
+      { type: 'create-container', resource: `container:${d.container.name}`, cause: 'test', desired: d },
+    ];
+    const [res] = await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'provision', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: true, done: 1 });
+    const rec = await store.get('side-dies');
+    expect([rec?.phase, rec?.reason]).to.deep.equal(['Failed', REASONS.sidecarFailed]);
+    expect(rec?.message).to.equal('sidecar db exited right after its start (exit code 2)');
+    expect(fake.containerNames()).to.deep.equal([sc.name]);
+  });
+
+  it('a finish whose container is gone ends Failed/Lost', async function () {
+    const d = desired('lost');
+    await executor().run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
+    const id = (await store.get('lost'))?.containerId as string;
+    await fake.containers.remove(id);
+    const ops: Operation[] = [{ type: 'finish', resource: `container:${d.container.name}`, cause: 'test', id }];
+    const [res] = await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'finish', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: true, done: 1 });
+    const rec = await store.get('lost');
+    expect([rec?.phase, rec?.reason]).to.deep.equal(['Failed', REASONS.lost]);
+  });
+
+  it('a finish reads the exit code and the engine times', async function () {
+    const d = desired('ends');
+    await executor().run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
+    const id = (await store.get('ends'))?.containerId as string;
+    t += 7000;
+    fake.exit(id, 3);
+    t += 60_000; // berth looks later: the engine's FinishedAt counts, not berth's clock
+    const ops: Operation[] = [{ type: 'finish', resource: `container:${d.container.name}`, cause: 'test', id }];
+    await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'finish', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
+    const rec = await store.get('ends');
+    expect([rec?.phase, rec?.reason, rec?.exitCode, rec?.startedAt, rec?.finishedAt]).to.deep.equal([
+      'Failed',
+      REASONS.error,
+      3,
+      '2030-01-01T00:00:00.000Z',
+      '2030-01-01T00:00:07.000Z',
+    ]);
+  });
 });
