@@ -100,7 +100,10 @@ export type Phase = (typeof PHASES)[number];
 /** Phases after which an attempt never runs again unless its spec changes or retries allow. */
 export const FINISHED_PHASES: ReadonlySet<Phase> = new Set(['Succeeded', 'Failed', 'TimedOut']);
 
+/** The closed set of status reasons (docs/CONTRACT.md lists them, one line each). */
 export const REASONS = {
+  /** Pending: its run's resources are being made (the intent is recorded). */
+  provisioning: 'Provisioning',
   error: 'Error',
   oomKilled: 'OOMKilled',
   attestationFailed: 'AttestationFailed',
@@ -120,6 +123,16 @@ export const REASONS = {
   duplicateName: 'DuplicateName',
   waitingForSlot: 'WaitingForSlot',
   completed: 'Completed',
+  /** Failed: the spec changed while the run was going; the run is stopped and a new one starts. */
+  replaced: 'Replaced',
+  /** Failed: the spec was deleted while the run was going. */
+  deleted: 'Deleted',
+  /** Blocked: a secret cannot be read from berth's environment or its file. */
+  secretMissing: 'SecretMissing',
+  /** Failed: the egress proxy did not come up (or could not be started again). */
+  proxyFailed: 'ProxyFailed',
+  /** Failed: a sidecar did not come up (or could not be started again). */
+  sidecarFailed: 'SidecarFailed',
   /** `get`: the attempt's status record is damaged; reconcile sets it aside and rebuilds it. */
   recordDamaged: 'RecordDamaged',
   /** An AttemptSet child not admitted because a sibling's task failed and the set has failFast. */
@@ -128,6 +141,10 @@ export const REASONS = {
   maxFailedReached: 'MaxFailedReached',
   /** An AttemptSet child waiting because its set already runs maxParallel children. */
   waitingForSet: 'WaitingForSet',
+  /** An AttemptSet child with a score whose run left no readable score file: an infrastructure outcome, never 0. */
+  scoreMissing: 'ScoreMissing',
+  /** `get`: a spec with no status record yet (no reconcile has seen it). */
+  notReconciled: 'NotReconciled',
 } as const;
 
 export const EXIT = {
@@ -230,7 +247,6 @@ export const LEGACY_NAMING: Naming = {
 export const containerName = NAMING.container;
 export const networkName = NAMING.network;
 export const sidecarName = NAMING.sidecar;
-export const egressNetworkName = NAMING.egressNetwork;
 export const volumeName = NAMING.volume;
 
 /**

@@ -161,7 +161,6 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
     network: isolated ? { name: naming.network(ctx.instance, s.name), labels: withComponent(labels, COMPONENTS.network), internal: true } : null,
     egressNetwork:
       egress && !ctx.egressNetwork && egressName ? { name: egressName, labels: withComponent(labels, COMPONENTS.egressNetwork), internal: false } : null,
-    egressNetworkName: egressName,
     sidecars,
     mainSecrets: s.secrets.map((x) => x.name).filter((n) => !sidecarSecrets.has(n)),
     volumes,

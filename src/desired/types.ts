@@ -37,8 +37,6 @@ export interface DesiredAttempt {
   network: NetworkCreateSpec | null;
   /** Per-attempt egress network (the proxy's way out) when berth makes it; null when there is none or it is external. */
   egressNetwork: NetworkCreateSpec | null;
-  /** The egress network's name, whoever made it. */
-  egressNetworkName: string | null;
   /** Proxy first, then the spec's sidecars by name. */
   sidecars: DesiredSidecar[];
   /** Names of spec.secrets delivered to the main container (those no sidecar names). */

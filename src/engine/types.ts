@@ -1,7 +1,9 @@
 /**
  * The narrow surface berth needs from the engine, one small interface per resource kind
- * (containers, networks, volumes, images, events). The planner and controller are tested
- * against fakes of these; the Docker implementation (docker.ts) is tested on a real engine.
+ * (containers, networks, volumes, images, events). The Docker implementation (docker/) is
+ * tested on a real engine; the executor's failure paths are tested against an in-memory fake
+ * (test/support/fake-engine.ts), which one contract suite (test/contract/engine.contract.ts)
+ * holds to what the real engine answers. The planner is pure and needs neither.
  */
 import type { Readable } from 'node:stream';
 
@@ -165,7 +167,6 @@ export interface NetworkClient {
   inspect(idOrName: string): Promise<NetworkDetails>;
   create(spec: NetworkCreateSpec): Promise<string>;
   connect(network: string, container: string): Promise<void>;
-  disconnect(network: string, container: string, force?: boolean): Promise<void>;
   remove(idOrName: string): Promise<boolean>;
 }
 

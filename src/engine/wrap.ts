@@ -10,7 +10,7 @@ type Kind = 'containers' | 'networks' | 'volumes' | 'images' | 'events';
 const KINDS: Kind[] = ['containers', 'networks', 'volumes', 'images', 'events'];
 
 /** Methods that change the engine. */
-export const MUTATING: ReadonlySet<string> = new Set(['create', 'putArchive', 'start', 'stop', 'remove', 'connect', 'disconnect']);
+export const MUTATING: ReadonlySet<string> = new Set(['create', 'putArchive', 'start', 'stop', 'remove', 'connect']);
 
 export type CallListener = (call: { kind: Kind; op: string; ms: number; error?: unknown }) => void;
 

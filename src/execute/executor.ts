@@ -1,8 +1,10 @@
 /**
  * The executor runs a plan: attempts in parallel (bounded by --concurrency), each attempt's
- * operations in order. It carries no decision logic: every operation's meaning is fixed by
- * its type (plan/types.ts). One failing attempt never stops the others. It is the only
- * writer of status records.
+ * operations in order. An operation's meaning is fixed by its type (plan/types.ts); some still
+ * decide on what the engine answers (a name held on create: attest, block or recreate; a
+ * sidecar that does not come up; what counts as a provisioning failure), which issue 13 moves
+ * into the planner. One failing attempt never stops the others. It writes the attempts' status
+ * records; the controller adds only a failed action's `lastError`.
  */
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
@@ -292,7 +294,7 @@ export class Executor {
     await this.update(a, (r) => ({
       ...this.beginRun(r, d),
       phase: 'Pending',
-      reason: 'Provisioning',
+      reason: REASONS.provisioning,
       intent: { action: 'provision', run: d.run, specHash: d.hash, at: iso(this.now()) },
       resultsDir: d.resultsDir,
     }));
@@ -304,7 +306,7 @@ export class Executor {
       return await readSecrets(d.loaded.spec, this.deps.env, names);
     } catch (err) {
       if (!(err instanceof SecretError)) throw err;
-      await this.update(a, (r) => ({ ...r, phase: 'Blocked', reason: 'SecretMissing', message: err.message }));
+      await this.update(a, (r) => ({ ...r, phase: 'Blocked', reason: REASONS.secretMissing, message: err.message }));
       throw new Halt(err.message);
     }
   }
@@ -379,7 +381,7 @@ export class Executor {
         const msg = `${sc.role === 'egress-proxy' ? 'egress proxy' : `sidecar ${sc.alias}`} cannot be started again: ${held}`;
         const main = (await this.current(a)).containerId;
         if (main) await engine.containers.stop(main, DEFAULTS.stopGraceSeconds);
-        await this.finish(a, main, d.resultsDir, { phase: 'Failed', reason: sc.role === 'egress-proxy' ? 'ProxyFailed' : 'SidecarFailed', message: msg });
+        await this.finish(a, main, d.resultsDir, { phase: 'Failed', reason: sc.role === 'egress-proxy' ? REASONS.proxyFailed : REASONS.sidecarFailed, message: msg });
         throw new Halt(msg);
       }
       await engine.containers.remove(existing.id);
@@ -399,7 +401,7 @@ export class Executor {
       const msg = `${sc.role === 'egress-proxy' ? 'egress proxy' : `sidecar ${sc.alias}`} ${bad}`;
       const main = restart ? (await this.current(a)).containerId : undefined;
       if (main) await engine.containers.stop(main, DEFAULTS.stopGraceSeconds);
-      await this.finish(a, main, d.resultsDir, { phase: 'Failed', reason: sc.role === 'egress-proxy' ? 'ProxyFailed' : 'SidecarFailed', message: msg }, [
+      await this.finish(a, main, d.resultsDir, { phase: 'Failed', reason: sc.role === 'egress-proxy' ? REASONS.proxyFailed : REASONS.sidecarFailed, message: msg }, [
         { alias: sc.alias, role: sc.role, id },
       ]);
       throw new Halt(msg);

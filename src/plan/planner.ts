@@ -286,7 +286,7 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
       ...(old ? { id: old.id } : {}),
       ...(rec.resultsDir ? { resultsDir: rec.resultsDir } : {}),
       cause: 'spec hash changed',
-      outcome: { phase: 'Failed', reason: 'Replaced', message: 'the spec changed while the run was going' },
+      outcome: { phase: 'Failed', reason: REASONS.replaced, message: 'the spec changed while the run was going' },
     });
   }
   pre.push(...removeOps(staleSpec, 'spec hash changed'));
@@ -542,7 +542,7 @@ function planUndesired(inp: PlanInput, name: string, rec: AttemptStatus | undefi
   const main = obs.containers.find(isMain);
   if (main && (!rec || !FINISHED_PHASES.has(rec.phase))) {
     if (RUNNING_STATES.has(main.state)) ops.push({ type: 'stop', resource: `container:${main.name}`, id: main.id, graceSeconds: DEFAULTS.stopGraceSeconds, cause: 'no spec' });
-    ops.push({ type: 'finish', resource: `container:${main.name}`, id: main.id, ...(rec?.resultsDir ? { resultsDir: rec.resultsDir } : {}), cause: 'no spec', outcome: { phase: 'Failed', reason: 'Deleted', message: 'the spec was deleted' } });
+    ops.push({ type: 'finish', resource: `container:${main.name}`, id: main.id, ...(rec?.resultsDir ? { resultsDir: rec.resultsDir } : {}), cause: 'no spec', outcome: { phase: 'Failed', reason: REASONS.deleted, message: 'the spec was deleted' } });
   }
   ops.push(...removeOps(obs, 'no spec'));
   ops.push({ type: 'forget', resource: `attempt:${name}`, cause: 'no spec' });

@@ -31,9 +31,9 @@ export function classify(rec: AttemptStatus | undefined, policy: Pick<SetPolicy,
       return { outcome: 'unfinished' };
     case 'Invalid':
     case 'Blocked':
-      return { outcome: 'infra', reason: rec.phase };
     case 'TimedOut':
-      return { outcome: 'infra', reason: 'TimedOut' };
+      // the phase says it all: counted under it
+      return { outcome: 'infra', reason: rec.phase };
     case 'Failed':
       if (SKIP_REASONS.has(rec.reason ?? '')) return { outcome: 'skipped', reason: rec.reason as string };
       if (RETRIED.has(rec.reason ?? '') && rec.retriesUsed < retries) return { outcome: 'unfinished' };
@@ -44,7 +44,7 @@ export function classify(rec: AttemptStatus | undefined, policy: Pick<SetPolicy,
   }
   if (policy.score) {
     if (typeof rec.score === 'number' && Number.isFinite(rec.score)) return { outcome: rec.score >= policy.score.pass ? 'passed' : 'failed' };
-    return { outcome: 'infra', reason: 'ScoreMissing' };
+    return { outcome: 'infra', reason: REASONS.scoreMissing };
   }
   return { outcome: rec.phase === 'Succeeded' ? 'passed' : 'failed' };
 }

@@ -12,10 +12,14 @@
  *   pass@k averaged over its cells (for k up to the smallest n among them).
  * - A child the set declares but whose spec did not load counts as infra (Invalid).
  */
+import type { Phase } from '../constants';
 import type { AttemptStatus } from '../status/types';
 import type { LoadedSet, LoadedSpec, SetPolicy } from '../spec/types';
 import { classify, type Outcome } from './outcome';
 import { mean, passAtK, passHatK, percentile, rateWithStderr } from './stats';
+
+/** A child whose spec did not load counts under its phase, as `classify` counts Invalid and Blocked. */
+const INVALID: Phase = 'Invalid';
 
 export const SUMMARY_SCHEMA_VERSION = 1;
 const SAMPLE_AXES = ['seed', 'sample', 'trial', 'attempt', 'try', 'run'];
@@ -93,7 +97,7 @@ export interface SetChild {
 }
 
 function invalidChild(c: SetChild, rec: AttemptStatus | undefined): ChildSummary {
-  return { name: c.name, coords: c.coords, outcome: 'infra', phase: 'Invalid', reason: 'Invalid', score: null, durationMs: null, queueMs: null, resultsDir: rec?.resultsDir ?? null };
+  return { name: c.name, coords: c.coords, outcome: 'infra', phase: INVALID, reason: INVALID, score: null, durationMs: null, queueMs: null, resultsDir: rec?.resultsDir ?? null };
 }
 
 function child(loaded: LoadedSpec, rec: AttemptStatus | undefined): ChildSummary {

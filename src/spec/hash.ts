@@ -1,9 +1,13 @@
 /**
  * The spec hash: sha256 (hex) of the canonical JSON of `{schema: SPEC_HASH_SCHEMA, spec}`, where
- * `spec` is the normalized attempt reduced to what determines a run. It is stored as the
- * `dev.berth.spec-hash` label; a new hash means the attempt is replaced.
+ * `spec` is the whole normalized attempt with the fields that must not replace an attempt
+ * blanked (as compose's hash.go). It is stored as the `dev.berth.spec-hash` label; a new hash
+ * means the attempt is replaced.
  *
- * Left out on purpose, so changing them never re-runs an attempt:
+ * Every field of NormalizedAttempt is classified in SPEC_FIELDS, checked at compile time: a
+ * field added to the type does not compile until it is classified, and a field the normalized
+ * object carries that the table does not know is hashed (it replaces; it is never ignored
+ * silently). Ignored on purpose, so changing them never re-runs an attempt:
  * - `labels`: for selection only (`berth get -l`).
  * - `retries`, `ttlSecondsAfterFinished`: policy about runs and clean-up, read afresh on every
  *   reconcile; raising `retries` lets a failed attempt run again without a spec change.
@@ -11,7 +15,9 @@
  *   files of `fromFile` secrets. Secrets count by name and source kind (plus the variable name
  *   for `fromEnv`), never by value.
  * Defaults are already filled in by normalization, so writing a default out changes nothing;
- * lists whose order means nothing (secrets, volumes, egress) are sorted there too.
+ * lists whose order means nothing (secrets, volumes, egress) are sorted there too (and here
+ * again). The hashed form of a field is exactly what it was when the hash was first written
+ * (test/unit/spec/hash-compat.test.ts): change one only with a SPEC_HASH_SCHEMA bump.
  */
 import { createHash } from 'node:crypto';
 import { SPEC_HASH_SCHEMA } from '../constants';
@@ -20,29 +26,46 @@ import type { NormalizedAttempt } from './types';
 
 export { canonicalJson } from './canonical-json';
 
-/** The part of a normalized attempt that the hash covers. */
+/** A field is hashed as it is, ignored, or hashed in a canonical form (undefined: left out). */
+type FieldRule = 'hash' | 'ignore' | ((spec: NormalizedAttempt) => unknown);
+
+const byName = <T extends { name: string }>(a: T, b: T): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+
+/** How each field of the normalized attempt counts for the hash: every field, exactly once. */
+export const SPEC_FIELDS = {
+  apiVersion: 'hash',
+  kind: 'hash',
+  name: 'hash',
+  labels: 'ignore',
+  image: 'hash',
+  command: 'hash',
+  workingDir: 'hash',
+  env: 'hash',
+  secretEnv: 'hash',
+  // by name and source kind, never the file's path
+  secrets: (s) => s.secrets.map((x) => (x.fromEnv !== undefined ? { name: x.name, source: 'env', env: x.fromEnv } : { name: x.name, source: 'file' })).sort(byName),
+  fixture: 'ignore',
+  fixtureDigest: 'hash',
+  results: 'hash',
+  network: (s) => ({ mode: s.network.mode, egress: [...s.network.egress].sort() }),
+  volumes: (s) => [...s.volumes].sort(byName),
+  resources: 'hash',
+  deadlineSeconds: 'hash',
+  retries: 'ignore',
+  ttlSecondsAfterFinished: 'ignore',
+  // only when there are any, so specs without sidecars keep the hashes they always had
+  sidecars: (s) => (s.sidecars.length ? s.sidecars : undefined),
+} as const satisfies Record<keyof NormalizedAttempt, FieldRule>;
+
+/** The normalized attempt with the ignored fields blanked and the rest in their hashed form. */
 export function hashedSpec(spec: NormalizedAttempt): Record<string, unknown> {
-  return {
-    apiVersion: spec.apiVersion,
-    kind: spec.kind,
-    name: spec.name,
-    image: spec.image,
-    command: spec.command,
-    workingDir: spec.workingDir,
-    env: spec.env,
-    secretEnv: spec.secretEnv,
-    secrets: spec.secrets
-      .map((s) => (s.fromEnv !== undefined ? { name: s.name, source: 'env', env: s.fromEnv } : { name: s.name, source: 'file' }))
-      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
-    fixtureDigest: spec.fixtureDigest,
-    results: spec.results,
-    network: { mode: spec.network.mode, egress: [...spec.network.egress].sort() },
-    volumes: [...spec.volumes].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
-    resources: spec.resources,
-    deadlineSeconds: spec.deadlineSeconds,
-    // only when there are any, so specs without sidecars keep the hashes they always had
-    ...(spec.sidecars.length ? { sidecars: spec.sidecars } : {}),
-  };
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(spec)) {
+    const rule: FieldRule = (SPEC_FIELDS as Record<string, FieldRule | undefined>)[key] ?? 'hash';
+    if (rule === 'ignore') continue;
+    out[key] = rule === 'hash' ? value : rule(spec);
+  }
+  return out;
 }
 
 /** sha256 hex of the canonical hashed form of `spec`. */

@@ -87,8 +87,6 @@ export interface AttemptStatus {
   finishedAt?: string;
   /** Deadline as an absolute time (so it survives restarts of berth). */
   deadlineAt?: string;
-  /** Earliest time the next retry may start. */
-  retryAfter?: string;
   resultsDir?: string;
   /** Set when the finished run's resources were collected (TTL, or replaced). */
   collectedAt?: string;

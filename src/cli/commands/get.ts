@@ -65,7 +65,7 @@ export async function collectRows(ctx: Context, name?: string, selector: string[
     rows.push({
       name: n,
       phase: st?.phase ?? 'Pending',
-      reason: st?.reason ?? (st ? '' : bad ? REASONS.recordDamaged : 'NotReconciled'),
+      reason: st?.reason ?? (st ? '' : bad ? REASONS.recordDamaged : REASONS.notReconciled),
       exitCode: st?.exitCode ?? null,
       run: st?.run ?? 0,
       age: age(st?.createdAt, now),

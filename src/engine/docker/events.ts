@@ -50,10 +50,12 @@ export class DockerEvents implements EventClient {
         } as never) as unknown as Promise<Readable>,
       { stream: true, ...(opts.signal ? { signal: opts.signal } : {}) },
     )) as unknown as Readable;
-    const lines = createInterface({ input: raw, crlfDelay: Infinity });
+    // The iterator is made now: readline drops the lines it reads before one exists, and the
+    // engine sends the events since `since` (and any new one) before the caller's first next().
+    const lines = createInterface({ input: raw, crlfDelay: Infinity })[Symbol.asyncIterator]();
     return (async function* () {
       try {
-        for await (const line of lines) {
+        for await (const line of { [Symbol.asyncIterator]: () => lines }) {
           const ev = parseEvent(line);
           if (ev) yield ev;
         }

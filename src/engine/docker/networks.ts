@@ -52,14 +52,6 @@ export class DockerNetworks implements NetworkClient {
     await this.calls.run('networks.connect', () => this.docker.getNetwork(network).connect({ Container: container }));
   }
 
-  async disconnect(network: string, container: string, force = true): Promise<void> {
-    try {
-      await this.calls.run('networks.disconnect', () => this.docker.getNetwork(network).disconnect({ Container: container, Force: force }));
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
-  }
-
   async remove(idOrName: string): Promise<boolean> {
     try {
       await this.calls.run('networks.remove', () => this.docker.getNetwork(idOrName).remove());

@@ -1,0 +1,249 @@
+/**
+ * The engine contract berth relies on, as one suite run against the real engine
+ * (test/engine/engine-contract.test.ts) and against the fake (test/unit/engine/fake-engine.test.ts):
+ * whatever the fake answers here, the real engine answers too.
+ */
+import { expect } from 'chai';
+import { classify } from '../../src/engine/errors';
+import type { ContainerCreateSpec, Engine, EngineEvent, Labels } from '../../src/engine/types';
+
+export interface ContractHarness {
+  engine: Engine;
+  /** An image the engine holds (one that carries at least one label of its own). */
+  image: string;
+  /** Labels every resource of the suite carries (how the real engine's are found and removed). */
+  labels: Labels;
+  /** A fresh, unique name prefix for one test. */
+  name(tag: string): string;
+  /** Resolves once the container (started with `sh -c 'exit <code>'`) has exited with `code`. */
+  exited(id: string, code: number): Promise<void>;
+  /** Called before the suite (engine checks) and after it (removes what is left). */
+  before(): Promise<void>;
+  after(): Promise<void>;
+}
+
+function containerSpec(h: ContractHarness, name: string, cmd: string[], labels: Labels = {}): ContainerCreateSpec {
+  return {
+    name,
+    image: h.image,
+    cmd,
+    env: [],
+    workingDir: '/',
+    labels: { ...h.labels, ...labels },
+    host: {
+      networkMode: 'none',
+      binds: [],
+      mounts: [],
+      capDrop: ['ALL'],
+      capAdd: [],
+      securityOpt: ['no-new-privileges'],
+      privileged: false,
+      init: false,
+      pidsLimit: 64,
+      readonlyRootfs: false,
+    },
+  };
+}
+
+async function rejection(p: Promise<unknown>): Promise<unknown> {
+  return p.then(
+    () => {
+      throw new Error('expected the call to fail, it succeeded');
+    },
+    (err: unknown) => err,
+  );
+}
+
+export function engineContract(title: string, harness: () => ContractHarness): void {
+  describe(`engine contract: ${title}`, function () {
+    let h: ContractHarness;
+    before(async function () {
+      h = harness();
+      await h.before();
+    });
+    after(async function () {
+      await h.after();
+    });
+
+    it('a container name that is taken is 409 (conflict); the first container is untouched', async function () {
+      const name = h.name('dup');
+      const id = await h.engine.containers.create(containerSpec(h, name, ['true']));
+      const err = await rejection(h.engine.containers.create(containerSpec(h, name, ['true'], { other: 'x' })));
+      expect(classify(err)).to.equal('conflict');
+      expect((await h.engine.containers.inspect(name)).id).to.equal(id);
+      expect(await h.engine.containers.remove(id)).to.equal(true);
+    });
+
+    it('a network name that is taken is 409 (conflict)', async function () {
+      const name = h.name('net');
+      const id = await h.engine.networks.create({ name, labels: h.labels, internal: true });
+      const err = await rejection(h.engine.networks.create({ name, labels: h.labels, internal: true }));
+      expect(classify(err)).to.equal('conflict');
+      expect((await h.engine.networks.inspect(name)).id).to.equal(id);
+      expect(await h.engine.networks.remove(id)).to.equal(true);
+    });
+
+    it('a volume create of a taken name answers with the existing volume, its labels untouched', async function () {
+      const name = h.name('vol');
+      expect(await h.engine.volumes.create({ name, labels: { ...h.labels, first: '1' } })).to.equal(name);
+      expect(await h.engine.volumes.create({ name, labels: { ...h.labels, second: '2' } })).to.equal(name);
+      expect((await h.engine.volumes.inspect(name)).labels).to.deep.equal({ ...h.labels, first: '1' });
+      expect(await h.engine.volumes.remove(name)).to.equal(true);
+    });
+
+    it('missing is 404 (not-found) to inspect, start and putArchive; remove of a missing one is false', async function () {
+      const name = h.name('missing');
+      for (const call of [
+        () => h.engine.containers.inspect(name),
+        () => h.engine.containers.start(name),
+        () => h.engine.containers.putArchive(name, '/', Buffer.alloc(1024)),
+        () => h.engine.networks.inspect(name),
+        () => h.engine.networks.connect(name, name),
+        () => h.engine.volumes.inspect(name),
+      ]) {
+        expect(classify(await rejection(call()))).to.equal('not-found');
+      }
+      expect(await h.engine.containers.remove(name)).to.equal(false);
+      expect(await h.engine.networks.remove(name)).to.equal(false);
+      expect(await h.engine.volumes.remove(name)).to.equal(false);
+    });
+
+    it('labels are kept exactly as given; a container has its image labels too, the given ones winning', async function () {
+      const image = await h.engine.images.inspect(h.image);
+      expect(Object.keys(image.labels).length).to.be.greaterThan(0);
+      const [imgKey] = Object.keys(image.labels) as [string];
+      const given = { 'dev.berth.contract/a': 'x=y, z', 'dev.berth.contract/empty': '' };
+      const id = await h.engine.containers.create(containerSpec(h, h.name('labels'), ['true'], given));
+      expect((await h.engine.containers.inspect(id)).labels).to.deep.equal({ ...image.labels, ...h.labels, ...given });
+      const over = await h.engine.containers.create(containerSpec(h, h.name('labels-over'), ['true'], { [imgKey]: 'mine' }));
+      expect((await h.engine.containers.inspect(over)).labels[imgKey]).to.equal('mine');
+      const net = h.name('labels-net');
+      await h.engine.networks.create({ name: net, labels: { ...h.labels, ...given }, internal: true });
+      expect((await h.engine.networks.inspect(net)).labels).to.deep.equal({ ...h.labels, ...given });
+      await h.engine.containers.remove(id);
+      await h.engine.containers.remove(over);
+      await h.engine.networks.remove(net);
+    });
+
+    it('lists filter by label: a key alone, key=value, all of them', async function () {
+      const tag = h.name('filter');
+      const a = await h.engine.containers.create(containerSpec(h, `${tag}-a`, ['true'], { 'dev.berth.contract/case': tag, 'dev.berth.contract/k': 'a' }));
+      const b = await h.engine.containers.create(containerSpec(h, `${tag}-b`, ['true'], { 'dev.berth.contract/case': tag, 'dev.berth.contract/k': 'b' }));
+      const names = async (f: string[]) => (await h.engine.containers.list(f)).map((c) => c.name).sort();
+      expect(await names([`dev.berth.contract/case=${tag}`])).to.deep.equal([`${tag}-a`, `${tag}-b`]);
+      expect(await names([`dev.berth.contract/case=${tag}`, 'dev.berth.contract/k=b'])).to.deep.equal([`${tag}-b`]);
+      expect(await names([`dev.berth.contract/case=${tag}`, 'dev.berth.contract/k'])).to.deep.equal([`${tag}-a`, `${tag}-b`]);
+      expect(await names([`dev.berth.contract/case=${tag}`, 'dev.berth.contract/nope'])).to.deep.equal([]);
+      await h.engine.networks.create({ name: `${tag}-n`, labels: { ...h.labels, 'dev.berth.contract/case': tag }, internal: true });
+      expect((await h.engine.networks.list([`dev.berth.contract/case=${tag}`])).map((n) => n.name)).to.deep.equal([`${tag}-n`]);
+      await h.engine.volumes.create({ name: `${tag}-v`, labels: { ...h.labels, 'dev.berth.contract/case': tag } });
+      expect((await h.engine.volumes.list([`dev.berth.contract/case=${tag}`])).map((v) => v.name)).to.deep.equal([`${tag}-v`]);
+      await h.engine.containers.remove(a);
+      await h.engine.containers.remove(b);
+      await h.engine.networks.remove(`${tag}-n`);
+      await h.engine.volumes.remove(`${tag}-v`);
+    });
+
+    it('start is idempotent, stop of a stopped one succeeds; the state after exit has the code and the times', async function () {
+      const id = await h.engine.containers.create(containerSpec(h, h.name('exit'), ['sh', '-c', 'exit 3']));
+      const created = await h.engine.containers.inspect(id);
+      expect(created.runState.status).to.equal('created');
+      expect(created.runState.startedAt.startsWith('0001-')).to.equal(true);
+      await h.engine.containers.start(id);
+      await h.exited(id, 3);
+      const d = await h.engine.containers.inspect(id);
+      expect([d.runState.status, d.runState.running, d.runState.exitCode]).to.deep.equal(['exited', false, 3]);
+      // Both set (the engine may stamp a task that ends at once as finished before it started).
+      expect([d.runState.startedAt, d.runState.finishedAt].map((t) => t.startsWith('0001-') || Number.isNaN(Date.parse(t)))).to.deep.equal([false, false]);
+      await h.engine.containers.stop(id, 1); // already stopped: success
+
+      const long = await h.engine.containers.create(containerSpec(h, h.name('long'), ['sleep', '60']));
+      await h.engine.containers.start(long);
+      await h.engine.containers.start(long); // already started: the adapter's success
+      expect((await h.engine.containers.inspect(long)).runState.running).to.equal(true);
+      expect(await h.engine.containers.remove(long)).to.equal(true); // remove forces
+      expect(classify(await rejection(h.engine.containers.inspect(long)))).to.equal('not-found');
+      await h.engine.containers.remove(id);
+    });
+
+    it('a network lists the running containers connected to it', async function () {
+      const net = h.name('members');
+      await h.engine.networks.create({ name: net, labels: h.labels, internal: true });
+      const spec = containerSpec(h, h.name('member'), ['sleep', '60']);
+      const id = await h.engine.containers.create({ ...spec, host: { ...spec.host, networkMode: net } });
+      await h.engine.containers.start(id);
+      expect((await h.engine.networks.inspect(net)).containers).to.deep.equal([id]);
+      expect((await h.engine.containers.inspect(id)).networks).to.deep.equal([net]);
+      expect(classify(await rejection(h.engine.networks.remove(net)))).to.equal('other'); // active endpoints
+      await h.engine.containers.remove(id);
+      expect(await h.engine.networks.remove(net)).to.equal(true);
+    });
+
+    it('container events create, start, die, destroy carry the container labels as attributes', async function () {
+      const tag = h.name('events');
+      const ac = new AbortController();
+      const since = Math.floor(Date.now() / 1000) - 1;
+      const stream = await h.engine.events.stream([`dev.berth.contract/case=${tag}`], { since, signal: ac.signal });
+      const id = await h.engine.containers.create(containerSpec(h, tag, ['sh', '-c', 'exit 0'], { 'dev.berth.contract/case': tag }));
+      await h.engine.containers.start(id);
+      await h.exited(id, 0);
+      await h.engine.containers.remove(id);
+      const seen: EngineEvent[] = [];
+      for await (const e of stream) {
+        if (e.type !== 'container') continue;
+        seen.push(e);
+        if (e.action === 'destroy') break;
+      }
+      ac.abort();
+      expect(seen.map((e) => e.action)).to.deep.equal(['create', 'start', 'die', 'destroy']);
+      for (const e of seen) {
+        expect(e.id).to.equal(id);
+        expect(e.attributes['dev.berth.contract/case']).to.equal(tag);
+        expect(e.attributes.name).to.equal(tag);
+      }
+      expect(seen[2]?.attributes.exitCode).to.equal('0');
+
+      // a stream opened afterwards with `since` replays them, in order
+      const ac2 = new AbortController();
+      const again = await h.engine.events.stream([`dev.berth.contract/case=${tag}`], { since, signal: ac2.signal });
+      const replayed: string[] = [];
+      for await (const e of again) {
+        if (e.type !== 'container') continue;
+        replayed.push(e.action);
+        if (e.action === 'destroy') break;
+      }
+      ac2.abort();
+      expect(replayed).to.deep.equal(['create', 'start', 'die', 'destroy']);
+    });
+
+    it('a volume in use cannot be removed (409); a container mounting a volume name that does not exist makes it', async function () {
+      const vol = h.name('inuse');
+      await h.engine.volumes.create({ name: vol, labels: h.labels });
+      const spec = containerSpec(h, h.name('user'), ['true']);
+      const id = await h.engine.containers.create({ ...spec, host: { ...spec.host, mounts: [{ type: 'volume', source: vol, target: '/data', readOnly: false }] } });
+      expect(classify(await rejection(h.engine.volumes.remove(vol)))).to.equal('conflict');
+      const c = await h.engine.containers.inspect(id);
+      expect(c.mounts.map((m) => [m.type, m.name, m.destination, m.rw])).to.deep.equal([['volume', vol, '/data', true]]);
+      await h.engine.containers.remove(id);
+      expect(await h.engine.volumes.remove(vol)).to.equal(true);
+    });
+
+    it('connect attaches a container to a second network; connecting it again is refused', async function () {
+      const a = h.name('net-a');
+      const b = h.name('net-b');
+      await h.engine.networks.create({ name: a, labels: h.labels, internal: true });
+      const bId = await h.engine.networks.create({ name: b, labels: h.labels, internal: true });
+      const spec = containerSpec(h, h.name('two-nets'), ['sleep', '60']);
+      const id = await h.engine.containers.create({ ...spec, host: { ...spec.host, networkMode: a } });
+      await h.engine.networks.connect(b, id);
+      expect((await h.engine.containers.inspect(id)).networks).to.deep.equal([a, b].sort());
+      await h.engine.containers.start(id);
+      expect((await h.engine.networks.inspect(bId)).containers).to.deep.equal([id]);
+      expect((await h.engine.containers.list(Object.entries(h.labels).map(([k, v]) => `${k}=${v}`))).find((c) => c.id === id)?.networkIds).to.include(bId);
+      expect(classify(await rejection(h.engine.networks.connect(b, id)))).to.equal('other');
+      await h.engine.containers.remove(id);
+      await h.engine.networks.remove(a);
+      await h.engine.networks.remove(b);
+    });
+  });
+}

@@ -1,0 +1,605 @@
+/**
+ * An in-memory engine that keeps the contracts of src/engine/types.ts as the Docker adapter
+ * (src/engine/docker) keeps them on a real engine; test/contract/engine.contract.ts checks both
+ * against the same tests. For pure unit tests (the executor's failure paths) only.
+ *
+ * - Names are unique per kind: a create of a taken container or network name is 409; a volume
+ *   create of a taken name answers with the existing volume (as the engine does), labels untouched.
+ * - Missing is 404 (inspect, start, putArchive, connect); remove of a missing one is `false`.
+ * - Labels are kept exactly as given; a container's are its image's overlaid with the given
+ *   ones (the engine's merge, which src/ownership.ts depends on).
+ * - List filters are `key` or `key=value`, all of which must match (as filters.ts sends them).
+ * - Containers are created → running → exited (with exit code, StartedAt/FinishedAt from the
+ *   injected clock); a start of a running one and a stop of a stopped one succeed (the adapter
+ *   turns the engine's 304 into success). remove forces, as the adapter always asks.
+ * - Events: container create/start/die/destroy carry the container's labels, `name` and `image`
+ *   as attributes (die adds `exitCode`); network and volume events carry `name` (the engine
+ *   puts no labels on them).
+ * - Failures: `fail(op, failure, when?)` makes the next matching call of `op` (the adapter's
+ *   call names, `containers.create`) answer an HTTP status, throw a given error, time out as the
+ *   adapter's deadline does, or hang until `releaseHangs()`.
+ */
+import { randomBytes } from 'node:crypto';
+import { PassThrough, Readable } from 'node:stream';
+import { EngineUnreachableError } from '../../src/engine/errors';
+import type {
+  ContainerClient,
+  ContainerCreateSpec,
+  ContainerDetails,
+  ContainerSummary,
+  Engine,
+  EngineEvent,
+  EventClient,
+  ImageClient,
+  ImageSummary,
+  Labels,
+  NetworkClient,
+  NetworkCreateSpec,
+  NetworkDetails,
+  NetworkSummary,
+  VolumeClient,
+  VolumeCreateSpec,
+  VolumeSummary,
+} from '../../src/engine/types';
+
+export type FakeFailure =
+  | { status: number; message?: string }
+  | { error: Error }
+  /** Rejects after `ms` as the adapter's deadline does (EngineUnreachableError, timeout). */
+  | { timeoutMs: number }
+  /** Never answers until releaseHangs() (then it rejects as unreachable). */
+  | { hang: true };
+
+interface Hook {
+  op: string;
+  failure: FakeFailure;
+  when?: (args: unknown[]) => boolean;
+  times: number;
+}
+
+export interface FakeImage {
+  ref: string;
+  labels?: Labels;
+  user?: string;
+  workingDir?: string;
+}
+
+interface FakeContainer {
+  id: string;
+  name: string;
+  spec: ContainerCreateSpec;
+  labels: Labels;
+  imageId: string;
+  state: 'created' | 'running' | 'exited';
+  exitCode: number;
+  oomKilled: boolean;
+  startedAt: string;
+  finishedAt: string;
+  created: number;
+  networks: string[];
+  archives: { path: string; bytes: number }[];
+  logs: string;
+}
+
+interface FakeNetwork {
+  id: string;
+  spec: NetworkCreateSpec;
+  created: string;
+  /** Container ids connected (by create's network mode or connect). */
+  members: Set<string>;
+}
+
+const ZERO_TIME = '0001-01-01T00:00:00Z';
+const BUILTIN_NETWORKS = ['bridge', 'host', 'none'];
+
+function newId(): string {
+  return randomBytes(32).toString('hex');
+}
+
+/** An engine error as docker-modem reports one: `statusCode` and the body's `message`. */
+export function httpError(status: number, message: string): Error {
+  return Object.assign(new Error(`(HTTP code ${status}) ${message}`), { statusCode: status, json: { message } });
+}
+
+/** Do `labels` satisfy every `key` / `key=value` filter? */
+export function matchesLabels(labels: Labels, filters: readonly string[]): boolean {
+  return filters.every((f) => {
+    const eq = f.indexOf('=');
+    if (eq < 0) return Object.prototype.hasOwnProperty.call(labels, f);
+    return labels[f.slice(0, eq)] === f.slice(eq + 1);
+  });
+}
+
+export class FakeEngine implements Engine {
+  readonly address = 'fake://engine';
+  /** Every call made, in order, by its adapter name (`containers.create`). */
+  readonly calls: { op: string; args: unknown[] }[] = [];
+  readonly containers: ContainerClient;
+  readonly networks: NetworkClient;
+  readonly volumes: VolumeClient;
+  readonly images: ImageClient;
+  readonly events: EventClient;
+
+  private readonly byId = new Map<string, FakeContainer>();
+  private readonly nets = new Map<string, FakeNetwork>();
+  private readonly vols = new Map<string, VolumeSummary>();
+  private readonly imgs = new Map<string, ImageSummary & { user: string; workingDir: string }>();
+  private readonly hooks: Hook[] = [];
+  private readonly hung: (() => void)[] = [];
+  private readonly log: EngineEvent[] = [];
+  private readonly listeners = new Set<(e: EngineEvent) => void>();
+  private bootId = newId();
+  private readonly bootAt: string;
+  private abandoned: string | undefined;
+  private readonly onStart: { when: (name: string) => boolean; code: number }[] = [];
+
+  constructor(private readonly clock: { now: () => number } = { now: Date.now }) {
+    this.bootAt = new Date(clock.now()).toISOString();
+    for (const n of BUILTIN_NETWORKS) {
+      this.nets.set(n, { id: n === 'bridge' ? this.bootId : newId(), spec: { name: n, labels: {}, internal: false, driver: n === 'none' ? 'null' : n }, created: this.bootAt, members: new Set() });
+    }
+    this.containers = this.containerClient();
+    this.networks = this.networkClient();
+    this.volumes = this.volumeClient();
+    this.images = this.imageClient();
+    this.events = this.eventClient();
+  }
+
+  // ---- test controls ----
+
+  /** Adds an image the engine holds. */
+  addImage(img: FakeImage): string {
+    const id = `sha256:${newId()}`;
+    this.imgs.set(img.ref, { id, tags: [img.ref], labels: { ...(img.labels ?? {}) }, user: img.user ?? '', workingDir: img.workingDir ?? '' });
+    return id;
+  }
+
+  /** The next `times` calls of `op` (that `when` accepts) fail so. */
+  fail(op: string, failure: FakeFailure, opts: { when?: (args: unknown[]) => boolean; times?: number } = {}): void {
+    this.hooks.push({ op, failure, times: opts.times ?? 1, ...(opts.when ? { when: opts.when } : {}) });
+  }
+
+  /** Ends every hung call (each rejects as unreachable). */
+  releaseHangs(): void {
+    for (const r of this.hung.splice(0)) r();
+  }
+
+  /** The task of a running container ends with `code` (as its process exiting would). */
+  exit(idOrName: string, code: number, opts: { oomKilled?: boolean } = {}): void {
+    const c = this.find(idOrName);
+    if (!c) throw new Error(`fake engine: no container ${idOrName}`);
+    if (c.state !== 'running') throw new Error(`fake engine: container ${idOrName} is ${c.state}, not running`);
+    this.end(c, code, opts.oomKilled ?? false);
+  }
+
+  /** A container whose name `when` accepts exits with `code` as soon as it starts (a task that ends at once). */
+  exitOnStart(when: (name: string) => boolean, code: number): void {
+    this.onStart.push({ when, code });
+  }
+
+  /** Appends to a container's log (what logs() returns). */
+  writeLog(idOrName: string, text: string): void {
+    const c = this.find(idOrName);
+    if (!c) throw new Error(`fake engine: no container ${idOrName}`);
+    c.logs += text;
+  }
+
+  /** The archives put into a container (path and size), in order. */
+  archivesOf(idOrName: string): { path: string; bytes: number }[] {
+    return [...(this.find(idOrName)?.archives ?? [])];
+  }
+
+  /** The engine restarts: a new boot, every running container exits (as a killed one does). */
+  restart(): void {
+    for (const c of this.byId.values()) if (c.state === 'running') this.end(c, 137, false);
+    this.bootId = newId();
+  }
+
+  /** The names of the containers the engine holds, sorted. */
+  containerNames(): string[] {
+    return [...this.byId.values()].map((c) => c.name).sort();
+  }
+
+  // ---- Engine ----
+
+  async ping(): Promise<void> {
+    await this.call('ping', []);
+  }
+
+  async version(): Promise<{ version: string; apiVersion: string }> {
+    await this.call('version', []);
+    return { version: 'fake', apiVersion: '1.44' };
+  }
+
+  async boot(): Promise<{ id: string; at: string } | undefined> {
+    await this.call('boot', []);
+    return { id: this.bootId, at: this.bootAt };
+  }
+
+  abandon(reason: string): void {
+    this.abandoned = reason;
+    this.releaseHangs();
+  }
+
+  // ---- internals ----
+
+  private iso(): string {
+    return new Date(this.clock.now()).toISOString();
+  }
+
+  /** Records the call and applies the first matching failure hook. */
+  private async call(op: string, args: unknown[]): Promise<void> {
+    this.calls.push({ op, args });
+    if (this.abandoned !== undefined) throw new Error(`engine call ${op} given up: ${this.abandoned}`);
+    const i = this.hooks.findIndex((h) => h.op === op && (!h.when || h.when(args)));
+    if (i < 0) return;
+    const h = this.hooks[i] as Hook;
+    if (--h.times <= 0) this.hooks.splice(i, 1);
+    const f = h.failure;
+    if ('status' in f) throw httpError(f.status, f.message ?? `fake failure of ${op}`);
+    if ('error' in f) throw f.error;
+    if ('timeoutMs' in f) {
+      await new Promise((r) => setTimeout(r, f.timeoutMs));
+      throw new EngineUnreachableError('timeout', this.address, op, { ms: f.timeoutMs });
+    }
+    await new Promise<void>((r) => this.hung.push(r));
+    throw new EngineUnreachableError('unavailable', this.address, op, { cause: new Error('the call was released') });
+  }
+
+  private emit(type: string, action: string, id: string, attributes: Labels): void {
+    const e: EngineEvent = { type, action, id, attributes, timeNano: BigInt(this.clock.now()) * 1_000_000n };
+    this.log.push(e);
+    for (const l of this.listeners) l(e);
+  }
+
+  private containerEvent(c: FakeContainer, action: string, extra: Labels = {}): void {
+    this.emit('container', action, c.id, { ...c.labels, image: c.spec.image, name: c.name, ...extra });
+  }
+
+  private find(idOrName: string): FakeContainer | undefined {
+    const byId = this.byId.get(idOrName);
+    if (byId) return byId;
+    for (const c of this.byId.values()) if (c.name === idOrName || c.name === idOrName.replace(/^\//, '')) return c;
+    if (idOrName.length >= 12) for (const c of this.byId.values()) if (c.id.startsWith(idOrName)) return c;
+    return undefined;
+  }
+
+  private mustFind(idOrName: string): FakeContainer {
+    const c = this.find(idOrName);
+    if (!c) throw httpError(404, `No such container: ${idOrName}`);
+    return c;
+  }
+
+  private findNet(idOrName: string): FakeNetwork | undefined {
+    const byName = this.nets.get(idOrName);
+    if (byName) return byName;
+    for (const n of this.nets.values()) if (n.id === idOrName || (idOrName.length >= 12 && n.id.startsWith(idOrName))) return n;
+    return undefined;
+  }
+
+  private end(c: FakeContainer, code: number, oom: boolean): void {
+    c.state = 'exited';
+    c.exitCode = code;
+    c.oomKilled = oom;
+    c.finishedAt = this.iso();
+    this.containerEvent(c, 'die', { exitCode: String(code) });
+  }
+
+  private summary(c: FakeContainer): ContainerSummary {
+    const nets = [...c.networks].sort();
+    return {
+      id: c.id,
+      name: c.name,
+      labels: { ...c.labels },
+      image: c.spec.image,
+      imageId: c.imageId,
+      state: c.state,
+      status: c.state === 'running' ? 'Up' : c.state === 'exited' ? `Exited (${c.exitCode})` : 'Created',
+      networkMode: c.spec.host.networkMode,
+      networks: nets,
+      networkIds: nets.flatMap((n) => (this.nets.get(n) ? [(this.nets.get(n) as FakeNetwork).id] : [])).sort(),
+      // as the engine lists them: binds (`src:dst[:ro]`), then named volumes by their data folder
+      mounts: [
+        ...c.spec.host.binds.map((b) => {
+          const [source = '', destination = '', mode = ''] = b.split(':');
+          return { type: 'bind', source, destination, rw: !mode.split(',').includes('ro') };
+        }),
+        ...c.spec.host.mounts.map((m) => ({ type: 'volume', source: `/var/lib/docker/volumes/${m.source}/_data`, destination: m.target, name: m.source, rw: !m.readOnly })),
+      ],
+      created: c.created,
+    };
+  }
+
+  private details(c: FakeContainer): ContainerDetails {
+    const { networkIds: _ids, ...s } = this.summary(c);
+    const h = c.spec.host;
+    return {
+      ...s,
+      runState: {
+        status: c.state,
+        running: c.state === 'running',
+        oomKilled: c.oomKilled,
+        exitCode: c.exitCode,
+        error: '',
+        startedAt: c.startedAt,
+        finishedAt: c.finishedAt,
+        pid: c.state === 'running' ? 4242 : 0,
+      },
+      config: {
+        image: c.spec.image,
+        cmd: c.spec.cmd,
+        env: [...c.spec.env],
+        workingDir: c.spec.workingDir,
+        user: c.spec.user ?? '',
+        labels: { ...c.labels },
+      },
+      host: {
+        privileged: false,
+        capAdd: [...h.capAdd],
+        capDrop: [...h.capDrop],
+        securityOpt: [...h.securityOpt],
+        readonlyRootfs: h.readonlyRootfs,
+        networkMode: h.networkMode,
+        pidMode: '',
+        ipcMode: 'private',
+        utsMode: '',
+        usernsMode: '',
+        cgroupnsMode: h.cgroupnsMode ?? 'private',
+        init: h.init,
+        restartPolicy: 'no',
+        portBindings: 0,
+        publishAllPorts: false,
+        nanoCpus: h.nanoCpus ?? 0,
+        memory: h.memory ?? 0,
+        memorySwap: h.memorySwap ?? 0,
+        pidsLimit: h.pidsLimit,
+        devices: 0,
+        dns: [...(h.dns ?? [])],
+        binds: [...h.binds],
+      },
+      restartCount: 0,
+    };
+  }
+
+  private netSummary(n: FakeNetwork): NetworkSummary {
+    return {
+      id: n.id,
+      name: n.spec.name,
+      labels: { ...n.spec.labels },
+      driver: n.spec.driver ?? 'bridge',
+      internal: n.spec.internal,
+      attachable: n.spec.attachable ?? false,
+      scope: 'local',
+      created: n.created,
+    };
+  }
+
+  /** Endpoints exist while a container runs: a network lists its running members. */
+  private endpoints(n: FakeNetwork): string[] {
+    return [...n.members].filter((id) => this.byId.get(id)?.state === 'running').sort();
+  }
+
+  private containerClient(): ContainerClient {
+    return {
+      list: async (labelFilters) => {
+        await this.call('containers.list', [labelFilters]);
+        return [...this.byId.values()].filter((c) => matchesLabels(c.labels, labelFilters)).map((c) => this.summary(c));
+      },
+      inspect: async (idOrName) => {
+        await this.call('containers.inspect', [idOrName]);
+        return this.details(this.mustFind(idOrName));
+      },
+      create: async (spec) => {
+        await this.call('containers.create', [spec]);
+        const img = this.imgs.get(spec.image);
+        if (!img) throw httpError(404, `No such image: ${spec.image}`);
+        if (this.find(spec.name)?.name === spec.name) {
+          throw httpError(409, `Conflict. The container name "/${spec.name}" is already in use by container "${(this.find(spec.name) as FakeContainer).id}". You have to remove (or rename) that container to be able to reuse that name.`);
+        }
+        const mode = spec.host.networkMode;
+        const net = this.nets.get(mode === 'default' ? 'bridge' : mode);
+        if (!net) throw httpError(404, `network ${mode} not found`);
+        for (const m of spec.host.mounts) {
+          if (!this.vols.has(m.source)) this.vols.set(m.source, { name: m.source, labels: {}, driver: 'local' });
+        }
+        const c: FakeContainer = {
+          id: newId(),
+          name: spec.name,
+          spec: structuredClone(spec),
+          labels: { ...img.labels, ...spec.labels },
+          imageId: img.id,
+          state: 'created',
+          exitCode: 0,
+          oomKilled: false,
+          startedAt: ZERO_TIME,
+          finishedAt: ZERO_TIME,
+          created: Math.floor(this.clock.now() / 1000),
+          networks: [net.spec.name],
+          archives: [],
+          logs: '',
+        };
+        this.byId.set(c.id, c);
+        net.members.add(c.id);
+        this.containerEvent(c, 'create');
+        return c.id;
+      },
+      putArchive: async (id, path, tar) => {
+        await this.call('containers.putArchive', [id, path]);
+        const c = this.mustFind(id);
+        let bytes = 0;
+        if (Buffer.isBuffer(tar)) bytes = tar.length;
+        else for await (const chunk of tar) bytes += (chunk as Buffer).length;
+        c.archives.push({ path, bytes });
+      },
+      start: async (id) => {
+        await this.call('containers.start', [id]);
+        const c = this.mustFind(id);
+        if (c.state === 'running') return; // the engine's 304: the adapter's success
+        c.state = 'running';
+        c.exitCode = 0;
+        c.oomKilled = false;
+        c.startedAt = this.iso();
+        this.containerEvent(c, 'start');
+        const quick = this.onStart.find((o) => o.when(c.name));
+        if (quick) this.end(c, quick.code, false);
+      },
+      stop: async (id, graceSeconds) => {
+        await this.call('containers.stop', [id, graceSeconds]);
+        const c = this.mustFind(id);
+        if (c.state !== 'running') return; // 304: already stopped
+        this.end(c, 137, false);
+      },
+      remove: async (id) => {
+        await this.call('containers.remove', [id]);
+        const c = this.find(id);
+        if (!c) return false;
+        if (c.state === 'running') this.end(c, 137, false);
+        this.byId.delete(c.id);
+        for (const n of this.nets.values()) n.members.delete(c.id);
+        this.containerEvent(c, 'destroy');
+        return true;
+      },
+      logs: async (id, opts) => {
+        await this.call('containers.logs', [id, opts]);
+        const c = this.mustFind(id);
+        let text = c.logs;
+        if (opts.tail !== undefined) text = text.split('\n').slice(-opts.tail - 1).join('\n');
+        if (!opts.follow) return Readable.from([Buffer.from(text)]);
+        const out = new PassThrough();
+        out.write(text);
+        return out;
+      },
+    };
+  }
+
+  private networkClient(): NetworkClient {
+    return {
+      list: async (labelFilters) => {
+        await this.call('networks.list', [labelFilters]);
+        return [...this.nets.values()].filter((n) => matchesLabels(n.spec.labels, labelFilters)).map((n) => this.netSummary(n));
+      },
+      inspect: async (idOrName) => {
+        await this.call('networks.inspect', [idOrName]);
+        const n = this.findNet(idOrName);
+        if (!n) throw httpError(404, `network ${idOrName} not found`);
+        return { ...this.netSummary(n), containers: this.endpoints(n) } satisfies NetworkDetails;
+      },
+      create: async (spec) => {
+        await this.call('networks.create', [spec]);
+        if (this.nets.has(spec.name)) throw httpError(409, `network with name ${spec.name} already exists`);
+        const n: FakeNetwork = { id: newId(), spec: structuredClone(spec), created: this.iso(), members: new Set() };
+        this.nets.set(spec.name, n);
+        this.emit('network', 'create', n.id, { name: spec.name, type: spec.driver ?? 'bridge' });
+        return n.id;
+      },
+      connect: async (network, container) => {
+        await this.call('networks.connect', [network, container]);
+        const n = this.findNet(network);
+        if (!n) throw httpError(404, `network ${network} not found`);
+        const c = this.mustFind(container);
+        if (n.members.has(c.id)) throw httpError(403, `endpoint with name ${c.name} already exists in network ${n.spec.name}`);
+        n.members.add(c.id);
+        c.networks.push(n.spec.name);
+        this.emit('network', 'connect', n.id, { name: n.spec.name, type: n.spec.driver ?? 'bridge', container: c.id });
+      },
+      remove: async (idOrName) => {
+        await this.call('networks.remove', [idOrName]);
+        const n = this.findNet(idOrName);
+        if (!n) return false;
+        if (BUILTIN_NETWORKS.includes(n.spec.name)) throw httpError(403, `${n.spec.name} is a pre-defined network and cannot be removed`);
+        if (this.endpoints(n).length) throw httpError(403, `error while removing network: network ${n.spec.name} id ${n.id} has active endpoints`);
+        for (const id of n.members) {
+          const c = this.byId.get(id);
+          if (c) c.networks = c.networks.filter((x) => x !== n.spec.name);
+        }
+        this.nets.delete(n.spec.name);
+        this.emit('network', 'destroy', n.id, { name: n.spec.name, type: n.spec.driver ?? 'bridge' });
+        return true;
+      },
+    };
+  }
+
+  private volumeClient(): VolumeClient {
+    return {
+      list: async (labelFilters) => {
+        await this.call('volumes.list', [labelFilters]);
+        return [...this.vols.values()].filter((v) => matchesLabels(v.labels, labelFilters)).map((v) => structuredClone(v));
+      },
+      inspect: async (name) => {
+        await this.call('volumes.inspect', [name]);
+        const v = this.vols.get(name);
+        if (!v) throw httpError(404, `get ${name}: no such volume`);
+        return structuredClone(v);
+      },
+      create: async (spec: VolumeCreateSpec) => {
+        await this.call('volumes.create', [spec]);
+        // The engine answers a create of an existing name with that volume, its labels untouched.
+        if (!this.vols.has(spec.name)) {
+          this.vols.set(spec.name, { name: spec.name, labels: { ...spec.labels }, driver: 'local' });
+          this.emit('volume', 'create', spec.name, { driver: 'local' });
+        }
+        return spec.name;
+      },
+      remove: async (name) => {
+        await this.call('volumes.remove', [name]);
+        if (!this.vols.has(name)) return false;
+        const users = [...this.byId.values()].filter((c) => c.spec.host.mounts.some((m) => m.source === name));
+        if (users.length) throw httpError(409, `remove ${name}: volume is in use - [${users.map((c) => c.id).join(', ')}]`);
+        this.vols.delete(name);
+        this.emit('volume', 'destroy', name, { driver: 'local' });
+        return true;
+      },
+    };
+  }
+
+  private imageClient(): ImageClient {
+    return {
+      list: async (labelFilters) => {
+        await this.call('images.list', [labelFilters]);
+        return [...this.imgs.values()].filter((i) => matchesLabels(i.labels, labelFilters)).map(({ id, tags, labels }) => ({ id, tags: [...tags], labels: { ...labels } }));
+      },
+      inspect: async (ref) => {
+        await this.call('images.inspect', [ref]);
+        const i = this.imgs.get(ref) ?? [...this.imgs.values()].find((x) => x.id === ref);
+        if (!i) throw httpError(404, `No such image: ${ref}`);
+        return structuredClone(i);
+      },
+    };
+  }
+
+  private eventClient(): EventClient {
+    return {
+      stream: async (labelFilters, opts) => {
+        await this.call('events.stream', [labelFilters, opts]);
+        const queue: EngineEvent[] = [];
+        let wake: (() => void) | undefined;
+        const since = opts.since !== undefined ? BigInt(opts.since) * 1_000_000_000n : undefined;
+        const accept = (e: EngineEvent) => matchesLabels(e.attributes, labelFilters);
+        if (since !== undefined) queue.push(...this.log.filter((e) => e.timeNano >= since && accept(e)));
+        const listener = (e: EngineEvent) => {
+          if (!accept(e)) return;
+          queue.push(e);
+          wake?.();
+        };
+        this.listeners.add(listener);
+        const signal = opts.signal;
+        const onAbort = () => wake?.();
+        signal?.addEventListener('abort', onAbort);
+        const listeners = this.listeners;
+        return (async function* () {
+          try {
+            for (;;) {
+              while (queue.length) yield queue.shift() as EngineEvent;
+              if (signal?.aborted) return;
+              await new Promise<void>((r) => (wake = r));
+              wake = undefined;
+            }
+          } finally {
+            listeners.delete(listener);
+            signal?.removeEventListener('abort', onAbort);
+          }
+        })();
+      },
+    };
+  }
+}

@@ -1,0 +1,67 @@
+/** The engine contract (test/contract/engine.contract.ts) on the fake engine, and the fake's own controls. */
+import { expect } from 'chai';
+import { classify } from '../../../src/engine/errors';
+import { engineContract } from '../../contract/engine.contract';
+import { FakeEngine } from '../../support/fake-engine';
+
+const IMAGE = 'berth/busybox:local';
+
+function fakeWithImage(now: () => number = Date.now): FakeEngine {
+  const fake = new FakeEngine({ now });
+  fake.addImage({ ref: IMAGE, labels: { 'dev.berth.test-image': 'busybox-fake' } });
+  return fake;
+}
+
+let n = 0;
+engineContract('the fake engine', () => {
+  const fake = fakeWithImage();
+  return {
+    engine: fake,
+    image: IMAGE,
+    labels: { 'dev.berth.test-run': 'fake' },
+    name: (tag) => `fake-${tag}-${++n}`,
+    async exited(id, code) {
+      // the fake runs no process: its task ends when the test says
+      if ((await fake.containers.inspect(id)).runState.running) fake.exit(id, code);
+    },
+    before: async () => undefined,
+    after: async () => undefined,
+  };
+});
+
+describe('fake engine controls', function () {
+  it('fails the next matching call as told, then answers normally', async function () {
+    const fake = fakeWithImage();
+    fake.fail('containers.inspect', { status: 500 }, { when: (args) => args[0] === 'x' });
+    expect(classify(await fake.containers.inspect('x').catch((e: unknown) => e))).to.equal('other');
+    expect(classify(await fake.containers.inspect('x').catch((e: unknown) => e))).to.equal('not-found');
+  });
+
+  it('a timed-out call rejects as the adapter deadline does; a hung one until released', async function () {
+    const fake = fakeWithImage();
+    fake.fail('ping', { timeoutMs: 5 });
+    expect(classify(await fake.ping().catch((e: unknown) => e))).to.equal('timeout');
+    fake.fail('ping', { hang: true });
+    const hung = fake.ping().catch((e: unknown) => e);
+    let settled = false;
+    void hung.then(() => (settled = true));
+    await new Promise((r) => setImmediate(r));
+    expect(settled).to.equal(false);
+    fake.releaseHangs();
+    expect(classify(await hung)).to.equal('unavailable');
+  });
+
+  it('reads time from the injected clock', async function () {
+    let t = Date.parse('2030-01-01T00:00:00Z');
+    const fake = fakeWithImage(() => t);
+    const id = await fake.containers.create({
+      name: 'clock', image: IMAGE, cmd: null, env: [], workingDir: '/', labels: {},
+      host: { networkMode: 'none', binds: [], mounts: [], capDrop: [], capAdd: [], securityOpt: [], privileged: false, init: false, pidsLimit: 1, readonlyRootfs: false },
+    });
+    await fake.containers.start(id);
+    t += 5000;
+    fake.exit(id, 1);
+    const s = (await fake.containers.inspect(id)).runState;
+    expect([s.startedAt, s.finishedAt, s.exitCode]).to.deep.equal(['2030-01-01T00:00:00.000Z', '2030-01-01T00:00:05.000Z', 1]);
+  });
+});

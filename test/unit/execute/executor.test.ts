@@ -1,0 +1,276 @@
+/**
+ * The executor against the fake engine (test/support/fake-engine.ts): a failure at each step of
+ * provisioning, and what the status record and the engine hold afterwards.
+ */
+import { expect } from 'chai';
+import { promises as fs } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { LABELS, REASONS } from '../../../src/constants';
+import { desiredAttempt } from '../../../src/desired/attempt';
+import type { DesiredAttempt } from '../../../src/desired/types';
+import { Executor } from '../../../src/execute/executor';
+import { stampNonce } from '../../../src/ownership';
+import type { AttemptAction, Operation } from '../../../src/plan/types';
+import type { NormalizedAttempt } from '../../../src/spec/types';
+import { StatusStore } from '../../../src/status/store';
+import { silentLogger } from '../../../src/util/log';
+import { spec } from '../../support/builders';
+import { FakeEngine } from '../../support/fake-engine';
+
+const I = 'unit-exec';
+const IMAGE = 'berth/busybox:local';
+
+describe('executor against the fake engine', function () {
+  let dir: string;
+  let fake: FakeEngine;
+  let store: StatusStore;
+  let t: number;
+
+  beforeEach(async function () {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'berth-exec-'));
+    t = Date.parse('2030-01-01T00:00:00Z');
+    fake = new FakeEngine({ now: () => t });
+    fake.addImage({ ref: IMAGE, labels: { 'dev.berth.test-image': 'busybox-fake' } });
+    store = new StatusStore(path.join(dir, 'state'), I);
+  });
+  afterEach(async function () {
+    fake.releaseHangs();
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  const executor = (env: NodeJS.ProcessEnv = {}) => new Executor({ engine: fake, store, instance: I, concurrency: 2, log: silentLogger(), env, now: () => t });
+
+  function desired(name: string, over: Partial<NormalizedAttempt> = {}): DesiredAttempt {
+    return desiredAttempt({ instance: I }, spec(name, over), 1, path.join(dir, 'results', name, 'run-1', 'out'));
+  }
+
+  function action(d: DesiredAttempt, types: ('create-container' | 'start')[]): AttemptAction {
+    const ops: Operation[] = types.map((type) => ({ type, resource: `container:${d.container.name}`, cause: 'test', desired: d }));
+    return { attempt: d.name, kind: 'provision', summary: 'test', ops, desired: d };
+  }
+
+  it('provisions: the record is Running with the container id, the container runs', async function () {
+    const d = desired('ok');
+    const [res] = await executor().run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: true, done: 2 });
+    const rec = await store.get('ok');
+    const c = await fake.containers.inspect(d.container.name);
+    expect([rec?.phase, rec?.containerId, c.runState.running]).to.deep.equal(['Running', c.id, true]);
+    expect(rec?.startedAt).to.equal('2030-01-01T00:00:00.000Z');
+    expect(rec?.lastAttestation?.ok).to.equal(true);
+  });
+
+  it('a 409 at create with the attempt\'s own container (an earlier try): that one is used, none is added', async function () {
+    const d = desired('mine');
+    const earlier = await fake.containers.create(stampNonce(d.container.create));
+    const [res] = await executor().run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: true, done: 2 });
+    expect((await store.get('mine'))?.containerId).to.equal(earlier);
+    expect(fake.containerNames()).to.deep.equal([d.container.name]);
+    expect((await fake.containers.inspect(earlier)).runState.running).to.equal(true);
+  });
+
+  it('a 409 at create with a container berth did not make: Blocked/NameConflict, that container untouched', async function () {
+    const d = desired('taken');
+    const theirs = await fake.containers.create({ ...d.container.create, labels: { someone: 'else' } });
+    const [res] = await executor().run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: true, done: 0 });
+    const rec = await store.get('taken');
+    expect([rec?.phase, rec?.reason]).to.deep.equal(['Blocked', REASONS.nameConflict]);
+    expect(rec?.message).to.match(/did not create/);
+    const c = await fake.containers.inspect(d.container.name);
+    expect([c.id, c.runState.status, c.labels]).to.deep.equal([theirs, 'created', { 'dev.berth.test-image': 'busybox-fake', someone: 'else' }]);
+    expect(fake.calls.filter((x) => x.op === 'containers.remove' || x.op === 'containers.start')).to.deep.equal([]);
+  });
+
+  it('a 409 with a container that only inherits berth labels from its image is not ours', async function () {
+    const d = desired('inherit');
+    // an image committed from a berth container: its labels (nonce too) are the container's
+    const stamped = stampNonce(d.container.create);
+    fake.addImage({ ref: 'committed:1', labels: stamped.labels });
+    const theirs = await fake.containers.create({ ...d.container.create, image: 'committed:1', labels: {} });
+    expect((await fake.containers.inspect(theirs)).labels[LABELS.attempt]).to.equal('inherit');
+    const [res] = await executor().run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: true, done: 0 });
+    expect((await store.get('inherit'))?.phase).to.equal('Blocked');
+    expect((await fake.containers.inspect(theirs)).runState.status).to.equal('created');
+  });
+
+  it('a 409 at a sidecar create with a container that only inherits berth labels: Blocked, that container untouched', async function () {
+    const d = desired('side', { network: { mode: 'isolated', egress: [] }, sidecars: [{ name: 'db', image: IMAGE, command: null, env: {}, secretEnv: {}, secrets: [] }] });
+    const sc = d.sidecars[0] as DesiredAttempt['sidecars'][number];
+    await fake.networks.create(d.network as NonNullable<DesiredAttempt['network']>);
+    fake.addImage({ ref: 'committed:2', labels: stampNonce(sc.create).labels });
+    const theirs = await fake.containers.create({ ...sc.create, image: 'committed:2', labels: {} });
+    const ops: Operation[] = [{ type: 'create-sidecar', resource: `container:${sc.name}`, cause: 'test', desired: d, index: 0 }];
+    const [res] = await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'provision', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: true, done: 0 });
+    expect([(await store.get('side'))?.phase, (await store.get('side'))?.reason]).to.deep.equal(['Blocked', REASONS.nameConflict]);
+    expect((await fake.containers.inspect(sc.name)).id).to.equal(theirs);
+    expect(fake.calls.filter((x) => x.op === 'containers.remove')).to.deep.equal([]);
+  });
+
+  it('a container gone before its start (404): Pending/CreateFailed with the start failure recorded', async function () {
+    const d = desired('gone');
+    await executor().run({ at: t, actions: [action(d, ['create-container'])], unchanged: new Map() } as never);
+    const id = (await store.get('gone'))?.containerId as string;
+    await fake.containers.remove(id);
+    const [res] = await executor().run({ at: t, actions: [action(d, ['start'])], unchanged: new Map() } as never);
+    expect(res?.ok).to.equal(false);
+    expect(res?.error).to.match(/^start container:.*No such container.*\(HTTP 404\)/);
+    const rec = await store.get('gone');
+    expect([rec?.phase, rec?.reason, rec?.startFailure?.status, rec?.startFailure?.containerId]).to.deep.equal(['Pending', REASONS.createFailed, 404, id]);
+    expect(fake.containerNames()).to.deep.equal([]);
+  });
+
+  it('a start the engine refuses (500): Pending/CreateFailed, the created container left for the planner', async function () {
+    const d = desired('refused');
+    fake.fail('containers.start', { status: 500, message: 'OCI runtime create failed' });
+    const [res] = await executor().run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: false, done: 1 });
+    const rec = await store.get('refused');
+    expect([rec?.phase, rec?.reason, rec?.startFailure?.status]).to.deep.equal(['Pending', REASONS.createFailed, 500]);
+    expect(rec?.message).to.equal('OCI runtime create failed (HTTP 500)');
+    expect((await fake.containers.inspect(d.container.name)).runState.status).to.equal('created');
+  });
+
+  it('a create that does not answer in time: Pending/CreateFailed naming the timeout, no start failure, no container', async function () {
+    const d = desired('slow');
+    fake.fail('containers.create', { timeoutMs: 5 });
+    const [res] = await executor().run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: false, done: 0 });
+    const rec = await store.get('slow');
+    expect([rec?.phase, rec?.reason, rec?.startFailure]).to.deep.equal(['Pending', REASONS.createFailed, undefined]);
+    expect(rec?.message).to.match(/did not answer containers\.create within 5 ms/);
+    expect(rec?.intent?.run).to.equal(1); // the intent stays: the next pass resumes this run
+    expect(fake.containerNames()).to.deep.equal([]);
+  });
+
+  it('a start that does not answer in time is no start failure the engine reported', async function () {
+    const d = desired('slow-start');
+    fake.fail('containers.start', { timeoutMs: 5 });
+    const [res] = await executor().run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: false, done: 1 });
+    const rec = await store.get('slow-start');
+    expect([rec?.phase, rec?.reason, rec?.startFailure]).to.deep.equal(['Pending', REASONS.createFailed, undefined]);
+  });
+
+  it('a call that hangs holds only its own attempt: the others finish', async function () {
+    const a = desired('hung');
+    const b = desired('free');
+    fake.fail('containers.create', { hang: true }, { when: (args) => (args[0] as { name: string }).name === a.container.name });
+    const run = executor().run({ at: t, actions: [action(a, ['create-container', 'start']), action(b, ['create-container', 'start'])], unchanged: new Map() } as never);
+    const until = Date.now() + 5000;
+    while ((await store.get('free'))?.phase !== 'Running' && Date.now() < until) await new Promise((r) => setImmediate(r));
+    expect((await store.get('free'))?.phase).to.equal('Running');
+    fake.releaseHangs();
+    const res = await run;
+    expect(res.map((r) => [r.attempt, r.ok])).to.deep.equal([['hung', false], ['free', true]]);
+    expect((await store.get('hung'))?.reason).to.equal(REASONS.createFailed);
+  });
+
+  it('a secret that cannot be read: Blocked/SecretMissing, no container, the value never recorded', async function () {
+    const d = desired('secret', { secrets: [{ name: 'tok', fromEnv: 'BERTH_UNIT_TOKEN' }] });
+    const [res] = await executor({}).run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: true, done: 0 });
+    const rec = await store.get('secret');
+    expect([rec?.phase, rec?.reason]).to.deep.equal(['Blocked', REASONS.secretMissing]);
+    expect(rec?.message).to.equal("secret tok: environment variable BERTH_UNIT_TOKEN is not set in berth's environment");
+    expect(fake.calls.filter((c) => c.op === 'containers.create')).to.deep.equal([]);
+  });
+
+  it('a secret is copied in, never put in the create call', async function () {
+    const d = desired('secret-ok', { secrets: [{ name: 'tok', fromEnv: 'BERTH_UNIT_TOKEN' }] });
+    const [res] = await executor({ BERTH_UNIT_TOKEN: 's3cr3t-value' }).run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: true, done: 2 });
+    expect(JSON.stringify(fake.calls.filter((c) => c.op === 'containers.create'))).to.not.include('s3cr3t-value');
+    expect(fake.archivesOf(d.container.name).length).to.equal(1);
+    expect(JSON.stringify(await store.get('secret-ok'))).to.not.include('s3cr3t-value');
+  });
+
+  it('a network name held by another instance blocks the attempt; the network is left alone', async function () {
+    const d = desired('net', { network: { mode: 'isolated', egress: [] } });
+    const net = d.network as NonNullable<DesiredAttempt['network']>;
+    await fake.networks.create({ ...net, labels: { ...net.labels, [LABELS.instance]: 'other' } });
+    const ops: Operation[] = [{ type: 'create-network', resource: `network:${net.name}`, cause: 'test', network: net }];
+    const [res] = await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'provision', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: true, done: 0 });
+    expect((await store.get('net'))?.reason).to.equal(REASONS.nameConflict);
+    expect((await fake.networks.inspect(net.name)).labels[LABELS.instance]).to.equal('other');
+  });
+
+  it('a volume create of a name that exists (the engine answers with it) blocks when the volume is not the attempt\'s', async function () {
+    const d = desired('vol', { volumes: [{ name: 'cache', mountPath: '/cache', readOnly: false }] as never });
+    const vol = d.volumes[0] as DesiredAttempt['volumes'][number];
+    await fake.volumes.create({ name: vol.name, labels: { mine: 'no' } });
+    const ops: Operation[] = [{ type: 'create-volume', resource: `volume:${vol.name}`, cause: 'test', volume: vol }];
+    const [res] = await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'provision', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: true, done: 0 });
+    expect((await store.get('vol'))?.reason).to.equal(REASONS.nameConflict);
+    expect((await fake.volumes.inspect(vol.name)).labels).to.deep.equal({ mine: 'no' });
+  });
+
+  it('a container gone before its fixture is copied (404 at putArchive): Pending/CreateFailed, nothing left', async function () {
+    const fixture = path.join(dir, 'fixture');
+    await fs.mkdir(fixture);
+    await fs.writeFile(path.join(fixture, 'input.txt'), 'data');
+    const d = desired('copy', { fixture, fixtureDigest: 'x' });
+    fake.fail('containers.putArchive', { status: 404, message: 'No such container: gone' });
+    const [res] = await executor().run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: false, done: 0 });
+    const rec = await store.get('copy');
+    expect([rec?.phase, rec?.reason, rec?.intent?.copied]).to.deep.equal(['Pending', REASONS.createFailed, undefined]);
+    expect(rec?.containerId).to.equal((await fake.containers.inspect(d.container.name)).id);
+    expect(fake.calls.some((c) => c.op === 'containers.start')).to.equal(false);
+  });
+
+  it('a sidecar that exits at once fails the attempt (SidecarFailed); the main container is never made', async function () {
+    const d = desired('side-dies', { network: { mode: 'isolated', egress: [] }, sidecars: [{ name: 'db', image: IMAGE, command: null, env: {}, secretEnv: {}, secrets: [] }] });
+    const sc = d.sidecars[0] as DesiredAttempt['sidecars'][number];
+    const net = d.network as NonNullable<DesiredAttempt['network']>;
+    fake.exitOnStart((n) => n === sc.name, 2);
+    const ops: Operation[] = [
+      { type: 'create-network', resource: `network:${net.name}`, cause: 'test', network: net },
+      { type: 'create-sidecar', resource: `container:${sc.name}`, cause: 'test', desired: d, index: 0 },
+      { type: 'create-container', resource: `container:${d.container.name}`, cause: 'test', desired: d },
+    ];
+    const [res] = await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'provision', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: true, done: 1 });
+    const rec = await store.get('side-dies');
+    expect([rec?.phase, rec?.reason]).to.deep.equal(['Failed', REASONS.sidecarFailed]);
+    expect(rec?.message).to.equal('sidecar db exited right after its start (exit code 2)');
+    expect(fake.containerNames()).to.deep.equal([sc.name]);
+  });
+
+  it('a finish whose container is gone ends Failed/Lost', async function () {
+    const d = desired('lost');
+    await executor().run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
+    const id = (await store.get('lost'))?.containerId as string;
+    await fake.containers.remove(id);
+    const ops: Operation[] = [{ type: 'finish', resource: `container:${d.container.name}`, cause: 'test', id }];
+    const [res] = await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'finish', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: true, done: 1 });
+    const rec = await store.get('lost');
+    expect([rec?.phase, rec?.reason]).to.deep.equal(['Failed', REASONS.lost]);
+  });
+
+  it('a finish reads the exit code and the engine times', async function () {
+    const d = desired('ends');
+    await executor().run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
+    const id = (await store.get('ends'))?.containerId as string;
+    t += 7000;
+    fake.exit(id, 3);
+    t += 60_000; // berth looks later: the engine's FinishedAt counts, not berth's clock
+    const ops: Operation[] = [{ type: 'finish', resource: `container:${d.container.name}`, cause: 'test', id }];
+    await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'finish', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
+    const rec = await store.get('ends');
+    expect([rec?.phase, rec?.reason, rec?.exitCode, rec?.startedAt, rec?.finishedAt]).to.deep.equal([
+      'Failed',
+      REASONS.error,
+      3,
+      '2030-01-01T00:00:00.000Z',
+      '2030-01-01T00:00:07.000Z',
+    ]);
+  });
+});
