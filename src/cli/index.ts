@@ -121,11 +121,12 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
   program
     .command('get')
     .description('list attempts and their status')
-    .argument('[name]')
-    .option('-l, --selector <key=value>', 'filter by spec labels (repeatable, or comma-separated)', collect)
-    .addOption(new Option('-o, --output <format>', 'output format').choices(['wide', 'json', 'yaml']))
-    .action(async (name: string | undefined, o, cmd: Command) => {
-      await done((require('./commands/get') as typeof GetCmd).runGet(ctx(cmd), name, o));
+    .argument('[name...]', 'attempts to show (default: all)')
+    .option('-l, --selector <selector>', 'label selector, as kubectl\'s: k=v, k!=v, \'k in (a,b)\', \'k notin (a,b)\', k, !k; comma = and (repeatable: and)', collect)
+    .addOption(new Option('-o, --output <format>', 'output format').choices(['wide', 'json', 'yaml', 'name']))
+    .option('--no-headers', 'tables without the header row')
+    .action(async (names: string[], o, cmd: Command) => {
+      await done((require('./commands/get') as typeof GetCmd).runGet(ctx(cmd), names, o));
     });
 
   program

@@ -92,8 +92,8 @@ describe('damaged state and ownership (real engine)', function () {
     expect(get.stdout).to.match(/run\s+Pending\s+RecordDamaged/).and.to.match(/done\s+Pending\s+RecordDamaged/).and.to.match(/other\s+Running/);
     expect(get.stderr).to.contain(`${path.join(attempts, 'run.json')}: damaged status record (not valid JSON (binary content, not text))`);
     expect(get.stderr).to.contain(`${path.join(attempts, 'done.json')}: damaged status record (not valid JSON (truncated: ends inside the JSON after 90 bytes))`);
-    const json = JSON.parse((await sb.cli('get', 'run', '-o', 'json')).stdout) as { damagedRecord?: { file: string } };
-    expect(json.damagedRecord?.file).to.equal(path.join(attempts, 'run.json'));
+    const json = JSON.parse((await sb.cli('get', 'run', '-o', 'json')).stdout) as { status: { damagedRecord?: { file: string } } };
+    expect(json.status.damagedRecord?.file).to.equal(path.join(attempts, 'run.json'));
     const describe = await sb.cli('describe', 'run');
     expect(describe.code, describe.stderr).to.equal(0);
     expect(describe.stdout).to.match(/Phase:\s+unknown: the status record is damaged/);
