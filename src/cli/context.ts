@@ -30,6 +30,8 @@ export interface Context {
   resultsRoot: string;
   instance: string;
   log: Logger;
+  /** `--log-format`: with json every line on stderr is JSON (see diag.ts). */
+  logFormat: LogFormat;
   io: Io;
   env: NodeJS.ProcessEnv;
   /** The engine, created on first use (validate never needs one). */
@@ -54,6 +56,7 @@ export function makeContext(g: GlobalOptions, io: Io, opts: { engine?: Engine; e
     resultsRoot: resolveResultsRoot(stateDir, g.resultsRoot),
     instance,
     log,
+    logFormat: g.logFormat ?? 'text',
     io,
     env: opts.env ?? process.env,
     calls,

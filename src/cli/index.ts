@@ -16,6 +16,7 @@ import type * as PlanCmd from './commands/plan';
 import type * as ReconcileCmd from './commands/reconcile';
 import type * as UnlockCmd from './commands/unlock';
 import type * as ValidateCmd from './commands/validate';
+import type * as WaitCmd from './commands/wait';
 import { makeContext, UsageError, type GlobalOptions } from './context';
 import { processIo, type Io } from './io';
 
@@ -127,6 +128,19 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--no-headers', 'tables without the header row')
     .action(async (names: string[], o, cmd: Command) => {
       await done((require('./commands/get') as typeof GetCmd).runGet(ctx(cmd), names, o));
+    });
+
+  program
+    .command('wait')
+    .description('wait until attempts are finished, or in a phase')
+    .argument('[name...]', 'attempts to wait for (default: all, or those -l selects)')
+    .option('-l, --selector <selector>', 'label selector, as for get', collect)
+    .option('--for <condition>', 'finished, or phase=<Phase> (e.g. phase=Succeeded)', 'finished')
+    .addOption(
+      new Option('--timeout <duration>', 'give up after this long (exit 1)').argParser(durationMs('--timeout')).default(30_000, '30s'),
+    )
+    .action(async (names: string[], o, cmd: Command) => {
+      await done((require('./commands/wait') as typeof WaitCmd).runWait(ctx(cmd), names, o));
     });
 
   program

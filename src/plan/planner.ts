@@ -22,7 +22,8 @@ export const RUNNING_STATES: ReadonlySet<string> = new Set(['running', 'paused',
 export const BLOCKED_RETRY_MS = 15_000;
 /** How long an attempt whose create failed (the engine refused) waits before berth tries again. */
 export const CREATE_RETRY_MS = 5_000;
-const RETRYABLE_REASONS = new Set<string>([REASONS.error, REASONS.oomKilled, REASONS.lost]);
+/** Failure reasons a spec's `retries` re-run (also read by `berth wait`, which waits through a pending retry). */
+export const RETRYABLE_REASONS = new Set<string>([REASONS.error, REASONS.oomKilled, REASONS.lost]);
 
 function cmp(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;

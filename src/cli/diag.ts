@@ -1,0 +1,18 @@
+/**
+ * A command's diagnostics on stderr (`berth: <message>` lines, progress lines), shaped by
+ * `--log-format`: with `json` each is one JSON object per line, as the logger's are, so every
+ * line on stderr parses; with `text` it is the plain line.
+ */
+import type { Context } from './context';
+
+export type DiagLevel = 'error' | 'warn' | 'info';
+
+export function diag(ctx: Pick<Context, 'io' | 'logFormat'>, level: DiagLevel, message: string, fields: Record<string, unknown> = {}): void {
+  if (ctx.logFormat === 'json') ctx.io.err(JSON.stringify({ level, message, ...fields, timestamp: new Date().toISOString() }) + '\n');
+  else ctx.io.err(`berth: ${level === 'warn' ? 'warning: ' : ''}${message}\n`);
+}
+
+/** `1 attempt`, `2 attempts`. */
+export function plural(n: number, word: string, many = `${word}s`): string {
+  return `${n} ${n === 1 ? word : many}`;
+}
