@@ -104,6 +104,8 @@ export const REASONS = {
   completed: 'Completed',
   /** `get`: the attempt's status record is damaged; reconcile sets it aside and rebuilds it. */
   recordDamaged: 'RecordDamaged',
+  /** The run was stopped by `berth delete` (or its spec was deleted while it ran). */
+  deleted: 'Deleted',
 } as const;
 
 export const EXIT = {

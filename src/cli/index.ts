@@ -17,6 +17,8 @@ import type * as ReconcileCmd from './commands/reconcile';
 import type * as UnlockCmd from './commands/unlock';
 import type * as ValidateCmd from './commands/validate';
 import type * as WaitCmd from './commands/wait';
+import type * as RerunCmd from './commands/rerun';
+import type * as DeleteCmd from './commands/delete';
 import { makeContext, UsageError, type GlobalOptions } from './context';
 import { processIo, type Io } from './io';
 
@@ -141,6 +143,24 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     )
     .action(async (names: string[], o, cmd: Command) => {
       await done((require('./commands/wait') as typeof WaitCmd).runWait(ctx(cmd), names, o));
+    });
+
+  program
+    .command('rerun')
+    .description('a new run of finished attempts, same spec (earlier results stay)')
+    .argument('[name...]', 'attempts to re-run')
+    .option('-l, --selector <selector>', 'label selector, as for get', collect)
+    .action(async (names: string[], o, cmd: Command) => {
+      await done((require('./commands/rerun') as typeof RerunCmd).runRerun(ctx(cmd), names, o));
+    });
+
+  program
+    .command('delete')
+    .description('remove attempts\' engine resources now (results stay); not run again until the spec changes or rerun')
+    .argument('[name...]', 'attempts to delete')
+    .option('-l, --selector <selector>', 'label selector, as for get', collect)
+    .action(async (names: string[], o, cmd: Command) => {
+      await done((require('./commands/delete') as typeof DeleteCmd).runDelete(ctx(cmd), names, o));
     });
 
   program
