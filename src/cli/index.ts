@@ -176,6 +176,9 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .description("an attempt's logs: from its container, or harvested after it is gone")
     .argument('<name>')
     .option('-f, --follow', 'follow the log')
+    .option('--run <n>', 'that run (default: the current one); earlier runs from their harvested logs', int('--run', 1))
+    .option('--sidecar <name>', "a sidecar's log (e.g. egress-proxy)")
+    .option('--tail <n>', 'only the last n lines', int('--tail', 0))
     .action(async (name: string, o, cmd: Command) => {
       await done((require('./commands/logs') as typeof LogsCmd).runLogs(ctx(cmd), name, o));
     });
