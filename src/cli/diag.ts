@@ -4,12 +4,13 @@
  * line on stderr parses; with `text` it is the plain line.
  */
 import type { Context } from './context';
+import { liveLine } from './live-line';
 
 export type DiagLevel = 'error' | 'warn' | 'info';
 
 export function diag(ctx: Pick<Context, 'io' | 'logFormat'>, level: DiagLevel, message: string, fields: Record<string, unknown> = {}): void {
-  if (ctx.logFormat === 'json') ctx.io.err(JSON.stringify({ level, message, ...fields, timestamp: new Date().toISOString() }) + '\n');
-  else ctx.io.err(`berth: ${level === 'warn' ? 'warning: ' : ''}${message}\n`);
+  const line = ctx.logFormat === 'json' ? JSON.stringify({ level, message, ...fields, timestamp: new Date().toISOString() }) : `berth: ${level === 'warn' ? 'warning: ' : ''}${message}`;
+  liveLine(ctx.io).above(`${line}\n`);
 }
 
 /** `1 attempt`, `2 attempts`. */

@@ -3,12 +3,13 @@
  * (start-up is part of every command's cost); a command is a plain async function that returns
  * an exit code (tests call them directly). Only this file calls process.exit.
  */
-import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { Argument, Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { DEFAULTS, EXIT } from '../constants';
 import { parseDuration } from '../util/duration';
 import type * as CleanCmd from './commands/clean';
+import type * as Completion from './completion';
 import type * as DescribeCmd from './commands/describe';
 import type * as GetCmd from './commands/get';
 import type * as LogsCmd from './commands/logs';
@@ -19,8 +20,9 @@ import type * as ValidateCmd from './commands/validate';
 import type * as WaitCmd from './commands/wait';
 import type * as RerunCmd from './commands/rerun';
 import type * as DeleteCmd from './commands/delete';
-import { makeContext, UsageError, type GlobalOptions } from './context';
-import { processIo, type Io } from './io';
+import { defaultMaxRunning, makeContext, UsageError, type GlobalOptions } from './context';
+import { ENV_HELP, examplesHelp, EXIT_CODES_HELP } from './help';
+import { jsonLinesIo, processIo, wantsJsonLogs, type Io } from './io';
 
 function version(): string {
   try {
@@ -46,6 +48,11 @@ function durationMs(name: string) {
   };
 }
 
+function maxRunningOption(): Option {
+  const n = defaultMaxRunning();
+  return new Option('--max-running <n>', 'attempts running at once').argParser(int('--max-running', 1)).default(n, `2 × CPUs, at least 2: ${n} here`);
+}
+
 function collect(v: string, prev: string[] = []): string[] {
   return [...prev, v];
 }
@@ -54,12 +61,13 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
   const program = new Command('berth')
     .description('A Kubernetes-style reconciler for Docker: declarative eval attempts, converged and attested.')
     .version(version())
-    .option('--specs <dir>', 'specs folder', 'specs')
-    .option('--state <dir>', 'state folder (status records, locks)', '.berth')
-    .option('--results-root <dir>', 'results root (default <state>/results)')
-    .option('--instance <name>', 'reconciler instance: scopes everything berth observes and changes', 'default')
-    .addOption(new Option('--log-level <level>', 'log level').choices(['error', 'warn', 'info', 'debug']).default('info'))
-    .addOption(new Option('--log-format <format>', 'log format').choices(['text', 'json']).default('text'))
+    // Flags win over the BERTH_* environment variables, which win over the defaults.
+    .addOption(new Option('--specs <dir>', 'specs folder').env('BERTH_SPECS').default(DEFAULTS.specsDir))
+    .addOption(new Option('--state <dir>', 'state folder (status records, locks)').env('BERTH_STATE').default(DEFAULTS.stateDir))
+    .addOption(new Option('--results-root <dir>', 'results root (default: <state>/results)').env('BERTH_RESULTS_ROOT'))
+    .addOption(new Option('--instance <name>', 'reconciler instance: scopes everything berth observes and changes').env('BERTH_INSTANCE').default(DEFAULTS.instance))
+    .addOption(new Option('--log-level <level>', 'log level').choices(['error', 'warn', 'info', 'debug']).env('BERTH_LOG_LEVEL').default('info'))
+    .addOption(new Option('--log-format <format>', 'log format: json makes every line on stderr JSON').choices(['text', 'json']).env('BERTH_LOG_FORMAT').default('text'))
     .addOption(
       new Option('--engine-timeout <duration>', 'how long one engine call may wait for an answer (e.g. 500ms, 30s, 2m)')
         .argParser(durationMs('--engine-timeout'))
@@ -87,7 +95,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .description('what reconcile would do, and why, changing nothing')
     .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
     .option('--detailed-exitcode', `exit ${EXIT.changesPending} when changes are pending, 0 when converged`)
-    .option('--max-running <n>', 'attempts running at once', int('--max-running', 1))
+    .addOption(maxRunningOption())
     .option('--egress-proxy-image <image>', 'image of the egress proxy sidecar (same contract as docs/EGRESS.md)')
     .option('--egress-network <name>', 'existing network the egress proxy reaches out through (default: one per attempt)')
     .option('--allow-empty', 'let a specs folder with no attempts remove the instance\'s attempts (default: such a folder removes nothing)')
@@ -102,8 +110,8 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--once', 'make one full pass and exit')
     .option('--wait', 'with --once: keep going until every attempt is finished')
     .option('--timeout <seconds>', 'with --wait: give up after this long', int('--timeout', 1))
-    .option('--max-running <n>', 'attempts running at once', int('--max-running', 1))
-    .option('--concurrency <n>', 'engine operations in flight', int('--concurrency', 1))
+    .addOption(maxRunningOption())
+    .option('--concurrency <n>', `engine operations in flight (default: ${DEFAULTS.concurrency})`, int('--concurrency', 1))
     .option('--resync <seconds>', 'controller: full pass at least this often', int('--resync', 1), 30)
     .option('--egress-proxy-image <image>', 'image of the egress proxy sidecar (same contract as docs/EGRESS.md)')
     .option('--egress-network <name>', 'existing network the egress proxy reaches out through (default: one per attempt)')
@@ -199,11 +207,31 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
       await done((require('./commands/unlock') as typeof UnlockCmd).runUnlock(ctx(cmd), o));
     });
 
+  program
+    .command('version')
+    .description("berth's version")
+    .action(() => {
+      io.out(`berth ${version()} (node ${process.version})\n`);
+    });
+
+  program
+    .command('completion')
+    .description('a shell completion script: bash, zsh or fish')
+    .addArgument(new Argument('<shell>').choices(['bash', 'zsh', 'fish']))
+    .action((shell: 'bash' | 'zsh' | 'fish') => {
+      const c = require('./completion') as typeof Completion;
+      const spec = c.completionSpec(program);
+      io.out(shell === 'bash' ? c.bashCompletion(spec) : shell === 'zsh' ? c.zshCompletion(spec) : c.fishCompletion(spec));
+    });
+
+  for (const c of program.commands) c.addHelpText('after', examplesHelp(c.name()));
+  program.addHelpText('after', `${examplesHelp('berth')}${EXIT_CODES_HELP}${ENV_HELP}`);
   return program;
 }
 
 /** Runs berth with the given argv; resolves to the exit code. Never exits the process. */
-export async function run(argv: string[], io: Io = processIo): Promise<number> {
+export async function run(argv: string[], plainIo: Io = processIo): Promise<number> {
+  const io = wantsJsonLogs(argv) ? jsonLinesIo(plainIo) : plainIo;
   let code: number = EXIT.ok;
   const program = buildProgram(io, (c) => (code = c));
   try {
