@@ -39,7 +39,7 @@ describe('cli wait (real engine)', function () {
     const j = await sb.cli('wait', '--timeout', '500ms', '--log-format', 'json');
     expect(j.code).to.equal(1);
     const line = JSON.parse(j.stderr) as { level: string; message: string };
-    expect([line.level, line.message]).to.deep.equal(['error', '--timeout 1s passed with 1 attempt not finished: slow (Running)']);
+    expect([line.level, line.message]).to.deep.equal(['error', '--timeout 500ms passed with 1 attempt not finished: slow (Running)']);
     const running = await sb.cli('wait', 'slow', '--for', 'phase=Running', '--timeout', '5s');
     expect([running.code, running.stdout]).to.deep.equal([0, 'attempt/slow condition met (phase=Running: Running)\n']);
   });

@@ -73,7 +73,7 @@ export async function runWait(ctx: Context, names: string[], o: WaitOptions): Pr
       const left = timeoutMs - (Date.now() - started);
       if (left <= 0) {
         const list = items.filter((i) => v.unmet.includes(i.name)).map((i) => `${i.name} (${i.status?.phase ?? 'Pending'})`);
-        diag(ctx, 'error', `--timeout ${Math.round(timeoutMs / 1000)}s passed with ${plural(list.length, 'attempt')} not ${label}: ${list.join(', ')}`);
+        diag(ctx, 'error', `--timeout ${timeoutMs % 1000 ? `${timeoutMs}ms` : `${timeoutMs / 1000}s`} passed with ${plural(list.length, 'attempt')} not ${label}: ${list.join(', ')}`);
         return EXIT.failed;
       }
       await waker.wait(left);
