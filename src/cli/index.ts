@@ -136,6 +136,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('-l, --selector <selector>', 'label selector, as kubectl\'s: k=v, k!=v, \'k in (a,b)\', \'k notin (a,b)\', k, !k; comma = and (repeatable: and)', collect)
     .addOption(new Option('-o, --output <format>', 'output format').choices(['wide', 'json', 'yaml', 'name']))
     .option('--no-headers', 'tables without the header row')
+    .option('-w, --watch', 'after the listing, print each change as it happens (until Ctrl-C)')
     .action(async (names: string[], o, cmd: Command) => {
       await done((require('./commands/get') as typeof GetCmd).runGet(ctx(cmd), names, o));
     });

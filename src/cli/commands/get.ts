@@ -7,6 +7,7 @@ import type { AttemptStatus } from '../../status/types';
 import { UsageError, type Context } from '../context';
 import { matches, parseSelectors, SelectorError, type Selector } from '../selector';
 import { toItem, toList } from './get-item';
+import type * as GetWatch from './get-watch';
 import { age, duration, table } from './shared';
 
 export interface GetOptions {
@@ -14,6 +15,10 @@ export interface GetOptions {
   selector?: string[];
   /** Tables without their header row (kubectl's --no-headers). */
   headers?: boolean;
+  /** -w: after the listing, print changes until SIGINT/SIGTERM (get-watch.ts). */
+  watch?: boolean;
+  /** Ends a watch (tests; the CLI ends it with a signal). */
+  signal?: AbortSignal;
 }
 
 export interface Row {
@@ -95,6 +100,7 @@ export function renderRows(rows: Row[], wide: boolean, headers = true): string {
 }
 
 export async function runGet(ctx: Context, names: string[], o: GetOptions): Promise<number> {
+  if (o.watch) return (require('./get-watch') as typeof GetWatch).watchRows(ctx, names, o, o.signal);
   const rows = await collectRows(ctx, names, o.selector ?? []);
   // kubectl: what was found is printed, and every name that was not is an error (exit 1).
   const found = new Set(rows.map((r) => r.name));
