@@ -2,6 +2,7 @@
 import { expect } from 'chai';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import Ajv2020 from 'ajv/dist/2020';
 import { parse } from 'yaml';
 import { run } from '../../src/cli/index';
 import { bufferIo } from '../../src/cli/io';
@@ -63,6 +64,17 @@ describe('cli (real engine)', function () {
     expect([missing.code, missing.stdout, missing.stderr]).to.deep.equal([1, '', 'berth: attempt "nope" not found\n']);
     const bad = await sb.cli('get', '-l', 'novalue=(');
     expect(bad.code).to.equal(2);
+  });
+
+  it('get -o json matches schemas/get-output.schema.json, for a list and for one item', async function () {
+    const ajv = new Ajv2020({ allErrors: true, strict: true });
+    const validate = ajv.compile(JSON.parse(await fs.readFile(path.join(__dirname, '..', '..', 'schemas', 'get-output.schema.json'), 'utf8')) as object);
+    for (const args of [['get', '-o', 'json'], ['get', 'fx', '-o', 'json'], ['get', 'fx', 'other', '-o', 'json']]) {
+      const out = JSON.parse((await sb.cli(...args)).stdout) as unknown;
+      expect(validate(out), `${args.join(' ')}: ${ajv.errorsText(validate.errors)}`).to.equal(true);
+    }
+    // and the schema is not a pass-everything: a repeated field is refused
+    expect(validate({ apiVersion: 'berth.dev/v1', kind: 'Attempt', metadata: { name: 'x', labels: {} }, status: { phase: 'Pending', name: 'x' } })).to.equal(false);
   });
 
   it('get: kubernetes selectors, never an empty answer for one that cannot be parsed', async function () {
