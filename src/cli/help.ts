@@ -22,6 +22,7 @@ const EXAMPLES: Record<string, string[]> = {
   plan: ['berth plan', 'berth plan --detailed-exitcode   # exit 4 when changes are pending', 'berth plan -o json'],
   reconcile: ['berth reconcile --once --wait --timeout 1800   # run every attempt to completion', 'berth reconcile --metrics-addr 127.0.0.1:9464   # run as a controller'],
   get: ['berth get', 'berth get -l "suite=demo,model in (m1,m2)" -o wide', 'berth get a b -o yaml', 'berth get -l "!model" -o name --no-headers'],
+  events: ['berth events', 'berth events swe-task-42-try-1 -w', 'berth events -o json'],
   wait: ['berth wait -l suite=demo --timeout 30m', 'berth wait a --for phase=Running --timeout 2m'],
   rerun: ['berth rerun swe-task-42-try-1', 'berth rerun -l "suite=demo"'],
   delete: ['berth delete swe-task-42-try-1', 'berth delete -l "model notin (m1)"'],

@@ -11,6 +11,7 @@ import { parseDuration } from '../util/duration';
 import type * as CleanCmd from './commands/clean';
 import type * as Completion from './completion';
 import type * as DescribeCmd from './commands/describe';
+import type * as EventsCmd from './commands/events';
 import type * as GetCmd from './commands/get';
 import type * as LogsCmd from './commands/logs';
 import type * as PlanCmd from './commands/plan';
@@ -139,6 +140,16 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('-w, --watch', 'after the listing, print each change as it happens (until Ctrl-C)')
     .action(async (names: string[], o, cmd: Command) => {
       await done((require('./commands/get') as typeof GetCmd).runGet(ctx(cmd), names, o));
+    });
+
+  program
+    .command('events')
+    .description('what happened to attempts (created, started, attested, drifted, died, retried, removed), newest last')
+    .argument('[name]')
+    .option('-w, --watch', 'print new events as they happen (until Ctrl-C)')
+    .addOption(new Option('-o, --output <format>', 'output format (json: one event per line)').choices(['json']))
+    .action(async (name: string | undefined, o, cmd: Command) => {
+      await done((require('./commands/events') as typeof EventsCmd).runEvents(ctx(cmd), name, o));
     });
 
   program
