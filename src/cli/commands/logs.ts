@@ -70,11 +70,13 @@ export async function runLogs(ctx: Context, name: string, o: LogsOptions): Promi
     } catch (err) {
       if (isEngineDown(err)) {
         const text = file ? await readIfThere(file) : undefined;
+        // The engine's message on a line of its own: the same one every command gives.
+        diag(ctx, text === undefined ? 'error' : 'warn', describeEngineError(err));
         if (text === undefined) {
-          diag(ctx, 'error', `${describeEngineError(err)}; no harvested log of ${what} to show instead`);
+          diag(ctx, 'error', `no harvested log of ${what} to show instead`);
           return EXIT.failed;
         }
-        diag(ctx, 'warn', `${describeEngineError(err)}; showing the harvested log of ${what}`);
+        diag(ctx, 'warn', `showing the harvested log of ${what}`);
         ctx.io.out(lastLines(text, o.tail));
         return EXIT.ok;
       }
