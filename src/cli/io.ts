@@ -53,6 +53,11 @@ export function jsonLinesIo(io: Io): Io {
     out: (s) => io.out(s),
     isTTY: io.isTTY,
     err(s) {
+      // One `berth:` message written at once (a usage error with its caret line) stays one object.
+      if (!partial && s.startsWith('berth: ') && s.endsWith('\n') && s.indexOf('\n') < s.length - 1) {
+        io.err(line(s.slice(0, -1)) + '\n');
+        return;
+      }
       const parts = (partial + s).split('\n');
       partial = parts.pop() ?? '';
       const lines = parts.filter((p) => p.trim() !== '').map(line);

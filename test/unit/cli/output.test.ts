@@ -20,6 +20,10 @@ describe('stderr shaping', function () {
       ['info', '[3s] 1 Running'],
       ['info', 'x'],
     ]);
+    const one = bufferIo();
+    jsonLinesIo(one).err('berth: -l: selector "a in (": column 7: expected\n  a in (\n        ^\n');
+    expect(one.stderr.split('\n')).to.have.length(2);
+    expect((JSON.parse(one.stderr) as { message: string }).message).to.equal('-l: selector "a in (": column 7: expected\n  a in (\n        ^');
   });
 
   it('wantsJsonLogs: the last --log-format wins, then BERTH_LOG_FORMAT', function () {
