@@ -10,6 +10,7 @@ import { CallCounter, instrumentEngine } from '../engine/wrap';
 import { StatusStore } from '../status/store';
 import { createLogger, type LogFormat, type Logger } from '../util/log';
 import type { Io } from './io';
+import { liveLine } from './live-line';
 
 export interface GlobalOptions {
   specs?: string;
@@ -30,6 +31,8 @@ export interface Context {
   resultsRoot: string;
   instance: string;
   log: Logger;
+  /** `--log-format`: with json every line on stderr is JSON (see diag.ts). */
+  logFormat: LogFormat;
   io: Io;
   env: NodeJS.ProcessEnv;
   /** The engine, created on first use (validate never needs one). */
@@ -44,7 +47,9 @@ export function makeContext(g: GlobalOptions, io: Io, opts: { engine?: Engine; e
   const instance = g.instance ?? DEFAULTS.instance;
   if (!INSTANCE_RE.test(instance)) throw new UsageError(`--instance ${JSON.stringify(instance)}: use 1-32 lowercase letters, digits, '.', '_' or '-'`);
   const stateDir = path.resolve(g.state ?? DEFAULTS.stateDir);
-  const log = opts.log ?? createLogger({ level: g.logLevel ?? 'info', format: g.logFormat ?? 'text' });
+  // On a terminal, log lines go above the live progress line (live-line.ts), never into it.
+  const stream = io.isTTY ? liveLine(io).stream() : undefined;
+  const log = opts.log ?? createLogger({ level: g.logLevel ?? 'info', format: g.logFormat ?? 'text', ...(stream ? { stream } : {}) });
   const calls = new CallCounter();
   let engine: Engine | undefined;
   let store: StatusStore | undefined;
@@ -54,6 +59,7 @@ export function makeContext(g: GlobalOptions, io: Io, opts: { engine?: Engine; e
     resultsRoot: resolveResultsRoot(stateDir, g.resultsRoot),
     instance,
     log,
+    logFormat: g.logFormat ?? 'text',
     io,
     env: opts.env ?? process.env,
     calls,

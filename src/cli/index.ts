@@ -3,13 +3,15 @@
  * (start-up is part of every command's cost); a command is a plain async function that returns
  * an exit code (tests call them directly). Only this file calls process.exit.
  */
-import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { Argument, Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { DEFAULTS, EXIT } from '../constants';
 import { parseDuration } from '../util/duration';
 import type * as CleanCmd from './commands/clean';
+import type * as Completion from './completion';
 import type * as DescribeCmd from './commands/describe';
+import type * as EventsCmd from './commands/events';
 import type * as GetCmd from './commands/get';
 import type * as LogsCmd from './commands/logs';
 import type * as PlanCmd from './commands/plan';
@@ -17,8 +19,12 @@ import type * as ReconcileCmd from './commands/reconcile';
 import type * as SummaryCmd from './commands/summary';
 import type * as UnlockCmd from './commands/unlock';
 import type * as ValidateCmd from './commands/validate';
-import { makeContext, UsageError, type GlobalOptions } from './context';
-import { processIo, type Io } from './io';
+import type * as WaitCmd from './commands/wait';
+import type * as RerunCmd from './commands/rerun';
+import type * as DeleteCmd from './commands/delete';
+import { defaultMaxRunning, makeContext, UsageError, type GlobalOptions } from './context';
+import { ENV_HELP, examplesHelp, EXIT_CODES_HELP } from './help';
+import { jsonLinesIo, processIo, wantsJsonLogs, type Io } from './io';
 
 function version(): string {
   try {
@@ -44,6 +50,11 @@ function durationMs(name: string) {
   };
 }
 
+function maxRunningOption(): Option {
+  const n = defaultMaxRunning();
+  return new Option('--max-running <n>', 'attempts running at once').argParser(int('--max-running', 1)).default(n, `2 × CPUs, at least 2: ${n} here`);
+}
+
 function collect(v: string, prev: string[] = []): string[] {
   return [...prev, v];
 }
@@ -52,12 +63,13 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
   const program = new Command('berth')
     .description('A Kubernetes-style reconciler for Docker: declarative eval attempts, converged and attested.')
     .version(version())
-    .option('--specs <dir>', 'specs folder', 'specs')
-    .option('--state <dir>', 'state folder (status records, locks)', '.berth')
-    .option('--results-root <dir>', 'results root (default <state>/results)')
-    .option('--instance <name>', 'reconciler instance: scopes everything berth observes and changes', 'default')
-    .addOption(new Option('--log-level <level>', 'log level').choices(['error', 'warn', 'info', 'debug']).default('info'))
-    .addOption(new Option('--log-format <format>', 'log format').choices(['text', 'json']).default('text'))
+    // Flags win over the BERTH_* environment variables, which win over the defaults.
+    .addOption(new Option('--specs <dir>', 'specs folder').env('BERTH_SPECS').default(DEFAULTS.specsDir))
+    .addOption(new Option('--state <dir>', 'state folder (status records, locks)').env('BERTH_STATE').default(DEFAULTS.stateDir))
+    .addOption(new Option('--results-root <dir>', 'results root (default: <state>/results)').env('BERTH_RESULTS_ROOT'))
+    .addOption(new Option('--instance <name>', 'reconciler instance: scopes everything berth observes and changes').env('BERTH_INSTANCE').default(DEFAULTS.instance))
+    .addOption(new Option('--log-level <level>', 'log level').choices(['error', 'warn', 'info', 'debug']).env('BERTH_LOG_LEVEL').default('info'))
+    .addOption(new Option('--log-format <format>', 'log format: json makes every line on stderr JSON').choices(['text', 'json']).env('BERTH_LOG_FORMAT').default('text'))
     .addOption(
       new Option('--engine-timeout <duration>', 'how long one engine call may wait for an answer (e.g. 500ms, 30s, 2m)')
         .argParser(durationMs('--engine-timeout'))
@@ -85,7 +97,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .description('what reconcile would do, and why, changing nothing')
     .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
     .option('--detailed-exitcode', `exit ${EXIT.changesPending} when changes are pending, 0 when converged`)
-    .option('--max-running <n>', 'attempts running at once', int('--max-running', 1))
+    .addOption(maxRunningOption())
     .option('--egress-proxy-image <image>', 'image of the egress proxy sidecar (same contract as docs/EGRESS.md)')
     .option('--egress-network <name>', 'existing network the egress proxy reaches out through (default: one per attempt)')
     .option('--allow-empty', 'let a specs folder with no attempts remove the instance\'s attempts (default: such a folder removes nothing)')
@@ -100,8 +112,8 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--once', 'make one full pass and exit')
     .option('--wait', 'with --once: keep going until every attempt is finished')
     .option('--timeout <seconds>', 'with --wait: give up after this long', int('--timeout', 1))
-    .option('--max-running <n>', 'attempts running at once', int('--max-running', 1))
-    .option('--concurrency <n>', 'engine operations in flight', int('--concurrency', 1))
+    .addOption(maxRunningOption())
+    .option('--concurrency <n>', `engine operations in flight (default: ${DEFAULTS.concurrency})`, int('--concurrency', 1))
     .option('--resync <seconds>', 'controller: full pass at least this often', int('--resync', 1), 30)
     .option('--egress-proxy-image <image>', 'image of the egress proxy sidecar (same contract as docs/EGRESS.md)')
     .option('--egress-network <name>', 'existing network the egress proxy reaches out through (default: one per attempt)')
@@ -122,12 +134,55 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
   program
     .command('get')
     .description('list attempts and their status')
-    .argument('[name]')
-    .option('-l, --selector <key=value>', 'filter by spec labels (repeatable, or comma-separated)', collect)
+    .argument('[name...]', 'attempts to show (default: all)')
+    .option('-l, --selector <selector>', 'label selector, as kubectl\'s: k=v, k!=v, \'k in (a,b)\', \'k notin (a,b)\', k, !k; comma = and (repeatable: and)', collect)
+    .addOption(new Option('-o, --output <format>', 'output format').choices(['wide', 'json', 'yaml', 'name']))
+    .option('--no-headers', 'tables without the header row')
     .option('--sets', 'list AttemptSets: a row per set with its children counted by phase')
-    .addOption(new Option('-o, --output <format>', 'output format').choices(['wide', 'json', 'yaml']))
+    .option('-w, --watch', 'after the listing, print each change as it happens (until Ctrl-C)')
+    .action(async (names: string[], o, cmd: Command) => {
+      await done((require('./commands/get') as typeof GetCmd).runGet(ctx(cmd), names, o));
+    });
+
+  program
+    .command('events')
+    .description('what happened to attempts (created, started, attested, drifted, died, retried, removed), newest last')
+    .argument('[name]')
+    .option('-w, --watch', 'print new events as they happen (until Ctrl-C)')
+    .addOption(new Option('-o, --output <format>', 'output format (json: one event per line)').choices(['json']))
     .action(async (name: string | undefined, o, cmd: Command) => {
-      await done((require('./commands/get') as typeof GetCmd).runGet(ctx(cmd), name, o));
+      await done((require('./commands/events') as typeof EventsCmd).runEvents(ctx(cmd), name, o));
+    });
+
+  program
+    .command('wait')
+    .description('wait until attempts are finished, or in a phase')
+    .argument('[name...]', 'attempts to wait for (default: all, or those -l selects)')
+    .option('-l, --selector <selector>', 'label selector, as for get', collect)
+    .option('--for <condition>', 'finished, or phase=<Phase> (e.g. phase=Succeeded)', 'finished')
+    .addOption(
+      new Option('--timeout <duration>', 'give up after this long (exit 1)').argParser(durationMs('--timeout')).default(30_000, '30s'),
+    )
+    .action(async (names: string[], o, cmd: Command) => {
+      await done((require('./commands/wait') as typeof WaitCmd).runWait(ctx(cmd), names, o));
+    });
+
+  program
+    .command('rerun')
+    .description('a new run of finished attempts, same spec (earlier results stay)')
+    .argument('[name...]', 'attempts to re-run')
+    .option('-l, --selector <selector>', 'label selector, as for get', collect)
+    .action(async (names: string[], o, cmd: Command) => {
+      await done((require('./commands/rerun') as typeof RerunCmd).runRerun(ctx(cmd), names, o));
+    });
+
+  program
+    .command('delete')
+    .description('remove attempts\' engine resources now (results stay); not run again until the spec changes or rerun')
+    .argument('[name...]', 'attempts to delete')
+    .option('-l, --selector <selector>', 'label selector, as for get', collect)
+    .action(async (names: string[], o, cmd: Command) => {
+      await done((require('./commands/delete') as typeof DeleteCmd).runDelete(ctx(cmd), names, o));
     });
 
   program
@@ -154,6 +209,9 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .description("an attempt's logs: from its container, or harvested after it is gone")
     .argument('<name>')
     .option('-f, --follow', 'follow the log')
+    .option('--run <n>', 'that run (default: the current one); earlier runs from their harvested logs', int('--run', 1))
+    .option('--sidecar <name>', "a sidecar's log (e.g. egress-proxy)")
+    .option('--tail <n>', 'only the last n lines', int('--tail', 0))
     .action(async (name: string, o, cmd: Command) => {
       await done((require('./commands/logs') as typeof LogsCmd).runLogs(ctx(cmd), name, o));
     });
@@ -174,11 +232,31 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
       await done((require('./commands/unlock') as typeof UnlockCmd).runUnlock(ctx(cmd), o));
     });
 
+  program
+    .command('version')
+    .description("berth's version")
+    .action(() => {
+      io.out(`berth ${version()} (node ${process.version})\n`);
+    });
+
+  program
+    .command('completion')
+    .description('a shell completion script: bash, zsh or fish')
+    .addArgument(new Argument('<shell>').choices(['bash', 'zsh', 'fish']))
+    .action((shell: 'bash' | 'zsh' | 'fish') => {
+      const c = require('./completion') as typeof Completion;
+      const spec = c.completionSpec(program);
+      io.out(shell === 'bash' ? c.bashCompletion(spec) : shell === 'zsh' ? c.zshCompletion(spec) : c.fishCompletion(spec));
+    });
+
+  for (const c of program.commands) c.addHelpText('after', examplesHelp(c.name()));
+  program.addHelpText('after', `${examplesHelp('berth')}${EXIT_CODES_HELP}${ENV_HELP}`);
   return program;
 }
 
 /** Runs berth with the given argv; resolves to the exit code. Never exits the process. */
-export async function run(argv: string[], io: Io = processIo): Promise<number> {
+export async function run(argv: string[], plainIo: Io = processIo): Promise<number> {
+  const io = wantsJsonLogs(argv) ? jsonLinesIo(plainIo) : plainIo;
   let code: number = EXIT.ok;
   const program = buildProgram(io, (c) => (code = c));
   try {

@@ -27,3 +27,51 @@ export function bufferIo(): Io & { stdout: string; stderr: string } {
   };
   return io;
 }
+
+/**
+ * `--log-format json`: every line written to stderr becomes one JSON object (a line that already
+ * is one passes as it is), so scripts can parse stderr whole. `berth: warning: …` lines are
+ * level `warn`, other `berth: …` lines `error`, the rest (progress, spec error listings) `info`.
+ */
+export function jsonLinesIo(io: Io): Io {
+  let partial = '';
+  const line = (text: string): string => {
+    const t = text.split('\x1b[K').join('').replace(/\r/g, '');
+    if (/^\{.*\}$/.test(t)) {
+      try {
+        JSON.parse(t);
+        return t;
+      } catch {
+        // not JSON after all: wrapped below
+      }
+    }
+    const m = /^berth: (warning: )?(.*)$/s.exec(t);
+    const level = m ? (m[1] ? 'warn' : 'error') : 'info';
+    return JSON.stringify({ level, message: m ? m[2] : t, timestamp: new Date().toISOString() });
+  };
+  return {
+    out: (s) => io.out(s),
+    isTTY: io.isTTY,
+    err(s) {
+      // One `berth:` message written at once (a usage error with its caret line) stays one object.
+      if (!partial && s.startsWith('berth: ') && s.endsWith('\n') && s.indexOf('\n') < s.length - 1) {
+        io.err(line(s.slice(0, -1)) + '\n');
+        return;
+      }
+      const parts = (partial + s).split('\n');
+      partial = parts.pop() ?? '';
+      const lines = parts.filter((p) => p.trim() !== '').map(line);
+      if (lines.length) io.err(lines.join('\n') + '\n');
+    },
+  };
+}
+
+/** Whether argv asks for `--log-format json` (decided before the parse, so usage errors follow it too). */
+export function wantsJsonLogs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): boolean {
+  for (let i = argv.length - 1; i >= 0; i--) {
+    const a = argv[i] as string;
+    if (a === '--log-format') return argv[i + 1] === 'json';
+    if (a.startsWith('--log-format=')) return a.slice('--log-format='.length) === 'json';
+  }
+  return env.BERTH_LOG_FORMAT === 'json';
+}

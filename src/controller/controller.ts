@@ -19,6 +19,7 @@
  * calls, and every engine call has a deadline, so a batch whose engine does not answer fails
  * (and is retried) instead of holding the loop, and with it every later resync, forever.
  */
+import { activity } from './activity';
 import { EXIT, LABELS, PHASES, type Phase } from '../constants';
 import type { Engine } from '../engine/types';
 import { describeEngineError, isEngineDown } from '../engine/errors';
@@ -315,6 +316,8 @@ export class Controller {
         // controller finds the attempt where this one left it, as after a crash.
         if (this.abandoned && !res.ok) return;
         if (!res.ok) log.warn(`${a.attempt}: ${res.error}`);
+        const did = activity(a, res.done, await this.o.store.get(a.attempt));
+        if (did) log.info(did);
         await this.settleAfterWork(a, res, queued);
         // A run ended or a slot may have freed: let the waiting ones try.
         for (const w of this.waitingForSlot) this.queue.add(w);

@@ -37,6 +37,8 @@ export interface PassConfig {
   env: NodeJS.ProcessEnv;
   log: Logger;
   now?: () => number;
+  /** Plan only these attempts (`berth rerun`, `berth delete`); the others still count for admission. */
+  only?: ReadonlySet<string>;
 }
 
 export interface PassResult {
@@ -135,7 +137,7 @@ export async function planPass(cfg: PassConfig, engine: Engine, store: StatusSto
   const statusesP = store.loadAll();
   const snapshotP = observe(engine, cfg.instance, statusesP.then(knownContainerIds), now());
   const [load, statuses, snapshot] = await Promise.all([loadSpecs({ specsDir: cfg.specsDir, resultsRoot: cfg.resultsRoot }), statusesP, snapshotP]);
-  const plan = planWithRunFloors(planInput(cfg, load, snapshot, statuses, now()));
+  const plan = planWithRunFloors(planInput(cfg, load, snapshot, statuses, now(), cfg.only ? { only: cfg.only } : {}));
   return { load, snapshot, plan };
 }
 

@@ -264,7 +264,9 @@ export class Executor {
       });
     }
     const sameSpec = r.specHash === d.hash;
-    const failedRetry = sameSpec && r.phase === 'Failed';
+    // `berth rerun` asks for a run afresh: no retry is counted, the budgets start again.
+    const rerun = sameSpec && r.rerunRequested?.run === r.run;
+    const failedRetry = sameSpec && r.phase === 'Failed' && !rerun;
     // The planner re-runs an infrastructure death under --infra-retries: it is counted there.
     const infraRetry = failedRetry && isInfraFailure(r.reason);
     const infraUsed = sameSpec ? (r.infraRetriesUsed ?? 0) : 0;
@@ -275,8 +277,8 @@ export class Executor {
       specHash: d.hash,
       source: d.loaded.relFile,
       run: d.run,
-      retriesUsed: failedRetry && !infraRetry ? r.retriesUsed + 1 : sameSpec ? r.retriesUsed : 0,
-      ...(infraRetry || infraUsed ? { infraRetriesUsed: infraUsed + (infraRetry ? 1 : 0) } : {}),
+      retriesUsed: failedRetry && !infraRetry ? r.retriesUsed + 1 : sameSpec && !rerun ? r.retriesUsed : 0,
+      ...((infraRetry || infraUsed) && !rerun ? { infraRetriesUsed: infraUsed + (infraRetry ? 1 : 0) } : {}),
       createdAt: r.createdAt,
       history,
       updatedAt: r.updatedAt,

@@ -25,7 +25,8 @@ export const RUNNING_STATES: ReadonlySet<string> = new Set(['running', 'paused',
 export const BLOCKED_RETRY_MS = 15_000;
 /** How long an attempt whose create failed (the engine refused) waits before berth tries again. */
 export const CREATE_RETRY_MS = 5_000;
-const RETRYABLE_REASONS = new Set<string>([REASONS.error, REASONS.oomKilled, REASONS.lost]);
+/** Failure reasons a spec's `retries` re-run (also read by `berth wait`, which waits through a pending retry). */
+export const RETRYABLE_REASONS = new Set<string>([REASONS.error, REASONS.oomKilled, REASONS.lost]);
 
 function cmp(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
@@ -242,6 +243,7 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
   const hash = loaded.hash;
   const base = { attempt: name, ...(rec ? { status: rec } : {}) };
   const specChanged = rec !== undefined && rec.specHash !== hash;
+  if (rec?.deleted && rec.deleted.specHash === hash) return planDeleted(base, rec, obsAll);
   const mainsAll = obsAll.containers.filter(isMain);
   const labeledRun = Number(mainsAll.find((c) => c.labels[LABELS.specHash] === hash)?.labels[LABELS.run] ?? 0);
   const run = specChanged ? rec.run + 1 : Math.max(rec?.run ?? 0, labeledRun, 1);
@@ -331,6 +333,12 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
     const used = infra ? (rec.infraRetriesUsed ?? 0) : rec.retriesUsed;
     const budget = infra ? (inp.infraRetries ?? DEFAULTS.infraRetries) : loaded.spec.retries;
     const retryable = rec.phase === 'Failed' && (infra || RETRYABLE_REASONS.has(rec.reason ?? '')) && used < budget;
+    if (rec.rerunRequested?.run === rec.run) {
+      const next = desiredFor(inp, loaded, rec.run + 1);
+      const oldRun = removeOps({ containers: current.containers, networks: [], volumes: [] }, 'rerun requested');
+      const have: ObservedAttempt = { ...current, containers: [] };
+      return startRun(ctx, base, next, have, [...pre, ...oldRun, ...dropRenamed(next, have)], 'retry', `run ${rec.run} ${rec.phase}; rerun requested (berth rerun)`);
+    }
     if (retryable) {
       const which = `${infra ? 'infra retry' : 'retry'} ${used + 1}/${budget}`;
       const at = finishedAt + retryBackoffMs(used + 1, inp.retryBaseMs);
@@ -547,6 +555,27 @@ function planUndesired(inp: PlanInput, name: string, rec: AttemptStatus | undefi
   ops.push(...removeOps(obs, 'no spec'));
   ops.push({ type: 'forget', resource: `attempt:${name}`, cause: 'no spec' });
   return { ...base, kind: 'collect', summary: 'no spec', ops };
+}
+
+/**
+ * An attempt `berth delete` marked (for its current spec hash): its run is stopped and ends
+ * Failed (Deleted), every resource goes, the record and the results stay; nothing more is planned
+ * for it until its spec changes or `berth rerun` clears the mark.
+ */
+function planDeleted(base: { attempt: string; status?: AttemptStatus }, rec: AttemptStatus, obs: ObservedAttempt): AttemptAction {
+  const name = rec.name;
+  const cause = 'deleted (berth delete)';
+  const ops: Operation[] = [];
+  const main = obs.containers.find(isMain);
+  const finished = FINISHED_PHASES.has(rec.phase);
+  if (main && !finished) {
+    if (RUNNING_STATES.has(main.state)) ops.push({ type: 'stop', resource: `container:${main.name}`, id: main.id, graceSeconds: DEFAULTS.stopGraceSeconds, cause });
+    ops.push({ type: 'finish', resource: `container:${main.name}`, id: main.id, ...(rec.resultsDir ? { resultsDir: rec.resultsDir } : {}), cause, outcome: { phase: 'Failed', reason: REASONS.deleted, message: 'berth delete stopped the run' } });
+  } else if (!finished) {
+    ops.push({ type: 'record', resource: `attempt:${name}`, cause, patch: { phase: 'Failed', reason: REASONS.deleted, message: 'berth delete removed it before it ran' } });
+  }
+  ops.push(...removeOps(obs, cause));
+  return { ...base, kind: ops.length ? 'collect' : 'leave', summary: `${cause}; not run again until its spec changes or berth rerun`, ops };
 }
 
 export function plan(inp: PlanInput): Plan {

@@ -111,6 +111,13 @@ export interface AttemptStatus {
    */
   score?: number;
   scoreError?: string;
+  /** `berth rerun`: a new run of finished run `run` (same spec) is wanted; the planner starts it. */
+  rerunRequested?: { at: string; run: number };
+  /**
+   * `berth delete`: the attempt's resources are to be removed and it is not run again while its
+   * spec keeps this hash (a changed spec, or `berth rerun`, brings it back).
+   */
+  deleted?: { at: string; specHash: string };
   /** Warnings for `describe` (e.g. a secret opted into the environment). */
   warnings?: string[];
   history: RunRecord[];

@@ -35,6 +35,8 @@ export function recordProblem(v: unknown, name: string, instance: string): strin
   for (const k of OPTIONAL_STRINGS) if (v[k] !== undefined && typeof v[k] !== 'string') return `field ${k} is not a string`;
   if (v.exitCode !== undefined && (typeof v.exitCode !== 'number' || !Number.isInteger(v.exitCode))) return 'field exitCode is not a whole number';
   if (v.intent !== undefined && !(isObj(v.intent) && isCount(v.intent.run) && typeof v.intent.specHash === 'string')) return 'field intent is not a provisioning intent';
+  if (v.rerunRequested !== undefined && !(isObj(v.rerunRequested) && isTime(v.rerunRequested.at) && isCount(v.rerunRequested.run))) return 'field rerunRequested is not a rerun request';
+  if (v.deleted !== undefined && !(isObj(v.deleted) && isTime(v.deleted.at) && typeof v.deleted.specHash === 'string')) return 'field deleted is not a deletion mark';
   if (v.warnings !== undefined && !(Array.isArray(v.warnings) && v.warnings.every((w) => typeof w === 'string'))) return 'field warnings is not a list of strings';
   const att = v.lastAttestation;
   if (att !== undefined && !(isObj(att) && isTime(att.at) && (att.depth === 'list' || att.depth === 'inspect') && Array.isArray(att.checks) && att.checks.every(isObj))) {

@@ -2,6 +2,7 @@
 import { expect } from 'chai';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import Ajv2020 from 'ajv/dist/2020';
 import { parse } from 'yaml';
 import { run } from '../../src/cli/index';
 import { bufferIo } from '../../src/cli/io';
@@ -49,16 +50,65 @@ describe('cli (real engine)', function () {
     expect(table.stdout.split('\n')[0]).to.match(/^NAME\s+PHASE\s+REASON\s+EXIT\s+RUN\s+AGE\s+DURATION$/);
     expect(table.stdout).to.match(/fx\s+Succeeded\s+Completed\s+0\s+1/);
     const sel = await sb.cli('get', '-l', 'suite=demo', '-o', 'json');
-    const items = (JSON.parse(sel.stdout) as { items: { name: string; phase: string }[] }).items;
-    expect(items.map((i) => [i.name, i.phase])).to.deep.equal([['fx', 'Succeeded']]);
-    const one = parse((await sb.cli('get', 'other', '-o', 'yaml')).stdout) as { name: string; exitCode: number };
-    expect([one.name, one.exitCode]).to.deep.equal(['other', 0]);
+    const list = JSON.parse(sel.stdout) as { apiVersion: string; kind: string; items: { metadata: { name: string }; status: { phase: string } }[] };
+    expect([list.apiVersion, list.kind]).to.deep.equal(['berth.dev/v1', 'List']);
+    expect(list.items.map((i) => [i.metadata.name, i.status.phase])).to.deep.equal([['fx', 'Succeeded']]);
+    const one = parse((await sb.cli('get', 'other', '-o', 'yaml')).stdout) as Record<string, unknown> & { status: Record<string, unknown> };
+    expect(Object.keys(one)).to.deep.equal(['apiVersion', 'kind', 'metadata', 'spec', 'status']);
+    expect([one.kind, one.metadata, one.spec, one.status.exitCode]).to.deep.equal(['Attempt', { name: 'other', labels: {} }, { image: 'berth/busybox:local', command: ['sh', '-c', 'true'] }, 0]);
+    // nothing is said twice: the name lives in metadata only, phase and the rest in status only
+    expect(one.status).to.not.have.any.keys('name', 'labels', 'apiVersion', 'kind', 'metadata');
     const wide = await sb.cli('get', '-o', 'wide');
     expect(wide.stdout).to.match(/IMAGE\s+LABELS\s+RESULTS/);
     const missing = await sb.cli('get', 'nope');
-    expect(missing.code).to.equal(1);
-    const bad = await sb.cli('get', '-l', 'novalue');
+    expect([missing.code, missing.stdout, missing.stderr]).to.deep.equal([1, '', 'berth: attempt "nope" not found\n']);
+    const bad = await sb.cli('get', '-l', 'novalue=(');
     expect(bad.code).to.equal(2);
+  });
+
+  it('get -o json matches schemas/get-output.schema.json, for a list and for one item', async function () {
+    const ajv = new Ajv2020({ allErrors: true, strict: true });
+    const validate = ajv.compile(JSON.parse(await fs.readFile(path.join(__dirname, '..', '..', 'schemas', 'get-output.schema.json'), 'utf8')) as object);
+    for (const args of [['get', '-o', 'json'], ['get', 'fx', '-o', 'json'], ['get', 'fx', 'other', '-o', 'json']]) {
+      const out = JSON.parse((await sb.cli(...args)).stdout) as unknown;
+      expect(validate(out), `${args.join(' ')}: ${ajv.errorsText(validate.errors)}`).to.equal(true);
+    }
+    // and the schema is not a pass-everything: a repeated field is refused
+    expect(validate({ apiVersion: 'berth.dev/v1', kind: 'Attempt', metadata: { name: 'x', labels: {} }, status: { phase: 'Pending', name: 'x' } })).to.equal(false);
+  });
+
+  it('get: kubernetes selectors, never an empty answer for one that cannot be parsed', async function () {
+    const names = async (...sel: string[]) => {
+      const r = await sb.cli('get', '-o', 'name', ...sel.flatMap((s) => ['-l', s]));
+      expect(r.code, r.stderr).to.equal(0);
+      return r.stdout;
+    };
+    expect(await names('suite!=demo')).to.equal('attempt/other\n');
+    expect(await names('suite==demo')).to.equal('attempt/fx\n');
+    expect(await names('suite in (demo,x)')).to.equal('attempt/fx\n');
+    expect(await names('suite notin (demo)')).to.equal('attempt/other\n');
+    expect(await names('suite')).to.equal('attempt/fx\n');
+    expect(await names('!suite')).to.equal('attempt/other\n');
+    expect(await names('suite', 'suite!=demo')).to.equal('');
+    for (const bad of ['suite in (demo', 'suite demo', 'suite=demo,', '!suite=demo']) {
+      const r = await sb.cli('get', '-l', bad);
+      expect(r.code, bad).to.equal(2);
+      expect(r.stdout, bad).to.equal('');
+      expect(r.stderr, bad).to.match(/^berth: -l: selector .*: column \d+: expected/);
+      expect(r.stderr, bad).to.contain(`  ${bad}\n`);
+    }
+  });
+
+  it('get: several names, -o name, --no-headers; a missing name is an error beside what was found', async function () {
+    const two = await sb.cli('get', 'other', 'fx', '--no-headers');
+    expect(two.code).to.equal(0);
+    expect(two.stdout.split('\n').filter(Boolean).map((l) => l.split(/\s+/)[0])).to.deep.equal(['fx', 'other']);
+    const some = await sb.cli('get', 'fx', 'nope', '-o', 'name');
+    expect([some.code, some.stdout, some.stderr]).to.deep.equal([1, 'attempt/fx\n', 'berth: attempt "nope" not found\n']);
+    const both = JSON.parse((await sb.cli('get', 'fx', 'other', '-o', 'json')).stdout) as { kind: string; items: unknown[] };
+    expect([both.kind, both.items.length]).to.deep.equal(['List', 2]);
+    const none = await sb.cli('get', '-l', 'suite=nothing');
+    expect([none.code, none.stdout, none.stderr]).to.deep.equal([0, '', 'No attempts.\n']);
   });
 
   it('describe shows spec, status, attestation and resources', async function () {

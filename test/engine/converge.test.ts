@@ -211,7 +211,7 @@ describe('converge (real engine)', function () {
     await sb.pass();
     const r = await sb.cli('clean');
     expect(r.code).to.equal(0);
-    expect(r.stdout).to.match(/removed 2 containers, 1 networks, 1 volumes .* none remain/);
+    expect(r.stdout).to.match(/removed 2 containers, 1 network, 1 volume .* none remain/);
     const f = JSON.stringify({ label: [`${LABELS.instance}=${sb.instance}`] });
     expect(await docker.listContainers({ all: true, filters: f })).to.have.length(0);
   });

@@ -92,8 +92,8 @@ describe('damaged state and ownership (real engine)', function () {
     expect(get.stdout).to.match(/run\s+Pending\s+RecordDamaged/).and.to.match(/done\s+Pending\s+RecordDamaged/).and.to.match(/other\s+Running/);
     expect(get.stderr).to.contain(`${path.join(attempts, 'run.json')}: damaged status record (not valid JSON (binary content, not text))`);
     expect(get.stderr).to.contain(`${path.join(attempts, 'done.json')}: damaged status record (not valid JSON (truncated: ends inside the JSON after 90 bytes))`);
-    const json = JSON.parse((await sb.cli('get', 'run', '-o', 'json')).stdout) as { damagedRecord?: { file: string } };
-    expect(json.damagedRecord?.file).to.equal(path.join(attempts, 'run.json'));
+    const json = JSON.parse((await sb.cli('get', 'run', '-o', 'json')).stdout) as { status: { damagedRecord?: { file: string } } };
+    expect(json.status.damagedRecord?.file).to.equal(path.join(attempts, 'run.json'));
     const describe = await sb.cli('describe', 'run');
     expect(describe.code, describe.stderr).to.equal(0);
     expect(describe.stdout).to.match(/Phase:\s+unknown: the status record is damaged/);
@@ -199,7 +199,7 @@ describe('damaged state and ownership (real engine)', function () {
       await fs.rm(sb.stateDir, { recursive: true, force: true });
       const clean = await sb.cli('clean');
       expect(clean.code, clean.stderr).to.equal(0);
-      expect(clean.stdout).to.match(/removed 2 containers, 1 networks, 1 volumes of instance \S+; none remain/);
+      expect(clean.stdout).to.match(/removed 2 containers, 1 network, 1 volume of instance \S+; none remain/);
       const left = await containersOf(sb);
       expect(left.map((c) => c.Id)).to.deep.equal([squatter.id]);
       expect((await squatter.inspect()).State.Running).to.equal(true);
@@ -222,7 +222,7 @@ describe('damaged state and ownership (real engine)', function () {
     await fs.writeFile(path.join(attempts, 'a.json'), `${MARKER}\u0000`);
     const clean = await sb.cli('clean');
     expect(clean.code, clean.stderr).to.equal(0);
-    expect(clean.stdout).to.match(/removed 1 containers, 0 networks, 0 volumes of instance \S+; none remain/);
+    expect(clean.stdout).to.match(/removed 1 container, 0 networks, 0 volumes of instance \S+; none remain/);
     expect(clean.stderr).not.to.contain(MARKER);
     // The damaged record is kept for a person to read; the records themselves are gone.
     expect(await fs.readdir(path.join(sb.stateDir, sb.instance, 'damaged'))).to.have.length(1);
@@ -236,7 +236,7 @@ describe('damaged state and ownership (real engine)', function () {
     await fs.writeFile(attempts, 'not a folder');
     const again = await sb.cli('clean');
     expect(again.code, again.stderr).to.equal(0);
-    expect(again.stdout).to.match(/removed 1 containers/);
+    expect(again.stdout).to.match(/removed 1 container/);
     expect(again.stderr).to.match(/status records of instance \S+ cannot be read \(ENOTDIR\); deciding by the engine's labels alone/);
   });
 

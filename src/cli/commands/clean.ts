@@ -15,6 +15,7 @@ import { instanceFilters } from '../../observe/snapshot';
 import { containerOwnership, imageLabels, labelOwnership, recordedContainers, type OwnershipContext, type RecordedContainers } from '../../ownership';
 import { runBounded } from '../../util/pool';
 import type { Context } from '../context';
+import { plural } from '../diag';
 import { takeWriterLocks } from './writer-lock';
 
 /** What the records say, if they can be read at all; clean never needs them. */
@@ -65,7 +66,7 @@ async function clean(ctx: Context, engine: Engine, o: { keepState?: boolean; con
       if (err.code !== 'ENOTDIR') failures.push(`status records ${ctx.store().dir}: ${err.message}`);
     });
   }
-  ctx.io.out(`removed ${containers.length} containers, ${networks.length} networks, ${volumes.length} volumes of instance ${ctx.instance}${left ? `; ${left} remain` : '; none remain'}\n`);
+  ctx.io.out(`removed ${plural(containers.length, 'container')}, ${plural(networks.length, 'network')}, ${plural(volumes.length, 'volume')} of instance ${ctx.instance}${left ? `; ${left} remain` : '; none remain'}\n`);
   for (const x of failures) ctx.io.err(`berth: ${x}\n`);
   return left || failures.length ? EXIT.failed : EXIT.ok;
 }

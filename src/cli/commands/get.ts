@@ -1,17 +1,29 @@
-/** `berth get [NAME] [-l k=v] [-o wide|json|yaml] [--sets]`: the attempts and their status, or the AttemptSets with their children counted by phase. */
+/**
+ * `berth get [NAME...] [-l SELECTOR] [-o wide|json|yaml|name] [--no-headers] [--sets]`: the attempts
+ * and their status, or the AttemptSets with their children counted by phase.
+ */
 import { stringify } from 'yaml';
 import { EXIT, PHASES, REASONS } from '../../constants';
 import { loadSpecs } from '../../spec/loader';
 import type { DamagedRecord } from '../../status/store';
 import type { AttemptStatus } from '../../status/types';
 import { UsageError, type Context } from '../context';
+import { matches, parseSelectors, SelectorError, type Selector } from '../selector';
+import { toItem, toList } from './get-item';
+import type * as GetWatch from './get-watch';
 import { age, duration, table } from './shared';
 
 export interface GetOptions {
-  output?: 'wide' | 'json' | 'yaml' | 'text';
+  output?: 'wide' | 'json' | 'yaml' | 'name' | 'text';
   selector?: string[];
   /** Rows of AttemptSets (counts of their children by phase) instead of attempts. */
   sets?: boolean;
+  /** Tables without their header row (kubectl's --no-headers). */
+  headers?: boolean;
+  /** -w: after the listing, print changes until SIGINT/SIGTERM (get-watch.ts). */
+  watch?: boolean;
+  /** Ends a watch (tests; the CLI ends it with a signal). */
+  signal?: AbortSignal;
 }
 
 export interface Row {
@@ -24,41 +36,38 @@ export interface Row {
   duration: string;
   labels: Record<string, string>;
   image: string;
+  command: string[] | null;
   results: string;
   status: AttemptStatus | null;
   /** Set when the attempt's status record is damaged (and so not read). */
   damaged?: DamagedRecord;
 }
 
-export function parseSelector(sel: string[]): [string, string][] {
-  return sel
-    .flatMap((s) => s.split(','))
-    .filter(Boolean)
-    .map((kv) => {
-      const i = kv.indexOf('=');
-      if (i <= 0) throw new UsageError(`-l ${JSON.stringify(kv)}: expected key=value`);
-      return [kv.slice(0, i), kv.slice(i + 1).replace(/^=/, '')] as [string, string];
-    });
+/** The `-l` flags as one selector; one that cannot be parsed is a usage error that points at the problem. */
+export function selectorOf(flags: readonly string[]): Selector {
+  try {
+    return parseSelectors(flags);
+  } catch (err) {
+    if (!(err instanceof SelectorError)) throw err;
+    throw new UsageError(`-l: ${err.message}\n  ${err.selector}\n  ${' '.repeat(err.offset)}^`);
+  }
 }
 
-/** Whether `labels` carry every key=value of a parsed selector. */
-export function matchesSelector(labels: Record<string, string>, want: [string, string][]): boolean {
-  return want.every(([k, v]) => labels[k] === v);
-}
-
-export async function collectRows(ctx: Context, name?: string, selector: string[] = []): Promise<Row[]> {
-  const want = parseSelector(selector);
+/** The rows of the attempts named (all when none is) that the selector matches, sorted by name. */
+export async function collectRows(ctx: Context, wanted: readonly string[] = [], selector: readonly string[] = []): Promise<Row[]> {
+  const want = selectorOf(selector);
+  const only = wanted.length ? new Set(wanted) : undefined;
   const [load, statuses] = await Promise.all([loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot }), ctx.store().loadAll()]);
   const damaged = ctx.store().damaged();
   const specs = new Map(load.specs.map((s) => [s.spec.name, s]));
-  const names = new Set([...specs.keys(), ...statuses.keys(), ...damaged.keys()]);
+  const all = new Set([...specs.keys(), ...statuses.keys(), ...damaged.keys()]);
   const now = Date.now();
   const rows: Row[] = [];
-  for (const n of [...names].sort()) {
-    if (name && n !== name) continue;
+  for (const n of [...all].sort()) {
+    if (only && !only.has(n)) continue;
     const spec = specs.get(n)?.spec;
     const labels = spec?.labels ?? {};
-    if (!matchesSelector(labels, want)) continue;
+    if (!matches(want, labels)) continue;
     const st = statuses.get(n);
     const bad = st ? undefined : damaged.get(n);
     const end = st?.finishedAt ? Date.parse(st.finishedAt) : now;
@@ -73,6 +82,7 @@ export async function collectRows(ctx: Context, name?: string, selector: string[
       duration: st?.startedAt ? duration(Math.max(0, end - Date.parse(st.startedAt))) : '-',
       labels,
       image: spec?.image ?? '',
+      command: spec?.command ?? null,
       results: st?.resultsDir ?? '',
       status: st ?? null,
       ...(bad ? { damaged: bad } : {}),
@@ -81,7 +91,7 @@ export async function collectRows(ctx: Context, name?: string, selector: string[
   return rows;
 }
 
-export function renderRows(rows: Row[], wide: boolean): string {
+export function renderRows(rows: Row[], wide: boolean, headers = true): string {
   const head = ['NAME', 'PHASE', 'REASON', 'EXIT', 'RUN', 'AGE', 'DURATION'];
   if (wide) head.push('IMAGE', 'LABELS', 'RESULTS');
   const body = rows.map((r) => {
@@ -91,7 +101,7 @@ export function renderRows(rows: Row[], wide: boolean): string {
     }
     return base;
   });
-  return table([head, ...body]);
+  return headers ? table([head, ...body]) : table(body);
 }
 
 export interface SetRow {
@@ -104,8 +114,8 @@ export interface SetRow {
 }
 
 /** One row per AttemptSet: its children (those matching the selector) counted by phase; no record yet counts as Pending. */
-export async function collectSetRows(ctx: Context, name?: string, selector: string[] = []): Promise<SetRow[]> {
-  const want = parseSelector(selector);
+export async function collectSetRows(ctx: Context, name?: string, selector: readonly string[] = []): Promise<SetRow[]> {
+  const want = selectorOf(selector);
   const [load, statuses] = await Promise.all([loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot }), ctx.store().loadAll()]);
   const specs = new Map(load.specs.map((s) => [s.spec.name, s]));
   const rows: SetRow[] = [];
@@ -115,7 +125,7 @@ export async function collectSetRows(ctx: Context, name?: string, selector: stri
     let children = 0;
     for (const c of set.children) {
       const labels = specs.get(c)?.spec.labels;
-      if (want.length && !(labels && matchesSelector(labels, want))) continue;
+      if (want.length && !(labels && matches(want, labels))) continue;
       children++;
       const phase = statuses.get(c)?.phase ?? 'Pending';
       phases[phase] = (phases[phase] ?? 0) + 1;
@@ -145,28 +155,22 @@ async function runGetSets(ctx: Context, name: string | undefined, o: GetOptions)
   return EXIT.ok;
 }
 
-export async function runGet(ctx: Context, name: string | undefined, o: GetOptions): Promise<number> {
-  if (o.sets) return runGetSets(ctx, name, o);
-  const rows = await collectRows(ctx, name, o.selector ?? []);
-  if (name && rows.length === 0) {
-    ctx.io.err(`berth: attempt ${JSON.stringify(name)} not found\n`);
-    return EXIT.failed;
-  }
-  const data = rows.map((r) => ({
-    name: r.name,
-    phase: r.phase,
-    reason: r.reason || null,
-    exitCode: r.exitCode,
-    run: r.run,
-    labels: r.labels,
-    image: r.image || null,
-    results: r.results || null,
-    status: r.status,
-    ...(r.damaged ? { damagedRecord: { file: r.damaged.file, problem: r.damaged.problem, ...(r.damaged.keptAt ? { keptAt: r.damaged.keptAt } : {}) } } : {}),
-  }));
-  if (o.output === 'json') ctx.io.out(JSON.stringify(name ? data[0] : { items: data }, null, 2) + '\n');
-  else if (o.output === 'yaml') ctx.io.out(stringify(name ? data[0] : { items: data }));
-  else if (rows.length === 0) ctx.io.out('No attempts.\n');
-  else ctx.io.out(renderRows(rows, o.output === 'wide'));
-  return EXIT.ok;
+export async function runGet(ctx: Context, names: string[], o: GetOptions): Promise<number> {
+  if (o.sets) return runGetSets(ctx, names[0], o);
+  if (o.watch) return (require('./get-watch') as typeof GetWatch).watchRows(ctx, names, o, o.signal);
+  const rows = await collectRows(ctx, names, o.selector ?? []);
+  // kubectl: what was found is printed, and every name that was not is an error (exit 1).
+  const found = new Set(rows.map((r) => r.name));
+  const missing = [...new Set(names)].filter((n) => !found.has(n));
+  for (const n of missing) ctx.io.err(`berth: attempt ${JSON.stringify(n)} not found\n`);
+  const code = missing.length ? EXIT.failed : EXIT.ok;
+  if (missing.length && rows.length === 0) return code;
+  // One name asked for gives the item itself, as `kubectl get pod x -o json` does.
+  const doc = names.length === 1 && rows[0] ? toItem(rows[0]) : toList(rows);
+  if (o.output === 'json') ctx.io.out(JSON.stringify(doc, null, 2) + '\n');
+  else if (o.output === 'yaml') ctx.io.out(stringify(doc));
+  else if (o.output === 'name') ctx.io.out(rows.map((r) => `attempt/${r.name}\n`).join(''));
+  else if (rows.length === 0) ctx.io.err('No attempts.\n');
+  else ctx.io.out(renderRows(rows, o.output === 'wide', o.headers !== false));
+  return code;
 }

@@ -1,29 +1,93 @@
-/** `berth logs NAME [-f]`: from the container while it exists, from the harvested log after. */
+/**
+ * `berth logs NAME [-f] [--run N] [--sidecar NAME] [--tail N]`: a run's log (the main
+ * container's, or a sidecar's) from its container while the run goes on, from the harvested file
+ * (`run-<n>/logs.txt`, `run-<n>/sidecars/<name>.log`) once it is finished, and from that file too
+ * when the engine cannot be reached (with a note on stderr). Earlier runs exist only as files.
+ */
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { containerName, EXIT } from '../../constants';
-import { isNotFound } from '../../engine/errors';
-import type { Context } from '../context';
+import { containerName, EXIT, FINISHED_PHASES, NAMING } from '../../constants';
+import { describeEngineError, isEngineDown, isNotFound } from '../../engine/errors';
+import type { AttemptStatus } from '../../status/types';
+import { UsageError, type Context } from '../context';
+import { diag } from '../diag';
 
-export async function runLogs(ctx: Context, name: string, o: { follow?: boolean }): Promise<number> {
-  const rec = await ctx.store().get(name);
-  const engine = ctx.engine();
-  const id = rec?.containerId ?? containerName(ctx.instance, name);
+export interface LogsOptions {
+  follow?: boolean;
+  run?: number;
+  sidecar?: string;
+  tail?: number;
+}
+
+/** The run folder of run `run` of the attempt (`<results>/run-<n>`), or undefined when none is known. */
+function runFolder(rec: AttemptStatus, run: number): string | undefined {
+  const own = run === rec.run ? rec.resultsDir : rec.history.find((h) => h.run === run)?.resultsDir;
+  if (own) return path.dirname(own);
+  // runs are numbered folders beside one another: derive from the current run's
+  return rec.resultsDir ? path.join(path.dirname(path.dirname(rec.resultsDir)), `run-${run}`) : undefined;
+}
+
+export function lastLines(text: string, n: number | undefined): string {
+  if (n === undefined) return text;
+  if (n === 0) return '';
+  const lines = text.split('\n');
+  const trailing = lines[lines.length - 1] === '' ? lines.pop() : undefined;
+  return lines.slice(-n).join('\n') + (trailing !== undefined ? '\n' : '');
+}
+
+async function readIfThere(file: string): Promise<string | undefined> {
   try {
-    const stream = await engine.containers.logs(id, { follow: !!o.follow });
-    for await (const chunk of stream) ctx.io.out(Buffer.isBuffer(chunk) ? chunk.toString('utf8') : String(chunk));
-    return EXIT.ok;
+    return await fs.readFile(file, 'utf8');
   } catch (err) {
-    if (!isNotFound(err)) throw err;
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
   }
-  if (rec?.resultsDir) {
+}
+
+export async function runLogs(ctx: Context, name: string, o: LogsOptions): Promise<number> {
+  const rec = await ctx.store().get(name);
+  const run = o.run ?? rec?.run;
+  if (o.run !== undefined && !rec) throw new UsageError(`--run ${o.run}: attempt ${JSON.stringify(name)} has no recorded runs`);
+  if (rec && run !== undefined && (run < 1 || run > rec.run)) throw new UsageError(`--run ${run}: attempt ${name} has runs 1 to ${rec.run}`);
+  const dir = rec && run !== undefined ? runFolder(rec, run) : undefined;
+  const file = dir ? (o.sidecar ? path.join(dir, 'sidecars', `${o.sidecar}.log`) : path.join(dir, 'logs.txt')) : undefined;
+  const what = `${o.sidecar ? `sidecar ${o.sidecar} of ` : ''}${name}${run !== undefined ? ` run ${run}` : ''}`;
+  const current = !rec || run === rec.run;
+  const finished = !!rec && FINISHED_PHASES.has(rec.phase);
+
+  // The run is over and its log harvested (or it is an earlier run): the file says it all, no engine needed.
+  const harvested = file && (!current || (finished && !o.follow)) ? await readIfThere(file) : undefined;
+  if (harvested !== undefined) {
+    ctx.io.out(lastLines(harvested, o.tail));
+    return EXIT.ok;
+  }
+  if (current) {
+    const id = o.sidecar ? NAMING.sidecar(ctx.instance, name, o.sidecar) : (rec?.containerId ?? containerName(ctx.instance, name));
     try {
-      ctx.io.out(await fs.readFile(path.join(path.dirname(rec.resultsDir), 'logs.txt'), 'utf8'));
+      const stream = await ctx.engine().containers.logs(id, { follow: !!o.follow, ...(o.tail !== undefined ? { tail: o.tail } : {}) });
+      for await (const chunk of stream) ctx.io.out(Buffer.isBuffer(chunk) ? chunk.toString('utf8') : String(chunk));
       return EXIT.ok;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      if (isEngineDown(err)) {
+        const text = file ? await readIfThere(file) : undefined;
+        // The engine's message on a line of its own: the same one every command gives.
+        diag(ctx, text === undefined ? 'error' : 'warn', describeEngineError(err));
+        if (text === undefined) {
+          diag(ctx, 'error', `no harvested log of ${what} to show instead`);
+          return EXIT.failed;
+        }
+        diag(ctx, 'warn', `showing the harvested log of ${what}`);
+        ctx.io.out(lastLines(text, o.tail));
+        return EXIT.ok;
+      }
+      if (!isNotFound(err)) throw err;
+    }
+    const text = file ? await readIfThere(file) : undefined;
+    if (text !== undefined) {
+      ctx.io.out(lastLines(text, o.tail));
+      return EXIT.ok;
     }
   }
-  ctx.io.err(`berth: no logs for ${JSON.stringify(name)}: no container and no harvested log\n`);
+  diag(ctx, 'error', `no logs for ${what}: no container and no harvested log${file ? ` (${file})` : ''}`);
   return EXIT.failed;
 }

@@ -6,12 +6,15 @@
  */
 import { EXIT, FINISHED_PHASES, type Phase } from '../../constants';
 import { reconcilePass, type PassConfig, type PassResult } from '../../controller/pass';
+import { activity } from '../../controller/activity';
 import { Waker } from '../../controller/waker';
 import { describeEngineError, isEngineDown, pingFailure } from '../../engine/errors';
 import type { Engine } from '../../engine/types';
 import { changeCount } from '../../plan/render';
 import type { StatusStore } from '../../status/store';
 import { passConfig, type Context } from '../context';
+import { diag, plural } from '../diag';
+import { liveLine } from '../live-line';
 import { collectRows, renderRows } from './get';
 import { reportLoadErrors, specsRootError } from './shared';
 import { takeWriterLocks } from './writer-lock';
@@ -85,6 +88,7 @@ async function passes(ctx: Context, o: ReconcileOptions, cfg: PassConfig, engine
   let last: PassResult | undefined;
   let opFailures = 0;
   let lastLine = '';
+  const live = liveLine(ctx.io);
   try {
     for (let pass = 1; ; pass++) {
       const log = ctx.log.child({ pass });
@@ -94,7 +98,8 @@ async function passes(ctx: Context, o: ReconcileOptions, cfg: PassConfig, engine
         res = await reconcilePass({ ...cfg, log }, engine, store);
       } catch (err) {
         if (isEngineDown(err)) {
-          ctx.io.err(`${ctx.io.isTTY && o.wait ? '\n' : ''}berth: ${describeEngineError(err)}\n`);
+          live.end();
+          diag(ctx, 'error', describeEngineError(err));
           return EXIT.failed;
         }
         throw err;
@@ -106,23 +111,31 @@ async function passes(ctx: Context, o: ReconcileOptions, cfg: PassConfig, engine
       last = res;
       const failed = res.results.filter((r) => !r.ok);
       opFailures = failed.length;
-      for (const f of failed) ctx.io.err(`berth: ${f.attempt}: ${f.error}\n`);
-      if (changeCount(res.plan) > 0) log.info(`pass ${pass}: ${res.results.length} attempts changed`, { calls: ctx.calls.total });
+      for (const f of failed) diag(ctx, 'error', `${f.attempt}: ${f.error ?? 'failed'}`);
+      for (const r of res.results) {
+        const a = res.plan.actions.find((x) => x.attempt === r.attempt);
+        const did = a && activity(a, r.done, await store.get(r.attempt));
+        if (did) log.info(did);
+      }
+      if (changeCount(res.plan) > 0) log.info(`pass ${pass}: ${plural(res.results.length, 'attempt')} changed`, { calls: ctx.calls.total });
       const statuses = await store.loadAll();
       const phases = new Map([...statuses.values()].map((s) => [s.name, s.phase]));
       if (!o.wait) break;
       const line = counts(res, phases);
-      if (line !== lastLine || ctx.io.isTTY) {
-        const secs = Math.round((Date.now() - started) / 1000);
-        ctx.io.err(ctx.io.isTTY ? `\r\x1b[K[${secs}s] ${line}` : `[${secs}s] ${line}\n`);
-        lastLine = line;
-      }
+      const secs = Math.round((Date.now() - started) / 1000);
+      // On a terminal the line is redrawn in place every pass; elsewhere (and as JSON) it is written when it changes.
+      if (ctx.logFormat === 'json') {
+        if (line !== lastLine) diag(ctx, 'info', `[${secs}s] ${line}`, { progress: true, elapsedSeconds: secs });
+      } else if (ctx.io.isTTY) live.show(`[${secs}s] ${line}`);
+      else if (line !== lastLine) ctx.io.err(`[${secs}s] ${line}\n`);
+      lastLine = line;
       // Busy: not in a final phase, or waiting for a slot or a retry's back-off.
       const waiting = new Set(res.plan.actions.filter((a) => a.kind === 'wait').map((a) => a.attempt));
       const pending = res.load.specs.filter((s) => !DONE_FOR_WAIT.has(phases.get(s.spec.name) ?? 'Pending') || waiting.has(s.spec.name));
       if (pending.length === 0 && changeCount(res.plan) === 0) break;
       if (o.timeout !== undefined && Date.now() - started > o.timeout * 1000) {
-        ctx.io.err(`${ctx.io.isTTY ? '\n' : ''}berth: --timeout ${o.timeout}s passed with ${pending.length} attempts unfinished\n`);
+        live.end();
+        diag(ctx, 'error', `--timeout ${o.timeout}s passed with ${plural(pending.length, 'attempt')} unfinished`);
         return EXIT.failed;
       }
       // Wait for the engine to tell us something changed, or for the nearest requeue time.
@@ -133,7 +146,7 @@ async function passes(ctx: Context, o: ReconcileOptions, cfg: PassConfig, engine
   } finally {
     waker?.close();
   }
-  if (o.wait && ctx.io.isTTY) ctx.io.err('\n');
+  live.end();
   // The table (and the exit codes that read it) only with --wait: a lone pass loads nothing twice.
   const rows = o.wait ? await collectRows(ctx) : [];
   if (o.wait) ctx.io.out(renderRows(rows, false));

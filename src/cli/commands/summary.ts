@@ -8,7 +8,8 @@ import { toJunit } from '../../sets/junit';
 import { setsOfLoad, summarize, type SetSummary } from '../../sets/summary';
 import type { Context } from '../context';
 import { duration, table } from './shared';
-import { matchesSelector, parseSelector } from './get';
+import { matches } from '../selector';
+import { selectorOf } from './get';
 
 export interface SummaryOptions {
   output?: 'table' | 'json' | 'junit';
@@ -17,7 +18,7 @@ export interface SummaryOptions {
 }
 
 export async function runSummary(ctx: Context, sets: string[], o: SummaryOptions): Promise<number> {
-  const want = parseSelector(o.selector ?? []);
+  const want = selectorOf(o.selector ?? []);
   const [load, statuses] = await Promise.all([loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot }), ctx.store().loadAll()]);
   const known = new Set(load.sets?.keys() ?? []);
   const missing = sets.filter((s) => !known.has(s));
@@ -30,7 +31,7 @@ export async function runSummary(ctx: Context, sets: string[], o: SummaryOptions
     [...all]
       .filter(([name]) => sets.length === 0 || sets.includes(name))
       // A selector picks children by their labels (a child that did not load has none).
-      .map(([name, g]) => [name, { ...g, children: want.length ? g.children.filter((c) => c.loaded && matchesSelector(c.loaded.spec.labels, want)) : g.children }] as const)
+      .map(([name, g]) => [name, { ...g, children: want.length ? g.children.filter((c) => c.loaded && matches(want, c.loaded.spec.labels)) : g.children }] as const)
       .filter(([, g]) => g.children.length > 0 || want.length === 0),
   );
   const summary = summarize(chosen, statuses, Date.now(), o.samples);

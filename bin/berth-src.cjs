@@ -1,0 +1,5 @@
+#!/usr/bin/env node
+'use strict';
+// berth from the TypeScript sources, without a build (tests and development): node bin/berth-src.cjs ...
+require('tsx/cjs');
+require('../src/cli/index.ts').main(process.argv);

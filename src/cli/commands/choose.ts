@@ -1,0 +1,24 @@
+/**
+ * The attempts a changing command (`rerun`, `delete`) acts on: the names given, or those a
+ * selector picks; one of the two is required (as kubectl's delete asks for names, -l or --all),
+ * so a slip never acts on every attempt. Every name given must exist.
+ */
+import { EXIT } from '../../constants';
+import { UsageError, type Context } from '../context';
+import { diag } from '../diag';
+import { collectRows, type Row } from './get';
+
+export async function chooseAttempts(ctx: Context, verb: string, names: string[], selector: string[] = []): Promise<Row[] | number> {
+  if (!names.length && !selector.length) throw new UsageError(`${verb}: name the attempts, or select them with -l (e.g. -l suite=demo)`);
+  if (names.length && selector.length) throw new UsageError(`${verb}: give names or -l, not both`);
+  const rows = await collectRows(ctx, names, selector);
+  const found = new Set(rows.map((r) => r.name));
+  const missing = [...new Set(names)].filter((n) => !found.has(n));
+  for (const n of missing) diag(ctx, 'error', `attempt ${JSON.stringify(n)} not found`);
+  if (missing.length) return EXIT.failed;
+  if (!rows.length) {
+    diag(ctx, 'error', `${verb}: no attempts match the selector`);
+    return EXIT.failed;
+  }
+  return rows;
+}

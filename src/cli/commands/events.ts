@@ -1,0 +1,75 @@
+/**
+ * `berth events [NAME] [-w] [-o json]`: what happened to the instance's attempts, newest last
+ * (src/cli/events.ts derives them from the status records). With -w, new events are printed
+ * as the records change (file events), until SIGINT or SIGTERM.
+ */
+import { EXIT } from '../../constants';
+import { Waker } from '../../controller/waker';
+import { StatusStore } from '../../status/store';
+import { watchFolder } from '../../util/watch-folder';
+import type { Context } from '../context';
+import { diag } from '../diag';
+import { allEvents, type AttemptEvent } from '../events';
+import { age, table } from './shared';
+
+export interface EventsOptions {
+  watch?: boolean;
+  output?: 'json';
+  signal?: AbortSignal;
+}
+
+async function load(ctx: Context, name?: string): Promise<AttemptEvent[]> {
+  const recs = await new StatusStore(ctx.stateDir, ctx.instance).loadAll();
+  return allEvents([...recs.values()].filter((r) => !name || r.name === name));
+}
+
+function render(ctx: Context, events: AttemptEvent[], o: EventsOptions, headers: boolean): void {
+  if (!events.length) return;
+  if (o.output === 'json') {
+    ctx.io.out(events.map((e) => JSON.stringify(e) + '\n').join(''));
+    return;
+  }
+  const now = Date.now();
+  const rows = events.map((e) => [age(e.at, now), e.type, e.reason, `attempt/${e.attempt}`, e.message]);
+  ctx.io.out(table(headers ? [['LAST SEEN', 'TYPE', 'REASON', 'OBJECT', 'MESSAGE'], ...rows] : rows));
+}
+
+export async function runEvents(ctx: Context, name: string | undefined, o: EventsOptions): Promise<number> {
+  const first = await load(ctx, name);
+  if (name && !first.length && !(await new StatusStore(ctx.stateDir, ctx.instance).get(name))) {
+    diag(ctx, 'error', `attempt ${JSON.stringify(name)} has no status record: no events (berth get shows whether it exists)`);
+    return EXIT.failed;
+  }
+  if (!o.watch) {
+    if (!first.length) ctx.io.err('No events.\n');
+    render(ctx, first, o, true);
+    return EXIT.ok;
+  }
+  render(ctx, first, o, true);
+  const seen = new Set(first.map((e) => JSON.stringify(e)));
+  const waker = new Waker();
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  o.signal?.addEventListener('abort', onSignal, { once: true });
+  stop.signal.addEventListener('abort', () => waker.poke(), { once: true });
+  const watch = watchFolder(new StatusStore(ctx.stateDir, ctx.instance).dir, () => waker.poke());
+  try {
+    let headers = !first.length;
+    while (!stop.signal.aborted) {
+      await waker.wait(60_000);
+      if (stop.signal.aborted) break;
+      const fresh = (await load(ctx, name)).filter((e) => !seen.has(JSON.stringify(e)));
+      for (const e of fresh) seen.add(JSON.stringify(e));
+      render(ctx, fresh, o, headers && fresh.length > 0);
+      if (fresh.length) headers = false;
+    }
+    return EXIT.ok;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    watch.close();
+    waker.close();
+  }
+}

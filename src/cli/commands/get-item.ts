@@ -1,0 +1,38 @@
+/**
+ * The `-o json|yaml` shape of an attempt, kubectl's: `apiVersion`, `kind`, `metadata` (name,
+ * labels), a `spec` summary and `status`; no field appears both at the top and in `status`. A
+ * list is `{apiVersion, kind: List, items}`. schemas/get-output.schema.json describes both.
+ */
+import { API_VERSION, KIND_ATTEMPT } from '../../constants';
+import type { Row } from './get';
+
+export interface AttemptItem {
+  apiVersion: string;
+  kind: typeof KIND_ATTEMPT;
+  metadata: { name: string; labels: Record<string, string> };
+  /** What the spec asks, in short; absent when the attempt has no valid spec (any more). */
+  spec?: { image: string; command?: string[] };
+  status: Record<string, unknown> & { phase: string };
+}
+
+export function toItem(r: Row): AttemptItem {
+  const { name: _name, ...recorded } = r.status ?? { phase: r.phase };
+  const status: AttemptItem['status'] = r.status
+    ? recorded
+    : {
+        phase: r.phase,
+        reason: r.reason,
+        ...(r.damaged ? { damagedRecord: { file: r.damaged.file, problem: r.damaged.problem, ...(r.damaged.keptAt ? { keptAt: r.damaged.keptAt } : {}) } } : {}),
+      };
+  return {
+    apiVersion: API_VERSION,
+    kind: KIND_ATTEMPT,
+    metadata: { name: r.name, labels: r.labels },
+    ...(r.image ? { spec: { image: r.image, ...(r.command ? { command: r.command } : {}) } } : {}),
+    status,
+  };
+}
+
+export function toList(rows: Row[]): { apiVersion: string; kind: 'List'; items: AttemptItem[] } {
+  return { apiVersion: API_VERSION, kind: 'List', items: rows.map(toItem) };
+}

@@ -1,0 +1,58 @@
+/**
+ * `berth get -w`: after the first listing, a line (a row, an `attempt/<name>`, or a JSON or YAML
+ * document) each time an attempt's row changes, read again on every change of the status
+ * records folder (file events, no polling) and of the specs folder, until SIGINT or SIGTERM
+ * (or `signal`, for tests). Like kubectl, the header is printed once.
+ */
+import { stringify } from 'yaml';
+import { EXIT } from '../../constants';
+import { Waker } from '../../controller/waker';
+import { StatusStore } from '../../status/store';
+import { watchFolder } from '../../util/watch-folder';
+import type { Context } from '../context';
+import { collectRows, renderRows, type GetOptions, type Row } from './get';
+import { toItem } from './get-item';
+
+const key = (r: Row) => JSON.stringify([r.phase, r.reason, r.exitCode, r.run, r.labels, r.image, r.results, !!r.damaged]);
+
+function print(ctx: Context, rows: Row[], o: GetOptions, headers: boolean): void {
+  if (!rows.length) return;
+  if (o.output === 'json') ctx.io.out(rows.map((r) => JSON.stringify(toItem(r)) + '\n').join(''));
+  else if (o.output === 'yaml') ctx.io.out(rows.map((r) => `---\n${stringify(toItem(r))}`).join(''));
+  else if (o.output === 'name') ctx.io.out(rows.map((r) => `attempt/${r.name}\n`).join(''));
+  else ctx.io.out(renderRows(rows, o.output === 'wide', headers));
+}
+
+export async function watchRows(ctx: Context, names: string[], o: GetOptions, signal?: AbortSignal): Promise<number> {
+  // A fresh store each read: the records are another process's to write.
+  const fresh = (): Context => {
+    const store = new StatusStore(ctx.stateDir, ctx.instance);
+    return { ...ctx, store: () => store };
+  };
+  const waker = new Waker();
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  signal?.addEventListener('abort', onSignal, { once: true });
+  stop.signal.addEventListener('abort', () => waker.poke(), { once: true });
+  const watches = [watchFolder(new StatusStore(ctx.stateDir, ctx.instance).dir, () => waker.poke()), watchFolder(ctx.specsDir, () => waker.poke())];
+  try {
+    const seen = new Map<string, string>();
+    let first = true;
+    while (!stop.signal.aborted) {
+      const rows = await collectRows(fresh(), names, o.selector ?? []);
+      const changed = rows.filter((r) => seen.get(r.name) !== key(r));
+      for (const r of rows) seen.set(r.name, key(r));
+      print(ctx, changed, o, first && o.headers !== false);
+      first = false;
+      await waker.wait(60_000);
+    }
+    return EXIT.ok;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    for (const w of watches) w.close();
+    waker.close();
+  }
+}

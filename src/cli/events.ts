@@ -1,0 +1,67 @@
+/**
+ * `berth events`: what happened to attempts, derived from what berth already records in their
+ * status records (pure): each run's start and end (the engine's StartedAt and FinishedAt), the
+ * record's creation, the last attestation, a retry, a collection, a rerun request, a delete.
+ */
+import type { AttemptStatus } from '../status/types';
+
+export interface AttemptEvent {
+  at: string;
+  type: 'Normal' | 'Warning';
+  reason: string;
+  attempt: string;
+  message: string;
+}
+
+const WARN_PHASES = new Set(['Failed', 'TimedOut', 'Blocked', 'Invalid']);
+
+/** An event and when it sorts: a run's start and end keep their order even when the engine stamps a very short run's start after its finish. */
+type Keyed = AttemptEvent & { key: number };
+
+function keyedEventsOf(rec: AttemptStatus): Keyed[] {
+  const out: Keyed[] = [];
+  let floor = -Infinity;
+  let inRuns = false;
+  const add = (at: string | undefined, type: AttemptEvent['type'], reason: string, message: string) => {
+    if (!at) return;
+    const t = Date.parse(at);
+    const key = inRuns ? Math.max(t, floor) : t;
+    if (inRuns) floor = key;
+    out.push({ at, type, reason, attempt: rec.name, message, key });
+  };
+  add(rec.createdAt, 'Normal', 'Created', `attempt recorded${rec.source ? ` from ${rec.source}` : ''}`);
+  const runs = [...rec.history, { run: rec.run, phase: rec.phase, reason: rec.reason, message: rec.message, exitCode: rec.exitCode, startedAt: rec.startedAt, finishedAt: rec.finishedAt }];
+  let prev: (typeof runs)[number] | undefined;
+  inRuns = true;
+  for (const r of runs) {
+    const retry = prev && prev.phase === 'Failed' && r.run > prev.run;
+    add(r.startedAt, 'Normal', retry ? 'Retried' : 'Started', `run ${r.run} started${retry ? ` (run ${prev?.run} ${prev?.reason ?? 'failed'})` : ''}`);
+    if (r.finishedAt) {
+      const bad = WARN_PHASES.has(r.phase);
+      const detail = [r.reason, r.exitCode !== undefined ? `exit ${r.exitCode}` : undefined].filter(Boolean).join(', ');
+      add(r.finishedAt, bad ? 'Warning' : 'Normal', bad ? 'Died' : 'Finished', `run ${r.run} ${r.phase}${detail ? ` (${detail})` : ''}${bad && r.message ? `: ${r.message}` : ''}`);
+    }
+    prev = r;
+  }
+  inRuns = false;
+  const att = rec.lastAttestation;
+  if (att) add(att.at, att.ok ? 'Normal' : 'Warning', att.ok ? 'Attested' : 'Drifted', att.ok ? `run ${rec.run} attested (${att.depth})` : `run ${rec.run} failed attestation: ${att.checks.filter((c) => !c.ok).map((c) => c.detail).join('; ')}`);
+  add(rec.collectedAt, 'Normal', 'Removed', `run ${rec.run}'s resources removed; results stay`);
+  add(rec.rerunRequested?.at, 'Normal', 'RerunRequested', `berth rerun asked for a new run after run ${rec.rerunRequested?.run}`);
+  add(rec.deleted?.at, 'Normal', 'Deleted', 'berth delete removed its resources; not run again until its spec changes or berth rerun');
+  if ((rec.phase === 'Blocked' || rec.phase === 'Invalid') && !rec.finishedAt) add(rec.updatedAt, 'Warning', rec.phase, rec.message ?? rec.reason ?? '');
+  return out;
+}
+
+export function eventsOf(rec: AttemptStatus): AttemptEvent[] {
+  return keyedEventsOf(rec).map(({ key: _key, ...e }) => e);
+}
+
+/** Every attempt's events, oldest first (ties by attempt name, then as recorded). */
+export function allEvents(recs: Iterable<AttemptStatus>): AttemptEvent[] {
+  const all = [...recs].flatMap(keyedEventsOf);
+  return all
+    .map((e, i) => ({ e, i }))
+    .sort((a, b) => a.e.key - b.e.key || (a.e.attempt < b.e.attempt ? -1 : a.e.attempt > b.e.attempt ? 1 : a.i - b.i))
+    .map(({ e: { key: _key, ...e } }) => e);
+}

@@ -1,0 +1,44 @@
+/** The examples and notes `--help` shows after each command's options (kubectl-style). */
+
+export const EXIT_CODES_HELP = `
+Exit codes:
+  0  done
+  1  an operation failed (engine unreachable, a create refused, --timeout passed, ...)
+  2  usage error or invalid spec
+  3  with --wait (and berth wait): at least one attempt ended Failed or TimedOut
+  4  berth plan --detailed-exitcode: changes are pending
+`;
+
+export const ENV_HELP = `
+Environment:
+  BERTH_SPECS, BERTH_STATE, BERTH_INSTANCE, BERTH_RESULTS_ROOT, BERTH_LOG_LEVEL, BERTH_LOG_FORMAT
+      defaults for the flags of the same name (a flag wins)
+  DOCKER_HOST  the engine, as the Docker CLI finds it (else the local socket)
+`;
+
+const EXAMPLES: Record<string, string[]> = {
+  berth: ['berth validate', 'berth plan', 'berth reconcile --once --wait --timeout 1800', 'berth get -l suite=demo', 'berth logs swe-task-42-try-1 --tail 50'],
+  validate: ['berth validate', 'berth validate specs/suite.yaml -o json'],
+  plan: ['berth plan', 'berth plan --detailed-exitcode   # exit 4 when changes are pending', 'berth plan -o json'],
+  reconcile: ['berth reconcile --once --wait --timeout 1800   # run every attempt to completion', 'berth reconcile --metrics-addr 127.0.0.1:9464   # run as a controller'],
+  get: ['berth get', 'berth get -l "suite=demo,model in (m1,m2)" -o wide', 'berth get a b -o yaml', 'berth get -l "!model" -o name --no-headers'],
+  events: ['berth events', 'berth events swe-task-42-try-1 -w', 'berth events -o json'],
+  wait: ['berth wait -l suite=demo --timeout 30m', 'berth wait a --for phase=Running --timeout 2m'],
+  rerun: ['berth rerun swe-task-42-try-1', 'berth rerun -l "suite=demo"'],
+  delete: ['berth delete swe-task-42-try-1', 'berth delete -l "model notin (m1)"'],
+  describe: ['berth describe swe-task-42-try-1'],
+  logs: ['berth logs a -f', 'berth logs a --run 1 --tail 20', 'berth logs a --sidecar egress-proxy'],
+  clean: ['berth clean', 'berth clean --keep-state'],
+  unlock: ['berth unlock', 'berth unlock --force'],
+  version: ['berth version'],
+  completion: ['source <(berth completion bash)', 'berth completion zsh > "${fpath[1]}/_berth"', 'berth completion fish > ~/.config/fish/completions/berth.fish'],
+};
+
+export function examplesHelp(command: string): string {
+  const ex = EXAMPLES[command];
+  return ex ? `\nExamples:\n${ex.map((e) => `  ${e}`).join('\n')}\n` : '';
+}
+
+export function hasExamples(command: string): boolean {
+  return EXAMPLES[command] !== undefined;
+}

@@ -1,0 +1,57 @@
+/** berth wait on the real engine: it wakes on status record changes, times out with exit 1, and ends early when the phase can no longer come. */
+import { expect } from 'chai';
+import { requireEngine } from '../support/engine';
+import { Sandbox } from '../support/sandbox';
+
+describe('cli wait (real engine)', function () {
+  this.timeout(60_000);
+  before(requireEngine);
+
+  let sb: Sandbox;
+  beforeEach(async function () {
+    sb = await Sandbox.create('wait');
+  });
+  afterEach(async function () {
+    await sb.destroy();
+  });
+
+  it('returns once reconcile has finished the attempts, printing each as its condition is met', async function () {
+    await sb.write('a.yaml', [sb.attempt('a', 'true').replace('name: a', 'name: a\n  labels: {suite: s}'), sb.attempt('b', 'true')].join('---\n'));
+    let settledEarly = false;
+    const waiting = sb.cli('wait', '-l', 'suite', '--timeout', '40s').finally(() => (settledEarly = true));
+    // nothing has run yet: the wait must still be waiting
+    const r0 = await sb.cli('get', 'a', '-o', 'name');
+    expect([r0.code, settledEarly]).to.deep.equal([0, false]);
+    const rec = await sb.cli('reconcile', '--once', '--wait');
+    expect(rec.code, rec.stderr).to.equal(0);
+    const w = await waiting;
+    expect([w.code, w.stdout, w.stderr]).to.deep.equal([0, 'attempt/a condition met (finished: Succeeded)\n', '']);
+  });
+
+  it('--timeout: exit 1 naming the attempts unfinished (JSON with --log-format json); --for phase=Running holds', async function () {
+    await sb.write('slow.yaml', sb.attempt('slow', 'sleep 30'));
+    const rec = await sb.cli('reconcile', '--once');
+    expect(rec.code, rec.stderr).to.equal(0);
+    const t0 = Date.now();
+    const w = await sb.cli('wait', 'slow', '--timeout', '1s');
+    expect(Date.now() - t0).to.be.below(10_000);
+    expect([w.code, w.stderr]).to.deep.equal([1, 'berth: --timeout 1s passed with 1 attempt not finished: slow (Running)\n']);
+    const j = await sb.cli('wait', '--timeout', '500ms', '--log-format', 'json');
+    expect(j.code).to.equal(1);
+    const line = JSON.parse(j.stderr) as { level: string; message: string };
+    expect([line.level, line.message]).to.deep.equal(['error', '--timeout 500ms passed with 1 attempt not finished: slow (Running)']);
+    const running = await sb.cli('wait', 'slow', '--for', 'phase=Running', '--timeout', '5s');
+    expect([running.code, running.stdout]).to.deep.equal([0, 'attempt/slow condition met (phase=Running: Running)\n']);
+  });
+
+  it('ends with 3 when an attempt failed and Succeeded was waited for; unknown names and bad --for are refused', async function () {
+    await sb.write('bad.yaml', sb.attempt('bad', 'exit 4'));
+    expect((await sb.cli('reconcile', '--once', '--wait')).code).to.equal(3);
+    const w = await sb.cli('wait', 'bad', '--for', 'phase=Succeeded', '--timeout', '20s');
+    expect([w.code, w.stderr]).to.deep.equal([3, 'berth: bad ended Failed (Error)\n']);
+    const missing = await sb.cli('wait', 'bad', 'nope');
+    expect([missing.code, missing.stderr]).to.deep.equal([1, 'berth: attempt "nope" not found\n']);
+    expect((await sb.cli('wait', '--for', 'condition=Ready')).code).to.equal(2);
+    expect((await sb.cli('wait', '-l', 'a in (')).code).to.equal(2);
+  });
+});

@@ -1,0 +1,37 @@
+/** Events derived from status records: runs, retries, deaths, drift, removal; oldest first. */
+import { expect } from 'chai';
+import { allEvents, eventsOf } from '../../../src/cli/events';
+import { status } from '../../support/builders';
+
+describe('events from status records', function () {
+  it('a failed run, its retry, a drift and a collection', function () {
+    const rec = status('a', {
+      run: 2,
+      phase: 'Succeeded',
+      reason: 'Completed',
+      exitCode: 0,
+      createdAt: '2026-01-01T00:00:00.000Z',
+      startedAt: '2026-01-01T00:00:20.000Z',
+      finishedAt: '2026-01-01T00:00:30.000Z',
+      collectedAt: '2026-01-01T00:01:00.000Z',
+      lastAttestation: { at: '2026-01-01T00:00:25.000Z', depth: 'inspect', ok: false, checks: [{ name: 'networks', ok: false, detail: 'connected to bridge' }] },
+      history: [{ run: 1, specHash: 'h-a', phase: 'Failed', reason: 'Error', exitCode: 3, startedAt: '2026-01-01T00:00:01.000Z', finishedAt: '2026-01-01T00:00:02.000Z' }],
+    });
+    expect(allEvents([rec]).map((e) => `${e.type} ${e.reason}: ${e.message}`)).to.deep.equal([
+      'Normal Created: attempt recorded',
+      'Normal Started: run 1 started',
+      'Warning Died: run 1 Failed (Error, exit 3)',
+      'Normal Retried: run 2 started (run 1 Error)',
+      'Warning Drifted: run 2 failed attestation: connected to bridge',
+      'Normal Finished: run 2 Succeeded (Completed, exit 0)',
+      "Normal Removed: run 2's resources removed; results stay",
+    ]);
+  });
+
+  it('orders several attempts by time, then name', function () {
+    const a = status('a', { createdAt: '2026-01-01T00:00:05.000Z', startedAt: undefined, lastAttestation: undefined });
+    const b = status('b', { createdAt: '2026-01-01T00:00:01.000Z', startedAt: '2026-01-01T00:00:05.000Z', lastAttestation: undefined });
+    expect(allEvents([a, b]).map((e) => `${e.attempt} ${e.reason}`)).to.deep.equal(['b Created', 'a Created', 'b Started']);
+    expect(eventsOf(status('c', { phase: 'Blocked', message: 'name held', startedAt: undefined, lastAttestation: undefined })).map((e) => e.reason)).to.deep.equal(['Created', 'Blocked']);
+  });
+});

@@ -1,0 +1,63 @@
+/** stderr shaping: --log-format json lines, the terminal's live progress line, and the controller's activity lines. */
+import { expect } from 'chai';
+import { bufferIo, jsonLinesIo, wantsJsonLogs } from '../../../src/cli/io';
+import { LiveLine } from '../../../src/cli/live-line';
+import { plural } from '../../../src/cli/diag';
+import { activity } from '../../../src/controller/activity';
+import type { AttemptAction } from '../../../src/plan/types';
+import { status } from '../../support/builders';
+
+describe('stderr shaping', function () {
+  it('json: every line becomes one JSON object, partial writes joined, JSON passed as is', function () {
+    const b = bufferIo();
+    const io = jsonLinesIo(b);
+    io.err('berth: warning: careful\nberth: it broke\n[3s] 1 Running');
+    io.err('\n{"level":"info","message":"x"}\n\n');
+    const lines = b.stderr.trimEnd().split('\n').map((l) => JSON.parse(l) as { level: string; message: string });
+    expect(lines.map((l) => [l.level, l.message])).to.deep.equal([
+      ['warn', 'careful'],
+      ['error', 'it broke'],
+      ['info', '[3s] 1 Running'],
+      ['info', 'x'],
+    ]);
+    const one = bufferIo();
+    jsonLinesIo(one).err('berth: -l: selector "a in (": column 7: expected\n  a in (\n        ^\n');
+    expect(one.stderr.split('\n')).to.have.length(2);
+    expect((JSON.parse(one.stderr) as { message: string }).message).to.equal('-l: selector "a in (": column 7: expected\n  a in (\n        ^');
+  });
+
+  it('wantsJsonLogs: the last --log-format wins, then BERTH_LOG_FORMAT', function () {
+    expect(wantsJsonLogs(['get', '--log-format', 'json'], {})).to.equal(true);
+    expect(wantsJsonLogs(['get', '--log-format=json', '--log-format', 'text'], {})).to.equal(false);
+    expect(wantsJsonLogs(['get'], { BERTH_LOG_FORMAT: 'json' })).to.equal(true);
+  });
+
+  it('a log line written while the live line shows goes above it, and the live line is drawn again', function () {
+    let out = '';
+    const live = new LiveLine((s) => (out += s));
+    live.show('[1s] 1 Running');
+    live.above('12:00:00.000 info  a: started run 1\n');
+    live.show('[2s] 1 Succeeded');
+    live.end();
+    // what a terminal shows: each \r\x1b[K wipes the current line
+    const screen = out.split('\n').map((l) => l.split('\r\x1b[K').pop());
+    expect(screen).to.deep.equal(['12:00:00.000 info  a: started run 1', '[2s] 1 Succeeded', '']);
+  });
+
+  it('plural', function () {
+    expect([plural(1, 'attempt'), plural(2, 'attempt'), plural(0, 'container')]).to.deep.equal(['1 attempt', '2 attempts', '0 containers']);
+  });
+
+  it('activity: one line for what an action did', function () {
+    const a = (kind: AttemptAction['kind'], types: string[]): AttemptAction =>
+      ({ attempt: 'a', kind, summary: '', ops: types.map((type) => ({ type, resource: 'x', cause: 'c', id: 'i' })), desired: { run: 2 } }) as unknown as AttemptAction;
+    expect(activity(a('provision', ['create-container', 'start']), 2, undefined)).to.equal('a: created run 2; started run 2');
+    expect(activity(a('replace', ['stop', 'finish', 'remove-container', 'create-container', 'start']), 5, status('a', { phase: 'Failed', reason: 'Replaced' }))).to.equal(
+      'a: stopped; finished Failed (Replaced); removed 1 container; replaced: created run 2; started run 2',
+    );
+    expect(activity(a('finish', ['finish']), 1, status('a', { phase: 'Succeeded', reason: 'Completed', exitCode: 0 }))).to.equal('a: finished Succeeded (Completed, exit 0)');
+    expect(activity(a('collect', ['remove-container', 'remove-network', 'remove-network', 'forget']), 4, undefined)).to.equal('a: removed 1 container, 2 networks; forgotten (no spec)');
+    expect(activity(a('provision', ['create-container', 'start']), 1, undefined)).to.equal('a: created run 2');
+    expect(activity(a('attest', ['record']), 1, undefined)).to.equal(undefined);
+  });
+});
