@@ -3,6 +3,7 @@
  * status records (pure): each run's start and end (the engine's StartedAt and FinishedAt), the
  * record's creation, the last attestation, a retry, a collection, a rerun request, a delete.
  */
+import { REASONS } from '../constants';
 import type { AttemptStatus } from '../status/types';
 
 export interface AttemptEvent {
@@ -48,7 +49,7 @@ function keyedEventsOf(rec: AttemptStatus): Keyed[] {
   if (att) add(att.at, att.ok ? 'Normal' : 'Warning', att.ok ? 'Attested' : 'Drifted', att.ok ? `run ${rec.run} attested (${att.depth})` : `run ${rec.run} failed attestation: ${att.checks.filter((c) => !c.ok).map((c) => c.detail).join('; ')}`);
   add(rec.collectedAt, 'Normal', 'Removed', `run ${rec.run}'s resources removed; results stay`);
   add(rec.rerunRequested?.at, 'Normal', 'RerunRequested', `berth rerun asked for a new run after run ${rec.rerunRequested?.run}`);
-  add(rec.deleted?.at, 'Normal', 'Deleted', 'berth delete removed its resources; not run again until its spec changes or berth rerun');
+  add(rec.deleted?.at, 'Normal', REASONS.deleted, 'berth delete removed its resources; not run again until its spec changes or berth rerun');
   if ((rec.phase === 'Blocked' || rec.phase === 'Invalid') && !rec.finishedAt) add(rec.updatedAt, 'Warning', rec.phase, rec.message ?? rec.reason ?? '');
   return out;
 }

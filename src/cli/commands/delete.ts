@@ -6,7 +6,7 @@
  * `reconcile --once` expects a deleted attempt to stay deleted). An attempt whose spec is gone is
  * removed as reconcile would remove it.
  */
-import { EXIT } from '../../constants';
+import { EXIT, REASONS } from '../../constants';
 import type { Context } from '../context';
 import { plural } from '../diag';
 import { chooseAttempts } from './choose';
@@ -19,7 +19,7 @@ export async function runDelete(ctx: Context, names: string[], o: { selector?: s
   const r = await markAndPass(ctx, 'delete', rows, (row, rec, spec) => {
     if (!spec) {
       // No spec: reconcile removes it anyway, unless its spec is invalid (then it is protected).
-      return row.reason === 'InvalidSpec' || row.reason === 'DuplicateName' ? { refused: 'its spec is invalid: fix it or remove its file, which removes the attempt' } : undefined;
+      return row.reason === REASONS.invalidSpec || row.reason === REASONS.duplicateName ? { refused: 'its spec is invalid: fix it or remove its file, which removes the attempt' } : undefined;
     }
     const base = rec ?? { name: row.name, instance: ctx.instance, phase: 'Pending' as const, specHash: spec.hash, source: spec.relFile, run: 0, retriesUsed: 0, createdAt: at, history: [], updatedAt: at };
     const { rerunRequested: _r, ...kept } = base;
