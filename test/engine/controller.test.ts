@@ -224,7 +224,8 @@ describe('controller (real engine, real files)', function () {
     const names = ['f', 'b', 'd', 'a', 'e', 'c'].map((n) => `m-${n}`);
     try {
       await waitFor('controller ready', async () => (await fs.readdir(sb.stateDir).catch(() => [])).some((f) => f.endsWith('.lock')), { dirs: [sb.stateDir] });
-      for (const n of names) await sb.write(`${n}.yaml`, sb.attempt(n, 'sleep 0.3'));
+      // Long enough that two runs overlap even on a loaded machine (the peak must reach the cap, not only stay under it).
+      for (const n of names) await sb.write(`${n}.yaml`, sb.attempt(n, 'sleep 1.5'));
       await waitFor(
         'all 6 Succeeded',
         async () => (await Promise.all(names.map((n) => sb.status(n)))).every((s) => s?.phase === 'Succeeded'),
