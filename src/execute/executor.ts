@@ -11,11 +11,13 @@ import path from 'node:path';
 import { DEFAULTS, LABELS, REASONS } from '../constants';
 import { attestInspected, failedCause, mainWant, sidecarWant } from '../attest/checks';
 import type { DesiredAttempt } from '../desired/types';
+import { engineTime } from '../engine/time';
 import { describeEngineError, isConflict, isNotFound, statusOf } from '../engine/errors';
 import type { ContainerDetails, Engine } from '../engine/types';
 import { exitOutcome, isInfraFailure, mayBeEngineDeath } from '../plan/exit-outcome';
 import type { AttemptAction, Operation, Outcome, Plan } from '../plan/types';
 import type { StatusStore } from '../status/store';
+import { isCode } from '../status/atomic-file';
 import type { Attestation, AttemptStatus, EngineBoot } from '../status/types';
 import type { Logger } from '../util/log';
 import { runBounded } from '../util/pool';
@@ -50,12 +52,6 @@ class Halt extends Error {}
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** A time the engine reported (RFC 3339, nanoseconds), in ms; undefined for its zero time or none. */
-function engineTime(t: string | undefined): number | undefined {
-  if (!t || t.startsWith('0001-')) return undefined;
-  const ms = Date.parse(t);
-  return Number.isFinite(ms) && ms > 0 ? ms : undefined;
-}
 
 /**
  * Makes a run's folder and its results folder. The run folder is made exclusively: a run never
@@ -68,9 +64,8 @@ async function makeRunFolder(resultsDir: string, resuming: boolean): Promise<voi
   try {
     await fs.mkdir(runFolder);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || !resuming) {
-      throw (err as NodeJS.ErrnoException).code === 'EEXIST' ? new Error(`results folder ${runFolder} already exists: a run never reuses one; the next pass picks a new run number`) : err;
-    }
+    if (!isCode(err, 'EEXIST')) throw err;
+    if (!resuming) throw new Error(`results folder ${runFolder} already exists: a run never reuses one; the next pass picks a new run number`);
   }
   await fs.mkdir(resultsDir, { recursive: true });
 }

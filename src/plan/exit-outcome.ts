@@ -31,6 +31,7 @@
  */
 import { REASONS } from '../constants';
 import type { ContainerState } from '../engine/types';
+import { engineTime } from '../engine/time';
 import type { EngineBoot } from '../status/types';
 import type { Outcome } from './types';
 
@@ -44,20 +45,18 @@ export function isInfraFailure(reason: string | undefined): boolean {
   return reason !== undefined && INFRA_REASONS.has(reason);
 }
 
-const ZERO_TIME = '0001-01-01T00:00:00Z';
-const isSet = (t: string | undefined): t is string => !!t && t !== ZERO_TIME && !t.startsWith('0001-');
 
 /** Rule 1 and 3 without the current boot: whether the executor needs to look the current boot up. */
 export function mayBeEngineDeath(st: ContainerState, ranUnder: EngineBoot | undefined): boolean {
-  return !!ranUnder && !st.running && !st.oomKilled && ENGINE_STOP_EXIT_CODES.has(st.exitCode) && isSet(st.finishedAt);
+  return !!ranUnder && !st.running && !st.oomKilled && ENGINE_STOP_EXIT_CODES.has(st.exitCode) && engineTime(st.finishedAt) !== undefined;
 }
 
 /** The rule above (1–3; 4 is the caller's: a forced outcome is never read from the engine). */
 export function diedInEngineRestart(st: ContainerState, ranUnder: EngineBoot | undefined, current: EngineBoot | undefined): boolean {
   if (!ranUnder || !current || ranUnder.id === current.id || !mayBeEngineDeath(st, ranUnder)) return false;
-  const finished = Date.parse(st.finishedAt);
-  const boot = Date.parse(current.at);
-  return Number.isFinite(finished) && Number.isFinite(boot) && finished <= boot;
+  const finished = engineTime(st.finishedAt);
+  const boot = engineTime(current.at);
+  return finished !== undefined && boot !== undefined && finished <= boot;
 }
 
 /** The outcome of a run from its main container's state (undefined: the container is gone). */
