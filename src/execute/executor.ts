@@ -287,7 +287,10 @@ export class Executor {
    */
   private async recordIntent(a: AttemptAction, d: DesiredAttempt): Promise<void> {
     const before = await this.current(a);
-    await makeRunFolder(d.resultsDir, before.intent?.run === d.run && before.intent.specHash === d.hash);
+    // The folder is this run's own when the record already gave it to this run (an interrupted or
+    // refused provisioning of the same run), as the planner's run floors count it (runFloor's `own`).
+    const own = (before.intent?.run === d.run && before.intent.specHash === d.hash) || (before.run === d.run && before.specHash === d.hash && before.resultsDir === d.resultsDir);
+    await makeRunFolder(d.resultsDir, own);
     await this.update(a, (r) => ({
       ...this.beginRun(r, d),
       phase: 'Pending',
