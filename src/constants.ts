@@ -145,6 +145,13 @@ export const REASONS = {
   scoreMissing: 'ScoreMissing',
   /** `get`: a spec with no status record yet (no reconcile has seen it). */
   notReconciled: 'NotReconciled',
+  /**
+   * The run ended (its outcome is recorded in `ended`) and its results are being harvested: the
+   * phase becomes the outcome's once the harvest is done.
+   */
+  harvesting: 'Harvesting',
+  /** The run ended but its harvest failed (the message says why); the next pass tries it again. */
+  harvestFailed: 'HarvestFailed',
 } as const;
 
 export const EXIT = {
@@ -197,6 +204,26 @@ export const DEFAULTS = {
    * engine read; a stream (events, logs -f) counts until the engine answers.
    */
   engineTimeoutMs: 30_000,
+  /**
+   * What berth keeps of a container's log in `logs.txt` (and each sidecar's): the first and the
+   * last half of this many bytes, with a marker line where the middle was cut (`--log-max-bytes`).
+   */
+  logMaxBytes: 32 * 1024 * 1024,
+  /**
+   * The engine's own log files of berth's containers (json-file driver): at most this many files
+   * of this size each, the oldest dropped first. What berth harvests is what the engine kept.
+   */
+  engineLogMaxSize: '16m',
+  engineLogMaxFiles: 3,
+  /**
+   * The manifest's hashing budget: files are hashed, in manifest order, while their sizes add up
+   * to at most this many bytes (`--hash-max-bytes`) and this many seconds have not passed
+   * (`--hash-max-seconds`); the rest are listed without a hash, and the manifest says so.
+   */
+  hashMaxBytes: 16 * 1024 * 1024 * 1024,
+  hashMaxSeconds: 600,
+  /** Files hashed at once by the manifest. */
+  hashConcurrency: 8,
   /** YAML input limits. */
   maxSpecFileBytes: 1024 * 1024,
   maxAliasCount: 100,

@@ -87,6 +87,9 @@ export interface PassFlags {
   egressProxyImage?: string;
   egressNetwork?: string;
   allowEmpty?: boolean;
+  logMaxBytes?: number;
+  hashMaxBytes?: number;
+  hashMaxSeconds?: number;
 }
 
 export function passConfig(ctx: Context, o: PassFlags): PassConfig {
@@ -104,6 +107,10 @@ export function passConfig(ctx: Context, o: PassFlags): PassConfig {
       ? { egress: { ...(o.egressProxyImage ? { proxyImage: o.egressProxyImage } : {}), ...(o.egressNetwork ? { network: o.egressNetwork } : {}) } }
       : {}),
     ...(o.allowEmpty ? { allowEmpty: true } : {}),
+    harvest: {
+      logMaxBytes: o.logMaxBytes ?? DEFAULTS.logMaxBytes,
+      hash: { maxBytes: o.hashMaxBytes ?? DEFAULTS.hashMaxBytes, maxSeconds: o.hashMaxSeconds ?? DEFAULTS.hashMaxSeconds },
+    },
     env: ctx.env,
     log: ctx.log,
   };

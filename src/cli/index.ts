@@ -42,6 +42,16 @@ function int(name: string, min: number) {
   };
 }
 
+/** A size in bytes: a whole number, or one with k, m or g (KiB, MiB, GiB). */
+function bytes(name: string, min: number) {
+  return (v: string): number => {
+    const m = /^(\d+)([kmg]?)$/i.exec(v.trim());
+    const n = m ? Number(m[1]) * 1024 ** ' kmg'.indexOf((m[2] || ' ').toLowerCase()) : NaN;
+    if (!Number.isSafeInteger(n) || n < min) throw new InvalidArgumentError(`${name} must be a size of at least ${min} bytes, such as 65536, 64k, 32m or 16g`);
+    return n;
+  };
+}
+
 function durationMs(name: string) {
   return (v: string): number => {
     const ms = parseDuration(v);
@@ -126,6 +136,9 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
       `re-runs of an attempt after infrastructure deaths (EngineRestarted, StartFailed), apart from its spec's retries (default ${DEFAULTS.infraRetries})`,
       int('--infra-retries', 0),
     )
+    .option('--log-max-bytes <size>', `bytes of each container's log kept in its run folder: the first and last half, the middle cut with a marker line (default ${DEFAULTS.logMaxBytes / 1024 / 1024}m)`, bytes('--log-max-bytes', 1024))
+    .option('--hash-max-bytes <size>', `bytes of results the manifest hashes at most; larger files are listed without a hash (default ${DEFAULTS.hashMaxBytes / 1024 ** 3}g)`, bytes('--hash-max-bytes', 0))
+    .option('--hash-max-seconds <n>', `seconds the manifest hashes at most per run (default ${DEFAULTS.hashMaxSeconds})`, int('--hash-max-seconds', 1))
     .action(async (o, cmd: Command) => {
       if (o.wait && !o.once) throw new UsageError('--wait goes with --once');
       await done((require('./commands/reconcile') as typeof ReconcileCmd).runReconcile(ctx(cmd), o));

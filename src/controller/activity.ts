@@ -14,7 +14,7 @@ export function activity(a: AttemptAction, done: number, rec: AttemptStatus | un
   const parts: string[] = [];
   const run = a.desired?.run ?? rec?.run;
   if (has('stop')) parts.push('stopped');
-  if (has('finish')) {
+  if (has('finish') || has('harvest')) {
     const how = rec ? `${rec.phase}${rec.reason ? ` (${rec.reason}${rec.exitCode !== undefined ? `, exit ${rec.exitCode}` : ''})` : ''}` : 'finished';
     parts.push(`finished ${how}`);
   }

@@ -292,6 +292,9 @@ export class Controller {
       log,
       env: this.o.cfg.env,
       now: () => this.clock.now(),
+      ...(this.o.cfg.harvest ? { harvest: this.o.cfg.harvest } : {}),
+      // Stopping interrupts a harvest's hashing; the next controller harvests the run again.
+      signal: this.halt.signal,
     });
     let began = false;
     const work = this.slots

@@ -4,6 +4,7 @@
  * docker compose's create(): observe → plan → execute.
  */
 import { Executor, type ActionResult } from '../execute/executor';
+import type { HarvestLimits } from '../execute/harvest';
 import type { Engine } from '../engine/types';
 import { observe } from '../observe/snapshot';
 import { recordedContainers, type RecordedContainers } from '../ownership';
@@ -37,6 +38,8 @@ export interface PassConfig {
   env: NodeJS.ProcessEnv;
   log: Logger;
   now?: () => number;
+  /** The harvest's log cap and hashing budget (`--log-max-bytes`, `--hash-max-bytes`, `--hash-max-seconds`). */
+  harvest?: HarvestLimits;
   /** Plan only these attempts (`berth rerun`, `berth delete`); the others still count for admission. */
   only?: ReadonlySet<string>;
 }
@@ -154,6 +157,7 @@ export async function reconcilePass(cfg: PassConfig, engine: Engine, store: Stat
     log: cfg.log,
     env: cfg.env,
     ...(cfg.now ? { now: cfg.now } : {}),
+    ...(cfg.harvest ? { harvest: cfg.harvest } : {}),
   });
   const results = await executor.run(planned.plan);
   return { ...planned, results };

@@ -72,6 +72,8 @@ function hardened(networkMode: string, extra: Partial<ContainerCreateSpec['host'
     cgroupnsMode: 'private',
     pidsLimit: 256,
     readonlyRootfs: false,
+    // The engine keeps a bounded log of each container (what berth harvests is what it kept).
+    logConfig: { type: 'json-file', config: { 'max-size': DEFAULTS.engineLogMaxSize, 'max-file': String(DEFAULTS.engineLogMaxFiles) } },
     ...extra,
   };
 }

@@ -119,6 +119,8 @@ export interface ContainerCreateSpec {
     memorySwap?: number;
     pidsLimit: number;
     readonlyRootfs: boolean;
+    /** The engine's log driver and its options (berth's: json-file, size-capped). */
+    logConfig?: { type: string; config: Record<string, string> };
   };
 }
 

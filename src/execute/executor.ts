@@ -24,7 +24,7 @@ import { runBounded } from '../util/pool';
 import { containerOwnership, imageLabels, labelOwnership, recordedContainers, stampNonce, type Ownership } from '../ownership';
 import { parseListeningLine } from '../proxy/contract';
 import { fixtureTar, secretsTar } from './archive';
-import { harvest, type SidecarLogs } from './harvest';
+import { DEFAULT_LIMITS, harvest, type HarvestLimits, type SidecarLogs } from './harvest';
 import { readScore } from './score';
 import { readSecrets, SecretError, secretEnvLines } from './secrets';
 
@@ -37,6 +37,10 @@ export interface ExecutorDeps {
   /** Where fromEnv secrets are read. */
   env: NodeJS.ProcessEnv;
   now?: () => number;
+  /** The harvest's log cap and hashing budget (DEFAULTS unless the flags say). */
+  harvest?: HarvestLimits;
+  /** Berth stopping: interrupts a harvest's hashing (the run's harvest is done again later). */
+  signal?: AbortSignal;
 }
 
 export interface ActionResult {
@@ -156,6 +160,8 @@ export class Executor {
         return engine.containers.stop(op.id, op.graceSeconds);
       case 'finish':
         return this.finish(a, op.id, op.resultsDir, op.outcome, op.sidecars, op.score);
+      case 'harvest':
+        return this.harvest(a, op.id, op.resultsDir, op.sidecars);
       case 'remove-container':
         await engine.containers.remove(op.id);
         return;
@@ -603,21 +609,45 @@ export class Executor {
     const finishedMs = engineTime(st?.finishedAt) ?? this.now();
     // What the score file holds (or why it cannot be read), recorded as found.
     const scored = scoreFile !== undefined ? await readScore(resultsDir, scoreFile) : undefined;
-    const next = await this.update(a, (r) => {
+    // The outcome is recorded first, as `ended`: the phase becomes it once the harvest is done, and
+    // a harvest that fails or is cut short (berth killed) is planned again (planner.ts).
+    const rec = await this.update(a, (r) => {
       const { intent: _i, ...rest } = r;
       return {
         ...rest,
-        phase: end.phase,
-        reason: end.reason,
-        ...(end.message ? { message: end.message } : {}),
+        reason: REASONS.harvesting,
+        ended: { run: r.run, phase: end.phase, reason: end.reason, ...(end.message ? { message: end.message } : {}) },
         ...(exitCode !== undefined ? { exitCode } : {}),
         ...(engineTime(st?.startedAt) !== undefined && !r.startedAt ? { startedAt: iso(engineTime(st?.startedAt) as number) } : {}),
         finishedAt: iso(finishedMs),
         ...(scored ? ('score' in scored ? { score: scored.score } : { scoreError: scored.error }) : {}),
       };
     });
-    const mount = resultsDir ?? next.resultsDir;
-    if (mount) await harvest(this.deps.engine, path.dirname(mount), mount, details?.id, next, sidecars);
+    await this.harvest(a, details?.id, resultsDir ?? rec.resultsDir, sidecars);
+  }
+
+  /**
+   * The harvest of a run whose outcome is recorded (`ended`): logs, manifest and status into the
+   * run's folder, then the final phase. A harvest that fails is recorded (HarvestFailed, why) and
+   * fails the operation; the record keeps `ended` for the next try.
+   */
+  private async harvest(a: AttemptAction, id: string | undefined, resultsDir: string | undefined, sidecars: SidecarLogs[] = []): Promise<void> {
+    const rec = await this.current(a);
+    const ended = rec.ended;
+    if (!ended) throw new Error(`attempt ${a.attempt} has no recorded outcome to harvest`);
+    const { ended: _e, message: _m, ...rest } = rec;
+    // The outcome's message; else what the record said before the run ended (never a failed harvest's why).
+    const message = ended.message ?? (rec.reason === REASONS.harvestFailed ? undefined : rec.message);
+    const final: AttemptStatus = { ...rest, phase: ended.phase, reason: ended.reason, ...(message ? { message } : {}), updatedAt: iso(this.now()) };
+    const mount = resultsDir ?? rec.resultsDir;
+    try {
+      if (mount) await harvest(this.deps.engine, path.dirname(mount), mount, id, final, sidecars, this.deps.harvest ?? DEFAULT_LIMITS, this.deps.signal);
+    } catch (err) {
+      const why = `the harvest into ${mount ? path.dirname(mount) : '?'} failed: ${err instanceof Error ? err.message : String(err)}`;
+      await this.update(a, (r) => ({ ...r, reason: REASONS.harvestFailed, message: why }));
+      throw new Error(why);
+    }
+    await this.deps.store.put(final);
   }
 
   /**

@@ -8,53 +8,26 @@
  *   egress.jsonl   the egress proxy's decisions, one JSON line each (isolated attempts with egress)
  *   sidecars/<name>.log  each sidecar's output
  */
-import { createHash } from 'node:crypto';
-import { createReadStream, promises as fs } from 'node:fs';
+import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { pipeline } from 'node:stream/promises';
+import { Transform, type TransformCallback } from 'node:stream';
+import { DEFAULTS } from '../constants';
 import { isNotFound } from '../engine/errors';
 import type { Engine } from '../engine/types';
-import { writeFileAtomic } from '../status/atomic-file';
+import { writeFileAtomic, writeFileAtomicWith } from '../status/atomic-file';
 import type { AttemptStatus } from '../status/types';
+import { writeCappedLog } from './capped-log';
+import { DEFAULT_BUDGET, manifest, type HashBudget } from './manifest';
 
-export interface ManifestEntry {
-  path: string;
-  type: 'file' | 'dir' | 'symlink' | 'other';
-  size: number;
-  sha256?: string;
-  target?: string;
+export { manifest, type ManifestEntry } from './manifest';
+
+/** What a harvest keeps: the log cap (bytes per log file) and the manifest's hashing budget. */
+export interface HarvestLimits {
+  logMaxBytes: number;
+  hash: HashBudget;
 }
 
-async function sha256(file: string): Promise<string> {
-  const h = createHash('sha256');
-  await pipeline(createReadStream(file), h);
-  return h.digest('hex');
-}
-
-export async function manifest(root: string): Promise<ManifestEntry[]> {
-  const out: ManifestEntry[] = [];
-  const walk = async (dir: string, rel: string): Promise<void> => {
-    let names: string[];
-    try {
-      names = (await fs.readdir(dir)).sort();
-    } catch {
-      return;
-    }
-    for (const n of names) {
-      const abs = path.join(dir, n);
-      const r = rel ? `${rel}/${n}` : n;
-      const st = await fs.lstat(abs);
-      if (st.isSymbolicLink()) out.push({ path: r, type: 'symlink', size: 0, target: await fs.readlink(abs) });
-      else if (st.isDirectory()) {
-        out.push({ path: r, type: 'dir', size: 0 });
-        await walk(abs, r);
-      } else if (st.isFile()) out.push({ path: r, type: 'file', size: st.size, sha256: await sha256(abs) });
-      else out.push({ path: r, type: 'other', size: 0 });
-    }
-  };
-  await walk(root, '');
-  return out;
-}
+export const DEFAULT_LIMITS: HarvestLimits = { logMaxBytes: DEFAULTS.logMaxBytes, hash: DEFAULT_BUDGET };
 
 export interface SidecarLogs {
   alias: string;
@@ -62,16 +35,21 @@ export interface SidecarLogs {
   id: string;
 }
 
-/** A container's whole log, or undefined when the container is gone. */
-async function logsOf(engine: Engine, id: string): Promise<Buffer | undefined> {
-  try {
-    const stream = await engine.containers.logs(id, { follow: false });
-    const chunks: Buffer[] = [];
-    for await (const c of stream) chunks.push(Buffer.isBuffer(c) ? c : Buffer.from(String(c)));
-    return Buffer.concat(chunks);
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
+/** Only the proxy's JSON decision lines pass, without anything else it may have printed. */
+class DecisionLines extends Transform {
+  private rest = '';
+  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
+    const text = this.rest + chunk.toString('utf8');
+    const cut = text.lastIndexOf('\n');
+    this.rest = text.slice(cut + 1);
+    // A line longer than the log cap is no decision: it is not kept whole in memory either.
+    if (this.rest.length > 1024 * 1024) this.rest = '';
+    if (cut >= 0) this.push(decisionLines(text.slice(0, cut + 1)));
+    cb();
+  }
+  override _flush(cb: TransformCallback): void {
+    this.push(decisionLines(this.rest));
+    cb();
   }
 }
 
@@ -91,7 +69,32 @@ export function decisionLines(log: string): string {
     .join('');
 }
 
-/** Writes logs (when the container still exists), status and manifest into `runDir`. */
+/**
+ * A container's log, streamed into `file` (capped, see capped-log.ts); nothing is written when
+ * the container is gone.
+ */
+async function saveLog(engine: Engine, id: string, file: string, maxBytes: number, filter?: () => Transform): Promise<void> {
+  let stream;
+  try {
+    stream = await engine.containers.logs(id, { follow: false });
+  } catch (err) {
+    if (isNotFound(err)) return;
+    throw err;
+  }
+  const source = filter ? stream.pipe(filter()) : stream;
+  if (filter) stream.on('error', (err) => source.destroy(err));
+  try {
+    await writeFileAtomicWith(file, (h) => writeCappedLog(source, h, maxBytes));
+  } finally {
+    stream.destroy();
+  }
+}
+
+/**
+ * Writes logs (when the container still exists), manifest and status into `runDir`; the status
+ * last, so a status.json there says the harvest is whole. Interrupted by `signal` (berth
+ * stopping) while it hashes.
+ */
 export async function harvest(
   engine: Engine,
   runDir: string,
@@ -99,21 +102,19 @@ export async function harvest(
   containerId: string | undefined,
   status: AttemptStatus,
   sidecars: SidecarLogs[] = [],
+  limits: HarvestLimits = DEFAULT_LIMITS,
+  signal?: AbortSignal,
 ): Promise<void> {
   await fs.mkdir(runDir, { recursive: true });
-  if (containerId) {
-    const log = await logsOf(engine, containerId);
-    if (log) await writeFileAtomic(path.join(runDir, 'logs.txt'), log);
-  }
+  if (containerId) await saveLog(engine, containerId, path.join(runDir, 'logs.txt'), limits.logMaxBytes);
   for (const sc of sidecars) {
-    const log = await logsOf(engine, sc.id);
-    if (!log) continue;
-    if (sc.role === 'egress-proxy') await writeFileAtomic(path.join(runDir, 'egress.jsonl'), decisionLines(log.toString('utf8')));
+    if (sc.role === 'egress-proxy') await saveLog(engine, sc.id, path.join(runDir, 'egress.jsonl'), limits.logMaxBytes, () => new DecisionLines());
     else {
       await fs.mkdir(path.join(runDir, 'sidecars'), { recursive: true });
-      await writeFileAtomic(path.join(runDir, 'sidecars', `${sc.alias}.log`), log);
+      await saveLog(engine, sc.id, path.join(runDir, 'sidecars', `${sc.alias}.log`), limits.logMaxBytes);
     }
   }
-  await writeFileAtomic(path.join(runDir, 'manifest.json'), JSON.stringify({ files: await manifest(mountDir) }, null, 2) + '\n');
+  const m = await manifest(mountDir, limits.hash, signal);
+  await writeFileAtomic(path.join(runDir, 'manifest.json'), JSON.stringify(m, null, 2) + '\n');
   await writeFileAtomic(path.join(runDir, 'status.json'), JSON.stringify(status, null, 2) + '\n');
 }

@@ -25,6 +25,8 @@ export const RUNNING_STATES: ReadonlySet<string> = new Set(['running', 'paused',
 export const BLOCKED_RETRY_MS = 15_000;
 /** How long an attempt whose create failed (the engine refused) waits before berth tries again. */
 export const CREATE_RETRY_MS = 5_000;
+/** How long an attempt whose harvest failed waits before berth tries the harvest again. */
+export const HARVEST_RETRY_MS = 5_000;
 /** Failure reasons a spec's `retries` re-run (also read by `berth wait`, which waits through a pending retry). */
 export const RETRYABLE_REASONS = new Set<string>([REASONS.error, REASONS.oomKilled, REASONS.lost]);
 
@@ -116,6 +118,42 @@ function stopSidecars(obs: ContainerSummary[], cause: string): Operation[] {
   return obs
     .filter((c) => !isMain(c) && RUNNING_STATES.has(c.state))
     .map((c): Operation => ({ type: 'stop', resource: `container:${c.name}`, id: c.id, graceSeconds: 5, cause }));
+}
+
+/**
+ * A run that ended (its outcome is recorded as `ended`) and whose harvest is not done: it failed,
+ * or berth stopped during it. The harvest comes before anything else of the attempt (a retry, a
+ * replacement, a removal): the next plan decides those on the final phase. A failed harvest is
+ * tried again once HARVEST_RETRY_MS have passed.
+ */
+function planHarvest(inp: PlanInput, base: { attempt: string; status?: AttemptStatus }, rec: AttemptStatus, obs: ObservedAttempt): AttemptAction {
+  const ofRun = obs.containers.filter((c) => c.labels[LABELS.run] === String(rec.run));
+  const main = obs.containers.find((c) => c.id === rec.containerId) ?? ofRun.find(isMain);
+  const sidecars = ofRun
+    .filter((c) => !isMain(c) && c.labels[LABELS.sidecar])
+    .map((c) => ({ alias: c.labels[LABELS.sidecar] as string, role: c.labels[LABELS.component] === COMPONENTS.proxy ? ('egress-proxy' as const) : ('sidecar' as const), id: c.id }));
+  if (rec.reason === REASONS.harvestFailed) {
+    const again = Date.parse(rec.updatedAt) + HARVEST_RETRY_MS - inp.now;
+    if (again > 0) return { ...base, kind: 'block', summary: `the harvest of run ${rec.run} failed: ${rec.message ?? ''}`, ops: [], requeueAfterMs: again };
+  }
+  const cause = rec.reason === REASONS.harvestFailed ? 'the harvest failed; trying again' : 'the run ended and its harvest was not done';
+  return {
+    ...base,
+    kind: 'finish',
+    summary: `${cause} (run ${rec.run} ${rec.ended?.phase ?? ''})`,
+    requeueAfterMs: 0,
+    ops: [
+      ...stopSidecars(ofRun, 'the attempt finished'),
+      {
+        type: 'harvest',
+        resource: `attempt:${rec.name}`,
+        ...(main ? { id: main.id } : {}),
+        ...(rec.resultsDir ? { resultsDir: rec.resultsDir } : {}),
+        ...(sidecars.length ? { sidecars } : {}),
+        cause,
+      },
+    ],
+  };
 }
 
 interface Ctx {
@@ -243,6 +281,7 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
   const hash = loaded.hash;
   const base = { attempt: name, ...(rec ? { status: rec } : {}) };
   const specChanged = rec !== undefined && rec.specHash !== hash;
+  if (rec?.ended) return planHarvest(inp, base, rec, obsAll);
   if (rec?.deleted && rec.deleted.specHash === hash) return planDeleted(base, rec, obsAll);
   const mainsAll = obsAll.containers.filter(isMain);
   const labeledRun = Number(mainsAll.find((c) => c.labels[LABELS.specHash] === hash)?.labels[LABELS.run] ?? 0);
@@ -523,6 +562,7 @@ function unreadable(inp: PlanInput, source: string): boolean {
 
 function planUndesired(inp: PlanInput, name: string, rec: AttemptStatus | undefined, obs: ObservedAttempt): AttemptAction | undefined {
   const base = { attempt: name, ...(rec ? { status: rec } : {}) };
+  if (rec?.ended) return planHarvest(inp, base, rec, obs);
   if (inp.protectedNames.has(name)) {
     const errors = inp.invalid.get(name) ?? [];
     const first = errors[0];

@@ -11,6 +11,7 @@ const SIGN: Record<Operation['type'], string> = {
   adopt: '=',
   stop: '!',
   finish: '*',
+  harvest: '*',
   'remove-container': '-',
   'remove-network': '-',
   'remove-volume': '-',

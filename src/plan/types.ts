@@ -36,6 +36,11 @@ export type Operation =
   /** Harvest logs, status and a manifest into the results folder and record the final phase. */
   /** `score`: a file in the run's results folder to read the score from (AttemptSet children with a score). */
   | (OpBase & { type: 'finish'; id?: string; resultsDir?: string; outcome?: Outcome; sidecars?: { alias: string; role: 'egress-proxy' | 'sidecar'; id: string }[]; score?: string })
+  /**
+   * The harvest of a run whose outcome is recorded (`ended`) but whose harvest is not done (it
+   * failed, or berth stopped during it): logs, manifest and status, then the final phase.
+   */
+  | (OpBase & { type: 'harvest'; id?: string; resultsDir?: string; sidecars?: { alias: string; role: 'egress-proxy' | 'sidecar'; id: string }[] })
   | (OpBase & { type: 'remove-container'; id: string })
   | (OpBase & { type: 'remove-network'; id: string })
   | (OpBase & { type: 'remove-volume'; id: string })

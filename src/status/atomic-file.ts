@@ -69,13 +69,19 @@ export async function removeStaleTemps(dir: string, maxAgeMs: number, now = Date
 
 /** Replaces `target` with `data` atomically and durably. */
 export async function writeFileAtomic(target: string, data: string | Buffer, options: WriteFileAtomicOptions = {}): Promise<void> {
+  await writeFileAtomicWith(target, (handle) => handle.writeFile(data), options);
+}
+
+/** As writeFileAtomic, the content written by `write` into the open temp file (a stream, piece by piece). */
+export async function writeFileAtomicWith<T>(target: string, write: (handle: fs.FileHandle) => Promise<T>, options: WriteFileAtomicOptions = {}): Promise<T> {
   const temp = tempPathFor(target);
   let renamed = false;
   try {
     const handle = await fs.open(temp, 'wx', options.mode ?? 0o666);
+    let out: T;
     try {
       if (options.mode !== undefined) await handle.chmod(options.mode);
-      await handle.writeFile(data);
+      out = await write(handle);
       await handle.sync();
     } finally {
       await handle.close();
@@ -83,6 +89,7 @@ export async function writeFileAtomic(target: string, data: string | Buffer, opt
     await fs.rename(temp, target);
     renamed = true;
     await syncDir(path.dirname(target));
+    return out;
   } finally {
     if (!renamed) await fs.rm(temp, { force: true }).catch(() => undefined);
   }

@@ -118,6 +118,12 @@ export interface AttemptStatus {
    * spec keeps this hash (a changed spec, or `berth rerun`, brings it back).
    */
   deleted?: { at: string; specHash: string };
+  /**
+   * The run has ended with this outcome, read when it ended, and its harvest is not done yet
+   * (reason `Harvesting`, or `HarvestFailed` with why): the phase becomes `phase` once the harvest
+   * is done. The planner plans the harvest again while this is set.
+   */
+  ended?: { run: number; phase: Phase; reason: string; message?: string };
   /** Warnings for `describe` (e.g. a secret opted into the environment). */
   warnings?: string[];
   history: RunRecord[];

@@ -37,6 +37,9 @@ export function recordProblem(v: unknown, name: string, instance: string): strin
   if (v.intent !== undefined && !(isObj(v.intent) && isCount(v.intent.run) && typeof v.intent.specHash === 'string')) return 'field intent is not a provisioning intent';
   if (v.rerunRequested !== undefined && !(isObj(v.rerunRequested) && isTime(v.rerunRequested.at) && isCount(v.rerunRequested.run))) return 'field rerunRequested is not a rerun request';
   if (v.deleted !== undefined && !(isObj(v.deleted) && isTime(v.deleted.at) && typeof v.deleted.specHash === 'string')) return 'field deleted is not a deletion mark';
+  if (v.ended !== undefined && !(isObj(v.ended) && isCount(v.ended.run) && typeof v.ended.phase === 'string' && PHASE_SET.has(v.ended.phase) && typeof v.ended.reason === 'string')) {
+    return 'field ended is not a run outcome';
+  }
   if (v.warnings !== undefined && !(Array.isArray(v.warnings) && v.warnings.every((w) => typeof w === 'string'))) return 'field warnings is not a list of strings';
   const att = v.lastAttestation;
   if (att !== undefined && !(isObj(att) && isTime(att.at) && (att.depth === 'list' || att.depth === 'inspect') && Array.isArray(att.checks) && att.checks.every(isObj))) {

@@ -4,7 +4,7 @@
  * sleep). Without `--once` it runs as a controller until SIGTERM/SIGINT. Either way it holds the
  * instance's single-writer locks (writer-lock.ts) while it changes anything.
  */
-import { EXIT, FINISHED_PHASES, type Phase } from '../../constants';
+import { EXIT, FINISHED_PHASES, REASONS, type Phase } from '../../constants';
 import { reconcilePass, type PassConfig, type PassResult } from '../../controller/pass';
 import { activity } from '../../controller/activity';
 import { Waker } from '../../controller/waker';
@@ -36,6 +36,10 @@ export interface ReconcileOptions {
   egressNetwork?: string;
   metricsAddr?: string;
   allowEmpty?: boolean;
+  /** The harvest's log cap and hashing budget. */
+  logMaxBytes?: number;
+  hashMaxBytes?: number;
+  hashMaxSeconds?: number;
   /** Controller: how often it checks that it still holds the instance's locks (no flag; tests). */
   lockCheckSeconds?: number;
 }
@@ -120,6 +124,8 @@ async function passes(ctx: Context, o: ReconcileOptions, cfg: PassConfig, engine
       if (changeCount(res.plan) > 0) log.info(`pass ${pass}: ${plural(res.results.length, 'attempt')} changed`, { calls: ctx.calls.total });
       const statuses = await store.loadAll();
       const phases = new Map([...statuses.values()].map((s) => [s.name, s.phase]));
+      // A run whose harvest failed is done for --wait (the exit code says so); a later pass tries it again.
+      const harvestFailed = new Set([...statuses.values()].filter((s) => s.reason === REASONS.harvestFailed).map((s) => s.name));
       if (!o.wait) break;
       const line = counts(res, phases);
       const secs = Math.round((Date.now() - started) / 1000);
@@ -131,7 +137,9 @@ async function passes(ctx: Context, o: ReconcileOptions, cfg: PassConfig, engine
       lastLine = line;
       // Busy: not in a final phase, or waiting for a slot or a retry's back-off.
       const waiting = new Set(res.plan.actions.filter((a) => a.kind === 'wait').map((a) => a.attempt));
-      const pending = res.load.specs.filter((s) => !DONE_FOR_WAIT.has(phases.get(s.spec.name) ?? 'Pending') || waiting.has(s.spec.name));
+      const pending = res.load.specs.filter(
+        (s) => !(DONE_FOR_WAIT.has(phases.get(s.spec.name) ?? 'Pending') || harvestFailed.has(s.spec.name)) || waiting.has(s.spec.name),
+      );
       if (pending.length === 0 && changeCount(res.plan) === 0) break;
       if (o.timeout !== undefined && Date.now() - started > o.timeout * 1000) {
         live.end();
@@ -152,6 +160,6 @@ async function passes(ctx: Context, o: ReconcileOptions, cfg: PassConfig, engine
   if (o.wait) ctx.io.out(renderRows(rows, false));
   if (last && last.load.errors.length) return EXIT.usage;
   if (o.wait && rows.some((r) => r.phase === 'Failed' || r.phase === 'TimedOut')) return EXIT.attemptsFailed;
-  if (opFailures > 0 || (o.wait && rows.some((r) => r.phase === 'Blocked'))) return EXIT.failed;
+  if (opFailures > 0 || (o.wait && rows.some((r) => r.phase === 'Blocked' || r.reason === REASONS.harvestFailed))) return EXIT.failed;
   return EXIT.ok;
 }

@@ -143,6 +143,7 @@ export function createOptions(spec: ContainerCreateSpec): Dockerode.ContainerCre
       ...(h.memorySwap !== undefined ? { MemorySwap: h.memorySwap } : {}),
       PidsLimit: h.pidsLimit,
       ReadonlyRootfs: h.readonlyRootfs,
+      ...(h.logConfig ? { LogConfig: { Type: h.logConfig.type, Config: { ...h.logConfig.config } } } : {}),
       RestartPolicy: { Name: 'no' },
       PublishAllPorts: false,
       PortBindings: {},
@@ -208,21 +209,37 @@ export class DockerContainers implements ContainerClient {
     }
   }
 
+  /**
+   * A container's log as a demultiplexed stream, never one buffer: with `follow`, it lasts as long
+   * as its reader wants; without, it ends with the log as it is now. Either way it is read as it
+   * comes (dockerode reads a non-follow log into one string, which fails past 512 MiB).
+   */
   async logs(id: string, opts: { follow: boolean; tail?: number }): Promise<Readable> {
-    const c = this.docker.getContainer(id);
-    const base = { stdout: true, stderr: true, timestamps: false, ...(opts.tail !== undefined ? { tail: opts.tail } : {}) };
+    const base = { stdout: true, stderr: true, timestamps: false, follow: opts.follow, ...(opts.tail !== undefined ? { tail: opts.tail } : {}) };
     const demux = new Demux();
-    if (opts.follow) {
-      // Bounded until the engine answers; the stream then lasts as long as its reader wants.
-      const raw = (await this.calls.run('containers.logs', () => c.logs({ ...base, follow: true }), { stream: true })) as unknown as Readable;
-      // The engine going away mid-stream is reported as such.
-      raw.on('error', (err) => demux.destroy(this.calls.classified('containers.logs', err) as Error));
-      // A reader that stops early destroys the demuxed stream: the engine's connection goes too.
-      demux.on('close', () => raw.destroy());
-      return raw.pipe(demux);
-    }
-    const buf = (await this.calls.run('containers.logs', () => c.logs({ ...base, follow: false }))) as unknown as Buffer;
-    demux.end(buf);
-    return demux;
+    // Bounded until the engine answers; the stream then lasts as long as its reader wants.
+    const raw = (await this.calls.run('containers.logs', () => this.dialLogs(id, base), { stream: true })) as Readable;
+    // The engine going away mid-stream is reported as such.
+    raw.on('error', (err) => demux.destroy(this.calls.classified('containers.logs', err) as Error));
+    // A reader that stops early destroys the demuxed stream: the engine's connection goes too.
+    demux.on('close', () => raw.destroy());
+    return raw.pipe(demux);
+  }
+
+  /** GET /containers/{id}/logs, always as a stream (what dockerode's logs() does with follow). */
+  private dialLogs(id: string, options: Record<string, unknown>): Promise<Readable> {
+    const modem = this.docker.modem as unknown as { dial(o: unknown, cb: (err: unknown, data: unknown) => void): void };
+    return new Promise((resolve, reject) => {
+      modem.dial(
+        {
+          path: `/containers/${encodeURIComponent(id)}/logs?`,
+          method: 'GET',
+          isStream: true,
+          statusCodes: { 200: true, 404: 'no such container', 500: 'server error' },
+          options,
+        },
+        (err, data) => (err ? reject(err) : resolve(data as Readable)),
+      );
+    });
   }
 }
