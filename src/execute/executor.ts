@@ -643,6 +643,8 @@ export class Executor {
     try {
       if (mount) await harvest(this.deps.engine, path.dirname(mount), mount, id, final, sidecars, this.deps.harvest ?? DEFAULT_LIMITS, this.deps.signal);
     } catch (err) {
+      // Berth stopping cut it short: nothing failed; the record still says Harvesting, and the next start does it.
+      if (this.deps.signal?.aborted) throw err;
       const why = `the harvest into ${mount ? path.dirname(mount) : '?'} failed: ${err instanceof Error ? err.message : String(err)}`;
       await this.update(a, (r) => ({ ...r, reason: REASONS.harvestFailed, message: why }));
       throw new Error(why);
