@@ -140,7 +140,7 @@ function planHarvest(inp: PlanInput, base: { attempt: string; status?: AttemptSt
   return {
     ...base,
     kind: 'finish',
-    summary: `${cause} (run ${rec.run} ${rec.ended?.phase ?? ''})`,
+    summary: `${cause}: run ${rec.run} ended ${rec.ended?.phase ?? ''}`,
     requeueAfterMs: 0,
     ops: [
       ...stopSidecars(ofRun, 'the attempt finished'),

@@ -6,6 +6,7 @@
  */
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
 import { containerName, EXIT, FINISHED_PHASES, NAMING } from '../../constants';
 import { describeEngineError, isEngineDown, isNotFound } from '../../engine/errors';
 import type { AttemptStatus } from '../../status/types';
@@ -65,7 +66,11 @@ export async function runLogs(ctx: Context, name: string, o: LogsOptions): Promi
     const id = o.sidecar ? NAMING.sidecar(ctx.instance, name, o.sidecar) : (rec?.containerId ?? containerName(ctx.instance, name));
     try {
       const stream = await ctx.engine().containers.logs(id, { follow: !!o.follow, ...(o.tail !== undefined ? { tail: o.tail } : {}) });
-      for await (const chunk of stream) ctx.io.out(Buffer.isBuffer(chunk) ? chunk.toString('utf8') : String(chunk));
+      // Chunk by chunk, never the whole log at once; a character split between chunks is kept whole.
+      const text = new StringDecoder('utf8');
+      for await (const chunk of stream) ctx.io.out(Buffer.isBuffer(chunk) ? text.write(chunk) : String(chunk));
+      const rest = text.end();
+      if (rest) ctx.io.out(rest);
       return EXIT.ok;
     } catch (err) {
       if (isEngineDown(err)) {
