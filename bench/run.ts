@@ -9,7 +9,8 @@
  *   BENCH_SIZES        no-op pass sizes (default 10,200,1000)
  *   BENCH_DROPS        drop-to-running samples (default 20)
  *   BENCH_DROPS_AT_MAX drop-to-running samples with the controller at the largest size (default 5)
- *   BENCH_ONLY         comma list of cold,drop,noop,resources: a partial run, written to
+ *   BENCH_HARVEST_FILES files in the results folder of the harvest workload (default 100,000)
+ *   BENCH_ONLY         comma list of cold,drop,noop,resources,harvest: a partial run, written to
  *                      bench/results/partial.*.tmp instead of latest.*
  *   BENCH_PROFILE=1    also take CPU profiles (untimed extra runs under `node --cpu-prof`: berth's
  *                      cold start and clean of 50, a no-op pass at the largest size in-process and
@@ -33,12 +34,15 @@ import { berth, killLiveChildren, REPO, run as runCmd } from './lib/proc';
 import { coldRounds, profileColdBerth, type ColdSamples } from './workloads/cold';
 import { renderProfile, summarizeProfile, type ProfileSummary } from './lib/profile';
 import { controllerAt1000, dropToRunning, profileController, type ControllerAt1000, type DropSamples } from './workloads/controller';
+import { harvestRounds, type HarvestSamples } from './workloads/harvest';
 import { noopScales, type NoopResult } from './workloads/noop';
 
 const TARGETS = {
   coldVsFloor: 1.15,
   noopVsFloor: 1.5,
   teardownVsFloor: 1.15,
+  /** The harvest of 100,000 files against the engine's archive of the folder plus a plain walk. */
+  harvestVsFloor: 1.5,
   dropOverheadMs: 150,
   rssMb: 150,
   /** "~0 CPU idle": at most 1% of one core. */
@@ -130,6 +134,7 @@ interface Results {
   drop?: DropSamples;
   at1000?: ControllerAt1000;
   clean1000Ms?: number;
+  harvest?: HarvestSamples;
 }
 
 function coldRows(c: ColdSamples, rows: Row[]): void {
@@ -343,6 +348,21 @@ function resourceRows(r: ControllerAt1000, rows: Row[]): void {
   });
 }
 
+function harvestRows(h: HarvestSamples, rows: Row[]): void {
+  const r = pairedRatio(h.berth, h.floor);
+  rows.push({
+    id: 'harvest',
+    workload: `Harvest of a run with ${h.files.toLocaleString('en')} files (${(h.bytes / 1024 / 1024).toFixed(1)} MiB): log, manifest (every file hashed), status`,
+    berth: spread(summarize(h.berth)),
+    reference: `the engine's archive of the folder (docker cp) ${fmtMs(summarize(h.archive).median)} + a plain walk ${fmtMs(summarize(h.walk).median)} (floor)`,
+    refValue: spread(summarize(h.floor)),
+    ratio: r,
+    target: `≤ ${TARGETS.harvestVsFloor}×`,
+    verdict: verdictOf(r.median <= TARGETS.harvestVsFloor),
+    chart: { label: `harvest of ${h.files} files vs archive + walk`, target: TARGETS.harvestVsFloor },
+  });
+}
+
 function details(res: Results): string {
   const out: string[] = [];
   if (res.startup) {
@@ -381,7 +401,7 @@ async function main(): Promise<void> {
   const dropsAtMax = envInt('BENCH_DROPS_AT_MAX', 5, 0);
   const only = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',').map((s) => s.trim())) : undefined;
   const want = (w: string) => !only || only.has(w);
-  if (only) for (const w of only) if (!['cold', 'drop', 'noop', 'resources'].includes(w)) throw new Error(`BENCH_ONLY: unknown workload ${w}`);
+  if (only) for (const w of only) if (!['cold', 'drop', 'noop', 'resources', 'harvest'].includes(w)) throw new Error(`BENCH_ONLY: unknown workload ${w}`);
   if (want('resources') && !want('noop')) throw new Error('BENCH_ONLY: resources needs noop (the controller watches its attempts)');
 
   const loadStart = os.loadavg();
@@ -462,6 +482,7 @@ async function main(): Promise<void> {
         res.profiles.push({ title: `controller watching ${n} specs: start-up, first pass, 3 drops`, file });
       }
     }
+    if (want('harvest')) res.harvest = await harvestRounds(engine, run, envInt('BENCH_HARVEST_FILES', 100_000), rounds, log);
     if (res.noop) {
       const c = await berth(['clean', ...res.noop.sandbox.globalArgs('warn')]);
       res.clean1000Ms = c.ms;
@@ -486,6 +507,7 @@ async function main(): Promise<void> {
   if (res.cold) teardownRows(res.cold, rows);
   if (res.drop) dropRows(res.drop, res.at1000, rows);
   if (res.at1000) resourceRows(res.at1000, rows);
+  if (res.harvest) harvestRows(res.harvest, rows);
 
   const profileSummaries: { title: string; summary: ProfileSummary }[] = [];
   for (const p of res.profiles) {
@@ -550,6 +572,7 @@ async function main(): Promise<void> {
       startup: res.startup,
       controllerAtMax: res.at1000,
       cleanMaxMs: res.clean1000Ms,
+      harvest: res.harvest,
     },
     profiles: profileSummaries,
   };

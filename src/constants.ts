@@ -222,8 +222,6 @@ export const DEFAULTS = {
    */
   hashMaxBytes: 16 * 1024 * 1024 * 1024,
   hashMaxSeconds: 600,
-  /** Files hashed at once by the manifest. */
-  hashConcurrency: 8,
   /** YAML input limits. */
   maxSpecFileBytes: 1024 * 1024,
   maxAliasCount: 100,
