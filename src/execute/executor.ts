@@ -341,7 +341,7 @@ export class Executor {
       id = existing.id;
     }
     await this.update(a, (r) => ({ ...r, containerId: id }));
-    if (spec.fixture) await engine.containers.putArchive(id, '/', await fixtureTar(spec.fixture, spec.workingDir));
+    if (spec.fixture) await engine.containers.putArchive(id, '/', fixtureTar(spec.fixture, spec.workingDir));
     if (secrets.length) {
       const { uid, gid } = await this.containerUser(spec.image);
       await engine.containers.putArchive(id, '/', await secretsTar(secrets, DEFAULTS.secretsDir, uid, gid));

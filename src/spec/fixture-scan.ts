@@ -4,8 +4,8 @@
  * devices, fifos and sockets (`fixture-special`). Links inside the fixture are fine; copying
  * keeps them as links.
  */
-import { createReadStream, promises as fsp, type Stats } from 'node:fs';
-import { createHash } from 'node:crypto';
+import { promises as fsp, type Stats } from 'node:fs';
+import { fileSha256 } from './content-cache';
 import * as path from 'node:path';
 import { isWithin, toPosix } from './path-util';
 import type { SpecErrorCode } from './types';
@@ -72,7 +72,7 @@ async function addEntry(
   if (st.isDirectory()) {
     entries.push({ path: rel, type: 'dir', mode, size: 0 });
   } else if (st.isFile()) {
-    entries.push({ path: rel, type: 'file', mode, size: st.size, sha256: await hashFile(abs) });
+    entries.push({ path: rel, type: 'file', mode, size: st.size, sha256: await fileSha256(abs) });
   } else if (st.isSymbolicLink()) {
     const target = await fsp.readlink(abs);
     const resolved = path.resolve(path.dirname(abs), target);
@@ -93,14 +93,4 @@ async function realStaysWithin(root: string, resolved: string): Promise<boolean>
   } catch {
     return true; // dangling, or a loop: it points inside lexically and is copied as a link
   }
-}
-
-function hashFile(abs: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const h = createHash('sha256');
-    createReadStream(abs)
-      .on('data', (chunk) => h.update(chunk))
-      .on('error', reject)
-      .on('end', () => resolve(h.digest('hex')));
-  });
 }
