@@ -3,6 +3,8 @@
  * exit codes and defaults (CONTRACT.md). Nothing else in the code spells these strings.
  */
 
+/** The version of docs/CONTRACT.md berth implements (`berth version -o json`). */
+export const CONTRACT_VERSION = 2;
 export const API_VERSION = 'berth.dev/v1';
 export const KIND_ATTEMPT = 'Attempt';
 export const KIND_ATTEMPT_SET = 'AttemptSet';

@@ -6,7 +6,7 @@
 import { Argument, Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { DEFAULTS, EXIT } from '../constants';
+import { CONTRACT_VERSION, DEFAULTS, EXIT } from '../constants';
 import { parseDuration } from '../util/duration';
 import type * as CleanCmd from './commands/clean';
 import type * as Completion from './completion';
@@ -235,8 +235,10 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
   program
     .command('version')
     .description("berth's version")
-    .action(() => {
-      io.out(`berth ${version()} (node ${process.version})\n`);
+    .addOption(new Option('-o, --output <format>', 'json: {version, node, contract}').choices(['json']))
+    .action((o: { output?: 'json' }) => {
+      if (o.output === 'json') io.out(`${JSON.stringify({ version: version(), node: process.version, contract: CONTRACT_VERSION })}\n`);
+      else io.out(`berth ${version()} (node ${process.version}; contract v${CONTRACT_VERSION})\n`);
     });
 
   program
