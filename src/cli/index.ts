@@ -26,7 +26,11 @@ import { defaultMaxRunning, makeContext, UsageError, type GlobalOptions } from '
 import { ENV_HELP, examplesHelp, EXIT_CODES_HELP } from './help';
 import { jsonLinesIo, processIo, wantsJsonLogs, type Io } from './io';
 
+/** Set by the single-file build (scripts/build-cli.ts); from package.json otherwise. */
+declare const BERTH_BUNDLED_VERSION: string | undefined;
+
 function version(): string {
+  if (typeof BERTH_BUNDLED_VERSION === 'string') return BERTH_BUNDLED_VERSION;
   try {
     return (JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string }).version;
   } catch {
