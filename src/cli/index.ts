@@ -131,7 +131,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
       int('--infra-retries', 0),
     )
     .action(async (o, cmd: Command) => {
-      if (o.wait && !o.once) throw new UsageError('--wait goes with --once');
+      if (o.wait && !o.once) throw new UsageError('--wait goes with --once (reconcile --once --wait); to wait on a running controller, use berth wait');
       await done((require('./commands/reconcile') as typeof ReconcileCmd).runReconcile(ctx(cmd), o));
     });
 
