@@ -97,9 +97,12 @@ ${d.attempts.map(row).join('\n')}
 </tbody></table>`;
 }
 
+/** The report page's Content-Security-Policy (the same for every page). */
+export const reportCsp = (): string => contentSecurityPolicy(PAGE_STYLE, PAGE_SCRIPT);
+
 /** The whole page. */
 export function renderReport(d: ReportData): string {
-  const csp = contentSecurityPolicy(PAGE_STYLE, PAGE_SCRIPT);
+  const csp = reportCsp();
   const live = d.mode === 'live' ? ' · live: reloads every 5 s <label><input id="auto" type="checkbox" checked> auto-refresh</label>' : '';
   return `<!doctype html>
 <html lang="en">
