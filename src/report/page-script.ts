@@ -34,8 +34,8 @@ export const PAGE_SCRIPT = `
   }
   function apply() {
     var n = 0;
-    rows.forEach(function (r) { var ok = keep(+r.getAttribute('data-i')); r.hidden = !ok; if (ok) n++; });
-    tlRows.forEach(function (r) { r.hidden = !keep(+r.getAttribute('data-i')); });
+    rows.forEach(function (r) { var ok = keep(+r.getAttribute('data-i')); if (r.hidden === ok) r.hidden = !ok; if (ok) n++; });
+    tlRows.forEach(function (r) { var ok = keep(+r.getAttribute('data-i')); if (r.hidden === ok) r.hidden = !ok; });
     document.querySelectorAll('td.c').forEach(function (td) {
       td.classList.toggle('on', !!st.cell && +td.getAttribute('data-s') === st.cell.s && +td.getAttribute('data-c') === st.cell.c);
     });

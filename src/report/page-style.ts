@@ -20,6 +20,7 @@ table.heat th.r{color:var(--fg)}
 .h0{background:#f4c7c3}.h1{background:#f6d2c0}.h2{background:#f8dcbf}.h3{background:#fae6bf}.h4{background:#fbefc0}.h5{background:#f7f3c1}.h6{background:#e6f0c0}.h7{background:#d3eac0}.h8{background:#c0e3bf}.h9{background:#abdcbc}.h10{background:#93d3b4}
 .hnone{background:#eef0f3;color:var(--mut)}.hinfra{background:#fbe3c0}
 .tl{font-size:12px}
+.tl details,#tbl{content-visibility:auto;contain-intrinsic-size:auto 600px}
 .tl details{margin:2px 0}
 .tl summary{cursor:pointer;display:flex;align-items:center;gap:6px;font-weight:600}
 .tr,.tl summary{display:grid;grid-template-columns:260px 1fr;align-items:center;min-height:14px}

@@ -97,6 +97,11 @@ ${d.attempts.map(row).join('\n')}
 </tbody></table>`;
 }
 
+/** The data the page's script reads: all of it but the links (they are in the table's cells). */
+export function embedded(d: ReportData): unknown {
+  return { ...d, attempts: d.attempts.map(({ links: _links, ...a }) => a) };
+}
+
 /** The report page's Content-Security-Policy (the same for every page). */
 export const reportCsp = (): string => contentSecurityPolicy(PAGE_STYLE, PAGE_SCRIPT);
 
@@ -129,7 +134,7 @@ ${timeline(d)}
 ${attemptsTable(d)}
 </section>
 <div id="tip" hidden></div>
-<script type="application/json" id="report-data">${scriptJson(d)}</script>
+<script type="application/json" id="report-data">${scriptJson(embedded(d))}</script>
 <script>${PAGE_SCRIPT}</script>
 </body>
 </html>

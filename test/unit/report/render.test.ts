@@ -10,7 +10,7 @@ import path from 'node:path';
 import { REPORT_LIMITS } from '../../../src/constants';
 import { scriptJson } from '../../../src/report/escape';
 import { buildReport, clip, linksOf, plainOutcome, type ReportData } from '../../../src/report/model';
-import { renderReport } from '../../../src/report/render';
+import { embedded, renderReport } from '../../../src/report/render';
 import { concurrency } from '../../../src/report/timeline';
 import { summarize } from '../../../src/sets/summary';
 import { status } from '../../support/builders';
@@ -103,7 +103,7 @@ describe('report/render', () => {
     expect(html).to.not.match(/\son[a-z]+=(?!alert)/i);
     const json = /<script type="application\/json" id="report-data">([\s\S]*?)<\/script>/.exec(html)?.[1] as string;
     expect(json).to.not.include('<');
-    expect(JSON.parse(json)).to.deep.equal(JSON.parse(JSON.stringify(d)));
+    expect(JSON.parse(json)).to.deep.equal(JSON.parse(JSON.stringify(embedded(d))));
     expect(scriptJson({ s: '</script>\u2028&' })).to.equal('{"s":"\\u003c/script\\u003e\\u2028\\u0026"}');
   });
 
