@@ -3,7 +3,8 @@
  * it): the report of a real fleet run on the engine renders with no console error and no request
  * beyond its own file, sorting, filtering and heatmap-click filtering work, its links reach the
  * run folders, and an axis value `</script><img src=x onerror=alert(1)>` renders as text and
- * runs nothing. A screenshot goes to test-output/report-browser/. No chromium: the test fails.
+ * runs nothing. A screenshot goes to test-output/report-browser/. The controller's live page
+ * reloads itself and keeps the filter. No chromium: the test fails.
  */
 import { expect } from 'chai';
 import { existsSync, mkdirSync } from 'node:fs';
@@ -11,8 +12,10 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Page } from 'playwright-core';
 import { launchBrowser, testOutputDir, type Browser } from '../support/browser';
+import { startController } from '../support/controller';
 import { requireEngine } from '../support/engine';
 import { Sandbox } from '../support/sandbox';
+import { waitFor } from '../support/wait';
 
 const XSS = '</script><img src=x onerror=alert(1)>';
 
@@ -142,5 +145,47 @@ describe('berth report in a browser (real engine, chromium)', function () {
     await page.screenshot({ path: path.join(out, 'report.png'), fullPage: true });
     expect(problems).to.deep.equal([]);
     expect(requests).to.deep.equal([url]);
+  });
+
+  it("the controller's live page at / renders with no console error, reloads itself and keeps the filter", async function () {
+    await sb.write('live-a.yaml', sb.attempt('live-a', 'true'));
+    await sb.write('live-b.yaml', sb.attempt('live-b', 'true'));
+    const port = 20000 + ((process.pid + 4057) % 20000);
+    const ctl = startController(sb, { metricsAddr: `127.0.0.1:${port}`, maxRunning: 2 });
+    try {
+      const url = `http://127.0.0.1:${port}/`;
+      browser = await launchBrowser();
+      const page = await browser.context.newPage();
+      const problems: string[] = [];
+      const requests: string[] = [];
+      page.on('console', (m) => {
+        if (m.type() === 'error' || m.type() === 'warning') problems.push(`console ${m.type()}: ${m.text()}`);
+      });
+      page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+      page.on('request', (r) => requests.push(r.url()));
+      // Until the controller listens and has both attempts in memory.
+      await waitFor(
+        'the live page lists both attempts',
+        async () => {
+          const res = await page.goto(url).catch(() => null);
+          return res?.status() === 200 && /^2 of 2 attempts/.test((await page.textContent('#shown')) ?? '');
+        },
+        { dirs: [path.join(sb.stateDir, sb.instance, 'attempts')] },
+      );
+      await page.fill('#filter', 'live-b');
+      expect(await visibleNames(page)).to.deep.equal(['live-b']);
+      // The page reloads itself (every 5 s) and keeps the filter.
+      await page.waitForEvent('load', { timeout: 15_000 });
+      await page.waitForFunction("/^1 of 2 attempts/.test(document.getElementById('shown').textContent)");
+      expect(await page.inputValue('#filter')).to.equal('live-b');
+      expect(await visibleNames(page)).to.deep.equal(['live-b']);
+      expect(await page.isChecked('#auto')).to.equal(true);
+      expect(problems).to.deep.equal([]);
+      expect(new Set(requests)).to.deep.equal(new Set([url]));
+    } finally {
+      await browser?.close();
+      browser = undefined;
+      await ctl.stop();
+    }
   });
 });
