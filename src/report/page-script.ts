@@ -13,6 +13,8 @@ export const PAGE_SCRIPT = `
   var KEY = 'berth-report:' + D.instance;
   var st = { q: '', cell: null, sort: null, dir: 1, closed: [] };
   try { var saved = JSON.parse(sessionStorage.getItem(KEY) || 'null'); if (saved && D.mode === 'live') st = saved; } catch (e) {}
+  // A cell kept from before a reload that is no longer there (the sets changed) is dropped.
+  if (st.cell && !(D.sets[st.cell.s] && D.sets[st.cell.s].cells[st.cell.c])) st.cell = null;
   function save() { try { sessionStorage.setItem(KEY, JSON.stringify(st)); } catch (e) {} }
   function kv(m) { return Object.keys(m).map(function (k) { return k + '=' + m[k]; }).join(' '); }
   var hay = A.map(function (a) { return [a.name, a.set || '', kv(a.coords), kv(a.labels), a.phase, a.reason, a.outcome].join(' ').toLowerCase(); });
