@@ -105,7 +105,11 @@ export function timeline(d: ReportData): string {
   if (!s || !d.summary.window) return '<p class="note">Nothing has started yet.</p>';
   const win = d.summary.window;
   const groups = new Map<string | null, number[]>();
-  d.attempts.forEach((a, i) => groups.set(a.set, [...(groups.get(a.set) ?? []), i]));
+  d.attempts.forEach((a, i) => {
+    const g = groups.get(a.set);
+    if (g) g.push(i);
+    else groups.set(a.set, [i]);
+  });
   const out: string[] = [];
   out.push(
     `<div class="legend"><span><i class="w"></i>waiting</span><span><i class="p"></i>provisioning</span><span><i class="passed"></i>passed</span><span><i class="failed"></i>failed</span><span><i class="infra"></i>infra</span><span><i class="skipped"></i>skipped</span><span><i class="unfinished"></i>running / unfinished</span><span><i class="run"></i>slots held (peak ${d.summary.peakRunning})</span>${d.maxRunning !== null ? `<span><i class="cap"></i>--max-running ${d.maxRunning}</span>` : ''}</div>`,
