@@ -86,7 +86,7 @@ describe('report/model', () => {
 });
 
 describe('report/render', () => {
-  it('matches the golden page (UPDATE_GOLDEN=1 npx mocha ... rewrites it)', () => {
+  it('matches the golden page (UPDATE_GOLDEN=1 rewrites it: see README, Development)', () => {
     const html = renderReport(data());
     if (process.env.UPDATE_GOLDEN) writeFileSync(GOLDEN, html);
     expect(html).to.equal(readFileSync(GOLDEN, 'utf8'));
