@@ -9,7 +9,7 @@
  *   BENCH_SIZES        no-op pass sizes (default 10,200,1000)
  *   BENCH_DROPS        drop-to-running samples (default 20)
  *   BENCH_DROPS_AT_MAX drop-to-running samples with the controller at the largest size (default 5)
- *   BENCH_ONLY         comma list of cold,drop,noop,resources: a partial run, written to
+ *   BENCH_ONLY         comma list of cold,drop,noop,resources,report: a partial run, written to
  *                      bench/results/partial.*.tmp instead of latest.*
  *   BENCH_PROFILE=1    also take CPU profiles (untimed extra runs under `node --cpu-prof`: berth's
  *                      cold start and clean of 50, a no-op pass at the largest size in-process and
@@ -34,6 +34,7 @@ import { coldRounds, profileColdBerth, type ColdSamples } from './workloads/cold
 import { renderProfile, summarizeProfile, type ProfileSummary } from './lib/profile';
 import { controllerAt1000, dropToRunning, profileController, type ControllerAt1000, type DropSamples } from './workloads/controller';
 import { noopScales, type NoopResult } from './workloads/noop';
+import { reportBench, type ReportSamples } from './workloads/report';
 
 const TARGETS = {
   coldVsFloor: 1.15,
@@ -43,6 +44,9 @@ const TARGETS = {
   rssMb: 150,
   /** "~0 CPU idle": at most 1% of one core. */
   idleCpuPct: 1,
+  /** The fleet report of 1,000 attempts: its file, and its first paint in headless chromium. */
+  reportBytes: 2 * 1024 * 1024,
+  reportFirstPaintMs: 1000,
 };
 
 function envInt(name: string, def: number, min = 1): number {
@@ -130,6 +134,7 @@ interface Results {
   drop?: DropSamples;
   at1000?: ControllerAt1000;
   clean1000Ms?: number;
+  report?: ReportSamples;
 }
 
 function coldRows(c: ColdSamples, rows: Row[]): void {
@@ -343,6 +348,31 @@ function resourceRows(r: ControllerAt1000, rows: Row[]): void {
   });
 }
 
+function reportRows(r: ReportSamples, rows: Row[]): void {
+  const s = (xs: number[]) => summarize(xs);
+  const kib = r.bytes / 1024;
+  rows.push({
+    id: 'report-size',
+    workload: `Fleet report of ${r.attempts.toLocaleString('en')} attempts (berth report): file size`,
+    berth: `${kib.toFixed(0)} KiB (made in ${spread(s(r.buildMs))})`,
+    reference: '—',
+    refValue: '—',
+    target: `≤ ${TARGETS.reportBytes / 1024 / 1024} MB`,
+    verdict: verdictOf(r.bytes <= TARGETS.reportBytes),
+  });
+  const fp = s(r.firstPaintMs);
+  rows.push({
+    id: 'report-first-paint',
+    workload: `Fleet report of ${r.attempts.toLocaleString('en')} attempts: first paint in headless chromium (file opened from disk)`,
+    berth: `${spread(fp)} (DOMContentLoaded ${spread(s(r.domContentLoadedMs))})`,
+    reference: 'a minimal page, same browser, alternating',
+    refValue: spread(s(r.minimalFirstPaintMs)),
+    ratio: pairedRatio(r.firstPaintMs, r.minimalFirstPaintMs),
+    target: `≤ ${fmtMs(TARGETS.reportFirstPaintMs)}`,
+    verdict: verdictOf(fp.median <= TARGETS.reportFirstPaintMs),
+  });
+}
+
 function details(res: Results): string {
   const out: string[] = [];
   if (res.startup) {
@@ -381,7 +411,7 @@ async function main(): Promise<void> {
   const dropsAtMax = envInt('BENCH_DROPS_AT_MAX', 5, 0);
   const only = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',').map((s) => s.trim())) : undefined;
   const want = (w: string) => !only || only.has(w);
-  if (only) for (const w of only) if (!['cold', 'drop', 'noop', 'resources'].includes(w)) throw new Error(`BENCH_ONLY: unknown workload ${w}`);
+  if (only) for (const w of only) if (!['cold', 'drop', 'noop', 'resources', 'report'].includes(w)) throw new Error(`BENCH_ONLY: unknown workload ${w}`);
   if (want('resources') && !want('noop')) throw new Error('BENCH_ONLY: resources needs noop (the controller watches its attempts)');
 
   const loadStart = os.loadavg();
@@ -462,6 +492,10 @@ async function main(): Promise<void> {
         res.profiles.push({ title: `controller watching ${n} specs: start-up, first pass, 3 drops`, file });
       }
     }
+    if (want('report')) {
+      log('the fleet report of 1,000 attempts: size, time to make it, first paint in headless chromium');
+      res.report = await reportBench(rounds, log);
+    }
     if (res.noop) {
       const c = await berth(['clean', ...res.noop.sandbox.globalArgs('warn')]);
       res.clean1000Ms = c.ms;
@@ -486,6 +520,7 @@ async function main(): Promise<void> {
   if (res.cold) teardownRows(res.cold, rows);
   if (res.drop) dropRows(res.drop, res.at1000, rows);
   if (res.at1000) resourceRows(res.at1000, rows);
+  if (res.report) reportRows(res.report, rows);
 
   const profileSummaries: { title: string; summary: ProfileSummary }[] = [];
   for (const p of res.profiles) {
@@ -550,6 +585,7 @@ async function main(): Promise<void> {
       startup: res.startup,
       controllerAtMax: res.at1000,
       cleanMaxMs: res.clean1000Ms,
+      report: res.report,
     },
     profiles: profileSummaries,
   };

@@ -26,6 +26,24 @@ export const SET_LIMITS = {
   maxScoreBytes: 4096,
 } as const;
 
+/** Bounds on what the fleet report (src/report) embeds, so attempt-controlled strings cannot make the page huge. */
+export const REPORT_LIMITS = {
+  /** Attempts in one report (the rest are counted, not shown). */
+  attempts: 20_000,
+  /** Characters of a name, a key (label or axis), a value (label, axis value, reason), a message. */
+  name: 253,
+  key: 120,
+  value: 200,
+  message: 400,
+  /** Characters of a link into a run folder (a longer one is left out). */
+  path: 1024,
+  /** Labels or axis values of one attempt. */
+  entries: 32,
+} as const;
+
+/** The report's file when `berth report` is given no -o: at the results root, where its links work. */
+export const REPORT_FILE = 'report.html';
+
 /** Version of the normalized form that the spec hash covers; bump when normalization changes. */
 export const SPEC_HASH_SCHEMA = 1;
 

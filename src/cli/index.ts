@@ -17,6 +17,7 @@ import type * as LogsCmd from './commands/logs';
 import type * as PlanCmd from './commands/plan';
 import type * as ReconcileCmd from './commands/reconcile';
 import type * as SummaryCmd from './commands/summary';
+import type * as ReportCmd from './commands/report';
 import type * as UnlockCmd from './commands/unlock';
 import type * as ValidateCmd from './commands/validate';
 import type * as WaitCmd from './commands/wait';
@@ -198,6 +199,17 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .addOption(new Option('-o, --output <format>', 'output format').choices(['table', 'json', 'junit']).default('table'))
     .action(async (sets: string[], o, cmd: Command) => {
       await done((require('./commands/summary') as typeof SummaryCmd).runSummary(ctx(cmd), sets, o));
+    });
+
+  program
+    .command('report')
+    .description('the fleet report: one self-contained HTML file (summary, matrix heatmap, timeline, attempts)')
+    .argument('[set...]', 'AttemptSet names (default: every set and plain attempt)')
+    .option('-l, --selector <key=value>', 'only attempts with these spec labels (repeatable, or comma-separated)', collect)
+    .option('-o, --output <file.html>', 'where to write it; - for stdout (default: <results root>/report.html, where its links work)')
+    .option('--max-running <n>', 'the slots line drawn on the timeline (default: reconcile\'s default here)', int('--max-running', 1))
+    .action(async (sets: string[], o, cmd: Command) => {
+      await done((require('./commands/report') as typeof ReportCmd).runReport(ctx(cmd), sets, o));
     });
 
   program

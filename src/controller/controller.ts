@@ -31,6 +31,7 @@ import { RUNNING_STATES } from '../plan/planner';
 import type { AttemptAction } from '../plan/types';
 import type { LoadReport } from '../spec/loader';
 import type { StatusStore } from '../status/store';
+import type { AttemptStatus } from '../status/types';
 import type { Clock } from '../util/clock';
 import { systemClock } from '../util/clock';
 import type { Logger } from '../util/log';
@@ -175,6 +176,16 @@ export class Controller {
   }
 
   /** One batch: observe, plan the batch's keys, dispatch their actions. */
+  /**
+   * What the controller holds in memory, for its live report page: the last spec load (the
+   * folder is read only before the first) and the status records (the store's copy: this
+   * controller is their only writer).
+   */
+  async view(): Promise<{ load: LoadReport; statuses: ReadonlyMap<string, AttemptStatus> }> {
+    const [load, statuses] = await Promise.all([this.specs.latest() ?? this.specs.specs(), this.o.store.loadAll()]);
+    return { load, statuses };
+  }
+
   private async reconcile(batch: string[]): Promise<void> {
     const started = this.clock.now();
     const id = `${(++this.passes).toString(36)}-${started.toString(36)}`;

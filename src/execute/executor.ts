@@ -291,13 +291,18 @@ export class Executor {
     // refused provisioning of the same run), as the planner's run floors count it (runFloor's `own`).
     const own = (before.intent?.run === d.run && before.intent.specHash === d.hash) || (before.run === d.run && before.specHash === d.hash && before.resultsDir === d.resultsDir);
     await makeRunFolder(d.resultsDir, own);
-    await this.update(a, (r) => ({
-      ...this.beginRun(r, d),
-      phase: 'Pending',
-      reason: REASONS.provisioning,
-      intent: { action: 'provision', run: d.run, specHash: d.hash, at: iso(this.now()) },
-      resultsDir: d.resultsDir,
-    }));
+    await this.update(a, (r) => {
+      const begun = this.beginRun(r, d);
+      return {
+        ...begun,
+        phase: 'Pending',
+        reason: REASONS.provisioning,
+        intent: { action: 'provision', run: d.run, specHash: d.hash, at: iso(this.now()) },
+        // A resumed provisioning of the same run keeps when it first began (a new run has none yet).
+        provisionedAt: begun.provisionedAt ?? iso(this.now()),
+        resultsDir: d.resultsDir,
+      };
+    });
   }
 
   /** The named secrets' values; one that cannot be read makes the attempt Blocked (SecretMissing). */
