@@ -164,7 +164,7 @@ function followLink(
   if (!isFile) {
     problems.push({ ...file, code: 'io', message: 'not a regular file' });
   } else if (!isInside(rootReal, real)) {
-    problems.push({ ...file, code: 'path-escape', message: `links outside the specs folder (to ${real})` });
+    problems.push({ ...file, code: 'path-escape', message: `links outside the specs folder (to ${real}); not read` });
   } else if (!byReal.has(real)) {
     byReal.set(real, { file, linked: true });
   }
