@@ -167,6 +167,9 @@ export const DEFAULTS = {
   instance: 'default',
   workingDir: '/workspace',
   resultsMount: '/results',
+  /** With spec.readOnlyRootFilesystem: the tmpfs the main container gets, and its mount options. */
+  readOnlyTmp: '/tmp',
+  readOnlyTmpOptions: 'rw,nosuid,nodev,mode=1777',
   secretsDir: '/run/secrets',
   networkMode: 'none',
   pids: 512,

@@ -34,7 +34,8 @@ async function parents(p: Pack, dir: string, mode = 0o755, uid = 0, gid = 0): Pr
 }
 
 /**
- * The fixture as a tar to extract at `/`, landing in `workingDir`, owned by `uid:gid`. A fixture
+ * The fixture as a tar to extract at `/`, landing in `workingDir`, owned by `uid:gid` (the working
+ * dir too; null: only the working dir). A fixture
  * that is a single file lands as `workingDir/<its name>`. It is read where the loader checked it
  * (its real path), one open folder at a time and never through a link (util/no-follow.ts): a
  * folder or file swapped for a link since is refused (UnsafePathError). A link inside the
@@ -42,11 +43,18 @@ async function parents(p: Pack, dir: string, mode = 0o755, uid = 0, gid = 0): Pr
  * fixture, and one changed since to point outside is refused here). Anything that is not a
  * file, folder or link is refused too.
  */
-export async function fixtureTar(fixture: string, workingDir: string, uid = 0, gid = 0): Promise<Buffer> {
+export async function fixtureTar(fixture: string | null, workingDir: string, uid = 0, gid = 0): Promise<Buffer> {
   const p = pack();
   const done = collect(p);
   const base = workingDir.replace(/^\/+/, '');
-  await parents(p, base);
+  const upper = path.posix.dirname(base);
+  if (upper !== '.') await parents(p, upper);
+  // The working dir itself is the attempt's user's: it may write there.
+  await entry(p, { name: base + '/', type: 'directory', mode: 0o755, uid, gid });
+  if (fixture === null) {
+    p.finalize();
+    return done;
+  }
   const own = { uid, gid };
   const add = async (dir: fsp.FileHandle, name: string, shown: string, rel: string, inside: string): Promise<void> => {
     const at = atFd(dir.fd, name);

@@ -74,7 +74,7 @@ function resultsBase(root: string | undefined, dir: string): string {
  * state folder) left, unless it is resuming its own provisioning. The planner gives the next run
  * a number above it (see runFloor).
  */
-async function makeRunFolder(root: string | undefined, resultsDir: string, resuming: boolean): Promise<void> {
+async function makeRunFolder(root: string | undefined, resultsDir: string, resuming: boolean, owner: { uid: number; gid: number } | null): Promise<void> {
   const base = resultsBase(root, resultsDir);
   const runFolder = path.dirname(resultsDir);
   // The results root itself is the user's (it may be a link of their own): made as it is given.
@@ -85,7 +85,8 @@ async function makeRunFolder(root: string | undefined, resultsDir: string, resum
     if (!isCode(err, 'EEXIST')) throw err;
     if (!resuming) throw new Error(`results folder ${runFolder} already exists: a run never reuses one; the next pass picks a new run number`);
   }
-  await mkdirBelow(base, resultsDir);
+  // spec.user: the attempt's own folder (the bind at /results) is its user's, so it can write there.
+  await mkdirBelow(base, resultsDir, owner ? { owner } : {});
 }
 
 function assertNever(x: never): never {
@@ -313,7 +314,7 @@ export class Executor {
     // The folder is this run's own when the record already gave it to this run (an interrupted or
     // refused provisioning of the same run), as the planner's run floors count it (runFloor's `own`).
     const own = (before.intent?.run === d.run && before.intent.specHash === d.hash) || (before.run === d.run && before.specHash === d.hash && before.resultsDir === d.resultsDir);
-    await makeRunFolder(this.deps.resultsRoot, d.resultsDir, own);
+    await makeRunFolder(this.deps.resultsRoot, d.resultsDir, own, d.loaded.spec.user);
     await this.update(a, (r) => ({
       ...this.beginRun(r, d),
       phase: 'Pending',
@@ -342,7 +343,11 @@ export class Executor {
     const secrets = await this.secretsOrBlock(a, d, d.mainSecrets);
     const create = stampNonce({ ...d.container.create, env: [...d.container.create.env, ...secretEnvLines(spec.secretEnv, secrets)] });
     // The fixture is read now, before the engine holds anything: one swapped for a link since it was checked is refused.
-    const fixture = spec.fixture ? await fixtureTar(spec.fixture, spec.workingDir) : undefined;
+    // With spec.user, the working dir and the fixture are that user's (the working dir is sent even
+    // without a fixture, unless the root filesystem is read-only: the engine copies nothing into it).
+    const owner = spec.user ?? { uid: 0, gid: 0 };
+    const workdir = spec.fixture !== null || (spec.user !== null && !spec.readOnlyRootFilesystem);
+    const fixture = workdir ? await fixtureTar(spec.fixture, spec.workingDir, owner.uid, owner.gid) : undefined;
     // The bind source, right before the engine is asked to mount it: no link anywhere below the results root.
     await assertFoldersBelow(resultsBase(this.deps.resultsRoot, d.resultsDir), d.resultsDir);
     let id: string;
@@ -364,7 +369,7 @@ export class Executor {
     await this.update(a, (r) => ({ ...r, containerId: id }));
     if (fixture) await engine.containers.putArchive(id, '/', fixture);
     if (secrets.length) {
-      const { uid, gid } = await this.containerUser(spec.image);
+      const { uid, gid } = spec.user ?? (await this.containerUser(spec.image));
       await engine.containers.putArchive(id, '/', await secretsTar(secrets, DEFAULTS.secretsDir, uid, gid));
     }
     const warnings = Object.keys(spec.secretEnv).map(

@@ -108,6 +108,10 @@ export interface NormalizedAttempt {
   deadlineSeconds: number | null;
   retries: number;
   ttlSecondsAfterFinished: number | null;
+  /** The numeric uid:gid the main container runs as, or null: the image's user. */
+  user: { uid: number; gid: number } | null;
+  /** The main container's root filesystem is read-only (with a tmpfs at /tmp). */
+  readOnlyRootFilesystem: boolean;
   /** Sorted by name. */
   sidecars: SidecarSpec[];
 }

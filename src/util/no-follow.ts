@@ -110,11 +110,18 @@ export async function openDirBelow(base: string, parts: readonly string[], opts:
   }
 }
 
-/** Makes folder `p` and every missing folder between `base` and it, following no link below `base`. */
-export async function mkdirBelow(base: string, p: string, opts: { exclusiveLast?: boolean } = {}): Promise<void> {
+/**
+ * Makes folder `p` and every missing folder between `base` and it, following no link below
+ * `base`; `owner`: `p` itself is then owned by that uid:gid (through its open handle).
+ */
+export async function mkdirBelow(base: string, p: string, opts: { exclusiveLast?: boolean; owner?: { uid: number; gid: number } } = {}): Promise<void> {
   const parts = componentsBelow(base, p);
   const h = await openDirBelow(base, parts, { create: true, ...(opts.exclusiveLast ? { exclusive: parts.length - 1 } : {}) });
-  await h.close();
+  try {
+    if (opts.owner) await h.chown(opts.owner.uid, opts.owner.gid);
+  } finally {
+    await h.close();
+  }
 }
 
 /** Throws UnsafePathError unless every component of `p` below `base` is a real folder (no link). */

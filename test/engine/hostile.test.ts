@@ -4,6 +4,7 @@
  * the host untouched: nothing is added to it, nothing in it is read or changed.
  */
 import { expect } from 'chai';
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
@@ -50,6 +51,19 @@ class Canary {
   async destroy(): Promise<void> {
     await fs.rm(this.dir, { recursive: true, force: true });
   }
+}
+
+/** Files under the engine's storage folder that hold `needle` (grep -r: no link followed, no fifo or device read). */
+async function engineStorageHits(needle: string): Promise<string[]> {
+  const root = ((await docker.info()) as { DockerRootDir: string }).DockerRootDir;
+  return new Promise((resolve, reject) => {
+    execFile('grep', ['-rlF', '-D', 'skip', '--', needle, root], { maxBuffer: 1 << 20 }, (err, stdout) => {
+      // 1: nothing found; 2 with output: some file could not be read (a socket), the hits still count
+      const code = (err as { code?: number } | null)?.code;
+      if (err && code !== 1 && !(code === 2 && stdout)) return code === 2 ? resolve([]) : reject(err);
+      resolve(stdout.split('\n').filter(Boolean));
+    });
+  });
 }
 
 /** Loads and plans the sandbox's specs now; `run()` executes that plan later (after a swap). */
@@ -170,5 +184,42 @@ describe('hostile attempts and files (real engine)', function () {
     const r = await sb.cli('reconcile', '--once', '--wait');
     expect(r.code, r.stderr).to.equal(0);
     expect(await fs.readFile(path.join(sb.resultsRoot, 'a', 'run-1', 'results', 'link'), 'utf8')).to.equal('a.txt\nalpha\n');
+  });
+
+  it("leaves no secret value in the engine's storage once the attempt has finished", async function () {
+    const fileValue = `berth-test-file-secret-${randomBytes(12).toString('hex')}`;
+    const envValue = `berth-test-env-secret-${randomBytes(12).toString('hex')}`;
+    const envVar = 'BERTH_TEST_HOSTILE_SECRET';
+    await sb.write('sec/token', fileValue);
+    await sb.write(
+      'a.yaml',
+      sb.attempt('a', 'test "$TOK" = "$(cat /run/secrets/env)" && cat /run/secrets/token > /dev/null && echo ok > /results/ok; exec sleep 300', [
+        '  secrets:',
+        '    - {name: token, fromFile: ./sec/token}',
+        `    - {name: env, fromEnv: ${envVar}}`,
+        '  env: {TOK: {secretRef: env}}',
+        '',
+      ].join('\n')),
+    );
+    process.env[envVar] = envValue;
+    try {
+      const r = await sb.cli('reconcile', '--once');
+      expect(r.code, r.stderr).to.equal(0);
+      const id = (await sb.status('a'))?.containerId ?? '';
+      // While it runs, the values are in the engine's storage (the search can find them)...
+      expect(await engineStorageHits(fileValue)).to.not.deep.equal([]);
+      expect(await engineStorageHits(envValue)).to.not.deep.equal([]);
+      await docker.getContainer(id).kill();
+      const done = await sb.cli('reconcile', '--once', '--wait');
+      expect(done.code, done.stderr).to.equal(3); // killed: Failed
+      expect((await sb.status('a'))?.phase).to.equal('Failed');
+      // ...and once it has finished and been harvested, nowhere on the host's disk.
+      expect(await engineStorageHits(fileValue)).to.deep.equal([]);
+      expect(await engineStorageHits(envValue)).to.deep.equal([]);
+      expect(await fs.readFile(path.join(sb.resultsRoot, 'a', 'run-1', 'results', 'ok'), 'utf8')).to.equal('ok\n');
+      expect(await fs.readFile(path.join(sb.resultsRoot, 'a', 'run-1', 'status.json'), 'utf8')).to.include('"Failed"');
+    } finally {
+      delete process.env[envVar];
+    }
   });
 });
