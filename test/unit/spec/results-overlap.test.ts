@@ -36,12 +36,14 @@ describe('spec/results folders of different attempts', () => {
     expect(r.errors.map((e) => e.message)).to.satisfy((m: string[]) => m.every((x) => x.includes('is the same folder as')));
   });
 
-  it('resolves links in the declared path before comparing', async () => {
+  it('refuses a link on the way below the results root where the spec writes it (berth would never follow it)', async () => {
     const sb = sandbox({ 'a.yaml': doc('a', '  results: real\n'), 'b.yaml': doc('b', '  results: alias/sub\n') });
     mkdirSync(path.join(sb.results, 'real'), { recursive: true });
     symlinkSync('real', path.join(sb.results, 'alias'));
     const r = await sb.load();
-    expect(r.errors.map((e) => [e.attempt, e.code])).to.deep.equal([['a', 'results-overlap'], ['b', 'results-overlap']]);
+    expect(r.specs.map((s) => s.spec.name)).to.deep.equal(['a']);
+    expect(r.errors.map((e) => [e.attempt, e.code, e.path, e.line])).to.deep.equal([['b', 'path-escape', 'spec.results', 7]]);
+    expect(r.errors[0]?.message).to.include('passes through a link below the results root');
   });
 
   it("keeps an AttemptSet's children apart: each has its own folder by default, a shared one is refused", async () => {
