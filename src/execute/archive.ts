@@ -83,8 +83,8 @@ export async function fixtureTar(fixture: string | null, workingDir: string, uid
     } else if (lst.isSymbolicLink()) {
       const target = await fsp.readlink(at);
       // Lexically inside the fixture (as the loader checked): `inside` is the link's place in it.
-      const lands = path.posix.normalize(path.posix.join(path.posix.dirname(`/${inside}`), target));
-      if (path.posix.isAbsolute(target) || lands === '/..' || lands.startsWith('/../')) {
+      const lands = path.posix.join(path.posix.dirname(inside), target);
+      if (path.posix.isAbsolute(target) || lands === '..' || lands.startsWith('../')) {
         throw new UnsafePathError(`fixture link ${shown} points outside the fixture (to ${JSON.stringify(target)})`);
       }
       await entry(p, { name: tarName, type: 'symlink', linkname: target, mode: lst.mode & 0o7777, mtime: lst.mtime, ...own });

@@ -342,9 +342,10 @@ export class Executor {
     await this.recordIntent(a, d);
     const secrets = await this.secretsOrBlock(a, d, d.mainSecrets);
     const create = stampNonce({ ...d.container.create, env: [...d.container.create.env, ...secretEnvLines(spec.secretEnv, secrets)] });
-    // The fixture is read now, before the engine holds anything: one swapped for a link since it was checked is refused.
-    // With spec.user, the working dir and the fixture are that user's (the working dir is sent even
-    // without a fixture, unless the root filesystem is read-only: the engine copies nothing into it).
+    // The fixture is read now, before the engine holds anything: one swapped for a link since it
+    // was checked is refused. With spec.user, the working dir and the fixture are that user's (the
+    // working dir is sent even without a fixture, unless the root filesystem is read-only: the
+    // engine copies nothing into one).
     const owner = spec.user ?? { uid: 0, gid: 0 };
     const workdir = spec.fixture !== null || (spec.user !== null && !spec.readOnlyRootFilesystem);
     const fixture = workdir ? await fixtureTar(spec.fixture, spec.workingDir, owner.uid, owner.gid) : undefined;
