@@ -374,7 +374,8 @@ export class Executor {
       await engine.containers.putArchive(id, '/', await secretsTar(secrets, DEFAULTS.secretsDir, uid, gid));
     }
     const warnings = Object.keys(spec.secretEnv).map(
-      (k) => `secret ${spec.secretEnv[k]} is exposed as environment variable ${k}: anyone who can inspect the container can read it`,
+      (k) =>
+        `secret ${spec.secretEnv[k]} is exposed as environment variable ${k}: anyone who can inspect the container can read it, and the engine's own database may keep it on disk after the container is removed`,
     );
     // Recorded before the start is asked for: a berth killed from here on only needs to start it.
     // The engine's boot too: an engine restart from here on is told from the task's own failure by it.

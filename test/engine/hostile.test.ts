@@ -215,7 +215,11 @@ describe('hostile attempts and files (real engine)', function () {
       expect((await sb.status('a'))?.phase).to.equal('Failed');
       // ...and once it has finished and been harvested, nowhere on the host's disk.
       expect(await engineStorageHits(fileValue)).to.deep.equal([]);
-      expect(await engineStorageHits(envValue)).to.deep.equal([]);
+      // A secret opted into `env` is in the container's OCI spec, which the engine also hands to
+      // containerd: its metadata database may keep the bytes of the deleted record in free pages
+      // until they are reused. Out of berth's reach (documented); nowhere else.
+      const envHits = await engineStorageHits(envValue);
+      expect(envHits.filter((f) => !f.endsWith('/io.containerd.metadata.v1.bolt/meta.db'))).to.deep.equal([]);
       expect(await fs.readFile(path.join(sb.resultsRoot, 'a', 'run-1', 'results', 'ok'), 'utf8')).to.equal('ok\n');
       expect(await fs.readFile(path.join(sb.resultsRoot, 'a', 'run-1', 'status.json'), 'utf8')).to.include('"Failed"');
     } finally {
