@@ -74,12 +74,16 @@ export async function loadPaths(paths: string[], opts: LoadOptions): Promise<Loa
       if (st.isDirectory()) {
         const walk = await findSpecFiles(abs);
         sets.push({ root: abs, files: await unseen(walk.files, seen), problems: walk.problems });
-      } else if ((await fsp.lstat(abs)).isSymbolicLink() && !isInside(await realpathLoose(path.dirname(abs)), await realpathLoose(abs))) {
-        // A file named on the command line is its folder's spec: a link out of that folder is never read.
-        const problem: WalkProblem = { abs, rel: path.basename(abs), code: 'path-escape', message: `links outside its folder (to ${await realpathLoose(abs)}); not read` };
-        sets.push({ root: path.dirname(abs), files: [], problems: [problem] });
       } else {
-        sets.push({ root: path.dirname(abs), files: await unseen([{ abs, rel: path.basename(abs) }], seen), problems: [] });
+        // A file named on the command line is its folder's spec: a link out of that folder is never read.
+        const linked = (await fsp.lstat(abs)).isSymbolicLink();
+        const real = linked ? await realpathLoose(abs) : abs;
+        if (linked && !isInside(await realpathLoose(path.dirname(abs)), real)) {
+          const problem: WalkProblem = { abs, rel: path.basename(abs), code: 'path-escape', message: `links outside its folder (to ${real}); not read` };
+          sets.push({ root: path.dirname(abs), files: [], problems: [problem] });
+        } else {
+          sets.push({ root: path.dirname(abs), files: await unseen([{ abs, rel: path.basename(abs), ...(linked ? { linked } : {}) }], seen), problems: [] });
+        }
       }
     }
     return loadSets(sets, opts.resultsRoot);
