@@ -149,6 +149,11 @@ export const REASONS = {
   deleted: 'Deleted',
   /** Blocked: a secret cannot be read from berth's environment or its file. */
   secretMissing: 'SecretMissing',
+  /**
+   * Blocked: a path berth reads or writes for the attempt (a fixture, a secret file, its run
+   * folder) holds a symbolic link or no longer qualifies as it did when checked; nothing is followed.
+   */
+  unsafePath: 'UnsafePath',
   /** Failed: the egress proxy did not come up (or could not be started again). */
   proxyFailed: 'ProxyFailed',
   /** Failed: a sidecar did not come up (or could not be started again). */
@@ -182,6 +187,9 @@ export const DEFAULTS = {
   instance: 'default',
   workingDir: '/workspace',
   resultsMount: '/results',
+  /** With spec.readOnlyRootFilesystem: the tmpfs the main container gets, and its mount options. */
+  readOnlyTmp: '/tmp',
+  readOnlyTmpOptions: 'rw,nosuid,nodev,mode=1777',
   secretsDir: '/run/secrets',
   networkMode: 'none',
   pids: 512,

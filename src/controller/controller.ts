@@ -298,6 +298,7 @@ export class Controller {
       concurrency: 1,
       log,
       env: this.o.cfg.env,
+      resultsRoot: this.o.cfg.resultsRoot,
       now: () => this.clock.now(),
     });
     let began = false;

@@ -153,6 +153,7 @@ export async function reconcilePass(cfg: PassConfig, engine: Engine, store: Stat
     concurrency: cfg.concurrency,
     log: cfg.log,
     env: cfg.env,
+    resultsRoot: cfg.resultsRoot,
     ...(cfg.now ? { now: cfg.now } : {}),
   });
   const results = await executor.run(planned.plan);

@@ -84,6 +84,8 @@ export interface ContainerDetails extends ContainerSummary {
     devices: number;
     dns: string[];
     binds: string[];
+    /** tmpfs mounts: container path → mount options. */
+    tmpfs: Record<string, string>;
   };
   restartCount: number;
 }
@@ -119,6 +121,8 @@ export interface ContainerCreateSpec {
     memorySwap?: number;
     pidsLimit: number;
     readonlyRootfs: boolean;
+    /** tmpfs mounts: container path → mount options. */
+    tmpfs?: Record<string, string>;
   };
 }
 
