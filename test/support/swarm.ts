@@ -16,6 +16,7 @@ import { promises as fs, openSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import Dockerode from 'dockerode';
+import { SWARM } from '../../src/constants';
 import { TEST_RUN } from './engine';
 
 const run = promisify(execFile);
@@ -229,6 +230,8 @@ export class TestSwarm {
         ),
       );
       for (const n of this.nodes) n.id = ((await n.docker.info()) as { Swarm: { NodeID: string } }).Swarm.NodeID;
+      // where berth reaches each node's own engine (the operator's label; docs/SWARM.md)
+      for (const n of this.nodes) await this.updateNode(n, (spec) => ({ ...spec, Labels: { ...(spec.Labels as object), [SWARM.engineLabel]: n.address } }));
       const file = await archive;
       await Promise.all(this.nodes.map((n) => run('docker', ['-H', n.address, 'load', '-q', '-i', file])));
       await fs.rm(file, { force: true });
@@ -239,6 +242,18 @@ export class TestSwarm {
       throw new Error(`the test swarm could not start (${this.nodes.length} nodes): ${e.message}`, { cause: err });
     }
     this.startMs = Date.now() - t0;
+  }
+
+  /** Changes a node's spec through the manager (labels, availability). */
+  async updateNode(n: SwarmNode, f: (spec: Record<string, unknown>) => Record<string, unknown>): Promise<void> {
+    const node = this.manager.docker.getNode(n.id);
+    const info = (await node.inspect()) as { Version: { Index: number }; Spec: Record<string, unknown> };
+    await node.update({ version: info.Version.Index, ...f(info.Spec) } as never);
+  }
+
+  /** Sets a node's availability (`drain`: no task is placed there). */
+  availability(n: SwarmNode, a: 'active' | 'drain'): Promise<void> {
+    return this.updateNode(n, (spec) => ({ ...spec, Availability: a }));
   }
 
   private async saveImages(): Promise<string> {

@@ -12,12 +12,24 @@ const PIN = /^node\.id\s*==\s*(\S+)$/;
 interface ServiceInfo {
   ID: string;
   CreatedAt: string;
-  Spec: { Name: string; Labels?: Record<string, string>; TaskTemplate?: { Placement?: { Constraints?: string[] } } };
+  Spec: {
+    Name: string;
+    Labels?: Record<string, string>;
+    TaskTemplate?: { ContainerSpec?: { Image?: string }; Placement?: { Constraints?: string[] }; Networks?: { Target: string }[] };
+  };
 }
 
 function summary(s: ServiceInfo): ServiceSummary {
   const pin = (s.Spec.TaskTemplate?.Placement?.Constraints ?? []).map((c) => PIN.exec(c)?.[1]).find((x) => x !== undefined);
-  return { id: s.ID, name: s.Spec.Name, labels: s.Spec.Labels ?? {}, createdAt: s.CreatedAt, ...(pin ? { nodeId: pin } : {}) };
+  return {
+    id: s.ID,
+    name: s.Spec.Name,
+    labels: s.Spec.Labels ?? {},
+    image: s.Spec.TaskTemplate?.ContainerSpec?.Image ?? '',
+    networks: (s.Spec.TaskTemplate?.Networks ?? []).map((n) => n.Target),
+    createdAt: s.CreatedAt,
+    ...(pin ? { nodeId: pin } : {}),
+  };
 }
 
 /** The API body for a run's service (exported for tests of its shape). */

@@ -42,6 +42,9 @@ export interface ServiceSummary {
   labels: Labels;
   /** The node the service is pinned to (from its constraint), if any. */
   nodeId?: string;
+  image: string;
+  /** The networks its tasks attach to, as the service names them (ids or names). */
+  networks: string[];
   createdAt: string;
 }
 
