@@ -255,12 +255,14 @@ export class SwarmRuns implements ContainerClient {
       return { ...c, id: c.name, state: 'created', runState: { ...c.runState, status: 'created', running: false } };
     }
     const t = latest(await this.swarm.tasks.list({ services: [s.id] }));
-    const ended = t !== undefined && FINAL.has(t.state);
     const node = t?.nodeId ? (await this.pool.reachable()).find((n) => n.node.id === t.nodeId) : h;
     const inner = t?.containerId && node ? await node.engine.containers.inspect(t.containerId).catch(() => undefined) : undefined;
+    // the node's engine knows a container ended before the manager hears of it (a stop just done)
+    const innerEnded = inner !== undefined && inner.runState.status === 'exited';
+    const ended = (t !== undefined && FINAL.has(t.state)) || innerEnded;
     const base = inner ?? (h ? await h.engine.containers.inspect(idOrName) : undefined);
     if (!base) throw notFound(idOrName);
-    const listed = this.summary(s, t);
+    const listed = { ...this.summary(s, t), ...(ended ? { state: 'exited' } : {}) };
     const hardened = inner ? ((await this.pool.refusal(node!.node)) === undefined) : false;
     return {
       ...base,
@@ -269,7 +271,7 @@ export class SwarmRuns implements ContainerClient {
         status: listed.state,
         running: !ended,
         oomKilled: inner?.runState.oomKilled ?? false,
-        exitCode: ended ? (t?.exitCode ?? inner?.runState.exitCode ?? 255) : 0,
+        exitCode: ended ? (innerEnded ? inner.runState.exitCode : (t?.exitCode ?? 255)) : 0,
         error: t?.error ?? '',
         startedAt: inner?.runState.startedAt ?? '',
         finishedAt: ended ? (inner?.runState.finishedAt ?? t?.timestamp ?? '') : '',
