@@ -162,12 +162,16 @@ export const SWARM = {
   engineLabel: 'dev.berth.engine',
   /** On berth's own helpers of a run on a node (the prepared container, its volumes): which run. */
   runLabel: 'dev.berth.swarm-run',
+  /** On a run's task's container (made by the node for the service): which run. */
+  taskLabel: 'dev.berth.swarm-task',
   /** On a run's service: the results folder (where berth runs) its results are brought to. */
   resultsLabel: 'dev.berth.results-dir',
   /** On a run's swarm secrets: the file name under /run/secrets, and its owner and mode. */
   secretFileLabel: 'dev.berth.secret-file',
   /** On a hardening probe's service: the node it checks. */
   probeLabel: 'dev.berth.probe',
+  /** How long a run's node may be down before the run counts as lost (Failed/Lost; retries apply). */
+  lostGraceMs: 15_000,
   /** How long a node's hardening probe may take (its task to run and end). */
   probeTimeoutMs: 60_000,
 } as const;

@@ -80,6 +80,14 @@ export class SwarmNode {
 
   async start(): Promise<void> {
     await fs.mkdir(path.join(this.root, 'data'), { recursive: true });
+    // after kill(): the containerd of the killed daemon may linger as a zombie that nothing reaps;
+    // its pid file would make the next daemon wait for it (as test/support/private-engine.ts)
+    const pidFile = path.join(this.root, 'x', 'containerd', 'containerd.pid');
+    const old = Number((await fs.readFile(pidFile, 'utf8').catch(() => '')).trim());
+    if (old) {
+      const stat = await fs.readFile(`/proc/${old}/stat`, 'utf8').catch(() => '');
+      if (!stat || stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) === 'Z') await fs.rm(pidFile, { force: true });
+    }
     const log = openSync(path.join(this.root, 'dockerd.log'), 'a');
     const argv = [
       `--net=/var/run/netns/${this.netns}`,
@@ -263,7 +271,7 @@ export class TestSwarm {
   }
 
   /** Every node ready and active, as the manager sees them. */
-  private async waitReady(): Promise<void> {
+  async waitReady(): Promise<void> {
     for (let i = 0; i < 300; i++) {
       const nodes = (await this.manager.docker.listNodes()) as { Status: { State: string } }[];
       if (nodes.length === this.nodes.length && nodes.every((n) => n.Status.State === 'ready')) return;

@@ -35,6 +35,8 @@ export function nodeName(n: NodeSummary): string {
 export class NodePool {
   private readonly probes = new Map<string, Promise<NodeHardening>>();
   private readonly handles = new Map<string, NodeHandle>();
+  /** Node id → when this berth first saw it not ready (ms). */
+  private readonly downSince = new Map<string, number>();
 
   constructor(
     private readonly swarm: SwarmEngine,
@@ -56,7 +58,23 @@ export class NodePool {
 
   /** Every node whose engine berth knows, ready or not (for lists and clean-up). */
   async reachable(): Promise<NodeHandle[]> {
-    return (await this.swarm.nodes.list()).flatMap((n) => this.handle(n) ?? []);
+    return (await this.all()).flatMap((n) => this.handle(n) ?? []);
+  }
+
+  /** The swarm's nodes, noting since when each one is not ready. */
+  async all(): Promise<NodeSummary[]> {
+    const nodes = await this.swarm.nodes.list();
+    for (const n of nodes) {
+      if (n.state === 'ready') this.downSince.delete(n.id);
+      else if (!this.downSince.has(n.id)) this.downSince.set(n.id, Date.now());
+    }
+    return nodes;
+  }
+
+  /** Whether a node has been down (as this berth saw it) for longer than `graceMs`. */
+  lost(nodeId: string, graceMs: number): boolean {
+    const since = this.downSince.get(nodeId);
+    return since !== undefined && Date.now() - since > graceMs;
   }
 
   private hardening(nodeId: string): Promise<NodeHardening> {
@@ -89,7 +107,7 @@ export class NodePool {
    * then by id. Refuses (BackendRefusedError, NodeRefused) with every node's reason when none qualifies.
    */
   async choose(attempt: string, load: ReadonlyMap<string, number>): Promise<NodeHandle> {
-    const nodes = await this.swarm.nodes.list();
+    const nodes = await this.all();
     const verdicts = await Promise.all(nodes.map(async (n) => ({ n, why: await this.refusal(n) })));
     const ok = verdicts.filter((v) => v.why === undefined).map((v) => v.n);
     ok.sort((a, b) => (load.get(a.id) ?? 0) - (load.get(b.id) ?? 0) || a.id.localeCompare(b.id));

@@ -84,44 +84,60 @@ async function repack(items: { header: Record<string, unknown>; body: Buffer }[]
   return Buffer.concat(chunks);
 }
 
-export class SwarmRuns implements ContainerClient {
-  /** Run name → its node, as made or found. */
-  private readonly placed = new Map<string, NodeHandle>();
+/**
+ * A run's id: its container name and its node (`<name>@<node id>`). Every run of an attempt has
+ * the same container name; a run left on a node that was lost is told from the next one by it.
+ */
+export function runId(name: string, nodeId: string): string {
+  return `${name}@${nodeId}`;
+}
 
+export function parseRunId(id: string): { name: string; node?: string } {
+  const i = id.lastIndexOf('@');
+  return i < 0 ? { name: id } : { name: id.slice(0, i), node: id.slice(i + 1) };
+}
+
+export class SwarmRuns implements ContainerClient {
   constructor(
     private readonly swarm: SwarmEngine,
     private readonly pool: NodePool,
   ) {}
 
-  /** The node holding a run's prepared container, or undefined. */
-  private async locate(run: string): Promise<NodeHandle | undefined> {
-    const known = this.placed.get(run);
-    if (known) return known;
-    for (const h of await this.pool.reachable()) {
-      const found = await h.engine.containers.inspect(run).then(
-        (c) => c.labels[SWARM.runLabel] === run,
+  /** The node holding a run's prepared container (by its id's node, or found by name), or undefined. */
+  private async locate(id: string): Promise<NodeHandle | undefined> {
+    const { name, node } = parseRunId(id);
+    const nodes = await this.pool.reachable();
+    if (node) return nodes.find((h) => h.node.id === node);
+    for (const h of nodes) {
+      const found = await h.engine.containers.inspect(name).then(
+        (c) => c.labels[SWARM.runLabel] === name,
         () => false,
       );
-      if (found) {
-        this.placed.set(run, h);
-        return h;
-      }
+      if (found) return h;
     }
     return undefined;
   }
 
-  private async service(run: string): Promise<ServiceSummary | undefined> {
-    return this.swarm.services.inspect(run).catch((err: unknown) => {
+  /** The run's service: by name, and on the id's node when the id names one. */
+  private async service(id: string): Promise<ServiceSummary | undefined> {
+    const { name, node } = parseRunId(id);
+    const s = await this.swarm.services.inspect(name).catch((err: unknown) => {
       if (isNotFound(err)) return undefined;
       throw err;
     });
+    return s && (!node || s.nodeId === node) ? s : undefined;
+  }
+
+  /** The run's node has been down past the grace (SWARM.lostGraceMs): its task is lost with it. */
+  private isLost(s: ServiceSummary): boolean {
+    return s.nodeId !== undefined && this.pool.lost(s.nodeId, SWARM.lostGraceMs);
   }
 
   private summary(s: ServiceSummary, t: TaskSummary | undefined): ContainerSummary {
     const ended = t !== undefined && FINAL.has(t.state);
     const resultsDir = s.labels[SWARM.resultsLabel];
     return {
-      id: s.name,
+      id: s.nodeId ? runId(s.name, s.nodeId) : s.name,
       name: s.name,
       labels: s.labels,
       image: s.image,
@@ -139,15 +155,19 @@ export class SwarmRuns implements ContainerClient {
     const [services, nodes] = await Promise.all([this.swarm.services.list(labelFilters), this.pool.reachable()]);
     const runs = services.filter((s) => s.labels[SWARM.resultsLabel] !== undefined);
     const tasks = runs.length ? await this.swarm.tasks.list({ services: runs.map((s) => s.id) }) : [];
-    const out = runs.map((s) => this.summary(s, latest(tasks.filter((t) => t.serviceId === s.id))));
-    const started = new Set(out.map((c) => c.name));
+    const out = runs.map((s) => {
+      const c = this.summary(s, latest(tasks.filter((t) => t.serviceId === s.id)));
+      // a run whose node is lost has ended, for berth: its finish finds it gone (Lost)
+      return this.isLost(s) ? { ...c, state: 'exited', status: `node ${s.nodeId?.slice(0, 12)} lost` } : c;
+    });
+    const started = new Set(out.map((c) => c.id));
     const prepared = await Promise.all(nodes.map((h) => h.engine.containers.list([...labelFilters, SWARM.runLabel]).catch(() => [])));
     for (const [i, list] of prepared.entries()) {
       for (const c of list) {
-        if (started.has(c.name)) continue;
         const h = nodes[i];
-        if (h) this.placed.set(c.name, h);
-        out.push({ ...c, id: c.name, state: 'created', mounts: c.labels[SWARM.resultsLabel] ? [{ type: 'bind', source: c.labels[SWARM.resultsLabel] as string, destination: DEFAULTS.resultsMount, rw: true }] : [] });
+        const id = h ? runId(c.name, h.node.id) : c.name;
+        if (started.has(id)) continue;
+        out.push({ ...c, id, state: 'created', mounts: c.labels[SWARM.resultsLabel] ? [{ type: 'bind', source: c.labels[SWARM.resultsLabel] as string, destination: DEFAULTS.resultsMount, rw: true }] : [] });
       }
     }
     return out;
@@ -185,41 +205,42 @@ export class SwarmRuns implements ContainerClient {
         ],
       },
     });
-    this.placed.set(run, h);
-    return run;
+    return runId(run, h.node.id);
   }
 
   async putArchive(id: string, path: string, tar: Buffer | Readable): Promise<void> {
     const h = await this.locate(id);
     if (!h) throw notFound(id);
+    const { name: run } = parseRunId(id);
     const all = await entries(tar);
     const secretDir = `${DEFAULTS.secretsDir.replace(/^\//, '')}/`;
     const secrets = path === '/' ? all.filter((e) => e.name.startsWith(secretDir) && e.header.type === 'file') : [];
     const rest = all.filter((e) => !secrets.includes(e) && !(path === '/' && secretDir.startsWith(e.name)));
-    const labels = (await h.engine.containers.inspect(id)).labels;
+    const labels = (await h.engine.containers.inspect(run)).labels;
     for (const s of secrets) {
       const file = s.name.slice(secretDir.length);
       const name = `b-${createHash('sha256').update(id).digest('hex').slice(0, 16)}-${createHash('sha256').update(file).update('\0').update(s.body).digest('hex').slice(0, 16)}`;
       const meta = `${file}:${Number(s.header.uid ?? 0)}:${Number(s.header.gid ?? 0)}:${Number(s.header.mode ?? 0o400)}`;
-      await this.swarm.secrets.create(name, s.body, { ...helperLabels(labels, id), [SWARM.secretFileLabel]: meta }).catch((err: unknown) => {
+      await this.swarm.secrets.create(name, s.body, { ...helperLabels(labels, runId(run, h.node.id)), [SWARM.secretFileLabel]: meta }).catch((err: unknown) => {
         if (!isConflict(err)) throw err;
       });
     }
-    if (rest.some((e) => e.header.type !== 'directory')) await h.engine.containers.putArchive(id, path, await repack(rest));
+    if (rest.some((e) => e.header.type !== 'directory')) await h.engine.containers.putArchive(run, path, await repack(rest));
   }
 
   async start(id: string): Promise<void> {
     if (await this.service(id)) return; // started already: start is idempotent
     const h = await this.locate(id);
     if (!h) throw notFound(id);
-    const c = await h.engine.containers.inspect(id);
-    const secrets = await this.swarm.secrets.list([`${SWARM.runLabel}=${id}`]);
+    const { name } = parseRunId(id);
+    const c = await h.engine.containers.inspect(name);
+    const secrets = await this.swarm.secrets.list([`${SWARM.runLabel}=${runId(name, h.node.id)}`]);
     const { [SWARM.runLabel]: _r, [SWARM.resultsLabel]: resultsDir = '', ...labels } = c.labels;
     await this.swarm.services
       .create({
-        name: id,
+        name,
         labels: { ...labels, [SWARM.resultsLabel]: resultsDir },
-        containerLabels: labels,
+        containerLabels: { ...labels, [SWARM.taskLabel]: name },
         image: c.config.image,
         cmd: c.config.cmd,
         env: c.config.env,
@@ -228,8 +249,8 @@ export class SwarmRuns implements ContainerClient {
         nodeId: h.node.id,
         networks: [],
         mounts: [
-          { source: wsVolume(id), target: c.config.workingDir, readOnly: false },
-          { source: resultsVolume(id), target: DEFAULTS.resultsMount, readOnly: false },
+          { source: wsVolume(name), target: c.config.workingDir, readOnly: false },
+          { source: resultsVolume(name), target: DEFAULTS.resultsMount, readOnly: false },
         ],
         secrets: secrets.map((s) => ({ id: s.id, name: s.name, file: (s.labels[SWARM.secretFileLabel] ?? '').split(':')[0] ?? '' })),
         capDrop: c.host.capDrop,
@@ -248,11 +269,13 @@ export class SwarmRuns implements ContainerClient {
 
   async inspect(idOrName: string): Promise<ContainerDetails> {
     const s = await this.service(idOrName);
+    if (s && this.isLost(s)) throw notFound(`${idOrName} (its node ${s.nodeId?.slice(0, 12)} is lost)`);
     const h = await this.locate(idOrName);
+    const { name } = parseRunId(idOrName);
     if (!s) {
       if (!h) throw notFound(idOrName);
-      const c = await h.engine.containers.inspect(idOrName);
-      return { ...c, id: c.name, state: 'created', runState: { ...c.runState, status: 'created', running: false } };
+      const c = await h.engine.containers.inspect(name);
+      return { ...c, id: runId(name, h.node.id), state: 'created', runState: { ...c.runState, status: 'created', running: false } };
     }
     const t = latest(await this.swarm.tasks.list({ services: [s.id] }));
     const node = t?.nodeId ? (await this.pool.reachable()).find((n) => n.node.id === t.nodeId) : h;
@@ -260,7 +283,7 @@ export class SwarmRuns implements ContainerClient {
     // the node's engine knows a container ended before the manager hears of it (a stop just done)
     const innerEnded = inner !== undefined && inner.runState.status === 'exited';
     const ended = (t !== undefined && FINAL.has(t.state)) || innerEnded;
-    const base = inner ?? (h ? await h.engine.containers.inspect(idOrName) : undefined);
+    const base = inner ?? (h ? await h.engine.containers.inspect(name) : undefined);
     if (!base) throw notFound(idOrName);
     const listed = { ...this.summary(s, t), ...(ended ? { state: 'exited' } : {}) };
     const hardened = inner ? ((await this.pool.refusal(node!.node)) === undefined) : false;
@@ -302,22 +325,30 @@ export class SwarmRuns implements ContainerClient {
 
   async remove(id: string): Promise<boolean> {
     const s = await this.service(id);
+    const { name } = parseRunId(id);
     const tasks = s ? await this.swarm.tasks.list({ services: [s.id] }) : [];
-    let any = await this.swarm.services.remove(id);
+    let any = s ? await this.swarm.services.remove(s.id) : false;
     // the task's container: the node removes it in its own time, and it holds the run's volumes
     // and secrets until then; it is the run's, so it goes now, through its node's engine
     const nodes = tasks.length ? await this.pool.reachable() : [];
     for (const t of tasks) {
       const n = nodes.find((x) => x.node.id === t.nodeId);
-      if (t.containerId && n) any = (await n.engine.containers.remove(t.containerId)) || any;
+      if (t.containerId && n && n.node.state === 'ready') any = (await n.engine.containers.remove(t.containerId)) || any;
     }
     const h = await this.locate(id);
-    for (const sec of await this.swarm.secrets.list([`${SWARM.runLabel}=${id}`])) any = (await this.removeWhenFree(() => this.swarm.secrets.remove(sec.id))) || any;
-    if (h) {
-      any = (await h.engine.containers.remove(id)) || any;
-      for (const v of [wsVolume(id), resultsVolume(id)]) any = (await this.removeWhenFree(() => h.engine.volumes.remove(v))) || any;
+    const state = h ? (await this.pool.all()).find((n) => n.id === h.node.id)?.state : undefined;
+    if (h && state !== 'ready') {
+      // a node that is down keeps the run's prepared container and volumes until it is back:
+      // they are listed then (a created run of an earlier run number) and removed
+      return true;
     }
-    this.placed.delete(id);
+    for (const sec of h ? await this.swarm.secrets.list([`${SWARM.runLabel}=${runId(name, h.node.id)}`]) : []) any = (await this.removeWhenFree(() => this.swarm.secrets.remove(sec.id))) || any;
+    if (h) {
+      // a task's container the service's removal has not taken with it (its node was down then)
+      for (const c of await h.engine.containers.list([`${SWARM.taskLabel}=${name}`])) any = (await h.engine.containers.remove(c.id)) || any;
+      any = (await h.engine.containers.remove(name)) || any;
+      for (const v of [wsVolume(name), resultsVolume(name)]) any = (await this.removeWhenFree(() => h.engine.volumes.remove(v))) || any;
+    }
     return any;
   }
 
@@ -334,14 +365,15 @@ export class SwarmRuns implements ContainerClient {
   }
 
   async logs(id: string, opts: { follow: boolean; tail?: number }): Promise<Readable> {
-    if (!(await this.service(id))) throw notFound(id);
-    return this.swarm.services.logs(id, opts);
+    const s = await this.service(id);
+    if (!s || this.isLost(s)) throw notFound(id);
+    return this.swarm.services.logs(s.id, opts);
   }
 
   async collect(id: string, into: string): Promise<void> {
     const h = await this.locate(id);
     if (!h) return;
-    const tar = (await h.docker.getContainer(id).getArchive({ path: DEFAULTS.resultsMount })) as unknown as Readable;
+    const tar = (await h.docker.getContainer(parseRunId(id).name).getArchive({ path: DEFAULTS.resultsMount })) as unknown as Readable;
     await extractResults(tar, DEFAULTS.resultsMount.replace(/^\//, ''), into);
   }
 }

@@ -11,6 +11,7 @@ import { LABELS, SWARM } from '../../../src/constants';
 import { createSwarmEngine } from '../../../src/engine/swarm';
 import { Sandbox } from '../../support/sandbox';
 import { TestSwarm, twoNodeSwarm } from '../../support/swarm';
+import { waitFor } from '../../support/wait';
 
 /** The sandbox's CLI against a swarm manager. */
 async function swarmCli(sb: Sandbox, s: TestSwarm, ...args: string[]) {
@@ -144,5 +145,36 @@ describe('--backend swarm on a real two-node swarm', function () {
       await bare.down();
     }
     expect(await bare.traces()).to.deep.equal([]);
+  });
+
+  it("the worker's dockerd killed mid-run: the run ends Lost after the grace, and is retried on the manager", async () => {
+    const sb = await Sandbox.create('sw-lost');
+    const worker = s.workers[0]!;
+    await s.availability(s.manager, 'drain');
+    let drained = true;
+    try {
+      await sb.write('l.yaml', sb.attempt('l', 'sleep 8; echo ran > /results/ran.txt', '  retries: 1\n'));
+      const reconcile = swarmCli(sb, s, 'reconcile', '--once', '--wait', '--timeout', '150', '--retry-backoff', '1');
+      await waitFor('the run to be Running on the worker', async () => (await sb.status('l'))?.phase === 'Running', { dirs: [sb.stateDir], timeoutMs: 60_000 });
+      await s.availability(s.manager, 'active');
+      drained = false;
+      await worker.kill();
+      const r = await reconcile;
+      const st = await sb.status('l');
+      expect([st?.phase, st?.run, st?.retriesUsed], r.stderr).to.deep.equal(['Succeeded', 2, 1]);
+      expect(st?.history.map((h) => [h.run, h.phase, h.reason])).to.deep.equal([[1, 'Failed', 'Lost']]);
+      expect(await fs.readFile(path.join(st!.resultsDir!, 'ran.txt'), 'utf8')).to.equal('ran\n');
+    } finally {
+      if (drained) await s.availability(s.manager, 'active');
+      await worker.start();
+      await s.waitReady();
+      const c = await swarmCli(sb, s, 'clean');
+      const f = JSON.stringify({ label: [`${LABELS.instance}=${sb.instance}`] });
+      const left = [
+        ...(await worker.docker.listContainers({ all: true, filters: f })).map((x) => `worker ${x.Names[0]} ${x.State} ${JSON.stringify(x.Labels)}`),
+        ...(await s.manager.docker.listContainers({ all: true, filters: f })).map((x) => `manager ${x.Names[0]} ${x.State}`),
+      ];
+      expect(c.code, c.stderr + c.stdout + left.join('\n')).to.equal(0);
+    }
   });
 });
