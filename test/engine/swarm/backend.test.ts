@@ -127,6 +127,21 @@ describe('--backend swarm on a real two-node swarm', function () {
     }
   });
 
+  it('refuses what it does not provide yet (network isolation): Blocked, nothing runs', async () => {
+    const sb = await Sandbox.create('sw-iso');
+    try {
+      await sb.write('i.yaml', sb.attempt('i', 'true', '  network:\n    mode: isolated\n'));
+      await swarmCli(sb, s, 'reconcile', '--once');
+      const st = await sb.status('i');
+      expect([st?.phase, st?.reason]).to.deep.equal(['Blocked', 'NodeRefused']);
+      expect(st?.message).to.equal('attempt i needs network isolation, which --backend swarm does not provide yet; it is not run without it');
+      expect(await createSwarmEngine(s.manager.docker).services.list([`${LABELS.instance}=${sb.instance}`])).to.deep.equal([]);
+    } finally {
+      const c = await swarmCli(sb, s, 'clean');
+      expect(c.code, c.stderr).to.equal(0);
+    }
+  });
+
   it('refuses a node whose daemon does not enforce the hardening: the attempt is Blocked naming the node', async () => {
     const bare = new TestSwarm('bare-refusal', { nodes: [{ hardened: false }], images: ['berth/busybox:local', 'berth/egress-proxy:local'] });
     await bare.up();
