@@ -170,6 +170,35 @@ export const REASONS = {
   scoreMissing: 'ScoreMissing',
   /** `get`: a spec with no status record yet (no reconcile has seen it). */
   notReconciled: 'NotReconciled',
+  /**
+   * Blocked (`--backend swarm`): no swarm node may run the attempt (one that does not enforce a
+   * hardening, has no engine berth can reach, ...), or the attempt needs what the swarm backend
+   * does not do yet; the message names each node and what it lacks.
+   */
+  nodeRefused: 'NodeRefused',
+} as const;
+
+/** `--backend swarm` (src/backend/swarm). */
+export const SWARM = {
+  /**
+   * Node label (set by the operator: `docker node update --label-add dev.berth.engine=ADDRESS`):
+   * where berth reaches the node's own engine, through which fixtures go in and results come back.
+   */
+  engineLabel: 'dev.berth.engine',
+  /** On berth's own helpers of a run on a node (the prepared container, its volumes): which run. */
+  runLabel: 'dev.berth.swarm-run',
+  /** On a run's task's container (made by the node for the service): which run. */
+  taskLabel: 'dev.berth.swarm-task',
+  /** On a run's service: the results folder (where berth runs) its results are brought to. */
+  resultsLabel: 'dev.berth.results-dir',
+  /** On a run's swarm secrets: the file name under /run/secrets, and its owner and mode. */
+  secretFileLabel: 'dev.berth.secret-file',
+  /** On a hardening probe's service: the node it checks. */
+  probeLabel: 'dev.berth.probe',
+  /** How long a run's node may be down before the run counts as lost (Failed/Lost; retries apply). */
+  lostGraceMs: 15_000,
+  /** How long a node's hardening probe may take (its task to run and end). */
+  probeTimeoutMs: 60_000,
 } as const;
 
 export const EXIT = {

@@ -6,6 +6,7 @@
 import { Argument, Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { BACKENDS } from '../backend/types';
 import { CONTRACT_VERSION, DEFAULTS, EXIT } from '../constants';
 import { parseDuration } from '../util/duration';
 import type * as CleanCmd from './commands/clean';
@@ -79,6 +80,12 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
       new Option('--engine-timeout <duration>', 'how long one engine call may wait for an answer (e.g. 500ms, 30s, 2m)')
         .argParser(durationMs('--engine-timeout'))
         .default(DEFAULTS.engineTimeoutMs, `${DEFAULTS.engineTimeoutMs / 1000}s`),
+    )
+    .addOption(
+      new Option('--backend <kind>', 'what runs attempts: one Docker engine, or a Docker Swarm (DOCKER_HOST a manager; docs/SWARM.md)')
+        .choices([...BACKENDS])
+        .env('BERTH_BACKEND')
+        .default('engine'),
     )
     .showHelpAfterError()
     .exitOverride()

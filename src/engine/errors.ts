@@ -113,3 +113,17 @@ export class EngineCallAbandonedError extends Error {
     this.name = 'EngineCallAbandonedError';
   }
 }
+
+/**
+ * The backend refuses an attempt (for the swarm: no node enforces what the attempt needs): the
+ * attempt ends Blocked with `reason` and this message, never runs weakened. Not an engine fault.
+ */
+export class BackendRefusedError extends Error {
+  constructor(
+    readonly reason: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'BackendRefusedError';
+  }
+}

@@ -139,6 +139,11 @@ export interface ContainerClient {
   /** Force-removes; a container that is already gone counts as removed. Returns false if it was gone. */
   remove(id: string): Promise<boolean>;
   logs(id: string, opts: { follow: boolean; tail?: number }): Promise<Readable>;
+  /**
+   * Brings a finished run's results home into `into` (the results folder where berth runs), for
+   * a backend whose runs write them elsewhere than a bind of that folder (a swarm node's volume).
+   */
+  collect?(id: string, into: string): Promise<void>;
 }
 
 export interface NetworkSummary {

@@ -12,7 +12,7 @@ import { DEFAULTS, LABELS, REASONS } from '../constants';
 import { attestInspected, failedCause, mainWant, sidecarWant } from '../attest/checks';
 import type { DesiredAttempt } from '../desired/types';
 import { engineTime } from '../engine/time';
-import { describeEngineError, isConflict, isNotFound, statusOf } from '../engine/errors';
+import { BackendRefusedError, describeEngineError, isConflict, isNotFound, statusOf } from '../engine/errors';
 import type { ContainerDetails, Engine } from '../engine/types';
 import { exitOutcome, isInfraFailure, mayBeEngineDeath } from '../plan/exit-outcome';
 import type { AttemptAction, Operation, Outcome, Plan } from '../plan/types';
@@ -139,6 +139,12 @@ export class Executor {
       } catch (err) {
         if (err instanceof Halt) {
           log.info(`stopped after ${op.type} ${op.resource}: ${err.message}`);
+          return { attempt: a.attempt, ok: true, done };
+        }
+        if (err instanceof BackendRefusedError) {
+          // refused, never weakened (a swarm with no node that enforces what the attempt needs)
+          log.info(`blocked at ${op.type} ${op.resource}: ${err.message}`);
+          await this.update(a, (r) => ({ ...r, phase: 'Blocked', reason: err.reason, message: err.message }));
           return { attempt: a.attempt, ok: true, done };
         }
         const msg = err instanceof SecretError || err instanceof UnsafePathError ? err.message : describeEngineError(err);
@@ -658,6 +664,8 @@ export class Executor {
     const mount = resultsDir ?? next.resultsDir;
     // berth's own files go into the run folder: made or found below the results root with no link followed.
     if (mount) await mkdirBelow(resultsBase(this.deps.resultsRoot, mount), path.dirname(mount));
+    // a backend whose runs write their results elsewhere (a swarm node) brings them home first
+    if (mount && details && this.deps.engine.containers.collect) await this.deps.engine.containers.collect(details.id, mount);
     if (mount) await harvest(this.deps.engine, path.dirname(mount), mount, details?.id, next, sidecars);
   }
 
