@@ -4,7 +4,7 @@ SHELL := /bin/bash
 NPM ?= npm
 BERTH := node bin/berth.js
 
-.PHONY: help deps build engine images setup run test test-unit lint typecheck bench bench-sets clean-engine
+.PHONY: help deps build engine images browser setup run test test-unit lint typecheck bench bench-sets clean-engine
 
 help:
 	@echo "make run    reconcile the example specs in specs/ on the local engine, then show them"
@@ -28,11 +28,15 @@ images: deps engine
 
 setup: deps build images
 
+# Debian's chromium for the report's browser tests and `make bench` (scripts/browser-up.sh; no browser download)
+browser:
+	./scripts/browser-up.sh
+
 # reconcile --wait ends with the `berth get` table
 run: setup
 	$(BERTH) reconcile --specs specs --once --wait
 
-test: setup
+test: setup browser
 	$(NPM) test
 
 test-unit: deps
@@ -44,7 +48,7 @@ lint: deps
 typecheck: deps
 	$(NPM) run typecheck
 
-bench: setup
+bench: setup browser
 	./scripts/bench-deps.sh
 	node --import tsx bench/run.ts
 

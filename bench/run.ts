@@ -10,7 +10,7 @@
  *   BENCH_DROPS        drop-to-running samples (default 20)
  *   BENCH_DROPS_AT_MAX drop-to-running samples with the controller at the largest size (default 5)
  *   BENCH_HARVEST_FILES files in the results folder of the harvest workload (default 100,000)
- *   BENCH_ONLY         comma list of cold,drop,noop,resources,harvest: a partial run, written to
+ *   BENCH_ONLY         comma list of cold,drop,noop,resources,report,harvest: a partial run, written to
  *                      bench/results/partial.*.tmp instead of latest.*
  *   BENCH_PROFILE=1    also take CPU profiles (untimed extra runs under `node --cpu-prof`: berth's
  *                      cold start and clean of 50, a no-op pass at the largest size in-process and
@@ -36,6 +36,7 @@ import { renderProfile, summarizeProfile, type ProfileSummary } from './lib/prof
 import { controllerAt1000, dropToRunning, profileController, type ControllerAt1000, type DropSamples } from './workloads/controller';
 import { harvestRounds, type HarvestSamples } from './workloads/harvest';
 import { noopScales, type NoopResult } from './workloads/noop';
+import { reportBench, type ReportSamples } from './workloads/report';
 
 const TARGETS = {
   coldVsFloor: 1.15,
@@ -47,6 +48,9 @@ const TARGETS = {
   rssMb: 150,
   /** "~0 CPU idle": at most 1% of one core. */
   idleCpuPct: 1,
+  /** The fleet report of 1,000 attempts: its file, and its first paint in headless chromium. */
+  reportBytes: 2 * 1024 * 1024,
+  reportFirstPaintMs: 1000,
 };
 
 function envInt(name: string, def: number, min = 1): number {
@@ -135,6 +139,7 @@ interface Results {
   at1000?: ControllerAt1000;
   clean1000Ms?: number;
   harvest?: HarvestSamples;
+  report?: ReportSamples;
 }
 
 function coldRows(c: ColdSamples, rows: Row[]): void {
@@ -363,6 +368,31 @@ function harvestRows(h: HarvestSamples, rows: Row[]): void {
   });
 }
 
+function reportRows(r: ReportSamples, rows: Row[]): void {
+  const s = (xs: number[]) => summarize(xs);
+  const kib = r.bytes / 1024;
+  rows.push({
+    id: 'report-size',
+    workload: `Fleet report of ${r.attempts.toLocaleString('en')} attempts (berth report): file size`,
+    berth: `${kib.toFixed(0)} KiB (made in ${spread(s(r.buildMs))})`,
+    reference: '—',
+    refValue: '—',
+    target: `≤ ${TARGETS.reportBytes / 1024 / 1024} MB`,
+    verdict: verdictOf(r.bytes <= TARGETS.reportBytes),
+  });
+  const fp = s(r.firstPaintMs);
+  rows.push({
+    id: 'report-first-paint',
+    workload: `Fleet report of ${r.attempts.toLocaleString('en')} attempts: first paint in headless chromium (file opened from disk)`,
+    berth: `${spread(fp)} (DOMContentLoaded ${spread(s(r.domContentLoadedMs))})`,
+    reference: 'a minimal page, same browser, alternating',
+    refValue: spread(s(r.minimalFirstPaintMs)),
+    ratio: pairedRatio(r.firstPaintMs, r.minimalFirstPaintMs),
+    target: `≤ ${fmtMs(TARGETS.reportFirstPaintMs)}`,
+    verdict: verdictOf(fp.median <= TARGETS.reportFirstPaintMs),
+  });
+}
+
 function details(res: Results): string {
   const out: string[] = [];
   if (res.startup) {
@@ -401,7 +431,7 @@ async function main(): Promise<void> {
   const dropsAtMax = envInt('BENCH_DROPS_AT_MAX', 5, 0);
   const only = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',').map((s) => s.trim())) : undefined;
   const want = (w: string) => !only || only.has(w);
-  if (only) for (const w of only) if (!['cold', 'drop', 'noop', 'resources', 'harvest'].includes(w)) throw new Error(`BENCH_ONLY: unknown workload ${w}`);
+  if (only) for (const w of only) if (!['cold', 'drop', 'noop', 'resources', 'report', 'harvest'].includes(w)) throw new Error(`BENCH_ONLY: unknown workload ${w}`);
   if (want('resources') && !want('noop')) throw new Error('BENCH_ONLY: resources needs noop (the controller watches its attempts)');
 
   const loadStart = os.loadavg();
@@ -483,6 +513,10 @@ async function main(): Promise<void> {
       }
     }
     if (want('harvest')) res.harvest = await harvestRounds(engine, run, envInt('BENCH_HARVEST_FILES', 100_000), rounds, log);
+    if (want('report')) {
+      log('the fleet report of 1,000 attempts: size, time to make it, first paint in headless chromium');
+      res.report = await reportBench(rounds, log);
+    }
     if (res.noop) {
       const c = await berth(['clean', ...res.noop.sandbox.globalArgs('warn')]);
       res.clean1000Ms = c.ms;
@@ -508,6 +542,7 @@ async function main(): Promise<void> {
   if (res.drop) dropRows(res.drop, res.at1000, rows);
   if (res.at1000) resourceRows(res.at1000, rows);
   if (res.harvest) harvestRows(res.harvest, rows);
+  if (res.report) reportRows(res.report, rows);
 
   const profileSummaries: { title: string; summary: ProfileSummary }[] = [];
   for (const p of res.profiles) {
@@ -573,6 +608,7 @@ async function main(): Promise<void> {
       controllerAtMax: res.at1000,
       cleanMaxMs: res.clean1000Ms,
       harvest: res.harvest,
+      report: res.report,
     },
     profiles: profileSummaries,
   };

@@ -3,6 +3,8 @@
  * exit codes and defaults (CONTRACT.md). Nothing else in the code spells these strings.
  */
 
+/** The version of docs/CONTRACT.md berth implements (`berth version -o json`). */
+export const CONTRACT_VERSION = 2;
 export const API_VERSION = 'berth.dev/v1';
 export const KIND_ATTEMPT = 'Attempt';
 export const KIND_ATTEMPT_SET = 'AttemptSet';
@@ -23,6 +25,24 @@ export const SET_LIMITS = {
   /** Bytes of a score file read at most. */
   maxScoreBytes: 4096,
 } as const;
+
+/** Bounds on what the fleet report (src/report) embeds, so attempt-controlled strings cannot make the page huge. */
+export const REPORT_LIMITS = {
+  /** Attempts in one report (the rest are counted, not shown). */
+  attempts: 20_000,
+  /** Characters of a name, a key (label or axis), a value (label, axis value, reason), a message. */
+  name: 253,
+  key: 120,
+  value: 200,
+  message: 400,
+  /** Characters of a link into a run folder (a longer one is left out). */
+  path: 1024,
+  /** Labels or axis values of one attempt. */
+  entries: 32,
+} as const;
+
+/** The report's file when `berth report` is given no -o: at the results root, where its links work. */
+export const REPORT_FILE = 'report.html';
 
 /** Version of the normalized form that the spec hash covers; bump when normalization changes. */
 export const SPEC_HASH_SCHEMA = 1;
@@ -129,6 +149,11 @@ export const REASONS = {
   deleted: 'Deleted',
   /** Blocked: a secret cannot be read from berth's environment or its file. */
   secretMissing: 'SecretMissing',
+  /**
+   * Blocked: a path berth reads or writes for the attempt (a fixture, a secret file, its run
+   * folder) holds a symbolic link or no longer qualifies as it did when checked; nothing is followed.
+   */
+  unsafePath: 'UnsafePath',
   /** Failed: the egress proxy did not come up (or could not be started again). */
   proxyFailed: 'ProxyFailed',
   /** Failed: a sidecar did not come up (or could not be started again). */
@@ -152,6 +177,35 @@ export const REASONS = {
   harvesting: 'Harvesting',
   /** The run ended but its harvest failed (the message says why); the next pass tries it again. */
   harvestFailed: 'HarvestFailed',
+  /**
+   * Blocked (`--backend swarm`): no swarm node may run the attempt (one that does not enforce a
+   * hardening, has no engine berth can reach, ...), or the attempt needs what the swarm backend
+   * does not do yet; the message names each node and what it lacks.
+   */
+  nodeRefused: 'NodeRefused',
+} as const;
+
+/** `--backend swarm` (src/backend/swarm). */
+export const SWARM = {
+  /**
+   * Node label (set by the operator: `docker node update --label-add dev.berth.engine=ADDRESS`):
+   * where berth reaches the node's own engine, through which fixtures go in and results come back.
+   */
+  engineLabel: 'dev.berth.engine',
+  /** On berth's own helpers of a run on a node (the prepared container, its volumes): which run. */
+  runLabel: 'dev.berth.swarm-run',
+  /** On a run's task's container (made by the node for the service): which run. */
+  taskLabel: 'dev.berth.swarm-task',
+  /** On a run's service: the results folder (where berth runs) its results are brought to. */
+  resultsLabel: 'dev.berth.results-dir',
+  /** On a run's swarm secrets: the file name under /run/secrets, and its owner and mode. */
+  secretFileLabel: 'dev.berth.secret-file',
+  /** On a hardening probe's service: the node it checks. */
+  probeLabel: 'dev.berth.probe',
+  /** How long a run's node may be down before the run counts as lost (Failed/Lost; retries apply). */
+  lostGraceMs: 15_000,
+  /** How long a node's hardening probe may take (its task to run and end). */
+  probeTimeoutMs: 60_000,
 } as const;
 
 export const EXIT = {
@@ -169,6 +223,9 @@ export const DEFAULTS = {
   instance: 'default',
   workingDir: '/workspace',
   resultsMount: '/results',
+  /** With spec.readOnlyRootFilesystem: the tmpfs the main container gets, and its mount options. */
+  readOnlyTmp: '/tmp',
+  readOnlyTmpOptions: 'rw,nosuid,nodev,mode=1777',
   secretsDir: '/run/secrets',
   networkMode: 'none',
   pids: 512,

@@ -2,16 +2,21 @@
  * Root hooks for the whole run: each suite cleans up after itself by label; this final check
  * counts what this test run left on the engine, removes it (by this run's labels only, never
  * anything else), and fails the run if there was anything to remove: a leak is a defect.
+ * The test swarm (test/support/swarm.ts), when a test started it, is ended here and must leave
+ * nothing behind on the host.
  */
 import { countTestResources, removeTestResources, TEST_RUN } from './support/engine';
+import { endSharedSwarm } from './support/swarm';
 
 export const mochaHooks = {
   async afterAll(this: Mocha.Context) {
-    this.timeout(60000);
+    this.timeout(120000);
+    const traces = await endSharedSwarm();
     const left = await countTestResources();
     if (left > 0) {
       await removeTestResources();
       throw new Error(`test run ${TEST_RUN} left ${left} resources on the engine (removed now by label)`);
     }
+    if (traces.length > 0) throw new Error(`the test swarm left ${traces.join(', ')} behind`);
   },
 };

@@ -109,8 +109,26 @@ export function attestInspected(c: ContainerDetails, d: ContainerWant): Attestat
         (limits ? '' : ` (spec asks cpus=${(want.nanoCpus ?? 0) / 1e9 || 'unlimited'} memory=${want.memory ?? 'unlimited'} pids=${want.pidsLimit})`),
     ),
     check('init-restart', h.init === want.init && (h.restartPolicy === 'no' || h.restartPolicy === ''), `init=${h.init} restart=${h.restartPolicy || 'no'}`),
+    userCheck(c.config.user, d.create.user),
+    rootfsCheck(h.readonlyRootfs, h.tmpfs, want.readonlyRootfs, want.tmpfs ?? {}),
     dnsCheck(h.dns, want.dns),
   ];
+}
+
+/** spec.user: the container runs as the uid:gid asked; without one, as its image says. */
+function userCheck(have: string, want: string | undefined): AttestationCheck {
+  const shown = have || 'root (the image names no user)';
+  if (want === undefined) return check('user', true, `runs as ${shown}: the image's user (spec.user not set)`);
+  return check('user', have === want, have === want ? `runs as ${want} (spec.user)` : `runs as ${shown} (spec.user asks ${want})`);
+}
+
+/** spec.readOnlyRootFilesystem: / read-only with its tmpfs, or writable (the default). */
+function rootfsCheck(readOnly: boolean, tmpfs: Record<string, string>, wantReadOnly: boolean, wantTmpfs: Record<string, string>): AttestationCheck {
+  const paths = (t: Record<string, string>) => Object.keys(t).sort().join(', ');
+  const ok = readOnly === wantReadOnly && same(Object.entries(tmpfs).map(([k, v]) => `${k}=${v}`), Object.entries(wantTmpfs).map(([k, v]) => `${k}=${v}`));
+  const have = `${readOnly ? 'read-only' : 'writable'} root filesystem${Object.keys(tmpfs).length ? `, tmpfs ${paths(tmpfs)}` : ''}`;
+  const wanted = `${wantReadOnly ? 'read-only' : 'writable'}${Object.keys(wantTmpfs).length ? `, tmpfs ${paths(wantTmpfs)}` : ''}`;
+  return check('root filesystem', ok, ok ? have : `${have} (spec asks ${wanted})`);
 }
 
 /** Containers on an internal network must have the upstream that answers nothing (DEFAULTS.internalDns). */

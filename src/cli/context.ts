@@ -5,6 +5,7 @@ import { DEFAULTS } from '../constants';
 import type { PassConfig } from '../controller/pass';
 import { resolveResultsRoot } from '../plan/results';
 import type * as DockerEngine from '../engine/docker';
+import type * as SwarmBackend from '../backend/swarm';
 import type { Engine } from '../engine/types';
 import { CallCounter, instrumentEngine } from '../engine/wrap';
 import { StatusStore } from '../status/store';
@@ -21,6 +22,8 @@ export interface GlobalOptions {
   logFormat?: LogFormat;
   /** The budget of one engine call, in ms. */
   engineTimeout?: number;
+  /** `--backend`: one engine (default) or a swarm (src/backend). */
+  backend?: 'engine' | 'swarm';
 }
 
 export class UsageError extends Error {}
@@ -66,7 +69,10 @@ export function makeContext(g: GlobalOptions, io: Io, opts: { engine?: Engine; e
     engine() {
       // dockerode (and its SSH and gRPC stacks) loads only for commands that talk to the engine
       engine ??= instrumentEngine(
-        opts.engine ?? (require('../engine/docker') as typeof DockerEngine).createDockerEngine(undefined, { timeoutMs: g.engineTimeout ?? DEFAULTS.engineTimeoutMs, env: opts.env ?? process.env }),
+        opts.engine ??
+          (g.backend === 'swarm'
+            ? (require('../backend/swarm') as typeof SwarmBackend).createSwarmBackend({ timeoutMs: g.engineTimeout ?? DEFAULTS.engineTimeoutMs, env: opts.env ?? process.env })
+            : (require('../engine/docker') as typeof DockerEngine).createDockerEngine(undefined, { timeoutMs: g.engineTimeout ?? DEFAULTS.engineTimeoutMs, env: opts.env ?? process.env })),
         calls.listener,
       );
       return engine;

@@ -27,6 +27,7 @@ const EXAMPLES: Record<string, string[]> = {
   rerun: ['berth rerun swe-task-42-try-1', 'berth rerun -l "suite=demo"'],
   delete: ['berth delete swe-task-42-try-1', 'berth delete -l "model notin (m1)"'],
   summary: ['berth summary', 'berth summary swe-lite -l model=m1', 'berth summary -o junit > summary.xml', 'berth summary -o json --samples seed'],
+  report: ['berth report   # writes <results root>/report.html', 'berth report swe-lite -l model=m1 -o swe-lite.html', 'berth report -o - > report.html'],
   describe: ['berth describe swe-task-42-try-1'],
   logs: ['berth logs a -f', 'berth logs a --run 1 --tail 20', 'berth logs a --sidecar egress-proxy'],
   clean: ['berth clean', 'berth clean --keep-state'],

@@ -6,7 +6,8 @@
 import { Argument, Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { DEFAULTS, EXIT } from '../constants';
+import { BACKENDS } from '../backend/types';
+import { CONTRACT_VERSION, DEFAULTS, EXIT } from '../constants';
 import { parseDuration } from '../util/duration';
 import type * as CleanCmd from './commands/clean';
 import type * as Completion from './completion';
@@ -17,6 +18,7 @@ import type * as LogsCmd from './commands/logs';
 import type * as PlanCmd from './commands/plan';
 import type * as ReconcileCmd from './commands/reconcile';
 import type * as SummaryCmd from './commands/summary';
+import type * as ReportCmd from './commands/report';
 import type * as UnlockCmd from './commands/unlock';
 import type * as ValidateCmd from './commands/validate';
 import type * as WaitCmd from './commands/wait';
@@ -26,7 +28,11 @@ import { defaultMaxRunning, makeContext, UsageError, type GlobalOptions } from '
 import { ENV_HELP, examplesHelp, EXIT_CODES_HELP } from './help';
 import { jsonLinesIo, processIo, wantsJsonLogs, type Io } from './io';
 
+/** Set by the single-file build (scripts/build-cli.ts); from package.json otherwise. */
+declare const BERTH_BUNDLED_VERSION: string | undefined;
+
 function version(): string {
+  if (typeof BERTH_BUNDLED_VERSION === 'string') return BERTH_BUNDLED_VERSION;
   try {
     return (JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string }).version;
   } catch {
@@ -85,6 +91,12 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
         .argParser(durationMs('--engine-timeout'))
         .default(DEFAULTS.engineTimeoutMs, `${DEFAULTS.engineTimeoutMs / 1000}s`),
     )
+    .addOption(
+      new Option('--backend <kind>', 'what runs attempts: one Docker engine, or a Docker Swarm (DOCKER_HOST a manager; docs/SWARM.md)')
+        .choices([...BACKENDS])
+        .env('BERTH_BACKEND')
+        .default('engine'),
+    )
     .showHelpAfterError()
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) });
@@ -140,7 +152,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--hash-max-bytes <size>', `bytes of results the manifest hashes at most; larger files are listed without a hash (default ${DEFAULTS.hashMaxBytes / 1024 ** 3}g)`, bytes('--hash-max-bytes', 0))
     .option('--hash-max-seconds <n>', `seconds the manifest hashes at most per run (default ${DEFAULTS.hashMaxSeconds})`, int('--hash-max-seconds', 1))
     .action(async (o, cmd: Command) => {
-      if (o.wait && !o.once) throw new UsageError('--wait goes with --once');
+      if (o.wait && !o.once) throw new UsageError('--wait goes with --once (reconcile --once --wait); to wait on a running controller, use berth wait');
       await done((require('./commands/reconcile') as typeof ReconcileCmd).runReconcile(ctx(cmd), o));
     });
 
@@ -210,6 +222,17 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     });
 
   program
+    .command('report')
+    .description('the fleet report: one self-contained HTML file (summary, matrix heatmap, timeline, attempts)')
+    .argument('[set...]', 'AttemptSet names (default: every set and plain attempt)')
+    .option('-l, --selector <key=value>', 'only attempts with these spec labels (repeatable, or comma-separated)', collect)
+    .option('-o, --output <file.html>', 'where to write it; - for stdout (default: <results root>/report.html, where its links work)')
+    .option('--max-running <n>', 'the slots line drawn on the timeline (default: reconcile\'s default here)', int('--max-running', 1))
+    .action(async (sets: string[], o, cmd: Command) => {
+      await done((require('./commands/report') as typeof ReportCmd).runReport(ctx(cmd), sets, o));
+    });
+
+  program
     .command('describe')
     .description('everything about one attempt')
     .argument('<name>')
@@ -248,8 +271,10 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
   program
     .command('version')
     .description("berth's version")
-    .action(() => {
-      io.out(`berth ${version()} (node ${process.version})\n`);
+    .addOption(new Option('-o, --output <format>', 'json: {version, node, contract}').choices(['json']))
+    .action((o: { output?: 'json' }) => {
+      if (o.output === 'json') io.out(`${JSON.stringify({ version: version(), node: process.version, contract: CONTRACT_VERSION })}\n`);
+      else io.out(`berth ${version()} (node ${process.version}; contract v${CONTRACT_VERSION})\n`);
     });
 
   program

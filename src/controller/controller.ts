@@ -31,6 +31,7 @@ import { RUNNING_STATES } from '../plan/planner';
 import type { AttemptAction } from '../plan/types';
 import type { LoadReport } from '../spec/loader';
 import type { StatusStore } from '../status/store';
+import type { AttemptStatus } from '../status/types';
 import type { Clock } from '../util/clock';
 import { systemClock } from '../util/clock';
 import type { Logger } from '../util/log';
@@ -175,6 +176,16 @@ export class Controller {
   }
 
   /** One batch: observe, plan the batch's keys, dispatch their actions. */
+  /**
+   * What the controller holds in memory, for its live report page: the last spec load (the
+   * folder is read only before the first) and the status records (the store's copy: this
+   * controller is their only writer).
+   */
+  async view(): Promise<{ load: LoadReport; statuses: ReadonlyMap<string, AttemptStatus> }> {
+    const [load, statuses] = await Promise.all([this.specs.latest() ?? this.specs.specs(), this.o.store.loadAll()]);
+    return { load, statuses };
+  }
+
   private async reconcile(batch: string[]): Promise<void> {
     const started = this.clock.now();
     const id = `${(++this.passes).toString(36)}-${started.toString(36)}`;
@@ -214,8 +225,7 @@ export class Controller {
         this.dispatch(a, keys.has(a.attempt), log);
       }
       for (const k of keys) this.lookAgainIfLagging(k, snapshot, log);
-      for (const k of keys) if (!handled.has(k) && !byName.has(k)) this.settle(k, undefined, undefined);
-      for (const k of keys) if (!handled.has(k) && byName.has(k) && busy.has(k)) this.queue.done(k);
+      for (const k of keys) if (!handled.has(k)) this.finish(k, true, byName.has(k) ? { type: 'in-flight' } : { type: 'done' });
       this.o.metrics?.reconciled('success', (this.clock.now() - started) / 1000);
     } catch (err) {
       this.snapshot = undefined;
@@ -223,10 +233,8 @@ export class Controller {
       if (this.abandoned) log.debug(`reconcile stopped: ${msg}`);
       else log.error(`reconcile failed: ${msg}`);
       this.o.metrics?.reconciled('error', (this.clock.now() - started) / 1000);
-      for (const k of batch) {
-        this.queue.done(k);
-        this.queue.addRateLimited(k);
-      }
+      for (const k of keys) this.finish(k, true, { type: 'error' });
+      if (all) this.queue.addRateLimited(ALL);
       if (isEngineDown(err)) this.synced = false;
       return;
     } finally {
@@ -276,8 +284,7 @@ export class Controller {
   /** Runs one attempt's action in the background, bounded by --workers. */
   private dispatch(a: AttemptAction, queued: boolean, log: Logger): void {
     if (a.ops.length === 0) {
-      if (queued) this.settle(a.attempt, a.requeueAfterMs, undefined);
-      else if (a.requeueAfterMs !== undefined) this.queue.addAfter(a.attempt, a.requeueAfterMs);
+      this.finish(a.attempt, queued, outcome(a, undefined));
       return;
     }
     const admits = ADMITTING.has(a.kind);
@@ -291,6 +298,7 @@ export class Controller {
       concurrency: 1,
       log,
       env: this.o.cfg.env,
+      resultsRoot: this.o.cfg.resultsRoot,
       now: () => this.clock.now(),
       ...(this.o.cfg.harvest ? { harvest: this.o.cfg.harvest } : {}),
       // Stopping interrupts a harvest's hashing; the next controller harvests the run again.
@@ -345,19 +353,30 @@ export class Controller {
         await this.o.store.put(rest).catch(() => undefined);
       }
     }
-    if (queued) this.settle(a.attempt, a.requeueAfterMs, res);
-    else if (!res.ok) this.queue.addRateLimited(a.attempt);
-    else if (a.requeueAfterMs !== undefined) this.queue.addAfter(a.attempt, a.requeueAfterMs);
+    this.finish(a.attempt, queued, outcome(a, res));
   }
 
-  /** Ends the work on a key: forget or back off, requeue when asked. */
-  private settle(key: string, requeueAfterMs: number | undefined, res: ActionResult | undefined): void {
-    if (res && !res.ok) this.queue.addRateLimited(key);
-    else {
-      this.queue.forget(key);
-      if (requeueAfterMs !== undefined) this.queue.addAfter(key, requeueAfterMs);
+  /**
+   * The one retry switch (controller-runtime's): every end of work on a key comes here. `queued`:
+   * the key was taken from the queue by this batch, so it is the queue's to forget and mark done;
+   * an attempt worked on because a full resync planned it only gets its next look scheduled.
+   */
+  private finish(key: string, queued: boolean, r: KeyOutcome): void {
+    switch (r.type) {
+      case 'error': // back off, growing per failure; a success forgets it
+        this.queue.addRateLimited(key);
+        break;
+      case 'requeue-after': // a deadline, TTL or retry back-off the planner asked for
+        if (queued) this.queue.forget(key);
+        this.queue.addAfter(key, r.ms);
+        break;
+      case 'done':
+        if (queued) this.queue.forget(key);
+        break;
+      case 'in-flight': // an earlier batch's work holds the key; its end settles it
+        break;
     }
-    this.queue.done(key);
+    if (queued) this.queue.done(key);
   }
 
   /**
@@ -385,4 +404,12 @@ export class Controller {
     }
     return EXIT.ok;
   }
+}
+
+/** How work on a key ended, for the retry switch (Controller.finish). */
+type KeyOutcome = { type: 'done' } | { type: 'requeue-after'; ms: number } | { type: 'error' } | { type: 'in-flight' };
+
+function outcome(a: AttemptAction, res: ActionResult | undefined): KeyOutcome {
+  if (res && !res.ok) return { type: 'error' };
+  return a.requeueAfterMs !== undefined ? { type: 'requeue-after', ms: a.requeueAfterMs } : { type: 'done' };
 }

@@ -1,6 +1,7 @@
 /**
- * The controller's HTTP endpoint (`--metrics-addr host:port`, off by default): Prometheus
- * metrics at /metrics, liveness at /healthz, readiness at /readyz (ready once the lock is held,
+ * The controller's HTTP endpoint (`--metrics-addr host:port`, off by default): the live fleet
+ * report at / (src/report, made anew from the controller's memory at each request; the page
+ * reloads itself every few seconds), Prometheus metrics at /metrics, liveness at /healthz, readiness at /readyz (ready once the lock is held,
  * a first pass over the specs succeeded and the engine answers; when not, the body says why:
  * `not ready: the Docker engine at ... did not answer ...`). An engine that does not answer
  * makes the controller not ready, not dead: restarting berth does not heal an engine.
@@ -22,7 +23,10 @@ export function parseAddr(addr: string): { host: string; port: number } {
   return { host: m[1] ?? (m[2] || '127.0.0.1'), port };
 }
 
-export async function serve(addr: string, metrics: ControllerMetrics, probe: Probe): Promise<{ server: http.Server; url: string; close(): Promise<void> }> {
+/** The page at `/`: its HTML, and the Content-Security-Policy it carries (sent as a header too). */
+export type Page = () => Promise<{ html: string; csp: string }>;
+
+export async function serve(addr: string, metrics: ControllerMetrics, probe: Probe, page?: Page): Promise<{ server: http.Server; url: string; close(): Promise<void> }> {
   const { host, port } = parseAddr(addr);
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
@@ -30,7 +34,15 @@ export async function serve(addr: string, metrics: ControllerMetrics, probe: Pro
       res.writeHead(405, { allow: 'GET, HEAD' }).end();
       return;
     }
-    if (path === '/metrics') {
+    if (path === '/' && page) {
+      page().then(
+        (p) =>
+          res
+            .writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': p.csp, 'x-content-type-options': 'nosniff', 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' })
+            .end(req.method === 'HEAD' ? undefined : p.html),
+        (err: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`report failed: ${(err as Error).message}\n`),
+      );
+    } else if (path === '/metrics') {
       metrics.registry.metrics().then(
         (body) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(body),
         (err: unknown) => res.writeHead(500).end(String(err)),

@@ -156,6 +156,7 @@ export async function reconcilePass(cfg: PassConfig, engine: Engine, store: Stat
     concurrency: cfg.concurrency,
     log: cfg.log,
     env: cfg.env,
+    resultsRoot: cfg.resultsRoot,
     ...(cfg.now ? { now: cfg.now } : {}),
     ...(cfg.harvest ? { harvest: cfg.harvest } : {}),
   });

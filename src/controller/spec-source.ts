@@ -42,6 +42,11 @@ export class SpecSource {
     private readonly onChange: (names: string[], load: LoadReport) => void,
   ) {}
 
+  /** The last load, as it is (undefined before the first); never reads the folder. */
+  latest(): LoadReport | undefined {
+    return this.current;
+  }
+
   /** The latest load; loads again first when the folder changed since. */
   async specs(): Promise<LoadReport> {
     if (!this.dirty && this.current) return this.current;

@@ -175,6 +175,8 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
         env: [...sortedEnv(s.env), ...proxyEnv],
         workingDir: s.workingDir,
         labels: withComponent(labels, COMPONENTS.main),
+        // spec.user: a numeric uid:gid; otherwise the image's user, as always
+        ...(s.user ? { user: `${s.user.uid}:${s.user.gid}` } : {}),
         stopTimeout: DEFAULTS.stopGraceSeconds,
         host: hardened(netMode, {
           binds: [`${path.resolve(resultsDir)}:${DEFAULTS.resultsMount}:rw`],
@@ -189,6 +191,8 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
           ...(s.resources.memoryBytes !== null ? { memory: s.resources.memoryBytes, memorySwap: s.resources.memoryBytes } : {}),
           pidsLimit: s.resources.pids,
           ...internalDns,
+          // spec.readOnlyRootFilesystem: / read-only, a fresh tmpfs at /tmp (results and volumes stay writable)
+          ...(s.readOnlyRootFilesystem ? { readonlyRootfs: true, tmpfs: { [DEFAULTS.readOnlyTmp]: DEFAULTS.readOnlyTmpOptions } } : {}),
         }),
       },
     },

@@ -26,13 +26,17 @@ export class EngineUnreachableError extends Error {
   }
 }
 
+/** What to do, at the end of the one message (every error names what to do). */
+export const UNAVAILABLE_HINT = 'start the engine, or point DOCKER_HOST at one that runs';
+export const TIMEOUT_HINT = 'it is overloaded or hung; check it, or give it longer with --engine-timeout';
+
 /** The one message for an engine that cannot be reached or does not answer. */
 function engineDownMessage(kind: 'unavailable' | 'timeout', address: string, op: string, detail: { cause?: unknown; ms?: number }): string {
   if (kind === 'timeout') {
-    return `the Docker engine at ${address} did not answer ${op} within ${seconds(detail.ms ?? 0)} (--engine-timeout)`;
+    return `the Docker engine at ${address} did not answer ${op} within ${seconds(detail.ms ?? 0)} (--engine-timeout): ${TIMEOUT_HINT}`;
   }
   const cause = detail.cause instanceof Error ? detail.cause.message : String(detail.cause ?? 'no connection');
-  return `the Docker engine at ${address} cannot be reached: ${cause.replace(/\s+/g, ' ').trim()}`;
+  return `the Docker engine at ${address} cannot be reached: ${cause.replace(/\s+/g, ' ').trim()}; ${UNAVAILABLE_HINT}`;
 }
 
 function seconds(ms: number): string {
@@ -107,5 +111,19 @@ export class EngineCallAbandonedError extends Error {
   ) {
     super(`engine call ${op} given up: ${reason}`);
     this.name = 'EngineCallAbandonedError';
+  }
+}
+
+/**
+ * The backend refuses an attempt (for the swarm: no node enforces what the attempt needs): the
+ * attempt ends Blocked with `reason` and this message, never runs weakened. Not an engine fault.
+ */
+export class BackendRefusedError extends Error {
+  constructor(
+    readonly reason: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'BackendRefusedError';
   }
 }

@@ -84,6 +84,8 @@ export interface ContainerDetails extends ContainerSummary {
     devices: number;
     dns: string[];
     binds: string[];
+    /** tmpfs mounts: container path → mount options. */
+    tmpfs: Record<string, string>;
   };
   restartCount: number;
 }
@@ -121,6 +123,8 @@ export interface ContainerCreateSpec {
     readonlyRootfs: boolean;
     /** The engine's log driver and its options (berth's: json-file, size-capped). */
     logConfig?: { type: string; config: Record<string, string> };
+    /** tmpfs mounts: container path → mount options. */
+    tmpfs?: Record<string, string>;
   };
 }
 
@@ -137,6 +141,11 @@ export interface ContainerClient {
   /** Force-removes; a container that is already gone counts as removed. Returns false if it was gone. */
   remove(id: string): Promise<boolean>;
   logs(id: string, opts: { follow: boolean; tail?: number }): Promise<Readable>;
+  /**
+   * Brings a finished run's results home into `into` (the results folder where berth runs), for
+   * a backend whose runs write them elsewhere than a bind of that folder (a swarm node's volume).
+   */
+  collect?(id: string, into: string): Promise<void>;
 }
 
 export interface NetworkSummary {

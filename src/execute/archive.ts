@@ -1,12 +1,12 @@
 /**
  * Tar archives that berth copies into a container before it starts, with the engine's archive
- * API (never a mount): the fixture (regular files and folders only, links never followed) and
+ * API (never a mount): the fixture (files, folders and links as links; nothing followed) and
  * the secrets (files /run/secrets/<name>, mode 0400, owned by the container's user).
  */
-import { constants, promises as fs } from 'node:fs';
+import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { Readable } from 'node:stream';
 import { pack, type Pack } from 'tar-stream';
+import { atFd, componentsBelow, openDirAt, openDirBelow, openFileAt, UnsafePathError } from '../util/no-follow';
 
 function entry(p: Pack, header: Parameters<Pack['entry']>[0], body?: Buffer): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -14,24 +14,6 @@ function entry(p: Pack, header: Parameters<Pack['entry']>[0], body?: Buffer): Pr
     if (body !== undefined) p.entry(header, body, cb);
     else p.entry(header, cb);
   });
-}
-
-/** A file's entry, its content streamed from the file (opened without following a link), never held whole. */
-async function fileEntry(p: Pack, header: Parameters<Pack['entry']>[0], file: string): Promise<void> {
-  const handle = await fs.open(file, constants.O_RDONLY | constants.O_NOFOLLOW);
-  try {
-    await new Promise<void>((resolve, reject) => {
-      const sink = p.entry(header, (err?: Error | null) => (err ? reject(err) : resolve()));
-      const src = handle.createReadStream({ autoClose: false });
-      src.on('error', (err) => {
-        sink.destroy(err);
-        reject(err);
-      });
-      src.pipe(sink as unknown as NodeJS.WritableStream);
-    });
-  } finally {
-    await handle.close();
-  }
 }
 
 function collect(p: Pack): Promise<Buffer> {
@@ -52,34 +34,78 @@ async function parents(p: Pack, dir: string, mode = 0o755, uid = 0, gid = 0): Pr
 }
 
 /**
- * The fixture as a tar stream to extract at `/`, landing in `workingDir`: produced as the engine
- * reads it, each file's content streamed from disk (a 1.2 GiB fixture is never in memory). A
- * fixture that is a single file lands as `workingDir/<its name>`. Symlinks and special files are
- * skipped (the loader already rejects those that matter); nothing is ever followed. A file that
- * cannot be read, or changed size since it was listed, ends the stream with that error.
+ * The fixture as a tar to extract at `/`, landing in `workingDir`, owned by `uid:gid` (the working
+ * dir too; null: only the working dir). A fixture
+ * that is a single file lands as `workingDir/<its name>`. It is read where the loader checked it
+ * (its real path), one open folder at a time and never through a link (util/no-follow.ts): a
+ * folder or file swapped for a link since is refused (UnsafePathError). A link inside the
+ * fixture is copied as a link (its target as written; the loader refused targets outside the
+ * fixture, and one changed since to point outside is refused here). Anything that is not a
+ * file, folder or link is refused too.
  */
-export function fixtureTar(fixture: string, workingDir: string): Readable {
+export async function fixtureTar(fixture: string | null, workingDir: string, uid = 0, gid = 0): Promise<Buffer> {
   const p = pack();
+  const done = collect(p);
   const base = workingDir.replace(/^\/+/, '');
-  const add = async (abs: string, rel: string): Promise<void> => {
-    const st = await fs.lstat(abs);
-    const name = path.posix.join(base, rel);
-    if (st.isDirectory()) {
-      if (rel) await entry(p, { name: name + '/', type: 'directory', mode: st.mode & 0o7777, mtime: st.mtime });
-      for (const child of (await fs.readdir(abs)).sort()) await add(path.join(abs, child), rel ? `${rel}/${child}` : child);
-    } else if (st.isFile()) {
-      await fileEntry(p, { name, type: 'file', mode: st.mode & 0o7777, mtime: st.mtime, size: st.size }, abs);
+  const upper = path.posix.dirname(base);
+  if (upper !== '.') await parents(p, upper);
+  // The working dir itself is the attempt's user's: it may write there.
+  await entry(p, { name: base + '/', type: 'directory', mode: 0o755, uid, gid });
+  if (fixture === null) {
+    p.finalize();
+    return done;
+  }
+  const own = { uid, gid };
+  const add = async (dir: fsp.FileHandle, name: string, shown: string, rel: string, inside: string): Promise<void> => {
+    const at = atFd(dir.fd, name);
+    const lst = await fsp.lstat(at);
+    const tarName = path.posix.join(base, rel);
+    if (lst.isDirectory()) {
+      const sub = await openDirAt(dir, name, shown);
+      try {
+        const st = await sub.stat();
+        if (rel) await entry(p, { name: tarName + '/', type: 'directory', mode: st.mode & 0o7777, mtime: st.mtime, ...own });
+        for (const child of (await fsp.readdir(atFd(sub.fd, '.'))).sort()) {
+          await add(sub, child, path.join(shown, child), rel ? `${rel}/${child}` : child, path.posix.join(inside, child));
+        }
+      } finally {
+        await sub.close();
+      }
+    } else if (lst.isFile()) {
+      const fh = await openFileAt(dir, name, shown);
+      try {
+        const st = await fh.stat();
+        const body = await fh.readFile();
+        await entry(p, { name: tarName, type: 'file', mode: st.mode & 0o7777, mtime: st.mtime, size: body.length, ...own }, body);
+      } finally {
+        await fh.close();
+      }
+    } else if (lst.isSymbolicLink()) {
+      const target = await fsp.readlink(at);
+      // Lexically inside the fixture (as the loader checked): `inside` is the link's place in it.
+      const lands = path.posix.join(path.posix.dirname(inside), target);
+      if (path.posix.isAbsolute(target) || lands === '..' || lands.startsWith('../')) {
+        throw new UnsafePathError(`fixture link ${shown} points outside the fixture (to ${JSON.stringify(target)})`);
+      }
+      await entry(p, { name: tarName, type: 'symlink', linkname: target, mode: lst.mode & 0o7777, mtime: lst.mtime, ...own });
+    } else {
+      throw new UnsafePathError(`fixture entry ${shown} is not a file, folder or link`);
     }
   };
-  void (async () => {
-    await parents(p, base);
-    const st = await fs.lstat(fixture);
-    if (st.isDirectory()) await add(fixture, '');
-    else await add(fixture, path.basename(fixture));
-    p.finalize();
-  })().catch((err: unknown) => p.destroy(err as Error));
-  // tar-stream's streams are streamx's: read through their async iterator, as a node stream.
-  return Readable.from(p as unknown as AsyncIterable<Buffer>, { objectMode: false });
+  const parts = componentsBelow('/', fixture);
+  const name = parts.pop();
+  if (name === undefined) throw new UnsafePathError('the fixture cannot be the filesystem root');
+  const parent = await openDirBelow('/', parts);
+  try {
+    const top = await fsp.lstat(atFd(parent.fd, name));
+    if (top.isSymbolicLink()) throw new UnsafePathError(`fixture ${fixture} is a symbolic link; berth never follows one there`);
+    const single = !top.isDirectory();
+    await add(parent, name, fixture, single ? name : '', single ? name : '.');
+  } finally {
+    await parent.close();
+  }
+  p.finalize();
+  return done;
 }
 
 /** Secret files to extract at `/`: run/secrets/<name>, 0400, owned by uid:gid; the folder 0500. */

@@ -12,7 +12,7 @@ import { DEFAULTS, LABELS, REASONS } from '../constants';
 import { attestInspected, failedCause, mainWant, sidecarWant } from '../attest/checks';
 import type { DesiredAttempt } from '../desired/types';
 import { engineTime } from '../engine/time';
-import { describeEngineError, isConflict, isNotFound, statusOf } from '../engine/errors';
+import { BackendRefusedError, describeEngineError, isConflict, isNotFound, statusOf } from '../engine/errors';
 import type { ContainerDetails, Engine } from '../engine/types';
 import { exitOutcome, isInfraFailure, mayBeEngineDeath } from '../plan/exit-outcome';
 import type { AttemptAction, Operation, Outcome, Plan } from '../plan/types';
@@ -27,6 +27,8 @@ import { fixtureTar, secretsTar } from './archive';
 import { DEFAULT_LIMITS, harvest, type HarvestLimits, type SidecarLogs } from './harvest';
 import { readScore } from './score';
 import { readSecrets, SecretError, secretEnvLines } from './secrets';
+import { isInside } from '../spec/path-util';
+import { assertFoldersBelow, mkdirBelow, UnsafePathError } from '../util/no-follow';
 
 export interface ExecutorDeps {
   engine: Engine;
@@ -36,6 +38,8 @@ export interface ExecutorDeps {
   log: Logger;
   /** Where fromEnv secrets are read. */
   env: NodeJS.ProcessEnv;
+  /** The results root: run folders below it are made and checked without following a link. */
+  resultsRoot?: string;
   now?: () => number;
   /** The harvest's log cap and hashing budget (DEFAULTS unless the flags say). */
   harvest?: HarvestLimits;
@@ -58,20 +62,35 @@ const iso = (ms: number) => new Date(ms).toISOString();
 
 
 /**
- * Makes a run's folder and its results folder. The run folder is made exclusively: a run never
- * writes into a folder an earlier run (or another state folder) left, unless it is resuming its
- * own provisioning. The planner gives the next run a number above it (see runFloor).
+ * The folder below which berth makes and checks a run's folders without following a link: the
+ * results root when `dir` lies inside it, else the attempt's results folder (a record made under
+ * another --results-root).
  */
-async function makeRunFolder(resultsDir: string, resuming: boolean): Promise<void> {
+function resultsBase(root: string | undefined, dir: string): string {
+  if (root !== undefined && isInside(path.resolve(root), path.resolve(dir))) return path.resolve(root);
+  return path.dirname(path.dirname(path.resolve(dir)));
+}
+
+/**
+ * Makes a run's folder and its results folder, one component at a time below the results root,
+ * refusing a link anywhere (UnsafePathError): nothing an attempt planted can redirect them. The
+ * run folder is made exclusively: a run never writes into a folder an earlier run (or another
+ * state folder) left, unless it is resuming its own provisioning. The planner gives the next run
+ * a number above it (see runFloor).
+ */
+async function makeRunFolder(root: string | undefined, resultsDir: string, resuming: boolean, owner: { uid: number; gid: number } | null): Promise<void> {
+  const base = resultsBase(root, resultsDir);
   const runFolder = path.dirname(resultsDir);
-  await fs.mkdir(path.dirname(runFolder), { recursive: true });
+  // The results root itself is the user's (it may be a link of their own): made as it is given.
+  await fs.mkdir(base, { recursive: true });
   try {
-    await fs.mkdir(runFolder);
+    await mkdirBelow(base, runFolder, { exclusiveLast: true });
   } catch (err) {
     if (!isCode(err, 'EEXIST')) throw err;
     if (!resuming) throw new Error(`results folder ${runFolder} already exists: a run never reuses one; the next pass picks a new run number`);
   }
-  await fs.mkdir(resultsDir, { recursive: true });
+  // spec.user: the attempt's own folder (the bind at /results) is its user's, so it can write there.
+  await mkdirBelow(base, resultsDir, owner ? { owner } : {});
 }
 
 function assertNever(x: never): never {
@@ -126,8 +145,19 @@ export class Executor {
           log.info(`stopped after ${op.type} ${op.resource}: ${err.message}`);
           return { attempt: a.attempt, ok: true, done };
         }
-        const msg = err instanceof SecretError ? err.message : describeEngineError(err);
+        if (err instanceof BackendRefusedError) {
+          // refused, never weakened (a swarm with no node that enforces what the attempt needs)
+          log.info(`blocked at ${op.type} ${op.resource}: ${err.message}`);
+          await this.update(a, (r) => ({ ...r, phase: 'Blocked', reason: err.reason, message: err.message }));
+          return { attempt: a.attempt, ok: true, done };
+        }
+        const msg = err instanceof SecretError || err instanceof UnsafePathError ? err.message : describeEngineError(err);
         log.error(`${op.type} ${op.resource} failed: ${msg}`);
+        if (err instanceof UnsafePathError && (op.type === 'create-container' || op.type === 'create-sidecar')) {
+          // A path berth would read or write for the attempt holds a link now: nothing is followed; it waits Blocked.
+          await this.update(a, (r) => ({ ...r, phase: 'Blocked', reason: REASONS.unsafePath, message: msg })).catch(() => undefined);
+          return { attempt: a.attempt, ok: false, done, error: `${op.type} ${op.resource}: ${msg}` };
+        }
         await this.recordFailure(a, op, msg, err).catch(() => undefined);
         return { attempt: a.attempt, ok: false, done, error: `${op.type} ${op.resource}: ${msg}` };
       }
@@ -296,14 +326,19 @@ export class Executor {
     // The folder is this run's own when the record already gave it to this run (an interrupted or
     // refused provisioning of the same run), as the planner's run floors count it (runFloor's `own`).
     const own = (before.intent?.run === d.run && before.intent.specHash === d.hash) || (before.run === d.run && before.specHash === d.hash && before.resultsDir === d.resultsDir);
-    await makeRunFolder(d.resultsDir, own);
-    await this.update(a, (r) => ({
-      ...this.beginRun(r, d),
-      phase: 'Pending',
-      reason: REASONS.provisioning,
-      intent: { action: 'provision', run: d.run, specHash: d.hash, at: iso(this.now()) },
-      resultsDir: d.resultsDir,
-    }));
+    await makeRunFolder(this.deps.resultsRoot, d.resultsDir, own, d.loaded.spec.user);
+    await this.update(a, (r) => {
+      const begun = this.beginRun(r, d);
+      return {
+        ...begun,
+        phase: 'Pending',
+        reason: REASONS.provisioning,
+        intent: { action: 'provision', run: d.run, specHash: d.hash, at: iso(this.now()) },
+        // A resumed provisioning of the same run keeps when it first began (a new run has none yet).
+        provisionedAt: begun.provisionedAt ?? iso(this.now()),
+        resultsDir: d.resultsDir,
+      };
+    });
   }
 
   /** The named secrets' values; one that cannot be read makes the attempt Blocked (SecretMissing). */
@@ -324,6 +359,15 @@ export class Executor {
     await this.recordIntent(a, d);
     const secrets = await this.secretsOrBlock(a, d, d.mainSecrets);
     const create = stampNonce({ ...d.container.create, env: [...d.container.create.env, ...secretEnvLines(spec.secretEnv, secrets)] });
+    // The fixture is read now, before the engine holds anything: one swapped for a link since it
+    // was checked is refused. With spec.user, the working dir and the fixture are that user's (the
+    // working dir is sent even without a fixture, unless the root filesystem is read-only: the
+    // engine copies nothing into one).
+    const owner = spec.user ?? { uid: 0, gid: 0 };
+    const workdir = spec.fixture !== null || (spec.user !== null && !spec.readOnlyRootFilesystem);
+    const fixture = workdir ? await fixtureTar(spec.fixture, spec.workingDir, owner.uid, owner.gid) : undefined;
+    // The bind source, right before the engine is asked to mount it: no link anywhere below the results root.
+    await assertFoldersBelow(resultsBase(this.deps.resultsRoot, d.resultsDir), d.resultsDir);
     let id: string;
     try {
       id = await engine.containers.create(create);
@@ -341,13 +385,14 @@ export class Executor {
       id = existing.id;
     }
     await this.update(a, (r) => ({ ...r, containerId: id }));
-    if (spec.fixture) await engine.containers.putArchive(id, '/', fixtureTar(spec.fixture, spec.workingDir));
+    if (fixture) await engine.containers.putArchive(id, '/', fixture);
     if (secrets.length) {
-      const { uid, gid } = await this.containerUser(spec.image);
+      const { uid, gid } = spec.user ?? (await this.containerUser(spec.image));
       await engine.containers.putArchive(id, '/', await secretsTar(secrets, DEFAULTS.secretsDir, uid, gid));
     }
     const warnings = Object.keys(spec.secretEnv).map(
-      (k) => `secret ${spec.secretEnv[k]} is exposed as environment variable ${k}: anyone who can inspect the container can read it`,
+      (k) =>
+        `secret ${spec.secretEnv[k]} is exposed as environment variable ${k}: anyone who can inspect the container can read it, and the engine's own database may keep it on disk after the container is removed`,
     );
     // Recorded before the start is asked for: a berth killed from here on only needs to start it.
     // The engine's boot too: an engine restart from here on is told from the task's own failure by it.
@@ -641,6 +686,10 @@ export class Executor {
     const final: AttemptStatus = { ...rest, phase: ended.phase, reason: ended.reason, ...(message ? { message } : {}), updatedAt: iso(this.now()) };
     const mount = resultsDir ?? rec.resultsDir;
     try {
+      // berth's own files go into the run folder: made or found below the results root with no link followed.
+      if (mount) await mkdirBelow(resultsBase(this.deps.resultsRoot, mount), path.dirname(mount));
+      // a backend whose runs write their results elsewhere (a swarm node) brings them home first
+      if (mount && id && this.deps.engine.containers.collect) await this.deps.engine.containers.collect(id, mount);
       if (mount) await harvest(this.deps.engine, path.dirname(mount), mount, id, final, sidecars, this.deps.harvest ?? DEFAULT_LIMITS, this.deps.signal);
     } catch (err) {
       // Berth stopping cut it short: nothing failed; the record still says Harvesting, and the next start does it.

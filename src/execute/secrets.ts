@@ -1,9 +1,12 @@
 /**
  * Secret values, read just before a container is created and never kept: from berth's own
- * environment (fromEnv) or a file (fromFile). Errors name the attempt and the secret, never the value.
+ * environment (fromEnv) or a file (fromFile). A file is read where the loader checked it, its
+ * real path, one component at a time with no link followed (util/no-follow.ts): one swapped for
+ * a link since is refused (UnsafePathError), never read. Errors name the attempt and the
+ * secret, never the value.
  */
-import { promises as fs } from 'node:fs';
 import type { NormalizedAttempt } from '../spec/types';
+import { openFileBelow, UnsafePathError } from '../util/no-follow';
 
 export class SecretError extends Error {
   readonly code = 'SECRET_MISSING';
@@ -20,8 +23,14 @@ export async function readSecrets(spec: NormalizedAttempt, env: NodeJS.ProcessEn
       out.push({ name: s.name, value: Buffer.from(v, 'utf8') });
     } else if (s.fromFile !== undefined) {
       try {
-        out.push({ name: s.name, value: await fs.readFile(s.fromFile) });
+        const fh = await openFileBelow('/', s.fromFile);
+        try {
+          out.push({ name: s.name, value: await fh.readFile() });
+        } finally {
+          await fh.close();
+        }
       } catch (err) {
+        if (err instanceof UnsafePathError) throw new UnsafePathError(`secret ${s.name}: ${err.message}`);
         throw new SecretError(`secret ${s.name}: cannot read ${s.fromFile} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
       }
     }

@@ -38,6 +38,20 @@ function isMain(c: ContainerSummary): boolean {
   return c.labels[LABELS.component] === COMPONENTS.main;
 }
 
+/**
+ * The containers of a run that were given secret values (files in their writable layer, and the
+ * environment in their config for secrets opted into `env`): removed as soon as the run is
+ * harvested, whatever the TTL, so no secret value stays in the engine's storage on the host's disk.
+ */
+function secretHolders(d: DesiredAttempt, obs: ContainerSummary[]): ContainerSummary[] {
+  return obs.filter((c) => (isMain(c) ? d.mainSecrets.length > 0 : d.sidecars.some((sc) => sc.name === c.name && sc.secrets.length > 0)));
+}
+
+/** Removal of the secret holders among `obs`, after a finish (see secretHolders). */
+function scrubOps(d: DesiredAttempt, obs: ContainerSummary[]): Operation[] {
+  return removeOps({ containers: secretHolders(d, obs), networks: [], volumes: [] }, 'the run is harvested; its secrets leave the engine');
+}
+
 /** Remove operations for the given resources: containers first, then networks, then volumes. */
 function removeOps(obs: Pick<ObservedAttempt, 'containers' | 'networks' | 'volumes'>, cause: string): Operation[] {
   return [
@@ -366,6 +380,9 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
   // Finished runs of this spec: retry, expire (TTL), or nothing.
   if (rec && !specChanged && FINISHED_PHASES.has(rec.phase)) {
     pre.push(...stopSidecars(sidecarsObs, 'the attempt finished'));
+    const holders = secretHolders(d, current.containers);
+    pre.push(...scrubOps(d, holders));
+    current.containers = current.containers.filter((c) => !holders.includes(c));
     const finishedAt = rec.finishedAt ? Date.parse(rec.finishedAt) : inp.now;
     // An infrastructure death is re-run under its own budget (--infra-retries), never the spec's retries.
     const infra = isInfraFailure(rec.reason);
@@ -440,6 +457,7 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
             { type: 'stop', resource: `container:${main.name}`, id, graceSeconds: DEFAULTS.stopGraceSeconds, cause: bad },
             ...stopSidecars(sidecarsObs, bad),
             { type: 'finish', resource: `container:${main.name}`, id, resultsDir, sidecars, cause: bad, outcome: { phase: 'Failed', reason: REASONS.attestationFailed, message: bad } },
+            ...scrubOps(d, current.containers),
           ],
         };
       }
@@ -457,6 +475,7 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
             { type: 'stop', resource: `container:${main.name}`, id, graceSeconds: DEFAULTS.stopGraceSeconds, cause: why },
             ...stopSidecars(sidecarsObs, why),
             { type: 'finish', resource: `container:${main.name}`, id, resultsDir, sidecars, cause: why, outcome: { phase: 'TimedOut', reason: REASONS.deadlineExceeded, message: why } },
+            ...scrubOps(d, current.containers),
           ],
         };
       }
@@ -482,6 +501,7 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
           ...pre,
           ...stopSidecars(sidecarsObs, 'the attempt finished'),
           { type: 'finish', resource: `container:${main.name}`, id: main.id, resultsDir: rec?.resultsDir ?? d.resultsDir, sidecars, cause: `container ${main.state}`, ...scoreFile(loaded) },
+          ...scrubOps(d, current.containers),
         ],
       };
     }
@@ -506,6 +526,7 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
             ...pre,
             ...stopSidecars(sidecarsObs, 'the main container could not start'),
             { type: 'finish', resource: `attempt:${name}`, resultsDir: rec.resultsDir ?? d.resultsDir, sidecars: harvestList(d, sidecarsObs), cause: why, outcome },
+            ...scrubOps(d, current.containers),
           ],
         });
         if (refused && refused.run === run && refused.containerId === main.id) {

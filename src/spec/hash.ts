@@ -55,6 +55,9 @@ export const SPEC_FIELDS = {
   ttlSecondsAfterFinished: 'ignore',
   // only when there are any, so specs without sidecars keep the hashes they always had
   sidecars: (s) => (s.sidecars.length ? s.sidecars : undefined),
+  // only when set, so specs that leave them at their defaults keep the hashes they always had
+  user: (s) => s.user ?? undefined,
+  readOnlyRootFilesystem: (s) => (s.readOnlyRootFilesystem ? true : undefined),
 } as const satisfies Record<keyof NormalizedAttempt, FieldRule>;
 
 /** The normalized attempt with the ignored fields blanked and the rest in their hashed form. */

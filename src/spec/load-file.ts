@@ -25,7 +25,7 @@ export interface FileOutcome {
 }
 
 export async function loadFile(f: SpecFile, file: string, roots: Roots): Promise<FileOutcome> {
-  const read = await readSpecFile(f.abs, DEFAULTS.maxSpecFileBytes);
+  const read = await readSpecFile(f.abs, DEFAULTS.maxSpecFileBytes, f.linked !== true);
   if (!read.ok) {
     return { docs: [], unreadable: true, errors: [{ file, line: read.line, col: read.col, path: '', code: read.code, message: read.message }] };
   }

@@ -9,7 +9,8 @@
  * that could not be read into `unreadableFiles`: what already runs under them is left alone.
  * An AttemptSet declares its children (sets/check-set.ts), each like an Attempt; a set that is
  * invalid as a whole protects the names it would give them (or its file, when it cannot name
- * them), and two sets with one name are errors at both.
+ * them), and two sets with one name are errors at both. Two attempts whose results folders
+ * overlap are errors at both (results-overlap.ts).
  * Never throws: every problem is a SpecError.
  */
 import { promises as fsp, type Stats } from 'node:fs';
@@ -18,8 +19,9 @@ import { mapChunked, runBounded } from '../util/pool';
 import type { DocOutcome } from './check-document';
 import { cachedOutcome, loadAndKeep } from './file-cache';
 import type { Roots } from './path-checks';
-import { displayPath, realpathLoose } from './path-util';
+import { displayPath, isInside, realpathLoose } from './path-util';
 import { ioReason } from './read-spec-file';
+import { checkResultsOverlap } from './results-overlap';
 import type { LoadedSet, LoadedSpec, LoadResult, SourcePos, SpecError } from './types';
 import { findSpecFiles, type SpecFile, type WalkProblem } from './walk';
 
@@ -73,7 +75,15 @@ export async function loadPaths(paths: string[], opts: LoadOptions): Promise<Loa
         const walk = await findSpecFiles(abs);
         sets.push({ root: abs, files: await unseen(walk.files, seen), problems: walk.problems });
       } else {
-        sets.push({ root: path.dirname(abs), files: await unseen([{ abs, rel: path.basename(abs) }], seen), problems: [] });
+        // A file named on the command line is its folder's spec: a link out of that folder is never read.
+        const linked = (await fsp.lstat(abs)).isSymbolicLink();
+        const real = linked ? await realpathLoose(abs) : abs;
+        if (linked && !isInside(await realpathLoose(path.dirname(abs)), real)) {
+          const problem: WalkProblem = { abs, rel: path.basename(abs), code: 'path-escape', message: `links outside its folder (to ${real}); not read` };
+          sets.push({ root: path.dirname(abs), files: [], problems: [problem] });
+        } else {
+          sets.push({ root: path.dirname(abs), files: await unseen([{ abs, rel: path.basename(abs), ...(linked ? { linked } : {}) }], seen), problems: [] });
+        }
       }
     }
     return loadSets(sets, opts.resultsRoot);
@@ -211,8 +221,13 @@ async function loadSets(sets: SpecSet[], resultsRoot: string): Promise<LoadRepor
       attemptSets.set(setName, only.loaded);
     }
   }
-  const { specs, protectedNames, duplicateErrors } = resolveNames(decls);
-  errors.push(...duplicateErrors);
+  const named = resolveNames(decls);
+  errors.push(...named.duplicateErrors);
+  const { protectedNames } = named;
+  const overlap = await checkResultsOverlap(named.specs, resultsAbs);
+  errors.push(...overlap.errors);
+  for (const n of overlap.refused) protectedNames.add(n);
+  const specs = overlap.specs;
   const order = new Map(files.map((f, i) => [f, i]));
   errors.sort((a, b) => (order.get(a.file) ?? -1) - (order.get(b.file) ?? -1) || a.line - b.line || a.col - b.col);
   return { specs, errors, protectedNames, unreadableFiles, unreadableFolders, ...(rootError ? { rootError } : {}), files, documents, sets: attemptSets, setProtectedFiles };

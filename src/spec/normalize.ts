@@ -21,6 +21,12 @@ export interface ResolvedPaths {
   results: string;
 }
 
+/** `"1000:1000"` (schema-checked) → its numbers. */
+function parseUser(u: string): { uid: number; gid: number } {
+  const [uid, gid] = u.split(':').map(Number);
+  return { uid: uid ?? 0, gid: gid ?? 0 };
+}
+
 const byName = <T extends { name: string }>(a: T, b: T): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
 export function normalize(doc: RawAttempt, resolved: ResolvedPaths): NormalizedAttempt {
@@ -80,6 +86,8 @@ export function normalize(doc: RawAttempt, resolved: ResolvedPaths): NormalizedA
     deadlineSeconds: s.deadlineSeconds ?? null,
     retries: s.retries ?? DEFAULTS.retries,
     ttlSecondsAfterFinished: s.ttlSecondsAfterFinished ?? null,
+    user: s.user === undefined ? null : parseUser(s.user),
+    readOnlyRootFilesystem: s.readOnlyRootFilesystem ?? false,
     sidecars,
   };
 }

@@ -1,8 +1,9 @@
 /**
  * Where a spec's paths lead on the host, and whether they may: `fixture` and `fromFile` resolve
  * against the spec file's folder and must stay inside the specs folder after resolving links;
- * `results` resolves against the results root, must stay inside it, and must neither lie inside the
- * specs folder nor contain it (so nothing an attempt writes can become a spec).
+ * `results` resolves against the results root, must stay inside it with no link on the way below
+ * it, and must neither lie inside the specs folder nor contain it (so nothing an attempt writes
+ * can become a spec).
  */
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
@@ -63,6 +64,11 @@ export async function checkResults(results: string, roots: Roots): Promise<Check
   const real = await realpathLoose(abs, roots.realCache);
   if (!isInside(roots.resultsReal, real)) {
     return fail('path-escape', `results ${JSON.stringify(results)} leaves the results root through a link`);
+  }
+  // berth makes and binds run folders without following a link below the results root (a run
+  // would be Blocked, UnsafePath): a link already on the way is an error here, where it is written.
+  if (real !== path.join(roots.resultsReal, path.relative(roots.resultsRoot, abs))) {
+    return fail('path-escape', `results ${JSON.stringify(results)} passes through a link below the results root (to ${real}); berth never follows one there`);
   }
   if (isWithin(roots.specsReal, real)) {
     return fail('path-escape', `results folder ${real} lies inside the specs folder; choose another --results-root`);

@@ -38,6 +38,8 @@ export interface RawSpec {
   deadlineSeconds?: number;
   retries?: number;
   ttlSecondsAfterFinished?: number;
+  user?: string;
+  readOnlyRootFilesystem?: boolean;
   sidecars?: RawSidecar[];
 }
 

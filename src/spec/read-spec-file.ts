@@ -13,15 +13,16 @@ export type ReadOutcome =
   | { ok: true; text: string }
   | { ok: false; code: SpecErrorCode; message: string; line: number; col: number };
 
-export function readSpecFile(absPath: string, maxBytes: number): Promise<ReadOutcome> {
-  return Promise.resolve(readSpecFileSync(absPath, maxBytes));
+/** `noFollow`: a file the walk found as a regular file, so one swapped for a link since is not read. */
+export function readSpecFile(absPath: string, maxBytes: number, noFollow = false): Promise<ReadOutcome> {
+  return Promise.resolve(readSpecFileSync(absPath, maxBytes, noFollow));
 }
 
-export function readSpecFileSync(absPath: string, maxBytes: number): ReadOutcome {
+export function readSpecFileSync(absPath: string, maxBytes: number, noFollow = false): ReadOutcome {
   let fd: number | undefined;
   try {
     // Non-blocking, so a fifo named like a spec cannot hang the loader; fstat then refuses it.
-    fd = openSync(absPath, fsConstants.O_RDONLY | (fsConstants.O_NONBLOCK ?? 0));
+    fd = openSync(absPath, fsConstants.O_RDONLY | (fsConstants.O_NONBLOCK ?? 0) | (noFollow ? fsConstants.O_NOFOLLOW : 0));
     const st = fstatSync(fd);
     if (!st.isFile()) return { ok: false, code: 'io', message: 'not a regular file', line: 1, col: 1 };
     if (st.size > maxBytes) return tooLarge(st.size, maxBytes);

@@ -11,22 +11,15 @@
  */
 /* eslint-disable @typescript-eslint/no-require-imports */
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import * as path from 'node:path';
 import type { ErrorObject, ValidateFunction } from 'ajv/dist/2020';
 import type { RawAttempt } from './raw-types';
+import { keptValidatorModule, schemaText } from './schema-files';
 
-/** schemas/ sits two levels above this file both in src/spec and in dist/spec. */
-export const SCHEMA_PATH = path.resolve(__dirname, '..', '..', 'schemas', 'attempt.schema.json');
-export const VALIDATOR_PATH = path.resolve(path.dirname(SCHEMA_PATH), 'attempt.validator.cjs');
+export { SCHEMA_PATH, VALIDATOR_PATH } from './schema-files';
 
 let compiled: ValidateFunction<RawAttempt> | undefined;
 /** Where the validator in use came from (tests). */
 export let validatorSource: 'kept' | 'compiled' | undefined;
-
-function schemaText(): string {
-  return readFileSync(SCHEMA_PATH, 'utf8');
-}
 
 export function attemptSchema(): Record<string, unknown> {
   return JSON.parse(schemaText()) as Record<string, unknown>;
@@ -59,7 +52,7 @@ export function validatorModuleSource(): string {
 
 function keptValidator(): ValidateFunction<RawAttempt> | undefined {
   try {
-    const mod = require(VALIDATOR_PATH) as ValidateFunction<RawAttempt> & { schemaDigest?: string };
+    const mod = keptValidatorModule() as ValidateFunction<RawAttempt> & { schemaDigest?: string };
     return mod.schemaDigest === schemaDigest() ? mod : undefined;
   } catch {
     return undefined;

@@ -90,6 +90,13 @@ export function semanticIssues(doc: RawAttempt): FieldIssue[] {
     else mountAt.set(mount, i);
   });
 
+  if (spec.readOnlyRootFilesystem) {
+    // The engine refuses to copy into a read-only root filesystem, and berth never mounts them.
+    const why = 'a read-only root filesystem cannot receive them: the engine copies nothing into one, and berth never mounts them';
+    if (spec.fixture !== undefined) add(['spec', 'readOnlyRootFilesystem'], 'schema', `cannot be combined with fixture: ${why}`);
+    if ((spec.secrets?.length ?? 0) > 0) add(['spec', 'readOnlyRootFilesystem'], 'schema', `cannot be combined with secrets: ${why}`);
+  }
+
   const memory = spec.resources?.memory;
   if (memory !== undefined) {
     const parsed = parseMemory(memory);

@@ -26,7 +26,8 @@ export type SpecErrorCode =
   | 'not-a-mapping'      // document is not a mapping
   | 'schema'             // JSON Schema violation (type, enum, required, additionalProperties, pattern, bounds)
   | 'duplicate-name'     // metadata.name used twice in the specs folder
-  | 'path-escape'        // fixture / fromFile / results resolves outside its root
+  | 'path-escape'        // fixture / fromFile / results resolves outside its root; a spec file links out of the folder
+  | 'results-overlap'    // two attempts' results folders are one, or one lies inside the other
   | 'missing-file'       // fixture / fromFile does not exist
   | 'fixture-link'       // fixture holds a link pointing outside itself
   | 'fixture-special'    // fixture holds a device, fifo or socket
@@ -107,6 +108,10 @@ export interface NormalizedAttempt {
   deadlineSeconds: number | null;
   retries: number;
   ttlSecondsAfterFinished: number | null;
+  /** The numeric uid:gid the main container runs as, or null: the image's user. */
+  user: { uid: number; gid: number } | null;
+  /** The main container's root filesystem is read-only (with a tmpfs at /tmp). */
+  readOnlyRootFilesystem: boolean;
   /** Sorted by name. */
   sidecars: SidecarSpec[];
 }

@@ -18,6 +18,8 @@ export interface SpecFile {
   abs: string;
   /** Relative to the specs folder, forward slashes. */
   rel: string;
+  /** Found as a link (resolving inside the specs folder); otherwise it is read without following one. */
+  linked?: boolean;
 }
 
 export interface WalkProblem extends SpecFile {
@@ -164,8 +166,8 @@ function followLink(
   if (!isFile) {
     problems.push({ ...file, code: 'io', message: 'not a regular file' });
   } else if (!isInside(rootReal, real)) {
-    problems.push({ ...file, code: 'path-escape', message: `links outside the specs folder (to ${real})` });
+    problems.push({ ...file, code: 'path-escape', message: `links outside the specs folder (to ${real}); not read` });
   } else if (!byReal.has(real)) {
-    byReal.set(real, { file, linked: true });
+    byReal.set(real, { file: { ...file, linked: true }, linked: true });
   }
 }

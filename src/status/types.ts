@@ -83,6 +83,11 @@ export interface AttemptStatus {
   containerId?: string;
   exitCode?: number;
   createdAt: string;
+  /**
+   * When provisioning of the current run began (berth's clock, as createdAt): it ends the run's
+   * wait for a slot; the engine's startedAt ends provisioning. Kept after the start (the report's timeline).
+   */
+  provisionedAt?: string;
   startedAt?: string;
   finishedAt?: string;
   /** Deadline as an absolute time (so it survives restarts of berth). */

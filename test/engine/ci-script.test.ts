@@ -53,6 +53,7 @@ describe('CI script (real engine)', function () {
     expect(report.items.map((i) => [i.metadata.name, i.status.phase])).to.deep.equal([['a', 'Succeeded']]);
     expect(await fs.readFile(path.join(sb.resultsRoot, 'a', 'run-1', 'results', 'out.txt'), 'utf8')).to.equal('ok\n');
     expect(await fs.readFile(path.join(artifacts, 'events.txt'), 'utf8')).to.match(/Finished\s+attempt\/a/);
+    expect(await fs.readFile(path.join(sb.resultsRoot, 'report.html'), 'utf8')).to.include('href="a/run-1/logs.txt"');
   });
 
   it('a failed attempt fails the job with 3, still with the report; an invalid spec with 2', async function () {
@@ -60,6 +61,7 @@ describe('CI script (real engine)', function () {
     const artifacts = path.join(sb.dir, 'artifacts');
     expect((await ci(sb, artifacts)).code).to.equal(3);
     await fs.access(path.join(artifacts, 'attempts.json'));
+    await fs.access(path.join(sb.resultsRoot, 'report.html'));
     await sb.write('bad.yaml', 'apiVersion: berth.dev/v1\nkind: Attempt\nmetadata: {name: Bad}\nspec: {}\n');
     expect((await ci(sb, path.join(sb.dir, 'a2'))).code).to.equal(2);
   });

@@ -323,6 +323,35 @@ describe('controller (real engine, real files)', function () {
     }
   });
 
+  it('serves the live fleet report at / from its memory: the same page as berth report, its CSP also as a header, no links', async function () {
+    const port = 20000 + ((process.pid + 7919) % 20000);
+    const ctl = startController(sb, { metricsAddr: `127.0.0.1:${port}`, maxRunning: 3 });
+    try {
+      const url = `http://127.0.0.1:${port}`;
+      await waitFor('ready', async () => (await get(`${url}/readyz`).catch(() => ({ status: 0 }))).status === 200, { dirs: [sb.stateDir] });
+      const data = async () => {
+        const res = await fetch(`${url}/`);
+        expect(res.status).to.equal(200);
+        expect(res.headers.get('content-type')).to.equal('text/html; charset=utf-8');
+        const html = await res.text();
+        const meta = /<meta http-equiv="Content-Security-Policy" content="([^"]+)">/.exec(html)?.[1]?.replace(/&#39;/g, "'");
+        expect(res.headers.get('content-security-policy')).to.equal(meta);
+        const json = /<script type="application\/json" id="report-data">([\s\S]*?)<\/script>/.exec(html)?.[1] as string;
+        return JSON.parse(json) as { mode: string; maxRunning: number; attempts: { name: string; phase: string; links: unknown }[] };
+      };
+      expect((await data()).attempts).to.deep.equal([]);
+      await sb.write('live.yaml', sb.attempt('live', 'true'));
+      await waitFor('live finished', async () => (await sb.status('live'))?.phase === 'Succeeded', { dirs: [path.join(sb.stateDir, sb.instance, 'attempts')] });
+      // The page is made from the controller's copy of the record, written just after the file.
+      await waitFor('the page shows live Succeeded', async () => (await data()).attempts[0]?.phase === 'Succeeded', { dirs: [path.join(sb.stateDir, sb.instance, 'attempts')] });
+      const d = await data();
+      expect(d).to.include({ mode: 'live', maxRunning: 3 });
+      expect(d.attempts.map((a) => [a.name, a.phase, a.links])).to.deep.equal([['live', 'Succeeded', null]]);
+    } finally {
+      await ctl.stop();
+    }
+  });
+
   it('on SIGTERM mid-work exits 0, leaves attempts running, and a restart adopts them', async function () {
     for (const n of ['s1', 's2', 's3', 's4', 's5', 's6']) await sb.write(`${n}.yaml`, sb.attempt(n, 'sleep 300'));
     const since = Math.floor(Date.now() / 1000) - 1;

@@ -39,6 +39,14 @@ describe('example specs (real engine)', function () {
     // The example AttemptSet: m1 passes both tasks, m2 only `count`.
     const summary = await sb.cli('summary', 'eval-demo', '-o', 'json');
     expect(JSON.parse(summary.stdout).sets[0]).to.include({ name: 'eval-demo', n: 4, passed: 3, failed: 1, infra: 0 });
+    // The README's report: every example in it, the set's matrix, links into each run's folder.
+    const report = await sb.cli('report');
+    expect(report.code, report.stderr).to.equal(0);
+    const html = await fs.readFile(path.join(sb.resultsRoot, 'report.html'), 'utf8');
+    const data = JSON.parse(/<script type="application\/json" id="report-data">([\s\S]*?)<\/script>/.exec(html)?.[1] as string) as { attempts: { name: string }[]; sets: { name: string }[] };
+    expect(data.attempts).to.have.length(11);
+    expect(data.sets.map((s) => s.name)).to.deep.equal(['eval-demo']);
+    expect(html).to.include('href="hello/run-1/logs.txt"');
   });
 
   it('examples/lifecycle: the right phases, exit 3, results with logs, status and manifest', async function () {

@@ -69,7 +69,12 @@ describe('AttemptSets (real engine)', function () {
 
     const setRows = await sb.cli('get', '--sets', '-o', 'json');
     expect((JSON.parse(setRows.stdout) as { items: unknown[] }).items).to.deep.equal([
-      { name: 'evals', valid: true, children: 8, phases: { Pending: 0, Running: 0, Succeeded: 8, Failed: 0, TimedOut: 0, Invalid: 0, Blocked: 0 }, source: `${sb.specsDir}/evals.yaml:4`.replace(`${process.cwd()}/`, '') },
+      {
+        apiVersion: 'berth.dev/v1',
+        kind: 'AttemptSet',
+        metadata: { name: 'evals', source: `${sb.specsDir}/evals.yaml:4`.replace(`${process.cwd()}/`, '') },
+        status: { valid: true, children: 8, phases: { Pending: 0, Running: 0, Succeeded: 8, Failed: 0, TimedOut: 0, Invalid: 0, Blocked: 0 } },
+      },
     ]);
 
     // A third seed: plan names exactly the 4 new children; reconcile starts them and touches nothing else.

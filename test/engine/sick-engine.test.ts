@@ -9,6 +9,7 @@ import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import { TIMEOUT_HINT } from '../../src/engine/errors';
 import { requireEngine } from '../support/engine';
 import { Sandbox } from '../support/sandbox';
 import { SickEngine } from '../support/sick-engine';
@@ -73,7 +74,7 @@ describe('a sick engine: every command is bounded, with one clear message', func
       const sick = await SickEngine.start(mode);
       try {
         const runs = await Promise.all(commands.map(([, args]) => berth([...args, ...sb.globalArgs(), '--engine-timeout', TIMEOUT], sick.dockerHost)));
-        const want = new RegExp(`^berth: the Docker engine at ${sick.dockerHost.replace(/[/.]/g, '\\$&')} \\(DOCKER_HOST\\) did not answer [a-z.]+[A-Za-z]* within 500 ms \\(--engine-timeout\\)$`, 'm');
+        const want = new RegExp(`^berth: the Docker engine at ${sick.dockerHost.replace(/[/.]/g, '\\$&')} \\(DOCKER_HOST\\) did not answer [a-z.]+[A-Za-z]* within 500 ms \\(--engine-timeout\\): ${TIMEOUT_HINT}$`, 'm');
         runs.forEach((r, i) => {
           const what = `${commands[i]![0]}: ${r.stderr}`;
           expect(r.code, what).to.equal(1);

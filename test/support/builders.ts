@@ -27,6 +27,8 @@ export function spec(name: string, over: Partial<NormalizedAttempt> = {}, hash =
     deadlineSeconds: null,
     retries: 0,
     ttlSecondsAfterFinished: null,
+    user: null,
+    readOnlyRootFilesystem: false,
     sidecars: [],
     ...over,
   };

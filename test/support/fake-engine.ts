@@ -356,6 +356,7 @@ export class FakeEngine implements Engine {
         devices: 0,
         dns: [...(h.dns ?? [])],
         binds: [...h.binds],
+        tmpfs: { ...(h.tmpfs ?? {}) },
       },
       restartCount: 0,
     };

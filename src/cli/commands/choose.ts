@@ -17,7 +17,7 @@ export async function chooseAttempts(ctx: Context, verb: string, names: string[]
   for (const n of missing) diag(ctx, 'error', `attempt ${JSON.stringify(n)} not found`);
   if (missing.length) return EXIT.failed;
   if (!rows.length) {
-    diag(ctx, 'error', `${verb}: no attempts match the selector`);
+    diag(ctx, 'error', `${verb}: no attempts match the selector (berth get -l shows what it matches)`);
     return EXIT.failed;
   }
   return rows;

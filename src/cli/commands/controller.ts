@@ -1,8 +1,8 @@
 /**
  * `berth reconcile` without --once: the controller (src/controller/controller.ts) as a
  * service. One writer per instance: the state folder's lock file and the engine-side instance
- * lock (writer-lock.ts; a second writer exits 1 naming the holder). Optional metrics and
- * health endpoint. SIGTERM/SIGINT: stop taking work, finish the actions under way (those still
+ * lock (writer-lock.ts; a second writer exits 1 naming the holder). Optional endpoint with the
+ * live fleet report (/), metrics and health. SIGTERM/SIGINT: stop taking work, finish the actions under way (those still
  * waiting for a worker are dropped), flush status, release the locks, exit 0; attempts keep
  * running and a restarted controller adopts them. A controller whose lock is taken away stops
  * the same way and exits 1. A stop is prompt also while the engine does not answer (its calls
@@ -15,6 +15,8 @@ import { ControllerMetrics } from '../../controller/metrics';
 import { isEngineDown, pingFailure } from '../../engine/errors';
 import type { Engine } from '../../engine/types';
 import { instrumentEngine } from '../../engine/wrap';
+import { reportFromLoad } from '../../report/from-load';
+import { renderReport, reportCsp } from '../../report/render';
 import { passConfig, type Context } from '../context';
 import type { ReconcileOptions } from './reconcile';
 import { takeWriterLocks, type WriterLocks } from './writer-lock';
@@ -91,8 +93,13 @@ async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortS
           if (!(await lock.isHeld())) return `the lock of instance ${ctx.instance} is not held`;
           return true;
         },
+      }, async () => {
+        // The live report: the controller's memory, no links (this server serves no run folders).
+        const { load, statuses } = await controller.view();
+        const data = reportFromLoad(load, statuses, { sets: [], keep: () => true, selecting: false }, { now: Date.now(), instance: ctx.instance, maxRunning: cfg.maxRunning, resultsRoot: ctx.resultsRoot, linkBase: null, mode: 'live' });
+        return { html: renderReport(data), csp: reportCsp() };
       });
-      ctx.log.info(`metrics and health on ${http.url} (/metrics, /healthz, /readyz)`);
+      ctx.log.info(`fleet report, metrics and health on ${http.url} (/, /metrics, /healthz, /readyz)`);
     }
     // The instance's locks. An engine that does not answer is waited for (readiness says why);
     // a lock another berth holds is a refusal (exit 1).

@@ -2,9 +2,10 @@
  * The `-o json|yaml` shape of an attempt, kubectl's: `apiVersion`, `kind`, `metadata` (name,
  * labels), a `spec` summary and `status`; no field appears both at the top and in `status`. A
  * list is `{apiVersion, kind: List, items}`. schemas/get-output.schema.json describes both.
+ * An AttemptSet (`get --sets`) likewise: schemas/get-sets-output.schema.json.
  */
-import { API_VERSION, KIND_ATTEMPT } from '../../constants';
-import type { Row } from './get';
+import { API_VERSION, KIND_ATTEMPT, KIND_ATTEMPT_SET } from '../../constants';
+import type { Row, SetRow } from './get';
 
 export interface AttemptItem {
   apiVersion: string;
@@ -35,4 +36,24 @@ export function toItem(r: Row): AttemptItem {
 
 export function toList(rows: Row[]): { apiVersion: string; kind: 'List'; items: AttemptItem[] } {
   return { apiVersion: API_VERSION, kind: 'List', items: rows.map(toItem) };
+}
+
+export interface AttemptSetItem {
+  apiVersion: string;
+  kind: typeof KIND_ATTEMPT_SET;
+  metadata: { name: string; source: string };
+  status: { valid: boolean; children: number; phases: Record<string, number> };
+}
+
+export function toSetItem(r: SetRow): AttemptSetItem {
+  return {
+    apiVersion: API_VERSION,
+    kind: KIND_ATTEMPT_SET,
+    metadata: { name: r.name, source: r.source },
+    status: { valid: r.valid, children: r.children, phases: r.phases },
+  };
+}
+
+export function toSetList(rows: SetRow[]): { apiVersion: string; kind: 'List'; items: AttemptSetItem[] } {
+  return { apiVersion: API_VERSION, kind: 'List', items: rows.map(toSetItem) };
 }

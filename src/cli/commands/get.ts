@@ -9,7 +9,7 @@ import type { DamagedRecord } from '../../status/store';
 import type { AttemptStatus } from '../../status/types';
 import { UsageError, type Context } from '../context';
 import { matches, parseSelectors, SelectorError, type Selector } from '../selector';
-import { toItem, toList } from './get-item';
+import { toItem, toList, toSetItem, toSetList } from './get-item';
 import type * as GetWatch from './get-watch';
 import { age, duration, table } from './shared';
 
@@ -109,7 +109,6 @@ export interface SetRow {
   valid: boolean;
   children: number;
   phases: Record<string, number>;
-  labels: Record<string, string>;
   source: string;
 }
 
@@ -131,7 +130,7 @@ export async function collectSetRows(ctx: Context, name?: string, selector: read
       phases[phase] = (phases[phase] ?? 0) + 1;
     }
     if (want.length && children === 0) continue;
-    rows.push({ name: setName, valid: set.valid, children, phases, labels: {}, source: `${set.policy.source.file}:${set.policy.source.line}` });
+    rows.push({ name: setName, valid: set.valid, children, phases, source: `${set.policy.source.file}:${set.policy.source.line}` });
   }
   return rows;
 }
@@ -147,9 +146,10 @@ async function runGetSets(ctx: Context, name: string | undefined, o: GetOptions)
     ctx.io.err(`berth: AttemptSet ${JSON.stringify(name)} not found\n`);
     return EXIT.failed;
   }
-  const data = rows.map(({ labels: _l, ...r }) => r);
-  if (o.output === 'json') ctx.io.out(JSON.stringify(name ? data[0] : { items: data }, null, 2) + '\n');
-  else if (o.output === 'yaml') ctx.io.out(stringify(name ? data[0] : { items: data }));
+  const doc = name ? toSetItem(rows[0] as SetRow) : toSetList(rows);
+  if (o.output === 'json') ctx.io.out(JSON.stringify(doc, null, 2) + '\n');
+  else if (o.output === 'yaml') ctx.io.out(stringify(doc));
+  else if (o.output === 'name') ctx.io.out(rows.map((r) => `attemptset/${r.name}\n`).join(''));
   else if (rows.length === 0) ctx.io.out('No AttemptSets.\n');
   else ctx.io.out(renderSetRows(rows));
   return EXIT.ok;

@@ -1,15 +1,16 @@
 /** Helpers shared by commands. */
-import { promises as fs, readFileSync } from 'node:fs';
+import { promises as fs } from 'node:fs';
 import { formatErrors } from '../format-errors';
 import type { LoadResult } from '../../spec/types';
 import { specsRootProblem } from '../../spec/walk';
 import { displayPath } from '../../spec/path-util';
 import type { Context } from '../context';
+import { sourceLineReader } from './validate';
 
 /** Spec errors on stderr, compiler style, with the source line and a caret. */
 export function reportLoadErrors(ctx: Context, load: LoadResult): void {
   if (!load.errors.length) return;
-  ctx.io.err(formatErrors(load.errors, readLineSync));
+  ctx.io.err(formatErrors(load.errors, sourceLineReader()));
   ctx.io.err(`${load.errors.length} spec error${load.errors.length === 1 ? '' : 's'}; attempts under invalid specs are left as they are\n`);
 }
 
@@ -21,20 +22,6 @@ export function reportLoadErrors(ctx: Context, load: LoadResult): void {
 export function specsRootError(ctx: Context): string | undefined {
   const problem = specsRootProblem(ctx.specsDir);
   return problem ? `berth: ${displayPath(ctx.specsDir)}: ${problem} (--specs); nothing was planned or changed\n` : undefined;
-}
-
-const cache = new Map<string, string[]>();
-function readLineSync(file: string, line: number): string | undefined {
-  let lines = cache.get(file);
-  if (!lines) {
-    try {
-      lines = readFileSync(file, 'utf8').split('\n');
-    } catch {
-      lines = [];
-    }
-    cache.set(file, lines);
-  }
-  return lines[line - 1];
 }
 
 export async function exists(p: string): Promise<boolean> {

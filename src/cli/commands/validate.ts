@@ -5,7 +5,7 @@
  * JSON (`-o json`, stable for scripts): `{valid, files, attempts, sets, errors}` on stdout
  * (`sets`: each AttemptSet's name, whether it is valid as a whole, and its children's names).
  */
-import { readFileSync, statSync } from 'node:fs';
+import { closeSync, constants as fsConstants, fstatSync, openSync, readFileSync } from 'node:fs';
 import { DEFAULTS, EXIT } from '../../constants';
 import { loadPaths, type LoadReport } from '../../spec/loader';
 import { formatErrors, type ReadLine } from '../format-errors';
@@ -54,16 +54,25 @@ function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? '' : 's'}`;
 }
 
-/** Reads source lines for excerpts, each file once; skips files too large to be specs. */
+/**
+ * Reads source lines for excerpts, each file once; skips files too large to be specs, and never
+ * reads through a link (a spec file linked to a host file outside the specs folder must never
+ * be printed; a link inside it just shows no excerpt).
+ */
 export function sourceLineReader(): ReadLine {
   const cache = new Map<string, string[]>();
   return (file, line) => {
     let lines = cache.get(file);
     if (!lines) {
+      let fd: number | undefined;
       try {
-        lines = statSync(file).size <= DEFAULTS.maxSpecFileBytes ? readFileSync(file, 'utf8').split('\n') : [];
+        fd = openSync(file, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
+        const st = fstatSync(fd);
+        lines = st.isFile() && st.size <= DEFAULTS.maxSpecFileBytes ? readFileSync(fd, 'utf8').split('\n') : [];
       } catch {
         lines = [];
+      } finally {
+        if (fd !== undefined) closeSync(fd);
       }
       cache.set(file, lines);
     }

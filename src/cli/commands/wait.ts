@@ -37,7 +37,7 @@ export async function runWait(ctx: Context, names: string[], o: WaitOptions): Pr
     return EXIT.failed;
   }
   if (rows.length === 0) {
-    diag(ctx, 'error', 'no attempts match: nothing to wait for');
+    diag(ctx, 'error', 'no attempts match: nothing to wait for (berth get lists the instance\'s attempts; check -l, --specs and --instance)');
     return EXIT.failed;
   }
   const load = await loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot });

@@ -103,6 +103,7 @@ export function detailsFromInspect(i: Dockerode.ContainerInspectInfo): Container
       devices: (h.Devices ?? []).length,
       dns: h.Dns ?? [],
       binds: h.Binds ?? [],
+      tmpfs: (h as { Tmpfs?: Record<string, string> }).Tmpfs ?? {},
     },
     restartCount: i.RestartCount ?? 0,
   };
@@ -144,6 +145,7 @@ export function createOptions(spec: ContainerCreateSpec): Dockerode.ContainerCre
       PidsLimit: h.pidsLimit,
       ReadonlyRootfs: h.readonlyRootfs,
       ...(h.logConfig ? { LogConfig: { Type: h.logConfig.type, Config: { ...h.logConfig.config } } } : {}),
+      ...(h.tmpfs ? { Tmpfs: { ...h.tmpfs } } : {}),
       RestartPolicy: { Name: 'no' },
       PublishAllPorts: false,
       PortBindings: {},

@@ -258,6 +258,24 @@ describe('planner (golden plans)', function () {
     ]);
   });
 
+  it('removes the container right after the finish when it was given a secret, and any such container of a finished attempt', function () {
+    const withSecret = spec('a', { secrets: [{ name: 'k', fromEnv: 'K' }] });
+    const p = plan(input({ specs: [withSecret], snapshot: snapshot({ containers: [container('default', 'a', 'h-a', { state: 'exited' })] }), statuses: statuses(status('a')) }));
+    expect(p.actions[0]?.ops.map((o) => o.type)).to.deep.equal(['finish', 'remove-container']);
+    // one left behind (a finish inside the executor, a berth killed before the removal): removed on the next pass
+    const later = plan(
+      input({
+        specs: [withSecret],
+        snapshot: snapshot({ containers: [container('default', 'a', 'h-a', { state: 'exited' })] }),
+        statuses: statuses(status('a', { phase: 'Failed', reason: 'Error', finishedAt: '2026-01-01T00:00:40.000Z', exitCode: 1 })),
+      }),
+    );
+    expect(later.actions[0]?.ops.map((o) => o.type)).to.deep.equal(['remove-container']);
+    // without secrets the container stays until its TTL, as before
+    const none = plan(input({ specs: [spec('a')], snapshot: snapshot({ containers: [container('default', 'a', 'h-a', { state: 'exited' })] }), statuses: statuses(status('a')) }));
+    expect(none.actions[0]?.ops.map((o) => o.type)).to.deep.equal(['finish']);
+  });
+
   it('marks a run whose container vanished Failed/Lost, not re-run', function () {
     const p = plan(input({ specs: [spec('a')], statuses: statuses(status('a')) }));
     expect(golden(p)).to.deep.equal([

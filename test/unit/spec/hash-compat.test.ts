@@ -102,6 +102,9 @@ const attempt: fc.Arbitrary<NormalizedAttempt> = fc.record({
   deadlineSeconds: fc.option(fc.nat(), { nil: null }),
   retries: fc.nat(10),
   ttlSecondsAfterFinished: fc.option(fc.nat(), { nil: null }),
+  // at their defaults, as every spec written before they existed
+  user: fc.constant(null),
+  readOnlyRootFilesystem: fc.constant(false),
   sidecars: fc.array(sidecar, { maxLength: 2 }),
 });
 
@@ -131,6 +134,17 @@ describe('spec hash stays what it was', () => {
         expect(specHash(s)).to.equal(referenceHash(s));
       }),
       { numRuns: 500 },
+    );
+  });
+
+  it('spec.user and spec.readOnlyRootFilesystem count for the hash only when set', () => {
+    fc.assert(
+      fc.property(attempt, fc.nat(65535), fc.nat(65535), (s, uid, gid) => {
+        expect(specHash({ ...s, user: { uid, gid } })).to.not.equal(specHash(s));
+        expect(specHash({ ...s, user: { uid, gid } })).to.not.equal(specHash({ ...s, user: { uid: uid + 1, gid } }));
+        expect(specHash({ ...s, readOnlyRootFilesystem: true })).to.not.equal(specHash(s));
+      }),
+      { numRuns: 100 },
     );
   });
 

@@ -36,6 +36,8 @@ describe('spec/normalize', () => {
       deadlineSeconds: null,
       retries: 0,
       ttlSecondsAfterFinished: null,
+      user: null,
+      readOnlyRootFilesystem: false,
       sidecars: [],
     });
   });
@@ -69,6 +71,8 @@ describe('spec/normalize', () => {
       deadlineSeconds: 1800,
       retries: 2,
       ttlSecondsAfterFinished: 3600,
+      user: null,
+      readOnlyRootFilesystem: false,
       sidecars: [],
     });
   });

@@ -1,0 +1,71 @@
+/**
+ * The swarm backend: a Docker Swarm manager (DOCKER_HOST) and the nodes' own engines (each
+ * node's SWARM.engineLabel), behind the same Engine interface the single engine implements, so
+ * observe, the planner, the executor, status, summaries and the report do not know which runs.
+ * Runs are replicated-job services (runs.ts); networks and volumes of attempts are refused
+ * until the backend provides them (an attempt that needs them ends Blocked, never weakened).
+ */
+import type Dockerode from 'dockerode';
+import { COMPONENTS, DEFAULTS, LABELS, REASONS, SWARM } from '../../constants';
+import { BackendRefusedError } from '../../engine/errors';
+import { createDockerEngine, dockerFromEnv } from '../../engine/docker';
+import { createSwarmEngine } from '../../engine/swarm';
+import type { Engine, Labels, NetworkClient, VolumeClient } from '../../engine/types';
+import { NodePool } from './nodes';
+import { SwarmRuns } from './runs';
+
+export interface SwarmBackendOptions {
+  /** The manager (default: from DOCKER_HOST). */
+  docker?: Dockerode;
+  timeoutMs?: number;
+  env?: NodeJS.ProcessEnv;
+  /** The image the hardening probe runs (it needs /usr/bin/node): berth's egress proxy image by default. */
+  probeImage?: string;
+}
+
+/** What the swarm backend does not provide yet: refused, so the attempt never runs without it. */
+function notYet(labels: Labels, what: string): BackendRefusedError {
+  return new BackendRefusedError(REASONS.nodeRefused, `attempt ${labels[LABELS.attempt] ?? '?'} needs ${what}, which --backend swarm does not provide yet; it is not run without it`);
+}
+
+export function createSwarmBackend(o: SwarmBackendOptions = {}): Engine & { runs: SwarmRuns; pool: NodePool } {
+  const env = o.env ?? process.env;
+  const d = o.docker ?? dockerFromEnv(env);
+  const timeouts = o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {};
+  const manager = createDockerEngine(d, { ...timeouts, env });
+  const swarm = createSwarmEngine(d, { ...timeouts, env });
+  const pool = new NodePool(swarm, o.probeImage ?? DEFAULTS.egressProxyImage, o.timeoutMs);
+  const runs = new SwarmRuns(swarm, pool);
+  // The manager's own volumes (berth's engine-side instance lock lives there); an attempt's
+  // volumes would have to be on its run's node: refused for now.
+  const volumes: VolumeClient = {
+    // a run's own volumes (when the manager is also its node) are its run's, not the attempt's
+    list: async (f) => (await manager.volumes.list(f)).filter((v) => v.labels[SWARM.runLabel] === undefined),
+    inspect: (name) => manager.volumes.inspect(name),
+    create: (spec) => (spec.labels[LABELS.component] === COMPONENTS.volume ? Promise.reject(notYet(spec.labels, 'volumes')) : manager.volumes.create(spec)),
+    remove: (name) => manager.volumes.remove(name),
+  };
+  const networks: NetworkClient = {
+    list: (f) => swarm.networks.list(f),
+    inspect: (n) => swarm.networks.inspect(n),
+    connect: (n, c) => swarm.networks.connect(n, c),
+    remove: (n) => swarm.networks.remove(n),
+    create: (spec) => Promise.reject(notYet(spec.labels, 'network isolation')),
+  };
+  return {
+    containers: runs,
+    networks,
+    volumes,
+    images: manager.images,
+    events: manager.events,
+    ping: () => manager.ping(),
+    version: () => manager.version(),
+    address: swarm.address,
+    abandon: (reason: string) => {
+      manager.abandon?.(reason);
+      swarm.abandon(reason);
+    },
+    runs,
+    pool,
+  };
+}

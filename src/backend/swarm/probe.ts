@@ -1,0 +1,74 @@
+/**
+ * What a swarm node enforces, seen from inside a task on it: a replicated job pinned to the
+ * node that reports `NoNewPrivs` and its cgroup paths (all `/` in a private cgroup namespace),
+ * read back through the manager's service logs. A node that enforces both through its daemon
+ * (`dockerd --no-new-privileges --default-cgroupns-mode private`) gives every task they are
+ * not asked for per service (the engine's API 1.41 cannot ask for them per service).
+ */
+import { randomBytes } from 'node:crypto';
+import { LABELS, SWARM } from '../../constants';
+import type { SwarmEngine, TaskSummary } from '../../engine/swarm/types';
+
+export interface NodeHardening {
+  noNewPrivileges: boolean;
+  privateCgroupns: boolean;
+  /** Why the probe could not tell (it did not run, or said nothing readable). */
+  error?: string;
+}
+
+const SCRIPT =
+  'const fs=require("fs");const s=fs.readFileSync("/proc/self/status","utf8");' +
+  'console.log("BERTH-PROBE "+JSON.stringify({nnp:(/NoNewPrivs:\\s*(\\d)/.exec(s)||[])[1],cgroup:fs.readFileSync("/proc/self/cgroup","utf8")}))';
+
+const FINAL = new Set(['complete', 'failed', 'rejected', 'shutdown', 'orphaned', 'remove']);
+
+/** Reads the probe's line: NoNewPrivs 1, and every cgroup path `/`. */
+export function parseProbe(output: string): NodeHardening {
+  const line = output.split('\n').find((l) => l.startsWith('BERTH-PROBE '));
+  if (!line) return { noNewPrivileges: false, privateCgroupns: false, error: 'the probe printed no report' };
+  const v = JSON.parse(line.slice('BERTH-PROBE '.length)) as { nnp?: string; cgroup?: string };
+  const paths = (v.cgroup ?? '').split('\n').filter(Boolean).map((l) => l.split(':').slice(2).join(':'));
+  return { noNewPrivileges: v.nnp === '1', privateCgroupns: paths.length > 0 && paths.every((p) => p === '/') };
+}
+
+export async function probeNode(swarm: SwarmEngine, nodeId: string, image: string, signal?: AbortSignal): Promise<NodeHardening> {
+  const name = `berth-probe-${nodeId.slice(0, 12)}-${randomBytes(3).toString('hex')}`;
+  const labels = { [LABELS.managed]: 'true', [SWARM.probeLabel]: nodeId };
+  const id = await swarm.services.create({
+    name,
+    labels,
+    containerLabels: labels,
+    image,
+    cmd: ['/usr/bin/node', '-e', SCRIPT],
+    env: [],
+    workingDir: '/',
+    nodeId,
+    networks: [],
+    mounts: [],
+    secrets: [],
+    capDrop: ['ALL'],
+    capAdd: [],
+    init: false,
+    readonlyRootfs: true,
+    pidsLimit: 64,
+  });
+  try {
+    const deadline = Date.now() + SWARM.probeTimeoutMs;
+    let task: TaskSummary | undefined;
+    while (!task) {
+      if (signal?.aborted) throw new Error('probe aborted');
+      task = (await swarm.tasks.list({ services: [id] })).find((t) => FINAL.has(t.state));
+      if (task) break;
+      if (Date.now() > deadline) return { noNewPrivileges: false, privateCgroupns: false, error: `its probe task did not end within ${SWARM.probeTimeoutMs / 1000} s` };
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    if (task.state !== 'complete') {
+      return { noNewPrivileges: false, privateCgroupns: false, error: `its probe task ended ${task.state}${task.error ? `: ${task.error}` : ''} (image ${image})` };
+    }
+    const chunks: Buffer[] = [];
+    for await (const c of await swarm.services.logs(id, { follow: false })) chunks.push(Buffer.from(c as Buffer));
+    return parseProbe(Buffer.concat(chunks).toString('utf8'));
+  } finally {
+    await swarm.services.remove(id).catch(() => undefined);
+  }
+}

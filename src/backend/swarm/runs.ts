@@ -1,0 +1,379 @@
+/**
+ * The runs of attempts on a swarm, behind the executor's ContainerClient: what the executor does
+ * to a container is done to a run, so the executor, the planner and everything after them do not
+ * know which backend runs.
+ *
+ * A run, by the container name the desired state gives it:
+ *  - create: berth chooses the node (nodes.ts) and, through that node's own engine, makes the
+ *    run's two node-local volumes (the workspace, mounted at the working folder, and the
+ *    results, at /results) and a prepared container holding them, never started: the run is
+ *    `created`. No host folder is ever bound on a node.
+ *  - putArchive: the fixture goes into the prepared container (so into the workspace volume);
+ *    files for /run/secrets become swarm secrets instead (content-hashed names, the run's labels),
+ *    never written on the node's disk.
+ *  - start: the run's service: a replicated job (one completion, restart never) pinned to that
+ *    node, endpoint mode dnsrr, no published port, the two volumes mounted, the secrets attached,
+ *    the prepared container's settings (command, environment, user, limits, capabilities).
+ *  - list/inspect: the service and its task (polled: tasks emit no events) as a container:
+ *    running until the task ends, then exited with the task's exit code. The results folder is
+ *    shown bound at /results, as it is where berth runs once collect() brought it home.
+ *  - collect: the results volume's files into the results folder (the node engine's archive API).
+ *  - stop: the task's container, through the node's engine (TERM, grace, KILL).
+ *  - remove: the service (its task's container goes with it), the secrets, the prepared container
+ *    and the volumes.
+ * Why through each node's engine and not the manager alone: the archive API moves fixtures and
+ * results byte for byte, of any size, before the task starts and after it ends; through the
+ * manager alone, fixtures would be 500 KB configs and results a tar stream read back through
+ * service logs, which are line-oriented and gone with the service (docs/SWARM.md).
+ */
+import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { extract, pack } from 'tar-stream';
+import { DEFAULTS, LABELS, REASONS, SWARM } from '../../constants';
+import { BackendRefusedError, isConflict, isNotFound } from '../../engine/errors';
+import type { ServiceSummary, SwarmEngine, TaskSummary } from '../../engine/swarm/types';
+import type { ContainerClient, ContainerCreateSpec, ContainerDetails, ContainerSummary, Labels } from '../../engine/types';
+import { type NodeHandle, type NodePool } from './nodes';
+import { extractResults } from './results';
+
+const FINAL = new Set(['complete', 'failed', 'rejected', 'shutdown', 'orphaned', 'remove']);
+const notFound = (what: string) => Object.assign(new Error(`no such run: ${what}`), { statusCode: 404 });
+
+const wsVolume = (run: string) => `${run}-ws`;
+const resultsVolume = (run: string) => `${run}-results`;
+
+/** The labels of a run's own helpers (volumes, secrets): the run's owner labels and which run. */
+function helperLabels(labels: Labels, run: string): Labels {
+  const keep = [LABELS.managed, LABELS.instance, LABELS.attempt, LABELS.run, LABELS.specHash];
+  return { ...Object.fromEntries(keep.filter((k) => labels[k] !== undefined).map((k) => [k, labels[k] as string])), [SWARM.runLabel]: run };
+}
+
+/** The task that tells the run's state: the newest one. */
+function latest(tasks: TaskSummary[]): TaskSummary | undefined {
+  return [...tasks].sort((a, b) => a.createdAt.localeCompare(b.createdAt)).at(-1);
+}
+
+async function entries(tar: Buffer | Readable): Promise<{ name: string; header: Record<string, unknown>; body: Buffer }[]> {
+  const out: { name: string; header: Record<string, unknown>; body: Buffer }[] = [];
+  const ex = extract();
+  const done = new Promise<void>((resolve, reject) => {
+    ex.on('finish', resolve);
+    ex.on('error', reject);
+  });
+  ex.on('entry', (h, stream, next) => {
+    const chunks: Buffer[] = [];
+    stream.on('data', (c: unknown) => chunks.push(c as Buffer));
+    stream.on('end', () => {
+      out.push({ name: h.name.replace(/^\.?\//, ''), header: h as unknown as Record<string, unknown>, body: Buffer.concat(chunks) });
+      next();
+    });
+  });
+  (Buffer.isBuffer(tar) ? Readable.from([tar]) : tar).pipe(ex);
+  await done;
+  return out;
+}
+
+async function repack(items: { header: Record<string, unknown>; body: Buffer }[]): Promise<Buffer> {
+  const p = pack();
+  const chunks: Buffer[] = [];
+  p.on('data', (c: unknown) => chunks.push(c as Buffer));
+  const end = new Promise<void>((resolve) => p.on('end', resolve));
+  for (const i of items) await new Promise<void>((resolve, reject) => p.entry(i.header as never, i.body, (err) => (err ? reject(err) : resolve())));
+  p.finalize();
+  await end;
+  return Buffer.concat(chunks);
+}
+
+/**
+ * A run's id: its container name and its node (`<name>@<node id>`). Every run of an attempt has
+ * the same container name; a run left on a node that was lost is told from the next one by it.
+ */
+export function runId(name: string, nodeId: string): string {
+  return `${name}@${nodeId}`;
+}
+
+export function parseRunId(id: string): { name: string; node?: string } {
+  const i = id.lastIndexOf('@');
+  return i < 0 ? { name: id } : { name: id.slice(0, i), node: id.slice(i + 1) };
+}
+
+export class SwarmRuns implements ContainerClient {
+  constructor(
+    private readonly swarm: SwarmEngine,
+    private readonly pool: NodePool,
+  ) {}
+
+  /** The node holding a run's prepared container (by its id's node, or found by name), or undefined. */
+  private async locate(id: string): Promise<NodeHandle | undefined> {
+    const { name, node } = parseRunId(id);
+    const nodes = await this.pool.reachable();
+    if (node) return nodes.find((h) => h.node.id === node);
+    for (const h of nodes) {
+      const found = await h.engine.containers.inspect(name).then(
+        (c) => c.labels[SWARM.runLabel] === name,
+        () => false,
+      );
+      if (found) return h;
+    }
+    return undefined;
+  }
+
+  /** The run's service: by name, and on the id's node when the id names one. */
+  private async service(id: string): Promise<ServiceSummary | undefined> {
+    const { name, node } = parseRunId(id);
+    const s = await this.swarm.services.inspect(name).catch((err: unknown) => {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    });
+    return s && (!node || s.nodeId === node) ? s : undefined;
+  }
+
+  /** The run's node has been down past the grace (SWARM.lostGraceMs): its task is lost with it. */
+  private isLost(s: ServiceSummary): boolean {
+    return s.nodeId !== undefined && this.pool.lost(s.nodeId, SWARM.lostGraceMs);
+  }
+
+  private summary(s: ServiceSummary, t: TaskSummary | undefined): ContainerSummary {
+    const ended = t !== undefined && FINAL.has(t.state);
+    const resultsDir = s.labels[SWARM.resultsLabel];
+    return {
+      id: s.nodeId ? runId(s.name, s.nodeId) : s.name,
+      name: s.name,
+      labels: s.labels,
+      image: s.image,
+      imageId: s.image,
+      state: ended ? 'exited' : 'running',
+      status: t ? `task ${t.state}${t.nodeId ? ` on ${t.nodeId.slice(0, 12)}` : ''}` : 'no task yet',
+      networkMode: 'none',
+      networks: s.networks.length ? s.networks : ['none'],
+      mounts: resultsDir ? [{ type: 'bind', source: resultsDir, destination: DEFAULTS.resultsMount, rw: true }] : [],
+      created: Math.floor(Date.parse(s.createdAt) / 1000),
+    };
+  }
+
+  async list(labelFilters: string[]): Promise<ContainerSummary[]> {
+    const [services, nodes] = await Promise.all([this.swarm.services.list(labelFilters), this.pool.reachable()]);
+    const runs = services.filter((s) => s.labels[SWARM.resultsLabel] !== undefined);
+    const tasks = runs.length ? await this.swarm.tasks.list({ services: runs.map((s) => s.id) }) : [];
+    const out = runs.map((s) => {
+      const c = this.summary(s, latest(tasks.filter((t) => t.serviceId === s.id)));
+      // a run whose node is lost has ended, for berth: its finish finds it gone (Lost)
+      return this.isLost(s) ? { ...c, state: 'exited', status: `node ${s.nodeId?.slice(0, 12)} lost` } : c;
+    });
+    const started = new Set(out.map((c) => c.id));
+    const prepared = await Promise.all(nodes.map((h) => h.engine.containers.list([...labelFilters, SWARM.runLabel]).catch(() => [])));
+    for (const [i, list] of prepared.entries()) {
+      for (const c of list) {
+        const h = nodes[i];
+        const id = h ? runId(c.name, h.node.id) : c.name;
+        if (started.has(id)) continue;
+        out.push({ ...c, id, state: 'created', mounts: c.labels[SWARM.resultsLabel] ? [{ type: 'bind', source: c.labels[SWARM.resultsLabel] as string, destination: DEFAULTS.resultsMount, rw: true }] : [] });
+      }
+    }
+    return out;
+  }
+
+  async create(spec: ContainerCreateSpec): Promise<string> {
+    const run = spec.name;
+    if (spec.host.networkMode !== 'none' || spec.host.mounts.length > 0 || (spec.aliases?.length ?? 0) > 0) {
+      throw new BackendRefusedError(
+        REASONS.nodeRefused,
+        `attempt ${spec.labels[LABELS.attempt] ?? run} needs ${spec.host.networkMode !== 'none' ? 'network isolation' : 'volumes'}, which --backend swarm does not provide yet; it is not run without them`,
+      );
+    }
+    const resultsBind = spec.host.binds.find((b) => b.endsWith(`:${DEFAULTS.resultsMount}:rw`));
+    const resultsDir = resultsBind?.slice(0, -`:${DEFAULTS.resultsMount}:rw`.length);
+    if (!resultsDir || spec.host.binds.length !== 1) throw new Error(`run ${run}: the swarm backend binds no host folder (binds ${spec.host.binds.join(', ')})`);
+    const existing = await this.service(run);
+    if (existing || (await this.locate(run))) throw Object.assign(new Error(`run ${run} exists`), { statusCode: 409 });
+    const services = await this.swarm.services.list([`${LABELS.managed}=true`, SWARM.resultsLabel]);
+    const load = new Map<string, number>();
+    for (const s of services) if (s.nodeId) load.set(s.nodeId, (load.get(s.nodeId) ?? 0) + 1);
+    const h = await this.pool.choose(spec.labels[LABELS.attempt] ?? run, load);
+    const helper = helperLabels(spec.labels, run);
+    await h.engine.volumes.create({ name: wsVolume(run), labels: helper });
+    await h.engine.volumes.create({ name: resultsVolume(run), labels: helper });
+    await h.engine.containers.create({
+      ...spec,
+      labels: { ...spec.labels, [SWARM.runLabel]: run, [SWARM.resultsLabel]: resultsDir },
+      host: {
+        ...spec.host,
+        binds: [],
+        mounts: [
+          { type: 'volume', source: wsVolume(run), target: spec.workingDir, readOnly: false },
+          { type: 'volume', source: resultsVolume(run), target: DEFAULTS.resultsMount, readOnly: false },
+        ],
+      },
+    });
+    return runId(run, h.node.id);
+  }
+
+  async putArchive(id: string, path: string, tar: Buffer | Readable): Promise<void> {
+    const h = await this.locate(id);
+    if (!h) throw notFound(id);
+    const { name: run } = parseRunId(id);
+    const all = await entries(tar);
+    const secretDir = `${DEFAULTS.secretsDir.replace(/^\//, '')}/`;
+    const secrets = path === '/' ? all.filter((e) => e.name.startsWith(secretDir) && e.header.type === 'file') : [];
+    const rest = all.filter((e) => !secrets.includes(e) && !(path === '/' && secretDir.startsWith(e.name)));
+    const labels = (await h.engine.containers.inspect(run)).labels;
+    for (const s of secrets) {
+      const file = s.name.slice(secretDir.length);
+      const name = `b-${createHash('sha256').update(id).digest('hex').slice(0, 16)}-${createHash('sha256').update(file).update('\0').update(s.body).digest('hex').slice(0, 16)}`;
+      const meta = `${file}:${Number(s.header.uid ?? 0)}:${Number(s.header.gid ?? 0)}:${Number(s.header.mode ?? 0o400)}`;
+      await this.swarm.secrets.create(name, s.body, { ...helperLabels(labels, runId(run, h.node.id)), [SWARM.secretFileLabel]: meta }).catch((err: unknown) => {
+        if (!isConflict(err)) throw err;
+      });
+    }
+    if (rest.some((e) => e.header.type !== 'directory')) await h.engine.containers.putArchive(run, path, await repack(rest));
+  }
+
+  async start(id: string): Promise<void> {
+    if (await this.service(id)) return; // started already: start is idempotent
+    const h = await this.locate(id);
+    if (!h) throw notFound(id);
+    const { name } = parseRunId(id);
+    const c = await h.engine.containers.inspect(name);
+    const secrets = await this.swarm.secrets.list([`${SWARM.runLabel}=${runId(name, h.node.id)}`]);
+    const { [SWARM.runLabel]: _r, [SWARM.resultsLabel]: resultsDir = '', ...labels } = c.labels;
+    await this.swarm.services
+      .create({
+        name,
+        labels: { ...labels, [SWARM.resultsLabel]: resultsDir },
+        containerLabels: { ...labels, [SWARM.taskLabel]: name },
+        image: c.config.image,
+        cmd: c.config.cmd,
+        env: c.config.env,
+        workingDir: c.config.workingDir,
+        ...(c.config.user ? { user: c.config.user } : {}),
+        nodeId: h.node.id,
+        networks: [],
+        mounts: [
+          { source: wsVolume(name), target: c.config.workingDir, readOnly: false },
+          { source: resultsVolume(name), target: DEFAULTS.resultsMount, readOnly: false },
+        ],
+        secrets: secrets.map((s) => ({ id: s.id, name: s.name, file: (s.labels[SWARM.secretFileLabel] ?? '').split(':')[0] ?? '' })),
+        capDrop: c.host.capDrop,
+        capAdd: c.host.capAdd,
+        init: c.host.init,
+        readonlyRootfs: c.host.readonlyRootfs,
+        ...(c.host.pidsLimit > 0 ? { pidsLimit: c.host.pidsLimit } : {}),
+        ...(c.host.nanoCpus ? { nanoCpus: c.host.nanoCpus } : {}),
+        ...(c.host.memory ? { memory: c.host.memory } : {}),
+        stopGraceSeconds: DEFAULTS.stopGraceSeconds,
+      })
+      .catch((err: unknown) => {
+        if (!isConflict(err)) throw err;
+      });
+  }
+
+  async inspect(idOrName: string): Promise<ContainerDetails> {
+    const s = await this.service(idOrName);
+    if (s && this.isLost(s)) throw notFound(`${idOrName} (its node ${s.nodeId?.slice(0, 12)} is lost)`);
+    const h = await this.locate(idOrName);
+    const { name } = parseRunId(idOrName);
+    if (!s) {
+      if (!h) throw notFound(idOrName);
+      const c = await h.engine.containers.inspect(name);
+      return { ...c, id: runId(name, h.node.id), state: 'created', runState: { ...c.runState, status: 'created', running: false } };
+    }
+    const t = latest(await this.swarm.tasks.list({ services: [s.id] }));
+    const node = t?.nodeId ? (await this.pool.reachable()).find((n) => n.node.id === t.nodeId) : h;
+    const inner = t?.containerId && node ? await node.engine.containers.inspect(t.containerId).catch(() => undefined) : undefined;
+    // the node's engine knows a container ended before the manager hears of it (a stop just done)
+    const innerEnded = inner !== undefined && inner.runState.status === 'exited';
+    const ended = (t !== undefined && FINAL.has(t.state)) || innerEnded;
+    const base = inner ?? (h ? await h.engine.containers.inspect(name) : undefined);
+    if (!base) throw notFound(idOrName);
+    const listed = { ...this.summary(s, t), ...(ended ? { state: 'exited' } : {}) };
+    const hardened = inner ? ((await this.pool.refusal(node!.node)) === undefined) : false;
+    return {
+      ...base,
+      ...listed,
+      runState: {
+        status: listed.state,
+        running: !ended,
+        oomKilled: inner?.runState.oomKilled ?? false,
+        exitCode: ended ? (innerEnded ? inner.runState.exitCode : (t?.exitCode ?? 255)) : 0,
+        error: t?.error ?? '',
+        startedAt: inner?.runState.startedAt ?? '',
+        finishedAt: ended ? (inner?.runState.finishedAt ?? t?.timestamp ?? '') : '',
+        pid: 0,
+      },
+      config: { ...base.config, labels: base.labels },
+      host: {
+        ...base.host,
+        binds: listed.mounts.map((m) => `${m.source}:${m.destination}:rw`),
+        networkMode: 'none',
+        // enforced by the node's daemon, as its probe found from inside a task (nodes.ts)
+        securityOpt: hardened ? [...new Set([...base.host.securityOpt, 'no-new-privileges:true', 'no-new-privileges'])] : base.host.securityOpt,
+        cgroupnsMode: hardened ? 'private' : base.host.cgroupnsMode,
+      },
+      restartCount: 0,
+    };
+  }
+
+  async stop(id: string, graceSeconds: number): Promise<void> {
+    const s = await this.service(id);
+    if (!s) return;
+    const t = latest(await this.swarm.tasks.list({ services: [s.id] }));
+    if (!t || FINAL.has(t.state)) return;
+    const node = (await this.pool.reachable()).find((n) => n.node.id === t.nodeId);
+    if (t.containerId && node) await node.engine.containers.stop(t.containerId, graceSeconds);
+    else await this.swarm.services.remove(s.id); // not started yet: nothing to stop but the job
+  }
+
+  async remove(id: string): Promise<boolean> {
+    const s = await this.service(id);
+    const { name } = parseRunId(id);
+    const tasks = s ? await this.swarm.tasks.list({ services: [s.id] }) : [];
+    let any = s ? await this.swarm.services.remove(s.id) : false;
+    // the task's container: the node removes it in its own time, and it holds the run's volumes
+    // and secrets until then; it is the run's, so it goes now, through its node's engine
+    const nodes = tasks.length ? await this.pool.reachable() : [];
+    for (const t of tasks) {
+      const n = nodes.find((x) => x.node.id === t.nodeId);
+      if (t.containerId && n && n.node.state === 'ready') any = (await n.engine.containers.remove(t.containerId)) || any;
+    }
+    const h = await this.locate(id);
+    const state = h ? (await this.pool.all()).find((n) => n.id === h.node.id)?.state : undefined;
+    if (h && state !== 'ready') {
+      // a node that is down keeps the run's prepared container and volumes until it is back:
+      // they are listed then (a created run of an earlier run number) and removed
+      return true;
+    }
+    for (const sec of h ? await this.swarm.secrets.list([`${SWARM.runLabel}=${runId(name, h.node.id)}`]) : []) any = (await this.removeWhenFree(() => this.swarm.secrets.remove(sec.id))) || any;
+    if (h) {
+      // a task's container the service's removal has not taken with it (its node was down then)
+      for (const c of await h.engine.containers.list([`${SWARM.taskLabel}=${name}`])) any = (await h.engine.containers.remove(c.id)) || any;
+      any = (await h.engine.containers.remove(name)) || any;
+      for (const v of [wsVolume(name), resultsVolume(name)]) any = (await this.removeWhenFree(() => h.engine.volumes.remove(v))) || any;
+    }
+    return any;
+  }
+
+  /** A secret or volume is in use until the task's container is gone (the node removes it soon after the service). */
+  private async removeWhenFree(remove: () => Promise<boolean>): Promise<boolean> {
+    for (let i = 0; ; i++) {
+      try {
+        return await remove();
+      } catch (err) {
+        if (i >= 100 || isNotFound(err)) throw err;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  }
+
+  async logs(id: string, opts: { follow: boolean; tail?: number }): Promise<Readable> {
+    const s = await this.service(id);
+    if (!s || this.isLost(s)) throw notFound(id);
+    return this.swarm.services.logs(s.id, opts);
+  }
+
+  async collect(id: string, into: string): Promise<void> {
+    const h = await this.locate(id);
+    if (!h) return;
+    const tar = (await h.docker.getContainer(parseRunId(id).name).getArchive({ path: DEFAULTS.resultsMount })) as unknown as Readable;
+    await extractResults(tar, DEFAULTS.resultsMount.replace(/^\//, ''), into);
+  }
+}

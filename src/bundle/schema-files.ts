@@ -1,0 +1,19 @@
+/**
+ * src/spec/schema-files.ts for the single-file build: the schema's text and its kept validator
+ * are inside the bundle (esbuild's text loader and a static require), so the bundle runs with
+ * no schemas/ folder beside it.
+ */
+/* eslint-disable @typescript-eslint/no-require-imports */
+// @ts-expect-error: a text import, resolved by esbuild's loader (never by tsc's build)
+import text from '../../schemas/attempt.schema.json?text';
+
+export const SCHEMA_PATH = '(bundled) schemas/attempt.schema.json';
+export const VALIDATOR_PATH = '(bundled) schemas/attempt.validator.cjs';
+
+export function schemaText(): string {
+  return text as string;
+}
+
+export function keptValidatorModule(): unknown {
+  return require('../../schemas/attempt.validator.cjs');
+}

@@ -1,0 +1,62 @@
+/**
+ * `berth report [SET...] [-l SELECTOR] [-o FILE.html] [--max-running N]`: the fleet report, one
+ * self-contained HTML file (src/report), from the specs and the status records (no engine).
+ * Written to `<results root>/report.html` unless -o says where (`-o -`: stdout); the links into
+ * the run folders are relative to the folder the file is written to (stdout: the results root).
+ */
+import path from 'node:path';
+import { EXIT, REPORT_FILE } from '../../constants';
+import { reportFromLoad } from '../../report/from-load';
+import { renderReport } from '../../report/render';
+import { loadSpecs } from '../../spec/loader';
+import { writeFileAtomic } from '../../status/atomic-file';
+import { defaultMaxRunning, type Context } from '../context';
+import { matches } from '../selector';
+import { selectorOf } from './get';
+
+export interface ReportOptions {
+  output?: string;
+  selector?: string[];
+  /** The slots line of the timeline (default: reconcile's default here). */
+  maxRunning?: number;
+}
+
+export async function runReport(ctx: Context, sets: string[], o: ReportOptions): Promise<number> {
+  const want = selectorOf(o.selector ?? []);
+  const [load, statuses] = await Promise.all([loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot }), ctx.store().loadAll()]);
+  const known = new Set(load.sets?.keys() ?? []);
+  const missing = sets.filter((s) => !known.has(s));
+  if (missing.length) {
+    ctx.io.err(`berth: no AttemptSet named ${missing.map((m) => JSON.stringify(m)).join(', ')} in ${ctx.specsDir}\n`);
+    return EXIT.failed;
+  }
+  const toStdout = o.output === '-';
+  const file = toStdout ? undefined : path.resolve(o.output ?? path.join(ctx.resultsRoot, REPORT_FILE));
+  const data = reportFromLoad(
+    load,
+    statuses,
+    { sets, keep: (labels) => matches(want, labels), selecting: want.length > 0 },
+    {
+      now: Date.now(),
+      instance: ctx.instance,
+      maxRunning: o.maxRunning ?? defaultMaxRunning(),
+      resultsRoot: ctx.resultsRoot,
+      linkBase: file ? path.dirname(file) : ctx.resultsRoot,
+      mode: 'file',
+    },
+  );
+  const html = renderReport(data);
+  if (!file) {
+    ctx.io.out(html);
+    return EXIT.ok;
+  }
+  try {
+    await writeFileAtomic(file, html);
+  } catch (err) {
+    ctx.io.err(`berth: cannot write the report to ${file}: ${(err as Error).message}\n`);
+    return EXIT.failed;
+  }
+  const s = data.summary;
+  ctx.io.out(`report of ${s.attempts} attempts (${s.byOutcome.passed} passed, ${s.byOutcome.failed} failed, ${s.byOutcome.infra} infra, ${s.byOutcome.unfinished} unfinished) written to ${file}\n`);
+  return EXIT.ok;
+}

@@ -1,0 +1,117 @@
+/** ServiceClient over dockerode: one replicated job per run, restart never, dnsrr, no ports. */
+import type Dockerode from 'dockerode';
+import type { Readable } from 'node:stream';
+import { isNotFound } from '../errors';
+import type { BoundedCalls } from '../docker/deadline';
+import { Demux } from '../docker/demux';
+import { labelFilter } from '../docker/filters';
+import type { ServiceClient, ServiceCreateSpec, ServiceSummary } from './types';
+
+const PIN = /^node\.id\s*==\s*(\S+)$/;
+
+interface ServiceInfo {
+  ID: string;
+  CreatedAt: string;
+  Spec: {
+    Name: string;
+    Labels?: Record<string, string>;
+    TaskTemplate?: { ContainerSpec?: { Image?: string }; Placement?: { Constraints?: string[] }; Networks?: { Target: string }[] };
+  };
+}
+
+function summary(s: ServiceInfo): ServiceSummary {
+  const pin = (s.Spec.TaskTemplate?.Placement?.Constraints ?? []).map((c) => PIN.exec(c)?.[1]).find((x) => x !== undefined);
+  return {
+    id: s.ID,
+    name: s.Spec.Name,
+    labels: s.Spec.Labels ?? {},
+    image: s.Spec.TaskTemplate?.ContainerSpec?.Image ?? '',
+    networks: (s.Spec.TaskTemplate?.Networks ?? []).map((n) => n.Target),
+    createdAt: s.CreatedAt,
+    ...(pin ? { nodeId: pin } : {}),
+  };
+}
+
+/** The API body for a run's service (exported for tests of its shape). */
+export function serviceBody(spec: ServiceCreateSpec): Record<string, unknown> {
+  const limits: Record<string, number> = {};
+  if (spec.nanoCpus) limits.NanoCPUs = spec.nanoCpus;
+  if (spec.memory) limits.MemoryBytes = spec.memory;
+  if (spec.pidsLimit) limits.Pids = spec.pidsLimit;
+  return {
+    Name: spec.name,
+    Labels: spec.labels,
+    TaskTemplate: {
+      ContainerSpec: {
+        Image: spec.image,
+        ...(spec.cmd ? { Command: spec.cmd } : {}),
+        Env: spec.env,
+        Dir: spec.workingDir,
+        ...(spec.user ? { User: spec.user } : {}),
+        Labels: spec.containerLabels,
+        Init: spec.init,
+        ReadOnly: spec.readonlyRootfs,
+        CapabilityDrop: spec.capDrop,
+        CapabilityAdd: spec.capAdd,
+        Mounts: spec.mounts.map((m) => ({ Type: 'volume', Source: m.source, Target: m.target, ReadOnly: m.readOnly })),
+        Secrets: spec.secrets.map((s) => ({ SecretID: s.id, SecretName: s.name, File: { Name: s.file, UID: '0', GID: '0', Mode: 0o444 } })),
+        ...(spec.stopGraceSeconds !== undefined ? { StopGracePeriod: spec.stopGraceSeconds * 1e9 } : {}),
+      },
+      Resources: { Limits: limits },
+      RestartPolicy: { Condition: 'none', MaxAttempts: 0 },
+      Placement: { Constraints: [`node.id==${spec.nodeId}`] },
+      Networks: spec.networks.map((n) => ({ Target: n.target, ...(n.aliases ? { Aliases: n.aliases } : {}) })),
+    },
+    Mode: { ReplicatedJob: { MaxConcurrent: 1, TotalCompletions: 1 } },
+    EndpointSpec: { Mode: 'dnsrr' },
+  };
+}
+
+export class SwarmServices implements ServiceClient {
+  constructor(
+    private readonly docker: Dockerode,
+    private readonly calls: BoundedCalls,
+  ) {}
+
+  async create(spec: ServiceCreateSpec): Promise<string> {
+    const s = (await this.calls.run('services.create', () => this.docker.createService(serviceBody(spec) as never))) as unknown as { id?: string; ID?: string };
+    return s.id ?? s.ID ?? '';
+  }
+
+  async list(labelFilters: string[]): Promise<ServiceSummary[]> {
+    const items = (await this.calls.run('services.list', () => this.docker.listServices({ filters: labelFilter(labelFilters) } as object) as Promise<unknown>)) as ServiceInfo[];
+    return items.map(summary);
+  }
+
+  async inspect(idOrName: string): Promise<ServiceSummary> {
+    return summary((await this.calls.run('services.inspect', () => this.docker.getService(idOrName).inspect())) as ServiceInfo);
+  }
+
+  async remove(idOrName: string): Promise<boolean> {
+    try {
+      await this.calls.run('services.remove', () => this.docker.getService(idOrName).remove());
+      return true;
+    } catch (err) {
+      if (isNotFound(err)) return false;
+      throw err;
+    }
+  }
+
+  async logs(idOrName: string, opts: { follow: boolean; tail?: number }): Promise<Readable> {
+    const raw = (await this.calls.run(
+      'services.logs',
+      () =>
+        this.docker.getService(idOrName).logs({
+          stdout: true,
+          stderr: true,
+          follow: opts.follow,
+          ...(opts.tail !== undefined ? { tail: opts.tail } : {}),
+        } as never) as unknown as Promise<Readable>,
+      { stream: opts.follow },
+    )) as Readable | Buffer;
+    const demux = new Demux();
+    if (Buffer.isBuffer(raw)) demux.end(raw);
+    else raw.pipe(demux);
+    return demux;
+  }
+}

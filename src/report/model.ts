@@ -1,0 +1,292 @@
+/**
+ * The fleet report's data, pure: the sets (as `summary` gathers them), plain attempts and the
+ * status records in, one JSON-able object out (render.ts turns it into the page).
+ *
+ * - Every attempt the load or the records know, once: a set's child (with its axis values), or a
+ *   plain Attempt (set null). Outcome as the summary classifies it (sets/outcome.ts); a plain
+ *   attempt passes when it Succeeded, fails when it Failed with exit code (reason Error), and any
+ *   other finished phase is an infrastructure outcome.
+ * - Times in ms since the epoch: waiting from the record's creation (or the previous run's end)
+ *   to provisioning's start, provisioning to the engine's start, running to the engine's finish
+ *   (or `now` while running). Starts and finishes are the engine's clock; creation and
+ *   provisioning are berth's.
+ * - Links are relative to the folder the report is written to (`linkBase`), and only to folders
+ *   under the results root (and at most REPORT_LIMITS.path long); none when `linkBase` is null
+ *   (the controller's live page).
+ * - Every attempt-controlled string is cut to a bound (REPORT_LIMITS), so one huge label or
+ *   message cannot make the page huge.
+ */
+import path from 'node:path';
+import { REPORT_LIMITS } from '../constants';
+import type { SetSummary, ChildSummary } from '../sets/summary';
+import { REASONS } from '../constants';
+import type { Outcome } from '../sets/outcome';
+import type { AttemptStatus } from '../status/types';
+import { engineTime } from '../engine/time';
+import { concurrency, type Step } from './timeline';
+
+export const REPORT_SCHEMA_VERSION = 1;
+
+export interface ReportLinks {
+  results: string;
+  logs: string;
+  manifest: string;
+}
+
+export interface ReportAttempt {
+  name: string;
+  set: string | null;
+  coords: Record<string, string>;
+  labels: Record<string, string>;
+  phase: string;
+  reason: string;
+  message: string;
+  outcome: Outcome;
+  exitCode: number | null;
+  score: number | null;
+  run: number;
+  /** Waiting since, provisioning since, started, finished (ms since the epoch; null when not reached). */
+  queuedAt: number | null;
+  provisionedAt: number | null;
+  startedAt: number | null;
+  finishedAt: number | null;
+  durationMs: number | null;
+  links: ReportLinks | null;
+}
+
+export interface ReportCell {
+  coords: Record<string, string>;
+  n: number;
+  passed: number;
+  failed: number;
+  infra: number;
+  skipped: number;
+  unfinished: number;
+  passRate: number | null;
+}
+
+export interface ReportSet {
+  name: string;
+  /** The heatmap's axes: rows by the first, columns by the others (the samples axis folded into cells). */
+  axes: string[];
+  samplesAxis: string | null;
+  n: number;
+  passed: number;
+  failed: number;
+  infra: number;
+  skipped: number;
+  unfinished: number;
+  passRate: number | null;
+  cells: ReportCell[];
+}
+
+export interface ReportData {
+  schemaVersion: number;
+  title: string;
+  generatedAt: number;
+  /** Where the data came from: 'file' (berth report) or 'live' (the controller's page). */
+  mode: 'file' | 'live';
+  instance: string;
+  maxRunning: number | null;
+  summary: {
+    attempts: number;
+    byPhase: Record<string, number>;
+    byReason: Record<string, number>;
+    byOutcome: Record<Outcome, number>;
+    passRate: number | null;
+    /** First wait to last finish (or now while something runs). */
+    wallMs: number | null;
+    /** The most attempts running at once, and the window the timeline spans. */
+    peakRunning: number;
+    window: { from: number; to: number } | null;
+  };
+  concurrency: Step[];
+  sets: ReportSet[];
+  attempts: ReportAttempt[];
+  /** Attempts left out by REPORT_LIMITS.attempts (the page says so). */
+  omitted: number;
+}
+
+/** A plain Attempt (not a set's child) as the report sees it. */
+export interface PlainAttempt {
+  name: string;
+  labels: Record<string, string>;
+}
+
+export interface ReportInput {
+  sets: readonly SetSummary[];
+  /** Spec labels of the set children, by name. */
+  childLabels: ReadonlyMap<string, Record<string, string>>;
+  /** Spec hashes of the set children that loaded, by name (a record of another hash is not theirs yet). */
+  childHashes?: ReadonlyMap<string, string>;
+  plain: readonly PlainAttempt[];
+  statuses: ReadonlyMap<string, AttemptStatus>;
+  now: number;
+  instance: string;
+  maxRunning: number | null;
+  resultsRoot: string;
+  /** The folder the report is written to (links are relative to it), or null for no links. */
+  linkBase: string | null;
+  mode: 'file' | 'live';
+  title?: string;
+}
+
+/** `s` cut to `n` characters (with an ellipsis), never split inside a surrogate pair. */
+export function clip(s: string, n: number): string {
+  if (s.length <= n) return s;
+  const cut = [...s.slice(0, n)].join('');
+  const safe = /[\uD800-\uDBFF]$/.test(cut) ? cut.slice(0, -1) : cut;
+  return safe + '…';
+}
+
+function clipMap(m: Readonly<Record<string, string>>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(m).slice(0, REPORT_LIMITS.entries)) out[clip(k, REPORT_LIMITS.key)] = clip(v, REPORT_LIMITS.value);
+  return out;
+}
+
+const posix = (p: string) => p.split(path.sep).join('/');
+
+/** Links into the run's folder (`<run>/results/`, `<run>/logs.txt`, `<run>/manifest.json`), relative to `base`. */
+export function linksOf(resultsDir: string | undefined, resultsRoot: string, base: string | null): ReportLinks | null {
+  if (!resultsDir || base === null) return null;
+  const dir = path.resolve(resultsDir);
+  const root = path.resolve(resultsRoot);
+  const inRoot = path.relative(root, dir);
+  if (inRoot === '' || inRoot.startsWith('..') || path.isAbsolute(inRoot)) return null;
+  const rel = (p: string) => encodeURI(posix(path.relative(path.resolve(base), p))).replace(/[?#]/g, encodeURIComponent);
+  const run = path.dirname(dir);
+  const links = { results: rel(dir) + '/', logs: rel(path.join(run, 'logs.txt')), manifest: rel(path.join(run, 'manifest.json')) };
+  return Object.values(links).some((l) => l.length > REPORT_LIMITS.path) ? null : links;
+}
+
+const when = (iso: string | undefined): number | null => engineTime(iso) ?? null;
+
+/** The outcome of a plain Attempt's record. */
+export function plainOutcome(rec: AttemptStatus | undefined): Outcome {
+  if (!rec || rec.phase === 'Pending' || rec.phase === 'Running') return 'unfinished';
+  if (rec.phase === 'Succeeded') return 'passed';
+  if (rec.phase === 'Failed' && (rec.reason ?? REASONS.error) === REASONS.error) return 'failed';
+  return 'infra';
+}
+
+interface Classified {
+  outcome: Outcome;
+  phase: string;
+  reason: string | null;
+}
+
+function attempt(name: string, set: string | null, coords: Record<string, string>, labels: Record<string, string>, c: Classified, rec: AttemptStatus | undefined, i: ReportInput): ReportAttempt {
+  const last = rec?.history.at(-1);
+  const prevEnd = when(last?.finishedAt);
+  const created = when(rec?.createdAt);
+  const queuedAt = created !== null && prevEnd !== null ? Math.max(created, prevEnd) : created;
+  const startedAt = when(rec?.startedAt);
+  const finishedAt = when(rec?.finishedAt);
+  return {
+    name: clip(name, REPORT_LIMITS.name),
+    set: set === null ? null : clip(set, REPORT_LIMITS.name),
+    coords: clipMap(coords),
+    labels: clipMap(labels),
+    phase: c.phase,
+    reason: clip(c.reason ?? rec?.reason ?? (rec ? '' : REASONS.notReconciled), REPORT_LIMITS.value),
+    message: clip(rec?.message ?? '', REPORT_LIMITS.message),
+    outcome: c.outcome,
+    exitCode: rec?.exitCode ?? null,
+    score: typeof rec?.score === 'number' && Number.isFinite(rec.score) ? rec.score : null,
+    run: rec?.run ?? 0,
+    queuedAt,
+    provisionedAt: when(rec?.provisionedAt ?? rec?.intent?.at),
+    startedAt,
+    finishedAt,
+    durationMs: startedAt !== null && finishedAt !== null ? Math.max(0, finishedAt - startedAt) : null,
+    links: linksOf(rec?.resultsDir, i.resultsRoot, i.linkBase),
+  };
+}
+
+const rateOf = (passed: number, failed: number) => (passed + failed > 0 ? passed / (passed + failed) : null);
+
+function setOf(s: SetSummary): ReportSet {
+  const axes = s.axes.filter((a) => a !== s.samplesAxis).map((a) => clip(a, REPORT_LIMITS.key));
+  return {
+    name: clip(s.name, REPORT_LIMITS.name),
+    axes,
+    samplesAxis: s.samplesAxis === null ? null : clip(s.samplesAxis, REPORT_LIMITS.key),
+    n: s.n,
+    passed: s.passed,
+    failed: s.failed,
+    infra: s.infra,
+    skipped: s.skipped,
+    unfinished: s.unfinished,
+    passRate: s.passRate,
+    cells: s.cells.map((c) => ({
+      coords: clipMap(c.coords),
+      n: c.n,
+      passed: c.passed,
+      failed: c.failed,
+      infra: c.infra,
+      skipped: c.skipped,
+      unfinished: c.unfinished,
+      passRate: rateOf(c.passed, c.failed),
+    })),
+  };
+}
+
+const count = (into: Record<string, number>, k: string) => (into[k] = (into[k] ?? 0) + 1);
+
+/** The report's data. Attempts: set children in set then expansion order, then plain attempts by name. */
+export function buildReport(i: ReportInput): ReportData {
+  const inSets = new Set<string>();
+  const all: ReportAttempt[] = [];
+  for (const s of i.sets) {
+    for (const c of s.children as ChildSummary[]) {
+      inSets.add(c.name);
+      // A record of another spec hash is an earlier spec's: this child has not run yet (as the summary counts it).
+      const rec = i.statuses.get(c.name);
+      const current = rec && (i.childHashes?.get(c.name) ?? rec.specHash) === rec.specHash ? rec : undefined;
+      all.push(attempt(c.name, s.name, c.coords, i.childLabels.get(c.name) ?? {}, c, current, i));
+    }
+  }
+  for (const p of [...i.plain].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+    if (inSets.has(p.name)) continue;
+    const rec = i.statuses.get(p.name);
+    all.push(attempt(p.name, null, {}, p.labels, { outcome: plainOutcome(rec), phase: rec?.phase ?? 'Pending', reason: null }, rec, i));
+  }
+  const attempts = all.slice(0, REPORT_LIMITS.attempts);
+
+  const byPhase: Record<string, number> = {};
+  const byReason: Record<string, number> = {};
+  const byOutcome: Record<Outcome, number> = { passed: 0, failed: 0, infra: 0, skipped: 0, unfinished: 0 };
+  for (const a of all) {
+    count(byPhase, a.phase);
+    if (a.reason) count(byReason, a.reason);
+    byOutcome[a.outcome]++;
+  }
+  const steps = concurrency(attempts, i.now);
+  const starts = attempts.flatMap((a) => [a.queuedAt, a.provisionedAt, a.startedAt].filter((t): t is number => t !== null));
+  const ends = attempts.flatMap((a) => (a.finishedAt !== null ? [a.finishedAt] : a.outcome === 'unfinished' && a.queuedAt !== null ? [i.now] : []));
+  const from = starts.length ? Math.min(...starts) : null;
+  const to = from !== null ? Math.max(from, ...starts, ...ends) : null;
+  return {
+    schemaVersion: REPORT_SCHEMA_VERSION,
+    title: clip(i.title ?? `berth fleet report: instance ${i.instance}`, REPORT_LIMITS.message),
+    generatedAt: i.now,
+    mode: i.mode,
+    instance: clip(i.instance, REPORT_LIMITS.name),
+    maxRunning: i.maxRunning,
+    summary: {
+      attempts: all.length,
+      byPhase,
+      byReason,
+      byOutcome,
+      passRate: rateOf(byOutcome.passed, byOutcome.failed),
+      wallMs: from !== null && to !== null ? to - from : null,
+      peakRunning: Math.max(0, ...steps.map((s) => s.running)),
+      window: from !== null && to !== null ? { from, to } : null,
+    },
+    concurrency: steps,
+    sets: i.sets.map(setOf),
+    attempts,
+    omitted: all.length - attempts.length,
+  };
+}

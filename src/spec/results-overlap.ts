@@ -1,0 +1,66 @@
+/**
+ * Results folders of different attempts never overlap: one that equals, lies inside or contains
+ * another's (after resolving links in what exists of either path) would let one attempt write
+ * into, or plant links in, what another's run folders are made from. Each such pair is an error
+ * at both attempts (naming the other); neither loads and both names are protected, as for any
+ * spec error. Each child of an AttemptSet has its own results folder (by default its own name),
+ * so children are held to the same rule.
+ */
+import * as path from 'node:path';
+import { realpathLoose } from './path-util';
+import type { LoadedSpec, SpecError } from './types';
+
+export interface OverlapOutcome {
+  /** The specs whose results folder overlaps no other's. */
+  specs: LoadedSpec[];
+  errors: SpecError[];
+  /** Names of the specs left out. */
+  refused: Set<string>;
+}
+
+export async function checkResultsOverlap(specs: LoadedSpec[], resultsRoot: string): Promise<OverlapOutcome> {
+  const root = path.resolve(resultsRoot);
+  const cache = new Map<string, Promise<string | undefined>>();
+  const reals = await Promise.all(specs.map((s) => realpathLoose(path.resolve(root, s.spec.results), cache)));
+  const byReal = new Map<string, number[]>();
+  reals.forEach((r, i) => byReal.set(r, [...(byReal.get(r) ?? []), i]));
+  const clashes = new Map<number, { other: number; how: string }[]>();
+  const add = (a: number, b: number, how: string): void => {
+    clashes.set(a, [...(clashes.get(a) ?? []), { other: b, how }]);
+  };
+  for (const [i, real] of reals.entries()) {
+    for (const j of byReal.get(real) ?? []) if (j !== i) add(i, j, 'is the same folder as');
+    // Every folder above this one, up to the filesystem root: another attempt's folder there contains it.
+    for (let up = path.dirname(real); ; up = path.dirname(up)) {
+      for (const j of byReal.get(up) ?? []) {
+        add(i, j, 'lies inside');
+        add(j, i, 'contains');
+      }
+      if (path.dirname(up) === up) break;
+    }
+  }
+  if (clashes.size === 0) return { specs, errors: [], refused: new Set() };
+  const errors: SpecError[] = [];
+  const refused = new Set<string>();
+  for (const [i, list] of clashes) {
+    const s = specs[i] as LoadedSpec;
+    refused.add(s.spec.name);
+    const others = list
+      .slice(0, 3)
+      .map(({ other, how }) => {
+        const o = specs[other] as LoadedSpec;
+        return `${how} the results folder of attempt "${o.spec.name}" (${JSON.stringify(o.spec.results)}, ${o.source.file}:${o.source.line}:${o.source.col})`;
+      })
+      .join('; ');
+    const more = list.length > 3 ? ` (and ${list.length - 3} more)` : '';
+    errors.push({
+      ...s.source,
+      path: 'spec.results',
+      code: 'results-overlap',
+      message: `results folder ${JSON.stringify(s.spec.results)} (${reals[i]}) ${others}${more}; each attempt needs a results folder of its own`,
+      attempt: s.spec.name,
+      ...(s.set ? { set: s.set.set.name } : {}),
+    });
+  }
+  return { specs: specs.filter((s) => !refused.has(s.spec.name)), errors, refused };
+}

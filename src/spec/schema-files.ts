@@ -1,0 +1,20 @@
+/**
+ * Where the spec schema and its kept validator come from: files under schemas/, two levels above
+ * this file both in src/spec and in dist/spec. The single-file build (scripts/build-cli.sh)
+ * puts src/bundle/schema-files.ts in this module's place, which carries both inside the bundle.
+ */
+/* eslint-disable @typescript-eslint/no-require-imports */
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+
+export const SCHEMA_PATH = path.resolve(__dirname, '..', '..', 'schemas', 'attempt.schema.json');
+export const VALIDATOR_PATH = path.resolve(path.dirname(SCHEMA_PATH), 'attempt.validator.cjs');
+
+export function schemaText(): string {
+  return readFileSync(SCHEMA_PATH, 'utf8');
+}
+
+/** The kept validator module (`schemas/attempt.validator.cjs`); throws when it cannot be loaded. */
+export function keptValidatorModule(): unknown {
+  return require(VALIDATOR_PATH);
+}

@@ -1,0 +1,148 @@
+/**
+ * Filesystem access that never follows a symbolic link below a trusted base folder. Node has no
+ * openat(2); on Linux, a path through `/proc/self/fd/<fd>/<name>` resolves `<fd>` to exactly the
+ * folder that is open (not to a path looked up again) and then `<name>` inside it, so opening one
+ * component at a time with O_NOFOLLOW behaves as openat does: a folder swapped for a link after
+ * it was checked is refused (ELOOP), never followed. The base itself is trusted as given (the
+ * user's specs or results root may sit behind a link of their own making).
+ */
+import { constants as C, promises as fsp } from 'node:fs';
+import path from 'node:path';
+
+/** A path below a base that holds a link or something else that does not qualify; names the path. */
+export class UnsafePathError extends Error {
+  readonly code = 'UNSAFE_PATH';
+}
+
+const DIR_FLAGS = C.O_RDONLY | C.O_DIRECTORY | C.O_NOFOLLOW;
+
+/** `/proc/self/fd/<fd>/<name>`: `name` inside the open folder `fd`, as openat would find it. */
+export function atFd(fd: number, name: string): string {
+  return `/proc/self/fd/${fd}/${name}`;
+}
+
+/** The components of `p` below `base` ([] when equal); throws when `p` is not at or below it. */
+export function componentsBelow(base: string, p: string): string[] {
+  const rel = path.relative(path.resolve(base), path.resolve(p));
+  if (rel === '') return [];
+  if (rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel)) throw new UnsafePathError(`${p} is not inside ${base}`);
+  return rel.split(path.sep);
+}
+
+function isErr(err: unknown, ...codes: string[]): boolean {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  return code !== undefined && codes.includes(code);
+}
+
+/** Why opening `at` (shown as `shown`) failed, in words: a link is named as one. */
+async function refusal(at: string, shown: string, err: unknown): Promise<Error> {
+  // O_NOFOLLOW on a link gives ELOOP, or ENOTDIR with O_DIRECTORY: ask which it is.
+  const link = isErr(err, 'ELOOP') || (isErr(err, 'ENOTDIR') && (await fsp.lstat(at).then((st) => st.isSymbolicLink(), () => false)));
+  if (link) return new UnsafePathError(`${shown} is a symbolic link; berth never follows one there`);
+  if (isErr(err, 'ENOTDIR')) return new UnsafePathError(`${shown} is not a folder`);
+  return err instanceof Error ? err : new Error(String(err));
+}
+
+/** Opens the folder `name` inside the open folder `dir`, never through a link (`shown` names it in errors). */
+export async function openDirAt(dir: fsp.FileHandle, name: string, shown: string): Promise<fsp.FileHandle> {
+  const at = atFd(dir.fd, name);
+  try {
+    return await fsp.open(at, DIR_FLAGS);
+  } catch (err) {
+    throw await refusal(at, shown, err);
+  }
+}
+
+/** Opens the regular file `name` inside the open folder `dir` for reading, never through a link. */
+export async function openFileAt(dir: fsp.FileHandle, name: string, shown: string): Promise<fsp.FileHandle> {
+  let fh: fsp.FileHandle;
+  const at = atFd(dir.fd, name);
+  try {
+    fh = await fsp.open(at, C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK);
+  } catch (err) {
+    throw await refusal(at, shown, err);
+  }
+  const st = await fh.stat().catch(async (err: unknown) => {
+    await fh.close();
+    throw err;
+  });
+  if (!st.isFile()) {
+    await fh.close();
+    throw new UnsafePathError(`${shown} is not a regular file`);
+  }
+  return fh;
+}
+
+/**
+ * Opens the folder `base/<parts...>` one component at a time, no link followed below `base`,
+ * and returns its handle (the caller closes it). `create`: missing folders are made (mode 0o755
+ * before the umask); `exclusive` names a component index that must be made here, not found.
+ */
+export async function openDirBelow(base: string, parts: readonly string[], opts: { create?: boolean; exclusive?: number } = {}): Promise<fsp.FileHandle> {
+  let dir = await fsp.open(base, C.O_RDONLY | C.O_DIRECTORY);
+  let shown = base;
+  try {
+    for (const [i, name] of parts.entries()) {
+      if (name === '' || name === '.' || name === '..') throw new UnsafePathError(`${path.join(shown, name)}: "${name}" is not a folder name`);
+      shown = path.join(shown, name);
+      const at = atFd(dir.fd, name);
+      if (opts.create) {
+        try {
+          await fsp.mkdir(at, 0o755);
+        } catch (err) {
+          if (!isErr(err, 'EEXIST')) throw err;
+          if (opts.exclusive === i) throw Object.assign(new Error(`${shown} already exists`), { code: 'EEXIST' });
+        }
+      }
+      let next: fsp.FileHandle;
+      try {
+        next = await fsp.open(at, DIR_FLAGS);
+      } catch (err) {
+        throw await refusal(at, shown, err);
+      }
+      await dir.close();
+      dir = next;
+    }
+    return dir;
+  } catch (err) {
+    await dir.close().catch(() => undefined);
+    throw err;
+  }
+}
+
+/**
+ * Makes folder `p` and every missing folder between `base` and it, following no link below
+ * `base`; `owner`: `p` itself is then owned by that uid:gid (through its open handle).
+ */
+export async function mkdirBelow(base: string, p: string, opts: { exclusiveLast?: boolean; owner?: { uid: number; gid: number } } = {}): Promise<void> {
+  const parts = componentsBelow(base, p);
+  const h = await openDirBelow(base, parts, { create: true, ...(opts.exclusiveLast ? { exclusive: parts.length - 1 } : {}) });
+  try {
+    if (opts.owner) await h.chown(opts.owner.uid, opts.owner.gid);
+  } finally {
+    await h.close();
+  }
+}
+
+/** Throws UnsafePathError unless every component of `p` below `base` is a real folder (no link). */
+export async function assertFoldersBelow(base: string, p: string): Promise<void> {
+  const h = await openDirBelow(base, componentsBelow(base, p));
+  await h.close();
+}
+
+/**
+ * Opens the regular file `base/<rel>` for reading, following no link below `base` (the file
+ * itself included). Throws UnsafePathError when a component is a link or the file is not a
+ * regular file.
+ */
+export async function openFileBelow(base: string, rel: string): Promise<fsp.FileHandle> {
+  const parts = componentsBelow(base, path.resolve(base, rel));
+  const name = parts.pop();
+  if (name === undefined) throw new UnsafePathError(`${base} is not a file`);
+  const dir = await openDirBelow(base, parts);
+  try {
+    return await openFileAt(dir, name, path.join(base, ...parts, name));
+  } finally {
+    await dir.close();
+  }
+}

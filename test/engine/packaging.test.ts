@@ -1,0 +1,109 @@
+/**
+ * berth as users install it (docs/INSTALL.md): the single-file build runs with only `node`, from a
+ * folder with no node_modules and no schemas/ beside it, and the berth/berth:local image runs
+ * berth with the engine's socket mounted. Both run a real attempt on the engine, with a fixture
+ * and a file secret, and both leave the same results a checkout would.
+ */
+import { expect } from 'chai';
+import { execFile } from 'node:child_process';
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { requireEngine, TEST_LABEL, TEST_RUN } from '../support/engine';
+import { Sandbox } from '../support/sandbox';
+
+const run = promisify(execFile);
+const REPO = path.join(__dirname, '..', '..');
+
+interface Out {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+async function exec(cmd: string, args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<Out> {
+  try {
+    const r = await run(cmd, args, { ...opts, maxBuffer: 16 << 20 });
+    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+  } catch (e) {
+    const err = e as { code?: number; stdout?: string; stderr?: string };
+    return { code: typeof err.code === 'number' ? err.code : -1, stdout: err.stdout ?? '', stderr: err.stderr ?? String(e) };
+  }
+}
+
+const SPEC = `apiVersion: berth.dev/v1
+kind: Attempt
+metadata:
+  name: packaged
+spec:
+  image: berth/busybox:local
+  fixture: ./task
+  secrets:
+    - {name: token, fromFile: ./token}
+  command: [sh, -c, 'cat task.txt > /results/out.txt && wc -c < /run/secrets/token >> /results/out.txt']
+`;
+
+describe('packaging: the single-file build and the image (real engine)', function () {
+  this.timeout(180_000);
+  before(requireEngine);
+
+  let sb: Sandbox;
+  let bundleDir: string;
+  before(async function () {
+    sb = await Sandbox.create('pkg');
+    await sb.write('task/task.txt', 'the task\n');
+    await sb.write('token', 'not-a-real-token');
+    await sb.write('packaged.yaml', SPEC);
+    // The bundle of the current sources, alone in a folder of its own.
+    bundleDir = path.join(sb.dir, 'bin');
+    await fs.mkdir(bundleDir);
+    const built = await exec(process.execPath, ['--import', 'tsx', 'scripts/build-cli.ts'], {
+      cwd: REPO,
+      env: { ...process.env, BERTH_CLI_BUNDLE: path.join(bundleDir, 'berth.cjs') },
+    });
+    expect(built.code, built.stderr).to.equal(0);
+  });
+  after(async function () {
+    await sb?.destroy();
+  });
+
+  async function results(): Promise<string> {
+    return fs.readFile(path.join(sb.resultsRoot, 'packaged', 'run-1', 'results', 'out.txt'), 'utf8');
+  }
+
+  it('dist/berth.cjs runs with only node: version, validate, reconcile --once --wait, get', async function () {
+    const bundle = path.join(bundleDir, 'berth.cjs');
+    expect(await fs.readdir(bundleDir)).to.deep.equal(['berth.cjs']);
+    const pkg = JSON.parse(await fs.readFile(path.join(REPO, 'package.json'), 'utf8')) as { version: string };
+    const version = await exec(process.execPath, [bundle, 'version', '-o', 'json'], { cwd: bundleDir });
+    expect(JSON.parse(version.stdout)).to.include({ version: pkg.version, contract: 2 });
+
+    const validate = await exec(process.execPath, [bundle, 'validate', sb.specsDir], { cwd: bundleDir });
+    expect([validate.code, validate.stdout]).to.deep.equal([0, '1 file, 1 attempt: all valid\n']);
+    // the bundled schema still refuses what it should, positioned
+    await fs.writeFile(path.join(sb.dir, 'bad.yaml'), 'apiVersion: berth.dev/v1\nkind: Attempt\nmetadata: {name: b}\nspec: {image: 7}\n');
+    const bad = await exec(process.execPath, [bundle, 'validate', path.join(sb.dir, 'bad.yaml')], { cwd: bundleDir });
+    expect(bad.code).to.equal(2);
+    expect(bad.stderr).to.match(/bad\.yaml:4:\d+: spec\.image: must be a string/);
+
+    const rec = await exec(process.execPath, [bundle, 'reconcile', '--once', '--wait', ...sb.globalArgs()], { cwd: bundleDir });
+    expect(rec.code, rec.stderr).to.equal(0);
+    expect(await results()).to.equal('the task\n16\n');
+    const get = await exec(process.execPath, [bundle, 'get', 'packaged', '-o', 'name', ...sb.globalArgs()], { cwd: bundleDir });
+    expect(get.stdout).to.equal('attempt/packaged\n');
+  });
+
+  it('berth/berth:local runs berth against the mounted engine socket', async function () {
+    // Results are bind-mounted by host path: the folder is mounted at the same path inside.
+    const clean = await exec(process.execPath, [path.join(bundleDir, 'berth.cjs'), 'clean', ...sb.globalArgs()]);
+    expect(clean.code, clean.stderr).to.equal(0);
+    await fs.rm(sb.resultsRoot, { recursive: true, force: true });
+    const docker = await exec('docker', [
+      'run', '--rm', '--label', `${TEST_LABEL}=${TEST_RUN}`,
+      '-v', '/var/run/docker.sock:/var/run/docker.sock', '-v', `${sb.dir}:${sb.dir}`, '-w', sb.dir,
+      'berth/berth:local', 'reconcile', '--once', '--wait', ...sb.globalArgs(),
+    ]);
+    expect(docker.code, docker.stderr).to.equal(0);
+    expect(await results()).to.equal('the task\n16\n');
+  });
+});

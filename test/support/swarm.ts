@@ -1,0 +1,332 @@
+/**
+ * A real Docker Swarm for tests, made of engines of its own: each node is one more dockerd in a
+ * network namespace of its own (own data root, exec root, pid file and socket), the namespaces
+ * joined by veths to a bridge in one more "hub" namespace (10.78.0.0/24), the first node
+ * `swarm init`s and the others join it. The shared engine at /var/run/docker.sock is never a
+ * node and never `swarm init`ed; it only hands its test images over (`docker save | load`: no
+ * registry). Everything is ended by process id and removed by path: processes, containerd shims,
+ * mounts, data roots, sockets, namespaces (their veths go with them).
+ *
+ * Nodes start hardened (`--no-new-privileges --default-cgroupns-mode private`) unless told not
+ * to: an unhardened node is what the refusal test needs.
+ */
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { promises as fs, openSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import Dockerode from 'dockerode';
+import { SWARM } from '../../src/constants';
+import { TEST_RUN } from './engine';
+
+const run = promisify(execFile);
+
+/** The daemon flags a node berth trusts runs with (docs: the operator sets them). */
+export const HARDENING_FLAGS = ['--no-new-privileges', '--default-cgroupns-mode', 'private'];
+
+export interface NodeOptions {
+  /** Started with HARDENING_FLAGS (default true). */
+  hardened?: boolean;
+}
+
+function short(s: string, n: number): string {
+  return createHash('sha256').update(s).digest('hex').slice(0, n);
+}
+
+export class SwarmNode {
+  readonly root: string;
+  readonly socket: string;
+  readonly netns: string;
+  readonly docker: Dockerode;
+  /** The node's id in the swarm, once it is a member. */
+  id = '';
+  private proc: ChildProcess | undefined;
+
+  constructor(
+    readonly swarmTag: string,
+    readonly index: number,
+    /** The address on the swarm's link (10.78.0.<index+1>). */
+    readonly ip: string,
+    readonly hardened: boolean,
+  ) {
+    this.root = `/tmp/bsw-${swarmTag}-${index}`;
+    this.netns = `bsw-${swarmTag}-${index}`;
+    this.socket = path.join(this.root, 'd.sock');
+    this.docker = new Dockerode({ socketPath: this.socket });
+  }
+
+  get address(): string {
+    return `unix://${this.socket}`;
+  }
+
+  get pid(): number | undefined {
+    return this.proc?.pid;
+  }
+
+  /** The namespace and its veth to the hub's bridge (the hub end is named `<hub veth prefix><index>`). */
+  async link(hub: string, vethPrefix: string): Promise<void> {
+    const outer = `${vethPrefix}h${this.index}`;
+    const inner = `${vethPrefix}n${this.index}`;
+    await run('ip', ['netns', 'add', this.netns]);
+    await run('ip', ['link', 'add', outer, 'netns', hub, 'type', 'veth', 'peer', 'name', inner, 'netns', this.netns]);
+    await run('nsenter', [`--net=/var/run/netns/${hub}`, 'sh', '-c', `ip link set ${outer} master br0 && ip link set ${outer} up`]);
+    await run('nsenter', [
+      `--net=/var/run/netns/${this.netns}`,
+      'sh',
+      '-c',
+      `ip addr add ${this.ip}/24 dev ${inner} && ip link set ${inner} up && ip link set lo up`,
+    ]);
+  }
+
+  async start(): Promise<void> {
+    await fs.mkdir(path.join(this.root, 'data'), { recursive: true });
+    // after kill(): the containerd of the killed daemon may linger as a zombie that nothing reaps;
+    // its pid file would make the next daemon wait for it (as test/support/private-engine.ts)
+    const pidFile = path.join(this.root, 'x', 'containerd', 'containerd.pid');
+    const old = Number((await fs.readFile(pidFile, 'utf8').catch(() => '')).trim());
+    if (old) {
+      const stat = await fs.readFile(`/proc/${old}/stat`, 'utf8').catch(() => '');
+      if (!stat || stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) === 'Z') await fs.rm(pidFile, { force: true });
+    }
+    const log = openSync(path.join(this.root, 'dockerd.log'), 'a');
+    const argv = [
+      `--net=/var/run/netns/${this.netns}`,
+      'dockerd',
+      `--host=unix://${this.socket}`,
+      `--data-root=${path.join(this.root, 'data')}`,
+      `--exec-root=${path.join(this.root, 'x')}`,
+      `--pidfile=${path.join(this.root, 'd.pid')}`,
+      `--bip=10.${92 + this.index}.0.1/24`,
+      ...(this.hardened ? HARDENING_FLAGS : []),
+    ];
+    // nsenter, not `ip netns exec` (which remounts /sys and hides the cgroup mounts dockerd needs);
+    // with only --net it execs dockerd itself: the child's pid is dockerd's.
+    this.proc = spawn('nsenter', argv, { stdio: ['ignore', log, log] });
+    const proc = this.proc;
+    const exited = new Promise<never>((_, reject) =>
+      proc.once('exit', (code) => {
+        void fs.readFile(path.join(this.root, 'dockerd.log'), 'utf8').then(
+          (text) => reject(new Error(`swarm node ${this.index} dockerd exited ${code}; its log ends:\n${text.split('\n').slice(-8).join('\n')}`)),
+          () => reject(new Error(`swarm node ${this.index} dockerd exited ${code}; see ${this.root}/dockerd.log`)),
+        );
+      }),
+    );
+    exited.catch(() => undefined);
+    const ready = (async () => {
+      for (let i = 0; i < 600; i++) {
+        try {
+          await this.docker.ping();
+          return;
+        } catch {
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      }
+      throw new Error(`swarm node ${this.index} dockerd did not answer in 30 s; see ${this.root}/dockerd.log`);
+    })();
+    await Promise.race([ready, exited]);
+  }
+
+  /** Stops the daemon it started: SIGTERM by pid, SIGKILL after `graceMs`. */
+  async stop(graceMs = 15_000): Promise<void> {
+    const p = this.proc;
+    if (!p || p.exitCode !== null || p.signalCode !== null) return;
+    const gone = new Promise<void>((resolve) => p.once('exit', () => resolve()));
+    p.kill('SIGTERM');
+    const t = setTimeout(() => p.kill('SIGKILL'), graceMs);
+    await gone;
+    clearTimeout(t);
+    this.proc = undefined;
+  }
+
+  /** Kills the daemon (SIGKILL by pid): the node's machine is gone, as the swarm sees it. */
+  async kill(): Promise<void> {
+    const p = this.proc;
+    if (!p || p.exitCode !== null || p.signalCode !== null) return;
+    const gone = new Promise<void>((resolve) => p.once('exit', () => resolve()));
+    p.kill('SIGKILL');
+    await gone;
+    this.proc = undefined;
+  }
+
+  /** The processes under this node's containerd (shims and what runs under them). */
+  async shimTrees(): Promise<number[]> {
+    const marker = path.join(this.root, 'x', 'containerd', 'containerd.sock');
+    const procs: { pid: number; ppid: number; args: string }[] = [];
+    for (const e of await fs.readdir('/proc')) {
+      if (!/^\d+$/.test(e)) continue;
+      const stat = await fs.readFile(`/proc/${e}/stat`, 'utf8').catch(() => '');
+      const args = (await fs.readFile(`/proc/${e}/cmdline`, 'utf8').catch(() => '')).split('\0').join(' ');
+      const after = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (stat && after[0] !== 'Z') procs.push({ pid: Number(e), ppid: Number(after[1]), args });
+    }
+    const out = procs.filter((p) => p.args.includes(marker) && (p.args.includes('containerd-shim') || p.args.includes('containerd '))).map((p) => p.pid);
+    for (let i = 0; i < out.length; i++) for (const p of procs) if (p.ppid === out[i] && !out.includes(p.pid)) out.push(p.pid);
+    return out;
+  }
+
+  async destroy(): Promise<void> {
+    await this.stop();
+    for (const pid of await this.shimTrees()) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    const mounts = (await fs.readFile('/proc/self/mounts', 'utf8')).split('\n').map((l) => l.split(' ')[1] ?? '');
+    for (const m of mounts.filter((m) => m.startsWith(`${this.root}/`)).reverse()) await run('umount', ['-l', m]).catch(() => undefined);
+    await fs.rm(this.root, { recursive: true, force: true }).catch(() => undefined);
+    await run('ip', ['netns', 'delete', this.netns]).catch(() => undefined);
+  }
+}
+
+export interface SwarmOptions {
+  /** One entry per node; the first is the manager, the others join as workers. */
+  nodes: NodeOptions[];
+  /** Images copied from the shared engine into every node. */
+  images: string[];
+}
+
+/** A swarm of engines of its own; `up()` makes it, `down()` removes every trace. */
+export class TestSwarm {
+  readonly tag: string;
+  readonly hub: string;
+  readonly nodes: SwarmNode[];
+  private readonly vethPrefix: string;
+  /** How long up() took, in ms. */
+  startMs = 0;
+
+  constructor(
+    name: string,
+    private readonly opts: SwarmOptions,
+  ) {
+    this.tag = short(`${TEST_RUN}-${name}`, 8);
+    this.hub = `bsw-${this.tag}-hub`;
+    this.vethPrefix = `bs${this.tag.slice(0, 6)}`;
+    this.nodes = opts.nodes.map((n, i) => new SwarmNode(this.tag, i, `10.78.0.${i + 1}`, n.hardened ?? true));
+  }
+
+  get manager(): SwarmNode {
+    return this.nodes[0] as SwarmNode;
+  }
+
+  get workers(): SwarmNode[] {
+    return this.nodes.slice(1);
+  }
+
+  async up(): Promise<void> {
+    const t0 = Date.now();
+    try {
+      await run('ip', ['netns', 'add', this.hub]);
+      await run('nsenter', [`--net=/var/run/netns/${this.hub}`, 'sh', '-c', 'ip link add br0 type bridge && ip link set br0 up && ip link set lo up']);
+      for (const n of this.nodes) await n.link(this.hub, this.vethPrefix);
+      // the image archive is made while the daemons start
+      const archive = this.saveImages();
+      archive.catch(() => undefined); // awaited below; a failure is reported there
+      await Promise.all(this.nodes.map((n) => n.start()));
+      const m = this.manager;
+      await m.docker.swarmInit({
+        ListenAddr: `${m.ip}:2377`,
+        AdvertiseAddr: m.ip,
+        // a lost node is noticed in seconds, not the default 5 s heartbeat times its misses
+        Spec: { Dispatcher: { HeartbeatPeriod: 1_000_000_000 }, Orchestration: { TaskHistoryRetentionLimit: 2 } },
+      } as never);
+      const info = (await m.docker.swarmInspect()) as { JoinTokens: { Worker: string } };
+      await Promise.all(
+        this.workers.map((w) =>
+          w.docker.swarmJoin({ ListenAddr: `${w.ip}:2377`, AdvertiseAddr: w.ip, RemoteAddrs: [`${m.ip}:2377`], JoinToken: info.JoinTokens.Worker } as never),
+        ),
+      );
+      for (const n of this.nodes) n.id = ((await n.docker.info()) as { Swarm: { NodeID: string } }).Swarm.NodeID;
+      // where berth reaches each node's own engine (the operator's label; docs/SWARM.md)
+      for (const n of this.nodes) await this.updateNode(n, (spec) => ({ ...spec, Labels: { ...(spec.Labels as object), [SWARM.engineLabel]: n.address } }));
+      const file = await archive;
+      await Promise.all(this.nodes.map((n) => run('docker', ['-H', n.address, 'load', '-q', '-i', file])));
+      await fs.rm(file, { force: true });
+      await this.waitReady();
+    } catch (err) {
+      const e = err as Error;
+      await this.down().catch(() => undefined);
+      throw new Error(`the test swarm could not start (${this.nodes.length} nodes): ${e.message}`, { cause: err });
+    }
+    this.startMs = Date.now() - t0;
+  }
+
+  /** Changes a node's spec through the manager (labels, availability). */
+  async updateNode(n: SwarmNode, f: (spec: Record<string, unknown>) => Record<string, unknown>): Promise<void> {
+    const node = this.manager.docker.getNode(n.id);
+    const info = (await node.inspect()) as { Version: { Index: number }; Spec: Record<string, unknown> };
+    await node.update({ version: info.Version.Index, ...f(info.Spec) } as never);
+  }
+
+  /** Sets a node's availability (`drain`: no task is placed there). */
+  availability(n: SwarmNode, a: 'active' | 'drain'): Promise<void> {
+    return this.updateNode(n, (spec) => ({ ...spec, Availability: a }));
+  }
+
+  private async saveImages(): Promise<string> {
+    const file = `/tmp/bsw-${this.tag}-images.tar`;
+    await run('docker', ['-H', 'unix:///var/run/docker.sock', 'save', '-o', file, ...this.opts.images], { maxBuffer: 1 << 20 });
+    return file;
+  }
+
+  /** Every node ready and active, as the manager sees them. */
+  async waitReady(): Promise<void> {
+    for (let i = 0; i < 300; i++) {
+      const nodes = (await this.manager.docker.listNodes()) as { Status: { State: string } }[];
+      if (nodes.length === this.nodes.length && nodes.every((n) => n.Status.State === 'ready')) return;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`swarm nodes not all ready in 30 s`);
+  }
+
+  /** Ends every node's processes and removes their folders, namespaces and links. */
+  async down(): Promise<void> {
+    // workers first: a manager that goes first leaves them retrying it
+    for (const n of [...this.workers].reverse()) await n.destroy();
+    await this.manager.destroy();
+    await run('ip', ['netns', 'delete', this.hub]).catch(() => undefined);
+    await fs.rm(`/tmp/bsw-${this.tag}-images.tar`, { force: true });
+  }
+
+  /** What is left on the host of this swarm (namespaces, folders, processes): empty after down(). */
+  async traces(): Promise<string[]> {
+    const out: string[] = [];
+    const ns = (await run('ip', ['netns', 'list'])).stdout;
+    for (const n of [this.hub, ...this.nodes.map((x) => x.netns)]) if (ns.split('\n').some((l) => l.split(' ')[0] === n)) out.push(`netns ${n}`);
+    for (const n of this.nodes) {
+      if (await fs.access(n.root).then(() => true, () => false)) out.push(`folder ${n.root}`);
+      for (const pid of await n.shimTrees()) out.push(`process ${pid}`);
+      if (n.pid !== undefined && (await fs.access(`/proc/${n.pid}`).then(() => true, () => false))) out.push(`dockerd ${n.pid}`);
+    }
+    return out;
+  }
+}
+
+let shared: Promise<TestSwarm> | undefined;
+let sharedSwarm: TestSwarm | undefined;
+
+/**
+ * The two-node swarm (a manager and a worker, both hardened, with both test images) the swarm
+ * tests share: started by the first that asks, ended by the root hooks (test/hooks.ts). It
+ * rejects loudly when it cannot start: the swarm tests never skip.
+ */
+export function twoNodeSwarm(): Promise<TestSwarm> {
+  shared ??= (async () => {
+    const s = new TestSwarm('two', { nodes: [{}, {}], images: ['berth/busybox:local', 'berth/egress-proxy:local'] });
+    sharedSwarm = s;
+    await s.up();
+    return s;
+  })();
+  return shared;
+}
+
+/** Ends the shared swarm if one was started; returns what it left behind (nothing, normally). */
+export async function endSharedSwarm(): Promise<string[]> {
+  const s = sharedSwarm;
+  if (!s) return [];
+  shared = undefined;
+  sharedSwarm = undefined;
+  await s.down();
+  return s.traces();
+}

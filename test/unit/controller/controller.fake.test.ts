@@ -1,0 +1,130 @@
+/**
+ * The controller against the fake engine and a fake clock: what it does with each way work on a
+ * key ends (the retry switch), which the real-engine tests cannot reach on purpose — a create
+ * that fails and is retried after its back-off and no sooner, back-offs that grow and are
+ * forgotten after a success, a batch whose lists time out, an exit seen from the event stream.
+ */
+import { expect } from 'chai';
+import { promises as fs } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Controller } from '../../../src/controller/controller';
+import { StatusStore } from '../../../src/status/store';
+import type { AttemptStatus } from '../../../src/status/types';
+import { FakeClock, settle } from '../../../src/util/clock';
+import { silentLogger } from '../../../src/util/log';
+import { FakeEngine } from '../../support/fake-engine';
+
+const I = 'unit-ctl';
+const IMAGE = 'berth/busybox:local';
+const SPEC = (name: string) =>
+  `apiVersion: berth.dev/v1\nkind: Attempt\nmetadata:\n  name: ${name}\nspec:\n  image: ${IMAGE}\n  command: [sh, -c, 'true']\n`;
+
+describe('controller against the fake engine (retry switch)', function () {
+  this.timeout(20_000);
+  let dir: string;
+  let clock: FakeClock;
+  let fake: FakeEngine;
+  let store: StatusStore;
+  let ctl: Controller;
+
+  beforeEach(async function () {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'berth-ctl-'));
+    await fs.mkdir(path.join(dir, 'specs'));
+    clock = new FakeClock(Date.parse('2030-01-01T00:00:00Z'));
+    fake = new FakeEngine(clock);
+    fake.addImage({ ref: IMAGE, labels: {} });
+    store = new StatusStore(path.join(dir, 'state'), I);
+  });
+  afterEach(async function () {
+    fake.releaseHangs();
+    await ctl?.stop();
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  async function start(names: string[]): Promise<void> {
+    for (const n of names) await fs.writeFile(path.join(dir, 'specs', `${n}.yaml`), SPEC(n));
+    ctl = new Controller({
+      cfg: {
+        specsDir: path.join(dir, 'specs'),
+        stateDir: path.join(dir, 'state'),
+        resultsRoot: path.join(dir, 'results'),
+        instance: I,
+        maxRunning: 4,
+        concurrency: 4,
+        attestIntervalMs: 3_600_000,
+        env: {},
+        log: silentLogger(),
+        now: () => clock.now(),
+      },
+      engine: fake,
+      store,
+      log: silentLogger(),
+      workers: 2,
+      resyncMs: 3_600_000,
+      clock,
+    });
+    await ctl.start();
+  }
+
+  /** Lets the controller work (promises, real I/O) without moving the fake clock. */
+  async function until(what: string, cond: () => Promise<boolean> | boolean): Promise<void> {
+    const deadline = Date.now() + 10_000;
+    while (!(await cond())) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+      await settle();
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+
+  const rec = (n: string): Promise<AttemptStatus | undefined> => store.get(n);
+  const creates = () => fake.calls.filter((c) => c.op === 'containers.create').length;
+
+  it('a create that fails is retried after its back-off and no sooner; the error is recorded, then cleared', async function () {
+    fake.fail('containers.create', { status: 500, message: 'disk full' }, { times: 3 });
+    await start(['a']);
+    await until('the first failure is recorded', async () => (await rec('a'))?.lastError?.failures === 1);
+    const gaps: number[] = [];
+    for (let failures = 1; failures <= 3; failures++) {
+      const r = (await rec('a')) as AttemptStatus;
+      expect(r.lastError?.message).to.match(/disk full/);
+      const gap = Date.parse(r.lastError?.nextRetryAt as string) - clock.now();
+      gaps.push(gap);
+      // just before the back-off ends nothing is tried again
+      const before = creates();
+      await clock.advanceAsync(gap - 1);
+      await new Promise((r) => setTimeout(r, 30));
+      expect(creates(), `failure ${failures}: retried before its back-off`).to.equal(before);
+      await clock.advanceAsync(1);
+      if (failures < 3) await until(`failure ${failures + 1} is recorded`, async () => (await rec('a'))?.lastError?.failures === failures + 1);
+    }
+    expect(gaps[1]).to.be.greaterThan(gaps[0] as number);
+    expect(gaps[2]).to.be.greaterThan(gaps[1] as number);
+    // the fourth create succeeds: the attempt runs, the error and its back-off are gone
+    await until('the attempt runs', async () => (await rec('a'))?.phase === 'Running');
+    await until('lastError is cleared', async () => (await rec('a'))?.lastError === undefined);
+    expect(ctl.queue.numRequeues('a')).to.equal(0);
+  });
+
+  it('an exit on the event stream finishes the attempt; a list that times out fails the batch and it is tried again', async function () {
+    await start(['b', 'c']);
+    await until('both run', async () => (await rec('b'))?.phase === 'Running' && (await rec('c'))?.phase === 'Running');
+    expect(ctl.synced).to.equal(true);
+
+    fake.exit(`berth_${I.replace(/_/g, '__')}_b`, 0);
+    await clock.advanceAsync(20); // the controller looks 20 ms after an event
+    await until('b succeeded', async () => (await rec('b'))?.phase === 'Succeeded');
+
+    // the next batch's lists time out: c backs off (rate-limited), nothing is lost
+    fake.fail('containers.list', { timeoutMs: 1 }, { times: 1 });
+    const exitAt = clock.now();
+    fake.exit(`berth_${I.replace(/_/g, '__')}_c`, 3);
+    await clock.advanceAsync(20);
+    await until('the failed batch backs c off', () => ctl.queue.numRequeues('c') >= 1);
+    expect((await rec('c'))?.phase).to.equal('Running');
+    await clock.advanceAsync(ctl.queue.backoffFor('c') + 1_000);
+    await until('c failed with its exit code', async () => (await rec('c'))?.phase === 'Failed');
+    expect((await rec('c'))?.exitCode).to.equal(3);
+    expect(Date.parse((await rec('c'))?.finishedAt as string)).to.equal(exitAt);
+  });
+});

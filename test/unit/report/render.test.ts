@@ -1,0 +1,130 @@
+/**
+ * The fleet report, pure: its data from records (outcomes, times, links, bounds), its page
+ * against a golden file (UPDATE_GOLDEN=1 rewrites it), and escaping: attempt-controlled strings
+ * never reach the page as markup. The browser half is test/engine/report-browser.test.ts.
+ */
+import { expect } from 'chai';
+import { createHash } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { REPORT_LIMITS } from '../../../src/constants';
+import { scriptJson } from '../../../src/report/escape';
+import { buildReport, clip, linksOf, plainOutcome, type ReportData } from '../../../src/report/model';
+import { embedded, renderReport } from '../../../src/report/render';
+import { concurrency } from '../../../src/report/timeline';
+import { summarize } from '../../../src/sets/summary';
+import { status } from '../../support/builders';
+import { fleet, ROOT, T0, XSS } from './fixture';
+
+const GOLDEN = path.join(__dirname, 'render.golden.html');
+const NOW = T0 + 30_000;
+
+function data(linkBase: string | null = ROOT): ReportData {
+  const f = fleet();
+  const s = summarize(f.sets, f.statuses, NOW);
+  const childLabels = new Map(f.sets.get('swe')?.children.flatMap((c) => (c.loaded ? [[c.name, c.loaded.spec.labels] as const] : [])));
+  return buildReport({ sets: s.sets, childLabels, plain: f.plain, statuses: f.statuses, now: NOW, instance: 'default', maxRunning: 3, resultsRoot: ROOT, linkBase, mode: 'file' });
+}
+
+/** The page without its embedded data and script: the markup the renderer wrote from the data. */
+const markup = (html: string) => html.replace(/<script[\s\S]*?<\/script>/g, '');
+
+describe('report/model', () => {
+  it('classifies every attempt: set children as the summary does, plain attempts by phase, a missing record unfinished', () => {
+    const d = data();
+    const by = new Map(d.attempts.map((a) => [a.name, a]));
+    expect(d.attempts.map((a) => a.name)).to.deep.equal(['swe-0', 'swe-1', 'swe-2', 'swe-3', 'swe-4', 'swe-5', 'swe-6', 'swe-bad', 'plain-new', 'plain-ok', 'plain-outside']);
+    expect([...by.values()].map((a) => a.outcome)).to.deep.equal(['passed', 'failed', 'passed', 'infra', 'failed', 'unfinished', 'passed', 'infra', 'unfinished', 'passed', 'infra']);
+    expect(by.get('plain-new')?.reason).to.equal('NotReconciled');
+    expect(d.summary.byOutcome).to.deep.equal({ passed: 4, failed: 2, infra: 3, skipped: 0, unfinished: 2 });
+    expect(d.summary.passRate).to.equal(4 / 6);
+    expect(plainOutcome(status('x', { phase: 'Failed', reason: 'Error' }))).to.equal('failed');
+    expect(plainOutcome(status('x', { phase: 'Failed', reason: 'Lost' }))).to.equal('infra');
+  });
+
+  it('times: waiting from creation (or the last run end), provisioning, engine start and finish; wall time and slots held', () => {
+    const d = data();
+    const a = d.attempts[2];
+    expect(a).to.include({ queuedAt: T0, provisionedAt: T0 + 4000, startedAt: T0 + 5000, finishedAt: T0 + 11_000, durationMs: 6000 });
+    const retried = buildReport({ sets: [], childLabels: new Map(), plain: [{ name: 'r', labels: {} }], statuses: new Map([['r', status('r', { createdAt: new Date(T0).toISOString(), run: 2, history: [{ run: 1, specHash: 'h', phase: 'Failed', finishedAt: new Date(T0 + 7000).toISOString() }] })]]), now: NOW, instance: 'i', maxRunning: null, resultsRoot: ROOT, linkBase: null, mode: 'live' });
+    expect(retried.attempts[0]?.queuedAt).to.equal(T0 + 7000);
+    // First wait (T0) to the running swe-5 (now).
+    expect(d.summary.wallMs).to.equal(NOW - T0);
+    // swe-1, swe-2, plain-ok and plain-outside at 5 s (over --max-running 3: the line shows it).
+    expect(d.summary.peakRunning).to.equal(4);
+    expect(concurrency([{ provisionedAt: 0, startedAt: 1, finishedAt: 5, outcome: 'passed' }, { provisionedAt: 2, startedAt: 3, finishedAt: null, outcome: 'unfinished' }, { provisionedAt: 4, startedAt: null, finishedAt: null, outcome: 'infra' }], 9)).to.deep.equal([
+      { t: 0, running: 1 },
+      { t: 2, running: 2 },
+      { t: 5, running: 1 },
+      { t: 9, running: 0 },
+    ]);
+  });
+
+  it('links: relative to the report folder, only into the results root, none on the live page', () => {
+    expect(linksOf('/r/a b/run-2/results', '/r', '/r')).to.deep.equal({ results: 'a%20b/run-2/results/', logs: 'a%20b/run-2/logs.txt', manifest: 'a%20b/run-2/manifest.json' });
+    expect(linksOf('/r/a/run-1/results', '/r', '/r/reports')).to.deep.equal({ results: '../a/run-1/results/', logs: '../a/run-1/logs.txt', manifest: '../a/run-1/manifest.json' });
+    expect(linksOf('/r/a#?/run-1/results', '/r', '/r')?.logs).to.equal('a%23%3F/run-1/logs.txt');
+    expect(linksOf('/elsewhere/a/run-1/results', '/r', '/r')).to.equal(null);
+    expect(linksOf('/r/a/run-1/results', '/r', null)).to.equal(null);
+    expect(data(null).attempts.every((a) => a.links === null)).to.equal(true);
+  });
+
+  it('bounds every attempt-controlled string', () => {
+    expect(clip('abc', 3)).to.equal('abc');
+    expect(clip('abcd', 3)).to.equal('abc…');
+    expect(clip('ab\u{1F600}', 3)).to.equal('ab…');
+    const huge = 'x'.repeat(100_000);
+    const d = buildReport({ sets: [], childLabels: new Map(), plain: [{ name: huge, labels: Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`k${i}`, huge])) }], statuses: new Map([[huge, status(huge, { message: huge, reason: huge })]]), now: NOW, instance: 'i', maxRunning: 1, resultsRoot: ROOT, linkBase: ROOT, mode: 'file' });
+    const a = d.attempts[0];
+    expect(a?.name.length).to.equal(REPORT_LIMITS.name + 1);
+    expect(a?.message.length).to.equal(REPORT_LIMITS.message + 1);
+    expect(a?.reason.length).to.equal(REPORT_LIMITS.value + 1);
+    expect(Object.keys(a?.labels ?? {})).to.have.length(REPORT_LIMITS.entries);
+    expect(a?.links).to.equal(null); // its folder's path is longer than REPORT_LIMITS.path
+    expect(renderReport(d).length).to.be.below(60_000);
+  });
+});
+
+describe('report/render', () => {
+  it('matches the golden page (UPDATE_GOLDEN=1 rewrites it: see README, Development)', () => {
+    const html = renderReport(data());
+    if (process.env.UPDATE_GOLDEN) writeFileSync(GOLDEN, html);
+    expect(html).to.equal(readFileSync(GOLDEN, 'utf8'));
+  });
+
+  it('escapes attempt-controlled strings: the payload is text in the markup, \\u003c in the data, and the data reads back unchanged', () => {
+    const d = data();
+    const html = renderReport(d);
+    expect(markup(html)).to.not.include('<img');
+    expect(markup(html)).to.include(XSS.replace(/</g, '&lt;').replace(/>/g, '&gt;'));
+    // One <script> element of data, one of code, and no other script element or event handler.
+    expect(html.match(/<script/g)).to.have.length(2);
+    expect(html.match(/<\/script>/g)).to.have.length(2);
+    expect(html).to.not.match(/\son[a-z]+=(?!alert)/i);
+    const json = /<script type="application\/json" id="report-data">([\s\S]*?)<\/script>/.exec(html)?.[1] as string;
+    expect(json).to.not.include('<');
+    expect(JSON.parse(json)).to.deep.equal(JSON.parse(JSON.stringify(embedded(d))));
+    expect(scriptJson({ s: '</script>\u2028&' })).to.equal('{"s":"\\u003c/script\\u003e\\u2028\\u0026"}');
+  });
+
+  it('allows by its Content-Security-Policy only its own style and script, by sha256', () => {
+    const html = renderReport(data());
+    const csp = (/<meta http-equiv="Content-Security-Policy" content="([^"]+)">/.exec(html)?.[1] as string).replace(/&#39;/g, "'");
+    const style = /<style>([\s\S]*?)<\/style>/.exec(html)?.[1] as string;
+    const script = /<script>([\s\S]*?)<\/script>/.exec(html)?.[1] as string;
+    const h = (s: string) => `'sha256-${createHash('sha256').update(s).digest('base64')}'`;
+    expect(csp).to.include("default-src 'none'");
+    expect(csp).to.include(`style-src ${h(style)}`);
+    expect(csp).to.include(`script-src ${h(script)}`);
+    expect(csp).to.not.include('unsafe');
+    expect(html).to.not.match(/\sstyle="/);
+    expect(html).to.not.match(/(src|href)="(https?:)?\/\//);
+  });
+
+  it('a report without sets or attempts still renders every section', () => {
+    const html = renderReport(buildReport({ sets: [], childLabels: new Map(), plain: [], statuses: new Map(), now: NOW, instance: 'i', maxRunning: 2, resultsRoot: ROOT, linkBase: ROOT, mode: 'file' }));
+    for (const id of ['summary', 'heatmap', 'timeline', 'attempts']) expect(html).to.include(`<section id="${id}">`);
+    expect(html).to.include('No AttemptSets in this report.');
+    expect(html).to.include('Nothing has started yet.');
+  });
+});

@@ -1,0 +1,90 @@
+/** util/no-follow: folders made and files opened one component at a time, never through a link. */
+import { expect } from 'chai';
+import { mkdirSync, mkdtempSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { extract } from 'tar-stream';
+import { fixtureTar } from '../../../src/execute/archive';
+import { assertFoldersBelow, mkdirBelow, openFileBelow, UnsafePathError } from '../../../src/util/no-follow';
+
+/** The entries of a tar: name → type (and link target). */
+async function entries(tar: Buffer): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  const ex = extract();
+  const done = new Promise<void>((resolve, reject) => {
+    ex.on('entry', (h, stream, next) => {
+      out[h.name] = h.type === 'symlink' ? `symlink:${h.linkname}` : `${h.type}:${h.uid}:${h.gid}`;
+      stream.on('end', next);
+      stream.resume();
+    });
+    ex.on('finish', resolve);
+    ex.on('error', reject);
+  });
+  ex.end(tar);
+  await done;
+  return out;
+}
+
+describe('util/no-follow', () => {
+  let root: string;
+  let outside: string;
+  beforeEach(() => {
+    root = mkdtempSync(path.join(os.tmpdir(), 'berth-nofollow-'));
+    outside = mkdtempSync(path.join(os.tmpdir(), 'berth-nofollow-out-'));
+  });
+  afterEach(() => {
+    rmSync(root, { recursive: true, force: true });
+    rmSync(outside, { recursive: true, force: true });
+  });
+
+  it('makes folders component by component and refuses a link on the way, making nothing through it', async () => {
+    await mkdirBelow(root, path.join(root, 'a', 'b', 'c'));
+    expect(statSync(path.join(root, 'a', 'b', 'c')).isDirectory()).to.equal(true);
+    symlinkSync(outside, path.join(root, 'a', 'l'));
+    const err = await mkdirBelow(root, path.join(root, 'a', 'l', 'x')).catch((e: unknown) => e);
+    expect(err).to.be.instanceOf(UnsafePathError);
+    expect((err as Error).message).to.equal(`${path.join(root, 'a', 'l')} is a symbolic link; berth never follows one there`);
+    expect(readlinkSync(path.join(root, 'a', 'l'))).to.equal(outside);
+    expect(await assertFoldersBelow(root, path.join(root, 'a', 'b', 'c'))).to.equal(undefined);
+    expect(await assertFoldersBelow(root, path.join(root, 'a', 'l')).catch((e: unknown) => e)).to.be.instanceOf(UnsafePathError);
+    // exclusive: the last folder must be made here
+    const again = await mkdirBelow(root, path.join(root, 'a', 'b', 'c'), { exclusiveLast: true }).catch((e: unknown) => e);
+    expect((again as { code?: string }).code).to.equal('EEXIST');
+  });
+
+  it('opens a file only when neither it nor a folder above it (below the base) is a link', async () => {
+    mkdirSync(path.join(root, 'd'));
+    writeFileSync(path.join(root, 'd', 'f'), 'value');
+    writeFileSync(path.join(outside, 'f'), 'host');
+    const fh = await openFileBelow('/', path.join(root, 'd', 'f'));
+    expect((await fh.readFile()).toString()).to.equal('value');
+    await fh.close();
+    symlinkSync(path.join(outside, 'f'), path.join(root, 'd', 'lf'));
+    symlinkSync(outside, path.join(root, 'ld'));
+    for (const p of [path.join(root, 'd', 'lf'), path.join(root, 'ld', 'f')]) {
+      const err = await openFileBelow('/', p).catch((e: unknown) => e);
+      expect(err, p).to.be.instanceOf(UnsafePathError);
+      expect((err as Error).message).to.include('is a symbolic link');
+    }
+  });
+
+  it('builds a fixture tar with links as links, owned as asked, and refuses a link pointing out or a linked fixture', async () => {
+    const fx = path.join(root, 'fx');
+    mkdirSync(path.join(fx, 'sub'), { recursive: true });
+    writeFileSync(path.join(fx, 'a.txt'), 'a');
+    symlinkSync('a.txt', path.join(fx, 'l'));
+    symlinkSync('../a.txt', path.join(fx, 'sub', 'up'));
+    expect(await entries(await fixtureTar(fx, '/work/dir', 7, 8))).to.deep.equal({
+      'work/': 'directory:0:0',
+      'work/dir/': 'directory:7:8',
+      'work/dir/a.txt': 'file:7:8',
+      'work/dir/l': 'symlink:a.txt',
+      'work/dir/sub/': 'directory:7:8',
+      'work/dir/sub/up': 'symlink:../a.txt',
+    });
+    symlinkSync('../../etc/passwd', path.join(fx, 'sub', 'out'));
+    expect(((await fixtureTar(fx, '/w').catch((e: unknown) => e)) as Error).message).to.match(/fixture link .*out points outside the fixture/);
+    symlinkSync(fx, path.join(root, 'lfx'));
+    expect(await fixtureTar(path.join(root, 'lfx'), '/w').catch((e: unknown) => e)).to.be.instanceOf(UnsafePathError);
+  });
+});
