@@ -9,7 +9,8 @@
  *   BENCH_SIZES        no-op pass sizes (default 10,200,1000)
  *   BENCH_DROPS        drop-to-running samples (default 20)
  *   BENCH_DROPS_AT_MAX drop-to-running samples with the controller at the largest size (default 5)
- *   BENCH_ONLY         comma list of cold,drop,noop,resources: a partial run, written to
+ *   BENCH_SET_CELLS    the AttemptSet workload plans a CELLS x CELLS set (default 100: 10,000 children)
+ *   BENCH_ONLY         comma list of cold,drop,noop,resources,sets: a partial run, written to
  *                      bench/results/partial.*.tmp instead of latest.*
  *   BENCH_PROFILE=1    also take CPU profiles (untimed extra runs under `node --cpu-prof`: berth's
  *                      cold start and clean of 50, a no-op pass at the largest size in-process and
@@ -34,6 +35,7 @@ import { coldRounds, profileColdBerth, type ColdSamples } from './workloads/cold
 import { renderProfile, summarizeProfile, type ProfileSummary } from './lib/profile';
 import { controllerAt1000, dropToRunning, profileController, type ControllerAt1000, type DropSamples } from './workloads/controller';
 import { noopScales, type NoopResult } from './workloads/noop';
+import { setRounds, type SetSamples } from './workloads/sets';
 
 const TARGETS = {
   coldVsFloor: 1.15,
@@ -43,6 +45,8 @@ const TARGETS = {
   rssMb: 150,
   /** "~0 CPU idle": at most 1% of one core. */
   idleCpuPct: 1,
+  /** An AttemptSet of 10,000 children: expansion and plan in a cold CLI pass (issue 14). */
+  setPlanMs: 1000,
 };
 
 function envInt(name: string, def: number, min = 1): number {
@@ -130,6 +134,7 @@ interface Results {
   drop?: DropSamples;
   at1000?: ControllerAt1000;
   clean1000Ms?: number;
+  sets?: SetSamples;
 }
 
 function coldRows(c: ColdSamples, rows: Row[]): void {
@@ -343,6 +348,42 @@ function resourceRows(r: ControllerAt1000, rows: Row[]): void {
   });
 }
 
+function setRows(r: SetSamples, rows: Row[]): void {
+  const cold = summarize(r.setCold);
+  const n = r.children.toLocaleString('en');
+  rows.push({
+    id: 'set-plan-cold',
+    workload: `AttemptSet of ${n} children: \`berth plan\`, CLI, cold (new process, fresh state folder)`,
+    berth: spread(cold),
+    reference: '`berth plan` over one attempt, same rounds',
+    refValue: spread(summarize(r.one)),
+    ratio: pairedRatio(r.setCold, r.one),
+    target: `median ≤ ${fmtMs(TARGETS.setPlanMs)}`,
+    verdict: verdictOf(cold.median <= TARGETS.setPlanMs),
+  });
+  rows.push({
+    id: 'set-plan-kept',
+    workload: `AttemptSet of ${n} children: \`berth plan\`, CLI, state folder kept (as CI keeps it)`,
+    berth: spread(summarize(r.setKept)),
+    reference: '`node -e 0`, same rounds',
+    refValue: spread(summarize(r.bareNode)),
+    ratio: pairedRatio(r.setKept, r.bareNode),
+    target: '—',
+    verdict: 'info',
+  });
+  const same = JSON.stringify(r.calls.set) === JSON.stringify(r.calls.one);
+  const fmt = (c: Record<string, number>) => Object.entries(c).map(([k, v]) => `${k} ${v}`).join(', ');
+  rows.push({
+    id: 'set-calls',
+    workload: `Engine calls of a pass over the set of ${n}`,
+    berth: fmt(r.calls.set),
+    reference: 'a pass over one attempt',
+    refValue: fmt(r.calls.one),
+    target: 'the same',
+    verdict: verdictOf(same),
+  });
+}
+
 function details(res: Results): string {
   const out: string[] = [];
   if (res.startup) {
@@ -381,7 +422,7 @@ async function main(): Promise<void> {
   const dropsAtMax = envInt('BENCH_DROPS_AT_MAX', 5, 0);
   const only = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',').map((s) => s.trim())) : undefined;
   const want = (w: string) => !only || only.has(w);
-  if (only) for (const w of only) if (!['cold', 'drop', 'noop', 'resources'].includes(w)) throw new Error(`BENCH_ONLY: unknown workload ${w}`);
+  if (only) for (const w of only) if (!['cold', 'drop', 'noop', 'resources', 'sets'].includes(w)) throw new Error(`BENCH_ONLY: unknown workload ${w}`);
   if (want('resources') && !want('noop')) throw new Error('BENCH_ONLY: resources needs noop (the controller watches its attempts)');
 
   const loadStart = os.loadavg();
@@ -462,6 +503,11 @@ async function main(): Promise<void> {
         res.profiles.push({ title: `controller watching ${n} specs: start-up, first pass, 3 drops`, file });
       }
     }
+    if (want('sets')) {
+      const cells = envInt('BENCH_SET_CELLS', 100);
+      log(`AttemptSet of ${cells * cells} children: berth plan, cold and with the state kept`);
+      res.sets = await setRounds(cells, rounds, log);
+    }
     if (res.noop) {
       const c = await berth(['clean', ...res.noop.sandbox.globalArgs('warn')]);
       res.clean1000Ms = c.ms;
@@ -486,6 +532,7 @@ async function main(): Promise<void> {
   if (res.cold) teardownRows(res.cold, rows);
   if (res.drop) dropRows(res.drop, res.at1000, rows);
   if (res.at1000) resourceRows(res.at1000, rows);
+  if (res.sets) setRows(res.sets, rows);
 
   const profileSummaries: { title: string; summary: ProfileSummary }[] = [];
   for (const p of res.profiles) {
@@ -550,6 +597,7 @@ async function main(): Promise<void> {
       startup: res.startup,
       controllerAtMax: res.at1000,
       cleanMaxMs: res.clean1000Ms,
+      sets: res.sets,
     },
     profiles: profileSummaries,
   };

@@ -18,7 +18,7 @@ import { mapChunked, runBounded } from '../util/pool';
 import type { DocOutcome } from './check-document';
 import { cachedOutcome, loadAndKeep } from './file-cache';
 import type { Roots } from './path-checks';
-import { displayPath, realpathLoose } from './path-util';
+import { displayPath, RealCache, realpathLoose } from './path-util';
 import { ioReason } from './read-spec-file';
 import type { LoadedSet, LoadedSpec, LoadResult, SourcePos, SpecError } from './types';
 import { findSpecFiles, type SpecFile, type WalkProblem } from './walk';
@@ -126,7 +126,7 @@ async function loadSets(sets: SpecSet[], resultsRoot: string): Promise<LoadRepor
       else if (p.folder) unreadableFolders.add(p.rel);
       else unreadableFiles.add(p.rel);
     }
-    const roots: Roots = { specsRoot: set.root, specsReal: await realpathLoose(set.root), resultsRoot: resultsAbs, resultsReal, realCache: new Map() };
+    const roots: Roots = { specsRoot: set.root, specsReal: await realpathLoose(set.root), resultsRoot: resultsAbs, resultsReal, realCache: new RealCache() };
     // Unchanged files answer from the cache (a stat each); the others load side by side (their
     // reads and fixture scans overlap). Results keep file order.
     const display = set.files.map((f) => displayPath(f.abs));
