@@ -16,7 +16,8 @@ import { promises as fsp, type Stats } from 'node:fs';
 import * as path from 'node:path';
 import { mapChunked, runBounded } from '../util/pool';
 import type { DocOutcome } from './check-document';
-import { cachedOutcome, loadAndKeep } from './file-cache';
+import { diskCachePath, DiskSpecCache } from './disk-cache';
+import { cachedOutcome, keep, keyOf, loadAndKeep } from './file-cache';
 import type { Roots } from './path-checks';
 import { displayPath, RealCache, realpathLoose } from './path-util';
 import { ioReason } from './read-spec-file';
@@ -39,6 +40,8 @@ export interface LoadReport extends LoadResult {
 export interface LoadOptions {
   /** Results root (`--results-root`); every attempt's results folder must stay inside it. */
   resultsRoot: string;
+  /** The state folder: outcomes of unchanged files are kept on disk under it between processes (disk-cache.ts). */
+  cacheIn?: string;
 }
 
 /** One specs folder and the files to load from it. */
@@ -52,7 +55,7 @@ export async function loadSpecs(opts: { specsDir: string } & LoadOptions): Promi
   return guard(async () => {
     const root = path.resolve(opts.specsDir);
     const walk = await findSpecFiles(root);
-    return loadSets([{ root, ...walk }], opts.resultsRoot);
+    return loadSets([{ root, ...walk }], opts.resultsRoot, opts.cacheIn);
   });
 }
 
@@ -105,7 +108,7 @@ interface SetDeclaration {
   children: Declaration[];
 }
 
-async function loadSets(sets: SpecSet[], resultsRoot: string): Promise<LoadReport> {
+async function loadSets(sets: SpecSet[], resultsRoot: string, cacheIn?: string): Promise<LoadReport> {
   const errors: SpecError[] = [];
   const decls: Declaration[] = [];
   const setDecls = new Map<string, SetDeclaration[]>();
@@ -131,10 +134,22 @@ async function loadSets(sets: SpecSet[], resultsRoot: string): Promise<LoadRepor
     // reads and fixture scans overlap). Results keep file order.
     const display = set.files.map((f) => displayPath(f.abs));
     const kept = await mapChunked(set.files, 200, (f, i) => cachedOutcome(f, display[i] as string, roots));
+    // What this process does not keep, a process before it may have kept on disk.
+    const disk = cacheIn !== undefined && kept.some((k) => !k) ? new DiskSpecCache(diskCachePath(cacheIn, roots), roots) : undefined;
+    if (disk) {
+      set.files.forEach((f, i) => {
+        if (kept[i]) return;
+        const key = keyOf(f, display[i] as string, roots);
+        const e = disk.get(key, f.abs);
+        if (!e) return;
+        keep(key, e.sig, e.outcome);
+        kept[i] = e.outcome;
+      });
+    }
     const missing = set.files.flatMap((f, i) => (kept[i] ? [] : [i]));
     const loaded = await runBounded(missing, 32, (i) => {
       const file = display[i] as string;
-      return loadAndKeep(set.files[i] as SpecFile, file, roots).catch((err: unknown) => ({
+      return loadAndKeep(set.files[i] as SpecFile, file, roots, disk ? (key, sig, o) => disk.set(key, sig, o, (set.files[i] as SpecFile).abs) : undefined).catch((err: unknown) => ({
         docs: [] as DocOutcome[],
         errors: [{ file, line: 1, col: 1, path: '', code: 'io' as const, message: `internal error while loading: ${String(err)}` }],
         unreadable: true,
@@ -145,6 +160,7 @@ async function loadSets(sets: SpecSet[], resultsRoot: string): Promise<LoadRepor
       if (!settled || settled.status === 'rejected') throw settled?.reason ?? new Error(`no outcome for ${display[i]}`);
       kept[i] = settled.value;
     });
+    disk?.save();
     for (const [i, f] of set.files.entries()) {
       const file = display[i] as string;
       files.push(file);

@@ -16,11 +16,22 @@ function normalAbsolute(p: string): boolean {
   return path.isAbsolute(p) && path.normalize(p) === p && (p.length === 1 || !p.endsWith(path.sep));
 }
 
+const normalRoots = new Map<string, boolean>();
+/** normalAbsolute of a root: the same few roots are asked about for every spec, so remembered (a bounded map). */
+function normalRoot(root: string): boolean {
+  let n = normalRoots.get(root);
+  if (n === undefined) {
+    if (normalRoots.size >= 64) normalRoots.clear();
+    normalRoots.set(root, (n = normalAbsolute(root)));
+  }
+  return n;
+}
+
 /** Whether `p` lies strictly inside `root` (both absolute, compared lexically). */
 export function isInside(root: string, p: string): boolean {
   // Both in normal form (what path.resolve and realpath give): a prefix test, without
   // path.relative's two resolves (a set's thousands of children each check their results folder).
-  if (normalAbsolute(root) && normalAbsolute(p)) {
+  if (normalRoot(root) && normalAbsolute(p)) {
     const prefix = root.endsWith(path.sep) ? root : root + path.sep;
     return p.length > prefix.length && p.startsWith(prefix);
   }
@@ -115,7 +126,12 @@ export function realpathLooseSync(p: string, cache?: RealCache): string {
   // children each have a results folder not made yet.
   for (;;) {
     const real = real1(cur);
-    if (real !== undefined) return rest.length ? path.join(real, ...rest.reverse()) : real;
+    if (real !== undefined) {
+      if (!rest.length) return real;
+      // The rest are plain names (abs is resolved): joined as path.join would, without its normalize.
+      if (path.sep === '/' && normalAbsolute(real)) return `${real === '/' ? '' : real}/${rest.reverse().join('/')}`;
+      return path.join(real, ...rest.reverse());
+    }
     const parent = path.dirname(cur);
     if (parent === cur) return abs;
     rest.push(path.basename(cur));
