@@ -45,6 +45,8 @@ const TARGETS = {
   rssMb: 150,
   /** "~0 CPU idle": at most 1% of one core. */
   idleCpuPct: 1,
+  /** A cold CLI no-op pass at the largest size: ≤ this × (the floor of its lists + `node -e 0`), same rounds. */
+  noopCliVsFloorPlusNode: 2.5,
   /** An AttemptSet of 10,000 children: expansion and plan in a cold CLI pass (issue 14). */
   setPlanMs: 1000,
 };
@@ -269,6 +271,33 @@ function noopRows(n: NoopResult, rows: Row[]): void {
       target: '—',
       verdict: 'info',
       chart: { label: `no-op pass at ${largest.n} (CLI) vs lists` },
+    });
+  }
+  if (largest && largest.bareNode.length) {
+    const plus = largest.floor.map((f, i) => f + (largest.bareNode[i] ?? NaN));
+    const r = pairedRatio(largest.cli, plus);
+    rows.push({
+      id: `noop${largest.n}-cli-ci`,
+      workload: `No-op \`reconcile --once\` at ${largest.n.toLocaleString('en')}, new process, state folder kept (berth's spec cache on disk)`,
+      berth: spread(summarize(largest.cli)),
+      reference: 'floor lists + `node -e 0`, same round',
+      refValue: spread(summarize(plus)),
+      ratio: r,
+      target: `≤ ${TARGETS.noopCliVsFloorPlusNode}×`,
+      verdict: verdictOf(r.median <= TARGETS.noopCliVsFloorPlusNode),
+      chart: { label: `no-op at ${largest.n} (CLI, state kept) vs lists + node`, target: TARGETS.noopCliVsFloorPlusNode },
+    });
+    const r2 = pairedRatio(largest.cliNoCache, plus);
+    rows.push({
+      id: `noop${largest.n}-cli-nocache`,
+      workload: `No-op \`reconcile --once\` at ${largest.n.toLocaleString('en')}, new process, no spec cache on disk (first run)`,
+      berth: spread(summarize(largest.cliNoCache)),
+      reference: 'floor lists + `node -e 0`, same round',
+      refValue: spread(summarize(plus)),
+      ratio: r2,
+      target: '—',
+      verdict: 'info',
+      chart: { label: `no-op at ${largest.n} (CLI, no cache) vs lists + node` },
     });
   }
   const calls = n.scales.map((sc) => sc.calls);

@@ -6,7 +6,9 @@
  * of one stat per file.
  */
 import { statSync } from 'node:fs';
-import { loadFile, type FileOutcome } from './load-file';
+/* eslint-disable @typescript-eslint/no-require-imports */
+import type * as LoadFile from './load-file';
+import type { FileOutcome } from './load-file';
 import type { Roots } from './path-checks';
 import type { LoadedSpec } from './types';
 import type { SpecFile } from './walk';
@@ -55,6 +57,9 @@ export function cachedOutcome(f: SpecFile, file: string, roots: Roots): FileOutc
  * it may; `kept` hears of every outcome kept, with its key and the signature taken before the read.
  */
 export async function loadAndKeep(f: SpecFile, file: string, roots: Roots, kept?: (key: string, sig: string, outcome: FileOutcome) => void): Promise<FileOutcome> {
+  // Lazy: yaml, the schema's validator and the checks load only when a file must be parsed (a
+  // pass whose every file comes from a cache never loads them).
+  const { loadFile } = require('./load-file') as typeof LoadFile;
   const sig = signature(f.abs);
   if (sig === undefined) return loadFile(f, file, roots);
   const key = keyOf(f, file, roots);
