@@ -9,8 +9,9 @@
  *   BENCH_SIZES        no-op pass sizes (default 10,200,1000)
  *   BENCH_DROPS        drop-to-running samples (default 20)
  *   BENCH_DROPS_AT_MAX drop-to-running samples with the controller at the largest size (default 5)
+ *   BENCH_COMPLETIONS  attempts of the completion-detection workload (default 40)
  *   BENCH_SET_CELLS    the AttemptSet workload plans a CELLS x CELLS set (default 100: 10,000 children)
- *   BENCH_ONLY         comma list of cold,drop,noop,resources,sets: a partial run, written to
+ *   BENCH_ONLY         comma list of cold,drop,noop,resources,sets,completion: a partial run, written to
  *                      bench/results/partial.*.tmp instead of latest.*
  *   BENCH_PROFILE=1    also take CPU profiles (untimed extra runs under `node --cpu-prof`: berth's
  *                      cold start and clean of 50, a no-op pass at the largest size in-process and
@@ -36,6 +37,7 @@ import { renderProfile, summarizeProfile, type ProfileSummary } from './lib/prof
 import { controllerAt1000, dropToRunning, profileController, type ControllerAt1000, type DropSamples } from './workloads/controller';
 import { noopScales, type NoopResult } from './workloads/noop';
 import { setRounds, type SetSamples } from './workloads/sets';
+import { completion, type CompletionSamples } from './workloads/completion';
 
 const TARGETS = {
   coldVsFloor: 1.15,
@@ -49,6 +51,8 @@ const TARGETS = {
   noopCliVsFloorPlusNode: 2.5,
   /** An AttemptSet of 10,000 children: expansion and plan in a cold CLI pass (issue 14). */
   setPlanMs: 1000,
+  /** A container's `die` event → berth's record saying the attempt finished, p95. */
+  completionP95Ms: 500,
 };
 
 function envInt(name: string, def: number, min = 1): number {
@@ -137,6 +141,7 @@ interface Results {
   at1000?: ControllerAt1000;
   clean1000Ms?: number;
   sets?: SetSamples;
+  completion?: CompletionSamples;
 }
 
 function coldRows(c: ColdSamples, rows: Row[]): void {
@@ -413,6 +418,24 @@ function setRows(r: SetSamples, rows: Row[]): void {
   });
 }
 
+function completionRows(c: CompletionSamples, rows: Row[]): void {
+  for (const [id, xs, how] of [
+    ['completion-controller', c.controller, 'the controller (`reconcile`)'],
+    ['completion-wait', c.wait, '`reconcile --once --wait`'],
+  ] as const) {
+    const s = summarize(xs);
+    rows.push({
+      id,
+      workload: `Completion detection in ${how}: container \`die\` event → finished status record (${s.n} attempts, 8 running)`,
+      berth: `p50 ${fmtMs(s.median)}, p95 ${fmtMs(s.p95)} (max ${fmtMs(s.max)})`,
+      reference: '—',
+      refValue: '—',
+      target: `p95 ≤ ${fmtMs(TARGETS.completionP95Ms)}`,
+      verdict: verdictOf(s.p95 <= TARGETS.completionP95Ms),
+    });
+  }
+}
+
 function details(res: Results): string {
   const out: string[] = [];
   if (res.startup) {
@@ -451,7 +474,7 @@ async function main(): Promise<void> {
   const dropsAtMax = envInt('BENCH_DROPS_AT_MAX', 5, 0);
   const only = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',').map((s) => s.trim())) : undefined;
   const want = (w: string) => !only || only.has(w);
-  if (only) for (const w of only) if (!['cold', 'drop', 'noop', 'resources', 'sets'].includes(w)) throw new Error(`BENCH_ONLY: unknown workload ${w}`);
+  if (only) for (const w of only) if (!['cold', 'drop', 'noop', 'resources', 'sets', 'completion'].includes(w)) throw new Error(`BENCH_ONLY: unknown workload ${w}`);
   if (want('resources') && !want('noop')) throw new Error('BENCH_ONLY: resources needs noop (the controller watches its attempts)');
 
   const loadStart = os.loadavg();
@@ -532,6 +555,9 @@ async function main(): Promise<void> {
         res.profiles.push({ title: `controller watching ${n} specs: start-up, first pass, 3 drops`, file });
       }
     }
+    if (want('completion')) {
+      res.completion = await completion(engine, run, envInt('BENCH_COMPLETIONS', 40), log);
+    }
     if (want('sets')) {
       const cells = envInt('BENCH_SET_CELLS', 100);
       log(`AttemptSet of ${cells * cells} children: berth plan, cold and with the state kept`);
@@ -562,6 +588,7 @@ async function main(): Promise<void> {
   if (res.drop) dropRows(res.drop, res.at1000, rows);
   if (res.at1000) resourceRows(res.at1000, rows);
   if (res.sets) setRows(res.sets, rows);
+  if (res.completion) completionRows(res.completion, rows);
 
   const profileSummaries: { title: string; summary: ProfileSummary }[] = [];
   for (const p of res.profiles) {
@@ -627,6 +654,7 @@ async function main(): Promise<void> {
       controllerAtMax: res.at1000,
       cleanMaxMs: res.clean1000Ms,
       sets: res.sets,
+      completion: res.completion,
     },
     profiles: profileSummaries,
   };
