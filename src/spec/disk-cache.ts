@@ -9,10 +9,9 @@
  * state folder kept, as CI runs) still finds the outcomes of the files whose bytes did not change.
  *
  * Safe by construction:
- * - a file's outcome is used only for the very bytes it was read from (sha256 of the file as it
- *   is now), so a changed file is never served stale; it is stored only when the file's stat
- *   (device, inode, size, mtime and ctime in ns) did not move between the parse and the hash, and
- *   not for a file written in the last 2 s (timestamps are as coarse as the kernel's tick);
+ * - a file's outcome is used only for the very bytes it was read from: the sha256 of the bytes
+ *   parsed (taken from the same read) must equal the sha256 of the file as it is now, so a
+ *   changed file is never served stale, however its size and times look;
  * - the whole cache is used only by the berth that wrote it: the same version and the same build
  *   of this module (its file's size and mtime), the same roots;
  * - every results folder it names is checked again against the results root as the loader
@@ -62,11 +61,6 @@ function build(): string {
   return buildId;
 }
 
-/**
- * A file written this recently may still change within its timestamps' granularity (the kernel's
- * clock tick) without its signature changing: it is not kept on disk (git's "racy" entries).
- */
-const RACY_NS = 2_000_000_000n;
 
 /** The cache file for a specs folder and results root, under `stateDir`. */
 export function diskCachePath(stateDir: string, roots: Pick<Roots, 'specsRoot' | 'resultsRoot'>, cwd = process.cwd()): string {
@@ -164,17 +158,10 @@ export class DiskSpecCache {
     return { sig, outcome: e.outcome };
   }
 
-  /**
-   * Keeps a self-contained outcome read from the file whose signature (taken before the read) is
-   * `sig`: its bytes are read again and kept by their hash only if the file's signature has not
-   * moved since (so the bytes hashed are the bytes read), and not if it was written too recently
-   * for its timestamps to tell.
-   */
-  set(key: string, sig: string, outcome: FileOutcome, abs: string): void {
-    const mtimeNs = BigInt(sig.split(':')[3] ?? '0');
-    if (BigInt(Date.now()) * 1_000_000n - mtimeNs < RACY_NS) return;
-    const content = contentHash(abs);
-    if (content === undefined || signature(abs) !== sig) return;
+  /** Keeps a self-contained outcome under the hash of the very bytes it was read from (loadFile gives it). */
+  set(key: string, outcome: FileOutcome): void {
+    const content = outcome.content;
+    if (content === undefined) return;
     this.entries[key] = { content, outcome };
     this.live.add(key);
     this.changed = true;

@@ -149,7 +149,7 @@ async function loadSets(sets: SpecSet[], resultsRoot: string, cacheIn?: string):
     const missing = set.files.flatMap((f, i) => (kept[i] ? [] : [i]));
     const loaded = await runBounded(missing, 32, (i) => {
       const file = display[i] as string;
-      return loadAndKeep(set.files[i] as SpecFile, file, roots, disk ? (key, sig, o) => disk.set(key, sig, o, (set.files[i] as SpecFile).abs) : undefined).catch((err: unknown) => ({
+      return loadAndKeep(set.files[i] as SpecFile, file, roots, disk ? (key, _sig, o) => disk.set(key, o) : undefined).catch((err: unknown) => ({
         docs: [] as DocOutcome[],
         errors: [{ file, line: 1, col: 1, path: '', code: 'io' as const, message: `internal error while loading: ${String(err)}` }],
         unreadable: true,
