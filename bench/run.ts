@@ -9,8 +9,10 @@
  *   BENCH_SIZES        no-op pass sizes (default 10,200,1000)
  *   BENCH_DROPS        drop-to-running samples (default 20)
  *   BENCH_DROPS_AT_MAX drop-to-running samples with the controller at the largest size (default 5)
+ *   BENCH_COMPLETIONS  attempts of the completion-detection workload (default 40)
+ *   BENCH_SET_CELLS    the AttemptSet workload plans a CELLS x CELLS set (default 100: 10,000 children)
  *   BENCH_HARVEST_FILES files in the results folder of the harvest workload (default 100,000)
- *   BENCH_ONLY         comma list of cold,drop,noop,resources,report,harvest: a partial run, written to
+ *   BENCH_ONLY         comma list of cold,drop,noop,resources,report,harvest,sets,completion: a partial run, written to
  *                      bench/results/partial.*.tmp instead of latest.*
  *   BENCH_PROFILE=1    also take CPU profiles (untimed extra runs under `node --cpu-prof`: berth's
  *                      cold start and clean of 50, a no-op pass at the largest size in-process and
@@ -37,6 +39,8 @@ import { controllerAt1000, dropToRunning, profileController, type ControllerAt10
 import { harvestRounds, type HarvestSamples } from './workloads/harvest';
 import { noopScales, type NoopResult } from './workloads/noop';
 import { reportBench, type ReportSamples } from './workloads/report';
+import { setRounds, type SetSamples } from './workloads/sets';
+import { completion, type CompletionSamples } from './workloads/completion';
 
 const TARGETS = {
   coldVsFloor: 1.15,
@@ -51,6 +55,12 @@ const TARGETS = {
   /** The fleet report of 1,000 attempts: its file, and its first paint in headless chromium. */
   reportBytes: 2 * 1024 * 1024,
   reportFirstPaintMs: 1000,
+  /** A cold CLI no-op pass at the largest size: ≤ this × (the floor of its lists + `node -e 0`), same rounds. */
+  noopCliVsFloorPlusNode: 2.5,
+  /** An AttemptSet of 10,000 children: expansion and plan in a cold CLI pass (issue 14). */
+  setPlanMs: 1000,
+  /** A container's `die` event → berth's record saying the attempt finished, p95. */
+  completionP95Ms: 500,
 };
 
 function envInt(name: string, def: number, min = 1): number {
@@ -140,6 +150,8 @@ interface Results {
   clean1000Ms?: number;
   harvest?: HarvestSamples;
   report?: ReportSamples;
+  sets?: SetSamples;
+  completion?: CompletionSamples;
 }
 
 function coldRows(c: ColdSamples, rows: Row[]): void {
@@ -276,6 +288,33 @@ function noopRows(n: NoopResult, rows: Row[]): void {
       chart: { label: `no-op pass at ${largest.n} (CLI) vs lists` },
     });
   }
+  if (largest && largest.bareNode.length) {
+    const plus = largest.floor.map((f, i) => f + (largest.bareNode[i] ?? NaN));
+    const r = pairedRatio(largest.cli, plus);
+    rows.push({
+      id: `noop${largest.n}-cli-ci`,
+      workload: `No-op \`reconcile --once\` at ${largest.n.toLocaleString('en')}, new process, state folder kept (berth's spec cache on disk)`,
+      berth: spread(summarize(largest.cli)),
+      reference: 'floor lists + `node -e 0`, same round',
+      refValue: spread(summarize(plus)),
+      ratio: r,
+      target: `≤ ${TARGETS.noopCliVsFloorPlusNode}×`,
+      verdict: verdictOf(r.median <= TARGETS.noopCliVsFloorPlusNode),
+      chart: { label: `no-op at ${largest.n} (CLI, state kept) vs lists + node`, target: TARGETS.noopCliVsFloorPlusNode },
+    });
+    const r2 = pairedRatio(largest.cliNoCache, plus);
+    rows.push({
+      id: `noop${largest.n}-cli-nocache`,
+      workload: `No-op \`reconcile --once\` at ${largest.n.toLocaleString('en')}, new process, no spec cache on disk (first run)`,
+      berth: spread(summarize(largest.cliNoCache)),
+      reference: 'floor lists + `node -e 0`, same round',
+      refValue: spread(summarize(plus)),
+      ratio: r2,
+      target: '—',
+      verdict: 'info',
+      chart: { label: `no-op at ${largest.n} (CLI, no cache) vs lists + node` },
+    });
+  }
   const calls = n.scales.map((sc) => sc.calls);
   const all = calls.flat();
   const fixed = all.length > 0 && all.every((c) => c === all[0]);
@@ -393,6 +432,60 @@ function reportRows(r: ReportSamples, rows: Row[]): void {
   });
 }
 
+function setRows(r: SetSamples, rows: Row[]): void {
+  const cold = summarize(r.setCold);
+  const n = r.children.toLocaleString('en');
+  rows.push({
+    id: 'set-plan-cold',
+    workload: `AttemptSet of ${n} children: \`berth plan\`, CLI, cold (new process, fresh state folder)`,
+    berth: spread(cold),
+    reference: '`berth plan` over one attempt, same rounds',
+    refValue: spread(summarize(r.one)),
+    ratio: pairedRatio(r.setCold, r.one),
+    target: `median ≤ ${fmtMs(TARGETS.setPlanMs)}`,
+    verdict: verdictOf(cold.median <= TARGETS.setPlanMs),
+  });
+  rows.push({
+    id: 'set-plan-kept',
+    workload: `AttemptSet of ${n} children: \`berth plan\`, CLI, state folder kept (as CI keeps it)`,
+    berth: spread(summarize(r.setKept)),
+    reference: '`node -e 0`, same rounds',
+    refValue: spread(summarize(r.bareNode)),
+    ratio: pairedRatio(r.setKept, r.bareNode),
+    target: '—',
+    verdict: 'info',
+  });
+  const same = JSON.stringify(r.calls.set) === JSON.stringify(r.calls.one);
+  const fmt = (c: Record<string, number>) => Object.entries(c).map(([k, v]) => `${k} ${v}`).join(', ');
+  rows.push({
+    id: 'set-calls',
+    workload: `Engine calls of a pass over the set of ${n}`,
+    berth: fmt(r.calls.set),
+    reference: 'a pass over one attempt',
+    refValue: fmt(r.calls.one),
+    target: 'the same',
+    verdict: verdictOf(same),
+  });
+}
+
+function completionRows(c: CompletionSamples, rows: Row[]): void {
+  for (const [id, xs, how] of [
+    ['completion-controller', c.controller, 'the controller (`reconcile`)'],
+    ['completion-wait', c.wait, '`reconcile --once --wait`'],
+  ] as const) {
+    const s = summarize(xs);
+    rows.push({
+      id,
+      workload: `Completion detection in ${how}: container \`die\` event → finished status record (${s.n} attempts, 8 running)`,
+      berth: `p50 ${fmtMs(s.median)}, p95 ${fmtMs(s.p95)} (max ${fmtMs(s.max)})`,
+      reference: '—',
+      refValue: '—',
+      target: `p95 ≤ ${fmtMs(TARGETS.completionP95Ms)}`,
+      verdict: verdictOf(s.p95 <= TARGETS.completionP95Ms),
+    });
+  }
+}
+
 function details(res: Results): string {
   const out: string[] = [];
   if (res.startup) {
@@ -431,7 +524,7 @@ async function main(): Promise<void> {
   const dropsAtMax = envInt('BENCH_DROPS_AT_MAX', 5, 0);
   const only = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',').map((s) => s.trim())) : undefined;
   const want = (w: string) => !only || only.has(w);
-  if (only) for (const w of only) if (!['cold', 'drop', 'noop', 'resources', 'report', 'harvest'].includes(w)) throw new Error(`BENCH_ONLY: unknown workload ${w}`);
+  if (only) for (const w of only) if (!['cold', 'drop', 'noop', 'resources', 'report', 'harvest', 'sets', 'completion'].includes(w)) throw new Error(`BENCH_ONLY: unknown workload ${w}`);
   if (want('resources') && !want('noop')) throw new Error('BENCH_ONLY: resources needs noop (the controller watches its attempts)');
 
   const loadStart = os.loadavg();
@@ -512,6 +605,14 @@ async function main(): Promise<void> {
         res.profiles.push({ title: `controller watching ${n} specs: start-up, first pass, 3 drops`, file });
       }
     }
+    if (want('completion')) {
+      res.completion = await completion(engine, run, envInt('BENCH_COMPLETIONS', 40), log);
+    }
+    if (want('sets')) {
+      const cells = envInt('BENCH_SET_CELLS', 100);
+      log(`AttemptSet of ${cells * cells} children: berth plan, cold and with the state kept`);
+      res.sets = await setRounds(cells, rounds, log);
+    }
     if (want('harvest')) res.harvest = await harvestRounds(engine, run, envInt('BENCH_HARVEST_FILES', 100_000), rounds, log);
     if (want('report')) {
       log('the fleet report of 1,000 attempts: size, time to make it, first paint in headless chromium');
@@ -543,6 +644,8 @@ async function main(): Promise<void> {
   if (res.at1000) resourceRows(res.at1000, rows);
   if (res.harvest) harvestRows(res.harvest, rows);
   if (res.report) reportRows(res.report, rows);
+  if (res.sets) setRows(res.sets, rows);
+  if (res.completion) completionRows(res.completion, rows);
 
   const profileSummaries: { title: string; summary: ProfileSummary }[] = [];
   for (const p of res.profiles) {
@@ -609,6 +712,8 @@ async function main(): Promise<void> {
       cleanMaxMs: res.clean1000Ms,
       harvest: res.harvest,
       report: res.report,
+      sets: res.sets,
+      completion: res.completion,
     },
     profiles: profileSummaries,
   };

@@ -21,13 +21,17 @@ import { StatusStore } from '../../src/status/store';
 import { silentLogger } from '../../src/util/log';
 import type { RawEngine } from '../lib/engine';
 import { names, type BenchRun, type BerthSandbox } from '../lib/fixture';
-import { berth, cpuProfArgs } from '../lib/proc';
+import { berth, cpuProfArgs, run as runCmd } from '../lib/proc';
 
 export interface ScaleSamples {
   n: number;
   seedMs: number;
   inproc: number[];
   cli: number[];
+  /** The CLI pass with berth's spec cache on disk removed first (`<state>/cache`: a first run, or a lost cache). */
+  cliNoCache: number[];
+  /** `node -e 0`, in the same rounds: Node's own start-up. */
+  bareNode: number[];
   floor: number[];
   /** Engine calls of each in-process pass, total and by `kind.op`. */
   calls: number[];
@@ -132,7 +136,7 @@ export async function noopScales(
     if (ph.get('Succeeded') !== n) throw new Error(`seeding ${n} attempts: phases ${JSON.stringify(Object.fromEntries(ph))}`);
     log(`no-op pass at ${n}: seeded in ${(seed.ms / 1000).toFixed(1)} s`);
 
-    const s: ScaleSamples = { n, seedMs: seed.ms, inproc: [], cli: [], floor: [], calls: [], callsByOp: {}, breakdown: { loadSpecs: [], loadStatus: [], observe: [] }, order: [] };
+    const s: ScaleSamples = { n, seedMs: seed.ms, inproc: [], cli: [], cliNoCache: [], bareNode: [], floor: [], calls: [], callsByOp: {}, breakdown: { loadSpecs: [], loadStatus: [], observe: [] }, order: [] };
     const inproc = async () => {
       counter.reset();
       const store = new StatusStore(sb.stateDir, sb.instance); // a fresh store reads every record, as a controller's pass does
@@ -159,6 +163,14 @@ export async function noopScales(
       const r = await berth(passArgs);
       s.cli.push(r.ms);
     };
+    const cliNoCache = async () => {
+      await fs.rm(path.join(sb.stateDir, 'cache'), { recursive: true, force: true });
+      const r = await berth(passArgs);
+      s.cliNoCache.push(r.ms);
+    };
+    const bareNode = async () => {
+      s.bareNode.push((await runCmd(process.execPath, ['-e', '0'])).ms);
+    };
     const floor = async () => {
       s.floor.push(await floorLists(engine, sb.instance));
     };
@@ -169,6 +181,8 @@ export async function noopScales(
       ['inproc', inproc],
       ['cli', cli],
       ['floor', floor],
+      ['cliNoCache', cliNoCache],
+      ['bareNode', bareNode],
     ];
     for (let r = 0; r < rounds; r++) {
       const order = contenders.map((_, i) => contenders[(i + r) % contenders.length] as [string, () => Promise<void>]);

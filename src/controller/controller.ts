@@ -112,7 +112,7 @@ export class Controller {
     this.queue = new WorkQueue({ clock: this.clock, ...(o.metrics ? { metrics: o.metrics.queueMetrics() } : {}) });
     this.slots = new Semaphore(Math.max(1, o.workers));
     this.specs = new SpecSource(
-      { specsDir: o.cfg.specsDir, resultsRoot: o.cfg.resultsRoot, debounceMs: o.debounceMs ?? 30, log: o.log },
+      { specsDir: o.cfg.specsDir, resultsRoot: o.cfg.resultsRoot, stateDir: o.cfg.stateDir, debounceMs: o.debounceMs ?? 30, log: o.log },
       (names, load) => {
         o.metrics?.specErrors.set(load.errors.length);
         for (const n of names) this.queue.add(n);

@@ -139,7 +139,7 @@ export async function planPass(cfg: PassConfig, engine: Engine, store: StatusSto
   // The engine's lists go out first; specs and records load while the engine answers.
   const statusesP = store.loadAll();
   const snapshotP = observe(engine, cfg.instance, statusesP.then(knownContainerIds), now());
-  const [load, statuses, snapshot] = await Promise.all([loadSpecs({ specsDir: cfg.specsDir, resultsRoot: cfg.resultsRoot }), statusesP, snapshotP]);
+  const [load, statuses, snapshot] = await Promise.all([loadSpecs({ specsDir: cfg.specsDir, resultsRoot: cfg.resultsRoot, cacheIn: cfg.stateDir }), statusesP, snapshotP]);
   const plan = planWithRunFloors(planInput(cfg, load, snapshot, statuses, now(), cfg.only ? { only: cfg.only } : {}));
   return { load, snapshot, plan };
 }

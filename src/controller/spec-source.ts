@@ -38,7 +38,7 @@ export class SpecSource {
   private rootProblem: string | undefined;
 
   constructor(
-    private readonly opts: { specsDir: string; resultsRoot: string; debounceMs: number; log: Logger },
+    private readonly opts: { specsDir: string; resultsRoot: string; debounceMs: number; log: Logger; /** The state folder: the first load may find outcomes kept on disk there. */ stateDir?: string },
     private readonly onChange: (names: string[], load: LoadReport) => void,
   ) {}
 
@@ -52,7 +52,9 @@ export class SpecSource {
     if (!this.dirty && this.current) return this.current;
     if (this.loading) return this.loading;
     this.dirty = false;
-    this.loading = loadSpecs({ specsDir: this.opts.specsDir, resultsRoot: this.opts.resultsRoot }).finally(() => (this.loading = undefined));
+    // Only the first load looks on disk (start-up); later ones find what they keep in memory.
+    const cacheIn = this.current ? undefined : this.opts.stateDir;
+    this.loading = loadSpecs({ specsDir: this.opts.specsDir, resultsRoot: this.opts.resultsRoot, ...(cacheIn !== undefined ? { cacheIn } : {}) }).finally(() => (this.loading = undefined));
     const load = await this.loading;
     if (load.rootError) {
       // A root that cannot be read knows no attempt: the last good load stays in force (nothing is

@@ -5,6 +5,7 @@
  */
 import { COMPONENTS, DEFAULTS, FINISHED_PHASES, LABELS, LEGACY_NAMING, REASONS, type Naming } from '../constants';
 import { desiredAttempt } from '../desired/attempt';
+import { LazyDesired } from '../desired/lazy';
 import type { DesiredAttempt } from '../desired/types';
 import type { ContainerSummary, NetworkSummary } from '../engine/types';
 import type { ObservedAttempt } from '../observe/types';
@@ -70,6 +71,7 @@ function hasAny(obs: Pick<ObservedAttempt, 'containers' | 'networks' | 'volumes'
  * removal operations for them, and `have` without them.
  */
 function dropRenamed(d: DesiredAttempt, have: ObservedAttempt): Operation[] {
+  if (have.networks.length === 0 && have.volumes.length === 0) return [];
   const netNames = new Set([d.network?.name, d.egressNetwork?.name]);
   const volNames = new Set(d.volumes.map((v) => v.name));
   const renamed = { containers: [], networks: have.networks.filter((n) => !netNames.has(n.name)), volumes: have.volumes.filter((v) => !volNames.has(v.name)) };
@@ -190,7 +192,8 @@ function desiredFor(inp: PlanInput, loaded: LoadedSpec, run: number, legacy = fa
   let byKey = desiredMemo.get(loaded);
   const hit = byKey?.get(key);
   if (hit) return hit;
-  const d = buildDesired(inp, loaded, run, legacy ? LEGACY_NAMING : undefined);
+  // Built on first use: most attempts of a big pass (finished, waiting) need only name, hash and run.
+  const d = new LazyDesired(loaded.spec.name, loaded.hash, run, loaded, () => buildDesired(inp, loaded, run, legacy ? LEGACY_NAMING : undefined));
   if (!byKey) desiredMemo.set(loaded, (byKey = new Map()));
   if (byKey.size >= 8) byKey.delete(byKey.keys().next().value as string);
   byKey.set(key, d);
@@ -319,7 +322,7 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
   const staleRun = current.containers.filter((c) => c.labels[LABELS.run] !== String(run));
   const runContainers = current.containers.filter((c) => c.labels[LABELS.run] === String(run));
   const main = runContainers.find((c) => isMain(c) && c.name === d.container.name);
-  const sidecarNames = new Set(d.sidecars.map((sc) => sc.name));
+  const sidecarNames = new Set(runContainers.length ? d.sidecars.map((sc) => sc.name) : []);
   const sidecarsObs: ContainerSummary[] = [];
   const dupes: ContainerSummary[] = [];
   for (const c of runContainers) {

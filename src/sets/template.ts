@@ -43,7 +43,16 @@ export function renderTemplate(template: unknown, coords: Readonly<Record<string
     return template.includes('${{') ? template.replace(EXPR, (whole, inner: string) => coords[MATRIX_REF.exec(inner)?.[1] ?? ''] ?? whole) : template;
   }
   if (Array.isArray(template)) return template.map((x) => renderTemplate(x, coords));
-  if (isRecord(template)) return Object.fromEntries(Object.entries(template).map(([k, v]) => [k, renderTemplate(v, coords)]));
+  if (isRecord(template)) {
+    // A plain loop (it runs for every child of a set); keys as in the template, __proto__ as data.
+    const out: Record<string, unknown> = {};
+    for (const k of Object.keys(template)) {
+      const v = renderTemplate(template[k], coords);
+      if (k === '__proto__') Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
+      else out[k] = v;
+    }
+    return out;
+  }
   return template;
 }
 

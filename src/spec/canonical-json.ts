@@ -4,11 +4,16 @@
  * which is what a hash needs (`JSON.stringify` keeps insertion order, so it is not canonical).
  */
 
+/** Deeper than any spec: a value nested this deep is taken for a cycle (a cheap check, no set of visited objects). */
+const MAX_DEPTH = 1000;
+/** Keys JSON.stringify writes as they are, between quotes (most keys of a spec). */
+const PLAIN_KEY = /^[A-Za-z0-9_./-]*$/;
+
 export function canonicalJson(value: unknown): string {
-  return write(value, new Set());
+  return write(value, 0);
 }
 
-function write(v: unknown, stack: Set<object>): string {
+function write(v: unknown, depth: number): string {
   if (v === null) return 'null';
   switch (typeof v) {
     case 'string':
@@ -21,15 +26,14 @@ function write(v: unknown, stack: Set<object>): string {
     case 'bigint':
       return v.toString();
     case 'object': {
-      if (stack.has(v)) throw new TypeError('canonicalJson: cyclic value');
-      stack.add(v);
+      if (depth >= MAX_DEPTH) throw new TypeError(`canonicalJson: cyclic value (or nested deeper than ${MAX_DEPTH})`);
       let out: string;
       // Plain loops and string appends: this runs for every spec of every load.
       if (Array.isArray(v)) {
         out = '[';
         for (let i = 0; i < v.length; i++) {
           const x: unknown = v[i];
-          out += (i ? ',' : '') + (x === undefined ? 'null' : write(x, stack));
+          out += (i ? ',' : '') + (x === undefined ? 'null' : write(x, depth + 1));
         }
         out += ']';
       } else {
@@ -40,12 +44,11 @@ function write(v: unknown, stack: Set<object>): string {
         for (const k of keys) {
           const x = rec[k];
           if (x === undefined) continue;
-          out += (first ? '' : ',') + JSON.stringify(k) + ':' + write(x, stack);
+          out += (first ? '' : ',') + (PLAIN_KEY.test(k) ? `"${k}":` : `${JSON.stringify(k)}:`) + write(x, depth + 1);
           first = false;
         }
         out += '}';
       }
-      stack.delete(v);
       return out;
     }
     default:

@@ -6,7 +6,9 @@
  * of one stat per file.
  */
 import { statSync } from 'node:fs';
-import { loadFile, type FileOutcome } from './load-file';
+/* eslint-disable @typescript-eslint/no-require-imports */
+import type * as LoadFile from './load-file';
+import type { FileOutcome } from './load-file';
 import type { Roots } from './path-checks';
 import type { LoadedSpec } from './types';
 import type { SpecFile } from './walk';
@@ -16,7 +18,7 @@ const cache = new Map<string, { sig: string; outcome: FileOutcome }>();
 
 const fromFileOnly = (l: LoadedSpec | undefined): boolean => !!l && l.spec.fixture === null && l.spec.secrets.every((s) => s.fromFile === undefined);
 
-function selfContained(o: FileOutcome): boolean {
+export function selfContained(o: FileOutcome): boolean {
   return (
     !o.unreadable &&
     o.errors.length === 0 &&
@@ -29,17 +31,17 @@ function selfContained(o: FileOutcome): boolean {
   );
 }
 
-/** A file's identity and version: what must hold for its kept outcome to hold. */
-function signature(abs: string): string | undefined {
+/** A file's identity and version: what must hold for its kept outcome to hold (device, inode, size, mtime, ctime). */
+export function signature(abs: string): string | undefined {
   try {
     const st = statSync(abs, { bigint: true });
-    return `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+    return `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
   } catch {
     return undefined;
   }
 }
 
-function keyOf(f: SpecFile, file: string, roots: Roots): string {
+export function keyOf(f: SpecFile, file: string, roots: Roots): string {
   return [f.abs, f.rel, file, roots.specsRoot, roots.resultsRoot].join('\0');
 }
 
@@ -50,17 +52,29 @@ export function cachedOutcome(f: SpecFile, file: string, roots: Roots): FileOutc
   return hit.sig === signature(f.abs) ? hit.outcome : undefined;
 }
 
-/** Loads `f` (no look at the cache first: the caller found nothing kept) and keeps the outcome when it may. */
-export async function loadAndKeep(f: SpecFile, file: string, roots: Roots): Promise<FileOutcome> {
+/**
+ * Loads `f` (no look at the cache first: the caller found nothing kept) and keeps the outcome when
+ * it may; `kept` hears of every outcome kept, with its key and the signature taken before the read.
+ */
+export async function loadAndKeep(f: SpecFile, file: string, roots: Roots, kept?: (key: string, sig: string, outcome: FileOutcome) => void): Promise<FileOutcome> {
+  // Lazy: yaml, the schema's validator and the checks load only when a file must be parsed (a
+  // pass whose every file comes from a cache never loads them).
+  const { loadFile } = require('./load-file') as typeof LoadFile;
   const sig = signature(f.abs);
   if (sig === undefined) return loadFile(f, file, roots);
   const key = keyOf(f, file, roots);
   const outcome = await loadFile(f, file, roots);
   if (selfContained(outcome)) {
-    if (cache.size >= MAX_ENTRIES) cache.delete(cache.keys().next().value as string);
-    cache.set(key, { sig, outcome });
+    keep(key, sig, outcome);
+    kept?.(key, sig, outcome);
   } else cache.delete(key);
   return outcome;
+}
+
+/** Keeps `outcome` (self-contained) for the file whose signature is `sig`. */
+export function keep(key: string, sig: string, outcome: FileOutcome): void {
+  if (cache.size >= MAX_ENTRIES && !cache.has(key)) cache.delete(cache.keys().next().value as string);
+  cache.set(key, { sig, outcome });
 }
 
 /** Forget every kept outcome (tests). */

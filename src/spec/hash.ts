@@ -19,7 +19,7 @@
  * again). The hashed form of a field is exactly what it was when the hash was first written
  * (test/unit/spec/hash-compat.test.ts): change one only with a SPEC_HASH_SCHEMA bump.
  */
-import { createHash } from 'node:crypto';
+import { hash as oneShotHash } from 'node:crypto';
 import { SPEC_HASH_SCHEMA } from '../constants';
 import { canonicalJson } from './canonical-json';
 import type { NormalizedAttempt } from './types';
@@ -63,10 +63,11 @@ export const SPEC_FIELDS = {
 /** The normalized attempt with the ignored fields blanked and the rest in their hashed form. */
 export function hashedSpec(spec: NormalizedAttempt): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(spec)) {
-    const rule: FieldRule = (SPEC_FIELDS as Record<string, FieldRule | undefined>)[key] ?? 'hash';
+  const rules = SPEC_FIELDS as Record<string, FieldRule | undefined>;
+  for (const key of Object.keys(spec)) {
+    const rule: FieldRule = (Object.hasOwn(rules, key) ? rules[key] : undefined) ?? 'hash';
     if (rule === 'ignore') continue;
-    out[key] = rule === 'hash' ? value : rule(spec);
+    out[key] = rule === 'hash' ? (spec as unknown as Record<string, unknown>)[key] : rule(spec);
   }
   return out;
 }
@@ -76,6 +77,7 @@ export function specHash(spec: NormalizedAttempt): string {
   return sha256Hex(canonicalJson({ schema: SPEC_HASH_SCHEMA, spec: hashedSpec(spec) }));
 }
 
+/** sha256 hex (crypto.hash: one call, no Hash object; a set's thousands of children each hash their spec). */
 export function sha256Hex(data: string | Uint8Array): string {
-  return createHash('sha256').update(data).digest('hex');
+  return oneShotHash('sha256', data, 'hex');
 }

@@ -8,6 +8,7 @@ import { isScalar } from 'yaml';
 import { DEFAULTS } from '../constants';
 import { checkDocument, declaredName, type DocOutcome } from './check-document';
 import type { Roots } from './path-checks';
+import { sha256Hex } from './hash';
 import { DocLocator } from './positions';
 import { readSpecFile } from './read-spec-file';
 import type { SpecFile } from './walk';
@@ -22,6 +23,8 @@ export interface FileOutcome {
   errors: SpecError[];
   /** The file could not be read or parsed far enough to trust what it declares. */
   unreadable: boolean;
+  /** sha256 of the bytes the outcome was read from (strict UTF-8: the text's encoding is those bytes). */
+  content?: string;
 }
 
 export async function loadFile(f: SpecFile, file: string, roots: Roots): Promise<FileOutcome> {
@@ -29,7 +32,7 @@ export async function loadFile(f: SpecFile, file: string, roots: Roots): Promise
   if (!read.ok) {
     return { docs: [], unreadable: true, errors: [{ file, line: read.line, col: read.col, path: '', code: read.code, message: read.message }] };
   }
-  return loadText(read.text, f, file, roots);
+  return { ...(await loadText(read.text, f, file, roots)), content: sha256Hex(read.text) };
 }
 
 /** The text of spec file `f` → its outcomes (everything after reading and decoding). */

@@ -17,9 +17,10 @@ import { promises as fsp, type Stats } from 'node:fs';
 import * as path from 'node:path';
 import { mapChunked, runBounded } from '../util/pool';
 import type { DocOutcome } from './check-document';
-import { cachedOutcome, loadAndKeep } from './file-cache';
+import { diskCachePath, DiskSpecCache } from './disk-cache';
+import { cachedOutcome, keep, keyOf, loadAndKeep } from './file-cache';
 import type { Roots } from './path-checks';
-import { displayPath, isInside, realpathLoose } from './path-util';
+import { displayPath, isInside, RealCache, realpathLoose } from './path-util';
 import { ioReason } from './read-spec-file';
 import { checkResultsOverlap } from './results-overlap';
 import type { LoadedSet, LoadedSpec, LoadResult, SourcePos, SpecError } from './types';
@@ -41,6 +42,8 @@ export interface LoadReport extends LoadResult {
 export interface LoadOptions {
   /** Results root (`--results-root`); every attempt's results folder must stay inside it. */
   resultsRoot: string;
+  /** The state folder: outcomes of unchanged files are kept on disk under it between processes (disk-cache.ts). */
+  cacheIn?: string;
 }
 
 /** One specs folder and the files to load from it. */
@@ -54,7 +57,7 @@ export async function loadSpecs(opts: { specsDir: string } & LoadOptions): Promi
   return guard(async () => {
     const root = path.resolve(opts.specsDir);
     const walk = await findSpecFiles(root);
-    return loadSets([{ root, ...walk }], opts.resultsRoot);
+    return loadSets([{ root, ...walk }], opts.resultsRoot, opts.cacheIn);
   });
 }
 
@@ -115,7 +118,7 @@ interface SetDeclaration {
   children: Declaration[];
 }
 
-async function loadSets(sets: SpecSet[], resultsRoot: string): Promise<LoadReport> {
+async function loadSets(sets: SpecSet[], resultsRoot: string, cacheIn?: string): Promise<LoadReport> {
   const errors: SpecError[] = [];
   const decls: Declaration[] = [];
   const setDecls = new Map<string, SetDeclaration[]>();
@@ -136,15 +139,27 @@ async function loadSets(sets: SpecSet[], resultsRoot: string): Promise<LoadRepor
       else if (p.folder) unreadableFolders.add(p.rel);
       else unreadableFiles.add(p.rel);
     }
-    const roots: Roots = { specsRoot: set.root, specsReal: await realpathLoose(set.root), resultsRoot: resultsAbs, resultsReal, realCache: new Map() };
+    const roots: Roots = { specsRoot: set.root, specsReal: await realpathLoose(set.root), resultsRoot: resultsAbs, resultsReal, realCache: new RealCache() };
     // Unchanged files answer from the cache (a stat each); the others load side by side (their
     // reads and fixture scans overlap). Results keep file order.
     const display = set.files.map((f) => displayPath(f.abs));
     const kept = await mapChunked(set.files, 200, (f, i) => cachedOutcome(f, display[i] as string, roots));
+    // What this process does not keep, a process before it may have kept on disk.
+    const disk = cacheIn !== undefined && kept.some((k) => !k) ? new DiskSpecCache(diskCachePath(cacheIn, roots), roots) : undefined;
+    if (disk) {
+      set.files.forEach((f, i) => {
+        if (kept[i]) return;
+        const key = keyOf(f, display[i] as string, roots);
+        const e = disk.get(key, f.abs);
+        if (!e) return;
+        keep(key, e.sig, e.outcome);
+        kept[i] = e.outcome;
+      });
+    }
     const missing = set.files.flatMap((f, i) => (kept[i] ? [] : [i]));
     const loaded = await runBounded(missing, 32, (i) => {
       const file = display[i] as string;
-      return loadAndKeep(set.files[i] as SpecFile, file, roots).catch((err: unknown) => ({
+      return loadAndKeep(set.files[i] as SpecFile, file, roots, disk ? (key, _sig, o) => disk.set(key, o) : undefined).catch((err: unknown) => ({
         docs: [] as DocOutcome[],
         errors: [{ file, line: 1, col: 1, path: '', code: 'io' as const, message: `internal error while loading: ${String(err)}` }],
         unreadable: true,
@@ -155,6 +170,7 @@ async function loadSets(sets: SpecSet[], resultsRoot: string): Promise<LoadRepor
       if (!settled || settled.status === 'rejected') throw settled?.reason ?? new Error(`no outcome for ${display[i]}`);
       kept[i] = settled.value;
     });
+    disk?.save();
     for (const [i, f] of set.files.entries()) {
       const file = display[i] as string;
       files.push(file);

@@ -9,7 +9,7 @@ import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { fixtureDigest } from './fixture-digest';
 import { scanFixture, type FixtureProblem } from './fixture-scan';
-import { isInside, isWithin, realpathLoose, toPosix } from './path-util';
+import { isInside, isWithin, realpathLooseSync, toPosix, type RealCache } from './path-util';
 import { ioReason } from './read-spec-file';
 
 /** The two roots every path check is made against (absolute; `*Real` with links resolved). */
@@ -19,7 +19,7 @@ export interface Roots {
   resultsRoot: string;
   resultsReal: string;
   /** realpath results of this load (folders shared by many specs are resolved once). */
-  realCache?: Map<string, Promise<string | undefined>>;
+  realCache?: RealCache;
 }
 
 export type Checked<T> = { ok: true; value: T } | { ok: false; problems: FixtureProblem[] };
@@ -57,11 +57,28 @@ export async function checkSecretFile(specDir: string, fromFile: string, roots: 
 
 /** Checks `results` (relative to the results root); returns it normalized, with forward slashes. */
 export async function checkResults(results: string, roots: Roots): Promise<Checked<string>> {
-  const abs = path.resolve(roots.resultsRoot, results);
+  return checkResultsSync(results, roots);
+}
+
+/** One path segment that path.resolve leaves as it is (an attempt's name, the default). */
+const ONE_SEGMENT = /^[A-Za-z0-9_-][A-Za-z0-9_.-]*$/;
+
+let lastRoot: [string, boolean] = ['', false];
+/** `root` is absolute, in the form path.resolve gives, and not `/` (remembered for the last root asked about). */
+function resolvedRoot(root: string): boolean {
+  if (lastRoot[0] !== root) lastRoot = [root, path.sep === '/' && root.length > 1 && path.resolve(root) === root];
+  return lastRoot[1];
+}
+
+/** checkResults, synchronously (its link checks use synchronous calls anyway). */
+export function checkResultsSync(results: string, roots: Roots): Checked<string> {
+  // The common case (the default: the attempt's name) without path.resolve and path.relative.
+  const simple = ONE_SEGMENT.test(results) && resolvedRoot(roots.resultsRoot);
+  const abs = simple ? `${roots.resultsRoot}/${results}` : path.resolve(roots.resultsRoot, results);
   if (!isInside(roots.resultsRoot, abs)) {
     return fail('path-escape', `results ${JSON.stringify(results)} must stay inside the results root ${roots.resultsRoot}`);
   }
-  const real = await realpathLoose(abs, roots.realCache);
+  const real = realpathLooseSync(abs, roots.realCache);
   if (!isInside(roots.resultsReal, real)) {
     return fail('path-escape', `results ${JSON.stringify(results)} leaves the results root through a link`);
   }
@@ -76,7 +93,7 @@ export async function checkResults(results: string, roots: Roots): Promise<Check
   if (isWithin(real, roots.specsReal)) {
     return fail('path-escape', `results folder ${real} contains the specs folder; choose another --results-root`);
   }
-  return { ok: true, value: toPosix(path.relative(roots.resultsRoot, abs)) };
+  return { ok: true, value: simple ? results : toPosix(path.relative(roots.resultsRoot, abs)) };
 }
 
 export async function resolveInsideSpecs(specDir: string, rel: string, roots: Roots, what: string): Promise<Checked<string>> {

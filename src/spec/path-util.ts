@@ -2,19 +2,36 @@
  * Path containment for the loader's safety checks: lexical containment, and containment after
  * resolving links for paths that may not exist yet (the longest existing prefix is resolved).
  */
-import { lstatSync, realpathSync } from 'node:fs';
+import { lstatSync, readdirSync, realpathSync } from 'node:fs';
 import * as path from 'node:path';
 
 /** An absolute path in normal form (no `.`, `..`, doubled or trailing separators). */
 function normalAbsolute(p: string): boolean {
+  if (path.sep === '/') {
+    // The same test as below without path.normalize (it runs several times per spec).
+    if (p.charCodeAt(0) !== 47) return false;
+    if (p.length === 1) return true;
+    return !p.endsWith('/') && !p.endsWith('/.') && !p.endsWith('/..') && !p.includes('//') && !p.includes('/./') && !p.includes('/../');
+  }
   return path.isAbsolute(p) && path.normalize(p) === p && (p.length === 1 || !p.endsWith(path.sep));
+}
+
+const normalRoots = new Map<string, boolean>();
+/** normalAbsolute of a root: the same few roots are asked about for every spec, so remembered (a bounded map). */
+function normalRoot(root: string): boolean {
+  let n = normalRoots.get(root);
+  if (n === undefined) {
+    if (normalRoots.size >= 64) normalRoots.clear();
+    normalRoots.set(root, (n = normalAbsolute(root)));
+  }
+  return n;
 }
 
 /** Whether `p` lies strictly inside `root` (both absolute, compared lexically). */
 export function isInside(root: string, p: string): boolean {
   // Both in normal form (what path.resolve and realpath give): a prefix test, without
   // path.relative's two resolves (a set's thousands of children each check their results folder).
-  if (normalAbsolute(root) && normalAbsolute(p)) {
+  if (normalRoot(root) && normalAbsolute(p)) {
     const prefix = root.endsWith(path.sep) ? root : root + path.sep;
     return p.length > prefix.length && p.startsWith(prefix);
   }
@@ -24,6 +41,7 @@ export function isInside(root: string, p: string): boolean {
 
 /** `p` is `root` or lies inside it. */
 export function isWithin(root: string, p: string): boolean {
+  if (normalAbsolute(root) && normalAbsolute(p)) return root === p || isInside(root, p);
   return path.resolve(root) === path.resolve(p) || isInside(root, p);
 }
 
@@ -38,24 +56,82 @@ function realOrUndefined(p: string): string | undefined {
   }
 }
 
+/**
+ * realpath results within one load. Folders shared by many paths (the results root, with a set's
+ * thousands of children under it) are resolved once, and once a folder has been asked about for
+ * more than a few of its entries, its entries are read once (readdir with their types): a name
+ * that is not there does not exist, a name that is there and no link resolves to the folder's
+ * real path joined with it, and only links are resolved one by one.
+ */
+export class RealCache {
+  private readonly real = new Map<string, string | undefined>();
+  private readonly asked = new Map<string, number>();
+  private readonly listings = new Map<string, Map<string, boolean> | null>();
+
+  /** realpath of `p` (absolute, normal), or undefined when it does not exist. */
+  get(p: string): string | undefined {
+    if (this.real.has(p)) return this.real.get(p);
+    const r = this.resolve(p);
+    this.real.set(p, r);
+    return r;
+  }
+
+  private resolve(p: string): string | undefined {
+    const parent = path.dirname(p);
+    if (parent === p) return realOrUndefined(p);
+    const n = (this.asked.get(parent) ?? 0) + 1;
+    this.asked.set(parent, n);
+    if (n <= LISTING_AFTER) return realOrUndefined(p);
+    // A folder that does not exist has no entries (a results root not made yet).
+    const parentReal = this.get(parent);
+    if (parentReal === undefined) return undefined;
+    const entries = this.listing(parent);
+    if (!entries) return realOrUndefined(p);
+    const isLink = entries.get(path.basename(p));
+    if (isLink === undefined) return undefined;
+    if (isLink) return realOrUndefined(p);
+    return path.join(parentReal, path.basename(p));
+  }
+
+  /** Entry name → whether it is a link; null when the folder cannot be listed. */
+  private listing(dir: string): Map<string, boolean> | null {
+    let l = this.listings.get(dir);
+    if (l === undefined) {
+      try {
+        l = new Map(readdirSync(dir, { withFileTypes: true }).map((e) => [e.name, e.isSymbolicLink()]));
+      } catch {
+        l = null;
+      }
+      this.listings.set(dir, l);
+    }
+    return l;
+  }
+}
+
+/** Entries of one folder asked about before the folder is listed instead. */
+const LISTING_AFTER = 8;
+
 /** realpath of `p`, or of its longest existing ancestor joined with the rest. Never throws. */
-export async function realpathLoose(p: string, cache?: Map<string, Promise<string | undefined>>): Promise<string> {
+export async function realpathLoose(p: string, cache?: RealCache): Promise<string> {
+  return realpathLooseSync(p, cache);
+}
+
+/** realpathLoose, synchronously. */
+export function realpathLooseSync(p: string, cache?: RealCache): string {
   const abs = path.resolve(p);
   const rest: string[] = [];
   let cur = abs;
-  const real1 = (q: string): Promise<string | undefined> => {
-    let r = cache?.get(q);
-    if (!r) {
-      r = Promise.resolve(realOrUndefined(q));
-      cache?.set(q, r);
-    }
-    return r;
-  };
+  const real1 = (q: string): string | undefined => (cache ? cache.get(q) : realOrUndefined(q));
   // No exception per missing level: a throw costs a stack trace, and a set's thousands of
   // children each have a results folder not made yet.
   for (;;) {
-    const real = await real1(cur);
-    if (real !== undefined) return rest.length ? path.join(real, ...rest.reverse()) : real;
+    const real = real1(cur);
+    if (real !== undefined) {
+      if (!rest.length) return real;
+      // The rest are plain names (abs is resolved): joined as path.join would, without its normalize.
+      if (path.sep === '/' && normalAbsolute(real)) return `${real === '/' ? '' : real}/${rest.reverse().join('/')}`;
+      return path.join(real, ...rest.reverse());
+    }
     const parent = path.dirname(cur);
     if (parent === cur) return abs;
     rest.push(path.basename(cur));

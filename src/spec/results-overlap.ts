@@ -7,7 +7,7 @@
  * so children are held to the same rule.
  */
 import * as path from 'node:path';
-import { realpathLoose } from './path-util';
+import { RealCache, realpathLooseSync } from './path-util';
 import type { LoadedSpec, SpecError } from './types';
 
 export interface OverlapOutcome {
@@ -20,8 +20,9 @@ export interface OverlapOutcome {
 
 export async function checkResultsOverlap(specs: LoadedSpec[], resultsRoot: string): Promise<OverlapOutcome> {
   const root = path.resolve(resultsRoot);
-  const cache = new Map<string, Promise<string | undefined>>();
-  const reals = await Promise.all(specs.map((s) => realpathLoose(path.resolve(root, s.spec.results), cache)));
+  // One cache for every attempt: a set's thousands of children share their parent folders.
+  const cache = new RealCache();
+  const reals = specs.map((s) => realpathLooseSync(path.resolve(root, s.spec.results), cache));
   const byReal = new Map<string, number[]>();
   reals.forEach((r, i) => byReal.set(r, [...(byReal.get(r) ?? []), i]));
   const clashes = new Map<number, { other: number; how: string }[]>();

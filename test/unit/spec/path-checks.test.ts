@@ -5,6 +5,8 @@ import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { loadSpecs } from '../../../src/spec/loader';
+import { checkResults } from '../../../src/spec/path-checks';
+import { RealCache } from '../../../src/spec/path-util';
 import { cleanupTemp, doc, sandbox, tempDir } from './helpers';
 
 describe('spec/path checks', () => {
@@ -142,5 +144,30 @@ describe('spec/path checks', () => {
       expect(r.errors.map((x) => [x.code, x.path])).to.deep.equal([['path-escape', 'spec.results']]);
       expect(r.errors[0]?.message).to.include('contains the specs folder');
     });
+  });
+});
+
+describe('spec/path checks: checkResults on one segment and on paths agree', () => {
+  afterEach(cleanupTemp);
+
+  it('gives the same verdict and value with or without the one-segment shortcut', async () => {
+    const base = tempDir();
+    const specs = path.join(base, 'specs');
+    const results = path.join(base, 'results');
+    mkdirSync(specs);
+    mkdirSync(results);
+    symlinkSync(tempDir(), path.join(results, 'out'));
+    symlinkSync(specs, path.join(results, 'tospecs'));
+    const roots = { specsRoot: specs, specsReal: specs, resultsRoot: results, resultsReal: results, realCache: new RealCache() };
+    for (const r of ['a', 'a-b_c.d', 'out', 'tospecs', 'x/../a', './a', 'a/b', '..', 'a.']) {
+      const short = await checkResults(r, roots);
+      // The long way: a root written with a trailing separator is not in resolved form.
+      const long = await checkResults(r, { ...roots, resultsRoot: `${results}/`, realCache: new RealCache() });
+      const verdict = (c: Awaited<ReturnType<typeof checkResults>>) => (c.ok ? c : c.problems.map((x) => x.code));
+      expect(verdict(short), r).to.deep.equal(verdict(long));
+    }
+    expect((await checkResults('out', roots)).ok).to.equal(false);
+    expect((await checkResults('tospecs', roots)).ok).to.equal(false);
+    expect(await checkResults('a', roots)).to.deep.equal({ ok: true, value: 'a' });
   });
 });

@@ -1,0 +1,193 @@
+/**
+ * Spec outcomes kept on disk between processes (a CI job's `reconcile --once` in a new process
+ * with the state folder kept): what file-cache.ts keeps in memory, for the same files only (those
+ * whose outcome depends on nothing but the file: no errors, no fixture, no secret file, no
+ * `fromDir`), in `<state>/cache/specs-<16 hex>.json` (one file per specs folder, results root and
+ * working directory, mode 0600).
+ *
+ * Keyed by content, not by the file's identity: a fresh checkout (new inodes and times, the
+ * state folder kept, as CI runs) still finds the outcomes of the files whose bytes did not change.
+ *
+ * Safe by construction:
+ * - a file's outcome is used only for the very bytes it was read from: the sha256 of the bytes
+ *   parsed (taken from the same read) must equal the sha256 of the file as it is now, so a
+ *   changed file is never served stale, however its size and times look;
+ * - the whole cache is used only by the berth that wrote it: the same version and the same build
+ *   of this module (its file's size and mtime), the same roots;
+ * - every results folder it names is checked again against the results root as the loader
+ *   checks it (links included) before an outcome is used;
+ * - a cache file that cannot be read, is not JSON or has not the expected shape is ignored
+ *   (and replaced by the next write); writing it is best effort (temp file, then rename);
+ * - it holds what the spec files say (names, images, commands, env values written in them,
+ *   secret names and the variables they come from), never a secret's value: berth reads those
+ *   only when it starts a container.
+ */
+import { randomBytes } from 'node:crypto';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import * as path from 'node:path';
+import { signature } from './file-cache';
+import { sha256Hex } from './hash';
+import type { FileOutcome } from './load-file';
+import { checkResultsSync, type Roots } from './path-checks';
+import type { LoadedSpec } from './types';
+
+const FORMAT = 1;
+
+interface Entry {
+  /** sha256 of the file's bytes the outcome was read from. */
+  content: string;
+  outcome: FileOutcome;
+}
+
+interface CacheFile {
+  format: number;
+  build: string;
+  entries: Record<string, Entry>;
+}
+
+let buildId: string | undefined;
+/** berth's version and this build of the loader. */
+function build(): string {
+  if (buildId === undefined) {
+    let version = 'unknown';
+    try {
+      version = (JSON.parse(readFileSync(path.resolve(__dirname, '..', '..', 'package.json'), 'utf8')) as { version?: string }).version ?? 'unknown';
+    } catch {
+      /* no package.json beside the build: the module's own stat still tells builds apart */
+    }
+    const st = statSync(__filename, { bigint: true });
+    buildId = `${version}:${st.size}:${st.mtimeNs}`;
+  }
+  return buildId;
+}
+
+
+/** The cache file for a specs folder and results root, under `stateDir`. */
+export function diskCachePath(stateDir: string, roots: Pick<Roots, 'specsRoot' | 'resultsRoot'>, cwd = process.cwd()): string {
+  return path.join(path.resolve(stateDir), 'cache', `specs-${sha256Hex([roots.specsRoot, roots.resultsRoot, cwd].join('\0')).slice(0, 16)}.json`);
+}
+
+function isEntry(e: unknown): e is Entry {
+  if (typeof e !== 'object' || e === null) return false;
+  const x = e as Partial<Entry>;
+  const o = x.outcome as Partial<FileOutcome> | undefined;
+  return typeof x.content === 'string' && typeof o === 'object' && o !== null && Array.isArray(o.docs) && Array.isArray(o.errors) && o.errors.length === 0 && o.unreadable === false;
+}
+
+/** sha256 of a file's bytes, or undefined when it cannot be read. */
+function contentHash(abs: string): string | undefined {
+  try {
+    return sha256Hex(readFileSync(abs));
+  } catch {
+    return undefined;
+  }
+}
+
+/** The loaded specs an outcome holds (an AttemptSet's children included). */
+function loadedSpecs(o: FileOutcome): LoadedSpec[] {
+  const out: LoadedSpec[] = [];
+  for (const d of o.docs) {
+    if (d.loaded) out.push(d.loaded);
+    for (const c of d.set?.children ?? []) if (c.loaded) out.push(c.loaded);
+  }
+  return out;
+}
+
+/** Every spec of the outcome is well formed and its results folder still passes the loader's check, to the same value. */
+function stillHolds(o: FileOutcome, roots: Roots): boolean {
+  for (const d of o.docs) {
+    if (typeof d !== 'object' || d === null || !Array.isArray(d.errors) || d.errors.length > 0) return false;
+    if (d.set && (!Array.isArray(d.set.children) || typeof d.set.loaded !== 'object' || d.set.loaded === null)) return false;
+  }
+  for (const l of loadedSpecs(o)) {
+    if (typeof l !== 'object' || l === null || typeof l.hash !== 'string' || typeof l.spec !== 'object' || l.spec === null || typeof l.spec.results !== 'string') return false;
+    const r = checkResultsSync(l.spec.results, roots);
+    if (!r.ok || r.value !== l.spec.results) return false;
+  }
+  return true;
+}
+
+/** One specs folder's kept outcomes on disk: read once, looked up per file, written back when they changed. */
+export class DiskSpecCache {
+  private entries: Record<string, Entry> = Object.create(null) as Record<string, Entry>;
+  private changed = false;
+  /** Entries used or stored in this load: only these are written back (files gone are dropped). */
+  private readonly live = new Set<string>();
+  /** What the last read found: for reports and tests. */
+  readonly stats = { hits: 0, misses: 0, ignored: '' };
+
+  constructor(
+    private readonly file: string,
+    private readonly roots: Roots,
+  ) {
+    let raw: string;
+    try {
+      raw = readFileSync(file, 'utf8');
+    } catch {
+      return; // none yet
+    }
+    try {
+      const parsed = JSON.parse(raw) as Partial<CacheFile>;
+      if (typeof parsed !== 'object' || parsed === null || parsed.format !== FORMAT || typeof parsed.entries !== 'object' || parsed.entries === null) {
+        this.stats.ignored = 'not a spec cache of this format';
+        return;
+      }
+      if (parsed.build !== build()) {
+        this.stats.ignored = 'written by another build of berth';
+        return;
+      }
+      for (const [k, e] of Object.entries(parsed.entries)) if (isEntry(e)) this.entries[k] = e;
+    } catch {
+      this.stats.ignored = 'damaged';
+    }
+  }
+
+  /**
+   * The kept outcome for `key` if the file at `abs` holds the very bytes it was read from and it
+   * still holds, with the file's signature taken before its bytes were read (for the memory cache).
+   */
+  get(key: string, abs: string): { sig: string; outcome: FileOutcome } | undefined {
+    const e = Object.hasOwn(this.entries, key) ? this.entries[key] : undefined;
+    const sig = e ? signature(abs) : undefined;
+    if (!e || sig === undefined || e.content !== contentHash(abs) || !stillHolds(e.outcome, this.roots)) {
+      this.stats.misses++;
+      return undefined;
+    }
+    this.stats.hits++;
+    this.live.add(key);
+    return { sig, outcome: e.outcome };
+  }
+
+  /** Keeps a self-contained outcome under the hash of the very bytes it was read from (loadFile gives it). */
+  set(key: string, outcome: FileOutcome): void {
+    const content = outcome.content;
+    if (content === undefined) return;
+    this.entries[key] = { content, outcome };
+    this.live.add(key);
+    this.changed = true;
+  }
+
+  /** Writes the cache back if an outcome was added or a kept one is no longer used; never throws. */
+  save(): void {
+    const keys = Object.keys(this.entries);
+    if (!this.changed && keys.every((k) => this.live.has(k))) return;
+    const entries: Record<string, Entry> = {};
+    for (const k of keys) if (this.live.has(k)) entries[k] = this.entries[k] as Entry;
+    const data: CacheFile = { format: FORMAT, build: build(), entries };
+    const temp = `${this.file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
+    // The state folder is made by the commands that write state, never for a cache.
+    if (!existsSync(path.dirname(path.dirname(this.file)))) return;
+    try {
+      mkdirSync(path.dirname(this.file), { recursive: true, mode: 0o700 });
+      const fd = openSync(temp, 'wx', 0o600);
+      try {
+        writeSync(fd, JSON.stringify(data));
+      } finally {
+        closeSync(fd);
+      }
+      renameSync(temp, this.file);
+    } catch {
+      rmSync(temp, { force: true });
+    }
+  }
+}
