@@ -687,7 +687,12 @@ export class Executor {
     const mount = resultsDir ?? rec.resultsDir;
     try {
       // berth's own files go into the run folder: made or found below the results root with no link followed.
-      if (mount) await mkdirBelow(resultsBase(this.deps.resultsRoot, mount), path.dirname(mount));
+      if (mount) {
+        // The results root itself is the user's, made as it is given (as for a new run's folder).
+        const base = resultsBase(this.deps.resultsRoot, mount);
+        await fs.mkdir(base, { recursive: true });
+        await mkdirBelow(base, path.dirname(mount));
+      }
       // a backend whose runs write their results elsewhere (a swarm node) brings them home first
       if (mount && id && this.deps.engine.containers.collect) await this.deps.engine.containers.collect(id, mount);
       if (mount) await harvest(this.deps.engine, path.dirname(mount), mount, id, final, sidecars, this.deps.harvest ?? DEFAULT_LIMITS, this.deps.signal);

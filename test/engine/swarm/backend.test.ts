@@ -92,14 +92,19 @@ describe('--backend swarm on a real two-node swarm', function () {
     process.env[VAR] = `value-${sb.instance}`;
     const sw = createSwarmEngine(s.manager.docker);
     try {
-      await sb.write('s.yaml', sb.attempt('s', `test "$(cat /run/secrets/token)" = "value-${sb.instance}"`, `  secrets:\n    - {name: token, fromEnv: ${VAR}}\n`));
-      const r = await swarmCli(sb, s, 'reconcile', '--once', '--wait', '--timeout', '120');
-      expect((await sb.status('s'))?.phase, r.stderr).to.equal('Succeeded');
+      // The run outlives its deadline, so its secret can be seen while it runs.
+      await sb.write('s.yaml', sb.attempt('s', `test "$(cat /run/secrets/token)" = "value-${sb.instance}" && sleep 600`, `  deadlineSeconds: 15\n  secrets:\n    - {name: token, fromEnv: ${VAR}}\n`));
+      const started = await swarmCli(sb, s, 'reconcile', '--once');
+      expect(started.code, started.stderr).to.equal(0);
       const secrets = await sw.secrets.list([`${LABELS.instance}=${sb.instance}`]);
       expect(secrets.length).to.equal(1);
       expect(secrets[0]?.name).to.match(/^b-[0-9a-f]{16}-[0-9a-f]{16}$/);
       expect(JSON.stringify(secrets)).not.to.contain(`value-${sb.instance}`);
       expect(secrets[0]?.labels[SWARM.secretFileLabel]).to.match(/^token:/);
+      // Its run ends (the deadline): the holder of a secret is removed right after the harvest, its swarm secret with it.
+      const r = await swarmCli(sb, s, 'reconcile', '--once', '--wait', '--timeout', '150');
+      expect((await sb.status('s'))?.phase, r.stderr).to.equal('TimedOut');
+      expect(await sw.secrets.list([`${LABELS.instance}=${sb.instance}`])).to.deep.equal([]);
     } finally {
       delete process.env[VAR];
       const c = await swarmCli(sb, s, 'clean');
