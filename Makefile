@@ -4,7 +4,7 @@ SHELL := /bin/bash
 NPM ?= npm
 BERTH := node bin/berth.js
 
-.PHONY: help deps build engine images setup run test test-unit lint typecheck bench bench-sets clean-engine
+.PHONY: help deps build engine git images setup run test test-unit lint typecheck bench bench-sets clean-engine
 
 help:
 	@echo "make run    reconcile the example specs in specs/ on the local engine, then show them"
@@ -26,7 +26,11 @@ engine:
 images: deps engine
 	./scripts/images.sh
 
-setup: deps build images
+# the system git: specs from git (--git) and its tests
+git:
+	./scripts/git-up.sh
+
+setup: deps build images git
 
 # reconcile --wait ends with the `berth get` table
 run: setup

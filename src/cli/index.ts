@@ -55,6 +55,22 @@ function maxRunningOption(): Option {
   return new Option('--max-running <n>', 'attempts running at once').argParser(int('--max-running', 1)).default(n, `2 × CPUs, at least 2: ${n} here`);
 }
 
+/** `--git URL [--git-ref REF] [--git-path DIR]` (and `--git-interval` for reconcile). */
+function gitOptions(cmd: Command, interval: boolean): Command {
+  cmd
+    .option('--git <url>', 'specs from a git repository (https://, ssh://, git://, file:// or user@host:path; never credentials in it)')
+    .option('--git-ref <ref>', "with --git: the branch or tag to follow (default: the remote's default branch)")
+    .option('--git-path <dir>', 'with --git: the specs folder inside the repository (default: its root)');
+  if (interval) {
+    cmd.addOption(
+      new Option('--git-interval <duration>', 'with --git, controller: fetch this often')
+        .argParser(durationMs('--git-interval'))
+        .default(undefined, `${DEFAULTS.gitIntervalMs / 1000}s`),
+    );
+  }
+  return cmd;
+}
+
 function collect(v: string, prev: string[] = []): string[] {
   return [...prev, v];
 }
@@ -79,20 +95,28 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) });
 
-  const ctx = (cmd: Command) => makeContext(cmd.optsWithGlobals<GlobalOptions>(), io);
+  // Without --specs, commands other than reconcile, plan and validate follow the state folder's git source, if any.
+  const ctx = (cmd: Command) =>
+    makeContext({ ...cmd.optsWithGlobals<GlobalOptions>(), followGitSource: !['reconcile', 'plan', 'validate'].includes(cmd.name()) && cmd.getOptionValueSourceWithGlobals('specs') === 'default' }, io);
   const done = (p: Promise<number>) => p.then(setExit);
 
-  program
+  const validate = program
     .command('validate')
     .description('check specs; no engine needed')
     .argument('[path...]', 'spec files or folders (default: --specs)')
-    .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
-    .action(async (paths: string[], o: { output: 'text' | 'json' }, cmd: Command) => {
-      const c = ctx(cmd);
-      await done((require('./commands/validate') as typeof ValidateCmd).runValidate(paths.length ? paths : [c.specsDir], { output: o.output, resultsRoot: c.resultsRoot }, io));
-    });
+    .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'));
+  gitOptions(validate, false).action(async (paths: string[], o: { output: 'text' | 'json'; git?: string }, cmd: Command) => {
+    const c = ctx(cmd);
+    const v = require('./commands/validate') as typeof ValidateCmd;
+    if (Object.keys(o).some((k) => k.startsWith('git'))) {
+      if (paths.length) throw new UsageError('--git validates the repository: give no paths');
+      await done(v.runValidateGit(c, o));
+      return;
+    }
+    await done(v.runValidate(paths.length ? paths : [c.specsDir], { output: o.output, resultsRoot: c.resultsRoot }, io));
+  });
 
-  program
+  const plan = program
     .command('plan')
     .description('what reconcile would do, and why, changing nothing')
     .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
@@ -101,12 +125,12 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--egress-proxy-image <image>', 'image of the egress proxy sidecar (same contract as docs/EGRESS.md)')
     .option('--egress-network <name>', 'existing network the egress proxy reaches out through (default: one per attempt)')
     .option('--allow-empty', 'let a specs folder with no attempts remove the instance\'s attempts (default: such a folder removes nothing)')
-    .option('--infra-retries <n>', `as for reconcile (default ${DEFAULTS.infraRetries})`, int('--infra-retries', 0))
-    .action(async (o, cmd: Command) => {
-      await done((require('./commands/plan') as typeof PlanCmd).runPlan(ctx(cmd), o));
-    });
+    .option('--infra-retries <n>', `as for reconcile (default ${DEFAULTS.infraRetries})`, int('--infra-retries', 0));
+  gitOptions(plan, false).action(async (o, cmd: Command) => {
+    await done((require('./commands/plan') as typeof PlanCmd).runPlan(ctx(cmd), o));
+  });
 
-  program
+  const reconcile = program
     .command('reconcile')
     .description('converge the engine to the specs')
     .option('--once', 'make one full pass and exit')
@@ -125,11 +149,11 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
       '--infra-retries <n>',
       `re-runs of an attempt after infrastructure deaths (EngineRestarted, StartFailed), apart from its spec's retries (default ${DEFAULTS.infraRetries})`,
       int('--infra-retries', 0),
-    )
-    .action(async (o, cmd: Command) => {
-      if (o.wait && !o.once) throw new UsageError('--wait goes with --once');
-      await done((require('./commands/reconcile') as typeof ReconcileCmd).runReconcile(ctx(cmd), o));
-    });
+    );
+  gitOptions(reconcile, true).action(async (o, cmd: Command) => {
+    if (o.wait && !o.once) throw new UsageError('--wait goes with --once');
+    await done((require('./commands/reconcile') as typeof ReconcileCmd).runReconcile(ctx(cmd), o));
+  });
 
   program
     .command('get')

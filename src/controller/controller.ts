@@ -41,6 +41,8 @@ import type { ControllerMetrics } from './metrics';
 import { knownContainerIds, planInput, planWithRunFloors, type PassConfig } from './pass';
 import { WorkQueue } from './queue';
 import { SpecSource } from './spec-source';
+import { GitPoller } from '../git/poller';
+import type { GitSource } from '../git/source';
 
 /** The key that means "everything": startup, resync, a reconnected event stream. */
 export const ALL = '*';
@@ -62,6 +64,8 @@ export interface ControllerOptions {
   debounceMs?: number;
   clock?: Clock;
   metrics?: ControllerMetrics;
+  /** Specs from git (prepared): polled instead of watching the specs folder. */
+  git?: GitSource;
 }
 
 export class Controller {
@@ -71,6 +75,8 @@ export class Controller {
   /** The engine, its calls feeding `health`. */
   readonly engine: Engine;
   private readonly specs: SpecSource;
+  /** Fetches the git source, when there is one. */
+  readonly poller: GitPoller | undefined;
   private readonly events: EngineSource;
   private readonly clock: Clock;
   private readonly slots: Semaphore;
@@ -111,12 +117,19 @@ export class Controller {
     this.queue = new WorkQueue({ clock: this.clock, ...(o.metrics ? { metrics: o.metrics.queueMetrics() } : {}) });
     this.slots = new Semaphore(Math.max(1, o.workers));
     this.specs = new SpecSource(
-      { specsDir: o.cfg.specsDir, resultsRoot: o.cfg.resultsRoot, debounceMs: o.debounceMs ?? 30, log: o.log },
+      { specsDir: o.cfg.specsDir, resultsRoot: o.cfg.resultsRoot, debounceMs: o.debounceMs ?? 30, log: o.log, ...(o.git ? { git: { current: () => o.git?.current(), url: o.git.cfg.url.display } } : {}) },
       (names, load) => {
         o.metrics?.specErrors.set(load.errors.length);
         for (const n of names) this.queue.add(n);
       },
     );
+    // A new revision: load it (changed names are queued) and look at everything (what it no longer holds).
+    this.poller = o.git
+      ? new GitPoller(o.git, this.clock, () => {
+          this.specs.reload();
+          this.queue.add(ALL);
+        })
+      : undefined;
     this.events = new EngineSource(this.engine, o.cfg.instance, o.log, {
       onEvent: (ev) => {
         const key = ev.attributes[LABELS.attempt];
@@ -139,8 +152,12 @@ export class Controller {
   }
 
   async start(): Promise<void> {
-    this.specs.watch();
-    await this.specs.ready();
+    if (this.o.git) await this.o.git.prepare();
+    if (this.poller) this.poller.start();
+    else {
+      this.specs.watch();
+      await this.specs.ready();
+    }
     this.events.start();
     this.queue.add(ALL);
     this.scheduleResync();
@@ -194,6 +211,7 @@ export class Controller {
       load = l;
       const busy = new Set(this.inflight.keys());
       const p = planWithRunFloors(planInput(this.o.cfg, load, snapshot, statuses, this.clock.now(), { ...(all ? {} : { only: keys }), reservedSlots: reserved, reservedBySet }));
+      if (load.revision !== undefined) void this.o.git?.applied(load.revision, load.errors).catch((err: unknown) => log.warn(`git source status: ${String(err)}`));
       if (all) {
         this.synced = true;
         this.queue.forget(ALL); // a failed resync's back-off starts over
@@ -367,6 +385,7 @@ export class Controller {
     this.halt.abort(new Error('the controller is stopping'));
     if (this.resyncTimer) this.clock.clearTimeout(this.resyncTimer);
     this.events.close();
+    await this.poller?.stop();
     await this.specs.close();
     this.queue.shutDown();
     const settled = (async () => {

@@ -39,6 +39,8 @@ export interface LoadReport extends LoadResult {
 export interface LoadOptions {
   /** Results root (`--results-root`); every attempt's results folder must stay inside it. */
   resultsRoot: string;
+  /** The specs folder is a revision of a git source (this commit): `fromFile` secrets are errors, and every spec carries the revision. */
+  revision?: string;
 }
 
 /** One specs folder and the files to load from it. */
@@ -52,7 +54,10 @@ export async function loadSpecs(opts: { specsDir: string } & LoadOptions): Promi
   return guard(async () => {
     const root = path.resolve(opts.specsDir);
     const walk = await findSpecFiles(root);
-    return loadSets([{ root, ...walk }], opts.resultsRoot);
+    const load = await loadSets([{ root, ...walk }], opts.resultsRoot, opts.revision !== undefined);
+    if (opts.revision === undefined) return load;
+    const revision = opts.revision;
+    return { ...load, specs: load.specs.map((s) => ({ ...s, revision })), revision };
   });
 }
 
@@ -105,7 +110,7 @@ interface SetDeclaration {
   children: Declaration[];
 }
 
-async function loadSets(sets: SpecSet[], resultsRoot: string): Promise<LoadReport> {
+async function loadSets(sets: SpecSet[], resultsRoot: string, fromGit = false): Promise<LoadReport> {
   const errors: SpecError[] = [];
   const decls: Declaration[] = [];
   const setDecls = new Map<string, SetDeclaration[]>();
@@ -126,7 +131,7 @@ async function loadSets(sets: SpecSet[], resultsRoot: string): Promise<LoadRepor
       else if (p.folder) unreadableFolders.add(p.rel);
       else unreadableFiles.add(p.rel);
     }
-    const roots: Roots = { specsRoot: set.root, specsReal: await realpathLoose(set.root), resultsRoot: resultsAbs, resultsReal, realCache: new Map() };
+    const roots: Roots = { specsRoot: set.root, specsReal: await realpathLoose(set.root), resultsRoot: resultsAbs, resultsReal, realCache: new Map(), ...(fromGit ? { fromGit } : {}) };
     // Unchanged files answer from the cache (a stat each); the others load side by side (their
     // reads and fixture scans overlap). Results keep file order.
     const display = set.files.map((f) => displayPath(f.abs));

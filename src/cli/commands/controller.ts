@@ -18,8 +18,12 @@ import { instrumentEngine } from '../../engine/wrap';
 import { passConfig, type Context } from '../context';
 import type { ReconcileOptions } from './reconcile';
 import { takeWriterLocks, type WriterLocks } from './writer-lock';
+import type { GitSource } from '../../git/source';
+import { gitSourceFrom } from '../git-flags';
 
 export async function runController(ctx: Context, o: ReconcileOptions, signal?: AbortSignal): Promise<number> {
+  // Specs from git: polled, nothing on disk watched (a bad URL, ref or path is a UsageError).
+  const git = await gitSourceFrom(ctx, o);
   const cfg = passConfig(ctx, o);
   const metrics = new ControllerMetrics({ processMetrics: !!o.metricsAddr });
   const engine = instrumentEngine(ctx.engine(), metrics.engineListener);
@@ -31,7 +35,7 @@ export async function runController(ctx: Context, o: ReconcileOptions, signal?: 
   process.once('SIGTERM', onTerm);
   process.once('SIGINT', onInt);
   try {
-    return await serveController(ctx, o, signal, { cfg, metrics, engine, stopped, onStop });
+    return await serveController(ctx, o, signal, { cfg, metrics, engine, stopped, onStop, ...(git ? { git } : {}) });
   } finally {
     process.off('SIGTERM', onTerm);
     process.off('SIGINT', onInt);
@@ -44,6 +48,7 @@ interface Started {
   engine: Engine;
   stopped: Promise<string>;
   onStop: (why: string) => void;
+  git?: GitSource;
 }
 
 async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortSignal | undefined, s: Started): Promise<number> {
@@ -73,6 +78,7 @@ async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortS
     workers: o.workers ?? cfg.concurrency,
     resyncMs: (o.resync ?? 30) * 1000,
     metrics,
+    ...(s.git ? { git: s.git } : {}),
   });
   let lock: WriterLocks | undefined;
   let http: Awaited<ReturnType<typeof serve>> | undefined;
@@ -114,7 +120,7 @@ async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortS
       }, (o.lockCheckSeconds ?? DEFAULTS.lockCheckSeconds) * 1000);
       guard.unref();
       await controller.start();
-      ctx.log.info('controller started', { instance: ctx.instance, specs: ctx.specsDir, workers: o.workers ?? cfg.concurrency, resync: `${o.resync ?? 30}s` });
+      ctx.log.info('controller started', { instance: ctx.instance, ...(s.git ? { git: s.git.cfg.url.display, ref: s.git.cfg.ref ?? 'HEAD', interval: `${s.git.cfg.intervalMs / 1000}s` } : { specs: ctx.specsDir }), workers: o.workers ?? cfg.concurrency, resync: `${o.resync ?? 30}s` });
     }
     const why = await stopped;
     ctx.log.info(`${why}: finishing the operations in flight; attempts keep running`);

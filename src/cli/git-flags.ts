@@ -1,0 +1,81 @@
+/**
+ * `--git URL [--git-ref REF] [--git-path DIR] [--git-interval DUR]` (reconcile, plan,
+ * validate): checked here (the URL, the ref, the path: url.ts, ref.ts, then `git
+ * check-ref-format`), turned into a GitSource. `peekRevision` is for the commands that change
+ * nothing (plan, validate): it fetches into a ref and a folder of its own, leaving the
+ * revision in force alone.
+ */
+import { randomBytes } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import { DEFAULTS } from '../constants';
+import { runGit } from '../git/exec';
+import { gitPathProblem, normalGitPath, refProblem } from '../git/ref';
+import { GitSource, type Revision } from '../git/source';
+import { parseGitUrl } from '../git/url';
+import { UsageError, type Context } from './context';
+
+export interface GitFlags {
+  git?: string;
+  gitRef?: string;
+  gitPath?: string;
+  /** ms */
+  gitInterval?: number;
+}
+
+/** The git source the flags name, or undefined without `--git`; a UsageError for a bad URL, ref or path. */
+export async function gitSourceFrom(ctx: Context, o: GitFlags): Promise<GitSource | undefined> {
+  if (o.git === undefined) {
+    for (const f of ['gitRef', 'gitPath', 'gitInterval'] as const) if (o[f] !== undefined) throw new UsageError(`--${f.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} goes with --git`);
+    return undefined;
+  }
+  const url = parseGitUrl(o.git);
+  if (!url.ok) throw new UsageError(`--git: ${url.message}`);
+  if (o.gitRef !== undefined) {
+    const problem = refProblem(o.gitRef);
+    if (problem) throw new UsageError(`--git-ref ${JSON.stringify(o.gitRef)}: ${problem}`);
+    // git's own rules too (the ref cannot start with "-" here: checked above).
+    const ok = await runGit(['check-ref-format', '--allow-onelevel', o.gitRef], { home: ctx.stateDir, cwd: '/' }).then(
+      () => true,
+      () => false,
+    );
+    if (!ok) throw new UsageError(`--git-ref ${JSON.stringify(o.gitRef)}: not a valid ref name (git check-ref-format)`);
+  }
+  if (o.gitPath !== undefined) {
+    const problem = gitPathProblem(o.gitPath);
+    if (problem) throw new UsageError(`--git-path ${JSON.stringify(o.gitPath)}: ${problem}`);
+  }
+  return new GitSource({
+    url: url.value,
+    ...(o.gitRef !== undefined ? { ref: o.gitRef } : {}),
+    path: normalGitPath(o.gitPath ?? ''),
+    stateDir: ctx.stateDir,
+    intervalMs: o.gitInterval ?? DEFAULTS.gitIntervalMs,
+    log: ctx.log,
+  });
+}
+
+/**
+ * The source's current commit, fetched into a ref and written out into a folder of this
+ * command's own (the revision in force, and a controller using it, are left alone); `done()`
+ * removes both. Rejects with git's error when the fetch fails.
+ */
+export async function peekRevision(src: GitSource): Promise<Revision & { done(): Promise<void> }> {
+  const m = src.mirror;
+  await m.init();
+  const tag = `${process.pid}-${randomBytes(6).toString('hex')}`;
+  const ref = `refs/berth/peek/${tag}`;
+  const dir = path.join(m.root, `.tmp-${tag}`);
+  const done = async () => {
+    await fs.rm(dir, { recursive: true, force: true });
+    await runGit(['--git-dir', m.mirror, 'update-ref', '-d', ref], { home: path.join(m.root, 'home'), cwd: m.root }).catch(() => undefined);
+  };
+  try {
+    const revision = await m.fetch(src.cfg.url.url, src.cfg.ref, ref);
+    await m.materialize(revision, src.cfg.path, dir);
+    return { revision, dir, done };
+  } catch (err) {
+    await done();
+    throw err;
+  }
+}

@@ -1,0 +1,208 @@
+/**
+ * Specs from git, for real: a bare repository over file:// and git daemon over git:// on
+ * 127.0.0.1, berth's CLI in-process against the real engine. Commits add, edit and delete specs,
+ * an empty commit changes nothing, a force-push goes back, an invalid spec leaves the rest of its
+ * revision applied, a revision with no attempts prunes nothing without --allow-empty, a fetch that
+ * fails keeps the last good revision (stale) and --once exits 1.
+ */
+import { expect } from 'chai';
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import type { SourceStatus } from '../../src/git/status';
+import { startController } from '../support/controller';
+import { requireEngine } from '../support/engine';
+import { freePort, GitDaemon, TestRepo } from '../support/git-repo';
+import { Sandbox } from '../support/sandbox';
+import { waitFor } from '../support/wait';
+
+function spec(name: string, command: string, extra = ''): string {
+  return `apiVersion: berth.dev/v1\nkind: Attempt\nmetadata:\n  name: ${name}\nspec:\n  image: berth/busybox:local\n  command: [sh, -c, ${JSON.stringify(command)}]\n${extra}`;
+}
+
+async function sourceStatus(sb: Sandbox): Promise<SourceStatus> {
+  return JSON.parse(await fs.readFile(path.join(sb.stateDir, 'git', 'source.json'), 'utf8')) as SourceStatus;
+}
+
+describe('specs from git (real git, real engine)', function () {
+  this.timeout(120_000);
+  before(requireEngine);
+
+  let sb: Sandbox;
+  let repo: TestRepo;
+  beforeEach(async function () {
+    sb = await Sandbox.create('git');
+    repo = await TestRepo.create('src');
+  });
+  afterEach(async function () {
+    await sb.destroy();
+    await repo.remove();
+  });
+
+  const once = (...extra: string[]) => sb.cli('reconcile', '--once', '--git', repo.fileUrl, '--git-path', 'specs', ...extra);
+  const container = async (name: string) => (await sb.status(name))?.containerId;
+
+  it('follows commits: revisions recorded, unchanged specs left alone, deletions collected, invalid specs isolated, force-push and empty revisions', async function () {
+    const c1 = await repo.commit('two attempts', { 'specs/a.yaml': spec('a', 'sleep 300'), 'specs/b.yaml': spec('b', 'sleep 300'), 'README.md': 'not a spec folder' });
+    let r = await once();
+    expect(r.code, r.stderr).to.equal(0);
+    expect((await sb.status('a'))?.revision).to.equal(c1);
+    let src = await sourceStatus(sb);
+    expect(src).to.deep.include({ url: repo.fileUrl, path: 'specs', revision: c1, stale: false, specErrors: [] });
+    expect(src.appliedAt).to.be.a('string');
+    expect(src.fetchedAt).to.be.a('string');
+    const a1 = await container('a');
+    const b1 = await container('b');
+
+    // get -o json and describe show the revision (they follow the state folder's source without --specs)
+    const got = await sb.cli('get', '-o', 'json');
+    expect(got.code, got.stderr).to.equal(0);
+    const items = (JSON.parse(got.stdout) as { items: { metadata: { name: string }; status: { revision?: string } }[] }).items;
+    expect(items.map((i) => [i.metadata.name, i.status.revision])).to.deep.equal([
+      ['a', c1],
+      ['b', c1],
+    ]);
+
+    // edit b, add c: a is left alone (same spec hash, same container, its revision stays c1)
+    const c2 = await repo.commit('edit b, add c', { 'specs/b.yaml': spec('b', 'sleep 301'), 'specs/c.yaml': spec('c', 'sleep 300') });
+    r = await once();
+    expect(r.code, r.stderr).to.equal(0);
+    expect(await container('a')).to.equal(a1);
+    expect((await sb.status('a'))?.revision).to.equal(c1);
+    expect(await container('b')).to.not.equal(b1);
+    expect((await sb.status('b'))?.revision).to.equal(c2);
+    expect((await sb.status('c'))?.revision).to.equal(c2);
+    const describe = await sb.cli('describe', 'b');
+    expect(describe.stdout).to.include(`Created from:   revision ${c2}`);
+
+    // an empty commit: a new revision in force, nothing on the engine changes
+    const c3 = await repo.commit('nothing', {}, { allowEmpty: true });
+    const before = await Promise.all(['a', 'b', 'c'].map(container));
+    r = await once();
+    expect(r.code, r.stderr).to.equal(0);
+    expect((await sourceStatus(sb)).revision).to.equal(c3);
+    expect(await Promise.all(['a', 'b', 'c'].map(container))).to.deep.equal(before);
+    expect((await sb.status('b'))?.revision).to.equal(c2);
+
+    // delete c; make b invalid and add d: c is collected, d applies, b is left as it is
+    const bRunning = await container('b');
+    const c4 = await repo.commit('delete c, break b, add d', { 'specs/c.yaml': null, 'specs/b.yaml': spec('b', 'sleep 1', '  bogus: 1\n'), 'specs/d.yaml': spec('d', 'sleep 300') });
+    r = await once();
+    expect(r.code, 'spec errors: exit 2').to.equal(2);
+    expect(r.stderr).to.match(/bogus/);
+    expect(await sb.status('c')).to.equal(undefined);
+    expect((await sb.status('d'))?.revision).to.equal(c4);
+    expect(await container('b')).to.equal(bRunning);
+    src = await sourceStatus(sb);
+    expect(src.revision).to.equal(c4);
+    expect(src.specErrors.map((e) => e.code)).to.include('schema');
+
+    // a force-push back to c2: c comes back, d goes, b is valid again (its spec as at c2: same hash, left alone)
+    await repo.forcePushTo(c2);
+    r = await once();
+    expect(r.code, r.stderr).to.equal(0);
+    expect((await sourceStatus(sb)).revision).to.equal(c2);
+    expect(await sb.status('d')).to.equal(undefined);
+    expect((await sb.status('c'))?.revision).to.equal(c2);
+    expect(await container('b')).to.equal(bRunning);
+
+    // a revision with no attempts removes nothing without --allow-empty
+    await repo.commit('empty the folder', { 'specs/a.yaml': null, 'specs/b.yaml': null, 'specs/c.yaml': null, 'specs/keep.txt': 'x' });
+    r = await once();
+    expect(r.stderr).to.match(/yields no attempts .*nothing was removed/);
+    expect(await container('a')).to.equal(a1);
+    r = await once('--allow-empty');
+    expect(r.code, r.stderr).to.equal(0);
+    expect(await sb.status('a')).to.equal(undefined);
+  });
+
+  it('a fetch that fails: --once exits 1 and changes nothing; the revision in force stays, marked stale; the next fetch recovers', async function () {
+    const c1 = await repo.commit('one', { 'specs/a.yaml': spec('a', 'sleep 300') });
+    let r = await once();
+    expect(r.code, r.stderr).to.equal(0);
+    const a1 = await container('a');
+    await repo.commit('two', { 'specs/a.yaml': spec('a', 'sleep 301') });
+    const away = `${repo.bare}.away`;
+    await fs.rename(repo.bare, away);
+    r = await once();
+    expect(r.code).to.equal(1);
+    expect(r.stderr).to.match(/nothing was planned or changed \(revision [0-9a-f]{12} stays in force, marked stale\)/);
+    let src = await sourceStatus(sb);
+    expect(src).to.deep.include({ revision: c1, stale: true });
+    expect(src.lastError?.failures).to.equal(1);
+    expect(await fs.readlink(path.join(sb.stateDir, 'git', 'current'))).to.equal(`rev-${c1}`);
+    expect(await container('a')).to.equal(a1);
+    await fs.rename(away, repo.bare);
+    r = await once();
+    expect(r.code, r.stderr).to.equal(0);
+    src = await sourceStatus(sb);
+    expect(src.stale).to.equal(false);
+    expect(src.lastError).to.equal(undefined);
+    expect(await container('a')).to.not.equal(a1);
+  });
+
+  it('a fromFile secret inside a git source is an error; plan and validate read the remote without switching the revision in force', async function () {
+    const c1 = await repo.commit('secret file', {
+      'specs/a.yaml': spec('a', 'true', '  secrets:\n    - name: tok\n      fromFile: tok.txt\n'),
+      'specs/tok.txt': 'committed-secret',
+      'specs/b.yaml': spec('b', 'true'),
+    });
+    const v = await sb.cli('validate', '--git', repo.fileUrl, '--git-path', 'specs', '-o', 'json');
+    expect(v.code).to.equal(2);
+    const body = JSON.parse(v.stdout) as { revision: string; attempts: string[]; errors: { code: string; message: string }[] };
+    expect(body.revision).to.equal(c1);
+    expect(body.attempts).to.deep.equal(['b']);
+    expect(body.errors.map((e) => e.code)).to.deep.equal(['git-secret']);
+    const p = await sb.cli('plan', '--git', repo.fileUrl, '--git-path', 'specs');
+    expect(p.code).to.equal(2);
+    expect(p.stdout).to.include(`revision ${c1}`);
+    expect(p.stdout).to.match(/attempt b: provision/);
+    // neither switched anything, nor left a folder behind
+    const names = await fs.readdir(path.join(sb.stateDir, 'git'));
+    expect(names.filter((n) => n !== 'mirror.git' && n !== 'home')).to.deep.equal([]);
+  });
+
+  it('refuses command-running transports, credentials in URLs and bad refs before git runs', async function () {
+    const marker = path.join(sb.dir, 'pwned');
+    for (const [args, why] of [
+      [['--git', `ext::sh`], /"ext::" transport form is refused/],
+      [['--git', 'https://user:tok3n@example.com/r.git'], /holds credentials/],
+      [['--git', repo.fileUrl, '--git-ref', '--upload-pack=touch'], /starts with "-"/],
+      [['--git', repo.fileUrl, '--git-path', '../x'], /holds "\.\."/],
+      [['--git-ref', 'main'], /--git-ref goes with --git/],
+    ] as [string[], RegExp][]) {
+      const r = await sb.cli('reconcile', '--once', ...args);
+      expect(r.code, args.join(' ')).to.equal(2);
+      expect(r.stderr, args.join(' ')).to.match(why);
+      expect(r.stderr).to.not.include('tok3n');
+    }
+    await fs.access(marker).then(
+      () => expect.fail('a command ran'),
+      () => undefined,
+    );
+  });
+
+  it('controller over git://: polls, goes stale while the daemon is down, recovers and applies the new commit', async function () {
+    const daemon = new GitDaemon(repo.dir, await freePort());
+    await daemon.start();
+    const c1 = await repo.commit('one', { 'specs/a.yaml': spec('a', 'sleep 300') });
+    const ctl = startController(sb, { git: daemon.url(repo.bare), gitPath: 'specs', gitInterval: 200 });
+    try {
+      await waitFor('a running from c1', async () => (await sb.status('a'))?.phase === 'Running' && (await sb.status('a'))?.revision === c1, { instance: sb.instance });
+      await daemon.stop();
+      const c2 = await repo.commit('two', { 'specs/b.yaml': spec('b', 'sleep 300') });
+      await waitFor('the source marked stale', async () => (await sourceStatus(sb)).stale, { dirs: [path.join(sb.stateDir, 'git')] });
+      const src = await sourceStatus(sb);
+      expect(src.revision).to.equal(c1);
+      expect(src.lastError?.message).to.match(/git fetch/);
+      expect(await sb.status('b')).to.equal(undefined);
+      expect((await sb.status('a'))?.phase).to.equal('Running');
+      await daemon.start();
+      await waitFor('b running from c2', async () => (await sb.status('b'))?.revision === c2 && (await sb.status('b'))?.phase === 'Running', { instance: sb.instance, timeoutMs: 30_000 });
+      expect((await sourceStatus(sb)).stale).to.equal(false);
+      expect((await sb.status('a'))?.revision).to.equal(c1);
+    } finally {
+      expect(await ctl.stop()).to.equal(0);
+      await daemon.stop();
+    }
+  });
+});
