@@ -23,8 +23,8 @@ export interface GlobalOptions {
   /** The budget of one engine call, in ms. */
   engineTimeout?: number;
   /**
-   * `--specs` was not given: an instance whose state folder follows a git source reads its
-   * specs from the revision in force (`<state>/git/current`). Not for reconcile, plan and
+   * `--specs` was not given: an instance that follows a git source reads its specs from the
+   * revision in force (`<state>/git/<instance>/current`). Not for reconcile, plan and
    * validate, which name their source.
    */
   followGitSource?: boolean;
@@ -60,7 +60,7 @@ export function makeContext(g: GlobalOptions, io: Io, opts: { engine?: Engine; e
   const stream = io.isTTY ? liveLine(io).stream() : undefined;
   const log = opts.log ?? createLogger({ level: g.logLevel ?? 'info', format: g.logFormat ?? 'text', ...(stream ? { stream } : {}) });
   const calls = new CallCounter();
-  const followed = g.followGitSource ? revisionInForce(stateDir) : undefined;
+  const followed = g.followGitSource ? revisionInForce(path.join(stateDir, 'git', instance)) : undefined;
   let engine: Engine | undefined;
   let store: StatusStore | undefined;
   return {
@@ -89,9 +89,8 @@ export function makeContext(g: GlobalOptions, io: Io, opts: { engine?: Engine; e
   };
 }
 
-/** The revision in force of the state folder's git source, when it has one (the `current` link). */
-function revisionInForce(stateDir: string): { dir: string; revision: string } | undefined {
-  const root = path.join(stateDir, 'git');
+/** The revision in force of an instance's git source (`<state>/git/<instance>`), when it has one (the `current` link). */
+function revisionInForce(root: string): { dir: string; revision: string } | undefined {
   try {
     const target = readlinkSync(path.join(root, GIT.current));
     const m = /^rev-([0-9a-f]{40,64})$/.exec(target);

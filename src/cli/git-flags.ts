@@ -50,6 +50,7 @@ export async function gitSourceFrom(ctx: Context, o: GitFlags): Promise<GitSourc
     ...(o.gitRef !== undefined ? { ref: o.gitRef } : {}),
     path: normalGitPath(o.gitPath ?? ''),
     stateDir: ctx.stateDir,
+    instance: ctx.instance,
     intervalMs: o.gitInterval ?? DEFAULTS.gitIntervalMs,
     log: ctx.log,
   });

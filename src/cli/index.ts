@@ -17,6 +17,7 @@ import type * as LogsCmd from './commands/logs';
 import type * as PlanCmd from './commands/plan';
 import type * as ReconcileCmd from './commands/reconcile';
 import type * as SummaryCmd from './commands/summary';
+import type * as SourceCmd from './commands/source';
 import type * as UnlockCmd from './commands/unlock';
 import type * as ValidateCmd from './commands/validate';
 import type * as WaitCmd from './commands/wait';
@@ -226,6 +227,14 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .argument('<name>')
     .action(async (name: string, _o, cmd: Command) => {
       await done((require('./commands/describe') as typeof DescribeCmd).runDescribe(ctx(cmd), name));
+    });
+
+  program
+    .command('source')
+    .description('the git source (--git): URL, ref, revision in force, fetched and applied, its spec errors, stale or not')
+    .addOption(new Option('-o, --output <format>', 'output format').choices(['json']))
+    .action(async (o: { output?: 'json' }, cmd: Command) => {
+      await done((require('./commands/source') as typeof SourceCmd).runSource(ctx(cmd), o));
     });
 
   program

@@ -1,5 +1,5 @@
 /**
- * `<state>/git`: a bare mirror every fetch goes into, each revision's specs folder
+ * `<state>/git/<instance>`: a bare mirror every fetch goes into, each revision's specs folder
  * materialized on its own (`rev-<sha>`, written under a temp name and renamed into place when
  * whole), and `current`, a link to the revision in force, switched by renaming a new link over
  * it (as kubernetes/git-sync does). A reader that resolves `current` once reads exactly one
@@ -20,7 +20,7 @@ export class GitMirror {
   readonly mirror: string;
 
   constructor(
-    /** `<state>/git`. */
+    /** `<state>/git/<instance>`. */
     readonly root: string,
     /** How git runs (home, credentials); `cwd` is set here. */
     private readonly run: Omit<GitRunOptions, 'cwd'>,

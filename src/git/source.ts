@@ -10,7 +10,7 @@ import type { SpecError } from '../spec/types';
 import type { Logger } from '../util/log';
 import { GitError, type GitRunOptions } from './exec';
 import { GitMirror } from './mirror';
-import { readSourceStatus, writeSourceStatus, type SourceStatus } from './status';
+import { gitRoot, readSourceStatus, writeSourceStatus, type SourceStatus } from './status';
 import type { GitUrl } from './url';
 
 export interface GitSourceConfig {
@@ -19,6 +19,8 @@ export interface GitSourceConfig {
   /** Normalized `--git-path` ('' for the root). */
   path: string;
   stateDir: string;
+  /** The instance the source feeds: its files live in `<state>/git/<instance>`. */
+  instance: string;
   intervalMs: number;
   log: Logger;
   /** How git runs beyond `home` (credentials). */
@@ -42,7 +44,7 @@ export class GitSource {
   private readonly now: () => number;
 
   constructor(readonly cfg: GitSourceConfig) {
-    const root = path.join(cfg.stateDir, 'git');
+    const root = gitRoot(cfg.stateDir, cfg.instance);
     this.mirror = new GitMirror(root, { home: path.join(root, 'home'), ...(cfg.git ?? {}) });
     this.now = cfg.now ?? Date.now;
   }
@@ -51,7 +53,7 @@ export class GitSource {
   async prepare(): Promise<Revision | undefined> {
     await this.mirror.init();
     this.inForce = await this.mirror.current();
-    const kept = await readSourceStatus(this.cfg.stateDir);
+    const kept = await readSourceStatus(this.cfg.stateDir, this.cfg.instance);
     // What is kept about another source (another URL, ref or path) is not this one's.
     const same = kept && kept.url === this.cfg.url.display && kept.ref === this.cfg.ref && kept.path === this.cfg.path;
     this.status = {
@@ -65,8 +67,11 @@ export class GitSource {
       ...(same && kept.lastError ? { lastError: kept.lastError } : {}),
       updatedAt: this.iso(),
     };
-    // The link is only trusted for the same source: another one's revision is not in force here.
-    if (!same) this.inForce = undefined;
+    // The link is only trusted for the same source: another one's revisions (another path, too) are not this one's.
+    if (!same && kept) {
+      this.inForce = undefined;
+      await this.mirror.prune([]);
+    }
     if (this.inForce) this.status.revision = this.inForce.revision;
     await this.save();
     return this.inForce;
@@ -145,7 +150,7 @@ export class GitSource {
   }
 
   private async save(): Promise<void> {
-    if (this.status) await writeSourceStatus(this.cfg.stateDir, this.status);
+    if (this.status) await writeSourceStatus(this.cfg.stateDir, this.cfg.instance, this.status);
   }
 
   private iso(): string {

@@ -1,5 +1,5 @@
 /**
- * What berth knows about its git source, kept in `<state>/git/source.json` (written
+ * What berth knows about an instance's git source, kept in `<state>/git/<instance>/source.json` (written
  * atomically) for `berth source`: the URL (it holds no credentials: url.ts refuses those), the
  * ref and path, the revision in force, when it was last fetched and first applied, the spec
  * errors of that revision, and whether it is stale (the last fetch failed).
@@ -30,19 +30,24 @@ export interface SourceStatus {
   updatedAt: string;
 }
 
-export function statusPath(stateDir: string): string {
-  return path.join(stateDir, 'git', GIT.statusFile);
+/** `<state>/git/<instance>`: the instance's mirror, revisions and source.json. */
+export function gitRoot(stateDir: string, instance: string): string {
+  return path.join(stateDir, 'git', instance);
 }
 
-export async function readSourceStatus(stateDir: string): Promise<SourceStatus | undefined> {
+export function statusPath(stateDir: string, instance: string): string {
+  return path.join(gitRoot(stateDir, instance), GIT.statusFile);
+}
+
+export async function readSourceStatus(stateDir: string, instance: string): Promise<SourceStatus | undefined> {
   try {
-    return JSON.parse(await fs.readFile(statusPath(stateDir), 'utf8')) as SourceStatus;
+    return JSON.parse(await fs.readFile(statusPath(stateDir, instance), 'utf8')) as SourceStatus;
   } catch {
     return undefined;
   }
 }
 
-export async function writeSourceStatus(stateDir: string, s: SourceStatus): Promise<void> {
-  await fs.mkdir(path.dirname(statusPath(stateDir)), { recursive: true, mode: 0o700 });
-  await writeFileAtomic(statusPath(stateDir), `${JSON.stringify(s, null, 2)}\n`);
+export async function writeSourceStatus(stateDir: string, instance: string, s: SourceStatus): Promise<void> {
+  await fs.mkdir(gitRoot(stateDir, instance), { recursive: true, mode: 0o700 });
+  await writeFileAtomic(statusPath(stateDir, instance), `${JSON.stringify(s, null, 2)}\n`);
 }

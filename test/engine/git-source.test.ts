@@ -13,6 +13,8 @@ import { startController } from '../support/controller';
 import { requireEngine } from '../support/engine';
 import { freePort, GitDaemon, TestRepo } from '../support/git-repo';
 import { Sandbox } from '../support/sandbox';
+import { run } from '../../src/cli/index';
+import { bufferIo } from '../../src/cli/io';
 import { waitFor } from '../support/wait';
 
 function spec(name: string, command: string, extra = ''): string {
@@ -20,7 +22,7 @@ function spec(name: string, command: string, extra = ''): string {
 }
 
 async function sourceStatus(sb: Sandbox): Promise<SourceStatus> {
-  return JSON.parse(await fs.readFile(path.join(sb.stateDir, 'git', 'source.json'), 'utf8')) as SourceStatus;
+  return JSON.parse(await fs.readFile(path.join(sb.stateDir, 'git', sb.instance, 'source.json'), 'utf8')) as SourceStatus;
 }
 
 describe('specs from git (real git, real engine)', function () {
@@ -129,7 +131,16 @@ describe('specs from git (real git, real engine)', function () {
     let src = await sourceStatus(sb);
     expect(src).to.deep.include({ revision: c1, stale: true });
     expect(src.lastError?.failures).to.equal(1);
-    expect(await fs.readlink(path.join(sb.stateDir, 'git', 'current'))).to.equal(`rev-${c1}`);
+    // berth source: human and JSON
+    const shown = await sb.cli('source');
+    expect(shown.code, shown.stderr).to.equal(0);
+    expect(shown.stdout).to.include(`URL:         ${repo.fileUrl}`);
+    expect(shown.stdout).to.include(`Revision:    ${c1} (in force)`);
+    expect(shown.stdout).to.match(/Stale: {7}yes: 1 fetch failed in a row, the last at .*; next try /);
+    expect(shown.stdout).to.match(/git fetch: .*(does not appear to be a git repository|Could not read)/);
+    const json = await sb.cli('source', '-o', 'json');
+    expect(JSON.parse(json.stdout)).to.deep.include({ url: repo.fileUrl, path: 'specs', revision: c1, stale: true });
+    expect(await fs.readlink(path.join(sb.stateDir, 'git', sb.instance, 'current'))).to.equal(`rev-${c1}`);
     expect(await container('a')).to.equal(a1);
     await fs.rename(away, repo.bare);
     r = await once();
@@ -137,6 +148,7 @@ describe('specs from git (real git, real engine)', function () {
     src = await sourceStatus(sb);
     expect(src.stale).to.equal(false);
     expect(src.lastError).to.equal(undefined);
+    expect((await sb.cli('source')).stdout).to.match(/Stale: {7}no\nSpec errors: none\n$/);
     expect(await container('a')).to.not.equal(a1);
   });
 
@@ -157,8 +169,23 @@ describe('specs from git (real git, real engine)', function () {
     expect(p.stdout).to.include(`revision ${c1}`);
     expect(p.stdout).to.match(/attempt b: provision/);
     // neither switched anything, nor left a folder behind
-    const names = await fs.readdir(path.join(sb.stateDir, 'git'));
+    const names = await fs.readdir(path.join(sb.stateDir, 'git', sb.instance));
     expect(names.filter((n) => n !== 'mirror.git' && n !== 'home')).to.deep.equal([]);
+  });
+
+  it('berth source without a git source exits 1; commands without --specs follow the revision in force', async function () {
+    const none = await sb.cli('source');
+    expect(none.code).to.equal(1);
+    expect(none.stderr).to.match(/has no git source/);
+    const c1 = await repo.commit('one', { 'specs/a.yaml': spec('a', 'true') });
+    expect((await once()).code).to.equal(0);
+    // no --specs: describe reads the spec from the revision in force
+    const g = sb.globalArgs().filter((_, i, all) => all[i] !== '--specs' && all[i - 1] !== '--specs');
+    const io = bufferIo();
+    const code = await run(['node', 'berth', 'describe', 'a', ...g], io);
+    expect(code, io.stderr).to.equal(0);
+    expect(io.stdout).to.include(`Revision:       ${c1} (in force)`);
+    expect(io.stdout).to.match(/Spec file:\s+\S+rev-[0-9a-f]{40}\/a\.yaml/);
   });
 
   it('refuses command-running transports, credentials in URLs and bad refs before git runs', async function () {
@@ -190,7 +217,7 @@ describe('specs from git (real git, real engine)', function () {
       await waitFor('a running from c1', async () => (await sb.status('a'))?.phase === 'Running' && (await sb.status('a'))?.revision === c1, { instance: sb.instance });
       await daemon.stop();
       const c2 = await repo.commit('two', { 'specs/b.yaml': spec('b', 'sleep 300') });
-      await waitFor('the source marked stale', async () => (await sourceStatus(sb)).stale, { dirs: [path.join(sb.stateDir, 'git')] });
+      await waitFor('the source marked stale', async () => (await sourceStatus(sb)).stale, { dirs: [path.join(sb.stateDir, 'git', sb.instance)] });
       const src = await sourceStatus(sb);
       expect(src.revision).to.equal(c1);
       expect(src.lastError?.message).to.match(/git fetch/);
