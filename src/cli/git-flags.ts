@@ -6,7 +6,8 @@
  * revision in force alone.
  */
 import { randomBytes } from 'node:crypto';
-import { promises as fs } from 'node:fs';
+import { constants as fsConstants, promises as fs } from 'node:fs';
+import { sshProblem, type GitCredentials } from '../git/credentials';
 import path from 'node:path';
 import { DEFAULTS } from '../constants';
 import { runGit } from '../git/exec';
@@ -21,12 +22,56 @@ export interface GitFlags {
   gitPath?: string;
   /** ms */
   gitInterval?: number;
+  gitTokenFile?: string;
+  gitTokenEnv?: string;
+  gitUsername?: string;
+  gitSshKey?: string;
+  gitKnownHosts?: string;
+}
+
+const FLAG_KEYS = ['gitRef', 'gitPath', 'gitInterval', 'gitTokenFile', 'gitTokenEnv', 'gitUsername', 'gitSshKey', 'gitKnownHosts'] as const;
+const flagName = (k: string) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+
+/** The credentials the flags name, checked (a file that cannot be read, a variable that is not set: named, never shown). */
+async function credentialsFrom(ctx: Context, o: GitFlags, scheme: string): Promise<GitCredentials | undefined> {
+  const http = scheme === 'http' || scheme === 'https';
+  if (o.gitTokenFile !== undefined && o.gitTokenEnv !== undefined) throw new UsageError('give one of --git-token-file and --git-token-env');
+  if ((o.gitTokenFile !== undefined || o.gitTokenEnv !== undefined || o.gitUsername !== undefined) && !http) throw new UsageError('--git-token-file, --git-token-env and --git-username go with an http(s) URL');
+  if ((o.gitSshKey !== undefined || o.gitKnownHosts !== undefined) && scheme !== 'ssh') throw new UsageError('--git-ssh-key and --git-known-hosts go with an ssh URL');
+  const c: GitCredentials = {};
+  if (o.gitTokenFile !== undefined) {
+    const file = path.resolve(o.gitTokenFile);
+    try {
+      await fs.access(file, fsConstants.R_OK);
+    } catch {
+      throw new UsageError(`--git-token-file ${file}: cannot be read`);
+    }
+    c.tokenFile = file;
+  }
+  if (o.gitTokenEnv !== undefined) {
+    const token = ctx.env[o.gitTokenEnv];
+    if (!token) throw new UsageError(`--git-token-env ${o.gitTokenEnv}: the variable is not set or empty`);
+    c.token = token;
+  }
+  if (o.gitUsername !== undefined) c.username = o.gitUsername;
+  if (o.gitSshKey !== undefined) c.sshKey = path.resolve(o.gitSshKey);
+  if (o.gitKnownHosts !== undefined) c.knownHosts = path.resolve(o.gitKnownHosts);
+  const problem = sshProblem(c);
+  if (problem) throw new UsageError(problem);
+  for (const [flag, p] of [
+    ['--git-ssh-key', c.sshKey],
+    ['--git-known-hosts', c.knownHosts],
+  ] as const) {
+    if (p !== undefined) await fs.access(p, fsConstants.R_OK).catch(() => Promise.reject(new UsageError(`${flag} ${p}: cannot be read`)));
+  }
+  if (scheme === 'ssh' && c.knownHosts === undefined) throw new UsageError('an ssh URL needs --git-known-hosts (host keys are always checked)');
+  return Object.keys(c).length ? c : undefined;
 }
 
 /** The git source the flags name, or undefined without `--git`; a UsageError for a bad URL, ref or path. */
 export async function gitSourceFrom(ctx: Context, o: GitFlags): Promise<GitSource | undefined> {
   if (o.git === undefined) {
-    for (const f of ['gitRef', 'gitPath', 'gitInterval'] as const) if (o[f] !== undefined) throw new UsageError(`--${f.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} goes with --git`);
+    for (const f of FLAG_KEYS) if (o[f] !== undefined) throw new UsageError(`${flagName(f)} goes with --git`);
     return undefined;
   }
   const url = parseGitUrl(o.git);
@@ -45,8 +90,10 @@ export async function gitSourceFrom(ctx: Context, o: GitFlags): Promise<GitSourc
     const problem = gitPathProblem(o.gitPath);
     if (problem) throw new UsageError(`--git-path ${JSON.stringify(o.gitPath)}: ${problem}`);
   }
+  const credentials = await credentialsFrom(ctx, o, url.value.scheme);
   return new GitSource({
     url: url.value,
+    ...(credentials ? { credentials } : {}),
     ...(o.gitRef !== undefined ? { ref: o.gitRef } : {}),
     path: normalGitPath(o.gitPath ?? ''),
     stateDir: ctx.stateDir,
@@ -63,7 +110,7 @@ export async function gitSourceFrom(ctx: Context, o: GitFlags): Promise<GitSourc
  */
 export async function peekRevision(src: GitSource): Promise<Revision & { done(): Promise<void> }> {
   const m = src.mirror;
-  await m.init();
+  await src.init();
   const tag = `${process.pid}-${randomBytes(6).toString('hex')}`;
   const ref = `refs/berth/peek/${tag}`;
   const dir = path.join(m.root, `.tmp-${tag}`);

@@ -61,7 +61,12 @@ function gitOptions(cmd: Command, interval: boolean): Command {
   cmd
     .option('--git <url>', 'specs from a git repository (https://, ssh://, git://, file:// or user@host:path; never credentials in it)')
     .option('--git-ref <ref>', "with --git: the branch or tag to follow (default: the remote's default branch)")
-    .option('--git-path <dir>', 'with --git: the specs folder inside the repository (default: its root)');
+    .option('--git-path <dir>', 'with --git: the specs folder inside the repository (default: its root)')
+    .option('--git-token-file <file>', 'with an https --git: the token, read from this file at every fetch')
+    .option('--git-token-env <var>', 'with an https --git: the token, from this environment variable')
+    .option('--git-username <name>', 'with a token: the user name sent with it (default x-access-token)')
+    .option('--git-ssh-key <file>', 'with an ssh --git: the private key')
+    .option('--git-known-hosts <file>', 'with an ssh --git: the known_hosts file (host keys are always checked)');
   if (interval) {
     cmd.addOption(
       new Option('--git-interval <duration>', 'with --git, controller: fetch this often')

@@ -23,9 +23,18 @@ export class GitMirror {
     /** `<state>/git/<instance>`. */
     readonly root: string,
     /** How git runs (home, credentials); `cwd` is set here. */
-    private readonly run: Omit<GitRunOptions, 'cwd'>,
+    private run: Omit<GitRunOptions, 'cwd'>,
   ) {
     this.mirror = path.join(root, GIT.mirror);
+  }
+
+  /** Credentials for the commands from now on (credentials.ts). */
+  useCredentials(o: Omit<GitRunOptions, 'home' | 'cwd'>): void {
+    this.run = { ...this.run, ...o, env: { ...(this.run.env ?? {}), ...(o.env ?? {}) } };
+  }
+
+  get home(): string {
+    return this.run.home;
   }
 
   private git(args: string[], env?: Record<string, string>): Promise<string> {

@@ -8,7 +8,8 @@ import path from 'node:path';
 import { DEFAULTS } from '../constants';
 import type { SpecError } from '../spec/types';
 import type { Logger } from '../util/log';
-import { GitError, type GitRunOptions } from './exec';
+import { credentialOptions, type GitCredentials } from './credentials';
+import { GitError } from './exec';
 import { GitMirror } from './mirror';
 import { gitRoot, readSourceStatus, writeSourceStatus, type SourceStatus } from './status';
 import type { GitUrl } from './url';
@@ -23,8 +24,7 @@ export interface GitSourceConfig {
   instance: string;
   intervalMs: number;
   log: Logger;
-  /** How git runs beyond `home` (credentials). */
-  git?: Omit<GitRunOptions, 'home' | 'cwd'>;
+  credentials?: GitCredentials;
   now?: () => number;
 }
 
@@ -45,13 +45,13 @@ export class GitSource {
 
   constructor(readonly cfg: GitSourceConfig) {
     const root = gitRoot(cfg.stateDir, cfg.instance);
-    this.mirror = new GitMirror(root, { home: path.join(root, 'home'), ...(cfg.git ?? {}) });
+    this.mirror = new GitMirror(root, { home: path.join(root, 'home') });
     this.now = cfg.now ?? Date.now;
   }
 
   /** The mirror made or checked, leftovers removed, the revision in force before any fetch read. */
   async prepare(): Promise<Revision | undefined> {
-    await this.mirror.init();
+    await this.init();
     this.inForce = await this.mirror.current();
     const kept = await readSourceStatus(this.cfg.stateDir, this.cfg.instance);
     // What is kept about another source (another URL, ref or path) is not this one's.
@@ -75,6 +75,12 @@ export class GitSource {
     if (this.inForce) this.status.revision = this.inForce.revision;
     await this.save();
     return this.inForce;
+  }
+
+  /** The mirror made or checked, and the credentials in place (the askpass script written). */
+  async init(): Promise<void> {
+    await this.mirror.init();
+    if (this.cfg.credentials) this.mirror.useCredentials(await credentialOptions(this.cfg.credentials, this.mirror.home));
   }
 
   current(): Revision | undefined {
