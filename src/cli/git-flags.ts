@@ -27,9 +27,11 @@ export interface GitFlags {
   gitUsername?: string;
   gitSshKey?: string;
   gitKnownHosts?: string;
+  /** An allowed-signers file: only commits signed by its keys are applied. */
+  gitVerify?: string;
 }
 
-const FLAG_KEYS = ['gitRef', 'gitPath', 'gitInterval', 'gitTokenFile', 'gitTokenEnv', 'gitUsername', 'gitSshKey', 'gitKnownHosts'] as const;
+const FLAG_KEYS = ['gitRef', 'gitPath', 'gitInterval', 'gitVerify', 'gitTokenFile', 'gitTokenEnv', 'gitUsername', 'gitSshKey', 'gitKnownHosts'] as const;
 const flagName = (k: string) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
 
 /** The credentials the flags name, checked (a file that cannot be read, a variable that is not set: named, never shown). */
@@ -91,9 +93,12 @@ export async function gitSourceFrom(ctx: Context, o: GitFlags): Promise<GitSourc
     if (problem) throw new UsageError(`--git-path ${JSON.stringify(o.gitPath)}: ${problem}`);
   }
   const credentials = await credentialsFrom(ctx, o, url.value.scheme);
+  const allowedSigners = o.gitVerify !== undefined ? path.resolve(o.gitVerify) : undefined;
+  if (allowedSigners !== undefined) await fs.access(allowedSigners, fsConstants.R_OK).catch(() => Promise.reject(new UsageError(`--git-verify ${allowedSigners}: cannot be read`)));
   return new GitSource({
     url: url.value,
     ...(credentials ? { credentials } : {}),
+    ...(allowedSigners !== undefined ? { allowedSigners } : {}),
     ...(o.gitRef !== undefined ? { ref: o.gitRef } : {}),
     path: normalGitPath(o.gitPath ?? ''),
     stateDir: ctx.stateDir,
@@ -120,6 +125,7 @@ export async function peekRevision(src: GitSource): Promise<Revision & { done():
   };
   try {
     const revision = await m.fetch(src.cfg.url.url, src.cfg.ref, ref);
+    if (src.cfg.allowedSigners !== undefined) await m.verify(revision, src.cfg.allowedSigners);
     await m.materialize(revision, src.cfg.path, dir);
     return { revision, dir, done };
   } catch (err) {

@@ -66,7 +66,8 @@ function gitOptions(cmd: Command, interval: boolean): Command {
     .option('--git-token-env <var>', 'with an https --git: the token, from this environment variable')
     .option('--git-username <name>', 'with a token: the user name sent with it (default x-access-token)')
     .option('--git-ssh-key <file>', 'with an ssh --git: the private key')
-    .option('--git-known-hosts <file>', 'with an ssh --git: the known_hosts file (host keys are always checked)');
+    .option('--git-known-hosts <file>', 'with an ssh --git: the known_hosts file (host keys are always checked)')
+    .option('--git-verify <allowed-signers>', 'with --git: apply only commits signed (ssh signing) by a key in this allowed-signers file');
   if (interval) {
     cmd.addOption(
       new Option('--git-interval <duration>', 'with --git, controller: fetch this often')

@@ -92,7 +92,7 @@ export function runGit(args: readonly string[], o: GitRunOptions): Promise<strin
         if (e.code === 'ENOENT') return reject(new GitError(command, 'git is not installed (scripts/git-up.sh installs it)'));
         const timedOut = e.killed === true && e.signal === 'SIGKILL';
         const said = lastLines(stderr);
-        reject(new GitError(command, timedOut ? `gave no answer within ${Math.round((o.timeoutMs ?? DEFAULTS.gitTimeoutMs) / 1000)} s` : said || e.message, timedOut));
+        reject(new GitError(command, timedOut ? `gave no answer within ${Math.round((o.timeoutMs ?? DEFAULTS.gitTimeoutMs) / 1000)} s` : said || `exited with status ${String(e.code)} and said nothing`, timedOut));
       },
     );
     if (o.input !== undefined) child.stdin?.end(o.input);

@@ -66,6 +66,19 @@ export class GitMirror {
     return sha;
   }
 
+  /**
+   * Whether `sha` is signed by a key in the allowed-signers file (ssh signing: `git verify-commit`
+   * with gpg.format=ssh). Rejects with a GitError naming the commit when it is not.
+   */
+  async verify(sha: string, allowedSigners: string): Promise<void> {
+    try {
+      await this.git(['--git-dir', this.mirror, '-c', 'gpg.format=ssh', '-c', `gpg.ssh.allowedSignersFile=${allowedSigners}`, 'verify-commit', '--end-of-options', sha]);
+    } catch (err) {
+      const why = err instanceof GitError ? err.detail.replace('exited with status 1 and said nothing', 'no signature') : String(err);
+      throw new GitError('verify-commit', `commit ${sha.slice(0, 12)} is not signed by a key in ${allowedSigners} (${why}); it is not applied`);
+    }
+  }
+
   revDir(sha: string): string {
     return path.join(this.root, `${GIT.revPrefix}${sha}`);
   }

@@ -25,6 +25,8 @@ export interface GitSourceConfig {
   intervalMs: number;
   log: Logger;
   credentials?: GitCredentials;
+  /** `--git-verify`: only commits signed by a key in this allowed-signers file are applied. */
+  allowedSigners?: string;
   now?: () => number;
 }
 
@@ -97,6 +99,7 @@ export class GitSource {
     let rev: Revision;
     try {
       const sha = await this.mirror.fetch(this.cfg.url.url, this.cfg.ref);
+      if (this.cfg.allowedSigners !== undefined) await this.mirror.verify(sha, this.cfg.allowedSigners);
       const dir = await this.mirror.materialize(sha, this.cfg.path);
       rev = { revision: sha, dir };
     } catch (err) {
@@ -107,7 +110,7 @@ export class GitSource {
       st.lastError = { at: this.iso(), message, failures: this.failures, nextRetryAt: new Date(this.now() + wait).toISOString() };
       st.updatedAt = this.iso();
       await this.save();
-      this.cfg.log.error(`${this.cfg.url.display}: fetch failed (${this.failures} in a row): ${message}; ${this.inForce ? `revision ${short(this.inForce.revision)} stays in force (stale)` : 'no revision in force yet'}`);
+      this.cfg.log.error(`${this.cfg.url.display}: no new revision taken (${this.failures} failure${this.failures === 1 ? '' : 's'} in a row): ${message}; ${this.inForce ? `revision ${short(this.inForce.revision)} stays in force (stale)` : 'no revision in force yet'}`);
       return { ok: false, message, inForce: this.inForce };
     }
     const before = this.inForce?.revision;

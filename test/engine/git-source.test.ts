@@ -11,7 +11,7 @@ import path from 'node:path';
 import type { SourceStatus } from '../../src/git/status';
 import { startController } from '../support/controller';
 import { requireEngine } from '../support/engine';
-import { freePort, GitDaemon, TestRepo } from '../support/git-repo';
+import { freePort, GitDaemon, sshKeyPair, TestRepo } from '../support/git-repo';
 import { Sandbox } from '../support/sandbox';
 import { run } from '../../src/cli/index';
 import { bufferIo } from '../../src/cli/io';
@@ -171,6 +171,40 @@ describe('specs from git (real git, real engine)', function () {
     // neither switched anything, nor left a folder behind
     const names = await fs.readdir(path.join(sb.stateDir, 'git', sb.instance));
     expect(names.filter((n) => n !== 'mirror.git' && n !== 'home')).to.deep.equal([]);
+  });
+
+  it('--git-verify applies only commits signed by an allowed key; others keep the last good revision in force, stale', async function () {
+    const good = await sshKeyPair(repo.dir, 'allowed');
+    const other = await sshKeyPair(repo.dir, 'other');
+    const signers = path.join(repo.dir, 'allowed_signers');
+    await fs.writeFile(signers, `test@berth.invalid ${good.pub}\n`);
+    const verify = () => once('--git-verify', signers);
+    const c1 = await repo.commit('signed', { 'specs/a.yaml': spec('a', 'sleep 300') }, { signingKey: good.key });
+    let r = await verify();
+    expect(r.code, r.stderr).to.equal(0);
+    expect((await sb.status('a'))?.revision).to.equal(c1);
+
+    const c2 = await repo.commit('unsigned', { 'specs/b.yaml': spec('b', 'sleep 300') });
+    r = await verify();
+    expect(r.code).to.equal(1);
+    expect(r.stderr).to.include(`commit ${c2.slice(0, 12)} is not signed by a key in ${signers}`);
+    expect(await sb.status('b')).to.equal(undefined);
+    expect(await sourceStatus(sb)).to.deep.include({ revision: c1, stale: true });
+
+    await repo.commit('signed by a key not allowed', { 'specs/c.yaml': spec('c', 'sleep 300') }, { signingKey: other.key });
+    r = await verify();
+    expect(r.code).to.equal(1);
+    expect(r.stderr).to.match(/is not signed by a key in/);
+    // plan refuses it too
+    const p = await sb.cli('plan', '--git', repo.fileUrl, '--git-path', 'specs', '--git-verify', signers);
+    expect(p.code).to.equal(1);
+
+    const c4 = await repo.commit('signed again', { 'specs/d.yaml': spec('d', 'sleep 300') }, { signingKey: good.key });
+    r = await verify();
+    expect(r.code, r.stderr).to.equal(0);
+    expect((await sb.status('d'))?.revision).to.equal(c4);
+    expect((await sb.status('b'))?.revision).to.equal(c4);
+    expect(await sourceStatus(sb)).to.deep.include({ revision: c4, stale: false });
   });
 
   it('berth source without a git source exits 1; commands without --specs follow the revision in force', async function () {

@@ -53,7 +53,7 @@ export class TestRepo {
   }
 
   /** Writes (string) or deletes (null) files, commits everything, pushes main; the new commit. */
-  async commit(message: string, files: Record<string, string | null> = {}, opts: { allowEmpty?: boolean; sign?: string[] } = {}): Promise<string> {
+  async commit(message: string, files: Record<string, string | null> = {}, opts: { allowEmpty?: boolean; signingKey?: string } = {}): Promise<string> {
     for (const [rel, content] of Object.entries(files)) {
       const p = path.join(this.work, rel);
       if (content === null) await fs.rm(p, { force: true, recursive: true });
@@ -63,7 +63,8 @@ export class TestRepo {
       }
     }
     await git(this.work, 'add', '--all');
-    await git(this.work, ...(opts.sign ?? []), 'commit', '--quiet', ...(opts.allowEmpty ? ['--allow-empty'] : []), '-m', message);
+    const sign = opts.signingKey ? ['-c', 'gpg.format=ssh', '-c', `user.signingkey=${opts.signingKey}`] : [];
+    await git(this.work, ...sign, 'commit', '--quiet', ...(opts.signingKey ? ['-S'] : []), ...(opts.allowEmpty ? ['--allow-empty'] : []), '-m', message);
     await this.push();
     return git(this.work, 'rev-parse', 'HEAD');
   }
@@ -81,6 +82,13 @@ export class TestRepo {
   async remove(): Promise<void> {
     await fs.rm(this.dir, { recursive: true, force: true });
   }
+}
+
+/** An ed25519 key pair for ssh signing: the private key's path and the public key's line. */
+export async function sshKeyPair(dir: string, name: string): Promise<{ key: string; pub: string }> {
+  const key = path.join(dir, name);
+  await exec('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', name, '-f', key], { env: ENV });
+  return { key, pub: (await fs.readFile(`${key}.pub`, 'utf8')).trim() };
 }
 
 export async function freePort(): Promise<number> {
