@@ -150,6 +150,9 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--egress-network <name>', 'existing network the egress proxy reaches out through (default: one per attempt)')
     .option('--workers <n>', 'controller: attempts worked on at once (default: --concurrency)', int('--workers', 1))
     .option('--metrics-addr <host:port>', 'controller: serve Prometheus metrics, /healthz and /readyz (e.g. 127.0.0.1:9464)')
+    .option('--webhook-addr <host:port>', 'controller with --git: a POST with a valid X-Hub-Signature-256 triggers a fetch at once')
+    .option('--webhook-secret-file <file>', "the webhook's HMAC secret, from this file")
+    .option('--webhook-secret-env <var>', "the webhook's HMAC secret, from this environment variable")
     .option('--retry-backoff <seconds>', 'first back-off before retrying a failed run (doubles, capped at 6 min)', int('--retry-backoff', 0), 10)
     .option('--allow-empty', 'let a specs folder with no attempts remove the instance\'s attempts (default: such a folder removes nothing)')
     .option(

@@ -6,6 +6,7 @@
  * fails keeps the last good revision (stale) and --once exits 1.
  */
 import { expect } from 'chai';
+import { createHmac } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { SourceStatus } from '../../src/git/status';
@@ -240,6 +241,44 @@ describe('specs from git (real git, real engine)', function () {
       () => expect.fail('a command ran'),
       () => undefined,
     );
+  });
+
+  it('webhook: a POST with a valid X-Hub-Signature-256 fetches at once; a bad or missing one gets 401 and changes nothing', async function () {
+    const SECRET = 'hook-secret-value';
+    process.env['BERTH_TEST_HOOK_SECRET'] = SECRET;
+    const port = await freePort();
+    const c1 = await repo.commit('one', { 'specs/a.yaml': spec('a', 'sleep 300') });
+    const ctl = startController(sb, { git: repo.fileUrl, gitPath: 'specs', gitInterval: 3_600_000, webhookAddr: `127.0.0.1:${port}`, webhookSecretEnv: 'BERTH_TEST_HOOK_SECRET' });
+    const post = (body: string, sig?: string) =>
+      fetch(`http://127.0.0.1:${port}/`, { method: 'POST', body, headers: { 'content-type': 'application/json', ...(sig !== undefined ? { 'x-hub-signature-256': sig } : {}) } });
+    const sign = (body: string, key = SECRET) => `sha256=${createHmac('sha256', key).update(body).digest('hex')}`;
+    try {
+      await waitFor('a from c1', async () => (await sb.status('a'))?.revision === c1, { instance: sb.instance });
+      await waitFor('the webhook listening', async () => (await post('{}').catch(() => undefined))?.status === 401, { timeoutMs: 10_000 });
+      const fetchedAt = (await sourceStatus(sb)).fetchedAt;
+      const c2 = await repo.commit('two', { 'specs/b.yaml': spec('b', 'sleep 300') });
+      const body = JSON.stringify({ ref: 'refs/heads/main', after: c2 });
+      expect((await post(body)).status, 'no signature').to.equal(401);
+      expect((await post(body, sign(body, 'another-secret'))).status, 'wrong key').to.equal(401);
+      expect((await post(body, sign(`${body} `))).status, 'another body').to.equal(401);
+      expect((await post(body, 'sha256=zz')).status, 'not hex').to.equal(401);
+      expect((await fetch(`http://127.0.0.1:${port}/`)).status, 'GET').to.equal(405);
+      expect((await post('x'.repeat(1024 * 1024 + 1), sign('x'))).status, 'too large').to.equal(413);
+      expect((await sourceStatus(sb)).fetchedAt, 'nothing fetched').to.equal(fetchedAt);
+      expect(await sb.status('b')).to.equal(undefined);
+      const t0 = Date.now();
+      expect((await post(body, sign(body))).status).to.equal(202);
+      const b = await waitFor('b running from c2', async () => {
+        const s = await sb.status('b');
+        return s?.revision === c2 && s.startedAt ? s : undefined;
+      }, { instance: sb.instance });
+      const ms = Date.parse(b.startedAt as string) - t0;
+      console.log(`      webhook → first container started: ${ms} ms`);
+      expect(ms).to.be.below(5_000);
+    } finally {
+      delete process.env['BERTH_TEST_HOOK_SECRET'];
+      expect(await ctl.stop()).to.equal(0);
+    }
   });
 
   it('controller over git://: polls, goes stale while the daemon is down, recovers and applies the new commit', async function () {

@@ -20,10 +20,14 @@ import type { ReconcileOptions } from './reconcile';
 import { takeWriterLocks, type WriterLocks } from './writer-lock';
 import type { GitSource } from '../../git/source';
 import { gitSourceFrom } from '../git-flags';
+import { serveWebhook } from '../../git/webhook';
+import { readFile } from 'node:fs/promises';
+import { UsageError } from '../context';
 
 export async function runController(ctx: Context, o: ReconcileOptions, signal?: AbortSignal): Promise<number> {
   // Specs from git: polled, nothing on disk watched (a bad URL, ref or path is a UsageError).
   const git = await gitSourceFrom(ctx, o);
+  const webhookSecret = await secretOfWebhook(ctx, o, git);
   const cfg = passConfig(ctx, o);
   const metrics = new ControllerMetrics({ processMetrics: !!o.metricsAddr });
   const engine = instrumentEngine(ctx.engine(), metrics.engineListener);
@@ -35,7 +39,7 @@ export async function runController(ctx: Context, o: ReconcileOptions, signal?: 
   process.once('SIGTERM', onTerm);
   process.once('SIGINT', onInt);
   try {
-    return await serveController(ctx, o, signal, { cfg, metrics, engine, stopped, onStop, ...(git ? { git } : {}) });
+    return await serveController(ctx, o, signal, { cfg, metrics, engine, stopped, onStop, ...(git ? { git } : {}), ...(webhookSecret !== undefined ? { webhookSecret } : {}) });
   } finally {
     process.off('SIGTERM', onTerm);
     process.off('SIGINT', onInt);
@@ -49,6 +53,31 @@ interface Started {
   stopped: Promise<string>;
   onStop: (why: string) => void;
   git?: GitSource;
+  webhookSecret?: string;
+}
+
+/** `--webhook-addr`'s secret (a file, or an environment variable), checked before anything starts. */
+async function secretOfWebhook(ctx: Context, o: ReconcileOptions, git: GitSource | undefined): Promise<string | undefined> {
+  const given = o.webhookSecretFile !== undefined || o.webhookSecretEnv !== undefined;
+  if (o.webhookAddr === undefined) {
+    if (given) throw new UsageError('--webhook-secret-file and --webhook-secret-env go with --webhook-addr');
+    return undefined;
+  }
+  if (!git) throw new UsageError('--webhook-addr goes with --git');
+  if (o.webhookSecretFile !== undefined && o.webhookSecretEnv !== undefined) throw new UsageError('give one of --webhook-secret-file and --webhook-secret-env');
+  let secret: string | undefined;
+  if (o.webhookSecretFile !== undefined) {
+    const file = o.webhookSecretFile;
+    secret = await readFile(file, 'utf8').then(
+      (s) => s.replace(/\r?\n$/, ''),
+      () => {
+        throw new UsageError(`--webhook-secret-file ${file}: cannot be read`);
+      },
+    );
+  } else if (o.webhookSecretEnv !== undefined) secret = ctx.env[o.webhookSecretEnv];
+  else throw new UsageError('--webhook-addr needs --webhook-secret-file or --webhook-secret-env (requests are checked by HMAC-SHA256)');
+  if (!secret) throw new UsageError('the webhook secret is empty');
+  return secret;
 }
 
 async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortSignal | undefined, s: Started): Promise<number> {
@@ -83,6 +112,7 @@ async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortS
   let lock: WriterLocks | undefined;
   let http: Awaited<ReturnType<typeof serve>> | undefined;
   let guard: NodeJS.Timeout | undefined;
+  let hook: Awaited<ReturnType<typeof serveWebhook>> | undefined;
   let lockLost = false;
   try {
     if (o.metricsAddr) {
@@ -120,6 +150,13 @@ async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortS
       }, (o.lockCheckSeconds ?? DEFAULTS.lockCheckSeconds) * 1000);
       guard.unref();
       await controller.start();
+      if (o.webhookAddr !== undefined && s.webhookSecret !== undefined) {
+        hook = await serveWebhook(o.webhookAddr, s.webhookSecret, () => {
+          ctx.log.info('webhook: fetching now');
+          controller.poller?.trigger();
+        });
+        ctx.log.info(`webhook on ${hook.url} (POST, X-Hub-Signature-256)`);
+      }
       ctx.log.info('controller started', { instance: ctx.instance, ...(s.git ? { git: s.git.cfg.url.display, ref: s.git.cfg.ref ?? 'HEAD', interval: `${s.git.cfg.intervalMs / 1000}s` } : { specs: ctx.specsDir }), workers: o.workers ?? cfg.concurrency, resync: `${o.resync ?? 30}s` });
     }
     const why = await stopped;
@@ -127,6 +164,7 @@ async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortS
     await controller.stop();
   } finally {
     clearInterval(guard);
+    await hook?.close();
     await http?.close();
     await lock?.release();
   }

@@ -16,7 +16,7 @@ import { describeEngineError, isEngineDown, pingFailure } from '../../engine/err
 import type { Engine } from '../../engine/types';
 import { changeCount } from '../../plan/render';
 import type { StatusStore } from '../../status/store';
-import { passConfig, type Context } from '../context';
+import { passConfig, UsageError, type Context } from '../context';
 import { diag, plural } from '../diag';
 import { liveLine } from '../live-line';
 import { collectRows, renderRows } from './get';
@@ -41,6 +41,10 @@ export interface ReconcileOptions extends GitFlags {
   egressProxyImage?: string;
   egressNetwork?: string;
   metricsAddr?: string;
+  /** Controller with --git: a webhook that triggers a fetch (git/webhook.ts), and its HMAC secret. */
+  webhookAddr?: string;
+  webhookSecretFile?: string;
+  webhookSecretEnv?: string;
   allowEmpty?: boolean;
   /** Controller: how often it checks that it still holds the instance's locks (no flag; tests). */
   lockCheckSeconds?: number;
@@ -64,6 +68,7 @@ export async function runReconcile(ctx: Context, o: ReconcileOptions): Promise<n
     ctx.io.err(rootError);
     return EXIT.usage;
   }
+  if (o.once && o.webhookAddr !== undefined) throw new UsageError('--webhook-addr is for the controller (without --once)');
   // the controller's modules (chokidar, prom-client) load only in controller mode
   if (!o.once) return (require('./controller') as typeof ControllerCmd).runController(ctx, o);
   const cfg = passConfig(ctx, o);
