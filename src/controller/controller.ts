@@ -43,6 +43,7 @@ import { WorkQueue } from './queue';
 import { SpecSource } from './spec-source';
 import { GitPoller } from '../git/poller';
 import type { GitSource } from '../git/source';
+import type { RevisionOutcomes } from '../git/outcome';
 
 /** The key that means "everything": startup, resync, a reconnected event stream. */
 export const ALL = '*';
@@ -66,6 +67,8 @@ export interface ControllerOptions {
   metrics?: ControllerMetrics;
   /** Specs from git (prepared): polled instead of watching the specs folder. */
   git?: GitSource;
+  /** Specs from git: each revision's outcome, once all its attempts finished. */
+  outcomes?: RevisionOutcomes;
 }
 
 export class Controller {
@@ -211,6 +214,7 @@ export class Controller {
       load = l;
       const busy = new Set(this.inflight.keys());
       const p = planWithRunFloors(planInput(this.o.cfg, load, snapshot, statuses, this.clock.now(), { ...(all ? {} : { only: keys }), reservedSlots: reserved, reservedBySet }));
+      if (this.o.outcomes) void this.o.outcomes.check(statuses.values()).catch((err: unknown) => log.warn(`revision outcome: ${String(err)}`));
       if (load.revision !== undefined) void this.o.git?.applied(load.revision, load.errors).catch((err: unknown) => log.warn(`git source status: ${String(err)}`));
       if (all) {
         this.synced = true;
@@ -337,6 +341,14 @@ export class Controller {
         const did = activity(a, res.done, await this.o.store.get(a.attempt));
         if (did) log.info(did);
         await this.settleAfterWork(a, res, queued);
+        // An attempt may have finished the last run of its revision.
+        if (this.o.outcomes) {
+          const outcomes = this.o.outcomes;
+          void this.o.store
+            .loadAll()
+            .then((all) => outcomes.check(all.values()))
+            .catch((err: unknown) => log.warn(`revision outcome: ${String(err)}`));
+        }
         // A run ended or a slot may have freed: let the waiting ones try.
         for (const w of this.waitingForSlot) this.queue.add(w);
       });
@@ -386,6 +398,7 @@ export class Controller {
     if (this.resyncTimer) this.clock.clearTimeout(this.resyncTimer);
     this.events.close();
     await this.poller?.stop();
+    this.o.outcomes?.close();
     await this.specs.close();
     this.queue.shutDown();
     const settled = (async () => {

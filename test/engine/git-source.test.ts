@@ -7,6 +7,7 @@
  */
 import { expect } from 'chai';
 import { createHmac } from 'node:crypto';
+import http from 'node:http';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { SourceStatus } from '../../src/git/status';
@@ -279,6 +280,44 @@ describe('specs from git (real git, real engine)', function () {
       delete process.env['BERTH_TEST_HOOK_SECRET'];
       expect(await ctl.stop()).to.equal(0);
     }
+  });
+
+  it("--notify-url: once all of a revision's attempts finished, its outcome is written and POSTed, signed, retried after a failure", async function () {
+    const SECRET = 'notify-secret-value';
+    process.env['BERTH_TEST_NOTIFY_SECRET'] = SECRET;
+    const got: { body: string; sig: string | undefined; status: number }[] = [];
+    const receiver = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        const status = got.length === 0 ? 500 : 200; // the first delivery fails: it is retried
+        got.push({ body, sig: req.headers['x-berth-signature-256'] as string | undefined, status });
+        res.writeHead(status).end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', () => resolve()));
+    const port = (receiver.address() as { port: number }).port;
+    const c1 = await repo.commit('one', { 'specs/ok.yaml': spec('ok', 'true'), 'specs/bad.yaml': spec('bad', 'exit 3') });
+    const ctl = startController(sb, { git: repo.fileUrl, gitPath: 'specs', gitInterval: 3_600_000, notifyUrl: `http://127.0.0.1:${port}/hook`, notifySecretEnv: 'BERTH_TEST_NOTIFY_SECRET' });
+    try {
+      await waitFor('two deliveries', async () => got.length >= 2 || undefined, { timeoutMs: 30_000 });
+    } finally {
+      delete process.env['BERTH_TEST_NOTIFY_SECRET'];
+      expect(await ctl.stop()).to.equal(0);
+      receiver.closeAllConnections();
+      await new Promise<void>((resolve) => receiver.close(() => resolve()));
+    }
+    expect(got.map((g) => g.status)).to.deep.equal([500, 200]);
+    const [first, second] = got as [(typeof got)[0], (typeof got)[0]];
+    expect(second.body).to.equal(first.body);
+    expect(second.sig).to.equal(`sha256=${createHmac('sha256', SECRET).update(second.body).digest('hex')}`);
+    const outcome = JSON.parse(second.body) as { revision: string; url: string; counts: Record<string, number>; attempts: { name: string; phase: string; exitCode: number }[] };
+    expect(outcome).to.deep.include({ revision: c1, url: repo.fileUrl, counts: { Failed: 1, Succeeded: 1 } });
+    expect(outcome.attempts.map((a) => [a.name, a.phase, a.exitCode])).to.deep.equal([
+      ['bad', 'Failed', 3],
+      ['ok', 'Succeeded', 0],
+    ]);
+    expect(await fs.readFile(path.join(sb.stateDir, 'git', sb.instance, 'outcomes', `${c1}.json`), 'utf8')).to.equal(second.body);
   });
 
   it('controller over git://: polls, goes stale while the daemon is down, recovers and applies the new commit', async function () {

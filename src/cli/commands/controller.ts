@@ -21,6 +21,7 @@ import { takeWriterLocks, type WriterLocks } from './writer-lock';
 import type { GitSource } from '../../git/source';
 import { gitSourceFrom } from '../git-flags';
 import { serveWebhook } from '../../git/webhook';
+import { RevisionOutcomes } from '../../git/outcome';
 import { readFile } from 'node:fs/promises';
 import { UsageError } from '../context';
 
@@ -28,6 +29,8 @@ export async function runController(ctx: Context, o: ReconcileOptions, signal?: 
   // Specs from git: polled, nothing on disk watched (a bad URL, ref or path is a UsageError).
   const git = await gitSourceFrom(ctx, o);
   const webhookSecret = await secretOfWebhook(ctx, o, git);
+  const notify = await notifyOf(ctx, o, git);
+  const outcomes = git ? new RevisionOutcomes({ root: git.mirror.root, url: git.cfg.url.display, log: ctx.log, ...(notify ? { notify } : {}) }) : undefined;
   const cfg = passConfig(ctx, o);
   const metrics = new ControllerMetrics({ processMetrics: !!o.metricsAddr });
   const engine = instrumentEngine(ctx.engine(), metrics.engineListener);
@@ -39,7 +42,7 @@ export async function runController(ctx: Context, o: ReconcileOptions, signal?: 
   process.once('SIGTERM', onTerm);
   process.once('SIGINT', onInt);
   try {
-    return await serveController(ctx, o, signal, { cfg, metrics, engine, stopped, onStop, ...(git ? { git } : {}), ...(webhookSecret !== undefined ? { webhookSecret } : {}) });
+    return await serveController(ctx, o, signal, { cfg, metrics, engine, stopped, onStop, ...(git ? { git } : {}), ...(webhookSecret !== undefined ? { webhookSecret } : {}), ...(outcomes ? { outcomes } : {}) });
   } finally {
     process.off('SIGTERM', onTerm);
     process.off('SIGINT', onInt);
@@ -54,6 +57,37 @@ interface Started {
   onStop: (why: string) => void;
   git?: GitSource;
   webhookSecret?: string;
+  outcomes?: RevisionOutcomes;
+}
+
+/** A secret from a file or an environment variable (`flag` names both in messages). */
+async function secretFrom(ctx: Context, flag: string, file: string | undefined, env: string | undefined): Promise<string | undefined> {
+  if (file !== undefined && env !== undefined) throw new UsageError(`give one of ${flag}-secret-file and ${flag}-secret-env`);
+  let secret: string | undefined;
+  if (file !== undefined) {
+    secret = await readFile(file, 'utf8').then(
+      (s) => s.replace(/\r?\n$/, ''),
+      () => {
+        throw new UsageError(`${flag}-secret-file ${file}: cannot be read`);
+      },
+    );
+  } else if (env !== undefined) secret = ctx.env[env];
+  else return undefined;
+  if (!secret) throw new UsageError(`${flag}'s secret is empty`);
+  return secret;
+}
+
+/** `--notify-url` and its secret, checked before anything starts. */
+async function notifyOf(ctx: Context, o: ReconcileOptions, git: GitSource | undefined): Promise<{ url: string; secret: string } | undefined> {
+  const secret = await secretFrom(ctx, '--notify', o.notifySecretFile, o.notifySecretEnv);
+  if (o.notifyUrl === undefined) {
+    if (secret !== undefined) throw new UsageError('--notify-secret-file and --notify-secret-env go with --notify-url');
+    return undefined;
+  }
+  if (!git) throw new UsageError('--notify-url goes with --git');
+  if (!/^https?:\/\//.test(o.notifyUrl)) throw new UsageError('--notify-url must be an http:// or https:// URL');
+  if (secret === undefined) throw new UsageError('--notify-url needs --notify-secret-file or --notify-secret-env (each POST is signed with HMAC-SHA256)');
+  return { url: o.notifyUrl, secret };
 }
 
 /** `--webhook-addr`'s secret (a file, or an environment variable), checked before anything starts. */
@@ -108,6 +142,7 @@ async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortS
     resyncMs: (o.resync ?? 30) * 1000,
     metrics,
     ...(s.git ? { git: s.git } : {}),
+    ...(s.outcomes ? { outcomes: s.outcomes } : {}),
   });
   let lock: WriterLocks | undefined;
   let http: Awaited<ReturnType<typeof serve>> | undefined;

@@ -45,6 +45,10 @@ export interface ReconcileOptions extends GitFlags {
   webhookAddr?: string;
   webhookSecretFile?: string;
   webhookSecretEnv?: string;
+  /** Controller with --git: where each revision's outcome is POSTed, and the HMAC secret it is signed with. */
+  notifyUrl?: string;
+  notifySecretFile?: string;
+  notifySecretEnv?: string;
   allowEmpty?: boolean;
   /** Controller: how often it checks that it still holds the instance's locks (no flag; tests). */
   lockCheckSeconds?: number;
