@@ -9,7 +9,7 @@
  *   BENCH_SIZES        no-op pass sizes (default 10,200,1000)
  *   BENCH_DROPS        drop-to-running samples (default 20)
  *   BENCH_DROPS_AT_MAX drop-to-running samples with the controller at the largest size (default 5)
- *   BENCH_ONLY         comma list of cold,drop,noop,resources: a partial run, written to
+ *   BENCH_ONLY         comma list of cold,drop,noop,resources,git: a partial run, written to
  *                      bench/results/partial.*.tmp instead of latest.*
  *   BENCH_PROFILE=1    also take CPU profiles (untimed extra runs under `node --cpu-prof`: berth's
  *                      cold start and clean of 50, a no-op pass at the largest size in-process and
@@ -34,6 +34,7 @@ import { coldRounds, profileColdBerth, type ColdSamples } from './workloads/cold
 import { renderProfile, summarizeProfile, type ProfileSummary } from './lib/profile';
 import { controllerAt1000, dropToRunning, profileController, type ControllerAt1000, type DropSamples } from './workloads/controller';
 import { noopScales, type NoopResult } from './workloads/noop';
+import { gitWorkload, type GitSamples } from './workloads/git';
 
 const TARGETS = {
   coldVsFloor: 1.15,
@@ -130,6 +131,41 @@ interface Results {
   drop?: DropSamples;
   at1000?: ControllerAt1000;
   clean1000Ms?: number;
+  git?: GitSamples;
+}
+
+/** Specs from git: commit → running by polling and by webhook, and what a no-op poll costs. */
+function gitRows(g: GitSamples, rows: Row[]): void {
+  const poll = summarize(g.poll);
+  const hook = summarize(g.hook);
+  rows.push({
+    id: 'git-poll',
+    workload: `Specs from git: commit → first container started, polling every ${g.intervalMs / 1000} s (${g.poll.length} commits)`,
+    berth: `median ${fmtMs(poll.median)}, max ${fmtMs(poll.max)}`,
+    reference: 'poll interval + 1 s',
+    refValue: fmtMs(g.intervalMs + 1000),
+    target: `max ≤ ${fmtMs(g.intervalMs + 1000)}`,
+    verdict: verdictOf(poll.max <= g.intervalMs + 1000),
+  });
+  rows.push({
+    id: 'git-webhook',
+    workload: `Specs from git: signed webhook POST → first container started (${g.hook.length} commits)`,
+    berth: `median ${fmtMs(hook.median)}, max ${fmtMs(hook.max)}`,
+    reference: '1 s',
+    refValue: '1 s',
+    target: 'median ≤ 1 s',
+    verdict: verdictOf(hook.median <= 1000),
+  });
+  const polls = Math.round(g.noop.windowMs / g.intervalMs);
+  rows.push({
+    id: 'git-noop',
+    workload: `Specs from git: no-op polls of an unchanged repository (${(g.noop.windowMs / 1000).toFixed(1)} s)`,
+    berth: `${g.noop.fetches} git fetches, ${g.noop.mutations} engine events`,
+    reference: `${polls} polls`,
+    refValue: `${polls} fetches, 0 events`,
+    target: 'one fetch a poll, no engine mutation',
+    verdict: verdictOf(g.noop.mutations === 0 && Math.abs(g.noop.fetches - polls) <= 1),
+  });
 }
 
 function coldRows(c: ColdSamples, rows: Row[]): void {
@@ -381,7 +417,7 @@ async function main(): Promise<void> {
   const dropsAtMax = envInt('BENCH_DROPS_AT_MAX', 5, 0);
   const only = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',').map((s) => s.trim())) : undefined;
   const want = (w: string) => !only || only.has(w);
-  if (only) for (const w of only) if (!['cold', 'drop', 'noop', 'resources'].includes(w)) throw new Error(`BENCH_ONLY: unknown workload ${w}`);
+  if (only) for (const w of only) if (!['cold', 'drop', 'noop', 'resources', 'git'].includes(w)) throw new Error(`BENCH_ONLY: unknown workload ${w}`);
   if (want('resources') && !want('noop')) throw new Error('BENCH_ONLY: resources needs noop (the controller watches its attempts)');
 
   const loadStart = os.loadavg();
@@ -462,6 +498,10 @@ async function main(): Promise<void> {
         res.profiles.push({ title: `controller watching ${n} specs: start-up, first pass, 3 drops`, file });
       }
     }
+    if (want('git')) {
+      log('specs from git: commit → running by polling and by webhook; no-op polls');
+      res.git = await gitWorkload(engine, run, envInt('BENCH_GIT_COMMITS', 5), log);
+    }
     if (res.noop) {
       const c = await berth(['clean', ...res.noop.sandbox.globalArgs('warn')]);
       res.clean1000Ms = c.ms;
@@ -486,6 +526,7 @@ async function main(): Promise<void> {
   if (res.cold) teardownRows(res.cold, rows);
   if (res.drop) dropRows(res.drop, res.at1000, rows);
   if (res.at1000) resourceRows(res.at1000, rows);
+  if (res.git) gitRows(res.git, rows);
 
   const profileSummaries: { title: string; summary: ProfileSummary }[] = [];
   for (const p of res.profiles) {
@@ -550,6 +591,7 @@ async function main(): Promise<void> {
       startup: res.startup,
       controllerAtMax: res.at1000,
       cleanMaxMs: res.clean1000Ms,
+      git: res.git,
     },
     profiles: profileSummaries,
   };

@@ -57,8 +57,14 @@ export class SpecSource {
 
   /** The latest load; loads again first when the folder changed since. */
   async specs(): Promise<LoadReport> {
+    // A load under way answers only if nothing changed since it began: one begun before a change
+    // (a new revision, a file written) would hand the caller what no longer holds.
+    while (this.loading) {
+      const under = this.loading;
+      if (!this.dirty) return under;
+      await under.catch(() => undefined);
+    }
     if (!this.dirty && this.current) return this.current;
-    if (this.loading) return this.loading;
     this.dirty = false;
     const git = this.opts.git;
     const rev = git?.current();
