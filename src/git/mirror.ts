@@ -149,12 +149,16 @@ export class GitMirror {
     for (const n of names) if (n.startsWith(GIT.revPrefix) && !kept.has(n)) await fs.rm(path.join(this.root, n), { recursive: true, force: true });
   }
 
-  /** Temp folders, indexes and links of berths no longer running. */
+  /**
+   * Temp folders, indexes and links of berths no longer running. Best effort: a git that a
+   * killed berth started may still be writing into its folder (it outlives berth until it ends);
+   * what cannot be removed now is removed at a later start (its name is never used again).
+   */
   private async removeLeftovers(): Promise<void> {
     const names = await fs.readdir(this.root).catch(() => [] as string[]);
     for (const n of names) {
       const m = TEMP.exec(n);
-      if (m && !pidAlive(Number(m[1]))) await fs.rm(path.join(this.root, n), { recursive: true, force: true });
+      if (m && !pidAlive(Number(m[1]))) await fs.rm(path.join(this.root, n), { recursive: true, force: true, maxRetries: 5, retryDelay: 100 }).catch(() => undefined);
     }
   }
 }

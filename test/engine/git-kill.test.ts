@@ -47,7 +47,8 @@ describe('git source: a kill while switching revisions', function () {
     const delays = [0, 30, 80, 150, 250, 400, 600, 900];
     let sawLeftover = false;
     for (const delay of delays) {
-      const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '../support/git-switcher.ts'), root, repo.fileUrl], { stdio: ['ignore', 'pipe', 'pipe'] });
+      // Its own process group: the kill takes berth and the git it runs, as a service manager's does.
+      const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '../support/git-switcher.ts'), root, repo.fileUrl], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
       let err = '';
       child.stderr.on('data', (d: Buffer) => (err += d.toString()));
       // Let it switch at least once, then kill it a varied time after a switch.
@@ -57,7 +58,7 @@ describe('git source: a kill while switching revisions', function () {
       });
       await new Promise((r) => setTimeout(r, delay));
       const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-      process.kill(child.pid as number, 'SIGKILL');
+      process.kill(-(child.pid as number), 'SIGKILL');
       await exited;
 
       const names = await fs.readdir(root);
