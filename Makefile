@@ -4,7 +4,7 @@ SHELL := /bin/bash
 NPM ?= npm
 BERTH := node bin/berth.js
 
-.PHONY: help deps build engine images browser setup run test test-unit lint typecheck bench bench-sets clean-engine
+.PHONY: help deps build engine git images browser setup run test test-unit lint typecheck bench bench-sets clean-engine
 
 help:
 	@echo "make run    reconcile the example specs in specs/ on the local engine, then show them"
@@ -26,7 +26,11 @@ engine:
 images: deps engine
 	./scripts/images.sh
 
-setup: deps build images
+# the system git: specs from git (--git) and its tests
+git:
+	./scripts/git-up.sh
+
+setup: deps build images git
 
 # Debian's chromium for the report's browser tests and `make bench` (scripts/browser-up.sh; no browser download)
 browser:

@@ -9,10 +9,11 @@
  *   BENCH_SIZES        no-op pass sizes (default 10,200,1000)
  *   BENCH_DROPS        drop-to-running samples (default 20)
  *   BENCH_DROPS_AT_MAX drop-to-running samples with the controller at the largest size (default 5)
+ *   BENCH_GIT_COMMITS  commits of the git workload (default 5)
  *   BENCH_COMPLETIONS  attempts of the completion-detection workload (default 40)
  *   BENCH_SET_CELLS    the AttemptSet workload plans a CELLS x CELLS set (default 100: 10,000 children)
  *   BENCH_HARVEST_FILES files in the results folder of the harvest workload (default 100,000)
- *   BENCH_ONLY         comma list of cold,drop,noop,resources,report,harvest,sets,completion: a partial run, written to
+ *   BENCH_ONLY         comma list of cold,drop,noop,resources,report,harvest,sets,completion,git: a partial run, written to
  *                      bench/results/partial.*.tmp instead of latest.*
  *   BENCH_PROFILE=1    also take CPU profiles (untimed extra runs under `node --cpu-prof`: berth's
  *                      cold start and clean of 50, a no-op pass at the largest size in-process and
@@ -41,6 +42,7 @@ import { noopScales, type NoopResult } from './workloads/noop';
 import { reportBench, type ReportSamples } from './workloads/report';
 import { setRounds, type SetSamples } from './workloads/sets';
 import { completion, type CompletionSamples } from './workloads/completion';
+import { gitWorkload, type GitSamples } from './workloads/git';
 
 const TARGETS = {
   coldVsFloor: 1.15,
@@ -152,6 +154,41 @@ interface Results {
   report?: ReportSamples;
   sets?: SetSamples;
   completion?: CompletionSamples;
+  git?: GitSamples;
+}
+
+/** Specs from git: commit → running by polling and by webhook, and what a no-op poll costs. */
+function gitRows(g: GitSamples, rows: Row[]): void {
+  const poll = summarize(g.poll);
+  const hook = summarize(g.hook);
+  rows.push({
+    id: 'git-poll',
+    workload: `Specs from git: commit → first container started, polling every ${g.intervalMs / 1000} s (${g.poll.length} commits)`,
+    berth: `median ${fmtMs(poll.median)}, max ${fmtMs(poll.max)}`,
+    reference: 'poll interval + 1 s',
+    refValue: fmtMs(g.intervalMs + 1000),
+    target: `max ≤ ${fmtMs(g.intervalMs + 1000)}`,
+    verdict: verdictOf(poll.max <= g.intervalMs + 1000),
+  });
+  rows.push({
+    id: 'git-webhook',
+    workload: `Specs from git: signed webhook POST → first container started (${g.hook.length} commits)`,
+    berth: `median ${fmtMs(hook.median)}, max ${fmtMs(hook.max)}`,
+    reference: '1 s',
+    refValue: '1 s',
+    target: 'median ≤ 1 s',
+    verdict: verdictOf(hook.median <= 1000),
+  });
+  const polls = Math.round(g.noop.windowMs / g.intervalMs);
+  rows.push({
+    id: 'git-noop',
+    workload: `Specs from git: no-op polls of an unchanged repository (${(g.noop.windowMs / 1000).toFixed(1)} s)`,
+    berth: `${g.noop.fetches} git fetches, ${g.noop.mutations} engine events`,
+    reference: `${polls} polls`,
+    refValue: `${polls} fetches, 0 events`,
+    target: 'one fetch a poll, no engine mutation',
+    verdict: verdictOf(g.noop.mutations === 0 && Math.abs(g.noop.fetches - polls) <= 1),
+  });
 }
 
 function coldRows(c: ColdSamples, rows: Row[]): void {
@@ -524,7 +561,7 @@ async function main(): Promise<void> {
   const dropsAtMax = envInt('BENCH_DROPS_AT_MAX', 5, 0);
   const only = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',').map((s) => s.trim())) : undefined;
   const want = (w: string) => !only || only.has(w);
-  if (only) for (const w of only) if (!['cold', 'drop', 'noop', 'resources', 'report', 'harvest', 'sets', 'completion'].includes(w)) throw new Error(`BENCH_ONLY: unknown workload ${w}`);
+  if (only) for (const w of only) if (!['cold', 'drop', 'noop', 'resources', 'report', 'harvest', 'sets', 'completion', 'git'].includes(w)) throw new Error(`BENCH_ONLY: unknown workload ${w}`);
   if (want('resources') && !want('noop')) throw new Error('BENCH_ONLY: resources needs noop (the controller watches its attempts)');
 
   const loadStart = os.loadavg();
@@ -605,6 +642,10 @@ async function main(): Promise<void> {
         res.profiles.push({ title: `controller watching ${n} specs: start-up, first pass, 3 drops`, file });
       }
     }
+    if (want('git')) {
+      log('specs from git: commit → running by polling and by webhook; no-op polls');
+      res.git = await gitWorkload(engine, run, envInt('BENCH_GIT_COMMITS', 5), log);
+    }
     if (want('completion')) {
       res.completion = await completion(engine, run, envInt('BENCH_COMPLETIONS', 40), log);
     }
@@ -646,6 +687,7 @@ async function main(): Promise<void> {
   if (res.report) reportRows(res.report, rows);
   if (res.sets) setRows(res.sets, rows);
   if (res.completion) completionRows(res.completion, rows);
+  if (res.git) gitRows(res.git, rows);
 
   const profileSummaries: { title: string; summary: ProfileSummary }[] = [];
   for (const p of res.profiles) {
@@ -714,6 +756,7 @@ async function main(): Promise<void> {
       report: res.report,
       sets: res.sets,
       completion: res.completion,
+      git: res.git,
     },
     profiles: profileSummaries,
   };

@@ -283,6 +283,29 @@ export const DEFAULTS = {
   maxSpecFileBytes: 1024 * 1024,
   maxAliasCount: 100,
   maxNestingDepth: 64,
+  /** A git source (`--git`): how often it is fetched (`--git-interval`), and how long one git command may take. */
+  gitIntervalMs: 60_000,
+  gitTimeoutMs: 120_000,
+  /** A failed fetch is tried again after this, doubling up to the interval. */
+  gitRetryBaseMs: 2_000,
+} as const;
+
+/**
+ * A git source (docs/CONTRACT.md "Specs from git"): the URL schemes berth fetches from (git's
+ * own GIT_ALLOW_PROTOCOL enforces the list too, also for redirects and submodules), and the
+ * layout of `<state>/git`.
+ */
+export const GIT = {
+  schemes: ['https', 'http', 'ssh', 'git', 'file'] as readonly string[],
+  /** The bare mirror every fetch goes into. */
+  mirror: 'mirror.git',
+  /** The ref the source's REF is fetched into. */
+  targetRef: 'refs/berth/target',
+  /** A revision's specs folder: `rev-<sha>`; `current` is a link to the one in force. */
+  revPrefix: 'rev-',
+  current: 'current',
+  /** What `berth source` shows (source.ts). */
+  statusFile: 'source.json',
 } as const;
 
 /**

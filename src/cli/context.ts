@@ -1,7 +1,8 @@
 /** Global options shared by every command, resolved once into a Context. */
 import os from 'node:os';
 import path from 'node:path';
-import { DEFAULTS } from '../constants';
+import { readlinkSync, statSync } from 'node:fs';
+import { DEFAULTS, GIT } from '../constants';
 import type { PassConfig } from '../controller/pass';
 import { resolveResultsRoot } from '../plan/results';
 import type * as DockerEngine from '../engine/docker';
@@ -24,12 +25,20 @@ export interface GlobalOptions {
   engineTimeout?: number;
   /** `--backend`: one engine (default) or a swarm (src/backend). */
   backend?: 'engine' | 'swarm';
+  /**
+   * `--specs` was not given: an instance that follows a git source reads its specs from the
+   * revision in force (`<state>/git/<instance>/current`). Not for reconcile, plan and
+   * validate, which name their source.
+   */
+  followGitSource?: boolean;
 }
 
 export class UsageError extends Error {}
 
 export interface Context {
   specsDir: string;
+  /** The specs folder is this commit of the git source (`--git`, or the revision in force). */
+  revision?: string;
   stateDir: string;
   resultsRoot: string;
   instance: string;
@@ -54,10 +63,12 @@ export function makeContext(g: GlobalOptions, io: Io, opts: { engine?: Engine; e
   const stream = io.isTTY ? liveLine(io).stream() : undefined;
   const log = opts.log ?? createLogger({ level: g.logLevel ?? 'info', format: g.logFormat ?? 'text', ...(stream ? { stream } : {}) });
   const calls = new CallCounter();
+  const followed = g.followGitSource ? revisionInForce(path.join(stateDir, 'git', instance)) : undefined;
   let engine: Engine | undefined;
   let store: StatusStore | undefined;
   return {
-    specsDir: path.resolve(g.specs ?? DEFAULTS.specsDir),
+    specsDir: followed?.dir ?? path.resolve(g.specs ?? DEFAULTS.specsDir),
+    ...(followed ? { revision: followed.revision } : {}),
     stateDir,
     resultsRoot: resolveResultsRoot(stateDir, g.resultsRoot),
     instance,
@@ -84,6 +95,23 @@ export function makeContext(g: GlobalOptions, io: Io, opts: { engine?: Engine; e
   };
 }
 
+/** The revision in force of an instance's git source (`<state>/git/<instance>`), when it has one (the `current` link). */
+function revisionInForce(root: string): { dir: string; revision: string } | undefined {
+  try {
+    const target = readlinkSync(path.join(root, GIT.current));
+    const m = /^rev-([0-9a-f]{40,64})$/.exec(target);
+    if (!m || !statSync(path.join(root, target)).isDirectory()) return undefined;
+    return { dir: path.join(root, target), revision: m[1] as string };
+  } catch {
+    return undefined;
+  }
+}
+
+/** `revision` for loadSpecs when the context's specs are a git revision. */
+export function specsRevision(ctx: Context): { revision?: string } {
+  return ctx.revision !== undefined ? { revision: ctx.revision } : {};
+}
+
 export interface PassFlags {
   maxRunning?: number;
   concurrency?: number;
@@ -101,6 +129,7 @@ export interface PassFlags {
 export function passConfig(ctx: Context, o: PassFlags): PassConfig {
   return {
     specsDir: ctx.specsDir,
+    ...(ctx.revision !== undefined ? { revision: ctx.revision } : {}),
     stateDir: ctx.stateDir,
     resultsRoot: ctx.resultsRoot,
     instance: ctx.instance,

@@ -19,6 +19,7 @@ import type * as PlanCmd from './commands/plan';
 import type * as ReconcileCmd from './commands/reconcile';
 import type * as SummaryCmd from './commands/summary';
 import type * as ReportCmd from './commands/report';
+import type * as SourceCmd from './commands/source';
 import type * as UnlockCmd from './commands/unlock';
 import type * as ValidateCmd from './commands/validate';
 import type * as WaitCmd from './commands/wait';
@@ -71,6 +72,28 @@ function maxRunningOption(): Option {
   return new Option('--max-running <n>', 'attempts running at once').argParser(int('--max-running', 1)).default(n, `2 × CPUs, at least 2: ${n} here`);
 }
 
+/** `--git URL [--git-ref REF] [--git-path DIR]` (and `--git-interval` for reconcile). */
+function gitOptions(cmd: Command, interval: boolean): Command {
+  cmd
+    .option('--git <url>', 'specs from a git repository (https://, ssh://, git://, file:// or user@host:path; never credentials in it)')
+    .option('--git-ref <ref>', "with --git: the branch or tag to follow (default: the remote's default branch)")
+    .option('--git-path <dir>', 'with --git: the specs folder inside the repository (default: its root)')
+    .option('--git-token-file <file>', 'with an https --git: the token, read from this file at every fetch')
+    .option('--git-token-env <var>', 'with an https --git: the token, from this environment variable')
+    .option('--git-username <name>', 'with a token: the user name sent with it (default x-access-token)')
+    .option('--git-ssh-key <file>', 'with an ssh --git: the private key')
+    .option('--git-known-hosts <file>', 'with an ssh --git: the known_hosts file (host keys are always checked)')
+    .option('--git-verify <allowed-signers>', 'with --git: apply only commits signed (ssh signing) by a key in this allowed-signers file');
+  if (interval) {
+    cmd.addOption(
+      new Option('--git-interval <duration>', 'with --git, controller: fetch this often')
+        .argParser(durationMs('--git-interval'))
+        .default(undefined, `${DEFAULTS.gitIntervalMs / 1000}s`),
+    );
+  }
+  return cmd;
+}
+
 function collect(v: string, prev: string[] = []): string[] {
   return [...prev, v];
 }
@@ -101,20 +124,28 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) });
 
-  const ctx = (cmd: Command) => makeContext(cmd.optsWithGlobals<GlobalOptions>(), io);
+  // Without --specs, commands other than reconcile, plan and validate follow the state folder's git source, if any.
+  const ctx = (cmd: Command) =>
+    makeContext({ ...cmd.optsWithGlobals<GlobalOptions>(), followGitSource: !['reconcile', 'plan', 'validate'].includes(cmd.name()) && cmd.getOptionValueSourceWithGlobals('specs') === 'default' }, io);
   const done = (p: Promise<number>) => p.then(setExit);
 
-  program
+  const validate = program
     .command('validate')
     .description('check specs; no engine needed')
     .argument('[path...]', 'spec files or folders (default: --specs)')
-    .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
-    .action(async (paths: string[], o: { output: 'text' | 'json' }, cmd: Command) => {
-      const c = ctx(cmd);
-      await done((require('./commands/validate') as typeof ValidateCmd).runValidate(paths.length ? paths : [c.specsDir], { output: o.output, resultsRoot: c.resultsRoot }, io));
-    });
+    .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'));
+  gitOptions(validate, false).action(async (paths: string[], o: { output: 'text' | 'json'; git?: string }, cmd: Command) => {
+    const c = ctx(cmd);
+    const v = require('./commands/validate') as typeof ValidateCmd;
+    if (Object.keys(o).some((k) => k.startsWith('git'))) {
+      if (paths.length) throw new UsageError('--git validates the repository: give no paths');
+      await done(v.runValidateGit(c, o));
+      return;
+    }
+    await done(v.runValidate(paths.length ? paths : [c.specsDir], { output: o.output, resultsRoot: c.resultsRoot }, io));
+  });
 
-  program
+  const plan = program
     .command('plan')
     .description('what reconcile would do, and why, changing nothing')
     .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
@@ -123,12 +154,12 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--egress-proxy-image <image>', 'image of the egress proxy sidecar (same contract as docs/EGRESS.md)')
     .option('--egress-network <name>', 'existing network the egress proxy reaches out through (default: one per attempt)')
     .option('--allow-empty', 'let a specs folder with no attempts remove the instance\'s attempts (default: such a folder removes nothing)')
-    .option('--infra-retries <n>', `as for reconcile (default ${DEFAULTS.infraRetries})`, int('--infra-retries', 0))
-    .action(async (o, cmd: Command) => {
-      await done((require('./commands/plan') as typeof PlanCmd).runPlan(ctx(cmd), o));
-    });
+    .option('--infra-retries <n>', `as for reconcile (default ${DEFAULTS.infraRetries})`, int('--infra-retries', 0));
+  gitOptions(plan, false).action(async (o, cmd: Command) => {
+    await done((require('./commands/plan') as typeof PlanCmd).runPlan(ctx(cmd), o));
+  });
 
-  program
+  const reconcile = program
     .command('reconcile')
     .description('converge the engine to the specs')
     .option('--once', 'make one full pass and exit')
@@ -141,6 +172,12 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--egress-network <name>', 'existing network the egress proxy reaches out through (default: one per attempt)')
     .option('--workers <n>', 'controller: attempts worked on at once (default: --concurrency)', int('--workers', 1))
     .option('--metrics-addr <host:port>', 'controller: serve Prometheus metrics, /healthz and /readyz (e.g. 127.0.0.1:9464)')
+    .option('--webhook-addr <host:port>', 'controller with --git: a POST with a valid X-Hub-Signature-256 triggers a fetch at once')
+    .option('--webhook-secret-file <file>', "the webhook's HMAC secret, from this file")
+    .option('--webhook-secret-env <var>', "the webhook's HMAC secret, from this environment variable")
+    .option('--notify-url <url>', "controller with --git: POST each revision's outcome here (JSON, X-Berth-Signature-256) once all its attempts finished")
+    .option('--notify-secret-file <file>', 'the HMAC secret --notify-url POSTs are signed with, from this file')
+    .option('--notify-secret-env <var>', 'the HMAC secret --notify-url POSTs are signed with, from this environment variable')
     .option('--retry-backoff <seconds>', 'first back-off before retrying a failed run (doubles, capped at 6 min)', int('--retry-backoff', 0), 10)
     .option('--allow-empty', 'let a specs folder with no attempts remove the instance\'s attempts (default: such a folder removes nothing)')
     .option(
@@ -150,11 +187,11 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     )
     .option('--log-max-bytes <size>', `bytes of each container's log kept in its run folder: the first and last half, the middle cut with a marker line (default ${DEFAULTS.logMaxBytes / 1024 / 1024}m)`, bytes('--log-max-bytes', 1024))
     .option('--hash-max-bytes <size>', `bytes of results the manifest hashes at most; larger files are listed without a hash (default ${DEFAULTS.hashMaxBytes / 1024 ** 3}g)`, bytes('--hash-max-bytes', 0))
-    .option('--hash-max-seconds <n>', `seconds the manifest hashes at most per run (default ${DEFAULTS.hashMaxSeconds})`, int('--hash-max-seconds', 1))
-    .action(async (o, cmd: Command) => {
-      if (o.wait && !o.once) throw new UsageError('--wait goes with --once (reconcile --once --wait); to wait on a running controller, use berth wait');
-      await done((require('./commands/reconcile') as typeof ReconcileCmd).runReconcile(ctx(cmd), o));
-    });
+    .option('--hash-max-seconds <n>', `seconds the manifest hashes at most per run (default ${DEFAULTS.hashMaxSeconds})`, int('--hash-max-seconds', 1));
+  gitOptions(reconcile, true).action(async (o, cmd: Command) => {
+    if (o.wait && !o.once) throw new UsageError('--wait goes with --once (reconcile --once --wait); to wait on a running controller, use berth wait');
+    await done((require('./commands/reconcile') as typeof ReconcileCmd).runReconcile(ctx(cmd), o));
+  });
 
   program
     .command('get')
@@ -238,6 +275,14 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .argument('<name>')
     .action(async (name: string, _o, cmd: Command) => {
       await done((require('./commands/describe') as typeof DescribeCmd).runDescribe(ctx(cmd), name));
+    });
+
+  program
+    .command('source')
+    .description('the git source (--git): URL, ref, revision in force, fetched and applied, its spec errors, stale or not')
+    .addOption(new Option('-o, --output <format>', 'output format').choices(['json']))
+    .action(async (o: { output?: 'json' }, cmd: Command) => {
+      await done((require('./commands/source') as typeof SourceCmd).runSource(ctx(cmd), o));
     });
 
   program

@@ -42,6 +42,9 @@ import type { ControllerMetrics } from './metrics';
 import { knownContainerIds, planInput, planWithRunFloors, type PassConfig } from './pass';
 import { WorkQueue } from './queue';
 import { SpecSource } from './spec-source';
+import { GitPoller } from '../git/poller';
+import type { GitSource } from '../git/source';
+import type { RevisionOutcomes } from '../git/outcome';
 
 /** The key that means "everything": startup, resync, a reconnected event stream. */
 export const ALL = '*';
@@ -63,6 +66,10 @@ export interface ControllerOptions {
   debounceMs?: number;
   clock?: Clock;
   metrics?: ControllerMetrics;
+  /** Specs from git (prepared): polled instead of watching the specs folder. */
+  git?: GitSource;
+  /** Specs from git: each revision's outcome, once all its attempts finished. */
+  outcomes?: RevisionOutcomes;
 }
 
 export class Controller {
@@ -72,6 +79,8 @@ export class Controller {
   /** The engine, its calls feeding `health`. */
   readonly engine: Engine;
   private readonly specs: SpecSource;
+  /** Fetches the git source, when there is one. */
+  readonly poller: GitPoller | undefined;
   private readonly events: EngineSource;
   private readonly clock: Clock;
   private readonly slots: Semaphore;
@@ -112,12 +121,19 @@ export class Controller {
     this.queue = new WorkQueue({ clock: this.clock, ...(o.metrics ? { metrics: o.metrics.queueMetrics() } : {}) });
     this.slots = new Semaphore(Math.max(1, o.workers));
     this.specs = new SpecSource(
-      { specsDir: o.cfg.specsDir, resultsRoot: o.cfg.resultsRoot, stateDir: o.cfg.stateDir, debounceMs: o.debounceMs ?? 30, log: o.log },
+      { specsDir: o.cfg.specsDir, resultsRoot: o.cfg.resultsRoot, stateDir: o.cfg.stateDir, debounceMs: o.debounceMs ?? 30, log: o.log, ...(o.git ? { git: { current: () => o.git?.current(), url: o.git.cfg.url.display } } : {}) },
       (names, load) => {
         o.metrics?.specErrors.set(load.errors.length);
         for (const n of names) this.queue.add(n);
       },
     );
+    // A new revision: load it (changed names are queued) and look at everything (what it no longer holds).
+    this.poller = o.git
+      ? new GitPoller(o.git, this.clock, () => {
+          this.specs.reload();
+          this.queue.add(ALL);
+        })
+      : undefined;
     this.events = new EngineSource(this.engine, o.cfg.instance, o.log, {
       onEvent: (ev) => {
         const key = ev.attributes[LABELS.attempt];
@@ -140,8 +156,12 @@ export class Controller {
   }
 
   async start(): Promise<void> {
-    this.specs.watch();
-    await this.specs.ready();
+    if (this.o.git) await this.o.git.prepare();
+    if (this.poller) this.poller.start();
+    else {
+      this.specs.watch();
+      await this.specs.ready();
+    }
     this.events.start();
     this.queue.add(ALL);
     this.scheduleResync();
@@ -205,6 +225,8 @@ export class Controller {
       load = l;
       const busy = new Set(this.inflight.keys());
       const p = planWithRunFloors(planInput(this.o.cfg, load, snapshot, statuses, this.clock.now(), { ...(all ? {} : { only: keys }), reservedSlots: reserved, reservedBySet }));
+      if (this.o.outcomes) void this.o.outcomes.check(statuses.values()).catch((err: unknown) => log.warn(`revision outcome: ${String(err)}`));
+      if (load.revision !== undefined) void this.o.git?.applied(load.revision, load.errors).catch((err: unknown) => log.warn(`git source status: ${String(err)}`));
       if (all) {
         this.synced = true;
         this.queue.forget(ALL); // a failed resync's back-off starts over
@@ -330,6 +352,14 @@ export class Controller {
         const did = activity(a, res.done, await this.o.store.get(a.attempt));
         if (did) log.info(did);
         await this.settleAfterWork(a, res, queued);
+        // An attempt may have finished the last run of its revision.
+        if (this.o.outcomes) {
+          const outcomes = this.o.outcomes;
+          void this.o.store
+            .loadAll()
+            .then((all) => outcomes.check(all.values()))
+            .catch((err: unknown) => log.warn(`revision outcome: ${String(err)}`));
+        }
         // A run ended or a slot may have freed: let the waiting ones try.
         for (const w of this.waitingForSlot) this.queue.add(w);
       });
@@ -389,6 +419,8 @@ export class Controller {
     this.halt.abort(new Error('the controller is stopping'));
     if (this.resyncTimer) this.clock.clearTimeout(this.resyncTimer);
     this.events.close();
+    await this.poller?.stop();
+    this.o.outcomes?.close();
     await this.specs.close();
     this.queue.shutDown();
     const settled = (async () => {

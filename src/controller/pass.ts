@@ -40,6 +40,8 @@ export interface PassConfig {
   now?: () => number;
   /** The harvest's log cap and hashing budget (`--log-max-bytes`, `--hash-max-bytes`, `--hash-max-seconds`). */
   harvest?: HarvestLimits;
+  /** Specs from git: the commit `specsDir` holds. */
+  revision?: string;
   /** Plan only these attempts (`berth rerun`, `berth delete`); the others still count for admission. */
   only?: ReadonlySet<string>;
 }
@@ -139,7 +141,7 @@ export async function planPass(cfg: PassConfig, engine: Engine, store: StatusSto
   // The engine's lists go out first; specs and records load while the engine answers.
   const statusesP = store.loadAll();
   const snapshotP = observe(engine, cfg.instance, statusesP.then(knownContainerIds), now());
-  const [load, statuses, snapshot] = await Promise.all([loadSpecs({ specsDir: cfg.specsDir, resultsRoot: cfg.resultsRoot, cacheIn: cfg.stateDir }), statusesP, snapshotP]);
+  const [load, statuses, snapshot] = await Promise.all([loadSpecs({ specsDir: cfg.specsDir, resultsRoot: cfg.resultsRoot, cacheIn: cfg.stateDir, ...(cfg.revision !== undefined ? { revision: cfg.revision } : {}) }), statusesP, snapshotP]);
   const plan = planWithRunFloors(planInput(cfg, load, snapshot, statuses, now(), cfg.only ? { only: cfg.only } : {}));
   return { load, snapshot, plan };
 }

@@ -4,10 +4,16 @@
  * file's size to hold still), then the folder is loaded again and the attempt names whose
  * spec changed (added, removed, new hash, turned invalid or valid) are handed on. A file
  * moved between subfolders keeps its attempt's hash: nothing to do.
+ *
+ * With a git source the folder is the revision in force (never watched: it never changes once
+ * written); `reload()` after a new revision loads it. Before any revision is in force the load
+ * is a root error: nothing is planned from it.
  */
 import chokidar, { type FSWatcher } from 'chokidar';
 import path from 'node:path';
 import { loadSpecs, type LoadReport } from '../spec/loader';
+import type { Revision } from '../git/source';
+import type { SpecError } from '../spec/types';
 import type { Logger } from '../util/log';
 
 function fingerprint(load: LoadReport): Map<string, string> {
@@ -38,7 +44,16 @@ export class SpecSource {
   private rootProblem: string | undefined;
 
   constructor(
-    private readonly opts: { specsDir: string; resultsRoot: string; debounceMs: number; log: Logger; /** The state folder: the first load may find outcomes kept on disk there. */ stateDir?: string },
+    private readonly opts: {
+      specsDir: string;
+      resultsRoot: string;
+      debounceMs: number;
+      log: Logger;
+      /** The state folder: the first load may find outcomes kept on disk there. */
+      stateDir?: string;
+      /** Specs from git: the revision in force (undefined: none yet), and the source's URL. */
+      git?: { current(): Revision | undefined; url: string };
+    },
     private readonly onChange: (names: string[], load: LoadReport) => void,
   ) {}
 
@@ -49,12 +64,26 @@ export class SpecSource {
 
   /** The latest load; loads again first when the folder changed since. */
   async specs(): Promise<LoadReport> {
+    // A load under way answers only if nothing changed since it began: one begun before a change
+    // (a new revision, a file written) would hand the caller what no longer holds.
+    while (this.loading) {
+      const under = this.loading;
+      if (!this.dirty) return under;
+      await under.catch(() => undefined);
+    }
     if (!this.dirty && this.current) return this.current;
-    if (this.loading) return this.loading;
     this.dirty = false;
+    const git = this.opts.git;
+    const rev = git?.current();
+    if (git && !rev) {
+      this.dirty = true;
+      const rootError: SpecError = { file: git.url, line: 1, col: 1, path: '', code: 'io', message: 'no revision of the git source fetched yet' };
+      return { specs: [], errors: [rootError], protectedNames: new Set(), unreadableFiles: new Set(), unreadableFolders: new Set(), rootError, files: [], documents: 0 };
+    }
+    const where = rev ? { specsDir: rev.dir, revision: rev.revision } : { specsDir: this.opts.specsDir };
     // Only the first load looks on disk (start-up); later ones find what they keep in memory.
     const cacheIn = this.current ? undefined : this.opts.stateDir;
-    this.loading = loadSpecs({ specsDir: this.opts.specsDir, resultsRoot: this.opts.resultsRoot, ...(cacheIn !== undefined ? { cacheIn } : {}) }).finally(() => (this.loading = undefined));
+    this.loading = loadSpecs({ ...where, resultsRoot: this.opts.resultsRoot, ...(cacheIn !== undefined ? { cacheIn } : {}) }).finally(() => (this.loading = undefined));
     const load = await this.loading;
     if (load.rootError) {
       // A root that cannot be read knows no attempt: the last good load stays in force (nothing is
@@ -72,6 +101,12 @@ export class SpecSource {
     this.current = load;
     if (changed.length) this.onChange(changed, load);
     return load;
+  }
+
+  /** Loads again now (a new revision of the git source). */
+  reload(): void {
+    this.dirty = true;
+    this.specs().catch((err: unknown) => this.opts.log.error(`loading specs failed: ${(err as Error).message}`));
   }
 
   watch(): void {

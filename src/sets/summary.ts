@@ -43,6 +43,8 @@ export interface ChildSummary {
   durationMs: number | null;
   queueMs: number | null;
   resultsDir: string | null;
+  /** Specs from git: the commit the child's current run was created from. */
+  revision: string | null;
 }
 
 export interface CellSummary extends Counts {
@@ -97,7 +99,7 @@ export interface SetChild {
 }
 
 function invalidChild(c: SetChild, rec: AttemptStatus | undefined): ChildSummary {
-  return { name: c.name, coords: c.coords, outcome: 'infra', phase: INVALID, reason: INVALID, score: null, durationMs: null, queueMs: null, resultsDir: rec?.resultsDir ?? null };
+  return { name: c.name, coords: c.coords, outcome: 'infra', phase: INVALID, reason: INVALID, score: null, durationMs: null, queueMs: null, resultsDir: rec?.resultsDir ?? null, revision: rec?.revision ?? null };
 }
 
 function child(loaded: LoadedSpec, rec: AttemptStatus | undefined): ChildSummary {
@@ -118,6 +120,7 @@ function child(loaded: LoadedSpec, rec: AttemptStatus | undefined): ChildSummary
     durationMs: Number.isFinite(started) && Number.isFinite(finished) && c.outcome !== 'unfinished' ? Math.max(0, finished - started) : null,
     queueMs: Number.isFinite(started) && Number.isFinite(created) ? Math.max(0, started - created) : null,
     resultsDir: current?.resultsDir ?? null,
+    revision: current?.revision ?? null,
   };
 }
 

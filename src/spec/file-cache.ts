@@ -42,7 +42,7 @@ export function signature(abs: string): string | undefined {
 }
 
 export function keyOf(f: SpecFile, file: string, roots: Roots): string {
-  return [f.abs, f.rel, file, roots.specsRoot, roots.resultsRoot].join('\0');
+  return [f.abs, f.rel, file, roots.specsRoot, roots.resultsRoot, roots.fromGit ? 'git' : ''].join('\0');
 }
 
 /** The kept outcome of `f` if the file has not changed since (one synchronous stat), else undefined. */

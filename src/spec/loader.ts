@@ -44,6 +44,8 @@ export interface LoadOptions {
   resultsRoot: string;
   /** The state folder: outcomes of unchanged files are kept on disk under it between processes (disk-cache.ts). */
   cacheIn?: string;
+  /** The specs folder is a revision of a git source (this commit): `fromFile` secrets are errors, and every spec carries the revision. */
+  revision?: string;
 }
 
 /** One specs folder and the files to load from it. */
@@ -57,7 +59,10 @@ export async function loadSpecs(opts: { specsDir: string } & LoadOptions): Promi
   return guard(async () => {
     const root = path.resolve(opts.specsDir);
     const walk = await findSpecFiles(root);
-    return loadSets([{ root, ...walk }], opts.resultsRoot, opts.cacheIn);
+    const load = await loadSets([{ root, ...walk }], opts.resultsRoot, opts.cacheIn, opts.revision !== undefined);
+    if (opts.revision === undefined) return load;
+    const revision = opts.revision;
+    return { ...load, specs: load.specs.map((s) => ({ ...s, revision })), revision };
   });
 }
 
@@ -118,7 +123,7 @@ interface SetDeclaration {
   children: Declaration[];
 }
 
-async function loadSets(sets: SpecSet[], resultsRoot: string, cacheIn?: string): Promise<LoadReport> {
+async function loadSets(sets: SpecSet[], resultsRoot: string, cacheIn?: string, fromGit = false): Promise<LoadReport> {
   const errors: SpecError[] = [];
   const decls: Declaration[] = [];
   const setDecls = new Map<string, SetDeclaration[]>();
@@ -139,7 +144,7 @@ async function loadSets(sets: SpecSet[], resultsRoot: string, cacheIn?: string):
       else if (p.folder) unreadableFolders.add(p.rel);
       else unreadableFiles.add(p.rel);
     }
-    const roots: Roots = { specsRoot: set.root, specsReal: await realpathLoose(set.root), resultsRoot: resultsAbs, resultsReal, realCache: new RealCache() };
+    const roots: Roots = { specsRoot: set.root, specsReal: await realpathLoose(set.root), resultsRoot: resultsAbs, resultsReal, realCache: new RealCache(), ...(fromGit ? { fromGit } : {}) };
     // Unchanged files answer from the cache (a stat each); the others load side by side (their
     // reads and fixture scans overlap). Results keep file order.
     const display = set.files.map((f) => displayPath(f.abs));

@@ -20,6 +20,8 @@ export interface Roots {
   resultsReal: string;
   /** realpath results of this load (folders shared by many specs are resolved once). */
   realCache?: RealCache;
+  /** The specs come from git (`--git`): a `fromFile` secret is an error (secrets do not live in repositories). */
+  fromGit?: boolean;
 }
 
 export type Checked<T> = { ok: true; value: T } | { ok: false; problems: FixtureProblem[] };
@@ -48,6 +50,7 @@ export async function checkFixture(
 
 /** Resolves a `fromFile` secret source: the real path of a regular file inside the specs folder. */
 export async function checkSecretFile(specDir: string, fromFile: string, roots: Roots): Promise<Checked<string>> {
+  if (roots.fromGit) return fail('git-secret', `secret file ${JSON.stringify(fromFile)}: specs from git may not read secrets from files (secrets do not live in repositories); use fromEnv`);
   const found = await resolveInsideSpecs(specDir, fromFile, roots, 'secret file');
   if (!found.ok) return found;
   const st = await fsp.stat(found.value).catch(() => undefined);

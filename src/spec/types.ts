@@ -36,7 +36,8 @@ export type SpecErrorCode =
   | 'quantity'           // memory quantity cannot be parsed / out of range
   | 'sidecar'            // sidecars without an isolated network, duplicate or reserved names
   | 'matrix'             // AttemptSet: empty or repeated axis values, bad include/exclude, too many children, clashing names
-  | 'template';          // AttemptSet: a `${{ }}` that names no axis or is not `matrix.<axis>`
+  | 'template'           // AttemptSet: a `${{ }}` that names no axis or is not `matrix.<axis>`
+  | 'git-secret';        // a `fromFile` secret in specs from git (secrets do not live in repositories)
 
 /** Errors are data; the CLI formats them at the edge. */
 export interface SpecError extends SourcePos {
@@ -162,6 +163,8 @@ export interface LoadedSpec {
   spec: NormalizedAttempt;
   /** sha256 hex of the canonical normalized spec (see hash.ts). */
   hash: string;
+  /** Specs from git: the commit the spec was read from (never part of the hash). */
+  revision?: string;
 }
 
 export interface LoadResult {
@@ -190,4 +193,6 @@ export interface LoadResult {
   rootError?: SpecError;
   /** AttemptSets by name (those whose name could be read). */
   sets?: Map<string, LoadedSet>;
+  /** Specs from git: the commit this load read. */
+  revision?: string;
 }

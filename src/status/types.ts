@@ -70,6 +70,8 @@ export interface AttemptStatus {
   specHash: string;
   /** Spec file relative to the specs folder. */
   source?: string;
+  /** Specs from git: the commit the current run's spec was read from. */
+  revision?: string;
   /** Current run number, 1-based; monotonic for the attempt's name. */
   run: number;
   /** How many runs of the current spec hash have failed and been retried. */

@@ -20,8 +20,19 @@ import { renderReport, reportCsp } from '../../report/render';
 import { passConfig, type Context } from '../context';
 import type { ReconcileOptions } from './reconcile';
 import { takeWriterLocks, type WriterLocks } from './writer-lock';
+import type { GitSource } from '../../git/source';
+import { gitSourceFrom } from '../git-flags';
+import { serveWebhook } from '../../git/webhook';
+import { RevisionOutcomes } from '../../git/outcome';
+import { readFile } from 'node:fs/promises';
+import { UsageError } from '../context';
 
 export async function runController(ctx: Context, o: ReconcileOptions, signal?: AbortSignal): Promise<number> {
+  // Specs from git: polled, nothing on disk watched (a bad URL, ref or path is a UsageError).
+  const git = await gitSourceFrom(ctx, o);
+  const webhookSecret = await secretOfWebhook(ctx, o, git);
+  const notify = await notifyOf(ctx, o, git);
+  const outcomes = git ? new RevisionOutcomes({ root: git.mirror.root, url: git.cfg.url.display, log: ctx.log, ...(notify ? { notify } : {}) }) : undefined;
   const cfg = passConfig(ctx, o);
   const metrics = new ControllerMetrics({ processMetrics: !!o.metricsAddr });
   const engine = instrumentEngine(ctx.engine(), metrics.engineListener);
@@ -33,7 +44,7 @@ export async function runController(ctx: Context, o: ReconcileOptions, signal?: 
   process.once('SIGTERM', onTerm);
   process.once('SIGINT', onInt);
   try {
-    return await serveController(ctx, o, signal, { cfg, metrics, engine, stopped, onStop });
+    return await serveController(ctx, o, signal, { cfg, metrics, engine, stopped, onStop, ...(git ? { git } : {}), ...(webhookSecret !== undefined ? { webhookSecret } : {}), ...(outcomes ? { outcomes } : {}) });
   } finally {
     process.off('SIGTERM', onTerm);
     process.off('SIGINT', onInt);
@@ -46,6 +57,63 @@ interface Started {
   engine: Engine;
   stopped: Promise<string>;
   onStop: (why: string) => void;
+  git?: GitSource;
+  webhookSecret?: string;
+  outcomes?: RevisionOutcomes;
+}
+
+/** A secret from a file or an environment variable (`flag` names both in messages). */
+async function secretFrom(ctx: Context, flag: string, file: string | undefined, env: string | undefined): Promise<string | undefined> {
+  if (file !== undefined && env !== undefined) throw new UsageError(`give one of ${flag}-secret-file and ${flag}-secret-env`);
+  let secret: string | undefined;
+  if (file !== undefined) {
+    secret = await readFile(file, 'utf8').then(
+      (s) => s.replace(/\r?\n$/, ''),
+      () => {
+        throw new UsageError(`${flag}-secret-file ${file}: cannot be read`);
+      },
+    );
+  } else if (env !== undefined) secret = ctx.env[env];
+  else return undefined;
+  if (!secret) throw new UsageError(`${flag}'s secret is empty`);
+  return secret;
+}
+
+/** `--notify-url` and its secret, checked before anything starts. */
+async function notifyOf(ctx: Context, o: ReconcileOptions, git: GitSource | undefined): Promise<{ url: string; secret: string } | undefined> {
+  const secret = await secretFrom(ctx, '--notify', o.notifySecretFile, o.notifySecretEnv);
+  if (o.notifyUrl === undefined) {
+    if (secret !== undefined) throw new UsageError('--notify-secret-file and --notify-secret-env go with --notify-url');
+    return undefined;
+  }
+  if (!git) throw new UsageError('--notify-url goes with --git');
+  if (!/^https?:\/\//.test(o.notifyUrl)) throw new UsageError('--notify-url must be an http:// or https:// URL');
+  if (secret === undefined) throw new UsageError('--notify-url needs --notify-secret-file or --notify-secret-env (each POST is signed with HMAC-SHA256)');
+  return { url: o.notifyUrl, secret };
+}
+
+/** `--webhook-addr`'s secret (a file, or an environment variable), checked before anything starts. */
+async function secretOfWebhook(ctx: Context, o: ReconcileOptions, git: GitSource | undefined): Promise<string | undefined> {
+  const given = o.webhookSecretFile !== undefined || o.webhookSecretEnv !== undefined;
+  if (o.webhookAddr === undefined) {
+    if (given) throw new UsageError('--webhook-secret-file and --webhook-secret-env go with --webhook-addr');
+    return undefined;
+  }
+  if (!git) throw new UsageError('--webhook-addr goes with --git');
+  if (o.webhookSecretFile !== undefined && o.webhookSecretEnv !== undefined) throw new UsageError('give one of --webhook-secret-file and --webhook-secret-env');
+  let secret: string | undefined;
+  if (o.webhookSecretFile !== undefined) {
+    const file = o.webhookSecretFile;
+    secret = await readFile(file, 'utf8').then(
+      (s) => s.replace(/\r?\n$/, ''),
+      () => {
+        throw new UsageError(`--webhook-secret-file ${file}: cannot be read`);
+      },
+    );
+  } else if (o.webhookSecretEnv !== undefined) secret = ctx.env[o.webhookSecretEnv];
+  else throw new UsageError('--webhook-addr needs --webhook-secret-file or --webhook-secret-env (requests are checked by HMAC-SHA256)');
+  if (!secret) throw new UsageError('the webhook secret is empty');
+  return secret;
 }
 
 async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortSignal | undefined, s: Started): Promise<number> {
@@ -75,10 +143,13 @@ async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortS
     workers: o.workers ?? cfg.concurrency,
     resyncMs: (o.resync ?? 30) * 1000,
     metrics,
+    ...(s.git ? { git: s.git } : {}),
+    ...(s.outcomes ? { outcomes: s.outcomes } : {}),
   });
   let lock: WriterLocks | undefined;
   let http: Awaited<ReturnType<typeof serve>> | undefined;
   let guard: NodeJS.Timeout | undefined;
+  let hook: Awaited<ReturnType<typeof serveWebhook>> | undefined;
   let lockLost = false;
   try {
     if (o.metricsAddr) {
@@ -121,13 +192,21 @@ async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortS
       }, (o.lockCheckSeconds ?? DEFAULTS.lockCheckSeconds) * 1000);
       guard.unref();
       await controller.start();
-      ctx.log.info('controller started', { instance: ctx.instance, specs: ctx.specsDir, workers: o.workers ?? cfg.concurrency, resync: `${o.resync ?? 30}s` });
+      if (o.webhookAddr !== undefined && s.webhookSecret !== undefined) {
+        hook = await serveWebhook(o.webhookAddr, s.webhookSecret, () => {
+          ctx.log.info('webhook: fetching now');
+          controller.poller?.trigger();
+        });
+        ctx.log.info(`webhook on ${hook.url} (POST, X-Hub-Signature-256)`);
+      }
+      ctx.log.info('controller started', { instance: ctx.instance, ...(s.git ? { git: s.git.cfg.url.display, ref: s.git.cfg.ref ?? 'HEAD', interval: `${s.git.cfg.intervalMs / 1000}s` } : { specs: ctx.specsDir }), workers: o.workers ?? cfg.concurrency, resync: `${o.resync ?? 30}s` });
     }
     const why = await stopped;
     ctx.log.info(`${why}: finishing the operations in flight; attempts keep running`);
     await controller.stop();
   } finally {
     clearInterval(guard);
+    await hook?.close();
     await http?.close();
     await lock?.release();
   }

@@ -4,12 +4,12 @@ import { describeEngineError, isEngineDown } from '../../engine/errors';
 import { instanceFilters } from '../../observe/snapshot';
 import { containerOwnership, imageLabels, recordedContainers } from '../../ownership';
 import { loadSpecs } from '../../spec/loader';
-import type { Context } from '../context';
+import { specsRevision, type Context } from '../context';
 import { formatIssue } from '../../spec/issue';
 import { age, table } from './shared';
 
 export async function runDescribe(ctx: Context, name: string): Promise<number> {
-  const [load, rec] = await Promise.all([loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot }), ctx.store().get(name)]);
+  const [load, rec] = await Promise.all([loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsRevision(ctx) }), ctx.store().get(name)]);
   const loaded = load.specs.find((s) => s.spec.name === name);
   const damaged = rec ? undefined : ctx.store().damaged().get(name);
   // Its own errors, and those of an AttemptSet (invalid as a whole) that declares it.
@@ -27,6 +27,7 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
     const s = loaded.spec;
     kv('Spec file', `${loaded.source.file}:${loaded.source.line}`);
     kv('Spec hash', loaded.hash.slice(0, 16));
+    if (loaded.revision) kv('Revision', `${loaded.revision} (in force)`);
     if (loaded.set) {
       const m = loaded.set;
       kv('AttemptSet', `${m.set.name} (${m.set.axes.map((a) => `${a}=${m.coords[a] ?? ''}`).join(', ')})`);
@@ -50,6 +51,7 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
   }
   out.push('');
   if (rec) {
+    if (rec.revision) kv('Created from', `revision ${rec.revision}`);
     kv('Phase', rec.phase);
     kv('Reason', rec.reason);
     kv('Message', rec.message);

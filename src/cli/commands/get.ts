@@ -7,7 +7,7 @@ import { EXIT, PHASES, REASONS } from '../../constants';
 import { loadSpecs } from '../../spec/loader';
 import type { DamagedRecord } from '../../status/store';
 import type { AttemptStatus } from '../../status/types';
-import { UsageError, type Context } from '../context';
+import { specsRevision, UsageError, type Context } from '../context';
 import { matches, parseSelectors, SelectorError, type Selector } from '../selector';
 import { toItem, toList, toSetItem, toSetList } from './get-item';
 import type * as GetWatch from './get-watch';
@@ -57,7 +57,7 @@ export function selectorOf(flags: readonly string[]): Selector {
 export async function collectRows(ctx: Context, wanted: readonly string[] = [], selector: readonly string[] = []): Promise<Row[]> {
   const want = selectorOf(selector);
   const only = wanted.length ? new Set(wanted) : undefined;
-  const [load, statuses] = await Promise.all([loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot }), ctx.store().loadAll()]);
+  const [load, statuses] = await Promise.all([loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsRevision(ctx) }), ctx.store().loadAll()]);
   const damaged = ctx.store().damaged();
   const specs = new Map(load.specs.map((s) => [s.spec.name, s]));
   const all = new Set([...specs.keys(), ...statuses.keys(), ...damaged.keys()]);
@@ -115,7 +115,7 @@ export interface SetRow {
 /** One row per AttemptSet: its children (those matching the selector) counted by phase; no record yet counts as Pending. */
 export async function collectSetRows(ctx: Context, name?: string, selector: readonly string[] = []): Promise<SetRow[]> {
   const want = selectorOf(selector);
-  const [load, statuses] = await Promise.all([loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot }), ctx.store().loadAll()]);
+  const [load, statuses] = await Promise.all([loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsRevision(ctx) }), ctx.store().loadAll()]);
   const specs = new Map(load.specs.map((s) => [s.spec.name, s]));
   const rows: SetRow[] = [];
   for (const [setName, set] of [...(load.sets ?? new Map())].sort(([a], [b]) => (a < b ? -1 : 1))) {

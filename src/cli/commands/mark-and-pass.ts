@@ -11,7 +11,7 @@ import { loadSpecs } from '../../spec/loader';
 import type { LoadedSpec } from '../../spec/types';
 import { StatusStore } from '../../status/store';
 import type { AttemptStatus } from '../../status/types';
-import { passConfig, type Context } from '../context';
+import { passConfig, specsRevision, type Context } from '../context';
 import { diag } from '../diag';
 import type { Row } from './get';
 import { takeWriterLocks } from './writer-lock';
@@ -41,7 +41,7 @@ export async function markAndPass(ctx: Context, command: string, rows: Row[], ma
   try {
     // Read again under the locks: the records may have changed since the rows were read.
     const store = new StatusStore(ctx.stateDir, ctx.instance, { warn: (m) => diag(ctx, 'warn', m) });
-    const load = await loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot });
+    const load = await loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsRevision(ctx) });
     const specs = new Map(load.specs.map((s) => [s.spec.name, s]));
     let code: number = EXIT.ok;
     const acted: string[] = [];

@@ -3,6 +3,10 @@
  * until every attempt is finished, waking on engine events and requeue times (never a blind
  * sleep). Without `--once` it runs as a controller until SIGTERM/SIGINT. Either way it holds the
  * instance's single-writer locks (writer-lock.ts) while it changes anything.
+ *
+ * With `--git` the specs are a revision of a repository (docs/CONTRACT.md "Specs from git"):
+ * `--once` fetches once, holding the locks, and passes over that one revision; a fetch that
+ * fails changes nothing and exits 1 (the last good revision stays in force, marked stale).
  */
 import { EXIT, FINISHED_PHASES, REASONS, type Phase } from '../../constants';
 import { reconcilePass, type PassConfig, type PassResult } from '../../controller/pass';
@@ -12,15 +16,17 @@ import { describeEngineError, isEngineDown, pingFailure } from '../../engine/err
 import type { Engine } from '../../engine/types';
 import { changeCount } from '../../plan/render';
 import type { StatusStore } from '../../status/store';
-import { passConfig, type Context } from '../context';
+import { passConfig, UsageError, type Context } from '../context';
 import { diag, plural } from '../diag';
 import { liveLine } from '../live-line';
 import { collectRows, renderRows } from './get';
 import { reportLoadErrors, specsRootError } from './shared';
 import { takeWriterLocks } from './writer-lock';
+import { gitSourceFrom, type GitFlags } from '../git-flags';
+import { short, type GitSource } from '../../git/source';
 import type * as ControllerCmd from './controller';
 
-export interface ReconcileOptions {
+export interface ReconcileOptions extends GitFlags {
   once?: boolean;
   wait?: boolean;
   /** Seconds --wait may take. */
@@ -35,6 +41,14 @@ export interface ReconcileOptions {
   egressProxyImage?: string;
   egressNetwork?: string;
   metricsAddr?: string;
+  /** Controller with --git: a webhook that triggers a fetch (git/webhook.ts), and its HMAC secret. */
+  webhookAddr?: string;
+  webhookSecretFile?: string;
+  webhookSecretEnv?: string;
+  /** Controller with --git: where each revision's outcome is POSTed, and the HMAC secret it is signed with. */
+  notifyUrl?: string;
+  notifySecretFile?: string;
+  notifySecretEnv?: string;
   allowEmpty?: boolean;
   /** The harvest's log cap and hashing budget. */
   logMaxBytes?: number;
@@ -56,11 +70,13 @@ function counts(res: PassResult, phases: Map<string, Phase>): string {
 }
 
 export async function runReconcile(ctx: Context, o: ReconcileOptions): Promise<number> {
-  const rootError = specsRootError(ctx);
+  const git = await gitSourceFrom(ctx, o);
+  const rootError = git ? undefined : specsRootError(ctx);
   if (rootError) {
     ctx.io.err(rootError);
     return EXIT.usage;
   }
+  if (o.once && o.webhookAddr !== undefined) throw new UsageError('--webhook-addr is for the controller (without --once)');
   // the controller's modules (chokidar, prom-client) load only in controller mode
   if (!o.once) return (require('./controller') as typeof ControllerCmd).runController(ctx, o);
   const cfg = passConfig(ctx, o);
@@ -75,14 +91,31 @@ export async function runReconcile(ctx: Context, o: ReconcileOptions): Promise<n
   const locks = await takeWriterLocks(ctx, engine, o.wait ? 'reconcile --once --wait' : 'reconcile --once');
   if (!locks) return EXIT.failed;
   try {
-    return await passes(ctx, o, cfg, engine, store);
+    if (git) {
+      const fetched = await fetchOnce(ctx, git);
+      if (!fetched) return EXIT.failed;
+      ctx.specsDir = fetched.dir;
+      cfg.specsDir = fetched.dir;
+      cfg.revision = fetched.revision;
+    }
+    return await passes(ctx, o, cfg, engine, store, git);
   } finally {
     await locks.release();
   }
 }
 
+/** `--once --git`: one fetch; undefined (told on stderr) when it fails. */
+async function fetchOnce(ctx: Context, git: GitSource): Promise<{ dir: string; revision: string } | undefined> {
+  const before = await git.prepare();
+  const out = await git.sync();
+  if (out.ok) return out.revision;
+  const kept = before ? `revision ${short(before.revision)} stays in force, marked stale` : 'no revision is in force';
+  ctx.io.err(`berth: ${git.cfg.url.display}: ${out.message}; nothing was planned or changed (${kept})\n`);
+  return undefined;
+}
+
 /** The passes of `--once` (one, or until done with `--wait`), holding the instance's locks. */
-async function passes(ctx: Context, o: ReconcileOptions, cfg: PassConfig, engine: Engine, store: StatusStore): Promise<number> {
+async function passes(ctx: Context, o: ReconcileOptions, cfg: PassConfig, engine: Engine, store: StatusStore, git?: GitSource): Promise<number> {
   const started = Date.now();
   let waker: Waker | undefined;
   if (o.wait) {
@@ -109,8 +142,9 @@ async function passes(ctx: Context, o: ReconcileOptions, cfg: PassConfig, engine
         throw err;
       }
       if (pass === 1) reportLoadErrors(ctx, res.load);
+      if (pass === 1 && git && res.load.revision !== undefined) await git.applied(res.load.revision, res.load.errors);
       if (pass === 1 && res.plan.emptySource === 'held') {
-        ctx.io.err(`berth: ${ctx.specsDir} yields no attempts while instance ${ctx.instance} has some: nothing was removed (--allow-empty removes them; berth clean removes everything)\n`);
+        ctx.io.err(`berth: ${git ? `${git.cfg.url.display} at ${short(cfg.revision ?? '')}` : ctx.specsDir} yields no attempts while instance ${ctx.instance} has some: nothing was removed (--allow-empty removes them; berth clean removes everything)\n`);
       }
       last = res;
       const failed = res.results.filter((r) => !r.ok);

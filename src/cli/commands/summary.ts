@@ -6,7 +6,7 @@ import { EXIT } from '../../constants';
 import { loadSpecs } from '../../spec/loader';
 import { toJunit } from '../../sets/junit';
 import { setsOfLoad, summarize, type SetSummary } from '../../sets/summary';
-import type { Context } from '../context';
+import { specsRevision, type Context } from '../context';
 import { duration, table } from './shared';
 import { matches } from '../selector';
 import { selectorOf } from './get';
@@ -19,7 +19,7 @@ export interface SummaryOptions {
 
 export async function runSummary(ctx: Context, sets: string[], o: SummaryOptions): Promise<number> {
   const want = selectorOf(o.selector ?? []);
-  const [load, statuses] = await Promise.all([loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot }), ctx.store().loadAll()]);
+  const [load, statuses] = await Promise.all([loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsRevision(ctx) }), ctx.store().loadAll()]);
   const known = new Set(load.sets?.keys() ?? []);
   const missing = sets.filter((s) => !known.has(s));
   if (missing.length) {

@@ -7,12 +7,17 @@
  */
 import { closeSync, constants as fsConstants, fstatSync, openSync, readFileSync } from 'node:fs';
 import { DEFAULTS, EXIT } from '../../constants';
-import { loadPaths, type LoadReport } from '../../spec/loader';
+import { loadPaths, loadSpecs, type LoadReport } from '../../spec/loader';
 import { formatErrors, type ReadLine } from '../format-errors';
+import type { Context } from '../context';
+import { gitSourceFrom, peekRevision, type GitFlags } from '../git-flags';
+import { GitError } from '../../git/exec';
 
 export interface ValidateOptions {
   output: 'text' | 'json';
   resultsRoot: string;
+  /** The one path is a revision of a git source (this commit): `fromFile` secrets are errors. */
+  revision?: string;
 }
 
 export interface ValidateIo {
@@ -21,17 +26,39 @@ export interface ValidateIo {
 }
 
 export async function runValidate(paths: string[], opts: ValidateOptions, io: ValidateIo): Promise<number> {
-  const report = await loadPaths(paths.length > 0 ? paths : [DEFAULTS.specsDir], { resultsRoot: opts.resultsRoot });
+  const report =
+    opts.revision !== undefined && paths[0] !== undefined
+      ? await loadSpecs({ specsDir: paths[0], resultsRoot: opts.resultsRoot, revision: opts.revision })
+      : await loadPaths(paths.length > 0 ? paths : [DEFAULTS.specsDir], { resultsRoot: opts.resultsRoot });
   const valid = report.errors.length === 0;
   if (opts.output === 'json') {
     const sets = [...(report.sets ?? new Map())].map(([name, set]) => ({ name, valid: set.valid, children: set.children }));
-    const body = { valid, files: report.files.length, attempts: report.specs.map((s) => s.spec.name), sets, errors: report.errors };
+    const body = { valid, ...(opts.revision !== undefined ? { revision: opts.revision } : {}), files: report.files.length, attempts: report.specs.map((s) => s.spec.name), sets, errors: report.errors };
     io.out(`${JSON.stringify(body, null, 2)}\n`);
   } else {
     if (!valid) io.err(formatErrors(report.errors, sourceLineReader()));
-    io.out(`${summary(report)}\n`);
+    io.out(`${opts.revision !== undefined ? `revision ${opts.revision}: ` : ''}${summary(report)}\n`);
   }
   return valid ? EXIT.ok : EXIT.usage;
+}
+
+/** `validate --git URL`: the source's current commit, fetched into a folder of validate's own. */
+export async function runValidateGit(ctx: Context, o: GitFlags & { output: 'text' | 'json' }): Promise<number> {
+  const git = await gitSourceFrom(ctx, o);
+  if (!git) return runValidate([ctx.specsDir], { output: o.output, resultsRoot: ctx.resultsRoot }, ctx.io);
+  let peek: Awaited<ReturnType<typeof peekRevision>>;
+  try {
+    peek = await peekRevision(git);
+  } catch (err) {
+    if (!(err instanceof GitError)) throw err;
+    ctx.io.err(`berth: ${git.cfg.url.display}: ${err.message}\n`);
+    return EXIT.failed;
+  }
+  try {
+    return await runValidate([peek.dir], { output: o.output, resultsRoot: ctx.resultsRoot, revision: peek.revision }, ctx.io);
+  } finally {
+    await peek.done();
+  }
 }
 
 /** `3 files, 7 attempts: 5 valid, 2 invalid (4 errors)`, or `…: all valid`. */

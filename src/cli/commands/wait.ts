@@ -11,7 +11,7 @@ import { Waker } from '../../controller/waker';
 import { loadSpecs } from '../../spec/loader';
 import { StatusStore } from '../../status/store';
 import { watchFolder } from '../../util/watch-folder';
-import { UsageError, type Context } from '../context';
+import { specsRevision, UsageError, type Context } from '../context';
 import { diag, plural } from '../diag';
 import { parseWaitFor, settled, verdict, type Watched } from '../wait-condition';
 import { collectRows } from './get';
@@ -40,7 +40,7 @@ export async function runWait(ctx: Context, names: string[], o: WaitOptions): Pr
     diag(ctx, 'error', 'no attempts match: nothing to wait for (berth get lists the instance\'s attempts; check -l, --specs and --instance)');
     return EXIT.failed;
   }
-  const load = await loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot });
+  const load = await loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsRevision(ctx) });
   const retries = new Map(load.specs.map((s) => [s.spec.name, s.spec.retries]));
   const label = want.kind === 'finished' ? 'finished' : `phase=${want.phase}`;
 

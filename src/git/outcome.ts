@@ -1,0 +1,107 @@
+/**
+ * Per-revision outcome: once every attempt whose current run was created from a revision has
+ * finished, that revision's summary is written to `<state>/git/<instance>/outcomes/<sha>.json`
+ * (once) and, with `--notify-url`, POSTed there as JSON signed like a webhook
+ * (`X-Berth-Signature-256: sha256=<HMAC-SHA256 of the body>`), retried with back-off (1 s
+ * doubling, NOTIFY_TRIES tries) in the background: the controller's loop never waits for it.
+ */
+import { createHmac } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import { FINISHED_PHASES } from '../constants';
+import { writeFileAtomic } from '../status/atomic-file';
+import type { AttemptStatus } from '../status/types';
+import type { Logger } from '../util/log';
+
+export const NOTIFY_TRIES = 6;
+
+export interface RevisionOutcome {
+  revision: string;
+  url: string;
+  finishedAt: string;
+  counts: Record<string, number>;
+  attempts: { name: string; phase: string; reason: string | null; exitCode: number | null; startedAt: string | null; finishedAt: string | null; resultsDir: string | null }[];
+}
+
+/** The revisions all of whose attempts have finished, with their outcome (pure). */
+export function finishedRevisions(statuses: Iterable<AttemptStatus>, url: string): RevisionOutcome[] {
+  const by = new Map<string, AttemptStatus[]>();
+  for (const s of statuses) if (s.revision) by.set(s.revision, [...(by.get(s.revision) ?? []), s]);
+  const out: RevisionOutcome[] = [];
+  for (const [revision, list] of by) {
+    if (!list.every((s) => FINISHED_PHASES.has(s.phase))) continue;
+    const sorted = [...list].sort((a, b) => (a.name < b.name ? -1 : 1));
+    const counts: Record<string, number> = {};
+    for (const s of sorted) counts[s.phase] = (counts[s.phase] ?? 0) + 1;
+    const last = sorted.map((s) => s.finishedAt ?? '').sort().at(-1) ?? '';
+    out.push({
+      revision,
+      url,
+      finishedAt: last,
+      counts,
+      attempts: sorted.map((s) => ({ name: s.name, phase: s.phase, reason: s.reason ?? null, exitCode: s.exitCode ?? null, startedAt: s.startedAt ?? null, finishedAt: s.finishedAt ?? null, resultsDir: s.resultsDir ?? null })),
+    });
+  }
+  return out;
+}
+
+export function signBody(secret: string, body: string): string {
+  return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+}
+
+export class RevisionOutcomes {
+  private readonly written = new Set<string>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private closed = false;
+
+  constructor(
+    private readonly o: { root: string; url: string; log: Logger; notify?: { url: string; secret: string } },
+  ) {}
+
+  get dir(): string {
+    return path.join(this.o.root, 'outcomes');
+  }
+
+  /** Writes (and sends) the outcome of every revision that has just finished. */
+  async check(statuses: Iterable<AttemptStatus>): Promise<void> {
+    for (const r of finishedRevisions(statuses, this.o.url)) {
+      if (this.written.has(r.revision)) continue;
+      const file = path.join(this.dir, `${r.revision}.json`);
+      this.written.add(r.revision);
+      if (await fs.access(file).then(() => true, () => false)) continue; // written before a restart
+      const body = `${JSON.stringify(r, null, 2)}\n`;
+      await fs.mkdir(this.dir, { recursive: true, mode: 0o700 });
+      await writeFileAtomic(file, body);
+      this.o.log.info(`revision ${r.revision.slice(0, 12)}: every attempt finished (${Object.entries(r.counts).map(([p, n]) => `${n} ${p}`).join(', ')}); outcome in ${file}`);
+      if (this.o.notify) this.send(this.o.notify, body, r.revision, 0);
+    }
+  }
+
+  private send(n: { url: string; secret: string }, body: string, revision: string, tries: number): void {
+    if (this.closed) return;
+    const retry = (why: string) => {
+      if (tries + 1 >= NOTIFY_TRIES) {
+        this.o.log.warn(`--notify-url: revision ${revision.slice(0, 12)} not delivered after ${NOTIFY_TRIES} tries: ${why}`);
+        return;
+      }
+      const t = setTimeout(() => {
+        this.timers.delete(t);
+        this.send(n, body, revision, tries + 1);
+      }, 1000 * 2 ** tries);
+      t.unref();
+      this.timers.add(t);
+    };
+    fetch(n.url, { method: 'POST', body, headers: { 'content-type': 'application/json', 'x-berth-signature-256': signBody(n.secret, body), 'x-berth-revision': revision }, signal: AbortSignal.timeout(10_000) }).then(
+      (res) => {
+        if (res.ok) this.o.log.info(`--notify-url: revision ${revision.slice(0, 12)} delivered`);
+        else retry(`HTTP ${res.status}`);
+      },
+      (err: unknown) => retry(String((err as Error).message ?? err)),
+    );
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const t of this.timers) clearTimeout(t);
+  }
+}

@@ -1,0 +1,172 @@
+/**
+ * A git source of specs (docs/CONTRACT.md "Specs from git"): fetch REF of URL into the mirror,
+ * write out the revision's specs folder, switch `current` to it, and keep what happened in
+ * `source.json`. A fetch that fails leaves the last good revision in force, marked stale; the
+ * next try comes after a back-off (doubling from DEFAULTS.gitRetryBaseMs up to the interval).
+ */
+import path from 'node:path';
+import { DEFAULTS } from '../constants';
+import type { SpecError } from '../spec/types';
+import type { Logger } from '../util/log';
+import { credentialOptions, type GitCredentials } from './credentials';
+import { GitError } from './exec';
+import { GitMirror } from './mirror';
+import { gitRoot, readSourceStatus, writeSourceStatus, type SourceStatus } from './status';
+import type { GitUrl } from './url';
+
+export interface GitSourceConfig {
+  url: GitUrl;
+  ref?: string;
+  /** Normalized `--git-path` ('' for the root). */
+  path: string;
+  stateDir: string;
+  /** The instance the source feeds: its files live in `<state>/git/<instance>`. */
+  instance: string;
+  intervalMs: number;
+  log: Logger;
+  credentials?: GitCredentials;
+  /** `--git-verify`: only commits signed by a key in this allowed-signers file are applied. */
+  allowedSigners?: string;
+  now?: () => number;
+}
+
+export interface Revision {
+  revision: string;
+  /** The revision's specs folder. */
+  dir: string;
+}
+
+export type SyncOutcome = { ok: true; revision: Revision; changed: boolean } | { ok: false; message: string; inForce: Revision | undefined };
+
+export class GitSource {
+  readonly mirror: GitMirror;
+  private status: SourceStatus | undefined;
+  private inForce: Revision | undefined;
+  private failures = 0;
+  private readonly now: () => number;
+
+  constructor(readonly cfg: GitSourceConfig) {
+    const root = gitRoot(cfg.stateDir, cfg.instance);
+    this.mirror = new GitMirror(root, { home: path.join(root, 'home') });
+    this.now = cfg.now ?? Date.now;
+  }
+
+  /** The mirror made or checked, leftovers removed, the revision in force before any fetch read. */
+  async prepare(): Promise<Revision | undefined> {
+    await this.init();
+    this.inForce = await this.mirror.current();
+    const kept = await readSourceStatus(this.cfg.stateDir, this.cfg.instance);
+    // What is kept about another source (another URL, ref or path) is not this one's.
+    const same = kept && kept.url === this.cfg.url.display && kept.ref === this.cfg.ref && kept.path === this.cfg.path;
+    this.status = {
+      url: this.cfg.url.display,
+      ...(this.cfg.ref !== undefined ? { ref: this.cfg.ref } : {}),
+      path: this.cfg.path,
+      stale: same ? kept.stale : false,
+      specErrors: same ? kept.specErrors : [],
+      ...(same && kept.fetchedAt ? { fetchedAt: kept.fetchedAt } : {}),
+      ...(same && kept.appliedAt ? { appliedAt: kept.appliedAt } : {}),
+      ...(same && kept.lastError ? { lastError: kept.lastError } : {}),
+      updatedAt: this.iso(),
+    };
+    // The link is only trusted for the same source: another one's revisions (another path, too) are not this one's.
+    if (!same && kept) {
+      this.inForce = undefined;
+      await this.mirror.prune([]);
+    }
+    if (this.inForce) this.status.revision = this.inForce.revision;
+    await this.save();
+    return this.inForce;
+  }
+
+  /** The mirror made or checked, and the credentials in place (the askpass script written). */
+  async init(): Promise<void> {
+    await this.mirror.init();
+    if (this.cfg.credentials) this.mirror.useCredentials(await credentialOptions(this.cfg.credentials, this.mirror.home));
+  }
+
+  current(): Revision | undefined {
+    return this.inForce;
+  }
+
+  stale(): boolean {
+    return this.status?.stale ?? false;
+  }
+
+  /** One fetch; on a new commit, its specs folder written out and switched to. */
+  async sync(): Promise<SyncOutcome> {
+    const st = this.mustStatus();
+    let rev: Revision;
+    try {
+      const sha = await this.mirror.fetch(this.cfg.url.url, this.cfg.ref);
+      if (this.cfg.allowedSigners !== undefined) await this.mirror.verify(sha, this.cfg.allowedSigners);
+      const dir = await this.mirror.materialize(sha, this.cfg.path);
+      rev = { revision: sha, dir };
+    } catch (err) {
+      this.failures++;
+      const message = err instanceof GitError ? err.message : `git source: ${String(err)}`;
+      const wait = this.nextDelayMs();
+      st.stale = true;
+      st.lastError = { at: this.iso(), message, failures: this.failures, nextRetryAt: new Date(this.now() + wait).toISOString() };
+      st.updatedAt = this.iso();
+      await this.save();
+      this.cfg.log.error(`${this.cfg.url.display}: no new revision taken (${this.failures} failure${this.failures === 1 ? '' : 's'} in a row): ${message}; ${this.inForce ? `revision ${short(this.inForce.revision)} stays in force (stale)` : 'no revision in force yet'}`);
+      return { ok: false, message, inForce: this.inForce };
+    }
+    const before = this.inForce?.revision;
+    const changed = before !== rev.revision;
+    if (changed) {
+      await this.mirror.switchTo(rev.revision);
+      this.inForce = rev;
+      // The revision before stays a while: actions of a batch planned from it may still read its fixtures.
+      await this.mirror.prune(before ? [rev.revision, before] : [rev.revision]);
+      this.cfg.log.info(`${this.cfg.url.display}: revision ${short(rev.revision)} in force${before ? ` (was ${short(before)})` : ''}`);
+      st.revision = rev.revision;
+      delete st.appliedAt;
+      st.specErrors = [];
+    }
+    if (this.failures > 0 || st.stale) this.cfg.log.info(`${this.cfg.url.display}: fetched again after ${this.failures} failures`);
+    this.failures = 0;
+    st.stale = false;
+    delete st.lastError;
+    st.fetchedAt = this.iso();
+    st.updatedAt = this.iso();
+    await this.save();
+    return { ok: true, revision: rev, changed };
+  }
+
+  /** A pass planned from `revision`: when first, and the revision's spec errors. */
+  async applied(revision: string, errors: readonly SpecError[]): Promise<void> {
+    const st = this.mustStatus();
+    if (st.revision !== revision) return;
+    const specErrors = errors.map((e) => ({ file: e.file, line: e.line, col: e.col, path: e.path, code: e.code, message: e.message }));
+    if (st.appliedAt && JSON.stringify(specErrors) === JSON.stringify(st.specErrors)) return;
+    st.appliedAt ??= this.iso();
+    st.specErrors = specErrors;
+    st.updatedAt = this.iso();
+    await this.save();
+  }
+
+  /** When to fetch next: the interval, or a back-off after failures (doubling, capped at the interval). */
+  nextDelayMs(): number {
+    if (this.failures === 0) return this.cfg.intervalMs;
+    return Math.min(this.cfg.intervalMs, DEFAULTS.gitRetryBaseMs * 2 ** (this.failures - 1));
+  }
+
+  private mustStatus(): SourceStatus {
+    if (!this.status) throw new Error('GitSource.prepare() was not called');
+    return this.status;
+  }
+
+  private async save(): Promise<void> {
+    if (this.status) await writeSourceStatus(this.cfg.stateDir, this.cfg.instance, this.status);
+  }
+
+  private iso(): string {
+    return new Date(this.now()).toISOString();
+  }
+}
+
+export function short(sha: string): string {
+  return sha.slice(0, 12);
+}
