@@ -33,7 +33,7 @@ describe('cli usage', function () {
       const h = await berth(n, '--help');
       expect(h.stdout, n).to.match(/Examples:\n {2}\S*.*berth/);
     }
-    expect((await berth('reconcile', '--help')).stdout).to.match(/--max-running <n>\s+attempts running at once \(default: 2 × CPUs, at\s+least 2: \d+ here\)/);
+    expect((await berth('reconcile', '--help')).stdout).to.match(/--max-running <n>\s+attempts running at once \(default: 2 × CPUs,\s+at\s+least 2: \d+ here\)/);
   });
 
   it('completion bash: valid bash that completes commands and flags; zsh and fish scripts name every command', async function () {
