@@ -3,9 +3,11 @@
  * holds when an attempt is in a final phase and no retry of it is pending (a run that failed
  * with retries left is not finished yet); `phase=X` holds when its phase is X. An attempt that
  * is finished in another phase than the one waited for can no longer reach it: the wait ends
- * there, with the exit code `reconcile --wait` gives that phase.
+ * there, with the exit code `reconcile --wait` gives that phase. A run whose harvest failed
+ * (HarvestFailed: the record keeps its phase until the harvest is done) ends the wait as it
+ * ends `reconcile --wait`: exit 1.
  */
-import { DEFAULTS, EXIT, FINISHED_PHASES, PHASES, type Phase } from '../constants';
+import { DEFAULTS, EXIT, FINISHED_PHASES, PHASES, REASONS, type Phase } from '../constants';
 import { isInfraFailure } from '../plan/exit-outcome';
 import { RETRYABLE_REASONS } from '../plan/planner';
 import type { AttemptStatus } from '../status/types';
@@ -34,6 +36,7 @@ const SETTLED: ReadonlySet<Phase> = new Set([...FINISHED_PHASES, 'Invalid', 'Blo
 /** Whether the attempt is settled: final phase, no retry pending. */
 export function settled(w: Watched): boolean {
   const s = w.status;
+  if (s?.reason === REASONS.harvestFailed) return true;
   if (!s || !SETTLED.has(s.phase)) return false;
   if (s.phase !== 'Failed') return true;
   if (isInfraFailure(s.reason)) return (s.infraRetriesUsed ?? 0) >= DEFAULTS.infraRetries;
@@ -49,7 +52,8 @@ export interface Verdict {
   unmet: string[];
 }
 
-function codeFor(phase: Phase): number {
+function codeFor(phase: Phase, reason?: string): number {
+  if (reason === REASONS.harvestFailed) return EXIT.failed;
   if (phase === 'Failed' || phase === 'TimedOut') return EXIT.attemptsFailed;
   if (phase === 'Invalid') return EXIT.usage;
   if (phase === 'Blocked') return EXIT.failed;
@@ -66,7 +70,7 @@ export function verdict(items: readonly Watched[], want: WaitFor): Verdict {
     if (want.kind === 'finished') {
       if (settled(w)) {
         met.push(w.name);
-        worst = Math.max(worst, codeFor(phase as Phase));
+        worst = Math.max(worst, codeFor(phase as Phase, w.status?.reason));
       } else unmet.push(w.name);
     } else if (phase === want.phase) {
       met.push(w.name);
@@ -74,7 +78,7 @@ export function verdict(items: readonly Watched[], want: WaitFor): Verdict {
       unmet.push(w.name);
       if (settled(w)) {
         impossible = true;
-        worst = Math.max(worst, codeFor(phase as Phase) || EXIT.failed);
+        worst = Math.max(worst, codeFor(phase as Phase, w.status?.reason) || EXIT.failed);
       }
     }
   }

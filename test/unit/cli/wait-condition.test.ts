@@ -34,6 +34,14 @@ describe('wait condition', function () {
     expect(verdict([w('a', 'Blocked')], fin).code).to.equal(1);
   });
 
+  it('a run whose harvest failed (HarvestFailed, still Running) ends the wait with 1, as reconcile --wait', function () {
+    const failed = w('a', 'Running', { reason: 'HarvestFailed' });
+    expect(settled(failed)).to.equal(true);
+    expect(verdict([failed, w('b', 'Succeeded')], { kind: 'finished' }).code).to.equal(1);
+    expect(verdict([failed], { kind: 'phase', phase: 'Succeeded' }).code).to.equal(1);
+    expect(settled(w('a', 'Running', { reason: 'Harvesting' }))).to.equal(false);
+  });
+
   it('phase=X: met when every one is in X; a settled attempt in another phase ends the wait', function () {
     const ok = { kind: 'phase', phase: 'Succeeded' } as const;
     expect(verdict([w('a', 'Succeeded'), w('b', 'Pending')], ok).code).to.equal(undefined);
