@@ -11,6 +11,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { GIT } from '../constants';
 import { isCode, syncDir } from '../status/atomic-file';
+import { pidAlive } from '../util/pid';
 import { GitError, runGit, type GitRunOptions } from './exec';
 
 const SHA = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
@@ -171,12 +172,3 @@ async function isDir(p: string): Promise<boolean> {
   }
 }
 
-function pidAlive(pid: number): boolean {
-  if (pid === process.pid) return true;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return !isCode(err, 'ESRCH');
-  }
-}

@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { promises as fs, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { pidAlive } from '../util/pid';
 
 export interface WriteFileAtomicOptions {
   /** Permission bits of the file, applied exactly (not masked by the umask). Default: 0o666 & ~umask. */
@@ -28,16 +29,6 @@ export function parseTempName(name: string): { target: string; pid: number } | u
   return m ? { target: m[1] as string, pid: Number(m[2]) } : undefined;
 }
 
-/** Is process `pid` alive on this host? (EPERM: it is, but belongs to someone else.) */
-function pidAlive(pid: number): boolean {
-  if (pid === process.pid) return true;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return !isCode(err, 'ESRCH');
-  }
-}
 
 /**
  * Removes the temp files that interrupted `writeFileAtomic`s left in `dir`: those whose writer

@@ -18,6 +18,7 @@ import { promisify } from 'node:util';
 import Dockerode from 'dockerode';
 import { SWARM } from '../../src/constants';
 import { TEST_RUN } from './engine';
+import { processTrees } from './procs';
 
 const run = promisify(execFile);
 
@@ -151,17 +152,7 @@ export class SwarmNode {
   /** The processes under this node's containerd (shims and what runs under them). */
   async shimTrees(): Promise<number[]> {
     const marker = path.join(this.root, 'x', 'containerd', 'containerd.sock');
-    const procs: { pid: number; ppid: number; args: string }[] = [];
-    for (const e of await fs.readdir('/proc')) {
-      if (!/^\d+$/.test(e)) continue;
-      const stat = await fs.readFile(`/proc/${e}/stat`, 'utf8').catch(() => '');
-      const args = (await fs.readFile(`/proc/${e}/cmdline`, 'utf8').catch(() => '')).split('\0').join(' ');
-      const after = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (stat && after[0] !== 'Z') procs.push({ pid: Number(e), ppid: Number(after[1]), args });
-    }
-    const out = procs.filter((p) => p.args.includes(marker) && (p.args.includes('containerd-shim') || p.args.includes('containerd '))).map((p) => p.pid);
-    for (let i = 0; i < out.length; i++) for (const p of procs) if (p.ppid === out[i] && !out.includes(p.pid)) out.push(p.pid);
-    return out;
+    return processTrees((p) => p.args.includes(marker) && (p.args.includes('containerd-shim') || p.args.includes('containerd ')));
   }
 
   async destroy(): Promise<void> {
