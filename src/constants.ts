@@ -218,6 +218,10 @@ export const EXIT = {
 } as const;
 
 export const DEFAULTS = {
+  /** A fixture archive larger than this is spooled to a temp file as it is made, not held in memory. */
+  fixtureSpoolBytes: 8 * 1024 * 1024,
+  /** A fixture file larger than this is streamed into the archive from its open handle, not read whole. */
+  fixtureInlineFileBytes: 1024 * 1024,
   specsDir: 'specs',
   stateDir: '.berth',
   instance: 'default',

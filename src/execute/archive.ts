@@ -3,9 +3,13 @@
  * API (never a mount): the fixture (files, folders and links as links; nothing followed) and
  * the secrets (files /run/secrets/<name>, mode 0400, owned by the container's user).
  */
-import { promises as fsp } from 'node:fs';
+import { createReadStream, createWriteStream, promises as fsp, type WriteStream } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { pack, type Pack } from 'tar-stream';
+import { DEFAULTS } from '../constants';
 import { atFd, componentsBelow, openDirAt, openDirBelow, openFileAt, UnsafePathError } from '../util/no-follow';
 
 function entry(p: Pack, header: Parameters<Pack['entry']>[0], body?: Buffer): Promise<void> {
@@ -22,6 +26,81 @@ function collect(p: Pack): Promise<Buffer> {
     p.on('data', (c: unknown) => chunks.push(c as Buffer));
     p.on('end', () => resolve(Buffer.concat(chunks)));
     p.on('error', reject);
+  });
+}
+
+/**
+ * A fixture's archive, ready to copy in: kept in memory while it is small, else spooled to a
+ * temp file (0600, in a 0700 folder of its own) as it is made, so berth's memory stays bounded
+ * whatever the fixture's size. `dispose` removes the spool.
+ */
+export interface Archive {
+  readonly bytes: number;
+  body(): Buffer | Readable;
+  dispose(): Promise<void>;
+}
+
+function spool(p: Pack, limit: number): Promise<Archive> {
+  return new Promise((resolve, reject) => {
+    let chunks: Buffer[] = [];
+    let bytes = 0;
+    let dir: string | undefined;
+    let file: WriteStream | undefined;
+    let opening: Promise<void> | undefined;
+    const dispose = async () => {
+      if (dir) await fsp.rm(dir, { recursive: true, force: true });
+    };
+    const fail = (err: unknown) => {
+      p.destroy();
+      file?.destroy();
+      void dispose().finally(() => reject(err));
+    };
+    p.on('data', (data: unknown) => {
+      const c = data as Buffer;
+      bytes += c.length;
+      if (file) {
+        if (!file.write(c)) {
+          p.pause();
+          file.once('drain', () => p.resume());
+        }
+        return;
+      }
+      chunks.push(c);
+      if (bytes <= limit || opening) return;
+      // Over the limit: what is held goes to a temp file, and the rest follows it there.
+      p.pause();
+      opening = fsp.mkdtemp(path.join(os.tmpdir(), 'berth-fixture-')).then((d) => {
+        dir = d;
+        file = createWriteStream(path.join(d, 'fixture.tar'), { mode: 0o600 });
+        file.on('error', fail);
+        for (const held of chunks) file.write(held);
+        chunks = [];
+        p.resume();
+      }, fail);
+    });
+    p.on('error', fail);
+    p.on('end', () => {
+      if (!file) {
+        const body = Buffer.concat(chunks);
+        resolve({ bytes, body: () => body, dispose: async () => undefined });
+        return;
+      }
+      const f = file;
+      const where = path.join(dir as string, 'fixture.tar');
+      f.end(() => resolve({ bytes, body: () => createReadStream(where), dispose }));
+    });
+  });
+}
+
+/** A file's entry: read whole while small, else streamed from its open handle (exactly the size its stat gave). */
+async function fileEntry(p: Pack, header: Parameters<Pack['entry']>[0], fh: fsp.FileHandle, size: number): Promise<void> {
+  if (size <= DEFAULTS.fixtureInlineFileBytes) {
+    const body = await fh.readFile();
+    return entry(p, { ...header, size: body.length }, body);
+  }
+  await new Promise<void>((resolve, reject) => {
+    const sink = p.entry({ ...header, size }, (err?: Error | null) => (err ? reject(err) : resolve()));
+    pipeline(fh.createReadStream({ start: 0, end: size - 1, autoClose: false }), sink).catch(reject);
   });
 }
 
@@ -43,9 +122,21 @@ async function parents(p: Pack, dir: string, mode = 0o755, uid = 0, gid = 0): Pr
  * fixture, and one changed since to point outside is refused here). Anything that is not a
  * file, folder or link is refused too.
  */
-export async function fixtureTar(fixture: string | null, workingDir: string, uid = 0, gid = 0): Promise<Buffer> {
+export async function fixtureTar(fixture: string | null, workingDir: string, uid = 0, gid = 0, spoolOver = DEFAULTS.fixtureSpoolBytes): Promise<Archive> {
   const p = pack();
-  const done = collect(p);
+  const done = spool(p, spoolOver);
+  try {
+    await fixtureEntries(p, fixture, workingDir, uid, gid);
+  } catch (err) {
+    // the spool ends with the error (and removes its temp file, if it made one)
+    p.destroy(err as Error);
+    await done.then((a) => a.dispose(), () => undefined);
+    throw err;
+  }
+  return done;
+}
+
+async function fixtureEntries(p: Pack, fixture: string | null, workingDir: string, uid: number, gid: number): Promise<void> {
   const base = workingDir.replace(/^\/+/, '');
   const upper = path.posix.dirname(base);
   if (upper !== '.') await parents(p, upper);
@@ -53,7 +144,7 @@ export async function fixtureTar(fixture: string | null, workingDir: string, uid
   await entry(p, { name: base + '/', type: 'directory', mode: 0o755, uid, gid });
   if (fixture === null) {
     p.finalize();
-    return done;
+    return;
   }
   const own = { uid, gid };
   const add = async (dir: fsp.FileHandle, name: string, shown: string, rel: string, inside: string): Promise<void> => {
@@ -75,8 +166,7 @@ export async function fixtureTar(fixture: string | null, workingDir: string, uid
       const fh = await openFileAt(dir, name, shown);
       try {
         const st = await fh.stat();
-        const body = await fh.readFile();
-        await entry(p, { name: tarName, type: 'file', mode: st.mode & 0o7777, mtime: st.mtime, size: body.length, ...own }, body);
+        await fileEntry(p, { name: tarName, type: 'file', mode: st.mode & 0o7777, mtime: st.mtime, ...own }, fh, st.size);
       } finally {
         await fh.close();
       }
@@ -105,7 +195,6 @@ export async function fixtureTar(fixture: string | null, workingDir: string, uid
     await parent.close();
   }
   p.finalize();
-  return done;
 }
 
 /** Secret files to extract at `/`: run/secrets/<name>, 0400, owned by uid:gid; the folder 0500. */

@@ -368,43 +368,48 @@ export class Executor {
     const owner = spec.user ?? { uid: 0, gid: 0 };
     const workdir = spec.fixture !== null || (spec.user !== null && !spec.readOnlyRootFilesystem);
     const fixture = workdir ? await fixtureTar(spec.fixture, spec.workingDir, owner.uid, owner.gid) : undefined;
-    // The bind source, right before the engine is asked to mount it: no link anywhere below the results root.
-    await assertFoldersBelow(resultsBase(this.deps.resultsRoot, d.resultsDir), d.resultsDir);
-    let id: string;
     try {
-      id = await engine.containers.create(create);
-    } catch (err) {
-      if (!isConflict(err)) throw err;
-      // The name is taken: ours (a retried create) → attest it; anyone else's → Blocked, untouched.
-      const existing = await engine.containers.inspect(d.container.name);
-      const held = await this.nameHeld(a, d.container.name, existing);
-      if (held) await this.block(a, held);
-      const bad = failedCause(attestInspected(existing, mainWant(d)));
-      if (bad) {
-        await engine.containers.remove(existing.id);
-        throw new Error(`existing container ${d.container.name} did not attest and was removed: ${bad}`);
+      // The bind source, right before the engine is asked to mount it: no link anywhere below the results root.
+      await assertFoldersBelow(resultsBase(this.deps.resultsRoot, d.resultsDir), d.resultsDir);
+      let id: string;
+      try {
+        id = await engine.containers.create(create);
+      } catch (err) {
+        if (!isConflict(err)) throw err;
+        // The name is taken: ours (a retried create) → attest it; anyone else's → Blocked, untouched.
+        const existing = await engine.containers.inspect(d.container.name);
+        const held = await this.nameHeld(a, d.container.name, existing);
+        if (held) await this.block(a, held);
+        const bad = failedCause(attestInspected(existing, mainWant(d)));
+        if (bad) {
+          await engine.containers.remove(existing.id);
+          throw new Error(`existing container ${d.container.name} did not attest and was removed: ${bad}`);
+        }
+        id = existing.id;
       }
-      id = existing.id;
+      await this.update(a, (r) => ({ ...r, containerId: id }));
+      if (fixture) await engine.containers.putArchive(id, '/', fixture.body());
+      if (secrets.length) {
+        const { uid, gid } = spec.user ?? (await this.containerUser(spec.image));
+        await engine.containers.putArchive(id, '/', await secretsTar(secrets, DEFAULTS.secretsDir, uid, gid));
+      }
+      const warnings = Object.keys(spec.secretEnv).map(
+        (k) =>
+          `secret ${spec.secretEnv[k]} is exposed as environment variable ${k}: anyone who can inspect the container can read it, and the engine's own database may keep it on disk after the container is removed`,
+      );
+      // Recorded before the start is asked for: a berth killed from here on only needs to start it.
+      // The engine's boot too: an engine restart from here on is told from the task's own failure by it.
+      const boot = await this.bootForStart();
+      await this.update(a, (r) => ({
+        ...r,
+        ...(r.intent ? { intent: { ...r.intent, copied: true } } : {}),
+        ...(warnings.length ? { warnings } : {}),
+        ...(boot ? { engineBoot: boot } : {}),
+      }));
+    } finally {
+      // a fixture spooled to a temp file: removed once copied in (or not needed any more)
+      await fixture?.dispose();
     }
-    await this.update(a, (r) => ({ ...r, containerId: id }));
-    if (fixture) await engine.containers.putArchive(id, '/', fixture);
-    if (secrets.length) {
-      const { uid, gid } = spec.user ?? (await this.containerUser(spec.image));
-      await engine.containers.putArchive(id, '/', await secretsTar(secrets, DEFAULTS.secretsDir, uid, gid));
-    }
-    const warnings = Object.keys(spec.secretEnv).map(
-      (k) =>
-        `secret ${spec.secretEnv[k]} is exposed as environment variable ${k}: anyone who can inspect the container can read it, and the engine's own database may keep it on disk after the container is removed`,
-    );
-    // Recorded before the start is asked for: a berth killed from here on only needs to start it.
-    // The engine's boot too: an engine restart from here on is told from the task's own failure by it.
-    const boot = await this.bootForStart();
-    await this.update(a, (r) => ({
-      ...r,
-      ...(r.intent ? { intent: { ...r.intent, copied: true } } : {}),
-      ...(warnings.length ? { warnings } : {}),
-      ...(boot ? { engineBoot: boot } : {}),
-    }));
   }
 
   /**

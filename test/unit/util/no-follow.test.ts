@@ -1,27 +1,36 @@
 /** util/no-follow: folders made and files opened one component at a time, never through a link. */
 import { expect } from 'chai';
+import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { extract } from 'tar-stream';
-import { fixtureTar } from '../../../src/execute/archive';
+import { type Archive, fixtureTar } from '../../../src/execute/archive';
 import { assertFoldersBelow, mkdirBelow, openFileBelow, UnsafePathError } from '../../../src/util/no-follow';
 
 /** The entries of a tar: name → type (and link target). */
-async function entries(tar: Buffer): Promise<Record<string, string>> {
+/** Entries of an archive by name (type and owner); with `sums`, each file's sha256 too. */
+async function entries(archive: Archive, sums = false): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
   const ex = extract();
   const done = new Promise<void>((resolve, reject) => {
     ex.on('entry', (h, stream, next) => {
       out[h.name] = h.type === 'symlink' ? `symlink:${h.linkname}` : `${h.type}:${h.uid}:${h.gid}`;
-      stream.on('end', next);
-      stream.resume();
+      const hash = createHash('sha256');
+      stream.on('data', (c: unknown) => hash.update(c as Buffer));
+      stream.on('end', () => {
+        if (sums && h.type === 'file') out[h.name] += `:${hash.digest('hex')}`;
+        next();
+      });
     });
     ex.on('finish', resolve);
     ex.on('error', reject);
   });
-  ex.end(tar);
+  const body = archive.body();
+  if (Buffer.isBuffer(body)) ex.end(body);
+  else body.pipe(ex);
   await done;
+  await archive.dispose();
   return out;
 }
 
@@ -86,5 +95,33 @@ describe('util/no-follow', () => {
     expect(((await fixtureTar(fx, '/w').catch((e: unknown) => e)) as Error).message).to.match(/fixture link .*out points outside the fixture/);
     symlinkSync(fx, path.join(root, 'lfx'));
     expect(await fixtureTar(path.join(root, 'lfx'), '/w').catch((e: unknown) => e)).to.be.instanceOf(UnsafePathError);
+  });
+
+  it('spools a large fixture to a temp file as it is made, files streamed from their handles, the same bytes; dispose removes it', async () => {
+    const fx = path.join(root, 'big');
+    mkdirSync(fx);
+    const big = Buffer.alloc(3 * 1024 * 1024 + 17, 7);
+    for (let i = 0; i < big.length; i += 4096) big[i] = i % 251;
+    writeFileSync(path.join(fx, 'big.bin'), big);
+    writeFileSync(path.join(fx, 'small.txt'), 'small');
+    const want = {
+      'w/': 'directory:0:0',
+      'w/big.bin': `file:0:0:${createHash('sha256').update(big).digest('hex')}`,
+      'w/small.txt': `file:0:0:${createHash('sha256').update('small').digest('hex')}`,
+    };
+    // over a 1 MiB spool limit: a stream from a temp file, gone after dispose
+    const spooled = await fixtureTar(fx, '/w', 0, 0, 1024 * 1024);
+    const body = spooled.body();
+    expect(Buffer.isBuffer(body)).to.equal(false);
+    const file = (body as unknown as { path: string }).path;
+    expect(statSync(file).size).to.equal(spooled.bytes);
+    expect(statSync(file).mode & 0o777).to.equal(0o600);
+    (body as unknown as { destroy(): void }).destroy();
+    expect(await entries(spooled, true)).to.deep.equal(want);
+    expect(() => statSync(path.dirname(file))).to.throw(/ENOENT/);
+    // under it: the same archive, in memory
+    const held = await fixtureTar(fx, '/w');
+    expect(Buffer.isBuffer(held.body())).to.equal(true);
+    expect(await entries(held, true)).to.deep.equal(want);
   });
 });
