@@ -15,7 +15,8 @@ import { pidAlive } from '../util/pid';
 import { GitError, runGit, type GitRunOptions } from './exec';
 
 const SHA = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
-const TEMP = /^\.tmp-(\d+)-[0-9a-f]+(\.index)?$/;
+/** A temp folder, temp index or the lock git takes beside that index, named with the pid of the berth that made it. */
+const TEMP = /^\.tmp-(\d+)-[0-9a-f]+(\.index(\.lock)?)?$/;
 
 export class GitMirror {
   readonly mirror: string;
