@@ -17,9 +17,8 @@
  *   message cannot make the page huge.
  */
 import path from 'node:path';
-import { REPORT_LIMITS } from '../constants';
-import type { SetSummary, ChildSummary } from '../sets/summary';
-import { REASONS } from '../constants';
+import { REASONS, REPORT_LIMITS } from '../constants';
+import type { ChildSummary, Counts, SetSummary } from '../sets/summary';
 import type { Outcome } from '../sets/outcome';
 import type { AttemptStatus } from '../status/types';
 import { engineTime } from '../engine/time';
@@ -54,28 +53,16 @@ export interface ReportAttempt {
   links: ReportLinks | null;
 }
 
-export interface ReportCell {
+export interface ReportCell extends Counts {
   coords: Record<string, string>;
-  n: number;
-  passed: number;
-  failed: number;
-  infra: number;
-  skipped: number;
-  unfinished: number;
   passRate: number | null;
 }
 
-export interface ReportSet {
+export interface ReportSet extends Counts {
   name: string;
   /** The heatmap's axes: rows by the first, columns by the others (the samples axis folded into cells). */
   axes: string[];
   samplesAxis: string | null;
-  n: number;
-  passed: number;
-  failed: number;
-  infra: number;
-  skipped: number;
-  unfinished: number;
   passRate: number | null;
   cells: ReportCell[];
 }

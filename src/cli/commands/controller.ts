@@ -17,7 +17,7 @@ import type { Engine } from '../../engine/types';
 import { instrumentEngine } from '../../engine/wrap';
 import { reportFromLoad } from '../../report/from-load';
 import { renderReport, reportCsp } from '../../report/render';
-import { passConfig, type Context } from '../context';
+import { passConfig, UsageError, type Context } from '../context';
 import type { ReconcileOptions } from './reconcile';
 import { takeWriterLocks, type WriterLocks } from './writer-lock';
 import type { GitSource } from '../../git/source';
@@ -25,7 +25,6 @@ import { gitSourceFrom } from '../git-flags';
 import { serveWebhook } from '../../git/webhook';
 import { RevisionOutcomes } from '../../git/outcome';
 import { readFile } from 'node:fs/promises';
-import { UsageError } from '../context';
 
 export async function runController(ctx: Context, o: ReconcileOptions, signal?: AbortSignal): Promise<number> {
   // Specs from git: polled, nothing on disk watched (a bad URL, ref or path is a UsageError).
