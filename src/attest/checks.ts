@@ -112,7 +112,17 @@ export function attestInspected(c: ContainerDetails, d: ContainerWant): Attestat
     userCheck(c.config.user, d.create.user),
     rootfsCheck(h.readonlyRootfs, h.tmpfs, want.readonlyRootfs, want.tmpfs ?? {}),
     dnsCheck(h.dns, want.dns),
+    logCheck(h.logConfig, want.logConfig),
   ];
+}
+
+/** The engine's own log files of the container are capped as berth asked (a run cannot fill the host's disk through them). */
+function logCheck(have: ContainerDetails['host']['logConfig'], want: ContainerDetails['host']['logConfig'] | undefined): AttestationCheck {
+  const show = (l: ContainerDetails['host']['logConfig']) =>
+    `${l.type || "the engine's default driver"}${Object.keys(l.config).length ? ` (${Object.entries(l.config).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `${k}=${v}`).join(', ')})` : ', no size cap'}`;
+  if (want === undefined) return check('engine logs', true, `${show(have)}: as the engine's defaults say`);
+  const ok = have.type === want.type && Object.entries(want.config).every(([k, v]) => have.config[k] === v);
+  return check('engine logs', ok, ok ? show(have) : `${show(have)} (berth asks ${show(want)})`);
 }
 
 /** spec.user: the container runs as the uid:gid asked; without one, as its image says. */

@@ -86,6 +86,8 @@ export interface ContainerDetails extends ContainerSummary {
     binds: string[];
     /** tmpfs mounts: container path → mount options. */
     tmpfs: Record<string, string>;
+    /** The log driver and its options (the engine's default driver, `json-file`, with none when not set). */
+    logConfig: { type: string; config: Record<string, string> };
   };
   restartCount: number;
 }

@@ -108,6 +108,17 @@ export function engineContract(title: string, harness: () => ContractHarness): v
       expect(await h.engine.volumes.remove(name)).to.equal(false);
     });
 
+    it("a container's log driver and options are as created; without one, the default json-file with no options", async function () {
+      const capped = containerSpec(h, h.name('logs'), ['true']);
+      capped.host.logConfig = { type: 'json-file', config: { 'max-size': '1m', 'max-file': '2' } };
+      const id = await h.engine.containers.create(capped);
+      expect((await h.engine.containers.inspect(id)).host.logConfig).to.deep.equal({ type: 'json-file', config: { 'max-size': '1m', 'max-file': '2' } });
+      const plain = await h.engine.containers.create(containerSpec(h, h.name('logs-default'), ['true']));
+      expect((await h.engine.containers.inspect(plain)).host.logConfig).to.deep.equal({ type: 'json-file', config: {} });
+      expect(await h.engine.containers.remove(id)).to.equal(true);
+      expect(await h.engine.containers.remove(plain)).to.equal(true);
+    });
+
     it('labels are kept exactly as given; a container has its image labels too, the given ones winning', async function () {
       const image = await h.engine.images.inspect(h.image);
       expect(Object.keys(image.labels).length).to.be.greaterThan(0);

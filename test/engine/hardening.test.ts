@@ -2,6 +2,7 @@
 import { expect } from 'chai';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import { DEFAULTS } from '../../src/constants';
 import { requireEngine } from '../support/engine';
 import { Sandbox } from '../support/sandbox';
 
@@ -38,6 +39,7 @@ describe('hardening fields (real engine)', function () {
     const d = await sb.cli('describe', 'a');
     expect(d.stdout).to.include('runs as 1234:2345 (spec.user)');
     expect(d.stdout).to.include('writable root filesystem');
+    expect(d.stdout).to.match(new RegExp(`engine logs\\s.*json-file \\(max-file=${DEFAULTS.engineLogMaxFiles}, max-size=${DEFAULTS.engineLogMaxSize}\\)`));
   });
 
   it('spec.readOnlyRootFilesystem makes / read-only with a writable tmpfs /tmp; /results stays writable', async function () {

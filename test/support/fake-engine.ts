@@ -357,6 +357,8 @@ export class FakeEngine implements Engine {
         dns: [...(h.dns ?? [])],
         binds: [...h.binds],
         tmpfs: { ...(h.tmpfs ?? {}) },
+        // as the engine answers: its default driver with no options when none was asked
+        logConfig: h.logConfig ? { type: h.logConfig.type, config: { ...h.logConfig.config } } : { type: 'json-file', config: {} },
       },
       restartCount: 0,
     };

@@ -261,6 +261,7 @@ export class SwarmRuns implements ContainerClient {
         ...(c.host.nanoCpus ? { nanoCpus: c.host.nanoCpus } : {}),
         ...(c.host.memory ? { memory: c.host.memory } : {}),
         stopGraceSeconds: DEFAULTS.stopGraceSeconds,
+        ...(c.host.logConfig ? { logDriver: { name: c.host.logConfig.type, options: c.host.logConfig.config } } : {}),
       })
       .catch((err: unknown) => {
         if (!isConflict(err)) throw err;

@@ -104,6 +104,7 @@ export function detailsFromInspect(i: Dockerode.ContainerInspectInfo): Container
       dns: h.Dns ?? [],
       binds: h.Binds ?? [],
       tmpfs: (h as { Tmpfs?: Record<string, string> }).Tmpfs ?? {},
+      logConfig: { type: h.LogConfig?.Type ?? '', config: { ...(h.LogConfig?.Config ?? {}) } },
     },
     restartCount: i.RestartCount ?? 0,
   };

@@ -61,6 +61,7 @@ export function serviceBody(spec: ServiceCreateSpec): Record<string, unknown> {
       RestartPolicy: { Condition: 'none', MaxAttempts: 0 },
       Placement: { Constraints: [`node.id==${spec.nodeId}`] },
       Networks: spec.networks.map((n) => ({ Target: n.target, ...(n.aliases ? { Aliases: n.aliases } : {}) })),
+      ...(spec.logDriver ? { LogDriver: { Name: spec.logDriver.name, Options: { ...spec.logDriver.options } } } : {}),
     },
     Mode: { ReplicatedJob: { MaxConcurrent: 1, TotalCompletions: 1 } },
     EndpointSpec: { Mode: 'dnsrr' },

@@ -34,6 +34,8 @@ export interface ServiceCreateSpec {
   memory?: number;
   /** Seconds between TERM and KILL when the task is stopped. */
   stopGraceSeconds?: number;
+  /** The task container's log driver and options (berth caps the engine's own log files). */
+  logDriver?: { name: string; options: Record<string, string> };
 }
 
 export interface ServiceSummary {
