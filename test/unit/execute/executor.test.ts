@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { LABELS, REASONS } from '../../../src/constants';
 import { desiredAttempt } from '../../../src/desired/attempt';
+import { BackendRefusedError } from '../../../src/engine/errors';
 import type { DesiredAttempt } from '../../../src/desired/types';
 import { Executor } from '../../../src/execute/executor';
 import { stampNonce } from '../../../src/ownership';
@@ -289,6 +290,16 @@ describe('executor against the fake engine', function () {
     expect([rec?.phase, rec?.reason]).to.deep.equal(['Blocked', REASONS.secretMissing]);
     expect(rec?.message).to.equal("secret tok: environment variable BERTH_UNIT_TOKEN is not set in berth's environment");
     expect(fake.calls.filter((c) => c.op === 'containers.create')).to.deep.equal([]);
+  });
+
+  it('a backend that refuses what the attempt needs: Blocked with the backend\'s reason, nothing made', async function () {
+    const d = desired('refuse');
+    fake.fail('containers.create', { error: new BackendRefusedError(REASONS.nodeRefused, 'no swarm node may run attempt refuse: none enforces it') });
+    const [res] = await executor().run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: true, done: 0, outcome: 'refused' });
+    const rec = await store.get('refuse');
+    expect([rec?.phase, rec?.reason, rec?.message]).to.deep.equal(['Blocked', REASONS.nodeRefused, 'no swarm node may run attempt refuse: none enforces it']);
+    expect(fake.calls.some((c) => c.op === 'containers.start')).to.equal(false);
   });
 
   it('a secret is copied in, never put in the create call', async function () {
