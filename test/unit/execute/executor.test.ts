@@ -366,6 +366,20 @@ describe('executor against the fake engine', function () {
     expect(fake.containerNames()).to.deep.equal([sc.name]);
   });
 
+  it('a container gone before its deep attestation (404): the action failed, the record still says Running (the next plan finds it vanished)', async function () {
+    const d = desired('att-gone');
+    await executor().run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
+    const id = (await store.get('att-gone'))?.containerId as string;
+    await fake.containers.remove(id);
+    const ops: Operation[] = [{ type: 'attest', resource: `container:${d.container.name}`, cause: 'test', id, desired: d }];
+    const [res] = await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'attest', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: false, done: 0, outcome: 'not-found' });
+    expect(res?.error).to.match(/^attest container:\S+: .*\(HTTP 404\)$/);
+    expect(res?.ran).to.deep.equal([]);
+    const rec = await store.get('att-gone');
+    expect([rec?.phase, rec?.containerId]).to.deep.equal(['Running', id]);
+  });
+
   it('a finish whose container is gone ends Failed/Lost', async function () {
     const d = desired('lost');
     await executor().run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
