@@ -4,11 +4,11 @@
  * logs; undefined when it did nothing worth a line (a recorded attestation, a wait).
  */
 import { plural } from '../cli/diag';
-import type { AttemptAction } from '../plan/types';
+import type { AttemptAction, Operation } from '../plan/types';
 import type { AttemptStatus } from '../status/types';
 
-export function activity(a: AttemptAction, done: number, rec: AttemptStatus | undefined): string | undefined {
-  const ops = a.ops.slice(0, done);
+/** `ops`: the operations done (the plan's and their follow-ups: ActionResult.ran). */
+export function activity(a: AttemptAction, ops: readonly Operation[], rec: AttemptStatus | undefined): string | undefined {
   const has = (t: string) => ops.some((o) => o.type === t);
   const count = (t: string) => ops.filter((o) => o.type === t).length;
   const parts: string[] = [];

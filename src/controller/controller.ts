@@ -332,7 +332,7 @@ export class Controller {
         began = true;
         return executor.runAction(a);
       }, this.halt.signal)
-      .catch((err: unknown): ActionResult | undefined => (began ? { attempt: a.attempt, ok: false, done: 0, error: String(err) } : undefined))
+      .catch((err: unknown): ActionResult | undefined => (began ? { attempt: a.attempt, ok: false, done: 0, ran: [], error: String(err) } : undefined))
       .then(async (res) => {
         this.stale.set(a.attempt, ++this.generation);
         if (admits) this.reserved--;
@@ -349,7 +349,7 @@ export class Controller {
         // controller finds the attempt where this one left it, as after a crash.
         if (this.abandoned && !res.ok) return;
         if (!res.ok) log.warn(`${a.attempt}: ${res.error}`);
-        const did = activity(a, res.done, await this.o.store.get(a.attempt));
+        const did = activity(a, res.ran, await this.o.store.get(a.attempt));
         if (did) log.info(did);
         await this.settleAfterWork(a, res, queued);
         // An attempt may have finished the last run of its revision.

@@ -292,14 +292,40 @@ function startRun(
   };
 }
 
-function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefined, obsAll: ObservedAttempt): AttemptAction {
+/** What one pass knows about an attempt with a spec: the pieces every step of planDesired reads. */
+interface RunView {
+  ctx: Ctx;
+  inp: PlanInput;
+  loaded: LoadedSpec;
+  rec: AttemptStatus | undefined;
+  base: { attempt: string; status?: AttemptStatus };
+  name: string;
+  hash: string;
+  specChanged: boolean;
+  /** The run the plan works toward, and its desired state. */
+  run: number;
+  d: DesiredAttempt;
+  /** The main containers of every spec hash (the replaced run's is stopped). */
+  mainsAll: ContainerSummary[];
+  /** The current spec hash's resources, reduced to the run's main container and sidecars. */
+  current: ObservedAttempt;
+  main: ContainerSummary | undefined;
+  sidecarsObs: ContainerSummary[];
+  /** Operations that come first whatever follows: the end of a replaced run, stale resources removed. */
+  pre: Operation[];
+}
+
+/**
+ * Sorts what the engine shows of the attempt: resources of another spec hash, containers of
+ * another run, duplicates and networks named twice are stale (removed by `pre`); the rest is
+ * the current run's.
+ */
+function viewRun(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefined, obsAll: ObservedAttempt): RunView {
   const { inp } = ctx;
   const name = loaded.spec.name;
   const hash = loaded.hash;
   const base = { attempt: name, ...(rec ? { status: rec } : {}) };
   const specChanged = rec !== undefined && rec.specHash !== hash;
-  if (rec?.ended) return planHarvest(inp, base, rec, obsAll);
-  if (rec?.deleted && rec.deleted.specHash === hash) return planDeleted(base, rec, obsAll);
   const mainsAll = obsAll.containers.filter(isMain);
   const labeledRun = Number(mainsAll.find((c) => c.labels[LABELS.specHash] === hash)?.labels[LABELS.run] ?? 0);
   const run = specChanged ? rec.run + 1 : Math.max(rec?.run ?? 0, labeledRun, 1);
@@ -334,228 +360,234 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
   const extraNetworks = duplicateNetworks(current.networks, current.containers);
   current.networks = current.networks.filter((n) => !extraNetworks.includes(n));
 
-  const pre: Operation[] = [];
-  if (specChanged && rec && !FINISHED_PHASES.has(rec.phase) && rec.phase !== 'Invalid' && rec.phase !== 'Blocked' && rec.startedAt) {
-    const old = mainsAll.find((c) => c.labels[LABELS.specHash] === rec.specHash);
-    pre.push(...(old && RUNNING_STATES.has(old.state) ? [{ type: 'stop' as const, resource: `container:${old.name}`, id: old.id, graceSeconds: DEFAULTS.stopGraceSeconds, cause: 'spec hash changed' }] : []));
-    pre.push({
+  const v: RunView = { ctx, inp, loaded, rec, base, name, hash, specChanged, run, d, mainsAll, current, main, sidecarsObs, pre: [] };
+  v.pre.push(...endReplacedRun(v));
+  v.pre.push(...removeOps(staleSpec, 'spec hash changed'));
+  v.pre.push(...removeOps({ containers: [...staleRun, ...dupes], networks: [], volumes: [] }, 'not the current run'));
+  v.pre.push(...removeOps({ containers: [], networks: extraNetworks, volumes: [] }, 'another network has the same name'));
+  v.pre.push(...dropRenamed(d, current));
+  return v;
+}
+
+/** The spec changed while a run was going: that run is stopped and ends Failed/Replaced. */
+function endReplacedRun({ rec, specChanged, mainsAll, name }: RunView): Operation[] {
+  if (!(specChanged && rec && !FINISHED_PHASES.has(rec.phase) && rec.phase !== 'Invalid' && rec.phase !== 'Blocked' && rec.startedAt)) return [];
+  const old = mainsAll.find((c) => c.labels[LABELS.specHash] === rec.specHash);
+  return [
+    ...(old && RUNNING_STATES.has(old.state) ? [{ type: 'stop' as const, resource: `container:${old.name}`, id: old.id, graceSeconds: DEFAULTS.stopGraceSeconds, cause: 'spec hash changed' }] : []),
+    {
       type: 'finish',
       resource: `attempt:${name}`,
       ...(old ? { id: old.id } : {}),
       ...(rec.resultsDir ? { resultsDir: rec.resultsDir } : {}),
       cause: 'spec hash changed',
       outcome: { phase: 'Failed', reason: REASONS.replaced, message: 'the spec changed while the run was going' },
-    });
-  }
-  pre.push(...removeOps(staleSpec, 'spec hash changed'));
-  pre.push(...removeOps({ containers: [...staleRun, ...dupes], networks: [], volumes: [] }, 'not the current run'));
-  pre.push(...removeOps({ containers: [], networks: extraNetworks, volumes: [] }, 'another network has the same name'));
-  pre.push(...dropRenamed(d, current));
+    },
+  ];
+}
 
-  // Blocked by a container that carries our labels only through its image.
+/** Blocked by a container that carries our labels only through its image. */
+function planSquatter({ inp, d, rec, base, name, run, hash }: RunView): AttemptAction | undefined {
   const squatter = inp.snapshot.foreign.find((c) => c.name === d.container.name);
-  if (squatter) {
-    const reason = `container name ${d.container.name} is held by container ${squatter.id.slice(0, 12)} that berth did not create (its labels come from image ${squatter.image}); it is left alone`;
-    const already = rec?.phase === 'Blocked' && rec.message === reason;
-    return {
-      ...base,
-      kind: 'block',
-      summary: reason,
-      ops: already ? [] : [{ type: 'record', resource: `attempt:${name}`, cause: 'name held by a foreign container', patch: { phase: 'Blocked', reason: REASONS.nameConflict, message: reason, run, specHash: hash } }],
-    };
-  }
+  if (!squatter) return undefined;
+  const reason = `container name ${d.container.name} is held by container ${squatter.id.slice(0, 12)} that berth did not create (its labels come from image ${squatter.image}); it is left alone`;
+  const already = rec?.phase === 'Blocked' && rec.message === reason;
+  return {
+    ...base,
+    kind: 'block',
+    summary: reason,
+    ops: already ? [] : [{ type: 'record', resource: `attempt:${name}`, cause: 'name held by a foreign container', patch: { phase: 'Blocked', reason: REASONS.nameConflict, message: reason, run, specHash: hash } }],
+  };
+}
 
-  // Blocked at execution (a name held by someone else, a secret missing): look again after a while.
-  if (!specChanged && rec && !main && (rec.phase === 'Blocked' || rec.reason === REASONS.createFailed)) {
-    const blocked = rec.phase === 'Blocked';
-    const again = Date.parse(rec.updatedAt) + (blocked ? BLOCKED_RETRY_MS : CREATE_RETRY_MS) - inp.now;
-    if (again > 0) {
-      return { ...base, kind: blocked ? 'block' : 'wait', summary: `${blocked ? 'blocked' : 'create failed'}: ${rec.message ?? rec.reason ?? ''}`, ops: pre, requeueAfterMs: again };
-    }
-  }
+/** Blocked at execution (a name held by someone else, a secret missing), or a create failed: look again after a while. */
+function planBlockedWait({ inp, rec, base, main, specChanged, pre }: RunView): AttemptAction | undefined {
+  if (specChanged || !rec || main || (rec.phase !== 'Blocked' && rec.reason !== REASONS.createFailed)) return undefined;
+  const blocked = rec.phase === 'Blocked';
+  const again = Date.parse(rec.updatedAt) + (blocked ? BLOCKED_RETRY_MS : CREATE_RETRY_MS) - inp.now;
+  if (again <= 0) return undefined;
+  return { ...base, kind: blocked ? 'block' : 'wait', summary: `${blocked ? 'blocked' : 'create failed'}: ${rec.message ?? rec.reason ?? ''}`, ops: pre, requeueAfterMs: again };
+}
 
+/** No run is underway (new, replaced, Blocked, Pending, or a set's child not admitted before): a new one starts. */
+function planNewRun({ ctx, rec, base, d, current, main, specChanged, pre, run }: RunView): AttemptAction | undefined {
   // A set's child that was not admitted (failFast, maxFailed) is tried again: admission decides anew.
   const skipped = rec?.phase === 'Failed' && SKIP_REASONS.has(rec.reason ?? '') && rec.run === run;
-  if (specChanged || !rec || rec.phase === 'Invalid' || rec.phase === 'Blocked' || rec.phase === 'Pending' || skipped) {
-    if (!main) return startRun(ctx, base, d, current, pre, specChanged && rec?.phase !== 'Invalid' ? 'replace' : 'provision', specChanged ? 'spec hash changed' : rec?.phase === 'Blocked' ? 'blocked before; trying again' : 'not found');
-  }
+  if (main || !(specChanged || !rec || rec.phase === 'Invalid' || rec.phase === 'Blocked' || rec.phase === 'Pending' || skipped)) return undefined;
+  return startRun(ctx, base, d, current, pre, specChanged && rec?.phase !== 'Invalid' ? 'replace' : 'provision', specChanged ? 'spec hash changed' : rec?.phase === 'Blocked' ? 'blocked before; trying again' : 'not found');
+}
 
-  // Finished runs of this spec: retry, expire (TTL), or nothing.
-  if (rec && !specChanged && FINISHED_PHASES.has(rec.phase)) {
-    pre.push(...stopSidecars(sidecarsObs, 'the attempt finished'));
-    const holders = secretHolders(d, current.containers);
-    pre.push(...scrubOps(d, holders));
-    current.containers = current.containers.filter((c) => !holders.includes(c));
-    const finishedAt = rec.finishedAt ? Date.parse(rec.finishedAt) : inp.now;
-    // An infrastructure death is re-run under its own budget (--infra-retries), never the spec's retries.
-    const infra = isInfraFailure(rec.reason);
-    const used = infra ? (rec.infraRetriesUsed ?? 0) : rec.retriesUsed;
-    const budget = infra ? (inp.infraRetries ?? DEFAULTS.infraRetries) : loaded.spec.retries;
-    const retryable = rec.phase === 'Failed' && (infra || RETRYABLE_REASONS.has(rec.reason ?? '')) && used < budget;
-    if (rec.rerunRequested?.run === rec.run) {
-      const next = desiredFor(inp, loaded, rec.run + 1);
-      const oldRun = removeOps({ containers: current.containers, networks: [], volumes: [] }, 'rerun requested');
-      const have: ObservedAttempt = { ...current, containers: [] };
-      return startRun(ctx, base, next, have, [...pre, ...oldRun, ...dropRenamed(next, have)], 'retry', `run ${rec.run} ${rec.phase}; rerun requested (berth rerun)`);
-    }
-    if (retryable) {
-      const which = `${infra ? 'infra retry' : 'retry'} ${used + 1}/${budget}`;
-      const at = finishedAt + retryBackoffMs(used + 1, inp.retryBaseMs);
-      if (at > inp.now) return { ...base, kind: 'wait', summary: `${which} after back-off`, ops: pre, requeueAfterMs: at - inp.now };
-      const next = desiredFor(inp, loaded, rec.run + 1);
-      const oldRun = removeOps({ containers: current.containers, networks: [], volumes: [] }, which);
-      const have: ObservedAttempt = { ...current, containers: [] };
-      return startRun(ctx, base, next, have, [...pre, ...oldRun, ...dropRenamed(next, have)], 'retry', `run ${rec.run} ${rec.reason ?? 'failed'}; ${which}`);
-    }
-    const ttl = loaded.spec.ttlSecondsAfterFinished;
-    if (ttl !== null && hasAny(current)) {
-      const at = finishedAt + ttl * 1000;
-      if (at <= inp.now) {
-        return {
-          ...base,
-          kind: 'expire',
-          summary: `finished ${rec.phase}; ttlSecondsAfterFinished ${ttl} passed`,
-          ops: [...pre, ...removeOps(current, 'ttl expired'), { type: 'record', resource: `attempt:${name}`, cause: 'ttl expired', patch: { phase: rec.phase, collectedAt: new Date(inp.now).toISOString() } }],
-        };
-      }
-      return { ...base, kind: pre.length ? 'collect' : 'leave', summary: `finished ${rec.phase}; kept until its TTL`, ops: pre, requeueAfterMs: at - inp.now };
-    }
-    return { ...base, kind: pre.length ? 'collect' : 'leave', summary: `finished ${rec.phase}`, ops: pre };
+/** A finished run of this spec: rerun, retry, expire (TTL), or nothing. */
+function planFinished(v: RunView, rec: AttemptStatus): AttemptAction {
+  const { ctx, inp, loaded, base, d, current, sidecarsObs, pre, name } = v;
+  pre.push(...stopSidecars(sidecarsObs, 'the attempt finished'));
+  const holders = secretHolders(d, current.containers);
+  pre.push(...scrubOps(d, holders));
+  current.containers = current.containers.filter((c) => !holders.includes(c));
+  const finishedAt = rec.finishedAt ? Date.parse(rec.finishedAt) : inp.now;
+  // An infrastructure death is re-run under its own budget (--infra-retries), never the spec's retries.
+  const infra = isInfraFailure(rec.reason);
+  const used = infra ? (rec.infraRetriesUsed ?? 0) : rec.retriesUsed;
+  const budget = infra ? (inp.infraRetries ?? DEFAULTS.infraRetries) : loaded.spec.retries;
+  const retryable = rec.phase === 'Failed' && (infra || RETRYABLE_REASONS.has(rec.reason ?? '')) && used < budget;
+  if (rec.rerunRequested?.run === rec.run) {
+    const next = desiredFor(inp, loaded, rec.run + 1);
+    const oldRun = removeOps({ containers: current.containers, networks: [], volumes: [] }, 'rerun requested');
+    const have: ObservedAttempt = { ...current, containers: [] };
+    return startRun(ctx, base, next, have, [...pre, ...oldRun, ...dropRenamed(next, have)], 'retry', `run ${rec.run} ${rec.phase}; rerun requested (berth rerun)`);
   }
-
-  // The run is underway (or its record was lost): look at its container.
-  if (main) {
-    if (RUNNING_STATES.has(main.state)) {
-      const checks = attestListed(main, mainWant(d));
-      for (const n of [d.network, d.egressNetwork]) {
-        if (!n) continue;
-        const net = current.networks.find((x) => x.name === n.name);
-        const ok = !!net && net.internal === n.internal;
-        checks.push({ name: `network ${n.name}`, ok, detail: net ? `${net.name} is ${net.internal ? 'internal' : 'routed'}${ok ? '' : ` (must be ${n.internal ? 'internal' : 'routed'})`}` : `${n.name} is missing` });
-      }
-      // Sidecars: each must attest too; one that is not running is started again.
-      const restart: Operation[] = [];
-      for (const [i, sc] of d.sidecars.entries()) {
-        const o = sidecarsObs.find((c) => c.name === sc.name);
-        if (o && RUNNING_STATES.has(o.state)) {
-          checks.push(...attestListed(o, sidecarWant(sc)).map((c) => ({ ...c, name: `${sc.alias}: ${c.name}`, detail: `${sc.alias}: ${c.detail}` })));
-          continue;
-        }
-        const why = `${sc.alias} ${o ? o.state : 'missing'} while the attempt runs`;
-        if (o) restart.push({ type: 'remove-container', resource: `container:${o.name}`, id: o.id, cause: why });
-        restart.push({ type: 'create-sidecar', resource: `container:${sc.name}`, desired: d, index: i, cause: why, restart: true });
-      }
-      const bad = failedCause(checks);
-      const id = main.id;
-      const resultsDir = rec?.resultsDir ?? d.resultsDir;
-      const sidecars = harvestList(d, sidecarsObs);
-      if (bad) {
-        return {
-          ...base,
-          kind: 'stop',
-          summary: bad,
-          desired: d,
-          ops: [
-            ...pre,
-            { type: 'stop', resource: `container:${main.name}`, id, graceSeconds: DEFAULTS.stopGraceSeconds, cause: bad },
-            ...stopSidecars(sidecarsObs, bad),
-            { type: 'finish', resource: `container:${main.name}`, id, resultsDir, sidecars, cause: bad, outcome: { phase: 'Failed', reason: REASONS.attestationFailed, message: bad } },
-            ...scrubOps(d, current.containers),
-          ],
-        };
-      }
-      if (restart.length) return { ...base, kind: 'restart', summary: 'a sidecar is not running', desired: d, ops: [...pre, ...restart] };
-      const deadline = rec?.deadlineAt ? Date.parse(rec.deadlineAt) : undefined;
-      if (deadline !== undefined && deadline <= inp.now) {
-        const why = `deadlineSeconds ${loaded.spec.deadlineSeconds} exceeded`;
-        return {
-          ...base,
-          kind: 'stop',
-          summary: why,
-          desired: d,
-          ops: [
-            ...pre,
-            { type: 'stop', resource: `container:${main.name}`, id, graceSeconds: DEFAULTS.stopGraceSeconds, cause: why },
-            ...stopSidecars(sidecarsObs, why),
-            { type: 'finish', resource: `container:${main.name}`, id, resultsDir, sidecars, cause: why, outcome: { phase: 'TimedOut', reason: REASONS.deadlineExceeded, message: why } },
-            ...scrubOps(d, current.containers),
-          ],
-        };
-      }
-      const requeue = deadline !== undefined ? { requeueAfterMs: deadline - inp.now } : {};
-      if (!rec || rec.phase !== 'Running' || rec.containerId !== id || rec.run !== run) {
-        return { ...base, kind: 'adopt', summary: 'running container found; recording it', desired: d, ops: [...pre, { type: 'adopt', resource: `container:${main.name}`, id, desired: d, cause: rec ? `status says ${rec.phase}` : 'no status record' }], ...requeue };
-      }
-      const last = rec.lastAttestation?.depth === 'inspect' ? Date.parse(rec.lastAttestation.at) : 0;
-      if (inp.now - last >= inp.attestIntervalMs) {
-        return { ...base, kind: 'attest', summary: 'running; deep attestation due', desired: d, ops: [...pre, { type: 'attest', resource: `container:${main.name}`, id, desired: d, cause: last ? 'attestation older than the interval' : 'never attested by inspect' }], ...requeue };
-      }
-      return { ...base, kind: pre.length ? 'collect' : 'leave', summary: 'running', ops: pre, ...requeue };
-    }
-    if (main.state === 'exited' || main.state === 'dead') {
-      const sidecars = harvestList(d, sidecarsObs);
+  if (retryable) {
+    const which = `${infra ? 'infra retry' : 'retry'} ${used + 1}/${budget}`;
+    const at = finishedAt + retryBackoffMs(used + 1, inp.retryBaseMs);
+    if (at > inp.now) return { ...base, kind: 'wait', summary: `${which} after back-off`, ops: pre, requeueAfterMs: at - inp.now };
+    const next = desiredFor(inp, loaded, rec.run + 1);
+    const oldRun = removeOps({ containers: current.containers, networks: [], volumes: [] }, which);
+    const have: ObservedAttempt = { ...current, containers: [] };
+    return startRun(ctx, base, next, have, [...pre, ...oldRun, ...dropRenamed(next, have)], 'retry', `run ${rec.run} ${rec.reason ?? 'failed'}; ${which}`);
+  }
+  const ttl = loaded.spec.ttlSecondsAfterFinished;
+  if (ttl !== null && hasAny(current)) {
+    const at = finishedAt + ttl * 1000;
+    if (at <= inp.now) {
       return {
         ...base,
-        kind: 'finish',
-        summary: `container ${main.state}`,
-        desired: d,
-        ...mayRunAgain(inp, loaded, rec),
-        ops: [
-          ...pre,
-          ...stopSidecars(sidecarsObs, 'the attempt finished'),
-          { type: 'finish', resource: `container:${main.name}`, id: main.id, resultsDir: rec?.resultsDir ?? d.resultsDir, sidecars, cause: `container ${main.state}`, ...scoreFile(loaded) },
-          ...scrubOps(d, current.containers),
-        ],
+        kind: 'expire',
+        summary: `finished ${rec.phase}; ttlSecondsAfterFinished ${ttl} passed`,
+        ops: [...pre, ...removeOps(current, 'ttl expired'), { type: 'record', resource: `attempt:${name}`, cause: 'ttl expired', patch: { phase: rec.phase, collectedAt: new Date(inp.now).toISOString() } }],
       };
     }
-    if (main.state === 'created') {
-      // Provisioning was interrupted. Once the copy is recorded done, a start may already be on its
-      // way in the engine: only (re)start, which is idempotent. Before that, no start was ever
-      // asked for, and the copy may be partial: start over, nothing ran.
-      if (rec?.intent?.copied && rec.containerId === main.id && rec.run === run) {
-        // The engine refused to start this very container: starting it again is refused again
-        // (after an engine crash cut a start short, the engine keeps a half-made task under the
-        // container's id for good), and its process may have begun. The run ends StartFailed
-        // (nothing of it is reused: a retry is a new run with a new container and results
-        // folder), and --infra-retries decides whether a new run follows.
-        const refused = rec.startFailure;
-        const end = (why: string, outcome: Outcome): AttemptAction => ({
-          ...base,
-          kind: 'finish',
-          summary: why,
-          desired: d,
-          ...mayRunAgain(inp, loaded, rec),
-          ops: [
-            ...pre,
-            ...stopSidecars(sidecarsObs, 'the main container could not start'),
-            { type: 'finish', resource: `attempt:${name}`, resultsDir: rec.resultsDir ?? d.resultsDir, sidecars: harvestList(d, sidecarsObs), cause: why, outcome },
-            ...scrubOps(d, current.containers),
-          ],
-        });
-        if (refused && refused.run === run && refused.containerId === main.id) {
-          return end('start refused by the engine', { phase: 'Failed', reason: REASONS.startFailed, message: `the engine refused to start the container: ${refused.message}` });
-        }
-        // The engine restarted since the boot recorded before the start was asked for: a start
-        // that reached the old engine may have run the process although the engine now calls the
-        // container never started, and a start now would run it a second time (seen: the engine
-        // clears its stale task and starts the process again). Never twice: the run ends.
-        const now = inp.snapshot.boot;
-        if (rec.engineBoot && now && rec.engineBoot.id !== now.id) {
-          return end('the engine restarted during the start', {
-            phase: 'Failed',
-            reason: REASONS.engineRestarted,
-            message: `the engine restarted (it came back at ${now.at}) while the container was being started; its process may have run, so it is not started again`,
-          });
-        }
-        return { ...base, kind: 'provision', summary: 'provisioning was interrupted after the copy', desired: d, ops: [...pre, { type: 'start', resource: `container:${main.name}`, desired: d, cause: 'created; fixture and secrets already copied' }] };
-      }
-      const again = removeOps({ containers: [main], networks: [], volumes: [] }, 'created but never started: provisioning was interrupted');
-      return startRun(ctx, base, d, { ...current, containers: [] }, [...pre, ...again], 'provision', 'provisioning was interrupted');
-    }
-    return { ...base, kind: pre.length ? 'collect' : 'leave', summary: `container ${main.state}`, ops: pre };
+    return { ...base, kind: pre.length ? 'collect' : 'leave', summary: `finished ${rec.phase}; kept until its TTL`, ops: pre, requeueAfterMs: at - inp.now };
   }
+  return { ...base, kind: pre.length ? 'collect' : 'leave', summary: `finished ${rec.phase}`, ops: pre };
+}
 
-  // No container for the current run.
+/** The run's main container runs: attest it from the list (networks, sidecars), restart a sidecar, stop at the deadline, adopt, or attest deeply. */
+function planRunning(v: RunView, main: ContainerSummary): AttemptAction {
+  const { inp, loaded, rec, base, d, current, sidecarsObs, pre, run } = v;
+  const checks = attestListed(main, mainWant(d));
+  for (const n of [d.network, d.egressNetwork]) {
+    if (!n) continue;
+    const net = current.networks.find((x) => x.name === n.name);
+    const ok = !!net && net.internal === n.internal;
+    checks.push({ name: `network ${n.name}`, ok, detail: net ? `${net.name} is ${net.internal ? 'internal' : 'routed'}${ok ? '' : ` (must be ${n.internal ? 'internal' : 'routed'})`}` : `${n.name} is missing` });
+  }
+  // Sidecars: each must attest too; one that is not running is started again.
+  const restart: Operation[] = [];
+  for (const [i, sc] of d.sidecars.entries()) {
+    const o = sidecarsObs.find((c) => c.name === sc.name);
+    if (o && RUNNING_STATES.has(o.state)) {
+      checks.push(...attestListed(o, sidecarWant(sc)).map((c) => ({ ...c, name: `${sc.alias}: ${c.name}`, detail: `${sc.alias}: ${c.detail}` })));
+      continue;
+    }
+    const why = `${sc.alias} ${o ? o.state : 'missing'} while the attempt runs`;
+    if (o) restart.push({ type: 'remove-container', resource: `container:${o.name}`, id: o.id, cause: why });
+    restart.push({ type: 'create-sidecar', resource: `container:${sc.name}`, desired: d, index: i, cause: why, restart: true });
+  }
+  const bad = failedCause(checks);
+  const id = main.id;
+  const resultsDir = rec?.resultsDir ?? d.resultsDir;
+  const sidecars = harvestList(d, sidecarsObs);
+  const stopAndEnd = (why: string, outcome: Outcome): AttemptAction => ({
+    ...base,
+    kind: 'stop',
+    summary: why,
+    desired: d,
+    ops: [
+      ...pre,
+      { type: 'stop', resource: `container:${main.name}`, id, graceSeconds: DEFAULTS.stopGraceSeconds, cause: why },
+      ...stopSidecars(sidecarsObs, why),
+      { type: 'finish', resource: `container:${main.name}`, id, resultsDir, sidecars, cause: why, outcome },
+      ...scrubOps(d, current.containers),
+    ],
+  });
+  if (bad) return stopAndEnd(bad, { phase: 'Failed', reason: REASONS.attestationFailed, message: bad });
+  if (restart.length) return { ...base, kind: 'restart', summary: 'a sidecar is not running', desired: d, ops: [...pre, ...restart] };
+  const deadline = rec?.deadlineAt ? Date.parse(rec.deadlineAt) : undefined;
+  if (deadline !== undefined && deadline <= inp.now) {
+    const why = `deadlineSeconds ${loaded.spec.deadlineSeconds} exceeded`;
+    return stopAndEnd(why, { phase: 'TimedOut', reason: REASONS.deadlineExceeded, message: why });
+  }
+  const requeue = deadline !== undefined ? { requeueAfterMs: deadline - inp.now } : {};
+  if (!rec || rec.phase !== 'Running' || rec.containerId !== id || rec.run !== run) {
+    return { ...base, kind: 'adopt', summary: 'running container found; recording it', desired: d, ops: [...pre, { type: 'adopt', resource: `container:${main.name}`, id, desired: d, cause: rec ? `status says ${rec.phase}` : 'no status record' }], ...requeue };
+  }
+  const last = rec.lastAttestation?.depth === 'inspect' ? Date.parse(rec.lastAttestation.at) : 0;
+  if (inp.now - last >= inp.attestIntervalMs) {
+    return { ...base, kind: 'attest', summary: 'running; deep attestation due', desired: d, ops: [...pre, { type: 'attest', resource: `container:${main.name}`, id, desired: d, cause: last ? 'attestation older than the interval' : 'never attested by inspect' }], ...requeue };
+  }
+  return { ...base, kind: pre.length ? 'collect' : 'leave', summary: 'running', ops: pre, ...requeue };
+}
+
+/** The run's main container exited (or died): the finish reads its end from the engine. */
+function planExited(v: RunView, main: ContainerSummary): AttemptAction {
+  const { inp, loaded, rec, base, d, current, sidecarsObs, pre } = v;
+  const sidecars = harvestList(d, sidecarsObs);
+  return {
+    ...base,
+    kind: 'finish',
+    summary: `container ${main.state}`,
+    desired: d,
+    ...mayRunAgain(inp, loaded, rec),
+    ops: [
+      ...pre,
+      ...stopSidecars(sidecarsObs, 'the attempt finished'),
+      { type: 'finish', resource: `container:${main.name}`, id: main.id, resultsDir: rec?.resultsDir ?? d.resultsDir, sidecars, cause: `container ${main.state}`, ...scoreFile(loaded) },
+      ...scrubOps(d, current.containers),
+    ],
+  };
+}
+
+/**
+ * The run's main container was created and never started: provisioning was interrupted. Once
+ * the copy is recorded done, a start may already be on its way in the engine: only (re)start,
+ * which is idempotent. Before that, no start was ever asked for, and the copy may be partial:
+ * start over, nothing ran.
+ */
+function planCreated(v: RunView, main: ContainerSummary): AttemptAction {
+  const { ctx, inp, loaded, rec, base, d, current, sidecarsObs, pre, name, run } = v;
+  if (rec?.intent?.copied && rec.containerId === main.id && rec.run === run) {
+    // The engine refused to start this very container: starting it again is refused again
+    // (after an engine crash cut a start short, the engine keeps a half-made task under the
+    // container's id for good), and its process may have begun. The run ends StartFailed
+    // (nothing of it is reused: a retry is a new run with a new container and results
+    // folder), and --infra-retries decides whether a new run follows.
+    const refused = rec.startFailure;
+    const end = (why: string, outcome: Outcome): AttemptAction => ({
+      ...base,
+      kind: 'finish',
+      summary: why,
+      desired: d,
+      ...mayRunAgain(inp, loaded, rec),
+      ops: [
+        ...pre,
+        ...stopSidecars(sidecarsObs, 'the main container could not start'),
+        { type: 'finish', resource: `attempt:${name}`, resultsDir: rec.resultsDir ?? d.resultsDir, sidecars: harvestList(d, sidecarsObs), cause: why, outcome },
+        ...scrubOps(d, current.containers),
+      ],
+    });
+    if (refused && refused.run === run && refused.containerId === main.id) {
+      return end('start refused by the engine', { phase: 'Failed', reason: REASONS.startFailed, message: `the engine refused to start the container: ${refused.message}` });
+    }
+    // The engine restarted since the boot recorded before the start was asked for: a start
+    // that reached the old engine may have run the process although the engine now calls the
+    // container never started, and a start now would run it a second time (seen: the engine
+    // clears its stale task and starts the process again). Never twice: the run ends.
+    const now = inp.snapshot.boot;
+    if (rec.engineBoot && now && rec.engineBoot.id !== now.id) {
+      return end('the engine restarted during the start', {
+        phase: 'Failed',
+        reason: REASONS.engineRestarted,
+        message: `the engine restarted (it came back at ${now.at}) while the container was being started; its process may have run, so it is not started again`,
+      });
+    }
+    return { ...base, kind: 'provision', summary: 'provisioning was interrupted after the copy', desired: d, ops: [...pre, { type: 'start', resource: `container:${main.name}`, desired: d, cause: 'created; fixture and secrets already copied' }] };
+  }
+  const again = removeOps({ containers: [main], networks: [], volumes: [] }, 'created but never started: provisioning was interrupted');
+  return startRun(ctx, base, d, { ...current, containers: [] }, [...pre, ...again], 'provision', 'provisioning was interrupted');
+}
+
+/** No container for the current run: a run that had started vanished (Failed/Lost, never re-run silently); else provision. */
+function planNoContainer({ ctx, rec, base, d, current, pre, name, run }: RunView): AttemptAction {
   if (rec && rec.run === run && (rec.phase === 'Running' || rec.startedAt)) {
     return {
       ...base,
@@ -565,6 +597,28 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
     };
   }
   return startRun(ctx, base, d, current, pre, 'provision', rec?.intent ? 'provisioning was interrupted' : 'not found');
+}
+
+/**
+ * An attempt with a spec, in named steps: a harvest due or a `berth delete` first; then what
+ * the engine shows sorted (viewRun); a foreign squatter, a Blocked wait, a new run, a finished
+ * run; else the run underway by its main container's state.
+ */
+function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefined, obsAll: ObservedAttempt): AttemptAction {
+  const base = { attempt: loaded.spec.name, ...(rec ? { status: rec } : {}) };
+  if (rec?.ended) return planHarvest(ctx.inp, base, rec, obsAll);
+  if (rec?.deleted && rec.deleted.specHash === loaded.hash) return planDeleted(base, rec, obsAll);
+  const v = viewRun(ctx, loaded, rec, obsAll);
+  const early = planSquatter(v) ?? planBlockedWait(v) ?? planNewRun(v);
+  if (early) return early;
+  if (rec && !v.specChanged && FINISHED_PHASES.has(rec.phase)) return planFinished(v, rec);
+  // The run is underway (or its record was lost): look at its container.
+  const main = v.main;
+  if (!main) return planNoContainer(v);
+  if (RUNNING_STATES.has(main.state)) return planRunning(v, main);
+  if (main.state === 'exited' || main.state === 'dead') return planExited(v, main);
+  if (main.state === 'created') return planCreated(v, main);
+  return { ...base, kind: v.pre.length ? 'collect' : 'leave', summary: `container ${main.state}`, ops: v.pre };
 }
 
 /** An AttemptSet child with a `score`: the file the finish reads it from. */

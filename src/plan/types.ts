@@ -5,6 +5,7 @@
 import type { Phase } from '../constants';
 import type { NetworkCreateSpec, VolumeCreateSpec } from '../engine/types';
 import type { DesiredAttempt } from '../desired/types';
+import type { Ownership } from '../ownership';
 import type { AttemptStatus } from '../status/types';
 
 interface OpBase {
@@ -22,25 +23,29 @@ export interface Outcome {
 export type Operation =
   | (OpBase & { type: 'create-volume'; volume: VolumeCreateSpec })
   | (OpBase & { type: 'create-network'; network: NetworkCreateSpec })
-  /** Results folder, intent record, create (409 → attest or block), fixture and secrets copied in. */
-  | (OpBase & { type: 'create-container'; desired: DesiredAttempt })
+  /**
+   * Results folder, intent record, create, fixture and secrets copied in. `use`: the id of this
+   * attempt's own container that holds the name (an earlier try's, which attested): used instead
+   * of a create (plan/follow-up.ts decides it after a `conflict`).
+   */
+  | (OpBase & { type: 'create-container'; desired: DesiredAttempt; use?: string })
   /** Create a sidecar (the egress proxy or a spec sidecar), attach its networks, copy its secrets, start it, wait until it is ready. */
   | (OpBase & { type: 'create-sidecar'; desired: DesiredAttempt; index: number; restart?: boolean })
   /** Start, record Running with the deadline, then attest by inspect. */
   | (OpBase & { type: 'start'; desired: DesiredAttempt })
-  /** Inspect and attest; a container that fails is stopped and ends Failed/AttestationFailed. */
+  /** Inspect and attest, recording the attestation. */
   | (OpBase & { type: 'attest'; id: string; desired: DesiredAttempt })
   /** Record a running container found on the engine as this attempt's current run. */
   | (OpBase & { type: 'adopt'; id: string; desired: DesiredAttempt })
   | (OpBase & { type: 'stop'; id: string; graceSeconds: number })
   /** Harvest logs, status and a manifest into the results folder and record the final phase. */
   /** `score`: a file in the run's results folder to read the score from (AttemptSet children with a score). */
-  | (OpBase & { type: 'finish'; id?: string; resultsDir?: string; outcome?: Outcome; sidecars?: { alias: string; role: 'egress-proxy' | 'sidecar'; id: string }[]; score?: string })
+  | (OpBase & { type: 'finish'; id?: string; resultsDir?: string; outcome?: Outcome; sidecars?: SidecarRef[]; score?: string })
   /**
    * The harvest of a run whose outcome is recorded (`ended`) but whose harvest is not done (it
    * failed, or berth stopped during it): logs, manifest and status, then the final phase.
    */
-  | (OpBase & { type: 'harvest'; id?: string; resultsDir?: string; sidecars?: { alias: string; role: 'egress-proxy' | 'sidecar'; id: string }[] })
+  | (OpBase & { type: 'harvest'; id?: string; resultsDir?: string; sidecars?: SidecarRef[] })
   | (OpBase & { type: 'remove-container'; id: string })
   | (OpBase & { type: 'remove-network'; id: string })
   | (OpBase & { type: 'remove-volume'; id: string })
@@ -50,6 +55,41 @@ export type Operation =
   | (OpBase & { type: 'forget' });
 
 export type OpType = Operation['type'];
+
+/** A sidecar's container, as the finish and harvest operations collect its logs. */
+export interface SidecarRef {
+  alias: string;
+  role: 'egress-proxy' | 'sidecar';
+  id: string;
+}
+
+/**
+ * What an operation met, as the executor reports it: facts, never a decision. `done` goes on
+ * with the action; any other outcome stops it, and the planner says what it means
+ * (plan/follow-up.ts: the operations that follow it, run at once).
+ */
+export type OpOutcome =
+  | { type: 'done' }
+  /**
+   * A name the operation creates is held (409; for a volume, the engine hands back the one of that
+   * name): by what, after the one ownership rule (src/ownership.ts). A container of this attempt
+   * comes with what its attestation found wrong, if anything.
+   */
+  | { type: 'conflict'; kind: 'container' | 'network' | 'volume'; name: string; id: string; owner: Ownership; unattested?: string }
+  /** A resource the operation works on is gone (404). */
+  | { type: 'not-found'; message: string; containerId?: string }
+  /** A secret the operation needs cannot be read (SecretError). */
+  | { type: 'secret-missing'; message: string }
+  /** A path berth would read or write for the attempt holds a link (UnsafePathError): nothing was followed. */
+  | { type: 'unsafe-path'; message: string }
+  /** The backend refuses what the attempt needs (BackendRefusedError): never weakened. */
+  | { type: 'refused'; reason: string; message: string }
+  /** A sidecar did not come up (exited, never said it was listening, or failed its attestation). */
+  | { type: 'not-ready'; index: number; id: string; message: string }
+  /** A running container failed its attestation (recorded); the attempt's sidecars as found. */
+  | { type: 'attestation-failed'; id: string; cause: string; sidecars: SidecarRef[] }
+  /** Anything else failed: the engine's HTTP status when it answered with one (a start's containerId: the container it asked to start). */
+  | { type: 'failed'; message: string; status?: number; containerId?: string };
 
 export type ActionKind =
   | 'provision'

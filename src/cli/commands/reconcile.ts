@@ -152,7 +152,7 @@ async function passes(ctx: Context, o: ReconcileOptions, cfg: PassConfig, engine
       for (const f of failed) diag(ctx, 'error', `${f.attempt}: ${f.error ?? 'failed'}`);
       for (const r of res.results) {
         const a = res.plan.actions.find((x) => x.attempt === r.attempt);
-        const did = a && activity(a, r.done, await store.get(r.attempt));
+        const did = a && activity(a, r.ran, await store.get(r.attempt));
         if (did) log.info(did);
       }
       if (changeCount(res.plan) > 0) log.info(`pass ${pass}: ${plural(res.results.length, 'attempt')} changed`, { calls: ctx.calls.total });

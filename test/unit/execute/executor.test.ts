@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { LABELS, REASONS } from '../../../src/constants';
 import { desiredAttempt } from '../../../src/desired/attempt';
+import { BackendRefusedError } from '../../../src/engine/errors';
 import type { DesiredAttempt } from '../../../src/desired/types';
 import { Executor } from '../../../src/execute/executor';
 import { stampNonce } from '../../../src/ownership';
@@ -65,10 +66,27 @@ describe('executor against the fake engine', function () {
     const d = desired('mine');
     const earlier = await fake.containers.create(stampNonce(d.container.create));
     const [res] = await executor().run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
-    expect(res).to.include({ ok: true, done: 2 });
+    // the create met a conflict; the planner's follow-up made the create again with that container, then the start
+    expect(res).to.include({ ok: true, done: 0, outcome: 'conflict' });
+    expect(res?.ran.map((o) => [o.type, o.type === 'create-container' ? o.use : undefined])).to.deep.equal([['create-container', earlier], ['start', undefined]]);
     expect((await store.get('mine'))?.containerId).to.equal(earlier);
     expect(fake.containerNames()).to.deep.equal([d.container.name]);
     expect((await fake.containers.inspect(earlier)).runState.running).to.equal(true);
+  });
+
+  it('a 409 at create with the attempt\'s own container that does not attest: it is removed, Pending/CreateFailed, none started', async function () {
+    const d = desired('mine-bad');
+    fake.addImage({ ref: 'other:1', labels: {} });
+    const earlier = await fake.containers.create({ ...stampNonce(d.container.create), image: 'other:1' });
+    const [res] = await executor().run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: false, done: 0, outcome: 'conflict' });
+    expect(res?.error).to.match(/^create-container container:\S+: existing container \S+ did not attest and was removed: .*other:1/);
+    expect(res?.ran.map((o) => o.type)).to.deep.equal(['remove-container', 'record']);
+    const rec = await store.get('mine-bad');
+    expect([rec?.phase, rec?.reason]).to.deep.equal(['Pending', REASONS.createFailed]);
+    expect(fake.calls.filter((x) => x.op === 'containers.remove').map((x) => x.args[0])).to.deep.equal([earlier]);
+    expect(fake.containerNames()).to.deep.equal([]);
+    expect(fake.calls.some((x) => x.op === 'containers.start')).to.equal(false);
   });
 
   it('a 409 at create with a container berth did not make: Blocked/NameConflict, that container untouched', async function () {
@@ -109,6 +127,100 @@ describe('executor against the fake engine', function () {
     expect([(await store.get('side'))?.phase, (await store.get('side'))?.reason]).to.deep.equal(['Blocked', REASONS.nameConflict]);
     expect((await fake.containers.inspect(sc.name)).id).to.equal(theirs);
     expect(fake.calls.filter((x) => x.op === 'containers.remove')).to.deep.equal([]);
+  });
+
+  it('a 409 at a sidecar create with the attempt\'s own earlier sidecar: it is removed and made again', async function () {
+    const d = desired('side-mine', { network: { mode: 'isolated', egress: [] }, sidecars: [{ name: 'db', image: IMAGE, command: null, env: {}, secretEnv: {}, secrets: [] }] });
+    const sc = d.sidecars[0] as DesiredAttempt['sidecars'][number];
+    await fake.networks.create(d.network as NonNullable<DesiredAttempt['network']>);
+    const earlier = await fake.containers.create(stampNonce(sc.create));
+    const ops: Operation[] = [{ type: 'create-sidecar', resource: `container:${sc.name}`, cause: 'test', desired: d, index: 0 }];
+    const [res] = await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'provision', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: true, done: 0, outcome: 'conflict' });
+    expect(res?.ran.map((o) => o.type)).to.deep.equal(['remove-container', 'create-sidecar']);
+    const now = await fake.containers.inspect(sc.name);
+    expect(now.id).to.not.equal(earlier);
+    expect(now.runState.running).to.equal(true);
+  });
+
+  /** A running attempt with one sidecar, provisioned through the fake engine. */
+  async function runningWithSidecar(name: string): Promise<{ d: DesiredAttempt; sc: DesiredAttempt['sidecars'][number]; main: string }> {
+    const d = desired(name, { network: { mode: 'isolated', egress: [] }, sidecars: [{ name: 'db', image: IMAGE, command: null, env: {}, secretEnv: {}, secrets: [] }] });
+    const sc = d.sidecars[0] as DesiredAttempt['sidecars'][number];
+    const net = d.network as NonNullable<DesiredAttempt['network']>;
+    const ops: Operation[] = [
+      { type: 'create-network', resource: `network:${net.name}`, cause: 'test', network: net },
+      { type: 'create-sidecar', resource: `container:${sc.name}`, cause: 'test', desired: d, index: 0 },
+      { type: 'create-container', resource: `container:${d.container.name}`, cause: 'test', desired: d },
+      { type: 'start', resource: `container:${d.container.name}`, cause: 'test', desired: d },
+    ];
+    const [res] = await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'provision', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: true, done: 4 });
+    const rec = await store.get(name);
+    expect(rec?.phase).to.equal('Running');
+    return { d, sc, main: rec?.containerId as string };
+  }
+
+  function restartAction(d: DesiredAttempt, sc: DesiredAttempt['sidecars'][number], rec: unknown): AttemptAction {
+    const ops: Operation[] = [{ type: 'create-sidecar', resource: `container:${sc.name}`, cause: 'test', desired: d, index: 0, restart: true }];
+    return { attempt: d.name, kind: 'restart', summary: 'test', ops, desired: d, status: rec as never };
+  }
+
+  it('a sidecar that does not come back while the attempt runs: the main container is stopped, Failed/SidecarFailed', async function () {
+    const { d, sc, main } = await runningWithSidecar('side-back');
+    await fake.containers.remove(sc.name);
+    fake.exitOnStart((n) => n === sc.name, 1);
+    const [res] = await executor().run({ at: t, actions: [restartAction(d, sc, await store.get('side-back'))], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: true, done: 0, outcome: 'not-ready' });
+    expect(res?.ran.map((o) => o.type)).to.deep.equal(['stop', 'finish']);
+    const rec = await store.get('side-back');
+    expect([rec?.phase, rec?.reason, rec?.message]).to.deep.equal(['Failed', REASONS.sidecarFailed, 'sidecar db exited right after its start (exit code 1)']);
+    expect((await fake.containers.inspect(main)).runState.running).to.equal(false);
+  });
+
+  it('a sidecar\'s name taken by a foreign container while the attempt runs: Failed/SidecarFailed, that container untouched', async function () {
+    const { d, sc, main } = await runningWithSidecar('side-held');
+    await fake.containers.remove(sc.name);
+    const theirs = await fake.containers.create({ ...sc.create, labels: { someone: 'else' } });
+    const [res] = await executor().run({ at: t, actions: [restartAction(d, sc, await store.get('side-held'))], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: true, done: 0, outcome: 'conflict' });
+    const rec = await store.get('side-held');
+    expect([rec?.phase, rec?.reason]).to.deep.equal(['Failed', REASONS.sidecarFailed]);
+    expect(rec?.message).to.match(/^sidecar db cannot be started again: container name \S+ is held by container \S+ that berth did not create/);
+    expect((await fake.containers.inspect(main)).runState.running).to.equal(false);
+    expect((await fake.containers.inspect(sc.name)).id).to.equal(theirs);
+    expect(fake.calls.filter((x) => x.op === 'containers.remove' && x.args[0] === theirs)).to.deep.equal([]);
+  });
+
+  it('a sidecar gone mid-way (404 at its start): Pending/CreateFailed, no start failure recorded', async function () {
+    const d = desired('side-404', { network: { mode: 'isolated', egress: [] }, sidecars: [{ name: 'db', image: IMAGE, command: null, env: {}, secretEnv: {}, secrets: [] }] });
+    const sc = d.sidecars[0] as DesiredAttempt['sidecars'][number];
+    await fake.networks.create(d.network as NonNullable<DesiredAttempt['network']>);
+    fake.fail('containers.start', { status: 404, message: 'No such container: db' });
+    const ops: Operation[] = [
+      { type: 'create-sidecar', resource: `container:${sc.name}`, cause: 'test', desired: d, index: 0 },
+      { type: 'create-container', resource: `container:${d.container.name}`, cause: 'test', desired: d },
+    ];
+    const [res] = await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'provision', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: false, done: 0, outcome: 'not-found' });
+    const rec = await store.get('side-404');
+    expect([rec?.phase, rec?.reason, rec?.startFailure]).to.deep.equal(['Pending', REASONS.createFailed, undefined]);
+    expect(fake.containerNames()).to.deep.equal([sc.name]);
+  });
+
+  it('a running container that fails its attestation: stopped with its sidecars, Failed/AttestationFailed', async function () {
+    const { d, sc, main } = await runningWithSidecar('att');
+    const other = { name: 'elsewhere', labels: {}, internal: false };
+    await fake.networks.create(other);
+    await fake.networks.connect(other.name, main);
+    const ops: Operation[] = [{ type: 'attest', resource: `container:${d.container.name}`, cause: 'test', id: main, desired: d }];
+    const [res] = await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'attest', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: true, done: 0, outcome: 'attestation-failed' });
+    expect(res?.ran.map((o) => o.type)).to.deep.equal(['stop', 'stop', 'finish']);
+    const rec = await store.get('att');
+    expect([rec?.phase, rec?.reason]).to.deep.equal(['Failed', REASONS.attestationFailed]);
+    expect(rec?.message).to.match(/elsewhere/);
+    expect([(await fake.containers.inspect(main)).runState.running, (await fake.containers.inspect(sc.name)).runState.running]).to.deep.equal([false, false]);
   });
 
   it('a container gone before its start (404): Pending/CreateFailed with the start failure recorded', async function () {
@@ -180,6 +292,16 @@ describe('executor against the fake engine', function () {
     expect(fake.calls.filter((c) => c.op === 'containers.create')).to.deep.equal([]);
   });
 
+  it('a backend that refuses what the attempt needs: Blocked with the backend\'s reason, nothing made', async function () {
+    const d = desired('refuse');
+    fake.fail('containers.create', { error: new BackendRefusedError(REASONS.nodeRefused, 'no swarm node may run attempt refuse: none enforces it') });
+    const [res] = await executor().run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: true, done: 0, outcome: 'refused' });
+    const rec = await store.get('refuse');
+    expect([rec?.phase, rec?.reason, rec?.message]).to.deep.equal(['Blocked', REASONS.nodeRefused, 'no swarm node may run attempt refuse: none enforces it']);
+    expect(fake.calls.some((c) => c.op === 'containers.start')).to.equal(false);
+  });
+
   it('a secret is copied in, never put in the create call', async function () {
     const d = desired('secret-ok', { secrets: [{ name: 'tok', fromEnv: 'BERTH_UNIT_TOKEN' }] });
     const [res] = await executor({ BERTH_UNIT_TOKEN: 's3cr3t-value' }).run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
@@ -236,11 +358,26 @@ describe('executor against the fake engine', function () {
       { type: 'create-container', resource: `container:${d.container.name}`, cause: 'test', desired: d },
     ];
     const [res] = await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'provision', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
-    expect(res).to.include({ ok: true, done: 1 });
+    expect(res).to.include({ ok: true, done: 1, outcome: 'not-ready' });
+    expect(res?.ran.map((o) => o.type)).to.deep.equal(['create-network', 'finish']);
     const rec = await store.get('side-dies');
     expect([rec?.phase, rec?.reason]).to.deep.equal(['Failed', REASONS.sidecarFailed]);
     expect(rec?.message).to.equal('sidecar db exited right after its start (exit code 2)');
     expect(fake.containerNames()).to.deep.equal([sc.name]);
+  });
+
+  it('a container gone before its deep attestation (404): the action failed, the record still says Running (the next plan finds it vanished)', async function () {
+    const d = desired('att-gone');
+    await executor().run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
+    const id = (await store.get('att-gone'))?.containerId as string;
+    await fake.containers.remove(id);
+    const ops: Operation[] = [{ type: 'attest', resource: `container:${d.container.name}`, cause: 'test', id, desired: d }];
+    const [res] = await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'attest', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: false, done: 0, outcome: 'not-found' });
+    expect(res?.error).to.match(/^attest container:\S+: .*\(HTTP 404\)$/);
+    expect(res?.ran).to.deep.equal([]);
+    const rec = await store.get('att-gone');
+    expect([rec?.phase, rec?.containerId]).to.deep.equal(['Running', id]);
   });
 
   it('a finish whose container is gone ends Failed/Lost', async function () {

@@ -1,0 +1,102 @@
+/**
+ * The `finish` and `harvest` operations. A finish reads the end from the engine (exit code,
+ * OOM) unless the plan forces an outcome, records it as `ended`, then harvests. The harvest
+ * writes logs, manifest and status into the run's folder, then the final phase; one that fails
+ * is recorded (HarvestFailed, why) and the planner plans it again (planner.ts).
+ */
+import path from 'node:path';
+import { REASONS } from '../constants';
+import { isNotFound } from '../engine/errors';
+import { engineTime } from '../engine/time';
+import type { ContainerDetails } from '../engine/types';
+import { exitOutcome, mayBeEngineDeath } from '../plan/exit-outcome';
+import type { AttemptAction, OpOutcome, Outcome, SidecarRef } from '../plan/types';
+import type { AttemptStatus } from '../status/types';
+import { iso, type ExecContext } from './context';
+import { DEFAULT_LIMITS, harvest as harvestFiles } from './harvest';
+import { DONE } from './outcome';
+import { ensureRunFolder } from './run-folder';
+import { readScore } from './score';
+
+export async function finish(
+  x: ExecContext,
+  a: AttemptAction,
+  id: string | undefined,
+  resultsDir: string | undefined,
+  forced: Outcome | undefined,
+  sidecars: SidecarRef[] = [],
+  scoreFile?: string,
+): Promise<OpOutcome> {
+  let details: ContainerDetails | undefined;
+  if (id) {
+    try {
+      details = await x.deps.engine.containers.inspect(id);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+  }
+  const st = details?.runState;
+  const exitCode = st && !st.running ? st.exitCode : undefined;
+  let outcome: Outcome | undefined = forced;
+  if (!outcome) {
+    // The facts for the rule in plan/exit-outcome.ts: the boot the run was started under, and
+    // (only for an end that may be the engine's) the engine's boot now.
+    const ranUnder = st && !st.running && st.exitCode !== 0 ? (await x.records.current(a)).engineBoot : undefined;
+    // Asked on a new connection: an engine that is shutting down (and stopping this very
+    // container) refuses it, and the finish waits for the engine to come back (an error
+    // here; the next pass tries again) instead of reading the engine's stop as the task's.
+    const current = st && mayBeEngineDeath(st, ranUnder) ? await x.deps.engine.boot?.() : undefined;
+    outcome = exitOutcome(st, { ...(ranUnder ? { ranUnder } : {}), ...(current ? { current } : {}) });
+  }
+  const end = outcome;
+  const finishedMs = engineTime(st?.finishedAt) ?? x.now();
+  // What the score file holds (or why it cannot be read), recorded as found.
+  const scored = scoreFile !== undefined ? await readScore(resultsDir, scoreFile) : undefined;
+  // The outcome is recorded first, as `ended`: the phase becomes it once the harvest is done, and
+  // a harvest that fails or is cut short (berth killed) is planned again (planner.ts).
+  const rec = await x.records.update(a, (r) => {
+    const { intent: _i, ...rest } = r;
+    return {
+      ...rest,
+      reason: REASONS.harvesting,
+      ended: { run: r.run, phase: end.phase, reason: end.reason, ...(end.message ? { message: end.message } : {}) },
+      ...(exitCode !== undefined ? { exitCode } : {}),
+      ...(engineTime(st?.startedAt) !== undefined && !r.startedAt ? { startedAt: iso(engineTime(st?.startedAt) as number) } : {}),
+      finishedAt: iso(finishedMs),
+      ...(scored ? ('score' in scored ? { score: scored.score } : { scoreError: scored.error }) : {}),
+    };
+  });
+  return harvest(x, a, details?.id, resultsDir ?? rec.resultsDir, sidecars);
+}
+
+/**
+ * The harvest of a run whose outcome is recorded (`ended`): logs, manifest and status into the
+ * run's folder, then the final phase. A harvest that fails is recorded (HarvestFailed, why) and
+ * fails the operation; the record keeps `ended` for the next try.
+ */
+export async function harvest(x: ExecContext, a: AttemptAction, id: string | undefined, resultsDir: string | undefined, sidecars: SidecarRef[] = []): Promise<OpOutcome> {
+  const { engine } = x.deps;
+  const rec = await x.records.current(a);
+  const ended = rec.ended;
+  if (!ended) throw new Error(`attempt ${a.attempt} has no recorded outcome to harvest`);
+  const { ended: _e, message: _m, ...rest } = rec;
+  // The outcome's message; else what the record said before the run ended (never a failed harvest's why).
+  const message = ended.message ?? (rec.reason === REASONS.harvestFailed ? undefined : rec.message);
+  const final: AttemptStatus = { ...rest, phase: ended.phase, reason: ended.reason, ...(message ? { message } : {}), updatedAt: iso(x.now()) };
+  const mount = resultsDir ?? rec.resultsDir;
+  try {
+    // berth's own files go into the run folder: made or found below the results root with no link followed.
+    if (mount) await ensureRunFolder(x.deps.resultsRoot, mount);
+    // a backend whose runs write their results elsewhere (a swarm node) brings them home first
+    if (mount && id && engine.containers.collect) await engine.containers.collect(id, mount);
+    if (mount) await harvestFiles(engine, path.dirname(mount), mount, id, final, sidecars, x.deps.harvest ?? DEFAULT_LIMITS, x.deps.signal);
+  } catch (err) {
+    // Berth stopping cut it short: nothing failed; the record still says Harvesting, and the next start does it.
+    if (x.deps.signal?.aborted) throw err;
+    const why = `the harvest into ${mount ? path.dirname(mount) : '?'} failed: ${err instanceof Error ? err.message : String(err)}`;
+    await x.records.update(a, (r) => ({ ...r, reason: REASONS.harvestFailed, message: why }));
+    throw new Error(why);
+  }
+  await x.records.put(final);
+  return DONE;
+}

@@ -1,0 +1,65 @@
+/**
+ * The `start` and `adopt` operations: a run's main container started (or found running) and
+ * recorded Running, with the engine's start time, the absolute deadline and a deep attestation.
+ * A start that fails is reported with the container it asked for (recorded as `startFailure`
+ * when the engine answered with an error status: plan/follow-up.ts).
+ */
+import type { DesiredAttempt } from '../desired/types';
+import { engineTime } from '../engine/time';
+import type { AttemptAction, OpOutcome } from '../plan/types';
+import { attestation, attestationOutcome } from './attest';
+import { iso, type ExecContext } from './context';
+import { outcomeOf } from './outcome';
+import { beginRun } from './status-record';
+
+export async function start(x: ExecContext, a: AttemptAction, d: DesiredAttempt): Promise<OpOutcome> {
+  const { engine } = x.deps;
+  const rec = await x.records.current(a);
+  const id = rec.containerId ?? d.container.name;
+  try {
+    const boot = rec.engineBoot ?? (await x.bootForStart());
+    await engine.containers.start(id);
+    const details = await engine.containers.inspect(id);
+    // The engine's clock, never berth's: startedAt, finishedAt and durations are results.
+    const startedMs = engineTime(details.runState.startedAt) ?? x.now();
+    const deadline = d.loaded.spec.deadlineSeconds;
+    const att = await attestation(x, details, d);
+    const { intent: _intent, reason: _reason, message: _message, startFailure: _sf, ...rest } = rec;
+    await x.records.put({
+      ...rest,
+      ...(boot ? { engineBoot: boot } : {}),
+      phase: 'Running',
+      containerId: details.id,
+      startedAt: iso(startedMs),
+      ...(deadline !== null ? { deadlineAt: iso(startedMs + deadline * 1000) } : {}),
+      lastAttestation: att,
+    });
+    return await attestationOutcome(x, att, details.id, d);
+  } catch (err) {
+    return outcomeOf(err, rec.containerId);
+  }
+}
+
+/** Records a running container found on the engine as this attempt's current run. */
+export async function adopt(x: ExecContext, a: AttemptAction, id: string, d: DesiredAttempt): Promise<OpOutcome> {
+  const boot = await x.bootForStart();
+  const details = await x.deps.engine.containers.inspect(id);
+  const startedMs = engineTime(details.runState.startedAt) ?? x.now();
+  const deadline = d.loaded.spec.deadlineSeconds;
+  const att = await attestation(x, details, d);
+  await x.records.update(a, (r) => {
+    const { intent: _i, reason: _r, message: _m, startFailure: _sf, ...rest } = beginRun(r, d);
+    return {
+      ...rest,
+      // a run adopted under this boot (one adopted again keeps the boot it was started under)
+      ...(rest.engineBoot ?? boot ? { engineBoot: rest.engineBoot ?? boot } : {}),
+      phase: 'Running',
+      containerId: id,
+      resultsDir: d.resultsDir,
+      startedAt: iso(startedMs),
+      ...(deadline !== null ? { deadlineAt: iso(startedMs + deadline * 1000) } : {}),
+      lastAttestation: att,
+    };
+  });
+  return attestationOutcome(x, att, id, d);
+}

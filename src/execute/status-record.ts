@@ -1,0 +1,106 @@
+/**
+ * The attempts' status records as the executor writes them: the current record (or a fresh
+ * one), an update, and the start of a new run (the earlier run moves to history).
+ */
+import type { DesiredAttempt } from '../desired/types';
+import { isInfraFailure } from '../plan/exit-outcome';
+import type { AttemptAction } from '../plan/types';
+import type { StatusStore } from '../status/store';
+import type { AttemptStatus } from '../status/types';
+import { iso } from './context';
+
+export class StatusRecords {
+  constructor(
+    private readonly store: StatusStore,
+    private readonly instance: string,
+    private readonly now: () => number,
+  ) {}
+
+  /** The status record of the action's attempt, or a fresh one. */
+  async current(a: AttemptAction): Promise<AttemptStatus> {
+    const rec = await this.store.get(a.attempt);
+    if (rec) return rec;
+    const d = a.desired;
+    return {
+      name: a.attempt,
+      instance: this.instance,
+      phase: 'Pending',
+      specHash: d?.hash ?? '',
+      ...(d ? { source: d.loaded.relFile } : {}),
+      ...(d?.loaded.revision ? { revision: d.loaded.revision } : {}),
+      run: d?.run ?? 0,
+      retriesUsed: 0,
+      createdAt: iso(this.now()),
+      history: [],
+      updatedAt: iso(this.now()),
+    };
+  }
+
+  async update(a: AttemptAction, f: (r: AttemptStatus) => AttemptStatus): Promise<AttemptStatus> {
+    const next = f(await this.current(a));
+    await this.store.put(next);
+    return next;
+  }
+
+  put(rec: AttemptStatus): Promise<void> {
+    return this.store.put(rec);
+  }
+
+  remove(name: string): Promise<void> {
+    return this.store.remove(name);
+  }
+
+  /** Every record of the instance (for the ownership rule's recorded ids). */
+  loadAll(): ReturnType<StatusStore['loadAll']> {
+    return this.store.loadAll();
+  }
+}
+
+/** A new run begins: earlier run moves to history, counters set. */
+export function beginRun(r: AttemptStatus, d: DesiredAttempt): AttemptStatus {
+  if (r.run === d.run && r.specHash === d.hash) return r;
+  const history = [...r.history];
+  if (r.run > 0 && (r.startedAt || r.finishedAt)) {
+    history.push({
+      run: r.run,
+      specHash: r.specHash,
+      phase: r.phase,
+      ...(r.reason ? { reason: r.reason } : {}),
+      ...(r.message ? { message: r.message } : {}),
+      ...(r.exitCode !== undefined ? { exitCode: r.exitCode } : {}),
+      ...(r.startedAt ? { startedAt: r.startedAt } : {}),
+      ...(r.finishedAt ? { finishedAt: r.finishedAt } : {}),
+      ...(r.resultsDir ? { resultsDir: r.resultsDir } : {}),
+    });
+  }
+  const sameSpec = r.specHash === d.hash;
+  // `berth rerun` asks for a run afresh: no retry is counted, the budgets start again.
+  const rerun = sameSpec && r.rerunRequested?.run === r.run;
+  const failedRetry = sameSpec && r.phase === 'Failed' && !rerun;
+  // The planner re-runs an infrastructure death under --infra-retries: it is counted there.
+  const infraRetry = failedRetry && isInfraFailure(r.reason);
+  const infraUsed = sameSpec ? (r.infraRetriesUsed ?? 0) : 0;
+  return {
+    name: r.name,
+    instance: r.instance,
+    phase: 'Pending',
+    specHash: d.hash,
+    source: d.loaded.relFile,
+    ...(d.loaded.revision ? { revision: d.loaded.revision } : {}),
+    run: d.run,
+    retriesUsed: failedRetry && !infraRetry ? r.retriesUsed + 1 : sameSpec && !rerun ? r.retriesUsed : 0,
+    ...((infraRetry || infraUsed) && !rerun ? { infraRetriesUsed: infraUsed + (infraRetry ? 1 : 0) } : {}),
+    createdAt: r.createdAt,
+    history,
+    updatedAt: r.updatedAt,
+  };
+}
+
+/** A `record` operation: a status change with no engine call (a patch of a new run begins that run). */
+export async function recordPatch(records: StatusRecords, a: AttemptAction, patch: Partial<AttemptStatus>): Promise<void> {
+  await records.update(a, (r) => {
+    const d = a.desired;
+    const base = d && patch.run === d.run && r.run !== d.run ? beginRun(r, d) : r;
+    return { ...base, ...patch };
+  });
+}
