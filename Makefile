@@ -26,7 +26,7 @@ engine:
 images: deps engine
 	./scripts/images.sh
 
-# the system git: specs from git (--git) and its tests
+# the system git: specs from git (--git) and its tests (git daemon, git http-backend, an sshd the ssh test starts)
 git:
 	./scripts/git-up.sh
 

@@ -66,6 +66,11 @@ async function credentialsFrom(ctx: Context, o: GitFlags, scheme: string): Promi
   ] as const) {
     if (p !== undefined) await fs.access(p, fsConstants.R_OK).catch(() => Promise.reject(new UsageError(`${flag} ${p}: cannot be read`)));
   }
+  if (c.sshKey !== undefined) {
+    // ssh ignores a key of its user that others may read, and says so only in a line berth's error does not keep.
+    const st = await fs.stat(c.sshKey);
+    if (st.uid === process.getuid?.() && (st.mode & 0o077) !== 0) throw new UsageError(`--git-ssh-key ${c.sshKey}: others may read it (mode ${(st.mode & 0o777).toString(8).padStart(4, '0')}); ssh ignores such a key: chmod 600 it`);
+  }
   if (scheme === 'ssh' && c.knownHosts === undefined) throw new UsageError('an ssh URL needs --git-known-hosts (host keys are always checked)');
   return Object.keys(c).length ? c : undefined;
 }

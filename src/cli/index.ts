@@ -175,7 +175,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--webhook-addr <host:port>', 'controller with --git: a POST with a valid X-Hub-Signature-256 triggers a fetch at once')
     .option('--webhook-secret-file <file>', "the webhook's HMAC secret, from this file")
     .option('--webhook-secret-env <var>', "the webhook's HMAC secret, from this environment variable")
-    .option('--notify-url <url>', "controller with --git: POST each revision's outcome here (JSON, X-Berth-Signature-256) once all its attempts finished")
+    .option('--notify-url <url>', "with --git: POST each revision's outcome here (JSON, X-Berth-Signature-256) once all its attempts finished")
     .option('--notify-secret-file <file>', 'the HMAC secret --notify-url POSTs are signed with, from this file')
     .option('--notify-secret-env <var>', 'the HMAC secret --notify-url POSTs are signed with, from this environment variable')
     .option('--retry-backoff <seconds>', 'first back-off before retrying a failed run (doubles, capped at 6 min)', int('--retry-backoff', 0), 10)

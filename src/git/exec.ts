@@ -110,12 +110,18 @@ function subcommand(args: readonly string[]): string {
   return '';
 }
 
-/** git's message: its last few non-empty lines, on one line. */
-function lastLines(stderr: string): string {
+/**
+ * Lines git adds after every failed connection, whatever went wrong: left out so that the cause
+ * (ssh's "Host key verification failed.", "Permission denied (publickey).") is what is kept.
+ */
+const BOILERPLATE = new Set(['fatal: Could not read from remote repository.', 'Please make sure you have the correct access rights', 'and the repository exists.']);
+
+/** git's message: its last few non-empty lines, on one line (hints, banners and boilerplate left out). */
+export function lastLines(stderr: string): string {
   return stderr
     .split('\n')
     .map((l) => l.trim())
-    .filter((l) => l !== '' && !l.startsWith('hint:'))
+    .filter((l) => l !== '' && !l.startsWith('hint:') && !l.startsWith('@') && !BOILERPLATE.has(l))
     .slice(-3)
     .join('; ')
     .slice(0, 600);

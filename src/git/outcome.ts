@@ -3,7 +3,8 @@
  * finished, that revision's summary is written to `<state>/git/<instance>/outcomes/<sha>.json`
  * (once) and, with `--notify-url`, POSTed there as JSON signed like a webhook
  * (`X-Berth-Signature-256: sha256=<HMAC-SHA256 of the body>`), retried with back-off (1 s
- * doubling, NOTIFY_TRIES tries) in the background: the controller's loop never waits for it.
+ * doubling, NOTIFY_TRIES tries) in the background: the controller's loop never waits for it;
+ * `reconcile --once` waits for the deliveries (drain()) before it exits.
  */
 import { createHmac } from 'node:crypto';
 import { promises as fs } from 'node:fs';
@@ -51,7 +52,10 @@ export function signBody(secret: string, body: string): string {
 
 export class RevisionOutcomes {
   private readonly written = new Set<string>();
-  private readonly timers = new Set<NodeJS.Timeout>();
+  /** Deliveries under way (each ends delivered or given up); drain() waits for them. */
+  private readonly sending = new Set<Promise<void>>();
+  /** Back-off waits under way: close() ends them. */
+  private readonly waits = new Map<NodeJS.Timeout, () => void>();
   private closed = false;
 
   constructor(
@@ -62,7 +66,7 @@ export class RevisionOutcomes {
     return path.join(this.o.root, 'outcomes');
   }
 
-  /** Writes (and sends) the outcome of every revision that has just finished. */
+  /** Writes (and starts sending, without waiting for it) the outcome of every revision that has just finished. */
   async check(statuses: Iterable<AttemptStatus>): Promise<void> {
     for (const r of finishedRevisions(statuses, this.o.url)) {
       if (this.written.has(r.revision)) continue;
@@ -73,35 +77,59 @@ export class RevisionOutcomes {
       await fs.mkdir(this.dir, { recursive: true, mode: 0o700 });
       await writeFileAtomic(file, body);
       this.o.log.info(`revision ${r.revision.slice(0, 12)}: every attempt finished (${Object.entries(r.counts).map(([p, n]) => `${n} ${p}`).join(', ')}); outcome in ${file}`);
-      if (this.o.notify) this.send(this.o.notify, body, r.revision, 0);
+      if (this.o.notify) {
+        const p = this.deliver(this.o.notify, body, r.revision).finally(() => this.sending.delete(p));
+        this.sending.add(p);
+      }
     }
   }
 
-  private send(n: { url: string; secret: string }, body: string, revision: string, tries: number): void {
-    if (this.closed) return;
-    const retry = (why: string) => {
+  /** Waits until every delivery started has ended, delivered or given up (`reconcile --once`, before it exits). */
+  async drain(): Promise<void> {
+    while (this.sending.size > 0) await Promise.all([...this.sending]);
+  }
+
+  /** POSTs `body`, up to NOTIFY_TRIES times with back-off; never rejects. */
+  private async deliver(n: { url: string; secret: string }, body: string, revision: string): Promise<void> {
+    for (let tries = 0; !this.closed; tries++) {
+      let why: string;
+      try {
+        const res = await fetch(n.url, { method: 'POST', body, headers: { 'content-type': 'application/json', 'x-berth-signature-256': signBody(n.secret, body), 'x-berth-revision': revision }, signal: AbortSignal.timeout(10_000) });
+        await res.body?.cancel().catch(() => undefined);
+        if (res.ok) {
+          this.o.log.info(`--notify-url: revision ${revision.slice(0, 12)} delivered`);
+          return;
+        }
+        why = `HTTP ${res.status}`;
+      } catch (err) {
+        why = String((err as Error).message ?? err);
+      }
       if (tries + 1 >= NOTIFY_TRIES) {
         this.o.log.warn(`--notify-url: revision ${revision.slice(0, 12)} not delivered after ${NOTIFY_TRIES} tries: ${why}`);
         return;
       }
-      const t = setTimeout(() => {
-        this.timers.delete(t);
-        this.send(n, body, revision, tries + 1);
-      }, 1000 * 2 ** tries);
-      t.unref();
-      this.timers.add(t);
-    };
-    fetch(n.url, { method: 'POST', body, headers: { 'content-type': 'application/json', 'x-berth-signature-256': signBody(n.secret, body), 'x-berth-revision': revision }, signal: AbortSignal.timeout(10_000) }).then(
-      (res) => {
-        if (res.ok) this.o.log.info(`--notify-url: revision ${revision.slice(0, 12)} delivered`);
-        else retry(`HTTP ${res.status}`);
-      },
-      (err: unknown) => retry(String((err as Error).message ?? err)),
-    );
+      await this.wait(1000 * 2 ** tries);
+    }
   }
 
+  private wait(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const t = setTimeout(() => {
+        this.waits.delete(t);
+        resolve();
+      }, ms);
+      t.unref();
+      this.waits.set(t, resolve);
+    });
+  }
+
+  /** No more tries: deliveries waiting for their next try end now. */
   close(): void {
     this.closed = true;
-    for (const t of this.timers) clearTimeout(t);
+    for (const [t, resolve] of this.waits) {
+      clearTimeout(t);
+      resolve();
+    }
+    this.waits.clear();
   }
 }

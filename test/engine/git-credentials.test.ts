@@ -13,25 +13,13 @@ import { Writable } from 'node:stream';
 import { createLogger } from '../../src/util/log';
 import { startController } from '../support/controller';
 import { docker, requireEngine } from '../support/engine';
+import { filesHolding } from '../support/files-holding';
 import { GitHttpServer } from '../support/git-http';
 import { TestRepo } from '../support/git-repo';
 import { Sandbox } from '../support/sandbox';
 import { waitFor } from '../support/wait';
 
 const spec = (name: string) => `apiVersion: berth.dev/v1\nkind: Attempt\nmetadata:\n  name: ${name}\nspec:\n  image: berth/busybox:local\n  command: [sh, -c, "sleep 300"]\n`;
-
-async function filesHolding(root: string, needle: string): Promise<string[]> {
-  const hits: string[] = [];
-  const walk = async (dir: string): Promise<void> => {
-    for (const e of await fs.readdir(dir, { withFileTypes: true }).catch(() => [])) {
-      const p = path.join(dir, e.name);
-      if (e.isDirectory()) await walk(p);
-      else if (e.isFile() && (await fs.readFile(p)).includes(needle)) hits.push(p);
-    }
-  };
-  await walk(root);
-  return hits;
-}
 
 describe('git source credentials (real git http-backend, real engine)', function () {
   this.timeout(120_000);

@@ -320,6 +320,60 @@ describe('specs from git (real git, real engine)', function () {
     expect(await fs.readFile(path.join(sb.stateDir, 'git', sb.instance, 'outcomes', `${c1}.json`), 'utf8')).to.equal(second.body);
   });
 
+  it("reconcile --once --wait --notify-url: the revision's outcome is written and POSTed (a failed try retried) before the exit, once", async function () {
+    const SECRET = 'notify-once-secret';
+    const secretFile = path.join(sb.dir, 'notify-secret');
+    await fs.writeFile(secretFile, `${SECRET}\n`, { mode: 0o600 });
+    const got: { body: string; sig: string | undefined; status: number }[] = [];
+    const receiver = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        const status = got.length === 0 ? 503 : 200; // the first try fails: --once waits for the next
+        got.push({ body, sig: req.headers['x-berth-signature-256'] as string | undefined, status });
+        res.writeHead(status).end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', () => resolve()));
+    const hook = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`;
+    try {
+      const c1 = await repo.commit('one', { 'specs/ok.yaml': spec('ok', 'true'), 'specs/bad.yaml': spec('bad', 'exit 3') });
+      const outcomeFile = path.join(sb.stateDir, 'git', sb.instance, 'outcomes', `${c1}.json`);
+      // without --wait the attempts have only started: no outcome yet
+      let r = await once('--notify-url', hook, '--notify-secret-file', secretFile);
+      expect(r.code, r.stderr).to.equal(0);
+      expect(got).to.deep.equal([]);
+      await fs.access(outcomeFile).then(
+        () => expect.fail('an outcome before the attempts finished'),
+        () => undefined,
+      );
+      r = await once('--wait', '--timeout', '60', '--notify-url', hook, '--notify-secret-file', secretFile);
+      expect(r.code, r.stderr).to.equal(3);
+      // delivered (after one failed try) before the command returned
+      expect(got.map((g) => g.status)).to.deep.equal([503, 200]);
+      const body = (got[1] as (typeof got)[0]).body;
+      expect(got[1]?.sig).to.equal(`sha256=${createHmac('sha256', SECRET).update(body).digest('hex')}`);
+      const outcome = JSON.parse(body) as { revision: string; url: string; counts: Record<string, number>; attempts: { name: string; phase: string; exitCode: number }[] };
+      expect(outcome).to.deep.include({ revision: c1, url: repo.fileUrl, counts: { Failed: 1, Succeeded: 1 } });
+      expect(outcome.attempts.map((a) => [a.name, a.phase, a.exitCode])).to.deep.equal([
+        ['bad', 'Failed', 3],
+        ['ok', 'Succeeded', 0],
+      ]);
+      expect(await fs.readFile(outcomeFile, 'utf8')).to.equal(body);
+      // the same revision again: written once, sent once
+      r = await once('--wait', '--timeout', '60', '--notify-url', hook, '--notify-secret-file', secretFile);
+      expect(r.code, r.stderr).to.equal(3);
+      expect(got).to.have.length(2);
+      // --notify-url is checked before anything runs, with --once too
+      r = await once('--notify-url', hook);
+      expect(r.code).to.equal(2);
+      expect(r.stderr).to.match(/--notify-url needs --notify-secret-file or --notify-secret-env/);
+    } finally {
+      receiver.closeAllConnections();
+      await new Promise<void>((resolve) => receiver.close(() => resolve()));
+    }
+  });
+
   it('controller over git://: polls, goes stale while the daemon is down, recovers and applies the new commit', async function () {
     const daemon = new GitDaemon(repo.dir, await freePort());
     await daemon.start();

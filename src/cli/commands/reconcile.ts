@@ -7,6 +7,8 @@
  * With `--git` the specs are a revision of a repository (docs/CONTRACT.md "Specs from git"):
  * `--once` fetches once, holding the locks, and passes over that one revision; a fetch that
  * fails changes nothing and exits 1 (the last good revision stays in force, marked stale).
+ * After every pass, a revision all of whose attempts have finished gets its outcome written (and
+ * POSTed to `--notify-url`, whose tries are waited for before the exit), as in the controller.
  */
 import { EXIT, FINISHED_PHASES, REASONS, type Phase } from '../../constants';
 import { reconcilePass, type PassConfig, type PassResult } from '../../controller/pass';
@@ -24,6 +26,8 @@ import { reportLoadErrors, specsRootError } from './shared';
 import { takeWriterLocks } from './writer-lock';
 import { gitSourceFrom, type GitFlags } from '../git-flags';
 import { short, type GitSource } from '../../git/source';
+import { RevisionOutcomes } from '../../git/outcome';
+import { notifyOf } from '../notify-flags';
 import type * as ControllerCmd from './controller';
 
 export interface ReconcileOptions extends GitFlags {
@@ -79,6 +83,7 @@ export async function runReconcile(ctx: Context, o: ReconcileOptions): Promise<n
   if (o.once && o.webhookAddr !== undefined) throw new UsageError('--webhook-addr is for the controller (without --once)');
   // the controller's modules (chokidar, prom-client) load only in controller mode
   if (!o.once) return (require('./controller') as typeof ControllerCmd).runController(ctx, o);
+  const notify = await notifyOf(ctx, o, git);
   const cfg = passConfig(ctx, o);
   const engine = ctx.engine();
   const store = ctx.store();
@@ -98,7 +103,14 @@ export async function runReconcile(ctx: Context, o: ReconcileOptions): Promise<n
       cfg.specsDir = fetched.dir;
       cfg.revision = fetched.revision;
     }
-    return await passes(ctx, o, cfg, engine, store, git);
+    const outcomes = git ? new RevisionOutcomes({ root: git.mirror.root, url: git.cfg.url.display, log: ctx.log, ...(notify ? { notify } : {}) }) : undefined;
+    try {
+      return await passes(ctx, o, cfg, engine, store, git, outcomes);
+    } finally {
+      // The outcomes' POSTs are tried (with their back-off) before the exit: nothing is left behind.
+      await outcomes?.drain();
+      outcomes?.close();
+    }
   } finally {
     await locks.release();
   }
@@ -115,7 +127,7 @@ async function fetchOnce(ctx: Context, git: GitSource): Promise<{ dir: string; r
 }
 
 /** The passes of `--once` (one, or until done with `--wait`), holding the instance's locks. */
-async function passes(ctx: Context, o: ReconcileOptions, cfg: PassConfig, engine: Engine, store: StatusStore, git?: GitSource): Promise<number> {
+async function passes(ctx: Context, o: ReconcileOptions, cfg: PassConfig, engine: Engine, store: StatusStore, git?: GitSource, outcomes?: RevisionOutcomes): Promise<number> {
   const started = Date.now();
   let waker: Waker | undefined;
   if (o.wait) {
@@ -157,6 +169,8 @@ async function passes(ctx: Context, o: ReconcileOptions, cfg: PassConfig, engine
       }
       if (changeCount(res.plan) > 0) log.info(`pass ${pass}: ${plural(res.results.length, 'attempt')} changed`, { calls: ctx.calls.total });
       const statuses = await store.loadAll();
+      // A revision whose attempts have all finished: its outcome (written once, kept across runs).
+      if (outcomes) await outcomes.check(statuses.values()).catch((err: unknown) => log.warn(`revision outcome: ${String(err)}`));
       const phases = new Map([...statuses.values()].map((s) => [s.name, s.phase]));
       // A run whose harvest failed is done for --wait (the exit code says so); a later pass tries it again.
       const harvestFailed = new Set([...statuses.values()].filter((s) => s.reason === REASONS.harvestFailed).map((s) => s.name));

@@ -1,7 +1,7 @@
 /** How a git source's ssh files and token reach git (pure: the command and the script). */
 import { expect } from 'chai';
 import { ASKPASS_SCRIPT, sshCommand, sshProblem } from '../../../src/git/credentials';
-import { gitEnv, HARDENING } from '../../../src/git/exec';
+import { gitEnv, HARDENING, lastLines } from '../../../src/git/exec';
 
 describe('git source: credentials and hardening', function () {
   it('ssh checks host keys strictly against the given known_hosts, reads no ssh config, never prompts', function () {
@@ -31,5 +31,12 @@ describe('git source: credentials and hardening', function () {
     expect(HARDENING.join(' ')).to.include('-c protocol.ext.allow=never');
     expect(HARDENING.join(' ')).to.include('-c core.hooksPath=/dev/null');
     expect(HARDENING.join(' ')).to.include('-c credential.helper=');
+  });
+
+  it("git's message keeps ssh's cause, not the lines git adds after every failed connection", function () {
+    const said = ['root@127.0.0.1: Permission denied (publickey).', 'fatal: Could not read from remote repository.', '', 'Please make sure you have the correct access rights', 'and the repository exists.', ''].join('\n');
+    expect(lastLines(said)).to.equal('root@127.0.0.1: Permission denied (publickey).');
+    const banner = ['@@@@@@@@', '@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @', 'Host key for [127.0.0.1]:2222 has changed and you have requested strict checking.', 'Host key verification failed.', 'fatal: Could not read from remote repository.'].join('\n');
+    expect(lastLines(banner)).to.equal('Host key for [127.0.0.1]:2222 has changed and you have requested strict checking.; Host key verification failed.');
   });
 });
