@@ -66,11 +66,15 @@ export async function checkResults(results: string, roots: Roots): Promise<Check
 /** One path segment that path.resolve leaves as it is (an attempt's name, the default). */
 const ONE_SEGMENT = /^[A-Za-z0-9_-][A-Za-z0-9_.-]*$/;
 
-let lastRoot: [string, boolean] = ['', false];
-/** `root` is absolute, in the form path.resolve gives, and not `/` (remembered for the last root asked about). */
+const resolvedRoots = new Map<string, boolean>();
+/** `root` is absolute, in the form path.resolve gives, and not `/` (remembered: the same two roots are asked about for every spec). */
 function resolvedRoot(root: string): boolean {
-  if (lastRoot[0] !== root) lastRoot = [root, path.sep === '/' && root.length > 1 && path.resolve(root) === root];
-  return lastRoot[1];
+  let r = resolvedRoots.get(root);
+  if (r === undefined) {
+    if (resolvedRoots.size >= 64) resolvedRoots.clear();
+    resolvedRoots.set(root, (r = path.sep === '/' && root.length > 1 && path.resolve(root) === root));
+  }
+  return r;
 }
 
 /** checkResults, synchronously (its link checks use synchronous calls anyway). */
@@ -87,7 +91,8 @@ export function checkResultsSync(results: string, roots: Roots): Checked<string>
   }
   // berth makes and binds run folders without following a link below the results root (a run
   // would be Blocked, UnsafePath): a link already on the way is an error here, where it is written.
-  if (real !== path.join(roots.resultsReal, path.relative(roots.resultsRoot, abs))) {
+  const direct = simple && resolvedRoot(roots.resultsReal) ? `${roots.resultsReal}/${results}` : path.join(roots.resultsReal, path.relative(roots.resultsRoot, abs));
+  if (real !== direct) {
     return fail('path-escape', `results ${JSON.stringify(results)} passes through a link below the results root (to ${real}); berth never follows one there`);
   }
   if (isWithin(roots.specsReal, real)) {

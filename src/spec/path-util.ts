@@ -90,7 +90,9 @@ export class RealCache {
     const isLink = entries.get(path.basename(p));
     if (isLink === undefined) return undefined;
     if (isLink) return realOrUndefined(p);
-    return path.join(parentReal, path.basename(p));
+    const base = path.basename(p);
+    // parentReal is a realpath (normal, absolute): joined as path.join would, without its normalize.
+    return path.sep === '/' && parentReal !== '/' ? `${parentReal}/${base}` : path.join(parentReal, base);
   }
 
   /** Entry name → whether it is a link; null when the folder cannot be listed. */
@@ -118,7 +120,8 @@ export async function realpathLoose(p: string, cache?: RealCache): Promise<strin
 
 /** realpathLoose, synchronously. */
 export function realpathLooseSync(p: string, cache?: RealCache): string {
-  const abs = path.resolve(p);
+  // A path already in normal absolute form is what path.resolve would give back.
+  const abs = normalAbsolute(p) ? p : path.resolve(p);
   const rest: string[] = [];
   let cur = abs;
   const real1 = (q: string): string | undefined => (cache ? cache.get(q) : realOrUndefined(q));
