@@ -81,6 +81,11 @@ function resolvedRoot(root: string): boolean {
 export function checkResultsSync(results: string, roots: Roots): Checked<string> {
   // The common case (the default: the attempt's name) without path.resolve and path.relative.
   const simple = ONE_SEGMENT.test(results) && resolvedRoot(roots.resultsRoot);
+  if (simple && resolvedRoot(roots.resultsReal) && roots.realCache?.noLinkIn(roots.resultsRoot, results)) {
+    // No link at the name (the results root listed once): its real path is the root's joined
+    // with it, inside the root, and no link on the way below the root.
+    return specsApart(`${roots.resultsReal}/${results}`, roots) ?? { ok: true, value: results };
+  }
   const abs = simple ? `${roots.resultsRoot}/${results}` : path.resolve(roots.resultsRoot, results);
   if (!isInside(roots.resultsRoot, abs)) {
     return fail('path-escape', `results ${JSON.stringify(results)} must stay inside the results root ${roots.resultsRoot}`);
@@ -95,13 +100,18 @@ export function checkResultsSync(results: string, roots: Roots): Checked<string>
   if (real !== direct) {
     return fail('path-escape', `results ${JSON.stringify(results)} passes through a link below the results root (to ${real}); berth never follows one there`);
   }
+  return specsApart(real, roots) ?? { ok: true, value: simple ? results : toPosix(path.relative(roots.resultsRoot, abs)) };
+}
+
+/** A results folder (real path) that lies inside the specs folder or contains it: the failure. */
+function specsApart(real: string, roots: Roots): { ok: false; problems: FixtureProblem[] } | undefined {
   if (isWithin(roots.specsReal, real)) {
     return fail('path-escape', `results folder ${real} lies inside the specs folder; choose another --results-root`);
   }
   if (isWithin(real, roots.specsReal)) {
     return fail('path-escape', `results folder ${real} contains the specs folder; choose another --results-root`);
   }
-  return { ok: true, value: simple ? results : toPosix(path.relative(roots.resultsRoot, abs)) };
+  return undefined;
 }
 
 export async function resolveInsideSpecs(specDir: string, rel: string, roots: Roots, what: string): Promise<Checked<string>> {

@@ -95,6 +95,21 @@ export class RealCache {
     return path.sep === '/' && parentReal !== '/' ? `${parentReal}/${base}` : path.join(parentReal, base);
   }
 
+  /**
+   * `name` (one segment) in folder `dir` (absolute, normal) is not a link: absent, or an entry of
+   * another type, by one listing of `dir` for all its entries (a set's thousands of results
+   * folders under the results root); false when it is a link, `dir` cannot be listed, or `dir`
+   * was asked about for fewer than LISTING_AFTER entries yet (then ask get).
+   * A folder that does not exist has no entries.
+   */
+  noLinkIn(dir: string, name: string): boolean {
+    // A folder asked about for a few entries only is not listed (as get does).
+    if ((this.asked.get(dir) ?? 0) < LISTING_AFTER) return false;
+    if (this.get(dir) === undefined) return true;
+    const entries = this.listing(dir);
+    return entries !== null && entries.get(name) !== true;
+  }
+
   /** Entry name → whether it is a link; null when the folder cannot be listed. */
   private listing(dir: string): Map<string, boolean> | null {
     let l = this.listings.get(dir);

@@ -21,11 +21,17 @@ export interface OverlapOutcome {
 /** One path segment that path.resolve leaves as it is (the default results folder: the name). */
 const ONE_SEGMENT = /^[A-Za-z0-9_-][A-Za-z0-9_.-]*$/;
 
-export async function checkResultsOverlap(specs: LoadedSpec[], resultsRoot: string): Promise<OverlapOutcome> {
+export async function checkResultsOverlap(specs: LoadedSpec[], resultsRoot: string, cache = new RealCache()): Promise<OverlapOutcome> {
   const root = path.resolve(resultsRoot);
   // One cache for every attempt: a set's thousands of children share their parent folders.
-  const cache = new RealCache();
-  const reals = specs.map((s) => realpathLooseSync(ONE_SEGMENT.test(s.spec.results) && root !== '/' ? `${root}/${s.spec.results}` : path.resolve(root, s.spec.results), cache));
+  const rootReal = realpathLooseSync(root, cache);
+  const real = (results: string): string => {
+    if (!ONE_SEGMENT.test(results) || root === '/') return realpathLooseSync(path.resolve(root, results), cache);
+    // A name with no link there (the root listed once): the root's real path joined with it.
+    if (rootReal !== '/' && cache.noLinkIn(root, results)) return `${rootReal}/${results}`;
+    return realpathLooseSync(`${root}/${results}`, cache);
+  };
+  const reals = specs.map((s) => real(s.spec.results));
   const byReal = new Map<string, number[]>();
   reals.forEach((r, i) => {
     const had = byReal.get(r);
