@@ -135,6 +135,8 @@ async function loadSets(sets: SpecSet[], resultsRoot: string, cacheIn?: string, 
   let documents = 0;
   const resultsAbs = path.resolve(resultsRoot);
   const resultsReal = await realpathLoose(resultsAbs);
+  // realpath answers of this load, shared by its checks (paths are absolute).
+  const realCache = new RealCache();
 
   for (const set of sets) {
     for (const p of set.problems) {
@@ -144,7 +146,7 @@ async function loadSets(sets: SpecSet[], resultsRoot: string, cacheIn?: string, 
       else if (p.folder) unreadableFolders.add(p.rel);
       else unreadableFiles.add(p.rel);
     }
-    const roots: Roots = { specsRoot: set.root, specsReal: await realpathLoose(set.root), resultsRoot: resultsAbs, resultsReal, realCache: new RealCache(), ...(fromGit ? { fromGit } : {}) };
+    const roots: Roots = { specsRoot: set.root, specsReal: await realpathLoose(set.root), resultsRoot: resultsAbs, resultsReal, realCache, ...(fromGit ? { fromGit } : {}) };
     // Unchanged files answer from the cache (a stat each); the others load side by side (their
     // reads and fixture scans overlap). Results keep file order.
     const display = set.files.map((f) => displayPath(f.abs));
@@ -245,7 +247,7 @@ async function loadSets(sets: SpecSet[], resultsRoot: string, cacheIn?: string, 
   const named = resolveNames(decls);
   errors.push(...named.duplicateErrors);
   const { protectedNames } = named;
-  const overlap = await checkResultsOverlap(named.specs, resultsAbs);
+  const overlap = await checkResultsOverlap(named.specs, resultsAbs, realCache);
   errors.push(...overlap.errors);
   for (const n of overlap.refused) protectedNames.add(n);
   const specs = overlap.specs;

@@ -66,17 +66,26 @@ export async function checkResults(results: string, roots: Roots): Promise<Check
 /** One path segment that path.resolve leaves as it is (an attempt's name, the default). */
 const ONE_SEGMENT = /^[A-Za-z0-9_-][A-Za-z0-9_.-]*$/;
 
-let lastRoot: [string, boolean] = ['', false];
-/** `root` is absolute, in the form path.resolve gives, and not `/` (remembered for the last root asked about). */
+const resolvedRoots = new Map<string, boolean>();
+/** `root` is absolute, in the form path.resolve gives, and not `/` (remembered: the same two roots are asked about for every spec). */
 function resolvedRoot(root: string): boolean {
-  if (lastRoot[0] !== root) lastRoot = [root, path.sep === '/' && root.length > 1 && path.resolve(root) === root];
-  return lastRoot[1];
+  let r = resolvedRoots.get(root);
+  if (r === undefined) {
+    if (resolvedRoots.size >= 64) resolvedRoots.clear();
+    resolvedRoots.set(root, (r = path.sep === '/' && root.length > 1 && path.resolve(root) === root));
+  }
+  return r;
 }
 
 /** checkResults, synchronously (its link checks use synchronous calls anyway). */
 export function checkResultsSync(results: string, roots: Roots): Checked<string> {
   // The common case (the default: the attempt's name) without path.resolve and path.relative.
   const simple = ONE_SEGMENT.test(results) && resolvedRoot(roots.resultsRoot);
+  if (simple && resolvedRoot(roots.resultsReal) && roots.realCache?.noLinkIn(roots.resultsRoot, results)) {
+    // No link at the name (the results root listed once): its real path is the root's joined
+    // with it, inside the root, and no link on the way below the root.
+    return specsApart(`${roots.resultsReal}/${results}`, roots) ?? { ok: true, value: results };
+  }
   const abs = simple ? `${roots.resultsRoot}/${results}` : path.resolve(roots.resultsRoot, results);
   if (!isInside(roots.resultsRoot, abs)) {
     return fail('path-escape', `results ${JSON.stringify(results)} must stay inside the results root ${roots.resultsRoot}`);
@@ -87,16 +96,22 @@ export function checkResultsSync(results: string, roots: Roots): Checked<string>
   }
   // berth makes and binds run folders without following a link below the results root (a run
   // would be Blocked, UnsafePath): a link already on the way is an error here, where it is written.
-  if (real !== path.join(roots.resultsReal, path.relative(roots.resultsRoot, abs))) {
+  const direct = simple && resolvedRoot(roots.resultsReal) ? `${roots.resultsReal}/${results}` : path.join(roots.resultsReal, path.relative(roots.resultsRoot, abs));
+  if (real !== direct) {
     return fail('path-escape', `results ${JSON.stringify(results)} passes through a link below the results root (to ${real}); berth never follows one there`);
   }
+  return specsApart(real, roots) ?? { ok: true, value: simple ? results : toPosix(path.relative(roots.resultsRoot, abs)) };
+}
+
+/** A results folder (real path) that lies inside the specs folder or contains it: the failure. */
+function specsApart(real: string, roots: Roots): { ok: false; problems: FixtureProblem[] } | undefined {
   if (isWithin(roots.specsReal, real)) {
     return fail('path-escape', `results folder ${real} lies inside the specs folder; choose another --results-root`);
   }
   if (isWithin(real, roots.specsReal)) {
     return fail('path-escape', `results folder ${real} contains the specs folder; choose another --results-root`);
   }
-  return { ok: true, value: simple ? results : toPosix(path.relative(roots.resultsRoot, abs)) };
+  return undefined;
 }
 
 export async function resolveInsideSpecs(specDir: string, rel: string, roots: Roots, what: string): Promise<Checked<string>> {

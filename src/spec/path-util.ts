@@ -90,7 +90,24 @@ export class RealCache {
     const isLink = entries.get(path.basename(p));
     if (isLink === undefined) return undefined;
     if (isLink) return realOrUndefined(p);
-    return path.join(parentReal, path.basename(p));
+    const base = path.basename(p);
+    // parentReal is a realpath (normal, absolute): joined as path.join would, without its normalize.
+    return path.sep === '/' && parentReal !== '/' ? `${parentReal}/${base}` : path.join(parentReal, base);
+  }
+
+  /**
+   * `name` (one segment) in folder `dir` (absolute, normal) is not a link: absent, or an entry of
+   * another type, by one listing of `dir` for all its entries (a set's thousands of results
+   * folders under the results root); false when it is a link, `dir` cannot be listed, or `dir`
+   * was asked about for fewer than LISTING_AFTER entries yet (then ask get).
+   * A folder that does not exist has no entries.
+   */
+  noLinkIn(dir: string, name: string): boolean {
+    // A folder asked about for a few entries only is not listed (as get does).
+    if ((this.asked.get(dir) ?? 0) < LISTING_AFTER) return false;
+    if (this.get(dir) === undefined) return true;
+    const entries = this.listing(dir);
+    return entries !== null && entries.get(name) !== true;
   }
 
   /** Entry name → whether it is a link; null when the folder cannot be listed. */
@@ -118,7 +135,8 @@ export async function realpathLoose(p: string, cache?: RealCache): Promise<strin
 
 /** realpathLoose, synchronously. */
 export function realpathLooseSync(p: string, cache?: RealCache): string {
-  const abs = path.resolve(p);
+  // A path already in normal absolute form is what path.resolve would give back.
+  const abs = normalAbsolute(p) ? p : path.resolve(p);
   const rest: string[] = [];
   let cur = abs;
   const real1 = (q: string): string | undefined => (cache ? cache.get(q) : realOrUndefined(q));

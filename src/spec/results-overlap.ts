@@ -18,13 +18,37 @@ export interface OverlapOutcome {
   refused: Set<string>;
 }
 
-export async function checkResultsOverlap(specs: LoadedSpec[], resultsRoot: string): Promise<OverlapOutcome> {
+/** One path segment that path.resolve leaves as it is (the default results folder: the name). */
+const ONE_SEGMENT = /^[A-Za-z0-9_-][A-Za-z0-9_.-]*$/;
+
+export async function checkResultsOverlap(specs: LoadedSpec[], resultsRoot: string, cache = new RealCache()): Promise<OverlapOutcome> {
   const root = path.resolve(resultsRoot);
   // One cache for every attempt: a set's thousands of children share their parent folders.
-  const cache = new RealCache();
-  const reals = specs.map((s) => realpathLooseSync(path.resolve(root, s.spec.results), cache));
+  const rootReal = realpathLooseSync(root, cache);
+  const real = (results: string): string => {
+    if (!ONE_SEGMENT.test(results) || root === '/') return realpathLooseSync(path.resolve(root, results), cache);
+    // A name with no link there (the root listed once): the root's real path joined with it.
+    if (rootReal !== '/' && cache.noLinkIn(root, results)) return `${rootReal}/${results}`;
+    return realpathLooseSync(`${root}/${results}`, cache);
+  };
+  const reals = specs.map((s) => real(s.spec.results));
   const byReal = new Map<string, number[]>();
-  reals.forEach((r, i) => byReal.set(r, [...(byReal.get(r) ?? []), i]));
+  reals.forEach((r, i) => {
+    const had = byReal.get(r);
+    if (had) had.push(i);
+    else byReal.set(r, [i]);
+  });
+  // The specs whose folder is `dir` or above it, by folder: a set's thousands of children share their parent.
+  const above = new Map<string, number[]>();
+  const atOrAbove = (dir: string): number[] => {
+    let out = above.get(dir);
+    if (out === undefined) {
+      const parent = path.dirname(dir);
+      out = [...(byReal.get(dir) ?? []), ...(parent === dir ? [] : atOrAbove(parent))];
+      above.set(dir, out);
+    }
+    return out;
+  };
   const clashes = new Map<number, { other: number; how: string }[]>();
   const add = (a: number, b: number, how: string): void => {
     clashes.set(a, [...(clashes.get(a) ?? []), { other: b, how }]);
@@ -32,12 +56,9 @@ export async function checkResultsOverlap(specs: LoadedSpec[], resultsRoot: stri
   for (const [i, real] of reals.entries()) {
     for (const j of byReal.get(real) ?? []) if (j !== i) add(i, j, 'is the same folder as');
     // Every folder above this one, up to the filesystem root: another attempt's folder there contains it.
-    for (let up = path.dirname(real); ; up = path.dirname(up)) {
-      for (const j of byReal.get(up) ?? []) {
-        add(i, j, 'lies inside');
-        add(j, i, 'contains');
-      }
-      if (path.dirname(up) === up) break;
+    for (const j of atOrAbove(path.dirname(real))) {
+      add(i, j, 'lies inside');
+      add(j, i, 'contains');
     }
   }
   if (clashes.size === 0) return { specs, errors: [], refused: new Set() };

@@ -170,4 +170,33 @@ describe('spec/path checks: checkResults on one segment and on paths agree', () 
     expect((await checkResults('tospecs', roots)).ok).to.equal(false);
     expect(await checkResults('a', roots)).to.deep.equal({ ok: true, value: 'a' });
   });
+
+  it('gives the same once the results root is listed instead of asked about entry by entry (a set of many children)', async () => {
+    const base = tempDir();
+    const specs = path.join(base, 'specs');
+    const results = path.join(base, 'results');
+    mkdirSync(specs);
+    mkdirSync(path.join(results, 'plain'), { recursive: true });
+    writeFileSync(path.join(results, 'file'), 'x');
+    symlinkSync(tempDir(), path.join(results, 'out'));
+    symlinkSync(specs, path.join(results, 'tospecs'));
+    symlinkSync(path.join(results, 'plain'), path.join(results, 'inside'));
+    const cache = new RealCache();
+    const roots = { specsRoot: specs, specsReal: specs, resultsRoot: results, resultsReal: results, realCache: cache };
+    // More children than LISTING_AFTER: the root's entries are then read once.
+    for (let i = 0; i < 12; i++) expect(await checkResults(`child-${i}`, roots)).to.deep.equal({ ok: true, value: `child-${i}` });
+    expect(cache.noLinkIn(results, 'child-99')).to.equal(true);
+    for (const r of ['a', 'plain', 'file', 'out', 'tospecs', 'inside']) {
+      const listed = await checkResults(r, roots);
+      const alone = await checkResults(r, { ...roots, realCache: new RealCache() });
+      const verdict = (c: Awaited<ReturnType<typeof checkResults>>) => (c.ok ? c : c.problems.map((x) => x.message));
+      expect(verdict(listed), r).to.deep.equal(verdict(alone));
+    }
+    expect(['out', 'tospecs', 'inside'].map((r) => cache.noLinkIn(results, r))).to.deep.equal([false, false, false]);
+    // A results root that does not exist has no entries, and no links.
+    const none = new RealCache();
+    const missing = path.join(base, 'none');
+    for (let i = 0; i < 12; i++) expect(await checkResults(`c${i}`, { ...roots, resultsRoot: missing, resultsReal: missing, realCache: none })).to.deep.equal({ ok: true, value: `c${i}` });
+    expect(none.noLinkIn(missing, 'c99')).to.equal(true);
+  });
 });
