@@ -48,6 +48,8 @@ export interface SwarmSamples {
   berth: number[];
   /** services/create sent → its task running (manager's timestamp), ms. */
   floor: number[];
+  /** Of berth's: spec written → its service created (the manager's CreatedAt): berth's own part. */
+  berthToService: number[];
   noop: SwarmNoop[];
 }
 
@@ -75,9 +77,9 @@ async function pinnedNode(m: Dockerode, service: string): Promise<string> {
   return c.slice('node.id=='.length);
 }
 
-async function drops(s: TestSwarm, run: BenchRun, sb: BerthSandbox, count: number, log: (m: string) => void): Promise<{ berth: number[]; floor: number[] }> {
+async function drops(s: TestSwarm, run: BenchRun, sb: BerthSandbox, count: number, log: (m: string) => void): Promise<{ berth: number[]; floor: number[]; berthToService: number[] }> {
   const m = s.manager.docker;
-  const out = { berth: [] as number[], floor: [] as number[] };
+  const out = { berth: [] as number[], floor: [] as number[], berthToService: [] as number[] };
   const env = { ...process.env, DOCKER_HOST: s.manager.address };
   const ctl = new Daemon(process.execPath, [BERTH_BIN, 'reconcile', '--backend', 'swarm', '--max-running', '50', '--concurrency', '8', ...sb.globalArgs()], { cwd: REPO, env });
   const floors: string[] = [];
@@ -92,6 +94,7 @@ async function drops(s: TestSwarm, run: BenchRun, sb: BerthSandbox, count: numbe
       const at = await runningAt(m, svc, 120_000);
       if (i < 0) continue;
       out.berth.push(at - t0);
+      out.berthToService.push(Date.parse(((await m.getService(svc).inspect()) as { CreatedAt: string }).CreatedAt) - t0);
       await sleep(300);
       const fname = `bench-${run.id}-swfloor-${i}`;
       const node = await pinnedNode(m, svc);
@@ -120,7 +123,7 @@ async function drops(s: TestSwarm, run: BenchRun, sb: BerthSandbox, count: numbe
       out.floor.push((await runningAt(m, fname, 120_000)) - t1);
       await sleep(300);
     }
-    log(`  swarm drops: berth ${out.berth.map((x) => x.toFixed(0)).join(' ')} ms; floor (services/create → task running) ${out.floor.map((x) => x.toFixed(0)).join(' ')} ms`);
+    log(`  swarm drops: berth ${out.berth.map((x) => x.toFixed(0)).join(' ')} ms (of which to its service created: ${out.berthToService.map((x) => x.toFixed(0)).join(' ')} ms); floor (services/create → task running) ${out.floor.map((x) => x.toFixed(0)).join(' ')} ms`);
   } finally {
     const { code, signal } = await ctl.stop();
     if (code !== 0) log(`warning: the swarm controller exited ${code ?? signal}:\n${ctl.stderr.slice(-1500)}`);

@@ -151,8 +151,9 @@ export class SwarmRuns implements ContainerClient {
     return s.nodeId !== undefined && this.pool.lost(s.nodeId, SWARM.lostGraceMs);
   }
 
-  private summary(s: ServiceSummary, t: TaskSummary | undefined): ContainerSummary {
+  private summary(s: ServiceSummary, t: TaskSummary | undefined, nodes: readonly NodeHandle[] = []): ContainerSummary {
     const ended = t !== undefined && FINAL.has(t.state);
+    const node = t?.nodeId || s.nodeId || '';
     const resultsDir = s.labels[SWARM.resultsLabel];
     return {
       id: s.nodeId ? runId(s.name, s.nodeId) : s.name,
@@ -166,6 +167,12 @@ export class SwarmRuns implements ContainerClient {
       networks: s.networks.length ? s.networks : ['none'],
       mounts: resultsDir ? [{ type: 'bind', source: resultsDir, destination: DEFAULTS.resultsMount, rw: true }] : [],
       created: Math.floor(Date.parse(s.createdAt) / 1000),
+      placement: {
+        service: s.id,
+        ...(t ? { task: t.id, taskState: t.state } : {}),
+        node,
+        nodeName: nodes.find((h) => h.node.id === node)?.node.hostname ?? '',
+      },
     };
   }
 
@@ -174,7 +181,7 @@ export class SwarmRuns implements ContainerClient {
     const runs = services.filter((s) => s.labels[SWARM.resultsLabel] !== undefined);
     const tasks = runs.length ? await this.swarm.tasks.list({ services: runs.map((s) => s.id) }) : [];
     const out = runs.map((s) => {
-      const c = this.summary(s, latest(tasks.filter((t) => t.serviceId === s.id)));
+      const c = this.summary(s, latest(tasks.filter((t) => t.serviceId === s.id)), nodes);
       // a run whose node is lost has ended, for berth: its finish finds it gone (Lost)
       return this.isLost(s) ? { ...c, state: 'exited', status: `node ${s.nodeId?.slice(0, 12)} lost` } : c;
     });
