@@ -13,7 +13,9 @@
  *   BENCH_COMPLETIONS  attempts of the completion-detection workload (default 40)
  *   BENCH_SET_CELLS    the AttemptSet workload plans a CELLS x CELLS set (default 100: 10,000 children)
  *   BENCH_HARVEST_FILES files in the results folder of the harvest workload (default 100,000)
- *   BENCH_ONLY         comma list of cold,drop,noop,resources,report,harvest,sets,completion,git: a partial run, written to
+ *   BENCH_SWARM_DROPS  drop-to-running samples on the swarm (default 5)
+ *   BENCH_SWARM_SIZES  swarm no-op pass sizes (default 10,200)
+ *   BENCH_ONLY         comma list of cold,drop,noop,resources,report,harvest,sets,completion,git,swarm: a partial run, written to
  *                      bench/results/partial.*.tmp instead of latest.*
  *   BENCH_PROFILE=1    also take CPU profiles (untimed extra runs under `node --cpu-prof`: berth's
  *                      cold start and clean of 50, a no-op pass at the largest size in-process and
@@ -43,6 +45,7 @@ import { reportBench, type ReportSamples } from './workloads/report';
 import { setRounds, type SetSamples } from './workloads/sets';
 import { completion, type CompletionSamples } from './workloads/completion';
 import { gitWorkload, type GitSamples } from './workloads/git';
+import { swarmRows, swarmWorkload, type SwarmSamples } from './workloads/swarm';
 
 const TARGETS = {
   coldVsFloor: 1.15,
@@ -155,6 +158,7 @@ interface Results {
   sets?: SetSamples;
   completion?: CompletionSamples;
   git?: GitSamples;
+  swarm?: SwarmSamples;
 }
 
 /** Specs from git: commit → running by polling and by webhook, and what a no-op poll costs. */
@@ -561,7 +565,7 @@ async function main(): Promise<void> {
   const dropsAtMax = envInt('BENCH_DROPS_AT_MAX', 5, 0);
   const only = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',').map((s) => s.trim())) : undefined;
   const want = (w: string) => !only || only.has(w);
-  if (only) for (const w of only) if (!['cold', 'drop', 'noop', 'resources', 'report', 'harvest', 'sets', 'completion', 'git'].includes(w)) throw new Error(`BENCH_ONLY: unknown workload ${w}`);
+  if (only) for (const w of only) if (!['cold', 'drop', 'noop', 'resources', 'report', 'harvest', 'sets', 'completion', 'git', 'swarm'].includes(w)) throw new Error(`BENCH_ONLY: unknown workload ${w}`);
   if (want('resources') && !want('noop')) throw new Error('BENCH_ONLY: resources needs noop (the controller watches its attempts)');
 
   const loadStart = os.loadavg();
@@ -654,6 +658,11 @@ async function main(): Promise<void> {
       log(`AttemptSet of ${cells * cells} children: berth plan, cold and with the state kept`);
       res.sets = await setRounds(cells, rounds, log);
     }
+    if (want('swarm')) {
+      const swSizes = (process.env.BENCH_SWARM_SIZES ?? '10,200').split(',').map((x) => Number(x.trim()));
+      log(`--backend swarm: drop-to-running against services/create, no-op passes at ${swSizes.join(', ')}`);
+      res.swarm = await swarmWorkload(run, envInt('BENCH_SWARM_DROPS', 5), swSizes, Math.min(rounds, 3), log);
+    }
     if (want('harvest')) res.harvest = await harvestRounds(engine, run, envInt('BENCH_HARVEST_FILES', 100_000), rounds, log);
     if (want('report')) {
       log('the fleet report of 1,000 attempts: size, time to make it, first paint in headless chromium');
@@ -688,6 +697,7 @@ async function main(): Promise<void> {
   if (res.sets) setRows(res.sets, rows);
   if (res.completion) completionRows(res.completion, rows);
   if (res.git) gitRows(res.git, rows);
+  if (res.swarm) swarmRows(res.swarm, rows);
 
   const profileSummaries: { title: string; summary: ProfileSummary }[] = [];
   for (const p of res.profiles) {
@@ -757,6 +767,7 @@ async function main(): Promise<void> {
       sets: res.sets,
       completion: res.completion,
       git: res.git,
+      swarm: res.swarm,
     },
     profiles: profileSummaries,
   };

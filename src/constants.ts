@@ -202,6 +202,8 @@ export const SWARM = {
   secretFileLabel: 'dev.berth.secret-file',
   /** On a hardening probe's service: the node it checks. */
   probeLabel: 'dev.berth.probe',
+  /** On a hardening probe's service: the berth process that made it (`<hostname>/<pid>`), so one left by a killed berth is told from one under way. */
+  probeOwnerLabel: 'dev.berth.probe-owner',
   /** How long a run's node may be down before the run counts as lost (Failed/Lost; retries apply). */
   lostGraceMs: 15_000,
   /** How long a node's hardening probe may take (its task to run and end). */

@@ -36,6 +36,17 @@ export interface ContainerSummary {
   mounts: MountSummary[];
   /** Seconds since the epoch. */
   created: number;
+  /** A run of `--backend swarm`: its service, its task (newest) and the node it is pinned to. */
+  placement?: RunPlacement;
+}
+
+export interface RunPlacement {
+  service: string;
+  task?: string;
+  taskState?: string;
+  node: string;
+  /** The node's hostname, as the swarm reports it ('' when the node is not known). */
+  nodeName: string;
 }
 
 export interface ContainerState {

@@ -11,7 +11,7 @@ import { createDockerEngine } from '../../engine/docker';
 import { BackendRefusedError } from '../../engine/errors';
 import type { NodeSummary, SwarmEngine } from '../../engine/swarm/types';
 import type { Engine } from '../../engine/types';
-import { probeNode, type NodeHardening } from './probe';
+import { probeNode, sweepProbes, type NodeHardening } from './probe';
 
 export interface NodeHandle {
   node: NodeSummary;
@@ -37,6 +37,8 @@ export class NodePool {
   private readonly handles = new Map<string, NodeHandle>();
   /** Node id → when this berth first saw it not ready (ms). */
   private readonly downSince = new Map<string, number>();
+  /** When probe services left by killed berths were last looked for (ms; 0: not yet). */
+  private swept = 0;
 
   constructor(
     private readonly swarm: SwarmEngine,
@@ -86,6 +88,19 @@ export class NodePool {
       this.probes.set(nodeId, p);
     }
     return p;
+  }
+
+  /**
+   * Removes the probe services killed berths left behind (probe.ts: sweepProbes): at the first
+   * call, then at most once per SWARM.probeTimeoutMs, so a pass that changes nothing stays at a
+   * constant number of calls. A sweep that fails is tried again at the next call.
+   */
+  async sweep(): Promise<void> {
+    if (this.swept && Date.now() - this.swept < SWARM.probeTimeoutMs) return;
+    this.swept = Date.now();
+    await sweepProbes(this.swarm).catch(() => {
+      this.swept = 0;
+    });
   }
 
   /** Why a node may not run attempts, or undefined when it may. */

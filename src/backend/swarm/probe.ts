@@ -6,8 +6,10 @@
  * not asked for per service (the engine's API 1.41 cannot ask for them per service).
  */
 import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import { LABELS, SWARM } from '../../constants';
-import type { SwarmEngine, TaskSummary } from '../../engine/swarm/types';
+import type { ServiceSummary, SwarmEngine, TaskSummary } from '../../engine/swarm/types';
+import { pidAlive } from '../../util/pid';
 
 export interface NodeHardening {
   noNewPrivileges: boolean;
@@ -33,7 +35,7 @@ export function parseProbe(output: string): NodeHardening {
 
 export async function probeNode(swarm: SwarmEngine, nodeId: string, image: string, signal?: AbortSignal): Promise<NodeHardening> {
   const name = `berth-probe-${nodeId.slice(0, 12)}-${randomBytes(3).toString('hex')}`;
-  const labels = { [LABELS.managed]: 'true', [SWARM.probeLabel]: nodeId };
+  const labels = { [LABELS.managed]: 'true', [SWARM.probeLabel]: nodeId, [SWARM.probeOwnerLabel]: `${hostname()}/${process.pid}` };
   const id = await swarm.services.create({
     name,
     labels,
@@ -71,4 +73,26 @@ export async function probeNode(swarm: SwarmEngine, nodeId: string, image: strin
   } finally {
     await swarm.services.remove(id).catch(() => undefined);
   }
+}
+
+/**
+ * Was this probe's service left behind by a berth that is gone? Its owner is a process of this
+ * host that no longer runs, or it is older than twice the time a probe may take (a probe under
+ * way removes its own service within SWARM.probeTimeoutMs, on whatever host its berth runs).
+ */
+export function abandonedProbe(s: ServiceSummary, now = Date.now()): boolean {
+  const owner = s.labels[SWARM.probeOwnerLabel] ?? '';
+  const cut = owner.lastIndexOf('/');
+  const pid = Number(owner.slice(cut + 1));
+  if (cut > 0 && owner.slice(0, cut) === hostname() && Number.isInteger(pid) && pid > 0 && !pidAlive(pid)) return true;
+  const born = Date.parse(s.createdAt);
+  return !Number.isNaN(born) && now - born > 2 * SWARM.probeTimeoutMs;
+}
+
+/** Removes the probe services killed berths left (found by their labels); how many went. */
+export async function sweepProbes(swarm: SwarmEngine, now = Date.now()): Promise<number> {
+  const left = (await swarm.services.list([`${LABELS.managed}=true`, SWARM.probeLabel])).filter((s) => abandonedProbe(s, now));
+  let n = 0;
+  for (const s of left) if (await swarm.services.remove(s.id)) n++;
+  return n;
 }

@@ -29,7 +29,7 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { extract, pack } from 'tar-stream';
-import { DEFAULTS, LABELS, REASONS, SWARM } from '../../constants';
+import { COMPONENTS, DEFAULTS, LABELS, REASONS, SWARM } from '../../constants';
 import { BackendRefusedError, isConflict, isNotFound } from '../../engine/errors';
 import type { ServiceSummary, SwarmEngine, TaskSummary } from '../../engine/swarm/types';
 import type { ContainerClient, ContainerCreateSpec, ContainerDetails, ContainerSummary, Labels } from '../../engine/types';
@@ -84,6 +84,24 @@ async function repack(items: { header: Record<string, unknown>; body: Buffer }[]
   return Buffer.concat(chunks);
 }
 
+/** A run of which only helpers exist (volumes made, the prepared container not yet): a created run to remove. */
+function halfMade(id: string, run: string, labels: Labels): ContainerSummary {
+  const { [SWARM.runLabel]: _r, ...own } = labels;
+  return {
+    id,
+    name: run,
+    labels: { ...own, [LABELS.component]: COMPONENTS.main },
+    image: '',
+    imageId: '',
+    state: 'created',
+    status: 'half-made (provisioning was interrupted before its container was made)',
+    networkMode: 'none',
+    networks: ['none'],
+    mounts: [],
+    created: 0,
+  };
+}
+
 /**
  * A run's id: its container name and its node (`<name>@<node id>`). Every run of an attempt has
  * the same container name; a run left on a node that was lost is told from the next one by it.
@@ -133,8 +151,9 @@ export class SwarmRuns implements ContainerClient {
     return s.nodeId !== undefined && this.pool.lost(s.nodeId, SWARM.lostGraceMs);
   }
 
-  private summary(s: ServiceSummary, t: TaskSummary | undefined): ContainerSummary {
+  private summary(s: ServiceSummary, t: TaskSummary | undefined, nodes: readonly NodeHandle[] = []): ContainerSummary {
     const ended = t !== undefined && FINAL.has(t.state);
+    const node = t?.nodeId || s.nodeId || '';
     const resultsDir = s.labels[SWARM.resultsLabel];
     return {
       id: s.nodeId ? runId(s.name, s.nodeId) : s.name,
@@ -148,26 +167,49 @@ export class SwarmRuns implements ContainerClient {
       networks: s.networks.length ? s.networks : ['none'],
       mounts: resultsDir ? [{ type: 'bind', source: resultsDir, destination: DEFAULTS.resultsMount, rw: true }] : [],
       created: Math.floor(Date.parse(s.createdAt) / 1000),
+      placement: {
+        service: s.id,
+        ...(t ? { task: t.id, taskState: t.state } : {}),
+        node,
+        nodeName: nodes.find((h) => h.node.id === node)?.node.hostname ?? '',
+      },
     };
   }
 
   async list(labelFilters: string[]): Promise<ContainerSummary[]> {
-    const [services, nodes] = await Promise.all([this.swarm.services.list(labelFilters), this.pool.reachable()]);
+    const [services, nodes] = await Promise.all([this.swarm.services.list(labelFilters), this.pool.reachable(), this.pool.sweep()]);
     const runs = services.filter((s) => s.labels[SWARM.resultsLabel] !== undefined);
     const tasks = runs.length ? await this.swarm.tasks.list({ services: runs.map((s) => s.id) }) : [];
     const out = runs.map((s) => {
-      const c = this.summary(s, latest(tasks.filter((t) => t.serviceId === s.id)));
+      const c = this.summary(s, latest(tasks.filter((t) => t.serviceId === s.id)), nodes);
       // a run whose node is lost has ended, for berth: its finish finds it gone (Lost)
       return this.isLost(s) ? { ...c, state: 'exited', status: `node ${s.nodeId?.slice(0, 12)} lost` } : c;
     });
     const started = new Set(out.map((c) => c.id));
-    const prepared = await Promise.all(nodes.map((h) => h.engine.containers.list([...labelFilters, SWARM.runLabel]).catch(() => [])));
+    const [prepared, helpers] = await Promise.all([
+      Promise.all(nodes.map((h) => h.engine.containers.list([...labelFilters, SWARM.runLabel]).catch(() => []))),
+      Promise.all(nodes.map((h) => h.engine.volumes.list([...labelFilters, SWARM.runLabel]).catch(() => []))),
+    ]);
     for (const [i, list] of prepared.entries()) {
       for (const c of list) {
         const h = nodes[i];
         const id = h ? runId(c.name, h.node.id) : c.name;
         if (started.has(id)) continue;
+        started.add(id);
         out.push({ ...c, id, state: 'created', mounts: c.labels[SWARM.resultsLabel] ? [{ type: 'bind', source: c.labels[SWARM.resultsLabel] as string, destination: DEFAULTS.resultsMount, rw: true }] : [] });
+      }
+    }
+    // A run a killed berth left half-made (its volumes, or secrets, but no prepared container, no
+    // service): listed as a created run, so the planner removes it (and makes the run again, on
+    // whichever node it then chooses), GC and clean find it; remove() takes what there is.
+    for (const [i, list] of helpers.entries()) {
+      const h = nodes[i];
+      for (const v of list) {
+        const run = v.labels[SWARM.runLabel];
+        const id = h && run ? runId(run, h.node.id) : undefined;
+        if (!id || !run || started.has(id)) continue;
+        started.add(id);
+        out.push(halfMade(id, run, v.labels));
       }
     }
     return out;

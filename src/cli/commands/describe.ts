@@ -103,9 +103,13 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
     const own = { instance: ctx.instance, labeledImages: imageLabels(images), recorded: recordedContainers(records.values()) };
     out.push('', 'Resources:');
     const rows = [
-      ...cs.map((c) => {
+      ...cs.flatMap((c) => {
         const o = containerOwnership(c, own);
-        return [`  container`, c.name, c.state, o.owned ? `run ${c.labels[LABELS.run] ?? '?'}` : `not berth's: ${o.why}`, c.networks.join(',')];
+        const p = c.placement; // a run on a swarm: its service, task and node (--backend swarm)
+        return [
+          [`  container`, c.name, c.state, o.owned ? `run ${c.labels[LABELS.run] ?? '?'}` : `not berth's: ${o.why}`, c.networks.join(',')],
+          ...(p ? [[`    service`, p.service, p.taskState ? `task ${p.task ?? '?'} ${p.taskState}` : 'no task yet', `node ${p.nodeName || '?'} (${p.node})`, '']] : []),
+        ];
       }),
       ...ns.map((n) => [`  network`, n.name, n.internal ? 'internal' : 'routed', '', '']),
       ...vs.map((v) => [`  volume`, v.name, '', '', '']),

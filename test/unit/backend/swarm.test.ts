@@ -5,7 +5,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pack } from 'tar-stream';
-import { parseProbe } from '../../../src/backend/swarm/probe';
+import { abandonedProbe, parseProbe } from '../../../src/backend/swarm/probe';
+import { SWARM } from '../../../src/constants';
 import { extractResults } from '../../../src/backend/swarm/results';
 
 const PRIVATE = '9:name=systemd:/\n1:cpu:/\n0::/\n';
@@ -18,6 +19,19 @@ describe('swarm backend: hardening probe report', () => {
     expect(parseProbe(line('0', PRIVATE))).to.deep.equal({ noNewPrivileges: false, privateCgroupns: true });
     expect(parseProbe(line('1', HOST))).to.deep.equal({ noNewPrivileges: true, privateCgroupns: false });
     expect(parseProbe('nothing here').error).to.equal('the probe printed no report');
+  });
+});
+
+describe('swarm backend: a probe service left by a killed berth', () => {
+  const at = Date.parse('2026-01-01T00:00:00Z');
+  const probe = (owner: string, ageMs: number) => ({ id: 'x', name: 'berth-probe-x', labels: { [SWARM.probeOwnerLabel]: owner }, image: '', networks: [], createdAt: new Date(at - ageMs).toISOString() });
+
+  it('is abandoned when its owner is a process of this host that has ended, or when it is older than twice a probe\'s time', () => {
+    expect(abandonedProbe(probe(`${os.hostname()}/${process.pid}`, 1000), at)).to.equal(false);
+    expect(abandonedProbe(probe(`${os.hostname()}/${process.pid}`, 2 * SWARM.probeTimeoutMs + 1), at)).to.equal(true);
+    expect(abandonedProbe(probe(`other-host/${process.pid}`, 1000), at)).to.equal(false);
+    expect(abandonedProbe(probe('other-host/1', 2 * SWARM.probeTimeoutMs - 1), at)).to.equal(false);
+    expect(abandonedProbe(probe('', 2 * SWARM.probeTimeoutMs + 1), at)).to.equal(true);
   });
 });
 
