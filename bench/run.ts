@@ -13,7 +13,8 @@
  *   BENCH_COMPLETIONS  attempts of the completion-detection workload (default 40)
  *   BENCH_SET_CELLS    the AttemptSet workload plans a CELLS x CELLS set (default 100: 10,000 children)
  *   BENCH_HARVEST_FILES files in the results folder of the harvest workload (default 100,000)
- *   BENCH_ONLY         comma list of cold,drop,noop,resources,report,harvest,sets,completion,git: a partial run, written to
+ *   BENCH_FLEET_ATTEMPTS attempts of the fleet-throughput workload (default 300)
+ *   BENCH_ONLY         comma list of cold,drop,noop,resources,report,harvest,sets,completion,git,fleet,tenk: a partial run, written to
  *                      bench/results/partial.*.tmp instead of latest.*
  *   BENCH_PROFILE=1    also take CPU profiles (untimed extra runs under `node --cpu-prof`: berth's
  *                      cold start and clean of 50, a no-op pass at the largest size in-process and
@@ -43,6 +44,7 @@ import { reportBench, type ReportSamples } from './workloads/report';
 import { setRounds, type SetSamples } from './workloads/sets';
 import { completion, type CompletionSamples } from './workloads/completion';
 import { gitWorkload, type GitSamples } from './workloads/git';
+import { fleetRounds, fleetRows, type FleetSamples } from './workloads/fleet';
 
 const TARGETS = {
   coldVsFloor: 1.15,
@@ -155,6 +157,7 @@ interface Results {
   sets?: SetSamples;
   completion?: CompletionSamples;
   git?: GitSamples;
+  fleet?: FleetSamples;
 }
 
 /** Specs from git: commit → running by polling and by webhook, and what a no-op poll costs. */
@@ -561,7 +564,7 @@ async function main(): Promise<void> {
   const dropsAtMax = envInt('BENCH_DROPS_AT_MAX', 5, 0);
   const only = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',').map((s) => s.trim())) : undefined;
   const want = (w: string) => !only || only.has(w);
-  if (only) for (const w of only) if (!['cold', 'drop', 'noop', 'resources', 'report', 'harvest', 'sets', 'completion', 'git'].includes(w)) throw new Error(`BENCH_ONLY: unknown workload ${w}`);
+  if (only) for (const w of only) if (!['cold', 'drop', 'noop', 'resources', 'report', 'harvest', 'sets', 'completion', 'git', 'fleet'].includes(w)) throw new Error(`BENCH_ONLY: unknown workload ${w}`);
   if (want('resources') && !want('noop')) throw new Error('BENCH_ONLY: resources needs noop (the controller watches its attempts)');
 
   const loadStart = os.loadavg();
@@ -646,6 +649,7 @@ async function main(): Promise<void> {
       log('specs from git: commit → running by polling and by webhook; no-op polls');
       res.git = await gitWorkload(engine, run, envInt('BENCH_GIT_COMMITS', 5), log);
     }
+    if (want('fleet')) res.fleet = await fleetRounds(engine, run, envInt('BENCH_FLEET_ATTEMPTS', 300), rounds, log);
     if (want('completion')) {
       res.completion = await completion(engine, run, envInt('BENCH_COMPLETIONS', 40), log);
     }
@@ -688,6 +692,7 @@ async function main(): Promise<void> {
   if (res.sets) setRows(res.sets, rows);
   if (res.completion) completionRows(res.completion, rows);
   if (res.git) gitRows(res.git, rows);
+  if (res.fleet) fleetRows(res.fleet, rows);
 
   const profileSummaries: { title: string; summary: ProfileSummary }[] = [];
   for (const p of res.profiles) {
@@ -757,6 +762,7 @@ async function main(): Promise<void> {
       sets: res.sets,
       completion: res.completion,
       git: res.git,
+      fleet: res.fleet,
     },
     profiles: profileSummaries,
   };
