@@ -15,7 +15,9 @@
  *   BENCH_HARVEST_FILES files in the results folder of the harvest workload (default 100,000)
  *   BENCH_SWARM_DROPS  drop-to-running samples on the swarm (default 5)
  *   BENCH_SWARM_SIZES  swarm no-op pass sizes (default 10,200)
- *   BENCH_ONLY         comma list of cold,drop,noop,resources,report,harvest,sets,completion,git,swarm: a partial run, written to
+ *   BENCH_FLEET_ATTEMPTS attempts of the fleet-throughput workload (default 300)
+ *   BENCH_TENK_SPECS   specs of the ten-thousand workload, 50 of them running (default 10,000)
+ *   BENCH_ONLY         comma list of cold,drop,noop,resources,report,harvest,sets,completion,git,swarm,fleet,tenk: a partial run, written to
  *                      bench/results/partial.*.tmp instead of latest.*
  *   BENCH_PROFILE=1    also take CPU profiles (untimed extra runs under `node --cpu-prof`: berth's
  *                      cold start and clean of 50, a no-op pass at the largest size in-process and
@@ -46,6 +48,8 @@ import { setRounds, type SetSamples } from './workloads/sets';
 import { completion, type CompletionSamples } from './workloads/completion';
 import { gitWorkload, type GitSamples } from './workloads/git';
 import { swarmRows, swarmWorkload, type SwarmSamples } from './workloads/swarm';
+import { fleetRounds, fleetRows, type FleetSamples } from './workloads/fleet';
+import { tenk, tenkRows, type TenkSamples } from './workloads/tenk';
 
 const TARGETS = {
   coldVsFloor: 1.15,
@@ -159,6 +163,8 @@ interface Results {
   completion?: CompletionSamples;
   git?: GitSamples;
   swarm?: SwarmSamples;
+  fleet?: FleetSamples;
+  tenk?: TenkSamples;
 }
 
 /** Specs from git: commit → running by polling and by webhook, and what a no-op poll costs. */
@@ -565,7 +571,7 @@ async function main(): Promise<void> {
   const dropsAtMax = envInt('BENCH_DROPS_AT_MAX', 5, 0);
   const only = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',').map((s) => s.trim())) : undefined;
   const want = (w: string) => !only || only.has(w);
-  if (only) for (const w of only) if (!['cold', 'drop', 'noop', 'resources', 'report', 'harvest', 'sets', 'completion', 'git', 'swarm'].includes(w)) throw new Error(`BENCH_ONLY: unknown workload ${w}`);
+  if (only) for (const w of only) if (!['cold', 'drop', 'noop', 'resources', 'report', 'harvest', 'sets', 'completion', 'git', 'swarm', 'fleet', 'tenk'].includes(w)) throw new Error(`BENCH_ONLY: unknown workload ${w}`);
   if (want('resources') && !want('noop')) throw new Error('BENCH_ONLY: resources needs noop (the controller watches its attempts)');
 
   const loadStart = os.loadavg();
@@ -650,6 +656,8 @@ async function main(): Promise<void> {
       log('specs from git: commit → running by polling and by webhook; no-op polls');
       res.git = await gitWorkload(engine, run, envInt('BENCH_GIT_COMMITS', 5), log);
     }
+    if (want('fleet')) res.fleet = await fleetRounds(engine, run, envInt('BENCH_FLEET_ATTEMPTS', 300), rounds, log);
+    if (want('tenk')) res.tenk = await tenk(engine, run, envInt('BENCH_TENK_SPECS', 10_000), 50, dropsAtMax, log);
     if (want('completion')) {
       res.completion = await completion(engine, run, envInt('BENCH_COMPLETIONS', 40), log);
     }
@@ -698,6 +706,8 @@ async function main(): Promise<void> {
   if (res.completion) completionRows(res.completion, rows);
   if (res.git) gitRows(res.git, rows);
   if (res.swarm) swarmRows(res.swarm, rows);
+  if (res.fleet) fleetRows(res.fleet, rows);
+  if (res.tenk) tenkRows(res.tenk, rows);
 
   const profileSummaries: { title: string; summary: ProfileSummary }[] = [];
   for (const p of res.profiles) {
@@ -768,6 +778,8 @@ async function main(): Promise<void> {
       completion: res.completion,
       git: res.git,
       swarm: res.swarm,
+      fleet: res.fleet,
+      tenk: res.tenk,
     },
     profiles: profileSummaries,
   };

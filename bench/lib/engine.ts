@@ -37,6 +37,15 @@ export class RawEngine {
 
   request(method: string, path: string, body?: unknown): Promise<EngineResponse> {
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+    return this.send(method, path, payload, 'application/json');
+  }
+
+  /** PUT a tar archive into a container's filesystem (what `docker cp` into a container sends). */
+  putArchive(id: string, dir: string, tar: Buffer): Promise<EngineResponse> {
+    return this.send('PUT', `/containers/${id}/archive?path=${encodeURIComponent(dir)}`, tar, 'application/x-tar');
+  }
+
+  private send(method: string, path: string, payload: Buffer | undefined, contentType: string): Promise<EngineResponse> {
     return new Promise((resolve, reject) => {
       const req = http.request(
         {
@@ -44,7 +53,7 @@ export class RawEngine {
           agent: this.agent,
           method,
           path,
-          headers: payload ? { 'Content-Type': 'application/json', 'Content-Length': payload.length } : {},
+          headers: payload ? { 'Content-Type': contentType, 'Content-Length': payload.length } : {},
         },
         (res) => {
           const chunks: Buffer[] = [];

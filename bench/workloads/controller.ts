@@ -37,10 +37,10 @@ export interface ControllerAt1000 {
   drops: DropSamples;
 }
 
-function startController(sb: BerthSandbox, nodeArgs: string[] = []): Daemon {
+function startController(sb: BerthSandbox, nodeArgs: string[] = [], maxRunning = 50): Daemon {
   return new Daemon(
     process.execPath,
-    [...nodeArgs, BERTH_BIN, 'reconcile', '--max-running', '50', '--concurrency', '8', ...sb.globalArgs()],
+    [...nodeArgs, BERTH_BIN, 'reconcile', '--max-running', String(maxRunning), '--concurrency', '8', ...sb.globalArgs()],
     { cwd: REPO },
   );
 }
@@ -94,7 +94,7 @@ async function drops(
       const file = path.join(sb.specsDir, `${name}.yaml`);
       const t0 = Date.now();
       await fs.writeFile(file, specText(name, CMD));
-      const ev = await berthWatch.started(sb.containerName(name), 60_000);
+      const ev = await berthWatch.started(sb.containerName(name), 180_000);
       out.berth.push(ev.engineMs - t0);
       out.berthArrived.push(ev.arrivedMs - t0);
       await sleep(settleMs);
@@ -141,9 +141,10 @@ export async function controllerAt1000(
   specs: number,
   dropCount: number,
   log: (m: string) => void,
+  maxRunning = 50,
 ): Promise<ControllerAt1000> {
   const t0 = Date.now();
-  const ctl = startController(sb);
+  const ctl = startController(sb, [], maxRunning);
   try {
     await ctl.waitFor(/controller started/, 60_000);
     const readyMs = (await waitIdle(ctl.pid, 300_000)) - t0;

@@ -10,7 +10,7 @@ import { observe } from '../observe/snapshot';
 import { recordedContainers, type RecordedContainers } from '../ownership';
 import type { Snapshot } from '../observe/types';
 import { plan as makePlan } from '../plan/planner';
-import type { Plan } from '../plan/types';
+import type { ActionKind, AttemptAction, Plan } from '../plan/types';
 import { loadSpecs } from '../spec/loader';
 import type { PlanInput } from '../plan/input';
 import type { LoadResult, SpecError } from '../spec/types';
@@ -18,6 +18,7 @@ import type { AttemptStatus, SpecIssue } from '../status/types';
 import { runFloor } from '../plan/results';
 import { StatusStore } from '../status/store';
 import type { Logger } from '../util/log';
+import { runBounded } from '../util/pool';
 
 export interface PassConfig {
   specsDir: string;
@@ -146,7 +147,17 @@ export async function planPass(cfg: PassConfig, engine: Engine, store: StatusSto
   return { load, snapshot, plan };
 }
 
-export async function reconcilePass(cfg: PassConfig, engine: Engine, store: StatusStore): Promise<PassResult> {
+/**
+ * What runs alongside a pass's actions (`--wait`'s side passes): told the plan, when the
+ * actions are all over, and the attempts whose action has ended so far (a live set).
+ */
+export type Alongside = (planned: Omit<PassResult, 'results'>, over: Promise<unknown>, ended: ReadonlySet<string>) => Promise<void>;
+
+/**
+ * Observe, plan, execute. `alongside`, when given, runs while the plan's actions are under way;
+ * the pass ends when both have.
+ */
+export async function reconcilePass(cfg: PassConfig, engine: Engine, store: StatusStore, alongside?: Alongside): Promise<PassResult> {
   const planned = await planPass(cfg, engine, store);
   // A writer's start-up (damaged records set aside, temp files of interrupted writes removed),
   // after the plan so the records still load while the engine answers its lists.
@@ -162,6 +173,66 @@ export async function reconcilePass(cfg: PassConfig, engine: Engine, store: Stat
     ...(cfg.now ? { now: cfg.now } : {}),
     ...(cfg.harvest ? { harvest: cfg.harvest } : {}),
   });
-  const results = await executor.run(planned.plan);
+  if (!alongside) return { ...planned, results: await executor.run(planned.plan) };
+  // Executor.run's own loop, also telling which attempts' actions have ended.
+  const ended = new Set<string>();
+  const actions = planned.plan.actions.filter((a) => a.ops.length > 0);
+  const running = runBounded(actions, cfg.concurrency, (a) => executor.runAction(a).finally(() => ended.add(a.attempt)));
+  const side = alongside(planned, running, ended);
+  const settled = await running;
+  await side;
+  const results = settled.map((r, i): ActionResult => (r.status === 'fulfilled' ? r.value : { attempt: actions[i]?.attempt ?? '?', ok: false, done: 0, ran: [], error: String(r.reason) }));
   return { ...planned, results };
+}
+
+/**
+ * What a side pass (`exitPass`) carries out: the end of a run (its harvest and finished record)
+ * and the removal of a finished run's resources once its TTL passed. Never an admission: slots
+ * are the main pass's to give.
+ */
+const SIDE_KINDS: ReadonlySet<ActionKind> = new Set<ActionKind>(['finish', 'expire']);
+
+/**
+ * The attempts with something in the engine that a pass planned no operation for, and those
+ * whose action has `ended`: while the pass's other actions are under way (starts, copies,
+ * harvests), these are the ones a side pass may look at without meeting that work. A `die` of
+ * one of them need not wait for the next pass.
+ */
+export function leftAlone(planned: Pick<PassResult, 'plan' | 'snapshot'>, ended: ReadonlySet<string> = new Set()): Set<string> {
+  const busy = planned.plan.actions.filter((a) => a.ops.length > 0 && !ended.has(a.attempt)).map((a) => a.attempt);
+  const out = new Set([...planned.snapshot.attempts.keys(), ...ended]);
+  for (const n of busy) out.delete(n);
+  return out;
+}
+
+/**
+ * A side pass over `only` (attempts the pass under way left alone, see leftAlone): observe and
+ * plan them, and carry out only the end of their runs (SIDE_KINDS); anything else they need
+ * waits for the next pass. No store recovery: the pass under way did it, and its writes may be
+ * in flight. `reconcile --once --wait` runs these while a pass's actions are under way, so that
+ * an exit is harvested and recorded without waiting for the pass's starts (issue 18).
+ */
+export async function exitPass(
+  cfg: PassConfig,
+  engine: Engine,
+  store: StatusStore,
+  only: ReadonlySet<string>,
+): Promise<{ snapshot?: Snapshot; actions: AttemptAction[]; results: ActionResult[] }> {
+  if (only.size === 0) return { actions: [], results: [] };
+  const planned = await planPass({ ...cfg, only }, engine, store);
+  const { snapshot } = planned;
+  const actions = planned.plan.actions.filter((a) => only.has(a.attempt) && SIDE_KINDS.has(a.kind) && a.ops.length > 0);
+  if (actions.length === 0) return { snapshot, actions, results: [] };
+  const executor = new Executor({
+    engine,
+    store,
+    instance: cfg.instance,
+    concurrency: cfg.concurrency,
+    log: cfg.log,
+    env: cfg.env,
+    resultsRoot: cfg.resultsRoot,
+    ...(cfg.now ? { now: cfg.now } : {}),
+    ...(cfg.harvest ? { harvest: cfg.harvest } : {}),
+  });
+  return { snapshot, actions, results: await executor.run({ ...planned.plan, actions }) };
 }

@@ -3,7 +3,10 @@
  * this instance (a container died, was removed, ...), spec folder changes, requeue times and
  * the resync period. `wait(ms)` resolves on the first of them.
  */
+import { LABELS } from '../constants';
 import type { Engine } from '../engine/types';
+import type { Snapshot } from '../observe/types';
+import { RUNNING_STATES } from '../plan/planner';
 import { EngineSource } from './engine-source';
 import type { Logger } from '../util/log';
 
@@ -19,19 +22,28 @@ export class Waker {
     this.wake?.();
   }
 
-  wait(ms: number): Promise<void> {
+  /**
+   * Resolves on a poke (one that came since the last wait counts), after `ms`, or when `signal`
+   * aborts; an abort consumes no poke, so the next wait still sees it.
+   */
+  wait(ms: number, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.resolve();
     if (this.pending || this.abort.signal.aborted) {
       this.pending = false;
       return Promise.resolve();
     }
     return new Promise((resolve) => {
-      const done = () => {
+      const end = (poked: boolean) => {
         clearTimeout(t);
-        this.wake = undefined;
-        this.pending = false;
+        signal?.removeEventListener('abort', aborted);
+        if (this.wake === done) this.wake = undefined;
+        if (poked) this.pending = false;
         resolve();
       };
+      const done = () => end(true);
+      const aborted = () => end(false);
       const t = setTimeout(done, Math.max(0, ms));
+      signal?.addEventListener('abort', aborted, { once: true });
       this.wake = done;
     });
   }
@@ -51,10 +63,37 @@ export class Waker {
     this.recheck = setTimeout(() => this.poke(), 300);
   }
 
+  /** Containers the engine said died, by attempt, until a snapshot shows it (see lookAgain). */
+  private readonly exits = new Map<string, { id: string; looks: number }>();
+  private readonly looks = new Set<NodeJS.Timeout>();
+
+  /**
+   * After a pass: an exit the engine reported that the snapshot still shows running (dockerd's
+   * lists lag its events, by seconds on a loaded machine) gets another look, after 50 ms doubling
+   * to 2 s, up to 9 times (~8 s), as the controller's batches do; without it the exit waited for
+   * whatever event came next. Exits the snapshot shows are forgotten.
+   */
+  lookAgain(snapshot: Snapshot): void {
+    let again = 0;
+    for (const [attempt, e] of [...this.exits]) {
+      const c = snapshot.attempts.get(attempt)?.containers.find((x) => x.id === e.id);
+      if (!c || !RUNNING_STATES.has(c.state) || e.looks >= 9) this.exits.delete(attempt);
+      else again = Math.max(again, 50 * 2 ** e.looks++);
+    }
+    if (again === 0) return;
+    const t = setTimeout(() => {
+      this.looks.delete(t);
+      this.poke();
+    }, Math.min(2000, again));
+    this.looks.add(t);
+  }
+
   /** Follows the engine's events for this instance; a reconnect pokes too (relist on the next pass). */
   followEngine(engine: Engine, instance: string, log: Logger): void {
     this.source = new EngineSource(engine, instance, log, {
       onEvent: (ev) => {
+        const attempt = ev.attributes[LABELS.attempt];
+        if (ev.type === 'container' && ev.action === 'die' && attempt) this.exits.set(attempt, { id: ev.id, looks: 0 });
         if (ev.type === 'container' || ev.type === 'network' || ev.type === 'volume') this.engineChanged();
       },
       onReconnect: () => this.poke(),
@@ -63,6 +102,7 @@ export class Waker {
   }
 
   close(): void {
+    for (const t of this.looks) clearTimeout(t);
     clearTimeout(this.settle);
     clearTimeout(this.recheck);
     this.source?.close();

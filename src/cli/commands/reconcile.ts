@@ -11,7 +11,7 @@
  * POSTed to `--notify-url`, whose tries are waited for before the exit), as in the controller.
  */
 import { EXIT, FINISHED_PHASES, REASONS, type Phase } from '../../constants';
-import { reconcilePass, type PassConfig, type PassResult } from '../../controller/pass';
+import { exitPass, leftAlone, reconcilePass, type PassConfig, type PassResult } from '../../controller/pass';
 import { activity } from '../../controller/activity';
 import { Waker } from '../../controller/waker';
 import { describeEngineError, isEngineDown, pingFailure } from '../../engine/errors';
@@ -143,8 +143,14 @@ async function passes(ctx: Context, o: ReconcileOptions, cfg: PassConfig, engine
       const log = ctx.log.child({ pass });
       let res: PassResult;
       ctx.calls.reset();
+      let sideWork = 0;
+      const alongside = waker
+        ? async (planned: Omit<PassResult, 'results'>, over: Promise<unknown>, ended: ReadonlySet<string>) => {
+            sideWork = await exitsAlongside({ ...cfg, log }, engine, store, waker!, planned, over, ended, (m) => diag(ctx, 'error', m));
+          }
+        : undefined;
       try {
-        res = await reconcilePass({ ...cfg, log }, engine, store);
+        res = await reconcilePass({ ...cfg, log }, engine, store, alongside);
       } catch (err) {
         if (isEngineDown(err)) {
           live.end();
@@ -153,6 +159,7 @@ async function passes(ctx: Context, o: ReconcileOptions, cfg: PassConfig, engine
         }
         throw err;
       }
+      waker?.lookAgain(res.snapshot);
       if (pass === 1) reportLoadErrors(ctx, res.load);
       if (pass === 1 && git && res.load.revision !== undefined) await git.applied(res.load.revision, res.load.errors);
       if (pass === 1 && res.plan.emptySource === 'held') {
@@ -196,7 +203,7 @@ async function passes(ctx: Context, o: ReconcileOptions, cfg: PassConfig, engine
       }
       // Wait for the engine to tell us something changed, or for the nearest requeue time.
       const requeue = res.plan.actions.map((a) => a.requeueAfterMs).filter((x): x is number => x !== undefined);
-      const changed = changeCount(res.plan) > 0;
+      const changed = changeCount(res.plan) > 0 || sideWork > 0;
       await waker!.wait(changed ? 0 : Math.min(2_000, ...requeue.map((x) => x + 50)));
     }
   } finally {
@@ -210,4 +217,49 @@ async function passes(ctx: Context, o: ReconcileOptions, cfg: PassConfig, engine
   if (o.wait && rows.some((r) => r.phase === 'Failed' || r.phase === 'TimedOut')) return EXIT.attemptsFailed;
   if (opFailures > 0 || (o.wait && rows.some((r) => r.phase === 'Blocked' || r.reason === REASONS.harvestFailed))) return EXIT.failed;
   return EXIT.ok;
+}
+
+/**
+ * `--wait`: while a pass's actions are under way (its starts, copies, harvests), an engine
+ * event wakes a side pass over the attempts the pass left alone (exitPass): an exit is
+ * harvested and recorded at once instead of after the pass's last start (issue 18: a `die`
+ * took up to seconds to show in the status). Returns how many actions the side passes
+ * carried out. An error ends the side passes; the next pass sees whatever is left.
+ */
+async function exitsAlongside(
+  cfg: PassConfig,
+  engine: Engine,
+  store: StatusStore,
+  waker: Waker,
+  planned: Omit<PassResult, 'results'>,
+  over: Promise<unknown>,
+  ended: ReadonlySet<string>,
+  report: (m: string) => void,
+): Promise<number> {
+  const stop = new AbortController();
+  void over.then(
+    () => stop.abort(),
+    () => stop.abort(),
+  );
+  let work = 0;
+  for (;;) {
+    await waker.wait(60_000, stop.signal);
+    if (stop.signal.aborted) break;
+    const only = leftAlone(planned, ended);
+    try {
+      const side = await exitPass(cfg, engine, store, only);
+      if (side.snapshot) waker.lookAgain(side.snapshot);
+      work += side.actions.length;
+      for (const r of side.results) {
+        const a = side.actions.find((x) => x.attempt === r.attempt);
+        if (!r.ok) report(`${r.attempt}: ${r.error ?? 'failed'}`);
+        const did = a && activity(a, r.ran, await store.get(r.attempt));
+        if (did) cfg.log.info(did);
+      }
+    } catch (err) {
+      cfg.log.debug(`side pass: ${String(err)}; the next pass looks again`);
+      break;
+    }
+  }
+  return work;
 }
