@@ -39,9 +39,6 @@ export interface ActionResult {
   error?: string;
 }
 
-/** Follow-ups of follow-ups an action may take before its outcome counts as a failure (a name fought over). */
-const MAX_FOLLOW_UPS = 4;
-
 function assertNever(x: never): never {
   throw new Error(`unknown operation ${JSON.stringify(x)}`);
 }
@@ -88,14 +85,13 @@ export class Executor {
     for (let i = 0; i < ops.length; i++) {
       const op = ops[i] as Operation;
       log.debug(`${op.type} ${op.resource}`, { cause: op.cause });
-      let out = await this.op(a, op).catch((err: unknown) => outcomeOf(err));
+      const out = await this.op(a, op).catch((err: unknown) => outcomeOf(err));
       if (out.type === 'done') {
         if (planned) done++;
         ran.push(op);
         continue;
       }
-      if (++rounds > MAX_FOLLOW_UPS) out = { type: 'failed', message: `${out.type} again after ${MAX_FOLLOW_UPS} follow-ups` };
-      const next = followUp(a, op, out, ops.slice(i + 1), this.x.now());
+      const next = followUp(a, op, out, ops.slice(i + 1), this.x.now(), rounds++);
       if (next.ok) log.info(`${op.type} ${op.resource}: ${out.type}; ${next.ops.length ? next.ops.map((o) => o.type).join(', ') : 'nothing'} follows`);
       else log.error(`${op.type} ${op.resource} failed: ${next.error ?? out.type}`);
       result = { ok: result.ok && next.ok, ...(result.error ?? next.error ? { error: result.error ?? next.error } : {}), outcome: result.outcome ?? out.type };

@@ -14,6 +14,7 @@ import { Transform, type TransformCallback } from 'node:stream';
 import { DEFAULTS } from '../constants';
 import { isNotFound } from '../engine/errors';
 import type { Engine } from '../engine/types';
+import type { SidecarRef } from '../plan/types';
 import { writeFileAtomic, writeFileAtomicWith } from '../status/atomic-file';
 import type { AttemptStatus } from '../status/types';
 import { writeCappedLog } from './capped-log';
@@ -29,11 +30,8 @@ export interface HarvestLimits {
 
 export const DEFAULT_LIMITS: HarvestLimits = { logMaxBytes: DEFAULTS.logMaxBytes, hash: DEFAULT_BUDGET };
 
-export interface SidecarLogs {
-  alias: string;
-  role: 'egress-proxy' | 'sidecar';
-  id: string;
-}
+/** A sidecar whose log the harvest collects (the plan's SidecarRef). */
+export type SidecarLogs = SidecarRef;
 
 /** Only the proxy's JSON decision lines pass, without anything else it may have printed. */
 class DecisionLines extends Transform {

@@ -118,11 +118,16 @@ function failed(a: AttemptAction, op: Operation, message: string, status: number
   return { ok: false, error, ops: [record(a, 'create failed', { phase: 'Pending', reason: REASONS.createFailed, message, ...refused })] };
 }
 
+/** Follow-ups of follow-ups an action may take before an outcome counts as a failure (a name fought over). */
+export const MAX_FOLLOW_UPS = 4;
+
 /**
  * The operations that follow `op`'s outcome `out` in action `a`, in place of `rest` (the
- * action's operations after `op`), at time `now`.
+ * action's operations after `op`), at time `now`; `round`: how many outcomes of this action
+ * came before (0 for the first).
  */
-export function followUp(a: AttemptAction, op: Operation, out: NotDone, rest: Operation[], now: number): FollowUp {
+export function followUp(a: AttemptAction, op: Operation, out: NotDone, rest: Operation[], now: number, round = 0): FollowUp {
+  if (round >= MAX_FOLLOW_UPS) return failed(a, op, `${out.type} again after ${MAX_FOLLOW_UPS} follow-ups`, undefined, undefined, now);
   switch (out.type) {
     case 'conflict':
       return conflict(a, op, out, rest);

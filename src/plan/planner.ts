@@ -3,11 +3,9 @@
  * the same plan, in a fixed order (attempts by name; an AttemptSet's children at the set's name, by
  * their coordinates). Every operation records its cause.
  */
-import { COMPONENTS, DEFAULTS, FINISHED_PHASES, LABELS, LEGACY_NAMING, REASONS, type Naming } from '../constants';
-import { desiredAttempt } from '../desired/attempt';
-import { LazyDesired } from '../desired/lazy';
+import { COMPONENTS, DEFAULTS, FINISHED_PHASES, LABELS, LEGACY_NAMING, REASONS } from '../constants';
 import type { DesiredAttempt } from '../desired/types';
-import type { ContainerSummary, NetworkSummary } from '../engine/types';
+import type { ContainerSummary } from '../engine/types';
 import type { ObservedAttempt } from '../observe/types';
 import { SKIP_REASONS } from '../sets/outcome';
 import { formatIssue } from '../spec/issue';
@@ -16,12 +14,13 @@ import type { AttemptStatus, SpecIssue } from '../status/types';
 import { attestListed, failedCause, mainWant, sidecarWant } from '../attest/checks';
 import { isInfraFailure } from './exit-outcome';
 import { retryBackoffMs, type PlanInput } from './input';
-import { runResultsDir } from './results';
+import { desiredFor } from './desired-for';
+import { cmp, dropRenamed, duplicateNetworks, harvestList, hasAny, isMain, provisionOps, removeOps, RUNNING_STATES, scrubOps, secretHolders, stopSidecars } from './ops';
 import { admissionOrder, setStates, type SetState } from './set-admission';
 import type { AttemptAction, Operation, Outcome, Plan } from './types';
 
 const EMPTY: ObservedAttempt = { name: '', containers: [], networks: [], volumes: [] };
-export const RUNNING_STATES: ReadonlySet<string> = new Set(['running', 'paused', 'restarting']);
+export { RUNNING_STATES } from './ops';
 /** How long a Blocked attempt waits before berth tries it again. */
 export const BLOCKED_RETRY_MS = 15_000;
 /** How long an attempt whose create failed (the engine refused) waits before berth tries again. */
@@ -30,111 +29,6 @@ export const CREATE_RETRY_MS = 5_000;
 export const HARVEST_RETRY_MS = 5_000;
 /** Failure reasons a spec's `retries` re-run (also read by `berth wait`, which waits through a pending retry). */
 export const RETRYABLE_REASONS = new Set<string>([REASONS.error, REASONS.oomKilled, REASONS.lost]);
-
-function cmp(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
-
-function isMain(c: ContainerSummary): boolean {
-  return c.labels[LABELS.component] === COMPONENTS.main;
-}
-
-/**
- * The containers of a run that were given secret values (files in their writable layer, and the
- * environment in their config for secrets opted into `env`): removed as soon as the run is
- * harvested, whatever the TTL, so no secret value stays in the engine's storage on the host's disk.
- */
-function secretHolders(d: DesiredAttempt, obs: ContainerSummary[]): ContainerSummary[] {
-  return obs.filter((c) => (isMain(c) ? d.mainSecrets.length > 0 : d.sidecars.some((sc) => sc.name === c.name && sc.secrets.length > 0)));
-}
-
-/** Removal of the secret holders among `obs`, after a finish (see secretHolders). */
-function scrubOps(d: DesiredAttempt, obs: ContainerSummary[]): Operation[] {
-  return removeOps({ containers: secretHolders(d, obs), networks: [], volumes: [] }, 'the run is harvested; its secrets leave the engine');
-}
-
-/** Remove operations for the given resources: containers first, then networks, then volumes. */
-function removeOps(obs: Pick<ObservedAttempt, 'containers' | 'networks' | 'volumes'>, cause: string): Operation[] {
-  return [
-    ...obs.containers.map((c): Operation => ({ type: 'remove-container', resource: `container:${c.name}`, id: c.id, cause })),
-    ...obs.networks.map((n): Operation => ({ type: 'remove-network', resource: `network:${n.name}`, id: n.id, cause })),
-    ...obs.volumes.map((v): Operation => ({ type: 'remove-volume', resource: `volume:${v.name}`, id: v.name, cause })),
-  ];
-}
-
-function hasAny(obs: Pick<ObservedAttempt, 'containers' | 'networks' | 'volumes'>): boolean {
-  return obs.containers.length + obs.networks.length + obs.volumes.length > 0;
-}
-
-/**
- * Networks and volumes of the spec under names the run `d` does not use (an older naming's):
- * removal operations for them, and `have` without them.
- */
-function dropRenamed(d: DesiredAttempt, have: ObservedAttempt): Operation[] {
-  if (have.networks.length === 0 && have.volumes.length === 0) return [];
-  const netNames = new Set([d.network?.name, d.egressNetwork?.name]);
-  const volNames = new Set(d.volumes.map((v) => v.name));
-  const renamed = { containers: [], networks: have.networks.filter((n) => !netNames.has(n.name)), volumes: have.volumes.filter((v) => !volNames.has(v.name)) };
-  have.networks = have.networks.filter((n) => netNames.has(n.name));
-  have.volumes = have.volumes.filter((v) => volNames.has(v.name));
-  return removeOps(renamed, 'named under an older naming');
-}
-
-/**
- * Networks that repeat another's name (the engine's duplicate check is not atomic: two writers
- * racing can each make one, and every later use of the name is then refused as ambiguous). Of
- * each name one is kept: the one the attempt's containers are attached to, else the oldest, then
- * the lowest id; the rest are returned to be removed. Volumes need no such rule: the engine keeps
- * one volume per name.
- */
-function duplicateNetworks(networks: NetworkSummary[], containers: ContainerSummary[]): NetworkSummary[] {
-  const attached = new Set(containers.flatMap((c) => c.networkIds ?? []));
-  const created = (n: NetworkSummary) => {
-    const t = Date.parse(n.created ?? '');
-    return Number.isNaN(t) ? Infinity : t;
-  };
-  const rank = (a: NetworkSummary, b: NetworkSummary) =>
-    Number(attached.has(b.id)) - Number(attached.has(a.id)) || created(a) - created(b) || cmp(a.id, b.id);
-  const seen = new Set<string>();
-  return [...networks]
-    .sort((a, b) => cmp(a.name, b.name) || rank(a, b))
-    .filter((n) => seen.has(n.name) || (seen.add(n.name), false));
-}
-
-/** Operations that bring a run up from whatever of it already exists: networks, volumes, sidecars (proxy first), main. */
-function provisionOps(d: DesiredAttempt, have: ObservedAttempt): Operation[] {
-  const ops: Operation[] = [];
-  for (const v of d.volumes) {
-    if (!have.volumes.some((x) => x.name === v.name)) ops.push({ type: 'create-volume', resource: `volume:${v.name}`, volume: v, cause: 'not found' });
-  }
-  for (const n of [d.network, d.egressNetwork]) {
-    if (n && !have.networks.some((x) => x.name === n.name)) ops.push({ type: 'create-network', resource: `network:${n.name}`, network: n, cause: 'not found' });
-  }
-  for (const [i, sc] of d.sidecars.entries()) {
-    const o = have.containers.find((c) => c.name === sc.name);
-    if (o && RUNNING_STATES.has(o.state)) continue;
-    if (o) ops.push({ type: 'remove-container', resource: `container:${o.name}`, id: o.id, cause: `${sc.alias} ${o.state} before the attempt started` });
-    ops.push({ type: 'create-sidecar', resource: `container:${sc.name}`, desired: d, index: i, cause: o ? 'not running' : 'not found' });
-  }
-  ops.push({ type: 'create-container', resource: `container:${d.container.name}`, desired: d, cause: 'not found' });
-  ops.push({ type: 'start', resource: `container:${d.container.name}`, desired: d, cause: 'created' });
-  return ops;
-}
-
-/** The attempt's sidecars as the finish operation harvests them. */
-function harvestList(d: DesiredAttempt, obs: ContainerSummary[]): { alias: string; role: 'egress-proxy' | 'sidecar'; id: string }[] {
-  return d.sidecars.flatMap((sc) => {
-    const o = obs.find((c) => c.name === sc.name);
-    return o ? [{ alias: sc.alias, role: sc.role, id: o.id }] : [];
-  });
-}
-
-/** Stop operations for the running sidecars (after the main container, before the harvest). */
-function stopSidecars(obs: ContainerSummary[], cause: string): Operation[] {
-  return obs
-    .filter((c) => !isMain(c) && RUNNING_STATES.has(c.state))
-    .map((c): Operation => ({ type: 'stop', resource: `container:${c.name}`, id: c.id, graceSeconds: 5, cause }));
-}
 
 /**
  * A run that ended (its outcome is recorded as `ended`) and whose harvest is not done: it failed,
@@ -178,40 +72,6 @@ interface Ctx {
   slots: number;
   /** AttemptSets: their children running and whether they admit more (set-admission.ts). */
   sets: Map<string, SetState>;
-}
-
-/**
- * desiredAttempt() is pure and the loader hands out the same LoadedSpec for an unchanged file:
- * its desired state is kept with it, so a pass over a thousand unchanged attempts does not
- * build a thousand again. Desired states are never mutated.
- */
-const desiredMemo = new WeakMap<LoadedSpec, Map<string, DesiredAttempt>>();
-
-function desiredFor(inp: PlanInput, loaded: LoadedSpec, run: number, legacy = false): DesiredAttempt {
-  const key = [inp.instance, inp.egress?.proxyImage ?? '', inp.egress?.network ?? '', inp.resultsRoot, run, legacy ? 'legacy' : ''].join('\0');
-  let byKey = desiredMemo.get(loaded);
-  const hit = byKey?.get(key);
-  if (hit) return hit;
-  // Built on first use: most attempts of a big pass (finished, waiting) need only name, hash and run.
-  const d = new LazyDesired(loaded.spec.name, loaded.hash, run, loaded, () => buildDesired(inp, loaded, run, legacy ? LEGACY_NAMING : undefined));
-  if (!byKey) desiredMemo.set(loaded, (byKey = new Map()));
-  if (byKey.size >= 8) byKey.delete(byKey.keys().next().value as string);
-  byKey.set(key, d);
-  return d;
-}
-
-function buildDesired(inp: PlanInput, loaded: LoadedSpec, run: number, naming?: Naming): DesiredAttempt {
-  return desiredAttempt(
-    {
-      instance: inp.instance,
-      ...(naming ? { naming } : {}),
-      ...(inp.egress?.proxyImage ? { egressProxyImage: inp.egress.proxyImage } : {}),
-      ...(inp.egress?.network ? { egressNetwork: inp.egress.network } : {}),
-    },
-    loaded,
-    run,
-    runResultsDir(inp.resultsRoot, loaded.spec.results, run),
-  );
 }
 
 /**

@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { REASONS } from '../../../src/constants';
 import { desiredAttempt } from '../../../src/desired/attempt';
-import { followUp } from '../../../src/plan/follow-up';
+import { followUp, MAX_FOLLOW_UPS } from '../../../src/plan/follow-up';
 import { renderPlan } from '../../../src/plan/render';
 import type { AttemptAction, OpOutcome, Operation } from '../../../src/plan/types';
 import { spec, status, T0 } from '../../support/builders';
@@ -110,6 +110,14 @@ describe('follow-up: what an outcome means', function () {
       [false, 'Blocked', REASONS.unsafePath],
       [true, 'Blocked', 'NoNodeEnforces'],
     ]);
+  });
+
+  it('an outcome met again after MAX_FOLLOW_UPS follow-ups counts as a failure (a name fought over)', function () {
+    const out = { type: 'conflict' as const, kind: 'container' as const, name: 'n', id: 'c-old', owner: { owned: true as const, attempt: 'a' } };
+    expect(followUp(action([sidecar]), sidecar, out, [], T0, MAX_FOLLOW_UPS - 1).ok).to.equal(true);
+    const f = followUp(action([sidecar]), sidecar, out, [], T0, MAX_FOLLOW_UPS);
+    expect(f.ok).to.equal(false);
+    expect((f.ops[0] as { patch: { reason: string } }).patch.reason).to.equal(REASONS.createFailed);
   });
 
   it('a failed attestation: the container and its sidecars stopped, the run ends AttestationFailed', function () {
