@@ -2,13 +2,17 @@
  * Which revision folders a git source keeps (real git over file://, no engine): the one in force
  * and the one before it; one an action under way holds, until its hold ends, also after later
  * switches; nothing else. A restart (after a berth killed between a switch and its cleanup)
- * keeps only the revision in force, whole.
+ * keeps only the revision in force, whole. A fetch that fails is tried again after a back-off
+ * (doubling, capped at the interval) that the poller keeps to.
  */
 import { expect } from 'chai';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { GitPoller } from '../../src/git/poller';
 import { GitSource } from '../../src/git/source';
+import { readSourceStatus } from '../../src/git/status';
+import { FakeClock } from '../../src/util/clock';
 import { parseGitUrl, type GitUrl } from '../../src/git/url';
 import { silentLogger } from '../../src/util/log';
 import { TestRepo } from '../support/git-repo';
@@ -116,5 +120,50 @@ describe('git source: revision folders kept and removed', function () {
     expect((await m.current())?.revision).to.equal(c7);
     expect((await fs.readdir(path.join(m.root, `rev-${c7}`))).sort()).to.deep.equal(['a.yaml', 'b.yaml', 'c.yaml', 'd.yaml', 'e.yaml', 'f.yaml', 'g.yaml']);
     expect(await revs(src)).to.not.include(c4);
+  });
+
+  it('a fetch that fails is tried again after a back-off that doubles up to the interval; a success ends it', async function () {
+    const clock = new FakeClock(Date.parse('2030-01-01T00:00:00Z'));
+    const src = new GitSource({ url, path: 'specs', stateDir: state, instance: 'backoff', intervalMs: 7_000, log: silentLogger(), now: () => clock.now() });
+    await src.prepare();
+    let fetches = 0;
+    const sync = src.sync.bind(src);
+    src.sync = () => {
+      fetches++;
+      return sync();
+    };
+    const away = `${repo.bare}.away`;
+    await fs.rename(repo.bare, away);
+    const poller = new GitPoller(src, clock, () => undefined);
+    const failures = async () => (await readSourceStatus(state, 'backoff'))?.lastError?.failures ?? 0;
+    try {
+      poller.start();
+      // the poller's next try is scheduled once the failure is recorded
+      const scheduled = (what: string, n: number) => waitFor(what, async () => (await failures()) === n && clock.nextTimerAt() !== undefined, { dirs: [src.mirror.root] });
+      await scheduled('the first failure', 1);
+      // the waits after 1, 2, 3 failures: 2 s, 4 s, then the interval (7 s) caps 8 s
+      for (const [n, wait] of [
+        [1, 2_000],
+        [2, 4_000],
+        [3, 7_000],
+      ] as const) {
+        const st = await readSourceStatus(state, 'backoff');
+        expect(st?.stale).to.equal(true);
+        expect(Date.parse(st?.lastError?.nextRetryAt as string) - clock.now(), `after ${n}`).to.equal(wait);
+        expect((clock.nextTimerAt() as number) - clock.now(), `the poller's timer after ${n}`).to.equal(wait);
+        await clock.advanceAsync(wait - 1);
+        expect(fetches, `no try before the back-off after ${n}`).to.equal(n);
+        if (n === 3) await fs.rename(away, repo.bare);
+        await clock.advanceAsync(1);
+        expect(fetches, `a try once the back-off after ${n} ended`).to.equal(n + 1);
+        if (n < 3) await scheduled(`failure ${n + 1}`, n + 1);
+      }
+      await waitFor('recovered', async () => (await readSourceStatus(state, 'backoff'))?.stale === false, { dirs: [src.mirror.root] });
+      expect(src.nextDelayMs()).to.equal(7_000);
+      expect((await readSourceStatus(state, 'backoff'))?.lastError).to.equal(undefined);
+    } finally {
+      await poller.stop();
+      await fs.rename(away, repo.bare).catch(() => undefined);
+    }
   });
 });
