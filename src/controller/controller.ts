@@ -244,7 +244,7 @@ export class Controller {
         if (a.kind === 'wait' && a.ops.every((o) => o.type === 'record')) this.waitingForSlot.add(a.attempt);
         else this.waitingForSlot.delete(a.attempt);
         handled.add(a.attempt);
-        this.dispatch(a, keys.has(a.attempt), log);
+        this.dispatch(a, keys.has(a.attempt), log, load.revision);
       }
       for (const k of keys) this.lookAgainIfLagging(k, snapshot, log);
       for (const k of keys) if (!handled.has(k)) this.finish(k, true, byName.has(k) ? { type: 'in-flight' } : { type: 'done' });
@@ -303,12 +303,17 @@ export class Controller {
     return snapshot;
   }
 
-  /** Runs one attempt's action in the background, bounded by --workers. */
-  private dispatch(a: AttemptAction, queued: boolean, log: Logger): void {
+  /**
+   * Runs one attempt's action in the background, bounded by --workers. With a git source, the
+   * revision it was planned from is held until it ends: its fixtures stay readable while it
+   * waits for a worker, also if later revisions are switched to meanwhile.
+   */
+  private dispatch(a: AttemptAction, queued: boolean, log: Logger, revision?: string): void {
     if (a.ops.length === 0) {
       this.finish(a.attempt, queued, outcome(a, undefined));
       return;
     }
+    const release = revision !== undefined ? this.o.git?.hold(revision) : undefined;
     const admits = ADMITTING.has(a.kind);
     if (admits) this.reserved++;
     const set = admits ? a.set : undefined;
@@ -364,6 +369,7 @@ export class Controller {
         for (const w of this.waitingForSlot) this.queue.add(w);
       });
     this.inflight.set(a.attempt, work);
+    if (release) void work.then(release, release);
   }
 
   private async settleAfterWork(a: AttemptAction, res: ActionResult, queued: boolean): Promise<void> {

@@ -3,6 +3,12 @@
  * write out the revision's specs folder, switch `current` to it, and keep what happened in
  * `source.json`. A fetch that fails leaves the last good revision in force, marked stale; the
  * next try comes after a back-off (doubling from DEFAULTS.gitRetryBaseMs up to the interval).
+ *
+ * Revision folders kept: the one in force, the one before it (a load or a batch planned from it
+ * may still read it), one being switched to, and those held by actions under way (hold());
+ * every other is removed at a switch, when a hold ends, and at start (nothing is under way then).
+ * A switch writes the new folder out whole before `current` is renamed to it, and removes the
+ * old only after: a kill at any step leaves `current` on a whole revision.
  */
 import path from 'node:path';
 import { DEFAULTS } from '../constants';
@@ -42,6 +48,12 @@ export class GitSource {
   readonly mirror: GitMirror;
   private status: SourceStatus | undefined;
   private inForce: Revision | undefined;
+  /** The revision in force before the last switch. */
+  private previous: string | undefined;
+  /** A revision fetched and being written out, not switched to yet. */
+  private switching: string | undefined;
+  /** Revisions actions under way were planned from, and how many hold each. */
+  private readonly holds = new Map<string, number>();
   private failures = 0;
   private readonly now: () => number;
 
@@ -75,6 +87,8 @@ export class GitSource {
       await this.mirror.prune([]);
     }
     if (this.inForce) this.status.revision = this.inForce.revision;
+    // What a berth killed between a switch and its cleanup left behind.
+    await this.mirror.prune(this.kept());
     await this.save();
     return this.inForce;
   }
@@ -99,10 +113,12 @@ export class GitSource {
     let rev: Revision;
     try {
       const sha = await this.mirror.fetch(this.cfg.url.url, this.cfg.ref);
+      this.switching = sha;
       if (this.cfg.allowedSigners !== undefined) await this.mirror.verify(sha, this.cfg.allowedSigners);
       const dir = await this.mirror.materialize(sha, this.cfg.path);
       rev = { revision: sha, dir };
     } catch (err) {
+      this.switching = undefined;
       this.failures++;
       const message = err instanceof GitError ? err.message : `git source: ${String(err)}`;
       const wait = this.nextDelayMs();
@@ -115,11 +131,16 @@ export class GitSource {
     }
     const before = this.inForce?.revision;
     const changed = before !== rev.revision;
+    if (!changed) this.switching = undefined;
     if (changed) {
-      await this.mirror.switchTo(rev.revision);
+      try {
+        await this.mirror.switchTo(rev.revision);
+      } finally {
+        this.switching = undefined;
+      }
       this.inForce = rev;
-      // The revision before stays a while: actions of a batch planned from it may still read its fixtures.
-      await this.mirror.prune(before ? [rev.revision, before] : [rev.revision]);
+      this.previous = before;
+      await this.mirror.prune(this.kept());
       this.cfg.log.info(`${this.cfg.url.display}: revision ${short(rev.revision)} in force${before ? ` (was ${short(before)})` : ''}`);
       st.revision = rev.revision;
       delete st.appliedAt;
@@ -145,6 +166,34 @@ export class GitSource {
     st.specErrors = specErrors;
     st.updatedAt = this.iso();
     await this.save();
+  }
+
+  /**
+   * Keeps `revision`'s folder until the function returned is called (an action planned from it
+   * may read its fixtures while later revisions are switched to); then it goes, unless still kept.
+   */
+  hold(revision: string): () => void {
+    this.holds.set(revision, (this.holds.get(revision) ?? 0) + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = (this.holds.get(revision) ?? 1) - 1;
+      if (left > 0) {
+        this.holds.set(revision, left);
+        return;
+      }
+      this.holds.delete(revision);
+      if (this.kept().includes(revision)) return;
+      void this.mirror.prune(this.kept()).catch((err: unknown) => this.cfg.log.warn(`git source: removing revision ${short(revision)}: ${String(err)}`));
+    };
+  }
+
+  /** The revisions whose folders stay. */
+  kept(): string[] {
+    const keep = new Set<string>(this.holds.keys());
+    for (const r of [this.inForce?.revision, this.previous, this.switching]) if (r !== undefined) keep.add(r);
+    return [...keep];
   }
 
   /** When to fetch next: the interval, or a back-off after failures (doubling, capped at the interval). */

@@ -1,9 +1,10 @@
 /**
  * berth SIGKILLed while it switches revisions comes back on one whole revision: a child process
- * switches between two commits (each 400 files, every one marked with its commit's letter) as
- * GitSource.sync() does, and is killed at varied moments; after each kill `current` names a
- * revision whose folder is exactly one commit's tree, and the next start removes what the
- * killed one left half-written.
+ * runs berth's GitSource.sync() over a ref moved to a new commit each time, whose tree is one of
+ * two (each 400 files, every one marked with its tree's letter), and is killed at varied
+ * moments; after each kill `current` names a revision whose folder is exactly one tree, whole,
+ * and the next start removes what the killed one left half-written and every revision but the
+ * one in force.
  */
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
@@ -11,6 +12,9 @@ import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { GitMirror } from '../../src/git/mirror';
+import { GitSource } from '../../src/git/source';
+import { parseGitUrl } from '../../src/git/url';
+import { silentLogger } from '../../src/util/log';
 import { git, TestRepo } from '../support/git-repo';
 
 const FILES = 400;
@@ -27,28 +31,26 @@ async function branch(repo: TestRepo, name: string, letter: string): Promise<str
 describe('git source: a kill while switching revisions', function () {
   this.timeout(120_000);
   let repo: TestRepo;
+  let state: string;
   let root: string;
   before(async function () {
     repo = await TestRepo.create('kill');
-    root = await fs.mkdtemp(path.join(os.tmpdir(), 'berth-git-kill-'));
+    state = await fs.mkdtemp(path.join(os.tmpdir(), 'berth-git-kill-'));
+    root = path.join(state, 'git', 'k');
   });
   after(async function () {
     await repo.remove();
-    await fs.rm(root, { recursive: true, force: true });
+    await fs.rm(state, { recursive: true, force: true });
   });
 
   it('leaves `current` on one whole revision at every moment, and a restart cleans up', async function () {
-    const a = await branch(repo, 'a', 'A');
-    const b = await branch(repo, 'b', 'B');
-    const letterOf = new Map([
-      [a, 'A'],
-      [b, 'B'],
-    ]);
-    const delays = [0, 30, 80, 150, 250, 400, 600, 900];
+    await branch(repo, 'a', 'A');
+    await branch(repo, 'b', 'B');
+    const delays = [0, 20, 45, 70, 100, 140, 190, 250, 400, 600];
     let sawLeftover = false;
     for (const delay of delays) {
       // Its own process group: the kill takes berth and the git it runs, as a service manager's does.
-      const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '../support/git-switcher.ts'), root, repo.fileUrl], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+      const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '../support/git-switcher.ts'), state, 'k', repo.bare], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
       let err = '';
       child.stderr.on('data', (d: Buffer) => (err += d.toString()));
       // Let it switch at least once, then kill it a varied time after a switch.
@@ -66,14 +68,18 @@ describe('git source: a kill while switching revisions', function () {
       const m = new GitMirror(root, { home: path.join(root, 'home') });
       const cur = await m.current();
       expect(cur, `after a kill ${delay} ms after a switch`).to.not.equal(undefined);
-      const letter = letterOf.get(cur!.revision);
-      expect(letter, 'current names one of the two commits').to.be.a('string');
+      // the tree of a or of b, whole: every file there, all with one letter
       const files = await fs.readdir(cur!.dir);
       expect(files.length).to.equal(FILES);
+      const letter = (await fs.readFile(path.join(cur!.dir, files[0] as string), 'utf8')).slice(0, 1);
+      expect(['A', 'B']).to.include(letter);
       for (const f of files) expect(await fs.readFile(path.join(cur!.dir, f), 'utf8')).to.equal(`${letter}\n`.repeat(50));
-      // a restart removes what the killed berth left half-written
-      await m.init();
-      expect((await fs.readdir(root)).filter((n) => n.startsWith('.tmp-'))).to.deep.equal([]);
+      // a restart removes what the killed berth left half-written, and every revision but the one in force
+      const url = parseGitUrl(repo.fileUrl);
+      if (!url.ok) throw new Error(url.message);
+      const restarted = new GitSource({ url: url.value, ref: 'live', path: 'specs', stateDir: state, instance: 'k', intervalMs: 60_000, log: silentLogger() });
+      expect((await restarted.prepare())?.revision).to.equal(cur!.revision);
+      expect((await fs.readdir(root)).filter((n) => n.startsWith('.tmp-') || n.startsWith('rev-'))).to.deep.equal([`rev-${cur!.revision}`]);
     }
     // The kills did land mid-switch at least once (else this test proves little).
     expect(sawLeftover, 'some kill left a half-written revision behind').to.equal(true);

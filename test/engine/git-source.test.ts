@@ -2,8 +2,9 @@
  * Specs from git, for real: a bare repository over file:// and git daemon over git:// on
  * 127.0.0.1, berth's CLI in-process against the real engine. Commits add, edit and delete specs,
  * an empty commit changes nothing, a force-push goes back, an invalid spec leaves the rest of its
- * revision applied, a revision with no attempts prunes nothing without --allow-empty, a fetch that
- * fails keeps the last good revision (stale) and --once exits 1.
+ * revision applied, a revision with no attempts prunes nothing without --allow-empty, sets are
+ * added, grown and deleted by commits, a fetch that fails keeps the last good revision (stale)
+ * and --once exits 1, and each revision's outcome is written and POSTed once it has finished.
  */
 import { expect } from 'chai';
 import { createHmac } from 'node:crypto';
@@ -117,6 +118,37 @@ describe('specs from git (real git, real engine)', function () {
     r = await once('--allow-empty');
     expect(r.code, r.stderr).to.equal(0);
     expect(await sb.status('a')).to.equal(undefined);
+  });
+
+  it('AttemptSets from git: a commit adds a set, one grows it (only the new children, from the new revision), one deletes it; summary carries each child\'s revision', async function () {
+    const SET = (seeds: number) =>
+      `apiVersion: berth.dev/v1\nkind: AttemptSet\nmetadata:\n  name: evals\nspec:\n  matrix:\n    model: [m1, m2]\n    seed: {range: [0, ${seeds}]}\n  template:\n    image: berth/busybox:local\n    command: [sh, -c, 'echo 1 > /results/score.json']\n  score: {file: score.json, pass: 1}\n`;
+    const c1 = await repo.commit('a set', { 'specs/evals.yaml': SET(1), 'specs/a.yaml': spec('a', 'true') });
+    let r = await once('--wait', '--timeout', '60');
+    expect(r.code, r.stderr).to.equal(0);
+    const kids1 = ['evals-m1-0', 'evals-m2-0'];
+    for (const k of kids1) expect((await sb.status(k))?.revision, k).to.equal(c1);
+    const ids = await Promise.all(kids1.map(container));
+
+    const c2 = await repo.commit('a second seed', { 'specs/evals.yaml': SET(2) });
+    r = await once('--wait', '--timeout', '60');
+    expect(r.code, r.stderr).to.equal(0);
+    expect(await Promise.all(kids1.map(container)), 'the first children are left alone').to.deep.equal(ids);
+    for (const k of kids1) expect((await sb.status(k))?.revision, k).to.equal(c1);
+    for (const k of ['evals-m1-1', 'evals-m2-1']) expect((await sb.status(k))?.revision, k).to.equal(c2);
+    // summary without --specs reads the revision in force
+    const io = bufferIo();
+    const code = await run(['node', 'berth', 'summary', '-o', 'json', ...sb.globalArgs().filter((_, i, all) => all[i] !== '--specs' && all[i - 1] !== '--specs')], io);
+    expect(code, io.stderr).to.equal(0);
+    const sets = (JSON.parse(io.stdout) as { sets: { name: string; children: { name: string; revision: string | null }[] }[] }).sets;
+    expect(sets.map((x) => x.name)).to.deep.equal(['evals']);
+    expect(Object.fromEntries(sets[0]!.children.map((c) => [c.name, c.revision]))).to.deep.equal({ 'evals-m1-0': c1, 'evals-m1-1': c2, 'evals-m2-0': c1, 'evals-m2-1': c2 });
+
+    await repo.commit('the set deleted', { 'specs/evals.yaml': null });
+    r = await once('--wait', '--timeout', '60');
+    expect(r.code, r.stderr).to.equal(0);
+    for (const k of [...kids1, 'evals-m1-1', 'evals-m2-1']) expect(await sb.status(k), k).to.equal(undefined);
+    expect((await sb.status('a'))?.revision).to.equal(c1);
   });
 
   it('a fetch that fails: --once exits 1 and changes nothing; the revision in force stays, marked stale; the next fetch recovers', async function () {
