@@ -89,11 +89,34 @@ export function shapeOf(template: Record<string, unknown>, checked: LoadedSpec, 
   const labelAxes = axes.filter((a) => Object.hasOwn(checked.spec.labels, a) && !Object.hasOwn(labels, a));
   const shape: SetShape = { base: checked.spec, source: checked.source, relFile: checked.relFile, slots, labels, axes, labelAxes, resultsByName: template.results === undefined };
   // The shape must give back the checked child itself.
-  const coords = checked.set?.coords;
-  if (!coords || !checked.set) return undefined;
-  const again = fromShape(shape, checked.spec.name, checked.spec.results, checked.set, hashPieces(shape));
-  if (!again || again.hash !== checked.hash || canonicalJson(again.spec) !== canonicalJson(checked.spec)) return undefined;
-  return shape;
+  return reproduces(shape, hashPieces(shape), checked) ? shape : undefined;
+}
+
+/** The shape makes `checked` (a child checked in full) exactly: its spec, labels and hash. */
+export function reproduces(shape: SetShape, pieces: HashPieces | undefined, checked: LoadedSpec): boolean {
+  if (!checked.set) return false;
+  const again = fromShape(shape, checked.spec.name, checked.spec.results, checked.set, pieces);
+  return !!again && again.hash === checked.hash && canonicalJson(again.spec) === canonicalJson(checked.spec) && again.source.line === checked.source.line && again.source.col === checked.source.col && again.source.file === checked.source.file && again.relFile === checked.relFile;
+}
+
+const isStrings = (x: unknown): x is string[] => Array.isArray(x) && x.every((v) => typeof v === 'string');
+const isRecord = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+
+/** `x` has the form of a SetShape (read back from the spec cache on disk). */
+export function isShape(x: unknown): x is SetShape {
+  if (!isRecord(x) || !isRecord(x.base) || !isRecord(x.source) || typeof x.relFile !== 'string' || typeof x.resultsByName !== 'boolean') return false;
+  if (!isStrings(x.axes) || !isStrings(x.labelAxes) || !isRecord(x.labels) || !Object.values(x.labels).every((v) => typeof v === 'string')) return false;
+  const base = x.base;
+  if (typeof base.name !== 'string' || typeof base.results !== 'string' || !isRecord(base.env) || (base.command !== null && !isStrings(base.command))) return false;
+  return (
+    Array.isArray(x.slots) &&
+    x.slots.every((s: unknown) => {
+      if (!isRecord(s) || typeof s.text !== 'string') return false;
+      const keys = Object.keys(s).sort().join(',');
+      if (keys === 'command,text') return Number.isInteger(s.command) && (s.command as number) >= 0 && (s.command as number) < ((base.command as string[] | null)?.length ?? 0);
+      return keys === 'env,text' && typeof s.env === 'string' && s.env !== '__proto__' && Object.hasOwn(base.env as object, s.env);
+    })
+  );
 }
 
 function hasExpression(v: unknown): boolean {
