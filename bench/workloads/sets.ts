@@ -3,7 +3,7 @@
  * (BENCH_ONLY=sets) and alone (`make bench-sets`, bench/sets.ts).
  *
  * - Expanding and planning it in a pass, CLI and cold: `berth plan` (read-only against the engine:
- *   its 4 lists) in a new process with a fresh state folder each round, rounds alternating with
+ *   its 4 lists) in a new process with a fresh (empty) state folder each round, rounds alternating with
  *   `berth plan` over one attempt and `node -e 0`. Target: <= 1 s.
  * - The same with the state folder kept between rounds (as CI keeps it): what berth's caches save.
  * - The engine calls of a pass over that set and over one attempt (in-process, counted): the same
@@ -87,11 +87,15 @@ export async function setRounds(cells: number, rounds: number, log: (m: string) 
     const setArgs = (state: string) => folder(path.join(dir, 'set'), 'big.yaml', setYaml(cells), state);
     const oneArgs = await folder(path.join(dir, 'one'), 'one.yaml', ONE, path.join(dir, 'one-state'));
     const out: SetSamples = { children: cells * cells, setCold: [], setKept: [], one: [], bareNode: [], calls: { set: {}, one: {} } };
-    // One untimed pass first: the kept state folder then holds what a CI run left behind.
+    // One untimed pass first: the kept state folder then holds what a CI run left behind. Both
+    // state folders exist (berth writes its spec cache only into a state folder that exists): a
+    // fresh one each round is an empty folder, so that round also writes the cache.
+    await fs.mkdir(keptState, { recursive: true });
     await berth(['plan', ...(await setArgs(keptState))]);
     for (let i = 0; i < rounds; i++) {
       log(`sets: round ${i + 1}/${rounds}`);
       const fresh = path.join(dir, `fresh-${i}`);
+      await fs.mkdir(fresh, { recursive: true });
       const steps: [number[], () => Promise<number>][] = [
         [out.bareNode, async () => (await runCmd(process.execPath, ['-e', '0'])).ms],
         [out.one, async () => (await berth(['plan', ...oneArgs])).ms],

@@ -121,6 +121,8 @@ export async function checkSet(value: Record<string, unknown>, ctx: DocContext, 
   // After the first child checked in full, the others are made from its shape where that gives the same (shape.ts).
   let shape: { shape: SetShape; pieces: HashPieces } | undefined;
   let shapeTried = !shapes.enabled;
+  /** Children checked in full (the others were made from the shape). */
+  const full: number[] = [];
   const template = doc.spec.template;
   for (const c of expansion.children) {
     const member: SetMember = { set: policy, coords: c.coords, index: c.index };
@@ -139,6 +141,7 @@ export async function checkSet(value: Record<string, unknown>, ctx: DocContext, 
       spec: renderTemplate(template, c.coords),
     };
     const cell = axisNames.map((a) => `${a}=${c.coords[a] as string}`).join(', ');
+    full.push(children.length);
     const r = await checkAttemptBody(rendered, ctx, { place: templatePlace, note: `child ${c.name}: ${cell}`, fixtures, set: member });
     if (!shapeTried && r.loaded && r.errors.length === 0) {
       shapeTried = true;
@@ -160,7 +163,7 @@ export async function checkSet(value: Record<string, unknown>, ctx: DocContext, 
     err(['spec', 'template'], 'template', `${unshown} more ${unshown === 1 ? 'child has' : 'children have'} errors (the first ${SET_LIMITS.maxChildErrors} are shown); they are invalid too`);
   }
   const readsFolders = axisNames.some((a) => !Array.isArray(doc.spec.matrix[a]) && (doc.spec.matrix[a] as { fromDir?: string }).fromDir !== undefined);
-  return { name, pos, errors, set: { loaded: { policy, children: names, coords, valid: true }, children, readsFolders } };
+  return { name, pos, errors, set: { loaded: { policy, children: names, coords, valid: true }, children, readsFolders, ...(shape ? { shape: { shape: shape.shape, full } } : {}) } };
 }
 
 /** A rendered child's field path → where it is written in the set: its spec is the template, its name the set's. */

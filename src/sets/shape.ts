@@ -24,7 +24,7 @@ import { SET_LABEL, SPEC_HASH_SCHEMA } from '../constants';
 import { canonicalJson } from '../spec/canonical-json';
 import { hashedSpec, sha256Hex } from '../spec/hash';
 import type { LoadedSpec, NormalizedAttempt, SetMember, SourcePos } from '../spec/types';
-import { renderTemplate } from './template';
+import { EXPR, MATRIX_REF, renderTemplate } from './template';
 
 /** What the schema asks of an argument of `command` and of a plain `env` value (test/unit/sets/shape.test.ts compares). */
 export const OPAQUE_STRING = { maxLength: 131_072, pattern: '^[^\\u0000]*$' } as const;
@@ -89,11 +89,34 @@ export function shapeOf(template: Record<string, unknown>, checked: LoadedSpec, 
   const labelAxes = axes.filter((a) => Object.hasOwn(checked.spec.labels, a) && !Object.hasOwn(labels, a));
   const shape: SetShape = { base: checked.spec, source: checked.source, relFile: checked.relFile, slots, labels, axes, labelAxes, resultsByName: template.results === undefined };
   // The shape must give back the checked child itself.
-  const coords = checked.set?.coords;
-  if (!coords || !checked.set) return undefined;
-  const again = fromShape(shape, checked.spec.name, checked.spec.results, checked.set, hashPieces(shape));
-  if (!again || again.hash !== checked.hash || canonicalJson(again.spec) !== canonicalJson(checked.spec)) return undefined;
-  return shape;
+  return reproduces(shape, hashPieces(shape), checked) ? shape : undefined;
+}
+
+/** The shape makes `checked` (a child checked in full) exactly: its spec, labels and hash. */
+export function reproduces(shape: SetShape, pieces: HashPieces | undefined, checked: LoadedSpec): boolean {
+  if (!checked.set) return false;
+  const again = fromShape(shape, checked.spec.name, checked.spec.results, checked.set, pieces);
+  return !!again && again.hash === checked.hash && canonicalJson(again.spec) === canonicalJson(checked.spec) && again.source.line === checked.source.line && again.source.col === checked.source.col && again.source.file === checked.source.file && again.relFile === checked.relFile;
+}
+
+const isStrings = (x: unknown): x is string[] => Array.isArray(x) && x.every((v) => typeof v === 'string');
+const isRecord = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+
+/** `x` has the form of a SetShape (read back from the spec cache on disk). */
+export function isShape(x: unknown): x is SetShape {
+  if (!isRecord(x) || !isRecord(x.base) || !isRecord(x.source) || typeof x.relFile !== 'string' || typeof x.resultsByName !== 'boolean') return false;
+  if (!isStrings(x.axes) || !isStrings(x.labelAxes) || !isRecord(x.labels) || !Object.values(x.labels).every((v) => typeof v === 'string')) return false;
+  const base = x.base;
+  if (typeof base.name !== 'string' || typeof base.results !== 'string' || !isRecord(base.env) || (base.command !== null && !isStrings(base.command))) return false;
+  return (
+    Array.isArray(x.slots) &&
+    x.slots.every((s: unknown) => {
+      if (!isRecord(s) || typeof s.text !== 'string') return false;
+      const keys = Object.keys(s).sort().join(',');
+      if (keys === 'command,text') return Number.isInteger(s.command) && (s.command as number) >= 0 && (s.command as number) < ((base.command as string[] | null)?.length ?? 0);
+      return keys === 'env,text' && typeof s.env === 'string' && s.env !== '__proto__' && Object.hasOwn(base.env as object, s.env);
+    })
+  );
 }
 
 function hasExpression(v: unknown): boolean {
@@ -108,6 +131,38 @@ export interface HashPieces {
   pieces: string[];
   /** What goes between pieces i and i+1: 'name', 'results' or a slot's index. */
   holes: ('name' | 'results' | number)[];
+  /** Each slot's text cut at its `${{ }}`. */
+  slots: CompiledText[];
+}
+
+/** A template string cut at its `${{ }}`: text, then (axis or '', the expression as written, text) for each. */
+interface CompiledText {
+  head: string;
+  refs: { axis: string; whole: string; tail: string }[];
+}
+
+
+/** renderTemplate's replacement of one string, cut once: each match becomes the axis's value, or stays as written. */
+function compile(text: string): CompiledText {
+  const refs: CompiledText['refs'] = [];
+  let head = '';
+  let last = 0;
+  for (const m of text.matchAll(EXPR)) {
+    const lit = text.slice(last, m.index);
+    if (refs.length === 0) head = lit;
+    else (refs[refs.length - 1] as CompiledText['refs'][number]).tail = lit;
+    refs.push({ axis: MATRIX_REF.exec(m[1] as string)?.[1] ?? '', whole: m[0], tail: '' });
+    last = m.index + m[0].length;
+  }
+  if (refs.length === 0) return { head: text, refs };
+  (refs[refs.length - 1] as CompiledText['refs'][number]).tail = text.slice(last);
+  return { head, refs };
+}
+
+function render(c: CompiledText, coords: Readonly<Record<string, string>>): string {
+  let out = c.head;
+  for (const r of c.refs) out += (coords[r.axis] ?? r.whole) + r.tail;
+  return out;
 }
 
 const MARK = '\u0000berth-shape-';
@@ -142,7 +197,10 @@ export function hashPieces(shape: SetShape): HashPieces | undefined {
   pieces.push(rest);
   // Each place exactly once: a marker found twice, or missing, leaves the shape unused.
   if (holes.length !== known.size || new Set(holes).size !== known.size) return undefined;
-  return { pieces, holes };
+  const slots = shape.slots.map((x) => compile(x.text));
+  // Cut as renderTemplate replaces (checked on the text itself).
+  if (slots.some((c, i) => render(c, {}) !== renderTemplate((shape.slots[i] as Slot).text, {}))) return undefined;
+  return { pieces, holes, slots };
 }
 
 /** The base spec with a child's name, results folder and slot values (labels as the base's). */
@@ -168,8 +226,8 @@ export function fromShape(shape: SetShape, name: string, results: string, member
     if (LABEL_VALUE.test(member.coords[a] as string) && !shape.labelAxes.includes(a)) return undefined;
   }
   const values: string[] = [];
-  for (const s of shape.slots) {
-    const v = renderTemplate(s.text, member.coords) as string;
+  for (let i = 0; i < shape.slots.length; i++) {
+    const v = render(pieces.slots[i] as CompiledText, member.coords);
     if (v.length > OPAQUE_STRING.maxLength || v.includes('\u0000')) return undefined;
     values.push(v);
   }

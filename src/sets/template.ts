@@ -6,8 +6,8 @@
 import { didYouMean } from '../spec/did-you-mean';
 import { isRecord, type Segment } from '../spec/field-path';
 
-const EXPR = /\$\{\{([^}]*)\}\}/g;
-const MATRIX_REF = /^\s*matrix\.([A-Za-z0-9_-]+)\s*$/;
+export const EXPR = /\$\{\{([^}]*)\}\}/g;
+export const MATRIX_REF = /^\s*matrix\.([A-Za-z0-9_-]+)\s*$/;
 
 export interface TemplateIssue {
   /** Path inside the template. */

@@ -7,6 +7,7 @@
 /* eslint-disable @typescript-eslint/no-require-imports */
 import { KIND_ATTEMPT_SET } from '../constants';
 import type * as CheckSet from '../sets/check-set';
+import type { SetShape } from '../sets/shape';
 import { formatPath, isRecord, type Segment } from './field-path';
 import { specHash } from './hash';
 import { normalize } from './normalize';
@@ -37,7 +38,14 @@ export interface DocOutcome {
   errors: SpecError[];
   loaded?: LoadedSpec;
   /** An AttemptSet: the set and its children (empty when its matrix could not be expanded). */
-  set?: { loaded: LoadedSet; children: ChildOutcome[]; /** An axis reads a folder (`fromDir`). */ readsFolders?: boolean };
+  set?: {
+    loaded: LoadedSet;
+    children: ChildOutcome[];
+    /** An axis reads a folder (`fromDir`). */
+    readsFolders?: boolean;
+    /** The children were made from this shape, but for those at `full` (checked in full): the spec cache on disk keeps only these. */
+    shape?: { shape: SetShape; full: number[] };
+  };
 }
 
 /** One child of an AttemptSet: loaded, or its errors. */

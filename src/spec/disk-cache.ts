@@ -18,6 +18,10 @@
  *   checks it (links included) before an outcome is used;
  * - a cache file that cannot be read, is not JSON or has not the expected shape is ignored
  *   (and replaced by the next write); writing it is best effort (temp file, then rename);
+ * - an AttemptSet whose children were made from its shape (sets/shape.ts) is kept as that shape,
+ *   its coordinates and the children checked in full, not as one spec per child; its children are
+ *   made again from the shape when it is read, after the shape has made the child it was taken
+ *   from exactly (a damaged shape is a miss);
  * - it holds what the spec files say (names, images, commands, env values written in them,
  *   secret names and the variables they come from), never a secret's value: berth reads those
  *   only when it starts a container.
@@ -25,18 +29,69 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import * as path from 'node:path';
+import { fromShape, hashPieces, isShape, reproduces } from '../sets/shape';
 import { signature } from './file-cache';
 import { sha256Hex } from './hash';
+import type { ChildOutcome, DocOutcome } from './check-document';
 import type { FileOutcome } from './load-file';
 import { checkResultsSync, type Roots } from './path-checks';
 import type { LoadedSpec } from './types';
 
-const FORMAT = 1;
+/** 2: a set's children made from its shape are kept as the shape (its coordinates are in the set). */
+const FORMAT = 2;
 
 interface Entry {
   /** sha256 of the file's bytes the outcome was read from. */
   content: string;
+  /** As loaded, but for a set made from its shape: `children` empty, `packed` the children checked in full, by index. */
   outcome: FileOutcome;
+}
+
+type SetOutcome = NonNullable<DocOutcome['set']> & { packed?: [number, ChildOutcome][] };
+
+/** The outcome as kept: a set made from its shape without the children the shape makes again. */
+function pack(o: FileOutcome): FileOutcome {
+  if (!o.docs.some((d) => d.set?.shape)) return o;
+  const docs = o.docs.map((d): DocOutcome => {
+    const s = d.set;
+    if (!s?.shape) return d;
+    const packed = s.shape.full.map((i): [number, ChildOutcome] => [i, s.children[i] as ChildOutcome]);
+    const set: SetOutcome = { loaded: s.loaded, children: [], ...(s.readsFolders !== undefined ? { readsFolders: s.readsFolders } : {}), shape: s.shape, packed };
+    return { ...d, set };
+  });
+  return { ...o, docs };
+}
+
+/** A kept outcome as loaded: each set's children made again from its shape; undefined when it cannot be (damaged). */
+function unpack(o: FileOutcome): FileOutcome | undefined {
+  if (!o.docs.some((d) => (d.set as SetOutcome | undefined)?.packed)) return o;
+  try {
+    const docs = o.docs.map((d): DocOutcome => {
+      const s = d.set as SetOutcome | undefined;
+      if (!s?.packed || !s.shape) return d;
+      const { shape } = s.shape;
+      if (!isShape(shape) || !Array.isArray(s.packed)) throw new Error('not a shape');
+      const pieces = hashPieces(shape);
+      const full = new Map(s.packed);
+      const { policy, children: names, coords } = s.loaded;
+      // The shape must make the child it was taken from (checked in full, kept as it was) exactly.
+      const checked = s.packed[0]?.[1].loaded;
+      if (!pieces || !checked || !reproduces(shape, pieces, checked) || names.length !== coords.length) throw new Error('not a set made from a shape');
+      const children = names.map((name, index): ChildOutcome => {
+        const kept = full.get(index);
+        // One policy for every child, as loaded.
+        if (kept) return kept.loaded?.set ? { ...kept, loaded: { ...kept.loaded, set: { ...kept.loaded.set, set: policy } } } : kept;
+        const loaded = fromShape(shape, name, shape.resultsByName ? name : shape.base.results, { set: policy, coords: coords[index] as Record<string, string>, index }, pieces);
+        if (!loaded) throw new Error(`child ${name} cannot be made from the shape`);
+        return { name, errors: [], loaded };
+      });
+      const { packed: _packed, ...rest } = s;
+      return { ...d, set: { ...rest, children } };
+    });
+    return { ...o, docs };
+  } catch {
+    return undefined;
+  }
 }
 
 interface CacheFile {
@@ -149,20 +204,21 @@ export class DiskSpecCache {
   get(key: string, abs: string): { sig: string; outcome: FileOutcome } | undefined {
     const e = Object.hasOwn(this.entries, key) ? this.entries[key] : undefined;
     const sig = e ? signature(abs) : undefined;
-    if (!e || sig === undefined || e.content !== contentHash(abs) || !stillHolds(e.outcome, this.roots)) {
+    const outcome = e && sig !== undefined && e.content === contentHash(abs) ? unpack(e.outcome) : undefined;
+    if (!e || sig === undefined || !outcome || !stillHolds(outcome, this.roots)) {
       this.stats.misses++;
       return undefined;
     }
     this.stats.hits++;
     this.live.add(key);
-    return { sig, outcome: e.outcome };
+    return { sig, outcome };
   }
 
   /** Keeps a self-contained outcome under the hash of the very bytes it was read from (loadFile gives it). */
   set(key: string, outcome: FileOutcome): void {
     const content = outcome.content;
     if (content === undefined) return;
-    this.entries[key] = { content, outcome };
+    this.entries[key] = { content, outcome: pack(outcome) };
     this.live.add(key);
     this.changed = true;
   }

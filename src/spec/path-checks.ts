@@ -84,7 +84,7 @@ export function checkResultsSync(results: string, roots: Roots): Checked<string>
   if (simple && resolvedRoot(roots.resultsReal) && roots.realCache?.noLinkIn(roots.resultsRoot, results)) {
     // No link at the name (the results root listed once): its real path is the root's joined
     // with it, inside the root, and no link on the way below the root.
-    return specsApart(`${roots.resultsReal}/${results}`, roots) ?? { ok: true, value: results };
+    return specsApartNormal(`${roots.resultsReal}/${results}`, roots) ?? { ok: true, value: results };
   }
   const abs = simple ? `${roots.resultsRoot}/${results}` : path.resolve(roots.resultsRoot, results);
   if (!isInside(roots.resultsRoot, abs)) {
@@ -101,6 +101,15 @@ export function checkResultsSync(results: string, roots: Roots): Checked<string>
     return fail('path-escape', `results ${JSON.stringify(results)} passes through a link below the results root (to ${real}); berth never follows one there`);
   }
   return specsApart(real, roots) ?? { ok: true, value: simple ? results : toPosix(path.relative(roots.resultsRoot, abs)) };
+}
+
+/** specsApart for `real` in normal absolute form: with a normal specsReal, isWithin is two prefix tests. */
+function specsApartNormal(real: string, roots: Roots): { ok: false; problems: FixtureProblem[] } | undefined {
+  const specs = roots.specsReal;
+  if (!resolvedRoot(specs)) return specsApart(real, roots);
+  if (real === specs || real.startsWith(`${specs}/`)) return fail('path-escape', `results folder ${real} lies inside the specs folder; choose another --results-root`);
+  if (specs.startsWith(`${real}/`)) return fail('path-escape', `results folder ${real} contains the specs folder; choose another --results-root`);
+  return undefined;
 }
 
 /** A results folder (real path) that lies inside the specs folder or contains it: the failure. */

@@ -128,3 +128,103 @@ describe('spec/disk-cache', () => {
     expect(existsSync(path.join(root, 'no-state'))).to.equal(false);
   });
 });
+
+describe('spec/disk-cache: AttemptSets kept as their shape', () => {
+  afterEach(() => {
+    clearSpecFileCache();
+    cleanupTemp();
+  });
+
+  const setFile = (command: string, axis = '{range: [0, 12]}') => `apiVersion: berth.dev/v1
+kind: AttemptSet
+metadata: {name: big, labels: {team: x}}
+spec:
+  matrix:
+    a: ${axis}
+    b: [p, q, r, s, t, u, v, w, x, y, z, Zed]
+  template:
+    image: berth/busybox:local
+    command: ${command}
+    env: {B: '\${{ matrix.b }}'}
+`;
+  const CMD = "[sh, -c, 'echo ${{ matrix.a }} ${{ matrix.b }}']";
+  const comparable = (r: Awaited<ReturnType<typeof loadSpecs>>) => ({ specs: r.specs, errors: r.errors, protectedNames: [...r.protectedNames], sets: [...(r.sets ?? new Map())] });
+
+  it('keeps the set as its template and coordinates, not one spec per child, and makes the same children from it', async () => {
+    const s = setup({ 'set.yaml': setFile(CMD) });
+    const first = await s.load();
+    expect(first.errors).to.deep.equal([]);
+    expect(first.specs).to.have.length(144);
+    const size = statSync(s.cacheFile() as string).size;
+    // One normalized spec is ~600 bytes; 144 of them would be ~90 KB.
+    expect(size).to.be.below(8_000);
+    const second = await s.load();
+    expect(comparable(second)).to.deep.equal(comparable(first));
+    // What a load shows came from the cache (the set's own settings are outside the children's specs).
+    const file = s.cacheFile() as string;
+    writeFileSync(file, readFileSync(file, 'utf8').replace('"maxParallel":null', '"maxParallel":77'));
+    const third = await s.load();
+    expect(third.sets?.get('big')?.policy.maxParallel).to.equal(77);
+    expect(new Set(third.specs.map((x) => x.set?.set.maxParallel))).to.deep.equal(new Set([77]));
+    // A child's spec changed in the cache no longer matches its shape: the file is loaded again.
+    s.mark('from-the-cache');
+    expect(comparable(await s.load())).to.deep.equal(comparable(first));
+  });
+
+  it('never serves a changed template: the children are made from the file as it is', async () => {
+    const s = setup({ 'set.yaml': setFile(CMD) });
+    const first = await s.load();
+    s.mark('stale');
+    // Same size, mtime put back.
+    const f = path.join(s.specs, 'set.yaml');
+    const before = statSync(f);
+    writeFileSync(f, setFile(CMD.replace('echo', 'ECHO')));
+    utimesSync(f, before.atime, before.mtime);
+    const r = await s.load();
+    expect(r.errors).to.deep.equal([]);
+    expect(new Set(r.specs.map((x) => x.spec.image))).to.deep.equal(new Set(['berth/busybox:local']));
+    expect(r.specs.find((x) => x.spec.name === 'big-3-q')?.spec.command).to.deep.equal(['sh', '-c', 'ECHO 3 q']);
+    const old = new Set(first.specs.map((x) => x.hash));
+    expect(r.specs.filter((x) => old.has(x.hash))).to.deep.equal([]);
+  });
+
+  it('ignores a damaged shape or coordinates and loads the file again', async () => {
+    const s = setup({ 'set.yaml': setFile(CMD) });
+    const want = comparable(await s.load());
+    const file = s.cacheFile() as string;
+    const good = readFileSync(file, 'utf8');
+    const damage: [string, (t: string) => string][] = [
+      ['a slot of no kind', (t) => t.replace('"slots":[', '"slots":[{"text":"x"},')],
+      ['no shape', (t) => t.replace('"shape":{"shape":', '"shape":{"nope":')],
+      ['coordinates cut short', (t) => t.replace(/"coords":\[\{[^}]*\},/, '"coords":[')],
+      ['a slot past the arguments', (t) => t.replace(/"slots":\[\{"command":\d+/, '"slots":[{"command":9')],
+      ['another base', (t) => t.replace('"workingDir":"/workspace"', '"workingDir":"/elsewhere"')],
+      ['format 1', (t) => t.replace('"format":2', '"format":1')],
+    ];
+    for (const [what, f] of damage) {
+      const bad = f(good);
+      expect(bad, what).to.not.equal(good);
+      writeFileSync(file, bad);
+      expect(comparable(await s.load()), what).to.deep.equal(want);
+    }
+  });
+
+  it('checks every child\'s results folder again: one that became a link out is an error at that child only', async () => {
+    const s = setup({ 'set.yaml': setFile(CMD) });
+    mkdirSync(s.results);
+    expect((await s.load()).errors).to.deep.equal([]);
+    symlinkSync(tempDir(), path.join(s.results, 'big-7-w'));
+    const r = await s.load();
+    expect(r.errors.map((e) => [e.code, e.attempt])).to.deep.equal([['path-escape', 'big-7-w']]);
+    expect(r.specs).to.have.length(143);
+  });
+
+  it('never keeps a set with a fromDir axis: a new folder is a new child in the next process', async () => {
+    const s = setup({ 'set.yaml': setFile(CMD, '{fromDir: ./tasks}'), 'tasks/t1/x': 'x', 'tasks/t2/x': 'x' });
+    expect((await s.load()).specs).to.have.length(24);
+    mkdirSync(path.join(s.specs, 'tasks', 't3'));
+    const r = await s.load();
+    expect(r.specs).to.have.length(36);
+    expect(r.specs.some((x) => x.spec.name === 'big-t3-q')).to.equal(true);
+  });
+});
