@@ -37,6 +37,8 @@ export class NodePool {
   private readonly handles = new Map<string, NodeHandle>();
   /** Node id → when this berth first saw it not ready (ms). */
   private readonly downSince = new Map<string, number>();
+  /** The last list of nodes and when it was asked for. */
+  private recent: { at: number; list: Promise<NodeSummary[]> } | undefined;
   /** When probe services left by killed berths were last looked for (ms; 0: not yet). */
   private swept = 0;
 
@@ -63,9 +65,17 @@ export class NodePool {
     return (await this.all()).flatMap((n) => this.handle(n) ?? []);
   }
 
-  /** The swarm's nodes, noting since when each one is not ready. */
+  /** The swarm's nodes, noting since when each one is not ready (one list serves the calls of SWARM.nodesFreshMs). */
   async all(): Promise<NodeSummary[]> {
-    const nodes = await this.swarm.nodes.list();
+    const now = Date.now();
+    if (!this.recent || now - this.recent.at > SWARM.nodesFreshMs) {
+      const list = this.swarm.nodes.list();
+      this.recent = { at: now, list };
+      list.catch(() => {
+        if (this.recent?.list === list) this.recent = undefined;
+      });
+    }
+    const nodes = await this.recent.list;
     for (const n of nodes) {
       if (n.state === 'ready') this.downSince.delete(n.id);
       else if (!this.downSince.has(n.id)) this.downSince.set(n.id, Date.now());

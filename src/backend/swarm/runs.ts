@@ -126,14 +126,15 @@ export class SwarmRuns implements ContainerClient {
     const { name, node } = parseRunId(id);
     const nodes = await this.pool.reachable();
     if (node) return nodes.find((h) => h.node.id === node);
-    for (const h of nodes) {
-      const found = await h.engine.containers.inspect(name).then(
-        (c) => c.labels[SWARM.runLabel] === name,
-        () => false,
-      );
-      if (found) return h;
-    }
-    return undefined;
+    const found = await Promise.all(
+      nodes.map((h) =>
+        h.engine.containers.inspect(name).then(
+          (c) => c.labels[SWARM.runLabel] === name,
+          () => false,
+        ),
+      ),
+    );
+    return nodes[found.indexOf(true)];
   }
 
   /** The run's service: by name, and on the id's node when the id names one. */
@@ -226,9 +227,8 @@ export class SwarmRuns implements ContainerClient {
     const resultsBind = spec.host.binds.find((b) => b.endsWith(`:${DEFAULTS.resultsMount}:rw`));
     const resultsDir = resultsBind?.slice(0, -`:${DEFAULTS.resultsMount}:rw`.length);
     if (!resultsDir || spec.host.binds.length !== 1) throw new Error(`run ${run}: the swarm backend binds no host folder (binds ${spec.host.binds.join(', ')})`);
-    const existing = await this.service(run);
-    if (existing || (await this.locate(run))) throw Object.assign(new Error(`run ${run} exists`), { statusCode: 409 });
-    const services = await this.swarm.services.list([`${LABELS.managed}=true`, SWARM.resultsLabel]);
+    const [existing, located, services] = await Promise.all([this.service(run), this.locate(run), this.swarm.services.list([`${LABELS.managed}=true`, SWARM.resultsLabel])]);
+    if (existing || located) throw Object.assign(new Error(`run ${run} exists`), { statusCode: 409 });
     const load = new Map<string, number>();
     for (const s of services) if (s.nodeId) load.set(s.nodeId, (load.get(s.nodeId) ?? 0) + 1);
     const h = await this.pool.choose(spec.labels[LABELS.attempt] ?? run, load);
@@ -271,12 +271,11 @@ export class SwarmRuns implements ContainerClient {
   }
 
   async start(id: string): Promise<void> {
-    if (await this.service(id)) return; // started already: start is idempotent
-    const h = await this.locate(id);
+    const [started, h] = await Promise.all([this.service(id), this.locate(id)]);
+    if (started) return; // started already: start is idempotent
     if (!h) throw notFound(id);
     const { name } = parseRunId(id);
-    const c = await h.engine.containers.inspect(name);
-    const secrets = await this.swarm.secrets.list([`${SWARM.runLabel}=${runId(name, h.node.id)}`]);
+    const [c, secrets] = await Promise.all([h.engine.containers.inspect(name), this.swarm.secrets.list([`${SWARM.runLabel}=${runId(name, h.node.id)}`])]);
     const { [SWARM.runLabel]: _r, [SWARM.resultsLabel]: resultsDir = '', ...labels } = c.labels;
     await this.swarm.services
       .create({
