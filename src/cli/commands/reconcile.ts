@@ -9,7 +9,7 @@
  * fails changes nothing and exits 1 (the last good revision stays in force, marked stale).
  */
 import { EXIT, FINISHED_PHASES, REASONS, type Phase } from '../../constants';
-import { exitPass, leftAlone, reconcilePass, type PassConfig, type PassResult } from '../../controller/pass';
+import { exitPass, leftAlone, reconcilePass, reservedBy, type PassConfig, type PassResult } from '../../controller/pass';
 import { activity } from '../../controller/activity';
 import { Waker } from '../../controller/waker';
 import { describeEngineError, isEngineDown, pingFailure } from '../../engine/errors';
@@ -209,8 +209,8 @@ async function passes(ctx: Context, o: ReconcileOptions, cfg: PassConfig, engine
  * `--wait`: while a pass's actions are under way (its starts, copies, harvests), an engine
  * event wakes a side pass over the attempts the pass left alone (exitPass): an exit is
  * harvested and recorded at once instead of after the pass's last start (issue 18: a `die`
- * took up to seconds to show in the status). Returns how many actions the side passes
- * carried out. An error ends the side passes; the next pass sees whatever is left.
+ * took up to seconds to show in the status), and the slot it frees is given at once. Returns
+ * how many actions the side passes carried out. An error ends the side passes; the next pass sees whatever is left.
  */
 async function exitsAlongside(
   cfg: PassConfig,
@@ -231,9 +231,11 @@ async function exitsAlongside(
   for (;;) {
     await waker.wait(60_000, stop.signal);
     if (stop.signal.aborted) break;
+    // Both before the side pass's lists: an admission that ends meanwhile counts twice, never not at all.
     const only = leftAlone(planned, ended);
+    const reserved = reservedBy(planned, ended);
     try {
-      const side = await exitPass(cfg, engine, store, only);
+      const side = await exitPass(cfg, engine, store, only, reserved);
       if (side.snapshot) waker.lookAgain(side.snapshot);
       work += side.actions.length;
       for (const r of side.results) {
