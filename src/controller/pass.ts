@@ -186,7 +186,7 @@ export async function reconcilePass(cfg: PassConfig, engine: Engine, store: Stat
 }
 
 /**
- * What a side pass (`exitPass`) carries out: the end of a run (its harvest and finished record),
+ * What a side pass (`sidePlan`) carries out: the end of a run (its harvest and finished record),
  * the removal of a finished run's resources once its TTL passed, and the start of a waiting
  * attempt (first run or retry) in a slot an exit freed, counting the main pass's admissions
  * still under way as taken (`reservedSlots`, as the controller counts its own). A spec change
@@ -196,7 +196,7 @@ const SIDE_KINDS: ReadonlySet<ActionKind> = new Set<ActionKind>(['finish', 'expi
 const ADMITTING: ReadonlySet<ActionKind> = new Set<ActionKind>(['provision', 'replace', 'retry']);
 
 /** The slots a pass's admissions still under way hold (all of them, and per AttemptSet). */
-export function reservedBy(planned: Pick<PassResult, 'plan'>, ended: ReadonlySet<string>): Required<Pick<PlanInput, 'reservedSlots' | 'reservedBySet'>> {
+export function reservedBy(planned: Pick<PassResult, 'plan'>, ended: ReadonlySet<string>): { reservedSlots: number; reservedBySet: Map<string, number> } {
   const bySet = new Map<string, number>();
   let slots = 0;
   for (const a of planned.plan.actions) {
@@ -222,33 +222,44 @@ export function leftAlone(planned: Pick<PassResult, 'plan' | 'snapshot' | 'load'
 
 /**
  * A side pass over `only` (attempts the pass under way left alone, see leftAlone): observe and
- * plan them, with the slots of the pass's admissions under way `reserved` (reservedBy), and
- * carry out only SIDE_KINDS; anything else they need waits for the next pass. No store recovery: the pass under way did it, and its writes may be
- * in flight. `reconcile --once --wait` runs these while a pass's actions are under way, so that
- * an exit is harvested and recorded without waiting for the pass's starts (issue 18).
+ * plan them, with the slots of admissions under way `reserved` (reservedBy), and keep only
+ * SIDE_KINDS; anything else they need waits for the next pass. Changes nothing: the caller runs
+ * the actions (sideExecutor), each attempt busy until its action ends. `reconcile --once --wait`
+ * runs these while a pass's actions are under way, so that an exit is harvested and recorded,
+ * and its slot given, without waiting for the pass's starts (issue 18).
  */
-export async function exitPass(
+export async function sidePlan(
   cfg: PassConfig,
   engine: Engine,
   store: StatusStore,
   only: ReadonlySet<string>,
   reserved: Pick<PlanInput, 'reservedSlots' | 'reservedBySet'>,
-): Promise<{ snapshot?: Snapshot; actions: AttemptAction[]; results: ActionResult[] }> {
-  if (only.size === 0) return { actions: [], results: [] };
+): Promise<{ snapshot?: Snapshot; actions: AttemptAction[] }> {
+  if (only.size === 0) return { actions: [] };
   const planned = await planPass({ ...cfg, only }, engine, store, reserved);
-  const { snapshot } = planned;
   const actions = planned.plan.actions.filter((a) => only.has(a.attempt) && SIDE_KINDS.has(a.kind) && a.ops.length > 0);
-  if (actions.length === 0) return { snapshot, actions, results: [] };
-  const executor = new Executor({
+  return { snapshot: planned.snapshot, actions };
+}
+
+/** Whether an action takes a slot (for the slots of side actions under way). */
+export function admits(a: AttemptAction): boolean {
+  return ADMITTING.has(a.kind);
+}
+
+/**
+ * The executor of side actions. No store recovery: the pass under way did it, and its writes
+ * may be in flight.
+ */
+export function sideExecutor(cfg: PassConfig, engine: Engine, store: StatusStore): Executor {
+  return new Executor({
     engine,
     store,
     instance: cfg.instance,
-    concurrency: cfg.concurrency,
+    concurrency: 1,
     log: cfg.log,
     env: cfg.env,
     resultsRoot: cfg.resultsRoot,
     ...(cfg.now ? { now: cfg.now } : {}),
     ...(cfg.harvest ? { harvest: cfg.harvest } : {}),
   });
-  return { snapshot, actions, results: await executor.run({ ...planned.plan, actions }) };
 }
