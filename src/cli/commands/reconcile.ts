@@ -1,7 +1,8 @@
 /**
  * `berth reconcile`: `--once` makes one full pass and exits; with `--wait` it keeps passing
  * until every attempt is finished, waking on engine events and requeue times (never a blind
- * sleep). Without `--once` it runs as a controller until SIGTERM/SIGINT. Either way it holds the
+ * sleep), and while a pass's actions are under way, side passes harvest the exits and fill the
+ * slots they free (exitsAlongside). Without `--once` it runs as a controller until SIGTERM/SIGINT. Either way it holds the
  * instance's single-writer locks (writer-lock.ts) while it changes anything.
  *
  * With `--git` the specs are a revision of a repository (docs/CONTRACT.md "Specs from git"):
