@@ -137,13 +137,13 @@ export function planWithRunFloors(input: PlanInput): Plan {
 }
 
 /** Observe and plan, changing nothing. */
-export async function planPass(cfg: PassConfig, engine: Engine, store: StatusStore): Promise<Omit<PassResult, 'results'>> {
+export async function planPass(cfg: PassConfig, engine: Engine, store: StatusStore, reserved: Pick<PlanInput, 'reservedSlots' | 'reservedBySet'> = {}): Promise<Omit<PassResult, 'results'>> {
   const now = cfg.now ?? Date.now;
   // The engine's lists go out first; specs and records load while the engine answers.
   const statusesP = store.loadAll();
   const snapshotP = observe(engine, cfg.instance, statusesP.then(knownContainerIds), now());
   const [load, statuses, snapshot] = await Promise.all([loadSpecs({ specsDir: cfg.specsDir, resultsRoot: cfg.resultsRoot, cacheIn: cfg.stateDir, ...(cfg.revision !== undefined ? { revision: cfg.revision } : {}) }), statusesP, snapshotP]);
-  const plan = planWithRunFloors(planInput(cfg, load, snapshot, statuses, now(), cfg.only ? { only: cfg.only } : {}));
+  const plan = planWithRunFloors(planInput(cfg, load, snapshot, statuses, now(), { ...(cfg.only ? { only: cfg.only } : {}), ...reserved }));
   return { load, snapshot, plan };
 }
 
@@ -186,53 +186,80 @@ export async function reconcilePass(cfg: PassConfig, engine: Engine, store: Stat
 }
 
 /**
- * What a side pass (`exitPass`) carries out: the end of a run (its harvest and finished record)
- * and the removal of a finished run's resources once its TTL passed. Never an admission: slots
- * are the main pass's to give.
+ * What a side pass (`sidePlan`) carries out: the end of a run (its harvest and finished record),
+ * the removal of a finished run's resources once its TTL passed, and the start of a waiting
+ * attempt (first run or retry) in a slot an exit freed, counting the main pass's admissions
+ * still under way as taken (`reservedSlots`, as the controller counts its own). A spec change
+ * (replace) and everything else wait for the next pass.
  */
-const SIDE_KINDS: ReadonlySet<ActionKind> = new Set<ActionKind>(['finish', 'expire']);
+const SIDE_KINDS: ReadonlySet<ActionKind> = new Set<ActionKind>(['finish', 'expire', 'provision', 'retry']);
+const ADMITTING: ReadonlySet<ActionKind> = new Set<ActionKind>(['provision', 'replace', 'retry']);
+
+/** The slots a pass's admissions still under way hold (all of them, and per AttemptSet). */
+export function reservedBy(planned: Pick<PassResult, 'plan'>, ended: ReadonlySet<string>): { reservedSlots: number; reservedBySet: Map<string, number> } {
+  const bySet = new Map<string, number>();
+  let slots = 0;
+  for (const a of planned.plan.actions) {
+    if (!ADMITTING.has(a.kind) || a.ops.length === 0 || ended.has(a.attempt)) continue;
+    slots++;
+    if (a.set !== undefined) bySet.set(a.set, (bySet.get(a.set) ?? 0) + 1);
+  }
+  return { reservedSlots: slots, reservedBySet: bySet };
+}
 
 /**
- * The attempts with something in the engine that a pass planned no operation for, and those
- * whose action has `ended`: while the pass's other actions are under way (starts, copies,
+ * The attempts (specs, and what is in the engine) that a pass planned no operation for, and
+ * those whose action has `ended`: while the pass's other actions are under way (starts, copies,
  * harvests), these are the ones a side pass may look at without meeting that work. A `die` of
- * one of them need not wait for the next pass.
+ * one of them, or a slot it frees, need not wait for the next pass.
  */
-export function leftAlone(planned: Pick<PassResult, 'plan' | 'snapshot'>, ended: ReadonlySet<string> = new Set()): Set<string> {
+export function leftAlone(planned: Pick<PassResult, 'plan' | 'snapshot' | 'load'>, ended: ReadonlySet<string> = new Set()): Set<string> {
   const busy = planned.plan.actions.filter((a) => a.ops.length > 0 && !ended.has(a.attempt)).map((a) => a.attempt);
-  const out = new Set([...planned.snapshot.attempts.keys(), ...ended]);
+  const out = new Set([...planned.load.specs.map((s) => s.spec.name), ...planned.snapshot.attempts.keys(), ...ended]);
   for (const n of busy) out.delete(n);
   return out;
 }
 
 /**
  * A side pass over `only` (attempts the pass under way left alone, see leftAlone): observe and
- * plan them, and carry out only the end of their runs (SIDE_KINDS); anything else they need
- * waits for the next pass. No store recovery: the pass under way did it, and its writes may be
- * in flight. `reconcile --once --wait` runs these while a pass's actions are under way, so that
- * an exit is harvested and recorded without waiting for the pass's starts (issue 18).
+ * plan them, with the slots of admissions under way `reserved` (reservedBy), and keep only
+ * SIDE_KINDS; anything else they need waits for the next pass. Changes nothing: the caller runs
+ * the actions (sideExecutor), each attempt busy until its action ends. `reconcile --once --wait`
+ * runs these while a pass's actions are under way, so that an exit is harvested and recorded,
+ * and its slot given, without waiting for the pass's starts (issue 18).
  */
-export async function exitPass(
+export async function sidePlan(
   cfg: PassConfig,
   engine: Engine,
   store: StatusStore,
   only: ReadonlySet<string>,
-): Promise<{ snapshot?: Snapshot; actions: AttemptAction[]; results: ActionResult[] }> {
-  if (only.size === 0) return { actions: [], results: [] };
-  const planned = await planPass({ ...cfg, only }, engine, store);
-  const { snapshot } = planned;
+  reserved: Pick<PlanInput, 'reservedSlots' | 'reservedBySet'>,
+): Promise<{ snapshot?: Snapshot; actions: AttemptAction[] }> {
+  if (only.size === 0) return { actions: [] };
+  const planned = await planPass({ ...cfg, only }, engine, store, reserved);
   const actions = planned.plan.actions.filter((a) => only.has(a.attempt) && SIDE_KINDS.has(a.kind) && a.ops.length > 0);
-  if (actions.length === 0) return { snapshot, actions, results: [] };
-  const executor = new Executor({
+  return { snapshot: planned.snapshot, actions };
+}
+
+/** Whether an action takes a slot (for the slots of side actions under way). */
+export function admits(a: AttemptAction): boolean {
+  return ADMITTING.has(a.kind);
+}
+
+/**
+ * The executor of side actions. No store recovery: the pass under way did it, and its writes
+ * may be in flight.
+ */
+export function sideExecutor(cfg: PassConfig, engine: Engine, store: StatusStore): Executor {
+  return new Executor({
     engine,
     store,
     instance: cfg.instance,
-    concurrency: cfg.concurrency,
+    concurrency: 1,
     log: cfg.log,
     env: cfg.env,
     resultsRoot: cfg.resultsRoot,
     ...(cfg.now ? { now: cfg.now } : {}),
     ...(cfg.harvest ? { harvest: cfg.harvest } : {}),
   });
-  return { snapshot, actions, results: await executor.run({ ...planned.plan, actions }) };
 }

@@ -1,7 +1,8 @@
 /**
  * `berth reconcile`: `--once` makes one full pass and exits; with `--wait` it keeps passing
  * until every attempt is finished, waking on engine events and requeue times (never a blind
- * sleep). Without `--once` it runs as a controller until SIGTERM/SIGINT. Either way it holds the
+ * sleep), and while a pass's actions are under way, side passes harvest the exits and fill the
+ * slots they free (exitsAlongside). Without `--once` it runs as a controller until SIGTERM/SIGINT. Either way it holds the
  * instance's single-writer locks (writer-lock.ts) while it changes anything.
  *
  * With `--git` the specs are a revision of a repository (docs/CONTRACT.md "Specs from git"):
@@ -11,7 +12,9 @@
  * POSTed to `--notify-url`, whose tries are waited for before the exit), as in the controller.
  */
 import { EXIT, FINISHED_PHASES, REASONS, type Phase } from '../../constants';
-import { exitPass, leftAlone, reconcilePass, type PassConfig, type PassResult } from '../../controller/pass';
+import { admits, leftAlone, reconcilePass, reservedBy, sideExecutor, sidePlan, type PassConfig, type PassResult } from '../../controller/pass';
+import type { AttemptAction } from '../../plan/types';
+import { Semaphore } from '../../util/pool';
 import { activity } from '../../controller/activity';
 import { Waker } from '../../controller/waker';
 import { describeEngineError, isEngineDown, pingFailure } from '../../engine/errors';
@@ -221,10 +224,13 @@ async function passes(ctx: Context, o: ReconcileOptions, cfg: PassConfig, engine
 
 /**
  * `--wait`: while a pass's actions are under way (its starts, copies, harvests), an engine
- * event wakes a side pass over the attempts the pass left alone (exitPass): an exit is
+ * event wakes a side pass over the attempts the pass left alone (sidePlan): an exit is
  * harvested and recorded at once instead of after the pass's last start (issue 18: a `die`
- * took up to seconds to show in the status). Returns how many actions the side passes
- * carried out. An error ends the side passes; the next pass sees whatever is left.
+ * took up to seconds to show in the status), and the slot it frees is given at once. Side
+ * actions run in the background, at most --concurrency at once, each attempt busy (left out of
+ * later side passes, its admission holding its slot) until its action ends; the pass ends once
+ * they have. Returns how many side actions were carried out. An error ends the side passes;
+ * the next pass sees whatever is left.
  */
 async function exitsAlongside(
   cfg: PassConfig,
@@ -241,25 +247,53 @@ async function exitsAlongside(
     () => stop.abort(),
     () => stop.abort(),
   );
+  const executor = sideExecutor(cfg, engine, store);
+  const slots = new Semaphore(Math.max(1, cfg.concurrency));
+  const under = new Map<string, AttemptAction>();
+  const tasks = new Set<Promise<void>>();
   let work = 0;
   for (;;) {
     await waker.wait(60_000, stop.signal);
     if (stop.signal.aborted) break;
+    // Both before the side pass's lists: an admission that ends meanwhile counts twice, never not at all.
     const only = leftAlone(planned, ended);
+    for (const n of under.keys()) only.delete(n);
+    const reserved = reservedBy(planned, ended);
+    for (const a of under.values()) {
+      if (!admits(a)) continue;
+      reserved.reservedSlots++;
+      if (a.set !== undefined) reserved.reservedBySet.set(a.set, (reserved.reservedBySet.get(a.set) ?? 0) + 1);
+    }
+    let side: Awaited<ReturnType<typeof sidePlan>>;
     try {
-      const side = await exitPass(cfg, engine, store, only);
-      if (side.snapshot) waker.lookAgain(side.snapshot);
-      work += side.actions.length;
-      for (const r of side.results) {
-        const a = side.actions.find((x) => x.attempt === r.attempt);
-        if (!r.ok) report(`${r.attempt}: ${r.error ?? 'failed'}`);
-        const did = a && activity(a, r.ran, await store.get(r.attempt));
-        if (did) cfg.log.info(did);
-      }
+      side = await sidePlan(cfg, engine, store, only, reserved);
     } catch (err) {
       cfg.log.debug(`side pass: ${String(err)}; the next pass looks again`);
       break;
     }
+    if (side.snapshot) waker.lookAgain(side.snapshot);
+    for (const a of side.actions) {
+      work++;
+      under.set(a.attempt, a);
+      const task = slots
+        .run(() => executor.runAction(a))
+        .then(
+          async (r) => {
+            if (!r.ok) report(`${r.attempt}: ${r.error ?? 'failed'}`);
+            const did = activity(a, r.ran, await store.get(r.attempt));
+            if (did) cfg.log.info(did);
+          },
+          (err: unknown) => report(`${a.attempt}: ${String(err)}`),
+        )
+        .finally(() => {
+          under.delete(a.attempt);
+          tasks.delete(task);
+          // A run ended or a slot freed: look again.
+          waker.poke();
+        });
+      tasks.add(task);
+    }
   }
+  await Promise.all([...tasks]);
   return work;
 }
