@@ -34,6 +34,8 @@ export interface ServiceCreateSpec {
   memory?: number;
   /** Seconds between TERM and KILL when the task is stopped. */
   stopGraceSeconds?: number;
+  /** Upstream DNS servers of the task's container (names its networks' resolver does not know). */
+  dns?: readonly string[];
 }
 
 export interface ServiceSummary {
