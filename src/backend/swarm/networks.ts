@@ -73,7 +73,7 @@ export async function taskNetworks(h: NodeHandle, inner: ContainerDetails, run: 
   }
   if (await on(SWARM_NETWORKS.ingress)) out.push(SWARM_NETWORKS.ingress);
   if (own.every((n) => n.internal) && (await on(SWARM_NETWORKS.gateway))) out.push(SWARM_NETWORKS.gateway);
-  return out.sort();
+  return [...new Set(out)].sort();
 }
 
 /** Waits while the manager says a network is still in use (its tasks' containers are going). */
@@ -102,11 +102,12 @@ export class SwarmNetworks implements NetworkClient {
     return (await this.swarm.networks.list(labelFilters)).filter((n) => n.labels[SWARM.runLabel] === undefined);
   }
 
-  /** The network, holding the runs whose tasks' containers are on it on any node (by run id), and any other container by its id. */
+  /** The network, holding the runs whose tasks' containers are on it on any ready node (by run id), and any other container by its id. */
   async inspect(idOrName: string): Promise<NetworkDetails> {
     const n = await this.swarm.networks.inspect(idOrName);
     const members: string[] = [];
-    for (const h of await this.pool.reachable()) {
+    // a node that is down shows nothing (its runs are lost, as runs.ts says); it is not waited for
+    for (const h of (await this.pool.reachable()).filter((x) => x.node.state === 'ready')) {
       const local = await h.engine.networks.inspect(n.id).catch((err: unknown) => {
         if (isNotFound(err)) return undefined; // no task on it there
         throw err;
