@@ -4,19 +4,23 @@
  * know which backend runs.
  *
  * A run, by the container name the desired state gives it:
- *  - create: berth chooses the node (nodes.ts) and, through that node's own engine, makes the
- *    run's two node-local volumes (the workspace, mounted at the working folder, and the
- *    results, at /results) and a prepared container holding them, never started: the run is
- *    `created`. No host folder is ever bound on a node.
+ *  - create: berth chooses the node (nodes.ts; an attempt's run goes to its egress proxy's node)
+ *    and, through that node's own engine, makes the run's two node-local volumes (the workspace,
+ *    mounted at the working folder, and the results, at /results; none for the egress proxy)
+ *    and a prepared container holding them and naming its network (SWARM.netLabel), never
+ *    started: the run is `created`. No host folder is ever bound on a node.
  *  - putArchive: the fixture goes into the prepared container (so into the workspace volume);
  *    files for /run/secrets become swarm secrets instead (content-hashed names, the run's labels),
  *    never written on the node's disk.
  *  - start: the run's service: a replicated job (one completion, restart never) pinned to that
  *    node, endpoint mode dnsrr, no published port, the two volumes mounted, the secrets attached,
- *    the prepared container's settings (command, environment, user, limits, capabilities).
+ *    the prepared container's settings (command, environment, user, limits, capabilities), its
+ *    networks (networks.ts: the attempt's overlays, or for `none` an internal overlay of the
+ *    run's own) and upstream DNS; it returns once the task has its container on the node.
  *  - list/inspect: the service and its task (polled: tasks emit no events) as a container:
  *    running until the task ends, then exited with the task's exit code. The results folder is
- *    shown bound at /results, as it is where berth runs once collect() brought it home.
+ *    shown bound at /results, as it is where berth runs once collect() brought it home. A
+ *    running task's networks are where its node's engine says its container sits.
  *  - collect: the results volume's files into the results folder (the node engine's archive API).
  *  - stop: the task's container, through the node's engine (TERM, grace, KILL).
  *  - remove: the service (its task's container goes with it), the secrets, the prepared container
