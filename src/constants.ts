@@ -200,6 +200,13 @@ export const SWARM = {
   resultsLabel: 'dev.berth.results-dir',
   /** On a run's swarm secrets: the file name under /run/secrets, and its owner and mode. */
   secretFileLabel: 'dev.berth.secret-file',
+  /**
+   * On a run's prepared container: the network its task attaches to (JSON: network, aliases,
+   * upstream DNS; `private`: the run's own internal overlay, which stands for `none`).
+   */
+  netLabel: 'dev.berth.swarm-net',
+  /** How long a started run's task may take to get its container on its node. */
+  taskStartMs: 60_000,
   /** On a hardening probe's service: the node it checks. */
   probeLabel: 'dev.berth.probe',
   /** On a hardening probe's service: the berth process that made it (`<hostname>/<pid>`), so one left by a killed berth is told from one under way. */

@@ -2,8 +2,9 @@
  * The swarm backend: a Docker Swarm manager (DOCKER_HOST) and the nodes' own engines (each
  * node's SWARM.engineLabel), behind the same Engine interface the single engine implements, so
  * observe, the planner, the executor, status, summaries and the report do not know which runs.
- * Runs are replicated-job services (runs.ts); networks and volumes of attempts are refused
- * until the backend provides them (an attempt that needs them ends Blocked, never weakened).
+ * Runs are replicated-job services (runs.ts); attempts' networks are overlays (networks.ts);
+ * attempts' volumes and sidecars are refused until the backend provides them (an attempt that
+ * needs them ends Blocked, never weakened).
  */
 import type Dockerode from 'dockerode';
 import { COMPONENTS, DEFAULTS, LABELS, REASONS, SWARM } from '../../constants';
@@ -11,6 +12,7 @@ import { BackendRefusedError } from '../../engine/errors';
 import { createDockerEngine, dockerFromEnv } from '../../engine/docker';
 import { createSwarmEngine } from '../../engine/swarm';
 import type { Engine, Labels, NetworkClient, VolumeClient } from '../../engine/types';
+import { SwarmNetworks } from './networks';
 import { NodePool } from './nodes';
 import { SwarmRuns } from './runs';
 
@@ -45,13 +47,8 @@ export function createSwarmBackend(o: SwarmBackendOptions = {}): Engine & { runs
     create: (spec) => (spec.labels[LABELS.component] === COMPONENTS.volume ? Promise.reject(notYet(spec.labels, 'volumes')) : manager.volumes.create(spec)),
     remove: (name) => manager.volumes.remove(name),
   };
-  const networks: NetworkClient = {
-    list: (f) => swarm.networks.list(f),
-    inspect: (n) => swarm.networks.inspect(n),
-    connect: (n, c) => swarm.networks.connect(n, c),
-    remove: (n) => swarm.networks.remove(n),
-    create: (spec) => Promise.reject(notYet(spec.labels, 'network isolation')),
-  };
+  // attempts' networks: overlays through the manager, what they hold read from the nodes (networks.ts)
+  const networks: NetworkClient = new SwarmNetworks(swarm, pool, (net, id) => runs.attach(net, id));
   return {
     containers: runs,
     networks,

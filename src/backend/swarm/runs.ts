@@ -4,19 +4,23 @@
  * know which backend runs.
  *
  * A run, by the container name the desired state gives it:
- *  - create: berth chooses the node (nodes.ts) and, through that node's own engine, makes the
- *    run's two node-local volumes (the workspace, mounted at the working folder, and the
- *    results, at /results) and a prepared container holding them, never started: the run is
- *    `created`. No host folder is ever bound on a node.
+ *  - create: berth chooses the node (nodes.ts; an attempt's run goes to its egress proxy's node)
+ *    and, through that node's own engine, makes the run's two node-local volumes (the workspace,
+ *    mounted at the working folder, and the results, at /results; none for the egress proxy)
+ *    and a prepared container holding them and naming its network (SWARM.netLabel), never
+ *    started: the run is `created`. No host folder is ever bound on a node.
  *  - putArchive: the fixture goes into the prepared container (so into the workspace volume);
  *    files for /run/secrets become swarm secrets instead (content-hashed names, the run's labels),
  *    never written on the node's disk.
  *  - start: the run's service: a replicated job (one completion, restart never) pinned to that
  *    node, endpoint mode dnsrr, no published port, the two volumes mounted, the secrets attached,
- *    the prepared container's settings (command, environment, user, limits, capabilities).
+ *    the prepared container's settings (command, environment, user, limits, capabilities), its
+ *    networks (networks.ts: the attempt's overlays, or for `none` an internal overlay of the
+ *    run's own) and upstream DNS; it returns once the task has its container on the node.
  *  - list/inspect: the service and its task (polled: tasks emit no events) as a container:
  *    running until the task ends, then exited with the task's exit code. The results folder is
- *    shown bound at /results, as it is where berth runs once collect() brought it home.
+ *    shown bound at /results, as it is where berth runs once collect() brought it home. A
+ *    running task's networks are where its node's engine says its container sits.
  *  - collect: the results volume's files into the results folder (the node engine's archive API).
  *  - stop: the task's container, through the node's engine (TERM, grace, KILL).
  *  - remove: the service (its task's container goes with it), the secrets, the prepared container
@@ -32,7 +36,8 @@ import { extract, pack } from 'tar-stream';
 import { COMPONENTS, DEFAULTS, LABELS, REASONS, SWARM } from '../../constants';
 import { BackendRefusedError, isConflict, isNotFound } from '../../engine/errors';
 import type { ServiceSummary, SwarmEngine, TaskSummary } from '../../engine/swarm/types';
-import type { ContainerClient, ContainerCreateSpec, ContainerDetails, ContainerSummary, Labels } from '../../engine/types';
+import type { ContainerClient, ContainerCreateSpec, ContainerDetails, ContainerSummary, Labels, NetworkSummary } from '../../engine/types';
+import { parseRunNet, privateNetwork, taskNetworks, type RunNet } from './networks';
 import { type NodeHandle, type NodePool } from './nodes';
 import { extractResults } from './results';
 
@@ -102,6 +107,11 @@ function halfMade(id: string, run: string, labels: Labels): ContainerSummary {
   };
 }
 
+/** The network mode a run's task has, as the single engine names it. */
+function networkModeOf(net: RunNet | undefined): string {
+  return !net || net.private ? 'none' : net.network;
+}
+
 /**
  * A run's id: its container name and its node (`<name>@<node id>`). Every run of an attempt has
  * the same container name; a run left on a node that was lost is told from the next one by it.
@@ -116,10 +126,40 @@ export function parseRunId(id: string): { name: string; node?: string } {
 }
 
 export class SwarmRuns implements ContainerClient {
+  /** Run id → networks its task attaches to besides its first (networks.connect before its start). */
+  private readonly attached = new Map<string, Set<string>>();
+
   constructor(
     private readonly swarm: SwarmEngine,
     private readonly pool: NodePool,
   ) {}
+
+  /**
+   * A network a run's task is to be on as well: recorded until its start (a service's networks are
+   * fixed when it is made). Not kept across berth processes: a sidecar found made but not started
+   * is made again, and one started without it fails its attestation (its networks are exact).
+   */
+  attach(network: string, id: string): void {
+    if (!this.attached.has(id)) this.attached.set(id, new Set());
+    this.attached.get(id)?.add(network);
+  }
+
+  /** A service's networks by name (a run's own `none` network as `none`), from the manager's networks. */
+  private namedNetworks(s: ServiceSummary, nets: ReadonlyMap<string, NetworkSummary>): string[] {
+    if (!s.networks.length) return ['bridge']; // a service with no network: the node's default bridge
+    return s.networks
+      .map((id) => {
+        const n = nets.get(id);
+        if (!n) return id;
+        return n.name === privateNetwork(s.name) && n.internal && n.labels[SWARM.runLabel] === s.name ? 'none' : n.name;
+      })
+      .sort();
+  }
+
+  private async networksById(): Promise<Map<string, NetworkSummary>> {
+    const all = await this.swarm.networks.list([]);
+    return new Map(all.flatMap((n) => [[n.id, n] as const, [n.name, n] as const]));
+  }
 
   /** The node holding a run's prepared container (by its id's node, or found by name), or undefined. */
   private async locate(id: string): Promise<NodeHandle | undefined> {
@@ -152,7 +192,7 @@ export class SwarmRuns implements ContainerClient {
     return s.nodeId !== undefined && this.pool.lost(s.nodeId, SWARM.lostGraceMs);
   }
 
-  private summary(s: ServiceSummary, t: TaskSummary | undefined, nodes: readonly NodeHandle[] = []): ContainerSummary {
+  private summary(s: ServiceSummary, t: TaskSummary | undefined, nets: ReadonlyMap<string, NetworkSummary>, nodes: readonly NodeHandle[] = []): ContainerSummary {
     const ended = t !== undefined && FINAL.has(t.state);
     const node = t?.nodeId || s.nodeId || '';
     const resultsDir = s.labels[SWARM.resultsLabel];
@@ -164,8 +204,8 @@ export class SwarmRuns implements ContainerClient {
       imageId: s.image,
       state: ended ? 'exited' : 'running',
       status: t ? `task ${t.state}${t.nodeId ? ` on ${t.nodeId.slice(0, 12)}` : ''}` : 'no task yet',
-      networkMode: 'none',
-      networks: s.networks.length ? s.networks : ['none'],
+      networkMode: networkModeOf(parseRunNet(s.labels[SWARM.netLabel])),
+      networks: this.namedNetworks(s, nets),
       mounts: resultsDir ? [{ type: 'bind', source: resultsDir, destination: DEFAULTS.resultsMount, rw: true }] : [],
       created: Math.floor(Date.parse(s.createdAt) / 1000),
       placement: {
@@ -180,9 +220,9 @@ export class SwarmRuns implements ContainerClient {
   async list(labelFilters: string[]): Promise<ContainerSummary[]> {
     const [services, nodes] = await Promise.all([this.swarm.services.list(labelFilters), this.pool.reachable(), this.pool.sweep()]);
     const runs = services.filter((s) => s.labels[SWARM.resultsLabel] !== undefined);
-    const tasks = runs.length ? await this.swarm.tasks.list({ services: runs.map((s) => s.id) }) : [];
+    const [tasks, nets] = runs.length ? await Promise.all([this.swarm.tasks.list({ services: runs.map((s) => s.id) }), this.networksById()]) : [[], new Map()];
     const out = runs.map((s) => {
-      const c = this.summary(s, latest(tasks.filter((t) => t.serviceId === s.id)), nodes);
+      const c = this.summary(s, latest(tasks.filter((t) => t.serviceId === s.id)), nets, nodes);
       // a run whose node is lost has ended, for berth: its finish finds it gone (Lost)
       return this.isLost(s) ? { ...c, state: 'exited', status: `node ${s.nodeId?.slice(0, 12)} lost` } : c;
     });
@@ -218,36 +258,76 @@ export class SwarmRuns implements ContainerClient {
 
   async create(spec: ContainerCreateSpec): Promise<string> {
     const run = spec.name;
-    if (spec.host.networkMode !== 'none' || spec.host.mounts.length > 0 || (spec.aliases?.length ?? 0) > 0) {
+    const component = spec.labels[LABELS.component];
+    const proxy = component === COMPONENTS.proxy;
+    if (component === COMPONENTS.sidecar || spec.host.mounts.length > 0) {
       throw new BackendRefusedError(
         REASONS.nodeRefused,
-        `attempt ${spec.labels[LABELS.attempt] ?? run} needs ${spec.host.networkMode !== 'none' ? 'network isolation' : 'volumes'}, which --backend swarm does not provide yet; it is not run without them`,
+        `attempt ${spec.labels[LABELS.attempt] ?? run} needs ${component === COMPONENTS.sidecar ? 'sidecars' : 'volumes'}, which --backend swarm does not provide yet; it is not run without them`,
       );
     }
     const resultsBind = spec.host.binds.find((b) => b.endsWith(`:${DEFAULTS.resultsMount}:rw`));
-    const resultsDir = resultsBind?.slice(0, -`:${DEFAULTS.resultsMount}:rw`.length);
-    if (!resultsDir || spec.host.binds.length !== 1) throw new Error(`run ${run}: the swarm backend binds no host folder (binds ${spec.host.binds.join(', ')})`);
-    const [existing, located, services] = await Promise.all([this.service(run), this.locate(run), this.swarm.services.list([`${LABELS.managed}=true`, SWARM.resultsLabel])]);
-    if (existing || located) throw Object.assign(new Error(`run ${run} exists`), { statusCode: 409 });
-    const load = new Map<string, number>();
-    for (const s of services) if (s.nodeId) load.set(s.nodeId, (load.get(s.nodeId) ?? 0) + 1);
-    const h = await this.pool.choose(spec.labels[LABELS.attempt] ?? run, load);
+    const resultsDir = proxy ? '' : resultsBind?.slice(0, -`:${DEFAULTS.resultsMount}:rw`.length);
+    if (resultsDir === undefined || (!proxy && !resultsDir) || spec.host.binds.length !== (proxy ? 0 : 1)) {
+      throw new Error(`run ${run}: the swarm backend binds no host folder (binds ${spec.host.binds.join(', ')})`);
+    }
+    const existing = await this.service(run);
+    if (existing || (await this.locate(run))) throw Object.assign(new Error(`run ${run} exists`), { statusCode: 409 });
+    const net: RunNet =
+      spec.host.networkMode === 'none'
+        ? { network: privateNetwork(run), aliases: [], dns: [...DEFAULTS.internalDns], private: true }
+        : { network: spec.host.networkMode, aliases: spec.aliases ?? [], dns: [...(spec.host.dns ?? [])], private: false };
+    const h = await this.node(spec, run, net);
     const helper = helperLabels(spec.labels, run);
-    await h.engine.volumes.create({ name: wsVolume(run), labels: helper });
-    await h.engine.volumes.create({ name: resultsVolume(run), labels: helper });
+    if (!proxy) {
+      await h.engine.volumes.create({ name: wsVolume(run), labels: helper });
+      await h.engine.volumes.create({ name: resultsVolume(run), labels: helper });
+    }
+    const { aliases: _aliases, ...rest } = spec;
+    const { dns: _dns, ...host } = spec.host;
     await h.engine.containers.create({
-      ...spec,
-      labels: { ...spec.labels, [SWARM.runLabel]: run, [SWARM.resultsLabel]: resultsDir },
+      ...rest,
+      labels: { ...spec.labels, [SWARM.runLabel]: run, [SWARM.resultsLabel]: resultsDir, [SWARM.netLabel]: JSON.stringify(net) },
       host: {
-        ...spec.host,
+        ...host,
+        // the prepared container never starts: its networks are the service's (SWARM.netLabel)
+        networkMode: 'none',
         binds: [],
-        mounts: [
-          { type: 'volume', source: wsVolume(run), target: spec.workingDir, readOnly: false },
-          { type: 'volume', source: resultsVolume(run), target: DEFAULTS.resultsMount, readOnly: false },
-        ],
+        mounts: proxy
+          ? []
+          : [
+              { type: 'volume', source: wsVolume(run), target: spec.workingDir, readOnly: false },
+              { type: 'volume', source: resultsVolume(run), target: DEFAULTS.resultsMount, readOnly: false },
+            ],
       },
     });
     return runId(run, h.node.id);
+  }
+
+  /**
+   * The node a new run goes to: an attempt's run on its network goes where its egress proxy runs
+   * (an attempt and its proxy on one node: overlay traffic between nodes is not encrypted);
+   * otherwise berth chooses (nodes.ts).
+   */
+  private async node(spec: ContainerCreateSpec, run: string, net: RunNet): Promise<NodeHandle> {
+    const l = spec.labels;
+    if (!net.private && l[LABELS.component] === COMPONENTS.main && l[LABELS.instance] && l[LABELS.attempt] && l[LABELS.run]) {
+      const [p] = await this.swarm.services.list([
+        `${LABELS.instance}=${l[LABELS.instance]}`,
+        `${LABELS.attempt}=${l[LABELS.attempt]}`,
+        `${LABELS.run}=${l[LABELS.run]}`,
+        `${LABELS.component}=${COMPONENTS.proxy}`,
+      ]);
+      if (p?.nodeId) {
+        const h = (await this.pool.reachable()).find((n) => n.node.id === p.nodeId);
+        if (!h || h.node.state !== 'ready') throw new Error(`run ${run}: the node of its egress proxy (${p.nodeId.slice(0, 12)}) is not ready`);
+        return h;
+      }
+    }
+    const services = await this.swarm.services.list([`${LABELS.managed}=true`, SWARM.resultsLabel]);
+    const load = new Map<string, number>();
+    for (const s of services) if (s.nodeId) load.set(s.nodeId, (load.get(s.nodeId) ?? 0) + 1);
+    return this.pool.choose(l[LABELS.attempt] ?? run, load);
   }
 
   async putArchive(id: string, path: string, tar: Buffer | Readable): Promise<void> {
@@ -277,7 +357,18 @@ export class SwarmRuns implements ContainerClient {
     const { name } = parseRunId(id);
     const [c, secrets] = await Promise.all([h.engine.containers.inspect(name), this.swarm.secrets.list([`${SWARM.runLabel}=${runId(name, h.node.id)}`])]);
     const { [SWARM.runLabel]: _r, [SWARM.resultsLabel]: resultsDir = '', ...labels } = c.labels;
-    await this.swarm.services
+    // a prepared container of an older berth names no network: its task lands on the node's
+    // bridge, which its attestation refuses (networks are exact)
+    const net = parseRunNet(c.labels[SWARM.netLabel]);
+    if (net?.private) {
+      // the run's own `none`: an internal overlay nobody else is on (made here, so a berth killed
+      // before the start leaves none behind; the start is retried with the run `created`)
+      await this.swarm.networks.create({ name: net.network, labels: helperLabels(c.labels, name), internal: true, driver: 'overlay', attachable: false }).catch((err: unknown) => {
+        if (!isConflict(err)) throw err;
+      });
+    }
+    const extra = [...(this.attached.get(id) ?? [])].filter((n) => n !== net?.network);
+    const service = await this.swarm.services
       .create({
         name,
         labels: { ...labels, [SWARM.resultsLabel]: resultsDir },
@@ -288,11 +379,14 @@ export class SwarmRuns implements ContainerClient {
         workingDir: c.config.workingDir,
         ...(c.config.user ? { user: c.config.user } : {}),
         nodeId: h.node.id,
-        networks: [],
-        mounts: [
-          { source: wsVolume(name), target: c.config.workingDir, readOnly: false },
-          { source: resultsVolume(name), target: DEFAULTS.resultsMount, readOnly: false },
-        ],
+        networks: [...(net ? [{ target: net.network, ...(net.aliases.length ? { aliases: net.aliases } : {}) }] : []), ...extra.map((target) => ({ target }))],
+        ...(net?.dns.length ? { dns: net.dns } : {}),
+        mounts: resultsDir
+          ? [
+              { source: wsVolume(name), target: c.config.workingDir, readOnly: false },
+              { source: resultsVolume(name), target: DEFAULTS.resultsMount, readOnly: false },
+            ]
+          : [],
         secrets: secrets.map((s) => ({ id: s.id, name: s.name, file: (s.labels[SWARM.secretFileLabel] ?? '').split(':')[0] ?? '' })),
         capDrop: c.host.capDrop,
         capAdd: c.host.capAdd,
@@ -306,7 +400,28 @@ export class SwarmRuns implements ContainerClient {
       })
       .catch((err: unknown) => {
         if (!isConflict(err)) throw err;
+        return name;
       });
+    this.attached.delete(id);
+    await this.started(service, h, c.host.memory, c.host.memorySwap);
+  }
+
+  /**
+   * Waits (bounded) until the run's task has its container on its node, so what is attested right
+   * after the start is that container; sets its swap limit, which a service cannot ask for (API
+   * 1.41 has no MemorySwap: the node's default is twice the memory), to what the spec asks.
+   */
+  private async started(service: string, h: NodeHandle, memory: number, memorySwap: number): Promise<void> {
+    const until = Date.now() + SWARM.taskStartMs;
+    for (;;) {
+      const t = latest(await this.swarm.tasks.list({ services: [service] }));
+      if (t?.containerId) {
+        if (memory > 0) await h.docker.getContainer(t.containerId).update({ Memory: memory, MemorySwap: memorySwap > 0 ? memorySwap : memory }).catch(() => undefined);
+        return;
+      }
+      if ((t && FINAL.has(t.state)) || Date.now() > until) return; // what it shows is attested, and refused
+      await new Promise((r) => setTimeout(r, 100));
+    }
   }
 
   async inspect(idOrName: string): Promise<ContainerDetails> {
@@ -327,7 +442,12 @@ export class SwarmRuns implements ContainerClient {
     const ended = (t !== undefined && FINAL.has(t.state)) || innerEnded;
     const base = inner ?? (h ? await h.engine.containers.inspect(name) : undefined);
     if (!base) throw notFound(idOrName);
-    const listed = { ...this.summary(s, t), ...(ended ? { state: 'exited' } : {}) };
+    const nets = new Map<string, NetworkSummary>();
+    for (const n of s.networks) await this.swarm.networks.inspect(n).then((x) => nets.set(n, x), () => undefined);
+    const summary = this.summary(s, t, nets);
+    // where the task's container really sits, as its node says (ingress and docker_gwbridge too)
+    const networks = inner?.runState.running && node ? await taskNetworks(node, inner, s.name) : summary.networks;
+    const listed = { ...summary, networks, ...(ended ? { state: 'exited' } : {}) };
     const hardened = inner ? ((await this.pool.refusal(node!.node)) === undefined) : false;
     return {
       ...base,
@@ -346,7 +466,7 @@ export class SwarmRuns implements ContainerClient {
       host: {
         ...base.host,
         binds: listed.mounts.map((m) => `${m.source}:${m.destination}:rw`),
-        networkMode: 'none',
+        networkMode: listed.networkMode,
         // enforced by the node's daemon, as its probe found from inside a task (nodes.ts)
         securityOpt: hardened ? [...new Set([...base.host.securityOpt, 'no-new-privileges:true', 'no-new-privileges'])] : base.host.securityOpt,
         cgroupnsMode: hardened ? 'private' : base.host.cgroupnsMode,
@@ -377,6 +497,9 @@ export class SwarmRuns implements ContainerClient {
       const n = nodes.find((x) => x.node.id === t.nodeId);
       if (t.containerId && n && n.node.state === 'ready') any = (await n.engine.containers.remove(t.containerId)) || any;
     }
+    // the run's own `none` network (a manager's network: it goes even while the node is down)
+    const own = await this.swarm.networks.inspect(privateNetwork(name)).catch(() => undefined);
+    if (own && own.labels[SWARM.runLabel] === name) any = (await this.removeWhenFree(() => this.swarm.networks.remove(own.id))) || any;
     const h = await this.locate(id);
     const state = h ? (await this.pool.all()).find((n) => n.id === h.node.id)?.state : undefined;
     if (h && state !== 'ready') {

@@ -56,6 +56,7 @@ export function serviceBody(spec: ServiceCreateSpec): Record<string, unknown> {
         Mounts: spec.mounts.map((m) => ({ Type: 'volume', Source: m.source, Target: m.target, ReadOnly: m.readOnly })),
         Secrets: spec.secrets.map((s) => ({ SecretID: s.id, SecretName: s.name, File: { Name: s.file, UID: '0', GID: '0', Mode: 0o444 } })),
         ...(spec.stopGraceSeconds !== undefined ? { StopGracePeriod: spec.stopGraceSeconds * 1e9 } : {}),
+        ...(spec.dns?.length ? { DNSConfig: { Nameservers: [...spec.dns] } } : {}),
       },
       Resources: { Limits: limits },
       RestartPolicy: { Condition: 'none', MaxAttempts: 0 },

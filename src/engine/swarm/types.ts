@@ -36,6 +36,8 @@ export interface ServiceCreateSpec {
   stopGraceSeconds?: number;
   /** The task container's log driver and options (berth caps the engine's own log files). */
   logDriver?: { name: string; options: Record<string, string> };
+  /** Upstream DNS servers of the task's container (names its networks' resolver does not know). */
+  dns?: readonly string[];
 }
 
 export interface ServiceSummary {
