@@ -202,8 +202,7 @@ export class SwarmRuns implements ContainerClient {
     for (const s of services) if (s.nodeId) load.set(s.nodeId, (load.get(s.nodeId) ?? 0) + 1);
     const h = await this.pool.choose(spec.labels[LABELS.attempt] ?? run, load);
     const helper = helperLabels(spec.labels, run);
-    await h.engine.volumes.create({ name: wsVolume(run), labels: helper });
-    await h.engine.volumes.create({ name: resultsVolume(run), labels: helper });
+    await Promise.all([h.engine.volumes.create({ name: wsVolume(run), labels: helper }), h.engine.volumes.create({ name: resultsVolume(run), labels: helper })]);
     await h.engine.containers.create({
       ...spec,
       labels: { ...spec.labels, [SWARM.runLabel]: run, [SWARM.resultsLabel]: resultsDir },
