@@ -9,7 +9,8 @@
  *    mounted at the working folder, and the results, at /results; none for the egress proxy)
  *    and a prepared container holding them and naming its network (SWARM.netLabel), never
  *    started: the run is `created`. No host folder is ever bound on a node.
- *  - putArchive: the fixture goes into the prepared container (so into the workspace volume);
+ *  - putArchive: the fixture streams into the prepared container (so into the workspace volume),
+ *    in bounded memory (archive.ts);
  *    files for /run/secrets become swarm secrets instead (content-hashed names, the run's labels),
  *    never written on the node's disk.
  *  - start: the run's service: a replicated job (one completion, restart never) pinned to that
@@ -32,13 +33,13 @@
  */
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { extract, pack } from 'tar-stream';
 import { COMPONENTS, DEFAULTS, LABELS, REASONS, SWARM } from '../../constants';
 import { BackendRefusedError, isConflict, isNotFound } from '../../engine/errors';
 import type { ServiceSummary, SwarmEngine, TaskSummary } from '../../engine/swarm/types';
 import type { ContainerClient, ContainerCreateSpec, ContainerDetails, ContainerSummary, Labels, NetworkSummary } from '../../engine/types';
 import { parseRunNet, privateNetwork, taskNetworks, type RunNet } from './networks';
 import { type NodeHandle, type NodePool } from './nodes';
+import { splitSecrets } from './archive';
 import { extractResults } from './results';
 
 const FINAL = new Set(['complete', 'failed', 'rejected', 'shutdown', 'orphaned', 'remove']);
@@ -56,37 +57,6 @@ function helperLabels(labels: Labels, run: string): Labels {
 /** The task that tells the run's state: the newest one. */
 function latest(tasks: TaskSummary[]): TaskSummary | undefined {
   return [...tasks].sort((a, b) => a.createdAt.localeCompare(b.createdAt)).at(-1);
-}
-
-async function entries(tar: Buffer | Readable): Promise<{ name: string; header: Record<string, unknown>; body: Buffer }[]> {
-  const out: { name: string; header: Record<string, unknown>; body: Buffer }[] = [];
-  const ex = extract();
-  const done = new Promise<void>((resolve, reject) => {
-    ex.on('finish', resolve);
-    ex.on('error', reject);
-  });
-  ex.on('entry', (h, stream, next) => {
-    const chunks: Buffer[] = [];
-    stream.on('data', (c: unknown) => chunks.push(c as Buffer));
-    stream.on('end', () => {
-      out.push({ name: h.name.replace(/^\.?\//, ''), header: h as unknown as Record<string, unknown>, body: Buffer.concat(chunks) });
-      next();
-    });
-  });
-  (Buffer.isBuffer(tar) ? Readable.from([tar]) : tar).pipe(ex);
-  await done;
-  return out;
-}
-
-async function repack(items: { header: Record<string, unknown>; body: Buffer }[]): Promise<Buffer> {
-  const p = pack();
-  const chunks: Buffer[] = [];
-  p.on('data', (c: unknown) => chunks.push(c as Buffer));
-  const end = new Promise<void>((resolve) => p.on('end', resolve));
-  for (const i of items) await new Promise<void>((resolve, reject) => p.entry(i.header as never, i.body, (err) => (err ? reject(err) : resolve())));
-  p.finalize();
-  await end;
-  return Buffer.concat(chunks);
 }
 
 /** A run of which only helpers exist (volumes made, the prepared container not yet): a created run to remove. */
@@ -271,18 +241,15 @@ export class SwarmRuns implements ContainerClient {
     if (resultsDir === undefined || (!proxy && !resultsDir) || spec.host.binds.length !== (proxy ? 0 : 1)) {
       throw new Error(`run ${run}: the swarm backend binds no host folder (binds ${spec.host.binds.join(', ')})`);
     }
-    const existing = await this.service(run);
-    if (existing || (await this.locate(run))) throw Object.assign(new Error(`run ${run} exists`), { statusCode: 409 });
+    const [existing, located] = await Promise.all([this.service(run), this.locate(run)]);
+    if (existing || located) throw Object.assign(new Error(`run ${run} exists`), { statusCode: 409 });
     const net: RunNet =
       spec.host.networkMode === 'none'
         ? { network: privateNetwork(run), aliases: [], dns: [...DEFAULTS.internalDns], private: true }
         : { network: spec.host.networkMode, aliases: spec.aliases ?? [], dns: [...(spec.host.dns ?? [])], private: false };
     const h = await this.node(spec, run, net);
     const helper = helperLabels(spec.labels, run);
-    if (!proxy) {
-      await h.engine.volumes.create({ name: wsVolume(run), labels: helper });
-      await h.engine.volumes.create({ name: resultsVolume(run), labels: helper });
-    }
+    if (!proxy) await Promise.all([h.engine.volumes.create({ name: wsVolume(run), labels: helper }), h.engine.volumes.create({ name: resultsVolume(run), labels: helper })]);
     const { aliases: _aliases, ...rest } = spec;
     const { dns: _dns, ...host } = spec.host;
     await h.engine.containers.create({
@@ -334,20 +301,17 @@ export class SwarmRuns implements ContainerClient {
     const h = await this.locate(id);
     if (!h) throw notFound(id);
     const { name: run } = parseRunId(id);
-    const all = await entries(tar);
     const secretDir = `${DEFAULTS.secretsDir.replace(/^\//, '')}/`;
-    const secrets = path === '/' ? all.filter((e) => e.name.startsWith(secretDir) && e.header.type === 'file') : [];
-    const rest = all.filter((e) => !secrets.includes(e) && !(path === '/' && secretDir.startsWith(e.name)));
-    const labels = (await h.engine.containers.inspect(run)).labels;
+    // the fixture streams on into the node's engine; the secrets' files are kept aside (archive.ts)
+    const secrets = await splitSecrets(tar, path === '/' ? secretDir : undefined, (rest) => h.engine.containers.putArchive(run, path, rest));
+    const labels = secrets.length ? (await h.engine.containers.inspect(run)).labels : {};
     for (const s of secrets) {
-      const file = s.name.slice(secretDir.length);
-      const name = `b-${createHash('sha256').update(id).digest('hex').slice(0, 16)}-${createHash('sha256').update(file).update('\0').update(s.body).digest('hex').slice(0, 16)}`;
-      const meta = `${file}:${Number(s.header.uid ?? 0)}:${Number(s.header.gid ?? 0)}:${Number(s.header.mode ?? 0o400)}`;
+      const name = `b-${createHash('sha256').update(id).digest('hex').slice(0, 16)}-${createHash('sha256').update(s.file).update('\0').update(s.body).digest('hex').slice(0, 16)}`;
+      const meta = `${s.file}:${Number(s.header.uid ?? 0)}:${Number(s.header.gid ?? 0)}:${Number(s.header.mode ?? 0o400)}`;
       await this.swarm.secrets.create(name, s.body, { ...helperLabels(labels, runId(run, h.node.id)), [SWARM.secretFileLabel]: meta }).catch((err: unknown) => {
         if (!isConflict(err)) throw err;
       });
     }
-    if (rest.some((e) => e.header.type !== 'directory')) await h.engine.containers.putArchive(run, path, await repack(rest));
   }
 
   async start(id: string): Promise<void> {

@@ -3,10 +3,12 @@ import { expect } from 'chai';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Readable } from 'node:stream';
-import { pack } from 'tar-stream';
+import { PassThrough, Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { extract, pack } from 'tar-stream';
 import { abandonedProbe, parseProbe } from '../../../src/backend/swarm/probe';
-import { SWARM } from '../../../src/constants';
+import { SwarmRuns } from '../../../src/backend/swarm/runs';
+import { LABELS, SWARM } from '../../../src/constants';
 import { extractResults } from '../../../src/backend/swarm/results';
 
 const PRIVATE = '9:name=systemd:/\n1:cpu:/\n0::/\n';
@@ -76,5 +78,60 @@ describe('swarm backend: results brought home', () => {
       await fs.rm(dir, { recursive: true, force: true });
       await fs.rm(outside, { recursive: true, force: true });
     }
+  });
+});
+
+describe('swarm backend: a fixture streams into the node, its secrets are kept aside', () => {
+  it('hands the node engine the archive as a stream that starts before the source is read to its end, without the secrets', async () => {
+    const MiB = 1 << 20;
+    const src = pack();
+    let read = 0;
+    const counted = src.pipe(
+      new PassThrough({
+        transform(c: Buffer, _e, cb) {
+          read += c.length;
+          cb(null, c);
+        },
+      }),
+    );
+    void (async () => {
+      src.entry({ name: 'workspace/', type: 'directory' });
+      const big = src.entry({ name: 'workspace/big.bin', size: 32 * MiB }, () => undefined);
+      for (let i = 0; i < 32 * 16; i++) if (!big.write(Buffer.alloc(MiB / 16, i % 251))) await new Promise<void>((r) => big.once('drain', () => r()));
+      big.end(() => undefined);
+      src.entry({ name: 'run/', type: 'directory' });
+      src.entry({ name: 'run/secrets/', type: 'directory' });
+      src.entry({ name: 'run/secrets/token', mode: 0o400, uid: 7, gid: 8 }, 'the-value');
+      src.finalize();
+    })();
+    let readAtFirstByte = -1;
+    let receivedBuffer = false;
+    const names: string[] = [];
+    const engine = {
+      containers: {
+        inspect: () => Promise.resolve({ labels: { [LABELS.managed]: 'true', [LABELS.instance]: 'i', [LABELS.attempt]: 'a' } }),
+        putArchive: async (_name: string, _path: string, tar: Buffer | Readable) => {
+          receivedBuffer = Buffer.isBuffer(tar);
+          const ex = extract();
+          ex.on('entry', (h, s, next) => {
+            names.push(h.name);
+            s.on('data', () => {
+              if (readAtFirstByte < 0) readAtFirstByte = read;
+            });
+            s.on('end', () => next());
+          });
+          await pipeline(Buffer.isBuffer(tar) ? Readable.from([tar]) : tar, ex);
+        },
+      },
+    };
+    const created: { name: string; data: string; labels: Record<string, string> }[] = [];
+    const swarm = { secrets: { create: (name: string, data: Buffer, labels: Record<string, string>) => Promise.resolve(void created.push({ name, data: data.toString(), labels })) } };
+    const pool = { reachable: () => Promise.resolve([{ node: { id: 'n1' }, engine }]) };
+    const runs = new SwarmRuns(swarm as never, pool as never);
+    await runs.putArchive('r@n1', '/', counted);
+    expect(receivedBuffer).to.equal(false);
+    expect(names).to.deep.equal(['workspace/', 'workspace/big.bin']);
+    expect(readAtFirstByte, 'bytes of the source read when the node got the first').to.be.within(0, 8 * MiB);
+    expect(created.map((c) => [c.data, c.labels[SWARM.secretFileLabel], c.labels[SWARM.runLabel]])).to.deep.equal([['the-value', 'token:7:8:256', 'r@n1']]);
   });
 });
