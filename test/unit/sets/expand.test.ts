@@ -120,6 +120,17 @@ describe('sets/expand (properties)', () => {
     );
   });
 
+  it('names each cell of the product as childName names its coordinates', () => {
+    fc.assert(
+      fc.property(setName, axes, (set, ax) => {
+        const r = expand({ set, axes: ax, include: [], exclude: [] });
+        if (!r.ok) return;
+        for (const c of r.children) expect(c.name).to.equal(childName(set, c.coords));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   it('reordering axes or values renames nothing', () => {
     fc.assert(
       fc.property(setName, axes, fc.integer({ min: 1, max: 1e6 }), (set, ax, seed) => {
