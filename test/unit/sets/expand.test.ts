@@ -129,6 +129,14 @@ describe('sets/expand (properties)', () => {
       }),
       { numRuns: 300 },
     );
+    // Around 63 characters: readable up to it, the hash form past it.
+    const long = 's'.repeat(55);
+    const r = expand({ set: long, axes: [{ name: 'a', values: ['1', '1234567', '12345678'] }], include: [], exclude: [] });
+    expect(r.ok && r.children.map((c) => [c.name.length, c.name.includes('--'), c.name === childName(long, c.coords)])).to.deep.equal([
+      [57, false, true],
+      [63, false, true],
+      [63, true, true],
+    ]);
   });
 
   it('reordering axes or values renames nothing', () => {
