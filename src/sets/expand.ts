@@ -99,8 +99,20 @@ export function expand(inp: ExpandInput): Expansion {
 
   const children: ExpandedChild[] = [];
   const byName = new Map<string, ExpandedChild>();
-  const add = (coords: Record<string, string>): string | undefined => {
-    const name = childName(inp.set, coords);
+  // childName for a cell of the product, with what it asks of each value found once per value.
+  const sorted = inp.axes.map((a, k) => [a.name, k] as const).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, k]) => k);
+  const safe = inp.axes.map((a) => a.values.map((v) => NAME_SAFE.test(v)));
+  const productName = (idx: number[], coords: Record<string, string>): string => {
+    let readable = inp.set;
+    for (const k of sorted) {
+      const i = idx[k] as number;
+      if (!(safe[k] as boolean[])[i]) return childName(inp.set, coords);
+      readable += `-${(inp.axes[k] as AxisIn).values[i] as string}`;
+    }
+    return readable.length <= MAX_NAME ? readable : childName(inp.set, coords);
+  };
+  const add = (coords: Record<string, string>, known?: string): string | undefined => {
+    const name = known ?? childName(inp.set, coords);
     const had = byName.get(name);
     if (had) return sameCell(had.coords, coords) ? undefined : name;
     const c = { name, coords, index: children.length };
@@ -116,7 +128,7 @@ export function expand(inp: ExpandInput): Expansion {
     const coords: Record<string, string> = {};
     inp.axes.forEach((a, k) => (coords[a.name] = a.values[idx[k] as number] as string));
     if (!excluded(coords)) {
-      const bad = add(coords);
+      const bad = add(coords, productName(idx, coords));
       if (bad) return clash(bad);
     }
     for (let k = idx.length - 1; k >= 0; k--) {

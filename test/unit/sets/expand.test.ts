@@ -120,6 +120,25 @@ describe('sets/expand (properties)', () => {
     );
   });
 
+  it('names each cell of the product as childName names its coordinates', () => {
+    fc.assert(
+      fc.property(setName, axes, (set, ax) => {
+        const r = expand({ set, axes: ax, include: [], exclude: [] });
+        if (!r.ok) return;
+        for (const c of r.children) expect(c.name).to.equal(childName(set, c.coords));
+      }),
+      { numRuns: 300 },
+    );
+    // Around 63 characters: readable up to it, the hash form past it.
+    const long = 's'.repeat(55);
+    const r = expand({ set: long, axes: [{ name: 'a', values: ['1', '1234567', '12345678'] }], include: [], exclude: [] });
+    expect(r.ok && r.children.map((c) => [c.name.length, c.name.includes('--'), c.name === childName(long, c.coords)])).to.deep.equal([
+      [57, false, true],
+      [63, false, true],
+      [63, true, true],
+    ]);
+  });
+
   it('reordering axes or values renames nothing', () => {
     fc.assert(
       fc.property(setName, axes, fc.integer({ min: 1, max: 1e6 }), (set, ax, seed) => {
