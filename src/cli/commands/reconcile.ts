@@ -184,7 +184,8 @@ async function passes(ctx: Context, o: ReconcileOptions, cfg: PassConfig, engine
       const pending = res.load.specs.filter(
         (s) => !(DONE_FOR_WAIT.has(phases.get(s.spec.name) ?? 'Pending') || harvestFailed.has(s.spec.name)) || waiting.has(s.spec.name),
       );
-      if (pending.length === 0 && changeCount(res.plan) === 0) break;
+      // Side passes' work (a harvest during this pass) may call for more: a TTL's removal.
+      if (pending.length === 0 && changeCount(res.plan) === 0 && sideWork === 0) break;
       if (o.timeout !== undefined && Date.now() - started > o.timeout * 1000) {
         live.end();
         diag(ctx, 'error', `--timeout ${o.timeout}s passed with ${plural(pending.length, 'attempt')} unfinished`);
