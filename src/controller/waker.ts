@@ -48,7 +48,41 @@ export class Waker {
     });
   }
 
+  /** The same for exits only (a `die` event, a second look, a side action's end): what side passes wait on. */
+  private exitPending = false;
+  private exitWake: (() => void) | undefined;
+
+  /** Marks that an attempt may have ended or a slot freed; the current or next waitExit() returns. */
+  pokeExit(): void {
+    this.exitPending = true;
+    this.exitWake?.();
+  }
+
+  /** wait() for exits only (see pokeExit); an abort consumes nothing. */
+  waitExit(ms: number, signal: AbortSignal): Promise<void> {
+    if (signal.aborted) return Promise.resolve();
+    if (this.exitPending || this.abort.signal.aborted) {
+      this.exitPending = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const end = (poked: boolean) => {
+        clearTimeout(t);
+        signal.removeEventListener('abort', aborted);
+        if (this.exitWake === done) this.exitWake = undefined;
+        if (poked) this.exitPending = false;
+        resolve();
+      };
+      const done = () => end(true);
+      const aborted = () => end(false);
+      const t = setTimeout(done, Math.max(0, ms));
+      signal.addEventListener('abort', aborted, { once: true });
+      this.exitWake = done;
+    });
+  }
+
   private settle: NodeJS.Timeout | undefined;
+  private exitSettle: NodeJS.Timeout | undefined;
   private recheck: NodeJS.Timeout | undefined;
 
   /**
@@ -84,6 +118,7 @@ export class Waker {
     const t = setTimeout(() => {
       this.looks.delete(t);
       this.poke();
+      this.pokeExit();
     }, Math.min(2000, again));
     this.looks.add(t);
   }
@@ -93,7 +128,11 @@ export class Waker {
     this.source = new EngineSource(engine, instance, log, {
       onEvent: (ev) => {
         const attempt = ev.attributes[LABELS.attempt];
-        if (ev.type === 'container' && ev.action === 'die' && attempt) this.exits.set(attempt, { id: ev.id, looks: 0 });
+        if (ev.type === 'container' && ev.action === 'die' && attempt) {
+          this.exits.set(attempt, { id: ev.id, looks: 0 });
+          clearTimeout(this.exitSettle);
+          this.exitSettle = setTimeout(() => this.pokeExit(), 20);
+        }
         if (ev.type === 'container' || ev.type === 'network' || ev.type === 'volume') this.engineChanged();
       },
       onReconnect: () => this.poke(),
@@ -104,9 +143,11 @@ export class Waker {
   close(): void {
     for (const t of this.looks) clearTimeout(t);
     clearTimeout(this.settle);
+    clearTimeout(this.exitSettle);
     clearTimeout(this.recheck);
     this.source?.close();
     this.abort.abort();
     this.wake?.();
+    this.exitWake?.();
   }
 }

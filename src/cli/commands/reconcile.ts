@@ -198,7 +198,8 @@ async function passes(ctx: Context, o: ReconcileOptions, cfg: PassConfig, engine
       const pending = res.load.specs.filter(
         (s) => !(DONE_FOR_WAIT.has(phases.get(s.spec.name) ?? 'Pending') || harvestFailed.has(s.spec.name)) || waiting.has(s.spec.name),
       );
-      if (pending.length === 0 && changeCount(res.plan) === 0) break;
+      // Side passes' work (a harvest during this pass) may call for more: a TTL's removal.
+      if (pending.length === 0 && changeCount(res.plan) === 0 && sideWork === 0) break;
       if (o.timeout !== undefined && Date.now() - started > o.timeout * 1000) {
         live.end();
         diag(ctx, 'error', `--timeout ${o.timeout}s passed with ${plural(pending.length, 'attempt')} unfinished`);
@@ -223,8 +224,9 @@ async function passes(ctx: Context, o: ReconcileOptions, cfg: PassConfig, engine
 }
 
 /**
- * `--wait`: while a pass's actions are under way (its starts, copies, harvests), an engine
- * event wakes a side pass over the attempts the pass left alone (sidePlan): an exit is
+ * `--wait`: while a pass's actions are under way (its starts, copies, harvests), a `die`
+ * event (or a second look at one, or a side action's end; not every engine event: a side pass
+ * lists the engine, and on a loaded machine one per event cost more than it saved) wakes a side pass over the attempts the pass left alone (sidePlan): an exit is
  * harvested and recorded at once instead of after the pass's last start (issue 18: a `die`
  * took up to seconds to show in the status), and the slot it frees is given at once. Side
  * actions run in the background, at most --concurrency at once, each attempt busy (left out of
@@ -253,7 +255,7 @@ async function exitsAlongside(
   const tasks = new Set<Promise<void>>();
   let work = 0;
   for (;;) {
-    await waker.wait(60_000, stop.signal);
+    await waker.waitExit(60_000, stop.signal);
     if (stop.signal.aborted) break;
     // Both before the side pass's lists: an admission that ends meanwhile counts twice, never not at all.
     const only = leftAlone(planned, ended);
@@ -288,8 +290,9 @@ async function exitsAlongside(
         .finally(() => {
           under.delete(a.attempt);
           tasks.delete(task);
-          // A run ended or a slot freed: look again.
+          // A run ended or a slot freed: look again (and the next pass too).
           waker.poke();
+          waker.pokeExit();
         });
       tasks.add(task);
     }
