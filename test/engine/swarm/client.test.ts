@@ -11,6 +11,7 @@ import { EngineUnreachableError } from '../../../src/engine/errors';
 import { createSwarmEngine, NotASwarmManagerError } from '../../../src/engine/swarm';
 import type { ServiceCreateSpec, SwarmEngine, TaskSummary } from '../../../src/engine/swarm/types';
 import { TEST_IMAGE, TEST_LABEL, TEST_RUN } from '../../support/engine';
+import { SickEngine } from '../../support/sick-engine';
 import { type TestSwarm, twoNodeSwarm } from '../../support/swarm';
 import { waitFor } from '../../support/wait';
 
@@ -141,14 +142,23 @@ describe('swarm client (src/engine/swarm) on a real two-node swarm', function ()
     );
   });
 
-  it('every call has a deadline', async () => {
-    const slow = createSwarmEngine(s.manager.docker, { timeoutMs: 1 });
-    await slow.nodes.list().then(
-      () => expect.fail('a 1 ms budget was met'),
-      (err: Error) => {
-        expect(err).to.be.instanceOf(EngineUnreachableError);
-        expect(err.message).to.contain('nodes.list');
-      },
-    );
+  it('every call has a deadline: a manager that stops answering is a timeout, named by the call', async () => {
+    // A proxy to the manager's socket that answers nothing: the call can only end by its deadline
+    // (a 1 ms budget against the real socket could be met on a quiet machine).
+    const sick = await SickEngine.start({ proxyTo: s.manager.socket });
+    sick.hangAll = true;
+    try {
+      const slow = createSwarmEngine(new Dockerode({ socketPath: sick.socket }), { timeoutMs: 300 });
+      await slow.nodes.list().then(
+        () => expect.fail('a manager that answers nothing answered'),
+        (err: Error) => {
+          expect(err).to.be.instanceOf(EngineUnreachableError);
+          expect(err.message).to.contain('nodes.list');
+        },
+      );
+      expect(sick.unansweredPaths.some((p) => p.includes('/nodes'))).to.equal(true);
+    } finally {
+      await sick.close();
+    }
   });
 });
