@@ -61,6 +61,18 @@ describe('engine killed (SIGKILL) during starts (private engine)', function () {
     return { io, code: runReconcile(ctx, { once: true, wait: true, timeout, retryBackoff: 1 }) };
   }
 
+  /** What an attempt left unfinished looks like, to the status record and to the engine (for a failure's message). */
+  async function unfinished(): Promise<string> {
+    const out: string[] = [];
+    for (const n of names) {
+      const st = await sb.status(n);
+      if (st?.phase === 'Succeeded') continue;
+      const c = st?.containerId ? await pe.docker.getContainer(st.containerId).inspect().then((i) => JSON.stringify(i.State), (e: Error) => e.message) : 'no container id';
+      out.push(`${n}: ${JSON.stringify({ phase: st?.phase, reason: st?.reason, run: st?.run, intent: st?.intent, startFailure: st?.startFailure })}; engine: ${c}`);
+    }
+    return `\n${out.join('\n')}`;
+  }
+
   /** Every attempt Succeeded in the end, its earlier runs (of this spec) all infrastructure deaths; returns their reasons. */
   async function allSucceeded(): Promise<string[]> {
     const reasons: string[] = [];
@@ -86,7 +98,8 @@ describe('engine killed (SIGKILL) during starts (private engine)', function () {
 
     const t0 = Date.now();
     const { io, code } = waitAll(60);
-    expect(await code, io.stderr).to.equal(0);
+    const exit = await code;
+    expect(exit, exit === 0 ? '' : io.stderr + (await unfinished())).to.equal(0);
     expect(Date.now() - t0).to.be.below(60_000);
     const reasons = await allSucceeded();
     // else the kill came too late to test anything: the half-started containers are what this is about
