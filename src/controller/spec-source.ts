@@ -3,7 +3,9 @@
  * atomic renames, swap files, half-written files settle first: chokidar also waits for a
  * file's size to hold still), then the folder is loaded again and the attempt names whose
  * spec changed (added, removed, new hash, turned invalid or valid) are handed on. A file
- * moved between subfolders keeps its attempt's hash: nothing to do.
+ * moved between subfolders keeps its attempt's hash: nothing to do. Loading again reads only
+ * the files chokidar named (spec/folder-load.ts; a folder added or removed loads everything),
+ * so a change costs what changed, not the size of the folder.
  *
  * With a git source the folder is the revision in force (never watched: it never changes once
  * written); `reload()` after a new revision loads it. Before any revision is in force the load
@@ -11,6 +13,7 @@
  */
 import chokidar, { type FSWatcher } from 'chokidar';
 import path from 'node:path';
+import { FolderLoad } from '../spec/folder-load';
 import { loadSpecs, type LoadReport } from '../spec/loader';
 import type { Revision } from '../git/source';
 import type { SpecError } from '../spec/types';
@@ -40,6 +43,12 @@ export class SpecSource {
   private current: LoadReport | undefined;
   private loading: Promise<LoadReport> | undefined;
   private dirty = true;
+  /** The folder, kept loaded (not with a git source). */
+  private readonly folder: FolderLoad | undefined;
+  /** Files chokidar named since the last load began. */
+  private changed = new Set<string>();
+  /** The next load walks the whole folder (a change a file's path does not say, a failed load). */
+  private whole = true;
   /** The specs root's problem while it cannot be read (logged once). */
   private rootProblem: string | undefined;
 
@@ -55,7 +64,9 @@ export class SpecSource {
       git?: { current(): Revision | undefined; url: string };
     },
     private readonly onChange: (names: string[], load: LoadReport) => void,
-  ) {}
+  ) {
+    this.folder = opts.git ? undefined : new FolderLoad({ specsDir: opts.specsDir, resultsRoot: opts.resultsRoot });
+  }
 
   /** The last load, as it is (undefined before the first); never reads the folder. */
   latest(): LoadReport | undefined {
@@ -80,15 +91,24 @@ export class SpecSource {
       const rootError: SpecError = { file: git.url, line: 1, col: 1, path: '', code: 'io', message: 'no revision of the git source fetched yet' };
       return { specs: [], errors: [rootError], protectedNames: new Set(), unreadableFiles: new Set(), unreadableFolders: new Set(), rootError, files: [], documents: 0 };
     }
-    const where = rev ? { specsDir: rev.dir, revision: rev.revision } : { specsDir: this.opts.specsDir };
     // Only the first load looks on disk (start-up); later ones find what they keep in memory.
     const cacheIn = this.current ? undefined : this.opts.stateDir;
-    this.loading = loadSpecs({ ...where, resultsRoot: this.opts.resultsRoot, ...(cacheIn !== undefined ? { cacheIn } : {}) }).finally(() => (this.loading = undefined));
+    const changed = this.changed;
+    const whole = this.whole || !this.current;
+    this.changed = new Set();
+    this.whole = false;
+    const loading = rev
+      ? loadSpecs({ specsDir: rev.dir, revision: rev.revision, resultsRoot: this.opts.resultsRoot })
+      : whole || !this.folder
+        ? (this.folder ?? new FolderLoad({ specsDir: this.opts.specsDir, resultsRoot: this.opts.resultsRoot })).full(cacheIn)
+        : this.folder.update(changed);
+    this.loading = loading.finally(() => (this.loading = undefined));
     const load = await this.loading;
     if (load.rootError) {
       // A root that cannot be read knows no attempt: the last good load stays in force (nothing is
       // removed for it), and every later look loads again until the folder is back.
       this.dirty = true;
+      this.whole = true;
       const msg = `${load.rootError.file}: ${load.rootError.message}`;
       if (msg !== this.rootProblem) this.opts.log.error(`${msg}; the last specs read stay in force until it can be read again`);
       this.rootProblem = msg;
@@ -97,15 +117,16 @@ export class SpecSource {
     }
     if (this.rootProblem) this.opts.log.info(`specs folder readable again: ${this.opts.specsDir}`);
     this.rootProblem = undefined;
-    const changed = changedNames(this.current, load);
+    const names = changedNames(this.current, load);
     this.current = load;
-    if (changed.length) this.onChange(changed, load);
+    if (names.length) this.onChange(names, load);
     return load;
   }
 
   /** Loads again now (a new revision of the git source). */
   reload(): void {
     this.dirty = true;
+    this.whole = true;
     this.specs().catch((err: unknown) => this.opts.log.error(`loading specs failed: ${(err as Error).message}`));
   }
 
@@ -119,13 +140,25 @@ export class SpecSource {
     });
     this.watcher.on('all', (event, file) => {
       this.opts.log.debug(`specs folder: ${event} ${path.relative(root, file)}`);
-      this.dirty = true;
+      this.noteChange(event, file);
       clearTimeout(this.timer);
       this.timer = setTimeout(() => {
         this.specs().catch((err: unknown) => this.opts.log.error(`loading specs failed: ${(err as Error).message}`));
       }, this.opts.debounceMs);
     });
-    this.watcher.on('error', (err) => this.opts.log.warn(`specs folder watch: ${(err as Error).message}`));
+    this.watcher.on('error', (err) => {
+      this.opts.log.warn(`specs folder watch: ${(err as Error).message}`);
+      // What it missed is unknown: the next load walks the folder.
+      this.dirty = true;
+      this.whole = true;
+    });
+  }
+
+  /** A change chokidar reported: a file's (`add`, `change`, `unlink`) is loaded again alone; any other, the whole folder. */
+  noteChange(event: string, file: string): void {
+    this.dirty = true;
+    if (event === 'add' || event === 'change' || event === 'unlink') this.changed.add(file);
+    else this.whole = true;
   }
 
   /** Resolves once the watcher is ready (its initial scan is done). */
