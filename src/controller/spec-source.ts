@@ -19,20 +19,24 @@ import type { Revision } from '../git/source';
 import type { SpecError } from '../spec/types';
 import type { Logger } from '../util/log';
 
-function fingerprint(load: LoadReport): Map<string, string> {
+function fingerprint(load: LoadReport, among?: ReadonlySet<string>): Map<string, string> {
   const out = new Map<string, string>();
-  for (const s of load.specs) out.set(s.spec.name, `ok:${s.hash}`);
+  const wanted = (n: string) => among === undefined || among.has(n);
+  for (const s of load.specs) if (wanted(s.spec.name)) out.set(s.spec.name, `ok:${s.hash}`);
   const errs = new Map<string, string[]>();
-  for (const e of load.errors) if (e.attempt !== undefined) errs.set(e.attempt, [...(errs.get(e.attempt) ?? []), `${e.line}:${e.col}:${e.path}:${e.message}`]);
+  for (const e of load.errors) if (e.attempt !== undefined && wanted(e.attempt)) errs.set(e.attempt, [...(errs.get(e.attempt) ?? []), `${e.line}:${e.col}:${e.path}:${e.message}`]);
   // An invalid name whose errors change is queued too: its status carries them.
-  for (const n of load.protectedNames) out.set(n, `invalid:${(errs.get(n) ?? []).join('\n')}`);
+  for (const n of load.protectedNames) if (wanted(n)) out.set(n, `invalid:${(errs.get(n) ?? []).join('\n')}`);
   return out;
 }
 
-/** Names whose entry differs between two loads. */
-export function changedNames(before: LoadReport | undefined, after: LoadReport): string[] {
-  const a = before ? fingerprint(before) : new Map<string, string>();
-  const b = fingerprint(after);
+/**
+ * Names whose entry differs between two loads; `among`: only these can differ (the names a load
+ * of some files may have changed, spec/folder-load.ts).
+ */
+export function changedNames(before: LoadReport | undefined, after: LoadReport, among?: ReadonlySet<string>): string[] {
+  const a = before ? fingerprint(before, among) : new Map<string, string>();
+  const b = fingerprint(after, among);
   const names = new Set([...a.keys(), ...b.keys()]);
   return [...names].filter((n) => a.get(n) !== b.get(n)).sort();
 }
@@ -117,7 +121,7 @@ export class SpecSource {
     }
     if (this.rootProblem) this.opts.log.info(`specs folder readable again: ${this.opts.specsDir}`);
     this.rootProblem = undefined;
-    const names = changedNames(this.current, load);
+    const names = changedNames(this.current, load, whole ? undefined : this.folder?.touched);
     this.current = load;
     if (names.length) this.onChange(names, load);
     return load;

@@ -16,6 +16,7 @@ import { lstatSync, type Stats } from 'node:fs';
 import * as path from 'node:path';
 import type { FileOutcome } from './load-file';
 import { selfContained } from './file-cache';
+import { displayPath } from './path-util';
 import { combine, guard, loadContext, outcomesOf, rootsOf, type LoadReport } from './loader';
 import { findSpecFiles, isIgnoredName, isSpecFileName, type SpecFile } from './walk';
 
@@ -27,18 +28,30 @@ interface Kept {
   /** Files read again at every update (their outcome is not self-contained). */
   volatile: Set<string>;
   folders: Set<string>;
+  /** Each file as users see it. */
+  display: Map<string, string>;
+  /** The last load's names that are not loaded (invalid, duplicates, overlaps). */
+  protectedNames: ReadonlySet<string>;
 }
 
 export class FolderLoad {
   private kept: Kept | undefined;
   /** Full loads so far (walks of the folder). */
   walks = 0;
+  /**
+   * After an update: the only names whose entry (loaded and its hash, or not loaded and its
+   * errors) can differ from the load before: those declared in the files read again, before and
+   * after, and those not loaded in either (a clash's other side, named in its errors). Undefined
+   * after a full load.
+   */
+  touched: ReadonlySet<string> | undefined;
 
   constructor(private readonly opts: { specsDir: string; resultsRoot: string }) {}
 
   /** Walks the folder and loads every file (unchanged ones from the caches; `cacheIn`: also the one on disk). */
   async full(cacheIn?: string): Promise<LoadReport> {
     this.kept = undefined;
+    this.touched = undefined;
     this.walks++;
     return guard(async () => {
       const root = path.resolve(this.opts.specsDir);
@@ -47,8 +60,8 @@ export class FolderLoad {
       const outcomes = await outcomesOf(walk.files, await rootsOf(root, ctx), cacheIn);
       const report = await combine([{ root, ...walk, outcomes }], ctx);
       if (walk.problems.length === 0 && walk.links === false && walk.folders) {
-        const kept: Kept = { root, files: walk.files, outcomes: new Map(), volatile: new Set(), folders: walk.folders };
-        walk.files.forEach((f, i) => keepOutcome(kept, f.rel, outcomes[i] as FileOutcome));
+        const kept: Kept = { root, files: walk.files, outcomes: new Map(), volatile: new Set(), folders: walk.folders, display: new Map(), protectedNames: report.protectedNames };
+        walk.files.forEach((f, i) => keepOutcome(kept, f, outcomes[i] as FileOutcome));
         this.kept = kept;
       }
       return report;
@@ -63,33 +76,57 @@ export class FolderLoad {
     if (touched === 'whole') return this.full();
     // Until this update has succeeded, a later one cannot trust what is kept.
     this.kept = undefined;
+    this.touched = undefined;
+    const names = new Set<string>(kept.protectedNames);
     const report = await guard(async () => {
       for (const [rel, f] of touched) {
         const at = indexOf(kept.files, rel);
         const there = at < kept.files.length && (kept.files[at] as SpecFile).rel === rel;
         if (f === null) {
           if (there) kept.files.splice(at, 1);
+          declaredNames(kept.outcomes.get(rel), names);
           kept.outcomes.delete(rel);
           kept.volatile.delete(rel);
+          kept.display.delete(rel);
         } else if (!there) kept.files.splice(at, 0, f);
       }
-      const again = kept.files.filter((f) => touched.get(f.rel) || kept.volatile.has(f.rel));
+      // The volatile ones, and those named, in file order.
+      const again = kept.volatile.size === 0 ? [...touched.values()].filter((f) => f !== null) : kept.files.filter((f) => touched.get(f.rel) || kept.volatile.has(f.rel));
       const ctx = await loadContext(this.opts.resultsRoot);
       const roots = await rootsOf(kept.root, ctx);
       const outcomes = await outcomesOf(again, roots);
-      again.forEach((f, i) => keepOutcome(kept, f.rel, outcomes[i] as FileOutcome));
+      again.forEach((f, i) => {
+        declaredNames(kept.outcomes.get(f.rel), names);
+        declaredNames(outcomes[i], names);
+        keepOutcome(kept, f, outcomes[i] as FileOutcome);
+      });
       const all = kept.files.map((f) => kept.outcomes.get(f.rel) as FileOutcome);
-      return combine([{ root: kept.root, files: kept.files, problems: [], outcomes: all }], ctx);
+      const display = kept.files.map((f) => kept.display.get(f.rel) as string);
+      return combine([{ root: kept.root, files: kept.files, problems: [], outcomes: all, display }], ctx);
     });
-    if (!report.rootError) this.kept = kept;
+    if (!report.rootError) {
+      for (const n of report.protectedNames) names.add(n);
+      kept.protectedNames = report.protectedNames;
+      this.kept = kept;
+      this.touched = names;
+    }
     return report;
   }
 }
 
-function keepOutcome(kept: Kept, rel: string, o: FileOutcome): void {
-  kept.outcomes.set(rel, o);
-  if (selfContained(o)) kept.volatile.delete(rel);
-  else kept.volatile.add(rel);
+function keepOutcome(kept: Kept, f: SpecFile, o: FileOutcome): void {
+  kept.outcomes.set(f.rel, o);
+  if (!kept.display.has(f.rel)) kept.display.set(f.rel, displayPath(f.abs));
+  if (selfContained(o)) kept.volatile.delete(f.rel);
+  else kept.volatile.add(f.rel);
+}
+
+/** Adds the names `o` declares (attempts, sets, a set's children) to `into`. */
+function declaredNames(o: FileOutcome | undefined, into: Set<string>): void {
+  for (const d of o?.docs ?? []) {
+    if (d.name !== undefined) into.add(d.name);
+    for (const c of d.set?.children ?? []) into.add(c.name);
+  }
 }
 
 /** Where `rel` is or would go in `files` (sorted by rel). */

@@ -127,6 +127,8 @@ interface SetDeclaration {
 /** One specs folder's files with their outcomes (in file order), to be combined into a load. */
 export interface FolderOutcomes extends SpecSet {
   outcomes: FileOutcome[];
+  /** The files as users see them (displayPath), when known. */
+  display?: string[];
 }
 
 /** What every file of one load is checked against: the results root, and realpath answers shared by its checks. */
@@ -218,7 +220,7 @@ export async function combine(folders: FolderOutcomes[], ctx: LoadContext): Prom
       else unreadableFiles.add(p.rel);
     }
     for (const [i, f] of set.files.entries()) {
-      const file = displayPath(f.abs);
+      const file = set.display?.[i] ?? displayPath(f.abs);
       files.push(file);
       const outcome = set.outcomes[i];
       if (!outcome) throw new Error(`no outcome for ${file}`);

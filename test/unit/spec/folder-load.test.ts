@@ -6,6 +6,7 @@
 import { expect } from 'chai';
 import { renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { changedNames } from '../../../src/controller/spec-source';
 import { FolderLoad } from '../../../src/spec/folder-load';
 import type { LoadReport } from '../../../src/spec/loader';
 import { cleanupTemp, doc, sandbox, writeTree, type Sandbox } from './helpers';
@@ -31,6 +32,8 @@ describe('spec/folder-load: a folder loaded again file by file', () => {
   let fl: FolderLoad;
   /** Whether the last `update` walked the whole folder. */
   let walked = 0;
+  /** The last load `update` answered. */
+  let last: LoadReport;
   const at = (rel: string) => path.join(sb.specs, rel);
   /** Updates after `paths` changed, and checks the result against a full load of the folder now. */
   const update = async (...rels: string[]): Promise<LoadReport> => {
@@ -38,6 +41,9 @@ describe('spec/folder-load: a folder loaded again file by file', () => {
     const got = await fl.update(rels.map(at));
     walked = fl.walks - walks;
     expect(summary(got)).to.deep.equal(summary(await sb.load()));
+    // The names it says a change can touch hold every name that changed.
+    if (fl.touched) expect(changedNames(last, got, fl.touched)).to.deep.equal(changedNames(last, got));
+    last = got;
     return got;
   };
   const hashOf = (l: LoadReport, name: string) => l.specs.find((s) => s.spec.name === name)?.hash;
@@ -45,7 +51,8 @@ describe('spec/folder-load: a folder loaded again file by file', () => {
   beforeEach(async () => {
     sb = sandbox({ 'a.yaml': doc('a'), 'b.yaml': doc('b'), 'sub/c.yaml': doc('c'), 'README.md': 'not a spec' });
     fl = new FolderLoad({ specsDir: sb.specs, resultsRoot: sb.results });
-    expect(summary(await fl.full())).to.deep.equal(summary(await sb.load()));
+    last = await fl.full();
+    expect(summary(last)).to.deep.equal(summary(await sb.load()));
   });
 
   it('reads only the files named: an edit it is not told of is not seen, one it is told of is', async () => {
@@ -53,6 +60,7 @@ describe('spec/folder-load: a folder loaded again file by file', () => {
     writeFileSync(at('a.yaml'), doc('a', '  command: [echo, unseen]\n'));
     writeFileSync(at('b.yaml'), doc('b', '  command: [echo, seen]\n'));
     const got = await fl.update([at('b.yaml')]);
+    expect(fl.touched && [...fl.touched].sort()).to.deep.equal(['b']);
     expect(hashOf(got, 'a')).to.equal(hashOf(first, 'a'));
     expect(hashOf(got, 'b')).to.not.equal(hashOf(first, 'b'));
     expect(got.specs.find((s) => s.spec.name === 'b')?.spec.command).to.deep.equal(['echo', 'seen']);
@@ -93,6 +101,29 @@ describe('spec/folder-load: a folder loaded again file by file', () => {
     const got = await update('b.yaml');
     expect(walked).to.equal(0);
     expect(got.errors.map((e) => `${e.code}:${e.attempt}`).sort()).to.deep.equal(['results-overlap:a', 'results-overlap:b']);
+  });
+
+  it('AttemptSets: a child clashing with an unchanged file\'s attempt, a second set of the same name, and a set changed', async () => {
+    const setDoc = (matrix: string) => `apiVersion: berth.dev/v1
+kind: AttemptSet
+metadata: {name: s}
+spec:
+  matrix: {${matrix}}
+  template: {image: berth/busybox:local, command: [echo, '\${{ matrix.x }}']}
+`;
+    writeTree(sb.specs, { 'set.yaml': setDoc('x: [p, q]') });
+    expect((await update('set.yaml')).specs.map((s) => s.spec.name)).to.include.members(['s-p', 's-q']);
+    writeFileSync(at('a.yaml'), doc('s-p'));
+    const clash = await update('a.yaml');
+    expect(clash.protectedNames.has('s-p')).to.equal(true);
+    writeTree(sb.specs, { 'set2.yaml': setDoc('x: [r]') });
+    const twice = await update('set2.yaml');
+    expect(twice.specs.map((s) => s.spec.name)).to.not.include.members(['s-q', 's-r']);
+    unlinkSync(at('set2.yaml'));
+    writeFileSync(at('set.yaml'), setDoc('x: [q, t]'));
+    const changed = await update('set2.yaml', 'set.yaml');
+    expect(changed.specs.map((s) => s.spec.name)).to.include.members(['s-q', 's-t']);
+    expect(walked).to.equal(0);
   });
 
   it('a file with a fixture is read again at every update (its fixture may have changed)', async () => {
