@@ -3,7 +3,9 @@
  * atomic renames, swap files, half-written files settle first: chokidar also waits for a
  * file's size to hold still), then the folder is loaded again and the attempt names whose
  * spec changed (added, removed, new hash, turned invalid or valid) are handed on. A file
- * moved between subfolders keeps its attempt's hash: nothing to do.
+ * moved between subfolders keeps its attempt's hash: nothing to do. Loading again reads only
+ * the files chokidar named (spec/folder-load.ts; a folder added or removed loads everything),
+ * so a change costs what changed, not the size of the folder.
  *
  * With a git source the folder is the revision in force (never watched: it never changes once
  * written); `reload()` after a new revision loads it. Before any revision is in force the load
@@ -11,25 +13,30 @@
  */
 import chokidar, { type FSWatcher } from 'chokidar';
 import path from 'node:path';
+import { FolderLoad } from '../spec/folder-load';
 import { loadSpecs, type LoadReport } from '../spec/loader';
 import type { Revision } from '../git/source';
 import type { SpecError } from '../spec/types';
 import type { Logger } from '../util/log';
 
-function fingerprint(load: LoadReport): Map<string, string> {
+function fingerprint(load: LoadReport, among?: ReadonlySet<string>): Map<string, string> {
   const out = new Map<string, string>();
-  for (const s of load.specs) out.set(s.spec.name, `ok:${s.hash}`);
+  const wanted = (n: string) => among === undefined || among.has(n);
+  for (const s of load.specs) if (wanted(s.spec.name)) out.set(s.spec.name, `ok:${s.hash}`);
   const errs = new Map<string, string[]>();
-  for (const e of load.errors) if (e.attempt !== undefined) errs.set(e.attempt, [...(errs.get(e.attempt) ?? []), `${e.line}:${e.col}:${e.path}:${e.message}`]);
+  for (const e of load.errors) if (e.attempt !== undefined && wanted(e.attempt)) errs.set(e.attempt, [...(errs.get(e.attempt) ?? []), `${e.line}:${e.col}:${e.path}:${e.message}`]);
   // An invalid name whose errors change is queued too: its status carries them.
-  for (const n of load.protectedNames) out.set(n, `invalid:${(errs.get(n) ?? []).join('\n')}`);
+  for (const n of load.protectedNames) if (wanted(n)) out.set(n, `invalid:${(errs.get(n) ?? []).join('\n')}`);
   return out;
 }
 
-/** Names whose entry differs between two loads. */
-export function changedNames(before: LoadReport | undefined, after: LoadReport): string[] {
-  const a = before ? fingerprint(before) : new Map<string, string>();
-  const b = fingerprint(after);
+/**
+ * Names whose entry differs between two loads; `among`: only these can differ (the names a load
+ * of some files may have changed, spec/folder-load.ts).
+ */
+export function changedNames(before: LoadReport | undefined, after: LoadReport, among?: ReadonlySet<string>): string[] {
+  const a = before ? fingerprint(before, among) : new Map<string, string>();
+  const b = fingerprint(after, among);
   const names = new Set([...a.keys(), ...b.keys()]);
   return [...names].filter((n) => a.get(n) !== b.get(n)).sort();
 }
@@ -40,6 +47,12 @@ export class SpecSource {
   private current: LoadReport | undefined;
   private loading: Promise<LoadReport> | undefined;
   private dirty = true;
+  /** The folder, kept loaded (not with a git source). */
+  private readonly folder: FolderLoad | undefined;
+  /** Files chokidar named since the last load began. */
+  private changed = new Set<string>();
+  /** The next load walks the whole folder (a change a file's path does not say, a failed load). */
+  private whole = true;
   /** The specs root's problem while it cannot be read (logged once). */
   private rootProblem: string | undefined;
 
@@ -55,7 +68,9 @@ export class SpecSource {
       git?: { current(): Revision | undefined; url: string };
     },
     private readonly onChange: (names: string[], load: LoadReport) => void,
-  ) {}
+  ) {
+    this.folder = opts.git ? undefined : new FolderLoad({ specsDir: opts.specsDir, resultsRoot: opts.resultsRoot });
+  }
 
   /** The last load, as it is (undefined before the first); never reads the folder. */
   latest(): LoadReport | undefined {
@@ -80,15 +95,24 @@ export class SpecSource {
       const rootError: SpecError = { file: git.url, line: 1, col: 1, path: '', code: 'io', message: 'no revision of the git source fetched yet' };
       return { specs: [], errors: [rootError], protectedNames: new Set(), unreadableFiles: new Set(), unreadableFolders: new Set(), rootError, files: [], documents: 0 };
     }
-    const where = rev ? { specsDir: rev.dir, revision: rev.revision } : { specsDir: this.opts.specsDir };
     // Only the first load looks on disk (start-up); later ones find what they keep in memory.
     const cacheIn = this.current ? undefined : this.opts.stateDir;
-    this.loading = loadSpecs({ ...where, resultsRoot: this.opts.resultsRoot, ...(cacheIn !== undefined ? { cacheIn } : {}) }).finally(() => (this.loading = undefined));
+    const changed = this.changed;
+    const whole = this.whole || !this.current;
+    this.changed = new Set();
+    this.whole = false;
+    const loading = rev
+      ? loadSpecs({ specsDir: rev.dir, revision: rev.revision, resultsRoot: this.opts.resultsRoot })
+      : whole || !this.folder
+        ? (this.folder ?? new FolderLoad({ specsDir: this.opts.specsDir, resultsRoot: this.opts.resultsRoot })).full(cacheIn)
+        : this.folder.update(changed);
+    this.loading = loading.finally(() => (this.loading = undefined));
     const load = await this.loading;
     if (load.rootError) {
       // A root that cannot be read knows no attempt: the last good load stays in force (nothing is
       // removed for it), and every later look loads again until the folder is back.
       this.dirty = true;
+      this.whole = true;
       const msg = `${load.rootError.file}: ${load.rootError.message}`;
       if (msg !== this.rootProblem) this.opts.log.error(`${msg}; the last specs read stay in force until it can be read again`);
       this.rootProblem = msg;
@@ -97,15 +121,16 @@ export class SpecSource {
     }
     if (this.rootProblem) this.opts.log.info(`specs folder readable again: ${this.opts.specsDir}`);
     this.rootProblem = undefined;
-    const changed = changedNames(this.current, load);
+    const names = changedNames(this.current, load, whole ? undefined : this.folder?.touched);
     this.current = load;
-    if (changed.length) this.onChange(changed, load);
+    if (names.length) this.onChange(names, load);
     return load;
   }
 
   /** Loads again now (a new revision of the git source). */
   reload(): void {
     this.dirty = true;
+    this.whole = true;
     this.specs().catch((err: unknown) => this.opts.log.error(`loading specs failed: ${(err as Error).message}`));
   }
 
@@ -119,13 +144,25 @@ export class SpecSource {
     });
     this.watcher.on('all', (event, file) => {
       this.opts.log.debug(`specs folder: ${event} ${path.relative(root, file)}`);
-      this.dirty = true;
+      this.noteChange(event, file);
       clearTimeout(this.timer);
       this.timer = setTimeout(() => {
         this.specs().catch((err: unknown) => this.opts.log.error(`loading specs failed: ${(err as Error).message}`));
       }, this.opts.debounceMs);
     });
-    this.watcher.on('error', (err) => this.opts.log.warn(`specs folder watch: ${(err as Error).message}`));
+    this.watcher.on('error', (err) => {
+      this.opts.log.warn(`specs folder watch: ${(err as Error).message}`);
+      // What it missed is unknown: the next load walks the folder.
+      this.dirty = true;
+      this.whole = true;
+    });
+  }
+
+  /** A change chokidar reported: a file's (`add`, `change`, `unlink`) is loaded again alone; any other, the whole folder. */
+  noteChange(event: string, file: string): void {
+    this.dirty = true;
+    if (event === 'add' || event === 'change' || event === 'unlink') this.changed.add(file);
+    else this.whole = true;
   }
 
   /** Resolves once the watcher is ready (its initial scan is done). */

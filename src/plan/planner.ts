@@ -557,18 +557,19 @@ function planDeleted(base: { attempt: string; status?: AttemptStatus }, rec: Att
 }
 
 export function plan(inp: PlanInput): Plan {
-  const specs = [...inp.specs].sort(admissionOrder);
-  const desiredNames = new Set(specs.map((s) => s.spec.name));
+  const only = inp.only;
+  const desiredNames = new Set(inp.specs.map((s) => s.spec.name));
+  // Only the attempts planned need sorting: their admission order among themselves is the same
+  // (a controller's batch of a few attempts among 10,000 sorts a few).
+  const specs = (only ? inp.specs.filter((s) => only.has(s.spec.name)) : [...inp.specs]).sort(admissionOrder);
   const running = [...inp.snapshot.attempts.values()].filter((a) => a.containers.some((c) => isMain(c) && RUNNING_STATES.has(c.state))).length;
   const ctx: Ctx = { inp, slots: Math.max(0, inp.maxRunning - running - (inp.reservedSlots ?? 0)), sets: setStates(inp, RUNNING_STATES) };
-  const wanted = (name: string) => !inp.only || inp.only.has(name);
   const actions: AttemptAction[] = [];
   const unchanged = new Map<string, AttemptStatus['phase']>();
 
   // Attempts already running keep their slot; stopping ones free theirs only on the next pass.
   for (const loaded of specs) {
     const name = loaded.spec.name;
-    if (!wanted(name)) continue;
     const planned = planDesired(ctx, loaded, inp.statuses.get(name), inp.snapshot.attempts.get(name) ?? EMPTY);
     const a = loaded.set ? { ...planned, set: loaded.set.set.name } : planned;
     if (a.ops.length === 0 && (a.kind === 'leave' || a.kind === 'wait' || a.kind === 'block')) {
@@ -577,13 +578,14 @@ export function plan(inp: PlanInput): Plan {
     }
     actions.push(a);
   }
-  const others = new Set([...inp.snapshot.attempts.keys(), ...inp.statuses.keys(), ...inp.protectedNames]);
-  for (const name of [...others].filter((n) => !desiredNames.has(n) && wanted(n)).sort(cmp)) {
+  const known = (n: string) => inp.snapshot.attempts.has(n) || inp.statuses.has(n) || inp.protectedNames.has(n);
+  const others = only ? [...only].filter(known) : [...new Set([...inp.snapshot.attempts.keys(), ...inp.statuses.keys(), ...inp.protectedNames])];
+  for (const name of others.filter((n) => !desiredNames.has(n)).sort(cmp)) {
     const a = planUndesired(inp, name, inp.statuses.get(name), inp.snapshot.attempts.get(name) ?? EMPTY);
     if (!a) continue;
     if (a.ops.length === 0) unchanged.set(name, a.status?.phase ?? 'Invalid');
     else actions.push(a);
   }
-  const emptySource = inp.specs.length === 0 && inp.protectedNames.size === 0 && others.size > 0;
+  const emptySource = inp.specs.length === 0 && inp.protectedNames.size === 0 && (inp.snapshot.attempts.size > 0 || inp.statuses.size > 0);
   return { at: inp.now, actions, unchanged, ...(emptySource ? { emptySource: inp.allowEmpty ? 'allowed' : 'held' } : {}) };
 }

@@ -17,6 +17,7 @@ import { promises as fsp, type Stats } from 'node:fs';
 import * as path from 'node:path';
 import { mapChunked, runBounded } from '../util/pool';
 import type { DocOutcome } from './check-document';
+import type { FileOutcome } from './load-file';
 import { diskCachePath, DiskSpecCache } from './disk-cache';
 import { cachedOutcome, keep, keyOf, loadAndKeep } from './file-cache';
 import type { Roots } from './path-checks';
@@ -49,7 +50,7 @@ export interface LoadOptions {
 }
 
 /** One specs folder and the files to load from it. */
-interface SpecSet {
+export interface SpecSet {
   root: string;
   files: SpecFile[];
   problems: WalkProblem[];
@@ -123,7 +124,82 @@ interface SetDeclaration {
   children: Declaration[];
 }
 
+/** One specs folder's files with their outcomes (in file order), to be combined into a load. */
+export interface FolderOutcomes extends SpecSet {
+  outcomes: FileOutcome[];
+  /** The files as users see them (displayPath), when known. */
+  display?: string[];
+}
+
+/** What every file of one load is checked against: the results root, and realpath answers shared by its checks. */
+export interface LoadContext {
+  resultsAbs: string;
+  resultsReal: string;
+  realCache: RealCache;
+}
+
+export async function loadContext(resultsRoot: string): Promise<LoadContext> {
+  const resultsAbs = path.resolve(resultsRoot);
+  return { resultsAbs, resultsReal: await realpathLoose(resultsAbs), realCache: new RealCache() };
+}
+
+export async function rootsOf(root: string, ctx: LoadContext, fromGit = false): Promise<Roots> {
+  return { specsRoot: root, specsReal: await realpathLoose(root), resultsRoot: ctx.resultsAbs, resultsReal: ctx.resultsReal, realCache: ctx.realCache, ...(fromGit ? { fromGit } : {}) };
+}
+
+/**
+ * The outcomes of `files` (of one specs folder), in order. Unchanged files answer from the cache
+ * (a stat each); the others load side by side (their reads and fixture scans overlap).
+ */
+export async function outcomesOf(files: SpecFile[], roots: Roots, cacheIn?: string): Promise<FileOutcome[]> {
+  const display = files.map((f) => displayPath(f.abs));
+  const kept = await mapChunked(files, 200, (f, i) => cachedOutcome(f, display[i] as string, roots));
+  // What this process does not keep, a process before it may have kept on disk.
+  const disk = cacheIn !== undefined && kept.some((k) => !k) ? new DiskSpecCache(diskCachePath(cacheIn, roots), roots) : undefined;
+  if (disk) {
+    files.forEach((f, i) => {
+      if (kept[i]) return;
+      const key = keyOf(f, display[i] as string, roots);
+      const e = disk.get(key, f.abs);
+      if (!e) return;
+      keep(key, e.sig, e.outcome);
+      kept[i] = e.outcome;
+    });
+  }
+  const missing = files.flatMap((f, i) => (kept[i] ? [] : [i]));
+  const loaded = await runBounded(missing, 32, (i) => {
+    const file = display[i] as string;
+    return loadAndKeep(files[i] as SpecFile, file, roots, disk ? (key, _sig, o) => disk.set(key, o) : undefined).catch((err: unknown) => ({
+      docs: [] as DocOutcome[],
+      errors: [{ file, line: 1, col: 1, path: '', code: 'io' as const, message: `internal error while loading: ${String(err)}` }],
+      unreadable: true,
+    }));
+  });
+  missing.forEach((i, j) => {
+    const settled = loaded[j];
+    if (!settled || settled.status === 'rejected') throw settled?.reason ?? new Error(`no outcome for ${display[i]}`);
+    kept[i] = settled.value;
+  });
+  disk?.save();
+  return kept.map((o, i) => {
+    if (!o) throw new Error(`no outcome for ${display[i]}`);
+    return o;
+  });
+}
+
 async function loadSets(sets: SpecSet[], resultsRoot: string, cacheIn?: string, fromGit = false): Promise<LoadReport> {
+  const ctx = await loadContext(resultsRoot);
+  const folders: FolderOutcomes[] = [];
+  for (const set of sets) folders.push({ ...set, outcomes: await outcomesOf(set.files, await rootsOf(set.root, ctx, fromGit), cacheIn) });
+  return combine(folders, ctx);
+}
+
+/**
+ * One load from its folders' file outcomes: the walk's problems, each file's errors and
+ * declarations, then the checks across files (duplicate names, sets, overlapping results
+ * folders). Reads no spec file.
+ */
+export async function combine(folders: FolderOutcomes[], ctx: LoadContext): Promise<LoadReport> {
   const errors: SpecError[] = [];
   const decls: Declaration[] = [];
   const setDecls = new Map<string, SetDeclaration[]>();
@@ -133,12 +209,9 @@ async function loadSets(sets: SpecSet[], resultsRoot: string, cacheIn?: string, 
   let rootError: SpecError | undefined;
   const files: string[] = [];
   let documents = 0;
-  const resultsAbs = path.resolve(resultsRoot);
-  const resultsReal = await realpathLoose(resultsAbs);
-  // realpath answers of this load, shared by its checks (paths are absolute).
-  const realCache = new RealCache();
+  const { resultsAbs, realCache } = ctx;
 
-  for (const set of sets) {
+  for (const set of folders) {
     for (const p of set.problems) {
       const err: SpecError = { file: displayPath(p.abs), line: 1, col: 1, path: '', code: p.code, message: p.message };
       errors.push(err);
@@ -146,42 +219,10 @@ async function loadSets(sets: SpecSet[], resultsRoot: string, cacheIn?: string, 
       else if (p.folder) unreadableFolders.add(p.rel);
       else unreadableFiles.add(p.rel);
     }
-    const roots: Roots = { specsRoot: set.root, specsReal: await realpathLoose(set.root), resultsRoot: resultsAbs, resultsReal, realCache, ...(fromGit ? { fromGit } : {}) };
-    // Unchanged files answer from the cache (a stat each); the others load side by side (their
-    // reads and fixture scans overlap). Results keep file order.
-    const display = set.files.map((f) => displayPath(f.abs));
-    const kept = await mapChunked(set.files, 200, (f, i) => cachedOutcome(f, display[i] as string, roots));
-    // What this process does not keep, a process before it may have kept on disk.
-    const disk = cacheIn !== undefined && kept.some((k) => !k) ? new DiskSpecCache(diskCachePath(cacheIn, roots), roots) : undefined;
-    if (disk) {
-      set.files.forEach((f, i) => {
-        if (kept[i]) return;
-        const key = keyOf(f, display[i] as string, roots);
-        const e = disk.get(key, f.abs);
-        if (!e) return;
-        keep(key, e.sig, e.outcome);
-        kept[i] = e.outcome;
-      });
-    }
-    const missing = set.files.flatMap((f, i) => (kept[i] ? [] : [i]));
-    const loaded = await runBounded(missing, 32, (i) => {
-      const file = display[i] as string;
-      return loadAndKeep(set.files[i] as SpecFile, file, roots, disk ? (key, _sig, o) => disk.set(key, o) : undefined).catch((err: unknown) => ({
-        docs: [] as DocOutcome[],
-        errors: [{ file, line: 1, col: 1, path: '', code: 'io' as const, message: `internal error while loading: ${String(err)}` }],
-        unreadable: true,
-      }));
-    });
-    missing.forEach((i, j) => {
-      const settled = loaded[j];
-      if (!settled || settled.status === 'rejected') throw settled?.reason ?? new Error(`no outcome for ${display[i]}`);
-      kept[i] = settled.value;
-    });
-    disk?.save();
     for (const [i, f] of set.files.entries()) {
-      const file = display[i] as string;
+      const file = set.display?.[i] ?? displayPath(f.abs);
       files.push(file);
-      const outcome = kept[i];
+      const outcome = set.outcomes[i];
       if (!outcome) throw new Error(`no outcome for ${file}`);
       if (outcome.unreadable) unreadableFiles.add(f.rel);
       else documents += outcome.docs.length;
@@ -280,7 +321,7 @@ function resolveNames(decls: Declaration[]): { specs: LoadedSpec[]; protectedNam
   return { specs, protectedNames, duplicateErrors };
 }
 
-async function guard(run: () => Promise<LoadReport>): Promise<LoadReport> {
+export async function guard(run: () => Promise<LoadReport>): Promise<LoadReport> {
   try {
     return await run();
   } catch (err) {

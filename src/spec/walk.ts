@@ -34,6 +34,10 @@ export interface WalkProblem extends SpecFile {
 export interface WalkResult {
   files: SpecFile[];
   problems: WalkProblem[];
+  /** The folders walked, relative, forward slashes ('' is the root). */
+  folders?: Set<string>;
+  /** A link was met (to a file or a folder, in or out of the folder). */
+  links?: boolean;
 }
 
 const SPEC_FILE = /\.ya?ml$/;
@@ -91,6 +95,8 @@ function findSpecFilesSync(root: string): WalkResult {
   }
 
   const byReal = new Map<string, { file: SpecFile; linked: boolean }>();
+  const folders = new Set<string>();
+  let links = false;
   const visited = new Set<string>([rootReal]);
   /** Folders to read: relative path, and real path (links resolved). */
   const pending: { rel: string; real: string }[] = [{ rel: '', real: rootReal }];
@@ -98,6 +104,7 @@ function findSpecFilesSync(root: string): WalkResult {
     const dir = pending.pop() as { rel: string; real: string };
     const absDir = path.join(rootAbs, dir.rel);
     let entries: Dirent[];
+    folders.add(toPosix(dir.rel));
     try {
       entries = readdirSync(absDir, { withFileTypes: true });
     } catch (err) {
@@ -116,6 +123,7 @@ function findSpecFilesSync(root: string): WalkResult {
         visited.add(real);
         pending.push({ rel, real });
       } else if (e.isSymbolicLink()) {
+        links = true;
         followLink(file, e.name, rootReal, visited, pending, byReal, problems);
       } else if (SPEC_FILE.test(e.name)) {
         if (e.isFile()) {
@@ -130,7 +138,7 @@ function findSpecFilesSync(root: string): WalkResult {
   }
   const files = [...byReal.values()].map((v) => v.file).sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0));
   problems.sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0));
-  return { files, problems };
+  return { files, problems, folders, links };
 }
 
 function followLink(

@@ -418,6 +418,11 @@ describe('planner (a controller batch)', function () {
     const reserved = plan(input({ maxRunning: 2, only: new Set(['c']), reservedSlots: 1, specs: [spec('a'), spec('c')], snapshot: snapshot({ containers: [container('default', 'a', 'h-a')] }), statuses: statuses(status('a')) }));
     expect(reserved.actions.map((a) => `${a.attempt}:${a.kind}`)).to.deep.equal(['c:wait']);
   });
+
+  it('admits a batch\'s attempts in admission order whatever the order of the specs, and plans a key with a record and no spec', function () {
+    const p = plan(input({ maxRunning: 1, only: new Set(['z', 'b', 'gone']), reservedSlots: 0, specs: [spec('z'), spec('a'), spec('b')], snapshot: snapshot({}), statuses: statuses(status('gone')) }));
+    expect(p.actions.map((a) => `${a.attempt}:${a.kind}`)).to.deep.equal(['b:provision', 'z:wait', 'gone:forget']);
+  });
 });
 
 describe('planner (egress proxy and sidecars)', function () {

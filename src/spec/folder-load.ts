@@ -1,0 +1,179 @@
+/**
+ * A specs folder kept loaded while it changes (the controller's): after a change only the files
+ * the watcher named are read again, not the whole folder. Every other file keeps its outcome,
+ * and the checks across files (duplicate names, AttemptSets, overlapping results folders) run
+ * over all the kept outcomes, as a full load runs them (loader.ts `combine`): a change to one
+ * file still makes another's attempt invalid, or valid again. A file whose outcome depends on
+ * more than its own bytes (a fixture, a secret from a file, errors: file-cache.ts
+ * `selfContained`) is read again at every update, as a full load reads it again.
+ *
+ * A change it cannot place makes it load everything again (walk and all): the first load, one
+ * after a failed load, a path outside the folder, a folder that appeared or went, a link or a
+ * file that is not a regular file, and every change while the folder holds a link anywhere or
+ * its walk found a problem.
+ */
+import { lstatSync, type Stats } from 'node:fs';
+import * as path from 'node:path';
+import type { FileOutcome } from './load-file';
+import { selfContained } from './file-cache';
+import { displayPath } from './path-util';
+import { combine, guard, loadContext, outcomesOf, rootsOf, type LoadReport } from './loader';
+import { findSpecFiles, isIgnoredName, isSpecFileName, type SpecFile } from './walk';
+
+interface Kept {
+  root: string;
+  /** Sorted by `rel`, as the walk sorts them. */
+  files: SpecFile[];
+  outcomes: Map<string, FileOutcome>;
+  /** Files read again at every update (their outcome is not self-contained). */
+  volatile: Set<string>;
+  folders: Set<string>;
+  /** Each file as users see it. */
+  display: Map<string, string>;
+  /** The last load's names that are not loaded (invalid, duplicates, overlaps). */
+  protectedNames: ReadonlySet<string>;
+}
+
+export class FolderLoad {
+  private kept: Kept | undefined;
+  /** Full loads so far (walks of the folder). */
+  walks = 0;
+  /**
+   * After an update: the only names whose entry (loaded and its hash, or not loaded and its
+   * errors) can differ from the load before: those declared in the files read again, before and
+   * after, and those not loaded in either (a clash's other side, named in its errors). Undefined
+   * after a full load.
+   */
+  touched: ReadonlySet<string> | undefined;
+
+  constructor(private readonly opts: { specsDir: string; resultsRoot: string }) {}
+
+  /** Walks the folder and loads every file (unchanged ones from the caches; `cacheIn`: also the one on disk). */
+  async full(cacheIn?: string): Promise<LoadReport> {
+    this.kept = undefined;
+    this.touched = undefined;
+    this.walks++;
+    return guard(async () => {
+      const root = path.resolve(this.opts.specsDir);
+      const walk = await findSpecFiles(root);
+      const ctx = await loadContext(this.opts.resultsRoot);
+      const outcomes = await outcomesOf(walk.files, await rootsOf(root, ctx), cacheIn);
+      const report = await combine([{ root, ...walk, outcomes }], ctx);
+      if (walk.problems.length === 0 && walk.links === false && walk.folders) {
+        const kept: Kept = { root, files: walk.files, outcomes: new Map(), volatile: new Set(), folders: walk.folders, display: new Map(), protectedNames: report.protectedNames };
+        walk.files.forEach((f, i) => keepOutcome(kept, f, outcomes[i] as FileOutcome));
+        this.kept = kept;
+      }
+      return report;
+    });
+  }
+
+  /** Loads again after a change to `paths` (absolute; added, changed or removed files). */
+  async update(paths: Iterable<string>): Promise<LoadReport> {
+    const kept = this.kept;
+    if (!kept) return this.full();
+    const touched = placeChanges(kept, paths);
+    if (touched === 'whole') return this.full();
+    // Until this update has succeeded, a later one cannot trust what is kept.
+    this.kept = undefined;
+    this.touched = undefined;
+    const names = new Set<string>(kept.protectedNames);
+    const report = await guard(async () => {
+      for (const [rel, f] of touched) {
+        const at = indexOf(kept.files, rel);
+        const there = at < kept.files.length && (kept.files[at] as SpecFile).rel === rel;
+        if (f === null) {
+          if (there) kept.files.splice(at, 1);
+          declaredNames(kept.outcomes.get(rel), names);
+          kept.outcomes.delete(rel);
+          kept.volatile.delete(rel);
+          kept.display.delete(rel);
+        } else if (!there) kept.files.splice(at, 0, f);
+      }
+      // The volatile ones, and those named, in file order.
+      const again = kept.volatile.size === 0 ? [...touched.values()].filter((f) => f !== null) : kept.files.filter((f) => touched.get(f.rel) || kept.volatile.has(f.rel));
+      const ctx = await loadContext(this.opts.resultsRoot);
+      const roots = await rootsOf(kept.root, ctx);
+      const outcomes = await outcomesOf(again, roots);
+      again.forEach((f, i) => {
+        declaredNames(kept.outcomes.get(f.rel), names);
+        declaredNames(outcomes[i], names);
+        keepOutcome(kept, f, outcomes[i] as FileOutcome);
+      });
+      const all = kept.files.map((f) => kept.outcomes.get(f.rel) as FileOutcome);
+      const display = kept.files.map((f) => kept.display.get(f.rel) as string);
+      return combine([{ root: kept.root, files: kept.files, problems: [], outcomes: all, display }], ctx);
+    });
+    if (!report.rootError) {
+      for (const n of report.protectedNames) names.add(n);
+      kept.protectedNames = report.protectedNames;
+      this.kept = kept;
+      this.touched = names;
+    }
+    return report;
+  }
+}
+
+function keepOutcome(kept: Kept, f: SpecFile, o: FileOutcome): void {
+  kept.outcomes.set(f.rel, o);
+  if (!kept.display.has(f.rel)) kept.display.set(f.rel, displayPath(f.abs));
+  if (selfContained(o)) kept.volatile.delete(f.rel);
+  else kept.volatile.add(f.rel);
+}
+
+/** Adds the names `o` declares (attempts, sets, a set's children) to `into`. */
+function declaredNames(o: FileOutcome | undefined, into: Set<string>): void {
+  for (const d of o?.docs ?? []) {
+    if (d.name !== undefined) into.add(d.name);
+    for (const c of d.set?.children ?? []) into.add(c.name);
+  }
+}
+
+/** Where `rel` is or would go in `files` (sorted by rel). */
+function indexOf(files: SpecFile[], rel: string): number {
+  let lo = 0;
+  let hi = files.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((files[mid] as SpecFile).rel < rel) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/**
+ * The spec files `paths` change, by relative path: the file as the walk would find it now, or
+ * null when it is gone. 'whole': a change only a walk can place. Paths the walk never reads
+ * (ignored names, not spec files) change no file.
+ */
+function placeChanges(kept: Kept, paths: Iterable<string>): Map<string, SpecFile | null> | 'whole' {
+  const out = new Map<string, SpecFile | null>();
+  for (const p of paths) {
+    const rel = path.relative(kept.root, p);
+    if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) return 'whole';
+    const segs = rel.split(path.sep);
+    if (segs.some(isIgnoredName)) continue;
+    const relPosix = segs.join('/');
+    let st: Stats | undefined;
+    try {
+      st = lstatSync(path.join(kept.root, rel));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') return 'whole';
+    }
+    if (!st) {
+      if (kept.folders.has(relPosix)) return 'whole';
+      if (kept.outcomes.has(relPosix)) out.set(relPosix, null);
+      continue;
+    }
+    if (st.isSymbolicLink()) return 'whole';
+    if (st.isDirectory()) {
+      if (kept.folders.has(relPosix)) continue;
+      return 'whole';
+    }
+    if (kept.folders.has(relPosix)) return 'whole';
+    if (!isSpecFileName(segs[segs.length - 1] as string)) continue;
+    if (!st.isFile() || !kept.folders.has(segs.slice(0, -1).join('/'))) return 'whole';
+    out.set(relPosix, { abs: path.join(kept.root, rel), rel: relPosix });
+  }
+  return out;
+}
