@@ -10,20 +10,9 @@ import path from 'node:path';
 import { LABELS, SWARM } from '../../../src/constants';
 import { createSwarmEngine } from '../../../src/engine/swarm';
 import { Sandbox } from '../../support/sandbox';
+import { swarmCli } from '../../support/swarm-cli';
 import { TestSwarm, twoNodeSwarm } from '../../support/swarm';
 import { waitFor } from '../../support/wait';
-
-/** The sandbox's CLI against a swarm manager. */
-async function swarmCli(sb: Sandbox, s: TestSwarm, ...args: string[]) {
-  const before = process.env.DOCKER_HOST;
-  process.env.DOCKER_HOST = s.manager.address;
-  try {
-    return await sb.cli(...args, '--backend', 'swarm');
-  } finally {
-    if (before === undefined) delete process.env.DOCKER_HOST;
-    else process.env.DOCKER_HOST = before;
-  }
-}
 
 describe('--backend swarm on a real two-node swarm', function () {
   this.timeout(180_000);

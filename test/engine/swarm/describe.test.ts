@@ -7,19 +7,9 @@ import { expect } from 'chai';
 import { LABELS } from '../../../src/constants';
 import { createSwarmEngine } from '../../../src/engine/swarm';
 import { Sandbox } from '../../support/sandbox';
+import { swarmCli } from '../../support/swarm-cli';
 import { type TestSwarm, twoNodeSwarm } from '../../support/swarm';
 import { waitFor } from '../../support/wait';
-
-async function swarmCli(sb: Sandbox, s: TestSwarm, ...args: string[]) {
-  const before = process.env.DOCKER_HOST;
-  process.env.DOCKER_HOST = s.manager.address;
-  try {
-    return await sb.cli(...args, '--backend', 'swarm');
-  } finally {
-    if (before === undefined) delete process.env.DOCKER_HOST;
-    else process.env.DOCKER_HOST = before;
-  }
-}
 
 describe('describe and logs on a real two-node swarm', function () {
   this.timeout(180_000);

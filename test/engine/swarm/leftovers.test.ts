@@ -10,19 +10,8 @@ import { LABELS, SWARM } from '../../../src/constants';
 import { createSwarmEngine } from '../../../src/engine/swarm';
 import { TEST_IMAGE, TEST_LABEL, TEST_RUN } from '../../support/engine';
 import { Sandbox } from '../../support/sandbox';
+import { swarmCli } from '../../support/swarm-cli';
 import { type TestSwarm, twoNodeSwarm } from '../../support/swarm';
-
-/** The sandbox's CLI against the swarm's manager. */
-async function swarmCli(sb: Sandbox, s: TestSwarm, ...args: string[]) {
-  const before = process.env.DOCKER_HOST;
-  process.env.DOCKER_HOST = s.manager.address;
-  try {
-    return await sb.cli(...args, '--backend', 'swarm');
-  } finally {
-    if (before === undefined) delete process.env.DOCKER_HOST;
-    else process.env.DOCKER_HOST = before;
-  }
-}
 
 /** The pid of a process that has ended. */
 function deadPid(): Promise<number> {
