@@ -362,6 +362,19 @@ function planRunning(v: RunView, main: ContainerSummary): AttemptAction {
   });
   if (bad) return stopAndEnd(bad, { phase: 'Failed', reason: REASONS.attestationFailed, message: bad });
   if (restart.length) return { ...base, kind: 'restart', summary: 'a sidecar is not running', desired: d, ops: [...pre, ...restart] };
+  // Its start was asked of an engine that has restarted since (the boot recorded before the start
+  // is not the engine's now) and never recorded Running: an engine crash cut the start short. The
+  // engine may then show the half-made task as running (started at the zero time) although its
+  // process never goes on, and had it run, it ran across the crash. As for a created one
+  // (planCreated): never taken for this run, the run ends EngineRestarted; --infra-retries decide.
+  const boot = inp.snapshot.boot;
+  if (rec && rec.phase !== 'Running' && rec.intent?.copied && rec.containerId === id && rec.run === run && rec.engineBoot && boot && rec.engineBoot.id !== boot.id) {
+    const why = 'the engine restarted during the start';
+    return {
+      ...stopAndEnd(why, { phase: 'Failed', reason: REASONS.engineRestarted, message: `the engine restarted (it came back at ${boot.at}) while the container was being started; what it shows running is not taken for this run, and it is not started again` }),
+      ...mayRunAgain(inp, loaded, rec),
+    };
+  }
   const deadline = rec?.deadlineAt ? Date.parse(rec.deadlineAt) : undefined;
   if (deadline !== undefined && deadline <= inp.now) {
     const why = `deadlineSeconds ${loaded.spec.deadlineSeconds} exceeded`;

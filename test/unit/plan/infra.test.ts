@@ -96,6 +96,21 @@ describe('planner (infrastructure deaths)', function () {
     }
   });
 
+  it('a container the engine shows running after it restarted during the start is stopped and the run ends EngineRestarted, never adopted', function () {
+    const rec = status('a', { phase: 'Pending', reason: 'Provisioning', startedAt: undefined, intent: copied, engineBoot: B1 });
+    const obs = snapshot({ containers: [container('default', 'a', 'h-a', { state: 'running' })] });
+    const p = plan(input({ specs: [spec('a')], snapshot: { ...obs, boot: B2 }, statuses: statuses(rec) }));
+    expect(p.actions[0]?.summary).to.equal('the engine restarted during the start');
+    expect(p.actions[0]?.ops.map((o) => o.type)).to.deep.equal(['stop', 'finish']);
+    const op = p.actions[0]?.ops[1];
+    expect(op?.type === 'finish' && op.outcome?.reason).to.equal('EngineRestarted');
+    expect(p.actions[0]?.requeueAfterMs).to.equal(0);
+    // the same boot, or none known: a start that went through before berth could record it: adopted
+    for (const snap of [{ ...obs, boot: B1 }, obs]) {
+      expect(plan(input({ specs: [spec('a')], snapshot: snap, statuses: statuses(rec) })).actions[0]?.kind).to.equal('adopt');
+    }
+  });
+
   it('re-runs an infrastructure death under --infra-retries, whatever the spec retries, with back-off', function () {
     for (const reason of ['EngineRestarted', 'StartFailed']) {
       const rec = status('a', { phase: 'Failed', reason, exitCode: 143, finishedAt: '2026-01-01T00:00:55.000Z' });
