@@ -10,6 +10,8 @@ import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { NAMING } from '../../src/constants';
+import type { PassConfig } from '../../src/controller/pass';
+import { silentLogger } from '../../src/util/log';
 
 export const IMAGE = 'berth/busybox:local';
 export const BENCH_LABEL = 'dev.berth.bench';
@@ -70,6 +72,22 @@ export class BerthSandbox {
     return ['--specs', this.specsDir, '--state', this.stateDir, '--results-root', this.resultsRoot, '--instance', this.instance, '--log-level', logLevel];
   }
 
+  /** An in-process pass's configuration over this sandbox: the bench's usual bounds unless `over` says otherwise. */
+  passConfig(over: Partial<PassConfig> = {}): PassConfig {
+    return {
+      specsDir: this.specsDir,
+      stateDir: this.stateDir,
+      resultsRoot: this.resultsRoot,
+      instance: this.instance,
+      maxRunning: 50,
+      concurrency: 8,
+      attestIntervalMs: 60_000,
+      env: process.env,
+      log: silentLogger(),
+      ...over,
+    };
+  }
+
   /** Writes one spec file per name (`<name>.yaml`). */
   async writeSpecs(names: readonly string[], command: readonly string[]): Promise<void> {
     await Promise.all(names.map((n) => fs.writeFile(path.join(this.specsDir, `${n}.yaml`), specText(n, command))));
@@ -81,7 +99,8 @@ export class BerthSandbox {
   }
 }
 
-export function specText(name: string, command: readonly string[]): string {
+/** An Attempt spec; `extra` lines go at the end of its `spec:` (each indented by two spaces). */
+export function specText(name: string, command: readonly string[], extra: readonly string[] = []): string {
   return [
     'apiVersion: berth.dev/v1',
     'kind: Attempt',
@@ -91,6 +110,7 @@ export function specText(name: string, command: readonly string[]): string {
     `  image: ${IMAGE}`,
     `  command: ${JSON.stringify(command)}`,
     '  network: {mode: none}',
+    ...extra,
     '',
   ].join('\n');
 }

@@ -21,7 +21,7 @@ import path from 'node:path';
 import { LABELS } from '../../src/constants';
 import { StatusStore } from '../../src/status/store';
 import type { RawEngine } from '../lib/engine';
-import { IMAGE, names, peerLabels, rawCreateBody, type BenchRun, type BerthSandbox } from '../lib/fixture';
+import { IMAGE, names, peerLabels, rawCreateBody, specText, type BenchRun, type BerthSandbox } from '../lib/fixture';
 import { berth, run as runCmd } from '../lib/proc';
 import { spread, verdictOf, type Row } from '../lib/report';
 import { pairedRatio, summarize } from '../lib/stats';
@@ -44,19 +44,7 @@ async function writeFixture(dir: string): Promise<void> {
 }
 
 function fleetSpec(name: string): string {
-  return [
-    'apiVersion: berth.dev/v1',
-    'kind: Attempt',
-    'metadata:',
-    `  name: ${name}`,
-    'spec:',
-    `  image: ${IMAGE}`,
-    `  command: ${JSON.stringify(CMD)}`,
-    '  network: {mode: none}',
-    '  fixture: ./fixture',
-    '  ttlSecondsAfterFinished: 0',
-    '',
-  ].join('\n');
+  return specText(name, CMD, ['  fixture: ./fixture', '  ttlSecondsAfterFinished: 0']);
 }
 
 async function berthRound(engine: RawEngine, run: BenchRun, round: number, n: number): Promise<{ ms: number; passes: number }> {

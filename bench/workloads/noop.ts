@@ -18,7 +18,6 @@ import { observe } from '../../src/observe/snapshot';
 import { changeCount } from '../../src/plan/render';
 import { loadSpecs } from '../../src/spec/loader';
 import { StatusStore } from '../../src/status/store';
-import { silentLogger } from '../../src/util/log';
 import type { RawEngine } from '../lib/engine';
 import { names, type BenchRun, type BerthSandbox } from '../lib/fixture';
 import { berth, cpuProfArgs, run as runCmd } from '../lib/proc';
@@ -110,17 +109,7 @@ export async function noopScales(
   const sb = await run.berthSandbox('n');
   const counter = new CallCounter();
   const berthEngine = instrumentEngine(createDockerEngine(), counter.listener);
-  const cfg: PassConfig = {
-    specsDir: sb.specsDir,
-    stateDir: sb.stateDir,
-    resultsRoot: sb.resultsRoot,
-    instance: sb.instance,
-    maxRunning: 50,
-    concurrency: 8,
-    attestIntervalMs: 60_000,
-    env: process.env,
-    log: silentLogger(),
-  };
+  const cfg: PassConfig = sb.passConfig();
   const passArgs = ['reconcile', '--once', '--max-running', '50', '--concurrency', '8', ...sb.globalArgs()];
   const scales: ScaleSamples[] = [];
   let have = 0;

@@ -21,7 +21,6 @@ import { reconcilePass, type PassConfig } from '../../src/controller/pass';
 import { serviceBody } from '../../src/engine/swarm/services';
 import { changeCount } from '../../src/plan/render';
 import { StatusStore } from '../../src/status/store';
-import { silentLogger } from '../../src/util/log';
 import { TestSwarm } from '../../test/support/swarm';
 import { BENCH_LABEL, names, specText, type BenchRun, type BerthSandbox } from '../lib/fixture';
 import { berth, BERTH_BIN, Daemon, REPO, sleep } from '../lib/proc';
@@ -154,17 +153,7 @@ async function counted<T>(f: () => Promise<T>): Promise<{ value: T; total: numbe
 
 async function noops(s: TestSwarm, sb: BerthSandbox, sizes: number[], rounds: number, log: (m: string) => void): Promise<SwarmNoop[]> {
   const env = { ...process.env, DOCKER_HOST: s.manager.address };
-  const cfg: PassConfig = {
-    specsDir: sb.specsDir,
-    stateDir: sb.stateDir,
-    resultsRoot: sb.resultsRoot,
-    instance: sb.instance,
-    maxRunning: 50,
-    concurrency: 8,
-    attestIntervalMs: 60_000,
-    env,
-    log: silentLogger(),
-  };
+  const cfg: PassConfig = sb.passConfig({ env });
   const out: SwarmNoop[] = [];
   let have = 0;
   for (const n of sizes) {

@@ -22,9 +22,8 @@ import { changeCount } from '../../src/plan/render';
 import { loadSpecs } from '../../src/spec/loader';
 import { StatusStore } from '../../src/status/store';
 import type { AttemptStatus } from '../../src/status/types';
-import { silentLogger } from '../../src/util/log';
 import type { RawEngine } from '../lib/engine';
-import { names, specText, type BenchRun } from '../lib/fixture';
+import { names, type BenchRun } from '../lib/fixture';
 import { berth } from '../lib/proc';
 import { fmtMs } from '../lib/stats';
 import { verdictOf, type Row } from '../lib/report';
@@ -106,17 +105,7 @@ export async function tenk(engine: RawEngine, run: BenchRun, total: number, runn
   // A no-op pass, in-process: nothing planned, and its engine calls.
   const counter = new CallCounter();
   const berthEngine = instrumentEngine(createDockerEngine(), counter.listener);
-  const cfg: PassConfig = {
-    specsDir: sb.specsDir,
-    stateDir: sb.stateDir,
-    resultsRoot: sb.resultsRoot,
-    instance: sb.instance,
-    maxRunning: running,
-    concurrency: 8,
-    attestIntervalMs: 3_600_000,
-    env: process.env,
-    log: silentLogger(),
-  };
+  const cfg: PassConfig = sb.passConfig({ maxRunning: running, attestIntervalMs: 3_600_000 });
   let calls: Record<string, number> = {};
   let passMs = 0;
   for (let i = 0; i < 2; i++) {
