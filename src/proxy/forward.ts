@@ -9,7 +9,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { admitHttp } from './admit';
 import type { ProxyContext } from './context';
-import type { DialFailure } from './dial';
+import { admitThenDial } from './admitted';
 import type { Exchange } from './exchange';
 import { endToEndHeaders, hasTransferEncoding } from './headers';
 import { refuseResponse } from './refusal';
@@ -17,38 +17,13 @@ import { type HttpTarget, hostHeaderFor } from './target';
 
 export function handleRequest(ctx: ProxyContext, req: IncomingMessage, res: ServerResponse): void {
   const ex = ctx.exchanges.begin(req.method ?? '');
-  const admission = admitHttp(ctx, req);
-  ex.target = admission.ok ? admission.target.text : admission.target;
-  if (!admission.ok) {
-    ex.refuse(admission.status, admission.reason);
-    refuseResponse(res, admission.status, admission.reason);
-    return;
-  }
-  const target = admission.target;
-  ex.allowed = true;
-
-  const dialing = ctx.dial(target.host, target.port);
-  const onEarlyClose = (): void => {
-    dialing.cancel();
-    ex.finish('client closed before the upstream connection was made');
-  };
-  res.once('close', onEarlyClose);
-  dialing.socket.then(
-    (socket) => {
-      res.off('close', onEarlyClose);
-      if (res.destroyed) {
-        socket.destroy();
-        ex.finish('client closed before the upstream connection was made');
-        return;
-      }
-      relay(req, res, socket, target, ex);
-    },
-    (failure: DialFailure) => {
-      res.off('close', onEarlyClose);
-      ex.decide(failure.status, failure.reason);
-      refuseResponse(res, failure.status, failure.reason);
-      ex.finish(failure.reason);
-    },
+  admitThenDial(
+    ctx,
+    ex,
+    admitHttp(ctx, req),
+    res,
+    (status, reason) => refuseResponse(res, status, reason),
+    (socket, target) => relay(req, res, socket, target, ex),
   );
 }
 

@@ -9,37 +9,19 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { admitConnect } from './admit';
 import type { ProxyContext } from './context';
-import type { DialFailure } from './dial';
+import { admitThenDial } from './admitted';
 import { refuseSocket } from './refusal';
 
 export function handleConnect(ctx: ProxyContext, req: IncomingMessage, client: Duplex, head: Buffer): void {
   const ex = ctx.exchanges.begin('CONNECT');
   client.on('error', () => client.destroy());
-  const admission = admitConnect(ctx, req);
-  ex.target = admission.ok ? admission.target.text : admission.target;
-  if (!admission.ok) {
-    ex.refuse(admission.status, admission.reason);
-    refuseSocket(client, admission.status, admission.reason);
-    return;
-  }
-  const target = admission.target;
-  ex.allowed = true;
-
-  const dialing = ctx.dial(target.host, target.port);
-  const onEarlyClose = (): void => {
-    dialing.cancel();
-    ex.finish('client closed before the upstream connection was made');
-  };
-  client.once('close', onEarlyClose);
-
-  dialing.socket.then(
+  admitThenDial(
+    ctx,
+    ex,
+    admitConnect(ctx, req),
+    client,
+    (status, reason) => refuseSocket(client, status, reason),
     (upstream) => {
-      client.off('close', onEarlyClose);
-      if (client.destroyed) {
-        upstream.destroy();
-        ex.finish('client closed before the upstream connection was made');
-        return;
-      }
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
       ex.decide(200, 'tunnel established');
       if (head.length > 0) upstream.write(head);
@@ -48,12 +30,6 @@ export function handleConnect(ctx: ProxyContext, req: IncomingMessage, client: D
         ex.bytesDown = upstream.bytesRead;
         ex.finish(broken ? 'tunnel reset' : 'tunnel closed');
       });
-    },
-    (failure: DialFailure) => {
-      client.off('close', onEarlyClose);
-      ex.decide(failure.status, failure.reason);
-      refuseSocket(client, failure.status, failure.reason);
-      ex.finish(failure.reason);
     },
   );
 }
