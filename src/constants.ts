@@ -194,6 +194,11 @@ export const SWARM = {
   engineLabel: 'dev.berth.engine',
   /** On berth's own helpers of a run on a node (the prepared container, its volumes): which run. */
   runLabel: 'dev.berth.swarm-run',
+  /**
+   * On an attempt's volume (spec.volumes) and on its record on the manager's engine: the id of the
+   * swarm node that holds it (node-local, as every volume), where the attempt's runs then go.
+   */
+  volumeNodeLabel: 'dev.berth.swarm-node',
   /** On a run's task's container (made by the node for the service): which run. */
   taskLabel: 'dev.berth.swarm-task',
   /** On a run's service: the results folder (where berth runs) its results are brought to. */
