@@ -179,8 +179,8 @@ export const REASONS = {
   harvestFailed: 'HarvestFailed',
   /**
    * Blocked (`--backend swarm`): no swarm node may run the attempt (one that does not enforce a
-   * hardening, has no engine berth can reach, ...), or the attempt needs what the swarm backend
-   * does not do yet; the message names each node and what it lacks.
+   * hardening, has no engine berth can reach, ...), or the one node holding the attempt's volumes
+   * may not run it now (or has left the swarm); the message names each node and what it lacks.
    */
   nodeRefused: 'NodeRefused',
 } as const;

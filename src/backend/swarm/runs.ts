@@ -4,17 +4,19 @@
  * know which backend runs.
  *
  * A run, by the container name the desired state gives it:
- *  - create: berth chooses the node (nodes.ts; an attempt's run goes to its egress proxy's node)
- *    and, through that node's own engine, makes the run's two node-local volumes (the workspace,
- *    mounted at the working folder, and the results, at /results; none for the egress proxy)
- *    and a prepared container holding them and naming its network (SWARM.netLabel), never
- *    started: the run is `created`. No host folder is ever bound on a node.
+ *  - create: the node is the one holding the attempt's volumes (required: volumeNode), else the
+ *    one its egress proxy or a sidecar of the same run is on, else berth chooses (nodes.ts);
+ *    through that node's own engine berth makes the run's two node-local volumes (the
+ *    workspace, mounted at the working folder, and the results, at /results; none for the egress
+ *    proxy and sidecars) and a prepared container holding them and the attempt's volumes and
+ *    naming its network (SWARM.netLabel), never started: the run is `created`. No host folder is
+ *    ever bound on a node.
  *  - putArchive: the fixture streams into the prepared container (so into the workspace volume),
  *    in bounded memory (archive.ts);
  *    files for /run/secrets become swarm secrets instead (content-hashed names, the run's labels),
  *    never written on the node's disk.
  *  - start: the run's service: a replicated job (one completion, restart never) pinned to that
- *    node, endpoint mode dnsrr, no published port, the two volumes mounted, the secrets attached,
+ *    node, endpoint mode dnsrr, no published port, the two volumes and the attempt's mounted, the secrets attached,
  *    the prepared container's settings (command, environment, user, limits, capabilities), its
  *    networks (networks.ts: the attempt's overlays, or for `none` an internal overlay of the
  *    run's own) and upstream DNS; it returns once the task has its container on the node.
