@@ -10,9 +10,16 @@
  *    logs harvested;
  * nothing of either is left after clean.
  */
+import dc from 'node:diagnostics_channel';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
+import Dockerode from 'dockerode';
+import { createSwarmBackend } from '../../../src/backend/swarm';
+import { reconcilePass } from '../../../src/controller/pass';
+import { changeCount } from '../../../src/plan/render';
+import { StatusStore } from '../../../src/status/store';
+import { silentLogger } from '../../../src/util/log';
 import { COMPONENTS, LABELS, NAMING, SWARM } from '../../../src/constants';
 import { createSwarmEngine } from '../../../src/engine/swarm';
 import { BLOCKED_RETRY_MS } from '../../../src/plan/planner';
@@ -53,6 +60,27 @@ async function nothingLeft(s: TestSwarm, instance: string): Promise<void> {
 async function volumesOn(n: TestSwarm['manager'], instance: string): Promise<{ Name: string; Labels: Record<string, string> | null }[]> {
   const f = JSON.stringify({ label: [`${LABELS.instance}=${instance}`, `${LABELS.component}=${COMPONENTS.volume}`] });
   return ((await n.docker.listVolumes({ filters: f })).Volumes ?? []) as { Name: string; Labels: Record<string, string> | null }[];
+}
+
+/** The HTTP requests (to the manager and the nodes) of one in-process pass with a fresh backend, as a CLI pass has; it must change nothing. */
+async function noopRequests(s: TestSwarm, sb: Sandbox): Promise<number> {
+  const env = { ...process.env, DOCKER_HOST: s.manager.address };
+  const cfg = { specsDir: sb.specsDir, stateDir: sb.stateDir, resultsRoot: sb.resultsRoot, instance: sb.instance, maxRunning: 50, concurrency: 8, attestIntervalMs: 60_000, env, log: silentLogger() };
+  const pass = async () => {
+    const backend = createSwarmBackend({ docker: new Dockerode({ socketPath: s.manager.socket }), env });
+    let n = 0;
+    const on = () => n++;
+    dc.subscribe('http.client.request.start', on);
+    try {
+      const r = await reconcilePass(cfg, backend, new StatusStore(sb.stateDir, sb.instance));
+      expect(changeCount(r.plan), 'a no-op pass').to.equal(0);
+    } finally {
+      dc.unsubscribe('http.client.request.start', on);
+    }
+    return n;
+  };
+  await pass(); // warm-up: module load, schema compile
+  return pass();
 }
 
 /** The first run writes its mark into the volume and fails; a run that finds the mark reports it and succeeds. */
@@ -117,6 +145,31 @@ describe('--backend swarm: volumes and sidecars on a real two-node swarm', funct
     }
     expect(await volumesOn(worker, sb.instance), 'the volume is gone from the worker').to.deep.equal([]);
     expect(await volumesOn(s.manager, sb.instance), 'and its record from the manager').to.deep.equal([]);
+    await nothingLeft(s, sb.instance);
+  });
+
+  it('a no-op pass over finished attempts with volumes and sidecars makes a constant number of requests', async () => {
+    const sb = await Sandbox.create('sw-vnoop');
+    const spec = (name: string) =>
+      sb.attempt(name, 'echo x > /data/x', '  network: {mode: isolated}\n  volumes:\n    - {name: data, mountPath: /data}\n  sidecars:\n    - {name: aux, image: berth/busybox:local, command: [sleep, "600"]}\n');
+    try {
+      await sb.write('a1.yaml', spec('a1'));
+      let r = await swarmCli(sb, s, 'reconcile', '--once', '--wait', '--timeout', '150');
+      expect(r.code, r.stderr).to.equal(0);
+      const one = await noopRequests(s, sb);
+      for (const n of ['a2', 'a3', 'a4']) await sb.write(`${n}.yaml`, spec(n));
+      r = await swarmCli(sb, s, 'reconcile', '--once', '--wait', '--timeout', '150');
+      expect(r.code, r.stderr).to.equal(0);
+      const four = await noopRequests(s, sb);
+      // no request per attempt, and none more than over plain attempts (12 on two nodes today:
+      // nodes 1, services 2, tasks 1, the nodes' containers 2 and volumes 2, the manager's
+      // networks 2, volumes 1 and images 1)
+      expect(four, `${one} requests over one attempt`).to.equal(one);
+      expect(one).to.be.at.most(12);
+    } finally {
+      const c = await swarmCli(sb, s, 'clean');
+      expect(c.code, c.stderr + c.stdout).to.equal(0);
+    }
     await nothingLeft(s, sb.instance);
   });
 
