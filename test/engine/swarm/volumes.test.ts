@@ -5,6 +5,8 @@
  *    berth's labels (and recorded on the manager); the retry sees what the first run wrote;
  *    a later run goes only to that node: Blocked (NodeRefused, naming it) while it is drained,
  *    and run there once it is back, seeing the same data; clean removes it on the worker;
+ *    the node lost mid-run: Lost, the retry Blocked, clean refused until the node is back;
+ *    a no-op pass makes no request per attempt;
  *  - a sidecar runs as a run of its own on the attempt's node and internal overlay, ready before
  *    the attempt starts, reached from it by its name, given its secret (the attempt is not), its
  *    logs harvested;
@@ -145,6 +147,49 @@ describe('--backend swarm: volumes and sidecars on a real two-node swarm', funct
     }
     expect(await volumesOn(worker, sb.instance), 'the volume is gone from the worker').to.deep.equal([]);
     expect(await volumesOn(s.manager, sb.instance), 'and its record from the manager').to.deep.equal([]);
+    await nothingLeft(s, sb.instance);
+  });
+
+  it("the volume's node lost mid-run: the run ends Lost, its retry is Blocked (never run on the manager on an empty volume), clean waits for the node", async () => {
+    const sb = await Sandbox.create('sw-vlost');
+    const worker = s.workers[0]!;
+    const vol = NAMING.volume(sb.instance, 'l', 'data');
+    await s.availability(s.manager, 'drain');
+    let drained = true;
+    let down = false;
+    try {
+      await sb.write('l.yaml', sb.attempt('l', 'test -f /data/mark && exit 0; echo first > /data/mark; sleep 60', '  retries: 1\n  volumes:\n    - {name: data, mountPath: /data}\n'));
+      const reconcile = swarmCli(sb, s, 'reconcile', '--once', '--wait', '--timeout', '150', '--retry-backoff', '1');
+      await waitFor('the run to be Running on the worker', async () => (await sb.status('l'))?.phase === 'Running', { dirs: [sb.stateDir], timeoutMs: 60_000 });
+      await s.availability(s.manager, 'active');
+      drained = false;
+      await worker.kill();
+      down = true;
+      const r = await reconcile;
+      const st = await sb.status('l');
+      expect([st?.phase, st?.reason, st?.run], r.stderr + JSON.stringify(st)).to.deep.equal(['Blocked', 'NodeRefused', 2]);
+      expect(st?.history.map((h) => [h.run, h.phase, h.reason])).to.deep.equal([[1, 'Failed', 'Lost']]);
+      expect(st?.message).to.contain(`attempt l keeps its volumes (data) on swarm node `);
+      expect(st?.message).to.contain(`(${worker.id.slice(0, 12)}) is down; its runs go only there`);
+      // the manager, ready and idle, got nothing
+      expect(await s.manager.docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${LABELS.instance}=${sb.instance}`, `${LABELS.component}=${COMPONENTS.main}`] }) })).to.deep.equal([]);
+      // clean while the node is down: the volume (and its record) stay, and clean says why
+      const c = await swarmCli(sb, s, 'clean');
+      expect(c.code, c.stdout).to.equal(1);
+      expect(c.stderr).to.contain(`berth: volume: volume ${vol} is on swarm node `);
+      expect(c.stderr).to.contain(`(${worker.id.slice(0, 12)}), which is down: it is removed once that node is back`);
+      expect((await volumesOn(s.manager, sb.instance)).map((v) => v.Name)).to.deep.equal([vol]);
+    } finally {
+      if (drained) await s.availability(s.manager, 'active');
+      if (down) {
+        await worker.start();
+        await s.waitReady();
+      }
+      // the node is back: clean removes the volume there, and what the lost run left
+      const c = await swarmCli(sb, s, 'clean');
+      expect(c.code, c.stderr + c.stdout).to.equal(0);
+    }
+    expect(await volumesOn(worker, sb.instance)).to.deep.equal([]);
     await nothingLeft(s, sb.instance);
   });
 
