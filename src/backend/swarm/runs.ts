@@ -16,10 +16,11 @@
  *    files for /run/secrets become swarm secrets instead (content-hashed names, the run's labels),
  *    never written on the node's disk.
  *  - start: the run's service: a replicated job (one completion, restart never) pinned to that
- *    node, endpoint mode dnsrr, no published port, the two volumes and the attempt's mounted, the secrets attached,
- *    the prepared container's settings (command, environment, user, limits, capabilities), its
- *    networks (networks.ts: the attempt's overlays, or for `none` an internal overlay of the
- *    run's own) and upstream DNS; it returns once the task has its container on the node.
+ *    node, endpoint mode dnsrr, no published port, the two volumes and the attempt's mounted,
+ *    the secrets attached, the prepared container's settings (command, environment, user,
+ *    limits, capabilities), its networks (networks.ts: the attempt's overlays, or for `none` an
+ *    internal overlay of the run's own) and upstream DNS; it returns once the task has its
+ *    container on the node.
  *  - list/inspect: the service and its task (polled: tasks emit no events) as a container:
  *    running until the task ends, then exited with the task's exit code. The results folder is
  *    shown bound at /results, as it is where berth runs once collect() brought it home. A
