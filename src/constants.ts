@@ -179,8 +179,8 @@ export const REASONS = {
   harvestFailed: 'HarvestFailed',
   /**
    * Blocked (`--backend swarm`): no swarm node may run the attempt (one that does not enforce a
-   * hardening, has no engine berth can reach, ...), or the attempt needs what the swarm backend
-   * does not do yet; the message names each node and what it lacks.
+   * hardening, has no engine berth can reach, ...), or the one node holding the attempt's volumes
+   * may not run it now (or has left the swarm); the message names each node and what it lacks.
    */
   nodeRefused: 'NodeRefused',
 } as const;
@@ -194,6 +194,11 @@ export const SWARM = {
   engineLabel: 'dev.berth.engine',
   /** On berth's own helpers of a run on a node (the prepared container, its volumes): which run. */
   runLabel: 'dev.berth.swarm-run',
+  /**
+   * On an attempt's volume (spec.volumes) and on its record on the manager's engine: the id of the
+   * swarm node that holds it (node-local, as every volume), where the attempt's runs then go.
+   */
+  volumeNodeLabel: 'dev.berth.swarm-node',
   /** On a run's task's container (made by the node for the service): which run. */
   taskLabel: 'dev.berth.swarm-task',
   /** On a run's service: the results folder (where berth runs) its results are brought to. */

@@ -2,19 +2,20 @@
  * The swarm backend: a Docker Swarm manager (DOCKER_HOST) and the nodes' own engines (each
  * node's SWARM.engineLabel), behind the same Engine interface the single engine implements, so
  * observe, the planner, the executor, status, summaries and the report do not know which runs.
- * Runs are replicated-job services (runs.ts); attempts' networks are overlays (networks.ts);
- * attempts' volumes and sidecars are refused until the backend provides them (an attempt that
- * needs them ends Blocked, never weakened).
+ * Runs are replicated-job services (runs.ts), an attempt's sidecars and egress proxy runs of
+ * their own on its node; attempts' networks are overlays (networks.ts); attempts' volumes are
+ * node-local volumes on one node, recorded on the manager, and the attempt's runs go there
+ * (volumes.ts).
  */
 import type Dockerode from 'dockerode';
-import { COMPONENTS, DEFAULTS, LABELS, REASONS, SWARM } from '../../constants';
-import { BackendRefusedError } from '../../engine/errors';
+import { DEFAULTS } from '../../constants';
 import { createDockerEngine, dockerFromEnv } from '../../engine/docker';
 import { createSwarmEngine } from '../../engine/swarm';
-import type { Engine, Labels, NetworkClient, VolumeClient } from '../../engine/types';
+import type { Engine, NetworkClient, VolumeClient } from '../../engine/types';
 import { SwarmNetworks } from './networks';
 import { NodePool } from './nodes';
 import { SwarmRuns } from './runs';
+import { SwarmVolumes } from './volumes';
 
 export interface SwarmBackendOptions {
   /** The manager (default: from DOCKER_HOST). */
@@ -25,11 +26,6 @@ export interface SwarmBackendOptions {
   probeImage?: string;
 }
 
-/** What the swarm backend does not provide yet: refused, so the attempt never runs without it. */
-function notYet(labels: Labels, what: string): BackendRefusedError {
-  return new BackendRefusedError(REASONS.nodeRefused, `attempt ${labels[LABELS.attempt] ?? '?'} needs ${what}, which --backend swarm does not provide yet; it is not run without it`);
-}
-
 export function createSwarmBackend(o: SwarmBackendOptions = {}): Engine & { runs: SwarmRuns; pool: NodePool } {
   const env = o.env ?? process.env;
   const d = o.docker ?? dockerFromEnv(env);
@@ -37,16 +33,10 @@ export function createSwarmBackend(o: SwarmBackendOptions = {}): Engine & { runs
   const manager = createDockerEngine(d, { ...timeouts, env });
   const swarm = createSwarmEngine(d, { ...timeouts, env });
   const pool = new NodePool(swarm, o.probeImage ?? DEFAULTS.egressProxyImage, o.timeoutMs);
-  const runs = new SwarmRuns(swarm, pool);
-  // The manager's own volumes (berth's engine-side instance lock lives there); an attempt's
-  // volumes would have to be on its run's node: refused for now.
-  const volumes: VolumeClient = {
-    // a run's own volumes (when the manager is also its node) are its run's, not the attempt's
-    list: async (f) => (await manager.volumes.list(f)).filter((v) => v.labels[SWARM.runLabel] === undefined),
-    inspect: (name) => manager.volumes.inspect(name),
-    create: (spec) => (spec.labels[LABELS.component] === COMPONENTS.volume ? Promise.reject(notYet(spec.labels, 'volumes')) : manager.volumes.create(spec)),
-    remove: (name) => manager.volumes.remove(name),
-  };
+  const runs = new SwarmRuns(swarm, pool, manager.volumes);
+  // the manager's own volumes (berth's engine-side instance lock lives there) and the records of
+  // attempts' volumes, each on the node its attempt's runs go to (volumes.ts)
+  const volumes: VolumeClient = new SwarmVolumes(manager.volumes, pool, (labels) => runs.placeVolume(labels));
   // attempts' networks: overlays through the manager, what they hold read from the nodes (networks.ts)
   const networks: NetworkClient = new SwarmNetworks(swarm, pool, (net, id) => runs.attach(net, id));
   return {

@@ -4,20 +4,23 @@
  * know which backend runs.
  *
  * A run, by the container name the desired state gives it:
- *  - create: berth chooses the node (nodes.ts; an attempt's run goes to its egress proxy's node)
- *    and, through that node's own engine, makes the run's two node-local volumes (the workspace,
- *    mounted at the working folder, and the results, at /results; none for the egress proxy)
- *    and a prepared container holding them and naming its network (SWARM.netLabel), never
- *    started: the run is `created`. No host folder is ever bound on a node.
+ *  - create: the node is the one holding the attempt's volumes (required: volumeNode), else the
+ *    one its egress proxy or a sidecar of the same run is on, else berth chooses (nodes.ts);
+ *    through that node's own engine berth makes the run's two node-local volumes (the
+ *    workspace, mounted at the working folder, and the results, at /results; none for the egress
+ *    proxy and sidecars) and a prepared container holding them and the attempt's volumes and
+ *    naming its network (SWARM.netLabel), never started: the run is `created`. No host folder is
+ *    ever bound on a node.
  *  - putArchive: the fixture streams into the prepared container (so into the workspace volume),
  *    in bounded memory (archive.ts);
  *    files for /run/secrets become swarm secrets instead (content-hashed names, the run's labels),
  *    never written on the node's disk.
  *  - start: the run's service: a replicated job (one completion, restart never) pinned to that
- *    node, endpoint mode dnsrr, no published port, the two volumes mounted, the secrets attached,
- *    the prepared container's settings (command, environment, user, limits, capabilities), its
- *    networks (networks.ts: the attempt's overlays, or for `none` an internal overlay of the
- *    run's own) and upstream DNS; it returns once the task has its container on the node.
+ *    node, endpoint mode dnsrr, no published port, the two volumes and the attempt's mounted,
+ *    the secrets attached, the prepared container's settings (command, environment, user,
+ *    limits, capabilities), its networks (networks.ts: the attempt's overlays, or for `none` an
+ *    internal overlay of the run's own) and upstream DNS; it returns once the task has its
+ *    container on the node.
  *  - list/inspect: the service and its task (polled: tasks emit no events) as a container:
  *    running until the task ends, then exited with the task's exit code. The results folder is
  *    shown bound at /results, as it is where berth runs once collect() brought it home. A
@@ -36,9 +39,9 @@ import { Readable } from 'node:stream';
 import { COMPONENTS, DEFAULTS, LABELS, REASONS, SWARM } from '../../constants';
 import { BackendRefusedError, isConflict, isNotFound } from '../../engine/errors';
 import type { ServiceSummary, SwarmEngine, TaskSummary } from '../../engine/swarm/types';
-import type { ContainerClient, ContainerCreateSpec, ContainerDetails, ContainerSummary, Labels, NetworkSummary } from '../../engine/types';
+import type { ContainerClient, ContainerCreateSpec, ContainerDetails, ContainerSummary, Labels, MountSummary, NetworkSummary, VolumeClient, VolumeSummary } from '../../engine/types';
 import { parseRunNet, privateNetwork, taskNetworks, type RunNet } from './networks';
-import { type NodeHandle, type NodePool } from './nodes';
+import { nodeName, type NodeHandle, type NodePool } from './nodes';
 import { splitSecrets } from './archive';
 import { extractResults } from './results';
 
@@ -77,6 +80,12 @@ function halfMade(id: string, run: string, labels: Labels): ContainerSummary {
   };
 }
 
+/** The attempt's volumes a container holds (spec.volumes), without the run's own two. */
+function attemptVolumes(mounts: readonly MountSummary[], run: string): MountSummary[] {
+  const own = new Set([wsVolume(run), resultsVolume(run)]);
+  return mounts.filter((m) => m.type === 'volume' && m.name !== undefined && !own.has(m.name));
+}
+
 /** The network mode a run's task has, as the single engine names it. */
 function networkModeOf(net: RunNet | undefined): string {
   return !net || net.private ? 'none' : net.network;
@@ -102,6 +111,8 @@ export class SwarmRuns implements ContainerClient {
   constructor(
     private readonly swarm: SwarmEngine,
     private readonly pool: NodePool,
+    /** The records of attempts' volumes, on the manager's engine (volumes.ts). */
+    private readonly records?: VolumeClient,
   ) {}
 
   /**
@@ -176,7 +187,14 @@ export class SwarmRuns implements ContainerClient {
       status: t ? `task ${t.state}${t.nodeId ? ` on ${t.nodeId.slice(0, 12)}` : ''}` : 'no task yet',
       networkMode: networkModeOf(parseRunNet(s.labels[SWARM.netLabel])),
       networks: this.namedNetworks(s, nets),
-      mounts: resultsDir ? [{ type: 'bind', source: resultsDir, destination: DEFAULTS.resultsMount, rw: true }] : [],
+      mounts: [
+        ...(resultsDir ? [{ type: 'bind', source: resultsDir, destination: DEFAULTS.resultsMount, rw: true }] : []),
+        // the attempt's volumes, as the service mounts them (inspect reads the task's container)
+        ...attemptVolumes(
+          (s.mounts ?? []).map((m) => ({ type: 'volume', source: m.source, name: m.source, destination: m.target, rw: !m.readOnly })),
+          s.name,
+        ),
+      ],
       created: Math.floor(Date.parse(s.createdAt) / 1000),
       placement: {
         service: s.id,
@@ -207,7 +225,8 @@ export class SwarmRuns implements ContainerClient {
         const id = h ? runId(c.name, h.node.id) : c.name;
         if (started.has(id)) continue;
         started.add(id);
-        out.push({ ...c, id, state: 'created', mounts: c.labels[SWARM.resultsLabel] ? [{ type: 'bind', source: c.labels[SWARM.resultsLabel] as string, destination: DEFAULTS.resultsMount, rw: true }] : [] });
+        const results = c.labels[SWARM.resultsLabel] ? [{ type: 'bind', source: c.labels[SWARM.resultsLabel] as string, destination: DEFAULTS.resultsMount, rw: true }] : [];
+        out.push({ ...c, id, state: 'created', mounts: [...results, ...attemptVolumes(c.mounts, c.name)] });
       }
     }
     // A run a killed berth left half-made (its volumes, or secrets, but no prepared container, no
@@ -229,16 +248,11 @@ export class SwarmRuns implements ContainerClient {
   async create(spec: ContainerCreateSpec): Promise<string> {
     const run = spec.name;
     const component = spec.labels[LABELS.component];
-    const proxy = component === COMPONENTS.proxy;
-    if (component === COMPONENTS.sidecar || spec.host.mounts.length > 0) {
-      throw new BackendRefusedError(
-        REASONS.nodeRefused,
-        `attempt ${spec.labels[LABELS.attempt] ?? run} needs ${component === COMPONENTS.sidecar ? 'sidecars' : 'volumes'}, which --backend swarm does not provide yet; it is not run without them`,
-      );
-    }
+    // the egress proxy and a user's sidecar: a run of its own with no workspace and no results
+    const side = component === COMPONENTS.proxy || component === COMPONENTS.sidecar;
     const resultsBind = spec.host.binds.find((b) => b.endsWith(`:${DEFAULTS.resultsMount}:rw`));
-    const resultsDir = proxy ? '' : resultsBind?.slice(0, -`:${DEFAULTS.resultsMount}:rw`.length);
-    if (resultsDir === undefined || (!proxy && !resultsDir) || spec.host.binds.length !== (proxy ? 0 : 1)) {
+    const resultsDir = side ? '' : resultsBind?.slice(0, -`:${DEFAULTS.resultsMount}:rw`.length);
+    if (resultsDir === undefined || (!side && !resultsDir) || spec.host.binds.length !== (side ? 0 : 1)) {
       throw new Error(`run ${run}: the swarm backend binds no host folder (binds ${spec.host.binds.join(', ')})`);
     }
     const [existing, located] = await Promise.all([this.service(run), this.locate(run)]);
@@ -248,8 +262,15 @@ export class SwarmRuns implements ContainerClient {
         ? { network: privateNetwork(run), aliases: [], dns: [...DEFAULTS.internalDns], private: true }
         : { network: spec.host.networkMode, aliases: spec.aliases ?? [], dns: [...(spec.host.dns ?? [])], private: false };
     const h = await this.node(spec, run, net);
+    // the attempt's volumes are on this node (node() went where they are); one whose record was
+    // made by a berth killed before the volume is made here now, with the record's labels
+    for (const m of spec.host.mounts) {
+      const rec = await this.records?.inspect(m.source);
+      if (!rec || rec.labels[SWARM.volumeNodeLabel] !== h.node.id) throw new Error(`run ${run}: its volume ${m.source} is not recorded on node ${nodeName(h.node)}`);
+      await h.engine.volumes.create({ name: m.source, labels: rec.labels });
+    }
     const helper = helperLabels(spec.labels, run);
-    if (!proxy) await Promise.all([h.engine.volumes.create({ name: wsVolume(run), labels: helper }), h.engine.volumes.create({ name: resultsVolume(run), labels: helper })]);
+    if (!side) await Promise.all([h.engine.volumes.create({ name: wsVolume(run), labels: helper }), h.engine.volumes.create({ name: resultsVolume(run), labels: helper })]);
     const { aliases: _aliases, ...rest } = spec;
     const { dns: _dns, ...host } = spec.host;
     await h.engine.containers.create({
@@ -260,11 +281,12 @@ export class SwarmRuns implements ContainerClient {
         // the prepared container never starts: its networks are the service's (SWARM.netLabel)
         networkMode: 'none',
         binds: [],
-        mounts: proxy
+        mounts: side
           ? []
           : [
               { type: 'volume', source: wsVolume(run), target: spec.workingDir, readOnly: false },
               { type: 'volume', source: resultsVolume(run), target: DEFAULTS.resultsMount, readOnly: false },
+              ...spec.host.mounts,
             ],
       },
     });
@@ -272,29 +294,70 @@ export class SwarmRuns implements ContainerClient {
   }
 
   /**
-   * The node a new run goes to: an attempt's run on its network goes where its egress proxy runs
-   * (an attempt and its proxy on one node: overlay traffic between nodes is not encrypted);
-   * otherwise berth chooses (nodes.ts).
+   * The node a new run goes to: where the attempt's volumes are (required: volumeNode); else,
+   * for an attempt's run or sidecar on its network, where its egress proxy or a sidecar of the
+   * same run already runs (one node for them all: overlay traffic between nodes is not
+   * encrypted); otherwise berth chooses (nodes.ts).
    */
   private async node(spec: ContainerCreateSpec, run: string, net: RunNet): Promise<NodeHandle> {
     const l = spec.labels;
-    if (!net.private && l[LABELS.component] === COMPONENTS.main && l[LABELS.instance] && l[LABELS.attempt] && l[LABELS.run]) {
-      const [p] = await this.swarm.services.list([
-        `${LABELS.instance}=${l[LABELS.instance]}`,
-        `${LABELS.attempt}=${l[LABELS.attempt]}`,
-        `${LABELS.run}=${l[LABELS.run]}`,
-        `${LABELS.component}=${COMPONENTS.proxy}`,
-      ]);
+    const component = l[LABELS.component];
+    const held = await this.volumeNode(l, component === COMPONENTS.main ? spec.host.mounts.map((m) => m.source) : undefined);
+    if (held) return held;
+    if (!net.private && (component === COMPONENTS.main || component === COMPONENTS.sidecar) && l[LABELS.instance] && l[LABELS.attempt] && l[LABELS.run]) {
+      const beside = (await this.swarm.services.list([`${LABELS.instance}=${l[LABELS.instance]}`, `${LABELS.attempt}=${l[LABELS.attempt]}`, `${LABELS.run}=${l[LABELS.run]}`])).filter(
+        (s) => s.nodeId && s.name !== run && (s.labels[LABELS.component] === COMPONENTS.proxy || s.labels[LABELS.component] === COMPONENTS.sidecar),
+      );
+      const p = beside.find((s) => s.labels[LABELS.component] === COMPONENTS.proxy) ?? beside[0];
       if (p?.nodeId) {
         const h = (await this.pool.reachable()).find((n) => n.node.id === p.nodeId);
-        if (!h || h.node.state !== 'ready') throw new Error(`run ${run}: the node of its egress proxy (${p.nodeId.slice(0, 12)}) is not ready`);
+        if (!h || h.node.state !== 'ready') throw new Error(`run ${run}: the node of its ${p.labels[LABELS.component]} ${p.name} (${p.nodeId.slice(0, 12)}) is not ready`);
         return h;
       }
     }
+    return this.choose(l[LABELS.attempt] ?? run);
+  }
+
+  /** The node berth chooses for something new of an attempt: the qualifying one with the fewest runs. */
+  private async choose(attempt: string): Promise<NodeHandle> {
     const services = await this.swarm.services.list([`${LABELS.managed}=true`, SWARM.resultsLabel]);
     const load = new Map<string, number>();
     for (const s of services) if (s.nodeId) load.set(s.nodeId, (load.get(s.nodeId) ?? 0) + 1);
-    return this.pool.choose(l[LABELS.attempt] ?? run, load);
+    return this.pool.choose(attempt, load);
+  }
+
+  /** The node an attempt's new volume goes to: where its other volumes are, or the one berth chooses. */
+  async placeVolume(labels: Labels): Promise<NodeHandle> {
+    return (await this.volumeNode(labels)) ?? this.choose(labels[LABELS.attempt] ?? '?');
+  }
+
+  /**
+   * The node that holds the attempt's volumes (those named, or all of its spec's), which its runs
+   * must go to, or undefined when it has none. A run elsewhere would find them new and empty (a
+   * silent change of the data the attempt reads), so when that node may not run it (down,
+   * drained, refused) or has left the swarm, the run is refused (Blocked, NodeRefused) naming the
+   * node, and waits for it; berth looks again later, as for any Blocked attempt.
+   */
+  private async volumeNode(l: Labels, names?: string[]): Promise<NodeHandle | undefined> {
+    const instance = l[LABELS.instance];
+    const attempt = l[LABELS.attempt];
+    if (!this.records || !instance || !attempt || (names && names.length === 0)) return undefined;
+    const filters = [`${LABELS.instance}=${instance}`, `${LABELS.attempt}=${attempt}`, `${LABELS.component}=${COMPONENTS.volume}`];
+    if (l[LABELS.specHash]) filters.push(`${LABELS.specHash}=${l[LABELS.specHash]}`);
+    const held = (await this.records.list(filters)).filter((v: VolumeSummary) => v.labels[SWARM.volumeNodeLabel] && (!names || names.includes(v.name)));
+    const ids = [...new Set(held.map((v) => v.labels[SWARM.volumeNodeLabel] as string))].sort();
+    if (!ids.length) return undefined;
+    const vols = held.map((v) => v.labels[LABELS.volume] ?? v.name).sort().join(', ');
+    const keeps = `attempt ${attempt} keeps its volumes (${vols})`;
+    const only = 'its runs go only there (anywhere else its volumes would be new and empty), so it waits for that node';
+    if (ids.length > 1) throw new BackendRefusedError(REASONS.nodeRefused, `${keeps} on more than one swarm node (${ids.map((i) => i.slice(0, 12)).join(', ')}); no run can see them all`);
+    const id = ids[0] as string;
+    const n = (await this.pool.all()).find((x) => x.id === id);
+    if (!n) throw new BackendRefusedError(REASONS.nodeRefused, `${keeps} on swarm node ${id.slice(0, 12)}, which has left the swarm (their data went with it); ${only}`);
+    const why = await this.pool.refusal(n);
+    const h = why === undefined ? this.pool.handle(n) : undefined;
+    if (!h) throw new BackendRefusedError(REASONS.nodeRefused, `${keeps} on swarm node ${why ?? nodeName(n)}; ${only}`);
+    return h;
   }
 
   async putArchive(id: string, path: string, tar: Buffer | Readable): Promise<void> {
@@ -345,12 +408,16 @@ export class SwarmRuns implements ContainerClient {
         nodeId: h.node.id,
         networks: [...(net ? [{ target: net.network, ...(net.aliases.length ? { aliases: net.aliases } : {}) }] : []), ...extra.map((target) => ({ target }))],
         ...(net?.dns.length ? { dns: net.dns } : {}),
-        mounts: resultsDir
-          ? [
-              { source: wsVolume(name), target: c.config.workingDir, readOnly: false },
-              { source: resultsVolume(name), target: DEFAULTS.resultsMount, readOnly: false },
-            ]
-          : [],
+        mounts: [
+          ...(resultsDir
+            ? [
+                { source: wsVolume(name), target: c.config.workingDir, readOnly: false },
+                { source: resultsVolume(name), target: DEFAULTS.resultsMount, readOnly: false },
+              ]
+            : []),
+          // the attempt's volumes, on this node (create made sure)
+          ...attemptVolumes(c.mounts, name).map((m) => ({ source: m.name as string, target: m.destination, readOnly: !m.rw })),
+        ],
         secrets: secrets.map((s) => ({ id: s.id, name: s.name, file: (s.labels[SWARM.secretFileLabel] ?? '').split(':')[0] ?? '' })),
         capDrop: c.host.capDrop,
         capAdd: c.host.capAdd,
@@ -411,7 +478,9 @@ export class SwarmRuns implements ContainerClient {
     const summary = this.summary(s, t, nets);
     // where the task's container really sits, as its node says (ingress and docker_gwbridge too)
     const networks = inner?.runState.running && node ? await taskNetworks(node, inner, s.name) : summary.networks;
-    const listed = { ...summary, networks, ...(ended ? { state: 'exited' } : {}) };
+    // the attempt's volumes where they really are mounted: in the task's container, as its node says
+    const mounts = [...summary.mounts.filter((m) => m.type !== 'volume'), ...attemptVolumes((inner ?? base).mounts, name)];
+    const listed = { ...summary, networks, mounts, ...(ended ? { state: 'exited' } : {}) };
     const hardened = inner ? ((await this.pool.refusal(node!.node)) === undefined) : false;
     return {
       ...base,
@@ -429,7 +498,7 @@ export class SwarmRuns implements ContainerClient {
       config: { ...base.config, labels: base.labels },
       host: {
         ...base.host,
-        binds: listed.mounts.map((m) => `${m.source}:${m.destination}:rw`),
+        binds: listed.mounts.filter((m) => m.type === 'bind').map((m) => `${m.source}:${m.destination}:rw`),
         networkMode: listed.networkMode,
         // enforced by the node's daemon, as its probe found from inside a task (nodes.ts)
         securityOpt: hardened ? [...new Set([...base.host.securityOpt, 'no-new-privileges:true', 'no-new-privileges'])] : base.host.securityOpt,

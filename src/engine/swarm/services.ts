@@ -15,7 +15,7 @@ interface ServiceInfo {
   Spec: {
     Name: string;
     Labels?: Record<string, string>;
-    TaskTemplate?: { ContainerSpec?: { Image?: string }; Placement?: { Constraints?: string[] }; Networks?: { Target: string }[] };
+    TaskTemplate?: { ContainerSpec?: { Image?: string; Mounts?: { Source?: string; Target?: string; ReadOnly?: boolean }[] }; Placement?: { Constraints?: string[] }; Networks?: { Target: string }[] };
   };
 }
 
@@ -27,6 +27,7 @@ function summary(s: ServiceInfo): ServiceSummary {
     labels: s.Spec.Labels ?? {},
     image: s.Spec.TaskTemplate?.ContainerSpec?.Image ?? '',
     networks: (s.Spec.TaskTemplate?.Networks ?? []).map((n) => n.Target),
+    mounts: (s.Spec.TaskTemplate?.ContainerSpec?.Mounts ?? []).map((m) => ({ source: m.Source ?? '', target: m.Target ?? '', readOnly: m.ReadOnly === true })),
     createdAt: s.CreatedAt,
     ...(pin ? { nodeId: pin } : {}),
   };

@@ -49,6 +49,8 @@ export interface ServiceSummary {
   image: string;
   /** The networks its tasks attach to, as the service names them (ids or names). */
   networks: string[];
+  /** The volumes its tasks mount, as the service asks for them. */
+  mounts?: { source: string; target: string; readOnly: boolean }[];
   createdAt: string;
 }
 

@@ -121,21 +121,6 @@ describe('--backend swarm on a real two-node swarm', function () {
     }
   });
 
-  it('refuses what it does not provide yet (sidecars): Blocked, nothing runs', async () => {
-    const sb = await Sandbox.create('sw-iso');
-    try {
-      await sb.write('i.yaml', sb.attempt('i', 'true', '  network:\n    mode: isolated\n  sidecars:\n    - {name: tools, image: berth/busybox:local, command: [sleep, "60"]}\n'));
-      await swarmCli(sb, s, 'reconcile', '--once');
-      const st = await sb.status('i');
-      expect([st?.phase, st?.reason]).to.deep.equal(['Blocked', 'NodeRefused']);
-      expect(st?.message).to.equal('attempt i needs sidecars, which --backend swarm does not provide yet; it is not run without them');
-      expect(await createSwarmEngine(s.manager.docker).services.list([`${LABELS.instance}=${sb.instance}`])).to.deep.equal([]);
-    } finally {
-      const c = await swarmCli(sb, s, 'clean');
-      expect(c.code, c.stderr).to.equal(0);
-    }
-  });
-
   it('refuses a node whose daemon does not enforce the hardening: the attempt is Blocked naming the node', async () => {
     const bare = new TestSwarm('bare-refusal', { nodes: [{ hardened: false }], images: ['berth/busybox:local', 'berth/egress-proxy:local'] });
     await bare.up();
