@@ -10,6 +10,7 @@ import { loadSpecs } from '../../src/spec/loader';
 import { snapshot } from '../support/builders';
 import { docker, requireEngine, TEST_IMAGE, TEST_LABEL, TEST_RUN } from '../support/engine';
 import { Sandbox } from '../support/sandbox';
+import { DesiredStates } from '../../src/plan/desired-for';
 
 const SLEEP = 'sleep 300';
 
@@ -194,7 +195,7 @@ describe('converge (real engine)', function () {
     const load = await loadSpecs({ specsDir: sb.specsDir, resultsRoot: sb.resultsRoot });
     const p = plan({
       instance: sb.instance, now: Date.now(), resultsRoot: sb.resultsRoot, specs: load.specs, protectedNames: new Set(), invalid: new Map(),
-      unreadableFiles: new Set(), unreadableFolders: new Set(), snapshot: snapshot({}), statuses: new Map(), maxRunning: 8, attestIntervalMs: 60_000,
+      unreadableFiles: new Set(), unreadableFolders: new Set(), snapshot: snapshot({}), statuses: new Map(), maxRunning: 8, attestIntervalMs: 60_000, desired: new DesiredStates(),
     });
     expect(p.actions[0]?.ops.map((o) => o.type)).to.deep.equal(['create-container', 'start']);
     const cfg = sb.config();
