@@ -4,8 +4,9 @@
  * (plan/types.ts) and reports what it met as a typed outcome (`done`, `conflict`, `not-found`,
  * `secret-missing`, `not-ready`, `unsafe-path`, ...); any outcome but `done` stops the action,
  * and the planner says what it means (plan/follow-up.ts): the operations that follow, run next.
- * One failing attempt never stops the others. It writes the attempts' status records; the
- * controller adds only a failed action's `lastError`.
+ * One failing attempt never stops the others. It writes the attempts' status records; besides
+ * it, the controller adds only a failed action's `lastError`, and `berth rerun` / `berth delete`
+ * their marks.
  *
  * Each operation is one engine call (or none: `begin-run`, `record-copied`, `record`, `forget`).
  * One concern per file: create.ts (begin-run, create-container, copy-in, record-copied),

@@ -77,8 +77,6 @@ export type Operation =
   /** Drop the status record of an attempt that has no spec any more. */
   | (OpBase & { type: 'forget' });
 
-export type OpType = Operation['type'];
-
 /** A sidecar's container, as the finish and harvest operations collect its logs. */
 export interface SidecarRef {
   alias: string;
