@@ -60,7 +60,12 @@ describe('executor against the fake engine', function () {
   it('provisions: the record is Running with the container id, the container runs', async function () {
     const d = desired('ok');
     expect(provisionTypes(d)).to.deep.equal(['begin-run', 'create-container', 'record-copied', 'start', 'attest-start']);
+    // the status writes (each an fsync): intent, container id, copied, Running, as before the split
+    const put = store.put.bind(store);
+    const phases: string[] = [];
+    store.put = (rec) => (phases.push(`${rec.phase}${rec.intent?.copied ? ' copied' : ''}${rec.containerId ? ' id' : ''}`), put(rec));
     const [res] = await executor().run({ at: t, actions: [action(d, 'provision')], unchanged: new Map() } as never);
+    expect(phases).to.deep.equal(['Pending', 'Pending id', 'Pending copied id', 'Running id']);
     expect(res).to.include({ ok: true, done: 5 });
     const rec = await store.get('ok');
     const c = await fake.containers.inspect(d.container.name);
@@ -162,7 +167,13 @@ describe('executor against the fake engine', function () {
     const sc = d.sidecars[0] as DesiredAttempt['sidecars'][number];
     const ops = provisionOps(d, { name, containers: [], networks: [], volumes: [] });
     expect(ops.map((o) => o.type)).to.deep.equal(['create-network', 'begin-run', 'create-sidecar', 'create-container', 'record-copied', 'start', 'attest-start']);
+    // one intent for the run, not one per container: 4 status writes with a sidecar too
+    const put = store.put.bind(store);
+    let writes = 0;
+    store.put = (rec) => (writes++, put(rec));
     const [res] = await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'provision', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
+    store.put = put;
+    expect(writes).to.equal(4);
     expect(res).to.include({ ok: true, done: 7 });
     const rec = await store.get(name);
     expect(rec?.phase).to.equal('Running');
