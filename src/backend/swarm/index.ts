@@ -23,8 +23,6 @@ export interface SwarmBackendOptions {
   env?: NodeJS.ProcessEnv;
   /** The image the hardening probe runs (it needs /usr/bin/node): berth's egress proxy image by default. */
   probeImage?: string;
-  /** The clock a lost node is judged by (Date.now unless a test says). */
-  now?: () => number;
 }
 
 /** What the swarm backend does not provide yet: refused, so the attempt never runs without it. */
@@ -38,7 +36,7 @@ export function createSwarmBackend(o: SwarmBackendOptions = {}): Engine & { runs
   const timeouts = o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {};
   const manager = createDockerEngine(d, { ...timeouts, env });
   const swarm = createSwarmEngine(d, { ...timeouts, env });
-  const pool = new NodePool(swarm, o.probeImage ?? DEFAULTS.egressProxyImage, o.timeoutMs, o.now);
+  const pool = new NodePool(swarm, o.probeImage ?? DEFAULTS.egressProxyImage, o.timeoutMs);
   const runs = new SwarmRuns(swarm, pool);
   // The manager's own volumes (berth's engine-side instance lock lives there); an attempt's
   // volumes would have to be on its run's node: refused for now.
