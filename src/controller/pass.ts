@@ -13,7 +13,7 @@ import { plan as makePlan } from '../plan/planner';
 import type { ActionKind, AttemptAction, Plan } from '../plan/types';
 import { loadSpecs } from '../spec/loader';
 import type { PlanInput } from '../plan/input';
-import type { DesiredStates } from '../plan/desired-for';
+import { DesiredStates } from '../plan/desired-for';
 import type { LoadResult, SpecError } from '../spec/types';
 import type { AttemptStatus, SpecIssue } from '../status/types';
 import { runFloor } from '../plan/results';
@@ -48,10 +48,11 @@ export interface PassConfig {
   only?: ReadonlySet<string>;
   /**
    * The specs' desired states, kept for as long as this configuration's passes run (a
-   * controller's life, a `reconcile`'s passes): the planner reads them from its input and keeps
-   * no state of its own.
+   * controller's life, a `reconcile`'s passes; `passConfig` makes one): the planner reads them
+   * from its input and keeps no state of its own. Without it each plan builds its own (correct,
+   * only slower over many passes).
    */
-  desired: DesiredStates;
+  desired?: DesiredStates;
 }
 
 export interface PassResult {
@@ -119,7 +120,7 @@ export function planInput(
     ...(cfg.retryBaseMs !== undefined ? { retryBaseMs: cfg.retryBaseMs } : {}),
     ...(cfg.infraRetries !== undefined ? { infraRetries: cfg.infraRetries } : {}),
     ...(cfg.egress ? { egress: cfg.egress } : {}),
-    desired: cfg.desired,
+    desired: cfg.desired ?? new DesiredStates(),
     ...extra,
   };
 }
