@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { NAMING } from '../../src/constants';
 import type { PassConfig } from '../../src/controller/pass';
+import { DesiredStates } from '../../src/plan/desired-for';
 import { silentLogger } from '../../src/util/log';
 
 export const IMAGE = 'berth/busybox:local';
@@ -84,6 +85,7 @@ export class BerthSandbox {
       attestIntervalMs: 60_000,
       env: process.env,
       log: silentLogger(),
+      desired: new DesiredStates(),
       ...over,
     };
   }

@@ -19,6 +19,7 @@ import { CallCounter, instrumentEngine, readOnlyEngine } from '../../src/engine/
 import { StatusStore } from '../../src/status/store';
 import { silentLogger } from '../../src/util/log';
 import { berth, run as runCmd } from '../lib/proc';
+import { DesiredStates } from '../../src/plan/desired-for';
 
 export interface SetSamples {
   children: number;
@@ -75,6 +76,7 @@ async function calls(args: string[]): Promise<Record<string, number>> {
     attestIntervalMs: 60_000,
     env: process.env,
     log: silentLogger(),
+    desired: new DesiredStates(),
   };
   await planPass(cfg, engine, new StatusStore(state, cfg.instance));
   return counter.snapshot();

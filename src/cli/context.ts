@@ -5,6 +5,7 @@ import { readlinkSync, statSync } from 'node:fs';
 import { DEFAULTS, GIT } from '../constants';
 import type { PassConfig } from '../controller/pass';
 import { resolveResultsRoot } from '../plan/results';
+import { DesiredStates } from '../plan/desired-for';
 import type * as DockerEngine from '../engine/docker';
 import type * as SwarmBackend from '../backend/swarm';
 import type { Engine } from '../engine/types';
@@ -148,6 +149,7 @@ export function passConfig(ctx: Context, o: PassFlags): PassConfig {
     },
     env: ctx.env,
     log: ctx.log,
+    desired: new DesiredStates(),
   };
 }
 

@@ -42,6 +42,3 @@ export function examplesHelp(command: string): string {
   return ex ? `\nExamples:\n${ex.map((e) => `  ${e}`).join('\n')}\n` : '';
 }
 
-export function hasExamples(command: string): boolean {
-  return EXAMPLES[command] !== undefined;
-}

@@ -13,6 +13,7 @@ import { plan as makePlan } from '../plan/planner';
 import type { ActionKind, AttemptAction, Plan } from '../plan/types';
 import { loadSpecs } from '../spec/loader';
 import type { PlanInput } from '../plan/input';
+import { DesiredStates } from '../plan/desired-for';
 import type { LoadResult, SpecError } from '../spec/types';
 import type { AttemptStatus, SpecIssue } from '../status/types';
 import { runFloor } from '../plan/results';
@@ -45,6 +46,13 @@ export interface PassConfig {
   revision?: string;
   /** Plan only these attempts (`berth rerun`, `berth delete`); the others still count for admission. */
   only?: ReadonlySet<string>;
+  /**
+   * The specs' desired states, kept for as long as this configuration's passes run (a
+   * controller's life, a `reconcile`'s passes; `passConfig` makes one): the planner reads them
+   * from its input and keeps no state of its own. Without it each plan builds its own (correct,
+   * only slower over many passes).
+   */
+  desired?: DesiredStates;
 }
 
 export interface PassResult {
@@ -112,6 +120,7 @@ export function planInput(
     ...(cfg.retryBaseMs !== undefined ? { retryBaseMs: cfg.retryBaseMs } : {}),
     ...(cfg.infraRetries !== undefined ? { infraRetries: cfg.infraRetries } : {}),
     ...(cfg.egress ? { egress: cfg.egress } : {}),
+    desired: cfg.desired ?? new DesiredStates(),
     ...extra,
   };
 }

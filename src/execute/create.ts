@@ -1,7 +1,10 @@
 /**
- * The `create-container` operation: the run's folder and the intent record first, then the main
- * container's create, its fixture and secrets copied in, and "copied" recorded (crash safety:
- * docs/ARCHITECTURE.md). A name already held is reported (`conflict`), never judged here.
+ * The operations that make a run's main container, one engine call each (plan/ops.ts emits them
+ * in this order): `begin-run` (the run's folder and the intent record, no engine call),
+ * `create-container`, `copy-in` (the fixture, the secrets: one archive each) and `record-copied`
+ * (no engine call). The intent before the create and "copied" after the last copy keep their
+ * crash-safety meaning (docs/ARCHITECTURE.md). A name already held is reported (`conflict`),
+ * never judged here.
  */
 import { DEFAULTS, REASONS } from '../constants';
 import { attestInspected, failedCause, mainWant } from '../attest/checks';
@@ -9,18 +12,19 @@ import type { DesiredAttempt } from '../desired/types';
 import { isConflict } from '../engine/errors';
 import { stampNonce } from '../ownership';
 import type { AttemptAction, OpOutcome } from '../plan/types';
+import type { EngineBoot } from '../status/types';
 import { assertFoldersBelow } from '../util/no-follow';
 import { fixtureTar, secretsTar } from './archive';
 import { containerHolder } from './conflict';
 import { iso, type ExecContext } from './context';
-import { DONE } from './outcome';
+import { DONE, outcomeOf } from './outcome';
 import { makeRunFolder, resultsBase } from './run-folder';
 import { readSecrets, secretEnvLines } from './secrets';
 import { beginRun } from './status-record';
 
 /**
- * Makes the run's folder, then records the provisioning intent of run `d.run` (before any
- * engine side effect of it). A berth killed between the two leaves an empty folder, which the
+ * `begin-run`: makes the run's folder, then records the provisioning intent of run `d.run`
+ * (before any engine side effect of it). A berth killed between the two leaves an empty folder, which the
  * next run steps over; once the intent is recorded, the folder is this run's to resume.
  */
 export async function recordIntent(x: ExecContext, a: AttemptAction, d: DesiredAttempt): Promise<void> {
@@ -50,60 +54,89 @@ export async function containerUser(x: ExecContext, image: string): Promise<{ ui
   return m ? { uid: Number(m[1]), gid: Number(m[2] ?? m[1]) } : { uid: 0, gid: 0 };
 }
 
-/** `use`: the id of this attempt's own container holding the name (the planner said to use it). */
+/**
+ * `create-container`. Its secrets are read first (for the environment of those opted into it, and
+ * so a missing one blocks the attempt before the engine holds anything), and the bind source is
+ * checked right before the engine is asked to mount it. `use`: the id of this attempt's own
+ * container holding the name (the planner said to use it). The id is recorded: the copies go into
+ * it, and the planner tells this run's container by it after a crash.
+ */
 export async function createContainer(x: ExecContext, a: AttemptAction, d: DesiredAttempt, use?: string): Promise<OpOutcome> {
   const { engine } = x.deps;
   const spec = d.loaded.spec;
-  // Intent first: a berth killed from here on resumes this run, never starts a second one.
-  await recordIntent(x, a, d);
   const secrets = await readSecrets(spec, x.deps.env, d.mainSecrets);
   const create = stampNonce({ ...d.container.create, env: [...d.container.create.env, ...secretEnvLines(spec.secretEnv, secrets)] });
-  // The fixture is read now, before the engine holds anything: one swapped for a link since it
-  // was checked is refused. With spec.user, the working dir and the fixture are that user's (the
-  // working dir is sent even without a fixture, unless the root filesystem is read-only: the
-  // engine copies nothing into one).
-  const owner = spec.user ?? { uid: 0, gid: 0 };
-  const workdir = spec.fixture !== null || (spec.user !== null && !spec.readOnlyRootFilesystem);
-  const fixture = workdir ? await fixtureTar(spec.fixture, spec.workingDir, owner.uid, owner.gid) : undefined;
-  try {
-    // The bind source, right before the engine is asked to mount it: no link anywhere below the results root.
-    await assertFoldersBelow(resultsBase(x.deps.resultsRoot, d.resultsDir), d.resultsDir);
-    let id = use;
-    if (id === undefined) {
-      try {
-        id = await engine.containers.create(create);
-      } catch (err) {
-        if (!isConflict(err)) throw err;
-        // The name is taken: whose it is, and (when ours) whether it is as the spec wants it.
-        const existing = await engine.containers.inspect(d.container.name);
-        const owner = await containerHolder(x, existing);
-        const bad = owner.owned && owner.attempt === a.attempt ? failedCause(attestInspected(existing, mainWant(d))) : undefined;
-        return { type: 'conflict', kind: 'container', name: d.container.name, id: existing.id, owner, ...(bad ? { unattested: bad } : {}) };
-      }
+  // The bind source, right before the engine is asked to mount it: no link anywhere below the results root.
+  await assertFoldersBelow(resultsBase(x.deps.resultsRoot, d.resultsDir), d.resultsDir);
+  let id = use;
+  if (id === undefined) {
+    try {
+      id = await engine.containers.create(create);
+    } catch (err) {
+      if (!isConflict(err)) throw err;
+      // The name is taken: whose it is, and (when ours) whether it is as the spec wants it.
+      const existing = await engine.containers.inspect(d.container.name);
+      const owner = await containerHolder(x, existing);
+      const bad = owner.owned && owner.attempt === a.attempt ? failedCause(attestInspected(existing, mainWant(d))) : undefined;
+      return { type: 'conflict', kind: 'container', name: d.container.name, id: existing.id, owner, ...(bad ? { unattested: bad } : {}) };
     }
-    const made = id;
-    await x.records.update(a, (r) => ({ ...r, containerId: made }));
-    if (fixture) await engine.containers.putArchive(id, '/', fixture.body());
-    if (secrets.length) {
+  }
+  const made = id;
+  await x.records.update(a, (r) => ({ ...r, containerId: made }));
+  return DONE;
+}
+
+/**
+ * `copy-in`: one archive into the container the create recorded. The fixture is read now, with
+ * no link followed: one swapped for a link since it was checked is refused (`unsafe-path`, with
+ * the container, which the planner removes). With spec.user, the working dir and the fixture are
+ * that user's (the working dir is sent even without a fixture, unless the root filesystem is
+ * read-only: the engine copies nothing into one; plan/ops.ts `copiesIn`).
+ */
+export async function copyIn(x: ExecContext, a: AttemptAction, d: DesiredAttempt, archive: 'fixture' | 'secrets'): Promise<OpOutcome> {
+  const { engine } = x.deps;
+  const spec = d.loaded.spec;
+  const rec = await x.records.current(a);
+  const id = rec.containerId ?? d.container.name;
+  try {
+    if (archive === 'secrets') {
+      const secrets = await readSecrets(spec, x.deps.env, d.mainSecrets);
+      if (!secrets.length) return DONE;
       const { uid, gid } = spec.user ?? (await containerUser(x, spec.image));
       await engine.containers.putArchive(id, '/', await secretsTar(secrets, DEFAULTS.secretsDir, uid, gid));
+      return DONE;
     }
-    const warnings = Object.keys(spec.secretEnv).map(
-      (k) =>
-        `secret ${spec.secretEnv[k]} is exposed as environment variable ${k}: anyone who can inspect the container can read it, and the engine's own database may keep it on disk after the container is removed`,
-    );
-    // Recorded before the start is asked for: a berth killed from here on only needs to start it.
-    // The engine's boot too: an engine restart from here on is told from the task's own failure by it.
-    const boot = await x.bootForStart();
-    await x.records.update(a, (r) => ({
-      ...r,
-      ...(r.intent ? { intent: { ...r.intent, copied: true } } : {}),
-      ...(warnings.length ? { warnings } : {}),
-      ...(boot ? { engineBoot: boot } : {}),
-    }));
+    const owner = spec.user ?? { uid: 0, gid: 0 };
+    const fixture = await fixtureTar(spec.fixture, spec.workingDir, owner.uid, owner.gid);
+    try {
+      await engine.containers.putArchive(id, '/', fixture.body());
+    } finally {
+      // a fixture spooled to a temp file: removed once copied in (or not needed any more)
+      await fixture.dispose();
+    }
     return DONE;
-  } finally {
-    // a fixture spooled to a temp file: removed once copied in (or not needed any more)
-    await fixture?.dispose();
+  } catch (err) {
+    return outcomeOf(err, rec.containerId);
   }
+}
+
+/**
+ * `record-copied`: the copy recorded done, before the start is asked for: a berth killed from
+ * here on only needs to start it. The engine's boot too (the plan's, else looked up now): an
+ * engine restart from here on is told from the task's own failure by it.
+ */
+export async function recordCopied(x: ExecContext, a: AttemptAction, d: DesiredAttempt, planned?: EngineBoot): Promise<OpOutcome> {
+  const spec = d.loaded.spec;
+  const warnings = Object.keys(spec.secretEnv).map(
+    (k) =>
+      `secret ${spec.secretEnv[k]} is exposed as environment variable ${k}: anyone who can inspect the container can read it, and the engine's own database may keep it on disk after the container is removed`,
+  );
+  const boot = planned ?? (await x.bootForStart());
+  await x.records.update(a, (r) => ({
+    ...r,
+    ...(r.intent ? { intent: { ...r.intent, copied: true } } : {}),
+    ...(warnings.length ? { warnings } : {}),
+    ...(boot ? { engineBoot: boot } : {}),
+  }));
+  return DONE;
 }

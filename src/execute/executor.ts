@@ -4,12 +4,14 @@
  * (plan/types.ts) and reports what it met as a typed outcome (`done`, `conflict`, `not-found`,
  * `secret-missing`, `not-ready`, `unsafe-path`, ...); any outcome but `done` stops the action,
  * and the planner says what it means (plan/follow-up.ts): the operations that follow, run next.
- * One failing attempt never stops the others. It writes the attempts' status records; the
- * controller adds only a failed action's `lastError`.
+ * One failing attempt never stops the others. It writes the attempts' status records; besides
+ * it, the controller adds only a failed action's `lastError`, and `berth rerun` / `berth delete`
+ * their marks.
  *
- * One concern per file: create.ts (create-container), sidecar.ts, conflict.ts (networks,
- * volumes, names held), start.ts (start, adopt), attest.ts, finish.ts (finish, harvest),
- * status-record.ts, run-folder.ts.
+ * Each operation is one engine call (or none: `begin-run`, `record-copied`, `record`, `forget`).
+ * One concern per file: create.ts (begin-run, create-container, copy-in, record-copied),
+ * sidecar.ts, conflict.ts (networks, volumes, names held), start.ts (start, attest-start,
+ * adopt), attest.ts, finish.ts (finish, harvest), status-record.ts, run-folder.ts.
  */
 import { followUp } from '../plan/follow-up';
 import type { AttemptAction, OpOutcome, Operation, Plan } from '../plan/types';
@@ -18,11 +20,11 @@ import { runBounded } from '../util/pool';
 import { attest } from './attest';
 import { createNetwork, createVolume } from './conflict';
 import type { ExecContext, ExecutorDeps } from './context';
-import { createContainer } from './create';
+import { copyIn, createContainer, recordCopied, recordIntent } from './create';
 import { finish, harvest } from './finish';
 import { DONE, outcomeOf } from './outcome';
 import { createSidecar } from './sidecar';
-import { adopt, start } from './start';
+import { adopt, attestStart, start } from './start';
 import { recordPatch, StatusRecords } from './status-record';
 
 export type { ExecutorDeps } from './context';
@@ -110,12 +112,21 @@ export class Executor {
         return createVolume(x, op.volume);
       case 'create-network':
         return createNetwork(x, op.network);
+      case 'begin-run':
+        await recordIntent(x, a, op.desired);
+        return DONE;
       case 'create-container':
         return createContainer(x, a, op.desired, op.use);
+      case 'copy-in':
+        return copyIn(x, a, op.desired, op.archive);
+      case 'record-copied':
+        return recordCopied(x, a, op.desired, op.boot);
       case 'create-sidecar':
         return createSidecar(x, a, op.desired, op.index, op.restart ?? false);
       case 'start':
         return start(x, a, op.desired);
+      case 'attest-start':
+        return attestStart(x, a, op.desired);
       case 'attest':
         return attest(x, a, op.id, op.desired);
       case 'adopt':

@@ -10,13 +10,13 @@ import { SecretError } from './secrets';
 
 export const DONE: OpOutcome = { type: 'done' };
 
-/** `containerId`: the container a start asked for (recorded with a refused start). */
+/** `containerId`: the container the operation worked on (a start asked for, a copy went into). */
 export function outcomeOf(err: unknown, containerId?: string): Exclude<OpOutcome, { type: 'done' }> {
-  if (err instanceof SecretError) return { type: 'secret-missing', message: err.message };
-  if (err instanceof UnsafePathError) return { type: 'unsafe-path', message: err.message };
+  const id = containerId ? { containerId } : {};
+  if (err instanceof SecretError) return { type: 'secret-missing', message: err.message, ...id };
+  if (err instanceof UnsafePathError) return { type: 'unsafe-path', message: err.message, ...id };
   if (err instanceof BackendRefusedError) return { type: 'refused', reason: err.reason, message: err.message };
   const message = describeEngineError(err);
-  const id = containerId ? { containerId } : {};
   if (isNotFound(err)) return { type: 'not-found', message, ...id };
   const status = statusOf(err);
   return { type: 'failed', message, ...(status !== undefined ? { status } : {}), ...id };

@@ -15,7 +15,7 @@ import { parseListeningLine } from '../proxy/contract';
 import { secretsTar } from './archive';
 import { containerHolder } from './conflict';
 import { iso, type ExecContext } from './context';
-import { containerUser, recordIntent } from './create';
+import { containerUser } from './create';
 import { DONE } from './outcome';
 import { readSecrets, secretEnvLines } from './secrets';
 
@@ -23,7 +23,6 @@ export async function createSidecar(x: ExecContext, a: AttemptAction, d: Desired
   const { engine } = x.deps;
   const sc = d.sidecars[index];
   if (!sc) throw new Error(`no sidecar ${index} in the desired state of ${d.name}`);
-  if (!restart) await recordIntent(x, a, d);
   const secrets = await readSecrets(d.loaded.spec, x.deps.env, sc.secrets);
   const create = stampNonce({ ...sc.create, env: [...sc.create.env, ...secretEnvLines(sc.secretEnv, secrets)] });
   let id: string;

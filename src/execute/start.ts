@@ -1,43 +1,57 @@
 /**
- * The `start` and `adopt` operations: a run's main container started (or found running) and
- * recorded Running, with the engine's start time, the absolute deadline and a deep attestation.
- * A start that fails is reported with the container it asked for (recorded as `startFailure`
- * when the engine answered with an error status: plan/follow-up.ts).
+ * The `start`, `attest-start` and `adopt` operations: a run's main container started (one engine
+ * call), then (or when found running) inspected, attested and recorded Running, with the
+ * engine's start time, the absolute deadline and a deep attestation. A start that fails is
+ * reported with the container it asked for (recorded as `startFailure` when the engine answered
+ * with an error status: plan/follow-up.ts).
  */
 import type { DesiredAttempt } from '../desired/types';
 import { engineTime } from '../engine/time';
 import type { AttemptAction, OpOutcome } from '../plan/types';
 import { attestation, attestationOutcome } from './attest';
 import { iso, type ExecContext } from './context';
-import { outcomeOf } from './outcome';
+import { DONE, outcomeOf } from './outcome';
 import { beginRun } from './status-record';
 
+/**
+ * `start`: the one engine call. The boot the run is recorded under must be one seen at or before
+ * the start (plan/exit-outcome.ts): when the record has none (the plan knew none), it is looked
+ * up now, before the start, for `attest-start` to record.
+ */
 export async function start(x: ExecContext, a: AttemptAction, d: DesiredAttempt): Promise<OpOutcome> {
-  const { engine } = x.deps;
   const rec = await x.records.current(a);
-  const id = rec.containerId ?? d.container.name;
   try {
-    const boot = rec.engineBoot ?? (await x.bootForStart());
-    await engine.containers.start(id);
-    const details = await engine.containers.inspect(id);
-    // The engine's clock, never berth's: startedAt, finishedAt and durations are results.
-    const startedMs = engineTime(details.runState.startedAt) ?? x.now();
-    const deadline = d.loaded.spec.deadlineSeconds;
-    const att = await attestation(x, details, d);
-    const { intent: _intent, reason: _reason, message: _message, startFailure: _sf, ...rest } = rec;
-    await x.records.put({
-      ...rest,
-      ...(boot ? { engineBoot: boot } : {}),
-      phase: 'Running',
-      containerId: details.id,
-      startedAt: iso(startedMs),
-      ...(deadline !== null ? { deadlineAt: iso(startedMs + deadline * 1000) } : {}),
-      lastAttestation: att,
-    });
-    return await attestationOutcome(x, att, details.id, d);
+    if (!rec.engineBoot) await x.bootForStart();
+    await x.deps.engine.containers.start(rec.containerId ?? d.container.name);
+    return DONE;
   } catch (err) {
     return outcomeOf(err, rec.containerId);
   }
+}
+
+/**
+ * `attest-start`: the container just started, inspected (the engine's start time, never berth's
+ * clock: startedAt, finishedAt and durations are results) and attested; the run recorded Running
+ * with its absolute deadline. A failed attestation is reported after the record, as `attest` does.
+ */
+export async function attestStart(x: ExecContext, a: AttemptAction, d: DesiredAttempt): Promise<OpOutcome> {
+  const rec = await x.records.current(a);
+  const details = await x.deps.engine.containers.inspect(rec.containerId ?? d.container.name);
+  const boot = rec.engineBoot ?? (await x.bootForStart());
+  const startedMs = engineTime(details.runState.startedAt) ?? x.now();
+  const deadline = d.loaded.spec.deadlineSeconds;
+  const att = await attestation(x, details, d);
+  const { intent: _intent, reason: _reason, message: _message, startFailure: _sf, ...rest } = rec;
+  await x.records.put({
+    ...rest,
+    ...(boot ? { engineBoot: boot } : {}),
+    phase: 'Running',
+    containerId: details.id,
+    startedAt: iso(startedMs),
+    ...(deadline !== null ? { deadlineAt: iso(startedMs + deadline * 1000) } : {}),
+    lastAttestation: att,
+  });
+  return attestationOutcome(x, att, details.id, d);
 }
 
 /** Records a running container found on the engine as this attempt's current run. */

@@ -1,5 +1,5 @@
 /**
- * The desired state of a spec's run, kept with its LoadedSpec (see below) and built lazily.
+ * The desired state of a spec's run, kept with its LoadedSpec (see DesiredStates) and built lazily.
  */
 import { LEGACY_NAMING, type Naming } from '../constants';
 import { desiredAttempt } from '../desired/attempt';
@@ -10,23 +10,34 @@ import type { PlanInput } from './input';
 import { runResultsDir } from './results';
 
 /**
- * desiredAttempt() is pure and the loader hands out the same LoadedSpec for an unchanged file:
- * its desired state is kept with it, so a pass over a thousand unchanged attempts does not
- * build a thousand again. Desired states are never mutated.
+ * The desired states of the specs' runs, kept across plans by whoever owns their lifetime (the
+ * controller, a `reconcile`'s passes: PassConfig.desired) and handed to the planner in its input,
+ * so the planner holds no state of its own. desiredAttempt() is pure and the loader hands out
+ * the same LoadedSpec for an unchanged file: its desired state is kept with it (weakly: a spec
+ * the loader dropped takes its states with it), so a pass over a thousand unchanged attempts
+ * does not build a thousand again. Desired states are never mutated.
  */
-const desiredMemo = new WeakMap<LoadedSpec, Map<string, DesiredAttempt>>();
+export class DesiredStates {
+  private readonly memo = new WeakMap<LoadedSpec, Map<string, DesiredAttempt>>();
 
+  /** The desired state of run `run` of `loaded` under `inp`'s settings (`legacy`: berth 0.1's names). */
+  get(inp: PlanInput, loaded: LoadedSpec, run: number, legacy = false): DesiredAttempt {
+    const key = [inp.instance, inp.egress?.proxyImage ?? '', inp.egress?.network ?? '', inp.resultsRoot, run, legacy ? 'legacy' : ''].join('\0');
+    let byKey = this.memo.get(loaded);
+    const hit = byKey?.get(key);
+    if (hit) return hit;
+    // Built on first use: most attempts of a big pass (finished, waiting) need only name, hash and run.
+    const d = new LazyDesired(loaded.spec.name, loaded.hash, run, loaded, () => buildDesired(inp, loaded, run, legacy ? LEGACY_NAMING : undefined));
+    if (!byKey) this.memo.set(loaded, (byKey = new Map()));
+    if (byKey.size >= 8) byKey.delete(byKey.keys().next().value as string);
+    byKey.set(key, d);
+    return d;
+  }
+}
+
+/** The desired state of run `run` of `loaded`, from the input's DesiredStates. */
 export function desiredFor(inp: PlanInput, loaded: LoadedSpec, run: number, legacy = false): DesiredAttempt {
-  const key = [inp.instance, inp.egress?.proxyImage ?? '', inp.egress?.network ?? '', inp.resultsRoot, run, legacy ? 'legacy' : ''].join('\0');
-  let byKey = desiredMemo.get(loaded);
-  const hit = byKey?.get(key);
-  if (hit) return hit;
-  // Built on first use: most attempts of a big pass (finished, waiting) need only name, hash and run.
-  const d = new LazyDesired(loaded.spec.name, loaded.hash, run, loaded, () => buildDesired(inp, loaded, run, legacy ? LEGACY_NAMING : undefined));
-  if (!byKey) desiredMemo.set(loaded, (byKey = new Map()));
-  if (byKey.size >= 8) byKey.delete(byKey.keys().next().value as string);
-  byKey.set(key, d);
-  return d;
+  return inp.desired.get(inp, loaded, run, legacy);
 }
 
 function buildDesired(inp: PlanInput, loaded: LoadedSpec, run: number, naming?: Naming): DesiredAttempt {

@@ -25,9 +25,28 @@ function record(a: AttemptAction, cause: string, patch: Extract<Operation, { typ
   return { type: 'record', resource: `attempt:${a.attempt}`, cause, patch };
 }
 
-/** Operations that make a run: one that fails leaves the attempt Pending/CreateFailed. */
+/**
+ * Operations that make a run: one that fails leaves the attempt Pending/CreateFailed. Not
+ * `attest-start`: its container is started, and the next pass's planner takes it up as found
+ * (adopted, or ended when the engine restarted under it).
+ */
+const PROVISIONING: ReadonlySet<Operation['type']> = new Set(['create-volume', 'create-network', 'begin-run', 'create-container', 'copy-in', 'record-copied', 'start']);
+
 function provisioning(op: Operation): boolean {
-  return op.type === 'create-container' || op.type === 'start' || op.type === 'create-network' || op.type === 'create-volume' || (op.type === 'create-sidecar' && !op.restart);
+  return PROVISIONING.has(op.type) || (op.type === 'create-sidecar' && !op.restart);
+}
+
+/**
+ * Blocked with `reason` (a secret missing, a link in a path): waits BLOCKED_RETRY_MS. A main
+ * container the action already made (a copy into it met it) is removed first: a created
+ * container would otherwise have the next pass provision again at once.
+ */
+function blocked(a: AttemptAction, op: Operation, cause: string, reason: string, message: string, containerId: string | undefined): Operation[] {
+  const made = op.type === 'copy-in' && containerId !== undefined;
+  return [
+    ...(made ? [{ type: 'remove-container' as const, resource: op.resource, id: containerId, cause: `${cause}: the run cannot be filled` }] : []),
+    record(a, cause, { phase: 'Blocked', reason, message }),
+  ];
 }
 
 /** What holds a name, as the status record says it (the ownership rule's verdict in words). */
@@ -132,14 +151,14 @@ export function followUp(a: AttemptAction, op: Operation, out: NotDone, rest: Op
     case 'conflict':
       return conflict(a, op, out, rest);
     case 'secret-missing':
-      return { ok: true, ops: [record(a, 'secret missing', { phase: 'Blocked', reason: REASONS.secretMissing, message: out.message })] };
+      return { ok: true, ops: blocked(a, op, 'secret missing', REASONS.secretMissing, out.message, out.containerId) };
     case 'refused':
       // refused, never weakened (a swarm with no node that enforces what the attempt needs)
       return { ok: true, ops: [record(a, 'refused by the backend', { phase: 'Blocked', reason: out.reason, message: out.message })] };
     case 'unsafe-path':
       // A path berth would read or write for the attempt holds a link now: nothing is followed; it waits Blocked.
-      if (op.type === 'create-container' || op.type === 'create-sidecar') {
-        return { ok: false, error: `${op.type} ${op.resource}: ${out.message}`, ops: [record(a, 'unsafe path', { phase: 'Blocked', reason: REASONS.unsafePath, message: out.message })] };
+      if (op.type === 'begin-run' || op.type === 'create-container' || op.type === 'copy-in' || op.type === 'create-sidecar') {
+        return { ok: false, error: `${op.type} ${op.resource}: ${out.message}`, ops: blocked(a, op, 'unsafe path', REASONS.unsafePath, out.message, out.containerId) };
       }
       return failed(a, op, out.message, undefined, undefined, now);
     case 'not-ready':

@@ -2,6 +2,7 @@
 import type { Snapshot } from '../observe/types';
 import type { LoadedSpec } from '../spec/types';
 import type { AttemptStatus, SpecIssue } from '../status/types';
+import type { DesiredStates } from './desired-for';
 
 export interface PlanInput {
   instance: string;
@@ -46,6 +47,8 @@ export interface PlanInput {
   reservedBySet?: ReadonlyMap<string, number>;
   /** The egress proxy image (`--egress-proxy-image`) and an existing egress network to use (`--egress-network`). */
   egress?: { proxyImage?: string; network?: string };
+  /** The specs' desired states, kept by the owner of their lifetime (the controller, a reconcile's passes): the planner keeps none. */
+  desired: DesiredStates;
 }
 
 /** Kubernetes Jobs' back-off between failed runs: 10 s doubling, capped at 6 min. */

@@ -3,10 +3,11 @@
  * and harvest lists of a finish, the secret holders removed after one, and the stale resources
  * (renamed, duplicated) a pass clears first.
  */
-import { COMPONENTS, LABELS } from '../constants';
+import { COMPONENTS, DEFAULTS, LABELS } from '../constants';
 import type { DesiredAttempt } from '../desired/types';
 import type { ContainerSummary, NetworkSummary } from '../engine/types';
 import type { ObservedAttempt } from '../observe/types';
+import type { EngineBoot } from '../status/types';
 import type { Operation, SidecarRef } from './types';
 
 /** Engine states in which a container counts as running. */
@@ -82,8 +83,12 @@ export function duplicateNetworks(networks: NetworkSummary[], containers: Contai
     .filter((n) => seen.has(n.name) || (seen.add(n.name), false));
 }
 
-/** Operations that bring a run up from whatever of it already exists: networks, volumes, sidecars (proxy first), main. */
-export function provisionOps(d: DesiredAttempt, have: ObservedAttempt): Operation[] {
+/**
+ * Operations that bring a run up from whatever of it already exists: networks, volumes, the
+ * run's beginning (its folder and intent, before any container of it), sidecars (proxy first),
+ * main. `boot`: the engine's boot as the plan saw it, recorded before the start.
+ */
+export function provisionOps(d: DesiredAttempt, have: ObservedAttempt, boot?: EngineBoot): Operation[] {
   const ops: Operation[] = [];
   for (const v of d.volumes) {
     if (!have.volumes.some((x) => x.name === v.name)) ops.push({ type: 'create-volume', resource: `volume:${v.name}`, volume: v, cause: 'not found' });
@@ -91,15 +96,54 @@ export function provisionOps(d: DesiredAttempt, have: ObservedAttempt): Operatio
   for (const n of [d.network, d.egressNetwork]) {
     if (n && !have.networks.some((x) => x.name === n.name)) ops.push({ type: 'create-network', resource: `network:${n.name}`, network: n, cause: 'not found' });
   }
+  ops.push({ type: 'begin-run', resource: `attempt:${d.name}`, desired: d, cause: `run ${d.run}: results folder made, intent recorded` });
   for (const [i, sc] of d.sidecars.entries()) {
     const o = have.containers.find((c) => c.name === sc.name);
     if (o && RUNNING_STATES.has(o.state)) continue;
     if (o) ops.push({ type: 'remove-container', resource: `container:${o.name}`, id: o.id, cause: `${sc.alias} ${o.state} before the attempt started` });
     ops.push({ type: 'create-sidecar', resource: `container:${sc.name}`, desired: d, index: i, cause: o ? 'not running' : 'not found' });
   }
-  ops.push({ type: 'create-container', resource: `container:${d.container.name}`, desired: d, cause: 'not found' });
-  ops.push({ type: 'start', resource: `container:${d.container.name}`, desired: d, cause: 'created' });
-  return ops;
+  return [...ops, ...mainOps(d, boot)];
+}
+
+/**
+ * The archives copied into the main container before its start: the fixture (with spec.user,
+ * the working folder is sent even without one, so it is that user's; not into a read-only root
+ * filesystem, where the engine copies nothing) and the secrets' files.
+ */
+export function copiesIn(d: DesiredAttempt): ('fixture' | 'secrets')[] {
+  const spec = d.loaded.spec;
+  const fixture = spec.fixture !== null || (spec.user !== null && !spec.readOnlyRootFilesystem);
+  return [...(fixture ? (['fixture'] as const) : []), ...(d.mainSecrets.length ? (['secrets'] as const) : [])];
+}
+
+/** The main container made, filled and started: one operation per engine call, the copy recorded done before the start. */
+export function mainOps(d: DesiredAttempt, boot?: EngineBoot): Operation[] {
+  const resource = `container:${d.container.name}`;
+  const n = d.mainSecrets.length;
+  return [
+    { type: 'create-container', resource, desired: d, cause: 'not found' },
+    ...copiesIn(d).map(
+      (archive): Operation => ({
+        type: 'copy-in',
+        resource,
+        desired: d,
+        archive,
+        cause: archive === 'secrets' ? `${n} secret${n === 1 ? '' : 's'} for ${DEFAULTS.secretsDir}` : d.loaded.spec.fixture !== null ? 'the fixture' : "the working folder, the user's",
+      }),
+    ),
+    { type: 'record-copied', resource: `attempt:${d.name}`, desired: d, ...(boot ? { boot } : {}), cause: 'a start may follow from here on' },
+    ...startOps(d, 'created'),
+  ];
+}
+
+/** The main container's start, then its attestation and the Running record. */
+export function startOps(d: DesiredAttempt, cause: string): Operation[] {
+  const resource = `container:${d.container.name}`;
+  return [
+    { type: 'start', resource, desired: d, cause },
+    { type: 'attest-start', resource, desired: d, cause: 'started' },
+  ];
 }
 
 /** The attempt's sidecars as the finish operation harvests them. */

@@ -15,7 +15,7 @@ import { attestListed, failedCause, mainWant, sidecarWant } from '../attest/chec
 import { isInfraFailure } from './exit-outcome';
 import { retryBackoffMs, type PlanInput } from './input';
 import { desiredFor } from './desired-for';
-import { cmp, dropRenamed, duplicateNetworks, harvestList, hasAny, isMain, provisionOps, removeOps, RUNNING_STATES, scrubOps, secretHolders, stopSidecars } from './ops';
+import { cmp, dropRenamed, duplicateNetworks, harvestList, hasAny, isMain, provisionOps, removeOps, startOps, RUNNING_STATES, scrubOps, secretHolders, stopSidecars } from './ops';
 import { admissionOrder, setStates, type SetState } from './set-admission';
 import type { AttemptAction, Operation, Outcome, Plan } from './types';
 
@@ -130,7 +130,7 @@ function startRun(
   if (ctx.slots > 0) {
     ctx.slots--;
     if (set) set.running++;
-    return { ...base, kind, summary: `${why}: run ${d.run}`, desired: d, ops: [...pre, ...provisionOps(d, have)] };
+    return { ...base, kind, summary: `${why}: run ${d.run}`, desired: d, ops: [...pre, ...provisionOps(d, have, ctx.inp.snapshot.boot)] };
   }
   const waiting = base.status?.phase === 'Pending' && base.status.reason === REASONS.waitingForSlot && base.status.run === d.run && pre.length === 0;
   return {
@@ -453,7 +453,7 @@ function planCreated(v: RunView, main: ContainerSummary): AttemptAction {
         message: `the engine restarted (it came back at ${now.at}) while the container was being started; its process may have run, so it is not started again`,
       });
     }
-    return { ...base, kind: 'provision', summary: 'provisioning was interrupted after the copy', desired: d, ops: [...pre, { type: 'start', resource: `container:${main.name}`, desired: d, cause: 'created; fixture and secrets already copied' }] };
+    return { ...base, kind: 'provision', summary: 'provisioning was interrupted after the copy', desired: d, ops: [...pre, ...startOps(d, 'created; fixture and secrets already copied')] };
   }
   const again = removeOps({ containers: [main], networks: [], volumes: [] }, 'created but never started: provisioning was interrupted');
   return startRun(ctx, base, d, { ...current, containers: [] }, [...pre, ...again], 'provision', 'provisioning was interrupted');

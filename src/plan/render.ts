@@ -4,9 +4,13 @@ import type { Operation, Plan } from './types';
 const SIGN: Record<Operation['type'], string> = {
   'create-volume': '+',
   'create-network': '+',
+  'begin-run': '~',
   'create-container': '+',
+  'copy-in': '+',
+  'record-copied': '~',
   'create-sidecar': '+',
   start: '>',
+  'attest-start': '?',
   attest: '?',
   adopt: '=',
   stop: '!',
@@ -24,6 +28,10 @@ function verb(op: Operation): string {
   if (t.startsWith('create-')) return 'create';
   if (t.startsWith('remove-')) return 'remove';
   if (op.type === 'record') return `mark ${op.patch.phase}`;
+  if (op.type === 'begin-run') return 'begin run';
+  if (op.type === 'copy-in') return `copy ${op.archive}`;
+  if (op.type === 'record-copied') return 'mark copied';
+  if (op.type === 'attest-start') return 'attest start';
   if (op.type === 'finish' && op.outcome) return `finish ${op.outcome.phase}`;
   return t;
 }

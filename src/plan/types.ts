@@ -6,7 +6,7 @@ import type { Phase } from '../constants';
 import type { NetworkCreateSpec, VolumeCreateSpec } from '../engine/types';
 import type { DesiredAttempt } from '../desired/types';
 import type { Ownership } from '../ownership';
-import type { AttemptStatus } from '../status/types';
+import type { AttemptStatus, EngineBoot } from '../status/types';
 
 interface OpBase {
   resource: string;
@@ -24,15 +24,38 @@ export type Operation =
   | (OpBase & { type: 'create-volume'; volume: VolumeCreateSpec })
   | (OpBase & { type: 'create-network'; network: NetworkCreateSpec })
   /**
-   * Results folder, intent record, create, fixture and secrets copied in. `use`: the id of this
-   * attempt's own container that holds the name (an earlier try's, which attested): used instead
-   * of a create (plan/follow-up.ts decides it after a `conflict`).
+   * No engine call: the run's results folder made (exclusively, unless the record already gave it
+   * to this run), then the provisioning intent recorded, Pending/Provisioning. Before any engine
+   * side effect of the run: a berth killed from here on resumes this run, never starts a second.
+   */
+  | (OpBase & { type: 'begin-run'; desired: DesiredAttempt })
+  /**
+   * The main container's create (its secrets read and its bind source checked first), its id
+   * recorded. `use`: the id of this attempt's own container that holds the name (an earlier
+   * try's, which attested): used instead of a create (plan/follow-up.ts decides it after a
+   * `conflict`).
    */
   | (OpBase & { type: 'create-container'; desired: DesiredAttempt; use?: string })
+  /**
+   * One archive copied into the main container just made (one putArchive): the fixture (and the
+   * working folder), or the secrets' files under /run/secrets. Read now, with no link followed.
+   */
+  | (OpBase & { type: 'copy-in'; desired: DesiredAttempt; archive: 'fixture' | 'secrets' })
+  /**
+   * No engine call: the copy recorded done (`intent.copied`), with the engine's boot as the plan
+   * saw it (at or before the start: plan/exit-outcome.ts) and the warnings of secrets exposed in
+   * the environment. From here on a start may be on its way: a berth killed after it only starts.
+   */
+  | (OpBase & { type: 'record-copied'; desired: DesiredAttempt; boot?: EngineBoot })
   /** Create a sidecar (the egress proxy or a spec sidecar), attach its networks, copy its secrets, start it, wait until it is ready. */
   | (OpBase & { type: 'create-sidecar'; desired: DesiredAttempt; index: number; restart?: boolean })
-  /** Start, record Running with the deadline, then attest by inspect. */
+  /** The main container's start (one engine call); a refusal is reported with the container it asked for. */
   | (OpBase & { type: 'start'; desired: DesiredAttempt })
+  /**
+   * The container just started, inspected and attested, and the run recorded Running with the
+   * engine's start time, the absolute deadline and the attestation.
+   */
+  | (OpBase & { type: 'attest-start'; desired: DesiredAttempt })
   /** Inspect and attest, recording the attestation. */
   | (OpBase & { type: 'attest'; id: string; desired: DesiredAttempt })
   /** Record a running container found on the engine as this attempt's current run. */
@@ -53,8 +76,6 @@ export type Operation =
   | (OpBase & { type: 'record'; patch: Partial<AttemptStatus> & { phase: Phase } })
   /** Drop the status record of an attempt that has no spec any more. */
   | (OpBase & { type: 'forget' });
-
-export type OpType = Operation['type'];
 
 /** A sidecar's container, as the finish and harvest operations collect its logs. */
 export interface SidecarRef {
@@ -78,10 +99,10 @@ export type OpOutcome =
   | { type: 'conflict'; kind: 'container' | 'network' | 'volume'; name: string; id: string; owner: Ownership; unattested?: string }
   /** A resource the operation works on is gone (404). */
   | { type: 'not-found'; message: string; containerId?: string }
-  /** A secret the operation needs cannot be read (SecretError). */
-  | { type: 'secret-missing'; message: string }
-  /** A path berth would read or write for the attempt holds a link (UnsafePathError): nothing was followed. */
-  | { type: 'unsafe-path'; message: string }
+  /** A secret the operation needs cannot be read (SecretError); `containerId`: the container it was to be copied into. */
+  | { type: 'secret-missing'; message: string; containerId?: string }
+  /** A path berth would read or write for the attempt holds a link (UnsafePathError): nothing was followed; `containerId` as above. */
+  | { type: 'unsafe-path'; message: string; containerId?: string }
   /** The backend refuses what the attempt needs (BackendRefusedError): never weakened. */
   | { type: 'refused'; reason: string; message: string }
   /** A sidecar did not come up (exited, never said it was listening, or failed its attestation). */

@@ -56,18 +56,6 @@ export function renderTemplate(template: unknown, coords: Readonly<Record<string
   return template;
 }
 
-/** Whether the template refers to the axis anywhere (a child's rendered spec depends on it). */
-export function referencedAxes(template: unknown): Set<string> {
-  const out = new Set<string>();
-  walkStrings(template, [], (s) => {
-    for (const m of s.matchAll(EXPR)) {
-      const ref = MATRIX_REF.exec(m[1] as string);
-      if (ref) out.add(ref[1] as string);
-    }
-  });
-  return out;
-}
-
 function walkStrings(v: unknown, segs: Segment[], visit: (s: string, segs: Segment[]) => void): void {
   if (typeof v === 'string') visit(v, segs);
   else if (Array.isArray(v)) v.forEach((x, i) => walkStrings(x, [...segs, i], visit));

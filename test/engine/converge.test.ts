@@ -10,6 +10,7 @@ import { loadSpecs } from '../../src/spec/loader';
 import { snapshot } from '../support/builders';
 import { docker, requireEngine, TEST_IMAGE, TEST_LABEL, TEST_RUN } from '../support/engine';
 import { Sandbox } from '../support/sandbox';
+import { DesiredStates } from '../../src/plan/desired-for';
 
 const SLEEP = 'sleep 300';
 
@@ -68,7 +69,7 @@ describe('converge (real engine)', function () {
     const plan = await sb.cli('plan', '--detailed-exitcode', '-o', 'json');
     expect(plan.code, plan.stderr).to.equal(4);
     const parsed = JSON.parse(plan.stdout) as { actions: { operations: { type: string; resource: string }[] }[] };
-    expect(parsed.actions[0]?.operations.map((o) => o.type)).to.deep.equal(['create-container', 'start']);
+    expect(parsed.actions[0]?.operations.map((o) => o.type)).to.deep.equal(['begin-run', 'create-container', 'record-copied', 'start', 'attest-start']);
     expect(await containerOf(sb, 'a')).to.have.length(0);
   });
 
@@ -194,9 +195,9 @@ describe('converge (real engine)', function () {
     const load = await loadSpecs({ specsDir: sb.specsDir, resultsRoot: sb.resultsRoot });
     const p = plan({
       instance: sb.instance, now: Date.now(), resultsRoot: sb.resultsRoot, specs: load.specs, protectedNames: new Set(), invalid: new Map(),
-      unreadableFiles: new Set(), unreadableFolders: new Set(), snapshot: snapshot({}), statuses: new Map(), maxRunning: 8, attestIntervalMs: 60_000,
+      unreadableFiles: new Set(), unreadableFolders: new Set(), snapshot: snapshot({}), statuses: new Map(), maxRunning: 8, attestIntervalMs: 60_000, desired: new DesiredStates(),
     });
-    expect(p.actions[0]?.ops.map((o) => o.type)).to.deep.equal(['create-container', 'start']);
+    expect(p.actions[0]?.ops.map((o) => o.type)).to.deep.equal(['begin-run', 'create-container', 'record-copied', 'start', 'attest-start']);
     const cfg = sb.config();
     const res = await new Executor({ engine: sb.engine, store: sb.store(), instance: sb.instance, concurrency: 2, log: cfg.log, env: {} }).run(p);
     expect(res[0]?.ok, JSON.stringify(res)).to.equal(true);

@@ -17,6 +17,7 @@ import { silentLogger } from '../../src/util/log';
 import { snapshot } from '../support/builders';
 import { docker, requireEngine } from '../support/engine';
 import { Sandbox } from '../support/sandbox';
+import { DesiredStates } from '../../src/plan/desired-for';
 
 const CANARY_MTIME = new Date('2001-02-03T04:05:06Z');
 
@@ -72,7 +73,7 @@ async function planNow(sb: Sandbox): Promise<{ run: () => Promise<unknown> }> {
   expect(load.errors).to.deep.equal([]);
   const p = plan({
     instance: sb.instance, now: Date.now(), resultsRoot: sb.resultsRoot, specs: load.specs, protectedNames: new Set(), invalid: new Map(),
-    unreadableFiles: new Set(), unreadableFolders: new Set(), snapshot: snapshot({}), statuses: new Map(), maxRunning: 8, attestIntervalMs: 60_000,
+    unreadableFiles: new Set(), unreadableFolders: new Set(), snapshot: snapshot({}), statuses: new Map(), maxRunning: 8, attestIntervalMs: 60_000, desired: new DesiredStates(),
   });
   return {
     run: () => new Executor({ engine: sb.engine, store: sb.store(), instance: sb.instance, concurrency: 2, log: silentLogger(), env: {}, resultsRoot: sb.resultsRoot }).run(p),

@@ -5,6 +5,7 @@ import type { ObservedAttempt, Snapshot } from '../../src/observe/types';
 import type { PlanInput } from '../../src/plan/input';
 import type { LoadedSpec, NormalizedAttempt } from '../../src/spec/types';
 import type { AttemptStatus } from '../../src/status/types';
+import { DesiredStates } from '../../src/plan/desired-for';
 
 export function spec(name: string, over: Partial<NormalizedAttempt> = {}, hash = `h-${name}`): LoadedSpec {
   const s: NormalizedAttempt = {
@@ -121,6 +122,7 @@ export function input(over: Partial<PlanInput> = {}): PlanInput {
     statuses: new Map(),
     maxRunning: 10,
     attestIntervalMs: 60_000,
+    desired: new DesiredStates(),
     ...over,
   };
 }

@@ -13,6 +13,7 @@ import { StatusStore } from '../../src/status/store';
 import type { AttemptStatus } from '../../src/status/types';
 import { silentLogger } from '../../src/util/log';
 import { newInstance, testEngine } from './engine';
+import { DesiredStates } from '../../src/plan/desired-for';
 
 export interface CliResult {
   code: number;
@@ -91,6 +92,7 @@ export class Sandbox {
       attestIntervalMs: 60_000,
       env: process.env,
       log: silentLogger(),
+      desired: new DesiredStates(),
       ...over,
     };
   }

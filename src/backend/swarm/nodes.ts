@@ -46,6 +46,8 @@ export class NodePool {
     private readonly swarm: SwarmEngine,
     private readonly probeImage: string,
     private readonly timeoutMs?: number,
+    /** The clock a node's time down (Failed/Lost after the grace) and the caches' ages are read from. */
+    private readonly now: () => number = Date.now,
   ) {}
 
   /** The node's engine, by the address its label names. */
@@ -67,7 +69,7 @@ export class NodePool {
 
   /** The swarm's nodes, noting since when each one is not ready (one list serves the calls of SWARM.nodesFreshMs). */
   async all(): Promise<NodeSummary[]> {
-    const now = Date.now();
+    const now = this.now();
     if (!this.recent || now - this.recent.at > SWARM.nodesFreshMs) {
       const list = this.swarm.nodes.list();
       this.recent = { at: now, list };
@@ -78,7 +80,7 @@ export class NodePool {
     const nodes = await this.recent.list;
     for (const n of nodes) {
       if (n.state === 'ready') this.downSince.delete(n.id);
-      else if (!this.downSince.has(n.id)) this.downSince.set(n.id, Date.now());
+      else if (!this.downSince.has(n.id)) this.downSince.set(n.id, this.now());
     }
     return nodes;
   }
@@ -86,7 +88,7 @@ export class NodePool {
   /** Whether a node has been down (as this berth saw it) for longer than `graceMs`. */
   lost(nodeId: string, graceMs: number): boolean {
     const since = this.downSince.get(nodeId);
-    return since !== undefined && Date.now() - since > graceMs;
+    return since !== undefined && this.now() - since > graceMs;
   }
 
   private hardening(nodeId: string): Promise<NodeHardening> {
@@ -106,8 +108,8 @@ export class NodePool {
    * constant number of calls. A sweep that fails is tried again at the next call.
    */
   async sweep(): Promise<void> {
-    if (this.swept && Date.now() - this.swept < SWARM.probeTimeoutMs) return;
-    this.swept = Date.now();
+    if (this.swept && this.now() - this.swept < SWARM.probeTimeoutMs) return;
+    this.swept = this.now();
     await sweepProbes(this.swarm).catch(() => {
       this.swept = 0;
     });

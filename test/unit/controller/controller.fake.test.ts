@@ -14,6 +14,7 @@ import type { AttemptStatus } from '../../../src/status/types';
 import { FakeClock, settle } from '../../../src/util/clock';
 import { silentLogger } from '../../../src/util/log';
 import { FakeEngine } from '../../support/fake-engine';
+import { DesiredStates } from '../../../src/plan/desired-for';
 
 const I = 'unit-ctl';
 const IMAGE = 'berth/busybox:local';
@@ -56,6 +57,7 @@ describe('controller against the fake engine (retry switch)', function () {
         env: {},
         log: silentLogger(),
         now: () => clock.now(),
+        desired: new DesiredStates(),
       },
       engine: fake,
       store,

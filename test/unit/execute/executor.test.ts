@@ -12,6 +12,7 @@ import { BackendRefusedError } from '../../../src/engine/errors';
 import type { DesiredAttempt } from '../../../src/desired/types';
 import { Executor } from '../../../src/execute/executor';
 import { stampNonce } from '../../../src/ownership';
+import { mainOps, provisionOps, startOps } from '../../../src/plan/ops';
 import type { AttemptAction, Operation } from '../../../src/plan/types';
 import type { NormalizedAttempt } from '../../../src/spec/types';
 import { StatusStore } from '../../../src/status/store';
@@ -46,15 +47,26 @@ describe('executor against the fake engine', function () {
     return desiredAttempt({ instance: I }, spec(name, over), 1, path.join(dir, 'results', name, 'run-1', 'out'));
   }
 
-  function action(d: DesiredAttempt, types: ('create-container' | 'start')[]): AttemptAction {
-    const ops: Operation[] = types.map((type) => ({ type, resource: `container:${d.container.name}`, cause: 'test', desired: d }));
+  /** The planner's operations for the run's main container: all of them, up to the copy recorded, or the start alone. */
+  function action(d: DesiredAttempt, steps: 'provision' | 'create' | 'start'): AttemptAction {
+    const begin: Operation = { type: 'begin-run', resource: `attempt:${d.name}`, cause: 'test', desired: d };
+    const main = mainOps(d);
+    const ops = steps === 'start' ? startOps(d, 'test') : steps === 'create' ? [begin, ...main.slice(0, main.findIndex((o) => o.type === 'start'))] : [begin, ...main];
     return { attempt: d.name, kind: 'provision', summary: 'test', ops, desired: d };
   }
+  /** The operation types of the main container's provisioning for `d` (the copies as it needs them). */
+  const provisionTypes = (d: DesiredAttempt) => action(d, 'provision').ops.map((o) => o.type);
 
   it('provisions: the record is Running with the container id, the container runs', async function () {
     const d = desired('ok');
-    const [res] = await executor().run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
-    expect(res).to.include({ ok: true, done: 2 });
+    expect(provisionTypes(d)).to.deep.equal(['begin-run', 'create-container', 'record-copied', 'start', 'attest-start']);
+    // the status writes (each an fsync): intent, container id, copied, Running, as before the split
+    const put = store.put.bind(store);
+    const phases: string[] = [];
+    store.put = (rec) => (phases.push(`${rec.phase}${rec.intent?.copied ? ' copied' : ''}${rec.containerId ? ' id' : ''}`), put(rec));
+    const [res] = await executor().run({ at: t, actions: [action(d, 'provision')], unchanged: new Map() } as never);
+    expect(phases).to.deep.equal(['Pending', 'Pending id', 'Pending copied id', 'Running id']);
+    expect(res).to.include({ ok: true, done: 5 });
     const rec = await store.get('ok');
     const c = await fake.containers.inspect(d.container.name);
     expect([rec?.phase, rec?.containerId, c.runState.running]).to.deep.equal(['Running', c.id, true]);
@@ -65,10 +77,16 @@ describe('executor against the fake engine', function () {
   it('a 409 at create with the attempt\'s own container (an earlier try): that one is used, none is added', async function () {
     const d = desired('mine');
     const earlier = await fake.containers.create(stampNonce(d.container.create));
-    const [res] = await executor().run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
+    const [res] = await executor().run({ at: t, actions: [action(d, 'provision')], unchanged: new Map() } as never);
     // the create met a conflict; the planner's follow-up made the create again with that container, then the start
-    expect(res).to.include({ ok: true, done: 0, outcome: 'conflict' });
-    expect(res?.ran.map((o) => [o.type, o.type === 'create-container' ? o.use : undefined])).to.deep.equal([['create-container', earlier], ['start', undefined]]);
+    expect(res).to.include({ ok: true, done: 1, outcome: 'conflict' });
+    expect(res?.ran.map((o) => [o.type, o.type === 'create-container' ? o.use : undefined])).to.deep.equal([
+      ['begin-run', undefined],
+      ['create-container', earlier],
+      ['record-copied', undefined],
+      ['start', undefined],
+      ['attest-start', undefined],
+    ]);
     expect((await store.get('mine'))?.containerId).to.equal(earlier);
     expect(fake.containerNames()).to.deep.equal([d.container.name]);
     expect((await fake.containers.inspect(earlier)).runState.running).to.equal(true);
@@ -78,10 +96,10 @@ describe('executor against the fake engine', function () {
     const d = desired('mine-bad');
     fake.addImage({ ref: 'other:1', labels: {} });
     const earlier = await fake.containers.create({ ...stampNonce(d.container.create), image: 'other:1' });
-    const [res] = await executor().run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
-    expect(res).to.include({ ok: false, done: 0, outcome: 'conflict' });
+    const [res] = await executor().run({ at: t, actions: [action(d, 'provision')], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: false, done: 1, outcome: 'conflict' });
     expect(res?.error).to.match(/^create-container container:\S+: existing container \S+ did not attest and was removed: .*other:1/);
-    expect(res?.ran.map((o) => o.type)).to.deep.equal(['remove-container', 'record']);
+    expect(res?.ran.map((o) => o.type)).to.deep.equal(['begin-run', 'remove-container', 'record']);
     const rec = await store.get('mine-bad');
     expect([rec?.phase, rec?.reason]).to.deep.equal(['Pending', REASONS.createFailed]);
     expect(fake.calls.filter((x) => x.op === 'containers.remove').map((x) => x.args[0])).to.deep.equal([earlier]);
@@ -92,8 +110,8 @@ describe('executor against the fake engine', function () {
   it('a 409 at create with a container berth did not make: Blocked/NameConflict, that container untouched', async function () {
     const d = desired('taken');
     const theirs = await fake.containers.create({ ...d.container.create, labels: { someone: 'else' } });
-    const [res] = await executor().run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
-    expect(res).to.include({ ok: true, done: 0 });
+    const [res] = await executor().run({ at: t, actions: [action(d, 'provision')], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: true, done: 1 });
     const rec = await store.get('taken');
     expect([rec?.phase, rec?.reason]).to.deep.equal(['Blocked', REASONS.nameConflict]);
     expect(rec?.message).to.match(/did not create/);
@@ -109,8 +127,8 @@ describe('executor against the fake engine', function () {
     fake.addImage({ ref: 'committed:1', labels: stamped.labels });
     const theirs = await fake.containers.create({ ...d.container.create, image: 'committed:1', labels: {} });
     expect((await fake.containers.inspect(theirs)).labels[LABELS.attempt]).to.equal('inherit');
-    const [res] = await executor().run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
-    expect(res).to.include({ ok: true, done: 0 });
+    const [res] = await executor().run({ at: t, actions: [action(d, 'provision')], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: true, done: 1 });
     expect((await store.get('inherit'))?.phase).to.equal('Blocked');
     expect((await fake.containers.inspect(theirs)).runState.status).to.equal('created');
   });
@@ -147,15 +165,16 @@ describe('executor against the fake engine', function () {
   async function runningWithSidecar(name: string): Promise<{ d: DesiredAttempt; sc: DesiredAttempt['sidecars'][number]; main: string }> {
     const d = desired(name, { network: { mode: 'isolated', egress: [] }, sidecars: [{ name: 'db', image: IMAGE, command: null, env: {}, secretEnv: {}, secrets: [] }] });
     const sc = d.sidecars[0] as DesiredAttempt['sidecars'][number];
-    const net = d.network as NonNullable<DesiredAttempt['network']>;
-    const ops: Operation[] = [
-      { type: 'create-network', resource: `network:${net.name}`, cause: 'test', network: net },
-      { type: 'create-sidecar', resource: `container:${sc.name}`, cause: 'test', desired: d, index: 0 },
-      { type: 'create-container', resource: `container:${d.container.name}`, cause: 'test', desired: d },
-      { type: 'start', resource: `container:${d.container.name}`, cause: 'test', desired: d },
-    ];
+    const ops = provisionOps(d, { name, containers: [], networks: [], volumes: [] });
+    expect(ops.map((o) => o.type)).to.deep.equal(['create-network', 'begin-run', 'create-sidecar', 'create-container', 'record-copied', 'start', 'attest-start']);
+    // one intent for the run, not one per container: 4 status writes with a sidecar too
+    const put = store.put.bind(store);
+    let writes = 0;
+    store.put = (rec) => (writes++, put(rec));
     const [res] = await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'provision', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
-    expect(res).to.include({ ok: true, done: 4 });
+    store.put = put;
+    expect(writes).to.equal(4);
+    expect(res).to.include({ ok: true, done: 7 });
     const rec = await store.get(name);
     expect(rec?.phase).to.equal('Running');
     return { d, sc, main: rec?.containerId as string };
@@ -198,11 +217,12 @@ describe('executor against the fake engine', function () {
     await fake.networks.create(d.network as NonNullable<DesiredAttempt['network']>);
     fake.fail('containers.start', { status: 404, message: 'No such container: db' });
     const ops: Operation[] = [
+      { type: 'begin-run', resource: `attempt:${d.name}`, cause: 'test', desired: d },
       { type: 'create-sidecar', resource: `container:${sc.name}`, cause: 'test', desired: d, index: 0 },
       { type: 'create-container', resource: `container:${d.container.name}`, cause: 'test', desired: d },
     ];
     const [res] = await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'provision', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
-    expect(res).to.include({ ok: false, done: 0, outcome: 'not-found' });
+    expect(res).to.include({ ok: false, done: 1, outcome: 'not-found' });
     const rec = await store.get('side-404');
     expect([rec?.phase, rec?.reason, rec?.startFailure]).to.deep.equal(['Pending', REASONS.createFailed, undefined]);
     expect(fake.containerNames()).to.deep.equal([sc.name]);
@@ -225,10 +245,10 @@ describe('executor against the fake engine', function () {
 
   it('a container gone before its start (404): Pending/CreateFailed with the start failure recorded', async function () {
     const d = desired('gone');
-    await executor().run({ at: t, actions: [action(d, ['create-container'])], unchanged: new Map() } as never);
+    await executor().run({ at: t, actions: [action(d, 'create')], unchanged: new Map() } as never);
     const id = (await store.get('gone'))?.containerId as string;
     await fake.containers.remove(id);
-    const [res] = await executor().run({ at: t, actions: [action(d, ['start'])], unchanged: new Map() } as never);
+    const [res] = await executor().run({ at: t, actions: [action(d, 'start')], unchanged: new Map() } as never);
     expect(res?.ok).to.equal(false);
     expect(res?.error).to.match(/^start container:.*No such container.*\(HTTP 404\)/);
     const rec = await store.get('gone');
@@ -239,8 +259,8 @@ describe('executor against the fake engine', function () {
   it('a start the engine refuses (500): Pending/CreateFailed, the created container left for the planner', async function () {
     const d = desired('refused');
     fake.fail('containers.start', { status: 500, message: 'OCI runtime create failed' });
-    const [res] = await executor().run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
-    expect(res).to.include({ ok: false, done: 1 });
+    const [res] = await executor().run({ at: t, actions: [action(d, 'provision')], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: false, done: 3 });
     const rec = await store.get('refused');
     expect([rec?.phase, rec?.reason, rec?.startFailure?.status]).to.deep.equal(['Pending', REASONS.createFailed, 500]);
     expect(rec?.message).to.equal('OCI runtime create failed (HTTP 500)');
@@ -250,8 +270,8 @@ describe('executor against the fake engine', function () {
   it('a create that does not answer in time: Pending/CreateFailed naming the timeout, no start failure, no container', async function () {
     const d = desired('slow');
     fake.fail('containers.create', { timeoutMs: 5 });
-    const [res] = await executor().run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
-    expect(res).to.include({ ok: false, done: 0 });
+    const [res] = await executor().run({ at: t, actions: [action(d, 'provision')], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: false, done: 1 });
     const rec = await store.get('slow');
     expect([rec?.phase, rec?.reason, rec?.startFailure]).to.deep.equal(['Pending', REASONS.createFailed, undefined]);
     expect(rec?.message).to.match(/did not answer containers\.create within 5 ms/);
@@ -262,8 +282,8 @@ describe('executor against the fake engine', function () {
   it('a start that does not answer in time is no start failure the engine reported', async function () {
     const d = desired('slow-start');
     fake.fail('containers.start', { timeoutMs: 5 });
-    const [res] = await executor().run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
-    expect(res).to.include({ ok: false, done: 1 });
+    const [res] = await executor().run({ at: t, actions: [action(d, 'provision')], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: false, done: 3 });
     const rec = await store.get('slow-start');
     expect([rec?.phase, rec?.reason, rec?.startFailure]).to.deep.equal(['Pending', REASONS.createFailed, undefined]);
   });
@@ -272,7 +292,7 @@ describe('executor against the fake engine', function () {
     const a = desired('hung');
     const b = desired('free');
     fake.fail('containers.create', { hang: true }, { when: (args) => (args[0] as { name: string }).name === a.container.name });
-    const run = executor().run({ at: t, actions: [action(a, ['create-container', 'start']), action(b, ['create-container', 'start'])], unchanged: new Map() } as never);
+    const run = executor().run({ at: t, actions: [action(a, 'provision'), action(b, 'provision')], unchanged: new Map() } as never);
     const until = Date.now() + 5000;
     while ((await store.get('free'))?.phase !== 'Running' && Date.now() < until) await new Promise((r) => setImmediate(r));
     expect((await store.get('free'))?.phase).to.equal('Running');
@@ -284,8 +304,8 @@ describe('executor against the fake engine', function () {
 
   it('a secret that cannot be read: Blocked/SecretMissing, no container, the value never recorded', async function () {
     const d = desired('secret', { secrets: [{ name: 'tok', fromEnv: 'BERTH_UNIT_TOKEN' }] });
-    const [res] = await executor({}).run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
-    expect(res).to.include({ ok: true, done: 0 });
+    const [res] = await executor({}).run({ at: t, actions: [action(d, 'provision')], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: true, done: 1 });
     const rec = await store.get('secret');
     expect([rec?.phase, rec?.reason]).to.deep.equal(['Blocked', REASONS.secretMissing]);
     expect(rec?.message).to.equal("secret tok: environment variable BERTH_UNIT_TOKEN is not set in berth's environment");
@@ -295,8 +315,8 @@ describe('executor against the fake engine', function () {
   it('a backend that refuses what the attempt needs: Blocked with the backend\'s reason, nothing made', async function () {
     const d = desired('refuse');
     fake.fail('containers.create', { error: new BackendRefusedError(REASONS.nodeRefused, 'no swarm node may run attempt refuse: none enforces it') });
-    const [res] = await executor().run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
-    expect(res).to.include({ ok: true, done: 0, outcome: 'refused' });
+    const [res] = await executor().run({ at: t, actions: [action(d, 'provision')], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: true, done: 1, outcome: 'refused' });
     const rec = await store.get('refuse');
     expect([rec?.phase, rec?.reason, rec?.message]).to.deep.equal(['Blocked', REASONS.nodeRefused, 'no swarm node may run attempt refuse: none enforces it']);
     expect(fake.calls.some((c) => c.op === 'containers.start')).to.equal(false);
@@ -304,8 +324,9 @@ describe('executor against the fake engine', function () {
 
   it('a secret is copied in, never put in the create call', async function () {
     const d = desired('secret-ok', { secrets: [{ name: 'tok', fromEnv: 'BERTH_UNIT_TOKEN' }] });
-    const [res] = await executor({ BERTH_UNIT_TOKEN: 's3cr3t-value' }).run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
-    expect(res).to.include({ ok: true, done: 2 });
+    expect(provisionTypes(d)).to.deep.equal(['begin-run', 'create-container', 'copy-in', 'record-copied', 'start', 'attest-start']);
+    const [res] = await executor({ BERTH_UNIT_TOKEN: 's3cr3t-value' }).run({ at: t, actions: [action(d, 'provision')], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: true, done: 6 });
     expect(JSON.stringify(fake.calls.filter((c) => c.op === 'containers.create'))).to.not.include('s3cr3t-value');
     expect(fake.archivesOf(d.container.name).length).to.equal(1);
     expect(JSON.stringify(await store.get('secret-ok'))).to.not.include('s3cr3t-value');
@@ -339,8 +360,9 @@ describe('executor against the fake engine', function () {
     await fs.writeFile(path.join(fixture, 'input.txt'), 'data');
     const d = desired('copy', { fixture, fixtureDigest: 'x' });
     fake.fail('containers.putArchive', { status: 404, message: 'No such container: gone' });
-    const [res] = await executor().run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
-    expect(res).to.include({ ok: false, done: 0 });
+    const [res] = await executor().run({ at: t, actions: [action(d, 'provision')], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: false, done: 2, outcome: 'not-found' });
+    expect(res?.error).to.match(/^copy-in container:\S+: .*\(HTTP 404\)/);
     const rec = await store.get('copy');
     expect([rec?.phase, rec?.reason, rec?.intent?.copied]).to.deep.equal(['Pending', REASONS.createFailed, undefined]);
     expect(rec?.containerId).to.equal((await fake.containers.inspect(d.container.name)).id);
@@ -354,12 +376,13 @@ describe('executor against the fake engine', function () {
     fake.exitOnStart((n) => n === sc.name, 2);
     const ops: Operation[] = [
       { type: 'create-network', resource: `network:${net.name}`, cause: 'test', network: net },
+      { type: 'begin-run', resource: `attempt:${d.name}`, cause: 'test', desired: d },
       { type: 'create-sidecar', resource: `container:${sc.name}`, cause: 'test', desired: d, index: 0 },
       { type: 'create-container', resource: `container:${d.container.name}`, cause: 'test', desired: d },
     ];
     const [res] = await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'provision', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
-    expect(res).to.include({ ok: true, done: 1, outcome: 'not-ready' });
-    expect(res?.ran.map((o) => o.type)).to.deep.equal(['create-network', 'finish']);
+    expect(res).to.include({ ok: true, done: 2, outcome: 'not-ready' });
+    expect(res?.ran.map((o) => o.type)).to.deep.equal(['create-network', 'begin-run', 'finish']);
     const rec = await store.get('side-dies');
     expect([rec?.phase, rec?.reason]).to.deep.equal(['Failed', REASONS.sidecarFailed]);
     expect(rec?.message).to.equal('sidecar db exited right after its start (exit code 2)');
@@ -368,7 +391,7 @@ describe('executor against the fake engine', function () {
 
   it('a container gone before its deep attestation (404): the action failed, the record still says Running (the next plan finds it vanished)', async function () {
     const d = desired('att-gone');
-    await executor().run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
+    await executor().run({ at: t, actions: [action(d, 'provision')], unchanged: new Map() } as never);
     const id = (await store.get('att-gone'))?.containerId as string;
     await fake.containers.remove(id);
     const ops: Operation[] = [{ type: 'attest', resource: `container:${d.container.name}`, cause: 'test', id, desired: d }];
@@ -382,7 +405,7 @@ describe('executor against the fake engine', function () {
 
   it('a finish whose container is gone ends Failed/Lost', async function () {
     const d = desired('lost');
-    await executor().run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
+    await executor().run({ at: t, actions: [action(d, 'provision')], unchanged: new Map() } as never);
     const id = (await store.get('lost'))?.containerId as string;
     await fake.containers.remove(id);
     const ops: Operation[] = [{ type: 'finish', resource: `container:${d.container.name}`, cause: 'test', id }];
@@ -394,7 +417,7 @@ describe('executor against the fake engine', function () {
 
   it('a finish reads the exit code and the engine times', async function () {
     const d = desired('ends');
-    await executor().run({ at: t, actions: [action(d, ['create-container', 'start'])], unchanged: new Map() } as never);
+    await executor().run({ at: t, actions: [action(d, 'provision')], unchanged: new Map() } as never);
     const id = (await store.get('ends'))?.containerId as string;
     t += 7000;
     fake.exit(id, 3);
@@ -409,5 +432,120 @@ describe('executor against the fake engine', function () {
       '2030-01-01T00:00:00.000Z',
       '2030-01-01T00:00:07.000Z',
     ]);
+  });
+
+  // One operation per engine call: a failure at each step of the main container's provisioning.
+
+  it('begin-run: a run folder that exists already (not this run\'s) is never reused: Pending/CreateFailed, no engine call', async function () {
+    const d = desired('taken-folder');
+    await fs.mkdir(path.dirname(d.resultsDir), { recursive: true });
+    const [res] = await executor().run({ at: t, actions: [action(d, 'provision')], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: false, done: 0, outcome: 'failed' });
+    expect(res?.error).to.match(/^begin-run attempt:taken-folder: results folder .* already exists/);
+    expect(res?.ran.map((o) => o.type)).to.deep.equal(['record']);
+    const rec = await store.get('taken-folder');
+    expect([rec?.phase, rec?.reason, rec?.intent]).to.deep.equal(['Pending', REASONS.createFailed, undefined]);
+    expect(fake.calls.filter((c) => c.op.startsWith('containers.'))).to.deep.equal([]);
+  });
+
+  it('copy-in: a fixture swapped for a link after the create: the container is removed, Blocked/UnsafePath, none started', async function () {
+    const fixture = path.join(dir, 'fixture');
+    await fs.mkdir(fixture);
+    await fs.writeFile(path.join(fixture, 'input.txt'), 'data');
+    const d = desired('swapped', { fixture, fixtureDigest: 'x' });
+    expect(provisionTypes(d)).to.deep.equal(['begin-run', 'create-container', 'copy-in', 'record-copied', 'start', 'attest-start']);
+    // checked by the loader, then swapped for a link to a folder elsewhere: the copy reads it with no link followed
+    await fs.rm(fixture, { recursive: true });
+    await fs.mkdir(path.join(dir, 'elsewhere'));
+    await fs.symlink(path.join(dir, 'elsewhere'), fixture);
+    const [res] = await executor().run({ at: t, actions: [action(d, 'provision')], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: false, done: 2, outcome: 'unsafe-path' });
+    expect(res?.ran.map((o) => o.type)).to.deep.equal(['begin-run', 'create-container', 'remove-container', 'record']);
+    const rec = await store.get('swapped');
+    expect([rec?.phase, rec?.reason, rec?.intent?.copied]).to.deep.equal(['Blocked', REASONS.unsafePath, undefined]);
+    expect(rec?.message).to.match(/is a symbolic link/);
+    expect(fake.containerNames()).to.deep.equal([]);
+    expect(fake.calls.filter((c) => c.op === 'containers.putArchive' || c.op === 'containers.start')).to.deep.equal([]);
+  });
+
+  it('copy-in: a secret gone between the create and its copy: the container is removed, Blocked/SecretMissing', async function () {
+    const d = desired('secret-gone', { secrets: [{ name: 'tok', fromEnv: 'BERTH_UNIT_TOKEN' }] });
+    // read once for the create, gone when the copy reads it again
+    let reads = 0;
+    const env = Object.defineProperty({}, 'BERTH_UNIT_TOKEN', { enumerable: true, get: () => (reads++ === 0 ? 's3cr3t-value' : undefined) }) as NodeJS.ProcessEnv;
+    const [res] = await executor(env).run({ at: t, actions: [action(d, 'provision')], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: true, done: 2, outcome: 'secret-missing' });
+    expect(res?.ran.map((o) => o.type)).to.deep.equal(['begin-run', 'create-container', 'remove-container', 'record']);
+    const rec = await store.get('secret-gone');
+    expect([rec?.phase, rec?.reason]).to.deep.equal(['Blocked', REASONS.secretMissing]);
+    expect(fake.containerNames()).to.deep.equal([]);
+    expect(JSON.stringify(rec)).to.not.include('s3cr3t-value');
+  });
+
+  it('copy-in: a putArchive the engine refuses (500): Pending/CreateFailed, not copied, no start', async function () {
+    const d = desired('copy-500', { secrets: [{ name: 'tok', fromEnv: 'BERTH_UNIT_TOKEN' }] });
+    fake.fail('containers.putArchive', { status: 500, message: 'disk full' });
+    const [res] = await executor({ BERTH_UNIT_TOKEN: 'v' }).run({ at: t, actions: [action(d, 'provision')], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: false, done: 2, outcome: 'failed' });
+    const rec = await store.get('copy-500');
+    expect([rec?.phase, rec?.reason, rec?.intent?.copied, rec?.startFailure]).to.deep.equal(['Pending', REASONS.createFailed, undefined, undefined]);
+    expect(fake.calls.some((c) => c.op === 'containers.start')).to.equal(false);
+  });
+
+  it('record-copied: the boot the plan saw is recorded before the start, and no boot is looked up', async function () {
+    const d = desired('planned-boot');
+    const boot = { id: 'boot-of-the-plan', at: '2030-01-01T00:00:00.000Z' };
+    const ops: Operation[] = [{ type: 'begin-run', resource: `attempt:${d.name}`, cause: 'test', desired: d }, ...mainOps(d, boot)];
+    // stop right after the copy is recorded: what a berth killed before the start leaves
+    const upTo = ops.slice(0, ops.findIndex((o) => o.type === 'start'));
+    await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'provision', summary: 'test', ops: upTo, desired: d }], unchanged: new Map() } as never);
+    const rec = await store.get('planned-boot');
+    expect([rec?.phase, rec?.intent?.copied, rec?.engineBoot]).to.deep.equal(['Pending', true, boot]);
+    await executor().run({ at: t, actions: [action(d, 'start')], unchanged: new Map() } as never);
+    expect((await store.get('planned-boot'))?.engineBoot).to.deep.equal(boot);
+    expect(fake.calls.some((c) => c.op === 'boot')).to.equal(false);
+  });
+
+  it('start: with no boot in the record, the boot is looked up before the start is asked for', async function () {
+    const d = desired('boot-first');
+    await executor().run({ at: t, actions: [action(d, 'create')], unchanged: new Map() } as never);
+    // a record with no boot (the plan knew none, as for an engine that cannot say)
+    const { engineBoot: _boot, ...rec } = (await store.get('boot-first')) as NonNullable<Awaited<ReturnType<StatusStore['get']>>>;
+    await store.put(rec);
+    expect((await store.get('boot-first'))?.engineBoot).to.equal(undefined);
+    fake.calls.length = 0;
+    await executor().run({ at: t, actions: [action(d, 'start')], unchanged: new Map() } as never);
+    const order = fake.calls.map((c) => c.op).filter((op) => op === 'boot' || op === 'containers.start');
+    expect(order).to.deep.equal(['boot', 'containers.start']);
+    expect((await store.get('boot-first'))?.engineBoot?.id).to.be.a('string');
+  });
+
+  it('attest-start: a container that fails its attestation right after its start is stopped, Failed/AttestationFailed', async function () {
+    const d = desired('att-start');
+    await executor().run({ at: t, actions: [action(d, 'create')], unchanged: new Map() } as never);
+    const id = (await store.get('att-start'))?.containerId as string;
+    const other = { name: 'elsewhere', labels: {}, internal: false };
+    await fake.networks.create(other);
+    await fake.networks.connect(other.name, id);
+    const [res] = await executor().run({ at: t, actions: [action(d, 'start')], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: true, done: 1, outcome: 'attestation-failed' });
+    expect(res?.ran.map((o) => o.type)).to.deep.equal(['start', 'stop', 'finish']);
+    const rec = await store.get('att-start');
+    expect([rec?.phase, rec?.reason]).to.deep.equal(['Failed', REASONS.attestationFailed]);
+    expect(rec?.message).to.match(/elsewhere/);
+    expect((await fake.containers.inspect(id)).runState.running).to.equal(false);
+  });
+
+  it('attest-start: a container gone right after its start (404): the action failed, no create failure recorded (the next plan finds it vanished)', async function () {
+    const d = desired('gone-after-start');
+    await executor().run({ at: t, actions: [action(d, 'create')], unchanged: new Map() } as never);
+    const id = (await store.get('gone-after-start'))?.containerId as string;
+    fake.fail('containers.inspect', { status: 404, message: `No such container: ${id}` });
+    const [res] = await executor().run({ at: t, actions: [action(d, 'start')], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: false, done: 1, outcome: 'not-found' });
+    expect(res?.error).to.match(/^attest-start container:\S+: .*\(HTTP 404\)/);
+    expect(res?.ran.map((o) => o.type)).to.deep.equal(['start']);
+    const rec = await store.get('gone-after-start');
+    expect([rec?.phase, rec?.reason, rec?.startFailure, rec?.intent?.copied]).to.deep.equal(['Pending', REASONS.provisioning, undefined, true]);
   });
 });

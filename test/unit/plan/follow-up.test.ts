@@ -132,4 +132,77 @@ describe('follow-up: what an outcome means', function () {
       ],
     });
   });
+
+  describe('the steps of the main container, one engine call each', function () {
+    const copy: Operation = { type: 'copy-in', resource: `container:${d.container.name}`, desired: d, archive: 'fixture', cause: 'the fixture' };
+    const copied: Operation = { type: 'record-copied', resource: 'attempt:a', desired: d, cause: 'a start may follow from here on' };
+    const begin: Operation = { type: 'begin-run', resource: 'attempt:a', desired: d, cause: 'run 1: results folder made, intent recorded' };
+    const attestStart: Operation = { type: 'attest-start', resource: `container:${d.container.name}`, desired: d, cause: 'started' };
+    const rest = [copy, copied, start, attestStart];
+
+    it('a 409 at the create with the attempt\'s own container that attests: it is used, and the copies, the record and the start follow', function () {
+      const r = golden(action([begin, create, ...rest]), create, { type: 'conflict', kind: 'container', name: d.container.name, id: 'c-old', owner: { owned: true, attempt: 'a' } }, rest);
+      expect(r).to.deep.equal({
+        ok: true,
+        plan: [
+          "  + create        container:berth_default_a  (the attempt's own container from an earlier try holds the name)",
+          '  + copy fixture  container:berth_default_a  (the fixture)',
+          '  ~ mark copied   attempt:a                  (a start may follow from here on)',
+          '  > start         container:berth_default_a  (created)',
+          '  ? attest start  container:berth_default_a  (started)',
+        ],
+      });
+    });
+
+    it('a 404 at a copy: Pending/CreateFailed, the copy never recorded done and no start', function () {
+      const f = followUp(action(rest), copy, { type: 'not-found', message: 'No such container (HTTP 404)', containerId: 'c-new' }, rest.slice(1), T0);
+      expect(f).to.deep.include({ ok: false, error: 'copy-in container:berth_default_a: No such container (HTTP 404)' });
+      expect(f.ops.map((o) => o.type)).to.deep.equal(['record']);
+      // no start failure: the start was never asked for
+      expect(f.ops[0]).to.deep.include({ patch: { phase: 'Pending', reason: REASONS.createFailed, message: 'No such container (HTTP 404)' } });
+    });
+
+    it('a link or a missing secret met at a copy: the container just made is removed, then Blocked', function () {
+      const unsafe = golden(action(rest), copy, { type: 'unsafe-path', message: 'fixture /f is a symbolic link', containerId: 'c-new' }, rest.slice(1));
+      expect(unsafe).to.deep.equal({
+        ok: false,
+        error: 'copy-in container:berth_default_a: fixture /f is a symbolic link',
+        plan: [
+          '  - remove        container:berth_default_a  (unsafe path: the run cannot be filled)',
+          '  ~ mark Blocked  attempt:a                  (unsafe path)',
+        ],
+      });
+      const secret = followUp(action(rest), copy, { type: 'secret-missing', message: 'secret s: gone', containerId: 'c-new' }, rest.slice(1), T0);
+      expect(secret.ops.map((o) => [o.type, o.type === 'remove-container' ? o.id : (o as { patch?: { reason: string } }).patch?.reason])).to.deep.equal([
+        ['remove-container', 'c-new'],
+        ['record', REASONS.secretMissing],
+      ]);
+    });
+
+    it('a link met making the run folder: Blocked/UnsafePath, nothing to remove', function () {
+      const f = followUp(action([begin, create]), begin, { type: 'unsafe-path', message: '/r/a is a symbolic link' }, [create], T0);
+      expect(f.ops.map((o) => o.type)).to.deep.equal(['record']);
+      expect(f.ops[0]).to.deep.include({ patch: { phase: 'Blocked', reason: REASONS.unsafePath, message: '/r/a is a symbolic link' } });
+    });
+
+    it('a failed attestation right after the start: stopped with its sidecars, the run ends AttestationFailed', function () {
+      const r = golden(action([attestStart]), attestStart, { type: 'attestation-failed', id: 'c-main', cause: 'attached to network bridge', sidecars: [{ alias: 'db', role: 'sidecar', id: 'c-db' }] });
+      expect(r).to.deep.equal({
+        ok: true,
+        plan: [
+          '  ! stop           container:berth_default_a        (attached to network bridge)',
+          '  ! stop           container:berth_default_a_sc_db  (attached to network bridge)',
+          '  * finish Failed  container:berth_default_a        (attached to network bridge)',
+        ],
+      });
+    });
+
+    it('a failure after the start is no create failure: the action failed, the next pass takes the container up as found', function () {
+      expect(followUp(action([attestStart]), attestStart, { type: 'not-found', message: 'No such container (HTTP 404)' }, [], T0)).to.deep.equal({
+        ok: false,
+        error: 'attest-start container:berth_default_a: No such container (HTTP 404)',
+        ops: [],
+      });
+    });
+  });
 });

@@ -80,7 +80,7 @@ describe('planner (infrastructure deaths)', function () {
           statuses: statuses(status('a', { phase: 'Pending', startedAt: undefined, intent: copied, startFailure })),
         }),
       );
-      expect(p.actions[0]?.ops.map((o) => o.type)).to.deep.equal(['start']);
+      expect(p.actions[0]?.ops.map((o) => o.type)).to.deep.equal(['start', 'attest-start']);
     }
   });
 
@@ -92,7 +92,7 @@ describe('planner (infrastructure deaths)', function () {
     const op = p.actions[0]?.ops[0];
     expect(op?.type === 'finish' && op.outcome?.reason).to.equal('EngineRestarted');
     for (const snap of [{ ...obs, boot: B1 }, obs]) {
-      expect(plan(input({ specs: [spec('a')], snapshot: snap, statuses: statuses(rec) })).actions[0]?.ops.map((o) => o.type)).to.deep.equal(['start']);
+      expect(plan(input({ specs: [spec('a')], snapshot: snap, statuses: statuses(rec) })).actions[0]?.ops.map((o) => o.type)).to.deep.equal(['start', 'attest-start']);
     }
   });
 
@@ -122,7 +122,7 @@ describe('planner (infrastructure deaths)', function () {
       const go = plan(input({ now: T0 + 5_000, specs: [spec('a', { retries: 0 })], snapshot: obs, statuses: statuses(rec) }));
       expect(renderPlan(go).split('\n').slice(0, 2)).to.deep.equal([
         `attempt a: retry (run 1 ${reason}; infra retry 1/2: run 2)`,
-        '  - remove  container:berth_default_a  (infra retry 1/2)',
+        '  - remove        container:berth_default_a  (infra retry 1/2)',
       ]);
     }
   });

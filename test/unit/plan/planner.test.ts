@@ -18,15 +18,38 @@ describe('planner (golden plans)', function () {
     );
     expect(golden(p)).to.deep.equal([
       'attempt a-hello: provision (not found: run 1)',
-      '  + create  container:berth_default_a-hello  (not found)',
-      '  > start   container:berth_default_a-hello  (created)',
+      '  ~ begin run     attempt:a-hello                  (run 1: results folder made, intent recorded)',
+      '  + create        container:berth_default_a-hello  (not found)',
+      '  ~ mark copied   attempt:a-hello                  (a start may follow from here on)',
+      '  > start         container:berth_default_a-hello  (created)',
+      '  ? attest start  container:berth_default_a-hello  (started)',
       'attempt b-iso: provision (not found: run 1)',
-      '  + create  volume:berth_default_b-iso_v_cache  (not found)',
-      '  + create  network:berth_default_b-iso         (not found)',
-      '  + create  container:berth_default_b-iso       (not found)',
-      '  > start   container:berth_default_b-iso       (created)',
-      'Plan: 2 attempts to change (6 operations), 0 unchanged.',
+      '  + create        volume:berth_default_b-iso_v_cache  (not found)',
+      '  + create        network:berth_default_b-iso         (not found)',
+      '  ~ begin run     attempt:b-iso                       (run 1: results folder made, intent recorded)',
+      '  + create        container:berth_default_b-iso       (not found)',
+      '  ~ mark copied   attempt:b-iso                       (a start may follow from here on)',
+      '  > start         container:berth_default_b-iso       (created)',
+      '  ? attest start  container:berth_default_b-iso       (started)',
+      'Plan: 2 attempts to change (12 operations), 0 unchanged.',
     ]);
+  });
+
+  it('provisions the main container one engine call per operation: create, each archive copied in, the copy recorded, start, attest', function () {
+    const p = plan(input({ specs: [spec('a', { fixture: '/fixtures/a', fixtureDigest: 'x', secrets: [{ name: 'tok', fromEnv: 'TOK' }] })], snapshot: { ...snapshot({}), boot: { id: 'b1', at: '2026-01-01T00:00:00Z' } } }));
+    expect(golden(p)).to.deep.equal([
+      'attempt a: provision (not found: run 1)',
+      '  ~ begin run     attempt:a                  (run 1: results folder made, intent recorded)',
+      '  + create        container:berth_default_a  (not found)',
+      '  + copy fixture  container:berth_default_a  (the fixture)',
+      '  + copy secrets  container:berth_default_a  (1 secret for /run/secrets)',
+      '  ~ mark copied   attempt:a                  (a start may follow from here on)',
+      '  > start         container:berth_default_a  (created)',
+      '  ? attest start  container:berth_default_a  (started)',
+      'Plan: 1 attempt to change (7 operations), 0 unchanged.',
+    ]);
+    // the boot the plan saw is what the copy record carries (recorded before the start)
+    expect(p.actions[0]?.ops.find((o) => o.type === 'record-copied')).to.deep.include({ boot: { id: 'b1', at: '2026-01-01T00:00:00Z' } });
   });
 
   it('is a no-op for a running attempt that attests from the list', function () {
@@ -56,10 +79,13 @@ describe('planner (golden plans)', function () {
     );
     expect(golden(p)).to.deep.equal([
       'attempt a: replace (spec hash changed: run 2)',
-      '  - remove  container:berth_default_a  (spec hash changed)',
-      '  + create  container:berth_default_a  (not found)',
-      '  > start   container:berth_default_a  (created)',
-      'Plan: 1 attempt to change (3 operations), 0 unchanged.',
+      '  - remove        container:berth_default_a  (spec hash changed)',
+      '  ~ begin run     attempt:a                  (run 2: results folder made, intent recorded)',
+      '  + create        container:berth_default_a  (not found)',
+      '  ~ mark copied   attempt:a                  (a start may follow from here on)',
+      '  > start         container:berth_default_a  (created)',
+      '  ? attest start  container:berth_default_a  (started)',
+      'Plan: 1 attempt to change (6 operations), 0 unchanged.',
     ]);
     const d = p.actions[0]?.desired;
     expect(d?.run).to.equal(2);
@@ -163,12 +189,15 @@ describe('planner (golden plans)', function () {
     );
     expect(golden(retry)).to.deep.equal([
       'attempt a: retry (run 1 Error; retry 1/1: run 2)',
-      '  - remove  container:berth-default-a  (retry 1/1)',
-      '  - remove  network:berth-default-a    (named under an older naming)',
-      '  + create  network:berth_default_a    (not found)',
-      '  + create  container:berth_default_a  (not found)',
-      '  > start   container:berth_default_a  (created)',
-      'Plan: 1 attempt to change (5 operations), 0 unchanged.',
+      '  - remove        container:berth-default-a  (retry 1/1)',
+      '  - remove        network:berth-default-a    (named under an older naming)',
+      '  + create        network:berth_default_a    (not found)',
+      '  ~ begin run     attempt:a                  (run 2: results folder made, intent recorded)',
+      '  + create        container:berth_default_a  (not found)',
+      '  ~ mark copied   attempt:a                  (a start may follow from here on)',
+      '  > start         container:berth_default_a  (created)',
+      '  ? attest start  container:berth_default_a  (started)',
+      'Plan: 1 attempt to change (8 operations), 0 unchanged.',
     ]);
   });
 
@@ -299,9 +328,9 @@ describe('planner (golden plans)', function () {
       }),
     );
     expect(golden(p).slice(1, 4)).to.deep.equal([
-      '  - remove  container:berth_default_a  (created but never started: provisioning was interrupted)',
-      '  + create  container:berth_default_a  (not found)',
-      '  > start   container:berth_default_a  (created)',
+      '  - remove        container:berth_default_a  (created but never started: provisioning was interrupted)',
+      '  ~ begin run     attempt:a                  (run 1: results folder made, intent recorded)',
+      '  + create        container:berth_default_a  (not found)',
     ]);
   });
 
@@ -332,10 +361,13 @@ describe('planner (golden plans)', function () {
     const go = plan(input({ specs: [spec('a', { retries: 2 })], snapshot: snapshot({ containers: [container('default', 'a', 'h-a', { state: 'exited' })] }), statuses: statuses(rec) }));
     expect(golden(go)).to.deep.equal([
       'attempt a: retry (run 1 Error; retry 1/2: run 2)',
-      '  - remove  container:berth_default_a  (retry 1/2)',
-      '  + create  container:berth_default_a  (not found)',
-      '  > start   container:berth_default_a  (created)',
-      'Plan: 1 attempt to change (3 operations), 0 unchanged.',
+      '  - remove        container:berth_default_a  (retry 1/2)',
+      '  ~ begin run     attempt:a                  (run 2: results folder made, intent recorded)',
+      '  + create        container:berth_default_a  (not found)',
+      '  ~ mark copied   attempt:a                  (a start may follow from here on)',
+      '  > start         container:berth_default_a  (created)',
+      '  ? attest start  container:berth_default_a  (started)',
+      'Plan: 1 attempt to change (6 operations), 0 unchanged.',
     ]);
   });
 
@@ -397,8 +429,13 @@ describe('planner (interrupted provisioning)', function () {
         statuses: statuses(status('a', { phase: 'Pending', startedAt: undefined, intent: { action: 'provision', run: 1, specHash: 'h-a', at: '2026-01-01T00:00:00.000Z', copied: true } })),
       }),
     );
-    expect(golden(p).slice(1, 2)).to.deep.equal(['  > start  container:berth_default_a  (created; fixture and secrets already copied)']);
-    expect(p.actions[0]?.ops).to.have.length(1);
+    expect(golden(p).slice(1)).to.deep.equal([
+      '  > start         container:berth_default_a  (created; fixture and secrets already copied)',
+      '  ? attest start  container:berth_default_a  (started)',
+      'Plan: 1 attempt to change (2 operations), 0 unchanged.',
+    ]);
+    // only the start and what follows it: nothing is made or copied again
+    expect(p.actions[0]?.ops.map((o) => o.type)).to.deep.equal(['start', 'attest-start']);
   });
 });
 
@@ -436,13 +473,16 @@ describe('planner (egress proxy and sidecars)', function () {
   it('provisions networks, then the proxy and sidecars, then the main container', function () {
     expect(golden(plan(input({ specs: [eg()] })))).to.deep.equal([
       'attempt e: provision (not found: run 1)',
-      '  + create  network:berth_default_e                    (not found)',
-      '  + create  network:berth_default_e_egress             (not found)',
-      '  + create  container:berth_default_e_sc_egress-proxy  (not found)',
-      '  + create  container:berth_default_e_sc_tools         (not found)',
-      '  + create  container:berth_default_e                  (not found)',
-      '  > start   container:berth_default_e                  (created)',
-      'Plan: 1 attempt to change (6 operations), 0 unchanged.',
+      '  + create        network:berth_default_e                    (not found)',
+      '  + create        network:berth_default_e_egress             (not found)',
+      '  ~ begin run     attempt:e                                  (run 1: results folder made, intent recorded)',
+      '  + create        container:berth_default_e_sc_egress-proxy  (not found)',
+      '  + create        container:berth_default_e_sc_tools         (not found)',
+      '  + create        container:berth_default_e                  (not found)',
+      '  ~ mark copied   attempt:e                                  (a start may follow from here on)',
+      '  > start         container:berth_default_e                  (created)',
+      '  ? attest start  container:berth_default_e                  (started)',
+      'Plan: 1 attempt to change (9 operations), 0 unchanged.',
     ]);
     const d = plan(input({ specs: [eg()] })).actions[0]?.desired;
     expect(d?.sidecars.map((s) => [s.alias, s.expectedNetworks])).to.deep.equal([
@@ -503,10 +543,13 @@ describe('planner: networks that share a name', function () {
     const p = plan(input({ specs: [spec('b', iso)], snapshot: snapshot({ networks: nets }), statuses: statuses(rec) }));
     expect(golden(p)).to.deep.equal([
       'attempt b: provision (not found: run 1)',
-      '  - remove  network:berth_default_b    (another network has the same name)',
-      '  + create  container:berth_default_b  (not found)',
-      '  > start   container:berth_default_b  (created)',
-      'Plan: 1 attempt to change (3 operations), 0 unchanged.',
+      '  - remove        network:berth_default_b    (another network has the same name)',
+      '  ~ begin run     attempt:b                  (run 1: results folder made, intent recorded)',
+      '  + create        container:berth_default_b  (not found)',
+      '  ~ mark copied   attempt:b                  (a start may follow from here on)',
+      '  > start         container:berth_default_b  (created)',
+      '  ? attest start  container:berth_default_b  (started)',
+      'Plan: 1 attempt to change (6 operations), 0 unchanged.',
     ]);
     expect(removed(p)).to.deep.equal(['net-2']);
   });

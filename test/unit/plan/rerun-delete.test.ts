@@ -13,7 +13,7 @@ describe('planner: rerun and delete marks', function () {
     const a = p.actions[0];
     expect([a?.kind, a?.desired?.run]).to.deep.equal(['retry', 4]);
     expect(a?.summary).to.contain('rerun requested');
-    expect(a?.ops.map((o) => o.type)).to.deep.equal(['remove-container', 'create-container', 'start']);
+    expect(a?.ops.map((o) => o.type)).to.deep.equal(['remove-container', 'begin-run', 'create-container', 'record-copied', 'start', 'attest-start']);
     const spent = plan(input({ specs: [spec('a')], statuses: statuses({ ...rec, rerunRequested: { at: rec.updatedAt, run: 2 } }) }));
     expect(changeCount(spent)).to.equal(0);
   });
