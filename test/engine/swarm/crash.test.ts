@@ -79,7 +79,9 @@ describe('crash safety on a real two-node swarm (SIGKILL mid-provisioning)', fun
       for (const ms of [300, 600, 900, 1200, 1500, 1800, 2200, 2600, 3000, 3500, 4000, 5000]) {
         if ((await berth(sb, s, ['reconcile', '--once'], ms)) === null) killed++;
       }
-      expect(killed, 'at least some runs were killed mid-way').to.be.greaterThan(5);
+      // The first kills (0.3-0.9 s) always land mid-way (a pass on the swarm probes its nodes first);
+      // how many later ones do depends on the machine's speed: on a quiet one berth finishes sooner.
+      expect(killed, 'at least some runs were killed mid-way').to.be.at.least(3);
       expect(await berth(sb, s, ['reconcile', '--once'])).to.equal(0);
       expect(await berth(sb, s, ['reconcile', '--once'])).to.equal(0);
 
