@@ -14,6 +14,7 @@
  * specs in the folder; and the engine calls of a no-op pass, counted in-process.
  */
 import { promises as fs } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { reconcilePass, type PassConfig } from '../../src/controller/pass';
 import { createDockerEngine } from '../../src/engine/docker';
@@ -41,6 +42,11 @@ export interface TenkSamples {
   /** Its time, in-process (information). */
   passMs: number;
   controller: ControllerAt1000;
+  /**
+   * `BENCH_TENK_AB=<label>=<bin/berth.js of another build>,...`: the controller of each build
+   * and of this one (label `this`) in turn, over the same folder, `BENCH_TENK_AB_ROUNDS` rounds.
+   */
+  ab?: { label: string; round: number; controller: ControllerAt1000 }[];
 }
 
 function finishedRecord(instance: string, name: string, hash: string, resultsRoot: string, at: number): AttemptStatus {
@@ -120,8 +126,30 @@ export async function tenk(engine: RawEngine, run: BenchRun, total: number, runn
     calls = counter.snapshot();
   }
   log(`tenk: no-op pass in-process ${fmtMs(passMs)}, calls ${JSON.stringify(calls)}`);
-  const controller = await controllerAt1000(engine, run, sb, total, drops, log, running + drops + 5);
-  return { specs: total, running, fabricateMs, calls, passMs, controller };
+  const builds = (process.env.BENCH_TENK_AB ?? '')
+    .split(',')
+    .filter((x) => x.includes('='))
+    .map((x) => ({ label: x.slice(0, x.indexOf('=')), bin: x.slice(x.indexOf('=') + 1) }));
+  if (!builds.length) {
+    const controller = await controllerAt1000(engine, run, sb, total, drops, log, running + drops + 5);
+    return { specs: total, running, fabricateMs, calls, passMs, controller };
+  }
+  // A/B: each build's controller in turn over the same folder; every run's drops stay running, so
+  // the limit leaves room for all of them.
+  const rounds = Math.max(1, Number(process.env.BENCH_TENK_AB_ROUNDS ?? 2));
+  const contenders = [...builds, { label: 'this', bin: undefined }];
+  const maxRunning = running + drops * rounds * contenders.length + 5;
+  const ab: NonNullable<TenkSamples['ab']> = [];
+  for (let r = 0; r < rounds; r++) {
+    // alternate the order by round
+    for (const c of r % 2 ? [...contenders].reverse() : contenders) {
+      log(`tenk A/B round ${r + 1}: ${c.label} (load ${os.loadavg().map((x) => x.toFixed(1)).join(' ')})`);
+      const tag = `${c.label.replace(/[^a-z0-9]/g, '')}${r}x`;
+      ab.push({ label: c.label, round: r + 1, controller: await controllerAt1000(engine, run, sb, total, drops, log, maxRunning, { ...(c.bin ? { bin: c.bin } : {}), tag }) });
+    }
+  }
+  const controller = (ab.filter((x) => x.label === 'this').at(-1) as (typeof ab)[number]).controller;
+  return { specs: total, running, fabricateMs, calls, passMs, controller, ab };
 }
 
 export function tenkRows(t: TenkSamples, rows: Row[]): void {
@@ -168,6 +196,19 @@ export function tenkRows(t: TenkSamples, rows: Row[]): void {
       refValue: fmtMs(floor),
       target: `overhead median ≤ ${TENK_TARGETS.dropOverheadMs} ms`,
       verdict: verdictOf(m <= TENK_TARGETS.dropOverheadMs),
+    });
+  }
+  for (const x of t.ab ?? []) {
+    const k = x.controller;
+    const floor = median(k.drops.floor);
+    rows.push({
+      id: `tenk-ab-${x.label}-${x.round}`,
+      workload: `A/B round ${x.round}, build ${x.label}: ready, idle CPU, peak RSS (before the drops), drop overhead median`,
+      berth: `${fmtMs(k.readyMs)}; ${k.idleCpuMs} ms / ${(k.idleWindowMs / 1000).toFixed(1)} s; ${(k.rssPeakKb / 1024).toFixed(0)} MB (${(k.rssPeakBeforeDropsKb / 1024).toFixed(0)} MB); ${fmtMs(median(k.drops.berth.map((b) => b - floor)))} (${k.drops.berth.map((b) => b.toFixed(0)).join(', ')} ms)`,
+      reference: 'raw create+start, same run',
+      refValue: fmtMs(floor),
+      target: '—',
+      verdict: 'info',
     });
   }
   const fmt = (x: Record<string, number>) => Object.entries(x).map(([k, v]) => `${k} ${v}`).join(', ');
