@@ -143,7 +143,7 @@ export async function controllerAt1000(
   log: (m: string) => void,
   maxRunning = 50,
   /** Another build's bin/berth.js (an A/B run), and the drops' name tag (unique per run over one folder). */
-  other: { bin?: string; tag?: string; nodeArgs?: string[] } = {},
+  other: { bin?: string; tag?: string; nodeArgs?: string[]; atIdle?: (pid: number) => Promise<void> } = {},
 ): Promise<ControllerAt1000> {
   const t0 = Date.now();
   const ctl = startController(sb, other.nodeArgs ?? [], maxRunning, other.bin);
@@ -157,6 +157,7 @@ export async function controllerAt1000(
     const idleWindowMs = performance.now() - w0;
     const rssIdleKb = statusKb(ctl.pid, 'VmRSS');
     const rssPeakBeforeDropsKb = statusKb(ctl.pid, 'VmHWM');
+    if (other.atIdle) await other.atIdle(ctl.pid);
     log(`  ready after ${readyMs} ms; idle CPU ${idleCpuMs} ms over ${(idleWindowMs / 1000).toFixed(1)} s; RSS ${(rssIdleKb / 1024).toFixed(0)} MB`);
     const d = dropCount > 0 ? await drops(engine, run, sb, dropCount, 1, other.tag ?? 'k', 1500) : { berth: [], floor: [], berthArrived: [] };
     if (dropCount > 0) log(`  ${dropCount} drops at ${specs} specs: berth ${d.berth.map((x) => x.toFixed(0)).join(' ')} ms`);
@@ -164,6 +165,21 @@ export async function controllerAt1000(
     return { specs, readyMs, idleCpuMs, idleWindowMs, rssPeakKb, rssPeakBeforeDropsKb, rssIdleKb, drops: d };
   } finally {
     await stopController(ctl, log);
+  }
+}
+
+/**
+ * A controller started until idle and stopped, untimed: its build's spec cache on disk is
+ * written (a cache written by another build is ignored and replaced, so in an A/B run each
+ * build's timed start would otherwise be a cold one).
+ */
+export async function warmController(sb: BerthSandbox, maxRunning: number, bin?: string): Promise<void> {
+  const ctl = startController(sb, [], maxRunning, bin);
+  try {
+    await ctl.waitFor(/controller started/, 60_000);
+    await waitIdle(ctl.pid, 300_000);
+  } finally {
+    await ctl.stop();
   }
 }
 
