@@ -37,10 +37,10 @@ export interface ControllerAt1000 {
   drops: DropSamples;
 }
 
-function startController(sb: BerthSandbox, nodeArgs: string[] = [], maxRunning = 50): Daemon {
+function startController(sb: BerthSandbox, nodeArgs: string[] = [], maxRunning = 50, bin = BERTH_BIN): Daemon {
   return new Daemon(
     process.execPath,
-    [...nodeArgs, BERTH_BIN, 'reconcile', '--max-running', String(maxRunning), '--concurrency', '8', ...sb.globalArgs()],
+    [...nodeArgs, bin, 'reconcile', '--max-running', String(maxRunning), '--concurrency', '8', ...sb.globalArgs()],
     { cwd: REPO },
   );
 }
@@ -142,9 +142,11 @@ export async function controllerAt1000(
   dropCount: number,
   log: (m: string) => void,
   maxRunning = 50,
+  /** Another build's bin/berth.js (an A/B run), and the drops' name tag (unique per run over one folder). */
+  other: { bin?: string; tag?: string; nodeArgs?: string[]; atIdle?: (pid: number) => Promise<void> } = {},
 ): Promise<ControllerAt1000> {
   const t0 = Date.now();
-  const ctl = startController(sb, [], maxRunning);
+  const ctl = startController(sb, other.nodeArgs ?? [], maxRunning, other.bin);
   try {
     await ctl.waitFor(/controller started/, 60_000);
     const readyMs = (await waitIdle(ctl.pid, 300_000)) - t0;
@@ -155,13 +157,29 @@ export async function controllerAt1000(
     const idleWindowMs = performance.now() - w0;
     const rssIdleKb = statusKb(ctl.pid, 'VmRSS');
     const rssPeakBeforeDropsKb = statusKb(ctl.pid, 'VmHWM');
+    if (other.atIdle) await other.atIdle(ctl.pid);
     log(`  ready after ${readyMs} ms; idle CPU ${idleCpuMs} ms over ${(idleWindowMs / 1000).toFixed(1)} s; RSS ${(rssIdleKb / 1024).toFixed(0)} MB`);
-    const d = dropCount > 0 ? await drops(engine, run, sb, dropCount, 1, 'k', 1500) : { berth: [], floor: [], berthArrived: [] };
+    const d = dropCount > 0 ? await drops(engine, run, sb, dropCount, 1, other.tag ?? 'k', 1500) : { berth: [], floor: [], berthArrived: [] };
     if (dropCount > 0) log(`  ${dropCount} drops at ${specs} specs: berth ${d.berth.map((x) => x.toFixed(0)).join(' ')} ms`);
     const rssPeakKb = statusKb(ctl.pid, 'VmHWM');
     return { specs, readyMs, idleCpuMs, idleWindowMs, rssPeakKb, rssPeakBeforeDropsKb, rssIdleKb, drops: d };
   } finally {
     await stopController(ctl, log);
+  }
+}
+
+/**
+ * A controller started until idle and stopped, untimed: its build's spec cache on disk is
+ * written (a cache written by another build is ignored and replaced, so in an A/B run each
+ * build's timed start would otherwise be a cold one).
+ */
+export async function warmController(sb: BerthSandbox, maxRunning: number, bin?: string): Promise<void> {
+  const ctl = startController(sb, [], maxRunning, bin);
+  try {
+    await ctl.waitFor(/controller started/, 60_000);
+    await waitIdle(ctl.pid, 300_000);
+  } finally {
+    await ctl.stop();
   }
 }
 

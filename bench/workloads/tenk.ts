@@ -14,6 +14,7 @@
  * specs in the folder; and the engine calls of a no-op pass, counted in-process.
  */
 import { promises as fs } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { reconcilePass, type PassConfig } from '../../src/controller/pass';
 import { createDockerEngine } from '../../src/engine/docker';
@@ -23,11 +24,11 @@ import { loadSpecs } from '../../src/spec/loader';
 import { StatusStore } from '../../src/status/store';
 import type { AttemptStatus } from '../../src/status/types';
 import type { RawEngine } from '../lib/engine';
-import { names, type BenchRun } from '../lib/fixture';
-import { berth } from '../lib/proc';
+import { names, type BenchRun, type BerthSandbox } from '../lib/fixture';
+import { berth, sleep } from '../lib/proc';
 import { fmtMs } from '../lib/stats';
 import { verdictOf, type Row } from '../lib/report';
-import { controllerAt1000, type ControllerAt1000 } from './controller';
+import { controllerAt1000, warmController, type ControllerAt1000 } from './controller';
 
 export const TENK_TARGETS = { rssMb: 250, readyMs: 5000, dropOverheadMs: 150, idleCpuPct: 1 };
 
@@ -41,6 +42,12 @@ export interface TenkSamples {
   /** Its time, in-process (information). */
   passMs: number;
   controller: ControllerAt1000;
+  /**
+   * `BENCH_TENK_AB=<label>=<bin/berth.js of another build>,...`: the controller of each build
+   * and of this one (label `this`) in turn, over the same folder, `BENCH_TENK_AB_ROUNDS` rounds;
+   * each timed run right after an untimed start of the same build (its spec cache on disk).
+   */
+  ab?: { label: string; round: number; controller: ControllerAt1000 }[];
 }
 
 function finishedRecord(instance: string, name: string, hash: string, resultsRoot: string, at: number): AttemptStatus {
@@ -120,8 +127,66 @@ export async function tenk(engine: RawEngine, run: BenchRun, total: number, runn
     calls = counter.snapshot();
   }
   log(`tenk: no-op pass in-process ${fmtMs(passMs)}, calls ${JSON.stringify(calls)}`);
-  const controller = await controllerAt1000(engine, run, sb, total, drops, log, running + drops + 5);
-  return { specs: total, running, fabricateMs, calls, passMs, controller };
+  const builds = (process.env.BENCH_TENK_AB ?? '')
+    .split(',')
+    .filter((x) => x.includes('='))
+    .map((x) => ({ label: x.slice(0, x.indexOf('=')), bin: x.slice(x.indexOf('=') + 1) }));
+  if (!builds.length) {
+    const controller = await controllerAt1000(engine, run, sb, total, drops, log, running + drops + 5);
+    return { specs: total, running, fabricateMs, calls, passMs, controller };
+  }
+  // A/B: each build's controller in turn over the same folder; every run's drops stay running, so
+  // the limit leaves room for all of them.
+  const rounds = Math.max(1, Number(process.env.BENCH_TENK_AB_ROUNDS ?? 2));
+  const contenders = [...builds, { label: 'this', bin: undefined }];
+  const maxRunning = running + drops * rounds * contenders.length + 5;
+  const ab: NonNullable<TenkSamples['ab']> = [];
+  for (let r = 0; r < rounds; r++) {
+    // alternate the order by round
+    for (const c of r % 2 ? [...contenders].reverse() : contenders) {
+      log(`tenk A/B round ${r + 1}: ${c.label} (load ${os.loadavg().map((x) => x.toFixed(1)).join(' ')})`);
+      const tag = `${c.label.replace(/[^a-z0-9]/g, '')}${r}x`;
+      // its own spec cache first (the other build's was just written over it)
+      await warmController(sb, maxRunning, c.bin);
+      ab.push({ label: c.label, round: r + 1, controller: await controllerAt1000(engine, run, sb, total, drops, log, maxRunning, { ...(c.bin ? { bin: c.bin } : {}), tag }) });
+    }
+  }
+  const controller = (ab.filter((x) => x.label === 'this').at(-1) as (typeof ab)[number]).controller;
+  if (process.env.BENCH_TENK_PROFILE_DIR) await profileTenk(engine, run, sb, total, maxRunning, process.env.BENCH_TENK_PROFILE_DIR, log);
+  return { specs: total, running, fabricateMs, calls, passMs, controller, ab };
+}
+
+/**
+ * `BENCH_TENK_PROFILE_DIR`: this build's controller once more, untimed, under `--cpu-prof`
+ * (start-up, first pass, 2 drops) with a heap snapshot taken once it is idle (SIGUSR2), both
+ * into the folder.
+ */
+async function profileTenk(engine: RawEngine, run: BenchRun, sb: BerthSandbox, total: number, maxRunning: number, dir: string, log: (m: string) => void): Promise<void> {
+  await fs.mkdir(dir, { recursive: true });
+  const nodeArgs = ['--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-name', 'tenk-controller.cpuprofile', '--heapsnapshot-signal=SIGUSR2', '--diagnostic-dir', dir];
+  await controllerAt1000(engine, run, sb, total, 2, log, maxRunning, {
+    nodeArgs,
+    tag: 'prof',
+    atIdle: async (pid) => {
+      const before = new Set(await fs.readdir(dir));
+      process.kill(pid, 'SIGUSR2');
+      // the snapshot is written by the controller's own thread; wait for its file to be complete
+      for (let i = 0; i < 600; i++) {
+        const made = (await fs.readdir(dir)).filter((f) => f.endsWith('.heapsnapshot') && !before.has(f));
+        if (made.length) {
+          const f = path.join(dir, made[0] as string);
+          const a = (await fs.stat(f)).size;
+          await sleep(1000);
+          if ((await fs.stat(f)).size === a && a > 0) {
+            log(`tenk: heap snapshot ${f} (${(a / 1e6).toFixed(0)} MB)`);
+            return;
+          }
+        } else await sleep(500);
+      }
+      log('tenk: no heap snapshot within 5 min');
+    },
+  });
+  log(`tenk: CPU profile ${path.join(dir, 'tenk-controller.cpuprofile')}`);
 }
 
 export function tenkRows(t: TenkSamples, rows: Row[]): void {
@@ -168,6 +233,19 @@ export function tenkRows(t: TenkSamples, rows: Row[]): void {
       refValue: fmtMs(floor),
       target: `overhead median ≤ ${TENK_TARGETS.dropOverheadMs} ms`,
       verdict: verdictOf(m <= TENK_TARGETS.dropOverheadMs),
+    });
+  }
+  for (const x of t.ab ?? []) {
+    const k = x.controller;
+    const floor = median(k.drops.floor);
+    rows.push({
+      id: `tenk-ab-${x.label}-${x.round}`,
+      workload: `A/B round ${x.round}, build ${x.label}: ready, idle CPU, peak RSS (before the drops), drop overhead median`,
+      berth: `${fmtMs(k.readyMs)}; ${k.idleCpuMs} ms / ${(k.idleWindowMs / 1000).toFixed(1)} s; ${(k.rssPeakKb / 1024).toFixed(0)} MB (${(k.rssPeakBeforeDropsKb / 1024).toFixed(0)} MB); ${fmtMs(median(k.drops.berth.map((b) => b - floor)))} (${k.drops.berth.map((b) => b.toFixed(0)).join(', ')} ms)`,
+      reference: 'raw create+start, same run',
+      refValue: fmtMs(floor),
+      target: '—',
+      verdict: 'info',
     });
   }
   const fmt = (x: Record<string, number>) => Object.entries(x).map(([k, v]) => `${k} ${v}`).join(', ');

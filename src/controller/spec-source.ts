@@ -1,23 +1,27 @@
 /**
- * The specs folder as a source of keys: chokidar watches it; a change is debounced (editors'
- * atomic renames, swap files, half-written files settle first: chokidar also waits for a
- * file's size to hold still), then the folder is loaded again and the attempt names whose
- * spec changed (added, removed, new hash, turned invalid or valid) are handed on. A file
- * moved between subfolders keeps its attempt's hash: nothing to do. Loading again reads only
- * the files chokidar named (spec/folder-load.ts; a folder added or removed loads everything),
- * so a change costs what changed, not the size of the folder.
+ * The specs folder as a source of keys: watched by name (util/watch-tree.ts: one `fs.watch` per
+ * folder, no listing of the folder on a change); a change waits until the folder has been quiet
+ * for the debounce, and a file written in place until it has had no write for `settleMs`
+ * (editors' atomic renames, swap files, half-written files settle first). Then the folder is
+ * loaded again and the attempt names whose spec changed (added, removed, new hash, turned
+ * invalid or valid) are handed on. A file moved between subfolders keeps its attempt's hash:
+ * nothing to do. Loading again reads only the files the watcher named (spec/folder-load.ts);
+ * what a name cannot place (a folder added, removed or replaced, the root gone, a burst that
+ * may have overflowed the kernel's queue, a watcher's error) loads everything, walk and all.
+ * So a change costs what changed, not the size of the folder.
  *
  * With a git source the folder is the revision in force (never watched: it never changes once
  * written); `reload()` after a new revision loads it. Before any revision is in force the load
  * is a root error: nothing is planned from it.
  */
-import chokidar, { type FSWatcher } from 'chokidar';
 import path from 'node:path';
 import { FolderLoad } from '../spec/folder-load';
 import { loadSpecs, type LoadReport } from '../spec/loader';
 import type { Revision } from '../git/source';
 import type { SpecError } from '../spec/types';
 import type { Logger } from '../util/log';
+import { isIgnoredName, isSpecFileName } from '../spec/walk';
+import { watchTree, type TreeWatch } from '../util/watch-tree';
 
 function fingerprint(load: LoadReport, among?: ReadonlySet<string>): Map<string, string> {
   const out = new Map<string, string>();
@@ -42,14 +46,19 @@ export function changedNames(before: LoadReport | undefined, after: LoadReport, 
 }
 
 export class SpecSource {
-  private watcher: FSWatcher | undefined;
+  private watcher: TreeWatch | undefined;
   private timer: NodeJS.Timeout | undefined;
+  /** What the watcher reported and has not settled yet: files, or the whole folder. */
+  private pending = new Set<string>();
+  private pendingWhole = false;
+  /** When the pending changes count as settled (Date.now()). */
+  private settleAt = 0;
   private current: LoadReport | undefined;
   private loading: Promise<LoadReport> | undefined;
   private dirty = true;
   /** The folder, kept loaded (not with a git source). */
   private readonly folder: FolderLoad | undefined;
-  /** Files chokidar named since the last load began. */
+  /** Files the watcher named (settled) since the last load began. */
   private changed = new Set<string>();
   /** The next load walks the whole folder (a change a file's path does not say, a failed load). */
   private whole = true;
@@ -61,7 +70,13 @@ export class SpecSource {
       specsDir: string;
       resultsRoot: string;
       debounceMs: number;
+      /** A file written in place counts as written once it has had no write this long (default 60 ms). */
+      settleMs?: number;
       log: Logger;
+      /** The watcher's burst limit (util/watch-tree.ts; tests). */
+      burstLimit?: number;
+      /** Called after every load that succeeded (tests, debugging): whether it walked the folder. */
+      onLoaded?: (load: LoadReport, walked: boolean) => void;
       /** The state folder: the first load may find outcomes kept on disk there. */
       stateDir?: string;
       /** Specs from git: the revision in force (undefined: none yet), and the source's URL. */
@@ -70,6 +85,16 @@ export class SpecSource {
     private readonly onChange: (names: string[], load: LoadReport) => void,
   ) {
     this.folder = opts.git ? undefined : new FolderLoad({ specsDir: opts.specsDir, resultsRoot: opts.resultsRoot });
+  }
+
+  /** Full loads of the folder so far (walks), not counting updates of the files named. */
+  get walks(): number {
+    return this.folder?.walks ?? 0;
+  }
+
+  /** The folder's watcher (undefined until watch()). */
+  get watching(): TreeWatch | undefined {
+    return this.watcher;
   }
 
   /** The last load, as it is (undefined before the first); never reads the folder. */
@@ -86,6 +111,11 @@ export class SpecSource {
       if (!this.dirty) return under;
       await under.catch(() => undefined);
     }
+    // A folder the watcher cannot watch reports nothing: every look walks the folder again.
+    if (this.watcher?.degraded) {
+      this.dirty = true;
+      this.whole = true;
+    }
     if (!this.dirty && this.current) return this.current;
     this.dirty = false;
     const git = this.opts.git;
@@ -101,6 +131,7 @@ export class SpecSource {
     const whole = this.whole || !this.current;
     this.changed = new Set();
     this.whole = false;
+    const walks = this.walks;
     const loading = rev
       ? loadSpecs({ specsDir: rev.dir, revision: rev.revision, resultsRoot: this.opts.resultsRoot })
       : whole || !this.folder
@@ -124,6 +155,7 @@ export class SpecSource {
     const names = changedNames(this.current, load, whole ? undefined : this.folder?.touched);
     this.current = load;
     if (names.length) this.onChange(names, load);
+    this.opts.onLoaded?.(load, this.walks !== walks);
     return load;
   }
 
@@ -136,42 +168,65 @@ export class SpecSource {
 
   watch(): void {
     const root = path.resolve(this.opts.specsDir);
-    this.watcher = chokidar.watch(root, {
-      ignoreInitial: true,
-      ignored: (p: string) => p !== root && path.basename(p).startsWith('.'),
-      // a file must hold its size this long before it counts as written
-      awaitWriteFinish: { stabilityThreshold: 60, pollInterval: 10 },
-    });
-    this.watcher.on('all', (event, file) => {
-      this.opts.log.debug(`specs folder: ${event} ${path.relative(root, file)}`);
-      this.noteChange(event, file);
-      clearTimeout(this.timer);
-      this.timer = setTimeout(() => {
-        this.specs().catch((err: unknown) => this.opts.log.error(`loading specs failed: ${(err as Error).message}`));
-      }, this.opts.debounceMs);
-    });
-    this.watcher.on('error', (err) => {
-      this.opts.log.warn(`specs folder watch: ${(err as Error).message}`);
-      // What it missed is unknown: the next load walks the folder.
-      this.dirty = true;
-      this.whole = true;
+    this.watcher = watchTree(root, {
+      ignored: isIgnoredName,
+      ...(this.opts.burstLimit !== undefined ? { burstLimit: this.opts.burstLimit } : {}),
+      onPath: (file, kind) => {
+        // Only spec files are read; any other name (a README, an editor's temp file) changes nothing.
+        if (!isSpecFileName(path.basename(file))) return;
+        this.opts.log.debug(`specs folder: ${kind} ${path.relative(root, file)}`);
+        this.pending.add(file);
+        this.later(kind === 'change' ? (this.opts.settleMs ?? 60) : 0);
+      },
+      onWhole: (why) => {
+        this.opts.log.debug(`specs folder: ${why}; walking it again`);
+        this.pendingWhole = true;
+        this.later(0);
+      },
+      onError: (err) => {
+        this.opts.log.warn(`specs folder watch: ${err.message}${this.watcher?.degraded ? '; while it cannot be watched, every look at the specs (each batch, every resync) walks the whole folder again' : ''}`);
+        // What it missed is unknown: the next load walks the folder.
+        this.dirty = true;
+        this.whole = true;
+      },
     });
   }
 
-  /** A change chokidar reported: a file's (`add`, `change`, `unlink`) is loaded again alone; any other, the whole folder. */
+  /** Loads once the folder has been quiet for the debounce and the files written for `settleMs`. */
+  private later(settleMs: number): void {
+    const now = Date.now();
+    this.settleAt = Math.max(this.settleAt, now + settleMs, now + this.opts.debounceMs);
+    clearTimeout(this.timer);
+    const fire = (): void => {
+      const left = this.settleAt - Date.now();
+      if (left > 0) {
+        this.timer = setTimeout(fire, left);
+        return;
+      }
+      for (const f of this.pending) this.noteChange('change', f);
+      if (this.pendingWhole) this.noteChange('whole', this.opts.specsDir);
+      this.pending = new Set();
+      this.pendingWhole = false;
+      this.specs().catch((err: unknown) => this.opts.log.error(`loading specs failed: ${(err as Error).message}`));
+    };
+    this.timer = setTimeout(fire, this.settleAt - now);
+  }
+
+  /** A change the watcher reported (settled): a file's (`add`, `change`, `unlink`) is loaded again alone; any other, the whole folder. */
   noteChange(event: string, file: string): void {
     this.dirty = true;
     if (event === 'add' || event === 'change' || event === 'unlink') this.changed.add(file);
     else this.whole = true;
   }
 
-  /** Resolves once the watcher is ready (its initial scan is done). */
+  /** Resolves once the watcher is armed (it is, once watch() returns: no initial scan of the files). */
   ready(): Promise<void> {
-    return new Promise((resolve) => (this.watcher ? this.watcher.once('ready', () => resolve()) : resolve()));
+    return Promise.resolve();
   }
 
   async close(): Promise<void> {
     clearTimeout(this.timer);
-    await this.watcher?.close();
+    this.watcher?.close();
+    this.watcher = undefined;
   }
 }

@@ -38,6 +38,44 @@ export interface StoreOptions {
 
 type Read = { rec: AttemptStatus } | { problem: string } | undefined;
 
+/**
+ * One copy of each string many records repeat (JSON.parse makes a new string per value): the
+ * instance, phase, reason, engine boot, and the attestation's check names and details, which
+ * are the same for most finished attempts. At 10,000 records, ~10 MB of strings less in a
+ * controller. Bounded: short strings only, and no new ones after `INTERN_MAX` distinct values.
+ */
+const INTERN_MAX = 20_000;
+const interned = new Map<string, string>();
+function intern(s: string): string;
+function intern(s: string | undefined): string | undefined;
+function intern(s: string | undefined): string | undefined {
+  if (typeof s !== 'string' || s.length > 256) return s;
+  const had = interned.get(s);
+  if (had !== undefined) return had;
+  if (interned.size < INTERN_MAX) interned.set(s, s);
+  return s;
+}
+
+function shareStrings(rec: AttemptStatus): AttemptStatus {
+  rec.instance = intern(rec.instance);
+  rec.phase = intern(rec.phase) as AttemptStatus['phase'];
+  if (typeof rec.reason === 'string') rec.reason = intern(rec.reason);
+  // Only what is there is replaced, by the same value: a record keeps its exact content.
+  const boot = rec.engineBoot as Partial<AttemptStatus['engineBoot']> | undefined;
+  if (boot && typeof boot === 'object') {
+    if (typeof boot.id === 'string') boot.id = intern(boot.id);
+    if (typeof boot.at === 'string') boot.at = intern(boot.at);
+  }
+  const checks = rec.lastAttestation?.checks;
+  if (Array.isArray(checks)) {
+    for (const c of checks) {
+      if (typeof c.name === 'string') c.name = intern(c.name);
+      if (typeof c.detail === 'string') c.detail = intern(c.detail);
+    }
+  }
+  return rec;
+}
+
 export class StatusStore {
   private cache: Map<string, AttemptStatus> | undefined;
   private readonly damagedNow = new Map<string, DamagedRecord>();
@@ -76,7 +114,7 @@ export class StatusStore {
     }
     if (value === undefined) return undefined;
     const problem = recordProblem(value, name, this.instance);
-    return problem ? { problem } : { rec: value as AttemptStatus };
+    return problem ? { problem } : { rec: shareStrings(value as AttemptStatus) };
   }
 
   async loadAll(): Promise<Map<string, AttemptStatus>> {

@@ -84,7 +84,7 @@ export async function runReconcile(ctx: Context, o: ReconcileOptions): Promise<n
     return EXIT.usage;
   }
   if (o.once && o.webhookAddr !== undefined) throw new UsageError('--webhook-addr is for the controller (without --once)');
-  // the controller's modules (chokidar, prom-client) load only in controller mode
+  // the controller's modules (its folder watcher, prom-client) load only in controller mode
   if (!o.once) return (require('./controller') as typeof ControllerCmd).runController(ctx, o);
   const notify = await notifyOf(ctx, o, git);
   const cfg = passConfig(ctx, o);

@@ -9,21 +9,9 @@ import path from 'node:path';
 import { changedNames } from '../../../src/controller/spec-source';
 import { FolderLoad } from '../../../src/spec/folder-load';
 import type { LoadReport } from '../../../src/spec/loader';
-import { cleanupTemp, doc, sandbox, writeTree, type Sandbox } from './helpers';
+import { cleanupTemp, doc, loadSummary, sandbox, writeTree, type Sandbox } from './helpers';
 
-/** What a load says, comparable with deep equality. */
-function summary(l: LoadReport) {
-  return {
-    specs: l.specs.map((s) => `${s.spec.name}:${s.hash}:${s.source.file}:${s.source.line}`),
-    errors: l.errors.map((e) => `${e.file}:${e.line}:${e.col}:${e.code}:${e.attempt ?? ''}:${e.message}`),
-    protectedNames: [...l.protectedNames].sort(),
-    unreadableFiles: [...l.unreadableFiles].sort(),
-    unreadableFolders: [...l.unreadableFolders].sort(),
-    files: l.files,
-    documents: l.documents,
-    rootError: l.rootError?.message,
-  };
-}
+const summary = loadSummary;
 
 describe('spec/folder-load: a folder loaded again file by file', () => {
   afterEach(cleanupTemp);

@@ -62,3 +62,17 @@ export function sandbox(files: Record<string, string | Buffer>): Sandbox {
 export function loadOne(text: string, extra: Record<string, string | Buffer> = {}): Promise<LoadReport> {
   return sandbox({ 'spec.yaml': text, ...extra }).load();
 }
+
+/** What a load says, comparable with deep equality. */
+export function loadSummary(l: LoadReport) {
+  return {
+    specs: l.specs.map((s) => `${s.spec.name}:${s.hash}:${s.source.file}:${s.source.line}`),
+    errors: l.errors.map((e) => `${e.file}:${e.line}:${e.col}:${e.code}:${e.attempt ?? ''}:${e.message}`),
+    protectedNames: [...l.protectedNames].sort(),
+    unreadableFiles: [...l.unreadableFiles].sort(),
+    unreadableFolders: [...l.unreadableFolders].sort(),
+    files: l.files,
+    documents: l.documents,
+    rootError: l.rootError?.message,
+  };
+}

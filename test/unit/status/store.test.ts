@@ -126,4 +126,25 @@ describe('status/store', () => {
       () => undefined,
     );
   });
+
+  it('records sharing strings (checks, engine boot) read back exactly as written, odd shapes kept as they are', async () => {
+    const checks = ['labels', 'image'].map((c) => ({ name: c, ok: true, detail: `${c} as the spec says` }));
+    const written: Record<string, unknown> = {};
+    for (let i = 0; i < 5; i++) {
+      const r = rec(`share${i}`, {
+        phase: 'Succeeded',
+        reason: 'Completed',
+        engineBoot: { id: 'b'.repeat(64), at: '2026-01-01T00:00:00.000Z' },
+        lastAttestation: { at: '2026-01-01T00:00:01.000Z', depth: 'inspect', ok: true, checks: checks.map((c) => ({ ...c })) },
+      });
+      written[r.name] = r;
+      await write(r.name, JSON.stringify(r));
+    }
+    // an engine boot that is not one, and a check without a detail: read as they are
+    const odd = { ...rec('odd'), engineBoot: 'not-an-object', lastAttestation: { at: '2026-01-01T00:00:01.000Z', depth: 'list', ok: false, checks: [{ name: 7 }, { name: 'labels', ok: false }] } };
+    written.odd = odd;
+    await write('odd', JSON.stringify(odd));
+    const all = await store().loadAll();
+    for (const [n, w] of Object.entries(written)) expect(all.get(n), n).to.deep.equal(JSON.parse(JSON.stringify(w)));
+  });
 });
