@@ -12,6 +12,7 @@ import { BackendRefusedError } from '../../engine/errors';
 import { createDockerEngine, dockerFromEnv } from '../../engine/docker';
 import { createSwarmEngine } from '../../engine/swarm';
 import type { Engine, Labels, NetworkClient, VolumeClient } from '../../engine/types';
+import { SwarmEvents } from './events';
 import { SwarmNetworks } from './networks';
 import { NodePool } from './nodes';
 import { SwarmRuns } from './runs';
@@ -54,7 +55,8 @@ export function createSwarmBackend(o: SwarmBackendOptions = {}): Engine & { runs
     networks,
     volumes,
     images: manager.images,
-    events: manager.events,
+    // the manager's events merged with each node's (its tasks' ends): events.ts
+    events: new SwarmEvents(manager.events, swarm, pool),
     ping: () => manager.ping(),
     version: () => manager.version(),
     address: swarm.address,
