@@ -13,7 +13,7 @@ import { createDockerEngine, dockerFromEnv } from '../../engine/docker';
 import { createSwarmEngine } from '../../engine/swarm';
 import type { Engine, Labels, NetworkClient, VolumeClient } from '../../engine/types';
 import { SwarmEvents } from './events';
-import { SwarmNetworks } from './networks';
+import { sharedNetworkList, SwarmNetworks } from './networks';
 import { NodePool } from './nodes';
 import { SwarmRuns } from './runs';
 
@@ -36,7 +36,9 @@ export function createSwarmBackend(o: SwarmBackendOptions = {}): Engine & { runs
   const d = o.docker ?? dockerFromEnv(env);
   const timeouts = o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {};
   const manager = createDockerEngine(d, { ...timeouts, env });
-  const swarm = createSwarmEngine(d, { ...timeouts, env });
+  const raw = createSwarmEngine(d, { ...timeouts, env });
+  // one list of the manager's networks serves a pass's calls (networks.ts)
+  const swarm = { ...raw, networks: sharedNetworkList(raw.networks) };
   const pool = new NodePool(swarm, o.probeImage ?? DEFAULTS.egressProxyImage, o.timeoutMs);
   const runs = new SwarmRuns(swarm, pool);
   // The manager's own volumes (berth's engine-side instance lock lives there); an attempt's
