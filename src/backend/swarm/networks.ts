@@ -112,8 +112,29 @@ export function sharedNetworkList(inner: NetworkClient): NetworkClient {
     inspect: (idOrName) => inner.inspect(idOrName),
     create: (spec) => changed(inner.create(spec)),
     connect: (network, container) => changed(inner.connect(network, container)),
-    remove: (idOrName) => changed(inner.remove(idOrName)),
+    remove: (idOrName) => changed(removed(inner, idOrName)),
   };
+}
+
+/**
+ * Removes an overlay and waits (bounded: 10 s) until the manager no longer lists it: seen here,
+ * the manager lists an overlay for a moment after its removal (and a second removal is a 500
+ * "not found"), so a `clean` that lists again right after would find it left.
+ */
+async function removed(inner: NetworkClient, idOrName: string): Promise<boolean> {
+  let out: boolean;
+  try {
+    out = await inner.remove(idOrName);
+  } catch (err) {
+    if (!/not found/i.test((err as Error).message ?? '')) throw err;
+    out = false;
+  }
+  for (let i = 0; i < 100; i++) {
+    const all = await inner.list([]);
+    if (!all.some((n) => n.id === idOrName || n.name === idOrName)) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return out;
 }
 
 /** Waits while the manager says a network is still in use (its tasks' containers are going). */
