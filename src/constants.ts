@@ -210,6 +210,8 @@ export const SWARM = {
    * upstream DNS; `private`: the run's own internal overlay, which stands for `none`).
    */
   netLabel: 'dev.berth.swarm-net',
+  /** On the record of a network a run's task is to be attached to besides its first (networks.connect before the start): that network. */
+  attachLabel: 'dev.berth.swarm-attach',
   /** How long a started run's task may take to get its container on its node. */
   taskStartMs: 60_000,
   /** On a hardening probe's service: the node it checks. */

@@ -21,7 +21,7 @@
  */
 import { activity } from './activity';
 import { EXIT, LABELS, PHASES, type Phase } from '../constants';
-import type { Engine } from '../engine/types';
+import { RELIST_EVENT, type Engine } from '../engine/types';
 import { describeEngineError, isEngineDown } from '../engine/errors';
 import { instrumentEngine } from '../engine/wrap';
 import { Executor, type ActionResult } from '../execute/executor';
@@ -136,6 +136,8 @@ export class Controller {
       : undefined;
     this.events = new EngineSource(this.engine, o.cfg.instance, o.log, {
       onEvent: (ev) => {
+        // a part of a merged stream (a swarm node's) was away: what happened meanwhile was not reported
+        if (ev.type === RELIST_EVENT) return this.queue.add(ALL);
         const key = ev.attributes[LABELS.attempt];
         if (!key) return;
         if (ev.type === 'container' && (ev.action === 'die' || ev.action === 'destroy')) {

@@ -44,7 +44,8 @@ export class EngineSource {
         this.h.onConnected?.();
         delay = 250;
         for await (const ev of events) {
-          this.lastEventSeconds = Number(ev.timeNano / 1_000_000_000n);
+          // `since` is of this engine's clock: not from an event another engine (a swarm node) reported
+          if (ev.origin === undefined) this.lastEventSeconds = Number(ev.timeNano / 1_000_000_000n);
           this.h.onEvent(ev);
         }
       } catch (err) {

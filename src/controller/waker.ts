@@ -4,7 +4,7 @@
  * the resync period. `wait(ms)` resolves on the first of them.
  */
 import { LABELS } from '../constants';
-import type { Engine } from '../engine/types';
+import { RELIST_EVENT, type Engine } from '../engine/types';
 import type { Snapshot } from '../observe/types';
 import { RUNNING_STATES } from '../plan/planner';
 import { EngineSource } from './engine-source';
@@ -127,6 +127,12 @@ export class Waker {
   followEngine(engine: Engine, instance: string, log: Logger): void {
     this.source = new EngineSource(engine, instance, log, {
       onEvent: (ev) => {
+        if (ev.type === RELIST_EVENT) {
+          // a part of a merged stream (a swarm node's) was away: anything may have ended meanwhile
+          this.poke();
+          this.pokeExit();
+          return;
+        }
         const attempt = ev.attributes[LABELS.attempt];
         if (ev.type === 'container' && ev.action === 'die' && attempt) {
           this.exits.set(attempt, { id: ev.id, looks: 0 });

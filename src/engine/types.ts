@@ -231,7 +231,19 @@ export interface EngineEvent {
   attributes: Labels;
   /** Nanoseconds since the epoch, as the engine reports `timeNano`. */
   timeNano: bigint;
+  /**
+   * The engine it came from when that is not the one the stream was asked of (a swarm node's,
+   * merged into the manager's stream): its time is that engine's clock, so no `since` is taken from it.
+   */
+  origin?: string;
 }
+
+/**
+ * The type of an event a backend that merges several engines' streams yields when one of them
+ * was broken and is connected again (a swarm node that went away and came back): what happened
+ * meanwhile was not reported, so whoever follows the stream lists everything again.
+ */
+export const RELIST_EVENT = 'relist';
 
 export interface EventClient {
   /** Streams events matching the label filters since `sinceSeconds`; the stream ends when the engine goes away. */

@@ -12,7 +12,8 @@ import { DEFAULTS } from '../../constants';
 import { createDockerEngine, dockerFromEnv } from '../../engine/docker';
 import { createSwarmEngine } from '../../engine/swarm';
 import type { Engine, NetworkClient, VolumeClient } from '../../engine/types';
-import { SwarmNetworks } from './networks';
+import { SwarmEvents } from './events';
+import { sharedNetworkList, SwarmNetworks } from './networks';
 import { NodePool } from './nodes';
 import { SwarmRuns } from './runs';
 import { SwarmVolumes } from './volumes';
@@ -31,7 +32,9 @@ export function createSwarmBackend(o: SwarmBackendOptions = {}): Engine & { runs
   const d = o.docker ?? dockerFromEnv(env);
   const timeouts = o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {};
   const manager = createDockerEngine(d, { ...timeouts, env });
-  const swarm = createSwarmEngine(d, { ...timeouts, env });
+  const raw = createSwarmEngine(d, { ...timeouts, env });
+  // one list of the manager's networks serves a pass's calls (networks.ts)
+  const swarm = { ...raw, networks: sharedNetworkList(raw.networks) };
   const pool = new NodePool(swarm, o.probeImage ?? DEFAULTS.egressProxyImage, o.timeoutMs);
   const runs = new SwarmRuns(swarm, pool, manager.volumes);
   // the manager's own volumes (berth's engine-side instance lock lives there) and the records of
@@ -44,7 +47,8 @@ export function createSwarmBackend(o: SwarmBackendOptions = {}): Engine & { runs
     networks,
     volumes,
     images: manager.images,
-    events: manager.events,
+    // the manager's events merged with each node's (its tasks' ends): events.ts
+    events: new SwarmEvents(manager.events, swarm, pool),
     ping: () => manager.ping(),
     version: () => manager.version(),
     address: swarm.address,

@@ -14,7 +14,7 @@
 import { SWARM } from '../../constants';
 import { isConflict, isNotFound } from '../../engine/errors';
 import type { SwarmEngine } from '../../engine/swarm/types';
-import type { ContainerDetails, NetworkClient, NetworkCreateSpec, NetworkDetails, NetworkSummary } from '../../engine/types';
+import type { ContainerDetails, Labels, NetworkClient, NetworkCreateSpec, NetworkDetails, NetworkSummary } from '../../engine/types';
 import type { NodeHandle, NodePool } from './nodes';
 import { runId } from './runs';
 
@@ -76,6 +76,67 @@ export async function taskNetworks(h: NodeHandle, inner: ContainerDetails, run: 
   return [...new Set(out)].sort();
 }
 
+/** Whether labels pass the engine's label filters (`key=value`, or `key` for any value), as a label-filtered list would. */
+export function matchesLabels(labels: Labels, filters: readonly string[]): boolean {
+  return filters.every((f) => {
+    const i = f.indexOf('=');
+    return i < 0 ? labels[f] !== undefined : labels[f.slice(0, i)] === f.slice(i + 1);
+  });
+}
+
+/**
+ * The manager's networks, listed once for the calls of SWARM.nodesFreshMs (a pass lists the
+ * attempts' networks, and the runs' list needs every network by id: one request for both, so a
+ * no-op pass stays at a constant number); any filter is applied here, as the engine would. A
+ * create or remove through it makes the next list ask again.
+ */
+export function sharedNetworkList(inner: NetworkClient): NetworkClient {
+  let recent: { at: number; list: Promise<NetworkSummary[]> } | undefined;
+  const changed = <T>(p: Promise<T>): Promise<T> => {
+    recent = undefined;
+    return p.finally(() => (recent = undefined));
+  };
+  return {
+    async list(labelFilters) {
+      const now = Date.now();
+      if (!recent || now - recent.at > SWARM.nodesFreshMs) {
+        const list = inner.list([]);
+        const mine = { at: now, list };
+        recent = mine;
+        list.catch(() => {
+          if (recent === mine) recent = undefined;
+        });
+      }
+      return (await recent.list).filter((n) => matchesLabels(n.labels, labelFilters));
+    },
+    inspect: (idOrName) => inner.inspect(idOrName),
+    create: (spec) => changed(inner.create(spec)),
+    connect: (network, container) => changed(inner.connect(network, container)),
+    remove: (idOrName) => changed(removed(inner, idOrName)),
+  };
+}
+
+/**
+ * Removes an overlay and waits (bounded: 10 s) until the manager no longer lists it: seen here,
+ * the manager lists an overlay for a moment after its removal (and a second removal is a 500
+ * "not found"), so a `clean` that lists again right after would find it left.
+ */
+async function removed(inner: NetworkClient, idOrName: string): Promise<boolean> {
+  let out: boolean;
+  try {
+    out = await inner.remove(idOrName);
+  } catch (err) {
+    if (!/not found/i.test((err as Error).message ?? '')) throw err;
+    out = false;
+  }
+  for (let i = 0; i < 100; i++) {
+    const all = await inner.list([]);
+    if (!all.some((n) => n.id === idOrName || n.name === idOrName)) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return out;
+}
+
 /** Waits while the manager says a network is still in use (its tasks' containers are going). */
 async function whenFree<T>(f: () => Promise<T>): Promise<T> {
   for (let i = 0; ; i++) {
@@ -93,8 +154,8 @@ export class SwarmNetworks implements NetworkClient {
   constructor(
     private readonly swarm: SwarmEngine,
     private readonly pool: NodePool,
-    /** Records a network a run's task is to be attached to as well (before its start). */
-    private readonly attach: (network: string, run: string) => void,
+    /** Records a network a run's task is to be attached to as well (before its start), durably. */
+    private readonly attach: (network: string, run: string) => Promise<void>,
   ) {}
 
   /** berth's networks of attempts (a run's own `none` network is its run's, not the attempt's). */
@@ -129,8 +190,8 @@ export class SwarmNetworks implements NetworkClient {
   }
 
   /** A run is attached before its task starts: the network goes into its service. */
-  async connect(network: string, container: string): Promise<void> {
-    this.attach(network, container);
+  connect(network: string, container: string): Promise<void> {
+    return this.attach(network, container);
   }
 
   remove(idOrName: string): Promise<boolean> {

@@ -40,7 +40,7 @@ import { COMPONENTS, DEFAULTS, LABELS, REASONS, SWARM } from '../../constants';
 import { BackendRefusedError, isConflict, isNotFound } from '../../engine/errors';
 import type { ServiceSummary, SwarmEngine, TaskSummary } from '../../engine/swarm/types';
 import type { ContainerClient, ContainerCreateSpec, ContainerDetails, ContainerSummary, Labels, MountSummary, NetworkSummary, VolumeClient, VolumeSummary } from '../../engine/types';
-import { parseRunNet, privateNetwork, taskNetworks, type RunNet } from './networks';
+import { matchesLabels, parseRunNet, privateNetwork, taskNetworks, type RunNet } from './networks';
 import { nodeName, type NodeHandle, type NodePool } from './nodes';
 import { splitSecrets } from './archive';
 import { extractResults } from './results';
@@ -105,9 +105,6 @@ export function parseRunId(id: string): { name: string; node?: string } {
 }
 
 export class SwarmRuns implements ContainerClient {
-  /** Run id → networks its task attaches to besides its first (networks.connect before its start). */
-  private readonly attached = new Map<string, Set<string>>();
-
   constructor(
     private readonly swarm: SwarmEngine,
     private readonly pool: NodePool,
@@ -116,13 +113,23 @@ export class SwarmRuns implements ContainerClient {
   ) {}
 
   /**
-   * A network a run's task is to be on as well: recorded until its start (a service's networks are
-   * fixed when it is made). Not kept across berth processes: a sidecar found made but not started
-   * is made again, and one started without it fails its attestation (its networks are exact).
+   * A network a run's task is to be on as well (networks.connect before its start; a service's
+   * networks are fixed when it is made). Recorded durably, with the run's labels, as a swarm
+   * object the run's start reads and its removal removes (a secret: the same list the start
+   * makes for the run's secrets, and removed with them; it holds only the network's name, which
+   * is no secret, and is never attached to the service): a berth killed between the connect and
+   * the start leaves the next one a run it starts on all its networks.
    */
-  attach(network: string, id: string): void {
-    if (!this.attached.has(id)) this.attached.set(id, new Set());
-    this.attached.get(id)?.add(network);
+  async attach(network: string, id: string): Promise<void> {
+    const h = await this.locate(id);
+    if (!h) throw notFound(id);
+    const { name } = parseRunId(id);
+    const own = runId(name, h.node.id);
+    const labels = (await h.engine.containers.inspect(name)).labels;
+    const marker = `b-${createHash('sha256').update(own).digest('hex').slice(0, 16)}-n-${createHash('sha256').update(network).digest('hex').slice(0, 16)}`;
+    await this.swarm.secrets.create(marker, Buffer.from(network), { ...helperLabels(labels, own), [SWARM.attachLabel]: network }).catch((err: unknown) => {
+      if (!isConflict(err)) throw err;
+    });
   }
 
   /** A service's networks by name (a run's own `none` network as `none`), from the manager's networks. */
@@ -208,7 +215,7 @@ export class SwarmRuns implements ContainerClient {
   async list(labelFilters: string[]): Promise<ContainerSummary[]> {
     const [services, nodes] = await Promise.all([this.swarm.services.list(labelFilters), this.pool.reachable(), this.pool.sweep()]);
     const runs = services.filter((s) => s.labels[SWARM.resultsLabel] !== undefined);
-    const [tasks, nets] = runs.length ? await Promise.all([this.swarm.tasks.list({ services: runs.map((s) => s.id) }), this.networksById()]) : [[], new Map()];
+    const [tasks, nets] = await Promise.all([runs.length ? this.swarm.tasks.list({ services: runs.map((s) => s.id) }) : [], this.networksById()]);
     const out = runs.map((s) => {
       const c = this.summary(s, latest(tasks.filter((t) => t.serviceId === s.id)), nets, nodes);
       // a run whose node is lost has ended, for berth: its finish finds it gone (Lost)
@@ -241,6 +248,16 @@ export class SwarmRuns implements ContainerClient {
         started.add(id);
         out.push(halfMade(id, run, v.labels));
       }
+    }
+    // A run's own `none` overlay whose removal failed after the rest of its run was gone: it
+    // carries the run's labels, so it is listed as a created run of its own (no node) and goes
+    // the same way, by the one ownership rule on those labels.
+    const named = new Set(out.map((c) => c.name));
+    for (const n of new Set(nets.values())) {
+      const run = n.labels[SWARM.runLabel];
+      if (!run || named.has(run) || n.name !== privateNetwork(run) || !matchesLabels(n.labels, labelFilters)) continue;
+      named.add(run);
+      out.push({ ...halfMade(run, run, n.labels), status: `its own none network ${n.name} is left (the rest of the run is gone)` });
     }
     return out;
   }
@@ -382,7 +399,10 @@ export class SwarmRuns implements ContainerClient {
     if (started) return; // started already: start is idempotent
     if (!h) throw notFound(id);
     const { name } = parseRunId(id);
-    const [c, secrets] = await Promise.all([h.engine.containers.inspect(name), this.swarm.secrets.list([`${SWARM.runLabel}=${runId(name, h.node.id)}`])]);
+    const [c, held] = await Promise.all([h.engine.containers.inspect(name), this.swarm.secrets.list([`${SWARM.runLabel}=${runId(name, h.node.id)}`])]);
+    // the networks recorded by attach(), and the run's real secrets
+    const attached = held.flatMap((x) => x.labels[SWARM.attachLabel] ?? []);
+    const secrets = held.filter((x) => x.labels[SWARM.attachLabel] === undefined);
     const { [SWARM.runLabel]: _r, [SWARM.resultsLabel]: resultsDir = '', ...labels } = c.labels;
     // a prepared container of an older berth names no network: its task lands on the node's
     // bridge, which its attestation refuses (networks are exact)
@@ -394,7 +414,7 @@ export class SwarmRuns implements ContainerClient {
         if (!isConflict(err)) throw err;
       });
     }
-    const extra = [...(this.attached.get(id) ?? [])].filter((n) => n !== net?.network);
+    const extra = [...new Set(attached)].filter((n) => n !== net?.network).sort();
     const service = await this.swarm.services
       .create({
         name,
@@ -433,7 +453,6 @@ export class SwarmRuns implements ContainerClient {
         if (!isConflict(err)) throw err;
         return name;
       });
-    this.attached.delete(id);
     await this.started(service, h, c.host.memory, c.host.memorySwap);
   }
 
@@ -532,7 +551,7 @@ export class SwarmRuns implements ContainerClient {
     }
     // the run's own `none` network (a manager's network: it goes even while the node is down)
     const own = await this.swarm.networks.inspect(privateNetwork(name)).catch(() => undefined);
-    if (own && own.labels[SWARM.runLabel] === name) any = (await this.removeWhenFree(() => this.swarm.networks.remove(own.id))) || any;
+    if (own && own.labels[SWARM.runLabel] === name && own.labels[LABELS.managed] === 'true') any = (await this.removeWhenFree(() => this.swarm.networks.remove(own.id))) || any;
     const h = await this.locate(id);
     const state = h ? (await this.pool.all()).find((n) => n.id === h.node.id)?.state : undefined;
     if (h && state !== 'ready') {

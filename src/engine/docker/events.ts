@@ -40,12 +40,17 @@ export class DockerEvents implements EventClient {
   ) {}
 
   /** Bounded until the engine answers; `opts.signal` ends the stream. */
-  async stream(labelFilters: string[], opts: { since?: number; signal?: AbortSignal }): Promise<AsyncIterable<EngineEvent>> {
+  stream(labelFilters: string[], opts: { since?: number; signal?: AbortSignal }): Promise<AsyncIterable<EngineEvent>> {
+    return this.filtered({ label: labelFilters }, opts);
+  }
+
+  /** The same with any of the engine's event filters (`type`, `event`, `label`, ...). */
+  async filtered(filters: Record<string, string[]>, opts: { since?: number; signal?: AbortSignal }): Promise<AsyncIterable<EngineEvent>> {
     const raw = (await this.calls.run(
       'events.stream',
       () =>
         this.docker.getEvents({
-          filters: { label: labelFilters },
+          filters,
           ...(opts.since !== undefined ? { since: opts.since } : {}),
         } as never) as unknown as Promise<Readable>,
       { stream: true, ...(opts.signal ? { signal: opts.signal } : {}) },

@@ -1,7 +1,8 @@
 /** NodeClient over dockerode. */
 import type Dockerode from 'dockerode';
 import type { BoundedCalls } from '../docker/deadline';
-import type { Labels } from '../types';
+import { DockerEvents } from '../docker/events';
+import type { EngineEvent, Labels } from '../types';
 import type { NodeClient, NodeSummary } from './types';
 
 interface NodeInfo {
@@ -30,5 +31,10 @@ export class SwarmNodes implements NodeClient {
         labels: n.Spec.Labels ?? {},
       }))
       .sort((a, b) => a.id.localeCompare(b.id));
+  }
+
+  /** The manager's `node` events (joined, left, state, availability, labels). */
+  events(opts: { signal?: AbortSignal }): Promise<AsyncIterable<EngineEvent>> {
+    return new DockerEvents(this.docker, this.calls).filtered({ type: ['node'] }, opts);
   }
 }

@@ -4,7 +4,7 @@
  * nodes. Implemented over dockerode (index.ts), every call under a deadline.
  */
 import type { Readable } from 'node:stream';
-import type { Labels, NetworkClient } from '../types';
+import type { EngineEvent, Labels, NetworkClient } from '../types';
 
 export interface ServiceCreateSpec {
   name: string;
@@ -115,6 +115,8 @@ export interface NodeSummary {
 
 export interface NodeClient {
   list(): Promise<NodeSummary[]>;
+  /** The manager's `node` events (a node joined, left, changed state, availability or labels); the stream ends when the manager goes away. */
+  events(opts: { signal?: AbortSignal }): Promise<AsyncIterable<EngineEvent>>;
 }
 
 export interface SwarmEngine {

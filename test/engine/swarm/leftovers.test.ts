@@ -1,7 +1,8 @@
 /**
  * What a killed berth leaves on a swarm is found by its labels and removed: a hardening probe's
  * service whose berth is gone (one under way is kept), and a run left half-made (its volumes on
- * a node, no prepared container, no service), by the pass's GC and by `clean`.
+ * a node, no prepared container, no service), and a run's own `none` overlay left after the rest
+ * of its run went, by the pass's GC and by `clean`.
  */
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
@@ -89,6 +90,31 @@ describe('leftovers of a killed berth on a real two-node swarm', function () {
         expect(c.code, c.stderr).to.equal(0);
       }
       expect((await worker.docker.listVolumes({ filters: f })).Volumes ?? []).to.deep.equal([]);
+    });
+
+    it(`a run's own none overlay left after the rest of its run was gone is removed by ${how}`, async () => {
+      const sb = await Sandbox.create(`sw-none-${how}`);
+      const run = `berth-${sb.instance}-ghost`;
+      const labels = { [LABELS.managed]: 'true', [LABELS.instance]: sb.instance, [LABELS.attempt]: 'ghost', [LABELS.run]: '1', [SWARM.runLabel]: run };
+      // as start() makes it (runs.ts), and a removal that failed after the service and the node's parts went
+      await s.manager.docker.createNetwork({ Name: `${run}-none`, Driver: 'overlay', Internal: true, Attachable: false, Labels: labels, CheckDuplicate: true });
+      // one that is not this instance's, with the same shape, is left alone
+      const other = { ...labels, [LABELS.instance]: `${sb.instance}-other`, [SWARM.runLabel]: `${run}x` };
+      const foreign = await s.manager.docker.createNetwork({ Name: `${run}x-none`, Driver: 'overlay', Internal: true, Attachable: false, Labels: other, CheckDuplicate: true });
+      const f = JSON.stringify({ label: [`${LABELS.instance}=${sb.instance}`] });
+      try {
+        await sb.write('keep.yaml', sb.attempt('keep', 'true'));
+        const r = await swarmCli(sb, s, how === 'clean' ? 'clean' : 'reconcile', ...(how === 'clean' ? [] : ['--once', '--wait', '--timeout', '120']));
+        expect(r.code, r.stderr + r.stdout).to.equal(0);
+        const nets = (await s.manager.docker.listNetworks({ filters: f })).map((n) => n.Name);
+        expect(nets.filter((n) => n.startsWith(run))).to.deep.equal([]);
+        expect((await s.manager.docker.getNetwork(foreign.id).inspect()).Name).to.equal(`${run}x-none`);
+      } finally {
+        await s.manager.docker.getNetwork(foreign.id).remove();
+        const c = await swarmCli(sb, s, 'clean');
+        expect(c.code, c.stderr).to.equal(0);
+      }
+      expect(await s.manager.docker.listNetworks({ filters: f })).to.deep.equal([]);
     });
   }
 });

@@ -1,0 +1,106 @@
+/**
+ * A run's end on a node that is not the manager wakes berth (tasks emit no events, moby#37403;
+ * the manager's engine reports only its own containers): the swarm backend's event stream
+ * merges each node's engine events. With the manager drained, every run lands on the worker.
+ */
+import { expect } from 'chai';
+import { createSwarmBackend } from '../../../src/backend/swarm';
+import { containerName, LABELS, SWARM } from '../../../src/constants';
+import { RELIST_EVENT, type EngineEvent } from '../../../src/engine/types';
+import { instanceFilters } from '../../../src/observe/snapshot';
+import { startController } from '../../support/controller';
+import { Sandbox } from '../../support/sandbox';
+import { swarmCli } from '../../support/swarm-cli';
+import { type TestSwarm, twoNodeSwarm } from '../../support/swarm';
+import { waitFor } from '../../support/wait';
+
+describe('wake-ups for runs on every node of a real two-node swarm', function () {
+  this.timeout(180_000);
+  let s: TestSwarm;
+
+  before(async () => {
+    s = await twoNodeSwarm();
+    await s.availability(s.manager, 'drain');
+  });
+  after(async () => {
+    await s.availability(s.manager, 'active');
+  });
+
+  it("a controller with --resync 300 s records a worker run's end within seconds", async () => {
+    const sb = await Sandbox.create('sw-wake');
+    const ctl = startController(sb, { resync: 300 }, createSwarmBackend({ docker: s.manager.docker }));
+    try {
+      await sb.write('a.yaml', sb.attempt('a', 'sleep 3; echo done > /results/out.txt'));
+      const dir = sb.store().dir;
+      const seen = await waitFor(
+        'a Succeeded',
+        async () => {
+          const st = await sb.status('a');
+          return st?.phase === 'Succeeded' ? { st, at: Date.now() } : undefined;
+        },
+        { dirs: [dir], timeoutMs: 60_000 },
+      );
+      const finished = Date.parse(seen.st.finishedAt ?? '');
+      expect(Number.isFinite(finished), JSON.stringify(seen.st)).to.equal(true);
+      // it ran on the worker (the manager is drained), and was seen ended long before a resync
+      expect(seen.st.containerId ?? '').to.match(new RegExp(`@${s.workers[0]!.id}$`));
+      expect(seen.at - finished, `recorded ${seen.at - finished} ms after the task ended`).to.be.below(5_000);
+    } finally {
+      expect(await ctl.stop()).to.equal(0);
+      const c = await swarmCli(sb, s, 'clean');
+      expect(c.code, c.stderr).to.equal(0);
+    }
+  });
+
+  it("carries the worker's task end with the run's id, and a relist once a node's engine is back", async () => {
+    const sb = await Sandbox.create('sw-evs');
+    const backend = createSwarmBackend({ docker: s.manager.docker });
+    const abort = new AbortController();
+    const got: EngineEvent[] = [];
+    let wake: () => void = () => undefined;
+    const until = async (what: string, f: (e: EngineEvent) => boolean) => {
+      const end = Date.now() + 60_000;
+      while (!got.some(f)) {
+        if (Date.now() > end) throw new Error(`no ${what} among ${JSON.stringify(got.map((e) => [e.type, e.action, e.id]))}`);
+        await new Promise<void>((r) => ((wake = r), setTimeout(r, 1_000)));
+      }
+      return got.find(f) as EngineEvent;
+    };
+    const stream = await backend.events.stream(instanceFilters(sb.instance), { signal: abort.signal });
+    const reading = (async () => {
+      try {
+        for await (const e of stream) {
+          got.push(e);
+          wake();
+        }
+      } catch {
+        // aborted below
+      }
+    })();
+    try {
+      await sb.write('a.yaml', sb.attempt('a', 'exit 0'));
+      const r = await swarmCli(sb, s, 'reconcile', '--once', '--timeout', '120');
+      expect(r.code, r.stderr).to.equal(0);
+      const die = await until('die', (e) => e.type === 'container' && e.action === 'die');
+      const worker = s.workers[0]!;
+      expect(die.id).to.equal(`${containerName(sb.instance, 'a')}@${worker.id}`);
+      expect(die.origin).to.equal(worker.id);
+      expect(die.attributes[LABELS.attempt]).to.equal('a');
+      expect(die.attributes[SWARM.taskLabel]).to.equal(containerName(sb.instance, 'a'));
+      // the worker's engine is killed and comes back: a relist says what happened meanwhile was not seen
+      await worker.kill();
+      got.length = 0;
+      const killed = BigInt(Date.now()) * 1_000_000n;
+      await worker.start();
+      const re = await until('relist', (e) => e.type === RELIST_EVENT);
+      expect(re.origin).to.equal(worker.id);
+      expect(re.timeNano > killed).to.equal(true);
+      await s.waitReady();
+    } finally {
+      abort.abort();
+      await reading;
+      const c = await swarmCli(sb, s, 'clean');
+      expect(c.code, c.stderr).to.equal(0);
+    }
+  });
+});
