@@ -15,8 +15,7 @@ import { expect } from 'chai';
 import { COMPONENTS, LABELS } from '../../../src/constants';
 import { createSwarmBackend } from '../../../src/backend/swarm';
 import { Sandbox } from '../../support/sandbox';
-import { swarmCli } from '../../support/swarm-cli';
-import { waitFor } from '../../support/wait';
+import { nothingLeftOnSwarm, swarmCli } from '../../support/swarm-cli';
 import { TestSwarm, twoNodeSwarm } from '../../support/swarm';
 
 const ALLOWED = 18080;
@@ -42,34 +41,6 @@ async function end(p: ChildProcess): Promise<void> {
   await gone;
 }
 
-/** What the instance left on the swarm: services, networks, secrets (manager) and containers, volumes, networks (each node). */
-async function leftovers(s: TestSwarm, instance: string): Promise<string[]> {
-  const f = JSON.stringify({ label: [`${LABELS.instance}=${instance}`] });
-  const out: string[] = [];
-  const m = s.manager.docker;
-  out.push(...((await m.listServices({ filters: f } as object)) as { Spec: { Name: string } }[]).map((x) => `service ${x.Spec.Name}`));
-  out.push(...(await m.listSecrets({ filters: f } as object)).map((x) => `secret ${x.Spec?.Name}`));
-  for (const n of s.nodes) {
-    out.push(...(await n.docker.listNetworks({ filters: f })).map((x) => `node ${n.index} network ${x.Name}`));
-    out.push(...(await n.docker.listContainers({ all: true, filters: f })).map((x) => `node ${n.index} container ${x.Names[0]}`));
-    out.push(...((await n.docker.listVolumes({ filters: f })).Volumes ?? []).map((x) => `node ${n.index} volume ${x.Name}`));
-  }
-  return out;
-}
-
-/** Nothing left of the instance; a node drops its copy of a removed overlay in its own time (bounded). */
-async function nothingLeft(s: TestSwarm, instance: string): Promise<void> {
-  let left: string[] = [];
-  await waitFor(
-    'nothing of the instance left on the swarm',
-    async () => {
-      left = await leftovers(s, instance);
-      return left.length === 0;
-    },
-    { timeoutMs: 20_000 },
-  ).catch(() => undefined);
-  expect(left).to.deep.equal([]);
-}
 
 /** The probes of an attempt; each negative one bounded by 3 s. */
 const PROBES = `
@@ -125,7 +96,7 @@ describe('--backend swarm: network isolation on a real two-node swarm', function
       const c = await swarmCli(sb, s, 'clean');
       expect(c.code, c.stderr).to.equal(0);
     }
-    await nothingLeft(s, sb.instance);
+    await nothingLeftOnSwarm(s, sb.instance);
   });
 
   it('an internal attempt and a default one (network none) on the worker reach nothing outside', async () => {
@@ -152,7 +123,7 @@ describe('--backend swarm: network isolation on a real two-node swarm', function
       const c = await swarmCli(sb, s, 'clean');
       expect(c.code, c.stderr).to.equal(0);
     }
-    await nothingLeft(s, sb.instance);
+    await nothingLeftOnSwarm(s, sb.instance);
   });
 
   it("sees a task's container put on docker_gwbridge: its networks are no longer only its internal overlay", async () => {
@@ -182,6 +153,6 @@ describe('--backend swarm: network isolation on a real two-node swarm', function
       const c = await swarmCli(sb, s, 'clean');
       expect(c.code, c.stderr).to.equal(0);
     }
-    await nothingLeft(s, sb.instance);
+    await nothingLeftOnSwarm(s, sb.instance);
   });
 });

@@ -26,38 +26,10 @@ import { COMPONENTS, LABELS, NAMING, SWARM } from '../../../src/constants';
 import { createSwarmEngine } from '../../../src/engine/swarm';
 import { BLOCKED_RETRY_MS } from '../../../src/plan/planner';
 import { Sandbox } from '../../support/sandbox';
-import { swarmCli } from '../../support/swarm-cli';
+import { nothingLeftOnSwarm, swarmCli } from '../../support/swarm-cli';
 import { waitFor } from '../../support/wait';
 import { TestSwarm, twoNodeSwarm } from '../../support/swarm';
 
-/** What the instance left on the swarm: services, secrets (manager) and containers, volumes, networks (each node). */
-async function leftovers(s: TestSwarm, instance: string): Promise<string[]> {
-  const f = JSON.stringify({ label: [`${LABELS.instance}=${instance}`] });
-  const m = s.manager.docker;
-  const out: string[] = [];
-  out.push(...((await m.listServices({ filters: f } as object)) as { Spec: { Name: string } }[]).map((x) => `service ${x.Spec.Name}`));
-  out.push(...(await m.listSecrets({ filters: f } as object)).map((x) => `secret ${x.Spec?.Name}`));
-  for (const n of s.nodes) {
-    out.push(...(await n.docker.listNetworks({ filters: f })).map((x) => `node ${n.index} network ${x.Name}`));
-    out.push(...(await n.docker.listContainers({ all: true, filters: f })).map((x) => `node ${n.index} container ${x.Names[0]}`));
-    out.push(...((await n.docker.listVolumes({ filters: f })).Volumes ?? []).map((x) => `node ${n.index} volume ${x.Name}`));
-  }
-  return out;
-}
-
-/** Nothing left of the instance; a node drops its copy of a removed overlay in its own time (bounded). */
-async function nothingLeft(s: TestSwarm, instance: string): Promise<void> {
-  let left: string[] = [];
-  await waitFor(
-    'nothing of the instance left on the swarm',
-    async () => {
-      left = await leftovers(s, instance);
-      return left.length === 0;
-    },
-    { timeoutMs: 20_000 },
-  ).catch(() => undefined);
-  expect(left).to.deep.equal([]);
-}
 
 async function volumesOn(n: TestSwarm['manager'], instance: string): Promise<{ Name: string; Labels: Record<string, string> | null }[]> {
   const f = JSON.stringify({ label: [`${LABELS.instance}=${instance}`, `${LABELS.component}=${COMPONENTS.volume}`] });
@@ -147,7 +119,7 @@ describe('--backend swarm: volumes and sidecars on a real two-node swarm', funct
     }
     expect(await volumesOn(worker, sb.instance), 'the volume is gone from the worker').to.deep.equal([]);
     expect(await volumesOn(s.manager, sb.instance), 'and its record from the manager').to.deep.equal([]);
-    await nothingLeft(s, sb.instance);
+    await nothingLeftOnSwarm(s, sb.instance);
   });
 
   it("the volume's node lost mid-run: the run ends Lost, its retry is Blocked (never run on the manager on an empty volume), clean waits for the node", async () => {
@@ -190,7 +162,7 @@ describe('--backend swarm: volumes and sidecars on a real two-node swarm', funct
       expect(c.code, c.stderr + c.stdout).to.equal(0);
     }
     expect(await volumesOn(worker, sb.instance)).to.deep.equal([]);
-    await nothingLeft(s, sb.instance);
+    await nothingLeftOnSwarm(s, sb.instance);
   });
 
   it('a no-op pass over finished attempts with volumes and sidecars makes a constant number of requests', async () => {
@@ -215,7 +187,7 @@ describe('--backend swarm: volumes and sidecars on a real two-node swarm', funct
       const c = await swarmCli(sb, s, 'clean');
       expect(c.code, c.stderr + c.stdout).to.equal(0);
     }
-    await nothingLeft(s, sb.instance);
+    await nothingLeftOnSwarm(s, sb.instance);
   });
 
   it("runs users' sidecars as runs of their own on the attempt's node and network: reached by name, one given its secret, their logs harvested", async () => {
@@ -269,6 +241,6 @@ describe('--backend swarm: volumes and sidecars on a real two-node swarm', funct
       const c = await swarmCli(sb, s, 'clean');
       expect(c.code, c.stderr + c.stdout).to.equal(0);
     }
-    await nothingLeft(s, sb.instance);
+    await nothingLeftOnSwarm(s, sb.instance);
   });
 });
