@@ -22,6 +22,7 @@
 import { randomBytes } from 'node:crypto';
 import { PassThrough, Readable } from 'node:stream';
 import { EngineUnreachableError } from '../../src/engine/errors';
+import { matchesLabels } from '../../src/engine/label-filter';
 import type {
   ContainerClient,
   ContainerCreateSpec,
@@ -99,15 +100,6 @@ function newId(): string {
 /** An engine error as docker-modem reports one: `statusCode` and the body's `message`. */
 export function httpError(status: number, message: string): Error {
   return Object.assign(new Error(`(HTTP code ${status}) ${message}`), { statusCode: status, json: { message } });
-}
-
-/** Do `labels` satisfy every `key` / `key=value` filter? */
-export function matchesLabels(labels: Labels, filters: readonly string[]): boolean {
-  return filters.every((f) => {
-    const eq = f.indexOf('=');
-    if (eq < 0) return Object.prototype.hasOwnProperty.call(labels, f);
-    return labels[f.slice(0, eq)] === f.slice(eq + 1);
-  });
 }
 
 export class FakeEngine implements Engine {

@@ -14,7 +14,8 @@
 import { SWARM } from '../../constants';
 import { isConflict, isNotFound } from '../../engine/errors';
 import type { SwarmEngine } from '../../engine/swarm/types';
-import type { ContainerDetails, Labels, NetworkClient, NetworkCreateSpec, NetworkDetails, NetworkSummary } from '../../engine/types';
+import { matchesLabels } from '../../engine/label-filter';
+import type { ContainerDetails, NetworkClient, NetworkCreateSpec, NetworkDetails, NetworkSummary } from '../../engine/types';
 import type { NodeHandle, NodePool } from './nodes';
 import { runId } from './runs';
 
@@ -74,14 +75,6 @@ export async function taskNetworks(h: NodeHandle, inner: ContainerDetails, run: 
   if (await on(SWARM_NETWORKS.ingress)) out.push(SWARM_NETWORKS.ingress);
   if (own.every((n) => n.internal) && (await on(SWARM_NETWORKS.gateway))) out.push(SWARM_NETWORKS.gateway);
   return [...new Set(out)].sort();
-}
-
-/** Whether labels pass the engine's label filters (`key=value`, or `key` for any value), as a label-filtered list would. */
-export function matchesLabels(labels: Labels, filters: readonly string[]): boolean {
-  return filters.every((f) => {
-    const i = f.indexOf('=');
-    return i < 0 ? labels[f] !== undefined : labels[f.slice(0, i)] === f.slice(i + 1);
-  });
 }
 
 /**
