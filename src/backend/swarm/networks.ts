@@ -12,7 +12,7 @@
  * the attestation refuses it (libnetwork#1858: an internal overlay leaking through them).
  */
 import { SWARM } from '../../constants';
-import { isConflict, isNotFound } from '../../engine/errors';
+import { isConflict, isNotFound, statusOf } from '../../engine/errors';
 import type { SwarmEngine } from '../../engine/swarm/types';
 import { matchesLabels } from '../../engine/label-filter';
 import type { ContainerDetails, NetworkClient, NetworkCreateSpec, NetworkDetails, NetworkSummary } from '../../engine/types';
@@ -111,22 +111,26 @@ export function sharedNetworkList(inner: NetworkClient): NetworkClient {
 
 /**
  * Removes an overlay and waits (bounded: 10 s) until the manager no longer lists it: seen here,
- * the manager lists an overlay for a moment after its removal (and a second removal is a 500
- * "not found"), so a `clean` that lists again right after would find it left.
+ * the manager lists an overlay for a moment after its removal, so a `clean` that lists again
+ * right after would find it left; and a second removal then answers 500 ("not found"). A 500 is
+ * judged by what the manager shows, not by its text: gone from the list, the overlay was removed;
+ * still listed at the bound, the removal failed.
  */
 async function removed(inner: NetworkClient, idOrName: string): Promise<boolean> {
-  let out: boolean;
+  let out = false;
+  let failure: { err: unknown } | undefined;
   try {
     out = await inner.remove(idOrName);
   } catch (err) {
-    if (!/not found/i.test((err as Error).message ?? '')) throw err;
-    out = false;
+    if (statusOf(err) !== 500) throw err;
+    failure = { err };
   }
   for (let i = 0; i < 100; i++) {
     const all = await inner.list([]);
-    if (!all.some((n) => n.id === idOrName || n.name === idOrName)) break;
+    if (!all.some((n) => n.id === idOrName || n.name === idOrName)) return out;
     await new Promise((r) => setTimeout(r, 100));
   }
+  if (failure) throw failure.err;
   return out;
 }
 
