@@ -4,6 +4,7 @@
  * back-off, resumes `since` the last event it saw, and reports the reconnect so the caller
  * relists everything: the engine replays only a bounded number of events.
  */
+import { DEFAULTS } from '../constants';
 import type { Engine, EngineEvent } from '../engine/types';
 import { instanceFilters } from '../observe/snapshot';
 import type { Logger } from '../util/log';
@@ -34,7 +35,7 @@ export class EngineSource {
   }
 
   private async loop(): Promise<void> {
-    let delay = 250;
+    let delay: number = DEFAULTS.streamRetryMs.first;
     const signal = this.abort.signal;
     while (!signal.aborted) {
       try {
@@ -42,7 +43,7 @@ export class EngineSource {
         const events = await this.engine.events.stream(instanceFilters(this.instance), { ...(since !== undefined ? { since } : {}), signal });
         this.connected = true;
         this.h.onConnected?.();
-        delay = 250;
+        delay = DEFAULTS.streamRetryMs.first;
         for await (const ev of events) {
           // `since` is of this engine's clock: not from an event another engine (a swarm node) reported
           if (ev.origin === undefined) this.lastEventSeconds = Number(ev.timeNano / 1_000_000_000n);
@@ -60,7 +61,7 @@ export class EngineSource {
         const t = setTimeout(resolve, delay);
         signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
       });
-      delay = Math.min(delay * 2, 10_000);
+      delay = Math.min(delay * 2, DEFAULTS.streamRetryMs.max);
       if (!signal.aborted) this.h.onReconnect(this.reconnects);
     }
   }

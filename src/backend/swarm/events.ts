@@ -9,7 +9,7 @@
  * - A task container's event carries the run's id (`<run>@<node>`, as the backend lists it), so a
  *   follower that waits for the lists to show an exit (the manager hears of a task's end after
  *   its node) matches it to the run.
- * - A node's stream that breaks (the node went away) is connected again with back-off (250 ms
+ * - A node's stream that breaks (the node went away) is connected again with back-off (DEFAULTS.streamRetryMs: 250 ms
  *   doubling to 10 s); once connected again, a `relist` event (RELIST_EVENT) says that what
  *   ended meanwhile was not reported. The manager's `node` events (a node joined, left, changed
  *   state or labels) update the nodes followed, and wake a node's follower out of its back-off;
@@ -17,7 +17,7 @@
  * - The merged stream ends (or fails) when the manager's does: the follower relists and
  *   connects again, as for one engine. A node's failure never ends it.
  */
-import { SWARM } from '../../constants';
+import { DEFAULTS, SWARM } from '../../constants';
 import type { SwarmEngine } from '../../engine/swarm/types';
 import { RELIST_EVENT, type EngineEvent, type EventClient } from '../../engine/types';
 import type { NodeHandle, NodePool } from './nodes';
@@ -78,7 +78,7 @@ class NodeFollower {
   private async loop(): Promise<void> {
     const signal = this.abort.signal;
     const node = this.h.node.id;
-    let delay = 250;
+    let delay: number = DEFAULTS.streamRetryMs.first;
     let broken = false;
     while (!signal.aborted) {
       try {
@@ -86,7 +86,7 @@ class NodeFollower {
         // connected again after a break: what ended meanwhile was not reported
         if (broken) this.push(relist(node));
         broken = false;
-        delay = 250;
+        delay = DEFAULTS.streamRetryMs.first;
         for await (const ev of events) {
           if (ev.type === 'container' && ENDS.has(ev.action)) this.push({ ...asRun(ev, node), origin: node });
         }
@@ -96,7 +96,7 @@ class NodeFollower {
       if (signal.aborted) return;
       broken = true;
       await pause(delay, signal, (k) => (this.kick = k));
-      delay = Math.min(delay * 2, 10_000);
+      delay = Math.min(delay * 2, DEFAULTS.streamRetryMs.max);
     }
   }
 }
@@ -201,7 +201,7 @@ export class SwarmEvents implements EventClient {
    * back-off; a look that fails waits for the next event.
    */
   private async watchNodes(signal: AbortSignal, refresh: () => Promise<void>): Promise<void> {
-    let delay = 250;
+    let delay: number = DEFAULTS.streamRetryMs.first;
     let timer: NodeJS.Timeout | undefined;
     const look = () => {
       clearTimeout(timer);
@@ -211,7 +211,7 @@ export class SwarmEvents implements EventClient {
     while (!signal.aborted) {
       try {
         const events = await this.swarm.nodes.events({ signal });
-        delay = 250;
+        delay = DEFAULTS.streamRetryMs.first;
         await refresh().catch(() => undefined);
         for await (const _ev of events) look();
       } catch {
@@ -219,7 +219,7 @@ export class SwarmEvents implements EventClient {
       }
       if (signal.aborted) return;
       await pause(delay, signal, () => undefined);
-      delay = Math.min(delay * 2, 10_000);
+      delay = Math.min(delay * 2, DEFAULTS.streamRetryMs.max);
     }
   }
 }
