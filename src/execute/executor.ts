@@ -10,7 +10,7 @@
  *
  * Each operation is one engine call (or none: `begin-run`, `record-copied`, `record`, `forget`).
  * One concern per file: create.ts (begin-run, create-container, copy-in, record-copied),
- * sidecar.ts, conflict.ts (networks, volumes, names held), start.ts (start, attest-start,
+ * sidecar.ts (create-sidecar, connect-sidecar, copy-in-sidecar, start-sidecar, ready-sidecar), conflict.ts (networks, volumes, names held), start.ts (start, attest-start,
  * adopt), attest.ts, finish.ts (finish, harvest), status-record.ts, run-folder.ts.
  */
 import { followUp } from '../plan/follow-up';
@@ -23,7 +23,7 @@ import type { ExecContext, ExecutorDeps } from './context';
 import { copyIn, createContainer, recordCopied, recordIntent } from './create';
 import { finish, harvest } from './finish';
 import { DONE, outcomeOf } from './outcome';
-import { createSidecar } from './sidecar';
+import { sidecarOp } from './sidecar';
 import { adopt, attestStart, start } from './start';
 import { recordPatch, StatusRecords } from './status-record';
 
@@ -83,12 +83,15 @@ export class Executor {
     let done = 0;
     const ran: Operation[] = [];
     let rounds = 0;
+    // containers the action's operations made, by resource: the next operations on it use the id
+    const made = new Map<string, string>();
     let result: Pick<ActionResult, 'ok' | 'error' | 'outcome'> = { ok: true };
     for (let i = 0; i < ops.length; i++) {
       const op = ops[i] as Operation;
       log.debug(`${op.type} ${op.resource}`, { cause: op.cause });
-      const out = await this.op(a, op).catch((err: unknown) => outcomeOf(err));
+      const out = await this.op(a, op, made.get(op.resource)).catch((err: unknown) => outcomeOf(err));
       if (out.type === 'done') {
+        if (out.made !== undefined) made.set(op.resource, out.made);
         if (planned) done++;
         ran.push(op);
         continue;
@@ -104,7 +107,8 @@ export class Executor {
     return { attempt: a.attempt, done, ran, ...result };
   }
 
-  private async op(a: AttemptAction, op: Operation): Promise<OpOutcome> {
+  /** `made`: the id of the container an earlier operation of the action made for `op.resource`. */
+  private async op(a: AttemptAction, op: Operation, made: string | undefined): Promise<OpOutcome> {
     const { engine } = this.deps;
     const x = this.x;
     switch (op.type) {
@@ -122,7 +126,11 @@ export class Executor {
       case 'record-copied':
         return recordCopied(x, a, op.desired, op.boot);
       case 'create-sidecar':
-        return createSidecar(x, a, op.desired, op.index, op.restart ?? false);
+      case 'connect-sidecar':
+      case 'copy-in-sidecar':
+      case 'start-sidecar':
+      case 'ready-sidecar':
+        return sidecarOp(x, a, op, made);
       case 'start':
         return start(x, a, op.desired);
       case 'attest-start':

@@ -1,84 +1,133 @@
 /**
- * The `create-sidecar` operation: a sidecar created on the attempt's internal network under its
- * alias, attached to its other networks, given its secrets, started, and waited for: the egress
- * proxy until its `listening` line, a sidecar until it has stayed up a moment. One that does not
- * come up is reported `not-ready`; one restarted while the attempt runs is noted. What either
- * means for the attempt is the planner's (plan/follow-up.ts).
+ * The operations that make a sidecar (the egress proxy or a spec sidecar), one engine call each
+ * (plan/ops.ts `sidecarOps` emits them in this order): `create-sidecar` (on the attempt's internal
+ * network under its alias), `connect-sidecar` per further network, `copy-in-sidecar` (its secrets'
+ * files), `start-sidecar`, and `ready-sidecar`: the wait until it is ready (the egress proxy until
+ * its `listening` line, a sidecar until it has stayed up a moment), then its attestation. One that
+ * does not come up is reported `not-ready`; one made again while the attempt runs is noted. What
+ * either means for the attempt is the planner's (plan/follow-up.ts). The container the create
+ * made is addressed by its id (the executor hands it on, `made`), else by its name.
  */
 import { DEFAULTS } from '../constants';
 import { attestInspected, failedCause, sidecarWant } from '../attest/checks';
 import type { DesiredAttempt } from '../desired/types';
 import { isConflict } from '../engine/errors';
+import type { ContainerDetails } from '../engine/types';
 import { stampNonce } from '../ownership';
-import type { AttemptAction, OpOutcome } from '../plan/types';
+import type { AttemptAction, OpOutcome, SidecarOperation } from '../plan/types';
 import { parseListeningLine } from '../proxy/contract';
 import { secretsTar } from './archive';
 import { containerHolder } from './conflict';
 import { iso, type ExecContext } from './context';
 import { containerUser } from './create';
-import { DONE } from './outcome';
+import { DONE, outcomeOf } from './outcome';
 import { readSecrets, secretEnvLines } from './secrets';
 
-export async function createSidecar(x: ExecContext, a: AttemptAction, d: DesiredAttempt, index: number, restart: boolean): Promise<OpOutcome> {
+type Sidecar = DesiredAttempt['sidecars'][number];
+
+function sidecarOf(op: SidecarOperation): Sidecar {
+  const sc = op.desired.sidecars[op.index];
+  if (!sc) throw new Error(`no sidecar ${op.index} in the desired state of ${op.desired.name}`);
+  return sc;
+}
+
+/**
+ * Runs one sidecar operation. `made`: the id of the container an earlier operation of the action
+ * made for this resource, if any (the create's; the others fall back to the sidecar's name).
+ */
+export async function sidecarOp(x: ExecContext, a: AttemptAction, op: SidecarOperation, made: string | undefined): Promise<OpOutcome> {
+  const sc = sidecarOf(op);
+  const id = made ?? sc.name;
+  switch (op.type) {
+    case 'create-sidecar':
+      return createSidecar(x, op.desired, sc);
+    case 'connect-sidecar':
+      await x.deps.engine.networks.connect(op.network, id);
+      return DONE;
+    case 'copy-in-sidecar':
+      return copySecrets(x, op.desired, sc, id);
+    case 'start-sidecar':
+      await x.deps.engine.containers.start(id);
+      return DONE;
+    case 'ready-sidecar':
+      return ready(x, a, op.index, sc, id, op.restart ?? false);
+  }
+}
+
+/**
+ * `create-sidecar`: its secrets read first (those opted into the environment go in the create; a
+ * missing one blocks before the engine holds anything), then the create with a fresh nonce. A
+ * name already held is reported with its holder (`conflict`), never judged here.
+ */
+async function createSidecar(x: ExecContext, d: DesiredAttempt, sc: Sidecar): Promise<OpOutcome> {
   const { engine } = x.deps;
-  const sc = d.sidecars[index];
-  if (!sc) throw new Error(`no sidecar ${index} in the desired state of ${d.name}`);
   const secrets = await readSecrets(d.loaded.spec, x.deps.env, sc.secrets);
   const create = stampNonce({ ...sc.create, env: [...sc.create.env, ...secretEnvLines(sc.secretEnv, secrets)] });
-  let id: string;
   try {
-    id = await engine.containers.create(create);
+    return { type: 'done', made: await engine.containers.create(create) };
   } catch (err) {
     if (!isConflict(err)) throw err;
     const existing = await engine.containers.inspect(sc.name);
     return { type: 'conflict', kind: 'container', name: sc.name, id: existing.id, owner: await containerHolder(x, existing) };
   }
-  for (const net of sc.expectedNetworks) {
-    if (net !== sc.create.host.networkMode) await engine.networks.connect(net, id);
-  }
-  if (secrets.length) {
+}
+
+/** `copy-in-sidecar`: the sidecar's secrets' files under /run/secrets (0400, its image's user), read now. */
+async function copySecrets(x: ExecContext, d: DesiredAttempt, sc: Sidecar, id: string): Promise<OpOutcome> {
+  try {
+    const secrets = await readSecrets(d.loaded.spec, x.deps.env, sc.secrets);
+    if (!secrets.length) return DONE;
     const { uid, gid } = await containerUser(x, sc.create.image);
-    await engine.containers.putArchive(id, '/', await secretsTar(secrets, DEFAULTS.secretsDir, uid, gid));
+    await x.deps.engine.containers.putArchive(id, '/', await secretsTar(secrets, DEFAULTS.secretsDir, uid, gid));
+    return DONE;
+  } catch (err) {
+    return outcomeOf(err, id);
   }
-  const problem = await startAndWait(x, id, sc.ready);
-  const bad = problem ?? failedCause(attestInspected(await engine.containers.inspect(id), sidecarWant(sc)));
-  if (bad) return { type: 'not-ready', index, id, message: bad };
+}
+
+/**
+ * `ready-sidecar`: waits until the started sidecar is ready, then attests its inspection; one that
+ * is not is `not-ready`, with what went wrong. Made again while the attempt runs (`restart`), it
+ * is noted in the record's warnings.
+ */
+async function ready(x: ExecContext, a: AttemptAction, index: number, sc: Sidecar, id: string, restart: boolean): Promise<OpOutcome> {
+  const { engine } = x.deps;
+  let st: ContainerDetails | undefined;
+  let problem: string | undefined;
+  if (sc.ready === 'listening') {
+    problem = await untilListening(x, id);
+    st = await engine.containers.inspect(id).catch((err: unknown) => (problem ? undefined : Promise.reject(err)));
+    if (problem && st && !st.runState.running) problem = `${problem} (exit code ${st.runState.exitCode})`;
+  } else {
+    await new Promise((r) => setTimeout(r, DEFAULTS.sidecarSettleMs));
+    st = await engine.containers.inspect(id);
+    if (!st.runState.running) problem = `exited right after its start (exit code ${st.runState.exitCode})`;
+  }
+  const bad = problem ?? (st ? failedCause(attestInspected(st, sidecarWant(sc))) : undefined);
+  if (bad) return { type: 'not-ready', index, id: st?.id ?? id, message: bad };
   if (restart) {
     await x.records.update(a, (r) => ({ ...r, warnings: [...(r.warnings ?? []), `${iso(x.now())}: ${sc.alias} was restarted while the attempt ran`] }));
   }
   return DONE;
 }
 
-/** Starts a container and waits until it is ready; returns what went wrong, or undefined. */
-async function startAndWait(x: ExecContext, id: string, ready: 'listening' | 'running'): Promise<string | undefined> {
-  const { engine } = x.deps;
-  await engine.containers.start(id);
-  if (ready === 'listening') {
-    const deadline = DEFAULTS.egressProxyReadySeconds * 1000;
-    const stream = await engine.containers.logs(id, { follow: true });
-    const seen = await new Promise<string | undefined>((resolve) => {
-      let buf = '';
-      const t = setTimeout(() => done(`did not say it was listening within ${DEFAULTS.egressProxyReadySeconds} s`), deadline);
-      const done = (v: string | undefined) => {
-        clearTimeout(t);
-        stream.destroy();
-        resolve(v);
-      };
-      stream.on('data', (c: Buffer) => {
-        buf += c.toString('utf8');
-        for (const line of buf.split('\n').slice(0, -1)) if (parseListeningLine(line)) return done(undefined);
-        buf = buf.slice(buf.lastIndexOf('\n') + 1);
-      });
-      stream.on('end', () => done('exited before it said it was listening'));
-      stream.on('error', (err: Error) => done(`log stream failed: ${err.message}`));
+/** Follows the proxy's logs until its `listening` line: undefined, or what went wrong. */
+async function untilListening(x: ExecContext, id: string): Promise<string | undefined> {
+  const stream = await x.deps.engine.containers.logs(id, { follow: true });
+  return new Promise<string | undefined>((resolve) => {
+    let buf = '';
+    const t = setTimeout(() => done(`did not say it was listening within ${DEFAULTS.egressProxyReadySeconds} s`), DEFAULTS.egressProxyReadySeconds * 1000);
+    const done = (v: string | undefined) => {
+      clearTimeout(t);
+      stream.destroy();
+      resolve(v);
+    };
+    stream.on('data', (c: Buffer) => {
+      buf += c.toString('utf8');
+      for (const line of buf.split('\n').slice(0, -1)) if (parseListeningLine(line)) return done(undefined);
+      buf = buf.slice(buf.lastIndexOf('\n') + 1);
     });
-    if (seen) {
-      const st = await engine.containers.inspect(id).catch(() => undefined);
-      return st && !st.runState.running ? `${seen} (exit code ${st.runState.exitCode})` : seen;
-    }
-    return undefined;
-  }
-  await new Promise((r) => setTimeout(r, DEFAULTS.sidecarSettleMs));
-  const st = await engine.containers.inspect(id);
-  return st.runState.running ? undefined : `exited right after its start (exit code ${st.runState.exitCode})`;
+    stream.on('end', () => done('exited before it said it was listening'));
+    stream.on('error', (err: Error) => done(`log stream failed: ${err.message}`));
+  });
 }

@@ -7,6 +7,7 @@
  */
 import { DEFAULTS, REASONS } from '../constants';
 import type { DesiredAttempt } from '../desired/types';
+import { isSidecarOp } from './ops';
 import type { AttemptAction, OpOutcome, Operation, Outcome } from './types';
 
 export interface FollowUp {
@@ -33,16 +34,16 @@ function record(a: AttemptAction, cause: string, patch: Extract<Operation, { typ
 const PROVISIONING: ReadonlySet<Operation['type']> = new Set(['create-volume', 'create-network', 'begin-run', 'create-container', 'copy-in', 'record-copied', 'start']);
 
 function provisioning(op: Operation): boolean {
-  return PROVISIONING.has(op.type) || (op.type === 'create-sidecar' && !op.restart);
+  return PROVISIONING.has(op.type) || (isSidecarOp(op) && !op.restart);
 }
 
 /**
- * Blocked with `reason` (a secret missing, a link in a path): waits BLOCKED_RETRY_MS. A main
- * container the action already made (a copy into it met it) is removed first: a created
- * container would otherwise have the next pass provision again at once.
+ * Blocked with `reason` (a secret missing, a link in a path): waits BLOCKED_RETRY_MS. A container
+ * the action already made (a copy into it met it: the main container, or a sidecar) is removed
+ * first: a created container would otherwise have the next pass provision again at once.
  */
 function blocked(a: AttemptAction, op: Operation, cause: string, reason: string, message: string, containerId: string | undefined): Operation[] {
-  const made = op.type === 'copy-in' && containerId !== undefined;
+  const made = (op.type === 'copy-in' || op.type === 'copy-in-sidecar') && containerId !== undefined;
   return [
     ...(made ? [{ type: 'remove-container' as const, resource: op.resource, id: containerId, cause: `${cause}: the run cannot be filled` }] : []),
     record(a, cause, { phase: 'Blocked', reason, message }),
@@ -157,12 +158,12 @@ export function followUp(a: AttemptAction, op: Operation, out: NotDone, rest: Op
       return { ok: true, ops: [record(a, 'refused by the backend', { phase: 'Blocked', reason: out.reason, message: out.message })] };
     case 'unsafe-path':
       // A path berth would read or write for the attempt holds a link now: nothing is followed; it waits Blocked.
-      if (op.type === 'begin-run' || op.type === 'create-container' || op.type === 'copy-in' || op.type === 'create-sidecar') {
+      if (op.type === 'begin-run' || op.type === 'create-container' || op.type === 'copy-in' || op.type === 'create-sidecar' || op.type === 'copy-in-sidecar') {
         return { ok: false, error: `${op.type} ${op.resource}: ${out.message}`, ops: blocked(a, op, 'unsafe path', REASONS.unsafePath, out.message, out.containerId) };
       }
       return failed(a, op, out.message, undefined, undefined, now);
     case 'not-ready':
-      if (op.type !== 'create-sidecar') return failed(a, op, out.message, undefined, undefined, now);
+      if (op.type !== 'ready-sidecar') return failed(a, op, out.message, undefined, undefined, now);
       // The main container never starts without its sidecars; a running attempt whose sidecar does not come back ends.
       return { ok: true, ops: sidecarEnds(a, op.desired, op.index, `${sidecarLabel(op.desired, op.index)} ${out.message}`, op.restart ?? false, out.id) };
     case 'attestation-failed':

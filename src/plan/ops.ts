@@ -8,7 +8,7 @@ import type { DesiredAttempt } from '../desired/types';
 import type { ContainerSummary, NetworkSummary } from '../engine/types';
 import type { ObservedAttempt } from '../observe/types';
 import type { EngineBoot } from '../status/types';
-import type { Operation, SidecarRef } from './types';
+import type { Operation, SidecarOperation, SidecarRef } from './types';
 
 /** Engine states in which a container counts as running. */
 export const RUNNING_STATES: ReadonlySet<string> = new Set(['running', 'paused', 'restarting']);
@@ -101,9 +101,37 @@ export function provisionOps(d: DesiredAttempt, have: ObservedAttempt, boot?: En
     const o = have.containers.find((c) => c.name === sc.name);
     if (o && RUNNING_STATES.has(o.state)) continue;
     if (o) ops.push({ type: 'remove-container', resource: `container:${o.name}`, id: o.id, cause: `${sc.alias} ${o.state} before the attempt started` });
-    ops.push({ type: 'create-sidecar', resource: `container:${sc.name}`, desired: d, index: i, cause: o ? 'not running' : 'not found' });
+    ops.push(...sidecarOps(d, i, o ? 'not running' : 'not found'));
   }
   return [...ops, ...mainOps(d, boot)];
+}
+
+const SIDECAR_OPS: ReadonlySet<Operation['type']> = new Set(['create-sidecar', 'connect-sidecar', 'copy-in-sidecar', 'start-sidecar', 'ready-sidecar']);
+
+export function isSidecarOp(op: Operation): op is SidecarOperation {
+  return SIDECAR_OPS.has(op.type);
+}
+
+/**
+ * The sidecar `index` of `d` made, filled and started, one operation per engine call: its create
+ * (`cause`), a connect per network besides the one it is created on, its secrets' files (when it
+ * has secrets), its start, and the wait until it is ready, with its attestation. `restart`: made
+ * again while the attempt runs.
+ */
+export function sidecarOps(d: DesiredAttempt, index: number, cause: string, restart = false): SidecarOperation[] {
+  const sc = d.sidecars[index];
+  if (!sc) return [];
+  const base = { resource: `container:${sc.name}`, desired: d, index, ...(restart ? { restart } : {}) };
+  const n = sc.secrets.length;
+  return [
+    { ...base, type: 'create-sidecar', cause },
+    ...sc.expectedNetworks
+      .filter((net) => net !== sc.create.host.networkMode)
+      .map((network): SidecarOperation => ({ ...base, type: 'connect-sidecar', network, cause: `${sc.alias} joins network ${network} too` })),
+    ...(n ? [{ ...base, type: 'copy-in-sidecar' as const, cause: `${n} secret${n === 1 ? '' : 's'} for ${DEFAULTS.secretsDir}` }] : []),
+    { ...base, type: 'start-sidecar', cause: 'created' },
+    { ...base, type: 'ready-sidecar', cause: sc.ready === 'listening' ? 'until it says it is listening' : 'until it has stayed up a moment' },
+  ];
 }
 
 /**

@@ -15,7 +15,7 @@ import { attestListed, failedCause, mainWant, sidecarWant } from '../attest/chec
 import { isInfraFailure } from './exit-outcome';
 import { retryBackoffMs, type PlanInput } from './input';
 import { desiredFor } from './desired-for';
-import { cmp, dropRenamed, duplicateNetworks, harvestList, hasAny, isMain, provisionOps, removeOps, startOps, RUNNING_STATES, scrubOps, secretHolders, stopSidecars } from './ops';
+import { cmp, dropRenamed, duplicateNetworks, harvestList, hasAny, isMain, provisionOps, removeOps, startOps, RUNNING_STATES, scrubOps, secretHolders, sidecarOps, stopSidecars } from './ops';
 import { admissionOrder, setStates, type SetState } from './set-admission';
 import type { AttemptAction, Operation, Outcome, Plan } from './types';
 
@@ -341,7 +341,7 @@ function planRunning(v: RunView, main: ContainerSummary): AttemptAction {
     }
     const why = `${sc.alias} ${o ? o.state : 'missing'} while the attempt runs`;
     if (o) restart.push({ type: 'remove-container', resource: `container:${o.name}`, id: o.id, cause: why });
-    restart.push({ type: 'create-sidecar', resource: `container:${sc.name}`, desired: d, index: i, cause: why, restart: true });
+    restart.push(...sidecarOps(d, i, why, true));
   }
   const bad = failedCause(checks);
   const id = main.id;

@@ -9,6 +9,10 @@ const SIGN: Record<Operation['type'], string> = {
   'copy-in': '+',
   'record-copied': '~',
   'create-sidecar': '+',
+  'connect-sidecar': '+',
+  'copy-in-sidecar': '+',
+  'start-sidecar': '>',
+  'ready-sidecar': '?',
   start: '>',
   'attest-start': '?',
   attest: '?',
@@ -30,6 +34,10 @@ function verb(op: Operation): string {
   if (op.type === 'record') return `mark ${op.patch.phase}`;
   if (op.type === 'begin-run') return 'begin run';
   if (op.type === 'copy-in') return `copy ${op.archive}`;
+  if (op.type === 'connect-sidecar') return 'connect';
+  if (op.type === 'copy-in-sidecar') return 'copy secrets';
+  if (op.type === 'start-sidecar') return 'start';
+  if (op.type === 'ready-sidecar') return 'await ready';
   if (op.type === 'record-copied') return 'mark copied';
   if (op.type === 'attest-start') return 'attest start';
   if (op.type === 'finish' && op.outcome) return `finish ${op.outcome.phase}`;

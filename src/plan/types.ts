@@ -13,6 +13,9 @@ interface OpBase {
   cause: string;
 }
 
+/** An operation on the sidecar `index` of `desired`. */
+type SidecarOp = OpBase & { desired: DesiredAttempt; index: number; restart?: boolean };
+
 /** Final outcome forced by the planner (deadline, attestation, lost); else read from the engine. */
 export interface Outcome {
   phase: Phase;
@@ -47,8 +50,19 @@ export type Operation =
    * the environment. From here on a start may be on its way: a berth killed after it only starts.
    */
   | (OpBase & { type: 'record-copied'; desired: DesiredAttempt; boot?: EngineBoot })
-  /** Create a sidecar (the egress proxy or a spec sidecar), attach its networks, copy its secrets, start it, wait until it is ready. */
-  | (OpBase & { type: 'create-sidecar'; desired: DesiredAttempt; index: number; restart?: boolean })
+  /**
+   * A sidecar (the egress proxy or a spec sidecar), one engine call per step (plan/ops.ts
+   * `sidecarOps`): its create (its secrets read first, for those opted into the environment, and
+   * so a missing one blocks before the engine holds anything), each further network connected,
+   * its secrets' files copied in, its start, then `ready-sidecar`: waited for until ready (the
+   * proxy's `listening` line; a sidecar staying up a moment), inspected and attested. `restart`:
+   * made again while the attempt runs (a failure then ends the run, not its provisioning).
+   */
+  | (SidecarOp & { type: 'create-sidecar' })
+  | (SidecarOp & { type: 'connect-sidecar'; network: string })
+  | (SidecarOp & { type: 'copy-in-sidecar' })
+  | (SidecarOp & { type: 'start-sidecar' })
+  | (SidecarOp & { type: 'ready-sidecar' })
   /** The main container's start (one engine call); a refusal is reported with the container it asked for. */
   | (OpBase & { type: 'start'; desired: DesiredAttempt })
   /**
@@ -90,7 +104,8 @@ export interface SidecarRef {
  * (plan/follow-up.ts: the operations that follow it, run at once).
  */
 export type OpOutcome =
-  | { type: 'done' }
+  /** `made`: the id of the container the operation made (the action's next operations on the same resource use it). */
+  | { type: 'done'; made?: string }
   /**
    * A name the operation creates is held (409; for a volume, the engine hands back the one of that
    * name): by what, after the one ownership rule (src/ownership.ts). A container of this attempt
@@ -158,3 +173,6 @@ export interface Plan {
    */
   emptySource?: 'held' | 'allowed';
 }
+
+/** The operations on a sidecar, in the order plan/ops.ts `sidecarOps` emits them. */
+export type SidecarOperation = Extract<Operation, { type: 'create-sidecar' | 'connect-sidecar' | 'copy-in-sidecar' | 'start-sidecar' | 'ready-sidecar' }>;

@@ -12,7 +12,7 @@ import { BackendRefusedError } from '../../../src/engine/errors';
 import type { DesiredAttempt } from '../../../src/desired/types';
 import { Executor } from '../../../src/execute/executor';
 import { stampNonce } from '../../../src/ownership';
-import { mainOps, provisionOps, startOps } from '../../../src/plan/ops';
+import { mainOps, provisionOps, sidecarOps, startOps } from '../../../src/plan/ops';
 import type { AttemptAction, Operation } from '../../../src/plan/types';
 import type { NormalizedAttempt } from '../../../src/spec/types';
 import { StatusStore } from '../../../src/status/store';
@@ -152,10 +152,10 @@ describe('executor against the fake engine', function () {
     const sc = d.sidecars[0] as DesiredAttempt['sidecars'][number];
     await fake.networks.create(d.network as NonNullable<DesiredAttempt['network']>);
     const earlier = await fake.containers.create(stampNonce(sc.create));
-    const ops: Operation[] = [{ type: 'create-sidecar', resource: `container:${sc.name}`, cause: 'test', desired: d, index: 0 }];
+    const ops: Operation[] = sidecarOps(d, 0, 'test');
     const [res] = await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'provision', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
     expect(res).to.include({ ok: true, done: 0, outcome: 'conflict' });
-    expect(res?.ran.map((o) => o.type)).to.deep.equal(['remove-container', 'create-sidecar']);
+    expect(res?.ran.map((o) => o.type)).to.deep.equal(['remove-container', 'create-sidecar', 'start-sidecar', 'ready-sidecar']);
     const now = await fake.containers.inspect(sc.name);
     expect(now.id).to.not.equal(earlier);
     expect(now.runState.running).to.equal(true);
@@ -166,7 +166,7 @@ describe('executor against the fake engine', function () {
     const d = desired(name, { network: { mode: 'isolated', egress: [] }, sidecars: [{ name: 'db', image: IMAGE, command: null, env: {}, secretEnv: {}, secrets: [] }] });
     const sc = d.sidecars[0] as DesiredAttempt['sidecars'][number];
     const ops = provisionOps(d, { name, containers: [], networks: [], volumes: [] });
-    expect(ops.map((o) => o.type)).to.deep.equal(['create-network', 'begin-run', 'create-sidecar', 'create-container', 'record-copied', 'start', 'attest-start']);
+    expect(ops.map((o) => o.type)).to.deep.equal(['create-network', 'begin-run', 'create-sidecar', 'start-sidecar', 'ready-sidecar', 'create-container', 'record-copied', 'start', 'attest-start']);
     // one intent for the run, not one per container: 4 status writes with a sidecar too
     const put = store.put.bind(store);
     let writes = 0;
@@ -174,15 +174,14 @@ describe('executor against the fake engine', function () {
     const [res] = await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'provision', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
     store.put = put;
     expect(writes).to.equal(4);
-    expect(res).to.include({ ok: true, done: 7 });
+    expect(res).to.include({ ok: true, done: 9 });
     const rec = await store.get(name);
     expect(rec?.phase).to.equal('Running');
     return { d, sc, main: rec?.containerId as string };
   }
 
   function restartAction(d: DesiredAttempt, sc: DesiredAttempt['sidecars'][number], rec: unknown): AttemptAction {
-    const ops: Operation[] = [{ type: 'create-sidecar', resource: `container:${sc.name}`, cause: 'test', desired: d, index: 0, restart: true }];
-    return { attempt: d.name, kind: 'restart', summary: 'test', ops, desired: d, status: rec as never };
+    return { attempt: d.name, kind: 'restart', summary: 'test', ops: sidecarOps(d, 0, 'test', true), desired: d, status: rec as never };
   }
 
   it('a sidecar that does not come back while the attempt runs: the main container is stopped, Failed/SidecarFailed', async function () {
@@ -190,8 +189,8 @@ describe('executor against the fake engine', function () {
     await fake.containers.remove(sc.name);
     fake.exitOnStart((n) => n === sc.name, 1);
     const [res] = await executor().run({ at: t, actions: [restartAction(d, sc, await store.get('side-back'))], unchanged: new Map() } as never);
-    expect(res).to.include({ ok: true, done: 0, outcome: 'not-ready' });
-    expect(res?.ran.map((o) => o.type)).to.deep.equal(['stop', 'finish']);
+    expect(res).to.include({ ok: true, done: 2, outcome: 'not-ready' });
+    expect(res?.ran.map((o) => o.type)).to.deep.equal(['create-sidecar', 'start-sidecar', 'stop', 'finish']);
     const rec = await store.get('side-back');
     expect([rec?.phase, rec?.reason, rec?.message]).to.deep.equal(['Failed', REASONS.sidecarFailed, 'sidecar db exited right after its start (exit code 1)']);
     expect((await fake.containers.inspect(main)).runState.running).to.equal(false);
@@ -218,11 +217,12 @@ describe('executor against the fake engine', function () {
     fake.fail('containers.start', { status: 404, message: 'No such container: db' });
     const ops: Operation[] = [
       { type: 'begin-run', resource: `attempt:${d.name}`, cause: 'test', desired: d },
-      { type: 'create-sidecar', resource: `container:${sc.name}`, cause: 'test', desired: d, index: 0 },
+      ...sidecarOps(d, 0, 'test'),
       { type: 'create-container', resource: `container:${d.container.name}`, cause: 'test', desired: d },
     ];
     const [res] = await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'provision', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
-    expect(res).to.include({ ok: false, done: 1, outcome: 'not-found' });
+    expect(res).to.include({ ok: false, done: 2, outcome: 'not-found' });
+    expect(res?.error).to.match(/^start-sidecar container:\S+: /);
     const rec = await store.get('side-404');
     expect([rec?.phase, rec?.reason, rec?.startFailure]).to.deep.equal(['Pending', REASONS.createFailed, undefined]);
     expect(fake.containerNames()).to.deep.equal([sc.name]);
@@ -377,16 +377,113 @@ describe('executor against the fake engine', function () {
     const ops: Operation[] = [
       { type: 'create-network', resource: `network:${net.name}`, cause: 'test', network: net },
       { type: 'begin-run', resource: `attempt:${d.name}`, cause: 'test', desired: d },
-      { type: 'create-sidecar', resource: `container:${sc.name}`, cause: 'test', desired: d, index: 0 },
+      ...sidecarOps(d, 0, 'test'),
       { type: 'create-container', resource: `container:${d.container.name}`, cause: 'test', desired: d },
     ];
     const [res] = await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'provision', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
-    expect(res).to.include({ ok: true, done: 2, outcome: 'not-ready' });
-    expect(res?.ran.map((o) => o.type)).to.deep.equal(['create-network', 'begin-run', 'finish']);
+    expect(res).to.include({ ok: true, done: 4, outcome: 'not-ready' });
+    expect(res?.ran.map((o) => o.type)).to.deep.equal(['create-network', 'begin-run', 'create-sidecar', 'start-sidecar', 'finish']);
     const rec = await store.get('side-dies');
     expect([rec?.phase, rec?.reason]).to.deep.equal(['Failed', REASONS.sidecarFailed]);
     expect(rec?.message).to.equal('sidecar db exited right after its start (exit code 2)');
     expect(fake.containerNames()).to.deep.equal([sc.name]);
+  });
+
+  describe('a sidecar, one engine call per operation', function () {
+    const withSecret = (name: string) =>
+      desired(name, {
+        network: { mode: 'isolated', egress: [] },
+        secrets: [{ name: 'tok', fromEnv: 'BERTH_UNIT_TOKEN' }],
+        sidecars: [{ name: 'db', image: IMAGE, command: null, env: {}, secretEnv: {}, secrets: ['tok'] }],
+      });
+    const run = (d: DesiredAttempt, ops: Operation[], env: NodeJS.ProcessEnv = { BERTH_UNIT_TOKEN: 's3cr3t-value' }) =>
+      executor(env).run({ at: t, actions: [{ attempt: d.name, kind: 'provision', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
+    /** The engine calls made on containers and networks from the first create on, and the container each addressed. */
+    const engineCalls = (from: number) => fake.calls.slice(from).map((c) => `${c.op} ${c.op === 'networks.connect' ? String(c.args[1]) : typeof c.args[0] === 'string' ? c.args[0] : ''}`.trim());
+
+    it('create, copy its secrets, start, await ready: each its own call, on the id the create made', async function () {
+      const d = withSecret('sc-calls');
+      const sc = d.sidecars[0] as DesiredAttempt['sidecars'][number];
+      await fake.networks.create(d.network as NonNullable<DesiredAttempt['network']>);
+      const ops = sidecarOps(d, 0, 'test');
+      expect(ops.map((o) => o.type)).to.deep.equal(['create-sidecar', 'copy-in-sidecar', 'start-sidecar', 'ready-sidecar']);
+      const from = fake.calls.length;
+      const [res] = await run(d, ops);
+      expect(res).to.include({ ok: true, done: 4 });
+      const calls = engineCalls(from);
+      const id = (await fake.containers.inspect(sc.name)).id;
+      expect(calls.filter((c) => !c.startsWith('containers.create'))).to.deep.equal([`images.inspect ${IMAGE}`, `containers.putArchive ${id}`, `containers.start ${id}`, `containers.inspect ${id}`]);
+      expect(fake.archivesOf(id)).to.have.length(1);
+    });
+
+    it('the egress proxy: connected to the egress network, then waited for until it says it is listening', async function () {
+      const d = desired('sc-proxy', { network: { mode: 'isolated', egress: ['api.example.com:443'] } });
+      fake.addImage({ ref: d.sidecars[0]?.create.image as string });
+      const proxy = d.sidecars[0] as DesiredAttempt['sidecars'][number];
+      for (const n of [d.network, d.egressNetwork]) await fake.networks.create(n as NonNullable<DesiredAttempt['network']>);
+      const ops = sidecarOps(d, 0, 'test');
+      expect(ops.map((o) => o.type)).to.deep.equal(['create-sidecar', 'connect-sidecar', 'start-sidecar', 'ready-sidecar']);
+      const from = fake.calls.length;
+      const [made] = await run(d, ops.slice(0, 3));
+      expect(made).to.include({ ok: true, done: 3 });
+      const calls = engineCalls(from);
+      const id = (await fake.containers.inspect(proxy.name)).id;
+      expect(calls.filter((c) => !c.startsWith('containers.create'))).to.deep.equal([`networks.connect ${id}`, `containers.start ${id}`]);
+      expect(fake.calls.find((c) => c.op === 'networks.connect')?.args[0]).to.equal((d.egressNetwork as { name: string }).name);
+      fake.writeLog(proxy.name, `${JSON.stringify({ event: 'listening', port: 3128, allow: ['api.example.com:443'] })}\n`);
+      const [res] = await run(d, ops.slice(3));
+      expect(res).to.include({ ok: true, done: 1 });
+    });
+
+    it('a network gone before the connect (404): Pending/CreateFailed, nothing started', async function () {
+      const d = desired('sc-net-gone', { network: { mode: 'isolated', egress: ['api.example.com:443'] } });
+      fake.addImage({ ref: d.sidecars[0]?.create.image as string });
+      await fake.networks.create(d.network as NonNullable<DesiredAttempt['network']>);
+      const begin: Operation = { type: 'begin-run', resource: `attempt:${d.name}`, cause: 'test', desired: d };
+      const [res] = await run(d, [begin, ...sidecarOps(d, 0, 'test'), ...mainOps(d)]);
+      expect(res).to.include({ ok: false, done: 2, outcome: 'not-found' });
+      expect(res?.error).to.match(/^connect-sidecar container:\S+: /);
+      const rec = await store.get('sc-net-gone');
+      expect([rec?.phase, rec?.reason]).to.deep.equal(['Pending', REASONS.createFailed]);
+      expect(fake.calls.some((c) => c.op === 'containers.start')).to.equal(false);
+    });
+
+    it('a secret gone between the create and its copy: the sidecar is removed, Blocked/SecretMissing', async function () {
+      const d = withSecret('sc-secret-gone');
+      await fake.networks.create(d.network as NonNullable<DesiredAttempt['network']>);
+      let reads = 0;
+      const env = Object.defineProperty({}, 'BERTH_UNIT_TOKEN', { enumerable: true, get: () => (reads++ === 0 ? 's3cr3t-value' : undefined) }) as NodeJS.ProcessEnv;
+      const [res] = await run(d, sidecarOps(d, 0, 'test'), env);
+      expect(res).to.include({ ok: true, done: 1, outcome: 'secret-missing' });
+      expect(res?.ran.map((o) => o.type)).to.deep.equal(['create-sidecar', 'remove-container', 'record']);
+      const rec = await store.get('sc-secret-gone');
+      expect([rec?.phase, rec?.reason]).to.deep.equal(['Blocked', REASONS.secretMissing]);
+      expect(fake.containerNames()).to.deep.equal([]);
+      expect(JSON.stringify(rec)).to.not.include('s3cr3t-value');
+    });
+
+    it('a start the engine refuses (500) while the attempt runs: the action failed, nothing recorded, the main container untouched', async function () {
+      const { d, sc, main } = await runningWithSidecar('sc-restart-500');
+      await fake.containers.remove(sc.name);
+      const before = await store.get('sc-restart-500');
+      fake.fail('containers.start', { status: 500, message: 'OCI runtime create failed' });
+      const [res] = await executor().run({ at: t, actions: [restartAction(d, sc, before)], unchanged: new Map() } as never);
+      expect(res).to.include({ ok: false, done: 1, outcome: 'failed' });
+      expect(res?.ran.map((o) => o.type)).to.deep.equal(['create-sidecar']);
+      expect(await store.get('sc-restart-500')).to.deep.equal(before);
+      expect((await fake.containers.inspect(main)).runState.running).to.equal(true);
+    });
+
+    it('made again while the attempt runs: running, and the restart noted in the record', async function () {
+      const { d, sc, main } = await runningWithSidecar('sc-restarted');
+      await fake.containers.remove(sc.name);
+      const [res] = await executor().run({ at: t, actions: [restartAction(d, sc, await store.get('sc-restarted'))], unchanged: new Map() } as never);
+      expect(res).to.include({ ok: true, done: 3 });
+      expect((await fake.containers.inspect(sc.name)).runState.running).to.equal(true);
+      const rec = await store.get('sc-restarted');
+      expect([rec?.phase, rec?.warnings]).to.deep.equal(['Running', [`${new Date(t).toISOString()}: db was restarted while the attempt ran`]]);
+      expect((await fake.containers.inspect(main)).runState.running).to.equal(true);
+    });
   });
 
   it('a container gone before its deep attestation (404): the action failed, the record still says Running (the next plan finds it vanished)', async function () {

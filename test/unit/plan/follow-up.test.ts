@@ -7,7 +7,8 @@ import { REASONS } from '../../../src/constants';
 import { desiredAttempt } from '../../../src/desired/attempt';
 import { followUp, MAX_FOLLOW_UPS } from '../../../src/plan/follow-up';
 import { renderPlan } from '../../../src/plan/render';
-import type { AttemptAction, OpOutcome, Operation } from '../../../src/plan/types';
+import { sidecarOps } from '../../../src/plan/ops';
+import type { AttemptAction, OpOutcome, Operation, SidecarOperation } from '../../../src/plan/types';
 import { spec, status, T0 } from '../../support/builders';
 
 const d = desiredAttempt(
@@ -16,10 +17,17 @@ const d = desiredAttempt(
   1,
   '/r/a/run-1/out',
 );
+const withSecret = desiredAttempt(
+  { instance: 'default' },
+  spec('a', { network: { mode: 'isolated', egress: [] }, secrets: [{ name: 'tok', fromEnv: 'BERTH_X' }], sidecars: [{ name: 'db', image: 'img', command: null, env: {}, secretEnv: {}, secrets: ['tok'] }] }),
+  1,
+  '/r/a/run-1/out',
+);
 const create: Operation = { type: 'create-container', resource: `container:${d.container.name}`, desired: d, cause: 'not found' };
 const start: Operation = { type: 'start', resource: `container:${d.container.name}`, desired: d, cause: 'created' };
-const sidecar: Operation = { type: 'create-sidecar', resource: `container:${d.sidecars[0]?.name ?? ''}`, desired: d, index: 0, cause: 'not found' };
-const restart: Operation = { ...sidecar, restart: true, cause: 'db exited while the attempt runs' };
+const [sidecar, startSidecar, ready] = sidecarOps(d, 0, 'not found') as [SidecarOperation, SidecarOperation, SidecarOperation];
+const restarted = sidecarOps(d, 0, 'db exited while the attempt runs', true);
+const restartReady = restarted[restarted.length - 1] as SidecarOperation;
 const action = (ops: Operation[]): AttemptAction => ({ attempt: 'a', kind: 'provision', summary: 'test', ops, desired: d, status: status('a', { containerId: 'c-main' }) });
 
 function golden(a: AttemptAction, op: Operation, out: Exclude<OpOutcome, { type: 'done' }>, rest: Operation[] = []): { ok: boolean; error?: string; plan: string[] } {
@@ -66,12 +74,12 @@ describe('follow-up: what an outcome means', function () {
   });
 
   it('a sidecar that is not ready before the main container exists: the run ends SidecarFailed, nothing stopped', function () {
-    const r = golden(action([sidecar, create, start]), sidecar, { type: 'not-ready', index: 0, id: 'c-db', message: 'exited right after its start (exit code 2)' }, [create, start]);
+    const r = golden(action([sidecar, startSidecar, ready, create, start]), ready, { type: 'not-ready', index: 0, id: 'c-db', message: 'exited right after its start (exit code 2)' }, [create, start]);
     expect(r).to.deep.equal({ ok: true, plan: ['  * finish Failed  attempt:a  (sidecar db exited right after its start (exit code 2))'] });
   });
 
   it('a sidecar that does not come back while the attempt runs: the main container is stopped first', function () {
-    const f = followUp(action([restart]), restart, { type: 'not-ready', index: 0, id: 'c-db', message: 'exited right after its start (exit code 2)' }, [], T0);
+    const f = followUp(action(restarted), restartReady, { type: 'not-ready', index: 0, id: 'c-db', message: 'exited right after its start (exit code 2)' }, [], T0);
     expect(f.ops.map((o) => [o.type, 'id' in o ? o.id : undefined])).to.deep.equal([
       ['stop', 'c-main'],
       ['finish', 'c-main'],
@@ -110,6 +118,38 @@ describe('follow-up: what an outcome means', function () {
       [false, 'Blocked', REASONS.unsafePath],
       [true, 'Blocked', 'NoNodeEnforces'],
     ]);
+  });
+
+  it("a sidecar step that fails: Pending/CreateFailed while provisioning; while the attempt runs, the action failed and nothing is recorded", function () {
+    for (const op of sidecarOps(d, 0, 'not found')) {
+      const f = followUp(action([op]), op, { type: 'failed', message: 'boom (HTTP 500)', status: 500 }, [], T0);
+      expect([op.type, f.ok, (f.ops[0] as { patch?: { reason: string } } | undefined)?.patch?.reason]).to.deep.equal([op.type, false, REASONS.createFailed]);
+    }
+    for (const op of restarted) {
+      expect(followUp(action([op]), op, { type: 'failed', message: 'boom (HTTP 500)', status: 500 }, [], T0)).to.deep.equal({ ok: false, error: `${op.type} ${op.resource}: boom (HTTP 500)`, ops: [] });
+    }
+  });
+
+  it("a sidecar's secret gone at its copy: that sidecar removed, Blocked/SecretMissing", function () {
+    const ops = sidecarOps(withSecret, 0, 'not found');
+    const copy = ops.find((o) => o.type === 'copy-in-sidecar') as SidecarOperation;
+    const r = golden(action(ops), copy, { type: 'secret-missing', message: 'secret tok: BERTH_X is not set', containerId: 'c-db' }, ops.slice(2));
+    expect(r).to.deep.equal({
+      ok: true,
+      plan: ['  - remove        container:berth_default_a_sc_db  (secret missing: the run cannot be filled)', '  ~ mark Blocked  attempt:a                        (secret missing)'],
+    });
+  });
+
+  it("a sidecar's name held by its own earlier try: removed, made again, and the rest of its steps follow", function () {
+    const ops = sidecarOps(d, 0, 'not found');
+    const f = followUp(action([...ops, create]), sidecar, { type: 'conflict', kind: 'container', name: 'berth_default_a_sc_db', id: 'c-old', owner: { owned: true, attempt: 'a' } }, [...ops.slice(1), create], T0);
+    expect(f.ok).to.equal(true);
+    expect(f.ops.map((o) => o.type)).to.deep.equal(['remove-container', 'create-sidecar', 'start-sidecar', 'ready-sidecar', 'create-container']);
+  });
+
+  it('not-ready met by anything but the wait for a sidecar is a failure of that step', function () {
+    const f = followUp(action([startSidecar]), startSidecar, { type: 'not-ready', index: 0, id: 'c-db', message: 'exited' }, [], T0);
+    expect([f.ok, (f.ops[0] as { patch: { reason: string } }).patch.reason]).to.deep.equal([false, REASONS.createFailed]);
   });
 
   it('an outcome met again after MAX_FOLLOW_UPS follow-ups counts as a failure (a name fought over)', function () {

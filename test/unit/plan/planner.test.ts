@@ -477,12 +477,17 @@ describe('planner (egress proxy and sidecars)', function () {
       '  + create        network:berth_default_e_egress             (not found)',
       '  ~ begin run     attempt:e                                  (run 1: results folder made, intent recorded)',
       '  + create        container:berth_default_e_sc_egress-proxy  (not found)',
+      '  + connect       container:berth_default_e_sc_egress-proxy  (egress-proxy joins network berth_default_e_egress too)',
+      '  > start         container:berth_default_e_sc_egress-proxy  (created)',
+      '  ? await ready   container:berth_default_e_sc_egress-proxy  (until it says it is listening)',
       '  + create        container:berth_default_e_sc_tools         (not found)',
+      '  > start         container:berth_default_e_sc_tools         (created)',
+      '  ? await ready   container:berth_default_e_sc_tools         (until it has stayed up a moment)',
       '  + create        container:berth_default_e                  (not found)',
       '  ~ mark copied   attempt:e                                  (a start may follow from here on)',
       '  > start         container:berth_default_e                  (created)',
       '  ? attest start  container:berth_default_e                  (started)',
-      'Plan: 1 attempt to change (9 operations), 0 unchanged.',
+      'Plan: 1 attempt to change (14 operations), 0 unchanged.',
     ]);
     const d = plan(input({ specs: [eg()] })).actions[0]?.desired;
     expect(d?.sidecars.map((s) => [s.alias, s.expectedNetworks])).to.deep.equal([
@@ -502,9 +507,12 @@ describe('planner (egress proxy and sidecars)', function () {
     const p = plan(input({ specs: [eg()], snapshot: snapshot({ containers: [mainC(), proxyC({ state: 'exited' }), toolsC()], networks: nets }), statuses: statuses(status('e')) }));
     expect(golden(p)).to.deep.equal([
       'attempt e: restart (a sidecar is not running)',
-      '  - remove  container:berth_default_e_sc_egress-proxy  (egress-proxy exited while the attempt runs)',
-      '  + create  container:berth_default_e_sc_egress-proxy  (egress-proxy exited while the attempt runs)',
-      'Plan: 1 attempt to change (2 operations), 0 unchanged.',
+      '  - remove       container:berth_default_e_sc_egress-proxy  (egress-proxy exited while the attempt runs)',
+      '  + create       container:berth_default_e_sc_egress-proxy  (egress-proxy exited while the attempt runs)',
+      '  + connect      container:berth_default_e_sc_egress-proxy  (egress-proxy joins network berth_default_e_egress too)',
+      '  > start        container:berth_default_e_sc_egress-proxy  (created)',
+      '  ? await ready  container:berth_default_e_sc_egress-proxy  (until it says it is listening)',
+      'Plan: 1 attempt to change (5 operations), 0 unchanged.',
     ]);
   });
 
