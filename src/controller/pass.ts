@@ -145,13 +145,23 @@ export function planWithRunFloors(input: PlanInput): Plan {
   return floors.size ? makePlan({ ...input, runFloors: floors }) : first;
 }
 
-/** Observe and plan, changing nothing. */
-export async function planPass(cfg: PassConfig, engine: Engine, store: StatusStore, reserved: Pick<PlanInput, 'reservedSlots' | 'reservedBySet'> = {}): Promise<Omit<PassResult, 'results'>> {
+/**
+ * Observe and plan, changing nothing. `specs`: a load to plan from instead of loading the folder
+ * again (a side pass plans from its pass's load: leftAlone chose its attempts from that load).
+ */
+export async function planPass(
+  cfg: PassConfig,
+  engine: Engine,
+  store: StatusStore,
+  reserved: Pick<PlanInput, 'reservedSlots' | 'reservedBySet'> = {},
+  specs?: LoadResult,
+): Promise<Omit<PassResult, 'results'>> {
   const now = cfg.now ?? Date.now;
   // The engine's lists go out first; specs and records load while the engine answers.
   const statusesP = store.loadAll();
   const snapshotP = observe(engine, cfg.instance, statusesP.then(knownContainerIds), now());
-  const [load, statuses, snapshot] = await Promise.all([loadSpecs({ specsDir: cfg.specsDir, resultsRoot: cfg.resultsRoot, cacheIn: cfg.stateDir, ...(cfg.revision !== undefined ? { revision: cfg.revision } : {}) }), statusesP, snapshotP]);
+  const loadP = specs ? Promise.resolve(specs) : loadSpecs({ specsDir: cfg.specsDir, resultsRoot: cfg.resultsRoot, cacheIn: cfg.stateDir, ...(cfg.revision !== undefined ? { revision: cfg.revision } : {}) });
+  const [load, statuses, snapshot] = await Promise.all([loadP, statusesP, snapshotP]);
   const plan = planWithRunFloors(planInput(cfg, load, snapshot, statuses, now(), { ...(cfg.only ? { only: cfg.only } : {}), ...reserved }));
   return { load, snapshot, plan };
 }
@@ -231,7 +241,9 @@ export function leftAlone(planned: Pick<PassResult, 'plan' | 'snapshot' | 'load'
 
 /**
  * A side pass over `only` (attempts the pass under way left alone, see leftAlone): observe and
- * plan them, with the slots of admissions under way `reserved` (reservedBy), and keep only
+ * plan them from the pass's own load of the specs (`specs`: the folder is not read again; a spec
+ * changed meanwhile is the next pass's), with the slots of admissions under way `reserved`
+ * (reservedBy), and keep only
  * SIDE_KINDS; anything else they need waits for the next pass. Changes nothing: the caller runs
  * the actions (sideExecutor), each attempt busy until its action ends. `reconcile --once --wait`
  * runs these while a pass's actions are under way, so that an exit is harvested and recorded,
@@ -243,9 +255,10 @@ export async function sidePlan(
   store: StatusStore,
   only: ReadonlySet<string>,
   reserved: Pick<PlanInput, 'reservedSlots' | 'reservedBySet'>,
+  specs?: LoadResult,
 ): Promise<{ snapshot?: Snapshot; actions: AttemptAction[] }> {
   if (only.size === 0) return { actions: [] };
-  const planned = await planPass({ ...cfg, only }, engine, store, reserved);
+  const planned = await planPass({ ...cfg, only }, engine, store, reserved, specs);
   const actions = planned.plan.actions.filter((a) => only.has(a.attempt) && SIDE_KINDS.has(a.kind) && a.ops.length > 0);
   return { snapshot: planned.snapshot, actions };
 }

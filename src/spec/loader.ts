@@ -136,15 +136,17 @@ export interface LoadContext {
   resultsAbs: string;
   resultsReal: string;
   realCache: RealCache;
+  /** Fixtures walked by this load (path-checks.ts `Roots.fixtureScans`). */
+  fixtureScans: NonNullable<Roots['fixtureScans']>;
 }
 
 export async function loadContext(resultsRoot: string): Promise<LoadContext> {
   const resultsAbs = path.resolve(resultsRoot);
-  return { resultsAbs, resultsReal: await realpathLoose(resultsAbs), realCache: new RealCache() };
+  return { resultsAbs, resultsReal: await realpathLoose(resultsAbs), realCache: new RealCache(), fixtureScans: new Map() };
 }
 
 export async function rootsOf(root: string, ctx: LoadContext, fromGit = false): Promise<Roots> {
-  return { specsRoot: root, specsReal: await realpathLoose(root), resultsRoot: ctx.resultsAbs, resultsReal: ctx.resultsReal, realCache: ctx.realCache, ...(fromGit ? { fromGit } : {}) };
+  return { specsRoot: root, specsReal: await realpathLoose(root), resultsRoot: ctx.resultsAbs, resultsReal: ctx.resultsReal, realCache: ctx.realCache, fixtureScans: ctx.fixtureScans, ...(fromGit ? { fromGit } : {}) };
 }
 
 /**

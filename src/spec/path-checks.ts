@@ -20,6 +20,8 @@ export interface Roots {
   resultsReal: string;
   /** realpath results of this load (folders shared by many specs are resolved once). */
   realCache?: RealCache;
+  /** Fixture scans of this load, by real path: a fixture shared by many specs (a fleet's) is walked and digested once per load. */
+  fixtureScans?: Map<string, Promise<FixtureDigest>>;
   /** The specs come from git (`--git`): a `fromFile` secret is an error (secrets do not live in repositories). */
   fromGit?: boolean;
 }
@@ -31,6 +33,26 @@ const fail = (code: FixtureProblem['code'], message: string): { ok: false; probl
   problems: [{ code, message }],
 });
 
+/** A fixture walked: what is wrong with it, else its digest. */
+export interface FixtureDigest {
+  problems: FixtureProblem[];
+  digest?: string;
+}
+
+async function digestOf(real: string): Promise<FixtureDigest> {
+  const scan = await scanFixture(real);
+  return scan.problems.length > 0 ? { problems: scan.problems } : { problems: [], digest: fixtureDigest(scan.entries) };
+}
+
+/** The fixture at `real` walked and digested, once per load when the load keeps its scans. */
+function scanOnce(real: string, roots: Roots): Promise<FixtureDigest> {
+  const memo = roots.fixtureScans;
+  if (!memo) return digestOf(real);
+  let p = memo.get(real);
+  if (!p) memo.set(real, (p = digestOf(real)));
+  return p;
+}
+
 /** Resolves `fixture` and scans it: its real path and digest. */
 export async function checkFixture(
   specDir: string,
@@ -40,9 +62,9 @@ export async function checkFixture(
   const found = await resolveInsideSpecs(specDir, fixture, roots, 'fixture');
   if (!found.ok) return found;
   try {
-    const scan = await scanFixture(found.value);
-    if (scan.problems.length > 0) return { ok: false, problems: scan.problems };
-    return { ok: true, value: { path: found.value, digest: fixtureDigest(scan.entries) } };
+    const scan = await scanOnce(found.value, roots);
+    if (scan.digest === undefined) return { ok: false, problems: scan.problems };
+    return { ok: true, value: { path: found.value, digest: scan.digest } };
   } catch (err) {
     return fail('io', `cannot read fixture ${JSON.stringify(fixture)}: ${ioReason(err)}`);
   }

@@ -268,7 +268,7 @@ async function exitsAlongside(
     }
     let side: Awaited<ReturnType<typeof sidePlan>>;
     try {
-      side = await sidePlan(cfg, engine, store, only, reserved);
+      side = await sidePlan(cfg, engine, store, only, reserved, planned.load);
     } catch (err) {
       cfg.log.debug(`side pass: ${String(err)}; the next pass looks again`);
       break;

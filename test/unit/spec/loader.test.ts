@@ -1,7 +1,7 @@
 /** loadSpecs / loadPaths: finding files, several documents, isolation between files, names. */
 import { expect } from 'chai';
 import { execFileSync } from 'node:child_process';
-import { symlinkSync, writeFileSync } from 'node:fs';
+import { promises as fsp, symlinkSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { DEFAULTS } from '../../../src/constants';
 import { loadPaths, loadSpecs } from '../../../src/spec/loader';
@@ -139,6 +139,31 @@ describe('spec/loader', () => {
     const r = await sb.load();
     expect(r.specs.map((s) => s.relFile)).to.deep.equal(['dir.yaml/inner.yaml', 'ok.yaml']);
     expect(r.errors.map((e) => [path.basename(e.file), e.code, e.message])).to.deep.equal([['pipe.yaml', 'io', 'not a regular file']]);
+  });
+
+  it('walks a fixture many specs share once per load, and each load walks it again (an edit between loads is seen)', async () => {
+    const files: Record<string, string> = { 'fx/a.txt': 'a', 'fx/b.txt': 'b' };
+    for (let i = 0; i < 10; i++) files[`s${i}.yaml`] = doc(`s${i}`, '  fixture: ./fx\n');
+    const sb = sandbox(files);
+    const fx = path.join(sb.specs, 'fx');
+    const real = fsp.lstat;
+    let walked = 0;
+    fsp.lstat = ((p: string, ...rest: never[]) => {
+      if (String(p) === path.join(fx, 'a.txt')) walked++;
+      return (real as (...a: unknown[]) => unknown)(p, ...rest);
+    }) as typeof fsp.lstat;
+    try {
+      const r = await loadSpecs({ specsDir: sb.specs, resultsRoot: sb.results });
+      expect(r.errors).to.deep.equal([]);
+      expect(new Set(r.specs.map((s) => s.hash)).size).to.equal(10);
+      expect(walked).to.equal(1);
+      writeFileSync(path.join(fx, 'a.txt'), 'changed');
+      const again = await loadSpecs({ specsDir: sb.specs, resultsRoot: sb.results });
+      expect(walked).to.equal(2);
+      expect(again.specs.map((s) => s.hash)).to.not.include.members(r.specs.map((s) => s.hash));
+    } finally {
+      fsp.lstat = real;
+    }
   });
 
   describe('loadPaths', () => {
