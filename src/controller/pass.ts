@@ -3,7 +3,8 @@
  * snapshot of the engine, plan with no I/O, execute the plan. A straight line, as in
  * docker compose's create(): observe → plan → execute.
  */
-import { Executor, type ActionResult } from '../execute/executor';
+import type { ActionResult, Executor } from '../execute/executor';
+import type * as ExecutorMod from '../execute/executor';
 import type { HarvestLimits } from '../execute/harvest';
 import type { Engine } from '../engine/types';
 import { observe } from '../observe/snapshot';
@@ -20,6 +21,15 @@ import { runFloor } from '../plan/results';
 import { StatusStore } from '../status/store';
 import type { Logger } from '../util/log';
 import { runBounded } from '../util/pool';
+
+/**
+ * The executor's modules (tar-stream, the harvest, the attestation checks) load on the first
+ * plan that has an operation: a pass that changes nothing (a CI no-op) never loads them.
+ */
+function newExecutor(deps: ConstructorParameters<typeof Executor>[0]): Executor {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return new (require('../execute/executor') as typeof ExecutorMod).Executor(deps);
+}
 
 export interface PassConfig {
   specsDir: string;
@@ -181,7 +191,9 @@ export async function reconcilePass(cfg: PassConfig, engine: Engine, store: Stat
   // A writer's start-up (damaged records set aside, temp files of interrupted writes removed),
   // after the plan so the records still load while the engine answers its lists.
   await store.recover();
-  const executor = new Executor({
+  // Nothing to do: no executor (Executor.run of a plan without operations does nothing either).
+  if (!alongside && !planned.plan.actions.some((a) => a.ops.length > 0)) return { ...planned, results: [] };
+  const executor = newExecutor({
     engine,
     store,
     instance: cfg.instance,
@@ -273,7 +285,7 @@ export function admits(a: AttemptAction): boolean {
  * may be in flight.
  */
 export function sideExecutor(cfg: PassConfig, engine: Engine, store: StatusStore): Executor {
-  return new Executor({
+  return newExecutor({
     engine,
     store,
     instance: cfg.instance,

@@ -21,12 +21,33 @@ export interface LoggerOptions {
   stream?: NodeJS.WritableStream;
 }
 
-/** A logger that is made, and winston loaded, on its first use. */
+/** winston's default (npm) levels: a message is written when its level's number is at most the logger's. */
+const LEVELS: Readonly<Record<string, number>> = { error: 0, warn: 1, info: 2, http: 3, verbose: 4, debug: 5, silly: 6 };
+
+/**
+ * A logger that is made, and winston loaded, on its first use that writes something (or asks
+ * anything of it): a message below the level, and a child logger, load nothing until then. A
+ * `reconcile --once` that changes nothing writes no line, so it never loads winston.
+ */
 export function createLogger(opts: LoggerOptions = {}): Logger {
+  const level = opts.level ?? 'info';
+  return lazyLogger(() => makeLogger(opts), () => level);
+}
+
+/** `make` is called once, when the logger is first really used; `level()` is its level until then. */
+function lazyLogger(make: () => Logger, level: () => string): Logger {
   let real: Logger | undefined;
-  const target = (): Logger => (real ??= makeLogger(opts));
-  return new Proxy({} as Logger, {
+  const target = (): Logger => (real ??= make());
+  const levelNow = (): string => (real ? real.level : level());
+  const below = (prop: string | symbol): boolean => typeof prop === 'string' && Object.hasOwn(LEVELS, prop) && (LEVELS[prop] as number) > (LEVELS[levelNow()] ?? Infinity);
+  const proxy: Logger = new Proxy({} as Logger, {
     get(_t, prop) {
+      if (!real) {
+        // A child of a logger not made yet is made with it, on its own first use.
+        if (prop === 'child') return (meta: object) => lazyLogger(() => target().child(meta), levelNow);
+        // As winston does for a level it does not write: nothing, and the logger back.
+        if (below(prop)) return () => proxy;
+      }
       const r = target();
       const v = Reflect.get(r, prop, r) as unknown;
       return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(r) : v;
@@ -34,6 +55,7 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
     set: (_t, prop, value) => Reflect.set(target(), prop, value),
     has: (_t, prop) => Reflect.has(target(), prop),
   });
+  return proxy;
 }
 
 function makeLogger(opts: LoggerOptions): Logger {

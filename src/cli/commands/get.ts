@@ -2,7 +2,7 @@
  * `berth get [NAME...] [-l SELECTOR] [-o wide|json|yaml|name] [--no-headers] [--sets]`: the attempts
  * and their status, or the AttemptSets with their children counted by phase.
  */
-import { stringify } from 'yaml';
+import type * as Yaml from 'yaml';
 import { EXIT, PHASES, REASONS } from '../../constants';
 import { loadSpecs } from '../../spec/loader';
 import type { DamagedRecord } from '../../status/store';
@@ -12,6 +12,11 @@ import { matches, parseSelectors, SelectorError, type Selector } from '../select
 import { toItem, toList, toSetItem, toSetList } from './get-item';
 import type * as GetWatch from './get-watch';
 import { age, duration, table } from './shared';
+
+/** `-o yaml` only: yaml is loaded when it is asked for (it costs ~18 ms of every command that imports this file). */
+function yamlOf(doc: unknown): string {
+  return (require('yaml') as typeof Yaml).stringify(doc);
+}
 
 export interface GetOptions {
   output?: 'wide' | 'json' | 'yaml' | 'name' | 'text';
@@ -148,7 +153,7 @@ async function runGetSets(ctx: Context, name: string | undefined, o: GetOptions)
   }
   const doc = name ? toSetItem(rows[0] as SetRow) : toSetList(rows);
   if (o.output === 'json') ctx.io.out(JSON.stringify(doc, null, 2) + '\n');
-  else if (o.output === 'yaml') ctx.io.out(stringify(doc));
+  else if (o.output === 'yaml') ctx.io.out(yamlOf(doc));
   else if (o.output === 'name') ctx.io.out(rows.map((r) => `attemptset/${r.name}\n`).join(''));
   else if (rows.length === 0) ctx.io.out('No AttemptSets.\n');
   else ctx.io.out(renderSetRows(rows));
@@ -168,7 +173,7 @@ export async function runGet(ctx: Context, names: string[], o: GetOptions): Prom
   // One name asked for gives the item itself, as `kubectl get pod x -o json` does.
   const doc = names.length === 1 && rows[0] ? toItem(rows[0]) : toList(rows);
   if (o.output === 'json') ctx.io.out(JSON.stringify(doc, null, 2) + '\n');
-  else if (o.output === 'yaml') ctx.io.out(stringify(doc));
+  else if (o.output === 'yaml') ctx.io.out(yamlOf(doc));
   else if (o.output === 'name') ctx.io.out(rows.map((r) => `attempt/${r.name}\n`).join(''));
   else if (rows.length === 0) ctx.io.err('No attempts.\n');
   else ctx.io.out(renderRows(rows, o.output === 'wide', o.headers !== false));

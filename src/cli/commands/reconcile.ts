@@ -16,7 +16,7 @@ import { admits, leftAlone, reconcilePass, reservedBy, sideExecutor, sidePlan, t
 import type { AttemptAction } from '../../plan/types';
 import { Semaphore } from '../../util/pool';
 import { activity } from '../../controller/activity';
-import { Waker } from '../../controller/waker';
+import type * as WakerMod from '../../controller/waker';
 import { describeEngineError, isEngineDown, pingFailure } from '../../engine/errors';
 import type { Engine } from '../../engine/types';
 import { changeCount } from '../../plan/render';
@@ -24,7 +24,7 @@ import type { StatusStore } from '../../status/store';
 import { passConfig, UsageError, type Context } from '../context';
 import { diag, plural } from '../diag';
 import { liveLine } from '../live-line';
-import { collectRows, renderRows } from './get';
+import type * as GetCmd from './get';
 import { reportLoadErrors, specsRootError } from './shared';
 import { takeWriterLocks } from './writer-lock';
 import { gitSourceFrom, type GitFlags } from '../git-flags';
@@ -32,6 +32,9 @@ import { short, type GitSource } from '../../git/source';
 import { RevisionOutcomes } from '../../git/outcome';
 import { notifyOf } from '../notify-flags';
 import type * as ControllerCmd from './controller';
+
+/** The waker (and the engine-event source under it) loads only with --wait. */
+type Waker = WakerMod.Waker;
 
 export interface ReconcileOptions extends GitFlags {
   once?: boolean;
@@ -134,7 +137,7 @@ async function passes(ctx: Context, o: ReconcileOptions, cfg: PassConfig, engine
   const started = Date.now();
   let waker: Waker | undefined;
   if (o.wait) {
-    waker = new Waker();
+    waker = new (require('../../controller/waker') as typeof WakerMod).Waker();
     waker.followEngine(engine, ctx.instance, ctx.log);
   }
   let last: PassResult | undefined;
@@ -214,9 +217,11 @@ async function passes(ctx: Context, o: ReconcileOptions, cfg: PassConfig, engine
     waker?.close();
   }
   live.end();
-  // The table (and the exit codes that read it) only with --wait: a lone pass loads nothing twice.
-  const rows = o.wait ? await collectRows(ctx) : [];
-  if (o.wait) ctx.io.out(renderRows(rows, false));
+  // The table (and the exit codes that read it) only with --wait: a lone pass loads nothing twice
+  // (nor get.ts: its modules load only here).
+  const get = o.wait ? (require('./get') as typeof GetCmd) : undefined;
+  const rows = get ? await get.collectRows(ctx) : [];
+  if (get) ctx.io.out(get.renderRows(rows, false));
   if (last && last.load.errors.length) return EXIT.usage;
   if (o.wait && rows.some((r) => r.phase === 'Failed' || r.phase === 'TimedOut')) return EXIT.attemptsFailed;
   if (opFailures > 0 || (o.wait && rows.some((r) => r.phase === 'Blocked' || r.reason === REASONS.harvestFailed))) return EXIT.failed;

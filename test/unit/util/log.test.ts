@@ -1,6 +1,6 @@
 /** The CLI's logger: winston loads on first use only, and the text format is as documented. */
 import { expect } from 'chai';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { createLogger } from '../../../src/util/log';
@@ -18,6 +18,39 @@ describe('util/log', () => {
       process.stdout.write(JSON.stringify([before, loaded()]));`;
     const out = execFileSync(process.execPath, ['--require', 'tsx/cjs', '-e', code], { encoding: 'utf8' });
     expect(JSON.parse(out)).to.deep.equal([false, true]);
+  });
+
+  it('loads nothing for a child logger or a message below its level, and writes once a message is at its level', () => {
+    const code = `
+      const loaded = () => Object.keys(require.cache).some((k) => k.includes('/node_modules/winston/'));
+      const { createLogger } = require(${JSON.stringify(MODULE)});
+      const log = createLogger({ level: 'warn' });
+      const pass = log.child({ pass: 1 });
+      const attempt = pass.child({ attempt: 'a' });
+      const same = attempt.info('below warn');
+      log.debug('below warn');
+      const quiet = loaded();
+      attempt.warn('written');
+      process.stdout.write(JSON.stringify([quiet, same === attempt, loaded()]));`;
+    const res = spawnSync(process.execPath, ['--require', 'tsx/cjs', '-e', code], { encoding: 'utf8' });
+    expect(JSON.parse(res.stdout)).to.deep.equal([false, true, true]);
+    // The child's fields, from both generations, on the one line written.
+    const lines = res.stderr.trim().split('\n');
+    expect(lines).to.have.length(1);
+    expect(lines[0]).to.match(/ warn {2}written /);
+    expect(lines[0]).to.include('pass=1').and.include('attempt=a');
+  });
+
+  it('follows a level set after a child was made', async () => {
+    const stream = new PassThrough();
+    let text = '';
+    stream.on('data', (c: Buffer) => (text += c.toString()));
+    const log = createLogger({ level: 'info', stream });
+    const child = log.child({ pass: 2 });
+    log.level = 'debug';
+    child.debug('now shown');
+    await new Promise((r) => setImmediate(r));
+    expect(text).to.match(/ debug now shown pass=2\n$/);
   });
 
   it('writes `time level message key=value` lines at or above its level; children add their fields', async () => {
