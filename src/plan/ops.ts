@@ -70,6 +70,8 @@ export function dropRenamed(d: DesiredAttempt, have: ObservedAttempt): Operation
  * one volume per name.
  */
 export function duplicateNetworks(networks: NetworkSummary[], containers: ContainerSummary[]): NetworkSummary[] {
+  // One network or none (most attempts: network none, or their one network) repeats no name.
+  if (networks.length < 2) return [];
   const attached = new Set(containers.flatMap((c) => c.networkIds ?? []));
   const created = (n: NetworkSummary) => {
     const t = Date.parse(n.created ?? '');

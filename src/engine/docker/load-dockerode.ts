@@ -3,8 +3,10 @@
  * SSH client (ssh2, for `ssh://` DOCKER_HOST) and gRPC with protobuf (for BuildKit sessions) at
  * require time: about 80 ms of every CLI command here, for code a local or TCP engine never runs.
  * Before dockerode loads, the two modules that pull them in are put in Node's module cache as
- * stand-ins that load the real module on their first call (each exports one function). A layout
- * these paths do not match leaves dockerode to load as it always does.
+ * stand-ins that load the real module on their first call (each exports one function). So is
+ * tar-fs (with tar-stream under it), which dockerode uses only to pack an image's build context
+ * (its `pack` and `extract` load the real one). A layout these paths do not match leaves
+ * dockerode to load as it always does.
  */
 /* eslint-disable @typescript-eslint/no-require-imports */
 import { existsSync } from 'node:fs';
@@ -18,22 +20,32 @@ type Fn = (this: unknown, ...args: unknown[]) => unknown;
 export function deferredModuleFiles(): string[] {
   const dockerode = require.resolve('dockerode');
   const modem = require.resolve('docker-modem', { paths: [path.dirname(dockerode)] });
-  return [path.join(path.dirname(modem), 'ssh.js'), path.join(path.dirname(dockerode), 'session.js')];
+  const tarFs = require.resolve('tar-fs', { paths: [path.dirname(dockerode)] });
+  return [path.join(path.dirname(modem), 'ssh.js'), path.join(path.dirname(dockerode), 'session.js'), tarFs];
 }
+
+/** The stand-ins whose module exports an object of functions (the others export one function). */
+const OBJECT_EXPORTS: readonly [string, readonly string[]][] = [[`${path.sep}tar-fs${path.sep}index.js`, ['pack', 'extract']]];
 
 function standIn(file: string): void {
   if (require.cache[file] || !existsSync(file)) return;
   const m = new Module(file, module);
   m.filename = file;
   m.loaded = true;
-  let real: Fn | undefined;
-  m.exports = function deferred(this: unknown, ...args: unknown[]): unknown {
-    if (!real) {
+  let real: unknown;
+  const load = (): unknown => {
+    if (real === undefined) {
       if (require.cache[file] === m) delete require.cache[file];
-      real = require(file) as Fn;
+      real = require(file) as unknown;
     }
-    return real.apply(this, args);
+    return real;
   };
+  const names = OBJECT_EXPORTS.find(([suffix]) => file.endsWith(suffix))?.[1];
+  const deferred = (pick: () => Fn) =>
+    function deferred(this: unknown, ...args: unknown[]): unknown {
+      return pick().apply(this, args);
+    };
+  m.exports = names ? Object.fromEntries(names.map((n) => [n, deferred(() => (load() as Record<string, Fn>)[n] as Fn)])) : deferred(() => load() as Fn);
   require.cache[file] = m;
 }
 

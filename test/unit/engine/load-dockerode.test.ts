@@ -19,9 +19,23 @@ function fresh(body: string): Record<string, unknown> {
 }
 
 describe('engine/docker/load-dockerode', () => {
-  it('stands in for docker-modem/lib/ssh.js and dockerode/lib/session.js, which exist', () => {
+  it('stands in for docker-modem/lib/ssh.js, dockerode/lib/session.js and tar-fs, which exist', () => {
     const files = deferredModuleFiles();
-    expect(files.map((f) => f.split('/node_modules/')[1])).to.deep.equal(['docker-modem/lib/ssh.js', 'dockerode/lib/session.js']);
+    expect(files.map((f) => f.split('/node_modules/')[1])).to.deep.equal(['docker-modem/lib/ssh.js', 'dockerode/lib/session.js', 'tar-fs/index.js']);
+  });
+
+  it('loads tar-fs (and tar-stream) only when dockerode packs something: its pack is the real one', () => {
+    const out = fresh(`
+      const D = loadDockerode();
+      out.modem = typeof new D({ socketPath: '/nonexistent.sock' }).modem;
+      // (the stand-in itself sits in the module cache under tar-fs's file name: tar-stream tells)
+      out.tarBefore = loaded('tar-stream');
+      const tar = require(deferredModuleFiles()[2]);
+      const pack = tar.pack(require('node:os').tmpdir(), { entries: [] });
+      out.stream = typeof pack.pipe;
+      pack.destroy();
+      out.tarAfter = loaded('tar-stream');`);
+    expect(out).to.deep.equal({ modem: 'object', tarBefore: false, stream: 'function', tarAfter: true });
   });
 
   it('gives a working dockerode without ssh2 or gRPC; the SSH transport loads ssh2 when used', () => {
