@@ -7,14 +7,23 @@
  */
 import { randomBytes } from 'node:crypto';
 import { constants as fsConstants, promises as fs } from 'node:fs';
-import { sshProblem, type GitCredentials } from '../git/credentials';
 import path from 'node:path';
 import { DEFAULTS } from '../constants';
-import { runGit } from '../git/exec';
-import { gitPathProblem, normalGitPath, refProblem } from '../git/ref';
-import { GitSource, type Revision } from '../git/source';
-import { parseGitUrl } from '../git/url';
+import type * as Credentials from '../git/credentials';
+import type { GitCredentials } from '../git/credentials';
+import type * as Exec from '../git/exec';
+import type * as Ref from '../git/ref';
+import type * as Source from '../git/source';
+import type { GitSource, Revision } from '../git/source';
+import type * as Url from '../git/url';
 import { UsageError, type Context } from './context';
+
+// The git modules load only with --git: a pass over a specs folder never loads them.
+const credentialsMod = () => require('../git/credentials') as typeof Credentials;
+const execMod = () => require('../git/exec') as typeof Exec;
+const refMod = () => require('../git/ref') as typeof Ref;
+const sourceMod = () => require('../git/source') as typeof Source;
+const urlMod = () => require('../git/url') as typeof Url;
 
 export interface GitFlags {
   git?: string;
@@ -58,7 +67,7 @@ async function credentialsFrom(ctx: Context, o: GitFlags, scheme: string): Promi
   if (o.gitUsername !== undefined) c.username = o.gitUsername;
   if (o.gitSshKey !== undefined) c.sshKey = path.resolve(o.gitSshKey);
   if (o.gitKnownHosts !== undefined) c.knownHosts = path.resolve(o.gitKnownHosts);
-  const problem = sshProblem(c);
+  const problem = credentialsMod().sshProblem(c);
   if (problem) throw new UsageError(problem);
   for (const [flag, p] of [
     ['--git-ssh-key', c.sshKey],
@@ -81,31 +90,31 @@ export async function gitSourceFrom(ctx: Context, o: GitFlags): Promise<GitSourc
     for (const f of FLAG_KEYS) if (o[f] !== undefined) throw new UsageError(`${flagName(f)} goes with --git`);
     return undefined;
   }
-  const url = parseGitUrl(o.git);
+  const url = urlMod().parseGitUrl(o.git);
   if (!url.ok) throw new UsageError(`--git: ${url.message}`);
   if (o.gitRef !== undefined) {
-    const problem = refProblem(o.gitRef);
+    const problem = refMod().refProblem(o.gitRef);
     if (problem) throw new UsageError(`--git-ref ${JSON.stringify(o.gitRef)}: ${problem}`);
     // git's own rules too (the ref cannot start with "-" here: checked above).
-    const ok = await runGit(['check-ref-format', '--allow-onelevel', o.gitRef], { home: ctx.stateDir, cwd: '/' }).then(
+    const ok = await execMod().runGit(['check-ref-format', '--allow-onelevel', o.gitRef], { home: ctx.stateDir, cwd: '/' }).then(
       () => true,
       () => false,
     );
     if (!ok) throw new UsageError(`--git-ref ${JSON.stringify(o.gitRef)}: not a valid ref name (git check-ref-format)`);
   }
   if (o.gitPath !== undefined) {
-    const problem = gitPathProblem(o.gitPath);
+    const problem = refMod().gitPathProblem(o.gitPath);
     if (problem) throw new UsageError(`--git-path ${JSON.stringify(o.gitPath)}: ${problem}`);
   }
   const credentials = await credentialsFrom(ctx, o, url.value.scheme);
   const allowedSigners = o.gitVerify !== undefined ? path.resolve(o.gitVerify) : undefined;
   if (allowedSigners !== undefined) await fs.access(allowedSigners, fsConstants.R_OK).catch(() => Promise.reject(new UsageError(`--git-verify ${allowedSigners}: cannot be read`)));
-  return new GitSource({
+  return new (sourceMod().GitSource)({
     url: url.value,
     ...(credentials ? { credentials } : {}),
     ...(allowedSigners !== undefined ? { allowedSigners } : {}),
     ...(o.gitRef !== undefined ? { ref: o.gitRef } : {}),
-    path: normalGitPath(o.gitPath ?? ''),
+    path: refMod().normalGitPath(o.gitPath ?? ''),
     stateDir: ctx.stateDir,
     instance: ctx.instance,
     intervalMs: o.gitInterval ?? DEFAULTS.gitIntervalMs,
@@ -126,7 +135,7 @@ export async function peekRevision(src: GitSource): Promise<Revision & { done():
   const dir = path.join(m.root, `.tmp-${tag}`);
   const done = async () => {
     await fs.rm(dir, { recursive: true, force: true });
-    await runGit(['--git-dir', m.mirror, 'update-ref', '-d', ref], { home: path.join(m.root, 'home'), cwd: m.root }).catch(() => undefined);
+    await execMod().runGit(['--git-dir', m.mirror, 'update-ref', '-d', ref], { home: path.join(m.root, 'home'), cwd: m.root }).catch(() => undefined);
   };
   try {
     const revision = await m.fetch(src.cfg.url.url, src.cfg.ref, ref);

@@ -63,6 +63,11 @@ export interface PassConfig {
    * only slower over many passes).
    */
   desired?: DesiredStates;
+  /**
+   * The specs this pass plans from, being loaded already (loadPassSpecs: `reconcile --once`
+   * starts reading them while it takes the instance's locks); without it the pass loads them.
+   */
+  specs?: Promise<LoadResult>;
 }
 
 export interface PassResult {
@@ -155,6 +160,11 @@ export function planWithRunFloors(input: PlanInput): Plan {
   return floors.size ? makePlan({ ...input, runFloors: floors }) : first;
 }
 
+/** The specs a pass over `cfg` plans from (reading them changes nothing). */
+export function loadPassSpecs(cfg: PassConfig): Promise<LoadResult> {
+  return loadSpecs({ specsDir: cfg.specsDir, resultsRoot: cfg.resultsRoot, cacheIn: cfg.stateDir, ...(cfg.revision !== undefined ? { revision: cfg.revision } : {}) });
+}
+
 /**
  * Observe and plan, changing nothing. `specs`: a load to plan from instead of loading the folder
  * again (a side pass plans from its pass's load: leftAlone chose its attempts from that load).
@@ -170,7 +180,7 @@ export async function planPass(
   // The engine's lists go out first; specs and records load while the engine answers.
   const statusesP = store.loadAll();
   const snapshotP = observe(engine, cfg.instance, statusesP.then(knownContainerIds), now());
-  const loadP = specs ? Promise.resolve(specs) : loadSpecs({ specsDir: cfg.specsDir, resultsRoot: cfg.resultsRoot, cacheIn: cfg.stateDir, ...(cfg.revision !== undefined ? { revision: cfg.revision } : {}) });
+  const loadP = specs ? Promise.resolve(specs) : (cfg.specs ?? loadPassSpecs(cfg));
   const [load, statuses, snapshot] = await Promise.all([loadP, statusesP, snapshotP]);
   const plan = planWithRunFloors(planInput(cfg, load, snapshot, statuses, now(), { ...(cfg.only ? { only: cfg.only } : {}), ...reserved }));
   return { load, snapshot, plan };

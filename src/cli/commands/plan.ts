@@ -6,7 +6,7 @@ import { changeCount, planToJson, renderPlan } from '../../plan/render';
 import { passConfig, type Context } from '../context';
 import { reportLoadErrors, specsRootError } from './shared';
 import { gitSourceFrom, peekRevision, type GitFlags } from '../git-flags';
-import { GitError } from '../../git/exec';
+import type * as GitExec from '../../git/exec';
 
 export interface PlanOptions extends GitFlags {
   output?: 'text' | 'json';
@@ -27,7 +27,7 @@ export async function runPlan(ctx: Context, o: PlanOptions): Promise<number> {
   try {
     peek = await peekRevision(git);
   } catch (err) {
-    if (!(err instanceof GitError)) throw err;
+    if (!(err instanceof (require('../../git/exec') as typeof GitExec).GitError)) throw err;
     ctx.io.err(`berth: ${git.cfg.url.display}: ${err.message}; nothing was planned\n`);
     return EXIT.failed;
   }

@@ -12,7 +12,7 @@
  * POSTed to `--notify-url`, whose tries are waited for before the exit), as in the controller.
  */
 import { EXIT, FINISHED_PHASES, REASONS, type Phase } from '../../constants';
-import { admits, leftAlone, reconcilePass, reservedBy, sideExecutor, sidePlan, type PassConfig, type PassResult } from '../../controller/pass';
+import { admits, leftAlone, loadPassSpecs, reconcilePass, reservedBy, sideExecutor, sidePlan, type PassConfig, type PassResult } from '../../controller/pass';
 import type { AttemptAction } from '../../plan/types';
 import { Semaphore } from '../../util/pool';
 import { activity } from '../../controller/activity';
@@ -20,6 +20,7 @@ import type * as WakerMod from '../../controller/waker';
 import { describeEngineError, isEngineDown, pingFailure } from '../../engine/errors';
 import type { Engine } from '../../engine/types';
 import { changeCount } from '../../plan/render';
+import type { LoadResult } from '../../spec/types';
 import type { StatusStore } from '../../status/store';
 import { passConfig, UsageError, type Context } from '../context';
 import { diag, plural } from '../diag';
@@ -28,13 +29,18 @@ import type * as GetCmd from './get';
 import { reportLoadErrors, specsRootError } from './shared';
 import { takeWriterLocks } from './writer-lock';
 import { gitSourceFrom, type GitFlags } from '../git-flags';
-import { short, type GitSource } from '../../git/source';
-import { RevisionOutcomes } from '../../git/outcome';
+import type * as GitSourceMod from '../../git/source';
+import type { GitSource } from '../../git/source';
+import type * as GitOutcome from '../../git/outcome';
+import type { RevisionOutcomes } from '../../git/outcome';
 import { notifyOf } from '../notify-flags';
 import type * as ControllerCmd from './controller';
 
 /** The waker (and the engine-event source under it) loads only with --wait. */
 type Waker = WakerMod.Waker;
+
+/** The git modules load only with --git. */
+const short = (rev: string): string => (require('../../git/source') as typeof GitSourceMod).short(rev);
 
 export interface ReconcileOptions extends GitFlags {
   once?: boolean;
@@ -93,14 +99,29 @@ export async function runReconcile(ctx: Context, o: ReconcileOptions): Promise<n
   const cfg = passConfig(ctx, o);
   const engine = ctx.engine();
   const store = ctx.store();
+  const pinged = engine.ping();
+  // The specs folder is read while the engine answers the ping and the locks are taken (reading
+  // it changes nothing; the first pass plans from it once the locks are held). A git source's
+  // specs are known only after its fetch.
+  const specs = git ? undefined : loadPassSpecs(cfg);
+  // Its failure, if any, is the first pass's (as when the pass loads them); never an unhandled rejection meanwhile.
+  const dropSpecs = () => specs?.then(() => undefined, () => undefined);
+  void dropSpecs();
   try {
-    await engine.ping();
+    await pinged;
   } catch (err) {
+    await dropSpecs();
     ctx.io.err(`berth: ${pingFailure(err)}\n`);
     return EXIT.failed;
   }
-  const locks = await takeWriterLocks(ctx, engine, o.wait ? 'reconcile --once --wait' : 'reconcile --once');
-  if (!locks) return EXIT.failed;
+  const locks = await takeWriterLocks(ctx, engine, o.wait ? 'reconcile --once --wait' : 'reconcile --once').catch(async (err: unknown) => {
+    await dropSpecs();
+    throw err;
+  });
+  if (!locks) {
+    await dropSpecs();
+    return EXIT.failed;
+  }
   try {
     if (git) {
       const fetched = await fetchOnce(ctx, git);
@@ -109,9 +130,9 @@ export async function runReconcile(ctx: Context, o: ReconcileOptions): Promise<n
       cfg.specsDir = fetched.dir;
       cfg.revision = fetched.revision;
     }
-    const outcomes = git ? new RevisionOutcomes({ root: git.mirror.root, url: git.cfg.url.display, log: ctx.log, ...(notify ? { notify } : {}) }) : undefined;
+    const outcomes = git ? new (require('../../git/outcome') as typeof GitOutcome).RevisionOutcomes({ root: git.mirror.root, url: git.cfg.url.display, log: ctx.log, ...(notify ? { notify } : {}) }) : undefined;
     try {
-      return await passes(ctx, o, cfg, engine, store, git, outcomes);
+      return await passes(ctx, o, cfg, engine, store, git, outcomes, specs);
     } finally {
       // The outcomes' POSTs are tried (with their back-off) before the exit: nothing is left behind.
       await outcomes?.drain();
@@ -133,7 +154,16 @@ async function fetchOnce(ctx: Context, git: GitSource): Promise<{ dir: string; r
 }
 
 /** The passes of `--once` (one, or until done with `--wait`), holding the instance's locks. */
-async function passes(ctx: Context, o: ReconcileOptions, cfg: PassConfig, engine: Engine, store: StatusStore, git?: GitSource, outcomes?: RevisionOutcomes): Promise<number> {
+async function passes(
+  ctx: Context,
+  o: ReconcileOptions,
+  cfg: PassConfig,
+  engine: Engine,
+  store: StatusStore,
+  git?: GitSource,
+  outcomes?: RevisionOutcomes,
+  firstSpecs?: Promise<LoadResult>,
+): Promise<number> {
   const started = Date.now();
   let waker: Waker | undefined;
   if (o.wait) {
@@ -156,7 +186,7 @@ async function passes(ctx: Context, o: ReconcileOptions, cfg: PassConfig, engine
           }
         : undefined;
       try {
-        res = await reconcilePass({ ...cfg, log }, engine, store, alongside);
+        res = await reconcilePass({ ...cfg, log, ...(pass === 1 && firstSpecs ? { specs: firstSpecs } : {}) }, engine, store, alongside);
       } catch (err) {
         if (isEngineDown(err)) {
           live.end();

@@ -11,7 +11,7 @@ import { loadPaths, loadSpecs, type LoadReport } from '../../spec/loader';
 import { formatErrors, type ReadLine } from '../format-errors';
 import type { Context } from '../context';
 import { gitSourceFrom, peekRevision, type GitFlags } from '../git-flags';
-import { GitError } from '../../git/exec';
+import type * as GitExec from '../../git/exec';
 
 export interface ValidateOptions {
   output: 'text' | 'json';
@@ -50,7 +50,7 @@ export async function runValidateGit(ctx: Context, o: GitFlags & { output: 'text
   try {
     peek = await peekRevision(git);
   } catch (err) {
-    if (!(err instanceof GitError)) throw err;
+    if (!(err instanceof (require('../../git/exec') as typeof GitExec).GitError)) throw err;
     ctx.io.err(`berth: ${git.cfg.url.display}: ${err.message}\n`);
     return EXIT.failed;
   }
