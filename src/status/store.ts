@@ -81,6 +81,7 @@ export class StatusStore {
   private readonly damagedNow = new Map<string, DamagedRecord>();
   private readonly warned = new Set<string>();
   private recovering: Promise<void> | undefined;
+  private loading: Promise<Map<string, AttemptStatus>> | undefined;
   readonly dir: string;
   /** Where damaged records are kept. */
   readonly damagedDir: string;
@@ -119,6 +120,16 @@ export class StatusStore {
 
   async loadAll(): Promise<Map<string, AttemptStatus>> {
     if (this.cache) return this.cache;
+    // One read of the folder at a time: a caller while one is under way (a pass beside recover()) shares it.
+    const p = (this.loading ??= this.readAll());
+    try {
+      return await p;
+    } finally {
+      if (this.loading === p) this.loading = undefined;
+    }
+  }
+
+  private async readAll(): Promise<Map<string, AttemptStatus>> {
     const map = new Map<string, AttemptStatus>();
     let entries: string[] = [];
     try {
@@ -160,6 +171,7 @@ export class StatusStore {
   /** Forget the in-memory copy so the next read comes from disk (another process may have written). */
   invalidate(): void {
     this.cache = undefined;
+    this.loading = undefined;
   }
 
   async get(name: string): Promise<AttemptStatus | undefined> {

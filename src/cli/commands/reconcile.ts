@@ -114,7 +114,8 @@ export async function runReconcile(ctx: Context, o: ReconcileOptions): Promise<n
     ctx.io.err(`berth: ${pingFailure(err)}\n`);
     return EXIT.failed;
   }
-  const locks = await takeWriterLocks(ctx, engine, o.wait ? 'reconcile --once --wait' : 'reconcile --once').catch(async (err: unknown) => {
+  // The records are read (and damaged ones set aside) while the first pass's lists go out; the pass awaits that before it changes anything.
+  const locks = await takeWriterLocks(ctx, engine, o.wait ? 'reconcile --once --wait' : 'reconcile --once', { recoverAlongside: true }).catch(async (err: unknown) => {
     await dropSpecs();
     throw err;
   });

@@ -17,8 +17,13 @@ export interface WriterLocks {
   release(): Promise<void>;
 }
 
-/** Both locks, or undefined after telling stderr who holds the instance. */
-export async function takeWriterLocks(ctx: Context, engine: Engine, command: string): Promise<WriterLocks | undefined> {
+/**
+ * Both locks, or undefined after telling stderr who holds the instance. `recoverAlongside`: the
+ * writer's start-up (below) runs on after the locks are returned, for a caller that awaits
+ * `store.recover()` itself before its first write (a reconcile pass does): its engine lists
+ * need not wait for the records to be read.
+ */
+export async function takeWriterLocks(ctx: Context, engine: Engine, command: string, opts: { recoverAlongside?: boolean } = {}): Promise<WriterLocks | undefined> {
   const logger = { warn: (m: string) => ctx.log.warn(m) };
   const refused = (err: unknown): undefined => {
     if (!(err instanceof LockHeldError || err instanceof LockUnreadableError || err instanceof EngineLockHeldError || err instanceof EngineLockUnreadableError)) throw err;
@@ -41,10 +46,11 @@ export async function takeWriterLocks(ctx: Context, engine: Engine, command: str
   }
   // A writer's start-up, now that it is the only writer: temp files of interrupted writes go,
   // damaged records are set aside (src/status/store.ts). A failure here is retried by the first write.
-  await ctx
+  const recovered = ctx
     .store()
     .recover()
     .catch((err: unknown) => ctx.log.warn(`status records of instance ${ctx.instance}: ${(err as Error).message}`));
+  if (!opts.recoverAlongside) await recovered;
   return {
     isHeld: async () => (await file.isHeld()) && (await onEngine.isHeld()),
     release: async () => {

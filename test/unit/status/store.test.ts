@@ -117,6 +117,27 @@ describe('status/store', () => {
     expect(left).not.to.include.members([liveOld]);
   });
 
+  it('a read while another is under way (a pass beside the writer\'s recovery) shares it: one read, one report', async () => {
+    const s = store();
+    const [a, b] = await Promise.all([s.loadAll(), s.recover().then(() => s.loadAll())]);
+    expect(a).to.equal(b);
+    expect([...a.keys()]).to.deep.equal(['good']);
+    // Each damaged record reported once, and set aside by the recovery all the same.
+    expect(warnings.filter((w) => w.includes('is read as if it had no record'))).to.have.length(DAMAGED.length);
+    expect(warnings.filter((w) => w.includes(') set aside as '))).to.have.length(DAMAGED.length);
+    expect((await fs.readdir(path.join(dir, I, 'damaged'))).length).to.equal(DAMAGED.length);
+  });
+
+  it('invalidate() during a read: the next read comes from disk again', async () => {
+    const s = store();
+    const first = s.loadAll();
+    s.invalidate();
+    await s.put(rec('later'));
+    const again = await s.loadAll();
+    expect(again.has('later')).to.equal(true);
+    expect((await first).has('good')).to.equal(true);
+  });
+
   it('a missing state folder is an empty store, and recovery there is a no-op', async () => {
     const s = new StatusStore(path.join(dir, 'nope'), I);
     expect((await s.loadAll()).size).to.equal(0);
