@@ -559,7 +559,7 @@ export class SwarmRuns implements ContainerClient {
     const node = t?.nodeId ? (await this.pool.reachable()).find((n) => n.node.id === t.nodeId) : h;
     // the task's container, as the manager names it; or, in the moment before the manager hears
     // of it (a start that has just returned: its node's events said), as its node lists it
-    const innerId = t?.containerId || (node && t && !FINAL.has(t.state) ? (await node.engine.containers.list([`${SWARM.serviceIdLabel}=${s.id}`, `${SWARM.taskLabel}=${s.name}`]).catch(() => []))[0]?.id : undefined);
+    const innerId = t?.containerId || (node?.node.state === 'ready' && t && !FINAL.has(t.state) ? (await node.engine.containers.list([`${SWARM.serviceIdLabel}=${s.id}`, `${SWARM.taskLabel}=${s.name}`]).catch(() => []))[0]?.id : undefined);
     const inner = innerId && node ? await node.engine.containers.inspect(innerId).catch(() => undefined) : undefined;
     // the node's engine knows a container ended before the manager hears of it (a stop just done)
     const innerEnded = inner !== undefined && inner.runState.status === 'exited';
