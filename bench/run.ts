@@ -668,7 +668,7 @@ async function main(): Promise<void> {
     }
     if (want('swarm')) {
       const swSizes = (process.env.BENCH_SWARM_SIZES ?? '10,200').split(',').map((x) => Number(x.trim()));
-      log(`--backend swarm: drop-to-running against services/create, no-op passes at ${swSizes.join(', ')}`);
+      log(`--backend swarm: drop-to-running against networks/create (the run's own overlay) + services/create, no-op passes at ${swSizes.join(', ')}`);
       res.swarm = await swarmWorkload(run, envInt('BENCH_SWARM_DROPS', 5), swSizes, Math.min(rounds, 3), log);
     }
     if (want('harvest')) res.harvest = await harvestRounds(engine, run, envInt('BENCH_HARVEST_FILES', 100_000), rounds, log);

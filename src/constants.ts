@@ -212,8 +212,17 @@ export const SWARM = {
   netLabel: 'dev.berth.swarm-net',
   /** On the record of a network a run's task is to be attached to besides its first (networks.connect before the start): that network. */
   attachLabel: 'dev.berth.swarm-attach',
+  /** Set by the swarm on a task's container: its service's id, and its name. */
+  serviceIdLabel: 'com.docker.swarm.service.id',
+  serviceNameLabel: 'com.docker.swarm.service.name',
   /** How long a started run's task may take to get its container on its node. */
   taskStartMs: 60_000,
+  /**
+   * While a started run's task's container has not started, how often the task is looked at
+   * (tasks emit no events): the container's own `create` and `start` are known at once from its
+   * node's events; the look is for a task that ends without one, or a node whose events did not come.
+   */
+  taskPollMs: 1000,
   /** On a hardening probe's service: the node it checks. */
   probeLabel: 'dev.berth.probe',
   /** On a hardening probe's service: the berth process that made it (`<hostname>/<pid>`), so one left by a killed berth is told from one under way. */

@@ -4,10 +4,13 @@
  * is never a node and never `swarm init`ed), torn down at the end:
  *   - drop-to-running: a spec file written into a running controller's folder (`reconcile
  *     --backend swarm`) → its run's task `running` (the manager's timestamp of that state),
- *     against the floor: `POST /services/create` of the same replicated job (same image,
- *     command, pinned to the same node, restart none, dnsrr) → its task `running`, measured the
- *     same way, alternating, in the same run. berth's run also has its two node-local volumes
- *     and its prepared container made first (what moves fixtures in and results out);
+ *     against the floor: the same job by the raw API, `POST /networks/create` of an internal
+ *     overlay of its own (what `network: none` is on a swarm: berth's `<run>-none`) then
+ *     `POST /services/create` of berth's run's own service spec on it (floorRun) → its task
+ *     `running`, measured the same way, after each drop, in the same run. berth's run also has
+ *     its two node-local volumes and its prepared container made first through the node's
+ *     engine (what moves fixtures in and results out; the floor's node makes its volumes
+ *     itself);
  *   - a no-op pass over N finished swarm attempts (10, then 200), in-process with a fresh
  *     backend each time (as a CLI pass): every HTTP request the process makes to the manager
  *     and the nodes' engines is counted (node:diagnostics_channel), by method and path.
@@ -18,7 +21,6 @@ import path from 'node:path';
 import Dockerode from 'dockerode';
 import { createSwarmBackend } from '../../src/backend/swarm';
 import { reconcilePass, type PassConfig } from '../../src/controller/pass';
-import { serviceBody } from '../../src/engine/swarm/services';
 import { changeCount } from '../../src/plan/render';
 import { StatusStore } from '../../src/status/store';
 import { TestSwarm } from '../../test/support/swarm';
@@ -28,7 +30,7 @@ import { spread, verdictOf, type Row } from '../lib/report';
 import { pairedRatio, summarize } from '../lib/stats';
 
 const IMAGE = 'berth/busybox:local';
-/** Drop-to-running on the swarm: ≤ this × the floor (services/create → task running), same run. */
+/** Drop-to-running on the swarm: ≤ this × the floor (networks/create + services/create → task running), same run. */
 export const SWARM_DROP_VS_FLOOR = 1.2;
 const CMD = ['sleep', '600'];
 
@@ -45,7 +47,7 @@ export interface SwarmSamples {
   swarmUpMs: number;
   /** Spec written → its task running (manager's timestamp), ms. */
   berth: number[];
-  /** services/create sent → its task running (manager's timestamp), ms. */
+  /** The floor's networks/create sent (its services/create right after) → its task running (manager's timestamp), ms. */
   floor: number[];
   /** Of berth's: spec written → its service created (the manager's CreatedAt): berth's own part. */
   berthToService: number[];
@@ -68,12 +70,85 @@ async function runningAt(m: Dockerode, service: string, timeoutMs: number): Prom
   throw new Error(`service ${service}: no running task within ${timeoutMs} ms`);
 }
 
-/** The node a service is pinned to. */
-async function pinnedNode(m: Dockerode, service: string): Promise<string> {
-  const s = (await m.getService(service).inspect()) as { Spec: { TaskTemplate: { Placement?: { Constraints?: string[] } } } };
-  const c = (s.Spec.TaskTemplate.Placement?.Constraints ?? []).find((x) => x.startsWith('node.id=='));
-  if (!c) throw new Error(`service ${service} is pinned to no node`);
-  return c.slice('node.id=='.length);
+interface ServiceSpec {
+  Name: string;
+  Labels?: Record<string, string>;
+  TaskTemplate: {
+    ContainerSpec: { Labels?: Record<string, string>; Mounts?: { Type: string; Source: string; Target: string }[]; Secrets?: unknown[] };
+    Networks?: { Target: string; Aliases?: string[] }[];
+  } & Record<string, unknown>;
+}
+
+/** A floor's run: its service and the internal overlay of its own it runs on. */
+interface FloorRun {
+  service: string;
+  network: string;
+}
+
+/**
+ * The floor's run of one drop, by the raw API: a fresh internal overlay of its own
+ * (`POST /networks/create`: driver overlay, internal, not attachable, as berth makes a `none`
+ * run's `<run>-none`), then `POST /services/create` of berth's run's own service spec (image,
+ * command, environment, working folder, user, init, capabilities, limits, upstream DNS, restart
+ * none, replicated job, dnsrr, pinned to the same node, its two volume mounts) under the
+ * bench's labels and names: its volumes are new ones the node makes when it creates the task's
+ * container (labelled through the mount's VolumeOptions), its network the overlay just made. The
+ * same job as berth's run, no less (a network of the run's own, the same mounts and limits) and
+ * no more (no prepared container, no volumes made beforehand: berth's own work).
+ */
+async function floorRun(m: Dockerode, berthService: string, spec: ServiceSpec, name: string, runId: string): Promise<FloorRun> {
+  const c = spec.TaskTemplate.ContainerSpec;
+  const nets = spec.TaskTemplate.Networks ?? [];
+  if (c.Secrets?.length || nets.length !== 1 || nets[0]?.Aliases?.length) throw new Error(`berth's run ${berthService} is not a \`none\` run without secrets: the floor would not do its job`);
+  const labels = { [BENCH_LABEL]: runId };
+  const net = (await m.createNetwork({ Name: `${name}-none`, Driver: 'overlay', Internal: true, Attachable: false, CheckDuplicate: true, Labels: labels } as never)) as { id: string };
+  await m.createService({
+    ...spec,
+    Name: name,
+    Labels: labels,
+    TaskTemplate: {
+      ...spec.TaskTemplate,
+      ContainerSpec: { ...c, Labels: labels, Mounts: (c.Mounts ?? []).map((x, i) => ({ ...x, Source: `${name}-${i}`, VolumeOptions: { Labels: labels } })) },
+      Networks: [{ Target: net.id }],
+    },
+  } as never);
+  return { service: name, network: net.id };
+}
+
+/** Retries `f` (the node removes a service's task container, which holds its network and volumes, in its own time), bounded. */
+async function whenFree(f: () => Promise<unknown>, what: string, log: (m: string) => void): Promise<void> {
+  for (let i = 0; ; i++) {
+    try {
+      await f();
+      return;
+    } catch (err) {
+      if ((err as { statusCode?: number }).statusCode === 404) return;
+      if (i >= 150) {
+        log(`warning: ${what} could not be removed: ${(err as Error).message}`);
+        return;
+      }
+      await sleep(200);
+    }
+  }
+}
+
+/**
+ * The floors' services; their tasks' containers, through their nodes' engines (a node removes
+ * them in its own time, and they hold the volumes: as berth's run removal does); their overlays
+ * and the volumes their nodes made (all of them the bench's, by name and label).
+ */
+async function removeFloors(s: TestSwarm, floors: FloorRun[], runId: string, log: (m: string) => void): Promise<void> {
+  const m = s.manager.docker;
+  const label = JSON.stringify({ label: [`${BENCH_LABEL}=${runId}`] });
+  for (const f of floors) await m.getService(f.service).remove().catch(() => undefined);
+  for (const n of s.nodes) {
+    for (const c of (await n.docker.listContainers({ all: true, filters: label })) as { Id: string }[]) await n.docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
+  }
+  for (const f of floors) await whenFree(() => m.getNetwork(f.network).remove(), `the floor's network ${f.network}`, log);
+  for (const n of s.nodes) {
+    const vols = ((await n.docker.listVolumes({ filters: label })) as { Volumes: { Name: string }[] | null }).Volumes ?? [];
+    for (const v of vols) await whenFree(() => n.docker.getVolume(v.Name).remove(), `the floor's volume ${v.Name}`, log);
+  }
 }
 
 async function drops(s: TestSwarm, run: BenchRun, sb: BerthSandbox, count: number, log: (m: string) => void): Promise<{ berth: number[]; floor: number[]; berthToService: number[] }> {
@@ -81,7 +156,7 @@ async function drops(s: TestSwarm, run: BenchRun, sb: BerthSandbox, count: numbe
   const out = { berth: [] as number[], floor: [] as number[], berthToService: [] as number[] };
   const env = { ...process.env, DOCKER_HOST: s.manager.address };
   const ctl = new Daemon(process.execPath, [BERTH_BIN, 'reconcile', '--backend', 'swarm', '--max-running', '50', '--concurrency', '8', ...sb.globalArgs()], { cwd: REPO, env });
-  const floors: string[] = [];
+  const floors: FloorRun[] = [];
   try {
     await ctl.waitFor(/controller started/, 60_000);
     // one drop first, unmeasured: the nodes' hardening probes (once per node per berth process)
@@ -96,37 +171,17 @@ async function drops(s: TestSwarm, run: BenchRun, sb: BerthSandbox, count: numbe
       out.berthToService.push(Date.parse(((await m.getService(svc).inspect()) as { CreatedAt: string }).CreatedAt) - t0);
       await sleep(300);
       const fname = `bench-${run.id}-swfloor-${i}`;
-      const node = await pinnedNode(m, svc);
+      const spec = ((await m.getService(svc).inspect()) as { Spec: ServiceSpec }).Spec;
       const t1 = Date.now();
-      await m.createService(
-        serviceBody({
-          name: fname,
-          labels: { [BENCH_LABEL]: run.id },
-          containerLabels: { [BENCH_LABEL]: run.id },
-          image: IMAGE,
-          cmd: CMD,
-          env: [],
-          workingDir: '/workspace',
-          nodeId: node,
-          networks: [],
-          mounts: [],
-          secrets: [],
-          capDrop: ['ALL'],
-          capAdd: [],
-          init: true,
-          readonlyRootfs: false,
-          pidsLimit: 1024,
-        }) as never,
-      );
-      floors.push(fname);
+      floors.push(await floorRun(m, svc, spec, fname, run.id));
       out.floor.push((await runningAt(m, fname, 120_000)) - t1);
       await sleep(300);
     }
-    log(`  swarm drops: berth ${out.berth.map((x) => x.toFixed(0)).join(' ')} ms (of which to its service created: ${out.berthToService.map((x) => x.toFixed(0)).join(' ')} ms); floor (services/create → task running) ${out.floor.map((x) => x.toFixed(0)).join(' ')} ms`);
+    log(`  swarm drops: berth ${out.berth.map((x) => x.toFixed(0)).join(' ')} ms (of which to its service created: ${out.berthToService.map((x) => x.toFixed(0)).join(' ')} ms); floor (networks/create + services/create → task running) ${out.floor.map((x) => x.toFixed(0)).join(' ')} ms`);
   } finally {
     const { code, signal } = await ctl.stop();
     if (code !== 0) log(`warning: the swarm controller exited ${code ?? signal}:\n${ctl.stderr.slice(-1500)}`);
-    for (const f of floors) await m.getService(f).remove().catch(() => undefined);
+    await removeFloors(s, floors, run.id, log);
   }
   return out;
 }
@@ -209,7 +264,7 @@ export function swarmRows(w: SwarmSamples, rows: Row[]): void {
     id: 'swarm-drop-vs-floor',
     workload: `--backend swarm (${w.nodes} nodes): spec dropped into a running controller → its task running (${w.berth.length} drops)`,
     berth: spread(summarize(w.berth)),
-    reference: '`POST /services/create` of the same replicated job, same node → its task running (floor)',
+    reference: '`POST /networks/create` (an internal overlay of its own) + `POST /services/create` of the same job (berth\'s run\'s service spec), same node → its task running (floor)',
     refValue: spread(summarize(w.floor)),
     ratio: r,
     target: `≤ ${SWARM_DROP_VS_FLOOR}×`,

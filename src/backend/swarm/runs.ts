@@ -9,8 +9,9 @@
  *    through that node's own engine berth makes the run's two node-local volumes (the
  *    workspace, mounted at the working folder, and the results, at /results; none for the egress
  *    proxy and sidecars) and a prepared container holding them and the attempt's volumes and
- *    naming its network (SWARM.netLabel), never started: the run is `created`. No host folder is
- *    ever bound on a node.
+ *    naming its network (SWARM.netLabel), never started: the run is `created`. For `none`, the
+ *    run's own internal overlay is made through the manager at the same time as its volumes.
+ *    No host folder is ever bound on a node.
  *  - putArchive: the fixture streams into the prepared container (so into the workspace volume),
  *    in bounded memory (archive.ts);
  *    files for /run/secrets become swarm secrets instead (content-hashed names, the run's labels),
@@ -18,9 +19,9 @@
  *  - start: the run's service: a replicated job (one completion, restart never) pinned to that
  *    node, endpoint mode dnsrr, no published port, the two volumes and the attempt's mounted,
  *    the secrets attached, the prepared container's settings (command, environment, user,
- *    limits, capabilities), its networks (networks.ts: the attempt's overlays, or for `none` an
+ *    limits, capabilities), its networks (networks.ts: the attempt's overlays, or for `none` the
  *    internal overlay of the run's own) and upstream DNS; it returns once the task has its
- *    container on the node.
+ *    container on the node (the node's `create` event says so, before the node starts it).
  *  - list/inspect: the service and its task (polled: tasks emit no events) as a container:
  *    running until the task ends, then exited with the task's exit code. The results folder is
  *    shown bound at /results, as it is where berth runs once collect() brought it home. A
@@ -40,7 +41,7 @@ import { COMPONENTS, DEFAULTS, LABELS, REASONS, SWARM } from '../../constants';
 import { BackendRefusedError, isConflict, isNotFound } from '../../engine/errors';
 import { matchesLabels } from '../../engine/label-filter';
 import type { ServiceSummary, SwarmEngine, TaskSummary } from '../../engine/swarm/types';
-import type { ContainerClient, ContainerCreateSpec, ContainerDetails, ContainerSummary, Labels, MountSummary, NetworkSummary, VolumeClient, VolumeSummary } from '../../engine/types';
+import type { ContainerClient, ContainerCreateSpec, ContainerDetails, ContainerSummary, EngineEvent, Labels, MountSummary, NetworkSummary, VolumeClient, VolumeSummary } from '../../engine/types';
 import { parseRunNet, privateNetwork, taskNetworks, type RunNet } from './networks';
 import { nodeName, type NodeHandle, type NodePool } from './nodes';
 import { splitSecrets } from './archive';
@@ -250,8 +251,8 @@ export class SwarmRuns implements ContainerClient {
         out.push(halfMade(id, run, v.labels));
       }
     }
-    // A run's own `none` overlay whose removal failed after the rest of its run was gone: it
-    // carries the run's labels, so it is listed as a created run of its own (no node) and goes
+    // A run's own `none` overlay whose removal failed after the rest of its run was gone (or
+    // that a berth killed in the run's create left alone): it carries the run's labels, so it is listed as a created run of its own (no node) and goes
     // the same way, by the one ownership rule on those labels.
     const named = new Set(out.map((c) => c.name));
     for (const n of new Set(nets.values())) {
@@ -273,13 +274,16 @@ export class SwarmRuns implements ContainerClient {
     if (resultsDir === undefined || (!side && !resultsDir) || spec.host.binds.length !== (side ? 0 : 1)) {
       throw new Error(`run ${run}: the swarm backend binds no host folder (binds ${spec.host.binds.join(', ')})`);
     }
-    const [existing, located] = await Promise.all([this.service(run), this.locate(run)]);
-    if (existing || located) throw Object.assign(new Error(`run ${run} exists`), { statusCode: 409 });
     const net: RunNet =
       spec.host.networkMode === 'none'
         ? { network: privateNetwork(run), aliases: [], dns: [...DEFAULTS.internalDns], private: true }
         : { network: spec.host.networkMode, aliases: spec.aliases ?? [], dns: [...(spec.host.dns ?? [])], private: false };
-    const h = await this.node(spec, run, net);
+    // whether the run exists and where it would go, at once (the choice makes nothing); a run
+    // that exists is a conflict whatever the choice says
+    const [existing, located, chosen] = await Promise.all([this.service(run), this.locate(run), this.node(spec, run, net).then((h) => ({ h }), (err: unknown) => ({ err }))]);
+    if (existing || located) throw Object.assign(new Error(`run ${run} exists`), { statusCode: 409 });
+    if ('err' in chosen) throw chosen.err;
+    const h = chosen.h;
     // the attempt's volumes are on this node (node() went where they are); one whose record was
     // made by a berth killed before the volume is made here now, with the record's labels
     for (const m of spec.host.mounts) {
@@ -288,7 +292,13 @@ export class SwarmRuns implements ContainerClient {
       await h.engine.volumes.create({ name: m.source, labels: rec.labels });
     }
     const helper = helperLabels(spec.labels, run);
-    if (!side) await Promise.all([h.engine.volumes.create({ name: wsVolume(run), labels: helper }), h.engine.volumes.create({ name: resultsVolume(run), labels: helper })]);
+    await Promise.all([
+      ...(side ? [] : [h.engine.volumes.create({ name: wsVolume(run), labels: helper }), h.engine.volumes.create({ name: resultsVolume(run), labels: helper })]),
+      // the run's own `none`: an internal overlay nobody else is on, made with the run's other
+      // helpers (a berth killed from here on leaves a run that lists as created, overlay and
+      // all, and is removed whole: list, remove)
+      ...(net.private ? [this.privateNet(net.network, helper)] : []),
+    ]);
     const { aliases: _aliases, ...rest } = spec;
     const { dns: _dns, ...host } = spec.host;
     await h.engine.containers.create({
@@ -395,84 +405,144 @@ export class SwarmRuns implements ContainerClient {
     }
   }
 
+  /** The run's own `none` overlay (internal, not attachable, the run's labels); one already made is kept. */
+  private async privateNet(network: string, labels: Labels): Promise<void> {
+    await this.swarm.networks.create({ name: network, labels, internal: true, driver: 'overlay', attachable: false }).catch((err: unknown) => {
+      if (!isConflict(err)) throw err;
+    });
+  }
+
   async start(id: string): Promise<void> {
-    const [started, h] = await Promise.all([this.service(id), this.locate(id)]);
-    if (started) return; // started already: start is idempotent
-    if (!h) throw notFound(id);
+    const h = await this.locate(id);
     const { name } = parseRunId(id);
-    const [c, held] = await Promise.all([h.engine.containers.inspect(name), this.swarm.secrets.list([`${SWARM.runLabel}=${runId(name, h.node.id)}`])]);
-    // the networks recorded by attach(), and the run's real secrets
-    const attached = held.flatMap((x) => x.labels[SWARM.attachLabel] ?? []);
-    const secrets = held.filter((x) => x.labels[SWARM.attachLabel] === undefined);
-    const { [SWARM.runLabel]: _r, [SWARM.resultsLabel]: resultsDir = '', ...labels } = c.labels;
-    // a prepared container of an older berth names no network: its task lands on the node's
-    // bridge, which its attestation refuses (networks are exact)
-    const net = parseRunNet(c.labels[SWARM.netLabel]);
-    if (net?.private) {
-      // the run's own `none`: an internal overlay nobody else is on (made here, so a berth killed
-      // before the start leaves none behind; the start is retried with the run `created`)
-      await this.swarm.networks.create({ name: net.network, labels: helperLabels(c.labels, name), internal: true, driver: 'overlay', attachable: false }).catch((err: unknown) => {
-        if (!isConflict(err)) throw err;
-      });
+    if (!h) {
+      if (await this.service(id)) return; // started already: start is idempotent
+      throw notFound(id);
     }
-    const extra = [...new Set(attached)].filter((n) => n !== net?.network).sort();
-    const service = await this.swarm.services
-      .create({
-        name,
-        labels: { ...labels, [SWARM.resultsLabel]: resultsDir },
-        containerLabels: { ...labels, [SWARM.taskLabel]: name },
-        image: c.config.image,
-        cmd: c.config.cmd,
-        env: c.config.env,
-        workingDir: c.config.workingDir,
-        ...(c.config.user ? { user: c.config.user } : {}),
-        nodeId: h.node.id,
-        networks: [...(net ? [{ target: net.network, ...(net.aliases.length ? { aliases: net.aliases } : {}) }] : []), ...extra.map((target) => ({ target }))],
-        ...(net?.dns.length ? { dns: net.dns } : {}),
-        mounts: [
-          ...(resultsDir
-            ? [
-                { source: wsVolume(name), target: c.config.workingDir, readOnly: false },
-                { source: resultsVolume(name), target: DEFAULTS.resultsMount, readOnly: false },
-              ]
-            : []),
-          // the attempt's volumes, on this node (create made sure)
-          ...attemptVolumes(c.mounts, name).map((m) => ({ source: m.name as string, target: m.destination, readOnly: !m.rw })),
-        ],
-        secrets: secrets.map((s) => ({ id: s.id, name: s.name, file: (s.labels[SWARM.secretFileLabel] ?? '').split(':')[0] ?? '' })),
-        capDrop: c.host.capDrop,
-        capAdd: c.host.capAdd,
-        init: c.host.init,
-        readonlyRootfs: c.host.readonlyRootfs,
-        ...(c.host.pidsLimit > 0 ? { pidsLimit: c.host.pidsLimit } : {}),
-        ...(c.host.nanoCpus ? { nanoCpus: c.host.nanoCpus } : {}),
-        ...(c.host.memory ? { memory: c.host.memory } : {}),
-        stopGraceSeconds: DEFAULTS.stopGraceSeconds,
-        ...(c.host.logConfig ? { logDriver: { name: c.host.logConfig.type, options: c.host.logConfig.config } } : {}),
-      })
-      .catch((err: unknown) => {
-        if (!isConflict(err)) throw err;
-        return name;
+    const abort = new AbortController();
+    try {
+      // the node's `create` of the task's container, which started() waits for: the stream is
+      // open before the service is made, so it is never missed
+      const creates = h.engine.events.stream([`${SWARM.taskLabel}=${name}`], { signal: abort.signal }).catch(() => undefined);
+      const settle = <T>(p: Promise<T>) => p.then((v) => ({ v }), (err: unknown) => ({ err }));
+      const [started, inspected, listed, events] = await Promise.all([
+        this.service(id),
+        settle(h.engine.containers.inspect(name)),
+        settle(this.swarm.secrets.list([`${SWARM.runLabel}=${runId(name, h.node.id)}`])),
+        creates,
+      ]);
+      if (started) return; // started already: start is idempotent
+      if ('err' in inspected) throw inspected.err;
+      if ('err' in listed) throw listed.err;
+      const c = inspected.v;
+      // the networks recorded by attach(), and the run's real secrets
+      const attached = listed.v.flatMap((x) => x.labels[SWARM.attachLabel] ?? []);
+      const secrets = listed.v.filter((x) => x.labels[SWARM.attachLabel] === undefined);
+      const { [SWARM.runLabel]: _r, [SWARM.resultsLabel]: resultsDir = '', ...labels } = c.labels;
+      // a prepared container of an older berth names no network: its task lands on the node's
+      // bridge, which its attestation refuses (networks are exact)
+      const net = parseRunNet(c.labels[SWARM.netLabel]);
+      const extra = [...new Set(attached)].filter((n) => n !== net?.network).sort();
+      const make = () =>
+        this.swarm.services
+          .create({
+            name,
+            labels: { ...labels, [SWARM.resultsLabel]: resultsDir },
+            containerLabels: { ...labels, [SWARM.taskLabel]: name },
+            image: c.config.image,
+            cmd: c.config.cmd,
+            env: c.config.env,
+            workingDir: c.config.workingDir,
+            ...(c.config.user ? { user: c.config.user } : {}),
+            nodeId: h.node.id,
+            networks: [...(net ? [{ target: net.network, ...(net.aliases.length ? { aliases: net.aliases } : {}) }] : []), ...extra.map((target) => ({ target }))],
+            ...(net?.dns.length ? { dns: net.dns } : {}),
+            mounts: [
+              ...(resultsDir
+                ? [
+                    { source: wsVolume(name), target: c.config.workingDir, readOnly: false },
+                    { source: resultsVolume(name), target: DEFAULTS.resultsMount, readOnly: false },
+                  ]
+                : []),
+              // the attempt's volumes, on this node (create made sure)
+              ...attemptVolumes(c.mounts, name).map((m) => ({ source: m.name as string, target: m.destination, readOnly: !m.rw })),
+            ],
+            secrets: secrets.map((s) => ({ id: s.id, name: s.name, file: (s.labels[SWARM.secretFileLabel] ?? '').split(':')[0] ?? '' })),
+            capDrop: c.host.capDrop,
+            capAdd: c.host.capAdd,
+            init: c.host.init,
+            readonlyRootfs: c.host.readonlyRootfs,
+            ...(c.host.pidsLimit > 0 ? { pidsLimit: c.host.pidsLimit } : {}),
+            ...(c.host.nanoCpus ? { nanoCpus: c.host.nanoCpus } : {}),
+            ...(c.host.memory ? { memory: c.host.memory } : {}),
+            stopGraceSeconds: DEFAULTS.stopGraceSeconds,
+            ...(c.host.logConfig ? { logDriver: { name: c.host.logConfig.type, options: c.host.logConfig.config } } : {}),
+          })
+          .catch((err: unknown) => {
+            if (!isConflict(err)) throw err;
+            return name;
+          });
+      const service = await make().catch(async (err: unknown) => {
+        // the run's own `none` is made with the run (create); a run an older berth prepared has
+        // none yet (it made it at the start): judged by the manager's networks, not the error's text
+        if (!net?.private || (await this.swarm.networks.inspect(net.network).then(() => true, (e: unknown) => !isNotFound(e)))) throw err;
+        await this.privateNet(net.network, helperLabels(c.labels, name));
+        return make();
       });
-    await this.started(service, h, c.host.memory, c.host.memorySwap);
+      await this.started(service, h, events, c.host.memory, c.host.memorySwap);
+    } finally {
+      abort.abort();
+    }
   }
 
   /**
-   * Waits (bounded) until the run's task has its container on its node, so what is attested right
-   * after the start is that container; sets its swap limit, which a service cannot ask for (API
-   * 1.41 has no MemorySwap: the node's default is twice the memory), to what the spec asks.
+   * Waits (bounded) until the run's task's container has started on its node (or ended), so what
+   * is attested right after the start is that container, running; sets its swap limit, which a
+   * service cannot ask for (API 1.41 has no MemorySwap: the node's default is twice the memory),
+   * to what the spec asks. Both are known from the node's events (`creates`, opened before the
+   * service was made, so none is missed): its `create` (the swap limit is set then, before the
+   * node starts it), then its `start` (or `die`). The task is looked at too, every
+   * SWARM.taskPollMs while they have not come (tasks emit no events): a task that ends (refused,
+   * no such image, its container failed to start) ends the wait, and so does one the manager
+   * says is running (a node whose events did not come).
    */
-  private async started(service: string, h: NodeHandle, memory: number, memorySwap: number): Promise<void> {
+  private async started(service: string, h: NodeHandle, creates: AsyncIterable<EngineEvent> | undefined, memory: number, memorySwap: number): Promise<void> {
     const until = Date.now() + SWARM.taskStartMs;
-    for (;;) {
-      const t = latest(await this.swarm.tasks.list({ services: [service] }));
-      if (t?.containerId) {
-        if (memory > 0) await h.docker.getContainer(t.containerId).update({ Memory: memory, MemorySwap: memorySwap > 0 ? memorySwap : memory }).catch(() => undefined);
-        return;
-      }
-      if ((t && FINAL.has(t.state)) || Date.now() > until) return; // what it shows is attested, and refused
-      await new Promise((r) => setTimeout(r, 100));
+    const limit = (id: string): Promise<void> =>
+      memory > 0 ? h.docker.getContainer(id).update({ Memory: memory, MemorySwap: memorySwap > 0 ? memorySwap : memory }).then(() => undefined, () => undefined) : Promise.resolve();
+    const ours = (ev: EngineEvent) => ev.type === 'container' && ev.id !== '' && (ev.attributes[SWARM.serviceIdLabel] === service || ev.attributes[SWARM.serviceNameLabel] === service);
+    let made: { id: string; limited: Promise<void> } | undefined;
+    let up = false;
+    let wake: () => void = () => undefined;
+    if (creates) {
+      void (async () => {
+        for await (const ev of creates) {
+          if (!ours(ev)) continue;
+          if (ev.action === 'create') made ??= { id: ev.id, limited: limit(ev.id) };
+          else if (ev.id === made?.id && (ev.action === 'start' || ev.action === 'die')) {
+            up = true;
+            break;
+          }
+        }
+      })()
+        .catch(() => undefined)
+        .finally(() => wake());
     }
+    while (!up) {
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, SWARM.taskPollMs);
+        wake = () => {
+          clearTimeout(t);
+          resolve();
+        };
+      });
+      if (up) break;
+      const t = latest(await this.swarm.tasks.list({ services: [service] }));
+      if (t?.containerId) made ??= { id: t.containerId, limited: limit(t.containerId) };
+      if (t?.state === 'running') break;
+      if ((t && FINAL.has(t.state)) || Date.now() > until) break; // what it shows is attested, and refused
+    }
+    await made?.limited;
   }
 
   async inspect(idOrName: string): Promise<ContainerDetails> {
@@ -487,7 +557,10 @@ export class SwarmRuns implements ContainerClient {
     }
     const t = latest(await this.swarm.tasks.list({ services: [s.id] }));
     const node = t?.nodeId ? (await this.pool.reachable()).find((n) => n.node.id === t.nodeId) : h;
-    const inner = t?.containerId && node ? await node.engine.containers.inspect(t.containerId).catch(() => undefined) : undefined;
+    // the task's container, as the manager names it; or, in the moment before the manager hears
+    // of it (a start that has just returned: its node's events said), as its node lists it
+    const innerId = t?.containerId || (node?.node.state === 'ready' && t && !FINAL.has(t.state) ? (await node.engine.containers.list([`${SWARM.serviceIdLabel}=${s.id}`, `${SWARM.taskLabel}=${s.name}`]).catch(() => []))[0]?.id : undefined);
+    const inner = innerId && node ? await node.engine.containers.inspect(innerId).catch(() => undefined) : undefined;
     // the node's engine knows a container ended before the manager hears of it (a stop just done)
     const innerEnded = inner !== undefined && inner.runState.status === 'exited';
     const ended = (t !== undefined && FINAL.has(t.state)) || innerEnded;
