@@ -32,8 +32,8 @@ function asRun(ev: EngineEvent, node: string): EngineEvent {
   return ev.type === 'container' && task && node ? { ...ev, id: runId(task, node) } : ev;
 }
 
-function relist(origin: string): EngineEvent {
-  return { type: RELIST_EVENT, action: RELIST_EVENT, id: origin, attributes: {}, timeNano: BigInt(Date.now()) * 1_000_000n, origin };
+function relist(origin: string, now: () => number): EngineEvent {
+  return { type: RELIST_EVENT, action: RELIST_EVENT, id: origin, attributes: {}, timeNano: BigInt(now()) * 1_000_000n, origin };
 }
 
 /** Resolves after `ms`, at an abort, or when `kick` is called (whichever is first). */
@@ -61,6 +61,7 @@ class NodeFollower {
     private readonly labelFilters: string[],
     private readonly push: (ev: EngineEvent) => void,
     parent: AbortSignal,
+    private readonly now: () => number,
   ) {
     parent.addEventListener('abort', () => this.abort.abort(), { once: true });
     void this.loop();
@@ -84,7 +85,7 @@ class NodeFollower {
       try {
         const events = await this.h.engine.events.stream([...this.labelFilters, SWARM.taskLabel], { signal });
         // connected again after a break: what ended meanwhile was not reported
-        if (broken) this.push(relist(node));
+        if (broken) this.push(relist(node, this.now));
         broken = false;
         delay = DEFAULTS.streamRetryMs.first;
         for await (const ev of events) {
@@ -107,6 +108,8 @@ export class SwarmEvents implements EventClient {
     private readonly manager: EventClient,
     private readonly swarm: SwarmEngine,
     private readonly pool: NodePool,
+    /** The clock a relist event's time is read from. */
+    private readonly now: () => number = Date.now,
   ) {}
 
   async stream(labelFilters: string[], opts: { since?: number; signal?: AbortSignal }): Promise<AsyncIterable<EngineEvent>> {
@@ -166,10 +169,10 @@ export class SwarmEvents implements EventClient {
         const known = followers.get(k);
         if (known) {
           if (h.node.state === 'ready') known.wake();
-        } else if (!signal.aborted) followers.set(k, new NodeFollower(h, labelFilters, push, signal));
+        } else if (!signal.aborted) followers.set(k, new NodeFollower(h, labelFilters, push, signal, this.now));
         if (h.node.state !== 'ready' && !signal.aborted) {
           // its runs count as lost once the grace has passed: look then
-          const t = setTimeout(() => (lostChecks.delete(t), push(relist(h.node.id))), SWARM.lostGraceMs + 1_000);
+          const t = setTimeout(() => (lostChecks.delete(t), push(relist(h.node.id, this.now))), SWARM.lostGraceMs + 1_000);
           lostChecks.add(t);
         }
       }

@@ -25,6 +25,8 @@ export interface SwarmBackendOptions {
   env?: NodeJS.ProcessEnv;
   /** The image the hardening probe runs (it needs /usr/bin/node): berth's egress proxy image by default. */
   probeImage?: string;
+  /** The clock every time the backend reads comes from (caches' ages, deadlines, nodes' time down, events' times). */
+  now?: () => number;
 }
 
 export function createSwarmBackend(o: SwarmBackendOptions = {}): Engine & { runs: SwarmRuns; pool: NodePool } {
@@ -34,9 +36,10 @@ export function createSwarmBackend(o: SwarmBackendOptions = {}): Engine & { runs
   const manager = createDockerEngine(d, { ...timeouts, env });
   const raw = createSwarmEngine(d, { ...timeouts, env });
   // one list of the manager's networks serves a pass's calls (networks.ts)
-  const swarm = { ...raw, networks: sharedNetworkList(raw.networks) };
-  const pool = new NodePool(swarm, o.probeImage ?? DEFAULTS.egressProxyImage, o.timeoutMs);
-  const runs = new SwarmRuns(swarm, pool, manager.volumes);
+  const now = o.now ?? Date.now;
+  const swarm = { ...raw, networks: sharedNetworkList(raw.networks, now) };
+  const pool = new NodePool(swarm, o.probeImage ?? DEFAULTS.egressProxyImage, o.timeoutMs, now);
+  const runs = new SwarmRuns(swarm, pool, manager.volumes, now);
   // the manager's own volumes (berth's engine-side instance lock lives there) and the records of
   // attempts' volumes, each on the node its attempt's runs go to (volumes.ts)
   const volumes: VolumeClient = new SwarmVolumes(manager.volumes, pool, (labels) => runs.placeVolume(labels));
@@ -48,7 +51,7 @@ export function createSwarmBackend(o: SwarmBackendOptions = {}): Engine & { runs
     volumes,
     images: manager.images,
     // the manager's events merged with each node's (its tasks' ends): events.ts
-    events: new SwarmEvents(manager.events, swarm, pool),
+    events: new SwarmEvents(manager.events, swarm, pool, now),
     ping: () => manager.ping(),
     version: () => manager.version(),
     address: swarm.address,

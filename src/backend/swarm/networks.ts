@@ -83,7 +83,7 @@ export async function taskNetworks(h: NodeHandle, inner: ContainerDetails, run: 
  * no-op pass stays at a constant number); any filter is applied here, as the engine would. A
  * create or remove through it makes the next list ask again.
  */
-export function sharedNetworkList(inner: NetworkClient): NetworkClient {
+export function sharedNetworkList(inner: NetworkClient, clock: () => number = Date.now): NetworkClient {
   let recent: { at: number; list: Promise<NetworkSummary[]> } | undefined;
   const changed = <T>(p: Promise<T>): Promise<T> => {
     recent = undefined;
@@ -91,7 +91,7 @@ export function sharedNetworkList(inner: NetworkClient): NetworkClient {
   };
   return {
     async list(labelFilters) {
-      const now = Date.now();
+      const now = clock();
       if (!recent || now - recent.at > SWARM.nodesFreshMs) {
         const list = inner.list([]);
         const mine = { at: now, list };

@@ -94,7 +94,7 @@ export class NodePool {
   private hardening(nodeId: string): Promise<NodeHardening> {
     let p = this.probes.get(nodeId);
     if (!p) {
-      p = probeNode(this.swarm, nodeId, this.probeImage).catch((err: Error) => ({ noNewPrivileges: false, privateCgroupns: false, error: `its probe failed: ${err.message}` }));
+      p = probeNode(this.swarm, nodeId, this.probeImage, undefined, this.now).catch((err: Error) => ({ noNewPrivileges: false, privateCgroupns: false, error: `its probe failed: ${err.message}` }));
       // a probe that could not run is asked again next time; a node's answer is kept
       void p.then((h) => h.error && this.probes.delete(nodeId));
       this.probes.set(nodeId, p);
@@ -110,7 +110,7 @@ export class NodePool {
   async sweep(): Promise<void> {
     if (this.swept && this.now() - this.swept < SWARM.probeTimeoutMs) return;
     this.swept = this.now();
-    await sweepProbes(this.swarm).catch(() => {
+    await sweepProbes(this.swarm, this.now()).catch(() => {
       this.swept = 0;
     });
   }

@@ -33,7 +33,7 @@ export function parseProbe(output: string): NodeHardening {
   return { noNewPrivileges: v.nnp === '1', privateCgroupns: paths.length > 0 && paths.every((p) => p === '/') };
 }
 
-export async function probeNode(swarm: SwarmEngine, nodeId: string, image: string, signal?: AbortSignal): Promise<NodeHardening> {
+export async function probeNode(swarm: SwarmEngine, nodeId: string, image: string, signal?: AbortSignal, now: () => number = Date.now): Promise<NodeHardening> {
   const name = `berth-probe-${nodeId.slice(0, 12)}-${randomBytes(3).toString('hex')}`;
   const labels = { [LABELS.managed]: 'true', [SWARM.probeLabel]: nodeId, [SWARM.probeOwnerLabel]: `${hostname()}/${process.pid}` };
   const id = await swarm.services.create({
@@ -55,13 +55,13 @@ export async function probeNode(swarm: SwarmEngine, nodeId: string, image: strin
     pidsLimit: 64,
   });
   try {
-    const deadline = Date.now() + SWARM.probeTimeoutMs;
+    const deadline = now() + SWARM.probeTimeoutMs;
     let task: TaskSummary | undefined;
     while (!task) {
       if (signal?.aborted) throw new Error('probe aborted');
       task = (await swarm.tasks.list({ services: [id] })).find((t) => FINAL.has(t.state));
       if (task) break;
-      if (Date.now() > deadline) return { noNewPrivileges: false, privateCgroupns: false, error: `its probe task did not end within ${SWARM.probeTimeoutMs / 1000} s` };
+      if (now() > deadline) return { noNewPrivileges: false, privateCgroupns: false, error: `its probe task did not end within ${SWARM.probeTimeoutMs / 1000} s` };
       await new Promise((r) => setTimeout(r, 200));
     }
     if (task.state !== 'complete') {

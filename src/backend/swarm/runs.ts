@@ -112,6 +112,8 @@ export class SwarmRuns implements ContainerClient {
     private readonly pool: NodePool,
     /** The records of attempts' volumes, on the manager's engine (volumes.ts). */
     private readonly records?: VolumeClient,
+    /** The clock a start's deadline is read from. */
+    private readonly now: () => number = Date.now,
   ) {}
 
   /**
@@ -507,7 +509,7 @@ export class SwarmRuns implements ContainerClient {
    * says is running (a node whose events did not come).
    */
   private async started(service: string, h: NodeHandle, creates: AsyncIterable<EngineEvent> | undefined, memory: number, memorySwap: number): Promise<void> {
-    const until = Date.now() + SWARM.taskStartMs;
+    const until = this.now() + SWARM.taskStartMs;
     const limit = (id: string): Promise<void> =>
       memory > 0 ? h.docker.getContainer(id).update({ Memory: memory, MemorySwap: memorySwap > 0 ? memorySwap : memory }).then(() => undefined, () => undefined) : Promise.resolve();
     const ours = (ev: EngineEvent) => ev.type === 'container' && ev.id !== '' && (ev.attributes[SWARM.serviceIdLabel] === service || ev.attributes[SWARM.serviceNameLabel] === service);
@@ -540,7 +542,7 @@ export class SwarmRuns implements ContainerClient {
       const t = latest(await this.swarm.tasks.list({ services: [service] }));
       if (t?.containerId) made ??= { id: t.containerId, limited: limit(t.containerId) };
       if (t?.state === 'running') break;
-      if ((t && FINAL.has(t.state)) || Date.now() > until) break; // what it shows is attested, and refused
+      if ((t && FINAL.has(t.state)) || this.now() > until) break; // what it shows is attested, and refused
     }
     await made?.limited;
   }

@@ -7,6 +7,7 @@ import { PassThrough, Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { extract, pack } from 'tar-stream';
 import { abandonedProbe, parseProbe } from '../../../src/backend/swarm/probe';
+import { sharedNetworkList } from '../../../src/backend/swarm/networks';
 import { SwarmRuns } from '../../../src/backend/swarm/runs';
 import { LABELS, SWARM } from '../../../src/constants';
 import { extractResults } from '../../../src/backend/swarm/results';
@@ -133,5 +134,29 @@ describe('swarm backend: a fixture streams into the node, its secrets are kept a
     expect(names).to.deep.equal(['workspace/', 'workspace/big.bin']);
     expect(readAtFirstByte, 'bytes of the source read when the node got the first').to.be.within(0, 8 * MiB);
     expect(created.map((c) => [c.data, c.labels[SWARM.secretFileLabel], c.labels[SWARM.runLabel]])).to.deep.equal([['the-value', 'token:7:8:256', 'r@n1']]);
+  });
+});
+
+describe('swarm backend: one list of the manager networks serves a pass', () => {
+  it('is asked again once SWARM.nodesFreshMs passed on the clock it was given, or after a change through it', async () => {
+    let t = 1_000_000;
+    let lists = 0;
+    const inner = {
+      list: async () => (lists++, [{ id: 'n1', name: 'a', labels: { x: '1' }, internal: true }]),
+      inspect: async () => ({}),
+      create: async () => 'n2',
+      connect: async () => undefined,
+      remove: async () => true,
+    };
+    const shared = sharedNetworkList(inner as never, () => t);
+    expect((await shared.list(['x=1'])).map((n) => n.id)).to.deep.equal(['n1']);
+    expect(await shared.list(['x=2'])).to.deep.equal([]);
+    expect(lists).to.equal(1);
+    t += SWARM.nodesFreshMs + 1;
+    await shared.list([]);
+    expect(lists).to.equal(2);
+    await shared.create({ name: 'b', labels: {}, internal: true });
+    await shared.list([]);
+    expect(lists).to.equal(3);
   });
 });
