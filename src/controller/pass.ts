@@ -53,6 +53,11 @@ export interface PassConfig {
    * only slower over many passes).
    */
   desired?: DesiredStates;
+  /**
+   * Exits the engine's lists may not show yet, seen by inspecting each container on its `die`
+   * (`reconcile --once --wait`: the Waker's ExitWatch): laid over every pass's lists.
+   */
+  exits?: { apply(s: Snapshot): Snapshot };
 }
 
 export interface PassResult {
@@ -151,7 +156,8 @@ export async function planPass(cfg: PassConfig, engine: Engine, store: StatusSto
   // The engine's lists go out first; specs and records load while the engine answers.
   const statusesP = store.loadAll();
   const snapshotP = observe(engine, cfg.instance, statusesP.then(knownContainerIds), now());
-  const [load, statuses, snapshot] = await Promise.all([loadSpecs({ specsDir: cfg.specsDir, resultsRoot: cfg.resultsRoot, cacheIn: cfg.stateDir, ...(cfg.revision !== undefined ? { revision: cfg.revision } : {}) }), statusesP, snapshotP]);
+  const [load, statuses, listed] = await Promise.all([loadSpecs({ specsDir: cfg.specsDir, resultsRoot: cfg.resultsRoot, cacheIn: cfg.stateDir, ...(cfg.revision !== undefined ? { revision: cfg.revision } : {}) }), statusesP, snapshotP]);
+  const snapshot = cfg.exits ? cfg.exits.apply(listed) : listed;
   const plan = planWithRunFloors(planInput(cfg, load, snapshot, statuses, now(), { ...(cfg.only ? { only: cfg.only } : {}), ...reserved }));
   return { load, snapshot, plan };
 }

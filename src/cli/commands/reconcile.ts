@@ -136,6 +136,8 @@ async function passes(ctx: Context, o: ReconcileOptions, cfg: PassConfig, engine
   if (o.wait) {
     waker = new Waker();
     waker.followEngine(engine, ctx.instance, ctx.log);
+    // every pass and side pass sees the exits inspected on their `die` before the lists show them
+    cfg.exits = waker;
   }
   let last: PassResult | undefined;
   let opFailures = 0;
