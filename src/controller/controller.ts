@@ -116,6 +116,13 @@ export class Controller {
   private readonly exits = new Map<string, { id: string; gone: boolean; looks: number }>();
   /** Exits seen by inspecting the container on its `die`, laid over the lists until they show them. */
   private readonly seen: ExitWatch;
+  /**
+   * Attempts whose only news since they were last listed is an exit such an inspect saw: a batch
+   * plans them from the kept lists with the exit laid over them, without listing them again
+   * (an informer's cache updated by the one read that tells what changed). Any other event of
+   * the attempt, its own action's end (stale) or a full list ends that.
+   */
+  private readonly inspectedOnly = new Set<string>();
   /** A full pass succeeded (readiness). */
   synced = false;
   stopping = false;
@@ -142,13 +149,17 @@ export class Controller {
       : undefined;
     // Whatever the inspect said (stopped, still running, gone, no answer), the batch looks; a
     // stopped container is laid over its lists (observe), the rest is the lists' (lookAgainIfLagging).
-    this.seen = new ExitWatch(this.engine, () => this.clock.now(), (key) => this.queue.add(key));
+    this.seen = new ExitWatch(this.engine, () => this.clock.now(), (key, seen) => {
+      if (seen) this.inspectedOnly.add(key);
+      this.queue.add(key);
+    });
     this.events = new EngineSource(this.engine, o.cfg.instance, o.log, {
       onEvent: (ev) => {
         // a part of a merged stream (a swarm node's) was away: what happened meanwhile was not reported
         if (ev.type === RELIST_EVENT) return this.queue.add(ALL);
         const key = ev.attributes[LABELS.attempt];
         if (!key) return;
+        this.inspectedOnly.delete(key); // news the lists may tell (a die: once its inspect has answered)
         if (ev.type === 'container' && (ev.action === 'die' || ev.action === 'destroy')) {
           this.exits.set(key, { id: ev.id, gone: ev.action === 'destroy', looks: 0 });
         }
@@ -307,10 +318,18 @@ export class Controller {
     const upTo = this.generation;
     const refresh = new Set([...keys, ...this.stale.keys()]);
     const kept = this.snapshot;
+    if (!all && kept) for (const k of keys) if (this.inspectedOnly.has(k) && !this.stale.has(k) && this.seen.names(kept, k)) refresh.delete(k);
     const targeted = !all && kept !== undefined && refresh.size <= TARGETED_MAX;
-    const snapshot = targeted
-      ? mergeSnapshot(kept, await observeAttempts(engine, cfg.instance, [...refresh], known, this.clock.now()), refresh)
-      : await observe(engine, cfg.instance, known, this.clock.now());
+    // what is listed now, or planned from the kept lists now, needs a new inspect to skip its lists again
+    if (targeted) for (const k of [...keys, ...refresh]) this.inspectedOnly.delete(k);
+    else this.inspectedOnly.clear();
+    let snapshot: Snapshot;
+    if (!targeted) snapshot = await observe(engine, cfg.instance, known, this.clock.now());
+    else if (refresh.size > 0) snapshot = mergeSnapshot(kept, await observeAttempts(engine, cfg.instance, [...refresh], known, this.clock.now()), refresh);
+    else {
+      await known; // no lists to go with it: still the records' failure is this batch's
+      snapshot = kept;
+    }
     // What ended while the lists were out stays stale: its change may have come after them.
     for (const [name, gen] of [...this.stale]) if (gen <= upTo && (!targeted || refresh.has(name))) this.stale.delete(name);
     // The lists are kept as they are; the planner (and the look again) see the exits inspected on their `die` too.

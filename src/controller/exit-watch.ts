@@ -60,6 +60,14 @@ export class ExitWatch {
     return this.seen.size ? overlayExits(s, this.seen.values()) : s;
   }
 
+  /** Whether an exit seen of `attempt` names a container `s` lists (so that laying it over `s` tells the attempt's news). */
+  names(s: Snapshot, attempt: string): boolean {
+    const listed = s.attempts.get(attempt)?.containers;
+    if (!listed) return false;
+    for (const e of this.seen.values()) if (e.attempt === attempt && listed.some((c) => c.id === e.id)) return true;
+    return false;
+  }
+
   /** How many exits are laid over the lists now (tests, metrics). */
   get size(): number {
     return this.seen.size;

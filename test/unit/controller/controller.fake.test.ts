@@ -118,7 +118,9 @@ describe('controller against the fake engine (retry switch)', function () {
     await clock.advanceAsync(20); // the controller looks 20 ms after an event
     await until('b succeeded', async () => (await rec('b'))?.phase === 'Succeeded');
 
-    // the next batch's lists time out: c backs off (rate-limited), nothing is lost
+    // the next batch's lists time out: c backs off (rate-limited), nothing is lost (the die's
+    // inspect fails too, so that the batch lists c instead of planning it from that inspect)
+    fake.fail('containers.inspect', { status: 500, message: 'busy' }, { times: 1 });
     fake.fail('containers.list', { timeoutMs: 1 }, { times: 1 });
     const exitAt = clock.now();
     fake.exit(`berth_${I.replace(/_/g, '__')}_c`, 3);
@@ -134,14 +136,22 @@ describe('controller against the fake engine (retry switch)', function () {
   it('an exit the lists do not show yet is finished from the inspect asked on its die, with no clock moved', async function () {
     await start(['d']);
     await until('d runs', async () => (await rec('d'))?.phase === 'Running');
+    // a batch after d's start lists it (its own action's end calls for a list, as any change berth made)
+    const listedFrom = fake.calls.length;
+    ctl.queue.add('d');
+    await until('d is listed after its start', () => fake.calls.slice(listedFrom).some((c) => c.op === 'containers.list'));
+    await settle();
     fake.lagLists();
     const inspects = () => fake.calls.filter((c) => c.op === 'containers.inspect').length;
     const before = inspects();
+    const from = fake.calls.length;
     fake.exit(`berth_${I.replace(/_/g, '__')}_d`, 4);
     await until('d failed with its exit code', async () => (await rec('d'))?.phase === 'Failed');
     expect((await rec('d'))?.exitCode).to.equal(4);
-    // the die's inspect, then the finish's own
+    // the die's inspect, then the finish's own; the batch between them listed nothing (the inspect told what changed)
     expect(inspects() - before).to.equal(2);
+    const upToFinish = fake.calls.slice(from, fake.calls.findIndex((c, i) => i > from && c.op === 'containers.inspect' && fake.calls.slice(from, i).some((x) => x.op === 'containers.inspect')));
+    expect(upToFinish.map((c) => c.op)).to.deep.equal(['containers.inspect']);
     const listed = await fake.containers.list([]);
     expect(listed.find((c) => c.name.endsWith('_d'))?.state, 'the lists still lag').to.equal('running');
   });

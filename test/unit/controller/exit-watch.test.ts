@@ -63,6 +63,8 @@ describe('ExitWatch (fake engine)', () => {
     expect(fake.calls.filter((c) => c.op === 'containers.inspect').length - before, 'one inspect per die').to.equal(1);
     const lagging = await listed();
     expect(stateOf(lagging, 'a'), 'the lists lag').to.equal('running');
+    // it tells a's news where the lists hold that very container, not elsewhere
+    expect([watch.names(lagging, 'a'), watch.names(lagging, 'b'), watch.names(await observe(fake, 'other', new Map(), now), 'a')]).to.deep.equal([true, false, false]);
     const seen = watch.apply(lagging);
     expect(stateOf(seen, 'a')).to.equal('exited');
     expect(seen.attempts.get('a')?.containers[0]?.status).to.equal('Exited (3)');
