@@ -30,9 +30,14 @@ export interface SeenExit {
   at: number;
 }
 
-/** What an inspect says of a container that is no longer running; undefined while it runs. */
-export function seenExit(attempt: string, id: string, d: Pick<ContainerDetails, 'state' | 'runState'>, at: number): SeenExit | undefined {
-  if (d.runState.running || RUNNING_STATES.has(d.state)) return undefined;
+/**
+ * What an inspect says of a container that is no longer running; undefined while it runs, and
+ * for a run of the swarm backend (it has a `placement`): a run ends when its task does, as the
+ * manager says, and its logs come through the manager, which may have none yet while the node's
+ * engine already says the container stopped. Its `die` still wakes the follower at the right time.
+ */
+export function seenExit(attempt: string, id: string, d: Pick<ContainerDetails, 'state' | 'runState' | 'placement'>, at: number): SeenExit | undefined {
+  if (d.runState.running || RUNNING_STATES.has(d.state) || d.placement !== undefined) return undefined;
   const state = d.state || 'exited';
   return { attempt, id, state, status: state === 'exited' ? `Exited (${d.runState.exitCode})` : state, at };
 }

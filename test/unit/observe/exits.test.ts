@@ -8,7 +8,7 @@ const I = 'default';
 const exited = (attempt: string, id = `id-${attempt}`): SeenExit => ({ attempt, id, state: 'exited', status: 'Exited (3)', at: 0 });
 
 describe('observe/exits', () => {
-  it('seenExit: a stopped container is an exit (its state and exit code); a running one is none', () => {
+  it('seenExit: a stopped container is an exit (its state and exit code); a running one, or a swarm run, is none', () => {
     const stopped = { state: 'exited', runState: { status: 'exited', running: false, oomKilled: false, exitCode: 3, error: '', startedAt: '', finishedAt: '', pid: 0 } };
     expect(seenExit('a', 'id-a', stopped, 7)).to.deep.equal({ attempt: 'a', id: 'id-a', state: 'exited', status: 'Exited (3)', at: 7 });
     expect(seenExit('a', 'id-a', { ...stopped, state: 'dead' }, 7)?.state).to.equal('dead');
@@ -16,6 +16,8 @@ describe('observe/exits', () => {
     // a backend that says `running` in the state but not in runState (or the reverse) still runs
     expect(seenExit('a', 'id-a', { state: 'running', runState: stopped.runState }, 7)).to.equal(undefined);
     expect(seenExit('a', 'id-a', { state: 'exited', runState: { ...stopped.runState, running: true } }, 7)).to.equal(undefined);
+    // a swarm run: its end is its task's, as the manager lists it (and its logs come from there)
+    expect(seenExit('a', 'id-a@node', { ...stopped, placement: { service: 's', node: 'node', nodeName: 'n' } }, 7)).to.equal(undefined);
   });
 
   it('lays an exit over the container it names while the lists show it running, and nothing else', () => {
