@@ -13,7 +13,10 @@
  * those attempts (plus any whose own actions ended since they were last listed) and merges
  * them into the kept snapshot. Every change of an attempt's containers queues its key (engine
  * events, the folder, our own actions), so the rest of the snapshot stays current, and the
- * planner still sees every attempt (admission counts what runs everywhere).
+ * planner still sees every attempt (admission counts what runs everywhere). A container's
+ * `die` queues its key once an inspect of that container has answered (the engine answers it
+ * once it has set the state, while its lists lag): a stopped state is laid over the lists
+ * until they show it (ExitWatch), so the batch plans the finish from what the engine said.
  *
  * Nothing here waits on the event stream: the resync timer and the work loop only need engine
  * calls, and every engine call has a deadline, so a batch whose engine does not answer fails
@@ -38,6 +41,7 @@ import type { Logger } from '../util/log';
 import { Semaphore } from '../util/pool';
 import { EngineHealth } from './engine-health';
 import { EngineSource } from './engine-source';
+import { ExitWatch } from './exit-watch';
 import type { ControllerMetrics } from './metrics';
 import { knownContainerIds, planInput, planWithRunFloors, type PassConfig } from './pass';
 import { WorkQueue } from './queue';
@@ -110,6 +114,15 @@ export class Controller {
    * controller expectations: a batch that still sees the old state looks again shortly.
    */
   private readonly exits = new Map<string, { id: string; gone: boolean; looks: number }>();
+  /** Exits seen by inspecting the container on its `die`, laid over the lists until they show them. */
+  private readonly seen: ExitWatch;
+  /**
+   * Attempts whose only news since they were last listed is an exit such an inspect saw: a batch
+   * plans them from the kept lists with the exit laid over them, without listing them again
+   * (an informer's cache updated by the one read that tells what changed). Any other event of
+   * the attempt, its own action's end (stale) or a full list ends that.
+   */
+  private readonly inspectedOnly = new Set<string>();
   /** A full pass succeeded (readiness). */
   synced = false;
   stopping = false;
@@ -134,15 +147,24 @@ export class Controller {
           this.queue.add(ALL);
         })
       : undefined;
+    // Whatever the inspect said (stopped, still running, gone, no answer), the batch looks; a
+    // stopped container is laid over its lists (observe), the rest is the lists' (lookAgainIfLagging).
+    this.seen = new ExitWatch(this.engine, () => this.clock.now(), (key, seen) => {
+      if (seen) this.inspectedOnly.add(key);
+      this.queue.add(key);
+    });
     this.events = new EngineSource(this.engine, o.cfg.instance, o.log, {
       onEvent: (ev) => {
         // a part of a merged stream (a swarm node's) was away: what happened meanwhile was not reported
         if (ev.type === RELIST_EVENT) return this.queue.add(ALL);
         const key = ev.attributes[LABELS.attempt];
         if (!key) return;
+        this.inspectedOnly.delete(key); // news the lists may tell (a die: once its inspect has answered)
         if (ev.type === 'container' && (ev.action === 'die' || ev.action === 'destroy')) {
           this.exits.set(key, { id: ev.id, gone: ev.action === 'destroy', looks: 0 });
         }
+        // A die: look once the engine has set the container's state, as an inspect of it says (ExitWatch).
+        if (ev.type === 'container' && ev.action === 'die') return this.seen.died(key, ev.id);
         // The engine logs an event before its lists show the change: look a little later (and again, for exits).
         this.clock.setTimeout(() => this.queue.add(key), 20);
       },
@@ -287,7 +309,8 @@ export class Controller {
 
   /**
    * The snapshot for one batch: everything, or the batch's attempts (and the stale ones)
-   * merged into the kept snapshot. Keeps the result.
+   * merged into the kept snapshot. Keeps the lists' result, and returns it with the exits seen
+   * by inspection laid over it (ExitWatch).
    */
   private async observe(all: boolean, keys: ReadonlySet<string>, known: Promise<ReturnType<typeof knownContainerIds>>): Promise<Snapshot> {
     const { cfg } = this.o;
@@ -295,14 +318,23 @@ export class Controller {
     const upTo = this.generation;
     const refresh = new Set([...keys, ...this.stale.keys()]);
     const kept = this.snapshot;
+    if (!all && kept) for (const k of keys) if (this.inspectedOnly.has(k) && !this.stale.has(k) && this.seen.names(kept, k)) refresh.delete(k);
     const targeted = !all && kept !== undefined && refresh.size <= TARGETED_MAX;
-    const snapshot = targeted
-      ? mergeSnapshot(kept, await observeAttempts(engine, cfg.instance, [...refresh], known, this.clock.now()), refresh)
-      : await observe(engine, cfg.instance, known, this.clock.now());
+    // what is listed now, or planned from the kept lists now, needs a new inspect to skip its lists again
+    if (targeted) for (const k of [...keys, ...refresh]) this.inspectedOnly.delete(k);
+    else this.inspectedOnly.clear();
+    let snapshot: Snapshot;
+    if (!targeted) snapshot = await observe(engine, cfg.instance, known, this.clock.now());
+    else if (refresh.size > 0) snapshot = mergeSnapshot(kept, await observeAttempts(engine, cfg.instance, [...refresh], known, this.clock.now()), refresh);
+    else {
+      await known; // no lists to go with it: still the records' failure is this batch's
+      snapshot = kept;
+    }
     // What ended while the lists were out stays stale: its change may have come after them.
     for (const [name, gen] of [...this.stale]) if (gen <= upTo && (!targeted || refresh.has(name))) this.stale.delete(name);
+    // The lists are kept as they are; the planner (and the look again) see the exits inspected on their `die` too.
     this.snapshot = snapshot;
-    return snapshot;
+    return this.seen.apply(snapshot);
   }
 
   /**
@@ -427,6 +459,7 @@ export class Controller {
     this.halt.abort(new Error('the controller is stopping'));
     if (this.resyncTimer) this.clock.clearTimeout(this.resyncTimer);
     this.events.close();
+    this.seen.close();
     await this.poller?.stop();
     this.o.outcomes?.close();
     await this.specs.close();

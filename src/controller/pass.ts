@@ -68,6 +68,11 @@ export interface PassConfig {
    * starts reading them while it takes the instance's locks); without it the pass loads them.
    */
   specs?: Promise<LoadResult>;
+  /**
+   * Exits the engine's lists may not show yet, seen by inspecting each container on its `die`
+   * (`reconcile --once --wait`: the Waker's ExitWatch): laid over every pass's lists.
+   */
+  exits?: { apply(s: Snapshot): Snapshot };
 }
 
 export interface PassResult {
@@ -181,7 +186,8 @@ export async function planPass(
   const statusesP = store.loadAll();
   const snapshotP = observe(engine, cfg.instance, statusesP.then(knownContainerIds), now());
   const loadP = specs ? Promise.resolve(specs) : (cfg.specs ?? loadPassSpecs(cfg));
-  const [load, statuses, snapshot] = await Promise.all([loadP, statusesP, snapshotP]);
+  const [load, statuses, listed] = await Promise.all([loadP, statusesP, snapshotP]);
+  const snapshot = cfg.exits ? cfg.exits.apply(listed) : listed;
   const plan = planWithRunFloors(planInput(cfg, load, snapshot, statuses, now(), { ...(cfg.only ? { only: cfg.only } : {}), ...reserved }));
   return { load, snapshot, plan };
 }

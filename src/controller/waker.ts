@@ -8,6 +8,7 @@ import { RELIST_EVENT, type Engine } from '../engine/types';
 import type { Snapshot } from '../observe/types';
 import { RUNNING_STATES } from '../plan/planner';
 import { EngineSource } from './engine-source';
+import { ExitWatch } from './exit-watch';
 import type { Logger } from '../util/log';
 
 export class Waker {
@@ -48,7 +49,7 @@ export class Waker {
     });
   }
 
-  /** The same for exits only (a `die` event, a second look, a side action's end): what side passes wait on. */
+  /** The same for exits only (a `die` event's inspect answered, a second look, a side action's end): what side passes wait on. */
   private exitPending = false;
   private exitWake: (() => void) | undefined;
 
@@ -82,7 +83,6 @@ export class Waker {
   }
 
   private settle: NodeJS.Timeout | undefined;
-  private exitSettle: NodeJS.Timeout | undefined;
   private recheck: NodeJS.Timeout | undefined;
 
   /**
@@ -105,7 +105,9 @@ export class Waker {
    * After a pass: an exit the engine reported that the snapshot still shows running (dockerd's
    * lists lag its events, by seconds on a loaded machine) gets another look, after 50 ms doubling
    * to 2 s, up to 9 times (~8 s), as the controller's batches do; without it the exit waited for
-   * whatever event came next. Exits the snapshot shows are forgotten.
+   * whatever event came next. Exits the snapshot shows are forgotten. Given a pass's snapshot
+   * (with the exits its ExitWatch inspected laid over it), only the exits whose inspect could not
+   * tell (the engine did not answer, the container still ran) are looked at again.
    */
   lookAgain(snapshot: Snapshot): void {
     let again = 0;
@@ -123,8 +125,22 @@ export class Waker {
     this.looks.add(t);
   }
 
+  /** Exits seen by inspecting each container on its `die` (followEngine), until the lists show them. */
+  private seen: ExitWatch | undefined;
+
+  /** A pass's lists with the exits seen laid over them (PassConfig.exits). */
+  apply(s: Snapshot): Snapshot {
+    return this.seen ? this.seen.apply(s) : s;
+  }
+
   /** Follows the engine's events for this instance; a reconnect pokes too (relist on the next pass). */
   followEngine(engine: Engine, instance: string, log: Logger): void {
+    // Whatever the inspect of a `die` said, the passes look (and what it saw stopped is laid over their lists).
+    const seen = new ExitWatch(engine, Date.now, () => {
+      this.poke();
+      this.pokeExit();
+    });
+    this.seen = seen;
     this.source = new EngineSource(engine, instance, log, {
       onEvent: (ev) => {
         if (ev.type === RELIST_EVENT) {
@@ -136,8 +152,8 @@ export class Waker {
         const attempt = ev.attributes[LABELS.attempt];
         if (ev.type === 'container' && ev.action === 'die' && attempt) {
           this.exits.set(attempt, { id: ev.id, looks: 0 });
-          clearTimeout(this.exitSettle);
-          this.exitSettle = setTimeout(() => this.pokeExit(), 20);
+          // woken once the engine has set the container's state, as an inspect of it says
+          seen.died(attempt, ev.id);
         }
         if (ev.type === 'container' || ev.type === 'network' || ev.type === 'volume') this.engineChanged();
       },
@@ -149,7 +165,7 @@ export class Waker {
   close(): void {
     for (const t of this.looks) clearTimeout(t);
     clearTimeout(this.settle);
-    clearTimeout(this.exitSettle);
+    this.seen?.close();
     clearTimeout(this.recheck);
     this.source?.close();
     this.abort.abort();

@@ -10,6 +10,7 @@ import type { Engine } from '../../src/engine/types';
 import { startController } from '../support/controller';
 import { docker, requireEngine } from '../support/engine';
 import { containerEvents } from '../support/events';
+import { listsLagging } from '../support/lagging-engine';
 import { Sandbox } from '../support/sandbox';
 import { createLogger } from '../../src/util/log';
 import { waitFor } from '../support/wait';
@@ -257,6 +258,34 @@ describe('controller (real engine, real files)', function () {
         { dirs: [path.join(sb.stateDir, sb.instance, 'attempts')], timeoutMs: 15_000 },
       );
       expect(st.exitCode).to.equal(0);
+    } finally {
+      expect(await ctl.stop()).to.equal(0);
+    }
+  });
+
+  it('finishes an attempt whose exit the lists show only 8 s after its die, from the inspect asked on the die', async function () {
+    // With the lists alone (looked at again 50 ms after the die, doubling to 2 s: ~9 s in all) the
+    // finished record would come after the lag; the inspect answers once the engine set the state.
+    const lagMs = 8_000;
+    const lagging = listsLagging(sb.engine, lagMs);
+    const ctl = startController(sb, { resync: 600 }, lagging.engine);
+    try {
+      await sb.write('lag.yaml', sb.attempt('lag', 'sleep 0.5; exit 3'));
+      const st = await waitFor(
+        'lag Failed',
+        async () => {
+          const s = await sb.status('lag');
+          return s?.phase === 'Failed' ? s : undefined;
+        },
+        { dirs: [path.join(sb.stateDir, sb.instance, 'attempts')], timeoutMs: 30_000 },
+      );
+      expect(st.exitCode).to.equal(3);
+      const died = lagging.diedAt.get(st.containerId ?? '');
+      expect(died, 'the die passed through the lagging stream').to.be.a('number');
+      expect(Date.parse(st.updatedAt) - (died as number), 'die → finished record, ms').to.be.below(lagMs);
+      // the lists really lagged: the container was still listed running when the record said Failed
+      const listed = await lagging.engine.containers.list([`${LABELS.instance}=${sb.instance}`]);
+      if (Date.now() - (died as number) < lagMs) expect(listed.find((c) => c.id === st.containerId)?.state).to.equal('running');
     } finally {
       expect(await ctl.stop()).to.equal(0);
     }

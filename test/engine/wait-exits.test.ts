@@ -7,7 +7,12 @@
 import { expect } from 'chai';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import { runReconcile } from '../../src/cli/commands/reconcile';
+import { makeContext } from '../../src/cli/context';
+import { bufferIo } from '../../src/cli/io';
+import { silentLogger } from '../../src/util/log';
 import { requireEngine } from '../support/engine';
+import { listsLagging } from '../support/lagging-engine';
 import { Sandbox } from '../support/sandbox';
 
 describe('reconcile --once --wait: exits during a pass (real engine)', function () {
@@ -44,5 +49,23 @@ describe('reconcile --once --wait: exits during a pass (real engine)', function 
     const run = path.dirname(a?.resultsDir ?? '');
     expect((await fs.readFile(path.join(a?.resultsDir ?? '', 'out.txt'), 'utf8')).trim()).to.equal('quick');
     for (const f of ['logs.txt', 'manifest.json', 'status.json']) await fs.access(path.join(run, f));
+  });
+
+  it('records an exit the lists show only 8 s after its die, from the inspect asked on the die', async function () {
+    // With the lists alone (a pass every 2 s at most, a second look 50 ms after the die, doubling)
+    // the finished record would come after the lag; the inspect answers once the engine set the state.
+    const lagMs = 8_000;
+    const lagging = listsLagging(sb.engine, lagMs);
+    await sb.write('lag.yaml', sb.attempt('lag', 'sleep 0.5; echo done > /results/out.txt'));
+    const io = bufferIo();
+    const ctx = makeContext({ specs: sb.specsDir, state: sb.stateDir, resultsRoot: sb.resultsRoot, instance: sb.instance }, io, { engine: lagging.engine, log: silentLogger() });
+    const code = await runReconcile(ctx, { once: true, wait: true, timeout: 60 });
+    expect(code, io.stderr).to.equal(0);
+    const st = await sb.status('lag');
+    expect(st?.phase).to.equal('Succeeded');
+    const died = lagging.diedAt.get(st?.containerId ?? '');
+    expect(died, 'the die passed through the lagging stream').to.be.a('number');
+    expect(Date.parse(st?.updatedAt ?? '') - (died as number), 'die → finished record, ms').to.be.below(lagMs);
+    expect((await fs.readFile(path.join(st?.resultsDir ?? '', 'out.txt'), 'utf8')).trim()).to.equal('done');
   });
 });

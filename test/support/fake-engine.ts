@@ -15,6 +15,7 @@
  * - Events: container create/start/die/destroy carry the container's labels, `name` and `image`
  *   as attributes (die adds `exitCode`); network and volume events carry `name` (the engine
  *   puts no labels on them).
+ * - The lists can be made to lag the exits (`lagLists`), as dockerd's do; inspect never lags.
  * - Failures: `fail(op, failure, when?)` makes the next matching call of `op` (the adapter's
  *   call names, `containers.create`) answer an HTTP status, throw a given error, time out as the
  *   adapter's deadline does, or hang until `releaseHangs()`.
@@ -124,6 +125,9 @@ export class FakeEngine implements Engine {
   private readonly bootAt: string;
   private abandoned: string | undefined;
   private readonly onStart: { when: (name: string) => boolean; code: number }[] = [];
+  private lagging = false;
+  /** Exited containers the lists still show running (lagLists). */
+  private readonly lagged = new Set<string>();
 
   constructor(private readonly clock: { now: () => number } = { now: Date.now }) {
     this.bootAt = new Date(clock.now()).toISOString();
@@ -162,6 +166,21 @@ export class FakeEngine implements Engine {
     if (!c) throw new Error(`fake engine: no container ${idOrName}`);
     if (c.state !== 'running') throw new Error(`fake engine: container ${idOrName} is ${c.state}, not running`);
     this.end(c, code, opts.oomKilled ?? false);
+  }
+
+  /**
+   * From now on the container lists lag the exits, as dockerd's do (it sends `die` while it still
+   * handles the exit, and its lists show it after): a container that exits is listed running
+   * until catchUpLists(). Inspect says what is.
+   */
+  lagLists(): void {
+    this.lagging = true;
+  }
+
+  /** The lists show every exit again (and lag no more). */
+  catchUpLists(): void {
+    this.lagging = false;
+    this.lagged.clear();
   }
 
   /** A container whose name `when` accepts exits with `code` as soon as it starts (a task that ends at once). */
@@ -274,6 +293,7 @@ export class FakeEngine implements Engine {
     c.exitCode = code;
     c.oomKilled = oom;
     c.finishedAt = this.iso();
+    if (this.lagging) this.lagged.add(c.id);
     this.containerEvent(c, 'die', { exitCode: String(code) });
   }
 
@@ -378,7 +398,9 @@ export class FakeEngine implements Engine {
     return {
       list: async (labelFilters) => {
         await this.call('containers.list', [labelFilters]);
-        return [...this.byId.values()].filter((c) => matchesLabels(c.labels, labelFilters)).map((c) => this.summary(c));
+        return [...this.byId.values()]
+          .filter((c) => matchesLabels(c.labels, labelFilters))
+          .map((c) => (this.lagged.has(c.id) && c.state === 'exited' ? { ...this.summary(c), state: 'running', status: 'Up' } : this.summary(c)));
       },
       inspect: async (idOrName) => {
         await this.call('containers.inspect', [idOrName]);

@@ -170,6 +170,8 @@ async function passes(
   if (o.wait) {
     waker = new (require('../../controller/waker') as typeof WakerMod).Waker();
     waker.followEngine(engine, ctx.instance, ctx.log);
+    // every pass and side pass sees the exits inspected on their `die` before the lists show them
+    cfg.exits = waker;
   }
   let last: PassResult | undefined;
   let opFailures = 0;

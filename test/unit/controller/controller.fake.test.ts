@@ -2,7 +2,8 @@
  * The controller against the fake engine and a fake clock: what it does with each way work on a
  * key ends (the retry switch), which the real-engine tests cannot reach on purpose — a create
  * that fails and is retried after its back-off and no sooner, back-offs that grow and are
- * forgotten after a success, a batch whose lists time out, an exit seen from the event stream.
+ * forgotten after a success, a batch whose lists time out, an exit seen from the event stream
+ * (by the inspect asked on its `die` while the lists lag, or by the lists when that inspect fails).
  */
 import { expect } from 'chai';
 import { promises as fs } from 'node:fs';
@@ -117,7 +118,9 @@ describe('controller against the fake engine (retry switch)', function () {
     await clock.advanceAsync(20); // the controller looks 20 ms after an event
     await until('b succeeded', async () => (await rec('b'))?.phase === 'Succeeded');
 
-    // the next batch's lists time out: c backs off (rate-limited), nothing is lost
+    // the next batch's lists time out: c backs off (rate-limited), nothing is lost (the die's
+    // inspect fails too, so that the batch lists c instead of planning it from that inspect)
+    fake.fail('containers.inspect', { status: 500, message: 'busy' }, { times: 1 });
     fake.fail('containers.list', { timeoutMs: 1 }, { times: 1 });
     const exitAt = clock.now();
     fake.exit(`berth_${I.replace(/_/g, '__')}_c`, 3);
@@ -128,5 +131,49 @@ describe('controller against the fake engine (retry switch)', function () {
     await until('c failed with its exit code', async () => (await rec('c'))?.phase === 'Failed');
     expect((await rec('c'))?.exitCode).to.equal(3);
     expect(Date.parse((await rec('c'))?.finishedAt as string)).to.equal(exitAt);
+  });
+
+  it('an exit the lists do not show yet is finished from the inspect asked on its die, with no clock moved', async function () {
+    await start(['d']);
+    await until('d runs', async () => (await rec('d'))?.phase === 'Running');
+    // a batch after d's start lists it (its own action's end calls for a list, as any change berth made)
+    const listedFrom = fake.calls.length;
+    ctl.queue.add('d');
+    await until('d is listed after its start', () => fake.calls.slice(listedFrom).some((c) => c.op === 'containers.list'));
+    await settle();
+    fake.lagLists();
+    const inspects = () => fake.calls.filter((c) => c.op === 'containers.inspect').length;
+    const before = inspects();
+    const from = fake.calls.length;
+    fake.exit(`berth_${I.replace(/_/g, '__')}_d`, 4);
+    await until('d failed with its exit code', async () => (await rec('d'))?.phase === 'Failed');
+    expect((await rec('d'))?.exitCode).to.equal(4);
+    // the die's inspect, then the finish's own; the batch between them listed nothing (the inspect told what changed)
+    expect(inspects() - before).to.equal(2);
+    const upToFinish = fake.calls.slice(from, fake.calls.findIndex((c, i) => i > from && c.op === 'containers.inspect' && fake.calls.slice(from, i).some((x) => x.op === 'containers.inspect')));
+    expect(upToFinish.map((c) => c.op)).to.deep.equal(['containers.inspect']);
+    const listed = await fake.containers.list([]);
+    expect(listed.find((c) => c.name.endsWith('_d'))?.state, 'the lists still lag').to.equal('running');
+  });
+
+  it('an exit whose inspect fails waits for the lists (looked at again 50 ms later, doubling), as before', async function () {
+    await start(['e']);
+    await until('e runs', async () => (await rec('e'))?.phase === 'Running');
+    fake.lagLists();
+    const name = `berth_${I.replace(/_/g, '__')}_e`;
+    const inspects = () => fake.calls.filter((c) => c.op === 'containers.inspect').length;
+    const before = inspects();
+    fake.fail('containers.inspect', { status: 500, message: 'busy' });
+    fake.exit(name, 0);
+    await until('the die was inspected', () => inspects() > before);
+    // the lists lag: the batches look again, and nothing finishes
+    for (const ms of [50, 100, 200]) {
+      await new Promise((r) => setTimeout(r, 30));
+      expect((await rec('e'))?.phase).to.equal('Running');
+      await clock.advanceAsync(ms);
+    }
+    fake.catchUpLists();
+    await clock.advanceAsync(400);
+    await until('e succeeded', async () => (await rec('e'))?.phase === 'Succeeded');
   });
 });

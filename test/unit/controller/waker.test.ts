@@ -1,0 +1,75 @@
+/**
+ * The Waker of `reconcile --once --wait` against the fake engine: a `die` wakes the side passes
+ * once the inspect of its container has answered, and what it saw is laid over the passes' lists.
+ */
+import { expect } from 'chai';
+import { LABELS, NAMING } from '../../../src/constants';
+import { Waker } from '../../../src/controller/waker';
+import { observe } from '../../../src/observe/snapshot';
+import { silentLogger } from '../../../src/util/log';
+import { FakeEngine } from '../../support/fake-engine';
+
+const I = 'unit-waker';
+const IMAGE = 'berth/busybox:local';
+
+describe('Waker (fake engine)', () => {
+  let fake: FakeEngine;
+  let waker: Waker;
+
+  beforeEach(() => {
+    fake = new FakeEngine();
+    fake.addImage({ ref: IMAGE });
+    waker = new Waker();
+  });
+  afterEach(() => {
+    waker.close();
+    fake.releaseHangs();
+  });
+
+  async function running(a: string): Promise<string> {
+    const labels = { [LABELS.managed]: 'true', [LABELS.instance]: I, [LABELS.attempt]: a, [LABELS.component]: 'main', [LABELS.nonce]: `n-${a}` };
+    const host = { networkMode: 'none', binds: [], mounts: [], capDrop: [], capAdd: [], securityOpt: [], privileged: false as const, init: true, pidsLimit: 64, readonlyRootfs: false };
+    const id = await fake.containers.create({ name: NAMING.container(I, a), image: IMAGE, cmd: ['true'], env: [], workingDir: '/', labels, host });
+    await fake.containers.start(id);
+    return id;
+  }
+  const inspects = () => fake.calls.filter((c) => c.op === 'containers.inspect').length;
+  /** Until the engine's event stream is followed (the fake answers `stream` at once; a turn or two). */
+  const followed = async () => {
+    for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+  };
+
+  it('a die wakes the side passes once its inspect answered, and the passes see the exit the lists do not show yet', async () => {
+    const id = await running('a');
+    waker.followEngine(fake, I, silentLogger());
+    await followed();
+    fake.lagLists();
+    const before = inspects();
+    const t0 = Date.now();
+    fake.exit(id, 2);
+    await waker.waitExit(10_000, new AbortController().signal);
+    expect(Date.now() - t0, 'woken by the inspect, not by the 10 s timeout').to.be.below(5_000);
+    expect(inspects() - before).to.equal(1);
+    const listed = await observe(fake, I, new Map());
+    expect(listed.attempts.get('a')?.containers[0]?.state, 'the lists lag').to.equal('running');
+    const seen = waker.apply(listed);
+    expect(seen.attempts.get('a')?.containers.map((c) => [c.state, c.status])).to.deep.equal([['exited', 'Exited (2)']]);
+    // the main wait is woken too
+    await waker.wait(10_000);
+    expect(Date.now() - t0).to.be.below(5_000);
+  });
+
+  it('an inspect that fails still wakes the side passes (the lists decide), with nothing laid over', async () => {
+    const id = await running('b');
+    waker.followEngine(fake, I, silentLogger());
+    await followed();
+    fake.lagLists();
+    fake.fail('containers.inspect', { status: 500, message: 'busy' });
+    const t0 = Date.now();
+    fake.exit(id, 0);
+    await waker.waitExit(10_000, new AbortController().signal);
+    expect(Date.now() - t0).to.be.below(5_000);
+    const listed = await observe(fake, I, new Map());
+    expect(waker.apply(listed)).to.equal(listed);
+  });
+});
