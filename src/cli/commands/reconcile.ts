@@ -312,6 +312,7 @@ async function exitsAlongside(
       break;
     }
     if (side.snapshot) waker.lookAgain(side.snapshot);
+    cfg.log.debug(`side pass over ${plural(only.size, 'attempt')}: ${side.actions.length ? side.actions.map((a) => `${a.attempt} ${a.kind}`).join(', ') : 'nothing to do'}`);
     for (const a of side.actions) {
       work++;
       under.set(a.attempt, a);
