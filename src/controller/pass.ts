@@ -200,9 +200,9 @@ export type Alongside = (planned: Omit<PassResult, 'results'>, over: Promise<unk
 
 /**
  * Observe, plan, execute. `alongside`, when given, runs while the plan's actions are under way;
- * the pass ends when both have.
+ * the pass ends when both have. `onEnded` hears of each action's end (with `alongside`).
  */
-export async function reconcilePass(cfg: PassConfig, engine: Engine, store: StatusStore, alongside?: Alongside): Promise<PassResult> {
+export async function reconcilePass(cfg: PassConfig, engine: Engine, store: StatusStore, alongside?: Alongside, onEnded?: (attempt: string) => void): Promise<PassResult> {
   const planned = await planPass(cfg, engine, store);
   // A writer's start-up (damaged records set aside, temp files of interrupted writes removed),
   // after the plan so the records still load while the engine answers its lists.
@@ -224,7 +224,12 @@ export async function reconcilePass(cfg: PassConfig, engine: Engine, store: Stat
   // Executor.run's own loop, also telling which attempts' actions have ended.
   const ended = new Set<string>();
   const actions = planned.plan.actions.filter((a) => a.ops.length > 0);
-  const running = runBounded(actions, cfg.concurrency, (a) => executor.runAction(a).finally(() => ended.add(a.attempt)));
+  const running = runBounded(actions, cfg.concurrency, (a) =>
+    executor.runAction(a).finally(() => {
+      ended.add(a.attempt);
+      onEnded?.(a.attempt);
+    }),
+  );
   const side = alongside(planned, running, ended);
   const settled = await running;
   await side;

@@ -53,6 +53,18 @@ export class Waker {
   private exitPending = false;
   private exitWake: (() => void) | undefined;
 
+  /** Attempts whose container died (the `die` event) since their last action's end was told (actionEnded); bounded. */
+  private readonly diedSinceAction = new Set<string>();
+
+  /**
+   * A pass's action for `attempt` has ended. A `die` of it that came while the action was under
+   * way (a container that exits right after its start, before the action's attestation was
+   * done) found it busy, left out of the side pass it woke: the side passes are woken again.
+   */
+  actionEnded(attempt: string): void {
+    if (this.diedSinceAction.delete(attempt)) this.pokeExit();
+  }
+
   /** Marks that an attempt may have ended or a slot freed; the current or next waitExit() returns. */
   pokeExit(): void {
     this.exitPending = true;
@@ -152,6 +164,8 @@ export class Waker {
         const attempt = ev.attributes[LABELS.attempt];
         if (ev.type === 'container' && ev.action === 'die' && attempt) {
           this.exits.set(attempt, { id: ev.id, looks: 0 });
+          if (this.diedSinceAction.size >= 10_000) this.diedSinceAction.clear();
+          this.diedSinceAction.add(attempt);
           // woken once the engine has set the container's state, as an inspect of it says
           seen.died(attempt, ev.id);
         }

@@ -11,9 +11,11 @@ import { runReconcile } from '../../src/cli/commands/reconcile';
 import { makeContext } from '../../src/cli/context';
 import { bufferIo } from '../../src/cli/io';
 import { silentLogger } from '../../src/util/log';
+import { COMPONENTS, LABELS } from '../../src/constants';
 import { requireEngine } from '../support/engine';
 import { listsLagging } from '../support/lagging-engine';
 import { Sandbox } from '../support/sandbox';
+import { waitFor } from '../support/wait';
 
 describe('reconcile --once --wait: exits during a pass (real engine)', function () {
   this.timeout(180_000);
@@ -33,12 +35,47 @@ describe('reconcile --once --wait: exits during a pass (real engine)', function 
     await sb.write('ab.yaml', sb.attempt('ab', 'true'));
     const first = await sb.cli('reconcile', '--once', '--max-running', '1');
     expect([first.code, (await sb.status('c'))?.phase], first.stderr).to.deep.equal([0, 'Pending']);
-    // Two slots, one action at a time: a starts and exits at once; b copies a 64 MiB fixture in.
-    await sb.write('fx/big.bin', Buffer.alloc(64 * 1024 * 1024, 7));
+    // Two slots, one action at a time: a starts and exits at once; b's start is held (below)
+    // until a is recorded finished and c has begun in the slot a freed, or for HOLD_MS: only a
+    // side pass, while the pass that provisions b is still under way, can do either. (Holding b
+    // makes the race a fixed one; a slow copy into b was the engine's load against berth's.)
+    const HOLD_MS = 30_000;
     await sb.write('a.yaml', sb.attempt('a', 'echo quick > /results/out.txt'));
-    await sb.write('b.yaml', sb.attempt('b', 'true', '  fixture: ./fx\n'));
-    const r = await sb.cli('reconcile', '--once', '--wait', '--max-running', '2', '--concurrency', '1', '--timeout', '150');
-    expect(r.code, r.stderr).to.equal(0);
+    await sb.write('b.yaml', sb.attempt('b', 'true'));
+    const bIds = new Set<string>();
+    let held = 0;
+    const inner = sb.engine.containers;
+    const create: typeof inner.create = async (spec) => {
+      const id = await inner.create(spec);
+      if (spec.labels[LABELS.attempt] === 'b' && spec.labels[LABELS.component] === COMPONENTS.main) bIds.add(id);
+      return id;
+    };
+    const start: typeof inner.start = async (id) => {
+      if (bIds.has(id)) {
+        const t0 = Date.now();
+        await waitFor(
+          'a finished and c provisioning',
+          async () => (await sb.status('a'))?.phase === 'Succeeded' && (await sb.status('c'))?.provisionedAt !== undefined,
+          { dirs: [path.join(sb.stateDir, sb.instance, 'attempts')], timeoutMs: HOLD_MS },
+        ).catch(() => undefined);
+        held = Date.now() - t0;
+      }
+      return inner.start(id);
+    };
+    const containers = new Proxy(inner, {
+      get(target, prop, receiver) {
+        if (prop === 'create') return create;
+        if (prop === 'start') return start;
+        const v: unknown = Reflect.get(target, prop, receiver);
+        return typeof v === 'function' ? (v as (...x: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const io = bufferIo();
+    const ctx = makeContext({ specs: sb.specsDir, state: sb.stateDir, resultsRoot: sb.resultsRoot, instance: sb.instance }, io, { engine: { ...sb.engine, containers }, log: silentLogger() });
+    const code = await runReconcile(ctx, { once: true, wait: true, timeout: 150, maxRunning: 2, concurrency: 1 });
+    expect(code, io.stderr).to.equal(0);
+    expect(bIds.size, "b's container was made through the wrapper").to.equal(1);
+    expect(held, 'b was held until a side pass had done its work, not for the whole hold').to.be.below(HOLD_MS);
     const [a, b, c] = [await sb.status('a'), await sb.status('b'), await sb.status('c')];
     expect([a?.phase, b?.phase, c?.phase]).to.deep.equal(['Succeeded', 'Succeeded', 'Succeeded']);
     const bStarted = Date.parse(b?.startedAt ?? '');

@@ -189,7 +189,9 @@ async function passes(
           }
         : undefined;
       try {
-        res = await reconcilePass({ ...cfg, log, ...(pass === 1 && firstSpecs ? { specs: firstSpecs } : {}) }, engine, store, alongside);
+        // an attempt that died while its action was under way (its start's, say) was left out of
+        // the side passes until then: the action's end wakes them (Waker.actionEnded)
+        res = await reconcilePass({ ...cfg, log, ...(pass === 1 && firstSpecs ? { specs: firstSpecs } : {}) }, engine, store, alongside, waker ? (a) => waker!.actionEnded(a) : undefined);
       } catch (err) {
         if (isEngineDown(err)) {
           live.end();

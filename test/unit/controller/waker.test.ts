@@ -72,4 +72,24 @@ describe('Waker (fake engine)', () => {
     const listed = await observe(fake, I, new Map());
     expect(waker.apply(listed)).to.equal(listed);
   });
+  it("a die that came while the attempt's action was under way wakes the side passes again when that action ends, once", async () => {
+    const id = await running('b');
+    waker.followEngine(fake, I, silentLogger());
+    await followed();
+    fake.exit(id, 0);
+    const signal = new AbortController().signal;
+    // the side pass the die woke: the attempt was busy then (its action not ended), so it did nothing for it
+    await waker.waitExit(10_000, signal);
+    const woken = async (ms: number) => {
+      const t = Date.now();
+      await waker.waitExit(ms, signal);
+      return Date.now() - t < ms - 100 ? 'woken' : 'timeout';
+    };
+    waker.actionEnded('other');
+    expect(await woken(400), 'an action with no die since: no wake').to.equal('timeout');
+    waker.actionEnded('b');
+    expect(await woken(10_000)).to.equal('woken');
+    waker.actionEnded('b');
+    expect(await woken(400), 'told once').to.equal('timeout');
+  });
 });
