@@ -14,7 +14,7 @@ import type { ContainerCreateSpec, Labels } from '../engine/types';
 import { PROXY_ENV } from '../proxy/contract';
 import { EGRESS_PROXY_NAME } from '../spec/semantic';
 import type { LoadedSpec } from '../spec/types';
-import type { DesiredAttempt, DesiredSidecar } from './types';
+import type { DesiredAttempt, DesiredNames, DesiredSidecar } from './types';
 
 export interface DesiredContext {
   instance: string;
@@ -78,6 +78,32 @@ function hardened(networkMode: string, extra: Partial<ContainerCreateSpec['host'
   };
 }
 
+/** Secrets of the spec that go to the main container: those no sidecar names. */
+function mainSecretsOf(s: LoadedSpec['spec']): string[] {
+  const sidecarSecrets = new Set(s.sidecars.flatMap((c) => c.secrets));
+  return s.secrets.map((x) => x.name).filter((n) => !sidecarSecrets.has(n));
+}
+
+/** Whether the attempt gets berth's egress proxy as a sidecar. */
+const hasEgressProxy = (s: LoadedSpec['spec']): boolean => s.network.mode === 'isolated' && s.network.egress.length > 0;
+
+/**
+ * The containers' names and secret holders of desiredAttempt()'s value (DesiredNames), from the
+ * same rules, without building the rest: what a plan reads of a finished run.
+ */
+export function desiredNames(ctx: DesiredContext, loaded: LoadedSpec): DesiredNames {
+  const s = loaded.spec;
+  const naming = ctx.naming ?? NAMING;
+  return {
+    container: naming.container(ctx.instance, s.name),
+    sidecars: [
+      ...(hasEgressProxy(s) ? [{ name: naming.sidecar(ctx.instance, s.name, EGRESS_PROXY_NAME), secrets: [] }] : []),
+      ...s.sidecars.map((c) => ({ name: naming.sidecar(ctx.instance, s.name, c.name), secrets: c.secrets })),
+    ],
+    mainSecrets: mainSecretsOf(s),
+  };
+}
+
 /**
  * @param resultsDir absolute host folder for this run's results (created by the executor).
  */
@@ -87,7 +113,7 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
   const naming = ctx.naming ?? NAMING;
   const netMode = networkModeFor(ctx.instance, loaded, naming);
   const isolated = s.network.mode === 'isolated';
-  const egress = isolated && s.network.egress.length > 0;
+  const egress = hasEgressProxy(s);
   const egressName = egress ? (ctx.egressNetwork ?? naming.egressNetwork(ctx.instance, s.name)) : null;
   const volumes = s.volumes.map((v) => ({
     name: naming.volume(ctx.instance, s.name, v.name),
@@ -145,7 +171,6 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
       },
     });
   }
-  const sidecarSecrets = new Set(s.sidecars.flatMap((c) => c.secrets));
   const proxyUrl = `http://${EGRESS_PROXY_NAME}:${DEFAULTS.egressProxyPort}`;
   // Loopback and the attempt's own sidecars are reached directly, not through the proxy.
   const noProxy = ['localhost', '127.0.0.1', '::1', ...s.sidecars.map((c) => c.name)].join(',');
@@ -164,7 +189,7 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
     egressNetwork:
       egress && !ctx.egressNetwork && egressName ? { name: egressName, labels: withComponent(labels, COMPONENTS.egressNetwork), internal: false } : null,
     sidecars,
-    mainSecrets: s.secrets.map((x) => x.name).filter((n) => !sidecarSecrets.has(n)),
+    mainSecrets: mainSecretsOf(s),
     volumes,
     container: {
       name: naming.container(ctx.instance, s.name),

@@ -1,14 +1,17 @@
 /**
  * A DesiredAttempt built on first use. The planner looks at every attempt of a pass, but most of
  * a big folder needs no resources described: finished attempts, and an AttemptSet's children that
- * wait for a slot, use only the name, hash, run and spec. Those four are given; anything else
- * builds the whole desired state once (the same value desiredAttempt() returns) and answers from it.
+ * wait for a slot, use only the name, hash, run and spec. Those four are given, and the containers'
+ * names and secret holders (namesOf: what a finished run is compared by) come from desiredNames()
+ * without the build; anything else builds the whole desired state once (the same value
+ * desiredAttempt() returns) and answers from it.
  */
 import type { LoadedSpec } from '../spec/types';
-import type { DesiredAttempt } from './types';
+import type { DesiredAttempt, DesiredNames } from './types';
 
 export class LazyDesired implements DesiredAttempt {
   private built: DesiredAttempt | undefined;
+  private namesMemo: DesiredNames | undefined;
 
   constructor(
     readonly name: string,
@@ -16,7 +19,18 @@ export class LazyDesired implements DesiredAttempt {
     readonly run: number,
     readonly loaded: LoadedSpec,
     private readonly build: () => DesiredAttempt,
+    private readonly buildNames: () => DesiredNames,
   ) {}
+
+  /** Whether the whole desired state was built (for tests: what a pass needed). */
+  get isBuilt(): boolean {
+    return this.built !== undefined;
+  }
+
+  /** The containers' names and secret holders, without building the rest (see namesOf). */
+  get names(): DesiredNames {
+    return (this.namesMemo ??= this.built ? namesFromFull(this.built) : this.buildNames());
+  }
 
   private get full(): DesiredAttempt {
     return (this.built ??= this.build());
@@ -54,4 +68,16 @@ export class LazyDesired implements DesiredAttempt {
   toJSON(): DesiredAttempt {
     return this.full;
   }
+}
+
+function namesFromFull(d: DesiredAttempt): DesiredNames {
+  return { container: d.container.name, sidecars: d.sidecars, mainSecrets: d.mainSecrets };
+}
+
+/**
+ * The containers' names and secret holders of a desired state: read without building a lazy one
+ * (the same values as its container.name, sidecars and mainSecrets once built).
+ */
+export function namesOf(d: DesiredAttempt): DesiredNames {
+  return d instanceof LazyDesired ? d.names : namesFromFull(d);
 }

@@ -45,3 +45,16 @@ export interface DesiredAttempt {
   /** Networks the main container must be attached to, exactly (sorted). */
   expectedNetworks: string[];
 }
+
+/**
+ * What a plan compares with the engine's lists for a run that needs nothing made (a finished one,
+ * most of a no-op pass): its containers' names, and which of them hold secrets. The same values
+ * the full DesiredAttempt carries (container.name, sidecars' names and secrets, mainSecrets),
+ * without building the rest.
+ */
+export interface DesiredNames {
+  container: string;
+  /** In the order of DesiredAttempt.sidecars (the proxy first). */
+  sidecars: readonly { name: string; secrets: readonly string[] }[];
+  mainSecrets: readonly string[];
+}

@@ -2,7 +2,7 @@
  * The desired state of a spec's run, kept with its LoadedSpec (see DesiredStates) and built lazily.
  */
 import { LEGACY_NAMING, type Naming } from '../constants';
-import { desiredAttempt } from '../desired/attempt';
+import { desiredAttempt, desiredNames, type DesiredContext } from '../desired/attempt';
 import { LazyDesired } from '../desired/lazy';
 import type { DesiredAttempt } from '../desired/types';
 import type { LoadedSpec } from '../spec/types';
@@ -26,8 +26,18 @@ export class DesiredStates {
     let byKey = this.memo.get(loaded);
     const hit = byKey?.get(key);
     if (hit) return hit;
-    // Built on first use: most attempts of a big pass (finished, waiting) need only name, hash and run.
-    const d = new LazyDesired(loaded.spec.name, loaded.hash, run, loaded, () => buildDesired(inp, loaded, run, legacy ? LEGACY_NAMING : undefined));
+    // Built on first use: most attempts of a big pass (finished, waiting) need only name, hash,
+    // run and their containers' names (namesOf), which need no build.
+    const ctx = desiredContext(inp, legacy ? LEGACY_NAMING : undefined);
+    const resultsDir = runResultsDir(inp.resultsRoot, loaded.spec.results, run);
+    const d = new LazyDesired(
+      loaded.spec.name,
+      loaded.hash,
+      run,
+      loaded,
+      () => desiredAttempt(ctx, loaded, run, resultsDir),
+      () => desiredNames(ctx, loaded),
+    );
     if (!byKey) this.memo.set(loaded, (byKey = new Map()));
     if (byKey.size >= 8) byKey.delete(byKey.keys().next().value as string);
     byKey.set(key, d);
@@ -40,16 +50,11 @@ export function desiredFor(inp: PlanInput, loaded: LoadedSpec, run: number, lega
   return inp.desired.get(inp, loaded, run, legacy);
 }
 
-function buildDesired(inp: PlanInput, loaded: LoadedSpec, run: number, naming?: Naming): DesiredAttempt {
-  return desiredAttempt(
-    {
-      instance: inp.instance,
-      ...(naming ? { naming } : {}),
-      ...(inp.egress?.proxyImage ? { egressProxyImage: inp.egress.proxyImage } : {}),
-      ...(inp.egress?.network ? { egressNetwork: inp.egress.network } : {}),
-    },
-    loaded,
-    run,
-    runResultsDir(inp.resultsRoot, loaded.spec.results, run),
-  );
+function desiredContext(inp: PlanInput, naming?: Naming): DesiredContext {
+  return {
+    instance: inp.instance,
+    ...(naming ? { naming } : {}),
+    ...(inp.egress?.proxyImage ? { egressProxyImage: inp.egress.proxyImage } : {}),
+    ...(inp.egress?.network ? { egressNetwork: inp.egress.network } : {}),
+  };
 }

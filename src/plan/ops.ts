@@ -5,6 +5,7 @@
  */
 import { COMPONENTS, DEFAULTS, LABELS } from '../constants';
 import type { DesiredAttempt } from '../desired/types';
+import { namesOf } from '../desired/lazy';
 import type { ContainerSummary, NetworkSummary } from '../engine/types';
 import type { ObservedAttempt } from '../observe/types';
 import type { EngineBoot } from '../status/types';
@@ -27,7 +28,9 @@ export function isMain(c: ContainerSummary): boolean {
  * harvested, whatever the TTL, so no secret value stays in the engine's storage on the host's disk.
  */
 export function secretHolders(d: DesiredAttempt, obs: ContainerSummary[]): ContainerSummary[] {
-  return obs.filter((c) => (isMain(c) ? d.mainSecrets.length > 0 : d.sidecars.some((sc) => sc.name === c.name && sc.secrets.length > 0)));
+  if (obs.length === 0) return [];
+  const names = namesOf(d);
+  return obs.filter((c) => (isMain(c) ? names.mainSecrets.length > 0 : names.sidecars.some((sc) => sc.name === c.name && sc.secrets.length > 0)));
 }
 
 /** Removal of the secret holders among `obs`, after a finish (see secretHolders). */

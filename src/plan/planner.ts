@@ -4,6 +4,7 @@
  * their coordinates). Every operation records its cause.
  */
 import { COMPONENTS, DEFAULTS, FINISHED_PHASES, LABELS, LEGACY_NAMING, REASONS } from '../constants';
+import { namesOf } from '../desired/lazy';
 import type { DesiredAttempt } from '../desired/types';
 import type { ContainerSummary } from '../engine/types';
 import type { ObservedAttempt } from '../observe/types';
@@ -207,8 +208,10 @@ function viewRun(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefined, o
   };
   const staleRun = current.containers.filter((c) => c.labels[LABELS.run] !== String(run));
   const runContainers = current.containers.filter((c) => c.labels[LABELS.run] === String(run));
-  const main = runContainers.find((c) => isMain(c) && c.name === d.container.name);
-  const sidecarNames = new Set(runContainers.length ? d.sidecars.map((sc) => sc.name) : []);
+  // By name only (namesOf): a finished run's desired state is not built unless an operation needs it.
+  const names = namesOf(d);
+  const main = runContainers.find((c) => isMain(c) && c.name === names.container);
+  const sidecarNames = new Set(runContainers.length ? names.sidecars.map((sc) => sc.name) : []);
   const sidecarsObs: ContainerSummary[] = [];
   const dupes: ContainerSummary[] = [];
   for (const c of runContainers) {
@@ -248,9 +251,10 @@ function endReplacedRun({ rec, specChanged, mainsAll, name }: RunView): Operatio
 
 /** Blocked by a container that carries our labels only through its image. */
 function planSquatter({ inp, d, rec, base, name, run, hash }: RunView): AttemptAction | undefined {
-  const squatter = inp.snapshot.foreign.find((c) => c.name === d.container.name);
+  const container = namesOf(d).container;
+  const squatter = inp.snapshot.foreign.find((c) => c.name === container);
   if (!squatter) return undefined;
-  const reason = `container name ${d.container.name} is held by container ${squatter.id.slice(0, 12)} that berth did not create (its labels come from image ${squatter.image}); it is left alone`;
+  const reason = `container name ${container} is held by container ${squatter.id.slice(0, 12)} that berth did not create (its labels come from image ${squatter.image}); it is left alone`;
   const already = rec?.phase === 'Blocked' && rec.message === reason;
   return {
     ...base,
