@@ -29,13 +29,13 @@ export class DesiredStates {
     // Built on first use: most attempts of a big pass (finished, waiting) need only name, hash,
     // run and their containers' names (namesOf), which need no build.
     const ctx = desiredContext(inp, legacy ? LEGACY_NAMING : undefined);
-    const resultsDir = runResultsDir(inp.resultsRoot, loaded.spec.results, run);
+    const root = inp.resultsRoot;
     const d = new LazyDesired(
       loaded.spec.name,
       loaded.hash,
       run,
       loaded,
-      () => desiredAttempt(ctx, loaded, run, resultsDir),
+      () => desiredAttempt(ctx, loaded, run, runResultsDir(root, loaded.spec.results, run)),
       () => desiredNames(ctx, loaded),
     );
     if (!byKey) this.memo.set(loaded, (byKey = new Map()));
