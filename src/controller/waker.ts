@@ -166,8 +166,10 @@ export class Waker {
           this.exits.set(attempt, { id: ev.id, looks: 0 });
           if (this.diedSinceAction.size >= 10_000) this.diedSinceAction.clear();
           this.diedSinceAction.add(attempt);
-          // woken once the engine has set the container's state, as an inspect of it says
-          seen.died(attempt, ev.id);
+          // woken once the engine has set the container's state, as an inspect of it says (and
+          // only then: a pass 20 ms after the event would list what the engine has not set yet),
+          // as the controller's batches are
+          return seen.died(attempt, ev.id);
         }
         if (ev.type === 'container' || ev.type === 'network' || ev.type === 'volume') this.engineChanged();
       },

@@ -21,7 +21,7 @@ export interface Roots {
   /** realpath results of this load (folders shared by many specs are resolved once). */
   realCache?: RealCache;
   /** Fixture scans of this load, by real path: a fixture shared by many specs (a fleet's) is walked and digested once per load. */
-  fixtureScans?: Map<string, Promise<FixtureDigest>>;
+  fixtureScans?: Map<string, Promise<FixtureWalk>>;
   /** The specs come from git (`--git`): a `fromFile` secret is an error (secrets do not live in repositories). */
   fromGit?: boolean;
 }
@@ -34,18 +34,18 @@ const fail = (code: FixtureProblem['code'], message: string): { ok: false; probl
 });
 
 /** A fixture walked: what is wrong with it, else its digest. */
-export interface FixtureDigest {
+export interface FixtureWalk {
   problems: FixtureProblem[];
   digest?: string;
 }
 
-async function digestOf(real: string): Promise<FixtureDigest> {
+async function digestOf(real: string): Promise<FixtureWalk> {
   const scan = await scanFixture(real);
   return scan.problems.length > 0 ? { problems: scan.problems } : { problems: [], digest: fixtureDigest(scan.entries) };
 }
 
 /** The fixture at `real` walked and digested, once per load when the load keeps its scans. */
-function scanOnce(real: string, roots: Roots): Promise<FixtureDigest> {
+function scanOnce(real: string, roots: Roots): Promise<FixtureWalk> {
   const memo = roots.fixtureScans;
   if (!memo) return digestOf(real);
   let p = memo.get(real);
