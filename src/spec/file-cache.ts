@@ -4,11 +4,18 @@
  * the file are kept: no errors, no fixture (its content is in the hash) and no secret read
  * from a file; an AttemptSet only when no axis reads a folder (`fromDir`) and its children qualify. A long-running controller and repeated passes reload a big folder for the cost
  * of one stat per file.
+ *
+ * An outcome whose only other input is its attempts' fixtures (`fixtureBound`: a fleet's specs)
+ * is kept too, with each fixture as written, its real path and its digest: a hit holds only
+ * while each still resolves to the same path with the same digest, checked at every load (each
+ * fixture walked once per load, `Roots.fixtureScans`), so an edit to a fixture is seen as a
+ * full parse would see it, without parsing the file again. It never goes to the disk cache.
  */
 import { statSync } from 'node:fs';
 /* eslint-disable @typescript-eslint/no-require-imports */
 import type * as LoadFile from './load-file';
 import type { FileOutcome } from './load-file';
+import type * as PathChecks from './path-checks';
 import type { Roots } from './path-checks';
 import type { LoadedSpec } from './types';
 import type { SpecFile } from './walk';
@@ -31,6 +38,28 @@ export function selfContained(o: FileOutcome): boolean {
   );
 }
 
+/** Valid Attempts only (no set, no secret file), whose fixtures are all recorded: kept while the fixtures hold. */
+export function fixtureBound(o: FileOutcome): boolean {
+  if (o.unreadable || o.errors.length > 0 || !o.fixtures?.length) return false;
+  let withFixture = 0;
+  for (const d of o.docs) {
+    if (d.errors.length > 0 || d.set || !d.loaded) return false;
+    if (!d.loaded.spec.secrets.every((s) => s.fromFile === undefined)) return false;
+    if (d.loaded.spec.fixture !== null) withFixture++;
+  }
+  return withFixture === o.fixtures.length;
+}
+
+/** A kept fixture-bound outcome, if every fixture still resolves to the same real path and digest. */
+async function fixturesHold(o: FileOutcome, roots: Roots): Promise<FileOutcome | undefined> {
+  const { checkFixture } = require('./path-checks') as typeof PathChecks;
+  for (const x of o.fixtures ?? []) {
+    const r = await checkFixture(x.specDir, x.written, roots);
+    if (!r.ok || r.value.path !== x.path || r.value.digest !== x.digest) return undefined;
+  }
+  return o;
+}
+
 /** A file's identity and version: what must hold for its kept outcome to hold (device, inode, size, mtime, ctime). */
 export function signature(abs: string): string | undefined {
   try {
@@ -45,11 +74,14 @@ export function keyOf(f: SpecFile, file: string, roots: Roots): string {
   return [f.abs, f.rel, file, roots.specsRoot, roots.resultsRoot, roots.fromGit ? 'git' : ''].join('\0');
 }
 
-/** The kept outcome of `f` if the file has not changed since (one synchronous stat), else undefined. */
-export function cachedOutcome(f: SpecFile, file: string, roots: Roots): FileOutcome | undefined {
+/**
+ * The kept outcome of `f` if the file has not changed since (one synchronous stat), else
+ * undefined; a fixture-bound one once its fixtures are checked again (a promise).
+ */
+export function cachedOutcome(f: SpecFile, file: string, roots: Roots): FileOutcome | undefined | Promise<FileOutcome | undefined> {
   const hit = cache.get(keyOf(f, file, roots));
-  if (!hit) return undefined;
-  return hit.sig === signature(f.abs) ? hit.outcome : undefined;
+  if (!hit || hit.sig !== signature(f.abs)) return undefined;
+  return hit.outcome.fixtures?.length ? fixturesHold(hit.outcome, roots) : hit.outcome;
 }
 
 /**
@@ -67,11 +99,12 @@ export async function loadAndKeep(f: SpecFile, file: string, roots: Roots, kept?
   if (selfContained(outcome)) {
     keep(key, sig, outcome);
     kept?.(key, sig, outcome);
-  } else cache.delete(key);
+  } else if (fixtureBound(outcome)) keep(key, sig, outcome);
+  else cache.delete(key);
   return outcome;
 }
 
-/** Keeps `outcome` (self-contained) for the file whose signature is `sig`. */
+/** Keeps `outcome` (self-contained or fixture-bound) for the file whose signature is `sig`. */
 export function keep(key: string, sig: string, outcome: FileOutcome): void {
   if (cache.size >= MAX_ENTRIES && !cache.has(key)) cache.delete(cache.keys().next().value as string);
   cache.set(key, { sig, outcome });

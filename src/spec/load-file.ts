@@ -7,6 +7,7 @@ import * as path from 'node:path';
 import { isScalar } from 'yaml';
 import { DEFAULTS } from '../constants';
 import { checkDocument, declaredName, type DocOutcome } from './check-document';
+import { isRecord } from './field-path';
 import type { Roots } from './path-checks';
 import { sha256Hex } from './hash';
 import { DocLocator } from './positions';
@@ -25,6 +26,22 @@ export interface FileOutcome {
   unreadable: boolean;
   /** sha256 of the bytes the outcome was read from (strict UTF-8: the text's encoding is those bytes). */
   content?: string;
+  /** The fixtures its attempts copy in, as written and as found (file-cache.ts keeps such an outcome while they hold). */
+  fixtures?: FixtureDep[];
+}
+
+/** One attempt's fixture: as written in the spec, against its folder, and its real path and digest when the file was loaded. */
+export interface FixtureDep {
+  specDir: string;
+  written: string;
+  path: string;
+  digest: string;
+}
+
+/** `spec.fixture` of a raw document, as written. */
+function writtenFixture(value: unknown): string | undefined {
+  const spec = isRecord(value) ? value.spec : undefined;
+  return isRecord(spec) && typeof spec.fixture === 'string' ? spec.fixture : undefined;
 }
 
 export async function loadFile(f: SpecFile, file: string, roots: Roots): Promise<FileOutcome> {
@@ -59,8 +76,14 @@ export async function loadText(text: string, f: SpecFile, file: string, roots: R
   }
 
   const docs: DocOutcome[] = [];
+  const fixtures: FixtureDep[] = [];
+  const specDir = path.dirname(f.abs);
   for (const { value, locator } of plain) {
-    docs.push(await checkDocument(value, { file, relFile: f.rel, specDir: path.dirname(f.abs), roots, locator }));
+    const d = await checkDocument(value, { file, relFile: f.rel, specDir, roots, locator });
+    docs.push(d);
+    const spec = d.loaded?.spec;
+    const written = writtenFixture(value);
+    if (spec?.fixture && spec.fixtureDigest && written !== undefined) fixtures.push({ specDir, written, path: spec.fixture, digest: spec.fixtureDigest });
   }
-  return { docs, errors: [], unreadable: false };
+  return { docs, errors: [], unreadable: false, ...(fixtures.length ? { fixtures } : {}) };
 }

@@ -138,15 +138,17 @@ export interface LoadContext {
   realCache: RealCache;
   /** Fixtures walked by this load (path-checks.ts `Roots.fixtureScans`). */
   fixtureScans: NonNullable<Roots['fixtureScans']>;
+  /** Fixtures resolved by this load (path-checks.ts `Roots.fixtureChecks`). */
+  fixtureChecks: NonNullable<Roots['fixtureChecks']>;
 }
 
 export async function loadContext(resultsRoot: string): Promise<LoadContext> {
   const resultsAbs = path.resolve(resultsRoot);
-  return { resultsAbs, resultsReal: await realpathLoose(resultsAbs), realCache: new RealCache(), fixtureScans: new Map() };
+  return { resultsAbs, resultsReal: await realpathLoose(resultsAbs), realCache: new RealCache(), fixtureScans: new Map(), fixtureChecks: new Map() };
 }
 
 export async function rootsOf(root: string, ctx: LoadContext, fromGit = false): Promise<Roots> {
-  return { specsRoot: root, specsReal: await realpathLoose(root), resultsRoot: ctx.resultsAbs, resultsReal: ctx.resultsReal, realCache: ctx.realCache, fixtureScans: ctx.fixtureScans, ...(fromGit ? { fromGit } : {}) };
+  return { specsRoot: root, specsReal: await realpathLoose(root), resultsRoot: ctx.resultsAbs, resultsReal: ctx.resultsReal, realCache: ctx.realCache, fixtureScans: ctx.fixtureScans, fixtureChecks: ctx.fixtureChecks, ...(fromGit ? { fromGit } : {}) };
 }
 
 /**
@@ -155,7 +157,9 @@ export async function rootsOf(root: string, ctx: LoadContext, fromGit = false): 
  */
 export async function outcomesOf(files: SpecFile[], roots: Roots, cacheIn?: string): Promise<FileOutcome[]> {
   const display = files.map((f) => displayPath(f.abs));
-  const kept = await mapChunked(files, 200, (f, i) => cachedOutcome(f, display[i] as string, roots));
+  const found = await mapChunked(files, 200, (f, i) => cachedOutcome(f, display[i] as string, roots));
+  // a fixture-bound outcome answers once its fixtures are checked again (side by side)
+  const kept = found.some((k) => k instanceof Promise) ? await Promise.all(found) : (found as (FileOutcome | undefined)[]);
   // What this process does not keep, a process before it may have kept on disk.
   const disk = cacheIn !== undefined && kept.some((k) => !k) ? new DiskSpecCache(diskCachePath(cacheIn, roots), roots) : undefined;
   if (disk) {

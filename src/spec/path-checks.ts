@@ -22,6 +22,8 @@ export interface Roots {
   realCache?: RealCache;
   /** Fixture scans of this load, by real path: a fixture shared by many specs (a fleet's) is walked and digested once per load. */
   fixtureScans?: Map<string, Promise<FixtureWalk>>;
+  /** Fixture checks of this load, by the spec's folder and the fixture as written: a fleet's specs resolve their shared `./fixture` once per load. */
+  fixtureChecks?: Map<string, Promise<Checked<{ path: string; digest: string }>>>;
   /** The specs come from git (`--git`): a `fromFile` secret is an error (secrets do not live in repositories). */
   fromGit?: boolean;
 }
@@ -53,12 +55,17 @@ function scanOnce(real: string, roots: Roots): Promise<FixtureWalk> {
   return p;
 }
 
-/** Resolves `fixture` and scans it: its real path and digest. */
-export async function checkFixture(
-  specDir: string,
-  fixture: string,
-  roots: Roots,
-): Promise<Checked<{ path: string; digest: string }>> {
+/** Resolves `fixture` and scans it: its real path and digest (once per load when the load keeps its checks). */
+export function checkFixture(specDir: string, fixture: string, roots: Roots): Promise<Checked<{ path: string; digest: string }>> {
+  const memo = roots.fixtureChecks;
+  if (!memo) return resolveAndScan(specDir, fixture, roots);
+  const key = `${specDir}\0${fixture}`;
+  let p = memo.get(key);
+  if (!p) memo.set(key, (p = resolveAndScan(specDir, fixture, roots)));
+  return p;
+}
+
+async function resolveAndScan(specDir: string, fixture: string, roots: Roots): Promise<Checked<{ path: string; digest: string }>> {
   const found = await resolveInsideSpecs(specDir, fixture, roots, 'fixture');
   if (!found.ok) return found;
   try {

@@ -1,6 +1,6 @@
 /** The spec file cache: unchanged files are not parsed again, and a change is always seen. */
 import { expect } from 'chai';
-import { writeFileSync } from 'node:fs';
+import { realpathSync, renameSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { cleanupTemp, doc, sandbox, writeTree } from './helpers';
 
@@ -18,12 +18,29 @@ describe('spec/file-cache', () => {
     expect(edited.specs[0]?.hash).to.not.equal(first.specs[0]?.hash);
   });
 
-  it('never keeps a spec whose fixture can change under it', async () => {
-    const sb = sandbox({ 'a.yaml': doc('a', '  fixture: ./fx\n'), 'fx/in.txt': 'one' });
+  it('keeps a spec with a fixture only while the fixture holds: an edit, a removal or another folder behind its path is seen', async () => {
+    const sb = sandbox({ 'a.yaml': doc('a', '  fixture: ./fx\n'), 'b.yaml': doc('b', '  fixture: ./fx\n'), 'fx/in.txt': 'one', 'other/in.txt': 'other' });
     const first = await sb.load();
+    const again = await sb.load();
+    expect(again.specs[0]).to.equal(first.specs[0]); // the same object: not parsed again
+    expect(again.specs[1]).to.equal(first.specs[1]);
     writeFileSync(path.join(sb.specs, 'fx', 'in.txt'), 'two');
-    const second = await sb.load();
-    expect(second.specs[0]?.hash).to.not.equal(first.specs[0]?.hash);
+    const edited = await sb.load();
+    expect(edited.specs[0]?.hash).to.not.equal(first.specs[0]?.hash);
+    expect(edited.specs[0]?.spec.fixtureDigest).to.not.equal(first.specs[0]?.spec.fixtureDigest);
+    // the same path now a link to another folder inside the specs folder: its real path and digest
+    renameSync(path.join(sb.specs, 'fx'), path.join(sb.specs, 'fx-old'));
+    symlinkSync('other', path.join(sb.specs, 'fx'));
+    const linked = await sb.load();
+    expect(linked.specs[0]?.spec.fixture).to.equal(path.join(realpathSync(sb.specs), 'other'));
+    // gone: the error a full parse gives, for both files
+    unlinkSync(path.join(sb.specs, 'fx'));
+    const gone = await sb.load();
+    expect(gone.specs).to.deep.equal([]);
+    expect(gone.errors.map((e) => [e.file.endsWith('a.yaml') || e.file.endsWith('b.yaml'), e.code])).to.deep.equal([
+      [true, 'missing-file'],
+      [true, 'missing-file'],
+    ]);
   });
 
   it('never keeps a file with errors', async () => {
