@@ -49,7 +49,7 @@ export class Waker {
     });
   }
 
-  /** The same for exits only (a `die` event's inspect answered, a second look, a side action's end): what side passes wait on. */
+  /** The same for exits only (a `die` event's inspect answered, a second look, the end of a side action that can give work): what side passes wait on. */
   private exitPending = false;
   private exitWake: (() => void) | undefined;
 

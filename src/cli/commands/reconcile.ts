@@ -265,7 +265,7 @@ async function passes(
 
 /**
  * `--wait`: while a pass's actions are under way (its starts, copies, harvests), a `die`
- * event (or a second look at one, or a side action's end; not every engine event: a side pass
+ * event (or a second look at one, or the end of a side action that can give work; not every engine event: a side pass
  * lists the engine, and on a loaded machine one per event cost more than it saved) wakes a side pass over the attempts the pass left alone (sidePlan): an exit is
  * harvested and recorded at once instead of after the pass's last start (issue 18: a `die`
  * took up to seconds to show in the status), and the slot it frees is given at once. Side
@@ -318,12 +318,18 @@ async function exitsAlongside(
     for (const a of side.actions) {
       work++;
       under.set(a.attempt, a);
+      // Whether the action's end can give a side pass work: a finish (its TTL's removal may be
+      // due), an action that failed, an admission that did not leave its attempt Running (its slot
+      // is free again). A start that went well, or a removal, gives none: its slot stays taken.
+      let lookAgain = true;
       const task = slots
         .run(() => executor.runAction(a))
         .then(
           async (r) => {
             if (!r.ok) report(`${r.attempt}: ${r.error ?? 'failed'}`);
-            const did = activity(a, r.ran, await store.get(r.attempt));
+            const now = await store.get(r.attempt);
+            lookAgain = !r.ok || a.kind === 'finish' || (admits(a) && now?.phase !== 'Running');
+            const did = activity(a, r.ran, now);
             if (did) cfg.log.info(did);
           },
           (err: unknown) => report(`${a.attempt}: ${String(err)}`),
@@ -331,9 +337,11 @@ async function exitsAlongside(
         .finally(() => {
           under.delete(a.attempt);
           tasks.delete(task);
-          // A run ended or a slot freed: look again (and the next pass too).
+          // The next pass looks again in any case; a side pass when the end can give it work, or
+          // when the attempt's container died while it was busy (Waker.actionEnded).
           waker.poke();
-          waker.pokeExit();
+          if (lookAgain) waker.pokeExit();
+          waker.actionEnded(a.attempt);
         });
       tasks.add(task);
     }
