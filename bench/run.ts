@@ -16,6 +16,7 @@
  *   BENCH_SWARM_DROPS  drop-to-running samples on the swarm (default 5)
  *   BENCH_SWARM_SIZES  swarm no-op pass sizes (default 10,200)
  *   BENCH_FLEET_ATTEMPTS attempts of the fleet-throughput workload (default 300)
+ *   BENCH_FLEET_TRACE  1: log each fleet round's container timeline (engine event times)
  *   BENCH_TENK_SPECS   specs of the ten-thousand workload, 50 of them running (default 10,000)
  *   BENCH_ONLY         comma list of cold,drop,noop,resources,report,harvest,sets,completion,git,swarm,fleet,tenk: a partial run, written to
  *                      bench/results/partial.*.tmp instead of latest.*

@@ -25,6 +25,7 @@ import { IMAGE, names, peerLabels, rawCreateBody, specText, type BenchRun, type 
 import { berth, run as runCmd } from '../lib/proc';
 import { spread, verdictOf, type Row } from '../lib/report';
 import { pairedRatio, summarize } from '../lib/stats';
+import { Timeline } from '../lib/timeline';
 
 export interface FleetSamples {
   attempts: number;
@@ -148,7 +149,13 @@ export async function fleetRounds(engine: RawEngine, run: BenchRun, n: number, r
     for (let k = 0; k < contenders.length; k++) {
       const [name, fn] = contenders[(i + k) % contenders.length] as [string, (round: number) => Promise<void>];
       log(`fleet ${n}: round ${i + 1}/${rounds}: ${name}`);
+      // BENCH_FLEET_TRACE=1: where each contender's slot time went, from the engine's event times
+      const trace = process.env.BENCH_FLEET_TRACE === '1' ? await Timeline.open(engine, run.id) : undefined;
       await fn(i);
+      if (trace) {
+        trace.close();
+        log(`fleet ${n}: round ${i + 1}: ${name}: ${trace.summary(8)}`);
+      }
     }
   }
   return out;
