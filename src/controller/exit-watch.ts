@@ -29,12 +29,12 @@ export class ExitWatch {
   /**
    * @param settled called once the inspect of a `die` has answered: `seen` when it showed the
    *        container stopped (kept, and laid over the lists), false when it still ran, was gone
-   *        or the engine did not answer (the lists decide, as without it).
+   *        or the engine did not answer (the lists decide, as without it); with the container's id.
    */
   constructor(
     private readonly engine: Engine,
     private readonly now: () => number,
-    private readonly settled: (attempt: string, seen: boolean) => void,
+    private readonly settled: (attempt: string, seen: boolean, id: string) => void,
   ) {}
 
   /** A `die` event of container `id` of `attempt`: inspect it. */
@@ -50,7 +50,7 @@ export class ExitWatch {
         () => false,
       )
       .then((seen) => {
-        if (!this.closed) this.settled(attempt, seen);
+        if (!this.closed) this.settled(attempt, seen, id);
       });
   }
 

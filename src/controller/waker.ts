@@ -109,17 +109,19 @@ export class Waker {
     this.recheck = setTimeout(() => this.poke(), 300);
   }
 
-  /** Containers the engine said died, by attempt, until a snapshot shows it (see lookAgain). */
+  /** Containers the engine said died whose inspect could not tell, by attempt, until a snapshot shows it (see lookAgain). */
   private readonly exits = new Map<string, { id: string; looks: number }>();
   private readonly looks = new Set<NodeJS.Timeout>();
 
   /**
-   * After a pass: an exit the engine reported that the snapshot still shows running (dockerd's
-   * lists lag its events, by seconds on a loaded machine) gets another look, after 50 ms doubling
-   * to 2 s, up to 9 times (~8 s), as the controller's batches do; without it the exit waited for
-   * whatever event came next. Exits the snapshot shows are forgotten. Given a pass's snapshot
-   * (with the exits its ExitWatch inspected laid over it), only the exits whose inspect could not
-   * tell (the engine did not answer, the container still ran) are looked at again.
+   * After a pass: an exit whose inspect could not tell (the engine did not answer, the container
+   * still ran) and that the snapshot still shows running (dockerd's lists lag its events, by
+   * seconds on a loaded machine) gets another look, after 50 ms doubling to 2 s, up to 9 times
+   * (~8 s), as the controller's batches do; without it the exit waited for whatever event came
+   * next. Exits the snapshot shows are forgotten. An exit whose inspect is still under way needs
+   * no look (its answer wakes the passes), nor one the inspect saw (laid over every snapshot): a
+   * look for those, after a pass whose lists were taken before the `die`, woke a side pass with
+   * nothing to do (71 of 224 side passes of a fleet of 100).
    */
   lookAgain(snapshot: Snapshot): void {
     let again = 0;
@@ -148,7 +150,8 @@ export class Waker {
   /** Follows the engine's events for this instance; a reconnect pokes too (relist on the next pass). */
   followEngine(engine: Engine, instance: string, log: Logger): void {
     // Whatever the inspect of a `die` said, the passes look (and what it saw stopped is laid over their lists).
-    const seen = new ExitWatch(engine, Date.now, () => {
+    const seen = new ExitWatch(engine, Date.now, (attempt, saw, id) => {
+      if (!saw) this.exits.set(attempt, { id, looks: 0 });
       this.poke();
       this.pokeExit();
     });
@@ -163,7 +166,6 @@ export class Waker {
         }
         const attempt = ev.attributes[LABELS.attempt];
         if (ev.type === 'container' && ev.action === 'die' && attempt) {
-          this.exits.set(attempt, { id: ev.id, looks: 0 });
           if (this.diedSinceAction.size >= 10_000) this.diedSinceAction.clear();
           this.diedSinceAction.add(attempt);
           // woken once the engine has set the container's state, as an inspect of it says (and

@@ -92,4 +92,34 @@ describe('Waker (fake engine)', () => {
     waker.actionEnded('b');
     expect(await woken(400), 'told once').to.equal('timeout');
   });
+
+  const wokenWithin = async (ms: number, signal = new AbortController().signal) => {
+    const t = Date.now();
+    await waker.waitExit(ms, signal);
+    return Date.now() - t < ms - 100 ? 'woken' : 'timeout';
+  };
+
+  it('an exit the inspect saw gets no second look: a pass whose lists were taken before it wakes no side pass', async () => {
+    const id = await running('c');
+    waker.followEngine(fake, I, silentLogger());
+    await followed();
+    const before = await observe(fake, I, new Map()); // lists taken while it still ran
+    fake.lagLists();
+    fake.exit(id, 0);
+    expect(await wokenWithin(10_000), 'the inspect wakes them').to.equal('woken');
+    waker.lookAgain(before);
+    expect(await wokenWithin(600), 'no look after 50 ms: the exit is laid over every pass').to.equal('timeout');
+  });
+
+  it('an exit whose inspect could not tell is looked at again after a pass that still lists it running', async () => {
+    const id = await running('d');
+    waker.followEngine(fake, I, silentLogger());
+    await followed();
+    fake.lagLists();
+    fake.fail('containers.inspect', { status: 500, message: 'busy' });
+    fake.exit(id, 0);
+    expect(await wokenWithin(10_000)).to.equal('woken');
+    waker.lookAgain(await observe(fake, I, new Map()));
+    expect(await wokenWithin(2_000), 'looked at again after 50 ms').to.equal('woken');
+  });
 });
