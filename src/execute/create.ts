@@ -107,7 +107,8 @@ export async function copyIn(x: ExecContext, a: AttemptAction, d: DesiredAttempt
       return DONE;
     }
     const owner = spec.user ?? { uid: 0, gid: 0 };
-    const fixture = await fixtureTar(spec.fixture, spec.workingDir, owner.uid, owner.gid);
+    // the archive of a fixture whose digest is the spec's, made once for every attempt that copies it in
+    const fixture = await fixtureTar(spec.fixture, spec.workingDir, owner.uid, owner.gid, DEFAULTS.fixtureSpoolBytes, spec.fixtureDigest);
     try {
       await engine.containers.putArchive(id, '/', fixture.body());
     } finally {

@@ -5,7 +5,9 @@ import { mkdirSync, mkdtempSync, readlinkSync, rmSync, statSync, symlinkSync, wr
 import os from 'node:os';
 import path from 'node:path';
 import { extract } from 'tar-stream';
-import { type Archive, fixtureTar } from '../../../src/execute/archive';
+import { type Archive, clearKeptArchives, fixtureTar } from '../../../src/execute/archive';
+import { fixtureDigest } from '../../../src/spec/fixture-digest';
+import { scanFixture } from '../../../src/spec/fixture-scan';
 import { assertFoldersBelow, mkdirBelow, openFileBelow, UnsafePathError } from '../../../src/util/no-follow';
 
 /** The entries of a tar: name → type (and link target). */
@@ -123,5 +125,31 @@ describe('util/no-follow', () => {
     const held = await fixtureTar(fx, '/w');
     expect(Buffer.isBuffer(held.body())).to.equal(true);
     expect(await entries(held, true)).to.deep.equal(want);
+  });
+
+  it("keeps a fixture's archive only when what it packed has the spec's digest, and serves it again for that digest only", async () => {
+    clearKeptArchives();
+    const fx = path.join(root, 'kept');
+    mkdirSync(path.join(fx, 'sub'), { recursive: true });
+    writeFileSync(path.join(fx, 'a.txt'), 'a');
+    writeFileSync(path.join(fx, 'sub', 'b.txt'), 'b');
+    symlinkSync('a.txt', path.join(fx, 'l'));
+    const digestNow = async () => fixtureDigest((await scanFixture(fx)).entries);
+    const d1 = await digestNow();
+    const first = await fixtureTar(fx, '/w', 0, 0, undefined, d1);
+    const again = await fixtureTar(fx, '/w', 0, 0, undefined, d1);
+    expect(again.body(), 'the same archive, not packed again').to.equal(first.body());
+    expect(await fixtureTar(fx, '/w', 1, 1, undefined, d1).then((x) => x.body())).to.not.equal(first.body()); // another owner
+    // edited: the loader's new digest gets a new archive with the new bytes
+    writeFileSync(path.join(fx, 'sub', 'b.txt'), 'bb');
+    const d2 = await digestNow();
+    const edited = await fixtureTar(fx, '/w', 0, 0, undefined, d2);
+    expect(edited.body()).to.not.equal(first.body());
+    expect((await entries(edited, true))['w/sub/b.txt']).to.equal(`file:0:0:${createHash('sha256').update('bb').digest('hex')}`);
+    expect((await fixtureTar(fx, '/w', 0, 0, undefined, d2)).body()).to.equal(edited.body());
+    // a digest that is not what the fixture holds: packed each time, never kept
+    const wrong = await fixtureTar(fx, '/w', 0, 0, undefined, 'f'.repeat(64));
+    expect((await fixtureTar(fx, '/w', 0, 0, undefined, 'f'.repeat(64))).body()).to.not.equal(wrong.body());
+    clearKeptArchives();
   });
 });
