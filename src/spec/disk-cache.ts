@@ -30,7 +30,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import * as path from 'node:path';
 import { fromShape, hashPieces, isShape, reproduces } from '../sets/shape';
-import { signature } from './file-cache';
+import { readSigned } from './file-cache';
 import { sha256Hex } from './hash';
 import type { ChildOutcome, DocOutcome } from './check-document';
 import type { FileOutcome } from './load-file';
@@ -129,15 +129,6 @@ function isEntry(e: unknown): e is Entry {
   return typeof x.content === 'string' && typeof o === 'object' && o !== null && Array.isArray(o.docs) && Array.isArray(o.errors) && o.errors.length === 0 && o.unreadable === false;
 }
 
-/** sha256 of a file's bytes, or undefined when it cannot be read. */
-function contentHash(abs: string): string | undefined {
-  try {
-    return sha256Hex(readFileSync(abs));
-  } catch {
-    return undefined;
-  }
-}
-
 /** The loaded specs an outcome holds (an AttemptSet's children included). */
 function loadedSpecs(o: FileOutcome): LoadedSpec[] {
   const out: LoadedSpec[] = [];
@@ -203,8 +194,9 @@ export class DiskSpecCache {
    */
   get(key: string, abs: string): { sig: string; outcome: FileOutcome } | undefined {
     const e = Object.hasOwn(this.entries, key) ? this.entries[key] : undefined;
-    const sig = e ? signature(abs) : undefined;
-    const outcome = e && sig !== undefined && e.content === contentHash(abs) ? unpack(e.outcome) : undefined;
+    const read = e ? readSigned(abs) : undefined;
+    const sig = read?.sig;
+    const outcome = e && read && e.content === sha256Hex(read.bytes) ? unpack(e.outcome) : undefined;
     if (!e || sig === undefined || !outcome || !stillHolds(outcome, this.roots)) {
       this.stats.misses++;
       return undefined;

@@ -7,6 +7,7 @@
 import type Dockerode from 'dockerode';
 import http from 'node:http';
 import https from 'node:https';
+import { inspect } from 'node:util';
 import { DEFAULTS } from '../../constants';
 import { isNotFound } from '../errors';
 import { loadDockerode } from './load-dockerode';
@@ -19,11 +20,35 @@ import { DockerImages } from './images';
 import { DockerNetworks } from './networks';
 import { DockerVolumes } from './volumes';
 
+/**
+ * A plain-HTTP agent with `options`, and an empty TLS server name: Node's agent works one out for
+ * every request it is not given one for (`calculateServerName`), testing the host against its
+ * IPv6 pattern, whose first use compiles a large regular expression (~6 ms of every CLI command
+ * here). A server name is TLS's (SNI); plain HTTP, over a socket file or TCP, never sends it.
+ */
+export function plainAgent(options: http.AgentOptions): http.Agent {
+  // Not in AgentOptions' type, but an agent's options go into each request's, where Node reads it.
+  return brief(new http.Agent({ ...options, servername: '' } as http.AgentOptions));
+}
+
+/**
+ * `agent`, shown by util.inspect as its kind alone. docker-modem inspects each request's options,
+ * the agent in them, in full (hidden fields, no depth limit) for a debug line it then drops
+ * unless DEBUG names it: an agent's sockets, queues and emitter state are most of that work
+ * (~2-10 ms of a CLI pass's four lists here); what a request is stays in the line.
+ */
+export function brief<A extends http.Agent>(agent: A): A {
+  Object.defineProperty(agent, inspect.custom, { value: () => `[${agent.constructor.name}]` });
+  return agent;
+}
+
 export function dockerFromEnv(env: NodeJS.ProcessEnv = process.env): Dockerode {
   // docker-modem reads DOCKER_HOST, DOCKER_TLS_VERIFY and DOCKER_CERT_PATH itself when given no options.
   const D = loadDockerode();
   if (env.DOCKER_HOST) return new D();
-  return new D({ socketPath: DEFAULT_SOCKET });
+  // Node's global agent's settings (kept-alive connections), in an agent of this client's own.
+  const global = (http.globalAgent as http.Agent & { options: http.AgentOptions }).options;
+  return new D({ socketPath: DEFAULT_SOCKET, agent: plainAgent(global) } as Dockerode.DockerOptions);
 }
 
 /**
@@ -35,7 +60,7 @@ function unpooled(docker: Dockerode): Dockerode {
   const m = docker.modem as unknown as Record<string, unknown>;
   if (m.protocol === 'ssh') return docker;
   const D = loadDockerode();
-  const agent = m.protocol === 'https' ? new https.Agent({ keepAlive: false }) : new http.Agent({ keepAlive: false });
+  const agent = m.protocol === 'https' ? brief(new https.Agent({ keepAlive: false })) : plainAgent({ keepAlive: false });
   const keep = ['socketPath', 'host', 'port', 'protocol', 'ca', 'cert', 'key', 'version', 'headers'];
   const opts = Object.fromEntries(keep.filter((k) => m[k] !== undefined).map((k) => [k, m[k]]));
   return new D({ ...opts, agent } as Dockerode.DockerOptions);

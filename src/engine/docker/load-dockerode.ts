@@ -5,7 +5,9 @@
  * Before dockerode loads, the two modules that pull them in are put in Node's module cache as
  * stand-ins that load the real module on their first call (each exports one function). So is
  * tar-fs (with tar-stream under it), which dockerode uses only to pack an image's build context
- * (its `pack` and `extract` load the real one). A layout these paths do not match leaves
+ * (its `pack` and `extract` load the real one), and docker-modem's HttpDuplex (with
+ * readable-stream under it, ~14 modules), which it makes only for a hijacked connection (an
+ * attach or exec). A layout these paths do not match leaves
  * dockerode to load as it always does.
  */
 /* eslint-disable @typescript-eslint/no-require-imports */
@@ -21,7 +23,7 @@ export function deferredModuleFiles(): string[] {
   const dockerode = require.resolve('dockerode');
   const modem = require.resolve('docker-modem', { paths: [path.dirname(dockerode)] });
   const tarFs = require.resolve('tar-fs', { paths: [path.dirname(dockerode)] });
-  return [path.join(path.dirname(modem), 'ssh.js'), path.join(path.dirname(dockerode), 'session.js'), tarFs];
+  return [path.join(path.dirname(modem), 'ssh.js'), path.join(path.dirname(dockerode), 'session.js'), tarFs, path.join(path.dirname(modem), 'http_duplex.js')];
 }
 
 /** The stand-ins whose module exports an object of functions (the others export one function). */
@@ -41,9 +43,10 @@ function standIn(file: string): void {
     return real;
   };
   const names = OBJECT_EXPORTS.find(([suffix]) => file.endsWith(suffix))?.[1];
+  // Called with `new` (docker-modem's HttpDuplex is a constructor): an instance of the real one.
   const deferred = (pick: () => Fn) =>
     function deferred(this: unknown, ...args: unknown[]): unknown {
-      return pick().apply(this, args);
+      return new.target ? (Reflect.construct(pick(), args) as unknown) : pick().apply(this, args);
     };
   m.exports = names ? Object.fromEntries(names.map((n) => [n, deferred(() => (load() as Record<string, Fn>)[n] as Fn)])) : deferred(() => load() as Fn);
   require.cache[file] = m;

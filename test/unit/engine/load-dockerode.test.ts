@@ -21,7 +21,21 @@ function fresh(body: string): Record<string, unknown> {
 describe('engine/docker/load-dockerode', () => {
   it('stands in for docker-modem/lib/ssh.js, dockerode/lib/session.js and tar-fs, which exist', () => {
     const files = deferredModuleFiles();
-    expect(files.map((f) => f.split('/node_modules/')[1])).to.deep.equal(['docker-modem/lib/ssh.js', 'dockerode/lib/session.js', 'tar-fs/index.js']);
+    expect(files.map((f) => f.split('/node_modules/')[1])).to.deep.equal(['docker-modem/lib/ssh.js', 'dockerode/lib/session.js', 'tar-fs/index.js', 'docker-modem/lib/http_duplex.js']);
+  });
+
+  it("loads docker-modem's HttpDuplex (and readable-stream) only when a connection is hijacked: `new` on the stand-in makes a real one", () => {
+    const out = fresh(`
+      const D = loadDockerode();
+      out.modem = typeof new D({ socketPath: '/nonexistent.sock' }).modem;
+      out.streamBefore = loaded('readable-stream');
+      const HttpDuplex = require(deferredModuleFiles()[3]);
+      const { PassThrough } = require('node:stream');
+      const d = new HttpDuplex(new PassThrough(), new PassThrough());
+      out.real = d instanceof require.cache[deferredModuleFiles()[3]].exports;
+      out.duplex = typeof d.connect === 'function' && typeof d._read === 'function' && typeof d.pipe === 'function';
+      out.streamAfter = loaded('readable-stream');`);
+    expect(out).to.deep.equal({ modem: 'object', streamBefore: false, real: true, duplex: true, streamAfter: true });
   });
 
   it('loads tar-fs (and tar-stream) only when dockerode packs something: its pack is the real one', () => {

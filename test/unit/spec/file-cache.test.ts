@@ -1,11 +1,27 @@
 /** The spec file cache: unchanged files are not parsed again, and a change is always seen. */
 import { expect } from 'chai';
-import { realpathSync, renameSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import { readFileSync, realpathSync, renameSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { cleanupTemp, doc, sandbox, writeTree } from './helpers';
+import { readSigned, signature } from '../../../src/spec/file-cache';
+import { cleanupTemp, doc, sandbox, tempDir, writeTree } from './helpers';
 
 describe('spec/file-cache', () => {
   afterEach(cleanupTemp);
+
+  it('readSigned gives the signature a stat gives and the very bytes, from one open; nothing for a file that is not there', () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'a.yaml');
+    const bytes = Buffer.concat([Buffer.from(doc('a', '  command: [echo, one]\n')), Buffer.from([0xff, 0x00, 0xfe])]);
+    writeFileSync(file, bytes);
+    const r = readSigned(file);
+    expect(r?.sig).to.equal(signature(file));
+    expect(r?.bytes.equals(readFileSync(file))).to.equal(true);
+    writeFileSync(file, '');
+    expect(readSigned(file)?.bytes.length).to.equal(0);
+    expect(readSigned(file)?.sig).to.equal(signature(file));
+    expect(readSigned(path.join(dir, 'gone.yaml'))).to.equal(undefined);
+    expect(readSigned(dir)).to.equal(undefined); // a folder: not read as a file
+  });
 
   it('serves an unchanged file from the cache and sees every edit', async () => {
     const sb = sandbox({ 'a.yaml': doc('a', "  command: [echo, one]\n") });
