@@ -11,8 +11,9 @@
  * fixture walked once per load, `Roots.fixtureScans`), so an edit to a fixture is seen as a
  * full parse would see it, without parsing the file again. It never goes to the disk cache.
  */
-import { closeSync, fstatSync, openSync, readSync, statSync, type BigIntStats } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync, statSync, type BigIntStats } from 'node:fs';
 /* eslint-disable @typescript-eslint/no-require-imports */
+import { DEFAULTS } from '../constants';
 import type * as LoadFile from './load-file';
 import type { FileOutcome } from './load-file';
 import type * as PathChecks from './path-checks';
@@ -82,12 +83,14 @@ function signatureOf(st: BigIntStats): string {
 export function readSigned(abs: string): { sig: string; bytes: Buffer } | undefined {
   let fd: number;
   try {
-    fd = openSync(abs, 'r');
+    fd = openSync(abs, constants.O_RDONLY | constants.O_NONBLOCK) // a FIFO put in its place never blocks the load;
   } catch {
     return undefined;
   }
   try {
     const st = fstatSync(fd, { bigint: true });
+    // Not a spec file's size (or not a regular file): not read here; the loader's read says why.
+    if (!st.isFile() || st.size > BigInt(DEFAULTS.maxSpecFileBytes)) return undefined;
     // As readFileSync reads a regular file: up to the size its stat gave (a file changed after
     // the stat has another signature, so what is kept under this one is checked again).
     const buf = Buffer.allocUnsafe(Number(st.size));

@@ -2,6 +2,8 @@
 import { expect } from 'chai';
 import { readFileSync, realpathSync, renameSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { DEFAULTS } from '../../../src/constants';
 import { readSigned, signature } from '../../../src/spec/file-cache';
 import { cleanupTemp, doc, sandbox, tempDir, writeTree } from './helpers';
 
@@ -21,6 +23,11 @@ describe('spec/file-cache', () => {
     expect(readSigned(file)?.sig).to.equal(signature(file));
     expect(readSigned(path.join(dir, 'gone.yaml'))).to.equal(undefined);
     expect(readSigned(dir)).to.equal(undefined); // a folder: not read as a file
+    // a FIFO in its place is not waited on; a file larger than a spec may be is not read
+    execFileSync('mkfifo', [path.join(dir, 'fifo.yaml')]);
+    expect(readSigned(path.join(dir, 'fifo.yaml'))).to.equal(undefined);
+    writeFileSync(file, Buffer.alloc(DEFAULTS.maxSpecFileBytes + 1, 0x61));
+    expect(readSigned(file)).to.equal(undefined);
   });
 
   it('serves an unchanged file from the cache and sees every edit', async () => {
