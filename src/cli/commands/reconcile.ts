@@ -321,14 +321,14 @@ async function exitsAlongside(
       // Whether the action's end can give a side pass work: a finish (its TTL's removal may be
       // due), an action that failed, an admission that did not leave its attempt Running (its slot
       // is free again). A start that went well, or a removal, gives none: its slot stays taken.
-      let lookAgain = true;
+      let mayGiveWork = true;
       const task = slots
         .run(() => executor.runAction(a))
         .then(
           async (r) => {
             if (!r.ok) report(`${r.attempt}: ${r.error ?? 'failed'}`);
             const now = await store.get(r.attempt);
-            lookAgain = !r.ok || a.kind === 'finish' || (admits(a) && now?.phase !== 'Running');
+            mayGiveWork = !r.ok || a.kind === 'finish' || (admits(a) && now?.phase !== 'Running');
             const did = activity(a, r.ran, now);
             if (did) cfg.log.info(did);
           },
@@ -340,7 +340,7 @@ async function exitsAlongside(
           // The next pass looks again in any case; a side pass when the end can give it work, or
           // when the attempt's container died while it was busy (Waker.actionEnded).
           waker.poke();
-          if (lookAgain) waker.pokeExit();
+          if (mayGiveWork) waker.pokeExit();
           waker.actionEnded(a.attempt);
         });
       tasks.add(task);
