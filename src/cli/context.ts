@@ -51,7 +51,8 @@ export interface Context {
   /** The engine, created on first use (validate never needs one). */
   engine(): Engine;
   calls: CallCounter;
-  store(): StatusStore;
+  /** The instance's status records; `compact` (the controller, which keeps them): asked of the first call, which makes the store. */
+  store(o?: { compact?: boolean }): StatusStore;
 }
 
 const INSTANCE_RE = /^[a-z0-9]([a-z0-9_.-]{0,30}[a-z0-9])?$/;
@@ -89,8 +90,8 @@ export function makeContext(g: GlobalOptions, io: Io, opts: { engine?: Engine; e
       );
       return engine;
     },
-    store() {
-      store ??= new StatusStore(stateDir, instance, { warn: (m) => io.err(`berth: warning: ${m}\n`) });
+    store(o) {
+      store ??= new StatusStore(stateDir, instance, { warn: (m) => io.err(`berth: warning: ${m}\n`), ...(o?.compact ? { compact: true } : {}) });
       return store;
     },
   };

@@ -40,6 +40,8 @@ export function scrubOps(d: DesiredAttempt, obs: ContainerSummary[]): Operation[
 
 /** Remove operations for the given resources: containers first, then networks, then volumes. */
 export function removeOps(obs: Pick<ObservedAttempt, 'containers' | 'networks' | 'volumes'>, cause: string): Operation[] {
+  // most attempts a pass looks at have nothing to remove (a thousand finished ones in a no-op pass)
+  if (!hasAny(obs)) return [];
   return [
     ...obs.containers.map((c): Operation => ({ type: 'remove-container', resource: `container:${c.name}`, id: c.id, cause })),
     ...obs.networks.map((n): Operation => ({ type: 'remove-network', resource: `network:${n.name}`, id: n.id, cause })),

@@ -108,7 +108,8 @@ async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortS
   const controller = new Controller({
     cfg,
     engine,
-    store: ctx.store(),
+    // it keeps its records for its life: one copy of each string they repeat
+    store: ctx.store({ compact: true }),
     log: ctx.log,
     workers: o.workers ?? cfg.concurrency,
     resyncMs: (o.resync ?? 30) * 1000,

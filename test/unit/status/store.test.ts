@@ -148,7 +148,7 @@ describe('status/store', () => {
     );
   });
 
-  it('records sharing strings (checks, engine boot) read back exactly as written, odd shapes kept as they are', async () => {
+  it('records sharing strings (checks, engine boot) read back exactly as written, odd shapes kept as they are, compact or not', async () => {
     const checks = ['labels', 'image'].map((c) => ({ name: c, ok: true, detail: `${c} as the spec says` }));
     const written: Record<string, unknown> = {};
     for (let i = 0; i < 5; i++) {
@@ -165,7 +165,12 @@ describe('status/store', () => {
     const odd = { ...rec('odd'), engineBoot: 'not-an-object', lastAttestation: { at: '2026-01-01T00:00:01.000Z', depth: 'list', ok: false, checks: [{ name: 7 }, { name: 'labels', ok: false }] } };
     written.odd = odd;
     await write('odd', JSON.stringify(odd));
-    const all = await store().loadAll();
-    for (const [n, w] of Object.entries(written)) expect(all.get(n), n).to.deep.equal(JSON.parse(JSON.stringify(w)));
+    // a compact store (the controller's: one copy of each repeated string) and a plain one read the same
+    const compact = new StatusStore(dir, I, { compact: true, warn: () => undefined });
+    for (const all of [await compact.loadAll(), await store().loadAll()]) {
+      for (const [n, w] of Object.entries(written)) expect(all.get(n), n).to.deep.equal(JSON.parse(JSON.stringify(w)));
+    }
+    expect([...compact.damaged().keys()].sort()).to.deep.equal(DAMAGED);
   });
+
 });
