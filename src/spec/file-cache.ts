@@ -11,13 +11,14 @@
  * fixture walked once per load, `Roots.fixtureScans`), so an edit to a fixture is seen as a
  * full parse would see it, without parsing the file again. It never goes to the disk cache.
  */
-import { closeSync, constants, fstatSync, openSync, readSync, statSync, type BigIntStats } from 'node:fs';
+import { statSync, type BigIntStats } from 'node:fs';
 /* eslint-disable @typescript-eslint/no-require-imports */
 import { DEFAULTS } from '../constants';
 import type * as LoadFile from './load-file';
 import type { FileOutcome } from './load-file';
 import type * as PathChecks from './path-checks';
 import type { Roots } from './path-checks';
+import { readBoundedSync } from './read-spec-file';
 import type { LoadedSpec } from './types';
 import type { SpecFile } from './walk';
 
@@ -78,33 +79,15 @@ function signatureOf(st: BigIntStats): string {
  * A file's signature and its bytes from one open: the signature from the open file's own stat,
  * taken before its bytes are read (as `signature` then a read would take it), for one path
  * lookup and one stat instead of two of each (the disk cache checks a thousand files this way on
- * every cold pass). Undefined when the file cannot be opened or read.
+ * every cold pass). The loader's own bounded read (`readBoundedSync`): undefined for what is not
+ * a regular file, is larger than a spec file may be, or cannot be read.
  */
 export function readSigned(abs: string): { sig: string; bytes: Buffer } | undefined {
-  let fd: number;
   try {
-    fd = openSync(abs, constants.O_RDONLY | constants.O_NONBLOCK) // a FIFO put in its place never blocks the load;
+    const r = readBoundedSync(abs, DEFAULTS.maxSpecFileBytes);
+    return r.kind === 'read' ? { sig: signatureOf(r.stat), bytes: r.bytes } : undefined;
   } catch {
     return undefined;
-  }
-  try {
-    const st = fstatSync(fd, { bigint: true });
-    // Not a spec file's size (or not a regular file): not read here; the loader's read says why.
-    if (!st.isFile() || st.size > BigInt(DEFAULTS.maxSpecFileBytes)) return undefined;
-    // As readFileSync reads a regular file: up to the size its stat gave (a file changed after
-    // the stat has another signature, so what is kept under this one is checked again).
-    const buf = Buffer.allocUnsafe(Number(st.size));
-    let n = 0;
-    while (n < buf.length) {
-      const r = readSync(fd, buf, n, buf.length - n, null);
-      if (r === 0) break;
-      n += r;
-    }
-    return { sig: signatureOf(st), bytes: buf.subarray(0, n) };
-  } catch {
-    return undefined;
-  } finally {
-    closeSync(fd);
   }
 }
 

@@ -5,7 +5,7 @@
  * The reads are synchronous: a spec file is small and local, and four promise round trips
  * (open, fstat, read, close) per file were ~120 ms of a cold load of a thousand files.
  */
-import { closeSync, constants as fsConstants, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, constants as fsConstants, fstatSync, openSync, readSync, type BigIntStats } from 'node:fs';
 import type { SpecErrorCode } from './types';
 import { decodeUtf8 } from './utf8';
 
@@ -18,24 +18,47 @@ export function readSpecFile(absPath: string, maxBytes: number, noFollow = false
   return Promise.resolve(readSpecFileSync(absPath, maxBytes, noFollow));
 }
 
-export function readSpecFileSync(absPath: string, maxBytes: number, noFollow = false): ReadOutcome {
-  let fd: number | undefined;
+/**
+ * A regular file's bytes, at most `maxBytes` (one more is read, so a file that grows while it is
+ * read is still caught), with the open file's own stat, taken before the read. Opened
+ * non-blocking, so a fifo named like a spec cannot hang the loader (the stat then refuses it).
+ * Throws what the filesystem throws.
+ */
+export function readBoundedSync(
+  absPath: string,
+  maxBytes: number,
+  noFollow = false,
+): { kind: 'read'; bytes: Buffer; stat: BigIntStats } | { kind: 'not-a-file' } | { kind: 'too-large'; size: number } {
+  const fd = openSync(absPath, fsConstants.O_RDONLY | (fsConstants.O_NONBLOCK ?? 0) | (noFollow ? fsConstants.O_NOFOLLOW : 0));
   try {
-    // Non-blocking, so a fifo named like a spec cannot hang the loader; fstat then refuses it.
-    fd = openSync(absPath, fsConstants.O_RDONLY | (fsConstants.O_NONBLOCK ?? 0) | (noFollow ? fsConstants.O_NOFOLLOW : 0));
-    const st = fstatSync(fd);
-    if (!st.isFile()) return { ok: false, code: 'io', message: 'not a regular file', line: 1, col: 1 };
-    if (st.size > maxBytes) return tooLarge(st.size, maxBytes);
-    // Read at most maxBytes + 1 so a file that grows while we read is still caught.
-    const buf = Buffer.alloc(Math.min(st.size, maxBytes) + 1);
+    const stat = fstatSync(fd, { bigint: true });
+    if (!stat.isFile()) return { kind: 'not-a-file' };
+    const size = Number(stat.size);
+    if (size > maxBytes) return { kind: 'too-large', size };
+    const buf = Buffer.alloc(size + 1);
     let total = 0;
     while (total < buf.length) {
       const bytesRead = readSync(fd, buf, total, buf.length - total, total);
       if (bytesRead === 0) break;
       total += bytesRead;
     }
-    if (total > maxBytes) return tooLarge(total, maxBytes);
-    const decoded = decodeUtf8(buf.subarray(0, total));
+    if (total > maxBytes) return { kind: 'too-large', size: total };
+    return { kind: 'read', bytes: buf.subarray(0, total), stat };
+  } finally {
+    try {
+      closeSync(fd);
+    } catch {
+      // nothing to do: the file was read or refused already
+    }
+  }
+}
+
+export function readSpecFileSync(absPath: string, maxBytes: number, noFollow = false): ReadOutcome {
+  try {
+    const r = readBoundedSync(absPath, maxBytes, noFollow);
+    if (r.kind === 'not-a-file') return { ok: false, code: 'io', message: 'not a regular file', line: 1, col: 1 };
+    if (r.kind === 'too-large') return tooLarge(r.size, maxBytes);
+    const decoded = decodeUtf8(r.bytes);
     if (!decoded.ok) {
       return {
         ok: false,
@@ -48,14 +71,6 @@ export function readSpecFileSync(absPath: string, maxBytes: number, noFollow = f
     return { ok: true, text: decoded.text };
   } catch (err) {
     return { ok: false, code: 'io', message: `cannot read: ${ioReason(err)}`, line: 1, col: 1 };
-  } finally {
-    if (fd !== undefined) {
-      try {
-        closeSync(fd);
-      } catch {
-        // nothing to do: the file was read or refused already
-      }
-    }
   }
 }
 

@@ -34,6 +34,12 @@ describe('Waker (fake engine)', () => {
     return id;
   }
   const inspects = () => fake.calls.filter((c) => c.op === 'containers.inspect').length;
+  /** Whether waitExit returned before `ms` (less a margin): woken, or timed out. */
+  const wokenWithin = async (ms: number, signal = new AbortController().signal) => {
+    const t = Date.now();
+    await waker.waitExit(ms, signal);
+    return Date.now() - t < ms - 100 ? 'woken' : 'timeout';
+  };
   /** Until the engine's event stream is followed (the fake answers `stream` at once; a turn or two). */
   const followed = async () => {
     for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
@@ -80,11 +86,7 @@ describe('Waker (fake engine)', () => {
     const signal = new AbortController().signal;
     // the side pass the die woke: the attempt was busy then (its action not ended), so it did nothing for it
     await waker.waitExit(10_000, signal);
-    const woken = async (ms: number) => {
-      const t = Date.now();
-      await waker.waitExit(ms, signal);
-      return Date.now() - t < ms - 100 ? 'woken' : 'timeout';
-    };
+    const woken = (ms: number) => wokenWithin(ms, signal);
     waker.actionEnded('other');
     expect(await woken(400), 'an action with no die since: no wake').to.equal('timeout');
     waker.actionEnded('b');
@@ -93,11 +95,6 @@ describe('Waker (fake engine)', () => {
     expect(await woken(400), 'told once').to.equal('timeout');
   });
 
-  const wokenWithin = async (ms: number, signal = new AbortController().signal) => {
-    const t = Date.now();
-    await waker.waitExit(ms, signal);
-    return Date.now() - t < ms - 100 ? 'woken' : 'timeout';
-  };
 
   it('an exit the inspect saw gets no second look: a pass whose lists were taken before it wakes no side pass', async () => {
     const id = await running('c');
