@@ -151,11 +151,12 @@ export async function fleetRounds(engine: RawEngine, run: BenchRun, n: number, r
       log(`fleet ${n}: round ${i + 1}/${rounds}: ${name}`);
       // BENCH_FLEET_TRACE=1: where each contender's slot time went, from the engine's event times
       const trace = process.env.BENCH_FLEET_TRACE === '1' ? await Timeline.open(engine, run.id) : undefined;
-      await fn(i);
-      if (trace) {
-        trace.close();
-        log(`fleet ${n}: round ${i + 1}: ${name}: ${trace.summary(8)}`);
+      try {
+        await fn(i);
+      } finally {
+        trace?.close();
       }
+      if (trace) log(`fleet ${n}: round ${i + 1}: ${name}: ${trace.summary(8)}`);
     }
   }
   return out;
