@@ -187,48 +187,60 @@ function viewRun(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefined, o
   const hash = loaded.hash;
   const base = { attempt: name, ...(rec ? { status: rec } : {}) };
   const specChanged = rec !== undefined && rec.specHash !== hash;
-  const mainsAll = obsAll.containers.filter(isMain);
-  const labeledRun = Number(mainsAll.find((c) => c.labels[LABELS.specHash] === hash)?.labels[LABELS.run] ?? 0);
+  // One look at each observed resource: made for this spec hash (current), or for another (stale).
+  // Loops rather than a filter for each list: a pass makes this view for every attempt it knows.
+  const mainsAll: ContainerSummary[] = [];
+  const staleSpec: ObservedAttempt = { name, containers: [], networks: [], volumes: [] };
+  const current: ObservedAttempt = { name, containers: [], networks: [], volumes: [] };
+  let labeledMain: ContainerSummary | undefined;
+  for (const c of obsAll.containers) {
+    const main = isMain(c);
+    if (main) mainsAll.push(c);
+    if (c.labels[LABELS.specHash] !== hash) staleSpec.containers.push(c);
+    else {
+      current.containers.push(c);
+      if (main) labeledMain ??= c;
+    }
+  }
+  for (const n of obsAll.networks) (n.labels[LABELS.specHash] === hash ? current : staleSpec).networks.push(n);
+  for (const v of obsAll.volumes) (v.labels[LABELS.specHash] === hash ? current : staleSpec).volumes.push(v);
+  const labeledRun = Number(labeledMain?.labels[LABELS.run] ?? 0);
   const run = specChanged ? rec.run + 1 : Math.max(rec?.run ?? 0, labeledRun, 1);
 
-  // Resources made for another spec hash, or an earlier run's container: stale.
-  const staleSpec = {
-    containers: obsAll.containers.filter((c) => c.labels[LABELS.specHash] !== hash),
-    networks: obsAll.networks.filter((n) => n.labels[LABELS.specHash] !== hash),
-    volumes: obsAll.volumes.filter((v) => v.labels[LABELS.specHash] !== hash),
-  };
   // A run that began under berth 0.1's names keeps them until it ends (found by its labels).
-  const legacy = mainsAll.some((c) => c.labels[LABELS.specHash] === hash && c.labels[LABELS.run] === String(run) && c.name === LEGACY_NAMING.container(inp.instance, name));
+  const runLabel = String(run);
+  const legacyName = LEGACY_NAMING.container(inp.instance, name);
+  const legacy = current.containers.some((c) => c.name === legacyName && c.labels[LABELS.run] === runLabel && isMain(c));
   const d = desiredFor(inp, loaded, run, legacy);
-  const current: ObservedAttempt = {
-    name,
-    containers: obsAll.containers.filter((c) => c.labels[LABELS.specHash] === hash),
-    networks: obsAll.networks.filter((n) => n.labels[LABELS.specHash] === hash),
-    volumes: obsAll.volumes.filter((v) => v.labels[LABELS.specHash] === hash),
-  };
-  const staleRun = current.containers.filter((c) => c.labels[LABELS.run] !== String(run));
-  const runContainers = current.containers.filter((c) => c.labels[LABELS.run] === String(run));
+  // This hash's containers of an earlier run are stale too.
+  const staleRun: ContainerSummary[] = [];
+  const runContainers: ContainerSummary[] = [];
+  for (const c of current.containers) (c.labels[LABELS.run] === runLabel ? runContainers : staleRun).push(c);
   // By name only (namesOf): a finished run's desired state is not built unless an operation needs it.
   const names = namesOf(d);
   const main = runContainers.find((c) => isMain(c) && c.name === names.container);
-  const sidecarNames = new Set(runContainers.length ? names.sidecars.map((sc) => sc.name) : []);
   const sidecarsObs: ContainerSummary[] = [];
   const dupes: ContainerSummary[] = [];
-  for (const c of runContainers) {
-    if (c === main) continue;
-    if (!isMain(c) && sidecarNames.has(c.name) && !sidecarsObs.some((x) => x.name === c.name)) sidecarsObs.push(c);
-    else dupes.push(c);
+  // Beside its main container, a finished run usually has nothing left.
+  if (runContainers.length > (main ? 1 : 0)) {
+    const sidecarNames = new Set(names.sidecars.map((sc) => sc.name));
+    for (const c of runContainers) {
+      if (c === main) continue;
+      if (!isMain(c) && sidecarNames.has(c.name) && !sidecarsObs.some((x) => x.name === c.name)) sidecarsObs.push(c);
+      else dupes.push(c);
+    }
   }
-  current.containers = [...(main ? [main] : []), ...sidecarsObs];
+  current.containers = main ? [main, ...sidecarsObs] : [...sidecarsObs];
   const extraNetworks = duplicateNetworks(current.networks, current.containers);
-  current.networks = current.networks.filter((n) => !extraNetworks.includes(n));
+  if (extraNetworks.length) current.networks = current.networks.filter((n) => !extraNetworks.includes(n));
 
   const v: RunView = { ctx, inp, loaded, rec, base, name, hash, specChanged, run, d, mainsAll, current, main, sidecarsObs, pre: [] };
-  v.pre.push(...endReplacedRun(v));
-  v.pre.push(...removeOps(staleSpec, 'spec hash changed'));
-  v.pre.push(...removeOps({ containers: [...staleRun, ...dupes], networks: [], volumes: [] }, 'not the current run'));
-  v.pre.push(...removeOps({ containers: [], networks: extraNetworks, volumes: [] }, 'another network has the same name'));
-  v.pre.push(...dropRenamed(d, current));
+  // Each only where there is something of its kind (most attempts of a pass: nothing at all).
+  if (specChanged) v.pre.push(...endReplacedRun(v));
+  if (hasAny(staleSpec)) v.pre.push(...removeOps(staleSpec, 'spec hash changed'));
+  if (staleRun.length || dupes.length) v.pre.push(...removeOps({ containers: [...staleRun, ...dupes], networks: [], volumes: [] }, 'not the current run'));
+  if (extraNetworks.length) v.pre.push(...removeOps({ containers: [], networks: extraNetworks, volumes: [] }, 'another network has the same name'));
+  if (current.networks.length || current.volumes.length) v.pre.push(...dropRenamed(d, current));
   return v;
 }
 

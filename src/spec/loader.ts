@@ -163,7 +163,9 @@ export async function outcomesOf(files: SpecFile[], roots: Roots, cacheIn?: stri
   // What this process does not keep, a process before it may have kept on disk.
   const disk = cacheIn !== undefined && kept.some((k) => !k) ? new DiskSpecCache(diskCachePath(cacheIn, roots), roots) : undefined;
   if (disk) {
-    files.forEach((f, i) => {
+    // In chunks too: each answer reads its file again (disk-cache.ts), a thousand of them ~20-70 ms,
+    // and a command's engine calls under way meanwhile (the ping, the locks) must not wait for all.
+    await mapChunked(files, 100, (f, i) => {
       if (kept[i]) return;
       const key = keyOf(f, display[i] as string, roots);
       const e = disk.get(key, f.abs);
