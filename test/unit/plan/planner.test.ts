@@ -305,6 +305,43 @@ describe('planner (golden plans)', function () {
     expect(none.actions[0]?.ops.map((o) => o.type)).to.deep.equal(['finish']);
   });
 
+  it("removes a finished attempt's leftovers, each with its cause: another hash's resources, an earlier run's container, a second main container; the run's own is kept", function () {
+    const exited = { state: 'exited' };
+    const p = plan(
+      input({
+        specs: [spec('a')],
+        snapshot: snapshot({
+          containers: [
+            container('default', 'a', 'h-a', { ...exited, run: 1, id: 'id-run1' }),
+            container('default', 'a', 'h-old', { ...exited, id: 'id-old' }),
+            container('default', 'a', 'h-a', { ...exited, run: 2, id: 'id-run2' }),
+            container('default', 'a', 'h-a', { ...exited, run: 2, id: 'id-dup', name: 'berth_default_a_copy' }),
+          ],
+          networks: [network('default', 'a', 'h-old')],
+          volumes: [volume('default', 'a', 'data', 'h-old')],
+        }),
+        statuses: statuses(status('a', { phase: 'Succeeded', run: 2, containerId: 'id-run2', finishedAt: '2026-01-01T00:00:40.000Z', exitCode: 0 })),
+      }),
+    );
+    const ops = p.actions[0]?.ops.map((o) => `${o.type} ${'id' in o ? o.id : ''} (${o.cause})`);
+    expect(ops).to.deep.equal([
+      'remove-container id-old (spec hash changed)',
+      'remove-network net-a (spec hash changed)',
+      `remove-volume ${volume('default', 'a', 'data', 'h-old').name} (spec hash changed)`,
+      'remove-container id-run1 (not the current run)',
+      'remove-container id-dup (not the current run)',
+    ]);
+    // the same attempt with only its run's container: nothing to do
+    const clean = plan(
+      input({
+        specs: [spec('a')],
+        snapshot: snapshot({ containers: [container('default', 'a', 'h-a', { ...exited, run: 2, id: 'id-run2' })] }),
+        statuses: statuses(status('a', { phase: 'Succeeded', run: 2, containerId: 'id-run2', finishedAt: '2026-01-01T00:00:40.000Z', exitCode: 0 })),
+      }),
+    );
+    expect(changeCount(clean)).to.equal(0);
+  });
+
   it('marks a run whose container vanished Failed/Lost, not re-run', function () {
     const p = plan(input({ specs: [spec('a')], statuses: statuses(status('a')) }));
     expect(golden(p)).to.deep.equal([
