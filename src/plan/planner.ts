@@ -221,7 +221,7 @@ function viewRun(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefined, o
   const main = runContainers.find((c) => isMain(c) && c.name === names.container);
   const sidecarsObs: ContainerSummary[] = [];
   const dupes: ContainerSummary[] = [];
-  // Beside its main container, a finished run usually has nothing left.
+  // Most runs have their main container only: sidecars and duplicates need looking for otherwise.
   if (runContainers.length > (main ? 1 : 0)) {
     const sidecarNames = new Set(names.sidecars.map((sc) => sc.name));
     for (const c of runContainers) {
