@@ -20,7 +20,7 @@ import type { AttemptStatus, SpecIssue } from '../status/types';
 import { runFloor } from '../plan/results';
 import { StatusStore } from '../status/store';
 import type { Logger } from '../util/log';
-import { runBounded } from '../util/pool';
+import { nextTurn, runBounded } from '../util/pool';
 
 /**
  * The executor's modules (tar-stream, the harvest, the attestation checks) load on the first
@@ -182,10 +182,13 @@ export async function planPass(
   specs?: LoadResult,
 ): Promise<Omit<PassResult, 'results'>> {
   const now = cfg.now ?? Date.now;
-  // The engine's lists go out first; specs and records load while the engine answers.
-  const statusesP = store.loadAll();
+  // The engine's lists go out first; specs and records load while the engine answers. They
+  // start a turn of the event loop later: dockerode sends each request from a promise callback,
+  // which synchronous reads started now would hold back.
+  const listsOut = nextTurn();
+  const statusesP = listsOut.then(() => store.loadAll());
   const snapshotP = observe(engine, cfg.instance, statusesP.then(knownContainerIds), now());
-  const loadP = specs ? Promise.resolve(specs) : (cfg.specs ?? loadPassSpecs(cfg));
+  const loadP = specs ? Promise.resolve(specs) : (cfg.specs ?? listsOut.then(() => loadPassSpecs(cfg)));
   const [load, statuses, listed] = await Promise.all([loadP, statusesP, snapshotP]);
   const snapshot = cfg.exits ? cfg.exits.apply(listed) : listed;
   const plan = planWithRunFloors(planInput(cfg, load, snapshot, statuses, now(), { ...(cfg.only ? { only: cfg.only } : {}), ...reserved }));
@@ -203,10 +206,13 @@ export type Alongside = (planned: Omit<PassResult, 'results'>, over: Promise<unk
  * the pass ends when both have. `onEnded` hears of each action's end (with `alongside`).
  */
 export async function reconcilePass(cfg: PassConfig, engine: Engine, store: StatusStore, alongside?: Alongside, onEnded?: (attempt: string) => void): Promise<PassResult> {
-  const planned = await planPass(cfg, engine, store);
-  // A writer's start-up (damaged records set aside, temp files of interrupted writes removed),
-  // after the plan so the records still load while the engine answers its lists.
-  await store.recover();
+  const planning = planPass(cfg, engine, store);
+  // A writer's start-up (damaged records set aside, temp files of interrupted writes removed)
+  // while the engine answers: the lists are out, and it shares the plan's load of the records.
+  const recovering = store.recover();
+  recovering.catch(() => undefined); // awaited below, once the plan is made
+  const planned = await planning;
+  await recovering;
   // Nothing to do: no executor (Executor.run of a plan without operations does nothing either).
   if (!alongside && !planned.plan.actions.some((a) => a.ops.length > 0)) return { ...planned, results: [] };
   const executor = newExecutor({
