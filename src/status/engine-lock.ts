@@ -213,7 +213,11 @@ async function takeOver(engine: Engine, volume: string, info: EngineLockInfo, st
 }
 
 async function won(engine: Engine, volume: string, info: EngineLockInfo, stale: EngineLockInfo | undefined, self: Self, options: EngineLockOptions): Promise<EngineLock> {
-  await sweepDeadClaims(engine, info, self);
+  // Housekeeping, not part of taking the lock: it runs while the holder starts its work, and the
+  // release waits for it. A claim it could not remove stays for the next holder to sweep.
+  const swept = sweepDeadClaims(engine, info, self).catch((err: unknown) => {
+    options.logger?.warn(`instance "${info.instance}": could not sweep abandoned takeover claims of the engine lock: ${describeEngineError(err)}`);
+  });
   let released = false;
   const isHeld = async (): Promise<boolean> => {
     try {
@@ -232,6 +236,7 @@ async function won(engine: Engine, volume: string, info: EngineLockInfo, stale: 
       if (released) return false;
       released = true;
       heldHere.delete(info.token);
+      await swept;
       try {
         if (!(await isHeld())) {
           options.logger?.warn(`instance "${info.instance}": the engine lock ${volume} is no longer ours at release; leaving it alone`);

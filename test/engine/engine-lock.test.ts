@@ -145,6 +145,23 @@ describe('status/engine-lock (real engine)', () => {
     await lock.release();
   });
 
+  it('sweeps the claim of a taker that died after its takeover, while the holder works, before its release ends', async () => {
+    // No lock, only a claim whose taker is gone: the generation it guarded no longer exists.
+    await handMade(lockClaimName(instance, 'gone'), LOCK_LABELS.claim, instance, { [LOCK_LABELS.token]: 'dead3' });
+    const lock = await acquireEngineLock(engine, instance, opts);
+    expect(lock.stale).to.equal(undefined);
+    expect(await lock.release()).to.equal(true);
+    expect(await lockNames(instance)).to.deep.equal([]);
+  });
+
+  it('a claim of a live taker is not swept', async () => {
+    await handMade(lockClaimName(instance, 'live'), LOCK_LABELS.claim, instance, { [LOCK_LABELS.token]: 'live1', [LOCK_LABELS.pid]: String(process.pid), [LOCK_LABELS.hostname]: 'elsewhere' });
+    const lock = await acquireEngineLock(engine, instance, opts);
+    await lock.release();
+    expect(await lockNames(instance)).to.deep.equal([lockClaimName(instance, 'live')]);
+    await docker.getVolume(lockClaimName(instance, 'live')).remove();
+  });
+
   it('refuses a holder on another host, saying how to break the lock; unlock --force breaks it', async () => {
     await handMade(lockVolumeName(instance), LOCK_LABELS.lock, instance, { [LOCK_LABELS.hostname]: 'elsewhere', [LOCK_LABELS.pid]: '1' });
     const err = await acquireEngineLock(engine, instance, opts).catch((e: unknown) => e);
