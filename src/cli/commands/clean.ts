@@ -10,7 +10,7 @@
  */
 import { promises as fs } from 'node:fs';
 import { EXIT, LABELS } from '../../constants';
-import type { Engine } from '../../engine/types';
+import type { ContainerSummary, Engine, NetworkSummary, VolumeSummary } from '../../engine/types';
 import { instanceFilters } from '../../observe/snapshot';
 import { containerOwnership, imageLabels, labelOwnership, recordedContainers, type OwnershipContext, type RecordedContainers } from '../../ownership';
 import { runBounded } from '../../util/pool';
@@ -30,6 +30,17 @@ async function recordsIfReadable(ctx: Context): Promise<RecordedContainers> {
   }
 }
 
+interface Listed {
+  containers: ContainerSummary[];
+  networks: NetworkSummary[];
+  volumes: VolumeSummary[];
+}
+
+async function listAll(engine: Engine, f: string[]): Promise<Listed> {
+  const [containers, networks, volumes] = await Promise.all([engine.containers.list(f), engine.networks.list(f), engine.volumes.list(f)]);
+  return { containers, networks, volumes };
+}
+
 export async function runClean(ctx: Context, o: { keepState?: boolean; concurrency?: number }): Promise<number> {
   const engine = ctx.engine();
   const locks = await takeWriterLocks(ctx, engine, 'clean');
@@ -44,22 +55,25 @@ export async function runClean(ctx: Context, o: { keepState?: boolean; concurren
 async function clean(ctx: Context, engine: Engine, o: { keepState?: boolean; concurrency?: number }): Promise<number> {
   const f = instanceFilters(ctx.instance);
   const limit = o.concurrency ?? 8;
-  const [images, recorded] = await Promise.all([engine.images.list([LABELS.managed]), recordsIfReadable(ctx)]);
+  // Everything is listed at once: while the locks are held, nothing of this instance is made.
+  const [images, recorded, listed] = await Promise.all([engine.images.list([LABELS.managed]), recordsIfReadable(ctx), listAll(engine, f)]);
   const own: OwnershipContext = { instance: ctx.instance, labeledImages: imageLabels(images), recorded };
-  const listContainers = async () => (await engine.containers.list(f)).filter((c) => containerOwnership(c, own).owned);
-  const listNetworks = async () => (await engine.networks.list(f)).filter((n) => labelOwnership(n.labels, ctx.instance).owned);
-  const listVolumes = async () => (await engine.volumes.list(f)).filter((v) => labelOwnership(v.labels, ctx.instance).owned);
-  const containers = await listContainers();
+  const ours = (l: Listed) => ({
+    containers: l.containers.filter((c) => containerOwnership(c, own).owned),
+    networks: l.networks.filter((n) => labelOwnership(n.labels, ctx.instance).owned),
+    volumes: l.volumes.filter((v) => labelOwnership(v.labels, ctx.instance).owned),
+  });
+  const { containers, networks, volumes } = ours(listed);
   const failures: string[] = [];
   const note = (what: string) => (r: PromiseSettledResult<unknown>) => {
     if (r.status === 'rejected') failures.push(`${what}: ${(r.reason as Error).message}`);
   };
+  // Containers first: a network or volume in use cannot go.
   (await runBounded(containers, limit, (c) => engine.containers.remove(c.id))).forEach(note('container'));
-  const networks = await listNetworks();
   (await runBounded(networks, limit, (n) => engine.networks.remove(n.id))).forEach(note('network'));
-  const volumes = await listVolumes();
   (await runBounded(volumes, limit, (v) => engine.volumes.remove(v.name))).forEach(note('volume'));
-  const left = (await listContainers()).length + (await listNetworks()).length + (await listVolumes()).length;
+  const after = ours(await listAll(engine, f));
+  const left = after.containers.length + after.networks.length + after.volumes.length;
   if (!o.keepState) {
     await fs.rm(ctx.store().dir, { recursive: true, force: true }).catch((err: NodeJS.ErrnoException) => {
       // A state folder that is not a folder holds no records.
