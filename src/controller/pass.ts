@@ -64,11 +64,6 @@ export interface PassConfig {
    */
   desired?: DesiredStates;
   /**
-   * The specs this pass plans from, being loaded already (loadPassSpecs: `reconcile --once`
-   * starts reading them while it takes the instance's locks); without it the pass loads them.
-   */
-  specs?: Promise<LoadResult>;
-  /**
    * Exits the engine's lists may not show yet, seen by inspecting each container on its `die`
    * (`reconcile --once --wait`: the Waker's ExitWatch): laid over every pass's lists.
    */
@@ -166,7 +161,7 @@ export function planWithRunFloors(input: PlanInput): Plan {
 }
 
 /** The specs a pass over `cfg` plans from (reading them changes nothing). */
-export function loadPassSpecs(cfg: PassConfig): Promise<LoadResult> {
+function loadPassSpecs(cfg: PassConfig): Promise<LoadResult> {
   return loadSpecs({ specsDir: cfg.specsDir, resultsRoot: cfg.resultsRoot, cacheIn: cfg.stateDir, ...(cfg.revision !== undefined ? { revision: cfg.revision } : {}) });
 }
 
@@ -188,7 +183,7 @@ export async function planPass(
   const listsOut = nextTurn();
   const statusesP = listsOut.then(() => store.loadAll());
   const snapshotP = observe(engine, cfg.instance, statusesP.then(knownContainerIds), now());
-  const loadP = specs ? Promise.resolve(specs) : (cfg.specs ?? listsOut.then(() => loadPassSpecs(cfg)));
+  const loadP = specs ? Promise.resolve(specs) : listsOut.then(() => loadPassSpecs(cfg));
   const [load, statuses, listed] = await Promise.all([loadP, statusesP, snapshotP]);
   const snapshot = cfg.exits ? cfg.exits.apply(listed) : listed;
   const plan = planWithRunFloors(planInput(cfg, load, snapshot, statuses, now(), { ...(cfg.only ? { only: cfg.only } : {}), ...reserved }));

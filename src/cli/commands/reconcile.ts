@@ -12,7 +12,7 @@
  * POSTed to `--notify-url`, whose tries are waited for before the exit), as in the controller.
  */
 import { EXIT, FINISHED_PHASES, REASONS, type Phase } from '../../constants';
-import { admits, leftAlone, loadPassSpecs, reconcilePass, reservedBy, sideExecutor, sidePlan, type PassConfig, type PassResult } from '../../controller/pass';
+import { admits, leftAlone, reconcilePass, reservedBy, sideExecutor, sidePlan, type PassConfig, type PassResult } from '../../controller/pass';
 import type { AttemptAction } from '../../plan/types';
 import { Semaphore } from '../../util/pool';
 import { activity } from '../../controller/activity';
@@ -20,7 +20,6 @@ import type * as WakerMod from '../../controller/waker';
 import { describeEngineError, isEngineDown, pingFailure } from '../../engine/errors';
 import type { Engine } from '../../engine/types';
 import { changeCount } from '../../plan/render';
-import type { LoadResult } from '../../spec/types';
 import type { StatusStore } from '../../status/store';
 import { passConfig, UsageError, type Context } from '../context';
 import { diag, plural } from '../diag';
@@ -99,30 +98,17 @@ export async function runReconcile(ctx: Context, o: ReconcileOptions): Promise<n
   const cfg = passConfig(ctx, o);
   const engine = ctx.engine();
   const store = ctx.store();
-  const pinged = engine.ping();
-  // The specs folder is read while the engine answers the ping and the locks are taken (reading
-  // it changes nothing; the first pass plans from it once the locks are held). A git source's
-  // specs are known only after its fetch.
-  const specs = git ? undefined : loadPassSpecs(cfg);
-  // Its failure, if any, is the first pass's (as when the pass loads them); never an unhandled rejection meanwhile.
-  const dropSpecs = () => specs?.then(() => undefined, () => undefined);
-  void dropSpecs();
   try {
-    await pinged;
+    await engine.ping();
   } catch (err) {
-    await dropSpecs();
     ctx.io.err(`berth: ${pingFailure(err)}\n`);
     return EXIT.failed;
   }
-  // The records are read (and damaged ones set aside) while the first pass's lists go out; the pass awaits that before it changes anything.
-  const locks = await takeWriterLocks(ctx, engine, o.wait ? 'reconcile --once --wait' : 'reconcile --once', { recoverAlongside: true }).catch(async (err: unknown) => {
-    await dropSpecs();
-    throw err;
-  });
-  if (!locks) {
-    await dropSpecs();
-    return EXIT.failed;
-  }
+  // The records are read (and damaged ones set aside) while the first pass's lists go out; the
+  // pass awaits that before it changes anything. The specs folder is read once those lists are
+  // out too (planPass): its synchronous reads, started earlier, would hold back the lock's calls.
+  const locks = await takeWriterLocks(ctx, engine, o.wait ? 'reconcile --once --wait' : 'reconcile --once', { recoverAlongside: true });
+  if (!locks) return EXIT.failed;
   try {
     if (git) {
       const fetched = await fetchOnce(ctx, git);
@@ -133,7 +119,7 @@ export async function runReconcile(ctx: Context, o: ReconcileOptions): Promise<n
     }
     const outcomes = git ? new (require('../../git/outcome') as typeof GitOutcome).RevisionOutcomes({ root: git.mirror.root, url: git.cfg.url.display, log: ctx.log, ...(notify ? { notify } : {}) }) : undefined;
     try {
-      return await passes(ctx, o, cfg, engine, store, git, outcomes, specs);
+      return await passes(ctx, o, cfg, engine, store, git, outcomes);
     } finally {
       // The outcomes' POSTs are tried (with their back-off) before the exit: nothing is left behind.
       await outcomes?.drain();
@@ -163,7 +149,6 @@ async function passes(
   store: StatusStore,
   git?: GitSource,
   outcomes?: RevisionOutcomes,
-  firstSpecs?: Promise<LoadResult>,
 ): Promise<number> {
   const started = Date.now();
   let waker: Waker | undefined;
@@ -191,7 +176,7 @@ async function passes(
       try {
         // an attempt that died while its action was under way (its start's, say) was left out of
         // the side passes until then: the action's end wakes them (Waker.actionEnded)
-        res = await reconcilePass({ ...cfg, log, ...(pass === 1 && firstSpecs ? { specs: firstSpecs } : {}) }, engine, store, alongside, waker ? (a) => waker!.actionEnded(a) : undefined);
+        res = await reconcilePass({ ...cfg, log }, engine, store, alongside, waker ? (a) => waker!.actionEnded(a) : undefined);
       } catch (err) {
         if (isEngineDown(err)) {
           live.end();

@@ -1,7 +1,6 @@
 /**
- * `reconcile --once` over the fake engine: the specs folder is read while the ping and the locks
- * are under way, and the pass plans from that read; an engine that cannot be reached, or an
- * instance held by another writer, still ends the command as before (nothing planned, exit 1).
+ * `reconcile --once` over the fake engine: the pass plans from the specs folder (read once its
+ * lists are out); an engine that cannot be reached, or an instance held by another writer, ends the command as before (nothing planned, exit 1).
  */
 import { expect } from 'chai';
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
