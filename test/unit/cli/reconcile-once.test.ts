@@ -1,6 +1,7 @@
 /**
  * `reconcile --once` over the fake engine: the pass plans from the specs folder (read once its
- * lists are out); an engine that cannot be reached, or an instance held by another writer, ends the command as before (nothing planned, exit 1).
+ * lists are out); an engine that cannot be reached, or an instance held by another writer, ends
+ * the command as before (nothing planned, exit 1).
  */
 import { expect } from 'chai';
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
