@@ -21,6 +21,10 @@ import { StatusStore } from '../../src/status/store';
 import type { RawEngine } from '../lib/engine';
 import { names, type BenchRun, type BerthSandbox } from '../lib/fixture';
 import { berth, cpuProfArgs, run as runCmd } from '../lib/proc';
+import { failOnStuck } from '../lib/stuck';
+
+/** A seeded `true` attempt's container still running this long after its start is the engine's hang (bench/lib/stuck.ts). */
+const SEED_MAX_UP_MS = 120_000;
 
 export interface ScaleSamples {
   n: number;
@@ -116,9 +120,12 @@ export async function noopScales(
   for (const n of sizes) {
     // Seed: n - have more `true` attempts, run to completion by berth.
     await sb.writeSpecs(names('n', n - have, have), ['true']);
-    const seed = await berth(
-      ['reconcile', '--once', '--wait', '--timeout', '1200', '--max-running', '1000', '--concurrency', '8', ...sb.globalArgs('warn')],
-      { timeoutMs: 1_300_000 },
+    const seed = await failOnStuck(
+      engine,
+      sb.instance,
+      SEED_MAX_UP_MS,
+      `seeding ${n} attempts`,
+      berth(['reconcile', '--once', '--wait', '--timeout', '1200', '--max-running', '1000', '--concurrency', '8', ...sb.globalArgs('warn')], { timeoutMs: 1_300_000 }),
     );
     have = n;
     const ph = await phases(sb);

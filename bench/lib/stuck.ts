@@ -1,0 +1,76 @@
+/**
+ * A watch for the engine's hang (moby#46661, seen here twice while seeding 1,000 `true`
+ * attempts): a container's process has exited, but the engine goes on saying the container
+ * is running, so berth's `--wait` (rightly) never ends and the bench sat until its 20-minute
+ * timeout. Around a step whose attempts run a short command, the watch lists the instance's
+ * running containers every few seconds; one still running `maxUpMs` after it started fails
+ * the step at once, naming the containers and whether their process is still alive. The
+ * bench's failure path then ends its children and removes what the run made.
+ *
+ * Only the seeding steps, which are not timed against a floor, are watched: the watch's
+ * lists would add engine work to a timed run that its floor and peer do not have.
+ */
+import { existsSync } from 'node:fs';
+import { LABELS } from '../../src/constants';
+import type { RawEngine } from './engine';
+
+const POLL_MS = 5_000;
+
+interface Inspected {
+  Name: string;
+  State: { Running: boolean; Pid: number; StartedAt: string };
+}
+
+export class StuckContainerError extends Error {}
+
+/** The instance's containers that the engine says have run for longer than `maxUpMs`. */
+async function overdue(engine: RawEngine, instance: string, maxUpMs: number): Promise<string[]> {
+  const running = await engine.listContainers([`${LABELS.instance}=${instance}`], { status: 'running' });
+  const found: string[] = [];
+  for (const c of running) {
+    const i = await engine.call<Inspected>('GET', `/containers/${c.Id}/json`, undefined, [404]).catch(() => undefined);
+    if (!i?.State?.Running) continue;
+    const upMs = Date.now() - Date.parse(i.State.StartedAt);
+    if (!(upMs > maxUpMs)) continue;
+    // The engine runs on this host (ENGINE.md), so its containers' pids are ours to look up.
+    const alive = i.State.Pid > 0 && existsSync(`/proc/${i.State.Pid}`);
+    found.push(`${i.Name.replace(/^\//, '')} (up ${Math.round(upMs / 1000)} s, pid ${i.State.Pid} ${alive ? 'alive' : 'gone'})`);
+  }
+  return found;
+}
+
+/**
+ * Runs `work`, and rejects with a StuckContainerError as soon as a container of `instance` has
+ * been running for longer than `maxUpMs`. `what` names the step in the message.
+ */
+export async function failOnStuck<T>(engine: RawEngine, instance: string, maxUpMs: number, what: string, work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const watch = new Promise<never>((_, reject) => {
+    const tick = async () => {
+      try {
+        const stuck = await overdue(engine, instance, maxUpMs);
+        if (stuck.length) {
+          const gone = stuck.some((s) => s.endsWith(' gone)'));
+          reject(
+            new StuckContainerError(
+              `${what}: ${stuck.length} container(s) still running after ${maxUpMs / 1000} s, though the command is short: ${stuck.slice(0, 5).join(', ')}` +
+                (gone ? '. Their process is gone while the engine says running: the engine\'s hang (moby#46661); restart the engine and run the bench again' : ''),
+            ),
+          );
+          return;
+        }
+      } catch {
+        /* a failed look is not a finding; the step's own timeouts still hold */
+      }
+      if (!stopped) timer = setTimeout(() => void tick(), POLL_MS);
+    };
+    timer = setTimeout(() => void tick(), POLL_MS);
+  });
+  try {
+    return await Promise.race([work, watch]);
+  } finally {
+    stopped = true;
+    clearTimeout(timer);
+  }
+}
