@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { NAMING } from '../../src/constants';
+import { DEFAULTS, NAMING } from '../../src/constants';
 import type { PassConfig } from '../../src/controller/pass';
 import { DesiredStates } from '../../src/plan/desired-for';
 import { silentLogger } from '../../src/util/log';
@@ -139,10 +139,23 @@ export function peerLabels(run: BenchRun, peer: string, name: string): Record<st
 }
 
 /**
+ * The rotation berth gives every container's log (src/desired/attempt.ts): the engine keeps at
+ * most 3 files of 16 MiB. The floor and the peers send it too: a start with it takes a few
+ * per cent longer here (BENCHMARKS.md, round eight), and the same work is what is compared.
+ */
+export const LOG_OPTS: Readonly<Record<string, string>> = { 'max-size': DEFAULTS.engineLogMaxSize, 'max-file': String(DEFAULTS.engineLogMaxFiles) };
+
+/** `docker create`/`docker run` flags for LOG_OPTS. */
+export function logOptFlags(): string[] {
+  return Object.entries(LOG_OPTS).flatMap(([k, v]) => ['--log-opt', `${k}=${v}`]);
+}
+
+/**
  * The Engine API create body berth sends for a `network: none` attempt with default resources
  * (src/engine/docker/containers.ts createOptions of src/desired/attempt.ts desiredAttempt):
  * CapDrop ALL, no-new-privileges, Init, private cgroup namespace, PidsLimit 512, NetworkMode
- * none, the results folder as the only bind mount at /results, labels.
+ * none, the results folder as the only bind mount at /results, the json-file log's rotation,
+ * labels.
  */
 export function rawCreateBody(cmd: readonly string[], resultsDir: string, labels: Record<string, string>): unknown {
   return {
@@ -173,6 +186,7 @@ export function rawCreateBody(cmd: readonly string[], resultsDir: string, labels
       RestartPolicy: { Name: 'no' },
       PublishAllPorts: false,
       PortBindings: {},
+      LogConfig: { Type: 'json-file', Config: { ...LOG_OPTS } },
     },
   };
 }
@@ -189,6 +203,7 @@ export function dockerRunArgs(name: string, cmd: readonly string[], resultsDir: 
     '--cgroupns', 'private',
     '--pids-limit', '512',
     '--stop-timeout', '10',
+    ...logOptFlags(),
     '-w', '/workspace',
     '-v', `${resultsDir}:/results:rw`,
     IMAGE, ...cmd,
@@ -214,6 +229,9 @@ export function composeFile(run: BenchRun, services: readonly string[], cmd: rea
       '    pids_limit: 512',
       '    working_dir: /workspace',
       '    stop_grace_period: 10s',
+      '    logging:',
+      '      driver: json-file',
+      `      options: ${JSON.stringify(LOG_OPTS)}`,
       `    volumes: [${JSON.stringify(`${resultsDirOf(s)}:/results:rw`)}]`,
       '    labels:',
       ...Object.entries(peerLabels(run, 'compose', s)).map(([k, v]) => `      ${k}: ${JSON.stringify(v)}`),

@@ -21,7 +21,7 @@ import path from 'node:path';
 import { LABELS } from '../../src/constants';
 import { StatusStore } from '../../src/status/store';
 import type { RawEngine } from '../lib/engine';
-import { IMAGE, names, peerLabels, rawCreateBody, specText, type BenchRun, type BerthSandbox } from '../lib/fixture';
+import { IMAGE, logOptFlags, names, peerLabels, rawCreateBody, specText, type BenchRun, type BerthSandbox } from '../lib/fixture';
 import { berth, run as runCmd } from '../lib/proc';
 import { spread, verdictOf, type Row } from '../lib/report';
 import { pairedRatio, summarize } from '../lib/stats';
@@ -105,7 +105,7 @@ function peerScript(fixture: string, labels: string[]): string {
   return [
     'set -e',
     'n="$1"; out="$2"',
-    `docker create --name "$n" ${labels.join(' ')} --network none --cap-drop ALL --security-opt no-new-privileges --init --cgroupns private --pids-limit 512 --stop-timeout 10 -w /workspace -v "$out:/results:rw" ${IMAGE} sh -c '${SCRIPT}' >/dev/null`,
+    `docker create --name "$n" ${labels.join(' ')} --network none --cap-drop ALL --security-opt no-new-privileges --init --cgroupns private --pids-limit 512 --stop-timeout 10 ${logOptFlags().join(' ')} -w /workspace -v "$out:/results:rw" ${IMAGE} sh -c '${SCRIPT}' >/dev/null`,
     `docker cp ${fixture}/. "$n:/workspace" >/dev/null`,
     'docker start -a "$n" > "$out.log"',
     'docker cp "$n:/results/result.txt" "$out.result" >/dev/null',
