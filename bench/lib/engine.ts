@@ -104,7 +104,7 @@ export class RawEngine {
     await this.call('DELETE', `/containers/${id}?force=1&v=1`, undefined, [404, 409]);
   }
 
-  listContainers(labels: string[], opts: { all?: boolean; status?: string } = {}): Promise<{ Id: string; Names: string[]; State: string; Labels: Record<string, string> | null }[]> {
+  listContainers(labels: string[], opts: { all?: boolean; status?: string } = {}): Promise<{ Id: string; Names: string[]; State: string; Created: number; Labels: Record<string, string> | null }[]> {
     const filters: Record<string, string[]> = { label: labels };
     if (opts.status) filters.status = [opts.status];
     return this.call('GET', `/containers/json?all=${opts.all === false ? 0 : 1}&filters=${encodeURIComponent(JSON.stringify(filters))}`);

@@ -28,6 +28,8 @@ async function overdue(engine: RawEngine, instance: string, maxUpMs: number): Pr
   const running = await engine.listContainers([`${LABELS.instance}=${instance}`], { status: 'running' });
   const found: string[] = [];
   for (const c of running) {
+    // Created (seconds) comes before the start: one made within maxUpMs is not overdue, and is not inspected.
+    if (Date.now() - c.Created * 1000 <= maxUpMs) continue;
     const i = await engine.call<Inspected>('GET', `/containers/${c.Id}/json`, undefined, [404]).catch(() => undefined);
     if (!i?.State?.Running) continue;
     const upMs = Date.now() - Date.parse(i.State.StartedAt);
