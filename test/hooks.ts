@@ -3,9 +3,10 @@
  * counts what this test run left on the engine, removes it (by this run's labels only, never
  * anything else), and fails the run if there was anything to remove: a leak is a defect.
  * The test swarm (test/support/swarm.ts), when a test started it, is ended here and must leave
- * nothing behind on the host.
+ * nothing behind on the host; nor may a sandbox's temp folder stay (test/support/sandbox.ts).
  */
 import { countTestResources, removeTestResources, TEST_RUN } from './support/engine';
+import { leftoverSandboxes } from './support/sandbox';
 import { endSharedSwarm } from './support/swarm';
 
 export const mochaHooks = {
@@ -18,5 +19,7 @@ export const mochaHooks = {
       throw new Error(`test run ${TEST_RUN} left ${left} resources on the engine (removed now by label)`);
     }
     if (traces.length > 0) throw new Error(`the test swarm left ${traces.join(', ')} behind`);
+    const folders = await leftoverSandboxes(true);
+    if (folders.length > 0) throw new Error(`test run ${TEST_RUN} left ${folders.length} sandbox folders (removed now): ${folders.slice(0, 5).join(', ')}`);
   },
 };

@@ -21,6 +21,21 @@ export interface CliResult {
   stderr: string;
 }
 
+/** The folders of the sandboxes this process made and has not removed (test/hooks.ts fails the run on any left). */
+const made = new Set<string>();
+
+/** Sandbox folders made by this test run that are still there; `remove` removes them too. */
+export async function leftoverSandboxes(remove = false): Promise<string[]> {
+  const left: string[] = [];
+  for (const dir of made) {
+    if (!(await fs.stat(dir).then(() => true, () => false))) continue;
+    left.push(dir);
+    if (remove) await fs.rm(dir, { recursive: true, force: true });
+  }
+  if (remove) made.clear();
+  return left;
+}
+
 export class Sandbox {
   readonly specsDir: string;
   readonly stateDir: string;
@@ -40,6 +55,7 @@ export class Sandbox {
   /** @param instance a chosen instance name; it must start with TEST_RUN (the leak check finds it by that). */
   static async create(tag: string, instance?: string): Promise<Sandbox> {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), `berth-${tag}-`));
+    made.add(dir);
     const sb = new Sandbox(dir, instance ?? newInstance(tag));
     await fs.mkdir(sb.specsDir, { recursive: true });
     return sb;
@@ -115,6 +131,12 @@ export class Sandbox {
   async destroy(): Promise<void> {
     const r = await this.cli('clean');
     if (r.code !== 0) throw new Error(`berth clean failed: ${r.stderr}`);
+    await this.dispose();
+  }
+
+  /** The temp folder goes (the engine's resources removed otherwise: `clean --backend swarm`, by hand). */
+  async dispose(): Promise<void> {
     await fs.rm(this.dir, { recursive: true, force: true });
+    made.delete(this.dir);
   }
 }

@@ -53,6 +53,7 @@ describe('a pending network connect on a real two-node swarm', function () {
     } finally {
       const c = await swarmCli(sb, s, 'clean');
       expect(c.code, c.stderr + c.stdout).to.equal(0);
+      await sb.dispose();
     }
     const left = await s.manager.docker.listSecrets({ filters: JSON.stringify({ label: [`${LABELS.instance}=${sb.instance}`] }) } as never);
     expect(left as unknown as unknown[]).to.deep.equal([]);

@@ -38,6 +38,7 @@ describe('--backend swarm on a real two-node swarm', function () {
     } finally {
       const c = await swarmCli(sb, s, 'clean');
       expect(c.code, c.stderr).to.equal(0);
+      await sb.dispose();
     }
   });
 
@@ -68,6 +69,7 @@ describe('--backend swarm on a real two-node swarm', function () {
       await s.availability(s.manager, 'active');
       const c = await swarmCli(sb, s, 'clean');
       expect(c.code, c.stderr).to.equal(0);
+      await sb.dispose();
     }
     // nothing of the run is left on the worker's engine
     const left = await worker.docker.listVolumes({ filters: JSON.stringify({ label: [`${LABELS.instance}=${sb.instance}`] }) });
@@ -98,6 +100,7 @@ describe('--backend swarm on a real two-node swarm', function () {
       delete process.env[VAR];
       const c = await swarmCli(sb, s, 'clean');
       expect(c.code, c.stderr).to.equal(0);
+      await sb.dispose();
     }
     expect(await sw.secrets.list([`${LABELS.instance}=${sb.instance}`])).to.deep.equal([]);
   });
@@ -118,6 +121,7 @@ describe('--backend swarm on a real two-node swarm', function () {
     } finally {
       const c = await swarmCli(sb, s, 'clean');
       expect(c.code, c.stderr).to.equal(0);
+      await sb.dispose();
     }
   });
 
@@ -136,6 +140,7 @@ describe('--backend swarm on a real two-node swarm', function () {
       expect(await createSwarmEngine(bare.manager.docker).services.list([`${LABELS.instance}=${sb.instance}`])).to.deep.equal([]);
     } finally {
       await swarmCli(sb, bare, 'clean');
+      await sb.dispose();
       await bare.down();
     }
     expect(await bare.traces()).to.deep.equal([]);
@@ -169,6 +174,7 @@ describe('--backend swarm on a real two-node swarm', function () {
         ...(await s.manager.docker.listContainers({ all: true, filters: f })).map((x) => `manager ${x.Names[0]} ${x.State}`),
       ];
       expect(c.code, c.stderr + c.stdout + left.join('\n')).to.equal(0);
+      await sb.dispose();
     }
   });
 });

@@ -121,6 +121,7 @@ describe('crash safety on a real two-node swarm (SIGKILL mid-provisioning)', fun
       expect(probes.map((x) => x.Spec.Name), 'probe services').to.deep.equal([]);
     } finally {
       expect(await berth(sb, s, ['clean'])).to.equal(0);
+      await sb.dispose();
     }
     // clean leaves nothing of the instance anywhere
     const f = JSON.stringify({ label: [own] });

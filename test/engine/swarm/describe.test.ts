@@ -45,6 +45,7 @@ describe('describe and logs on a real two-node swarm', function () {
     } finally {
       const c = await swarmCli(sb, s, 'clean');
       expect(c.code, c.stderr).to.equal(0);
+      await sb.dispose();
     }
   });
 });

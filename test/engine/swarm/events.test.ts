@@ -49,6 +49,7 @@ describe('wake-ups for runs on every node of a real two-node swarm', function ()
       expect(await ctl.stop()).to.equal(0);
       const c = await swarmCli(sb, s, 'clean');
       expect(c.code, c.stderr).to.equal(0);
+      await sb.dispose();
     }
   });
 
@@ -101,6 +102,7 @@ describe('wake-ups for runs on every node of a real two-node swarm', function ()
       await reading;
       const c = await swarmCli(sb, s, 'clean');
       expect(c.code, c.stderr).to.equal(0);
+      await sb.dispose();
     }
   });
 });

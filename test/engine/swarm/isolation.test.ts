@@ -95,6 +95,7 @@ describe('--backend swarm: network isolation on a real two-node swarm', function
       await s.availability(s.manager, 'active');
       const c = await swarmCli(sb, s, 'clean');
       expect(c.code, c.stderr).to.equal(0);
+      await sb.dispose();
     }
     await nothingLeftOnSwarm(s, sb.instance);
   });
@@ -122,6 +123,7 @@ describe('--backend swarm: network isolation on a real two-node swarm', function
       await s.availability(s.manager, 'active');
       const c = await swarmCli(sb, s, 'clean');
       expect(c.code, c.stderr).to.equal(0);
+      await sb.dispose();
     }
     await nothingLeftOnSwarm(s, sb.instance);
   });
@@ -152,6 +154,7 @@ describe('--backend swarm: network isolation on a real two-node swarm', function
       await s.availability(s.manager, 'active');
       const c = await swarmCli(sb, s, 'clean');
       expect(c.code, c.stderr).to.equal(0);
+      await sb.dispose();
     }
     await nothingLeftOnSwarm(s, sb.instance);
   });

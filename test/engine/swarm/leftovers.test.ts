@@ -68,6 +68,7 @@ describe('leftovers of a killed berth on a real two-node swarm', function () {
       await sw.services.remove(gone);
       const c = await swarmCli(sb, s, 'clean');
       expect(c.code, c.stderr).to.equal(0);
+      await sb.dispose();
     }
   });
 
@@ -88,6 +89,7 @@ describe('leftovers of a killed berth on a real two-node swarm', function () {
       } finally {
         const c = await swarmCli(sb, s, 'clean');
         expect(c.code, c.stderr).to.equal(0);
+        await sb.dispose();
       }
       expect((await worker.docker.listVolumes({ filters: f })).Volumes ?? []).to.deep.equal([]);
     });
@@ -113,6 +115,7 @@ describe('leftovers of a killed berth on a real two-node swarm', function () {
         await s.manager.docker.getNetwork(foreign.id).remove();
         const c = await swarmCli(sb, s, 'clean');
         expect(c.code, c.stderr).to.equal(0);
+        await sb.dispose();
       }
       expect(await s.manager.docker.listNetworks({ filters: f })).to.deep.equal([]);
     });

@@ -90,6 +90,7 @@ describe('a run made and started on a real two-node swarm', function () {
       }
     } finally {
       for (const id of ids) await backend.containers.remove(id);
+      await sb.dispose();
     }
     await nothingLeftOnSwarm(s, sb.instance);
   });

@@ -116,6 +116,7 @@ describe('--backend swarm: volumes and sidecars on a real two-node swarm', funct
       await s.availability(worker, 'active');
       const c = await swarmCli(sb, s, 'clean');
       expect(c.code, c.stderr + c.stdout).to.equal(0);
+      await sb.dispose();
     }
     expect(await volumesOn(worker, sb.instance), 'the volume is gone from the worker').to.deep.equal([]);
     expect(await volumesOn(s.manager, sb.instance), 'and its record from the manager').to.deep.equal([]);
@@ -160,6 +161,7 @@ describe('--backend swarm: volumes and sidecars on a real two-node swarm', funct
       // the node is back: clean removes the volume there, and what the lost run left
       const c = await swarmCli(sb, s, 'clean');
       expect(c.code, c.stderr + c.stdout).to.equal(0);
+      await sb.dispose();
     }
     expect(await volumesOn(worker, sb.instance)).to.deep.equal([]);
     await nothingLeftOnSwarm(s, sb.instance);
@@ -186,6 +188,7 @@ describe('--backend swarm: volumes and sidecars on a real two-node swarm', funct
     } finally {
       const c = await swarmCli(sb, s, 'clean');
       expect(c.code, c.stderr + c.stdout).to.equal(0);
+      await sb.dispose();
     }
     await nothingLeftOnSwarm(s, sb.instance);
   });
@@ -240,6 +243,7 @@ describe('--backend swarm: volumes and sidecars on a real two-node swarm', funct
       await s.availability(s.manager, 'active');
       const c = await swarmCli(sb, s, 'clean');
       expect(c.code, c.stderr + c.stdout).to.equal(0);
+      await sb.dispose();
     }
     await nothingLeftOnSwarm(s, sb.instance);
   });
