@@ -12,14 +12,17 @@ import { endSharedSwarm } from './support/swarm';
 export const mochaHooks = {
   async afterAll(this: Mocha.Context) {
     this.timeout(120000);
+    // Every check runs and removes what it found before the run fails with all of them.
+    const problems: string[] = [];
     const traces = await endSharedSwarm();
     const left = await countTestResources();
     if (left > 0) {
       await removeTestResources();
-      throw new Error(`test run ${TEST_RUN} left ${left} resources on the engine (removed now by label)`);
+      problems.push(`test run ${TEST_RUN} left ${left} resources on the engine (removed now by label)`);
     }
-    if (traces.length > 0) throw new Error(`the test swarm left ${traces.join(', ')} behind`);
+    if (traces.length > 0) problems.push(`the test swarm left ${traces.join(', ')} behind`);
     const folders = await leftoverSandboxes(true);
-    if (folders.length > 0) throw new Error(`test run ${TEST_RUN} left ${folders.length} sandbox folders (removed now): ${folders.slice(0, 5).join(', ')}`);
+    if (folders.length > 0) problems.push(`test run ${TEST_RUN} left ${folders.length} sandbox folders (removed now): ${folders.slice(0, 5).join(', ')}`);
+    if (problems.length > 0) throw new Error(problems.join('; '));
   },
 };
