@@ -6,7 +6,7 @@
  * nothing behind on the host; nor may a sandbox's temp folder stay (test/support/sandbox.ts).
  */
 import { countTestResources, removeTestResources, TEST_RUN } from './support/engine';
-import { leftoverSandboxes } from './support/sandbox';
+import { removeLeftoverSandboxes } from './support/sandbox';
 import { endSharedSwarm } from './support/swarm';
 
 export const mochaHooks = {
@@ -21,7 +21,7 @@ export const mochaHooks = {
       problems.push(`test run ${TEST_RUN} left ${left} resources on the engine (removed now by label)`);
     }
     if (traces.length > 0) problems.push(`the test swarm left ${traces.join(', ')} behind`);
-    const folders = await leftoverSandboxes(true);
+    const folders = await removeLeftoverSandboxes();
     if (folders.length > 0) problems.push(`test run ${TEST_RUN} left ${folders.length} sandbox folders (removed now): ${folders.slice(0, 5).join(', ')}`);
     if (problems.length > 0) throw new Error(problems.join('; '));
   },

@@ -10,8 +10,8 @@
  * Only the seeding steps, which are not timed against a floor, are watched: the watch's
  * lists would add engine work to a timed run that its floor and peer do not have.
  */
-import { existsSync } from 'node:fs';
 import { LABELS } from '../../src/constants';
+import { pidAlive } from '../../src/util/pid';
 import type { RawEngine } from './engine';
 
 const POLL_MS = 5_000;
@@ -21,12 +21,20 @@ interface Inspected {
   State: { Running: boolean; Pid: number; StartedAt: string };
 }
 
+interface Overdue {
+  name: string;
+  upMs: number;
+  pid: number;
+  /** The container's process is still there (the engine runs on this host: ENGINE.md). */
+  alive: boolean;
+}
+
 export class StuckContainerError extends Error {}
 
 /** The instance's containers that the engine says have run for longer than `maxUpMs`. */
-async function overdue(engine: RawEngine, instance: string, maxUpMs: number): Promise<string[]> {
+async function overdue(engine: RawEngine, instance: string, maxUpMs: number): Promise<Overdue[]> {
   const running = await engine.listContainers([`${LABELS.instance}=${instance}`], { status: 'running' });
-  const found: string[] = [];
+  const found: Overdue[] = [];
   for (const c of running) {
     // Created (seconds) comes before the start: one made within maxUpMs is not overdue, and is not inspected.
     if (Date.now() - c.Created * 1000 <= maxUpMs) continue;
@@ -34,11 +42,17 @@ async function overdue(engine: RawEngine, instance: string, maxUpMs: number): Pr
     if (!i?.State?.Running) continue;
     const upMs = Date.now() - Date.parse(i.State.StartedAt);
     if (!(upMs > maxUpMs)) continue;
-    // The engine runs on this host (ENGINE.md), so its containers' pids are ours to look up.
-    const alive = i.State.Pid > 0 && existsSync(`/proc/${i.State.Pid}`);
-    found.push(`${i.Name.replace(/^\//, '')} (up ${Math.round(upMs / 1000)} s, pid ${i.State.Pid} ${alive ? 'alive' : 'gone'})`);
+    found.push({ name: i.Name.replace(/^\//, ''), upMs, pid: i.State.Pid, alive: i.State.Pid > 0 && pidAlive(i.State.Pid) });
   }
   return found;
+}
+
+function stuckMessage(what: string, maxUpMs: number, stuck: readonly Overdue[]): string {
+  const shown = stuck.slice(0, 5).map((o) => `${o.name} (up ${Math.round(o.upMs / 1000)} s, pid ${o.pid} ${o.alive ? 'alive' : 'gone'})`);
+  const hang = stuck.some((o) => !o.alive)
+    ? ". Their process is gone while the engine says running: the engine's hang (moby#46661); restart the engine and run the bench again"
+    : '';
+  return `${what}: ${stuck.length} container(s) still running after ${maxUpMs / 1000} s, though the command is short: ${shown.join(', ')}${hang}`;
 }
 
 /**
@@ -53,13 +67,7 @@ export async function failOnStuck<T>(engine: RawEngine, instance: string, maxUpM
       try {
         const stuck = await overdue(engine, instance, maxUpMs);
         if (stuck.length) {
-          const gone = stuck.some((s) => s.endsWith(' gone)'));
-          reject(
-            new StuckContainerError(
-              `${what}: ${stuck.length} container(s) still running after ${maxUpMs / 1000} s, though the command is short: ${stuck.slice(0, 5).join(', ')}` +
-                (gone ? '. Their process is gone while the engine says running: the engine\'s hang (moby#46661); restart the engine and run the bench again' : ''),
-            ),
-          );
+          reject(new StuckContainerError(stuckMessage(what, maxUpMs, stuck)));
           return;
         }
       } catch {

@@ -6,6 +6,7 @@ import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { run } from '../../src/cli/index';
+import { exists } from '../../src/cli/commands/shared';
 import { bufferIo } from '../../src/cli/io';
 import { reconcilePass, type PassConfig, type PassResult } from '../../src/controller/pass';
 import { CallCounter, instrumentEngine } from '../../src/engine/wrap';
@@ -24,15 +25,15 @@ export interface CliResult {
 /** The folders of the sandboxes this process made and has not removed (test/hooks.ts fails the run on any left). */
 const made = new Set<string>();
 
-/** Sandbox folders made by this test run that are still there; `remove` removes them too. */
-export async function leftoverSandboxes(remove = false): Promise<string[]> {
+/** Removes the sandbox folders this test run made and left; returns them. */
+export async function removeLeftoverSandboxes(): Promise<string[]> {
   const left: string[] = [];
   for (const dir of made) {
-    if (!(await fs.stat(dir).then(() => true, () => false))) continue;
+    if (!(await exists(dir))) continue;
     left.push(dir);
-    if (remove) await fs.rm(dir, { recursive: true, force: true });
+    await fs.rm(dir, { recursive: true, force: true });
   }
-  if (remove) made.clear();
+  made.clear();
   return left;
 }
 
