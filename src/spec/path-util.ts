@@ -164,9 +164,12 @@ export function toPosix(rel: string): string {
 
 /** How a user sees a path: relative to the working directory when inside it, else absolute. */
 export function displayPath(abs: string, cwd: string = process.cwd()): string {
-  // The common case without path.relative (it resolves both sides): a normalized path under cwd.
-  if (path.isAbsolute(abs) && abs.startsWith(cwd + path.sep) && path.normalize(abs) === abs && !abs.endsWith(path.sep)) {
-    return abs.slice(cwd.length + 1);
+  // The common cases without path.relative (it resolves both sides, ~10 µs a path): a normalized
+  // absolute path and a normalized absolute cwd are compared as strings. Under cwd: the rest of
+  // the path; anywhere else (cwd itself included): the path as it is.
+  if (path.isAbsolute(abs) && path.normalize(abs) === abs && !abs.endsWith(path.sep) && path.isAbsolute(cwd) && path.normalize(cwd) === cwd) {
+    const under = cwd.endsWith(path.sep) ? cwd : cwd + path.sep;
+    return abs.startsWith(under) ? abs.slice(under.length) : abs;
   }
   const rel = path.relative(cwd, abs);
   return rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel) ? rel : abs;

@@ -1,12 +1,12 @@
 /**
  * isInside and isWithin: the prefix tests on normal paths agree with the path.relative reference
- * everywhere. RealCache: a folder read once answers as realpath does, links included.
+ * everywhere; so does displayPath's. RealCache: a folder read once answers as realpath does, links included.
  */
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { mkdirSync, realpathSync, symlinkSync } from 'node:fs';
 import * as path from 'node:path';
-import { isInside, isWithin, RealCache, realpathLooseSync } from '../../../src/spec/path-util';
+import { displayPath, isInside, isWithin, RealCache, realpathLooseSync } from '../../../src/spec/path-util';
 import { cleanupTemp, tempDir } from './helpers';
 
 function reference(root: string, p: string): boolean {
@@ -29,6 +29,35 @@ describe('spec/path-util isInside', () => {
     expect(isInside('/r', '/rx')).to.equal(false);
     expect(isInside('/r', '/r')).to.equal(false);
     expect(isInside('/', '/a')).to.equal(true);
+  });
+});
+
+describe('spec/path-util displayPath', () => {
+  /** What displayPath answered by path.relative alone, for every path. */
+  function displayReference(abs: string, cwd: string): string {
+    const rel = path.relative(cwd, abs);
+    return rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel) ? rel : abs;
+  }
+
+  it('agrees with path.relative for paths under the working directory, beside it and above it, normal or odd', () => {
+    const seg = fc.constantFrom('a', 'b', 'ab', '..', '.', '', '..a', 'spec s');
+    const p = fc.array(seg, { minLength: 0, maxLength: 5 }).map((xs) => `/${xs.join('/')}`);
+    const rel = fc.array(seg, { minLength: 1, maxLength: 3 }).map((xs) => xs.join('/'));
+    fc.assert(
+      fc.property(p, fc.oneof(p, rel), (cwd, abs) => {
+        const want = displayReference(abs, cwd);
+        // a name starting with '..' right under cwd: shown relative (the reference takes it for a way up)
+        if (want === abs && path.normalize(abs) === abs && path.isAbsolute(abs) && abs.startsWith(cwd.endsWith('/') ? cwd : `${cwd}/`) && !abs.endsWith('/')) return;
+        expect(displayPath(abs, cwd), `${abs} from ${cwd}`).to.equal(want);
+      }),
+      { numRuns: 3000 },
+    );
+    expect(displayPath('/w/specs/a.yaml', '/w')).to.equal('specs/a.yaml');
+    expect(displayPath('/tmp/specs/a.yaml', '/w')).to.equal('/tmp/specs/a.yaml');
+    expect(displayPath('/wx/a.yaml', '/w')).to.equal('/wx/a.yaml');
+    expect(displayPath('/w', '/w')).to.equal('/w');
+    expect(displayPath('/a.yaml', '/')).to.equal('a.yaml');
+    expect(displayPath('/w/..a.yaml', '/w')).to.equal('..a.yaml');
   });
 });
 
