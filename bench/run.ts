@@ -7,6 +7,7 @@
  * Environment:
  *   BENCH_ROUNDS       rounds of each alternating comparison (default 5; 1 for a quick run)
  *   BENCH_SIZES        no-op pass sizes (default 10,200,1000)
+ *   BENCH_NOOP_PER_ROUND samples of each no-op contender a round (default 3)
  *   BENCH_DROPS        drop-to-running samples (default 20)
  *   BENCH_DROPS_AT_MAX drop-to-running samples with the controller at the largest size (default 5)
  *   BENCH_GIT_COMMITS  commits of the git workload (default 5)
@@ -564,6 +565,7 @@ function details(res: Results): string {
 async function main(): Promise<void> {
   const t0 = Date.now();
   const rounds = envInt('BENCH_ROUNDS', 5);
+  const noopPerRound = envInt('BENCH_NOOP_PER_ROUND', 3);
   const sizes = (process.env.BENCH_SIZES ?? '10,200,1000').split(',').map((x) => Number(x.trim()));
   if (sizes.some((x) => !Number.isInteger(x) || x < 1) || sizes.some((x, i) => i > 0 && x <= (sizes[i - 1] as number))) {
     throw new Error(`BENCH_SIZES=${process.env.BENCH_SIZES}: expected increasing positive integers`);
@@ -634,7 +636,7 @@ async function main(): Promise<void> {
       res.drop = await dropToRunning(engine, run, dropN, log);
     }
     if (want('noop')) {
-      res.noop = await noopScales(engine, run, sizes, rounds, log, profileDir);
+      res.noop = await noopScales(engine, run, sizes, rounds, log, profileDir, noopPerRound);
       const n = sizes[sizes.length - 1] as number;
       if (res.noop.profiles) {
         res.profiles.push(
@@ -740,7 +742,7 @@ async function main(): Promise<void> {
     '',
     loadLine,
     '',
-    'Ratios are berth ÷ reference, paired by round (round *i* of berth over round *i* of the reference), median and min–max over rounds; contenders alternate in an order that rotates every round.',
+    `Ratios are berth ÷ reference, paired by round (round *i* of berth over round *i* of the reference), median and min–max over rounds; contenders alternate in an order that rotates every round. The no-op pass's rows take ${noopPerRound} sample${noopPerRound === 1 ? '' : 's'} of each contender a round (\`BENCH_NOOP_PER_ROUND\`, one rotation each), paired by rotation.`,
     '',
     table,
     details(res),

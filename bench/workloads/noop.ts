@@ -6,6 +6,8 @@
  *     CallCounter): its time and its engine calls;
  *   - berth's CLI (`node bin/berth.js reconcile --once`): the same pass with node's start-up;
  *   - the floor: the label-filtered list calls the pass needs, over the raw socket, in parallel.
+ * `perRound` rotations of them a round (BENCH_NOOP_PER_ROUND): a pass and its floor take 0.1–0.8 s,
+ * so a few samples more cost seconds and steady the median of their paired ratios.
  * Plus a breakdown of the in-process pass: spec load, status load, the engine's lists.
  */
 import { promises as fs } from 'node:fs';
@@ -109,6 +111,7 @@ export async function noopScales(
   rounds: number,
   log: (m: string) => void,
   profileDir?: string,
+  perRound = 1,
 ): Promise<NoopResult> {
   const sb = await run.berthSandbox('n');
   const counter = new CallCounter();
@@ -180,7 +183,8 @@ export async function noopScales(
       ['cliNoCache', cliNoCache],
       ['bareNode', bareNode],
     ];
-    for (let r = 0; r < rounds; r++) {
+    // `perRound` rotations a round: each contender's samples pair by rotation, as rounds pair.
+    for (let r = 0; r < rounds * perRound; r++) {
       const order = contenders.map((_, i) => contenders[(i + r) % contenders.length] as [string, () => Promise<void>]);
       s.order.push(order.map(([k]) => k));
       for (const [, f] of order) await f();
