@@ -44,7 +44,7 @@ export function readBoundedSync(
       total += bytesRead;
       // A regular file's short read is its end (no second read to hear 0 bytes: a thousand
       // files' cold load made 2,000 reads of them otherwise).
-      if (bytesRead === 0 || bytesRead < want) break;
+      if (bytesRead < want) break;
     }
     if (total > maxBytes) return { kind: 'too-large', size: total };
     return { kind: 'read', bytes: buf.subarray(0, total), stat };
