@@ -21,9 +21,8 @@ export function readSpecFile(absPath: string, maxBytes: number, noFollow = false
 /**
  * A regular file's bytes, at most `maxBytes` (one more than its stat's size is asked for, so a
  * file that has grown since the stat is still caught), with the open file's own stat, taken
- * before the read. Opened
- * non-blocking, so a fifo named like a spec cannot hang the loader (the stat then refuses it).
- * Throws what the filesystem throws.
+ * before the read. Opened non-blocking, so a fifo named like a spec cannot hang the loader (the
+ * stat then refuses it). Throws what the filesystem throws.
  */
 export function readBoundedSync(
   absPath: string,
