@@ -351,6 +351,21 @@ function noopRows(n: NoopResult, rows: Row[]): void {
       verdict: verdictOf(r.median <= TARGETS.noopCliVsFloorPlusNode),
       chart: { label: `no-op at ${largest.n} (CLI, state kept) vs lists + node`, target: TARGETS.noopCliVsFloorPlusNode },
     });
+    // The target's other reading, "2.5 × the floor, plus Node's start-up": berth's time less the
+    // same round's `node -e 0`, over the floor alone (information: BENCHMARKS.md, round ten).
+    const less = largest.cli.map((c, i) => c - (largest.bareNode[i] ?? NaN));
+    const r3 = pairedRatio(less, largest.floor);
+    rows.push({
+      id: `noop${largest.n}-cli-less-node`,
+      workload: `No-op \`reconcile --once\` at ${largest.n.toLocaleString('en')}, state folder kept, less \`node -e 0\` of the same round`,
+      berth: spread(summarize(less)),
+      reference: 'the pass’s 4 label-filtered lists, raw API (floor)',
+      refValue: spread(summarize(largest.floor)),
+      ratio: r3,
+      target: '—',
+      verdict: 'info',
+      chart: { label: `no-op at ${largest.n} (CLI less node) vs lists` },
+    });
     const r2 = pairedRatio(largest.cliNoCache, plus);
     rows.push({
       id: `noop${largest.n}-cli-nocache`,

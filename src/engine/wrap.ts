@@ -6,8 +6,10 @@
 import { MutationRefusedError } from './errors';
 import type { Engine } from './types';
 
-type Kind = 'containers' | 'networks' | 'volumes' | 'images' | 'events';
-const KINDS: Kind[] = ['containers', 'networks', 'volumes', 'images', 'events'];
+type Kind = 'containers' | 'networks' | 'volumes' | 'images' | 'events' | 'engine';
+const KINDS = ['containers', 'networks', 'volumes', 'images', 'events'] as const;
+/** The engine's own calls (not of one resource kind): counted and timed as kind `engine`. */
+const ENGINE_OPS = ['ping', 'version', 'boot'] as const;
 
 /** Methods that change the engine. */
 export const MUTATING: ReadonlySet<string> = new Set(['create', 'putArchive', 'start', 'stop', 'remove', 'connect']);
@@ -27,6 +29,9 @@ function wrapClient<T extends object>(client: T, around: (op: string, call: () =
 function mapClients(engine: Engine, f: <T extends object>(kind: Kind, client: T) => T): Engine {
   const out: Engine = { ...engine };
   for (const kind of KINDS) (out as unknown as Record<Kind, object>)[kind] = f(kind, engine[kind]);
+  // ping, version and boot (the pass's look at which start of the engine this is) are calls too
+  const own = f('engine', Object.fromEntries(ENGINE_OPS.flatMap((op) => (typeof engine[op] === 'function' ? [[op, engine[op].bind(engine)]] : []))));
+  for (const op of ENGINE_OPS) if (op in own) (out as unknown as Record<string, unknown>)[op] = (own as Record<string, unknown>)[op];
   return out;
 }
 

@@ -88,9 +88,11 @@ describe('engine adapter (real engine)', function () {
     const ro = readOnlyEngine(instrumentEngine(engine, counter.listener));
     await ro.containers.list(filter);
     await ro.networks.list(filter);
+    await ro.ping();
+    expect(await ro.boot?.()).to.have.property('id').that.is.a('string');
     const err = await ro.volumes.create({ name: `${tag}-never`, labels }).then(() => undefined, (e: unknown) => e);
     expect((err as Error).message).to.match(/read-only/);
-    expect(counter.snapshot()).to.deep.equal({ 'containers.list': 1, 'networks.list': 1 });
+    expect(counter.snapshot()).to.deep.equal({ 'containers.list': 1, 'engine.boot': 1, 'engine.ping': 1, 'networks.list': 1 });
     expect(counter.mutating).to.equal(0);
     expect((await docker.listVolumes({ filters: JSON.stringify({ name: [`${tag}-never`] }) })).Volumes ?? []).to.have.length(0);
   });

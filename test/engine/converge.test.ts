@@ -44,7 +44,7 @@ describe('converge (real engine)', function () {
     const second = await sb.pass();
     expect(changeCount(second.plan)).to.equal(0);
     expect(sb.calls.mutating).to.equal(0);
-    expect(sb.calls.snapshot()).to.deep.equal({ 'containers.list': 1, 'images.list': 1, 'networks.list': 1, 'volumes.list': 1 });
+    expect(sb.calls.snapshot()).to.deep.equal({ 'containers.list': 1, 'engine.boot': 1, 'images.list': 1, 'networks.list': 1, 'volumes.list': 1 });
     const plan = await sb.cli('plan', '--detailed-exitcode');
     expect(plan.code, plan.stderr).to.equal(0);
     expect(plan.stdout).to.match(/No changes: 2 attempts as specified/);
@@ -60,7 +60,7 @@ describe('converge (real engine)', function () {
       expect(changeCount(noop.plan)).to.equal(0);
       perPass[n] = sb.calls.snapshot();
     }
-    expect(perPass[3]).to.deep.equal({ 'containers.list': 1, 'images.list': 1, 'networks.list': 1, 'volumes.list': 1 });
+    expect(perPass[3]).to.deep.equal({ 'containers.list': 1, 'engine.boot': 1, 'images.list': 1, 'networks.list': 1, 'volumes.list': 1 });
     expect(perPass[30]).to.deep.equal(perPass[3]);
   });
 

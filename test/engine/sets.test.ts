@@ -106,11 +106,11 @@ describe('AttemptSets (real engine)', function () {
       expect(s.phase, name).to.equal('Succeeded');
     }
 
-    // A no-op pass over the set costs what it costs over one attempt: the 4 label-filtered lists.
+    // A no-op pass over the set costs what it costs over one attempt: the 4 label-filtered lists and the boot look.
     const noop = await sb.pass();
     expect(changeCount(noop.plan)).to.equal(0);
     expect(sb.calls.mutating).to.equal(0);
-    expect(sb.calls.snapshot()).to.deep.equal({ 'containers.list': 1, 'images.list': 1, 'networks.list': 1, 'volumes.list': 1 });
+    expect(sb.calls.snapshot()).to.deep.equal({ 'containers.list': 1, 'engine.boot': 1, 'images.list': 1, 'networks.list': 1, 'volumes.list': 1 });
 
     // m1 passes every seed; m2 only seed 0: per (model, task) cell n=3, c=1 → pass@1 1/3, pass@2 2/3, pass@3 1.
     const out = await sb.cli('summary', '-o', 'json');
