@@ -23,6 +23,16 @@ describe('engine wrappers', () => {
     expect(seen).to.deep.equal(['engine.ping', 'engine.version', 'engine.boot', 'containers.list']);
   });
 
+  it("pass abandon on to the engine under them (not counted: it is not a call)", async () => {
+    const fake = new FakeEngine();
+    const counter = new CallCounter();
+    const engine = readOnlyEngine(instrumentEngine(fake, counter.listener));
+    engine.abandon?.('stopping');
+    const err = await fake.containers.list([]).then(() => undefined, (e: unknown) => e);
+    expect((err as Error).message).to.match(/given up: stopping/);
+    expect(counter.total).to.equal(0);
+  });
+
   it('pass a failed call on, told to the listener with its error', async () => {
     const fake = new FakeEngine();
     fake.fail('ping', { error: new Error('down') });
