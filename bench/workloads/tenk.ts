@@ -250,14 +250,14 @@ export function tenkRows(t: TenkSamples, rows: Row[]): void {
   }
   const fmt = (x: Record<string, number>) => Object.entries(x).map(([k, v]) => `${k} ${v}`).join(', ');
   // what a pass makes at any size: the four label-filtered lists and its look at the engine's boot
-  const lists = ['containers.list', 'engine.boot', 'images.list', 'networks.list', 'volumes.list'];
-  const constant = Object.keys(t.calls).length === lists.length && lists.every((k) => t.calls[k] === 1);
+  const perPass = ['containers.list', 'engine.boot', 'images.list', 'networks.list', 'volumes.list'];
+  const constant = Object.keys(t.calls).length === perPass.length && perPass.every((k) => t.calls[k] === 1);
   rows.push({
     id: 'tenk-noop-calls',
     workload: `Engine calls of a no-op pass over ${n} (in-process: ${fmtMs(t.passMs)})`,
     berth: fmt(t.calls),
     reference: 'a pass at any size',
-    refValue: lists.map((k) => `${k} 1`).join(', '),
+    refValue: perPass.map((k) => `${k} 1`).join(', '),
     target: 'the same',
     verdict: verdictOf(constant),
   });

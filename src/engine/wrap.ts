@@ -30,8 +30,8 @@ function mapClients(engine: Engine, f: <T extends object>(kind: Kind, client: T)
   const out: Engine = { ...engine };
   for (const kind of KINDS) (out as unknown as Record<Kind, object>)[kind] = f(kind, engine[kind]);
   // ping, version and boot (the pass's look at which start of the engine this is) are calls too
-  const own = f('engine', Object.fromEntries(ENGINE_OPS.flatMap((op) => (typeof engine[op] === 'function' ? [[op, engine[op].bind(engine)]] : []))));
-  for (const op of ENGINE_OPS) if (op in own) (out as unknown as Record<string, unknown>)[op] = (own as Record<string, unknown>)[op];
+  const own = f('engine', engine);
+  for (const op of ENGINE_OPS) if (typeof engine[op] === 'function') (out as unknown as Record<string, unknown>)[op] = own[op];
   // not a call: passed on as it is (the spread above misses a class's methods)
   if (typeof engine.abandon === 'function') out.abandon = engine.abandon.bind(engine);
   return out;
