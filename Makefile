@@ -3,19 +3,31 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPM ?= npm
 BERTH := node bin/berth.js
+# The Node.js every target uses (scripts/node-up.sh): .node/bin/node, the machine's own when it is
+# >= 22.22, else a maintained release installed into .node/ from the npm registry.
+export PATH := $(CURDIR)/.node/bin:$(PATH)
+# The maintained lines the unit tests also run on in `make test` (besides the one berth uses).
+NODE_LINES ?= 22 24 26
 
-.PHONY: help deps build engine git images browser setup run test test-unit lint typecheck bench bench-sets clean-engine
+.PHONY: help node deps build engine git images browser setup run test test-unit test-lines lint typecheck bench bench-sets clean-engine
 
 help:
 	@echo "make run    reconcile the example specs in specs/ on the local engine, then show them"
 	@echo "make test   install, start the engine, build the test images, typecheck, lint and run every test"
 	@echo "make bench  benchmark berth against the raw engine and its peers (see BENCHMARKS.md)"
 
-node_modules/.package-lock.json: package.json package-lock.json
+node:
+	@./scripts/node-up.sh
+
+# Installed again when the Node changes (the link is newer than the install).
+node_modules/.package-lock.json: package.json package-lock.json .node/bin/node
 	$(NPM) ci --no-audit --no-fund
 	@touch $@
 
-deps: node_modules/.package-lock.json
+.node/bin/node:
+	@./scripts/node-up.sh
+
+deps: node node_modules/.package-lock.json
 
 build: deps
 	$(NPM) run build
@@ -42,9 +54,20 @@ run: setup
 
 test: setup browser
 	$(NPM) test
+	$(MAKE) --no-print-directory test-lines
 
 test-unit: deps
 	$(NPM) run test:unit
+
+# The unit tests on every other maintained line of Node.js (the whole suite ran on berth's own).
+test-lines: deps
+	@mine=$$(node -p 'process.versions.node.split(".")[0]'); \
+	for line in $(NODE_LINES); do \
+	  [ "$$line" != "$$mine" ] || continue; \
+	  bin=$$(./scripts/node-up.sh "$$line"); \
+	  echo "unit tests on Node $$($$bin -p process.version)"; \
+	  $$bin node_modules/mocha/bin/mocha.js --config .mocharc.unit.cjs || exit 1; \
+	done
 
 lint: deps
 	$(NPM) run lint

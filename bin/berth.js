@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 'use strict';
 // Thin launcher: the compiled CLI lives in dist/ (npm run build, or make setup).
+require('./node-check')(require('path').resolve(__dirname, '..'));
 try {
   require('../dist/cli/index.js').main(process.argv);
 } catch (err) {

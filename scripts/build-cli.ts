@@ -1,6 +1,6 @@
 /**
  * The single-file build of berth: dist/berth.cjs, one CommonJS file that runs with only `node`
- * (20 or later), no node_modules beside it: `node berth.cjs reconcile --once`.
+ * (22.22 or later: bin/node-check.js runs first, as the banner), no node_modules beside it: `node berth.cjs reconcile --once`.
  *
  * - The spec schema and its kept validator are bundled (src/bundle/schema-files.ts stands in
  *   for src/spec/schema-files.ts).
@@ -17,6 +17,10 @@ const repo = path.resolve(__dirname, '..');
 const out = process.env.BERTH_CLI_BUNDLE ?? path.join(repo, 'dist', 'berth.cjs');
 const pkg = JSON.parse(readFileSync(path.join(repo, 'package.json'), 'utf8')) as { version: string };
 
+/** bin/node-check.js's function, as an expression. */
+const checkSource = readFileSync(path.join(repo, 'bin', 'node-check.js'), 'utf8');
+const nodeCheck = checkSource.slice(checkSource.indexOf('function checkNode'), checkSource.lastIndexOf('}') + 1);
+
 const bundledSchemaFiles: Plugin = {
   name: 'bundled-schema-files',
   setup(b) {
@@ -32,10 +36,11 @@ void build({
   stdin: { contents: "require('./src/cli/index').main(process.argv);", resolveDir: repo, sourcefile: 'berth-cli.js', loader: 'js' },
   bundle: true,
   platform: 'node',
-  target: 'node20',
+  target: 'node22',
   format: 'cjs',
   outfile: out,
-  banner: { js: '#!/usr/bin/env node' },
+  // The version check runs before any of the bundle's modules; the bundle's own modules need 22.22.
+  banner: { js: `#!/usr/bin/env node\n(${nodeCheck})();` },
   define: { BERTH_BUNDLED_VERSION: JSON.stringify(pkg.version) },
   external: ['cpu-features', 'fsevents', '*.node'],
   plugins: [bundledSchemaFiles],

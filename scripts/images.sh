@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build berth's local images without a registry, by `docker import` of a root filesystem.
 #   berth/busybox:local        static busybox with the usual applets, /workspace and /results
-#   berth/egress-proxy:local   the egress proxy (docs/EGRESS.md): the host's node binary, its
+#   berth/egress-proxy:local   the egress proxy (docs/EGRESS.md): the node binary on PATH (.node/bin/node under make), its
 #                              shared libraries and the bundled proxy (scripts/build-proxy.sh)
 #   berth/berth:local          berth itself, the same way, from its single-file build (docs/INSTALL.md)
 # Idempotent: an image that already exists with the same content label is kept.
@@ -49,7 +49,7 @@ proxy_bundle() {
   printf '%s\n' "$bundle"
 }
 
-# An image of one bundled Node program: the host's node binary, its shared libraries and the
+# An image of one bundled Node program: the node binary on PATH (.node/bin/node under make), its shared libraries and the
 # bundle as /app/<app>. Args: tag, content-label prefix, bundle, app file name, then `-c` changes.
 # Rebuilt only when its content label (recipe, bundle, node, libraries) changes.
 build_node_image() {
