@@ -1,6 +1,6 @@
 /**
- * The specs folder as a source of keys: watched by name (util/watch-tree.ts: one `fs.watch` per
- * folder, no listing of the folder on a change); a change waits until the folder has been quiet
+ * The specs folder as a source of keys: watched by name (chokidar, through specs-watch.ts: no
+ * listing of the folder on a change); a change waits until the folder has been quiet
  * for the debounce, and a file written in place until it has had no write for `settleMs`
  * (editors' atomic renames, swap files, half-written files settle first). Then the folder is
  * loaded again and the attempt names whose spec changed (added, removed, new hash, turned
@@ -21,7 +21,7 @@ import type { Revision } from '../git/source';
 import type { SpecError } from '../spec/types';
 import type { Logger } from '../util/log';
 import { isIgnoredName, isSpecFileName } from '../spec/walk';
-import { watchTree, type TreeWatch } from '../util/watch-tree';
+import { SpecsWatch } from './specs-watch';
 
 function fingerprint(load: LoadReport, among?: ReadonlySet<string>): Map<string, string> {
   const out = new Map<string, string>();
@@ -46,7 +46,7 @@ export function changedNames(before: LoadReport | undefined, after: LoadReport, 
 }
 
 export class SpecSource {
-  private watcher: TreeWatch | undefined;
+  private watcher: SpecsWatch | undefined;
   private timer: NodeJS.Timeout | undefined;
   /** What the watcher reported and has not settled yet: files, or the whole folder. */
   private pending = new Set<string>();
@@ -73,7 +73,7 @@ export class SpecSource {
       /** A file written in place counts as written once it has had no write this long (default 60 ms). */
       settleMs?: number;
       log: Logger;
-      /** The watcher's burst limit (util/watch-tree.ts; tests). */
+      /** The watcher's burst limit (specs-watch.ts; tests). */
       burstLimit?: number;
       /** Called after every load that succeeded (tests, debugging): whether it walked the folder. */
       onLoaded?: (load: LoadReport, walked: boolean) => void;
@@ -93,7 +93,7 @@ export class SpecSource {
   }
 
   /** The folder's watcher (undefined until watch()). */
-  get watching(): TreeWatch | undefined {
+  get watching(): SpecsWatch | undefined {
     return this.watcher;
   }
 
@@ -168,7 +168,7 @@ export class SpecSource {
 
   watch(): void {
     const root = path.resolve(this.opts.specsDir);
-    this.watcher = watchTree(root, {
+    this.watcher = new SpecsWatch(root, {
       ignored: isIgnoredName,
       ...(this.opts.burstLimit !== undefined ? { burstLimit: this.opts.burstLimit } : {}),
       onPath: (file, kind) => {
@@ -176,7 +176,8 @@ export class SpecSource {
         if (!isSpecFileName(path.basename(file))) return;
         this.opts.log.debug(`specs folder: ${kind} ${path.relative(root, file)}`);
         this.pending.add(file);
-        this.later(kind === 'change' ? (this.opts.settleMs ?? 60) : 0);
+        // A file made may still be being written: it settles as a write does; a removal does not.
+        this.later(kind === 'unlink' ? 0 : (this.opts.settleMs ?? 60));
       },
       onWhole: (why) => {
         this.opts.log.debug(`specs folder: ${why}; walking it again`);
@@ -219,14 +220,15 @@ export class SpecSource {
     else this.whole = true;
   }
 
-  /** Resolves once the watcher is armed (it is, once watch() returns: no initial scan of the files). */
+  /** Resolves once the watcher is armed: every change after it is seen. */
   ready(): Promise<void> {
-    return Promise.resolve();
+    return this.watcher?.whenReady() ?? Promise.resolve();
   }
 
   async close(): Promise<void> {
     clearTimeout(this.timer);
-    this.watcher?.close();
+    const w = this.watcher;
     this.watcher = undefined;
+    await w?.close();
   }
 }

@@ -1,6 +1,5 @@
 /**
- * SpecSource watching a real folder (util/watch-tree.ts: one fs.watch per folder, names from the
- * OS): every kind of change ends in a load equal to a fresh full load of the folder as it is
+ * SpecSource watching a real folder (chokidar, through controller/specs-watch.ts): every kind of change ends in a load equal to a fresh full load of the folder as it is
  * then; a change a name can place is an update of the files named (no walk), one it cannot (a
  * folder made, removed, renamed or replaced, the root replaced or gone, a burst) a walk. The
  * folders made are watched from then on; dot-folders and links are not.
@@ -11,7 +10,8 @@ import path from 'node:path';
 import { SpecSource } from '../../../src/controller/spec-source';
 import type { LoadReport } from '../../../src/spec/loader';
 import { silentLogger } from '../../../src/util/log';
-import { watchTree } from '../../../src/util/watch-tree';
+import { SpecsWatch } from '../../../src/controller/specs-watch';
+import { isIgnoredName } from '../../../src/spec/walk';
 import { cleanupTemp, doc, loadSummary, sandbox, tempDir, writeTree, type Sandbox } from '../spec/helpers';
 
 const commandOf = (l: LoadReport | undefined, name: string) => l?.specs.find((s) => s.spec.name === name)?.spec.command;
@@ -125,7 +125,8 @@ describe('SpecSource watching a real folder: each change ends equal to a fresh f
     // A second watcher on the folder: its event for the first part comes in the same read as the source's.
     let firstPartSeen: () => void = () => undefined;
     const seen = new Promise<void>((resolve) => (firstPartSeen = resolve));
-    const probe = watchTree(sb.specs, { onPath: (p) => p === at('half.yaml') && firstPartSeen(), onWhole: () => undefined });
+    const probe = new SpecsWatch(sb.specs, { ignored: isIgnoredName, onPath: (p) => p === at('half.yaml') && firstPartSeen(), onWhole: () => undefined, onError: () => undefined });
+    await probe.whenReady();
     try {
       const fd = openSync(at('half.yaml'), 'w');
       // the first part alone is a valid spec with a shorter command
@@ -138,7 +139,7 @@ describe('SpecSource watching a real folder: each change ends equal to a fresh f
       closeSync(fd);
       expect(await settled()).to.include({ walked: false });
     } finally {
-      probe.close();
+      await probe.close();
     }
     expect(commandOf(src.latest(), 'half')).to.deep.equal(['echo', 'second-part']);
     expect(every.map((l) => commandOf(l, 'half'))).to.deep.equal([['echo', 'second-part']]);
