@@ -366,6 +366,12 @@ export async function run(argv: string[], plainIo: Io = processIo): Promise<numb
 }
 
 export function main(argv: string[]): void {
+  // A reader that went away (`berth get | head`) ends the command quietly, as it ends `ls`, not
+  // with an unhandled EPIPE and a stack trace.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err;
+    process.exit(process.exitCode ?? EXIT.ok);
+  });
   run(argv).then(
     (code) => {
       process.exitCode = code;
