@@ -21,29 +21,42 @@
  * Nothing here waits on the event stream: the resync timer and the work loop only need engine
  * calls, and every engine call has a deadline, so a batch whose engine does not answer fails
  * (and is retried) instead of holding the loop, and with it every later resync, forever.
+ *
+ * A finite run (`reconcile --once --wait`, `finite`) is the same loop over specs read once: the
+ * folder is not watched (a git source is not polled: its caller fetched the revision), there is
+ * no resync timer, the event stream starts a second before the first lists (so no exit falls
+ * between them), and an exit the lists keep lagging is looked at again until they show it. Its
+ * caller ends it (stop()) once every attempt is final, as `watcher.settled` lets it see.
+ *
+ * Actions run in the background, in two lanes. Ending a run (a deadline's stop, an exit's
+ * harvest, a TTL's removal) has a lane of its own, as wide as --max-running: it never waits
+ * behind slow starts, and no attempt's stop (which may wait its whole grace) holds back another's
+ * deadline. Everything else (starts, replacements, attestations, removals) is bounded by
+ * --workers. An attempt whose batch found its action still under way is looked at again when
+ * that action ends (what the action did, a start say, is news the batch could not plan from).
  */
 import { activity } from './activity';
 import { EXIT, LABELS, PHASES, type Phase } from '../constants';
 import { RELIST_EVENT, type Engine } from '../engine/types';
 import { describeEngineError, isEngineDown } from '../engine/errors';
 import { instrumentEngine } from '../engine/wrap';
-import { Executor, type ActionResult } from '../execute/executor';
+import type { ActionResult } from '../execute/executor';
 import { mergeSnapshot, observe, observeAttempts } from '../observe/snapshot';
 import type { Snapshot } from '../observe/types';
 import { RUNNING_STATES } from '../plan/planner';
-import type { AttemptAction } from '../plan/types';
+import type { AttemptAction, Plan } from '../plan/types';
 import type { LoadReport } from '../spec/loader';
 import type { StatusStore } from '../status/store';
 import type { AttemptStatus } from '../status/types';
 import type { Clock } from '../util/clock';
 import { systemClock } from '../util/clock';
 import type { Logger } from '../util/log';
-import { Semaphore } from '../util/pool';
+import { nextTurn, Semaphore } from '../util/pool';
 import { EngineHealth } from './engine-health';
 import { EngineSource } from './engine-source';
 import { ExitWatch } from './exit-watch';
 import type { ControllerMetrics } from './metrics';
-import { knownContainerIds, planInput, planWithRunFloors, type PassConfig } from './pass';
+import { executorFor, knownContainerIds, planInput, planWithRunFloors, type PassConfig } from './pass';
 import { WorkQueue } from './queue';
 import { SpecSource } from './spec-source';
 import { GitPoller } from '../git/poller';
@@ -53,6 +66,8 @@ import type { RevisionOutcomes } from '../git/outcome';
 /** The key that means "everything": startup, resync, a reconnected event stream. */
 export const ALL = '*';
 const ADMITTING = new Set(['provision', 'replace', 'retry']);
+/** Actions that end a run: the ending lane (see the header). */
+const ENDING = new Set(['stop', 'finish', 'expire']);
 /** Looks again for an exit the lists do not show yet: after 50 ms, doubling to 2 s, this many times (~8 s). */
 const EXIT_LOOKS = 9;
 
@@ -74,6 +89,19 @@ export interface ControllerOptions {
   git?: GitSource;
   /** Specs from git: each revision's outcome, once all its attempts finished. */
   outcomes?: RevisionOutcomes;
+  /** A finite run (`reconcile --once --wait`; see the header). */
+  finite?: boolean;
+  watcher?: ControllerWatcher;
+}
+
+/** What a caller hears of the loop (a finite run's progress and end). */
+export interface ControllerWatcher {
+  /** A batch's plan, once its actions are dispatched, with the load it was made from. */
+  planned?(load: LoadReport, plan: Plan): void;
+  /** After every batch and every action's end: a moment the controller may have become idle. */
+  settled?(): void;
+  /** A batch failed because the engine did not answer. */
+  engineDown?(err: unknown): void;
 }
 
 export class Controller {
@@ -88,10 +116,18 @@ export class Controller {
   private readonly events: EngineSource;
   private readonly clock: Clock;
   private readonly slots: Semaphore;
+  /** The ending lane (see the header). */
+  private readonly ending: Semaphore;
   private readonly inflight = new Map<string, Promise<void>>();
   /** Aborted on stop: actions still waiting for a worker are dropped, not begun. */
   private readonly halt = new AbortController();
   private readonly waitingForSlot = new Set<string>();
+  /** Attempts whose last plan was to wait (for a slot, a set's room, a retry's back-off). */
+  private readonly waiting = new Set<string>();
+  /** Attempts whose last action failed (tried again after a back-off). */
+  private readonly failing = new Set<string>();
+  /** Attempts a batch found busy: looked at again when their action ends. */
+  private readonly lookAfterWork = new Set<string>();
   private reserved = 0;
   /** Of `reserved`: admissions per AttemptSet (its maxParallel counts them too). */
   private reservedBySet = new Map<string, number>();
@@ -133,6 +169,7 @@ export class Controller {
     this.engine = instrumentEngine(o.engine, this.health.listener);
     this.queue = new WorkQueue({ clock: this.clock, ...(o.metrics ? { metrics: o.metrics.queueMetrics() } : {}) });
     this.slots = new Semaphore(Math.max(1, o.workers));
+    this.ending = new Semaphore(Math.max(1, o.workers, o.cfg.maxRunning));
     this.specs = new SpecSource(
       { specsDir: o.cfg.specsDir, resultsRoot: o.cfg.resultsRoot, stateDir: o.cfg.stateDir, debounceMs: o.debounceMs ?? 30, log: o.log, ...(o.git ? { git: { current: () => o.git?.current(), url: o.git.cfg.url.display } } : {}) },
       (names, load) => {
@@ -180,6 +217,13 @@ export class Controller {
   }
 
   async start(): Promise<void> {
+    if (this.o.finite) {
+      // from a second before the first lists: an exit between them and the stream's start is replayed
+      this.events.start(Math.floor(Date.now() / 1000) - 1);
+      this.queue.add(ALL);
+      this.loopDone = this.loop();
+      return;
+    }
     if (this.o.git) await this.o.git.prepare();
     if (this.poller) this.poller.start();
     else {
@@ -190,6 +234,21 @@ export class Controller {
     this.queue.add(ALL);
     this.scheduleResync();
     this.loopDone = this.loop();
+  }
+
+  /** Nothing queued, no batch under way, no action in flight. */
+  idle(): boolean {
+    return this.queue.len() === 0 && this.queue.processingLen() === 0 && this.inflight.size === 0;
+  }
+
+  /** Whether the attempt's last plan was to wait, or its last action failed and will be tried again. */
+  pending(attempt: string): boolean {
+    return this.waiting.has(attempt) || this.failing.has(attempt);
+  }
+
+  /** The specs as last loaded (undefined before the first batch). */
+  latestLoad(): LoadReport | undefined {
+    return this.specs.latest();
   }
 
   /** Every resyncMs, whatever the event stream and the engine do. */
@@ -216,6 +275,7 @@ export class Controller {
       this.batchSince = this.clock.now();
       await this.reconcile(batch);
       this.batchSince = undefined;
+      this.o.watcher?.settled?.();
     }
   }
 
@@ -243,9 +303,12 @@ export class Controller {
       // end before it plans: what they started may not be in the lists.
       const reserved = this.reserved;
       const reservedBySet = new Map(this.reservedBySet);
-      const statusesP = this.o.store.loadAll();
+      // The lists go out first; the records and specs load (synchronous reads, the first time)
+      // a turn of the event loop later, while the engine answers (as a pass's do, pass.ts).
+      const listsOut = nextTurn();
+      const statusesP = listsOut.then(() => this.o.store.loadAll());
       const snapshotP = this.observe(all, keys, statusesP.then(knownContainerIds));
-      const [l, statuses, snapshot] = await Promise.all([this.specs.specs(), statusesP, snapshotP]);
+      const [l, statuses, snapshot] = await Promise.all([listsOut.then(() => this.specs.specs()), statusesP, snapshotP]);
       load = l;
       const busy = new Set(this.inflight.keys());
       const p = planWithRunFloors(planInput(this.o.cfg, load, snapshot, statuses, this.clock.now(), { ...(all ? {} : { only: keys }), reservedSlots: reserved, reservedBySet }));
@@ -264,14 +327,20 @@ export class Controller {
       const byName = new Map(p.actions.map((a) => [a.attempt, a]));
       const handled = new Set<string>();
       for (const a of p.actions) {
-        if (busy.has(a.attempt)) continue; // in flight from an earlier batch: its key comes back after
+        if (busy.has(a.attempt)) {
+          this.lookAfterWork.add(a.attempt); // in flight from an earlier batch: looked at again when it ends
+          continue;
+        }
         if (a.kind === 'wait' && a.ops.every((o) => o.type === 'record')) this.waitingForSlot.add(a.attempt);
         else this.waitingForSlot.delete(a.attempt);
+        if (a.kind === 'wait') this.waiting.add(a.attempt);
+        else this.waiting.delete(a.attempt);
         handled.add(a.attempt);
         this.dispatch(a, keys.has(a.attempt), log, load.revision);
       }
+      this.o.watcher?.planned?.(load, p);
       for (const k of keys) this.lookAgainIfLagging(k, snapshot, log);
-      for (const k of keys) if (!handled.has(k)) this.finish(k, true, byName.has(k) ? { type: 'in-flight' } : { type: 'done' });
+      for (const k of keys) if (!handled.has(k)) this.endWork(k, true, byName.has(k) ? { type: 'in-flight' } : { type: 'done' });
       this.o.metrics?.reconciled('success', (this.clock.now() - started) / 1000);
     } catch (err) {
       this.snapshot = undefined;
@@ -279,9 +348,12 @@ export class Controller {
       if (this.abandoned) log.debug(`reconcile stopped: ${msg}`);
       else log.error(`reconcile failed: ${msg}`);
       this.o.metrics?.reconciled('error', (this.clock.now() - started) / 1000);
-      for (const k of keys) this.finish(k, true, { type: 'error' });
+      for (const k of keys) this.endWork(k, true, { type: 'error' });
       if (all) this.queue.addRateLimited(ALL);
-      if (isEngineDown(err)) this.synced = false;
+      if (isEngineDown(err)) {
+        this.synced = false;
+        this.o.watcher?.engineDown?.(err);
+      }
       return;
     } finally {
       if (all) this.queue.done(ALL);
@@ -299,12 +371,13 @@ export class Controller {
       this.exits.delete(key);
       return;
     }
-    if (e.looks >= EXIT_LOOKS) {
+    // A finite run has no resync to look again: it looks until the lists show the exit.
+    if (e.looks >= EXIT_LOOKS && !this.o.finite) {
       this.exits.delete(key);
       log.warn(`${key}: the engine reported container ${e.id.slice(0, 12)} ${e.gone ? 'removed' : 'exited'}, but its lists still do not show it; the next resync looks again`);
       return;
     }
-    this.clock.setTimeout(() => this.queue.add(key), Math.min(2000, 50 * 2 ** e.looks++));
+    this.clock.setTimeout(() => this.queue.add(key), Math.min(2000, 50 * 2 ** Math.min(e.looks++, EXIT_LOOKS)));
   }
 
   /**
@@ -344,7 +417,8 @@ export class Controller {
    */
   private dispatch(a: AttemptAction, queued: boolean, log: Logger, revision?: string): void {
     if (a.ops.length === 0) {
-      this.finish(a.attempt, queued, outcome(a, undefined));
+      this.failing.delete(a.attempt);
+      this.endWork(a.attempt, queued, outcome(a, undefined));
       return;
     }
     const release = revision !== undefined ? this.o.git?.hold(revision) : undefined;
@@ -352,21 +426,11 @@ export class Controller {
     if (admits) this.reserved++;
     const set = admits ? a.set : undefined;
     if (set !== undefined) this.reservedBySet.set(set, (this.reservedBySet.get(set) ?? 0) + 1);
-    const executor = new Executor({
-      engine: this.engine,
-      store: this.o.store,
-      instance: this.o.cfg.instance,
-      concurrency: 1,
-      log,
-      env: this.o.cfg.env,
-      resultsRoot: this.o.cfg.resultsRoot,
-      now: () => this.clock.now(),
-      ...(this.o.cfg.harvest ? { harvest: this.o.cfg.harvest } : {}),
-      // Stopping interrupts a harvest's hashing; the next controller harvests the run again.
-      signal: this.halt.signal,
-    });
+    // Stopping interrupts a harvest's hashing; the next controller harvests the run again.
+    const executor = executorFor({ ...this.o.cfg, log, now: () => this.clock.now() }, this.engine, this.o.store, { concurrency: 1, signal: this.halt.signal });
     let began = false;
-    const work = this.slots
+    const lane = ENDING.has(a.kind) ? this.ending : this.slots;
+    const work = lane
       .run(() => {
         began = true;
         return executor.runAction(a);
@@ -391,6 +455,8 @@ export class Controller {
         const did = activity(a, res.ran, await this.o.store.get(a.attempt));
         if (did) log.info(did);
         await this.settleAfterWork(a, res, queued);
+        // (a failed action's back-off brings it back, no sooner)
+        if (this.lookAfterWork.delete(a.attempt) && res.ok) this.queue.add(a.attempt);
         // An attempt may have finished the last run of its revision.
         if (this.o.outcomes) {
           const outcomes = this.o.outcomes;
@@ -401,12 +467,15 @@ export class Controller {
         }
         // A run ended or a slot may have freed: let the waiting ones try.
         for (const w of this.waitingForSlot) this.queue.add(w);
-      });
+      })
+      .finally(() => this.o.watcher?.settled?.());
     this.inflight.set(a.attempt, work);
     if (release) void work.then(release, release);
   }
 
   private async settleAfterWork(a: AttemptAction, res: ActionResult, queued: boolean): Promise<void> {
+    if (res.ok) this.failing.delete(a.attempt);
+    else this.failing.add(a.attempt);
     if (!res.ok) {
       const failures = this.queue.numRequeues(a.attempt) + 1;
       const nextMs = this.queue.backoffFor(a.attempt);
@@ -423,7 +492,7 @@ export class Controller {
         await this.o.store.put(rest).catch(() => undefined);
       }
     }
-    this.finish(a.attempt, queued, outcome(a, res));
+    this.endWork(a.attempt, queued, outcome(a, res));
   }
 
   /**
@@ -431,7 +500,7 @@ export class Controller {
    * the key was taken from the queue by this batch, so it is the queue's to forget and mark done;
    * an attempt worked on because a full resync planned it only gets its next look scheduled.
    */
-  private finish(key: string, queued: boolean, r: KeyOutcome): void {
+  private endWork(key: string, queued: boolean, r: KeyOutcome): void {
     switch (r.type) {
       case 'error': // back off, growing per failure; a success forgets it
         this.queue.addRateLimited(key);
@@ -461,14 +530,16 @@ export class Controller {
     this.events.close();
     this.seen.close();
     await this.poller?.stop();
-    this.o.outcomes?.close();
     await this.specs.close();
     this.queue.shutDown();
     const settled = (async () => {
       await this.loopDone;
       await Promise.allSettled([...this.inflight.values()]);
     })();
-    const hung = await Promise.race([settled.then(() => false), this.health.whenDown().then(() => true)]);
+    // A finite run does not own its engine (`reconcile --once --wait` in-process): its calls in
+    // flight end by their own deadlines (--engine-timeout) rather than by giving the engine up.
+    const down = this.o.finite ? new Promise<never>(() => undefined) : this.health.whenDown();
+    const hung = await Promise.race([settled.then(() => false), down.then(() => true)]);
     if (hung) {
       this.abandoned = true;
       this.o.log.warn('the engine does not answer: giving up the engine calls in flight; the next controller takes the attempts up');
@@ -479,7 +550,7 @@ export class Controller {
   }
 }
 
-/** How work on a key ended, for the retry switch (Controller.finish). */
+/** How work on a key ended, for the retry switch (Controller.endWork). */
 type KeyOutcome = { type: 'done' } | { type: 'requeue-after'; ms: number } | { type: 'error' } | { type: 'in-flight' };
 
 function outcome(a: AttemptAction, res: ActionResult | undefined): KeyOutcome {

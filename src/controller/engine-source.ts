@@ -30,7 +30,9 @@ export class EngineSource {
     private readonly h: EngineSourceHandlers,
   ) {}
 
-  start(): void {
+  /** `sinceSeconds`: replay from then (the engine's clock, whole seconds); default: from now on. */
+  start(sinceSeconds?: number): void {
+    this.lastEventSeconds ??= sinceSeconds;
     void this.loop();
   }
 

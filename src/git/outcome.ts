@@ -54,6 +54,8 @@ export class RevisionOutcomes {
   private readonly written = new Set<string>();
   /** Deliveries under way (each ends delivered or given up); drain() waits for them. */
   private readonly sending = new Set<Promise<void>>();
+  /** Checks under way (each may write an outcome and start its delivery). */
+  private readonly checking = new Set<Promise<void>>();
   /** Back-off waits under way: close() ends them. */
   private readonly waits = new Map<NodeJS.Timeout, () => void>();
   private closed = false;
@@ -67,7 +69,14 @@ export class RevisionOutcomes {
   }
 
   /** Writes (and starts sending, without waiting for it) the outcome of every revision that has just finished. */
-  async check(statuses: Iterable<AttemptStatus>): Promise<void> {
+  check(statuses: Iterable<AttemptStatus>): Promise<void> {
+    // drain() waits for checks under way too: one may have claimed a revision another check skips
+    const p = this.checkNow(statuses).finally(() => this.checking.delete(p));
+    this.checking.add(p);
+    return p;
+  }
+
+  private async checkNow(statuses: Iterable<AttemptStatus>): Promise<void> {
     for (const r of finishedRevisions(statuses, this.o.url)) {
       if (this.written.has(r.revision)) continue;
       const file = path.join(this.dir, `${r.revision}.json`);
@@ -86,7 +95,7 @@ export class RevisionOutcomes {
 
   /** Waits until every delivery started has ended, delivered or given up (`reconcile --once`, before it exits). */
   async drain(): Promise<void> {
-    while (this.sending.size > 0) await Promise.all([...this.sending]);
+    while (this.sending.size + this.checking.size > 0) await Promise.allSettled([...this.checking, ...this.sending]);
   }
 
   /** POSTs `body`, up to NOTIFY_TRIES times with back-off; never rejects. */

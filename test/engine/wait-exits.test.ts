@@ -1,8 +1,8 @@
 /**
- * `reconcile --once --wait` records an exit, and gives the slot it frees, while the pass that
- * started it is still busy with its other actions (side passes, src/cli/commands/reconcile.ts
- * exitsAlongside; issue 18: an exit waited for the pass's last start before the next pass
- * looked, and so did the attempt waiting for its slot).
+ * `reconcile --once --wait` records an exit, and gives the slot it frees, while another start is
+ * still under way (a finite run of the controller: an exit's harvest runs in the ending lane,
+ * the freed slot's start in a free worker; issue 18: an exit waited for the pass's last start
+ * before the next pass looked, and so did the attempt waiting for its slot).
  */
 import { expect } from 'chai';
 import { promises as fs } from 'node:fs';
@@ -35,10 +35,12 @@ describe('reconcile --once --wait: exits during a pass (real engine)', function 
     await sb.write('ab.yaml', sb.attempt('ab', 'true'));
     const first = await sb.cli('reconcile', '--once', '--max-running', '1');
     expect([first.code, (await sb.status('c'))?.phase], first.stderr).to.deep.equal([0, 'Pending']);
-    // Two slots, one action at a time: a starts and exits at once; b's start is held (below)
-    // until a is recorded finished and c has begun in the slot a freed, or for HOLD_MS: only a
-    // side pass, while the pass that provisions b is still under way, can do either. (Holding b
-    // makes the race a fixed one; a slow copy into b was the engine's load against berth's.)
+    // Two slots, two workers: a starts and exits at once; b's start is held (below) until a is
+    // recorded finished and c has begun in the slot a freed, or for HOLD_MS: only work beside
+    // b's held start can do either. (Holding b makes the race a fixed one; a slow copy into b
+    // was the engine's load against berth's.) With one worker, c's start would rightly wait for
+    // b's: --concurrency 1 means one attempt worked on at a time (a's harvest still runs, in the
+    // ending lane).
     const HOLD_MS = 30_000;
     await sb.write('a.yaml', sb.attempt('a', 'echo quick > /results/out.txt'));
     await sb.write('b.yaml', sb.attempt('b', 'true'));
@@ -72,10 +74,10 @@ describe('reconcile --once --wait: exits during a pass (real engine)', function 
     });
     const io = bufferIo();
     const ctx = makeContext({ specs: sb.specsDir, state: sb.stateDir, resultsRoot: sb.resultsRoot, instance: sb.instance }, io, { engine: { ...sb.engine, containers }, log: silentLogger() });
-    const code = await runReconcile(ctx, { once: true, wait: true, timeout: 150, maxRunning: 2, concurrency: 1 });
+    const code = await runReconcile(ctx, { once: true, wait: true, timeout: 150, maxRunning: 2, concurrency: 2 });
     expect(code, io.stderr).to.equal(0);
     expect(bIds.size, "b's container was made through the wrapper").to.equal(1);
-    expect(held, 'b was held until a side pass had done its work, not for the whole hold').to.be.below(HOLD_MS);
+    expect(held, 'b was held until the work beside it was done, not for the whole hold').to.be.below(HOLD_MS);
     const [a, b, c] = [await sb.status('a'), await sb.status('b'), await sb.status('c')];
     expect([a?.phase, b?.phase, c?.phase]).to.deep.equal(['Succeeded', 'Succeeded', 'Succeeded']);
     const bStarted = Date.parse(b?.startedAt ?? '');
@@ -89,7 +91,7 @@ describe('reconcile --once --wait: exits during a pass (real engine)', function 
   });
 
   it('records an exit the lists show only 8 s after its die, from the inspect asked on the die', async function () {
-    // With the lists alone (a pass every 2 s at most, a second look 50 ms after the die, doubling)
+    // With the lists alone (a second look 50 ms after the die, doubling)
     // the finished record would come after the lag; the inspect answers once the engine set the state.
     const lagMs = 8_000;
     const lagging = listsLagging(sb.engine, lagMs);

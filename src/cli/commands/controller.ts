@@ -177,6 +177,7 @@ async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortS
     await controller.stop();
   } finally {
     clearInterval(guard);
+    s.outcomes?.close();
     await hook?.close();
     await http?.close();
     await lock?.release();

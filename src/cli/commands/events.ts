@@ -4,7 +4,7 @@
  * as the records change (file events), until SIGINT or SIGTERM.
  */
 import { EXIT } from '../../constants';
-import { Waker } from '../../controller/waker';
+import { Waker } from '../../util/waker';
 import { StatusStore } from '../../status/store';
 import { watchFolder } from '../../util/watch-folder';
 import type { Context } from '../context';

@@ -6,7 +6,7 @@
  */
 import { stringify } from 'yaml';
 import { EXIT } from '../../constants';
-import { Waker } from '../../controller/waker';
+import { Waker } from '../../util/waker';
 import { StatusStore } from '../../status/store';
 import { watchFolder } from '../../util/watch-folder';
 import type { Context } from '../context';

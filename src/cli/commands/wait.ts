@@ -7,7 +7,7 @@
  * 1 `--timeout` passed first, or an attempt is Blocked; 2 an Invalid attempt or a usage error.
  */
 import { EXIT } from '../../constants';
-import { Waker } from '../../controller/waker';
+import { Waker } from '../../util/waker';
 import { loadSpecs } from '../../spec/loader';
 import { StatusStore } from '../../status/store';
 import { watchFolder } from '../../util/watch-folder';

@@ -1,0 +1,40 @@
+/**
+ * `reconcile --once --wait` keeps every deadline, whatever the other attempts' stops do: an
+ * attempt that ignores SIGTERM holds its stop for the whole grace (10 s), and another attempt's
+ * deadline, passing meanwhile, is still kept on time (its stop has a lane of its own,
+ * src/controller/controller.ts). Before the one loop, the pass that stopped the first waited
+ * out its grace before the next pass looked at the second's deadline: it ran 13 s, not 4.
+ */
+import { expect } from 'chai';
+import { requireEngine } from '../support/engine';
+import { Sandbox } from '../support/sandbox';
+
+const ranMs = (s: { startedAt?: string; finishedAt?: string } | undefined): number => Date.parse(s?.finishedAt ?? '') - Date.parse(s?.startedAt ?? '');
+
+describe('reconcile --once --wait: deadlines (real engine)', function () {
+  this.timeout(120_000);
+  before(requireEngine);
+
+  let sb: Sandbox;
+  beforeEach(async function () {
+    sb = await Sandbox.create('wait-deadlines');
+  });
+  afterEach(async function () {
+    await sb.destroy();
+  });
+
+  it('a stop that takes its whole grace never delays another attempt’s deadline', async function () {
+    // busybox sh: a trapped TERM is ignored, so only the KILL after the grace ends it.
+    await sb.write('stubborn.yaml', sb.attempt('stubborn', "trap '' TERM; while true; do sleep 1; done", '  deadlineSeconds: 1\n'));
+    await sb.write('prompt.yaml', sb.attempt('prompt', 'sleep 600', '  deadlineSeconds: 4\n'));
+    const r = await sb.cli('reconcile', '--once', '--wait', '--timeout', '90');
+    expect(r.code, r.stderr).to.equal(3);
+    const [stubborn, prompt] = [await sb.status('stubborn'), await sb.status('prompt')];
+    expect([stubborn?.phase, prompt?.phase]).to.deep.equal(['TimedOut', 'TimedOut']);
+    // The stubborn one was given its grace: TERM at 1 s, KILL 10 s later.
+    expect(ranMs(stubborn), 'stubborn ran (ms)').to.be.at.least(10_000);
+    // The prompt one was stopped at its deadline, while the stubborn one's stop still waited.
+    expect(ranMs(prompt), 'prompt ran (ms)').to.be.within(4_000, 7_000);
+    expect(Date.parse(prompt?.finishedAt ?? ''), 'prompt finished before stubborn').to.be.below(Date.parse(stubborn?.finishedAt ?? ''));
+  });
+});
