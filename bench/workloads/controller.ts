@@ -37,9 +37,12 @@ export interface ControllerAt1000 {
   drops: DropSamples;
 }
 
-function startController(sb: BerthSandbox, nodeArgs: string[] = [], maxRunning = 50, bin = BERTH_BIN): Daemon {
+/** `bin`: another build's bin/berth.js, or `NODE@BIN` to run it with another Node (the build before a Node upgrade, on its own Node). */
+function startController(sb: BerthSandbox, nodeArgs: string[] = [], maxRunning = 50, build = BERTH_BIN): Daemon {
+  const at = build.indexOf('@');
+  const [node, bin] = at > 0 ? [build.slice(0, at), build.slice(at + 1)] : [process.execPath, build];
   return new Daemon(
-    process.execPath,
+    node,
     [...nodeArgs, bin, 'reconcile', '--max-running', String(maxRunning), '--concurrency', '8', ...sb.globalArgs()],
     { cwd: REPO },
   );

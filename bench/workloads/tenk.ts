@@ -43,7 +43,8 @@ export interface TenkSamples {
   passMs: number;
   controller: ControllerAt1000;
   /**
-   * `BENCH_TENK_AB=<label>=<bin/berth.js of another build>,...`: the controller of each build
+   * `BENCH_TENK_AB=<label>=[<node>@]<bin/berth.js of another build>,...`: the controller of each build
+   * (on this Node, or on `<node>`: the build before a Node upgrade, on its own)
    * and of this one (label `this`) in turn, over the same folder, `BENCH_TENK_AB_ROUNDS` rounds;
    * each timed run right after an untimed start of the same build (its spec cache on disk).
    */
