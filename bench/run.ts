@@ -19,6 +19,8 @@
  *   BENCH_FLEET_ATTEMPTS attempts of the fleet-throughput workload (default 300)
  *   BENCH_FLEET_TRACE  1: log each fleet round's container timeline (engine event times)
  *   BENCH_TENK_SPECS   specs of the ten-thousand workload, 50 of them running (default 10,000)
+ *   BENCH_AB           label=[node@]path/to/bin/berth.js: another build in the fleet and completion
+ *                      workloads (an A/B in one run; on this Node, or on the node named)
  *   BENCH_ONLY         comma list of cold,drop,noop,resources,report,harvest,sets,completion,git,swarm,fleet,tenk: a partial run, written to
  *                      bench/results/partial.*.tmp instead of latest.*
  *   BENCH_PROFILE=1    also take CPU profiles (untimed extra runs under `node --cpu-prof`: berth's
@@ -546,6 +548,18 @@ function completionRows(c: CompletionSamples, rows: Row[]): void {
       refValue: '—',
       target: `p95 ≤ ${fmtMs(TARGETS.completionP95Ms)}`,
       verdict: verdictOf(s.p95 <= TARGETS.completionP95Ms),
+    });
+    const o = c.other;
+    if (!o) continue;
+    const t = summarize(id === 'completion-wait' ? o.wait : o.controller);
+    rows.push({
+      id: `${id}-build-${o.label}`,
+      workload: `Completion detection in ${how}, build ${o.label} (BENCH_AB; run between this build's two)`,
+      berth: `p50 ${fmtMs(t.median)}, p95 ${fmtMs(t.p95)} (max ${fmtMs(t.max)})`,
+      reference: '—',
+      refValue: '—',
+      target: '—',
+      verdict: 'info',
     });
   }
 }

@@ -76,9 +76,27 @@ export function run(cmd: string, args: string[], opts: RunOptions = {}): Promise
   });
 }
 
-/** `node bin/berth.js ...` with this Node (`nodeArgs` before the script, e.g. --cpu-prof). */
-export function berth(args: string[], opts: RunOptions & { nodeArgs?: string[] } = {}): Promise<RunResult> {
-  return run(process.execPath, [...(opts.nodeArgs ?? []), BERTH_BIN, ...args], { cwd: REPO, ...opts });
+/** `node bin/berth.js ...` with this Node (`nodeArgs` before the script, e.g. --cpu-prof); `build`: another build's (buildOf). */
+export function berth(args: string[], opts: RunOptions & { nodeArgs?: string[]; build?: Build } = {}): Promise<RunResult> {
+  const b = opts.build ?? { node: process.execPath, bin: BERTH_BIN };
+  return run(b.node, [...(opts.nodeArgs ?? []), b.bin, ...args], { cwd: REPO, ...opts });
+}
+
+/** A build of berth to run: its bin/berth.js, and the Node it runs on. */
+export interface Build {
+  label: string;
+  node: string;
+  bin: string;
+}
+
+/** `label=[node@]bin` (BENCH_AB): another build, on this Node or the one named (the build before a Node upgrade, on its own). */
+export function buildOf(spec: string | undefined): Build | undefined {
+  if (!spec) return undefined;
+  const eq = spec.indexOf('=');
+  if (eq <= 0) throw new Error(`BENCH_AB: ${spec}: expected label=[node@]path/to/bin/berth.js`);
+  const rest = spec.slice(eq + 1);
+  const at = rest.indexOf('@');
+  return { label: spec.slice(0, eq), node: at > 0 ? rest.slice(0, at) : process.execPath, bin: at > 0 ? rest.slice(at + 1) : rest };
 }
 
 /** Node flags that write a CPU profile named `name` into `dir` when the process exits. */

@@ -10,7 +10,7 @@ import { LABELS } from '../../src/constants';
 import { StatusStore } from '../../src/status/store';
 import type { EngineEvent, RawEngine } from '../lib/engine';
 import { names, type BenchRun, type BerthSandbox } from '../lib/fixture';
-import { berth, BERTH_BIN, Daemon, REPO, sleep } from '../lib/proc';
+import { berth, BERTH_BIN, buildOf, Daemon, REPO, sleep, type Build } from '../lib/proc';
 
 const FINISHED = new Set(['Succeeded', 'Failed', 'TimedOut']);
 
@@ -18,6 +18,8 @@ export interface CompletionSamples {
   /** die event → finished record written, ms, one per attempt. */
   controller: number[];
   wait: number[];
+  /** BENCH_AB: the same for another build. */
+  other?: { label: string; controller: number[]; wait: number[] };
 }
 
 async function collect(engine: RawEngine, sb: BerthSandbox, run: () => Promise<void>, n: number): Promise<number[]> {
@@ -53,18 +55,29 @@ async function allFinished(sb: BerthSandbox, n: number, timeoutMs: number): Prom
 }
 
 export async function completion(engine: RawEngine, run: BenchRun, n: number, log: (m: string) => void): Promise<CompletionSamples> {
+  const other = buildOf(process.env.BENCH_AB);
+  if (!other) return once(engine, run, n, log);
+  // this build, the other, and this one again: a drift of the machine shows as a gap between this build's two
+  const a = await once(engine, run, n, log, undefined, 'a');
+  const o = await once(engine, run, n, log, other, 'o');
+  const b = await once(engine, run, n, log, undefined, 'b');
+  return { controller: [...a.controller, ...b.controller], wait: [...a.wait, ...b.wait], other: { label: other.label, controller: o.controller, wait: o.wait } };
+}
+
+async function once(engine: RawEngine, run: BenchRun, n: number, log: (m: string) => void, build?: Build, tag = ''): Promise<CompletionSamples> {
   const cmd = ['sh', '-c', 'sleep 0.5'];
-  log(`completion detection: ${n} attempts through reconcile --once --wait`);
-  const w = await run.berthSandbox('w');
+  const of = build ? ` (build ${build.label})` : '';
+  log(`completion detection: ${n} attempts through reconcile --once --wait${of}`);
+  const w = await run.berthSandbox(`w${tag}`);
   await w.writeSpecs(names('w', n), cmd);
   const wait = await collect(engine, w, async () => {
-    await berth(['reconcile', '--once', '--wait', '--timeout', '600', '--max-running', '8', '--concurrency', '8', ...w.globalArgs('warn')], { timeoutMs: 700_000 });
+    await berth(['reconcile', '--once', '--wait', '--timeout', '600', '--max-running', '8', '--concurrency', '8', ...w.globalArgs('warn')], { timeoutMs: 700_000, ...(build ? { build } : {}) });
   }, n);
   await berth(['clean', ...w.globalArgs('warn')]);
 
-  log(`completion detection: ${n} attempts dropped into a running controller`);
-  const c = await run.berthSandbox('k');
-  const d = new Daemon(process.execPath, [BERTH_BIN, 'reconcile', '--max-running', '8', '--concurrency', '8', ...c.globalArgs()], { cwd: REPO });
+  log(`completion detection: ${n} attempts dropped into a running controller${of}`);
+  const c = await run.berthSandbox(`k${tag}`);
+  const d = new Daemon(build?.node ?? process.execPath, [build?.bin ?? BERTH_BIN, 'reconcile', '--max-running', '8', '--concurrency', '8', ...c.globalArgs()], { cwd: REPO });
   let controller: number[];
   try {
     await d.waitFor(/controller started/, 120_000);

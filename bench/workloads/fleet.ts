@@ -22,7 +22,7 @@ import { LABELS } from '../../src/constants';
 import { StatusStore } from '../../src/status/store';
 import type { RawEngine } from '../lib/engine';
 import { IMAGE, logOptFlags, names, peerLabels, rawCreateBody, specText, type BenchRun, type BerthSandbox } from '../lib/fixture';
-import { berth, run as runCmd } from '../lib/proc';
+import { berth, buildOf, run as runCmd, type Build } from '../lib/proc';
 import { spread, verdictOf, type Row } from '../lib/report';
 import { pairedRatio, summarize } from '../lib/stats';
 import { Timeline } from '../lib/timeline';
@@ -34,6 +34,8 @@ export interface FleetSamples {
   dockerRun: number[];
   /** berth's runs: passes of --wait, from its progress lines (information). */
   berthPasses: number[];
+  /** BENCH_AB: another build's runs, alternating with this one's. */
+  other?: { label: string; ms: number[] };
 }
 
 const SCRIPT = 'sleep 0.5; ls /workspace | wc -l > /results/result.txt; echo done';
@@ -48,12 +50,12 @@ function fleetSpec(name: string): string {
   return specText(name, CMD, ['  fixture: ./fixture', '  ttlSecondsAfterFinished: 0']);
 }
 
-async function berthRound(engine: RawEngine, run: BenchRun, round: number, n: number): Promise<{ ms: number; passes: number }> {
-  const sb: BerthSandbox = await run.berthSandbox(`f${round}`);
+async function berthRound(engine: RawEngine, run: BenchRun, round: number, n: number, build?: Build): Promise<{ ms: number; passes: number }> {
+  const sb: BerthSandbox = await run.berthSandbox(`f${build ? 'o' : ''}${round}`);
   await writeFixture(path.join(sb.specsDir, 'fixture'));
   const all = names('f', n);
   await Promise.all(all.map((a) => fs.writeFile(path.join(sb.specsDir, `${a}.yaml`), fleetSpec(a))));
-  const r = await berth(['reconcile', '--once', '--wait', '--timeout', '900', '--max-running', '8', '--concurrency', '8', ...sb.globalArgs('warn')], { timeoutMs: 1_000_000 });
+  const r = await berth(['reconcile', '--once', '--wait', '--timeout', '900', '--max-running', '8', '--concurrency', '8', ...sb.globalArgs('warn')], { timeoutMs: 1_000_000, ...(build ? { build } : {}) });
   const recs = await new StatusStore(sb.stateDir, sb.instance).loadAll();
   const ok = [...recs.values()].filter((s) => s.phase === 'Succeeded');
   if (ok.length !== n) throw new Error(`fleet: berth: ${ok.length} of ${n} attempts Succeeded`);
@@ -145,6 +147,11 @@ export async function fleetRounds(engine: RawEngine, run: BenchRun, n: number, r
     ['raw', async (i) => void out.raw.push(await rawRound(engine, run, i, n, tar))],
     ['docker run', async (i) => void out.dockerRun.push(await dockerRunRound(run, i, n, fixture))],
   ];
+  const other = buildOf(process.env.BENCH_AB);
+  if (other) {
+    const o = (out.other = { label: other.label, ms: [] as number[] });
+    contenders.push([`berth ${other.label}`, async (i) => void o.ms.push((await berthRound(engine, run, i, n, other)).ms)]);
+  }
   for (let i = 0; i < rounds; i++) {
     for (let k = 0; k < contenders.length; k++) {
       const [name, fn] = contenders[(i + k) % contenders.length] as [string, (round: number) => Promise<void>];
@@ -192,4 +199,17 @@ export function fleetRows(f: FleetSamples, rows: Row[]): void {
     verdict: verdictOf(r2.median < 1),
     chart: { label: `fleet ${f.attempts} vs docker run`, target: 1 },
   });
+  if (f.other) {
+    const r3 = pairedRatio(f.berth, f.other.ms);
+    rows.push({
+      id: 'fleet-vs-build',
+      workload: `Fleet throughput: ${n} short attempts, 8 at a time: this build against build ${f.other.label} (BENCH_AB)`,
+      berth: b,
+      reference: `build ${f.other.label}, the same rounds`,
+      refValue: spread(summarize(f.other.ms)),
+      ratio: r3,
+      target: '—',
+      verdict: 'info',
+    });
+  }
 }
