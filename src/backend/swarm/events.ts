@@ -154,6 +154,7 @@ export class SwarmEvents implements EventClient {
     const lostChecks = new Set<NodeJS.Timeout>();
     const refresh = async () => {
       const nodes = await this.swarm.nodes.list();
+      this.pool.note(nodes);
       const want = new Map<string, NodeHandle>();
       for (const n of nodes) {
         const h = n.id === self ? undefined : this.pool.handle(n);

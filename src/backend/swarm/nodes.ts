@@ -78,11 +78,20 @@ export class NodePool {
       });
     }
     const nodes = await this.recent.list;
+    this.note(nodes);
+    return nodes;
+  }
+
+  /**
+   * Notes since when each node listed is not ready (a list of the pool's own, or the event
+   * stream's: the stream looks when the manager says a node changed, and its relist once the grace
+   * has passed must find the node lost, with no list of the pool's in between).
+   */
+  note(nodes: readonly NodeSummary[]): void {
     for (const n of nodes) {
       if (n.state === 'ready') this.downSince.delete(n.id);
       else if (!this.downSince.has(n.id)) this.downSince.set(n.id, this.now());
     }
-    return nodes;
   }
 
   /** Whether a node has been down (as this berth saw it) for longer than `graceMs`. */
