@@ -6,7 +6,7 @@
 import { LABELS } from '../constants';
 import { RELIST_EVENT, type Engine } from '../engine/types';
 import type { Snapshot } from '../observe/types';
-import { RUNNING_STATES } from '../plan/planner';
+import { RUNNING_STATES } from '../constants';
 import { EngineSource } from './engine-source';
 import { ExitWatch } from './exit-watch';
 import type { Logger } from '../util/log';

@@ -3,16 +3,13 @@
  * and harvest lists of a finish, the secret holders removed after one, and the stale resources
  * (renamed, duplicated) a pass clears first.
  */
-import { COMPONENTS, DEFAULTS, LABELS } from '../constants';
+import { COMPONENTS, DEFAULTS, LABELS, RUNNING_STATES } from '../constants';
 import type { DesiredAttempt } from '../desired/types';
 import { namesOf } from '../desired/lazy';
 import type { ContainerSummary, NetworkSummary } from '../engine/types';
 import type { ObservedAttempt } from '../observe/types';
 import type { EngineBoot } from '../status/types';
 import type { Operation, SidecarOperation, SidecarRef } from './types';
-
-/** Engine states in which a container counts as running. */
-export const RUNNING_STATES: ReadonlySet<string> = new Set(['running', 'paused', 'restarting']);
 
 export function cmp(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;

@@ -3,7 +3,7 @@
  * the same plan, in a fixed order (attempts by name; an AttemptSet's children at the set's name, by
  * their coordinates). Every operation records its cause.
  */
-import { COMPONENTS, DEFAULTS, FINISHED_PHASES, LABELS, LEGACY_NAMING, REASONS } from '../constants';
+import { COMPONENTS, DEFAULTS, FINISHED_PHASES, LABELS, LEGACY_NAMING, REASONS, RUNNING_STATES } from '../constants';
 import { namesOf } from '../desired/lazy';
 import type { DesiredAttempt } from '../desired/types';
 import type { ContainerSummary } from '../engine/types';
@@ -16,12 +16,11 @@ import { attestListed, failedCause, mainWant, sidecarWant } from '../attest/chec
 import { isInfraFailure } from './exit-outcome';
 import { retryBackoffMs, type PlanInput } from './input';
 import { desiredFor } from './desired-for';
-import { cmp, dropRenamed, duplicateNetworks, harvestList, hasAny, isMain, provisionOps, removeOps, startOps, RUNNING_STATES, scrubOps, secretHolders, sidecarOps, stopSidecars } from './ops';
+import { cmp, dropRenamed, duplicateNetworks, harvestList, hasAny, isMain, provisionOps, removeOps, startOps, scrubOps, secretHolders, sidecarOps, stopSidecars } from './ops';
 import { admissionOrder, setStates, type SetState } from './set-admission';
 import type { AttemptAction, Operation, Outcome, Plan } from './types';
 
 const EMPTY: ObservedAttempt = { name: '', containers: [], networks: [], volumes: [] };
-export { RUNNING_STATES } from './ops';
 /** How long a Blocked attempt waits before berth tries it again. */
 export const BLOCKED_RETRY_MS = 15_000;
 /** How long an attempt whose create failed (the engine refused) waits before berth tries again. */
