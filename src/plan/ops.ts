@@ -9,6 +9,7 @@ import { namesOf } from '../desired/lazy';
 import type { ContainerSummary, NetworkSummary } from '../engine/types';
 import type { ObservedAttempt } from '../observe/types';
 import type { EngineBoot } from '../status/types';
+import { plural } from '../util/plural';
 import type { Operation, SidecarOperation, SidecarRef } from './types';
 
 export function cmp(a: string, b: string): number {
@@ -132,7 +133,7 @@ export function sidecarOps(d: DesiredAttempt, index: number, cause: string, rest
     ...sc.expectedNetworks
       .filter((net) => net !== sc.create.host.networkMode)
       .map((network): SidecarOperation => ({ ...base, type: 'connect-sidecar', network, cause: `${sc.alias} joins network ${network} too` })),
-    ...(n ? [{ ...base, type: 'copy-in-sidecar' as const, cause: `${n} secret${n === 1 ? '' : 's'} for ${DEFAULTS.secretsDir}` }] : []),
+    ...(n ? [{ ...base, type: 'copy-in-sidecar' as const, cause: `${plural(n, 'secret')} for ${DEFAULTS.secretsDir}` }] : []),
     { ...base, type: 'start-sidecar', cause: 'created' },
     { ...base, type: 'ready-sidecar', cause: sc.ready === 'listening' ? 'until it says it is listening' : 'until it has stayed up a moment' },
   ];
@@ -161,7 +162,7 @@ export function mainOps(d: DesiredAttempt, boot?: EngineBoot): Operation[] {
         resource,
         desired: d,
         archive,
-        cause: archive === 'secrets' ? `${n} secret${n === 1 ? '' : 's'} for ${DEFAULTS.secretsDir}` : d.loaded.spec.fixture !== null ? 'the fixture' : "the working folder, the user's",
+        cause: archive === 'secrets' ? `${plural(n, 'secret')} for ${DEFAULTS.secretsDir}` : d.loaded.spec.fixture !== null ? 'the fixture' : "the working folder, the user's",
       }),
     ),
     { type: 'record-copied', resource: `attempt:${d.name}`, desired: d, ...(boot ? { boot } : {}), cause: 'a start may follow from here on' },
