@@ -117,7 +117,7 @@ export class Executor {
       case 'create-network':
         return createNetwork(x, op.network);
       case 'begin-run':
-        await recordIntent(x, a, op.desired);
+        await recordIntent(x, a, op);
         return DONE;
       case 'create-container':
         return createContainer(x, a, op.desired, op.use);
@@ -138,7 +138,7 @@ export class Executor {
       case 'attest':
         return attest(x, a, op.id, op.desired);
       case 'adopt':
-        return adopt(x, a, op.id, op.desired);
+        return adopt(x, a, op);
       case 'stop':
         await engine.containers.stop(op.id, op.graceSeconds);
         return DONE;
@@ -156,7 +156,7 @@ export class Executor {
         await engine.volumes.remove(op.id);
         return DONE;
       case 'record':
-        await recordPatch(x.records, a, op.patch);
+        await recordPatch(x.records, a, op);
         return DONE;
       case 'forget':
         await x.records.remove(a.attempt);

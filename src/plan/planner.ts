@@ -18,7 +18,7 @@ import { retryBackoffMs, type PlanInput } from './input';
 import { desiredFor } from './desired-for';
 import { cmp, dropRenamed, duplicateNetworks, harvestList, hasAny, isMain, provisionOps, removeOps, startOps, scrubOps, secretHolders, sidecarOps, stopSidecars } from './ops';
 import { admissionOrder, setStates, type SetState } from './set-admission';
-import type { AttemptAction, Operation, Outcome, Plan } from './types';
+import type { AttemptAction, Operation, Outcome, Plan, RunCounters } from './types';
 
 const EMPTY: ObservedAttempt = { name: '', containers: [], networks: [], volumes: [] };
 /** How long a Blocked attempt waits before berth tries it again. */
@@ -85,6 +85,25 @@ function mayRunAgain(inp: PlanInput, loaded: LoadedSpec, rec: AttemptStatus | un
   return retries || infra ? { requeueAfterMs: 0 } : {};
 }
 
+/**
+ * The retry counters run `d` begins with after the record `rec`. A record that holds this very
+ * run already (an interrupted or refused provisioning, a wait for a slot) keeps its own.
+ * Otherwise a failed run re-run counts a retry, an infrastructure death an infra retry instead
+ * (never the spec's retries); `berth rerun` and a new spec hash start both afresh.
+ */
+function runCounters(rec: AttemptStatus | undefined, d: DesiredAttempt): RunCounters {
+  if (!rec || rec.specHash !== d.hash) return { retriesUsed: 0 };
+  if (rec.run === d.run) {
+    const { retriesUsed, infraRetriesUsed } = rec;
+    return { retriesUsed, ...(infraRetriesUsed !== undefined ? { infraRetriesUsed } : {}) };
+  }
+  if (rec.rerunRequested?.run === rec.run) return { retriesUsed: 0 };
+  const failed = rec.phase === 'Failed';
+  const infra = failed && isInfraFailure(rec.reason);
+  const infraRetriesUsed = (rec.infraRetriesUsed ?? 0) + (infra ? 1 : 0);
+  return { retriesUsed: rec.retriesUsed + (failed && !infra ? 1 : 0), ...(infraRetriesUsed ? { infraRetriesUsed } : {}) };
+}
+
 /** A new run: provisioned now if a slot is free, else it waits in Pending. */
 function startRun(
   ctx: Ctx,
@@ -101,6 +120,7 @@ function startRun(
     d = desiredFor(ctx.inp, d.loaded, floor + 1);
     have = { ...have, containers: [] };
   }
+  const counters = runCounters(base.status, d);
   const set = d.loaded.set ? ctx.sets.get(d.loaded.set.set.name) : undefined;
   if (set?.stop) {
     // Not admitted, for good unless the set's settings change: a final phase that says why.
@@ -112,7 +132,7 @@ function startRun(
       kind: already ? 'leave' : 'skip',
       summary: message,
       desired: d,
-      ops: already ? [] : [...pre, { type: 'record', resource: `attempt:${d.name}`, cause: reason, patch: { phase: 'Failed', reason, message, run: d.run, specHash: d.hash } }],
+      ops: already ? [] : [...pre, { type: 'record', resource: `attempt:${d.name}`, cause: reason, patch: { phase: 'Failed', reason, message, run: d.run, specHash: d.hash }, counters }],
     };
   }
   const max = set?.policy.maxParallel ?? null;
@@ -124,13 +144,13 @@ function startRun(
       kind: 'wait',
       summary: `${why}: run ${d.run} waits: ${cause}`,
       desired: d,
-      ops: waiting ? [] : [...pre, { type: 'record', resource: `attempt:${d.name}`, cause, patch: { phase: 'Pending', reason: REASONS.waitingForSet, run: d.run, specHash: d.hash } }],
+      ops: waiting ? [] : [...pre, { type: 'record', resource: `attempt:${d.name}`, cause, patch: { phase: 'Pending', reason: REASONS.waitingForSet, run: d.run, specHash: d.hash }, counters }],
     };
   }
   if (ctx.slots > 0) {
     ctx.slots--;
     if (set) set.running++;
-    return { ...base, kind, summary: `${why}: run ${d.run}`, desired: d, ops: [...pre, ...provisionOps(d, have, ctx.inp.snapshot.boot)] };
+    return { ...base, kind, summary: `${why}: run ${d.run}`, desired: d, ops: [...pre, ...provisionOps(d, have, counters, ctx.inp.snapshot.boot)] };
   }
   const waiting = base.status?.phase === 'Pending' && base.status.reason === REASONS.waitingForSlot && base.status.run === d.run && pre.length === 0;
   return {
@@ -147,6 +167,7 @@ function startRun(
             resource: `attempt:${d.name}`,
             cause: `no free slot (--max-running ${ctx.inp.maxRunning})`,
             patch: { phase: 'Pending', reason: REASONS.waitingForSlot, run: d.run, specHash: d.hash },
+            counters,
           },
         ],
   };
@@ -397,7 +418,7 @@ function planRunning(v: RunView, main: ContainerSummary): AttemptAction {
   }
   const requeue = deadline !== undefined ? { requeueAfterMs: deadline - inp.now } : {};
   if (!rec || rec.phase !== 'Running' || rec.containerId !== id || rec.run !== run) {
-    return { ...base, kind: 'adopt', summary: 'running container found; recording it', desired: d, ops: [...pre, { type: 'adopt', resource: `container:${main.name}`, id, desired: d, cause: rec ? `status says ${rec.phase}` : 'no status record' }], ...requeue };
+    return { ...base, kind: 'adopt', summary: 'running container found; recording it', desired: d, ops: [...pre, { type: 'adopt', resource: `container:${main.name}`, id, desired: d, counters: runCounters(rec, d), cause: rec ? `status says ${rec.phase}` : 'no status record' }], ...requeue };
   }
   const last = rec.lastAttestation?.depth === 'inspect' ? Date.parse(rec.lastAttestation.at) : 0;
   if (inp.now - last >= inp.attestIntervalMs) {

@@ -16,6 +16,12 @@ interface OpBase {
 /** An operation on the sidecar `index` of `desired`. */
 type SidecarOp = OpBase & { desired: DesiredAttempt; index: number; restart?: boolean };
 
+/**
+ * The retry budgets a new run has used already, as the planner decides them from the record it
+ * saw (planner.ts `runCounters`): the executor writes them into the record the run begins.
+ */
+export type RunCounters = Pick<AttemptStatus, 'retriesUsed' | 'infraRetriesUsed'>;
+
 /** Final outcome forced by the planner (deadline, attestation, lost); else read from the engine. */
 export interface Outcome {
   phase: Phase;
@@ -28,10 +34,11 @@ export type Operation =
   | (OpBase & { type: 'create-network'; network: NetworkCreateSpec })
   /**
    * No engine call: the run's results folder made (exclusively, unless the record already gave it
-   * to this run), then the provisioning intent recorded, Pending/Provisioning. Before any engine
-   * side effect of the run: a berth killed from here on resumes this run, never starts a second.
+   * to this run), then the run begun in the record with the planner's counters and its
+   * provisioning intent recorded, Pending/Provisioning. Before any engine side effect of the run:
+   * a berth killed from here on resumes this run, never starts a second.
    */
-  | (OpBase & { type: 'begin-run'; desired: DesiredAttempt })
+  | (OpBase & { type: 'begin-run'; desired: DesiredAttempt; counters: RunCounters })
   /**
    * The main container's create (its secrets read and its bind source checked first), its id
    * recorded. `use`: the id of this attempt's own container that holds the name (an earlier
@@ -72,8 +79,8 @@ export type Operation =
   | (OpBase & { type: 'attest-start'; desired: DesiredAttempt })
   /** Inspect and attest, recording the attestation. */
   | (OpBase & { type: 'attest'; id: string; desired: DesiredAttempt })
-  /** Record a running container found on the engine as this attempt's current run. */
-  | (OpBase & { type: 'adopt'; id: string; desired: DesiredAttempt })
+  /** Record a running container found on the engine as this attempt's current run (begun with `counters` when new to the record). */
+  | (OpBase & { type: 'adopt'; id: string; desired: DesiredAttempt; counters: RunCounters })
   | (OpBase & { type: 'stop'; id: string; graceSeconds: number })
   /** Harvest logs, status and a manifest into the results folder and record the final phase. */
   /** `score`: a file in the run's results folder to read the score from (AttemptSet children with a score). */
@@ -86,8 +93,8 @@ export type Operation =
   | (OpBase & { type: 'remove-container'; id: string })
   | (OpBase & { type: 'remove-network'; id: string })
   | (OpBase & { type: 'remove-volume'; id: string })
-  /** A status change with no engine call. */
-  | (OpBase & { type: 'record'; patch: Partial<AttemptStatus> & { phase: Phase } })
+  /** A status change with no engine call; with `counters`, it begins the action's desired run (when new to the record) with them. */
+  | (OpBase & { type: 'record'; patch: Partial<AttemptStatus> & { phase: Phase }; counters?: RunCounters })
   /** Drop the status record of an attempt that has no spec any more. */
   | (OpBase & { type: 'forget' });
 
