@@ -23,17 +23,14 @@ import { readSecrets, secretEnvLines } from './secrets';
 import { beginRun } from './status-record';
 
 /**
- * `begin-run`: makes the run's folder, then begins run `d.run` in the record with the planner's
- * counters and records its provisioning intent (before any engine side effect of it). A berth
- * killed between the two leaves an empty folder, which the next run steps over; once the intent
- * is recorded, the folder is this run's to resume.
+ * `begin-run`: makes the run's folder (found, not refused, when the planner says it is the run's
+ * own), then begins run `d.run` in the record with the planner's counters and records its
+ * provisioning intent (before any engine side effect of it). A berth killed between the two
+ * leaves an empty folder, which the next run steps over; once the intent is recorded, the folder
+ * is this run's to resume.
  */
-export async function recordIntent(x: ExecContext, a: AttemptAction, { desired: d, counters }: Extract<Operation, { type: 'begin-run' }>): Promise<void> {
-  const before = await x.records.current(a);
-  // The folder is this run's own when the record already gave it to this run (an interrupted or
-  // refused provisioning of the same run), as the planner's run floors count it (runFloor's `own`).
-  const own = (before.intent?.run === d.run && before.intent.specHash === d.hash) || (before.run === d.run && before.specHash === d.hash && before.resultsDir === d.resultsDir);
-  await makeRunFolder(x.deps.resultsRoot, d.resultsDir, own, d.loaded.spec.user);
+export async function recordIntent(x: ExecContext, a: AttemptAction, { desired: d, counters, ownFolder }: Extract<Operation, { type: 'begin-run' }>): Promise<void> {
+  await makeRunFolder(x.deps.resultsRoot, d.resultsDir, ownFolder, d.loaded.spec.user);
   await x.records.update(a, (r) => {
     const begun = beginRun(r, d, counters);
     return {

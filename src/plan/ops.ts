@@ -10,7 +10,7 @@ import type { ContainerSummary, NetworkSummary } from '../engine/types';
 import type { ObservedAttempt } from '../observe/types';
 import type { EngineBoot } from '../status/types';
 import { plural } from '../util/plural';
-import type { Operation, RunCounters, SidecarOperation, SidecarRef } from './types';
+import type { Operation, RunStart, SidecarOperation, SidecarRef } from './types';
 
 export function cmp(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
@@ -88,17 +88,17 @@ export function duplicateNetworks(networks: NetworkSummary[], containers: Contai
     .filter((n) => seen.has(n.name) || (seen.add(n.name), false));
 }
 
-/** The beginning of run `d` with `counters` (its folder, the record, the intent), before any container of it. */
-export function beginRunOp(d: DesiredAttempt, counters: RunCounters): Operation {
-  return { type: 'begin-run', resource: `attempt:${d.name}`, desired: d, counters, cause: `run ${d.run}: results folder made, intent recorded` };
+/** The beginning of run `d` as `start` says (its folder, its counters, the intent), before any container of it. */
+export function beginRunOp(d: DesiredAttempt, start: RunStart): Operation {
+  return { type: 'begin-run', resource: `attempt:${d.name}`, desired: d, ...start, cause: `run ${d.run}: results folder made, intent recorded` };
 }
 
 /**
  * Operations that bring a run up from whatever of it already exists: networks, volumes, the
- * run's beginning (with `counters`), sidecars (proxy first), main. `boot`: the engine's boot as
- * the plan saw it, recorded before the start.
+ * run's beginning (`start`), sidecars (proxy first), main. `boot`: the engine's boot as the plan
+ * saw it, recorded before the start.
  */
-export function provisionOps(d: DesiredAttempt, have: ObservedAttempt, counters: RunCounters, boot?: EngineBoot): Operation[] {
+export function provisionOps(d: DesiredAttempt, have: ObservedAttempt, start: RunStart, boot?: EngineBoot): Operation[] {
   const ops: Operation[] = [];
   for (const v of d.volumes) {
     if (!have.volumes.some((x) => x.name === v.name)) ops.push({ type: 'create-volume', resource: `volume:${v.name}`, volume: v, cause: 'not found' });
@@ -106,7 +106,7 @@ export function provisionOps(d: DesiredAttempt, have: ObservedAttempt, counters:
   for (const n of [d.network, d.egressNetwork]) {
     if (n && !have.networks.some((x) => x.name === n.name)) ops.push({ type: 'create-network', resource: `network:${n.name}`, network: n, cause: 'not found' });
   }
-  ops.push(beginRunOp(d, counters));
+  ops.push(beginRunOp(d, start));
   for (const [i, sc] of d.sidecars.entries()) {
     const o = have.containers.find((c) => c.name === sc.name);
     if (o && RUNNING_STATES.has(o.state)) continue;

@@ -18,7 +18,7 @@ import { retryBackoffMs, type PlanInput } from './input';
 import { desiredFor } from './desired-for';
 import { cmp, dropRenamed, duplicateNetworks, harvestList, hasAny, isMain, provisionOps, removeOps, startOps, scrubOps, secretHolders, sidecarOps, stopSidecars } from './ops';
 import { admissionOrder, setStates, type SetState } from './set-admission';
-import type { AttemptAction, Operation, Outcome, Plan, RunCounters } from './types';
+import type { AttemptAction, Operation, Outcome, Plan, RunCounters, RunStart } from './types';
 
 const EMPTY: ObservedAttempt = { name: '', containers: [], networks: [], volumes: [] };
 /** How long a Blocked attempt waits before berth tries it again. */
@@ -104,6 +104,15 @@ function runCounters(rec: AttemptStatus | undefined, d: DesiredAttempt): RunCoun
   return { retriesUsed: rec.retriesUsed + (failed && !infra ? 1 : 0), ...(infraRetriesUsed ? { infraRetriesUsed } : {}) };
 }
 
+/**
+ * Whether run `d`'s results folder is already its own: the record holds this very run with that
+ * folder (an interrupted or refused provisioning made it). The executor then finds it rather than
+ * refusing it, and the run floors (controller/pass.ts) leave it out.
+ */
+function ownsFolder(rec: AttemptStatus | undefined, d: DesiredAttempt): boolean {
+  return rec !== undefined && rec.run === d.run && rec.specHash === d.hash && rec.resultsDir === d.resultsDir;
+}
+
 /** A new run: provisioned now if a slot is free, else it waits in Pending. */
 function startRun(
   ctx: Ctx,
@@ -121,6 +130,7 @@ function startRun(
     have = { ...have, containers: [] };
   }
   const counters = runCounters(base.status, d);
+  const start: RunStart = { counters, ownFolder: ownsFolder(base.status, d) };
   const set = d.loaded.set ? ctx.sets.get(d.loaded.set.set.name) : undefined;
   if (set?.stop) {
     // Not admitted, for good unless the set's settings change: a final phase that says why.
@@ -150,7 +160,7 @@ function startRun(
   if (ctx.slots > 0) {
     ctx.slots--;
     if (set) set.running++;
-    return { ...base, kind, summary: `${why}: run ${d.run}`, desired: d, ops: [...pre, ...provisionOps(d, have, counters, ctx.inp.snapshot.boot)] };
+    return { ...base, kind, summary: `${why}: run ${d.run}`, desired: d, ops: [...pre, ...provisionOps(d, have, start, ctx.inp.snapshot.boot)] };
   }
   const waiting = base.status?.phase === 'Pending' && base.status.reason === REASONS.waitingForSlot && base.status.run === d.run && pre.length === 0;
   return {

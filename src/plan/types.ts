@@ -17,9 +17,16 @@ interface OpBase {
 type SidecarOp = OpBase & { desired: DesiredAttempt; index: number; restart?: boolean };
 
 /**
- * The retry budgets a new run has used already, as the planner decides them from the record it
- * saw (planner.ts `runCounters`): the executor writes them into the record the run begins.
+ * How a new run begins, as the planner decides it from the record it saw: the retry budgets it
+ * has used already (planner.ts `runCounters`; the executor writes them into the record the run
+ * begins), and whether its results folder is already its own (`ownsFolder`: the record gave it to
+ * this very run, an interrupted or refused provisioning), so found, not refused, when made again.
  */
+export interface RunStart {
+  counters: RunCounters;
+  ownFolder: boolean;
+}
+
 export type RunCounters = Pick<AttemptStatus, 'retriesUsed' | 'infraRetriesUsed'>;
 
 /** Final outcome forced by the planner (deadline, attestation, lost); else read from the engine. */
@@ -33,12 +40,12 @@ export type Operation =
   | (OpBase & { type: 'create-volume'; volume: VolumeCreateSpec })
   | (OpBase & { type: 'create-network'; network: NetworkCreateSpec })
   /**
-   * No engine call: the run's results folder made (exclusively, unless the record already gave it
-   * to this run), then the run begun in the record with the planner's counters and its
-   * provisioning intent recorded, Pending/Provisioning. Before any engine side effect of the run:
-   * a berth killed from here on resumes this run, never starts a second.
+   * No engine call: the run's results folder made (exclusively, unless `ownFolder`), then the run
+   * begun in the record with the planner's counters and its provisioning intent recorded,
+   * Pending/Provisioning. Before any engine side effect of the run: a berth killed from here on
+   * resumes this run, never starts a second.
    */
-  | (OpBase & { type: 'begin-run'; desired: DesiredAttempt; counters: RunCounters })
+  | (OpBase & RunStart & { type: 'begin-run'; desired: DesiredAttempt })
   /**
    * The main container's create (its secrets read and its bind source checked first), its id
    * recorded. `use`: the id of this attempt's own container that holds the name (an earlier

@@ -13,7 +13,7 @@ import type { DesiredAttempt } from '../../../src/desired/types';
 import { Executor } from '../../../src/execute/executor';
 import { stampNonce } from '../../../src/ownership';
 import { beginRunOp, mainOps, provisionOps, sidecarOps, startOps } from '../../../src/plan/ops';
-import type { AttemptAction, Operation, RunCounters } from '../../../src/plan/types';
+import type { AttemptAction, Operation, RunStart } from '../../../src/plan/types';
 import type { NormalizedAttempt } from '../../../src/spec/types';
 import { StatusStore } from '../../../src/status/store';
 import { silentLogger } from '../../../src/util/log';
@@ -22,8 +22,8 @@ import { FakeEngine } from '../../support/fake-engine';
 
 const I = 'unit-exec';
 const IMAGE = 'berth/busybox:local';
-/** The counters a first run begins with: no retry used. */
-const FIRST_RUN: RunCounters = { retriesUsed: 0 };
+/** How a first run begins: no retry used, a folder of its own to make. */
+const FIRST_RUN: RunStart = { counters: { retriesUsed: 0 }, ownFolder: false };
 
 describe('executor against the fake engine', function () {
   let dir: string;
@@ -548,14 +548,19 @@ describe('executor against the fake engine', function () {
   });
 
 
-  it('begin-run: the run begins with the counters the planner gave it, as told', async function () {
+  it('begin-run: the run begins with the counters and the folder the planner gave it, as told', async function () {
     const d = desiredAttempt({ instance: I }, spec('told'), 2, path.join(dir, 'results', 'told', 'run-2', 'out'));
     // run 1 of the same spec, Failed: what the counters make of it is the planner's, not the executor's
     const before = { name: 'told', instance: I, phase: 'Failed' as const, reason: REASONS.error, specHash: d.hash, run: 1, retriesUsed: 0, startedAt: '2029-12-31T23:00:00.000Z', createdAt: '2029-12-31T23:00:00.000Z', history: [], updatedAt: '2029-12-31T23:00:00.000Z' };
     await store.put(before);
-    await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'retry', summary: 'test', ops: [beginRunOp(d, { retriesUsed: 5, infraRetriesUsed: 2 })], desired: d }], unchanged: new Map() } as never);
+    await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'retry', summary: 'test', ops: [beginRunOp(d, { counters: { retriesUsed: 5, infraRetriesUsed: 2 }, ownFolder: false })], desired: d }], unchanged: new Map() } as never);
     const rec = await store.get('told');
     expect([rec?.run, rec?.retriesUsed, rec?.infraRetriesUsed, rec?.history.map((h) => `${h.run} ${h.phase}`)]).to.deep.equal([2, 5, 2, ['1 Failed']]);
+    // a folder the planner says is the run's own already is found, not refused
+    const own = desired('own-folder');
+    await fs.mkdir(path.dirname(own.resultsDir), { recursive: true });
+    const [res] = await executor().run({ at: t, actions: [{ attempt: own.name, kind: 'provision', summary: 'test', ops: [beginRunOp(own, { counters: { retriesUsed: 0 }, ownFolder: true })], desired: own }], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: true, done: 1 });
   });
   it('copy-in: a fixture swapped for a link after the create: the container is removed, Blocked/UnsafePath, none started', async function () {
     const fixture = path.join(dir, 'fixture');

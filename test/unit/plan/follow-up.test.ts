@@ -176,7 +176,7 @@ describe('follow-up: what an outcome means', function () {
   describe('the steps of the main container, one engine call each', function () {
     const copy: Operation = { type: 'copy-in', resource: `container:${d.container.name}`, desired: d, archive: 'fixture', cause: 'the fixture' };
     const copied: Operation = { type: 'record-copied', resource: 'attempt:a', desired: d, cause: 'a start may follow from here on' };
-    const begin = beginRunOp(d, { retriesUsed: 0 });
+    const begin = beginRunOp(d, { counters: { retriesUsed: 0 }, ownFolder: false });
     const attestStart: Operation = { type: 'attest-start', resource: `container:${d.container.name}`, desired: d, cause: 'started' };
     const rest = [copy, copied, start, attestStart];
 
