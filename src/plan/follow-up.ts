@@ -8,7 +8,7 @@
 import { DEFAULTS, REASONS } from '../constants';
 import type { DesiredAttempt } from '../desired/types';
 import { isSidecarOp } from './ops';
-import type { AttemptAction, OpOutcome, Operation, Outcome } from './types';
+import type { AttemptAction, OpOutcome, Operation, RunEnd } from './types';
 
 export interface FollowUp {
   /** false: the action failed; `error` says which operation and why. */
@@ -69,7 +69,7 @@ function heldBy(a: AttemptAction, c: Extract<NotDone, { type: 'conflict' }>): st
 function sidecarEnds(a: AttemptAction, d: DesiredAttempt, index: number, message: string, restart: boolean, id?: string): Operation[] {
   const sc = d.sidecars[index];
   const proxy = sc?.role === 'egress-proxy';
-  const outcome: Outcome = { phase: 'Failed', reason: proxy ? REASONS.proxyFailed : REASONS.sidecarFailed, message };
+  const outcome: RunEnd = { phase: 'Failed', reason: proxy ? REASONS.proxyFailed : REASONS.sidecarFailed, message };
   const main = restart ? a.status?.containerId : undefined;
   return [
     ...(main ? [{ type: 'stop' as const, resource: `container:${d.container.name}`, id: main, graceSeconds: DEFAULTS.stopGraceSeconds, cause: message }] : []),

@@ -18,7 +18,7 @@ import { retryBackoffMs, type PlanInput } from './input';
 import { desiredFor } from './desired-for';
 import { cmp, dropRenamed, duplicateNetworks, harvestList, hasAny, isMain, provisionOps, removeOps, startOps, scrubOps, secretHolders, sidecarOps, stopSidecars } from './ops';
 import { admissionOrder, setStates, type SetState } from './set-admission';
-import type { AttemptAction, Operation, Outcome, Plan, RunCounters, RunStart } from './types';
+import type { AttemptAction, Operation, Plan, RunCounters, RunEnd, RunStart } from './types';
 
 const EMPTY: ObservedAttempt = { name: '', containers: [], networks: [], volumes: [] };
 /** How long a Blocked attempt waits before berth tries it again. */
@@ -393,7 +393,7 @@ function planRunning(v: RunView, main: ContainerSummary): AttemptAction {
   const id = main.id;
   const resultsDir = rec?.resultsDir ?? d.resultsDir;
   const sidecars = harvestList(d, sidecarsObs);
-  const stopAndEnd = (why: string, outcome: Outcome): AttemptAction => ({
+  const stopAndEnd = (why: string, outcome: RunEnd): AttemptAction => ({
     ...base,
     kind: 'stop',
     summary: why,
@@ -471,7 +471,7 @@ function planCreated(v: RunView, main: ContainerSummary): AttemptAction {
     // (nothing of it is reused: a retry is a new run with a new container and results
     // folder), and --infra-retries decides whether a new run follows.
     const refused = rec.startFailure;
-    const end = (why: string, outcome: Outcome): AttemptAction => ({
+    const end = (why: string, outcome: RunEnd): AttemptAction => ({
       ...base,
       kind: 'finish',
       summary: why,

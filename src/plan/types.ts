@@ -29,8 +29,8 @@ export interface RunStart {
 
 export type RunCounters = Pick<AttemptStatus, 'retriesUsed' | 'infraRetriesUsed'>;
 
-/** Final outcome forced by the planner (deadline, attestation, lost); else read from the engine. */
-export interface Outcome {
+/** How a run ended: forced by the planner (deadline, attestation, lost), else read from the engine (exit-outcome.ts). */
+export interface RunEnd {
   phase: Phase;
   reason: string;
   message?: string;
@@ -91,7 +91,7 @@ export type Operation =
   | (OpBase & { type: 'stop'; id: string; graceSeconds: number })
   /** Harvest logs, status and a manifest into the results folder and record the final phase. */
   /** `score`: a file in the run's results folder to read the score from (AttemptSet children with a score). */
-  | (OpBase & { type: 'finish'; id?: string; resultsDir?: string; outcome?: Outcome; sidecars?: SidecarRef[]; score?: string })
+  | (OpBase & { type: 'finish'; id?: string; resultsDir?: string; outcome?: RunEnd; sidecars?: SidecarRef[]; score?: string })
   /**
    * The harvest of a run whose outcome is recorded (`ended`) but whose harvest is not done (it
    * failed, or berth stopped during it): logs, manifest and status, then the final phase.
