@@ -10,7 +10,7 @@ import type { ContainerSummary, NetworkSummary } from '../engine/types';
 import type { ObservedAttempt } from '../observe/types';
 import type { EngineBoot } from '../status/types';
 import { plural } from '../util/plural';
-import type { Operation, RunStart, SidecarOperation, SidecarRef } from './types';
+import type { Operation, RunCounters, RunEnd, RunStart, SidecarOperation, SidecarRef } from './types';
 
 export function cmp(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
@@ -31,6 +31,29 @@ export function secretHolders(d: DesiredAttempt, obs: ContainerSummary[]): Conta
   return obs.filter((c) => (isMain(c) ? names.mainSecrets.length > 0 : names.sidecars.some((sc) => sc.name === c.name && sc.secrets.length > 0)));
 }
 
+/** A status change of `attempt`, with no engine call; with `counters`, it begins the action's run. */
+export function recordOp(attempt: string, cause: string, patch: Extract<Operation, { type: 'record' }>['patch'], counters?: RunCounters): Operation {
+  return { type: 'record', resource: `attempt:${attempt}`, cause, patch, ...(counters ? { counters } : {}) };
+}
+
+/** Container `c` stopped: SIGTERM, then SIGKILL after `graceSeconds`. */
+export function stopOp(c: { name: string; id: string }, cause: string, graceSeconds: number = DEFAULTS.stopGraceSeconds): Operation {
+  return { type: 'stop', resource: `container:${c.name}`, id: c.id, graceSeconds, cause };
+}
+
+export function removeContainerOp(c: { name: string; id: string }, cause: string): Operation {
+  return { type: 'remove-container', resource: `container:${c.name}`, id: c.id, cause };
+}
+
+/**
+ * The end of a run recorded and harvested, on `resource` (its main container, else the attempt):
+ * `outcome` when the planner forces one, else read from container `id`. Only the fields given.
+ */
+export function finishOp(resource: string, cause: string, f: { id?: string; resultsDir?: string; outcome?: RunEnd; sidecars?: SidecarRef[]; score?: string }): Operation {
+  const { id, resultsDir, outcome, sidecars, score } = f;
+  return { type: 'finish', resource, ...(id ? { id } : {}), ...(resultsDir ? { resultsDir } : {}), ...(outcome ? { outcome } : {}), ...(sidecars ? { sidecars } : {}), ...(score ? { score } : {}), cause };
+}
+
 /** Removal of the secret holders among `obs`, after a finish (see secretHolders). */
 export function scrubOps(d: DesiredAttempt, obs: ContainerSummary[]): Operation[] {
   return removeOps({ containers: secretHolders(d, obs), networks: [], volumes: [] }, 'the run is harvested; its secrets leave the engine');
@@ -41,7 +64,7 @@ export function removeOps(obs: Pick<ObservedAttempt, 'containers' | 'networks' |
   // most attempts a pass looks at have nothing to remove (a thousand finished ones in a no-op pass)
   if (!hasAny(obs)) return [];
   return [
-    ...obs.containers.map((c): Operation => ({ type: 'remove-container', resource: `container:${c.name}`, id: c.id, cause })),
+    ...obs.containers.map((c) => removeContainerOp(c, cause)),
     ...obs.networks.map((n): Operation => ({ type: 'remove-network', resource: `network:${n.name}`, id: n.id, cause })),
     ...obs.volumes.map((v): Operation => ({ type: 'remove-volume', resource: `volume:${v.name}`, id: v.name, cause })),
   ];
@@ -110,7 +133,7 @@ export function provisionOps(d: DesiredAttempt, have: ObservedAttempt, start: Ru
   for (const [i, sc] of d.sidecars.entries()) {
     const o = have.containers.find((c) => c.name === sc.name);
     if (o && RUNNING_STATES.has(o.state)) continue;
-    if (o) ops.push({ type: 'remove-container', resource: `container:${o.name}`, id: o.id, cause: `${sc.alias} ${o.state} before the attempt started` });
+    if (o) ops.push(removeContainerOp(o, `${sc.alias} ${o.state} before the attempt started`));
     ops.push(...sidecarOps(d, i, o ? 'not running' : 'not found'));
   }
   return [...ops, ...mainOps(d, boot)];
@@ -196,5 +219,5 @@ export function harvestList(d: DesiredAttempt, obs: ContainerSummary[]): Sidecar
 export function stopSidecars(obs: ContainerSummary[], cause: string): Operation[] {
   return obs
     .filter((c) => !isMain(c) && RUNNING_STATES.has(c.state))
-    .map((c): Operation => ({ type: 'stop', resource: `container:${c.name}`, id: c.id, graceSeconds: 5, cause }));
+    .map((c) => stopOp(c, cause, 5));
 }
