@@ -1,6 +1,6 @@
 /**
- * The operations that make a run's main container, one engine call each (plan/ops.ts emits them
- * in this order): `begin-run` (the run's folder and the intent record, no engine call),
+ * The operations that make a run's main container, one change to the engine each (plan/ops.ts
+ * emits them in this order): `begin-run` (the run's folder and the intent record, no engine call),
  * `create-container`, `copy-in` (the fixture, the secrets: one archive each) and `record-copied`
  * (no engine call). The intent before the create and "copied" after the last copy keep their
  * crash-safety meaning (docs/ARCHITECTURE.md). A name already held is reported (`conflict`),

@@ -8,7 +8,11 @@
  * it, the controller adds only a failed action's `lastError`, and `berth rerun` / `berth delete`
  * their marks.
  *
- * Each operation is one engine call (or none: `begin-run`, `record-copied`, `record`, `forget`).
+ * Each operation changes the engine at most once (a create, a connect, a copy, a start, a stop or
+ * a remove), so what it met is about that one change; the reads it needs go with it (what holds a
+ * name it was refused, the image's user, the engine's boot, an inspect to attest, a harvest's
+ * logs). `begin-run`, `record-copied`, `record` and `forget` make no engine call; `attest-start`,
+ * `attest`, `adopt`, `ready-sidecar`, `finish` and `harvest` only read.
  * One concern per file: create.ts (begin-run, create-container, copy-in, record-copied),
  * sidecar.ts (create-sidecar, connect-sidecar, copy-in-sidecar, start-sidecar, ready-sidecar), conflict.ts (networks, volumes, names held), start.ts (start, attest-start,
  * adopt), attest.ts, finish.ts (finish, harvest), status-record.ts, run-folder.ts.

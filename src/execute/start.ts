@@ -14,7 +14,7 @@ import { DONE, outcomeOf } from './outcome';
 import { beginRun } from './status-record';
 
 /**
- * `start`: the one engine call. The boot the run is recorded under must be one seen at or before
+ * `start`: the one change to the engine. The boot the run is recorded under must be one seen at or before
  * the start (plan/exit-outcome.ts): when the record has none (the plan knew none), it is looked
  * up now, before the start, for `attest-start` to record.
  */

@@ -146,10 +146,10 @@ export function isSidecarOp(op: Operation): op is SidecarOperation {
 }
 
 /**
- * The sidecar `index` of `d` made, filled and started, one operation per engine call: its create
- * (`cause`), a connect per network besides the one it is created on, its secrets' files (when it
- * has secrets), its start, and the wait until it is ready, with its attestation. `restart`: made
- * again while the attempt runs.
+ * The sidecar `index` of `d` made, filled and started, one operation per change to the engine:
+ * its create (`cause`), a connect per network besides the one it is created on, its secrets'
+ * files (when it has secrets), its start, and the wait until it is ready, with its attestation.
+ * `restart`: made again while the attempt runs.
  */
 export function sidecarOps(d: DesiredAttempt, index: number, cause: string, restart = false): SidecarOperation[] {
   const sc = d.sidecars[index];
@@ -178,7 +178,7 @@ export function copiesIn(d: DesiredAttempt): ('fixture' | 'secrets')[] {
   return [...(fixture ? (['fixture'] as const) : []), ...(d.mainSecrets.length ? (['secrets'] as const) : [])];
 }
 
-/** The main container made, filled and started: one operation per engine call, the copy recorded done before the start. */
+/** The main container made, filled and started: one operation per change to the engine, the copy recorded done before the start. */
 export function mainOps(d: DesiredAttempt, boot?: EngineBoot): Operation[] {
   const resource = `container:${d.container.name}`;
   const n = d.mainSecrets.length;

@@ -65,7 +65,7 @@ export type Operation =
    */
   | (OpBase & { type: 'record-copied'; desired: DesiredAttempt; boot?: EngineBoot })
   /**
-   * A sidecar (the egress proxy or a spec sidecar), one engine call per step (plan/ops.ts
+   * A sidecar (the egress proxy or a spec sidecar), one change to the engine per step (plan/ops.ts
    * `sidecarOps`): its create (its secrets read first, for those opted into the environment, and
    * so a missing one blocks before the engine holds anything), each further network connected,
    * its secrets' files copied in, its start, then `ready-sidecar`: waited for until ready (the
@@ -77,7 +77,7 @@ export type Operation =
   | (SidecarOp & { type: 'copy-in-sidecar' })
   | (SidecarOp & { type: 'start-sidecar' })
   | (SidecarOp & { type: 'ready-sidecar' })
-  /** The main container's start (one engine call); a refusal is reported with the container it asked for. */
+  /** The main container's start (its one change to the engine); a refusal is reported with the container it asked for. */
   | (OpBase & { type: 'start'; desired: DesiredAttempt })
   /**
    * The container just started, inspected and attested, and the run recorded Running with the
