@@ -120,6 +120,9 @@ export type Phase = (typeof PHASES)[number];
 /** Phases after which an attempt never runs again unless its spec changes or retries allow. */
 export const FINISHED_PHASES: ReadonlySet<Phase> = new Set(['Succeeded', 'Failed', 'TimedOut']);
 
+/** Engine states in which a container counts as running. */
+export const RUNNING_STATES: ReadonlySet<string> = new Set(['running', 'paused', 'restarting']);
+
 /** The closed set of status reasons (docs/CONTRACT.md lists them, one line each). */
 export const REASONS = {
   /** Pending: its run's resources are being made (the intent is recorded). */

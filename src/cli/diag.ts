@@ -6,14 +6,11 @@
 import type { Context } from './context';
 import { liveLine } from './live-line';
 
+export { plural } from '../util/plural';
+
 export type DiagLevel = 'error' | 'warn' | 'info';
 
 export function diag(ctx: Pick<Context, 'io' | 'logFormat'>, level: DiagLevel, message: string, fields: Record<string, unknown> = {}): void {
   const line = ctx.logFormat === 'json' ? JSON.stringify({ level, message, ...fields, timestamp: new Date().toISOString() }) : `berth: ${level === 'warn' ? 'warning: ' : ''}${message}`;
   liveLine(ctx.io).above(`${line}\n`);
-}
-
-/** `1 attempt`, `2 attempts`. */
-export function plural(n: number, word: string, many = `${word}s`): string {
-  return `${n} ${n === 1 ? word : many}`;
 }

@@ -3,9 +3,9 @@
  * replaced, retried, removed, stopped, adopted), for the controller's and `reconcile --once`'s
  * logs; undefined when it did nothing worth a line (a recorded attestation, a wait).
  */
-import { plural } from '../cli/diag';
 import type { AttemptAction, Operation } from '../plan/types';
 import type { AttemptStatus } from '../status/types';
+import { plural } from '../util/plural';
 
 /** `ops`: the operations done (the plan's and their follow-ups: ActionResult.ran). */
 export function activity(a: AttemptAction, ops: readonly Operation[], rec: AttemptStatus | undefined): string | undefined {

@@ -43,7 +43,7 @@ import { instrumentEngine } from '../engine/wrap';
 import type { ActionResult } from '../execute/executor';
 import { mergeSnapshot, observe, observeAttempts } from '../observe/snapshot';
 import type { Snapshot } from '../observe/types';
-import { RUNNING_STATES } from '../plan/planner';
+import { RUNNING_STATES } from '../constants';
 import type { AttemptAction, Plan } from '../plan/types';
 import type { LoadReport } from '../spec/loader';
 import type { StatusStore } from '../status/store';

@@ -8,6 +8,7 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { parseAddr } from '../util/addr';
 import type { ControllerMetrics } from './metrics';
 
 export interface Probe {
@@ -16,18 +17,11 @@ export interface Probe {
   ready(): boolean | string | Promise<boolean | string>;
 }
 
-export function parseAddr(addr: string): { host: string; port: number } {
-  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(addr);
-  const port = Number(m?.[3]);
-  if (!m || port > 65535) throw new Error(`--metrics-addr ${JSON.stringify(addr)}: expected host:port, e.g. 127.0.0.1:9464`);
-  return { host: m[1] ?? (m[2] || '127.0.0.1'), port };
-}
-
 /** The page at `/`: its HTML, and the Content-Security-Policy it carries (sent as a header too). */
 export type Page = () => Promise<{ html: string; csp: string }>;
 
 export async function serve(addr: string, metrics: ControllerMetrics, probe: Probe, page?: Page): Promise<{ server: http.Server; url: string; close(): Promise<void> }> {
-  const { host, port } = parseAddr(addr);
+  const { host, port } = parseAddr(addr, '--metrics-addr', '127.0.0.1:9464');
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') {

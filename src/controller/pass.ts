@@ -157,11 +157,11 @@ export function planWithRunFloors(input: PlanInput): Plan {
   const first = makePlan(input);
   const floors = new Map<string, number>();
   for (const a of first.actions) {
-    const d = a.desired;
-    if (!d || (a.kind !== 'provision' && a.kind !== 'replace' && a.kind !== 'retry')) continue;
-    if (!a.ops.some((o) => o.type === 'create-container')) continue;
-    const own = a.status?.run === d.run ? a.status.resultsDir : undefined;
-    const floor = runFloor(d.resultsDir, own);
+    // The operation that makes the run's folder, told by the planner whether it is the run's own already.
+    const begin = a.ops.find((o) => o.type === 'begin-run');
+    if (begin?.type !== 'begin-run') continue;
+    const d = begin.desired;
+    const floor = runFloor(d.resultsDir, begin.ownFolder);
     if (floor >= d.run) floors.set(d.name, floor);
   }
   return floors.size ? makePlan({ ...input, runFloors: floors }) : first;

@@ -1,6 +1,6 @@
 /**
- * The operations that make a run's main container, one engine call each (plan/ops.ts emits them
- * in this order): `begin-run` (the run's folder and the intent record, no engine call),
+ * The operations that make a run's main container, one change to the engine each (plan/ops.ts
+ * emits them in this order): `begin-run` (the run's folder and the intent record, no engine call),
  * `create-container`, `copy-in` (the fixture, the secrets: one archive each) and `record-copied`
  * (no engine call). The intent before the create and "copied" after the last copy keep their
  * crash-safety meaning (docs/ARCHITECTURE.md). A name already held is reported (`conflict`),
@@ -11,7 +11,7 @@ import { attestInspected, failedCause, mainWant } from '../attest/checks';
 import type { DesiredAttempt } from '../desired/types';
 import { isConflict } from '../engine/errors';
 import { stampNonce } from '../ownership';
-import type { AttemptAction, OpOutcome } from '../plan/types';
+import type { AttemptAction, OpOutcome, Operation } from '../plan/types';
 import type { EngineBoot } from '../status/types';
 import { assertFoldersBelow } from '../util/no-follow';
 import { fixtureTar, secretsTar } from './archive';
@@ -23,18 +23,16 @@ import { readSecrets, secretEnvLines } from './secrets';
 import { beginRun } from './status-record';
 
 /**
- * `begin-run`: makes the run's folder, then records the provisioning intent of run `d.run`
- * (before any engine side effect of it). A berth killed between the two leaves an empty folder, which the
- * next run steps over; once the intent is recorded, the folder is this run's to resume.
+ * `begin-run`: makes the run's folder (found, not refused, when the planner says it is the run's
+ * own), then begins run `d.run` in the record with the planner's counters and records its
+ * provisioning intent (before any engine side effect of it). A berth killed between the two
+ * leaves an empty folder, which the next run steps over; once the intent is recorded, the folder
+ * is this run's to resume.
  */
-export async function recordIntent(x: ExecContext, a: AttemptAction, d: DesiredAttempt): Promise<void> {
-  const before = await x.records.current(a);
-  // The folder is this run's own when the record already gave it to this run (an interrupted or
-  // refused provisioning of the same run), as the planner's run floors count it (runFloor's `own`).
-  const own = (before.intent?.run === d.run && before.intent.specHash === d.hash) || (before.run === d.run && before.specHash === d.hash && before.resultsDir === d.resultsDir);
-  await makeRunFolder(x.deps.resultsRoot, d.resultsDir, own, d.loaded.spec.user);
+export async function recordIntent(x: ExecContext, a: AttemptAction, { desired: d, counters, ownFolder }: Extract<Operation, { type: 'begin-run' }>): Promise<void> {
+  await makeRunFolder(x.deps.resultsRoot, d.resultsDir, ownFolder, d.loaded.spec.user);
   await x.records.update(a, (r) => {
-    const begun = beginRun(r, d);
+    const begun = beginRun(r, d, counters);
     return {
       ...begun,
       phase: 'Pending',

@@ -8,7 +8,11 @@
  * it, the controller adds only a failed action's `lastError`, and `berth rerun` / `berth delete`
  * their marks.
  *
- * Each operation is one engine call (or none: `begin-run`, `record-copied`, `record`, `forget`).
+ * Each operation changes the engine at most once (a create, a connect, a copy, a start, a stop or
+ * a remove), so what it met is about that one change; the reads it needs go with it (what holds a
+ * name it was refused, the image's user, the engine's boot, an inspect to attest, a harvest's
+ * logs). `begin-run`, `record-copied`, `record` and `forget` make no engine call; `attest-start`,
+ * `attest`, `adopt`, `ready-sidecar`, `finish` and `harvest` only read.
  * One concern per file: create.ts (begin-run, create-container, copy-in, record-copied),
  * sidecar.ts (create-sidecar, connect-sidecar, copy-in-sidecar, start-sidecar, ready-sidecar), conflict.ts (networks, volumes, names held), start.ts (start, attest-start,
  * adopt), attest.ts, finish.ts (finish, harvest), status-record.ts, run-folder.ts.
@@ -117,7 +121,7 @@ export class Executor {
       case 'create-network':
         return createNetwork(x, op.network);
       case 'begin-run':
-        await recordIntent(x, a, op.desired);
+        await recordIntent(x, a, op);
         return DONE;
       case 'create-container':
         return createContainer(x, a, op.desired, op.use);
@@ -138,7 +142,7 @@ export class Executor {
       case 'attest':
         return attest(x, a, op.id, op.desired);
       case 'adopt':
-        return adopt(x, a, op.id, op.desired);
+        return adopt(x, a, op);
       case 'stop':
         await engine.containers.stop(op.id, op.graceSeconds);
         return DONE;
@@ -156,7 +160,7 @@ export class Executor {
         await engine.volumes.remove(op.id);
         return DONE;
       case 'record':
-        await recordPatch(x.records, a, op.patch);
+        await recordPatch(x.records, a, op);
         return DONE;
       case 'forget':
         await x.records.remove(a.attempt);

@@ -10,7 +10,7 @@ import { isNotFound } from '../engine/errors';
 import { engineTime } from '../engine/time';
 import type { ContainerDetails } from '../engine/types';
 import { exitOutcome, mayBeEngineDeath } from '../plan/exit-outcome';
-import type { AttemptAction, OpOutcome, Outcome, SidecarRef } from '../plan/types';
+import type { AttemptAction, OpOutcome, RunEnd, SidecarRef } from '../plan/types';
 import type { AttemptStatus } from '../status/types';
 import { iso, type ExecContext } from './context';
 import { DEFAULT_LIMITS, harvest as harvestFiles } from './harvest';
@@ -23,7 +23,7 @@ export async function finish(
   a: AttemptAction,
   id: string | undefined,
   resultsDir: string | undefined,
-  forced: Outcome | undefined,
+  forced: RunEnd | undefined,
   sidecars: SidecarRef[] = [],
   scoreFile?: string,
 ): Promise<OpOutcome> {
@@ -37,7 +37,7 @@ export async function finish(
   }
   const st = details?.runState;
   const exitCode = st && !st.running ? st.exitCode : undefined;
-  let outcome: Outcome | undefined = forced;
+  let outcome: RunEnd | undefined = forced;
   if (!outcome) {
     // The facts for the rule in plan/exit-outcome.ts: the boot the run was started under, and
     // (only for an end that may be the engine's) the engine's boot now.

@@ -1,12 +1,13 @@
 /**
- * The operations that make a sidecar (the egress proxy or a spec sidecar), one engine call each
- * (plan/ops.ts `sidecarOps` emits them in this order): `create-sidecar` (on the attempt's internal
- * network under its alias), `connect-sidecar` per further network, `copy-in-sidecar` (its secrets'
- * files), `start-sidecar`, and `ready-sidecar`: the wait until it is ready (the egress proxy until
- * its `listening` line, a sidecar until it has stayed up a moment), then its attestation. One that
- * does not come up is reported `not-ready`; one made again while the attempt runs is noted. What
- * either means for the attempt is the planner's (plan/follow-up.ts). The container the create
- * made is addressed by its id (the executor hands it on, `made`), else by its name.
+ * The operations that make a sidecar (the egress proxy or a spec sidecar), one change to the
+ * engine each (plan/ops.ts `sidecarOps` emits them in this order): `create-sidecar` (on the
+ * attempt's internal network under its alias), `connect-sidecar` per further network,
+ * `copy-in-sidecar` (its secrets' files), `start-sidecar`, and `ready-sidecar`: the wait until it
+ * is ready (the egress proxy until its `listening` line, a sidecar until it has stayed up a
+ * moment), then its attestation. One that does not come up is reported `not-ready`; one made
+ * again while the attempt runs is noted. What either means for the attempt is the planner's
+ * (plan/follow-up.ts). The container the create made is addressed by its id (the executor hands
+ * it on, `made`), else by its name.
  */
 import { DEFAULTS } from '../constants';
 import { attestInspected, failedCause, sidecarWant } from '../attest/checks';

@@ -7,14 +7,14 @@
  */
 import type { DesiredAttempt } from '../desired/types';
 import { engineTime } from '../engine/time';
-import type { AttemptAction, OpOutcome } from '../plan/types';
+import type { AttemptAction, OpOutcome, Operation } from '../plan/types';
 import { attestation, attestationOutcome } from './attest';
 import { iso, type ExecContext } from './context';
 import { DONE, outcomeOf } from './outcome';
 import { beginRun } from './status-record';
 
 /**
- * `start`: the one engine call. The boot the run is recorded under must be one seen at or before
+ * `start`: the one change to the engine. The boot the run is recorded under must be one seen at or before
  * the start (plan/exit-outcome.ts): when the record has none (the plan knew none), it is looked
  * up now, before the start, for `attest-start` to record.
  */
@@ -55,14 +55,14 @@ export async function attestStart(x: ExecContext, a: AttemptAction, d: DesiredAt
 }
 
 /** Records a running container found on the engine as this attempt's current run. */
-export async function adopt(x: ExecContext, a: AttemptAction, id: string, d: DesiredAttempt): Promise<OpOutcome> {
+export async function adopt(x: ExecContext, a: AttemptAction, { id, desired: d, counters }: Extract<Operation, { type: 'adopt' }>): Promise<OpOutcome> {
   const boot = await x.bootForStart();
   const details = await x.deps.engine.containers.inspect(id);
   const startedMs = engineTime(details.runState.startedAt) ?? x.now();
   const deadline = d.loaded.spec.deadlineSeconds;
   const att = await attestation(x, details, d);
   await x.records.update(a, (r) => {
-    const { intent: _i, reason: _r, message: _m, startFailure: _sf, ...rest } = beginRun(r, d);
+    const { intent: _i, reason: _r, message: _m, startFailure: _sf, ...rest } = beginRun(r, d, counters);
     return {
       ...rest,
       // a run adopted under this boot (one adopted again keeps the boot it was started under)

@@ -3,8 +3,7 @@
  * one), an update, and the start of a new run (the earlier run moves to history).
  */
 import type { DesiredAttempt } from '../desired/types';
-import { isInfraFailure } from '../plan/exit-outcome';
-import type { AttemptAction } from '../plan/types';
+import type { AttemptAction, Operation, RunCounters } from '../plan/types';
 import type { StatusStore } from '../status/store';
 import type { AttemptStatus } from '../status/types';
 import { iso } from './context';
@@ -56,8 +55,11 @@ export class StatusRecords {
   }
 }
 
-/** A new run begins: earlier run moves to history, counters set. */
-export function beginRun(r: AttemptStatus, d: DesiredAttempt): AttemptStatus {
+/**
+ * Run `d` begins with the planner's `counters` (planner.ts `runCounters`): the earlier run moves to
+ * history. A record that already holds this run is left as it is.
+ */
+export function beginRun(r: AttemptStatus, d: DesiredAttempt, counters: RunCounters): AttemptStatus {
   if (r.run === d.run && r.specHash === d.hash) return r;
   const history = [...r.history];
   if (r.run > 0 && (r.startedAt || r.finishedAt)) {
@@ -73,13 +75,6 @@ export function beginRun(r: AttemptStatus, d: DesiredAttempt): AttemptStatus {
       ...(r.resultsDir ? { resultsDir: r.resultsDir } : {}),
     });
   }
-  const sameSpec = r.specHash === d.hash;
-  // `berth rerun` asks for a run afresh: no retry is counted, the budgets start again.
-  const rerun = sameSpec && r.rerunRequested?.run === r.run;
-  const failedRetry = sameSpec && r.phase === 'Failed' && !rerun;
-  // The planner re-runs an infrastructure death under --infra-retries: it is counted there.
-  const infraRetry = failedRetry && isInfraFailure(r.reason);
-  const infraUsed = sameSpec ? (r.infraRetriesUsed ?? 0) : 0;
   return {
     name: r.name,
     instance: r.instance,
@@ -88,19 +83,18 @@ export function beginRun(r: AttemptStatus, d: DesiredAttempt): AttemptStatus {
     source: d.loaded.relFile,
     ...(d.loaded.revision ? { revision: d.loaded.revision } : {}),
     run: d.run,
-    retriesUsed: failedRetry && !infraRetry ? r.retriesUsed + 1 : sameSpec && !rerun ? r.retriesUsed : 0,
-    ...((infraRetry || infraUsed) && !rerun ? { infraRetriesUsed: infraUsed + (infraRetry ? 1 : 0) } : {}),
+    ...counters,
     createdAt: r.createdAt,
     history,
     updatedAt: r.updatedAt,
   };
 }
 
-/** A `record` operation: a status change with no engine call (a patch of a new run begins that run). */
-export async function recordPatch(records: StatusRecords, a: AttemptAction, patch: Partial<AttemptStatus>): Promise<void> {
+/** A `record` operation: a status change with no engine call (one with counters begins the action's run). */
+export async function recordPatch(records: StatusRecords, a: AttemptAction, op: Extract<Operation, { type: 'record' }>): Promise<void> {
   await records.update(a, (r) => {
     const d = a.desired;
-    const base = d && patch.run === d.run && r.run !== d.run ? beginRun(r, d) : r;
-    return { ...base, ...patch };
+    const base = d && op.counters && r.run !== d.run ? beginRun(r, d, op.counters) : r;
+    return { ...base, ...op.patch };
   });
 }

@@ -9,7 +9,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { parseAddr } from '../controller/http';
+import { parseAddr } from '../util/addr';
 
 export const WEBHOOK_MAX_BYTES = 1024 * 1024;
 
@@ -22,13 +22,7 @@ export function validSignature(secret: string, body: Buffer, header: string | un
 }
 
 export async function serveWebhook(addr: string, secret: string, onPush: () => void): Promise<{ url: string; close(): Promise<void> }> {
-  let host: string;
-  let port: number;
-  try {
-    ({ host, port } = parseAddr(addr));
-  } catch {
-    throw new Error(`--webhook-addr ${JSON.stringify(addr)}: expected host:port, e.g. 127.0.0.1:9465`);
-  }
+  const { host, port } = parseAddr(addr, '--webhook-addr', '127.0.0.1:9465');
   const server = http.createServer((req, res) => {
     const text = (status: number, body: string, headers: Record<string, string> = {}) => res.writeHead(status, { 'content-type': 'text/plain', ...headers }).end(`${body}\n`);
     if (req.method !== 'POST') {

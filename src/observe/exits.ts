@@ -14,8 +14,8 @@
  * again once it has exited (a new run is a new container), so what an inspect saw stopped stays
  * stopped. A list that shows the container not running, or no longer shows it, has caught up.
  */
+import { RUNNING_STATES } from '../constants';
 import type { ContainerDetails } from '../engine/types';
-import { RUNNING_STATES } from '../plan/ops';
 import type { ObservedAttempt, Snapshot } from './types';
 
 export interface SeenExit {

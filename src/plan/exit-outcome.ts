@@ -33,7 +33,7 @@ import { REASONS } from '../constants';
 import type { ContainerState } from '../engine/types';
 import { engineTime } from '../engine/time';
 import type { EngineBoot } from '../status/types';
-import type { Outcome } from './types';
+import type { RunEnd } from './types';
 
 /** Exit codes of a container the engine ended: TERM (128+15), KILL (128+9), lost task (255). */
 export const ENGINE_STOP_EXIT_CODES: ReadonlySet<number> = new Set([143, 137, 255]);
@@ -60,7 +60,7 @@ export function diedInEngineRestart(st: ContainerState, ranUnder: EngineBoot | u
 }
 
 /** The outcome of a run from its main container's state (undefined: the container is gone). */
-export function exitOutcome(st: ContainerState | undefined, boots: { ranUnder?: EngineBoot; current?: EngineBoot } = {}): Outcome {
+export function exitOutcome(st: ContainerState | undefined, boots: { ranUnder?: EngineBoot; current?: EngineBoot } = {}): RunEnd {
   if (!st) return { phase: 'Failed', reason: REASONS.lost, message: 'the container vanished from the engine' };
   if (st.oomKilled) return { phase: 'Failed', reason: REASONS.oomKilled, message: 'the container ran out of memory' };
   if (st.exitCode === 0) return { phase: 'Succeeded', reason: REASONS.completed };

@@ -7,8 +7,8 @@
  */
 import { DEFAULTS, REASONS } from '../constants';
 import type { DesiredAttempt } from '../desired/types';
-import { isSidecarOp } from './ops';
-import type { AttemptAction, OpOutcome, Operation, Outcome } from './types';
+import { finishOp, isSidecarOp, recordOp, removeContainerOp, stopOp } from './ops';
+import type { AttemptAction, OpOutcome, Operation, RunEnd } from './types';
 
 export interface FollowUp {
   /** false: the action failed; `error` says which operation and why. */
@@ -21,10 +21,6 @@ export interface FollowUp {
 type NotDone = Exclude<OpOutcome, { type: 'done' }>;
 
 const iso = (ms: number) => new Date(ms).toISOString();
-
-function record(a: AttemptAction, cause: string, patch: Extract<Operation, { type: 'record' }>['patch']): Operation {
-  return { type: 'record', resource: `attempt:${a.attempt}`, cause, patch };
-}
 
 /**
  * Operations that make a run: one that fails leaves the attempt Pending/CreateFailed. Not
@@ -46,7 +42,7 @@ function blocked(a: AttemptAction, op: Operation, cause: string, reason: string,
   const made = (op.type === 'copy-in' || op.type === 'copy-in-sidecar') && containerId !== undefined;
   return [
     ...(made ? [{ type: 'remove-container' as const, resource: op.resource, id: containerId, cause: `${cause}: the run cannot be filled` }] : []),
-    record(a, cause, { phase: 'Blocked', reason, message }),
+    recordOp(a.attempt, cause, { phase: 'Blocked', reason, message }),
   ];
 }
 
@@ -69,19 +65,11 @@ function heldBy(a: AttemptAction, c: Extract<NotDone, { type: 'conflict' }>): st
 function sidecarEnds(a: AttemptAction, d: DesiredAttempt, index: number, message: string, restart: boolean, id?: string): Operation[] {
   const sc = d.sidecars[index];
   const proxy = sc?.role === 'egress-proxy';
-  const outcome: Outcome = { phase: 'Failed', reason: proxy ? REASONS.proxyFailed : REASONS.sidecarFailed, message };
+  const outcome: RunEnd = { phase: 'Failed', reason: proxy ? REASONS.proxyFailed : REASONS.sidecarFailed, message };
   const main = restart ? a.status?.containerId : undefined;
   return [
-    ...(main ? [{ type: 'stop' as const, resource: `container:${d.container.name}`, id: main, graceSeconds: DEFAULTS.stopGraceSeconds, cause: message }] : []),
-    {
-      type: 'finish',
-      resource: `attempt:${a.attempt}`,
-      ...(main ? { id: main } : {}),
-      resultsDir: d.resultsDir,
-      outcome,
-      ...(sc && id ? { sidecars: [{ alias: sc.alias, role: sc.role, id }] } : {}),
-      cause: message,
-    },
+    ...(main ? [stopOp({ name: d.container.name, id: main }, message)] : []),
+    finishOp(`attempt:${a.attempt}`, message, { id: main, resultsDir: d.resultsDir, outcome, sidecars: sc && id ? [{ alias: sc.alias, role: sc.role, id }] : undefined }),
   ];
 }
 
@@ -107,8 +95,8 @@ function conflict(a: AttemptAction, op: Operation, c: Extract<NotDone, { type: '
           ok: false,
           error: `${op.type} ${op.resource}: ${message}`,
           ops: [
-            { type: 'remove-container', resource: `container:${c.name}`, id: c.id, cause: `an earlier try's container did not attest: ${c.unattested}` },
-            record(a, 'create failed', { phase: 'Pending', reason: REASONS.createFailed, message }),
+            removeContainerOp(c, `an earlier try's container did not attest: ${c.unattested}`),
+            recordOp(a.attempt, 'create failed', { phase: 'Pending', reason: REASONS.createFailed, message }),
           ],
         };
       }
@@ -116,7 +104,7 @@ function conflict(a: AttemptAction, op: Operation, c: Extract<NotDone, { type: '
     }
     if (op.type === 'create-sidecar') {
       // An earlier try's sidecar: made again, so it starts afresh.
-      return { ok: true, ops: [{ type: 'remove-container', resource: `container:${c.name}`, id: c.id, cause: "an earlier try's sidecar holds the name" }, op, ...rest] };
+      return { ok: true, ops: [removeContainerOp(c, "an earlier try's sidecar holds the name"), op, ...rest] };
     }
     return { ok: true, ops: rest };
   }
@@ -125,7 +113,7 @@ function conflict(a: AttemptAction, op: Operation, c: Extract<NotDone, { type: '
     // The attempt runs: its sidecar cannot come back, so it ends as when a sidecar does not come up.
     return { ok: true, ops: sidecarEnds(a, op.desired, op.index, `${sidecarLabel(op.desired, op.index)} cannot be started again: ${held}`, true) };
   }
-  return { ok: true, ops: [record(a, 'name held', { phase: 'Blocked', reason: REASONS.nameConflict, message: held })] };
+  return { ok: true, ops: [recordOp(a.attempt, 'name held', { phase: 'Blocked', reason: REASONS.nameConflict, message: held })] };
 }
 
 /** A failure of `op`: a provisioning step leaves the attempt Pending/CreateFailed (a refused start recorded as such). */
@@ -135,7 +123,7 @@ function failed(a: AttemptAction, op: Operation, message: string, status: number
   // A start the engine refused (it answered with an error status; not one that never reached it
   // or went unanswered) is recorded for the planner (startFailure; planner.ts).
   const refused = op.type === 'start' && status !== undefined ? { startFailure: { run: op.desired.run, ...(containerId ? { containerId } : {}), at: iso(now), status, message } } : {};
-  return { ok: false, error, ops: [record(a, 'create failed', { phase: 'Pending', reason: REASONS.createFailed, message, ...refused })] };
+  return { ok: false, error, ops: [recordOp(a.attempt, 'create failed', { phase: 'Pending', reason: REASONS.createFailed, message, ...refused })] };
 }
 
 /** Follow-ups of follow-ups an action may take before an outcome counts as a failure (a name fought over). */
@@ -155,7 +143,7 @@ export function followUp(a: AttemptAction, op: Operation, out: NotDone, rest: Op
       return { ok: true, ops: blocked(a, op, 'secret missing', REASONS.secretMissing, out.message, out.containerId) };
     case 'refused':
       // refused, never weakened (a swarm with no node that enforces what the attempt needs)
-      return { ok: true, ops: [record(a, 'refused by the backend', { phase: 'Blocked', reason: out.reason, message: out.message })] };
+      return { ok: true, ops: [recordOp(a.attempt, 'refused by the backend', { phase: 'Blocked', reason: out.reason, message: out.message })] };
     case 'unsafe-path':
       // A path berth would read or write for the attempt holds a link now: nothing is followed; it waits Blocked.
       if (op.type === 'begin-run' || op.type === 'create-container' || op.type === 'copy-in' || op.type === 'create-sidecar' || op.type === 'copy-in-sidecar') {
@@ -171,8 +159,8 @@ export function followUp(a: AttemptAction, op: Operation, out: NotDone, rest: Op
         ok: true,
         ops: [
           { type: 'stop', resource: op.resource, id: out.id, graceSeconds: DEFAULTS.stopGraceSeconds, cause: out.cause },
-          ...out.sidecars.map((sc): Operation => ({ type: 'stop', resource: `container:${sidecarName(op, sc.alias)}`, id: sc.id, graceSeconds: 5, cause: out.cause })),
-          { type: 'finish', resource: op.resource, id: out.id, sidecars: out.sidecars, outcome: { phase: 'Failed', reason: REASONS.attestationFailed, message: out.cause }, cause: out.cause },
+          ...out.sidecars.map((sc) => stopOp({ name: sidecarName(op, sc.alias), id: sc.id }, out.cause, 5)),
+          finishOp(op.resource, out.cause, { id: out.id, sidecars: out.sidecars, outcome: { phase: 'Failed', reason: REASONS.attestationFailed, message: out.cause } }),
         ],
       };
     case 'not-found':

@@ -3,16 +3,14 @@
  * and harvest lists of a finish, the secret holders removed after one, and the stale resources
  * (renamed, duplicated) a pass clears first.
  */
-import { COMPONENTS, DEFAULTS, LABELS } from '../constants';
+import { COMPONENTS, DEFAULTS, LABELS, RUNNING_STATES } from '../constants';
 import type { DesiredAttempt } from '../desired/types';
 import { namesOf } from '../desired/lazy';
 import type { ContainerSummary, NetworkSummary } from '../engine/types';
 import type { ObservedAttempt } from '../observe/types';
 import type { EngineBoot } from '../status/types';
-import type { Operation, SidecarOperation, SidecarRef } from './types';
-
-/** Engine states in which a container counts as running. */
-export const RUNNING_STATES: ReadonlySet<string> = new Set(['running', 'paused', 'restarting']);
+import { plural } from '../util/plural';
+import type { Operation, RunCounters, RunEnd, RunStart, SidecarOperation, SidecarRef } from './types';
 
 export function cmp(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
@@ -33,6 +31,29 @@ export function secretHolders(d: DesiredAttempt, obs: ContainerSummary[]): Conta
   return obs.filter((c) => (isMain(c) ? names.mainSecrets.length > 0 : names.sidecars.some((sc) => sc.name === c.name && sc.secrets.length > 0)));
 }
 
+/** A status change of `attempt`, with no engine call; with `counters`, it begins the action's run. */
+export function recordOp(attempt: string, cause: string, patch: Extract<Operation, { type: 'record' }>['patch'], counters?: RunCounters): Operation {
+  return { type: 'record', resource: `attempt:${attempt}`, cause, patch, ...(counters ? { counters } : {}) };
+}
+
+/** Container `c` stopped: SIGTERM, then SIGKILL after `graceSeconds`. */
+export function stopOp(c: { name: string; id: string }, cause: string, graceSeconds: number = DEFAULTS.stopGraceSeconds): Operation {
+  return { type: 'stop', resource: `container:${c.name}`, id: c.id, graceSeconds, cause };
+}
+
+export function removeContainerOp(c: { name: string; id: string }, cause: string): Operation {
+  return { type: 'remove-container', resource: `container:${c.name}`, id: c.id, cause };
+}
+
+/**
+ * The end of a run recorded and harvested, on `resource` (its main container, else the attempt):
+ * `outcome` when the planner forces one, else read from container `id`. Only the fields given.
+ */
+export function finishOp(resource: string, cause: string, f: { id?: string; resultsDir?: string; outcome?: RunEnd; sidecars?: SidecarRef[]; score?: string }): Operation {
+  const { id, resultsDir, outcome, sidecars, score } = f;
+  return { type: 'finish', resource, ...(id ? { id } : {}), ...(resultsDir ? { resultsDir } : {}), ...(outcome ? { outcome } : {}), ...(sidecars ? { sidecars } : {}), ...(score ? { score } : {}), cause };
+}
+
 /** Removal of the secret holders among `obs`, after a finish (see secretHolders). */
 export function scrubOps(d: DesiredAttempt, obs: ContainerSummary[]): Operation[] {
   return removeOps({ containers: secretHolders(d, obs), networks: [], volumes: [] }, 'the run is harvested; its secrets leave the engine');
@@ -43,7 +64,7 @@ export function removeOps(obs: Pick<ObservedAttempt, 'containers' | 'networks' |
   // most attempts a pass looks at have nothing to remove (a thousand finished ones in a no-op pass)
   if (!hasAny(obs)) return [];
   return [
-    ...obs.containers.map((c): Operation => ({ type: 'remove-container', resource: `container:${c.name}`, id: c.id, cause })),
+    ...obs.containers.map((c) => removeContainerOp(c, cause)),
     ...obs.networks.map((n): Operation => ({ type: 'remove-network', resource: `network:${n.name}`, id: n.id, cause })),
     ...obs.volumes.map((v): Operation => ({ type: 'remove-volume', resource: `volume:${v.name}`, id: v.name, cause })),
   ];
@@ -90,12 +111,17 @@ export function duplicateNetworks(networks: NetworkSummary[], containers: Contai
     .filter((n) => seen.has(n.name) || (seen.add(n.name), false));
 }
 
+/** The beginning of run `d` as `start` says (its folder, its counters, the intent), before any container of it. */
+export function beginRunOp(d: DesiredAttempt, start: RunStart): Operation {
+  return { type: 'begin-run', resource: `attempt:${d.name}`, desired: d, ...start, cause: `run ${d.run}: results folder made, intent recorded` };
+}
+
 /**
  * Operations that bring a run up from whatever of it already exists: networks, volumes, the
- * run's beginning (its folder and intent, before any container of it), sidecars (proxy first),
- * main. `boot`: the engine's boot as the plan saw it, recorded before the start.
+ * run's beginning (`start`), sidecars (proxy first), main. `boot`: the engine's boot as the plan
+ * saw it, recorded before the start.
  */
-export function provisionOps(d: DesiredAttempt, have: ObservedAttempt, boot?: EngineBoot): Operation[] {
+export function provisionOps(d: DesiredAttempt, have: ObservedAttempt, start: RunStart, boot?: EngineBoot): Operation[] {
   const ops: Operation[] = [];
   for (const v of d.volumes) {
     if (!have.volumes.some((x) => x.name === v.name)) ops.push({ type: 'create-volume', resource: `volume:${v.name}`, volume: v, cause: 'not found' });
@@ -103,11 +129,11 @@ export function provisionOps(d: DesiredAttempt, have: ObservedAttempt, boot?: En
   for (const n of [d.network, d.egressNetwork]) {
     if (n && !have.networks.some((x) => x.name === n.name)) ops.push({ type: 'create-network', resource: `network:${n.name}`, network: n, cause: 'not found' });
   }
-  ops.push({ type: 'begin-run', resource: `attempt:${d.name}`, desired: d, cause: `run ${d.run}: results folder made, intent recorded` });
+  ops.push(beginRunOp(d, start));
   for (const [i, sc] of d.sidecars.entries()) {
     const o = have.containers.find((c) => c.name === sc.name);
     if (o && RUNNING_STATES.has(o.state)) continue;
-    if (o) ops.push({ type: 'remove-container', resource: `container:${o.name}`, id: o.id, cause: `${sc.alias} ${o.state} before the attempt started` });
+    if (o) ops.push(removeContainerOp(o, `${sc.alias} ${o.state} before the attempt started`));
     ops.push(...sidecarOps(d, i, o ? 'not running' : 'not found'));
   }
   return [...ops, ...mainOps(d, boot)];
@@ -120,10 +146,10 @@ export function isSidecarOp(op: Operation): op is SidecarOperation {
 }
 
 /**
- * The sidecar `index` of `d` made, filled and started, one operation per engine call: its create
- * (`cause`), a connect per network besides the one it is created on, its secrets' files (when it
- * has secrets), its start, and the wait until it is ready, with its attestation. `restart`: made
- * again while the attempt runs.
+ * The sidecar `index` of `d` made, filled and started, one operation per change to the engine:
+ * its create (`cause`), a connect per network besides the one it is created on, its secrets'
+ * files (when it has secrets), its start, and the wait until it is ready, with its attestation.
+ * `restart`: made again while the attempt runs.
  */
 export function sidecarOps(d: DesiredAttempt, index: number, cause: string, restart = false): SidecarOperation[] {
   const sc = d.sidecars[index];
@@ -135,7 +161,7 @@ export function sidecarOps(d: DesiredAttempt, index: number, cause: string, rest
     ...sc.expectedNetworks
       .filter((net) => net !== sc.create.host.networkMode)
       .map((network): SidecarOperation => ({ ...base, type: 'connect-sidecar', network, cause: `${sc.alias} joins network ${network} too` })),
-    ...(n ? [{ ...base, type: 'copy-in-sidecar' as const, cause: `${n} secret${n === 1 ? '' : 's'} for ${DEFAULTS.secretsDir}` }] : []),
+    ...(n ? [{ ...base, type: 'copy-in-sidecar' as const, cause: `${plural(n, 'secret')} for ${DEFAULTS.secretsDir}` }] : []),
     { ...base, type: 'start-sidecar', cause: 'created' },
     { ...base, type: 'ready-sidecar', cause: sc.ready === 'listening' ? 'until it says it is listening' : 'until it has stayed up a moment' },
   ];
@@ -152,7 +178,7 @@ export function copiesIn(d: DesiredAttempt): ('fixture' | 'secrets')[] {
   return [...(fixture ? (['fixture'] as const) : []), ...(d.mainSecrets.length ? (['secrets'] as const) : [])];
 }
 
-/** The main container made, filled and started: one operation per engine call, the copy recorded done before the start. */
+/** The main container made, filled and started: one operation per change to the engine, the copy recorded done before the start. */
 export function mainOps(d: DesiredAttempt, boot?: EngineBoot): Operation[] {
   const resource = `container:${d.container.name}`;
   const n = d.mainSecrets.length;
@@ -164,7 +190,7 @@ export function mainOps(d: DesiredAttempt, boot?: EngineBoot): Operation[] {
         resource,
         desired: d,
         archive,
-        cause: archive === 'secrets' ? `${n} secret${n === 1 ? '' : 's'} for ${DEFAULTS.secretsDir}` : d.loaded.spec.fixture !== null ? 'the fixture' : "the working folder, the user's",
+        cause: archive === 'secrets' ? `${plural(n, 'secret')} for ${DEFAULTS.secretsDir}` : d.loaded.spec.fixture !== null ? 'the fixture' : "the working folder, the user's",
       }),
     ),
     { type: 'record-copied', resource: `attempt:${d.name}`, desired: d, ...(boot ? { boot } : {}), cause: 'a start may follow from here on' },
@@ -193,5 +219,5 @@ export function harvestList(d: DesiredAttempt, obs: ContainerSummary[]): Sidecar
 export function stopSidecars(obs: ContainerSummary[], cause: string): Operation[] {
   return obs
     .filter((c) => !isMain(c) && RUNNING_STATES.has(c.state))
-    .map((c): Operation => ({ type: 'stop', resource: `container:${c.name}`, id: c.id, graceSeconds: 5, cause }));
+    .map((c) => stopOp(c, cause, 5));
 }

@@ -3,7 +3,7 @@
  * the same plan, in a fixed order (attempts by name; an AttemptSet's children at the set's name, by
  * their coordinates). Every operation records its cause.
  */
-import { COMPONENTS, DEFAULTS, FINISHED_PHASES, LABELS, LEGACY_NAMING, REASONS } from '../constants';
+import { COMPONENTS, DEFAULTS, FINISHED_PHASES, LABELS, LEGACY_NAMING, REASONS, RUNNING_STATES } from '../constants';
 import { namesOf } from '../desired/lazy';
 import type { DesiredAttempt } from '../desired/types';
 import type { ContainerSummary } from '../engine/types';
@@ -16,12 +16,11 @@ import { attestListed, failedCause, mainWant, sidecarWant } from '../attest/chec
 import { isInfraFailure } from './exit-outcome';
 import { retryBackoffMs, type PlanInput } from './input';
 import { desiredFor } from './desired-for';
-import { cmp, dropRenamed, duplicateNetworks, harvestList, hasAny, isMain, provisionOps, removeOps, startOps, RUNNING_STATES, scrubOps, secretHolders, sidecarOps, stopSidecars } from './ops';
+import { cmp, dropRenamed, duplicateNetworks, finishOp, harvestList, hasAny, isMain, provisionOps, recordOp, removeContainerOp, removeOps, startOps, scrubOps, secretHolders, sidecarOps, stopOp, stopSidecars } from './ops';
 import { admissionOrder, setStates, type SetState } from './set-admission';
-import type { AttemptAction, Operation, Outcome, Plan } from './types';
+import type { AttemptAction, Operation, Plan, RunCounters, RunEnd, RunStart } from './types';
 
 const EMPTY: ObservedAttempt = { name: '', containers: [], networks: [], volumes: [] };
-export { RUNNING_STATES } from './ops';
 /** How long a Blocked attempt waits before berth tries it again. */
 export const BLOCKED_RETRY_MS = 15_000;
 /** How long an attempt whose create failed (the engine refused) waits before berth tries again. */
@@ -86,6 +85,34 @@ function mayRunAgain(inp: PlanInput, loaded: LoadedSpec, rec: AttemptStatus | un
   return retries || infra ? { requeueAfterMs: 0 } : {};
 }
 
+/**
+ * The retry counters run `d` begins with after the record `rec`. A record that holds this very
+ * run already (an interrupted or refused provisioning, a wait for a slot) keeps its own.
+ * Otherwise a failed run re-run counts a retry, an infrastructure death an infra retry instead
+ * (never the spec's retries); `berth rerun` and a new spec hash start both afresh.
+ */
+function runCounters(rec: AttemptStatus | undefined, d: DesiredAttempt): RunCounters {
+  if (!rec || rec.specHash !== d.hash) return { retriesUsed: 0 };
+  if (rec.run === d.run) {
+    const { retriesUsed, infraRetriesUsed } = rec;
+    return { retriesUsed, ...(infraRetriesUsed !== undefined ? { infraRetriesUsed } : {}) };
+  }
+  if (rec.rerunRequested?.run === rec.run) return { retriesUsed: 0 };
+  const failed = rec.phase === 'Failed';
+  const infra = failed && isInfraFailure(rec.reason);
+  const infraRetriesUsed = (rec.infraRetriesUsed ?? 0) + (infra ? 1 : 0);
+  return { retriesUsed: rec.retriesUsed + (failed && !infra ? 1 : 0), ...(infraRetriesUsed ? { infraRetriesUsed } : {}) };
+}
+
+/**
+ * Whether run `d`'s results folder is already its own: the record holds this very run with that
+ * folder (an interrupted or refused provisioning made it). The executor then finds it rather than
+ * refusing it, and the run floors (controller/pass.ts) leave it out.
+ */
+function ownsFolder(rec: AttemptStatus | undefined, d: DesiredAttempt): boolean {
+  return rec !== undefined && rec.run === d.run && rec.specHash === d.hash && rec.resultsDir === d.resultsDir;
+}
+
 /** A new run: provisioned now if a slot is free, else it waits in Pending. */
 function startRun(
   ctx: Ctx,
@@ -102,6 +129,8 @@ function startRun(
     d = desiredFor(ctx.inp, d.loaded, floor + 1);
     have = { ...have, containers: [] };
   }
+  const counters = runCounters(base.status, d);
+  const start: RunStart = { counters, ownFolder: ownsFolder(base.status, d) };
   const set = d.loaded.set ? ctx.sets.get(d.loaded.set.set.name) : undefined;
   if (set?.stop) {
     // Not admitted, for good unless the set's settings change: a final phase that says why.
@@ -113,7 +142,7 @@ function startRun(
       kind: already ? 'leave' : 'skip',
       summary: message,
       desired: d,
-      ops: already ? [] : [...pre, { type: 'record', resource: `attempt:${d.name}`, cause: reason, patch: { phase: 'Failed', reason, message, run: d.run, specHash: d.hash } }],
+      ops: already ? [] : [...pre, recordOp(d.name, reason, { phase: 'Failed', reason, message, run: d.run, specHash: d.hash }, counters)],
     };
   }
   const max = set?.policy.maxParallel ?? null;
@@ -125,13 +154,13 @@ function startRun(
       kind: 'wait',
       summary: `${why}: run ${d.run} waits: ${cause}`,
       desired: d,
-      ops: waiting ? [] : [...pre, { type: 'record', resource: `attempt:${d.name}`, cause, patch: { phase: 'Pending', reason: REASONS.waitingForSet, run: d.run, specHash: d.hash } }],
+      ops: waiting ? [] : [...pre, recordOp(d.name, cause, { phase: 'Pending', reason: REASONS.waitingForSet, run: d.run, specHash: d.hash }, counters)],
     };
   }
   if (ctx.slots > 0) {
     ctx.slots--;
     if (set) set.running++;
-    return { ...base, kind, summary: `${why}: run ${d.run}`, desired: d, ops: [...pre, ...provisionOps(d, have, ctx.inp.snapshot.boot)] };
+    return { ...base, kind, summary: `${why}: run ${d.run}`, desired: d, ops: [...pre, ...provisionOps(d, have, start, ctx.inp.snapshot.boot)] };
   }
   const waiting = base.status?.phase === 'Pending' && base.status.reason === REASONS.waitingForSlot && base.status.run === d.run && pre.length === 0;
   return {
@@ -139,17 +168,7 @@ function startRun(
     kind: 'wait',
     summary: `${why}: run ${d.run} waits for a slot (--max-running ${ctx.inp.maxRunning})`,
     desired: d,
-    ops: waiting
-      ? []
-      : [
-          ...pre,
-          {
-            type: 'record',
-            resource: `attempt:${d.name}`,
-            cause: `no free slot (--max-running ${ctx.inp.maxRunning})`,
-            patch: { phase: 'Pending', reason: REASONS.waitingForSlot, run: d.run, specHash: d.hash },
-          },
-        ],
+    ops: waiting ? [] : [...pre, recordOp(d.name, `no free slot (--max-running ${ctx.inp.maxRunning})`, { phase: 'Pending', reason: REASONS.waitingForSlot, run: d.run, specHash: d.hash }, counters)],
   };
 }
 
@@ -249,15 +268,8 @@ function endReplacedRun({ rec, specChanged, mainsAll, name }: RunView): Operatio
   if (!(specChanged && rec && !FINISHED_PHASES.has(rec.phase) && rec.phase !== 'Invalid' && rec.phase !== 'Blocked' && rec.startedAt)) return [];
   const old = mainsAll.find((c) => c.labels[LABELS.specHash] === rec.specHash);
   return [
-    ...(old && RUNNING_STATES.has(old.state) ? [{ type: 'stop' as const, resource: `container:${old.name}`, id: old.id, graceSeconds: DEFAULTS.stopGraceSeconds, cause: 'spec hash changed' }] : []),
-    {
-      type: 'finish',
-      resource: `attempt:${name}`,
-      ...(old ? { id: old.id } : {}),
-      ...(rec.resultsDir ? { resultsDir: rec.resultsDir } : {}),
-      cause: 'spec hash changed',
-      outcome: { phase: 'Failed', reason: REASONS.replaced, message: 'the spec changed while the run was going' },
-    },
+    ...(old && RUNNING_STATES.has(old.state) ? [stopOp(old, 'spec hash changed')] : []),
+    finishOp(`attempt:${name}`, 'spec hash changed', { id: old?.id, resultsDir: rec.resultsDir, outcome: { phase: 'Failed', reason: REASONS.replaced, message: 'the spec changed while the run was going' } }),
   ];
 }
 
@@ -272,7 +284,7 @@ function planSquatter({ inp, d, rec, base, name, run, hash }: RunView): AttemptA
     ...base,
     kind: 'block',
     summary: reason,
-    ops: already ? [] : [{ type: 'record', resource: `attempt:${name}`, cause: 'name held by a foreign container', patch: { phase: 'Blocked', reason: REASONS.nameConflict, message: reason, run, specHash: hash } }],
+    ops: already ? [] : [recordOp(name, 'name held by a foreign container', { phase: 'Blocked', reason: REASONS.nameConflict, message: reason, run, specHash: hash })],
   };
 }
 
@@ -329,7 +341,7 @@ function planFinished(v: RunView, rec: AttemptStatus): AttemptAction {
         ...base,
         kind: 'expire',
         summary: `finished ${rec.phase}; ttlSecondsAfterFinished ${ttl} passed`,
-        ops: [...pre, ...removeOps(current, 'ttl expired'), { type: 'record', resource: `attempt:${name}`, cause: 'ttl expired', patch: { phase: rec.phase, collectedAt: new Date(inp.now).toISOString() } }],
+        ops: [...pre, ...removeOps(current, 'ttl expired'), recordOp(name, 'ttl expired', { phase: rec.phase, collectedAt: new Date(inp.now).toISOString() })],
       };
     }
     return { ...base, kind: pre.length ? 'collect' : 'leave', summary: `finished ${rec.phase}; kept until its TTL`, ops: pre, requeueAfterMs: at - inp.now };
@@ -356,23 +368,23 @@ function planRunning(v: RunView, main: ContainerSummary): AttemptAction {
       continue;
     }
     const why = `${sc.alias} ${o ? o.state : 'missing'} while the attempt runs`;
-    if (o) restart.push({ type: 'remove-container', resource: `container:${o.name}`, id: o.id, cause: why });
+    if (o) restart.push(removeContainerOp(o, why));
     restart.push(...sidecarOps(d, i, why, true));
   }
   const bad = failedCause(checks);
   const id = main.id;
   const resultsDir = rec?.resultsDir ?? d.resultsDir;
   const sidecars = harvestList(d, sidecarsObs);
-  const stopAndEnd = (why: string, outcome: Outcome): AttemptAction => ({
+  const stopAndEnd = (why: string, outcome: RunEnd): AttemptAction => ({
     ...base,
     kind: 'stop',
     summary: why,
     desired: d,
     ops: [
       ...pre,
-      { type: 'stop', resource: `container:${main.name}`, id, graceSeconds: DEFAULTS.stopGraceSeconds, cause: why },
+      stopOp(main, why),
       ...stopSidecars(sidecarsObs, why),
-      { type: 'finish', resource: `container:${main.name}`, id, resultsDir, sidecars, cause: why, outcome },
+      finishOp(`container:${main.name}`, why, { id, resultsDir, sidecars, outcome }),
       ...scrubOps(d, current.containers),
     ],
   });
@@ -398,7 +410,7 @@ function planRunning(v: RunView, main: ContainerSummary): AttemptAction {
   }
   const requeue = deadline !== undefined ? { requeueAfterMs: deadline - inp.now } : {};
   if (!rec || rec.phase !== 'Running' || rec.containerId !== id || rec.run !== run) {
-    return { ...base, kind: 'adopt', summary: 'running container found; recording it', desired: d, ops: [...pre, { type: 'adopt', resource: `container:${main.name}`, id, desired: d, cause: rec ? `status says ${rec.phase}` : 'no status record' }], ...requeue };
+    return { ...base, kind: 'adopt', summary: 'running container found; recording it', desired: d, ops: [...pre, { type: 'adopt', resource: `container:${main.name}`, id, desired: d, counters: runCounters(rec, d), cause: rec ? `status says ${rec.phase}` : 'no status record' }], ...requeue };
   }
   const last = rec.lastAttestation?.depth === 'inspect' ? Date.parse(rec.lastAttestation.at) : 0;
   if (inp.now - last >= inp.attestIntervalMs) {
@@ -420,7 +432,7 @@ function planExited(v: RunView, main: ContainerSummary): AttemptAction {
     ops: [
       ...pre,
       ...stopSidecars(sidecarsObs, 'the attempt finished'),
-      { type: 'finish', resource: `container:${main.name}`, id: main.id, resultsDir: rec?.resultsDir ?? d.resultsDir, sidecars, cause: `container ${main.state}`, ...scoreFile(loaded) },
+      finishOp(`container:${main.name}`, `container ${main.state}`, { id: main.id, resultsDir: rec?.resultsDir ?? d.resultsDir, sidecars, score: loaded.set?.set.score?.file /* an AttemptSet child's score file */ }),
       ...scrubOps(d, current.containers),
     ],
   };
@@ -441,7 +453,7 @@ function planCreated(v: RunView, main: ContainerSummary): AttemptAction {
     // (nothing of it is reused: a retry is a new run with a new container and results
     // folder), and --infra-retries decides whether a new run follows.
     const refused = rec.startFailure;
-    const end = (why: string, outcome: Outcome): AttemptAction => ({
+    const end = (why: string, outcome: RunEnd): AttemptAction => ({
       ...base,
       kind: 'finish',
       summary: why,
@@ -450,7 +462,7 @@ function planCreated(v: RunView, main: ContainerSummary): AttemptAction {
       ops: [
         ...pre,
         ...stopSidecars(sidecarsObs, 'the main container could not start'),
-        { type: 'finish', resource: `attempt:${name}`, resultsDir: rec.resultsDir ?? d.resultsDir, sidecars: harvestList(d, sidecarsObs), cause: why, outcome },
+        finishOp(`attempt:${name}`, why, { resultsDir: rec.resultsDir ?? d.resultsDir, sidecars: harvestList(d, sidecarsObs), outcome }),
         ...scrubOps(d, current.containers),
       ],
     });
@@ -482,7 +494,7 @@ function planNoContainer({ ctx, rec, base, d, current, pre, name, run }: RunView
       ...base,
       kind: 'finish',
       summary: 'container vanished',
-      ops: [...pre, { type: 'finish', resource: `attempt:${name}`, ...(rec.resultsDir ? { resultsDir: rec.resultsDir } : {}), cause: 'container vanished', outcome: { phase: 'Failed', reason: REASONS.lost, message: 'the container vanished from the engine while the attempt was running' } }],
+      ops: [...pre, finishOp(`attempt:${name}`, 'container vanished', { resultsDir: rec.resultsDir, outcome: { phase: 'Failed', reason: REASONS.lost, message: 'the container vanished from the engine while the attempt was running' } })],
     };
   }
   return startRun(ctx, base, d, current, pre, 'provision', rec?.intent ? 'provisioning was interrupted' : 'not found');
@@ -510,12 +522,6 @@ function planDesired(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefine
   return { ...base, kind: v.pre.length ? 'collect' : 'leave', summary: `container ${main.state}`, ops: v.pre };
 }
 
-/** An AttemptSet child with a `score`: the file the finish reads it from. */
-function scoreFile(loaded: LoadedSpec): { score?: string } {
-  const score = loaded.set?.set.score;
-  return score ? { score: score.file } : {};
-}
-
 function sameIssues(a: readonly SpecIssue[] | undefined, b: readonly SpecIssue[]): boolean {
   return JSON.stringify(a ?? []) === JSON.stringify(b);
 }
@@ -540,7 +546,7 @@ function planUndesired(inp: PlanInput, name: string, rec: AttemptStatus | undefi
         ...base,
         kind: 'invalid',
         summary: msg,
-        ops: [{ type: 'record', resource: `attempt:${name}`, cause: 'spec invalid', patch: { phase: 'Invalid', reason, message: msg, specErrors: [...errors], run: rec?.run ?? 0, specHash: rec?.specHash ?? '' } }],
+        ops: [recordOp(name, 'spec invalid', { phase: 'Invalid', reason, message: msg, specErrors: [...errors], run: rec?.run ?? 0, specHash: rec?.specHash ?? '' })],
       };
     }
     return { ...base, kind: 'leave', summary: `spec invalid, left as it is: ${msg}`, ops: [] };
@@ -556,8 +562,8 @@ function planUndesired(inp: PlanInput, name: string, rec: AttemptStatus | undefi
   const ops: Operation[] = [];
   const main = obs.containers.find(isMain);
   if (main && (!rec || !FINISHED_PHASES.has(rec.phase))) {
-    if (RUNNING_STATES.has(main.state)) ops.push({ type: 'stop', resource: `container:${main.name}`, id: main.id, graceSeconds: DEFAULTS.stopGraceSeconds, cause: 'no spec' });
-    ops.push({ type: 'finish', resource: `container:${main.name}`, id: main.id, ...(rec?.resultsDir ? { resultsDir: rec.resultsDir } : {}), cause: 'no spec', outcome: { phase: 'Failed', reason: REASONS.deleted, message: 'the spec was deleted' } });
+    if (RUNNING_STATES.has(main.state)) ops.push(stopOp(main, 'no spec'));
+    ops.push(finishOp(`container:${main.name}`, 'no spec', { id: main.id, resultsDir: rec?.resultsDir, outcome: { phase: 'Failed', reason: REASONS.deleted, message: 'the spec was deleted' } }));
   }
   ops.push(...removeOps(obs, 'no spec'));
   ops.push({ type: 'forget', resource: `attempt:${name}`, cause: 'no spec' });
@@ -576,10 +582,10 @@ function planDeleted(base: { attempt: string; status?: AttemptStatus }, rec: Att
   const main = obs.containers.find(isMain);
   const finished = FINISHED_PHASES.has(rec.phase);
   if (main && !finished) {
-    if (RUNNING_STATES.has(main.state)) ops.push({ type: 'stop', resource: `container:${main.name}`, id: main.id, graceSeconds: DEFAULTS.stopGraceSeconds, cause });
-    ops.push({ type: 'finish', resource: `container:${main.name}`, id: main.id, ...(rec.resultsDir ? { resultsDir: rec.resultsDir } : {}), cause, outcome: { phase: 'Failed', reason: REASONS.deleted, message: 'berth delete stopped the run' } });
+    if (RUNNING_STATES.has(main.state)) ops.push(stopOp(main, cause));
+    ops.push(finishOp(`container:${main.name}`, cause, { id: main.id, resultsDir: rec.resultsDir, outcome: { phase: 'Failed', reason: REASONS.deleted, message: 'berth delete stopped the run' } }));
   } else if (!finished) {
-    ops.push({ type: 'record', resource: `attempt:${name}`, cause, patch: { phase: 'Failed', reason: REASONS.deleted, message: 'berth delete removed it before it ran' } });
+    ops.push(recordOp(name, cause, { phase: 'Failed', reason: REASONS.deleted, message: 'berth delete removed it before it ran' }));
   }
   ops.push(...removeOps(obs, cause));
   return { ...base, kind: ops.length ? 'collect' : 'leave', summary: `${cause}; not run again until its spec changes or berth rerun`, ops };

@@ -1,5 +1,6 @@
 /** A plan as text (for `berth plan`, logs and golden tests) and as JSON-able data. */
 import type { Operation, Plan } from './types';
+import { plural } from '../util/plural';
 
 const SIGN: Record<Operation['type'], string> = {
   'create-volume': '+',
@@ -97,8 +98,8 @@ export function renderPlan(p: Plan): string {
   const unchanged = p.unchanged.size + p.actions.filter((a) => a.ops.length === 0).length;
   lines.push(
     withOps.length === 0
-      ? `No changes: ${unchanged} attempt${unchanged === 1 ? '' : 's'} as specified.`
-      : `Plan: ${withOps.length} attempt${withOps.length === 1 ? '' : 's'} to change (${changeCount(p)} operations), ${unchanged} unchanged.`,
+      ? `No changes: ${plural(unchanged, 'attempt')} as specified.`
+      : `Plan: ${plural(withOps.length, 'attempt')} to change (${changeCount(p)} operations), ${unchanged} unchanged.`,
   );
   return lines.join('\n') + '\n';
 }

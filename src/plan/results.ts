@@ -22,12 +22,12 @@ export function resolveResultsRoot(stateDir: string, resultsRoot?: string): stri
 
 /**
  * The highest `n` of the `run-<n>` folders beside a run's results folder (0 when none), not
- * counting `own` (the results folder of the run the attempt's record already holds: a resumed
- * provisioning made it). Reads one folder's names; follows no link.
+ * counting the run's own folder when `ownFolder` (the planner's RunStart: a resumed provisioning
+ * made it). Reads one folder's names; follows no link.
  */
-export function runFloor(resultsDir: string, own?: string): number {
+export function runFloor(resultsDir: string, ownFolder: boolean): number {
   const parent = path.dirname(path.dirname(resultsDir));
-  const ownRunDir = own ? path.dirname(path.resolve(own)) : undefined;
+  const ownRunDir = ownFolder ? path.dirname(path.resolve(resultsDir)) : undefined;
   let names: string[];
   try {
     names = readdirSync(parent);

@@ -16,8 +16,21 @@ interface OpBase {
 /** An operation on the sidecar `index` of `desired`. */
 type SidecarOp = OpBase & { desired: DesiredAttempt; index: number; restart?: boolean };
 
-/** Final outcome forced by the planner (deadline, attestation, lost); else read from the engine. */
-export interface Outcome {
+/**
+ * How a new run begins, as the planner decides it from the record it saw: the retry budgets it
+ * has used already (planner.ts `runCounters`; the executor writes them into the record the run
+ * begins), and whether its results folder is already its own (`ownsFolder`: the record gave it to
+ * this very run, an interrupted or refused provisioning), so found, not refused, when made again.
+ */
+export interface RunStart {
+  counters: RunCounters;
+  ownFolder: boolean;
+}
+
+export type RunCounters = Pick<AttemptStatus, 'retriesUsed' | 'infraRetriesUsed'>;
+
+/** How a run ended: forced by the planner (deadline, attestation, lost), else read from the engine (exit-outcome.ts). */
+export interface RunEnd {
   phase: Phase;
   reason: string;
   message?: string;
@@ -27,11 +40,12 @@ export type Operation =
   | (OpBase & { type: 'create-volume'; volume: VolumeCreateSpec })
   | (OpBase & { type: 'create-network'; network: NetworkCreateSpec })
   /**
-   * No engine call: the run's results folder made (exclusively, unless the record already gave it
-   * to this run), then the provisioning intent recorded, Pending/Provisioning. Before any engine
-   * side effect of the run: a berth killed from here on resumes this run, never starts a second.
+   * No engine call: the run's results folder made (exclusively, unless `ownFolder`), then the run
+   * begun in the record with the planner's counters and its provisioning intent recorded,
+   * Pending/Provisioning. Before any engine side effect of the run: a berth killed from here on
+   * resumes this run, never starts a second.
    */
-  | (OpBase & { type: 'begin-run'; desired: DesiredAttempt })
+  | (OpBase & RunStart & { type: 'begin-run'; desired: DesiredAttempt })
   /**
    * The main container's create (its secrets read and its bind source checked first), its id
    * recorded. `use`: the id of this attempt's own container that holds the name (an earlier
@@ -51,7 +65,7 @@ export type Operation =
    */
   | (OpBase & { type: 'record-copied'; desired: DesiredAttempt; boot?: EngineBoot })
   /**
-   * A sidecar (the egress proxy or a spec sidecar), one engine call per step (plan/ops.ts
+   * A sidecar (the egress proxy or a spec sidecar), one change to the engine per step (plan/ops.ts
    * `sidecarOps`): its create (its secrets read first, for those opted into the environment, and
    * so a missing one blocks before the engine holds anything), each further network connected,
    * its secrets' files copied in, its start, then `ready-sidecar`: waited for until ready (the
@@ -63,7 +77,7 @@ export type Operation =
   | (SidecarOp & { type: 'copy-in-sidecar' })
   | (SidecarOp & { type: 'start-sidecar' })
   | (SidecarOp & { type: 'ready-sidecar' })
-  /** The main container's start (one engine call); a refusal is reported with the container it asked for. */
+  /** The main container's start (its one change to the engine); a refusal is reported with the container it asked for. */
   | (OpBase & { type: 'start'; desired: DesiredAttempt })
   /**
    * The container just started, inspected and attested, and the run recorded Running with the
@@ -72,12 +86,12 @@ export type Operation =
   | (OpBase & { type: 'attest-start'; desired: DesiredAttempt })
   /** Inspect and attest, recording the attestation. */
   | (OpBase & { type: 'attest'; id: string; desired: DesiredAttempt })
-  /** Record a running container found on the engine as this attempt's current run. */
-  | (OpBase & { type: 'adopt'; id: string; desired: DesiredAttempt })
+  /** Record a running container found on the engine as this attempt's current run (begun with `counters` when new to the record). */
+  | (OpBase & { type: 'adopt'; id: string; desired: DesiredAttempt; counters: RunCounters })
   | (OpBase & { type: 'stop'; id: string; graceSeconds: number })
   /** Harvest logs, status and a manifest into the results folder and record the final phase. */
   /** `score`: a file in the run's results folder to read the score from (AttemptSet children with a score). */
-  | (OpBase & { type: 'finish'; id?: string; resultsDir?: string; outcome?: Outcome; sidecars?: SidecarRef[]; score?: string })
+  | (OpBase & { type: 'finish'; id?: string; resultsDir?: string; outcome?: RunEnd; sidecars?: SidecarRef[]; score?: string })
   /**
    * The harvest of a run whose outcome is recorded (`ended`) but whose harvest is not done (it
    * failed, or berth stopped during it): logs, manifest and status, then the final phase.
@@ -86,8 +100,8 @@ export type Operation =
   | (OpBase & { type: 'remove-container'; id: string })
   | (OpBase & { type: 'remove-network'; id: string })
   | (OpBase & { type: 'remove-volume'; id: string })
-  /** A status change with no engine call. */
-  | (OpBase & { type: 'record'; patch: Partial<AttemptStatus> & { phase: Phase } })
+  /** A status change with no engine call; with `counters`, it begins the action's desired run (when new to the record) with them. */
+  | (OpBase & { type: 'record'; patch: Partial<AttemptStatus> & { phase: Phase }; counters?: RunCounters })
   /** Drop the status record of an attempt that has no spec any more. */
   | (OpBase & { type: 'forget' });
 

@@ -19,7 +19,7 @@
 import path from 'node:path';
 import { REASONS, REPORT_LIMITS } from '../constants';
 import type { ChildSummary, Counts, SetSummary } from '../sets/summary';
-import type { Outcome } from '../sets/outcome';
+import type { OutcomeClass } from '../sets/outcome';
 import type { AttemptStatus } from '../status/types';
 import { engineTime } from '../engine/time';
 import { concurrency, type Step } from './timeline';
@@ -40,7 +40,7 @@ export interface ReportAttempt {
   phase: string;
   reason: string;
   message: string;
-  outcome: Outcome;
+  outcome: OutcomeClass;
   exitCode: number | null;
   score: number | null;
   run: number;
@@ -79,7 +79,7 @@ export interface ReportData {
     attempts: number;
     byPhase: Record<string, number>;
     byReason: Record<string, number>;
-    byOutcome: Record<Outcome, number>;
+    byOutcome: Record<OutcomeClass, number>;
     passRate: number | null;
     /** First wait to last finish (or now while something runs). */
     wallMs: number | null;
@@ -150,7 +150,7 @@ export function linksOf(resultsDir: string | undefined, resultsRoot: string, bas
 const when = (iso: string | undefined): number | null => engineTime(iso) ?? null;
 
 /** The outcome of a plain Attempt's record. */
-export function plainOutcome(rec: AttemptStatus | undefined): Outcome {
+export function plainOutcome(rec: AttemptStatus | undefined): OutcomeClass {
   if (!rec || rec.phase === 'Pending' || rec.phase === 'Running') return 'unfinished';
   if (rec.phase === 'Succeeded') return 'passed';
   if (rec.phase === 'Failed' && (rec.reason ?? REASONS.error) === REASONS.error) return 'failed';
@@ -158,7 +158,7 @@ export function plainOutcome(rec: AttemptStatus | undefined): Outcome {
 }
 
 interface Classified {
-  outcome: Outcome;
+  outcome: OutcomeClass;
   phase: string;
   reason: string | null;
 }
@@ -243,7 +243,7 @@ export function buildReport(i: ReportInput): ReportData {
 
   const byPhase: Record<string, number> = {};
   const byReason: Record<string, number> = {};
-  const byOutcome: Record<Outcome, number> = { passed: 0, failed: 0, infra: 0, skipped: 0, unfinished: 0 };
+  const byOutcome: Record<OutcomeClass, number> = { passed: 0, failed: 0, infra: 0, skipped: 0, unfinished: 0 };
   for (const a of all) {
     count(byPhase, a.phase);
     if (a.reason) count(byReason, a.reason);

@@ -9,7 +9,8 @@ import { REASONS } from '../constants';
 import type { AttemptStatus } from '../status/types';
 import type { SetPolicy } from '../spec/types';
 
-export type Outcome = 'passed' | 'failed' | 'infra' | 'skipped' | 'unfinished';
+/** The class an attempt's run falls in for its set (and the fleet report). */
+export type OutcomeClass = 'passed' | 'failed' | 'infra' | 'skipped' | 'unfinished';
 
 /** Reasons of children that were not admitted: they did not run. */
 export const SKIP_REASONS: ReadonlySet<string> = new Set([REASONS.failFast, REASONS.maxFailedReached]);
@@ -17,7 +18,7 @@ export const SKIP_REASONS: ReadonlySet<string> = new Set([REASONS.failFast, REAS
 const RETRIED: ReadonlySet<string> = new Set([REASONS.error, REASONS.oomKilled, REASONS.lost]);
 
 export interface Classified {
-  outcome: Outcome;
+  outcome: OutcomeClass;
   /** For infra and skipped outcomes: the reason (TimedOut, OOMKilled, ScoreMissing, FailFast, ...). */
   reason?: string;
 }

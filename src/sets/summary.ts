@@ -15,7 +15,7 @@
 import type { Phase } from '../constants';
 import type { AttemptStatus } from '../status/types';
 import type { LoadedSet, LoadedSpec, SetPolicy } from '../spec/types';
-import { classify, type Outcome } from './outcome';
+import { classify, type OutcomeClass } from './outcome';
 import { mean, passAtK, passHatK, percentile, rateWithStderr } from './stats';
 
 /** A child whose spec did not load counts under its phase, as `classify` counts Invalid and Blocked. */
@@ -36,7 +36,7 @@ export interface Counts {
 export interface ChildSummary {
   name: string;
   coords: Record<string, string>;
-  outcome: Outcome;
+  outcome: OutcomeClass;
   phase: string;
   reason: string | null;
   score: number | null;
@@ -55,7 +55,7 @@ export interface CellSummary extends Counts {
   /** pass^k (every one of k samples passes) for k = 1..samples. */
   passHatK: Record<string, number>;
   /** Children by outcome. */
-  ids: Record<Outcome, string[]>;
+  ids: Record<OutcomeClass, string[]>;
 }
 
 export interface AxisValueSummary extends Counts {
@@ -167,7 +167,7 @@ export function summarizeSet(policy: SetPolicy, children: readonly SetChild[], s
   }
   const cells: CellSummary[] = [...cellsByKey.values()].map((cs) => {
     const k = counts(cs);
-    const ids = { passed: [], failed: [], infra: [], skipped: [], unfinished: [] } as Record<Outcome, string[]>;
+    const ids = { passed: [], failed: [], infra: [], skipped: [], unfinished: [] } as Record<OutcomeClass, string[]>;
     for (const c of cs) ids[c.outcome].push(c.name);
     const first = cs[0] as ChildSummary;
     const n = k.passed + k.failed;

@@ -1,13 +1,10 @@
 /**
- * One YAML document → a loaded attempt or its errors: mapping check, JSON Schema, semantic
+ * An Attempt document (a mapping) → a loaded attempt or its errors: JSON Schema, semantic
  * checks, then host paths (fixture, secret files, results), normalization and hash. Later stages
  * run only when earlier ones pass, so every reported error is about data of the expected shape.
- * An AttemptSet goes to sets/check-set.ts, which checks each rendered child the same way.
+ * check-set.ts checks each rendered child of an AttemptSet the same way (load-file.ts tells the
+ * two kinds apart).
  */
-/* eslint-disable @typescript-eslint/no-require-imports */
-import { KIND_ATTEMPT_SET } from '../constants';
-import type * as CheckSet from '../sets/check-set';
-import type { SetShape } from '../sets/shape';
 import { formatPath, isRecord, type Segment } from './field-path';
 import { specHash } from './hash';
 import { normalize } from './normalize';
@@ -17,6 +14,7 @@ import type { RawAttempt } from './raw-types';
 import { schemaIssues, type FieldIssue } from './schema-errors';
 import { validateAttempt } from './schema';
 import { semanticIssues } from './semantic';
+import type { SetShape } from './set-shape';
 import type { LoadedSet, LoadedSpec, SetMember, SourcePos, SpecError, SpecErrorCode } from './types';
 
 export interface DocContext {
@@ -60,24 +58,6 @@ export function declaredName(value: unknown): string | undefined {
   const meta = isRecord(value) ? value.metadata : undefined;
   const name = isRecord(meta) ? meta.name : undefined;
   return typeof name === 'string' && name !== '' ? name : undefined;
-}
-
-export async function checkDocument(value: unknown, ctx: DocContext): Promise<DocOutcome> {
-  const name = declaredName(value);
-  const pos: SourcePos = { file: ctx.file, ...ctx.locator.position(name !== undefined ? ['metadata', 'name'] : []) };
-  const place = placer(ctx);
-
-  if (!isRecord(value)) {
-    const got = Array.isArray(value) ? 'a list' : `${JSON.stringify(value)}`;
-    return { name, pos, errors: [place([], 'value', 'not-a-mapping', `a spec must be a mapping with apiVersion, kind, metadata and spec (got ${got})`)] };
-  }
-  if (value.kind === KIND_ATTEMPT_SET) {
-    // Lazy: only folders that hold sets pay for loading the set code.
-    const { checkSet } = require('../sets/check-set') as typeof CheckSet;
-    return checkSet(value, ctx, name, pos);
-  }
-  const r = await checkAttemptBody(value, ctx, { place: (segs) => segs });
-  return { name, pos, ...r };
 }
 
 /** Places errors at field paths of the document being checked. */

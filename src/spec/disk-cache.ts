@@ -18,7 +18,7 @@
  *   checks it (links included) before an outcome is used;
  * - a cache file that cannot be read, is not JSON or has not the expected shape is ignored
  *   (and replaced by the next write); writing it is best effort (temp file, then rename);
- * - an AttemptSet whose children were made from its shape (sets/shape.ts) is kept as that shape,
+ * - an AttemptSet whose children were made from its shape (set-shape.ts) is kept as that shape,
  *   its coordinates and the children checked in full, not as one spec per child; its children are
  *   made again from the shape when it is read, after the shape has made the child it was taken
  *   from exactly (a damaged shape is a miss);
@@ -29,7 +29,7 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import * as path from 'node:path';
-import { fromShape, hashPieces, isShape, reproduces } from '../sets/shape';
+import { fromShape, hashPieces, isShape, reproduces } from './set-shape';
 import { readSigned } from './file-cache';
 import { sha256Hex } from './hash';
 import type { ChildOutcome, DocOutcome } from './check-document';

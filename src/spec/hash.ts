@@ -7,7 +7,9 @@
  * Every field of NormalizedAttempt is classified in SPEC_FIELDS, checked at compile time: a
  * field added to the type does not compile until it is classified, and a field the normalized
  * object carries that the table does not know is hashed (it replaces; it is never ignored
- * silently). Ignored on purpose, so changing them never re-runs an attempt:
+ * silently). A field added after the first hash is hashed only where it differs from the default
+ * it declares (the compiler asks for one), so every spec written before it keeps its hash and an
+ * upgrade replaces no attempt. Ignored on purpose, so changing them never re-runs an attempt:
  * - `labels`: for selection only (`berth get -l`).
  * - `retries`, `ttlSecondsAfterFinished`: policy about runs and clean-up, read afresh on every
  *   reconcile; raising `retries` lets a failed attempt run again without a spec change.
@@ -26,8 +28,20 @@ import type { NormalizedAttempt } from './types';
 
 export { canonicalJson } from './canonical-json';
 
-/** A field is hashed as it is, ignored, or hashed in a canonical form (undefined: left out). */
-type FieldRule = 'hash' | 'ignore' | ((spec: NormalizedAttempt) => unknown);
+/**
+ * The fields of the first hash (SPEC_HASH_SCHEMA 1), hashed whatever their value. No other field
+ * may be (hash-compat.test.ts holds this list to the first hash's): a new one added here would
+ * re-hash every existing attempt.
+ */
+type FirstField = 'apiVersion' | 'kind' | 'name' | 'image' | 'command' | 'workingDir' | 'env' | 'secretEnv' | 'secrets' | 'fixtureDigest' | 'results' | 'network' | 'volumes' | 'resources' | 'deadlineSeconds';
+
+/**
+ * How a field counts: ignored, or, for a field of the first hash, hashed as it is ('hash') or in
+ * a canonical form; any later field only where it is not its `default` (compared by canonical
+ * JSON), the value a spec that does not write it normalizes to.
+ */
+type FieldRule<K extends keyof NormalizedAttempt> = 'ignore' | (K extends FirstField ? 'hash' | ((spec: NormalizedAttempt) => unknown) : { default: NormalizedAttempt[K] });
+type AnyRule = 'hash' | 'ignore' | ((spec: NormalizedAttempt) => unknown) | { default: unknown };
 
 const byName = <T extends { name: string }>(a: T, b: T): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
@@ -53,21 +67,22 @@ export const SPEC_FIELDS = {
   deadlineSeconds: 'hash',
   retries: 'ignore',
   ttlSecondsAfterFinished: 'ignore',
-  // only when there are any, so specs without sidecars keep the hashes they always had
-  sidecars: (s) => (s.sidecars.length ? s.sidecars : undefined),
-  // only when set, so specs that leave them at their defaults keep the hashes they always had
-  user: (s) => s.user ?? undefined,
-  readOnlyRootFilesystem: (s) => (s.readOnlyRootFilesystem ? true : undefined),
-} as const satisfies Record<keyof NormalizedAttempt, FieldRule>;
+  sidecars: { default: [] },
+  user: { default: null },
+  readOnlyRootFilesystem: { default: false },
+} satisfies { [K in keyof NormalizedAttempt]: FieldRule<K> };
 
 /** The normalized attempt with the ignored fields blanked and the rest in their hashed form. */
 export function hashedSpec(spec: NormalizedAttempt): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  const rules = SPEC_FIELDS as Record<string, FieldRule | undefined>;
+  const rules = SPEC_FIELDS as Record<string, AnyRule | undefined>;
   for (const key of Object.keys(spec)) {
-    const rule: FieldRule = (Object.hasOwn(rules, key) ? rules[key] : undefined) ?? 'hash';
+    const rule: AnyRule = (Object.hasOwn(rules, key) ? rules[key] : undefined) ?? 'hash';
     if (rule === 'ignore') continue;
-    out[key] = rule === 'hash' ? (spec as unknown as Record<string, unknown>)[key] : rule(spec);
+    const value = (spec as unknown as Record<string, unknown>)[key];
+    if (rule === 'hash') out[key] = value;
+    else if (typeof rule === 'function') out[key] = rule(spec);
+    else if (canonicalJson(value) !== canonicalJson(rule.default)) out[key] = value;
   }
   return out;
 }

@@ -5,8 +5,9 @@
  */
 import * as path from 'node:path';
 import { isScalar } from 'yaml';
-import { DEFAULTS } from '../constants';
-import { checkDocument, declaredName, type DocOutcome } from './check-document';
+import { DEFAULTS, KIND_ATTEMPT_SET } from '../constants';
+import { checkAttemptBody, declaredName, placer, type DocContext, type DocOutcome } from './check-document';
+import type * as CheckSet from './check-set';
 import { isRecord } from './field-path';
 import type { Roots } from './path-checks';
 import { sha256Hex } from './hash';
@@ -15,7 +16,7 @@ import { readSpecFile } from './read-spec-file';
 import type { SpecFile } from './walk';
 import { parseYamlStream } from './yaml-parse';
 import { toPlain } from './yaml-to-plain';
-import type { SpecError } from './types';
+import type { SourcePos, SpecError } from './types';
 
 export interface FileOutcome {
   /** Outcomes of the file's non-empty documents. */
@@ -42,6 +43,23 @@ export interface FixtureDep {
 function writtenFixture(value: unknown): string | undefined {
   const spec = isRecord(value) ? value.spec : undefined;
   return isRecord(spec) && typeof spec.fixture === 'string' ? spec.fixture : undefined;
+}
+
+/** One YAML document → its outcome: an Attempt (check-document.ts) or an AttemptSet (check-set.ts). */
+export async function checkDocument(value: unknown, ctx: DocContext): Promise<DocOutcome> {
+  const name = declaredName(value);
+  const pos: SourcePos = { file: ctx.file, ...ctx.locator.position(name !== undefined ? ['metadata', 'name'] : []) };
+  if (!isRecord(value)) {
+    const got = Array.isArray(value) ? 'a list' : `${JSON.stringify(value)}`;
+    return { name, pos, errors: [placer(ctx)([], 'value', 'not-a-mapping', `a spec must be a mapping with apiVersion, kind, metadata and spec (got ${got})`)] };
+  }
+  if (value.kind === KIND_ATTEMPT_SET) {
+    // Lazy: only folders that hold sets pay for loading the set code.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { checkSet } = require('./check-set') as typeof CheckSet;
+    return checkSet(value, ctx, name, pos);
+  }
+  return { name, pos, ...(await checkAttemptBody(value, ctx, { place: (segs) => segs })) };
 }
 
 export async function loadFile(f: SpecFile, file: string, roots: Roots): Promise<FileOutcome> {

@@ -7,7 +7,7 @@
  * others from loading. A name declared more than once is an error at every place and none of
  * its declarations load. Names of documents that did not load go into `protectedNames`, files
  * that could not be read into `unreadableFiles`: what already runs under them is left alone.
- * An AttemptSet declares its children (sets/check-set.ts), each like an Attempt; a set that is
+ * An AttemptSet declares its children (check-set.ts), each like an Attempt; a set that is
  * invalid as a whole protects the names it would give them (or its file, when it cannot name
  * them), and two sets with one name are errors at both. Two attempts whose results folders
  * overlap are errors at both (results-overlap.ts).

@@ -11,6 +11,7 @@ import { formatPath, isRecord, parsePointer, valueAt, type Segment } from './fie
 import type { Anchor } from './positions';
 import { parseMemory } from './quantity';
 import type { SpecErrorCode } from './types';
+import { plural } from '../util/plural';
 
 /** A schema problem, not yet placed in the source. */
 export interface FieldIssue {
@@ -207,10 +208,6 @@ function memoryIssue(i: FieldIssue, data: unknown): FieldIssue {
     return { ...i, code: 'quantity', message: `must be a quantity such as 512Mi or a whole number of bytes (got ${describeValue(value)})` };
   }
   return { ...i, code: 'quantity' };
-}
-
-function plural(n: number, word: string): string {
-  return `${n} ${word}${n === 1 ? '' : 's'}`;
 }
 
 function dedupe(issues: FieldIssue[]): FieldIssue[] {

@@ -20,8 +20,7 @@
 import { DEFAULTS, SWARM } from '../../constants';
 import type { SwarmEngine } from '../../engine/swarm/types';
 import { RELIST_EVENT, type EngineEvent, type EventClient } from '../../engine/types';
-import type { NodeHandle, NodePool } from './nodes';
-import { runId } from './runs';
+import { runId, type NodeHandle, type NodePool } from './nodes';
 
 /** Container actions on a node that tell a run may have ended (nothing else happens there without berth asking). */
 const ENDS = new Set(['die', 'oom', 'kill']);

@@ -16,8 +16,7 @@ import { isConflict, isNotFound, statusOf } from '../../engine/errors';
 import type { SwarmEngine } from '../../engine/swarm/types';
 import { matchesLabels } from '../../engine/label-filter';
 import type { ContainerDetails, NetworkClient, NetworkCreateSpec, NetworkDetails, NetworkSummary } from '../../engine/types';
-import type { NodeHandle, NodePool } from './nodes';
-import { runId } from './runs';
+import { runId, type NodeHandle, type NodePool } from './nodes';
 
 /** The networks swarm puts a task's container on by itself. */
 export const SWARM_NETWORKS = { ingress: 'ingress', gateway: 'docker_gwbridge' } as const;

@@ -32,6 +32,19 @@ export function nodeName(n: NodeSummary): string {
   return `${n.hostname || 'node'} (${n.id.slice(0, 12)})`;
 }
 
+/**
+ * A run's id: its container name and its node (`<name>@<node id>`). Every run of an attempt has
+ * the same container name; a run left on a node that was lost is told from the next one by it.
+ */
+export function runId(name: string, nodeId: string): string {
+  return `${name}@${nodeId}`;
+}
+
+export function parseRunId(id: string): { name: string; node?: string } {
+  const i = id.lastIndexOf('@');
+  return i < 0 ? { name: id } : { name: id.slice(0, i), node: id.slice(i + 1) };
+}
+
 export class NodePool {
   private readonly probes = new Map<string, Promise<NodeHardening>>();
   private readonly handles = new Map<string, NodeHandle>();

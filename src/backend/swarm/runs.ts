@@ -43,7 +43,7 @@ import { matchesLabels } from '../../engine/label-filter';
 import type { ServiceSummary, SwarmEngine, TaskSummary } from '../../engine/swarm/types';
 import type { ContainerClient, ContainerCreateSpec, ContainerDetails, ContainerSummary, EngineEvent, Labels, MountSummary, NetworkSummary, VolumeClient, VolumeSummary } from '../../engine/types';
 import { parseRunNet, privateNetwork, taskNetworks, type RunNet } from './networks';
-import { nodeName, type NodeHandle, type NodePool } from './nodes';
+import { nodeName, parseRunId, runId, type NodeHandle, type NodePool } from './nodes';
 import { splitSecrets } from './archive';
 import { extractResults } from './results';
 
@@ -91,19 +91,6 @@ function attemptVolumes(mounts: readonly MountSummary[], run: string): MountSumm
 /** The network mode a run's task has, as the single engine names it. */
 function networkModeOf(net: RunNet | undefined): string {
   return !net || net.private ? 'none' : net.network;
-}
-
-/**
- * A run's id: its container name and its node (`<name>@<node id>`). Every run of an attempt has
- * the same container name; a run left on a node that was lost is told from the next one by it.
- */
-export function runId(name: string, nodeId: string): string {
-  return `${name}@${nodeId}`;
-}
-
-export function parseRunId(id: string): { name: string; node?: string } {
-  const i = id.lastIndexOf('@');
-  return i < 0 ? { name: id } : { name: id.slice(0, i), node: id.slice(i + 1) };
 }
 
 export class SwarmRuns implements ContainerClient {

@@ -10,6 +10,7 @@ import { DEFAULTS, EXIT } from '../../constants';
 import { loadPaths, loadSpecs, type LoadReport } from '../../spec/loader';
 import { formatErrors, type ReadLine } from '../format-errors';
 import type { Context } from '../context';
+import { plural } from '../diag';
 import { gitSourceFrom, peekRevision, type GitFlags } from '../git-flags';
 import type * as GitExec from '../../git/exec';
 
@@ -68,17 +69,13 @@ export function summary(r: LoadReport): string {
   // An AttemptSet counts as the attempts it declares (its children).
   const sets = [...(r.sets?.values() ?? [])];
   const attempts = r.documents - sets.length + sets.reduce((n, s) => n + s.children.length, 0);
-  const fromSets = sets.length ? ` (${sets.length} AttemptSet${sets.length === 1 ? '' : 's'})` : '';
+  const fromSets = sets.length ? ` (${plural(sets.length, 'AttemptSet')})` : '';
   const head = `${plural(r.files.length, 'file')}${unreadable}, ${plural(attempts, 'attempt')}${fromSets}`;
   if (r.errors.length === 0) return r.files.length === 0 ? `${head}: no spec files found` : `${head}: all valid`;
   const invalid = Math.max(0, attempts - r.specs.length);
   const badSets = sets.filter((s) => !s.valid).length;
-  const setsPart = badSets ? `, ${badSets} AttemptSet${badSets === 1 ? '' : 's'} invalid` : '';
+  const setsPart = badSets ? `, ${plural(badSets, 'AttemptSet')} invalid` : '';
   return `${head}: ${r.specs.length} valid, ${invalid} invalid${setsPart} (${plural(r.errors.length, 'error')})`;
-}
-
-function plural(n: number, word: string): string {
-  return `${n} ${word}${n === 1 ? '' : 's'}`;
 }
 
 /**

@@ -12,8 +12,8 @@ import { BackendRefusedError } from '../../../src/engine/errors';
 import type { DesiredAttempt } from '../../../src/desired/types';
 import { Executor } from '../../../src/execute/executor';
 import { stampNonce } from '../../../src/ownership';
-import { mainOps, provisionOps, sidecarOps, startOps } from '../../../src/plan/ops';
-import type { AttemptAction, Operation } from '../../../src/plan/types';
+import { beginRunOp, mainOps, provisionOps, sidecarOps, startOps } from '../../../src/plan/ops';
+import type { AttemptAction, Operation, RunStart } from '../../../src/plan/types';
 import type { NormalizedAttempt } from '../../../src/spec/types';
 import { StatusStore } from '../../../src/status/store';
 import { silentLogger } from '../../../src/util/log';
@@ -22,6 +22,8 @@ import { FakeEngine } from '../../support/fake-engine';
 
 const I = 'unit-exec';
 const IMAGE = 'berth/busybox:local';
+/** How a first run begins: no retry used, a folder of its own to make. */
+const FIRST_RUN: RunStart = { counters: { retriesUsed: 0 }, ownFolder: false };
 
 describe('executor against the fake engine', function () {
   let dir: string;
@@ -49,7 +51,7 @@ describe('executor against the fake engine', function () {
 
   /** The planner's operations for the run's main container: all of them, up to the copy recorded, or the start alone. */
   function action(d: DesiredAttempt, steps: 'provision' | 'create' | 'start'): AttemptAction {
-    const begin: Operation = { type: 'begin-run', resource: `attempt:${d.name}`, cause: 'test', desired: d };
+    const begin: Operation = beginRunOp(d, FIRST_RUN);
     const main = mainOps(d);
     const ops = steps === 'start' ? startOps(d, 'test') : steps === 'create' ? [begin, ...main.slice(0, main.findIndex((o) => o.type === 'start'))] : [begin, ...main];
     return { attempt: d.name, kind: 'provision', summary: 'test', ops, desired: d };
@@ -165,7 +167,7 @@ describe('executor against the fake engine', function () {
   async function runningWithSidecar(name: string): Promise<{ d: DesiredAttempt; sc: DesiredAttempt['sidecars'][number]; main: string }> {
     const d = desired(name, { network: { mode: 'isolated', egress: [] }, sidecars: [{ name: 'db', image: IMAGE, command: null, env: {}, secretEnv: {}, secrets: [] }] });
     const sc = d.sidecars[0] as DesiredAttempt['sidecars'][number];
-    const ops = provisionOps(d, { name, containers: [], networks: [], volumes: [] });
+    const ops = provisionOps(d, { name, containers: [], networks: [], volumes: [] }, FIRST_RUN);
     expect(ops.map((o) => o.type)).to.deep.equal(['create-network', 'begin-run', 'create-sidecar', 'start-sidecar', 'ready-sidecar', 'create-container', 'record-copied', 'start', 'attest-start']);
     // one intent for the run, not one per container: 4 status writes with a sidecar too
     const put = store.put.bind(store);
@@ -216,7 +218,7 @@ describe('executor against the fake engine', function () {
     await fake.networks.create(d.network as NonNullable<DesiredAttempt['network']>);
     fake.fail('containers.start', { status: 404, message: 'No such container: db' });
     const ops: Operation[] = [
-      { type: 'begin-run', resource: `attempt:${d.name}`, cause: 'test', desired: d },
+      beginRunOp(d, FIRST_RUN),
       ...sidecarOps(d, 0, 'test'),
       { type: 'create-container', resource: `container:${d.container.name}`, cause: 'test', desired: d },
     ];
@@ -376,7 +378,7 @@ describe('executor against the fake engine', function () {
     fake.exitOnStart((n) => n === sc.name, 2);
     const ops: Operation[] = [
       { type: 'create-network', resource: `network:${net.name}`, cause: 'test', network: net },
-      { type: 'begin-run', resource: `attempt:${d.name}`, cause: 'test', desired: d },
+      beginRunOp(d, FIRST_RUN),
       ...sidecarOps(d, 0, 'test'),
       { type: 'create-container', resource: `container:${d.container.name}`, cause: 'test', desired: d },
     ];
@@ -439,7 +441,7 @@ describe('executor against the fake engine', function () {
       const d = desired('sc-net-gone', { network: { mode: 'isolated', egress: ['api.example.com:443'] } });
       fake.addImage({ ref: d.sidecars[0]?.create.image as string });
       await fake.networks.create(d.network as NonNullable<DesiredAttempt['network']>);
-      const begin: Operation = { type: 'begin-run', resource: `attempt:${d.name}`, cause: 'test', desired: d };
+      const begin: Operation = beginRunOp(d, FIRST_RUN);
       const [res] = await run(d, [begin, ...sidecarOps(d, 0, 'test'), ...mainOps(d)]);
       expect(res).to.include({ ok: false, done: 2, outcome: 'not-found' });
       expect(res?.error).to.match(/^connect-sidecar container:\S+: /);
@@ -545,6 +547,21 @@ describe('executor against the fake engine', function () {
     expect(fake.calls.filter((c) => c.op.startsWith('containers.'))).to.deep.equal([]);
   });
 
+
+  it('begin-run: the run begins with the counters and the folder the planner gave it, as told', async function () {
+    const d = desiredAttempt({ instance: I }, spec('told'), 2, path.join(dir, 'results', 'told', 'run-2', 'out'));
+    // run 1 of the same spec, Failed: what the counters make of it is the planner's, not the executor's
+    const before = { name: 'told', instance: I, phase: 'Failed' as const, reason: REASONS.error, specHash: d.hash, run: 1, retriesUsed: 0, startedAt: '2029-12-31T23:00:00.000Z', createdAt: '2029-12-31T23:00:00.000Z', history: [], updatedAt: '2029-12-31T23:00:00.000Z' };
+    await store.put(before);
+    await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'retry', summary: 'test', ops: [beginRunOp(d, { counters: { retriesUsed: 5, infraRetriesUsed: 2 }, ownFolder: false })], desired: d }], unchanged: new Map() } as never);
+    const rec = await store.get('told');
+    expect([rec?.run, rec?.retriesUsed, rec?.infraRetriesUsed, rec?.history.map((h) => `${h.run} ${h.phase}`)]).to.deep.equal([2, 5, 2, ['1 Failed']]);
+    // a folder the planner says is the run's own already is found, not refused
+    const own = desired('own-folder');
+    await fs.mkdir(path.dirname(own.resultsDir), { recursive: true });
+    const [res] = await executor().run({ at: t, actions: [{ attempt: own.name, kind: 'provision', summary: 'test', ops: [beginRunOp(own, { counters: { retriesUsed: 0 }, ownFolder: true })], desired: own }], unchanged: new Map() } as never);
+    expect(res).to.include({ ok: true, done: 1 });
+  });
   it('copy-in: a fixture swapped for a link after the create: the container is removed, Blocked/UnsafePath, none started', async function () {
     const fixture = path.join(dir, 'fixture');
     await fs.mkdir(fixture);
@@ -592,7 +609,7 @@ describe('executor against the fake engine', function () {
   it('record-copied: the boot the plan saw is recorded before the start, and no boot is looked up', async function () {
     const d = desired('planned-boot');
     const boot = { id: 'boot-of-the-plan', at: '2030-01-01T00:00:00.000Z' };
-    const ops: Operation[] = [{ type: 'begin-run', resource: `attempt:${d.name}`, cause: 'test', desired: d }, ...mainOps(d, boot)];
+    const ops: Operation[] = [beginRunOp(d, FIRST_RUN), ...mainOps(d, boot)];
     // stop right after the copy is recorded: what a berth killed before the start leaves
     const upTo = ops.slice(0, ops.findIndex((o) => o.type === 'start'));
     await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'provision', summary: 'test', ops: upTo, desired: d }], unchanged: new Map() } as never);

@@ -7,7 +7,7 @@ import { REASONS } from '../../../src/constants';
 import { desiredAttempt } from '../../../src/desired/attempt';
 import { followUp, MAX_FOLLOW_UPS } from '../../../src/plan/follow-up';
 import { renderPlan } from '../../../src/plan/render';
-import { sidecarOps } from '../../../src/plan/ops';
+import { beginRunOp, sidecarOps } from '../../../src/plan/ops';
 import type { AttemptAction, OpOutcome, Operation, SidecarOperation } from '../../../src/plan/types';
 import { spec, status, T0 } from '../../support/builders';
 
@@ -176,7 +176,7 @@ describe('follow-up: what an outcome means', function () {
   describe('the steps of the main container, one engine call each', function () {
     const copy: Operation = { type: 'copy-in', resource: `container:${d.container.name}`, desired: d, archive: 'fixture', cause: 'the fixture' };
     const copied: Operation = { type: 'record-copied', resource: 'attempt:a', desired: d, cause: 'a start may follow from here on' };
-    const begin: Operation = { type: 'begin-run', resource: 'attempt:a', desired: d, cause: 'run 1: results folder made, intent recorded' };
+    const begin = beginRunOp(d, { counters: { retriesUsed: 0 }, ownFolder: false });
     const attestStart: Operation = { type: 'attest-start', resource: `container:${d.container.name}`, desired: d, cause: 'started' };
     const rest = [copy, copied, start, attestStart];
 

@@ -2,7 +2,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { SET_LIMITS } from '../../../src/constants';
-import { childName, expand, type AxisIn, type ExpandInput } from '../../../src/sets/expand';
+import { childName, expand, type AxisIn, type ExpandInput } from '../../../src/spec/set-expand';
 
 const DNS1123 = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
@@ -12,7 +12,7 @@ function names(inp: ExpandInput): string[] {
   return r.children.map((c) => c.name);
 }
 
-describe('sets/expand (golden)', () => {
+describe('spec/set-expand (golden)', () => {
   it('expands the product in axis order, excludes, then includes, with readable names in axis-name order', () => {
     const r = expand({
       set: 'swe',
@@ -88,7 +88,7 @@ describe('sets/expand (golden)', () => {
   });
 });
 
-describe('sets/expand (properties)', () => {
+describe('spec/set-expand (properties)', () => {
   const value = fc.oneof(fc.stringMatching(/^[a-z0-9]{1,6}$/), fc.stringMatching(/^[A-Za-z0-9./_-]{1,12}$/), fc.integer({ min: -5, max: 50 }).map(String));
   const axes = fc
     .uniqueArray(fc.stringMatching(/^[a-z][a-z0-9]{0,5}$/), { minLength: 1, maxLength: 4 })

@@ -1,13 +1,13 @@
 /**
- * Children made from their set's shape (src/sets/shape.ts) are exactly the children a full check
+ * Children made from their set's shape (src/spec/set-shape.ts) are exactly the children a full check
  * of each gives: the same specs, hashes, errors and protected names, for any template and values.
  */
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { shapes } from '../../../src/sets/check-set';
-import { DNS_LABEL, LABEL_VALUE, OPAQUE_STRING } from '../../../src/sets/shape';
+import { shapes } from '../../../src/spec/check-set';
+import { DNS_LABEL, LABEL_VALUE, OPAQUE_STRING } from '../../../src/spec/set-shape';
 import { clearSpecFileCache } from '../../../src/spec/file-cache';
 import type { LoadReport } from '../../../src/spec/loader';
 import { cleanupTemp, REPO, sandbox } from '../spec/helpers';

@@ -10,10 +10,10 @@ import { createHash } from 'node:crypto';
 import * as path from 'node:path';
 import { SPEC_HASH_SCHEMA } from '../../../src/constants';
 import { canonicalJson } from '../../../src/spec/canonical-json';
-import { specHash } from '../../../src/spec/hash';
+import { SPEC_FIELDS, specHash } from '../../../src/spec/hash';
 import { loadSpecs } from '../../../src/spec/loader';
 import type { NormalizedAttempt } from '../../../src/spec/types';
-import { REPO, cleanupTemp, tempDir } from './helpers';
+import { REPO, cleanupTemp, doc, loadOne, tempDir } from './helpers';
 
 /** The hash as berth 0.1 computed it (src/spec/hash.ts before the whole-spec form), verbatim. */
 function referenceHash(spec: NormalizedAttempt): string {
@@ -155,6 +155,49 @@ describe('spec hash stays what it was', () => {
         expect(specHash({ ...s, labels: { x: 'y' }, retries: s.retries + 1, ttlSecondsAfterFinished: 5, fixture: '/elsewhere' })).to.equal(specHash(s));
       }),
       { numRuns: 100 },
+    );
+  });
+});
+
+describe('a field added after the first hash cannot change an existing spec\'s hash', () => {
+  afterEach(cleanupTemp);
+  /** The fields referenceHash hashes: the only ones hashed whatever their value. */
+  const FIRST = ['apiVersion', 'command', 'deadlineSeconds', 'env', 'fixtureDigest', 'image', 'kind', 'name', 'network', 'resources', 'results', 'secretEnv', 'secrets', 'volumes', 'workingDir'];
+  const rules = Object.entries(SPEC_FIELDS) as [keyof NormalizedAttempt, unknown][];
+  const later = rules.filter((e): e is [keyof NormalizedAttempt, { default: unknown }] => typeof e[1] === 'object' && e[1] !== null && 'default' in e[1]);
+
+  it('only the fields of the first hash are hashed at every value; every other is ignored or declares its default', () => {
+    const always = rules.filter(([, r]) => r === 'hash' || typeof r === 'function').map(([k]) => k);
+    expect([...always].sort()).to.deep.equal(FIRST);
+    for (const [k, r] of rules) expect(FIRST.includes(k) || r === 'ignore' || later.some(([l]) => l === k), k).to.equal(true);
+    expect(later.map(([k]) => k)).to.include.members(['sidecars', 'user', 'readOnlyRootFilesystem']);
+  });
+
+  it('a spec that does not write a later field loads with it at its declared default', async () => {
+    const r = await loadOne(doc('minimal'));
+    expect(r.errors).to.deep.equal([]);
+    const spec = r.specs[0]?.spec as unknown as Record<string, unknown>;
+    for (const [k, rule] of later) expect(canonicalJson(spec[k]), k).to.equal(canonicalJson(rule.default));
+  });
+
+  it('a later field at its default adds nothing: the hash is the one the spec had before the field existed', () => {
+    fc.assert(
+      fc.property(attempt, (s) => {
+        const atDefaults = { ...s } as Record<string, unknown>;
+        for (const [k, r] of later) atDefaults[k] = structuredClone(r.default);
+        const absent = { ...atDefaults };
+        for (const [k] of later) delete absent[k];
+        expect(specHash(atDefaults as unknown as NormalizedAttempt)).to.equal(referenceHash(atDefaults as unknown as NormalizedAttempt));
+        expect(specHash(atDefaults as unknown as NormalizedAttempt)).to.equal(specHash(absent as unknown as NormalizedAttempt));
+        // one at a time too: each later field at its default hashes as if absent, whatever the others hold
+        for (const [k, r] of later) {
+          const one = { ...s, [k]: structuredClone(r.default) } as Record<string, unknown>;
+          const without = { ...one };
+          delete without[k];
+          expect(specHash(one as unknown as NormalizedAttempt), k).to.equal(specHash(without as unknown as NormalizedAttempt));
+        }
+      }),
+      { numRuns: 200 },
     );
   });
 });

@@ -21,10 +21,10 @@
  * the places are the same for every child.
  */
 import { SET_LABEL, SPEC_HASH_SCHEMA } from '../constants';
-import { canonicalJson } from '../spec/canonical-json';
-import { hashedSpec, sha256Hex } from '../spec/hash';
-import type { LoadedSpec, NormalizedAttempt, SetMember, SourcePos } from '../spec/types';
-import { EXPR, MATRIX_REF, renderTemplate } from './template';
+import { canonicalJson } from './canonical-json';
+import { hashedSpec, sha256Hex } from './hash';
+import type { LoadedSpec, NormalizedAttempt, SetMember, SourcePos } from './types';
+import { EXPR, MATRIX_REF, renderTemplate } from './set-template';
 
 /** What the schema asks of an argument of `command` and of a plain `env` value (test/unit/sets/shape.test.ts compares). */
 export const OPAQUE_STRING = { maxLength: 131_072, pattern: '^[^\\u0000]*$' } as const;

@@ -14,9 +14,9 @@
  *   forms never meet; values without `-` keep readable names injective.
  */
 import { SET_LIMITS } from '../constants';
-import { canonicalJson } from '../spec/canonical-json';
-import type { Segment } from '../spec/field-path';
-import { sha256Hex } from '../spec/hash';
+import { canonicalJson } from './canonical-json';
+import type { Segment } from './field-path';
+import { sha256Hex } from './hash';
 
 export interface AxisIn {
   name: string;

@@ -3,8 +3,8 @@
  * is replaced by the child's value of that axis. Only `matrix.<axis>` is understood; anything else
  * between `${{` and `}}`, or an axis the matrix does not have, is an error at that string.
  */
-import { didYouMean } from '../spec/did-you-mean';
-import { isRecord, type Segment } from '../spec/field-path';
+import { didYouMean } from './did-you-mean';
+import { isRecord, type Segment } from './field-path';
 
 export const EXPR = /\$\{\{([^}]*)\}\}/g;
 export const MATRIX_REF = /^\s*matrix\.([A-Za-z0-9_-]+)\s*$/;

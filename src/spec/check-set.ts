@@ -13,16 +13,16 @@
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { API_VERSION, KIND_ATTEMPT, SET_LABEL, SET_LIMITS } from '../constants';
-import { checkAttemptBody, placer, type BodyOptions, type ChildOutcome, type DocContext, type DocOutcome } from '../spec/check-document';
-import type { Segment } from '../spec/field-path';
-import { checkResultsSync, resolveInsideSpecs } from '../spec/path-checks';
-import { ioReason } from '../spec/read-spec-file';
-import { schemaIssues } from '../spec/schema-errors';
-import { validateAttempt } from '../spec/schema';
-import type { SetMember, SetPolicy, SourcePos, SpecError } from '../spec/types';
-import { expand, valueText, type AxisIn } from './expand';
-import { childLabels, fromShape, hashPieces, shapeOf, type HashPieces, type SetShape } from './shape';
-import { renderTemplate, templateIssues } from './template';
+import { checkAttemptBody, placer, type BodyOptions, type ChildOutcome, type DocContext, type DocOutcome } from './check-document';
+import type { Segment } from './field-path';
+import { checkResultsSync, resolveInsideSpecs } from './path-checks';
+import { ioReason } from './read-spec-file';
+import { schemaIssues } from './schema-errors';
+import { validateAttempt } from './schema';
+import type { SetMember, SetPolicy, SourcePos, SpecError } from './types';
+import { expand, valueText, type AxisIn } from './set-expand';
+import { childLabels, fromShape, hashPieces, shapeOf, type HashPieces, type SetShape } from './set-shape';
+import { renderTemplate, templateIssues } from './set-template';
 
 type AxisValue = string | number | boolean;
 type RawAxis = AxisValue[] | { fromDir?: string; range?: [number, number] };
@@ -118,7 +118,7 @@ export async function checkSet(value: Record<string, unknown>, ctx: DocContext, 
   const children: ChildOutcome[] = [];
   let withErrors = 0;
   let unshown = 0;
-  // After the first child checked in full, the others are made from its shape where that gives the same (shape.ts).
+  // After the first child checked in full, the others are made from its shape where that gives the same (set-shape.ts).
   let shape: { shape: SetShape; pieces: HashPieces } | undefined;
   let shapeTried = !shapes.enabled;
   /** Children checked in full (the others were made from the shape). */
