@@ -522,7 +522,10 @@ function setRows(r: SetSamples, rows: Row[]): void {
     verdict: 'info',
   });
   const same = JSON.stringify(r.calls.set) === JSON.stringify(r.calls.one);
-  const fmt = (c: Record<string, number>) => Object.entries(c).map(([k, v]) => `${k} ${v}`).join(', ');
+  const fmt = (c: Record<string, number>) =>
+    Object.entries(c)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ');
   rows.push({
     id: 'set-calls',
     workload: `Engine calls of a pass over the set of ${n}`,
@@ -575,12 +578,18 @@ function details(res: Results): string {
   }
   if (res.noop) {
     out.push('### No-op pass: where the time goes (in-process, median of rounds)\n');
-    out.push('| attempts | seeding (`reconcile --once --wait`) | pass | load specs | load status records | engine lists (observe) | floor lists | CLI pass | calls by op |');
+    out.push(
+      '| attempts | seeding (`reconcile --once --wait`) | pass | load specs | load status records | engine lists (observe) | floor lists | CLI pass | calls by op |',
+    );
     out.push('|---:|---:|---:|---:|---:|---:|---:|---:|---|');
     for (const sc of res.noop.scales) {
       const m = (xs: number[]) => fmtMs(summarize(xs).median);
-      const ops = Object.entries(sc.callsByOp).map(([k, v]) => `${k} ${v}`).join(', ');
-      out.push(`| ${sc.n} | ${fmtMs(sc.seedMs)} | ${m(sc.inproc)} | ${m(sc.breakdown.loadSpecs)} | ${m(sc.breakdown.loadStatus)} | ${m(sc.breakdown.observe)} | ${m(sc.floor)} | ${m(sc.cli)} | ${ops} |`);
+      const ops = Object.entries(sc.callsByOp)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ');
+      out.push(
+        `| ${sc.n} | ${fmtMs(sc.seedMs)} | ${m(sc.inproc)} | ${m(sc.breakdown.loadSpecs)} | ${m(sc.breakdown.loadStatus)} | ${m(sc.breakdown.observe)} | ${m(sc.floor)} | ${m(sc.cli)} | ${ops} |`,
+      );
     }
     out.push('');
   }
@@ -603,7 +612,10 @@ async function main(): Promise<void> {
   const dropsAtMax = envInt('BENCH_DROPS_AT_MAX', 5, 0);
   const only = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',').map((s) => s.trim())) : undefined;
   const want = (w: string) => !only || only.has(w);
-  if (only) for (const w of only) if (!['cold', 'drop', 'noop', 'resources', 'report', 'harvest', 'sets', 'completion', 'git', 'swarm', 'fleet', 'tenk'].includes(w)) throw new Error(`BENCH_ONLY: unknown workload ${w}`);
+  if (only)
+    for (const w of only)
+      if (!['cold', 'drop', 'noop', 'resources', 'report', 'harvest', 'sets', 'completion', 'git', 'swarm', 'fleet', 'tenk'].includes(w))
+        throw new Error(`BENCH_ONLY: unknown workload ${w}`);
   if (want('resources') && !want('noop')) throw new Error('BENCH_ONLY: resources needs noop (the controller watches its attempts)');
 
   const loadStart = os.loadavg();
@@ -638,7 +650,8 @@ async function main(): Promise<void> {
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
 
-  const profileDir = process.env.BENCH_PROFILE === '1' ? (process.env.BENCH_PROFILE_DIR ?? path.join(os.tmpdir(), `berth-bench-profiles-${run.id}`)) : undefined;
+  const profileDir =
+    process.env.BENCH_PROFILE === '1' ? (process.env.BENCH_PROFILE_DIR ?? path.join(os.tmpdir(), `berth-bench-profiles-${run.id}`)) : undefined;
   if (profileDir) {
     await fs.mkdir(profileDir, { recursive: true });
     log(`CPU profiles go to ${profileDir}`);
@@ -657,7 +670,10 @@ async function main(): Promise<void> {
       if (profileDir) {
         log('profiling berth: cold start and clean of 50 (untimed)');
         const p = await profileColdBerth(engine, run, profileDir);
-        res.profiles.push({ title: 'berth reconcile --once, cold start of 50 (CLI process)', file: p.up }, { title: 'berth clean of 50 running (CLI process)', file: p.clean });
+        res.profiles.push(
+          { title: 'berth reconcile --once, cold start of 50 (CLI process)', file: p.up },
+          { title: 'berth clean of 50 running (CLI process)', file: p.clean },
+        );
       }
     }
     if (want('drop')) {
@@ -752,7 +768,13 @@ async function main(): Promise<void> {
     }
   }
   const profileMd = profileSummaries.length
-    ? ['### CPU profiles (`BENCH_PROFILE=1`, untimed extra runs)', '', `Files in \`${profileDir}\`.`, '', ...profileSummaries.map((p) => renderProfile(p.title, p.summary))].join('\n')
+    ? [
+        '### CPU profiles (`BENCH_PROFILE=1`, untimed extra runs)',
+        '',
+        `Files in \`${profileDir}\`.`,
+        '',
+        ...profileSummaries.map((p) => renderProfile(p.title, p.summary)),
+      ].join('\n')
     : '';
   const loadEnd = os.loadavg();
   // The bench itself loads the machine (50 container starts at once): only the load before it
@@ -819,7 +841,10 @@ async function main(): Promise<void> {
   };
   await fs.writeFile(path.join(outDir, `${base}.json${suffix}`), JSON.stringify(json, null, 1) + '\n');
   await fs.writeFile(path.join(outDir, `${base}.md${suffix}`), md);
-  await fs.writeFile(path.join(outDir, `${base}.svg${suffix}`), svgChart(rows, `berth vs the engine's floor and its peers — ${when.slice(0, 10)}, ${rounds} rounds`));
+  await fs.writeFile(
+    path.join(outDir, `${base}.svg${suffix}`),
+    svgChart(rows, `berth vs the engine's floor and its peers — ${when.slice(0, 10)}, ${rounds} rounds`),
+  );
   log(`wrote bench/results/${base}.{md,json,svg}${suffix} in ${durationS} s`);
 }
 

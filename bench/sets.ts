@@ -23,7 +23,10 @@ async function main(): Promise<void> {
   const n = summarize(r.bareNode);
   const same = JSON.stringify(r.calls.set) === JSON.stringify(r.calls.one);
   const lines = [
-    `AttemptSet of ${r.children} children, ${rounds} rounds, ${os.cpus().length} CPUs, load average before ${load.map((x) => x.toFixed(1)).join(' ')}, after ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`,
+    `AttemptSet of ${r.children} children, ${rounds} rounds, ${os.cpus().length} CPUs, load average before ${load.map((x) => x.toFixed(1)).join(' ')}, after ${os
+      .loadavg()
+      .map((x) => x.toFixed(1))
+      .join(' ')}`,
     `berth plan (CLI, cold, fresh state) over the set: median ${fmtMs(s.median)} (min ${fmtMs(s.min)}, max ${fmtMs(s.max)}); target <= ${fmtMs(TARGET_MS)}: ${s.median <= TARGET_MS ? 'PASS' : 'MISS'}`,
     `berth plan (CLI, state folder kept) over the set: median ${fmtMs(k.median)} (min ${fmtMs(k.min)}, max ${fmtMs(k.max)})`,
     `berth plan (CLI, cold) over one attempt: median ${fmtMs(o.median)}; node -e 0: ${fmtMs(n.median)}; the set costs ${fmtMs(s.median - o.median)} more than one attempt`,

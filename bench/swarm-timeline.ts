@@ -98,8 +98,23 @@ async function main(): Promise<void> {
   const tracer = path.join(dir, 'trace.cjs');
   await fs.writeFile(tracer, TRACER);
   const env = { ...process.env, DOCKER_HOST: s.manager.address, SWDROP_TRACE: trace };
-  const args = ['--specs', specs, '--state', path.join(dir, 'state'), '--results-root', path.join(dir, 'results'), '--instance', instance, '--log-level', 'debug'];
-  const ctl = new Daemon(process.execPath, ['--require', tracer, BERTH_BIN, 'reconcile', '--backend', 'swarm', '--max-running', '50', '--concurrency', '8', ...args], { cwd: REPO, env });
+  const args = [
+    '--specs',
+    specs,
+    '--state',
+    path.join(dir, 'state'),
+    '--results-root',
+    path.join(dir, 'results'),
+    '--instance',
+    instance,
+    '--log-level',
+    'debug',
+  ];
+  const ctl = new Daemon(
+    process.execPath,
+    ['--require', tracer, BERTH_BIN, 'reconcile', '--backend', 'swarm', '--max-running', '50', '--concurrency', '8', ...args],
+    { cwd: REPO, env },
+  );
   const floors: string[] = [];
   const fnets: string[] = [];
   try {
@@ -115,13 +130,18 @@ async function main(): Promise<void> {
       const seen = await watch(m, svc, `${svc}-none`, t0, () => Date.now() - t0 > 60_000);
       if (i < 0) continue;
       // the controller's requests of this drop, relative to the write
-      const lines = readFileSync(trace, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { t: number; ev: string; id?: number; m?: string; p?: string; sock?: string; s?: number });
+      const lines = readFileSync(trace, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { t: number; ev: string; id?: number; m?: string; p?: string; sock?: string; s?: number });
       const from = lines.findIndex((l) => l.ev === 'drop' && (l as { name?: string }).name === name);
       const reqs = new Map<number, { t: number; m: string; p: string; sock: string; end?: number }>();
       for (const l of lines.slice(from + 1)) {
-        if (l.ev === 'req' && l.id) reqs.set(l.id, { t: l.t - t0, m: l.m ?? '', p: (l.p ?? '').split('?')[0] ?? '', sock: (l.sock ?? '').replace(/.*bsw-[^-]+-(\d)\/d.sock/, 'n$1') });
+        if (l.ev === 'req' && l.id)
+          reqs.set(l.id, { t: l.t - t0, m: l.m ?? '', p: (l.p ?? '').split('?')[0] ?? '', sock: (l.sock ?? '').replace(/.*bsw-[^-]+-(\d)\/d.sock/, 'n$1') });
         if (l.ev === 'res' && l.id && reqs.has(l.id)) (reqs.get(l.id) as { end?: number }).end = l.t - t0;
-        if (l.ev === 'fsync') reqs.set(-reqs.size - 1, { t: l.t - t0, end: (l as unknown as { end: number }).end - t0, m: 'fsync', p: path.basename(l.p ?? ''), sock: '--' });
+        if (l.ev === 'fsync')
+          reqs.set(-reqs.size - 1, { t: l.t - t0, end: (l as unknown as { end: number }).end - t0, m: 'fsync', p: path.basename(l.p ?? ''), sock: '--' });
       }
       // berth's debug lines (HH:mm:ss.SSS, UTC) of this drop
       const day = new Date(t0).toISOString().slice(0, 11);
@@ -131,8 +151,14 @@ async function main(): Promise<void> {
       }
       console.log(`--- drop ${name}`);
       show('  manager', seen);
-      for (const r of [...reqs.values()].sort((a, b) => a.t - b.t)) if (r.t < (seen['task running seen'] ?? 1e9) + 200) console.log(`    ${String(r.t).padStart(5)}–${String(r.end ?? '?').padStart(5)} ${r.sock} ${r.m} ${r.p.replace(/^\/v[\d.]+/, '')}`);
-      const info = (await m.getService(svc).inspect()) as { Spec: Record<string, unknown> & { TaskTemplate: Record<string, unknown> & { ContainerSpec: Record<string, unknown> & { Mounts?: { Source: string }[] } } } };
+      for (const r of [...reqs.values()].sort((a, b) => a.t - b.t))
+        if (r.t < (seen['task running seen'] ?? 1e9) + 200)
+          console.log(`    ${String(r.t).padStart(5)}–${String(r.end ?? '?').padStart(5)} ${r.sock} ${r.m} ${r.p.replace(/^\/v[\d.]+/, '')}`);
+      const info = (await m.getService(svc).inspect()) as {
+        Spec: Record<string, unknown> & {
+          TaskTemplate: Record<string, unknown> & { ContainerSpec: Record<string, unknown> & { Mounts?: { Source: string }[] } };
+        };
+      };
       await sleep(300);
       // floor A: services/create with no network
       const fa = `swtl-fa-${i}`;
@@ -140,7 +166,11 @@ async function main(): Promise<void> {
       const ta = Date.now();
       await m.createService({
         Name: fa,
-        TaskTemplate: { ContainerSpec: { Image: 'berth/busybox:local', Command: CMD, Init: true, CapabilityDrop: ['ALL'] }, RestartPolicy: { Condition: 'none' }, Placement: { Constraints: [`node.id==${node}`] } },
+        TaskTemplate: {
+          ContainerSpec: { Image: 'berth/busybox:local', Command: CMD, Init: true, CapabilityDrop: ['ALL'] },
+          RestartPolicy: { Condition: 'none' },
+          Placement: { Constraints: [`node.id==${node}`] },
+        },
         Mode: { ReplicatedJob: { MaxConcurrent: 1, TotalCompletions: 1 } },
         EndpointSpec: { Mode: 'dnsrr' },
       } as never);
@@ -159,7 +189,11 @@ async function main(): Promise<void> {
         Labels: {},
         TaskTemplate: {
           ...info.Spec.TaskTemplate,
-          ContainerSpec: { ...info.Spec.TaskTemplate.ContainerSpec, Labels: {}, Mounts: (info.Spec.TaskTemplate.ContainerSpec.Mounts ?? []).map((x, k) => ({ ...x, Source: `${fb}-v${k}` })) },
+          ContainerSpec: {
+            ...info.Spec.TaskTemplate.ContainerSpec,
+            Labels: {},
+            Mounts: (info.Spec.TaskTemplate.ContainerSpec.Mounts ?? []).map((x, k) => ({ ...x, Source: `${fb}-v${k}` })),
+          },
           Networks: [{ Target: n.id }],
         },
       } as never);
@@ -171,9 +205,17 @@ async function main(): Promise<void> {
     }
   } finally {
     await ctl.stop();
-    for (const f of floors) await m.getService(f).remove().catch(() => undefined);
+    for (const f of floors)
+      await m
+        .getService(f)
+        .remove()
+        .catch(() => undefined);
     await sleep(2000);
-    for (const n of fnets) await m.getNetwork(n).remove().catch(() => undefined);
+    for (const n of fnets)
+      await m
+        .getNetwork(n)
+        .remove()
+        .catch(() => undefined);
     await s.down();
     console.log('left:', await s.traces());
     await fs.rm(dir, { recursive: true, force: true });

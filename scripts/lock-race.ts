@@ -20,7 +20,13 @@ const docker = new Dockerode(process.env.DOCKER_HOST ? undefined : { socketPath:
 
 /** POST /volumes/create and the engine's answer (dockerode's createVolume drops the body). */
 function create(name: string, token: string): Promise<{ Labels: Record<string, string> | null }> {
-  const opts = { path: '/volumes/create?', method: 'POST', allowEmpty: true, options: { Name: name, Driver: 'local', Labels: { 'dev.berth.lock-race': 'true', token } }, statusCodes: { 200: true, 201: true, 500: 'server error' } };
+  const opts = {
+    path: '/volumes/create?',
+    method: 'POST',
+    allowEmpty: true,
+    options: { Name: name, Driver: 'local', Labels: { 'dev.berth.lock-race': 'true', token } },
+    statusCodes: { 200: true, 201: true, 500: 'server error' },
+  };
   return new Promise((resolve, reject) => docker.modem.dial(opts, (err: unknown, data: unknown) => (err ? reject(err) : resolve(data as never))));
 }
 
@@ -37,7 +43,10 @@ async function main(): Promise<number> {
         console.log(`round ${r}: contenders saw ${distinct.join(', ')}; stored ${stored}`);
       }
     } finally {
-      await docker.getVolume(name).remove().catch(() => undefined);
+      await docker
+        .getVolume(name)
+        .remove()
+        .catch(() => undefined);
     }
   }
   const v = await docker.version();

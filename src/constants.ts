@@ -106,15 +106,7 @@ export const COMPONENTS = {
 } as const;
 export type Component = (typeof COMPONENTS)[keyof typeof COMPONENTS];
 
-export const PHASES = [
-  'Pending',
-  'Running',
-  'Succeeded',
-  'Failed',
-  'TimedOut',
-  'Invalid',
-  'Blocked',
-] as const;
+export const PHASES = ['Pending', 'Running', 'Succeeded', 'Failed', 'TimedOut', 'Invalid', 'Blocked'] as const;
 export type Phase = (typeof PHASES)[number];
 
 /** Phases after which an attempt never runs again unless its spec changes or retries allow. */

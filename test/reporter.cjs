@@ -10,7 +10,9 @@ class BerthReporter extends Mocha.reporters.Spec {
     super(runner, options);
     const failed = [];
     runner.on(EVENT_TEST_FAIL, (test, err) => {
-      const why = String((err && err.message) || err).split('\n')[0].slice(0, 200);
+      const why = String((err && err.message) || err)
+        .split('\n')[0]
+        .slice(0, 200);
       failed.push(`${test.fullTitle()}: ${why}`);
     });
     runner.once(EVENT_RUN_END, () => {

@@ -66,13 +66,28 @@ export async function sweep(engine: RawEngine, run: BenchRun): Promise<number> {
 export async function cleanupRun(engine: RawEngine, run: BenchRun, log: (s: string) => void): Promise<void> {
   for (const instance of run.instances) {
     const dir = path.join(run.root, instance);
-    const args = ['clean', '--specs', path.join(dir, 'specs'), '--state', path.join(dir, 'state'), '--results-root', path.join(dir, 'results'), '--instance', instance, '--log-level', 'warn'];
+    const args = [
+      'clean',
+      '--specs',
+      path.join(dir, 'specs'),
+      '--state',
+      path.join(dir, 'state'),
+      '--results-root',
+      path.join(dir, 'results'),
+      '--instance',
+      instance,
+      '--log-level',
+      'warn',
+    ];
     const r = await berth(args, { allowFail: true }).catch((err: Error) => ({ code: -1, stderr: err.message, stdout: '', ms: 0 }));
     if (r.code !== 0) log(`cleanup: berth clean --instance ${instance} exited ${r.code}: ${r.stderr.trim().slice(0, 300)}`);
   }
   for (const project of run.composeProjects) {
     const file = path.join(run.root, 'compose', project, 'docker-compose.yml');
-    const exists = await fs.stat(file).then(() => true, () => false);
+    const exists = await fs.stat(file).then(
+      () => true,
+      () => false,
+    );
     if (exists) await runCmd('docker-compose', ['-p', project, '-f', file, 'down', '-t', '1'], { allowFail: true }).catch(() => undefined);
   }
   let swept = 0;

@@ -104,7 +104,10 @@ export class RawEngine {
     await this.call('DELETE', `/containers/${id}?force=1&v=1`, undefined, [404, 409]);
   }
 
-  listContainers(labels: string[], opts: { all?: boolean; status?: string } = {}): Promise<{ Id: string; Names: string[]; State: string; Created: number; Labels: Record<string, string> | null }[]> {
+  listContainers(
+    labels: string[],
+    opts: { all?: boolean; status?: string } = {},
+  ): Promise<{ Id: string; Names: string[]; State: string; Created: number; Labels: Record<string, string> | null }[]> {
     const filters: Record<string, string[]> = { label: labels };
     if (opts.status) filters.status = [opts.status];
     return this.call('GET', `/containers/json?all=${opts.all === false ? 0 : 1}&filters=${encodeURIComponent(JSON.stringify(filters))}`);
@@ -127,10 +130,7 @@ export class RawEngine {
    * with the engine's own timestamp (ms since the epoch, from `timeNano`) and the time it
    * arrived here. Resolves once the stream is open (the engine answered the request).
    */
-  subscribe(
-    filters: Record<string, string[]>,
-    onEvent: (ev: EngineEvent) => void,
-  ): Promise<{ close(): void }> {
+  subscribe(filters: Record<string, string[]>, onEvent: (ev: EngineEvent) => void): Promise<{ close(): void }> {
     const path = `/events?filters=${encodeURIComponent(JSON.stringify(filters))}`;
     return new Promise((resolve, reject) => {
       // Its own connection: a stream never returns its socket to the pool.

@@ -136,7 +136,12 @@ export function summarizeProfile(file: string, top = 12, window?: { fromEndMs: n
 
 export function renderProfile(title: string, s: ProfileSummary): string {
   const fmt = (ms: number, pct: number) => `${ms.toFixed(0)} ms (${pct.toFixed(0)}%)`;
-  const out = [`#### ${title}`, '', `${path.basename(s.file)}: ${s.totalMs.toFixed(0)} ms sampled, ${s.busyMs.toFixed(0)} ms of it busy (percentages are of the busy time).`, ''];
+  const out = [
+    `#### ${title}`,
+    '',
+    `${path.basename(s.file)}: ${s.totalMs.toFixed(0)} ms sampled, ${s.busyMs.toFixed(0)} ms of it busy (percentages are of the busy time).`,
+    '',
+  ];
   out.push(
     '| self time by area | | self time by function | | inclusive: berth functions | | inclusive: npm packages | |',
     '|---|---:|---|---:|---|---:|---|---:|',

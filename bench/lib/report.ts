@@ -69,12 +69,16 @@ export function svgChart(rows: Row[], title: string): string {
   out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`);
   out.push(`<rect width="${W}" height="${H}" fill="#ffffff"/>`);
   out.push(`<text x="${W / 2}" y="22" text-anchor="middle" font-size="15" font-weight="bold">${xmlEsc(title)}</text>`);
-  out.push(`<text x="${W / 2}" y="40" text-anchor="middle" fill="#555">berth ÷ reference, median of rounds (whisker: min–max); log scale; left of 1× berth is faster</text>`);
+  out.push(
+    `<text x="${W / 2}" y="40" text-anchor="middle" fill="#555">berth ÷ reference, median of rounds (whisker: min–max); log scale; left of 1× berth is faster</text>`,
+  );
   // Grid: powers of two and 1.5× marks within range.
   const ticks = [0.125, 0.25, 0.5, 1, 1.5, 2, 4, 8, 16, 32, 64].filter((t) => t >= lo && t <= hi);
   for (const t of ticks) {
     const xx = x(t).toFixed(1);
-    out.push(`<line x1="${xx}" y1="${top - 6}" x2="${xx}" y2="${top + bars.length * rowH}" stroke="${t === 1 ? '#000' : '#ddd'}" stroke-width="${t === 1 ? 1.5 : 1}"/>`);
+    out.push(
+      `<line x1="${xx}" y1="${top - 6}" x2="${xx}" y2="${top + bars.length * rowH}" stroke="${t === 1 ? '#000' : '#ddd'}" stroke-width="${t === 1 ? 1.5 : 1}"/>`,
+    );
     out.push(`<text x="${xx}" y="${top + bars.length * rowH + 16}" text-anchor="middle" fill="#333">${t}×</text>`);
   }
   bars.forEach((r, i) => {
@@ -84,10 +88,13 @@ export function svgChart(rows: Row[], title: string): string {
     const x1 = x(1);
     const xm = x(ratio.median);
     out.push(`<text x="${labelW - 10}" y="${y + 19}" text-anchor="end">${xmlEsc(r.chart!.label)}</text>`);
-    out.push(`<rect x="${Math.min(x1, xm).toFixed(1)}" y="${y + 7}" width="${Math.max(1, Math.abs(xm - x1)).toFixed(1)}" height="16" fill="${color}" opacity="0.85"/>`);
+    out.push(
+      `<rect x="${Math.min(x1, xm).toFixed(1)}" y="${y + 7}" width="${Math.max(1, Math.abs(xm - x1)).toFixed(1)}" height="16" fill="${color}" opacity="0.85"/>`,
+    );
     if (ratio.n > 1) {
       out.push(`<line x1="${x(ratio.min).toFixed(1)}" y1="${y + 15}" x2="${x(ratio.max).toFixed(1)}" y2="${y + 15}" stroke="#222" stroke-width="1.2"/>`);
-      for (const v of [ratio.min, ratio.max]) out.push(`<line x1="${x(v).toFixed(1)}" y1="${y + 10}" x2="${x(v).toFixed(1)}" y2="${y + 20}" stroke="#222" stroke-width="1.2"/>`);
+      for (const v of [ratio.min, ratio.max])
+        out.push(`<line x1="${x(v).toFixed(1)}" y1="${y + 10}" x2="${x(v).toFixed(1)}" y2="${y + 20}" stroke="#222" stroke-width="1.2"/>`);
     }
     if (r.chart!.target !== undefined) {
       const xt = x(r.chart!.target).toFixed(1);
@@ -106,7 +113,9 @@ export function svgChart(rows: Row[], title: string): string {
   out.push(`<rect x="${labelW}" y="${ly - 9}" width="12" height="10" fill="#2e9d4f"/><text x="${labelW + 16}" y="${ly}">PASS</text>`);
   out.push(`<rect x="${labelW + 60}" y="${ly - 9}" width="12" height="10" fill="#d64545"/><text x="${labelW + 76}" y="${ly}">MISS</text>`);
   out.push(`<rect x="${labelW + 120}" y="${ly - 9}" width="12" height="10" fill="#8c8c8c"/><text x="${labelW + 136}" y="${ly}">no target</text>`);
-  out.push(`<line x1="${labelW + 215}" y1="${ly - 9}" x2="${labelW + 215}" y2="${ly + 1}" stroke="#1f4e9c" stroke-width="2.5" stroke-dasharray="3,2"/><text x="${labelW + 222}" y="${ly}">target</text>`);
+  out.push(
+    `<line x1="${labelW + 215}" y1="${ly - 9}" x2="${labelW + 215}" y2="${ly + 1}" stroke="#1f4e9c" stroke-width="2.5" stroke-dasharray="3,2"/><text x="${labelW + 222}" y="${ly}">target</text>`,
+  );
   out.push('</svg>');
   return out.join('\n') + '\n';
 }

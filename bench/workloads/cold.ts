@@ -148,7 +148,10 @@ async function composeRound(engine: RawEngine, run: BenchRun, round: number, s: 
   const services = names('s', COLD_N);
   const dirs = await resultsDirs(run, project, services);
   const file = path.join(dir, 'docker-compose.yml');
-  await fs.writeFile(file, composeFile(run, services, CMD, (n) => dirs.get(n) as string));
+  await fs.writeFile(
+    file,
+    composeFile(run, services, CMD, (n) => dirs.get(n) as string),
+  );
   // Not COMPOSE_PARALLEL_LIMIT=8: compose 1.x deadlocks when the limit is below the number of
   // services (nested parallel_execute share one limiter: docker/compose#5864, #8226; seen here,
   // it hangs after 6 of 50). It runs with its default limit (64), i.e. all 50 in flight.

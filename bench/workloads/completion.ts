@@ -61,7 +61,11 @@ export async function completion(engine: RawEngine, run: BenchRun, n: number, lo
   const a = await once(engine, run, n, log, undefined, 'a');
   const o = await once(engine, run, n, log, other, 'o');
   const b = await once(engine, run, n, log, undefined, 'b');
-  return { controller: [...a.controller, ...b.controller], wait: [...a.wait, ...b.wait], other: { label: other.label, controller: o.controller, wait: o.wait } };
+  return {
+    controller: [...a.controller, ...b.controller],
+    wait: [...a.wait, ...b.wait],
+    other: { label: other.label, controller: o.controller, wait: o.wait },
+  };
 }
 
 async function once(engine: RawEngine, run: BenchRun, n: number, log: (m: string) => void, build?: Build, tag = ''): Promise<CompletionSamples> {
@@ -70,21 +74,36 @@ async function once(engine: RawEngine, run: BenchRun, n: number, log: (m: string
   log(`completion detection: ${n} attempts through reconcile --once --wait${of}`);
   const w = await run.berthSandbox(`w${tag}`);
   await w.writeSpecs(names('w', n), cmd);
-  const wait = await collect(engine, w, async () => {
-    await berth(['reconcile', '--once', '--wait', '--timeout', '600', '--max-running', '8', '--concurrency', '8', ...w.globalArgs('warn')], { timeoutMs: 700_000, ...(build ? { build } : {}) });
-  }, n);
+  const wait = await collect(
+    engine,
+    w,
+    async () => {
+      await berth(['reconcile', '--once', '--wait', '--timeout', '600', '--max-running', '8', '--concurrency', '8', ...w.globalArgs('warn')], {
+        timeoutMs: 700_000,
+        ...(build ? { build } : {}),
+      });
+    },
+    n,
+  );
   await berth(['clean', ...w.globalArgs('warn')]);
 
   log(`completion detection: ${n} attempts dropped into a running controller${of}`);
   const c = await run.berthSandbox(`k${tag}`);
-  const d = new Daemon(build?.node ?? process.execPath, [build?.bin ?? BERTH_BIN, 'reconcile', '--max-running', '8', '--concurrency', '8', ...c.globalArgs()], { cwd: REPO });
+  const d = new Daemon(build?.node ?? process.execPath, [build?.bin ?? BERTH_BIN, 'reconcile', '--max-running', '8', '--concurrency', '8', ...c.globalArgs()], {
+    cwd: REPO,
+  });
   let controller: number[];
   try {
     await d.waitFor(/controller started/, 120_000);
-    controller = await collect(engine, c, async () => {
-      await c.writeSpecs(names('k', n), cmd);
-      await allFinished(c, n, 600_000);
-    }, n);
+    controller = await collect(
+      engine,
+      c,
+      async () => {
+        await c.writeSpecs(names('k', n), cmd);
+        await allFinished(c, n, 600_000);
+      },
+      n,
+    );
   } finally {
     await d.stop();
   }

@@ -41,11 +41,7 @@ export interface ControllerAt1000 {
 function startController(sb: BerthSandbox, nodeArgs: string[] = [], maxRunning = 50, build = BERTH_BIN): Daemon {
   const at = build.indexOf('@');
   const [node, bin] = at > 0 ? [build.slice(0, at), build.slice(at + 1)] : [process.execPath, build];
-  return new Daemon(
-    node,
-    [...nodeArgs, bin, 'reconcile', '--max-running', String(maxRunning), '--concurrency', '8', ...sb.globalArgs()],
-    { cwd: REPO },
-  );
+  return new Daemon(node, [...nodeArgs, bin, 'reconcile', '--max-running', String(maxRunning), '--concurrency', '8', ...sb.globalArgs()], { cwd: REPO });
 }
 
 async function stopController(d: Daemon, log: (m: string) => void): Promise<void> {
@@ -191,7 +187,15 @@ export async function warmController(sb: BerthSandbox, maxRunning: number, bin?:
  * sampling costs a few % of a core, so the measured run above is never the profiled one):
  * start-up, first pass, a few drops. Returns the profile file.
  */
-export async function profileController(engine: RawEngine, run: BenchRun, sb: BerthSandbox, specs: number, dropCount: number, dir: string, log: (m: string) => void): Promise<string> {
+export async function profileController(
+  engine: RawEngine,
+  run: BenchRun,
+  sb: BerthSandbox,
+  specs: number,
+  dropCount: number,
+  dir: string,
+  log: (m: string) => void,
+): Promise<string> {
   const name = `controller${specs}`;
   const ctl = startController(sb, cpuProfArgs(dir, name));
   try {

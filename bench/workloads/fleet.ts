@@ -55,7 +55,10 @@ async function berthRound(engine: RawEngine, run: BenchRun, round: number, n: nu
   await writeFixture(path.join(sb.specsDir, 'fixture'));
   const all = names('f', n);
   await Promise.all(all.map((a) => fs.writeFile(path.join(sb.specsDir, `${a}.yaml`), fleetSpec(a))));
-  const r = await berth(['reconcile', '--once', '--wait', '--timeout', '900', '--max-running', '8', '--concurrency', '8', ...sb.globalArgs('warn')], { timeoutMs: 1_000_000, ...(build ? { build } : {}) });
+  const r = await berth(['reconcile', '--once', '--wait', '--timeout', '900', '--max-running', '8', '--concurrency', '8', ...sb.globalArgs('warn')], {
+    timeoutMs: 1_000_000,
+    ...(build ? { build } : {}),
+  });
   const recs = await new StatusStore(sb.stateDir, sb.instance).loadAll();
   const ok = [...recs.values()].filter((s) => s.phase === 'Succeeded');
   if (ok.length !== n) throw new Error(`fleet: berth: ${ok.length} of ${n} attempts Succeeded`);
@@ -139,11 +142,14 @@ export async function fleetRounds(engine: RawEngine, run: BenchRun, n: number, r
   const tar = execFileSync('tar', ['-C', fixture, '-cf', '-', '.']);
   const out: FleetSamples = { attempts: n, berth: [], raw: [], dockerRun: [], berthPasses: [] };
   const contenders: [string, (round: number) => Promise<void>][] = [
-    ['berth', async (i) => {
-      const b = await berthRound(engine, run, i, n);
-      out.berth.push(b.ms);
-      out.berthPasses.push(b.passes);
-    }],
+    [
+      'berth',
+      async (i) => {
+        const b = await berthRound(engine, run, i, n);
+        out.berth.push(b.ms);
+        out.berthPasses.push(b.passes);
+      },
+    ],
     ['raw', async (i) => void out.raw.push(await rawRound(engine, run, i, n, tar))],
     ['docker run', async (i) => void out.dockerRun.push(await dockerRunRound(run, i, n, fixture))],
   ];

@@ -44,7 +44,23 @@ async function freePort(): Promise<number> {
 function controller(sb: BerthSandbox, url: string, interval: string, hookPort: number, bin: string): Daemon {
   return new Daemon(
     process.execPath,
-    [BERTH_BIN, 'reconcile', '--max-running', '50', '--git', url, '--git-path', 'specs', '--git-interval', interval, '--webhook-addr', `127.0.0.1:${hookPort}`, '--webhook-secret-env', 'BENCH_HOOK_SECRET', ...sb.globalArgs()],
+    [
+      BERTH_BIN,
+      'reconcile',
+      '--max-running',
+      '50',
+      '--git',
+      url,
+      '--git-path',
+      'specs',
+      '--git-interval',
+      interval,
+      '--webhook-addr',
+      `127.0.0.1:${hookPort}`,
+      '--webhook-secret-env',
+      'BENCH_HOOK_SECRET',
+      ...sb.globalArgs(),
+    ],
     { cwd: REPO, env: { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}`, BENCH_HOOK_SECRET: SECRET } },
   );
 }
@@ -71,7 +87,11 @@ export async function gitWorkload(engine: RawEngine, run: BenchRun, count: numbe
         await repo.commit(name, { [`specs/${name}.yaml`]: specText(name, cmd) });
         const body = JSON.stringify({ ref: 'refs/heads/main' });
         const t0 = performance.now();
-        const res = await fetch(`http://127.0.0.1:${port}/`, { method: 'POST', body, headers: { 'x-hub-signature-256': `sha256=${createHmac('sha256', SECRET).update(body).digest('hex')}` } });
+        const res = await fetch(`http://127.0.0.1:${port}/`, {
+          method: 'POST',
+          body,
+          headers: { 'x-hub-signature-256': `sha256=${createHmac('sha256', SECRET).update(body).digest('hex')}` },
+        });
         if (res.status !== 202) throw new Error(`webhook answered ${res.status}`);
         await watch.started(sb.containerName(name), 30_000);
         out.hook.push(performance.now() - t0);

@@ -43,12 +43,15 @@ async function seed(dir: string, n: number): Promise<void> {
 /** The engine's tar of `p` in container `id`, read to its end; its size. */
 function archive(engine: RawEngine, id: string, p: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ socketPath: engine.socketPath, agent: engine.agent, method: 'GET', path: `/containers/${id}/archive?path=${encodeURIComponent(p)}` }, (res) => {
-      let n = 0;
-      res.on('data', (c: Buffer) => (n += c.length));
-      res.on('end', () => (res.statusCode === 200 ? resolve(n) : reject(new Error(`archive answered ${res.statusCode}`))));
-      res.on('error', reject);
-    });
+    const req = http.request(
+      { socketPath: engine.socketPath, agent: engine.agent, method: 'GET', path: `/containers/${id}/archive?path=${encodeURIComponent(p)}` },
+      (res) => {
+        let n = 0;
+        res.on('data', (c: Buffer) => (n += c.length));
+        res.on('end', () => (res.statusCode === 200 ? resolve(n) : reject(new Error(`archive answered ${res.statusCode}`))));
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -80,7 +83,17 @@ export async function harvestRounds(engine: RawEngine, run: BenchRun, files: num
     HostConfig: { Binds: [`${results}:/results:rw`] },
   });
   const berthEngine = createDockerEngine();
-  const status = { name: 'harvest', instance: 'bench', phase: 'Succeeded', specHash: '', run: 1, retriesUsed: 0, createdAt: new Date().toISOString(), history: [], updatedAt: new Date().toISOString() } as AttemptStatus;
+  const status = {
+    name: 'harvest',
+    instance: 'bench',
+    phase: 'Succeeded',
+    specHash: '',
+    run: 1,
+    retriesUsed: 0,
+    createdAt: new Date().toISOString(),
+    history: [],
+    updatedAt: new Date().toISOString(),
+  } as AttemptStatus;
   const out: HarvestSamples = { files, bytes: files * SIZE, seedMs, berth: [], floor: [], archive: [], walk: [] };
   for (let r = 0; r < rounds; r++) {
     const berthFirst = r % 2 === 0;

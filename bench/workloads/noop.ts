@@ -128,14 +128,28 @@ export async function noopScales(
       sb.instance,
       SEED_MAX_UP_MS,
       `seeding ${n} attempts`,
-      berth(['reconcile', '--once', '--wait', '--timeout', '1200', '--max-running', '1000', '--concurrency', '8', ...sb.globalArgs('warn')], { timeoutMs: 1_300_000 }),
+      berth(['reconcile', '--once', '--wait', '--timeout', '1200', '--max-running', '1000', '--concurrency', '8', ...sb.globalArgs('warn')], {
+        timeoutMs: 1_300_000,
+      }),
     );
     have = n;
     const ph = await phases(sb);
     if (ph.get('Succeeded') !== n) throw new Error(`seeding ${n} attempts: phases ${JSON.stringify(Object.fromEntries(ph))}`);
     log(`no-op pass at ${n}: seeded in ${(seed.ms / 1000).toFixed(1)} s`);
 
-    const s: ScaleSamples = { n, seedMs: seed.ms, inproc: [], cli: [], cliNoCache: [], bareNode: [], floor: [], calls: [], callsByOp: {}, breakdown: { loadSpecs: [], loadStatus: [], observe: [] }, order: [] };
+    const s: ScaleSamples = {
+      n,
+      seedMs: seed.ms,
+      inproc: [],
+      cli: [],
+      cliNoCache: [],
+      bareNode: [],
+      floor: [],
+      calls: [],
+      callsByOp: {},
+      breakdown: { loadSpecs: [], loadStatus: [], observe: [] },
+      order: [],
+    };
     const inproc = async () => {
       counter.reset();
       const store = new StatusStore(sb.stateDir, sb.instance); // a fresh store reads every record, as a controller's pass does
@@ -190,9 +204,7 @@ export async function noopScales(
       for (const [, f] of order) await f();
     }
     const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
-    log(
-      `  in-process ${med(s.inproc).toFixed(0)} ms (${s.calls[0]} engine calls), CLI ${med(s.cli).toFixed(0)} ms, floor ${med(s.floor).toFixed(1)} ms`,
-    );
+    log(`  in-process ${med(s.inproc).toFixed(0)} ms (${s.calls[0]} engine calls), CLI ${med(s.cli).toFixed(0)} ms, floor ${med(s.floor).toFixed(1)} ms`);
     scales.push(s);
   }
   const result: NoopResult = { sandbox: sb, scales };

@@ -32,7 +32,15 @@ const ROOT = '/bench/results-root';
 
 /** 1,000 children and their records, deterministic. */
 export function syntheticFleet(): { sets: Map<string, { policy: SetPolicy; children: SetChild[] }>; statuses: Map<string, AttemptStatus> } {
-  const policy: SetPolicy = { name: 'swe-bench-lite', axes: ['model', 'task', 'seed'], maxParallel: null, failFast: false, maxFailed: null, score: { file: 'score.json', pass: 1 }, source: { file: 'swe.yaml', line: 1, col: 1 } };
+  const policy: SetPolicy = {
+    name: 'swe-bench-lite',
+    axes: ['model', 'task', 'seed'],
+    maxParallel: null,
+    failFast: false,
+    maxFailed: null,
+    score: { file: 'score.json', pass: 1 },
+    source: { file: 'swe.yaml', line: 1, col: 1 },
+  };
   const children: SetChild[] = [];
   const statuses = new Map<string, AttemptStatus>();
   const t0 = Date.parse('2026-01-01T00:00:00Z');
@@ -43,7 +51,11 @@ export function syntheticFleet(): { sets: Map<string, { policy: SetPolicy; child
       for (let seed = 0; seed < 10; seed++, i++) {
         const name = `swe-bench-lite-${model}-${seed}-task${t}`.replace(/[^a-z0-9-]/g, '');
         const coords = { model, task: `django__django-${11000 + t * 37}`, seed: String(seed) };
-        const loaded = { spec: { name, labels: { suite: 'swe', model }, retries: 0 }, hash: `h${i}`, set: { set: policy, coords, index: i } } as unknown as LoadedSpec;
+        const loaded = {
+          spec: { name, labels: { suite: 'swe', model }, retries: 0 },
+          hash: `h${i}`,
+          set: { set: policy, coords, index: i },
+        } as unknown as LoadedSpec;
         children.push({ name, coords, loaded });
         // 16 slots, each run 20-200 s: start times follow the slots.
         const created = t0;
@@ -79,7 +91,18 @@ function makePage(now: number): { html: string; attempts: number } {
   const f = syntheticFleet();
   const s = summarize(f.sets, f.statuses, now);
   const childLabels = new Map([...(f.sets.values().next().value?.children ?? [])].map((c) => [c.name, c.loaded?.spec.labels ?? {}] as const));
-  const d = buildReport({ sets: s.sets, childLabels, plain: [], statuses: f.statuses, now, instance: 'bench', maxRunning: 16, resultsRoot: ROOT, linkBase: ROOT, mode: 'file' });
+  const d = buildReport({
+    sets: s.sets,
+    childLabels,
+    plain: [],
+    statuses: f.statuses,
+    now,
+    instance: 'bench',
+    maxRunning: 16,
+    resultsRoot: ROOT,
+    linkBase: ROOT,
+    mode: 'file',
+  });
   return { html: renderReport(d), attempts: d.attempts.length };
 }
 
@@ -96,7 +119,10 @@ export async function reportBench(rounds: number, log: (m: string) => void): Pro
   const file = path.join(dir, 'report.html');
   const minimal = path.join(dir, 'minimal.html');
   await fs.writeFile(file, page.html);
-  await fs.writeFile(minimal, '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>minimal</title></head><body><h1>minimal</h1><p>A page with one heading and one line.</p></body></html>\n');
+  await fs.writeFile(
+    minimal,
+    '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>minimal</title></head><body><h1>minimal</h1><p>A page with one heading and one line.</p></body></html>\n',
+  );
   const bytes = Buffer.byteLength(page.html);
   log(`report of ${page.attempts} attempts: ${(bytes / 1024).toFixed(0)} KiB; opening it in chromium ${rounds} times`);
   const firstPaintMs: number[] = [];
@@ -131,7 +157,8 @@ export async function reportBench(rounds: number, log: (m: string) => void): Pro
       const dcl = (await p.evaluate(`performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd`)) as number;
       const shown = (await p.textContent('#shown')) ?? '';
       if (errors.length) throw new Error(`the report page logged errors: ${errors.join('; ')}`);
-      if (!shown.startsWith(`${page.attempts} of ${page.attempts} attempts`)) throw new Error(`the report page's script did not run to the end (it shows ${JSON.stringify(shown)})`);
+      if (!shown.startsWith(`${page.attempts} of ${page.attempts} attempts`))
+        throw new Error(`the report page's script did not run to the end (it shows ${JSON.stringify(shown)})`);
       firstPaintMs.push(fcp);
       domContentLoadedMs.push(dcl);
       await p.close();

@@ -99,9 +99,17 @@ interface FloorRun {
 async function floorRun(m: Dockerode, berthService: string, spec: ServiceSpec, name: string, runId: string): Promise<FloorRun> {
   const c = spec.TaskTemplate.ContainerSpec;
   const nets = spec.TaskTemplate.Networks ?? [];
-  if (c.Secrets?.length || nets.length !== 1 || nets[0]?.Aliases?.length) throw new Error(`berth's run ${berthService} is not a \`none\` run without secrets: the floor would not do its job`);
+  if (c.Secrets?.length || nets.length !== 1 || nets[0]?.Aliases?.length)
+    throw new Error(`berth's run ${berthService} is not a \`none\` run without secrets: the floor would not do its job`);
   const labels = { [BENCH_LABEL]: runId };
-  const net = (await m.createNetwork({ Name: `${name}-none`, Driver: 'overlay', Internal: true, Attachable: false, CheckDuplicate: true, Labels: labels } as never)) as { id: string };
+  const net = (await m.createNetwork({
+    Name: `${name}-none`,
+    Driver: 'overlay',
+    Internal: true,
+    Attachable: false,
+    CheckDuplicate: true,
+    Labels: labels,
+  } as never)) as { id: string };
   await m.createService({
     ...spec,
     Name: name,
@@ -140,9 +148,17 @@ async function whenFree(f: () => Promise<unknown>, what: string, log: (m: string
 async function removeFloors(s: TestSwarm, floors: FloorRun[], runId: string, log: (m: string) => void): Promise<void> {
   const m = s.manager.docker;
   const label = JSON.stringify({ label: [`${BENCH_LABEL}=${runId}`] });
-  for (const f of floors) await m.getService(f.service).remove().catch(() => undefined);
+  for (const f of floors)
+    await m
+      .getService(f.service)
+      .remove()
+      .catch(() => undefined);
   for (const n of s.nodes) {
-    for (const c of (await n.docker.listContainers({ all: true, filters: label })) as { Id: string }[]) await n.docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
+    for (const c of (await n.docker.listContainers({ all: true, filters: label })) as { Id: string }[])
+      await n.docker
+        .getContainer(c.Id)
+        .remove({ force: true })
+        .catch(() => undefined);
   }
   for (const f of floors) await whenFree(() => m.getNetwork(f.network).remove(), `the floor's network ${f.network}`, log);
   for (const n of s.nodes) {
@@ -151,11 +167,20 @@ async function removeFloors(s: TestSwarm, floors: FloorRun[], runId: string, log
   }
 }
 
-async function drops(s: TestSwarm, run: BenchRun, sb: BerthSandbox, count: number, log: (m: string) => void): Promise<{ berth: number[]; floor: number[]; berthToService: number[] }> {
+async function drops(
+  s: TestSwarm,
+  run: BenchRun,
+  sb: BerthSandbox,
+  count: number,
+  log: (m: string) => void,
+): Promise<{ berth: number[]; floor: number[]; berthToService: number[] }> {
   const m = s.manager.docker;
   const out = { berth: [] as number[], floor: [] as number[], berthToService: [] as number[] };
   const env = { ...process.env, DOCKER_HOST: s.manager.address };
-  const ctl = new Daemon(process.execPath, [BERTH_BIN, 'reconcile', '--backend', 'swarm', '--max-running', '50', '--concurrency', '8', ...sb.globalArgs()], { cwd: REPO, env });
+  const ctl = new Daemon(process.execPath, [BERTH_BIN, 'reconcile', '--backend', 'swarm', '--max-running', '50', '--concurrency', '8', ...sb.globalArgs()], {
+    cwd: REPO,
+    env,
+  });
   const floors: FloorRun[] = [];
   try {
     await ctl.waitFor(/controller started/, 60_000);
@@ -177,7 +202,9 @@ async function drops(s: TestSwarm, run: BenchRun, sb: BerthSandbox, count: numbe
       out.floor.push((await runningAt(m, fname, 120_000)) - t1);
       await sleep(300);
     }
-    log(`  swarm drops: berth ${out.berth.map((x) => x.toFixed(0)).join(' ')} ms (of which to its service created: ${out.berthToService.map((x) => x.toFixed(0)).join(' ')} ms); floor (networks/create + services/create → task running) ${out.floor.map((x) => x.toFixed(0)).join(' ')} ms`);
+    log(
+      `  swarm drops: berth ${out.berth.map((x) => x.toFixed(0)).join(' ')} ms (of which to its service created: ${out.berthToService.map((x) => x.toFixed(0)).join(' ')} ms); floor (networks/create + services/create → task running) ${out.floor.map((x) => x.toFixed(0)).join(' ')} ms`,
+    );
   } finally {
     const { code, signal } = await ctl.stop();
     if (code !== 0) log(`warning: the swarm controller exited ${code ?? signal}:\n${ctl.stderr.slice(-1500)}`);
@@ -192,7 +219,11 @@ async function counted<T>(f: () => Promise<T>): Promise<{ value: T; total: numbe
   let total = 0;
   const on = (msg: unknown) => {
     const r = (msg as { request: { method: string; path: string } }).request;
-    const p = r.path.split('?')[0]?.replace(/^\/v[\d.]+/, '').replace(/\/[0-9a-z]{20,}|\/berth[^/]*/g, '/{id}') ?? '';
+    const p =
+      r.path
+        .split('?')[0]
+        ?.replace(/^\/v[\d.]+/, '')
+        .replace(/\/[0-9a-z]{20,}|\/berth[^/]*/g, '/{id}') ?? '';
     const key = `${r.method} ${p}`;
     by.set(key, (by.get(key) ?? 0) + 1);
     total++;
@@ -214,7 +245,10 @@ async function noops(s: TestSwarm, sb: BerthSandbox, sizes: number[], rounds: nu
   for (const n of sizes) {
     await sb.writeSpecs(names('swn', n - have, have), ['true']);
     const t0 = Date.now();
-    await berth(['reconcile', '--once', '--wait', '--timeout', '1500', '--backend', 'swarm', '--max-running', '50', '--concurrency', '8', ...sb.globalArgs('warn')], { env, timeoutMs: 1_600_000 });
+    await berth(
+      ['reconcile', '--once', '--wait', '--timeout', '1500', '--backend', 'swarm', '--max-running', '50', '--concurrency', '8', ...sb.globalArgs('warn')],
+      { env, timeoutMs: 1_600_000 },
+    );
     have = n;
     log(`  swarm no-op at ${n}: seeded in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
     const r: SwarmNoop = { n, ms: [], calls: [], byRequest: {} };
@@ -251,7 +285,8 @@ export async function swarmWorkload(run: BenchRun, dropCount: number, sizes: num
     const noop = await noops(s, noopSb, sizes, rounds, log);
     return { nodes: s.nodes.length, swarmUpMs: s.startMs, ...d, noop };
   } finally {
-    for (const sb of [dropSb, noopSb]) await berth(['clean', '--backend', 'swarm', ...sb.globalArgs('warn')], { env, allowFail: true, timeoutMs: 600_000 }).catch(() => undefined);
+    for (const sb of [dropSb, noopSb])
+      await berth(['clean', '--backend', 'swarm', ...sb.globalArgs('warn')], { env, allowFail: true, timeoutMs: 600_000 }).catch(() => undefined);
     await s.down();
     const left = await s.traces();
     if (left.length) log(`warning: the bench swarm left ${left.join(', ')}`);
@@ -264,7 +299,8 @@ export function swarmRows(w: SwarmSamples, rows: Row[]): void {
     id: 'swarm-drop-vs-floor',
     workload: `--backend swarm (${w.nodes} nodes): spec dropped into a running controller → its task running (${w.berth.length} drops)`,
     berth: spread(summarize(w.berth)),
-    reference: '`POST /networks/create` (an internal overlay of its own) + `POST /services/create` of the same job (berth\'s run\'s service spec), same node → its task running (floor)',
+    reference:
+      "`POST /networks/create` (an internal overlay of its own) + `POST /services/create` of the same job (berth's run's service spec), same node → its task running (floor)",
     refValue: spread(summarize(w.floor)),
     ratio: r,
     target: `≤ ${SWARM_DROP_VS_FLOOR}×`,

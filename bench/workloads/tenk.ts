@@ -54,11 +54,13 @@ export interface TenkSamples {
 function finishedRecord(instance: string, name: string, hash: string, resultsRoot: string, at: number): AttemptStatus {
   const t = (ms: number) => new Date(at + ms).toISOString();
   const id = (name + '0'.repeat(64)).replace(/[^0-9a-f]/g, 'a').slice(0, 64);
-  const checks = ['labels', 'image', 'networks', 'mounts', 'security', 'namespaces', 'ports', 'limits', 'init-restart', 'user', 'root filesystem', 'dns'].map((c) => ({
-    name: c,
-    ok: true,
-    detail: `${c} as the spec says`,
-  }));
+  const checks = ['labels', 'image', 'networks', 'mounts', 'security', 'namespaces', 'ports', 'limits', 'init-restart', 'user', 'root filesystem', 'dns'].map(
+    (c) => ({
+      name: c,
+      ok: true,
+      detail: `${c} as the spec says`,
+    }),
+  );
   return {
     name,
     instance,
@@ -145,11 +147,20 @@ export async function tenk(engine: RawEngine, run: BenchRun, total: number, runn
   for (let r = 0; r < rounds; r++) {
     // alternate the order by round
     for (const c of r % 2 ? [...contenders].reverse() : contenders) {
-      log(`tenk A/B round ${r + 1}: ${c.label} (load ${os.loadavg().map((x) => x.toFixed(1)).join(' ')})`);
+      log(
+        `tenk A/B round ${r + 1}: ${c.label} (load ${os
+          .loadavg()
+          .map((x) => x.toFixed(1))
+          .join(' ')})`,
+      );
       const tag = `${c.label.replace(/[^a-z0-9]/g, '')}${r}x`;
       // its own spec cache first (the other build's was just written over it)
       await warmController(sb, maxRunning, c.bin);
-      ab.push({ label: c.label, round: r + 1, controller: await controllerAt1000(engine, run, sb, total, drops, log, maxRunning, { ...(c.bin ? { bin: c.bin } : {}), tag }) });
+      ab.push({
+        label: c.label,
+        round: r + 1,
+        controller: await controllerAt1000(engine, run, sb, total, drops, log, maxRunning, { ...(c.bin ? { bin: c.bin } : {}), tag }),
+      });
     }
   }
   const controller = (ab.filter((x) => x.label === 'this').at(-1) as (typeof ab)[number]).controller;
@@ -162,9 +173,26 @@ export async function tenk(engine: RawEngine, run: BenchRun, total: number, runn
  * (start-up, first pass, 2 drops) with a heap snapshot taken once it is idle (SIGUSR2), both
  * into the folder.
  */
-async function profileTenk(engine: RawEngine, run: BenchRun, sb: BerthSandbox, total: number, maxRunning: number, dir: string, log: (m: string) => void): Promise<void> {
+async function profileTenk(
+  engine: RawEngine,
+  run: BenchRun,
+  sb: BerthSandbox,
+  total: number,
+  maxRunning: number,
+  dir: string,
+  log: (m: string) => void,
+): Promise<void> {
   await fs.mkdir(dir, { recursive: true });
-  const nodeArgs = ['--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-name', 'tenk-controller.cpuprofile', '--heapsnapshot-signal=SIGUSR2', '--diagnostic-dir', dir];
+  const nodeArgs = [
+    '--cpu-prof',
+    '--cpu-prof-dir',
+    dir,
+    '--cpu-prof-name',
+    'tenk-controller.cpuprofile',
+    '--heapsnapshot-signal=SIGUSR2',
+    '--diagnostic-dir',
+    dir,
+  ];
   await controllerAt1000(engine, run, sb, total, 2, log, maxRunning, {
     nodeArgs,
     tag: 'prof',
@@ -249,7 +277,10 @@ export function tenkRows(t: TenkSamples, rows: Row[]): void {
       verdict: 'info',
     });
   }
-  const fmt = (x: Record<string, number>) => Object.entries(x).map(([k, v]) => `${k} ${v}`).join(', ');
+  const fmt = (x: Record<string, number>) =>
+    Object.entries(x)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ');
   // what a pass makes at any size: the four label-filtered lists and its look at the engine's boot
   const perPass = ['containers.list', 'engine.boot', 'images.list', 'networks.list', 'volumes.list'];
   const constant = Object.keys(t.calls).length === perPass.length && perPass.every((k) => t.calls[k] === 1);

@@ -49,7 +49,9 @@ export function attestListed(c: ContainerSummary, d: ContainerWant): Attestation
     check(
       'labels',
       wrongLabels.length === 0,
-      wrongLabels.length ? `labels differ: ${wrongLabels.map((k) => `${k}=${c.labels[k] ?? '<none>'}`).join(', ')}` : 'owner, attempt and spec hash labels match',
+      wrongLabels.length
+        ? `labels differ: ${wrongLabels.map((k) => `${k}=${c.labels[k] ?? '<none>'}`).join(', ')}`
+        : 'owner, attempt and spec hash labels match',
     ),
     check('image', c.image === want.image || c.imageId === want.image, `image ${c.image}${c.image === want.image ? '' : ` (spec asks ${want.image})`}`),
     check(
@@ -76,7 +78,10 @@ export function attestInspected(c: ContainerDetails, d: ContainerWant): Attestat
   if (h.networkMode === 'host') hostNs.push('networkMode' as never);
   const security =
     !h.privileged &&
-    same(h.capDrop.map((x) => x.toUpperCase()), want.capDrop) &&
+    same(
+      h.capDrop.map((x) => x.toUpperCase()),
+      want.capDrop,
+    ) &&
     same(h.capAdd, want.capAdd) &&
     want.securityOpt.every((o) => h.securityOpt.includes(o)) &&
     !h.securityOpt.some((o) => /^seccomp[=:]unconfined$/.test(o) || /^apparmor[=:]unconfined$/.test(o)) &&
@@ -119,7 +124,14 @@ export function attestInspected(c: ContainerDetails, d: ContainerWant): Attestat
 /** The engine's own log files of the container are capped as berth asked (a run cannot fill the host's disk through them). */
 function logCheck(have: ContainerDetails['host']['logConfig'], want: ContainerDetails['host']['logConfig'] | undefined): AttestationCheck {
   const show = (l: ContainerDetails['host']['logConfig']) =>
-    `${l.type || "the engine's default driver"}${Object.keys(l.config).length ? ` (${Object.entries(l.config).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `${k}=${v}`).join(', ')})` : ', no size cap'}`;
+    `${l.type || "the engine's default driver"}${
+      Object.keys(l.config).length
+        ? ` (${Object.entries(l.config)
+            .sort(([a], [b]) => a.localeCompare(b))
+            .map(([k, v]) => `${k}=${v}`)
+            .join(', ')})`
+        : ', no size cap'
+    }`;
   if (want === undefined) return check('engine logs', true, `${show(have)}: as the engine's defaults say`);
   const ok = have.type === want.type && Object.entries(want.config).every(([k, v]) => have.config[k] === v);
   return check('engine logs', ok, ok ? show(have) : `${show(have)} (berth asks ${show(want)})`);
@@ -135,7 +147,12 @@ function userCheck(have: string, want: string | undefined): AttestationCheck {
 /** spec.readOnlyRootFilesystem: / read-only with its tmpfs, or writable (the default). */
 function rootfsCheck(readOnly: boolean, tmpfs: Record<string, string>, wantReadOnly: boolean, wantTmpfs: Record<string, string>): AttestationCheck {
   const paths = (t: Record<string, string>) => Object.keys(t).sort().join(', ');
-  const ok = readOnly === wantReadOnly && same(Object.entries(tmpfs).map(([k, v]) => `${k}=${v}`), Object.entries(wantTmpfs).map(([k, v]) => `${k}=${v}`));
+  const ok =
+    readOnly === wantReadOnly &&
+    same(
+      Object.entries(tmpfs).map(([k, v]) => `${k}=${v}`),
+      Object.entries(wantTmpfs).map(([k, v]) => `${k}=${v}`),
+    );
   const have = `${readOnly ? 'read-only' : 'writable'} root filesystem${Object.keys(tmpfs).length ? `, tmpfs ${paths(tmpfs)}` : ''}`;
   const wanted = `${wantReadOnly ? 'read-only' : 'writable'}${Object.keys(wantTmpfs).length ? `, tmpfs ${paths(wantTmpfs)}` : ''}`;
   return check('root filesystem', ok, ok ? have : `${have} (spec asks ${wanted})`);

@@ -84,8 +84,14 @@ export function makeContext(g: GlobalOptions, io: Io, opts: { engine?: Engine; e
       engine ??= instrumentEngine(
         opts.engine ??
           (g.backend === 'swarm'
-            ? (require('../backend/swarm') as typeof SwarmBackend).createSwarmBackend({ timeoutMs: g.engineTimeout ?? DEFAULTS.engineTimeoutMs, env: opts.env ?? process.env })
-            : (require('../engine/docker') as typeof DockerEngine).createDockerEngine(undefined, { timeoutMs: g.engineTimeout ?? DEFAULTS.engineTimeoutMs, env: opts.env ?? process.env })),
+            ? (require('../backend/swarm') as typeof SwarmBackend).createSwarmBackend({
+                timeoutMs: g.engineTimeout ?? DEFAULTS.engineTimeoutMs,
+                env: opts.env ?? process.env,
+              })
+            : (require('../engine/docker') as typeof DockerEngine).createDockerEngine(undefined, {
+                timeoutMs: g.engineTimeout ?? DEFAULTS.engineTimeoutMs,
+                env: opts.env ?? process.env,
+              })),
         calls.listener,
       );
       return engine;

@@ -11,6 +11,9 @@ export { plural } from '../util/plural';
 export type DiagLevel = 'error' | 'warn' | 'info';
 
 export function diag(ctx: Pick<Context, 'io' | 'logFormat'>, level: DiagLevel, message: string, fields: Record<string, unknown> = {}): void {
-  const line = ctx.logFormat === 'json' ? JSON.stringify({ level, message, ...fields, timestamp: new Date().toISOString() }) : `berth: ${level === 'warn' ? 'warning: ' : ''}${message}`;
+  const line =
+    ctx.logFormat === 'json'
+      ? JSON.stringify({ level, message, ...fields, timestamp: new Date().toISOString() })
+      : `berth: ${level === 'warn' ? 'warning: ' : ''}${message}`;
   liveLine(ctx.io).above(`${line}\n`);
 }

@@ -31,7 +31,10 @@ function keyedEventsOf(rec: AttemptStatus): Keyed[] {
     out.push({ at, type, reason, attempt: rec.name, message, key });
   };
   add(rec.createdAt, 'Normal', 'Created', `attempt recorded${rec.source ? ` from ${rec.source}` : ''}`);
-  const runs = [...rec.history, { run: rec.run, phase: rec.phase, reason: rec.reason, message: rec.message, exitCode: rec.exitCode, startedAt: rec.startedAt, finishedAt: rec.finishedAt }];
+  const runs = [
+    ...rec.history,
+    { run: rec.run, phase: rec.phase, reason: rec.reason, message: rec.message, exitCode: rec.exitCode, startedAt: rec.startedAt, finishedAt: rec.finishedAt },
+  ];
   let prev: (typeof runs)[number] | undefined;
   inRuns = true;
   for (const r of runs) {
@@ -40,13 +43,29 @@ function keyedEventsOf(rec: AttemptStatus): Keyed[] {
     if (r.finishedAt) {
       const bad = WARN_PHASES.has(r.phase);
       const detail = [r.reason, r.exitCode !== undefined ? `exit ${r.exitCode}` : undefined].filter(Boolean).join(', ');
-      add(r.finishedAt, bad ? 'Warning' : 'Normal', bad ? 'Died' : 'Finished', `run ${r.run} ${r.phase}${detail ? ` (${detail})` : ''}${bad && r.message ? `: ${r.message}` : ''}`);
+      add(
+        r.finishedAt,
+        bad ? 'Warning' : 'Normal',
+        bad ? 'Died' : 'Finished',
+        `run ${r.run} ${r.phase}${detail ? ` (${detail})` : ''}${bad && r.message ? `: ${r.message}` : ''}`,
+      );
     }
     prev = r;
   }
   inRuns = false;
   const att = rec.lastAttestation;
-  if (att) add(att.at, att.ok ? 'Normal' : 'Warning', att.ok ? 'Attested' : 'Drifted', att.ok ? `run ${rec.run} attested (${att.depth})` : `run ${rec.run} failed attestation: ${att.checks.filter((c) => !c.ok).map((c) => c.detail).join('; ')}`);
+  if (att)
+    add(
+      att.at,
+      att.ok ? 'Normal' : 'Warning',
+      att.ok ? 'Attested' : 'Drifted',
+      att.ok
+        ? `run ${rec.run} attested (${att.depth})`
+        : `run ${rec.run} failed attestation: ${att.checks
+            .filter((c) => !c.ok)
+            .map((c) => c.detail)
+            .join('; ')}`,
+    );
   add(rec.collectedAt, 'Normal', 'Removed', `run ${rec.run}'s resources removed; results stay`);
   add(rec.rerunRequested?.at, 'Normal', 'RerunRequested', `berth rerun asked for a new run after run ${rec.rerunRequested?.run}`);
   add(rec.deleted?.at, 'Normal', REASONS.deleted, 'berth delete removed its resources; not run again until its spec changes or berth rerun');

@@ -47,8 +47,10 @@ const flagName = (k: string) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCas
 async function credentialsFrom(ctx: Context, o: GitFlags, scheme: string): Promise<GitCredentials | undefined> {
   const http = scheme === 'http' || scheme === 'https';
   if (o.gitTokenFile !== undefined && o.gitTokenEnv !== undefined) throw new UsageError('give one of --git-token-file and --git-token-env');
-  if ((o.gitTokenFile !== undefined || o.gitTokenEnv !== undefined || o.gitUsername !== undefined) && !http) throw new UsageError('--git-token-file, --git-token-env and --git-username go with an http(s) URL');
-  if ((o.gitSshKey !== undefined || o.gitKnownHosts !== undefined) && scheme !== 'ssh') throw new UsageError('--git-ssh-key and --git-known-hosts go with an ssh URL');
+  if ((o.gitTokenFile !== undefined || o.gitTokenEnv !== undefined || o.gitUsername !== undefined) && !http)
+    throw new UsageError('--git-token-file, --git-token-env and --git-username go with an http(s) URL');
+  if ((o.gitSshKey !== undefined || o.gitKnownHosts !== undefined) && scheme !== 'ssh')
+    throw new UsageError('--git-ssh-key and --git-known-hosts go with an ssh URL');
   const c: GitCredentials = {};
   if (o.gitTokenFile !== undefined) {
     const file = path.resolve(o.gitTokenFile);
@@ -78,7 +80,10 @@ async function credentialsFrom(ctx: Context, o: GitFlags, scheme: string): Promi
   if (c.sshKey !== undefined) {
     // ssh ignores a key of its user that others may read, and says so only in a line berth's error does not keep.
     const st = await fs.stat(c.sshKey);
-    if (st.uid === process.getuid?.() && (st.mode & 0o077) !== 0) throw new UsageError(`--git-ssh-key ${c.sshKey}: others may read it (mode ${(st.mode & 0o777).toString(8).padStart(4, '0')}); ssh ignores such a key: chmod 600 it`);
+    if (st.uid === process.getuid?.() && (st.mode & 0o077) !== 0)
+      throw new UsageError(
+        `--git-ssh-key ${c.sshKey}: others may read it (mode ${(st.mode & 0o777).toString(8).padStart(4, '0')}); ssh ignores such a key: chmod 600 it`,
+      );
   }
   if (scheme === 'ssh' && c.knownHosts === undefined) throw new UsageError('an ssh URL needs --git-known-hosts (host keys are always checked)');
   return Object.keys(c).length ? c : undefined;
@@ -96,10 +101,12 @@ export async function gitSourceFrom(ctx: Context, o: GitFlags): Promise<GitSourc
     const problem = refMod().refProblem(o.gitRef);
     if (problem) throw new UsageError(`--git-ref ${JSON.stringify(o.gitRef)}: ${problem}`);
     // git's own rules too (the ref cannot start with "-" here: checked above).
-    const ok = await execMod().runGit(['check-ref-format', '--allow-onelevel', o.gitRef], { home: ctx.stateDir, cwd: '/' }).then(
-      () => true,
-      () => false,
-    );
+    const ok = await execMod()
+      .runGit(['check-ref-format', '--allow-onelevel', o.gitRef], { home: ctx.stateDir, cwd: '/' })
+      .then(
+        () => true,
+        () => false,
+      );
     if (!ok) throw new UsageError(`--git-ref ${JSON.stringify(o.gitRef)}: not a valid ref name (git check-ref-format)`);
   }
   if (o.gitPath !== undefined) {
@@ -108,7 +115,8 @@ export async function gitSourceFrom(ctx: Context, o: GitFlags): Promise<GitSourc
   }
   const credentials = await credentialsFrom(ctx, o, url.value.scheme);
   const allowedSigners = o.gitVerify !== undefined ? path.resolve(o.gitVerify) : undefined;
-  if (allowedSigners !== undefined) await fs.access(allowedSigners, fsConstants.R_OK).catch(() => Promise.reject(new UsageError(`--git-verify ${allowedSigners}: cannot be read`)));
+  if (allowedSigners !== undefined)
+    await fs.access(allowedSigners, fsConstants.R_OK).catch(() => Promise.reject(new UsageError(`--git-verify ${allowedSigners}: cannot be read`)));
   return new (sourceMod().GitSource)({
     url: url.value,
     ...(credentials ? { credentials } : {}),
@@ -135,7 +143,9 @@ export async function peekRevision(src: GitSource): Promise<Revision & { done():
   const dir = path.join(m.root, `.tmp-${tag}`);
   const done = async () => {
     await fs.rm(dir, { recursive: true, force: true });
-    await execMod().runGit(['--git-dir', m.mirror, 'update-ref', '-d', ref], { home: path.join(m.root, 'home'), cwd: m.root }).catch(() => undefined);
+    await execMod()
+      .runGit(['--git-dir', m.mirror, 'update-ref', '-d', ref], { home: path.join(m.root, 'home'), cwd: m.root })
+      .catch(() => undefined);
   };
   try {
     const revision = await m.fetch(src.cfg.url.url, src.cfg.ref, ref);

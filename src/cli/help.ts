@@ -19,10 +19,25 @@ Environment:
 const EXAMPLES: Record<string, string[]> = {
   berth: ['berth validate', 'berth plan', 'berth reconcile --once --wait --timeout 1800', 'berth get -l suite=demo', 'berth logs swe-task-42-try-1 --tail 50'],
   validate: ['berth validate', 'berth validate specs/suite.yaml -o json', 'berth validate --git https://example.com/evals.git --git-path specs'],
-  plan: ['berth plan', 'berth plan --detailed-exitcode   # exit 4 when changes are pending', 'berth plan -o json', 'berth plan --git https://example.com/evals.git --git-ref main'],
-  reconcile: ['berth reconcile --once --wait --timeout 1800   # run every attempt to completion', 'berth reconcile --metrics-addr 127.0.0.1:9464   # run as a controller', 'berth reconcile --git https://example.com/evals.git --git-path specs --git-interval 60s   # follow a repository'],
+  plan: [
+    'berth plan',
+    'berth plan --detailed-exitcode   # exit 4 when changes are pending',
+    'berth plan -o json',
+    'berth plan --git https://example.com/evals.git --git-ref main',
+  ],
+  reconcile: [
+    'berth reconcile --once --wait --timeout 1800   # run every attempt to completion',
+    'berth reconcile --metrics-addr 127.0.0.1:9464   # run as a controller',
+    'berth reconcile --git https://example.com/evals.git --git-path specs --git-interval 60s   # follow a repository',
+  ],
   source: ['berth source', 'berth source -o json'],
-  get: ['berth get', 'berth get -l "suite=demo,model in (m1,m2)" -o wide', 'berth get a b -o yaml', 'berth get -l "!model" -o name --no-headers', 'berth get --sets'],
+  get: [
+    'berth get',
+    'berth get -l "suite=demo,model in (m1,m2)" -o wide',
+    'berth get a b -o yaml',
+    'berth get -l "!model" -o name --no-headers',
+    'berth get --sets',
+  ],
   events: ['berth events', 'berth events swe-task-42-try-1 -w', 'berth events -o json'],
   wait: ['berth wait -l suite=demo --timeout 30m', 'berth wait a --for phase=Running --timeout 2m'],
   rerun: ['berth rerun swe-task-42-try-1', 'berth rerun -l "suite=demo"'],
@@ -34,11 +49,14 @@ const EXAMPLES: Record<string, string[]> = {
   clean: ['berth clean', 'berth clean --keep-state'],
   unlock: ['berth unlock', 'berth unlock --force'],
   version: ['berth version'],
-  completion: ['source <(berth completion bash)', 'berth completion zsh > "${fpath[1]}/_berth"', 'berth completion fish > ~/.config/fish/completions/berth.fish'],
+  completion: [
+    'source <(berth completion bash)',
+    'berth completion zsh > "${fpath[1]}/_berth"',
+    'berth completion fish > ~/.config/fish/completions/berth.fish',
+  ],
 };
 
 export function examplesHelp(command: string): string {
   const ex = EXAMPLES[command];
   return ex ? `\nExamples:\n${ex.map((e) => `  ${e}`).join('\n')}\n` : '';
 }
-

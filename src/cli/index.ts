@@ -106,9 +106,13 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .addOption(new Option('--specs <dir>', 'specs folder').env('BERTH_SPECS').default(DEFAULTS.specsDir))
     .addOption(new Option('--state <dir>', 'state folder (status records, locks)').env('BERTH_STATE').default(DEFAULTS.stateDir))
     .addOption(new Option('--results-root <dir>', 'results root (default: <state>/results)').env('BERTH_RESULTS_ROOT'))
-    .addOption(new Option('--instance <name>', 'reconciler instance: scopes everything berth observes and changes').env('BERTH_INSTANCE').default(DEFAULTS.instance))
+    .addOption(
+      new Option('--instance <name>', 'reconciler instance: scopes everything berth observes and changes').env('BERTH_INSTANCE').default(DEFAULTS.instance),
+    )
     .addOption(new Option('--log-level <level>', 'log level').choices(['error', 'warn', 'info', 'debug']).env('BERTH_LOG_LEVEL').default('info'))
-    .addOption(new Option('--log-format <format>', 'log format: json makes every line on stderr JSON').choices(['text', 'json']).env('BERTH_LOG_FORMAT').default('text'))
+    .addOption(
+      new Option('--log-format <format>', 'log format: json makes every line on stderr JSON').choices(['text', 'json']).env('BERTH_LOG_FORMAT').default('text'),
+    )
     .addOption(
       new Option('--engine-timeout <duration>', 'how long one engine call may wait for an answer (e.g. 500ms, 30s, 2m)')
         .argParser(durationMs('--engine-timeout'))
@@ -126,7 +130,13 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
 
   // Without --specs, commands other than reconcile, plan and validate follow the state folder's git source, if any.
   const ctx = (cmd: Command) =>
-    makeContext({ ...cmd.optsWithGlobals<GlobalOptions>(), followGitSource: !['reconcile', 'plan', 'validate'].includes(cmd.name()) && cmd.getOptionValueSourceWithGlobals('specs') === 'default' }, io);
+    makeContext(
+      {
+        ...cmd.optsWithGlobals<GlobalOptions>(),
+        followGitSource: !['reconcile', 'plan', 'validate'].includes(cmd.name()) && cmd.getOptionValueSourceWithGlobals('specs') === 'default',
+      },
+      io,
+    );
   const done = (p: Promise<number>) => p.then(setExit);
 
   const validate = program
@@ -153,7 +163,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .addOption(maxRunningOption())
     .option('--egress-proxy-image <image>', 'image of the egress proxy sidecar (same contract as docs/EGRESS.md)')
     .option('--egress-network <name>', 'existing network the egress proxy reaches out through (default: one per attempt)')
-    .option('--allow-empty', 'let a specs folder with no attempts remove the instance\'s attempts (default: such a folder removes nothing)')
+    .option('--allow-empty', "let a specs folder with no attempts remove the instance's attempts (default: such a folder removes nothing)")
     .option('--infra-retries <n>', `as for reconcile (default ${DEFAULTS.infraRetries})`, int('--infra-retries', 0));
   gitOptions(plan, false).action(async (o, cmd: Command) => {
     await done((require('./commands/plan') as typeof PlanCmd).runPlan(ctx(cmd), o));
@@ -179,14 +189,22 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--notify-secret-file <file>', 'the HMAC secret --notify-url POSTs are signed with, from this file')
     .option('--notify-secret-env <var>', 'the HMAC secret --notify-url POSTs are signed with, from this environment variable')
     .option('--retry-backoff <seconds>', 'first back-off before retrying a failed run (doubles, capped at 6 min)', int('--retry-backoff', 0), 10)
-    .option('--allow-empty', 'let a specs folder with no attempts remove the instance\'s attempts (default: such a folder removes nothing)')
+    .option('--allow-empty', "let a specs folder with no attempts remove the instance's attempts (default: such a folder removes nothing)")
     .option(
       '--infra-retries <n>',
       `re-runs of an attempt after infrastructure deaths (EngineRestarted, StartFailed), apart from its spec's retries (default ${DEFAULTS.infraRetries})`,
       int('--infra-retries', 0),
     )
-    .option('--log-max-bytes <size>', `bytes of each container's log kept in its run folder: the first and last half, the middle cut with a marker line (default ${DEFAULTS.logMaxBytes / 1024 / 1024}m)`, bytes('--log-max-bytes', 1024))
-    .option('--hash-max-bytes <size>', `bytes of results the manifest hashes at most; larger files are listed without a hash (default ${DEFAULTS.hashMaxBytes / 1024 ** 3}g)`, bytes('--hash-max-bytes', 0))
+    .option(
+      '--log-max-bytes <size>',
+      `bytes of each container's log kept in its run folder: the first and last half, the middle cut with a marker line (default ${DEFAULTS.logMaxBytes / 1024 / 1024}m)`,
+      bytes('--log-max-bytes', 1024),
+    )
+    .option(
+      '--hash-max-bytes <size>',
+      `bytes of results the manifest hashes at most; larger files are listed without a hash (default ${DEFAULTS.hashMaxBytes / 1024 ** 3}g)`,
+      bytes('--hash-max-bytes', 0),
+    )
     .option('--hash-max-seconds <n>', `seconds the manifest hashes at most per run (default ${DEFAULTS.hashMaxSeconds})`, int('--hash-max-seconds', 1));
   gitOptions(reconcile, true).action(async (o, cmd: Command) => {
     if (o.wait && !o.once) throw new UsageError('--wait goes with --once (reconcile --once --wait); to wait on a running controller, use berth wait');
@@ -197,7 +215,11 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .command('get')
     .description('list attempts and their status')
     .argument('[name...]', 'attempts to show (default: all)')
-    .option('-l, --selector <selector>', 'label selector, as kubectl\'s: k=v, k!=v, \'k in (a,b)\', \'k notin (a,b)\', k, !k; comma = and (repeatable: and)', collect)
+    .option(
+      '-l, --selector <selector>',
+      "label selector, as kubectl's: k=v, k!=v, 'k in (a,b)', 'k notin (a,b)', k, !k; comma = and (repeatable: and)",
+      collect,
+    )
     .addOption(new Option('-o, --output <format>', 'output format').choices(['wide', 'json', 'yaml', 'name']))
     .option('--no-headers', 'tables without the header row')
     .option('--sets', 'list AttemptSets: a row per set with its children counted by phase')
@@ -222,9 +244,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .argument('[name...]', 'attempts to wait for (default: all, or those -l selects)')
     .option('-l, --selector <selector>', 'label selector, as for get', collect)
     .option('--for <condition>', 'finished, or phase=<Phase> (e.g. phase=Succeeded)', 'finished')
-    .addOption(
-      new Option('--timeout <duration>', 'give up after this long (exit 1)').argParser(durationMs('--timeout')).default(30_000, '30s'),
-    )
+    .addOption(new Option('--timeout <duration>', 'give up after this long (exit 1)').argParser(durationMs('--timeout')).default(30_000, '30s'))
     .action(async (names: string[], o, cmd: Command) => {
       await done((require('./commands/wait') as typeof WaitCmd).runWait(ctx(cmd), names, o));
     });
@@ -240,7 +260,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
 
   program
     .command('delete')
-    .description('remove attempts\' engine resources now (results stay); not run again until the spec changes or rerun')
+    .description("remove attempts' engine resources now (results stay); not run again until the spec changes or rerun")
     .argument('[name...]', 'attempts to delete')
     .option('-l, --selector <selector>', 'label selector, as for get', collect)
     .action(async (names: string[], o, cmd: Command) => {
@@ -264,7 +284,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .argument('[set...]', 'AttemptSet names (default: every set and plain attempt)')
     .option('-l, --selector <key=value>', 'only attempts with these spec labels (repeatable, or comma-separated)', collect)
     .option('-o, --output <file.html>', 'where to write it; - for stdout (default: <results root>/report.html, where its links work)')
-    .option('--max-running <n>', 'the slots line drawn on the timeline (default: reconcile\'s default here)', int('--max-running', 1))
+    .option('--max-running <n>', "the slots line drawn on the timeline (default: reconcile's default here)", int('--max-running', 1))
     .action(async (sets: string[], o, cmd: Command) => {
       await done((require('./commands/report') as typeof ReportCmd).runReport(ctx(cmd), sets, o));
     });

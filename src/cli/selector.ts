@@ -6,9 +6,7 @@
  */
 
 export type Requirement =
-  | { key: string; op: 'exists' | '!exists' }
-  | { key: string; op: '=' | '!='; value: string }
-  | { key: string; op: 'in' | 'notin'; values: string[] };
+  { key: string; op: 'exists' | '!exists' } | { key: string; op: '=' | '!='; value: string } | { key: string; op: 'in' | 'notin'; values: string[] };
 
 export type Selector = Requirement[];
 
@@ -66,8 +64,10 @@ export function keyProblem(key: string): string | undefined {
   const slash = key.indexOf('/');
   const prefix = slash >= 0 ? key.slice(0, slash) : undefined;
   const name = slash >= 0 ? key.slice(slash + 1) : key;
-  if (prefix !== undefined && (prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix))) return `invalid label key prefix ${JSON.stringify(prefix)}: a DNS subdomain is expected`;
-  if (!NAME.test(name)) return `invalid label key ${JSON.stringify(key)}: at most 63 letters, digits, '-', '_' or '.', beginning and ending with a letter or digit`;
+  if (prefix !== undefined && (prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix)))
+    return `invalid label key prefix ${JSON.stringify(prefix)}: a DNS subdomain is expected`;
+  if (!NAME.test(name))
+    return `invalid label key ${JSON.stringify(key)}: at most 63 letters, digits, '-', '_' or '.', beginning and ending with a letter or digit`;
   return undefined;
 }
 

@@ -18,7 +18,9 @@ export function activity(a: AttemptAction, ops: readonly Operation[], rec: Attem
     const how = rec ? `${rec.phase}${rec.reason ? ` (${rec.reason}${rec.exitCode !== undefined ? `, exit ${rec.exitCode}` : ''})` : ''}` : 'finished';
     parts.push(`finished ${how}`);
   }
-  const removed = [plural(count('remove-container'), 'container'), plural(count('remove-network'), 'network'), plural(count('remove-volume'), 'volume')].filter((s) => !s.startsWith('0 '));
+  const removed = [plural(count('remove-container'), 'container'), plural(count('remove-network'), 'network'), plural(count('remove-volume'), 'volume')].filter(
+    (s) => !s.startsWith('0 '),
+  );
   if (removed.length) parts.push(`removed ${removed.join(', ')}`);
   if (has('adopt')) parts.push(`adopted run ${run}`);
   if (has('create-container')) parts.push(`${a.kind === 'replace' ? 'replaced: ' : a.kind === 'retry' ? 'retried: ' : ''}created run ${run}`);

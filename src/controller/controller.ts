@@ -171,7 +171,14 @@ export class Controller {
     this.slots = new Semaphore(Math.max(1, o.workers));
     this.ending = new Semaphore(Math.max(1, o.workers, o.cfg.maxRunning));
     this.specs = new SpecSource(
-      { specsDir: o.cfg.specsDir, resultsRoot: o.cfg.resultsRoot, stateDir: o.cfg.stateDir, debounceMs: o.debounceMs ?? 30, log: o.log, ...(o.git ? { git: { current: () => o.git?.current(), url: o.git.cfg.url.display } } : {}) },
+      {
+        specsDir: o.cfg.specsDir,
+        resultsRoot: o.cfg.resultsRoot,
+        stateDir: o.cfg.stateDir,
+        debounceMs: o.debounceMs ?? 30,
+        log: o.log,
+        ...(o.git ? { git: { current: () => o.git?.current(), url: o.git.cfg.url.display } } : {}),
+      },
       (names, load) => {
         o.metrics?.specErrors.set(load.errors.length);
         for (const n of names) this.queue.add(n);
@@ -186,10 +193,14 @@ export class Controller {
       : undefined;
     // Whatever the inspect said (stopped, still running, gone, no answer), the batch looks; a
     // stopped container is laid over its lists (observe), the rest is the lists' (lookAgainIfLagging).
-    this.seen = new ExitWatch(this.engine, () => this.clock.now(), (key, seen) => {
-      if (seen) this.inspectedOnly.add(key);
-      this.queue.add(key);
-    });
+    this.seen = new ExitWatch(
+      this.engine,
+      () => this.clock.now(),
+      (key, seen) => {
+        if (seen) this.inspectedOnly.add(key);
+        this.queue.add(key);
+      },
+    );
     this.events = new EngineSource(this.engine, o.cfg.instance, o.log, {
       onEvent: (ev) => {
         // a part of a merged stream (a swarm node's) was away: what happened meanwhile was not reported
@@ -311,9 +322,12 @@ export class Controller {
       const [l, statuses, snapshot] = await Promise.all([listsOut.then(() => this.specs.specs()), statusesP, snapshotP]);
       load = l;
       const busy = new Set(this.inflight.keys());
-      const p = planWithRunFloors(planInput(this.o.cfg, load, snapshot, statuses, this.clock.now(), { ...(all ? {} : { only: keys }), reservedSlots: reserved, reservedBySet }));
+      const p = planWithRunFloors(
+        planInput(this.o.cfg, load, snapshot, statuses, this.clock.now(), { ...(all ? {} : { only: keys }), reservedSlots: reserved, reservedBySet }),
+      );
       if (this.o.outcomes) void this.o.outcomes.check(statuses.values()).catch((err: unknown) => log.warn(`revision outcome: ${String(err)}`));
-      if (load.revision !== undefined) void this.o.git?.applied(load.revision, load.errors).catch((err: unknown) => log.warn(`git source status: ${String(err)}`));
+      if (load.revision !== undefined)
+        void this.o.git?.applied(load.revision, load.errors).catch((err: unknown) => log.warn(`git source status: ${String(err)}`));
       if (all) {
         this.synced = true;
         this.queue.forget(ALL); // a failed resync's back-off starts over
@@ -358,7 +372,8 @@ export class Controller {
     } finally {
       if (all) this.queue.done(ALL);
     }
-    if (this.passes === 1 && load.errors.length) log.warn(`${load.errors.length} spec errors; attempts under invalid specs are left as they are (berth validate shows them)`);
+    if (this.passes === 1 && load.errors.length)
+      log.warn(`${load.errors.length} spec errors; attempts under invalid specs are left as they are (berth validate shows them)`);
   }
 
   /** An exit the engine reported but the lists do not show yet: queue the attempt again shortly. */
@@ -374,7 +389,9 @@ export class Controller {
     // A finite run has no resync to look again: it looks until the lists show the exit.
     if (e.looks >= EXIT_LOOKS && !this.o.finite) {
       this.exits.delete(key);
-      log.warn(`${key}: the engine reported container ${e.id.slice(0, 12)} ${e.gone ? 'removed' : 'exited'}, but its lists still do not show it; the next resync looks again`);
+      log.warn(
+        `${key}: the engine reported container ${e.id.slice(0, 12)} ${e.gone ? 'removed' : 'exited'}, but its lists still do not show it; the next resync looks again`,
+      );
       return;
     }
     this.clock.setTimeout(() => this.queue.add(key), Math.min(2000, 50 * 2 ** Math.min(e.looks++, EXIT_LOOKS)));
@@ -482,7 +499,15 @@ export class Controller {
       const rec = await this.o.store.get(a.attempt);
       if (rec) {
         await this.o.store
-          .put({ ...rec, lastError: { at: new Date(this.clock.now()).toISOString(), message: res.error ?? 'failed', failures, nextRetryAt: new Date(this.clock.now() + nextMs).toISOString() } })
+          .put({
+            ...rec,
+            lastError: {
+              at: new Date(this.clock.now()).toISOString(),
+              message: res.error ?? 'failed',
+              failures,
+              nextRetryAt: new Date(this.clock.now() + nextMs).toISOString(),
+            },
+          })
           .catch(() => undefined);
       }
     } else {

@@ -20,7 +20,12 @@ export interface Probe {
 /** The page at `/`: its HTML, and the Content-Security-Policy it carries (sent as a header too). */
 export type Page = () => Promise<{ html: string; csp: string }>;
 
-export async function serve(addr: string, metrics: ControllerMetrics, probe: Probe, page?: Page): Promise<{ server: http.Server; url: string; close(): Promise<void> }> {
+export async function serve(
+  addr: string,
+  metrics: ControllerMetrics,
+  probe: Probe,
+  page?: Page,
+): Promise<{ server: http.Server; url: string; close(): Promise<void> }> {
   const { host, port } = parseAddr(addr, '--metrics-addr', '127.0.0.1:9464');
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
@@ -32,7 +37,13 @@ export async function serve(addr: string, metrics: ControllerMetrics, probe: Pro
       page().then(
         (p) =>
           res
-            .writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': p.csp, 'x-content-type-options': 'nosniff', 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' })
+            .writeHead(200, {
+              'content-type': 'text/html; charset=utf-8',
+              'content-security-policy': p.csp,
+              'x-content-type-options': 'nosniff',
+              'cache-control': 'no-store',
+              'referrer-policy': 'no-referrer',
+            })
             .end(req.method === 'HEAD' ? undefined : p.html),
         (err: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`report failed: ${(err as Error).message}\n`),
       );

@@ -13,8 +13,18 @@ const CONTROLLER = 'attempt';
 
 export class ControllerMetrics {
   readonly registry = new Registry();
-  readonly reconcileTotal = new Counter({ name: 'controller_runtime_reconcile_total', help: 'Reconciliations per controller and result', labelNames: ['controller', 'result'], registers: [this.registry] });
-  readonly reconcileErrors = new Counter({ name: 'controller_runtime_reconcile_errors_total', help: 'Reconciliation errors per controller', labelNames: ['controller'], registers: [this.registry] });
+  readonly reconcileTotal = new Counter({
+    name: 'controller_runtime_reconcile_total',
+    help: 'Reconciliations per controller and result',
+    labelNames: ['controller', 'result'],
+    registers: [this.registry],
+  });
+  readonly reconcileErrors = new Counter({
+    name: 'controller_runtime_reconcile_errors_total',
+    help: 'Reconciliation errors per controller',
+    labelNames: ['controller'],
+    registers: [this.registry],
+  });
   readonly reconcileTime = new Histogram({
     name: 'controller_runtime_reconcile_time_seconds',
     help: 'Time per reconciliation (one batch of keys: observe, plan, execute)',
@@ -24,14 +34,50 @@ export class ControllerMetrics {
   });
   readonly queueDepth = new Gauge({ name: 'workqueue_depth', help: 'Current depth of the work queue', labelNames: ['name'], registers: [this.registry] });
   readonly queueAdds = new Counter({ name: 'workqueue_adds_total', help: 'Adds handled by the work queue', labelNames: ['name'], registers: [this.registry] });
-  readonly queueRetries = new Counter({ name: 'workqueue_retries_total', help: 'Retries (delayed or rate-limited adds) handled by the work queue', labelNames: ['name'], registers: [this.registry] });
-  readonly queueLatency = new Histogram({ name: 'workqueue_queue_duration_seconds', help: 'How long a key stays in the queue before it is processed', labelNames: ['name'], buckets: [0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 5, 10, 60], registers: [this.registry] });
-  readonly workDuration = new Histogram({ name: 'workqueue_work_duration_seconds', help: 'How long processing a key takes', labelNames: ['name'], buckets: [0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 5, 10, 60], registers: [this.registry] });
+  readonly queueRetries = new Counter({
+    name: 'workqueue_retries_total',
+    help: 'Retries (delayed or rate-limited adds) handled by the work queue',
+    labelNames: ['name'],
+    registers: [this.registry],
+  });
+  readonly queueLatency = new Histogram({
+    name: 'workqueue_queue_duration_seconds',
+    help: 'How long a key stays in the queue before it is processed',
+    labelNames: ['name'],
+    buckets: [0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 5, 10, 60],
+    registers: [this.registry],
+  });
+  readonly workDuration = new Histogram({
+    name: 'workqueue_work_duration_seconds',
+    help: 'How long processing a key takes',
+    labelNames: ['name'],
+    buckets: [0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 5, 10, 60],
+    registers: [this.registry],
+  });
   readonly attempts = new Gauge({ name: 'berth_attempts', help: 'Attempts by phase', labelNames: ['phase'], registers: [this.registry] });
-  readonly engineCalls = new Counter({ name: 'berth_engine_calls_total', help: 'Engine API calls by resource kind, operation and result', labelNames: ['kind', 'op', 'result'], registers: [this.registry] });
-  readonly engineCallTime = new Histogram({ name: 'berth_engine_call_duration_seconds', help: 'Engine API call latency', labelNames: ['kind', 'op'], buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5], registers: [this.registry] });
-  readonly streamReconnects = new Counter({ name: 'berth_engine_event_stream_reconnects_total', help: 'Reconnects of the engine event stream', registers: [this.registry] });
-  readonly engineUp = new Gauge({ name: 'berth_engine_up', help: '1 while the engine answers the controller, 0 while it cannot be reached or does not answer in time', registers: [this.registry] });
+  readonly engineCalls = new Counter({
+    name: 'berth_engine_calls_total',
+    help: 'Engine API calls by resource kind, operation and result',
+    labelNames: ['kind', 'op', 'result'],
+    registers: [this.registry],
+  });
+  readonly engineCallTime = new Histogram({
+    name: 'berth_engine_call_duration_seconds',
+    help: 'Engine API call latency',
+    labelNames: ['kind', 'op'],
+    buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
+    registers: [this.registry],
+  });
+  readonly streamReconnects = new Counter({
+    name: 'berth_engine_event_stream_reconnects_total',
+    help: 'Reconnects of the engine event stream',
+    registers: [this.registry],
+  });
+  readonly engineUp = new Gauge({
+    name: 'berth_engine_up',
+    help: '1 while the engine answers the controller, 0 while it cannot be reached or does not answer in time',
+    registers: [this.registry],
+  });
   readonly specErrors = new Gauge({ name: 'berth_spec_errors', help: 'Spec errors in the last load of the specs folder', registers: [this.registry] });
 
   constructor(opts: { processMetrics?: boolean } = {}) {

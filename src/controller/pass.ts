@@ -169,7 +169,12 @@ export function planWithRunFloors(input: PlanInput): Plan {
 
 /** The specs a pass over `cfg` plans from (reading them changes nothing). */
 function loadPassSpecs(cfg: PassConfig): Promise<LoadResult> {
-  return loadSpecs({ specsDir: cfg.specsDir, resultsRoot: cfg.resultsRoot, cacheIn: cfg.stateDir, ...(cfg.revision !== undefined ? { revision: cfg.revision } : {}) });
+  return loadSpecs({
+    specsDir: cfg.specsDir,
+    resultsRoot: cfg.resultsRoot,
+    cacheIn: cfg.stateDir,
+    ...(cfg.revision !== undefined ? { revision: cfg.revision } : {}),
+  });
 }
 
 /** Observe and plan, changing nothing. */

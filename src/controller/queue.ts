@@ -75,8 +75,7 @@ export class WorkQueue {
 
   constructor(options: WorkQueueOptions = {}) {
     this.clock = options.clock ?? systemClock;
-    this.limiter =
-      options.rateLimiter ?? defaultControllerRateLimiter(this.clock, { backoff: options.backoff, bucket: options.rateLimit });
+    this.limiter = options.rateLimiter ?? defaultControllerRateLimiter(this.clock, { backoff: options.backoff, bucket: options.rateLimit });
     this.metrics = options.metrics ?? {};
   }
 

@@ -28,7 +28,8 @@ function fingerprint(load: LoadReport, among?: ReadonlySet<string>): Map<string,
   const wanted = (n: string) => among === undefined || among.has(n);
   for (const s of load.specs) if (wanted(s.spec.name)) out.set(s.spec.name, `ok:${s.hash}`);
   const errs = new Map<string, string[]>();
-  for (const e of load.errors) if (e.attempt !== undefined && wanted(e.attempt)) errs.set(e.attempt, [...(errs.get(e.attempt) ?? []), `${e.line}:${e.col}:${e.path}:${e.message}`]);
+  for (const e of load.errors)
+    if (e.attempt !== undefined && wanted(e.attempt)) errs.set(e.attempt, [...(errs.get(e.attempt) ?? []), `${e.line}:${e.col}:${e.path}:${e.message}`]);
   // An invalid name whose errors change is queued too: its status carries them.
   for (const n of load.protectedNames) if (wanted(n)) out.set(n, `invalid:${(errs.get(n) ?? []).join('\n')}`);
   return out;
@@ -123,7 +124,16 @@ export class SpecSource {
     if (git && !rev) {
       this.dirty = true;
       const rootError: SpecError = { file: git.url, line: 1, col: 1, path: '', code: 'io', message: 'no revision of the git source fetched yet' };
-      return { specs: [], errors: [rootError], protectedNames: new Set(), unreadableFiles: new Set(), unreadableFolders: new Set(), rootError, files: [], documents: 0 };
+      return {
+        specs: [],
+        errors: [rootError],
+        protectedNames: new Set(),
+        unreadableFiles: new Set(),
+        unreadableFolders: new Set(),
+        rootError,
+        files: [],
+        documents: 0,
+      };
     }
     // Only the first load looks on disk (start-up); later ones find what they keep in memory.
     const cacheIn = this.current ? undefined : this.opts.stateDir;
@@ -185,7 +195,9 @@ export class SpecSource {
         this.later(0);
       },
       onError: (err) => {
-        this.opts.log.warn(`specs folder watch: ${err.message}${this.watcher?.degraded ? '; while it cannot be watched, every look at the specs (each batch, every resync) walks the whole folder again' : ''}`);
+        this.opts.log.warn(
+          `specs folder watch: ${err.message}${this.watcher?.degraded ? '; while it cannot be watched, every look at the specs (each batch, every resync) walks the whole folder again' : ''}`,
+        );
         // What it missed is unknown: the next load walks the folder.
         this.dirty = true;
         this.whole = true;

@@ -127,7 +127,14 @@ async function parents(p: Pack, dir: string, mode = 0o755, uid = 0, gid = 0): Pr
  * fixture, and one changed since to point outside is refused here). Anything that is not a
  * file, folder or link is refused too.
  */
-export async function fixtureTar(fixture: string | null, workingDir: string, uid = 0, gid = 0, spoolOver = DEFAULTS.fixtureSpoolBytes, digest?: string | null): Promise<Archive> {
+export async function fixtureTar(
+  fixture: string | null,
+  workingDir: string,
+  uid = 0,
+  gid = 0,
+  spoolOver = DEFAULTS.fixtureSpoolBytes,
+  digest?: string | null,
+): Promise<Archive> {
   const key = fixture !== null && digest ? [fixture, workingDir, uid, gid, digest].join('\0') : undefined;
   const hit = key !== undefined ? keptArchives.get(key) : undefined;
   if (hit) return { bytes: hit.length, body: () => hit, dispose: async () => undefined };
@@ -141,7 +148,10 @@ export async function fixtureTar(fixture: string | null, workingDir: string, uid
   } catch (err) {
     // the spool ends with the error (and removes its temp file, if it made one)
     p.destroy(err as Error);
-    await done.then((a) => a.dispose(), () => undefined);
+    await done.then(
+      (a) => a.dispose(),
+      () => undefined,
+    );
     throw err;
   }
   const archive = await done;

@@ -28,7 +28,17 @@ export async function attestation(x: ExecContext, details: ContainerDetails, d: 
     }
     checks.push(...attestInspected(o, sidecarWant(sc)).map((c) => ({ ...c, name: `${sc.alias}: ${c.name}`, detail: `${sc.alias}: ${c.detail}` })));
   }
-  const ids = async (names: string[]) => (await Promise.all(names.map((n) => engine.containers.inspect(n).then((c) => c.id, () => n)))).sort();
+  const ids = async (names: string[]) =>
+    (
+      await Promise.all(
+        names.map((n) =>
+          engine.containers.inspect(n).then(
+            (c) => c.id,
+            () => n,
+          ),
+        ),
+      )
+    ).sort();
   if (d.network) {
     const members = [d.container.name, ...d.sidecars.map((sc) => sc.name)];
     const want = await ids(members);
@@ -52,7 +62,9 @@ export async function attestation(x: ExecContext, details: ContainerDetails, d: 
     checks.push({
       name: 'egress topology',
       ok: extra.length === 0,
-      detail: extra.length ? `${net.name} holds containers besides the proxy: ${extra.map((x) => x.slice(0, 12)).join(', ')}` : `the proxy is the only container on ${net.name}`,
+      detail: extra.length
+        ? `${net.name} holds containers besides the proxy: ${extra.map((x) => x.slice(0, 12)).join(', ')}`
+        : `the proxy is the only container on ${net.name}`,
     });
   }
   return { at: iso(x.now()), depth: 'inspect', ok: checks.every((c) => c.ok), checks };

@@ -29,7 +29,11 @@ import { beginRun } from './status-record';
  * leaves an empty folder, which the next run steps over; once the intent is recorded, the folder
  * is this run's to resume.
  */
-export async function recordIntent(x: ExecContext, a: AttemptAction, { desired: d, counters, ownFolder }: Extract<Operation, { type: 'begin-run' }>): Promise<void> {
+export async function recordIntent(
+  x: ExecContext,
+  a: AttemptAction,
+  { desired: d, counters, ownFolder }: Extract<Operation, { type: 'begin-run' }>,
+): Promise<void> {
   await makeRunFolder(x.deps.resultsRoot, d.resultsDir, ownFolder, d.loaded.spec.user);
   await x.records.update(a, (r) => {
     const begun = beginRun(r, d, counters);

@@ -103,7 +103,11 @@ export class Executor {
       const next = followUp(a, op, out, ops.slice(i + 1), this.x.now(), rounds++);
       if (next.ok) log.info(`${op.type} ${op.resource}: ${out.type}; ${next.ops.length ? next.ops.map((o) => o.type).join(', ') : 'nothing'} follows`);
       else log.error(`${op.type} ${op.resource} failed: ${next.error ?? out.type}`);
-      result = { ok: result.ok && next.ok, ...(result.error ?? next.error ? { error: result.error ?? next.error } : {}), outcome: result.outcome ?? out.type };
+      result = {
+        ok: result.ok && next.ok,
+        ...((result.error ?? next.error) ? { error: result.error ?? next.error } : {}),
+        outcome: result.outcome ?? out.type,
+      };
       ops = next.ops;
       planned = false;
       i = -1;

@@ -74,7 +74,13 @@ export async function finish(
  * run's folder, then the final phase. A harvest that fails is recorded (HarvestFailed, why) and
  * fails the operation; the record keeps `ended` for the next try.
  */
-export async function harvest(x: ExecContext, a: AttemptAction, id: string | undefined, resultsDir: string | undefined, sidecars: SidecarRef[] = []): Promise<OpOutcome> {
+export async function harvest(
+  x: ExecContext,
+  a: AttemptAction,
+  id: string | undefined,
+  resultsDir: string | undefined,
+  sidecars: SidecarRef[] = [],
+): Promise<OpOutcome> {
   const { engine } = x.deps;
   const rec = await x.records.current(a);
   const ended = rec.ended;

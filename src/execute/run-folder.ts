@@ -22,7 +22,12 @@ export function resultsBase(root: string | undefined, dir: string): string {
  * state folder) left, unless it is resuming its own provisioning. The planner gives the next run
  * a number above it (see runFloor).
  */
-export async function makeRunFolder(root: string | undefined, resultsDir: string, resuming: boolean, owner: { uid: number; gid: number } | null): Promise<void> {
+export async function makeRunFolder(
+  root: string | undefined,
+  resultsDir: string,
+  resuming: boolean,
+  owner: { uid: number; gid: number } | null,
+): Promise<void> {
   const base = resultsBase(root, resultsDir);
   const runFolder = path.dirname(resultsDir);
   // The results root itself is the user's (it may be a link of their own): made as it is given.

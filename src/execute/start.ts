@@ -66,7 +66,7 @@ export async function adopt(x: ExecContext, a: AttemptAction, { id, desired: d, 
     return {
       ...rest,
       // a run adopted under this boot (one adopted again keeps the boot it was started under)
-      ...(rest.engineBoot ?? boot ? { engineBoot: rest.engineBoot ?? boot } : {}),
+      ...((rest.engineBoot ?? boot) ? { engineBoot: rest.engineBoot ?? boot } : {}),
       phase: 'Running',
       containerId: id,
       resultsDir: d.resultsDir,

@@ -56,7 +56,18 @@ export function sshProblem(c: GitCredentials): string | undefined {
 
 /** GIT_SSH_COMMAND for the key and known_hosts given (paths already checked by sshProblem). */
 export function sshCommand(c: GitCredentials): string {
-  const opts = ['-F', '/dev/null', '-o', 'BatchMode=yes', '-o', 'StrictHostKeyChecking=yes', '-o', 'PasswordAuthentication=no', '-o', 'KbdInteractiveAuthentication=no'];
+  const opts = [
+    '-F',
+    '/dev/null',
+    '-o',
+    'BatchMode=yes',
+    '-o',
+    'StrictHostKeyChecking=yes',
+    '-o',
+    'PasswordAuthentication=no',
+    '-o',
+    'KbdInteractiveAuthentication=no',
+  ];
   opts.push('-o', `UserKnownHostsFile=${c.knownHosts ?? '/dev/null'}`, '-o', 'GlobalKnownHostsFile=/dev/null');
   if (c.sshKey) opts.push('-o', 'IdentitiesOnly=yes', '-i', c.sshKey);
   return ['ssh', ...opts].join(' ');

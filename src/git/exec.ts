@@ -92,7 +92,15 @@ export function runGit(args: readonly string[], o: GitRunOptions): Promise<strin
         if (e.code === 'ENOENT') return reject(new GitError(command, 'git is not installed (scripts/git-up.sh installs it)'));
         const timedOut = e.killed === true && e.signal === 'SIGKILL';
         const said = lastLines(stderr);
-        reject(new GitError(command, timedOut ? `gave no answer within ${Math.round((o.timeoutMs ?? DEFAULTS.gitTimeoutMs) / 1000)} s` : said || `exited with status ${String(e.code)} and said nothing`, timedOut));
+        reject(
+          new GitError(
+            command,
+            timedOut
+              ? `gave no answer within ${Math.round((o.timeoutMs ?? DEFAULTS.gitTimeoutMs) / 1000)} s`
+              : said || `exited with status ${String(e.code)} and said nothing`,
+            timedOut,
+          ),
+        );
       },
     );
     if (o.input !== undefined) child.stdin?.end(o.input);
@@ -114,7 +122,11 @@ function subcommand(args: readonly string[]): string {
  * Lines git adds after every failed connection, whatever went wrong: left out so that the cause
  * (ssh's "Host key verification failed.", "Permission denied (publickey).") is what is kept.
  */
-const BOILERPLATE = new Set(['fatal: Could not read from remote repository.', 'Please make sure you have the correct access rights', 'and the repository exists.']);
+const BOILERPLATE = new Set([
+  'fatal: Could not read from remote repository.',
+  'Please make sure you have the correct access rights',
+  'and the repository exists.',
+]);
 
 /** git's message: its last few non-empty lines, on one line (hints, banners and boilerplate left out). */
 export function lastLines(stderr: string): string {

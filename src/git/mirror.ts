@@ -57,7 +57,19 @@ export class GitMirror {
 
   /** Fetches `ref` (default: the remote's HEAD) of `url` into `into`; the commit it points to. */
   async fetch(url: string, ref: string | undefined, into: string = GIT.targetRef): Promise<string> {
-    await this.git(['--git-dir', this.mirror, 'fetch', '--quiet', '--no-tags', '--no-write-fetch-head', '--no-recurse-submodules', '--force', '--', url, `+${ref ?? 'HEAD'}:${into}`]);
+    await this.git([
+      '--git-dir',
+      this.mirror,
+      'fetch',
+      '--quiet',
+      '--no-tags',
+      '--no-write-fetch-head',
+      '--no-recurse-submodules',
+      '--force',
+      '--',
+      url,
+      `+${ref ?? 'HEAD'}:${into}`,
+    ]);
     return this.resolve(into);
   }
 
@@ -74,7 +86,17 @@ export class GitMirror {
    */
   async verify(sha: string, allowedSigners: string): Promise<void> {
     try {
-      await this.git(['--git-dir', this.mirror, '-c', 'gpg.format=ssh', '-c', `gpg.ssh.allowedSignersFile=${allowedSigners}`, 'verify-commit', '--end-of-options', sha]);
+      await this.git([
+        '--git-dir',
+        this.mirror,
+        '-c',
+        'gpg.format=ssh',
+        '-c',
+        `gpg.ssh.allowedSignersFile=${allowedSigners}`,
+        'verify-commit',
+        '--end-of-options',
+        sha,
+      ]);
     } catch (err) {
       const why = err instanceof GitError ? err.detail.replace('exited with status 1 and said nothing', 'no signature') : String(err);
       throw new GitError('verify-commit', `commit ${sha.slice(0, 12)} is not signed by a key in ${allowedSigners} (${why}); it is not applied`);
@@ -160,7 +182,8 @@ export class GitMirror {
     const names = await fs.readdir(this.root).catch(() => [] as string[]);
     for (const n of names) {
       const m = TEMP.exec(n);
-      if (m && !pidAlive(Number(m[1]))) await fs.rm(path.join(this.root, n), { recursive: true, force: true, maxRetries: 5, retryDelay: 100 }).catch(() => undefined);
+      if (m && !pidAlive(Number(m[1])))
+        await fs.rm(path.join(this.root, n), { recursive: true, force: true, maxRetries: 5, retryDelay: 100 }).catch(() => undefined);
     }
   }
 }
@@ -172,4 +195,3 @@ async function isDir(p: string): Promise<boolean> {
     return false;
   }
 }
-

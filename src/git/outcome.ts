@@ -21,7 +21,15 @@ export interface RevisionOutcome {
   url: string;
   finishedAt: string;
   counts: Record<string, number>;
-  attempts: { name: string; phase: string; reason: string | null; exitCode: number | null; startedAt: string | null; finishedAt: string | null; resultsDir: string | null }[];
+  attempts: {
+    name: string;
+    phase: string;
+    reason: string | null;
+    exitCode: number | null;
+    startedAt: string | null;
+    finishedAt: string | null;
+    resultsDir: string | null;
+  }[];
 }
 
 /** The revisions all of whose attempts have finished, with their outcome (pure). */
@@ -34,13 +42,25 @@ export function finishedRevisions(statuses: Iterable<AttemptStatus>, url: string
     const sorted = [...list].sort((a, b) => (a.name < b.name ? -1 : 1));
     const counts: Record<string, number> = {};
     for (const s of sorted) counts[s.phase] = (counts[s.phase] ?? 0) + 1;
-    const last = sorted.map((s) => s.finishedAt ?? '').sort().at(-1) ?? '';
+    const last =
+      sorted
+        .map((s) => s.finishedAt ?? '')
+        .sort()
+        .at(-1) ?? '';
     out.push({
       revision,
       url,
       finishedAt: last,
       counts,
-      attempts: sorted.map((s) => ({ name: s.name, phase: s.phase, reason: s.reason ?? null, exitCode: s.exitCode ?? null, startedAt: s.startedAt ?? null, finishedAt: s.finishedAt ?? null, resultsDir: s.resultsDir ?? null })),
+      attempts: sorted.map((s) => ({
+        name: s.name,
+        phase: s.phase,
+        reason: s.reason ?? null,
+        exitCode: s.exitCode ?? null,
+        startedAt: s.startedAt ?? null,
+        finishedAt: s.finishedAt ?? null,
+        resultsDir: s.resultsDir ?? null,
+      })),
     });
   }
   return out;
@@ -60,9 +80,7 @@ export class RevisionOutcomes {
   private readonly waits = new Map<NodeJS.Timeout, () => void>();
   private closed = false;
 
-  constructor(
-    private readonly o: { root: string; url: string; log: Logger; notify?: { url: string; secret: string } },
-  ) {}
+  constructor(private readonly o: { root: string; url: string; log: Logger; notify?: { url: string; secret: string } }) {}
 
   get dir(): string {
     return path.join(this.o.root, 'outcomes');
@@ -81,11 +99,21 @@ export class RevisionOutcomes {
       if (this.written.has(r.revision)) continue;
       const file = path.join(this.dir, `${r.revision}.json`);
       this.written.add(r.revision);
-      if (await fs.access(file).then(() => true, () => false)) continue; // written before a restart
+      if (
+        await fs.access(file).then(
+          () => true,
+          () => false,
+        )
+      )
+        continue; // written before a restart
       const body = `${JSON.stringify(r, null, 2)}\n`;
       await fs.mkdir(this.dir, { recursive: true, mode: 0o700 });
       await writeFileAtomic(file, body);
-      this.o.log.info(`revision ${r.revision.slice(0, 12)}: every attempt finished (${Object.entries(r.counts).map(([p, n]) => `${n} ${p}`).join(', ')}); outcome in ${file}`);
+      this.o.log.info(
+        `revision ${r.revision.slice(0, 12)}: every attempt finished (${Object.entries(r.counts)
+          .map(([p, n]) => `${n} ${p}`)
+          .join(', ')}); outcome in ${file}`,
+      );
       if (this.o.notify) {
         const p = this.deliver(this.o.notify, body, r.revision).finally(() => this.sending.delete(p));
         this.sending.add(p);
@@ -103,7 +131,12 @@ export class RevisionOutcomes {
     for (let tries = 0; !this.closed; tries++) {
       let why: string;
       try {
-        const res = await fetch(n.url, { method: 'POST', body, headers: { 'content-type': 'application/json', 'x-berth-signature-256': signBody(n.secret, body), 'x-berth-revision': revision }, signal: AbortSignal.timeout(10_000) });
+        const res = await fetch(n.url, {
+          method: 'POST',
+          body,
+          headers: { 'content-type': 'application/json', 'x-berth-signature-256': signBody(n.secret, body), 'x-berth-revision': revision },
+          signal: AbortSignal.timeout(10_000),
+        });
         await res.body?.cancel().catch(() => undefined);
         if (res.ok) {
           this.o.log.info(`--notify-url: revision ${revision.slice(0, 12)} delivered`);

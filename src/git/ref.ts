@@ -36,5 +36,8 @@ export function gitPathProblem(p: string): string | undefined {
 
 /** `--git-path` as git names a tree inside a commit ('' for the root). */
 export function normalGitPath(p: string): string {
-  return p.split('/').filter((x) => x !== '' && x !== '.').join('/');
+  return p
+    .split('/')
+    .filter((x) => x !== '' && x !== '.')
+    .join('/');
 }

@@ -126,7 +126,9 @@ export class GitSource {
       st.lastError = { at: this.iso(), message, failures: this.failures, nextRetryAt: new Date(this.now() + wait).toISOString() };
       st.updatedAt = this.iso();
       await this.save();
-      this.cfg.log.error(`${this.cfg.url.display}: no new revision taken (${this.failures} failure${this.failures === 1 ? '' : 's'} in a row): ${message}; ${this.inForce ? `revision ${short(this.inForce.revision)} stays in force (stale)` : 'no revision in force yet'}`);
+      this.cfg.log.error(
+        `${this.cfg.url.display}: no new revision taken (${this.failures} failure${this.failures === 1 ? '' : 's'} in a row): ${message}; ${this.inForce ? `revision ${short(this.inForce.revision)} stays in force (stale)` : 'no revision in force yet'}`,
+      );
       return { ok: false, message, inForce: this.inForce };
     }
     const before = this.inForce?.revision;

@@ -24,7 +24,8 @@ export function validSignature(secret: string, body: Buffer, header: string | un
 export async function serveWebhook(addr: string, secret: string, onPush: () => void): Promise<{ url: string; close(): Promise<void> }> {
   const { host, port } = parseAddr(addr, '--webhook-addr', '127.0.0.1:9465');
   const server = http.createServer((req, res) => {
-    const text = (status: number, body: string, headers: Record<string, string> = {}) => res.writeHead(status, { 'content-type': 'text/plain', ...headers }).end(`${body}\n`);
+    const text = (status: number, body: string, headers: Record<string, string> = {}) =>
+      res.writeHead(status, { 'content-type': 'text/plain', ...headers }).end(`${body}\n`);
     if (req.method !== 'POST') {
       req.resume();
       text(405, 'POST only', { allow: 'POST' });

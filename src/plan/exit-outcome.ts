@@ -45,7 +45,6 @@ export function isInfraFailure(reason: string | undefined): boolean {
   return reason !== undefined && INFRA_REASONS.has(reason);
 }
 
-
 /** Rule 1 and 3 without the current boot: whether the executor needs to look the current boot up. */
 export function mayBeEngineDeath(st: ContainerState, ranUnder: EngineBoot | undefined): boolean {
   return !!ranUnder && !st.running && !st.oomKilled && ENGINE_STOP_EXIT_CODES.has(st.exitCode) && engineTime(st.finishedAt) !== undefined;

@@ -27,7 +27,15 @@ const iso = (ms: number) => new Date(ms).toISOString();
  * `attest-start`: its container is started, and the next pass's planner takes it up as found
  * (adopted, or ended when the engine restarted under it).
  */
-const PROVISIONING: ReadonlySet<Operation['type']> = new Set(['create-volume', 'create-network', 'begin-run', 'create-container', 'copy-in', 'record-copied', 'start']);
+const PROVISIONING: ReadonlySet<Operation['type']> = new Set([
+  'create-volume',
+  'create-network',
+  'begin-run',
+  'create-container',
+  'copy-in',
+  'record-copied',
+  'start',
+]);
 
 function provisioning(op: Operation): boolean {
   return PROVISIONING.has(op.type) || (isSidecarOp(op) && !op.restart);
@@ -69,7 +77,12 @@ function sidecarEnds(a: AttemptAction, d: DesiredAttempt, index: number, message
   const main = restart ? a.status?.containerId : undefined;
   return [
     ...(main ? [stopOp({ name: d.container.name, id: main }, message)] : []),
-    finishOp(`attempt:${a.attempt}`, message, { id: main, resultsDir: d.resultsDir, outcome, sidecars: sc && id ? [{ alias: sc.alias, role: sc.role, id }] : undefined }),
+    finishOp(`attempt:${a.attempt}`, message, {
+      id: main,
+      resultsDir: d.resultsDir,
+      outcome,
+      sidecars: sc && id ? [{ alias: sc.alias, role: sc.role, id }] : undefined,
+    }),
   ];
 }
 
@@ -122,7 +135,10 @@ function failed(a: AttemptAction, op: Operation, message: string, status: number
   if (!provisioning(op)) return { ok: false, error, ops: [] };
   // A start the engine refused (it answered with an error status; not one that never reached it
   // or went unanswered) is recorded for the planner (startFailure; planner.ts).
-  const refused = op.type === 'start' && status !== undefined ? { startFailure: { run: op.desired.run, ...(containerId ? { containerId } : {}), at: iso(now), status, message } } : {};
+  const refused =
+    op.type === 'start' && status !== undefined
+      ? { startFailure: { run: op.desired.run, ...(containerId ? { containerId } : {}), at: iso(now), status, message } }
+      : {};
   return { ok: false, error, ops: [recordOp(a.attempt, 'create failed', { phase: 'Pending', reason: REASONS.createFailed, message, ...refused })] };
 }
 
@@ -147,7 +163,11 @@ export function followUp(a: AttemptAction, op: Operation, out: NotDone, rest: Op
     case 'unsafe-path':
       // A path berth would read or write for the attempt holds a link now: nothing is followed; it waits Blocked.
       if (op.type === 'begin-run' || op.type === 'create-container' || op.type === 'copy-in' || op.type === 'create-sidecar' || op.type === 'copy-in-sidecar') {
-        return { ok: false, error: `${op.type} ${op.resource}: ${out.message}`, ops: blocked(a, op, 'unsafe path', REASONS.unsafePath, out.message, out.containerId) };
+        return {
+          ok: false,
+          error: `${op.type} ${op.resource}: ${out.message}`,
+          ops: blocked(a, op, 'unsafe path', REASONS.unsafePath, out.message, out.containerId),
+        };
       }
       return failed(a, op, out.message, undefined, undefined, now);
     case 'not-ready':
@@ -160,7 +180,11 @@ export function followUp(a: AttemptAction, op: Operation, out: NotDone, rest: Op
         ops: [
           { type: 'stop', resource: op.resource, id: out.id, graceSeconds: DEFAULTS.stopGraceSeconds, cause: out.cause },
           ...out.sidecars.map((sc) => stopOp({ name: sidecarName(op, sc.alias), id: sc.id }, out.cause, 5)),
-          finishOp(op.resource, out.cause, { id: out.id, sidecars: out.sidecars, outcome: { phase: 'Failed', reason: REASONS.attestationFailed, message: out.cause } }),
+          finishOp(op.resource, out.cause, {
+            id: out.id,
+            sidecars: out.sidecars,
+            outcome: { phase: 'Failed', reason: REASONS.attestationFailed, message: out.cause },
+          }),
         ],
       };
     case 'not-found':

@@ -49,9 +49,22 @@ export function removeContainerOp(c: { name: string; id: string }, cause: string
  * The end of a run recorded and harvested, on `resource` (its main container, else the attempt):
  * `outcome` when the planner forces one, else read from container `id`. Only the fields given.
  */
-export function finishOp(resource: string, cause: string, f: { id?: string; resultsDir?: string; outcome?: RunEnd; sidecars?: SidecarRef[]; score?: string }): Operation {
+export function finishOp(
+  resource: string,
+  cause: string,
+  f: { id?: string; resultsDir?: string; outcome?: RunEnd; sidecars?: SidecarRef[]; score?: string },
+): Operation {
   const { id, resultsDir, outcome, sidecars, score } = f;
-  return { type: 'finish', resource, ...(id ? { id } : {}), ...(resultsDir ? { resultsDir } : {}), ...(outcome ? { outcome } : {}), ...(sidecars ? { sidecars } : {}), ...(score ? { score } : {}), cause };
+  return {
+    type: 'finish',
+    resource,
+    ...(id ? { id } : {}),
+    ...(resultsDir ? { resultsDir } : {}),
+    ...(outcome ? { outcome } : {}),
+    ...(sidecars ? { sidecars } : {}),
+    ...(score ? { score } : {}),
+    cause,
+  };
 }
 
 /** Removal of the secret holders among `obs`, after a finish (see secretHolders). */
@@ -103,12 +116,9 @@ export function duplicateNetworks(networks: NetworkSummary[], containers: Contai
     const t = Date.parse(n.created ?? '');
     return Number.isNaN(t) ? Infinity : t;
   };
-  const rank = (a: NetworkSummary, b: NetworkSummary) =>
-    Number(attached.has(b.id)) - Number(attached.has(a.id)) || created(a) - created(b) || cmp(a.id, b.id);
+  const rank = (a: NetworkSummary, b: NetworkSummary) => Number(attached.has(b.id)) - Number(attached.has(a.id)) || created(a) - created(b) || cmp(a.id, b.id);
   const seen = new Set<string>();
-  return [...networks]
-    .sort((a, b) => cmp(a.name, b.name) || rank(a, b))
-    .filter((n) => seen.has(n.name) || (seen.add(n.name), false));
+  return [...networks].sort((a, b) => cmp(a.name, b.name) || rank(a, b)).filter((n) => seen.has(n.name) || (seen.add(n.name), false));
 }
 
 /** The beginning of run `d` as `start` says (its folder, its counters, the intent), before any container of it. */
@@ -184,15 +194,18 @@ export function mainOps(d: DesiredAttempt, boot?: EngineBoot): Operation[] {
   const n = d.mainSecrets.length;
   return [
     { type: 'create-container', resource, desired: d, cause: 'not found' },
-    ...copiesIn(d).map(
-      (archive): Operation => ({
-        type: 'copy-in',
-        resource,
-        desired: d,
-        archive,
-        cause: archive === 'secrets' ? `${plural(n, 'secret')} for ${DEFAULTS.secretsDir}` : d.loaded.spec.fixture !== null ? 'the fixture' : "the working folder, the user's",
-      }),
-    ),
+    ...copiesIn(d).map((archive): Operation => ({
+      type: 'copy-in',
+      resource,
+      desired: d,
+      archive,
+      cause:
+        archive === 'secrets'
+          ? `${plural(n, 'secret')} for ${DEFAULTS.secretsDir}`
+          : d.loaded.spec.fixture !== null
+            ? 'the fixture'
+            : "the working folder, the user's",
+    })),
     { type: 'record-copied', resource: `attempt:${d.name}`, desired: d, ...(boot ? { boot } : {}), cause: 'a start may follow from here on' },
     ...startOps(d, 'created'),
   ];
@@ -217,7 +230,5 @@ export function harvestList(d: DesiredAttempt, obs: ContainerSummary[]): Sidecar
 
 /** Stop operations for the running sidecars (after the main container, before the harvest). */
 export function stopSidecars(obs: ContainerSummary[], cause: string): Operation[] {
-  return obs
-    .filter((c) => !isMain(c) && RUNNING_STATES.has(c.state))
-    .map((c) => stopOp(c, cause, 5));
+  return obs.filter((c) => !isMain(c) && RUNNING_STATES.has(c.state)).map((c) => stopOp(c, cause, 5));
 }

@@ -16,7 +16,25 @@ import { attestListed, failedCause, mainWant, sidecarWant } from '../attest/chec
 import { isInfraFailure } from './exit-outcome';
 import { retryBackoffMs, type PlanInput } from './input';
 import { desiredFor } from './desired-for';
-import { cmp, dropRenamed, duplicateNetworks, finishOp, harvestList, hasAny, isMain, provisionOps, recordOp, removeContainerOp, removeOps, startOps, scrubOps, secretHolders, sidecarOps, stopOp, stopSidecars } from './ops';
+import {
+  cmp,
+  dropRenamed,
+  duplicateNetworks,
+  finishOp,
+  harvestList,
+  hasAny,
+  isMain,
+  provisionOps,
+  recordOp,
+  removeContainerOp,
+  removeOps,
+  startOps,
+  scrubOps,
+  secretHolders,
+  sidecarOps,
+  stopOp,
+  stopSidecars,
+} from './ops';
 import { admissionOrder, setStates, type SetState } from './set-admission';
 import type { AttemptAction, Operation, Plan, RunCounters, RunEnd, RunStart } from './types';
 
@@ -41,7 +59,11 @@ function planHarvest(inp: PlanInput, base: { attempt: string; status?: AttemptSt
   const main = obs.containers.find((c) => c.id === rec.containerId) ?? ofRun.find(isMain);
   const sidecars = ofRun
     .filter((c) => !isMain(c) && c.labels[LABELS.sidecar])
-    .map((c) => ({ alias: c.labels[LABELS.sidecar] as string, role: c.labels[LABELS.component] === COMPONENTS.proxy ? ('egress-proxy' as const) : ('sidecar' as const), id: c.id }));
+    .map((c) => ({
+      alias: c.labels[LABELS.sidecar] as string,
+      role: c.labels[LABELS.component] === COMPONENTS.proxy ? ('egress-proxy' as const) : ('sidecar' as const),
+      id: c.id,
+    }));
   if (rec.reason === REASONS.harvestFailed) {
     const again = Date.parse(rec.updatedAt) + HARVEST_RETRY_MS - inp.now;
     if (again > 0) return { ...base, kind: 'block', summary: `the harvest of run ${rec.run} failed: ${rec.message ?? ''}`, ops: [], requeueAfterMs: again };
@@ -168,7 +190,17 @@ function startRun(
     kind: 'wait',
     summary: `${why}: run ${d.run} waits for a slot (--max-running ${ctx.inp.maxRunning})`,
     desired: d,
-    ops: waiting ? [] : [...pre, recordOp(d.name, `no free slot (--max-running ${ctx.inp.maxRunning})`, { phase: 'Pending', reason: REASONS.waitingForSlot, run: d.run, specHash: d.hash }, counters)],
+    ops: waiting
+      ? []
+      : [
+          ...pre,
+          recordOp(
+            d.name,
+            `no free slot (--max-running ${ctx.inp.maxRunning})`,
+            { phase: 'Pending', reason: REASONS.waitingForSlot, run: d.run, specHash: d.hash },
+            counters,
+          ),
+        ],
   };
 }
 
@@ -269,7 +301,11 @@ function endReplacedRun({ rec, specChanged, mainsAll, name }: RunView): Operatio
   const old = mainsAll.find((c) => c.labels[LABELS.specHash] === rec.specHash);
   return [
     ...(old && RUNNING_STATES.has(old.state) ? [stopOp(old, 'spec hash changed')] : []),
-    finishOp(`attempt:${name}`, 'spec hash changed', { id: old?.id, resultsDir: rec.resultsDir, outcome: { phase: 'Failed', reason: REASONS.replaced, message: 'the spec changed while the run was going' } }),
+    finishOp(`attempt:${name}`, 'spec hash changed', {
+      id: old?.id,
+      resultsDir: rec.resultsDir,
+      outcome: { phase: 'Failed', reason: REASONS.replaced, message: 'the spec changed while the run was going' },
+    }),
   ];
 }
 
@@ -284,7 +320,9 @@ function planSquatter({ inp, d, rec, base, name, run, hash }: RunView): AttemptA
     ...base,
     kind: 'block',
     summary: reason,
-    ops: already ? [] : [recordOp(name, 'name held by a foreign container', { phase: 'Blocked', reason: REASONS.nameConflict, message: reason, run, specHash: hash })],
+    ops: already
+      ? []
+      : [recordOp(name, 'name held by a foreign container', { phase: 'Blocked', reason: REASONS.nameConflict, message: reason, run, specHash: hash })],
   };
 }
 
@@ -294,7 +332,13 @@ function planBlockedWait({ inp, rec, base, main, specChanged, pre }: RunView): A
   const blocked = rec.phase === 'Blocked';
   const again = Date.parse(rec.updatedAt) + (blocked ? BLOCKED_RETRY_MS : CREATE_RETRY_MS) - inp.now;
   if (again <= 0) return undefined;
-  return { ...base, kind: blocked ? 'block' : 'wait', summary: `${blocked ? 'blocked' : 'create failed'}: ${rec.message ?? rec.reason ?? ''}`, ops: pre, requeueAfterMs: again };
+  return {
+    ...base,
+    kind: blocked ? 'block' : 'wait',
+    summary: `${blocked ? 'blocked' : 'create failed'}: ${rec.message ?? rec.reason ?? ''}`,
+    ops: pre,
+    requeueAfterMs: again,
+  };
 }
 
 /** No run is underway (new, replaced, Blocked, Pending, or a set's child not admitted before): a new one starts. */
@@ -302,7 +346,15 @@ function planNewRun({ ctx, rec, base, d, current, main, specChanged, pre, run }:
   // A set's child that was not admitted (failFast, maxFailed) is tried again: admission decides anew.
   const skipped = rec?.phase === 'Failed' && SKIP_REASONS.has(rec.reason ?? '') && rec.run === run;
   if (main || !(specChanged || !rec || rec.phase === 'Invalid' || rec.phase === 'Blocked' || rec.phase === 'Pending' || skipped)) return undefined;
-  return startRun(ctx, base, d, current, pre, specChanged && rec?.phase !== 'Invalid' ? 'replace' : 'provision', specChanged ? 'spec hash changed' : rec?.phase === 'Blocked' ? 'blocked before; trying again' : 'not found');
+  return startRun(
+    ctx,
+    base,
+    d,
+    current,
+    pre,
+    specChanged && rec?.phase !== 'Invalid' ? 'replace' : 'provision',
+    specChanged ? 'spec hash changed' : rec?.phase === 'Blocked' ? 'blocked before; trying again' : 'not found',
+  );
 }
 
 /** A finished run of this spec: rerun, retry, expire (TTL), or nothing. */
@@ -322,7 +374,15 @@ function planFinished(v: RunView, rec: AttemptStatus): AttemptAction {
     const next = desiredFor(inp, loaded, rec.run + 1);
     const oldRun = removeOps({ containers: current.containers, networks: [], volumes: [] }, 'rerun requested');
     const have: ObservedAttempt = { ...current, containers: [] };
-    return startRun(ctx, base, next, have, [...pre, ...oldRun, ...dropRenamed(next, have)], 'retry', `run ${rec.run} ${rec.phase}; rerun requested (berth rerun)`);
+    return startRun(
+      ctx,
+      base,
+      next,
+      have,
+      [...pre, ...oldRun, ...dropRenamed(next, have)],
+      'retry',
+      `run ${rec.run} ${rec.phase}; rerun requested (berth rerun)`,
+    );
   }
   if (retryable) {
     const which = `${infra ? 'infra retry' : 'retry'} ${used + 1}/${budget}`;
@@ -357,7 +417,13 @@ function planRunning(v: RunView, main: ContainerSummary): AttemptAction {
     if (!n) continue;
     const net = current.networks.find((x) => x.name === n.name);
     const ok = !!net && net.internal === n.internal;
-    checks.push({ name: `network ${n.name}`, ok, detail: net ? `${net.name} is ${net.internal ? 'internal' : 'routed'}${ok ? '' : ` (must be ${n.internal ? 'internal' : 'routed'})`}` : `${n.name} is missing` });
+    checks.push({
+      name: `network ${n.name}`,
+      ok,
+      detail: net
+        ? `${net.name} is ${net.internal ? 'internal' : 'routed'}${ok ? '' : ` (must be ${n.internal ? 'internal' : 'routed'})`}`
+        : `${n.name} is missing`,
+    });
   }
   // Sidecars: each must attest too; one that is not running is started again.
   const restart: Operation[] = [];
@@ -396,10 +462,23 @@ function planRunning(v: RunView, main: ContainerSummary): AttemptAction {
   // process never goes on, and had it run, it ran across the crash. As for a created one
   // (planCreated): never taken for this run, the run ends EngineRestarted; --infra-retries decide.
   const boot = inp.snapshot.boot;
-  if (rec && rec.phase !== 'Running' && rec.intent?.copied && rec.containerId === id && rec.run === run && rec.engineBoot && boot && rec.engineBoot.id !== boot.id) {
+  if (
+    rec &&
+    rec.phase !== 'Running' &&
+    rec.intent?.copied &&
+    rec.containerId === id &&
+    rec.run === run &&
+    rec.engineBoot &&
+    boot &&
+    rec.engineBoot.id !== boot.id
+  ) {
     const why = 'the engine restarted during the start';
     return {
-      ...stopAndEnd(why, { phase: 'Failed', reason: REASONS.engineRestarted, message: `the engine restarted (it came back at ${boot.at}) while the container was being started; what it shows running is not taken for this run, and it is not started again` }),
+      ...stopAndEnd(why, {
+        phase: 'Failed',
+        reason: REASONS.engineRestarted,
+        message: `the engine restarted (it came back at ${boot.at}) while the container was being started; what it shows running is not taken for this run, and it is not started again`,
+      }),
       ...mayRunAgain(inp, loaded, rec),
     };
   }
@@ -410,11 +489,44 @@ function planRunning(v: RunView, main: ContainerSummary): AttemptAction {
   }
   const requeue = deadline !== undefined ? { requeueAfterMs: deadline - inp.now } : {};
   if (!rec || rec.phase !== 'Running' || rec.containerId !== id || rec.run !== run) {
-    return { ...base, kind: 'adopt', summary: 'running container found; recording it', desired: d, ops: [...pre, { type: 'adopt', resource: `container:${main.name}`, id, desired: d, counters: runCounters(rec, d), cause: rec ? `status says ${rec.phase}` : 'no status record' }], ...requeue };
+    return {
+      ...base,
+      kind: 'adopt',
+      summary: 'running container found; recording it',
+      desired: d,
+      ops: [
+        ...pre,
+        {
+          type: 'adopt',
+          resource: `container:${main.name}`,
+          id,
+          desired: d,
+          counters: runCounters(rec, d),
+          cause: rec ? `status says ${rec.phase}` : 'no status record',
+        },
+      ],
+      ...requeue,
+    };
   }
   const last = rec.lastAttestation?.depth === 'inspect' ? Date.parse(rec.lastAttestation.at) : 0;
   if (inp.now - last >= inp.attestIntervalMs) {
-    return { ...base, kind: 'attest', summary: 'running; deep attestation due', desired: d, ops: [...pre, { type: 'attest', resource: `container:${main.name}`, id, desired: d, cause: last ? 'attestation older than the interval' : 'never attested by inspect' }], ...requeue };
+    return {
+      ...base,
+      kind: 'attest',
+      summary: 'running; deep attestation due',
+      desired: d,
+      ops: [
+        ...pre,
+        {
+          type: 'attest',
+          resource: `container:${main.name}`,
+          id,
+          desired: d,
+          cause: last ? 'attestation older than the interval' : 'never attested by inspect',
+        },
+      ],
+      ...requeue,
+    };
   }
   return { ...base, kind: pre.length ? 'collect' : 'leave', summary: 'running', ops: pre, ...requeue };
 }
@@ -432,7 +544,12 @@ function planExited(v: RunView, main: ContainerSummary): AttemptAction {
     ops: [
       ...pre,
       ...stopSidecars(sidecarsObs, 'the attempt finished'),
-      finishOp(`container:${main.name}`, `container ${main.state}`, { id: main.id, resultsDir: rec?.resultsDir ?? d.resultsDir, sidecars, score: loaded.set?.set.score?.file /* an AttemptSet child's score file */ }),
+      finishOp(`container:${main.name}`, `container ${main.state}`, {
+        id: main.id,
+        resultsDir: rec?.resultsDir ?? d.resultsDir,
+        sidecars,
+        score: loaded.set?.set.score?.file /* an AttemptSet child's score file */,
+      }),
       ...scrubOps(d, current.containers),
     ],
   };
@@ -467,7 +584,11 @@ function planCreated(v: RunView, main: ContainerSummary): AttemptAction {
       ],
     });
     if (refused && refused.run === run && refused.containerId === main.id) {
-      return end('start refused by the engine', { phase: 'Failed', reason: REASONS.startFailed, message: `the engine refused to start the container: ${refused.message}` });
+      return end('start refused by the engine', {
+        phase: 'Failed',
+        reason: REASONS.startFailed,
+        message: `the engine refused to start the container: ${refused.message}`,
+      });
     }
     // The engine restarted since the boot recorded before the start was asked for: a start
     // that reached the old engine may have run the process although the engine now calls the
@@ -481,7 +602,13 @@ function planCreated(v: RunView, main: ContainerSummary): AttemptAction {
         message: `the engine restarted (it came back at ${now.at}) while the container was being started; its process may have run, so it is not started again`,
       });
     }
-    return { ...base, kind: 'provision', summary: 'provisioning was interrupted after the copy', desired: d, ops: [...pre, ...startOps(d, 'created; fixture and secrets already copied')] };
+    return {
+      ...base,
+      kind: 'provision',
+      summary: 'provisioning was interrupted after the copy',
+      desired: d,
+      ops: [...pre, ...startOps(d, 'created; fixture and secrets already copied')],
+    };
   }
   const again = removeOps({ containers: [main], networks: [], volumes: [] }, 'created but never started: provisioning was interrupted');
   return startRun(ctx, base, d, { ...current, containers: [] }, [...pre, ...again], 'provision', 'provisioning was interrupted');
@@ -494,7 +621,13 @@ function planNoContainer({ ctx, rec, base, d, current, pre, name, run }: RunView
       ...base,
       kind: 'finish',
       summary: 'container vanished',
-      ops: [...pre, finishOp(`attempt:${name}`, 'container vanished', { resultsDir: rec.resultsDir, outcome: { phase: 'Failed', reason: REASONS.lost, message: 'the container vanished from the engine while the attempt was running' } })],
+      ops: [
+        ...pre,
+        finishOp(`attempt:${name}`, 'container vanished', {
+          resultsDir: rec.resultsDir,
+          outcome: { phase: 'Failed', reason: REASONS.lost, message: 'the container vanished from the engine while the attempt was running' },
+        }),
+      ],
     };
   }
   return startRun(ctx, base, d, current, pre, 'provision', rec?.intent ? 'provisioning was interrupted' : 'not found');
@@ -546,7 +679,16 @@ function planUndesired(inp: PlanInput, name: string, rec: AttemptStatus | undefi
         ...base,
         kind: 'invalid',
         summary: msg,
-        ops: [recordOp(name, 'spec invalid', { phase: 'Invalid', reason, message: msg, specErrors: [...errors], run: rec?.run ?? 0, specHash: rec?.specHash ?? '' })],
+        ops: [
+          recordOp(name, 'spec invalid', {
+            phase: 'Invalid',
+            reason,
+            message: msg,
+            specErrors: [...errors],
+            run: rec?.run ?? 0,
+            specHash: rec?.specHash ?? '',
+          }),
+        ],
       };
     }
     return { ...base, kind: 'leave', summary: `spec invalid, left as it is: ${msg}`, ops: [] };
@@ -558,12 +700,19 @@ function planUndesired(inp: PlanInput, name: string, rec: AttemptStatus | undefi
   if (inp.specs.length === 0 && inp.protectedNames.size === 0 && !inp.allowEmpty) {
     return { ...base, kind: 'leave', summary: 'the specs source yields no attempts; left as it is (--allow-empty lets reconcile remove it)', ops: [] };
   }
-  if (!hasAny(obs)) return rec ? { ...base, kind: 'forget', summary: 'no spec', ops: [{ type: 'forget', resource: `attempt:${name}`, cause: 'no spec' }] } : undefined;
+  if (!hasAny(obs))
+    return rec ? { ...base, kind: 'forget', summary: 'no spec', ops: [{ type: 'forget', resource: `attempt:${name}`, cause: 'no spec' }] } : undefined;
   const ops: Operation[] = [];
   const main = obs.containers.find(isMain);
   if (main && (!rec || !FINISHED_PHASES.has(rec.phase))) {
     if (RUNNING_STATES.has(main.state)) ops.push(stopOp(main, 'no spec'));
-    ops.push(finishOp(`container:${main.name}`, 'no spec', { id: main.id, resultsDir: rec?.resultsDir, outcome: { phase: 'Failed', reason: REASONS.deleted, message: 'the spec was deleted' } }));
+    ops.push(
+      finishOp(`container:${main.name}`, 'no spec', {
+        id: main.id,
+        resultsDir: rec?.resultsDir,
+        outcome: { phase: 'Failed', reason: REASONS.deleted, message: 'the spec was deleted' },
+      }),
+    );
   }
   ops.push(...removeOps(obs, 'no spec'));
   ops.push({ type: 'forget', resource: `attempt:${name}`, cause: 'no spec' });
@@ -583,7 +732,13 @@ function planDeleted(base: { attempt: string; status?: AttemptStatus }, rec: Att
   const finished = FINISHED_PHASES.has(rec.phase);
   if (main && !finished) {
     if (RUNNING_STATES.has(main.state)) ops.push(stopOp(main, cause));
-    ops.push(finishOp(`container:${main.name}`, cause, { id: main.id, resultsDir: rec.resultsDir, outcome: { phase: 'Failed', reason: REASONS.deleted, message: 'berth delete stopped the run' } }));
+    ops.push(
+      finishOp(`container:${main.name}`, cause, {
+        id: main.id,
+        resultsDir: rec.resultsDir,
+        outcome: { phase: 'Failed', reason: REASONS.deleted, message: 'berth delete stopped the run' },
+      }),
+    );
   } else if (!finished) {
     ops.push(recordOp(name, cause, { phase: 'Failed', reason: REASONS.deleted, message: 'berth delete removed it before it ran' }));
   }

@@ -92,7 +92,8 @@ export function renderPlan(p: Plan): string {
     }
   }
   for (const [set, c] of [...setChanges(p)].sort(([a], [b]) => (a < b ? -1 : 1))) {
-    if (c.replaced.length) lines.push(`AttemptSet ${set}: ${c.replaced.length} ${c.replaced.length === 1 ? 'child' : 'children'} replaced (spec changed): ${nameList(c.replaced)}`);
+    if (c.replaced.length)
+      lines.push(`AttemptSet ${set}: ${c.replaced.length} ${c.replaced.length === 1 ? 'child' : 'children'} replaced (spec changed): ${nameList(c.replaced)}`);
     if (c.added.length) lines.push(`AttemptSet ${set}: ${c.added.length} new ${c.added.length === 1 ? 'child' : 'children'}: ${nameList(c.added)}`);
   }
   const unchanged = p.unchanged.size + p.actions.filter((a) => a.ops.length === 0).length;

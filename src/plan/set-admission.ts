@@ -45,7 +45,10 @@ export function setStates(inp: PlanInput, runningStates: ReadonlySet<string>): M
     if (st.policy.failFast && f.length > 0) {
       st.stop = { reason: REASONS.failFast, message: `not started: set ${name} has failFast and ${list(f)} failed` };
     } else if (st.policy.maxFailed !== null && i.length >= st.policy.maxFailed) {
-      st.stop = { reason: REASONS.maxFailedReached, message: `not started: set ${name} reached maxFailed ${st.policy.maxFailed} (infrastructure failures: ${list(i)})` };
+      st.stop = {
+        reason: REASONS.maxFailedReached,
+        message: `not started: set ${name} reached maxFailed ${st.policy.maxFailed} (infrastructure failures: ${list(i)})`,
+      };
     }
   }
   return out;

@@ -46,7 +46,12 @@ async function main(): Promise<void> {
     process.stderr.write(`${NAME}: cannot listen on ${listen}:${port}: ${(err as Error).message}\n`);
     process.exit(PROXY_EXIT.listenFailed);
   }
-  stdoutLine(listeningLine(bound, allowlist.entries.map((e) => e.text)));
+  stdoutLine(
+    listeningLine(
+      bound,
+      allowlist.entries.map((e) => e.text),
+    ),
+  );
 }
 
 void main();

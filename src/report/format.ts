@@ -13,7 +13,13 @@ export function ms(d: number | null): string {
 export const pct = (r: number | null): string => (r === null ? '-' : `${(r * 100).toFixed(r === 1 || r === 0 ? 0 : 1)}%`);
 
 /** A time as UTC, to the second. */
-export const utc = (t: number | null): string => (t === null ? '-' : new Date(t).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z'));
+export const utc = (t: number | null): string =>
+  t === null
+    ? '-'
+    : new Date(t)
+        .toISOString()
+        .replace('T', ' ')
+        .replace(/\.\d+Z$/, 'Z');
 
 export const coordText = (c: Readonly<Record<string, string>>): string =>
   Object.entries(c)

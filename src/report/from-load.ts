@@ -27,7 +27,10 @@ export function reportFromLoad(
   const chosen = new Map(
     [...all]
       .filter(([name]) => choice.sets.length === 0 || choice.sets.includes(name))
-      .map(([name, g]) => [name, { ...g, children: choice.selecting ? g.children.filter((c) => c.loaded && choice.keep(c.loaded.spec.labels)) : g.children }] as const)
+      .map(
+        ([name, g]) =>
+          [name, { ...g, children: choice.selecting ? g.children.filter((c) => c.loaded && choice.keep(c.loaded.spec.labels)) : g.children }] as const,
+      )
       .filter(([, g]) => g.children.length > 0 || !choice.selecting),
   );
   const summary = summarize(chosen, statuses, o.now);

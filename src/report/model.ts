@@ -163,7 +163,15 @@ interface Classified {
   reason: string | null;
 }
 
-function attempt(name: string, set: string | null, coords: Record<string, string>, labels: Record<string, string>, c: Classified, rec: AttemptStatus | undefined, i: ReportInput): ReportAttempt {
+function attempt(
+  name: string,
+  set: string | null,
+  coords: Record<string, string>,
+  labels: Record<string, string>,
+  c: Classified,
+  rec: AttemptStatus | undefined,
+  i: ReportInput,
+): ReportAttempt {
   const last = rec?.history.at(-1);
   const prevEnd = when(last?.finishedAt);
   const created = when(rec?.createdAt);

@@ -52,7 +52,10 @@ function heatmapOf(s: ReportSet, si: number): string {
 
 export function heatmaps(d: ReportData): string {
   if (!d.sets.length) return '<p class="note">No AttemptSets in this report.</p>';
-  return d.sets.map(heatmapOf).join('\n') + '\n<p class="note">Cell: passed / finished samples; colour from red (0%) to green (100%); orange: only infrastructure outcomes. Click a cell to filter the attempts.</p>';
+  return (
+    d.sets.map(heatmapOf).join('\n') +
+    '\n<p class="note">Cell: passed / finished samples; colour from red (0%) to green (100%); orange: only infrastructure outcomes. Click a cell to filter the attempts.</p>'
+  );
 }
 
 interface Scale {
@@ -115,7 +118,9 @@ export function timeline(d: ReportData): string {
     `<div class="legend"><span><i class="w"></i>waiting</span><span><i class="p"></i>provisioning</span><span><i class="passed"></i>passed</span><span><i class="failed"></i>failed</span><span><i class="infra"></i>infra</span><span><i class="skipped"></i>skipped</span><span><i class="unfinished"></i>running / unfinished</span><span><i class="run"></i>slots held (peak ${d.summary.peakRunning})</span>${d.maxRunning !== null ? `<span><i class="cap"></i>--max-running ${d.maxRunning}</span>` : ''}</div>`,
   );
   out.push(`<div class="axis"><span>slots held</span>${concurrencyOf(d, s)}</div>`);
-  out.push(`<div class="axis"><span></span><div><span>${esc(utc(win.from))}</span><span>${esc(ms(win.to - win.from))}</span><span>${esc(utc(win.to))}</span></div></div>`);
+  out.push(
+    `<div class="axis"><span></span><div><span>${esc(utc(win.from))}</span><span>${esc(ms(win.to - win.from))}</span><span>${esc(utc(win.to))}</span></div></div>`,
+  );
   out.push('<div class="tl">');
   for (const [set, idx] of groups) {
     const members = idx.map((i) => d.attempts[i] as ReportData['attempts'][number]);
@@ -126,7 +131,9 @@ export function timeline(d: ReportData): string {
     out.push(`<details open data-g="${esc(set ?? '')}"><summary><span class="lbl">${esc(title)} (${members.length})</span>${svgRow(span)}</summary>`);
     for (const i of idx) {
       const a = d.attempts[i] as ReportData['attempts'][number];
-      out.push(`<div class="tr" data-i="${i}"><span class="lbl">${esc(a.set !== null && Object.keys(a.coords).length ? coordText(a.coords) : a.name)}</span>${svgRow(barsOf(a, s, d.generatedAt))}</div>`);
+      out.push(
+        `<div class="tr" data-i="${i}"><span class="lbl">${esc(a.set !== null && Object.keys(a.coords).length ? coordText(a.coords) : a.name)}</span>${svgRow(barsOf(a, s, d.generatedAt))}</div>`,
+      );
     }
     out.push('</details>');
   }

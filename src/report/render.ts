@@ -47,7 +47,10 @@ function summary(d: ReportData): string {
   ].join('');
   const sets = d.sets.length
     ? `<table><tr><th>set</th><th class="n">n</th><th class="n">passed</th><th class="n">failed</th><th class="n">infra</th><th class="n">skipped</th><th class="n">unfinished</th><th class="n">pass rate</th></tr>${d.sets
-        .map((x) => `<tr><td>${esc(x.name)}</td><td class="n">${x.n}</td><td class="n">${x.passed}</td><td class="n">${x.failed}</td><td class="n">${x.infra}</td><td class="n">${x.skipped}</td><td class="n">${x.unfinished}</td><td class="n">${pct(x.passRate)}</td></tr>`)
+        .map(
+          (x) =>
+            `<tr><td>${esc(x.name)}</td><td class="n">${x.n}</td><td class="n">${x.passed}</td><td class="n">${x.failed}</td><td class="n">${x.infra}</td><td class="n">${x.skipped}</td><td class="n">${x.unfinished}</td><td class="n">${pct(x.passRate)}</td></tr>`,
+        )
         .join('')}</table>`
     : '';
   return `<div class="tiles">${tiles}</div>\n<div class="cols">${countTable('phase', s.byPhase)}${countTable('reason', s.byReason)}${sets}</div>`;
@@ -89,7 +92,10 @@ function row(a: ReportAttempt, i: number): string {
 function attemptsTable(d: ReportData): string {
   const head = COLUMNS.map(([k, t, n]) => `<th data-k="${k}"${n ? ' class="n"' : ''}>${esc(t)}</th>`).join('') + '<th>links</th>';
   const omitted = d.omitted ? `<p class="note">${d.omitted} more attempts are not shown (a report holds at most ${d.attempts.length}).</p>` : '';
-  const where = d.mode === 'live' ? 'Links into the results folders are in the report file (berth report), not on this live page.' : 'Links are relative to this file: keep it at the results root (where berth report writes it by default).';
+  const where =
+    d.mode === 'live'
+      ? 'Links into the results folders are in the report file (berth report), not on this live page.'
+      : 'Links are relative to this file: keep it at the results root (where berth report writes it by default).';
   return `<div class="bar"><input id="filter" type="search" placeholder="filter: name, set, axis=value, label, phase, reason" aria-label="filter attempts"><button id="clear" type="button">clear filter</button><span id="shown" class="note"></span></div>
 <p class="note">${esc(where)}</p>${omitted}
 <table id="tbl"><thead><tr>${head}</tr></thead><tbody>

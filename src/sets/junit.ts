@@ -47,7 +47,9 @@ export function toJunit(s: Summary): string {
   lines.push(`<testsuites name="berth" tests="${total.n}" failures="${total.f}" errors="${total.e}" skipped="${total.k}">`);
   for (const set of s.sets) {
     const time = set.children.reduce((a, c) => a + (c.durationMs ?? 0), 0);
-    lines.push(`  <testsuite name="${xmlEscape(set.name)}" tests="${set.n}" failures="${set.failed}" errors="${set.infra}" skipped="${set.skipped + set.unfinished}" time="${secs(time)}" timestamp="${s.generatedAt}">`);
+    lines.push(
+      `  <testsuite name="${xmlEscape(set.name)}" tests="${set.n}" failures="${set.failed}" errors="${set.infra}" skipped="${set.skipped + set.unfinished}" time="${secs(time)}" timestamp="${s.generatedAt}">`,
+    );
     for (const c of set.children) lines.push(testcase(set, c));
     lines.push('  </testsuite>');
   }

@@ -99,7 +99,18 @@ export interface SetChild {
 }
 
 function invalidChild(c: SetChild, rec: AttemptStatus | undefined): ChildSummary {
-  return { name: c.name, coords: c.coords, outcome: 'infra', phase: INVALID, reason: INVALID, score: null, durationMs: null, queueMs: null, resultsDir: rec?.resultsDir ?? null, revision: rec?.revision ?? null };
+  return {
+    name: c.name,
+    coords: c.coords,
+    outcome: 'infra',
+    phase: INVALID,
+    reason: INVALID,
+    score: null,
+    durationMs: null,
+    queueMs: null,
+    resultsDir: rec?.resultsDir ?? null,
+    revision: rec?.revision ?? null,
+  };
 }
 
 function child(loaded: LoadedSpec, rec: AttemptStatus | undefined): ChildSummary {
@@ -215,7 +226,12 @@ export function summarizeSet(policy: SetPolicy, children: readonly SetChild[], s
 }
 
 /** Summaries of the given sets (name → policy and children in expansion order), in name order. */
-export function summarize(sets: ReadonlyMap<string, { policy: SetPolicy; children: SetChild[] }>, statuses: ReadonlyMap<string, AttemptStatus>, now: number, samples?: string): Summary {
+export function summarize(
+  sets: ReadonlyMap<string, { policy: SetPolicy; children: SetChild[] }>,
+  statuses: ReadonlyMap<string, AttemptStatus>,
+  now: number,
+  samples?: string,
+): Summary {
   const out = [...sets.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, g]) => summarizeSet(g.policy, g.children, statuses, samples));
   return { schemaVersion: SUMMARY_SCHEMA_VERSION, generatedAt: new Date(now).toISOString(), sets: out };
 }

@@ -65,9 +65,15 @@ export async function checkSet(value: Record<string, unknown>, ctx: DocContext, 
   const axisNames = Object.keys(doc.spec.matrix);
   const labels = doc.metadata.labels ?? {};
   if (SET_LABEL in labels) err(['metadata', 'labels', SET_LABEL], 'matrix', `"${SET_LABEL}" is berth's own label: it names the set of each child`, 'key');
-  for (const a of axisNames) if (a in labels) err(['metadata', 'labels', a], 'matrix', `"${a}" is an axis of the matrix: each child carries its own value of it as a label`, 'key');
+  for (const a of axisNames)
+    if (a in labels) err(['metadata', 'labels', a], 'matrix', `"${a}" is an axis of the matrix: each child carries its own value of it as a label`, 'key');
   const labelCount = Object.keys(labels).length + axisNames.length + 1;
-  if (labelCount > MAX_LABELS) err(['metadata', 'labels'], 'matrix', `each child would carry ${labelCount} labels (these, ${SET_LABEL} and one per axis); at most ${MAX_LABELS} are allowed`);
+  if (labelCount > MAX_LABELS)
+    err(
+      ['metadata', 'labels'],
+      'matrix',
+      `each child would carry ${labelCount} labels (these, ${SET_LABEL} and one per axis); at most ${MAX_LABELS} are allowed`,
+    );
 
   const axes: AxisIn[] = [];
   for (const a of axisNames) {
@@ -78,12 +84,14 @@ export async function checkSet(value: Record<string, unknown>, ctx: DocContext, 
       const [start, end] = raw.range;
       const size = end - start;
       if (size <= 0) err(['spec', 'matrix', a, 'range'], 'matrix', `range [${start}, ${end}] has no values (it is start, start+1, ..., end-1)`);
-      else if (size > SET_LIMITS.maxChildren) err(['spec', 'matrix', a, 'range'], 'matrix', `range [${start}, ${end}] has ${size} values; a set may have at most ${SET_LIMITS.maxChildren} children`);
+      else if (size > SET_LIMITS.maxChildren)
+        err(['spec', 'matrix', a, 'range'], 'matrix', `range [${start}, ${end}] has ${size} values; a set may have at most ${SET_LIMITS.maxChildren} children`);
       else axes.push({ name: a, values: Array.from({ length: size }, (_, i) => String(start + i)) });
     } else if (raw.fromDir !== undefined) {
       const r = await subFolders(ctx, raw.fromDir);
       if (!r.ok) err(['spec', 'matrix', a, 'fromDir'], r.code, r.message);
-      else if (r.values.length === 0) err(['spec', 'matrix', a, 'fromDir'], 'matrix', `axis "${a}": folder ${JSON.stringify(raw.fromDir)} has no sub-folders, so the axis has no values`);
+      else if (r.values.length === 0)
+        err(['spec', 'matrix', a, 'fromDir'], 'matrix', `axis "${a}": folder ${JSON.stringify(raw.fromDir)} has no sub-folders, so the axis has no values`);
       else axes.push({ name: a, values: r.values });
     }
   }
@@ -160,10 +168,19 @@ export async function checkSet(value: Record<string, unknown>, ctx: DocContext, 
     children.push({ name: c.name, errors: r.errors, ...(r.loaded ? { loaded: r.loaded } : {}) });
   }
   if (unshown > 0) {
-    err(['spec', 'template'], 'template', `${unshown} more ${unshown === 1 ? 'child has' : 'children have'} errors (the first ${SET_LIMITS.maxChildErrors} are shown); they are invalid too`);
+    err(
+      ['spec', 'template'],
+      'template',
+      `${unshown} more ${unshown === 1 ? 'child has' : 'children have'} errors (the first ${SET_LIMITS.maxChildErrors} are shown); they are invalid too`,
+    );
   }
   const readsFolders = axisNames.some((a) => !Array.isArray(doc.spec.matrix[a]) && (doc.spec.matrix[a] as { fromDir?: string }).fromDir !== undefined);
-  return { name, pos, errors, set: { loaded: { policy, children: names, coords, valid: true }, children, readsFolders, ...(shape ? { shape: { shape: shape.shape, full } } : {}) } };
+  return {
+    name,
+    pos,
+    errors,
+    set: { loaded: { policy, children: names, coords, valid: true }, children, readsFolders, ...(shape ? { shape: { shape: shape.shape, full } } : {}) },
+  };
 }
 
 /** A rendered child's field path → where it is written in the set: its spec is the template, its name the set's. */
@@ -184,7 +201,13 @@ async function subFolders(ctx: DocContext, rel: string): Promise<SubFolders> {
   }
   try {
     const entries = await fsp.readdir(found.value, { withFileTypes: true });
-    return { ok: true, values: entries.filter((e) => e.isDirectory() && !e.name.startsWith('.')).map((e) => e.name).sort() };
+    return {
+      ok: true,
+      values: entries
+        .filter((e) => e.isDirectory() && !e.name.startsWith('.'))
+        .map((e) => e.name)
+        .sort(),
+    };
   } catch (e) {
     const code = (e as { code?: string }).code;
     if (code === 'ENOTDIR') return { ok: false, code: 'missing-file', message: `fromDir ${JSON.stringify(rel)} is not a folder` };

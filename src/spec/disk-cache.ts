@@ -56,7 +56,13 @@ function pack(o: FileOutcome): FileOutcome {
     const s = d.set;
     if (!s?.shape) return d;
     const packed = s.shape.full.map((i): [number, ChildOutcome] => [i, s.children[i] as ChildOutcome]);
-    const set: SetOutcome = { loaded: s.loaded, children: [], ...(s.readsFolders !== undefined ? { readsFolders: s.readsFolders } : {}), shape: s.shape, packed };
+    const set: SetOutcome = {
+      loaded: s.loaded,
+      children: [],
+      ...(s.readsFolders !== undefined ? { readsFolders: s.readsFolders } : {}),
+      shape: s.shape,
+      packed,
+    };
     return { ...d, set };
   });
   return { ...o, docs };
@@ -81,7 +87,13 @@ function unpack(o: FileOutcome): FileOutcome | undefined {
         const kept = full.get(index);
         // One policy for every child, as loaded.
         if (kept) return kept.loaded?.set ? { ...kept, loaded: { ...kept.loaded, set: { ...kept.loaded.set, set: policy } } } : kept;
-        const loaded = fromShape(shape, name, shape.resultsByName ? name : shape.base.results, { set: policy, coords: coords[index] as Record<string, string>, index }, pieces);
+        const loaded = fromShape(
+          shape,
+          name,
+          shape.resultsByName ? name : shape.base.results,
+          { set: policy, coords: coords[index] as Record<string, string>, index },
+          pieces,
+        );
         if (!loaded) throw new Error(`child ${name} cannot be made from the shape`);
         return { name, errors: [], loaded };
       });
@@ -116,7 +128,6 @@ function build(): string {
   return buildId;
 }
 
-
 /** The cache file for a specs folder and results root, under `stateDir`. */
 export function diskCachePath(stateDir: string, roots: Pick<Roots, 'specsRoot' | 'resultsRoot'>, cwd = process.cwd()): string {
   return path.join(path.resolve(stateDir), 'cache', `specs-${sha256Hex([roots.specsRoot, roots.resultsRoot, cwd].join('\0')).slice(0, 16)}.json`);
@@ -126,7 +137,15 @@ function isEntry(e: unknown): e is Entry {
   if (typeof e !== 'object' || e === null) return false;
   const x = e as Partial<Entry>;
   const o = x.outcome as Partial<FileOutcome> | undefined;
-  return typeof x.content === 'string' && typeof o === 'object' && o !== null && Array.isArray(o.docs) && Array.isArray(o.errors) && o.errors.length === 0 && o.unreadable === false;
+  return (
+    typeof x.content === 'string' &&
+    typeof o === 'object' &&
+    o !== null &&
+    Array.isArray(o.docs) &&
+    Array.isArray(o.errors) &&
+    o.errors.length === 0 &&
+    o.unreadable === false
+  );
 }
 
 /** The loaded specs an outcome holds (an AttemptSet's children included). */
@@ -146,7 +165,15 @@ function stillHolds(o: FileOutcome, roots: Roots): boolean {
     if (d.set && (!Array.isArray(d.set.children) || typeof d.set.loaded !== 'object' || d.set.loaded === null)) return false;
   }
   for (const l of loadedSpecs(o)) {
-    if (typeof l !== 'object' || l === null || typeof l.hash !== 'string' || typeof l.spec !== 'object' || l.spec === null || typeof l.spec.results !== 'string') return false;
+    if (
+      typeof l !== 'object' ||
+      l === null ||
+      typeof l.hash !== 'string' ||
+      typeof l.spec !== 'object' ||
+      l.spec === null ||
+      typeof l.spec.results !== 'string'
+    )
+      return false;
     const r = checkResultsSync(l.spec.results, roots);
     if (!r.ok || r.value !== l.spec.results) return false;
   }

@@ -109,7 +109,12 @@ export function cachedOutcome(f: SpecFile, file: string, roots: Roots): FileOutc
  * Loads `f` (no look at the cache first: the caller found nothing kept) and keeps the outcome when
  * it may; `kept` hears of every outcome kept, with its key and the signature taken before the read.
  */
-export async function loadAndKeep(f: SpecFile, file: string, roots: Roots, kept?: (key: string, sig: string, outcome: FileOutcome) => void): Promise<FileOutcome> {
+export async function loadAndKeep(
+  f: SpecFile,
+  file: string,
+  roots: Roots,
+  kept?: (key: string, sig: string, outcome: FileOutcome) => void,
+): Promise<FileOutcome> {
   // Lazy: yaml, the schema's validator and the checks load only when a file must be parsed (a
   // pass whose every file comes from a cache never loads them).
   const { loadFile } = require('./load-file') as typeof LoadFile;

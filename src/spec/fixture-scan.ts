@@ -60,14 +60,7 @@ export async function scanFixture(root: string): Promise<FixtureScan> {
   return { entries, problems };
 }
 
-async function addEntry(
-  abs: string,
-  rel: string,
-  st: Stats,
-  root: string,
-  entries: FixtureEntry[],
-  problems: FixtureProblem[],
-): Promise<void> {
+async function addEntry(abs: string, rel: string, st: Stats, root: string, entries: FixtureEntry[], problems: FixtureProblem[]): Promise<void> {
   const mode = st.mode & 0o777;
   if (st.isDirectory()) {
     entries.push({ path: rel, type: 'dir', mode, size: 0 });

@@ -60,7 +60,15 @@ export class FolderLoad {
       const outcomes = await outcomesOf(walk.files, await rootsOf(root, ctx), cacheIn);
       const report = await combine([{ root, ...walk, outcomes }], ctx);
       if (walk.problems.length === 0 && walk.links === false && walk.folders) {
-        const kept: Kept = { root, files: walk.files, outcomes: new Map(), volatile: new Set(), folders: walk.folders, display: new Map(), protectedNames: report.protectedNames };
+        const kept: Kept = {
+          root,
+          files: walk.files,
+          outcomes: new Map(),
+          volatile: new Set(),
+          folders: walk.folders,
+          display: new Map(),
+          protectedNames: report.protectedNames,
+        };
         walk.files.forEach((f, i) => keepOutcome(kept, f, outcomes[i] as FileOutcome));
         this.kept = kept;
       }
@@ -91,7 +99,8 @@ export class FolderLoad {
         } else if (!there) kept.files.splice(at, 0, f);
       }
       // The volatile ones, and those named, in file order.
-      const again = kept.volatile.size === 0 ? [...touched.values()].filter((f) => f !== null) : kept.files.filter((f) => touched.get(f.rel) || kept.volatile.has(f.rel));
+      const again =
+        kept.volatile.size === 0 ? [...touched.values()].filter((f) => f !== null) : kept.files.filter((f) => touched.get(f.rel) || kept.volatile.has(f.rel));
       const ctx = await loadContext(this.opts.resultsRoot);
       const roots = await rootsOf(kept.root, ctx);
       const outcomes = await outcomesOf(again, roots);

@@ -33,14 +33,30 @@ export { canonicalJson } from './canonical-json';
  * may be (hash-compat.test.ts holds this list to the first hash's): a new one added here would
  * re-hash every existing attempt.
  */
-type FirstField = 'apiVersion' | 'kind' | 'name' | 'image' | 'command' | 'workingDir' | 'env' | 'secretEnv' | 'secrets' | 'fixtureDigest' | 'results' | 'network' | 'volumes' | 'resources' | 'deadlineSeconds';
+type FirstField =
+  | 'apiVersion'
+  | 'kind'
+  | 'name'
+  | 'image'
+  | 'command'
+  | 'workingDir'
+  | 'env'
+  | 'secretEnv'
+  | 'secrets'
+  | 'fixtureDigest'
+  | 'results'
+  | 'network'
+  | 'volumes'
+  | 'resources'
+  | 'deadlineSeconds';
 
 /**
  * How a field counts: ignored, or, for a field of the first hash, hashed as it is ('hash') or in
  * a canonical form; any later field only where it is not its `default` (compared by canonical
  * JSON), the value a spec that does not write it normalizes to.
  */
-type FieldRule<K extends keyof NormalizedAttempt> = 'ignore' | (K extends FirstField ? 'hash' | ((spec: NormalizedAttempt) => unknown) : { default: NormalizedAttempt[K] });
+type FieldRule<K extends keyof NormalizedAttempt> =
+  'ignore' | (K extends FirstField ? 'hash' | ((spec: NormalizedAttempt) => unknown) : { default: NormalizedAttempt[K] });
 type AnyRule = 'hash' | 'ignore' | ((spec: NormalizedAttempt) => unknown) | { default: unknown };
 
 const byName = <T extends { name: string }>(a: T, b: T): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
@@ -57,7 +73,8 @@ export const SPEC_FIELDS = {
   env: 'hash',
   secretEnv: 'hash',
   // by name and source kind, never the file's path
-  secrets: (s) => s.secrets.map((x) => (x.fromEnv !== undefined ? { name: x.name, source: 'env', env: x.fromEnv } : { name: x.name, source: 'file' })).sort(byName),
+  secrets: (s) =>
+    s.secrets.map((x) => (x.fromEnv !== undefined ? { name: x.name, source: 'env', env: x.fromEnv } : { name: x.name, source: 'file' })).sort(byName),
   fixture: 'ignore',
   fixtureDigest: 'hash',
   results: 'hash',

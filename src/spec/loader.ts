@@ -148,7 +148,16 @@ export async function loadContext(resultsRoot: string): Promise<LoadContext> {
 }
 
 export async function rootsOf(root: string, ctx: LoadContext, fromGit = false): Promise<Roots> {
-  return { specsRoot: root, specsReal: await realpathLoose(root), resultsRoot: ctx.resultsAbs, resultsReal: ctx.resultsReal, realCache: ctx.realCache, fixtureScans: ctx.fixtureScans, fixtureChecks: ctx.fixtureChecks, ...(fromGit ? { fromGit } : {}) };
+  return {
+    specsRoot: root,
+    specsReal: await realpathLoose(root),
+    resultsRoot: ctx.resultsAbs,
+    resultsReal: ctx.resultsReal,
+    realCache: ctx.realCache,
+    fixtureScans: ctx.fixtureScans,
+    fixtureChecks: ctx.fixtureChecks,
+    ...(fromGit ? { fromGit } : {}),
+  };
 }
 
 /**
@@ -269,7 +278,13 @@ export async function combine(folders: FolderOutcomes[], ctx: LoadContext): Prom
       const childNames = new Map<string, Declaration>();
       for (const g of group) {
         const others = group.filter((o) => o !== g).map((o) => `${o.pos.file}:${o.pos.line}:${o.pos.col}`);
-        errors.push({ ...g.pos, path: 'metadata.name', code: 'duplicate-name', message: `AttemptSet name "${setName}" is also declared at ${others.join(', ')}`, set: setName });
+        errors.push({
+          ...g.pos,
+          path: 'metadata.name',
+          code: 'duplicate-name',
+          message: `AttemptSet name "${setName}" is also declared at ${others.join(', ')}`,
+          set: setName,
+        });
         // Protected, once each (the same cell in both sets is not one more error).
         for (const { loaded: _l, ...c } of g.children) if (!childNames.has(c.name)) childNames.set(c.name, c);
       }
@@ -302,7 +317,18 @@ export async function combine(folders: FolderOutcomes[], ctx: LoadContext): Prom
   const specs = overlap.specs;
   const order = new Map(files.map((f, i) => [f, i]));
   errors.sort((a, b) => (order.get(a.file) ?? -1) - (order.get(b.file) ?? -1) || a.line - b.line || a.col - b.col);
-  return { specs, errors, protectedNames, unreadableFiles, unreadableFolders, ...(rootError ? { rootError } : {}), files, documents, sets: attemptSets, setProtectedFiles };
+  return {
+    specs,
+    errors,
+    protectedNames,
+    unreadableFiles,
+    unreadableFolders,
+    ...(rootError ? { rootError } : {}),
+    files,
+    documents,
+    sets: attemptSets,
+    setProtectedFiles,
+  };
 }
 
 /** Duplicate names are errors everywhere they occur; names that did not load are protected. */
@@ -318,7 +344,14 @@ function resolveNames(decls: Declaration[]): { specs: LoadedSpec[]; protectedNam
       for (const d of group) {
         const others = group.filter((o) => o !== d).map((o) => `${o.pos.file}:${o.pos.line}:${o.pos.col}`);
         const what = d.set !== undefined ? `name "${name}" (a child of AttemptSet "${d.set}")` : `name "${name}"`;
-        duplicateErrors.push({ ...d.pos, path: 'metadata.name', code: 'duplicate-name', message: `${what} is also declared at ${others.join(', ')}`, attempt: name, ...(d.set !== undefined ? { set: d.set } : {}) });
+        duplicateErrors.push({
+          ...d.pos,
+          path: 'metadata.name',
+          code: 'duplicate-name',
+          message: `${what} is also declared at ${others.join(', ')}`,
+          attempt: name,
+          ...(d.set !== undefined ? { set: d.set } : {}),
+        });
       }
     } else if (group[0]?.loaded) {
       specs.push(group[0].loaded);

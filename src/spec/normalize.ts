@@ -51,7 +51,14 @@ export function normalize(doc: RawAttempt, resolved: ResolvedPaths): NormalizedA
         if (typeof v === 'string') cEnv[k] = v;
         else cSecretEnv[k] = v.secretRef;
       }
-      return { name: c.name, image: c.image, command: c.command ? [...c.command] : null, env: cEnv, secretEnv: cSecretEnv, secrets: [...new Set(c.secrets ?? [])].sort() };
+      return {
+        name: c.name,
+        image: c.image,
+        command: c.command ? [...c.command] : null,
+        env: cEnv,
+        secretEnv: cSecretEnv,
+        secrets: [...new Set(c.secrets ?? [])].sort(),
+      };
     })
     .sort(byName);
   const memory = s.resources?.memory;
@@ -75,9 +82,7 @@ export function normalize(doc: RawAttempt, resolved: ResolvedPaths): NormalizedA
       mode: (s.network?.mode ?? DEFAULTS.networkMode) as NetworkMode,
       egress: [...new Set((s.network?.egress ?? []).map((e) => e.toLowerCase()))].sort(),
     },
-    volumes: (s.volumes ?? [])
-      .map((v) => ({ name: v.name, mountPath: cleanPath(v.mountPath), readOnly: v.readOnly ?? false }))
-      .sort(byName),
+    volumes: (s.volumes ?? []).map((v) => ({ name: v.name, mountPath: cleanPath(v.mountPath), readOnly: v.readOnly ?? false })).sort(byName),
     resources: {
       cpus: s.resources?.cpus ?? null,
       memoryBytes: parsedMemory?.ok ? parsedMemory.bytes : null,

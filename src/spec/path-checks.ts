@@ -79,7 +79,11 @@ async function resolveAndScan(specDir: string, fixture: string, roots: Roots): P
 
 /** Resolves a `fromFile` secret source: the real path of a regular file inside the specs folder. */
 export async function checkSecretFile(specDir: string, fromFile: string, roots: Roots): Promise<Checked<string>> {
-  if (roots.fromGit) return fail('git-secret', `secret file ${JSON.stringify(fromFile)}: specs from git may not read secrets from files (secrets do not live in repositories); use fromEnv`);
+  if (roots.fromGit)
+    return fail(
+      'git-secret',
+      `secret file ${JSON.stringify(fromFile)}: specs from git may not read secrets from files (secrets do not live in repositories); use fromEnv`,
+    );
   const found = await resolveInsideSpecs(specDir, fromFile, roots, 'secret file');
   if (!found.ok) return found;
   const st = await fsp.stat(found.value).catch(() => undefined);
@@ -125,7 +129,8 @@ export function checkResultsSync(results: string, roots: Roots): Checked<string>
   }
   // berth makes and binds run folders without following a link below the results root (a run
   // would be Blocked, UnsafePath): a link already on the way is an error here, where it is written.
-  const direct = simple && resolvedRoot(roots.resultsReal) ? `${roots.resultsReal}/${results}` : path.join(roots.resultsReal, path.relative(roots.resultsRoot, abs));
+  const direct =
+    simple && resolvedRoot(roots.resultsReal) ? `${roots.resultsReal}/${results}` : path.join(roots.resultsReal, path.relative(roots.resultsRoot, abs));
   if (real !== direct) {
     return fail('path-escape', `results ${JSON.stringify(results)} passes through a link below the results root (to ${real}); berth never follows one there`);
   }
@@ -136,7 +141,8 @@ export function checkResultsSync(results: string, roots: Roots): Checked<string>
 function specsApartNormal(real: string, roots: Roots): { ok: false; problems: FixtureProblem[] } | undefined {
   const specs = roots.specsReal;
   if (!resolvedRoot(specs)) return specsApart(real, roots);
-  if (real === specs || real.startsWith(`${specs}/`)) return fail('path-escape', `results folder ${real} lies inside the specs folder; choose another --results-root`);
+  if (real === specs || real.startsWith(`${specs}/`))
+    return fail('path-escape', `results folder ${real} lies inside the specs folder; choose another --results-root`);
   if (specs.startsWith(`${real}/`)) return fail('path-escape', `results folder ${real} contains the specs folder; choose another --results-root`);
   return undefined;
 }

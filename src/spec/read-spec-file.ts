@@ -9,9 +9,7 @@ import { closeSync, constants as fsConstants, fstatSync, openSync, readSync, typ
 import type { SpecErrorCode } from './types';
 import { decodeUtf8 } from './utf8';
 
-export type ReadOutcome =
-  | { ok: true; text: string }
-  | { ok: false; code: SpecErrorCode; message: string; line: number; col: number };
+export type ReadOutcome = { ok: true; text: string } | { ok: false; code: SpecErrorCode; message: string; line: number; col: number };
 
 /** `noFollow`: a file the walk found as a regular file, so one swapped for a link since is not read. */
 export function readSpecFile(absPath: string, maxBytes: number, noFollow = false): Promise<ReadOutcome> {

@@ -52,7 +52,15 @@ export function schemaIssues(errors: readonly ErrorObject[], data: unknown): Fie
     if (match < 0) {
       const segs = parsePointer(e.instancePath, data);
       const expected = orList(branches.map(describeBranch));
-      extra.push({ segs, anchor: 'value', code: 'schema', message: `must be ${expected} (got ${describeValue(value)})${quoteHint(branches.map((b) => b.type), value)}` });
+      extra.push({
+        segs,
+        anchor: 'value',
+        code: 'schema',
+        message: `must be ${expected} (got ${describeValue(value)})${quoteHint(
+          branches.map((b) => b.type),
+          value,
+        )}`,
+      });
     }
   }
 
@@ -156,13 +164,7 @@ function translate(e: ErrorObject, data: unknown): Translated | undefined {
 }
 
 /** Secrets are `{name, fromEnv}` or `{name, fromFile}`, which the schema says as "exactly 2 fields". */
-function propertiesCount(
-  keyword: string,
-  limit: number,
-  parent: Schema,
-  value: unknown,
-  issue: (m: string) => FieldIssue,
-): FieldIssue | undefined {
+function propertiesCount(keyword: string, limit: number, parent: Schema, value: unknown, issue: (m: string) => FieldIssue): FieldIssue | undefined {
   const props = isRecord(parent.properties) ? parent.properties : {};
   if ('fromEnv' in props && 'fromFile' in props && isRecord(value)) {
     const present = ['fromEnv', 'fromFile'].filter((k) => k in value);
@@ -170,9 +172,7 @@ function propertiesCount(
     if (keyword === 'minProperties' && present.length === 0) return issue('set one of fromEnv or fromFile');
     return undefined; // another error (missing name, unknown field) already says what is wrong
   }
-  return keyword === 'minProperties'
-    ? issue(`must have at least ${plural(limit, 'field')}`)
-    : issue(`must have at most ${plural(limit, 'field')}`);
+  return keyword === 'minProperties' ? issue(`must have at least ${plural(limit, 'field')}`) : issue(`must have at most ${plural(limit, 'field')}`);
 }
 
 function describeBranch(b: Schema): string {

@@ -48,8 +48,10 @@ export function semanticIssues(doc: RawAttempt): FieldIssue[] {
   (spec.sidecars ?? []).forEach((c, i) => {
     if (mode !== 'isolated') add(['spec', 'sidecars', i], 'sidecar', `sidecars need network.mode: isolated (mode is ${mode})`);
     const first = sidecarAt.get(c.name);
-    if (first !== undefined) add(['spec', 'sidecars', i, 'name'], 'sidecar', `duplicate sidecar name "${c.name}" (also ${formatPath(['spec', 'sidecars', first])})`);
-    else if (c.name === EGRESS_PROXY_NAME) add(['spec', 'sidecars', i, 'name'], 'sidecar', `"${EGRESS_PROXY_NAME}" is berth's own egress proxy; choose another name`);
+    if (first !== undefined)
+      add(['spec', 'sidecars', i, 'name'], 'sidecar', `duplicate sidecar name "${c.name}" (also ${formatPath(['spec', 'sidecars', first])})`);
+    else if (c.name === EGRESS_PROXY_NAME)
+      add(['spec', 'sidecars', i, 'name'], 'sidecar', `"${EGRESS_PROXY_NAME}" is berth's own egress proxy; choose another name`);
     else sidecarAt.set(c.name, i);
     (c.secrets ?? []).forEach((name, j) => {
       if (!secretAt.has(name)) add(['spec', 'sidecars', i, 'secrets', j], 'secret-ref', `secret "${name}" is not declared in spec.secrets`);
@@ -76,7 +78,8 @@ export function semanticIssues(doc: RawAttempt): FieldIssue[] {
   const mountAt = new Map<string, number>();
   (spec.volumes ?? []).forEach((v, i) => {
     const first = volumeAt.get(v.name);
-    if (first !== undefined) add(['spec', 'volumes', i, 'name'], 'schema', `duplicate volume name "${v.name}" (also ${formatPath(['spec', 'volumes', first])})`);
+    if (first !== undefined)
+      add(['spec', 'volumes', i, 'name'], 'schema', `duplicate volume name "${v.name}" (also ${formatPath(['spec', 'volumes', first])})`);
     else volumeAt.set(v.name, i);
 
     const mount = cleanPath(v.mountPath);

@@ -78,14 +78,17 @@ export function expand(inp: ExpandInput): Expansion {
     a.values.forEach((v, i) => {
       const first = seen.get(v);
       if (first === undefined) seen.set(v, i);
-      else issues.push({ segs: a.at ? a.at(i) : ['spec', 'matrix', a.name], message: `axis "${a.name}" repeats the value ${JSON.stringify(v)} (item ${first})` });
+      else
+        issues.push({ segs: a.at ? a.at(i) : ['spec', 'matrix', a.name], message: `axis "${a.name}" repeats the value ${JSON.stringify(v)} (item ${first})` });
     });
   }
   inp.exclude.forEach((cell, i) => {
-    for (const k of Object.keys(cell)) if (!known.has(k)) issues.push({ segs: ['spec', 'exclude', i, k], message: `"${k}" is not an axis of the matrix (axes: ${names.join(', ')})` });
+    for (const k of Object.keys(cell))
+      if (!known.has(k)) issues.push({ segs: ['spec', 'exclude', i, k], message: `"${k}" is not an axis of the matrix (axes: ${names.join(', ')})` });
   });
   inp.include.forEach((cell, i) => {
-    for (const k of Object.keys(cell)) if (!known.has(k)) issues.push({ segs: ['spec', 'include', i, k], message: `"${k}" is not an axis of the matrix (axes: ${names.join(', ')})` });
+    for (const k of Object.keys(cell))
+      if (!known.has(k)) issues.push({ segs: ['spec', 'include', i, k], message: `"${k}" is not an axis of the matrix (axes: ${names.join(', ')})` });
     const missing = names.filter((n) => !(n in cell));
     if (missing.length) issues.push({ segs: ['spec', 'include', i], message: `an include names a value for every axis; missing: ${missing.join(', ')}` });
   });
@@ -94,13 +97,21 @@ export function expand(inp: ExpandInput): Expansion {
   const product = productSize(inp.axes);
   const limit = SET_LIMITS.maxChildren;
   if (product + inp.include.length > limit * 10) {
-    return { ok: false, issues: [{ segs: ['spec', 'matrix'], message: `the matrix has ${product} cells; a set may have at most ${limit} children (so a typo cannot flood the engine)` }] };
+    return {
+      ok: false,
+      issues: [
+        { segs: ['spec', 'matrix'], message: `the matrix has ${product} cells; a set may have at most ${limit} children (so a typo cannot flood the engine)` },
+      ],
+    };
   }
 
   const children: ExpandedChild[] = [];
   const byName = new Map<string, ExpandedChild>();
   // childName for a cell of the product, with what it asks of each value found once per value.
-  const sorted = inp.axes.map((a, k) => [a.name, k] as const).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, k]) => k);
+  const sorted = inp.axes
+    .map((a, k) => [a.name, k] as const)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([, k]) => k);
   const safe = inp.axes.map((a) => a.values.map((v) => NAME_SAFE.test(v)));
   const productName = (idx: number[], coords: Record<string, string>): string => {
     let readable = inp.set;
@@ -141,9 +152,15 @@ export function expand(inp: ExpandInput): Expansion {
     const bad = add(Object.fromEntries(names.map((n) => [n, cell[n] as string])));
     if (bad) return clash(bad);
   }
-  if (children.length === 0) return { ok: false, issues: [{ segs: ['spec', 'exclude'], message: 'every cell of the matrix is excluded: the set has no children' }] };
+  if (children.length === 0)
+    return { ok: false, issues: [{ segs: ['spec', 'exclude'], message: 'every cell of the matrix is excluded: the set has no children' }] };
   if (children.length > limit) {
-    return { ok: false, issues: [{ segs: ['spec', 'matrix'], message: `the set has ${children.length} children; at most ${limit} are allowed (so a typo cannot flood the engine)` }] };
+    return {
+      ok: false,
+      issues: [
+        { segs: ['spec', 'matrix'], message: `the set has ${children.length} children; at most ${limit} are allowed (so a typo cannot flood the engine)` },
+      ],
+    };
   }
   return { ok: true, children };
 }

@@ -54,7 +54,12 @@ export interface SetShape {
 }
 
 /** The child's labels, as check-set gives them: the set's, the set label, each axis whose value is a label value. */
-export function childLabels(labels: Readonly<Record<string, string>>, setName: string, axes: readonly string[], coords: Readonly<Record<string, string>>): Record<string, string> {
+export function childLabels(
+  labels: Readonly<Record<string, string>>,
+  setName: string,
+  axes: readonly string[],
+  coords: Readonly<Record<string, string>>,
+): Record<string, string> {
   const out: Record<string, string> = { ...labels, [SET_LABEL]: setName };
   for (const a of axes) {
     const v = coords[a] as string;
@@ -87,7 +92,16 @@ export function shapeOf(template: Record<string, unknown>, checked: LoadedSpec, 
   // A secret file is checked for each child (it is read from the host, not from the template).
   if (checked.spec.secrets.some((x) => x.fromFile !== undefined)) return undefined;
   const labelAxes = axes.filter((a) => Object.hasOwn(checked.spec.labels, a) && !Object.hasOwn(labels, a));
-  const shape: SetShape = { base: checked.spec, source: checked.source, relFile: checked.relFile, slots, labels, axes, labelAxes, resultsByName: template.results === undefined };
+  const shape: SetShape = {
+    base: checked.spec,
+    source: checked.source,
+    relFile: checked.relFile,
+    slots,
+    labels,
+    axes,
+    labelAxes,
+    resultsByName: template.results === undefined,
+  };
   // The shape must give back the checked child itself.
   return reproduces(shape, hashPieces(shape), checked) ? shape : undefined;
 }
@@ -96,7 +110,15 @@ export function shapeOf(template: Record<string, unknown>, checked: LoadedSpec, 
 export function reproduces(shape: SetShape, pieces: HashPieces | undefined, checked: LoadedSpec): boolean {
   if (!checked.set) return false;
   const again = fromShape(shape, checked.spec.name, checked.spec.results, checked.set, pieces);
-  return !!again && again.hash === checked.hash && canonicalJson(again.spec) === canonicalJson(checked.spec) && again.source.line === checked.source.line && again.source.col === checked.source.col && again.source.file === checked.source.file && again.relFile === checked.relFile;
+  return (
+    !!again &&
+    again.hash === checked.hash &&
+    canonicalJson(again.spec) === canonicalJson(checked.spec) &&
+    again.source.line === checked.source.line &&
+    again.source.col === checked.source.col &&
+    again.source.file === checked.source.file &&
+    again.relFile === checked.relFile
+  );
 }
 
 const isStrings = (x: unknown): x is string[] => Array.isArray(x) && x.every((v) => typeof v === 'string');
@@ -107,13 +129,15 @@ export function isShape(x: unknown): x is SetShape {
   if (!isRecord(x) || !isRecord(x.base) || !isRecord(x.source) || typeof x.relFile !== 'string' || typeof x.resultsByName !== 'boolean') return false;
   if (!isStrings(x.axes) || !isStrings(x.labelAxes) || !isRecord(x.labels) || !Object.values(x.labels).every((v) => typeof v === 'string')) return false;
   const base = x.base;
-  if (typeof base.name !== 'string' || typeof base.results !== 'string' || !isRecord(base.env) || (base.command !== null && !isStrings(base.command))) return false;
+  if (typeof base.name !== 'string' || typeof base.results !== 'string' || !isRecord(base.env) || (base.command !== null && !isStrings(base.command)))
+    return false;
   return (
     Array.isArray(x.slots) &&
     x.slots.every((s: unknown) => {
       if (!isRecord(s) || typeof s.text !== 'string') return false;
       const keys = Object.keys(s).sort().join(',');
-      if (keys === 'command,text') return Number.isInteger(s.command) && (s.command as number) >= 0 && (s.command as number) < ((base.command as string[] | null)?.length ?? 0);
+      if (keys === 'command,text')
+        return Number.isInteger(s.command) && (s.command as number) >= 0 && (s.command as number) < ((base.command as string[] | null)?.length ?? 0);
       return keys === 'env,text' && typeof s.env === 'string' && s.env !== '__proto__' && Object.hasOwn(base.env as object, s.env);
     })
   );
@@ -140,7 +164,6 @@ interface CompiledText {
   head: string;
   refs: { axis: string; whole: string; tail: string }[];
 }
-
 
 /** renderTemplate's replacement of one string, cut once: each match becomes the axis's value, or stays as written. */
 function compile(text: string): CompiledText {
@@ -170,7 +193,12 @@ const MARK = '\u0000berth-shape-';
 /** The hash pieces of a shape (once per set and load), or undefined when the markers cannot be told apart from the spec. */
 export function hashPieces(shape: SetShape): HashPieces | undefined {
   const mark = (h: string) => `${MARK}${h}\u0000`;
-  const spec = withValues(shape, mark('name'), shape.resultsByName ? mark('results') : shape.base.results, shape.slots.map((_, i) => mark(String(i))));
+  const spec = withValues(
+    shape,
+    mark('name'),
+    shape.resultsByName ? mark('results') : shape.base.results,
+    shape.slots.map((_, i) => mark(String(i))),
+  );
   const text = canonicalJson({ schema: SPEC_HASH_SCHEMA, spec: hashedSpec(spec) });
   const pieces: string[] = [];
   const holes: HashPieces['holes'] = [];

@@ -15,29 +15,29 @@ export interface SourcePos {
 
 /** Closed set of error codes; tests and `-o json` consumers branch on these. */
 export type SpecErrorCode =
-  | 'io'                 // file cannot be read
-  | 'encoding'           // not UTF-8
-  | 'too-large'          // file over the size cap
-  | 'yaml-syntax'        // YAML parse error
+  | 'io' // file cannot be read
+  | 'encoding' // not UTF-8
+  | 'too-large' // file over the size cap
+  | 'yaml-syntax' // YAML parse error
   | 'yaml-duplicate-key'
-  | 'yaml-alias-limit'   // alias bomb
-  | 'yaml-too-deep'      // nesting over the depth cap
-  | 'yaml-tag'           // custom/unknown tags, merge keys
-  | 'not-a-mapping'      // document is not a mapping
-  | 'schema'             // JSON Schema violation (type, enum, required, additionalProperties, pattern, bounds)
-  | 'duplicate-name'     // metadata.name used twice in the specs folder
-  | 'path-escape'        // fixture / fromFile / results resolves outside its root; a spec file links out of the folder
-  | 'results-overlap'    // two attempts' results folders are one, or one lies inside the other
-  | 'missing-file'       // fixture / fromFile does not exist
-  | 'fixture-link'       // fixture holds a link pointing outside itself
-  | 'fixture-special'    // fixture holds a device, fifo or socket
-  | 'egress-mode'        // egress without network.mode isolated
-  | 'secret-ref'         // env refers to an undeclared secret; duplicate secret names
-  | 'quantity'           // memory quantity cannot be parsed / out of range
-  | 'sidecar'            // sidecars without an isolated network, duplicate or reserved names
-  | 'matrix'             // AttemptSet: empty or repeated axis values, bad include/exclude, too many children, clashing names
-  | 'template'           // AttemptSet: a `${{ }}` that names no axis or is not `matrix.<axis>`
-  | 'git-secret';        // a `fromFile` secret in specs from git (secrets do not live in repositories)
+  | 'yaml-alias-limit' // alias bomb
+  | 'yaml-too-deep' // nesting over the depth cap
+  | 'yaml-tag' // custom/unknown tags, merge keys
+  | 'not-a-mapping' // document is not a mapping
+  | 'schema' // JSON Schema violation (type, enum, required, additionalProperties, pattern, bounds)
+  | 'duplicate-name' // metadata.name used twice in the specs folder
+  | 'path-escape' // fixture / fromFile / results resolves outside its root; a spec file links out of the folder
+  | 'results-overlap' // two attempts' results folders are one, or one lies inside the other
+  | 'missing-file' // fixture / fromFile does not exist
+  | 'fixture-link' // fixture holds a link pointing outside itself
+  | 'fixture-special' // fixture holds a device, fifo or socket
+  | 'egress-mode' // egress without network.mode isolated
+  | 'secret-ref' // env refers to an undeclared secret; duplicate secret names
+  | 'quantity' // memory quantity cannot be parsed / out of range
+  | 'sidecar' // sidecars without an isolated network, duplicate or reserved names
+  | 'matrix' // AttemptSet: empty or repeated axis values, bad include/exclude, too many children, clashing names
+  | 'template' // AttemptSet: a `${{ }}` that names no axis or is not `matrix.<axis>`
+  | 'git-secret'; // a `fromFile` secret in specs from git (secrets do not live in repositories)
 
 /** Errors are data; the CLI formats them at the edge. */
 export interface SpecError extends SourcePos {

@@ -3,9 +3,7 @@
  * byte that is not valid UTF-8 (so `encoding` errors point somewhere useful).
  */
 
-export type Utf8Result =
-  | { ok: true; text: string }
-  | { ok: false; offset: number; line: number; col: number };
+export type Utf8Result = { ok: true; text: string } | { ok: false; offset: number; line: number; col: number };
 
 const strictDecoder = new TextDecoder('utf-8', { fatal: true });
 const lenientDecoder = new TextDecoder('utf-8', { fatal: false });

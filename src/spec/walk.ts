@@ -44,13 +44,7 @@ const SPEC_FILE = /\.ya?ml$/;
 
 /** Editor and tool leftovers: backups, swap files, lock files, vim's write test. */
 export function isIgnoredName(name: string): boolean {
-  return (
-    name.startsWith('.') ||
-    name.endsWith('~') ||
-    (name.startsWith('#') && name.endsWith('#')) ||
-    /\.(swp|swx|swo|tmp)$/.test(name) ||
-    name === '4913'
-  );
+  return name.startsWith('.') || name.endsWith('~') || (name.startsWith('#') && name.endsWith('#')) || /\.(swp|swx|swo|tmp)$/.test(name) || name === '4913';
 }
 
 export function isSpecFileName(name: string): boolean {
@@ -109,7 +103,13 @@ function findSpecFilesSync(root: string): WalkResult {
       entries = readdirSync(absDir, { withFileTypes: true });
     } catch (err) {
       const root = dir.rel === '';
-      problems.push({ abs: absDir, rel: toPosix(dir.rel) || '.', code: 'io', message: root ? `cannot read the specs folder: ${ioReason(err)}` : `cannot read folder: ${ioReason(err)}`, ...(root ? { root } : { folder: true }) });
+      problems.push({
+        abs: absDir,
+        rel: toPosix(dir.rel) || '.',
+        code: 'io',
+        message: root ? `cannot read the specs folder: ${ioReason(err)}` : `cannot read folder: ${ioReason(err)}`,
+        ...(root ? { root } : { folder: true }),
+      });
       continue;
     }
     for (const e of entries) {

@@ -108,9 +108,7 @@ function openedAt(doc: Document.Parsed, offset: number, message: string): number
     Node(_key, node) {
       const r = node.range;
       if (!r || r[0] >= offset || r[2] < offset || r[0] <= best) return;
-      const hit = quote
-        ? isScalar(node) && (node.type === 'QUOTE_DOUBLE' || node.type === 'QUOTE_SINGLE')
-        : isCollection(node) && node.flow === true;
+      const hit = quote ? isScalar(node) && (node.type === 'QUOTE_DOUBLE' || node.type === 'QUOTE_SINGLE') : isCollection(node) && node.flow === true;
       if (hit) best = r[0];
     },
   });

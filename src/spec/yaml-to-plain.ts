@@ -14,9 +14,7 @@ import type { SpecErrorCode } from './types';
 /** Upper bound on nodes that aliases may expand to in one document (beyond the text itself). */
 export const MAX_ALIAS_EXPANSION_NODES = 10_000;
 
-const CORE_TAGS = new Set(
-  ['str', 'int', 'float', 'bool', 'null', 'map', 'seq'].map((t) => `tag:yaml.org,2002:${t}`),
-);
+const CORE_TAGS = new Set(['str', 'int', 'float', 'bool', 'null', 'map', 'seq'].map((t) => `tag:yaml.org,2002:${t}`));
 
 export interface PlainIssue {
   offset: number;

@@ -29,7 +29,6 @@ export function parseTempName(name: string): { target: string; pid: number } | u
   return m ? { target: m[1] as string, pid: Number(m[2]) } : undefined;
 }
 
-
 /**
  * Removes the temp files that interrupted `writeFileAtomic`s left in `dir`: those whose writer
  * is gone, and any older than `maxAgeMs` (a write takes milliseconds; an old one's pid may

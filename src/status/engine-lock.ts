@@ -196,7 +196,9 @@ async function takeOver(engine: Engine, volume: string, info: EngineLockInfo, st
     guard = taker;
   }
   if (claim === undefined) {
-    throw new Error(`instance "${info.instance}": too many abandoned takeover claims of the engine lock; remove the volumes named berth.lock-takeover.${info.instance}.*`);
+    throw new Error(
+      `instance "${info.instance}": too many abandoned takeover claims of the engine lock; remove the volumes named berth.lock-takeover.${info.instance}.*`,
+    );
   }
   let outcome: 'won' | 'retry' | EngineLockInfo;
   try {
@@ -212,7 +214,14 @@ async function takeOver(engine: Engine, volume: string, info: EngineLockInfo, st
   return outcome;
 }
 
-async function won(engine: Engine, volume: string, info: EngineLockInfo, stale: EngineLockInfo | undefined, self: Self, options: EngineLockOptions): Promise<EngineLock> {
+async function won(
+  engine: Engine,
+  volume: string,
+  info: EngineLockInfo,
+  stale: EngineLockInfo | undefined,
+  self: Self,
+  options: EngineLockOptions,
+): Promise<EngineLock> {
   // Housekeeping, not part of taking the lock: it runs while the holder starts its work, and the
   // release waits for it. A claim it could not remove stays for the next holder to sweep.
   const swept = sweepDeadClaims(engine, info, self).catch((err: unknown) => {

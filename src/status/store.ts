@@ -167,7 +167,9 @@ export class StatusStore {
     const key = `${d.file}\0${d.problem}`;
     if (this.warned.has(key)) return;
     this.warned.add(key);
-    this.opts.warn?.(`${d.file}: damaged status record (${d.problem}); attempt ${d.name} is read as if it had no record, and reconcile rebuilds it from the engine`);
+    this.opts.warn?.(
+      `${d.file}: damaged status record (${d.problem}); attempt ${d.name} is read as if it had no record, and reconcile rebuilds it from the engine`,
+    );
   }
 
   /** The damaged records of the last load (and those set aside since, until their attempt's record is written again). */
@@ -215,7 +217,9 @@ export class StatusStore {
         d.keptAt = await this.setAside(d.name);
         this.opts.warn?.(`${d.file}: damaged status record (${d.problem}) set aside as ${d.keptAt}`);
       } catch (err) {
-        this.opts.warn?.(`${d.file}: damaged status record (${d.problem}) could not be set aside (${(err as NodeJS.ErrnoException).code ?? String(err)}); it will be replaced`);
+        this.opts.warn?.(
+          `${d.file}: damaged status record (${d.problem}) could not be set aside (${(err as NodeJS.ErrnoException).code ?? String(err)}); it will be replaced`,
+        );
       }
     }
   }
@@ -224,7 +228,15 @@ export class StatusStore {
     await fs.mkdir(this.damagedDir, { recursive: true });
     const stamp = new Date(this.now()).toISOString().replace(/:/g, '-');
     let kept = path.join(this.damagedDir, `${name}.json.${stamp}`);
-    for (let i = 1; await fs.lstat(kept).then(() => true, () => false); i++) kept = path.join(this.damagedDir, `${name}.json.${stamp}.${i}`);
+    for (
+      let i = 1;
+      await fs.lstat(kept).then(
+        () => true,
+        () => false,
+      );
+      i++
+    )
+      kept = path.join(this.damagedDir, `${name}.json.${stamp}.${i}`);
     await fs.rename(this.file(name), kept);
     await syncDir(this.damagedDir);
     await syncDir(this.dir);
@@ -235,9 +247,15 @@ export class StatusStore {
     await this.recover();
     const map = await this.loadAll();
     const d = this.damagedNow.get(rec.name);
-    const rebuilt = d && !map.has(rec.name)
-      ? { warnings: [...(rec.warnings ?? []), `${new Date(this.now()).toISOString()}: status record rebuilt from the engine: the earlier one was damaged (${d.problem})${d.keptAt ? ` and is kept at ${d.keptAt}` : ''}`] }
-      : {};
+    const rebuilt =
+      d && !map.has(rec.name)
+        ? {
+            warnings: [
+              ...(rec.warnings ?? []),
+              `${new Date(this.now()).toISOString()}: status record rebuilt from the engine: the earlier one was damaged (${d.problem})${d.keptAt ? ` and is kept at ${d.keptAt}` : ''}`,
+            ],
+          }
+        : {};
     const next = { ...rec, ...rebuilt, updatedAt: new Date(this.now()).toISOString() };
     await fs.mkdir(this.dir, { recursive: true });
     await writeFileAtomic(this.file(rec.name), JSON.stringify(next, null, 2) + '\n');

@@ -34,20 +34,32 @@ export function recordProblem(v: unknown, name: string, instance: string): strin
   for (const k of OPTIONAL_TIMES) if (v[k] !== undefined && !isTime(v[k])) return `field ${k} is not a time`;
   for (const k of OPTIONAL_STRINGS) if (v[k] !== undefined && typeof v[k] !== 'string') return `field ${k} is not a string`;
   if (v.exitCode !== undefined && (typeof v.exitCode !== 'number' || !Number.isInteger(v.exitCode))) return 'field exitCode is not a whole number';
-  if (v.intent !== undefined && !(isObj(v.intent) && isCount(v.intent.run) && typeof v.intent.specHash === 'string')) return 'field intent is not a provisioning intent';
-  if (v.rerunRequested !== undefined && !(isObj(v.rerunRequested) && isTime(v.rerunRequested.at) && isCount(v.rerunRequested.run))) return 'field rerunRequested is not a rerun request';
-  if (v.deleted !== undefined && !(isObj(v.deleted) && isTime(v.deleted.at) && typeof v.deleted.specHash === 'string')) return 'field deleted is not a deletion mark';
-  if (v.ended !== undefined && !(isObj(v.ended) && isCount(v.ended.run) && typeof v.ended.phase === 'string' && PHASE_SET.has(v.ended.phase) && typeof v.ended.reason === 'string')) {
+  if (v.intent !== undefined && !(isObj(v.intent) && isCount(v.intent.run) && typeof v.intent.specHash === 'string'))
+    return 'field intent is not a provisioning intent';
+  if (v.rerunRequested !== undefined && !(isObj(v.rerunRequested) && isTime(v.rerunRequested.at) && isCount(v.rerunRequested.run)))
+    return 'field rerunRequested is not a rerun request';
+  if (v.deleted !== undefined && !(isObj(v.deleted) && isTime(v.deleted.at) && typeof v.deleted.specHash === 'string'))
+    return 'field deleted is not a deletion mark';
+  if (
+    v.ended !== undefined &&
+    !(isObj(v.ended) && isCount(v.ended.run) && typeof v.ended.phase === 'string' && PHASE_SET.has(v.ended.phase) && typeof v.ended.reason === 'string')
+  ) {
     return 'field ended is not a run outcome';
   }
-  if (v.warnings !== undefined && !(Array.isArray(v.warnings) && v.warnings.every((w) => typeof w === 'string'))) return 'field warnings is not a list of strings';
+  if (v.warnings !== undefined && !(Array.isArray(v.warnings) && v.warnings.every((w) => typeof w === 'string')))
+    return 'field warnings is not a list of strings';
   const att = v.lastAttestation;
-  if (att !== undefined && !(isObj(att) && isTime(att.at) && (att.depth === 'list' || att.depth === 'inspect') && Array.isArray(att.checks) && att.checks.every(isObj))) {
+  if (
+    att !== undefined &&
+    !(isObj(att) && isTime(att.at) && (att.depth === 'list' || att.depth === 'inspect') && Array.isArray(att.checks) && att.checks.every(isObj))
+  ) {
     return 'field lastAttestation is not an attestation';
   }
   const le = v.lastError;
-  if (le !== undefined && !(isObj(le) && isTime(le.at) && typeof le.message === 'string' && isCount(le.failures) && isTime(le.nextRetryAt))) return 'field lastError is not an error record';
+  if (le !== undefined && !(isObj(le) && isTime(le.at) && typeof le.message === 'string' && isCount(le.failures) && isTime(le.nextRetryAt)))
+    return 'field lastError is not an error record';
   if (!Array.isArray(v.history)) return 'field history is missing or not a list';
-  if (!v.history.every((h) => isObj(h) && isCount(h.run) && typeof h.phase === 'string' && PHASE_SET.has(h.phase))) return 'field history holds an entry that is not a run record';
+  if (!v.history.every((h) => isObj(h) && isCount(h.run) && typeof h.phase === 'string' && PHASE_SET.has(h.phase)))
+    return 'field history holds an entry that is not a run record';
   return undefined;
 }

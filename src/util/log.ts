@@ -31,7 +31,10 @@ const LEVELS: Readonly<Record<string, number>> = { error: 0, warn: 1, info: 2, h
  */
 export function createLogger(opts: LoggerOptions = {}): Logger {
   const level = opts.level ?? 'info';
-  return lazyLogger(() => makeLogger(opts), () => level);
+  return lazyLogger(
+    () => makeLogger(opts),
+    () => level,
+  );
 }
 
 /** `make` is called once, when the logger is first really used; `level()` is its level until then. */
@@ -39,7 +42,8 @@ function lazyLogger(make: () => Logger, level: () => string): Logger {
   let real: Logger | undefined;
   const target = (): Logger => (real ??= make());
   const levelNow = (): string => (real ? real.level : level());
-  const below = (prop: string | symbol): boolean => typeof prop === 'string' && Object.hasOwn(LEVELS, prop) && (LEVELS[prop] as number) > (LEVELS[levelNow()] ?? Infinity);
+  const below = (prop: string | symbol): boolean =>
+    typeof prop === 'string' && Object.hasOwn(LEVELS, prop) && (LEVELS[prop] as number) > (LEVELS[levelNow()] ?? Infinity);
   const proxy: Logger = new Proxy({} as Logger, {
     get(_t, prop) {
       if (!real) {

@@ -37,7 +37,13 @@ function isErr(err: unknown, ...codes: string[]): boolean {
 /** Why opening `at` (shown as `shown`) failed, in words: a link is named as one. */
 async function refusal(at: string, shown: string, err: unknown): Promise<Error> {
   // O_NOFOLLOW on a link gives ELOOP, or ENOTDIR with O_DIRECTORY: ask which it is.
-  const link = isErr(err, 'ELOOP') || (isErr(err, 'ENOTDIR') && (await fsp.lstat(at).then((st) => st.isSymbolicLink(), () => false)));
+  const link =
+    isErr(err, 'ELOOP') ||
+    (isErr(err, 'ENOTDIR') &&
+      (await fsp.lstat(at).then(
+        (st) => st.isSymbolicLink(),
+        () => false,
+      )));
   if (link) return new UnsafePathError(`${shown} is a symbolic link; berth never follows one there`);
   if (isErr(err, 'ENOTDIR')) return new UnsafePathError(`${shown} is not a folder`);
   return err instanceof Error ? err : new Error(String(err));

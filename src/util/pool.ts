@@ -12,11 +12,7 @@ function checkLimit(what: string, n: number, allowInfinity: boolean): void {
 }
 
 /** Runs `fn` over `items`, at most `limit` at once; result `i` belongs to `items[i]`. */
-export async function runBounded<T, R>(
-  items: readonly T[],
-  limit: number,
-  fn: (item: T, index: number) => Promise<R>,
-): Promise<PromiseSettledResult<R>[]> {
+export async function runBounded<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<PromiseSettledResult<R>[]> {
   checkLimit('runBounded limit', limit, true);
   const results = new Array<PromiseSettledResult<R>>(items.length);
   let next = 0;

@@ -231,7 +231,10 @@ export function engineContract(title: string, harness: () => ContractHarness): v
       const vol = h.name('inuse');
       await h.engine.volumes.create({ name: vol, labels: h.labels });
       const spec = containerSpec(h, h.name('user'), ['true']);
-      const id = await h.engine.containers.create({ ...spec, host: { ...spec.host, mounts: [{ type: 'volume', source: vol, target: '/data', readOnly: false }] } });
+      const id = await h.engine.containers.create({
+        ...spec,
+        host: { ...spec.host, mounts: [{ type: 'volume', source: vol, target: '/data', readOnly: false }] },
+      });
       expect(classify(await rejection(h.engine.volumes.remove(vol)))).to.equal('conflict');
       const c = await h.engine.containers.inspect(id);
       expect(c.mounts.map((m) => [m.type, m.name, m.destination, m.rw])).to.deep.equal([['volume', vol, '/data', true]]);

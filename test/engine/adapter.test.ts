@@ -58,8 +58,30 @@ describe('engine adapter (real engine)', function () {
 
     // a second create with the same name is a conflict, classified by status code
     const dup = await engine.containers
-      .create({ name: `${tag}-c`, image: TEST_IMAGE, cmd: null, env: [], workingDir: '/', labels, host: { networkMode: 'none', binds: [], mounts: [], capDrop: [], capAdd: [], securityOpt: [], privileged: false, init: false, pidsLimit: 10, readonlyRootfs: false } })
-      .then(() => undefined, (e: unknown) => e);
+      .create({
+        name: `${tag}-c`,
+        image: TEST_IMAGE,
+        cmd: null,
+        env: [],
+        workingDir: '/',
+        labels,
+        host: {
+          networkMode: 'none',
+          binds: [],
+          mounts: [],
+          capDrop: [],
+          capAdd: [],
+          securityOpt: [],
+          privileged: false,
+          init: false,
+          pidsLimit: 10,
+          readonlyRootfs: false,
+        },
+      })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(classify(dup)).to.equal('conflict');
 
     await engine.containers.stop(id, 1);
@@ -79,7 +101,10 @@ describe('engine adapter (real engine)', function () {
     expect(await engine.containers.list(filter)).to.have.length(0);
     expect(await engine.networks.list(filter)).to.have.length(0);
     expect(await engine.volumes.list(filter)).to.have.length(0);
-    const gone = await engine.containers.inspect(id).then(() => undefined, (e: unknown) => e);
+    const gone = await engine.containers.inspect(id).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(isNotFound(gone)).to.equal(true);
   });
 
@@ -89,8 +114,13 @@ describe('engine adapter (real engine)', function () {
     await ro.containers.list(filter);
     await ro.networks.list(filter);
     await ro.ping();
-    expect(await ro.boot?.()).to.have.property('id').that.is.a('string');
-    const err = await ro.volumes.create({ name: `${tag}-never`, labels }).then(() => undefined, (e: unknown) => e);
+    expect(await ro.boot?.())
+      .to.have.property('id')
+      .that.is.a('string');
+    const err = await ro.volumes.create({ name: `${tag}-never`, labels }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect((err as Error).message).to.match(/read-only/);
     expect(counter.snapshot()).to.deep.equal({ 'containers.list': 1, 'engine.boot': 1, 'engine.ping': 1, 'networks.list': 1 });
     expect(counter.mutating).to.equal(0);

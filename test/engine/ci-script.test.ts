@@ -49,7 +49,9 @@ describe('CI script (real engine)', function () {
     const artifacts = path.join(sb.dir, 'artifacts');
     const r = await ci(sb, artifacts);
     expect(r.code, r.stderr).to.equal(0);
-    const report = JSON.parse(await fs.readFile(path.join(artifacts, 'attempts.json'), 'utf8')) as { items: { metadata: { name: string }; status: { phase: string } }[] };
+    const report = JSON.parse(await fs.readFile(path.join(artifacts, 'attempts.json'), 'utf8')) as {
+      items: { metadata: { name: string }; status: { phase: string } }[];
+    };
     expect(report.items.map((i) => [i.metadata.name, i.status.phase])).to.deep.equal([['a', 'Succeeded']]);
     expect(await fs.readFile(path.join(sb.resultsRoot, 'a', 'run-1', 'results', 'out.txt'), 'utf8')).to.equal('ok\n');
     expect(await fs.readFile(path.join(artifacts, 'events.txt'), 'utf8')).to.match(/Finished\s+attempt\/a/);

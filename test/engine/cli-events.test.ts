@@ -24,7 +24,10 @@ describe('cli events (real engine)', function () {
     const lines = t.stdout.trimEnd().split('\n');
     expect(lines[0]).to.match(/^LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE$/);
     const j = await sb.cli('events', 'a', '-o', 'json');
-    const events = j.stdout.trimEnd().split('\n').map((l) => JSON.parse(l) as { at: string; reason: string; message: string });
+    const events = j.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { at: string; reason: string; message: string });
     expect(events.map((e) => e.reason).filter((r) => r !== 'Attested')).to.deep.equal(['Created', 'Started', 'Died', 'Retried', 'Died']);
     const st = await sb.status('a');
     expect(events.find((e) => e.reason === 'Retried')?.at).to.equal(st?.startedAt);

@@ -29,7 +29,10 @@ describe('cli get -w (real engine)', function () {
     await waitFor('the first listing', async () => io.stdout.includes('NotReconciled'), { timeoutMs: 10_000 });
     const r = await sb.cli('reconcile', '--once', '--wait');
     expect(r.code, r.stderr).to.equal(0);
-    await waitFor('the Succeeded row', async () => /a\s+Succeeded\s+Completed\s+0\s+1/.test(io.stdout), { dirs: [path.join(sb.stateDir, sb.instance, 'attempts')], timeoutMs: 20_000 });
+    await waitFor('the Succeeded row', async () => /a\s+Succeeded\s+Completed\s+0\s+1/.test(io.stdout), {
+      dirs: [path.join(sb.stateDir, sb.instance, 'attempts')],
+      timeoutMs: 20_000,
+    });
     stop.abort();
     expect(await watching).to.equal(0);
     const lines = io.stdout.trimEnd().split('\n');

@@ -21,7 +21,10 @@ describe('cli rerun and delete (real engine)', function () {
   const ours = async (attempt: string) => (await sb.engine.containers.list([`${LABELS.instance}=${sb.instance}`, `${LABELS.attempt}=${attempt}`])).length;
 
   it('rerun: a finished attempt gets run 2 in its own folder, run 1 kept; a running one is refused', async function () {
-    await sb.write('a.yaml', [sb.attempt('a', 'echo $RANDOM > /results/out.txt').replace('name: a', 'name: a\n  labels: {suite: s}'), sb.attempt('b', 'true')].join('---\n'));
+    await sb.write(
+      'a.yaml',
+      [sb.attempt('a', 'echo $RANDOM > /results/out.txt').replace('name: a', 'name: a\n  labels: {suite: s}'), sb.attempt('b', 'true')].join('---\n'),
+    );
     const first = await sb.cli('reconcile', '--once', '--wait');
     expect(first.code, first.stderr).to.equal(0);
     const r = await sb.cli('rerun', '-l', 'suite=s');

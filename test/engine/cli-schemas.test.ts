@@ -88,12 +88,18 @@ describe('CLI JSON outputs match their schemas (real engine)', function () {
     expect(schema('summary-output.schema.json')({ ...(summary as object), schemaVersion: 2 })).to.equal(false);
 
     const events = await sb.cli('events', '-o', 'json');
-    const lines = events.stdout.trim().split('\n').map((l) => JSON.parse(l) as { reason: string });
+    const lines = events.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { reason: string });
     expect(lines.length).to.be.greaterThan(4);
     for (const e of lines) check('events-output.schema.json', e, 'events line');
     expect(schema('events-output.schema.json')({ ...lines[0], type: 'Info' })).to.equal(false);
 
-    for (const args of [['get', '--sets', '-o', 'json'], ['get', '--sets', 'grid', '-o', 'json']]) {
+    for (const args of [
+      ['get', '--sets', '-o', 'json'],
+      ['get', '--sets', 'grid', '-o', 'json'],
+    ]) {
       check('get-sets-output.schema.json', await json(...args), args.join(' '));
     }
     const one = (await json('get', '--sets', 'grid', '-o', 'json')) as { status: { phases: Record<string, number> } };

@@ -33,7 +33,9 @@ describe('cli usage', function () {
       const h = await berth(n, '--help');
       expect(h.stdout, n).to.match(/Examples:\n {2}\S*.*berth/);
     }
-    expect((await berth('reconcile', '--help')).stdout).to.match(/--max-running <n>\s+attempts running at once \(default: 2 × CPUs,\s+at\s+least 2: \d+ here\)/);
+    expect((await berth('reconcile', '--help')).stdout).to.match(
+      /--max-running <n>\s+attempts running at once \(default: 2 × CPUs,\s+at\s+least 2: \d+ here\)/,
+    );
   });
 
   it('completion bash: valid bash that completes commands and flags; zsh and fish scripts name every command', async function () {
@@ -42,7 +44,14 @@ describe('cli usage', function () {
     try {
       const file = path.join(dir, 'berth.bash');
       await fs.writeFile(file, bash);
-      const out = execFileSync('bash', ['-c', `source ${file}; COMP_WORDS=(berth wa); COMP_CWORD=1; _berth; echo "\${COMPREPLY[@]}"; COMP_WORDS=(berth get --no-h); COMP_CWORD=2; _berth; echo "\${COMPREPLY[@]}"`], { encoding: 'utf8' });
+      const out = execFileSync(
+        'bash',
+        [
+          '-c',
+          `source ${file}; COMP_WORDS=(berth wa); COMP_CWORD=1; _berth; echo "\${COMPREPLY[@]}"; COMP_WORDS=(berth get --no-h); COMP_CWORD=2; _berth; echo "\${COMPREPLY[@]}"`,
+        ],
+        { encoding: 'utf8' },
+      );
       expect(out).to.equal('wait\n--no-headers\n');
     } finally {
       await fs.rm(dir, { recursive: true, force: true });
@@ -86,7 +95,10 @@ describe('cli usage', function () {
       await sb.write('slow.yaml', sb.attempt('slow', 'sleep 30'));
       const r = await sb.cli('reconcile', '--once', '--wait', '--timeout', '1', '--log-format', 'json');
       expect(r.code).to.equal(1);
-      const lines = r.stderr.trimEnd().split('\n').map((l) => JSON.parse(l) as { level: string; message: string; progress?: boolean });
+      const lines = r.stderr
+        .trimEnd()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { level: string; message: string; progress?: boolean });
       expect(lines.some((l) => l.progress && /^\[\d+s\] /.test(l.message))).to.equal(true);
       expect(lines.at(-1)).to.deep.include({ level: 'error', message: '--timeout 1s passed with 1 attempt unfinished' });
       const usage = await sb.cli('get', '-l', 'a in (', '--log-format', 'json');

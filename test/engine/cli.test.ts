@@ -23,7 +23,9 @@ describe('cli (real engine)', function () {
     await sb.write(
       'suite.yaml',
       [
-        sb.attempt('fx', 'cp -r . /results/ws; ls -la /results/ws > /results/ls.txt; ./deep/er/x.sh', '  fixture: ./fixtures/t\n').replace('name: fx', 'name: fx\n  labels: {suite: demo}'),
+        sb
+          .attempt('fx', 'cp -r . /results/ws; ls -la /results/ws > /results/ls.txt; ./deep/er/x.sh', '  fixture: ./fixtures/t\n')
+          .replace('name: fx', 'name: fx\n  labels: {suite: demo}'),
         sb.attempt('other', 'true'),
       ].join('---\n'),
     );
@@ -52,7 +54,12 @@ describe('cli (real engine)', function () {
     expect(list.items.map((i) => [i.metadata.name, i.status.phase])).to.deep.equal([['fx', 'Succeeded']]);
     const one = parse((await sb.cli('get', 'other', '-o', 'yaml')).stdout) as Record<string, unknown> & { status: Record<string, unknown> };
     expect(Object.keys(one)).to.deep.equal(['apiVersion', 'kind', 'metadata', 'spec', 'status']);
-    expect([one.kind, one.metadata, one.spec, one.status.exitCode]).to.deep.equal(['Attempt', { name: 'other', labels: {} }, { image: 'berth/busybox:local', command: ['sh', '-c', 'true'] }, 0]);
+    expect([one.kind, one.metadata, one.spec, one.status.exitCode]).to.deep.equal([
+      'Attempt',
+      { name: 'other', labels: {} },
+      { image: 'berth/busybox:local', command: ['sh', '-c', 'true'] },
+      0,
+    ]);
     // nothing is said twice: the name lives in metadata only, phase and the rest in status only
     expect(one.status).to.not.have.any.keys('name', 'labels', 'apiVersion', 'kind', 'metadata');
     const wide = await sb.cli('get', '-o', 'wide');
@@ -66,12 +73,18 @@ describe('cli (real engine)', function () {
   it('get -o json matches schemas/get-output.schema.json, for a list and for one item', async function () {
     const ajv = new Ajv2020({ allErrors: true, strict: true });
     const validate = ajv.compile(JSON.parse(await fs.readFile(path.join(__dirname, '..', '..', 'schemas', 'get-output.schema.json'), 'utf8')) as object);
-    for (const args of [['get', '-o', 'json'], ['get', 'fx', '-o', 'json'], ['get', 'fx', 'other', '-o', 'json']]) {
+    for (const args of [
+      ['get', '-o', 'json'],
+      ['get', 'fx', '-o', 'json'],
+      ['get', 'fx', 'other', '-o', 'json'],
+    ]) {
       const out = JSON.parse((await sb.cli(...args)).stdout) as unknown;
       expect(validate(out), `${args.join(' ')}: ${ajv.errorsText(validate.errors)}`).to.equal(true);
     }
     // and the schema is not a pass-everything: a repeated field is refused
-    expect(validate({ apiVersion: 'berth.dev/v1', kind: 'Attempt', metadata: { name: 'x', labels: {} }, status: { phase: 'Pending', name: 'x' } })).to.equal(false);
+    expect(validate({ apiVersion: 'berth.dev/v1', kind: 'Attempt', metadata: { name: 'x', labels: {} }, status: { phase: 'Pending', name: 'x' } })).to.equal(
+      false,
+    );
   });
 
   it('get: kubernetes selectors, never an empty answer for one that cannot be parsed', async function () {
@@ -99,7 +112,12 @@ describe('cli (real engine)', function () {
   it('get: several names, -o name, --no-headers; a missing name is an error beside what was found', async function () {
     const two = await sb.cli('get', 'other', 'fx', '--no-headers');
     expect(two.code).to.equal(0);
-    expect(two.stdout.split('\n').filter(Boolean).map((l) => l.split(/\s+/)[0])).to.deep.equal(['fx', 'other']);
+    expect(
+      two.stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => l.split(/\s+/)[0]),
+    ).to.deep.equal(['fx', 'other']);
     const some = await sb.cli('get', 'fx', 'nope', '-o', 'name');
     expect([some.code, some.stdout, some.stderr]).to.deep.equal([1, 'attempt/fx\n', 'berth: attempt "nope" not found\n']);
     const both = JSON.parse((await sb.cli('get', 'fx', 'other', '-o', 'json')).stdout) as { kind: string; items: unknown[] };
@@ -111,7 +129,13 @@ describe('cli (real engine)', function () {
   it('describe shows spec, status, attestation and resources', async function () {
     const d = await sb.cli('describe', 'fx');
     expect(d.code).to.equal(0);
-    for (const want of [/Name:\s+fx/, /Phase:\s+Succeeded/, /Attestation \(inspect, .*\): OK/, /ok\s+networks\s+attached to none only/, /container\s+berth_.*_fx\s+exited/]) {
+    for (const want of [
+      /Name:\s+fx/,
+      /Phase:\s+Succeeded/,
+      /Attestation \(inspect, .*\): OK/,
+      /ok\s+networks\s+attached to none only/,
+      /container\s+berth_.*_fx\s+exited/,
+    ]) {
       expect(d.stdout).to.match(want);
     }
   });

@@ -107,10 +107,13 @@ describe('controller (real engine, real files)', function () {
       await sb.write('a.yaml', sb.attempt('a', 'sleep 300'));
       const first = await runningContainer(sb, 'a');
       const url = await waitFor('metrics served', async () => /metrics and health on (http:\S+) /.exec(logText)?.[1], { timeoutMs: 5_000 });
-      const passes = async () => Number(/^controller_runtime_reconcile_total\{[^}]*result="success"[^}]*\} (\d+)/m.exec((await get(`${url}/metrics`)).body)?.[1] ?? 0);
+      const passes = async () =>
+        Number(/^controller_runtime_reconcile_total\{[^}]*result="success"[^}]*\} (\d+)/m.exec((await get(`${url}/metrics`)).body)?.[1] ?? 0);
       const moved = `${sb.specsDir}.moved`;
       await fs.rename(sb.specsDir, moved);
-      await waitFor('the missing folder reported', async () => /cannot read the specs folder: .*the last specs read stay in force/.test(logText), { timeoutMs: 10_000 });
+      await waitFor('the missing folder reported', async () => /cannot read the specs folder: .*the last specs read stay in force/.test(logText), {
+        timeoutMs: 10_000,
+      });
       // Resyncs go on (each loads again and plans from the last good specs): wait for two more.
       const n0 = await passes();
       await waitFor('two more full passes', async () => (await passes()) >= n0 + 2, { timeoutMs: 10_000 });
@@ -145,10 +148,14 @@ describe('controller (real engine, real files)', function () {
       await fh.write(full.slice(full.indexOf('command')));
       await fh.close();
       await runningContainer(sb, 'b');
-      const st = await waitFor('c Running', async () => {
-        const s = await sb.status('c');
-        return s?.phase === 'Running' ? s : undefined;
-      }, { dirs: [path.join(sb.stateDir, sb.instance, 'attempts')] });
+      const st = await waitFor(
+        'c Running',
+        async () => {
+          const s = await sb.status('c');
+          return s?.phase === 'Running' ? s : undefined;
+        },
+        { dirs: [path.join(sb.stateDir, sb.instance, 'attempts')] },
+      );
       expect(st.deadlineAt).to.be.a('string');
       const inspect = await docker.getContainer(st.containerId ?? '').inspect();
       expect(inspect.Config.Cmd).to.deep.equal(['sh', '-c', 'sleep 300']);
@@ -168,10 +175,14 @@ describe('controller (real engine, real files)', function () {
       const c = await runningContainer(sb, 'k');
       const t0 = Date.now();
       await docker.getContainer(c.Id).kill();
-      const st = await waitFor('k Failed', async () => {
-        const s = await sb.status('k');
-        return s?.phase === 'Failed' ? s : undefined;
-      }, { dirs: [path.join(sb.stateDir, sb.instance, 'attempts')] });
+      const st = await waitFor(
+        'k Failed',
+        async () => {
+          const s = await sb.status('k');
+          return s?.phase === 'Failed' ? s : undefined;
+        },
+        { dirs: [path.join(sb.stateDir, sb.instance, 'attempts')] },
+      );
       expect(Date.now() - t0).to.be.lessThan(3_000);
       expect([st.reason, st.exitCode]).to.deep.equal(['Error', 137]);
     } finally {
@@ -227,11 +238,10 @@ describe('controller (real engine, real files)', function () {
       await waitFor('controller ready', async () => (await fs.readdir(sb.stateDir).catch(() => [])).some((f) => f.endsWith('.lock')), { dirs: [sb.stateDir] });
       // Long enough that two runs overlap even on a loaded machine (the peak must reach the cap, not only stay under it).
       for (const n of names) await sb.write(`${n}.yaml`, sb.attempt(n, 'sleep 1.5'));
-      await waitFor(
-        'all 6 Succeeded',
-        async () => (await Promise.all(names.map((n) => sb.status(n)))).every((s) => s?.phase === 'Succeeded'),
-        { dirs: [path.join(sb.stateDir, sb.instance, 'attempts')], timeoutMs: 40_000 },
-      );
+      await waitFor('all 6 Succeeded', async () => (await Promise.all(names.map((n) => sb.status(n)))).every((s) => s?.phase === 'Succeeded'), {
+        dirs: [path.join(sb.stateDir, sb.instance, 'attempts')],
+        timeoutMs: 40_000,
+      });
     } finally {
       expect(await ctl.stop()).to.equal(0);
     }
@@ -248,7 +258,10 @@ describe('controller (real engine, real files)', function () {
   it('finishes an isolated attempt with a sidecar promptly: the die event comes before the lists show the exit', async function () {
     const ctl = startController(sb, { resync: 600 });
     try {
-      await sb.write('iso.yaml', sb.attempt('iso', 'sleep 0.5', '  network: {mode: isolated}\n  sidecars:\n    - {name: aux, image: berth/busybox:local, command: [sleep, "600"]}\n'));
+      await sb.write(
+        'iso.yaml',
+        sb.attempt('iso', 'sleep 0.5', '  network: {mode: isolated}\n  sidecars:\n    - {name: aux, image: berth/busybox:local, command: [sleep, "600"]}\n'),
+      );
       const st = await waitFor(
         'iso Succeeded',
         async () => {
@@ -304,10 +317,14 @@ describe('controller (real engine, real files)', function () {
     try {
       await waitFor('4 running', async () => (await containers(sb)).filter((c) => c.State === 'running').length >= 4 || undefined, { instance: sb.instance });
       // Let every action and event of the admissions settle: the 5th must stay unstarted.
-      await waitFor('2 waiting for a slot', async () => {
-        const recs = await Promise.all(names.map((n) => sb.status(n)));
-        return recs.filter((r) => r?.phase === 'Pending' && r.reason === 'WaitingForSlot').length === 2 || undefined;
-      }, { dirs: [path.join(sb.stateDir, sb.instance, 'attempts')] });
+      await waitFor(
+        '2 waiting for a slot',
+        async () => {
+          const recs = await Promise.all(names.map((n) => sb.status(n)));
+          return recs.filter((r) => r?.phase === 'Pending' && r.reason === 'WaitingForSlot').length === 2 || undefined;
+        },
+        { dirs: [path.join(sb.stateDir, sb.instance, 'attempts')] },
+      );
     } finally {
       expect(await ctl.stop()).to.equal(0);
     }
@@ -346,7 +363,8 @@ describe('controller (real engine, real files)', function () {
       expect(after).to.match(/^berth_engine_event_stream_reconnects_total 0$/m);
       expect(after).to.match(/^berth_engine_up 1$/m);
       // every sample line parses as `name{labels} value` (values as Go's ParseFloat reads them: prom-client writes NaN as "Nan")
-      for (const line of after.split('\n').filter((l) => l && !l.startsWith('#'))) expect(line).to.match(/^[a-zA-Z_:][\w:]*(\{[^}]*\})? ([-+\d.eE]+|[Nn]a[Nn]|[-+]?Inf)$/);
+      for (const line of after.split('\n').filter((l) => l && !l.startsWith('#')))
+        expect(line).to.match(/^[a-zA-Z_:][\w:]*(\{[^}]*\})? ([-+\d.eE]+|[Nn]a[Nn]|[-+]?Inf)$/);
     } finally {
       await ctl.stop();
     }
@@ -372,7 +390,9 @@ describe('controller (real engine, real files)', function () {
       await sb.write('live.yaml', sb.attempt('live', 'true'));
       await waitFor('live finished', async () => (await sb.status('live'))?.phase === 'Succeeded', { dirs: [path.join(sb.stateDir, sb.instance, 'attempts')] });
       // The page is made from the controller's copy of the record, written just after the file.
-      await waitFor('the page shows live Succeeded', async () => (await data()).attempts[0]?.phase === 'Succeeded', { dirs: [path.join(sb.stateDir, sb.instance, 'attempts')] });
+      await waitFor('the page shows live Succeeded', async () => (await data()).attempts[0]?.phase === 'Succeeded', {
+        dirs: [path.join(sb.stateDir, sb.instance, 'attempts')],
+      });
       const d = await data();
       expect(d).to.include({ mode: 'live', maxRunning: 3 });
       // the live page has no links (the controller serves no run folders); the data never carries them
@@ -406,10 +426,14 @@ describe('controller (real engine, real files)', function () {
     const ctl = startController(sb, { maxRunning: 10 });
     try {
       for (const n of ['s1', 's2', 's3', 's4', 's5', 's6']) await runningContainer(sb, n);
-      await waitFor('all Running', async () => {
-        const all = await sb.store().loadAll();
-        return [...all.values()].filter((s) => s.phase === 'Running').length === 6 || undefined;
-      }, { dirs: [path.join(sb.stateDir, sb.instance, 'attempts')] });
+      await waitFor(
+        'all Running',
+        async () => {
+          const all = await sb.store().loadAll();
+          return [...all.values()].filter((s) => s.phase === 'Running').length === 6 || undefined;
+        },
+        { dirs: [path.join(sb.stateDir, sb.instance, 'attempts')] },
+      );
     } finally {
       await ctl.stop();
     }

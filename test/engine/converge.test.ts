@@ -15,7 +15,10 @@ import { DesiredStates } from '../../src/plan/desired-for';
 const SLEEP = 'sleep 300';
 
 async function containerOf(sb: Sandbox, name: string) {
-  const list = await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${LABELS.instance}=${sb.instance}`, `${LABELS.attempt}=${name}`] }) });
+  const list = await docker.listContainers({
+    all: true,
+    filters: JSON.stringify({ label: [`${LABELS.instance}=${sb.instance}`, `${LABELS.attempt}=${name}`] }),
+  });
   return list;
 }
 
@@ -35,7 +38,10 @@ describe('converge (real engine)', function () {
     await sb.write('a.yaml', sb.attempt('a', SLEEP));
     await sb.write('sub/b.yaml', sb.attempt('b', SLEEP, '  network: {mode: isolated}\n  volumes: [{name: cache, mountPath: /cache}]\n'));
     const first = await sb.pass();
-    expect(first.results.every((r) => r.ok), JSON.stringify(first.results)).to.equal(true);
+    expect(
+      first.results.every((r) => r.ok),
+      JSON.stringify(first.results),
+    ).to.equal(true);
     expect((await sb.status('a'))?.phase).to.equal('Running');
     expect((await sb.status('b'))?.phase).to.equal('Running');
     const b = (await containerOf(sb, 'b'))[0];
@@ -134,7 +140,12 @@ describe('converge (real engine)', function () {
   });
 
   it('blocks on a foreign container holding the name, and never touches it', async function () {
-    const foreign = await docker.createContainer({ name: containerName(sb.instance, 'a'), Image: TEST_IMAGE, Cmd: ['sleep', '300'], Labels: { [TEST_LABEL]: TEST_RUN } });
+    const foreign = await docker.createContainer({
+      name: containerName(sb.instance, 'a'),
+      Image: TEST_IMAGE,
+      Cmd: ['sleep', '300'],
+      Labels: { [TEST_LABEL]: TEST_RUN },
+    });
     const original = await foreign.inspect();
     try {
       await sb.write('a.yaml', sb.attempt('a', SLEEP));
@@ -162,10 +173,17 @@ describe('converge (real engine)', function () {
     await base.commit({
       repo: 'berth-test/labeled',
       tag: TEST_RUN,
-      changes: [`LABEL ${LABELS.managed}=true ${LABELS.instance}=${sb.instance} ${LABELS.attempt}=a ${LABELS.component}=main ${LABELS.specHash}=x ${LABELS.run}=1`],
+      changes: [
+        `LABEL ${LABELS.managed}=true ${LABELS.instance}=${sb.instance} ${LABELS.attempt}=a ${LABELS.component}=main ${LABELS.specHash}=x ${LABELS.run}=1`,
+      ],
     });
     await base.remove({ force: true });
-    const squatter = await docker.createContainer({ name: containerName(sb.instance, 'a'), Image: tag, Cmd: ['sleep', '300'], Labels: { [TEST_LABEL]: TEST_RUN } });
+    const squatter = await docker.createContainer({
+      name: containerName(sb.instance, 'a'),
+      Image: tag,
+      Cmd: ['sleep', '300'],
+      Labels: { [TEST_LABEL]: TEST_RUN },
+    });
     try {
       await squatter.start();
       await sb.write('a.yaml', sb.attempt('a', SLEEP));
@@ -194,8 +212,19 @@ describe('converge (real engine)', function () {
     // ...and a create racing it meets 409 and attests; simulate by running the provision action directly.
     const load = await loadSpecs({ specsDir: sb.specsDir, resultsRoot: sb.resultsRoot });
     const p = plan({
-      instance: sb.instance, now: Date.now(), resultsRoot: sb.resultsRoot, specs: load.specs, protectedNames: new Set(), invalid: new Map(),
-      unreadableFiles: new Set(), unreadableFolders: new Set(), snapshot: snapshot({}), statuses: new Map(), maxRunning: 8, attestIntervalMs: 60_000, desired: new DesiredStates(),
+      instance: sb.instance,
+      now: Date.now(),
+      resultsRoot: sb.resultsRoot,
+      specs: load.specs,
+      protectedNames: new Set(),
+      invalid: new Map(),
+      unreadableFiles: new Set(),
+      unreadableFolders: new Set(),
+      snapshot: snapshot({}),
+      statuses: new Map(),
+      maxRunning: 8,
+      attestIntervalMs: 60_000,
+      desired: new DesiredStates(),
     });
     expect(p.actions[0]?.ops.map((o) => o.type)).to.deep.equal(['begin-run', 'create-container', 'record-copied', 'start', 'attest-start']);
     const cfg = sb.config();

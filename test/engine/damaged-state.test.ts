@@ -23,7 +23,10 @@ async function containersOf(sb: Sandbox, attempt?: string): Promise<Dockerode.Co
 
 async function only(sb: Sandbox, attempt: string): Promise<Dockerode.ContainerInspectInfo> {
   const list = await containersOf(sb, attempt);
-  expect(list.map((c) => c.Names), `containers of ${attempt}`).to.have.length(1);
+  expect(
+    list.map((c) => c.Names),
+    `containers of ${attempt}`,
+  ).to.have.length(1);
   return docker.getContainer(list[0]?.Id ?? '').inspect();
 }
 
@@ -40,7 +43,9 @@ async function labeledSidecarImage(instance: string, attempt: string): Promise<s
     await base.commit({
       repo: 'berth-test/labeled-sc',
       tag: `${TEST_RUN}-${attempt}`,
-      changes: [`LABEL ${LABELS.managed}=true ${LABELS.instance}=${instance} ${LABELS.attempt}=${attempt} ${LABELS.component}=sidecar ${LABELS.sidecar}=tools ${LABELS.run}=1`],
+      changes: [
+        `LABEL ${LABELS.managed}=true ${LABELS.instance}=${instance} ${LABELS.attempt}=${attempt} ${LABELS.component}=sidecar ${LABELS.sidecar}=tools ${LABELS.run}=1`,
+      ],
     });
   } finally {
     await base.remove({ force: true });
@@ -89,16 +94,24 @@ describe('damaged state and ownership (real engine)', function () {
     // Readers work, report, and move nothing.
     const get = await sb.cli('get');
     expect(get.code, get.stderr).to.equal(0);
-    expect(get.stdout).to.match(/run\s+Pending\s+RecordDamaged/).and.to.match(/done\s+Pending\s+RecordDamaged/).and.to.match(/other\s+Running/);
+    expect(get.stdout)
+      .to.match(/run\s+Pending\s+RecordDamaged/)
+      .and.to.match(/done\s+Pending\s+RecordDamaged/)
+      .and.to.match(/other\s+Running/);
     expect(get.stderr).to.contain(`${path.join(attempts, 'run.json')}: damaged status record (not valid JSON (binary content, not text))`);
-    expect(get.stderr).to.contain(`${path.join(attempts, 'done.json')}: damaged status record (not valid JSON (truncated: ends inside the JSON after 90 bytes))`);
+    expect(get.stderr).to.contain(
+      `${path.join(attempts, 'done.json')}: damaged status record (not valid JSON (truncated: ends inside the JSON after 90 bytes))`,
+    );
     const json = JSON.parse((await sb.cli('get', 'run', '-o', 'json')).stdout) as { status: { damagedRecord?: { file: string } } };
     expect(json.status.damagedRecord?.file).to.equal(path.join(attempts, 'run.json'));
     const describe = await sb.cli('describe', 'run');
     expect(describe.code, describe.stderr).to.equal(0);
     expect(describe.stdout).to.match(/Phase:\s+unknown: the status record is damaged/);
     expect(describe.stdout).to.match(/container\s+\S+\s+running/);
-    for (const out of [get, describe]) expect(out.stdout + out.stderr).not.to.contain(MARKER).and.not.to.contain('"instance"');
+    for (const out of [get, describe])
+      expect(out.stdout + out.stderr)
+        .not.to.contain(MARKER)
+        .and.not.to.contain('"instance"');
     expect(await fs.readFile(path.join(attempts, 'run.json'))).to.deep.equal(garbage);
 
     const r = await sb.cli('reconcile', '--once');
@@ -121,7 +134,9 @@ describe('damaged state and ownership (real engine)', function () {
     const run = await sb.status('run');
     expect(run?.phase).to.equal('Running');
     expect(run?.containerId).to.equal(before.run.Id);
-    expect(run?.warnings?.join('\n')).to.match(/status record rebuilt from the engine: the earlier one was damaged \(not valid JSON \(binary content, not text\)\) and is kept at .*damaged\/run\.json\./);
+    expect(run?.warnings?.join('\n')).to.match(
+      /status record rebuilt from the engine: the earlier one was damaged \(not valid JSON \(binary content, not text\)\) and is kept at .*damaged\/run\.json\./,
+    );
     const after = { run: await only(sb, 'run'), done: await only(sb, 'done'), other: await only(sb, 'other') };
     expect(after.run.State.StartedAt).to.equal(before.run.State.StartedAt);
     const done = await sb.status('done');
@@ -143,10 +158,12 @@ describe('damaged state and ownership (real engine)', function () {
     expect(described.stdout).to.match(/WARNING:\s+.*status record rebuilt from the engine/);
     const get2 = await sb.cli('get');
     expect(get2.stderr).to.equal('');
-    expect(get2.stdout).to.match(/run\s+Running/).and.to.match(/done\s+Succeeded/);
+    expect(get2.stdout)
+      .to.match(/run\s+Running/)
+      .and.to.match(/done\s+Succeeded/);
   });
 
-  it('a record that parses but is not this attempt\'s (another name, another instance, another shape) is damaged too', async function () {
+  it("a record that parses but is not this attempt's (another name, another instance, another shape) is damaged too", async function () {
     await sb.write('a.yaml', sb.attempt('a', SLEEP));
     await sb.write('b.yaml', sb.attempt('b', SLEEP));
     await sb.write('c.yaml', sb.attempt('c', SLEEP));
@@ -175,7 +192,7 @@ describe('damaged state and ownership (real engine)', function () {
     expect((await fs.readdir(path.join(sb.stateDir, sb.instance, 'damaged'))).filter((f) => f.startsWith('orphan.json.'))).to.have.length(1);
   });
 
-  it('clean with the state folder gone removes every resource of the instance, and nothing of anyone else\'s', async function () {
+  it("clean with the state folder gone removes every resource of the instance, and nothing of anyone else's", async function () {
     const neighbour = await Sandbox.create('dmg-nb');
     const images: string[] = [];
     let squatter: Dockerode.Container | undefined;
@@ -211,7 +228,11 @@ describe('damaged state and ownership (real engine)', function () {
       await squatter?.remove({ force: true }).catch(() => undefined);
       await neighbour.destroy();
       await sb.cli('clean'); // before the image goes: a container still using it would keep it
-      for (const i of images) await docker.getImage(i).remove({ force: true }).catch(() => undefined);
+      for (const i of images)
+        await docker
+          .getImage(i)
+          .remove({ force: true })
+          .catch(() => undefined);
     }
   });
 
@@ -254,7 +275,10 @@ describe('damaged state and ownership (real engine)', function () {
         expect([st?.phase, st?.reason]).to.deep.equal(['Blocked', 'NameConflict']);
         expect(st?.message).to.equal(`${kind} name needed by attempt v is held by a ${kind} berth does not own (it carries no berth labels); it is left alone`);
         expect(await containersOf(sb, 'v')).to.deep.equal([]);
-        const still = kind === 'volume' ? ((await docker.getVolume(name).inspect()) as unknown as { Labels: Record<string, string> }) : await docker.getNetwork(name).inspect();
+        const still =
+          kind === 'volume'
+            ? ((await docker.getVolume(name).inspect()) as unknown as { Labels: Record<string, string> })
+            : await docker.getNetwork(name).inspect();
         expect(still.Labels).to.deep.equal(labels);
         expect((await sb.cli('clean')).code).to.equal(0);
         if (kind === 'volume') await docker.getVolume(name).inspect();
@@ -267,9 +291,14 @@ describe('damaged state and ownership (real engine)', function () {
     });
   }
 
-  it('a container from a berth-labeled image holding a sidecar\'s name blocks the attempt and is left alone', async function () {
+  it("a container from a berth-labeled image holding a sidecar's name blocks the attempt and is left alone", async function () {
     const tag = await labeledSidecarImage(sb.instance, 's');
-    const squatter = await docker.createContainer({ name: sidecarName(sb.instance, 's', 'tools'), Image: tag, Cmd: ['sleep', '300'], Labels: { [TEST_LABEL]: TEST_RUN } });
+    const squatter = await docker.createContainer({
+      name: sidecarName(sb.instance, 's', 'tools'),
+      Image: tag,
+      Cmd: ['sleep', '300'],
+      Labels: { [TEST_LABEL]: TEST_RUN },
+    });
     try {
       await squatter.start();
       const original = await squatter.inspect();
@@ -294,7 +323,7 @@ describe('damaged state and ownership (real engine)', function () {
     }
   });
 
-  it('a sidecar\'s name taken while the attempt runs: the attempt ends Failed (SidecarFailed), the squatter is left alone', async function () {
+  it("a sidecar's name taken while the attempt runs: the attempt ends Failed (SidecarFailed), the squatter is left alone", async function () {
     const tag = await labeledSidecarImage(sb.instance, 's');
     let squatter: Dockerode.Container | undefined;
     try {

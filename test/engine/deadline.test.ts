@@ -24,7 +24,18 @@ function spec(name: string, cmd: string): ContainerCreateSpec {
     env: [],
     workingDir: '/',
     labels: { [TEST_LABEL]: TEST_RUN },
-    host: { networkMode: 'none', binds: [], mounts: [], capDrop: [], capAdd: [], securityOpt: [], privileged: false, init: false, pidsLimit: 64, readonlyRootfs: false },
+    host: {
+      networkMode: 'none',
+      binds: [],
+      mounts: [],
+      capDrop: [],
+      capAdd: [],
+      securityOpt: [],
+      privileged: false,
+      init: false,
+      pidsLimit: 64,
+      readonlyRootfs: false,
+    },
   };
 }
 
@@ -138,7 +149,12 @@ describe('engine call deadlines (real engine)', function () {
     const sick = await SickEngine.start('silent');
     try {
       const e = createDockerEngine(new (docker.constructor as typeof import('dockerode'))({ socketPath: sick.socket }), { timeoutMs: 60_000 });
-      const calls = [e.containers.list([]), e.networks.inspect('x'), e.ping()].map((p) => p.then(() => undefined, (err: unknown) => err));
+      const calls = [e.containers.list([]), e.networks.inspect('x'), e.ping()].map((p) =>
+        p.then(
+          () => undefined,
+          (err: unknown) => err,
+        ),
+      );
       const t0 = Date.now();
       while (sick.openConnections < 3 && Date.now() - t0 < 5_000) await new Promise((r) => setTimeout(r, 20));
       expect(sick.openConnections).to.equal(3);
@@ -149,7 +165,12 @@ describe('engine call deadlines (real engine)', function () {
       for (const err of errs) expect(err).to.be.instanceOf(EngineCallAbandonedError);
       while (sick.openConnections > 0 && Date.now() - t1 < 2_000) await new Promise((r) => setTimeout(r, 20));
       expect(sick.openConnections).to.equal(0);
-      expect(await e.volumes.list([]).then(() => undefined, (err: unknown) => err)).to.be.instanceOf(EngineCallAbandonedError);
+      expect(
+        await e.volumes.list([]).then(
+          () => undefined,
+          (err: unknown) => err,
+        ),
+      ).to.be.instanceOf(EngineCallAbandonedError);
     } finally {
       await sick.close();
     }

@@ -130,6 +130,9 @@ describe('isolation: no DNS out of an internal network (private engine, loopback
     expect((await read('outside.rc')).trim(), await read('outside.txt')).to.not.equal('0');
     expect(await read('helper.txt')).to.match(/Address:?\s+\d+\.\d+\.\d+\.\d+/);
     expect((await read('sidecar.txt')).trim(), 'the sidecar ran its lookup before serving').to.equal('probed');
-    expect(dns.names.filter((n) => n.startsWith('berth-')), 'questions that left the internal network').to.deep.equal([]);
+    expect(
+      dns.names.filter((n) => n.startsWith('berth-')),
+      'questions that left the internal network',
+    ).to.deep.equal([]);
   });
 });

@@ -33,7 +33,15 @@ describe('duplicate networks (real engine)', function () {
     if (!net) throw new Error('attempt d has no network');
     // What two racing writers leave: two networks with berth's labels and one name.
     const makeOne = async () =>
-      (await docker.createNetwork({ Name: net.name, Labels: { ...net.labels, [TEST_LABEL]: TEST_RUN }, Internal: true, Driver: 'bridge', CheckDuplicate: false })).id;
+      (
+        await docker.createNetwork({
+          Name: net.name,
+          Labels: { ...net.labels, [TEST_LABEL]: TEST_RUN },
+          Internal: true,
+          Driver: 'bridge',
+          CheckDuplicate: false,
+        })
+      ).id;
     const first = await makeOne();
     await makeOne();
     expect(await networksOf('d')).to.have.length(2);

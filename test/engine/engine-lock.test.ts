@@ -50,7 +50,10 @@ async function handMade(name: string, kind: string, instance: string, over: Reco
 
 async function lockNames(instance: string): Promise<string[]> {
   const vols = (await docker.listVolumes()).Volumes ?? [];
-  return vols.map((v) => v.Name).filter((n) => n.startsWith(`berth.lock`) && n.includes(instance)).sort();
+  return vols
+    .map((v) => v.Name)
+    .filter((n) => n.startsWith(`berth.lock`) && n.includes(instance))
+    .sort();
 }
 
 describe('status/engine-lock (real engine)', () => {
@@ -155,7 +158,11 @@ describe('status/engine-lock (real engine)', () => {
   });
 
   it('a claim of a live taker is not swept', async () => {
-    await handMade(lockClaimName(instance, 'live'), LOCK_LABELS.claim, instance, { [LOCK_LABELS.token]: 'live1', [LOCK_LABELS.pid]: String(process.pid), [LOCK_LABELS.hostname]: 'elsewhere' });
+    await handMade(lockClaimName(instance, 'live'), LOCK_LABELS.claim, instance, {
+      [LOCK_LABELS.token]: 'live1',
+      [LOCK_LABELS.pid]: String(process.pid),
+      [LOCK_LABELS.hostname]: 'elsewhere',
+    });
     const lock = await acquireEngineLock(engine, instance, opts);
     await lock.release();
     expect(await lockNames(instance)).to.deep.equal([lockClaimName(instance, 'live')]);
@@ -167,7 +174,10 @@ describe('status/engine-lock (real engine)', () => {
     const err = await acquireEngineLock(engine, instance, opts).catch((e: unknown) => e);
     expect(err).to.be.instanceOf(EngineLockHeldError);
     expect((err as EngineLockHeldError).otherHost).to.equal(true);
-    expect((err as Error).message).to.contain('host elsewhere').and.contain('cannot tell whether it still runs').and.contain(`berth --instance ${instance} unlock --force`);
+    expect((err as Error).message)
+      .to.contain('host elsewhere')
+      .and.contain('cannot tell whether it still runs')
+      .and.contain(`berth --instance ${instance} unlock --force`);
     expect(await lockNames(instance)).to.deep.equal([lockVolumeName(instance)]);
     expect((await breakEngineLock(engine, instance)) as unknown).to.include({ hostname: 'elsewhere' });
     expect(await lockNames(instance)).to.deep.equal([]);
@@ -188,7 +198,9 @@ describe('status/engine-lock (real engine)', () => {
     await handMade(lockVolumeName(instance), LOCK_LABELS.lock, instance, { [LOCK_LABELS.token]: 'not hex!' });
     const err = await acquireEngineLock(engine, instance, opts).catch((e: unknown) => e);
     expect(err).to.be.instanceOf(EngineLockUnreadableError);
-    expect((err as Error).message).to.contain(lockVolumeName(instance)).and.contain('unlock --force');
+    expect((err as Error).message)
+      .to.contain(lockVolumeName(instance))
+      .and.contain('unlock --force');
     expect(await lockNames(instance)).to.deep.equal([lockVolumeName(instance)]);
     expect(await breakEngineLock(engine, instance)).to.equal('unreadable');
   });
@@ -219,7 +231,9 @@ describe('status/engine-lock (real engine)', () => {
     const lock = await acquireEngineLock(flaky, instance, { ...opts, logger: { warn: (m) => warnings.push(m) } });
     down = true;
     expect(await lock.release()).to.equal(false);
-    expect(warnings.join('\n')).to.contain(`could not release the engine lock ${lockVolumeName(instance)}`).and.contain('ECONNREFUSED');
+    expect(warnings.join('\n'))
+      .to.contain(`could not release the engine lock ${lockVolumeName(instance)}`)
+      .and.contain('ECONNREFUSED');
     expect(await lockNames(instance)).to.deep.equal([lockVolumeName(instance)]);
     await breakEngineLock(engine, instance);
   });

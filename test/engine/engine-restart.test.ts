@@ -37,7 +37,8 @@ describe('engine restart under a running controller (private engine)', function 
     const ctl = startController(sb, { resync: 600, retryBackoff: 1 }, engine);
     const attempts = path.join(sb.stateDir, sb.instance, 'attempts');
     const phase = (n: string, p: string) => async () => ((await sb.status(n))?.phase === p ? true : undefined);
-    const list = async (n: string) => pe.docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${LABELS.instance}=${sb.instance}`, `${LABELS.attempt}=${n}`] }) });
+    const list = async (n: string) =>
+      pe.docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${LABELS.instance}=${sb.instance}`, `${LABELS.attempt}=${n}`] }) });
     try {
       await sb.write('a.yaml', sb.attempt('a', 'sleep 300'));
       await waitFor('a Running', phase('a', 'Running'), { dirs: [attempts] });

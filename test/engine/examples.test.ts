@@ -31,7 +31,14 @@ describe('example specs (real engine)', function () {
     await useExamples(sb, 'specs');
     const r = await sb.cli('reconcile', '--once', '--wait');
     expect(r.code, r.stderr + r.stdout).to.equal(0);
-    expect(r.stdout.split('\n').slice(1).filter(Boolean).every((l) => /\bSucceeded\b/.test(l)), r.stdout).to.equal(true);
+    expect(
+      r.stdout
+        .split('\n')
+        .slice(1)
+        .filter(Boolean)
+        .every((l) => /\bSucceeded\b/.test(l)),
+      r.stdout,
+    ).to.equal(true);
     const plan = await sb.cli('plan', '--detailed-exitcode');
     expect(plan.code, plan.stdout).to.equal(0);
     expect(plan.stdout).to.match(/No changes/);
@@ -43,7 +50,10 @@ describe('example specs (real engine)', function () {
     const report = await sb.cli('report');
     expect(report.code, report.stderr).to.equal(0);
     const html = await fs.readFile(path.join(sb.resultsRoot, 'report.html'), 'utf8');
-    const data = JSON.parse(/<script type="application\/json" id="report-data">([\s\S]*?)<\/script>/.exec(html)?.[1] as string) as { attempts: { name: string }[]; sets: { name: string }[] };
+    const data = JSON.parse(/<script type="application\/json" id="report-data">([\s\S]*?)<\/script>/.exec(html)?.[1] as string) as {
+      attempts: { name: string }[];
+      sets: { name: string }[];
+    };
     expect(data.attempts).to.have.length(11);
     expect(data.sets.map((s) => s.name)).to.deep.equal(['eval-demo']);
     expect(html).to.include('href="hello/run-1/logs.txt"');

@@ -50,7 +50,10 @@ describe('git source: a kill while switching revisions', function () {
     let sawLeftover = false;
     for (const delay of delays) {
       // Its own process group: the kill takes berth and the git it runs, as a service manager's does.
-      const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '../support/git-switcher.ts'), state, 'k', repo.bare], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+      const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '../support/git-switcher.ts'), state, 'k', repo.bare], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true,
+      });
       let err = '';
       child.stderr.on('data', (d: Buffer) => (err += d.toString()));
       // Let it switch at least once, then kill it a varied time after a switch.

@@ -18,7 +18,8 @@ import { silentLogger } from '../../src/util/log';
 import { TestRepo } from '../support/git-repo';
 import { waitFor } from '../support/wait';
 
-const spec = (name: string) => `apiVersion: berth.dev/v1\nkind: Attempt\nmetadata:\n  name: ${name}\nspec:\n  image: berth/busybox:local\n  command: [sh, -c, "true"]\n`;
+const spec = (name: string) =>
+  `apiVersion: berth.dev/v1\nkind: Attempt\nmetadata:\n  name: ${name}\nspec:\n  image: berth/busybox:local\n  command: [sh, -c, "true"]\n`;
 
 describe('git source: revision folders kept and removed', function () {
   this.timeout(60_000);
@@ -139,7 +140,8 @@ describe('git source: revision folders kept and removed', function () {
     try {
       poller.start();
       // the poller's next try is scheduled once the failure is recorded
-      const scheduled = (what: string, n: number) => waitFor(what, async () => (await failures()) === n && clock.nextTimerAt() !== undefined, { dirs: [src.mirror.root] });
+      const scheduled = (what: string, n: number) =>
+        waitFor(what, async () => (await failures()) === n && clock.nextTimerAt() !== undefined, { dirs: [src.mirror.root] });
       await scheduled('the first failure', 1);
       // the waits after 1, 2, 3 failures: 2 s, 4 s, then the interval (7 s) caps 8 s
       for (const [n, wait] of [

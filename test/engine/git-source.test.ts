@@ -47,7 +47,11 @@ describe('specs from git (real git, real engine)', function () {
   const container = async (name: string) => (await sb.status(name))?.containerId;
 
   it('follows commits: revisions recorded, unchanged specs left alone, deletions collected, invalid specs isolated, force-push and empty revisions', async function () {
-    const c1 = await repo.commit('two attempts', { 'specs/a.yaml': spec('a', 'sleep 300'), 'specs/b.yaml': spec('b', 'sleep 300'), 'README.md': 'not a spec folder' });
+    const c1 = await repo.commit('two attempts', {
+      'specs/a.yaml': spec('a', 'sleep 300'),
+      'specs/b.yaml': spec('b', 'sleep 300'),
+      'README.md': 'not a spec folder',
+    });
     let r = await once();
     expect(r.code, r.stderr).to.equal(0);
     expect((await sb.status('a'))?.revision).to.equal(c1);
@@ -90,7 +94,11 @@ describe('specs from git (real git, real engine)', function () {
 
     // delete c; make b invalid and add d: c is collected, d applies, b is left as it is
     const bRunning = await container('b');
-    const c4 = await repo.commit('delete c, break b, add d', { 'specs/c.yaml': null, 'specs/b.yaml': spec('b', 'sleep 1', '  bogus: 1\n'), 'specs/d.yaml': spec('d', 'sleep 300') });
+    const c4 = await repo.commit('delete c, break b, add d', {
+      'specs/c.yaml': null,
+      'specs/b.yaml': spec('b', 'sleep 1', '  bogus: 1\n'),
+      'specs/d.yaml': spec('d', 'sleep 300'),
+    });
     r = await once();
     expect(r.code, 'spec errors: exit 2').to.equal(2);
     expect(r.stderr).to.match(/bogus/);
@@ -120,7 +128,7 @@ describe('specs from git (real git, real engine)', function () {
     expect(await sb.status('a')).to.equal(undefined);
   });
 
-  it('AttemptSets from git: a commit adds a set, one grows it (only the new children, from the new revision), one deletes it; summary carries each child\'s revision', async function () {
+  it("AttemptSets from git: a commit adds a set, one grows it (only the new children, from the new revision), one deletes it; summary carries each child's revision", async function () {
     const SET = (seeds: number) =>
       `apiVersion: berth.dev/v1\nkind: AttemptSet\nmetadata:\n  name: evals\nspec:\n  matrix:\n    model: [m1, m2]\n    seed: {range: [0, ${seeds}]}\n  template:\n    image: berth/busybox:local\n    command: [sh, -c, 'echo 1 > /results/score.json']\n  score: {file: score.json, pass: 1}\n`;
     const c1 = await repo.commit('a set', { 'specs/evals.yaml': SET(1), 'specs/a.yaml': spec('a', 'true') });
@@ -138,11 +146,19 @@ describe('specs from git (real git, real engine)', function () {
     for (const k of ['evals-m1-1', 'evals-m2-1']) expect((await sb.status(k))?.revision, k).to.equal(c2);
     // summary without --specs reads the revision in force
     const io = bufferIo();
-    const code = await run(['node', 'berth', 'summary', '-o', 'json', ...sb.globalArgs().filter((_, i, all) => all[i] !== '--specs' && all[i - 1] !== '--specs')], io);
+    const code = await run(
+      ['node', 'berth', 'summary', '-o', 'json', ...sb.globalArgs().filter((_, i, all) => all[i] !== '--specs' && all[i - 1] !== '--specs')],
+      io,
+    );
     expect(code, io.stderr).to.equal(0);
     const sets = (JSON.parse(io.stdout) as { sets: { name: string; children: { name: string; revision: string | null }[] }[] }).sets;
     expect(sets.map((x) => x.name)).to.deep.equal(['evals']);
-    expect(Object.fromEntries(sets[0]!.children.map((c) => [c.name, c.revision]))).to.deep.equal({ 'evals-m1-0': c1, 'evals-m1-1': c2, 'evals-m2-0': c1, 'evals-m2-1': c2 });
+    expect(Object.fromEntries(sets[0]!.children.map((c) => [c.name, c.revision]))).to.deep.equal({
+      'evals-m1-0': c1,
+      'evals-m1-1': c2,
+      'evals-m2-0': c1,
+      'evals-m2-1': c2,
+    });
 
     await repo.commit('the set deleted', { 'specs/evals.yaml': null });
     r = await once('--wait', '--timeout', '60');
@@ -281,9 +297,19 @@ describe('specs from git (real git, real engine)', function () {
     process.env['BERTH_TEST_HOOK_SECRET'] = SECRET;
     const port = await freePort();
     const c1 = await repo.commit('one', { 'specs/a.yaml': spec('a', 'sleep 300') });
-    const ctl = startController(sb, { git: repo.fileUrl, gitPath: 'specs', gitInterval: 3_600_000, webhookAddr: `127.0.0.1:${port}`, webhookSecretEnv: 'BERTH_TEST_HOOK_SECRET' });
+    const ctl = startController(sb, {
+      git: repo.fileUrl,
+      gitPath: 'specs',
+      gitInterval: 3_600_000,
+      webhookAddr: `127.0.0.1:${port}`,
+      webhookSecretEnv: 'BERTH_TEST_HOOK_SECRET',
+    });
     const post = (body: string, sig?: string) =>
-      fetch(`http://127.0.0.1:${port}/`, { method: 'POST', body, headers: { 'content-type': 'application/json', ...(sig !== undefined ? { 'x-hub-signature-256': sig } : {}) } });
+      fetch(`http://127.0.0.1:${port}/`, {
+        method: 'POST',
+        body,
+        headers: { 'content-type': 'application/json', ...(sig !== undefined ? { 'x-hub-signature-256': sig } : {}) },
+      });
     const sign = (body: string, key = SECRET) => `sha256=${createHmac('sha256', key).update(body).digest('hex')}`;
     try {
       await waitFor('a from c1', async () => (await sb.status('a'))?.revision === c1, { instance: sb.instance });
@@ -301,10 +327,14 @@ describe('specs from git (real git, real engine)', function () {
       expect(await sb.status('b')).to.equal(undefined);
       const t0 = Date.now();
       expect((await post(body, sign(body))).status).to.equal(202);
-      const b = await waitFor('b running from c2', async () => {
-        const s = await sb.status('b');
-        return s?.revision === c2 && s.startedAt ? s : undefined;
-      }, { instance: sb.instance });
+      const b = await waitFor(
+        'b running from c2',
+        async () => {
+          const s = await sb.status('b');
+          return s?.revision === c2 && s.startedAt ? s : undefined;
+        },
+        { instance: sb.instance },
+      );
       const ms = Date.parse(b.startedAt as string) - t0;
       console.log(`      webhook → first container started: ${ms} ms`);
       expect(ms, 'at once, not at the hourly poll').to.be.below(15_000);
@@ -330,7 +360,13 @@ describe('specs from git (real git, real engine)', function () {
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', () => resolve()));
     const port = (receiver.address() as { port: number }).port;
     const c1 = await repo.commit('one', { 'specs/ok.yaml': spec('ok', 'true'), 'specs/bad.yaml': spec('bad', 'exit 3') });
-    const ctl = startController(sb, { git: repo.fileUrl, gitPath: 'specs', gitInterval: 3_600_000, notifyUrl: `http://127.0.0.1:${port}/hook`, notifySecretEnv: 'BERTH_TEST_NOTIFY_SECRET' });
+    const ctl = startController(sb, {
+      git: repo.fileUrl,
+      gitPath: 'specs',
+      gitInterval: 3_600_000,
+      notifyUrl: `http://127.0.0.1:${port}/hook`,
+      notifySecretEnv: 'BERTH_TEST_NOTIFY_SECRET',
+    });
     try {
       await waitFor('two deliveries', async () => got.length >= 2 || undefined, { timeoutMs: 60_000 });
     } finally {
@@ -343,7 +379,12 @@ describe('specs from git (real git, real engine)', function () {
     const [first, second] = got as [(typeof got)[0], (typeof got)[0]];
     expect(second.body).to.equal(first.body);
     expect(second.sig).to.equal(`sha256=${createHmac('sha256', SECRET).update(second.body).digest('hex')}`);
-    const outcome = JSON.parse(second.body) as { revision: string; url: string; counts: Record<string, number>; attempts: { name: string; phase: string; exitCode: number }[] };
+    const outcome = JSON.parse(second.body) as {
+      revision: string;
+      url: string;
+      counts: Record<string, number>;
+      attempts: { name: string; phase: string; exitCode: number }[];
+    };
     expect(outcome).to.deep.include({ revision: c1, url: repo.fileUrl, counts: { Failed: 1, Succeeded: 1 } });
     expect(outcome.attempts.map((a) => [a.name, a.phase, a.exitCode])).to.deep.equal([
       ['bad', 'Failed', 3],
@@ -385,7 +426,12 @@ describe('specs from git (real git, real engine)', function () {
       expect(got.map((g) => g.status)).to.deep.equal([503, 200]);
       const body = (got[1] as (typeof got)[0]).body;
       expect(got[1]?.sig).to.equal(`sha256=${createHmac('sha256', SECRET).update(body).digest('hex')}`);
-      const outcome = JSON.parse(body) as { revision: string; url: string; counts: Record<string, number>; attempts: { name: string; phase: string; exitCode: number }[] };
+      const outcome = JSON.parse(body) as {
+        revision: string;
+        url: string;
+        counts: Record<string, number>;
+        attempts: { name: string; phase: string; exitCode: number }[];
+      };
       expect(outcome).to.deep.include({ revision: c1, url: repo.fileUrl, counts: { Failed: 1, Succeeded: 1 } });
       expect(outcome.attempts.map((a) => [a.name, a.phase, a.exitCode])).to.deep.equal([
         ['bad', 'Failed', 3],
@@ -412,7 +458,9 @@ describe('specs from git (real git, real engine)', function () {
     const c1 = await repo.commit('one', { 'specs/a.yaml': spec('a', 'sleep 300') });
     const ctl = startController(sb, { git: daemon.url(repo.bare), gitPath: 'specs', gitInterval: 200 });
     try {
-      await waitFor('a running from c1', async () => (await sb.status('a'))?.phase === 'Running' && (await sb.status('a'))?.revision === c1, { instance: sb.instance });
+      await waitFor('a running from c1', async () => (await sb.status('a'))?.phase === 'Running' && (await sb.status('a'))?.revision === c1, {
+        instance: sb.instance,
+      });
       await daemon.stop();
       const c2 = await repo.commit('two', { 'specs/b.yaml': spec('b', 'sleep 300') });
       await waitFor('the source marked stale', async () => (await sourceStatus(sb)).stale, { dirs: [path.join(sb.stateDir, 'git', sb.instance)] });
@@ -422,7 +470,10 @@ describe('specs from git (real git, real engine)', function () {
       expect(await sb.status('b')).to.equal(undefined);
       expect((await sb.status('a'))?.phase).to.equal('Running');
       await daemon.start();
-      await waitFor('b running from c2', async () => (await sb.status('b'))?.revision === c2 && (await sb.status('b'))?.phase === 'Running', { instance: sb.instance, timeoutMs: 30_000 });
+      await waitFor('b running from c2', async () => (await sb.status('b'))?.revision === c2 && (await sb.status('b'))?.phase === 'Running', {
+        instance: sb.instance,
+        timeoutMs: 30_000,
+      });
       expect((await sourceStatus(sb)).stale).to.equal(false);
       expect((await sb.status('a'))?.revision).to.equal(c1);
     } finally {

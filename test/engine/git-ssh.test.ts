@@ -19,7 +19,8 @@ import { sshKeyPair, TestRepo } from '../support/git-repo';
 import { Sandbox } from '../support/sandbox';
 import { waitFor } from '../support/wait';
 
-const spec = (name: string) => `apiVersion: berth.dev/v1\nkind: Attempt\nmetadata:\n  name: ${name}\nspec:\n  image: berth/busybox:local\n  command: [sh, -c, "sleep 300"]\n`;
+const spec = (name: string) =>
+  `apiVersion: berth.dev/v1\nkind: Attempt\nmetadata:\n  name: ${name}\nspec:\n  image: berth/busybox:local\n  command: [sh, -c, "sleep 300"]\n`;
 
 describe('git source over ssh (real sshd on loopback, real engine)', function () {
   this.timeout(120_000);

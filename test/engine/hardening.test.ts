@@ -43,7 +43,8 @@ describe('hardening fields (real engine)', function () {
   });
 
   it('spec.readOnlyRootFilesystem makes / read-only with a writable tmpfs /tmp; /results stays writable', async function () {
-    const cmd = 'if touch /rootfs-probe 2>/dev/null; then echo rootfs-writable; else echo rootfs-read-only; fi > /results/ro; echo t > /tmp/t && cat /tmp/t >> /results/ro';
+    const cmd =
+      'if touch /rootfs-probe 2>/dev/null; then echo rootfs-writable; else echo rootfs-read-only; fi > /results/ro; echo t > /tmp/t && cat /tmp/t >> /results/ro';
     await sb.write('a.yaml', sb.attempt('a', cmd, '  readOnlyRootFilesystem: true\n  user: "1000:1000"\n'));
     const r = await sb.cli('reconcile', '--once', '--wait');
     expect(r.code, r.stderr).to.equal(0);

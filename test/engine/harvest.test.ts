@@ -20,7 +20,11 @@ const BIN = path.resolve(__dirname, '..', '..', 'bin', 'berth.js');
 const TWO_TIB = 2 * 1024 ** 4;
 const SPARSE = `truncate -s ${TWO_TIB} /results/big; echo small > /results/small`;
 
-const exists = (file: string) => fs.lstat(file).then(() => true, () => false);
+const exists = (file: string) =>
+  fs.lstat(file).then(
+    () => true,
+    () => false,
+  );
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
 
 describe('harvest of hostile results (real engine)', function () {
@@ -47,7 +51,9 @@ describe('harvest of hostile results (real engine)', function () {
     const log = await fs.readFile(path.join(runDir('big'), 'logs.txt'), 'utf8');
     const markers = log.split('\n').filter((l) => l.startsWith('[berth: '));
     expect(markers).to.have.length(1);
-    expect(markers[0]).to.match(/^\[berth: \d+ bytes of this log were cut here: it had \d+ bytes, more than --log-max-bytes 65536; the first 32768 and the last 32768 are kept\]$/);
+    expect(markers[0]).to.match(
+      /^\[berth: \d+ bytes of this log were cut here: it had \d+ bytes, more than --log-max-bytes 65536; the first 32768 and the last 32768 are kept\]$/,
+    );
     expect(Buffer.byteLength(log)).to.be.at.most(65536 + (markers[0] as string).length + 2);
     expect(log.startsWith('START\n')).to.equal(true);
     expect(log.endsWith('\nEND\n')).to.equal(true);
@@ -58,7 +64,10 @@ describe('harvest of hostile results (real engine)', function () {
     // and the engine keeps a bounded log of the container
     const rec = await recordOf('big');
     const info = await docker.getContainer(rec?.containerId as string).inspect();
-    expect(info.HostConfig.LogConfig).to.deep.equal({ Type: 'json-file', Config: { 'max-size': DEFAULTS.engineLogMaxSize, 'max-file': String(DEFAULTS.engineLogMaxFiles) } });
+    expect(info.HostConfig.LogConfig).to.deep.equal({
+      Type: 'json-file',
+      Config: { 'max-size': DEFAULTS.engineLogMaxSize, 'max-file': String(DEFAULTS.engineLogMaxFiles) },
+    });
   });
 
   it('600 MiB on stdout: --once --wait harvests a bounded log, and berth logs streams what the engine kept', async function () {
@@ -127,12 +136,17 @@ describe('harvest of hostile results (real engine)', function () {
   it('berth killed mid-harvest: the next pass completes it; a 2 TiB sparse file is listed over budget, unhashed', async function () {
     await sb.write('sparse.yaml', sb.attempt('sparse', SPARSE));
     // A budget that lets berth hash the 2 TiB (for a long while): it is killed meanwhile.
-    const child = spawn(process.execPath, [BIN, 'reconcile', '--once', '--wait', ...sb.globalArgs(), '--hash-max-bytes', '4096g'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, 'reconcile', '--once', '--wait', ...sb.globalArgs(), '--hash-max-bytes', '4096g'], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let err = '';
     child.stderr.on('data', (c) => (err += String(c)));
     const exited = new Promise<unknown>((resolve) => child.on('exit', resolve));
     try {
-      await waitFor('the harvest under way', async () => (await recordOf('sparse'))?.reason === REASONS.harvesting, { dirs: [path.join(sb.stateDir, sb.instance, 'attempts')], timeoutMs: 60_000 });
+      await waitFor('the harvest under way', async () => (await recordOf('sparse'))?.reason === REASONS.harvesting, {
+        dirs: [path.join(sb.stateDir, sb.instance, 'attempts')],
+        timeoutMs: 60_000,
+      });
     } catch (e) {
       throw new Error(`${(e as Error).message}; berth said: ${err}`);
     } finally {
@@ -193,7 +207,10 @@ describe('harvest of hostile results (real engine)', function () {
     expect([rec?.phase, rec?.reason, rec?.ended?.phase]).to.deep.equal(['Running', REASONS.harvesting, 'Succeeded']);
     const next = startController(sb);
     try {
-      await waitFor('the harvest done', async () => (await recordOf('huge'))?.phase === 'Succeeded', { dirs: [path.join(sb.stateDir, sb.instance, 'attempts')], timeoutMs: 60_000 });
+      await waitFor('the harvest done', async () => (await recordOf('huge'))?.phase === 'Succeeded', {
+        dirs: [path.join(sb.stateDir, sb.instance, 'attempts')],
+        timeoutMs: 60_000,
+      });
     } finally {
       await next.stop();
     }

@@ -72,11 +72,31 @@ async function planNow(sb: Sandbox): Promise<{ run: () => Promise<unknown> }> {
   const load = await loadSpecs({ specsDir: sb.specsDir, resultsRoot: sb.resultsRoot });
   expect(load.errors).to.deep.equal([]);
   const p = plan({
-    instance: sb.instance, now: Date.now(), resultsRoot: sb.resultsRoot, specs: load.specs, protectedNames: new Set(), invalid: new Map(),
-    unreadableFiles: new Set(), unreadableFolders: new Set(), snapshot: snapshot({}), statuses: new Map(), maxRunning: 8, attestIntervalMs: 60_000, desired: new DesiredStates(),
+    instance: sb.instance,
+    now: Date.now(),
+    resultsRoot: sb.resultsRoot,
+    specs: load.specs,
+    protectedNames: new Set(),
+    invalid: new Map(),
+    unreadableFiles: new Set(),
+    unreadableFolders: new Set(),
+    snapshot: snapshot({}),
+    statuses: new Map(),
+    maxRunning: 8,
+    attestIntervalMs: 60_000,
+    desired: new DesiredStates(),
   });
   return {
-    run: () => new Executor({ engine: sb.engine, store: sb.store(), instance: sb.instance, concurrency: 2, log: silentLogger(), env: {}, resultsRoot: sb.resultsRoot }).run(p),
+    run: () =>
+      new Executor({
+        engine: sb.engine,
+        store: sb.store(),
+        instance: sb.instance,
+        concurrency: 2,
+        log: silentLogger(),
+        env: {},
+        resultsRoot: sb.resultsRoot,
+      }).run(p),
   };
 }
 
@@ -173,7 +193,9 @@ describe('hostile attempts and files (real engine)', function () {
       const r = await sb.cli(...args);
       const out = r.stdout + r.stderr;
       expect(out, args.join(' ')).to.not.include(canary.content);
-      expect(out, args.join(' ')).to.include('x.yaml').and.match(/links outside (the specs folder|its folder)/);
+      expect(out, args.join(' '))
+        .to.include('x.yaml')
+        .and.match(/links outside (the specs folder|its folder)/);
     }
     expect((await fs.stat(canary.file)).atimeMs).to.equal(atime);
   });
@@ -194,13 +216,11 @@ describe('hostile attempts and files (real engine)', function () {
     await sb.write('sec/token', fileValue);
     await sb.write(
       'a.yaml',
-      sb.attempt('a', 'test "$TOK" = "$(cat /run/secrets/env)" && cat /run/secrets/token > /dev/null && echo ok > /results/ok; exec sleep 300', [
-        '  secrets:',
-        '    - {name: token, fromFile: ./sec/token}',
-        `    - {name: env, fromEnv: ${envVar}}`,
-        '  env: {TOK: {secretRef: env}}',
-        '',
-      ].join('\n')),
+      sb.attempt(
+        'a',
+        'test "$TOK" = "$(cat /run/secrets/env)" && cat /run/secrets/token > /dev/null && echo ok > /results/ok; exec sleep 300',
+        ['  secrets:', '    - {name: token, fromFile: ./sec/token}', `    - {name: env, fromEnv: ${envVar}}`, '  env: {TOK: {secretRef: env}}', ''].join('\n'),
+      ),
     );
     process.env[envVar] = envValue;
     try {

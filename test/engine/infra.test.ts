@@ -46,7 +46,9 @@ describe('engine killed (SIGKILL) during starts (private engine)', function () {
 
   /** Runs `work` and SIGKILLs the engine at the first container start it reports, with the other starts on their way. */
   async function killAtFirstStart<T>(work: () => Promise<T>): Promise<T> {
-    const events = (await pe.docker.getEvents({ filters: JSON.stringify({ type: ['container'], event: ['start'] }) } as never)) as unknown as NodeJS.ReadableStream & { destroy(): void };
+    const events = (await pe.docker.getEvents({
+      filters: JSON.stringify({ type: ['container'], event: ['start'] }),
+    } as never)) as unknown as NodeJS.ReadableStream & { destroy(): void };
     const firstStart = new Promise<void>((resolve) => events.once('data', () => resolve()));
     const done = work();
     await firstStart;
@@ -57,7 +59,10 @@ describe('engine killed (SIGKILL) during starts (private engine)', function () {
 
   function waitAll(timeout: number): { io: ReturnType<typeof bufferIo>; code: Promise<number> } {
     const io = bufferIo();
-    const ctx = makeContext({ specs: sb.specsDir, state: sb.stateDir, resultsRoot: sb.resultsRoot, instance: sb.instance }, io, { engine, log: silentLogger() });
+    const ctx = makeContext({ specs: sb.specsDir, state: sb.stateDir, resultsRoot: sb.resultsRoot, instance: sb.instance }, io, {
+      engine,
+      log: silentLogger(),
+    });
     return { io, code: runReconcile(ctx, { once: true, wait: true, timeout, retryBackoff: 1 }) };
   }
 
@@ -67,8 +72,18 @@ describe('engine killed (SIGKILL) during starts (private engine)', function () {
     for (const n of names) {
       const st = await sb.status(n);
       if (st?.phase === 'Succeeded') continue;
-      const c = st?.containerId ? await pe.docker.getContainer(st.containerId).inspect().then((i) => JSON.stringify(i.State), (e: Error) => e.message) : 'no container id';
-      out.push(`${n}: ${JSON.stringify({ phase: st?.phase, reason: st?.reason, run: st?.run, intent: st?.intent, startFailure: st?.startFailure })}; engine: ${c}`);
+      const c = st?.containerId
+        ? await pe.docker
+            .getContainer(st.containerId)
+            .inspect()
+            .then(
+              (i) => JSON.stringify(i.State),
+              (e: Error) => e.message,
+            )
+        : 'no container id';
+      out.push(
+        `${n}: ${JSON.stringify({ phase: st?.phase, reason: st?.reason, run: st?.run, intent: st?.intent, startFailure: st?.startFailure })}; engine: ${c}`,
+      );
     }
     return `\n${out.join('\n')}`;
   }
@@ -86,14 +101,20 @@ describe('engine killed (SIGKILL) during starts (private engine)', function () {
       // the run that succeeded ran once, in a results folder of its own
       expect(await fs.readFile(path.join(sb.resultsRoot, n, `run-${st?.run}`, 'results', 'ran'), 'utf8'), n).to.equal('ran\n');
     }
-    expect([...new Set(reasons)].filter((r) => r !== 'StartFailed' && r !== 'EngineRestarted'), reasons.join(',')).to.deep.equal([]);
+    expect(
+      [...new Set(reasons)].filter((r) => r !== 'StartFailed' && r !== 'EngineRestarted'),
+      reasons.join(','),
+    ).to.deep.equal([]);
     return reasons;
   }
 
   it('every attempt reaches a final phase: half-started containers are never started again, stopped runs end EngineRestarted, all run again', async function () {
     for (const n of names) await sb.write(`${n}.yaml`, sb.attempt(n, 'echo ran >> /results/ran; sleep 1'));
     const cut = await killAtFirstStart(() => reconcilePass(sb.config(), engine, sb.store()));
-    expect(cut.results.some((r) => !r.ok), 'the kill cut some operations short').to.equal(true);
+    expect(
+      cut.results.some((r) => !r.ok),
+      'the kill cut some operations short',
+    ).to.equal(true);
     await pe.start();
 
     const t0 = Date.now();
@@ -104,7 +125,10 @@ describe('engine killed (SIGKILL) during starts (private engine)', function () {
     const reasons = await allSucceeded();
     // else the kill came too late to test anything: the half-started containers are what this is about
     const messages = (await Promise.all(names.map((n) => sb.status(n)))).flatMap((st) => st?.history.map((h) => h.message ?? '') ?? []);
-    expect(messages.filter((m) => m.includes('while the container was being started')), reasons.join(',')).to.not.deep.equal([]);
+    expect(
+      messages.filter((m) => m.includes('while the container was being started')),
+      reasons.join(','),
+    ).to.not.deep.equal([]);
   });
 
   it('and through a second kill while it recovers', async function () {
@@ -137,7 +161,7 @@ describe('a start the engine refuses (real engine)', function () {
     await sb.destroy();
   });
 
-  it('ends the run StartFailed with the engine\'s message and runs it again, instead of starting that container forever', async function () {
+  it("ends the run StartFailed with the engine's message and runs it again, instead of starting that container forever", async function () {
     await sb.write('r.yaml', sb.attempt('r', 'echo ran >> /results/ran', '  network: {mode: isolated}\n'));
     // The attempt's network disappears between the container's create and its first start: the
     // engine refuses that start (the network is not found) every time it is asked again.
@@ -152,7 +176,10 @@ describe('a start the engine refuses (real engine)', function () {
       return base.containers.start(id);
     };
     const io = bufferIo();
-    const ctx = makeContext({ specs: sb.specsDir, state: sb.stateDir, resultsRoot: sb.resultsRoot, instance: sb.instance }, io, { engine: { ...base, containers }, log: silentLogger() });
+    const ctx = makeContext({ specs: sb.specsDir, state: sb.stateDir, resultsRoot: sb.resultsRoot, instance: sb.instance }, io, {
+      engine: { ...base, containers },
+      log: silentLogger(),
+    });
     const code = await runReconcile(ctx, { once: true, wait: true, timeout: 40, retryBackoff: 1 });
     expect(code, io.stderr).to.equal(0);
     const st = await sb.status('r');

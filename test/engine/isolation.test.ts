@@ -14,7 +14,8 @@ import { PROXY_IMAGE } from '../../src/proxy/contract';
 import { docker, requireEngine, TEST_LABEL, TEST_RUN } from '../support/engine';
 import { Sandbox } from '../support/sandbox';
 
-const SERVER_JS = "require('http').createServer((q,s)=>s.end(process.env.BODY)).listen(8080,()=>console.log('ready'));process.on('SIGTERM',()=>process.exit(0));";
+const SERVER_JS =
+  "require('http').createServer((q,s)=>s.end(process.env.BODY)).listen(8080,()=>console.log('ready'));process.on('SIGTERM',()=>process.exit(0));";
 
 async function waitForLine(c: Dockerode.Container, want: string): Promise<void> {
   const stream = (await c.logs({ follow: true, stdout: true, stderr: true })) as NodeJS.ReadableStream & { destroy(): void };
@@ -58,9 +59,12 @@ describe('isolation: egress allowlist through the proxy sidecar (real engine)', 
 
   before(async function () {
     await requireEngine();
-    await docker.getImage(PROXY_IMAGE).inspect().catch(() => {
-      throw new Error(`${PROXY_IMAGE} is missing: run ./scripts/images.sh (make test does)`);
-    });
+    await docker
+      .getImage(PROXY_IMAGE)
+      .inspect()
+      .catch(() => {
+        throw new Error(`${PROXY_IMAGE} is missing: run ./scripts/images.sh (make test does)`);
+      });
     await docker.createNetwork({ Name: net, Driver: 'bridge', Internal: false, Labels: labels, CheckDuplicate: true });
     for (const role of ['allowed', 'denied']) {
       const c = await docker.createContainer({
@@ -84,22 +88,36 @@ describe('isolation: egress allowlist through the proxy sidecar (real engine)', 
   after(async function () {
     await sb?.destroy();
     for (const c of servers) await c.remove({ force: true });
-    await docker.getNetwork(net).remove().catch(() => undefined);
+    await docker
+      .getNetwork(net)
+      .remove()
+      .catch(() => undefined);
   });
 
   it('reaches the allowed server through the proxy, nothing else; the decision log is harvested', async function () {
     await sb.write(
       'iso.yaml',
-      sb.attempt('iso', PROBES, [
-        '  network: {mode: isolated, egress: ["allowed:8080"]}',
-        `  env: {ALLOWED_IP: "${allowedIp}"}`,
-        '  sidecars:',
-        "    - {name: tools, image: berth/busybox:local, command: [sh, -c, 'mkdir -p /tmp/www && echo tool-ok > /tmp/www/index.html && exec httpd -f -p 8081 -h /tmp/www']}",
-        '',
-      ].join('\n')),
+      sb.attempt(
+        'iso',
+        PROBES,
+        [
+          '  network: {mode: isolated, egress: ["allowed:8080"]}',
+          `  env: {ALLOWED_IP: "${allowedIp}"}`,
+          '  sidecars:',
+          "    - {name: tools, image: berth/busybox:local, command: [sh, -c, 'mkdir -p /tmp/www && echo tool-ok > /tmp/www/index.html && exec httpd -f -p 8081 -h /tmp/www']}",
+          '',
+        ].join('\n'),
+      ),
     );
     await sb.write('none.yaml', sb.attempt('none', 'ip -o link | cut -d: -f2 | tr -d " " > /results/links.txt'));
-    await sb.write('closed.yaml', sb.attempt('closed', `printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 3 ${allowedIp} 8080 > /results/out.txt 2>&1; echo $? > /results/rc`, '  network: {mode: isolated}\n'));
+    await sb.write(
+      'closed.yaml',
+      sb.attempt(
+        'closed',
+        `printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 3 ${allowedIp} 8080 > /results/out.txt 2>&1; echo $? > /results/rc`,
+        '  network: {mode: isolated}\n',
+      ),
+    );
     const r = await sb.cli('reconcile', '--once', '--wait', '--egress-network', net);
     expect(r.code, r.stderr + r.stdout).to.equal(0);
 
@@ -148,7 +166,10 @@ describe('isolation: egress allowlist through the proxy sidecar (real engine)', 
     const st = await sb.status('noproxy');
     expect([st?.phase, st?.reason]).to.deep.equal(['Failed', 'ProxyFailed']);
     expect(st?.message).to.match(/egress proxy .*listening/);
-    const mains = await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${LABELS.instance}=${sb.instance}`, `${LABELS.attempt}=noproxy`, `${LABELS.component}=main`] }) });
+    const mains = await docker.listContainers({
+      all: true,
+      filters: JSON.stringify({ label: [`${LABELS.instance}=${sb.instance}`, `${LABELS.attempt}=noproxy`, `${LABELS.component}=main`] }),
+    });
     expect(mains).to.have.length(0);
   });
 });

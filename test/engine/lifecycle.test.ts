@@ -39,7 +39,9 @@ describe('lifecycle (real engine)', function () {
     expect(JSON.parse(await fs.readFile(path.join(run, 'status.json'), 'utf8')).exitCode).to.equal(7);
     const manifest = JSON.parse(await fs.readFile(path.join(sb.resultsRoot, 'ok', 'run-1', 'manifest.json'), 'utf8'));
     // sha256 of "out\n"
-    expect(manifest.files).to.deep.equal([{ path: 'o.txt', type: 'file', size: 4, sha256: '54034ac5c6e9ea95734ec2b729fd6d62abf64af34a9f9ce5d466cb788191a73d' }]);
+    expect(manifest.files).to.deep.equal([
+      { path: 'o.txt', type: 'file', size: 4, sha256: '54034ac5c6e9ea95734ec2b729fd6d62abf64af34a9f9ce5d466cb788191a73d' },
+    ]);
     // a finished attempt is not re-run by later passes
     const again = await sb.cli('reconcile', '--once', '--wait');
     expect(again.code).to.equal(3);
@@ -73,7 +75,11 @@ describe('lifecycle (real engine)', function () {
   it('retries a failed run with back-off; each run keeps its own results', async function () {
     await sb.write(
       'flaky.yaml',
-      sb.attempt('flaky', 'echo try > /results/t; if [ -f /state/once ]; then exit 0; fi; touch /state/once; exit 1', '  retries: 2\n  volumes: [{name: state, mountPath: /state}]\n'),
+      sb.attempt(
+        'flaky',
+        'echo try > /results/t; if [ -f /state/once ]; then exit 0; fi; touch /state/once; exit 1',
+        '  retries: 2\n  volumes: [{name: state, mountPath: /state}]\n',
+      ),
     );
     const r = await sb.cli('reconcile', '--once', '--wait', '--retry-backoff', '1');
     expect(r.code, r.stderr).to.equal(0);
@@ -122,6 +128,11 @@ describe('lifecycle (real engine)', function () {
     for (const e of timeline) peak = Math.max(peak, (running += e.d));
     expect(peak).to.be.at.most(2);
     expect(peak).to.equal(2);
-    expect(starts.slice(0, 2).map((e) => e.attempt).sort()).to.deep.equal(['m-a', 'm-b']);
+    expect(
+      starts
+        .slice(0, 2)
+        .map((e) => e.attempt)
+        .sort(),
+    ).to.deep.equal(['m-a', 'm-b']);
   });
 });

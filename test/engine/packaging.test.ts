@@ -99,9 +99,21 @@ describe('packaging: the single-file build and the image (real engine)', functio
     expect(clean.code, clean.stderr).to.equal(0);
     await fs.rm(sb.resultsRoot, { recursive: true, force: true });
     const docker = await exec('docker', [
-      'run', '--rm', '--label', `${TEST_LABEL}=${TEST_RUN}`,
-      '-v', '/var/run/docker.sock:/var/run/docker.sock', '-v', `${sb.dir}:${sb.dir}`, '-w', sb.dir,
-      'berth/berth:local', 'reconcile', '--once', '--wait', ...sb.globalArgs(),
+      'run',
+      '--rm',
+      '--label',
+      `${TEST_LABEL}=${TEST_RUN}`,
+      '-v',
+      '/var/run/docker.sock:/var/run/docker.sock',
+      '-v',
+      `${sb.dir}:${sb.dir}`,
+      '-w',
+      sb.dir,
+      'berth/berth:local',
+      'reconcile',
+      '--once',
+      '--wait',
+      ...sb.globalArgs(),
     ]);
     expect(docker.code, docker.stderr).to.equal(0);
     expect(await results()).to.equal('the task\n16\n');

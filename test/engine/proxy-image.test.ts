@@ -19,8 +19,7 @@ const EGRESS = `${tag}-egress`;
 
 /** A tiny HTTP server run with the proxy image's node: prints `ready` once it listens. */
 const SERVER_JS =
-  "require('http').createServer((q,s)=>s.end(process.env.BODY)).listen(8080,()=>console.log('ready'));" +
-  "process.on('SIGTERM',()=>process.exit(0));";
+  "require('http').createServer((q,s)=>s.end(process.env.BODY)).listen(8080,()=>console.log('ready'));" + "process.on('SIGTERM',()=>process.exit(0));";
 
 async function createNetwork(name: string, internal: boolean): Promise<void> {
   await docker.createNetwork({ Name: name, Driver: 'bridge', Internal: internal, CheckDuplicate: true, Labels: labels });
@@ -68,7 +67,7 @@ async function waitForLine(c: Dockerode.Container, match: (line: string) => bool
 /** Splits a non-follow multiplexed log buffer into stdout and stderr. */
 function demux(buf: Buffer): { stdout: string; stderr: string } {
   const parts = { stdout: [] as Buffer[], stderr: [] as Buffer[] };
-  for (let i = 0; i + 8 <= buf.length; ) {
+  for (let i = 0; i + 8 <= buf.length;) {
     const size = buf.readUInt32BE(i + 4);
     (buf[i] === 2 ? parts.stderr : parts.stdout).push(buf.subarray(i + 8, i + 8 + size));
     i += 8 + size;
@@ -99,9 +98,23 @@ async function runClient(script: string, env: string[] = []): Promise<{ code: nu
 async function removeOurs(): Promise<void> {
   const filters = JSON.stringify({ label: [`dev.berth.test-case=${tag}`] });
   const cs = await docker.listContainers({ all: true, filters });
-  await Promise.all(cs.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
+  await Promise.all(
+    cs.map((c) =>
+      docker
+        .getContainer(c.Id)
+        .remove({ force: true })
+        .catch(() => undefined),
+    ),
+  );
   const ns = await docker.listNetworks({ filters });
-  await Promise.all(ns.map((n) => docker.getNetwork(n.Id).remove().catch(() => undefined)));
+  await Promise.all(
+    ns.map((n) =>
+      docker
+        .getNetwork(n.Id)
+        .remove()
+        .catch(() => undefined),
+    ),
+  );
 }
 
 describe('egress proxy image (real engine)', function () {

@@ -95,7 +95,9 @@ describe('berth report in a browser (real engine, chromium)', function () {
 
     // The payload is text: no <img> was made, the cells show it, and no script ran (no dialog, no CSP report).
     expect(await page.evaluate('document.images.length')).to.equal(0);
-    expect(await page.$$eval('#tbl td', (tds) => tds.filter((td) => (td.textContent ?? '').includes('</script><img src=x onerror=alert(1)>')).length)).to.equal(2);
+    expect(await page.$$eval('#tbl td', (tds) => tds.filter((td) => (td.textContent ?? '').includes('</script><img src=x onerror=alert(1)>')).length)).to.equal(
+      2,
+    );
     expect(await page.$$eval('table.heat th.r', (ths) => ths.map((t) => t.textContent))).to.deep.equal(['m1', XSS]);
 
     // Sorting: by name descending, then by run duration ascending (attempts without one last).
@@ -106,7 +108,8 @@ describe('berth report in a browser (real engine, chromium)', function () {
     expect(await visibleNames(page)).to.deep.equal([...asc].sort().reverse());
     await page.click('#tbl th[data-k="durationMs"]');
     const durations = await page.$$eval('#tbl tbody tr', (trs) => trs.map((tr) => tr.getAttribute('data-i')));
-    const data = ((await page.evaluate("JSON.parse(document.getElementById('report-data').textContent)")) as { attempts: { durationMs: number | null }[] }).attempts;
+    const data = ((await page.evaluate("JSON.parse(document.getElementById('report-data').textContent)")) as { attempts: { durationMs: number | null }[] })
+      .attempts;
     const ds = durations.map((i) => data[Number(i)]?.durationMs ?? null);
     expect(ds.every((d) => d !== null)).to.equal(true);
     expect(ds).to.deep.equal([...ds].sort((a, b) => (a as number) - (b as number)));
@@ -130,7 +133,7 @@ describe('berth report in a browser (real engine, chromium)', function () {
     expect(await page.textContent('#shown')).to.match(/^2 of 5 attempts in cell fleet model=<\/script>/);
 
     // A tooltip from the data, as text.
-    await page.hover(".tr[data-i]:not([hidden]) svg");
+    await page.hover('.tr[data-i]:not([hidden]) svg');
     expect(await page.textContent('#tip')).to.include('fleet-');
     await evilCell.click();
     expect(await visibleNames(page)).to.have.length(5);

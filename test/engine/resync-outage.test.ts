@@ -52,7 +52,9 @@ describe('resync while the event stream is down and the engine stops answering f
       const before = proxy.unansweredPaths.length;
       proxy.hangAll = true;
       await sb.write('b.yaml', sb.attempt('b', 'sleep 300'));
-      await waitFor('a call other than the event stream left unanswered', async () => proxy.unansweredPaths.slice(before).some((p) => !p.endsWith('/events')), { timeoutMs: 10_000 });
+      await waitFor('a call other than the event stream left unanswered', async () => proxy.unansweredPaths.slice(before).some((p) => !p.endsWith('/events')), {
+        timeoutMs: 10_000,
+      });
       proxy.hangAll = false;
 
       const t0 = Date.now();

@@ -23,7 +23,18 @@ interface Exit {
 
 /** berth as a child process, with `sb`'s specs and instance but the state folder `state`. */
 function berth(sb: Sandbox, state: string, ...args: string[]): { child: ChildProcess; exit: Promise<Exit> } {
-  const globals = ['--specs', sb.specsDir, '--state', path.join(sb.dir, state), '--results-root', path.join(sb.dir, `${state}-results`), '--instance', sb.instance, '--log-level', 'warn'];
+  const globals = [
+    '--specs',
+    sb.specsDir,
+    '--state',
+    path.join(sb.dir, state),
+    '--results-root',
+    path.join(sb.dir, `${state}-results`),
+    '--instance',
+    sb.instance,
+    '--log-level',
+    'warn',
+  ];
   const child = spawn(process.execPath, [BIN, ...args, ...globals], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (c) => (stderr += String(c)));
@@ -65,7 +76,10 @@ describe('a second writer (real engine, two state folders)', function () {
   it('two reconcile --once --wait started together: one drives, each attempt starts once; the other exits 1 naming the instance and the holder', async function () {
     for (const n of names) await sb.write(`${n}.yaml`, sb.attempt(n, 'sleep 2', '  network: {mode: isolated}\n'));
     const since = Math.floor(Date.now() / 1000) - 1;
-    const [a, b] = await Promise.all([berth(sb, 'state-a', 'reconcile', '--once', '--wait', '--timeout', '40').exit, berth(sb, 'state-b', 'reconcile', '--once', '--wait', '--timeout', '40').exit]);
+    const [a, b] = await Promise.all([
+      berth(sb, 'state-a', 'reconcile', '--once', '--wait', '--timeout', '40').exit,
+      berth(sb, 'state-b', 'reconcile', '--once', '--wait', '--timeout', '40').exit,
+    ]);
     const codes = [a.code, b.code].sort();
     expect(codes, `${a.stderr}\n${b.stderr}`).to.deep.equal([0, 1]);
     const loser = a.code === 1 ? a : b;
@@ -83,7 +97,8 @@ describe('a second writer (real engine, two state folders)', function () {
       const both = await Promise.all([berth(sb, 'state-a', 'reconcile', '--once').exit, berth(sb, 'state-b', 'reconcile', '--once').exit]);
       for (const r of both) {
         expect([0, 1], r.stderr).to.include(r.code);
-        if (r.code === 1) expect(r.stderr).to.contain(`instance "${sb.instance}" is held on this engine by another berth process: berth reconcile --once, pid `);
+        if (r.code === 1)
+          expect(r.stderr).to.contain(`instance "${sb.instance}" is held on this engine by another berth process: berth reconcile --once, pid `);
       }
     }
     const starts = await countByAttempt(sb.instance, since, 'start');
@@ -101,7 +116,10 @@ describe('a second writer (real engine, two state folders)', function () {
       const once = await berth(sb, 'state-b', 'reconcile', '--once').exit;
       expect(once.code, once.stderr).to.equal(1);
       const holder = `berth reconcile, pid ${ctl.child.pid} on host `;
-      expect(once.stderr).to.contain(`instance "${sb.instance}" is held on this engine`).and.contain(holder).and.contain(`state folder ${path.join(sb.dir, 'state-a')}`);
+      expect(once.stderr)
+        .to.contain(`instance "${sb.instance}" is held on this engine`)
+        .and.contain(holder)
+        .and.contain(`state folder ${path.join(sb.dir, 'state-a')}`);
       const clean = await berth(sb, 'state-b', 'clean').exit;
       expect(clean.code, clean.stderr).to.equal(1);
       expect(clean.stderr).to.contain(holder);

@@ -91,7 +91,14 @@ describe('secrets (real engine)', function () {
 
     process.env[ENV_VAR] = ENV_SECRET;
     try {
-      await sb.write('c.yaml', sb.attempt('c', 'test "$TOKEN" = "$(cat /run/secrets/token)"', `  secrets:\n    - {name: token, fromEnv: ${ENV_VAR}}\n  env: {TOKEN: {secretRef: token}}\n`));
+      await sb.write(
+        'c.yaml',
+        sb.attempt(
+          'c',
+          'test "$TOKEN" = "$(cat /run/secrets/token)"',
+          `  secrets:\n    - {name: token, fromEnv: ${ENV_VAR}}\n  env: {TOKEN: {secretRef: token}}\n`,
+        ),
+      );
       const w = await sb.cli('reconcile', '--once', '--wait');
       expect((await sb.status('c'))?.phase, w.stderr).to.equal('Succeeded');
       const d = await sb.cli('describe', 'c');

@@ -57,8 +57,14 @@ describe('AttemptSets (real engine)', function () {
     expect(first.code, first.stderr).to.equal(0);
     const before = await all();
     expect([...before.keys()].sort()).to.deep.equal([
-      'evals-m1-0-t1', 'evals-m1-0-t2', 'evals-m1-1-t1', 'evals-m1-1-t2',
-      'evals-m2-0-t1', 'evals-m2-0-t2', 'evals-m2-1-t1', 'evals-m2-1-t2',
+      'evals-m1-0-t1',
+      'evals-m1-0-t2',
+      'evals-m1-1-t1',
+      'evals-m1-1-t2',
+      'evals-m2-0-t1',
+      'evals-m2-0-t2',
+      'evals-m2-1-t1',
+      'evals-m2-1-t2',
     ]);
     for (const s of before.values()) {
       expect(s.phase, s.name).to.equal('Succeeded');
@@ -167,7 +173,9 @@ spec:
     expect(st.get('sc-q')).to.not.have.property('score');
 
     const described = await sb.cli('describe', 'sc-q');
-    expect(described.stdout).to.match(/AttemptSet: +sc \(x=q\)/).and.match(/Score: +none: score.json: not found/);
+    expect(described.stdout)
+      .to.match(/AttemptSet: +sc \(x=q\)/)
+      .and.match(/Score: +none: score.json: not found/);
     const out = JSON.parse((await sb.cli('summary', '-o', 'json')).stdout) as Summary;
     expect(out.sets.map((x) => [x.name, x.passed, x.failed, x.infra, x.skipped, x.infraReasons])).to.deep.equal([
       ['ff', 0, 1, 0, 2, {}],
@@ -178,7 +186,7 @@ spec:
     expect(again.code, again.stdout).to.equal(0);
   });
 
-  it('an invalid set leaves what runs under its children alone, and describe shows the set\'s error', async function () {
+  it("an invalid set leaves what runs under its children alone, and describe shows the set's error", async function () {
     const set = (template: string, matrix = '{x: [a, b]}') => `apiVersion: berth.dev/v1
 kind: AttemptSet
 metadata: {name: inv}
@@ -203,7 +211,9 @@ spec:
     expect(bad.code).to.equal(2);
     expect(bad.stderr).to.match(/inv\.yaml:8:\d+: spec\.template\.command\[2\]: \$\{\{ matrix\.y \}\} names no axis/);
     const d = await sb.cli('describe', 'inv-a');
-    expect(d.stdout).to.match(/INVALID/).and.match(/matrix\.y \}\} names no axis/);
+    expect(d.stdout)
+      .to.match(/INVALID/)
+      .and.match(/matrix\.y \}\} names no axis/);
     // A matrix that cannot be expanded (fromDir outside the specs folder): still untouched.
     await sb.write('inv.yaml', set('sleep 300 # ${{ matrix.x }}', '{x: {fromDir: ../..}}'));
     const worse = await sb.cli('reconcile', '--once');
@@ -211,7 +221,12 @@ spec:
     const after = await all();
     for (const [name, s] of running) expect(after.get(name), name).to.deep.include({ phase: 'Running', containerId: s.containerId, run: 1 });
     const listed = await sb.engine.containers.list([`dev.berth.instance=${sb.instance}`]);
-    expect(listed.filter((c) => c.state === 'running').map((c) => c.id).sort()).to.deep.equal([...running.values()].map((s) => s.containerId).sort());
+    expect(
+      listed
+        .filter((c) => c.state === 'running')
+        .map((c) => c.id)
+        .sort(),
+    ).to.deep.equal([...running.values()].map((s) => s.containerId).sort());
   });
 
   it('the controller runs a set within its maxParallel and starts a new cell when the matrix grows', async function () {

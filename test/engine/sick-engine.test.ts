@@ -74,7 +74,10 @@ describe('a sick engine: every command is bounded, with one clear message', func
       const sick = await SickEngine.start(mode);
       try {
         const runs = await Promise.all(commands.map(([, args]) => berth([...args, ...sb.globalArgs(), '--engine-timeout', TIMEOUT], sick.dockerHost)));
-        const want = new RegExp(`^berth: the Docker engine at ${sick.dockerHost.replace(/[/.]/g, '\\$&')} \\(DOCKER_HOST\\) did not answer [a-z.]+[A-Za-z]* within 500 ms \\(--engine-timeout\\): ${TIMEOUT_HINT}$`, 'm');
+        const want = new RegExp(
+          `^berth: the Docker engine at ${sick.dockerHost.replace(/[/.]/g, '\\$&')} \\(DOCKER_HOST\\) did not answer [a-z.]+[A-Za-z]* within 500 ms \\(--engine-timeout\\): ${TIMEOUT_HINT}$`,
+          'm',
+        );
         runs.forEach((r, i) => {
           const what = `${commands[i]![0]}: ${r.stderr}`;
           expect(r.code, what).to.equal(1);
@@ -158,7 +161,11 @@ describe('a sick engine: every command is bounded, with one clear message', func
           await new Promise((r) => setTimeout(r, 100));
         }
         expect(status, c.stderr()).to.equal(503);
-        expect(body).to.match(new RegExp(`^not ready: the Docker engine at ${sick.dockerHost.replace(/[/.]/g, '\\$&')} \\(DOCKER_HOST\\) did not answer [a-z.]+[A-Za-z]* within 500 ms`));
+        expect(body).to.match(
+          new RegExp(
+            `^not ready: the Docker engine at ${sick.dockerHost.replace(/[/.]/g, '\\$&')} \\(DOCKER_HOST\\) did not answer [a-z.]+[A-Za-z]* within 500 ms`,
+          ),
+        );
         expect((await fetch(`${url}/healthz`)).status, 'alive: restarting berth does not heal an engine').to.equal(200);
         expect(await (await fetch(`${url}/metrics`)).text()).to.match(/^berth_engine_up 0$/m);
         const stopped = await c.stop(2_000);

@@ -11,8 +11,13 @@ import { docker, requireEngine, TEST_RUN } from '../support/engine';
 import { Sandbox } from '../support/sandbox';
 
 async function mainContainers(sb: Sandbox): Promise<{ name: string; state: string; attempt: string }[]> {
-  const list = await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${LABELS.instance}=${sb.instance}`, `${LABELS.component}=main`] }) });
-  return list.map((c) => ({ name: (c.Names[0] ?? '').slice(1), state: c.State, attempt: c.Labels[LABELS.attempt] ?? '' })).sort((a, b) => (a.attempt < b.attempt ? -1 : 1));
+  const list = await docker.listContainers({
+    all: true,
+    filters: JSON.stringify({ label: [`${LABELS.instance}=${sb.instance}`, `${LABELS.component}=main`] }),
+  });
+  return list
+    .map((c) => ({ name: (c.Names[0] ?? '').slice(1), state: c.State, attempt: c.Labels[LABELS.attempt] ?? '' }))
+    .sort((a, b) => (a.attempt < b.attempt ? -1 : 1));
 }
 
 describe('a user slip never costs a fleet or a result (real engine)', function () {
@@ -41,7 +46,9 @@ describe('a user slip never costs a fleet or a result (real engine)', function (
         for (const args of [['reconcile', '--once'], ['reconcile', '--once', '--wait'], ['plan'], ['reconcile']]) {
           const r = await sb.cliWith({ '--specs': specs }, ...args);
           expect(r.code, `${args.join(' ')} --specs ${specs}: ${r.stderr}`).to.equal(2);
-          expect(r.stderr).to.include(path.basename(specs)).and.to.match(/nothing was planned or changed/);
+          expect(r.stderr)
+            .to.include(path.basename(specs))
+            .and.to.match(/nothing was planned or changed/);
         }
       }
       expect((await mainContainers(sb)).map((c) => `${c.attempt}:${c.state}`)).to.deep.equal(['long-1:running', 'long-2:running']);
@@ -100,7 +107,7 @@ describe('a user slip never costs a fleet or a result (real engine)', function (
     }
   });
 
-  it('startedAt and finishedAt are the engine\'s times, and durations round as kubectl rounds', async function () {
+  it("startedAt and finishedAt are the engine's times, and durations round as kubectl rounds", async function () {
     const sb = await Sandbox.create('slip-times');
     try {
       await sb.write('t.yaml', sb.attempt('t', 'sleep 2'));
@@ -111,7 +118,10 @@ describe('a user slip never costs a fleet or a result (real engine)', function (
       const ms = (t: string) => new Date(Date.parse(t)).toISOString();
       expect(st?.startedAt).to.equal(ms(info.State.StartedAt));
       expect(st?.finishedAt).to.equal(ms(info.State.FinishedAt));
-      const harvested = JSON.parse(await fs.readFile(path.join(sb.resultsRoot, 't', 'run-1', 'status.json'), 'utf8')) as { startedAt: string; finishedAt: string };
+      const harvested = JSON.parse(await fs.readFile(path.join(sb.resultsRoot, 't', 'run-1', 'status.json'), 'utf8')) as {
+        startedAt: string;
+        finishedAt: string;
+      };
       expect([harvested.startedAt, harvested.finishedAt]).to.deep.equal([st?.startedAt, st?.finishedAt]);
       const get = await sb.cli('get', 't');
       expect(get.stdout).to.match(/\bt\s+Succeeded\s+Completed\s+0\s+1\s+\S+\s+2s\s*$/m);
@@ -120,7 +130,7 @@ describe('a user slip never costs a fleet or a result (real engine)', function (
     }
   });
 
-  it('an Invalid attempt\'s status and describe carry its errors: file:line:col, field, message', async function () {
+  it("an Invalid attempt's status and describe carry its errors: file:line:col, field, message", async function () {
     const sb = await Sandbox.create('slip-invalid');
     try {
       await sb.write('bad.yaml', sb.attempt('bad', 'true', '  retries: -1\n  network: {mode: private}\n'));
@@ -128,10 +138,15 @@ describe('a user slip never costs a fleet or a result (real engine)', function (
       expect(r.code).to.equal(2);
       const st = await sb.status('bad');
       expect(st?.phase).to.equal('Invalid');
-      expect(st?.specErrors?.map((e) => `${path.basename(e.file)}:${e.line}:${e.col} ${e.path}`)).to.deep.equal(['bad.yaml:8:12 spec.retries', 'bad.yaml:9:19 spec.network.mode']);
+      expect(st?.specErrors?.map((e) => `${path.basename(e.file)}:${e.line}:${e.col} ${e.path}`)).to.deep.equal([
+        'bad.yaml:8:12 spec.retries',
+        'bad.yaml:9:19 spec.network.mode',
+      ]);
       expect(st?.message).to.match(/bad\.yaml:8:12: spec\.retries: must be at least 0 \(got -1\) \(and 1 more\)/);
       const d = await sb.cli('describe', 'bad');
-      expect(d.stdout).to.match(/bad\.yaml:8:12: spec\.retries: must be at least 0/).and.to.match(/bad\.yaml:9:19: spec\.network\.mode: /);
+      expect(d.stdout)
+        .to.match(/bad\.yaml:8:12: spec\.retries: must be at least 0/)
+        .and.to.match(/bad\.yaml:9:19: spec\.network\.mode: /);
       const json = JSON.parse((await sb.cli('get', 'bad', '-o', 'json')).stdout) as { status: { specErrors: unknown[] } };
       expect(json.status.specErrors).to.have.length(2);
     } finally {
@@ -148,7 +163,11 @@ describe('a user slip never costs a fleet or a result (real engine)', function (
       await sb.write(
         'c.yaml',
         [
-          sb.attempt('c', 'wget -Y off -q -O /results/page.txt http://tools:8081/', "  network: {mode: isolated}\n  sidecars:\n    - {name: tools, image: berth/busybox:local, command: [sh, -c, 'mkdir -p /tmp/w && echo hi > /tmp/w/index.html && exec httpd -f -p 8081 -h /tmp/w']}\n"),
+          sb.attempt(
+            'c',
+            'wget -Y off -q -O /results/page.txt http://tools:8081/',
+            "  network: {mode: isolated}\n  sidecars:\n    - {name: tools, image: berth/busybox:local, command: [sh, -c, 'mkdir -p /tmp/w && echo hi > /tmp/w/index.html && exec httpd -f -p 8081 -h /tmp/w']}\n",
+          ),
           sb.attempt('c-sc-tools', 'echo me > /results/me.txt'),
         ].join('---\n'),
       );

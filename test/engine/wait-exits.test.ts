@@ -73,7 +73,10 @@ describe('reconcile --once --wait: exits during a pass (real engine)', function 
       },
     });
     const io = bufferIo();
-    const ctx = makeContext({ specs: sb.specsDir, state: sb.stateDir, resultsRoot: sb.resultsRoot, instance: sb.instance }, io, { engine: { ...sb.engine, containers }, log: silentLogger() });
+    const ctx = makeContext({ specs: sb.specsDir, state: sb.stateDir, resultsRoot: sb.resultsRoot, instance: sb.instance }, io, {
+      engine: { ...sb.engine, containers },
+      log: silentLogger(),
+    });
     const code = await runReconcile(ctx, { once: true, wait: true, timeout: 150, maxRunning: 2, concurrency: 2 });
     expect(code, io.stderr).to.equal(0);
     expect(bIds.size, "b's container was made through the wrapper").to.equal(1);
@@ -97,7 +100,10 @@ describe('reconcile --once --wait: exits during a pass (real engine)', function 
     const lagging = listsLagging(sb.engine, lagMs);
     await sb.write('lag.yaml', sb.attempt('lag', 'sleep 0.5; echo done > /results/out.txt'));
     const io = bufferIo();
-    const ctx = makeContext({ specs: sb.specsDir, state: sb.stateDir, resultsRoot: sb.resultsRoot, instance: sb.instance }, io, { engine: lagging.engine, log: silentLogger() });
+    const ctx = makeContext({ specs: sb.specsDir, state: sb.stateDir, resultsRoot: sb.resultsRoot, instance: sb.instance }, io, {
+      engine: lagging.engine,
+      log: silentLogger(),
+    });
     const code = await runReconcile(ctx, { once: true, wait: true, timeout: 60 });
     expect(code, io.stderr).to.equal(0);
     const st = await sb.status('lag');

@@ -11,7 +11,16 @@ import { chromium, type BrowserContext } from 'playwright-core';
 
 export const CHROMIUM = '/usr/bin/chromium';
 
-export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+export const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 export interface Browser {
   context: BrowserContext;
@@ -22,7 +31,12 @@ export async function launchBrowser(): Promise<Browser> {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run ./scripts/browser-up.sh (make test does) to install Debian's chromium`);
   const profile = mkdtempSync(path.join(os.tmpdir(), 'berth-chromium-'));
   try {
-    const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true, viewport: { width: 1280, height: 900 } });
+    const context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      args: CHROMIUM_ARGS,
+      headless: true,
+      viewport: { width: 1280, height: 900 },
+    });
     return {
       context,
       close: async () => {

@@ -67,14 +67,32 @@ export function container(instance: string, name: string, hash: string, over: Pa
 }
 
 export function network(instance: string, name: string, hash: string, over: Partial<NetworkSummary> = {}): NetworkSummary {
-  return { id: `net-${name}`, name: NAMING.network(instance, name), labels: labelsFor(instance, name, hash, 1, COMPONENTS.network), driver: 'bridge', internal: true, attachable: false, scope: 'local', ...over };
+  return {
+    id: `net-${name}`,
+    name: NAMING.network(instance, name),
+    labels: labelsFor(instance, name, hash, 1, COMPONENTS.network),
+    driver: 'bridge',
+    internal: true,
+    attachable: false,
+    scope: 'local',
+    ...over,
+  };
 }
 
 export function volume(instance: string, name: string, vol: string, hash: string): VolumeSummary {
-  return { name: NAMING.volume(instance, name, vol), labels: { ...labelsFor(instance, name, hash, 1, COMPONENTS.volume), [LABELS.volume]: vol }, driver: 'local' };
+  return {
+    name: NAMING.volume(instance, name, vol),
+    labels: { ...labelsFor(instance, name, hash, 1, COMPONENTS.volume), [LABELS.volume]: vol },
+    driver: 'local',
+  };
 }
 
-export function snapshot(parts: { containers?: ContainerSummary[]; networks?: NetworkSummary[]; volumes?: VolumeSummary[]; foreign?: ContainerSummary[] }): Snapshot {
+export function snapshot(parts: {
+  containers?: ContainerSummary[];
+  networks?: NetworkSummary[];
+  volumes?: VolumeSummary[];
+  foreign?: ContainerSummary[];
+}): Snapshot {
   const attempts = new Map<string, ObservedAttempt>();
   const slot = (n: string) => {
     let a = attempts.get(n);

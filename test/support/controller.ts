@@ -16,11 +16,10 @@ export interface RunningController {
 export function startController(sb: Sandbox, o: ReconcileOptions = {}, engine?: Engine, log?: Logger): RunningController {
   const abort = new AbortController();
   const io = bufferIo();
-  const ctx = makeContext(
-    { specs: sb.specsDir, state: sb.stateDir, resultsRoot: sb.resultsRoot, instance: sb.instance },
-    io,
-    { engine: engine ?? sb.engine, log: log ?? silentLogger() },
-  );
+  const ctx = makeContext({ specs: sb.specsDir, state: sb.stateDir, resultsRoot: sb.resultsRoot, instance: sb.instance }, io, {
+    engine: engine ?? sb.engine,
+    log: log ?? silentLogger(),
+  });
   const done = runController(ctx, { resync: 30, ...o }, abort.signal);
   return {
     io,

@@ -31,9 +31,7 @@ export function requireEngine(): Promise<void> {
     try {
       await docker.ping();
     } catch (err) {
-      throw new Error(
-        `no Docker engine answers (${(err as Error).message}); the engine tests need one: run ./scripts/engine-up.sh (make test does)`,
-      );
+      throw new Error(`no Docker engine answers (${(err as Error).message}); the engine tests need one: run ./scripts/engine-up.sh (make test does)`);
     }
     try {
       await docker.getImage(TEST_IMAGE).inspect();
@@ -66,20 +64,37 @@ export async function removeTestResources(): Promise<{ containers: number; netwo
   ].filter((c) => ours(c.Labels));
   await Promise.all(
     [...new Set(containers.map((c) => c.Id))].map((id) =>
-      docker.getContainer(id).remove({ force: true }).catch(() => undefined),
+      docker
+        .getContainer(id)
+        .remove({ force: true })
+        .catch(() => undefined),
     ),
   );
   const networks = [
     ...(await docker.listNetworks({ filters: filters(LABELS.managed) })),
     ...(await docker.listNetworks({ filters: filters(`${TEST_LABEL}=${TEST_RUN}`) })),
   ].filter((n) => ours(n.Labels));
-  await Promise.all([...new Set(networks.map((n) => n.Id))].map((id) => docker.getNetwork(id).remove().catch(() => undefined)));
+  await Promise.all(
+    [...new Set(networks.map((n) => n.Id))].map((id) =>
+      docker
+        .getNetwork(id)
+        .remove()
+        .catch(() => undefined),
+    ),
+  );
   const vols = [
     ...((await docker.listVolumes({ filters: filters(LABELS.managed) })).Volumes ?? []),
     ...((await docker.listVolumes({ filters: filters(`${TEST_LABEL}=${TEST_RUN}`) })).Volumes ?? []),
     ...(await lockVolumes()),
   ].filter((v) => ours(v.Labels));
-  await Promise.all([...new Set(vols.map((v) => v.Name))].map((n) => docker.getVolume(n).remove().catch(() => undefined)));
+  await Promise.all(
+    [...new Set(vols.map((v) => v.Name))].map((n) =>
+      docker
+        .getVolume(n)
+        .remove()
+        .catch(() => undefined),
+    ),
+  );
   return { containers: containers.length, networks: networks.length, volumes: vols.length };
 }
 

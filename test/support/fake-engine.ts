@@ -132,7 +132,12 @@ export class FakeEngine implements Engine {
   constructor(private readonly clock: { now: () => number } = { now: Date.now }) {
     this.bootAt = new Date(clock.now()).toISOString();
     for (const n of BUILTIN_NETWORKS) {
-      this.nets.set(n, { id: n === 'bridge' ? this.bootId : newId(), spec: { name: n, labels: {}, internal: false, driver: n === 'none' ? 'null' : n }, created: this.bootAt, members: new Set() });
+      this.nets.set(n, {
+        id: n === 'bridge' ? this.bootId : newId(),
+        spec: { name: n, labels: {}, internal: false, driver: n === 'none' ? 'null' : n },
+        created: this.bootAt,
+        members: new Set(),
+      });
     }
     this.containers = this.containerClient();
     this.networks = this.networkClient();
@@ -316,7 +321,13 @@ export class FakeEngine implements Engine {
           const [source = '', destination = '', mode = ''] = b.split(':');
           return { type: 'bind', source, destination, rw: !mode.split(',').includes('ro') };
         }),
-        ...c.spec.host.mounts.map((m) => ({ type: 'volume', source: `/var/lib/docker/volumes/${m.source}/_data`, destination: m.target, name: m.source, rw: !m.readOnly })),
+        ...c.spec.host.mounts.map((m) => ({
+          type: 'volume',
+          source: `/var/lib/docker/volumes/${m.source}/_data`,
+          destination: m.target,
+          name: m.source,
+          rw: !m.readOnly,
+        })),
       ],
       created: c.created,
     };
@@ -411,7 +422,10 @@ export class FakeEngine implements Engine {
         const img = this.imgs.get(spec.image);
         if (!img) throw httpError(404, `No such image: ${spec.image}`);
         if (this.find(spec.name)?.name === spec.name) {
-          throw httpError(409, `Conflict. The container name "/${spec.name}" is already in use by container "${(this.find(spec.name) as FakeContainer).id}". You have to remove (or rename) that container to be able to reuse that name.`);
+          throw httpError(
+            409,
+            `Conflict. The container name "/${spec.name}" is already in use by container "${(this.find(spec.name) as FakeContainer).id}". You have to remove (or rename) that container to be able to reuse that name.`,
+          );
         }
         const mode = spec.host.networkMode;
         const net = this.nets.get(mode === 'default' ? 'bridge' : mode);
@@ -480,7 +494,11 @@ export class FakeEngine implements Engine {
         await this.call('containers.logs', [id, opts]);
         const c = this.mustFind(id);
         let text = c.logs;
-        if (opts.tail !== undefined) text = text.split('\n').slice(-opts.tail - 1).join('\n');
+        if (opts.tail !== undefined)
+          text = text
+            .split('\n')
+            .slice(-opts.tail - 1)
+            .join('\n');
         if (!opts.follow) return Readable.from([Buffer.from(text)]);
         const out = new PassThrough();
         out.write(text);
@@ -573,7 +591,9 @@ export class FakeEngine implements Engine {
     return {
       list: async (labelFilters) => {
         await this.call('images.list', [labelFilters]);
-        return [...this.imgs.values()].filter((i) => matchesLabels(i.labels, labelFilters)).map(({ id, tags, labels }) => ({ id, tags: [...tags], labels: { ...labels } }));
+        return [...this.imgs.values()]
+          .filter((i) => matchesLabels(i.labels, labelFilters))
+          .map(({ id, tags, labels }) => ({ id, tags: [...tags], labels: { ...labels } }));
       },
       inspect: async (ref) => {
         await this.call('images.inspect', [ref]);

@@ -116,10 +116,14 @@ export class GitDaemon {
   }
 
   async start(): Promise<void> {
-    const child = spawn('git', ['daemon', '--reuseaddr', '--listen=127.0.0.1', `--port=${this.port}`, `--base-path=${this.base}`, '--export-all', '--informative-errors', this.base], {
-      env: ENV,
-      stdio: 'ignore',
-    });
+    const child = spawn(
+      'git',
+      ['daemon', '--reuseaddr', '--listen=127.0.0.1', `--port=${this.port}`, `--base-path=${this.base}`, '--export-all', '--informative-errors', this.base],
+      {
+        env: ENV,
+        stdio: 'ignore',
+      },
+    );
     this.child = child;
     const deadline = Date.now() + 10_000;
     for (;;) {

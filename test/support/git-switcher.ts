@@ -18,7 +18,15 @@ const exec = promisify(execFile);
 
 async function main(): Promise<void> {
   const [stateDir, instance, bare] = process.argv.slice(2) as [string, string, string];
-  const env = { PATH: process.env['PATH'] ?? '/usr/bin:/bin', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@berth.invalid', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@berth.invalid' };
+  const env = {
+    PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_CONFIG_GLOBAL: '/dev/null',
+    GIT_AUTHOR_NAME: 't',
+    GIT_AUTHOR_EMAIL: 't@berth.invalid',
+    GIT_COMMITTER_NAME: 't',
+    GIT_COMMITTER_EMAIL: 't@berth.invalid',
+  };
   const git = async (...args: string[]) => (await exec('git', ['--git-dir', bare, ...args], { env })).stdout.trim();
   // A lock a killed switcher left on the remote's ref.
   await fs.rm(path.join(bare, 'refs', 'heads', 'live.lock'), { force: true });

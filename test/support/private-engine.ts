@@ -115,7 +115,9 @@ export class PrivateEngine {
 
   /** Imports the test image into this engine (no registry: each engine needs its own copy). */
   async importImage(): Promise<void> {
-    await run(path.resolve(__dirname, '..', '..', 'scripts', 'images.sh'), [], { env: { ...process.env, DOCKER_HOST: `unix://${this.socket}`, BERTH_IMAGES: 'busybox' } });
+    await run(path.resolve(__dirname, '..', '..', 'scripts', 'images.sh'), [], {
+      env: { ...process.env, DOCKER_HOST: `unix://${this.socket}`, BERTH_IMAGES: 'busybox' },
+    });
   }
 
   /** Stops the daemon it started (SIGTERM, by pid) and waits for it to exit. */

@@ -286,9 +286,22 @@ export class TestSwarm {
     const ns = (await run('ip', ['netns', 'list'])).stdout;
     for (const n of [this.hub, ...this.nodes.map((x) => x.netns)]) if (ns.split('\n').some((l) => l.split(' ')[0] === n)) out.push(`netns ${n}`);
     for (const n of this.nodes) {
-      if (await fs.access(n.root).then(() => true, () => false)) out.push(`folder ${n.root}`);
+      if (
+        await fs.access(n.root).then(
+          () => true,
+          () => false,
+        )
+      )
+        out.push(`folder ${n.root}`);
       for (const pid of await n.shimTrees()) out.push(`process ${pid}`);
-      if (n.pid !== undefined && (await fs.access(`/proc/${n.pid}`).then(() => true, () => false))) out.push(`dockerd ${n.pid}`);
+      if (
+        n.pid !== undefined &&
+        (await fs.access(`/proc/${n.pid}`).then(
+          () => true,
+          () => false,
+        ))
+      )
+        out.push(`dockerd ${n.pid}`);
     }
     return out;
   }

@@ -21,7 +21,9 @@ export async function waitFor<T>(
   }
   let stream: (NodeJS.ReadableStream & { destroy?: () => void }) | undefined;
   if (opts.instance) {
-    const s = (await docker.getEvents({ filters: { label: [`${LABELS.instance}=${opts.instance}`] } } as never)) as unknown as NodeJS.ReadableStream & { destroy?: () => void };
+    const s = (await docker.getEvents({ filters: { label: [`${LABELS.instance}=${opts.instance}`] } } as never)) as unknown as NodeJS.ReadableStream & {
+      destroy?: () => void;
+    };
     s.on('data', () => wake());
     stream = s;
   }

@@ -41,12 +41,24 @@ describe('ownership', () => {
     ['from an image without berth labels, made by an older berth (no nonce)', berth('a'), PLAIN, [], 'ours:a'],
     ['its own nonce, image labeled without one: labeled at create', berth('a', { [LABELS.nonce]: 'n1' }), LABELED, [], 'ours:a'],
     ['its own nonce, image committed from a berth container', berth('b', { [LABELS.nonce]: 'n1' }), COMMITTED, [], 'ours:b'],
-    ['nonce equal to its image\'s: inherited, whatever the records say', berth('a', { [LABELS.nonce]: 'n-image' }), COMMITTED, [['id-1', 'a']], 'not:its berth labels come from its image'],
+    [
+      "nonce equal to its image's: inherited, whatever the records say",
+      berth('a', { [LABELS.nonce]: 'n-image' }),
+      COMMITTED,
+      [['id-1', 'a']],
+      'not:its berth labels come from its image',
+    ],
     ['no nonce, labeled image, no record: inherited', berth('a'), LABELED, [], 'not:its berth labels come from its image'],
     ['no nonce, labeled image, recorded for its attempt: an older berth made it', berth('a'), LABELED, [['id-1', 'a']], 'ours:a'],
-    ['a record names it for another attempt', berth('a', { [LABELS.nonce]: 'n1' }), PLAIN, [['id-1', 'b']], 'not:the status records name it for attempt b of instance inst'],
+    [
+      'a record names it for another attempt',
+      berth('a', { [LABELS.nonce]: 'n1' }),
+      PLAIN,
+      [['id-1', 'b']],
+      'not:the status records name it for attempt b of instance inst',
+    ],
     ['a record names it for another instance', berth('a'), PLAIN, [['id-1', 'a', 'other']], 'not:the status records name it for attempt a of instance other'],
-    ['another instance\'s labels', { ...berth('a'), [LABELS.instance]: 'other' }, PLAIN, [], 'not:its labels name another instance than inst'],
+    ["another instance's labels", { ...berth('a'), [LABELS.instance]: 'other' }, PLAIN, [], 'not:its labels name another instance than inst'],
     ['no berth labels', {}, PLAIN, [], 'not:it carries no berth labels'],
   ];
   for (const [what, labels, image, recorded, want] of table) {
@@ -56,7 +68,11 @@ describe('ownership', () => {
   }
 
   it('records: every containerId, with its attempt and instance', () => {
-    const m = recordedContainers([status('a', { containerId: 'x' }), status('b', { containerId: undefined as never }), status('c', { containerId: 'y', instance: 'j' })]);
+    const m = recordedContainers([
+      status('a', { containerId: 'x' }),
+      status('b', { containerId: undefined as never }),
+      status('c', { containerId: 'y', instance: 'j' }),
+    ]);
     expect([...m.entries()]).to.deep.equal([
       ['x', { attempt: 'a', instance: 'default' }],
       ['y', { attempt: 'c', instance: 'j' }],

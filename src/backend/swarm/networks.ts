@@ -194,4 +194,3 @@ export class SwarmNetworks implements NetworkClient {
     return whenFree(() => this.swarm.networks.remove(idOrName));
   }
 }
-

@@ -116,7 +116,11 @@ export class NodePool {
   private hardening(nodeId: string): Promise<NodeHardening> {
     let p = this.probes.get(nodeId);
     if (!p) {
-      p = probeNode(this.swarm, nodeId, this.probeImage, undefined, this.now).catch((err: Error) => ({ noNewPrivileges: false, privateCgroupns: false, error: `its probe failed: ${err.message}` }));
+      p = probeNode(this.swarm, nodeId, this.probeImage, undefined, this.now).catch((err: Error) => ({
+        noNewPrivileges: false,
+        privateCgroupns: false,
+        error: `its probe failed: ${err.message}`,
+      }));
       // a probe that could not run is asked again next time; a node's answer is kept
       void p.then((h) => h.error && this.probes.delete(nodeId));
       this.probes.set(nodeId, p);

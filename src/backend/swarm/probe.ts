@@ -29,7 +29,10 @@ export function parseProbe(output: string): NodeHardening {
   const line = output.split('\n').find((l) => l.startsWith('BERTH-PROBE '));
   if (!line) return { noNewPrivileges: false, privateCgroupns: false, error: 'the probe printed no report' };
   const v = JSON.parse(line.slice('BERTH-PROBE '.length)) as { nnp?: string; cgroup?: string };
-  const paths = (v.cgroup ?? '').split('\n').filter(Boolean).map((l) => l.split(':').slice(2).join(':'));
+  const paths = (v.cgroup ?? '')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => l.split(':').slice(2).join(':'));
   return { noNewPrivileges: v.nnp === '1', privateCgroupns: paths.length > 0 && paths.every((p) => p === '/') };
 }
 
@@ -61,11 +64,16 @@ export async function probeNode(swarm: SwarmEngine, nodeId: string, image: strin
       if (signal?.aborted) throw new Error('probe aborted');
       task = (await swarm.tasks.list({ services: [id] })).find((t) => FINAL.has(t.state));
       if (task) break;
-      if (now() > deadline) return { noNewPrivileges: false, privateCgroupns: false, error: `its probe task did not end within ${SWARM.probeTimeoutMs / 1000} s` };
+      if (now() > deadline)
+        return { noNewPrivileges: false, privateCgroupns: false, error: `its probe task did not end within ${SWARM.probeTimeoutMs / 1000} s` };
       await new Promise((r) => setTimeout(r, 200));
     }
     if (task.state !== 'complete') {
-      return { noNewPrivileges: false, privateCgroupns: false, error: `its probe task ended ${task.state}${task.error ? `: ${task.error}` : ''} (image ${image})` };
+      return {
+        noNewPrivileges: false,
+        privateCgroupns: false,
+        error: `its probe task ended ${task.state}${task.error ? `: ${task.error}` : ''} (image ${image})`,
+      };
     }
     const chunks: Buffer[] = [];
     for await (const c of await swarm.services.logs(id, { follow: false })) chunks.push(Buffer.from(c as Buffer));

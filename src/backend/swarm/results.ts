@@ -51,7 +51,10 @@ export async function extractResults(tar: Readable, strip: string, into: string)
         await fs.symlink(h.linkname, dest).catch(() => undefined);
         stream.resume();
       } else stream.resume();
-    })().then(() => next(), (err: Error) => next(err));
+    })().then(
+      () => next(),
+      (err: Error) => next(err),
+    );
   });
   tar.pipe(ex);
   await done;

@@ -41,7 +41,18 @@ import { COMPONENTS, DEFAULTS, LABELS, REASONS, SWARM } from '../../constants';
 import { BackendRefusedError, isConflict, isNotFound } from '../../engine/errors';
 import { matchesLabels } from '../../engine/label-filter';
 import type { ServiceSummary, SwarmEngine, TaskSummary } from '../../engine/swarm/types';
-import type { ContainerClient, ContainerCreateSpec, ContainerDetails, ContainerSummary, EngineEvent, Labels, MountSummary, NetworkSummary, VolumeClient, VolumeSummary } from '../../engine/types';
+import type {
+  ContainerClient,
+  ContainerCreateSpec,
+  ContainerDetails,
+  ContainerSummary,
+  EngineEvent,
+  Labels,
+  MountSummary,
+  NetworkSummary,
+  VolumeClient,
+  VolumeSummary,
+} from '../../engine/types';
 import { parseRunNet, privateNetwork, taskNetworks, type RunNet } from './networks';
 import { nodeName, parseRunId, runId, type NodeHandle, type NodePool } from './nodes';
 import { splitSecrets } from './archive';
@@ -171,7 +182,12 @@ export class SwarmRuns implements ContainerClient {
     return s.nodeId !== undefined && this.pool.lost(s.nodeId, SWARM.lostGraceMs);
   }
 
-  private summary(s: ServiceSummary, t: TaskSummary | undefined, nets: ReadonlyMap<string, NetworkSummary>, nodes: readonly NodeHandle[] = []): ContainerSummary {
+  private summary(
+    s: ServiceSummary,
+    t: TaskSummary | undefined,
+    nets: ReadonlyMap<string, NetworkSummary>,
+    nodes: readonly NodeHandle[] = [],
+  ): ContainerSummary {
     const ended = t !== undefined && FINAL.has(t.state);
     const node = t?.nodeId || s.nodeId || '';
     const resultsDir = s.labels[SWARM.resultsLabel];
@@ -223,7 +239,9 @@ export class SwarmRuns implements ContainerClient {
         const id = h ? runId(c.name, h.node.id) : c.name;
         if (started.has(id)) continue;
         started.add(id);
-        const results = c.labels[SWARM.resultsLabel] ? [{ type: 'bind', source: c.labels[SWARM.resultsLabel] as string, destination: DEFAULTS.resultsMount, rw: true }] : [];
+        const results = c.labels[SWARM.resultsLabel]
+          ? [{ type: 'bind', source: c.labels[SWARM.resultsLabel] as string, destination: DEFAULTS.resultsMount, rw: true }]
+          : [];
         out.push({ ...c, id, state: 'created', mounts: [...results, ...attemptVolumes(c.mounts, c.name)] });
       }
     }
@@ -269,7 +287,14 @@ export class SwarmRuns implements ContainerClient {
         : { network: spec.host.networkMode, aliases: spec.aliases ?? [], dns: [...(spec.host.dns ?? [])], private: false };
     // whether the run exists and where it would go, at once (the choice makes nothing); a run
     // that exists is a conflict whatever the choice says
-    const [existing, located, chosen] = await Promise.all([this.service(run), this.locate(run), this.node(spec, run, net).then((h) => ({ h }), (err: unknown) => ({ err }))]);
+    const [existing, located, chosen] = await Promise.all([
+      this.service(run),
+      this.locate(run),
+      this.node(spec, run, net).then(
+        (h) => ({ h }),
+        (err: unknown) => ({ err }),
+      ),
+    ]);
     if (existing || located) throw Object.assign(new Error(`run ${run} exists`), { statusCode: 409 });
     if ('err' in chosen) throw chosen.err;
     const h = chosen.h;
@@ -277,12 +302,15 @@ export class SwarmRuns implements ContainerClient {
     // made by a berth killed before the volume is made here now, with the record's labels
     for (const m of spec.host.mounts) {
       const rec = await this.records?.inspect(m.source);
-      if (!rec || rec.labels[SWARM.volumeNodeLabel] !== h.node.id) throw new Error(`run ${run}: its volume ${m.source} is not recorded on node ${nodeName(h.node)}`);
+      if (!rec || rec.labels[SWARM.volumeNodeLabel] !== h.node.id)
+        throw new Error(`run ${run}: its volume ${m.source} is not recorded on node ${nodeName(h.node)}`);
       await h.engine.volumes.create({ name: m.source, labels: rec.labels });
     }
     const helper = helperLabels(spec.labels, run);
     await Promise.all([
-      ...(side ? [] : [h.engine.volumes.create({ name: wsVolume(run), labels: helper }), h.engine.volumes.create({ name: resultsVolume(run), labels: helper })]),
+      ...(side
+        ? []
+        : [h.engine.volumes.create({ name: wsVolume(run), labels: helper }), h.engine.volumes.create({ name: resultsVolume(run), labels: helper })]),
       // the run's own `none`: an internal overlay nobody else is on, made with the run's other
       // helpers (a berth killed from here on leaves a run that lists as created, overlay and
       // all, and is removed whole: list, remove)
@@ -322,13 +350,14 @@ export class SwarmRuns implements ContainerClient {
     const held = await this.volumeNode(l, component === COMPONENTS.main ? spec.host.mounts.map((m) => m.source) : undefined);
     if (held) return held;
     if (!net.private && (component === COMPONENTS.main || component === COMPONENTS.sidecar) && l[LABELS.instance] && l[LABELS.attempt] && l[LABELS.run]) {
-      const beside = (await this.swarm.services.list([`${LABELS.instance}=${l[LABELS.instance]}`, `${LABELS.attempt}=${l[LABELS.attempt]}`, `${LABELS.run}=${l[LABELS.run]}`])).filter(
-        (s) => s.nodeId && s.name !== run && (s.labels[LABELS.component] === COMPONENTS.proxy || s.labels[LABELS.component] === COMPONENTS.sidecar),
-      );
+      const beside = (
+        await this.swarm.services.list([`${LABELS.instance}=${l[LABELS.instance]}`, `${LABELS.attempt}=${l[LABELS.attempt]}`, `${LABELS.run}=${l[LABELS.run]}`])
+      ).filter((s) => s.nodeId && s.name !== run && (s.labels[LABELS.component] === COMPONENTS.proxy || s.labels[LABELS.component] === COMPONENTS.sidecar));
       const p = beside.find((s) => s.labels[LABELS.component] === COMPONENTS.proxy) ?? beside[0];
       if (p?.nodeId) {
         const h = (await this.pool.reachable()).find((n) => n.node.id === p.nodeId);
-        if (!h || h.node.state !== 'ready') throw new Error(`run ${run}: the node of its ${p.labels[LABELS.component]} ${p.name} (${p.nodeId.slice(0, 12)}) is not ready`);
+        if (!h || h.node.state !== 'ready')
+          throw new Error(`run ${run}: the node of its ${p.labels[LABELS.component]} ${p.name} (${p.nodeId.slice(0, 12)}) is not ready`);
         return h;
       }
     }
@@ -364,13 +393,24 @@ export class SwarmRuns implements ContainerClient {
     const held = (await this.records.list(filters)).filter((v: VolumeSummary) => v.labels[SWARM.volumeNodeLabel] && (!names || names.includes(v.name)));
     const ids = [...new Set(held.map((v) => v.labels[SWARM.volumeNodeLabel] as string))].sort();
     if (!ids.length) return undefined;
-    const vols = held.map((v) => v.labels[LABELS.volume] ?? v.name).sort().join(', ');
+    const vols = held
+      .map((v) => v.labels[LABELS.volume] ?? v.name)
+      .sort()
+      .join(', ');
     const keeps = `attempt ${attempt} keeps its volumes (${vols})`;
     const only = 'its runs go only there (anywhere else its volumes would be new and empty), so it waits for that node';
-    if (ids.length > 1) throw new BackendRefusedError(REASONS.nodeRefused, `${keeps} on more than one swarm node (${ids.map((i) => i.slice(0, 12)).join(', ')}); no run can see them all`);
+    if (ids.length > 1)
+      throw new BackendRefusedError(
+        REASONS.nodeRefused,
+        `${keeps} on more than one swarm node (${ids.map((i) => i.slice(0, 12)).join(', ')}); no run can see them all`,
+      );
     const id = ids[0] as string;
     const n = (await this.pool.all()).find((x) => x.id === id);
-    if (!n) throw new BackendRefusedError(REASONS.nodeRefused, `${keeps} on swarm node ${id.slice(0, 12)}, which has left the swarm (their data went with it); ${only}`);
+    if (!n)
+      throw new BackendRefusedError(
+        REASONS.nodeRefused,
+        `${keeps} on swarm node ${id.slice(0, 12)}, which has left the swarm (their data went with it); ${only}`,
+      );
     const why = await this.pool.refusal(n);
     const h = why === undefined ? this.pool.handle(n) : undefined;
     if (!h) throw new BackendRefusedError(REASONS.nodeRefused, `${keeps} on swarm node ${why ?? nodeName(n)}; ${only}`);
@@ -413,7 +453,11 @@ export class SwarmRuns implements ContainerClient {
       // the node's `create` of the task's container, which started() waits for: the stream is
       // open before the service is made, so it is never missed
       const creates = h.engine.events.stream([`${SWARM.taskLabel}=${name}`], { signal: abort.signal }).catch(() => undefined);
-      const settle = <T>(p: Promise<T>) => p.then((v) => ({ v }), (err: unknown) => ({ err }));
+      const settle = <T>(p: Promise<T>) =>
+        p.then(
+          (v) => ({ v }),
+          (err: unknown) => ({ err }),
+        );
       const [started, inspected, listed, events] = await Promise.all([
         this.service(id),
         settle(h.engine.containers.inspect(name)),
@@ -444,7 +488,10 @@ export class SwarmRuns implements ContainerClient {
             workingDir: c.config.workingDir,
             ...(c.config.user ? { user: c.config.user } : {}),
             nodeId: h.node.id,
-            networks: [...(net ? [{ target: net.network, ...(net.aliases.length ? { aliases: net.aliases } : {}) }] : []), ...extra.map((target) => ({ target }))],
+            networks: [
+              ...(net ? [{ target: net.network, ...(net.aliases.length ? { aliases: net.aliases } : {}) }] : []),
+              ...extra.map((target) => ({ target })),
+            ],
             ...(net?.dns.length ? { dns: net.dns } : {}),
             mounts: [
               ...(resultsDir
@@ -474,7 +521,14 @@ export class SwarmRuns implements ContainerClient {
       const service = await make().catch(async (err: unknown) => {
         // the run's own `none` is made with the run (create); a run an older berth prepared has
         // none yet (it made it at the start): judged by the manager's networks, not the error's text
-        if (!net?.private || (await this.swarm.networks.inspect(net.network).then(() => true, (e: unknown) => !isNotFound(e)))) throw err;
+        if (
+          !net?.private ||
+          (await this.swarm.networks.inspect(net.network).then(
+            () => true,
+            (e: unknown) => !isNotFound(e),
+          ))
+        )
+          throw err;
         await this.privateNet(net.network, helperLabels(c.labels, name));
         return make();
       });
@@ -498,8 +552,17 @@ export class SwarmRuns implements ContainerClient {
   private async started(service: string, h: NodeHandle, creates: AsyncIterable<EngineEvent> | undefined, memory: number, memorySwap: number): Promise<void> {
     const until = this.now() + SWARM.taskStartMs;
     const limit = (id: string): Promise<void> =>
-      memory > 0 ? h.docker.getContainer(id).update({ Memory: memory, MemorySwap: memorySwap > 0 ? memorySwap : memory }).then(() => undefined, () => undefined) : Promise.resolve();
-    const ours = (ev: EngineEvent) => ev.type === 'container' && ev.id !== '' && (ev.attributes[SWARM.serviceIdLabel] === service || ev.attributes[SWARM.serviceNameLabel] === service);
+      memory > 0
+        ? h.docker
+            .getContainer(id)
+            .update({ Memory: memory, MemorySwap: memorySwap > 0 ? memorySwap : memory })
+            .then(
+              () => undefined,
+              () => undefined,
+            )
+        : Promise.resolve();
+    const ours = (ev: EngineEvent) =>
+      ev.type === 'container' && ev.id !== '' && (ev.attributes[SWARM.serviceIdLabel] === service || ev.attributes[SWARM.serviceNameLabel] === service);
     let made: { id: string; limited: Promise<void> } | undefined;
     let up = false;
     let wake: () => void = () => undefined;
@@ -548,7 +611,11 @@ export class SwarmRuns implements ContainerClient {
     const node = t?.nodeId ? (await this.pool.reachable()).find((n) => n.node.id === t.nodeId) : h;
     // the task's container, as the manager names it; or, in the moment before the manager hears
     // of it (a start that has just returned: its node's events said), as its node lists it
-    const innerId = t?.containerId || (node?.node.state === 'ready' && t && !FINAL.has(t.state) ? (await node.engine.containers.list([`${SWARM.serviceIdLabel}=${s.id}`, `${SWARM.taskLabel}=${s.name}`]).catch(() => []))[0]?.id : undefined);
+    const innerId =
+      t?.containerId ||
+      (node?.node.state === 'ready' && t && !FINAL.has(t.state)
+        ? (await node.engine.containers.list([`${SWARM.serviceIdLabel}=${s.id}`, `${SWARM.taskLabel}=${s.name}`]).catch(() => []))[0]?.id
+        : undefined);
     const inner = innerId && node ? await node.engine.containers.inspect(innerId).catch(() => undefined) : undefined;
     // the node's engine knows a container ended before the manager hears of it (a stop just done)
     const innerEnded = inner !== undefined && inner.runState.status === 'exited';
@@ -556,14 +623,18 @@ export class SwarmRuns implements ContainerClient {
     const base = inner ?? (h ? await h.engine.containers.inspect(name) : undefined);
     if (!base) throw notFound(idOrName);
     const nets = new Map<string, NetworkSummary>();
-    for (const n of s.networks) await this.swarm.networks.inspect(n).then((x) => nets.set(n, x), () => undefined);
+    for (const n of s.networks)
+      await this.swarm.networks.inspect(n).then(
+        (x) => nets.set(n, x),
+        () => undefined,
+      );
     const summary = this.summary(s, t, nets);
     // where the task's container really sits, as its node says (ingress and docker_gwbridge too)
     const networks = inner?.runState.running && node ? await taskNetworks(node, inner, s.name) : summary.networks;
     // the attempt's volumes where they really are mounted: in the task's container, as its node says
     const mounts = [...summary.mounts.filter((m) => m.type !== 'volume'), ...attemptVolumes((inner ?? base).mounts, name)];
     const listed = { ...summary, networks, mounts, ...(ended ? { state: 'exited' } : {}) };
-    const hardened = inner ? ((await this.pool.refusal(node!.node)) === undefined) : false;
+    const hardened = inner ? (await this.pool.refusal(node!.node)) === undefined : false;
     return {
       ...base,
       ...listed,
@@ -614,7 +685,8 @@ export class SwarmRuns implements ContainerClient {
     }
     // the run's own `none` network (a manager's network: it goes even while the node is down)
     const own = await this.swarm.networks.inspect(privateNetwork(name)).catch(() => undefined);
-    if (own && own.labels[SWARM.runLabel] === name && own.labels[LABELS.managed] === 'true') any = (await this.removeWhenFree(() => this.swarm.networks.remove(own.id))) || any;
+    if (own && own.labels[SWARM.runLabel] === name && own.labels[LABELS.managed] === 'true')
+      any = (await this.removeWhenFree(() => this.swarm.networks.remove(own.id))) || any;
     const h = await this.locate(id);
     const state = h ? (await this.pool.all()).find((n) => n.id === h.node.id)?.state : undefined;
     if (h && state !== 'ready') {
@@ -622,7 +694,8 @@ export class SwarmRuns implements ContainerClient {
       // they are listed then (a created run of an earlier run number) and removed
       return true;
     }
-    for (const sec of h ? await this.swarm.secrets.list([`${SWARM.runLabel}=${runId(name, h.node.id)}`]) : []) any = (await this.removeWhenFree(() => this.swarm.secrets.remove(sec.id))) || any;
+    for (const sec of h ? await this.swarm.secrets.list([`${SWARM.runLabel}=${runId(name, h.node.id)}`]) : [])
+      any = (await this.removeWhenFree(() => this.swarm.secrets.remove(sec.id))) || any;
     if (h) {
       // a task's container the service's removal has not taken with it (its node was down then)
       for (const c of await h.engine.containers.list([`${SWARM.taskLabel}=${name}`])) any = (await h.engine.containers.remove(c.id)) || any;

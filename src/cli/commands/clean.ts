@@ -25,7 +25,9 @@ async function recordsIfReadable(ctx: Context): Promise<RecordedContainers> {
     await store.recover();
     return recordedContainers((await store.loadAll()).values());
   } catch (err) {
-    ctx.io.err(`berth: warning: the status records of instance ${ctx.instance} cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); deciding by the engine's labels alone\n`);
+    ctx.io.err(
+      `berth: warning: the status records of instance ${ctx.instance} cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); deciding by the engine's labels alone\n`,
+    );
     return new Map();
   }
 }
@@ -80,7 +82,9 @@ async function clean(ctx: Context, engine: Engine, o: { keepState?: boolean; con
       if (err.code !== 'ENOTDIR') failures.push(`status records ${ctx.store().dir}: ${err.message}`);
     });
   }
-  ctx.io.out(`removed ${plural(containers.length, 'container')}, ${plural(networks.length, 'network')}, ${plural(volumes.length, 'volume')} of instance ${ctx.instance}${left ? `; ${left} remain` : '; none remain'}\n`);
+  ctx.io.out(
+    `removed ${plural(containers.length, 'container')}, ${plural(networks.length, 'network')}, ${plural(volumes.length, 'volume')} of instance ${ctx.instance}${left ? `; ${left} remain` : '; none remain'}\n`,
+  );
   for (const x of failures) ctx.io.err(`berth: ${x}\n`);
   return left || failures.length ? EXIT.failed : EXIT.ok;
 }

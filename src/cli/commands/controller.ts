@@ -44,7 +44,16 @@ export async function runController(ctx: Context, o: ReconcileOptions, signal?: 
   process.once('SIGTERM', onTerm);
   process.once('SIGINT', onInt);
   try {
-    return await serveController(ctx, o, signal, { cfg, metrics, engine, stopped, onStop, ...(git ? { git } : {}), ...(webhookSecret !== undefined ? { webhookSecret } : {}), ...(outcomes ? { outcomes } : {}) });
+    return await serveController(ctx, o, signal, {
+      cfg,
+      metrics,
+      engine,
+      stopped,
+      onStop,
+      ...(git ? { git } : {}),
+      ...(webhookSecret !== undefined ? { webhookSecret } : {}),
+      ...(outcomes ? { outcomes } : {}),
+    });
   } finally {
     process.off('SIGTERM', onTerm);
     process.off('SIGINT', onInt);
@@ -124,23 +133,33 @@ async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortS
   let lockLost = false;
   try {
     if (o.metricsAddr) {
-      http = await serve(o.metricsAddr, metrics, {
-        healthy: () => !controller.stopping,
-        ready: async () => {
-          const engineProblem = controller.health.problem();
-          if (engineProblem) return engineProblem;
-          if (!lock) return `waiting for the lock of instance ${ctx.instance}`;
-          if (!controller.synced) return 'no full pass over the specs has succeeded yet';
-          if (!controller.engineConnected) return 'the engine event stream is not connected';
-          if (!(await lock.isHeld())) return `the lock of instance ${ctx.instance} is not held`;
-          return true;
+      http = await serve(
+        o.metricsAddr,
+        metrics,
+        {
+          healthy: () => !controller.stopping,
+          ready: async () => {
+            const engineProblem = controller.health.problem();
+            if (engineProblem) return engineProblem;
+            if (!lock) return `waiting for the lock of instance ${ctx.instance}`;
+            if (!controller.synced) return 'no full pass over the specs has succeeded yet';
+            if (!controller.engineConnected) return 'the engine event stream is not connected';
+            if (!(await lock.isHeld())) return `the lock of instance ${ctx.instance} is not held`;
+            return true;
+          },
         },
-      }, async () => {
-        // The live report: the controller's memory, no links (this server serves no run folders).
-        const { load, statuses } = await controller.view();
-        const data = reportFromLoad(load, statuses, { sets: [], keep: () => true, selecting: false }, { now: Date.now(), instance: ctx.instance, maxRunning: cfg.maxRunning, resultsRoot: ctx.resultsRoot, linkBase: null, mode: 'live' });
-        return { html: renderReport(data), csp: reportCsp() };
-      });
+        async () => {
+          // The live report: the controller's memory, no links (this server serves no run folders).
+          const { load, statuses } = await controller.view();
+          const data = reportFromLoad(
+            load,
+            statuses,
+            { sets: [], keep: () => true, selecting: false },
+            { now: Date.now(), instance: ctx.instance, maxRunning: cfg.maxRunning, resultsRoot: ctx.resultsRoot, linkBase: null, mode: 'live' },
+          );
+          return { html: renderReport(data), csp: reportCsp() };
+        },
+      );
       ctx.log.info(`fleet report, metrics and health on ${http.url} (/, /metrics, /healthz, /readyz)`);
     }
     // The instance's locks. An engine that does not answer is waited for (readiness says why);
@@ -151,16 +170,19 @@ async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortS
       lock = taken;
       // A lock broken under it (`berth unlock --force` meant for another holder) stops it: two
       // writers must never drive one instance. An engine that does not answer is no proof either way.
-      guard = setInterval(() => {
-        taken.isHeld().then(
-          (held) => {
-            if (held) return;
-            lockLost = true;
-            onStop('lock lost');
-          },
-          () => undefined,
-        );
-      }, (o.lockCheckSeconds ?? DEFAULTS.lockCheckSeconds) * 1000);
+      guard = setInterval(
+        () => {
+          taken.isHeld().then(
+            (held) => {
+              if (held) return;
+              lockLost = true;
+              onStop('lock lost');
+            },
+            () => undefined,
+          );
+        },
+        (o.lockCheckSeconds ?? DEFAULTS.lockCheckSeconds) * 1000,
+      );
       guard.unref();
       await controller.start();
       if (o.webhookAddr !== undefined && s.webhookSecret !== undefined) {
@@ -170,7 +192,12 @@ async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortS
         });
         ctx.log.info(`webhook on ${hook.url} (POST, X-Hub-Signature-256)`);
       }
-      ctx.log.info('controller started', { instance: ctx.instance, ...(s.git ? { git: s.git.cfg.url.display, ref: s.git.cfg.ref ?? 'HEAD', interval: `${s.git.cfg.intervalMs / 1000}s` } : { specs: ctx.specsDir }), workers: o.workers ?? cfg.concurrency, resync: `${o.resync ?? 30}s` });
+      ctx.log.info('controller started', {
+        instance: ctx.instance,
+        ...(s.git ? { git: s.git.cfg.url.display, ref: s.git.cfg.ref ?? 'HEAD', interval: `${s.git.cfg.intervalMs / 1000}s` } : { specs: ctx.specsDir }),
+        workers: o.workers ?? cfg.concurrency,
+        resync: `${o.resync ?? 30}s`,
+      });
     }
     const why = await stopped;
     ctx.log.info(`${why}: finishing the operations in flight; attempts keep running`);
@@ -183,7 +210,9 @@ async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortS
     await lock?.release();
   }
   if (lockLost) {
-    ctx.io.err(`berth: instance "${ctx.instance}": the controller's lock was taken away (on the engine or in ${ctx.stateDir}); it stopped so that only one berth drives the instance\n`);
+    ctx.io.err(
+      `berth: instance "${ctx.instance}": the controller's lock was taken away (on the engine or in ${ctx.stateDir}); it stopped so that only one berth drives the instance\n`,
+    );
     return EXIT.failed;
   }
   ctx.log.info('controller stopped');

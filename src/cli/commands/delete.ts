@@ -19,9 +19,22 @@ export async function runDelete(ctx: Context, names: string[], o: { selector?: s
   const r = await markAndPass(ctx, 'delete', rows, (row, rec, spec) => {
     if (!spec) {
       // No spec: reconcile removes it anyway, unless its spec is invalid (then it is protected).
-      return row.reason === REASONS.invalidSpec || row.reason === REASONS.duplicateName ? { refused: 'its spec is invalid: fix it or remove its file, which removes the attempt' } : undefined;
+      return row.reason === REASONS.invalidSpec || row.reason === REASONS.duplicateName
+        ? { refused: 'its spec is invalid: fix it or remove its file, which removes the attempt' }
+        : undefined;
     }
-    const base = rec ?? { name: row.name, instance: ctx.instance, phase: 'Pending' as const, specHash: spec.hash, source: spec.relFile, run: 0, retriesUsed: 0, createdAt: at, history: [], updatedAt: at };
+    const base = rec ?? {
+      name: row.name,
+      instance: ctx.instance,
+      phase: 'Pending' as const,
+      specHash: spec.hash,
+      source: spec.relFile,
+      run: 0,
+      retriesUsed: 0,
+      createdAt: at,
+      history: [],
+      updatedAt: at,
+    };
     const { rerunRequested: _r, ...kept } = base;
     return { ...kept, deleted: { at, specHash: spec.hash } };
   });
@@ -30,7 +43,9 @@ export async function runDelete(ctx: Context, names: string[], o: { selector?: s
     const action = r.pass.plan.actions.find((a) => a.attempt === name);
     const ops = action?.ops ?? [];
     const n = (t: string) => ops.filter((op) => op.type === t).length;
-    const removed = [plural(n('remove-container'), 'container'), plural(n('remove-network'), 'network'), plural(n('remove-volume'), 'volume')].filter((s) => !s.startsWith('0 '));
+    const removed = [plural(n('remove-container'), 'container'), plural(n('remove-network'), 'network'), plural(n('remove-volume'), 'volume')].filter(
+      (s) => !s.startsWith('0 '),
+    );
     const rec = await r.store?.get(name);
     const stopped = ops.some((op) => op.type === 'stop') ? 'stopped; ' : '';
     const where = rec?.resultsDir ? `; results stay in ${rec.resultsDir}` : '';

@@ -13,7 +13,9 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
   const loaded = load.specs.find((s) => s.spec.name === name);
   const damaged = rec ? undefined : ctx.store().damaged().get(name);
   // Its own errors, and those of an AttemptSet (invalid as a whole) that declares it.
-  const errors = load.errors.filter((e) => e.attempt === name || (e.attempt === undefined && e.set !== undefined && !!load.sets?.get(e.set)?.children.includes(name)));
+  const errors = load.errors.filter(
+    (e) => e.attempt === name || (e.attempt === undefined && e.set !== undefined && !!load.sets?.get(e.set)?.children.includes(name)),
+  );
   if (!loaded && !rec && !damaged && !load.protectedNames.has(name)) {
     ctx.io.err(`berth: attempt ${JSON.stringify(name)} not found\n`);
     return EXIT.failed;
@@ -32,7 +34,12 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
       const m = loaded.set;
       kv('AttemptSet', `${m.set.name} (${m.set.axes.map((a) => `${a}=${m.coords[a] ?? ''}`).join(', ')})`);
     }
-    kv('Labels', Object.entries(s.labels).map(([k, v]) => `${k}=${v}`).join(', '));
+    kv(
+      'Labels',
+      Object.entries(s.labels)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(', '),
+    );
     kv('Image', s.image);
     kv('Command', s.command ? JSON.stringify(s.command) : '(image default)');
     kv('Working dir', s.workingDir);
@@ -71,7 +78,10 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
     kv('Results', rec.resultsDir);
     kv('Container', rec.containerId?.slice(0, 12));
     if (rec.lastError) {
-      kv('Last error', `${rec.lastError.message} (${rec.lastError.failures} failure${rec.lastError.failures === 1 ? '' : 's'}; next try ${rec.lastError.nextRetryAt})`);
+      kv(
+        'Last error',
+        `${rec.lastError.message} (${rec.lastError.failures} failure${rec.lastError.failures === 1 ? '' : 's'}; next try ${rec.lastError.nextRetryAt})`,
+      );
     }
     for (const w of rec.warnings ?? []) out.push(`WARNING:        ${w}`);
     if (rec.lastAttestation) {
@@ -81,7 +91,19 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
     }
     if (rec.history.length) {
       out.push('', 'History:');
-      out.push(table([['  RUN', 'PHASE', 'REASON', 'EXIT', 'STARTED', 'FINISHED'], ...rec.history.map((h) => [`  ${h.run}`, h.phase, h.reason ?? '-', h.exitCode === undefined ? '-' : String(h.exitCode), h.startedAt ?? '-', h.finishedAt ?? '-'])]).trimEnd());
+      out.push(
+        table([
+          ['  RUN', 'PHASE', 'REASON', 'EXIT', 'STARTED', 'FINISHED'],
+          ...rec.history.map((h) => [
+            `  ${h.run}`,
+            h.phase,
+            h.reason ?? '-',
+            h.exitCode === undefined ? '-' : String(h.exitCode),
+            h.startedAt ?? '-',
+            h.finishedAt ?? '-',
+          ]),
+        ]).trimEnd(),
+      );
     }
   } else if (damaged) {
     kv('Phase', 'unknown: the status record is damaged');
@@ -108,7 +130,9 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
         const p = c.placement; // a run on a swarm: its service, task and node (--backend swarm)
         return [
           [`  container`, c.name, c.state, o.owned ? `run ${c.labels[LABELS.run] ?? '?'}` : `not berth's: ${o.why}`, c.networks.join(',')],
-          ...(p ? [[`    service`, p.service, p.taskState ? `task ${p.task ?? '?'} ${p.taskState}` : 'no task yet', `node ${p.nodeName || '?'} (${p.node})`, '']] : []),
+          ...(p
+            ? [[`    service`, p.service, p.taskState ? `task ${p.task ?? '?'} ${p.taskState}` : 'no task yet', `node ${p.nodeName || '?'} (${p.node})`, '']]
+            : []),
         ];
       }),
       ...ns.map((n) => [`  network`, n.name, n.internal ? 'internal' : 'routed', '', '']),

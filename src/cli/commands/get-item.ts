@@ -23,7 +23,9 @@ export function toItem(r: Row): AttemptItem {
     : {
         phase: r.phase,
         reason: r.reason,
-        ...(r.damaged ? { damagedRecord: { file: r.damaged.file, problem: r.damaged.problem, ...(r.damaged.keptAt ? { keptAt: r.damaged.keptAt } : {}) } } : {}),
+        ...(r.damaged
+          ? { damagedRecord: { file: r.damaged.file, problem: r.damaged.problem, ...(r.damaged.keptAt ? { keptAt: r.damaged.keptAt } : {}) } }
+          : {}),
       };
   return {
     apiVersion: API_VERSION,

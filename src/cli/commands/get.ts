@@ -62,7 +62,10 @@ export function selectorOf(flags: readonly string[]): Selector {
 export async function collectRows(ctx: Context, wanted: readonly string[] = [], selector: readonly string[] = []): Promise<Row[]> {
   const want = selectorOf(selector);
   const only = wanted.length ? new Set(wanted) : undefined;
-  const [load, statuses] = await Promise.all([loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsRevision(ctx) }), ctx.store().loadAll()]);
+  const [load, statuses] = await Promise.all([
+    loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsRevision(ctx) }),
+    ctx.store().loadAll(),
+  ]);
   const damaged = ctx.store().damaged();
   const specs = new Map(load.specs.map((s) => [s.spec.name, s]));
   const all = new Set([...specs.keys(), ...statuses.keys(), ...damaged.keys()]);
@@ -102,7 +105,13 @@ export function renderRows(rows: Row[], wide: boolean, headers = true): string {
   const body = rows.map((r) => {
     const base = [r.name, r.phase, r.reason || '-', r.exitCode === null ? '-' : String(r.exitCode), String(r.run || '-'), r.age, r.duration];
     if (wide) {
-      base.push(r.image || '-', Object.entries(r.labels).map(([k, v]) => `${k}=${v}`).join(',') || '-', r.results || '-');
+      base.push(
+        r.image || '-',
+        Object.entries(r.labels)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(',') || '-',
+        r.results || '-',
+      );
     }
     return base;
   });
@@ -120,7 +129,10 @@ export interface SetRow {
 /** One row per AttemptSet: its children (those matching the selector) counted by phase; no record yet counts as Pending. */
 export async function collectSetRows(ctx: Context, name?: string, selector: readonly string[] = []): Promise<SetRow[]> {
   const want = selectorOf(selector);
-  const [load, statuses] = await Promise.all([loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsRevision(ctx) }), ctx.store().loadAll()]);
+  const [load, statuses] = await Promise.all([
+    loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsRevision(ctx) }),
+    ctx.store().loadAll(),
+  ]);
   const specs = new Map(load.specs.map((s) => [s.spec.name, s]));
   const rows: SetRow[] = [];
   for (const [setName, set] of [...(load.sets ?? new Map())].sort(([a], [b]) => (a < b ? -1 : 1))) {
@@ -142,7 +154,10 @@ export async function collectSetRows(ctx: Context, name?: string, selector: read
 
 function renderSetRows(rows: SetRow[]): string {
   const head = ['NAME', 'CHILDREN', ...PHASES.map((p) => p.toUpperCase()), 'SOURCE'];
-  return table([head, ...rows.map((r) => [r.valid ? r.name : `${r.name} (invalid)`, String(r.children), ...PHASES.map((p) => String(r.phases[p] ?? 0)), r.source])]);
+  return table([
+    head,
+    ...rows.map((r) => [r.valid ? r.name : `${r.name} (invalid)`, String(r.children), ...PHASES.map((p) => String(r.phases[p] ?? 0)), r.source]),
+  ]);
 }
 
 async function runGetSets(ctx: Context, name: string | undefined, o: GetOptions): Promise<number> {

@@ -93,6 +93,10 @@ export async function runLogs(ctx: Context, name: string, o: LogsOptions): Promi
       return EXIT.ok;
     }
   }
-  diag(ctx, 'error', `no logs for ${what}: no container and no harvested log${file ? ` (${file})` : ''}; it has not run yet, or its results were removed (berth describe shows its runs)`);
+  diag(
+    ctx,
+    'error',
+    `no logs for ${what}: no container and no harvested log${file ? ` (${file})` : ''}; it has not run yet, or its results were removed (berth describe shows its runs)`,
+  );
   return EXIT.failed;
 }

@@ -47,7 +47,8 @@ async function planFrom(ctx: Context, o: PlanOptions, revision?: string): Promis
   }
   const engine = readOnlyEngine(ctx.engine());
   const { load, plan } = await planPass({ ...passConfig(ctx, o), ...(revision !== undefined ? { revision } : {}) }, engine, ctx.store());
-  if (o.output === 'json') ctx.io.out(JSON.stringify({ ...(planToJson(plan) as object), ...(revision !== undefined ? { revision } : {}), errors: load.errors }, null, 2) + '\n');
+  if (o.output === 'json')
+    ctx.io.out(JSON.stringify({ ...(planToJson(plan) as object), ...(revision !== undefined ? { revision } : {}), errors: load.errors }, null, 2) + '\n');
   else {
     reportLoadErrors(ctx, load);
     if (revision !== undefined) ctx.io.out(`revision ${revision}\n`);

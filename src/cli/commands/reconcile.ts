@@ -78,7 +78,12 @@ function counts(load: LoadResult, phases: Map<string, Phase>): string {
     const p = phases.get(s.spec.name) ?? 'Pending';
     by.set(p, (by.get(p) ?? 0) + 1);
   }
-  return [...by.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([p, n]) => `${n} ${p}`).join(', ') || 'no attempts';
+  return (
+    [...by.entries()]
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([p, n]) => `${n} ${p}`)
+      .join(', ') || 'no attempts'
+  );
 }
 
 export async function runReconcile(ctx: Context, o: ReconcileOptions): Promise<number> {
@@ -114,7 +119,14 @@ export async function runReconcile(ctx: Context, o: ReconcileOptions): Promise<n
       cfg.specsDir = fetched.dir;
       cfg.revision = fetched.revision;
     }
-    const outcomes = git ? new (require('../../git/outcome') as typeof GitOutcome).RevisionOutcomes({ root: git.mirror.root, url: git.cfg.url.display, log: ctx.log, ...(notify ? { notify } : {}) }) : undefined;
+    const outcomes = git
+      ? new (require('../../git/outcome') as typeof GitOutcome).RevisionOutcomes({
+          root: git.mirror.root,
+          url: git.cfg.url.display,
+          log: ctx.log,
+          ...(notify ? { notify } : {}),
+        })
+      : undefined;
     try {
       return await passes(ctx, o, cfg, engine, store, git, outcomes);
     } finally {
@@ -173,12 +185,21 @@ async function firstLook(ctx: Context, load: LoadResult, plan: Plan, git?: GitSo
   reportLoadErrors(ctx, load);
   if (git && load.revision !== undefined) await git.applied(load.revision, load.errors);
   if (plan.emptySource === 'held') {
-    ctx.io.err(`berth: ${git ? `${git.cfg.url.display} at ${short(load.revision ?? '')}` : ctx.specsDir} yields no attempts while instance ${ctx.instance} has some: nothing was removed (--allow-empty removes them; berth clean removes everything)\n`);
+    ctx.io.err(
+      `berth: ${git ? `${git.cfg.url.display} at ${short(load.revision ?? '')}` : ctx.specsDir} yields no attempts while instance ${ctx.instance} has some: nothing was removed (--allow-empty removes them; berth clean removes everything)\n`,
+    );
   }
 }
 
 /** `--once` alone: one pass. */
-async function onePass(ctx: Context, cfg: PassConfig, engine: Engine, store: StatusStore, git?: GitSource, outcomes?: RevisionOutcomes): Promise<Ended | number> {
+async function onePass(
+  ctx: Context,
+  cfg: PassConfig,
+  engine: Engine,
+  store: StatusStore,
+  git?: GitSource,
+  outcomes?: RevisionOutcomes,
+): Promise<Ended | number> {
   let res: PassResult;
   try {
     res = await reconcilePass(cfg, engine, store);

@@ -57,6 +57,8 @@ export async function runReport(ctx: Context, sets: string[], o: ReportOptions):
     return EXIT.failed;
   }
   const s = data.summary;
-  ctx.io.out(`report of ${s.attempts} attempts (${s.byOutcome.passed} passed, ${s.byOutcome.failed} failed, ${s.byOutcome.infra} infra, ${s.byOutcome.unfinished} unfinished) written to ${file}\n`);
+  ctx.io.out(
+    `report of ${s.attempts} attempts (${s.byOutcome.passed} passed, ${s.byOutcome.failed} failed, ${s.byOutcome.infra} infra, ${s.byOutcome.unfinished} unfinished) written to ${file}\n`,
+  );
   return EXIT.ok;
 }

@@ -17,7 +17,8 @@ export async function runRerun(ctx: Context, names: string[], o: { selector?: st
   const at = new Date().toISOString();
   const r = await markAndPass(ctx, 'rerun', rows, (row, rec, spec) => {
     if (!spec) return { refused: 'it has no valid spec: there is nothing to run' };
-    if (!rec || !(FINISHED_PHASES.has(rec.phase) || rec.deleted)) return { refused: `it is ${rec?.phase ?? 'Pending'}, not finished: only a finished attempt is re-run` };
+    if (!rec || !(FINISHED_PHASES.has(rec.phase) || rec.deleted))
+      return { refused: `it is ${rec?.phase ?? 'Pending'}, not finished: only a finished attempt is re-run` };
     if (rec.specHash !== spec.hash) return { refused: 'its spec changed since its last run: reconcile replaces it with a new run anyway' };
     const { deleted: _deleted, ...kept } = rec;
     return { ...kept, rerunRequested: { at, run: rec.run } };
@@ -25,7 +26,11 @@ export async function runRerun(ctx: Context, names: string[], o: { selector?: st
   if (!r.store) return r.code;
   for (const name of r.acted) {
     const now = await r.store.get(name);
-    const what = now?.rerunRequested ? 'requested (the next reconcile starts it)' : now?.phase === 'Pending' ? `run ${now.run} waits for a slot (--max-running)` : `run ${now?.run ?? '?'} ${now?.phase ?? ''}`.trimEnd();
+    const what = now?.rerunRequested
+      ? 'requested (the next reconcile starts it)'
+      : now?.phase === 'Pending'
+        ? `run ${now.run} waits for a slot (--max-running)`
+        : `run ${now?.run ?? '?'} ${now?.phase ?? ''}`.trimEnd();
     ctx.io.out(`attempt/${name} rerun: ${what}\n`);
   }
   if (r.code === EXIT.ok) ctx.io.err(`${plural(r.acted.length, 'attempt')} re-run\n`);

@@ -51,5 +51,14 @@ export function duration(ms: number): string {
 export function table(rows: string[][]): string {
   const widths: number[] = [];
   for (const r of rows) r.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, c.length)));
-  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('   ').trimEnd()).join('\n') + '\n';
+  return (
+    rows
+      .map((r) =>
+        r
+          .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
+          .join('   ')
+          .trimEnd(),
+      )
+      .join('\n') + '\n'
+  );
 }

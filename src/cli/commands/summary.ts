@@ -19,7 +19,10 @@ export interface SummaryOptions {
 
 export async function runSummary(ctx: Context, sets: string[], o: SummaryOptions): Promise<number> {
   const want = selectorOf(o.selector ?? []);
-  const [load, statuses] = await Promise.all([loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsRevision(ctx) }), ctx.store().loadAll()]);
+  const [load, statuses] = await Promise.all([
+    loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsRevision(ctx) }),
+    ctx.store().loadAll(),
+  ]);
   const known = new Set(load.sets?.keys() ?? []);
   const missing = sets.filter((s) => !known.has(s));
   if (missing.length) {
@@ -31,7 +34,10 @@ export async function runSummary(ctx: Context, sets: string[], o: SummaryOptions
     [...all]
       .filter(([name]) => sets.length === 0 || sets.includes(name))
       // A selector picks children by their labels (a child that did not load has none).
-      .map(([name, g]) => [name, { ...g, children: want.length ? g.children.filter((c) => c.loaded && matches(want, c.loaded.spec.labels)) : g.children }] as const)
+      .map(
+        ([name, g]) =>
+          [name, { ...g, children: want.length ? g.children.filter((c) => c.loaded && matches(want, c.loaded.spec.labels)) : g.children }] as const,
+      )
       .filter(([, g]) => g.children.length > 0 || want.length === 0),
   );
   const summary = summarize(chosen, statuses, Date.now(), o.samples);
@@ -53,14 +59,24 @@ function passAt(p: Record<string, number>): string {
 
 function renderSet(s: SetSummary): string {
   const out: string[] = [];
-  const infra = Object.entries(s.infraReasons).map(([r, n]) => `${r} ${n}`).join(', ');
-  out.push(`SET ${s.name}: ${s.n} attempts, ${s.passed} passed, ${s.failed} failed, ${s.infra} infra${infra ? ` (${infra})` : ''}, ${s.skipped} skipped, ${s.unfinished} unfinished`);
+  const infra = Object.entries(s.infraReasons)
+    .map(([r, n]) => `${r} ${n}`)
+    .join(', ');
+  out.push(
+    `SET ${s.name}: ${s.n} attempts, ${s.passed} passed, ${s.failed} failed, ${s.infra} infra${infra ? ` (${infra})` : ''}, ${s.skipped} skipped, ${s.unfinished} unfinished`,
+  );
   out.push(`  pass rate ${pct(s.passRate)} ± ${pct(s.stderr)}   ${passAt(s.passAtK)}${s.samplesAxis ? `   (samples: ${s.samplesAxis})` : ''}`);
   out.push(`  duration p50 ${dur(s.durationMs.p50)} p95 ${dur(s.durationMs.p95)}   queue wait p50 ${dur(s.queueMs.p50)} p95 ${dur(s.queueMs.p95)}`);
   const rows = [['AXIS', 'VALUE', 'N', 'PASSED', 'FAILED', 'INFRA', 'PASS RATE', '± SE', 'PASS@K']];
   for (const [axis, values] of Object.entries(s.byAxis)) {
-    for (const v of values) rows.push([axis, v.value, String(v.n), String(v.passed), String(v.failed), String(v.infra), pct(v.passRate), pct(v.stderr), passAt(v.passAtK)]);
+    for (const v of values)
+      rows.push([axis, v.value, String(v.n), String(v.passed), String(v.failed), String(v.infra), pct(v.passRate), pct(v.stderr), passAt(v.passAtK)]);
   }
-  out.push(...table(rows).trimEnd().split('\n').map((l) => `  ${l}`));
+  out.push(
+    ...table(rows)
+      .trimEnd()
+      .split('\n')
+      .map((l) => `  ${l}`),
+  );
   return out.join('\n') + '\n';
 }

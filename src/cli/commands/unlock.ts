@@ -31,6 +31,9 @@ export async function runUnlock(ctx: Context, o: { force?: boolean }): Promise<n
   }
   const removed = await breakEngineLock(engine, ctx.instance);
   if (removed === undefined) ctx.io.out(`instance ${ctx.instance}: no engine lock\n`);
-  else ctx.io.out(`instance ${ctx.instance}: removed the engine lock${removed === 'unreadable' ? ' (it carried no holder labels)' : ` of ${describeEngineHolder(removed)}`}\n`);
+  else
+    ctx.io.out(
+      `instance ${ctx.instance}: removed the engine lock${removed === 'unreadable' ? ' (it carried no holder labels)' : ` of ${describeEngineHolder(removed)}`}\n`,
+    );
   return EXIT.ok;
 }

@@ -34,7 +34,14 @@ export async function runValidate(paths: string[], opts: ValidateOptions, io: Va
   const valid = report.errors.length === 0;
   if (opts.output === 'json') {
     const sets = [...(report.sets ?? new Map())].map(([name, set]) => ({ name, valid: set.valid, children: set.children }));
-    const body = { valid, ...(opts.revision !== undefined ? { revision: opts.revision } : {}), files: report.files.length, attempts: report.specs.map((s) => s.spec.name), sets, errors: report.errors };
+    const body = {
+      valid,
+      ...(opts.revision !== undefined ? { revision: opts.revision } : {}),
+      files: report.files.length,
+      attempts: report.specs.map((s) => s.spec.name),
+      sets,
+      errors: report.errors,
+    };
     io.out(`${JSON.stringify(body, null, 2)}\n`);
   } else {
     if (!valid) io.err(formatErrors(report.errors, sourceLineReader()));

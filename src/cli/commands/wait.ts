@@ -27,7 +27,8 @@ export const DEFAULT_WAIT_TIMEOUT_MS = 30_000;
 
 export async function runWait(ctx: Context, names: string[], o: WaitOptions): Promise<number> {
   const want = parseWaitFor(o.for ?? 'finished');
-  if (!want) throw new UsageError(`--for ${JSON.stringify(o.for)}: use finished or phase=<Phase> (Pending, Running, Succeeded, Failed, TimedOut, Invalid, Blocked)`);
+  if (!want)
+    throw new UsageError(`--for ${JSON.stringify(o.for)}: use finished or phase=<Phase> (Pending, Running, Succeeded, Failed, TimedOut, Invalid, Blocked)`);
   const timeoutMs = o.timeout ?? DEFAULT_WAIT_TIMEOUT_MS;
   const rows = await collectRows(ctx, names, o.selector ?? []);
   const found = new Set(rows.map((r) => r.name));
@@ -37,7 +38,7 @@ export async function runWait(ctx: Context, names: string[], o: WaitOptions): Pr
     return EXIT.failed;
   }
   if (rows.length === 0) {
-    diag(ctx, 'error', 'no attempts match: nothing to wait for (berth get lists the instance\'s attempts; check -l, --specs and --instance)');
+    diag(ctx, 'error', "no attempts match: nothing to wait for (berth get lists the instance's attempts; check -l, --specs and --instance)");
     return EXIT.failed;
   }
   const load = await loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsRevision(ctx) });
@@ -46,7 +47,11 @@ export async function runWait(ctx: Context, names: string[], o: WaitOptions): Pr
 
   const waker = new Waker();
   const store = () => new StatusStore(ctx.stateDir, ctx.instance);
-  const watch = watchFolder(store().dir, () => waker.poke(), (err) => ctx.log.debug(`records folder watch: ${err.message}`));
+  const watch = watchFolder(
+    store().dir,
+    () => waker.poke(),
+    (err) => ctx.log.debug(`records folder watch: ${err.message}`),
+  );
   const started = Date.now();
   const told = new Set<string>();
   try {
@@ -73,7 +78,11 @@ export async function runWait(ctx: Context, names: string[], o: WaitOptions): Pr
       const left = timeoutMs - (Date.now() - started);
       if (left <= 0) {
         const list = items.filter((i) => v.unmet.includes(i.name)).map((i) => `${i.name} (${i.status?.phase ?? 'Pending'})`);
-        diag(ctx, 'error', `--timeout ${timeoutMs % 1000 ? `${timeoutMs}ms` : `${timeoutMs / 1000}s`} passed with ${plural(list.length, 'attempt')} not ${label}: ${list.join(', ')}`);
+        diag(
+          ctx,
+          'error',
+          `--timeout ${timeoutMs % 1000 ? `${timeoutMs}ms` : `${timeoutMs / 1000}s`} passed with ${plural(list.length, 'attempt')} not ${label}: ${list.join(', ')}`,
+        );
         return EXIT.failed;
       }
       await waker.wait(left);

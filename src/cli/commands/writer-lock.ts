@@ -23,10 +23,16 @@ export interface WriterLocks {
  * `store.recover()` itself before its first write (a reconcile pass does): its engine lists
  * need not wait for the records to be read.
  */
-export async function takeWriterLocks(ctx: Context, engine: Engine, command: string, opts: { recoverAlongside?: boolean } = {}): Promise<WriterLocks | undefined> {
+export async function takeWriterLocks(
+  ctx: Context,
+  engine: Engine,
+  command: string,
+  opts: { recoverAlongside?: boolean } = {},
+): Promise<WriterLocks | undefined> {
   const logger = { warn: (m: string) => ctx.log.warn(m) };
   const refused = (err: unknown): undefined => {
-    if (!(err instanceof LockHeldError || err instanceof LockUnreadableError || err instanceof EngineLockHeldError || err instanceof EngineLockUnreadableError)) throw err;
+    if (!(err instanceof LockHeldError || err instanceof LockUnreadableError || err instanceof EngineLockHeldError || err instanceof EngineLockUnreadableError))
+      throw err;
     ctx.io.err(`berth: ${err.message}\n`);
     return undefined;
   };

@@ -3,13 +3,7 @@ import type Dockerode from 'dockerode';
 import type { Readable } from 'node:stream';
 import { isConflict, isNotFound, isNotModified } from '../errors';
 import { Demux } from './demux';
-import type {
-  ContainerClient,
-  ContainerCreateSpec,
-  ContainerDetails,
-  ContainerSummary,
-  MountSummary,
-} from '../types';
+import type { ContainerClient, ContainerCreateSpec, ContainerDetails, ContainerSummary, MountSummary } from '../types';
 import type { BoundedCalls } from './deadline';
 import { withProgress } from './deadline';
 import { labelFilter } from './filters';
@@ -41,7 +35,9 @@ export function summaryFromList(c: ListItem): ContainerSummary {
     status: c.Status,
     networkMode: c.HostConfig?.NetworkMode ?? '',
     networks: Object.keys(c.NetworkSettings?.Networks ?? {}).sort(),
-    networkIds: Object.values(c.NetworkSettings?.Networks ?? {}).flatMap((n) => (n.NetworkID ? [n.NetworkID] : [])).sort(),
+    networkIds: Object.values(c.NetworkSettings?.Networks ?? {})
+      .flatMap((n) => (n.NetworkID ? [n.NetworkID] : []))
+      .sort(),
     mounts: mountsOf(c.Mounts as never),
     created: c.Created,
   };

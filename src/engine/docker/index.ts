@@ -89,7 +89,10 @@ export function createDockerEngine(docker?: Dockerode, o: DockerEngineOptions = 
       }
       const client = fresh;
       try {
-        const n = (await calls.run('boot', () => client.getNetwork('bridge').inspect(), { ms: Math.min(BOOT_TIMEOUT_MS, calls.timeoutMs) })) as { Id: string; Created?: string };
+        const n = (await calls.run('boot', () => client.getNetwork('bridge').inspect(), { ms: Math.min(BOOT_TIMEOUT_MS, calls.timeoutMs) })) as {
+          Id: string;
+          Created?: string;
+        };
         return n.Created ? { id: n.Id, at: n.Created } : undefined;
       } catch (err) {
         if (isNotFound(err)) return undefined;

@@ -22,7 +22,9 @@ export class DockerVolumes implements VolumeClient {
   ) {}
 
   async list(labelFilters: string[]): Promise<VolumeSummary[]> {
-    const res = (await this.calls.run('volumes.list', () => this.docker.listVolumes({ filters: labelFilter(labelFilters) }))) as { Volumes: VolumeInfo[] | null };
+    const res = (await this.calls.run('volumes.list', () => this.docker.listVolumes({ filters: labelFilter(labelFilters) }))) as {
+      Volumes: VolumeInfo[] | null;
+    };
     return (res.Volumes ?? []).map(summary);
   }
 
@@ -32,8 +34,7 @@ export class DockerVolumes implements VolumeClient {
 
   async create(spec: VolumeCreateSpec): Promise<string> {
     const v = (await this.calls.run('volumes.create', () => this.docker.createVolume({ Name: spec.name, Labels: spec.labels, Driver: 'local' }))) as unknown as
-      | VolumeInfo
-      | { name: string };
+      VolumeInfo | { name: string };
     return 'Name' in v ? v.Name : spec.name;
   }
 

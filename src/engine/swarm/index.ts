@@ -15,7 +15,10 @@ import { SwarmTasks } from './tasks';
 import type { SwarmEngine } from './types';
 
 export class NotASwarmManagerError extends Error {
-  constructor(readonly address: string, state: string) {
+  constructor(
+    readonly address: string,
+    state: string,
+  ) {
     super(`the Docker engine at ${address} is no swarm manager (swarm: ${state || 'inactive'}); --backend swarm needs DOCKER_HOST to point at one`);
     this.name = 'NotASwarmManagerError';
   }
@@ -33,9 +36,12 @@ export function createSwarmEngine(docker?: Dockerode, o: { timeoutMs?: number; e
     nodes: new SwarmNodes(d, calls),
     address: calls.address,
     async manager() {
-      const info = (await calls.run('info', () => d.info())) as { Swarm?: { NodeID?: string; LocalNodeState?: string; ControlAvailable?: boolean; Cluster?: { ID?: string } } };
+      const info = (await calls.run('info', () => d.info())) as {
+        Swarm?: { NodeID?: string; LocalNodeState?: string; ControlAvailable?: boolean; Cluster?: { ID?: string } };
+      };
       const s = info.Swarm ?? {};
-      if (!s.ControlAvailable || !s.Cluster?.ID) throw new NotASwarmManagerError(calls.address, s.ControlAvailable === false && s.LocalNodeState === 'active' ? 'a worker' : (s.LocalNodeState ?? ''));
+      if (!s.ControlAvailable || !s.Cluster?.ID)
+        throw new NotASwarmManagerError(calls.address, s.ControlAvailable === false && s.LocalNodeState === 'active' ? 'a worker' : (s.LocalNodeState ?? ''));
       return { swarmId: s.Cluster.ID, nodeId: s.NodeID ?? '' };
     },
     abandon(reason: string) {

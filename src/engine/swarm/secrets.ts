@@ -18,14 +18,18 @@ export class SwarmSecrets implements SecretClient {
   ) {}
 
   async create(name: string, data: Buffer, labels: Labels): Promise<string> {
-    const s = (await this.calls.run('secrets.create', () =>
-      this.docker.createSecret({ Name: name, Labels: labels, Data: data.toString('base64') }),
-    )) as { id?: string; ID?: string };
+    const s = (await this.calls.run('secrets.create', () => this.docker.createSecret({ Name: name, Labels: labels, Data: data.toString('base64') }))) as {
+      id?: string;
+      ID?: string;
+    };
     return s.id ?? s.ID ?? '';
   }
 
   async list(labelFilters: string[]): Promise<SecretSummary[]> {
-    const items = (await this.calls.run('secrets.list', () => this.docker.listSecrets({ filters: labelFilter(labelFilters) } as object) as Promise<unknown>)) as SecretInfo[];
+    const items = (await this.calls.run(
+      'secrets.list',
+      () => this.docker.listSecrets({ filters: labelFilter(labelFilters) } as object) as Promise<unknown>,
+    )) as SecretInfo[];
     return items.map((s) => ({ id: s.ID, name: s.Spec.Name, labels: s.Spec.Labels ?? {} }));
   }
 

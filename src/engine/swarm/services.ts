@@ -15,7 +15,11 @@ interface ServiceInfo {
   Spec: {
     Name: string;
     Labels?: Record<string, string>;
-    TaskTemplate?: { ContainerSpec?: { Image?: string; Mounts?: { Source?: string; Target?: string; ReadOnly?: boolean }[] }; Placement?: { Constraints?: string[] }; Networks?: { Target: string }[] };
+    TaskTemplate?: {
+      ContainerSpec?: { Image?: string; Mounts?: { Source?: string; Target?: string; ReadOnly?: boolean }[] };
+      Placement?: { Constraints?: string[] };
+      Networks?: { Target: string }[];
+    };
   };
 }
 
@@ -82,7 +86,10 @@ export class SwarmServices implements ServiceClient {
   }
 
   async list(labelFilters: string[]): Promise<ServiceSummary[]> {
-    const items = (await this.calls.run('services.list', () => this.docker.listServices({ filters: labelFilter(labelFilters) } as object) as Promise<unknown>)) as ServiceInfo[];
+    const items = (await this.calls.run(
+      'services.list',
+      () => this.docker.listServices({ filters: labelFilter(labelFilters) } as object) as Promise<unknown>,
+    )) as ServiceInfo[];
     return items.map(summary);
   }
 

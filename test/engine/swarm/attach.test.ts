@@ -38,7 +38,18 @@ describe('a pending network connect on a real two-node swarm', function () {
         workingDir: '/',
         labels: { ...own, [LABELS.component]: COMPONENTS.proxy, [LABELS.sidecar]: 'egress-proxy' },
         aliases: ['egress-proxy'],
-        host: { networkMode: internal, binds: [], mounts: [], capDrop: ['ALL'], capAdd: [], securityOpt: [], privileged: false, init: false, pidsLimit: 64, readonlyRootfs: true },
+        host: {
+          networkMode: internal,
+          binds: [],
+          mounts: [],
+          capDrop: ['ALL'],
+          capAdd: [],
+          securityOpt: [],
+          privileged: false,
+          init: false,
+          pidsLimit: 64,
+          readonlyRootfs: true,
+        },
       });
       await first.networks.connect(egress, id);
       // the first berth is gone; a fresh one starts the run it finds created
@@ -48,7 +59,9 @@ describe('a pending network connect on a real two-node swarm', function () {
       const byId = new Map((await s.manager.docker.listNetworks()).map((n) => [n.Id, n.Name]));
       expect(svc.networks.map((n) => byId.get(n) ?? n).sort()).to.deep.equal([egress, internal].sort());
       // the record is the run's, and goes with it
-      const records = await s.manager.docker.listSecrets({ filters: JSON.stringify({ label: [`${LABELS.instance}=${sb.instance}`, SWARM.attachLabel] }) } as never);
+      const records = await s.manager.docker.listSecrets({
+        filters: JSON.stringify({ label: [`${LABELS.instance}=${sb.instance}`, SWARM.attachLabel] }),
+      } as never);
       expect((records as unknown as unknown[]).length).to.equal(1);
     } finally {
       const c = await swarmCli(sb, s, 'clean');

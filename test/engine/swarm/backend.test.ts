@@ -48,7 +48,10 @@ describe('--backend swarm on a real two-node swarm', function () {
     await s.availability(s.manager, 'drain');
     try {
       await sb.write('fixtures/f/in.txt', 'fixture-content\n');
-      await sb.write('f.yaml', sb.attempt('f', 'cat in.txt; mkdir -p /results/sub; cp in.txt /results/sub/copy.txt; echo done > /results/out.txt', '  fixture: ./fixtures/f\n'));
+      await sb.write(
+        'f.yaml',
+        sb.attempt('f', 'cat in.txt; mkdir -p /results/sub; cp in.txt /results/sub/copy.txt; echo done > /results/out.txt', '  fixture: ./fixtures/f\n'),
+      );
       const r = await swarmCli(sb, s, 'reconcile', '--once', '--wait', '--timeout', '120');
       const st = await sb.status('f');
       expect([st?.phase, st?.exitCode], r.stderr + JSON.stringify(st)).to.deep.equal(['Succeeded', 0]);
@@ -84,7 +87,14 @@ describe('--backend swarm on a real two-node swarm', function () {
     const sw = createSwarmEngine(s.manager.docker);
     try {
       // The run outlives its deadline, so its secret can be seen while it runs.
-      await sb.write('s.yaml', sb.attempt('s', `test "$(cat /run/secrets/token)" = "value-${sb.instance}" && sleep 600`, `  deadlineSeconds: 15\n  secrets:\n    - {name: token, fromEnv: ${VAR}}\n`));
+      await sb.write(
+        's.yaml',
+        sb.attempt(
+          's',
+          `test "$(cat /run/secrets/token)" = "value-${sb.instance}" && sleep 600`,
+          `  deadlineSeconds: 15\n  secrets:\n    - {name: token, fromEnv: ${VAR}}\n`,
+        ),
+      );
       const started = await swarmCli(sb, s, 'reconcile', '--once');
       expect(started.code, started.stderr).to.equal(0);
       const secrets = await sw.secrets.list([`${LABELS.instance}=${sb.instance}`]);
@@ -135,7 +145,9 @@ describe('--backend swarm on a real two-node swarm', function () {
       const st = await sb.status('r');
       expect([st?.phase, st?.reason]).to.deep.equal(['Blocked', 'NodeRefused']);
       expect(st?.message).to.contain(bare.manager.id.slice(0, 12));
-      expect(st?.message).to.contain('does not enforce no-new-privileges (dockerd --no-new-privileges) nor a private cgroup namespace (dockerd --default-cgroupns-mode private)');
+      expect(st?.message).to.contain(
+        'does not enforce no-new-privileges (dockerd --no-new-privileges) nor a private cgroup namespace (dockerd --default-cgroupns-mode private)',
+      );
       // nothing ran: no service of the instance
       expect(await createSwarmEngine(bare.manager.docker).services.list([`${LABELS.instance}=${sb.instance}`])).to.deep.equal([]);
     } finally {

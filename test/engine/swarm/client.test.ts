@@ -41,11 +41,9 @@ function job(name: string, nodeId: string, cmd: string[], more: Partial<ServiceC
 }
 
 async function ended(sw: SwarmEngine, serviceId: string): Promise<TaskSummary> {
-  return waitFor(
-    `the task of service ${serviceId} to end`,
-    async () => (await sw.tasks.list({ services: [serviceId] })).find((t) => FINAL.has(t.state)),
-    { timeoutMs: 60_000 },
-  );
+  return waitFor(`the task of service ${serviceId} to end`, async () => (await sw.tasks.list({ services: [serviceId] })).find((t) => FINAL.has(t.state)), {
+    timeoutMs: 60_000,
+  });
 }
 
 async function text(stream: NodeJS.ReadableStream): Promise<string> {
@@ -67,8 +65,26 @@ describe('swarm client (src/engine/swarm) on a real two-node swarm', function ()
 
   after(async () => {
     for (const id of made.services) await sw.services.remove(id);
-    for (const id of made.secrets) await waitFor(`secret ${id} removed`, () => sw.secrets.remove(id).then(() => true, () => false), { timeoutMs: 20_000 });
-    for (const id of made.networks) await waitFor(`network ${id} removed`, () => sw.networks.remove(id).then(() => true, () => false), { timeoutMs: 20_000 });
+    for (const id of made.secrets)
+      await waitFor(
+        `secret ${id} removed`,
+        () =>
+          sw.secrets.remove(id).then(
+            () => true,
+            () => false,
+          ),
+        { timeoutMs: 20_000 },
+      );
+    for (const id of made.networks)
+      await waitFor(
+        `network ${id} removed`,
+        () =>
+          sw.networks.remove(id).then(
+            () => true,
+            () => false,
+          ),
+        { timeoutMs: 20_000 },
+      );
     expect(await sw.services.list([`${TEST_LABEL}=${TEST_RUN}`])).to.deep.equal([]);
     expect(await sw.secrets.list([`${TEST_LABEL}=${TEST_RUN}`])).to.deep.equal([]);
   });
@@ -78,7 +94,10 @@ describe('swarm client (src/engine/swarm) on a real two-node swarm', function ()
     expect(m.nodeId).to.equal(s.manager.id);
     const nodes = await sw.nodes.list();
     expect(nodes.map((n) => [n.id, n.role, n.state, n.availability])).to.deep.equal(
-      [[s.manager.id, 'manager', 'ready', 'active'], [s.workers[0]?.id, 'worker', 'ready', 'active']].sort((a, b) => String(a[0]).localeCompare(String(b[0]))),
+      [
+        [s.manager.id, 'manager', 'ready', 'active'],
+        [s.workers[0]?.id, 'worker', 'ready', 'active'],
+      ].sort((a, b) => String(a[0]).localeCompare(String(b[0]))),
     );
     const worker = createSwarmEngine(s.workers[0]?.docker);
     await worker.manager().then(
@@ -103,10 +122,15 @@ describe('swarm client (src/engine/swarm) on a real two-node swarm', function ()
     const netId = await sw.networks.create({ name: `${TEST_RUN}-client-net`, labels: label, internal: true, driver: 'overlay', attachable: true });
     made.networks.push(netId);
     const id = await sw.services.create(
-      job(`${TEST_RUN}-client-job`, w.id, ['sh', '-c', 'sha256sum /run/secrets/token | cut -c1-64; grep NoNewPrivs /proc/self/status; hostname -i >/dev/null; exit 3'], {
-        networks: [{ target: netId, aliases: ['main'] }],
-        secrets: [{ id: secretId, name: `${TEST_RUN}-client-secret`, file: 'token' }],
-      }),
+      job(
+        `${TEST_RUN}-client-job`,
+        w.id,
+        ['sh', '-c', 'sha256sum /run/secrets/token | cut -c1-64; grep NoNewPrivs /proc/self/status; hostname -i >/dev/null; exit 3'],
+        {
+          networks: [{ target: netId, aliases: ['main'] }],
+          secrets: [{ id: secretId, name: `${TEST_RUN}-client-secret`, file: 'token' }],
+        },
+      ),
     );
     made.services.push(id);
     const svc = await sw.services.inspect(id);
@@ -119,7 +143,9 @@ describe('swarm client (src/engine/swarm) on a real two-node swarm', function ()
     expect(c.Config.Labels['dev.berth.test-kind']).to.equal('container');
     expect(Object.keys(c.NetworkSettings.Networks)).to.deep.equal([`${TEST_RUN}-client-net`]);
     expect(await s.manager.docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${TEST_LABEL}=${TEST_RUN}`] }) })).to.deep.equal([]);
-    const raw = (await s.manager.docker.getService(id).inspect()) as { Spec: { EndpointSpec: { Mode: string; Ports?: unknown[] }; Mode: Record<string, unknown>; TaskTemplate: { RestartPolicy: { Condition: string } } } };
+    const raw = (await s.manager.docker.getService(id).inspect()) as {
+      Spec: { EndpointSpec: { Mode: string; Ports?: unknown[] }; Mode: Record<string, unknown>; TaskTemplate: { RestartPolicy: { Condition: string } } };
+    };
     expect(raw.Spec.EndpointSpec).to.deep.equal({ Mode: 'dnsrr' });
     expect(Object.keys(raw.Spec.Mode)).to.deep.equal(['ReplicatedJob']);
     expect(raw.Spec.TaskTemplate.RestartPolicy.Condition).to.equal('none');

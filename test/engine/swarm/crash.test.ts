@@ -68,7 +68,10 @@ describe('crash safety on a real two-node swarm (SIGKILL mid-provisioning)', fun
     await sb.write('fixtures/f/in.txt', 'input\n');
     const names = ['c1', 'c2', 'c3', 'c4'];
     for (const n of names) {
-      await sb.write(`${n}.yaml`, sb.attempt(n, 'cat in.txt /run/secrets/token && sleep 300', `  fixture: ./fixtures/f\n  secrets:\n    - {name: token, fromEnv: ${VAR}}\n`));
+      await sb.write(
+        `${n}.yaml`,
+        sb.attempt(n, 'cat in.txt /run/secrets/token && sleep 300', `  fixture: ./fixtures/f\n  secrets:\n    - {name: token, fromEnv: ${VAR}}\n`),
+      );
     }
     const since = Math.floor(Date.now() / 1000) - 1;
     const own = `${LABELS.instance}=${sb.instance}`;
@@ -86,21 +89,29 @@ describe('crash safety on a real two-node swarm (SIGKILL mid-provisioning)', fun
       expect(await berth(sb, s, ['reconcile', '--once'])).to.equal(0);
 
       const m = s.manager.docker;
-      const services = (await m.listServices({ filters: JSON.stringify({ label: [own] }) } as never)) as unknown as { ID: string; Spec: { Name: string; Labels: Record<string, string> } }[];
+      const services = (await m.listServices({ filters: JSON.stringify({ label: [own] }) } as never)) as unknown as {
+        ID: string;
+        Spec: { Name: string; Labels: Record<string, string> };
+      }[];
       const byAttempt = count(services.map((x) => x.Spec.Labels[LABELS.attempt] ?? ''));
       for (const n of names) expect(byAttempt.get(n) ?? 0, `services of ${n}`).to.equal(1);
       // No second service was ever made (and removed) for a run: one service create per run name.
       const runNames = new Set(services.map((x) => x.Spec.Name));
-      const creates = count((await pastEvents(m, since, 'service', 'create')).map((a) => a.name ?? '').filter((n) => runNames.has(n) || n.includes(sb.instance)));
+      const creates = count(
+        (await pastEvents(m, since, 'service', 'create')).map((a) => a.name ?? '').filter((n) => runNames.has(n) || n.includes(sb.instance)),
+      );
       for (const x of services) expect(creates.get(x.Spec.Name) ?? 0, `creates of service ${x.Spec.Name}`).to.equal(1);
       expect([...creates.keys()].sort()).to.deep.equal([...runNames].sort());
       // One task per service, and one container start per attempt over both nodes.
       for (const x of services) {
-        const states = async () => ((await m.listTasks({ filters: JSON.stringify({ service: [x.ID] }) })) as { Status: { State: string } }[]).map((t) => t.Status.State);
+        const states = async () =>
+          ((await m.listTasks({ filters: JSON.stringify({ service: [x.ID] }) })) as { Status: { State: string } }[]).map((t) => t.Status.State);
         await waitFor(`the task of ${x.Spec.Name} to run`, async () => (await states()).includes('running'), { timeoutMs: 30_000 });
         expect(await states(), `tasks of ${x.Spec.Name}`).to.deep.equal(['running']);
       }
-      const starts = count((await Promise.all(s.nodes.map((n) => pastEvents(n.docker, since, 'container', 'start', own)))).flat().map((a) => a[LABELS.attempt] ?? ''));
+      const starts = count(
+        (await Promise.all(s.nodes.map((n) => pastEvents(n.docker, since, 'container', 'start', own)))).flat().map((a) => a[LABELS.attempt] ?? ''),
+      );
       for (const n of names) expect(starts.get(n) ?? 0, `container starts of ${n}`).to.equal(1);
       expect(starts.size, [...starts.keys()].join(',')).to.equal(names.length);
 
@@ -108,8 +119,14 @@ describe('crash safety on a real two-node swarm (SIGKILL mid-provisioning)', fun
       // prepared one and the task's), one secret on the manager; no probe service at all.
       for (const n of names) {
         const f = JSON.stringify({ label: [own, `${LABELS.attempt}=${n}`] });
-        const vols = (await Promise.all(s.nodes.map(async (x) => ((await x.docker.listVolumes({ filters: f })).Volumes ?? []).map((v) => `${x.index}:${v.Name}`)))).flat();
-        const ctrs = (await Promise.all(s.nodes.map(async (x) => (await x.docker.listContainers({ all: true, filters: f })).map((c) => `${x.index}:${c.Names[0]}:${c.State}`)))).flat();
+        const vols = (
+          await Promise.all(s.nodes.map(async (x) => ((await x.docker.listVolumes({ filters: f })).Volumes ?? []).map((v) => `${x.index}:${v.Name}`)))
+        ).flat();
+        const ctrs = (
+          await Promise.all(
+            s.nodes.map(async (x) => (await x.docker.listContainers({ all: true, filters: f })).map((c) => `${x.index}:${c.Names[0]}:${c.State}`)),
+          )
+        ).flat();
         expect(vols, `volumes of ${n}`).to.have.length(2);
         expect(ctrs, `containers of ${n}`).to.have.length(2);
         expect(new Set([...vols, ...ctrs].map((x) => x.split(':')[0])).size, `${n} on one node`).to.equal(1);
@@ -118,7 +135,10 @@ describe('crash safety on a real two-node swarm (SIGKILL mid-provisioning)', fun
         expect([st?.phase, st?.intent], n).to.deep.equal(['Running', undefined]);
       }
       const probes = (await m.listServices({ filters: JSON.stringify({ label: [SWARM.probeLabel] }) } as never)) as unknown as { Spec: { Name: string } }[];
-      expect(probes.map((x) => x.Spec.Name), 'probe services').to.deep.equal([]);
+      expect(
+        probes.map((x) => x.Spec.Name),
+        'probe services',
+      ).to.deep.equal([]);
     } finally {
       expect(await berth(sb, s, ['clean'])).to.equal(0);
       await sb.dispose();
@@ -128,7 +148,14 @@ describe('crash safety on a real two-node swarm (SIGKILL mid-provisioning)', fun
     const left = [
       ...((await s.manager.docker.listServices({ filters: f } as never)) as unknown as unknown[]).map(() => 'service'),
       ...((await s.manager.docker.listSecrets({ filters: f } as never)) as unknown as unknown[]).map(() => 'secret'),
-      ...(await Promise.all(s.nodes.map(async (x) => [...((await x.docker.listVolumes({ filters: f })).Volumes ?? []).map((v) => `volume ${v.Name}`), ...(await x.docker.listContainers({ all: true, filters: f })).map((c) => `container ${c.Names[0]}`)]))).flat(),
+      ...(
+        await Promise.all(
+          s.nodes.map(async (x) => [
+            ...((await x.docker.listVolumes({ filters: f })).Volumes ?? []).map((v) => `volume ${v.Name}`),
+            ...(await x.docker.listContainers({ all: true, filters: f })).map((c) => `container ${c.Names[0]}`),
+          ]),
+        )
+      ).flat(),
     ];
     expect(left).to.deep.equal([]);
   });

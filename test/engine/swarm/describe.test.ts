@@ -27,7 +27,9 @@ describe('describe and logs on a real two-node swarm', function () {
       expect(r.code, r.stderr).to.equal(0);
       const sw = createSwarmEngine(s.manager.docker);
       const svc = (await sw.services.list([`${LABELS.instance}=${sb.instance}`]))[0]!;
-      const task = await waitFor('the run to be running', async () => (await sw.tasks.list({ services: [svc.id] })).find((t) => t.state === 'running'), { timeoutMs: 60_000 });
+      const task = await waitFor('the run to be running', async () => (await sw.tasks.list({ services: [svc.id] })).find((t) => t.state === 'running'), {
+        timeoutMs: 60_000,
+      });
       const node = s.nodes.find((n) => n.id === task.nodeId)!;
       const hostname = ((await node.docker.info()) as { Name: string }).Name;
 
@@ -37,10 +39,14 @@ describe('describe and logs on a real two-node swarm', function () {
       expect(line, d.stdout).to.be.a('string');
       expect(line!.trim().split(/\s+/)).to.deep.equal(['service', svc.id, 'task', task.id, 'running', 'node', hostname, `(${node.id})`]);
 
-      const logs = await waitFor('the output in berth logs', async () => {
-        const l = await swarmCli(sb, s, 'logs', 'd');
-        return l.code === 0 && l.stdout.includes('hello-from-the-swarm') ? l : undefined;
-      }, { timeoutMs: 30_000 });
+      const logs = await waitFor(
+        'the output in berth logs',
+        async () => {
+          const l = await swarmCli(sb, s, 'logs', 'd');
+          return l.code === 0 && l.stdout.includes('hello-from-the-swarm') ? l : undefined;
+        },
+        { timeoutMs: 30_000 },
+      );
       expect(logs.stdout.trim()).to.equal('hello-from-the-swarm');
     } finally {
       const c = await swarmCli(sb, s, 'clean');

@@ -41,7 +41,6 @@ async function end(p: ChildProcess): Promise<void> {
   await gone;
 }
 
-
 /** The probes of an attempt; each negative one bounded by 3 s. */
 const PROBES = `
 r=/results

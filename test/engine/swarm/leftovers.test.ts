@@ -31,7 +31,7 @@ describe('leftovers of a killed berth on a real two-node swarm', function () {
     s = await twoNodeSwarm();
   });
 
-  it("removes a probe service whose berth is gone, and keeps one whose berth runs", async () => {
+  it('removes a probe service whose berth is gone, and keeps one whose berth runs', async () => {
     const sw = createSwarmEngine(s.manager.docker);
     const worker = s.workers[0]!;
     const probe = (owner: string, tag: string) =>
@@ -102,7 +102,14 @@ describe('leftovers of a killed berth on a real two-node swarm', function () {
       await s.manager.docker.createNetwork({ Name: `${run}-none`, Driver: 'overlay', Internal: true, Attachable: false, Labels: labels, CheckDuplicate: true });
       // one that is not this instance's, with the same shape, is left alone
       const other = { ...labels, [LABELS.instance]: `${sb.instance}-other`, [SWARM.runLabel]: `${run}x` };
-      const foreign = await s.manager.docker.createNetwork({ Name: `${run}x-none`, Driver: 'overlay', Internal: true, Attachable: false, Labels: other, CheckDuplicate: true });
+      const foreign = await s.manager.docker.createNetwork({
+        Name: `${run}x-none`,
+        Driver: 'overlay',
+        Internal: true,
+        Attachable: false,
+        Labels: other,
+        CheckDuplicate: true,
+      });
       const f = JSON.stringify({ label: [`${LABELS.instance}=${sb.instance}`] });
       try {
         await sb.write('keep.yaml', sb.attempt('keep', 'true'));

@@ -27,7 +27,14 @@ describe('a run made and started on a real two-node swarm', function () {
   });
 
   function runSpec(sb: Sandbox, attempt: string, resultsDir: string, memory: number): ContainerCreateSpec {
-    const own = { [LABELS.managed]: 'true', [LABELS.instance]: sb.instance, [LABELS.attempt]: attempt, [LABELS.run]: '1', [LABELS.specHash]: 'h', [LABELS.component]: COMPONENTS.main };
+    const own = {
+      [LABELS.managed]: 'true',
+      [LABELS.instance]: sb.instance,
+      [LABELS.attempt]: attempt,
+      [LABELS.run]: '1',
+      [LABELS.specHash]: 'h',
+      [LABELS.component]: COMPONENTS.main,
+    };
     return {
       name: `berth_${sb.instance}_${attempt}`,
       image: TEST_IMAGE,
@@ -76,8 +83,14 @@ describe('a run made and started on a real two-node swarm', function () {
         const svc = await sw.services.inspect(spec.name);
         const node = s.nodes.find((n) => n.id === svc.nodeId);
         expect(node, `the node of ${spec.name}`).to.not.equal(undefined);
-        const tasks = (await node!.docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${SWARM.taskLabel}=${spec.name}`] }) })) as { Id: string; State: string }[];
-        expect(tasks.map((t) => t.State), `the task containers of ${spec.name} right after its start`).to.deep.equal(['running']);
+        const tasks = (await node!.docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${SWARM.taskLabel}=${spec.name}`] }) })) as {
+          Id: string;
+          State: string;
+        }[];
+        expect(
+          tasks.map((t) => t.State),
+          `the task containers of ${spec.name} right after its start`,
+        ).to.deep.equal(['running']);
         const inner = (await node!.docker.getContainer(tasks[0]!.Id).inspect()) as { HostConfig: { Memory: number; MemorySwap: number } };
         expect(inner.HostConfig.MemorySwap, 'the swap limit the spec asks for, not the node default of twice the memory').to.equal(64 * 1024 * 1024);
         // and what is inspected is that container: running, alone on the run's own overlay (none)

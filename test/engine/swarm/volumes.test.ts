@@ -30,7 +30,6 @@ import { nothingLeftOnSwarm, swarmCli } from '../../support/swarm-cli';
 import { waitFor } from '../../support/wait';
 import { TestSwarm, twoNodeSwarm } from '../../support/swarm';
 
-
 async function volumesOn(n: TestSwarm['manager'], instance: string): Promise<{ Name: string; Labels: Record<string, string> | null }[]> {
   const f = JSON.stringify({ label: [`${LABELS.instance}=${instance}`, `${LABELS.component}=${COMPONENTS.volume}`] });
   return ((await n.docker.listVolumes({ filters: f })).Volumes ?? []) as { Name: string; Labels: Record<string, string> | null }[];
@@ -39,7 +38,17 @@ async function volumesOn(n: TestSwarm['manager'], instance: string): Promise<{ N
 /** The HTTP requests (to the manager and the nodes) of one in-process pass with a fresh backend, as a CLI pass has; it must change nothing. */
 async function noopRequests(s: TestSwarm, sb: Sandbox): Promise<number> {
   const env = { ...process.env, DOCKER_HOST: s.manager.address };
-  const cfg = { specsDir: sb.specsDir, stateDir: sb.stateDir, resultsRoot: sb.resultsRoot, instance: sb.instance, maxRunning: 50, concurrency: 8, attestIntervalMs: 60_000, env, log: silentLogger() };
+  const cfg = {
+    specsDir: sb.specsDir,
+    stateDir: sb.stateDir,
+    resultsRoot: sb.resultsRoot,
+    instance: sb.instance,
+    maxRunning: 50,
+    concurrency: 8,
+    attestIntervalMs: 60_000,
+    env,
+    log: silentLogger(),
+  };
   const pass = async () => {
     const backend = createSwarmBackend({ docker: new Dockerode({ socketPath: s.manager.socket }), env });
     let n = 0;
@@ -83,10 +92,16 @@ describe('--backend swarm: volumes and sidecars on a real two-node swarm', funct
       expect(st?.containerId, 'the retry ran on the worker').to.match(new RegExp(`@${worker.id}$`));
       // attested: the volume mounted where the spec says, in the task's container on the worker
       const mounts = st?.lastAttestation?.checks.find((c) => c.name === 'mounts');
-      expect([st?.lastAttestation?.ok, mounts?.ok, mounts?.detail], JSON.stringify(st?.lastAttestation)).to.deep.equal([true, true, `results folder is the only bind mount; volumes ${vol}:/data`]);
+      expect([st?.lastAttestation?.ok, mounts?.ok, mounts?.detail], JSON.stringify(st?.lastAttestation)).to.deep.equal([
+        true,
+        true,
+        `results folder is the only bind mount; volumes ${vol}:/data`,
+      ]);
       // made on the worker through its engine, with berth's labels; the manager holds its record (no data)
       const onWorker = await volumesOn(worker, sb.instance);
-      expect(onWorker.map((v) => [v.Name, v.Labels?.[LABELS.volume], v.Labels?.[LABELS.attempt], v.Labels?.[SWARM.volumeNodeLabel]])).to.deep.equal([[vol, 'data', 'v', worker.id]]);
+      expect(onWorker.map((v) => [v.Name, v.Labels?.[LABELS.volume], v.Labels?.[LABELS.attempt], v.Labels?.[SWARM.volumeNodeLabel]])).to.deep.equal([
+        [vol, 'data', 'v', worker.id],
+      ]);
       expect((await volumesOn(s.manager, sb.instance)).map((v) => [v.Name, v.Labels?.[SWARM.volumeNodeLabel]])).to.deep.equal([[vol, worker.id]]);
 
       // the worker may not run it now, the manager may: a rerun is refused, never run on empty volumes
@@ -98,14 +113,18 @@ describe('--backend swarm: volumes and sidecars on a real two-node swarm', funct
       st = await sb.status('v');
       expect([st?.phase, st?.reason], JSON.stringify(st)).to.deep.equal(['Blocked', 'NodeRefused']);
       expect(st?.message).to.match(/^attempt v keeps its volumes \(data\) on swarm node /);
-      expect(st?.message).to.contain(`(${worker.id.slice(0, 12)}) is drain; its runs go only there (anywhere else its volumes would be new and empty), so it waits for that node`);
+      expect(st?.message).to.contain(
+        `(${worker.id.slice(0, 12)}) is drain; its runs go only there (anywhere else its volumes would be new and empty), so it waits for that node`,
+      );
       expect(await createSwarmEngine(s.manager.docker).services.list([`${LABELS.instance}=${sb.instance}`, `${LABELS.run}=3`])).to.deep.equal([]);
 
       // the worker is back: once berth looks at the Blocked attempt again, its run goes there
       // (not to the idle manager) and sees the same data
       await s.availability(worker, 'active');
       const blockedAt = Date.parse(st!.updatedAt);
-      await waitFor('berth to look at the Blocked attempt again', async () => Date.now() > blockedAt + BLOCKED_RETRY_MS, { timeoutMs: BLOCKED_RETRY_MS + 5_000 });
+      await waitFor('berth to look at the Blocked attempt again', async () => Date.now() > blockedAt + BLOCKED_RETRY_MS, {
+        timeoutMs: BLOCKED_RETRY_MS + 5_000,
+      });
       const again = await swarmCli(sb, s, 'reconcile', '--once', '--wait', '--timeout', '150');
       st = await sb.status('v');
       expect([st?.phase, st?.run], again.stderr + JSON.stringify(st)).to.deep.equal(['Succeeded', 3]);
@@ -131,7 +150,10 @@ describe('--backend swarm: volumes and sidecars on a real two-node swarm', funct
     let drained = true;
     let down = false;
     try {
-      await sb.write('l.yaml', sb.attempt('l', 'test -f /data/mark && exit 0; echo first > /data/mark; sleep 60', '  retries: 1\n  volumes:\n    - {name: data, mountPath: /data}\n'));
+      await sb.write(
+        'l.yaml',
+        sb.attempt('l', 'test -f /data/mark && exit 0; echo first > /data/mark; sleep 60', '  retries: 1\n  volumes:\n    - {name: data, mountPath: /data}\n'),
+      );
       const reconcile = swarmCli(sb, s, 'reconcile', '--once', '--wait', '--timeout', '150', '--retry-backoff', '1');
       await waitFor('the run to be Running on the worker', async () => (await sb.status('l'))?.phase === 'Running', { dirs: [sb.stateDir], timeoutMs: 60_000 });
       await s.availability(s.manager, 'active');
@@ -145,7 +167,12 @@ describe('--backend swarm: volumes and sidecars on a real two-node swarm', funct
       expect(st?.message).to.contain(`attempt l keeps its volumes (data) on swarm node `);
       expect(st?.message).to.contain(`(${worker.id.slice(0, 12)}) is down; its runs go only there`);
       // the manager, ready and idle, got nothing
-      expect(await s.manager.docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${LABELS.instance}=${sb.instance}`, `${LABELS.component}=${COMPONENTS.main}`] }) })).to.deep.equal([]);
+      expect(
+        await s.manager.docker.listContainers({
+          all: true,
+          filters: JSON.stringify({ label: [`${LABELS.instance}=${sb.instance}`, `${LABELS.component}=${COMPONENTS.main}`] }),
+        }),
+      ).to.deep.equal([]);
       // clean while the node is down: the volume (and its record) stay, and clean says why
       const c = await swarmCli(sb, s, 'clean');
       expect(c.code, c.stdout).to.equal(1);
@@ -170,7 +197,11 @@ describe('--backend swarm: volumes and sidecars on a real two-node swarm', funct
   it('a no-op pass over finished attempts with volumes and sidecars makes a constant number of requests', async () => {
     const sb = await Sandbox.create('sw-vnoop');
     const spec = (name: string) =>
-      sb.attempt(name, 'echo x > /data/x', '  network: {mode: isolated}\n  volumes:\n    - {name: data, mountPath: /data}\n  sidecars:\n    - {name: aux, image: berth/busybox:local, command: [sleep, "600"]}\n');
+      sb.attempt(
+        name,
+        'echo x > /data/x',
+        '  network: {mode: isolated}\n  volumes:\n    - {name: data, mountPath: /data}\n  sidecars:\n    - {name: aux, image: berth/busybox:local, command: [sleep, "600"]}\n',
+      );
     try {
       await sb.write('a1.yaml', spec('a1'));
       let r = await swarmCli(sb, s, 'reconcile', '--once', '--wait', '--timeout', '150');
@@ -203,7 +234,8 @@ describe('--backend swarm: volumes and sidecars on a real two-node swarm', funct
     try {
       // tools serves its secret (the token-injecting pattern); plain serves a page of its own
       const serve = (name: string, page: string) => `echo ${name}-up; mkdir -p /tmp/w && ${page} > /tmp/w/index.html && exec httpd -f -p 8081 -h /tmp/w`;
-      const main = 'wget -Y off -q -O /results/tools.txt http://tools:8081/ || exit 7; wget -Y off -q -O /results/plain.txt http://plain:8081/ || exit 8; test ! -e /run/secrets/token || exit 9';
+      const main =
+        'wget -Y off -q -O /results/tools.txt http://tools:8081/ || exit 7; wget -Y off -q -O /results/plain.txt http://plain:8081/ || exit 8; test ! -e /run/secrets/token || exit 9';
       await sb.write(
         'c.yaml',
         sb.attempt(

@@ -17,7 +17,9 @@ class Store implements VolumeClient {
   /** Removals refused as "in use" (409) before one succeeds. */
   busy = 0;
   list = async (f: string[]): Promise<VolumeSummary[]> =>
-    [...this.vols].filter(([, l]) => f.every((x) => (x.includes('=') ? l[x.split('=')[0]!] === x.slice(x.indexOf('=') + 1) : l[x] !== undefined))).map(([name, labels]) => ({ name, labels, driver: 'local' }));
+    [...this.vols]
+      .filter(([, l]) => f.every((x) => (x.includes('=') ? l[x.split('=')[0]!] === x.slice(x.indexOf('=') + 1) : l[x] !== undefined)))
+      .map(([name, labels]) => ({ name, labels, driver: 'local' }));
   inspect = async (name: string): Promise<VolumeSummary> => {
     const labels = this.vols.get(name);
     if (!labels) throw Object.assign(new Error(`no such volume: ${name}`), { statusCode: 404 });
@@ -59,7 +61,7 @@ function setup() {
 
 const LABELS_OF = { [LABELS.managed]: 'true', [LABELS.instance]: 'i', [LABELS.attempt]: 'a', [LABELS.component]: COMPONENTS.volume, [LABELS.volume]: 'data' };
 
-describe('swarm backend: attempts\' volumes', () => {
+describe("swarm backend: attempts' volumes", () => {
   it('makes a volume on the node placement gives, after its record on the manager; lists and inspects it with the labels asked for', async () => {
     const { manager, stores, vols, placed } = setup();
     expect(await vols.create({ name: 'v', labels: LABELS_OF })).to.equal('v');
@@ -75,7 +77,7 @@ describe('swarm backend: attempts\' volumes', () => {
     expect(placed).to.have.length(1);
   });
 
-  it('keeps berth\'s other volumes (its engine lock) on the manager and out of placement; a run\'s own helpers are not listed', async () => {
+  it("keeps berth's other volumes (its engine lock) on the manager and out of placement; a run's own helpers are not listed", async () => {
     const { manager, vols, placed } = setup();
     await vols.create({ name: 'berth.lock.i', labels: { 'dev.berth.lock': 'i' } });
     manager.vols.set('run-ws', { [LABELS.instance]: 'i', [SWARM.runLabel]: 'run' });

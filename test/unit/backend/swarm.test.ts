@@ -27,9 +27,16 @@ describe('swarm backend: hardening probe report', () => {
 
 describe('swarm backend: a probe service left by a killed berth', () => {
   const at = Date.parse('2026-01-01T00:00:00Z');
-  const probe = (owner: string, ageMs: number) => ({ id: 'x', name: 'berth-probe-x', labels: { [SWARM.probeOwnerLabel]: owner }, image: '', networks: [], createdAt: new Date(at - ageMs).toISOString() });
+  const probe = (owner: string, ageMs: number) => ({
+    id: 'x',
+    name: 'berth-probe-x',
+    labels: { [SWARM.probeOwnerLabel]: owner },
+    image: '',
+    networks: [],
+    createdAt: new Date(at - ageMs).toISOString(),
+  });
 
-  it('is abandoned when its owner is a process of this host that has ended, or when it is older than twice a probe\'s time', () => {
+  it("is abandoned when its owner is a process of this host that has ended, or when it is older than twice a probe's time", () => {
     expect(abandonedProbe(probe(`${os.hostname()}/${process.pid}`, 1000), at)).to.equal(false);
     expect(abandonedProbe(probe(`${os.hostname()}/${process.pid}`, 2 * SWARM.probeTimeoutMs + 1), at)).to.equal(true);
     expect(abandonedProbe(probe(`other-host/${process.pid}`, 1000), at)).to.equal(false);
@@ -43,7 +50,9 @@ describe('swarm backend: results brought home', () => {
     const p = pack();
     for (const e of entries) {
       await new Promise<void>((resolve, reject) =>
-        p.entry({ name: e.name, type: e.type ?? 'file', ...(e.linkname ? { linkname: e.linkname } : {}) }, e.body ?? '', (err) => (err ? reject(err) : resolve())),
+        p.entry({ name: e.name, type: e.type ?? 'file', ...(e.linkname ? { linkname: e.linkname } : {}) }, e.body ?? '', (err) =>
+          err ? reject(err) : resolve(),
+        ),
       );
     }
     p.finalize();
@@ -126,7 +135,11 @@ describe('swarm backend: a fixture streams into the node, its secrets are kept a
       },
     };
     const created: { name: string; data: string; labels: Record<string, string> }[] = [];
-    const swarm = { secrets: { create: (name: string, data: Buffer, labels: Record<string, string>) => Promise.resolve(void created.push({ name, data: data.toString(), labels })) } };
+    const swarm = {
+      secrets: {
+        create: (name: string, data: Buffer, labels: Record<string, string>) => Promise.resolve(void created.push({ name, data: data.toString(), labels })),
+      },
+    };
     const pool = { reachable: () => Promise.resolve([{ node: { id: 'n1' }, engine }]) };
     const runs = new SwarmRuns(swarm as never, pool as never);
     await runs.putArchive('r@n1', '/', counted);

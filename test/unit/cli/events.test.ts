@@ -14,8 +14,23 @@ describe('events from status records', function () {
       startedAt: '2026-01-01T00:00:20.000Z',
       finishedAt: '2026-01-01T00:00:30.000Z',
       collectedAt: '2026-01-01T00:01:00.000Z',
-      lastAttestation: { at: '2026-01-01T00:00:25.000Z', depth: 'inspect', ok: false, checks: [{ name: 'networks', ok: false, detail: 'connected to bridge' }] },
-      history: [{ run: 1, specHash: 'h-a', phase: 'Failed', reason: 'Error', exitCode: 3, startedAt: '2026-01-01T00:00:01.000Z', finishedAt: '2026-01-01T00:00:02.000Z' }],
+      lastAttestation: {
+        at: '2026-01-01T00:00:25.000Z',
+        depth: 'inspect',
+        ok: false,
+        checks: [{ name: 'networks', ok: false, detail: 'connected to bridge' }],
+      },
+      history: [
+        {
+          run: 1,
+          specHash: 'h-a',
+          phase: 'Failed',
+          reason: 'Error',
+          exitCode: 3,
+          startedAt: '2026-01-01T00:00:01.000Z',
+          finishedAt: '2026-01-01T00:00:02.000Z',
+        },
+      ],
     });
     expect(allEvents([rec]).map((e) => `${e.type} ${e.reason}: ${e.message}`)).to.deep.equal([
       'Normal Created: attempt recorded',
@@ -32,6 +47,8 @@ describe('events from status records', function () {
     const a = status('a', { createdAt: '2026-01-01T00:00:05.000Z', startedAt: undefined, lastAttestation: undefined });
     const b = status('b', { createdAt: '2026-01-01T00:00:01.000Z', startedAt: '2026-01-01T00:00:05.000Z', lastAttestation: undefined });
     expect(allEvents([a, b]).map((e) => `${e.attempt} ${e.reason}`)).to.deep.equal(['b Created', 'a Created', 'b Started']);
-    expect(eventsOf(status('c', { phase: 'Blocked', message: 'name held', startedAt: undefined, lastAttestation: undefined })).map((e) => e.reason)).to.deep.equal(['Created', 'Blocked']);
+    expect(
+      eventsOf(status('c', { phase: 'Blocked', message: 'name held', startedAt: undefined, lastAttestation: undefined })).map((e) => e.reason),
+    ).to.deep.equal(['Created', 'Blocked']);
   });
 });

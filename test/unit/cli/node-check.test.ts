@@ -15,7 +15,10 @@ function asNode(version: string, script: string, args: string[] = ['version']): 
   const dir = mkdtempSync(path.join(os.tmpdir(), 'berth-nodecheck-'));
   try {
     const shim = path.join(dir, 'old-node.cjs');
-    writeFileSync(shim, `Object.defineProperty(process.versions, 'node', { value: '${version}' });\nObject.defineProperty(process, 'version', { value: 'v${version}' });\n`);
+    writeFileSync(
+      shim,
+      `Object.defineProperty(process.versions, 'node', { value: '${version}' });\nObject.defineProperty(process, 'version', { value: 'v${version}' });\n`,
+    );
     const r = spawnSync(process.execPath, ['--require', shim, script, ...args], { encoding: 'utf8', timeout: 20_000 });
     return { status: r.status, stderr: r.stderr, stdout: r.stdout };
   } finally {
@@ -31,7 +34,9 @@ describe('cli: the Node version check', () => {
       expect(r.stdout).to.equal('');
       const lines = r.stderr.trimEnd().split('\n');
       expect(lines, r.stderr).to.have.length(1);
-      expect(lines[0]).to.match(/^berth: needs Node\.js >= 22\.22, this is v20\.19\.5 \(.+\); (run it with|`make setup` installs one at) .+\/\.node\/bin\/node$/);
+      expect(lines[0]).to.match(
+        /^berth: needs Node\.js >= 22\.22, this is v20\.19\.5 \(.+\); (run it with|`make setup` installs one at) .+\/\.node\/bin\/node$/,
+      );
     });
   }
 
@@ -48,7 +53,10 @@ describe('cli: the Node version check', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'berth-nodecheck-'));
     try {
       const script = path.join(dir, 'run.cjs');
-      writeFileSync(script, `require(${JSON.stringify(path.join(REPO, 'bin', 'node-check.js'))})(${JSON.stringify(dir)});\nprocess.stdout.write('not stopped');\n`);
+      writeFileSync(
+        script,
+        `require(${JSON.stringify(path.join(REPO, 'bin', 'node-check.js'))})(${JSON.stringify(dir)});\nprocess.stdout.write('not stopped');\n`,
+      );
       const r = asNode('20.19.5', script, []);
       expect([r.status, r.stdout]).to.deep.equal([2, '']);
       expect(r.stderr.trim()).to.match(/^berth: needs Node\.js >= 22\.22, this is v20\.19\.5 \(.+\); install a maintained release$/);

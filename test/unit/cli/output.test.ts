@@ -13,7 +13,10 @@ describe('stderr shaping', function () {
     const io = jsonLinesIo(b);
     io.err('berth: warning: careful\nberth: it broke\n[3s] 1 Running');
     io.err('\n{"level":"info","message":"x"}\n\n');
-    const lines = b.stderr.trimEnd().split('\n').map((l) => JSON.parse(l) as { level: string; message: string });
+    const lines = b.stderr
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { level: string; message: string });
     expect(lines.map((l) => [l.level, l.message])).to.deep.equal([
       ['warn', 'careful'],
       ['error', 'it broke'],
@@ -50,15 +53,25 @@ describe('stderr shaping', function () {
 
   it('activity: one line for what an action did', function () {
     const a = (kind: AttemptAction['kind'], types: string[]): AttemptAction =>
-      ({ attempt: 'a', kind, summary: '', ops: types.map((type) => ({ type, resource: 'x', cause: 'c', id: 'i' })), desired: { run: 2 } }) as unknown as AttemptAction;
+      ({
+        attempt: 'a',
+        kind,
+        summary: '',
+        ops: types.map((type) => ({ type, resource: 'x', cause: 'c', id: 'i' })),
+        desired: { run: 2 },
+      }) as unknown as AttemptAction;
     // the action's first n operations done
     const did = (x: AttemptAction, n: number, rec: Parameters<typeof activity>[2]) => activity(x, x.ops.slice(0, n), rec);
     expect(did(a('provision', ['create-container', 'start']), 2, undefined)).to.equal('a: created run 2; started run 2');
-    expect(did(a('replace', ['stop', 'finish', 'remove-container', 'create-container', 'start']), 5, status('a', { phase: 'Failed', reason: 'Replaced' }))).to.equal(
-      'a: stopped; finished Failed (Replaced); removed 1 container; replaced: created run 2; started run 2',
+    expect(
+      did(a('replace', ['stop', 'finish', 'remove-container', 'create-container', 'start']), 5, status('a', { phase: 'Failed', reason: 'Replaced' })),
+    ).to.equal('a: stopped; finished Failed (Replaced); removed 1 container; replaced: created run 2; started run 2');
+    expect(did(a('finish', ['finish']), 1, status('a', { phase: 'Succeeded', reason: 'Completed', exitCode: 0 }))).to.equal(
+      'a: finished Succeeded (Completed, exit 0)',
     );
-    expect(did(a('finish', ['finish']), 1, status('a', { phase: 'Succeeded', reason: 'Completed', exitCode: 0 }))).to.equal('a: finished Succeeded (Completed, exit 0)');
-    expect(did(a('collect', ['remove-container', 'remove-network', 'remove-network', 'forget']), 4, undefined)).to.equal('a: removed 1 container, 2 networks; forgotten (no spec)');
+    expect(did(a('collect', ['remove-container', 'remove-network', 'remove-network', 'forget']), 4, undefined)).to.equal(
+      'a: removed 1 container, 2 networks; forgotten (no spec)',
+    );
     expect(did(a('provision', ['create-container', 'start']), 1, undefined)).to.equal('a: created run 2');
     expect(did(a('attest', ['record']), 1, undefined)).to.equal(undefined);
   });

@@ -17,7 +17,16 @@ import { FakeEngine } from '../../support/fake-engine';
 
 /** The fake as the CLI's context takes an engine: a plain object (its methods bound). */
 function plain(f: FakeEngine): Engine {
-  return { containers: f.containers, networks: f.networks, volumes: f.volumes, images: f.images, events: f.events, ping: () => f.ping(), version: () => f.version(), boot: () => f.boot() };
+  return {
+    containers: f.containers,
+    networks: f.networks,
+    volumes: f.volumes,
+    images: f.images,
+    events: f.events,
+    ping: () => f.ping(),
+    version: () => f.version(),
+    boot: () => f.boot(),
+  };
 }
 
 const SPEC = (name: string) => `apiVersion: berth.dev/v1\nkind: Attempt\nmetadata:\n  name: ${name}\nspec:\n  image: busybox\n  command: ["true"]\n`;
@@ -36,7 +45,9 @@ describe('cli/reconcile --once', () => {
 
   const context = () => {
     const io = bufferIo();
-    const ctx = makeContext({ specs: path.join(dir, 'specs'), state: path.join(dir, 'state'), instance: 'once', logLevel: 'error' }, io, { engine: plain(engine) });
+    const ctx = makeContext({ specs: path.join(dir, 'specs'), state: path.join(dir, 'state'), instance: 'once', logLevel: 'error' }, io, {
+      engine: plain(engine),
+    });
     return { io, ctx };
   };
   const mains = async () => (await engine.containers.list(['dev.berth.instance=once'])).map((c) => c.name).sort();
@@ -68,7 +79,9 @@ describe('cli/reconcile --once', () => {
     const onUnhandled = (r: unknown) => unhandled.push(r);
     process.on('unhandledRejection', onUnhandled);
     try {
-      engine.fail('ping', { error: new EngineUnreachableError('unavailable', 'unix:///nowhere.sock', 'ping', { cause: new Error('connect ENOENT /nowhere.sock') }) });
+      engine.fail('ping', {
+        error: new EngineUnreachableError('unavailable', 'unix:///nowhere.sock', 'ping', { cause: new Error('connect ENOENT /nowhere.sock') }),
+      });
       const { io, ctx } = context();
       expect(await runReconcile(ctx, { once: true, maxRunning: 4, concurrency: 2 })).to.equal(1);
       expect(io.stderr).to.match(/^berth: .*cannot be reached/);

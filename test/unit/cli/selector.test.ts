@@ -78,9 +78,11 @@ describe('label selectors', function () {
   );
 
   it('property: the canonical text parses back to the same requirements', function () {
-    fc.assert(fc.property(fc.array(req, { maxLength: 4 }), (sel) => {
+    fc.assert(
+      fc.property(fc.array(req, { maxLength: 4 }), (sel) => {
         expect(parseSelector(formatSelector(sel))).to.deep.equal(sel);
-      }));
+      }),
+    );
   });
 
   it('property: != and notin are the negations of = and in', function () {

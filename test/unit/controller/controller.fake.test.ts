@@ -19,8 +19,7 @@ import { DesiredStates } from '../../../src/plan/desired-for';
 
 const I = 'unit-ctl';
 const IMAGE = 'berth/busybox:local';
-const SPEC = (name: string) =>
-  `apiVersion: berth.dev/v1\nkind: Attempt\nmetadata:\n  name: ${name}\nspec:\n  image: ${IMAGE}\n  command: [sh, -c, 'true']\n`;
+const SPEC = (name: string) => `apiVersion: berth.dev/v1\nkind: Attempt\nmetadata:\n  name: ${name}\nspec:\n  image: ${IMAGE}\n  command: [sh, -c, 'true']\n`;
 
 describe('controller against the fake engine (retry switch)', function () {
   this.timeout(20_000);
@@ -150,7 +149,10 @@ describe('controller against the fake engine (retry switch)', function () {
     expect((await rec('d'))?.exitCode).to.equal(4);
     // the die's inspect, then the finish's own; the batch between them listed nothing (the inspect told what changed)
     expect(inspects() - before).to.equal(2);
-    const upToFinish = fake.calls.slice(from, fake.calls.findIndex((c, i) => i > from && c.op === 'containers.inspect' && fake.calls.slice(from, i).some((x) => x.op === 'containers.inspect')));
+    const upToFinish = fake.calls.slice(
+      from,
+      fake.calls.findIndex((c, i) => i > from && c.op === 'containers.inspect' && fake.calls.slice(from, i).some((x) => x.op === 'containers.inspect')),
+    );
     expect(upToFinish.map((c) => c.op)).to.deep.equal(['containers.inspect']);
     const listed = await fake.containers.list([]);
     expect(listed.find((c) => c.name.endsWith('_d'))?.state, 'the lists still lag').to.equal('running');

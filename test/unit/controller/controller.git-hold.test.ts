@@ -63,7 +63,19 @@ describe('controller with a git source: revisions held by actions under way', fu
     // Every create hangs: with one worker, a's create holds it and b waits for it, both planned from c1.
     fake.fail('containers.create', { hang: true });
     ctl = new Controller({
-      cfg: { specsDir: path.join(dir, 'unused'), stateDir, resultsRoot: path.join(dir, 'results'), instance: I, maxRunning: 4, concurrency: 4, attestIntervalMs: 3_600_000, env: {}, log: silentLogger(), now: () => clock.now(), desired: new DesiredStates() },
+      cfg: {
+        specsDir: path.join(dir, 'unused'),
+        stateDir,
+        resultsRoot: path.join(dir, 'results'),
+        instance: I,
+        maxRunning: 4,
+        concurrency: 4,
+        attestIntervalMs: 3_600_000,
+        env: {},
+        log: silentLogger(),
+        now: () => clock.now(),
+        desired: new DesiredStates(),
+      },
       engine: fake,
       store: new StatusStore(stateDir, I),
       log: silentLogger(),

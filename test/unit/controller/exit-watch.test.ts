@@ -25,10 +25,14 @@ describe('ExitWatch (fake engine)', () => {
     fake.addImage({ ref: IMAGE });
     settled = [];
     let wake: (() => void) | undefined;
-    watch = new ExitWatch(fake, () => now, (attempt, seen) => {
-      settled.push({ attempt, seen });
-      wake?.();
-    });
+    watch = new ExitWatch(
+      fake,
+      () => now,
+      (attempt, seen) => {
+        settled.push({ attempt, seen });
+        wake?.();
+      },
+    );
     next = async () => {
       while (settled.length === 0) await new Promise<void>((r) => (wake = r));
       return settled.shift() as { attempt: string; seen: boolean };
@@ -45,7 +49,18 @@ describe('ExitWatch (fake engine)', () => {
       env: [],
       workingDir: '/',
       labels,
-      host: { networkMode: 'none', binds: [], mounts: [], capDrop: [], capAdd: [], securityOpt: [], privileged: false, init: true, pidsLimit: 64, readonlyRootfs: false },
+      host: {
+        networkMode: 'none',
+        binds: [],
+        mounts: [],
+        capDrop: [],
+        capAdd: [],
+        securityOpt: [],
+        privileged: false,
+        init: true,
+        pidsLimit: 64,
+        readonlyRootfs: false,
+      },
     });
     await fake.containers.start(id);
     return id;
@@ -64,7 +79,11 @@ describe('ExitWatch (fake engine)', () => {
     const lagging = await listed();
     expect(stateOf(lagging, 'a'), 'the lists lag').to.equal('running');
     // it tells a's news where the lists hold that very container, not elsewhere
-    expect([watch.names(lagging, 'a'), watch.names(lagging, 'b'), watch.names(await observe(fake, 'other', new Map(), now), 'a')]).to.deep.equal([true, false, false]);
+    expect([watch.names(lagging, 'a'), watch.names(lagging, 'b'), watch.names(await observe(fake, 'other', new Map(), now), 'a')]).to.deep.equal([
+      true,
+      false,
+      false,
+    ]);
     const seen = watch.apply(lagging);
     expect(stateOf(seen, 'a')).to.equal('exited');
     expect(seen.attempts.get('a')?.containers[0]?.status).to.equal('Exited (3)');

@@ -43,7 +43,10 @@ describe('controller/pass: what a pass loads', function () {
   });
 
   it('a pass with something to do loads the executor and carries its actions out', () => {
-    writeFileSync(path.join(dir, 'specs', 'a.yaml'), 'apiVersion: berth.dev/v1\nkind: Attempt\nmetadata:\n  name: a\nspec:\n  image: busybox\n  command: ["true"]\n');
+    writeFileSync(
+      path.join(dir, 'specs', 'a.yaml'),
+      'apiVersion: berth.dev/v1\nkind: Attempt\nmetadata:\n  name: a\nspec:\n  image: busybox\n  command: ["true"]\n',
+    );
     const r = passIn(dir);
     expect(r.actions).to.equal(1);
     expect(r.results).to.equal(1);

@@ -339,16 +339,7 @@ describe('controller/queue', () => {
       q.done('a');
       q.addAfter('b', 10);
       clock.advance(10);
-      expect(events).to.deep.equal([
-        'add a',
-        'depth 1',
-        'latency a 30',
-        'depth 0',
-        'work a 70',
-        'retry b',
-        'add b',
-        'depth 1',
-      ]);
+      expect(events).to.deep.equal(['add a', 'depth 1', 'latency a 30', 'depth 0', 'work a 70', 'retry b', 'add b', 'depth 1']);
     });
   });
 

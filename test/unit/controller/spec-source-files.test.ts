@@ -11,7 +11,8 @@ import { SpecSource } from '../../../src/controller/spec-source';
 import type { LoadReport } from '../../../src/spec/loader';
 import { silentLogger } from '../../../src/util/log';
 
-const spec = (name: string, cmd = 'echo, one') => `apiVersion: berth.dev/v1\nkind: Attempt\nmetadata:\n  name: ${name}\nspec:\n  image: berth/busybox:local\n  command: [${cmd}]\n`;
+const spec = (name: string, cmd = 'echo, one') =>
+  `apiVersion: berth.dev/v1\nkind: Attempt\nmetadata:\n  name: ${name}\nspec:\n  image: berth/busybox:local\n  command: [${cmd}]\n`;
 const commandOf = (l: LoadReport, name: string) => l.specs.find((s) => s.spec.name === name)?.spec.command;
 
 describe('SpecSource over a specs folder, file by file', function () {
@@ -52,7 +53,7 @@ describe('SpecSource over a specs folder, file by file', function () {
     expect(handed.flat()).to.include('s1');
   });
 
-  it('hands on an unchanged file\'s name when a change clashes with it, and again when it is undone', async function () {
+  it("hands on an unchanged file's name when a change clashes with it, and again when it is undone", async function () {
     await fs.writeFile(at('s2.yaml'), spec('s1'));
     src.noteChange('change', at('s2.yaml'));
     const clash = await src.specs();

@@ -125,7 +125,12 @@ describe('SpecSource watching a real folder: each change ends equal to a fresh f
     // A second watcher on the folder: its event for the first part comes in the same read as the source's.
     let firstPartSeen: () => void = () => undefined;
     const seen = new Promise<void>((resolve) => (firstPartSeen = resolve));
-    const probe = new SpecsWatch(sb.specs, { ignored: isIgnoredName, onPath: (p) => p === at('half.yaml') && firstPartSeen(), onWhole: () => undefined, onError: () => undefined });
+    const probe = new SpecsWatch(sb.specs, {
+      ignored: isIgnoredName,
+      onPath: (p) => p === at('half.yaml') && firstPartSeen(),
+      onWhole: () => undefined,
+      onError: () => undefined,
+    });
     await probe.whenReady();
     try {
       const fd = openSync(at('half.yaml'), 'w');

@@ -34,10 +34,13 @@ describe('SpecSource over git revisions', function () {
     const handed: string[][] = [];
     let onB: () => void = () => undefined;
     const sawB = new Promise<void>((resolve) => (onB = resolve));
-    const src = new SpecSource({ specsDir: dir, resultsRoot: path.join(dir, 'results'), debounceMs: 10, log: silentLogger(), git: { current: () => current, url: 'file:///r' } }, (names, load) => {
-      handed.push(names);
-      if (load.revision === revB.revision) onB();
-    });
+    const src = new SpecSource(
+      { specsDir: dir, resultsRoot: path.join(dir, 'results'), debounceMs: 10, log: silentLogger(), git: { current: () => current, url: 'file:///r' } },
+      (names, load) => {
+        handed.push(names);
+        if (load.revision === revB.revision) onB();
+      },
+    );
     const first = src.specs();
     current = revB;
     src.reload();

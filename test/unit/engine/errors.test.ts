@@ -17,11 +17,15 @@ describe('engine errors and addresses', () => {
     const t = new EngineUnreachableError('timeout', 'unix:///x.sock (DOCKER_HOST)', 'containers.list', { ms: 1500 });
     expect(classify(t)).to.equal('timeout');
     expect(t.code).to.equal('ENGINE_TIMEOUT');
-    expect(describeEngineError(t)).to.equal('the Docker engine at unix:///x.sock (DOCKER_HOST) did not answer containers.list within 1.5 s (--engine-timeout): it is overloaded or hung; check it, or give it longer with --engine-timeout');
+    expect(describeEngineError(t)).to.equal(
+      'the Docker engine at unix:///x.sock (DOCKER_HOST) did not answer containers.list within 1.5 s (--engine-timeout): it is overloaded or hung; check it, or give it longer with --engine-timeout',
+    );
     const cause = Object.assign(new Error('connect ENOENT /x.sock'), { code: 'ENOENT' });
     const u = new EngineUnreachableError('unavailable', 'unix:///x.sock (DOCKER_HOST)', 'ping', { cause });
     expect(classify(u)).to.equal('unavailable');
-    expect(u.message).to.equal('the Docker engine at unix:///x.sock (DOCKER_HOST) cannot be reached: connect ENOENT /x.sock; start the engine, or point DOCKER_HOST at one that runs');
+    expect(u.message).to.equal(
+      'the Docker engine at unix:///x.sock (DOCKER_HOST) cannot be reached: connect ENOENT /x.sock; start the engine, or point DOCKER_HOST at one that runs',
+    );
     expect(pingFailure(u)).to.equal(u.message);
     expect([isEngineDown(t), isEngineDown(u), isEngineDown(cause)]).to.deep.equal([true, true, true]);
     const http500 = Object.assign(new Error('(HTTP code 500) server error - boom '), { statusCode: 500, json: { message: 'boom' } });

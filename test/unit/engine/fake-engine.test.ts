@@ -55,8 +55,24 @@ describe('fake engine controls', function () {
     let t = Date.parse('2030-01-01T00:00:00Z');
     const fake = fakeWithImage(() => t);
     const id = await fake.containers.create({
-      name: 'clock', image: IMAGE, cmd: null, env: [], workingDir: '/', labels: {},
-      host: { networkMode: 'none', binds: [], mounts: [], capDrop: [], capAdd: [], securityOpt: [], privileged: false, init: false, pidsLimit: 1, readonlyRootfs: false },
+      name: 'clock',
+      image: IMAGE,
+      cmd: null,
+      env: [],
+      workingDir: '/',
+      labels: {},
+      host: {
+        networkMode: 'none',
+        binds: [],
+        mounts: [],
+        capDrop: [],
+        capAdd: [],
+        securityOpt: [],
+        privileged: false,
+        init: false,
+        pidsLimit: 1,
+        readonlyRootfs: false,
+      },
     });
     await fake.containers.start(id);
     t += 5000;

@@ -21,7 +21,12 @@ function fresh(body: string): Record<string, unknown> {
 describe('engine/docker/load-dockerode', () => {
   it('stands in for docker-modem/lib/ssh.js, dockerode/lib/session.js and tar-fs, which exist', () => {
     const files = deferredModuleFiles();
-    expect(files.map((f) => f.split('/node_modules/')[1])).to.deep.equal(['docker-modem/lib/ssh.js', 'dockerode/lib/session.js', 'tar-fs/index.js', 'docker-modem/lib/http_duplex.js']);
+    expect(files.map((f) => f.split('/node_modules/')[1])).to.deep.equal([
+      'docker-modem/lib/ssh.js',
+      'dockerode/lib/session.js',
+      'tar-fs/index.js',
+      'docker-modem/lib/http_duplex.js',
+    ]);
   });
 
   it("loads docker-modem's HttpDuplex (and readable-stream) only when a connection is hijacked: `new` on the stand-in makes a real one", () => {

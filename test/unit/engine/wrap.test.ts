@@ -23,12 +23,15 @@ describe('engine wrappers', () => {
     expect(seen).to.deep.equal(['engine.ping', 'engine.version', 'engine.boot', 'containers.list']);
   });
 
-  it("pass abandon on to the engine under them (not counted: it is not a call)", async () => {
+  it('pass abandon on to the engine under them (not counted: it is not a call)', async () => {
     const fake = new FakeEngine();
     const counter = new CallCounter();
     const engine = readOnlyEngine(instrumentEngine(fake, counter.listener));
     engine.abandon?.('stopping');
-    const err = await fake.containers.list([]).then(() => undefined, (e: unknown) => e);
+    const err = await fake.containers.list([]).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect((err as Error).message).to.match(/given up: stopping/);
     expect(counter.total).to.equal(0);
   });
@@ -38,7 +41,10 @@ describe('engine wrappers', () => {
     fake.fail('ping', { error: new Error('down') });
     const errors: unknown[] = [];
     const engine = instrumentEngine(fake, (c) => errors.push(c.error));
-    const err = await engine.ping().then(() => undefined, (e: unknown) => e);
+    const err = await engine.ping().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect((err as Error).message).to.equal('down');
     expect(errors).to.have.length(1);
     expect((errors[0] as Error).message).to.equal('down');
@@ -48,7 +54,10 @@ describe('engine wrappers', () => {
     const ro = readOnlyEngine(new FakeEngine());
     await ro.ping();
     expect(await ro.boot?.()).to.have.property('id');
-    const err = await ro.volumes.create({ name: 'v', labels: {} }).then(() => undefined, (e: unknown) => e);
+    const err = await ro.volumes.create({ name: 'v', labels: {} }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect((err as Error).message).to.match(/read-only/);
   });
 });

@@ -53,7 +53,18 @@ describe('executor against the fake engine', function () {
   function action(d: DesiredAttempt, steps: 'provision' | 'create' | 'start'): AttemptAction {
     const begin: Operation = beginRunOp(d, FIRST_RUN);
     const main = mainOps(d);
-    const ops = steps === 'start' ? startOps(d, 'test') : steps === 'create' ? [begin, ...main.slice(0, main.findIndex((o) => o.type === 'start'))] : [begin, ...main];
+    const ops =
+      steps === 'start'
+        ? startOps(d, 'test')
+        : steps === 'create'
+          ? [
+              begin,
+              ...main.slice(
+                0,
+                main.findIndex((o) => o.type === 'start'),
+              ),
+            ]
+          : [begin, ...main];
     return { attempt: d.name, kind: 'provision', summary: 'test', ops, desired: d };
   }
   /** The operation types of the main container's provisioning for `d` (the copies as it needs them). */
@@ -76,7 +87,7 @@ describe('executor against the fake engine', function () {
     expect(rec?.lastAttestation?.ok).to.equal(true);
   });
 
-  it('a 409 at create with the attempt\'s own container (an earlier try): that one is used, none is added', async function () {
+  it("a 409 at create with the attempt's own container (an earlier try): that one is used, none is added", async function () {
     const d = desired('mine');
     const earlier = await fake.containers.create(stampNonce(d.container.create));
     const [res] = await executor().run({ at: t, actions: [action(d, 'provision')], unchanged: new Map() } as never);
@@ -94,7 +105,7 @@ describe('executor against the fake engine', function () {
     expect((await fake.containers.inspect(earlier)).runState.running).to.equal(true);
   });
 
-  it('a 409 at create with the attempt\'s own container that does not attest: it is removed, Pending/CreateFailed, none started', async function () {
+  it("a 409 at create with the attempt's own container that does not attest: it is removed, Pending/CreateFailed, none started", async function () {
     const d = desired('mine-bad');
     fake.addImage({ ref: 'other:1', labels: {} });
     const earlier = await fake.containers.create({ ...stampNonce(d.container.create), image: 'other:1' });
@@ -136,26 +147,40 @@ describe('executor against the fake engine', function () {
   });
 
   it('a 409 at a sidecar create with a container that only inherits berth labels: Blocked, that container untouched', async function () {
-    const d = desired('side', { network: { mode: 'isolated', egress: [] }, sidecars: [{ name: 'db', image: IMAGE, command: null, env: {}, secretEnv: {}, secrets: [] }] });
+    const d = desired('side', {
+      network: { mode: 'isolated', egress: [] },
+      sidecars: [{ name: 'db', image: IMAGE, command: null, env: {}, secretEnv: {}, secrets: [] }],
+    });
     const sc = d.sidecars[0] as DesiredAttempt['sidecars'][number];
     await fake.networks.create(d.network as NonNullable<DesiredAttempt['network']>);
     fake.addImage({ ref: 'committed:2', labels: stampNonce(sc.create).labels });
     const theirs = await fake.containers.create({ ...sc.create, image: 'committed:2', labels: {} });
     const ops: Operation[] = [{ type: 'create-sidecar', resource: `container:${sc.name}`, cause: 'test', desired: d, index: 0 }];
-    const [res] = await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'provision', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
+    const [res] = await executor().run({
+      at: t,
+      actions: [{ attempt: d.name, kind: 'provision', summary: 'test', ops, desired: d }],
+      unchanged: new Map(),
+    } as never);
     expect(res).to.include({ ok: true, done: 0 });
     expect([(await store.get('side'))?.phase, (await store.get('side'))?.reason]).to.deep.equal(['Blocked', REASONS.nameConflict]);
     expect((await fake.containers.inspect(sc.name)).id).to.equal(theirs);
     expect(fake.calls.filter((x) => x.op === 'containers.remove')).to.deep.equal([]);
   });
 
-  it('a 409 at a sidecar create with the attempt\'s own earlier sidecar: it is removed and made again', async function () {
-    const d = desired('side-mine', { network: { mode: 'isolated', egress: [] }, sidecars: [{ name: 'db', image: IMAGE, command: null, env: {}, secretEnv: {}, secrets: [] }] });
+  it("a 409 at a sidecar create with the attempt's own earlier sidecar: it is removed and made again", async function () {
+    const d = desired('side-mine', {
+      network: { mode: 'isolated', egress: [] },
+      sidecars: [{ name: 'db', image: IMAGE, command: null, env: {}, secretEnv: {}, secrets: [] }],
+    });
     const sc = d.sidecars[0] as DesiredAttempt['sidecars'][number];
     await fake.networks.create(d.network as NonNullable<DesiredAttempt['network']>);
     const earlier = await fake.containers.create(stampNonce(sc.create));
     const ops: Operation[] = sidecarOps(d, 0, 'test');
-    const [res] = await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'provision', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
+    const [res] = await executor().run({
+      at: t,
+      actions: [{ attempt: d.name, kind: 'provision', summary: 'test', ops, desired: d }],
+      unchanged: new Map(),
+    } as never);
     expect(res).to.include({ ok: true, done: 0, outcome: 'conflict' });
     expect(res?.ran.map((o) => o.type)).to.deep.equal(['remove-container', 'create-sidecar', 'start-sidecar', 'ready-sidecar']);
     const now = await fake.containers.inspect(sc.name);
@@ -165,15 +190,32 @@ describe('executor against the fake engine', function () {
 
   /** A running attempt with one sidecar, provisioned through the fake engine. */
   async function runningWithSidecar(name: string): Promise<{ d: DesiredAttempt; sc: DesiredAttempt['sidecars'][number]; main: string }> {
-    const d = desired(name, { network: { mode: 'isolated', egress: [] }, sidecars: [{ name: 'db', image: IMAGE, command: null, env: {}, secretEnv: {}, secrets: [] }] });
+    const d = desired(name, {
+      network: { mode: 'isolated', egress: [] },
+      sidecars: [{ name: 'db', image: IMAGE, command: null, env: {}, secretEnv: {}, secrets: [] }],
+    });
     const sc = d.sidecars[0] as DesiredAttempt['sidecars'][number];
     const ops = provisionOps(d, { name, containers: [], networks: [], volumes: [] }, FIRST_RUN);
-    expect(ops.map((o) => o.type)).to.deep.equal(['create-network', 'begin-run', 'create-sidecar', 'start-sidecar', 'ready-sidecar', 'create-container', 'record-copied', 'start', 'attest-start']);
+    expect(ops.map((o) => o.type)).to.deep.equal([
+      'create-network',
+      'begin-run',
+      'create-sidecar',
+      'start-sidecar',
+      'ready-sidecar',
+      'create-container',
+      'record-copied',
+      'start',
+      'attest-start',
+    ]);
     // one intent for the run, not one per container: 4 status writes with a sidecar too
     const put = store.put.bind(store);
     let writes = 0;
     store.put = (rec) => (writes++, put(rec));
-    const [res] = await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'provision', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
+    const [res] = await executor().run({
+      at: t,
+      actions: [{ attempt: d.name, kind: 'provision', summary: 'test', ops, desired: d }],
+      unchanged: new Map(),
+    } as never);
     store.put = put;
     expect(writes).to.equal(4);
     expect(res).to.include({ ok: true, done: 9 });
@@ -198,7 +240,7 @@ describe('executor against the fake engine', function () {
     expect((await fake.containers.inspect(main)).runState.running).to.equal(false);
   });
 
-  it('a sidecar\'s name taken by a foreign container while the attempt runs: Failed/SidecarFailed, that container untouched', async function () {
+  it("a sidecar's name taken by a foreign container while the attempt runs: Failed/SidecarFailed, that container untouched", async function () {
     const { d, sc, main } = await runningWithSidecar('side-held');
     await fake.containers.remove(sc.name);
     const theirs = await fake.containers.create({ ...sc.create, labels: { someone: 'else' } });
@@ -213,7 +255,10 @@ describe('executor against the fake engine', function () {
   });
 
   it('a sidecar gone mid-way (404 at its start): Pending/CreateFailed, no start failure recorded', async function () {
-    const d = desired('side-404', { network: { mode: 'isolated', egress: [] }, sidecars: [{ name: 'db', image: IMAGE, command: null, env: {}, secretEnv: {}, secrets: [] }] });
+    const d = desired('side-404', {
+      network: { mode: 'isolated', egress: [] },
+      sidecars: [{ name: 'db', image: IMAGE, command: null, env: {}, secretEnv: {}, secrets: [] }],
+    });
     const sc = d.sidecars[0] as DesiredAttempt['sidecars'][number];
     await fake.networks.create(d.network as NonNullable<DesiredAttempt['network']>);
     fake.fail('containers.start', { status: 404, message: 'No such container: db' });
@@ -222,7 +267,11 @@ describe('executor against the fake engine', function () {
       ...sidecarOps(d, 0, 'test'),
       { type: 'create-container', resource: `container:${d.container.name}`, cause: 'test', desired: d },
     ];
-    const [res] = await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'provision', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
+    const [res] = await executor().run({
+      at: t,
+      actions: [{ attempt: d.name, kind: 'provision', summary: 'test', ops, desired: d }],
+      unchanged: new Map(),
+    } as never);
     expect(res).to.include({ ok: false, done: 2, outcome: 'not-found' });
     expect(res?.error).to.match(/^start-sidecar container:\S+: /);
     const rec = await store.get('side-404');
@@ -236,7 +285,11 @@ describe('executor against the fake engine', function () {
     await fake.networks.create(other);
     await fake.networks.connect(other.name, main);
     const ops: Operation[] = [{ type: 'attest', resource: `container:${d.container.name}`, cause: 'test', id: main, desired: d }];
-    const [res] = await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'attest', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
+    const [res] = await executor().run({
+      at: t,
+      actions: [{ attempt: d.name, kind: 'attest', summary: 'test', ops, desired: d }],
+      unchanged: new Map(),
+    } as never);
     expect(res).to.include({ ok: true, done: 0, outcome: 'attestation-failed' });
     expect(res?.ran.map((o) => o.type)).to.deep.equal(['stop', 'stop', 'finish']);
     const rec = await store.get('att');
@@ -300,7 +353,10 @@ describe('executor against the fake engine', function () {
     expect((await store.get('free'))?.phase).to.equal('Running');
     fake.releaseHangs();
     const res = await run;
-    expect(res.map((r) => [r.attempt, r.ok])).to.deep.equal([['hung', false], ['free', true]]);
+    expect(res.map((r) => [r.attempt, r.ok])).to.deep.equal([
+      ['hung', false],
+      ['free', true],
+    ]);
     expect((await store.get('hung'))?.reason).to.equal(REASONS.createFailed);
   });
 
@@ -314,7 +370,7 @@ describe('executor against the fake engine', function () {
     expect(fake.calls.filter((c) => c.op === 'containers.create')).to.deep.equal([]);
   });
 
-  it('a backend that refuses what the attempt needs: Blocked with the backend\'s reason, nothing made', async function () {
+  it("a backend that refuses what the attempt needs: Blocked with the backend's reason, nothing made", async function () {
     const d = desired('refuse');
     fake.fail('containers.create', { error: new BackendRefusedError(REASONS.nodeRefused, 'no swarm node may run attempt refuse: none enforces it') });
     const [res] = await executor().run({ at: t, actions: [action(d, 'provision')], unchanged: new Map() } as never);
@@ -339,18 +395,26 @@ describe('executor against the fake engine', function () {
     const net = d.network as NonNullable<DesiredAttempt['network']>;
     await fake.networks.create({ ...net, labels: { ...net.labels, [LABELS.instance]: 'other' } });
     const ops: Operation[] = [{ type: 'create-network', resource: `network:${net.name}`, cause: 'test', network: net }];
-    const [res] = await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'provision', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
+    const [res] = await executor().run({
+      at: t,
+      actions: [{ attempt: d.name, kind: 'provision', summary: 'test', ops, desired: d }],
+      unchanged: new Map(),
+    } as never);
     expect(res).to.include({ ok: true, done: 0 });
     expect((await store.get('net'))?.reason).to.equal(REASONS.nameConflict);
     expect((await fake.networks.inspect(net.name)).labels[LABELS.instance]).to.equal('other');
   });
 
-  it('a volume create of a name that exists (the engine answers with it) blocks when the volume is not the attempt\'s', async function () {
+  it("a volume create of a name that exists (the engine answers with it) blocks when the volume is not the attempt's", async function () {
     const d = desired('vol', { volumes: [{ name: 'cache', mountPath: '/cache', readOnly: false }] as never });
     const vol = d.volumes[0] as DesiredAttempt['volumes'][number];
     await fake.volumes.create({ name: vol.name, labels: { mine: 'no' } });
     const ops: Operation[] = [{ type: 'create-volume', resource: `volume:${vol.name}`, cause: 'test', volume: vol }];
-    const [res] = await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'provision', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
+    const [res] = await executor().run({
+      at: t,
+      actions: [{ attempt: d.name, kind: 'provision', summary: 'test', ops, desired: d }],
+      unchanged: new Map(),
+    } as never);
     expect(res).to.include({ ok: true, done: 0 });
     expect((await store.get('vol'))?.reason).to.equal(REASONS.nameConflict);
     expect((await fake.volumes.inspect(vol.name)).labels).to.deep.equal({ mine: 'no' });
@@ -372,7 +436,10 @@ describe('executor against the fake engine', function () {
   });
 
   it('a sidecar that exits at once fails the attempt (SidecarFailed); the main container is never made', async function () {
-    const d = desired('side-dies', { network: { mode: 'isolated', egress: [] }, sidecars: [{ name: 'db', image: IMAGE, command: null, env: {}, secretEnv: {}, secrets: [] }] });
+    const d = desired('side-dies', {
+      network: { mode: 'isolated', egress: [] },
+      sidecars: [{ name: 'db', image: IMAGE, command: null, env: {}, secretEnv: {}, secrets: [] }],
+    });
     const sc = d.sidecars[0] as DesiredAttempt['sidecars'][number];
     const net = d.network as NonNullable<DesiredAttempt['network']>;
     fake.exitOnStart((n) => n === sc.name, 2);
@@ -382,7 +449,11 @@ describe('executor against the fake engine', function () {
       ...sidecarOps(d, 0, 'test'),
       { type: 'create-container', resource: `container:${d.container.name}`, cause: 'test', desired: d },
     ];
-    const [res] = await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'provision', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
+    const [res] = await executor().run({
+      at: t,
+      actions: [{ attempt: d.name, kind: 'provision', summary: 'test', ops, desired: d }],
+      unchanged: new Map(),
+    } as never);
     expect(res).to.include({ ok: true, done: 4, outcome: 'not-ready' });
     expect(res?.ran.map((o) => o.type)).to.deep.equal(['create-network', 'begin-run', 'create-sidecar', 'start-sidecar', 'finish']);
     const rec = await store.get('side-dies');
@@ -401,7 +472,8 @@ describe('executor against the fake engine', function () {
     const run = (d: DesiredAttempt, ops: Operation[], env: NodeJS.ProcessEnv = { BERTH_UNIT_TOKEN: 's3cr3t-value' }) =>
       executor(env).run({ at: t, actions: [{ attempt: d.name, kind: 'provision', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
     /** The engine calls made on containers and networks from the first create on, and the container each addressed. */
-    const engineCalls = (from: number) => fake.calls.slice(from).map((c) => `${c.op} ${c.op === 'networks.connect' ? String(c.args[1]) : typeof c.args[0] === 'string' ? c.args[0] : ''}`.trim());
+    const engineCalls = (from: number) =>
+      fake.calls.slice(from).map((c) => `${c.op} ${c.op === 'networks.connect' ? String(c.args[1]) : typeof c.args[0] === 'string' ? c.args[0] : ''}`.trim());
 
     it('create, copy its secrets, start, await ready: each its own call, on the id the create made', async function () {
       const d = withSecret('sc-calls');
@@ -414,7 +486,12 @@ describe('executor against the fake engine', function () {
       expect(res).to.include({ ok: true, done: 4 });
       const calls = engineCalls(from);
       const id = (await fake.containers.inspect(sc.name)).id;
-      expect(calls.filter((c) => !c.startsWith('containers.create'))).to.deep.equal([`images.inspect ${IMAGE}`, `containers.putArchive ${id}`, `containers.start ${id}`, `containers.inspect ${id}`]);
+      expect(calls.filter((c) => !c.startsWith('containers.create'))).to.deep.equal([
+        `images.inspect ${IMAGE}`,
+        `containers.putArchive ${id}`,
+        `containers.start ${id}`,
+        `containers.inspect ${id}`,
+      ]);
       expect(fake.archivesOf(id)).to.have.length(1);
     });
 
@@ -454,7 +531,10 @@ describe('executor against the fake engine', function () {
       const d = withSecret('sc-secret-gone');
       await fake.networks.create(d.network as NonNullable<DesiredAttempt['network']>);
       let reads = 0;
-      const env = Object.defineProperty({}, 'BERTH_UNIT_TOKEN', { enumerable: true, get: () => (reads++ === 0 ? 's3cr3t-value' : undefined) }) as NodeJS.ProcessEnv;
+      const env = Object.defineProperty({}, 'BERTH_UNIT_TOKEN', {
+        enumerable: true,
+        get: () => (reads++ === 0 ? 's3cr3t-value' : undefined),
+      }) as NodeJS.ProcessEnv;
       const [res] = await run(d, sidecarOps(d, 0, 'test'), env);
       expect(res).to.include({ ok: true, done: 1, outcome: 'secret-missing' });
       expect(res?.ran.map((o) => o.type)).to.deep.equal(['create-sidecar', 'remove-container', 'record']);
@@ -494,7 +574,11 @@ describe('executor against the fake engine', function () {
     const id = (await store.get('att-gone'))?.containerId as string;
     await fake.containers.remove(id);
     const ops: Operation[] = [{ type: 'attest', resource: `container:${d.container.name}`, cause: 'test', id, desired: d }];
-    const [res] = await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'attest', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
+    const [res] = await executor().run({
+      at: t,
+      actions: [{ attempt: d.name, kind: 'attest', summary: 'test', ops, desired: d }],
+      unchanged: new Map(),
+    } as never);
     expect(res).to.include({ ok: false, done: 0, outcome: 'not-found' });
     expect(res?.error).to.match(/^attest container:\S+: .*\(HTTP 404\)$/);
     expect(res?.ran).to.deep.equal([]);
@@ -508,7 +592,11 @@ describe('executor against the fake engine', function () {
     const id = (await store.get('lost'))?.containerId as string;
     await fake.containers.remove(id);
     const ops: Operation[] = [{ type: 'finish', resource: `container:${d.container.name}`, cause: 'test', id }];
-    const [res] = await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'finish', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
+    const [res] = await executor().run({
+      at: t,
+      actions: [{ attempt: d.name, kind: 'finish', summary: 'test', ops, desired: d }],
+      unchanged: new Map(),
+    } as never);
     expect(res).to.include({ ok: true, done: 1 });
     const rec = await store.get('lost');
     expect([rec?.phase, rec?.reason]).to.deep.equal(['Failed', REASONS.lost]);
@@ -535,7 +623,7 @@ describe('executor against the fake engine', function () {
 
   // One operation per engine call: a failure at each step of the main container's provisioning.
 
-  it('begin-run: a run folder that exists already (not this run\'s) is never reused: Pending/CreateFailed, no engine call', async function () {
+  it("begin-run: a run folder that exists already (not this run's) is never reused: Pending/CreateFailed, no engine call", async function () {
     const d = desired('taken-folder');
     await fs.mkdir(path.dirname(d.resultsDir), { recursive: true });
     const [res] = await executor().run({ at: t, actions: [action(d, 'provision')], unchanged: new Map() } as never);
@@ -547,19 +635,48 @@ describe('executor against the fake engine', function () {
     expect(fake.calls.filter((c) => c.op.startsWith('containers.'))).to.deep.equal([]);
   });
 
-
   it('begin-run: the run begins with the counters and the folder the planner gave it, as told', async function () {
     const d = desiredAttempt({ instance: I }, spec('told'), 2, path.join(dir, 'results', 'told', 'run-2', 'out'));
     // run 1 of the same spec, Failed: what the counters make of it is the planner's, not the executor's
-    const before = { name: 'told', instance: I, phase: 'Failed' as const, reason: REASONS.error, specHash: d.hash, run: 1, retriesUsed: 0, startedAt: '2029-12-31T23:00:00.000Z', createdAt: '2029-12-31T23:00:00.000Z', history: [], updatedAt: '2029-12-31T23:00:00.000Z' };
+    const before = {
+      name: 'told',
+      instance: I,
+      phase: 'Failed' as const,
+      reason: REASONS.error,
+      specHash: d.hash,
+      run: 1,
+      retriesUsed: 0,
+      startedAt: '2029-12-31T23:00:00.000Z',
+      createdAt: '2029-12-31T23:00:00.000Z',
+      history: [],
+      updatedAt: '2029-12-31T23:00:00.000Z',
+    };
     await store.put(before);
-    await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'retry', summary: 'test', ops: [beginRunOp(d, { counters: { retriesUsed: 5, infraRetriesUsed: 2 }, ownFolder: false })], desired: d }], unchanged: new Map() } as never);
+    await executor().run({
+      at: t,
+      actions: [
+        {
+          attempt: d.name,
+          kind: 'retry',
+          summary: 'test',
+          ops: [beginRunOp(d, { counters: { retriesUsed: 5, infraRetriesUsed: 2 }, ownFolder: false })],
+          desired: d,
+        },
+      ],
+      unchanged: new Map(),
+    } as never);
     const rec = await store.get('told');
     expect([rec?.run, rec?.retriesUsed, rec?.infraRetriesUsed, rec?.history.map((h) => `${h.run} ${h.phase}`)]).to.deep.equal([2, 5, 2, ['1 Failed']]);
     // a folder the planner says is the run's own already is found, not refused
     const own = desired('own-folder');
     await fs.mkdir(path.dirname(own.resultsDir), { recursive: true });
-    const [res] = await executor().run({ at: t, actions: [{ attempt: own.name, kind: 'provision', summary: 'test', ops: [beginRunOp(own, { counters: { retriesUsed: 0 }, ownFolder: true })], desired: own }], unchanged: new Map() } as never);
+    const [res] = await executor().run({
+      at: t,
+      actions: [
+        { attempt: own.name, kind: 'provision', summary: 'test', ops: [beginRunOp(own, { counters: { retriesUsed: 0 }, ownFolder: true })], desired: own },
+      ],
+      unchanged: new Map(),
+    } as never);
     expect(res).to.include({ ok: true, done: 1 });
   });
   it('copy-in: a fixture swapped for a link after the create: the container is removed, Blocked/UnsafePath, none started', async function () {
@@ -586,7 +703,10 @@ describe('executor against the fake engine', function () {
     const d = desired('secret-gone', { secrets: [{ name: 'tok', fromEnv: 'BERTH_UNIT_TOKEN' }] });
     // read once for the create, gone when the copy reads it again
     let reads = 0;
-    const env = Object.defineProperty({}, 'BERTH_UNIT_TOKEN', { enumerable: true, get: () => (reads++ === 0 ? 's3cr3t-value' : undefined) }) as NodeJS.ProcessEnv;
+    const env = Object.defineProperty({}, 'BERTH_UNIT_TOKEN', {
+      enumerable: true,
+      get: () => (reads++ === 0 ? 's3cr3t-value' : undefined),
+    }) as NodeJS.ProcessEnv;
     const [res] = await executor(env).run({ at: t, actions: [action(d, 'provision')], unchanged: new Map() } as never);
     expect(res).to.include({ ok: true, done: 2, outcome: 'secret-missing' });
     expect(res?.ran.map((o) => o.type)).to.deep.equal(['begin-run', 'create-container', 'remove-container', 'record']);
@@ -611,7 +731,10 @@ describe('executor against the fake engine', function () {
     const boot = { id: 'boot-of-the-plan', at: '2030-01-01T00:00:00.000Z' };
     const ops: Operation[] = [beginRunOp(d, FIRST_RUN), ...mainOps(d, boot)];
     // stop right after the copy is recorded: what a berth killed before the start leaves
-    const upTo = ops.slice(0, ops.findIndex((o) => o.type === 'start'));
+    const upTo = ops.slice(
+      0,
+      ops.findIndex((o) => o.type === 'start'),
+    );
     await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'provision', summary: 'test', ops: upTo, desired: d }], unchanged: new Map() } as never);
     const rec = await store.get('planned-boot');
     expect([rec?.phase, rec?.intent?.copied, rec?.engineBoot]).to.deep.equal(['Pending', true, boot]);

@@ -25,18 +25,50 @@ describe('git source: credentials and hardening', function () {
   it('git runs with an environment of its own: no caller variables, no prompts, schemes allowlisted, ext:: off', function () {
     const env = gitEnv({ home: '/state/git/i/home' });
     expect(Object.keys(env).sort()).to.deep.equal(
-      ['GIT_ALLOW_PROTOCOL', 'GIT_ASKPASS', 'GIT_CONFIG_GLOBAL', 'GIT_CONFIG_NOSYSTEM', 'GIT_NO_REPLACE_OBJECTS', 'GIT_PROTOCOL_FROM_USER', 'GIT_SSH_COMMAND', 'GIT_TERMINAL_PROMPT', 'HOME', 'LC_ALL', 'PATH', 'SSH_ASKPASS'].sort(),
+      [
+        'GIT_ALLOW_PROTOCOL',
+        'GIT_ASKPASS',
+        'GIT_CONFIG_GLOBAL',
+        'GIT_CONFIG_NOSYSTEM',
+        'GIT_NO_REPLACE_OBJECTS',
+        'GIT_PROTOCOL_FROM_USER',
+        'GIT_SSH_COMMAND',
+        'GIT_TERMINAL_PROMPT',
+        'HOME',
+        'LC_ALL',
+        'PATH',
+        'SSH_ASKPASS',
+      ].sort(),
     );
-    expect(env).to.include({ GIT_TERMINAL_PROMPT: '0', GIT_ALLOW_PROTOCOL: 'https:http:ssh:git:file', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_ASKPASS: '/bin/false' });
+    expect(env).to.include({
+      GIT_TERMINAL_PROMPT: '0',
+      GIT_ALLOW_PROTOCOL: 'https:http:ssh:git:file',
+      GIT_CONFIG_NOSYSTEM: '1',
+      GIT_CONFIG_GLOBAL: '/dev/null',
+      GIT_ASKPASS: '/bin/false',
+    });
     expect(HARDENING.join(' ')).to.include('-c protocol.ext.allow=never');
     expect(HARDENING.join(' ')).to.include('-c core.hooksPath=/dev/null');
     expect(HARDENING.join(' ')).to.include('-c credential.helper=');
   });
 
   it("git's message keeps ssh's cause, not the lines git adds after every failed connection", function () {
-    const said = ['root@127.0.0.1: Permission denied (publickey).', 'fatal: Could not read from remote repository.', '', 'Please make sure you have the correct access rights', 'and the repository exists.', ''].join('\n');
+    const said = [
+      'root@127.0.0.1: Permission denied (publickey).',
+      'fatal: Could not read from remote repository.',
+      '',
+      'Please make sure you have the correct access rights',
+      'and the repository exists.',
+      '',
+    ].join('\n');
     expect(lastLines(said)).to.equal('root@127.0.0.1: Permission denied (publickey).');
-    const banner = ['@@@@@@@@', '@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @', 'Host key for [127.0.0.1]:2222 has changed and you have requested strict checking.', 'Host key verification failed.', 'fatal: Could not read from remote repository.'].join('\n');
+    const banner = [
+      '@@@@@@@@',
+      '@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @',
+      'Host key for [127.0.0.1]:2222 has changed and you have requested strict checking.',
+      'Host key verification failed.',
+      'fatal: Could not read from remote repository.',
+    ].join('\n');
     expect(lastLines(banner)).to.equal('Host key for [127.0.0.1]:2222 has changed and you have requested strict checking.; Host key verification failed.');
   });
 });

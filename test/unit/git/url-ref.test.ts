@@ -5,11 +5,21 @@ import { parseGitUrl } from '../../../src/git/url';
 
 describe('git source: URL, ref and path checks', function () {
   it('accepts the allowed schemes and the scp form of ssh', function () {
-    for (const u of ['https://example.com/a/b.git', 'http://127.0.0.1:8080/r.git', 'ssh://git@example.com/a.git', 'git://127.0.0.1:9418/r.git', 'file:///srv/repo.git', 'git@example.com:a/b.git']) {
+    for (const u of [
+      'https://example.com/a/b.git',
+      'http://127.0.0.1:8080/r.git',
+      'ssh://git@example.com/a.git',
+      'git://127.0.0.1:9418/r.git',
+      'file:///srv/repo.git',
+      'git@example.com:a/b.git',
+    ]) {
       const r = parseGitUrl(u);
       expect(r.ok, u).to.equal(true);
     }
-    expect(parseGitUrl('git@example.com:a/b.git')).to.deep.include({ ok: true, value: { url: 'git@example.com:a/b.git', scheme: 'ssh', display: 'git@example.com:a/b.git' } });
+    expect(parseGitUrl('git@example.com:a/b.git')).to.deep.include({
+      ok: true,
+      value: { url: 'git@example.com:a/b.git', scheme: 'ssh', display: 'git@example.com:a/b.git' },
+    });
   });
 
   it('refuses transports that run commands, options, other schemes and bare paths', function () {
@@ -43,7 +53,31 @@ describe('git source: URL, ref and path checks', function () {
 
   it("checks refs by git's rules plus no option, force or refspec", function () {
     for (const ok of ['main', 'release/v1.2', 'refs/heads/main', 'v1.0.0', 'HEAD']) expect(refProblem(ok), ok).to.equal(undefined);
-    for (const bad of ['', '-main', '--upload-pack=x', '+main', 'a:b', 'ma*n', 'a..b', 'a b', 'a~1', 'a^', 'a?', 'a[', 'a\\b', 'a@{1}', '@', '/a', 'a/', 'a//b', '.a', 'a/.b', 'a.lock', 'a.', 'x'.repeat(256)]) {
+    for (const bad of [
+      '',
+      '-main',
+      '--upload-pack=x',
+      '+main',
+      'a:b',
+      'ma*n',
+      'a..b',
+      'a b',
+      'a~1',
+      'a^',
+      'a?',
+      'a[',
+      'a\\b',
+      'a@{1}',
+      '@',
+      '/a',
+      'a/',
+      'a//b',
+      '.a',
+      'a/.b',
+      'a.lock',
+      'a.',
+      'x'.repeat(256),
+    ]) {
       expect(refProblem(bad), JSON.stringify(bad)).to.be.a('string');
     }
   });

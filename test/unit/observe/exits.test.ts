@@ -9,7 +9,10 @@ const exited = (attempt: string, id = `id-${attempt}`): SeenExit => ({ attempt, 
 
 describe('observe/exits', () => {
   it('seenExit: a stopped container is an exit (its state and exit code); a running one, or a swarm run, is none', () => {
-    const stopped = { state: 'exited', runState: { status: 'exited', running: false, oomKilled: false, exitCode: 3, error: '', startedAt: '', finishedAt: '', pid: 0 } };
+    const stopped = {
+      state: 'exited',
+      runState: { status: 'exited', running: false, oomKilled: false, exitCode: 3, error: '', startedAt: '', finishedAt: '', pid: 0 },
+    };
     expect(seenExit('a', 'id-a', stopped, 7)).to.deep.equal({ attempt: 'a', id: 'id-a', state: 'exited', status: 'Exited (3)', at: 7 });
     expect(seenExit('a', 'id-a', { ...stopped, state: 'dead' }, 7)?.state).to.equal('dead');
     expect(seenExit('a', 'id-a', { state: 'running', runState: { ...stopped.runState, status: 'running', running: true } }, 7)).to.equal(undefined);

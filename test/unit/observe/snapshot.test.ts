@@ -27,7 +27,15 @@ describe('observe/snapshot', () => {
     inherited.labels[LABELS.nonce] = 'n-image';
     const misrecorded = container(I, 'b', 'h2', { id: 'id-b' });
     const otherInstance = network('other', 'a', 'h1');
-    const s = group(I, [stamped, inherited, misrecorded], [otherInstance], [], new Map([['sha256:committed', image]]), new Map([['id-b', { attempt: 'z', instance: I }]]), 5);
+    const s = group(
+      I,
+      [stamped, inherited, misrecorded],
+      [otherInstance],
+      [],
+      new Map([['sha256:committed', image]]),
+      new Map([['id-b', { attempt: 'z', instance: I }]]),
+      5,
+    );
     expect([...s.attempts.keys()]).to.deep.equal(['a']);
     expect(s.attempts.get('a')?.containers.map((c) => c.id)).to.deep.equal(['id-stamped']);
     expect(s.attempts.get('a')?.networks).to.deep.equal([]);

@@ -19,7 +19,11 @@ const d = desiredAttempt(
 );
 const withSecret = desiredAttempt(
   { instance: 'default' },
-  spec('a', { network: { mode: 'isolated', egress: [] }, secrets: [{ name: 'tok', fromEnv: 'BERTH_X' }], sidecars: [{ name: 'db', image: 'img', command: null, env: {}, secretEnv: {}, secrets: ['tok'] }] }),
+  spec('a', {
+    network: { mode: 'isolated', egress: [] },
+    secrets: [{ name: 'tok', fromEnv: 'BERTH_X' }],
+    sidecars: [{ name: 'db', image: 'img', command: null, env: {}, secretEnv: {}, secrets: ['tok'] }],
+  }),
   1,
   '/r/a/run-1/out',
 );
@@ -28,11 +32,25 @@ const start: Operation = { type: 'start', resource: `container:${d.container.nam
 const [sidecar, startSidecar, ready] = sidecarOps(d, 0, 'not found') as [SidecarOperation, SidecarOperation, SidecarOperation];
 const restarted = sidecarOps(d, 0, 'db exited while the attempt runs', true);
 const restartReady = restarted[restarted.length - 1] as SidecarOperation;
-const action = (ops: Operation[]): AttemptAction => ({ attempt: 'a', kind: 'provision', summary: 'test', ops, desired: d, status: status('a', { containerId: 'c-main' }) });
+const action = (ops: Operation[]): AttemptAction => ({
+  attempt: 'a',
+  kind: 'provision',
+  summary: 'test',
+  ops,
+  desired: d,
+  status: status('a', { containerId: 'c-main' }),
+});
 
-function golden(a: AttemptAction, op: Operation, out: Exclude<OpOutcome, { type: 'done' }>, rest: Operation[] = []): { ok: boolean; error?: string; plan: string[] } {
+function golden(
+  a: AttemptAction,
+  op: Operation,
+  out: Exclude<OpOutcome, { type: 'done' }>,
+  rest: Operation[] = [],
+): { ok: boolean; error?: string; plan: string[] } {
   const f = followUp(a, op, out, rest, T0);
-  const text = renderPlan({ at: T0, actions: [{ ...a, ops: f.ops }], unchanged: new Map() }).trimEnd().split('\n');
+  const text = renderPlan({ at: T0, actions: [{ ...a, ops: f.ops }], unchanged: new Map() })
+    .trimEnd()
+    .split('\n');
   return { ok: f.ok, ...(f.error ? { error: f.error } : {}), plan: text.slice(1, -1) };
 }
 
@@ -40,20 +58,35 @@ const theirs = { owned: false as const, why: 'it carries no berth labels' };
 
 describe('follow-up: what an outcome means', function () {
   it('a name held by another: Blocked/NameConflict; the holder is never touched', function () {
-    const f = followUp(action([create, start]), create, { type: 'conflict', kind: 'container', name: d.container.name, id: 'f00d00000000aa', owner: theirs }, [start], T0);
+    const f = followUp(
+      action([create, start]),
+      create,
+      { type: 'conflict', kind: 'container', name: d.container.name, id: 'f00d00000000aa', owner: theirs },
+      [start],
+      T0,
+    );
     expect(f.ok).to.equal(true);
     expect(f.ops).to.deep.equal([
       {
         type: 'record',
         resource: 'attempt:a',
         cause: 'name held',
-        patch: { phase: 'Blocked', reason: REASONS.nameConflict, message: `container name ${d.container.name} is held by container f00d00000000 that berth did not create (it carries no berth labels); it is left alone` },
+        patch: {
+          phase: 'Blocked',
+          reason: REASONS.nameConflict,
+          message: `container name ${d.container.name} is held by container f00d00000000 that berth did not create (it carries no berth labels); it is left alone`,
+        },
       },
     ]);
   });
 
   it("the attempt's own container holds the name: the create goes on with it, then the rest", function () {
-    const r = golden(action([create, start]), create, { type: 'conflict', kind: 'container', name: d.container.name, id: 'c-old', owner: { owned: true, attempt: 'a' } }, [start]);
+    const r = golden(
+      action([create, start]),
+      create,
+      { type: 'conflict', kind: 'container', name: d.container.name, id: 'c-old', owner: { owned: true, attempt: 'a' } },
+      [start],
+    );
     expect(r).to.deep.equal({
       ok: true,
       plan: [
@@ -61,11 +94,18 @@ describe('follow-up: what an outcome means', function () {
         '  > start   container:berth_default_a  (created)',
       ],
     });
-    expect(followUp(action([create]), create, { type: 'conflict', kind: 'container', name: 'n', id: 'c-old', owner: { owned: true, attempt: 'a' } }, [], T0).ops[0]).to.include({ use: 'c-old' });
+    expect(
+      followUp(action([create]), create, { type: 'conflict', kind: 'container', name: 'n', id: 'c-old', owner: { owned: true, attempt: 'a' } }, [], T0).ops[0],
+    ).to.include({ use: 'c-old' });
   });
 
   it("the attempt's own container that does not attest: removed, Pending/CreateFailed (tried again later)", function () {
-    const r = golden(action([create, start]), create, { type: 'conflict', kind: 'container', name: d.container.name, id: 'c-old', owner: { owned: true, attempt: 'a' }, unattested: 'image x' }, [start]);
+    const r = golden(
+      action([create, start]),
+      create,
+      { type: 'conflict', kind: 'container', name: d.container.name, id: 'c-old', owner: { owned: true, attempt: 'a' }, unattested: 'image x' },
+      [start],
+    );
     expect(r.ok).to.equal(false);
     expect(r.plan).to.deep.equal([
       "  - remove        container:berth_default_a  (an earlier try's container did not attest: image x)",
@@ -74,17 +114,30 @@ describe('follow-up: what an outcome means', function () {
   });
 
   it('a sidecar that is not ready before the main container exists: the run ends SidecarFailed, nothing stopped', function () {
-    const r = golden(action([sidecar, startSidecar, ready, create, start]), ready, { type: 'not-ready', index: 0, id: 'c-db', message: 'exited right after its start (exit code 2)' }, [create, start]);
+    const r = golden(
+      action([sidecar, startSidecar, ready, create, start]),
+      ready,
+      { type: 'not-ready', index: 0, id: 'c-db', message: 'exited right after its start (exit code 2)' },
+      [create, start],
+    );
     expect(r).to.deep.equal({ ok: true, plan: ['  * finish Failed  attempt:a  (sidecar db exited right after its start (exit code 2))'] });
   });
 
   it('a sidecar that does not come back while the attempt runs: the main container is stopped first', function () {
-    const f = followUp(action(restarted), restartReady, { type: 'not-ready', index: 0, id: 'c-db', message: 'exited right after its start (exit code 2)' }, [], T0);
+    const f = followUp(
+      action(restarted),
+      restartReady,
+      { type: 'not-ready', index: 0, id: 'c-db', message: 'exited right after its start (exit code 2)' },
+      [],
+      T0,
+    );
     expect(f.ops.map((o) => [o.type, 'id' in o ? o.id : undefined])).to.deep.equal([
       ['stop', 'c-main'],
       ['finish', 'c-main'],
     ]);
-    expect(f.ops[1]).to.deep.include({ outcome: { phase: 'Failed', reason: REASONS.sidecarFailed, message: 'sidecar db exited right after its start (exit code 2)' } });
+    expect(f.ops[1]).to.deep.include({
+      outcome: { phase: 'Failed', reason: REASONS.sidecarFailed, message: 'sidecar db exited right after its start (exit code 2)' },
+    });
   });
 
   it('a failed provisioning step: Pending/CreateFailed; a refused start is recorded with its status and container', function () {
@@ -120,13 +173,17 @@ describe('follow-up: what an outcome means', function () {
     ]);
   });
 
-  it("a sidecar step that fails: Pending/CreateFailed while provisioning; while the attempt runs, the action failed and nothing is recorded", function () {
+  it('a sidecar step that fails: Pending/CreateFailed while provisioning; while the attempt runs, the action failed and nothing is recorded', function () {
     for (const op of sidecarOps(d, 0, 'not found')) {
       const f = followUp(action([op]), op, { type: 'failed', message: 'boom (HTTP 500)', status: 500 }, [], T0);
       expect([op.type, f.ok, (f.ops[0] as { patch?: { reason: string } } | undefined)?.patch?.reason]).to.deep.equal([op.type, false, REASONS.createFailed]);
     }
     for (const op of restarted) {
-      expect(followUp(action([op]), op, { type: 'failed', message: 'boom (HTTP 500)', status: 500 }, [], T0)).to.deep.equal({ ok: false, error: `${op.type} ${op.resource}: boom (HTTP 500)`, ops: [] });
+      expect(followUp(action([op]), op, { type: 'failed', message: 'boom (HTTP 500)', status: 500 }, [], T0)).to.deep.equal({
+        ok: false,
+        error: `${op.type} ${op.resource}: boom (HTTP 500)`,
+        ops: [],
+      });
     }
   });
 
@@ -136,13 +193,22 @@ describe('follow-up: what an outcome means', function () {
     const r = golden(action(ops), copy, { type: 'secret-missing', message: 'secret tok: BERTH_X is not set', containerId: 'c-db' }, ops.slice(2));
     expect(r).to.deep.equal({
       ok: true,
-      plan: ['  - remove        container:berth_default_a_sc_db  (secret missing: the run cannot be filled)', '  ~ mark Blocked  attempt:a                        (secret missing)'],
+      plan: [
+        '  - remove        container:berth_default_a_sc_db  (secret missing: the run cannot be filled)',
+        '  ~ mark Blocked  attempt:a                        (secret missing)',
+      ],
     });
   });
 
   it("a sidecar's name held by its own earlier try: removed, made again, and the rest of its steps follow", function () {
     const ops = sidecarOps(d, 0, 'not found');
-    const f = followUp(action([...ops, create]), sidecar, { type: 'conflict', kind: 'container', name: 'berth_default_a_sc_db', id: 'c-old', owner: { owned: true, attempt: 'a' } }, [...ops.slice(1), create], T0);
+    const f = followUp(
+      action([...ops, create]),
+      sidecar,
+      { type: 'conflict', kind: 'container', name: 'berth_default_a_sc_db', id: 'c-old', owner: { owned: true, attempt: 'a' } },
+      [...ops.slice(1), create],
+      T0,
+    );
     expect(f.ok).to.equal(true);
     expect(f.ops.map((o) => o.type)).to.deep.equal(['remove-container', 'create-sidecar', 'start-sidecar', 'ready-sidecar', 'create-container']);
   });
@@ -162,7 +228,12 @@ describe('follow-up: what an outcome means', function () {
 
   it('a failed attestation: the container and its sidecars stopped, the run ends AttestationFailed', function () {
     const att: Operation = { type: 'attest', resource: `container:${d.container.name}`, id: 'c-main', desired: d, cause: 'due' };
-    const r = golden(action([att]), att, { type: 'attestation-failed', id: 'c-main', cause: 'attached to network bridge', sidecars: [{ alias: 'db', role: 'sidecar', id: 'c-db' }] });
+    const r = golden(action([att]), att, {
+      type: 'attestation-failed',
+      id: 'c-main',
+      cause: 'attached to network bridge',
+      sidecars: [{ alias: 'db', role: 'sidecar', id: 'c-db' }],
+    });
     expect(r).to.deep.equal({
       ok: true,
       plan: [
@@ -180,8 +251,13 @@ describe('follow-up: what an outcome means', function () {
     const attestStart: Operation = { type: 'attest-start', resource: `container:${d.container.name}`, desired: d, cause: 'started' };
     const rest = [copy, copied, start, attestStart];
 
-    it('a 409 at the create with the attempt\'s own container that attests: it is used, and the copies, the record and the start follow', function () {
-      const r = golden(action([begin, create, ...rest]), create, { type: 'conflict', kind: 'container', name: d.container.name, id: 'c-old', owner: { owned: true, attempt: 'a' } }, rest);
+    it("a 409 at the create with the attempt's own container that attests: it is used, and the copies, the record and the start follow", function () {
+      const r = golden(
+        action([begin, create, ...rest]),
+        create,
+        { type: 'conflict', kind: 'container', name: d.container.name, id: 'c-old', owner: { owned: true, attempt: 'a' } },
+        rest,
+      );
       expect(r).to.deep.equal({
         ok: true,
         plan: [
@@ -226,7 +302,12 @@ describe('follow-up: what an outcome means', function () {
     });
 
     it('a failed attestation right after the start: stopped with its sidecars, the run ends AttestationFailed', function () {
-      const r = golden(action([attestStart]), attestStart, { type: 'attestation-failed', id: 'c-main', cause: 'attached to network bridge', sidecars: [{ alias: 'db', role: 'sidecar', id: 'c-db' }] });
+      const r = golden(action([attestStart]), attestStart, {
+        type: 'attestation-failed',
+        id: 'c-main',
+        cause: 'attached to network bridge',
+        sidecars: [{ alias: 'db', role: 'sidecar', id: 'c-db' }],
+      });
       expect(r).to.deep.equal({
         ok: true,
         plan: [

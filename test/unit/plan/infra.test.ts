@@ -72,7 +72,10 @@ describe('planner (infrastructure deaths)', function () {
   });
 
   it('starts the container again when the refusal was for another container or run (only start)', function () {
-    for (const startFailure of [{ ...refused, containerId: 'id-other' }, { ...refused, run: 0 }]) {
+    for (const startFailure of [
+      { ...refused, containerId: 'id-other' },
+      { ...refused, run: 0 },
+    ]) {
       const p = plan(
         input({
           specs: [spec('a')],
@@ -92,7 +95,10 @@ describe('planner (infrastructure deaths)', function () {
     const op = p.actions[0]?.ops[0];
     expect(op?.type === 'finish' && op.outcome?.reason).to.equal('EngineRestarted');
     for (const snap of [{ ...obs, boot: B1 }, obs]) {
-      expect(plan(input({ specs: [spec('a')], snapshot: snap, statuses: statuses(rec) })).actions[0]?.ops.map((o) => o.type)).to.deep.equal(['start', 'attest-start']);
+      expect(plan(input({ specs: [spec('a')], snapshot: snap, statuses: statuses(rec) })).actions[0]?.ops.map((o) => o.type)).to.deep.equal([
+        'start',
+        'attest-start',
+      ]);
     }
   });
 

@@ -31,7 +31,14 @@ describe('planner: a finished run is compared by name, its desired state not bui
   const shapes = {
     plain: spec('p'),
     secret: spec('s', { secrets: [{ name: 'tok', fromEnv: 'TOK' }] }),
-    egress: spec('e', { network: { mode: 'isolated', egress: ['example.com'] }, sidecars: [sidecar('db', ['tok']), sidecar('cache')], secrets: [{ name: 'tok', fromEnv: 'TOK' }, { name: 'key', fromEnv: 'KEY' }] }),
+    egress: spec('e', {
+      network: { mode: 'isolated', egress: ['example.com'] },
+      sidecars: [sidecar('db', ['tok']), sidecar('cache')],
+      secrets: [
+        { name: 'tok', fromEnv: 'TOK' },
+        { name: 'key', fromEnv: 'KEY' },
+      ],
+    }),
     isolated: spec('i', { network: { mode: 'isolated', egress: [] }, sidecars: [sidecar('db')] }),
   };
 
@@ -42,7 +49,10 @@ describe('planner: a finished run is compared by name, its desired state not bui
         const names = desiredNames(ctx, loaded);
         const label = `${shape} ${JSON.stringify(ctx)}`;
         expect(names.container, label).to.equal(full.container.name);
-        expect(names.sidecars.map((sc) => ({ name: sc.name, secrets: [...sc.secrets] })), label).to.deep.equal(full.sidecars.map((sc) => ({ name: sc.name, secrets: sc.secrets })));
+        expect(
+          names.sidecars.map((sc) => ({ name: sc.name, secrets: [...sc.secrets] })),
+          label,
+        ).to.deep.equal(full.sidecars.map((sc) => ({ name: sc.name, secrets: sc.secrets })));
         expect(names.mainSecrets, label).to.deep.equal(full.mainSecrets);
         expect(namesOf(full), label).to.deep.equal({ container: full.container.name, sidecars: full.sidecars, mainSecrets: full.mainSecrets });
       }
@@ -54,12 +64,23 @@ describe('planner: a finished run is compared by name, its desired state not bui
     const specs = Object.values(shapes);
     const done = (name: string) => status(name, { phase: 'Succeeded', finishedAt: '2026-01-01T00:00:40.000Z' });
     // The secret holder of `s` was removed after its harvest; `e`'s main (it holds `key`) and its sidecar `db` (`tok`) are still there.
-    const containers = specs.filter((l) => l.spec.name !== 's').map((l) => container('default', l.spec.name, l.hash, { state: 'exited', status: 'Exited (0)' }));
-    const db = container('default', 'e', 'h-e', { id: 'id-e-db', name: NAMING.sidecar('default', 'e', 'db'), state: 'exited', labels: { ...labelsFor('default', 'e', 'h-e', 1, COMPONENTS.sidecar), [LABELS.sidecar]: 'db' } });
+    const containers = specs
+      .filter((l) => l.spec.name !== 's')
+      .map((l) => container('default', l.spec.name, l.hash, { state: 'exited', status: 'Exited (0)' }));
+    const db = container('default', 'e', 'h-e', {
+      id: 'id-e-db',
+      name: NAMING.sidecar('default', 'e', 'db'),
+      state: 'exited',
+      labels: { ...labelsFor('default', 'e', 'h-e', 1, COMPONENTS.sidecar), [LABELS.sidecar]: 'db' },
+    });
     const inp = input({ specs, snapshot: snapshot({ containers: [...containers, db] }), statuses: statuses(...specs.map((l) => done(l.spec.name))) });
     const p = plan(inp);
     expect(p.actions.map((a) => [a.attempt, a.kind, a.ops.map((o) => `${o.type} ${o.resource}`)])).to.deep.equal([
-      ['e', 'collect', [`remove-container container:${NAMING.container('default', 'e')}`, `remove-container container:${NAMING.sidecar('default', 'e', 'db')}`]],
+      [
+        'e',
+        'collect',
+        [`remove-container container:${NAMING.container('default', 'e')}`, `remove-container container:${NAMING.sidecar('default', 'e', 'db')}`],
+      ],
     ]);
     expect([...p.unchanged.keys()].sort()).to.deep.equal(['i', 'p', 's']);
     for (const loaded of specs) {

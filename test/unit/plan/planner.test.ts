@@ -36,7 +36,12 @@ describe('planner (golden plans)', function () {
   });
 
   it('provisions the main container one engine call per operation: create, each archive copied in, the copy recorded, start, attest', function () {
-    const p = plan(input({ specs: [spec('a', { fixture: '/fixtures/a', fixtureDigest: 'x', secrets: [{ name: 'tok', fromEnv: 'TOK' }] })], snapshot: { ...snapshot({}), boot: { id: 'b1', at: '2026-01-01T00:00:00Z' } } }));
+    const p = plan(
+      input({
+        specs: [spec('a', { fixture: '/fixtures/a', fixtureDigest: 'x', secrets: [{ name: 'tok', fromEnv: 'TOK' }] })],
+        snapshot: { ...snapshot({}), boot: { id: 'b1', at: '2026-01-01T00:00:00Z' } },
+      }),
+    );
     expect(golden(p)).to.deep.equal([
       'attempt a: provision (not found: run 1)',
       '  ~ begin run     attempt:a                  (run 1: results folder made, intent recorded)',
@@ -93,7 +98,9 @@ describe('planner (golden plans)', function () {
   });
 
   it('stops and finishes a running spec-changed attempt before replacing it', function () {
-    const p = plan(input({ specs: [spec('a', {}, 'h-new')], snapshot: snapshot({ containers: [container('default', 'a', 'h-a')] }), statuses: statuses(status('a')) }));
+    const p = plan(
+      input({ specs: [spec('a', {}, 'h-new')], snapshot: snapshot({ containers: [container('default', 'a', 'h-a')] }), statuses: statuses(status('a')) }),
+    );
     expect(golden(p).slice(0, 4)).to.deep.equal([
       'attempt a: replace (spec hash changed: run 2)',
       '  ! stop           container:berth_default_a  (spec hash changed)',
@@ -143,9 +150,23 @@ describe('planner (golden plans)', function () {
 
   it('leaves alone what a spec file in a folder that cannot be read declared', function () {
     const gone = container('default', 'a', 'h-a', { labels: { ...container('default', 'a', 'h-a').labels, 'dev.berth.source': 'suite/x/a.yaml' } });
-    const p = plan(input({ specs: [spec('b')], unreadableFolders: new Set(['suite']), snapshot: snapshot({ containers: [gone] }), statuses: statuses(status('a', { source: 'suite/x/a.yaml' })) }));
+    const p = plan(
+      input({
+        specs: [spec('b')],
+        unreadableFolders: new Set(['suite']),
+        snapshot: snapshot({ containers: [gone] }),
+        statuses: statuses(status('a', { source: 'suite/x/a.yaml' })),
+      }),
+    );
     expect(p.actions.find((a) => a.attempt === 'a')?.ops ?? []).to.deep.equal([]);
-    const readable = plan(input({ specs: [spec('b')], unreadableFolders: new Set(['suit']), snapshot: snapshot({ containers: [gone] }), statuses: statuses(status('a', { source: 'suite/x/a.yaml' })) }));
+    const readable = plan(
+      input({
+        specs: [spec('b')],
+        unreadableFolders: new Set(['suit']),
+        snapshot: snapshot({ containers: [gone] }),
+        statuses: statuses(status('a', { source: 'suite/x/a.yaml' })),
+      }),
+    );
     expect(readable.actions.find((a) => a.attempt === 'a')?.kind).to.equal('collect');
   });
 
@@ -225,18 +246,45 @@ describe('planner (golden plans)', function () {
     const e2 = { file: 'specs/bad.yaml', line: 5, col: 3, path: 'spec.retries', code: 'schema', message: 'must be at least 0 (got -1)' };
     const p = plan(input({ protectedNames: new Set(['bad']), invalid: new Map([['bad', [e1, e2]]]) }));
     const op = p.actions[0]?.ops[0];
-    expect(op?.type === 'record' && op.patch).to.deep.include({ phase: 'Invalid', reason: 'InvalidSpec', message: 'specs/bad.yaml:3:9: spec.foo: unknown field (and 1 more)', specErrors: [e1, e2] });
-    const same = plan(input({ protectedNames: new Set(['bad']), invalid: new Map([['bad', [e1, e2]]]), statuses: statuses(status('bad', { phase: 'Invalid', specErrors: [e1, e2] })) }));
+    expect(op?.type === 'record' && op.patch).to.deep.include({
+      phase: 'Invalid',
+      reason: 'InvalidSpec',
+      message: 'specs/bad.yaml:3:9: spec.foo: unknown field (and 1 more)',
+      specErrors: [e1, e2],
+    });
+    const same = plan(
+      input({
+        protectedNames: new Set(['bad']),
+        invalid: new Map([['bad', [e1, e2]]]),
+        statuses: statuses(status('bad', { phase: 'Invalid', specErrors: [e1, e2] })),
+      }),
+    );
     expect(changeCount(same)).to.equal(0);
-    const changed = plan(input({ protectedNames: new Set(['bad']), invalid: new Map([['bad', [e2]]]), statuses: statuses(status('bad', { phase: 'Invalid', specErrors: [e1, e2] })) }));
+    const changed = plan(
+      input({
+        protectedNames: new Set(['bad']),
+        invalid: new Map([['bad', [e2]]]),
+        statuses: statuses(status('bad', { phase: 'Invalid', specErrors: [e1, e2] })),
+      }),
+    );
     expect(changeCount(changed)).to.equal(1);
-    const dup = plan(input({ protectedNames: new Set(['d']), invalid: new Map([['d', [{ ...e1, code: 'duplicate-name', path: 'metadata.name', message: 'name "d" is also declared at x.yaml:2:9' }]]]) }));
+    const dup = plan(
+      input({
+        protectedNames: new Set(['d']),
+        invalid: new Map([['d', [{ ...e1, code: 'duplicate-name', path: 'metadata.name', message: 'name "d" is also declared at x.yaml:2:9' }]]]),
+      }),
+    );
     const dop = dup.actions[0]?.ops[0];
     expect(dop?.type === 'record' && dop.patch.reason).to.equal('DuplicateName');
   });
 
   it('marks a never-run invalid spec Invalid', function () {
-    const p = plan(input({ protectedNames: new Set(['bad']), invalid: new Map([['bad', [{ file: 'specs/bad.yaml', line: 3, col: 9, path: 'spec.foo', code: 'schema', message: 'unknown field' }]]]) }));
+    const p = plan(
+      input({
+        protectedNames: new Set(['bad']),
+        invalid: new Map([['bad', [{ file: 'specs/bad.yaml', line: 3, col: 9, path: 'spec.foo', code: 'schema', message: 'unknown field' }]]]),
+      }),
+    );
     expect(golden(p)).to.deep.equal([
       'attempt bad: invalid (specs/bad.yaml:3:9: spec.foo: unknown field)',
       '  ~ mark Invalid  attempt:bad  (spec invalid)',
@@ -246,7 +294,11 @@ describe('planner (golden plans)', function () {
 
   it('stops a running attempt attached to a network by hand: attestation failed', function () {
     const p = plan(
-      input({ specs: [spec('a')], snapshot: snapshot({ containers: [container('default', 'a', 'h-a', { networks: ['bridge', 'none'] })] }), statuses: statuses(status('a')) }),
+      input({
+        specs: [spec('a')],
+        snapshot: snapshot({ containers: [container('default', 'a', 'h-a', { networks: ['bridge', 'none'] })] }),
+        statuses: statuses(status('a')),
+      }),
     );
     expect(golden(p)).to.deep.equal([
       'attempt a: stop (attestation failed: attached to network bridge; spec allows none)',
@@ -272,14 +324,24 @@ describe('planner (golden plans)', function () {
 
   it('requeues a running attempt at its deadline', function () {
     const p = plan(
-      input({ specs: [spec('a', { deadlineSeconds: 90 })], snapshot: snapshot({ containers: [container('default', 'a', 'h-a')] }), statuses: statuses(status('a', { deadlineAt: '2026-01-01T00:01:30.000Z' })) }),
+      input({
+        specs: [spec('a', { deadlineSeconds: 90 })],
+        snapshot: snapshot({ containers: [container('default', 'a', 'h-a')] }),
+        statuses: statuses(status('a', { deadlineAt: '2026-01-01T00:01:30.000Z' })),
+      }),
     );
     expect(changeCount(p)).to.equal(0);
     expect(p.actions[0]?.requeueAfterMs).to.equal(30_000);
   });
 
   it('finishes an exited container', function () {
-    const p = plan(input({ specs: [spec('a')], snapshot: snapshot({ containers: [container('default', 'a', 'h-a', { state: 'exited' })] }), statuses: statuses(status('a')) }));
+    const p = plan(
+      input({
+        specs: [spec('a')],
+        snapshot: snapshot({ containers: [container('default', 'a', 'h-a', { state: 'exited' })] }),
+        statuses: statuses(status('a')),
+      }),
+    );
     expect(golden(p)).to.deep.equal([
       'attempt a: finish (container exited)',
       '  * finish  container:berth_default_a  (container exited)',
@@ -289,7 +351,13 @@ describe('planner (golden plans)', function () {
 
   it('removes the container right after the finish when it was given a secret, and any such container of a finished attempt', function () {
     const withSecret = spec('a', { secrets: [{ name: 'k', fromEnv: 'K' }] });
-    const p = plan(input({ specs: [withSecret], snapshot: snapshot({ containers: [container('default', 'a', 'h-a', { state: 'exited' })] }), statuses: statuses(status('a')) }));
+    const p = plan(
+      input({
+        specs: [withSecret],
+        snapshot: snapshot({ containers: [container('default', 'a', 'h-a', { state: 'exited' })] }),
+        statuses: statuses(status('a')),
+      }),
+    );
     expect(p.actions[0]?.ops.map((o) => o.type)).to.deep.equal(['finish', 'remove-container']);
     // one left behind (a finish inside the executor, a berth killed before the removal): removed on the next pass
     const later = plan(
@@ -301,7 +369,13 @@ describe('planner (golden plans)', function () {
     );
     expect(later.actions[0]?.ops.map((o) => o.type)).to.deep.equal(['remove-container']);
     // without secrets the container stays until its TTL, as before
-    const none = plan(input({ specs: [spec('a')], snapshot: snapshot({ containers: [container('default', 'a', 'h-a', { state: 'exited' })] }), statuses: statuses(status('a')) }));
+    const none = plan(
+      input({
+        specs: [spec('a')],
+        snapshot: snapshot({ containers: [container('default', 'a', 'h-a', { state: 'exited' })] }),
+        statuses: statuses(status('a')),
+      }),
+    );
     expect(none.actions[0]?.ops.map((o) => o.type)).to.deep.equal(['finish']);
   });
 
@@ -361,7 +435,9 @@ describe('planner (golden plans)', function () {
       input({
         specs: [spec('a')],
         snapshot: snapshot({ containers: [container('default', 'a', 'h-a', { state: 'created' })] }),
-        statuses: statuses(status('a', { phase: 'Pending', startedAt: undefined, intent: { action: 'provision', run: 1, specHash: 'h-a', at: '2026-01-01T00:00:00.000Z' } })),
+        statuses: statuses(
+          status('a', { phase: 'Pending', startedAt: undefined, intent: { action: 'provision', run: 1, specHash: 'h-a', at: '2026-01-01T00:00:00.000Z' } }),
+        ),
       }),
     );
     expect(golden(p).slice(1, 4)).to.deep.equal([
@@ -373,7 +449,11 @@ describe('planner (golden plans)', function () {
 
   it('deep-attests a running attempt when its last inspect is older than the interval', function () {
     const p = plan(
-      input({ specs: [spec('a')], snapshot: snapshot({ containers: [container('default', 'a', 'h-a')] }), statuses: statuses(status('a', { lastAttestation: undefined })) }),
+      input({
+        specs: [spec('a')],
+        snapshot: snapshot({ containers: [container('default', 'a', 'h-a')] }),
+        statuses: statuses(status('a', { lastAttestation: undefined })),
+      }),
     );
     expect(golden(p)[1]).to.equal('  ? attest  container:berth_default_a  (never attested by inspect)');
   });
@@ -385,7 +465,12 @@ describe('planner (golden plans)', function () {
 
   it('counts running attempts against --max-running', function () {
     const p = plan(
-      input({ maxRunning: 1, specs: [spec('a'), spec('b')], snapshot: snapshot({ containers: [container('default', 'b', 'h-b')] }), statuses: statuses(status('b')) }),
+      input({
+        maxRunning: 1,
+        specs: [spec('a'), spec('b')],
+        snapshot: snapshot({ containers: [container('default', 'b', 'h-b')] }),
+        statuses: statuses(status('b')),
+      }),
     );
     expect(p.actions.map((a) => `${a.attempt}:${a.kind}`)).to.deep.equal(['a:wait']);
   });
@@ -395,7 +480,13 @@ describe('planner (golden plans)', function () {
     const wait = plan(input({ now: Date.parse('2026-01-01T00:00:05.000Z'), specs: [spec('a', { retries: 2 })], statuses: statuses(rec) }));
     expect(wait.actions[0]?.kind).to.equal('wait');
     expect(wait.actions[0]?.requeueAfterMs).to.equal(5_000);
-    const go = plan(input({ specs: [spec('a', { retries: 2 })], snapshot: snapshot({ containers: [container('default', 'a', 'h-a', { state: 'exited' })] }), statuses: statuses(rec) }));
+    const go = plan(
+      input({
+        specs: [spec('a', { retries: 2 })],
+        snapshot: snapshot({ containers: [container('default', 'a', 'h-a', { state: 'exited' })] }),
+        statuses: statuses(rec),
+      }),
+    );
     expect(golden(go)).to.deep.equal([
       'attempt a: retry (run 1 Error; retry 1/2: run 2)',
       '  - remove        container:berth_default_a  (retry 1/2)',
@@ -425,7 +516,10 @@ describe('planner (golden plans)', function () {
     expect(changeCount(early)).to.equal(0);
     expect(early.actions[0]?.requeueAfterMs).to.equal(30_000);
     const late = plan(input({ now: T0 + 30_000, specs: [spec('a', { ttlSecondsAfterFinished: 60 })], snapshot: obs, statuses: statuses(rec) }));
-    expect(golden(late).slice(0, 2)).to.deep.equal(['attempt a: expire (finished Succeeded; ttlSecondsAfterFinished 60 passed)', '  - remove          container:berth_default_a  (ttl expired)']);
+    expect(golden(late).slice(0, 2)).to.deep.equal([
+      'attempt a: expire (finished Succeeded; ttlSecondsAfterFinished 60 passed)',
+      '  - remove          container:berth_default_a  (ttl expired)',
+    ]);
   });
 
   it('reports a name held by a container whose labels come from its image: Blocked, untouched', function () {
@@ -447,7 +541,14 @@ describe('planner (golden plans)', function () {
 
 describe('planner (blocked attempts)', function () {
   it('tries a Blocked attempt again only after a while, and says when', function () {
-    const rec = status('a', { phase: 'Blocked', reason: 'SecretMissing', message: 'secret key: environment variable K is not set', containerId: undefined, startedAt: undefined, updatedAt: new Date(T0 - 5_000).toISOString() });
+    const rec = status('a', {
+      phase: 'Blocked',
+      reason: 'SecretMissing',
+      message: 'secret key: environment variable K is not set',
+      containerId: undefined,
+      startedAt: undefined,
+      updatedAt: new Date(T0 - 5_000).toISOString(),
+    });
     const soon = plan(input({ specs: [spec('a')], statuses: statuses(rec) }));
     expect(soon.actions[0]?.kind).to.equal('block');
     expect(changeCount(soon)).to.equal(0);
@@ -463,7 +564,13 @@ describe('planner (interrupted provisioning)', function () {
       input({
         specs: [spec('a')],
         snapshot: snapshot({ containers: [container('default', 'a', 'h-a', { state: 'created' })] }),
-        statuses: statuses(status('a', { phase: 'Pending', startedAt: undefined, intent: { action: 'provision', run: 1, specHash: 'h-a', at: '2026-01-01T00:00:00.000Z', copied: true } })),
+        statuses: statuses(
+          status('a', {
+            phase: 'Pending',
+            startedAt: undefined,
+            intent: { action: 'provision', run: 1, specHash: 'h-a', at: '2026-01-01T00:00:00.000Z', copied: true },
+          }),
+        ),
       }),
     );
     expect(golden(p).slice(1)).to.deep.equal([
@@ -489,12 +596,30 @@ describe('planner (a controller batch)', function () {
       }),
     );
     expect(p.actions.map((a) => `${a.attempt}:${a.kind}`)).to.deep.equal(['c:provision', 'd:wait']);
-    const reserved = plan(input({ maxRunning: 2, only: new Set(['c']), reservedSlots: 1, specs: [spec('a'), spec('c')], snapshot: snapshot({ containers: [container('default', 'a', 'h-a')] }), statuses: statuses(status('a')) }));
+    const reserved = plan(
+      input({
+        maxRunning: 2,
+        only: new Set(['c']),
+        reservedSlots: 1,
+        specs: [spec('a'), spec('c')],
+        snapshot: snapshot({ containers: [container('default', 'a', 'h-a')] }),
+        statuses: statuses(status('a')),
+      }),
+    );
     expect(reserved.actions.map((a) => `${a.attempt}:${a.kind}`)).to.deep.equal(['c:wait']);
   });
 
-  it('admits a batch\'s attempts in admission order whatever the order of the specs, and plans a key with a record and no spec', function () {
-    const p = plan(input({ maxRunning: 1, only: new Set(['z', 'b', 'gone']), reservedSlots: 0, specs: [spec('z'), spec('a'), spec('b')], snapshot: snapshot({}), statuses: statuses(status('gone')) }));
+  it("admits a batch's attempts in admission order whatever the order of the specs, and plans a key with a record and no spec", function () {
+    const p = plan(
+      input({
+        maxRunning: 1,
+        only: new Set(['z', 'b', 'gone']),
+        reservedSlots: 0,
+        specs: [spec('z'), spec('a'), spec('b')],
+        snapshot: snapshot({}),
+        statuses: statuses(status('gone')),
+      }),
+    );
     expect(p.actions.map((a) => `${a.attempt}:${a.kind}`)).to.deep.equal(['b:provision', 'z:wait', 'gone:forget']);
   });
 });
@@ -502,10 +627,37 @@ describe('planner (a controller batch)', function () {
 describe('planner (egress proxy and sidecars)', function () {
   const tools = { name: 'tools', image: 'berth/busybox:local', command: ['sleep', '300'], env: {}, secretEnv: {}, secrets: [] };
   const eg = () => spec('e', { network: { mode: 'isolated', egress: ['api.example.com:443'] }, sidecars: [tools] });
-  const proxyC = (over = {}) => ({ ...container('default', 'e', 'h-e'), id: 'id-proxy', name: 'berth_default_e_sc_egress-proxy', labels: { ...container('default', 'e', 'h-e').labels, 'dev.berth.component': 'egress-proxy', 'dev.berth.sidecar': 'egress-proxy' }, networks: ['berth_default_e', 'berth_default_e_egress'], networkMode: 'berth_default_e', mounts: [], image: 'berth/egress-proxy:local', ...over });
-  const toolsC = (over = {}) => ({ ...container('default', 'e', 'h-e'), id: 'id-tools', name: 'berth_default_e_sc_tools', labels: { ...container('default', 'e', 'h-e').labels, 'dev.berth.component': 'sidecar', 'dev.berth.sidecar': 'tools' }, networks: ['berth_default_e'], networkMode: 'berth_default_e', mounts: [], ...over });
+  const proxyC = (over = {}) => ({
+    ...container('default', 'e', 'h-e'),
+    id: 'id-proxy',
+    name: 'berth_default_e_sc_egress-proxy',
+    labels: { ...container('default', 'e', 'h-e').labels, 'dev.berth.component': 'egress-proxy', 'dev.berth.sidecar': 'egress-proxy' },
+    networks: ['berth_default_e', 'berth_default_e_egress'],
+    networkMode: 'berth_default_e',
+    mounts: [],
+    image: 'berth/egress-proxy:local',
+    ...over,
+  });
+  const toolsC = (over = {}) => ({
+    ...container('default', 'e', 'h-e'),
+    id: 'id-tools',
+    name: 'berth_default_e_sc_tools',
+    labels: { ...container('default', 'e', 'h-e').labels, 'dev.berth.component': 'sidecar', 'dev.berth.sidecar': 'tools' },
+    networks: ['berth_default_e'],
+    networkMode: 'berth_default_e',
+    mounts: [],
+    ...over,
+  });
   const mainC = (over = {}) => container('default', 'e', 'h-e', { networks: ['berth_default_e'], networkMode: 'berth_default_e', ...over });
-  const nets = [network('default', 'e', 'h-e'), network('default', 'e', 'h-e', { id: 'net-e-egress', name: 'berth_default_e_egress', internal: false, labels: { ...network('default', 'e', 'h-e').labels, 'dev.berth.component': 'egress-network' } })];
+  const nets = [
+    network('default', 'e', 'h-e'),
+    network('default', 'e', 'h-e', {
+      id: 'net-e-egress',
+      name: 'berth_default_e_egress',
+      internal: false,
+      labels: { ...network('default', 'e', 'h-e').labels, 'dev.berth.component': 'egress-network' },
+    }),
+  ];
 
   it('provisions networks, then the proxy and sidecars, then the main container', function () {
     expect(golden(plan(input({ specs: [eg()] })))).to.deep.equal([
@@ -536,12 +688,20 @@ describe('planner (egress proxy and sidecars)', function () {
   });
 
   it('is a no-op when the whole topology attests from the list', function () {
-    const p = plan(input({ specs: [eg()], snapshot: snapshot({ containers: [mainC(), proxyC(), toolsC()], networks: nets }), statuses: statuses(status('e')) }));
+    const p = plan(
+      input({ specs: [eg()], snapshot: snapshot({ containers: [mainC(), proxyC(), toolsC()], networks: nets }), statuses: statuses(status('e')) }),
+    );
     expect(golden(p)).to.deep.equal(['No changes: 1 attempt as specified.']);
   });
 
   it('starts a sidecar again when it dies while the attempt runs', function () {
-    const p = plan(input({ specs: [eg()], snapshot: snapshot({ containers: [mainC(), proxyC({ state: 'exited' }), toolsC()], networks: nets }), statuses: statuses(status('e')) }));
+    const p = plan(
+      input({
+        specs: [eg()],
+        snapshot: snapshot({ containers: [mainC(), proxyC({ state: 'exited' }), toolsC()], networks: nets }),
+        statuses: statuses(status('e')),
+      }),
+    );
     expect(golden(p)).to.deep.equal([
       'attempt e: restart (a sidecar is not running)',
       '  - remove       container:berth_default_e_sc_egress-proxy  (egress-proxy exited while the attempt runs)',
@@ -554,7 +714,13 @@ describe('planner (egress proxy and sidecars)', function () {
   });
 
   it('fails the attempt when the main container is put on the egress network (the proxy must be the only one)', function () {
-    const p = plan(input({ specs: [eg()], snapshot: snapshot({ containers: [mainC({ networks: ['berth_default_e', 'berth_default_e_egress'] }), proxyC(), toolsC()], networks: nets }), statuses: statuses(status('e')) }));
+    const p = plan(
+      input({
+        specs: [eg()],
+        snapshot: snapshot({ containers: [mainC({ networks: ['berth_default_e', 'berth_default_e_egress'] }), proxyC(), toolsC()], networks: nets }),
+        statuses: statuses(status('e')),
+      }),
+    );
     expect(p.actions[0]?.kind).to.equal('stop');
     expect(p.actions[0]?.summary).to.match(/attached to network berth_default_e_egress/);
     expect(p.actions[0]?.ops.map((o) => `${o.type} ${o.resource}`)).to.deep.equal([
@@ -566,9 +732,19 @@ describe('planner (egress proxy and sidecars)', function () {
   });
 
   it('stops the sidecars when the main container exits, then harvests', function () {
-    const p = plan(input({ specs: [eg()], snapshot: snapshot({ containers: [mainC({ state: 'exited' }), proxyC(), toolsC()], networks: nets }), statuses: statuses(status('e')) }));
+    const p = plan(
+      input({
+        specs: [eg()],
+        snapshot: snapshot({ containers: [mainC({ state: 'exited' }), proxyC(), toolsC()], networks: nets }),
+        statuses: statuses(status('e')),
+      }),
+    );
     const ops = p.actions[0]?.ops ?? [];
-    expect(ops.map((o) => `${o.type} ${o.resource}`)).to.deep.equal(['stop container:berth_default_e_sc_egress-proxy', 'stop container:berth_default_e_sc_tools', 'finish container:berth_default_e']);
+    expect(ops.map((o) => `${o.type} ${o.resource}`)).to.deep.equal([
+      'stop container:berth_default_e_sc_egress-proxy',
+      'stop container:berth_default_e_sc_tools',
+      'finish container:berth_default_e',
+    ]);
     const fin = ops[2];
     expect(fin?.type === 'finish' ? fin.sidecars?.map((x) => x.alias) : []).to.deep.equal(['egress-proxy', 'tools']);
   });

@@ -4,7 +4,11 @@ import type { Plan } from '../../../src/plan/types';
 import { changeCount } from '../../../src/plan/render';
 
 function planOf(...types: ('attest' | 'stop')[]): Plan {
-  const ops = types.map((type) => (type === 'attest' ? { type, resource: 'container:x', cause: 'due', id: 'x', desired: {} as never } : { type, resource: 'container:x', cause: 'c', id: 'x', graceSeconds: 1 }));
+  const ops = types.map((type) =>
+    type === 'attest'
+      ? { type, resource: 'container:x', cause: 'due', id: 'x', desired: {} as never }
+      : { type, resource: 'container:x', cause: 'c', id: 'x', graceSeconds: 1 },
+  );
   return { at: 0, actions: [{ attempt: 'a', kind: 'attest', summary: 's', ops }], unchanged: new Map() } as Plan;
 }
 

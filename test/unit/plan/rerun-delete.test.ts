@@ -9,7 +9,13 @@ const finished = { phase: 'Succeeded' as const, reason: 'Completed', exitCode: 0
 describe('planner: rerun and delete marks', function () {
   it('a rerun request for the current run starts run n+1 of the same spec; one for an earlier run is spent', function () {
     const rec = status('a', { ...finished, run: 3, rerunRequested: { at: '2026-01-01T00:00:50.000Z', run: 3 } });
-    const p = plan(input({ specs: [spec('a')], snapshot: snapshot({ containers: [container('default', 'a', 'h-a', { state: 'exited', run: 3 })] }), statuses: statuses(rec) }));
+    const p = plan(
+      input({
+        specs: [spec('a')],
+        snapshot: snapshot({ containers: [container('default', 'a', 'h-a', { state: 'exited', run: 3 })] }),
+        statuses: statuses(rec),
+      }),
+    );
     const a = p.actions[0];
     expect([a?.kind, a?.desired?.run]).to.deep.equal(['retry', 4]);
     expect(a?.summary).to.contain('rerun requested');
@@ -28,7 +34,13 @@ describe('planner: rerun and delete marks', function () {
 
   it('a deleted running attempt is stopped, finished Deleted and its resources removed; the record stays', function () {
     const rec = status('a', { deleted: { at: '2026-01-01T00:00:50.000Z', specHash: 'h-a' } });
-    const p = plan(input({ specs: [spec('a')], snapshot: snapshot({ containers: [container('default', 'a', 'h-a')], networks: [network('default', 'a', 'h-a')] }), statuses: statuses(rec) }));
+    const p = plan(
+      input({
+        specs: [spec('a')],
+        snapshot: snapshot({ containers: [container('default', 'a', 'h-a')], networks: [network('default', 'a', 'h-a')] }),
+        statuses: statuses(rec),
+      }),
+    );
     const a = p.actions[0];
     expect(a?.ops.map((o) => o.type)).to.deep.equal(['stop', 'finish', 'remove-container', 'remove-network']);
     const fin = a?.ops.find((o) => o.type === 'finish');
@@ -39,7 +51,14 @@ describe('planner: rerun and delete marks', function () {
   it('a deleted attempt is not run again while its spec keeps that hash; a changed spec runs', function () {
     const pending = status('a', { phase: 'Pending', run: 0, startedAt: undefined, deleted: { at: '2026-01-01T00:00:50.000Z', specHash: 'h-a' } });
     const p = plan(input({ specs: [spec('a')], statuses: statuses(pending) }));
-    expect(p.actions[0]?.ops).to.deep.equal([{ type: 'record', resource: 'attempt:a', cause: 'deleted (berth delete)', patch: { phase: 'Failed', reason: 'Deleted', message: 'berth delete removed it before it ran' } }]);
+    expect(p.actions[0]?.ops).to.deep.equal([
+      {
+        type: 'record',
+        resource: 'attempt:a',
+        cause: 'deleted (berth delete)',
+        patch: { phase: 'Failed', reason: 'Deleted', message: 'berth delete removed it before it ran' },
+      },
+    ]);
     const done = status('a', { ...finished, deleted: { at: '2026-01-01T00:00:50.000Z', specHash: 'h-a' } });
     expect(changeCount(plan(input({ specs: [spec('a')], statuses: statuses(done) })))).to.equal(0);
     const changed = plan(input({ specs: [spec('a', {}, 'h-a2')], statuses: statuses(done) }));

@@ -41,7 +41,16 @@ describe('planner: how a new run begins (retry counters, its folder)', function 
   });
 
   it('berth rerun starts the counters afresh', function () {
-    const a = only(status('a', { phase: 'Failed', reason: REASONS.engineRestarted, retriesUsed: 2, infraRetriesUsed: 1, rerunRequested: { at: '2026-01-01T00:00:50.000Z', run: 1 }, ...ended }));
+    const a = only(
+      status('a', {
+        phase: 'Failed',
+        reason: REASONS.engineRestarted,
+        retriesUsed: 2,
+        infraRetriesUsed: 1,
+        rerunRequested: { at: '2026-01-01T00:00:50.000Z', run: 1 },
+        ...ended,
+      }),
+    );
     expect(a.summary).to.contain('rerun requested');
     expect(start(a)).to.deep.equal({ counters: { retriesUsed: 0 }, ownFolder: false, run: 2 });
   });
@@ -53,7 +62,17 @@ describe('planner: how a new run begins (retry counters, its folder)', function 
   });
 
   it('a run the record already holds (an interrupted provisioning) keeps its counters, and its folder is its own', function () {
-    const rec = status('a', { phase: 'Pending', reason: REASONS.createFailed, retriesUsed: 1, infraRetriesUsed: 1, run: 2, resultsDir: '/r/a/run-2/results', intent: { action: 'provision', run: 2, specHash: 'h-a', at: '2026-01-01T00:00:00.000Z' }, startedAt: undefined, containerId: undefined });
+    const rec = status('a', {
+      phase: 'Pending',
+      reason: REASONS.createFailed,
+      retriesUsed: 1,
+      infraRetriesUsed: 1,
+      run: 2,
+      resultsDir: '/r/a/run-2/results',
+      intent: { action: 'provision', run: 2, specHash: 'h-a', at: '2026-01-01T00:00:00.000Z' },
+      startedAt: undefined,
+      containerId: undefined,
+    });
     const a = only(rec);
     expect(start(a)).to.deep.equal({ counters: { retriesUsed: 1, infraRetriesUsed: 1 }, ownFolder: true, run: 2 });
     // another results folder for it (another --results-root) is not its own
@@ -62,7 +81,13 @@ describe('planner: how a new run begins (retry counters, its folder)', function 
 
   it('a retry that waits for a slot records the counters the run begins with', function () {
     const busy = status('b');
-    const p = plan(input({ maxRunning: 0, specs: [spec('a', { retries: 3 })], statuses: statuses(status('a', { phase: 'Failed', reason: REASONS.oomKilled, retriesUsed: 1, ...ended }), busy) }));
+    const p = plan(
+      input({
+        maxRunning: 0,
+        specs: [spec('a', { retries: 3 })],
+        statuses: statuses(status('a', { phase: 'Failed', reason: REASONS.oomKilled, retriesUsed: 1, ...ended }), busy),
+      }),
+    );
     const rec = p.actions.find((a) => a.attempt === 'a')?.ops.find((o) => o.type === 'record');
     expect(rec).to.deep.include({ patch: { phase: 'Pending', reason: REASONS.waitingForSlot, run: 2, specHash: 'h-a' }, counters: { retriesUsed: 2 } });
   });

@@ -9,7 +9,16 @@ import { container, input, snapshot, spec, status, statuses } from '../../suppor
 const golden = (p: ReturnType<typeof plan>) => renderPlan(p).trimEnd().split('\n');
 
 function policy(over: Partial<SetPolicy> = {}): SetPolicy {
-  return { name: 'set', axes: ['x'], maxParallel: null, failFast: false, maxFailed: null, score: null, source: { file: 'specs/set.yaml', line: 4, col: 9 }, ...over };
+  return {
+    name: 'set',
+    axes: ['x'],
+    maxParallel: null,
+    failFast: false,
+    maxFailed: null,
+    score: null,
+    source: { file: 'specs/set.yaml', line: 4, col: 9 },
+    ...over,
+  };
 }
 
 /** A child of `p` named `name`, at expansion position `index`. */
@@ -64,7 +73,15 @@ describe('planner: AttemptSet children', () => {
     const p = policy({ failFast: true });
     const other = policy({ name: 'other', failFast: true });
     const specs = [child(p, 'set-0', 0), child(p, 'set-1', 1), child(p, 'set-2', 2), child(other, 'other-0', 0)];
-    const out = plan(input({ specs, statuses: statuses(failed('set-0'), status('set-2', { phase: 'Pending', reason: REASONS.waitingForSlot, startedAt: undefined, containerId: undefined })) }));
+    const out = plan(
+      input({
+        specs,
+        statuses: statuses(
+          failed('set-0'),
+          status('set-2', { phase: 'Pending', reason: REASONS.waitingForSlot, startedAt: undefined, containerId: undefined }),
+        ),
+      }),
+    );
     expect(starts(out)).to.deep.equal(['other-0']);
     expect(golden(out).filter((l) => l.includes('set-'))).to.deep.equal([
       'attempt set-1: skip (not started: set set has failFast and set-0 failed)',
@@ -123,7 +140,9 @@ describe('planner: AttemptSet children', () => {
     const out = plan(
       input({
         specs: [child(p, 'set-0', 0), child(policy({ name: 'plain' }), 'plain-0', 0)],
-        snapshot: snapshot({ containers: [container('default', 'set-0', 'h-set-0', { state: 'exited' }), container('default', 'plain-0', 'h-plain-0', { state: 'exited' })] }),
+        snapshot: snapshot({
+          containers: [container('default', 'set-0', 'h-set-0', { state: 'exited' }), container('default', 'plain-0', 'h-plain-0', { state: 'exited' })],
+        }),
         statuses: statuses(status('set-0'), status('plain-0')),
       }),
     );
@@ -144,7 +163,10 @@ describe('planner: AttemptSet children', () => {
         statuses: statuses(fin('swe-a'), fin('swe-b'), fin('swe-c')),
       }),
     );
-    expect(golden(out).filter((l) => l.startsWith('AttemptSet'))).to.deep.equal(['AttemptSet swe: 2 children replaced (spec changed): swe-a, swe-b', 'AttemptSet swe: 1 new child: swe-d']);
+    expect(golden(out).filter((l) => l.startsWith('AttemptSet'))).to.deep.equal([
+      'AttemptSet swe: 2 children replaced (spec changed): swe-a, swe-b',
+      'AttemptSet swe: 1 new child: swe-d',
+    ]);
     expect(out.actions.filter((a) => a.kind === 'replace').map((a) => a.attempt)).to.deep.equal(['swe-a', 'swe-b']);
   });
 

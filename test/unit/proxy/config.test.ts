@@ -30,7 +30,10 @@ describe('proxy/config', () => {
     if (c.ok) return;
     expect(c.errors).to.have.length(4);
     expect(c.errors[0]).to.match(/^BERTH_EGRESS_ALLOW is not set/);
-    expect(c.errors.join('\n')).to.match(/BERTH_PROXY_PORT="70000"/).and.match(/BERTH_PROXY_LISTEN="localhost"/).and.match(/CONNECT_TIMEOUT_MS="0"/);
+    expect(c.errors.join('\n'))
+      .to.match(/BERTH_PROXY_PORT="70000"/)
+      .and.match(/BERTH_PROXY_LISTEN="localhost"/)
+      .and.match(/CONNECT_TIMEOUT_MS="0"/);
   });
 
   it('names the bad allowlist entries', () => {

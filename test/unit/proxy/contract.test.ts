@@ -11,7 +11,14 @@ describe('proxy/contract', () => {
   });
 
   it('ignores other lines', () => {
-    for (const l of ['', 'listening', '{"event":"decision"}', '{"event":"listening","port":"1","allow":[]}', '{"event":"listening","port":1,"allow":[1]}', 'null']) {
+    for (const l of [
+      '',
+      'listening',
+      '{"event":"decision"}',
+      '{"event":"listening","port":"1","allow":[]}',
+      '{"event":"listening","port":1,"allow":[1]}',
+      'null',
+    ]) {
       expect(parseListeningLine(l), l).to.equal(undefined);
     }
   });

@@ -59,10 +59,7 @@ export interface RunningProxy {
   readonly proxy: ProxyServer;
 }
 
-export async function startProxy(
-  allow: string,
-  opts: { connectTimeoutMs?: number; lookup?: net.LookupFunction } = {},
-): Promise<RunningProxy> {
+export async function startProxy(allow: string, opts: { connectTimeoutMs?: number; lookup?: net.LookupFunction } = {}): Promise<RunningProxy> {
   const parsed = parseAllowlist(allow);
   if (!parsed.ok) throw new Error(parsed.errors.join('; '));
   const log = new LineLog();
@@ -104,11 +101,7 @@ export interface Reply {
 }
 
 /** Sends one plain-HTTP proxy request (absolute URI), as a proxy-aware client would. */
-export function proxyRequest(
-  proxyPort: number,
-  url: string,
-  opts: { method?: string; headers?: Record<string, string>; body?: string } = {},
-): Promise<Reply> {
+export function proxyRequest(proxyPort: number, url: string, opts: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const target = new URL(url);
     const req = http.request({
@@ -124,9 +117,7 @@ export function proxyRequest(
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('error', reject);
-      res.on('end', () =>
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString() }),
-      );
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString() }));
     });
     req.end(opts.body);
   });
@@ -148,10 +139,7 @@ export function rawExchange(proxyPort: number, text: string): Promise<string> {
 }
 
 /** Opens a CONNECT tunnel; resolves with the proxy's status and, on 200, the tunnel socket. */
-export function connectTunnel(
-  proxyPort: number,
-  authority: string,
-): Promise<{ status: number; body: string; socket?: net.Socket }> {
+export function connectTunnel(proxyPort: number, authority: string): Promise<{ status: number; body: string; socket?: net.Socket }> {
   return new Promise((resolve, reject) => {
     const req = http.request({ host: '127.0.0.1', port: proxyPort, method: 'CONNECT', path: authority, agent: false });
     req.on('error', reject);

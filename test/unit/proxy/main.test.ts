@@ -43,8 +43,7 @@ function stdoutLines(child: ChildProcessWithoutNullStreams): { lines: string[]; 
   });
   return {
     lines,
-    next: () =>
-      read < lines.length ? Promise.resolve(lines[read++] as string) : new Promise((resolve) => waiters.push(resolve)),
+    next: () => (read < lines.length ? Promise.resolve(lines[read++] as string) : new Promise((resolve) => waiters.push(resolve))),
   };
 }
 

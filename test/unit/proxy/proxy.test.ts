@@ -7,17 +7,7 @@
 import { expect } from 'chai';
 import http from 'node:http';
 import net from 'node:net';
-import {
-  closeServer,
-  connectTunnel,
-  deadPort,
-  listen,
-  proxyRequest,
-  rawExchange,
-  readUntil,
-  type RunningProxy,
-  startProxy,
-} from './harness';
+import { closeServer, connectTunnel, deadPort, listen, proxyRequest, rawExchange, readUntil, type RunningProxy, startProxy } from './harness';
 
 /** Origin: answers `origin <method> <url>` plus what it received, and records requests. */
 function makeOrigin(): { server: http.Server; seen: http.IncomingMessage[] } {
@@ -366,9 +356,7 @@ describe('proxy/server (in process)', function () {
       expect(all).to.not.include('/p');
       for (const line of p.log.lines) {
         const r = JSON.parse(line) as Record<string, unknown>;
-        expect(Object.keys(r)).to.deep.equal([
-          'ts', 'event', 'id', 'method', 'target', 'allowed', 'status', 'reason', 'bytesUp', 'bytesDown', 'durationMs',
-        ]);
+        expect(Object.keys(r)).to.deep.equal(['ts', 'event', 'id', 'method', 'target', 'allowed', 'status', 'reason', 'bytesUp', 'bytesDown', 'durationMs']);
         expect(new Date(r.ts as string).toISOString()).to.equal(r.ts);
         expect(r.durationMs).to.be.a('number').and.at.least(0);
       }

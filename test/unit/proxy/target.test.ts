@@ -97,24 +97,32 @@ describe('proxy/target', () => {
   describe('hop-by-hop headers', () => {
     it('drops hop-by-hop headers, Proxy-Authorization and what Connection names; keeps the rest in order', () => {
       const raw = [
-        'Host', 'x',
-        'Connection', 'keep-alive, X-Hop',
-        'Keep-Alive', 'timeout=5',
-        'Proxy-Authorization', 'Basic Zm9vOmJhcg==',
-        'Proxy-Connection', 'keep-alive',
-        'X-Hop', 'gone',
-        'Authorization', 'Bearer kept',
-        'TE', 'trailers',
-        'Transfer-Encoding', 'chunked',
-        'Upgrade', 'websocket',
-        'Set-Cookie', 'a=1',
-        'Set-Cookie', 'b=2',
+        'Host',
+        'x',
+        'Connection',
+        'keep-alive, X-Hop',
+        'Keep-Alive',
+        'timeout=5',
+        'Proxy-Authorization',
+        'Basic Zm9vOmJhcg==',
+        'Proxy-Connection',
+        'keep-alive',
+        'X-Hop',
+        'gone',
+        'Authorization',
+        'Bearer kept',
+        'TE',
+        'trailers',
+        'Transfer-Encoding',
+        'chunked',
+        'Upgrade',
+        'websocket',
+        'Set-Cookie',
+        'a=1',
+        'Set-Cookie',
+        'b=2',
       ];
-      expect(endToEndHeaders(raw, ['host'])).to.deep.equal([
-        'Authorization', 'Bearer kept',
-        'Set-Cookie', 'a=1',
-        'Set-Cookie', 'b=2',
-      ]);
+      expect(endToEndHeaders(raw, ['host'])).to.deep.equal(['Authorization', 'Bearer kept', 'Set-Cookie', 'a=1', 'Set-Cookie', 'b=2']);
     });
   });
 });

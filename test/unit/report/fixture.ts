@@ -11,7 +11,15 @@ export const T0 = Date.parse('2026-01-02T03:04:00Z');
 const at = (s: number) => new Date(T0 + s * 1000).toISOString();
 
 export function fleet(): { sets: Map<string, { policy: SetPolicy; children: SetChild[] }>; statuses: Map<string, AttemptStatus>; plain: LoadedPlain[] } {
-  const policy: SetPolicy = { name: 'swe', axes: ['model', 'task', 'seed'], maxParallel: null, failFast: false, maxFailed: null, score: { file: 'score.json', pass: 1 }, source: { file: 's.yaml', line: 1, col: 1 } };
+  const policy: SetPolicy = {
+    name: 'swe',
+    axes: ['model', 'task', 'seed'],
+    maxParallel: null,
+    failFast: false,
+    maxFailed: null,
+    score: { file: 'score.json', pass: 1 },
+    source: { file: 's.yaml', line: 1, col: 1 },
+  };
   const children: SetChild[] = [];
   const statuses = new Map<string, AttemptStatus>();
   // [model, task, seed, phase, reason?, score?, exit?]
@@ -26,7 +34,10 @@ export function fleet(): { sets: Map<string, { policy: SetPolicy; children: SetC
   ];
   rows.forEach(([model, task, seed, phase, reason, score, exit], i) => {
     const name = `swe-${i}`;
-    const loaded = { ...spec(name, { labels: { model: model === XSS ? 'evil' : model, note: XSS } }), set: { set: policy, coords: { model, task, seed }, index: i } };
+    const loaded = {
+      ...spec(name, { labels: { model: model === XSS ? 'evil' : model, note: XSS } }),
+      set: { set: policy, coords: { model, task, seed }, index: i },
+    };
     children.push({ name, coords: loaded.set.coords, loaded });
     const running = phase === 'Running';
     statuses.set(
@@ -47,9 +58,39 @@ export function fleet(): { sets: Map<string, { policy: SetPolicy; children: SetC
   });
   // A set child whose spec did not load.
   children.push({ name: 'swe-bad', coords: { model: 'm1', task: 'bad', seed: '0' } });
-  statuses.set('plain-ok', status('plain-ok', { phase: 'Succeeded', exitCode: 0, createdAt: at(1), provisionedAt: at(3), startedAt: at(4), finishedAt: at(9), resultsDir: path.join(ROOT, 'plain-ok', 'run-1', 'results') }));
-  statuses.set('plain-outside', status('plain-outside', { phase: 'Failed', reason: 'OOMKilled', exitCode: 137, createdAt: at(2), startedAt: at(5), finishedAt: at(6), resultsDir: '/elsewhere/x/run-1/results' }));
-  return { sets: new Map([['swe', { policy, children }]]), statuses, plain: [{ name: 'plain-ok', labels: { suite: 'demo' } }, { name: 'plain-outside', labels: {} }, { name: 'plain-new', labels: {} }] };
+  statuses.set(
+    'plain-ok',
+    status('plain-ok', {
+      phase: 'Succeeded',
+      exitCode: 0,
+      createdAt: at(1),
+      provisionedAt: at(3),
+      startedAt: at(4),
+      finishedAt: at(9),
+      resultsDir: path.join(ROOT, 'plain-ok', 'run-1', 'results'),
+    }),
+  );
+  statuses.set(
+    'plain-outside',
+    status('plain-outside', {
+      phase: 'Failed',
+      reason: 'OOMKilled',
+      exitCode: 137,
+      createdAt: at(2),
+      startedAt: at(5),
+      finishedAt: at(6),
+      resultsDir: '/elsewhere/x/run-1/results',
+    }),
+  );
+  return {
+    sets: new Map([['swe', { policy, children }]]),
+    statuses,
+    plain: [
+      { name: 'plain-ok', labels: { suite: 'demo' } },
+      { name: 'plain-outside', labels: {} },
+      { name: 'plain-new', labels: {} },
+    ],
+  };
 }
 
 export interface LoadedPlain {

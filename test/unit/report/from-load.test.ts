@@ -4,7 +4,15 @@ import { reportFromLoad } from '../../../src/report/from-load';
 import type { LoadedSet, LoadedSpec, SetPolicy } from '../../../src/spec/types';
 import { spec, status } from '../../support/builders';
 
-const policy: SetPolicy = { name: 'ev', axes: ['model'], maxParallel: null, failFast: false, maxFailed: null, score: null, source: { file: 'ev.yaml', line: 1, col: 1 } };
+const policy: SetPolicy = {
+  name: 'ev',
+  axes: ['model'],
+  maxParallel: null,
+  failFast: false,
+  maxFailed: null,
+  score: null,
+  source: { file: 'ev.yaml', line: 1, col: 1 },
+};
 const child = (model: string): LoadedSpec => ({ ...spec(`ev-${model}`, { labels: { model } }), set: { set: policy, coords: { model }, index: 0 } });
 const specs = [child('a'), child('b'), spec('solo', { labels: { model: 'a' } })];
 const sets = new Map<string, LoadedSet>([['ev', { policy, children: ['ev-a', 'ev-b'], coords: [{ model: 'a' }, { model: 'b' }], valid: true }]]);
@@ -17,7 +25,7 @@ const o = { now: Date.parse('2026-01-01T00:10:00Z'), instance: 'i', maxRunning: 
 const all = { sets: [], keep: () => true, selecting: false };
 
 describe('report/from-load', () => {
-  it('every set child and plain attempt, a record whose spec is gone among them; a record of an earlier spec hash is not the child\'s run', () => {
+  it("every set child and plain attempt, a record whose spec is gone among them; a record of an earlier spec hash is not the child's run", () => {
     const d = reportFromLoad({ specs, sets }, statuses, all, o);
     expect(d.attempts.map((a) => [a.name, a.set, a.phase, a.outcome])).to.deep.equal([
       ['ev-a', 'ev', 'Succeeded', 'passed'],

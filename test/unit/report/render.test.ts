@@ -23,7 +23,18 @@ function data(linkBase: string | null = ROOT): ReportData {
   const f = fleet();
   const s = summarize(f.sets, f.statuses, NOW);
   const childLabels = new Map(f.sets.get('swe')?.children.flatMap((c) => (c.loaded ? [[c.name, c.loaded.spec.labels] as const] : [])));
-  return buildReport({ sets: s.sets, childLabels, plain: f.plain, statuses: f.statuses, now: NOW, instance: 'default', maxRunning: 3, resultsRoot: ROOT, linkBase, mode: 'file' });
+  return buildReport({
+    sets: s.sets,
+    childLabels,
+    plain: f.plain,
+    statuses: f.statuses,
+    now: NOW,
+    instance: 'default',
+    maxRunning: 3,
+    resultsRoot: ROOT,
+    linkBase,
+    mode: 'file',
+  });
 }
 
 /** The page without its embedded data and script: the markup the renderer wrote from the data. */
@@ -33,8 +44,32 @@ describe('report/model', () => {
   it('classifies every attempt: set children as the summary does, plain attempts by phase, a missing record unfinished', () => {
     const d = data();
     const by = new Map(d.attempts.map((a) => [a.name, a]));
-    expect(d.attempts.map((a) => a.name)).to.deep.equal(['swe-0', 'swe-1', 'swe-2', 'swe-3', 'swe-4', 'swe-5', 'swe-6', 'swe-bad', 'plain-new', 'plain-ok', 'plain-outside']);
-    expect([...by.values()].map((a) => a.outcome)).to.deep.equal(['passed', 'failed', 'passed', 'infra', 'failed', 'unfinished', 'passed', 'infra', 'unfinished', 'passed', 'infra']);
+    expect(d.attempts.map((a) => a.name)).to.deep.equal([
+      'swe-0',
+      'swe-1',
+      'swe-2',
+      'swe-3',
+      'swe-4',
+      'swe-5',
+      'swe-6',
+      'swe-bad',
+      'plain-new',
+      'plain-ok',
+      'plain-outside',
+    ]);
+    expect([...by.values()].map((a) => a.outcome)).to.deep.equal([
+      'passed',
+      'failed',
+      'passed',
+      'infra',
+      'failed',
+      'unfinished',
+      'passed',
+      'infra',
+      'unfinished',
+      'passed',
+      'infra',
+    ]);
     expect(by.get('plain-new')?.reason).to.equal('NotReconciled');
     expect(d.summary.byOutcome).to.deep.equal({ passed: 4, failed: 2, infra: 3, skipped: 0, unfinished: 2 });
     expect(d.summary.passRate).to.equal(4 / 6);
@@ -46,13 +81,42 @@ describe('report/model', () => {
     const d = data();
     const a = d.attempts[2];
     expect(a).to.include({ queuedAt: T0, provisionedAt: T0 + 4000, startedAt: T0 + 5000, finishedAt: T0 + 11_000, durationMs: 6000 });
-    const retried = buildReport({ sets: [], childLabels: new Map(), plain: [{ name: 'r', labels: {} }], statuses: new Map([['r', status('r', { createdAt: new Date(T0).toISOString(), run: 2, history: [{ run: 1, specHash: 'h', phase: 'Failed', finishedAt: new Date(T0 + 7000).toISOString() }] })]]), now: NOW, instance: 'i', maxRunning: null, resultsRoot: ROOT, linkBase: null, mode: 'live' });
+    const retried = buildReport({
+      sets: [],
+      childLabels: new Map(),
+      plain: [{ name: 'r', labels: {} }],
+      statuses: new Map([
+        [
+          'r',
+          status('r', {
+            createdAt: new Date(T0).toISOString(),
+            run: 2,
+            history: [{ run: 1, specHash: 'h', phase: 'Failed', finishedAt: new Date(T0 + 7000).toISOString() }],
+          }),
+        ],
+      ]),
+      now: NOW,
+      instance: 'i',
+      maxRunning: null,
+      resultsRoot: ROOT,
+      linkBase: null,
+      mode: 'live',
+    });
     expect(retried.attempts[0]?.queuedAt).to.equal(T0 + 7000);
     // First wait (T0) to the running swe-5 (now).
     expect(d.summary.wallMs).to.equal(NOW - T0);
     // swe-1, swe-2, plain-ok and plain-outside at 5 s (over --max-running 3: the line shows it).
     expect(d.summary.peakRunning).to.equal(4);
-    expect(concurrency([{ provisionedAt: 0, startedAt: 1, finishedAt: 5, outcome: 'passed' }, { provisionedAt: 2, startedAt: 3, finishedAt: null, outcome: 'unfinished' }, { provisionedAt: 4, startedAt: null, finishedAt: null, outcome: 'infra' }], 9)).to.deep.equal([
+    expect(
+      concurrency(
+        [
+          { provisionedAt: 0, startedAt: 1, finishedAt: 5, outcome: 'passed' },
+          { provisionedAt: 2, startedAt: 3, finishedAt: null, outcome: 'unfinished' },
+          { provisionedAt: 4, startedAt: null, finishedAt: null, outcome: 'infra' },
+        ],
+        9,
+      ),
+    ).to.deep.equal([
       { t: 0, running: 1 },
       { t: 2, running: 2 },
       { t: 5, running: 1 },
@@ -61,8 +125,16 @@ describe('report/model', () => {
   });
 
   it('links: relative to the report folder, only into the results root, none on the live page', () => {
-    expect(linksOf('/r/a b/run-2/results', '/r', '/r')).to.deep.equal({ results: 'a%20b/run-2/results/', logs: 'a%20b/run-2/logs.txt', manifest: 'a%20b/run-2/manifest.json' });
-    expect(linksOf('/r/a/run-1/results', '/r', '/r/reports')).to.deep.equal({ results: '../a/run-1/results/', logs: '../a/run-1/logs.txt', manifest: '../a/run-1/manifest.json' });
+    expect(linksOf('/r/a b/run-2/results', '/r', '/r')).to.deep.equal({
+      results: 'a%20b/run-2/results/',
+      logs: 'a%20b/run-2/logs.txt',
+      manifest: 'a%20b/run-2/manifest.json',
+    });
+    expect(linksOf('/r/a/run-1/results', '/r', '/r/reports')).to.deep.equal({
+      results: '../a/run-1/results/',
+      logs: '../a/run-1/logs.txt',
+      manifest: '../a/run-1/manifest.json',
+    });
     expect(linksOf('/r/a#?/run-1/results', '/r', '/r')?.logs).to.equal('a%23%3F/run-1/logs.txt');
     expect(linksOf('/elsewhere/a/run-1/results', '/r', '/r')).to.equal(null);
     expect(linksOf('/r/a/run-1/results', '/r', null)).to.equal(null);
@@ -74,7 +146,18 @@ describe('report/model', () => {
     expect(clip('abcd', 3)).to.equal('abc…');
     expect(clip('ab\u{1F600}', 3)).to.equal('ab…');
     const huge = 'x'.repeat(100_000);
-    const d = buildReport({ sets: [], childLabels: new Map(), plain: [{ name: huge, labels: Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`k${i}`, huge])) }], statuses: new Map([[huge, status(huge, { message: huge, reason: huge })]]), now: NOW, instance: 'i', maxRunning: 1, resultsRoot: ROOT, linkBase: ROOT, mode: 'file' });
+    const d = buildReport({
+      sets: [],
+      childLabels: new Map(),
+      plain: [{ name: huge, labels: Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`k${i}`, huge])) }],
+      statuses: new Map([[huge, status(huge, { message: huge, reason: huge })]]),
+      now: NOW,
+      instance: 'i',
+      maxRunning: 1,
+      resultsRoot: ROOT,
+      linkBase: ROOT,
+      mode: 'file',
+    });
     const a = d.attempts[0];
     expect(a?.name.length).to.equal(REPORT_LIMITS.name + 1);
     expect(a?.message.length).to.equal(REPORT_LIMITS.message + 1);
@@ -122,7 +205,20 @@ describe('report/render', () => {
   });
 
   it('a report without sets or attempts still renders every section', () => {
-    const html = renderReport(buildReport({ sets: [], childLabels: new Map(), plain: [], statuses: new Map(), now: NOW, instance: 'i', maxRunning: 2, resultsRoot: ROOT, linkBase: ROOT, mode: 'file' }));
+    const html = renderReport(
+      buildReport({
+        sets: [],
+        childLabels: new Map(),
+        plain: [],
+        statuses: new Map(),
+        now: NOW,
+        instance: 'i',
+        maxRunning: 2,
+        resultsRoot: ROOT,
+        linkBase: ROOT,
+        mode: 'file',
+      }),
+    );
     for (const id of ['summary', 'heatmap', 'timeline', 'attempts']) expect(html).to.include(`<section id="${id}">`);
     expect(html).to.include('No AttemptSets in this report.');
     expect(html).to.include('Nothing has started yet.');

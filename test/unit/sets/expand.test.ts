@@ -22,7 +22,10 @@ describe('spec/set-expand (golden)', () => {
         { name: 'seed', values: ['0', '1'] },
       ],
       exclude: [{ model: 'm2', task: 't2' }],
-      include: [{ model: 'm3', task: 't1', seed: '0' }, { model: 'm1', task: 't1', seed: '0' }],
+      include: [
+        { model: 'm3', task: 't1', seed: '0' },
+        { model: 'm1', task: 't1', seed: '0' },
+      ],
     });
     expect(r.ok).to.equal(true);
     if (!r.ok) return;

@@ -55,7 +55,10 @@ describe('sets: loading', () => {
     const b = await sandbox({ 'set.yaml': set('swe', settings), ...TASKS }).load();
     const hashes = (r: LoadReport) => Object.fromEntries(r.specs.map((s) => [s.spec.name, s.hash]));
     expect(hashes(b)).to.deep.equal(hashes(a));
-    const edited = BASIC.replace("command: [sh, -c, 'echo ${{ matrix.model }} ${{ matrix.seed }}']", "command: [sh, -c, 'echo ${{ matrix.model }} ${{ matrix.seed }}']\n    env: {SLOW: '${{ matrix.task }}'}");
+    const edited = BASIC.replace(
+      "command: [sh, -c, 'echo ${{ matrix.model }} ${{ matrix.seed }}']",
+      "command: [sh, -c, 'echo ${{ matrix.model }} ${{ matrix.seed }}']\n    env: {SLOW: '${{ matrix.task }}'}",
+    );
     const c = await sandbox({ 'set.yaml': set('swe', edited), ...TASKS }).load();
     expect(Object.values(hashes(c)).filter((h) => Object.values(hashes(a)).includes(h))).to.deep.equal([]);
   });
@@ -66,9 +69,15 @@ describe('sets: loading', () => {
     expect(brief(r)).to.deep.equal([{ line: 13, col: 23, path: 'spec.template.command[2]', code: 'template', attempt: undefined, set: 'swe' }]);
     expect(r.errors[0]?.message).to.match(/matrix\.sed \}\} names no axis of the matrix \(did you mean "seed"\?\)/);
     expect(names(r)).to.deep.equal(['other']);
-    expect([...r.protectedNames].sort()).to.have.length(8).and.include('swe-m1-0-t1');
+    expect([...r.protectedNames].sort())
+      .to.have.length(8)
+      .and.include('swe-m1-0-t1');
     // Each protected child's Invalid status carries the set's error.
-    expect(invalidErrors(r).get('swe-m2-1-t2')?.map((e) => e.path)).to.deep.equal(['spec.template.command[2]']);
+    expect(
+      invalidErrors(r)
+        .get('swe-m2-1-t2')
+        ?.map((e) => e.path),
+    ).to.deep.equal(['spec.template.command[2]']);
   });
 
   it('reports an empty axis, a fromDir outside the specs folder and too many children, each positioned', async () => {
@@ -93,7 +102,12 @@ describe('sets: loading', () => {
   });
 
   it('two sets with one name: an error at each, none of their children load', async () => {
-    const r = await sandbox({ 'a.yaml': set('swe', BASIC), 'b.yaml': set('swe', BASIC.replace('[m1, m2]', '[m1, m3]')), 'c.yaml': doc('fine'), ...TASKS }).load();
+    const r = await sandbox({
+      'a.yaml': set('swe', BASIC),
+      'b.yaml': set('swe', BASIC.replace('[m1, m2]', '[m1, m3]')),
+      'c.yaml': doc('fine'),
+      ...TASKS,
+    }).load();
     expect(r.errors.map((e) => [e.file.replace(/.*\//, ''), e.line, e.path, e.code])).to.deep.equal([
       ['a.yaml', 4, 'metadata.name', 'duplicate-name'],
       ['b.yaml', 4, 'metadata.name', 'duplicate-name'],
@@ -113,7 +127,7 @@ describe('sets: loading', () => {
     expect(r.protectedNames).to.include('swe-m1-0-t1');
   });
 
-  it("a child whose rendered spec is invalid is Invalid alone, its error placed in the template", async () => {
+  it('a child whose rendered spec is invalid is Invalid alone, its error placed in the template', async () => {
     const body = BASIC.replace('{fromDir: ./tasks}', '[t1, t9]');
     const r = await sandbox({ 'set.yaml': set('swe', body), ...TASKS }).load();
     expect(new Set(r.errors.map((e) => `${e.path} ${e.code} ${e.line}:${e.col}`))).to.deep.equal(new Set(['spec.template.fixture missing-file 14:14']));

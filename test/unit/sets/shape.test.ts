@@ -23,7 +23,15 @@ interface SchemaNode {
 const schema = JSON.parse(readFileSync(path.join(REPO, 'schemas', 'attempt.schema.json'), 'utf8')) as { $defs: Record<string, SchemaNode> };
 const def = (n: string) => schema.$defs[n] as SchemaNode;
 /** The constraints of a string node, as the shape mirrors them. */
-const constraints = (n: SchemaNode) => ({ type: n.type, maxLength: n.maxLength, pattern: n.pattern, minLength: n.minLength, keys: Object.keys(n).filter((k) => !['description', 'patternErrorMessage'].includes(k)).sort() });
+const constraints = (n: SchemaNode) => ({
+  type: n.type,
+  maxLength: n.maxLength,
+  pattern: n.pattern,
+  minLength: n.minLength,
+  keys: Object.keys(n)
+    .filter((k) => !['description', 'patternErrorMessage'].includes(k))
+    .sort(),
+});
 
 /** Loads the sandbox twice, children from shapes and every child checked in full. */
 async function both(files: Record<string, string>): Promise<{ shaped: LoadReport; full: LoadReport }> {
@@ -40,7 +48,13 @@ async function both(files: Record<string, string>): Promise<{ shaped: LoadReport
   }
 }
 
-const comparable = (r: LoadReport) => ({ specs: r.specs, errors: r.errors, protectedNames: [...r.protectedNames].sort(), sets: [...(r.sets ?? new Map())], unreadable: [...r.unreadableFiles] });
+const comparable = (r: LoadReport) => ({
+  specs: r.specs,
+  errors: r.errors,
+  protectedNames: [...r.protectedNames].sort(),
+  sets: [...(r.sets ?? new Map())],
+  unreadable: [...r.unreadableFiles],
+});
 
 function setYaml(axes: Record<string, string[]>, template: string, extra = ''): string {
   const matrix = Object.entries(axes)
@@ -60,7 +74,13 @@ describe('sets: children made from the shape', () => {
     const arg = (spec.command as SchemaNode).items as SchemaNode;
     const plainEnv = (def('envValue').oneOf as SchemaNode[])[0] as SchemaNode;
     for (const n of [arg, plainEnv]) {
-      expect(constraints(n)).to.deep.equal({ type: 'string', maxLength: OPAQUE_STRING.maxLength, pattern: OPAQUE_STRING.pattern, minLength: undefined, keys: ['maxLength', 'pattern', 'type'] });
+      expect(constraints(n)).to.deep.equal({
+        type: 'string',
+        maxLength: OPAQUE_STRING.maxLength,
+        pattern: OPAQUE_STRING.pattern,
+        minLength: undefined,
+        keys: ['maxLength', 'pattern', 'type'],
+      });
     }
     expect(constraints(def('dnsLabel'))).to.deep.include({ type: 'string', maxLength: DNS_LABEL.maxLength, pattern: DNS_LABEL.pattern, minLength: 1 });
     const labelValue = ((def('metadata').properties as Record<string, SchemaNode>).labels as SchemaNode).additionalProperties as SchemaNode;
@@ -98,7 +118,13 @@ describe('sets: children made from the shape', () => {
     const arb = axisNames.chain((names) =>
       fc.record({
         axes: fc.tuple(...names.map((n) => fc.uniqueArray(value, { minLength: 1, maxLength: 3 }).map((vs) => [n, vs] as [string, string[]]))),
-        args: fc.array(fc.oneof(fc.constant('plain'), fc.constantFrom(...names).map((n) => `--${n}=\${{ matrix.${n} }}`)), { minLength: 1, maxLength: 3 }),
+        args: fc.array(
+          fc.oneof(
+            fc.constant('plain'),
+            fc.constantFrom(...names).map((n) => `--${n}=\${{ matrix.${n} }}`),
+          ),
+          { minLength: 1, maxLength: 3 },
+        ),
         env: fc.option(fc.constantFrom(...names), { nil: undefined }),
         image: fc.boolean(),
         results: fc.constantFrom(undefined, 'shared', 'r-${{ matrix.' + (names[0] as string) + ' }}'),
@@ -106,7 +132,10 @@ describe('sets: children made from the shape', () => {
     );
     await fc.assert(
       fc.asyncProperty(arb, async (t) => {
-        const lines = [`    image: ${t.image ? `'img-\${{ matrix.${t.axes[0]?.[0] as string} }}'` : 'berth/busybox:local'}`, `    command: ${JSON.stringify(t.args)}`];
+        const lines = [
+          `    image: ${t.image ? `'img-\${{ matrix.${t.axes[0]?.[0] as string} }}'` : 'berth/busybox:local'}`,
+          `    command: ${JSON.stringify(t.args)}`,
+        ];
         if (t.env) lines.push(`    env: {V: '\${{ matrix.${t.env} }}'}`);
         if (t.results) lines.push(`    results: '${t.results}'`);
         const { shaped, full } = await both({ 'set.yaml': setYaml(Object.fromEntries(t.axes), lines.join('\n') + '\n') });

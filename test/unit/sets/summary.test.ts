@@ -51,7 +51,7 @@ describe('sets/stats', () => {
     expect(rateWithStderr(0, 0)).to.equal(null);
     const r = rateWithStderr(2, 6);
     close(r?.rate, 1 / 3);
-    close(r?.stderr, Math.sqrt((1 / 3) * (2 / 3) / 6));
+    close(r?.stderr, Math.sqrt(((1 / 3) * (2 / 3)) / 6));
     expect(percentile([5, 1, 3, 2, 4], 50)).to.equal(3);
     expect(percentile([5, 1, 3, 2, 4], 95)).to.equal(5);
     expect(percentile([], 50)).to.equal(null);
@@ -59,7 +59,15 @@ describe('sets/stats', () => {
 });
 
 describe('sets/summary', () => {
-  const policy: SetPolicy = { name: 'swe', axes: ['model', 'task', 'seed'], maxParallel: null, failFast: false, maxFailed: null, score: null, source: { file: 's.yaml', line: 4, col: 9 } };
+  const policy: SetPolicy = {
+    name: 'swe',
+    axes: ['model', 'task', 'seed'],
+    maxParallel: null,
+    failFast: false,
+    maxFailed: null,
+    score: null,
+    source: { file: 's.yaml', line: 4, col: 9 },
+  };
   const children: LoadedSpec[] = [];
   const recs = new Map<string, AttemptStatus>();
   // m1: t1 pass pass fail; t2 fail fail fail. m2: t1 pass TimedOut pass; t2 pass fail fail.
@@ -71,7 +79,12 @@ describe('sets/summary', () => {
       const name = `swe-${model}-${seed}-${task}`;
       children.push({ ...spec(name), set: { set: policy, coords: { model, task, seed: String(seed) }, index: index++ } });
       const when = { createdAt: '2026-01-01T00:00:00.000Z', startedAt: `2026-01-01T00:00:0${seed + 1}.000Z`, finishedAt: `2026-01-01T00:00:1${seed}.000Z` };
-      const phase = o === 'P' ? { phase: 'Succeeded' as const, reason: REASONS.completed } : o === 'F' ? { phase: 'Failed' as const, reason: REASONS.error } : { phase: 'TimedOut' as const, reason: REASONS.deadlineExceeded };
+      const phase =
+        o === 'P'
+          ? { phase: 'Succeeded' as const, reason: REASONS.completed }
+          : o === 'F'
+            ? { phase: 'Failed' as const, reason: REASONS.error }
+            : { phase: 'TimedOut' as const, reason: REASONS.deadlineExceeded };
       recs.set(name, status(name, { ...phase, ...when }));
     });
   }
@@ -93,7 +106,7 @@ describe('sets/summary', () => {
     const s = summarize(children, recs, 0).sets[0];
     const m1 = s?.byAxis.model?.find((v) => v.value === 'm1');
     close(m1?.passRate ?? NaN, 2 / 6);
-    close(m1?.stderr ?? NaN, Math.sqrt((2 / 6) * (4 / 6) / 6));
+    close(m1?.stderr ?? NaN, Math.sqrt(((2 / 6) * (4 / 6)) / 6));
     // cells (t1: n=3 c=2) and (t2: n=3 c=0): pass@1 (2/3 + 0)/2, pass@2 (1 + 0)/2, pass@3 (1 + 0)/2
     close(m1?.passAtK['1'], 1 / 3);
     close(m1?.passAtK['2'], 0.5);
@@ -133,7 +146,10 @@ describe('sets/summary', () => {
 
   it('counts a child whose spec did not load as infra (Invalid), from the load', () => {
     const loaded = { ...spec('s-a'), set: { set: policy, coords: { model: 'a', task: 't', seed: '0' }, index: 0 } };
-    const groups = setsOfLoad([loaded], new Map([['swe', { policy, children: ['s-a', 's-b'], coords: [loaded.set.coords, { model: 'b', task: 't', seed: '0' }], valid: true }]]));
+    const groups = setsOfLoad(
+      [loaded],
+      new Map([['swe', { policy, children: ['s-a', 's-b'], coords: [loaded.set.coords, { model: 'b', task: 't', seed: '0' }], valid: true }]]),
+    );
     const s = summarizeGroups(groups, new Map([['s-a', status('s-a', { phase: 'Succeeded' })]]), 0).sets[0];
     expect(s).to.include({ n: 2, passed: 1, infra: 1 });
     expect(s?.infraReasons).to.deep.equal({ Invalid: 1 });

@@ -54,7 +54,10 @@ describe('spec/bad corpus', () => {
     it(`${file}: ${x.code} at line ${x.line}${x.path ? ` (${x.path})` : ''}`, async () => {
       const abs = path.join(BAD, file);
       const r = await loadPaths([abs], { resultsRoot: results });
-      expect(r.errors.some((e) => matches(e, x)), show(r.errors)).to.equal(true);
+      expect(
+        r.errors.some((e) => matches(e, x)),
+        show(r.errors),
+      ).to.equal(true);
       expect(r.errors.every((e) => e.file.endsWith(file))).to.equal(true);
       const v = await validate([abs], results);
       expect(v.code).to.equal(EXIT.usage);
@@ -68,7 +71,10 @@ describe('spec/bad corpus', () => {
     const r = await loadPaths([BAD], { resultsRoot: results });
     for (const [file, x] of Object.entries(expected)) {
       const mine = r.errors.filter((e) => e.file.endsWith(`/${file}`));
-      expect(mine.some((e) => matches(e, x)), `${file}\n${show(mine)}`).to.equal(true);
+      expect(
+        mine.some((e) => matches(e, x)),
+        `${file}\n${show(mine)}`,
+      ).to.equal(true);
     }
     // Only the first document of second-document-invalid.yaml is valid.
     expect(r.specs.map((s) => s.spec.name)).to.deep.equal(['bad-second-ok']);

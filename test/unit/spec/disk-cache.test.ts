@@ -148,7 +148,12 @@ spec:
     env: {B: '\${{ matrix.b }}'}
 `;
   const CMD = "[sh, -c, 'echo ${{ matrix.a }} ${{ matrix.b }}']";
-  const comparable = (r: Awaited<ReturnType<typeof loadSpecs>>) => ({ specs: r.specs, errors: r.errors, protectedNames: [...r.protectedNames], sets: [...(r.sets ?? new Map())] });
+  const comparable = (r: Awaited<ReturnType<typeof loadSpecs>>) => ({
+    specs: r.specs,
+    errors: r.errors,
+    protectedNames: [...r.protectedNames],
+    sets: [...(r.sets ?? new Map())],
+  });
 
   it('keeps the set as its template and coordinates, not one spec per child, and makes the same children from it', async () => {
     const s = setup({ 'set.yaml': setFile(CMD) });
@@ -209,7 +214,7 @@ spec:
     }
   });
 
-  it('checks every child\'s results folder again: one that became a link out is an error at that child only', async () => {
+  it("checks every child's results folder again: one that became a link out is an error at that child only", async () => {
     const s = setup({ 'set.yaml': setFile(CMD) });
     mkdirSync(s.results);
     expect((await s.load()).errors).to.deep.equal([]);

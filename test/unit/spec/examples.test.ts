@@ -16,12 +16,27 @@ describe('specs/ examples', () => {
     const r = await loadSpecs({ specsDir: SPECS, resultsRoot: tempDir() });
     expect(r.errors).to.deep.equal([]);
     expect(r.specs.map((s) => s.spec.name).sort()).to.deep.equal(
-      ['demo-isolated', 'demo-sum', 'demo-volume', 'egress-allowlist', 'fixture-copy', 'hello', 'secret-file', 'eval-demo-m1-add', 'eval-demo-m1-count', 'eval-demo-m2-add', 'eval-demo-m2-count'].sort(),
+      [
+        'demo-isolated',
+        'demo-sum',
+        'demo-volume',
+        'egress-allowlist',
+        'fixture-copy',
+        'hello',
+        'secret-file',
+        'eval-demo-m1-add',
+        'eval-demo-m1-count',
+        'eval-demo-m2-add',
+        'eval-demo-m2-count',
+      ].sort(),
     );
     for (const s of r.specs) {
       expect(s.spec.image, s.spec.name).to.equal('berth/busybox:local');
       expect(s.spec.deadlineSeconds, s.spec.name).to.be.a('number');
-      expect(s.spec.secrets.every((x) => x.fromFile !== undefined), `${s.spec.name}: no fromEnv secrets in examples`).to.equal(true);
+      expect(
+        s.spec.secrets.every((x) => x.fromFile !== undefined),
+        `${s.spec.name}: no fromEnv secrets in examples`,
+      ).to.equal(true);
     }
     expect(r.specs.filter((s) => s.spec.labels.suite === 'demo').map((s) => s.relFile)).to.deep.equal([
       'suite/demo.yaml',

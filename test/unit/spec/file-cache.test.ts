@@ -31,11 +31,11 @@ describe('spec/file-cache', () => {
   });
 
   it('serves an unchanged file from the cache and sees every edit', async () => {
-    const sb = sandbox({ 'a.yaml': doc('a', "  command: [echo, one]\n") });
+    const sb = sandbox({ 'a.yaml': doc('a', '  command: [echo, one]\n') });
     const first = await sb.load();
     const again = await sb.load();
     expect(again.specs[0]).to.equal(first.specs[0]); // the same object: not parsed again
-    writeFileSync(path.join(sb.specs, 'a.yaml'), doc('a', "  command: [echo, two]\n"));
+    writeFileSync(path.join(sb.specs, 'a.yaml'), doc('a', '  command: [echo, two]\n'));
     const edited = await sb.load();
     expect(edited.specs[0]?.spec.command).to.deep.equal(['echo', 'two']);
     expect(edited.specs[0]?.hash).to.not.equal(first.specs[0]?.hash);

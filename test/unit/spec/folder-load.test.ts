@@ -84,14 +84,14 @@ describe('spec/folder-load: a folder loaded again file by file', () => {
     expect(freed.specs.map((s) => s.spec.name).sort()).to.deep.equal(['a', 'b', 'c']);
   });
 
-  it('a results folder made to overlap an unchanged attempt\'s refuses both', async () => {
+  it("a results folder made to overlap an unchanged attempt's refuses both", async () => {
     writeFileSync(at('b.yaml'), doc('b', '  results: a/inner\n'));
     const got = await update('b.yaml');
     expect(walked).to.equal(0);
     expect(got.errors.map((e) => `${e.code}:${e.attempt}`).sort()).to.deep.equal(['results-overlap:a', 'results-overlap:b']);
   });
 
-  it('AttemptSets: a child clashing with an unchanged file\'s attempt, a second set of the same name, and a set changed', async () => {
+  it("AttemptSets: a child clashing with an unchanged file's attempt, a second set of the same name, and a set changed", async () => {
     const setDoc = (matrix: string) => `apiVersion: berth.dev/v1
 kind: AttemptSet
 metadata: {name: s}

@@ -42,9 +42,11 @@ describe('cli/format-errors', () => {
 
   it('skips the excerpt when the line cannot be read, or for io and too-large errors', () => {
     expect(formatError(err(), () => undefined)).to.equal('specs/a.yaml:3:5: spec.image: must not be empty [schema]');
-    expect(formatError(err(), () => {
-      throw new Error('boom');
-    })).to.equal('specs/a.yaml:3:5: spec.image: must not be empty [schema]');
+    expect(
+      formatError(err(), () => {
+        throw new Error('boom');
+      }),
+    ).to.equal('specs/a.yaml:3:5: spec.image: must not be empty [schema]');
     let asked = false;
     formatError(err({ code: 'too-large' }), () => {
       asked = true;

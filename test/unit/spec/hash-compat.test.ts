@@ -37,7 +37,9 @@ function referenceHash(spec: NormalizedAttempt): string {
     deadlineSeconds: spec.deadlineSeconds,
     ...(spec.sidecars.length ? { sidecars: spec.sidecars } : {}),
   };
-  return createHash('sha256').update(canonicalJson({ schema: 1, spec: hashed })).digest('hex');
+  return createHash('sha256')
+    .update(canonicalJson({ schema: 1, spec: hashed }))
+    .digest('hex');
 }
 
 /** Every example spec and good fixture, with the hash it has had since it was written. */
@@ -86,19 +88,20 @@ const attempt: fc.Arbitrary<NormalizedAttempt> = fc.record({
   workingDir: text,
   env: dict,
   secretEnv: dict,
-  secrets: fc.array(
-    fc.oneof(
-      fc.record({ name, fromEnv: name }),
-      fc.record({ name, fromFile: text }),
-    ),
-    { maxLength: 3 },
-  ),
+  secrets: fc.array(fc.oneof(fc.record({ name, fromEnv: name }), fc.record({ name, fromFile: text })), { maxLength: 3 }),
   fixture: fc.option(text, { nil: null }),
   fixtureDigest: fc.option(fc.stringMatching(/^[0-9a-f]{8}$/), { nil: null }),
   results: text,
-  network: fc.record({ mode: fc.constantFrom('none', 'isolated', 'bridge') as fc.Arbitrary<NormalizedAttempt['network']['mode']>, egress: fc.array(text, { maxLength: 3 }) }),
+  network: fc.record({
+    mode: fc.constantFrom('none', 'isolated', 'bridge') as fc.Arbitrary<NormalizedAttempt['network']['mode']>,
+    egress: fc.array(text, { maxLength: 3 }),
+  }),
   volumes: fc.array(fc.record({ name, mountPath: text, readOnly: fc.boolean() }), { maxLength: 3 }),
-  resources: fc.record({ cpus: fc.option(fc.double({ min: 0.1, max: 8, noNaN: true }), { nil: null }), memoryBytes: fc.option(fc.nat(), { nil: null }), pids: fc.nat() }),
+  resources: fc.record({
+    cpus: fc.option(fc.double({ min: 0.1, max: 8, noNaN: true }), { nil: null }),
+    memoryBytes: fc.option(fc.nat(), { nil: null }),
+    pids: fc.nat(),
+  }),
   deadlineSeconds: fc.option(fc.nat(), { nil: null }),
   retries: fc.nat(10),
   ttlSecondsAfterFinished: fc.option(fc.nat(), { nil: null }),
@@ -159,10 +162,26 @@ describe('spec hash stays what it was', () => {
   });
 });
 
-describe('a field added after the first hash cannot change an existing spec\'s hash', () => {
+describe("a field added after the first hash cannot change an existing spec's hash", () => {
   afterEach(cleanupTemp);
   /** The fields referenceHash hashes: the only ones hashed whatever their value. */
-  const FIRST = ['apiVersion', 'command', 'deadlineSeconds', 'env', 'fixtureDigest', 'image', 'kind', 'name', 'network', 'resources', 'results', 'secretEnv', 'secrets', 'volumes', 'workingDir'];
+  const FIRST = [
+    'apiVersion',
+    'command',
+    'deadlineSeconds',
+    'env',
+    'fixtureDigest',
+    'image',
+    'kind',
+    'name',
+    'network',
+    'resources',
+    'results',
+    'secretEnv',
+    'secrets',
+    'volumes',
+    'workingDir',
+  ];
   const rules = Object.entries(SPEC_FIELDS) as [keyof NormalizedAttempt, unknown][];
   const later = rules.filter((e): e is [keyof NormalizedAttempt, { default: unknown }] => typeof e[1] === 'object' && e[1] !== null && 'default' in e[1]);
 

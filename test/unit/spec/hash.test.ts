@@ -78,10 +78,16 @@ describe('spec/hash', () => {
 
     it('ignores the order of secrets, volumes and egress, and equal ways of writing memory', async () => {
       const a = await hashOf(
-        doc('x', '  secrets: [{name: a, fromEnv: A}, {name: b, fromEnv: B}]\n  volumes: [{name: v, mountPath: /v}, {name: w, mountPath: /w}]\n  network: {mode: isolated, egress: [a.b:1, c.d:2]}\n  resources: {memory: 1Gi}\n'),
+        doc(
+          'x',
+          '  secrets: [{name: a, fromEnv: A}, {name: b, fromEnv: B}]\n  volumes: [{name: v, mountPath: /v}, {name: w, mountPath: /w}]\n  network: {mode: isolated, egress: [a.b:1, c.d:2]}\n  resources: {memory: 1Gi}\n',
+        ),
       );
       const b = await hashOf(
-        doc('x', '  secrets: [{name: b, fromEnv: B}, {name: a, fromEnv: A}]\n  volumes: [{name: w, mountPath: /w}, {name: v, mountPath: /v/}]\n  network: {mode: isolated, egress: [C.D:2, a.b:1]}\n  resources: {memory: 1073741824}\n'),
+        doc(
+          'x',
+          '  secrets: [{name: b, fromEnv: B}, {name: a, fromEnv: A}]\n  volumes: [{name: w, mountPath: /w}, {name: v, mountPath: /v/}]\n  network: {mode: isolated, egress: [C.D:2, a.b:1]}\n  resources: {memory: 1073741824}\n',
+        ),
       );
       expect(a).to.equal(b);
     });
@@ -116,7 +122,7 @@ describe('spec/hash', () => {
       expect(file1).not.to.equal(fromEnvA);
     });
 
-    it('follows the fixture\'s content, not where the specs folder is', async () => {
+    it("follows the fixture's content, not where the specs folder is", async () => {
       const sb = sandbox({ 'a.yaml': doc('x', '  fixture: ./fx\n'), 'fx/in.txt': 'one', 'fx/sub/b.txt': 'b' });
       const load = async (): Promise<string> => {
         const r = await loadSpecs({ specsDir: sb.specs, resultsRoot: sb.results });

@@ -14,9 +14,24 @@ import type { SpecErrorCode } from '../../../src/spec/types';
 import { cleanupTemp, tempDir } from './helpers';
 
 const CODES: ReadonlySet<SpecErrorCode> = new Set<SpecErrorCode>([
-  'io', 'encoding', 'too-large', 'yaml-syntax', 'yaml-duplicate-key', 'yaml-alias-limit', 'yaml-too-deep', 'yaml-tag',
-  'not-a-mapping', 'schema', 'duplicate-name', 'path-escape', 'missing-file', 'fixture-link', 'fixture-special',
-  'egress-mode', 'secret-ref', 'quantity',
+  'io',
+  'encoding',
+  'too-large',
+  'yaml-syntax',
+  'yaml-duplicate-key',
+  'yaml-alias-limit',
+  'yaml-too-deep',
+  'yaml-tag',
+  'not-a-mapping',
+  'schema',
+  'duplicate-name',
+  'path-escape',
+  'missing-file',
+  'fixture-link',
+  'fixture-special',
+  'egress-mode',
+  'secret-ref',
+  'quantity',
 ]);
 
 describe('spec/loader properties', () => {
@@ -56,17 +71,65 @@ describe('spec/loader properties', () => {
   const yamlish = fc
     .array(
       fc.constantFrom(
-        'a', 'x', ':', ': ', ' ', '  ', '\n', '\n  ', '- ', '[', ']', '{', '}', ',', '&a ', '*a', '&b ', '*b', '!t ', '!!str ', '!!binary ',
-        '<<: ', '"', "'", '#', '\n---\n', '\n...\n', '? ', '\t', '|', '>', '%YAML 1.1\n', '42', 'yes', '~', 'null', '.inf', '0x1F',
-        'apiVersion: berth.dev/v1\n', 'kind: Attempt\n', 'metadata:\n', '  name: x\n', 'spec:\n', '  image: i\n', '  env:\n', '    A: 1\n',
-        '  volumes: [{name: v, mountPath: /v}]\n', '  resources: {memory: 1Gi}\n', '  network: {mode: isolated, egress: [a.b:1]}\n',
+        'a',
+        'x',
+        ':',
+        ': ',
+        ' ',
+        '  ',
+        '\n',
+        '\n  ',
+        '- ',
+        '[',
+        ']',
+        '{',
+        '}',
+        ',',
+        '&a ',
+        '*a',
+        '&b ',
+        '*b',
+        '!t ',
+        '!!str ',
+        '!!binary ',
+        '<<: ',
+        '"',
+        "'",
+        '#',
+        '\n---\n',
+        '\n...\n',
+        '? ',
+        '\t',
+        '|',
+        '>',
+        '%YAML 1.1\n',
+        '42',
+        'yes',
+        '~',
+        'null',
+        '.inf',
+        '0x1F',
+        'apiVersion: berth.dev/v1\n',
+        'kind: Attempt\n',
+        'metadata:\n',
+        '  name: x\n',
+        'spec:\n',
+        '  image: i\n',
+        '  env:\n',
+        '    A: 1\n',
+        '  volumes: [{name: v, mountPath: /v}]\n',
+        '  resources: {memory: 1Gi}\n',
+        '  network: {mode: isolated, egress: [a.b:1]}\n',
       ),
       { maxLength: 60 },
     )
     .map((parts) => parts.join(''));
 
   it('never throws on arbitrary YAML-ish text', async () => {
-    await fc.assert(fc.asyncProperty(yamlish, async (text) => wellFormed(text, await load(text))), { numRuns: 500 });
+    await fc.assert(
+      fc.asyncProperty(yamlish, async (text) => wellFormed(text, await load(text))),
+      { numRuns: 500 },
+    );
   });
 
   it('never throws on arbitrary JSON values written as YAML, alone or in a spec', async () => {
@@ -108,7 +171,10 @@ describe('spec/loader properties', () => {
         workingDir: fc.constantFrom('/workspace', '/w', '/a/b'),
         env: fc.dictionary(fc.stringMatching(/^[A-Z_][A-Z0-9_]{0,5}$/), fc.string(), { maxKeys: 4 }),
         network: fc.record({ mode: fc.constantFrom('none', 'bridge') }, { requiredKeys: [] }),
-        resources: fc.record({ cpus: fc.constantFrom(0.5, 1, 2), memory: fc.constantFrom('64Mi', '1Gi', 8000000), pids: fc.integer({ min: 1, max: 1000 }) }, { requiredKeys: [] }),
+        resources: fc.record(
+          { cpus: fc.constantFrom(0.5, 1, 2), memory: fc.constantFrom('64Mi', '1Gi', 8000000), pids: fc.integer({ min: 1, max: 1000 }) },
+          { requiredKeys: [] },
+        ),
         retries: fc.integer({ min: 0, max: 100 }),
         deadlineSeconds: fc.integer({ min: 1, max: 100000 }),
       },

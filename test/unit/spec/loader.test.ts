@@ -70,7 +70,7 @@ describe('spec/loader', () => {
     expect(r.unreadableFiles.has('evil.yaml')).to.equal(true);
   });
 
-  it('one bad file never hides another file\'s errors nor stops valid files from loading', async () => {
+  it("one bad file never hides another file's errors nor stops valid files from loading", async () => {
     const sb = sandbox({
       'a-syntax.yaml': `${doc('broken-a')}  command: [sh\n`,
       'b-schema.yaml': doc('broken-b', '  retries: -1\n'),

@@ -102,7 +102,12 @@ describe('spec/normalize', () => {
   });
 
   it('gives memory in bytes whichever way it is written', async () => {
-    for (const [m, bytes] of [['64Mi', 64 * 1024 ** 2], ['1G', 1e9], ['67108864', 67108864], ['0.5Gi', 512 * 1024 ** 2]] as const) {
+    for (const [m, bytes] of [
+      ['64Mi', 64 * 1024 ** 2],
+      ['1G', 1e9],
+      ['67108864', 67108864],
+      ['0.5Gi', 512 * 1024 ** 2],
+    ] as const) {
       const r = await loadOne(doc('x', `  resources: {memory: ${m}}\n`));
       expect(r.specs[0]?.spec.resources.memoryBytes, m).to.equal(bytes);
     }

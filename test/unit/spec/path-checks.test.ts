@@ -13,7 +13,7 @@ describe('spec/path checks', () => {
   afterEach(cleanupTemp);
 
   describe('fixture', () => {
-    it('resolves against the spec file\'s folder to a real path, with a digest', async () => {
+    it("resolves against the spec file's folder to a real path, with a digest", async () => {
       const sb = sandbox({ 'sub/a.yaml': doc('a', '  fixture: ../fx\n'), 'fx/in.txt': 'x', 'fx/more/b.txt': 'b' });
       symlinkSync('in.txt', path.join(sb.specs, 'fx', 'link-inside'));
       const r = await sb.load();
@@ -196,7 +196,11 @@ describe('spec/path checks: checkResults on one segment and on paths agree', () 
     // A results root that does not exist has no entries, and no links.
     const none = new RealCache();
     const missing = path.join(base, 'none');
-    for (let i = 0; i < 12; i++) expect(await checkResults(`c${i}`, { ...roots, resultsRoot: missing, resultsReal: missing, realCache: none })).to.deep.equal({ ok: true, value: `c${i}` });
+    for (let i = 0; i < 12; i++)
+      expect(await checkResults(`c${i}`, { ...roots, resultsRoot: missing, resultsReal: missing, realCache: none })).to.deep.equal({
+        ok: true,
+        value: `c${i}`,
+      });
     expect(none.noLinkIn(missing, 'c99')).to.equal(true);
   });
 });

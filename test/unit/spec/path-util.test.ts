@@ -48,7 +48,8 @@ describe('spec/path-util displayPath', () => {
         const under = cwd.endsWith('/') ? cwd : `${cwd}/`;
         // A name starting with '..' right under cwd ('/w/..a'): shown relative, as before (the
         // reference takes its '..a' for a way up).
-        const dotted = path.isAbsolute(abs) && path.normalize(abs) === abs && !abs.endsWith('/') && abs.startsWith(under) && abs.slice(under.length).startsWith('..');
+        const dotted =
+          path.isAbsolute(abs) && path.normalize(abs) === abs && !abs.endsWith('/') && abs.startsWith(under) && abs.slice(under.length).startsWith('..');
         expect(displayPath(abs, cwd), `${abs} from ${cwd}`).to.equal(dotted ? abs.slice(under.length) : displayReference(abs, cwd));
       }),
       { numRuns: 3000 },

@@ -52,7 +52,10 @@ describe('spec/results folders of different attempts', () => {
     expect(own.specs.map((s) => s.spec.results)).to.deep.equal(['s-a', 's-b']);
     const shared = await sandbox({ 's.yaml': SET('    results: all\n') }).load();
     expect(shared.specs).to.deep.equal([]);
-    expect(shared.errors.map((e) => [e.set, e.attempt, e.code])).to.deep.equal([['s', 's-a', 'results-overlap'], ['s', 's-b', 'results-overlap']]);
+    expect(shared.errors.map((e) => [e.set, e.attempt, e.code])).to.deep.equal([
+      ['s', 's-a', 'results-overlap'],
+      ['s', 's-b', 'results-overlap'],
+    ]);
     // per child, by coordinates: apart again
     const apart = await sandbox({ 's.yaml': SET('    results: runs/${{ matrix.seed }}\n') }).load();
     expect(apart.errors).to.deep.equal([]);

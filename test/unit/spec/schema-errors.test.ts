@@ -66,7 +66,7 @@ describe('spec/schema errors', () => {
     expect(errs.map(brief)).to.deep.equal(['8:8 spec.env.A [schema] must be a string or a mapping {secretRef: …} (got a list)']);
   });
 
-  it('reports the matching oneOf branch\'s own errors for a mapping value', async () => {
+  it("reports the matching oneOf branch's own errors for a mapping value", async () => {
     const errs = await errorsOf(doc('x', '  secrets: [{name: k, fromEnv: K}]\n  env:\n    A: {secretRef: "bad/name"}\n'));
     expect(errs.map(brief)).to.deep.equal([
       "9:20 spec.env.A.secretRef [schema] must be a secret name: letters, digits, '.', '_' or '-' (no '/', not '.' or '..') (got \"bad/name\")",
@@ -78,7 +78,7 @@ describe('spec/schema errors', () => {
     expect(errs.map(brief)).to.deep.equal([
       '7:21 spec.resources.cpus [schema] must be at least 0.01 (got 0)',
       '7:30 spec.resources.pids [schema] must be a whole number (got 0.5)',
-      "8:46 spec.volumes[1].name [schema] must be a DNS-1123 label: lowercase letters, digits and '-', starting and ending with a letter or digit (got \"B\")",
+      '8:46 spec.volumes[1].name [schema] must be a DNS-1123 label: lowercase letters, digits and \'-\', starting and ending with a letter or digit (got "B")',
     ]);
   });
 

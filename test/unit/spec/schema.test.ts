@@ -57,7 +57,7 @@ describe('spec/schema file', () => {
     }
   });
 
-  it('accepts the contract\'s example spec', () => {
+  it("accepts the contract's example spec", () => {
     const v = attemptValidator();
     const ok = v({
       apiVersion: 'berth.dev/v1',

@@ -14,9 +14,15 @@ describe('spec/semantic', () => {
     expect(
       check({
         env: { A: 'a', KEY: { secretRef: 'k' } },
-        secrets: [{ name: 'k', fromEnv: 'K' }, { name: 'f', fromFile: './f' }],
+        secrets: [
+          { name: 'k', fromEnv: 'K' },
+          { name: 'f', fromFile: './f' },
+        ],
         network: { mode: 'isolated', egress: ['a.example.com:443'] },
-        volumes: [{ name: 'c', mountPath: '/cache' }, { name: 'd', mountPath: '/workspace/data' }],
+        volumes: [
+          { name: 'c', mountPath: '/cache' },
+          { name: 'd', mountPath: '/workspace/data' },
+        ],
         resources: { memory: '6Mi' },
         workingDir: '/work',
       }),
@@ -30,7 +36,15 @@ describe('spec/semantic', () => {
   });
 
   it('requires env secretRefs to name declared secrets, and secret names to be unique', () => {
-    expect(check({ env: { A: { secretRef: 'nope' } }, secrets: [{ name: 'k', fromEnv: 'K' }, { name: 'k', fromEnv: 'J' }] })).to.deep.equal([
+    expect(
+      check({
+        env: { A: { secretRef: 'nope' } },
+        secrets: [
+          { name: 'k', fromEnv: 'K' },
+          { name: 'k', fromEnv: 'J' },
+        ],
+      }),
+    ).to.deep.equal([
       'spec.secrets[1].name [secret-ref] duplicate secret name "k" (also spec.secrets[0])',
       'spec.env.A.secretRef [secret-ref] secret "nope" is not declared in spec.secrets; declared: k',
     ]);
@@ -68,9 +82,7 @@ describe('spec/semantic', () => {
   });
 
   it('checks the memory quantity range', () => {
-    expect(check({ resources: { memory: '3Mi' } })).to.deep.equal([
-      'spec.resources.memory [quantity] must be at least 6Mi (got "3Mi" = 3145728 bytes)',
-    ]);
+    expect(check({ resources: { memory: '3Mi' } })).to.deep.equal(['spec.resources.memory [quantity] must be at least 6Mi (got "3Mi" = 3145728 bytes)']);
     expect(check({ resources: { memory: '2Pi' } })).to.deep.equal(['spec.resources.memory [quantity] must be at most 1Pi (got "2Pi")']);
   });
 

@@ -71,7 +71,15 @@ describe('cli/validate', () => {
   });
 
   it('summarizes unreadable files and empty folders', () => {
-    const base: LoadReport = { specs: [], errors: [], protectedNames: new Set(), unreadableFiles: new Set(), unreadableFolders: new Set(), files: [], documents: 0 };
+    const base: LoadReport = {
+      specs: [],
+      errors: [],
+      protectedNames: new Set(),
+      unreadableFiles: new Set(),
+      unreadableFolders: new Set(),
+      files: [],
+      documents: 0,
+    };
     expect(summary(base)).to.equal('0 files, 0 attempts: no spec files found');
     const err = { file: 'a.yaml', line: 1, col: 1, path: '', code: 'yaml-syntax' as const, message: 'x' };
     expect(summary({ ...base, files: ['a.yaml', 'b.yaml'], documents: 1, errors: [err, err], unreadableFiles: new Set(['a.yaml']) })).to.equal(
@@ -95,6 +103,8 @@ spec:
     expect(body.sets).to.deep.equal([{ name: 's', valid: true, children: ['s-a', 's-b', 's-c'] }]);
     // A set whose matrix cannot be expanded is invalid, its file protected, but not "unreadable".
     const bad = sandbox({ 's.yaml': set.replace('[a, b, c]', '[]') });
-    expect((await run([bad.specs], 'text', bad.results)).out).to.equal('1 file, 0 attempts (1 AttemptSet): 0 valid, 0 invalid, 1 AttemptSet invalid (1 error)\n');
+    expect((await run([bad.specs], 'text', bad.results)).out).to.equal(
+      '1 file, 0 attempts (1 AttemptSet): 0 valid, 0 invalid, 1 AttemptSet invalid (1 error)\n',
+    );
   });
 });

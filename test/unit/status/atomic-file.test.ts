@@ -99,7 +99,9 @@ describe('status/atomic-file', () => {
       expect(err).to.be.instanceOf(CorruptJsonError);
       expect((err as CorruptJsonError).code).to.equal('CorruptJson');
       expect((err as CorruptJsonError).file).to.equal(file);
-      expect((err as Error).message).to.contain(file).and.to.contain('not valid JSON');
+      expect((err as Error).message)
+        .to.contain(file)
+        .and.to.contain('not valid JSON');
       await fs.writeFile(file, '  \n');
       await readJsonFile(file).then(
         () => expect.fail('should throw'),

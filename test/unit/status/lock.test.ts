@@ -132,7 +132,9 @@ describe('status/lock', () => {
     await fs.writeFile(lockFile, '{"pid": ');
     const err = await acquireLock(dir, 'default').catch((e: unknown) => e);
     expect(err).to.be.instanceOf(LockUnreadableError);
-    expect((err as Error).message).to.contain(lockFile).and.to.contain('remove it');
+    expect((err as Error).message)
+      .to.contain(lockFile)
+      .and.to.contain('remove it');
     await fs.writeFile(lockFile, JSON.stringify({ pid: 0, hostname: 'h' }));
     expect(await acquireLock(dir, 'default').catch((e: unknown) => e)).to.be.instanceOf(LockUnreadableError);
     expect(await fs.readFile(lockFile, 'utf8')).to.contain('"pid":0');

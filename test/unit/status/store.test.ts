@@ -80,7 +80,9 @@ describe('status/store', () => {
     await s.put(rec('garbage', { phase: 'Running' }));
     const rebuilt = JSON.parse(await fs.readFile(path.join(attempts(), 'garbage.json'), 'utf8')) as AttemptStatus;
     expect(rebuilt.warnings).to.have.length(1);
-    expect(rebuilt.warnings?.[0]).to.match(/status record rebuilt from the engine: the earlier one was damaged \(not valid JSON \(binary content, not text\)\) and is kept at .*damaged\/garbage\.json\./);
+    expect(rebuilt.warnings?.[0]).to.match(
+      /status record rebuilt from the engine: the earlier one was damaged \(not valid JSON \(binary content, not text\)\) and is kept at .*damaged\/garbage\.json\./,
+    );
     expect(s.damaged().has('garbage')).to.equal(false);
     await s.put(rec('garbage', { phase: 'Succeeded', warnings: rebuilt.warnings ?? [] }));
     expect((await s.get('garbage'))?.warnings, 'said once').to.have.length(1);
@@ -117,7 +119,7 @@ describe('status/store', () => {
     expect(left).not.to.include.members([liveOld]);
   });
 
-  it('a read while another is under way (a pass beside the writer\'s recovery) shares it: one read, one report', async () => {
+  it("a read while another is under way (a pass beside the writer's recovery) shares it: one read, one report", async () => {
     const s = store();
     const [a, b] = await Promise.all([s.loadAll(), s.recover().then(() => s.loadAll())]);
     expect(a).to.equal(b);
@@ -162,7 +164,11 @@ describe('status/store', () => {
       await write(r.name, JSON.stringify(r));
     }
     // an engine boot that is not one, and a check without a detail: read as they are
-    const odd = { ...rec('odd'), engineBoot: 'not-an-object', lastAttestation: { at: '2026-01-01T00:00:01.000Z', depth: 'list', ok: false, checks: [{ name: 7 }, { name: 'labels', ok: false }] } };
+    const odd = {
+      ...rec('odd'),
+      engineBoot: 'not-an-object',
+      lastAttestation: { at: '2026-01-01T00:00:01.000Z', depth: 'list', ok: false, checks: [{ name: 7 }, { name: 'labels', ok: false }] },
+    };
     written.odd = odd;
     await write('odd', JSON.stringify(odd));
     // a compact store (the controller's: one copy of each repeated string) and a plain one read the same
@@ -172,5 +178,4 @@ describe('status/store', () => {
     }
     expect([...compact.damaged().keys()].sort()).to.deep.equal(DAMAGED);
   });
-
 });
