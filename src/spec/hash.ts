@@ -61,6 +61,32 @@ type AnyRule = 'hash' | 'ignore' | ((spec: NormalizedAttempt) => unknown) | { de
 
 const byName = <T extends { name: string }>(a: T, b: T): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
+type Resources = NormalizedAttempt['resources'];
+/** The sub-fields of `resources` in the first hash; the same rule one level down (`resources` is hashed as an object). */
+type FirstResource = 'cpus' | 'memoryBytes' | 'pids';
+type ResourceRule<K extends keyof Resources> = 'ignore' | (K extends FirstResource ? 'hash' : { default: Resources[K] });
+
+/** How each field of `resources` counts for the hash: every field, exactly once (a new one states its default). */
+export const RESOURCE_FIELDS = {
+  cpus: 'hash',
+  memoryBytes: 'hash',
+  pids: 'hash',
+} satisfies { [K in keyof Resources]: ResourceRule<K> };
+
+/** `value`'s fields as `rules` count them: a field at its rule's default is left out, as if absent. */
+function counted(rules: Record<string, AnyRule | undefined>, value: object, spec?: NormalizedAttempt): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) {
+    const rule: AnyRule = (Object.hasOwn(rules, key) ? rules[key] : undefined) ?? 'hash';
+    if (rule === 'ignore') continue;
+    const v = (value as Record<string, unknown>)[key];
+    if (rule === 'hash') out[key] = v;
+    else if (typeof rule === 'function') out[key] = spec ? rule(spec) : v;
+    else if (canonicalJson(v) !== canonicalJson(rule.default)) out[key] = v;
+  }
+  return out;
+}
+
 /** How each field of the normalized attempt counts for the hash: every field, exactly once. */
 export const SPEC_FIELDS = {
   apiVersion: 'hash',
@@ -80,7 +106,7 @@ export const SPEC_FIELDS = {
   results: 'hash',
   network: (s) => ({ mode: s.network.mode, egress: [...s.network.egress].sort() }),
   volumes: (s) => [...s.volumes].sort(byName),
-  resources: 'hash',
+  resources: (s) => counted(RESOURCE_FIELDS, s.resources),
   deadlineSeconds: 'hash',
   retries: 'ignore',
   ttlSecondsAfterFinished: 'ignore',
@@ -91,17 +117,7 @@ export const SPEC_FIELDS = {
 
 /** The normalized attempt with the ignored fields blanked and the rest in their hashed form. */
 export function hashedSpec(spec: NormalizedAttempt): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  const rules = SPEC_FIELDS as Record<string, AnyRule | undefined>;
-  for (const key of Object.keys(spec)) {
-    const rule: AnyRule = (Object.hasOwn(rules, key) ? rules[key] : undefined) ?? 'hash';
-    if (rule === 'ignore') continue;
-    const value = (spec as unknown as Record<string, unknown>)[key];
-    if (rule === 'hash') out[key] = value;
-    else if (typeof rule === 'function') out[key] = rule(spec);
-    else if (canonicalJson(value) !== canonicalJson(rule.default)) out[key] = value;
-  }
-  return out;
+  return counted(SPEC_FIELDS as Record<string, AnyRule | undefined>, spec, spec);
 }
 
 /** sha256 hex of the canonical hashed form of `spec`. */

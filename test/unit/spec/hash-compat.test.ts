@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import * as path from 'node:path';
 import { SPEC_HASH_SCHEMA } from '../../../src/constants';
 import { canonicalJson } from '../../../src/spec/canonical-json';
-import { SPEC_FIELDS, specHash } from '../../../src/spec/hash';
+import { RESOURCE_FIELDS, SPEC_FIELDS, specHash } from '../../../src/spec/hash';
 import { loadSpecs } from '../../../src/spec/loader';
 import type { NormalizedAttempt } from '../../../src/spec/types';
 import { REPO, cleanupTemp, doc, loadOne, tempDir } from './helpers';
@@ -217,6 +217,42 @@ describe("a field added after the first hash cannot change an existing spec's ha
         }
       }),
       { numRuns: 200 },
+    );
+  });
+});
+
+describe("resources: a sub-field added after the first hash cannot change an existing spec's hash either", () => {
+  afterEach(cleanupTemp);
+  const rules = Object.entries(RESOURCE_FIELDS) as [string, unknown][];
+  const later = rules.filter((e): e is [string, { default: unknown }] => typeof e[1] === 'object' && e[1] !== null && 'default' in e[1]);
+
+  it('only cpus, memoryBytes and pids are hashed at every value; every other sub-field is ignored or declares its default', () => {
+    expect(
+      rules
+        .filter(([, r]) => r === 'hash')
+        .map(([k]) => k)
+        .sort(),
+    ).to.deep.equal(['cpus', 'memoryBytes', 'pids']);
+    for (const [k, r] of rules) expect(r === 'hash' || r === 'ignore' || later.some(([l]) => l === k), k).to.equal(true);
+  });
+
+  it('a spec that does not write a later sub-field loads with it at its default, and hashes as if it were absent', async () => {
+    const r = await loadOne(doc('minimal'));
+    expect(r.errors).to.deep.equal([]);
+    const spec = r.specs[0]?.spec as NormalizedAttempt;
+    const res = spec.resources as unknown as Record<string, unknown>;
+    for (const [k, rule] of later) expect(canonicalJson(res[k]), k).to.equal(canonicalJson(rule.default));
+    const first = { cpus: spec.resources.cpus, memoryBytes: spec.resources.memoryBytes, pids: spec.resources.pids };
+    expect(specHash(spec)).to.equal(specHash({ ...spec, resources: first }));
+  });
+
+  it('a sub-field the table does not know is hashed (it replaces), never ignored silently', () => {
+    fc.assert(
+      fc.property(attempt, (s) => {
+        const more = { ...s, resources: { ...s.resources, unknownLimit: 1 } } as unknown as NormalizedAttempt;
+        expect(specHash(more)).to.not.equal(specHash(s));
+      }),
+      { numRuns: 50 },
     );
   });
 });
