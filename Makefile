@@ -54,20 +54,14 @@ run: setup
 
 test: setup browser
 	$(NPM) test
-	$(MAKE) --no-print-directory test-lines
+	./scripts/test-lines.sh $(NODE_LINES)
 
 test-unit: deps
 	$(NPM) run test:unit
 
 # The unit tests on every other maintained line of Node.js (the whole suite ran on berth's own).
 test-lines: deps
-	@mine=$$(node -p 'process.versions.node.split(".")[0]'); \
-	for line in $(NODE_LINES); do \
-	  [ "$$line" != "$$mine" ] || continue; \
-	  bin=$$(./scripts/node-up.sh "$$line"); \
-	  echo "unit tests on Node $$($$bin -p process.version)"; \
-	  $$bin node_modules/mocha/bin/mocha.js --config .mocharc.unit.cjs || exit 1; \
-	done
+	./scripts/test-lines.sh $(NODE_LINES)
 
 lint: deps
 	$(NPM) run lint
