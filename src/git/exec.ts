@@ -119,13 +119,19 @@ function subcommand(args: readonly string[]): string {
 }
 
 /**
- * Lines git adds after every failed connection, whatever went wrong: left out so that the cause
- * (ssh's "Host key verification failed.", "Permission denied (publickey).") is what is kept.
+ * Lines git adds after every failed connection, and after a lock file it found, whatever went
+ * wrong: left out so that the cause (ssh's "Host key verification failed.", "Permission denied
+ * (publickey).", "Unable to create '….lock': File exists.") is what is kept.
  */
 const BOILERPLATE = new Set([
   'fatal: Could not read from remote repository.',
   'Please make sure you have the correct access rights',
   'and the repository exists.',
+  'Another git process seems to be running in this repository, e.g.',
+  "an editor opened by 'git commit'. Please make sure all processes",
+  'are terminated then try again. If it still fails, a git process',
+  'may have crashed in this repository earlier:',
+  'remove the file manually to continue.',
 ]);
 
 /** git's message: its last few non-empty lines, on one line (hints, banners and boilerplate left out). */

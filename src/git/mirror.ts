@@ -55,8 +55,21 @@ export class GitMirror {
     await this.removeLeftovers();
   }
 
-  /** Fetches `ref` (default: the remote's HEAD) of `url` into `into`; the commit it points to. */
+  /**
+   * Fetches `ref` (default: the remote's HEAD) of `url` into `into`; the commit it points to. A
+   * fetch refused for a lock file that no live git holds (a berth, and its git, killed in a fetch)
+   * removes those lock files and is tried once more.
+   */
   async fetch(url: string, ref: string | undefined, into: string = GIT.targetRef): Promise<string> {
+    try {
+      return await this.fetchOnce(url, ref, into);
+    } catch (err) {
+      if (!(err instanceof GitError) || !LOCKED.test(err.detail) || !(await this.removeStaleLocks())) throw err;
+      return this.fetchOnce(url, ref, into);
+    }
+  }
+
+  private async fetchOnce(url: string, ref: string | undefined, into: string): Promise<string> {
     await this.git([
       '--git-dir',
       this.mirror,
@@ -185,7 +198,45 @@ export class GitMirror {
       if (m && !pidAlive(Number(m[1])))
         await fs.rm(path.join(this.root, n), { recursive: true, force: true, maxRetries: 5, retryDelay: 100 }).catch(() => undefined);
     }
+    await this.removeStaleLocks();
   }
+
+  /**
+   * The lock files git left in the mirror (`*.lock` at its top and under `refs/`) when no live git
+   * works in it: every git berth runs there has the mirror's folder as its working directory, so
+   * a process whose working directory it is holds them. Where that cannot be seen (no /proc), the
+   * locks stay. Whether any was removed.
+   */
+  private async removeStaleLocks(): Promise<boolean> {
+    const locks: string[] = [];
+    const walk = async (dir: string, depth: number): Promise<void> => {
+      for (const e of await fs.readdir(dir, { withFileTypes: true }).catch(() => [])) {
+        const p = path.join(dir, e.name);
+        if (e.isFile() && e.name.endsWith('.lock')) locks.push(p);
+        else if (e.isDirectory() && depth > 0 && (dir !== this.mirror || e.name === 'refs')) await walk(p, depth - 1);
+      }
+    };
+    await walk(this.mirror, 8);
+    if (locks.length === 0 || (await gitAt(this.root))) return false;
+    for (const l of locks) await fs.rm(l, { force: true });
+    return true;
+  }
+}
+
+/** git refusing to go on because a lock file exists (exec.ts keeps the line that names it). */
+const LOCKED = /\.lock'?: File exists/;
+
+/** Whether a live process (other than this one) has `dir` as its working directory; true where that cannot be known. */
+async function gitAt(dir: string): Promise<boolean> {
+  const real = await fs.realpath(dir).catch(() => dir);
+  let pids: string[];
+  try {
+    pids = (await fs.readdir('/proc')).filter((n) => /^\d+$/.test(n) && Number(n) !== process.pid);
+  } catch {
+    return true;
+  }
+  for (const pid of pids) if ((await fs.readlink(`/proc/${pid}/cwd`).catch(() => '')) === real) return true;
+  return false;
 }
 
 async function isDir(p: string): Promise<boolean> {
