@@ -199,6 +199,9 @@ export class Controller {
       (key, seen) => {
         if (seen) this.inspectedOnly.add(key);
         this.queue.add(key);
+        // The exit frees a slot now: the batch that plans its finish admits a waiting attempt too,
+        // rather than after the harvest.
+        if (seen) for (const w of this.waitingForSlot) this.queue.add(w);
       },
     );
     this.events = new EngineSource(this.engine, o.cfg.instance, o.log, {
