@@ -4,7 +4,17 @@
  * key over. Keys are independent, so one failing attempt never slows down the others.
  */
 
-import type { RateLimiter } from './rate-limiter';
+/** What the work queue asks of a limiter: how long until a key may be retried (rate-limiter.ts combines them). */
+export interface RateLimiter {
+  /** Delay before `key` may be retried; records one more retry of it. */
+  when(key: string): number;
+  /** The delay `when` would return right now, recording nothing (for `describe`). */
+  peek(key: string): number;
+  /** Stops tracking `key`: its next retry starts from scratch. */
+  forget(key: string): void;
+  /** How many times `key` was retried since it was last forgotten. */
+  numRequeues(key: string): number;
+}
 
 export interface BackoffOptions {
   /** Delay after the first failure. */

@@ -6,18 +6,9 @@
  */
 
 import type { Clock } from '../util/clock';
-import { ItemExponentialBackoff, type BackoffOptions } from './backoff';
+import { ItemExponentialBackoff, type BackoffOptions, type RateLimiter } from './backoff';
 
-export interface RateLimiter {
-  /** Delay before `key` may be retried; records one more retry of it. */
-  when(key: string): number;
-  /** The delay `when` would return right now, recording nothing (for `describe`). */
-  peek(key: string): number;
-  /** Stops tracking `key`: its next retry starts from scratch. */
-  forget(key: string): void;
-  /** How many times `key` was retried since it was last forgotten. */
-  numRequeues(key: string): number;
-}
+export type { RateLimiter } from './backoff';
 
 export interface TokenBucketOptions {
   /** Tokens added per second. */

@@ -38,4 +38,4 @@ export interface ExecContext {
   bootForStart: () => Promise<EngineBoot | undefined>;
 }
 
-export const iso = (ms: number): string => new Date(ms).toISOString();
+export { iso } from '../util/iso';

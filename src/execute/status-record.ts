@@ -6,7 +6,7 @@ import type { DesiredAttempt } from '../desired/types';
 import type { AttemptAction, Operation, RunCounters } from '../plan/types';
 import type { StatusStore } from '../status/store';
 import type { AttemptStatus } from '../status/types';
-import { iso } from './context';
+import { iso } from '../util/iso';
 
 export class StatusRecords {
   constructor(
