@@ -94,9 +94,13 @@ export function buildOf(spec: string | undefined): Build | undefined {
   if (!spec) return undefined;
   const eq = spec.indexOf('=');
   if (eq <= 0) throw new Error(`BENCH_AB: ${spec}: expected label=[node@]path/to/bin/berth.js`);
-  const rest = spec.slice(eq + 1);
-  const at = rest.indexOf('@');
-  return { label: spec.slice(0, eq), node: at > 0 ? rest.slice(0, at) : process.execPath, bin: at > 0 ? rest.slice(at + 1) : rest };
+  return { label: spec.slice(0, eq), ...nodeAndBin(spec.slice(eq + 1)) };
+}
+
+/** `[node@]bin`: a build's bin/berth.js, and the Node to run it with (default: this one). */
+export function nodeAndBin(build: string): { node: string; bin: string } {
+  const at = build.indexOf('@');
+  return at > 0 ? { node: build.slice(0, at), bin: build.slice(at + 1) } : { node: process.execPath, bin: build };
 }
 
 /** Node flags that write a CPU profile named `name` into `dir` when the process exits. */

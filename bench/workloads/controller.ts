@@ -11,7 +11,7 @@ import path from 'node:path';
 import type { RawEngine } from '../lib/engine';
 import { StartWatch } from '../lib/events';
 import { peerLabels, rawCreateBody, specText, type BenchRun, type BerthSandbox } from '../lib/fixture';
-import { BERTH_BIN, cpuMs, cpuProfArgs, Daemon, REPO, sleep, statusKb } from '../lib/proc';
+import { BERTH_BIN, cpuMs, cpuProfArgs, Daemon, nodeAndBin, REPO, sleep, statusKb } from '../lib/proc';
 
 const CMD = ['sleep', '600'];
 
@@ -39,8 +39,7 @@ export interface ControllerAt1000 {
 
 /** `bin`: another build's bin/berth.js, or `NODE@BIN` to run it with another Node (the build before a Node upgrade, on its own Node). */
 function startController(sb: BerthSandbox, nodeArgs: string[] = [], maxRunning = 50, build = BERTH_BIN): Daemon {
-  const at = build.indexOf('@');
-  const [node, bin] = at > 0 ? [build.slice(0, at), build.slice(at + 1)] : [process.execPath, build];
+  const { node, bin } = nodeAndBin(build);
   return new Daemon(node, [...nodeArgs, bin, 'reconcile', '--max-running', String(maxRunning), '--concurrency', '8', ...sb.globalArgs()], { cwd: REPO });
 }
 

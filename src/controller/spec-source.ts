@@ -16,9 +16,8 @@
  */
 import path from 'node:path';
 import { FolderLoad } from '../spec/folder-load';
-import { loadSpecs, type LoadReport } from '../spec/loader';
+import { loadSpecs, rootErrorLoad, type LoadReport } from '../spec/loader';
 import type { Revision } from '../git/source';
-import type { SpecError } from '../spec/types';
 import type { Logger } from '../util/log';
 import { isIgnoredName, isSpecFileName } from '../spec/walk';
 import { SpecsWatch } from './specs-watch';
@@ -123,17 +122,7 @@ export class SpecSource {
     const rev = git?.current();
     if (git && !rev) {
       this.dirty = true;
-      const rootError: SpecError = { file: git.url, line: 1, col: 1, path: '', code: 'io', message: 'no revision of the git source fetched yet' };
-      return {
-        specs: [],
-        errors: [rootError],
-        protectedNames: new Set(),
-        unreadableFiles: new Set(),
-        unreadableFolders: new Set(),
-        rootError,
-        files: [],
-        documents: 0,
-      };
+      return rootErrorLoad(git.url, 'no revision of the git source fetched yet');
     }
     // Only the first load looks on disk (start-up); later ones find what they keep in memory.
     const cacheIn = this.current ? undefined : this.opts.stateDir;

@@ -362,20 +362,25 @@ function resolveNames(decls: Declaration[]): { specs: LoadedSpec[]; protectedNam
   return { specs, protectedNames, duplicateErrors };
 }
 
+/** A load that knows no attempt because the specs cannot be read at all: `message` says why. */
+export function rootErrorLoad(file: string, message: string): LoadReport {
+  const rootError: SpecError = { file, line: 1, col: 1, path: '', code: 'io', message };
+  return {
+    specs: [],
+    errors: [rootError],
+    protectedNames: new Set(),
+    unreadableFiles: new Set(),
+    unreadableFolders: new Set(),
+    rootError,
+    files: [],
+    documents: 0,
+  };
+}
+
 export async function guard(run: () => Promise<LoadReport>): Promise<LoadReport> {
   try {
     return await run();
   } catch (err) {
-    const rootError: SpecError = { file: '', line: 1, col: 1, path: '', code: 'io', message: `cannot load specs: ${String(err)}` };
-    return {
-      specs: [],
-      errors: [rootError],
-      protectedNames: new Set(),
-      unreadableFiles: new Set(),
-      unreadableFolders: new Set(),
-      rootError,
-      files: [],
-      documents: 0,
-    };
+    return rootErrorLoad('', `cannot load specs: ${String(err)}`);
   }
 }

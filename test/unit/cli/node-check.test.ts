@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -63,5 +63,12 @@ describe('cli: the Node version check', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('package.json, scripts/node-up.sh and bin/node-check.js name the same lowest Node', () => {
+    const engines = (JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { engines: { node: string } }).engines.node;
+    const setup = /^MIN=(\d+\.\d+)\.0$/m.exec(readFileSync(path.join(REPO, 'scripts', 'node-up.sh'), 'utf8'))?.[1];
+    const check = /var MIN = \[(\d+), (\d+)\]/.exec(readFileSync(path.join(REPO, 'bin', 'node-check.js'), 'utf8'));
+    expect([engines, `>=${setup}`, `>=${check?.[1]}.${check?.[2]}`]).to.deep.equal(['>=22.22', '>=22.22', '>=22.22']);
   });
 });
