@@ -14,6 +14,14 @@
  *   claim taken (or the lock changed) and see the new holder.
  * - A claim left by a taker that died mid-takeover is itself taken over the same way, by a claim
  *   named after the dead taker's token.
+ *
+ * A lock file that cannot be read (not JSON, not a lock, a folder or a link where the file should
+ * be) names no holder. Alone, the lock cannot tell whether a writer it cannot read still runs, so
+ * it refuses (LockUnreadableError). A caller that holds the instance's engine lock
+ * (engine-lock.ts), the authority on who writes, knows no other writer runs: with
+ * `unreadableIsStale` the file is set aside into `<state>/<instance>/damaged/` as a damaged
+ * record is (damaged.ts), by the claim of its generation (its inode and change time) as above,
+ * and the lock taken.
  */
 
 import { randomBytes } from 'node:crypto';
@@ -21,6 +29,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { systemClock, type Clock } from '../util/clock';
 import { CorruptJsonError, isCode, readJsonFile, syncDir, tempPathFor } from './atomic-file';
+import { checkStateFolder, setAside } from './damaged';
 import { currentProcess, liveness, type HeldLock, type HeldLockOptions, type HolderIdentity, type Self } from './liveness';
 
 /** What a lock file holds. */
@@ -38,6 +47,12 @@ export interface Lock extends HeldLock<LockInfo> {
 
 export interface LockOptions extends HeldLockOptions {
   clock?: Clock;
+  /**
+   * The caller holds the instance's engine lock, so no other berth process writes this
+   * instance: an unreadable lock file is no live writer's. It is set aside (with one warning)
+   * instead of refused.
+   */
+  unreadableIsStale?: boolean;
 }
 
 /** "pid 1234 on host h since 2025-01-01T00:00:00.000Z" */
@@ -75,12 +90,15 @@ export class LockUnreadableError extends Error {
 const MAX_ROUNDS = 8;
 /** How many dead takers in a row a takeover follows (each one a crash mid-takeover). */
 const MAX_CLAIM_DEPTH = 8;
+/** A lock file is a few hundred bytes: a bigger one is not read, it is damaged. */
+const MAX_LOCK_BYTES = 64 * 1024;
 
 /** Takes `<stateDir>/<instance>.lock`, or throws LockHeldError naming the live holder. */
 export async function acquireLock(stateDir: string, instance: string, options: LockOptions = {}): Promise<Lock> {
   if (instance === '' || instance === '.' || instance === '..' || /[/\\\0]/.test(instance)) {
     throw new RangeError(`lock instance must be a plain file name, got ${JSON.stringify(instance)}`);
   }
+  checkStateFolder(stateDir);
   await fs.mkdir(stateDir, { recursive: true });
   const lockPath = path.join(stateDir, `${instance}.lock`);
   const self = await currentProcess();
@@ -99,11 +117,47 @@ export async function acquireLock(stateDir: string, instance: string, options: L
   try {
     for (let round = 0; round < MAX_ROUNDS; round++) {
       if (await linkExclusive(candidate, lockPath)) return newLock(lockPath, info, undefined, options);
-      const holder = await readLock(lockPath);
-      if (holder === undefined) continue; // released meanwhile: try again
+      const seen = await inspectLock(lockPath);
+      if (seen === undefined) continue; // released meanwhile: try again
+      if ('unreadable' in seen) {
+        if (!options.unreadableIsStale) throw new LockUnreadableError(lockPath, seen.unreadable);
+        const damagedDir = path.join(stateDir, instance, 'damaged');
+        let kept: string | undefined;
+        const outcome = await takeOver(lockPath, candidate, seen.generation, self, {
+          still: async () => (await generationOf(lockPath)) === seen.generation,
+          replace: async () => {
+            try {
+              kept = await setAside(lockPath, damagedDir, (options.clock ?? systemClock).now());
+            } catch (err) {
+              throw new Error(
+                `${lockPath}: unreadable lock file (${seen.unreadable}) could not be set aside into ${damagedDir} (${(err as NodeJS.ErrnoException).code ?? String(err)}); ` +
+                  `no other berth process holds the instance's engine lock, so remove the file`,
+                { cause: err },
+              );
+            }
+            return linkExclusive(candidate, lockPath);
+          },
+        });
+        if (kept) {
+          options.logger?.warn(
+            `${lockPath}: unreadable lock file (${seen.unreadable}) set aside as ${kept}: the instance's engine lock, held by this berth, shows no other writer`,
+          );
+        }
+        if (outcome === 'won') return newLock(lockPath, info, undefined, options);
+        if (outcome !== 'retry') throw new LockHeldError(lockPath, outcome, false);
+        continue;
+      }
+      const holder = seen.holder;
       const state = await liveness(holder, self);
       if (state !== 'dead') throw new LockHeldError(lockPath, holder, state === 'other-host');
-      const outcome = await takeOver(lockPath, candidate, holder, self);
+      const outcome = await takeOver(lockPath, candidate, holder.token, self, {
+        still: async () => (await readLock(lockPath))?.token === holder.token,
+        replace: async () => {
+          await fs.rename(candidate, lockPath);
+          await syncDir(path.dirname(lockPath));
+          return true;
+        },
+      });
       if (outcome === 'won') {
         options.logger?.warn(`${lockPath}: took over a stale lock: ${describeHolder(holder)} is no longer running`);
         return newLock(lockPath, info, holder, options);
@@ -116,16 +170,57 @@ export async function acquireLock(stateDir: string, instance: string, options: L
   }
 }
 
+/** What holds the lock path: a holder, an unreadable file (what is wrong, and its generation), or nothing. */
+async function inspectLock(file: string): Promise<{ holder: LockInfo } | { unreadable: string; generation: string } | undefined> {
+  let st;
+  try {
+    st = await fs.lstat(file, { bigint: true });
+  } catch (err) {
+    if (isCode(err, 'ENOENT')) return undefined;
+    throw err;
+  }
+  const generation = `damaged-${st.ino}-${st.ctimeNs}`;
+  if (st.isSymbolicLink()) return { unreadable: 'a symbolic link, not a file', generation };
+  if (st.isDirectory()) return { unreadable: 'a folder, not a file', generation };
+  if (!st.isFile()) return { unreadable: 'not a regular file', generation };
+  if (st.size > MAX_LOCK_BYTES) return { unreadable: `${st.size} bytes, more than any lock file`, generation };
+  try {
+    const holder = await readLock(file);
+    return holder ? { holder } : undefined;
+  } catch (err) {
+    if (err instanceof LockUnreadableError) return { unreadable: err.detail, generation };
+    throw err;
+  }
+}
+
+/** The generation of the file at the lock path (as inspectLock names it), undefined when there is none. */
+async function generationOf(file: string): Promise<string | undefined> {
+  try {
+    const st = await fs.lstat(file, { bigint: true });
+    return `damaged-${st.ino}-${st.ctimeNs}`;
+  } catch (err) {
+    if (isCode(err, 'ENOENT')) return undefined;
+    throw err;
+  }
+}
+
 /**
- * Replaces the stale lock `stale` with `candidate`, holding the takeover claim for its generation.
+ * Replaces the stale lock of generation `guard` (a dead holder's token, or an unreadable file's
+ * generation), holding the takeover claim for it: `still` checks the lock is that generation yet,
+ * `replace` puts `candidate` in its place (false when someone else's lock got there first).
  * Returns 'won', 'retry' when the lock changed meanwhile, or the live contender taking it over.
  */
-async function takeOver(lockPath: string, candidate: string, stale: LockInfo, self: Self): Promise<'won' | 'retry' | LockInfo> {
+async function takeOver(
+  lockPath: string,
+  candidate: string,
+  guard: string,
+  self: Self,
+  stale: { still: () => Promise<boolean>; replace: () => Promise<boolean> },
+): Promise<'won' | 'retry' | LockInfo> {
   const deadClaims: string[] = [];
-  let guard = stale;
   let claim: string | undefined;
   for (let depth = 0; depth < MAX_CLAIM_DEPTH && claim === undefined; depth++) {
-    const claimPath = `${lockPath}.takeover-${guard.token}`;
+    const claimPath = `${lockPath}.takeover-${guard}`;
     if (await linkExclusive(candidate, claimPath)) {
       claim = claimPath;
       break;
@@ -134,19 +229,19 @@ async function takeOver(lockPath: string, candidate: string, stale: LockInfo, se
     if (taker === undefined) return 'retry'; // its taker finished: the lock has changed
     if ((await liveness(taker, self)) !== 'dead') return taker;
     deadClaims.push(claimPath);
-    guard = taker;
+    guard = taker.token;
   }
   if (claim === undefined) throw new Error(`${lockPath}: too many abandoned takeover claims; remove ${lockPath}.takeover-*`);
+  let won: boolean;
   try {
-    if ((await readLock(lockPath))?.token !== stale.token) return 'retry';
-    await fs.rename(candidate, lockPath);
-    await syncDir(path.dirname(lockPath));
+    if (!(await stale.still())) return 'retry';
+    won = await stale.replace();
   } finally {
     await fs.rm(claim, { force: true });
   }
   // Claims of dead takers guard a generation that no longer exists: nobody can use them now.
   for (const dead of deadClaims) await fs.rm(dead, { force: true });
-  return 'won';
+  return won ? 'won' : 'retry';
 }
 
 function newLock(lockPath: string, info: LockInfo, stale: LockInfo | undefined, options: LockOptions): Lock {

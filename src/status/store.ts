@@ -10,14 +10,33 @@
  * `<state>/<instance>/damaged/<name>.json.<time>` (kept for a person to read) and removes the
  * temp files of interrupted writes; the record written next for that attempt says it was
  * rebuilt. Readers never move files: only writers (who hold the instance's lock) do.
+ *
+ * The records folder itself may be damaged: a file, or a link to nothing, where the folder
+ * should be. Readers then read no records (every attempt as if it had none) and say so once,
+ * naming the path and what rebuilds it; a writer sets it aside as `damaged/attempts.<time>` and
+ * starts a new folder, which the next pass fills from the engine. A state folder (or instance
+ * folder) that is not a folder is a StateFolderError naming it (damaged.ts).
  */
 import { promises as fs, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { DEFAULTS } from '../constants';
-import { CorruptJsonError, isCode, readJsonFileSync, removeStaleTemps, syncDir, writeFileAtomic } from './atomic-file';
+import { CorruptJsonError, isCode, readJsonFileSync, removeStaleTemps, writeFileAtomic } from './atomic-file';
+import { checkStateFolder, folderProblem, setAside } from './damaged';
 import type { AttemptStatus } from './types';
 import { recordProblem } from './validate';
 import { mapChunked } from '../util/pool';
+
+/** The records folder, when it is not a folder (a file, a link to nothing). */
+export interface DamagedFolder {
+  /** The records folder's path. */
+  file: string;
+  /** What is wrong, in words. */
+  problem: string;
+  /** The error listing it gave (ENOTDIR, ENOENT, ELOOP). */
+  code?: string;
+  /** Where it was set aside, once it was. */
+  keptAt?: string;
+}
 
 /** A record that could not be used. */
 export interface DamagedRecord {
@@ -85,6 +104,7 @@ function shareStrings(rec: AttemptStatus): AttemptStatus {
 export class StatusStore {
   private cache: Map<string, AttemptStatus> | undefined;
   private readonly damagedNow = new Map<string, DamagedRecord>();
+  private folderDamage: DamagedFolder | undefined;
   private readonly warned = new Set<string>();
   private recovering: Promise<void> | undefined;
   private loading: Promise<Map<string, AttemptStatus>> | undefined;
@@ -92,11 +112,14 @@ export class StatusStore {
   /** Where damaged records are kept. */
   readonly damagedDir: string;
 
+  private readonly stateDir: string;
+
   constructor(
     stateDir: string,
     readonly instance: string,
     private readonly opts: StoreOptions = {},
   ) {
+    this.stateDir = path.resolve(stateDir);
     this.dir = path.join(path.resolve(stateDir), instance, 'attempts');
     this.damagedDir = path.join(path.resolve(stateDir), instance, 'damaged');
   }
@@ -141,8 +164,11 @@ export class StatusStore {
     let entries: string[] = [];
     try {
       entries = readdirSync(this.dir);
+      // Damage set aside stays known to this store; a folder that is fine again (mended by hand) clears the rest.
+      if (this.folderDamage && !this.folderDamage.keptAt) this.folderDamage = undefined;
     } catch (err) {
-      if (!isCode(err, 'ENOENT')) throw err;
+      if (!isCode(err, 'ENOENT', 'ENOTDIR', 'ELOOP')) throw err;
+      this.noteFolderDamaged(err);
     }
     const names = entries
       .filter((e) => e.endsWith('.json') && !e.startsWith('.'))
@@ -160,6 +186,39 @@ export class StatusStore {
     });
     this.cache = map;
     return map;
+  }
+
+  /** The records folder could not be listed: what is wrong with it, or with the folders above it (thrown). */
+  private noteFolderDamaged(err: unknown): void {
+    checkStateFolder(this.stateDir, this.instance);
+    const problem = folderProblem(this.dir);
+    if (!problem) {
+      if (isCode(err, 'ENOENT')) return; // no records yet
+      throw err;
+    }
+    if (this.folderDamage?.problem === problem && !this.folderDamage.keptAt) return;
+    const code = (err as NodeJS.ErrnoException).code;
+    this.folderDamage = { file: this.dir, problem, ...(code ? { code } : {}) };
+    this.opts.warn?.(
+      `${this.dir}: the status records folder is damaged (${problem}); every attempt is read as if it had no record. ` +
+        `\`berth reconcile --once\` (or a running controller) sets it aside and rebuilds the records from the engine`,
+    );
+  }
+
+  /** The records folder's damage found by the last load (and kept known once set aside). */
+  damagedFolder(): DamagedFolder | undefined {
+    return this.folderDamage;
+  }
+
+  /**
+   * Why attempt `name` has no record to read: its record is damaged, or the whole records folder
+   * is (then every attempt's record counts as damaged: it cannot be read).
+   */
+  damagedRecordOf(name: string): DamagedRecord | undefined {
+    const own = this.damagedNow.get(name);
+    if (own || !this.folderDamage) return own;
+    const f = this.folderDamage;
+    return { name, file: f.file, problem: `the status records folder is ${f.problem}`, ...(f.keptAt ? { keptAt: f.keptAt } : {}) };
   }
 
   private noteDamaged(d: DamagedRecord): void {
@@ -206,6 +265,7 @@ export class StatusStore {
       this.opts.warn?.(`${this.dir}: could not remove temp files of interrupted writes (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
     });
     await this.loadAll();
+    if (this.folderDamage && !this.folderDamage.keptAt && folderProblem(this.dir)) await this.setFolderAside(this.folderDamage);
     for (const d of [...this.damagedNow.values()]) {
       // Read again: set aside only what is still damaged now.
       const again = this.readOne(d.name);
@@ -225,22 +285,41 @@ export class StatusStore {
   }
 
   private async setAside(name: string): Promise<string> {
-    await fs.mkdir(this.damagedDir, { recursive: true });
-    const stamp = new Date(this.now()).toISOString().replace(/:/g, '-');
-    let kept = path.join(this.damagedDir, `${name}.json.${stamp}`);
-    for (
-      let i = 1;
-      await fs.lstat(kept).then(
-        () => true,
-        () => false,
+    return setAside(this.file(name), this.damagedDir, this.now());
+  }
+
+  /** Moves the damaged records folder aside (a failure is thrown: no record can be written until it goes). */
+  private async setFolderAside(d: DamagedFolder): Promise<void> {
+    try {
+      d.keptAt = await setAside(this.dir, this.damagedDir, this.now());
+    } catch (err) {
+      throw new Error(
+        `${this.dir}: the status records folder is damaged (${d.problem}) and could not be set aside (${(err as NodeJS.ErrnoException).code ?? String(err)}); move it out of the way`,
+        { cause: err },
       );
-      i++
-    )
-      kept = path.join(this.damagedDir, `${name}.json.${stamp}.${i}`);
-    await fs.rename(this.file(name), kept);
-    await syncDir(this.damagedDir);
-    await syncDir(this.dir);
-    return kept;
+    }
+    this.opts.warn?.(`${this.dir}: the damaged status records folder (${d.problem}) was set aside as ${d.keptAt}; the records are rebuilt from the engine`);
+  }
+
+  /**
+   * The records folder, made when missing. One that became damaged while this store ran (a
+   * writer's own records in memory, a file on disk in its place) is set aside, and the records
+   * this store holds are written again into a new one.
+   */
+  private async ensureDir(map: Map<string, AttemptStatus>, except: string): Promise<void> {
+    try {
+      await fs.mkdir(this.dir, { recursive: true });
+      return;
+    } catch (err) {
+      if (!isCode(err, 'EEXIST', 'ENOTDIR', 'ENOENT')) throw err;
+      checkStateFolder(this.stateDir, this.instance);
+      const problem = folderProblem(this.dir);
+      if (!problem) throw err;
+      this.folderDamage = { file: this.dir, problem };
+      await this.setFolderAside(this.folderDamage);
+    }
+    await fs.mkdir(this.dir, { recursive: true });
+    for (const rec of map.values()) if (rec.name !== except) await writeFileAtomic(this.file(rec.name), JSON.stringify(rec, null, 2) + '\n');
   }
 
   async put(rec: AttemptStatus): Promise<void> {
@@ -257,7 +336,7 @@ export class StatusStore {
           }
         : {};
     const next = { ...rec, ...rebuilt, updatedAt: new Date(this.now()).toISOString() };
-    await fs.mkdir(this.dir, { recursive: true });
+    await this.ensureDir(map, rec.name);
     await writeFileAtomic(this.file(rec.name), JSON.stringify(next, null, 2) + '\n');
     map.set(rec.name, next);
     this.damagedNow.delete(rec.name);

@@ -20,15 +20,20 @@ import { takeWriterLocks } from './writer-lock';
 
 /** What the records say, if they can be read at all; clean never needs them. */
 async function recordsIfReadable(ctx: Context): Promise<RecordedContainers> {
+  const unreadable = (why: string): RecordedContainers => {
+    ctx.io.err(`berth: warning: the status records of instance ${ctx.instance} cannot be read (${why}); deciding by the engine's labels alone\n`);
+    return new Map();
+  };
   try {
     const store = ctx.store();
     await store.recover();
-    return recordedContainers((await store.loadAll()).values());
+    const records = await store.loadAll();
+    // A records folder that was not one (set aside by now): nothing in it could be read.
+    const folder = store.damagedFolder();
+    if (folder) return unreadable(folder.code ?? folder.problem);
+    return recordedContainers(records.values());
   } catch (err) {
-    ctx.io.err(
-      `berth: warning: the status records of instance ${ctx.instance} cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); deciding by the engine's labels alone\n`,
-    );
-    return new Map();
+    return unreadable((err as NodeJS.ErrnoException).code ?? (err as Error).message);
   }
 }
 

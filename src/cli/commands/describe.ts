@@ -11,12 +11,12 @@ import { age, table } from './shared';
 export async function runDescribe(ctx: Context, name: string): Promise<number> {
   const [load, rec] = await Promise.all([loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsRevision(ctx) }), ctx.store().get(name)]);
   const loaded = load.specs.find((s) => s.spec.name === name);
-  const damaged = rec ? undefined : ctx.store().damaged().get(name);
+  const damaged = rec ? undefined : ctx.store().damagedRecordOf(name);
   // Its own errors, and those of an AttemptSet (invalid as a whole) that declares it.
   const errors = load.errors.filter(
     (e) => e.attempt === name || (e.attempt === undefined && e.set !== undefined && !!load.sets?.get(e.set)?.children.includes(name)),
   );
-  if (!loaded && !rec && !damaged && !load.protectedNames.has(name)) {
+  if (!loaded && !rec && !ctx.store().damaged().has(name) && !load.protectedNames.has(name)) {
     ctx.io.err(`berth: attempt ${JSON.stringify(name)} not found\n`);
     return EXIT.failed;
   }

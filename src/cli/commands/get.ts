@@ -66,7 +66,8 @@ export async function collectRows(ctx: Context, wanted: readonly string[] = [], 
     loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsRevision(ctx) }),
     ctx.store().loadAll(),
   ]);
-  const damaged = ctx.store().damaged();
+  const store = ctx.store();
+  const damaged = store.damaged();
   const specs = new Map(load.specs.map((s) => [s.spec.name, s]));
   const all = new Set([...specs.keys(), ...statuses.keys(), ...damaged.keys()]);
   const now = Date.now();
@@ -77,7 +78,7 @@ export async function collectRows(ctx: Context, wanted: readonly string[] = [], 
     const labels = spec?.labels ?? {};
     if (!matches(want, labels)) continue;
     const st = statuses.get(n);
-    const bad = st ? undefined : damaged.get(n);
+    const bad = st ? undefined : store.damagedRecordOf(n);
     const end = st?.finishedAt ? Date.parse(st.finishedAt) : now;
     rows.push({
       name: n,

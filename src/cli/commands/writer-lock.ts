@@ -36,7 +36,8 @@ export async function takeWriterLocks(
     ctx.io.err(`berth: ${err.message}\n`);
     return undefined;
   };
-  // The engine lock first, so a lock file in the state folder means the engine lock is held too.
+  // The engine lock first, so a lock file in the state folder means the engine lock is held too,
+  // and the engine lock decides: holding it, an unreadable lock file is no writer's (set aside).
   let onEngine;
   try {
     onEngine = await acquireEngineLock(engine, ctx.instance, { stateDir: ctx.stateDir, command, logger });
@@ -45,7 +46,7 @@ export async function takeWriterLocks(
   }
   let file;
   try {
-    file = await acquireLock(ctx.stateDir, ctx.instance, { logger });
+    file = await acquireLock(ctx.stateDir, ctx.instance, { logger, unreadableIsStale: true });
   } catch (err) {
     await onEngine.release();
     return refused(err);

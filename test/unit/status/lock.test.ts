@@ -263,4 +263,90 @@ describe('status/lock', () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     }
   });
+
+  describe('an unreadable lock file, for a caller that holds the engine lock (unreadableIsStale)', () => {
+    const damagedDir = () => path.join(dir, 'default', 'damaged');
+    const GARBAGE = '\u0000garbage {{{ SECRET-MARKER-1d2e';
+
+    it('is set aside into <state>/<instance>/damaged/ byte for byte, said once without its bytes, and the lock taken', async () => {
+      await fs.writeFile(lockFile, GARBAGE);
+      const warnings: string[] = [];
+      const clock = new FakeClock(Date.UTC(2025, 0, 2, 3, 4, 5, 6));
+      const lock = await acquireLock(dir, 'default', { clock, unreadableIsStale: true, logger: { warn: (m) => warnings.push(m) } });
+      expect((await readLockFile()).token).to.equal(lock.info.token);
+      expect(lock.stale).to.equal(undefined);
+      const kept = path.join(damagedDir(), 'default.lock.2025-01-02T03-04-05.006Z');
+      expect(await fs.readdir(damagedDir())).to.deep.equal([path.basename(kept)]);
+      expect(await fs.readFile(kept, 'utf8')).to.equal(GARBAGE);
+      expect(warnings).to.deep.equal([
+        `${lockFile}: unreadable lock file (not JSON: binary content, not text) set aside as ${kept}: the instance's engine lock, held by this berth, shows no other writer`,
+      ]);
+      expect((await fs.readdir(dir)).sort()).to.deep.equal(['default', 'default.lock']);
+      await lock.release();
+    });
+
+    for (const [what, make] of [
+      ['a folder', () => fs.mkdir(lockFile)],
+      ['a link to nothing', () => fs.symlink(path.join(os.tmpdir(), 'berth-no-such-lock'), lockFile)],
+      ['a lock without a holder', () => fs.writeFile(lockFile, JSON.stringify({ pid: 0, hostname: 'h' }))],
+      ['a file too big to be a lock', () => fs.writeFile(lockFile, Buffer.alloc(65 * 1024, 'x'))],
+    ] as const) {
+      it(`${what} in its place is set aside too; without the engine lock it is refused and left`, async () => {
+        await make();
+        const refused = await acquireLock(dir, 'default').catch((e: unknown) => e);
+        expect(refused).to.be.instanceOf(LockUnreadableError);
+        expect((refused as Error).message)
+          .to.contain(lockFile)
+          .and.to.contain('remove it if no berth controller runs');
+        await fs.lstat(lockFile);
+        const lock = await acquireLock(dir, 'default', { unreadableIsStale: true });
+        expect((await readLockFile()).token).to.equal(lock.info.token);
+        expect(await fs.readdir(damagedDir())).to.have.length(1);
+        await lock.release();
+      });
+    }
+
+    it('a live holder is still refused, whatever the caller holds', async () => {
+      const holder = await acquireLock(dir, 'default');
+      const err = await acquireLock(dir, 'default', { unreadableIsStale: true }).catch((e: unknown) => e);
+      expect(err).to.be.instanceOf(LockHeldError);
+      await holder.release();
+    });
+
+    it('a race of many acquirers: exactly one winner, the file set aside once, no claim left', async () => {
+      for (let round = 0; round < 5; round++) {
+        await fs.writeFile(lockFile, `${GARBAGE} ${round}`);
+        const warnings: string[] = [];
+        const { won, errors } = await settleAll(
+          Array.from({ length: 16 }, () => acquireLock(dir, 'default', { unreadableIsStale: true, logger: { warn: (m) => warnings.push(m) } })),
+        );
+        expect(won).to.have.length(1);
+        for (const e of errors) expect(e).to.be.instanceOf(LockHeldError);
+        expect(warnings.filter((w) => w.includes('set aside'))).to.have.length(1);
+        expect((await readLockFile()).token).to.equal((won[0] as Lock).info.token);
+        expect((await fs.readdir(dir)).sort()).to.deep.equal(['default', 'default.lock']);
+        await (won[0] as Lock).release();
+      }
+      expect(await fs.readdir(damagedDir())).to.have.length(5);
+    });
+
+    it('a taker that died holding the claim of the damaged file is followed, and its claim removed', async () => {
+      await fs.writeFile(lockFile, GARBAGE);
+      const st = await fs.lstat(lockFile, { bigint: true });
+      await fs.writeFile(`${lockFile}.takeover-damaged-${st.ino}-${st.ctimeNs}`, JSON.stringify(lockInfo({ token: 'bbbb' })));
+      const lock = await acquireLock(dir, 'default', { unreadableIsStale: true });
+      expect((await fs.readdir(dir)).sort()).to.deep.equal(['default', 'default.lock']);
+      expect(await fs.readdir(damagedDir())).to.have.length(1);
+      await lock.release();
+    });
+
+    it('a state folder that is a file is a clear error naming it', async () => {
+      const file = path.join(dir, 'state');
+      await fs.writeFile(file, 'x');
+      const err = await acquireLock(file, 'default', { unreadableIsStale: true }).catch((e: unknown) => e);
+      expect((err as Error).message).to.equal(
+        `${file}: the state folder is a file, not a folder; move it out of the way (berth makes a new one), or name another with --state`,
+      );
+    });
+  });
 });

@@ -3,6 +3,7 @@ import { expect } from 'chai';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { StateFolderError } from '../../../src/status/damaged';
 import { StatusStore } from '../../../src/status/store';
 import type { AttemptStatus } from '../../../src/status/types';
 import { status } from '../../support/builders';
@@ -177,5 +178,86 @@ describe('status/store', () => {
       for (const [n, w] of Object.entries(written)) expect(all.get(n), n).to.deep.equal(JSON.parse(JSON.stringify(w)));
     }
     expect([...compact.damaged().keys()].sort()).to.deep.equal(DAMAGED);
+  });
+
+  describe('the records folder replaced', () => {
+    const damagedDir = () => path.join(dir, I, 'damaged');
+
+    for (const kind of ['a file', 'a link to nothing'] as const) {
+      it(`by ${kind}: readers read no records, say so once naming the path and what to run, and move nothing`, async () => {
+        await fs.rm(attempts(), { recursive: true });
+        if (kind === 'a file') await fs.writeFile(attempts(), MARKER);
+        else await fs.symlink(path.join(dir, 'nowhere'), attempts());
+        const s = store();
+        expect((await s.loadAll()).size).to.equal(0);
+        s.invalidate();
+        expect((await s.loadAll()).size).to.equal(0);
+        expect(warnings).to.have.length(1);
+        expect(warnings[0])
+          .to.contain(
+            `${attempts()}: the status records folder is damaged (${kind === 'a file' ? 'a file, not a folder' : `a link to nothing (${path.join(dir, 'nowhere')})`})`,
+          )
+          .and.to.contain('`berth reconcile --once`')
+          .and.not.to.contain(MARKER);
+        expect(s.damagedFolder()).to.include({ file: attempts() });
+        expect(s.damagedRecordOf('good')).to.deep.include({ name: 'good', file: attempts() });
+        expect(s.damagedRecordOf('good')?.problem).to.match(/^the status records folder is a (file|link)/);
+        expect((await fs.lstat(attempts())).isDirectory()).to.equal(false);
+        await fs.access(damagedDir()).then(
+          () => expect.fail('a reader made the damaged folder'),
+          () => undefined,
+        );
+      });
+    }
+
+    it('a writer sets the file aside as damaged/attempts.<time>, byte for byte, and writes into a new folder', async () => {
+      await fs.rm(attempts(), { recursive: true });
+      await fs.writeFile(attempts(), MARKER);
+      const s = store();
+      await s.recover();
+      const kept = await fs.readdir(damagedDir());
+      expect(kept).to.have.length(1);
+      expect(kept[0]).to.match(/^attempts\.\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{3}Z$/);
+      expect(await fs.readFile(path.join(damagedDir(), kept[0] as string), 'utf8')).to.equal(MARKER);
+      expect(s.damagedFolder()?.keptAt).to.equal(path.join(damagedDir(), kept[0] as string));
+      expect(warnings.some((w) => w.includes(`set aside as ${path.join(damagedDir(), kept[0] as string)}`))).to.equal(true);
+      await s.put(rec('a'));
+      expect(await fs.readdir(attempts())).to.deep.equal(['a.json']);
+      expect((await store().get('a'))?.name).to.equal('a');
+    });
+
+    it('replaced under a running writer: its next write sets it aside and writes back every record it holds', async () => {
+      const s = store();
+      await s.recover();
+      await s.put(rec('a'));
+      await fs.rm(attempts(), { recursive: true });
+      await fs.writeFile(attempts(), MARKER);
+      await s.put(rec('b'));
+      expect((await fs.readdir(attempts())).sort()).to.deep.equal(['a.json', 'b.json', 'good.json']);
+      expect(await fs.readdir(damagedDir())).to.satisfy((l: string[]) => l.some((n) => n.startsWith('attempts.')));
+      const again = await store().loadAll();
+      expect([...again.keys()].sort()).to.deep.equal(['a', 'b', 'good']);
+    });
+
+    for (const which of ['state folder', 'instance folder'] as const) {
+      for (const kind of ['a file', 'a link to nothing'] as const) {
+        it(`the ${which} as ${kind}: a clear error naming it, for readers and writers, and nothing moved`, async () => {
+          const target = which === 'state folder' ? path.join(dir, 'state') : path.join(dir, I);
+          const stateDir = which === 'state folder' ? target : dir;
+          await fs.rm(target, { recursive: true, force: true });
+          if (kind === 'a file') await fs.writeFile(target, MARKER);
+          else await fs.symlink(path.join(dir, 'nowhere'), target);
+          const s = new StatusStore(stateDir, I, { warn: (m) => warnings.push(m) });
+          for (const call of [() => s.loadAll(), () => s.recover(), () => s.put(rec('a'))]) {
+            const err = await call().catch((e: unknown) => e);
+            expect(err).to.be.instanceOf(StateFolderError);
+            expect((err as Error).message)
+              .to.match(new RegExp(`^${target}: the ${which === 'state folder' ? 'state folder' : "folder of this instance's state"} is a (file|link)`))
+              .and.to.contain('move it out of the way');
+          }
+          expect((await fs.lstat(target)).isSymbolicLink() || (await fs.lstat(target)).isFile()).to.equal(true);
+        });
+      }
+    }
   });
 });
