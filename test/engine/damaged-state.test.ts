@@ -5,11 +5,13 @@
  * berth labels come from its image is never taken for berth's, on any path (the sidecar's too).
  */
 import { expect } from 'chai';
+import { spawn } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type Dockerode from 'dockerode';
 import { LABELS, networkName, sidecarName, volumeName } from '../../src/constants';
-import { docker, requireEngine, TEST_IMAGE, TEST_LABEL, TEST_RUN } from '../support/engine';
+import { acquireEngineLock } from '../../src/status/engine-lock';
+import { docker, requireEngine, TEST_IMAGE, TEST_LABEL, TEST_RUN, testEngine } from '../support/engine';
 import { Sandbox } from '../support/sandbox';
 import { waitFor } from '../support/wait';
 
@@ -51,6 +53,19 @@ async function labeledSidecarImage(instance: string, attempt: string): Promise<s
     await base.remove({ force: true });
   }
   return `berth-test/labeled-sc:${TEST_RUN}-${attempt}`;
+}
+
+const BIN = path.resolve(__dirname, '..', '..', 'bin', 'berth.js');
+
+/** The built CLI (dist/; `make test` builds it) as a child process with the sandbox's flags: its own process, its real log on stderr. */
+function berth(sb: Sandbox, ...args: string[]): Promise<{ code: number | null; stderr: string }> {
+  const child = spawn(process.execPath, [BIN, ...args, ...sb.globalArgs()], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (c) => (stderr += String(c)));
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('exit', (code) => resolve({ code, stderr }));
+  });
 }
 
 const WITH_TOOLS = '  network: {mode: isolated}\n  sidecars:\n    - {name: tools, image: berth/busybox:local, command: [sleep, "300"]}\n';
@@ -260,6 +275,154 @@ describe('damaged state and ownership (real engine)', function () {
     expect(again.stdout).to.match(/removed 1 container/);
     expect(again.stderr).to.match(/status records of instance \S+ cannot be read \(ENOTDIR\); deciding by the engine's labels alone/);
   });
+
+  it('a garbage lock file blocks no writer when the engine lock is free: set aside once, said once; two writers at once, one goes', async function () {
+    await sb.write('a.yaml', sb.attempt('a', SLEEP));
+    const lockFile = path.join(sb.stateDir, `${sb.instance}.lock`);
+    const damagedDir = path.join(sb.stateDir, sb.instance, 'damaged');
+    const garbage = `\u0000${MARKER} {{{`;
+    const keptLocks = async () => (await fs.readdir(damagedDir).catch(() => [])).filter((k) => k.startsWith(`${sb.instance}.lock.`));
+    await fs.mkdir(sb.stateDir, { recursive: true });
+
+    // clean, the first writer anyone reaches for
+    await fs.writeFile(lockFile, garbage);
+    const clean = await berth(sb, 'clean');
+    expect(clean.code, clean.stderr).to.equal(0);
+    expect(clean.stderr).not.to.contain(MARKER);
+    expect(clean.stderr.match(/unreadable lock file \(not JSON: binary content, not text\) set aside as \S+: the instance's engine lock/g)).to.have.length(1);
+    const kept = await keptLocks();
+    expect(kept).to.have.length(1);
+    expect(kept[0]).to.match(/\.lock\.\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{3}Z$/);
+    expect(await fs.readFile(path.join(damagedDir, kept[0] as string), 'utf8')).to.equal(garbage);
+    await fs.access(lockFile).then(
+      () => expect.fail('clean left its lock file'),
+      () => undefined,
+    );
+
+    // Two writers start together on a garbage lock: the engine lock lets one in, the file lets in no second.
+    await fs.writeFile(lockFile, garbage);
+    const both = await Promise.all([berth(sb, 'reconcile', '--once'), berth(sb, 'reconcile', '--once')]);
+    expect(both.map((r) => r.code).sort(), both.map((r) => r.stderr).join('\n')).to.deep.equal([0, 1]);
+    const loser = both.find((r) => r.code === 1);
+    expect(loser?.stderr).to.contain(`instance "${sb.instance}" is held on this engine by another berth process: berth reconcile --once, pid `);
+    expect(await keptLocks()).to.have.length(2);
+    expect(await containersOf(sb, 'a')).to.have.length(1);
+    expect((await sb.status('a'))?.phase).to.equal('Running');
+    expect((await fs.readdir(sb.stateDir)).filter((f) => f.startsWith(`${sb.instance}.lock`))).to.deep.equal([]);
+  });
+
+  it('a garbage lock file while the engine lock has a live holder: refused as before, naming the holder, and left alone', async function () {
+    const lockFile = path.join(sb.stateDir, `${sb.instance}.lock`);
+    await fs.mkdir(sb.stateDir, { recursive: true });
+    await fs.writeFile(lockFile, `${MARKER} {{{`);
+    const held = await acquireEngineLock(testEngine(), sb.instance, { stateDir: '/elsewhere/state', command: 'reconcile' });
+    try {
+      for (const args of [['clean'], ['reconcile', '--once']]) {
+        const r = await sb.cli(...args);
+        expect(r.code, r.stderr).to.equal(1);
+        expect(r.stderr).to.contain(`instance "${sb.instance}" is held on this engine by another berth process: berth reconcile, pid ${process.pid}`);
+        expect(r.stderr).to.contain('state folder /elsewhere/state').and.not.to.contain(MARKER);
+      }
+      expect(await fs.readFile(lockFile, 'utf8')).to.equal(`${MARKER} {{{`);
+      await fs.access(path.join(sb.stateDir, sb.instance, 'damaged')).then(
+        () => expect.fail('something was set aside under a live holder'),
+        () => undefined,
+      );
+    } finally {
+      await held.release();
+    }
+  });
+
+  it('the records folder replaced by a file: readers answer (exit 0, a warning naming it and what to run) and move nothing; reconcile sets it aside and rebuilds from the engine', async function () {
+    await sb.write('run.yaml', sb.attempt('run', SLEEP));
+    await sb.write('done.yaml', sb.attempt('done', 'echo ran >> /results/count'));
+    expect((await sb.cli('reconcile', '--once')).code).to.equal(0);
+    await waitFor('done exited', async () => (await only(sb, 'done')).State.Status === 'exited', { instance: sb.instance });
+    expect((await sb.cli('reconcile', '--once')).code).to.equal(0);
+    expect((await sb.status('done'))?.phase).to.equal('Succeeded');
+    const before = { run: await only(sb, 'run'), done: await only(sb, 'done') };
+
+    const attempts = path.join(sb.stateDir, sb.instance, 'attempts');
+    await fs.rm(attempts, { recursive: true });
+    await fs.writeFile(attempts, `${MARKER}\u0000`);
+    const warning = `${attempts}: the status records folder is damaged (a file, not a folder); every attempt is read as if it had no record. \`berth reconcile --once\``;
+
+    const get = await sb.cli('get');
+    expect(get.code, get.stderr).to.equal(0);
+    expect(get.stdout)
+      .to.match(/run\s+Pending\s+RecordDamaged/)
+      .and.to.match(/done\s+Pending\s+RecordDamaged/);
+    expect(get.stderr).to.contain(warning).and.not.to.contain('    at ');
+    const json = await sb.cli('get', '-o', 'json');
+    expect(json.code, json.stderr).to.equal(0);
+    const list = JSON.parse(json.stdout) as {
+      items: { metadata: { name: string }; status: { reason: string; damagedRecord?: { file: string; problem: string } } }[];
+    };
+    expect(list.items.map((i) => [i.metadata.name, i.status.reason, i.status.damagedRecord?.file])).to.deep.equal([
+      ['done', 'RecordDamaged', attempts],
+      ['run', 'RecordDamaged', attempts],
+    ]);
+    expect(list.items[0]?.status.damagedRecord?.problem).to.equal('the status records folder is a file, not a folder');
+    const describe = await sb.cli('describe', 'run');
+    expect(describe.code, describe.stderr).to.equal(0);
+    expect(describe.stdout).to.match(/Phase:\s+unknown: the status record is damaged/);
+    expect(describe.stdout).to.match(/container\s+\S+\s+running/);
+    const summary = await sb.cli('summary');
+    expect(summary.code, summary.stderr).to.equal(0);
+    expect(summary.stderr).to.contain(warning);
+    for (const out of [get, json, describe, summary]) expect(out.stdout + out.stderr).not.to.contain(MARKER);
+    expect((await fs.lstat(attempts)).isFile(), 'readers moved nothing').to.equal(true);
+
+    const r = await sb.cli('reconcile', '--once');
+    expect(r.code, r.stderr).to.equal(0);
+    expect(r.stderr).to.match(/the damaged status records folder \(a file, not a folder\) was set aside as \S+\/damaged\/attempts\.\d{4}-/);
+    const damagedDir = path.join(sb.stateDir, sb.instance, 'damaged');
+    const kept = (await fs.readdir(damagedDir)).filter((k) => k.startsWith('attempts.'));
+    expect(kept).to.have.length(1);
+    expect(await fs.readFile(path.join(damagedDir, kept[0] as string), 'utf8')).to.equal(`${MARKER}\u0000`);
+    // Rebuilt from the engine: the running attempt adopted (same container, never restarted), the finished one not run again.
+    expect((await fs.readdir(attempts)).sort()).to.deep.equal(['done.json', 'run.json']);
+    const run = await sb.status('run');
+    expect([run?.phase, run?.containerId]).to.deep.equal(['Running', before.run.Id]);
+    expect((await only(sb, 'run')).State.StartedAt).to.equal(before.run.State.StartedAt);
+    const done = await sb.status('done');
+    expect([done?.phase, done?.run]).to.deep.equal(['Succeeded', 1]);
+    expect((await only(sb, 'done')).Id).to.equal(before.done.Id);
+    await fs.access(path.join(sb.resultsRoot, 'done', 'run-2')).then(
+      () => expect.fail('done ran again'),
+      () => undefined,
+    );
+    const get2 = await sb.cli('get');
+    expect(get2.stderr).to.equal('');
+    expect(get2.stdout)
+      .to.match(/run\s+Running/)
+      .and.to.match(/done\s+Succeeded/);
+  });
+
+  for (const kind of ['a file', 'a link to nothing'] as const) {
+    it(`the state folder as ${kind}: every command says so naming the path, exit 1, no stack trace, nothing created`, async function () {
+      await sb.write('a.yaml', sb.attempt('a', SLEEP));
+      await fs.rm(sb.stateDir, { recursive: true, force: true });
+      if (kind === 'a file') await fs.writeFile(sb.stateDir, 'x');
+      else await fs.symlink(path.join(sb.dir, 'nowhere'), sb.stateDir);
+      try {
+        const problem = kind === 'a file' ? 'a file, not a folder' : `a link to nothing (${path.join(sb.dir, 'nowhere')})`;
+        for (const args of [['get'], ['get', '-o', 'json'], ['describe', 'a'], ['summary'], ['reconcile', '--once'], ['clean']]) {
+          const r = await sb.cli(...args);
+          expect(r.code, `${args.join(' ')}: ${r.stderr}`).to.equal(1);
+          expect(r.stderr, args.join(' ')).to.contain(`berth: ${sb.stateDir}: the state folder is ${problem}; move it out of the way`);
+          expect(r.stderr).not.to.contain('    at ');
+        }
+        expect(await containersOf(sb)).to.deep.equal([]);
+        await fs.access(path.join(sb.dir, 'nowhere')).then(
+          () => expect.fail('berth made the folder the link points at'),
+          () => undefined,
+        );
+      } finally {
+        await fs.rm(sb.stateDir, { force: true }); // for the sandbox's own clean
+      }
+    });
+  }
 
   for (const kind of ['volume', 'network'] as const) {
     it(`a ${kind} made by hand under an attempt's ${kind} name blocks the attempt and is left alone (never mounted or joined)`, async function () {
