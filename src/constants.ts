@@ -290,6 +290,13 @@ export const DEFAULTS = {
    */
   engineTimeoutMs: 30_000,
   /**
+   * A controller stopped while it takes its instance's locks waits this long for the lock's
+   * engine calls in flight, then gives them up (an engine that answers only its ping).
+   */
+  stopGraceMs: 1_000,
+  /** `berth wait` with nothing reconciling the instance into its state folder ends after this (a writer started beside it takes its locks meanwhile). */
+  unreconciledWaitGraceMs: 5_000,
+  /**
    * What berth keeps of a container's log in `logs.txt` (and each sidecar's): the first and the
    * last half of this many bytes, with a marker line where the middle was cut (`--log-max-bytes`).
    */

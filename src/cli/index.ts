@@ -109,14 +109,16 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .addOption(
       new Option('--instance <name>', 'reconciler instance: scopes everything berth observes and changes').env('BERTH_INSTANCE').default(DEFAULTS.instance),
     )
+    // Early in the list, so that --help's first screen shows it: a command against an engine that
+    // never answers waits this long before it says so.
+    .addOption(
+      new Option('--engine-timeout <duration>', 'how long one engine call may wait for an answer before berth says the engine does not (e.g. 500ms, 30s, 2m)')
+        .argParser(durationMs('--engine-timeout'))
+        .default(DEFAULTS.engineTimeoutMs, `${DEFAULTS.engineTimeoutMs / 1000}s`),
+    )
     .addOption(new Option('--log-level <level>', 'log level').choices(['error', 'warn', 'info', 'debug']).env('BERTH_LOG_LEVEL').default('info'))
     .addOption(
       new Option('--log-format <format>', 'log format: json makes every line on stderr JSON').choices(['text', 'json']).env('BERTH_LOG_FORMAT').default('text'),
-    )
-    .addOption(
-      new Option('--engine-timeout <duration>', 'how long one engine call may wait for an answer (e.g. 500ms, 30s, 2m)')
-        .argParser(durationMs('--engine-timeout'))
-        .default(DEFAULTS.engineTimeoutMs, `${DEFAULTS.engineTimeoutMs / 1000}s`),
     )
     .addOption(
       new Option('--backend <kind>', 'what runs attempts: one Docker engine, or a Docker Swarm (DOCKER_HOST a manager; docs/SWARM.md)')

@@ -283,6 +283,11 @@ async function linkExclusive(from: string, to: string): Promise<boolean> {
   }
 }
 
+/** The holder named by `<stateDir>/<instance>.lock`; undefined when there is none (LockUnreadableError when it cannot be read). */
+export function readLockFile(stateDir: string, instance: string): Promise<LockInfo | undefined> {
+  return readLock(path.join(stateDir, `${instance}.lock`));
+}
+
 /** The lock file's content; undefined when there is none. */
 async function readLock(file: string): Promise<LockInfo | undefined> {
   let value: unknown;

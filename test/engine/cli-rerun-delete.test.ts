@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { LABELS } from '../../src/constants';
-import { requireEngine } from '../support/engine';
+import { docker, requireEngine } from '../support/engine';
 import { Sandbox } from '../support/sandbox';
 
 describe('cli rerun and delete (real engine)', function () {
@@ -44,6 +44,20 @@ describe('cli rerun and delete (real engine)', function () {
     expect([busy.code, busy.stderr]).to.deep.equal([1, 'berth: slow: it is Running, not finished: only a finished attempt is re-run\n']);
     expect((await sb.cli('rerun')).code).to.equal(2);
     expect((await sb.cli('rerun', 'nope')).code).to.equal(1);
+  });
+
+  it('rerun with nothing reconciling: a run recorded Running whose container exited long ago is recorded finished, then re-run', async function () {
+    await sb.write('quick.yaml', sb.attempt('quick', 'echo $RANDOM > /results/out.txt; sleep 1'));
+    expect((await sb.cli('reconcile', '--once')).code).to.equal(0);
+    expect((await sb.status('quick'))?.phase).to.equal('Running');
+    const [c] = await sb.engine.containers.list([`${LABELS.instance}=${sb.instance}`, `${LABELS.attempt}=quick`]);
+    await docker.getContainer(c!.id).wait();
+    const r = await sb.cli('rerun', 'quick');
+    expect(r.code, r.stderr).to.equal(0);
+    expect(r.stdout).to.match(/^attempt\/quick rerun: run 2 (Running|Succeeded)\n$/);
+    const st = await sb.status('quick');
+    expect([st?.run, st?.history.map((h) => [h.run, h.phase])]).to.deep.equal([2, [[1, 'Succeeded']]]);
+    await fs.access(path.join(sb.resultsRoot, 'quick', 'run-1', 'results', 'out.txt'));
   });
 
   it('delete: stops a running attempt and removes its resources now; results stay; reconcile leaves it deleted; rerun brings it back', async function () {

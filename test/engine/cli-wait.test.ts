@@ -1,7 +1,13 @@
 /** berth wait on the real engine: it wakes on status record changes, times out with exit 1, and ends early when the phase can no longer come. */
 import { expect } from 'chai';
-import { requireEngine } from '../support/engine';
+import { DEFAULTS, LABELS } from '../../src/constants';
+import { startController } from '../support/controller';
+import { docker, requireEngine } from '../support/engine';
 import { Sandbox } from '../support/sandbox';
+
+/** What `wait` says when nothing reconciles the instance (issue 37). */
+const nobody = (instance: string) =>
+  `nothing reconciles instance "${instance}" (no berth holds its lock), so their records do not change: run \`berth reconcile --once --wait\` (or keep \`berth reconcile\` running), which records what their containers did`;
 
 describe('cli wait (real engine)', function () {
   this.timeout(60_000);
@@ -35,13 +41,39 @@ describe('cli wait (real engine)', function () {
     const t0 = Date.now();
     const w = await sb.cli('wait', 'slow', '--timeout', '1s');
     expect(Date.now() - t0).to.be.below(10_000);
-    expect([w.code, w.stderr]).to.deep.equal([1, 'berth: --timeout 1s passed with 1 attempt not finished: slow (Running)\n']);
+    expect([w.code, w.stderr]).to.deep.equal([1, `berth: --timeout 1s passed with 1 attempt not finished: slow (Running); ${nobody(sb.instance)}\n`]);
     const j = await sb.cli('wait', '--timeout', '500ms', '--log-format', 'json');
     expect(j.code).to.equal(1);
     const line = JSON.parse(j.stderr) as { level: string; message: string };
-    expect([line.level, line.message]).to.deep.equal(['error', '--timeout 500ms passed with 1 attempt not finished: slow (Running)']);
+    expect([line.level, line.message]).to.deep.equal(['error', `--timeout 500ms passed with 1 attempt not finished: slow (Running); ${nobody(sb.instance)}`]);
     const running = await sb.cli('wait', 'slow', '--for', 'phase=Running', '--timeout', '5s');
     expect([running.code, running.stdout]).to.deep.equal([0, 'attempt/slow condition met (phase=Running: Running)\n']);
+  });
+
+  it('nothing reconciling the instance: ends within seconds (exit 1) saying what to run, not at --timeout; a controller started beside it is waited for', async function () {
+    await sb.write('quick.yaml', sb.attempt('quick', 'sleep 1'));
+    const rec = await sb.cli('reconcile', '--once');
+    expect(rec.code, rec.stderr).to.equal(0);
+    // its container exits; nothing records it
+    const [c] = await sb.engine.containers.list([`${LABELS.instance}=${sb.instance}`, `${LABELS.attempt}=quick`]);
+    await docker.getContainer(c!.id).wait();
+    const t0 = Date.now();
+    const w = await sb.cli('wait', 'quick', '--timeout', '40s');
+    const ms = Date.now() - t0;
+    expect([w.code, w.stderr]).to.deep.equal([1, `berth: 1 attempt not finished: quick (Running); ${nobody(sb.instance)}\n`]);
+    expect(ms, 'about DEFAULTS.unreconciledWaitGraceMs, far from --timeout').to.be.within(
+      DEFAULTS.unreconciledWaitGraceMs - 500,
+      DEFAULTS.unreconciledWaitGraceMs + 5_000,
+    );
+    // a controller that takes the instance meanwhile: the wait goes on and ends with its records
+    const waiting = sb.cli('wait', 'quick', '--timeout', '40s');
+    const ctl = startController(sb);
+    try {
+      const again = await waiting;
+      expect([again.code, again.stdout, again.stderr]).to.deep.equal([0, 'attempt/quick condition met (finished: Succeeded)\n', '']);
+    } finally {
+      await ctl.stop();
+    }
   });
 
   it('ends with 3 when an attempt failed and Succeeded was waited for; unknown names and bad --for are refused', async function () {

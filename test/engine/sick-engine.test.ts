@@ -179,6 +179,25 @@ describe('a sick engine: every command is bounded, with one clear message', func
       }
     });
 
+    it('answering only /_ping, its calls given long deadlines: SIGTERM while it takes the lock ends the process within 3 s', async function () {
+      // The lock's volumes.create, unanswered, once held the process for its whole deadline
+      // after "controller stopped" (issue 37): the stop must give such calls up.
+      const sick = await SickEngine.start('ping-only');
+      const c = controller(sick, ['--engine-timeout', '5m']);
+      try {
+        const t0 = Date.now();
+        while (!sick.unansweredPaths.some((p) => p.endsWith('/volumes/create')) && Date.now() - t0 < 10_000) await new Promise((r) => setTimeout(r, 50));
+        expect(sick.unansweredPaths.join(' '), c.stderr()).to.match(/\/volumes\/create/);
+        const stopped = await c.stop(3_000);
+        expect(stopped.code, c.stderr()).to.equal(0);
+        expect(c.stderr()).to.match(/giving them up/);
+        expect(c.stderr()).to.match(/controller stopped/);
+      } finally {
+        c.child.kill('SIGKILL');
+        await sick.close();
+      }
+    });
+
     it('never answering: exits 1 with the message after its first call; SIGTERM while it waits stops it at once', async function () {
       const sick = await SickEngine.start('silent');
       try {

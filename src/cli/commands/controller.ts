@@ -237,13 +237,37 @@ async function lockWhenEngineAnswers(ctx: Context, controller: Controller, stopp
     );
     const got = await Promise.race([attempt, stop]);
     if (got === 'stopped') {
-      void attempt.then((l) => (typeof l === 'object' ? l.release() : undefined)).catch(() => undefined);
+      // The lock's calls get a moment to end (a lock taken meanwhile is released); then they are
+      // given up: an engine that answers its ping but not them must not hold the process for
+      // their whole deadline (--engine-timeout). A lock volume made meanwhile names a holder that
+      // is gone, which the next writer takes over (src/status/engine-lock.ts).
+      const grace = sleep(DEFAULTS.stopGraceMs);
+      const ended = await Promise.race([
+        attempt.then(
+          () => true,
+          () => true,
+        ),
+        grace.done.then(() => false),
+      ]);
+      grace.cancel();
+      if (!ended) {
+        ctx.log.warn(`the engine does not answer the calls that take the lock of instance ${ctx.instance}: giving them up`);
+        controller.engine.abandon?.('the controller is stopping');
+      }
+      await attempt.then((l) => (typeof l === 'object' ? l.release() : undefined)).catch(() => undefined);
       return 'stopped';
     }
     if (got !== 'down') return got;
-    let timer: NodeJS.Timeout | undefined;
-    const slept = await Promise.race([new Promise<'slept'>((r) => (timer = setTimeout(() => r('slept'), wait))), stop]);
-    clearTimeout(timer);
+    const nap = sleep(wait);
+    const slept = await Promise.race([nap.done.then(() => 'slept' as const), stop]);
+    nap.cancel();
     if (slept === 'stopped') return 'stopped';
   }
+}
+
+/** Resolves after `ms` unless cancelled first (a cancelled timer holds the process no longer). */
+function sleep(ms: number): { done: Promise<void>; cancel: () => void } {
+  let timer: NodeJS.Timeout | undefined;
+  const done = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+  return { done, cancel: () => clearTimeout(timer) };
 }

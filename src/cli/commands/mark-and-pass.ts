@@ -28,7 +28,13 @@ export interface MarkResult {
   acted: string[];
 }
 
-export async function markAndPass(ctx: Context, command: string, rows: Row[], mark: Mark): Promise<MarkResult> {
+/**
+ * `catchUp`: the records (read under the locks) of attempts to make one pass over before they
+ * are marked, so what their containers did while nothing reconciled the instance is recorded
+ * first (`rerun`: a run whose container exited long ago, recorded Running by a `reconcile
+ * --once` that did not wait, is finished by then).
+ */
+export async function markAndPass(ctx: Context, command: string, rows: Row[], mark: Mark, catchUp?: (rec: AttemptStatus) => boolean): Promise<MarkResult> {
   const engine = ctx.engine();
   try {
     await engine.ping();
@@ -43,6 +49,15 @@ export async function markAndPass(ctx: Context, command: string, rows: Row[], ma
     const store = new StatusStore(ctx.stateDir, ctx.instance, { warn: (m) => diag(ctx, 'warn', m) });
     const load = await loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsRevision(ctx) });
     const specs = new Map(load.specs.map((s) => [s.spec.name, s]));
+    if (catchUp) {
+      const behind: string[] = [];
+      for (const row of rows) {
+        const rec = await store.get(row.name);
+        if (rec && catchUp(rec)) behind.push(row.name);
+      }
+      // Holding the locks, this command is the only writer: nothing else records these runs.
+      if (behind.length) await catchUpPass(ctx, engine, store, behind);
+    }
     let code: number = EXIT.ok;
     const acted: string[] = [];
     for (const row of rows) {
@@ -71,5 +86,16 @@ export async function markAndPass(ctx: Context, command: string, rows: Row[], ma
     return { code, pass, store, acted };
   } finally {
     await locks.release();
+  }
+}
+
+/** One pass over `names` only; an engine that stops answering leaves the records as they were (the marks then judge them so). */
+async function catchUpPass(ctx: Context, engine: ReturnType<Context['engine']>, store: StatusStore, names: string[]): Promise<void> {
+  try {
+    const pass = await reconcilePass({ ...passConfig(ctx, {}), only: new Set(names) }, engine, store);
+    for (const f of pass.results.filter((r) => !r.ok)) diag(ctx, 'warn', `${f.attempt}: ${f.error ?? 'failed'}`);
+  } catch (err) {
+    if (!isEngineDown(err)) throw err;
+    diag(ctx, 'warn', describeEngineError(err));
   }
 }

@@ -5,8 +5,14 @@
  * never a sleep loop). Exit codes as `reconcile --wait`: 0 the condition holds for all; 3 an
  * attempt ended Failed or TimedOut (finished, or it can no longer reach the phase waited for);
  * 1 `--timeout` passed first, or an attempt is Blocked; 2 an Invalid attempt or a usage error.
+ * The records change only while something reconciles the instance into this state folder
+ * (status/reconciler.ts): with nothing doing so for DEFAULTS.unreconciledWaitGraceMs (a writer
+ * started beside the wait has that long to take its locks), the wait ends at once, exit 1,
+ * saying what to run, instead of waiting out its --timeout for records that cannot change.
  */
-import { EXIT } from '../../constants';
+import { DEFAULTS, EXIT } from '../../constants';
+import type { Engine } from '../../engine/types';
+import { reconcilerOf, type Reconciler } from '../../status/reconciler';
 import { Waker } from '../../util/waker';
 import { loadSpecs } from '../../spec/loader';
 import { StatusStore } from '../../status/store';
@@ -54,6 +60,9 @@ export async function runWait(ctx: Context, names: string[], o: WaitOptions): Pr
   );
   const started = Date.now();
   const told = new Set<string>();
+  let engine: Engine | undefined;
+  /** Since when nothing has reconciled the instance into this state folder, and what was found. */
+  let unreconciled: { since: number; found: Exclude<Reconciler, { kind: 'this-folder' }> } | undefined;
   try {
     for (;;) {
       // A fresh store each time: the records are another process's to write.
@@ -75,20 +84,37 @@ export async function runWait(ctx: Context, names: string[], o: WaitOptions): Pr
         }
         return v.code;
       }
+      const list = items.filter((i) => v.unmet.includes(i.name)).map((i) => `${i.name} (${i.status?.phase ?? 'Pending'})`);
+      engine ??= ctx.engine();
+      const found = await reconcilerOf(ctx.stateDir, ctx.instance, engine);
+      if (found.kind === 'this-folder') unreconciled = undefined;
+      else unreconciled ??= { since: Date.now(), found };
+      const graceLeft = unreconciled ? DEFAULTS.unreconciledWaitGraceMs - (Date.now() - unreconciled.since) : Infinity;
+      if (unreconciled && graceLeft <= 0) {
+        diag(ctx, 'error', `${plural(list.length, 'attempt')} not ${label}: ${list.join(', ')}; ${nobodyReconciles(ctx, unreconciled.found)}`);
+        return EXIT.failed;
+      }
       const left = timeoutMs - (Date.now() - started);
       if (left <= 0) {
-        const list = items.filter((i) => v.unmet.includes(i.name)).map((i) => `${i.name} (${i.status?.phase ?? 'Pending'})`);
         diag(
           ctx,
           'error',
-          `--timeout ${timeoutMs % 1000 ? `${timeoutMs}ms` : `${timeoutMs / 1000}s`} passed with ${plural(list.length, 'attempt')} not ${label}: ${list.join(', ')}`,
+          `--timeout ${timeoutMs % 1000 ? `${timeoutMs}ms` : `${timeoutMs / 1000}s`} passed with ${plural(list.length, 'attempt')} not ${label}: ${list.join(', ')}` +
+            (unreconciled ? `; ${nobodyReconciles(ctx, unreconciled.found)}` : ''),
         );
         return EXIT.failed;
       }
-      await waker.wait(left);
+      await waker.wait(Math.min(left, graceLeft));
     }
   } finally {
     watch.close();
     waker.close();
   }
+}
+
+/** Why the records will not change, and what to run. */
+function nobodyReconciles(ctx: Context, found: Exclude<Reconciler, { kind: 'this-folder' }>): string {
+  if (found.kind === 'other-folder')
+    return `instance "${ctx.instance}" is reconciled by ${found.holder} into another state folder, so the records in ${ctx.stateDir} do not change: wait with --state ${found.stateDir}`;
+  return `nothing reconciles instance "${ctx.instance}" (no berth holds its lock), so their records do not change: run \`berth reconcile --once --wait\` (or keep \`berth reconcile\` running), which records what their containers did`;
 }
