@@ -121,6 +121,8 @@ export const REASONS = {
   provisioning: 'Provisioning',
   error: 'Error',
   oomKilled: 'OOMKilled',
+  /** Failed: the run outgrew its `resources.disk` (a task outcome, as OOMKilled). */
+  diskLimitExceeded: 'DiskLimitExceeded',
   attestationFailed: 'AttestationFailed',
   lost: 'Lost',
   /**
@@ -237,7 +239,25 @@ export const EXIT = {
   attemptsFailed: 3,
   /** `berth plan --detailed-exitcode` only: the plan has changes. */
   changesPending: 4,
+  /** With `--wait` (and `berth wait`): an attempt ended with an infrastructure outcome (wins over attemptsFailed). */
+  infraOutcomes: 5,
 } as const;
+
+/**
+ * What the attempt's own process did, named as the status says it: the task outcomes that count
+ * as failures in pass rates (the phase TimedOut, the reasons OOMKilled, DiskLimitExceeded and
+ * Error, a non-zero exit). The only names an AttemptSet's `score.infra` may move to
+ * infrastructure (sets/outcome.ts); everything else that ends a run otherwise is infrastructure.
+ */
+export const TASK_FAILURES: readonly string[] = ['TimedOut', REASONS.oomKilled, REASONS.diskLimitExceeded, REASONS.error];
+
+/**
+ * `--fail-on` (`reconcile --wait`, `wait`): which outcomes make the exit code non-zero. `failed`:
+ * task failures (3) and infrastructure outcomes (5); `infra`: only infrastructure outcomes;
+ * `none`: neither (berth's own errors still exit 1 or 2).
+ */
+export const FAIL_ON = ['failed', 'infra', 'none'] as const;
+export type FailOn = (typeof FAIL_ON)[number];
 
 export const DEFAULTS = {
   /** An engine event stream that broke is connected again after this back-off (ms), doubling to its max (the engine's, each swarm node's, the manager's node events). */

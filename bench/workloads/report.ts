@@ -38,6 +38,7 @@ export function syntheticFleet(): { sets: Map<string, { policy: SetPolicy; child
     maxParallel: null,
     failFast: false,
     maxFailed: null,
+    infra: [],
     score: { file: 'score.json', pass: 1 },
     source: { file: 'swe.yaml', line: 1, col: 1 },
   };

@@ -5,13 +5,16 @@ Exit codes:
   0  done
   1  an operation failed (engine unreachable, a create refused, --timeout passed, ...)
   2  usage error or invalid spec
-  3  with --wait (and berth wait): at least one attempt ended Failed or TimedOut
+  3  with --wait (and berth wait): at least one task failed (a non-zero exit, TimedOut, OOMKilled, ...)
   4  berth plan --detailed-exitcode: changes are pending
+  5  with --wait (and berth wait): at least one infrastructure outcome (Blocked, Invalid, Lost,
+     a missing score, ...); wins over 3. --fail-on infra: only 5; --fail-on none: neither
 `;
 
 export const ENV_HELP = `
 Environment:
-  BERTH_SPECS, BERTH_STATE, BERTH_INSTANCE, BERTH_RESULTS_ROOT, BERTH_LOG_LEVEL, BERTH_LOG_FORMAT
+  BERTH_SPECS, BERTH_STATE, BERTH_INSTANCE, BERTH_RESULTS_ROOT, BERTH_LOG_LEVEL, BERTH_LOG_FORMAT,
+  BERTH_FAIL_ON
       defaults for the flags of the same name (a flag wins)
   DOCKER_HOST  the engine, as the Docker CLI finds it (else the local socket)
 `;
@@ -27,6 +30,7 @@ const EXAMPLES: Record<string, string[]> = {
   ],
   reconcile: [
     'berth reconcile --once --wait --timeout 1800   # run every attempt to completion',
+    'berth reconcile --once --wait --fail-on infra   # an eval run: task failures exit 0, infrastructure outcomes 5',
     'berth reconcile --metrics-addr 127.0.0.1:9464   # run as a controller',
     'berth reconcile --git https://example.com/evals.git --git-path specs --git-interval 60s   # follow a repository',
   ],

@@ -7,7 +7,7 @@ import { Argument, Command, CommanderError, InvalidArgumentError, Option } from 
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { BACKENDS } from '../backend/types';
-import { CONTRACT_VERSION, DEFAULTS, EXIT } from '../constants';
+import { CONTRACT_VERSION, DEFAULTS, EXIT, FAIL_ON } from '../constants';
 import { parseDuration } from '../util/duration';
 import type * as CleanCmd from './commands/clean';
 import type * as Completion from './completion';
@@ -70,6 +70,17 @@ function durationMs(name: string) {
 function maxRunningOption(): Option {
   const n = defaultMaxRunning();
   return new Option('--max-running <n>', 'attempts running at once').argParser(int('--max-running', 1)).default(n, `2 × CPUs, at least 2: ${n} here`);
+}
+
+/** `--fail-on failed|infra|none` (reconcile --wait, wait): which outcomes make the exit code non-zero. */
+function failOnOption(lead: string): Option {
+  return new Option(
+    '--fail-on <outcomes>',
+    `${lead}exit non-zero for: failed (task failures 3, infrastructure outcomes 5), infra (only infrastructure outcomes, 5), none (only berth's own errors)`,
+  )
+    .choices(FAIL_ON)
+    .env('BERTH_FAIL_ON')
+    .default('failed');
 }
 
 /** `--git URL [--git-ref REF] [--git-path DIR]` (and `--git-interval` for reconcile). */
@@ -177,6 +188,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--once', 'make one full pass and exit')
     .option('--wait', 'with --once: keep going until every attempt is finished')
     .option('--timeout <seconds>', 'with --wait: give up after this long', int('--timeout', 1))
+    .addOption(failOnOption('with --wait: '))
     .addOption(maxRunningOption())
     .option('--concurrency <n>', `engine operations in flight (default: ${DEFAULTS.concurrency})`, int('--concurrency', 1))
     .option('--resync <seconds>', 'controller: full pass at least this often', int('--resync', 1), 30)
@@ -247,6 +259,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('-l, --selector <selector>', 'label selector, as for get', collect)
     .option('--for <condition>', 'finished, or phase=<Phase> (e.g. phase=Succeeded)', 'finished')
     .addOption(new Option('--timeout <duration>', 'give up after this long (exit 1)').argParser(durationMs('--timeout')).default(30_000, '30s'))
+    .addOption(failOnOption(''))
     .action(async (names: string[], o, cmd: Command) => {
       await done((require('./commands/wait') as typeof WaitCmd).runWait(ctx(cmd), names, o));
     });

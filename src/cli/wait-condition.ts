@@ -1,16 +1,19 @@
 /**
  * What `berth wait --for` waits for, and the verdict on a set of attempts (pure). `finished`
- * holds when an attempt is in a final phase and no retry of it is pending (a run that failed
- * with retries left is not finished yet); `phase=X` holds when its phase is X. An attempt that
- * is finished in another phase than the one waited for can no longer reach it: the wait ends
- * there, with the exit code `reconcile --wait` gives that phase. A run whose harvest failed
- * (HarvestFailed: the record keeps its phase until the harvest is done) ends the wait as it
- * ends `reconcile --wait`: exit 1.
+ * holds when an attempt is in a final phase (Invalid and Blocked too: they cannot go on without
+ * the user) and no retry of it is pending (a run that failed with retries left is not finished
+ * yet); `phase=X` holds when its phase is X. An attempt that is finished in another phase than
+ * the one waited for can no longer reach it: the wait ends there, with the exit code its outcome
+ * gives (3 a task failure, 5 an infrastructure outcome, under `--fail-on`; 1 where that is 0).
+ * A run whose harvest failed (HarvestFailed: the record keeps its phase until the harvest is
+ * done) ends the wait as it ends `reconcile --wait`: exit 1.
  */
-import { DEFAULTS, EXIT, FINISHED_PHASES, PHASES, REASONS, type Phase } from '../constants';
+import { DEFAULTS, EXIT, FAIL_ON, FINISHED_PHASES, PHASES, REASONS, type FailOn, type Phase } from '../constants';
 import { isInfraFailure } from '../plan/exit-outcome';
 import { RETRYABLE_REASONS } from '../plan/planner';
+import { classify, tally, type Classified, type Judging, type Tally } from '../sets/outcome';
 import type { AttemptStatus } from '../status/types';
+import { UsageError } from './context';
 
 export type WaitFor = { kind: 'finished' } | { kind: 'phase'; phase: Phase };
 
@@ -25,9 +28,11 @@ export function parseWaitFor(text: string): WaitFor | undefined {
 export interface Watched {
   name: string;
   /** Undefined while no record exists (not reconciled yet). */
-  status?: Pick<AttemptStatus, 'phase' | 'reason' | 'retriesUsed' | 'infraRetriesUsed'>;
+  status?: Pick<AttemptStatus, 'phase' | 'reason' | 'retriesUsed' | 'infraRetriesUsed' | 'score' | 'scorePass'>;
   /** The spec's `retries` (0 without a valid spec). */
   retries: number;
+  /** A set's child: how its set judges it (score, task outcomes moved to infrastructure). */
+  policy?: Judging;
 }
 
 /** Phases in which an attempt stays until its spec changes or it is re-run. */
@@ -43,6 +48,31 @@ export function settled(w: Watched): boolean {
   return !RETRYABLE_REASONS.has(s.reason ?? '') || s.retriesUsed >= w.retries;
 }
 
+/** The outcome an attempt counts as in the end line: its class once settled, unfinished before. */
+export function outcomeOf(w: Watched): Classified {
+  if (!settled(w) || w.status?.reason === REASONS.harvestFailed) return { outcome: 'unfinished' };
+  return classify(w.status, w.policy, w.retries);
+}
+
+/**
+ * The exit code outcomes give under `--fail-on` (CONTRACT.md): 5 for an infrastructure outcome
+ * (it wins over 3), 3 for a task failure, else 0; with `infra` task failures give 0, with `none`
+ * nothing does (berth's own errors are the caller's).
+ */
+export function outcomeExit(t: Pick<Tally, 'failed' | 'infra'>, failOn: FailOn): number {
+  if (failOn === 'none') return EXIT.ok;
+  if (t.infra > 0) return EXIT.infraOutcomes;
+  if (failOn === 'failed' && t.failed > 0) return EXIT.attemptsFailed;
+  return EXIT.ok;
+}
+
+/** `--fail-on` (or BERTH_FAIL_ON; default failed); a value it does not know is a usage error. */
+export function failOnOf(text: string | undefined): FailOn {
+  const f = FAIL_ON.find((x) => x === (text ?? 'failed'));
+  if (!f) throw new UsageError(`--fail-on ${JSON.stringify(text)}: use ${FAIL_ON.join(', ')}`);
+  return f;
+}
+
 export interface Verdict {
   /** The exit code when the wait is over; undefined while it goes on. */
   code?: number;
@@ -52,36 +82,32 @@ export interface Verdict {
   unmet: string[];
 }
 
-function codeFor(phase: Phase, reason?: string): number {
-  if (reason === REASONS.harvestFailed) return EXIT.failed;
-  if (phase === 'Failed' || phase === 'TimedOut') return EXIT.attemptsFailed;
-  if (phase === 'Invalid') return EXIT.usage;
-  if (phase === 'Blocked') return EXIT.failed;
-  return EXIT.ok;
-}
-
-export function verdict(items: readonly Watched[], want: WaitFor): Verdict {
+export function verdict(items: readonly Watched[], want: WaitFor, failOn: FailOn = 'failed'): Verdict {
   const met: string[] = [];
   const unmet: string[] = [];
-  let worst: number = EXIT.ok;
+  let harvestFailed = false;
   let impossible = false;
+  const over: Watched[] = [];
   for (const w of items) {
     const phase = w.status?.phase;
     if (want.kind === 'finished') {
-      if (settled(w)) {
-        met.push(w.name);
-        worst = Math.max(worst, codeFor(phase as Phase, w.status?.reason));
-      } else unmet.push(w.name);
+      if (settled(w)) met.push(w.name);
+      else unmet.push(w.name);
+      if (settled(w)) over.push(w);
     } else if (phase === want.phase) {
       met.push(w.name);
     } else {
       unmet.push(w.name);
       if (settled(w)) {
         impossible = true;
-        worst = Math.max(worst, codeFor(phase as Phase, w.status?.reason) || EXIT.failed);
+        over.push(w);
       }
     }
+    if (settled(w) && w.status?.reason === REASONS.harvestFailed) harvestFailed = true;
   }
-  if (impossible) return { code: worst, met, unmet };
-  return unmet.length ? { met, unmet } : { code: worst, met, unmet };
+  if (!impossible && unmet.length) return { met, unmet };
+  // A harvest that failed is berth's own error; otherwise the outcomes decide (an attempt that can
+  // no longer reach the phase waited for fails the wait even where its outcome would not).
+  const code = harvestFailed ? EXIT.failed : outcomeExit(tally(over.map((w) => ({ name: w.name, outcome: outcomeOf(w) }))), failOn);
+  return { code: impossible ? code || EXIT.failed : code, met, unmet };
 }

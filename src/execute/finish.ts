@@ -16,7 +16,7 @@ import { iso, type ExecContext } from './context';
 import { DEFAULT_LIMITS, harvest as harvestFiles } from './harvest';
 import { DONE } from './outcome';
 import { ensureRunFolder } from './run-folder';
-import { readScore } from './score';
+import { readScore, type ScoreRead } from './score';
 
 export async function finish(
   x: ExecContext,
@@ -55,7 +55,7 @@ export async function finish(
   // The outcome is recorded first, as `ended`: the phase becomes it once the harvest is done, and
   // a harvest that fails or is cut short (berth killed) is planned again (planner.ts).
   const rec = await x.records.update(a, (r) => {
-    const { intent: _i, ...rest } = r;
+    const { intent: _i, score: _s, scorePass: _p, scoreError: _e, ...rest } = r;
     return {
       ...rest,
       reason: REASONS.harvesting,
@@ -63,7 +63,7 @@ export async function finish(
       ...(exitCode !== undefined ? { exitCode } : {}),
       ...(engineTime(st?.startedAt) !== undefined && !r.startedAt ? { startedAt: iso(engineTime(st?.startedAt) as number) } : {}),
       finishedAt: iso(finishedMs),
-      ...(scored ? ('score' in scored ? { score: scored.score } : { scoreError: scored.error }) : {}),
+      ...(scored ? scoreFields(scored) : {}),
     };
   });
   return harvest(x, a, details?.id, resultsDir ?? rec.resultsDir, sidecars);
@@ -105,4 +105,10 @@ export async function harvest(
   }
   await x.records.put(final);
   return DONE;
+}
+
+/** The status record's fields for what the score file held: the score (and its own verdict), or why there is none. */
+function scoreFields(s: ScoreRead): { score: number; scorePass?: boolean } | { scoreError: string } {
+  if ('error' in s) return { scoreError: s.error };
+  return { score: s.score, ...(s.pass !== undefined ? { scorePass: s.pass } : {}) };
 }

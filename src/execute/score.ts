@@ -1,6 +1,6 @@
 /**
- * Reads an AttemptSet child's score from its run's results folder: a number, or JSON
- * `{"score": n}`. The folder is what the attempt wrote, so nothing in it is trusted: no link is
+ * Reads an AttemptSet child's score from its run's results folder: a number, `true`/`false`,
+ * JSON `{"score": n}` or `{"pass": true|false|0|1}`. The folder is what the attempt wrote, so nothing in it is trusted: no link is
  * followed (every folder on the way is lstat'ed, the file opened with O_NOFOLLOW and O_NONBLOCK so
  * a fifo cannot hang berth), only a regular file of at most SET_LIMITS.maxScoreBytes is read.
  * It runs when the run has ended (its containers stopped), so nothing changes the folder meanwhile.
@@ -10,7 +10,8 @@ import { constants, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { SET_LIMITS } from '../constants';
 
-export type ScoreRead = { score: number } | { error: string };
+/** A score (with the file's own verdict, `pass`, when it gave one), or why there is none. */
+export type ScoreRead = { score: number; pass?: boolean } | { error: string };
 
 export async function readScore(resultsDir: string | undefined, file: string): Promise<ScoreRead> {
   if (!resultsDir) return { error: `${file}: the run has no results folder` };
@@ -46,7 +47,14 @@ export async function readScore(resultsDir: string | undefined, file: string): P
   }
 }
 
-/** A number (`0.75`), or JSON `{"score": 0.75}`; anything else is an error. */
+/** What a score file may hold (CONTRACT.md): said once, in every error. */
+const SHAPES = 'a number, true/false, {"score": n} or {"pass": true|false|0|1}';
+
+/**
+ * A number (`0.75`), `true`/`false`, JSON `{"score": n}` or `{"pass": true|false|0|1}` (other
+ * fields beside are left alone; both `score` and `pass` is ambiguous); anything else is an error.
+ * A verdict (`true`, `{"pass": 1}`) is recorded as it is, and as the score 1 or 0.
+ */
 export function parseScore(text: string, file = 'score'): ScoreRead {
   const t = text.trim();
   if (t === '') return { error: `${file}: empty` };
@@ -54,9 +62,20 @@ export function parseScore(text: string, file = 'score'): ScoreRead {
   try {
     v = JSON.parse(t);
   } catch {
-    return { error: `${file}: neither a number nor JSON {"score": n}` };
+    return { error: `${file}: not ${SHAPES}` };
   }
-  const n = typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as { score?: unknown }).score : v;
-  if (typeof n !== 'number' || !Number.isFinite(n)) return { error: `${file}: neither a number nor JSON {"score": n}` };
-  return { score: n };
+  if (typeof v === 'boolean') return verdict(v);
+  if (typeof v === 'number') return Number.isFinite(v) ? { score: v } : { error: `${file}: not a finite number` };
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return { error: `${file}: not ${SHAPES}` };
+  const o = v as { score?: unknown; pass?: unknown };
+  if ('score' in o && 'pass' in o) return { error: `${file}: holds both "score" and "pass"; give one` };
+  if ('pass' in o) {
+    if (o.pass === true || o.pass === 1) return verdict(true);
+    if (o.pass === false || o.pass === 0) return verdict(false);
+    return { error: `${file}: "pass" must be true, false, 1 or 0` };
+  }
+  if (typeof o.score === 'number' && Number.isFinite(o.score)) return { score: o.score };
+  return { error: `${file}: not ${SHAPES}` };
 }
+
+const verdict = (pass: boolean): ScoreRead => ({ score: pass ? 1 : 0, pass });

@@ -1,7 +1,8 @@
 /**
  * Admission of AttemptSet children, pure (part of the planner): per set, how many of its
- * children run, and whether the set admits no more (failFast after a task failure, maxFailed
- * infrastructure failures reached). Read from the pass's snapshot and the status records of the
+ * children run, and whether the set admits no more (failFast after a task failure — a non-zero
+ * exit, TimedOut, OOMKilled, ... —, maxFailed infrastructure outcomes reached, as
+ * sets/outcome.ts classifies them). Read from the pass's snapshot and the status records of the
  * children's current spec hash, so every pass decides the same way.
  */
 import { COMPONENTS, LABELS, REASONS } from '../constants';

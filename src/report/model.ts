@@ -3,9 +3,10 @@
  * status records in, one JSON-able object out (render.ts turns it into the page).
  *
  * - Every attempt the load or the records know, once: a set's child (with its axis values), or a
- *   plain Attempt (set null). Outcome as the summary classifies it (sets/outcome.ts); a plain
- *   attempt passes when it Succeeded, fails when it Failed with exit code (reason Error), and any
- *   other finished phase is an infrastructure outcome.
+ *   plain Attempt (set null). Outcome as the summary classifies it (sets/outcome.ts), a plain
+ *   attempt without a set's score: it passes when it Succeeded, fails on its own outcomes
+ *   (a non-zero exit, TimedOut, OOMKilled, DiskLimitExceeded), and what it could not cause is
+ *   an infrastructure outcome.
  * - Times in ms since the epoch: waiting from the record's creation (or the previous run's end)
  *   to provisioning's start, provisioning to the engine's start, running to the engine's finish
  *   (or `now` while running). Starts and finishes are the engine's clock; creation and
@@ -19,7 +20,7 @@
 import path from 'node:path';
 import { REASONS, REPORT_LIMITS } from '../constants';
 import type { ChildSummary, Counts, SetSummary } from '../sets/summary';
-import type { OutcomeClass } from '../sets/outcome';
+import { classify, type OutcomeClass } from '../sets/outcome';
 import type { AttemptStatus } from '../status/types';
 import { engineTime } from '../engine/time';
 import { concurrency, type Step } from './timeline';
@@ -149,12 +150,9 @@ export function linksOf(resultsDir: string | undefined, resultsRoot: string, bas
 
 const when = (iso: string | undefined): number | null => engineTime(iso) ?? null;
 
-/** The outcome of a plain Attempt's record. */
+/** The outcome of a plain Attempt's record (its retries unknown here: a failure counts as one). */
 export function plainOutcome(rec: AttemptStatus | undefined): OutcomeClass {
-  if (!rec || rec.phase === 'Pending' || rec.phase === 'Running') return 'unfinished';
-  if (rec.phase === 'Succeeded') return 'passed';
-  if (rec.phase === 'Failed' && (rec.reason ?? REASONS.error) === REASONS.error) return 'failed';
-  return 'infra';
+  return classify(rec, undefined, 0).outcome;
 }
 
 interface Classified {

@@ -1,7 +1,8 @@
 /**
  * The summary of AttemptSets, pure: loaded children and their status records in, numbers out.
  *
- * - Per set: counts by outcome (passed, failed, infra, skipped, unfinished; infra reasons apart),
+ * - Per set: counts by outcome as sets/outcome.ts classifies (passed, failed — TimedOut and
+ *   OOMKilled included —, infra, skipped, unfinished; infra reasons apart),
  *   durations (engine start → finish) and queue waits (first record → start) p50/p95.
  * - Per cell: the children that share every axis value except the samples axis (an axis named
  *   seed, sample, trial, attempt, try or run, or `--samples AXIS`): n finished samples (passed +

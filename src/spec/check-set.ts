@@ -12,7 +12,7 @@
  */
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
-import { API_VERSION, KIND_ATTEMPT, SET_LABEL, SET_LIMITS } from '../constants';
+import { API_VERSION, KIND_ATTEMPT, SET_LABEL, SET_LIMITS, TASK_FAILURES } from '../constants';
 import { checkAttemptBody, placer, type BodyOptions, type ChildOutcome, type DocContext, type DocOutcome } from './check-document';
 import type { Segment } from './field-path';
 import { checkResultsSync, resolveInsideSpecs } from './path-checks';
@@ -39,7 +39,7 @@ interface RawSet {
     failFast?: boolean;
     maxFailed?: number;
     template: Record<string, unknown>;
-    score?: { file: string; pass?: number };
+    score?: { file?: string; pass?: number; infra?: string[] };
   };
 }
 
@@ -53,7 +53,7 @@ export async function checkSet(value: Record<string, unknown>, ctx: DocContext, 
   const place = placer(ctx);
   const schema = validateAttempt(value);
   if (!schema.valid) {
-    const policy: SetPolicy = { name: name ?? '', axes: [], maxParallel: null, failFast: false, maxFailed: null, score: null, source: pos };
+    const policy: SetPolicy = { name: name ?? '', axes: [], maxParallel: null, failFast: false, maxFailed: null, score: null, infra: [], source: pos };
     const errors = schemaIssues(schema.errors, value).map((i) => place(i.segs, i.anchor, i.code, i.message));
     return { name, pos, errors, set: { loaded: { policy, children: [], coords: [], valid: false }, children: [] } };
   }
@@ -96,6 +96,16 @@ export async function checkSet(value: Record<string, unknown>, ctx: DocContext, 
     }
   }
   for (const i of templateIssues(doc.spec.template, axisNames)) err(['spec', 'template', ...i.segs], 'template', i.message);
+  const infra = doc.spec.score?.infra ?? [];
+  // Only a task outcome may be moved to infrastructure, never the other way (CONTRACT.md, "Pass rates that do not flatter").
+  infra.forEach((r, i) => {
+    if (!TASK_FAILURES.includes(r))
+      err(
+        ['spec', 'score', 'infra', i],
+        'schema',
+        `${JSON.stringify(r)} is not a task outcome: only ${TASK_FAILURES.join(', ')} may be counted as infrastructure (what the attempt could not cause already is)`,
+      );
+  });
 
   const policy: SetPolicy = {
     name: setName,
@@ -103,7 +113,8 @@ export async function checkSet(value: Record<string, unknown>, ctx: DocContext, 
     maxParallel: doc.spec.maxParallel ?? null,
     failFast: doc.spec.failFast ?? false,
     maxFailed: doc.spec.maxFailed ?? null,
-    score: doc.spec.score ? { file: doc.spec.score.file, pass: doc.spec.score.pass ?? 1 } : null,
+    score: doc.spec.score?.file !== undefined ? { file: doc.spec.score.file, pass: doc.spec.score.pass ?? 1 } : null,
+    infra: infra.filter((r) => TASK_FAILURES.includes(r)),
     source: pos,
   };
   const unknown = { name, pos, errors, set: { loaded: { policy, children: [], coords: [], valid: false }, children: [] } };

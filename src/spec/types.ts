@@ -129,6 +129,11 @@ export interface SetPolicy {
   maxFailed: number | null;
   /** How a run is scored; null: exit code 0 is a pass. */
   score: { file: string; pass: number } | null;
+  /**
+   * Task outcomes (TASK_FAILURES: TimedOut, OOMKilled, DiskLimitExceeded, Error) this set counts
+   * as infrastructure outcomes instead of failures (`score.infra`); empty by default.
+   */
+  infra: readonly string[];
   /** Where the set is declared. */
   source: SourcePos;
 }

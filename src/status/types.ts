@@ -112,11 +112,16 @@ export interface AttemptStatus {
   /** Why the spec is Invalid: every error of its document, positioned. */
   specErrors?: SpecIssue[];
   /**
-   * AttemptSet children whose set has a `score`: what the finished run's score file held (a
+   * AttemptSet children whose set has a `score.file`: what the finished run's score file held (a
    * number), or why it could not be read (missing, unreadable, not a number, a link). Pass or
    * fail is decided where it is needed (sets/outcome.ts), not here.
    */
   score?: number;
+  /**
+   * The score file's own verdict, when it held `true`/`false` or `{"pass": true|false|0|1}`
+   * (`score` is then 1 or 0): a pass or a failure whatever the set's `score.pass` says.
+   */
+  scorePass?: boolean;
   scoreError?: string;
   /** `berth rerun`: a new run of finished run `run` (same spec) is wanted; the planner starts it. */
   rerunRequested?: { at: string; run: number };

@@ -34,6 +34,9 @@ export function recordProblem(v: unknown, name: string, instance: string): strin
   for (const k of OPTIONAL_TIMES) if (v[k] !== undefined && !isTime(v[k])) return `field ${k} is not a time`;
   for (const k of OPTIONAL_STRINGS) if (v[k] !== undefined && typeof v[k] !== 'string') return `field ${k} is not a string`;
   if (v.exitCode !== undefined && (typeof v.exitCode !== 'number' || !Number.isInteger(v.exitCode))) return 'field exitCode is not a whole number';
+  // what pass rates are judged on (sets/outcome.ts)
+  if (v.score !== undefined && (typeof v.score !== 'number' || !Number.isFinite(v.score))) return 'field score is not a number';
+  if (v.scorePass !== undefined && typeof v.scorePass !== 'boolean') return 'field scorePass is not true or false';
   if (v.intent !== undefined && !(isObj(v.intent) && isCount(v.intent.run) && typeof v.intent.specHash === 'string'))
     return 'field intent is not a provisioning intent';
   if (v.rerunRequested !== undefined && !(isObj(v.rerunRequested) && isTime(v.rerunRequested.at) && isCount(v.rerunRequested.run)))

@@ -77,8 +77,9 @@ describe('CLI JSON outputs match their schemas (real engine)', function () {
 
   it('summary, events and get --sets after the set ran; version', async function () {
     const ran = await sb.cli('reconcile', '--once', '--wait');
-    // bad.yaml is invalid: the run exits 2 for it (CONTRACT.md), and every child of grid finished
-    expect(ran.code, ran.stderr).to.equal(2);
+    // bad.yaml is invalid: with --wait a settled infrastructure outcome, exit 5 (CONTRACT.md v3), and every child of grid finished
+    expect(ran.code, ran.stderr).to.equal(5);
+    expect(ran.stdout).to.match(/ 1 infrastructure \(1 Invalid: bad\)\n$/);
     expect(ran.stderr).to.match(/4 Succeeded/);
 
     const summary = await json('summary', '-o', 'json');

@@ -31,7 +31,7 @@ describe('cli wait (real engine)', function () {
     const rec = await sb.cli('reconcile', '--once', '--wait');
     expect(rec.code, rec.stderr).to.equal(0);
     const w = await waiting;
-    expect([w.code, w.stdout, w.stderr]).to.deep.equal([0, 'attempt/a condition met (finished: Succeeded)\n', '']);
+    expect([w.code, w.stdout, w.stderr]).to.deep.equal([0, 'attempt/a condition met (finished: Succeeded)\n1 passed, 0 failed, 0 infrastructure\n', '']);
   });
 
   it('--timeout: exit 1 naming the attempts unfinished (JSON with --log-format json); --for phase=Running holds', async function () {
@@ -41,13 +41,20 @@ describe('cli wait (real engine)', function () {
     const t0 = Date.now();
     const w = await sb.cli('wait', 'slow', '--timeout', '1s');
     expect(Date.now() - t0).to.be.below(10_000);
-    expect([w.code, w.stderr]).to.deep.equal([1, `berth: --timeout 1s passed with 1 attempt not finished: slow (Running); ${nobody(sb.instance)}\n`]);
+    expect([w.code, w.stdout, w.stderr]).to.deep.equal([
+      1,
+      '0 passed, 0 failed, 0 infrastructure, 1 unfinished\n',
+      `berth: --timeout 1s passed with 1 attempt not finished: slow (Running); ${nobody(sb.instance)}\n`,
+    ]);
     const j = await sb.cli('wait', '--timeout', '500ms', '--log-format', 'json');
     expect(j.code).to.equal(1);
     const line = JSON.parse(j.stderr) as { level: string; message: string };
     expect([line.level, line.message]).to.deep.equal(['error', `--timeout 500ms passed with 1 attempt not finished: slow (Running); ${nobody(sb.instance)}`]);
     const running = await sb.cli('wait', 'slow', '--for', 'phase=Running', '--timeout', '5s');
-    expect([running.code, running.stdout]).to.deep.equal([0, 'attempt/slow condition met (phase=Running: Running)\n']);
+    expect([running.code, running.stdout]).to.deep.equal([
+      0,
+      'attempt/slow condition met (phase=Running: Running)\n0 passed, 0 failed, 0 infrastructure, 1 unfinished\n',
+    ]);
   });
 
   it('nothing reconciling the instance: ends within seconds (exit 1) saying what to run, not at --timeout; a controller started beside it is waited for', async function () {
@@ -70,17 +77,31 @@ describe('cli wait (real engine)', function () {
     const ctl = startController(sb);
     try {
       const again = await waiting;
-      expect([again.code, again.stdout, again.stderr]).to.deep.equal([0, 'attempt/quick condition met (finished: Succeeded)\n', '']);
+      expect([again.code, again.stdout, again.stderr]).to.deep.equal([
+        0,
+        'attempt/quick condition met (finished: Succeeded)\n1 passed, 0 failed, 0 infrastructure\n',
+        '',
+      ]);
     } finally {
       await ctl.stop();
     }
   });
 
-  it('ends with 3 when an attempt failed and Succeeded was waited for; unknown names and bad --for are refused', async function () {
+  it('ends with 3 when an attempt failed and Succeeded was waited for (0 with --fail-on infra); unknown names and bad --for are refused', async function () {
     await sb.write('bad.yaml', sb.attempt('bad', 'exit 4'));
     expect((await sb.cli('reconcile', '--once', '--wait')).code).to.equal(3);
     const w = await sb.cli('wait', 'bad', '--for', 'phase=Succeeded', '--timeout', '20s');
-    expect([w.code, w.stderr]).to.deep.equal([3, 'berth: bad ended Failed (Error)\n']);
+    expect([w.code, w.stdout, w.stderr]).to.deep.equal([3, '0 passed, 1 failed, 0 infrastructure\n', 'berth: bad ended Failed (Error)\n']);
+    const eval_ = await sb.cli('wait', 'bad', '--fail-on', 'infra', '--timeout', '20s');
+    expect([eval_.code, eval_.stdout]).to.deep.equal([0, 'attempt/bad condition met (finished: Failed)\n0 passed, 1 failed, 0 infrastructure\n']);
+    process.env.BERTH_FAIL_ON = 'none';
+    try {
+      const env = await sb.cli('wait', 'bad', '--for', 'finished', '--timeout', '20s');
+      expect(env.code, env.stderr).to.equal(0);
+    } finally {
+      delete process.env.BERTH_FAIL_ON;
+    }
+    expect((await sb.cli('wait', 'bad', '--fail-on', 'some')).code).to.equal(2);
     const missing = await sb.cli('wait', 'bad', 'nope');
     expect([missing.code, missing.stderr]).to.deep.equal([1, 'berth: attempt "nope" not found\n']);
     expect((await sb.cli('wait', '--for', 'condition=Ready')).code).to.equal(2);

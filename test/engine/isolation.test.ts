@@ -162,7 +162,9 @@ describe('isolation: egress allowlist through the proxy sidecar (real engine)', 
   it('fails the attempt, main never started, when its proxy cannot start', async function () {
     await sb.write('noproxy.yaml', sb.attempt('noproxy', 'echo should-not-run', '  network: {mode: isolated, egress: ["allowed:8080"]}\n'));
     const r = await sb.cli('reconcile', '--once', '--wait', '--egress-network', net, '--egress-proxy-image', 'berth/busybox:local');
-    expect(r.code).to.equal(3);
+    // berth's own proxy failing is no failure of the attempt: an infrastructure outcome
+    expect(r.code).to.equal(5);
+    expect(r.stdout).to.match(/ 1 infrastructure \(1 ProxyFailed: noproxy\)\n$/);
     const st = await sb.status('noproxy');
     expect([st?.phase, st?.reason]).to.deep.equal(['Failed', 'ProxyFailed']);
     expect(st?.message).to.match(/egress proxy .*listening/);

@@ -54,7 +54,9 @@ describe('AttemptSets (real engine)', function () {
     await sb.write('evals.yaml', SET(2));
 
     const first = await sb.cli('reconcile', '--once', '--wait', '--max-running', '8');
-    expect(first.code, first.stderr).to.equal(0);
+    // m2 scores 0 with seed 1: a task failure (3)
+    expect(first.code, first.stderr).to.equal(3);
+    expect(first.stdout.split('\n').at(-2)).to.equal('6 passed, 2 failed, 0 infrastructure');
     const before = await all();
     expect([...before.keys()].sort()).to.deep.equal([
       'evals-m1-0-t1',
@@ -90,7 +92,7 @@ describe('AttemptSets (real engine)', function () {
     expect(sets.evals?.added.sort()).to.deep.equal(['evals-m1-2-t1', 'evals-m1-2-t2', 'evals-m2-2-t1', 'evals-m2-2-t2']);
     expect(sets.evals?.replaced).to.deep.equal([]);
     sb.calls.reset();
-    const grown = await sb.cli('reconcile', '--once', '--wait', '--max-running', '8');
+    const grown = await sb.cli('reconcile', '--once', '--wait', '--max-running', '8', '--fail-on', 'infra');
     expect(grown.code, grown.stderr).to.equal(0);
     const after = await all();
     expect(after.size).to.equal(12);
@@ -104,7 +106,7 @@ describe('AttemptSets (real engine)', function () {
     expect(plan2.stdout).to.contain(
       'AttemptSet evals: 6 children replaced (spec changed): evals-m1-0-t2, evals-m1-1-t2, evals-m1-2-t2, evals-m2-0-t2, evals-m2-1-t2, evals-m2-2-t2',
     );
-    const replaced = await sb.cli('reconcile', '--once', '--wait', '--max-running', '8');
+    const replaced = await sb.cli('reconcile', '--once', '--wait', '--max-running', '8', '--fail-on', 'infra');
     expect(replaced.code, replaced.stderr).to.equal(0);
     const last = await all();
     for (const [name, s] of last) {
@@ -160,7 +162,9 @@ spec:
 `,
     );
     const r = await sb.cli('reconcile', '--once', '--wait', '--max-running', '4');
-    expect(r.code, r.stderr).to.equal(3);
+    // a task failure (3) and a missing score (an infrastructure outcome: 5 wins)
+    expect(r.code, r.stderr).to.equal(5);
+    expect(r.stdout).to.match(/\n1 passed, 1 failed, 1 infrastructure \(1 ScoreMissing: sc-q\), 2 skipped\n$/);
     const st = await all();
     expect([st.get('ff-a')?.phase, st.get('ff-a')?.reason]).to.deep.equal(['Failed', 'Error']);
     for (const n of ['ff-b', 'ff-c']) {
@@ -184,6 +188,72 @@ spec:
     // Nothing more to do: the skipped children stay as they are.
     const again = await sb.cli('plan', '--detailed-exitcode');
     expect(again.code, again.stdout).to.equal(0);
+  });
+
+  it('pass rates that do not flatter: a timeout fails, a {"pass": 1} or true passes; exit 3, 5 once an attempt is Blocked, --fail-on chooses', async function () {
+    const rates = (score: string) => `apiVersion: berth.dev/v1
+kind: AttemptSet
+metadata: {name: rates}
+spec:
+  matrix: {x: [fails, hangs, passes, says]}
+  template:
+    image: berth/busybox:local
+    command:
+      - sh
+      - -c
+      - |
+        case \${{ matrix.x }} in
+          fails) exit 1;;
+          hangs) trap 'exit 143' TERM; sleep 300 & wait;;
+          passes) echo '{"pass": 1}' > /results/score.json;;
+          says) echo true > /results/score.json;;
+        esac
+    deadlineSeconds: 3
+  score: ${score}
+`;
+    // pass: 5 — a verdict passes whatever the threshold says
+    await sb.write('rates.yaml', rates('{file: score.json, pass: 5}'));
+    const r = await sb.cli('reconcile', '--once', '--wait', '--max-running', '4');
+    expect(r.code, r.stderr + r.stdout).to.equal(3);
+    expect(r.stdout.split('\n').at(-2)).to.equal('2 passed, 2 failed, 0 infrastructure');
+    const st = await all();
+    expect([st.get('rates-hangs')?.phase, st.get('rates-fails')?.reason]).to.deep.equal(['TimedOut', 'Error']);
+    expect(st.get('rates-passes')).to.deep.include({ phase: 'Succeeded', score: 1, scorePass: true });
+    expect(st.get('rates-says')).to.deep.include({ phase: 'Succeeded', score: 1, scorePass: true });
+    const summary = JSON.parse((await sb.cli('summary', '-o', 'json')).stdout) as Summary;
+    expect(summary.sets[0]).to.deep.include({ passed: 2, failed: 2, infra: 0, passRate: 0.5, infraReasons: {} });
+    expect((await sb.cli('summary', '-o', 'junit')).stdout).to.match(/<testsuite name="rates" tests="4" failures="2" errors="0"/);
+
+    // an eval run: task failures are the model's, not the fleet's
+    const evalRun = await sb.cli('reconcile', '--once', '--wait', '--fail-on', 'infra');
+    expect([evalRun.code, evalRun.stdout.split('\n').at(-2)]).to.deep.equal([0, '2 passed, 2 failed, 0 infrastructure']);
+    const w = await sb.cli('wait', '--timeout', '20s');
+    expect([w.code, w.stdout.split('\n').at(-2)]).to.deep.equal([3, '2 passed, 2 failed, 0 infrastructure']);
+
+    // an attempt that cannot run without the user (a secret missing): not waited for, an infrastructure outcome, 5 wins
+    await sb.write(
+      'blk.yaml',
+      sb.attempt('blk', 'true', `  secrets:\n    - {name: key, fromEnv: BERTH_TEST_UNSET_${sb.instance.replace(/\W/g, '_').toUpperCase()}}\n`),
+    );
+    const blocked = await sb.cli('reconcile', '--once', '--wait');
+    expect(blocked.code, blocked.stderr).to.equal(5);
+    expect(blocked.stdout.split('\n').at(-2)).to.equal('2 passed, 2 failed, 1 infrastructure (1 SecretMissing: blk)');
+    expect((await sb.cli('reconcile', '--once', '--wait', '--fail-on', 'infra')).code).to.equal(5);
+    expect((await sb.cli('reconcile', '--once', '--wait', '--fail-on', 'none')).code).to.equal(0);
+    const wb = await sb.cli('wait', '--timeout', '20s');
+    expect([wb.code, wb.stdout.split('\n').at(-2)]).to.deep.equal([5, '2 passed, 2 failed, 1 infrastructure (1 SecretMissing: blk)']);
+    await sb.remove('blk.yaml');
+
+    // the set counts its timeouts as infrastructure: no child runs again (score is outside the hash), the numbers move
+    await sb.write('rates.yaml', rates('{file: score.json, pass: 5, infra: [TimedOut]}'));
+    const moved = await sb.cli('reconcile', '--once', '--wait');
+    expect(moved.code, moved.stderr).to.equal(5);
+    expect(moved.stdout.split('\n').at(-2)).to.equal('2 passed, 1 failed, 1 infrastructure (1 TimedOut: rates-hangs)');
+    const after = await all();
+    for (const n of ['rates-fails', 'rates-hangs', 'rates-passes', 'rates-says']) expect(after.get(n)?.run, n).to.equal(1);
+    const again = JSON.parse((await sb.cli('summary', '-o', 'json')).stdout) as Summary;
+    expect(again.sets[0]).to.deep.include({ passed: 2, failed: 1, infra: 1, infraReasons: { TimedOut: 1 } });
+    expect(again.sets[0]?.passRate).to.be.closeTo(2 / 3, 1e-9);
   });
 
   it("an invalid set leaves what runs under its children alone, and describe shows the set's error", async function () {

@@ -68,7 +68,15 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
       for (const e of rec.specErrors) out.push(`                ${formatIssue(e)}`);
     }
     kv('Exit code', rec.exitCode);
-    if (rec.score !== undefined || rec.scoreError !== undefined) kv('Score', rec.score ?? `none: ${rec.scoreError ?? ''}`);
+    if (rec.score !== undefined || rec.scoreError !== undefined)
+      kv(
+        'Score',
+        rec.scorePass !== undefined
+          ? rec.scorePass
+            ? 'pass (the score file says so)'
+            : 'fail (the score file says so)'
+          : (rec.score ?? `none: ${rec.scoreError ?? ''}`),
+      );
     kv('Run', rec.run);
     kv('Retries used', rec.retriesUsed);
     kv('Created', rec.createdAt ? `${rec.createdAt} (${age(rec.createdAt, now)} ago)` : undefined);

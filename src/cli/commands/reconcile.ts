@@ -33,6 +33,8 @@ import type { GitSource } from '../../git/source';
 import type * as GitOutcome from '../../git/outcome';
 import type { RevisionOutcomes } from '../../git/outcome';
 import { notifyOf } from '../notify-flags';
+import { endLine, tally } from '../../sets/outcome';
+import { failOnOf, outcomeExit, outcomeOf, type Watched } from '../wait-condition';
 import type * as ControllerCmd from './controller';
 
 /** The git modules load only with --git. */
@@ -43,6 +45,8 @@ export interface ReconcileOptions extends GitFlags {
   wait?: boolean;
   /** Seconds --wait may take. */
   timeout?: number;
+  /** With --wait: which outcomes make the exit code non-zero (failed, infra, none; default failed). */
+  failOn?: string;
   maxRunning?: number;
   concurrency?: number;
   resync?: number;
@@ -94,6 +98,7 @@ export async function runReconcile(ctx: Context, o: ReconcileOptions): Promise<n
     return EXIT.usage;
   }
   if (o.once && o.webhookAddr !== undefined) throw new UsageError('--webhook-addr is for the controller (without --once)');
+  failOnOf(o.failOn);
   // the controller's modules (its folder watcher, prom-client) load only in controller mode
   if (!o.once) return (require('./controller') as typeof ControllerCmd).runController(ctx, o);
   const notify = await notifyOf(ctx, o, git);
@@ -164,13 +169,42 @@ async function passes(
   // The table (and the exit codes that read it) only with --wait: a lone pass loads nothing twice
   // (nor get.ts: its modules load only here).
   const get = o.wait ? (require('./get') as typeof GetCmd) : undefined;
-  const rows = get ? await get.collectRows(ctx) : [];
-  if (get) ctx.io.out(get.renderRows(rows, false));
-  if (ended.load && ended.load.errors.length) return EXIT.usage;
+  if (!get) {
+    if (ended.load && ended.load.errors.length) return EXIT.usage;
+    return ended.opFailures > 0 ? EXIT.failed : EXIT.ok;
+  }
+  const rows = await get.collectRows(ctx);
+  ctx.io.out(get.renderRows(rows, false));
+  // The end line: passed, failed and infrastructure outcomes (Invalid and Blocked attempts are settled infrastructure outcomes).
+  const specs = new Map((ended.load?.specs ?? []).map((s) => [s.spec.name, s]));
+  const counted = tally(
+    rows.map((r) => {
+      const loaded = specs.get(r.name);
+      const w: Watched = {
+        name: r.name,
+        retries: loaded?.spec.retries ?? 0,
+        ...(loaded?.set ? { policy: loaded.set.set } : {}),
+        ...(r.status ? { status: r.status } : {}),
+      };
+      return { name: r.name, outcome: outcomeOf(w) };
+    }),
+  );
+  ctx.io.out(`${endLine(counted)}\n`);
+  // berth's own errors first: a spec error no Invalid attempt stands for, --timeout, a failed harvest.
+  if (ended.load && strayErrors(ended.load, rows).length) return EXIT.usage;
   if (ended.timedOut) return EXIT.failed;
-  if (o.wait && rows.some((r) => r.phase === 'Failed' || r.phase === 'TimedOut')) return EXIT.attemptsFailed;
-  if (ended.opFailures > 0 || (o.wait && rows.some((r) => r.phase === 'Blocked' || r.reason === REASONS.harvestFailed))) return EXIT.failed;
-  return EXIT.ok;
+  if (ended.opFailures > 0 || rows.some((r) => r.reason === REASONS.harvestFailed)) return EXIT.failed;
+  return outcomeExit(counted, failOnOf(o.failOn));
+}
+
+/** Spec errors that no attempt's Invalid record stands for (a file that names no attempt, a set that expands to no child). */
+function strayErrors(load: LoadResult, rows: readonly { name: string; phase: string }[]): LoadResult['errors'] {
+  const invalid = new Set(rows.filter((r) => r.phase === 'Invalid').map((r) => r.name));
+  return load.errors.filter((e) => {
+    if (e.attempt !== undefined && invalid.has(e.attempt)) return false;
+    if (e.set !== undefined && (load.sets?.get(e.set)?.children ?? []).some((c) => invalid.has(c))) return false;
+    return true;
+  });
 }
 
 /** How the passes ended (an exit code when they ended early). */

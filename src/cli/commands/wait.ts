@@ -2,16 +2,19 @@
  * `berth wait [NAME...] [-l SELECTOR] [--for finished|phase=X] [--timeout DUR]`: waits until
  * the condition holds for every attempt chosen (all of the instance when no name or selector is
  * given), reading the status records again each time the records folder changes (file events,
- * never a sleep loop). Exit codes as `reconcile --wait`: 0 the condition holds for all; 3 an
- * attempt ended Failed or TimedOut (finished, or it can no longer reach the phase waited for);
- * 1 `--timeout` passed first, or an attempt is Blocked; 2 an Invalid attempt or a usage error.
- * The records change only while something reconciles the instance into this state folder
- * (status/reconciler.ts): with nothing doing so for DEFAULTS.unreconciledWaitGraceMs (a writer
- * started beside the wait has that long to take its locks), the wait ends at once, exit 1,
+ * never a sleep loop). It ends with one line counting passed, failed and infrastructure
+ * outcomes (sets/outcome.ts). Exit codes as `reconcile --wait`: 0 the condition holds for all and
+ * nothing failed; 3 a task failure, 5 an infrastructure outcome (Invalid and Blocked included;
+ * 5 wins), as `--fail-on` says (failed, infra, none); 1 `--timeout` passed first, a harvest
+ * failed, or an attempt can no longer reach the phase waited for and nothing else says so; 2 a
+ * usage error. The records change only while something reconciles the instance into this state
+ * folder (status/reconciler.ts): with nothing doing so for DEFAULTS.unreconciledWaitGraceMs (a
+ * writer started beside the wait has that long to take its locks), the wait ends at once, exit 1,
  * saying what to run, instead of waiting out its --timeout for records that cannot change.
  */
-import { DEFAULTS, EXIT } from '../../constants';
+import { DEFAULTS, EXIT, REASONS } from '../../constants';
 import type { Engine } from '../../engine/types';
+import { endLine, tally } from '../../sets/outcome';
 import { reconcilerOf, type Reconciler } from '../../status/reconciler';
 import { Waker } from '../../util/waker';
 import { loadSpecs } from '../../spec/loader';
@@ -19,7 +22,7 @@ import { StatusStore } from '../../status/store';
 import { watchFolder } from '../../util/watch-folder';
 import { specsRevision, UsageError, type Context } from '../context';
 import { diag, plural } from '../diag';
-import { parseWaitFor, settled, verdict, type Watched } from '../wait-condition';
+import { failOnOf, outcomeOf, parseWaitFor, settled, verdict, type Watched } from '../wait-condition';
 import { collectRows } from './get';
 
 export interface WaitOptions {
@@ -27,6 +30,8 @@ export interface WaitOptions {
   for?: string;
   /** Milliseconds. */
   timeout?: number;
+  /** Which outcomes make the exit code non-zero (default failed). */
+  failOn?: string;
 }
 
 export const DEFAULT_WAIT_TIMEOUT_MS = 30_000;
@@ -35,6 +40,7 @@ export async function runWait(ctx: Context, names: string[], o: WaitOptions): Pr
   const want = parseWaitFor(o.for ?? 'finished');
   if (!want)
     throw new UsageError(`--for ${JSON.stringify(o.for)}: use finished or phase=<Phase> (Pending, Running, Succeeded, Failed, TimedOut, Invalid, Blocked)`);
+  const failOn = failOnOf(o.failOn);
   const timeoutMs = o.timeout ?? DEFAULT_WAIT_TIMEOUT_MS;
   const rows = await collectRows(ctx, names, o.selector ?? []);
   const found = new Set(rows.map((r) => r.name));
@@ -48,7 +54,7 @@ export async function runWait(ctx: Context, names: string[], o: WaitOptions): Pr
     return EXIT.failed;
   }
   const load = await loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsRevision(ctx) });
-  const retries = new Map(load.specs.map((s) => [s.spec.name, s.spec.retries]));
+  const specs = new Map(load.specs.map((s) => [s.spec.name, s]));
   const label = want.kind === 'finished' ? 'finished' : `phase=${want.phase}`;
 
   const waker = new Waker();
@@ -69,18 +75,30 @@ export async function runWait(ctx: Context, names: string[], o: WaitOptions): Pr
       const statuses = await store().loadAll();
       const items: Watched[] = rows.map((r) => {
         const st = statuses.get(r.name);
-        return { name: r.name, retries: retries.get(r.name) ?? 0, ...(st ? { status: st } : {}) };
+        const loaded = specs.get(r.name);
+        return { name: r.name, retries: loaded?.spec.retries ?? 0, ...(loaded?.set ? { policy: loaded.set.set } : {}), ...(st ? { status: st } : {}) };
       });
-      const v = verdict(items, want);
+      const v = verdict(items, want, failOn);
       for (const n of v.met) {
         if (told.has(n)) continue;
         told.add(n);
         ctx.io.out(`attempt/${n} condition met (${label}: ${statuses.get(n)?.phase ?? 'Pending'})\n`);
       }
+      const counted = () => ctx.io.out(`${endLine(tally(items.map((i) => ({ name: i.name, outcome: outcomeOf(i) }))))}\n`);
       if (v.code !== undefined) {
+        counted();
         if (v.code !== EXIT.ok) {
-          const off = items.filter((i) => settled(i) && i.status?.phase !== (want.kind === 'finished' ? 'Succeeded' : want.phase));
-          diag(ctx, 'error', off.map((i) => `${i.name} ended ${i.status?.phase ?? 'Pending'}${i.status?.reason ? ` (${i.status.reason})` : ''}`).join(', '));
+          // What ended the wait: failures and infrastructure outcomes, or (phase=X) attempts that can no longer reach X.
+          const off = items.flatMap((i) => {
+            const c = outcomeOf(i);
+            const bad =
+              want.kind === 'finished'
+                ? c.outcome === 'failed' || c.outcome === 'infra' || i.status?.reason === REASONS.harvestFailed
+                : settled(i) && i.status?.phase !== want.phase;
+            const why = c.outcome === 'infra' ? c.reason : i.status?.reason;
+            return bad && settled(i) ? [`${i.name} ended ${i.status?.phase ?? 'Pending'}${why ? ` (${why})` : ''}`] : [];
+          });
+          diag(ctx, 'error', off.join(', '));
         }
         return v.code;
       }
@@ -91,11 +109,13 @@ export async function runWait(ctx: Context, names: string[], o: WaitOptions): Pr
       else unreconciled ??= { since: Date.now(), found };
       const graceLeft = unreconciled ? DEFAULTS.unreconciledWaitGraceMs - (Date.now() - unreconciled.since) : Infinity;
       if (unreconciled && graceLeft <= 0) {
+        counted();
         diag(ctx, 'error', `${plural(list.length, 'attempt')} not ${label}: ${list.join(', ')}; ${nobodyReconciles(ctx, unreconciled.found)}`);
         return EXIT.failed;
       }
       const left = timeoutMs - (Date.now() - started);
       if (left <= 0) {
+        counted();
         diag(
           ctx,
           'error',

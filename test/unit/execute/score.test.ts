@@ -1,4 +1,4 @@
-/** Reading a child's score from its results folder: numbers and {"score": n}; links, fifos, big or bad files are errors, never 0. */
+/** Reading a child's score from its results folder: numbers, true/false, {"score": n}, {"pass": ...}; links, fifos, big or bad files are errors, never 0. */
 import { expect } from 'chai';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -26,6 +26,35 @@ describe('execute/score', () => {
     expect(await readScore(dir, 'score.txt')).to.deep.equal({ score: 0.75 });
     expect(await readScore(dir, 'out/score.json')).to.deep.equal({ score: 3 });
     expect(await readScore(dir, './out/score.json')).to.deep.equal({ score: 3 });
+  });
+
+  it('reads true/false and {"pass": true|false|0|1} as a verdict (recorded as the score 1 or 0 too)', async () => {
+    writeFileSync(path.join(dir, 'score.json'), '{"pass": 1, "detail": "x"}\n');
+    expect(await readScore(dir, 'score.json')).to.deep.equal({ score: 1, pass: true });
+    expect(parseScore('true')).to.deep.equal({ score: 1, pass: true });
+    expect(parseScore(' false\n')).to.deep.equal({ score: 0, pass: false });
+    expect(parseScore('{"pass": true}')).to.deep.equal({ score: 1, pass: true });
+    expect(parseScore('{"pass": false}')).to.deep.equal({ score: 0, pass: false });
+    expect(parseScore('{"pass": 0}')).to.deep.equal({ score: 0, pass: false });
+    expect(parseScore('-2.5')).to.deep.equal({ score: -2.5 });
+    expect(parseScore('{"score": 0}')).to.deep.equal({ score: 0 });
+  });
+
+  it('refuses every other shape, saying what a score file may hold', () => {
+    const cases: [string, string][] = [
+      ['{"pass": 2}', 'score: "pass" must be true, false, 1 or 0'],
+      ['{"pass": "yes"}', 'score: "pass" must be true, false, 1 or 0'],
+      ['{"pass": null}', 'score: "pass" must be true, false, 1 or 0'],
+      ['{"pass": 0.5}', 'score: "pass" must be true, false, 1 or 0'],
+      ['{"score": 1, "pass": true}', 'score: holds both "score" and "pass"; give one'],
+      ['[1]', 'score: not a number, true/false, {"score": n} or {"pass": true|false|0|1}'],
+      ['[true]', 'score: not a number, true/false, {"score": n} or {"pass": true|false|0|1}'],
+      ['NaN', 'score: not a number, true/false, {"score": n} or {"pass": true|false|0|1}'],
+      ['"1"', 'score: not a number, true/false, {"score": n} or {"pass": true|false|0|1}'],
+      ['{"score": true}', 'score: not a number, true/false, {"score": n} or {"pass": true|false|0|1}'],
+      ['1e999', 'score: not a finite number'],
+    ];
+    for (const [text, error] of cases) expect(parseScore(text), text).to.deep.equal({ error });
   });
 
   it('a missing, empty or unparsable score is an error, never 0', async () => {

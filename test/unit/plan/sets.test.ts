@@ -15,6 +15,7 @@ function policy(over: Partial<SetPolicy> = {}): SetPolicy {
     maxParallel: null,
     failFast: false,
     maxFailed: null,
+    infra: [],
     score: null,
     source: { file: 'specs/set.yaml', line: 4, col: 9 },
     ...over,
@@ -109,18 +110,29 @@ describe('planner: AttemptSet children', () => {
     expect(out.actions.find((a) => a.attempt === 'set-1')?.kind).to.equal('provision');
   });
 
-  it('maxFailed counts infrastructure failures only (not task failures), then stops admitting', function () {
+  it('maxFailed counts infrastructure outcomes only (not task failures: TimedOut and OOMKilled are the task’s), then stops admitting', function () {
     const p = policy({ maxFailed: 2 });
     const specs = [child(p, 'set-0', 0), child(p, 'set-1', 1), child(p, 'set-2', 2), child(p, 'set-3', 3), child(p, 'set-4', 4)];
-    const two = statuses(failed('set-0', REASONS.error), failed('set-1', REASONS.oomKilled), failed('set-2', REASONS.error));
-    expect(starts(plan(input({ specs, statuses: two })))).to.deep.equal(['set-3', 'set-4']);
-    const reached = statuses(failed('set-0', 'TimedOut'), failed('set-1', REASONS.oomKilled), failed('set-2', REASONS.error));
+    const tasks = statuses(failed('set-0', 'TimedOut'), failed('set-1', REASONS.oomKilled), failed('set-2', REASONS.error));
+    expect(starts(plan(input({ specs, statuses: tasks })))).to.deep.equal(['set-3', 'set-4']);
+    const reached = statuses(failed('set-0', REASONS.lost), failed('set-1', REASONS.attestationFailed), failed('set-2', REASONS.error));
     const out = plan(input({ specs, statuses: reached }));
     expect(starts(out)).to.deep.equal([]);
     const a = out.actions.find((x) => x.attempt === 'set-3');
     expect(a?.kind).to.equal('skip');
-    expect(a?.summary).to.equal('not started: set set reached maxFailed 2 (infrastructure failures: set-0 (TimedOut), set-1 (OOMKilled))');
+    expect(a?.summary).to.equal('not started: set set reached maxFailed 2 (infrastructure failures: set-0 (Lost), set-1 (AttestationFailed))');
     expect(a?.ops[0]).to.deep.include({ patch: { phase: 'Failed', reason: REASONS.maxFailedReached, message: a?.summary, run: 1, specHash: 'h-set-3' } });
+  });
+
+  it('a set that moves TimedOut to infrastructure (score.infra) counts it for maxFailed, not for failFast', function () {
+    const p = policy({ maxFailed: 1, failFast: true, infra: ['TimedOut'] });
+    const out = plan(input({ specs: [child(p, 'set-0', 0), child(p, 'set-1', 1)], statuses: statuses(failed('set-0', 'TimedOut')) }));
+    expect(out.actions.find((a) => a.attempt === 'set-1')?.summary).to.equal(
+      'not started: set set reached maxFailed 1 (infrastructure failures: set-0 (TimedOut))',
+    );
+    const fast = policy({ failFast: true });
+    const timedOut = plan(input({ specs: [child(fast, 'set-0', 0), child(fast, 'set-1', 1)], statuses: statuses(failed('set-0', 'TimedOut')) }));
+    expect(timedOut.actions.find((a) => a.attempt === 'set-1')?.summary).to.match(/failFast and set-0 failed/);
   });
 
   it('with a score, a missing score counts as an infrastructure failure and a low one as a task failure', function () {

@@ -17,6 +17,7 @@ export function fleet(): { sets: Map<string, { policy: SetPolicy; children: SetC
     maxParallel: null,
     failFast: false,
     maxFailed: null,
+    infra: [],
     score: { file: 'score.json', pass: 1 },
     source: { file: 's.yaml', line: 1, col: 1 },
   };

@@ -10,6 +10,7 @@ const policy: SetPolicy = {
   maxParallel: null,
   failFast: false,
   maxFailed: null,
+  infra: [],
   score: null,
   source: { file: 'ev.yaml', line: 1, col: 1 },
 };

@@ -61,20 +61,22 @@ describe('report/model', () => {
       'passed',
       'failed',
       'passed',
-      'infra',
+      'failed', // TimedOut: the task's own failure
       'failed',
       'unfinished',
       'passed',
       'infra',
       'unfinished',
       'passed',
-      'infra',
+      'failed', // OOMKilled: the task's own failure
     ]);
     expect(by.get('plain-new')?.reason).to.equal('NotReconciled');
-    expect(d.summary.byOutcome).to.deep.equal({ passed: 4, failed: 2, infra: 3, skipped: 0, unfinished: 2 });
-    expect(d.summary.passRate).to.equal(4 / 6);
+    expect(d.summary.byOutcome).to.deep.equal({ passed: 4, failed: 4, infra: 1, skipped: 0, unfinished: 2 });
+    expect(d.summary.passRate).to.equal(4 / 8);
     expect(plainOutcome(status('x', { phase: 'Failed', reason: 'Error' }))).to.equal('failed');
+    expect(plainOutcome(status('x', { phase: 'TimedOut', reason: 'DeadlineExceeded' }))).to.equal('failed');
     expect(plainOutcome(status('x', { phase: 'Failed', reason: 'Lost' }))).to.equal('infra');
+    expect(plainOutcome(status('x', { phase: 'Blocked', reason: 'SecretMissing' }))).to.equal('infra');
   });
 
   it('times: waiting from creation (or the last run end), provisioning, engine start and finish; wall time and slots held', () => {

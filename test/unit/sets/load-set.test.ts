@@ -63,6 +63,37 @@ describe('sets: loading', () => {
     expect(Object.values(hashes(c)).filter((h) => Object.values(hashes(a)).includes(h))).to.deep.equal([]);
   });
 
+  it('score.infra: task outcomes a set counts as infrastructure, with or without a score file, outside every child hash', async () => {
+    const a = await sandbox({ 'set.yaml': set('swe', BASIC), ...TASKS }).load();
+    expect(a.specs[0]?.set?.set).to.deep.include({ score: null, infra: [] });
+    const only = await sandbox({ 'set.yaml': set('swe', `${BASIC}  score: {infra: [TimedOut, OOMKilled]}\n`), ...TASKS }).load();
+    expect(only.errors).to.deep.equal([]);
+    expect(only.specs[0]?.set?.set).to.deep.include({ score: null, infra: ['TimedOut', 'OOMKilled'] });
+    const both = await sandbox({ 'set.yaml': set('swe', `${BASIC}  score: {file: s.json, infra: [DiskLimitExceeded, Error]}\n`), ...TASKS }).load();
+    expect(both.specs[0]?.set?.set).to.deep.include({ score: { file: 's.json', pass: 1 }, infra: ['DiskLimitExceeded', 'Error'] });
+    const hashes = (r: LoadReport) => r.specs.map((s) => s.hash);
+    expect(hashes(only)).to.deep.equal(hashes(a));
+    expect(hashes(both)).to.deep.equal(hashes(a));
+  });
+
+  it('score.infra: an outcome that is no task outcome is an error at its item (never moved the other way); pass without file, an empty score too', async () => {
+    const r = await sandbox({ 'set.yaml': set('swe', `${BASIC}  score:\n    infra: [TimedOut, Lost]\n`), ...TASKS }).load();
+    expect(brief(r)).to.deep.equal([{ line: 16, col: 23, path: 'spec.score.infra[1]', code: 'schema', attempt: undefined, set: 'swe' }]);
+    expect(r.errors[0]?.file).to.match(/specs\/set\.yaml$/);
+    expect(r.errors[0]?.message).to.equal(
+      '"Lost" is not a task outcome: only TimedOut, OOMKilled, DiskLimitExceeded, Error may be counted as infrastructure (what the attempt could not cause already is)',
+    );
+    expect(names(r)).to.deep.equal([]);
+    expect(r.protectedNames.size).to.equal(8);
+    const pass = await sandbox({ 'set.yaml': set('swe', `${BASIC}  score: {pass: 0.5}\n`), ...TASKS }).load();
+    expect(brief(pass).map((e) => [e.path, e.code])).to.deep.equal([['spec.score', 'schema']]);
+    expect(pass.errors[0]?.message).to.match(/file/);
+    const empty = await sandbox({ 'set.yaml': set('swe', `${BASIC}  score: {}\n`), ...TASKS }).load();
+    expect(brief(empty).map((e) => [e.path, e.code])).to.deep.equal([['spec.score', 'schema']]);
+    const typo = await sandbox({ 'set.yaml': set('swe', `${BASIC}  score: {infra: [timedout]}\n`), ...TASKS }).load();
+    expect(typo.errors[0]?.message).to.match(/^"timedout" is not a task outcome/);
+  });
+
   it('reports a ${{ }} naming no axis at its string, protects the children, and leaves other files alone', async () => {
     const bad = BASIC.replace('${{ matrix.seed }}', '${{ matrix.sed }}');
     const r = await sandbox({ 'set.yaml': set('swe', bad), 'other.yaml': doc('other'), ...TASKS }).load();

@@ -65,13 +65,15 @@ describe('sets/summary', () => {
     maxParallel: null,
     failFast: false,
     maxFailed: null,
+    infra: [],
     score: null,
     source: { file: 's.yaml', line: 4, col: 9 },
   };
   const children: LoadedSpec[] = [];
   const recs = new Map<string, AttemptStatus>();
-  // m1: t1 pass pass fail; t2 fail fail fail. m2: t1 pass TimedOut pass; t2 pass fail fail.
-  const plan: Record<string, string[]> = { 'm1-t1': ['P', 'P', 'F'], 'm1-t2': ['F', 'F', 'F'], 'm2-t1': ['P', 'T', 'P'], 'm2-t2': ['P', 'F', 'F'] };
+  // m1: t1 pass pass fail; t2 fail fail fail. m2: t1 pass Lost pass; t2 pass TimedOut fail.
+  // Lost is infrastructure (no sample); TimedOut is the task's own failure (a sample that failed).
+  const plan: Record<string, string[]> = { 'm1-t1': ['P', 'P', 'F'], 'm1-t2': ['F', 'F', 'F'], 'm2-t1': ['P', 'L', 'P'], 'm2-t2': ['P', 'T', 'F'] };
   let index = 0;
   for (const [cell, outcomes] of Object.entries(plan)) {
     const [model, task] = cell.split('-') as [string, string];
@@ -84,7 +86,9 @@ describe('sets/summary', () => {
           ? { phase: 'Succeeded' as const, reason: REASONS.completed }
           : o === 'F'
             ? { phase: 'Failed' as const, reason: REASONS.error }
-            : { phase: 'TimedOut' as const, reason: REASONS.deadlineExceeded };
+            : o === 'L'
+              ? { phase: 'Failed' as const, reason: REASONS.lost }
+              : { phase: 'TimedOut' as const, reason: REASONS.deadlineExceeded };
       recs.set(name, status(name, { ...phase, ...when }));
     });
   }
@@ -92,7 +96,7 @@ describe('sets/summary', () => {
   it('per cell (all axes but the samples axis): n, passed, failed, infra apart, pass@k', () => {
     const s = summarize(children, recs, 0).sets[0];
     expect(s).to.include({ name: 'swe', samplesAxis: 'seed', n: 12, passed: 5, failed: 6, infra: 1, skipped: 0, unfinished: 0 });
-    expect(s?.infraReasons).to.deep.equal({ TimedOut: 1 });
+    expect(s?.infraReasons).to.deep.equal({ Lost: 1 });
     const cell = s?.cells.find((c) => c.coords.model === 'm2' && c.coords.task === 't1');
     expect(cell).to.include({ n: 3, passed: 2, failed: 0, infra: 1 });
     expect(cell?.passAtK).to.deep.equal({ '1': 1, '2': 1 });
@@ -100,6 +104,20 @@ describe('sets/summary', () => {
     const m1t1 = s?.cells.find((c) => c.coords.model === 'm1' && c.coords.task === 't1');
     close(m1t1?.passHatK['2'], 1 / 3); // C(2,2)/C(3,2)
     expect(cell?.ids.infra).to.deep.equal(['swe-m2-1-t1']);
+    // a timeout is the task's failure: a sample of its cell, counted in pass rates and pass@k
+    const m2t2 = s?.cells.find((c) => c.coords.model === 'm2' && c.coords.task === 't2');
+    expect(m2t2).to.include({ n: 3, passed: 1, failed: 2, infra: 0 });
+    expect(m2t2?.ids.failed).to.deep.equal(['swe-m2-1-t2', 'swe-m2-2-t2']);
+  });
+
+  it('a set that moves TimedOut to infrastructure (score.infra) keeps it out of pass rates', () => {
+    const moved: SetPolicy = { ...policy, infra: ['TimedOut'] };
+    const kids = children.map((c) => ({ ...c, set: { ...(c.set as NonNullable<LoadedSpec['set']>), set: moved } }));
+    const s = summarize(kids, recs, 0).sets[0];
+    expect(s).to.include({ n: 12, passed: 5, failed: 5, infra: 2 });
+    expect(s?.infraReasons).to.deep.equal({ Lost: 1, TimedOut: 1 });
+    const m2t2 = s?.cells.find((c) => c.coords.model === 'm2' && c.coords.task === 't2');
+    expect(m2t2?.passAtK).to.deep.equal({ '1': 0.5, '2': 1 });
   });
 
   it('per axis value: pass rate with its standard error, pass@k averaged over its cells', () => {
@@ -112,7 +130,7 @@ describe('sets/summary', () => {
     close(m1?.passAtK['2'], 0.5);
     close(m1?.passAtK['3'], 0.5);
     const m2 = s?.byAxis.model?.find((v) => v.value === 'm2');
-    // cells (t1: n=2 c=2, the TimedOut is no sample) and (t2: n=3 c=1): k up to 2
+    // cells (t1: n=2 c=2, the Lost run is no sample) and (t2: n=3 c=1, the TimedOut one is): k up to 2
     expect(Object.keys(m2?.passAtK ?? {})).to.deep.equal(['1', '2']);
     close(m2?.passAtK['1'], (1 + 1 / 3) / 2);
     close(m2?.passAtK['2'], (1 + (1 - 1 / 3)) / 2);
