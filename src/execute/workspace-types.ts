@@ -24,7 +24,8 @@ export interface ChangedEntry {
   binary?: boolean;
 }
 
-export type OmittedReason = 'excluded' | 'max-bytes' | 'max-files' | 'not-regular' | 'link-outside' | 'name-not-utf8' | 'too-deep';
+/** `unsafe-name`: an archive entry whose name leaves the tree (`..`, absolute) or repeats one (never from a real engine). */
+export type OmittedReason = 'excluded' | 'max-bytes' | 'max-files' | 'not-regular' | 'link-outside' | 'name-not-utf8' | 'too-deep' | 'unsafe-name';
 
 export interface OmittedEntry {
   /** As far as it can be said in UTF-8 (escaped where it is not). */
