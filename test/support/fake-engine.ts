@@ -23,7 +23,8 @@
 import { randomBytes } from 'node:crypto';
 import { PassThrough, Readable } from 'node:stream';
 import { posix } from 'node:path';
-import { extract, pack, type Header } from 'tar-stream';
+// tar-stream is loaded only when an archive is put or read: a no-op pass loads none (pass-lazy.test.ts)
+import type { Header } from 'tar-stream';
 import { EngineUnreachableError } from '../../src/engine/errors';
 import { matchesLabels } from '../../src/engine/label-filter';
 import type {
@@ -485,7 +486,7 @@ export class FakeEngine implements Engine {
       getArchive: async (id, path) => {
         await this.call('containers.getArchive', [id, path]);
         const c = this.mustFind(id);
-        return packFrom(c.tree, path);
+        return packFrom(c.tree, path, (await import('tar-stream')).pack);
       },
       start: async (id) => {
         await this.call('containers.start', [id]);
@@ -668,7 +669,7 @@ export class FakeEngine implements Engine {
 
 /** Extracts a tar put at `at` into `tree` (entry names without a leading or trailing slash). */
 async function extractInto(tree: Map<string, FakeTreeEntry>, at: string, tar: Buffer): Promise<void> {
-  const ex = extract();
+  const ex = (await import('tar-stream')).extract();
   const done = (async () => {
     for await (const e of ex) {
       const chunks: Buffer[] = [];
@@ -682,7 +683,7 @@ async function extractInto(tree: Map<string, FakeTreeEntry>, at: string, tar: Bu
 }
 
 /** `path` and everything below it as the engine's archive API sends it: entries named `<basename>/...`; 404 when missing. */
-function packFrom(tree: Map<string, FakeTreeEntry>, path: string): Readable {
+function packFrom(tree: Map<string, FakeTreeEntry>, path: string, pack: typeof import('tar-stream').pack): Readable {
   const p = path.replace(/^\/+/, '').replace(/\/+$/, '');
   if (!tree.has(p)) throw httpError(404, `Could not find the file ${path} in container`);
   const base = posix.basename(p);
