@@ -6,15 +6,18 @@
  * crash-safety meaning (docs/ARCHITECTURE.md). A name already held is reported (`conflict`),
  * never judged here.
  */
+import path from 'node:path';
 import { DEFAULTS, REASONS } from '../constants';
 import { attestInspected, failedCause, mainWant } from '../attest/checks';
 import type { DesiredAttempt } from '../desired/types';
 import { isConflict } from '../engine/errors';
 import { stampNonce } from '../ownership';
 import type { AttemptAction, OpOutcome, Operation } from '../plan/types';
+import type { FixtureEntry } from '../spec/fixture-scan';
 import type { EngineBoot } from '../status/types';
 import { assertFoldersBelow } from '../util/no-follow';
 import { fixtureTar, secretsTar } from './archive';
+import { writeWorkspaceBase } from './workspace-export';
 import { containerHolder } from './conflict';
 import { iso, type ExecContext } from './context';
 import { DONE, outcomeOf } from './outcome';
@@ -35,6 +38,8 @@ export async function recordIntent(
   { desired: d, counters, ownFolder }: Extract<Operation, { type: 'begin-run' }>,
 ): Promise<void> {
   await makeRunFolder(x.deps.resultsRoot, d.resultsDir, ownFolder, d.loaded.spec.user);
+  // what the workspace export compares with: the settings now, what was copied in once it is (copyIn)
+  await recordWorkspaceBase(d, false, []);
   await x.records.update(a, (r) => {
     const begun = beginRun(r, d, counters);
     return {
@@ -46,6 +51,21 @@ export async function recordIntent(
       provisionedAt: begun.provisionedAt ?? iso(x.now()),
       resultsDir: d.resultsDir,
     };
+  });
+}
+
+/** Records, in the run folder, what the run's workspace export compares with (nothing with `export: none`). */
+async function recordWorkspaceBase(d: DesiredAttempt, copied: boolean, entries: readonly FixtureEntry[]): Promise<void> {
+  const spec = d.loaded.spec;
+  if (spec.workspace.export === 'none') return;
+  await writeWorkspaceBase(path.dirname(d.resultsDir), {
+    version: 1,
+    workingDir: spec.workingDir,
+    settings: spec.workspace,
+    fixture: spec.fixture,
+    fixtureDigest: spec.fixtureDigest,
+    copied,
+    entries: [...entries],
   });
 }
 
@@ -112,6 +132,8 @@ export async function copyIn(x: ExecContext, a: AttemptAction, d: DesiredAttempt
     // the archive of a fixture whose digest is the spec's, made once for every attempt that copies it in
     const fixture = await fixtureTar(spec.fixture, spec.workingDir, owner.uid, owner.gid, DEFAULTS.fixtureSpoolBytes, spec.fixtureDigest);
     try {
+      // recorded before the copy: the container never holds a fixture the record does not describe
+      await recordWorkspaceBase(d, true, fixture.index);
       await engine.containers.putArchive(id, '/', fixture.body());
     } finally {
       // a fixture spooled to a temp file: removed once copied in (or not needed any more)

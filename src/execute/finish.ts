@@ -1,7 +1,8 @@
 /**
  * The `finish` and `harvest` operations. A finish reads the end from the engine (exit code,
  * OOM) unless the plan forces an outcome, records it as `ended`, then harvests. The harvest
- * writes logs, manifest and status into the run's folder, then the final phase; one that fails
+ * writes logs, manifest, the exported workspace (workspace-export.ts) and status into the run's
+ * folder, then the final phase; one that fails
  * is recorded (HarvestFailed, why) and the planner plans it again (planner.ts).
  */
 import path from 'node:path';
@@ -17,6 +18,7 @@ import { DEFAULT_LIMITS, harvest as harvestFiles } from './harvest';
 import { DONE } from './outcome';
 import { ensureRunFolder } from './run-folder';
 import { readScore, type ScoreRead } from './score';
+import { exportWorkspace } from './workspace-export';
 
 export async function finish(
   x: ExecContext,
@@ -95,6 +97,11 @@ export async function harvest(
     if (mount) await ensureRunFolder(x.deps.resultsRoot, mount);
     // a backend whose runs write their results elsewhere (a swarm node) brings them home first
     if (mount && id && engine.containers.collect) await engine.containers.collect(id, mount);
+    // the workspace, read out of the stopped container before anything removes it (workspace-export.ts)
+    if (mount) {
+      const exported = await exportWorkspace(engine, path.dirname(mount), id, x.deps.signal);
+      if (!exported.done && exported.warning) final.warnings = [...(final.warnings ?? []), exported.warning];
+    }
     if (mount) await harvestFiles(engine, path.dirname(mount), mount, id, final, sidecars, x.deps.harvest ?? DEFAULT_LIMITS, x.deps.signal);
   } catch (err) {
     // Berth stopping cut it short: nothing failed; the record still says Harvesting, and the next start does it.

@@ -41,6 +41,7 @@ export interface RawSpec {
   user?: string;
   readOnlyRootFilesystem?: boolean;
   sidecars?: RawSidecar[];
+  workspace?: { export?: 'changes' | 'none'; exclude?: string[]; maxBytes?: string | number; maxFiles?: number };
 }
 
 export interface RawAttempt {

@@ -1,0 +1,198 @@
+/**
+ * The workspace comes home (docs/CONTRACT.md): after the main container exits, and before
+ * anything removes it, the harvest reads `workingDir` out of the stopped container through the
+ * engine's archive API (nothing runs in it) and writes `run-<n>/workspace/`: changes.json,
+ * changes.patch and files/ (src/execute/workspace-types.ts).
+ *
+ * What it is compared with: `run-<n>/workspace-base.json`, berth's own record beside results/,
+ * written when the run begins (the spec's settings) and again when the fixture is copied in
+ * (every entry copied: path, type, mode, size, sha256, link target). A fixture changed on the
+ * host since (its spec hash changes, the run is replaced) does not change what this run's export
+ * compares with; old bytes for the patch are read from the host fixture only while the file's
+ * sha256 still matches the record.
+ *
+ * Crash-safe and exactly once: built in a temp folder beside `workspace/` (changes.json written
+ * last in it), then renamed into place. A harvest tried again finds a complete export and leaves
+ * it, and removes a half-made temp folder of an earlier try.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+import { WORKSPACE } from '../constants';
+import { isNotFound } from '../engine/errors';
+import type { Engine } from '../engine/types';
+import type { FixtureEntry } from '../spec/fixture-scan';
+import type { WorkspaceExportSpec } from '../spec/types';
+import { isCode, readJsonFile, syncDir, writeFileAtomic } from '../status/atomic-file';
+import { openFileBelow } from '../util/no-follow';
+import { collectChanges, type Collected } from './workspace-tar';
+import { readCapped, writePatch, type PatchFile } from './workspace-patch';
+import type { WorkspaceChanges } from './workspace-types';
+
+/** berth's record of what a run's export compares with (`run-<n>/workspace-base.json`). */
+export interface WorkspaceBase {
+  version: 1;
+  workingDir: string;
+  settings: WorkspaceExportSpec;
+  /** The fixture's real path on the host, or null. */
+  fixture: string | null;
+  fixtureDigest: string | null;
+  /** The fixture was copied in (entries hold what was). */
+  copied: boolean;
+  entries: FixtureEntry[];
+}
+
+/** Records what the export will compare with (atomic; a later write for the same run replaces it). */
+export async function writeWorkspaceBase(runDir: string, base: WorkspaceBase): Promise<void> {
+  await writeFileAtomic(path.join(runDir, WORKSPACE.base), JSON.stringify(base) + '\n');
+}
+
+/** What the export did, for the status record: a warning when it could not be made. */
+export type ExportResult = { done: true; truncated: boolean } | { done: false; warning?: string };
+
+/**
+ * Exports the workspace of the run whose folder is `runDir` (already made or found with no link
+ * followed), read from container `containerId`. Nothing to do without a record of the run's
+ * base (a run begun before the export existed, or `export: none`) or when an export is already
+ * complete. A container that is gone is a warning, never a failure (the harvest would fail
+ * forever).
+ */
+export async function exportWorkspace(engine: Engine, runDir: string, containerId: string | undefined, signal?: AbortSignal): Promise<ExportResult> {
+  const base = await readJsonFile<WorkspaceBase>(path.join(runDir, WORKSPACE.base));
+  if (!base || base.settings.export === 'none') return { done: false };
+  const final = path.join(runDir, WORKSPACE.dir);
+  await removeTemps(runDir);
+  if (await complete(final)) return { done: true, truncated: false };
+  if (base.fixture !== null && !base.copied) return { done: false, warning: 'the workspace was not exported: the fixture was never copied in' };
+  const get = engine.containers.getArchive?.bind(engine.containers);
+  if (!get) return { done: false, warning: 'the workspace was not exported: this backend cannot read a container out' };
+  if (!containerId) return { done: false, warning: 'the workspace was not exported: the container was gone before the harvest' };
+  let tar;
+  try {
+    tar = await get(containerId, base.workingDir);
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+    return { done: false, warning: `the workspace was not exported: the container or ${base.workingDir} in it was gone before the harvest` };
+  }
+  const temp = path.join(runDir, `${WORKSPACE.tempPrefix}${process.pid}-${randomBytes(6).toString('hex')}`);
+  await fsp.mkdir(temp, { mode: 0o755 });
+  try {
+    const filesDir = path.join(temp, WORKSPACE.files);
+    await fsp.mkdir(filesDir, { mode: 0o755 });
+    const index = base.fixture === null ? null : new Map(base.entries.map((e) => [e.path, e]));
+    const got = await collectChanges(tar, path.posix.basename(base.workingDir), {
+      index,
+      exclude: base.settings.exclude,
+      maxBytes: base.settings.maxBytes,
+      maxFiles: base.settings.maxFiles,
+      filesDir,
+      ...(signal ? { signal } : {}),
+    });
+    const binary = await patchOf(temp, filesDir, base, got, index);
+    // the files get their modes once read for the patch (one without read permission could not be)
+    for (const w of got.written) await fsp.chmod(path.join(filesDir, w.path), w.mode);
+    const mark = <T extends { path: string; type: string }>(e: T): T => (binary.has(e.path) && e.type === 'file' ? { ...e, binary: true } : e);
+    const changes: WorkspaceChanges = {
+      version: 1,
+      workingDir: base.workingDir,
+      fixtureDigest: base.fixture === null ? null : base.fixtureDigest,
+      added: got.added.map(mark),
+      modified: got.modified.map(mark),
+      deleted: got.deleted,
+      typeChanged: got.typeChanged.map(mark),
+      omitted: got.omitted,
+      truncated: got.truncated,
+      caps: { maxBytes: base.settings.maxBytes, maxFiles: base.settings.maxFiles },
+      exportedAt: new Date().toISOString(),
+    };
+    await writeFileAtomic(path.join(temp, WORKSPACE.changes), JSON.stringify(changes, null, 2) + '\n');
+    // A folder left by an interrupted rename's predecessor (never complete: checked above).
+    await fsp.rm(final, { recursive: true, force: true });
+    await fsp.rename(temp, final);
+    await syncDir(runDir);
+    return { done: true, truncated: got.truncated };
+  } finally {
+    await fsp.rm(temp, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+/** An export is complete when its folder holds changes.json (written last, before the rename). */
+async function complete(final: string): Promise<boolean> {
+  const [dir, changes] = await Promise.all([fsp.lstat(final).catch(() => undefined), fsp.lstat(path.join(final, WORKSPACE.changes)).catch(() => undefined)]);
+  return !!dir?.isDirectory() && !!changes?.isFile();
+}
+
+/** Removes what an interrupted export left: its temp folders. */
+async function removeTemps(runDir: string): Promise<void> {
+  let names: string[];
+  try {
+    names = await fsp.readdir(runDir);
+  } catch (err) {
+    if (isCode(err, 'ENOENT')) return;
+    throw err;
+  }
+  for (const n of names) if (n.startsWith(WORKSPACE.tempPrefix)) await fsp.rm(path.join(runDir, n), { recursive: true, force: true });
+}
+
+/** Writes changes.patch into `temp`; returns the paths whose content is not text. */
+async function patchOf(
+  temp: string,
+  filesDir: string,
+  base: WorkspaceBase,
+  got: Collected,
+  index: ReadonlyMap<string, FixtureEntry> | null,
+): Promise<Set<string>> {
+  const changes: PatchFile[] = [];
+  const fileMode = (e: { type: string; mode?: number }): number | undefined => (e.type === 'file' ? (e.mode ?? 0o644) : undefined);
+  for (const e of got.added) if (e.type === 'file') changes.push({ path: e.path, newMode: e.mode ?? 0o644, content: true });
+  for (const e of got.modified) {
+    const was = index?.get(e.path);
+    if (e.type !== 'file' || !was) continue;
+    changes.push({ path: e.path, oldMode: was.mode, newMode: e.mode ?? 0o644, content: was.sha256 !== e.sha256 });
+  }
+  for (const e of got.typeChanged) {
+    const was = index?.get(e.path);
+    if (was?.type === 'file') changes.push({ path: e.path, oldMode: was.mode, content: true });
+    const now = fileMode(e);
+    if (now !== undefined) changes.push({ path: e.path, newMode: now, content: true });
+  }
+  for (const e of got.deleted) {
+    const was = index?.get(e.path);
+    if (was?.type === 'file') changes.push({ path: e.path, oldMode: was.mode, content: true });
+  }
+  const out = await fsp.open(path.join(temp, WORKSPACE.patch), 'wx', 0o644);
+  try {
+    return await writePatch(out, path.join(temp, '.patch-body'), changes, {
+      before: (p) => fixtureBytes(base, index?.get(p)),
+      after: async (p) => {
+        const fh = await openFileBelow(filesDir, p);
+        try {
+          return await readCapped(fh);
+        } finally {
+          await fh.close();
+        }
+      },
+    });
+  } finally {
+    await out.close();
+  }
+}
+
+/** A fixture file's bytes as copied in: read from the host (no link followed) only while its sha256 is still the one recorded. */
+async function fixtureBytes(base: WorkspaceBase, e: FixtureEntry | undefined): Promise<Buffer | undefined> {
+  if (!base.fixture || e?.type !== 'file' || e.sha256 === undefined) return undefined;
+  const single = base.entries.length === 1 && base.entries[0]?.type === 'file';
+  let fh;
+  try {
+    fh = single ? await openFileBelow(path.dirname(base.fixture), path.basename(base.fixture)) : await openFileBelow(base.fixture, e.path);
+  } catch {
+    return undefined; // gone or replaced on the host since: named, not diffed
+  }
+  try {
+    const b = await readCapped(fh);
+    if (!b || createHash('sha256').update(b).digest('hex') !== e.sha256) return undefined;
+    return b;
+  } finally {
+    await fh.close();
+  }
+}

@@ -1,0 +1,125 @@
+/**
+ * changes.patch: the text changes of regular files as a git-style unified diff that `git apply`
+ * and `patch -p1` take against a clean copy of the fixture (hunks by jsdiff). Binary changes, and
+ * changes whose old or new side cannot be diffed as text (larger than
+ * DEFAULTS.workspaceTextDiffBytes, or the fixture file changed on the host since it was copied
+ * in), are named at the top of the patch (`Binary files a/p and b/p differ`, lines both tools
+ * skip); their bytes are in files/. A mode change of such a file still gets its own
+ * `old mode`/`new mode` section. Links and folders are in changes.json only.
+ * One file pair at a time is held in memory, each at most the text-diff cap.
+ */
+import { isUtf8 } from 'node:buffer';
+import { promises as fsp } from 'node:fs';
+import { formatPatch, structuredPatch, type StructuredPatch } from 'diff';
+import { DEFAULTS } from '../constants';
+
+export interface PatchFile {
+  path: string;
+  /** The fixture's side: its permission bits, or absent (added). */
+  oldMode?: number;
+  /** The workspace's side: its permission bits, or absent (deleted). */
+  newMode?: number;
+  /** Content changed (else only the mode). */
+  content: boolean;
+}
+
+export interface PatchSources {
+  /** The fixture's bytes of `path` as copied in; undefined when they cannot be had (changed on the host since, or too large). */
+  before(path: string): Promise<Buffer | undefined>;
+  /** The workspace's bytes of `path` (from files/); undefined when too large. */
+  after(path: string): Promise<Buffer | undefined>;
+}
+
+/** A buffer that is text: valid UTF-8 without NUL. */
+export function isText(b: Buffer): boolean {
+  return !b.includes(0) && isUtf8(b);
+}
+
+/** git's two file modes: executable or not. */
+const gitMode = (m: number): string => ((m & 0o100) !== 0 ? '100755' : '100644');
+
+/** How long jsdiff may take on one file before it is named like a binary one. */
+const DIFF_TIMEOUT_MS = 5_000;
+
+/**
+ * Writes the patch of `changes` to `out`: the named (binary) changes first, then one section per
+ * file, deletions first (so a folder that became a file, or the reverse, applies). Returns the
+ * paths whose content was named rather than diffed because it is not text.
+ */
+export async function writePatch(out: fsp.FileHandle, bodyFile: string, changes: readonly PatchFile[], src: PatchSources): Promise<Set<string>> {
+  const binary = new Set<string>();
+  const named: string[] = [];
+  const body = await fsp.open(bodyFile, 'wx', 0o600);
+  try {
+    const order = [...changes].sort((a, b) => rank(a) - rank(b) || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+    for (const c of order) {
+      const section = await sectionOf(c, src, binary, named);
+      if (section) await body.write(section);
+    }
+  } finally {
+    await body.close();
+  }
+  if (named.length) await out.write(named.join(''));
+  const again = await fsp.open(bodyFile, 'r');
+  try {
+    for await (const chunk of again.createReadStream({ autoClose: false })) await out.write(chunk as Buffer);
+  } finally {
+    await again.close();
+    await fsp.rm(bodyFile, { force: true });
+  }
+  return binary;
+}
+
+const rank = (c: PatchFile): number => (c.newMode === undefined ? 0 : 1);
+
+async function sectionOf(c: PatchFile, src: PatchSources, binary: Set<string>, named: string[]): Promise<string | undefined> {
+  const a = `a/${c.path}`;
+  const b = `b/${c.path}`;
+  const isCreate = c.oldMode === undefined;
+  const isDelete = c.newMode === undefined;
+  const oldMode = c.oldMode === undefined ? undefined : gitMode(c.oldMode);
+  const newMode = c.newMode === undefined ? undefined : gitMode(c.newMode);
+  const modeOnly = (): string | undefined =>
+    !isCreate && !isDelete && oldMode !== newMode ? formatPatch({ ...base(a, b), isGit: true, oldMode, newMode, hunks: [] }) : undefined;
+  if (!c.content) return modeOnly();
+  const oldText = isCreate ? Buffer.alloc(0) : await src.before(c.path);
+  const newText = isDelete ? Buffer.alloc(0) : await src.after(c.path);
+  const name = () => named.push(`Binary files ${isCreate ? '/dev/null' : a} and ${isDelete ? '/dev/null' : b} differ\n`);
+  if (!oldText || !newText) {
+    name();
+    return modeOnly();
+  }
+  if (!isText(oldText) || !isText(newText)) {
+    binary.add(c.path);
+    name();
+    return modeOnly();
+  }
+  const p = structuredPatch(isCreate ? '/dev/null' : a, isDelete ? '/dev/null' : b, oldText.toString('utf8'), newText.toString('utf8'), undefined, undefined, {
+    context: 3,
+    timeout: DIFF_TIMEOUT_MS,
+  });
+  if (!p) {
+    name();
+    return modeOnly();
+  }
+  if (!isCreate && !isDelete && p.hunks.length === 0) return modeOnly();
+  return formatPatch({
+    ...p,
+    isGit: true,
+    ...(isCreate ? { isCreate: true, newMode } : {}),
+    ...(isDelete ? { isDelete: true, oldMode } : {}),
+    ...(!isCreate && !isDelete && oldMode !== newMode ? { oldMode, newMode } : {}),
+  });
+}
+
+function base(a: string, b: string): Omit<StructuredPatch, 'hunks'> {
+  return { oldFileName: a, newFileName: b, oldHeader: undefined, newHeader: undefined };
+}
+
+/** Reads a file's bytes when it is at most the text-diff cap; undefined when larger. */
+export async function readCapped(fh: fsp.FileHandle, max = DEFAULTS.workspaceTextDiffBytes): Promise<Buffer | undefined> {
+  const st = await fh.stat();
+  if (st.size > max) return undefined;
+  const b = await fh.readFile();
+  return b.length > max ? undefined : b;
+}

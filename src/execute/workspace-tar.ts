@@ -1,0 +1,340 @@
+/**
+ * The workspace's tar (read out of the stopped container) against the fixture as copied in: what
+ * was added, modified, deleted or changed type, with every added or modified regular file written
+ * under `filesDir`. Everything in the tar is hostile input:
+ * - streamed entry by entry, each file hashed as it is written (never held whole in memory);
+ * - names that are not UTF-8, that leave the tree (`..`, absolute) or repeat, are left out
+ *   (`name-not-utf8`, `unsafe-name`); deeper or longer than DEFAULTS allows, `too-deep`;
+ * - links are never followed nor written: listed with their target, or left out when the target
+ *   leaves the tree (`link-outside`); devices, fifos and the like are `not-regular`;
+ * - default and user exclusions (picomatch) leave out a path and all below it, listed once;
+ * - caps: bytes written under files/ (`maxBytes`), entries listed (`maxFiles`): the first entry
+ *   over a cap is listed with the cap's reason, `truncated` is set and the stream is destroyed.
+ * Files are written below `filesDir` (a fresh folder of berth's) one component at a time with no
+ * link followed, each created exclusively.
+ */
+import { isUtf8 } from 'node:buffer';
+import { createHash } from 'node:crypto';
+import { constants as C, promises as fsp } from 'node:fs';
+import { posix } from 'node:path';
+import type { Readable } from 'node:stream';
+import picomatch from 'picomatch';
+import { extract, type Header } from 'tar-stream';
+import { DEFAULTS } from '../constants';
+import type { FixtureEntry } from '../spec/fixture-scan';
+import { isCode } from '../status/atomic-file';
+import { atFd, openDirBelow, UnsafePathError } from '../util/no-follow';
+import type { ChangedEntry, EntryType, OmittedEntry, OmittedReason } from './workspace-types';
+
+export interface CollectOptions {
+  /** The fixture as copied in, by path relative to workingDir; null: no fixture (everything is added). */
+  index: ReadonlyMap<string, FixtureEntry> | null;
+  /** The user's globs (the defaults always apply). */
+  exclude: readonly string[];
+  maxBytes: number;
+  maxFiles: number;
+  /** A fresh folder of berth's: added and modified files land below it. */
+  filesDir: string;
+  signal?: AbortSignal;
+}
+
+export interface Collected {
+  added: ChangedEntry[];
+  modified: ChangedEntry[];
+  deleted: { path: string; type: EntryType }[];
+  typeChanged: (ChangedEntry & { from: EntryType })[];
+  omitted: OmittedEntry[];
+  truncated: boolean;
+  /** Files written under filesDir (relative paths) with the mode they are to get. */
+  written: { path: string; mode: number }[];
+}
+
+/** Index entry type → the export's. */
+export function entryType(t: FixtureEntry['type']): EntryType {
+  return t === 'symlink' ? 'link' : t;
+}
+
+/**
+ * A matcher for excluded paths: the defaults and the user's globs; a glob without a slash matches
+ * a name at any depth (as .gitignore), one with a slash a path from workingDir.
+ */
+export function excluder(user: readonly string[]): (path: string) => boolean {
+  const globs = [...DEFAULTS.workspaceExclude, ...user].map((g) => (g.includes('/') ? g.replace(/^\/+/, '') : `**/${g}`));
+  return picomatch(globs, { dot: true });
+}
+
+/** The shallowest of `rel` and its ancestors that `isExcluded` matches, if any. */
+function excludedAt(parts: readonly string[], isExcluded: (p: string) => boolean): string | undefined {
+  for (let i = 1; i <= parts.length; i++) {
+    const p = parts.slice(0, i).join('/');
+    if (isExcluded(p)) return p;
+  }
+  return undefined;
+}
+
+/** A header's name (or link target) as bytes: pax values arrive decoded as UTF-8, the rest as latin1 (its bytes). */
+function nameBytes(value: string, fromPax: boolean): { text: string; utf8: boolean } {
+  if (fromPax) return { text: value, utf8: !value.includes('\uFFFD') };
+  const raw = Buffer.from(value, 'latin1');
+  return { text: raw.toString('utf8'), utf8: isUtf8(raw) };
+}
+
+/** At most this many characters of a path left out are kept (a name may be very long). */
+const SHOWN_PATH = 1024;
+const shown = (p: string): string => (p.length > SHOWN_PATH ? `${p.slice(0, SHOWN_PATH)}…` : p);
+
+/** Drains an entry the export does not keep. */
+async function drain(stream: AsyncIterable<unknown>): Promise<void> {
+  for await (const _chunk of stream) {
+    // read and dropped
+  }
+}
+
+class Stop extends Error {}
+
+/**
+ * Reads `tar` (entries named `<top>/...`, as the engine's archive API names them) and compares it
+ * with `opts.index`. Destroys `tar` when it stops early (a cap, an error).
+ */
+export async function collectChanges(tar: Readable, top: string, opts: CollectOptions): Promise<Collected> {
+  const out: Collected = { added: [], modified: [], deleted: [], typeChanged: [], omitted: [], truncated: false, written: [] };
+  const isExcluded = excluder(opts.exclude);
+  const excludedSeen = new Set<string>();
+  /** Paths met (so a repeat is refused) and what became of a file (for a hard link to it). */
+  const met = new Map<string, { size: number; sha256: string; written: boolean; mode: number } | null>();
+  let listed = 0;
+  let bytes = 0;
+  const files = new FilesWriter(opts.filesDir);
+
+  const omit = (path: string, reason: OmittedReason): void => {
+    if (listed >= opts.maxFiles) throw stop(path, 'max-files');
+    listed++;
+    out.omitted.push({ path: shown(path), reason });
+  };
+  const stop = (path: string, reason: 'max-bytes' | 'max-files'): Stop => {
+    out.omitted.push({ path: shown(path), reason });
+    out.truncated = true;
+    return new Stop();
+  };
+  const list = (e: ChangedEntry, from: FixtureEntry | undefined): void => {
+    if (listed >= opts.maxFiles) throw stop(e.path, 'max-files');
+    listed++;
+    if (!from) out.added.push(e);
+    else if (entryType(from.type) === e.type) out.modified.push(e);
+    else out.typeChanged.push({ ...e, from: entryType(from.type) });
+  };
+
+  const ex = extract({ filenameEncoding: 'latin1' } as Parameters<typeof extract>[0]);
+  tar.on('error', (err) => ex.destroy(err));
+  tar.pipe(ex);
+  try {
+    for await (const entry of ex) {
+      opts.signal?.throwIfAborted();
+      const h = entry.header as Header & { pax?: Record<string, string> };
+      const name = nameBytes(h.name, h.pax?.path !== undefined);
+      const parts = name.text.split('/');
+      if (parts[parts.length - 1] === '') parts.pop();
+      if (parts[0] === '.') parts.shift();
+      const rel = parts.slice(1).join('/');
+      if (!name.utf8) {
+        omit(rel || name.text, 'name-not-utf8');
+        await drain(entry);
+        continue;
+      }
+      if (parts[0] !== top || parts.slice(1).some((p) => p === '' || p === '.' || p === '..')) {
+        omit(name.text, 'unsafe-name');
+        await drain(entry);
+        continue;
+      }
+      if (rel === '') {
+        await drain(entry);
+        continue;
+      }
+      if (parts.length - 1 > DEFAULTS.workspaceMaxDepth || Buffer.byteLength(rel) > DEFAULTS.workspacePathBytes) {
+        omit(rel, 'too-deep');
+        await drain(entry);
+        continue;
+      }
+      const ex1 = excludedAt(parts.slice(1), isExcluded);
+      if (ex1 !== undefined) {
+        if (!excludedSeen.has(ex1)) {
+          omit(ex1, 'excluded');
+          excludedSeen.add(ex1);
+        }
+        await drain(entry);
+        continue;
+      }
+      if (met.has(rel)) {
+        omit(rel, 'unsafe-name');
+        await drain(entry);
+        continue;
+      }
+      const idx = opts.index?.get(rel);
+      const mode = (h.mode ?? 0) & 0o7777;
+      if (h.type === 'directory') {
+        met.set(rel, null);
+        await drain(entry);
+        if (!idx || idx.type !== 'dir' || idx.mode !== (mode & 0o777)) list({ path: rel, type: 'dir', mode }, idx);
+      } else if (h.type === 'symlink') {
+        await drain(entry);
+        const target = nameBytes(h.linkname ?? '', h.pax?.linkpath !== undefined);
+        if (!target.utf8) {
+          omit(rel, 'name-not-utf8');
+          continue;
+        }
+        const lands = posix.normalize(posix.join(posix.dirname(rel), target.text));
+        if (posix.isAbsolute(target.text) || lands === '..' || lands.startsWith('../')) {
+          omit(rel, 'link-outside');
+          continue;
+        }
+        met.set(rel, null);
+        if (!idx || idx.type !== 'symlink' || idx.target !== target.text) list({ path: rel, type: 'link', target: target.text }, idx);
+      } else if (h.type === 'file' || h.type === 'contiguous-file') {
+        const size = h.size ?? 0;
+        const maybeSame = idx?.type === 'file' && idx.size === size && idx.mode === (mode & 0o777);
+        const fits = bytes + size <= opts.maxBytes;
+        if (!fits && !maybeSame) throw stop(rel, 'max-bytes');
+        let sha256: string;
+        try {
+          sha256 = fits ? await files.write(rel, entry) : await hashOnly(entry);
+        } catch (err) {
+          // A name that cannot be a file below files/ (a hostile tar: a file where a folder was).
+          if (!(err instanceof UnsafePathError) && !isCode(err, 'EEXIST', 'ENOTDIR', 'EISDIR')) throw err;
+          await drain(entry);
+          omit(rel, 'unsafe-name');
+          continue;
+        }
+        const same = maybeSame && idx.sha256 === sha256;
+        if (same) {
+          if (fits) await files.remove(rel);
+          met.set(rel, { size, sha256, written: false, mode });
+          continue;
+        }
+        if (!fits) throw stop(rel, 'max-bytes');
+        met.set(rel, { size, sha256, written: true, mode });
+        try {
+          list({ path: rel, type: 'file', size, sha256, mode }, idx);
+        } catch (err) {
+          await files.remove(rel);
+          throw err;
+        }
+        bytes += size;
+        out.written.push({ path: rel, mode: mode & 0o777 });
+      } else if (h.type === 'link') {
+        // A hard link to an earlier entry of this archive: the same bytes under another name.
+        await drain(entry);
+        const to = nameBytes(h.linkname ?? '', h.pax?.linkpath !== undefined);
+        const toRel = to.text.split('/').slice(1).join('/');
+        const was = met.get(toRel);
+        if (!was) {
+          omit(rel, 'not-regular');
+          continue;
+        }
+        const same = idx?.type === 'file' && idx.sha256 === was.sha256 && idx.mode === (was.mode & 0o777);
+        met.set(rel, { ...was, written: false });
+        if (same) continue;
+        if (!was.written) {
+          omit(rel, 'not-regular');
+          continue;
+        }
+        if (bytes + was.size > opts.maxBytes) throw stop(rel, 'max-bytes');
+        list({ path: rel, type: 'file', size: was.size, sha256: was.sha256, mode: was.mode }, idx);
+        await files.copy(toRel, rel);
+        met.set(rel, { ...was, written: true });
+        bytes += was.size;
+        out.written.push({ path: rel, mode: was.mode & 0o777 });
+      } else {
+        omit(rel, 'not-regular');
+        await drain(entry);
+      }
+    }
+  } catch (err) {
+    if (!(err instanceof Stop)) throw err;
+  } finally {
+    // stops reading: the engine's stream first (nothing more is written into the parser), then the parser
+    tar.destroy();
+    ex.destroy();
+    await files.close();
+  }
+  // Deleted: what the fixture held that the workspace does not (not known past a cap: none listed then).
+  if (opts.index && !out.truncated) {
+    for (const [p, e] of opts.index) {
+      if (p === '.' || met.has(p)) continue;
+      if (excludedAt(p.split('/'), isExcluded) !== undefined) continue;
+      out.deleted.push({ path: p, type: entryType(e.type) });
+    }
+  }
+  const byPath = (a: { path: string }, b: { path: string }) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
+  for (const l of [out.added, out.modified, out.deleted, out.typeChanged]) l.sort(byPath);
+  return out;
+}
+
+async function hashOnly(stream: AsyncIterable<unknown>): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const c of stream) hash.update(c as Buffer);
+  return hash.digest('hex');
+}
+
+/**
+ * Writes files below a fresh folder of berth's, one component at a time with no link followed
+ * (util/no-follow.ts); each file is created exclusively (0600 until the export sets its mode).
+ * The last folder opened is kept open: a tar lists a folder's files together.
+ */
+class FilesWriter {
+  private dir: { rel: string; h: fsp.FileHandle } | undefined;
+
+  constructor(private readonly root: string) {}
+
+  private async folder(rel: string): Promise<fsp.FileHandle> {
+    const parent = posix.dirname(rel);
+    const want = parent === '.' ? '' : parent;
+    if (this.dir?.rel === want) return this.dir.h;
+    await this.close();
+    const h = await openDirBelow(this.root, want ? want.split('/') : [], { create: true });
+    this.dir = { rel: want, h };
+    return h;
+  }
+
+  /** Writes `rel` from `stream`, returning its sha256. */
+  async write(rel: string, stream: AsyncIterable<unknown>): Promise<string> {
+    const dir = await this.folder(rel);
+    const fh = await fsp.open(atFd(dir.fd, posix.basename(rel)), C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, 0o600);
+    const hash = createHash('sha256');
+    try {
+      for await (const c of stream) {
+        const chunk = c as Buffer;
+        hash.update(chunk);
+        await fh.write(chunk);
+      }
+    } finally {
+      await fh.close();
+    }
+    return hash.digest('hex');
+  }
+
+  async copy(from: string, to: string): Promise<void> {
+    const src = await openDirBelow(this.root, from.split('/').slice(0, -1));
+    let fh: fsp.FileHandle;
+    try {
+      fh = await fsp.open(atFd(src.fd, posix.basename(from)), C.O_RDONLY | C.O_NOFOLLOW);
+    } finally {
+      await src.close();
+    }
+    try {
+      await this.write(to, fh.createReadStream({ autoClose: false }));
+    } finally {
+      await fh.close();
+    }
+  }
+
+  async remove(rel: string): Promise<void> {
+    const dir = await this.folder(rel);
+    await fsp.unlink(atFd(dir.fd, posix.basename(rel)));
+  }
+
+  async close(): Promise<void> {
+    const d = this.dir;
+    this.dir = undefined;
+    await d?.h.close();
+  }
+}
