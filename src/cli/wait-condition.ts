@@ -28,6 +28,8 @@ export interface Watched {
   status?: Pick<AttemptStatus, 'phase' | 'reason' | 'retriesUsed' | 'infraRetriesUsed'>;
   /** The spec's `retries` (0 without a valid spec). */
   retries: number;
+  /** spec.grade: the finished run's grade is still to come (plan/grade.ts gradePending). */
+  gradePending?: boolean;
 }
 
 /** Phases in which an attempt stays until its spec changes or it is re-run. */
@@ -37,7 +39,7 @@ const SETTLED: ReadonlySet<Phase> = new Set([...FINISHED_PHASES, 'Invalid', 'Blo
 export function settled(w: Watched): boolean {
   const s = w.status;
   if (s?.reason === REASONS.harvestFailed) return true;
-  if (!s || !SETTLED.has(s.phase)) return false;
+  if (!s || !SETTLED.has(s.phase) || w.gradePending) return false;
   if (s.phase !== 'Failed') return true;
   if (isInfraFailure(s.reason)) return (s.infraRetriesUsed ?? 0) >= DEFAULTS.infraRetries;
   return !RETRYABLE_REASONS.has(s.reason ?? '') || s.retriesUsed >= w.retries;

@@ -31,6 +31,7 @@ export function spec(name: string, over: Partial<NormalizedAttempt> = {}, hash =
     user: null,
     readOnlyRootFilesystem: false,
     sidecars: [],
+    grade: null,
     ...over,
   };
   return { source: { file: `specs/${name}.yaml`, line: 1, col: 1 }, relFile: `${name}.yaml`, spec: s, hash };

@@ -11,6 +11,7 @@
  * After every pass, a revision all of whose attempts have finished gets its outcome written (and
  * POSTed to `--notify-url`, whose tries are waited for before the exit), as in the controller.
  */
+import { gradePending } from '../../plan/grade';
 import { EXIT, FINISHED_PHASES, REASONS, type Phase } from '../../constants';
 import { reconcilePass, type PassConfig, type PassResult } from '../../controller/pass';
 import type * as ControllerMod from '../../controller/controller';
@@ -275,7 +276,7 @@ async function untilFinal(
         const unfinished = load.specs.filter((sp) => {
           const st = statuses.get(sp.spec.name);
           if (st?.reason === REASONS.harvestFailed) return false;
-          return !DONE_FOR_WAIT.has(st?.phase ?? 'Pending') || controller.pending(sp.spec.name);
+          return !DONE_FOR_WAIT.has(st?.phase ?? 'Pending') || controller.pending(sp.spec.name) || gradePending(sp, st);
         });
         if (unfinished.length === 0 && controller.idle()) {
           await firstDone;
@@ -318,7 +319,9 @@ async function untilFinal(
     if (typeof e !== 'number' && e.timedOut) {
       const load = controller.latestLoad();
       const statuses = await store.loadAll();
-      const left = (load?.specs ?? []).filter((sp) => !DONE_FOR_WAIT.has(statuses.get(sp.spec.name)?.phase ?? 'Pending')).length;
+      const left = (load?.specs ?? []).filter(
+        (sp) => !DONE_FOR_WAIT.has(statuses.get(sp.spec.name)?.phase ?? 'Pending') || gradePending(sp, statuses.get(sp.spec.name)),
+      ).length;
       live.end();
       diag(ctx, 'error', `--timeout ${o.timeout}s passed with ${plural(left, 'attempt')} unfinished`);
       return { ...e, ...(load ? { load } : {}) };

@@ -6,6 +6,7 @@
  * attempt ended Failed or TimedOut (finished, or it can no longer reach the phase waited for);
  * 1 `--timeout` passed first, or an attempt is Blocked; 2 an Invalid attempt or a usage error.
  */
+import { gradePending } from '../../plan/grade';
 import { EXIT } from '../../constants';
 import { Waker } from '../../util/waker';
 import { loadSpecs } from '../../spec/loader';
@@ -43,6 +44,7 @@ export async function runWait(ctx: Context, names: string[], o: WaitOptions): Pr
   }
   const load = await loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsRevision(ctx) });
   const retries = new Map(load.specs.map((s) => [s.spec.name, s.spec.retries]));
+  const loaded = new Map(load.specs.map((s) => [s.spec.name, s]));
   const label = want.kind === 'finished' ? 'finished' : `phase=${want.phase}`;
 
   const waker = new Waker();
@@ -60,7 +62,10 @@ export async function runWait(ctx: Context, names: string[], o: WaitOptions): Pr
       const statuses = await store().loadAll();
       const items: Watched[] = rows.map((r) => {
         const st = statuses.get(r.name);
-        return { name: r.name, retries: retries.get(r.name) ?? 0, ...(st ? { status: st } : {}) };
+        const sp = loaded.get(r.name);
+        // spec.grade: a finished run whose grade is still to come is not settled
+        const grading = sp !== undefined && gradePending(sp, st);
+        return { name: r.name, retries: retries.get(r.name) ?? 0, ...(st ? { status: st } : {}), ...(grading ? { gradePending: true } : {}) };
       });
       const v = verdict(items, want);
       for (const n of v.met) {

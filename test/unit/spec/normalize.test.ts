@@ -39,6 +39,7 @@ describe('spec/normalize', () => {
       user: null,
       readOnlyRootFilesystem: false,
       sidecars: [],
+      grade: null,
     });
   });
 
@@ -74,6 +75,7 @@ describe('spec/normalize', () => {
       user: null,
       readOnlyRootFilesystem: false,
       sidecars: [],
+      grade: null,
     });
   });
 
