@@ -328,6 +328,29 @@ export const DEFAULTS = {
   gitTimeoutMs: 120_000,
   /** A failed fetch is tried again after this, doubling up to the interval. */
   gitRetryBaseMs: 2_000,
+  /** spec.workspace: bytes written under workspace/files at most, and entries listed at most. */
+  workspaceMaxBytes: 256 * 1024 * 1024,
+  workspaceMaxFiles: 100_000,
+  /** Always left out of the exported workspace, at any depth (picomatch globs matched against a name). */
+  workspaceExclude: ['node_modules', '.venv', 'vendor', '__pycache__', '.env', '.env.*'] as readonly string[],
+  /** A changed file larger than this (either side) is named in changes.patch like a binary one, not diffed as text. */
+  workspaceTextDiffBytes: 1024 * 1024,
+  /** A path deeper than this many components, or longer than this many bytes, is left out (`too-deep`). */
+  workspaceMaxDepth: 256,
+  workspacePathBytes: 4096,
+} as const;
+
+/** The files of the exported workspace, in the run folder (docs/CONTRACT.md, "The workspace comes home"). */
+export const WORKSPACE = {
+  /** The export's folder in the run folder; complete once changes.json is in it. */
+  dir: 'workspace',
+  changes: 'changes.json',
+  patch: 'changes.patch',
+  files: 'files',
+  /** berth's own record, beside results/, of what was copied in: the export compares with it. */
+  base: 'workspace-base.json',
+  /** The prefix of the temp folder an export is built in before it is renamed into place. */
+  tempPrefix: '.workspace.tmp-',
 } as const;
 
 /**

@@ -159,6 +159,14 @@ export interface ContainerClient {
    * a backend whose runs write them elsewhere than a bind of that folder (a swarm node's volume).
    */
   collect?(id: string, into: string): Promise<void>;
+  /**
+   * A tar stream of `path` (and everything below it) read out of the container, running or
+   * stopped, through the engine's archive API: nothing runs in the container. Entries are named
+   * `<basename of path>/...`. Rejects with statusCode 404 when the container (or the path) is
+   * gone. The reader destroys the stream to stop early. A backend without it cannot bring a
+   * workspace home.
+   */
+  getArchive?(id: string, path: string): Promise<Readable>;
 }
 
 export interface NetworkSummary {

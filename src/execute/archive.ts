@@ -39,6 +39,11 @@ function collect(p: Pack): Promise<Buffer> {
  */
 export interface Archive {
   readonly bytes: number;
+  /**
+   * What the archive holds of the fixture, entry by entry in the loader's terms (spec/fixture-scan.ts,
+   * every file with its sha256): the exported workspace is compared with it. Empty without a fixture.
+   */
+  readonly index: readonly FixtureEntry[];
   body(): Buffer | Readable;
   dispose(): Promise<void>;
 }
@@ -86,28 +91,34 @@ export function spoolArchive(p: Pack, limit: number): Promise<Archive> {
     p.on('end', () => {
       if (!file) {
         const body = Buffer.concat(chunks);
-        resolve({ bytes, body: () => body, dispose: async () => undefined });
+        resolve({ bytes, index: [], body: () => body, dispose: async () => undefined });
         return;
       }
       const f = file;
       const where = path.join(dir as string, 'fixture.tar');
-      f.end(() => resolve({ bytes, body: () => createReadStream(where), dispose }));
+      f.end(() => resolve({ bytes, index: [], body: () => createReadStream(where), dispose }));
     });
   });
 }
 
-/** A file's entry: read whole while small (its bytes returned), else streamed from its open handle (exactly the size its stat gave). */
-async function fileEntry(p: Pack, header: Parameters<Pack['entry']>[0], fh: fsp.FileHandle, size: number): Promise<Buffer | undefined> {
+/**
+ * A file's entry: read whole while small, else streamed from its open handle (exactly the size
+ * its stat gave), hashed as it passes. Returns its size and sha256 as archived.
+ */
+async function fileEntry(p: Pack, header: Parameters<Pack['entry']>[0], fh: fsp.FileHandle, size: number): Promise<{ size: number; sha256: string }> {
   if (size <= DEFAULTS.fixtureInlineFileBytes) {
     const body = await fh.readFile();
     await entry(p, { ...header, size: body.length }, body);
-    return body;
+    return { size: body.length, sha256: createHash('sha256').update(body).digest('hex') };
   }
+  const hash = createHash('sha256');
   await new Promise<void>((resolve, reject) => {
     const sink = p.entry({ ...header, size }, (err?: Error | null) => (err ? reject(err) : resolve()));
-    pipeline(fh.createReadStream({ start: 0, end: size - 1, autoClose: false }), sink).catch(reject);
+    const source = fh.createReadStream({ start: 0, end: size - 1, autoClose: false });
+    source.on('data', (c) => hash.update(c));
+    pipeline(source, sink).catch(reject);
   });
-  return undefined;
+  return { size, sha256: hash.digest('hex') };
 }
 
 /** Folder entries for every component of `dir` ("workspace", "workspace/sub"), so extraction at / works. */
@@ -138,14 +149,13 @@ export async function fixtureTar(
 ): Promise<Archive> {
   const key = fixture !== null && digest ? [fixture, workingDir, uid, gid, digest].join('\0') : undefined;
   const hit = key !== undefined ? keptArchives.get(key) : undefined;
-  if (hit) return { bytes: hit.length, body: () => hit, dispose: async () => undefined };
+  if (hit) return { bytes: hit.body.length, index: hit.index, body: () => hit.body, dispose: async () => undefined };
   const p = pack();
   const done = spoolArchive(p, spoolOver);
-  // what the archive holds, in the loader's terms (spec/fixture-scan.ts), while every file is read whole
-  const read: FixtureEntry[] | undefined = key !== undefined ? [] : undefined;
-  let whole = true;
+  // what the archive holds, in the loader's terms (spec/fixture-scan.ts)
+  const read: FixtureEntry[] = [];
   try {
-    whole = await fixtureEntries(p, fixture, workingDir, uid, gid, read);
+    await fixtureEntries(p, fixture, workingDir, uid, gid, read);
   } catch (err) {
     // the spool ends with the error (and removes its temp file, if it made one)
     p.destroy(err as Error);
@@ -155,9 +165,9 @@ export async function fixtureTar(
     );
     throw err;
   }
-  const archive = await done;
+  const archive = { ...(await done), index: read };
   const body = archive.body();
-  if (key !== undefined && read && whole && Buffer.isBuffer(body) && fixtureDigest(read) === digest) keep(key, body);
+  if (key !== undefined && Buffer.isBuffer(body) && fixtureDigest(read) === digest) keep(key, body, read);
   return archive;
 }
 
@@ -170,20 +180,20 @@ export async function fixtureTar(
  * changed fixture has another digest, and gets an archive of its own. At most
  * KEPT_ARCHIVES, of at most KEPT_ARCHIVE_BYTES in all; the oldest go first.
  */
-const keptArchives = new Map<string, Buffer>();
+const keptArchives = new Map<string, { body: Buffer; index: readonly FixtureEntry[] }>();
 const KEPT_ARCHIVES = 8;
 const KEPT_ARCHIVE_BYTES = 32 * 1024 * 1024;
 
-function keep(key: string, body: Buffer): void {
+function keep(key: string, body: Buffer, index: readonly FixtureEntry[]): void {
   if (body.length > KEPT_ARCHIVE_BYTES) return;
   keptArchives.delete(key);
-  keptArchives.set(key, body);
+  keptArchives.set(key, { body, index });
   let total = 0;
-  for (const b of keptArchives.values()) total += b.length;
+  for (const b of keptArchives.values()) total += b.body.length;
   for (const [k, b] of keptArchives) {
     if (keptArchives.size <= KEPT_ARCHIVES && total <= KEPT_ARCHIVE_BYTES) break;
     keptArchives.delete(k);
-    total -= b.length;
+    total -= b.body.length;
   }
 }
 
@@ -192,9 +202,8 @@ export function clearKeptArchives(): void {
   keptArchives.clear();
 }
 
-/** Packs the fixture into `p`; `read` hears of each entry as the loader describes it. False when a file was streamed (not hashed here). */
-async function fixtureEntries(p: Pack, fixture: string | null, workingDir: string, uid: number, gid: number, read?: FixtureEntry[]): Promise<boolean> {
-  let whole = true;
+/** Packs the fixture into `p`; `read` hears of each entry as the loader describes it. */
+async function fixtureEntries(p: Pack, fixture: string | null, workingDir: string, uid: number, gid: number, read: FixtureEntry[]): Promise<void> {
   const base = workingDir.replace(/^\/+/, '');
   const upper = path.posix.dirname(base);
   if (upper !== '.') await parents(p, upper);
@@ -202,7 +211,7 @@ async function fixtureEntries(p: Pack, fixture: string | null, workingDir: strin
   await entry(p, { name: base + '/', type: 'directory', mode: 0o755, uid, gid });
   if (fixture === null) {
     p.finalize();
-    return whole;
+    return;
   }
   const own = { uid, gid };
   const add = async (dir: fsp.FileHandle, name: string, shown: string, rel: string, inside: string): Promise<void> => {
@@ -213,7 +222,7 @@ async function fixtureEntries(p: Pack, fixture: string | null, workingDir: strin
       const sub = await openDirAt(dir, name, shown);
       try {
         const st = await sub.stat();
-        read?.push({ path: rel || '.', type: 'dir', mode: st.mode & 0o777, size: 0 });
+        read.push({ path: rel || '.', type: 'dir', mode: st.mode & 0o777, size: 0 });
         if (rel) await entry(p, { name: tarName + '/', type: 'directory', mode: st.mode & 0o7777, mtime: st.mtime, ...own });
         for (const child of (await fsp.readdir(atFd(sub.fd, '.'))).sort()) {
           await add(sub, child, path.join(shown, child), rel ? `${rel}/${child}` : child, path.posix.join(inside, child));
@@ -225,9 +234,8 @@ async function fixtureEntries(p: Pack, fixture: string | null, workingDir: strin
       const fh = await openFileAt(dir, name, shown);
       try {
         const st = await fh.stat();
-        const body = await fileEntry(p, { name: tarName, type: 'file', mode: st.mode & 0o7777, mtime: st.mtime, ...own }, fh, st.size);
-        if (body) read?.push({ path: rel, type: 'file', mode: st.mode & 0o777, size: body.length, sha256: createHash('sha256').update(body).digest('hex') });
-        else whole = false;
+        const got = await fileEntry(p, { name: tarName, type: 'file', mode: st.mode & 0o7777, mtime: st.mtime, ...own }, fh, st.size);
+        read.push({ path: rel, type: 'file', mode: st.mode & 0o777, ...got });
       } finally {
         await fh.close();
       }
@@ -238,7 +246,7 @@ async function fixtureEntries(p: Pack, fixture: string | null, workingDir: strin
       if (path.posix.isAbsolute(target) || lands === '..' || lands.startsWith('../')) {
         throw new UnsafePathError(`fixture link ${shown} points outside the fixture (to ${JSON.stringify(target)})`);
       }
-      read?.push({ path: rel, type: 'symlink', mode: lst.mode & 0o777, size: 0, target });
+      read.push({ path: rel, type: 'symlink', mode: lst.mode & 0o777, size: 0, target });
       await entry(p, { name: tarName, type: 'symlink', linkname: target, mode: lst.mode & 0o7777, mtime: lst.mtime, ...own });
     } else {
       throw new UnsafePathError(`fixture entry ${shown} is not a file, folder or link`);
@@ -257,7 +265,6 @@ async function fixtureEntries(p: Pack, fixture: string | null, workingDir: strin
     await parent.close();
   }
   p.finalize();
-  return whole;
 }
 
 /** Secret files to extract at `/`: run/secrets/<name>, 0400, owned by uid:gid; the folder 0500. */

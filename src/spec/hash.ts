@@ -14,7 +14,9 @@
  * - `retries`, `ttlSecondsAfterFinished`: policy about runs and clean-up, read afresh on every
  *   reconcile; raising `retries` lets a failed attempt run again without a spec change.
  * - where things live on the host: the fixture path (its content is in `fixtureDigest`) and the
- *   files of `fromFile` secrets. Secrets count by name and source kind (plus the variable name
+ *   files of `fromFile` secrets.
+ * - `workspace`: what of the workspace is brought home after a run (export, exclude, caps).
+ *   Changing what is exported must not re-run an expensive agent; it applies from the next run. Secrets count by name and source kind (plus the variable name
  *   for `fromEnv`), never by value.
  * Defaults are already filled in by normalization, so writing a default out changes nothing;
  * lists whose order means nothing (secrets, volumes, egress) are sorted there too (and here
@@ -115,6 +117,7 @@ export const SPEC_FIELDS = {
   readOnlyRootFilesystem: { default: false },
   // the grade is not the attempt: changing it grades the finished runs again (grade-hash.ts), never re-runs them
   grade: 'ignore',
+  workspace: 'ignore',
 } satisfies { [K in keyof NormalizedAttempt]: FieldRule<K> };
 
 /** The normalized attempt with the ignored fields blanked and the rest in their hashed form. */

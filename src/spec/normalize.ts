@@ -5,7 +5,7 @@
  * sorted, so two ways of writing the same attempt normalize (and hash) the same.
  */
 import { API_VERSION, DEFAULTS, KIND_ATTEMPT } from '../constants';
-import { parseMemory } from './quantity';
+import { parseMemory, parseSize } from './quantity';
 import type { RawAttempt, RawGrade } from './raw-types';
 import { cleanPath } from './semantic';
 import type { NetworkMode, NormalizedAttempt, NormalizedGrade, SecretRef, SidecarSpec } from './types';
@@ -115,5 +115,18 @@ export function normalize(doc: RawAttempt, resolved: ResolvedPaths): NormalizedA
     readOnlyRootFilesystem: s.readOnlyRootFilesystem ?? false,
     sidecars,
     grade: s.grade ? normalizeGrade(s.grade, resolved.gradeFixture ?? null) : null,
+    workspace: {
+      export: s.workspace?.export ?? 'changes',
+      exclude: [...(s.workspace?.exclude ?? [])],
+      maxBytes: workspaceBytes(s.workspace?.maxBytes),
+      maxFiles: s.workspace?.maxFiles ?? DEFAULTS.workspaceMaxFiles,
+    },
   };
+}
+
+/** spec.workspace.maxBytes in bytes (checked by semantic.ts; the default where absent). */
+function workspaceBytes(q: string | number | undefined): number {
+  if (q === undefined) return DEFAULTS.workspaceMaxBytes;
+  const parsed = parseSize(q);
+  return parsed.ok ? parsed.bytes : DEFAULTS.workspaceMaxBytes;
 }

@@ -38,6 +38,17 @@ export function parseMemory(input: string | number): QuantityResult {
   return { ok: true, bytes: Number(bytes) };
 }
 
+/** Largest byte count berth accepts for a size that is not memory (1Pi): exact in a JS number. */
+export const MAX_SIZE_BYTES = 1024 ** 5;
+
+/** Parses a size quantity (`256Mi`, `1G`, 1048576): at least one byte, at most 1Pi. */
+export function parseSize(input: string | number): QuantityResult {
+  const bytes = toBytes(input);
+  if (typeof bytes === 'string') return { ok: false, message: bytes };
+  if (bytes > BigInt(MAX_SIZE_BYTES)) return { ok: false, message: `must be at most 1Pi (got ${show(input)})` };
+  return { ok: true, bytes: Number(bytes) };
+}
+
 /** Bytes, or a message saying why `input` is not a quantity. No range check. */
 export function toBytes(input: string | number): bigint | string {
   if (typeof input === 'number') {

@@ -54,6 +54,7 @@ export interface RawSpec {
   readOnlyRootFilesystem?: boolean;
   sidecars?: RawSidecar[];
   grade?: RawGrade;
+  workspace?: { export?: 'changes' | 'none'; exclude?: string[]; maxBytes?: string | number; maxFiles?: number };
 }
 
 export interface RawAttempt {

@@ -7,7 +7,7 @@
 import * as posix from 'node:path/posix';
 import { DEFAULTS } from '../constants';
 import { formatPath } from './field-path';
-import { parseMemory } from './quantity';
+import { parseMemory, parseSize } from './quantity';
 import type { RawAttempt } from './raw-types';
 import type { FieldIssue } from './schema-errors';
 
@@ -104,6 +104,11 @@ export function semanticIssues(doc: RawAttempt): FieldIssue[] {
   if (memory !== undefined) {
     const parsed = parseMemory(memory);
     if (!parsed.ok) add(['spec', 'resources', 'memory'], 'quantity', parsed.message);
+  }
+  const exportBytes = spec.workspace?.maxBytes;
+  if (exportBytes !== undefined) {
+    const parsed = parseSize(exportBytes);
+    if (!parsed.ok) add(['spec', 'workspace', 'maxBytes'], 'quantity', parsed.message);
   }
   return out;
 }

@@ -140,6 +140,17 @@ export interface NormalizedAttempt {
   sidecars: SidecarSpec[];
   /** The grader, or null: no grade (the run's own exit code, or its score file, decides). */
   grade: NormalizedGrade | null;
+  /** What of the workspace comes home after the run (src/execute/workspace-export.ts); not hashed. */
+  workspace: WorkspaceExportSpec;
+}
+
+/** spec.workspace, defaults filled in. */
+export interface WorkspaceExportSpec {
+  export: 'changes' | 'none';
+  /** The user's globs only (the defaults, DEFAULTS.workspaceExclude, always apply too), in the order written. */
+  exclude: string[];
+  maxBytes: number;
+  maxFiles: number;
 }
 
 /** An AttemptSet's own settings, shared by its children; none of it is part of a child's spec hash. */

@@ -4,6 +4,7 @@
  * whatever the fake answers here, the real engine answers too.
  */
 import { expect } from 'chai';
+import { extract, pack } from 'tar-stream';
 import { classify } from '../../src/engine/errors';
 import type { ContainerCreateSpec, Engine, EngineEvent, Labels } from '../../src/engine/types';
 
@@ -43,6 +44,13 @@ function containerSpec(h: ContractHarness, name: string, cmd: string[], labels: 
       readonlyRootfs: false,
     },
   };
+}
+
+/** The engine's getArchive (a backend without one fails the contract). */
+function getArchive(h: ContractHarness, id: string, path: string): Promise<NodeJS.ReadableStream> {
+  const c = h.engine.containers;
+  if (!c.getArchive) throw new Error('the engine has no getArchive');
+  return c.getArchive(id, path);
 }
 
 async function rejection(p: Promise<unknown>): Promise<unknown> {
@@ -97,6 +105,7 @@ export function engineContract(title: string, harness: () => ContractHarness): v
         () => h.engine.containers.inspect(name),
         () => h.engine.containers.start(name),
         () => h.engine.containers.putArchive(name, '/', Buffer.alloc(1024)),
+        () => getArchive(h, name, '/workspace'),
         () => h.engine.networks.inspect(name),
         () => h.engine.networks.connect(name, name),
         () => h.engine.volumes.inspect(name),
@@ -174,6 +183,34 @@ export function engineContract(title: string, harness: () => ContractHarness): v
       expect((await h.engine.containers.inspect(long)).runState.running).to.equal(true);
       expect(await h.engine.containers.remove(long)).to.equal(true); // remove forces
       expect(classify(await rejection(h.engine.containers.inspect(long)))).to.equal('not-found');
+      await h.engine.containers.remove(id);
+    });
+
+    it('getArchive reads a path out of a stopped container as a tar of <basename>/...; a missing path is 404', async function () {
+      const get = (id: string, path: string) => getArchive(h, id, path);
+      const id = await h.engine.containers.create(containerSpec(h, h.name('archive'), ['sh', '-c', 'exit 0']));
+      const p = pack();
+      p.entry({ name: 'wsx/', type: 'directory', mode: 0o755 });
+      p.entry({ name: 'wsx/a.txt', mode: 0o640 }, Buffer.from('hello\n'));
+      p.finalize();
+      const chunks: Buffer[] = [];
+      for await (const c of p) chunks.push(c as Buffer);
+      await h.engine.containers.putArchive(id, '/', Buffer.concat(chunks));
+      await h.engine.containers.start(id);
+      await h.exited(id, 0);
+      const seen: string[] = [];
+      const ex = extract();
+      const reading = (async () => {
+        for await (const e of ex) {
+          const body: Buffer[] = [];
+          for await (const c of e) body.push(c as Buffer);
+          seen.push(`${e.header.name} ${e.header.type} ${(e.header.mode ?? 0) & 0o777} ${Buffer.concat(body).toString()}`);
+        }
+      })();
+      (await get(id, '/wsx')).pipe(ex);
+      await reading;
+      expect(seen).to.deep.equal(['wsx/ directory 493 ', 'wsx/a.txt file 416 hello\n']);
+      expect(classify(await rejection(get(id, '/no-such-path')))).to.equal('not-found');
       await h.engine.containers.remove(id);
     });
 

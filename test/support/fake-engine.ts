@@ -22,6 +22,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { PassThrough, Readable } from 'node:stream';
+import { posix } from 'node:path';
+import { extract, pack, type Header } from 'tar-stream';
 import { EngineUnreachableError } from '../../src/engine/errors';
 import { matchesLabels } from '../../src/engine/label-filter';
 import type {
@@ -80,7 +82,15 @@ interface FakeContainer {
   created: number;
   networks: string[];
   archives: { path: string; bytes: number }[];
+  /** What the archives put in hold, by entry name (no leading slash, no trailing slash): getArchive reads them back. */
+  tree: Map<string, FakeTreeEntry>;
   logs: string;
+}
+
+/** One entry of a fake container's filesystem (what putArchive extracted). */
+export interface FakeTreeEntry {
+  header: Header;
+  body: Buffer;
 }
 
 interface FakeNetwork {
@@ -198,6 +208,13 @@ export class FakeEngine implements Engine {
     const c = this.find(idOrName);
     if (!c) throw new Error(`fake engine: no container ${idOrName}`);
     c.logs += text;
+  }
+
+  /** What the container holds (as getArchive reads it): a test edits it as the container's process would. */
+  treeOf(idOrName: string): Map<string, FakeTreeEntry> {
+    const c = this.find(idOrName);
+    if (!c) throw new Error(`fake engine: no container ${idOrName}`);
+    return c.tree;
   }
 
   /** The archives put into a container (path and size), in order. */
@@ -447,6 +464,7 @@ export class FakeEngine implements Engine {
           created: Math.floor(this.clock.now() / 1000),
           networks: [net.spec.name],
           archives: [],
+          tree: new Map(),
           logs: '',
         };
         this.byId.set(c.id, c);
@@ -457,10 +475,17 @@ export class FakeEngine implements Engine {
       putArchive: async (id, path, tar) => {
         await this.call('containers.putArchive', [id, path]);
         const c = this.mustFind(id);
-        let bytes = 0;
-        if (Buffer.isBuffer(tar)) bytes = tar.length;
-        else for await (const chunk of tar) bytes += (chunk as Buffer).length;
-        c.archives.push({ path, bytes });
+        const chunks: Buffer[] = [];
+        if (Buffer.isBuffer(tar)) chunks.push(tar);
+        else for await (const chunk of tar) chunks.push(chunk as Buffer);
+        const all = Buffer.concat(chunks);
+        c.archives.push({ path, bytes: all.length });
+        await extractInto(c.tree, path, all);
+      },
+      getArchive: async (id, path) => {
+        await this.call('containers.getArchive', [id, path]);
+        const c = this.mustFind(id);
+        return packFrom(c.tree, path);
       },
       start: async (id) => {
         await this.call('containers.start', [id]);
@@ -639,4 +664,35 @@ export class FakeEngine implements Engine {
       },
     };
   }
+}
+
+/** Extracts a tar put at `at` into `tree` (entry names without a leading or trailing slash). */
+async function extractInto(tree: Map<string, FakeTreeEntry>, at: string, tar: Buffer): Promise<void> {
+  const ex = extract();
+  const done = (async () => {
+    for await (const e of ex) {
+      const chunks: Buffer[] = [];
+      for await (const c of e) chunks.push(c as Buffer);
+      const name = posix.join(at, e.header.name).replace(/^\/+/, '').replace(/\/+$/, '');
+      if (name) tree.set(name, { header: { ...e.header, name }, body: Buffer.concat(chunks) });
+    }
+  })();
+  ex.end(tar);
+  await done;
+}
+
+/** `path` and everything below it as the engine's archive API sends it: entries named `<basename>/...`; 404 when missing. */
+function packFrom(tree: Map<string, FakeTreeEntry>, path: string): Readable {
+  const p = path.replace(/^\/+/, '').replace(/\/+$/, '');
+  if (!tree.has(p)) throw httpError(404, `Could not find the file ${path} in container`);
+  const base = posix.basename(p);
+  const out = pack();
+  for (const name of [...tree.keys()].sort()) {
+    if (name !== p && !name.startsWith(`${p}/`)) continue;
+    const e = tree.get(name) as FakeTreeEntry;
+    const rel = base + name.slice(p.length);
+    out.entry({ ...e.header, name: e.header.type === 'directory' ? `${rel}/` : rel, size: e.body.length }, e.body);
+  }
+  out.finalize();
+  return out as unknown as Readable;
 }

@@ -1,6 +1,6 @@
 /** ContainerClient over dockerode. */
 import type Dockerode from 'dockerode';
-import type { Readable } from 'node:stream';
+import { PassThrough, type Readable } from 'node:stream';
 import { isConflict, isNotFound, isNotModified } from '../errors';
 import { Demux } from './demux';
 import type { ContainerClient, ContainerCreateSpec, ContainerDetails, ContainerSummary, MountSummary } from '../types';
@@ -177,6 +177,18 @@ export class DockerContainers implements ContainerClient {
       (progress) => this.docker.getContainer(id).putArchive(withProgress(tar, progress) as never, { path, noOverwriteDirNonDir: 'true' } as never),
       { idle: true },
     );
+  }
+
+  /** Bounded until the engine answers; the stream then lasts as long as its reader wants. */
+  async getArchive(id: string, path: string): Promise<Readable> {
+    const raw = (await this.calls.run('containers.getArchive', () => this.docker.getContainer(id).getArchive({ path }), {
+      stream: true,
+    })) as unknown as Readable;
+    const out = new PassThrough();
+    // The engine going away mid-stream is reported as such; a reader that stops early ends the engine's connection too.
+    raw.on('error', (err) => out.destroy(this.calls.classified('containers.getArchive', err) as Error));
+    out.on('close', () => raw.destroy());
+    return raw.pipe(out);
   }
 
   async start(id: string): Promise<void> {

@@ -110,6 +110,13 @@ const attempt: fc.Arbitrary<NormalizedAttempt> = fc.record({
   readOnlyRootFilesystem: fc.constant(false),
   grade: fc.constant(null),
   sidecars: fc.array(sidecar, { maxLength: 2 }),
+  // ignored for the hash: any value
+  workspace: fc.record({
+    export: fc.constantFrom('changes', 'none') as fc.Arbitrary<NormalizedAttempt['workspace']['export']>,
+    exclude: fc.array(text, { maxLength: 3 }),
+    maxBytes: fc.nat(),
+    maxFiles: fc.nat(),
+  }),
 });
 
 describe('spec hash stays what it was', () => {
@@ -150,6 +157,15 @@ describe('spec hash stays what it was', () => {
       }),
       { numRuns: 100 },
     );
+  });
+
+  it('spec.workspace never counts: changing what is exported does not re-run an attempt', async () => {
+    const before = await loadOne(doc('minimal'));
+    const after = await loadOne(doc('minimal', "  workspace: {export: none, exclude: [dist, '*.log'], maxBytes: 1Gi, maxFiles: 10}\n"));
+    expect(after.errors).to.deep.equal([]);
+    expect(after.specs[0]?.spec.workspace).to.deep.equal({ export: 'none', exclude: ['dist', '*.log'], maxBytes: 1024 ** 3, maxFiles: 10 });
+    expect(before.specs[0]?.spec.workspace).to.deep.equal({ export: 'changes', exclude: [], maxBytes: 256 * 1024 ** 2, maxFiles: 100_000 });
+    expect(after.specs[0]?.hash).to.equal(before.specs[0]?.hash);
   });
 
   it('a field the table does not know is hashed (it replaces), never ignored silently', () => {

@@ -40,6 +40,7 @@ describe('spec/normalize', () => {
       readOnlyRootFilesystem: false,
       sidecars: [],
       grade: null,
+      workspace: { export: 'changes', exclude: [], maxBytes: 256 * 1024 ** 2, maxFiles: 100_000 },
     });
   });
 
@@ -76,6 +77,7 @@ describe('spec/normalize', () => {
       readOnlyRootFilesystem: false,
       sidecars: [],
       grade: null,
+      workspace: { export: 'changes', exclude: [], maxBytes: 256 * 1024 ** 2, maxFiles: 100_000 },
     });
   });
 
@@ -101,6 +103,20 @@ describe('spec/normalize', () => {
     expect(s?.network.egress).to.deep.equal(['a.example.com:2', 'b.example.com:1']);
     expect(s?.workingDir).to.equal('/work/dir');
     expect(s?.results).to.equal('out/x');
+  });
+
+  it('fills spec.workspace with its defaults and reads its caps as quantities', async () => {
+    const none = await loadOne(doc('x'));
+    expect(none.specs[0]?.spec.workspace).to.deep.equal({ export: 'changes', exclude: [], maxBytes: 256 * 1024 ** 2, maxFiles: 100_000 });
+    const some = await loadOne(doc('x', `  workspace:\n    exclude: [dist, '*.log']\n    maxBytes: 1G\n`));
+    expect(some.specs[0]?.spec.workspace).to.deep.equal({ export: 'changes', exclude: ['dist', '*.log'], maxBytes: 1e9, maxFiles: 100_000 });
+  });
+
+  it('refuses a bad spec.workspace naming the file, line and field', async () => {
+    const r = await loadOne(doc('x', `  workspace:\n    maxBytes: 0\n    export: all\n`));
+    const got = r.errors.map((e) => `${path.basename(e.file)}:${e.line} ${e.path} [${e.code}]`).sort();
+    expect(got).to.have.length(2);
+    expect(got).to.deep.equal(['spec.yaml:8 spec.workspace.maxBytes [schema]', 'spec.yaml:9 spec.workspace.export [schema]']);
   });
 
   it('gives memory in bytes whichever way it is written', async () => {

@@ -86,6 +86,11 @@ describe('spec/semantic', () => {
     expect(check({ resources: { memory: '2Pi' } })).to.deep.equal(['spec.resources.memory [quantity] must be at most 1Pi (got "2Pi")']);
   });
 
+  it('checks spec.workspace.maxBytes as a size (no memory minimum)', () => {
+    expect(check({ workspace: { maxBytes: '1k' } })).to.deep.equal([]);
+    expect(check({ workspace: { maxBytes: '2Pi' } })).to.deep.equal(['spec.workspace.maxBytes [quantity] must be at most 1Pi (got "2Pi")']);
+  });
+
   it('cleans container paths', () => {
     expect(['/a/', '//a//b/', '/', '/a/./b'].map(cleanPath)).to.deep.equal(['/a', '/a/b', '/', '/a/b']);
   });
