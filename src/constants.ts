@@ -72,6 +72,8 @@ export const LABELS = {
    * one whose nonce equals its image's inherited it (see src/ownership.ts).
    */
   nonce: 'dev.berth.nonce',
+  /** On a grader container (component `grader`): which grade of its run (`grade-<k>`) it makes. */
+  grade: 'dev.berth.grade',
 } as const;
 
 /**
@@ -103,6 +105,8 @@ export const COMPONENTS = {
   volume: 'volume',
   proxy: 'egress-proxy',
   sidecar: 'sidecar',
+  /** spec.grade's container: made fresh after the run, from the fixture and the exported changes (never the attempt's container). */
+  grader: 'grader',
 } as const;
 export type Component = (typeof COMPONENTS)[keyof typeof COMPONENTS];
 
@@ -180,6 +184,14 @@ export const REASONS = {
    * may not run it now (or has left the swarm); the message names each node and what it lacks.
    */
   nodeRefused: 'NodeRefused',
+  /**
+   * A grade (spec.grade) that could not judge the run: the grader could not be created or
+   * started, or ended without the score its set expects. An infrastructure outcome: the score is
+   * missing, never 0. On the grade record (status `grades`), and the set's class.
+   */
+  gradeFailed: 'GradeFailed',
+  /** A grader that ran past grade.deadlineSeconds: stopped; an infrastructure outcome, as GradeFailed. */
+  gradeTimedOut: 'GradeTimedOut',
 } as const;
 
 /** `--backend swarm` (src/backend/swarm). */
@@ -426,6 +438,15 @@ export const LEGACY_NAMING: Naming = {
   egressNetwork: (i, a) => `berth-${i}-${a}-egress`,
   volume: (i, a, v) => `berth-${i}-${a}-${v}`,
 };
+
+/**
+ * A grader's container: grade `k` of run `run` (`<stem>_grade_<run>_<k>`). Outside `Naming`: a
+ * run began under berth 0.1's names is graded under these too. After the attempt's name, `_grade_`
+ * and two numbers: no sidecar (a DNS label, no `_`) or other role makes it.
+ */
+export function graderName(instance: string, attempt: string, run: number, k: number): string {
+  return `${stem(instance, attempt)}_grade_${run}_${k}`;
+}
 
 export const containerName = NAMING.container;
 export const networkName = NAMING.network;

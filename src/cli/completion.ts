@@ -18,7 +18,7 @@ export function completionSpec(program: Command): Spec {
   };
 }
 
-const NAMED = ['get', 'describe', 'logs', 'wait', 'rerun', 'delete'];
+const NAMED = ['get', 'describe', 'logs', 'wait', 'rerun', 'regrade', 'delete'];
 
 export function bashCompletion(s: Spec): string {
   const cases = s.commands.map((c) => `    ${c.name}) opts="${c.flags.join(' ')}";;`).join('\n');

@@ -45,6 +45,7 @@ const EXAMPLES: Record<string, string[]> = {
   events: ['berth events', 'berth events swe-task-42-try-1 -w', 'berth events -o json'],
   wait: ['berth wait -l suite=demo --timeout 30m', 'berth wait a --for phase=Running --timeout 2m'],
   rerun: ['berth rerun swe-task-42-try-1', 'berth rerun -l "suite=demo"'],
+  regrade: ['berth regrade swe-lite-m1-t1-0', 'berth regrade -l berth.dev/set=swe-lite'],
   delete: ['berth delete swe-task-42-try-1', 'berth delete -l "model notin (m1)"'],
   summary: ['berth summary', 'berth summary swe-lite -l model=m1', 'berth summary -o junit > summary.xml', 'berth summary -o json --samples seed'],
   report: ['berth report   # writes <results root>/report.html', 'berth report swe-lite -l model=m1 -o swe-lite.html', 'berth report -o - > report.html'],

@@ -24,6 +24,7 @@ import type * as UnlockCmd from './commands/unlock';
 import type * as ValidateCmd from './commands/validate';
 import type * as WaitCmd from './commands/wait';
 import type * as RerunCmd from './commands/rerun';
+import type * as RegradeCmd from './commands/regrade';
 import type * as DeleteCmd from './commands/delete';
 import { defaultMaxRunning, makeContext, UsageError, type GlobalOptions } from './context';
 import { ENV_HELP, examplesHelp, EXIT_CODES_HELP } from './help';
@@ -271,6 +272,15 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('-l, --selector <selector>', 'label selector, as for get', collect)
     .action(async (names: string[], o, cmd: Command) => {
       await done((require('./commands/rerun') as typeof RerunCmd).runRerun(ctx(cmd), names, o));
+    });
+
+  program
+    .command('regrade')
+    .description('grade finished runs again (spec.grade), without running their attempts again; earlier grades stay')
+    .argument('[name...]', 'attempts to grade again')
+    .option('-l, --selector <selector>', 'label selector, as for get', collect)
+    .action(async (names: string[], o, cmd: Command) => {
+      await done((require('./commands/regrade') as typeof RegradeCmd).runRegrade(ctx(cmd), names, o));
     });
 
   program

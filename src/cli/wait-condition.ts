@@ -11,7 +11,9 @@
 import { DEFAULTS, EXIT, FAIL_ON, FINISHED_PHASES, PHASES, REASONS, type FailOn, type Phase } from '../constants';
 import { isInfraFailure } from '../plan/exit-outcome';
 import { RETRYABLE_REASONS } from '../plan/planner';
+import { gradeClass, gradePending } from '../sets/grade-state';
 import { classify, tally, type Classified, type Judging, type Tally } from '../sets/outcome';
+import type { LoadedSpec } from '../spec/types';
 import type { AttemptStatus } from '../status/types';
 import { UsageError } from './context';
 
@@ -33,6 +35,23 @@ export interface Watched {
   retries: number;
   /** A set's child: how its set judges it (score, task outcomes moved to infrastructure). */
   policy?: Judging;
+  /** spec.grade: the finished run's grade is still to come (plan/grade.ts gradePending). */
+  gradePending?: boolean;
+  /** spec.grade: the class the run's latest grade gives it (sets/grade-state.ts gradeClass); it stands for the run's own outcome. */
+  graded?: Classified;
+}
+
+/** What `wait` and `reconcile --wait` judge an attempt by: its record, and its spec's retries, set and grade. */
+export function watched(name: string, loaded: LoadedSpec | undefined, status: AttemptStatus | undefined): Watched {
+  const grade = loaded && status ? gradeClass(loaded, status) : undefined;
+  return {
+    name,
+    retries: loaded?.spec.retries ?? 0,
+    ...(loaded?.set ? { policy: loaded.set.set } : {}),
+    ...(status ? { status } : {}),
+    ...(loaded && gradePending(loaded, status) ? { gradePending: true } : {}),
+    ...(grade && grade.outcome !== 'unfinished' ? { graded: grade } : {}),
+  };
 }
 
 /** Phases in which an attempt stays until its spec changes or it is re-run. */
@@ -42,7 +61,7 @@ const SETTLED: ReadonlySet<Phase> = new Set([...FINISHED_PHASES, 'Invalid', 'Blo
 export function settled(w: Watched): boolean {
   const s = w.status;
   if (s?.reason === REASONS.harvestFailed) return true;
-  if (!s || !SETTLED.has(s.phase)) return false;
+  if (!s || !SETTLED.has(s.phase) || w.gradePending) return false;
   if (s.phase !== 'Failed') return true;
   if (isInfraFailure(s.reason)) return (s.infraRetriesUsed ?? 0) >= DEFAULTS.infraRetries;
   return !RETRYABLE_REASONS.has(s.reason ?? '') || s.retriesUsed >= w.retries;
@@ -51,7 +70,7 @@ export function settled(w: Watched): boolean {
 /** The outcome an attempt counts as in the end line: its class once settled, unfinished before. */
 export function outcomeOf(w: Watched): Classified {
   if (!settled(w) || w.status?.reason === REASONS.harvestFailed) return { outcome: 'unfinished' };
-  return classify(w.status, w.policy, w.retries);
+  return w.graded ?? classify(w.status, w.policy, w.retries);
 }
 
 /**

@@ -59,7 +59,7 @@ const sortedEnv = (env: Record<string, string>): string[] =>
     .map(([k, v]) => `${k}=${v}`);
 
 /** The hardening every container of an attempt gets; limits and mounts are per container. */
-function hardened(networkMode: string, extra: Partial<ContainerCreateSpec['host']>): ContainerCreateSpec['host'] {
+export function hardened(networkMode: string, extra: Partial<ContainerCreateSpec['host']>): ContainerCreateSpec['host'] {
   return {
     networkMode,
     binds: [],

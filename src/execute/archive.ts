@@ -48,7 +48,8 @@ export interface Archive {
   dispose(): Promise<void>;
 }
 
-function spool(p: Pack, limit: number): Promise<Archive> {
+/** Spools what `p` packs (see Archive): in memory up to `limit` bytes, then into a temp file. */
+export function spoolArchive(p: Pack, limit: number): Promise<Archive> {
   return new Promise((resolve, reject) => {
     let chunks: Buffer[] = [];
     let bytes = 0;
@@ -150,7 +151,7 @@ export async function fixtureTar(
   const hit = key !== undefined ? keptArchives.get(key) : undefined;
   if (hit) return { bytes: hit.body.length, index: hit.index, body: () => hit.body, dispose: async () => undefined };
   const p = pack();
-  const done = spool(p, spoolOver);
+  const done = spoolArchive(p, spoolOver);
   // what the archive holds, in the loader's terms (spec/fixture-scan.ts)
   const read: FixtureEntry[] = [];
   try {

@@ -26,6 +26,7 @@ import { createNetwork, createVolume } from './conflict';
 import type { ExecContext, ExecutorDeps } from './context';
 import { copyIn, createContainer, recordCopied, recordIntent } from './create';
 import { finish, harvest } from './finish';
+import { beginGrade, copyInGrader, createGrader, finishGrade, startGrader } from './grade';
 import { DONE, outcomeOf } from './outcome';
 import { sidecarOp } from './sidecar';
 import { adopt, attestStart, start } from './start';
@@ -169,6 +170,16 @@ export class Executor {
       case 'forget':
         await x.records.remove(a.attempt);
         return DONE;
+      case 'begin-grade':
+        return beginGrade(x, a, op);
+      case 'create-grader':
+        return createGrader(x, a, op.grader);
+      case 'copy-in-grader':
+        return copyInGrader(x, a, op.grader, made);
+      case 'start-grader':
+        return startGrader(x, a, op.grader, made, op.id);
+      case 'finish-grade':
+        return finishGrade(x, a, op);
       default:
         return assertNever(op);
     }

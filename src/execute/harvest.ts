@@ -71,7 +71,7 @@ export function decisionLines(log: string): string {
  * A container's log, streamed into `file` (capped, see capped-log.ts); nothing is written when
  * the container is gone.
  */
-async function saveLog(engine: Engine, id: string, file: string, maxBytes: number, filter?: () => Transform): Promise<void> {
+export async function saveLog(engine: Engine, id: string, file: string, maxBytes: number, filter?: () => Transform): Promise<void> {
   let stream;
   try {
     stream = await engine.containers.logs(id, { follow: false });

@@ -86,6 +86,8 @@ export function beginRun(r: AttemptStatus, d: DesiredAttempt, counters: RunCount
     ...counters,
     createdAt: r.createdAt,
     history,
+    // every run's grades stay (each names its run)
+    ...(r.grades ? { grades: r.grades } : {}),
     updatedAt: r.updatedAt,
   };
 }

@@ -7,6 +7,7 @@
  */
 import { DEFAULTS, REASONS } from '../constants';
 import type { DesiredAttempt } from '../desired/types';
+import { gradeFollowUp } from './grade';
 import { finishOp, isSidecarOp, recordOp, removeContainerOp, stopOp } from './ops';
 import type { AttemptAction, OpOutcome, Operation, RunEnd } from './types';
 
@@ -152,6 +153,8 @@ export const MAX_FOLLOW_UPS = 4;
  */
 export function followUp(a: AttemptAction, op: Operation, out: NotDone, rest: Operation[], now: number, round = 0): FollowUp {
   if (round >= MAX_FOLLOW_UPS) return failed(a, op, `${out.type} again after ${MAX_FOLLOW_UPS} follow-ups`, undefined, undefined, now);
+  // spec.grade's grader: what cannot be made, filled or started ends the grade (plan/grade.ts)
+  if (op.type === 'create-grader' || op.type === 'copy-in-grader' || op.type === 'start-grader') return gradeFollowUp(a.attempt, op, out, rest);
   switch (out.type) {
     case 'conflict':
       return conflict(a, op, out, rest);

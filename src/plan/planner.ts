@@ -36,6 +36,7 @@ import {
   stopSidecars,
 } from './ops';
 import { admissionOrder, setStates, type SetState } from './set-admission';
+import { isGrader, planGrade } from './grade';
 import type { AttemptAction, Operation, Plan, RunCounters, RunEnd, RunStart } from './types';
 
 const EMPTY: ObservedAttempt = { name: '', containers: [], networks: [], volumes: [] };
@@ -225,6 +226,8 @@ interface RunView {
   sidecarsObs: ContainerSummary[];
   /** Operations that come first whatever follows: the end of a replaced run, stale resources removed. */
   pre: Operation[];
+  /** The grader containers of the finished run the record holds (plan/grade.ts); any other grader is in `pre`'s removals. */
+  graders: ContainerSummary[];
 }
 
 /**
@@ -244,7 +247,15 @@ function viewRun(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefined, o
   const staleSpec: ObservedAttempt = { name, containers: [], networks: [], volumes: [] };
   const current: ObservedAttempt = { name, containers: [], networks: [], volumes: [] };
   let labeledMain: ContainerSummary | undefined;
+  // Graders are the finished run's (plan/grade.ts): of the record's run and spec, while it is finished; any other goes.
+  const graders: ContainerSummary[] = [];
+  const staleGraders: ContainerSummary[] = [];
+  const finished = rec !== undefined && !specChanged && FINISHED_PHASES.has(rec.phase) && !rec.ended;
   for (const c of obsAll.containers) {
+    if (isGrader(c)) {
+      (finished && c.labels[LABELS.run] === String(rec.run) && c.labels[LABELS.specHash] === hash ? graders : staleGraders).push(c);
+      continue;
+    }
     const main = isMain(c);
     if (main) mainsAll.push(c);
     if (c.labels[LABELS.specHash] !== hash) staleSpec.containers.push(c);
@@ -285,7 +296,8 @@ function viewRun(ctx: Ctx, loaded: LoadedSpec, rec: AttemptStatus | undefined, o
   const extraNetworks = duplicateNetworks(current.networks, current.containers);
   if (extraNetworks.length) current.networks = current.networks.filter((n) => !extraNetworks.includes(n));
 
-  const v: RunView = { ctx, inp, loaded, rec, base, name, hash, specChanged, run, d, mainsAll, current, main, sidecarsObs, pre: [] };
+  const v: RunView = { ctx, inp, loaded, rec, base, name, hash, specChanged, run, d, mainsAll, current, main, sidecarsObs, pre: [], graders };
+  if (staleGraders.length) v.pre.push(...removeOps({ containers: staleGraders, networks: [], volumes: [] }, 'a grader of no finished run'));
   // Each only where there is something of its kind (most attempts of a pass: nothing at all).
   if (specChanged) v.pre.push(...endReplacedRun(v));
   if (hasAny(staleSpec)) v.pre.push(...removeOps(staleSpec, 'spec hash changed'));
@@ -372,7 +384,7 @@ function planFinished(v: RunView, rec: AttemptStatus): AttemptAction {
   const retryable = rec.phase === 'Failed' && (infra || RETRYABLE_REASONS.has(rec.reason ?? '')) && used < budget;
   if (rec.rerunRequested?.run === rec.run) {
     const next = desiredFor(inp, loaded, rec.run + 1);
-    const oldRun = removeOps({ containers: current.containers, networks: [], volumes: [] }, 'rerun requested');
+    const oldRun = removeOps({ containers: [...current.containers, ...v.graders], networks: [], volumes: [] }, 'rerun requested');
     const have: ObservedAttempt = { ...current, containers: [] };
     return startRun(
       ctx,
@@ -389,10 +401,14 @@ function planFinished(v: RunView, rec: AttemptStatus): AttemptAction {
     const at = finishedAt + retryBackoffMs(used + 1, inp.retryBaseMs);
     if (at > inp.now) return { ...base, kind: 'wait', summary: `${which} after back-off`, ops: pre, requeueAfterMs: at - inp.now };
     const next = desiredFor(inp, loaded, rec.run + 1);
-    const oldRun = removeOps({ containers: current.containers, networks: [], volumes: [] }, which);
+    const oldRun = removeOps({ containers: [...current.containers, ...v.graders], networks: [], volumes: [] }, which);
     const have: ObservedAttempt = { ...current, containers: [] };
     return startRun(ctx, base, next, have, [...pre, ...oldRun, ...dropRenamed(next, have)], 'retry', `run ${rec.run} ${rec.reason ?? 'failed'}; ${which}`);
   }
+  // spec.grade: the run's grade before anything else of a finished run (plan/grade.ts)
+  const score = loaded.set?.set.score ?? undefined;
+  const graded = planGrade({ inp, loaded, rec, base, graders: v.graders, pre, ...(score ? { score } : {}) });
+  if (graded) return graded;
   const ttl = loaded.spec.ttlSecondsAfterFinished;
   if (ttl !== null && hasAny(current)) {
     const at = finishedAt + ttl * 1000;
@@ -548,7 +564,8 @@ function planExited(v: RunView, main: ContainerSummary): AttemptAction {
         id: main.id,
         resultsDir: rec?.resultsDir ?? d.resultsDir,
         sidecars,
-        score: loaded.set?.set.score?.file /* an AttemptSet child's score file */,
+        // an AttemptSet child's score file; with spec.grade, the score comes only from the grader
+        score: loaded.spec.grade ? undefined : loaded.set?.set.score?.file,
       }),
       ...scrubOps(d, current.containers),
     ],

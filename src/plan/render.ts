@@ -26,6 +26,11 @@ const SIGN: Record<Operation['type'], string> = {
   'remove-volume': '-',
   record: '~',
   forget: '-',
+  'begin-grade': '~',
+  'create-grader': '+',
+  'copy-in-grader': '+',
+  'start-grader': '>',
+  'finish-grade': '*',
 };
 
 function verb(op: Operation): string {
@@ -34,6 +39,10 @@ function verb(op: Operation): string {
   if (t.startsWith('remove-')) return 'remove';
   if (op.type === 'record') return `mark ${op.patch.phase}`;
   if (op.type === 'begin-run') return 'begin run';
+  if (op.type === 'begin-grade') return `begin grade ${op.grader.k}`;
+  if (op.type === 'copy-in-grader') return 'copy workspace';
+  if (op.type === 'start-grader') return 'start grader';
+  if (op.type === 'finish-grade') return `finish grade ${op.k}`;
   if (op.type === 'copy-in') return `copy ${op.archive}`;
   if (op.type === 'connect-sidecar') return 'connect';
   if (op.type === 'copy-in-sidecar') return 'copy secrets';

@@ -5,6 +5,7 @@
  * sets/outcome.ts classifies them). Read from the pass's snapshot and the status records of the
  * children's current spec hash, so every pass decides the same way.
  */
+import { gradeClass } from '../sets/grade-state';
 import { COMPONENTS, LABELS, REASONS } from '../constants';
 import type { ObservedAttempt } from '../observe/types';
 import { classify } from '../sets/outcome';
@@ -35,7 +36,8 @@ export function setStates(inp: PlanInput, runningStates: ReadonlySet<string>): M
     // its outcome known (failFast, maxFailed must see it before a sibling takes its place).
     if (isRunning(inp.snapshot.attempts.get(loaded.spec.name), runningStates) || (rec?.phase === 'Running' && rec.specHash === loaded.hash)) st.running++;
     if (!rec || rec.specHash !== loaded.hash) continue;
-    const c = classify(rec, m.set, loaded.spec.retries);
+    // spec.grade: the grader's verdict, when one judges the run (sets/grade-state.ts)
+    const c = gradeClass(loaded, rec) ?? classify(rec, m.set, loaded.spec.retries);
     if (c.outcome === 'failed') failed.set(name, [...(failed.get(name) ?? []), loaded.spec.name]);
     if (c.outcome === 'infra') infra.set(name, [...(infra.get(name) ?? []), `${loaded.spec.name} (${c.reason ?? 'infra'})`]);
   }

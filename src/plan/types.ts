@@ -5,6 +5,7 @@
 import type { Phase } from '../constants';
 import type { NetworkCreateSpec, VolumeCreateSpec } from '../engine/types';
 import type { DesiredAttempt } from '../desired/types';
+import type { DesiredGrader } from '../desired/grade';
 import type { Ownership } from '../ownership';
 import type { AttemptStatus, EngineBoot } from '../status/types';
 
@@ -103,7 +104,33 @@ export type Operation =
   /** A status change with no engine call; with `counters`, it begins the action's desired run (when new to the record) with them. */
   | (OpBase & { type: 'record'; patch: Partial<AttemptStatus> & { phase: Phase }; counters?: RunCounters })
   /** Drop the status record of an attempt that has no spec any more. */
-  | (OpBase & { type: 'forget' });
+  | (OpBase & { type: 'forget' })
+  /**
+   * spec.grade (plan/grade.ts). No engine call: grade `k` of the run recorded `grading` with its
+   * hash, and its folder `grade-<k>/results` made (exclusively when `fresh`; a resumed grade's is
+   * emptied: what a grader killed with berth left is not read). From here on a berth killed
+   * resumes this very grade.
+   */
+  | (OpBase & { type: 'begin-grade'; grader: DesiredGrader; fresh: boolean })
+  /** The grader's create (a fresh container of the grade's image; never the attempt's), its id recorded on the grade. */
+  | (OpBase & { type: 'create-grader'; grader: DesiredGrader })
+  /** One archive into the grader: spec.fixture, the run's exported changes less `protect`, grade.fixture (execute/grade-archive.ts). */
+  | (OpBase & { type: 'copy-in-grader'; grader: DesiredGrader })
+  /** The grader's start (`id`: one found running, whose start is recorded only), then its start time and deadline recorded. */
+  | (OpBase & { type: 'start-grader'; grader: DesiredGrader; id?: string })
+  /**
+   * The grade's end: exit code and OOM read from container `id` (unless `forced`), its logs into
+   * `grade-<k>/logs.txt`, the score read only from `grade-<k>/results` (`score`: a set's), its
+   * `status.json`, and the grade recorded final.
+   */
+  | (OpBase & { type: 'finish-grade'; run: number; k: number; id?: string; forced?: GradeEnd; score?: { file: string; pass: number } });
+
+/** A grade ended by the planner: not judged (GradeFailed, GradeTimedOut). */
+export interface GradeEnd {
+  state: 'failed' | 'timedOut';
+  reason: string;
+  message: string;
+}
 
 /** A sidecar's container, as the finish and harvest operations collect its logs. */
 export interface SidecarRef {
@@ -157,6 +184,8 @@ export type ActionKind =
   | 'invalid'
   /** An AttemptSet child not admitted (failFast, maxFailed): recorded Failed with that reason. */
   | 'skip'
+  /** spec.grade: a finished run's grade begun, resumed, finished or ended (plan/grade.ts). */
+  | 'grade'
   | 'forget'
   | 'leave';
 

@@ -13,6 +13,7 @@
  *   pass@k averaged over its cells (for k up to the smallest n among them).
  * - A child the set declares but whose spec did not load counts as infra (Invalid).
  */
+import { gradeClass, latestGrade } from './grade-state';
 import type { Phase } from '../constants';
 import type { AttemptStatus } from '../status/types';
 import type { LoadedSet, LoadedSpec, SetPolicy } from '../spec/types';
@@ -41,6 +42,8 @@ export interface ChildSummary {
   phase: string;
   reason: string | null;
   score: number | null;
+  /** spec.grade: the latest grade of the run (`grade-<k>`), the verdict the outcome comes from; null without one. */
+  grade: { k: number; state: string; passed: boolean | null; reason: string | null } | null;
   durationMs: number | null;
   queueMs: number | null;
   resultsDir: string | null;
@@ -107,6 +110,7 @@ function invalidChild(c: SetChild, rec: AttemptStatus | undefined): ChildSummary
     phase: INVALID,
     reason: INVALID,
     score: null,
+    grade: null,
     durationMs: null,
     queueMs: null,
     resultsDir: rec?.resultsDir ?? null,
@@ -118,7 +122,10 @@ function child(loaded: LoadedSpec, rec: AttemptStatus | undefined): ChildSummary
   const m = loaded.set as NonNullable<LoadedSpec['set']>;
   // A record of another spec hash is an earlier spec's: this child has not run yet.
   const current = rec && rec.specHash === loaded.hash ? rec : undefined;
-  const c = classify(current, m.set, loaded.spec.retries);
+  // spec.grade: the grader's verdict, when one judges the run; its score, never the attempt's own
+  const c = gradeClass(loaded, current) ?? classify(current, m.set, loaded.spec.retries);
+  const g = loaded.spec.grade ? latestGrade(current) : undefined;
+  const score = loaded.spec.grade ? g?.score : current?.score;
   const started = ms(current?.startedAt);
   const finished = ms(current?.finishedAt);
   const created = ms(current?.createdAt);
@@ -128,7 +135,8 @@ function child(loaded: LoadedSpec, rec: AttemptStatus | undefined): ChildSummary
     outcome: c.outcome,
     phase: current?.phase ?? 'Pending',
     reason: c.reason ?? current?.reason ?? null,
-    score: typeof current?.score === 'number' ? current.score : null,
+    score: typeof score === 'number' ? score : null,
+    grade: g ? { k: g.k, state: g.state, passed: g.passed ?? null, reason: g.reason ?? null } : null,
     durationMs: Number.isFinite(started) && Number.isFinite(finished) && c.outcome !== 'unfinished' ? Math.max(0, finished - started) : null,
     queueMs: Number.isFinite(started) && Number.isFinite(created) ? Math.max(0, started - created) : null,
     resultsDir: current?.resultsDir ?? null,

@@ -113,6 +113,19 @@ export async function checkAttemptBody(value: Record<string, unknown>, ctx: DocC
     if (r.ok) fixture = r.value;
     else for (const p of r.problems) errors.push(errorAt(['spec', 'fixture'], 'value', p.code, p.message));
   }
+  let gradeFixture: { path: string; digest: string } | null = null;
+  if (doc.spec.grade?.fixture !== undefined) {
+    // checked as spec.fixture is (inside the specs folder, no link out, no special file), with its digest
+    const want = doc.spec.grade.fixture;
+    let check = o.fixtures?.get(want);
+    if (!check) {
+      check = checkFixture(ctx.specDir, want, ctx.roots);
+      o.fixtures?.set(want, check);
+    }
+    const r = await check;
+    if (r.ok) gradeFixture = r.value;
+    else for (const p of r.problems) errors.push(errorAt(['spec', 'grade', 'fixture'], 'value', p.code, p.message));
+  }
   const secretFiles = new Map<string, string>();
   for (const [i, s] of (doc.spec.secrets ?? []).entries()) {
     if (s.fromFile === undefined) continue;
@@ -132,6 +145,7 @@ export async function checkAttemptBody(value: Record<string, unknown>, ctx: DocC
     fixtureDigest: fixture?.digest ?? null,
     secretFiles,
     results: results.value,
+    gradeFixture,
   });
   const source: SourcePos = { file: ctx.file, ...ctx.locator.position(['metadata', 'name']) };
   return { errors, loaded: { source, relFile: ctx.relFile, spec, hash: specHash(spec), ...(o.set ? { set: o.set } : {}) } };

@@ -25,7 +25,8 @@ import type { SpecFile } from './walk';
 const MAX_ENTRIES = 20_000;
 const cache = new Map<string, { sig: string; outcome: FileOutcome }>();
 
-const fromFileOnly = (l: LoadedSpec | undefined): boolean => !!l && l.spec.fixture === null && l.spec.secrets.every((s) => s.fromFile === undefined);
+const fromFileOnly = (l: LoadedSpec | undefined): boolean =>
+  !!l && l.spec.fixture === null && (l.spec.grade?.fixture ?? null) === null && l.spec.secrets.every((s) => s.fromFile === undefined);
 
 export function selfContained(o: FileOutcome): boolean {
   return (
@@ -47,6 +48,8 @@ export function fixtureBound(o: FileOutcome): boolean {
   for (const d of o.docs) {
     if (d.errors.length > 0 || d.set || !d.loaded) return false;
     if (!d.loaded.spec.secrets.every((s) => s.fromFile === undefined)) return false;
+    // a grader's fixture is another input the kept outcome would not see change
+    if ((d.loaded.spec.grade?.fixture ?? null) !== null) return false;
     if (d.loaded.spec.fixture !== null) withFixture++;
   }
   return withFixture === o.fixtures.length;

@@ -115,6 +115,8 @@ export const SPEC_FIELDS = {
   sidecars: { default: [] },
   user: { default: null },
   readOnlyRootFilesystem: { default: false },
+  // the grade is not the attempt: changing it grades the finished runs again (grade-hash.ts), never re-runs them
+  grade: 'ignore',
   workspace: 'ignore',
 } satisfies { [K in keyof NormalizedAttempt]: FieldRule<K> };
 

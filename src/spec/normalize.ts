@@ -6,9 +6,9 @@
  */
 import { API_VERSION, DEFAULTS, KIND_ATTEMPT } from '../constants';
 import { parseMemory, parseSize } from './quantity';
-import type { RawAttempt } from './raw-types';
+import type { RawAttempt, RawGrade } from './raw-types';
 import { cleanPath } from './semantic';
-import type { NetworkMode, NormalizedAttempt, SecretRef, SidecarSpec } from './types';
+import type { NetworkMode, NormalizedAttempt, NormalizedGrade, SecretRef, SidecarSpec } from './types';
 
 /** Host-side facts the loader established for a document. */
 export interface ResolvedPaths {
@@ -19,6 +19,8 @@ export interface ResolvedPaths {
   secretFiles: ReadonlyMap<string, string>;
   /** `results` (or the default, the name), normalized, relative to the results root. */
   results: string;
+  /** spec.grade.fixture: its real path and digest, or null. */
+  gradeFixture?: { path: string; digest: string } | null;
 }
 
 /** `"1000:1000"` (schema-checked) → its numbers. */
@@ -28,6 +30,24 @@ function parseUser(u: string): { uid: number; gid: number } {
 }
 
 const byName = <T extends { name: string }>(a: T, b: T): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+
+/** spec.grade with its defaults: the attempt's image (null), no fixture, nothing protected (sorted), no deadline, no network, always. */
+function normalizeGrade(g: RawGrade, fixture: { path: string; digest: string } | null): NormalizedGrade {
+  const memory = g.resources?.memory;
+  const parsed = memory === undefined ? undefined : parseMemory(memory);
+  return {
+    image: g.image ?? null,
+    command: [...g.command],
+    env: { ...(g.env ?? {}) },
+    fixture: fixture?.path ?? null,
+    fixtureDigest: fixture?.digest ?? null,
+    protect: [...new Set(g.protect ?? [])].sort(),
+    deadlineSeconds: g.deadlineSeconds ?? null,
+    resources: { cpus: g.resources?.cpus ?? null, memoryBytes: parsed?.ok ? parsed.bytes : null, pids: g.resources?.pids ?? DEFAULTS.pids },
+    network: { mode: 'none' },
+    when: g.when ?? 'always',
+  };
+}
 
 export function normalize(doc: RawAttempt, resolved: ResolvedPaths): NormalizedAttempt {
   const s = doc.spec;
@@ -94,6 +114,7 @@ export function normalize(doc: RawAttempt, resolved: ResolvedPaths): NormalizedA
     user: s.user === undefined ? null : parseUser(s.user),
     readOnlyRootFilesystem: s.readOnlyRootFilesystem ?? false,
     sidecars,
+    grade: s.grade ? normalizeGrade(s.grade, resolved.gradeFixture ?? null) : null,
     workspace: {
       export: s.workspace?.export ?? 'changes',
       exclude: [...(s.workspace?.exclude ?? [])],

@@ -24,6 +24,18 @@ export interface RawSidecar {
   secrets?: string[];
 }
 
+export interface RawGrade {
+  image?: string;
+  command: string[];
+  env?: Record<string, string>;
+  fixture?: string;
+  protect?: string[];
+  deadlineSeconds?: number;
+  resources?: { cpus?: number; memory?: string | number; pids?: number };
+  network?: { mode?: 'none' };
+  when?: 'always' | 'succeeded';
+}
+
 export interface RawSpec {
   image: string;
   command?: string[];
@@ -41,6 +53,7 @@ export interface RawSpec {
   user?: string;
   readOnlyRootFilesystem?: boolean;
   sidecars?: RawSidecar[];
+  grade?: RawGrade;
   workspace?: { export?: 'changes' | 'none'; exclude?: string[]; maxBytes?: string | number; maxFiles?: number };
 }
 

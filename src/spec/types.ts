@@ -77,6 +77,29 @@ export interface SidecarSpec {
   secrets: string[];
 }
 
+/**
+ * spec.grade: a grader run after the attempt in a fresh container, from the fixture and the
+ * attempt's exported changes. Not part of the spec hash: its own hash (src/spec/grade-hash.ts)
+ * decides regrades.
+ */
+export interface NormalizedGrade {
+  /** null: the attempt's image. */
+  image: string | null;
+  command: string[];
+  env: Record<string, string>;
+  /** Absolute, resolved path of the grader's own fixture (given to the grader only), or null. */
+  fixture: string | null;
+  fixtureDigest: string | null;
+  /** Globs (relative to workingDir) whose paths keep spec.fixture's content: the attempt's changes there are not graded. */
+  protect: string[];
+  deadlineSeconds: number | null;
+  resources: { cpus: number | null; memoryBytes: number | null; pids: number };
+  /** The grader has no network. */
+  network: { mode: 'none' };
+  /** always: every finished run; succeeded: only runs that Succeeded. */
+  when: 'always' | 'succeeded';
+}
+
 export interface NormalizedAttempt {
   apiVersion: string;
   kind: string;
@@ -115,6 +138,8 @@ export interface NormalizedAttempt {
   readOnlyRootFilesystem: boolean;
   /** Sorted by name. */
   sidecars: SidecarSpec[];
+  /** The grader, or null: no grade (the run's own exit code, or its score file, decides). */
+  grade: NormalizedGrade | null;
   /** What of the workspace comes home after the run (src/execute/workspace-export.ts); not hashed. */
   workspace: WorkspaceExportSpec;
 }

@@ -60,6 +60,46 @@ export interface RunRecord {
   resultsDir?: string;
 }
 
+/**
+ * One grade of a run (spec.grade): the grader's container made fresh from the fixture and the
+ * run's exported changes, its verdict read from `run-<n>/grade-<k>/results` only. Recorded as
+ * `grading` before anything of it is made (`begin-grade`: a berth killed from there on resumes
+ * this very grade, never begins a second), final once the grader has ended.
+ */
+export interface GradeRecord {
+  /** `grade-<k>` of run `run`: 1, 2, ... per run (a regrade is the next k; earlier grades are kept). */
+  k: number;
+  run: number;
+  /** The grade hash (src/spec/grade-hash.ts) it was made for: a record without a grade of the current hash is graded again. */
+  gradeHash: string;
+  /** grading: under way; graded: the grader ended and gave a verdict; failed: GradeFailed; timedOut: GradeTimedOut. */
+  state: 'grading' | 'graded' | 'failed' | 'timedOut';
+  /** failed / timedOut: GradeFailed or GradeTimedOut. */
+  reason?: string;
+  message?: string;
+  /** Absolute host path of the grader's results folder (mounted at /results in it). */
+  resultsDir: string;
+  /** The image it ran (spec.grade.image, else the attempt's) and that image's id, when known. */
+  image: string;
+  imageId?: string;
+  containerId?: string;
+  exitCode?: number;
+  oomKilled?: boolean;
+  /** With a set's `score`: the score the grader wrote, or why it could not be read (the score is then missing, never 0). */
+  score?: number;
+  scoreError?: string;
+  /** The verdict: with a score, score >= the set's pass; else the grader's exit code 0. Unset unless `graded`. */
+  passed?: boolean;
+  /** What the grader was given: the exported changes as found (`missing`: the run left none; it saw the fixture only). */
+  workspace?: 'exported' | 'truncated' | 'missing';
+  /** Changes not given to the grader (protected, unsafe), in words; at most a few. */
+  notes?: string[];
+  createdAt: string;
+  startedAt?: string;
+  finishedAt?: string;
+  deadlineAt?: string;
+}
+
 export interface AttemptStatus {
   name: string;
   instance: string;
@@ -136,6 +176,10 @@ export interface AttemptStatus {
    * is done. The planner plans the harvest again while this is set.
    */
   ended?: { run: number; phase: Phase; reason: string; message?: string };
+  /** spec.grade: the grades of the runs, oldest first (the latest of the current run is the verdict). */
+  grades?: GradeRecord[];
+  /** `berth regrade`: grade run `run` again, after its grade `after` (0: none yet); the planner begins grade `after + 1`. */
+  regradeRequested?: { at: string; run: number; after: number };
   /** Warnings for `describe` (e.g. a secret opted into the environment). */
   warnings?: string[];
   history: RunRecord[];

@@ -18,6 +18,23 @@ const REQUIRED_TIMES = ['createdAt', 'updatedAt'] as const;
 const OPTIONAL_TIMES = ['provisionedAt', 'startedAt', 'finishedAt', 'deadlineAt', 'collectedAt'] as const;
 const OPTIONAL_STRINGS = ['reason', 'message', 'source', 'containerId', 'resultsDir'] as const;
 
+const GRADE_STATES: ReadonlySet<unknown> = new Set(['grading', 'graded', 'failed', 'timedOut']);
+
+/** A grade record as the planner reads it: its number, run, hash, state and results folder. */
+function isGrade(g: unknown): boolean {
+  return (
+    isObj(g) &&
+    isCount(g.k) &&
+    isCount(g.run) &&
+    typeof g.gradeHash === 'string' &&
+    GRADE_STATES.has(g.state) &&
+    typeof g.resultsDir === 'string' &&
+    isTime(g.createdAt) &&
+    (g.deadlineAt === undefined || isTime(g.deadlineAt)) &&
+    (g.containerId === undefined || typeof g.containerId === 'string')
+  );
+}
+
 /**
  * What is wrong with `v` as the status record of attempt `name` of `instance`, or undefined
  * when nothing is.
@@ -61,6 +78,9 @@ export function recordProblem(v: unknown, name: string, instance: string): strin
   const le = v.lastError;
   if (le !== undefined && !(isObj(le) && isTime(le.at) && typeof le.message === 'string' && isCount(le.failures) && isTime(le.nextRetryAt)))
     return 'field lastError is not an error record';
+  if (v.grades !== undefined && !(Array.isArray(v.grades) && v.grades.every(isGrade))) return 'field grades holds an entry that is not a grade';
+  const rr = v.regradeRequested;
+  if (rr !== undefined && !(isObj(rr) && isTime(rr.at) && isCount(rr.run) && isCount(rr.after))) return 'field regradeRequested is not a regrade request';
   if (!Array.isArray(v.history)) return 'field history is missing or not a list';
   if (!v.history.every((h) => isObj(h) && isCount(h.run) && typeof h.phase === 'string' && PHASE_SET.has(h.phase)))
     return 'field history holds an entry that is not a run record';

@@ -31,6 +31,7 @@ export function spec(name: string, over: Partial<NormalizedAttempt> = {}, hash =
     user: null,
     readOnlyRootFilesystem: false,
     sidecars: [],
+    grade: null,
     workspace: { export: 'changes', exclude: [], maxBytes: 256 * 1024 * 1024, maxFiles: 100_000 },
     ...over,
   };

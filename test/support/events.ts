@@ -4,6 +4,8 @@ import { docker } from './engine';
 
 export interface PastEvent {
   attempt: string;
+  /** The container's component label (main, grader, ...). */
+  component: string;
   /** ms since the epoch */
   time: number;
 }
@@ -21,7 +23,7 @@ export async function containerEvents(instance: string, since: number, action: s
     .split('\n')
     .filter(Boolean)
     .map((l) => JSON.parse(l) as { Actor: { Attributes: Record<string, string> }; timeNano: number })
-    .map((e) => ({ attempt: e.Actor.Attributes[LABELS.attempt] ?? '', time: e.timeNano / 1e6 }));
+    .map((e) => ({ attempt: e.Actor.Attributes[LABELS.attempt] ?? '', component: e.Actor.Attributes[LABELS.component] ?? '', time: e.timeNano / 1e6 }));
 }
 
 /** How many `action` events each attempt of `instance` had since `since`. */

@@ -11,6 +11,7 @@
  * After every pass, a revision all of whose attempts have finished gets its outcome written (and
  * POSTed to `--notify-url`, whose tries are waited for before the exit), as in the controller.
  */
+import { gradePending } from '../../plan/grade';
 import { EXIT, FINISHED_PHASES, REASONS, type Phase } from '../../constants';
 import { reconcilePass, type PassConfig, type PassResult } from '../../controller/pass';
 import type * as ControllerMod from '../../controller/controller';
@@ -34,7 +35,7 @@ import type * as GitOutcome from '../../git/outcome';
 import type { RevisionOutcomes } from '../../git/outcome';
 import { notifyOf } from '../notify-flags';
 import { endLine, tally } from '../../sets/outcome';
-import { failOnOf, outcomeExit, outcomeOf, type Watched } from '../wait-condition';
+import { failOnOf, outcomeExit, outcomeOf, watched } from '../wait-condition';
 import type * as ControllerCmd from './controller';
 
 /** The git modules load only with --git. */
@@ -179,13 +180,7 @@ async function passes(
   const specs = new Map((ended.load?.specs ?? []).map((s) => [s.spec.name, s]));
   const counted = tally(
     rows.map((r) => {
-      const loaded = specs.get(r.name);
-      const w: Watched = {
-        name: r.name,
-        retries: loaded?.spec.retries ?? 0,
-        ...(loaded?.set ? { policy: loaded.set.set } : {}),
-        ...(r.status ? { status: r.status } : {}),
-      };
+      const w = watched(r.name, specs.get(r.name), r.status ?? undefined);
       return { name: r.name, outcome: outcomeOf(w) };
     }),
   );
@@ -309,7 +304,7 @@ async function untilFinal(
         const unfinished = load.specs.filter((sp) => {
           const st = statuses.get(sp.spec.name);
           if (st?.reason === REASONS.harvestFailed) return false;
-          return !DONE_FOR_WAIT.has(st?.phase ?? 'Pending') || controller.pending(sp.spec.name);
+          return !DONE_FOR_WAIT.has(st?.phase ?? 'Pending') || controller.pending(sp.spec.name) || gradePending(sp, st);
         });
         if (unfinished.length === 0 && controller.idle()) {
           await firstDone;
@@ -352,7 +347,9 @@ async function untilFinal(
     if (typeof e !== 'number' && e.timedOut) {
       const load = controller.latestLoad();
       const statuses = await store.loadAll();
-      const left = (load?.specs ?? []).filter((sp) => !DONE_FOR_WAIT.has(statuses.get(sp.spec.name)?.phase ?? 'Pending')).length;
+      const left = (load?.specs ?? []).filter(
+        (sp) => !DONE_FOR_WAIT.has(statuses.get(sp.spec.name)?.phase ?? 'Pending') || gradePending(sp, statuses.get(sp.spec.name)),
+      ).length;
       live.end();
       diag(ctx, 'error', `--timeout ${o.timeout}s passed with ${plural(left, 'attempt')} unfinished`);
       return { ...e, ...(load ? { load } : {}) };

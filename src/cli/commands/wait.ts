@@ -22,7 +22,7 @@ import { StatusStore } from '../../status/store';
 import { watchFolder } from '../../util/watch-folder';
 import { specsRevision, UsageError, type Context } from '../context';
 import { diag, plural } from '../diag';
-import { failOnOf, outcomeOf, parseWaitFor, settled, verdict, type Watched } from '../wait-condition';
+import { failOnOf, outcomeOf, parseWaitFor, settled, verdict, watched, type Watched } from '../wait-condition';
 import { collectRows } from './get';
 
 export interface WaitOptions {
@@ -74,9 +74,7 @@ export async function runWait(ctx: Context, names: string[], o: WaitOptions): Pr
       // A fresh store each time: the records are another process's to write.
       const statuses = await store().loadAll();
       const items: Watched[] = rows.map((r) => {
-        const st = statuses.get(r.name);
-        const loaded = specs.get(r.name);
-        return { name: r.name, retries: loaded?.spec.retries ?? 0, ...(loaded?.set ? { policy: loaded.set.set } : {}), ...(st ? { status: st } : {}) };
+        return watched(r.name, specs.get(r.name), statuses.get(r.name));
       });
       const v = verdict(items, want, failOn);
       for (const n of v.met) {

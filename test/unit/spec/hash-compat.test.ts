@@ -108,6 +108,7 @@ const attempt: fc.Arbitrary<NormalizedAttempt> = fc.record({
   // at their defaults, as every spec written before they existed
   user: fc.constant(null),
   readOnlyRootFilesystem: fc.constant(false),
+  grade: fc.constant(null),
   sidecars: fc.array(sidecar, { maxLength: 2 }),
   // ignored for the hash: any value
   workspace: fc.record({

@@ -39,6 +39,7 @@ describe('spec/normalize', () => {
       user: null,
       readOnlyRootFilesystem: false,
       sidecars: [],
+      grade: null,
       workspace: { export: 'changes', exclude: [], maxBytes: 256 * 1024 ** 2, maxFiles: 100_000 },
     });
   });
@@ -75,6 +76,7 @@ describe('spec/normalize', () => {
       user: null,
       readOnlyRootFilesystem: false,
       sidecars: [],
+      grade: null,
       workspace: { export: 'changes', exclude: [], maxBytes: 256 * 1024 ** 2, maxFiles: 100_000 },
     });
   });

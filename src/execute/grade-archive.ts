@@ -1,0 +1,333 @@
+/**
+ * The grader's archive (spec.grade): one tar to extract at `/`, landing in workingDir, made of,
+ * in this order, spec.fixture (as the attempt got it), the run's exported changes
+ * (`run-<n>/workspace/`: `deleted` applied, files from `files/`, links from their targets) less
+ * every path `protect` matches (those keep the fixture's content: a protected path the attempt
+ * added is dropped, one it deleted is kept), then grade.fixture over all. The tree is composed
+ * first (paths and where each comes from: no bytes held), then packed, each file read only now,
+ * with no link followed, spooled to a temp file past 8 MiB (archive.ts).
+ *
+ * Everything the export lists was named by the attempt: a path that is absolute, empty, holds
+ * `.` or `..` or NUL, lies under a link, or a link whose target leaves workingDir, is left out
+ * (and noted), never written.
+ */
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+import picomatch from 'picomatch';
+import { pack, type Pack } from 'tar-stream';
+import { DEFAULTS } from '../constants';
+import { isCode } from '../status/atomic-file';
+import { atFd, componentsBelow, openDirAt, openDirBelow, openFileBelow, UnsafePathError } from '../util/no-follow';
+import { spoolArchive, type Archive } from './archive';
+import type { ChangedEntry, WorkspaceChanges } from './workspace-types';
+
+type Source = { from: 'tree'; root: string; rel: string } | { from: 'files'; root: string; rel: string };
+
+/** One entry of the composed tree, relative to workingDir. */
+interface Node {
+  type: 'dir' | 'file' | 'link';
+  /** Permission bits. */
+  mode: number;
+  /** Files: where their bytes are read. */
+  src?: Source;
+  /** Links: their target. */
+  target?: string;
+}
+
+/** What the grader was given, for its grade record. */
+export interface GradeInput {
+  archive: Archive;
+  workspace: 'exported' | 'truncated' | 'missing';
+  /** Changes left out (protected, unsafe), in words; at most MAX_NOTES, then a count. */
+  notes: string[];
+}
+
+const MAX_NOTES = 20;
+/** Bytes of changes.json read at most (it lists at most maxFiles entries). */
+const MAX_CHANGES_BYTES = 64 * 1024 * 1024;
+
+/** A path the export names, as a list of safe components; undefined when it is not one. */
+export function safeParts(p: unknown): string[] | undefined {
+  if (typeof p !== 'string' || p === '' || p.includes('\0') || p.startsWith('/')) return undefined;
+  const parts = p.split('/');
+  if (parts.some((x) => x === '' || x === '.' || x === '..')) return undefined;
+  return parts;
+}
+
+/** Whether link `rel` (components) with `target` stays inside workingDir, read lexically. */
+export function linkStaysInside(parts: readonly string[], target: string): boolean {
+  if (target === '' || target.includes('\0') || path.posix.isAbsolute(target)) return false;
+  const lands = path.posix.normalize(path.posix.join(...parts.slice(0, -1), target));
+  return lands !== '..' && !lands.startsWith('../') && lands !== '.';
+}
+
+/** The tree under a fixture (folder or single file), walked with no link followed: path → node. */
+async function scanTree(root: string, into: Map<string, Node>): Promise<void> {
+  const parts = componentsBelow('/', root);
+  const name = parts.pop();
+  if (name === undefined) throw new UnsafePathError('a fixture cannot be the filesystem root');
+  const parent = await openDirBelow('/', parts);
+  try {
+    const top = await fsp.lstat(atFd(parent.fd, name));
+    if (top.isSymbolicLink()) throw new UnsafePathError(`fixture ${root} is a symbolic link; berth never follows one there`);
+    if (top.isFile()) {
+      into.set(name, { type: 'file', mode: top.mode & 0o7777, src: { from: 'tree', root: path.dirname(root), rel: name } });
+      return;
+    }
+    const dir = await openDirAt(parent, name, root);
+    try {
+      await walk(dir, root, '', into);
+    } finally {
+      await dir.close();
+    }
+  } finally {
+    await parent.close();
+  }
+}
+
+async function walk(dir: fsp.FileHandle, root: string, rel: string, into: Map<string, Node>): Promise<void> {
+  for (const name of (await fsp.readdir(atFd(dir.fd, '.'))).sort()) {
+    const at = atFd(dir.fd, name);
+    const st = await fsp.lstat(at);
+    const p = rel ? `${rel}/${name}` : name;
+    if (st.isDirectory()) {
+      into.set(p, { type: 'dir', mode: st.mode & 0o7777 });
+      const sub = await openDirAt(dir, name, path.join(root, p));
+      try {
+        await walk(sub, root, p, into);
+      } finally {
+        await sub.close();
+      }
+    } else if (st.isFile()) into.set(p, { type: 'file', mode: st.mode & 0o7777, src: { from: 'tree', root, rel: p } });
+    else if (st.isSymbolicLink()) {
+      const target = await fsp.readlink(at);
+      if (!linkStaysInside(p.split('/'), target)) throw new UnsafePathError(`fixture link ${path.join(root, p)} points outside the fixture`);
+      into.set(p, { type: 'link', mode: st.mode & 0o7777, target });
+    } else throw new UnsafePathError(`fixture entry ${path.join(root, p)} is not a file, folder or link`);
+  }
+}
+
+/** The run's changes.json, read bounded and with no link followed; undefined when the run has none. */
+export async function readChanges(runDir: string): Promise<WorkspaceChanges | undefined> {
+  let fh: fsp.FileHandle;
+  try {
+    fh = await openFileBelow(runDir, 'workspace/changes.json');
+  } catch (err) {
+    if (isCode(err, 'ENOENT')) return undefined;
+    throw err;
+  }
+  try {
+    const st = await fh.stat();
+    if (st.size > MAX_CHANGES_BYTES) throw new Error(`workspace/changes.json is ${st.size} bytes, more than ${MAX_CHANGES_BYTES}`);
+    const v = JSON.parse(await fh.readFile('utf8')) as WorkspaceChanges;
+    if (typeof v !== 'object' || v === null || v.version !== 1) throw new Error('workspace/changes.json is not a version 1 export');
+    return v;
+  } finally {
+    await fh.close();
+  }
+}
+
+const under = (p: string, dir: string): boolean => p.startsWith(`${dir}/`);
+
+/** Whether an ancestor of `parts` in the tree is not a folder (a change under a link is never written through it). */
+function underNonDir(tree: Map<string, Node>, parts: readonly string[]): boolean {
+  for (let i = 1; i < parts.length; i++) {
+    const n = tree.get(parts.slice(0, i).join('/'));
+    if (n && n.type !== 'dir') return true;
+  }
+  return false;
+}
+
+/** Folders for every missing ancestor of `parts`. */
+function ensureParents(tree: Map<string, Node>, parts: readonly string[]): void {
+  for (let i = 1; i < parts.length; i++) {
+    const p = parts.slice(0, i).join('/');
+    if (!tree.has(p)) tree.set(p, { type: 'dir', mode: 0o755 });
+  }
+}
+
+/**
+ * The tree the grader gets (pure but for the fixture scans it is given): `fixture` (spec.fixture's
+ * tree), the changes less `protect`, `gradeFixture` over all. `filesRoot`: the export's `files/`.
+ */
+export function compose(
+  fixture: Map<string, Node>,
+  changes: WorkspaceChanges | undefined,
+  protect: readonly string[],
+  gradeFixture: Map<string, Node> | undefined,
+  filesRoot: string,
+): { tree: Map<string, Node>; notes: string[] } {
+  const tree = new Map(fixture);
+  const notes: string[] = [];
+  let more = 0;
+  const note = (s: string) => (notes.length < MAX_NOTES ? notes.push(s) : more++);
+  const isProtected = protect.length ? picomatch([...protect], { dot: true }) : () => false;
+  // a path is protected when it matches, or holds a protected path of the fixture (a folder replaced or deleted whole)
+  const protectedFixture = protect.length ? [...fixture.keys()].filter((f) => isProtected(f)) : [];
+  const guarded = (p: string): boolean => isProtected(p) || protectedFixture.some((f) => under(f, p));
+  // what lay below `p` leaves the tree (only a folder has anything below it)
+  const dropBelow = (p: string, keep?: (k: string) => boolean): void => {
+    if (tree.get(p)?.type !== 'dir') return;
+    for (const k of [...tree.keys()]) if (under(k, p) && !keep?.(k)) tree.delete(k);
+  };
+  if (changes) {
+    for (const d of Array.isArray(changes.deleted) ? changes.deleted : []) {
+      const parts = safeParts(d?.path);
+      if (!parts) {
+        note(`deleted ${JSON.stringify(String(d?.path))}: not a safe relative path; left out`);
+        continue;
+      }
+      const p = parts.join('/');
+      if (isProtected(p)) {
+        note(`deleted ${p}: protected, kept`);
+        continue;
+      }
+      const kept = protectedFixture.filter((f) => under(f, p) && tree.has(f));
+      for (const k of kept) note(`deleted ${k}: protected, kept`);
+      dropBelow(p, (k) => kept.includes(k));
+      tree.delete(p);
+      // what a protected path kept needs its folders
+      for (const k of kept) ensureParents(tree, k.split('/'));
+    }
+    const written: ChangedEntry[] = [
+      ...(Array.isArray(changes.added) ? changes.added : []),
+      ...(Array.isArray(changes.modified) ? changes.modified : []),
+      ...(Array.isArray(changes.typeChanged) ? changes.typeChanged : []),
+    ];
+    // parents before children, whatever order the export lists them in
+    written.sort((a, b) => (String(a?.path) < String(b?.path) ? -1 : String(a?.path) > String(b?.path) ? 1 : 0));
+    for (const e of written) {
+      const parts = safeParts(e?.path);
+      if (!parts) {
+        note(`${JSON.stringify(String(e?.path))}: not a safe relative path; left out`);
+        continue;
+      }
+      const p = parts.join('/');
+      if (guarded(p)) {
+        note(`${p}: protected, the fixture's kept`);
+        continue;
+      }
+      if (underNonDir(tree, parts)) {
+        note(`${p}: lies under a link or a file; left out`);
+        continue;
+      }
+      const mode = typeof e.mode === 'number' ? e.mode & 0o7777 : undefined;
+      if (e.type === 'dir') {
+        tree.set(p, { type: 'dir', mode: mode ?? 0o755 });
+      } else if (e.type === 'file') {
+        dropBelow(p);
+        tree.set(p, { type: 'file', mode: mode ?? 0o644, src: { from: 'files', root: filesRoot, rel: p } });
+      } else if (e.type === 'link') {
+        if (typeof e.target !== 'string' || !linkStaysInside(parts, e.target)) {
+          note(`${p}: a link leaving the working folder; left out`);
+          continue;
+        }
+        dropBelow(p);
+        tree.set(p, { type: 'link', mode: 0o777, target: e.target });
+      } else {
+        note(`${p}: of no known type; left out`);
+        continue;
+      }
+      ensureParents(tree, parts);
+    }
+  }
+  if (gradeFixture) {
+    for (const [p, n] of gradeFixture) {
+      const parts = p.split('/');
+      if (n.type !== 'dir') dropBelow(p);
+      // the grade fixture wins over whatever the attempt made on its way (a file or link where it has a folder)
+      for (let i = 1; i < parts.length; i++) {
+        const a = parts.slice(0, i).join('/');
+        const at = tree.get(a);
+        if (at && at.type !== 'dir') tree.set(a, { type: 'dir', mode: 0o755 });
+      }
+      ensureParents(tree, parts);
+      tree.set(p, n);
+    }
+  }
+  if (more) notes.push(`and ${more} more`);
+  return { tree, notes };
+}
+
+function entry(p: Pack, header: Parameters<Pack['entry']>[0], body?: Buffer): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const cb = (err?: Error | null) => (err ? reject(err) : resolve());
+    if (body !== undefined) p.entry(header, body, cb);
+    else p.entry(header, cb);
+  });
+}
+
+async function fileBody(p: Pack, header: Parameters<Pack['entry']>[0], src: Source): Promise<void> {
+  const fh = await openFileBelow(src.root, src.rel).catch((err: unknown) => {
+    if (err instanceof UnsafePathError) throw err;
+    throw new UnsafePathError(`${path.join(src.root, src.rel)}: ${err instanceof Error ? err.message : String(err)}`);
+  });
+  try {
+    const st = await fh.stat();
+    if (st.size <= DEFAULTS.fixtureInlineFileBytes) {
+      const body = await fh.readFile();
+      await entry(p, { ...header, size: body.length }, body);
+      return;
+    }
+    await new Promise<void>((resolve, reject) => {
+      const sink = p.entry({ ...header, size: st.size }, (err?: Error | null) => (err ? reject(err) : resolve()));
+      fh.createReadStream({ start: 0, end: st.size - 1, autoClose: false })
+        .on('error', reject)
+        .pipe(sink);
+    });
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Packs `tree` into a tar landing in `workingDir`, owned by `uid:gid`. */
+async function packTree(tree: Map<string, Node>, workingDir: string, uid: number, gid: number): Promise<Archive> {
+  const p = pack();
+  const done = spoolArchive(p, DEFAULTS.fixtureSpoolBytes);
+  try {
+    const base = workingDir.replace(/^\/+/, '');
+    const upper = base.split('/').slice(0, -1);
+    for (let i = 1; i <= upper.length; i++) await entry(p, { name: upper.slice(0, i).join('/') + '/', type: 'directory', mode: 0o755 });
+    await entry(p, { name: base + '/', type: 'directory', mode: 0o755, uid, gid });
+    const own = { uid, gid };
+    for (const k of [...tree.keys()].sort()) {
+      const n = tree.get(k) as Node;
+      const name = `${base}/${k}`;
+      if (n.type === 'dir') await entry(p, { name: name + '/', type: 'directory', mode: n.mode, ...own });
+      else if (n.type === 'link') await entry(p, { name, type: 'symlink', linkname: n.target as string, mode: n.mode, ...own });
+      else await fileBody(p, { name, type: 'file', mode: n.mode, ...own }, n.src as Source);
+    }
+    p.finalize();
+  } catch (err) {
+    p.destroy(err as Error);
+    await done.then(
+      (a) => a.dispose(),
+      () => undefined,
+    );
+    throw err;
+  }
+  return done;
+}
+
+/**
+ * The grader's archive for the run in `runDir`: spec.fixture, the exported changes less
+ * `protect`, grade.fixture; with what it was given.
+ */
+export async function graderArchive(g: {
+  runDir: string;
+  fixture: string | null;
+  gradeFixture: string | null;
+  protect: readonly string[];
+  workingDir: string;
+  owner: { uid: number; gid: number } | null;
+}): Promise<GradeInput> {
+  const fixture = new Map<string, Node>();
+  if (g.fixture !== null) await scanTree(g.fixture, fixture);
+  let gradeFixture: Map<string, Node> | undefined;
+  if (g.gradeFixture !== null) await scanTree(g.gradeFixture, (gradeFixture = new Map()));
+  const changes = await readChanges(g.runDir);
+  const { tree, notes } = compose(fixture, changes, g.protect, gradeFixture, path.join(g.runDir, 'workspace', 'files'));
+  const owner = g.owner ?? { uid: 0, gid: 0 };
+  const archive = await packTree(tree, g.workingDir, owner.uid, owner.gid);
+  return { archive, workspace: !changes ? 'missing' : changes.truncated ? 'truncated' : 'exported', notes };
+}

@@ -1,0 +1,199 @@
+/**
+ * spec.grade, planned (pure): after a run has finished (its harvest done, so its exported
+ * workspace is written), a grader the attempt cannot touch judges it. Grade `k` of run `n` is
+ * begun (`begin-grade`: recorded `grading` before anything is made), its container created fresh,
+ * filled with one archive and started; once it has ended, `finish-grade` reads its verdict and the
+ * container is removed. A grade of another grade hash (the grader changed) or a `berth regrade`
+ * begins grade `k + 1`: earlier grades stay. A berth killed at any point resumes the grade the
+ * record names (its container adopted, or made again into the same `grade-<k>`), never a second.
+ */
+import { COMPONENTS, LABELS, REASONS, RUNNING_STATES } from '../constants';
+export { gradeApplies, gradePending, latestGrade } from '../sets/grade-state';
+import { desiredGrader, type DesiredGrader } from '../desired/grade';
+import type { ContainerSummary } from '../engine/types';
+import { gradeHash } from '../spec/grade-hash';
+import type { LoadedSpec } from '../spec/types';
+import { gradeApplies, regradeAsked, runGrades } from '../sets/grade-state';
+import type { AttemptStatus, GradeRecord } from '../status/types';
+import type { PlanInput } from './input';
+import { recordOp, removeContainerOp, removeOps, stopOp } from './ops';
+import { runResultsDir } from './results';
+import type { AttemptAction, GradeEnd, OpOutcome, Operation } from './types';
+
+export function isGrader(c: ContainerSummary): boolean {
+  return c.labels[LABELS.component] === COMPONENTS.grader;
+}
+
+/** What the planner needs of a finished run to plan its grade. */
+export interface GradeView {
+  inp: PlanInput;
+  loaded: LoadedSpec;
+  rec: AttemptStatus;
+  base: { attempt: string; status?: AttemptStatus };
+  /** The grader containers found for the current run (component grader). */
+  graders: ContainerSummary[];
+  /** Operations that come first whatever follows. */
+  pre: Operation[];
+  /** A set's score setting, when the attempt is a child of a set with one. */
+  score?: { file: string; pass: number };
+}
+
+function grader(v: GradeView, k: number): DesiredGrader {
+  const { inp, loaded, rec } = v;
+  const g = loaded.spec.grade as NonNullable<LoadedSpec['spec']['grade']>;
+  const runResults = rec.resultsDir ?? runResultsDir(inp.resultsRoot, loaded.spec.results, rec.run);
+  return desiredGrader(inp.instance, loaded, g, gradeHash(g), rec.run, k, runResults, g.image ?? loaded.spec.image);
+}
+
+/** Grade `d.k` begun (or resumed, not `fresh`), its grader made, filled and started. */
+export function gradeOps(d: DesiredGrader, fresh: boolean, cause: string): Operation[] {
+  const resource = `container:${d.container.name}`;
+  return [
+    { type: 'begin-grade', resource: `attempt:${d.attempt}`, grader: d, fresh, cause },
+    { type: 'create-grader', resource, grader: d, cause: `grade ${d.k} of run ${d.run}` },
+    { type: 'copy-in-grader', resource, grader: d, cause: 'the fixture, the exported changes (less protect), the grade fixture' },
+    { type: 'start-grader', resource, grader: d, cause: 'created and filled' },
+  ];
+}
+
+export function finishGradeOp(
+  attempt: string,
+  g: Pick<GradeRecord, 'run' | 'k'>,
+  cause: string,
+  f: { id?: string; forced?: GradeEnd; score?: { file: string; pass: number } },
+): Operation {
+  return {
+    type: 'finish-grade',
+    resource: `attempt:${attempt}`,
+    run: g.run,
+    k: g.k,
+    ...(f.id ? { id: f.id } : {}),
+    ...(f.forced ? { forced: f.forced } : {}),
+    ...(f.score ? { score: f.score } : {}),
+    cause,
+  };
+}
+
+/**
+ * The grade of a finished run: begin, resume, finish or end it, or remove graders no grade needs.
+ * Undefined when grades need nothing (the planner goes on with the finished run: TTL, nothing).
+ */
+export function planGrade(v: GradeView): AttemptAction | undefined {
+  const { inp, loaded, rec, base, graders, pre, score } = v;
+  const name = rec.name;
+  const g = loaded.spec.grade;
+  const mine = runGrades(rec);
+  const last = mine.at(-1);
+  const lastK = mine.reduce((m, x) => Math.max(m, x.k), 0);
+  const act = (kind: AttemptAction['kind'], summary: string, ops: Operation[], requeueAfterMs?: number): AttemptAction => ({
+    ...base,
+    kind,
+    summary,
+    ops: [...pre, ...ops],
+    ...(requeueAfterMs !== undefined ? { requeueAfterMs: Math.max(0, requeueAfterMs) } : {}),
+  });
+  const applies = gradeApplies(loaded, rec);
+  const hash = g ? gradeHash(g) : undefined;
+  const asked = regradeAsked(rec, lastK);
+
+  if (last?.state === 'grading') {
+    const own = graders.find((c) => c.labels[LABELS.grade] === String(last.k));
+    const stray = removeOps({ containers: graders.filter((c) => c !== own), networks: [], volumes: [] }, 'not the grade under way');
+    if (!g || !applies || last.gradeHash !== hash || asked) {
+      // The grade under way judges with a grader the spec no longer asks for: ended, then (if one applies) the next begins.
+      const why = !g ? 'spec.grade was removed while the grade was under way' : 'spec.grade changed (or a regrade was asked for) while the grade was under way';
+      const end: Operation[] = [
+        ...(own && RUNNING_STATES.has(own.state) ? [stopOp(own, why, 5)] : []),
+        finishGradeOp(name, last, why, { ...(own ? { id: own.id } : {}), forced: { state: 'failed', reason: REASONS.gradeFailed, message: why } }),
+        ...(own ? [removeContainerOp(own, 'its grade ended')] : []),
+      ];
+      const next = g && applies ? gradeOps(grader(v, lastK + 1), true, `grade ${lastK + 1}: ${why}`) : [];
+      return act('grade', why, [...stray, ...end, ...next]);
+    }
+    const d = grader(v, last.k);
+    if (!own)
+      return act('grade', `grade ${last.k} of run ${rec.run} was under way and its grader is gone: made again`, [...stray, ...gradeOps(d, false, 'resumed')]);
+    if (own.state === 'created') {
+      // Never started (or its start is not known to have been asked): nothing ran; made again from scratch.
+      return act('grade', `grade ${last.k}: its grader was created and never started; made again`, [
+        ...stray,
+        removeContainerOp(own, 'created but never started: the grade was interrupted'),
+        ...gradeOps(d, false, 'resumed'),
+      ]);
+    }
+    const deadline = last.deadlineAt ? Date.parse(last.deadlineAt) : undefined;
+    if (RUNNING_STATES.has(own.state)) {
+      if (deadline !== undefined && deadline <= inp.now) {
+        const why = `the grader ran past grade.deadlineSeconds ${g.deadlineSeconds ?? ''}`.trim();
+        return act('grade', why, [
+          ...stray,
+          stopOp(own, why),
+          finishGradeOp(name, last, why, { id: own.id, forced: { state: 'timedOut', reason: REASONS.gradeTimedOut, message: why } }),
+          removeContainerOp(own, 'its grade ended'),
+        ]);
+      }
+      if (!last.startedAt || last.containerId !== own.id) {
+        // started, but its start not recorded (berth stopped in between): recorded now
+        return act('grade', `grade ${last.k}: its grader runs; its start is recorded`, [
+          ...stray,
+          { type: 'start-grader', resource: `container:${own.name}`, grader: d, id: own.id, cause: 'found running' },
+        ]);
+      }
+      const requeue = deadline !== undefined ? deadline - inp.now : undefined;
+      return stray.length ? act('collect', `grade ${last.k} under way`, stray, requeue) : act('leave', `grade ${last.k} under way`, [], requeue);
+    }
+    if (own.state === 'exited' || own.state === 'dead') {
+      return act('grade', `grade ${last.k}: the grader ${own.state}`, [
+        ...stray,
+        finishGradeOp(name, last, `grader ${own.state}`, { id: own.id, ...(score ? { score } : {}) }),
+        removeContainerOp(own, 'its grade ended'),
+      ]);
+    }
+    return act(stray.length ? 'collect' : 'leave', `grade ${last.k}: grader ${own.state}`, stray);
+  }
+
+  const leftovers = removeOps({ containers: graders, networks: [], volumes: [] }, 'no grade under way');
+  if (g && applies && (!last || last.gradeHash !== hash || asked)) {
+    const why = !last ? 'the run finished' : last.gradeHash !== hash ? 'spec.grade changed: graded again' : 'a regrade was asked for (berth regrade)';
+    const d = grader(v, lastK + 1);
+    return act('grade', `grade ${d.k} of run ${rec.run}: ${why}`, [...leftovers, ...gradeOps(d, true, why)]);
+  }
+  if (rec.regradeRequested && (!g || !applies || rec.regradeRequested.run !== rec.run)) {
+    // a regrade nothing can honour (no grade, or not one that judges this run): the mark goes
+    return act('collect', 'regrade asked for, but spec.grade does not judge this run', [
+      ...leftovers,
+      recordOp(name, 'regrade not applicable', { phase: rec.phase, regradeRequested: undefined }),
+    ]);
+  }
+  return leftovers.length ? act('collect', 'grader left over', leftovers) : undefined;
+}
+
+/**
+ * What follows a grade operation's outcome other than `done` (plan/follow-up.ts hands these
+ * here): a grader that cannot be made, filled or started ends the grade GradeFailed (the
+ * container made, if any, removed); an engine that did not answer fails the action (the next
+ * pass resumes the grade the record names).
+ */
+export function gradeFollowUp(
+  attempt: string,
+  op: Extract<Operation, { type: 'create-grader' | 'copy-in-grader' | 'start-grader' }>,
+  out: Exclude<OpOutcome, { type: 'done' }>,
+  rest: Operation[],
+): { ok: boolean; error?: string; ops: Operation[] } {
+  const d = op.grader;
+  if (out.type === 'conflict') {
+    if (out.owner.owned && out.owner.attempt === attempt && op.type === 'create-grader') {
+      return { ok: true, ops: [removeContainerOp(out, "an earlier try's grader holds the name"), op, ...rest] };
+    }
+  }
+  if (out.type === 'failed' && out.status === undefined) return { ok: false, error: `${op.type} ${op.resource}: ${out.message}`, ops: [] };
+  const message = `the grader could not be ${op.type === 'create-grader' ? 'created' : op.type === 'copy-in-grader' ? 'filled' : 'started'}: ${'message' in out ? out.message : out.type}`;
+  const made = 'containerId' in out && out.containerId ? out.containerId : op.type === 'start-grader' ? op.id : undefined;
+  return {
+    ok: true,
+    ops: [
+      finishGradeOp(attempt, d, message, { ...(made ? { id: made } : {}), forced: { state: 'failed', reason: REASONS.gradeFailed, message } }),
+      ...(made ? [removeContainerOp({ name: d.container.name, id: made }, 'its grade failed')] : []),
+    ],
+  };
+}

@@ -1,0 +1,134 @@
+/** The planner's grade decisions (plan/grade.ts through plan()): begin, finish, resume after a crash, deadline, regrade, leftovers. */
+import { expect } from 'chai';
+import { COMPONENTS, LABELS, graderName } from '../../../src/constants';
+import { plan } from '../../../src/plan/planner';
+import { gradeHash } from '../../../src/spec/grade-hash';
+import type { NormalizedGrade } from '../../../src/spec/types';
+import type { GradeRecord } from '../../../src/status/types';
+import { T0, container, input, snapshot, spec, status, statuses } from '../../support/builders';
+
+const G: NormalizedGrade = {
+  image: null,
+  command: ['sh', '-c', 'exit 0'],
+  env: {},
+  fixture: null,
+  fixtureDigest: null,
+  protect: [],
+  deadlineSeconds: 60,
+  resources: { cpus: null, memoryBytes: null, pids: 512 },
+  network: { mode: 'none' },
+  when: 'always',
+};
+const loaded = (g: NormalizedGrade = G) => spec('a', { grade: g });
+const done = (over = {}) => status('a', { phase: 'Succeeded', reason: 'Completed', exitCode: 0, finishedAt: '2026-01-01T00:00:10.000Z', ...over });
+const grade = (over: Partial<GradeRecord> = {}): GradeRecord => ({
+  k: 1,
+  run: 1,
+  gradeHash: gradeHash(G),
+  state: 'grading',
+  resultsDir: '/r/a/run-1/grade-1/results',
+  image: 'berth/busybox:local',
+  createdAt: '2026-01-01T00:00:20.000Z',
+  ...over,
+});
+const grader = (k: number, state: string) =>
+  container('default', 'a', 'h-a', {
+    id: `grader-${k}`,
+    name: graderName('default', 'a', 1, k),
+    state,
+    labels: { ...container('default', 'a', 'h-a').labels, [LABELS.component]: COMPONENTS.grader, [LABELS.grade]: String(k) },
+  });
+const main = container('default', 'a', 'h-a', { state: 'exited' });
+const opsOf = (rec = done(), containers = [main], g = G) => {
+  const p = plan(input({ specs: [loaded(g)], statuses: statuses(rec), snapshot: snapshot({ containers }) }));
+  const a = p.actions.find((x) => x.attempt === 'a');
+  return { a, types: (a?.ops ?? []).map((o) => o.type) };
+};
+
+describe('plan/grade', () => {
+  it('a finished run with no grade: grade 1 begun, its grader made, filled and started', () => {
+    const { a, types } = opsOf();
+    expect(a?.kind).to.equal('grade');
+    expect(types).to.deep.equal(['begin-grade', 'create-grader', 'copy-in-grader', 'start-grader']);
+    const begin = a?.ops[0];
+    if (begin?.type !== 'begin-grade') throw new Error('no begin-grade');
+    expect(begin.fresh).to.equal(true);
+    expect(begin.grader.k).to.equal(1);
+    expect(begin.grader.resultsDir).to.equal('/r/a/run-1/grade-1/results');
+    expect(begin.grader.container.create.host.networkMode).to.equal('none');
+    expect(begin.grader.container.create.host.binds).to.deep.equal(['/r/a/run-1/grade-1/results:/results:rw']);
+    expect(begin.grader.container.create.labels[LABELS.component]).to.equal(COMPONENTS.grader);
+  });
+
+  it('no grade for a run that never ran, nor a failed run under when: succeeded', () => {
+    expect(opsOf(done({ phase: 'Failed', reason: 'StartFailed', startedAt: undefined })).types).to.not.include('begin-grade');
+    expect(opsOf(done({ phase: 'Failed', reason: 'Error', exitCode: 1 }), [main], { ...G, when: 'succeeded' }).types).to.not.include('begin-grade');
+    expect(opsOf(done({ phase: 'Failed', reason: 'Error', exitCode: 1 })).types).to.include('begin-grade');
+  });
+
+  it('a grader that exited: finished, then removed', () => {
+    expect(
+      opsOf(done({ grades: [grade({ containerId: 'grader-1', startedAt: '2026-01-01T00:00:21.000Z', deadlineAt: '2026-01-01T00:01:21.000Z' })] }), [
+        main,
+        grader(1, 'exited'),
+      ]).types,
+    ).to.deep.equal(['finish-grade', 'remove-container']);
+  });
+
+  it('crash-resume: a grade under way whose grader is gone is made again into the same k (its folder emptied)', () => {
+    const { a, types } = opsOf(done({ grades: [grade()] }));
+    expect(types).to.deep.equal(['begin-grade', 'create-grader', 'copy-in-grader', 'start-grader']);
+    const begin = a?.ops[0];
+    if (begin?.type !== 'begin-grade') throw new Error('no begin-grade');
+    expect([begin.grader.k, begin.fresh]).to.deep.equal([1, false]);
+  });
+
+  it('crash-resume: a created grader is removed and made again; a running one whose start is not recorded is recorded', () => {
+    expect(opsOf(done({ grades: [grade()] }), [main, grader(1, 'created')]).types).to.deep.equal([
+      'remove-container',
+      'begin-grade',
+      'create-grader',
+      'copy-in-grader',
+      'start-grader',
+    ]);
+    expect(opsOf(done({ grades: [grade()] }), [main, grader(1, 'running')]).types).to.deep.equal(['start-grader']);
+  });
+
+  it('a grader running past its deadline is stopped: GradeTimedOut', () => {
+    const { a, types } = opsOf(
+      done({ grades: [grade({ containerId: 'grader-1', startedAt: '2026-01-01T00:00:00.000Z', deadlineAt: new Date(T0 - 1).toISOString() })] }),
+      [main, grader(1, 'running')],
+    );
+    expect(types).to.deep.equal(['stop', 'finish-grade', 'remove-container']);
+    const fin = a?.ops[1];
+    expect(fin?.type === 'finish-grade' && fin.forced?.reason).to.equal('GradeTimedOut');
+  });
+
+  it('a grader running within its deadline: left, looked at again at the deadline', () => {
+    const { a } = opsOf(
+      done({ grades: [grade({ containerId: 'grader-1', startedAt: '2026-01-01T00:00:50.000Z', deadlineAt: new Date(T0 + 5000).toISOString() })] }),
+      [main, grader(1, 'running')],
+    );
+    expect(a?.ops ?? []).to.deep.equal([]);
+    expect(a?.requeueAfterMs).to.equal(5000);
+  });
+
+  it('a changed grader (new grade hash) grades the run again into k+1; a graded run of the current hash needs nothing', () => {
+    const graded = grade({ state: 'graded', passed: true });
+    expect(opsOf(done({ grades: [graded] })).types).to.deep.equal([]);
+    const { a } = opsOf(done({ grades: [graded] }), [main], { ...G, command: ['sh', '-c', 'exit 1'] });
+    const begin = a?.ops[0];
+    if (begin?.type !== 'begin-grade') throw new Error('no begin-grade');
+    expect([begin.grader.k, begin.fresh]).to.deep.equal([2, true]);
+    expect(a?.ops.map((o) => o.type)).to.not.include('create-container');
+  });
+
+  it('berth regrade: the mark after the latest grade begins the next', () => {
+    const graded = grade({ state: 'graded', passed: true });
+    expect(opsOf(done({ grades: [graded], regradeRequested: { at: '2026-01-01T00:00:30.000Z', run: 1, after: 1 } })).types[0]).to.equal('begin-grade');
+  });
+
+  it('a grader left over from a finished grade is removed', () => {
+    expect(opsOf(done({ grades: [grade({ state: 'graded', passed: true })] }), [main, grader(1, 'exited')]).types).to.deep.equal(['remove-container']);
+  });
+});
