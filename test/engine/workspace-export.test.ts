@@ -160,11 +160,13 @@ describe('the workspace comes home (real engine)', function () {
     child.stderr.on('data', (c) => (err += String(c)));
     const exited = new Promise<unknown>((resolve) => child.on('exit', resolve));
     try {
+      // the run folder first (berth makes it, before the container starts; a folder made here would be
+      // stepped over), then its own events: the export's temp folder is there for well under a second
+      await waitFor('the run folder', async () => exists(runDir('big')), { dirs: [path.join(sb.resultsRoot, 'big')], timeoutMs: 60_000 });
       await waitFor(
         'the export under way',
-        // (the run folder is not made here: a folder there before berth makes it would be stepped over)
         async () => (await fs.readdir(runDir('big')).catch(() => [] as string[])).some((n) => n.startsWith(WORKSPACE.tempPrefix)),
-        { dirs: [path.join(sb.resultsRoot, 'big')], timeoutMs: 60_000 },
+        { dirs: [runDir('big')], timeoutMs: 60_000 },
       );
     } catch (e) {
       throw new Error(`${(e as Error).message}; berth said: ${err}`);
