@@ -98,6 +98,28 @@ export const LOCK_LABELS = {
   startedAt: 'dev.berth.lock.started-at',
 } as const;
 
+/**
+ * Labels of an instance's source binding (a volume, see src/status/source-binding.ts): which
+ * specs root or git URL and path the instance is reconciled from. Like the lock, neither
+ * `dev.berth.managed` nor `dev.berth.instance`: observe, garbage collection and `clean`'s sweep
+ * never see it; `clean` removes it by name once the instance is gone. No credentials (a git URL
+ * with a password is refused before it gets here).
+ */
+export const BINDING_LABELS = {
+  /** On the binding volume: the instance it binds. */
+  binding: 'dev.berth.binding',
+  /** `dir` (a specs folder) or `git`. */
+  kind: 'dev.berth.binding.kind',
+  /** The specs folder's real path, or the path inside the git repository ('' for its root). */
+  path: 'dev.berth.binding.path',
+  /** The git URL (kind `git`). */
+  url: 'dev.berth.binding.url',
+  /** ISO time the instance was bound (or moved) to this source. */
+  boundAt: 'dev.berth.binding.bound-at',
+  /** The host berth ran on when it bound the instance (shown, never compared: a container's hostname changes every run). */
+  hostname: 'dev.berth.binding.hostname',
+} as const;
+
 export const COMPONENTS = {
   main: 'main',
   network: 'network',
@@ -270,6 +292,9 @@ export const TASK_FAILURES: readonly string[] = ['TimedOut', REASONS.oomKilled, 
  */
 export const FAIL_ON = ['failed', 'infra', 'none'] as const;
 export type FailOn = (typeof FAIL_ON)[number];
+
+/** A command stopped by SIGINT or SIGTERM exits with the shell's 128 + signal number (src/cli/interrupt.ts). */
+export const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143 } as const;
 
 export const DEFAULTS = {
   /** An engine event stream that broke is connected again after this back-off (ms), doubling to its max (the engine's, each swarm node's, the manager's node events). */
@@ -459,6 +484,10 @@ export const volumeName = NAMING.volume;
  */
 export function lockVolumeName(instance: string): string {
   return `berth.lock.${instance}`;
+}
+/** The volume that binds an instance to its source (src/status/source-binding.ts). */
+export function bindingVolumeName(instance: string): string {
+  return `berth.source.${instance}`;
 }
 /** The claim a taker holds while it replaces the stale lock generation `staleToken`. */
 export function lockClaimName(instance: string, staleToken: string): string {

@@ -7,7 +7,7 @@ import { Argument, Command, CommanderError, InvalidArgumentError, Option } from 
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { BACKENDS } from '../backend/types';
-import { CONTRACT_VERSION, DEFAULTS, EXIT, FAIL_ON } from '../constants';
+import { CONTRACT_VERSION, DEFAULTS, EXIT, FAIL_ON, SIGNAL_EXIT } from '../constants';
 import { parseDuration } from '../util/duration';
 import type * as CleanCmd from './commands/clean';
 import type * as Completion from './completion';
@@ -178,7 +178,8 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--egress-proxy-image <image>', 'image of the egress proxy sidecar (same contract as docs/EGRESS.md)')
     .option('--egress-network <name>', 'existing network the egress proxy reaches out through (default: one per attempt)')
     .option('--allow-empty', "let a specs folder with no attempts remove the instance's attempts (default: such a folder removes nothing)")
-    .option('--infra-retries <n>', `as for reconcile (default ${DEFAULTS.infraRetries})`, int('--infra-retries', 0));
+    .option('--infra-retries <n>', `as for reconcile (default ${DEFAULTS.infraRetries})`, int('--infra-retries', 0))
+    .option('--move-instance', 'the instance is bound to another source: plan as if it were moved to this one (reconcile --move-instance)');
   gitOptions(plan, false).action(async (o, cmd: Command) => {
     await done((require('./commands/plan') as typeof PlanCmd).runPlan(ctx(cmd), o));
   });
@@ -220,7 +221,8 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
       `bytes of results the manifest hashes at most; larger files are listed without a hash (default ${DEFAULTS.hashMaxBytes / 1024 ** 3}g)`,
       bytes('--hash-max-bytes', 0),
     )
-    .option('--hash-max-seconds <n>', `seconds the manifest hashes at most per run (default ${DEFAULTS.hashMaxSeconds})`, int('--hash-max-seconds', 1));
+    .option('--hash-max-seconds <n>', `seconds the manifest hashes at most per run (default ${DEFAULTS.hashMaxSeconds})`, int('--hash-max-seconds', 1))
+    .option('--move-instance', 'the instance is bound to another source: move it to this one on purpose (what the other source runs is removed)');
   gitOptions(reconcile, true).action(async (o, cmd: Command) => {
     if (o.wait && !o.once) throw new UsageError('--wait goes with --once (reconcile --once --wait); to wait on a running controller, use berth wait');
     await done((require('./commands/reconcile') as typeof ReconcileCmd).runReconcile(ctx(cmd), o));
@@ -346,13 +348,15 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .command('clean')
     .description('remove every resource of this instance (results stay)')
     .option('--keep-state', 'keep the status records')
+    .option('--move-instance', 'the instance is bound to another source (another specs folder or git URL): clean it anyway')
     .action(async (o, cmd: Command) => {
-      await done((require('./commands/clean') as typeof CleanCmd).runClean(ctx(cmd), o));
+      const specsGiven = cmd.getOptionValueSourceWithGlobals('specs') !== 'default';
+      await done((require('./commands/clean') as typeof CleanCmd).runClean(ctx(cmd), { ...o, specsGiven }));
     });
 
   program
     .command('unlock')
-    .description("remove the instance's engine lock left by a berth process that is gone")
+    .description("remove the instance's locks (on the engine and in the state folder) left by a berth process that is gone")
     .option('--force', 'also when its holder runs on another host or still runs')
     .action(async (o, cmd: Command) => {
       await done((require('./commands/unlock') as typeof UnlockCmd).runUnlock(ctx(cmd), o));
@@ -410,7 +414,24 @@ export async function run(argv: string[], plainIo: Io = processIo): Promise<numb
   }
 }
 
+/**
+ * SIGINT and SIGTERM for every command: a command that stops gracefully listens itself (the
+ * controller, `reconcile --once`: interrupt.ts); for the others, and for a second signal, berth
+ * exits at once with the shell's 128 + signal. Listening matters where berth is PID 1 (the
+ * berth/berth:local image, `docker stop`): the kernel delivers no signal to a PID 1 that does
+ * not handle it, so without this berth would ignore both until it is killed.
+ */
+function exitOnSignals(): void {
+  for (const [signal, code] of Object.entries(SIGNAL_EXIT) as ['SIGINT' | 'SIGTERM', number][]) {
+    process.on(signal, () => {
+      if (process.listenerCount(signal) > 1) return; // the command's own handler stops it
+      process.exit(code);
+    });
+  }
+}
+
 export function main(argv: string[]): void {
+  exitOnSignals();
   // A reader that went away (`berth get | head`) ends the command quietly, as it ends `ls`, not
   // with an unhandled EPIPE and a stack trace.
   process.stdout.on('error', (err: NodeJS.ErrnoException) => {

@@ -283,6 +283,29 @@ async function linkExclusive(from: string, to: string): Promise<boolean> {
   }
 }
 
+/** The path of the instance's lock file in the state folder. */
+export function lockFilePath(stateDir: string, instance: string): string {
+  return path.join(stateDir, `${instance}.lock`);
+}
+
+/**
+ * Removes `<stateDir>/<instance>.lock` whoever holds it (`berth unlock`, which judged the holder
+ * first): a file or a link is unlinked (never followed), a folder in its place removed. True when
+ * there was one.
+ */
+export async function breakLockFile(stateDir: string, instance: string): Promise<boolean> {
+  const file = lockFilePath(stateDir, instance);
+  try {
+    const st = await fs.lstat(file);
+    if (st.isDirectory()) await fs.rm(file, { recursive: true, force: true });
+    else await fs.unlink(file);
+    return true;
+  } catch (err) {
+    if (isCode(err, 'ENOENT') || isCode(err, 'ENOTDIR')) return false;
+    throw err;
+  }
+}
+
 /** The holder named by `<stateDir>/<instance>.lock`; undefined when there is none (LockUnreadableError when it cannot be read). */
 export function readLockFile(stateDir: string, instance: string): Promise<LockInfo | undefined> {
   return readLock(path.join(stateDir, `${instance}.lock`));

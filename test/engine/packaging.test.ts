@@ -9,8 +9,10 @@ import { execFile } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { lockVolumeName } from '../../src/constants';
 import { requireEngine, TEST_LABEL, TEST_RUN } from '../support/engine';
 import { Sandbox } from '../support/sandbox';
+import { waitFor } from '../support/wait';
 
 const run = promisify(execFile);
 const REPO = path.join(__dirname, '..', '..');
@@ -118,4 +120,56 @@ describe('packaging: the single-file build and the image (real engine)', functio
     expect(docker.code, docker.stderr).to.equal(0);
     expect(await results()).to.equal('the task\n16\n');
   });
+
+  it('berth/berth:local stops promptly on docker stop (berth is PID 1): the controller exits 0, reconcile --once --wait 143, no lock left', async function () {
+    const box = await Sandbox.create('pkg-stop');
+    try {
+      await box.write('long.yaml', box.attempt('long', 'sleep 300'));
+      for (const [args, code] of [
+        [['reconcile'], 0],
+        [['reconcile', '--once', '--wait'], 143],
+      ] as const) {
+        const started = await exec('docker', [
+          'run',
+          '-d',
+          '--label',
+          `${TEST_LABEL}=${TEST_RUN}`,
+          '-v',
+          '/var/run/docker.sock:/var/run/docker.sock',
+          '-v',
+          `${box.dir}:${box.dir}`,
+          'berth/berth:local',
+          ...args,
+          ...box.globalArgs(),
+        ]);
+        expect(started.code, started.stderr).to.equal(0);
+        const id = started.stdout.trim();
+        try {
+          // berth in the image holds the instance and the attempt runs: an event, its status record
+          await waitFor('long Running', async () => (await box.store().get('long'))?.phase === 'Running' && (await lockHeld(box.instance)), {
+            instance: box.instance,
+            dirs: [path.join(box.stateDir, box.instance, 'attempts')],
+          });
+          const t0 = Date.now();
+          const stop = await exec('docker', ['stop', '-t', '10', id]);
+          const ms = Date.now() - t0;
+          expect(stop.code, stop.stderr).to.equal(0);
+          expect(ms, `docker stop took ${ms} ms (10 s means berth ignored SIGTERM and was killed)`).to.be.below(5000);
+          const exitCode = await exec('docker', ['inspect', '-f', '{{.State.ExitCode}}', id]);
+          const logs = await exec('docker', ['logs', id]);
+          expect(Number(exitCode.stdout.trim()), `${args.join(' ')}: ${logs.stderr}`).to.equal(code);
+          expect(await lockHeld(box.instance), 'berth released the engine lock').to.equal(false);
+        } finally {
+          await exec('docker', ['rm', '-f', id]);
+        }
+      }
+    } finally {
+      await box.destroy();
+    }
+  });
 });
+
+async function lockHeld(instance: string): Promise<boolean> {
+  const r = await exec('docker', ['volume', 'inspect', lockVolumeName(instance)]);
+  return r.code === 0;
+}

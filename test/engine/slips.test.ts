@@ -57,8 +57,9 @@ describe('a user slip never costs a fleet or a result (real engine)', function (
     });
 
     it('an empty folder removes nothing unless --allow-empty; plan says so', async function () {
-      const empty = path.join(sb.dir, 'empty');
-      await fs.mkdir(empty, { recursive: true });
+      // The instance's own folder emptied (another folder is another source: refused, see binding.test.ts).
+      await fs.rename(path.join(sb.specsDir, 'fleet.yaml'), path.join(sb.dir, 'fleet.yaml'));
+      const empty = sb.specsDir;
       const p = await sb.cliWith({ '--specs': empty }, 'plan', '--detailed-exitcode');
       expect(p.code, p.stderr).to.equal(0);
       expect(p.stdout).to.match(/yields no attempts while the instance has 2: nothing is removed \(--allow-empty removes them\)/);

@@ -6,7 +6,7 @@
  * label, and fails the run if any survive. No engine → the test fails loudly.
  */
 import Dockerode from 'dockerode';
-import { LABELS, LOCK_LABELS } from '../../src/constants';
+import { BINDING_LABELS, LABELS, LOCK_LABELS } from '../../src/constants';
 import { createDockerEngine } from '../../src/engine/docker';
 import type { Engine } from '../../src/engine/types';
 
@@ -49,7 +49,7 @@ export function testEngine(): Engine {
 function ours(labels: Record<string, string> | null | undefined): boolean {
   if (!labels) return false;
   if (labels[TEST_LABEL] === TEST_RUN) return true;
-  const locked = labels[LOCK_LABELS.lock] ?? labels[LOCK_LABELS.claim];
+  const locked = labels[LOCK_LABELS.lock] ?? labels[LOCK_LABELS.claim] ?? labels[BINDING_LABELS.binding];
   if (typeof locked === 'string' && locked.startsWith(`${TEST_RUN}-`)) return true;
   const inst = labels[LABELS.instance];
   return labels[LABELS.managed] === 'true' && typeof inst === 'string' && inst.startsWith(`${TEST_RUN}-`);
@@ -86,6 +86,7 @@ export async function removeTestResources(): Promise<{ containers: number; netwo
     ...((await docker.listVolumes({ filters: filters(LABELS.managed) })).Volumes ?? []),
     ...((await docker.listVolumes({ filters: filters(`${TEST_LABEL}=${TEST_RUN}`) })).Volumes ?? []),
     ...(await lockVolumes()),
+    ...(await bindingVolumes()),
   ].filter((v) => ours(v.Labels));
   await Promise.all(
     [...new Set(vols.map((v) => v.Name))].map((n) =>
@@ -109,6 +110,15 @@ export async function countTestResources(): Promise<number> {
   const v2 = (await docker.listVolumes({ filters: filters(`${TEST_LABEL}=${TEST_RUN}`) })).Volumes ?? [];
   const locks = (await lockVolumes()).filter((x) => ours(x.Labels));
   return c.length + c2.length + n.length + n2.length + v.length + v2.length + locks.length;
+}
+
+/**
+ * Source bindings (src/status/source-binding.ts) of any instance (filter by `ours`). Removed with
+ * the rest, but not counted as a leak: a binding is meant to outlive everything but `clean`, so a
+ * test that ends without `berth clean` leaves one by design.
+ */
+async function bindingVolumes(): Promise<Dockerode.VolumeInspectInfo[]> {
+  return (await docker.listVolumes({ filters: JSON.stringify({ label: [BINDING_LABELS.binding] }) })).Volumes ?? [];
 }
 
 /** Engine-side instance locks and takeover claims of any instance (filter by `ours`). */

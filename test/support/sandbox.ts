@@ -98,6 +98,14 @@ export class Sandbox {
     return { code, stdout: io.stdout, stderr: io.stderr };
   }
 
+  /** The CLI without some of the sandbox's global flags (e.g. `['--specs']`). */
+  async cliWithout(drop: string[], ...args: string[]): Promise<CliResult> {
+    const g = this.globalArgs().filter((_, i, all) => !drop.includes(all[i] as string) && !drop.includes(all[i - 1] as string));
+    const io = bufferIo();
+    const code = await run(['node', 'berth', ...args, ...g], io);
+    return { code, stdout: io.stdout, stderr: io.stderr };
+  }
+
   config(over: Partial<PassConfig> = {}): PassConfig {
     return {
       specsDir: this.specsDir,
@@ -128,9 +136,14 @@ export class Sandbox {
     return this.store().get(name);
   }
 
-  /** berth clean for this instance, then the temp folder goes. */
+  /**
+   * berth clean for this instance, then the temp folder goes. An instance that follows a git
+   * source is cleaned as its user would clean it: without --specs (clean then speaks for the git
+   * source the state folder follows, the source the instance is bound to).
+   */
   async destroy(): Promise<void> {
-    const r = await this.cli('clean');
+    const followsGit = await exists(path.join(this.stateDir, 'git', this.instance, 'source.json'));
+    const r = followsGit ? await this.cliWithout(['--specs'], 'clean') : await this.cli('clean');
     if (r.code !== 0) throw new Error(`berth clean failed: ${r.stderr}`);
     await this.dispose();
   }

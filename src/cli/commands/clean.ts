@@ -6,7 +6,8 @@
  * records that can be read only add what they say (containers of an older berth, ids they
  * name for another attempt). Damaged records are set aside, not deleted. Holds the instance's
  * single-writer locks (writer-lock.ts) throughout; the engine lock is no resource of the
- * instance, so it stays.
+ * instance, so it stays. An instance bound to another source (instance-source.ts) is refused
+ * unless `--move-instance`; once nothing of the instance is left, its binding goes too.
  */
 import { promises as fs } from 'node:fs';
 import { EXIT, LABELS } from '../../constants';
@@ -16,6 +17,8 @@ import { containerOwnership, imageLabels, labelOwnership, recordedContainers, ty
 import { runBounded } from '../../util/pool';
 import type { Context } from '../context';
 import { plural } from '../diag';
+import { removeBinding } from '../../status/source-binding';
+import { bindInstance, cleanSource } from './instance-source';
 import { takeWriterLocks } from './writer-lock';
 
 /** What the records say, if they can be read at all; clean never needs them. */
@@ -48,18 +51,30 @@ async function listAll(engine: Engine, f: string[]): Promise<Listed> {
   return { containers, networks, volumes };
 }
 
-export async function runClean(ctx: Context, o: { keepState?: boolean; concurrency?: number }): Promise<number> {
+export interface CleanOptions {
+  keepState?: boolean;
+  concurrency?: number;
+  /** `--specs` (or BERTH_SPECS) was given: clean speaks for that folder (instance-source.ts `cleanSource`). */
+  specsGiven?: boolean;
+  /** Clean an instance bound to another source. */
+  moveInstance?: boolean;
+}
+
+export async function runClean(ctx: Context, o: CleanOptions): Promise<number> {
   const engine = ctx.engine();
   const locks = await takeWriterLocks(ctx, engine, 'clean');
   if (!locks) return EXIT.failed;
   try {
+    // An instance bound to another source is not cleaned from here unless asked (exit 2, nothing removed).
+    const source = await cleanSource(ctx, o.specsGiven ?? true);
+    if (!(await bindInstance(ctx, engine, source, { command: 'clean', ...(o.moveInstance ? { move: true } : {}) }))) return EXIT.usage;
     return await clean(ctx, engine, o);
   } finally {
     await locks.release();
   }
 }
 
-async function clean(ctx: Context, engine: Engine, o: { keepState?: boolean; concurrency?: number }): Promise<number> {
+async function clean(ctx: Context, engine: Engine, o: CleanOptions): Promise<number> {
   const f = instanceFilters(ctx.instance);
   const limit = o.concurrency ?? 8;
   // Everything is listed at once: while the locks are held, nothing of this instance is made.
@@ -81,6 +96,8 @@ async function clean(ctx: Context, engine: Engine, o: { keepState?: boolean; con
   (await runBounded(volumes, limit, (v) => engine.volumes.remove(v.name))).forEach(note('volume'));
   const after = ours(await listAll(engine, f));
   const left = after.containers.length + after.networks.length + after.volumes.length;
+  // Nothing of the instance is left: it is bound to no source any more (the next reconcile binds it).
+  if (!left) await removeBinding(engine, ctx.instance).catch((err: unknown) => failures.push(`source binding: ${(err as Error).message}`));
   if (!o.keepState) {
     await fs.rm(ctx.store().dir, { recursive: true, force: true }).catch((err: NodeJS.ErrnoException) => {
       // A state folder that is not a folder holds no records.

@@ -20,6 +20,7 @@ import { renderReport, reportCsp } from '../../report/render';
 import { passConfig, UsageError, type Context } from '../context';
 import type { ReconcileOptions } from './reconcile';
 import { takeWriterLocks, type WriterLocks } from './writer-lock';
+import { bindInstance, folderSource, gitSourceOf } from './instance-source';
 import type { GitSource } from '../../git/source';
 import { gitSourceFrom } from '../git-flags';
 import { serveWebhook } from '../../git/webhook';
@@ -168,6 +169,9 @@ async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortS
     if (taken === 'refused') return EXIT.failed;
     if (taken !== 'stopped') {
       lock = taken;
+      // The instance is bound to its source: another source is refused (exit 2) before anything changes.
+      const source = s.git ? gitSourceOf(s.git) : await folderSource(ctx.specsDir);
+      if (!(await bindInstance(ctx, engine, source, { command: 'reconcile', ...(o.moveInstance ? { move: true } : {}) }))) return EXIT.usage;
       // A lock broken under it (`berth unlock --force` meant for another holder) stops it: two
       // writers must never drive one instance. An engine that does not answer is no proof either way.
       guard = setInterval(

@@ -1,4 +1,8 @@
-/** `berth plan`: what reconcile would do and why, against an engine that refuses every change. */
+/**
+ * `berth plan`: what reconcile would do and why, against an engine that refuses every change.
+ * An instance bound to another source (instance-source.ts) is refused as reconcile refuses it,
+ * binding nothing; with `--move-instance` the plan is that of the move.
+ */
 import { EXIT } from '../../constants';
 import { planPass } from '../../controller/pass';
 import { readOnlyEngine } from '../../engine/wrap';
@@ -7,6 +11,8 @@ import { passConfig, type Context } from '../context';
 import { reportLoadErrors, specsRootError } from './shared';
 import { gitSourceFrom, peekRevision, type GitFlags } from '../git-flags';
 import type * as GitExec from '../../git/exec';
+import { describeSource, type InstanceSource } from '../../status/source-binding';
+import { folderSource, gitSourceOf, judgeSource, refusalMessage } from './instance-source';
 
 export interface PlanOptions extends GitFlags {
   output?: 'text' | 'json';
@@ -17,11 +23,13 @@ export interface PlanOptions extends GitFlags {
   egressProxyImage?: string;
   egressNetwork?: string;
   allowEmpty?: boolean;
+  /** The instance is bound to another source: plan as if it were moved to this one. */
+  moveInstance?: boolean;
 }
 
 export async function runPlan(ctx: Context, o: PlanOptions): Promise<number> {
   const git = await gitSourceFrom(ctx, o);
-  if (!git) return planFrom(ctx, o);
+  if (!git) return planFrom(ctx, o, await folderSource(ctx.specsDir));
   // The source's current commit, in a folder of the plan's own (the revision in force is left alone).
   let peek: Awaited<ReturnType<typeof peekRevision>>;
   try {
@@ -33,19 +41,30 @@ export async function runPlan(ctx: Context, o: PlanOptions): Promise<number> {
   }
   try {
     ctx.specsDir = peek.dir;
-    return await planFrom(ctx, o, peek.revision);
+    return await planFrom(ctx, o, gitSourceOf(git), peek.revision);
   } finally {
     await peek.done();
   }
 }
 
-async function planFrom(ctx: Context, o: PlanOptions, revision?: string): Promise<number> {
+async function planFrom(ctx: Context, o: PlanOptions, source: InstanceSource, revision?: string): Promise<number> {
   const rootError = specsRootError(ctx);
   if (rootError) {
     ctx.io.err(rootError);
     return EXIT.usage;
   }
   const engine = readOnlyEngine(ctx.engine());
+  // As reconcile: an instance bound to another source is refused (exit 2); plan binds nothing.
+  const verdict = await judgeSource(engine, ctx.instance, source);
+  if (!verdict.ok) {
+    if (!o.moveInstance) {
+      ctx.io.err(refusalMessage(ctx.instance, verdict.binding, source, 'plan'));
+      return EXIT.usage;
+    }
+    ctx.io.err(
+      `berth: instance "${ctx.instance}" is bound to ${describeSource(verdict.binding.source)}: this is what reconcile --move-instance would do from ${describeSource(source)}\n`,
+    );
+  }
   const { load, plan } = await planPass({ ...passConfig(ctx, o), ...(revision !== undefined ? { revision } : {}) }, engine, ctx.store());
   if (o.output === 'json')
     ctx.io.out(JSON.stringify({ ...(planToJson(plan) as object), ...(revision !== undefined ? { revision } : {}), errors: load.errors }, null, 2) + '\n');

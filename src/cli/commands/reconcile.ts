@@ -28,6 +28,8 @@ import { liveLine } from '../live-line';
 import type * as GetCmd from './get';
 import { reportLoadErrors, specsRootError } from './shared';
 import { takeWriterLocks } from './writer-lock';
+import { bindInstance, folderSource, gitSourceOf } from './instance-source';
+import { watchInterrupts, type Interrupt } from '../interrupt';
 import { gitSourceFrom, type GitFlags } from '../git-flags';
 import type * as GitSourceMod from '../../git/source';
 import type { GitSource } from '../../git/source';
@@ -73,6 +75,8 @@ export interface ReconcileOptions extends GitFlags {
   hashMaxSeconds?: number;
   /** Controller: how often it checks that it still holds the instance's locks (no flag; tests). */
   lockCheckSeconds?: number;
+  /** Rebind an instance bound to another source to this one (instance-source.ts). */
+  moveInstance?: boolean;
 }
 
 const DONE_FOR_WAIT: ReadonlySet<Phase> = new Set([...FINISHED_PHASES, 'Invalid', 'Blocked']);
@@ -117,7 +121,12 @@ export async function runReconcile(ctx: Context, o: ReconcileOptions): Promise<n
   // out too (planPass): its synchronous reads, started earlier, would hold back the lock's calls.
   const locks = await takeWriterLocks(ctx, engine, o.wait ? 'reconcile --once --wait' : 'reconcile --once', { recoverAlongside: true });
   if (!locks) return EXIT.failed;
+  // Ctrl-C / SIGTERM from here: the wait ends, the locks are released, attempts keep running (exit 130 / 143).
+  const interrupt = watchInterrupts(ctx, o.wait ? 'berth reconcile --once --wait' : 'berth reconcile --once');
   try {
+    // The instance is bound to its source: another source is refused before anything changes.
+    const source = git ? gitSourceOf(git) : await folderSource(ctx.specsDir);
+    if (!(await bindInstance(ctx, engine, source, { command: 'reconcile', ...(o.moveInstance ? { move: true } : {}) }))) return EXIT.usage;
     if (git) {
       const fetched = await fetchOnce(ctx, git);
       if (!fetched) return EXIT.failed;
@@ -134,7 +143,8 @@ export async function runReconcile(ctx: Context, o: ReconcileOptions): Promise<n
         })
       : undefined;
     try {
-      return await passes(ctx, o, cfg, engine, store, git, outcomes);
+      const code = await passes(ctx, o, cfg, engine, store, git, outcomes, interrupt);
+      return interrupt.code ?? code;
     } finally {
       // The outcomes' POSTs are tried (with their back-off) before the exit: nothing is left behind.
       await outcomes?.drain();
@@ -142,6 +152,7 @@ export async function runReconcile(ctx: Context, o: ReconcileOptions): Promise<n
     }
   } finally {
     await locks.release();
+    interrupt.dispose();
   }
 }
 
@@ -164,8 +175,9 @@ async function passes(
   store: StatusStore,
   git?: GitSource,
   outcomes?: RevisionOutcomes,
+  interrupt?: Interrupt,
 ): Promise<number> {
-  const ended = o.wait ? await untilFinal(ctx, o, cfg, engine, store, git, outcomes) : await onePass(ctx, cfg, engine, store, git, outcomes);
+  const ended = o.wait ? await untilFinal(ctx, o, cfg, engine, store, git, outcomes, interrupt) : await onePass(ctx, cfg, engine, store, git, outcomes);
   if (typeof ended === 'number') return ended;
   // The table (and the exit codes that read it) only with --wait: a lone pass loads nothing twice
   // (nor get.ts: its modules load only here).
@@ -265,6 +277,7 @@ async function untilFinal(
   store: StatusStore,
   git?: GitSource,
   outcomes?: RevisionOutcomes,
+  interrupt?: Interrupt,
 ): Promise<Ended | number> {
   const { Controller } = require('../../controller/controller') as typeof ControllerMod;
   const started = Date.now();
@@ -341,6 +354,7 @@ async function untilFinal(
     },
   });
   const timer = o.timeout !== undefined ? setTimeout(() => end({ opFailures: 0, timedOut: true }), o.timeout * 1000) : undefined;
+  interrupt?.onSignal((code) => end(code));
   try {
     await controller.start();
     const e = await ended;
