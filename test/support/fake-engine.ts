@@ -61,6 +61,8 @@ interface Hook {
 
 export interface FakeImage {
   ref: string;
+  /** `name@sha256:…`, as an image pulled from a registry has them (none: built or loaded here). */
+  repoDigests?: string[];
   labels?: Labels;
   user?: string;
   workingDir?: string;
@@ -148,11 +150,44 @@ export class FakeEngine implements Engine {
 
   // ---- test controls ----
 
-  /** Adds an image the engine holds. */
+  /** Adds an image the engine holds (a `load`: an image event, whatever its labels). */
   addImage(img: FakeImage): string {
     const id = `sha256:${newId()}`;
-    this.imgs.set(img.ref, { id, tags: [img.ref], labels: { ...(img.labels ?? {}) }, user: img.user ?? '', workingDir: img.workingDir ?? '' });
+    this.imgs.set(img.ref, {
+      id,
+      tags: [img.ref],
+      labels: { ...(img.labels ?? {}) },
+      repoDigests: [...(img.repoDigests ?? [])],
+      user: img.user ?? '',
+      workingDir: img.workingDir ?? '',
+    });
+    this.emit('image', 'load', id, { name: img.ref, ...(img.labels ?? {}) });
     return id;
+  }
+
+  /** `docker tag SOURCE REF`: `ref` names the image `source` (a ref or an id) names, moved off any other. */
+  tagImage(ref: string, source: string): string {
+    const src = this.imgs.get(source) ?? [...this.imgs.values()].find((x) => x.id === source);
+    if (!src) throw httpError(404, `No such image: ${source}`);
+    this.imgs.set(ref, { ...structuredClone(src) });
+    this.emit('image', 'tag', src.id, { name: ref, ...src.labels });
+    return src.id;
+  }
+
+  /** `docker rmi REF` of a tag: the image stays while another ref names it (the fake keeps it unnamed otherwise). */
+  untagImage(ref: string): void {
+    const i = this.imgs.get(ref);
+    if (!i) throw httpError(404, `No such image: ${ref}`);
+    this.imgs.delete(ref);
+    this.emit('image', 'untag', i.id, { name: ref, ...i.labels });
+  }
+
+  /** The refs that name image `id`, sorted. */
+  private tagsOf(id: string): string[] {
+    return [...this.imgs.entries()]
+      .filter(([, i]) => i.id === id)
+      .map(([r]) => r)
+      .sort();
   }
 
   /** The next `times` calls of `op` (that `when` accepts) fail so. */
@@ -419,7 +454,7 @@ export class FakeEngine implements Engine {
       },
       create: async (spec) => {
         await this.call('containers.create', [spec]);
-        const img = this.imgs.get(spec.image);
+        const img = this.imgs.get(spec.image) ?? [...this.imgs.values()].find((x) => x.id === spec.image);
         if (!img) throw httpError(404, `No such image: ${spec.image}`);
         if (this.find(spec.name)?.name === spec.name) {
           throw httpError(
@@ -591,15 +626,16 @@ export class FakeEngine implements Engine {
     return {
       list: async (labelFilters) => {
         await this.call('images.list', [labelFilters]);
-        return [...this.imgs.values()]
+        const byId = new Map([...this.imgs.values()].map((i) => [i.id, i]));
+        return [...byId.values()]
           .filter((i) => matchesLabels(i.labels, labelFilters))
-          .map(({ id, tags, labels }) => ({ id, tags: [...tags], labels: { ...labels } }));
+          .map(({ id, labels, repoDigests }) => ({ id, tags: this.tagsOf(id), labels: { ...labels }, repoDigests: [...(repoDigests ?? [])] }));
       },
       inspect: async (ref) => {
         await this.call('images.inspect', [ref]);
         const i = this.imgs.get(ref) ?? [...this.imgs.values()].find((x) => x.id === ref);
         if (!i) throw httpError(404, `No such image: ${ref}`);
-        return structuredClone(i);
+        return { ...structuredClone(i), tags: this.tagsOf(i.id) };
       },
     };
   }
@@ -608,35 +644,42 @@ export class FakeEngine implements Engine {
     return {
       stream: async (labelFilters, opts) => {
         await this.call('events.stream', [labelFilters, opts]);
-        const queue: EngineEvent[] = [];
-        let wake: (() => void) | undefined;
-        const since = opts.since !== undefined ? BigInt(opts.since) * 1_000_000_000n : undefined;
-        const accept = (e: EngineEvent) => matchesLabels(e.attributes, labelFilters);
-        if (since !== undefined) queue.push(...this.log.filter((e) => e.timeNano >= since && accept(e)));
-        const listener = (e: EngineEvent) => {
-          if (!accept(e)) return;
-          queue.push(e);
-          wake?.();
-        };
-        this.listeners.add(listener);
-        const signal = opts.signal;
-        const onAbort = () => wake?.();
-        signal?.addEventListener('abort', onAbort);
-        const listeners = this.listeners;
-        return (async function* () {
-          try {
-            for (;;) {
-              while (queue.length) yield queue.shift() as EngineEvent;
-              if (signal?.aborted) return;
-              await new Promise<void>((r) => (wake = r));
-              wake = undefined;
-            }
-          } finally {
-            listeners.delete(listener);
-            signal?.removeEventListener('abort', onAbort);
-          }
-        })();
+        return this.follow((e) => matchesLabels(e.attributes, labelFilters), opts);
+      },
+      images: async (opts) => {
+        await this.call('events.images', [opts]);
+        return this.follow((e) => e.type === 'image', opts);
       },
     };
+  }
+
+  private follow(accept: (e: EngineEvent) => boolean, opts: { since?: number; signal?: AbortSignal }): AsyncIterable<EngineEvent> {
+    const queue: EngineEvent[] = [];
+    let wake: (() => void) | undefined;
+    const since = opts.since !== undefined ? BigInt(opts.since) * 1_000_000_000n : undefined;
+    if (since !== undefined) queue.push(...this.log.filter((e) => e.timeNano >= since && accept(e)));
+    const listener = (e: EngineEvent) => {
+      if (!accept(e)) return;
+      queue.push(e);
+      wake?.();
+    };
+    this.listeners.add(listener);
+    const signal = opts.signal;
+    const onAbort = () => wake?.();
+    signal?.addEventListener('abort', onAbort);
+    const listeners = this.listeners;
+    return (async function* () {
+      try {
+        for (;;) {
+          while (queue.length) yield queue.shift() as EngineEvent;
+          if (signal?.aborted) return;
+          await new Promise<void>((r) => (wake = r));
+          wake = undefined;
+        }
+      } finally {
+        listeners.delete(listener);
+        signal?.removeEventListener('abort', onAbort);
+      }
+    })();
   }
 }
