@@ -132,6 +132,8 @@ export interface PassFlags {
   logMaxBytes?: number;
   hashMaxBytes?: number;
   hashMaxSeconds?: number;
+  /** `--default-deadline`, in ms. */
+  defaultDeadline?: number;
 }
 
 export function passConfig(ctx: Context, o: PassFlags): PassConfig {
@@ -150,6 +152,7 @@ export function passConfig(ctx: Context, o: PassFlags): PassConfig {
       ? { egress: { ...(o.egressProxyImage ? { proxyImage: o.egressProxyImage } : {}), ...(o.egressNetwork ? { network: o.egressNetwork } : {}) } }
       : {}),
     ...(o.allowEmpty ? { allowEmpty: true } : {}),
+    ...(o.defaultDeadline !== undefined ? { defaultDeadlineSeconds: o.defaultDeadline / 1000 } : {}),
     harvest: {
       logMaxBytes: o.logMaxBytes ?? DEFAULTS.logMaxBytes,
       hash: { maxBytes: o.hashMaxBytes ?? DEFAULTS.hashMaxBytes, maxSeconds: o.hashMaxSeconds ?? DEFAULTS.hashMaxSeconds },

@@ -11,6 +11,7 @@
  * temp files of interrupted writes; the record written next for that attempt says it was
  * rebuilt. Readers never move files: only writers (who hold the instance's lock) do.
  */
+import { ImagePins } from './pins';
 import { promises as fs, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { DEFAULTS } from '../constants';
@@ -89,6 +90,8 @@ export class StatusStore {
   private recovering: Promise<void> | undefined;
   private loading: Promise<Map<string, AttemptStatus>> | undefined;
   readonly dir: string;
+  /** The images the instance's AttemptSets are pinned to (status/pins.ts), beside the records. */
+  readonly pins: ImagePins;
   /** Where damaged records are kept. */
   readonly damagedDir: string;
 
@@ -98,6 +101,7 @@ export class StatusStore {
     private readonly opts: StoreOptions = {},
   ) {
     this.dir = path.join(path.resolve(stateDir), instance, 'attempts');
+    this.pins = new ImagePins(stateDir, instance);
     this.damagedDir = path.join(path.resolve(stateDir), instance, 'damaged');
   }
 
