@@ -94,6 +94,8 @@ interface FakeNetwork {
 }
 
 const ZERO_TIME = '0001-01-01T00:00:00Z';
+/** The key prefix of an image no ref names any more (kept by id). */
+const UNNAMED = '\0';
 const BUILTIN_NETWORKS = ['bridge', 'host', 'none'];
 
 function newId(): string {
@@ -153,6 +155,7 @@ export class FakeEngine implements Engine {
   /** Adds an image the engine holds (a `load`: an image event, whatever its labels). */
   addImage(img: FakeImage): string {
     const id = `sha256:${newId()}`;
+    this.keepUnnamed(img.ref);
     this.imgs.set(img.ref, {
       id,
       tags: [img.ref],
@@ -169,15 +172,17 @@ export class FakeEngine implements Engine {
   tagImage(ref: string, source: string): string {
     const src = this.imgs.get(source) ?? [...this.imgs.values()].find((x) => x.id === source);
     if (!src) throw httpError(404, `No such image: ${source}`);
+    this.keepUnnamed(ref);
     this.imgs.set(ref, { ...structuredClone(src) });
     this.emit('image', 'tag', src.id, { name: ref, ...src.labels });
     return src.id;
   }
 
-  /** `docker rmi REF` of a tag: the image stays while another ref names it (the fake keeps it unnamed otherwise). */
+  /** `docker rmi REF` of a tag (the fake keeps the image, unnamed, when no other ref names it). */
   untagImage(ref: string): void {
     const i = this.imgs.get(ref);
     if (!i) throw httpError(404, `No such image: ${ref}`);
+    this.keepUnnamed(ref);
     this.imgs.delete(ref);
     this.emit('image', 'untag', i.id, { name: ref, ...i.labels });
   }
@@ -185,9 +190,15 @@ export class FakeEngine implements Engine {
   /** The refs that name image `id`, sorted. */
   private tagsOf(id: string): string[] {
     return [...this.imgs.entries()]
-      .filter(([, i]) => i.id === id)
+      .filter(([r, i]) => i.id === id && !r.startsWith(UNNAMED))
       .map(([r]) => r)
       .sort();
+  }
+
+  /** A tag moved off an image that no other ref names: the engine keeps the image, unnamed (dangling). */
+  private keepUnnamed(ref: string): void {
+    const old = this.imgs.get(ref);
+    if (old && this.tagsOf(old.id).length === 1) this.imgs.set(`${UNNAMED}${old.id}`, old);
   }
 
   /** The next `times` calls of `op` (that `when` accepts) fail so. */
