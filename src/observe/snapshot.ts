@@ -69,7 +69,7 @@ function withBoot(s: Snapshot, boot: Snapshot['boot']): Snapshot {
 
 /**
  * The same snapshot, of the named attempts only: their containers, networks and volumes (the
- * attempt label added to the filters: three calls a name) and the labeled images. The engine
+ * attempt label added to the filters: three calls a name) and the engine's images. The engine
  * answers these in a fraction of a full list's time (10 ms against 70 ms at 1,000 attempts
  * here): the controller refreshes the attempts a batch is about, see `mergeSnapshot`.
  */

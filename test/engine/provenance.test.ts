@@ -8,6 +8,7 @@
  * (That the controller looks again because of the image event, and not by a look it happened to
  * take after its own block, is pinned against the fake: test/unit/controller/controller.fake.test.ts.)
  */
+import Ajv2020 from 'ajv/dist/2020';
 import { expect } from 'chai';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
@@ -35,6 +36,18 @@ async function untag(ref: string): Promise<void> {
     .catch((err: { statusCode?: number }) => {
       if (err.statusCode !== 404) throw err;
     });
+}
+
+/** `doc` against schemas/<name> (with the schemas it refers to); the errors when it does not match. */
+async function schemaErrors(name: string, doc: unknown): Promise<unknown> {
+  const dir = path.join(__dirname, '..', '..', 'schemas');
+  const ajv = new Ajv2020({ allErrors: true, strict: true });
+  for (const f of (await fs.readdir(dir)).filter((n) => n.endsWith('.schema.json'))) {
+    ajv.addSchema(JSON.parse(await fs.readFile(path.join(dir, f), 'utf8')) as object, f);
+  }
+  const validate = ajv.getSchema(name);
+  if (!validate) throw new Error(`no schema ${name}`);
+  return validate(doc) ? null : validate.errors;
 }
 
 async function imageId(ref: string): Promise<string> {
@@ -89,6 +102,7 @@ spec:
     expect(p.stdout).to.contain(`Image ${missing} is not on the engine: 1 attempt blocked (ImageMissing): a`);
     const pj = JSON.parse((await sb.cli('plan', '-o', 'json')).stdout) as { missingImages: unknown };
     expect(pj.missingImages).to.deep.equal([{ image: missing, attempts: ['a'] }]);
+    expect(await schemaErrors('plan-output.schema.json', pj)).to.equal(null);
 
     const once = await sb.cli('reconcile', '--once');
     expect(once.code, once.stderr).to.equal(0);
@@ -181,6 +195,7 @@ spec:
 
     const sj = await sb.cli('summary', '-o', 'json');
     expect(sj.code, sj.stderr).to.equal(0);
+    expect(await schemaErrors('summary-output.schema.json', JSON.parse(sj.stdout))).to.equal(null);
     const set = (JSON.parse(sj.stdout) as Summary).sets[0];
     expect(set?.image).to.deep.equal({ ref: moving, id: first, repoDigests: [] });
     expect(set?.children.map((c) => c.image?.id)).to.deep.equal([first, first]);
