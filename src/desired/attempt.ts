@@ -94,7 +94,7 @@ function mainSecretsOf(s: LoadedSpec['spec']): string[] {
 }
 
 /** Whether the attempt gets berth's egress proxy as a sidecar. */
-const hasEgressProxy = (s: LoadedSpec['spec']): boolean => s.network.mode === 'isolated' && s.network.egress.length > 0;
+export const hasEgressProxy = (s: LoadedSpec['spec']): boolean => s.network.mode === 'isolated' && s.network.egress.length > 0;
 
 /**
  * The containers' names and secret holders of desiredAttempt()'s value (DesiredNames), from the

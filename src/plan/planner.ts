@@ -4,6 +4,7 @@
  * their coordinates). Every operation records its cause.
  */
 import { COMPONENTS, DEFAULTS, FINISHED_PHASES, LABELS, LEGACY_NAMING, REASONS, RUNNING_STATES } from '../constants';
+import { hasEgressProxy } from '../desired/attempt';
 import { namesOf } from '../desired/lazy';
 import type { DesiredAttempt } from '../desired/types';
 import type { ContainerSummary } from '../engine/types';
@@ -37,7 +38,7 @@ import {
 } from './ops';
 import { admissionOrder, setStates, type SetState } from './set-admission';
 import type { AttemptAction, ImageChoice, Operation, Plan, RunCounters, RunEnd, RunStart } from './types';
-import { isImageId, resolveImage } from '../observe/images';
+import { isImageId, resolveImage, type HeldImage, type ImageIndex } from '../observe/images';
 import { pinOf } from '../status/pins';
 
 const EMPTY: ObservedAttempt = { name: '', containers: [], networks: [], volumes: [] };
@@ -98,6 +99,21 @@ interface Ctx {
   sets: Map<string, SetState>;
   /** Images found missing by this plan's preflight → the attempts that wait for them. */
   missing: Map<string, string[]>;
+  /** References looked up in the snapshot's images, once per plan. */
+  resolved: Map<string, HeldImage | undefined>;
+}
+
+function resolveOnce(ctx: Ctx, index: ImageIndex, ref: string): HeldImage | undefined {
+  if (ctx.resolved.has(ref)) return ctx.resolved.get(ref);
+  const h = resolveImage(index, ref);
+  ctx.resolved.set(ref, h);
+  return h;
+}
+
+/** Whether the snapshot's images hold `ref` (true when the snapshot did not list them). */
+function held(ctx: Ctx, ref: string): boolean {
+  const index = ctx.inp.snapshot.images;
+  return !index || resolveOnce(ctx, index, ref) !== undefined;
 }
 
 /**
@@ -120,21 +136,23 @@ function imagePreflight(ctx: Ctx, d: DesiredAttempt): { missing: { image: string
     if (index && !index.byId.has(pinned.id))
       missing.push({ image: ref, message: `image ${ref} is pinned for set ${member?.set.name ?? ''} to ${pinned.id}, which is not on the engine` });
   } else if (index) {
-    const held = resolveImage(index, ref);
+    const held = resolveOnce(ctx, index, ref);
     if (!held) missing.push({ image: ref, message: `image ${ref} is not on the engine (pull, load or tag it)` });
     else if (member && templateHash !== undefined && !isImageId(ref))
       image = { id: held.id, pin: { set: member.set.name, templateHash, repoDigests: held.repoDigests } };
   }
   if (index) {
-    for (const sc of d.sidecars) {
-      if (resolveImage(index, sc.create.image)) continue;
+    // from the spec, not the desired state: a child waiting for a slot is never built (desired/lazy.ts)
+    const s = d.loaded.spec;
+    const proxy = hasEgressProxy(s) ? (inp.egress?.proxyImage ?? DEFAULTS.egressProxyImage) : undefined;
+    if (proxy !== undefined && !held(ctx, proxy))
       missing.push({
-        image: sc.create.image,
-        message:
-          sc.role === 'egress-proxy'
-            ? `the egress proxy image ${sc.create.image} is not on the engine (build it: make images, or name another with --egress-proxy-image)`
-            : `image ${sc.create.image} of sidecar ${sc.alias} is not on the engine (pull, load or tag it)`,
+        image: proxy,
+        message: `the egress proxy image ${proxy} is not on the engine (build it: make images, or name another with --egress-proxy-image)`,
       });
+    for (const sc of s.sidecars) {
+      if (!held(ctx, sc.image))
+        missing.push({ image: sc.image, message: `image ${sc.image} of sidecar ${sc.name} is not on the engine (pull, load or tag it)` });
     }
   }
   return { missing, ...(image ? { image } : {}) };
@@ -830,7 +848,13 @@ export function plan(inp: PlanInput): Plan {
   // (a controller's batch of a few attempts among 10,000 sorts a few).
   const specs = (only ? inp.specs.filter((s) => only.has(s.spec.name)) : [...inp.specs]).sort(admissionOrder);
   const running = [...inp.snapshot.attempts.values()].filter((a) => a.containers.some((c) => isMain(c) && RUNNING_STATES.has(c.state))).length;
-  const ctx: Ctx = { inp, slots: Math.max(0, inp.maxRunning - running - (inp.reservedSlots ?? 0)), sets: setStates(inp, RUNNING_STATES), missing: new Map() };
+  const ctx: Ctx = {
+    inp,
+    slots: Math.max(0, inp.maxRunning - running - (inp.reservedSlots ?? 0)),
+    sets: setStates(inp, RUNNING_STATES),
+    missing: new Map(),
+    resolved: new Map(),
+  };
   const actions: AttemptAction[] = [];
   const unchanged = new Map<string, AttemptStatus['phase']>();
 

@@ -135,6 +135,14 @@ describe('planner: image preflight', function () {
     expect(next.actions.every((a) => a.ops.length === 0)).to.equal(true);
   });
 
+  it("a child that waits for its set's slot is checked from its spec: its desired state is not built", function () {
+    const p = policy({ maxParallel: 1 });
+    const out = plan(input({ specs: [child(p, 'set-0', 0), child(p, 'set-1', 1)], snapshot: withImages({ 'berth/busybox:local': BUSY }) }));
+    const waiting = out.actions.find((a) => a.attempt === 'set-1');
+    expect(waiting?.kind).to.equal('wait');
+    expect((waiting?.desired as unknown as { isBuilt: boolean }).isBuilt).to.equal(false);
+  });
+
   it('without an image list in the snapshot nothing is checked (as before)', function () {
     const out = plan(input({ specs: [spec('a', { image: 'whatever:1' })] }));
     expect(out.actions[0]?.kind).to.equal('provision');
