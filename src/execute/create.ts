@@ -13,7 +13,7 @@ import { isConflict } from '../engine/errors';
 import { stampNonce } from '../ownership';
 import type { AttemptAction, ImageChoice, OpOutcome, Operation } from '../plan/types';
 import { imageProvenance } from './image-provenance';
-import type { EngineBoot } from '../status/types';
+import type { EngineBoot, ImageProvenance } from '../status/types';
 import { assertFoldersBelow } from '../util/no-follow';
 import { fixtureTar, secretsTar } from './archive';
 import { containerHolder } from './conflict';
@@ -100,12 +100,21 @@ export async function createContainer(x: ExecContext, a: AttemptAction, d: Desir
     }
   }
   const made = id;
-  // which image bytes it was made from: the id the engine used (the container's own), with its repo digests
-  const details = await engine.containers.inspect(made);
-  const prov = await imageProvenance(engine, spec.image, details.imageId || from);
-  const provenance = { ...prov, ...(from ? { pinned: true } : {}) };
-  await x.records.update(a, (r) => ({ ...r, containerId: made, image: provenance }));
+  // which image bytes it was made from: the id the engine used (the container's own), with its
+  // repo digests; a look that fails costs nothing but this (attest-start looks again)
+  const provenance = await madeFrom(x, made, spec.image, from).catch(() => undefined);
+  await x.records.update(a, (r) => ({ ...r, containerId: made, ...(provenance ? { image: provenance } : {}) }));
   return DONE;
+}
+
+/**
+ * The image container `id` was made from (its inspect's `Image`, then that image's repo digests):
+ * `ref` as the spec names it; `pinned`: the id its set pinned, which it was created from.
+ */
+export async function madeFrom(x: ExecContext, id: string, ref: string, pinned?: string): Promise<ImageProvenance> {
+  const details = await x.deps.engine.containers.inspect(id);
+  const prov = await imageProvenance(x.deps.engine, ref, details.imageId || pinned);
+  return { ...prov, ...(pinned ? { pinned: true } : {}) };
 }
 
 /**

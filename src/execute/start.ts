@@ -9,6 +9,7 @@ import type { DesiredAttempt } from '../desired/types';
 import { engineTime } from '../engine/time';
 import type { AttemptAction, OpOutcome, Operation } from '../plan/types';
 import { attestation, attestationOutcome } from './attest';
+import { imageProvenance } from './image-provenance';
 import { iso, type ExecContext } from './context';
 import { DONE, outcomeOf } from './outcome';
 import { beginRun } from './status-record';
@@ -41,12 +42,15 @@ export async function attestStart(x: ExecContext, a: AttemptAction, d: DesiredAt
   const startedMs = engineTime(details.runState.startedAt) ?? x.now();
   const deadline = d.deadline;
   const att = await attestation(x, details, d, rec.image?.id);
+  // the create could not say which image it was made from: the container says it now
+  const image = rec.image ?? (await imageProvenance(x.deps.engine, d.loaded.spec.image, details.imageId).catch(() => undefined));
   const { intent: _intent, reason: _reason, message: _message, startFailure: _sf, deadlineAt: _da, deadlineSource: _ds, ...rest } = rec;
   await x.records.put({
     ...rest,
     ...(boot ? { engineBoot: boot } : {}),
     phase: 'Running',
     containerId: details.id,
+    ...(image ? { image } : {}),
     startedAt: iso(startedMs),
     ...(deadline !== null ? { deadlineAt: iso(startedMs + deadline.seconds * 1000), deadlineSource: deadline.source } : {}),
     lastAttestation: att,
@@ -60,7 +64,10 @@ export async function adopt(x: ExecContext, a: AttemptAction, { id, desired: d, 
   const details = await x.deps.engine.containers.inspect(id);
   const startedMs = engineTime(details.runState.startedAt) ?? x.now();
   const prior = await x.records.current(a);
-  const att = await attestation(x, details, d, prior.run === d.run && prior.containerId === id ? prior.image?.id : undefined);
+  const known = prior.run === d.run && prior.containerId === id ? prior.image : undefined;
+  const att = await attestation(x, details, d, known?.id);
+  // a container found running with no record of its image: the image it was made from, as it says
+  const image = known ?? (await imageProvenance(x.deps.engine, d.loaded.spec.image, details.imageId).catch(() => undefined));
   await x.records.update(a, (r) => {
     const { intent: _i, reason: _r, message: _m, startFailure: _sf, deadlineAt: _da, deadlineSource: _ds, ...rest } = beginRun(r, d, counters);
     // a run adopted again keeps the deadline it started with (a changed --default-deadline does not move it)
@@ -76,6 +83,7 @@ export async function adopt(x: ExecContext, a: AttemptAction, { id, desired: d, 
       ...((rest.engineBoot ?? boot) ? { engineBoot: rest.engineBoot ?? boot } : {}),
       phase: 'Running',
       containerId: id,
+      ...(image ? { image } : {}),
       resultsDir: d.resultsDir,
       startedAt: iso(startedMs),
       ...deadline,

@@ -108,6 +108,20 @@ describe('executor against the fake engine', function () {
     expect(store.pins.loadAll().get('s')?.images['pinned:1']?.id).to.equal(id);
   });
 
+  it('an image inspect that fails after the create costs only the provenance there: the id is recorded, and attest-start records the image', async function () {
+    const d = desired('prov-late');
+    const ids: (string | undefined)[] = [];
+    const put = store.put.bind(store);
+    store.put = (rec) => (rec.name === 'prov-late' && ids.push(rec.image?.id), put(rec));
+    fake.fail('images.inspect', { status: 500, message: 'busy' }, { times: 1 });
+    const [res] = await executor().run({ at: t, actions: [action(d, 'provision')], unchanged: new Map() } as never);
+    expect(res?.ok, res?.error).to.equal(true);
+    const id = (await fake.images.inspect(IMAGE)).id;
+    // intent, container id (no image: its look failed), copied, Running (with the image)
+    expect(ids).to.deep.equal([undefined, undefined, undefined, id]);
+    expect((await store.get('prov-late'))?.image).to.deep.equal({ ref: IMAGE, id, repoDigests: [] });
+  });
+
   it("a 409 at create with the attempt's own container (an earlier try): that one is used, none is added", async function () {
     const d = desired('mine');
     const earlier = await fake.containers.create(stampNonce(d.container.create));
