@@ -8,10 +8,12 @@ import { hasEgressProxy } from '../desired/attempt';
 import { namesOf } from '../desired/lazy';
 import type { DesiredAttempt } from '../desired/types';
 import type { ContainerSummary } from '../engine/types';
+import { isImageId, resolveImage, type HeldImage, type ImageIndex } from '../observe/images';
 import type { ObservedAttempt } from '../observe/types';
 import { SKIP_REASONS } from '../sets/outcome';
 import { formatIssue } from '../spec/issue';
 import type { LoadedSpec } from '../spec/types';
+import { pinOf } from '../status/pins';
 import type { AttemptStatus, SpecIssue } from '../status/types';
 import { attestListed, failedCause, mainWant, sidecarWant } from '../attest/checks';
 import { isInfraFailure } from './exit-outcome';
@@ -38,8 +40,6 @@ import {
 } from './ops';
 import { admissionOrder, setStates, type SetState } from './set-admission';
 import type { AttemptAction, ImageChoice, Operation, Plan, RunCounters, RunEnd, RunStart } from './types';
-import { isImageId, resolveImage, type HeldImage, type ImageIndex } from '../observe/images';
-import { pinOf } from '../status/pins';
 
 const EMPTY: ObservedAttempt = { name: '', containers: [], networks: [], volumes: [] };
 /** How long a Blocked attempt waits before berth tries it again. */
