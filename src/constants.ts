@@ -173,6 +173,12 @@ export const REASONS = {
   /** Blocked: a secret cannot be read from berth's environment or its file. */
   secretMissing: 'SecretMissing',
   /**
+   * Blocked: an image the attempt needs (its own, a sidecar's, the egress proxy's; for a set's
+   * child, the id its set pinned) is not on the engine. Found before anything is made; looked at
+   * again at every pass (an image event wakes the controller).
+   */
+  imageMissing: 'ImageMissing',
+  /**
    * Blocked: a path berth reads or writes for the attempt (a fixture, a secret file, its run
    * folder) holds a symbolic link or no longer qualifies as it did when checked; nothing is followed.
    */

@@ -25,10 +25,23 @@ export interface ContainerWant {
   expectedNetworks: string[];
   /** The results folder bound at /results, or null: no bind mount at all. */
   resultsDir: string | null;
+  /**
+   * The image id the container was made from, as its run's record says (an AttemptSet's child is
+   * made from its set's pinned id, not its reference): a container whose image is that id holds
+   * the image the spec names, whatever the reference names now.
+   */
+  imageId?: string;
 }
 
-export function mainWant(d: DesiredAttempt): ContainerWant {
-  return { create: d.container.create, expectedNetworks: d.expectedNetworks, resultsDir: d.resultsDir };
+export function mainWant(d: DesiredAttempt, imageId?: string): ContainerWant {
+  return { create: d.container.create, expectedNetworks: d.expectedNetworks, resultsDir: d.resultsDir, ...(imageId ? { imageId } : {}) };
+}
+
+function imageCheck(c: ContainerSummary, d: ContainerWant): AttestationCheck {
+  const want = d.create.image;
+  if (c.image === want || c.imageId === want) return check('image', true, `image ${c.image}`);
+  if (d.imageId !== undefined && c.imageId === d.imageId) return check('image', true, `image ${want} as ${d.imageId} (the id it was made from)`);
+  return check('image', false, `image ${c.image} (spec asks ${want}${d.imageId ? ` as ${d.imageId}` : ''})`);
 }
 
 export function sidecarWant(s: DesiredSidecar): ContainerWant {
@@ -53,7 +66,7 @@ export function attestListed(c: ContainerSummary, d: ContainerWant): Attestation
         ? `labels differ: ${wrongLabels.map((k) => `${k}=${c.labels[k] ?? '<none>'}`).join(', ')}`
         : 'owner, attempt and spec hash labels match',
     ),
-    check('image', c.image === want.image || c.imageId === want.image, `image ${c.image}${c.image === want.image ? '' : ` (spec asks ${want.image})`}`),
+    imageCheck(c, d),
     check(
       'networks',
       same(c.networks, d.expectedNetworks),

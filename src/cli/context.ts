@@ -11,6 +11,7 @@ import type * as SwarmBackend from '../backend/swarm';
 import type { Engine } from '../engine/types';
 import { CallCounter, instrumentEngine } from '../engine/wrap';
 import { StatusStore } from '../status/store';
+import { parseDuration } from '../util/duration';
 import { createLogger, type LogFormat, type Logger } from '../util/log';
 import type { Io } from './io';
 import { liveLine } from './live-line';
@@ -132,6 +133,8 @@ export interface PassFlags {
   logMaxBytes?: number;
   hashMaxBytes?: number;
   hashMaxSeconds?: number;
+  /** `--default-deadline`, in ms. */
+  defaultDeadline?: number;
 }
 
 export function passConfig(ctx: Context, o: PassFlags): PassConfig {
@@ -150,6 +153,7 @@ export function passConfig(ctx: Context, o: PassFlags): PassConfig {
       ? { egress: { ...(o.egressProxyImage ? { proxyImage: o.egressProxyImage } : {}), ...(o.egressNetwork ? { network: o.egressNetwork } : {}) } }
       : {}),
     ...(o.allowEmpty ? { allowEmpty: true } : {}),
+    ...defaultDeadline(o.defaultDeadline ?? parseDuration(ctx.env.BERTH_DEFAULT_DEADLINE ?? '')),
     harvest: {
       logMaxBytes: o.logMaxBytes ?? DEFAULTS.logMaxBytes,
       hash: { maxBytes: o.hashMaxBytes ?? DEFAULTS.hashMaxBytes, maxSeconds: o.hashMaxSeconds ?? DEFAULTS.hashMaxSeconds },
@@ -158,6 +162,14 @@ export function passConfig(ctx: Context, o: PassFlags): PassConfig {
     log: ctx.log,
     desired: new DesiredStates(),
   };
+}
+
+/**
+ * `--default-deadline` (ms) as the planner takes it; without the flag (`rerun`, `delete`, which
+ * start runs too), BERTH_DEFAULT_DEADLINE when it is a duration.
+ */
+function defaultDeadline(ms: number | undefined): Pick<PassConfig, 'defaultDeadlineSeconds'> {
+  return ms !== undefined ? { defaultDeadlineSeconds: ms / 1000 } : {};
 }
 
 /** Two attempts per core, at least 2: a 2-core machine runs 4 at once. */

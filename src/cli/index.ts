@@ -222,7 +222,15 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
       bytes('--hash-max-bytes', 0),
     )
     .option('--hash-max-seconds <n>', `seconds the manifest hashes at most per run (default ${DEFAULTS.hashMaxSeconds})`, int('--hash-max-seconds', 1))
-    .option('--move-instance', 'the instance is bound to another source: move it to this one on purpose (what the other source runs is removed)');
+    .option('--move-instance', 'the instance is bound to another source: move it to this one on purpose (what the other source runs is removed)')
+    .addOption(
+      new Option(
+        '--default-deadline <duration>',
+        'deadline of attempts whose spec sets no deadlineSeconds (e.g. 30m, 2h; a bare number is seconds); not part of the spec hash (default: none)',
+      )
+        .argParser(durationMs('--default-deadline'))
+        .env('BERTH_DEFAULT_DEADLINE'),
+    );
   gitOptions(reconcile, true).action(async (o, cmd: Command) => {
     if (o.wait && !o.once) throw new UsageError('--wait goes with --once (reconcile --once --wait); to wait on a running controller, use berth wait');
     await done((require('./commands/reconcile') as typeof ReconcileCmd).runReconcile(ctx(cmd), o));

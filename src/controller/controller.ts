@@ -36,7 +36,7 @@
  * that action ends (what the action did, a start say, is news the batch could not plan from).
  */
 import { activity } from './activity';
-import { EXIT, LABELS, PHASES, type Phase } from '../constants';
+import { EXIT, LABELS, PHASES, REASONS, type Phase } from '../constants';
 import { RELIST_EVENT, type Engine } from '../engine/types';
 import { describeEngineError, isEngineDown } from '../engine/errors';
 import { instrumentEngine } from '../engine/wrap';
@@ -114,6 +114,8 @@ export class Controller {
   /** Fetches the git source, when there is one. */
   readonly poller: GitPoller | undefined;
   private readonly events: EngineSource;
+  /** The engine's image events (a pull, a load, a tag): attempts Blocked for a missing image look again. */
+  private readonly imageEvents: EngineSource | undefined;
   private readonly clock: Clock;
   private readonly slots: Semaphore;
   /** The ending lane (see the header). */
@@ -224,6 +226,22 @@ export class Controller {
         this.queue.add(ALL);
       },
     });
+    const images = this.engine.events.images?.bind(this.engine.events);
+    this.imageEvents = images
+      ? new EngineSource(
+          this.engine,
+          o.cfg.instance,
+          o.log,
+          { onEvent: () => void this.imageAppeared(), onReconnect: () => void this.imageAppeared() },
+          (opts) => images(opts),
+        )
+      : undefined;
+  }
+
+  /** An image event (or its stream back after a break): every attempt Blocked for a missing image is looked at again. */
+  private async imageAppeared(): Promise<void> {
+    const recs = await this.o.store.loadAll().catch(() => undefined);
+    for (const r of recs?.values() ?? []) if (r.phase === 'Blocked' && r.reason === REASONS.imageMissing) this.queue.add(r.name);
   }
 
   get engineConnected(): boolean {
@@ -234,6 +252,7 @@ export class Controller {
     if (this.o.finite) {
       // from a second before the first lists: an exit between them and the stream's start is replayed
       this.events.start(Math.floor(Date.now() / 1000) - 1);
+      this.imageEvents?.start(Math.floor(Date.now() / 1000) - 1);
       this.queue.add(ALL);
       this.loopDone = this.loop();
       return;
@@ -245,6 +264,7 @@ export class Controller {
       await this.specs.ready();
     }
     this.events.start();
+    this.imageEvents?.start();
     this.queue.add(ALL);
     this.scheduleResync();
     this.loopDone = this.loop();
@@ -326,7 +346,12 @@ export class Controller {
       load = l;
       const busy = new Set(this.inflight.keys());
       const p = planWithRunFloors(
-        planInput(this.o.cfg, load, snapshot, statuses, this.clock.now(), { ...(all ? {} : { only: keys }), reservedSlots: reserved, reservedBySet }),
+        planInput(this.o.cfg, load, snapshot, statuses, this.clock.now(), {
+          ...(all ? {} : { only: keys }),
+          reservedSlots: reserved,
+          reservedBySet,
+          pins: this.o.store.pins.loadAll(),
+        }),
       );
       if (this.o.outcomes) void this.o.outcomes.check(statuses.values()).catch((err: unknown) => log.warn(`revision outcome: ${String(err)}`));
       if (load.revision !== undefined)
@@ -556,6 +581,7 @@ export class Controller {
     this.halt.abort(new Error('the controller is stopping'));
     if (this.resyncTimer) this.clock.clearTimeout(this.resyncTimer);
     this.events.close();
+    this.imageEvents?.close();
     this.seen.close();
     await this.poller?.stop();
     await this.specs.close();

@@ -23,11 +23,17 @@ export class EngineSource {
   connected = false;
   reconnects = 0;
 
+  /**
+   * `follow`: the stream followed; default: the engine's events of this instance's labels. The
+   * controller also follows the image events (`Engine.events.images`) with one of these.
+   */
   constructor(
     private readonly engine: Engine,
     private readonly instance: string,
     private readonly log: Logger,
     private readonly h: EngineSourceHandlers,
+    private readonly follow: (opts: { since?: number; signal: AbortSignal }) => Promise<AsyncIterable<EngineEvent>> = (opts) =>
+      this.engine.events.stream(instanceFilters(this.instance), opts),
   ) {}
 
   /** `sinceSeconds`: replay from then (the engine's clock, whole seconds); default: from now on. */
@@ -42,7 +48,7 @@ export class EngineSource {
     while (!signal.aborted) {
       try {
         const since = this.lastEventSeconds;
-        const events = await this.engine.events.stream(instanceFilters(this.instance), { ...(since !== undefined ? { since } : {}), signal });
+        const events = await this.follow({ ...(since !== undefined ? { since } : {}), signal });
         this.connected = true;
         this.h.onConnected?.();
         delay = DEFAULTS.streamRetryMs.first;

@@ -59,6 +59,8 @@ export interface PassConfig {
   infraRetries?: number;
   /** `--egress-proxy-image`, `--egress-network`. */
   egress?: { proxyImage?: string; network?: string };
+  /** `--default-deadline` (seconds): for runs whose spec sets no `deadlineSeconds`. */
+  defaultDeadlineSeconds?: number;
   env: NodeJS.ProcessEnv;
   log: Logger;
   now?: () => number;
@@ -120,7 +122,7 @@ export function planInput(
   snapshot: Snapshot,
   statuses: ReadonlyMap<string, AttemptStatus>,
   now: number,
-  extra: Pick<PlanInput, 'only' | 'reservedSlots' | 'reservedBySet' | 'runFloors'> = {},
+  extra: Pick<PlanInput, 'only' | 'reservedSlots' | 'reservedBySet' | 'runFloors' | 'pins'> = {},
 ): PlanInput {
   // A load that knows no attempt because its root cannot be read must never be planned from:
   // it would remove everything. One check here covers every pass and every controller batch.
@@ -142,6 +144,7 @@ export function planInput(
     ...(cfg.retryBaseMs !== undefined ? { retryBaseMs: cfg.retryBaseMs } : {}),
     ...(cfg.infraRetries !== undefined ? { infraRetries: cfg.infraRetries } : {}),
     ...(cfg.egress ? { egress: cfg.egress } : {}),
+    ...(cfg.defaultDeadlineSeconds !== undefined ? { defaultDeadlineSeconds: cfg.defaultDeadlineSeconds } : {}),
     desired: cfg.desired ?? new DesiredStates(),
     ...extra,
   };
@@ -188,7 +191,7 @@ export async function planPass(cfg: PassConfig, engine: Engine, store: StatusSto
   const snapshotP = observe(engine, cfg.instance, statusesP.then(knownContainerIds), now());
   const loadP = listsOut.then(() => loadPassSpecs(cfg));
   const [load, statuses, snapshot] = await Promise.all([loadP, statusesP, snapshotP]);
-  const plan = planWithRunFloors(planInput(cfg, load, snapshot, statuses, now(), cfg.only ? { only: cfg.only } : {}));
+  const plan = planWithRunFloors(planInput(cfg, load, snapshot, statuses, now(), { ...(cfg.only ? { only: cfg.only } : {}), pins: store.pins.loadAll() }));
   return { load, snapshot, plan };
 }
 

@@ -24,6 +24,15 @@ export interface DesiredContext {
   egressNetwork?: string;
   /** How resources are named: the current scheme, unless a run began under an older one (LEGACY_NAMING). */
   naming?: Naming;
+  /** `--default-deadline`: the deadline of a run whose spec sets no `deadlineSeconds`. */
+  defaultDeadlineSeconds?: number;
+}
+
+/** The run's deadline: the spec's, else the default (see DesiredAttempt.deadline). */
+export function deadlineOf(ctx: DesiredContext, loaded: LoadedSpec): DesiredAttempt['deadline'] {
+  const own = loaded.spec.deadlineSeconds;
+  if (own !== null) return { seconds: own, source: 'spec' };
+  return ctx.defaultDeadlineSeconds !== undefined ? { seconds: ctx.defaultDeadlineSeconds, source: 'default' } : null;
 }
 
 export function attemptLabels(instance: string, loaded: LoadedSpec, run: number): Labels {
@@ -85,7 +94,7 @@ function mainSecretsOf(s: LoadedSpec['spec']): string[] {
 }
 
 /** Whether the attempt gets berth's egress proxy as a sidecar. */
-const hasEgressProxy = (s: LoadedSpec['spec']): boolean => s.network.mode === 'isolated' && s.network.egress.length > 0;
+export const hasEgressProxy = (s: LoadedSpec['spec']): boolean => s.network.mode === 'isolated' && s.network.egress.length > 0;
 
 /**
  * The containers' names and secret holders of desiredAttempt()'s value (DesiredNames), from the
@@ -185,6 +194,7 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
     labels,
     resultsDir: path.resolve(resultsDir),
     expectedNetworks: [netMode],
+    deadline: deadlineOf(ctx, loaded),
     network: isolated ? { name: naming.network(ctx.instance, s.name), labels: withComponent(labels, COMPONENTS.network), internal: true } : null,
     egressNetwork:
       egress && !ctx.egressNetwork && egressName ? { name: egressName, labels: withComponent(labels, COMPONENTS.egressNetwork), internal: false } : null,

@@ -63,6 +63,9 @@ export class LazyDesired implements DesiredAttempt {
   get expectedNetworks(): string[] {
     return this.full.expectedNetworks;
   }
+  get deadline(): DesiredAttempt['deadline'] {
+    return this.full.deadline;
+  }
 
   /** The built value, as a plain object (logs, JSON). */
   toJSON(): DesiredAttempt {

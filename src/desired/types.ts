@@ -44,6 +44,11 @@ export interface DesiredAttempt {
   volumes: VolumeCreateSpec[];
   /** Networks the main container must be attached to, exactly (sorted). */
   expectedNetworks: string[];
+  /**
+   * The run's deadline from its start: the spec's `deadlineSeconds`, else `--default-deadline`
+   * (which is no part of the spec hash); null: none. Fixed when the run starts (attest-start).
+   */
+  deadline: { seconds: number; source: 'spec' | 'default' } | null;
 }
 
 /**

@@ -224,10 +224,12 @@ export interface ImageSummary {
   id: string;
   tags: string[];
   labels: Labels;
+  /** `name@sha256:…` for each registry the image was pushed to or pulled from (none for an image built or loaded here). */
+  repoDigests?: string[];
 }
 
 export interface ImageClient {
-  /** Images whose labels match every filter (one list call). */
+  /** Images whose labels match every filter (one list call); no filter: every image the engine holds (tagged or not). */
   list(labelFilters: string[]): Promise<ImageSummary[]>;
   inspect(ref: string): Promise<ImageSummary & { user: string; workingDir: string }>;
 }
@@ -256,6 +258,12 @@ export const RELIST_EVENT = 'relist';
 export interface EventClient {
   /** Streams events matching the label filters since `sinceSeconds`; the stream ends when the engine goes away. */
   stream(labelFilters: string[], opts: { since?: number; signal?: AbortSignal }): Promise<AsyncIterable<EngineEvent>>;
+  /**
+   * The image events (`type` image: pull, load, tag, untag, import, delete, ...), whatever the
+   * image's labels: what makes an image a blocked attempt waits for appear. Optional: a backend
+   * without it leaves such attempts to the resync.
+   */
+  images?(opts: { since?: number; signal?: AbortSignal }): Promise<AsyncIterable<EngineEvent>>;
 }
 
 export interface Engine {

@@ -14,9 +14,10 @@ import type { Attestation } from '../status/types';
 import { iso, type ExecContext } from './context';
 import { DONE } from './outcome';
 
-export async function attestation(x: ExecContext, details: ContainerDetails, d: DesiredAttempt): Promise<Attestation> {
+/** `imageId`: the id the run's record says its container was made from (mainWant). */
+export async function attestation(x: ExecContext, details: ContainerDetails, d: DesiredAttempt, imageId?: string): Promise<Attestation> {
   const { engine } = x.deps;
-  const checks = attestInspected(details, mainWant(d));
+  const checks = attestInspected(details, mainWant(d, imageId));
   for (const sc of d.sidecars) {
     const o = await engine.containers.inspect(sc.name).catch((err: unknown) => {
       if (isNotFound(err)) return undefined;
@@ -84,7 +85,8 @@ export async function attestationOutcome(x: ExecContext, att: Attestation, id: s
 /** The `attest` operation: inspect, attest, record. */
 export async function attest(x: ExecContext, a: AttemptAction, id: string, d: DesiredAttempt): Promise<OpOutcome> {
   const details = await x.deps.engine.containers.inspect(id);
-  const att = await attestation(x, details, d);
+  const rec = await x.records.current(a);
+  const att = await attestation(x, details, d, rec.run === d.run ? rec.image?.id : undefined);
   await x.records.update(a, (r) => ({ ...r, lastAttestation: att }));
   return attestationOutcome(x, att, id, d);
 }

@@ -12,9 +12,10 @@ import { attestInspected, failedCause, mainWant } from '../attest/checks';
 import type { DesiredAttempt } from '../desired/types';
 import { isConflict } from '../engine/errors';
 import { stampNonce } from '../ownership';
-import type { AttemptAction, OpOutcome, Operation } from '../plan/types';
+import type { AttemptAction, ImageChoice, OpOutcome, Operation } from '../plan/types';
 import type { FixtureEntry } from '../spec/fixture-scan';
-import type { EngineBoot } from '../status/types';
+import { imageProvenance } from './image-provenance';
+import type { EngineBoot, ImageProvenance } from '../status/types';
 import { assertFoldersBelow } from '../util/no-follow';
 import { fixtureTar, secretsTar } from './archive';
 import { writeWorkspaceBase } from './workspace-export';
@@ -83,11 +84,25 @@ export async function containerUser(x: ExecContext, image: string): Promise<{ ui
  * container holding the name (the planner said to use it). The id is recorded: the copies go into
  * it, and the planner tells this run's container by it after a crash.
  */
-export async function createContainer(x: ExecContext, a: AttemptAction, d: DesiredAttempt, use?: string): Promise<OpOutcome> {
+export async function createContainer(x: ExecContext, a: AttemptAction, d: DesiredAttempt, use?: string, choice?: ImageChoice): Promise<OpOutcome> {
   const { engine } = x.deps;
   const spec = d.loaded.spec;
   const secrets = await readSecrets(spec, x.deps.env, d.mainSecrets);
-  const create = stampNonce({ ...d.container.create, env: [...d.container.create.env, ...secretEnvLines(spec.secretEnv, secrets)] });
+  // a set's child: made from its set's pinned id (pinned now by the first child; a pin already in force wins)
+  const from = choice?.pin
+    ? (
+        await x.deps.store.pins.pin(choice.pin.set, choice.pin.templateHash, spec.image, {
+          id: choice.id,
+          repoDigests: choice.pin.repoDigests,
+          at: iso(x.now()),
+        })
+      ).id
+    : choice?.id;
+  const create = stampNonce({
+    ...d.container.create,
+    ...(from ? { image: from } : {}),
+    env: [...d.container.create.env, ...secretEnvLines(spec.secretEnv, secrets)],
+  });
   // The bind source, right before the engine is asked to mount it: no link anywhere below the results root.
   await assertFoldersBelow(resultsBase(x.deps.resultsRoot, d.resultsDir), d.resultsDir);
   let id = use;
@@ -99,13 +114,27 @@ export async function createContainer(x: ExecContext, a: AttemptAction, d: Desir
       // The name is taken: whose it is, and (when ours) whether it is as the spec wants it.
       const existing = await engine.containers.inspect(d.container.name);
       const owner = await containerHolder(x, existing);
-      const bad = owner.owned && owner.attempt === a.attempt ? failedCause(attestInspected(existing, mainWant(d))) : undefined;
+      const rec = await x.records.current(a);
+      const bad = owner.owned && owner.attempt === a.attempt ? failedCause(attestInspected(existing, mainWant(d, rec.image?.id ?? from))) : undefined;
       return { type: 'conflict', kind: 'container', name: d.container.name, id: existing.id, owner, ...(bad ? { unattested: bad } : {}) };
     }
   }
   const made = id;
-  await x.records.update(a, (r) => ({ ...r, containerId: made }));
+  // which image bytes it was made from: the id the engine used (the container's own), with its
+  // repo digests; a look that fails costs nothing but this (attest-start looks again)
+  const provenance = await madeFrom(x, made, spec.image, from).catch(() => undefined);
+  await x.records.update(a, (r) => ({ ...r, containerId: made, ...(provenance ? { image: provenance } : {}) }));
   return DONE;
+}
+
+/**
+ * The image container `id` was made from (its inspect's `Image`, then that image's repo digests):
+ * `ref` as the spec names it; `pinned`: the id its set pinned, which it was created from.
+ */
+export async function madeFrom(x: ExecContext, id: string, ref: string, pinned?: string): Promise<ImageProvenance> {
+  const details = await x.deps.engine.containers.inspect(id);
+  const prov = await imageProvenance(x.deps.engine, ref, details.imageId || pinned);
+  return { ...prov, ...(pinned ? { pinned: true } : {}) };
 }
 
 /**

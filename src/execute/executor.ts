@@ -129,7 +129,7 @@ export class Executor {
         await recordIntent(x, a, op);
         return DONE;
       case 'create-container':
-        return createContainer(x, a, op.desired, op.use);
+        return createContainer(x, a, op.desired, op.use, op.image);
       case 'copy-in':
         return copyIn(x, a, op.desired, op.archive);
       case 'record-copied':

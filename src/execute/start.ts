@@ -9,6 +9,7 @@ import type { DesiredAttempt } from '../desired/types';
 import { engineTime } from '../engine/time';
 import type { AttemptAction, OpOutcome, Operation } from '../plan/types';
 import { attestation, attestationOutcome } from './attest';
+import { imageProvenance } from './image-provenance';
 import { iso, type ExecContext } from './context';
 import { DONE, outcomeOf } from './outcome';
 import { beginRun } from './status-record';
@@ -39,16 +40,19 @@ export async function attestStart(x: ExecContext, a: AttemptAction, d: DesiredAt
   const details = await x.deps.engine.containers.inspect(rec.containerId ?? d.container.name);
   const boot = rec.engineBoot ?? (await x.bootForStart());
   const startedMs = engineTime(details.runState.startedAt) ?? x.now();
-  const deadline = d.loaded.spec.deadlineSeconds;
-  const att = await attestation(x, details, d);
-  const { intent: _intent, reason: _reason, message: _message, startFailure: _sf, ...rest } = rec;
+  const deadline = d.deadline;
+  const att = await attestation(x, details, d, rec.image?.id);
+  // the create could not say which image it was made from: the container says it now
+  const image = rec.image ?? (await imageProvenance(x.deps.engine, d.loaded.spec.image, details.imageId).catch(() => undefined));
+  const { intent: _intent, reason: _reason, message: _message, startFailure: _sf, deadlineAt: _da, deadlineSource: _ds, ...rest } = rec;
   await x.records.put({
     ...rest,
     ...(boot ? { engineBoot: boot } : {}),
     phase: 'Running',
     containerId: details.id,
+    ...(image ? { image } : {}),
     startedAt: iso(startedMs),
-    ...(deadline !== null ? { deadlineAt: iso(startedMs + deadline * 1000) } : {}),
+    ...(deadline !== null ? { deadlineAt: iso(startedMs + deadline.seconds * 1000), deadlineSource: deadline.source } : {}),
     lastAttestation: att,
   });
   return attestationOutcome(x, att, details.id, d);
@@ -59,19 +63,30 @@ export async function adopt(x: ExecContext, a: AttemptAction, { id, desired: d, 
   const boot = await x.bootForStart();
   const details = await x.deps.engine.containers.inspect(id);
   const startedMs = engineTime(details.runState.startedAt) ?? x.now();
-  const deadline = d.loaded.spec.deadlineSeconds;
-  const att = await attestation(x, details, d);
+  const prior = await x.records.current(a);
+  const known = prior.run === d.run && prior.containerId === id ? prior.image : undefined;
+  const att = await attestation(x, details, d, known?.id);
+  // a container found running with no record of its image: the image it was made from, as it says
+  const image = known ?? (await imageProvenance(x.deps.engine, d.loaded.spec.image, details.imageId).catch(() => undefined));
   await x.records.update(a, (r) => {
-    const { intent: _i, reason: _r, message: _m, startFailure: _sf, ...rest } = beginRun(r, d, counters);
+    const { intent: _i, reason: _r, message: _m, startFailure: _sf, deadlineAt: _da, deadlineSource: _ds, ...rest } = beginRun(r, d, counters);
+    // a run adopted again keeps the deadline it started with (a changed --default-deadline does not move it)
+    const kept = r.run === d.run && r.specHash === d.hash && r.deadlineAt !== undefined && r.startedAt !== undefined;
+    const deadline = kept
+      ? { deadlineAt: r.deadlineAt as string, ...(r.deadlineSource ? { deadlineSource: r.deadlineSource } : {}) }
+      : d.deadline !== null
+        ? { deadlineAt: iso(startedMs + d.deadline.seconds * 1000), deadlineSource: d.deadline.source }
+        : {};
     return {
       ...rest,
       // a run adopted under this boot (one adopted again keeps the boot it was started under)
       ...((rest.engineBoot ?? boot) ? { engineBoot: rest.engineBoot ?? boot } : {}),
       phase: 'Running',
       containerId: id,
+      ...(image ? { image } : {}),
       resultsDir: d.resultsDir,
       startedAt: iso(startedMs),
-      ...(deadline !== null ? { deadlineAt: iso(startedMs + deadline * 1000) } : {}),
+      ...deadline,
       lastAttestation: att,
     };
   });

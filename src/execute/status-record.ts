@@ -73,6 +73,7 @@ export function beginRun(r: AttemptStatus, d: DesiredAttempt, counters: RunCount
       ...(r.startedAt ? { startedAt: r.startedAt } : {}),
       ...(r.finishedAt ? { finishedAt: r.finishedAt } : {}),
       ...(r.resultsDir ? { resultsDir: r.resultsDir } : {}),
+      ...(r.image ? { image: r.image } : {}),
     });
   }
   return {

@@ -1,5 +1,6 @@
 /** Observed state: one snapshot of this instance's resources, taken before planning. */
 import type { ContainerSummary, NetworkSummary, VolumeSummary } from '../engine/types';
+import type { ImageIndex } from './images';
 
 export interface ObservedAttempt {
   name: string;
@@ -21,6 +22,12 @@ export interface Snapshot {
   foreign: ContainerSummary[];
   /** Engine calls the snapshot took. */
   calls: number;
+  /**
+   * The images the engine holds (one list of them all, which also serves the ownership check's
+   * labeled images): the planner's preflight (an attempt whose image is missing is Blocked
+   * before anything is made) and a set's pinned image. Undefined: not looked at (no preflight).
+   */
+  images?: ImageIndex;
   /** The engine's current boot (Engine.boot), when it could say: see plan/exit-outcome.ts. */
   boot?: { id: string; at: string };
 }

@@ -22,7 +22,15 @@ export class DesiredStates {
 
   /** The desired state of run `run` of `loaded` under `inp`'s settings (`legacy`: berth 0.1's names). */
   get(inp: PlanInput, loaded: LoadedSpec, run: number, legacy = false): DesiredAttempt {
-    const key = [inp.instance, inp.egress?.proxyImage ?? '', inp.egress?.network ?? '', inp.resultsRoot, run, legacy ? 'legacy' : ''].join('\0');
+    const key = [
+      inp.instance,
+      inp.egress?.proxyImage ?? '',
+      inp.egress?.network ?? '',
+      inp.resultsRoot,
+      run,
+      legacy ? 'legacy' : '',
+      inp.defaultDeadlineSeconds ?? '',
+    ].join('\0');
     let byKey = this.memo.get(loaded);
     const hit = byKey?.get(key);
     if (hit) return hit;
@@ -56,5 +64,6 @@ function desiredContext(inp: PlanInput, naming?: Naming): DesiredContext {
     ...(naming ? { naming } : {}),
     ...(inp.egress?.proxyImage ? { egressProxyImage: inp.egress.proxyImage } : {}),
     ...(inp.egress?.network ? { egressNetwork: inp.egress.network } : {}),
+    ...(inp.defaultDeadlineSeconds !== undefined ? { defaultDeadlineSeconds: inp.defaultDeadlineSeconds } : {}),
   };
 }

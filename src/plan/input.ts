@@ -1,6 +1,7 @@
 /** Everything the planner reads: specs, one observed snapshot, the status records, the clock's time. */
 import type { Snapshot } from '../observe/types';
 import type { LoadedSpec } from '../spec/types';
+import type { SetPins } from '../status/pins';
 import type { AttemptStatus, SpecIssue } from '../status/types';
 import type { DesiredStates } from './desired-for';
 
@@ -47,6 +48,10 @@ export interface PlanInput {
   reservedBySet?: ReadonlyMap<string, number>;
   /** The egress proxy image (`--egress-proxy-image`) and an existing egress network to use (`--egress-network`). */
   egress?: { proxyImage?: string; network?: string };
+  /** `--default-deadline`: the deadline (seconds) of a run whose spec sets none; never part of the spec hash. */
+  defaultDeadlineSeconds?: number;
+  /** Each AttemptSet's pinned images (status/pins.ts): its children are made from the pinned ids. */
+  pins?: ReadonlyMap<string, SetPins>;
   /** The specs' desired states, kept by the owner of their lifetime (the controller, a reconcile's passes): the planner keeps none. */
   desired: DesiredStates;
 }

@@ -10,7 +10,7 @@ import type { ContainerSummary, NetworkSummary } from '../engine/types';
 import type { ObservedAttempt } from '../observe/types';
 import type { EngineBoot } from '../status/types';
 import { plural } from '../util/plural';
-import type { Operation, RunCounters, RunEnd, RunStart, SidecarOperation, SidecarRef } from './types';
+import type { ImageChoice, Operation, RunCounters, RunEnd, RunStart, SidecarOperation, SidecarRef } from './types';
 
 export function cmp(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
@@ -131,7 +131,7 @@ export function beginRunOp(d: DesiredAttempt, start: RunStart): Operation {
  * run's beginning (`start`), sidecars (proxy first), main. `boot`: the engine's boot as the plan
  * saw it, recorded before the start.
  */
-export function provisionOps(d: DesiredAttempt, have: ObservedAttempt, start: RunStart, boot?: EngineBoot): Operation[] {
+export function provisionOps(d: DesiredAttempt, have: ObservedAttempt, start: RunStart, boot?: EngineBoot, image?: ImageChoice): Operation[] {
   const ops: Operation[] = [];
   for (const v of d.volumes) {
     if (!have.volumes.some((x) => x.name === v.name)) ops.push({ type: 'create-volume', resource: `volume:${v.name}`, volume: v, cause: 'not found' });
@@ -146,7 +146,7 @@ export function provisionOps(d: DesiredAttempt, have: ObservedAttempt, start: Ru
     if (o) ops.push(removeContainerOp(o, `${sc.alias} ${o.state} before the attempt started`));
     ops.push(...sidecarOps(d, i, o ? 'not running' : 'not found'));
   }
-  return [...ops, ...mainOps(d, boot)];
+  return [...ops, ...mainOps(d, boot, image)];
 }
 
 const SIDECAR_OPS: ReadonlySet<Operation['type']> = new Set(['create-sidecar', 'connect-sidecar', 'copy-in-sidecar', 'start-sidecar', 'ready-sidecar']);
@@ -189,11 +189,12 @@ export function copiesIn(d: DesiredAttempt): ('fixture' | 'secrets')[] {
 }
 
 /** The main container made, filled and started: one operation per change to the engine, the copy recorded done before the start. */
-export function mainOps(d: DesiredAttempt, boot?: EngineBoot): Operation[] {
+export function mainOps(d: DesiredAttempt, boot?: EngineBoot, image?: ImageChoice): Operation[] {
   const resource = `container:${d.container.name}`;
   const n = d.mainSecrets.length;
+  const from = image ? `; from ${image.id.slice(0, 19)}, ${image.pin ? `pinned now for set ${image.pin.set}` : "its set's pinned image"}` : '';
   return [
-    { type: 'create-container', resource, desired: d, cause: 'not found' },
+    { type: 'create-container', resource, desired: d, ...(image ? { image } : {}), cause: `not found${from}` },
     ...copiesIn(d).map((archive): Operation => ({
       type: 'copy-in',
       resource,

@@ -4,13 +4,16 @@
  * their coordinates). Every operation records its cause.
  */
 import { COMPONENTS, DEFAULTS, FINISHED_PHASES, LABELS, LEGACY_NAMING, REASONS, RUNNING_STATES } from '../constants';
+import { hasEgressProxy } from '../desired/attempt';
 import { namesOf } from '../desired/lazy';
 import type { DesiredAttempt } from '../desired/types';
 import type { ContainerSummary } from '../engine/types';
+import { isImageId, resolveImage, type HeldImage, type ImageIndex } from '../observe/images';
 import type { ObservedAttempt } from '../observe/types';
 import { SKIP_REASONS } from '../sets/outcome';
 import { formatIssue } from '../spec/issue';
 import type { LoadedSpec } from '../spec/types';
+import { pinOf } from '../status/pins';
 import type { AttemptStatus, SpecIssue } from '../status/types';
 import { attestListed, failedCause, mainWant, sidecarWant } from '../attest/checks';
 import { isInfraFailure } from './exit-outcome';
@@ -37,7 +40,7 @@ import {
 } from './ops';
 import { admissionOrder, setStates, type SetState } from './set-admission';
 import { isGrader, planGrade } from './grade';
-import type { AttemptAction, Operation, Plan, RunCounters, RunEnd, RunStart } from './types';
+import type { AttemptAction, ImageChoice, Operation, Plan, RunCounters, RunEnd, RunStart } from './types';
 
 const EMPTY: ObservedAttempt = { name: '', containers: [], networks: [], volumes: [] };
 /** How long a Blocked attempt waits before berth tries it again. */
@@ -95,6 +98,65 @@ interface Ctx {
   slots: number;
   /** AttemptSets: their children running and whether they admit more (set-admission.ts). */
   sets: Map<string, SetState>;
+  /** Images found missing by this plan's preflight → the attempts that wait for them. */
+  missing: Map<string, string[]>;
+  /** References looked up in the snapshot's images, once per plan. */
+  resolved: Map<string, HeldImage | undefined>;
+}
+
+function resolveOnce(ctx: Ctx, index: ImageIndex, ref: string): HeldImage | undefined {
+  if (ctx.resolved.has(ref)) return ctx.resolved.get(ref);
+  const h = resolveImage(index, ref);
+  ctx.resolved.set(ref, h);
+  return h;
+}
+
+/** Whether the snapshot's images hold `ref` (true when the snapshot did not list them). */
+function held(ctx: Ctx, ref: string): boolean {
+  const index = ctx.inp.snapshot.images;
+  return !index || resolveOnce(ctx, index, ref) !== undefined;
+}
+
+/**
+ * The preflight of a new run: the images it needs that the engine lacks (its own, or for a set's
+ * child the id its set pinned; its sidecars'; the egress proxy's), each with a message, and the
+ * image a set's child is made from (ImageChoice). Nothing is checked when the snapshot did not
+ * list the images; a pin is used all the same.
+ */
+function imagePreflight(ctx: Ctx, d: DesiredAttempt): { missing: { image: string; message: string }[]; image?: ImageChoice } {
+  const { inp } = ctx;
+  const index = inp.snapshot.images;
+  const ref = d.loaded.spec.image;
+  const member = d.loaded.set;
+  const templateHash = member?.set.templateHash;
+  const pinned = member ? pinOf(inp.pins?.get(member.set.name), templateHash, ref) : undefined;
+  const missing: { image: string; message: string }[] = [];
+  let image: ImageChoice | undefined;
+  if (pinned) {
+    image = { id: pinned.id };
+    if (index && !index.byId.has(pinned.id))
+      missing.push({ image: ref, message: `image ${ref} is pinned for set ${member?.set.name ?? ''} to ${pinned.id}, which is not on the engine` });
+  } else if (index) {
+    const held = resolveOnce(ctx, index, ref);
+    if (!held) missing.push({ image: ref, message: `image ${ref} is not on the engine (pull, load or tag it)` });
+    else if (member && templateHash !== undefined && !isImageId(ref))
+      image = { id: held.id, pin: { set: member.set.name, templateHash, repoDigests: held.repoDigests } };
+  }
+  if (index) {
+    // from the spec, not the desired state: a child waiting for a slot is never built (desired/lazy.ts)
+    const s = d.loaded.spec;
+    const proxy = hasEgressProxy(s) ? (inp.egress?.proxyImage ?? DEFAULTS.egressProxyImage) : undefined;
+    if (proxy !== undefined && !held(ctx, proxy))
+      missing.push({
+        image: proxy,
+        message: `the egress proxy image ${proxy} is not on the engine (build it: make images, or name another with --egress-proxy-image)`,
+      });
+    for (const sc of s.sidecars) {
+      if (!held(ctx, sc.image))
+        missing.push({ image: sc.image, message: `image ${sc.image} of sidecar ${sc.name} is not on the engine (pull, load or tag it)` });
+    }
+  }
+  return { missing, ...(image ? { image } : {}) };
 }
 
 /**
@@ -168,6 +230,28 @@ function startRun(
       ops: already ? [] : [...pre, recordOp(d.name, reason, { phase: 'Failed', reason, message, run: d.run, specHash: d.hash }, counters)],
     };
   }
+  const preflight = imagePreflight(ctx, d);
+  if (preflight.missing.length) {
+    for (const m of preflight.missing) ctx.missing.set(m.image, [...(ctx.missing.get(m.image) ?? []), d.name]);
+    const message = preflight.missing.map((m) => m.message).join('; ');
+    const rec = base.status;
+    const already =
+      rec?.phase === 'Blocked' &&
+      rec.reason === REASONS.imageMissing &&
+      rec.message === message &&
+      rec.run === d.run &&
+      rec.specHash === d.hash &&
+      pre.length === 0;
+    return {
+      ...base,
+      kind: 'block',
+      summary: `${why}: run ${d.run} blocked: ${message}`,
+      desired: d,
+      ops: already
+        ? []
+        : [...pre, recordOp(d.name, 'image missing', { phase: 'Blocked', reason: REASONS.imageMissing, message, run: d.run, specHash: d.hash }, counters)],
+    };
+  }
   const max = set?.policy.maxParallel ?? null;
   if (set && max !== null && set.running >= max) {
     const waiting = base.status?.phase === 'Pending' && base.status.reason === REASONS.waitingForSet && base.status.run === d.run && pre.length === 0;
@@ -183,7 +267,13 @@ function startRun(
   if (ctx.slots > 0) {
     ctx.slots--;
     if (set) set.running++;
-    return { ...base, kind, summary: `${why}: run ${d.run}`, desired: d, ops: [...pre, ...provisionOps(d, have, start, ctx.inp.snapshot.boot)] };
+    return {
+      ...base,
+      kind,
+      summary: `${why}: run ${d.run}`,
+      desired: d,
+      ops: [...pre, ...provisionOps(d, have, start, ctx.inp.snapshot.boot, preflight.image)],
+    };
   }
   const waiting = base.status?.phase === 'Pending' && base.status.reason === REASONS.waitingForSlot && base.status.run === d.run && pre.length === 0;
   return {
@@ -341,6 +431,8 @@ function planSquatter({ inp, d, rec, base, name, run, hash }: RunView): AttemptA
 /** Blocked at execution (a name held by someone else, a secret missing), or a create failed: look again after a while. */
 function planBlockedWait({ inp, rec, base, main, specChanged, pre }: RunView): AttemptAction | undefined {
   if (specChanged || !rec || main || (rec.phase !== 'Blocked' && rec.reason !== REASONS.createFailed)) return undefined;
+  // a missing image is looked for at every pass (the snapshot lists the images): no wait
+  if (rec.reason === REASONS.imageMissing) return undefined;
   const blocked = rec.phase === 'Blocked';
   const again = Date.parse(rec.updatedAt) + (blocked ? BLOCKED_RETRY_MS : CREATE_RETRY_MS) - inp.now;
   if (again <= 0) return undefined;
@@ -428,7 +520,7 @@ function planFinished(v: RunView, rec: AttemptStatus): AttemptAction {
 /** The run's main container runs: attest it from the list (networks, sidecars), restart a sidecar, stop at the deadline, adopt, or attest deeply. */
 function planRunning(v: RunView, main: ContainerSummary): AttemptAction {
   const { inp, loaded, rec, base, d, current, sidecarsObs, pre, run } = v;
-  const checks = attestListed(main, mainWant(d));
+  const checks = attestListed(main, mainWant(d, rec?.run === run && rec.containerId === main.id ? rec.image?.id : undefined));
   for (const n of [d.network, d.egressNetwork]) {
     if (!n) continue;
     const net = current.networks.find((x) => x.name === n.name);
@@ -500,7 +592,10 @@ function planRunning(v: RunView, main: ContainerSummary): AttemptAction {
   }
   const deadline = rec?.deadlineAt ? Date.parse(rec.deadlineAt) : undefined;
   if (deadline !== undefined && deadline <= inp.now) {
-    const why = `deadlineSeconds ${loaded.spec.deadlineSeconds} exceeded`;
+    const why =
+      rec?.deadlineSource === 'default' && rec.startedAt
+        ? `default deadline ${Math.round((deadline - Date.parse(rec.startedAt)) / 1000)}s (--default-deadline) exceeded`
+        : `deadlineSeconds ${loaded.spec.deadlineSeconds} exceeded`;
     return stopAndEnd(why, { phase: 'TimedOut', reason: REASONS.deadlineExceeded, message: why });
   }
   const requeue = deadline !== undefined ? { requeueAfterMs: deadline - inp.now } : {};
@@ -770,7 +865,13 @@ export function plan(inp: PlanInput): Plan {
   // (a controller's batch of a few attempts among 10,000 sorts a few).
   const specs = (only ? inp.specs.filter((s) => only.has(s.spec.name)) : [...inp.specs]).sort(admissionOrder);
   const running = [...inp.snapshot.attempts.values()].filter((a) => a.containers.some((c) => isMain(c) && RUNNING_STATES.has(c.state))).length;
-  const ctx: Ctx = { inp, slots: Math.max(0, inp.maxRunning - running - (inp.reservedSlots ?? 0)), sets: setStates(inp, RUNNING_STATES) };
+  const ctx: Ctx = {
+    inp,
+    slots: Math.max(0, inp.maxRunning - running - (inp.reservedSlots ?? 0)),
+    sets: setStates(inp, RUNNING_STATES),
+    missing: new Map(),
+    resolved: new Map(),
+  };
   const actions: AttemptAction[] = [];
   const unchanged = new Map<string, AttemptStatus['phase']>();
 
@@ -794,5 +895,12 @@ export function plan(inp: PlanInput): Plan {
     else actions.push(a);
   }
   const emptySource = inp.specs.length === 0 && inp.protectedNames.size === 0 && (inp.snapshot.attempts.size > 0 || inp.statuses.size > 0);
-  return { at: inp.now, actions, unchanged, ...(emptySource ? { emptySource: inp.allowEmpty ? 'allowed' : 'held' } : {}) };
+  const missingImages = [...ctx.missing].sort(([a], [b]) => cmp(a, b)).map(([image, attempts]) => ({ image, attempts: [...attempts].sort(cmp) }));
+  return {
+    at: inp.now,
+    actions,
+    unchanged,
+    ...(emptySource ? { emptySource: inp.allowEmpty ? 'allowed' : 'held' } : {}),
+    ...(missingImages.length ? { missingImages } : {}),
+  };
 }

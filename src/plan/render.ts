@@ -105,6 +105,9 @@ export function renderPlan(p: Plan): string {
       lines.push(`AttemptSet ${set}: ${c.replaced.length} ${c.replaced.length === 1 ? 'child' : 'children'} replaced (spec changed): ${nameList(c.replaced)}`);
     if (c.added.length) lines.push(`AttemptSet ${set}: ${c.added.length} new ${c.added.length === 1 ? 'child' : 'children'}: ${nameList(c.added)}`);
   }
+  for (const m of p.missingImages ?? []) {
+    lines.push(`Image ${m.image} is not on the engine: ${plural(m.attempts.length, 'attempt')} blocked (ImageMissing): ${nameList(m.attempts)}`);
+  }
   const unchanged = p.unchanged.size + p.actions.filter((a) => a.ops.length === 0).length;
   lines.push(
     withOps.length === 0
@@ -130,5 +133,6 @@ export function planToJson(p: Plan): unknown {
     unchanged: Object.fromEntries([...p.unchanged.entries()].sort(([a], [b]) => (a < b ? -1 : 1))),
     sets: Object.fromEntries(setChanges(p)),
     ...(p.emptySource ? { emptySource: p.emptySource } : {}),
+    ...(p.missingImages ? { missingImages: p.missingImages } : {}),
   };
 }

@@ -36,6 +36,8 @@ export function setStates(inp: PlanInput, runningStates: ReadonlySet<string>): M
     // its outcome known (failFast, maxFailed must see it before a sibling takes its place).
     if (isRunning(inp.snapshot.attempts.get(loaded.spec.name), runningStates) || (rec?.phase === 'Running' && rec.specHash === loaded.hash)) st.running++;
     if (!rec || rec.specHash !== loaded.hash) continue;
+    // a child whose image is missing never ran: it waits for the image, and counts toward no maxFailed
+    if (rec.phase === 'Blocked' && rec.reason === REASONS.imageMissing) continue;
     // spec.grade: the grader's verdict, when one judges the run (sets/grade-state.ts)
     const c = gradeClass(loaded, rec) ?? classify(rec, m.set, loaded.spec.retries);
     if (c.outcome === 'failed') failed.set(name, [...(failed.get(name) ?? []), loaded.spec.name]);

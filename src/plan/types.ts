@@ -53,7 +53,7 @@ export type Operation =
    * try's, which attested): used instead of a create (plan/follow-up.ts decides it after a
    * `conflict`).
    */
-  | (OpBase & { type: 'create-container'; desired: DesiredAttempt; use?: string })
+  | (OpBase & { type: 'create-container'; desired: DesiredAttempt; use?: string; image?: ImageChoice })
   /**
    * One archive copied into the main container just made (one putArchive): the fixture (and the
    * working folder), or the secrets' files under /run/secrets. Read now, with no link followed.
@@ -130,6 +130,16 @@ export interface GradeEnd {
   state: 'failed' | 'timedOut';
   reason: string;
   message: string;
+}
+
+/**
+ * An AttemptSet child's image, as the planner chose it: made from `id`, the one its set pinned,
+ * or, with `pin`, the one its reference names now, pinned for the set by this create (status/pins.ts;
+ * the pin already in force wins, should another action have pinned it meanwhile).
+ */
+export interface ImageChoice {
+  id: string;
+  pin?: { set: string; templateHash: string; repoDigests: string[] };
 }
 
 /** A sidecar's container, as the finish and harvest operations collect its logs. */
@@ -215,6 +225,8 @@ export interface Plan {
    * they are; 'allowed' (`--allow-empty`) removes them as any deleted spec.
    */
   emptySource?: 'held' | 'allowed';
+  /** Images an attempt needs that the engine does not hold (preflight), with the attempts that wait for each, sorted. */
+  missingImages?: { image: string; attempts: string[] }[];
 }
 
 /** The operations on a sidecar, in the order plan/ops.ts `sidecarOps` emits them. */

@@ -52,6 +52,10 @@ export interface ReportAttempt {
   finishedAt: number | null;
   durationMs: number | null;
   links: ReportLinks | null;
+  /** The image id (`sha256:…`) the current run's container was made from; null before its create. */
+  imageId: string | null;
+  /** Its reference and repo digests, as the status record keeps them. */
+  image: { ref: string; repoDigests: string[]; pinned: boolean } | null;
 }
 
 export interface ReportCell extends Counts {
@@ -66,6 +70,8 @@ export interface ReportSet extends Counts {
   samplesAxis: string | null;
   passRate: number | null;
   cells: ReportCell[];
+  /** The image id every created child ran, when they share one (null otherwise). */
+  imageId: string | null;
 }
 
 export interface ReportData {
@@ -194,6 +200,14 @@ function attempt(
     finishedAt,
     durationMs: startedAt !== null && finishedAt !== null ? Math.max(0, finishedAt - startedAt) : null,
     links: linksOf(rec?.resultsDir, i.resultsRoot, i.linkBase),
+    imageId: rec?.image ? clip(rec.image.id, REPORT_LIMITS.value) : null,
+    image: rec?.image
+      ? {
+          ref: clip(rec.image.ref, REPORT_LIMITS.value),
+          repoDigests: rec.image.repoDigests.slice(0, REPORT_LIMITS.entries).map((x) => clip(x, REPORT_LIMITS.value)),
+          pinned: rec.image.pinned === true,
+        }
+      : null,
   };
 }
 
@@ -222,6 +236,7 @@ function setOf(s: SetSummary): ReportSet {
       unfinished: c.unfinished,
       passRate: rateOf(c.passed, c.failed),
     })),
+    imageId: s.image ? clip(s.image.id, REPORT_LIMITS.value) : null,
   };
 }
 

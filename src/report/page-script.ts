@@ -100,6 +100,7 @@ export const PAGE_SCRIPT = `
       var a = A[+el.getAttribute('data-i')];
       return [a.name, (a.set ? 'set ' + a.set + '  ' + kv(a.coords) : 'no set'), a.phase + (a.reason ? ' (' + a.reason + ')' : '') + '  ' + a.outcome + '  run ' + a.run,
         'waiting from ' + t(a.queuedAt), 'provisioning from ' + t(a.provisionedAt), 'started ' + t(a.startedAt), 'finished ' + t(a.finishedAt) + '  duration ' + d(a.durationMs),
+        a.imageId ? 'image ' + a.image.ref + ' ' + a.imageId + (a.image.pinned ? ' (pinned)' : '') + (a.image.repoDigests.length ? '  ' + a.image.repoDigests.join(', ') : '') : '',
         a.message ? 'message: ' + a.message : ''].filter(Boolean).join('\\n');
     }
     var s = D.sets[+el.getAttribute('data-s')], c = s.cells[+el.getAttribute('data-c')];

@@ -46,15 +46,18 @@ function summary(d: ReportData): string {
     tile('slots used (peak / --max-running)', `${s.peakRunning} / ${d.maxRunning ?? '-'}`),
   ].join('');
   const sets = d.sets.length
-    ? `<table><tr><th>set</th><th class="n">n</th><th class="n">passed</th><th class="n">failed</th><th class="n">infra</th><th class="n">skipped</th><th class="n">unfinished</th><th class="n">pass rate</th></tr>${d.sets
+    ? `<table><tr><th>set</th><th class="n">n</th><th class="n">passed</th><th class="n">failed</th><th class="n">infra</th><th class="n">skipped</th><th class="n">unfinished</th><th class="n">pass rate</th><th>image id</th></tr>${d.sets
         .map(
           (x) =>
-            `<tr><td>${esc(x.name)}</td><td class="n">${x.n}</td><td class="n">${x.passed}</td><td class="n">${x.failed}</td><td class="n">${x.infra}</td><td class="n">${x.skipped}</td><td class="n">${x.unfinished}</td><td class="n">${pct(x.passRate)}</td></tr>`,
+            `<tr><td>${esc(x.name)}</td><td class="n">${x.n}</td><td class="n">${x.passed}</td><td class="n">${x.failed}</td><td class="n">${x.infra}</td><td class="n">${x.skipped}</td><td class="n">${x.unfinished}</td><td class="n">${pct(x.passRate)}</td><td>${x.imageId === null ? '' : `<span title="${esc(x.imageId)}">${esc(shortId(x.imageId))}</span>`}</td></tr>`,
         )
         .join('')}</table>`
     : '';
   return `<div class="tiles">${tiles}</div>\n<div class="cols">${countTable('phase', s.byPhase)}${countTable('reason', s.byReason)}${sets}</div>`;
 }
+
+/** An image id as `docker images` shows it: 12 hex digits. */
+const shortId = (id: string): string => id.replace(/^sha256:/, '').slice(0, 12);
 
 const COLUMNS: [key: string, title: string, numeric: boolean][] = [
   ['name', 'name', false],
@@ -66,6 +69,7 @@ const COLUMNS: [key: string, title: string, numeric: boolean][] = [
   ['score', 'score', true],
   ['durationMs', 'duration', true],
   ['run', 'run', true],
+  ['imageId', 'image id', false],
 ];
 
 function links(a: ReportAttempt): string {
@@ -84,6 +88,7 @@ function row(a: ReportAttempt, i: number): string {
     a.score === null ? '' : esc(String(a.score)),
     ms(a.durationMs),
     String(a.run),
+    a.imageId === null ? '' : `<span title="${esc(a.imageId)}">${esc(shortId(a.imageId))}</span>`,
   ];
   const tds = cells.map((c, k) => `<td${(COLUMNS[k] as [string, string, boolean])[2] ? ' class="n"' : ''}>${c}</td>`).join('');
   return `<tr data-i="${i}" class="o-${a.outcome}">${tds}<td class="lk">${links(a)}</td></tr>`;

@@ -15,7 +15,8 @@
  */
 import { gradeClass, latestGrade } from './grade-state';
 import type { Phase } from '../constants';
-import type { AttemptStatus } from '../status/types';
+import type { TagMove } from '../status/pins';
+import type { AttemptStatus, ImageProvenance } from '../status/types';
 import type { LoadedSet, LoadedSpec, SetPolicy } from '../spec/types';
 import { classify, type OutcomeClass } from './outcome';
 import { mean, passAtK, passHatK, percentile, rateWithStderr } from './stats';
@@ -49,6 +50,8 @@ export interface ChildSummary {
   resultsDir: string | null;
   /** Specs from git: the commit the child's current run was created from. */
   revision: string | null;
+  /** The image its current run's container was made from (reference, id, repo digests; `pinned`: its set's pinned id). */
+  image: ImageProvenance | null;
 }
 
 export interface CellSummary extends Counts {
@@ -85,6 +88,10 @@ export interface SetSummary extends Counts {
   byAxis: Record<string, AxisValueSummary[]>;
   cells: CellSummary[];
   children: ChildSummary[];
+  /** The image every child that was created ran, when they all share one id; null when none was created yet or they differ. */
+  image: ImageProvenance | null;
+  /** Tags that moved under the set's pinned image (observe/tag-moves.ts); absent when the engine was not asked. */
+  tagMoved?: TagMove[];
 }
 
 export interface Summary {
@@ -115,6 +122,7 @@ function invalidChild(c: SetChild, rec: AttemptStatus | undefined): ChildSummary
     queueMs: null,
     resultsDir: rec?.resultsDir ?? null,
     revision: rec?.revision ?? null,
+    image: rec?.image ?? null,
   };
 }
 
@@ -141,6 +149,7 @@ function child(loaded: LoadedSpec, rec: AttemptStatus | undefined): ChildSummary
     queueMs: Number.isFinite(started) && Number.isFinite(created) ? Math.max(0, started - created) : null,
     resultsDir: current?.resultsDir ?? null,
     revision: current?.revision ?? null,
+    image: current?.image ?? null,
   };
 }
 
@@ -231,7 +240,16 @@ export function summarizeSet(policy: SetPolicy, children: readonly SetChild[], s
     byAxis,
     cells,
     children: kids,
+    image: sharedImage(kids),
   };
+}
+
+/** The image all created children share (the same id), with no `pinned` flag and the first child's reference and digests. */
+function sharedImage(kids: readonly ChildSummary[]): ImageProvenance | null {
+  const made = kids.flatMap((k) => (k.image ? [k.image] : []));
+  const first = made[0];
+  if (!first || made.some((m) => m.id !== first.id)) return null;
+  return { ref: first.ref, id: first.id, repoDigests: first.repoDigests };
 }
 
 /** Summaries of the given sets (name → policy and children in expansion order), in name order. */

@@ -10,9 +10,11 @@
  * checked exactly as a written Attempt (checkAttemptBody), its errors placed in the template.
  * One child's bad rendered spec makes that child Invalid, not its siblings.
  */
+import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { API_VERSION, KIND_ATTEMPT, SET_LABEL, SET_LIMITS, TASK_FAILURES } from '../constants';
+import { canonicalJson } from './canonical-json';
 import { checkAttemptBody, placer, type BodyOptions, type ChildOutcome, type DocContext, type DocOutcome } from './check-document';
 import type { Segment } from './field-path';
 import { checkResultsSync, resolveInsideSpecs } from './path-checks';
@@ -116,6 +118,7 @@ export async function checkSet(value: Record<string, unknown>, ctx: DocContext, 
     score: doc.spec.score?.file !== undefined ? { file: doc.spec.score.file, pass: doc.spec.score.pass ?? 1 } : null,
     infra: infra.filter((r) => TASK_FAILURES.includes(r)),
     source: pos,
+    templateHash: createHash('sha256').update(canonicalJson(doc.spec.template)).digest('hex'),
   };
   const unknown = { name, pos, errors, set: { loaded: { policy, children: [], coords: [], valid: false }, children: [] } };
   if (axes.length < axisNames.length) return unknown;

@@ -172,6 +172,12 @@ export interface SetPolicy {
   infra: readonly string[];
   /** Where the set is declared. */
   source: SourcePos;
+  /**
+   * sha256 of the set's `spec.template` as written (canonical JSON, `${{ }}` unrendered): what
+   * "the set's spec" is for its pinned images (status/pins.ts). The matrix, include, exclude and
+   * the set's own settings are not in it: more children, or another maxParallel, keep the pin.
+   */
+  templateHash?: string;
 }
 
 /** What makes a LoadedSpec a child of an AttemptSet. */

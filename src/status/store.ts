@@ -17,6 +17,7 @@
  * starts a new folder, which the next pass fills from the engine. A state folder (or instance
  * folder) that is not a folder is a StateFolderError naming it (damaged.ts).
  */
+import { ImagePins } from './pins';
 import { promises as fs, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { DEFAULTS } from '../constants';
@@ -109,6 +110,8 @@ export class StatusStore {
   private recovering: Promise<void> | undefined;
   private loading: Promise<Map<string, AttemptStatus>> | undefined;
   readonly dir: string;
+  /** The images the instance's AttemptSets are pinned to (status/pins.ts), beside the records. */
+  readonly pins: ImagePins;
   /** Where damaged records are kept. */
   readonly damagedDir: string;
 
@@ -121,6 +124,7 @@ export class StatusStore {
   ) {
     this.stateDir = path.resolve(stateDir);
     this.dir = path.join(path.resolve(stateDir), instance, 'attempts');
+    this.pins = new ImagePins(stateDir, instance);
     this.damagedDir = path.join(path.resolve(stateDir), instance, 'damaged');
   }
 

@@ -47,6 +47,20 @@ export interface StartFailure {
   message: string;
 }
 
+/**
+ * Which image bytes a container was made from: the reference the spec names, the id the engine
+ * used (`sha256:…`, the container's own `Image`), and the image's repo digests
+ * (`name@sha256:…`; none for an image built or loaded on the engine, or when the engine no longer
+ * holds it). `pinned`: an AttemptSet's child made from the id its set pinned (docs/CONTRACT.md,
+ * berth's section), not from the reference as it resolves now.
+ */
+export interface ImageProvenance {
+  ref: string;
+  id: string;
+  repoDigests: string[];
+  pinned?: boolean;
+}
+
 /** One finished (or abandoned) run, kept in the history. */
 export interface RunRecord {
   run: number;
@@ -58,6 +72,8 @@ export interface RunRecord {
   startedAt?: string;
   finishedAt?: string;
   resultsDir?: string;
+  /** The image the run's main container was made from. */
+  image?: ImageProvenance;
 }
 
 /**
@@ -123,6 +139,8 @@ export interface AttemptStatus {
   /** The last refused start of the current run's container; cleared when a start succeeds. */
   startFailure?: StartFailure;
   containerId?: string;
+  /** The image the current run's main container was made from, recorded with its id at create. */
+  image?: ImageProvenance;
   exitCode?: number;
   createdAt: string;
   /**
@@ -134,6 +152,8 @@ export interface AttemptStatus {
   finishedAt?: string;
   /** Deadline as an absolute time (so it survives restarts of berth). */
   deadlineAt?: string;
+  /** Where the current run's deadline came from: the spec's `deadlineSeconds`, or `--default-deadline`. */
+  deadlineSource?: 'spec' | 'default';
   resultsDir?: string;
   /** Set when the finished run's resources were collected (TTL, or replaced). */
   collectedAt?: string;

@@ -18,6 +18,10 @@ export interface ContractHarness {
   name(tag: string): string;
   /** Resolves once the container (started with `sh -c 'exit <code>'`) has exited with `code`. */
   exited(id: string, code: number): Promise<void>;
+  /** `docker tag source ref` (source: a ref or an id). */
+  tag(source: string, ref: string): Promise<void>;
+  /** `docker rmi ref` of a tag this suite made (the image itself stays: the suite's image names it too). */
+  untag(ref: string): Promise<void>;
   /** Called before the suite (engine checks) and after it (removes what is left). */
   before(): Promise<void>;
   after(): Promise<void>;
@@ -262,6 +266,47 @@ export function engineContract(title: string, harness: () => ContractHarness): v
       }
       ac2.abort();
       expect(replayed).to.deep.equal(['create', 'start', 'die', 'destroy']);
+    });
+
+    it('a tag made is an image event (whatever the labels), listed on the image with no filter, inspected to the same id; a container made from the id reports it', async function () {
+      const ref = `berth-contract/${h.name('tag')}:v1`;
+      const ac = new AbortController();
+      const since = Math.floor(Date.now() / 1000) - 1;
+      expect(h.engine.events.images, 'the engine follows image events').to.be.a('function');
+      const stream = await h.engine.events.images!({ since, signal: ac.signal });
+      const base = await h.engine.images.inspect(h.image);
+      expect(base.id).to.match(/^sha256:[0-9a-f]{64}$/);
+      expect(base.repoDigests).to.be.an('array');
+      expect(classify(await rejection(h.engine.images.inspect(ref)))).to.equal('not-found');
+      await h.tag(base.id, ref);
+      try {
+        const seen: EngineEvent[] = [];
+        for await (const e of stream) {
+          seen.push(e);
+          if (e.type === 'image' && e.action === 'tag' && e.attributes.name === ref) break;
+        }
+        ac.abort();
+        expect(seen.at(-1)?.id).to.equal(base.id);
+        const all = await h.engine.images.list([]);
+        const listed = all.find((i) => i.id === base.id);
+        expect(listed?.tags).to.include(ref).and.to.include(h.image);
+        expect(listed?.repoDigests).to.deep.equal(base.repoDigests);
+        const tagged = await h.engine.images.inspect(ref);
+        expect(tagged.id).to.equal(base.id);
+        const id = await h.engine.containers.create({ ...containerSpec(h, h.name('by-id'), ['true']), image: base.id });
+        const c = await h.engine.containers.inspect(id);
+        expect(c.imageId).to.equal(base.id);
+        expect(c.config.image).to.equal(base.id);
+        expect((await h.engine.containers.list([`${Object.keys(h.labels)[0]}=${Object.values(h.labels)[0]}`])).find((x) => x.id === id)?.imageId).to.equal(
+          base.id,
+        );
+        await h.engine.containers.remove(id);
+      } finally {
+        ac.abort();
+        await h.untag(ref);
+      }
+      expect(classify(await rejection(h.engine.images.inspect(ref)))).to.equal('not-found');
+      expect((await h.engine.images.inspect(h.image)).id).to.equal(base.id);
     });
 
     it('a volume in use cannot be removed (409); a container mounting a volume name that does not exist makes it', async function () {

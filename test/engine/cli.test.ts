@@ -63,7 +63,7 @@ describe('cli (real engine)', function () {
     // nothing is said twice: the name lives in metadata only, phase and the rest in status only
     expect(one.status).to.not.have.any.keys('name', 'labels', 'apiVersion', 'kind', 'metadata');
     const wide = await sb.cli('get', '-o', 'wide');
-    expect(wide.stdout).to.match(/IMAGE\s+LABELS\s+RESULTS/);
+    expect(wide.stdout).to.match(/IMAGE\s+IMAGE ID\s+LABELS\s+RESULTS/);
     const missing = await sb.cli('get', 'nope');
     expect([missing.code, missing.stdout, missing.stderr]).to.deep.equal([1, '', 'berth: attempt "nope" not found\n']);
     const bad = await sb.cli('get', '-l', 'novalue=(');

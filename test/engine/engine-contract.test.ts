@@ -1,6 +1,6 @@
 /** The engine contract (test/contract/engine.contract.ts) on the real engine, through the Docker adapter. */
 import { engineContract } from '../contract/engine.contract';
-import { newInstance, removeTestResources, requireEngine, TEST_IMAGE, TEST_LABEL, TEST_RUN, testEngine } from '../support/engine';
+import { docker, newInstance, removeTestResources, requireEngine, TEST_IMAGE, TEST_LABEL, TEST_RUN, testEngine } from '../support/engine';
 import { waitFor } from '../support/wait';
 
 engineContract('the real engine', () => {
@@ -19,6 +19,13 @@ engineContract('the real engine', () => {
         },
         { timeoutMs: 15_000 },
       );
+    },
+    async tag(source, ref) {
+      const [repo, tag] = [ref.slice(0, ref.lastIndexOf(':')), ref.slice(ref.lastIndexOf(':') + 1)];
+      await docker.getImage(source).tag({ repo, tag });
+    },
+    async untag(ref) {
+      await docker.getImage(ref).remove();
     },
     before: requireEngine,
     async after() {

@@ -64,6 +64,8 @@ interface Hook {
 
 export interface FakeImage {
   ref: string;
+  /** `name@sha256:…`, as an image pulled from a registry has them (none: built or loaded here). */
+  repoDigests?: string[];
   labels?: Labels;
   user?: string;
   workingDir?: string;
@@ -103,6 +105,8 @@ interface FakeNetwork {
 }
 
 const ZERO_TIME = '0001-01-01T00:00:00Z';
+/** The key prefix of an image no ref names any more (kept by id). */
+const UNNAMED = '\0';
 const BUILTIN_NETWORKS = ['bridge', 'host', 'none'];
 
 function newId(): string {
@@ -159,11 +163,53 @@ export class FakeEngine implements Engine {
 
   // ---- test controls ----
 
-  /** Adds an image the engine holds. */
+  /** Adds an image the engine holds (a `load`: an image event, whatever its labels). */
   addImage(img: FakeImage): string {
     const id = `sha256:${newId()}`;
-    this.imgs.set(img.ref, { id, tags: [img.ref], labels: { ...(img.labels ?? {}) }, user: img.user ?? '', workingDir: img.workingDir ?? '' });
+    this.keepUnnamed(img.ref);
+    this.imgs.set(img.ref, {
+      id,
+      tags: [img.ref],
+      labels: { ...(img.labels ?? {}) },
+      repoDigests: [...(img.repoDigests ?? [])],
+      user: img.user ?? '',
+      workingDir: img.workingDir ?? '',
+    });
+    this.emit('image', 'load', id, { name: img.ref, ...(img.labels ?? {}) });
     return id;
+  }
+
+  /** `docker tag SOURCE REF`: `ref` names the image `source` (a ref or an id) names, moved off any other. */
+  tagImage(ref: string, source: string): string {
+    const src = this.imgs.get(source) ?? [...this.imgs.values()].find((x) => x.id === source);
+    if (!src) throw httpError(404, `No such image: ${source}`);
+    this.keepUnnamed(ref);
+    this.imgs.set(ref, { ...structuredClone(src) });
+    this.emit('image', 'tag', src.id, { name: ref, ...src.labels });
+    return src.id;
+  }
+
+  /** `docker rmi REF` of a tag (the fake keeps the image, unnamed, when no other ref names it). */
+  untagImage(ref: string): void {
+    const i = this.imgs.get(ref);
+    if (!i) throw httpError(404, `No such image: ${ref}`);
+    this.keepUnnamed(ref);
+    this.imgs.delete(ref);
+    this.emit('image', 'untag', i.id, { name: ref, ...i.labels });
+  }
+
+  /** The refs that name image `id`, sorted. */
+  private tagsOf(id: string): string[] {
+    return [...this.imgs.entries()]
+      .filter(([r, i]) => i.id === id && !r.startsWith(UNNAMED))
+      .map(([r]) => r)
+      .sort();
+  }
+
+  /** A tag moved off an image that no other ref names: the engine keeps the image, unnamed (dangling). */
+  private keepUnnamed(ref: string): void {
+    const old = this.imgs.get(ref);
+    if (old && this.tagsOf(old.id).length === 1) this.imgs.set(`${UNNAMED}${old.id}`, old);
   }
 
   /** The next `times` calls of `op` (that `when` accepts) fail so. */
@@ -437,7 +483,7 @@ export class FakeEngine implements Engine {
       },
       create: async (spec) => {
         await this.call('containers.create', [spec]);
-        const img = this.imgs.get(spec.image);
+        const img = this.imgs.get(spec.image) ?? [...this.imgs.values()].find((x) => x.id === spec.image);
         if (!img) throw httpError(404, `No such image: ${spec.image}`);
         if (this.find(spec.name)?.name === spec.name) {
           throw httpError(
@@ -617,15 +663,16 @@ export class FakeEngine implements Engine {
     return {
       list: async (labelFilters) => {
         await this.call('images.list', [labelFilters]);
-        return [...this.imgs.values()]
+        const byId = new Map([...this.imgs.values()].map((i) => [i.id, i]));
+        return [...byId.values()]
           .filter((i) => matchesLabels(i.labels, labelFilters))
-          .map(({ id, tags, labels }) => ({ id, tags: [...tags], labels: { ...labels } }));
+          .map(({ id, labels, repoDigests }) => ({ id, tags: this.tagsOf(id), labels: { ...labels }, repoDigests: [...(repoDigests ?? [])] }));
       },
       inspect: async (ref) => {
         await this.call('images.inspect', [ref]);
         const i = this.imgs.get(ref) ?? [...this.imgs.values()].find((x) => x.id === ref);
         if (!i) throw httpError(404, `No such image: ${ref}`);
-        return structuredClone(i);
+        return { ...structuredClone(i), tags: this.tagsOf(i.id) };
       },
     };
   }
@@ -634,36 +681,43 @@ export class FakeEngine implements Engine {
     return {
       stream: async (labelFilters, opts) => {
         await this.call('events.stream', [labelFilters, opts]);
-        const queue: EngineEvent[] = [];
-        let wake: (() => void) | undefined;
-        const since = opts.since !== undefined ? BigInt(opts.since) * 1_000_000_000n : undefined;
-        const accept = (e: EngineEvent) => matchesLabels(e.attributes, labelFilters);
-        if (since !== undefined) queue.push(...this.log.filter((e) => e.timeNano >= since && accept(e)));
-        const listener = (e: EngineEvent) => {
-          if (!accept(e)) return;
-          queue.push(e);
-          wake?.();
-        };
-        this.listeners.add(listener);
-        const signal = opts.signal;
-        const onAbort = () => wake?.();
-        signal?.addEventListener('abort', onAbort);
-        const listeners = this.listeners;
-        return (async function* () {
-          try {
-            for (;;) {
-              while (queue.length) yield queue.shift() as EngineEvent;
-              if (signal?.aborted) return;
-              await new Promise<void>((r) => (wake = r));
-              wake = undefined;
-            }
-          } finally {
-            listeners.delete(listener);
-            signal?.removeEventListener('abort', onAbort);
-          }
-        })();
+        return this.follow((e) => matchesLabels(e.attributes, labelFilters), opts);
+      },
+      images: async (opts) => {
+        await this.call('events.images', [opts]);
+        return this.follow((e) => e.type === 'image', opts);
       },
     };
+  }
+
+  private follow(accept: (e: EngineEvent) => boolean, opts: { since?: number; signal?: AbortSignal }): AsyncIterable<EngineEvent> {
+    const queue: EngineEvent[] = [];
+    let wake: (() => void) | undefined;
+    const since = opts.since !== undefined ? BigInt(opts.since) * 1_000_000_000n : undefined;
+    if (since !== undefined) queue.push(...this.log.filter((e) => e.timeNano >= since && accept(e)));
+    const listener = (e: EngineEvent) => {
+      if (!accept(e)) return;
+      queue.push(e);
+      wake?.();
+    };
+    this.listeners.add(listener);
+    const signal = opts.signal;
+    const onAbort = () => wake?.();
+    signal?.addEventListener('abort', onAbort);
+    const listeners = this.listeners;
+    return (async function* () {
+      try {
+        for (;;) {
+          while (queue.length) yield queue.shift() as EngineEvent;
+          if (signal?.aborted) return;
+          await new Promise<void>((r) => (wake = r));
+          wake = undefined;
+        }
+      } finally {
+        listeners.delete(listener);
+        signal?.removeEventListener('abort', onAbort);
+      }
+    })();
   }
 }
 

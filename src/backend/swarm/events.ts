@@ -111,6 +111,12 @@ export class SwarmEvents implements EventClient {
     private readonly now: () => number = Date.now,
   ) {}
 
+  /** The manager's image events: its images are the ones the swarm backend's preflight looks at (index.ts). */
+  images(opts: { since?: number; signal?: AbortSignal }): Promise<AsyncIterable<EngineEvent>> {
+    if (!this.manager.images) return Promise.reject(new Error('the manager follows no image events'));
+    return this.manager.images(opts);
+  }
+
   async stream(labelFilters: string[], opts: { since?: number; signal?: AbortSignal }): Promise<AsyncIterable<EngineEvent>> {
     const abort = new AbortController();
     const outer = opts.signal;

@@ -1,7 +1,9 @@
 /** `berth describe NAME`: spec summary, status, resources on the engine, attestation, history. */
 import { EXIT, LABELS } from '../../constants';
 import { describeEngineError, isEngineDown } from '../../engine/errors';
+import { imageIndex } from '../../observe/images';
 import { instanceFilters } from '../../observe/snapshot';
+import { tagMoves, tagMoveText } from '../../observe/tag-moves';
 import { containerOwnership, imageLabels, recordedContainers } from '../../ownership';
 import { loadSpecs } from '../../spec/loader';
 import { specsRevision, type Context } from '../context';
@@ -45,7 +47,7 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
     kv('Working dir', s.workingDir);
     kv('Network', s.network.mode + (s.network.egress.length ? ` (egress: ${s.network.egress.join(', ')})` : ''));
     kv('Resources', `cpus=${s.resources.cpus ?? 'unlimited'} memory=${s.resources.memoryBytes ?? 'unlimited'} pids=${s.resources.pids}`);
-    kv('Deadline', s.deadlineSeconds !== null ? `${s.deadlineSeconds}s` : 'none');
+    kv('Deadline', s.deadlineSeconds !== null ? `${s.deadlineSeconds}s (spec)` : 'none in the spec (reconcile --default-deadline applies, if given)');
     kv('Retries', s.retries);
     kv('TTL', s.ttlSecondsAfterFinished !== null ? `${s.ttlSecondsAfterFinished}s after finished` : 'none');
     kv('Secrets', s.secrets.map((x) => `${x.name} (${x.fromEnv !== undefined ? `env ${x.fromEnv}` : 'file'})`).join(', '));
@@ -82,7 +84,14 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
     kv('Created', rec.createdAt ? `${rec.createdAt} (${age(rec.createdAt, now)} ago)` : undefined);
     kv('Started', rec.startedAt);
     kv('Finished', rec.finishedAt);
-    kv('Deadline at', rec.deadlineAt);
+    kv('Deadline at', rec.deadlineAt ? `${rec.deadlineAt} (${rec.deadlineSource === 'default' ? 'from --default-deadline' : 'from the spec'})` : undefined);
+    if (rec.image) {
+      kv(
+        'Image id',
+        `${rec.image.id}${rec.image.pinned ? ` (pinned for set ${loaded?.set?.set.name ?? '?'}; made from the id, not ${rec.image.ref})` : ` (${rec.image.ref})`}`,
+      );
+      kv('Repo digests', rec.image.repoDigests.length ? rec.image.repoDigests.join(', ') : 'none (built or loaded on the engine)');
+    }
     kv('Results', rec.resultsDir);
     kv('Container', rec.containerId?.slice(0, 12));
     if (rec.lastError) {
@@ -127,10 +136,15 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
       engine.containers.list(filters),
       engine.networks.list(filters),
       engine.volumes.list(filters),
-      engine.images.list([LABELS.managed]),
+      engine.images.list([]),
       ctx.store().loadAll(),
     ]);
-    const own = { instance: ctx.instance, labeledImages: imageLabels(images), recorded: recordedContainers(records.values()) };
+    const labeled = images.filter((i) => i.labels[LABELS.managed] !== undefined);
+    const own = { instance: ctx.instance, labeledImages: imageLabels(labeled), recorded: recordedContainers(records.values()) };
+    // a set's pinned image whose tag names another id now: reported, not followed
+    const policy = loaded?.set?.set;
+    const moved = policy ? tagMoves(ctx.store().pins.reload(), [policy], imageIndex(images)).filter((m) => m.ref === loaded?.spec.image) : [];
+    for (const m of moved) out.push(`WARNING:        ${tagMoveText(m)}`);
     out.push('', 'Resources:');
     const rows = [
       ...cs.flatMap((c) => {

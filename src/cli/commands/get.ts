@@ -102,12 +102,14 @@ export async function collectRows(ctx: Context, wanted: readonly string[] = [], 
 
 export function renderRows(rows: Row[], wide: boolean, headers = true): string {
   const head = ['NAME', 'PHASE', 'REASON', 'EXIT', 'RUN', 'AGE', 'DURATION'];
-  if (wide) head.push('IMAGE', 'LABELS', 'RESULTS');
+  if (wide) head.push('IMAGE', 'IMAGE ID', 'LABELS', 'RESULTS');
   const body = rows.map((r) => {
     const base = [r.name, r.phase, r.reason || '-', r.exitCode === null ? '-' : String(r.exitCode), String(r.run || '-'), r.age, r.duration];
     if (wide) {
       base.push(
         r.image || '-',
+        // the id the run's container was made from, short (as docker images shows ids)
+        r.status?.image ? `${r.status.image.id.replace(/^sha256:/, '').slice(0, 12)}${r.status.image.pinned ? ' (pinned)' : ''}` : '-',
         Object.entries(r.labels)
           .map(([k, v]) => `${k}=${v}`)
           .join(',') || '-',

@@ -73,6 +73,8 @@ export interface ReconcileOptions extends GitFlags {
   logMaxBytes?: number;
   hashMaxBytes?: number;
   hashMaxSeconds?: number;
+  /** `--default-deadline` (ms): the deadline of attempts whose spec sets no deadlineSeconds. */
+  defaultDeadline?: number;
   /** Controller: how often it checks that it still holds the instance's locks (no flag; tests). */
   lockCheckSeconds?: number;
   /** Rebind an instance bound to another source to this one (instance-source.ts). */

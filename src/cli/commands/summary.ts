@@ -5,7 +5,11 @@
 import { EXIT } from '../../constants';
 import { loadSpecs } from '../../spec/loader';
 import { toJunit } from '../../sets/junit';
-import { setsOfLoad, summarize, type SetSummary } from '../../sets/summary';
+import { setsOfLoad, summarize, type SetSummary, type Summary } from '../../sets/summary';
+import type { SetPolicy } from '../../spec/types';
+import { describeEngineError } from '../../engine/errors';
+import { imageIndex } from '../../observe/images';
+import { tagMoves, tagMoveText } from '../../observe/tag-moves';
 import { specsRevision, type Context } from '../context';
 import { duration, table } from './shared';
 import { matches } from '../selector';
@@ -40,11 +44,31 @@ export async function runSummary(ctx: Context, sets: string[], o: SummaryOptions
       )
       .filter(([, g]) => g.children.length > 0 || want.length === 0),
   );
-  const summary = summarize(chosen, statuses, Date.now(), o.samples);
+  const summary = await withTagMoves(ctx, summarize(chosen, statuses, Date.now(), o.samples), chosen);
   if (o.output === 'json') ctx.io.out(JSON.stringify(summary, null, 2) + '\n');
   else if (o.output === 'junit') ctx.io.out(toJunit(summary));
   else ctx.io.out(summary.sets.length ? summary.sets.map(renderSet).join('\n') : 'No AttemptSets.\n');
   return EXIT.ok;
+}
+
+/**
+ * The tags that moved under each set's pinned image, as the engine names them now (one image
+ * list). The summary reads no engine otherwise: when it does not answer, the sets carry no
+ * `tagMoved` and a warning says so.
+ */
+async function withTagMoves(ctx: Context, summary: Summary, sets: ReadonlyMap<string, { policy: SetPolicy }>): Promise<Summary> {
+  const pins = ctx.store().pins.reload();
+  const pinned = [...sets.values()].filter((g) => pins.has(g.policy.name)).map((g) => g.policy);
+  if (pinned.length === 0) return { ...summary, sets: summary.sets.map((s) => ({ ...s, tagMoved: [] })) };
+  let index;
+  try {
+    index = imageIndex(await ctx.engine().images.list([]));
+  } catch (err) {
+    ctx.io.err(`berth: warning: whether a pinned image's tag moved is not known: ${describeEngineError(err)}\n`);
+    return summary;
+  }
+  const moves = tagMoves(pins, pinned, index);
+  return { ...summary, sets: summary.sets.map((s) => ({ ...s, tagMoved: moves.filter((m) => m.set === s.name) })) };
 }
 
 const pct = (x: number | null | undefined) => (x === null || x === undefined ? '-' : x.toFixed(2));
@@ -67,6 +91,8 @@ function renderSet(s: SetSummary): string {
   );
   out.push(`  pass rate ${pct(s.passRate)} ± ${pct(s.stderr)}   ${passAt(s.passAtK)}${s.samplesAxis ? `   (samples: ${s.samplesAxis})` : ''}`);
   out.push(`  duration p50 ${dur(s.durationMs.p50)} p95 ${dur(s.durationMs.p95)}   queue wait p50 ${dur(s.queueMs.p50)} p95 ${dur(s.queueMs.p95)}`);
+  if (s.image) out.push(`  image ${s.image.ref} ${s.image.id}${s.image.repoDigests.length ? ` (${s.image.repoDigests.join(', ')})` : ''}`);
+  for (const m of s.tagMoved ?? []) out.push(`  WARNING: ${tagMoveText(m)}`);
   const rows = [['AXIS', 'VALUE', 'N', 'PASSED', 'FAILED', 'INFRA', 'PASS RATE', '± SE', 'PASS@K']];
   for (const [axis, values] of Object.entries(s.byAxis)) {
     for (const v of values)

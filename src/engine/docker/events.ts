@@ -44,6 +44,11 @@ export class DockerEvents implements EventClient {
     return this.filtered({ label: labelFilters }, opts);
   }
 
+  /** Image events, whatever the image's labels (a pull, a load, a tag). */
+  images(opts: { since?: number; signal?: AbortSignal }): Promise<AsyncIterable<EngineEvent>> {
+    return this.filtered({ type: ['image'] }, opts);
+  }
+
   /** The same with any of the engine's event filters (`type`, `event`, `label`, ...). */
   async filtered(filters: Record<string, string[]>, opts: { since?: number; signal?: AbortSignal }): Promise<AsyncIterable<EngineEvent>> {
     const raw = (await this.calls.run(

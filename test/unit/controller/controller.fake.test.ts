@@ -82,6 +82,32 @@ describe('controller against the fake engine (retry switch)', function () {
   const rec = (n: string): Promise<AttemptStatus | undefined> => store.get(n);
   const creates = () => fake.calls.filter((c) => c.op === 'containers.create').length;
 
+  for (const follows of [true, false]) {
+    it(`an attempt Blocked for a missing image is looked at again at an image event (a tag), with no resync${follows ? '' : ': not without the image events (the test can fail)'}`, async function () {
+      if (!follows) delete (fake.events as { images?: unknown }).images;
+      await fs.writeFile(
+        path.join(dir, 'specs', 'late.yaml'),
+        `apiVersion: berth.dev/v1\nkind: Attempt\nmetadata:\n  name: late\nspec:\n  image: late/img:1\n  command: [sh, -c, 'true']\n`,
+      );
+      await start([]);
+      await until('late is Blocked/ImageMissing and the controller idle', async () => (await rec('late'))?.reason === 'ImageMissing' && ctl.idle());
+      // idle: nothing more is queued by the block itself
+      for (let i = 0; i < 5; i++) await settle();
+      expect(ctl.idle()).to.equal(true);
+      expect(creates()).to.equal(0);
+      fake.tagImage('late/img:1', IMAGE);
+      if (follows) {
+        await until('late runs', async () => (await rec('late'))?.phase === 'Running');
+        expect((await rec('late'))?.image).to.deep.include({ ref: 'late/img:1', id: (await fake.images.inspect(IMAGE)).id });
+      } else {
+        for (let i = 0; i < 20; i++) await settle();
+        await new Promise((r) => setTimeout(r, 50));
+        expect(ctl.idle()).to.equal(true);
+        expect((await rec('late'))?.phase).to.equal('Blocked');
+      }
+    });
+  }
+
   it('a create that fails is retried after its back-off and no sooner; the error is recorded, then cleared', async function () {
     fake.fail('containers.create', { status: 500, message: 'disk full' }, { times: 3 });
     await start(['a']);

@@ -87,6 +87,41 @@ describe('executor against the fake engine', function () {
     expect(rec?.lastAttestation?.ok).to.equal(true);
   });
 
+  it('records the image the container was made from: the id the engine used, with its repo digests; a set child from its pinned id, the pin written first', async function () {
+    const id = fake.addImage({ ref: 'pinned:1', repoDigests: ['reg/pinned@sha256:1'], labels: {} });
+    const d = desired('prov', { image: 'pinned:1' });
+    await executor().run({ at: t, actions: [action(d, 'provision')], unchanged: new Map() } as never);
+    expect((await store.get('prov'))?.image).to.deep.equal({ ref: 'pinned:1', id, repoDigests: ['reg/pinned@sha256:1'] });
+    // the tag moves; a set's child is made from the id its plan pinned, which the pin file keeps (first wins)
+    fake.addImage({ ref: 'pinned:1', labels: {} });
+    const c = desired('child', { image: 'pinned:1' });
+    const act = action(c, 'provision');
+    const ops = act.ops.map((o) =>
+      o.type === 'create-container' ? { ...o, image: { id, pin: { set: 's', templateHash: 't', repoDigests: ['reg/pinned@sha256:1'] } } } : o,
+    );
+    const [res] = await executor().run({ at: t, actions: [{ ...act, ops }], unchanged: new Map() } as never);
+    expect(res?.ok, res?.error).to.equal(true);
+    const rec = await store.get('child');
+    expect(rec?.image).to.deep.equal({ ref: 'pinned:1', id, repoDigests: ['reg/pinned@sha256:1'], pinned: true });
+    expect((await fake.containers.inspect(c.container.name)).imageId).to.equal(id);
+    expect(rec?.lastAttestation?.ok, JSON.stringify(rec?.lastAttestation)).to.equal(true);
+    expect(store.pins.loadAll().get('s')?.images['pinned:1']?.id).to.equal(id);
+  });
+
+  it('an image inspect that fails after the create costs only the provenance there: the id is recorded, and attest-start records the image', async function () {
+    const d = desired('prov-late');
+    const ids: (string | undefined)[] = [];
+    const put = store.put.bind(store);
+    store.put = (rec) => (rec.name === 'prov-late' && ids.push(rec.image?.id), put(rec));
+    fake.fail('images.inspect', { status: 500, message: 'busy' }, { times: 1 });
+    const [res] = await executor().run({ at: t, actions: [action(d, 'provision')], unchanged: new Map() } as never);
+    expect(res?.ok, res?.error).to.equal(true);
+    const id = (await fake.images.inspect(IMAGE)).id;
+    // intent, container id (no image: its look failed), copied, Running (with the image)
+    expect(ids).to.deep.equal([undefined, undefined, undefined, id]);
+    expect((await store.get('prov-late'))?.image).to.deep.equal({ ref: IMAGE, id, repoDigests: [] });
+  });
+
   it("a 409 at create with the attempt's own container (an earlier try): that one is used, none is added", async function () {
     const d = desired('mine');
     const earlier = await fake.containers.create(stampNonce(d.container.create));

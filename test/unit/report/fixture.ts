@@ -54,6 +54,8 @@ export function fleet(): { sets: Map<string, { policy: SetPolicy; children: SetC
         startedAt: at(i * 2 + 1),
         ...(running ? {} : { finishedAt: at(i * 2 + 5 + i) }),
         resultsDir: path.join(ROOT, name, 'run-1', 'results'),
+        // every child ran the set's pinned image
+        image: { ref: 'swe/env:1', id: `sha256:${'5e'.repeat(32)}`, repoDigests: [`swe/env@sha256:${'d1'.repeat(32)}`], pinned: true },
       }),
     );
   });
@@ -69,6 +71,7 @@ export function fleet(): { sets: Map<string, { policy: SetPolicy; children: SetC
       startedAt: at(4),
       finishedAt: at(9),
       resultsDir: path.join(ROOT, 'plain-ok', 'run-1', 'results'),
+      image: { ref: `img:${XSS}`, id: `sha256:${'ab'.repeat(32)}`, repoDigests: [] },
     }),
   );
   statuses.set(
