@@ -20,6 +20,7 @@ import type { AttemptStatus, GradeRecord } from '../status/types';
 import { assertFoldersBelow, atFd, componentsBelow, mkdirBelow, openDirBelow } from '../util/no-follow';
 import { containerHolder } from './conflict';
 import { iso, type ExecContext } from './context';
+import { imageProvenance } from './image-provenance';
 import { graderArchive } from './grade-archive';
 import { DEFAULT_LIMITS, saveLog } from './harvest';
 import { DONE, outcomeOf } from './outcome';
@@ -166,11 +167,14 @@ export async function startGrader(x: ExecContext, a: AttemptAction, d: DesiredGr
   }
   const startedMs = engineTime(details.runState.startedAt) ?? x.now();
   const deadline = d.grade.deadlineSeconds;
+  // the grader's image as the attempt's is recorded (provenance); one the engine cannot say more of keeps its id alone
+  const prov = details.imageId ? await imageProvenance(x.deps.engine, d.container.create.image, details.imageId).catch(() => undefined) : undefined;
   await x.records.update(a, (r) =>
     withGrade(r, d.run, d.k, (g) => ({
       ...g,
       containerId: details.id,
       ...(details.imageId ? { imageId: details.imageId } : {}),
+      ...(prov?.repoDigests.length ? { repoDigests: prov.repoDigests } : {}),
       startedAt: iso(startedMs),
       ...(deadline !== null ? { deadlineAt: iso(startedMs + deadline * 1000) } : {}),
     })),

@@ -42,7 +42,7 @@ function grader(v: GradeView, k: number): DesiredGrader {
   const { inp, loaded, rec } = v;
   const g = loaded.spec.grade as NonNullable<LoadedSpec['spec']['grade']>;
   const runResults = rec.resultsDir ?? runResultsDir(inp.resultsRoot, loaded.spec.results, rec.run);
-  return desiredGrader(inp.instance, loaded, g, gradeHash(g), rec.run, k, runResults, g.image ?? loaded.spec.image);
+  return desiredGrader(inp.instance, loaded, g, gradeHash(g), rec.run, k, runResults, g.image ?? rec.image?.id ?? loaded.spec.image);
 }
 
 /** Grade `d.k` begun (or resumed, not `fresh`), its grader made, filled and started. */

@@ -95,9 +95,13 @@ export interface GradeRecord {
   message?: string;
   /** Absolute host path of the grader's results folder (mounted at /results in it). */
   resultsDir: string;
-  /** The image it ran (spec.grade.image, else the attempt's) and that image's id, when known. */
+  /**
+   * The image it ran (spec.grade.image, else the id of the image the attempt's run was made from,
+   * so a tag moved since does not change what grades it), that image's id and repo digests, when known.
+   */
   image: string;
   imageId?: string;
+  repoDigests?: string[];
   containerId?: string;
   exitCode?: number;
   oomKilled?: boolean;
