@@ -24,7 +24,7 @@ import { DEFAULTS } from '../constants';
 import type { FixtureEntry } from '../spec/fixture-scan';
 import { isCode } from '../status/atomic-file';
 import { atFd, openDirBelow, UnsafePathError } from '../util/no-follow';
-import type { ChangedEntry, EntryType, OmittedEntry, OmittedReason } from './workspace-types';
+import type { ChangedEntry, EntryType, OmittedEntry, OmittedReason, WorkspaceChanges } from './workspace-types';
 
 export interface CollectOptions {
   /** The fixture as copied in, by path relative to workingDir; null: no fixture (everything is added). */
@@ -38,16 +38,11 @@ export interface CollectOptions {
   signal?: AbortSignal;
 }
 
-export interface Collected {
-  added: ChangedEntry[];
-  modified: ChangedEntry[];
-  deleted: { path: string; type: EntryType }[];
-  typeChanged: (ChangedEntry & { from: EntryType })[];
-  omitted: OmittedEntry[];
-  truncated: boolean;
+/** What the archive held that changed: changes.json's lists, and the files written. */
+export type Collected = Pick<WorkspaceChanges, 'added' | 'modified' | 'deleted' | 'typeChanged' | 'omitted' | 'truncated'> & {
   /** Files written under filesDir (relative paths) with the mode they are to get. */
   written: { path: string; mode: number }[];
-}
+};
 
 /** Index entry type → the export's. */
 export function entryType(t: FixtureEntry['type']): EntryType {
