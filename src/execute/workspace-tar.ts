@@ -24,7 +24,7 @@ import { DEFAULTS } from '../constants';
 import type { FixtureEntry } from '../spec/fixture-scan';
 import { isCode } from '../status/atomic-file';
 import { atFd, openDirBelow, UnsafePathError } from '../util/no-follow';
-import type { ChangedEntry, EntryType, OmittedEntry, OmittedReason, WorkspaceChanges } from './workspace-types';
+import type { ChangedEntry, EntryType, OmittedReason, WorkspaceChanges } from './workspace-types';
 
 export interface CollectOptions {
   /** The fixture as copied in, by path relative to workingDir; null: no fixture (everything is added). */
