@@ -43,12 +43,15 @@ export async function finish(
   if (!outcome) {
     // The facts for the rule in plan/exit-outcome.ts: the boot the run was started under, and
     // (only for an end that may be the engine's) the engine's boot now.
-    const ranUnder = st && !st.running && st.exitCode !== 0 ? (await x.records.current(a)).engineBoot : undefined;
+    const rec = st && !st.running ? await x.records.current(a) : undefined;
+    const ranUnder = st && !st.running && st.exitCode !== 0 ? rec?.engineBoot : undefined;
     // Asked on a new connection: an engine that is shutting down (and stopping this very
     // container) refuses it, and the finish waits for the engine to come back (an error
     // here; the next pass tries again) instead of reading the engine's stop as the task's.
     const current = st && mayBeEngineDeath(st, ranUnder) ? await x.deps.engine.boot?.() : undefined;
-    outcome = exitOutcome(st, { ...(ranUnder ? { ranUnder } : {}), ...(current ? { current } : {}) });
+    // the deadline of the run this container is (a record of another run does not judge it)
+    const deadlineAt = rec?.containerId === id ? rec?.deadlineAt : undefined;
+    outcome = exitOutcome(st, { ...(ranUnder ? { ranUnder } : {}), ...(current ? { current } : {}) }, deadlineAt);
   }
   const end = outcome;
   const finishedMs = engineTime(st?.finishedAt) ?? x.now();

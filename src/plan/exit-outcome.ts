@@ -58,9 +58,23 @@ export function diedInEngineRestart(st: ContainerState, ranUnder: EngineBoot | u
   return finished !== undefined && boot !== undefined && finished <= boot;
 }
 
-/** The outcome of a run from its main container's state (undefined: the container is gone). */
-export function exitOutcome(st: ContainerState | undefined, boots: { ranUnder?: EngineBoot; current?: EngineBoot } = {}): RunEnd {
+/**
+ * The outcome of a run from its main container's state (undefined: the container is gone).
+ * `deadlineAt`: the run's recorded deadline. A run found finished after it had passed is TimedOut
+ * whatever its exit code (CONTRACT.md v3, "Deadlines are judged even unobserved"): nothing was
+ * watching at the deadline to stop it (`reconcile --once` without `--wait`), but it ran past it.
+ */
+export function exitOutcome(st: ContainerState | undefined, boots: { ranUnder?: EngineBoot; current?: EngineBoot } = {}, deadlineAt?: string): RunEnd {
   if (!st) return { phase: 'Failed', reason: REASONS.lost, message: 'the container vanished from the engine' };
+  const finished = engineTime(st.finishedAt);
+  const deadline = deadlineAt !== undefined ? Date.parse(deadlineAt) : NaN;
+  if (!st.running && finished !== undefined && finished > deadline) {
+    return {
+      phase: 'TimedOut',
+      reason: REASONS.deadlineExceeded,
+      message: `ran past its deadline (${deadlineAt}) and ended at ${st.finishedAt} (exit ${st.exitCode}) with nothing watching to stop it: judged when found finished`,
+    };
+  }
   if (st.oomKilled) return { phase: 'Failed', reason: REASONS.oomKilled, message: 'the container ran out of memory' };
   if (st.exitCode === 0) return { phase: 'Succeeded', reason: REASONS.completed };
   if (diedInEngineRestart(st, boots.ranUnder, boots.current)) {

@@ -6,7 +6,7 @@
  * out its grace before the next pass looked at the second's deadline: it ran 13 s, not 4.
  */
 import { expect } from 'chai';
-import { requireEngine } from '../support/engine';
+import { docker, requireEngine } from '../support/engine';
 import { Sandbox } from '../support/sandbox';
 
 const ranMs = (s: { startedAt?: string; finishedAt?: string } | undefined): number => Date.parse(s?.finishedAt ?? '') - Date.parse(s?.startedAt ?? '');
@@ -36,5 +36,22 @@ describe('reconcile --once --wait: deadlines (real engine)', function () {
     // The prompt one was stopped at its deadline, while the stubborn one's stop still waited.
     expect(ranMs(prompt), 'prompt ran (ms)').to.be.within(4_000, 7_000);
     expect(Date.parse(prompt?.finishedAt ?? ''), 'prompt finished before stubborn').to.be.below(Date.parse(stubborn?.finishedAt ?? ''));
+  });
+
+  it('a deadline is judged even unobserved: a run found finished after it is TimedOut, whatever its exit code', async function () {
+    // --once without --wait: nothing watches at the deadline; the run ends by itself after it (exit 0)
+    await sb.write('late.yaml', sb.attempt('late', 'sleep 4', '  deadlineSeconds: 1\n'));
+    await sb.write('early.yaml', sb.attempt('early', 'true', '  deadlineSeconds: 60\n'));
+    const first = await sb.cli('reconcile', '--once');
+    expect(first.code, first.stderr).to.equal(0);
+    const late = await sb.status('late');
+    await docker.getContainer(late?.containerId as string).wait();
+    const again = await sb.cli('reconcile', '--once', '--wait');
+    const rec = await sb.status('late');
+    expect([rec?.phase, rec?.reason, rec?.exitCode]).to.deep.equal(['TimedOut', 'DeadlineExceeded', 0]);
+    expect(rec?.message).to.include('judged when found finished');
+    expect((await sb.status('early'))?.phase).to.equal('Succeeded');
+    // a task outcome: the run failed
+    expect([again.code, again.stdout.trim().split('\n').at(-1)]).to.deep.equal([3, '1 passed, 1 failed, 0 infrastructure']);
   });
 });

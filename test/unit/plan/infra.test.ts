@@ -45,6 +45,19 @@ describe('exit outcome: engine restart or the task itself', function () {
   it('a vanished container is Lost', function () {
     expect(exitOutcome(undefined).reason).to.equal('Lost');
   });
+
+  it('a run found finished after its deadline is TimedOut whatever its exit code; one that ended before it keeps its own outcome', function () {
+    // finished 00:05:00.12; deadlines just before and just after
+    for (const code of [0, 1, 137]) {
+      const o = exitOutcome(exited(code), {}, '2026-01-01T00:05:00.000Z');
+      expect([o.phase, o.reason], `exit ${code}`).to.deep.equal(['TimedOut', 'DeadlineExceeded']);
+      expect(o.message).to.include('nothing watching');
+    }
+    expect(exitOutcome(exited(137, undefined, { oomKilled: true }), {}, '2026-01-01T00:04:00Z').reason).to.equal('DeadlineExceeded');
+    expect(exitOutcome(exited(0), {}, '2026-01-01T00:05:01Z').reason).to.equal('Completed');
+    expect(exitOutcome(exited(1), {}, '2026-01-01T00:05:01Z').reason).to.equal('Error');
+    expect(exitOutcome(exited(0), {}, undefined).reason).to.equal('Completed');
+  });
 });
 
 describe('planner (infrastructure deaths)', function () {
