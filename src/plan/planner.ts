@@ -10,7 +10,7 @@ import type { DesiredAttempt } from '../desired/types';
 import type { ContainerSummary } from '../engine/types';
 import { isImageId, resolveImage, type HeldImage, type ImageIndex } from '../observe/images';
 import type { ObservedAttempt } from '../observe/types';
-import { SKIP_REASONS } from '../sets/outcome';
+import { NOT_ADMITTED } from '../sets/outcome';
 import { formatIssue } from '../spec/issue';
 import type { LoadedSpec } from '../spec/types';
 import { pinOf } from '../status/pins';
@@ -448,7 +448,7 @@ function planBlockedWait({ inp, rec, base, main, specChanged, pre }: RunView): A
 /** No run is underway (new, replaced, Blocked, Pending, or a set's child not admitted before): a new one starts. */
 function planNewRun({ ctx, rec, base, d, current, main, specChanged, pre, run }: RunView): AttemptAction | undefined {
   // A set's child that was not admitted (failFast, maxFailed) is tried again: admission decides anew.
-  const skipped = rec?.phase === 'Failed' && SKIP_REASONS.has(rec.reason ?? '') && rec.run === run;
+  const skipped = rec?.phase === 'Failed' && NOT_ADMITTED.has(rec.reason ?? '') && rec.run === run;
   if (main || !(specChanged || !rec || rec.phase === 'Invalid' || rec.phase === 'Blocked' || rec.phase === 'Pending' || skipped)) return undefined;
   return startRun(
     ctx,

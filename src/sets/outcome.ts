@@ -25,8 +25,10 @@ import type { SetPolicy } from '../spec/types';
 /** The class an attempt's run falls in for its set (and the fleet report). */
 export type OutcomeClass = 'passed' | 'failed' | 'infra' | 'skipped' | 'unfinished';
 
-/** Reasons of children that were not run to an outcome: not admitted, or deleted by the user. */
-export const SKIP_REASONS: ReadonlySet<string> = new Set([REASONS.failFast, REASONS.maxFailedReached, REASONS.deleted]);
+/** Children a set did not admit (failFast, maxFailed): they never ran, and admission decides anew at each pass. */
+export const NOT_ADMITTED: ReadonlySet<string> = new Set([REASONS.failFast, REASONS.maxFailedReached]);
+/** Runs that count as skipped: not admitted, or deleted by the user (`berth delete`). */
+export const SKIP_REASONS: ReadonlySet<string> = new Set([...NOT_ADMITTED, REASONS.deleted]);
 /** Failures a run is retried after while `retries` allow (as the planner retries them). */
 const RETRIED: ReadonlySet<string> = new Set([REASONS.error, REASONS.oomKilled, REASONS.lost]);
 /** Task outcomes, named as `TASK_FAILURES` names them (the phase TimedOut, the Failed reasons). */

@@ -24,6 +24,19 @@ describe('planner: rerun and delete marks', function () {
     expect(changeCount(spent)).to.equal(0);
   });
 
+  it('a rerun of a deleted run starts run n+1 (a deleted run is skipped in the summary, never a child to admit again)', function () {
+    const rec = status('a', {
+      phase: 'Failed',
+      reason: 'Deleted',
+      exitCode: 143,
+      finishedAt: '2026-01-01T00:00:40.000Z',
+      run: 1,
+      rerunRequested: { at: '2026-01-01T00:00:50.000Z', run: 1 },
+    });
+    const a = plan(input({ specs: [spec('a')], statuses: statuses(rec) })).actions[0];
+    expect([a?.kind, a?.desired?.run]).to.deep.equal(['retry', 2]);
+  });
+
   it('a rerun waits for a slot like any new run', function () {
     const rec = status('a', { ...finished, rerunRequested: { at: '2026-01-01T00:00:50.000Z', run: 1 } });
     const busy = container('default', 'b', 'h-b');
