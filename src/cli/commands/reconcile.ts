@@ -357,10 +357,14 @@ async function untilFinal(
   });
   const timer = o.timeout !== undefined ? setTimeout(() => end({ opFailures: 0, timedOut: true }), o.timeout * 1000) : undefined;
   interrupt?.onSignal((code) => end(code));
+  let stopped = false;
   try {
     await controller.start();
     const e = await ended;
     if (typeof e !== 'number' && e.timedOut) {
+      // the operations under way finish first (their lines come before the verdict, which is the last line)
+      stopped = true;
+      await controller.stop();
       const load = controller.latestLoad();
       const statuses = await store.loadAll();
       const left = (load?.specs ?? []).filter(
@@ -374,7 +378,7 @@ async function untilFinal(
   } finally {
     clearTimeout(timer);
     // Actions under way finish (those still waiting for a worker are dropped); attempts keep running.
-    await controller.stop();
+    if (!stopped) await controller.stop();
     live.end();
     await firstDone;
   }
