@@ -9,7 +9,7 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { REASONS } from '../constants';
-import { BackendRefusedError, isConflict, isNotFound } from '../engine/errors';
+import { isConflict, isNotFound } from '../engine/errors';
 import { engineTime } from '../engine/time';
 import type { ContainerDetails } from '../engine/types';
 import type { DesiredGrader } from '../desired/grade';
@@ -96,16 +96,12 @@ export async function beginGrade(x: ExecContext, a: AttemptAction, { grader: d, 
 
 /**
  * `create-grader`: a fresh container of the grade's image, with a fresh nonce, its only bind the
- * grade's results folder (checked right before). A backend whose containers do not write their
- * results through a bind on this host (a swarm node) cannot grade yet: refused, never faked.
+ * grade's results folder (checked right before). On a backend whose containers write their
+ * results elsewhere (a swarm node's volume), that bind names the folder its results come home to
+ * (finish-grade's collect), as a run's does.
  */
 export async function createGrader(x: ExecContext, a: AttemptAction, d: DesiredGrader): Promise<OpOutcome> {
   const { engine } = x.deps;
-  if (engine.containers.collect) {
-    return outcomeOf(
-      new BackendRefusedError(REASONS.gradeFailed, 'the swarm backend cannot grade yet: a grader needs its results folder bound on the host where berth runs'),
-    );
-  }
   let id: string;
   try {
     await assertFoldersBelow(baseOf(x, d), d.resultsDir);
@@ -205,7 +201,8 @@ async function attemptWrote(runResults: string | undefined, file: string): Promi
  * `finish-grade`: the grade's end. Its verdict: with a set's `score`, the score the grader wrote
  * into its own results folder (none: GradeFailed, the score missing, never 0); without, its exit
  * code (0 passes, anything else fails). `forced`: ended by the planner (deadline, superseded) or
- * a grader that could not run. Its logs and status.json go into `grade-<k>/`.
+ * a grader that could not run. Its logs and status.json go into `grade-<k>/`; on a backend whose
+ * graders write their results elsewhere (a swarm node), its results are brought home first.
  */
 export async function finishGrade(x: ExecContext, a: AttemptAction, op: Extract<Operation, { type: 'finish-grade' }>): Promise<OpOutcome> {
   const rec = await x.records.current(a);
@@ -223,6 +220,14 @@ export async function finishGrade(x: ExecContext, a: AttemptAction, op: Extract<
   const exited = st && !st.running && engineTime(st.startedAt) !== undefined;
   const gradeDir = path.dirname(g.resultsDir);
   const notes = [...(g.notes ?? [])];
+  const base = g.resultsDir ? resultsBase(x.deps.resultsRoot, path.join(path.dirname(gradeDir), 'results')) : undefined;
+  // a backend whose graders write their results elsewhere (a swarm node's volume) brings them
+  // home first, into the folder begin-grade made (found again with no link followed), as a run's
+  const collect = x.deps.engine.containers.collect?.bind(x.deps.engine.containers);
+  if (collect && base && op.id && details) {
+    await assertFoldersBelow(base, g.resultsDir);
+    await collect(op.id, g.resultsDir);
+  }
   let end: Partial<GradeRecord>;
   if (op.forced) end = { state: op.forced.state, reason: op.forced.reason, message: op.forced.message };
   else if (op.score) {
@@ -237,7 +242,6 @@ export async function finishGrade(x: ExecContext, a: AttemptAction, op: Extract<
   } else if (exited) end = { state: 'graded', passed: st.exitCode === 0 };
   else end = { state: 'failed', reason: REASONS.gradeFailed, message: 'the grader ended without an exit code (it never ran, or its container is gone)' };
   const finishedMs = engineTime(st?.finishedAt) ?? x.now();
-  const base = g.resultsDir ? resultsBase(x.deps.resultsRoot, path.join(path.dirname(gradeDir), 'results')) : undefined;
   const final: GradeRecord = {
     ...g,
     ...end,

@@ -1,4 +1,5 @@
 /** The engine's past events for one instance: what tests count (starts, creates, dies). */
+import type Dockerode from 'dockerode';
 import { LABELS } from '../../src/constants';
 import { docker } from './engine';
 
@@ -10,9 +11,9 @@ export interface PastEvent {
   time: number;
 }
 
-/** Container events `action` of `instance` from `since` (seconds) until now. */
-export async function containerEvents(instance: string, since: number, action: string): Promise<PastEvent[]> {
-  const stream = (await docker.getEvents({
+/** Container events `action` of `instance` from `since` (seconds) until now, on the shared engine or `engine` (a test swarm's node). */
+export async function containerEvents(instance: string, since: number, action: string, engine: Dockerode = docker): Promise<PastEvent[]> {
+  const stream = (await engine.getEvents({
     since,
     until: (Date.now() / 1000).toFixed(3),
     filters: { type: ['container'], event: [action], label: [`${LABELS.instance}=${instance}`] },

@@ -9,7 +9,8 @@
  *    through that node's own engine berth makes the run's two node-local volumes (the
  *    workspace, mounted at the working folder, and the results, at /results; none for the egress
  *    proxy and sidecars) and a prepared container holding them and the attempt's volumes and
- *    naming its network (SWARM.netLabel), never started: the run is `created`. For `none`, the
+ *    naming its network (SWARM.netLabel), never started (with spec.user, the results volume's
+ *    root made that user's, as the results folder is on one engine): the run is `created`. For `none`, the
  *    run's own internal overlay is made through the manager at the same time as its volumes.
  *    No host folder is ever bound on a node.
  *  - putArchive: the fixture streams into the prepared container (so into the workspace volume),
@@ -27,6 +28,8 @@
  *    shown bound at /results, as it is where berth runs once collect() brought it home. A
  *    running task's networks are where its node's engine says its container sits.
  *  - collect: the results volume's files into the results folder (the node engine's archive API).
+ *  - getArchive: a path read out of the prepared container (the workspace for the export),
+ *    through the node's engine: the same volumes the task wrote, there until the run is removed.
  *  - stop: the task's container, through the node's engine (TERM, grace, KILL).
  *  - remove: the service (its task's container goes with it), the secrets, the prepared container
  *    and the volumes.
@@ -37,6 +40,7 @@
  */
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
+import { pack } from 'tar-stream';
 import { COMPONENTS, DEFAULTS, LABELS, REASONS, SWARM } from '../../constants';
 import { BackendRefusedError, isConflict, isNotFound } from '../../engine/errors';
 import { matchesLabels } from '../../engine/label-filter';
@@ -66,7 +70,8 @@ const resultsVolume = (run: string) => `${run}-results`;
 
 /** The labels of a run's own helpers (volumes, secrets): the run's owner labels and which run. */
 function helperLabels(labels: Labels, run: string): Labels {
-  const keep = [LABELS.managed, LABELS.instance, LABELS.attempt, LABELS.run, LABELS.specHash];
+  // the component and a grader's grade too: a half-made grader lists as the grader it was to be
+  const keep = [LABELS.managed, LABELS.instance, LABELS.attempt, LABELS.run, LABELS.specHash, LABELS.component, LABELS.grade];
   return { ...Object.fromEntries(keep.filter((k) => labels[k] !== undefined).map((k) => [k, labels[k] as string])), [SWARM.runLabel]: run };
 }
 
@@ -81,7 +86,7 @@ function halfMade(id: string, run: string, labels: Labels): ContainerSummary {
   return {
     id,
     name: run,
-    labels: { ...own, [LABELS.component]: COMPONENTS.main },
+    labels: { ...own, [LABELS.component]: own[LABELS.component] ?? COMPONENTS.main },
     image: '',
     imageId: '',
     state: 'created',
@@ -97,6 +102,16 @@ function halfMade(id: string, run: string, labels: Labels): ContainerSummary {
 function attemptVolumes(mounts: readonly MountSummary[], run: string): MountSummary[] {
   const own = new Set([wsVolume(run), resultsVolume(run)]);
   return mounts.filter((m) => m.type === 'volume' && m.name !== undefined && !own.has(m.name));
+}
+
+/** A tar of one folder entry, `folder` (absolute) owned by uid:gid, mode 0755. */
+async function ownedFolder(folder: string, uid: number, gid: number): Promise<Buffer> {
+  const p = pack();
+  p.entry({ name: `${folder.replace(/^\/+/, '')}/`, type: 'directory', mode: 0o755, uid, gid });
+  p.finalize();
+  const chunks: Buffer[] = [];
+  for await (const c of p) chunks.push(c as Buffer);
+  return Buffer.concat(chunks);
 }
 
 /** The network mode a run's task has, as the single engine names it. */
@@ -335,6 +350,13 @@ export class SwarmRuns implements ContainerClient {
             ],
       },
     });
+    // the results volume's root is the run's user's, as its results folder is on one engine
+    // (a fresh volume's root is root's: a run, or a grader, with spec.user could not write it).
+    // Through the archive API at `/`, which an engine refuses for a read-only root filesystem:
+    // such a run's results volume stays root's (docs/SWARM.md)
+    const owner = side || spec.host.readonlyRootfs ? undefined : /^(\d+):(\d+)$/.exec(spec.user ?? '');
+    if (owner && (owner[1] !== '0' || owner[2] !== '0'))
+      await h.engine.containers.putArchive(run, '/', await ownedFolder(DEFAULTS.resultsMount, Number(owner[1]), Number(owner[2])));
     return runId(run, h.node.id);
   }
 
@@ -347,7 +369,10 @@ export class SwarmRuns implements ContainerClient {
   private async node(spec: ContainerCreateSpec, run: string, net: RunNet): Promise<NodeHandle> {
     const l = spec.labels;
     const component = l[LABELS.component];
-    const held = await this.volumeNode(l, component === COMPONENTS.main ? spec.host.mounts.map((m) => m.source) : undefined);
+    // a run goes where the volumes it mounts are (a grader mounts none: it goes anywhere); its
+    // egress proxy and sidecars where all the attempt's are (its run will be there)
+    const own = component === COMPONENTS.main || component === COMPONENTS.grader;
+    const held = await this.volumeNode(l, own ? spec.host.mounts.map((m) => m.source) : undefined);
     if (held) return held;
     if (!net.private && (component === COMPONENTS.main || component === COMPONENTS.sidecar) && l[LABELS.instance] && l[LABELS.attempt] && l[LABELS.run]) {
       const beside = (
@@ -494,10 +519,13 @@ export class SwarmRuns implements ContainerClient {
             ],
             ...(net?.dns.length ? { dns: net.dns } : {}),
             mounts: [
+              // the run's own two, filled (and owned) as the prepared container left them: its
+              // create copied the image's content in already, and a second copy into a volume
+              // still empty would hand its root back to the image's owner (create: spec.user)
               ...(resultsDir
                 ? [
-                    { source: wsVolume(name), target: c.config.workingDir, readOnly: false },
-                    { source: resultsVolume(name), target: DEFAULTS.resultsMount, readOnly: false },
+                    { source: wsVolume(name), target: c.config.workingDir, readOnly: false, noCopy: true },
+                    { source: resultsVolume(name), target: DEFAULTS.resultsMount, readOnly: false, noCopy: true },
                   ]
                 : []),
               // the attempt's volumes, on this node (create made sure)
@@ -721,6 +749,22 @@ export class SwarmRuns implements ContainerClient {
     const s = await this.service(id);
     if (!s || this.isLost(s)) throw notFound(id);
     return this.swarm.services.logs(s.id, opts);
+  }
+
+  /**
+   * A tar of `path` read out of the run through its node's engine (the archive API: nothing runs
+   * anywhere), entries named `<basename of path>/...`. It is read from the run's prepared
+   * container, which holds the run's workspace volume at the working folder and its results
+   * volume at /results, the very volumes its task's container wrote, and which stays on the node
+   * until berth removes the run (the task's container is the node's, which may prune it in its
+   * own time). A run whose node berth cannot reach, or a path that is not there, is 404.
+   */
+  async getArchive(id: string, path: string): Promise<Readable> {
+    const h = await this.locate(id);
+    if (!h) throw notFound(id);
+    const get = h.engine.containers.getArchive?.bind(h.engine.containers);
+    if (!get) throw new Error(`the engine of node ${nodeName(h.node)} cannot read a container out`);
+    return get(parseRunId(id).name, path);
   }
 
   async collect(id: string, into: string): Promise<void> {

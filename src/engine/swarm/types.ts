@@ -21,8 +21,11 @@ export interface ServiceCreateSpec {
   nodeId: string;
   /** Networks (ids or names) with the task's aliases on each. */
   networks: { target: string; aliases?: string[] }[];
-  /** Node-local named volumes (made beforehand on the node). */
-  mounts: { source: string; target: string; readOnly: boolean }[];
+  /**
+   * Node-local named volumes (made beforehand on the node). `noCopy`: the task's container does
+   * not copy the image's content (and the folder's owner) into a volume it finds empty.
+   */
+  mounts: { source: string; target: string; readOnly: boolean; noCopy?: boolean }[];
   /** Swarm secrets delivered as files under /run/secrets (`file` is the path there). */
   secrets: { id: string; name: string; file: string }[];
   capDrop: string[];
