@@ -318,7 +318,9 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
       const c = ctx(cmd);
       let names: string[] | undefined;
       if (args.length || o.selector?.length) {
-        const chosen = await (require('./commands/choose') as typeof ChooseCmd).chooseAttempts(c, 'events', (await attemptsOf(c, args)) ?? [], o.selector);
+        const given = await attemptsOf(c, args);
+        if (!given) return;
+        const chosen = await (require('./commands/choose') as typeof ChooseCmd).chooseAttempts(c, 'events', given, o.selector);
         if (typeof chosen === 'number') return setExit(chosen);
         names = chosen.map((r) => r.name);
       }
