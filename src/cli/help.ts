@@ -20,7 +20,7 @@ Environment:
 `;
 
 const EXAMPLES: Record<string, string[]> = {
-  berth: ['berth validate', 'berth plan', 'berth reconcile --once --wait --timeout 1800', 'berth get -l suite=demo', 'berth logs swe-task-42-try-1 --tail 50'],
+  berth: ['berth validate', 'berth plan', 'berth reconcile --once --wait --timeout 30m', 'berth get -l suite=demo', 'berth logs swe-task-42-try-1 --tail 50'],
   validate: ['berth validate', 'berth validate specs/suite.yaml -o json', 'berth validate --git https://example.com/evals.git --git-path specs'],
   plan: [
     'berth plan',
@@ -29,7 +29,7 @@ const EXAMPLES: Record<string, string[]> = {
     'berth plan --git https://example.com/evals.git --git-ref main',
   ],
   reconcile: [
-    'berth reconcile --once --wait --timeout 1800   # run every attempt to completion',
+    'berth reconcile --once --wait --timeout 30m   # run every attempt to completion',
     'berth reconcile --once --wait --fail-on infra   # an eval run: task failures exit 0, infrastructure outcomes 5',
     'berth reconcile --metrics-addr 127.0.0.1:9464   # run as a controller',
     'berth reconcile --git https://example.com/evals.git --git-path specs --git-interval 60s   # follow a repository',
@@ -42,15 +42,24 @@ const EXAMPLES: Record<string, string[]> = {
     'berth get -l "!model" -o name --no-headers',
     'berth get --sets',
   ],
-  events: ['berth events', 'berth events swe-task-42-try-1 -w', 'berth events -o json'],
+  events: ['berth events', 'berth events swe-task-42-try-1 -w', 'berth events -l suite=demo -o json'],
   wait: ['berth wait -l suite=demo --timeout 30m', 'berth wait a --for phase=Running --timeout 2m'],
-  rerun: ['berth rerun swe-task-42-try-1', 'berth rerun -l "suite=demo"'],
+  rerun: [
+    'berth rerun swe-task-42-try-1',
+    'berth rerun set/swe-lite   # every attempt of the AttemptSet',
+    'berth get -o name -l suite=demo | xargs berth rerun',
+  ],
   regrade: ['berth regrade swe-lite-m1-t1-0', 'berth regrade -l berth.dev/set=swe-lite'],
   delete: ['berth delete swe-task-42-try-1', 'berth delete -l "model notin (m1)"'],
   summary: ['berth summary', 'berth summary swe-lite -l model=m1', 'berth summary -o junit > summary.xml', 'berth summary -o json --samples seed'],
   report: ['berth report   # writes <results root>/report.html', 'berth report swe-lite -l model=m1 -o swe-lite.html', 'berth report -o - > report.html'],
-  describe: ['berth describe swe-task-42-try-1'],
-  logs: ['berth logs a -f', 'berth logs a --run 1 --tail 20', 'berth logs a --sidecar egress-proxy'],
+  describe: ['berth describe swe-task-42-try-1', 'berth describe set/swe-lite   # each attempt of the AttemptSet'],
+  logs: [
+    'berth logs a -f',
+    'berth logs a --run 1 --tail 20',
+    'berth logs a --sidecar egress-proxy',
+    'berth logs set/swe-lite --tail 5   # each after a ==> attempt/NAME <== line',
+  ],
   clean: ['berth clean', 'berth clean --keep-state'],
   unlock: ['berth unlock', 'berth unlock --force'],
   version: ['berth version'],

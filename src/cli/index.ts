@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { BACKENDS } from '../backend/types';
 import { CONTRACT_VERSION, DEFAULTS, EXIT, FAIL_ON, SIGNAL_EXIT } from '../constants';
-import { parseDuration } from '../util/duration';
+import { DURATION_SYNTAX, parseDuration } from '../util/duration';
 import type * as CleanCmd from './commands/clean';
 import type * as Completion from './completion';
 import type * as DescribeCmd from './commands/describe';
@@ -26,9 +26,13 @@ import type * as WaitCmd from './commands/wait';
 import type * as RerunCmd from './commands/rerun';
 import type * as RegradeCmd from './commands/regrade';
 import type * as DeleteCmd from './commands/delete';
-import { defaultMaxRunning, makeContext, UsageError, type GlobalOptions } from './context';
+import type * as ResolveCmd from './commands/resolve';
+import type * as ChooseCmd from './commands/choose';
+import { defaultMaxRunning, makeContext, UsageError, type Context, type GlobalOptions } from './context';
 import { ENV_HELP, examplesHelp, EXIT_CODES_HELP } from './help';
 import { jsonLinesIo, processIo, wantsJsonLogs, type Io } from './io';
+import { NAME_FORMS, setNames } from './names';
+import { seeHelp, usageError, UsageOutput } from './usage';
 
 /** Set by the single-file build (scripts/build-cli.ts); from package.json otherwise. */
 declare const BERTH_BUNDLED_VERSION: string | undefined;
@@ -60,12 +64,19 @@ function bytes(name: string, min: number) {
   };
 }
 
-function durationMs(name: string) {
+/** A duration flag, in milliseconds: `500ms`, `30s`, `2m`, `1h30m`, or a bare number of seconds. */
+function durationMs(name: string, o: { zero?: boolean } = {}) {
   return (v: string): number => {
-    const ms = parseDuration(v);
-    if (ms === undefined) throw new InvalidArgumentError(`${name} must be a duration such as 500ms, 30s or 2m`);
+    const ms = parseDuration(v, o);
+    if (ms === undefined) throw new InvalidArgumentError(`${name} must be ${o.zero ? 'zero or ' : ''}${DURATION_SYNTAX}`);
     return ms;
   };
+}
+
+/** A duration flag whose command takes seconds (fractions allowed: 500ms is 0.5). */
+function durationSeconds(name: string, o: { zero?: boolean } = {}) {
+  const ms = durationMs(name, o);
+  return (v: string): number => ms(v) / 1000;
 }
 
 function maxRunningOption(): Option {
@@ -98,7 +109,7 @@ function gitOptions(cmd: Command, interval: boolean): Command {
     .option('--git-verify <allowed-signers>', 'with --git: apply only commits signed (ssh signing) by a key in this allowed-signers file');
   if (interval) {
     cmd.addOption(
-      new Option('--git-interval <duration>', 'with --git, controller: fetch this often')
+      new Option('--git-interval <duration>', 'with --git, controller: fetch this often (e.g. 30s, 5m)')
         .argParser(durationMs('--git-interval'))
         .default(undefined, `${DEFAULTS.gitIntervalMs / 1000}s`),
     );
@@ -110,7 +121,7 @@ function collect(v: string, prev: string[] = []): string[] {
   return [...prev, v];
 }
 
-export function buildProgram(io: Io, setExit: (code: number) => void): Command {
+export function buildProgram(io: Io, setExit: (code: number) => void, usage = new UsageOutput()): Command {
   const program = new Command('berth')
     .description('A Kubernetes-style reconciler for Docker: declarative eval attempts, converged and attested.')
     .version(version())
@@ -138,9 +149,15 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
         .env('BERTH_BACKEND')
         .default('engine'),
     )
-    .showHelpAfterError()
+    // Subcommand help lists these global flags too (set before the commands, which copy it).
+    .configureHelp({ showGlobalOptions: true })
     .exitOverride()
-    .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) });
+    .configureOutput({
+      writeOut: (s) => io.out(s),
+      // Help and the line after a mistake; run() sends it on (help to stdout: usage.ts).
+      writeErr: (s) => usage.write(s),
+      outputError: (s) => usage.write(usageError(s)),
+    });
 
   // Without --specs, commands other than reconcile, plan and validate follow the state folder's git source, if any.
   const ctx = (cmd: Command) =>
@@ -152,6 +169,22 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
       io,
     );
   const done = (p: Promise<number>) => p.then(setExit);
+  // Names as every command takes them (names.ts): NAME, attempt/NAME, set/NAME. Undefined when
+  // one stood for nothing (said on stderr; exit 1): such a command acts on none of them.
+  const attemptsOf = async (c: Context, args: string[]): Promise<string[] | undefined> => {
+    const resolve = require('./commands/resolve') as typeof ResolveCmd;
+    const r = await resolve.resolveAttempts(c, args);
+    if (resolve.reportMissing(c, r)) {
+      setExit(EXIT.failed);
+      return undefined;
+    }
+    return r.names;
+  };
+  const setsOf = (args: string[]): string[] => {
+    const r = setNames(args);
+    if (!Array.isArray(r)) throw new UsageError(r.usage);
+    return r;
+  };
 
   const validate = program
     .command('validate')
@@ -189,11 +222,11 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .description('converge the engine to the specs')
     .option('--once', 'make one full pass and exit')
     .option('--wait', 'with --once: keep going until every attempt is finished')
-    .option('--timeout <seconds>', 'with --wait: give up after this long', int('--timeout', 1))
+    .option('--timeout <duration>', 'with --once --wait: give up after this long (e.g. 30m, 1h; a bare number is seconds)', durationSeconds('--timeout'))
     .addOption(failOnOption('with --wait: '))
     .addOption(maxRunningOption())
     .option('--concurrency <n>', `engine operations in flight (default: ${DEFAULTS.concurrency})`, int('--concurrency', 1))
-    .option('--resync <seconds>', 'controller: full pass at least this often', int('--resync', 1), 30)
+    .addOption(new Option('--resync <duration>', 'controller: full pass at least this often').argParser(durationSeconds('--resync')).default(30, '30s'))
     .option('--egress-proxy-image <image>', 'image of the egress proxy sidecar (same contract as docs/EGRESS.md)')
     .option('--egress-network <name>', 'existing network the egress proxy reaches out through (default: one per attempt)')
     .option('--workers <n>', 'controller: attempts worked on at once (default: --concurrency)', int('--workers', 1))
@@ -204,7 +237,11 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--notify-url <url>', "with --git: POST each revision's outcome here (JSON, X-Berth-Signature-256) once all its attempts finished")
     .option('--notify-secret-file <file>', 'the HMAC secret --notify-url POSTs are signed with, from this file')
     .option('--notify-secret-env <var>', 'the HMAC secret --notify-url POSTs are signed with, from this environment variable')
-    .option('--retry-backoff <seconds>', 'first back-off before retrying a failed run (doubles, capped at 6 min)', int('--retry-backoff', 0), 10)
+    .addOption(
+      new Option('--retry-backoff <duration>', 'first back-off before retrying a failed run (doubles, capped at 6 min; 0: none)')
+        .argParser(durationSeconds('--retry-backoff', { zero: true }))
+        .default(10, '10s'),
+    )
     .option('--allow-empty', "let a specs folder with no attempts remove the instance's attempts (default: such a folder removes nothing)")
     .option(
       '--infra-retries <n>',
@@ -221,7 +258,11 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
       `bytes of results the manifest hashes at most; larger files are listed without a hash (default ${DEFAULTS.hashMaxBytes / 1024 ** 3}g)`,
       bytes('--hash-max-bytes', 0),
     )
-    .option('--hash-max-seconds <n>', `seconds the manifest hashes at most per run (default ${DEFAULTS.hashMaxSeconds})`, int('--hash-max-seconds', 1))
+    .option(
+      '--hash-max-seconds <duration>',
+      `how long the manifest hashes at most per run (e.g. 90s, 5m; a bare number is seconds; default ${DEFAULTS.hashMaxSeconds}s)`,
+      durationSeconds('--hash-max-seconds'),
+    )
     .option('--move-instance', 'the instance is bound to another source: move it to this one on purpose (what the other source runs is removed)')
     .addOption(
       new Option(
@@ -233,13 +274,17 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     );
   gitOptions(reconcile, true).action(async (o, cmd: Command) => {
     if (o.wait && !o.once) throw new UsageError('--wait goes with --once (reconcile --once --wait); to wait on a running controller, use berth wait');
+    if (o.timeout !== undefined && !o.wait)
+      throw new UsageError(
+        `--timeout goes with --once --wait (berth reconcile --once --wait --timeout 30m): ${o.once ? 'without --wait, --once does not wait' : 'a controller runs until it is stopped'}`,
+      );
     await done((require('./commands/reconcile') as typeof ReconcileCmd).runReconcile(ctx(cmd), o));
   });
 
   program
     .command('get')
     .description('list attempts and their status')
-    .argument('[name...]', 'attempts to show (default: all)')
+    .argument('[name...]', `attempts to show (default: all): ${NAME_FORMS}`)
     .option(
       '-l, --selector <selector>',
       "label selector, as kubectl's: k=v, k!=v, 'k in (a,b)', 'k notin (a,b)', k, !k; comma = and (repeatable: and)",
@@ -249,87 +294,129 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--no-headers', 'tables without the header row')
     .option('--sets', 'list AttemptSets: a row per set with its children counted by phase')
     .option('-w, --watch', 'after the listing, print each change as it happens (until Ctrl-C)')
-    .action(async (names: string[], o, cmd: Command) => {
-      await done((require('./commands/get') as typeof GetCmd).runGet(ctx(cmd), names, o));
+    .action(async (args: string[], o, cmd: Command) => {
+      const c = ctx(cmd);
+      const get = require('./commands/get') as typeof GetCmd;
+      if (o.sets) return done(get.runGet(c, setsOf(args), o));
+      // kubectl: what was found is shown, and each name that was not is an error (exit 1).
+      const resolve = require('./commands/resolve') as typeof ResolveCmd;
+      const r = await resolve.resolveAttempts(c, args);
+      const missing = resolve.reportMissing(c, r);
+      if (missing && !r.names.length) return setExit(EXIT.failed);
+      const code = await get.runGet(c, r.names, o);
+      return setExit(missing && code === EXIT.ok ? EXIT.failed : code);
     });
 
   program
     .command('events')
     .description('what happened to attempts (created, started, attested, drifted, died, retried, removed), newest last')
-    .argument('[name]')
+    .argument('[name...]', `whose events (default: every attempt's): ${NAME_FORMS}`)
+    .option('-l, --selector <selector>', 'label selector, as for get', collect)
     .option('-w, --watch', 'print new events as they happen (until Ctrl-C)')
     .addOption(new Option('-o, --output <format>', 'output format (json: one event per line)').choices(['json']))
-    .action(async (name: string | undefined, o, cmd: Command) => {
-      await done((require('./commands/events') as typeof EventsCmd).runEvents(ctx(cmd), name, o));
+    .action(async (args: string[], o: EventsCmd.EventsOptions & { selector?: string[] }, cmd: Command) => {
+      const c = ctx(cmd);
+      let names: string[] | undefined;
+      if (args.length || o.selector?.length) {
+        const given = await attemptsOf(c, args);
+        if (!given) return;
+        const chosen = await (require('./commands/choose') as typeof ChooseCmd).chooseAttempts(c, 'events', given, o.selector);
+        if (typeof chosen === 'number') return setExit(chosen);
+        names = chosen.map((r) => r.name);
+      }
+      return done((require('./commands/events') as typeof EventsCmd).runEvents(c, names, o));
     });
 
   program
     .command('wait')
     .description('wait until attempts are finished, or in a phase')
-    .argument('[name...]', 'attempts to wait for (default: all, or those -l selects)')
+    .argument('[name...]', `attempts to wait for (default: all, or those -l selects): ${NAME_FORMS}`)
     .option('-l, --selector <selector>', 'label selector, as for get', collect)
     .option('--for <condition>', 'finished, or phase=<Phase> (e.g. phase=Succeeded)', 'finished')
-    .addOption(new Option('--timeout <duration>', 'give up after this long (exit 1)').argParser(durationMs('--timeout')).default(30_000, '30s'))
+    .addOption(
+      new Option('--timeout <duration>', 'give up after this long, exit 1 (e.g. 30m, 1h; a bare number is seconds)')
+        .argParser(durationMs('--timeout'))
+        .default(30_000, '30s'),
+    )
     .addOption(failOnOption(''))
-    .action(async (names: string[], o, cmd: Command) => {
-      await done((require('./commands/wait') as typeof WaitCmd).runWait(ctx(cmd), names, o));
+    .action(async (args: string[], o, cmd: Command) => {
+      const c = ctx(cmd);
+      const names = await attemptsOf(c, args);
+      if (names) await done((require('./commands/wait') as typeof WaitCmd).runWait(c, names, o));
     });
 
   program
     .command('rerun')
     .description('a new run of finished attempts, same spec (earlier results stay)')
-    .argument('[name...]', 'attempts to re-run')
+    .argument('[name...]', `attempts to re-run: ${NAME_FORMS}`)
     .option('-l, --selector <selector>', 'label selector, as for get', collect)
-    .action(async (names: string[], o, cmd: Command) => {
-      await done((require('./commands/rerun') as typeof RerunCmd).runRerun(ctx(cmd), names, o));
+    .action(async (args: string[], o, cmd: Command) => {
+      const c = ctx(cmd);
+      const names = await attemptsOf(c, args);
+      if (names) await done((require('./commands/rerun') as typeof RerunCmd).runRerun(c, names, o));
     });
 
   program
     .command('regrade')
     .description('grade finished runs again (spec.grade), without running their attempts again; earlier grades stay')
-    .argument('[name...]', 'attempts to grade again')
+    .argument('[name...]', `attempts to grade again: ${NAME_FORMS}`)
     .option('-l, --selector <selector>', 'label selector, as for get', collect)
-    .action(async (names: string[], o, cmd: Command) => {
-      await done((require('./commands/regrade') as typeof RegradeCmd).runRegrade(ctx(cmd), names, o));
+    .action(async (args: string[], o, cmd: Command) => {
+      const c = ctx(cmd);
+      const names = await attemptsOf(c, args);
+      if (names) await done((require('./commands/regrade') as typeof RegradeCmd).runRegrade(c, names, o));
     });
 
   program
     .command('delete')
     .description("remove attempts' engine resources now (results stay); not run again until the spec changes or rerun")
-    .argument('[name...]', 'attempts to delete')
+    .argument('[name...]', `attempts to delete: ${NAME_FORMS}`)
     .option('-l, --selector <selector>', 'label selector, as for get', collect)
-    .action(async (names: string[], o, cmd: Command) => {
-      await done((require('./commands/delete') as typeof DeleteCmd).runDelete(ctx(cmd), names, o));
+    .action(async (args: string[], o, cmd: Command) => {
+      const c = ctx(cmd);
+      const names = await attemptsOf(c, args);
+      if (names) await done((require('./commands/delete') as typeof DeleteCmd).runDelete(c, names, o));
     });
 
   program
     .command('summary')
     .description('how AttemptSets did: counts, pass@k, pass rates per axis value, durations')
-    .argument('[set...]', 'AttemptSet names (default: all)')
+    .argument('[set...]', 'AttemptSets, NAME or set/NAME (default: all)')
     .option('-l, --selector <key=value>', 'only children with these spec labels (repeatable, or comma-separated)', collect)
     .option('--samples <axis>', 'the axis whose values are repeated samples of one cell (default: seed, sample, trial, attempt, try or run)')
     .addOption(new Option('-o, --output <format>', 'output format').choices(['table', 'json', 'junit']).default('table'))
     .action(async (sets: string[], o, cmd: Command) => {
-      await done((require('./commands/summary') as typeof SummaryCmd).runSummary(ctx(cmd), sets, o));
+      await done((require('./commands/summary') as typeof SummaryCmd).runSummary(ctx(cmd), setsOf(sets), o));
     });
 
   program
     .command('report')
     .description('the fleet report: one self-contained HTML file (summary, matrix heatmap, timeline, attempts)')
-    .argument('[set...]', 'AttemptSet names (default: every set and plain attempt)')
+    .argument('[set...]', 'AttemptSets, NAME or set/NAME (default: every set and plain attempt)')
     .option('-l, --selector <key=value>', 'only attempts with these spec labels (repeatable, or comma-separated)', collect)
     .option('-o, --output <file.html>', 'where to write it; - for stdout (default: <results root>/report.html, where its links work)')
     .option('--max-running <n>', "the slots line drawn on the timeline (default: reconcile's default here)", int('--max-running', 1))
     .action(async (sets: string[], o, cmd: Command) => {
-      await done((require('./commands/report') as typeof ReportCmd).runReport(ctx(cmd), sets, o));
+      await done((require('./commands/report') as typeof ReportCmd).runReport(ctx(cmd), setsOf(sets), o));
     });
 
   program
     .command('describe')
-    .description('everything about one attempt')
-    .argument('<name>')
-    .action(async (name: string, _o, cmd: Command) => {
-      await done((require('./commands/describe') as typeof DescribeCmd).runDescribe(ctx(cmd), name));
+    .description('everything about attempts')
+    .argument('<name...>', NAME_FORMS)
+    .action(async (args: string[], _o, cmd: Command) => {
+      const c = ctx(cmd);
+      const names = await attemptsOf(c, args);
+      if (!names) return;
+      const describe = require('./commands/describe') as typeof DescribeCmd;
+      let code: number = EXIT.ok;
+      // Several (a set): one after another, a blank line between, as kubectl describes several objects.
+      for (const [i, name] of names.entries()) {
+        if (i) io.out('\n');
+        const one = await describe.runDescribe(c, name);
+        if (one !== EXIT.ok) code = one;
+      }
+      setExit(code);
     });
 
   program
@@ -342,14 +429,22 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
 
   program
     .command('logs')
-    .description("an attempt's logs: from its container, or harvested after it is gone")
-    .argument('<name>')
+    .description("attempts' logs: from their containers, or harvested after they are gone")
+    .argument('[name...]', NAME_FORMS)
+    .option('-l, --selector <selector>', 'label selector, as for get', collect)
     .option('-f, --follow', 'follow the log')
     .option('--run <n>', 'that run (default: the current one); earlier runs from their harvested logs', int('--run', 1))
     .option('--sidecar <name>', "a sidecar's log (e.g. egress-proxy)")
     .option('--tail <n>', 'only the last n lines', int('--tail', 0))
-    .action(async (name: string, o, cmd: Command) => {
-      await done((require('./commands/logs') as typeof LogsCmd).runLogs(ctx(cmd), name, o));
+    .action(async (args: string[], o: LogsCmd.LogsOptions & { selector?: string[] }, cmd: Command) => {
+      const c = ctx(cmd);
+      const names = await attemptsOf(c, args);
+      if (!names) return;
+      const chosen = await (require('./commands/choose') as typeof ChooseCmd).chooseAttempts(c, 'logs', names, o.selector);
+      if (typeof chosen === 'number') return setExit(chosen);
+      // in the order given (a set's children in expansion order), not chooseAttempts' sorted one
+      const order = names.length ? names : chosen.map((r) => r.name);
+      return done((require('./commands/logs') as typeof LogsCmd).runLogsOf(c, order, o));
     });
 
   program
@@ -389,7 +484,12 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
       io.out(shell === 'bash' ? c.bashCompletion(spec) : shell === 'zsh' ? c.zshCompletion(spec) : c.fishCompletion(spec));
     });
 
-  for (const c of program.commands) c.addHelpText('after', examplesHelp(c.name()));
+  for (const c of program.commands) {
+    c.addHelpText('after', examplesHelp(c.name()));
+    // A mistake prints two lines, as kubectl's do: what is wrong (with a did-you-mean), and where help is.
+    c.showHelpAfterError(seeHelp(c.name()));
+  }
+  program.showHelpAfterError(seeHelp());
   program.addHelpText('after', `${examplesHelp('berth')}${EXIT_CODES_HELP}${ENV_HELP}`);
   return program;
 }
@@ -398,13 +498,19 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
 export async function run(argv: string[], plainIo: Io = processIo): Promise<number> {
   const io = wantsJsonLogs(argv) ? jsonLinesIo(plainIo) : plainIo;
   let code: number = EXIT.ok;
-  const program = buildProgram(io, (c) => (code = c));
+  const usage = new UsageOutput();
+  const program = buildProgram(io, (c) => (code = c), usage);
   try {
     await program.parseAsync(argv);
     return code;
   } catch (err) {
     if (err instanceof CommanderError) {
-      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return EXIT.ok;
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') {
+        // `berth` with no command: its help, on stdout as every help is.
+        io.out(usage.take());
+        return EXIT.ok;
+      }
+      io.err(usage.take());
       return EXIT.usage;
     }
     if (err instanceof UsageError) {

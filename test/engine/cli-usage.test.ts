@@ -1,6 +1,6 @@
 /** The command line as a new user meets it: version, completion, help with examples, BERTH_* defaults, --log-format json on stderr, pluralized messages. */
 import { expect } from 'chai';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -15,8 +15,40 @@ async function berth(...args: string[]) {
   return { code, stdout: io.stdout, stderr: io.stderr };
 }
 
+/** The built CLI (npm run build), as a user runs it. */
+const BIN = path.resolve(__dirname, '..', '..', 'bin', 'berth.js');
+
+function built(...args: string[]) {
+  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', timeout: 20_000 });
+  return { code: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr };
+}
+
 describe('cli usage', function () {
   this.timeout(60_000);
+
+  it("a typo'd command or a bad flag: two lines on stderr (the error, where help is), nothing on stdout, exit 2", function () {
+    expect(built('gte')).to.deep.equal({ code: 2, signal: null, stdout: '', stderr: "berth: unknown command 'gte' (did you mean get?)\nsee 'berth --help'\n" });
+    expect(built('logs', '--tial', '5')).to.deep.equal({
+      code: 2,
+      signal: null,
+      stdout: '',
+      stderr: "berth: unknown option '--tial' (did you mean --tail?)\nsee 'berth logs --help'\n",
+    });
+    const help = built('get', '--help');
+    expect([help.code, help.stderr]).to.deep.equal([0, '']);
+    expect(help.stdout).to.match(/^Global Options:\n(.*\n)* {2}--state <dir> /m);
+  });
+
+  it('reconcile --timeout without --once --wait is refused at once, no controller started', function () {
+    const dir = path.join(os.tmpdir(), `berth-no-controller-${process.pid}`);
+    const r = built('reconcile', '--timeout', '30s', '--state', dir, '--specs', dir);
+    expect(r).to.deep.equal({
+      code: 2,
+      signal: null,
+      stdout: '',
+      stderr: 'berth: --timeout goes with --once --wait (berth reconcile --once --wait --timeout 30m): a controller runs until it is stopped\n',
+    });
+  });
 
   it('berth version', async function () {
     const v = await berth('version');

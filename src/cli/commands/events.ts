@@ -1,5 +1,5 @@
 /**
- * `berth events [NAME] [-w] [-o json]`: what happened to the instance's attempts, newest last
+ * `berth events [NAME...] [-l SELECTOR] [-w] [-o json]`: what happened to the instance's attempts, newest last
  * (src/cli/events.ts derives them from the status records). With -w, new events are printed
  * as the records change (file events), until SIGINT or SIGTERM.
  */
@@ -18,9 +18,10 @@ export interface EventsOptions {
   signal?: AbortSignal;
 }
 
-async function load(ctx: Context, name?: string): Promise<AttemptEvent[]> {
+/** `names`: only these attempts' events (undefined: every attempt's). */
+async function load(ctx: Context, names?: ReadonlySet<string>): Promise<AttemptEvent[]> {
   const recs = await new StatusStore(ctx.stateDir, ctx.instance).loadAll();
-  return allEvents([...recs.values()].filter((r) => !name || r.name === name));
+  return allEvents([...recs.values()].filter((r) => !names || names.has(r.name)));
 }
 
 function render(ctx: Context, events: AttemptEvent[], o: EventsOptions, headers: boolean): void {
@@ -34,8 +35,11 @@ function render(ctx: Context, events: AttemptEvent[], o: EventsOptions, headers:
   ctx.io.out(table(headers ? [['LAST SEEN', 'TYPE', 'REASON', 'OBJECT', 'MESSAGE'], ...rows] : rows));
 }
 
-export async function runEvents(ctx: Context, name: string | undefined, o: EventsOptions): Promise<number> {
-  const first = await load(ctx, name);
+/** The events of the attempts named (one name, or several: a set, -l); all of the instance's when `names` is undefined. */
+export async function runEvents(ctx: Context, names: string | readonly string[] | undefined, o: EventsOptions): Promise<number> {
+  const only = names === undefined ? undefined : new Set(typeof names === 'string' ? [names] : names);
+  const name = only?.size === 1 ? [...only][0] : undefined;
+  const first = await load(ctx, only);
   if (name && !first.length && !(await new StatusStore(ctx.stateDir, ctx.instance).get(name))) {
     diag(ctx, 'error', `attempt ${JSON.stringify(name)} has no status record: no events (berth get shows whether it exists)`);
     return EXIT.failed;
@@ -60,7 +64,7 @@ export async function runEvents(ctx: Context, name: string | undefined, o: Event
     while (!stop.signal.aborted) {
       await waker.wait(60_000);
       if (stop.signal.aborted) break;
-      const fresh = (await load(ctx, name)).filter((e) => !seen.has(JSON.stringify(e)));
+      const fresh = (await load(ctx, only)).filter((e) => !seen.has(JSON.stringify(e)));
       for (const e of fresh) seen.add(JSON.stringify(e));
       render(ctx, fresh, o, headers && fresh.length > 0);
       if (fresh.length) headers = false;

@@ -1,5 +1,5 @@
 /**
- * `berth logs NAME [-f] [--run N] [--sidecar NAME] [--tail N]`: a run's log (the main
+ * `berth logs NAME... | -l SELECTOR [-f] [--run N] [--sidecar NAME] [--tail N]`: a run's log (the main
  * container's, or a sidecar's) from its container while the run goes on, from the harvested file
  * (`run-<n>/logs.txt`, `run-<n>/sidecars/<name>.log`) once it is finished, and from that file too
  * when the engine cannot be reached (with a note on stderr). Earlier runs exist only as files.
@@ -99,4 +99,20 @@ export async function runLogs(ctx: Context, name: string, o: LogsOptions): Promi
     `no logs for ${what}: no container and no harvested log${file ? ` (${file})` : ''}; it has not run yet, or its results were removed (berth describe shows its runs)`,
   );
   return EXIT.failed;
+}
+
+/**
+ * The logs of several attempts (a set, several names, -l): each after a `==> attempt/NAME <==`
+ * line, as `tail` shows several files. `-f` follows one attempt.
+ */
+export async function runLogsOf(ctx: Context, names: readonly string[], o: LogsOptions): Promise<number> {
+  if (names.length === 1) return runLogs(ctx, names[0] as string, o);
+  if (o.follow) throw new UsageError(`-f follows one attempt, and ${names.length} were chosen: berth logs NAME -f`);
+  let code: number = EXIT.ok;
+  for (const [i, name] of names.entries()) {
+    ctx.io.out(`${i ? '\n' : ''}==> attempt/${name} <==\n`);
+    const c = await runLogs(ctx, name, o);
+    if (c !== EXIT.ok) code = c;
+  }
+  return code;
 }

@@ -39,6 +39,7 @@ import { notifyOf } from '../notify-flags';
 import { endLine, tally } from '../../sets/outcome';
 import { failOnOf, outcomeExit, outcomeOf, watched } from '../wait-condition';
 import type * as ControllerCmd from './controller';
+import { formatDuration } from '../../util/duration';
 
 /** The git modules load only with --git. */
 const short = (rev: string): string => (require('../../git/source') as typeof GitSourceMod).short(rev);
@@ -46,7 +47,7 @@ const short = (rev: string): string => (require('../../git/source') as typeof Gi
 export interface ReconcileOptions extends GitFlags {
   once?: boolean;
   wait?: boolean;
-  /** Seconds --wait may take. */
+  /** Seconds --wait may take (`--timeout`, a duration; fractions from `500ms`). */
   timeout?: number;
   /** With --wait: which outcomes make the exit code non-zero (failed, infra, none; default failed). */
   failOn?: string;
@@ -371,7 +372,7 @@ async function untilFinal(
         (sp) => !DONE_FOR_WAIT.has(statuses.get(sp.spec.name)?.phase ?? 'Pending') || gradePending(sp, statuses.get(sp.spec.name)),
       ).length;
       live.end();
-      diag(ctx, 'error', `--timeout ${o.timeout}s passed with ${plural(left, 'attempt')} unfinished`);
+      diag(ctx, 'error', `--timeout ${formatDuration((o.timeout ?? 0) * 1000)} passed with ${plural(left, 'attempt')} unfinished`);
       return { ...e, ...(load ? { load } : {}) };
     }
     return e;

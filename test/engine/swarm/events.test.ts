@@ -80,7 +80,7 @@ describe('wake-ups for runs on every node of a real two-node swarm', function ()
     })();
     try {
       await sb.write('a.yaml', sb.attempt('a', 'exit 0'));
-      const r = await swarmCli(sb, s, 'reconcile', '--once', '--timeout', '120');
+      const r = await swarmCli(sb, s, 'reconcile', '--once');
       expect(r.code, r.stderr).to.equal(0);
       const die = await until('die', (e) => e.type === 'container' && e.action === 'die');
       const worker = s.workers[0]!;

@@ -35,7 +35,7 @@ describe('engine errors and addresses', () => {
   });
 
   it('reads --engine-timeout durations', () => {
-    expect(['500ms', '30s', '2m', '1h', '45', '1.5s'].map(parseDuration)).to.deep.equal([500, 30_000, 120_000, 3_600_000, 45_000, 1500]);
+    expect(['500ms', '30s', '2m', '1h', '45', '1.5s'].map((d) => parseDuration(d))).to.deep.equal([500, 30_000, 120_000, 3_600_000, 45_000, 1500]);
     for (const bad of ['', 'soon', '0s', '-1s', '5 minutes', '10d']) expect(parseDuration(bad), bad).to.equal(undefined);
   });
 });

@@ -1,0 +1,41 @@
+/**
+ * The names a command was given, resolved against what exists (names.ts): the instance's
+ * attempts (valid and invalid specs, status records, damaged records) and the AttemptSets of
+ * the specs. A kind berth does not know is a usage error; names that stand for nothing are
+ * reported by the caller, which knows whether to go on with the rest (`get`, as kubectl's).
+ */
+import { loadSpecs } from '../../spec/loader';
+import { specsRevision, UsageError, type Context } from '../context';
+import { diag } from '../diag';
+import { expandRefs, parseRefs, setNames, type Expanded, type Known } from '../names';
+
+export async function knownNames(ctx: Context): Promise<Known> {
+  const [load, statuses] = await Promise.all([
+    loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsRevision(ctx) }),
+    ctx.store().loadAll(),
+  ]);
+  const attempts = new Set([...load.specs.map((s) => s.spec.name), ...statuses.keys(), ...ctx.store().damaged().keys(), ...load.protectedNames]);
+  const sets = new Map([...(load.sets ?? new Map())].map(([name, set]) => [name, set.children] as const));
+  return { attempts, sets, instance: ctx.instance };
+}
+
+/** The attempt names `args` stand for; nothing is loaded when no name was given. */
+export async function resolveAttempts(ctx: Context, args: readonly string[]): Promise<Expanded> {
+  if (!args.length) return { names: [], missing: [] };
+  const refs = parseRefs(args);
+  if (!Array.isArray(refs)) throw new UsageError(refs.usage);
+  return expandRefs(refs, await knownNames(ctx));
+}
+
+/** Each message of `missing` as an error line; true when there was one. */
+export function reportMissing(ctx: Context, r: Expanded): boolean {
+  for (const m of r.missing) diag(ctx, 'error', m);
+  return r.missing.length > 0;
+}
+
+/** Set names (`get --sets`, `summary`, `report`): `set/NAME` read as NAME. */
+export function resolveSets(args: readonly string[]): string[] {
+  const r = setNames(args);
+  if (!Array.isArray(r)) throw new UsageError(r.usage);
+  return r;
+}
