@@ -7,6 +7,8 @@
  * one past its deadline GradeTimedOut.
  */
 import { expect } from 'chai';
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { COMPONENTS } from '../../src/constants';
@@ -37,6 +39,13 @@ ${grade
 ${score ? '  score: {file: score.json, pass: 1}' : ''}
 `;
 }
+
+const sha = (b: string | Buffer) => createHash('sha256').update(b).digest('hex');
+const exists = (file: string) =>
+  fs.lstat(file).then(
+    () => true,
+    () => false,
+  );
 
 // The hidden test (grade.fixture's folder lands in workingDir, as spec.fixture's does): the
 // solution must say "right"; it writes the score the grader alone decides.
@@ -92,14 +101,122 @@ describe('spec.grade: a grader the attempt cannot touch (real engine)', function
     expect(left).to.have.length(0);
   });
 
-  it('restores the protected tests before grading', async function () {
-    // The attempt makes the visible test always pass and leaves the solution wrong.
+  it("an AttemptSet of coding tasks end to end: the changes come home, the hidden tests grade them, pass@k is the grader's", async function () {
+    // Two tasks (a solution that must print 42, resp. 43), two seeds: seed 0 fixes the solution
+    // (and exits 1: its own exit code no longer decides), seed 1 breaks it (and exits 0). Each
+    // attempt records its whole workspace (sha256 of every file) and what it saw of the tree.
+    for (const [t, answer] of [
+      ['t1', 42],
+      ['t2', 43],
+    ] as const) {
+      await sb.write(`tasks/${t}/solution.sh`, 'echo 41\n');
+      await sb.write(`tasks/${t}/README.md`, `task ${t}\n`);
+      await sb.write(`tasks/${t}/tests/visible.sh`, '[ "$(sh solution.sh)" -gt 0 ]\n');
+      await sb.write(`hidden/${t}/tests/hidden/test.sh`, `[ "$(sh solution.sh)" = ${answer} ]\n`);
+    }
+    const fix = [
+      'case ${{ matrix.task }} in t1) a=42;; t2) a=43;; esac',
+      "printf 'echo %s\\n' $a > solution.sh",
+      'echo fixed >> README.md',
+      'echo notes > notes.txt',
+      'mkdir -p node_modules/m && echo x > node_modules/m/i.js',
+      'echo OPENAI_API_KEY=sk-live-gradeviews > .env',
+      'ln -s /etc/passwd pw',
+    ].join(' && ');
+    const brk = ['rm solution.sh', "echo 'echo oops' > other.sh"].join(' && ');
+    const attempt = [
+      'ls -R . > /results/seen.txt',
+      `if [ \${{ matrix.seed }} = 0 ]; then ${fix}; code=1; else ${brk}; code=0; fi`,
+      'find . -type f | sort | xargs sha256sum > /results/workspace.txt',
+      'exit $code',
+    ].join('; ');
+    await sb.write(
+      'e2e.yaml',
+      `apiVersion: berth.dev/v1
+kind: AttemptSet
+metadata:
+  name: e2e
+spec:
+  matrix:
+    task: [t1, t2]
+    seed: ['0', '1']
+  template:
+    image: berth/busybox:local
+    command: [sh, -c, ${JSON.stringify(attempt)}]
+    fixture: ./tasks/\${{ matrix.task }}
+    grade:
+      command: [sh, -c, 'sh tests/hidden/test.sh']
+      fixture: ./hidden/\${{ matrix.task }}
+`,
+    );
+    const r = await sb.cli('reconcile', '--once', '--wait');
+    expect(r.code, r.stdout + r.stderr).to.equal(3);
+    const [s] = await summary();
+    const kids = new Map((s?.children ?? []).map((c) => [`${c.coords.task}/${c.coords.seed}`, c]));
+    expect([...kids.keys()].sort()).to.deep.equal(['t1/0', 't1/1', 't2/0', 't2/1']);
+    for (const t of ['t1', 't2']) {
+      const fixed = kids.get(`${t}/0`);
+      const broke = kids.get(`${t}/1`);
+      // the grader's verdict, against the attempt's own exit code
+      expect(fixed, JSON.stringify(fixed)).to.include({ outcome: 'passed', phase: 'Failed' });
+      expect(fixed?.grade).to.deep.equal({ k: 1, state: 'graded', passed: true, reason: null });
+      expect(broke, JSON.stringify(broke)).to.include({ outcome: 'failed', phase: 'Succeeded' });
+      expect(broke?.grade).to.deep.equal({ k: 1, state: 'graded', passed: false, reason: null });
+    }
+    // pass@k from the grader: each task one of two
+    expect(s).to.include({ passed: 2, failed: 2, infra: 0 });
+    expect(s?.cells.map((c) => [c.coords.task, c.passAtK])).to.deep.equal([
+      ['t1', { 1: 0.5, 2: 1 }],
+      ['t2', { 1: 0.5, 2: 1 }],
+    ]);
+    expect(s?.passAtK).to.deep.equal({ 1: 0.5, 2: 1 });
+
+    // Each child's changes.patch on a clean copy of its fixture reproduces its workspace, less
+    // the excluded folder, the secret and the link that leaves the tree.
+    const listing = async (dir: string): Promise<string[]> => {
+      const out: string[] = [];
+      for (const f of (await fs.readdir(dir, { recursive: true })).sort()) {
+        const at = path.join(dir, f);
+        if ((await fs.lstat(at)).isFile()) out.push(`${sha(await fs.readFile(at))}  ./${f}`);
+      }
+      return out.sort();
+    };
+    for (const [key, c] of kids) {
+      const [t] = key.split('/') as [string];
+      const run = path.dirname(c.resultsDir as string);
+      const seen = await fs.readFile(path.join(c.resultsDir as string, 'seen.txt'), 'utf8');
+      expect(seen, `${key}: the hidden tests are the grader's only`).to.not.include('hidden');
+      const workspace = (await fs.readFile(path.join(c.resultsDir as string, 'workspace.txt'), 'utf8'))
+        .split('\n')
+        .filter((l) => l && !/ \.\/(node_modules\/|\.env$)/.test(l))
+        .sort();
+      const copy = path.join(path.dirname(sb.specsDir), `copy-${t}-${c.coords.seed}`);
+      await fs.cp(path.join(sb.specsDir, 'tasks', t), copy, { recursive: true });
+      execFileSync('git', ['apply', path.join(run, 'workspace', 'changes.patch')], { cwd: copy });
+      expect(await listing(copy), key).to.deep.equal(workspace);
+      for (const absent of ['node_modules', '.env', 'pw']) expect(await exists(path.join(copy, absent)), `${key}: ${absent}`).to.equal(false);
+      const patch = await fs.readFile(path.join(run, 'workspace', 'changes.patch'), 'utf8');
+      expect(patch).to.not.include('sk-live');
+      expect(await exists(path.join(run, 'grade-1', 'logs.txt')), `${key}: the grader's log`).to.equal(true);
+    }
+    expect(await listing(path.join(path.dirname(sb.specsDir), 'copy-t1-0'))).to.include(`${sha('echo 42\n')}  ./solution.sh`);
+    expect(await exists(path.join(path.dirname(sb.specsDir), 'copy-t2-1', 'solution.sh'))).to.equal(false);
+  });
+
+  it("runs the attempt's edited tests without protect, and restores the fixture's with protect: ['tests/**']", async function () {
+    // The attempt makes the visible test always pass and leaves the solution wrong. Without
+    // protect its edit comes home and the grader runs it (a pass: the export really reached the
+    // grader); with protect the fixture's test is restored and the wrong solution fails.
     const attempt = "echo 'exit 0' > tests/check.sh";
+    await sb.write('u.yaml', gradedSet('u', attempt, `command: [sh, -c, 'sh tests/check.sh']`, false));
     await sb.write('p.yaml', gradedSet('p', attempt, `command: [sh, -c, 'sh tests/check.sh']\nprotect: ['tests/**']`, false));
     const r = await sb.cli('reconcile', '--once', '--wait');
     expect(r.code, r.stderr).to.not.equal(5);
+    const [u] = await grades(child('u'));
+    expect(u, JSON.stringify(u)).to.include({ state: 'graded', passed: true, exitCode: 0, workspace: 'exported' });
     const [g] = await grades(child('p'));
-    expect(g).to.include({ state: 'graded', passed: false, exitCode: 1 });
+    expect(g, JSON.stringify(g)).to.include({ state: 'graded', passed: false, exitCode: 1, workspace: 'exported' });
+    expect(g?.notes?.join('\n')).to.match(/tests\/check\.sh: protected/);
   });
 
   it('grades again when the grader changes, without starting an attempt container, and keeps the earlier grade', async function () {
