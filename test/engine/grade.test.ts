@@ -4,19 +4,24 @@
  * prints are all ignored: the grader runs in a fresh container from the fixture and the
  * attempt's exported changes. A changed grader grades the finished runs again without starting
  * any attempt container, keeping the earlier grade; a grader without its score is GradeFailed,
- * one past its deadline GradeTimedOut.
+ * one past its deadline GradeTimedOut. An AttemptSet of coding tasks runs end to end (its changes
+ * come home, git apply reproduces them, pass@k is the grader's), and a berth SIGKILLed while its
+ * grader runs ends with exactly one grade per run and no grader left.
  */
 import { expect } from 'chai';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { COMPONENTS } from '../../src/constants';
 import type { Summary } from '../../src/sets/summary';
 import type { AttemptStatus, GradeRecord } from '../../src/status/types';
-import { requireEngine } from '../support/engine';
+import { docker, requireEngine } from '../support/engine';
 import { containerEvents } from '../support/events';
 import { Sandbox } from '../support/sandbox';
+import { waitFor } from '../support/wait';
+
+const BIN = path.resolve(__dirname, '..', '..', 'bin', 'berth.js');
 
 /** A set of one child: its fixture (solution.txt, tests/check.sh) and a hidden test the grader alone gets. */
 function gradedSet(name: string, attempt: string, grade: string, score = true): string {
@@ -266,6 +271,77 @@ spec:
     const [s] = await summary();
     expect(s?.children[0]).to.include({ outcome: 'infra', reason: 'GradeFailed', score: null });
     expect(((await sb.status(child('f'))) as AttemptStatus).phase).to.equal('Succeeded');
+  });
+
+  // Crash safety of grading: the grade is recorded `grading` before its container is made, so a
+  // berth killed while the grader runs resumes that very grade (exactly one grade per run).
+  describe('berth SIGKILLed while the grader runs, then run again', function () {
+    // The grader says it started, then waits for a file the test puts into its results folder
+    // (the one bind it has), so berth is killed while it certainly runs.
+    const WAITING = `touch /results/started; while [ ! -f /results/go ]; do sleep 0.1; done; ${HIDDEN}`;
+    const gradeDir = (name: string, k = 1) => path.join(sb.resultsRoot, child(name), 'run-1', `grade-${k}`);
+    const graders = () => sb.engine.containers.list([`dev.berth.instance=${sb.instance}`, `dev.berth.component=${COMPONENTS.grader}`]);
+
+    /** berth (the built CLI) reconciling until the grader runs and says so, then SIGKILLed. */
+    async function killWhileGrading(name: string): Promise<void> {
+      const proc = spawn(process.execPath, [BIN, 'reconcile', '--once', '--wait', ...sb.globalArgs()], { stdio: ['ignore', 'ignore', 'pipe'] });
+      let err = '';
+      proc.stderr.on('data', (c) => (err += String(c)));
+      const exited = new Promise<unknown>((resolve) => proc.on('exit', resolve));
+      try {
+        await waitFor('the grader running', async () => (await graders()).some((c) => c.state === 'running'), { instance: sb.instance, timeoutMs: 60_000 });
+        await waitFor('the grader started', async () => exists(path.join(gradeDir(name), 'results', 'started')), {
+          dirs: [path.join(gradeDir(name), 'results')],
+          timeoutMs: 30_000,
+        });
+      } catch (e) {
+        throw new Error(`${(e as Error).message}; berth said: ${err}`);
+      } finally {
+        proc.kill('SIGKILL');
+        await exited;
+      }
+      const g = await grades(child(name));
+      expect(g.map((x) => [x.k, x.state])).to.deep.equal([[1, 'grading']]);
+    }
+
+    async function oneGrade(name: string): Promise<void> {
+      const gs = await grades(child(name));
+      expect(gs.map((g) => [g.k, g.run, g.state, g.passed])).to.deep.equal([[1, 1, 'graded', true]]);
+      expect((await fs.readdir(path.join(sb.resultsRoot, child(name), 'run-1'))).filter((n) => n.startsWith('grade'))).to.deep.equal(['grade-1']);
+      expect((await fs.readFile(path.join(gradeDir(name), 'results', 'score.json'), 'utf8')).trim()).to.equal('1');
+      expect(await graders(), 'no grader left').to.have.length(0);
+    }
+
+    it('finds the running grader and waits for it: one grade, one grader start', async function () {
+      const since = Math.floor(Date.now() / 1000) - 1;
+      await sb.write('c.yaml', gradedSet('c', 'echo right > solution.txt', `command: [sh, -c, '${WAITING}']\nfixture: ./hidden\ndeadlineSeconds: 120`));
+      await killWhileGrading('c');
+      await fs.writeFile(path.join(gradeDir('c'), 'results', 'go'), '');
+      const r = await sb.cli('reconcile', '--once', '--wait');
+      expect(r.code, r.stdout + r.stderr).to.equal(0);
+      await oneGrade('c');
+      const starts = await containerEvents(sb.instance, since, 'start');
+      expect(starts.filter((e) => e.component === COMPONENTS.grader)).to.have.length(1);
+      expect(starts.filter((e) => e.component === COMPONENTS.main)).to.have.length(1);
+    });
+
+    it('a grader gone meanwhile is made again into the same grade-1, never a grade-2', async function () {
+      const since = Math.floor(Date.now() / 1000) - 1;
+      await sb.write('m.yaml', gradedSet('m', 'echo right > solution.txt', `command: [sh, -c, '${WAITING}']\nfixture: ./hidden\ndeadlineSeconds: 120`));
+      await killWhileGrading('m');
+      for (const c of await graders()) await docker.getContainer(c.id).remove({ force: true });
+      await fs.rm(path.join(gradeDir('m'), 'results', 'started'));
+      const run = sb.cli('reconcile', '--once', '--wait');
+      // the grader made again (its grade folder emptied first) says it started: let it finish
+      await waitFor('the grader made again', async () => exists(path.join(gradeDir('m'), 'results', 'started')), { instance: sb.instance, timeoutMs: 60_000 });
+      await fs.writeFile(path.join(gradeDir('m'), 'results', 'go'), '');
+      const r = await run;
+      expect(r.code, r.stdout + r.stderr).to.equal(0);
+      await oneGrade('m');
+      const starts = await containerEvents(sb.instance, since, 'start');
+      expect(starts.filter((e) => e.component === COMPONENTS.grader)).to.have.length(2);
+      expect(starts.filter((e) => e.component === COMPONENTS.main)).to.have.length(1);
+    });
   });
 
   it('a grader past its deadline is stopped: GradeTimedOut', async function () {
