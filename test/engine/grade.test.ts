@@ -244,7 +244,21 @@ spec:
     expect(starts.filter((e) => e.component === COMPONENTS.grader)).to.have.length(1);
     const [s] = await summary();
     expect(s?.children[0]?.grade?.k).to.equal(2);
+    expect(s?.grades).to.deep.equal({ 2: 1 });
     expect(((await sb.status(child('r'))) as AttemptStatus).run).to.equal(1);
+    // the views say which grade stands: get's GRADE column, describe's grades of the run, summary's line
+    const get = await sb.cli('get', child('r'));
+    expect(get.stdout.split('\n')[0]).to.match(/ GRADE$/);
+    expect(get.stdout.split('\n')[1]).to.match(/ grade-2: pass$/);
+    const wide = await sb.cli('get', child('r'), '-o', 'wide');
+    expect(wide.stdout.split('\n')[0]).to.match(/ GRADER$/);
+    const d = (await sb.cli('describe', child('r'))).stdout;
+    expect(d).to.match(/Grade: +the attempt's image \["sh","-c","exit 0"\]/);
+    expect(d).to.match(
+      /Grades \(run 1; the latest decides\):\n +K +STATE +VERDICT +REASON +GRADER IMAGE +WHEN\n +1 +graded +fail +exit 1 +\S+ +\S+\n +2 +graded +pass +exit 0 +\S+ +\S+/,
+    );
+    expect(d).to.include(path.join(sb.resultsRoot, child('r'), 'run-1', 'grade-2'));
+    expect((await sb.cli('summary')).stdout).to.include('graded: 1 of 1 by their latest grade (grade-2: 1)');
   });
 
   it('berth regrade grades a finished run again on demand', async function () {
