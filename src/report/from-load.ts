@@ -4,6 +4,7 @@
  * a set, or a record whose spec is gone). Used by `berth report` and the controller's live page.
  */
 import type { LoadedSet, LoadedSpec } from '../spec/types';
+import { gradeClass } from '../sets/grade-state';
 import { setsOfLoad, summarize } from '../sets/summary';
 import type { AttemptStatus } from '../status/types';
 import { buildReport, type PlainAttempt, type ReportData, type ReportInput } from './model';
@@ -51,8 +52,11 @@ export function reportFromLoad(
     const specs = new Map(load.specs.map((s) => [s.spec.name, s]));
     for (const name of new Set([...specs.keys(), ...statuses.keys()])) {
       if (children.has(name)) continue;
-      const labels = specs.get(name)?.spec.labels ?? {};
-      if (choice.keep(labels)) plain.push({ name, labels });
+      const loaded = specs.get(name);
+      const labels = loaded?.spec.labels ?? {};
+      // spec.grade: its latest grade stands for the run, as `wait` and `reconcile --wait` judge it
+      const graded = loaded ? gradeClass(loaded, statuses.get(name)) : undefined;
+      if (choice.keep(labels)) plain.push({ name, labels, ...(graded ? { graded } : {}) });
     }
   }
   return buildReport({ ...o, sets: summary.sets, childLabels, childHashes, plain, statuses });

@@ -13,13 +13,17 @@
  *   provisioning are berth's.
  * - Links are relative to the folder the report is written to (`linkBase`), and only to folders
  *   under the results root (and at most REPORT_LIMITS.path long); none when `linkBase` is null
- *   (the controller's live page).
+ *   (the controller's live page). A run's `workspace/changes.patch` and its latest grade's
+ *   `logs.txt` are linked when `present` says they are there.
+ * - spec.grade: the latest grade of the run stands for it (its verdict, its score) and is named.
  * - Every attempt-controlled string is cut to a bound (REPORT_LIMITS), so one huge label or
  *   message cannot make the page huge.
  */
 import path from 'node:path';
-import { REASONS, REPORT_LIMITS } from '../constants';
+import { REASONS, REPORT_LIMITS, WORKSPACE } from '../constants';
 import type { ChildSummary, Counts, SetSummary } from '../sets/summary';
+import { latestGrade } from '../sets/grade-state';
+import { gradeLabel } from '../sets/grade-text';
 import { classify, type OutcomeClass } from '../sets/outcome';
 import type { AttemptStatus } from '../status/types';
 import { engineTime } from '../engine/time';
@@ -31,6 +35,10 @@ export interface ReportLinks {
   results: string;
   logs: string;
   manifest: string;
+  /** The run's exported changes (`run-<n>/workspace/changes.patch`), when the file is there. */
+  patch?: string;
+  /** The log of the run's latest grade (`run-<n>/grade-<k>/logs.txt`), when the file is there. */
+  gradeLog?: string;
 }
 
 export interface ReportAttempt {
@@ -43,7 +51,10 @@ export interface ReportAttempt {
   message: string;
   outcome: OutcomeClass;
   exitCode: number | null;
+  /** With spec.grade, the grader's score (never the attempt's own); else the run's score file. */
   score: number | null;
+  /** spec.grade: the run's latest grade, named by its k (`grade-2: pass`), whose verdict the outcome is; null without one. */
+  grade: string | null;
   run: number;
   /** Waiting since, provisioning since, started, finished (ms since the epoch; null when not reached). */
   queuedAt: number | null;
@@ -105,6 +116,8 @@ export interface ReportData {
 export interface PlainAttempt {
   name: string;
   labels: Record<string, string>;
+  /** spec.grade: the class its latest grade gives the run (sets/grade-state.ts gradeClass), which stands for the run's own. */
+  graded?: { outcome: OutcomeClass; reason?: string };
 }
 
 export interface ReportInput {
@@ -121,6 +134,11 @@ export interface ReportInput {
   resultsRoot: string;
   /** The folder the report is written to (links are relative to it), or null for no links. */
   linkBase: string | null;
+  /**
+   * The files of `runFiles` found on disk (absolute paths, regular files): only those are linked.
+   * Absent: none is (the model reads no disk; `berth report` looks first).
+   */
+  present?: ReadonlySet<string>;
   mode: 'file' | 'live';
   title?: string;
 }
@@ -141,17 +159,52 @@ function clipMap(m: Readonly<Record<string, string>>): Record<string, string> {
 
 const posix = (p: string) => p.split(path.sep).join('/');
 
-/** Links into the run's folder (`<run>/results/`, `<run>/logs.txt`, `<run>/manifest.json`), relative to `base`. */
-export function linksOf(resultsDir: string | undefined, resultsRoot: string, base: string | null): ReportLinks | null {
+/** Whether `p` lies below the results root (not the root itself). */
+function inRoot(p: string, resultsRoot: string): boolean {
+  const r = path.relative(path.resolve(resultsRoot), path.resolve(p));
+  return r !== '' && !r.startsWith('..') && !path.isAbsolute(r);
+}
+
+/**
+ * Files of a run the report links to when they are there: its exported changes
+ * (`run-<n>/workspace/changes.patch`) and its latest grade's log (`run-<n>/grade-<k>/logs.txt`).
+ * Absolute paths; `berth report` checks which exist and passes them as `present`.
+ */
+export function runFiles(rec: Pick<AttemptStatus, 'resultsDir' | 'grades' | 'run'> | undefined): { patch?: string; gradeLog?: string } {
+  if (!rec?.resultsDir) return {};
+  const g = latestGrade(rec);
+  return {
+    patch: path.join(path.dirname(path.resolve(rec.resultsDir)), WORKSPACE.dir, WORKSPACE.patch),
+    ...(g ? { gradeLog: path.join(path.dirname(path.resolve(g.resultsDir)), 'logs.txt') } : {}),
+  };
+}
+
+/**
+ * Links into the run's folder (`<run>/results/`, `<run>/logs.txt`, `<run>/manifest.json`, and the
+ * files of `runFiles` that are `present`), relative to `base`.
+ */
+export function linksOf(
+  resultsDir: string | undefined,
+  resultsRoot: string,
+  base: string | null,
+  files: { patch?: string; gradeLog?: string } = {},
+  present: ReadonlySet<string> = new Set(),
+): ReportLinks | null {
   if (!resultsDir || base === null) return null;
   const dir = path.resolve(resultsDir);
-  const root = path.resolve(resultsRoot);
-  const inRoot = path.relative(root, dir);
-  if (inRoot === '' || inRoot.startsWith('..') || path.isAbsolute(inRoot)) return null;
+  if (!inRoot(dir, resultsRoot)) return null;
   const rel = (p: string) => encodeURI(posix(path.relative(path.resolve(base), p))).replace(/[?#]/g, encodeURIComponent);
   const run = path.dirname(dir);
-  const links = { results: rel(dir) + '/', logs: rel(path.join(run, 'logs.txt')), manifest: rel(path.join(run, 'manifest.json')) };
-  return Object.values(links).some((l) => l.length > REPORT_LIMITS.path) ? null : links;
+  const links: ReportLinks = { results: rel(dir) + '/', logs: rel(path.join(run, 'logs.txt')), manifest: rel(path.join(run, 'manifest.json')) };
+  if (Object.values(links).some((l) => l.length > REPORT_LIMITS.path)) return null;
+  // the run's changes and its latest grade's log: only files found there, below the results root, of a bounded link
+  for (const k of ['patch', 'gradeLog'] as const) {
+    const f = files[k];
+    if (f === undefined || !present.has(f) || !inRoot(f, resultsRoot)) continue;
+    const l = rel(f);
+    if (l.length <= REPORT_LIMITS.path) links[k] = l;
+  }
+  return links;
 }
 
 const when = (iso: string | undefined): number | null => engineTime(iso) ?? null;
@@ -165,6 +218,25 @@ interface Classified {
   outcome: OutcomeClass;
   phase: string;
   reason: string | null;
+  /** A set child's: its score as the summary has it (the grader's, with spec.grade). */
+  score?: number | null;
+  /** A set child's latest grade, as the summary has it (null: no grade judges it). */
+  grade?: ChildSummary['grade'];
+}
+
+const finite = (x: unknown): number | null => (typeof x === 'number' && Number.isFinite(x) ? x : null);
+
+/** A set child's score as the summary has it (the grader's with spec.grade); a plain attempt's: its latest grade's, else its own. */
+function scoreOf(c: Classified, rec: AttemptStatus | undefined): number | null {
+  if (c.score !== undefined) return finite(c.score);
+  const g = latestGrade(rec);
+  return g ? finite(g.score) : finite(rec?.score);
+}
+
+/** The latest grade of the run in words (`grade-2: pass`): a set child's as the summary has it, a plain attempt's from its record. */
+function gradeText(c: Classified, rec: AttemptStatus | undefined): string | null {
+  const g = c.grade === null ? undefined : latestGrade(rec);
+  return g ? clip(gradeLabel(g), REPORT_LIMITS.value) : null;
 }
 
 function attempt(
@@ -192,14 +264,15 @@ function attempt(
     message: clip(rec?.message ?? '', REPORT_LIMITS.message),
     outcome: c.outcome,
     exitCode: rec?.exitCode ?? null,
-    score: typeof rec?.score === 'number' && Number.isFinite(rec.score) ? rec.score : null,
+    score: scoreOf(c, rec),
+    grade: gradeText(c, rec),
     run: rec?.run ?? 0,
     queuedAt,
     provisionedAt: when(rec?.provisionedAt ?? rec?.intent?.at),
     startedAt,
     finishedAt,
     durationMs: startedAt !== null && finishedAt !== null ? Math.max(0, finishedAt - startedAt) : null,
-    links: linksOf(rec?.resultsDir, i.resultsRoot, i.linkBase),
+    links: linksOf(rec?.resultsDir, i.resultsRoot, i.linkBase, runFiles(rec), i.present),
     imageId: rec?.image ? clip(rec.image.id, REPORT_LIMITS.value) : null,
     image: rec?.image
       ? {
@@ -258,7 +331,8 @@ export function buildReport(i: ReportInput): ReportData {
   for (const p of [...i.plain].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
     if (inSets.has(p.name)) continue;
     const rec = i.statuses.get(p.name);
-    all.push(attempt(p.name, null, {}, p.labels, { outcome: plainOutcome(rec), phase: rec?.phase ?? 'Pending', reason: null }, rec, i));
+    const c = p.graded ?? { outcome: plainOutcome(rec) };
+    all.push(attempt(p.name, null, {}, p.labels, { outcome: c.outcome, phase: rec?.phase ?? 'Pending', reason: c.reason ?? null }, rec, i));
   }
   const attempts = all.slice(0, REPORT_LIMITS.attempts);
 

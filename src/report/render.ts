@@ -67,6 +67,7 @@ const COLUMNS: [key: string, title: string, numeric: boolean][] = [
   ['reason', 'reason', false],
   ['exitCode', 'exit', true],
   ['score', 'score', true],
+  ['grade', 'grade', false],
   ['durationMs', 'duration', true],
   ['run', 'run', true],
   ['imageId', 'image id', false],
@@ -74,7 +75,12 @@ const COLUMNS: [key: string, title: string, numeric: boolean][] = [
 
 function links(a: ReportAttempt): string {
   if (!a.links) return '';
-  return `<a href="${esc(a.links.results)}">results</a><a href="${esc(a.links.logs)}">logs</a><a href="${esc(a.links.manifest)}">manifest</a>`;
+  const l = a.links;
+  return (
+    `<a href="${esc(l.results)}">results</a><a href="${esc(l.logs)}">logs</a><a href="${esc(l.manifest)}">manifest</a>` +
+    (l.patch ? `<a href="${esc(l.patch)}">patch</a>` : '') +
+    (l.gradeLog ? `<a href="${esc(l.gradeLog)}">grade log</a>` : '')
+  );
 }
 
 function row(a: ReportAttempt, i: number): string {
@@ -86,6 +92,7 @@ function row(a: ReportAttempt, i: number): string {
     esc(a.reason),
     a.exitCode === null ? '' : String(a.exitCode),
     a.score === null ? '' : esc(String(a.score)),
+    esc(a.grade ?? ''),
     ms(a.durationMs),
     String(a.run),
     a.imageId === null ? '' : `<span title="${esc(a.imageId)}">${esc(shortId(a.imageId))}</span>`,

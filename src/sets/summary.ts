@@ -14,6 +14,7 @@
  * - A child the set declares but whose spec did not load counts as infra (Invalid).
  */
 import { gradeClass, latestGrade } from './grade-state';
+import { countByGrade } from './grade-text';
 import type { Phase } from '../constants';
 import type { TagMove } from '../status/pins';
 import type { AttemptStatus, ImageProvenance } from '../status/types';
@@ -78,6 +79,8 @@ export interface SetSummary extends Counts {
   axes: string[];
   samplesAxis: string | null;
   scored: boolean;
+  /** spec.grade: the children counted by the grade (k) their outcome comes from (`{"1": 3, "2": 1}`); null when none has a grade. */
+  grades: Record<string, number> | null;
   infraReasons: Record<string, number>;
   passRate: number | null;
   stderr: number | null;
@@ -230,6 +233,7 @@ export function summarizeSet(policy: SetPolicy, children: readonly SetChild[], s
     axes: policy.axes,
     samplesAxis,
     scored: policy.score !== null,
+    grades: countByGrade(kids.map((c) => c.grade)),
     ...total,
     infraReasons,
     ...rate(total),

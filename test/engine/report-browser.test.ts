@@ -42,6 +42,8 @@ metadata:
 spec:
   image: berth/busybox:local
   command: [sh, -c, 'echo hi; exit 3']
+  grade:
+    command: [sh, -c, 'echo graded; exit 3']
 `;
 
 const visibleNames = (page: Page) => page.$$eval('#tbl tbody tr:not([hidden]) td:first-child', (tds) => tds.map((td) => td.textContent ?? ''));
@@ -138,10 +140,15 @@ describe('berth report in a browser (real engine, chromium)', function () {
     await evilCell.click();
     expect(await visibleNames(page)).to.have.length(5);
 
-    // Links reach the run's folders (relative to the report at the results root).
-    const hrefs = (await page.$$eval('#tbl td.lk a', (as) => as.map((a) => a.getAttribute('href') ?? ''))).map((h) => new URL(h, url).href);
-    expect(hrefs).to.have.length(15);
-    for (const h of hrefs) expect(existsSync(fileURLToPath(h)), h).to.equal(true);
+    // Links reach the run's folders (relative to the report at the results root): each run's
+    // results, logs, manifest and exported changes, and solo's grade log.
+    const links = await page.$$eval('#tbl td.lk a', (as) => as.map((a) => [a.textContent ?? '', a.getAttribute('href') ?? ''] as const));
+    const byText: Record<string, number> = {};
+    for (const [t] of links) byText[t] = (byText[t] ?? 0) + 1;
+    expect(byText).to.deep.equal({ results: 5, logs: 5, manifest: 5, patch: 5, 'grade log': 1 });
+    expect(links.find(([t]) => t === 'grade log')?.[1]).to.equal('solo/run-1/grade-1/logs.txt');
+    for (const [, h] of links) expect(existsSync(fileURLToPath(new URL(h, url).href)), h).to.equal(true);
+    expect(await page.$$eval('#tbl tbody tr', (trs) => trs.filter((tr) => tr.textContent?.includes('grade-1: fail')).length)).to.equal(1);
 
     const out = testOutputDir('report-browser');
     mkdirSync(out, { recursive: true });

@@ -1,4 +1,5 @@
-/** `berth describe NAME`: spec summary, status, resources on the engine, attestation, history. */
+/** `berth describe NAME`: spec summary, status, grades, resources on the engine, attestation, history. */
+import path from 'node:path';
 import { EXIT, LABELS } from '../../constants';
 import { describeEngineError, isEngineDown } from '../../engine/errors';
 import { imageIndex } from '../../observe/images';
@@ -8,6 +9,9 @@ import { containerOwnership, imageLabels, recordedContainers } from '../../owner
 import { loadSpecs } from '../../spec/loader';
 import { specsRevision, type Context } from '../context';
 import { formatIssue } from '../../spec/issue';
+import { runGrades } from '../../sets/grade-state';
+import { graderImage, gradeVerdict, gradeWhen } from '../../sets/grade-text';
+import type { GradeRecord } from '../../status/types';
 import { age, table } from './shared';
 
 export async function runDescribe(ctx: Context, name: string): Promise<number> {
@@ -50,6 +54,16 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
     kv('Deadline', s.deadlineSeconds !== null ? `${s.deadlineSeconds}s (spec)` : 'none in the spec (reconcile --default-deadline applies, if given)');
     kv('Retries', s.retries);
     kv('TTL', s.ttlSecondsAfterFinished !== null ? `${s.ttlSecondsAfterFinished}s after finished` : 'none');
+    if (s.grade) {
+      const gr = s.grade;
+      kv(
+        'Grade',
+        `${gr.image ?? "the attempt's image"} ${JSON.stringify(gr.command)}` +
+          (gr.protect.length ? `, protect ${gr.protect.join(' ')}` : '') +
+          (gr.when === 'succeeded' ? ', succeeded runs only' : '') +
+          (gr.deadlineSeconds !== null ? `, deadline ${gr.deadlineSeconds}s` : ''),
+      );
+    }
     kv('Secrets', s.secrets.map((x) => `${x.name} (${x.fromEnv !== undefined ? `env ${x.fromEnv}` : 'file'})`).join(', '));
     if (rec && rec.specHash && rec.specHash !== loaded.hash) out.push('                (the spec changed since this run: reconcile will replace it)');
   } else if (load.protectedNames.has(name)) {
@@ -105,6 +119,29 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
       const a = rec.lastAttestation;
       out.push('', `Attestation (${a.depth}, ${a.at}): ${a.ok ? 'OK' : 'FAILED'}`);
       out.push(table(a.checks.map((c) => [`  ${c.ok ? 'ok  ' : 'FAIL'}`, c.name, c.detail])).trimEnd());
+    }
+    const grades = runGrades(rec);
+    if (grades.length) {
+      // spec.grade: the grades of the current run, oldest first; the last one is the verdict
+      out.push('', `Grades (run ${rec.run}; the latest decides):`);
+      out.push(
+        table([
+          ['  K', 'STATE', 'VERDICT', 'REASON', 'GRADER IMAGE', 'WHEN'],
+          ...grades.map((g) => [
+            `  ${g.k}`,
+            g.state,
+            gradeVerdict(g),
+            g.reason ?? (g.exitCode !== undefined ? `exit ${g.exitCode}` : '-'),
+            graderImage(g),
+            gradeWhen(g),
+          ]),
+        ]).trimEnd(),
+      );
+      const last = grades.at(-1) as GradeRecord;
+      if (last.message) out.push(`  Message:      ${last.message}`);
+      if (last.scoreError) out.push(`  Score:        none: ${last.scoreError}`);
+      for (const n of last.notes ?? []) out.push(`  Note:         ${n}`);
+      out.push(`  Folder:       ${path.dirname(last.resultsDir)}`);
     }
     if (rec.history.length) {
       out.push('', 'History:');

@@ -4,6 +4,8 @@
  */
 import type * as Yaml from 'yaml';
 import { EXIT, PHASES, REASONS } from '../../constants';
+import { latestGrade } from '../../sets/grade-state';
+import { graderImage, gradeLabel } from '../../sets/grade-text';
 import { loadSpecs } from '../../spec/loader';
 import type { DamagedRecord } from '../../status/store';
 import type { AttemptStatus } from '../../status/types';
@@ -101,10 +103,18 @@ export async function collectRows(ctx: Context, wanted: readonly string[] = [], 
 }
 
 export function renderRows(rows: Row[], wide: boolean, headers = true): string {
+  // spec.grade: a GRADE column (the latest grade of the current run, named by its k) only when a
+  // row has one, so a table of ungraded attempts keeps its columns; -o wide adds its grader's image
+  const grades = rows.map((r) => (r.status ? latestGrade(r.status) : undefined));
+  const graded = grades.some((g) => g !== undefined);
   const head = ['NAME', 'PHASE', 'REASON', 'EXIT', 'RUN', 'AGE', 'DURATION'];
+  if (graded) head.push('GRADE');
   if (wide) head.push('IMAGE', 'IMAGE ID', 'LABELS', 'RESULTS');
-  const body = rows.map((r) => {
+  if (wide && graded) head.push('GRADER');
+  const body = rows.map((r, i) => {
     const base = [r.name, r.phase, r.reason || '-', r.exitCode === null ? '-' : String(r.exitCode), String(r.run || '-'), r.age, r.duration];
+    const g = grades[i];
+    if (graded) base.push(g ? gradeLabel(g) : '-');
     if (wide) {
       base.push(
         r.image || '-',
@@ -115,6 +125,7 @@ export function renderRows(rows: Row[], wide: boolean, headers = true): string {
           .join(',') || '-',
         r.results || '-',
       );
+      if (graded) base.push(g ? graderImage(g) : '-');
     }
     return base;
   });

@@ -4,12 +4,15 @@
  * Written to `<results root>/report.html` unless -o says where (`-o -`: stdout); the links into
  * the run folders are relative to the folder the file is written to (stdout: the results root).
  */
+import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { EXIT, REPORT_FILE } from '../../constants';
 import { reportFromLoad } from '../../report/from-load';
+import { runFiles } from '../../report/model';
 import { renderReport } from '../../report/render';
 import { loadSpecs } from '../../spec/loader';
 import { writeFileAtomic } from '../../status/atomic-file';
+import type { AttemptStatus } from '../../status/types';
 import { defaultMaxRunning, type Context } from '../context';
 import { matches } from '../selector';
 import { selectorOf } from './get';
@@ -19,6 +22,27 @@ export interface ReportOptions {
   selector?: string[];
   /** The slots line of the timeline (default: reconcile's default here). */
   maxRunning?: number;
+}
+
+/** How many files are looked at at once. */
+const LOOKUPS = 64;
+
+/**
+ * The runs' changes.patch and latest grade logs (report/model.ts runFiles) that are there, as
+ * regular files (a link is not followed, so never linked): the report links only those.
+ */
+async function presentFiles(records: Iterable<AttemptStatus>): Promise<Set<string>> {
+  const wanted = [...records].flatMap((r) => Object.values(runFiles(r)));
+  const present = new Set<string>();
+  for (let i = 0; i < wanted.length; i += LOOKUPS) {
+    await Promise.all(
+      wanted.slice(i, i + LOOKUPS).map(async (f) => {
+        const st = await fs.lstat(f).catch(() => undefined);
+        if (st?.isFile()) present.add(f);
+      }),
+    );
+  }
+  return present;
 }
 
 export async function runReport(ctx: Context, sets: string[], o: ReportOptions): Promise<number> {
@@ -43,6 +67,7 @@ export async function runReport(ctx: Context, sets: string[], o: ReportOptions):
       resultsRoot: ctx.resultsRoot,
       linkBase: file ? path.dirname(file) : ctx.resultsRoot,
       mode: 'file',
+      present: await presentFiles(statuses.values()),
     },
   );
   const html = renderReport(data);

@@ -90,6 +90,12 @@ function renderSet(s: SetSummary): string {
     `SET ${s.name}: ${s.n} attempts, ${s.passed} passed, ${s.failed} failed, ${s.infra} infra${infra ? ` (${infra})` : ''}, ${s.skipped} skipped, ${s.unfinished} unfinished`,
   );
   out.push(`  pass rate ${pct(s.passRate)} ± ${pct(s.stderr)}   ${passAt(s.passAtK)}${s.samplesAxis ? `   (samples: ${s.samplesAxis})` : ''}`);
+  if (s.grades) {
+    // spec.grade: which grade the outcomes come from (each child's latest of its run)
+    const by = Object.entries(s.grades).sort(([a], [b]) => Number(a) - Number(b));
+    const graded = by.reduce((n, [, c]) => n + c, 0);
+    out.push(`  graded: ${graded} of ${s.n} by their latest grade (${by.map(([k, c]) => `grade-${k}: ${c}`).join(', ')})`);
+  }
   out.push(`  duration p50 ${dur(s.durationMs.p50)} p95 ${dur(s.durationMs.p95)}   queue wait p50 ${dur(s.queueMs.p50)} p95 ${dur(s.queueMs.p95)}`);
   if (s.image) out.push(`  image ${s.image.ref} ${s.image.id}${s.image.repoDigests.length ? ` (${s.image.repoDigests.join(', ')})` : ''}`);
   for (const m of s.tagMoved ?? []) out.push(`  WARNING: ${tagMoveText(m)}`);

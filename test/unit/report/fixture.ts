@@ -72,6 +72,19 @@ export function fleet(): { sets: Map<string, { policy: SetPolicy; children: SetC
       finishedAt: at(9),
       resultsDir: path.join(ROOT, 'plain-ok', 'run-1', 'results'),
       image: { ref: `img:${XSS}`, id: `sha256:${'ab'.repeat(32)}`, repoDigests: [] },
+      // spec.grade: its run's exported changes and its grade's log are there (PRESENT)
+      grades: [
+        {
+          k: 1,
+          run: 1,
+          gradeHash: 'g1',
+          state: 'graded',
+          passed: true,
+          resultsDir: path.join(ROOT, 'plain-ok', 'run-1', 'grade-1', 'results'),
+          image: 'grader:1',
+          createdAt: at(9),
+        },
+      ],
     }),
   );
   statuses.set(
@@ -96,6 +109,12 @@ export function fleet(): { sets: Map<string, { policy: SetPolicy; children: SetC
     ],
   };
 }
+
+/** The files `berth report` would find on disk (report/model.ts runFiles): plain-ok's patch and grade log. */
+export const PRESENT: ReadonlySet<string> = new Set([
+  path.join(ROOT, 'plain-ok', 'run-1', 'workspace', 'changes.patch'),
+  path.join(ROOT, 'plain-ok', 'run-1', 'grade-1', 'logs.txt'),
+]);
 
 export interface LoadedPlain {
   name: string;

@@ -9,12 +9,13 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { REPORT_LIMITS } from '../../../src/constants';
 import { scriptJson } from '../../../src/report/escape';
-import { buildReport, clip, linksOf, plainOutcome, type ReportData } from '../../../src/report/model';
+import { buildReport, clip, linksOf, plainOutcome, runFiles, type ReportData } from '../../../src/report/model';
 import { embedded, renderReport } from '../../../src/report/render';
 import { concurrency } from '../../../src/report/timeline';
 import { summarize } from '../../../src/sets/summary';
-import { status } from '../../support/builders';
-import { fleet, ROOT, T0, XSS } from './fixture';
+import { gradeHash } from '../../../src/spec/grade-hash';
+import { spec, status } from '../../support/builders';
+import { fleet, PRESENT, ROOT, T0, XSS } from './fixture';
 
 const GOLDEN = path.join(__dirname, 'render.golden.html');
 const NOW = T0 + 30_000;
@@ -34,6 +35,7 @@ function data(linkBase: string | null = ROOT): ReportData {
     resultsRoot: ROOT,
     linkBase,
     mode: 'file',
+    present: PRESENT,
   });
 }
 
@@ -141,6 +143,94 @@ describe('report/model', () => {
     expect(linksOf('/elsewhere/a/run-1/results', '/r', '/r')).to.equal(null);
     expect(linksOf('/r/a/run-1/results', '/r', null)).to.equal(null);
     expect(data(null).attempts.every((a) => a.links === null)).to.equal(true);
+  });
+
+  it("links to the run's changes.patch and its latest grade's log only when they are there, under the results root", () => {
+    const rec = status('a', {
+      resultsDir: '/r/a/run-2/results',
+      run: 2,
+      grades: [1, 2].map((k) => ({
+        k,
+        run: 2,
+        gradeHash: 'g',
+        state: 'graded' as const,
+        resultsDir: `/r/a/run-2/grade-${k}/results`,
+        image: 'g',
+        createdAt: 'c',
+      })),
+    });
+    const files = runFiles(rec);
+    expect(files).to.deep.equal({ patch: '/r/a/run-2/workspace/changes.patch', gradeLog: '/r/a/run-2/grade-2/logs.txt' });
+    expect(runFiles(status('b', { resultsDir: '/r/b/run-1/results' }))).to.deep.equal({ patch: '/r/b/run-1/workspace/changes.patch' });
+    expect(runFiles({ run: 1 })).to.deep.equal({});
+    expect(runFiles(undefined)).to.deep.equal({});
+    // an earlier run's grade is not the current run's
+    expect(runFiles({ ...rec, run: 3, resultsDir: '/r/a/run-3/results' }).gradeLog).to.equal(undefined);
+    expect(linksOf(rec.resultsDir, '/r', '/r', files, new Set(Object.values(files)))).to.deep.include({
+      patch: 'a/run-2/workspace/changes.patch',
+      gradeLog: 'a/run-2/grade-2/logs.txt',
+    });
+    expect(linksOf(rec.resultsDir, '/r', '/r/reports', files, new Set([files.patch as string]))).to.deep.equal({
+      results: '../a/run-2/results/',
+      logs: '../a/run-2/logs.txt',
+      manifest: '../a/run-2/manifest.json',
+      patch: '../a/run-2/workspace/changes.patch',
+    });
+    // not there: no link; a grade folder recorded outside the results root: no link
+    expect(linksOf(rec.resultsDir, '/r', '/r', files)).to.not.have.any.keys('patch', 'gradeLog');
+    expect(linksOf(rec.resultsDir, '/r', '/r', { gradeLog: '/elsewhere/logs.txt' }, new Set(['/elsewhere/logs.txt']))).to.not.have.key('gradeLog');
+    // the report's attempt: plain-ok's links, and the others' none
+    const d = data();
+    const ok = d.attempts.find((a) => a.name === 'plain-ok');
+    expect(ok?.links).to.deep.include({ patch: 'plain-ok/run-1/workspace/changes.patch', gradeLog: 'plain-ok/run-1/grade-1/logs.txt' });
+    expect(ok?.grade).to.equal('grade-1: pass');
+    expect(d.attempts.filter((a) => a.links?.patch || a.links?.gradeLog).map((a) => a.name)).to.deep.equal(['plain-ok']);
+  });
+
+  it("with spec.grade, the grader's verdict, score and grade (k) stand for the run, never the attempt's own score", () => {
+    const g = { image: null, command: ['true'], env: {}, fixture: null, fixtureDigest: null, protect: [], deadlineSeconds: null };
+    const G = { ...g, resources: { cpus: null, memoryBytes: null, pids: 512 }, network: { mode: 'none' as const }, when: 'always' as const };
+    const policy = { ...fleet().sets.get('swe')!.policy, name: 'gs', axes: ['seed'] };
+    const loaded = { ...spec('gs-0', { grade: G }), set: { set: policy, coords: { seed: '0' }, index: 0 } };
+    const grade = (k: number, score: number, passed: boolean) => ({
+      k,
+      run: 1,
+      gradeHash: gradeHash(G),
+      state: 'graded' as const,
+      score,
+      passed,
+      resultsDir: `/r/gs-0/run-1/grade-${k}/results`,
+      image: 'g',
+      createdAt: 'c',
+    });
+    const rec = status('gs-0', {
+      phase: 'Succeeded',
+      reason: 'Completed',
+      exitCode: 0,
+      score: 1,
+      startedAt: new Date(T0).toISOString(),
+      finishedAt: new Date(T0 + 1000).toISOString(),
+      resultsDir: '/r/gs-0/run-1/results',
+      grades: [grade(1, 1, true), grade(2, 0, false)],
+    });
+    const statuses = new Map([['gs-0', rec]]);
+    const s = summarize(new Map([['gs', { policy, children: [{ name: 'gs-0', coords: { seed: '0' }, loaded }] }]]), statuses, NOW);
+    const common = {
+      childLabels: new Map(),
+      plain: [],
+      statuses,
+      now: NOW,
+      instance: 'i',
+      maxRunning: 1,
+      resultsRoot: ROOT,
+      linkBase: ROOT,
+      mode: 'file' as const,
+    };
+    const [a] = buildReport({ ...common, sets: s.sets }).attempts;
+    expect(a).to.include({ outcome: 'failed', score: 0, grade: 'grade-2: fail (score 0)' });
+    // a plain attempt with its class from its grade (report/from-load.ts gives it)
+    const [p] = buildReport({ ...common, sets: [], plain: [{ name: 'gs-0', labels: {}, graded: { outcome: 'failed' } }] }).attempts;
+    expect(p).to.include({ outcome: 'failed', score: 0, grade: 'grade-2: fail (score 0)' });
   });
 
   it('bounds every attempt-controlled string', () => {
