@@ -614,6 +614,16 @@ function details(res: Results): string {
     }
     out.push('');
   }
+  if (res.grade) {
+    const g = res.grade;
+    const m = (xs: number[]) => fmtMs(summarize(xs).median);
+    out.push('### Export + grade: where the time goes (median of rounds)\n');
+    out.push('| contender | read the workspace | grader created, filled, started | grader waited for | its end read, removed | total |');
+    out.push('|---|---:|---:|---:|---:|---:|');
+    out.push(`| berth | export ${m(g.exportMs)} | ${m(g.steps.berth.start)} | ${m(g.steps.berth.wait)} | ${m(g.steps.berth.end)} | ${m(g.berth)} |`);
+    out.push(`| floor | archive ${m(g.archiveMs)} | ${m(g.steps.floor.start)} | ${m(g.steps.floor.wait)} | ${m(g.steps.floor.end)} | ${m(g.floor)} |`);
+    out.push('');
+  }
   if (res.clean1000Ms !== undefined && res.noop) {
     const n = res.noop.scales[res.noop.scales.length - 1]?.n ?? 0;
     out.push(`\`berth clean\` of the ${n.toLocaleString('en')} finished attempts (clean-up, one sample): ${fmtMs(res.clean1000Ms)}.\n`);
@@ -747,7 +757,10 @@ async function main(): Promise<void> {
       res.swarm = await swarmWorkload(run, envInt('BENCH_SWARM_DROPS', 5), swSizes, Math.min(rounds, 3), log);
     }
     if (want('harvest')) res.harvest = await harvestRounds(engine, run, envInt('BENCH_HARVEST_FILES', 100_000), rounds, log);
-    if (want('grade')) res.grade = await gradeRounds(engine, run, envInt('BENCH_GRADE_FILES', 2000, 200), rounds, log);
+    if (want('grade')) {
+      res.grade = await gradeRounds(engine, run, envInt('BENCH_GRADE_FILES', 2000, 200), rounds, log, profileDir);
+      if (res.grade.profile) res.profiles.push({ title: 'export + grade of one attempt, in-process (one berth round)', file: res.grade.profile });
+    }
     if (want('report')) {
       log('the fleet report of 1,000 attempts: size, time to make it, first paint in headless chromium');
       res.report = await reportBench(rounds, log);

@@ -28,6 +28,7 @@ import { LABELS } from '../../src/constants';
 import { desiredGrader } from '../../src/desired/grade';
 import { createDockerEngine } from '../../src/engine/docker';
 import { Executor } from '../../src/execute/executor';
+import { graderArchive } from '../../src/execute/grade-archive';
 import { exportWorkspace } from '../../src/execute/workspace-export';
 import { finishGradeOp, gradeOps } from '../../src/plan/grade';
 import { removeContainerOp } from '../../src/plan/ops';
@@ -38,6 +39,7 @@ import { silentLogger } from '../../src/util/log';
 import type { RawEngine } from '../lib/engine';
 import { peerLabels, rawCreateBody, specText, type BenchRun } from '../lib/fixture';
 import { berth } from '../lib/proc';
+import { profiled } from './noop';
 import { archive } from './harvest';
 
 export interface GradeSamples {
@@ -57,6 +59,16 @@ export interface GradeSamples {
   /** The floor's parts: the archive read, and the grader (create to removed). */
   archiveMs: number[];
   graderMs: number[];
+  /** Both graders' steps: created, filled and started; waited for; its end read and removed. */
+  steps: { berth: GraderSteps; floor: GraderSteps };
+  /** BENCH_PROFILE: a CPU profile of one more berth round (untimed). */
+  profile?: string;
+}
+
+export interface GraderSteps {
+  start: number[];
+  wait: number[];
+  end: number[];
 }
 
 const PER_DIR = 100;
@@ -113,7 +125,20 @@ async function writeFixture(dir: string, files: number): Promise<number> {
   return bytes;
 }
 
-export async function gradeRounds(engine: RawEngine, run: BenchRun, files: number, rounds: number, log: (m: string) => void): Promise<GradeSamples> {
+function steps(into: GraderSteps, t1: number, s1: number, s2: number, t2: number): void {
+  into.start.push(s1 - t1);
+  into.wait.push(s2 - s1);
+  into.end.push(t2 - s2);
+}
+
+export async function gradeRounds(
+  engine: RawEngine,
+  run: BenchRun,
+  files: number,
+  rounds: number,
+  log: (m: string) => void,
+  profileDir?: string,
+): Promise<GradeSamples> {
   const sb = await run.berthSandbox('grade');
   const fixtureBytes = await writeFixture(path.join(sb.specsDir, 'fixture'), files);
   await fs.mkdir(path.join(sb.specsDir, 'hidden', 'hidden_tests'), { recursive: true });
@@ -175,9 +200,10 @@ export async function gradeRounds(engine: RawEngine, run: BenchRun, files: numbe
     gradeMs: [],
     archiveMs: [],
     graderMs: [],
+    steps: { berth: { start: [], wait: [], end: [] }, floor: { start: [], wait: [], end: [] } },
   };
 
-  const berthRound = async (r: number) => {
+  const berthRound = async (r: number, keep = true) => {
     await fs.rm(path.join(runDir, 'workspace'), { recursive: true });
     const k = r + 2;
     const d = desiredGrader(sb.instance, loaded, grade, gradeHash(grade), rec.run, k, rec.resultsDir as string, grade.image ?? loaded.spec.image);
@@ -188,7 +214,9 @@ export async function gradeRounds(engine: RawEngine, run: BenchRun, files: numbe
     const began = await executor.runAction({ ...action, ops: gradeOps(d, true, 'bench') });
     const id = (await store.get(name))?.grades?.find((g) => g.k === k)?.containerId;
     if (!began.ok || !id) throw new Error(`grade: berth: grade ${k} did not start: ${began.error ?? began.outcome}`);
+    const s1 = performance.now();
     await engine.call('POST', `/containers/${id}/wait`);
+    const s2 = performance.now();
     const ended = await executor.runAction({
       ...action,
       ops: [finishGradeOp(name, { run: rec.run, k }, 'bench', { id }), removeContainerOp({ name: d.container.name, id }, 'its grade ended')],
@@ -196,6 +224,8 @@ export async function gradeRounds(engine: RawEngine, run: BenchRun, files: numbe
     const t2 = performance.now();
     const g = (await store.get(name))?.grades?.find((x) => x.k === k);
     if (!exported.done || !ended.ok || g?.state !== 'graded' || !g.passed) throw new Error(`grade: berth: grade ${k} did not pass: ${JSON.stringify(g)}`);
+    if (!keep) return;
+    steps(out.steps.berth, t1, s1, s2, t2);
     out.exportMs.push(t1 - t0);
     out.gradeMs.push(t2 - t1);
     out.berth.push(t2 - t0);
@@ -210,11 +240,14 @@ export async function gradeRounds(engine: RawEngine, run: BenchRun, files: numbe
     const put = await engine.putArchive(id, '/workspace', input);
     if (put.status !== 200) throw new Error(`grade: floor: PUT archive → ${put.status}: ${put.body}`);
     await engine.startContainer(id);
+    const s1 = performance.now();
     const w = await engine.call<{ StatusCode: number }>('POST', `/containers/${id}/wait`);
+    const s2 = performance.now();
     const logs = await engine.request('GET', `/containers/${id}/logs?stdout=1&stderr=1`);
     await engine.removeContainer(id);
     const t2 = performance.now();
     if (w.StatusCode !== 0 || !logs.body.includes('graded')) throw new Error(`grade: floor: the grader exited ${w.StatusCode}: ${logs.body}`);
+    steps(out.steps.floor, t1, s1, s2, t2);
     out.archiveMs.push(t1 - t0);
     out.graderMs.push(t2 - t1);
     out.floor.push(t2 - t0);
@@ -232,6 +265,43 @@ export async function gradeRounds(engine: RawEngine, run: BenchRun, files: numbe
     log(
       `grade round ${r + 1}/${rounds}: berth ${at(out.berth)} ms (export ${at(out.exportMs)}, grade ${at(out.gradeMs)}), floor ${at(out.floor)} ms (archive ${at(out.archiveMs)}, grader ${at(out.graderMs)})`,
     );
+  }
+  if (process.env.BENCH_GRADE_TRACE === '1') {
+    // one more berth round (untimed), its operations one at a time: where berth's time goes
+    await fs.rm(path.join(runDir, 'workspace'), { recursive: true });
+    const k = rounds + 100;
+    const d = desiredGrader(sb.instance, loaded, grade, gradeHash(grade), rec.run, k, rec.resultsDir, grade.image ?? loaded.spec.image);
+    const times: string[] = [];
+    const timed = async (what: string, f: () => Promise<unknown>) => {
+      const t = performance.now();
+      await f();
+      times.push(`${what} ${(performance.now() - t).toFixed(0)}`);
+    };
+    await timed('export', () => exportWorkspace(berthEngine, runDir, attempt.Id));
+    await timed('(grader archive made and read, no engine)', async () => {
+      const input = await graderArchive({
+        runDir,
+        fixture: d.fixture,
+        gradeFixture: d.grade.fixture,
+        protect: d.grade.protect,
+        workingDir: d.workingDir,
+        owner: d.owner,
+      });
+      const body = input.archive.body();
+      if (!Buffer.isBuffer(body)) for await (const _ of body) void _;
+      await input.archive.dispose();
+    });
+    for (const op of gradeOps(d, true, 'bench')) await timed(op.type, () => executor.runAction({ attempt: name, kind: 'grade', summary: 'trace', ops: [op] }));
+    const id = (await store.get(name))?.grades?.find((g) => g.k === k)?.containerId as string;
+    await timed('wait', () => engine.call('POST', `/containers/${id}/wait`));
+    for (const op of [finishGradeOp(name, { run: rec.run, k }, 'bench', { id }), removeContainerOp({ name: d.container.name, id }, 'its grade ended')])
+      await timed(op.type, () => executor.runAction({ attempt: name, kind: 'grade', summary: 'trace', ops: [op] }));
+    log(`grade: berth's steps, ms: ${times.join(', ')}`);
+  }
+  if (profileDir) {
+    log('grade: profiling one more berth round (untimed)');
+    out.profile = path.join(profileDir, 'grade-berth.cpuprofile');
+    await profiled(out.profile, () => berthRound(rounds, false));
   }
   await berth(['clean', ...sb.globalArgs('warn')]);
   await fs.rm(sb.dir, { recursive: true, force: true });
