@@ -14,6 +14,7 @@
  *   BENCH_COMPLETIONS  attempts of the completion-detection workload (default 40)
  *   BENCH_SET_CELLS    the AttemptSet workload plans a CELLS x CELLS set (default 100: 10,000 children)
  *   BENCH_HARVEST_FILES files in the results folder of the harvest workload (default 100,000)
+ *   BENCH_GRADE_FILES  files of the grade workload's fixture, about 10 KiB each (default 2,000)
  *   BENCH_SWARM_DROPS  drop-to-running samples on the swarm (default 5)
  *   BENCH_SWARM_SIZES  swarm no-op pass sizes (default 10,200)
  *   BENCH_FLEET_ATTEMPTS attempts of the fleet-throughput workload (default 300)
@@ -21,7 +22,7 @@
  *   BENCH_TENK_SPECS   specs of the ten-thousand workload, 50 of them running (default 10,000)
  *   BENCH_AB           label=[node@]path/to/bin/berth.js: another build in the fleet and completion
  *                      workloads (an A/B in one run; on this Node, or on the node named)
- *   BENCH_ONLY         comma list of cold,drop,noop,resources,report,harvest,sets,completion,git,swarm,fleet,tenk: a partial run, written to
+ *   BENCH_ONLY         comma list of cold,drop,noop,resources,report,harvest,grade,sets,completion,git,swarm,fleet,tenk: a partial run, written to
  *                      bench/results/partial.*.tmp instead of latest.*
  *   BENCH_PROFILE=1    also take CPU profiles (untimed extra runs under `node --cpu-prof`: berth's
  *                      cold start and clean of 50, a no-op pass at the largest size in-process and
@@ -45,6 +46,7 @@ import { berth, killLiveChildren, REPO, run as runCmd } from './lib/proc';
 import { coldRounds, profileColdBerth, type ColdSamples } from './workloads/cold';
 import { renderProfile, summarizeProfile, type ProfileSummary } from './lib/profile';
 import { controllerAt1000, dropToRunning, profileController, type ControllerAt1000, type DropSamples } from './workloads/controller';
+import { gradeRounds, type GradeSamples } from './workloads/grade';
 import { harvestRounds, type HarvestSamples } from './workloads/harvest';
 import { noopScales, type NoopResult } from './workloads/noop';
 import { reportBench, type ReportSamples } from './workloads/report';
@@ -61,6 +63,8 @@ const TARGETS = {
   teardownVsFloor: 1.15,
   /** The harvest of 100,000 files against the engine's archive of the folder plus a plain walk. */
   harvestVsFloor: 1.5,
+  /** A run's export plus its grade against the engine's archive of workingDir plus a fresh container with the changes copied in (issue 36). */
+  gradeVsFloor: 1.2,
   dropOverheadMs: 150,
   rssMb: 150,
   /** "~0 CPU idle": at most 1% of one core. */
@@ -162,6 +166,7 @@ interface Results {
   at1000?: ControllerAt1000;
   clean1000Ms?: number;
   harvest?: HarvestSamples;
+  grade?: GradeSamples;
   report?: ReportSamples;
   sets?: SetSamples;
   completion?: CompletionSamples;
@@ -473,6 +478,22 @@ function harvestRows(h: HarvestSamples, rows: Row[]): void {
   });
 }
 
+function gradeRows(g: GradeSamples, rows: Row[]): void {
+  const r = pairedRatio(g.berth, g.floor);
+  const med = (xs: number[]) => fmtMs(summarize(xs).median);
+  rows.push({
+    id: 'grade',
+    workload: `Export + grade of one attempt: ${g.files.toLocaleString('en')}-file fixture (${(g.fixtureBytes / 2 ** 20).toFixed(1)} MiB), ${g.changed.modified} files modified and ${g.changed.added} added; berth's export ${med(g.exportMs)} + its grader (archive composed less protect, created, put, started, waited for, finished, removed) ${med(g.gradeMs)}`,
+    berth: spread(summarize(g.berth)),
+    reference: `the engine's archive of workingDir (docker cp) ${med(g.archiveMs)} + a fresh container with the same tree (${(g.inputBytes / 2 ** 20).toFixed(1)} MiB) in one PUT archive, started, waited for, logs, removed ${med(g.graderMs)} (floor)`,
+    refValue: spread(summarize(g.floor)),
+    ratio: r,
+    target: `≤ ${TARGETS.gradeVsFloor}×`,
+    verdict: verdictOf(r.median <= TARGETS.gradeVsFloor),
+    chart: { label: 'export + grade vs archive + fresh container', target: TARGETS.gradeVsFloor },
+  });
+}
+
 function reportRows(r: ReportSamples, rows: Row[]): void {
   const s = (xs: number[]) => summarize(xs);
   const kib = r.bytes / 1024;
@@ -593,6 +614,16 @@ function details(res: Results): string {
     }
     out.push('');
   }
+  if (res.grade) {
+    const g = res.grade;
+    const m = (xs: number[]) => fmtMs(summarize(xs).median);
+    out.push('### Export + grade: where the time goes (median of rounds)\n');
+    out.push('| contender | read the workspace | grader created, filled, started | grader waited for | its end read, removed | total |');
+    out.push('|---|---:|---:|---:|---:|---:|');
+    out.push(`| berth | export ${m(g.exportMs)} | ${m(g.steps.berth.start)} | ${m(g.steps.berth.wait)} | ${m(g.steps.berth.end)} | ${m(g.berth)} |`);
+    out.push(`| floor | archive ${m(g.archiveMs)} | ${m(g.steps.floor.start)} | ${m(g.steps.floor.wait)} | ${m(g.steps.floor.end)} | ${m(g.floor)} |`);
+    out.push('');
+  }
   if (res.clean1000Ms !== undefined && res.noop) {
     const n = res.noop.scales[res.noop.scales.length - 1]?.n ?? 0;
     out.push(`\`berth clean\` of the ${n.toLocaleString('en')} finished attempts (clean-up, one sample): ${fmtMs(res.clean1000Ms)}.\n`);
@@ -614,7 +645,7 @@ async function main(): Promise<void> {
   const want = (w: string) => !only || only.has(w);
   if (only)
     for (const w of only)
-      if (!['cold', 'drop', 'noop', 'resources', 'report', 'harvest', 'sets', 'completion', 'git', 'swarm', 'fleet', 'tenk'].includes(w))
+      if (!['cold', 'drop', 'noop', 'resources', 'report', 'harvest', 'grade', 'sets', 'completion', 'git', 'swarm', 'fleet', 'tenk'].includes(w))
         throw new Error(`BENCH_ONLY: unknown workload ${w}`);
   if (want('resources') && !want('noop')) throw new Error('BENCH_ONLY: resources needs noop (the controller watches its attempts)');
 
@@ -726,6 +757,10 @@ async function main(): Promise<void> {
       res.swarm = await swarmWorkload(run, envInt('BENCH_SWARM_DROPS', 5), swSizes, Math.min(rounds, 3), log);
     }
     if (want('harvest')) res.harvest = await harvestRounds(engine, run, envInt('BENCH_HARVEST_FILES', 100_000), rounds, log);
+    if (want('grade')) {
+      res.grade = await gradeRounds(engine, run, envInt('BENCH_GRADE_FILES', 2000, 200), rounds, log, profileDir);
+      if (res.grade.profile) res.profiles.push({ title: 'export + grade of one attempt, in-process (one berth round)', file: res.grade.profile });
+    }
     if (want('report')) {
       log('the fleet report of 1,000 attempts: size, time to make it, first paint in headless chromium');
       res.report = await reportBench(rounds, log);
@@ -751,6 +786,7 @@ async function main(): Promise<void> {
   if (res.drop) dropRows(res.drop, res.at1000, rows);
   if (res.at1000) resourceRows(res.at1000, rows);
   if (res.harvest) harvestRows(res.harvest, rows);
+  if (res.grade) gradeRows(res.grade, rows);
   if (res.report) reportRows(res.report, rows);
   if (res.sets) setRows(res.sets, rows);
   if (res.completion) completionRows(res.completion, rows);
@@ -829,6 +865,7 @@ async function main(): Promise<void> {
       controllerAtMax: res.at1000,
       cleanMaxMs: res.clean1000Ms,
       harvest: res.harvest,
+      grade: res.grade,
       report: res.report,
       sets: res.sets,
       completion: res.completion,

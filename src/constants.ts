@@ -393,6 +393,12 @@ export const DEFAULTS = {
   workspaceExclude: ['node_modules', '.venv', 'vendor', '__pycache__', '.env', '.env.*'] as readonly string[],
   /** A changed file larger than this (either side) is named in changes.patch like a binary one, not diffed as text. */
   workspaceTextDiffBytes: 1024 * 1024,
+  /**
+   * A file of the workspace that may be the fixture's unchanged (same size and mode) is read
+   * whole and hashed before anything is written when it is at most this large: one the same is
+   * then never written under files/ (a larger one is written while hashed, and removed when the same).
+   */
+  workspaceCompareInMemoryBytes: 1024 * 1024,
   /** A path deeper than this many components, or longer than this many bytes, is left out (`too-deep`). */
   workspaceMaxDepth: 256,
   workspacePathBytes: 4096,

@@ -13,6 +13,12 @@
  * - peer: a shell script per attempt through `xargs -P 8`: `docker create` with the same flags,
  *   `docker cp` the fixture in, `docker start -a` (its log), `docker cp` the result out,
  *   `docker rm`.
+ * - with a grader on (BENCH_FLEET_GRADE, default 1; 0 leaves these two out): berth as above with
+ *   `grade` in every spec (a hidden check copied in last; every attempt also graded, and only then
+ *   removed; checked: every grade passed), against the floor with a grader per attempt: after
+ *   the attempt's wait, its /workspace archive read to its end, and a fresh container of the same
+ *   image given the same tree (the fixture, unchanged by the attempt, and the check; one tar made
+ *   once) in one PUT archive, started, waited for, its logs read, removed.
  * Rounds alternate in a rotating order; ratios are paired by round.
  */
 import { execFileSync } from 'node:child_process';
@@ -26,6 +32,7 @@ import { berth, buildOf, run as runCmd, type Build } from '../lib/proc';
 import { spread, verdictOf, type Row } from '../lib/report';
 import { pairedRatio, summarize } from '../lib/stats';
 import { Timeline } from '../lib/timeline';
+import { archive } from './harvest';
 
 export interface FleetSamples {
   attempts: number;
@@ -34,6 +41,8 @@ export interface FleetSamples {
   dockerRun: number[];
   /** berth's runs: passes of --wait, from its progress lines (information). */
   berthPasses: number[];
+  /** With a grader on (BENCH_FLEET_GRADE): berth's runs and the floor's, in the same rotation. */
+  graded?: { berth: number[]; raw: number[]; berthPasses: number[]; left: number[] };
   /** BENCH_AB: another build's runs, alternating with this one's. */
   other?: { label: string; ms: number[] };
 }
@@ -46,15 +55,31 @@ async function writeFixture(dir: string): Promise<void> {
   await Promise.all(Array.from({ length: 20 }, (_, i) => fs.writeFile(path.join(dir, `input-${String(i).padStart(2, '0')}.txt`), `line ${i}\n`.repeat(20))));
 }
 
-function fleetSpec(name: string): string {
-  return specText(name, CMD, ['  fixture: ./fixture', '  ttlSecondsAfterFinished: 0']);
+/** The grader's hidden check, copied in last (grade.fixture): the fixture is there, the attempt's result is not. */
+const CHECK = 'test -f input-19.txt && test ! -e result.txt && echo graded\n';
+const GRADER_CMD = ['sh', 'hidden/check.sh'];
+
+function fleetSpec(name: string, graded: boolean): string {
+  const grade = graded ? ['  grade:', `    command: ${JSON.stringify(GRADER_CMD)}`, '    fixture: ./grade'] : [];
+  return specText(name, CMD, ['  fixture: ./fixture', '  ttlSecondsAfterFinished: 0', ...grade]);
 }
 
-async function berthRound(engine: RawEngine, run: BenchRun, round: number, n: number, build?: Build): Promise<{ ms: number; passes: number }> {
-  const sb: BerthSandbox = await run.berthSandbox(`f${build ? 'o' : ''}${round}`);
+async function berthRound(
+  engine: RawEngine,
+  run: BenchRun,
+  round: number,
+  n: number,
+  build?: Build,
+  graded = false,
+): Promise<{ ms: number; passes: number; left: number }> {
+  const sb: BerthSandbox = await run.berthSandbox(`f${build ? 'o' : graded ? 'g' : ''}${round}`);
   await writeFixture(path.join(sb.specsDir, 'fixture'));
+  if (graded) {
+    await fs.mkdir(path.join(sb.specsDir, 'grade', 'hidden'), { recursive: true });
+    await fs.writeFile(path.join(sb.specsDir, 'grade', 'hidden', 'check.sh'), CHECK);
+  }
   const all = names('f', n);
-  await Promise.all(all.map((a) => fs.writeFile(path.join(sb.specsDir, `${a}.yaml`), fleetSpec(a))));
+  await Promise.all(all.map((a) => fs.writeFile(path.join(sb.specsDir, `${a}.yaml`), fleetSpec(a, graded))));
   const r = await berth(['reconcile', '--once', '--wait', '--timeout', '900', '--max-running', '8', '--concurrency', '8', ...sb.globalArgs('warn')], {
     timeoutMs: 1_000_000,
     ...(build ? { build } : {}),
@@ -67,11 +92,23 @@ async function berthRound(engine: RawEngine, run: BenchRun, round: number, n: nu
     if (!dir) throw new Error(`fleet: berth: ${s.name} has no results folder`);
     const got = (await fs.readFile(path.join(dir, 'result.txt'), 'utf8')).trim();
     if (got !== '20') throw new Error(`fleet: berth: ${s.name}: result.txt says ${JSON.stringify(got)}, not 20`);
+    const g = s.grades?.at(-1);
+    if (graded && (s.grades?.length !== 1 || g?.state !== 'graded' || !g.passed))
+      throw new Error(`fleet: berth: ${s.name}: graded ${JSON.stringify(s.grades)}`);
   }
   const left = await engine.listContainers([`${LABELS.instance}=${sb.instance}`]);
-  if (left.length) throw new Error(`fleet: berth left ${left.length} containers after --wait with ttlSecondsAfterFinished: 0`);
+  // With a grade, `--wait` ends once every latest grade is final: the TTL's removal of the last
+  // attempts' containers may not have run by then (found by this workload; counted, not hidden)
+  if (left.length && graded && left.every((c) => c.Labels?.[LABELS.component] === 'main' && c.State === 'exited')) {
+    await berth(['clean', ...sb.globalArgs('warn')]);
+    return { ms: r.ms, passes: (r.stderr.match(/^\[\d+s\]/gm) ?? []).length, left: left.length };
+  }
+  if (left.length) {
+    const what = left.map((c) => `${c.Names.join(',')} (${c.Labels?.[LABELS.component] ?? '?'}, ${c.State})`).join('; ');
+    throw new Error(`fleet: berth left ${left.length} containers after --wait with ttlSecondsAfterFinished: 0: ${what}\n${r.stderr.slice(-4000)}`);
+  }
   await berth(['clean', ...sb.globalArgs('warn')]);
-  return { ms: r.ms, passes: (r.stderr.match(/^\[\d+s\]/gm) ?? []).length };
+  return { ms: r.ms, passes: (r.stderr.match(/^\[\d+s\]/gm) ?? []).length, left: 0 };
 }
 
 /** Runs `fn` over `items`, `limit` at a time. */
@@ -84,9 +121,10 @@ async function pool<T>(items: readonly T[], limit: number, fn: (x: T) => Promise
   );
 }
 
-async function rawRound(engine: RawEngine, run: BenchRun, round: number, n: number, tar: Buffer): Promise<number> {
-  const root = await run.dir(`fleet-raw-${round}`);
-  const all = names('r', n);
+/** `check`: the grader's tree as one tar, when every attempt is graded too. */
+async function rawRound(engine: RawEngine, run: BenchRun, round: number, n: number, tar: Buffer, check?: Buffer): Promise<number> {
+  const root = await run.dir(`fleet-raw${check ? 'g' : ''}-${round}`);
+  const all = names(check ? 'q' : 'r', n);
   await Promise.all(all.map((a) => fs.mkdir(path.join(root, a))));
   const t0 = performance.now();
   await pool(all, 8, async (a) => {
@@ -100,6 +138,19 @@ async function rawRound(engine: RawEngine, run: BenchRun, round: number, n: numb
     if (logs.status !== 200 || !logs.body.includes('done')) throw new Error(`fleet: raw: ${a}: logs ${logs.status}`);
     const out = await engine.request('GET', `/containers/${id}/archive?path=${encodeURIComponent('/results/result.txt')}`);
     if (out.status !== 200) throw new Error(`fleet: raw: ${a}: archive ${out.status}`);
+    if (check) {
+      await archive(engine, id, '/workspace');
+      const gdir = path.join(root, `${a}-grade`);
+      await fs.mkdir(gdir);
+      const g = await engine.createContainer(`bench-${run.id}-fg${round}-${a}`, rawCreateBody(GRADER_CMD, gdir, peerLabels(run, 'fleet-raw-grader', a)));
+      const p = await engine.putArchive(g, '/workspace', check);
+      if (p.status !== 200) throw new Error(`fleet: raw: ${a}: grader PUT archive → ${p.status}: ${p.body}`);
+      await engine.startContainer(g);
+      const gw = await engine.call<{ StatusCode: number }>('POST', `/containers/${g}/wait`);
+      const glogs = await engine.request('GET', `/containers/${g}/logs?stdout=1&stderr=1`);
+      if (gw.StatusCode !== 0 || !glogs.body.includes('graded')) throw new Error(`fleet: raw: ${a}: the grader exited ${gw.StatusCode}: ${glogs.body}`);
+      await engine.removeContainer(g);
+    }
     await engine.removeContainer(id);
   });
   return performance.now() - t0;
@@ -153,6 +204,26 @@ export async function fleetRounds(engine: RawEngine, run: BenchRun, n: number, r
     ['raw', async (i) => void out.raw.push(await rawRound(engine, run, i, n, tar))],
     ['docker run', async (i) => void out.dockerRun.push(await dockerRunRound(run, i, n, fixture))],
   ];
+  if (process.env.BENCH_FLEET_GRADE !== '0') {
+    const graderTree = await run.dir('fleet-grader-tree');
+    await writeFixture(graderTree);
+    await fs.mkdir(path.join(graderTree, 'hidden'));
+    await fs.writeFile(path.join(graderTree, 'hidden', 'check.sh'), CHECK);
+    const graderTar = execFileSync('tar', ['-C', graderTree, '-cf', '-', '.']);
+    const g = (out.graded = { berth: [] as number[], raw: [] as number[], berthPasses: [] as number[], left: [] as number[] });
+    contenders.push(
+      [
+        'berth, graded',
+        async (i) => {
+          const b = await berthRound(engine, run, i, n, undefined, true);
+          g.berth.push(b.ms);
+          g.berthPasses.push(b.passes);
+          g.left.push(b.left);
+        },
+      ],
+      ['raw, graded', async (i) => void g.raw.push(await rawRound(engine, run, i, n, tar, graderTar))],
+    );
+  }
   const other = buildOf(process.env.BENCH_AB);
   if (other) {
     const o = (out.other = { label: other.label, ms: [] as number[] });
@@ -205,6 +276,33 @@ export function fleetRows(f: FleetSamples, rows: Row[]): void {
     verdict: verdictOf(r2.median < 1),
     chart: { label: `fleet ${f.attempts} vs docker run`, target: 1 },
   });
+  if (f.graded) {
+    const g = f.graded;
+    const r4 = pairedRatio(g.berth, g.raw);
+    rows.push({
+      id: 'fleet-graded-vs-floor',
+      workload: `Fleet throughput with a grader on: ${n} short attempts, each also graded (spec.grade: a fresh container given the fixture, the changes and a hidden check), 8 at a time (--wait passes: ${g.berthPasses.join(', ')}; exited attempt containers still there when --wait ended: ${g.left.join(', ')})`,
+      berth: spread(summarize(g.berth)),
+      reference:
+        "raw Engine API as the floor above, and per attempt: its /workspace archive read, a fresh container with the grader's tree in one PUT archive, started, waited for, logs, removed; 8 in flight (floor)",
+      refValue: spread(summarize(g.raw)),
+      ratio: r4,
+      target: `≤ ${FLEET_VS_FLOOR}×`,
+      verdict: verdictOf(r4.median <= FLEET_VS_FLOOR),
+      chart: { label: `fleet ${f.attempts} graded vs raw API`, target: FLEET_VS_FLOOR },
+    });
+    const r5 = pairedRatio(g.berth, f.berth);
+    rows.push({
+      id: 'fleet-graded-vs-plain',
+      workload: `Fleet throughput: ${n} short attempts, 8 at a time: graded against not graded (what a grader costs)`,
+      berth: spread(summarize(g.berth)),
+      reference: 'berth without a grader, the same rounds',
+      refValue: b,
+      ratio: r5,
+      target: '—',
+      verdict: 'info',
+    });
+  }
   if (f.other) {
     const r3 = pairedRatio(f.berth, f.other.ms);
     rows.push({

@@ -41,7 +41,7 @@ async function seed(dir: string, n: number): Promise<void> {
 }
 
 /** The engine's tar of `p` in container `id`, read to its end; its size. */
-function archive(engine: RawEngine, id: string, p: string): Promise<number> {
+export function archive(engine: RawEngine, id: string, p: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const req = http.request(
       { socketPath: engine.socketPath, agent: engine.agent, method: 'GET', path: `/containers/${id}/archive?path=${encodeURIComponent(p)}` },

@@ -53,7 +53,7 @@ export interface NoopResult {
 }
 
 /** Runs `f` under the V8 profiler of this process; writes the profile to `file`. */
-async function profiled(file: string, f: () => Promise<unknown>): Promise<void> {
+export async function profiled(file: string, f: () => Promise<unknown>): Promise<void> {
   const session = new Session();
   session.connect();
   try {

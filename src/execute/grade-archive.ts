@@ -17,7 +17,7 @@ import picomatch from 'picomatch';
 import { pack, type Pack } from 'tar-stream';
 import { DEFAULTS } from '../constants';
 import { isCode } from '../status/atomic-file';
-import { atFd, componentsBelow, openDirAt, openDirBelow, openFileBelow, UnsafePathError } from '../util/no-follow';
+import { atFd, componentsBelow, openDirAt, openDirBelow, openFileAt, openFileBelow, UnsafePathError } from '../util/no-follow';
 import { spoolArchive, type Archive } from './archive';
 import type { ChangedEntry, WorkspaceChanges } from './workspace-types';
 
@@ -257,8 +257,35 @@ function entry(p: Pack, header: Parameters<Pack['entry']>[0], body?: Buffer): Pr
   });
 }
 
-async function fileBody(p: Pack, header: Parameters<Pack['entry']>[0], src: Source): Promise<void> {
-  const fh = await openFileBelow(src.root, src.rel).catch((err: unknown) => {
+/**
+ * The folders files are read from, found with no link followed; the last one is kept open (the
+ * tree is packed in path order: a folder's files come together).
+ */
+class Folders {
+  private last: { root: string; rel: string; h: fsp.FileHandle } | undefined;
+
+  /** `src` opened for reading, no link followed below its root. */
+  async open(src: Source): Promise<fsp.FileHandle> {
+    const parts = componentsBelow(src.root, path.resolve(src.root, src.rel));
+    const name = parts.pop();
+    if (name === undefined) throw new UnsafePathError(`${src.root} is not a file`);
+    const rel = parts.join('/');
+    if (this.last?.root !== src.root || this.last.rel !== rel) {
+      await this.close();
+      this.last = { root: src.root, rel, h: await openDirBelow(src.root, parts) };
+    }
+    return openFileAt(this.last.h, name, path.join(src.root, src.rel));
+  }
+
+  async close(): Promise<void> {
+    const h = this.last?.h;
+    this.last = undefined;
+    await h?.close();
+  }
+}
+
+async function fileBody(p: Pack, header: Parameters<Pack['entry']>[0], src: Source, folders: Folders): Promise<void> {
+  const fh = await folders.open(src).catch((err: unknown) => {
     if (err instanceof UnsafePathError) throw err;
     throw new UnsafePathError(`${path.join(src.root, src.rel)}: ${err instanceof Error ? err.message : String(err)}`);
   });
@@ -284,6 +311,7 @@ async function fileBody(p: Pack, header: Parameters<Pack['entry']>[0], src: Sour
 async function packTree(tree: Map<string, Node>, workingDir: string, uid: number, gid: number): Promise<Archive> {
   const p = pack();
   const done = spoolArchive(p, DEFAULTS.fixtureSpoolBytes);
+  const folders = new Folders();
   try {
     const base = workingDir.replace(/^\/+/, '');
     const upper = base.split('/').slice(0, -1);
@@ -295,10 +323,12 @@ async function packTree(tree: Map<string, Node>, workingDir: string, uid: number
       const name = `${base}/${k}`;
       if (n.type === 'dir') await entry(p, { name: name + '/', type: 'directory', mode: n.mode, ...own });
       else if (n.type === 'link') await entry(p, { name, type: 'symlink', linkname: n.target as string, mode: n.mode, ...own });
-      else await fileBody(p, { name, type: 'file', mode: n.mode, ...own }, n.src as Source);
+      else await fileBody(p, { name, type: 'file', mode: n.mode, ...own }, n.src as Source, folders);
     }
+    await folders.close();
     p.finalize();
   } catch (err) {
+    await folders.close().catch(() => undefined);
     p.destroy(err as Error);
     await done.then(
       (a) => a.dispose(),

@@ -189,26 +189,34 @@ export async function collectChanges(tar: Readable, top: string, opts: CollectOp
         const maybeSame = idx?.type === 'file' && idx.size === size && idx.mode === (mode & 0o777);
         const fits = bytes + size <= opts.maxBytes;
         if (!fits && !maybeSame) throw stop(rel, 'max-bytes');
-        let sha256: string;
+        // maybe the fixture's file unchanged, and small: compared before anything is written (most of a workspace is unchanged)
+        const held = maybeSame && size <= DEFAULTS.workspaceCompareInMemoryBytes ? await readWhole(entry, size) : undefined;
+        let sha256 = held ? createHash('sha256').update(held).digest('hex') : undefined;
+        const same = maybeSame && idx.sha256 === sha256;
+        if (same) {
+          met.set(rel, { size, sha256: sha256 as string, written: false, mode });
+          continue;
+        }
+        if (!fits && held) throw stop(rel, 'max-bytes');
         try {
-          sha256 = fits ? await files.write(rel, entry) : await hashOnly(entry);
+          if (held) await files.writeBytes(rel, held);
+          else sha256 = fits ? await files.write(rel, entry) : await hashOnly(entry);
         } catch (err) {
           // A name that cannot be a file below files/ (a hostile tar: a file where a folder was).
           if (!(err instanceof UnsafePathError) && !isCode(err, 'EEXIST', 'ENOTDIR', 'EISDIR')) throw err;
-          await drain(entry);
+          if (!held) await drain(entry);
           omit(rel, 'unsafe-name');
           continue;
         }
-        const same = maybeSame && idx.sha256 === sha256;
-        if (same) {
+        if (!held && maybeSame && idx.sha256 === sha256) {
           if (fits) await files.remove(rel);
-          met.set(rel, { size, sha256, written: false, mode });
+          met.set(rel, { size, sha256: sha256 as string, written: false, mode });
           continue;
         }
         if (!fits) throw stop(rel, 'max-bytes');
-        met.set(rel, { size, sha256, written: true, mode });
+        met.set(rel, { size, sha256: sha256 as string, written: true, mode });
         try {
-          list({ path: rel, type: 'file', size, sha256, mode }, idx);
+          list({ path: rel, type: 'file', size, sha256: sha256 as string, mode }, idx);
         } catch (err) {
           await files.remove(rel);
           throw err;
@@ -264,6 +272,19 @@ export async function collectChanges(tar: Readable, top: string, opts: CollectOp
   return out;
 }
 
+/** An entry's bytes (at most `size`, what its header says), read whole. */
+async function readWhole(stream: AsyncIterable<unknown>, size: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let n = 0;
+  for await (const c of stream) {
+    const chunk = c as Buffer;
+    n += chunk.length;
+    if (n > size) throw new Error(`a tar entry holds more than the ${size} bytes its header says`);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks, n);
+}
+
 async function hashOnly(stream: AsyncIterable<unknown>): Promise<string> {
   const hash = createHash('sha256');
   for await (const c of stream) hash.update(c as Buffer);
@@ -305,6 +326,17 @@ class FilesWriter {
       await fh.close();
     }
     return hash.digest('hex');
+  }
+
+  /** Writes `rel` with `bytes` (created exclusively, no link followed). */
+  async writeBytes(rel: string, bytes: Buffer): Promise<void> {
+    const dir = await this.folder(rel);
+    const fh = await fsp.open(atFd(dir.fd, posix.basename(rel)), C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, 0o600);
+    try {
+      await fh.writeFile(bytes);
+    } finally {
+      await fh.close();
+    }
   }
 
   async copy(from: string, to: string): Promise<void> {

@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pack, type Header } from 'tar-stream';
-import { WORKSPACE } from '../../../src/constants';
+import { DEFAULTS, WORKSPACE } from '../../../src/constants';
 import type { Engine } from '../../../src/engine/types';
 import type { FixtureEntry } from '../../../src/spec/fixture-scan';
 import { exportWorkspace, writeWorkspaceBase, type WorkspaceBase } from '../../../src/execute/workspace-export';
@@ -74,7 +74,7 @@ beforeEach(() => {
 afterEach(() => rmSync(tmp, { recursive: true, force: true }));
 
 async function collect(items: Item[], index: FixtureEntry[] | null, over: Partial<CollectOptions> = {}) {
-  const filesDir = path.join(tmp, 'files');
+  const filesDir = over.filesDir ?? path.join(tmp, 'files');
   await fsp.mkdir(filesDir, { recursive: true });
   const tar = Readable.from([await tarOf(items)]);
   const got = await collectChanges(tar, 'workspace', {
@@ -320,6 +320,41 @@ describe('execute/workspace-tar: the workspace tar against the fixture', () => {
     expect(got.truncated).to.equal(false);
     expect([got.added, got.modified, got.deleted, got.omitted]).to.deep.equal([[], [], [], []]);
     expect(listFiles(filesDir)).to.deep.equal([]);
+  });
+
+  it('a file with the size and mode it had in the fixture is compared before it is written, above the in-memory bound or not', async () => {
+    const big = 'b'.repeat(DEFAULTS.workspaceCompareInMemoryBytes + 100);
+    const bigChanged = 'c'.repeat(big.length);
+    const { got, filesDir } = await collect(
+      [
+        { name: 'workspace/', type: 'directory' },
+        { name: 'workspace/big-same', body: big },
+        { name: 'workspace/big-changed', body: bigChanged },
+        { name: 'workspace/small-same', body: 'small\n' },
+        { name: 'workspace/small-changed', body: 'SMALL\n' },
+      ],
+      [dir('.'), file('big-same', big), file('big-changed', big), file('small-same', 'small\n'), file('small-changed', 'small\n')],
+      { maxBytes: 4 << 20 },
+    );
+    expect(got.modified.map((e) => [e.path, e.sha256])).to.deep.equal([
+      ['big-changed', sha(bigChanged)],
+      ['small-changed', sha('SMALL\n')],
+    ]);
+    expect(listFiles(filesDir)).to.deep.equal(['big-changed', 'small-changed']);
+    expect(readFileSync(path.join(filesDir, 'small-changed'), 'utf8')).to.equal('SMALL\n');
+    expect(readFileSync(path.join(filesDir, 'big-changed'), 'utf8')).to.equal(bigChanged);
+    // a changed one of the fixture's size that does not fit: truncated there, nothing of it written
+    const over = await collect(
+      [
+        { name: 'workspace/', type: 'directory' },
+        { name: 'workspace/small-changed', body: 'SMALL\n' },
+      ],
+      [dir('.'), file('small-changed', 'small\n')],
+      { maxBytes: 4, filesDir: path.join(tmp, 'files-over') },
+    );
+    expect(over.got.truncated).to.equal(true);
+    expect(over.got.omitted).to.deep.equal([{ path: 'small-changed', reason: 'max-bytes' }]);
+    expect(listFiles(over.filesDir)).to.deep.equal([]);
   });
 
   it('a hard link to a written file is the same bytes under its own name', async () => {
