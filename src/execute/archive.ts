@@ -48,6 +48,9 @@ export interface Archive {
   dispose(): Promise<void>;
 }
 
+/** A spooled archive is read back to the engine in chunks of this size (not the stream default, 64 KiB): fewer writes to the socket, memory still bounded. */
+const SPOOL_READ_BYTES = 1024 * 1024;
+
 /** Spools what `p` packs (see Archive): in memory up to `limit` bytes, then into a temp file. */
 export function spoolArchive(p: Pack, limit: number): Promise<Archive> {
   return new Promise((resolve, reject) => {
@@ -96,7 +99,7 @@ export function spoolArchive(p: Pack, limit: number): Promise<Archive> {
       }
       const f = file;
       const where = path.join(dir as string, 'fixture.tar');
-      f.end(() => resolve({ bytes, index: [], body: () => createReadStream(where), dispose }));
+      f.end(() => resolve({ bytes, index: [], body: () => createReadStream(where, { highWaterMark: SPOOL_READ_BYTES }), dispose }));
     });
   });
 }
