@@ -50,7 +50,7 @@ browser:
 
 # reconcile --wait ends with the `berth get` table
 run: setup
-	$(BERTH) reconcile --specs specs --once --wait
+	$(BERTH) reconcile --specs specs --once --wait --fail-on infra
 
 test: setup browser
 	$(NPM) test
