@@ -75,6 +75,12 @@ export function finishGradeOp(
 }
 
 /**
+ * After a grade ends, the attempt is looked at again at once: what follows a finished run (its
+ * TTL, a retry) is planned then, and a finite run (`reconcile --once --wait`) does not end before it.
+ */
+const GRADED_LOOK_AGAIN_MS = 0;
+
+/**
  * The grade of a finished run: begin, resume, finish or end it, or remove graders no grade needs.
  * Undefined when grades need nothing (the planner goes on with the finished run: TTL, nothing).
  */
@@ -125,12 +131,17 @@ export function planGrade(v: GradeView): AttemptAction | undefined {
     if (RUNNING_STATES.has(own.state)) {
       if (deadline !== undefined && deadline <= inp.now) {
         const why = `the grader ran past grade.deadlineSeconds ${g.deadlineSeconds ?? ''}`.trim();
-        return act('grade', why, [
-          ...stray,
-          stopOp(own, why),
-          finishGradeOp(name, last, why, { id: own.id, forced: { state: 'timedOut', reason: REASONS.gradeTimedOut, message: why } }),
-          removeContainerOp(own, 'its grade ended'),
-        ]);
+        return act(
+          'grade',
+          why,
+          [
+            ...stray,
+            stopOp(own, why),
+            finishGradeOp(name, last, why, { id: own.id, forced: { state: 'timedOut', reason: REASONS.gradeTimedOut, message: why } }),
+            removeContainerOp(own, 'its grade ended'),
+          ],
+          GRADED_LOOK_AGAIN_MS,
+        );
       }
       if (!last.startedAt || last.containerId !== own.id) {
         // started, but its start not recorded (berth stopped in between): recorded now
@@ -143,11 +154,12 @@ export function planGrade(v: GradeView): AttemptAction | undefined {
       return stray.length ? act('collect', `grade ${last.k} under way`, stray, requeue) : act('leave', `grade ${last.k} under way`, [], requeue);
     }
     if (own.state === 'exited' || own.state === 'dead') {
-      return act('grade', `grade ${last.k}: the grader ${own.state}`, [
-        ...stray,
-        finishGradeOp(name, last, `grader ${own.state}`, { id: own.id, ...(score ? { score } : {}) }),
-        removeContainerOp(own, 'its grade ended'),
-      ]);
+      return act(
+        'grade',
+        `grade ${last.k}: the grader ${own.state}`,
+        [...stray, finishGradeOp(name, last, `grader ${own.state}`, { id: own.id, ...(score ? { score } : {}) }), removeContainerOp(own, 'its grade ended')],
+        GRADED_LOOK_AGAIN_MS,
+      );
     }
     return act(stray.length ? 'collect' : 'leave', `grade ${last.k}: grader ${own.state}`, stray);
   }

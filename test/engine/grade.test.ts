@@ -366,4 +366,18 @@ spec:
     const [s] = await summary();
     expect(s?.children[0]).to.include({ outcome: 'infra', reason: 'GradeTimedOut' });
   });
+
+  it('with ttlSecondsAfterFinished: 0, reconcile --once --wait ends with every graded attempt collected (grader and main container gone)', async function () {
+    const set = (name: string) =>
+      gradedSet(name, 'echo fixed > solution.txt', `command: [sh, -c, 'echo 1 > /results/score.json']`).replace(
+        '    fixture: ./task\n',
+        '    fixture: ./task\n    ttlSecondsAfterFinished: 0\n',
+      );
+    for (const n of ['ta', 'tb', 'tc']) await sb.write(`${n}.yaml`, set(n));
+    const r = await sb.cli('reconcile', '--once', '--wait');
+    expect(r.code, r.stderr).to.equal(0);
+    for (const n of ['ta', 'tb', 'tc']) expect((await grades(child(n))).map((g) => g.state)).to.deep.equal(['graded']);
+    const left = await sb.engine.containers.list([`dev.berth.instance=${sb.instance}`]);
+    expect(left.map((c) => c.name)).to.deep.equal([]);
+  });
 });
