@@ -144,7 +144,8 @@ describe('controller (real engine, real files)', function () {
       const fh = await fs.open(path.join(sb.specsDir, 'c.yaml'), 'w');
       await fh.write(full.slice(0, full.indexOf('command')));
       await fh.sync();
-      await new Promise((r) => setTimeout(r, 20));
+      // the rest a moment later, well inside the controller's settle time (60 ms) even on a busy machine
+      await new Promise((r) => setTimeout(r, 5));
       await fh.write(full.slice(full.indexOf('command')));
       await fh.close();
       await runningContainer(sb, 'b');
