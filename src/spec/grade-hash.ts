@@ -11,7 +11,19 @@ import type { NormalizedGrade } from './types';
 
 export const GRADE_HASH_VERSION = 1;
 
+/** Computed once per normalized grade: the planner, set admission, `wait` and `summary` ask at every pass for every finished attempt. */
+const known = new WeakMap<NormalizedGrade, string>();
+
 export function gradeHash(g: NormalizedGrade): string {
+  let h = known.get(g);
+  if (h === undefined) {
+    h = hashOf(g);
+    known.set(g, h);
+  }
+  return h;
+}
+
+function hashOf(g: NormalizedGrade): string {
   return sha256Hex(
     canonicalJson({
       version: GRADE_HASH_VERSION,
