@@ -357,6 +357,12 @@ export const DEFAULTS = {
    * engine calls in flight, then gives them up (an engine that answers only its ping).
    */
   stopGraceMs: 1_000,
+  /**
+   * A run that ended by SIGKILL (137) with no `OOMKilled` on its container is looked at again for
+   * an `oom` event until this long after its end: dockerd can report the exit before it handles
+   * the kernel's OOM kill that caused it (seen 490 ms after the `die`).
+   */
+  lateOomMs: 2_000,
   /** `berth wait` with nothing reconciling the instance into its state folder ends after this (a writer started beside it takes its locks meanwhile). */
   unreconciledWaitGraceMs: 5_000,
   /**

@@ -264,6 +264,14 @@ export interface EventClient {
    * without it leaves such attempts to the resync.
    */
   images?(opts: { since?: number; signal?: AbortSignal }): Promise<AsyncIterable<EngineEvent>>;
+  /**
+   * The first event of container `id` with one of `actions` in the engine's event log from
+   * `since` (seconds on the engine's clock, fractions allowed), waiting for one until `until`
+   * (the same clock); undefined when none came. What an exit that raced its own cause is read
+   * from: dockerd can send a container's `die` (and answer an inspect without `OOMKilled`) before
+   * it handles the kernel's OOM kill that caused it. Optional: without it the inspect is the answer.
+   */
+  first?(id: string, actions: string[], opts: { since: number; until: number; signal?: AbortSignal }): Promise<EngineEvent | undefined>;
 }
 
 export interface Engine {

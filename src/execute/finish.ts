@@ -15,6 +15,7 @@ import type { AttemptAction, OpOutcome, RunEnd, SidecarRef } from '../plan/types
 import type { AttemptStatus } from '../status/types';
 import { iso, type ExecContext } from './context';
 import { DEFAULT_LIMITS, harvest as harvestFiles } from './harvest';
+import { withLateOom } from './late-oom';
 import { DONE } from './outcome';
 import { ensureRunFolder } from './run-folder';
 import { readScore, type ScoreRead } from './score';
@@ -37,7 +38,8 @@ export async function finish(
       if (!isNotFound(err)) throw err;
     }
   }
-  const st = details?.runState;
+  // an exit by SIGKILL is looked at again for the OOM kill dockerd may report after it (late-oom.ts)
+  const st = details && !forced ? await withLateOom(x.deps.engine, details.id, details.runState, x.deps.signal) : details?.runState;
   const exitCode = st && !st.running ? st.exitCode : undefined;
   let outcome: RunEnd | undefined = forced;
   if (!outcome) {

@@ -23,6 +23,7 @@ import { iso, type ExecContext } from './context';
 import { imageProvenance } from './image-provenance';
 import { graderArchive } from './grade-archive';
 import { DEFAULT_LIMITS, saveLog } from './harvest';
+import { withLateOom } from './late-oom';
 import { DONE, outcomeOf } from './outcome';
 import { resultsBase } from './run-folder';
 import { readScore } from './score';
@@ -216,7 +217,7 @@ export async function finishGrade(x: ExecContext, a: AttemptAction, op: Extract<
       if (!isNotFound(err)) throw err;
     }
   }
-  const st = details?.runState;
+  const st = details && !op.forced ? await withLateOom(x.deps.engine, details.id, details.runState, x.deps.signal) : details?.runState;
   const exited = st && !st.running && engineTime(st.startedAt) !== undefined;
   const gradeDir = path.dirname(g.resultsDir);
   const notes = [...(g.notes ?? [])];
