@@ -140,13 +140,22 @@ export async function copyInGrader(x: ExecContext, a: AttemptAction, d: DesiredG
     const why = err instanceof Error ? err.message : String(err);
     return { type: 'unsafe-path', message: `its input could not be made: ${why}`, containerId: id };
   }
+  // packed as the engine reads it; a packing that cannot go on ends the copy, and the grader never starts
+  const packing = input.pack();
+  let copyError: unknown;
   try {
-    await x.deps.engine.containers.putArchive(id, '/', input.archive.body());
+    await x.deps.engine.containers.putArchive(id, '/', packing.body);
   } catch (err) {
-    return outcomeOf(err, id);
-  } finally {
-    await input.archive.dispose();
+    copyError = err;
+    packing.stop();
   }
+  try {
+    await packing.done;
+  } catch (err) {
+    const why = err instanceof Error ? err.message : String(err);
+    return { type: 'unsafe-path', message: `its input could not be made: ${why}`, containerId: id };
+  }
+  if (copyError !== undefined) return outcomeOf(copyError, id);
   const { workspace, notes } = input;
   await x.records.update(a, (r) => withGrade(r, d.run, d.k, (g) => ({ ...g, workspace, ...(notes.length ? { notes } : {}) })));
   return DONE;
