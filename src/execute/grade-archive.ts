@@ -322,11 +322,30 @@ export interface PackedInput {
   stop(): void;
 }
 
+/** The size of the chunks the packed archive is sent in. */
+const BODY_CHUNK_BYTES = 256 * 1024;
+
+/** `src`'s bytes in chunks of at least `size` (the last one smaller). */
+async function* coalesced(src: AsyncIterable<Buffer>, size: number): AsyncGenerator<Buffer> {
+  let held: Buffer[] = [];
+  let bytes = 0;
+  for await (const c of src) {
+    held.push(c);
+    bytes += c.length;
+    if (bytes < size) continue;
+    yield Buffer.concat(held, bytes);
+    held = [];
+    bytes = 0;
+  }
+  if (bytes) yield Buffer.concat(held, bytes);
+}
+
 /** Packs `tree` into a tar landing in `workingDir`, owned by `uid:gid`, as it is read. */
 function packTree(tree: Map<string, Node>, workingDir: string, uid: number, gid: number): PackedInput {
   const p = pack();
-  // tar-stream's pack is a streamx stream: given to the engine as a Node stream, pulled (its back-pressure kept)
-  const body = Readable.from(p as AsyncIterable<Buffer>, { objectMode: false });
+  // tar-stream's pack is a streamx stream: given to the engine as a Node stream, pulled (its
+  // back-pressure kept), in chunks of BODY_CHUNK_BYTES (the pack's own are a 512-byte header, a body, its padding)
+  const body = Readable.from(coalesced(p as AsyncIterable<Buffer>, BODY_CHUNK_BYTES), { objectMode: false });
   let stopped = false;
   const folders = new Folders();
   const done = (async () => {
