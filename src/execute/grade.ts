@@ -179,7 +179,8 @@ export async function startGrader(x: ExecContext, a: AttemptAction, d: DesiredGr
     withGrade(r, d.run, d.k, (g) => ({
       ...g,
       containerId: details.id,
-      ...(details.imageId ? { imageId: details.imageId } : {}),
+      // the id the engine names the image by (a swarm task reports its service's reference: inspected to its id)
+      ...(prov?.id || details.imageId ? { imageId: prov?.id || details.imageId } : {}),
       ...(prov?.repoDigests.length ? { repoDigests: prov.repoDigests } : {}),
       startedAt: iso(startedMs),
       ...(deadline !== null ? { deadlineAt: iso(startedMs + deadline * 1000) } : {}),
