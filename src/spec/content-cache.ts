@@ -16,23 +16,27 @@ const cache = new Map<string, { version: string; sha256: string }>();
 const stats = { hits: 0, misses: 0 };
 
 type Identity = Pick<BigIntStats, 'dev' | 'ino' | 'size' | 'mtimeNs' | 'ctimeNs'>;
-const identity = (st: Identity) => `${st.dev}:${st.ino}`;
+/** A file's identity (device, inode) and version (size, mtime, ctime), as compared here and on disk (digest-store.ts). */
+export interface StatKey {
+  id: string;
+  version: string;
+}
+export const statKey = (st: Identity): StatKey => ({ id: `${st.dev}:${st.ino}`, version: `${st.size}:${st.mtimeNs}:${st.ctimeNs}` });
 const version = (st: Identity) => `${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
 
-/** The digest kept for the file whose (l)stat is `st`, if it has not changed since; counts a hit. */
-export function knownSha256(st: Identity): string | undefined {
-  const hit = cache.get(identity(st));
-  if (!hit || hit.version !== version(st)) return undefined;
+/** The digest kept for the file whose (l)stat gives `key`, if it has not changed since; counts a hit. */
+export function knownSha256(key: StatKey): string | undefined {
+  const hit = cache.get(key.id);
+  if (!hit || hit.version !== key.version) return undefined;
   stats.hits++;
   return hit.sha256;
 }
 
-/** Keeps `sha256` for the file whose stat is `st` (one the caller knows holds those bytes). */
-export function rememberSha256(st: Identity, sha256: string): void {
-  const key = identity(st);
-  cache.delete(key);
+/** Keeps `sha256` for the file whose stat gives `key` (one the caller knows holds those bytes). */
+export function rememberSha256(key: StatKey, sha256: string): void {
+  cache.delete(key.id);
   if (cache.size >= MAX_ENTRIES) cache.delete(cache.keys().next().value as string);
-  cache.set(key, { version: version(st), sha256 });
+  cache.set(key.id, { version: key.version, sha256 });
 }
 
 /**
@@ -43,7 +47,8 @@ export async function hashFile(abs: string): Promise<{ sha256: string; stat?: Bi
   const fd = openSync(abs, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   try {
     const before = fstatSync(fd, { bigint: true });
-    const known = knownSha256(before);
+    const key = statKey(before);
+    const known = knownSha256(key);
     if (known !== undefined) return { sha256: known, stat: before };
     stats.misses++;
     const h = createHash('sha256');
@@ -55,8 +60,8 @@ export async function hashFile(abs: string): Promise<{ sha256: string; stat?: Bi
       await yieldLoop(); // a big fixture never holds the event loop for more than one chunk
     }
     const sha256 = h.digest('hex');
-    if (version(fstatSync(fd, { bigint: true })) !== version(before)) return { sha256 };
-    rememberSha256(before, sha256);
+    if (version(fstatSync(fd, { bigint: true })) !== key.version) return { sha256 };
+    rememberSha256(key, sha256);
     return { sha256, stat: before };
   } finally {
     closeSync(fd);

@@ -21,19 +21,19 @@
  * kept, the least recently used (by the file's mtime, touched when used) removed first.
  */
 import { randomBytes } from 'node:crypto';
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeSync, type BigIntStats } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import type { StatKey } from './content-cache';
 import { sha256Hex } from './hash';
 
 const FORMAT = 1;
-/** Fixtures kept. */
-const MAX_FILES = 512;
+/** Files kept: two per fixture (its entries, its tree digest). */
+const MAX_FILES = 1024;
 /** Files of one fixture kept. */
 const MAX_ENTRIES = 500_000;
 const SHA = /^[0-9a-f]{64}$/;
 
-type Identity = Pick<BigIntStats, 'dev' | 'ino' | 'size' | 'mtimeNs' | 'ctimeNs'>;
 /** `dev:ino:size:mtimeNs:ctimeNs`, and the sha256. */
 type Entry = [string, string];
 
@@ -60,7 +60,7 @@ export function cacheDir(env: NodeJS.ProcessEnv = process.env): string | undefin
   return home ? path.join(home, '.cache', 'berth') : undefined;
 }
 
-const signature = (st: Identity) => `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+const signature = (k: StatKey) => `${k.id}:${k.version}`;
 
 /** One fixture's kept digests: read once per scan, looked up per file, written back when they changed. */
 export class DigestStore {
@@ -108,45 +108,91 @@ export class DigestStore {
     }
   }
 
-  /** The digest kept for the fixture file `rel` if its lstat `st` is the one it was taken at. */
-  get(rel: string, st: Identity): string | undefined {
+  /** The digest kept for the fixture file `rel` if its lstat (`key`) is the one it was taken at. */
+  get(rel: string, key: StatKey): string | undefined {
     const e = this.kept.get(rel);
-    if (!e || e[0] !== signature(st)) return undefined;
+    if (!e || e[0] !== signature(key)) return undefined;
     stats.hits++;
     this.live.set(rel, e);
     return e[1];
   }
 
-  /** Keeps the digest of `rel`, read from the file whose stat (held through the read) is `st`. */
-  set(rel: string, st: Identity, sha256: string): void {
+  /** Keeps the digest of `rel`, read from the file whose stat (held through the read) gives `key`. */
+  set(rel: string, key: StatKey, sha256: string): void {
     if (this.live.size >= MAX_ENTRIES) return;
-    const e: Entry = [signature(st), sha256];
+    const sig = signature(key);
     const old = this.kept.get(rel);
-    if (!old || old[0] !== e[0] || old[1] !== e[1]) this.changed = true;
-    this.live.set(rel, e);
+    if (old && old[0] === sig && old[1] === sha256) {
+      this.live.set(rel, old);
+      return;
+    }
+    this.changed = true;
+    this.live.set(rel, [sig, sha256]);
   }
 
   /** Writes the file back if an entry was added or changed, or a kept one was not met; never throws. */
   save(): void {
     if (!this.changed && [...this.kept.keys()].every((k) => this.live.has(k))) return;
     const data: StoreFile = { format: FORMAT, root: this.root, entries: Object.fromEntries(this.live) };
-    const dir = path.dirname(this.file);
-    const temp = `${this.file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
+    if (writeAtomic(this.file, JSON.stringify(data))) this.changed = false;
+  }
+}
+
+/** A fixture's tree fingerprint and digest (fixture-scan.ts `knownFixtureDigest`), in a small file of its own beside its entries. */
+export interface TreeDigest {
+  fingerprint: string;
+  digest: string;
+}
+
+const treeFile = (dir: string, root: string) => path.join(dir, 'fixture-digests', `${sha256Hex(root).slice(0, 32)}.tree`);
+
+/** The tree digest kept for the fixture at `root`, if any (a damaged file is none). */
+export function readTree(root: string, dir = cacheDir()): TreeDigest | undefined {
+  if (dir === undefined) return undefined;
+  try {
+    const t = JSON.parse(readFileSync(treeFile(dir, root), 'utf8')) as Partial<TreeDigest & { format: number; root: string }>;
+    if (
+      t.format !== FORMAT ||
+      t.root !== root ||
+      typeof t.fingerprint !== 'string' ||
+      typeof t.digest !== 'string' ||
+      !SHA.test(t.fingerprint) ||
+      !SHA.test(t.digest)
+    )
+      return undefined;
+    return { fingerprint: t.fingerprint, digest: t.digest };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Keeps the tree digest of the fixture at `root` (atomically; never throws). */
+export function writeTree(root: string, tree: TreeDigest, dir = cacheDir()): void {
+  if (dir === undefined) return;
+  const file = treeFile(dir, root);
+  if (readTree(root, dir)?.fingerprint === tree.fingerprint) return;
+  writeAtomic(file, JSON.stringify({ format: FORMAT, root, ...tree }));
+}
+
+/** Writes `data` to `file` through a temp file and a rename; false when it could not. */
+function writeAtomic(file: string, data: string): boolean {
+  const dir = path.dirname(file);
+  const temp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const fd = openSync(temp, 'wx', 0o600);
     try {
-      mkdirSync(dir, { recursive: true, mode: 0o700 });
-      const fd = openSync(temp, 'wx', 0o600);
-      try {
-        writeSync(fd, JSON.stringify(data));
-      } finally {
-        closeSync(fd);
-      }
-      renameSync(temp, this.file);
-      stats.writes++;
-      this.changed = false;
-      prune(dir);
-    } catch {
-      rmSync(temp, { force: true });
+      writeSync(fd, data);
+    } finally {
+      closeSync(fd);
     }
+    renameSync(temp, file);
+    stats.writes++;
+    prune(dir);
+    return true;
+  } catch {
+    rmSync(temp, { force: true });
+    return false;
   }
 }
 

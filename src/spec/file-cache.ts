@@ -132,7 +132,10 @@ export async function loadAndKeep(
   if (selfContained(outcome)) {
     keep(key, sig, outcome);
     kept?.(key, sig, outcome);
-  } else if (fixtureBound(outcome) || outcome.foreign) keep(key, sig, outcome);
+  } else if (outcome.foreign) {
+    keep(key, sig, outcome);
+    kept?.(key, sig, outcome);
+  } else if (fixtureBound(outcome)) keep(key, sig, outcome);
   else cache.delete(key);
   return outcome;
 }

@@ -11,7 +11,8 @@ import path from 'node:path';
 import { runValidate } from '../../../src/cli/commands/validate';
 import { clearContentCache, contentCacheStats } from '../../../src/spec/content-cache';
 import { cacheDir, digestStoreStats } from '../../../src/spec/digest-store';
-import { scanFixture } from '../../../src/spec/fixture-scan';
+import { fixtureDigest } from '../../../src/spec/fixture-digest';
+import { clearTreeDigests, knownFixtureDigest, scanFixture } from '../../../src/spec/fixture-scan';
 import { cleanupTemp, doc, REPO, sandbox, tempDir, writeTree } from './helpers';
 
 /** Scans `fixture` in a new process with the cache in `cache`: its digest entries and how many files it read. */
@@ -33,6 +34,7 @@ describe('fixture digests kept on disk between processes', function () {
     cache = path.join(tempDir('berth-digest-cache-'), 'cache');
     process.env.BERTH_CACHE_DIR = cache;
     clearContentCache();
+    clearTreeDigests();
   });
   afterEach(() => {
     if (saved === undefined) delete process.env.BERTH_CACHE_DIR;
@@ -96,6 +98,32 @@ describe('fixture digests kept on disk between processes', function () {
     clearContentCache();
     const again = await scanFixture(dir);
     expect(again.entries.find((e) => e.path === 'a')?.sha256).not.to.equal(first.entries.find((e) => e.path === 'a')?.sha256);
+  });
+
+  it('an unchanged tree is known from a stat walk (its fingerprint); a changed or damaged one is scanned', async () => {
+    const dir = tempDir('berth-fixture-');
+    writeTree(dir, { 'a/b': 'beta', c: 'gamma' });
+    expect(await knownFixtureDigest(dir)).to.equal(undefined); // never scanned whole
+    const scan = await scanFixture(dir, fixtureDigest);
+    expect(scan.digest).to.equal(fixtureDigest(scan.entries));
+    clearTreeDigests(); // a new process: from disk
+    expect(await knownFixtureDigest(dir)).to.equal(scan.digest);
+    writeFileSync(path.join(dir, 'c'), 'GAMMA');
+    expect(await knownFixtureDigest(dir)).to.equal(undefined);
+    const again = await scanFixture(dir, fixtureDigest);
+    expect(again.digest).not.to.equal(scan.digest);
+    clearTreeDigests();
+    const kept = path.join(cache, 'fixture-digests');
+    const tree = readdirSync(kept).find((n) => n.endsWith('.tree')) as string;
+    writeFileSync(path.join(kept, tree), '{"format":1,');
+    expect(await knownFixtureDigest(dir)).to.equal(undefined);
+    // a tree with a problem is never kept
+    const bad = tempDir('berth-fixture-');
+    writeTree(bad, { a: 'a' });
+    const { symlinkSync } = await import('node:fs');
+    symlinkSync('/etc/passwd', path.join(bad, 'out'));
+    expect((await scanFixture(bad, fixtureDigest)).digest).to.equal(undefined);
+    expect(await knownFixtureDigest(bad)).to.equal(undefined);
   });
 
   it('a fixture holding a 16 TiB sparse file validates in under a second, refused by name', async () => {

@@ -4,7 +4,9 @@
  * not depend on the order files are read, and a folder kept loaded (the controller's) agrees.
  */
 import { expect } from 'chai';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { diskCachePath } from '../../../src/spec/disk-cache';
+import { clearSpecFileCache } from '../../../src/spec/file-cache';
 import path from 'node:path';
 import { FolderLoad } from '../../../src/spec/folder-load';
 import { loadPaths, loadSpecs } from '../../../src/spec/loader';
@@ -38,6 +40,20 @@ describe('spec: fixtures and fromDir folders are not scanned for specs; .berthig
     expect(g.errors).to.deep.equal([]);
     expect(g.specs.map((s) => s.spec.name)).to.deep.equal(['a']);
     expect(g.skipped).to.deep.equal(r.skipped);
+  });
+
+  it("another tool's YAML is kept on disk as it is kept in memory: a new process parses none of it", async () => {
+    const sb = sandbox({ ...REPO, 'a.yaml': doc('a', '  fixture: ./repo\n') });
+    const state = path.join(sb.root, 'state');
+    mkdirSync(state);
+    const first = await loadSpecs({ specsDir: sb.specs, resultsRoot: sb.results, cacheIn: state });
+    clearSpecFileCache(); // a new process
+    const cacheFile = diskCachePath(state, { specsRoot: sb.specs, resultsRoot: path.resolve(sb.results) });
+    const kept = JSON.parse(readFileSync(cacheFile, 'utf8')) as { entries: Record<string, { outcome: { foreign?: boolean } }> };
+    expect(Object.values(kept.entries).filter((e) => e.outcome.foreign).length).to.equal(4);
+    const again = await loadSpecs({ specsDir: sb.specs, resultsRoot: sb.results, cacheIn: state });
+    expect(again.skipped).to.deep.equal(first.skipped);
+    expect(again.specs.map((s) => s.hash)).to.deep.equal(first.specs.map((s) => s.hash));
   });
 
   it('without the fixture, the same files are errors (the test can fail)', async () => {
