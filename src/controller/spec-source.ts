@@ -172,7 +172,7 @@ export class SpecSource {
     this.watcher = new SpecsWatch(root, {
       // The specs folder's .berthignore is watched: its patterns decide which files are specs.
       ignored: (name, abs) => abs !== berthignore && isIgnoredName(name),
-      // Folders made or removed inside a fixture: no walk (the files there are not specs).
+      // Folders made inside a fixture: no walk (the files there are not specs; each is read alone).
       quietFolder: (abs) => this.folder?.claims(abs) === true,
       ...(this.opts.burstLimit !== undefined ? { burstLimit: this.opts.burstLimit } : {}),
       onPath: (file, kind) => {

@@ -22,7 +22,7 @@ import path from 'node:path';
 export interface SpecsWatchOptions {
   /** Names neither reported nor watched (dot-files, editors' leftovers); `abs`, the path. */
   ignored: (name: string, abs: string) => boolean;
-  /** A folder made or removed at `abs` that changes no spec file (inside a fixture): not reported. */
+  /** A folder made at `abs` that changes no spec file (inside a fixture): not reported (its files are, one by one). */
   quietFolder?: (abs: string) => boolean;
   /** A file added, written or removed. */
   onPath: (abs: string, kind: 'add' | 'change' | 'unlink') => void;
@@ -86,7 +86,7 @@ export class SpecsWatch {
       .on('change', file('change'))
       .on('unlink', file('unlink'))
       .on('addDir', (p: string) => opts.quietFolder?.(p) || opts.onWhole(`folder made: ${p}`))
-      .on('unlinkDir', (p: string) => opts.quietFolder?.(p) || opts.onWhole(`folder removed: ${p}`))
+      .on('unlinkDir', (p: string) => opts.onWhole(`folder removed: ${p}`))
       .on('error', (err: unknown) => {
         this.degraded = true;
         opts.onError(err instanceof Error ? err : new Error(String(err)));

@@ -54,7 +54,7 @@ export class FolderLoad {
 
   constructor(private readonly opts: { specsDir: string; resultsRoot: string }) {}
 
-  /** `abs` lies in a fixture or a fromDir folder of the last load: a folder made or removed there changes no spec file. */
+  /** `abs` lies in a fixture or a fromDir folder of the last load: a folder made there changes no spec file. */
   claims(abs: string): boolean {
     return this.kept !== undefined && claimedBy(this.kept.claims, abs);
   }
@@ -229,12 +229,18 @@ function placeChanges(kept: Kept, paths: Iterable<string>): Map<string, SpecFile
       continue;
     }
     if (st.isSymbolicLink()) return 'whole';
+    // A folder made inside a fixture holds no spec: known from now on without a walk (its YAML,
+    // if any, is read as any file is, and left out as the walk would leave it out).
+    const inClaim = claimedBy(kept.claims, p);
     if (st.isDirectory()) {
       if (kept.folders.has(relPosix)) continue;
-      return 'whole';
+      if (!inClaim) return 'whole';
+      for (let i = 1; i <= segs.length; i++) kept.folders.add(segs.slice(0, i).join('/'));
+      continue;
     }
     if (kept.folders.has(relPosix)) return 'whole';
     if (!isSpecFileName(segs[segs.length - 1] as string)) continue;
+    if (inClaim && st.isFile()) for (let i = 1; i < segs.length; i++) kept.folders.add(segs.slice(0, i).join('/'));
     if (!st.isFile() || !kept.folders.has(segs.slice(0, -1).join('/'))) return 'whole';
     out.set(relPosix, { abs: path.join(kept.root, rel), rel: relPosix });
   }
