@@ -309,6 +309,11 @@ export const DEFAULTS = {
   fixtureSpoolBytes: 8 * 1024 * 1024,
   /** A fixture file larger than this is streamed into the archive from its open handle, not read whole. */
   fixtureInlineFileBytes: 1024 * 1024,
+  /**
+   * A fixture file larger than this (its length: a sparse file's holes count, as the archive that
+   * copies it in carries them as zeros) is refused when the spec is loaded, from its stat alone.
+   */
+  maxFixtureFileBytes: 8 * 1024 * 1024 * 1024,
   specsDir: 'specs',
   stateDir: '.berth',
   instance: 'default',

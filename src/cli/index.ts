@@ -190,8 +190,9 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     .command('validate')
     .description('check specs; no engine needed')
     .argument('[path...]', 'spec files or folders (default: --specs)')
-    .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'));
-  gitOptions(validate, false).action(async (paths: string[], o: { output: 'text' | 'json'; git?: string }, cmd: Command) => {
+    .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
+    .option('-v, --verbose', 'also say which files were found but not read as specs, and why (.berthignore, inside a fixture or fromDir)');
+  gitOptions(validate, false).action(async (paths: string[], o: { output: 'text' | 'json'; verbose?: boolean; git?: string }, cmd: Command) => {
     const c = ctx(cmd);
     const v = require('./commands/validate') as typeof ValidateCmd;
     if (Object.keys(o).some((k) => k.startsWith('git'))) {
@@ -199,7 +200,9 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
       await done(v.runValidateGit(c, o));
       return;
     }
-    await done(v.runValidate(paths.length ? paths : [c.specsDir], { output: o.output, resultsRoot: c.resultsRoot }, io));
+    await done(
+      v.runValidate(paths.length ? paths : [c.specsDir], { output: o.output, resultsRoot: c.resultsRoot, ...(o.verbose ? { verbose: true } : {}) }, io),
+    );
   });
 
   const plan = program

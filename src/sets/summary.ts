@@ -3,7 +3,8 @@
  *
  * - Per set: counts by outcome as sets/outcome.ts classifies (passed, failed — TimedOut and
  *   OOMKilled included —, infra, skipped, unfinished; infra reasons apart),
- *   durations (engine start → finish) and queue waits (first record → start) p50/p95.
+ *   durations (engine start → finish) and queue waits (the current run eligible → start:
+ *   `eligibleSince`) p50/p95.
  * - Per cell: the children that share every axis value except the samples axis (an axis named
  *   seed, sample, trial, attempt, try or run, or `--samples AXIS`): n finished samples (passed +
  *   failed; infra outcomes are not samples), c passed, unbiased pass@k = 1 − C(n−c,k)/C(n,k) and
@@ -105,6 +106,21 @@ export interface Summary {
 
 const ms = (iso: string | undefined) => (iso ? Date.parse(iso) : NaN);
 
+/**
+ * When the record's current run became eligible to run (ms since the epoch; NaN when unknown):
+ * `eligibleAt`; a record written before berth kept it, the later of its creation and the end of
+ * its previous run (a retry or rerun never waited before the run it follows had ended). Not the
+ * record's creation alone: after an edit that is when the attempt first appeared, minutes or days
+ * before its new run could start.
+ */
+export function eligibleSince(rec: Pick<AttemptStatus, 'eligibleAt' | 'createdAt' | 'history'> | undefined): number {
+  const eligible = ms(rec?.eligibleAt);
+  if (Number.isFinite(eligible)) return eligible;
+  const created = ms(rec?.createdAt);
+  const prevEnd = ms(rec?.history.at(-1)?.finishedAt);
+  return Number.isFinite(prevEnd) && Number.isFinite(created) ? Math.max(created, prevEnd) : created;
+}
+
 /** A child of a set as the summary sees it: loaded, or declared by the set but invalid (its spec did not load). */
 export interface SetChild {
   name: string;
@@ -139,7 +155,7 @@ function child(loaded: LoadedSpec, rec: AttemptStatus | undefined): ChildSummary
   const score = loaded.spec.grade ? g?.score : current?.score;
   const started = ms(current?.startedAt);
   const finished = ms(current?.finishedAt);
-  const created = ms(current?.createdAt);
+  const eligible = eligibleSince(current);
   return {
     name: loaded.spec.name,
     coords: m.coords,
@@ -149,7 +165,7 @@ function child(loaded: LoadedSpec, rec: AttemptStatus | undefined): ChildSummary
     score: typeof score === 'number' ? score : null,
     grade: g ? { k: g.k, state: g.state, passed: g.passed ?? null, reason: g.reason ?? null } : null,
     durationMs: Number.isFinite(started) && Number.isFinite(finished) && c.outcome !== 'unfinished' ? Math.max(0, finished - started) : null,
-    queueMs: Number.isFinite(started) && Number.isFinite(created) ? Math.max(0, started - created) : null,
+    queueMs: Number.isFinite(started) && Number.isFinite(eligible) ? Math.max(0, started - eligible) : null,
     resultsDir: current?.resultsDir ?? null,
     revision: current?.revision ?? null,
     image: current?.image ?? null,
