@@ -37,6 +37,7 @@ import {
   sidecarOps,
   stopOp,
   stopSidecars,
+  withHarvestCaps,
 } from './ops';
 import { admissionOrder, setStates, type SetState } from './set-admission';
 import { isGrader, planGrade } from './grade';
@@ -878,7 +879,7 @@ export function plan(inp: PlanInput): Plan {
   // Attempts already running keep their slot; stopping ones free theirs only on the next pass.
   for (const loaded of specs) {
     const name = loaded.spec.name;
-    const planned = planDesired(ctx, loaded, inp.statuses.get(name), inp.snapshot.attempts.get(name) ?? EMPTY);
+    const planned = withHarvestCaps(planDesired(ctx, loaded, inp.statuses.get(name), inp.snapshot.attempts.get(name) ?? EMPTY), loaded.spec.harvest);
     const a = loaded.set ? { ...planned, set: loaded.set.set.name } : planned;
     if (a.ops.length === 0 && (a.kind === 'leave' || a.kind === 'wait' || a.kind === 'block')) {
       unchanged.set(name, a.status?.phase ?? 'Pending');
