@@ -176,10 +176,12 @@ async function walk(
   meet: (m: Met) => Promise<void> | void,
   after?: (m: Met) => void,
 ): Promise<void> {
+  // A folder's names are read as latin1 text: each byte one character, so exact, sorted in byte
+  // order by a plain sort, and a tenth of the memory of a Buffer per name (a folder of 100,000).
   const visit = async (dir: Buffer, rel: Buffer | undefined, inLeftOut: boolean): Promise<void> => {
-    const names = tryOr(() => readdirSync(dir, { encoding: 'buffer' }), [] as Buffer[]).sort(Buffer.compare);
+    const names = tryOr(() => readdirSync(dir, { encoding: 'latin1' }), [] as string[]).sort();
     for (let i = 0; i < names.length; i++) {
-      const n = names[i] as Buffer;
+      const n = Buffer.from(names[i] as string, 'latin1');
       await slicer.tick(signal);
       const abs = Buffer.concat([dir, SLASH, n]);
       const relPath = rel ? Buffer.concat([rel, SLASH, n]) : n;
