@@ -396,6 +396,15 @@ export const DEFAULTS = {
    * order, removes the rest from the results folder and lists it in the manifest (ResultsTruncated).
    */
   harvestMaxBytes: 1024 * 1024 * 1024,
+  /**
+   * Disk pressure (the kubelet's nodefs.available<10% and nodefs.inodesFree<5%): below these on
+   * the file system of the engine's data root or the results root, new runs wait
+   * Pending/DiskPressure (`--disk-pressure-free`, `--disk-pressure-inodes`, BERTH_DISK_PRESSURE_*),
+   * looked at again this often while any waits.
+   */
+  diskPressureFree: '10%',
+  diskPressureInodes: '5%',
+  diskPressureRecheckMs: 5_000,
   harvestMaxFiles: 100_000,
   /** The manifest lists at most this many of the entries a harvest left out; past it, it counts how many more. */
   manifestLeftOutListed: 1000,

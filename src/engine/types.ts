@@ -298,4 +298,9 @@ export interface Engine {
    * refuses new connections (an unavailable error) while it still answers on kept-alive ones.
    */
   boot?(): Promise<{ id: string; at: string } | undefined>;
+  /**
+   * Where the engine keeps its data (its DockerRootDir), and whether berth reaches it through a
+   * socket file on this host (`local`), so that path is one berth can read the file system of.
+   */
+  dataRoot?(): Promise<{ path: string; local: boolean } | undefined>;
 }
