@@ -10,6 +10,7 @@
  * and only that check is skipped. An engine that does not say (a swarm) is skipped the same way.
  */
 import { promises as fs } from 'node:fs';
+import { dirname } from 'node:path';
 
 export type DiskWhat = 'engine-data-root' | 'results-root';
 
@@ -29,13 +30,22 @@ export interface DiskReading {
 /** Where the engine keeps its data, as far as berth can read it (the Engine's `dataRoot`). */
 export type DataRootSource = () => Promise<{ path: string; local: boolean } | undefined>;
 
-/** statfs of `path`, as a reading; a path that cannot be read is `skipped` with the error. */
+/**
+ * statfs of `path`, as a reading: of the nearest folder above it that exists when it does not
+ * yet (a results root berth has not made: it will be made there); a path that cannot be read
+ * otherwise is `skipped` with the error.
+ */
 export async function readFs(what: DiskWhat, path: string): Promise<DiskReading> {
-  try {
-    const s = await fs.statfs(path);
-    return { what, path, freeBytes: s.bavail * s.bsize, totalBytes: s.blocks * s.bsize, freeInodes: s.ffree, totalInodes: s.files };
-  } catch (err) {
-    return { what, path, skipped: `cannot read its file system here: ${(err as NodeJS.ErrnoException).code ?? String(err)}` };
+  let at = path;
+  for (;;) {
+    try {
+      const s = await fs.statfs(at);
+      return { what, path, freeBytes: s.bavail * s.bsize, totalBytes: s.blocks * s.bsize, freeInodes: s.ffree, totalInodes: s.files };
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' && dirname(at) !== at) at = dirname(at);
+      else return { what, path, skipped: `cannot read its file system here: ${code ?? String(err)}` };
+    }
   }
 }
 
