@@ -19,6 +19,16 @@ import { waitFor } from '../support/wait';
 
 const sh = (cmd: string, args: string[]) => execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
 
+/** Fills the file system of `dir` with one file until `share` of it is free; returns the file. */
+async function fillTo(dir: string, share: number): Promise<string> {
+  const s = statfsSync(dir);
+  const fill = path.join(dir, 'fill');
+  await fs.writeFile(fill, Buffer.alloc(Math.floor((s.bavail - s.blocks * share) * s.bsize)));
+  const after = statfsSync(dir);
+  expect(after.bavail / after.blocks).to.be.below(0.1);
+  return fill;
+}
+
 /** A loop-mounted ext4 file system of `mib` MiB at `at`; `down()` unmounts it, detaches its loop device and removes its image. */
 function loopFs(at: string, mib: number): { down(): void } {
   const image = path.join(os.tmpdir(), `berth-${TEST_RUN}-disk-pressure-${process.pid}.img`);
@@ -79,11 +89,7 @@ describe('disk pressure holds new attempts back (real engine, a loop-mounted res
     try {
       await waitFor('the runner running', async () => (await rec('runner'))?.phase === 'Running', { dirs: [attempts], timeoutMs: 60_000 });
       // fill the results root to 5% free (the default floor is 10%)
-      const s = statfsSync(sb.resultsRoot);
-      const fill = path.join(sb.resultsRoot, 'fill');
-      await fs.writeFile(fill, Buffer.alloc(Math.floor((s.bavail - s.blocks * 0.05) * s.bsize)));
-      const after = statfsSync(sb.resultsRoot);
-      expect(after.bavail / after.blocks).to.be.below(0.1);
+      const fill = await fillTo(sb.resultsRoot, 0.05);
 
       await sb.write('held.yaml', sb.attempt('held', 'echo held > /results/out'));
       const held = await waitFor('the new attempt held', async () => ((await rec('held'))?.reason === REASONS.diskPressure ? rec('held') : undefined), {
@@ -120,5 +126,18 @@ describe('disk pressure holds new attempts back (real engine, a loop-mounted res
     } finally {
       expect(await ctl.stop()).to.equal(0);
     }
+  });
+
+  it('reconcile --once --wait holds a new attempt too, looks again on its own, and ends once space is back', async function () {
+    const attempts = path.join(sb.stateDir, sb.instance, 'attempts');
+    const fill = await fillTo(sb.resultsRoot, 0.05);
+    await sb.write('w.yaml', sb.attempt('w', 'echo w > /results/out'));
+    const run = sb.cli('reconcile', '--once', '--wait', '--timeout', '120');
+    await waitFor('held', async () => (await sb.status('w'))?.reason === REASONS.diskPressure, { dirs: [attempts], timeoutMs: 60_000 });
+    await fs.rm(fill);
+    const r = await run;
+    expect(r.code, r.stderr).to.equal(0);
+    expect(r.stdout).to.match(/1 passed, 0 failed, 0 infrastructure/);
+    expect((await sb.status('w'))?.phase).to.equal('Succeeded');
   });
 });
