@@ -207,6 +207,19 @@ export const REASONS = {
   /** The run ended but its harvest failed (the message says why); the next pass tries it again. */
   harvestFailed: 'HarvestFailed',
   /**
+   * Succeeded: the run exited 0 but its results were past spec.harvest's caps; the harvest kept
+   * what fits and the manifest lists the rest. Counts as passed (the attempt's own process did
+   * what it should; the caps are berth's). A run that failed keeps its own reason, and says
+   * ResultsTruncated in its warnings.
+   */
+  resultsTruncated: 'ResultsTruncated',
+  /**
+   * Pending: a file system holding the engine's data root or the results root is below its
+   * free-space or free-inode threshold (`--disk-pressure-*`); new runs wait, running ones go on.
+   * An infrastructure hold, never a failure: the run starts once space is back.
+   */
+  diskPressure: 'DiskPressure',
+  /**
    * Blocked (`--backend swarm`): no swarm node may run the attempt (one that does not enforce a
    * hardening, has no engine berth can reach, ...), or the one node holding the attempt's volumes
    * may not run it now (or has left the swarm); the message names each node and what it lacks.
@@ -388,6 +401,24 @@ export const DEFAULTS = {
    */
   hashMaxBytes: 16 * 1024 * 1024 * 1024,
   hashMaxSeconds: 600,
+  /**
+   * spec.harvest: what a run's results folder keeps at most, regular files' bytes and entries
+   * (files, folders, links, others). Past either cap the harvest keeps what fits in manifest
+   * order, removes the rest from the results folder and lists it in the manifest (ResultsTruncated).
+   */
+  harvestMaxBytes: 1024 * 1024 * 1024,
+  /**
+   * Disk pressure (the kubelet's nodefs.available<10% and nodefs.inodesFree<5%): below these on
+   * the file system of the engine's data root or the results root, new runs wait
+   * Pending/DiskPressure (`--disk-pressure-free`, `--disk-pressure-inodes`, BERTH_DISK_PRESSURE_*),
+   * looked at again this often while any waits.
+   */
+  diskPressureFree: '10%',
+  diskPressureInodes: '5%',
+  diskPressureRecheckMs: 5_000,
+  harvestMaxFiles: 100_000,
+  /** The manifest lists at most this many of the entries a harvest left out; past it, it counts how many more. */
+  manifestLeftOutListed: 1000,
   /** YAML input limits. */
   maxSpecFileBytes: 1024 * 1024,
   maxAliasCount: 100,

@@ -6,6 +6,7 @@ import { DEFAULTS, GIT } from '../constants';
 import type { PassConfig } from '../controller/pass';
 import { resolveResultsRoot } from '../plan/results';
 import { DesiredStates } from '../plan/desired-for';
+import { diskThresholds, type Floor } from '../plan/disk-pressure';
 import type * as DockerEngine from '../engine/docker';
 import type * as SwarmBackend from '../backend/swarm';
 import type { Engine } from '../engine/types';
@@ -135,6 +136,9 @@ export interface PassFlags {
   hashMaxSeconds?: number;
   /** `--default-deadline`, in ms. */
   defaultDeadline?: number;
+  /** `--disk-pressure-free`, `--disk-pressure-inodes`. */
+  diskPressureFree?: Floor;
+  diskPressureInodes?: Floor;
 }
 
 export function passConfig(ctx: Context, o: PassFlags): PassConfig {
@@ -158,6 +162,10 @@ export function passConfig(ctx: Context, o: PassFlags): PassConfig {
       logMaxBytes: o.logMaxBytes ?? DEFAULTS.logMaxBytes,
       hash: { maxBytes: o.hashMaxBytes ?? DEFAULTS.hashMaxBytes, maxSeconds: o.hashMaxSeconds ?? DEFAULTS.hashMaxSeconds },
     },
+    disk: diskThresholds(
+      { ...(o.diskPressureFree ? { free: o.diskPressureFree } : {}), ...(o.diskPressureInodes ? { inodes: o.diskPressureInodes } : {}) },
+      ctx.env,
+    ),
     env: ctx.env,
     log: ctx.log,
     desired: new DesiredStates(),

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { BACKENDS } from '../backend/types';
 import { CONTRACT_VERSION, DEFAULTS, EXIT, FAIL_ON, SIGNAL_EXIT } from '../constants';
 import { DURATION_SYNTAX, parseDuration } from '../util/duration';
+import { parseFloor, type Floor } from '../plan/disk-pressure';
 import type * as CleanCmd from './commands/clean';
 import type * as Completion from './completion';
 import type * as DescribeCmd from './commands/describe';
@@ -61,6 +62,18 @@ function bytes(name: string, min: number) {
     const n = m ? Number(m[1]) * 1024 ** ' kmg'.indexOf((m[2] || ' ').toLowerCase()) : NaN;
     if (!Number.isSafeInteger(n) || n < min) throw new InvalidArgumentError(`${name} must be a size of at least ${min} bytes, such as 65536, 64k, 32m or 16g`);
     return n;
+  };
+}
+
+/** A disk pressure threshold (plan/disk-pressure.ts): a percentage, or an amount of bytes or inodes. */
+function diskFloor(name: string, unit: 'bytes' | 'inodes') {
+  return (v: string): Floor => {
+    const f = parseFloor(v, unit);
+    if (!f)
+      throw new InvalidArgumentError(
+        `${name} must be a percentage (10%) or ${unit === 'bytes' ? 'a size (5Gi, 500M, bytes)' : 'a number of inodes'}; 0 turns it off`,
+      );
+    return f;
   };
 }
 
@@ -274,6 +287,22 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
       )
         .argParser(durationMs('--default-deadline'))
         .env('BERTH_DEFAULT_DEADLINE'),
+    )
+    .addOption(
+      new Option(
+        '--disk-pressure-free <floor>',
+        `new runs wait (Pending/DiskPressure) while the file system of the engine's data root or of the results root has less space free: a percentage or a size (e.g. 10%, 5Gi; 0: off; default ${DEFAULTS.diskPressureFree})`,
+      )
+        .argParser(diskFloor('--disk-pressure-free', 'bytes'))
+        .env('BERTH_DISK_PRESSURE_FREE'),
+    )
+    .addOption(
+      new Option(
+        '--disk-pressure-inodes <floor>',
+        `as --disk-pressure-free, for free inodes: a percentage or a number (e.g. 5%, 100000; 0: off; default ${DEFAULTS.diskPressureInodes})`,
+      )
+        .argParser(diskFloor('--disk-pressure-inodes', 'inodes'))
+        .env('BERTH_DISK_PRESSURE_INODES'),
     );
   gitOptions(reconcile, true).action(async (o, cmd: Command) => {
     if (o.wait && !o.once) throw new UsageError('--wait goes with --once (reconcile --once --wait); to wait on a running controller, use berth wait');

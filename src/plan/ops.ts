@@ -8,6 +8,7 @@ import type { DesiredAttempt } from '../desired/types';
 import { namesOf } from '../desired/lazy';
 import type { ContainerSummary, NetworkSummary } from '../engine/types';
 import type { ObservedAttempt } from '../observe/types';
+import type { HarvestCaps } from '../spec/types';
 import type { EngineBoot } from '../status/types';
 import { plural } from '../util/plural';
 import type { ImageChoice, Operation, RunCounters, RunEnd, RunStart, SidecarOperation, SidecarRef } from './types';
@@ -52,9 +53,9 @@ export function removeContainerOp(c: { name: string; id: string }, cause: string
 export function finishOp(
   resource: string,
   cause: string,
-  f: { id?: string; resultsDir?: string; outcome?: RunEnd; sidecars?: SidecarRef[]; score?: string },
+  f: { id?: string; resultsDir?: string; outcome?: RunEnd; sidecars?: SidecarRef[]; score?: string; caps?: HarvestCaps },
 ): Operation {
-  const { id, resultsDir, outcome, sidecars, score } = f;
+  const { id, resultsDir, outcome, sidecars, score, caps } = f;
   return {
     type: 'finish',
     resource,
@@ -63,8 +64,21 @@ export function finishOp(
     ...(outcome ? { outcome } : {}),
     ...(sidecars ? { sidecars } : {}),
     ...(score ? { score } : {}),
+    ...(caps ? { caps } : {}),
     cause,
   };
+}
+
+/** spec.harvest's caps for an operation: none when they are the defaults (the executor's). */
+export function capsOp(caps: HarvestCaps | undefined): HarvestCaps | undefined {
+  return caps && (caps.maxBytes !== DEFAULTS.harvestMaxBytes || caps.maxFiles !== DEFAULTS.harvestMaxFiles) ? caps : undefined;
+}
+
+/** The action with spec.harvest's caps (unless the defaults) on its finish and harvest operations that have none. */
+export function withHarvestCaps<A extends { ops: Operation[] }>(a: A, spec: HarvestCaps): A {
+  const caps = capsOp(spec);
+  if (!caps || !a.ops.some((op) => (op.type === 'finish' || op.type === 'harvest') && !op.caps)) return a;
+  return { ...a, ops: a.ops.map((op) => ((op.type === 'finish' || op.type === 'harvest') && !op.caps ? { ...op, caps } : op)) };
 }
 
 /** Removal of the secret holders among `obs`, after a finish (see secretHolders). */

@@ -16,7 +16,7 @@
  */
 import { gradeClass, latestGrade } from './grade-state';
 import { countByGrade } from './grade-text';
-import type { Phase } from '../constants';
+import { REASONS, type Phase } from '../constants';
 import type { TagMove } from '../status/pins';
 import type { AttemptStatus, ImageProvenance } from '../status/types';
 import type { LoadedSet, LoadedSpec, SetPolicy } from '../spec/types';
@@ -50,6 +50,8 @@ export interface ChildSummary {
   durationMs: number | null;
   queueMs: number | null;
   resultsDir: string | null;
+  /** The run's results were past spec.harvest's caps (ResultsTruncated: its reason, or a warning of a failed run). */
+  resultsTruncated: boolean;
   /** Specs from git: the commit the child's current run was created from. */
   revision: string | null;
   /** The image its current run's container was made from (reference, id, repo digests; `pinned`: its set's pinned id). */
@@ -83,6 +85,8 @@ export interface SetSummary extends Counts {
   /** spec.grade: the children counted by the grade (k) their outcome comes from (`{"1": 3, "2": 1}`); null when none has a grade. */
   grades: Record<string, number> | null;
   infraReasons: Record<string, number>;
+  /** Children whose results were past spec.harvest's caps, whatever their outcome. */
+  resultsTruncated: number;
   passRate: number | null;
   stderr: number | null;
   passAtK: Record<string, number>;
@@ -140,6 +144,7 @@ function invalidChild(c: SetChild, rec: AttemptStatus | undefined): ChildSummary
     durationMs: null,
     queueMs: null,
     resultsDir: rec?.resultsDir ?? null,
+    resultsTruncated: false,
     revision: rec?.revision ?? null,
     image: rec?.image ?? null,
   };
@@ -167,6 +172,8 @@ function child(loaded: LoadedSpec, rec: AttemptStatus | undefined): ChildSummary
     durationMs: Number.isFinite(started) && Number.isFinite(finished) && c.outcome !== 'unfinished' ? Math.max(0, finished - started) : null,
     queueMs: Number.isFinite(started) && Number.isFinite(eligible) ? Math.max(0, started - eligible) : null,
     resultsDir: current?.resultsDir ?? null,
+    resultsTruncated:
+      !!current && (current.reason === REASONS.resultsTruncated || (current.warnings ?? []).some((w) => w.startsWith(`${REASONS.resultsTruncated}:`))),
     revision: current?.revision ?? null,
     image: current?.image ?? null,
   };
@@ -252,6 +259,7 @@ export function summarizeSet(policy: SetPolicy, children: readonly SetChild[], s
     grades: countByGrade(kids.map((c) => c.grade)),
     ...total,
     infraReasons,
+    resultsTruncated: kids.filter((c) => c.resultsTruncated).length,
     ...rate(total),
     passAtK: meanOverCells(cells, (c) => c.passAtK),
     passHatK: meanOverCells(cells, (c) => c.passHatK),

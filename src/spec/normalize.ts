@@ -121,7 +121,18 @@ export function normalize(doc: RawAttempt, resolved: ResolvedPaths): NormalizedA
       maxBytes: workspaceBytes(s.workspace?.maxBytes),
       maxFiles: s.workspace?.maxFiles ?? DEFAULTS.workspaceMaxFiles,
     },
+    harvest: {
+      maxBytes: sizeOr(s.harvest?.maxBytes, DEFAULTS.harvestMaxBytes),
+      maxFiles: s.harvest?.maxFiles ?? DEFAULTS.harvestMaxFiles,
+    },
   };
+}
+
+/** A byte quantity (checked by semantic.ts), `or` where absent. */
+function sizeOr(q: string | number | undefined, or: number): number {
+  if (q === undefined) return or;
+  const parsed = parseSize(q);
+  return parsed.ok ? parsed.bytes : or;
 }
 
 /** spec.workspace.maxBytes in bytes (checked by semantic.ts; the default where absent). */

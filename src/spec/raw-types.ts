@@ -55,6 +55,7 @@ export interface RawSpec {
   sidecars?: RawSidecar[];
   grade?: RawGrade;
   workspace?: { export?: 'changes' | 'none'; exclude?: string[]; maxBytes?: string | number; maxFiles?: number };
+  harvest?: { maxBytes?: string | number; maxFiles?: number };
 }
 
 export interface RawAttempt {

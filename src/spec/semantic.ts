@@ -110,6 +110,11 @@ export function semanticIssues(doc: RawAttempt): FieldIssue[] {
     const parsed = parseSize(exportBytes);
     if (!parsed.ok) add(['spec', 'workspace', 'maxBytes'], 'quantity', parsed.message);
   }
+  const keptBytes = spec.harvest?.maxBytes;
+  if (keptBytes !== undefined) {
+    const parsed = parseSize(keptBytes);
+    if (!parsed.ok) add(['spec', 'harvest', 'maxBytes'], 'quantity', parsed.message);
+  }
   return out;
 }
 

@@ -142,6 +142,14 @@ export interface NormalizedAttempt {
   grade: NormalizedGrade | null;
   /** What of the workspace comes home after the run (src/execute/workspace-export.ts); not hashed. */
   workspace: WorkspaceExportSpec;
+  /** What a run's results folder keeps at most (src/execute/manifest.ts); not hashed. */
+  harvest: HarvestCaps;
+}
+
+/** spec.harvest, defaults filled in: regular files' bytes and entries a run's results folder keeps at most. */
+export interface HarvestCaps {
+  maxBytes: number;
+  maxFiles: number;
 }
 
 /** spec.workspace, defaults filled in. */

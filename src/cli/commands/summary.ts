@@ -89,6 +89,7 @@ function renderSet(s: SetSummary): string {
   out.push(
     `SET ${s.name}: ${s.n} attempts, ${s.passed} passed, ${s.failed} failed, ${s.infra} infra${infra ? ` (${infra})` : ''}, ${s.skipped} skipped, ${s.unfinished} unfinished`,
   );
+  if (s.resultsTruncated) out.push(`  results truncated: ${s.resultsTruncated} (past spec.harvest's caps; their manifest.json lists what was left out)`);
   out.push(`  pass rate ${pct(s.passRate)} ± ${pct(s.stderr)}   ${passAt(s.passAtK)}${s.samplesAxis ? `   (samples: ${s.samplesAxis})` : ''}`);
   if (s.grades) {
     // spec.grade: which grade the outcomes come from (each child's latest of its run)

@@ -117,6 +117,7 @@ const attempt: fc.Arbitrary<NormalizedAttempt> = fc.record({
     maxBytes: fc.nat(),
     maxFiles: fc.nat(),
   }),
+  harvest: fc.record({ maxBytes: fc.nat(), maxFiles: fc.nat() }),
 });
 
 describe('spec hash stays what it was', () => {
@@ -166,6 +167,17 @@ describe('spec hash stays what it was', () => {
     expect(after.specs[0]?.spec.workspace).to.deep.equal({ export: 'none', exclude: ['dist', '*.log'], maxBytes: 1024 ** 3, maxFiles: 10 });
     expect(before.specs[0]?.spec.workspace).to.deep.equal({ export: 'changes', exclude: [], maxBytes: 256 * 1024 ** 2, maxFiles: 100_000 });
     expect(after.specs[0]?.hash).to.equal(before.specs[0]?.hash);
+  });
+
+  it('spec.harvest never counts: changing what a results folder keeps does not re-run an attempt', async () => {
+    const before = await loadOne(doc('minimal'));
+    const after = await loadOne(doc('minimal', '  harvest: {maxBytes: 100Mi, maxFiles: 10}\n'));
+    expect(after.errors).to.deep.equal([]);
+    expect(after.specs[0]?.spec.harvest).to.deep.equal({ maxBytes: 100 * 1024 ** 2, maxFiles: 10 });
+    expect(before.specs[0]?.spec.harvest).to.deep.equal({ maxBytes: 1024 ** 3, maxFiles: 100_000 });
+    expect(after.specs[0]?.hash).to.equal(before.specs[0]?.hash);
+    const bad = await loadOne(doc('minimal', '  harvest: {maxBytes: lots}\n'));
+    expect(bad.errors.map((e) => e.path)).to.deep.equal(['spec.harvest.maxBytes']);
   });
 
   it('a field the table does not know is hashed (it replaces), never ignored silently', () => {

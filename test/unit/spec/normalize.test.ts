@@ -41,6 +41,7 @@ describe('spec/normalize', () => {
       sidecars: [],
       grade: null,
       workspace: { export: 'changes', exclude: [], maxBytes: 256 * 1024 ** 2, maxFiles: 100_000 },
+      harvest: { maxBytes: 1024 ** 3, maxFiles: 100_000 },
     });
   });
 
@@ -78,6 +79,7 @@ describe('spec/normalize', () => {
       sidecars: [],
       grade: null,
       workspace: { export: 'changes', exclude: [], maxBytes: 256 * 1024 ** 2, maxFiles: 100_000 },
+      harvest: { maxBytes: 1024 ** 3, maxFiles: 100_000 },
     });
   });
 
