@@ -28,6 +28,7 @@ import type * as RegradeCmd from './commands/regrade';
 import type * as DeleteCmd from './commands/delete';
 import type * as ResolveCmd from './commands/resolve';
 import type * as ChooseCmd from './commands/choose';
+import { applyDefaults, CONFIG_FILE, findConfig, loadConfig, type LoadedConfig } from './config';
 import { defaultMaxRunning, makeContext, UsageError, type Context, type GlobalOptions } from './context';
 import { ENV_HELP, examplesHelp, EXIT_CODES_HELP } from './help';
 import { jsonLinesIo, processIo, wantsJsonLogs, type Io } from './io';
@@ -91,7 +92,6 @@ function failOnOption(lead: string): Option {
     `${lead}exit non-zero for: failed (task failures 3, infrastructure outcomes 5), infra (only infrastructure outcomes, 5), none (only berth's own errors)`,
   )
     .choices(FAIL_ON)
-    .env('BERTH_FAIL_ON')
     .default('failed');
 }
 
@@ -121,17 +121,26 @@ function collect(v: string, prev: string[] = []): string[] {
   return [...prev, v];
 }
 
-export function buildProgram(io: Io, setExit: (code: number) => void, usage = new UsageOutput()): Command {
+/** Where buildProgram's defaults come from (tests give their own). */
+export interface ProgramEnv {
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  /** The command asks for help: a broken berth.yaml must not keep its help from showing. */
+  help?: boolean;
+  /** The defaults turned --log-format json on (the Io is made before they are known). */
+  jsonLogs?: () => void;
+}
+
+export function buildProgram(io: Io, setExit: (code: number) => void, usage = new UsageOutput(), pe: ProgramEnv = {}): Command {
   const program = new Command('berth')
     .description('A Kubernetes-style reconciler for Docker: declarative eval attempts, converged and attested.')
     .version(version())
-    // Flags win over the BERTH_* environment variables, which win over the defaults.
-    .addOption(new Option('--specs <dir>', 'specs folder').env('BERTH_SPECS').default(DEFAULTS.specsDir))
-    .addOption(new Option('--state <dir>', 'state folder (status records, locks)').env('BERTH_STATE').default(DEFAULTS.stateDir))
-    .addOption(new Option('--results-root <dir>', 'results root (default: <state>/results)').env('BERTH_RESULTS_ROOT'))
-    .addOption(
-      new Option('--instance <name>', 'reconciler instance: scopes everything berth observes and changes').env('BERTH_INSTANCE').default(DEFAULTS.instance),
-    )
+    // Flags win over the BERTH_* environment variables, which win over berth.yaml, which wins
+    // over the defaults (config.ts, applied by the preSubcommand hook below).
+    .addOption(new Option('--specs <dir>', 'specs folder').default(DEFAULTS.specsDir))
+    .addOption(new Option('--state <dir>', 'state folder (status records, locks)').default(DEFAULTS.stateDir))
+    .addOption(new Option('--results-root <dir>', 'results root (default: <state>/results)'))
+    .addOption(new Option('--instance <name>', 'reconciler instance: scopes everything berth observes and changes').default(DEFAULTS.instance))
     // Early in the list, so that --help's first screen shows it: a command against an engine that
     // never answers waits this long before it says so.
     .addOption(
@@ -139,19 +148,42 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
         .argParser(durationMs('--engine-timeout'))
         .default(DEFAULTS.engineTimeoutMs, `${DEFAULTS.engineTimeoutMs / 1000}s`),
     )
-    .addOption(new Option('--log-level <level>', 'log level').choices(['error', 'warn', 'info', 'debug']).env('BERTH_LOG_LEVEL').default('info'))
-    .addOption(
-      new Option('--log-format <format>', 'log format: json makes every line on stderr JSON').choices(['text', 'json']).env('BERTH_LOG_FORMAT').default('text'),
-    )
+    .addOption(new Option('--log-level <level>', 'log level').choices(['error', 'warn', 'info', 'debug']).default('info'))
+    .addOption(new Option('--log-format <format>', 'log format: json makes every line on stderr JSON').choices(['text', 'json']).default('text'))
     .addOption(
       new Option('--backend <kind>', 'what runs attempts: one Docker engine, or a Docker Swarm (DOCKER_HOST a manager; docs/SWARM.md)')
         .choices([...BACKENDS])
-        .env('BERTH_BACKEND')
         .default('engine'),
     )
+    .addOption(new Option('--config <file>', `defaults for these flags and others (default: ./${CONFIG_FILE}, else one beside the specs folder)`))
+    .addOption(new Option('--context <name>', `the context of ${CONFIG_FILE} to use (default: its current-context)`))
     // Subcommand help lists these global flags too (set before the commands, which copy it).
     .configureHelp({ showGlobalOptions: true })
     .exitOverride()
+    // Every flag the command line leaves out: BERTH_<FLAG>, then berth.yaml (config.ts).
+    .hook('preSubcommand', (root, sub) => {
+      if (['version', 'completion', 'help'].includes(sub.name())) return;
+      const env = pe.env ?? process.env;
+      const cwd = pe.cwd ?? process.cwd();
+      applyDefaults(root, env);
+      const g = root.opts<{ config?: string; context?: string; specs?: string }>();
+      let config: LoadedConfig | undefined;
+      try {
+        const file = findConfig({
+          ...(g.config !== undefined ? { explicit: g.config } : {}),
+          cwd,
+          ...(root.getOptionValueSource('specs') !== 'default' ? { specs: g.specs } : {}),
+        });
+        if (file) config = loadConfig(file, { cwd, ...(g.context !== undefined ? { context: g.context } : {}) });
+        else if (g.context !== undefined)
+          throw new UsageError(`--context ${g.context}: no ${CONFIG_FILE} here (nor beside the specs folder); --config names one`);
+        applyDefaults(root, {}, config);
+        applyDefaults(sub, env, config);
+      } catch (err) {
+        if (!pe.help) throw err;
+      }
+      if (root.opts<{ logFormat?: string }>().logFormat === 'json') pe.jsonLogs?.();
+    })
     .configureOutput({
       writeOut: (s) => io.out(s),
       // Help and the line after a mistake; run() sends it on (help to stdout: usage.ts).
@@ -194,7 +226,9 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
   gitOptions(validate, false).action(async (paths: string[], o: { output: 'text' | 'json'; git?: string }, cmd: Command) => {
     const c = ctx(cmd);
     const v = require('./commands/validate') as typeof ValidateCmd;
-    if (Object.keys(o).some((k) => k.startsWith('git'))) {
+    // A path given on the command line is checked as it is, whatever git source the defaults name.
+    const fromCli = (k: string) => !paths.length || cmd.getOptionValueSource(k) === 'cli';
+    if (Object.keys(o).some((k) => k.startsWith('git') && fromCli(k))) {
       if (paths.length) throw new UsageError('--git validates the repository: give no paths');
       await done(v.runValidateGit(c, o));
       return;
@@ -268,12 +302,12 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
       new Option(
         '--default-deadline <duration>',
         'deadline of attempts whose spec sets no deadlineSeconds (e.g. 30m, 2h; a bare number is seconds); not part of the spec hash (default: none)',
-      )
-        .argParser(durationMs('--default-deadline'))
-        .env('BERTH_DEFAULT_DEADLINE'),
+      ).argParser(durationMs('--default-deadline')),
     );
   gitOptions(reconcile, true).action(async (o, cmd: Command) => {
     if (o.wait && !o.once) throw new UsageError('--wait goes with --once (reconcile --once --wait); to wait on a running controller, use berth wait');
+    // From BERTH_TIMEOUT or berth.yaml, --timeout is for the --once --wait runs only.
+    if (o.timeout !== undefined && !o.wait && cmd.getOptionValueSource('timeout') !== 'cli') delete o.timeout;
     if (o.timeout !== undefined && !o.wait)
       throw new UsageError(
         `--timeout goes with --once --wait (berth reconcile --once --wait --timeout 30m): ${o.once ? 'without --wait, --once does not wait' : 'a controller runs until it is stopped'}`,
@@ -495,11 +529,21 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
 }
 
 /** Runs berth with the given argv; resolves to the exit code. Never exits the process. */
-export async function run(argv: string[], plainIo: Io = processIo): Promise<number> {
-  const io = wantsJsonLogs(argv) ? jsonLinesIo(plainIo) : plainIo;
+export async function run(argv: string[], plainIo: Io = processIo, pe: Omit<ProgramEnv, 'jsonLogs' | 'help'> = {}): Promise<number> {
+  let current = wantsJsonLogs(argv, pe.env) ? jsonLinesIo(plainIo) : plainIo;
+  // berth.yaml may turn json logs on: known only once the command is parsed.
+  const io: Io = {
+    out: (s) => current.out(s),
+    err: (s) => current.err(s),
+    isTTY: plainIo.isTTY,
+  };
+  const jsonLogs = () => {
+    if (current === plainIo) current = jsonLinesIo(plainIo);
+  };
   let code: number = EXIT.ok;
   const usage = new UsageOutput();
-  const program = buildProgram(io, (c) => (code = c), usage);
+  const help = argv.slice(2).some((a) => a === '--help' || a === '-h');
+  const program = buildProgram(io, (c) => (code = c), usage, { ...pe, help, jsonLogs });
   try {
     await program.parseAsync(argv);
     return code;
