@@ -418,7 +418,11 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     .argument('[set...]', 'AttemptSets, NAME or set/NAME (default: all)')
     .option('-l, --selector <key=value>', 'only children with these spec labels (repeatable, or comma-separated)', collect)
     .option('--samples <axis>', 'the axis whose values are repeated samples of one cell (default: seed, sample, trial, attempt, try or run)')
-    .addOption(new Option('-o, --output <format>', 'output format').choices(['table', 'json', 'junit']).default('table'))
+    .addOption(
+      new Option('-o, --output <format>', 'output format (markdown: for $GITHUB_STEP_SUMMARY)')
+        .choices(['table', 'json', 'junit', 'markdown'])
+        .default('table'),
+    )
     .action(async (sets: string[], o, cmd: Command) => {
       await done((require('./commands/summary') as typeof SummaryCmd).runSummary(ctx(cmd), setsOf(sets), o));
     });

@@ -46,8 +46,8 @@ describe('cli (real engine)', function () {
 
   it('get: table, selector, json and yaml', async function () {
     const table = await sb.cli('get');
-    expect(table.stdout.split('\n')[0]).to.match(/^NAME\s+PHASE\s+REASON\s+EXIT\s+RUN\s+AGE\s+DURATION$/);
-    expect(table.stdout).to.match(/fx\s+Succeeded\s+Completed\s+0\s+1/);
+    expect(table.stdout.split('\n')[0]).to.match(/^NAME\s+PHASE\s+REASON\s+EXIT\s+RUN\s+AGE\s+DURATION\s+RESULT$/);
+    expect(table.stdout).to.match(/fx\s+Succeeded\s+Completed\s+0\s+1\s.*\spassed\n/);
     const sel = await sb.cli('get', '-l', 'suite=demo', '-o', 'json');
     const list = JSON.parse(sel.stdout) as { apiVersion: string; kind: string; items: { metadata: { name: string }; status: { phase: string } }[] };
     expect([list.apiVersion, list.kind]).to.deep.equal(['berth.dev/v1', 'List']);

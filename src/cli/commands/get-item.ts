@@ -44,7 +44,7 @@ export interface AttemptSetItem {
   apiVersion: string;
   kind: typeof KIND_ATTEMPT_SET;
   metadata: { name: string; source: string };
-  status: { valid: boolean; children: number; phases: Record<string, number> };
+  status: { valid: boolean; children: number; phases: Record<string, number>; outcomes: SetRow['outcomes'] };
 }
 
 export function toSetItem(r: SetRow): AttemptSetItem {
@@ -52,7 +52,7 @@ export function toSetItem(r: SetRow): AttemptSetItem {
     apiVersion: API_VERSION,
     kind: KIND_ATTEMPT_SET,
     metadata: { name: r.name, source: r.source },
-    status: { valid: r.valid, children: r.children, phases: r.phases },
+    status: { valid: r.valid, children: r.children, phases: r.phases, outcomes: r.outcomes },
   };
 }
 

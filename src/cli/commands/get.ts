@@ -11,6 +11,8 @@ import type { DamagedRecord } from '../../status/store';
 import type { AttemptStatus } from '../../status/types';
 import { specsRevision, UsageError, type Context } from '../context';
 import { matches, parseSelectors, SelectorError, type Selector } from '../selector';
+import { outcomeOf, watched } from '../wait-condition';
+import type { Classified } from '../../sets/outcome';
 import { toItem, toList, toSetItem, toSetList } from './get-item';
 import type * as GetWatch from './get-watch';
 import { age, duration, table } from './shared';
@@ -36,6 +38,13 @@ export interface GetOptions {
 export interface Row {
   name: string;
   phase: string;
+  /**
+   * How the run counts (sets/outcome.ts, as summary, the report and the end line of --wait judge
+   * it): passed, failed (a task outcome), infra, skipped; unfinished while it is not settled.
+   */
+  outcome: Classified;
+  /** The score that decided it: the latest grade's when graded, else the score file's; null without one. */
+  score: number | null;
   reason: string;
   exitCode: number | null;
   run: number;
@@ -82,9 +91,13 @@ export async function collectRows(ctx: Context, wanted: readonly string[] = [], 
     const st = statuses.get(n);
     const bad = st ? undefined : store.damagedRecordOf(n);
     const end = st?.finishedAt ? Date.parse(st.finishedAt) : now;
+    const loaded = specs.get(n);
+    const score = loaded?.spec.grade ? (st ? latestGrade(st)?.score : undefined) : st?.score;
     rows.push({
       name: n,
       phase: st?.phase ?? 'Pending',
+      outcome: outcomeOf(watched(n, loaded, st)),
+      score: typeof score === 'number' && Number.isFinite(score) ? score : null,
       reason: st?.reason ?? (st ? '' : bad ? REASONS.recordDamaged : REASONS.notReconciled),
       exitCode: st?.exitCode ?? null,
       run: st?.run ?? 0,
@@ -102,17 +115,31 @@ export async function collectRows(ctx: Context, wanted: readonly string[] = [], 
   return rows;
 }
 
+/**
+ * The RESULT cell: `passed`, `failed`, `infra` (with its reason when the REASON column does not
+ * already say it, such as ScoreMissing on a Succeeded run), `skipped`, each with the score that
+ * decided it; `-` while unfinished. So a run that Succeeded and scored 0 reads `failed (score 0)`.
+ */
+export function resultText(r: Pick<Row, 'outcome' | 'score' | 'reason'>): string {
+  const o = r.outcome;
+  if (o.outcome === 'unfinished') return '-';
+  const why = o.reason && o.reason !== r.reason && o.outcome !== 'skipped' ? o.reason : undefined;
+  const more = [why, r.score !== null ? `score ${r.score}` : undefined].filter((x) => x !== undefined);
+  return more.length ? `${o.outcome} (${more.join(', ')})` : o.outcome;
+}
+
 export function renderRows(rows: Row[], wide: boolean, headers = true): string {
   // spec.grade: a GRADE column (the latest grade of the current run, named by its k) only when a
   // row has one, so a table of ungraded attempts keeps its columns; -o wide adds its grader's image
   const grades = rows.map((r) => (r.status ? latestGrade(r.status) : undefined));
   const graded = grades.some((g) => g !== undefined);
-  const head = ['NAME', 'PHASE', 'REASON', 'EXIT', 'RUN', 'AGE', 'DURATION'];
+  // RESULT after the columns berth had, so scripts that read them by position keep working
+  const head = ['NAME', 'PHASE', 'REASON', 'EXIT', 'RUN', 'AGE', 'DURATION', 'RESULT'];
   if (graded) head.push('GRADE');
   if (wide) head.push('IMAGE', 'IMAGE ID', 'LABELS', 'RESULTS');
   if (wide && graded) head.push('GRADER');
   const body = rows.map((r, i) => {
-    const base = [r.name, r.phase, r.reason || '-', r.exitCode === null ? '-' : String(r.exitCode), String(r.run || '-'), r.age, r.duration];
+    const base = [r.name, r.phase, r.reason || '-', r.exitCode === null ? '-' : String(r.exitCode), String(r.run || '-'), r.age, r.duration, resultText(r)];
     const g = grades[i];
     if (graded) base.push(g ? gradeLabel(g) : '-');
     if (wide) {
@@ -137,6 +164,8 @@ export interface SetRow {
   valid: boolean;
   children: number;
   phases: Record<string, number>;
+  /** Children by how they count (passed, failed, infra, skipped, unfinished), as summary counts them. */
+  outcomes: Record<Classified['outcome'], number>;
   source: string;
 }
 
@@ -152,6 +181,7 @@ export async function collectSetRows(ctx: Context, name?: string, selector: read
   for (const [setName, set] of [...(load.sets ?? new Map())].sort(([a], [b]) => (a < b ? -1 : 1))) {
     if (name && setName !== name) continue;
     const phases: Record<string, number> = Object.fromEntries(PHASES.map((p) => [p, 0]));
+    const outcomes: SetRow['outcomes'] = { passed: 0, failed: 0, infra: 0, skipped: 0, unfinished: 0 };
     let children = 0;
     for (const c of set.children) {
       const labels = specs.get(c)?.spec.labels;
@@ -159,18 +189,28 @@ export async function collectSetRows(ctx: Context, name?: string, selector: read
       children++;
       const phase = statuses.get(c)?.phase ?? 'Pending';
       phases[phase] = (phases[phase] ?? 0) + 1;
+      outcomes[outcomeOf(watched(c, specs.get(c), statuses.get(c))).outcome]++;
     }
     if (want.length && children === 0) continue;
-    rows.push({ name: setName, valid: set.valid, children, phases, source: `${set.policy.source.file}:${set.policy.source.line}` });
+    rows.push({ name: setName, valid: set.valid, children, phases, outcomes, source: `${set.policy.source.file}:${set.policy.source.line}` });
   }
   return rows;
 }
 
+/** The outcome columns of `get --sets`: what the children's runs count as (summary's classes), after their phases. */
+const SET_OUTCOMES = ['passed', 'failed', 'infra'] as const;
+
 function renderSetRows(rows: SetRow[]): string {
-  const head = ['NAME', 'CHILDREN', ...PHASES.map((p) => p.toUpperCase()), 'SOURCE'];
+  const head = ['NAME', 'CHILDREN', ...SET_OUTCOMES.map((o) => o.toUpperCase()), ...PHASES.map((p) => p.toUpperCase()), 'SOURCE'];
   return table([
     head,
-    ...rows.map((r) => [r.valid ? r.name : `${r.name} (invalid)`, String(r.children), ...PHASES.map((p) => String(r.phases[p] ?? 0)), r.source]),
+    ...rows.map((r) => [
+      r.valid ? r.name : `${r.name} (invalid)`,
+      String(r.children),
+      ...SET_OUTCOMES.map((o) => String(r.outcomes[o])),
+      ...PHASES.map((p) => String(r.phases[p] ?? 0)),
+      r.source,
+    ]),
   ]);
 }
 
