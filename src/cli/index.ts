@@ -117,6 +117,14 @@ function gitOptions(cmd: Command, interval: boolean): Command {
   return cmd;
 }
 
+/** `get -o`: one of its formats, or kubectl's `jsonpath=TEMPLATE` / `custom-columns=SPEC` (checked when used: jsonpath.ts). */
+function getOutput(v: string): string {
+  if (['wide', 'json', 'yaml', 'name'].includes(v) || /^(jsonpath|custom-columns)=./s.test(v)) return v;
+  throw new InvalidArgumentError(
+    `Allowed formats are wide, json, yaml, name, jsonpath=TEMPLATE and custom-columns=SPEC${/^(jsonpath|custom-columns)$/.test(v) ? ` (${v}=...)` : ''}.`,
+  );
+}
+
 function collect(v: string, prev: string[] = []): string[] {
   return [...prev, v];
 }
@@ -324,7 +332,12 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
       "label selector, as kubectl's: k=v, k!=v, 'k in (a,b)', 'k notin (a,b)', k, !k; comma = and (repeatable: and)",
       collect,
     )
-    .addOption(new Option('-o, --output <format>', 'output format').choices(['wide', 'json', 'yaml', 'name']))
+    .addOption(
+      new Option('-o, --output <format>', "wide, json, yaml, name, jsonpath=TEMPLATE ('{.items[*].metadata.name}') or custom-columns=NAME:.path,...").argParser(
+        getOutput,
+      ),
+    )
+    .option('--sort-by <path>', "sort by the value of this JSONPath in each attempt (e.g. '.status.startedAt', '.metadata.name')")
     .option('--no-headers', 'tables without the header row')
     .option('--sets', 'list AttemptSets: a row per set with its children counted by phase')
     .option('-w, --watch', 'after the listing, print each change as it happens (until Ctrl-C)')
@@ -441,11 +454,17 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
   program
     .command('describe')
     .description('everything about attempts')
-    .argument('<name...>', NAME_FORMS)
-    .action(async (args: string[], _o, cmd: Command) => {
+    .argument('[name...]', NAME_FORMS)
+    .option('-l, --selector <selector>', 'label selector, as for get', collect)
+    .option('--all', 'every attempt')
+    .action(async (args: string[], o: { selector?: string[]; all?: boolean }, cmd: Command) => {
       const c = ctx(cmd);
-      const names = await attemptsOf(c, args);
-      if (!names) return;
+      const given = await attemptsOf(c, args);
+      if (!given) return;
+      const chosen = await (require('./commands/choose') as typeof ChooseCmd).chooseAttempts(c, 'describe', given, o.selector, o.all === true);
+      if (typeof chosen === 'number') return setExit(chosen);
+      // in the order given (a set's children in expansion order), else by name
+      const names = given.length ? given : chosen.map((r) => r.name);
       const describe = require('./commands/describe') as typeof DescribeCmd;
       let code: number = EXIT.ok;
       // Several (a set): one after another, a blank line between, as kubectl describes several objects.
@@ -470,15 +489,16 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     .description("attempts' logs: from their containers, or harvested after they are gone")
     .argument('[name...]', NAME_FORMS)
     .option('-l, --selector <selector>', 'label selector, as for get', collect)
+    .option('--all', "every attempt's log, each after a ==> attempt/NAME <== line")
     .option('-f, --follow', 'follow the log')
     .option('--run <n>', 'that run (default: the current one); earlier runs from their harvested logs', int('--run', 1))
     .option('--sidecar <name>', "a sidecar's log (e.g. egress-proxy)")
     .option('--tail <n>', 'only the last n lines', int('--tail', 0))
-    .action(async (args: string[], o: LogsCmd.LogsOptions & { selector?: string[] }, cmd: Command) => {
+    .action(async (args: string[], o: LogsCmd.LogsOptions & { selector?: string[]; all?: boolean }, cmd: Command) => {
       const c = ctx(cmd);
       const names = await attemptsOf(c, args);
       if (!names) return;
-      const chosen = await (require('./commands/choose') as typeof ChooseCmd).chooseAttempts(c, 'logs', names, o.selector);
+      const chosen = await (require('./commands/choose') as typeof ChooseCmd).chooseAttempts(c, 'logs', names, o.selector, o.all === true);
       if (typeof chosen === 'number') return setExit(chosen);
       // in the order given (a set's children in expansion order), not chooseAttempts' sorted one
       const order = names.length ? names : chosen.map((r) => r.name);

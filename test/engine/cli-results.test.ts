@@ -75,6 +75,34 @@ describe('results in the CLI: RESULT, get --sets, summary of plain attempts (rea
     expect(json.items[0]?.status.outcomes).to.deep.equal({ passed: 1, failed: 1, infra: 0, skipped: 0, unfinished: 0 });
   });
 
+  it('get -o jsonpath, -o custom-columns, --sort-by, as kubectl takes them', async function () {
+    expect((await sb.cli('get', '-o', 'jsonpath={.items[*].metadata.name}')).stdout).to.equal('bad ok sc-p sc-q');
+    const range = await sb.cli('get', '-l', 'berth.dev/set=sc', '-o', 'jsonpath={range .items[*]}{.metadata.name}{"\\t"}{.status.score}{"\\n"}{end}');
+    expect(range.stdout).to.equal('sc-p\t1\nsc-q\t0\n');
+    const cols = await sb.cli('get', '-o', 'custom-columns=NAME:.metadata.name,EXIT:.status.exitCode', '--sort-by', '.status.exitCode');
+    expect(cols.stdout.trimEnd().split('\n').map(cells)).to.deep.equal([
+      ['NAME', 'EXIT'],
+      ['ok', '0'],
+      ['sc-p', '0'],
+      ['sc-q', '0'],
+      ['bad', '3'],
+    ]);
+    const bad = await sb.cli('get', '-o', 'jsonpath={.items[?(@.x)]}');
+    expect([bad.code, bad.stderr]).to.deep.equal([2, 'berth: ".items[?(@.x)]": filters [?(...)] are not supported at column 7\n']);
+    expect((await sb.cli('get', '-o', 'jsonpath')).stderr).to.match(
+      /^berth: option '-o, --output <format>' argument 'jsonpath' is invalid\. .*\(jsonpath=\.\.\.\)\.\n/,
+    );
+  });
+
+  it('logs --all and describe --all / -l: every attempt, or those selected; --all with names is refused', async function () {
+    const logs = await sb.cli('logs', '--all', '--tail', '1');
+    expect([...logs.stdout.matchAll(/^==> attempt\/(\S+) <==$/gm)].map((m) => m[1])).to.deep.equal(['bad', 'ok', 'sc-p', 'sc-q']);
+    const d = await sb.cli('describe', '-l', 'berth.dev/set=sc');
+    expect([...d.stdout.matchAll(/^Name: +(\S+)$/gm)].map((m) => m[1])).to.deep.equal(['sc-p', 'sc-q']);
+    expect([...(await sb.cli('describe', '--all')).stdout.matchAll(/^Name: +(\S+)$/gm)]).to.have.length(4);
+    expect(await sb.cli('logs', 'ok', '--all')).to.deep.include({ code: 2, stderr: 'berth: logs: --all takes no names and no -l\n' });
+  });
+
   it('summary: the plain attempts are a suite of their own, in the table, JSON, JUnit and Markdown', async function () {
     const table = await sb.cli('summary');
     expect(table.stdout).to.match(/^SET sc: 2 attempts, 1 passed, 1 failed/m);

@@ -9,6 +9,8 @@ import { graderImage, gradeLabel } from '../../sets/grade-text';
 import { loadSpecs } from '../../spec/loader';
 import type { DamagedRecord } from '../../status/store';
 import type { AttemptStatus } from '../../status/types';
+import type { NormalizedAttempt } from '../../spec/types';
+import { cellText, JsonPathError, parseCustomColumns, parsePath, parseTemplate, renderTemplate, sortByPath } from '../jsonpath';
 import { specsRevision, UsageError, type Context } from '../context';
 import { matches, parseSelectors, SelectorError, type Selector } from '../selector';
 import { outcomeOf, watched } from '../wait-condition';
@@ -23,7 +25,10 @@ function yamlOf(doc: unknown): string {
 }
 
 export interface GetOptions {
-  output?: 'wide' | 'json' | 'yaml' | 'name' | 'text';
+  /** Also `jsonpath=TEMPLATE` and `custom-columns=SPEC` (jsonpath.ts). */
+  output?: 'wide' | 'json' | 'yaml' | 'name' | 'text' | `jsonpath=${string}` | `custom-columns=${string}`;
+  /** `--sort-by=.path`: rows in the order of the value the path reaches in each item (kubectl's). */
+  sortBy?: string;
   selector?: string[];
   /** Rows of AttemptSets (counts of their children by phase) instead of attempts. */
   sets?: boolean;
@@ -53,6 +58,8 @@ export interface Row {
   labels: Record<string, string>;
   image: string;
   command: string[] | null;
+  /** The normalized spec (`-o yaml|json` show it whole); null without a valid spec. */
+  spec: NormalizedAttempt | null;
   results: string;
   status: AttemptStatus | null;
   /** Set when the attempt's status record is damaged (and so not read). */
@@ -107,6 +114,7 @@ export async function collectRows(ctx: Context, wanted: readonly string[] = [], 
       labels,
       image: spec?.image ?? '',
       command: spec?.command ?? null,
+      spec: spec ?? null,
       results: st?.resultsDir ?? '',
       status: st ?? null,
       ...(bad ? { damaged: bad } : {}),
@@ -229,10 +237,40 @@ async function runGetSets(ctx: Context, name: string | undefined, o: GetOptions)
   return EXIT.ok;
 }
 
+/** A path or template that cannot be read is a usage error (exit 2), pointing at the column. */
+function usage<T>(f: () => T): T {
+  try {
+    return f();
+  } catch (err) {
+    if (err instanceof JsonPathError) throw new UsageError(err.message);
+    throw err;
+  }
+}
+
+/** `--sort-by`: rows ordered by the value the path reaches in each one's item (`.status.startedAt`, `{.metadata.name}`). */
+export function sortedRows(rows: Row[], sortBy: string | undefined): Row[] {
+  if (sortBy === undefined) return rows;
+  const path = usage(() => parsePath(sortBy.replace(/^\{(.*)\}$/, '$1')));
+  return sortByPath(rows, path, toItem);
+}
+
+function jsonpathText(template: string, doc: unknown): string {
+  return usage(() => renderTemplate(parseTemplate(template), doc));
+}
+
+function customColumns(spec: string, rows: Row[], headers: boolean): string {
+  const cols = usage(() => parseCustomColumns(spec));
+  const body = rows.map((r) => {
+    const item = toItem(r);
+    return cols.map((c) => cellText(c.path, item));
+  });
+  return table(headers ? [cols.map((c) => c.header), ...body] : body);
+}
+
 export async function runGet(ctx: Context, names: string[], o: GetOptions): Promise<number> {
   if (o.sets) return runGetSets(ctx, names[0], o);
   if (o.watch) return (require('./get-watch') as typeof GetWatch).watchRows(ctx, names, o, o.signal);
-  const rows = await collectRows(ctx, names, o.selector ?? []);
+  const rows = sortedRows(await collectRows(ctx, names, o.selector ?? []), o.sortBy);
   // kubectl: what was found is printed, and every name that was not is an error (exit 1).
   const found = new Set(rows.map((r) => r.name));
   const missing = [...new Set(names)].filter((n) => !found.has(n));
@@ -244,6 +282,8 @@ export async function runGet(ctx: Context, names: string[], o: GetOptions): Prom
   if (o.output === 'json') ctx.io.out(JSON.stringify(doc, null, 2) + '\n');
   else if (o.output === 'yaml') ctx.io.out(yamlOf(doc));
   else if (o.output === 'name') ctx.io.out(rows.map((r) => `attempt/${r.name}\n`).join(''));
+  else if (o.output?.startsWith('jsonpath=')) ctx.io.out(jsonpathText(o.output.slice('jsonpath='.length), doc));
+  else if (o.output?.startsWith('custom-columns=')) ctx.io.out(customColumns(o.output.slice('custom-columns='.length), rows, o.headers !== false));
   else if (rows.length === 0) ctx.io.err('No attempts.\n');
   else ctx.io.out(renderRows(rows, o.output === 'wide', o.headers !== false));
   return code;

@@ -30,6 +30,8 @@ const NOT_IN_FILE = new Set([
   'detailed-exitcode',
   'no-headers',
   'allow-empty',
+  'all',
+  'sort-by',
 ]);
 
 function commands(): Command[] {
@@ -50,7 +52,7 @@ describe('berth.yaml keys and BERTH_* variables', function () {
     for (const cmd of commands()) {
       for (const opt of cmd.options) {
         if (!opt.long || opt.long === '--help' || opt.long === '--version') continue;
-        const candidates = opt.isBoolean() ? ['true'] : [...(opt.argChoices ?? []), '30s', '2', '64k', 'a=b', 'x'];
+        const candidates = opt.isBoolean() ? ['true'] : [...(opt.argChoices ?? []), '30s', '2', '64k', 'a=b', 'json', 'x'];
         const ok = candidates.some((v) => {
           const c = buildProgram(bufferIo(), () => undefined);
           const target = cmd.name() === 'berth' ? c : (c.commands.find((s) => s.name() === cmd.name()) as Command);

@@ -46,6 +46,7 @@ const row = (name: string, st: AttemptStatus | null): Row => ({
   labels: {},
   image: 'img:1',
   command: null,
+  spec: null,
   results: st?.resultsDir ?? '',
   status: st,
 });
