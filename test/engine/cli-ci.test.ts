@@ -64,7 +64,9 @@ describe('CI niceties (built CLI, real engine, a pty)', function () {
     const tty = onTerminal(sb.dir, ['reconcile', '--once', '--wait', ...sb.globalArgs(), '--log-level', 'warn']);
     expect(tty.code, tty.out).to.equal(0);
     expect(tty.out).to.contain('\r\x1b[K[');
+    // eslint-disable-next-line no-control-regex
     expect(tty.out).to.match(/\[\d+s\] 1\/2 done: \x1b\[32m1 passed\x1b\[0m; 1 Running · about \d+s left/);
+    // eslint-disable-next-line no-control-regex
     expect(tty.out).to.match(/\[\d+s\] 2\/2 done: \x1b\[32m2 passed\x1b\[0m/);
 
     await sb.cli('rerun', 'quick', 'slow');
@@ -72,6 +74,7 @@ describe('CI niceties (built CLI, real engine, a pty)', function () {
     expect(plain.code, plain.out).to.equal(0);
     expect(plain.out)
       .to.contain('\r\x1b[K[')
+      // eslint-disable-next-line no-control-regex
       .and.to.not.match(/\x1b\[3\dm/);
 
     await sb.cli('rerun', 'quick', 'slow');
