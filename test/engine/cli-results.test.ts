@@ -87,6 +87,13 @@ describe('results in the CLI: RESULT, get --sets, summary of plain attempts (rea
       ['sc-q', '0'],
       ['bad', '3'],
     ]);
+    // the result as the JSON carries it (status.result), and the sets' counts
+    expect((await sb.cli('get', 'sc-q', '-o', 'jsonpath={.status.result.outcome} {.status.result.score}')).stdout).to.equal('failed 0');
+    const json = JSON.parse((await sb.cli('get', '-o', 'json')).stdout) as unknown;
+    expect(await schemaErrors('get-output.schema.json', json)).to.equal(null);
+    const sets = await sb.cli('get', '--sets', '-o', 'custom-columns=NAME:.metadata.name,FAILED:.status.outcomes.failed', '--no-headers');
+    expect(sets.stdout.trimEnd().split('\n').map(cells)).to.deep.equal([['sc', '1']]);
+    expect((await sb.cli('get', '-w', '-o', 'jsonpath={.items}')).code).to.equal(2);
     const bad = await sb.cli('get', '-o', 'jsonpath={.items[?(@.x)]}');
     expect([bad.code, bad.stderr]).to.deep.equal([2, 'berth: ".items[?(@.x)]": filters [?(...)] are not supported at column 7\n']);
     expect((await sb.cli('get', '-o', 'jsonpath')).stderr).to.match(

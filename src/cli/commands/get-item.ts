@@ -35,6 +35,8 @@ export function toItem(r: Row): AttemptItem {
           ? { damagedRecord: { file: r.damaged.file, problem: r.damaged.problem, ...(r.damaged.keptAt ? { keptAt: r.damaged.keptAt } : {}) } }
           : {}),
       };
+  // how the run counts, judged now (get's RESULT column), beside what the record says
+  status.result = { outcome: r.outcome.outcome, ...(r.outcome.reason ? { reason: r.outcome.reason } : {}), ...(r.score !== null ? { score: r.score } : {}) };
   return {
     apiVersion: API_VERSION,
     kind: KIND_ATTEMPT,

@@ -223,7 +223,15 @@ function renderSetRows(rows: SetRow[]): string {
 }
 
 async function runGetSets(ctx: Context, name: string | undefined, o: GetOptions): Promise<number> {
-  const rows = await collectSetRows(ctx, name, o.selector ?? []);
+  const rows = await collectSetRows(ctx, name, o.selector ?? []).then((all) =>
+    o.sortBy === undefined
+      ? all
+      : sortByPath(
+          all,
+          usage(() => parsePath((o.sortBy as string).replace(/^\{(.*)\}$/, '$1'))),
+          toSetItem,
+        ),
+  );
   if (name && rows.length === 0) {
     ctx.io.err(`berth: AttemptSet ${JSON.stringify(name)} not found\n`);
     return EXIT.failed;
@@ -232,6 +240,9 @@ async function runGetSets(ctx: Context, name: string | undefined, o: GetOptions)
   if (o.output === 'json') ctx.io.out(JSON.stringify(doc, null, 2) + '\n');
   else if (o.output === 'yaml') ctx.io.out(yamlOf(doc));
   else if (o.output === 'name') ctx.io.out(rows.map((r) => `attemptset/${r.name}\n`).join(''));
+  else if (o.output?.startsWith('jsonpath=')) ctx.io.out(jsonpathText(o.output.slice('jsonpath='.length), doc));
+  else if (o.output?.startsWith('custom-columns='))
+    ctx.io.out(customColumns(o.output.slice('custom-columns='.length), rows.map(toSetItem), o.headers !== false));
   else if (rows.length === 0) ctx.io.out('No AttemptSets.\n');
   else ctx.io.out(renderSetRows(rows));
   return EXIT.ok;
@@ -258,17 +269,16 @@ function jsonpathText(template: string, doc: unknown): string {
   return usage(() => renderTemplate(parseTemplate(template), doc));
 }
 
-function customColumns(spec: string, rows: Row[], headers: boolean): string {
+function customColumns(spec: string, items: unknown[], headers: boolean): string {
   const cols = usage(() => parseCustomColumns(spec));
-  const body = rows.map((r) => {
-    const item = toItem(r);
-    return cols.map((c) => cellText(c.path, item));
-  });
+  const body = items.map((item) => cols.map((c) => cellText(c.path, item)));
   return table(headers ? [cols.map((c) => c.header), ...body] : body);
 }
 
 export async function runGet(ctx: Context, names: string[], o: GetOptions): Promise<number> {
   if (o.sets) return runGetSets(ctx, names[0], o);
+  if (o.watch && /^(jsonpath|custom-columns)=/.test(o.output ?? ''))
+    throw new UsageError('-w prints rows as they change: with -o wide, json, yaml or name, not jsonpath or custom-columns');
   if (o.watch) return (require('./get-watch') as typeof GetWatch).watchRows(ctx, names, o, o.signal);
   const rows = sortedRows(await collectRows(ctx, names, o.selector ?? []), o.sortBy);
   // kubectl: what was found is printed, and every name that was not is an error (exit 1).
@@ -283,7 +293,7 @@ export async function runGet(ctx: Context, names: string[], o: GetOptions): Prom
   else if (o.output === 'yaml') ctx.io.out(yamlOf(doc));
   else if (o.output === 'name') ctx.io.out(rows.map((r) => `attempt/${r.name}\n`).join(''));
   else if (o.output?.startsWith('jsonpath=')) ctx.io.out(jsonpathText(o.output.slice('jsonpath='.length), doc));
-  else if (o.output?.startsWith('custom-columns=')) ctx.io.out(customColumns(o.output.slice('custom-columns='.length), rows, o.headers !== false));
+  else if (o.output?.startsWith('custom-columns=')) ctx.io.out(customColumns(o.output.slice('custom-columns='.length), rows.map(toItem), o.headers !== false));
   else if (rows.length === 0) ctx.io.err('No attempts.\n');
   else ctx.io.out(renderRows(rows, o.output === 'wide', o.headers !== false));
   return code;
