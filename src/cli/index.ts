@@ -140,6 +140,8 @@ export interface ProgramEnv {
 }
 
 export function buildProgram(io: Io, setExit: (code: number) => void, usage = new UsageOutput(), pe: ProgramEnv = {}): Command {
+  /** berth.yaml's values, once the hook below has read it. */
+  let fileDefaults: ReadonlyMap<string, unknown> | undefined;
   const program = new Command('berth')
     .description('A Kubernetes-style reconciler for Docker: declarative eval attempts, converged and attested.')
     .version(version())
@@ -176,6 +178,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
       applyDefaults(root, env);
       const g = root.opts<{ config?: string; context?: string; specs?: string }>();
       let config: LoadedConfig | undefined;
+      fileDefaults = undefined;
       try {
         const file = findConfig({
           ...(g.config !== undefined ? { explicit: g.config } : {}),
@@ -187,6 +190,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
           throw new UsageError(`--context ${g.context}: no ${CONFIG_FILE} here (nor beside the specs folder); --config names one`);
         applyDefaults(root, {}, config);
         applyDefaults(sub, env, config);
+        if (config) fileDefaults = new Map([...config.values].map(([k, v]) => [k, v.value]));
       } catch (err) {
         if (!pe.help) throw err;
       }
@@ -204,6 +208,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     makeContext(
       {
         ...cmd.optsWithGlobals<GlobalOptions>(),
+        ...(fileDefaults ? { fileDefaults } : {}),
         followGitSource: !['reconcile', 'plan', 'validate'].includes(cmd.name()) && cmd.getOptionValueSourceWithGlobals('specs') === 'default',
       },
       io,

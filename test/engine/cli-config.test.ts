@@ -173,5 +173,18 @@ describe('berth.yaml and BERTH_* (built CLI)', function () {
       // timeout in the file is for --once --wait only: a plan (no --timeout) and a controller are not refused for it.
       expect(berthIn(sb.dir, ['plan']).code).to.equal(0);
     });
+
+    it("default-deadline in the file: reconcile's runs and rerun's get it (rerun takes no such flag)", async function () {
+      await fs.writeFile(
+        path.join(sb.dir, 'berth.yaml'),
+        [`instance: ${sb.instance}`, 'state: state', 'results-root: results', 'default-deadline: 10m', ''].join('\n'),
+      );
+      expect(berthIn(sb.dir, ['reconcile', '--once', '--wait']).code).to.equal(0);
+      expect((await sb.status('a'))?.deadlineSource).to.equal('default');
+      const rerun = berthIn(sb.dir, ['rerun', 'a']);
+      expect(rerun.code, rerun.stderr).to.equal(0);
+      const st = await sb.status('a');
+      expect([st?.run, st?.deadlineSource]).to.deep.equal([2, 'default']);
+    });
   });
 });
