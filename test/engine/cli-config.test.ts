@@ -134,6 +134,16 @@ describe('berth.yaml and BERTH_* (built CLI)', function () {
       .that.match(/^berth\.yaml:1:8: .*\[yaml-syntax\]$/m);
   });
 
+  it('log-format: json in the file makes stderr JSON, as the flag does', async function () {
+    await fs.writeFile(path.join(dir, 'one', 'bad.yaml'), 'kind: Attempt\n');
+    await fs.writeFile(path.join(dir, 'berth.yaml'), 'specs: one\nlog-format: json\n');
+    const r = berthIn(dir, ['validate']);
+    expect(r.code).to.equal(2);
+    const lines = r.stderr.trimEnd().split('\n');
+    expect(lines.length).to.be.greaterThan(0);
+    for (const l of lines) expect(() => JSON.parse(l) as unknown, l).to.not.throw();
+  });
+
   it('every flag has a BERTH_*: a value is parsed as the flag parses it, a boolean takes true/false/1/0', async function () {
     expect(berthIn(dir, ['validate'], { BERTH_LOG_FORMAT: 'xml' })).to.deep.include({
       code: 2,
