@@ -413,6 +413,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     .description('grade finished runs again (spec.grade), without running their attempts again; earlier grades stay')
     .argument('[name...]', `attempts to grade again: ${NAME_FORMS}`)
     .option('-l, --selector <selector>', 'label selector, as for get', collect)
+    .option('--all', 'every attempt with a grader')
     .action(async (args: string[], o, cmd: Command) => {
       const c = ctx(cmd);
       const names = await attemptsOf(c, args);

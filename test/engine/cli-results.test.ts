@@ -133,3 +133,29 @@ describe('results in the CLI: RESULT, get --sets, summary of plain attempts (rea
     expect(md).to.contain('| bad | attempts (in no set) | failed | Failed | Error |  |');
   });
 });
+
+describe('regrade --all (real engine)', function () {
+  this.timeout(120_000);
+  before(requireEngine);
+  let sb: Sandbox;
+  before(async function () {
+    sb = await Sandbox.create('regrade-all');
+  });
+  after(async function () {
+    await sb.destroy();
+  });
+
+  it('grades again every attempt a grader judges, and leaves the others alone; nothing named is a usage error naming --all', async function () {
+    await sb.write('g.yaml', sb.attempt('g', 'true', "  grade:\n    command: [sh, -c, 'exit 0']\n"));
+    await sb.write('plain.yaml', sb.attempt('plain', 'true'));
+    expect((await sb.cli('reconcile', '--once', '--wait')).code).to.equal(0);
+    const r = await sb.cli('regrade', '--all');
+    expect(r.code, r.stderr).to.equal(0);
+    expect(r.stdout).to.match(/^attempt\/g regrade: grade 2 of run 1 /);
+    expect(r.stdout).to.not.contain('plain');
+    expect(await sb.cli('regrade')).to.deep.include({
+      code: 2,
+      stderr: 'berth: regrade: name the attempts, select them with -l (e.g. -l suite=demo), or give --all\n',
+    });
+  });
+});

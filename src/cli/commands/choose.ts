@@ -8,10 +8,14 @@ import { UsageError, type Context } from '../context';
 import { diag } from '../diag';
 import { collectRows, type Row } from './get';
 
-export async function chooseAttempts(ctx: Context, verb: string, names: string[], selector: string[] = [], all = false): Promise<Row[] | number> {
+/** @param all `--all` as given, for a command that takes it (undefined: the command has no --all). */
+export async function chooseAttempts(ctx: Context, verb: string, names: string[], selector: string[] = [], all?: boolean): Promise<Row[] | number> {
   if (all && (names.length || selector.length)) throw new UsageError(`${verb}: --all takes no names and no -l`);
   if (all) return collectRows(ctx);
-  if (!names.length && !selector.length) throw new UsageError(`${verb}: name the attempts, select them with -l (e.g. -l suite=demo), or give --all`);
+  if (!names.length && !selector.length)
+    throw new UsageError(
+      `${verb}: name the attempts${all === undefined ? ', or select them with -l' : ', select them with -l'} (e.g. -l suite=demo)${all === undefined ? '' : ', or give --all'}`,
+    );
   if (names.length && selector.length) throw new UsageError(`${verb}: give names or -l, not both`);
   const rows = await collectRows(ctx, names, selector);
   const found = new Set(rows.map((r) => r.name));
