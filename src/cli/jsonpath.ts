@@ -1,6 +1,6 @@
 /**
- * kubectl's JSONPath templates, the common subset (docs/CONTRACT.md, "Output formats"), pure: what `get -o
- * jsonpath=...`, `-o custom-columns=...` and `--sort-by=...` read.
+ * kubectl's JSONPath templates, the common subset (docs/CONTRACT.md, "Output formats"), pure:
+ * what `get -o jsonpath=...`, `-o custom-columns=...` and `--sort-by=...` read.
  *
  * - A path: `.items[*].metadata.name`, `.status.phase`, `.metadata.labels['app.kubernetes.io/x']`,
  *   `.items[0]`, `.items[-1]`, `.items[1:3]`, `.spec.*` (every value of a mapping), `$` the root.
