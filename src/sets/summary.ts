@@ -106,7 +106,12 @@ export interface Summary {
   schemaVersion: number;
   generatedAt: string;
   sets: SetSummary[];
+  /** The plain Attempts (in no set) as one suite, PLAIN_SUITE, no axes; absent when there are none. */
+  attempts?: SetSummary;
 }
+
+/** The name of the plain Attempts' suite (no set can be named so: a set's name is a DNS label, this one is too, so it is said apart by its place, `attempts`, not `sets`). */
+export const PLAIN_SUITE = 'attempts';
 
 const ms = (iso: string | undefined) => (iso ? Date.parse(iso) : NaN);
 
@@ -150,12 +155,13 @@ function invalidChild(c: SetChild, rec: AttemptStatus | undefined): ChildSummary
   };
 }
 
+/** A set's child, or (no `loaded.set`) a plain Attempt, judged with no set's policy, as `wait` judges it. */
 function child(loaded: LoadedSpec, rec: AttemptStatus | undefined): ChildSummary {
-  const m = loaded.set as NonNullable<LoadedSpec['set']>;
+  const m = loaded.set;
   // A record of another spec hash is an earlier spec's: this child has not run yet.
   const current = rec && rec.specHash === loaded.hash ? rec : undefined;
   // spec.grade: the grader's verdict, when one judges the run; its score, never the attempt's own
-  const c = gradeClass(loaded, current) ?? classify(current, m.set, loaded.spec.retries);
+  const c = gradeClass(loaded, current) ?? classify(current, m?.set, loaded.spec.retries);
   const g = loaded.spec.grade ? latestGrade(current) : undefined;
   const score = loaded.spec.grade ? g?.score : current?.score;
   const started = ms(current?.startedAt);
@@ -163,7 +169,7 @@ function child(loaded: LoadedSpec, rec: AttemptStatus | undefined): ChildSummary
   const eligible = eligibleSince(current);
   return {
     name: loaded.spec.name,
-    coords: m.coords,
+    coords: m?.coords ?? {},
     outcome: c.outcome,
     phase: current?.phase ?? 'Pending',
     reason: c.reason ?? current?.reason ?? null,
@@ -289,6 +295,27 @@ export function summarize(
 ): Summary {
   const out = [...sets.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, g]) => summarizeSet(g.policy, g.children, statuses, samples));
   return { schemaVersion: SUMMARY_SCHEMA_VERSION, generatedAt: new Date(now).toISOString(), sets: out };
+}
+
+/** The plain Attempts of a load (those in no set) as one suite, or undefined when there are none. */
+export function summarizePlain(specs: readonly LoadedSpec[], statuses: ReadonlyMap<string, AttemptStatus>): SetSummary | undefined {
+  const plain = specs.filter((s) => !s.set).sort((a, b) => (a.spec.name < b.spec.name ? -1 : 1));
+  if (plain.length === 0) return undefined;
+  const policy: SetPolicy = {
+    name: PLAIN_SUITE,
+    axes: [],
+    maxParallel: null,
+    failFast: false,
+    maxFailed: null,
+    infra: [],
+    score: null,
+    source: { file: '', line: 0, col: 0 },
+  };
+  return summarizeSet(
+    policy,
+    plain.map((s) => ({ name: s.spec.name, coords: {}, loaded: s })),
+    statuses,
+  );
 }
 
 /** The sets of a load, each with its children: loaded ones, and the ones that did not load (Invalid). */

@@ -10,7 +10,7 @@
 import { closeSync, constants as fsConstants, fstatSync, openSync, readFileSync } from 'node:fs';
 import { DEFAULTS, EXIT } from '../../constants';
 import { loadPaths, loadSpecs, type LoadReport } from '../../spec/loader';
-import { formatErrors, type ReadLine } from '../format-errors';
+import { formatErrors, githubAnnotations, inGithubActions, type ReadLine } from '../format-errors';
 import type { Context } from '../context';
 import { plural } from '../diag';
 import { gitSourceFrom, peekRevision, type GitFlags } from '../git-flags';
@@ -51,6 +51,8 @@ export async function runValidate(paths: string[], opts: ValidateOptions, io: Va
   } else {
     if (!valid) io.err(formatErrors(report.errors, sourceLineReader()));
     if (opts.verbose) for (const k of report.skipped ?? []) io.out(`skipped ${k.file}: ${k.reason}\n`);
+    // in GitHub Actions, also as annotations on the spec's lines
+    if (!valid && inGithubActions(process.env)) io.err(githubAnnotations(report.errors, { cwd: process.cwd(), workspace: process.env.GITHUB_WORKSPACE }));
     io.out(`${opts.revision !== undefined ? `revision ${opts.revision}: ` : ''}${summary(report)}\n`);
   }
   return valid ? EXIT.ok : EXIT.usage;
