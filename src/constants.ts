@@ -333,6 +333,9 @@ export const DEFAULTS = {
   egressProxyImage: 'berth/egress-proxy:local',
   egressProxyPort: 3128,
   egressProxyReadySeconds: 15,
+  /** network.credentials: the header set when none is written, and its value (`{}`: the secret's value). */
+  credentialHeader: 'Authorization',
+  credentialFormat: 'Bearer {}',
   /** How long a sidecar must stay up after its start to count as ready. */
   sidecarSettleMs: 200,
   /**

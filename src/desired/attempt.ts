@@ -13,7 +13,7 @@ import { COMPONENTS, DEFAULTS, LABELS, NAMING, type Component, type Naming } fro
 import type { ContainerCreateSpec, Labels } from '../engine/types';
 import { PROXY_ENV } from '../proxy/contract';
 import { EGRESS_PROXY_NAME } from '../spec/semantic';
-import type { LoadedSpec } from '../spec/types';
+import type { CredentialSpec, LoadedSpec } from '../spec/types';
 import type { DesiredAttempt, DesiredNames, DesiredSidecar } from './types';
 
 export interface DesiredContext {
@@ -87,14 +87,24 @@ export function hardened(networkMode: string, extra: Partial<ContainerCreateSpec
   };
 }
 
-/** Secrets of the spec that go to the main container: those no sidecar names. */
+/**
+ * Secrets of the spec that go to the main container: those no sidecar names, and no credential
+ * names unless the main container's environment asks for it too (a credential's secret named
+ * nowhere else is the egress proxy's only).
+ */
 function mainSecretsOf(s: LoadedSpec['spec']): string[] {
-  const sidecarSecrets = new Set(s.sidecars.flatMap((c) => c.secrets));
-  return s.secrets.map((x) => x.name).filter((n) => !sidecarSecrets.has(n));
+  const mainEnv = new Set(Object.values(s.secretEnv));
+  const elsewhere = new Set([...s.sidecars.flatMap((c) => c.secrets), ...credentialSecretsOf(s.credentials).filter((n) => !mainEnv.has(n))]);
+  return s.secrets.map((x) => x.name).filter((n) => !elsewhere.has(n));
+}
+
+/** The secrets credentials name: their values and CA bundles. */
+export function credentialSecretsOf(creds: readonly CredentialSpec[]): string[] {
+  return [...new Set(creds.flatMap((c) => [c.secret, ...(c.caSecret !== null ? [c.caSecret] : [])]))];
 }
 
 /** Whether the attempt gets berth's egress proxy as a sidecar. */
-export const hasEgressProxy = (s: LoadedSpec['spec']): boolean => s.network.mode === 'isolated' && s.network.egress.length > 0;
+export const hasEgressProxy = (s: LoadedSpec['spec']): boolean => s.network.mode === 'isolated' && (s.network.egress.length > 0 || s.credentials.length > 0);
 
 /**
  * The containers' names and secret holders of desiredAttempt()'s value (DesiredNames), from the
@@ -106,8 +116,8 @@ export function desiredNames(ctx: DesiredContext, loaded: LoadedSpec): DesiredNa
   return {
     container: naming.container(ctx.instance, s.name),
     sidecars: [
-      ...(hasEgressProxy(s) ? [{ name: naming.sidecar(ctx.instance, s.name, EGRESS_PROXY_NAME), secrets: [] }] : []),
-      ...s.sidecars.map((c) => ({ name: naming.sidecar(ctx.instance, s.name, c.name), secrets: c.secrets })),
+      ...(hasEgressProxy(s) ? [{ name: naming.sidecar(ctx.instance, s.name, EGRESS_PROXY_NAME), secrets: [], credentials: s.credentials }] : []),
+      ...s.sidecars.map((c) => ({ name: naming.sidecar(ctx.instance, s.name, c.name), secrets: c.secrets, credentials: [] })),
     ],
     mainSecrets: mainSecretsOf(s),
   };
@@ -143,6 +153,7 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
       expectedNetworks: [netMode, egressName].sort(),
       secrets: [],
       secretEnv: {},
+      credentials: s.credentials,
       ready: 'listening',
       create: {
         name,
@@ -166,6 +177,7 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
       expectedNetworks: [netMode],
       secrets: c.secrets,
       secretEnv: c.secretEnv,
+      credentials: [],
       ready: 'running',
       create: {
         name,

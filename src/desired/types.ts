@@ -1,6 +1,6 @@
 /** Desired state: what the engine must hold for one attempt's current run. Pure data. */
 import type { ContainerCreateSpec, Labels, NetworkCreateSpec, VolumeCreateSpec } from '../engine/types';
-import type { LoadedSpec } from '../spec/types';
+import type { CredentialSpec, LoadedSpec } from '../spec/types';
 
 export interface DesiredContainer {
   name: string;
@@ -18,6 +18,11 @@ export interface DesiredSidecar extends DesiredContainer {
   secrets: string[];
   /** VAR → secret name, opted into its environment. */
   secretEnv: Record<string, string>;
+  /**
+   * The egress proxy's injected credentials (network.credentials): their secrets' values are put
+   * into its configuration when it is created (the executor reads them), never into this value.
+   */
+  credentials: CredentialSpec[];
   /** When it counts as ready: its `listening` line (the proxy contract) or simply running. */
   ready: 'listening' | 'running';
 }
@@ -60,6 +65,6 @@ export interface DesiredAttempt {
 export interface DesiredNames {
   container: string;
   /** In the order of DesiredAttempt.sidecars (the proxy first). */
-  sidecars: readonly { name: string; secrets: readonly string[] }[];
+  sidecars: readonly { name: string; secrets: readonly string[]; credentials: readonly CredentialSpec[] }[];
   mainSecrets: readonly string[];
 }

@@ -16,13 +16,14 @@ import { isConflict } from '../engine/errors';
 import type { ContainerDetails } from '../engine/types';
 import { stampNonce } from '../ownership';
 import type { AttemptAction, OpOutcome, SidecarOperation } from '../plan/types';
-import { parseListeningLine } from '../proxy/contract';
+import { credentialSecretsOf } from '../desired/attempt';
+import { parseListeningLine, PROXY_ENV } from '../proxy/contract';
 import { secretsTar } from './archive';
 import { containerHolder } from './conflict';
 import { iso, type ExecContext } from './context';
 import { containerUser } from './create';
 import { DONE, outcomeOf } from './outcome';
-import { readSecrets, secretEnvLines } from './secrets';
+import { credentialConfigs, readSecrets, secretEnvLines } from './secrets';
 
 type Sidecar = DesiredAttempt['sidecars'][number];
 
@@ -63,7 +64,8 @@ export async function sidecarOp(x: ExecContext, a: AttemptAction, op: SidecarOpe
 async function createSidecar(x: ExecContext, d: DesiredAttempt, sc: Sidecar): Promise<OpOutcome> {
   const { engine } = x.deps;
   const secrets = await readSecrets(d.loaded.spec, x.deps.env, sc.secrets);
-  const create = stampNonce({ ...sc.create, env: [...sc.create.env, ...secretEnvLines(sc.secretEnv, secrets)] });
+  const creds = await credentialEnvLines(d, x.deps.env, sc.credentials);
+  const create = stampNonce({ ...sc.create, env: [...sc.create.env, ...secretEnvLines(sc.secretEnv, secrets), ...creds] });
   try {
     return { type: 'done', made: await engine.containers.create(create) };
   } catch (err) {
@@ -71,6 +73,13 @@ async function createSidecar(x: ExecContext, d: DesiredAttempt, sc: Sidecar): Pr
     const existing = await engine.containers.inspect(sc.name);
     return { type: 'conflict', kind: 'container', name: sc.name, id: existing.id, owner: await containerHolder(x, existing) };
   }
+}
+
+/** The egress proxy's credentials setting (PROXY_ENV.credentials), values read now; none without credentials. */
+async function credentialEnvLines(d: DesiredAttempt, env: NodeJS.ProcessEnv, creds: DesiredAttempt['sidecars'][number]['credentials']): Promise<string[]> {
+  if (creds.length === 0) return [];
+  const values = await readSecrets(d.loaded.spec, env, credentialSecretsOf(creds));
+  return [`${PROXY_ENV.credentials}=${JSON.stringify(credentialConfigs(creds, values))}`];
 }
 
 /** `copy-in-sidecar`: the sidecar's secrets' files under /run/secrets (0400, its image's user), read now. */

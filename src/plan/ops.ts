@@ -22,13 +22,15 @@ export function isMain(c: ContainerSummary): boolean {
 
 /**
  * The containers of a run that were given secret values (files in their writable layer, and the
- * environment in their config for secrets opted into `env`): removed as soon as the run is
+ * environment in their config for secrets opted into `env` or injected credentials): removed as soon as the run is
  * harvested, whatever the TTL, so no secret value stays in the engine's storage on the host's disk.
  */
 export function secretHolders(d: DesiredAttempt, obs: ContainerSummary[]): ContainerSummary[] {
   if (obs.length === 0) return [];
   const names = namesOf(d);
-  return obs.filter((c) => (isMain(c) ? names.mainSecrets.length > 0 : names.sidecars.some((sc) => sc.name === c.name && sc.secrets.length > 0)));
+  return obs.filter((c) =>
+    isMain(c) ? names.mainSecrets.length > 0 : names.sidecars.some((sc) => sc.name === c.name && (sc.secrets.length > 0 || sc.credentials.length > 0)),
+  );
 }
 
 /** A status change of `attempt`, with no engine call; with `counters`, it begins the action's run. */

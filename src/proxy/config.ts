@@ -6,9 +6,11 @@
 import net from 'node:net';
 import { type Allowlist, parseAllowlist } from './allowlist';
 import { PROXY_DEFAULTS, PROXY_ENV } from './contract';
+import { type Credential, parseCredentials } from './credentials';
 
 export interface ProxyConfig {
   readonly allowlist: Allowlist;
+  readonly credentials: readonly Credential[];
   readonly port: number;
   readonly listen: string;
   readonly connectTimeoutMs: number;
@@ -38,10 +40,17 @@ export function loadConfig(env: Env): { ok: true; value: ProxyConfig } | { ok: f
     if (parsed.ok) allowlist = parsed.value;
     else errors.push(...parsed.errors.map((e) => `${PROXY_ENV.allow}: ${e}`));
   }
+  let credentials: Credential[] = [];
+  const rawCreds = env[PROXY_ENV.credentials];
+  if (rawCreds !== undefined && rawCreds.trim() !== '') {
+    const parsed = parseCredentials(rawCreds, PROXY_ENV.credentials);
+    if (parsed.ok) credentials = parsed.value;
+    else errors.push(...parsed.errors);
+  }
   const port = intSetting(env, PROXY_ENV.port, PROXY_DEFAULTS.port, 0, 65535, errors);
   const connectTimeoutMs = intSetting(env, PROXY_ENV.connectTimeoutMs, PROXY_DEFAULTS.connectTimeoutMs, 1, 600_000, errors);
   const listen = (env[PROXY_ENV.listen] ?? '').trim() || PROXY_DEFAULTS.listen;
   if (net.isIP(listen) === 0) errors.push(`${PROXY_ENV.listen}=${JSON.stringify(listen)}: expected an IP address`);
   if (errors.length > 0) return { ok: false, errors };
-  return { ok: true, value: { allowlist, port, listen, connectTimeoutMs } };
+  return { ok: true, value: { allowlist, credentials, port, listen, connectTimeoutMs } };
 }

@@ -14,7 +14,25 @@ export const PROXY_ENV = {
   port: 'BERTH_PROXY_PORT',
   listen: 'BERTH_PROXY_LISTEN',
   connectTimeoutMs: 'BERTH_PROXY_CONNECT_TIMEOUT_MS',
+  /**
+   * Injected credentials, a JSON array of CredentialConfig (optional). Holds secret values: berth
+   * sets it when it creates the proxy, from the spec's secrets, and nothing ever prints it.
+   */
+  credentials: 'BERTH_PROXY_CREDENTIALS',
 } as const;
+
+/**
+ * One injected credential as the proxy reads it: plain-HTTP requests for `target`'s host go on
+ * over TLS to `target`, verified against `ca` (PEM) or the system's roots, with header `header`
+ * set to `value` (any the client sent is dropped).
+ */
+export interface CredentialConfig {
+  /** Exact `host:port`. */
+  readonly target: string;
+  readonly header: string;
+  readonly value: string;
+  readonly ca?: string;
+}
 
 export const PROXY_DEFAULTS = {
   port: 3128,
@@ -36,6 +54,8 @@ export interface ListeningLine {
   readonly event: 'listening';
   readonly port: number;
   readonly allow: readonly string[];
+  /** The credentialed `host:port` targets (never a value); absent in proxies without credentials. */
+  readonly credentials?: readonly string[];
 }
 
 /** Recognizes the readiness line (one stdout line); anything else gives undefined. */

@@ -27,8 +27,9 @@ export interface ExchangeRecord {
   readonly durationMs: number;
 }
 
-export function listeningLine(port: number, allow: readonly string[]): string {
-  return JSON.stringify({ event: 'listening', port, allow });
+/** `credentials`: the credentialed targets (never a value), written only when there are some. */
+export function listeningLine(port: number, allow: readonly string[], credentials: readonly string[] = []): string {
+  return JSON.stringify({ event: 'listening', port, allow, ...(credentials.length > 0 ? { credentials } : {}) });
 }
 
 export function exchangeLine(event: LogEvent, ts: number, r: ExchangeRecord): string {

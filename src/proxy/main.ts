@@ -5,7 +5,7 @@
  * Bundled by scripts/build-proxy.sh into dist/proxy/berth-egress-proxy.js.
  */
 import { loadConfig } from './config';
-import { PROXY_EXIT } from './contract';
+import { PROXY_ENV, PROXY_EXIT } from './contract';
 import { listeningLine } from './log-lines';
 import { createProxyServer } from './server';
 
@@ -23,8 +23,10 @@ async function main(): Promise<void> {
     for (const e of config.errors) process.stderr.write(`${NAME}: ${e}\n`);
     process.exit(PROXY_EXIT.badConfig);
   }
-  const { allowlist, port, listen, connectTimeoutMs } = config.value;
-  const proxy = createProxyServer({ allowlist, connectTimeoutMs, sink: stdoutLine });
+  const { allowlist, credentials, port, listen, connectTimeoutMs } = config.value;
+  // The values live on in `credentials` only: nothing this process starts or prints sees them.
+  delete process.env[PROXY_ENV.credentials];
+  const proxy = createProxyServer({ allowlist, credentials, connectTimeoutMs, sink: stdoutLine });
 
   let stopping = false;
   const stop = (): void => {
@@ -50,6 +52,7 @@ async function main(): Promise<void> {
     listeningLine(
       bound,
       allowlist.entries.map((e) => e.text),
+      credentials.map((c) => c.target.text),
     ),
   );
 }

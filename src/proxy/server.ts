@@ -8,6 +8,7 @@ import http from 'node:http';
 import type { LookupFunction, Socket } from 'node:net';
 import type { Allowlist } from './allowlist';
 import type { ProxyContext } from './context';
+import type { Credential } from './credentials';
 import { dial } from './dial';
 import { Exchanges } from './exchange';
 import { handleRequest } from './forward';
@@ -17,6 +18,8 @@ import { handleUpgrade } from './upgrade';
 
 export interface ProxyOptions {
   readonly allowlist: Allowlist;
+  /** Injected credentials; none by default. */
+  readonly credentials?: readonly Credential[];
   readonly connectTimeoutMs: number;
   /** Where decision and close lines go (one JSON object per call, no newline). */
   readonly sink: LineSink;
@@ -40,6 +43,8 @@ export function createProxyServer(opts: ProxyOptions): ProxyServer {
   const exchanges = new Exchanges(opts.sink, opts.now);
   const ctx: ProxyContext = {
     allowlist: opts.allowlist,
+    credentials: opts.credentials ?? [],
+    tlsTimeoutMs: opts.connectTimeoutMs,
     exchanges,
     dial: (host, port) => dial(host, port, { timeoutMs: opts.connectTimeoutMs, lookup: opts.lookup }),
   };

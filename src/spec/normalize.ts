@@ -6,9 +6,9 @@
  */
 import { API_VERSION, DEFAULTS, KIND_ATTEMPT } from '../constants';
 import { parseMemory, parseSize } from './quantity';
-import type { RawAttempt, RawGrade } from './raw-types';
+import type { RawAttempt, RawCredential, RawGrade } from './raw-types';
 import { cleanPath } from './semantic';
-import type { NetworkMode, NormalizedAttempt, NormalizedGrade, SecretRef, SidecarSpec } from './types';
+import type { CredentialSpec, NetworkMode, NormalizedAttempt, NormalizedGrade, SecretRef, SidecarSpec } from './types';
 
 /** Host-side facts the loader established for a document. */
 export interface ResolvedPaths {
@@ -102,6 +102,7 @@ export function normalize(doc: RawAttempt, resolved: ResolvedPaths): NormalizedA
       mode: (s.network?.mode ?? DEFAULTS.networkMode) as NetworkMode,
       egress: [...new Set((s.network?.egress ?? []).map((e) => e.toLowerCase()))].sort(),
     },
+    credentials: (s.network?.credentials ?? []).map(normalizeCredential).sort((a, b) => (a.host < b.host ? -1 : a.host > b.host ? 1 : a.port - b.port)),
     volumes: (s.volumes ?? []).map((v) => ({ name: v.name, mountPath: cleanPath(v.mountPath), readOnly: v.readOnly ?? false })).sort(byName),
     resources: {
       cpus: s.resources?.cpus ?? null,
@@ -121,6 +122,21 @@ export function normalize(doc: RawAttempt, resolved: ResolvedPaths): NormalizedA
       maxBytes: workspaceBytes(s.workspace?.maxBytes),
       maxFiles: s.workspace?.maxFiles ?? DEFAULTS.workspaceMaxFiles,
     },
+  };
+}
+
+/** network.credentials[i] with its defaults; `host:port` split (its form checked by the schema). */
+function normalizeCredential(c: RawCredential): CredentialSpec {
+  const colon = c.host.lastIndexOf(':');
+  let host = c.host.slice(0, colon).toLowerCase();
+  if (host.endsWith('.')) host = host.slice(0, -1);
+  return {
+    host,
+    port: Number(c.host.slice(colon + 1)),
+    secret: c.secret,
+    header: c.header ?? DEFAULTS.credentialHeader,
+    format: c.format ?? DEFAULTS.credentialFormat,
+    caSecret: c.caSecret ?? null,
   };
 }
 

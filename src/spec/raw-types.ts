@@ -16,6 +16,14 @@ export interface RawVolume {
   readOnly?: boolean;
 }
 
+export interface RawCredential {
+  host: string;
+  secret: string;
+  header?: string;
+  format?: string;
+  caSecret?: string;
+}
+
 export interface RawSidecar {
   name: string;
   image: string;
@@ -44,7 +52,7 @@ export interface RawSpec {
   secrets?: RawSecret[];
   fixture?: string;
   results?: string;
-  network?: { mode?: NetworkMode; egress?: string[] };
+  network?: { mode?: NetworkMode; egress?: string[]; credentials?: RawCredential[] };
   volumes?: RawVolume[];
   resources?: { cpus?: number; memory?: string | number; pids?: number };
   deadlineSeconds?: number;

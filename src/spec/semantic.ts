@@ -36,6 +36,7 @@ export function semanticIssues(doc: RawAttempt): FieldIssue[] {
       secretAt.set(s.name, i);
     }
   });
+  credentialIssues(doc, mode, secretAt, add);
   for (const [k, v] of Object.entries(spec.env ?? {})) {
     if (typeof v === 'object' && !secretAt.has(v.secretRef)) {
       const declared = [...secretAt.keys()];
@@ -111,6 +112,61 @@ export function semanticIssues(doc: RawAttempt): FieldIssue[] {
     if (!parsed.ok) add(['spec', 'workspace', 'maxBytes'], 'quantity', parsed.message);
   }
   return out;
+}
+
+/** Headers the proxy owns (framing, routing, hop-by-hop): a credential may not set them. */
+const RESERVED_HEADERS = new Set([
+  'host',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'te',
+  'trailer',
+  'upgrade',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'proxy-connection',
+]);
+
+/**
+ * network.credentials: only with mode isolated, each naming declared secrets, one per host, a
+ * header the proxy may set, and no host:port that egress also lists (the attempt would CONNECT
+ * there, which the proxy refuses for a credentialed host).
+ */
+function credentialIssues(
+  doc: RawAttempt,
+  mode: string,
+  secretAt: ReadonlyMap<string, number>,
+  add: (segs: FieldIssue['segs'], code: FieldIssue['code'], message: string) => void,
+): void {
+  const creds = doc.spec.network?.credentials ?? [];
+  const egress = new Set((doc.spec.network?.egress ?? []).map((e) => e.toLowerCase()));
+  const hostAt = new Map<string, number>();
+  creds.forEach((c, i) => {
+    const at = (...rest: (string | number)[]): FieldIssue['segs'] => ['spec', 'network', 'credentials', i, ...rest];
+    if (mode !== 'isolated') add(at(), 'credential', `credentials need network.mode: isolated (mode is ${mode})`);
+    for (const field of ['secret', 'caSecret'] as const) {
+      const name = c[field];
+      if (name !== undefined && !secretAt.has(name)) add(at(field), 'credential', `secret "${name}" is not declared in spec.secrets`);
+    }
+    if (c.header !== undefined && RESERVED_HEADERS.has(c.header.toLowerCase())) {
+      add(at('header'), 'credential', `${c.header} is set by the proxy itself; choose another header`);
+    }
+    const target = c.host.toLowerCase();
+    const host = target.slice(0, target.lastIndexOf(':'));
+    const first = hostAt.get(host);
+    if (first !== undefined)
+      add(at('host'), 'credential', `${host} already has a credential (${formatPath(['spec', 'network', 'credentials', first])}); one per host`);
+    else hostAt.set(host, i);
+    if (egress.has(target)) {
+      add(
+        at('host'),
+        'credential',
+        `${target} is also in network.egress: a credentialed host is reached with plain http:// through the proxy, not tunnelled; remove it from egress`,
+      );
+    }
+  });
 }
 
 /** `/a//b/` → `/a/b`. */

@@ -35,6 +35,7 @@ export type SpecErrorCode =
   | 'secret-ref' // env refers to an undeclared secret; duplicate secret names
   | 'quantity' // memory quantity cannot be parsed / out of range
   | 'sidecar' // sidecars without an isolated network, duplicate or reserved names
+  | 'credential' // network.credentials: an undeclared secret, a host given twice or also in egress
   | 'matrix' // AttemptSet: empty or repeated axis values, bad include/exclude, too many children, clashing names
   | 'template' // AttemptSet: a `${{ }}` that names no axis or is not `matrix.<axis>`
   | 'git-secret'; // a `fromFile` secret in specs from git (secrets do not live in repositories)
@@ -63,6 +64,23 @@ export interface VolumeMount {
   name: string;
   mountPath: string;
   readOnly: boolean;
+}
+
+/**
+ * spec.network.credentials[i]: a header the egress proxy sets on the attempt's plain-HTTP requests
+ * to `host`, sent on over TLS to `host:port`. The attempt never holds the secret.
+ */
+export interface CredentialSpec {
+  /** Lower case, no trailing dot; never a wildcard. */
+  host: string;
+  port: number;
+  /** Name of the spec.secrets entry whose value goes into the header. */
+  secret: string;
+  header: string;
+  /** The header's value: `{}` is the secret's value, `{base64}` its base64 (for `Basic {base64}`). */
+  format: string;
+  /** Name of the spec.secrets entry holding PEM certificates to verify the upstream with, or null: the system's roots. */
+  caSecret: string | null;
 }
 
 /** A container beside the main one on the attempt's isolated network. */
@@ -121,6 +139,8 @@ export interface NormalizedAttempt {
   /** Results folder relative to the results root (already checked to stay inside it). */
   results: string;
   network: { mode: NetworkMode; egress: string[] };
+  /** spec.network.credentials, sorted by host (kept beside `network` so its hashed form stays the first hash's). */
+  credentials: CredentialSpec[];
   volumes: VolumeMount[];
   resources: {
     /** Fractional CPUs, or null for no limit. */

@@ -1,0 +1,140 @@
+/**
+ * network.credentials: loaded with its defaults, checked (schema and semantics, at file:line:col),
+ * hashed only when written, and its secrets kept from the main container unless it asks for them.
+ */
+import { expect } from 'chai';
+import { desiredAttempt } from '../../../src/desired/attempt';
+import { credentialConfigs } from '../../../src/execute/secrets';
+import { cleanupTemp, doc, loadOne } from './helpers';
+
+const ISOLATED = `  secrets:
+    - {name: key, fromEnv: KEY}
+    - {name: ca, fromEnv: CA}
+  network:
+    mode: isolated
+    egress: [pypi.org:443]
+`;
+
+describe('spec: network.credentials', () => {
+  afterEach(cleanupTemp);
+
+  it('loads with its defaults, the host split and lower-cased, sorted by host', async () => {
+    const r = await loadOne(
+      doc(
+        'c',
+        `${ISOLATED}    credentials:
+      - {host: 'B.example.com:8443', secret: key, header: X-Api-Key, format: '{}', caSecret: ca}
+      - {host: 'a.example.com:443', secret: key}
+`,
+      ),
+    );
+    expect(r.errors).to.deep.equal([]);
+    expect(r.specs[0]?.spec.credentials).to.deep.equal([
+      { host: 'a.example.com', port: 443, secret: 'key', header: 'Authorization', format: 'Bearer {}', caSecret: null },
+      { host: 'b.example.com', port: 8443, secret: 'key', header: 'X-Api-Key', format: '{}', caSecret: 'ca' },
+    ]);
+  });
+
+  it('counts for the hash only when written', async () => {
+    const without = await loadOne(doc('c', ISOLATED));
+    const empty = await loadOne(doc('c', `${ISOLATED}    credentials: []\n`));
+    const one = await loadOne(doc('c', `${ISOLATED}    credentials: [{host: 'a.example.com:443', secret: key}]\n`));
+    const other = await loadOne(doc('c', `${ISOLATED}    credentials: [{host: 'a.example.com:443', secret: key, header: X-Key}]\n`));
+    expect(empty.specs[0]?.hash).to.equal(without.specs[0]?.hash);
+    expect(one.specs[0]?.hash).to.not.equal(without.specs[0]?.hash);
+    expect(other.specs[0]?.hash).to.not.equal(one.specs[0]?.hash);
+  });
+
+  it('refuses a wildcard, a missing port, a bad header or a format without {} (schema)', async () => {
+    const r = await loadOne(
+      doc(
+        'c',
+        `${ISOLATED}    credentials:
+      - {host: '*.example.com:443', secret: key}
+      - {host: 'a.example.com', secret: key}
+      - {host: 'b.example.com:443', secret: key, header: 'X Key'}
+      - {host: 'c.example.com:443', secret: key, format: 'Bearer'}
+`,
+      ),
+    );
+    expect(r.errors.map((e) => `${e.path} ${e.code}`)).to.deep.equal([
+      'spec.network.credentials[0].host schema',
+      'spec.network.credentials[1].host schema',
+      'spec.network.credentials[2].header schema',
+      'spec.network.credentials[3].format schema',
+    ]);
+  });
+
+  it('names undeclared secrets, a host given twice, a host also in egress, a reserved header and a mode other than isolated, at their line', async () => {
+    const r = await loadOne(
+      doc(
+        'c',
+        `  secrets: [{name: key, fromEnv: KEY}]
+  network:
+    mode: isolated
+    egress: ['a.example.com:443']
+    credentials:
+      - {host: 'a.example.com:443', secret: nope}
+      - {host: 'b.example.com:443', secret: key, caSecret: gone}
+      - {host: 'b.example.com:8443', secret: key, header: Host}
+`,
+      ),
+    );
+    expect(r.errors.map((e) => `${e.line}:${e.col} ${e.path} [${e.code}] ${e.message}`)).to.deep.equal([
+      '12:16 spec.network.credentials[0].host [credential] a.example.com:443 is also in network.egress: a credentialed host is reached with plain http:// through the proxy, not tunnelled; remove it from egress',
+      '12:45 spec.network.credentials[0].secret [credential] secret "nope" is not declared in spec.secrets',
+      '13:60 spec.network.credentials[1].caSecret [credential] secret "gone" is not declared in spec.secrets',
+      '14:16 spec.network.credentials[2].host [credential] b.example.com already has a credential (spec.network.credentials[1]); one per host',
+      '14:59 spec.network.credentials[2].header [credential] Host is set by the proxy itself; choose another header',
+    ]);
+    const none = await loadOne(doc('c', `  secrets: [{name: key, fromEnv: KEY}]\n  network:\n    credentials: [{host: 'a.example.com:443', secret: key}]\n`));
+    expect(none.errors.map((e) => `${e.path} [${e.code}] ${e.message}`)).to.deep.equal([
+      'spec.network.credentials[0] [credential] credentials need network.mode: isolated (mode is none)',
+    ]);
+  });
+
+  it("gives the credential's secrets to the proxy only, unless the main container's env names one", async () => {
+    const r = await loadOne(doc('c', `${ISOLATED}    credentials: [{host: 'a.example.com:443', secret: key, caSecret: ca}]\n`));
+    const loaded = r.specs[0];
+    if (!loaded) throw new Error(JSON.stringify(r.errors));
+    const d = desiredAttempt({ instance: 'i' }, loaded, 1, '/tmp/r');
+    expect(d.mainSecrets).to.deep.equal([]);
+    expect(d.sidecars.map((s) => [s.role, s.credentials.length, s.secrets])).to.deep.equal([['egress-proxy', 1, []]]);
+    expect(JSON.stringify(d)).to.not.match(/KEY=|BERTH_PROXY_CREDENTIALS/);
+    const asked = await loadOne(doc('c', `${ISOLATED}    credentials: [{host: 'a.example.com:443', secret: key}]\n  env: {K: {secretRef: key}}\n`));
+    const l2 = asked.specs[0];
+    if (!l2) throw new Error(JSON.stringify(asked.errors));
+    expect(desiredAttempt({ instance: 'i' }, l2, 1, '/tmp/r').mainSecrets).to.deep.equal(['ca', 'key']);
+  });
+
+  it('a credential alone (no egress) still gets the proxy', async () => {
+    const r = await loadOne(
+      doc('c', `  secrets: [{name: key, fromEnv: KEY}]\n  network: {mode: isolated, credentials: [{host: 'a.example.com:443', secret: key}]}\n`),
+    );
+    const loaded = r.specs[0];
+    if (!loaded) throw new Error(JSON.stringify(r.errors));
+    const d = desiredAttempt({ instance: 'i' }, loaded, 1, '/tmp/r');
+    expect(d.sidecars.map((s) => s.role)).to.deep.equal(['egress-proxy']);
+    expect(d.container.create.env.some((e) => e.startsWith('HTTP_PROXY='))).to.equal(true);
+  });
+});
+
+describe('execute: credentialConfigs', () => {
+  const cred = { host: 'a.example.com', port: 443, secret: 'key', header: 'Authorization', format: 'Bearer {}', caSecret: null };
+
+  it('fills {} with the value and {base64} with its base64, dropping one trailing line break', () => {
+    const values = [{ name: 'key', value: Buffer.from('user:pa ss\n') }];
+    expect(credentialConfigs([cred], values)).to.deep.equal([{ target: 'a.example.com:443', header: 'Authorization', value: 'Bearer user:pa ss' }]);
+    expect(credentialConfigs([{ ...cred, format: 'Basic {base64}' }], values)[0]?.value).to.equal(`Basic ${Buffer.from('user:pa ss').toString('base64')}`);
+    expect(credentialConfigs([{ ...cred, header: 'X-Key', format: '{}' }], values)[0]?.value).to.equal('user:pa ss');
+  });
+
+  it('refuses a value a header cannot carry, naming the secret and not the value', () => {
+    expect(() => credentialConfigs([cred], [{ name: 'key', value: Buffer.from('abc\ndef') }])).to.throw(/^secret key: holds a line break or NUL/);
+    try {
+      credentialConfigs([cred], [{ name: 'key', value: Buffer.from('abc\ndef') }]);
+    } catch (err) {
+      expect((err as Error).message).to.not.include('abc');
+    }
+  });
+});
