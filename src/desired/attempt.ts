@@ -13,8 +13,8 @@ import { COMPONENTS, DEFAULTS, LABELS, NAMING, type Component, type Naming } fro
 import type { ContainerCreateSpec, Labels } from '../engine/types';
 import { PROXY_ENV } from '../proxy/contract';
 import { EGRESS_PROXY_NAME } from '../spec/semantic';
-import type { CredentialSpec, LoadedSpec } from '../spec/types';
-import type { DesiredAttempt, DesiredNames, DesiredSidecar } from './types';
+import type { CredentialSpec, LoadedSpec, SidecarSpec } from '../spec/types';
+import type { DesiredAttempt, DesiredListener, DesiredNames, DesiredSidecar } from './types';
 
 export interface DesiredContext {
   instance: string;
@@ -94,7 +94,8 @@ export function hardened(networkMode: string, extra: Partial<ContainerCreateSpec
  */
 function mainSecretsOf(s: LoadedSpec['spec']): string[] {
   const mainEnv = new Set(Object.values(s.secretEnv));
-  const elsewhere = new Set([...s.sidecars.flatMap((c) => c.secrets), ...credentialSecretsOf(s.credentials).filter((n) => !mainEnv.has(n))]);
+  const credentials = [...s.credentials, ...s.sidecars.flatMap((c) => c.credentials ?? [])];
+  const elsewhere = new Set([...s.sidecars.flatMap((c) => c.secrets), ...credentialSecretsOf(credentials).filter((n) => !mainEnv.has(n))]);
   return s.secrets.map((x) => x.name).filter((n) => !elsewhere.has(n));
 }
 
@@ -103,8 +104,26 @@ export function credentialSecretsOf(creds: readonly CredentialSpec[]): string[] 
   return [...new Set(creds.flatMap((c) => [c.secret, ...(c.caSecret !== null ? [c.caSecret] : [])]))];
 }
 
-/** Whether the attempt gets berth's egress proxy as a sidecar. */
-export const hasEgressProxy = (s: LoadedSpec['spec']): boolean => s.network.mode === 'isolated' && (s.network.egress.length > 0 || s.credentials.length > 0);
+/** Whether a sidecar has a way out of its own. */
+const ownWayOut = (c: SidecarSpec): boolean => (c.egress?.length ?? 0) > 0 || (c.credentials?.length ?? 0) > 0;
+
+/** Whether the attempt gets berth's egress proxy as a sidecar: a way out for it or for one of its sidecars. */
+export const hasEgressProxy = (s: LoadedSpec['spec']): boolean =>
+  s.network.mode === 'isolated' && (s.network.egress.length > 0 || s.credentials.length > 0 || s.sidecars.some(ownWayOut));
+
+/** Every credential the egress proxy holds: the attempt's and its sidecars'. */
+const proxyCredentials = (s: LoadedSpec['spec']): CredentialSpec[] => [...s.credentials, ...s.sidecars.flatMap((c) => c.credentials ?? [])];
+
+/** The proxy's listeners for sidecars with a way out of their own: ports after the attempt's, in the sidecars' (name) order. */
+function listenersOf(instance: string, s: LoadedSpec['spec'], naming: Naming): DesiredListener[] {
+  return s.sidecars.filter(ownWayOut).map((c, i) => ({
+    name: c.name,
+    port: DEFAULTS.egressProxyPort + 1 + i,
+    source: naming.sidecar(instance, s.name, c.name),
+    egress: c.egress ?? [],
+    credentials: c.credentials ?? [],
+  }));
+}
 
 /**
  * The containers' names and secret holders of desiredAttempt()'s value (DesiredNames), from the
@@ -116,7 +135,7 @@ export function desiredNames(ctx: DesiredContext, loaded: LoadedSpec): DesiredNa
   return {
     container: naming.container(ctx.instance, s.name),
     sidecars: [
-      ...(hasEgressProxy(s) ? [{ name: naming.sidecar(ctx.instance, s.name, EGRESS_PROXY_NAME), secrets: [], credentials: s.credentials }] : []),
+      ...(hasEgressProxy(s) ? [{ name: naming.sidecar(ctx.instance, s.name, EGRESS_PROXY_NAME), secrets: [], credentials: proxyCredentials(s) }] : []),
       ...s.sidecars.map((c) => ({ name: naming.sidecar(ctx.instance, s.name, c.name), secrets: c.secrets, credentials: [] })),
     ],
     mainSecrets: mainSecretsOf(s),
@@ -153,7 +172,8 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
       expectedNetworks: [netMode, egressName].sort(),
       secrets: [],
       secretEnv: {},
-      credentials: s.credentials,
+      credentials: proxyCredentials(s),
+      listeners: listenersOf(ctx.instance, s, naming),
       ready: 'listening',
       create: {
         name,
@@ -168,8 +188,22 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
       },
     });
   }
+  const listeners = egress ? listenersOf(ctx.instance, s, naming) : [];
   for (const c of s.sidecars) {
     const name = naming.sidecar(ctx.instance, s.name, c.name);
+    // its own way out: the proxy's port for it (HTTP_PROXY), nothing else
+    const own = listeners.find((l) => l.name === c.name);
+    const ownUrl = own ? `http://${EGRESS_PROXY_NAME}:${own.port}` : '';
+    const ownEnv = own
+      ? [
+          `HTTP_PROXY=${ownUrl}`,
+          `HTTPS_PROXY=${ownUrl}`,
+          `http_proxy=${ownUrl}`,
+          `https_proxy=${ownUrl}`,
+          'NO_PROXY=localhost,127.0.0.1,::1',
+          'no_proxy=localhost,127.0.0.1,::1',
+        ]
+      : [];
     sidecars.push({
       role: 'sidecar',
       alias: c.name,
@@ -178,12 +212,13 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
       secrets: c.secrets,
       secretEnv: c.secretEnv,
       credentials: [],
+      listeners: [],
       ready: 'running',
       create: {
         name,
         image: c.image,
         cmd: c.command,
-        env: sortedEnv(c.env),
+        env: [...sortedEnv(c.env), ...ownEnv],
         workingDir: '/',
         labels: sidecarLabels(c.name, COMPONENTS.sidecar),
         aliases: [c.name],

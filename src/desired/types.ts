@@ -19,12 +19,26 @@ export interface DesiredSidecar extends DesiredContainer {
   /** VAR → secret name, opted into its environment. */
   secretEnv: Record<string, string>;
   /**
-   * The egress proxy's injected credentials (network.credentials): their secrets' values are put
-   * into its configuration when it is created (the executor reads them), never into this value.
+   * Every credential whose secret the container's configuration holds: the egress proxy's, for
+   * the attempt (network.credentials) and its sidecars. Their values are put into its
+   * configuration when it is created (the executor reads them), never into this value.
    */
   credentials: CredentialSpec[];
+  /** The egress proxy's listeners for sidecars with a way out of their own (empty for any other container). */
+  listeners: DesiredListener[];
   /** When it counts as ready: its `listening` line (the proxy contract) or simply running. */
   ready: 'listening' | 'running';
+}
+
+/** A port of the egress proxy that serves one sidecar only, with the sidecar's own egress and credentials. */
+export interface DesiredListener {
+  /** The sidecar's alias. */
+  name: string;
+  port: number;
+  /** What the proxy resolves to tell the sidecar's connections from others': its container name. */
+  source: string;
+  egress: string[];
+  credentials: CredentialSpec[];
 }
 
 export interface DesiredAttempt {

@@ -17,7 +17,7 @@ import type { ContainerDetails } from '../engine/types';
 import { stampNonce } from '../ownership';
 import type { AttemptAction, OpOutcome, SidecarOperation } from '../plan/types';
 import { credentialSecretsOf } from '../desired/attempt';
-import { parseListeningLine, PROXY_ENV } from '../proxy/contract';
+import { parseListeningLine, PROXY_ENV, type SidecarListenerConfig } from '../proxy/contract';
 import { secretsTar } from './archive';
 import { containerHolder } from './conflict';
 import { iso, type ExecContext } from './context';
@@ -64,7 +64,7 @@ export async function sidecarOp(x: ExecContext, a: AttemptAction, op: SidecarOpe
 async function createSidecar(x: ExecContext, d: DesiredAttempt, sc: Sidecar): Promise<OpOutcome> {
   const { engine } = x.deps;
   const secrets = await readSecrets(d.loaded.spec, x.deps.env, sc.secrets);
-  const creds = await credentialEnvLines(d, x.deps.env, sc.credentials);
+  const creds = await proxyEnvLines(d, x.deps.env, sc);
   const create = stampNonce({ ...sc.create, env: [...sc.create.env, ...secretEnvLines(sc.secretEnv, secrets), ...creds] });
   try {
     return { type: 'done', made: await engine.containers.create(create) };
@@ -75,11 +75,25 @@ async function createSidecar(x: ExecContext, d: DesiredAttempt, sc: Sidecar): Pr
   }
 }
 
-/** The egress proxy's credentials setting (PROXY_ENV.credentials), values read now; none without credentials. */
-async function credentialEnvLines(d: DesiredAttempt, env: NodeJS.ProcessEnv, creds: DesiredAttempt['sidecars'][number]['credentials']): Promise<string[]> {
-  if (creds.length === 0) return [];
-  const values = await readSecrets(d.loaded.spec, env, credentialSecretsOf(creds));
-  return [`${PROXY_ENV.credentials}=${JSON.stringify(credentialConfigs(creds, values))}`];
+/**
+ * The egress proxy's settings that hold secret values, read now: the attempt's credentials
+ * (PROXY_ENV.credentials) and the sidecars' listeners (PROXY_ENV.sidecars); none without them.
+ */
+async function proxyEnvLines(d: DesiredAttempt, env: NodeJS.ProcessEnv, sc: Sidecar): Promise<string[]> {
+  if (sc.credentials.length === 0 && sc.listeners.length === 0) return [];
+  const values = await readSecrets(d.loaded.spec, env, credentialSecretsOf(sc.credentials));
+  const own = d.loaded.spec.credentials;
+  const sidecars = sc.listeners.map((l): SidecarListenerConfig => ({
+    name: l.name,
+    port: l.port,
+    source: l.source,
+    allow: l.egress,
+    credentials: credentialConfigs(l.credentials, values),
+  }));
+  return [
+    ...(own.length > 0 ? [`${PROXY_ENV.credentials}=${JSON.stringify(credentialConfigs(own, values))}`] : []),
+    ...(sidecars.length > 0 ? [`${PROXY_ENV.sidecars}=${JSON.stringify(sidecars)}`] : []),
+  ];
 }
 
 /** `copy-in-sidecar`: the sidecar's secrets' files under /run/secrets (0400, its image's user), read now. */

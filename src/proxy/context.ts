@@ -15,6 +15,8 @@ export interface ProxyContext {
   /** The deadline of a TLS handshake to a credential's upstream (the connect timeout). */
   readonly tlsTimeoutMs: number;
   readonly exchanges: Exchanges;
+  /** The sidecar this listener serves; undefined: the attempt's own. */
+  readonly sidecar?: string;
   readonly dial: (host: string, port: number) => Dialing;
 }
 

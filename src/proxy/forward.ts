@@ -22,7 +22,7 @@ function tlsHostHeader(t: Target): string {
 }
 
 export function handleRequest(ctx: ProxyContext, req: IncomingMessage, res: ServerResponse): void {
-  const ex = ctx.exchanges.begin(req.method ?? '');
+  const ex = ctx.exchanges.begin(req.method ?? '', ctx.sidecar);
   admitThenDial(
     ctx,
     ex,

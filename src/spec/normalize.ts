@@ -78,6 +78,9 @@ export function normalize(doc: RawAttempt, resolved: ResolvedPaths): NormalizedA
         env: cEnv,
         secretEnv: cSecretEnv,
         secrets: [...new Set(c.secrets ?? [])].sort(),
+        // written only when given: a sidecar from before these fields hashes as it did
+        ...(c.egress?.length ? { egress: [...new Set(c.egress.map((e) => e.toLowerCase()))].sort() } : {}),
+        ...(c.credentials?.length ? { credentials: normalizeCredentials(c.credentials) } : {}),
       };
     })
     .sort(byName);
@@ -102,7 +105,7 @@ export function normalize(doc: RawAttempt, resolved: ResolvedPaths): NormalizedA
       mode: (s.network?.mode ?? DEFAULTS.networkMode) as NetworkMode,
       egress: [...new Set((s.network?.egress ?? []).map((e) => e.toLowerCase()))].sort(),
     },
-    credentials: (s.network?.credentials ?? []).map(normalizeCredential).sort((a, b) => (a.host < b.host ? -1 : a.host > b.host ? 1 : a.port - b.port)),
+    credentials: normalizeCredentials(s.network?.credentials ?? []),
     volumes: (s.volumes ?? []).map((v) => ({ name: v.name, mountPath: cleanPath(v.mountPath), readOnly: v.readOnly ?? false })).sort(byName),
     resources: {
       cpus: s.resources?.cpus ?? null,
@@ -123,6 +126,11 @@ export function normalize(doc: RawAttempt, resolved: ResolvedPaths): NormalizedA
       maxFiles: s.workspace?.maxFiles ?? DEFAULTS.workspaceMaxFiles,
     },
   };
+}
+
+/** Credentials with their defaults, sorted by host. */
+function normalizeCredentials(list: readonly RawCredential[]): CredentialSpec[] {
+  return list.map(normalizeCredential).sort((a, b) => (a.host < b.host ? -1 : a.host > b.host ? 1 : a.port - b.port));
 }
 
 /** network.credentials[i] with its defaults; `host:port` split (its form checked by the schema). */

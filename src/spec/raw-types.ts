@@ -30,6 +30,8 @@ export interface RawSidecar {
   command?: string[];
   env?: Record<string, string | { secretRef: string }>;
   secrets?: string[];
+  egress?: string[];
+  credentials?: RawCredential[];
 }
 
 export interface RawGrade {

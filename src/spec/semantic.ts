@@ -8,7 +8,7 @@ import * as posix from 'node:path/posix';
 import { DEFAULTS } from '../constants';
 import { formatPath } from './field-path';
 import { parseMemory, parseSize } from './quantity';
-import type { RawAttempt } from './raw-types';
+import type { RawAttempt, RawCredential } from './raw-types';
 import type { FieldIssue } from './schema-errors';
 
 const RESERVED = [DEFAULTS.resultsMount, DEFAULTS.secretsDir];
@@ -36,7 +36,11 @@ export function semanticIssues(doc: RawAttempt): FieldIssue[] {
       secretAt.set(s.name, i);
     }
   });
-  credentialIssues(doc, mode, secretAt, add);
+  if ((spec.network?.credentials?.length ?? 0) > 0 && mode !== 'isolated') {
+    add(['spec', 'network', 'credentials'], 'credential', `credentials need network.mode: isolated (mode is ${mode})`);
+  }
+  credentialIssues(spec.network?.credentials ?? [], spec.network?.egress ?? [], ['spec', 'network'], secretAt, add);
+  (spec.sidecars ?? []).forEach((c, i) => credentialIssues(c.credentials ?? [], c.egress ?? [], ['spec', 'sidecars', i], secretAt, add));
   for (const [k, v] of Object.entries(spec.env ?? {})) {
     if (typeof v === 'object' && !secretAt.has(v.secretRef)) {
       const declared = [...secretAt.keys()];
@@ -130,22 +134,21 @@ const RESERVED_HEADERS = new Set([
 ]);
 
 /**
- * network.credentials: only with mode isolated, each naming declared secrets, one per host, a
- * header the proxy may set, and no host:port that egress also lists (the attempt would CONNECT
- * there, which the proxy refuses for a credentialed host).
+ * The credentials of the attempt (network.credentials) or of a sidecar: each naming declared
+ * secrets, one per host, a header the proxy may set, and no host:port that the same egress list
+ * names too (that would be a CONNECT, which the proxy refuses for a credentialed host).
  */
 function credentialIssues(
-  doc: RawAttempt,
-  mode: string,
+  creds: readonly RawCredential[],
+  egressList: readonly string[],
+  under: FieldIssue['segs'],
   secretAt: ReadonlyMap<string, number>,
   add: (segs: FieldIssue['segs'], code: FieldIssue['code'], message: string) => void,
 ): void {
-  const creds = doc.spec.network?.credentials ?? [];
-  const egress = new Set((doc.spec.network?.egress ?? []).map((e) => e.toLowerCase()));
+  const egress = new Set(egressList.map((e) => e.toLowerCase()));
   const hostAt = new Map<string, number>();
   creds.forEach((c, i) => {
-    const at = (...rest: (string | number)[]): FieldIssue['segs'] => ['spec', 'network', 'credentials', i, ...rest];
-    if (mode !== 'isolated') add(at(), 'credential', `credentials need network.mode: isolated (mode is ${mode})`);
+    const at = (...rest: (string | number)[]): FieldIssue['segs'] => [...under, 'credentials', i, ...rest];
     for (const field of ['secret', 'caSecret'] as const) {
       const name = c[field];
       if (name !== undefined && !secretAt.has(name)) add(at(field), 'credential', `secret "${name}" is not declared in spec.secrets`);
@@ -156,14 +159,13 @@ function credentialIssues(
     const target = c.host.toLowerCase();
     const host = target.slice(0, target.lastIndexOf(':'));
     const first = hostAt.get(host);
-    if (first !== undefined)
-      add(at('host'), 'credential', `${host} already has a credential (${formatPath(['spec', 'network', 'credentials', first])}); one per host`);
+    if (first !== undefined) add(at('host'), 'credential', `${host} already has a credential (${formatPath([...under, 'credentials', first])}); one per host`);
     else hostAt.set(host, i);
     if (egress.has(target)) {
       add(
         at('host'),
         'credential',
-        `${target} is also in network.egress: a credentialed host is reached with plain http:// through the proxy, not tunnelled; remove it from egress`,
+        `${target} is also in ${under.length > 2 ? "the sidecar's egress" : 'network.egress'}: a credentialed host is reached with plain http:// through the proxy, not tunnelled; remove it from egress`,
       );
     }
   });

@@ -93,6 +93,13 @@ export interface SidecarSpec {
   secretEnv: Record<string, string>;
   /** Names of spec.secrets delivered to this sidecar (and so not to the main container). */
   secrets: string[];
+  /**
+   * The sidecar's own way out through the egress proxy (normalized as network.egress), separate
+   * from the attempt's. Absent when not written, so a spec from before it keeps its hash.
+   */
+  egress?: string[];
+  /** The sidecar's own injected credentials (as spec.credentials); absent when not written. */
+  credentials?: CredentialSpec[];
 }
 
 /**

@@ -43,11 +43,14 @@ http.createServer((q, s) => s.end(JSON.stringify(q.headers))).listen(8080);
 process.on('SIGTERM', () => process.exit(0));
 `;
 
+/** A sidecar with a way out of its own: it fetches from its upstream, then serves what it got to the attempt. */
+const SIDECAR = 'mkdir -p /tmp/www; wget -q -O /tmp/www/got.json http://side.upstream/hello; exec httpd -f -p 8081 -h /tmp/www';
+
 /** The attempt: uses the upstream, then looks for the key everywhere it can. */
 const ATTEMPT = `
 r=/results
 # busybox nc leaves soon after its input ends: keep that open a while (nc still ends when the proxy closes)
-req() { (printf "$1"; sleep 4) | nc egress-proxy 3128 > "$r/$2" 2>&1; }
+req() { (printf "$1"; sleep 4) | nc egress-proxy \${3:-3128} > "$r/$2" 2>&1; }
 wget -q -O $r/hello.json http://api.upstream/hello; echo $? > $r/hello.rc
 # streamed: the first event arrives while the upstream still holds the second
 (printf 'GET http://api.upstream/sse HTTP/1.1\\r\\nHost: api.upstream\\r\\nConnection: close\\r\\n\\r\\n'; sleep 8) | nc egress-proxy 3128 > $r/sse.raw &
@@ -66,6 +69,12 @@ req 'CONNECT api.upstream:443 HTTP/1.1\\r\\nHost: api.upstream:443\\r\\n\\r\\n' 
 req 'GET http://api.upstream:8443/hello HTTP/1.1\\r\\nHost: api.upstream:8443\\r\\nConnection: close\\r\\n\\r\\n' otherport.raw &
 req 'GET http://echo.upstream:8080/ HTTP/1.1\\r\\nHost: echo.upstream:8080\\r\\nConnection: close\\r\\n\\r\\n' echo.raw &
 wait
+# the sidecar's own way out is not the attempt's: its upstream, asked directly or on the sidecar's port of the proxy
+req 'GET http://side.upstream/hello HTTP/1.1\\r\\nHost: side.upstream\\r\\nConnection: close\\r\\n\\r\\n' side-own.raw &
+req 'GET http://side.upstream/hello HTTP/1.1\\r\\nHost: side.upstream\\r\\nConnection: close\\r\\n\\r\\n' side-port.raw 3129 &
+wait
+# what the sidecar got (busybox wget ignores NO_PROXY: -Y off)
+i=0; until wget -Y off -q -O $r/side-got.json http://side:8081/got.json 2>/dev/null || [ $i -ge 50 ]; do sleep 0.2; i=$((i+1)); done
 # a redirect to a server the attempt runs: the proxy passes it back and never follows it
 me=$(ip -4 -o addr show eth0 | awk '{print $4}' | cut -d/ -f1)
 nc -l -p 9000 > $r/captured.txt &
@@ -163,6 +172,11 @@ describe('credentials the attempt never holds (real engine)', function () {
           '    egress: ["echo.upstream:8080"]',
           '    credentials:',
           "      - {host: 'api.upstream:443', secret: api-key, caSecret: upstream-ca}",
+          '  sidecars:',
+          '    - name: side',
+          '      image: berth/busybox:local',
+          `      command: [sh, -c, ${JSON.stringify(SIDECAR)}]`,
+          "      credentials: [{host: 'side.upstream:443', secret: api-key, caSecret: upstream-ca}]",
           '',
         ].join('\n'),
       ),
@@ -196,6 +210,14 @@ describe('credentials the attempt never holds (real engine)', function () {
     const echo = await res('echo.raw');
     expect(echo).to.match(/^HTTP\/1\.1 200/);
     expect(echo.toLowerCase()).to.not.include('authorization');
+    // the sidecar reached its upstream through its own port of the proxy; the attempt could not
+    expect(JSON.parse(await res('side-got.json'))).to.deep.equal({ hello: 'world', host: 'side.upstream' });
+    expect(await res('side-own.raw'))
+      .to.match(/^HTTP\/1\.1 403/)
+      .and.include('side.upstream:80 is not in the egress allowlist');
+    expect(await res('side-port.raw'))
+      .to.match(/^HTTP\/1\.1 403/)
+      .and.include('serves sidecar side only');
     // the redirect came back to the attempt; nothing was sent to its server
     expect(await res('redirect.raw'))
       .to.match(/^HTTP\/1\.1 302/)
@@ -221,11 +243,12 @@ describe('credentials the attempt never holds (real engine)', function () {
     const lines = (await fs.readFile(path.join(run, 'egress.jsonl'), 'utf8'))
       .split('\n')
       .filter(Boolean)
-      .map((l) => JSON.parse(l) as { event: string; target?: string; status?: number; reason?: string; method?: string });
+      .map((l) => JSON.parse(l) as { event: string; target?: string; status?: number; reason?: string; method?: string; sidecar?: string });
     const decided = lines.filter((l) => l.event === 'decision');
     expect(decided.filter((l) => l.target === 'api.upstream:443' && l.status === 200 && l.reason === 'forwarded with its credential').length).to.be.at.least(4);
     expect(decided.some((l) => l.method === 'CONNECT' && l.target === 'api.upstream:443' && l.status === 403)).to.equal(true);
     expect(decided.some((l) => l.target === 'api.upstream:443' && l.status === 302)).to.equal(true);
+    expect(decided.some((l) => l.sidecar === 'side' && l.target === 'side.upstream:443' && l.status === 200)).to.equal(true);
 
     // the main container's configuration holds no key
     const mains = await docker.listContainers({

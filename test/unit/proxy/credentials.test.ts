@@ -11,7 +11,9 @@ import type net from 'node:net';
 import { loadConfig } from '../../../src/proxy/config';
 import { parseAllowlist } from '../../../src/proxy/allowlist';
 import { type Credential, parseCredentials } from '../../../src/proxy/credentials';
+import { Exchanges } from '../../../src/proxy/exchange';
 import { createProxyServer, type ProxyServer } from '../../../src/proxy/server';
+import { SourceGate } from '../../../src/proxy/source-gate';
 import { makeTestCa, type TestCa } from '../../support/tls-ca';
 import { closeServer, connectTunnel, LineLog, listen, proxyRequest, rawExchange } from './harness';
 
@@ -219,5 +221,120 @@ describe('proxy/credentials (in process)', function () {
         errors: ['BERTH_PROXY_CREDENTIALS: not valid JSON'],
       });
     });
+  });
+});
+
+describe("proxy: a sidecar's own listener (in process)", function () {
+  let origin: http.Server;
+  let originPort: number;
+
+  before(async () => {
+    origin = http.createServer((_req, res) => res.end('origin-body'));
+    originPort = await listen(origin);
+  });
+  after(async () => {
+    await closeServer(origin);
+  });
+
+  /** A plain-HTTP proxy request from `from` (a loopback address). */
+  function from(local: string, port: number, url: string): Promise<{ status: number; body: string }> {
+    return new Promise((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port, localAddress: local, path: url, headers: { Host: new URL(url).host }, agent: false });
+      req.on('error', reject);
+      req.on('response', (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+      req.end();
+    });
+  }
+
+  it("serves its sidecar's allowlist to its sidecar only; the attempt's listener refuses the same host", async () => {
+    const log = new LineLog();
+    const exchanges = new Exchanges(log.sink);
+    const main = createProxyServer({ allowlist: { entries: [] }, connectTimeoutMs: 5000, sink: log.sink, exchanges });
+    const allow = parseAllowlist(`127.0.0.1:${originPort}`);
+    if (!allow.ok) throw new Error('allowlist');
+    const side = createProxyServer({
+      allowlist: allow.value,
+      connectTimeoutMs: 5000,
+      sink: log.sink,
+      exchanges,
+      sidecar: { name: 'mcp', gate: new SourceGate('sidecar.test', async () => ['127.0.0.2']) },
+    });
+    const mainPort = await main.listen(0, '127.0.0.1');
+    const sidePort = await side.listen(0, '127.0.0.1');
+    try {
+      const url = `http://127.0.0.1:${originPort}/`;
+      expect(await from('127.0.0.2', sidePort, url)).to.deep.equal({ status: 200, body: 'origin-body' });
+      const stranger = await from('127.0.0.1', sidePort, url);
+      expect(stranger.status).to.equal(403);
+      expect(stranger.body).to.equal('berth egress proxy: this port of the proxy serves sidecar mcp only\n');
+      const attempt = await from('127.0.0.1', mainPort, url);
+      expect(attempt.status).to.equal(403);
+      expect(attempt.body).to.include('is not in the egress allowlist');
+      const tunnel = await connectTunnel(sidePort, `127.0.0.1:${originPort}`);
+      expect(tunnel.status).to.equal(403);
+      await log.waitFor((l) => l.event === 'close');
+      const decided = log.records().filter((l) => l.event === 'decision');
+      expect(decided.map((l) => [l.id, (l as { sidecar?: string }).sidecar ?? '-', l.status])).to.deep.equal([
+        [1, 'mcp', 200],
+        [2, 'mcp', 403],
+        [3, '-', 403],
+        [4, 'mcp', 403],
+      ]);
+    } finally {
+      await side.close();
+      await main.close();
+    }
+  });
+
+  it('looks the name up again when a peer does not match (the sidecar made again)', async () => {
+    let answer = ['10.0.0.5'];
+    let lookups = 0;
+    const gate = new SourceGate('sidecar.test', async () => {
+      lookups++;
+      return answer;
+    });
+    expect(await gate.allows('10.0.0.5')).to.equal(true);
+    expect(await gate.allows('::ffff:10.0.0.5')).to.equal(true);
+    expect(lookups).to.equal(1);
+    answer = ['10.0.0.9'];
+    expect(await gate.allows('10.0.0.9')).to.equal(true);
+    expect(await gate.allows('10.0.0.5')).to.equal(false);
+    expect(await gate.allows(undefined)).to.equal(false);
+    expect(await new SourceGate('sidecar.test', () => Promise.reject(new Error('no'))).allows('10.0.0.5')).to.equal(false);
+  });
+
+  it('reads BERTH_PROXY_SIDECARS: listeners with their own allowlist and credentials, one port each', () => {
+    const c = loadConfig({
+      BERTH_EGRESS_ALLOW: 'a.test:443',
+      BERTH_PROXY_SIDECARS: JSON.stringify([
+        {
+          name: 'mcp',
+          port: 3129,
+          source: 'berth_i_a_mcp',
+          allow: ['mcp.test:443'],
+          credentials: [{ target: 'api.test:443', header: 'X-Key', value: SECRET }],
+        },
+      ]),
+    });
+    expect(c.ok).to.equal(true);
+    if (!c.ok) return;
+    expect(
+      c.value.sidecars.map((s) => [s.name, s.port, s.source, s.allowlist.entries.map((e) => e.text), s.credentials.map((x) => x.target.text)]),
+    ).to.deep.equal([['mcp', 3129, 'berth_i_a_mcp', ['mcp.test:443'], ['api.test:443']]]);
+    const bad = loadConfig({
+      BERTH_EGRESS_ALLOW: '',
+      BERTH_PROXY_SIDECARS: JSON.stringify([
+        { name: 'a', port: 3128, source: 's', allow: [], credentials: [] },
+        { name: 'b', port: 3130, source: 's', allow: ['nope'], credentials: [] },
+        { name: 'c', port: 3131, source: 's', allow: [], credentials: [{ target: 'x.test:443', header: 'A', value: `${SECRET}\n` }] },
+      ]),
+    });
+    expect(bad.ok).to.equal(false);
+    if (bad.ok) return;
+    expect(bad.errors.join('\n')).to.include('(b): entry 1 "nope": missing :port').and.include('(c) credentials: entry 1: value').and.not.include(SECRET);
   });
 });

@@ -89,7 +89,7 @@ describe('spec: network.credentials', () => {
     ]);
     const none = await loadOne(doc('c', `  secrets: [{name: key, fromEnv: KEY}]\n  network:\n    credentials: [{host: 'a.example.com:443', secret: key}]\n`));
     expect(none.errors.map((e) => `${e.path} [${e.code}] ${e.message}`)).to.deep.equal([
-      'spec.network.credentials[0] [credential] credentials need network.mode: isolated (mode is none)',
+      'spec.network.credentials [credential] credentials need network.mode: isolated (mode is none)',
     ]);
   });
 
