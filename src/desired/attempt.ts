@@ -213,7 +213,7 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
       secretEnv: c.secretEnv,
       credentials: [],
       listeners: [],
-      ready: 'running',
+      ready: c.ready ?? 'running',
       create: {
         name,
         image: c.image,

@@ -1,6 +1,6 @@
 /** Desired state: what the engine must hold for one attempt's current run. Pure data. */
 import type { ContainerCreateSpec, Labels, NetworkCreateSpec, VolumeCreateSpec } from '../engine/types';
-import type { CredentialSpec, LoadedSpec } from '../spec/types';
+import type { CredentialSpec, LoadedSpec, SidecarReady } from '../spec/types';
 
 export interface DesiredContainer {
   name: string;
@@ -26,8 +26,11 @@ export interface DesiredSidecar extends DesiredContainer {
   credentials: CredentialSpec[];
   /** The egress proxy's listeners for sidecars with a way out of their own (empty for any other container). */
   listeners: DesiredListener[];
-  /** When it counts as ready: its `listening` line (the proxy contract) or simply running. */
-  ready: 'listening' | 'running';
+  /**
+   * When it counts as ready: its `listening` line (the proxy contract), its spec's `ready` probe,
+   * or (no `ready`) having stayed up a moment.
+   */
+  ready: 'listening' | 'running' | SidecarReady;
 }
 
 /** A port of the egress proxy that serves one sidecar only, with the sidecar's own egress and credentials. */

@@ -175,8 +175,16 @@ export function sidecarOps(d: DesiredAttempt, index: number, cause: string, rest
       .map((network): SidecarOperation => ({ ...base, type: 'connect-sidecar', network, cause: `${sc.alias} joins network ${network} too` })),
     ...(n ? [{ ...base, type: 'copy-in-sidecar' as const, cause: `${plural(n, 'secret')} for ${DEFAULTS.secretsDir}` }] : []),
     { ...base, type: 'start-sidecar', cause: 'created' },
-    { ...base, type: 'ready-sidecar', cause: sc.ready === 'listening' ? 'until it says it is listening' : 'until it has stayed up a moment' },
+    { ...base, type: 'ready-sidecar', cause: readyCause(sc.ready) },
   ];
+}
+
+/** What a ready-sidecar operation waits for, in words. */
+function readyCause(r: DesiredAttempt['sidecars'][number]['ready']): string {
+  if (r === 'listening') return 'until it says it is listening';
+  if (r === 'running') return 'until it has stayed up a moment';
+  const what = 'tcp' in r ? `port ${r.tcp} accepts` : 'log' in r ? `its output says ${JSON.stringify(r.log)}` : 'its ready command exits 0';
+  return `until ${what} (at most ${r.deadlineSeconds} s)`;
 }
 
 /**

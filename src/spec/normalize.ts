@@ -6,9 +6,9 @@
  */
 import { API_VERSION, DEFAULTS, KIND_ATTEMPT } from '../constants';
 import { parseMemory, parseSize } from './quantity';
-import type { RawAttempt, RawCredential, RawGrade } from './raw-types';
+import type { RawAttempt, RawCredential, RawGrade, RawSidecar } from './raw-types';
 import { cleanPath } from './semantic';
-import type { CredentialSpec, NetworkMode, NormalizedAttempt, NormalizedGrade, SecretRef, SidecarSpec } from './types';
+import type { CredentialSpec, SidecarReady, NetworkMode, NormalizedAttempt, NormalizedGrade, SecretRef, SidecarSpec } from './types';
 
 /** Host-side facts the loader established for a document. */
 export interface ResolvedPaths {
@@ -81,6 +81,7 @@ export function normalize(doc: RawAttempt, resolved: ResolvedPaths): NormalizedA
         // written only when given: a sidecar from before these fields hashes as it did
         ...(c.egress?.length ? { egress: [...new Set(c.egress.map((e) => e.toLowerCase()))].sort() } : {}),
         ...(c.credentials?.length ? { credentials: normalizeCredentials(c.credentials) } : {}),
+        ...(c.ready ? { ready: normalizeReady(c.ready) } : {}),
       };
     })
     .sort(byName);
@@ -126,6 +127,14 @@ export function normalize(doc: RawAttempt, resolved: ResolvedPaths): NormalizedA
       maxFiles: s.workspace?.maxFiles ?? DEFAULTS.workspaceMaxFiles,
     },
   };
+}
+
+/** sidecars[i].ready with its deadline (the schema lets exactly one of tcp, log and command through). */
+function normalizeReady(r: NonNullable<RawSidecar['ready']>): SidecarReady {
+  const deadlineSeconds = r.deadlineSeconds ?? DEFAULTS.sidecarReadySeconds;
+  if (r.tcp !== undefined) return { tcp: r.tcp, deadlineSeconds };
+  if (r.log !== undefined) return { log: r.log, deadlineSeconds };
+  return { command: [...(r.command ?? [])], deadlineSeconds };
 }
 
 /** Credentials with their defaults, sorted by host. */

@@ -32,6 +32,7 @@ export interface RawSidecar {
   secrets?: string[];
   egress?: string[];
   credentials?: RawCredential[];
+  ready?: { tcp?: number; log?: string; command?: string[]; deadlineSeconds?: number };
 }
 
 export interface RawGrade {

@@ -58,6 +58,16 @@ export function semanticIssues(doc: RawAttempt): FieldIssue[] {
     else if (c.name === EGRESS_PROXY_NAME)
       add(['spec', 'sidecars', i, 'name'], 'sidecar', `"${EGRESS_PROXY_NAME}" is berth's own egress proxy; choose another name`);
     else sidecarAt.set(c.name, i);
+    if (c.ready) {
+      const probes = (['tcp', 'log', 'command'] as const).filter((k) => c.ready?.[k] !== undefined);
+      if (probes.length !== 1) {
+        add(
+          ['spec', 'sidecars', i, 'ready'],
+          'sidecar',
+          `ready needs exactly one of tcp, log and command (${probes.length ? `has ${probes.join(', ')}` : 'has none'})`,
+        );
+      }
+    }
     (c.secrets ?? []).forEach((name, j) => {
       if (!secretAt.has(name)) add(['spec', 'sidecars', i, 'secrets', j], 'secret-ref', `secret "${name}" is not declared in spec.secrets`);
     });

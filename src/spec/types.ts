@@ -100,7 +100,16 @@ export interface SidecarSpec {
   egress?: string[];
   /** The sidecar's own injected credentials (as spec.credentials); absent when not written. */
   credentials?: CredentialSpec[];
+  /** When it counts as ready; absent when not written: once it has stayed up DEFAULTS.sidecarSettleMs. */
+  ready?: SidecarReady;
 }
+
+/** sidecars[].ready: what shows the sidecar is ready, and how long berth waits for it. */
+export type SidecarReady = (
+  | { tcp: number } // a TCP connect to this port of the sidecar, on the attempt's network, is accepted
+  | { log: string } // a line of its output (stdout or stderr) holds this text
+  | { command: string[] } // this command, run in the sidecar, exits 0
+) & { deadlineSeconds: number };
 
 /**
  * spec.grade: a grader run after the attempt in a fresh container, from the fixture and the

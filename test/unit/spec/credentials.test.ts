@@ -138,3 +138,54 @@ describe('execute: credentialConfigs', () => {
     }
   });
 });
+
+describe('spec: sidecars[].egress, credentials and ready', () => {
+  afterEach(cleanupTemp);
+  const SIDE = `  secrets: [{name: key, fromEnv: KEY}]
+  network: {mode: isolated}
+  sidecars:
+    - name: mcp
+      image: mcp:1
+`;
+
+  it('a sidecar that writes none of them loads and hashes as before they existed', async () => {
+    const r = await loadOne(doc('s', SIDE));
+    expect(r.errors).to.deep.equal([]);
+    expect(r.specs[0]?.spec.sidecars[0]).to.deep.equal({ name: 'mcp', image: 'mcp:1', command: null, env: {}, secretEnv: {}, secrets: [] });
+    expect(r.specs[0]?.hash).to.equal((await loadOne(doc('s', `${SIDE}      egress: []\n      credentials: []\n`))).specs[0]?.hash);
+  });
+
+  it('loads them with their defaults, and counts them for the hash', async () => {
+    const r = await loadOne(
+      doc('s', `${SIDE}      egress: [MCP.example.com:443]\n      credentials: [{host: 'api.example.com:443', secret: key}]\n      ready: {tcp: 8080}\n`),
+    );
+    expect(r.errors).to.deep.equal([]);
+    const sc = r.specs[0]?.spec.sidecars[0];
+    expect([sc?.egress, sc?.credentials?.map((c) => c.host), sc?.ready]).to.deep.equal([
+      ['mcp.example.com:443'],
+      ['api.example.com'],
+      { tcp: 8080, deadlineSeconds: 30 },
+    ]);
+    expect(r.specs[0]?.hash).to.not.equal((await loadOne(doc('s', SIDE))).specs[0]?.hash);
+    const loaded = r.specs[0];
+    if (!loaded) throw new Error('not loaded');
+    // the sidecar's credential's secret goes to the proxy only; the sidecar gets its own port of the proxy
+    const d = desiredAttempt({ instance: 'i' }, loaded, 1, '/tmp/r');
+    expect(d.mainSecrets).to.deep.equal([]);
+    const proxy = d.sidecars.find((s) => s.role === 'egress-proxy');
+    expect(proxy?.listeners.map((l) => [l.name, l.port, l.egress])).to.deep.equal([['mcp', 3129, ['mcp.example.com:443']]]);
+    expect(d.sidecars.find((s) => s.alias === 'mcp')?.create.env).to.include('HTTP_PROXY=http://egress-proxy:3129');
+    expect(d.container.create.env).to.include('HTTP_PROXY=http://egress-proxy:3128');
+  });
+
+  it('ready needs exactly one probe; its deadline is bounded', async () => {
+    const two = await loadOne(doc('s', `${SIDE}      ready: {tcp: 80, log: up}\n`));
+    expect(two.errors.map((e) => `${e.path} [${e.code}] ${e.message}`)).to.deep.equal([
+      'spec.sidecars[0].ready [sidecar] ready needs exactly one of tcp, log and command (has tcp, log)',
+    ]);
+    const none = await loadOne(doc('s', `${SIDE}      ready: {deadlineSeconds: 5}\n`));
+    expect(none.errors.map((e) => e.message)).to.deep.equal(['ready needs exactly one of tcp, log and command (has none)']);
+    const long = await loadOne(doc('s', `${SIDE}      ready: {log: up, deadlineSeconds: 99999}\n`));
+    expect(long.errors.map((e) => `${e.path} ${e.code}`)).to.deep.equal(['spec.sidecars[0].ready.deadlineSeconds schema']);
+  });
+});
