@@ -6,7 +6,9 @@
  * network.mode isolated gives the attempt an internal network (no route out). With egress, an
  * egress proxy sidecar is the only container on both that network and an egress network; the
  * main container gets HTTP(S)_PROXY pointing at it. Sidecars run on the internal network,
- * reachable by their names.
+ * reachable by their names; a sidecar with a way out of its own has its own port of the proxy.
+ * network.mode none with sidecars gets the same internal network (the main container on it
+ * without a way out: no proxy variables, and the proxy's attempt port allows nothing).
  */
 import path from 'node:path';
 import { COMPONENTS, DEFAULTS, LABELS, NAMING, type Component, type Naming } from '../constants';
@@ -50,11 +52,17 @@ export function withComponent(labels: Labels, component: Component): Labels {
   return { ...labels, [LABELS.component]: component };
 }
 
+/**
+ * Whether the attempt has an internal network of its own: `isolated`, or `none` with sidecars
+ * (they need a network to serve the main container on; the main container still has no way out).
+ */
+export const hasOwnNetwork = (s: LoadedSpec['spec']): boolean => s.network.mode === 'isolated' || (s.network.mode === 'none' && s.sidecars.length > 0);
+
 /** The engine's NetworkMode for an attempt's main container. */
 export function networkModeFor(instance: string, loaded: LoadedSpec, naming: Naming = NAMING): string {
   switch (loaded.spec.network.mode) {
     case 'none':
-      return 'none';
+      return hasOwnNetwork(loaded.spec) ? naming.network(instance, loaded.spec.name) : 'none';
     case 'bridge':
       return 'bridge';
     case 'isolated':
@@ -107,9 +115,12 @@ export function credentialSecretsOf(creds: readonly CredentialSpec[]): string[] 
 /** Whether a sidecar has a way out of its own. */
 const ownWayOut = (c: SidecarSpec): boolean => (c.egress?.length ?? 0) > 0 || (c.credentials?.length ?? 0) > 0;
 
-/** Whether the attempt gets berth's egress proxy as a sidecar: a way out for it or for one of its sidecars. */
+/**
+ * Whether the attempt gets berth's egress proxy as a sidecar: a way out for it (isolated) or for
+ * one of its sidecars (isolated, or none with sidecars).
+ */
 export const hasEgressProxy = (s: LoadedSpec['spec']): boolean =>
-  s.network.mode === 'isolated' && (s.network.egress.length > 0 || s.credentials.length > 0 || s.sidecars.some(ownWayOut));
+  (s.network.mode === 'isolated' && (s.network.egress.length > 0 || s.credentials.length > 0)) || (hasOwnNetwork(s) && s.sidecars.some(ownWayOut));
 
 /** Every credential the egress proxy holds: the attempt's and its sidecars'. */
 const proxyCredentials = (s: LoadedSpec['spec']): CredentialSpec[] => [...s.credentials, ...s.sidecars.flatMap((c) => c.credentials ?? [])];
@@ -150,7 +161,7 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
   const labels = attemptLabels(ctx.instance, loaded, run);
   const naming = ctx.naming ?? NAMING;
   const netMode = networkModeFor(ctx.instance, loaded, naming);
-  const isolated = s.network.mode === 'isolated';
+  const isolated = hasOwnNetwork(s);
   const egress = hasEgressProxy(s);
   const egressName = egress ? (ctx.egressNetwork ?? naming.egressNetwork(ctx.instance, s.name)) : null;
   const volumes = s.volumes.map((v) => ({
@@ -230,9 +241,11 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
   const proxyUrl = `http://${EGRESS_PROXY_NAME}:${DEFAULTS.egressProxyPort}`;
   // Loopback and the attempt's own sidecars are reached directly, not through the proxy.
   const noProxy = ['localhost', '127.0.0.1', '::1', ...s.sidecars.map((c) => c.name)].join(',');
-  const proxyEnv = egress
-    ? [`HTTP_PROXY=${proxyUrl}`, `HTTPS_PROXY=${proxyUrl}`, `http_proxy=${proxyUrl}`, `https_proxy=${proxyUrl}`, `NO_PROXY=${noProxy}`, `no_proxy=${noProxy}`]
-    : [];
+  // network.mode none: the main container is on the attempt's network (its sidecars) but gets no way out
+  const proxyEnv =
+    egress && s.network.mode === 'isolated'
+      ? [`HTTP_PROXY=${proxyUrl}`, `HTTPS_PROXY=${proxyUrl}`, `http_proxy=${proxyUrl}`, `https_proxy=${proxyUrl}`, `NO_PROXY=${noProxy}`, `no_proxy=${noProxy}`]
+      : [];
   return {
     name: s.name,
     hash: loaded.hash,

@@ -55,7 +55,7 @@ export interface DesiredAttempt {
   /** Absolute host path of this run's results folder: the only bind mount, at /results. */
   resultsDir: string;
   container: DesiredContainer;
-  /** Per-attempt internal network, for network.mode isolated. */
+  /** Per-attempt internal network, for network.mode isolated (and none with sidecars). */
   network: NetworkCreateSpec | null;
   /** Per-attempt egress network (the proxy's way out) when berth makes it; null when there is none or it is external. */
   egressNetwork: NetworkCreateSpec | null;

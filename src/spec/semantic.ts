@@ -51,7 +51,7 @@ export function semanticIssues(doc: RawAttempt): FieldIssue[] {
 
   const sidecarAt = new Map<string, number>();
   (spec.sidecars ?? []).forEach((c, i) => {
-    if (mode !== 'isolated') add(['spec', 'sidecars', i], 'sidecar', `sidecars need network.mode: isolated (mode is ${mode})`);
+    if (mode === 'bridge') add(['spec', 'sidecars', i], 'sidecar', `sidecars need network.mode isolated or none (mode is ${mode})`);
     const first = sidecarAt.get(c.name);
     if (first !== undefined)
       add(['spec', 'sidecars', i, 'name'], 'sidecar', `duplicate sidecar name "${c.name}" (also ${formatPath(['spec', 'sidecars', first])})`);

@@ -263,4 +263,48 @@ describe('credentials the attempt never holds (real engine)', function () {
     const d = await sb.cli('describe', 'cred');
     expect(d.stdout + d.stderr).to.not.include(KEY);
   });
+
+  it('network.mode none with a sidecar: the sidecar reaches its upstream, the main container has no way out', async function () {
+    const main = [
+      'r=/results',
+      'i=0; until wget -Y off -q -O $r/side-got.json http://side:8081/got.json 2>/dev/null || [ $i -ge 50 ]; do sleep 0.2; i=$((i+1)); done',
+      'env > $r/env.txt; ls /run/secrets > $r/secrets.txt 2>&1',
+      "(printf 'GET http://side.upstream/hello HTTP/1.1\\r\\nHost: side.upstream\\r\\nConnection: close\\r\\n\\r\\n'; sleep 4) | nc egress-proxy 3128 > $r/own.raw 2>&1 &",
+      "(printf 'GET http://side.upstream/hello HTTP/1.1\\r\\nHost: side.upstream\\r\\nConnection: close\\r\\n\\r\\n'; sleep 4) | nc egress-proxy 3129 > $r/port.raw 2>&1 &",
+      'wait',
+    ].join('\n');
+    await sb.write(
+      'none.yaml',
+      sb.attempt(
+        'cred-none',
+        main,
+        [
+          '  secrets:',
+          `    - {name: api-key, fromEnv: ${KEY_ENV}}`,
+          '    - {name: upstream-ca, fromFile: ./ca.pem}',
+          '  network: {mode: none}',
+          '  sidecars:',
+          '    - name: side',
+          '      image: berth/busybox:local',
+          `      command: [sh, -c, ${JSON.stringify(SIDECAR)}]`,
+          "      credentials: [{host: 'side.upstream:443', secret: api-key, caSecret: upstream-ca}]",
+          '',
+        ].join('\n'),
+      ),
+    );
+    const r = await sb.cli('reconcile', '--once', '--wait', '--egress-network', net, '--egress-proxy-image', IMAGE);
+    expect(r.code, r.stderr + r.stdout).to.equal(0);
+    const run = path.join(sb.resultsRoot, 'cred-none', 'run-1');
+    const res = (f: string) => fs.readFile(path.join(run, 'results', f), 'utf8');
+    expect(JSON.parse(await res('side-got.json'))).to.deep.equal({ hello: 'world', host: 'side.upstream' });
+    expect(await res('own.raw'))
+      .to.match(/^HTTP\/1\.1 403/)
+      .and.include('side.upstream:80 is not in the egress allowlist');
+    expect(await res('port.raw'))
+      .to.match(/^HTTP\/1\.1 403/)
+      .and.include('serves sidecar side only');
+    expect(await res('env.txt')).to.not.match(/_proxy=/i);
+    expect((await res('secrets.txt')).trim()).to.not.include('api-key');
+    for (const f of await allFiles(run)) expect(f.text.includes(KEY), path.relative(run, f.file)).to.equal(false);
+  });
 });

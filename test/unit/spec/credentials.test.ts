@@ -189,3 +189,26 @@ describe('spec: sidecars[].egress, credentials and ready', () => {
     expect(long.errors.map((e) => `${e.path} ${e.code}`)).to.deep.equal(['spec.sidecars[0].ready.deadlineSeconds schema']);
   });
 });
+
+describe('desired: sidecars of a network.mode none attempt', () => {
+  afterEach(cleanupTemp);
+
+  it('get an internal network with the main container on it and no way out for it; bridge cannot have sidecars', async () => {
+    const side = `  network: {mode: none}\n  secrets: [{name: key, fromEnv: KEY}]\n  sidecars:\n    - {name: mcp, image: 'mcp:1', credentials: [{host: 'api.example.com:443', secret: key}]}\n`;
+    const r = await loadOne(doc('n', side));
+    const loaded = r.specs[0];
+    if (!loaded) throw new Error(JSON.stringify(r.errors));
+    const d = desiredAttempt({ instance: 'i' }, loaded, 1, '/tmp/r');
+    expect(d.network?.internal).to.equal(true);
+    expect(d.container.create.host.networkMode).to.equal(d.network?.name);
+    expect(d.container.create.host.dns).to.deep.equal(['192.0.2.53']);
+    expect(d.container.create.env.filter((e) => /_proxy=/i.test(e))).to.deep.equal([]);
+    expect(d.sidecars.map((s) => s.role)).to.deep.equal(['egress-proxy', 'sidecar']);
+    const plain = await loadOne(doc('p', `  network: {mode: none}\n`));
+    const p = plain.specs[0];
+    if (!p) throw new Error('not loaded');
+    expect(desiredAttempt({ instance: 'i' }, p, 1, '/tmp/r').container.create.host.networkMode).to.equal('none');
+    const bridge = await loadOne(doc('b', `  network: {mode: bridge}\n  sidecars: [{name: x, image: 'x:1'}]\n`));
+    expect(bridge.errors.map((e) => e.message)).to.deep.equal(['sidecars need network.mode isolated or none (mode is bridge)']);
+  });
+});
