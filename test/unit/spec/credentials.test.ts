@@ -3,7 +3,12 @@
  * hashed only when written, and its secrets kept from the main container unless it asks for them.
  */
 import { expect } from 'chai';
+import { COMPONENTS, NAMING } from '../../../src/constants';
 import { desiredAttempt } from '../../../src/desired/attempt';
+import { secretHolders } from '../../../src/plan/ops';
+import { EGRESS_PROXY_NAME } from '../../../src/spec/semantic';
+import type { LoadedSpec } from '../../../src/spec/types';
+import { container, labelsFor } from '../../support/builders';
 import { credentialConfigs } from '../../../src/execute/secrets';
 import { cleanupTemp, doc, loadOne } from './helpers';
 
@@ -210,5 +215,28 @@ describe('desired: sidecars of a network.mode none attempt', () => {
     expect(desiredAttempt({ instance: 'i' }, p, 1, '/tmp/r').container.create.host.networkMode).to.equal('none');
     const bridge = await loadOne(doc('b', `  network: {mode: bridge}\n  sidecars: [{name: x, image: 'x:1'}]\n`));
     expect(bridge.errors.map((e) => e.message)).to.deep.equal(['sidecars need network.mode isolated or none (mode is bridge)']);
+  });
+});
+
+describe('plan: the egress proxy holding credentials is a secret holder', () => {
+  afterEach(cleanupTemp);
+
+  it('is removed right after the harvest like any container given a secret; without credentials it is not', async () => {
+    const withCreds = await loadOne(doc('h', `${ISOLATED}    credentials: [{host: 'a.example.com:443', secret: key, caSecret: ca}]\n`));
+    const without = await loadOne(doc('h', ISOLATED));
+    const holders = (loaded: LoadedSpec | undefined): string[] => {
+      if (!loaded) throw new Error('not loaded');
+      const d = desiredAttempt({ instance: 'i' }, loaded, 1, '/tmp/r');
+      const proxy = container('i', 'h', loaded.hash, {
+        name: NAMING.sidecar('i', 'h', EGRESS_PROXY_NAME),
+        labels: { ...labelsFor('i', 'h', loaded.hash, 1, COMPONENTS.proxy) },
+      });
+      const main = container('i', 'h', loaded.hash);
+      return secretHolders(d, [main, proxy]).map((c) => c.name);
+    };
+    // with credentials: the proxy (its configuration holds the value), and not the main container (it got no secret)
+    expect(holders(withCreds.specs[0])).to.deep.equal([NAMING.sidecar('i', 'h', EGRESS_PROXY_NAME)]);
+    // without: the main container holds both secrets as files, the proxy none
+    expect(holders(without.specs[0])).to.deep.equal([NAMING.container('i', 'h')]);
   });
 });
