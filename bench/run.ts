@@ -23,7 +23,7 @@
  *   BENCH_AB           label=[node@]path/to/bin/berth.js: another build in the fleet and completion
  *                      workloads (an A/B in one run; on this Node, or on the node named)
  *   BENCH_FIXTURE_FILES files of the fixture-plan workload's generated repository (default 5,000, ~150 MB)
- *   BENCH_ONLY         comma list of cold,drop,noop,resources,report,harvest,grade,sets,completion,git,swarm,fleet,tenk,fixture-plan: a partial run, written to
+ *   BENCH_ONLY         comma list of cold,drop,noop,resources,report,harvest,grade,credentials,sets,completion,git,swarm,fleet,tenk,fixture-plan: a partial run, written to
  *                      bench/results/partial.*.tmp instead of latest.*
  *   BENCH_PROFILE=1    also take CPU profiles (untimed extra runs under `node --cpu-prof`: berth's
  *                      cold start and clean of 50, a no-op pass at the largest size in-process and
@@ -50,6 +50,7 @@ import { controllerAt1000, dropToRunning, profileController, type ControllerAt10
 import { gradeRounds, type GradeSamples } from './workloads/grade';
 import { fixturePlanRounds, type FixturePlanSamples } from './workloads/fixture-plan';
 import { harvestRounds, type HarvestSamples } from './workloads/harvest';
+import { credentialRounds, type CredentialSamples } from './workloads/credentials';
 import { noopScales, type NoopResult } from './workloads/noop';
 import { reportBench, type ReportSamples } from './workloads/report';
 import { setRounds, type SetSamples } from './workloads/sets';
@@ -65,6 +66,8 @@ const TARGETS = {
   teardownVsFloor: 1.15,
   /** The harvest of 100,000 files against the engine's archive of the folder plus a plain walk. */
   harvestVsFloor: 1.5,
+  /** A credentialed request through the egress proxy (plain HTTP in, verified TLS out) against a direct TLS call: added ms per request. */
+  credentialAddedMs: 5,
   /** A run's export plus its grade against the engine's archive of workingDir plus a fresh container with the changes copied in (issue 36). */
   gradeVsFloor: 1.2,
   /** `plan`'s spec load over a large unchanged fixture, in a new process's state, against a plain stat walk of its files (issue 39). */
@@ -170,6 +173,7 @@ interface Results {
   at1000?: ControllerAt1000;
   clean1000Ms?: number;
   harvest?: HarvestSamples;
+  credentials?: CredentialSamples;
   grade?: GradeSamples;
   report?: ReportSamples;
   sets?: SetSamples;
@@ -483,6 +487,21 @@ function harvestRows(h: HarvestSamples, rows: Row[]): void {
   });
 }
 
+function credentialRows(c: CredentialSamples, rows: Row[]): void {
+  const added = c.berth.map((b, i) => b - (c.direct[i] as number));
+  const a = summarize(added);
+  rows.push({
+    id: 'credential-proxy',
+    workload: `One request with an injected credential, each on a fresh connection: plain HTTP through berth's egress proxy, which opens verified TLS to the upstream and sets the header (median of ${c.requests} a round; p95 ${fmtMs(summarize(c.berthP95).median)})`,
+    berth: spread(summarize(c.berth)),
+    reference: `a direct TLS call to the same upstream, header set by the client (p95 ${fmtMs(summarize(c.directP95).median)}); added by the proxy: ${fmtMs(a.median)} (${fmtMs(a.min)}–${fmtMs(a.max)})`,
+    refValue: spread(summarize(c.direct)),
+    ratio: pairedRatio(c.berth, c.direct),
+    target: `≤ +${TARGETS.credentialAddedMs} ms`,
+    verdict: verdictOf(a.median <= TARGETS.credentialAddedMs),
+  });
+}
+
 function gradeRows(g: GradeSamples, rows: Row[]): void {
   const r = pairedRatio(g.berth, g.floor);
   const med = (xs: number[]) => fmtMs(summarize(xs).median);
@@ -666,7 +685,23 @@ async function main(): Promise<void> {
   if (only)
     for (const w of only)
       if (
-        !['cold', 'drop', 'noop', 'resources', 'report', 'harvest', 'grade', 'sets', 'completion', 'git', 'swarm', 'fleet', 'tenk', 'fixture-plan'].includes(w)
+        ![
+          'cold',
+          'drop',
+          'noop',
+          'resources',
+          'report',
+          'harvest',
+          'grade',
+          'credentials',
+          'sets',
+          'completion',
+          'git',
+          'swarm',
+          'fleet',
+          'tenk',
+          'fixture-plan',
+        ].includes(w)
       )
         throw new Error(`BENCH_ONLY: unknown workload ${w}`);
   if (want('resources') && !want('noop')) throw new Error('BENCH_ONLY: resources needs noop (the controller watches its attempts)');
@@ -779,6 +814,10 @@ async function main(): Promise<void> {
       res.swarm = await swarmWorkload(run, envInt('BENCH_SWARM_DROPS', 5), swSizes, Math.min(rounds, 3), log);
     }
     if (want('harvest')) res.harvest = await harvestRounds(engine, run, envInt('BENCH_HARVEST_FILES', 100_000), rounds, log);
+    if (want('credentials')) {
+      log('the egress proxy with an injected credential: plain HTTP through it to a TLS upstream, against a direct TLS call');
+      res.credentials = await credentialRounds(rounds, envInt('BENCH_CRED_REQUESTS', 200, 10), log);
+    }
     if (want('grade')) {
       res.grade = await gradeRounds(engine, run, envInt('BENCH_GRADE_FILES', 2000, 200), rounds, log, profileDir);
       if (res.grade.profile) res.profiles.push({ title: 'export + grade of one attempt, in-process (one berth round)', file: res.grade.profile });
@@ -811,6 +850,7 @@ async function main(): Promise<void> {
   if (res.harvest) harvestRows(res.harvest, rows);
   if (res.grade) gradeRows(res.grade, rows);
   if (res.fixturePlan) fixturePlanRows(res.fixturePlan, rows);
+  if (res.credentials) credentialRows(res.credentials, rows);
   if (res.report) reportRows(res.report, rows);
   if (res.sets) setRows(res.sets, rows);
   if (res.completion) completionRows(res.completion, rows);
@@ -890,6 +930,7 @@ async function main(): Promise<void> {
       cleanMaxMs: res.clean1000Ms,
       harvest: res.harvest,
       grade: res.grade,
+      credentials: res.credentials,
       report: res.report,
       sets: res.sets,
       completion: res.completion,

@@ -351,8 +351,15 @@ export const DEFAULTS = {
   egressProxyImage: 'berth/egress-proxy:local',
   egressProxyPort: 3128,
   egressProxyReadySeconds: 15,
-  /** How long a sidecar must stay up after its start to count as ready. */
+  /** network.credentials: the header set when none is written, and its value (`{}`: the secret's value). */
+  credentialHeader: 'Authorization',
+  credentialFormat: 'Bearer {}',
+  /** How long a sidecar without `ready` must stay up after its start to count as ready (the fallback). */
   sidecarSettleMs: 200,
+  /** How long berth waits for a sidecar's `ready` (tcp, log or command) when it sets no deadlineSeconds. */
+  sidecarReadySeconds: 30,
+  /** How often a `ready` tcp or command probe is tried again until it passes or its deadline. */
+  sidecarProbeIntervalMs: 250,
   /**
    * The upstream DNS server of containers on an attempt's internal network: an address that is
    * never routed (TEST-NET-1, RFC 5737), so nothing answers lookups of outside names. Without

@@ -101,6 +101,8 @@ export interface ContainerDetails extends ContainerSummary {
     logConfig: { type: string; config: Record<string, string> };
   };
   restartCount: number;
+  /** Its IPv4 address on each network it is attached to, where the engine says (network name → address). */
+  addresses?: Record<string, string>;
 }
 
 export interface ContainerCreateSpec {
@@ -162,6 +164,12 @@ export interface ContainerClient {
   /** Force-removes; a container that is already gone counts as removed. Returns false if it was gone. */
   remove(id: string): Promise<boolean>;
   logs(id: string, opts: { follow: boolean; tail?: number }): Promise<Readable>;
+  /**
+   * Runs `cmd` in the running container (no terminal, its output discarded) and resolves with its
+   * exit code, within `ms` (else rejects). Optional: a backend without it cannot run a sidecar's
+   * `ready: {command}` (docker/ has it; the swarm backend has not).
+   */
+  exec?(id: string, cmd: string[], ms: number): Promise<number>;
   /**
    * Brings a finished run's results home into `into` (the results folder where berth runs), for
    * a backend whose runs write them elsewhere than a bind of that folder (a swarm node's volume):

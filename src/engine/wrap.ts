@@ -12,7 +12,7 @@ const KINDS = ['containers', 'networks', 'volumes', 'images', 'events'] as const
 const ENGINE_OPS = ['ping', 'version', 'boot', 'dataRoot'] as const;
 
 /** Methods that change the engine. */
-export const MUTATING: ReadonlySet<string> = new Set(['create', 'putArchive', 'start', 'stop', 'remove', 'connect']);
+export const MUTATING: ReadonlySet<string> = new Set(['create', 'putArchive', 'start', 'stop', 'remove', 'connect', 'exec']);
 
 export type CallListener = (call: { kind: Kind; op: string; ms: number; error?: unknown }) => void;
 

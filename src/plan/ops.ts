@@ -23,13 +23,15 @@ export function isMain(c: ContainerSummary): boolean {
 
 /**
  * The containers of a run that were given secret values (files in their writable layer, and the
- * environment in their config for secrets opted into `env`): removed as soon as the run is
+ * environment in their config for secrets opted into `env` or injected credentials): removed as soon as the run is
  * harvested, whatever the TTL, so no secret value stays in the engine's storage on the host's disk.
  */
 export function secretHolders(d: DesiredAttempt, obs: ContainerSummary[]): ContainerSummary[] {
   if (obs.length === 0) return [];
   const names = namesOf(d);
-  return obs.filter((c) => (isMain(c) ? names.mainSecrets.length > 0 : names.sidecars.some((sc) => sc.name === c.name && sc.secrets.length > 0)));
+  return obs.filter((c) =>
+    isMain(c) ? names.mainSecrets.length > 0 : names.sidecars.some((sc) => sc.name === c.name && (sc.secrets.length > 0 || sc.credentials.length > 0)),
+  );
 }
 
 /** A status change of `attempt`, with no engine call; with `counters`, it begins the action's run. */
@@ -187,8 +189,16 @@ export function sidecarOps(d: DesiredAttempt, index: number, cause: string, rest
       .map((network): SidecarOperation => ({ ...base, type: 'connect-sidecar', network, cause: `${sc.alias} joins network ${network} too` })),
     ...(n ? [{ ...base, type: 'copy-in-sidecar' as const, cause: `${plural(n, 'secret')} for ${DEFAULTS.secretsDir}` }] : []),
     { ...base, type: 'start-sidecar', cause: 'created' },
-    { ...base, type: 'ready-sidecar', cause: sc.ready === 'listening' ? 'until it says it is listening' : 'until it has stayed up a moment' },
+    { ...base, type: 'ready-sidecar', cause: readyCause(sc.ready) },
   ];
+}
+
+/** What a ready-sidecar operation waits for, in words. */
+function readyCause(r: DesiredAttempt['sidecars'][number]['ready']): string {
+  if (r === 'listening') return 'until it says it is listening';
+  if (r === 'running') return 'until it has stayed up a moment';
+  const what = 'tcp' in r ? `port ${r.tcp} accepts` : 'log' in r ? `its output says ${JSON.stringify(r.log)}` : 'its ready command exits 0';
+  return `until ${what} (at most ${r.deadlineSeconds} s)`;
 }
 
 /**

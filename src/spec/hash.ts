@@ -108,6 +108,7 @@ export const SPEC_FIELDS = {
   fixtureDigest: 'hash',
   results: 'hash',
   network: (s) => ({ mode: s.network.mode, egress: [...s.network.egress].sort() }),
+  credentials: { default: [] },
   volumes: (s) => [...s.volumes].sort(byName),
   resources: (s) => counted(RESOURCE_FIELDS, s.resources),
   deadlineSeconds: 'hash',

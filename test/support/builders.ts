@@ -23,6 +23,7 @@ export function spec(name: string, over: Partial<NormalizedAttempt> = {}, hash =
     fixtureDigest: null,
     results: name,
     network: { mode: 'none', egress: [] },
+    credentials: [],
     volumes: [],
     resources: { cpus: null, memoryBytes: null, pids: 512 },
     deadlineSeconds: null,

@@ -107,6 +107,7 @@ const attempt: fc.Arbitrary<NormalizedAttempt> = fc.record({
   ttlSecondsAfterFinished: fc.option(fc.nat(), { nil: null }),
   // at their defaults, as every spec written before they existed
   user: fc.constant(null),
+  credentials: fc.constant([]),
   readOnlyRootFilesystem: fc.constant(false),
   grade: fc.constant(null),
   sidecars: fc.array(sidecar, { maxLength: 2 }),
@@ -218,7 +219,7 @@ describe("a field added after the first hash cannot change an existing spec's ha
     const always = rules.filter(([, r]) => r === 'hash' || typeof r === 'function').map(([k]) => k);
     expect([...always].sort()).to.deep.equal(FIRST);
     for (const [k, r] of rules) expect(FIRST.includes(k) || r === 'ignore' || later.some(([l]) => l === k), k).to.equal(true);
-    expect(later.map(([k]) => k)).to.include.members(['sidecars', 'user', 'readOnlyRootFilesystem']);
+    expect(later.map(([k]) => k)).to.include.members(['sidecars', 'user', 'readOnlyRootFilesystem', 'credentials']);
   });
 
   it('a spec that does not write a later field loads with it at its declared default', async () => {
