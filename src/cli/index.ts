@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { BACKENDS } from '../backend/types';
 import { CONTRACT_VERSION, DEFAULTS, EXIT, FAIL_ON, SIGNAL_EXIT } from '../constants';
+import { parseDisk } from '../spec/quantity';
 import { DURATION_SYNTAX, parseDuration } from '../util/duration';
 import type * as CleanCmd from './commands/clean';
 import type * as Completion from './completion';
@@ -61,6 +62,15 @@ function bytes(name: string, min: number) {
     const n = m ? Number(m[1]) * 1024 ** ' kmg'.indexOf((m[2] || ' ').toLowerCase()) : NaN;
     if (!Number.isSafeInteger(n) || n < min) throw new InvalidArgumentError(`${name} must be a size of at least ${min} bytes, such as 65536, 64k, 32m or 16g`);
     return n;
+  };
+}
+
+/** A disk quantity (resources.disk's syntax: 2Gi, 500M, bytes), in bytes. */
+function diskQuantity(name: string) {
+  return (v: string): number => {
+    const parsed = parseDisk(/^[0-9]+$/.test(v.trim()) ? Number(v.trim()) : v.trim());
+    if (!parsed.ok) throw new InvalidArgumentError(`${name} ${parsed.message}`);
+    return parsed.bytes;
   };
 }
 
@@ -271,6 +281,20 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
       )
         .argParser(durationMs('--default-deadline'))
         .env('BERTH_DEFAULT_DEADLINE'),
+    )
+    .addOption(
+      new Option(
+        '--default-disk <quantity>',
+        'disk limit of attempts whose spec sets no resources.disk (writable layer, results and volumes together; e.g. 2Gi, 500M); not part of the spec hash (default: none)',
+      )
+        .argParser(diskQuantity('--default-disk'))
+        .env('BERTH_DEFAULT_DISK'),
+    )
+    .addOption(
+      new Option('--disk-interval <duration>', 'controller: how often the running attempts with a disk limit are measured (e.g. 10s, 1m)')
+        .argParser(durationMs('--disk-interval'))
+        .default(DEFAULTS.diskIntervalMs, `${DEFAULTS.diskIntervalMs / 1000}s`)
+        .env('BERTH_DISK_INTERVAL'),
     );
   gitOptions(reconcile, true).action(async (o, cmd: Command) => {
     if (o.wait && !o.once) throw new UsageError('--wait goes with --once (reconcile --once --wait); to wait on a running controller, use berth wait');

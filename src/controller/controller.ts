@@ -43,7 +43,7 @@ import { instrumentEngine } from '../engine/wrap';
 import type { ActionResult } from '../execute/executor';
 import { mergeSnapshot, observe, observeAttempts } from '../observe/snapshot';
 import type { Snapshot } from '../observe/types';
-import { RUNNING_STATES } from '../constants';
+import { DEFAULTS, RUNNING_STATES } from '../constants';
 import type { AttemptAction, Plan } from '../plan/types';
 import type { LoadReport } from '../spec/loader';
 import type { StatusStore } from '../status/store';
@@ -52,6 +52,7 @@ import type { Clock } from '../util/clock';
 import { systemClock } from '../util/clock';
 import type { Logger } from '../util/log';
 import { nextTurn, Semaphore } from '../util/pool';
+import { DiskMeter } from './disk-meter';
 import { EngineHealth } from './engine-health';
 import { EngineSource } from './engine-source';
 import { ExitWatch } from './exit-watch';
@@ -154,6 +155,8 @@ export class Controller {
   private readonly exits = new Map<string, { id: string; gone: boolean; looks: number }>();
   /** Exits seen by inspecting the container on its `die`, laid over the lists until they show them. */
   private readonly seen: ExitWatch;
+  /** What the running attempts with a disk limit hold, measured at an interval (disk-meter.ts). */
+  private readonly meter: DiskMeter;
   /**
    * Attempts whose only news since they were last listed is an exit such an inspect saw: a batch
    * plans them from the kept lists with the exit laid over them, without listing them again
@@ -206,6 +209,15 @@ export class Controller {
         if (seen) for (const w of this.waitingForSlot) this.queue.add(w);
       },
     );
+    this.meter = new DiskMeter({
+      engine: this.engine,
+      records: () => o.store.loadAll(),
+      clock: this.clock,
+      intervalMs: o.cfg.diskIntervalMs ?? DEFAULTS.diskIntervalMs,
+      log: o.log,
+      onOver: (name) => this.queue.add(name),
+      signal: this.halt.signal,
+    });
     this.events = new EngineSource(this.engine, o.cfg.instance, o.log, {
       onEvent: (ev) => {
         // a part of a merged stream (a swarm node's) was away: what happened meanwhile was not reported
@@ -254,6 +266,7 @@ export class Controller {
       this.events.start(Math.floor(Date.now() / 1000) - 1);
       this.imageEvents?.start(Math.floor(Date.now() / 1000) - 1);
       this.queue.add(ALL);
+      this.meter.start();
       this.loopDone = this.loop();
       return;
     }
@@ -267,6 +280,7 @@ export class Controller {
     this.imageEvents?.start();
     this.queue.add(ALL);
     this.scheduleResync();
+    this.meter.start();
     this.loopDone = this.loop();
   }
 
@@ -351,6 +365,7 @@ export class Controller {
           reservedSlots: reserved,
           reservedBySet,
           pins: this.o.store.pins.loadAll(),
+          diskUsage: this.meter.current(),
         }),
       );
       if (this.o.outcomes) void this.o.outcomes.check(statuses.values()).catch((err: unknown) => log.warn(`revision outcome: ${String(err)}`));
@@ -583,6 +598,7 @@ export class Controller {
     this.events.close();
     this.imageEvents?.close();
     this.seen.close();
+    this.meter.close();
     await this.poller?.stop();
     await this.specs.close();
     this.queue.shutDown();

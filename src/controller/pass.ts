@@ -61,6 +61,10 @@ export interface PassConfig {
   egress?: { proxyImage?: string; network?: string };
   /** `--default-deadline` (seconds): for runs whose spec sets no `deadlineSeconds`. */
   defaultDeadlineSeconds?: number;
+  /** `--default-disk` (bytes): for runs whose spec sets no `resources.disk`. */
+  defaultDiskBytes?: number;
+  /** `--disk-interval` (ms): how often a controller measures the running attempts with a disk limit. */
+  diskIntervalMs?: number;
   env: NodeJS.ProcessEnv;
   log: Logger;
   now?: () => number;
@@ -122,7 +126,7 @@ export function planInput(
   snapshot: Snapshot,
   statuses: ReadonlyMap<string, AttemptStatus>,
   now: number,
-  extra: Pick<PlanInput, 'only' | 'reservedSlots' | 'reservedBySet' | 'runFloors' | 'pins'> = {},
+  extra: Pick<PlanInput, 'only' | 'reservedSlots' | 'reservedBySet' | 'runFloors' | 'pins' | 'diskUsage'> = {},
 ): PlanInput {
   // A load that knows no attempt because its root cannot be read must never be planned from:
   // it would remove everything. One check here covers every pass and every controller batch.
@@ -145,6 +149,7 @@ export function planInput(
     ...(cfg.infraRetries !== undefined ? { infraRetries: cfg.infraRetries } : {}),
     ...(cfg.egress ? { egress: cfg.egress } : {}),
     ...(cfg.defaultDeadlineSeconds !== undefined ? { defaultDeadlineSeconds: cfg.defaultDeadlineSeconds } : {}),
+    ...(cfg.defaultDiskBytes !== undefined ? { defaultDiskBytes: cfg.defaultDiskBytes } : {}),
     desired: cfg.desired ?? new DesiredStates(),
     ...extra,
   };

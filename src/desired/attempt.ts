@@ -26,6 +26,15 @@ export interface DesiredContext {
   naming?: Naming;
   /** `--default-deadline`: the deadline of a run whose spec sets no `deadlineSeconds`. */
   defaultDeadlineSeconds?: number;
+  /** `--default-disk`: the disk limit (bytes) of a run whose spec sets no `resources.disk`. */
+  defaultDiskBytes?: number;
+}
+
+/** The run's disk limit: the spec's, else the default (see DesiredAttempt.disk). */
+export function diskOf(ctx: DesiredContext, loaded: LoadedSpec): DesiredAttempt['disk'] {
+  const own = loaded.spec.resources.diskBytes;
+  if (own !== null) return { bytes: own, source: 'spec' };
+  return ctx.defaultDiskBytes !== undefined ? { bytes: ctx.defaultDiskBytes, source: 'default' } : null;
 }
 
 /** The run's deadline: the spec's, else the default (see DesiredAttempt.deadline). */
@@ -195,6 +204,7 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
     resultsDir: path.resolve(resultsDir),
     expectedNetworks: [netMode],
     deadline: deadlineOf(ctx, loaded),
+    disk: diskOf(ctx, loaded),
     network: isolated ? { name: naming.network(ctx.instance, s.name), labels: withComponent(labels, COMPONENTS.network), internal: true } : null,
     egressNetwork:
       egress && !ctx.egressNetwork && egressName ? { name: egressName, labels: withComponent(labels, COMPONENTS.egressNetwork), internal: false } : null,

@@ -101,6 +101,11 @@ export interface ContainerDetails extends ContainerSummary {
     logConfig: { type: string; config: Record<string, string> };
   };
   restartCount: number;
+  /**
+   * Where the engine keeps the container's writable layer: its storage driver and, for overlay2,
+   * the layer's folder on the host (GraphDriver.Data.UpperDir). Absent: the backend does not say.
+   */
+  storage?: { driver: string; upperDir?: string };
 }
 
 export interface ContainerCreateSpec {
@@ -143,6 +148,11 @@ export interface ContainerCreateSpec {
 
 export interface ContainerClient {
   list(labelFilters: string[]): Promise<ContainerSummary[]>;
+  /**
+   * The bytes of the container's writable layer as the engine counts them (inspect with size:
+   * SizeRw; the engine walks the layer itself). Where berth cannot read the layer's folder.
+   */
+  writableBytes?(id: string): Promise<number>;
   inspect(idOrName: string): Promise<ContainerDetails>;
   /** Creates the container; rejects with statusCode 409 when the name is taken. */
   create(spec: ContainerCreateSpec): Promise<string>;

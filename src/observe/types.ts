@@ -31,3 +31,18 @@ export interface Snapshot {
   /** The engine's current boot (Engine.boot), when it could say: see plan/exit-outcome.ts. */
   boot?: { id: string; at: string };
 }
+
+/** What one running attempt held on disk when last measured (observe/disk.ts). */
+export interface DiskUsage {
+  /** The main container measured: a measure of an earlier run's container says nothing of this one. */
+  containerId: string;
+  /** ms since the epoch when the measure ended. */
+  at: number;
+  /** Bytes as counted (observe/disk.ts), over all that was measured. */
+  bytes: number;
+  /** Each part: the writable layer (absent where the engine enforces it), the results folder, the volumes. */
+  parts: { layer?: number; results: number; volumes: number };
+  entries: number;
+  /** False: the count is a lower bound (a budget stopped it, or a folder could not be read). */
+  complete: boolean;
+}

@@ -30,6 +30,7 @@ export class DesiredStates {
       run,
       legacy ? 'legacy' : '',
       inp.defaultDeadlineSeconds ?? '',
+      inp.defaultDiskBytes ?? '',
     ].join('\0');
     let byKey = this.memo.get(loaded);
     const hit = byKey?.get(key);
@@ -65,5 +66,6 @@ function desiredContext(inp: PlanInput, naming?: Naming): DesiredContext {
     ...(inp.egress?.proxyImage ? { egressProxyImage: inp.egress.proxyImage } : {}),
     ...(inp.egress?.network ? { egressNetwork: inp.egress.network } : {}),
     ...(inp.defaultDeadlineSeconds !== undefined ? { defaultDeadlineSeconds: inp.defaultDeadlineSeconds } : {}),
+    ...(inp.defaultDiskBytes !== undefined ? { defaultDiskBytes: inp.defaultDiskBytes } : {}),
   };
 }

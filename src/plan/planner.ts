@@ -16,6 +16,7 @@ import type { LoadedSpec } from '../spec/types';
 import { pinOf } from '../status/pins';
 import type { AttemptStatus, SpecIssue } from '../status/types';
 import { attestListed, failedCause, mainWant, sidecarWant } from '../attest/checks';
+import { diskExceeded } from './disk';
 import { isInfraFailure } from './exit-outcome';
 import { retryBackoffMs, type PlanInput } from './input';
 import { desiredFor } from './desired-for';
@@ -598,6 +599,8 @@ function planRunning(v: RunView, main: ContainerSummary): AttemptAction {
         : `deadlineSeconds ${loaded.spec.deadlineSeconds} exceeded`;
     return stopAndEnd(why, { phase: 'TimedOut', reason: REASONS.deadlineExceeded, message: why });
   }
+  const overDisk = diskExceeded(rec, inp.diskUsage?.get(loaded.spec.name), id);
+  if (overDisk) return stopAndEnd(overDisk, { phase: 'Failed', reason: REASONS.diskLimitExceeded, message: overDisk });
   const requeue = deadline !== undefined ? { requeueAfterMs: deadline - inp.now } : {};
   if (!rec || rec.phase !== 'Running' || rec.containerId !== id || rec.run !== run) {
     return {

@@ -46,7 +46,7 @@ export interface RawSpec {
   results?: string;
   network?: { mode?: NetworkMode; egress?: string[] };
   volumes?: RawVolume[];
-  resources?: { cpus?: number; memory?: string | number; pids?: number };
+  resources?: { cpus?: number; memory?: string | number; pids?: number; disk?: string | number };
   deadlineSeconds?: number;
   retries?: number;
   ttlSecondsAfterFinished?: number;

@@ -24,7 +24,7 @@ export function spec(name: string, over: Partial<NormalizedAttempt> = {}, hash =
     results: name,
     network: { mode: 'none', egress: [] },
     volumes: [],
-    resources: { cpus: null, memoryBytes: null, pids: 512 },
+    resources: { cpus: null, memoryBytes: null, pids: 512, diskBytes: null },
     deadlineSeconds: null,
     retries: 0,
     ttlSecondsAfterFinished: null,

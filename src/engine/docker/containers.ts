@@ -103,7 +103,16 @@ export function detailsFromInspect(i: Dockerode.ContainerInspectInfo): Container
       logConfig: { type: h.LogConfig?.Type ?? '', config: { ...(h.LogConfig?.Config ?? {}) } },
     },
     restartCount: i.RestartCount ?? 0,
+    ...storageOf(i as { GraphDriver?: { Name?: string; Data?: Record<string, string> | null } }),
   };
+}
+
+/** The writable layer's driver and (overlay2) folder, as inspect says. */
+function storageOf(i: { GraphDriver?: { Name?: string; Data?: Record<string, string> | null } }): Pick<ContainerDetails, 'storage'> {
+  const g = i.GraphDriver;
+  if (!g?.Name) return {};
+  const upper = g.Data?.UpperDir;
+  return { storage: { driver: g.Name, ...(upper ? { upperDir: upper } : {}) } };
 }
 
 export function createOptions(spec: ContainerCreateSpec): Dockerode.ContainerCreateOptions {
@@ -159,6 +168,11 @@ export class DockerContainers implements ContainerClient {
   async list(labelFilters: string[]): Promise<ContainerSummary[]> {
     const items = await this.calls.run('containers.list', () => this.docker.listContainers({ all: true, filters: labelFilter(labelFilters) }));
     return items.map(summaryFromList);
+  }
+
+  async writableBytes(id: string): Promise<number> {
+    const i = await this.calls.run('containers.inspect', () => this.docker.getContainer(id).inspect({ size: true } as Dockerode.ContainerInspectOptions));
+    return (i as { SizeRw?: number }).SizeRw ?? 0;
   }
 
   async inspect(idOrName: string): Promise<ContainerDetails> {
