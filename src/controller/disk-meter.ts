@@ -109,8 +109,8 @@ export class DiskMeter {
     const p = await this.placesOf(id);
     if (!p) return undefined;
     const total: DiskCount = { bytes: 0, entries: 0, complete: true, over: false };
-    const part = async (roots: string[]): Promise<number> => {
-      if (total.over || !total.complete) return 0;
+    const part = async (roots: string[]): Promise<number | undefined> => {
+      if (total.over || !total.complete) return undefined;
       const c = await countDisk(roots, { stopAboveBytes: limit - total.bytes, maxEntries: Math.max(1, budget - total.entries) }, this.o.signal);
       total.bytes += c.bytes;
       total.entries += c.entries;
@@ -124,6 +124,7 @@ export class DiskMeter {
       else if (this.o.engine.containers.writableBytes) {
         layer = await this.o.engine.containers.writableBytes(id).catch(() => 0);
         total.bytes += layer;
+        total.over = total.bytes > limit;
       }
     }
     const results = await part([r.resultsDir as string]);
@@ -132,7 +133,7 @@ export class DiskMeter {
       containerId: id,
       at: this.o.clock.now(),
       bytes: total.bytes,
-      parts: { ...(layer !== undefined ? { layer } : {}), results, volumes },
+      parts: { ...(layer !== undefined ? { layer } : {}), ...(results !== undefined ? { results } : {}), ...(volumes !== undefined ? { volumes } : {}) },
       entries: total.entries,
       complete: total.complete || total.over,
     };

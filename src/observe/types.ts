@@ -40,8 +40,11 @@ export interface DiskUsage {
   at: number;
   /** Bytes as counted (observe/disk.ts), over all that was measured. */
   bytes: number;
-  /** Each part: the writable layer (absent where the engine enforces it), the results folder, the volumes. */
-  parts: { layer?: number; results: number; volumes: number };
+  /**
+   * Each part: the writable layer, the results folder, the volumes; a part is absent when it was
+   * not measured (the engine enforces the layer, or the count was over the limit before it).
+   */
+  parts: { layer?: number; results?: number; volumes?: number };
   entries: number;
   /** False: the count is a lower bound (a budget stopped it, or a folder could not be read). */
   complete: boolean;

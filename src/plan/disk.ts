@@ -11,10 +11,12 @@ import { showBytes } from '../util/bytes';
 export function diskExceeded(rec: AttemptStatus | undefined, usage: DiskUsage | undefined, id: string): string | undefined {
   const limit = rec?.disk;
   if (!limit || !usage || usage.containerId !== id || usage.bytes <= limit.bytes) return undefined;
+  const { layer, results, volumes } = usage.parts;
+  // a part counted after the limit was passed is not measured, and not named
   const parts = [
-    ...(usage.parts.layer !== undefined ? [`writable layer ${showBytes(usage.parts.layer)}`] : []),
-    `results ${showBytes(usage.parts.results)}`,
-    `volumes ${showBytes(usage.parts.volumes)}`,
+    ...(layer !== undefined ? [`writable layer ${showBytes(layer)}`] : []),
+    ...(results !== undefined ? [`results ${showBytes(results)}`] : []),
+    ...(volumes !== undefined ? [`volumes ${showBytes(volumes)}`] : []),
   ];
   const from = limit.source === 'default' ? '--default-disk' : 'resources.disk';
   return `disk use ${usage.complete ? '' : 'at least '}${showBytes(usage.bytes)} exceeds ${from} ${showBytes(limit.bytes)} (${parts.join(', ')}; ${usage.entries} entries)`;
