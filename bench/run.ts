@@ -14,6 +14,7 @@
  *   BENCH_COMPLETIONS  attempts of the completion-detection workload (default 40)
  *   BENCH_SET_CELLS    the AttemptSet workload plans a CELLS x CELLS set (default 100: 10,000 children)
  *   BENCH_HARVEST_FILES files in the results folder of the harvest workload (default 100,000)
+ *   BENCH_DISK_ATTEMPTS, BENCH_DISK_ENTRIES  attempts and entries each of the disk-measure workload (default 1,000 and 100)
  *   BENCH_GRADE_FILES  files of the grade workload's fixture, about 10 KiB each (default 2,000)
  *   BENCH_SWARM_DROPS  drop-to-running samples on the swarm (default 5)
  *   BENCH_SWARM_SIZES  swarm no-op pass sizes (default 10,200)
@@ -22,7 +23,7 @@
  *   BENCH_TENK_SPECS   specs of the ten-thousand workload, 50 of them running (default 10,000)
  *   BENCH_AB           label=[node@]path/to/bin/berth.js: another build in the fleet and completion
  *                      workloads (an A/B in one run; on this Node, or on the node named)
- *   BENCH_ONLY         comma list of cold,drop,noop,resources,report,harvest,grade,sets,completion,git,swarm,fleet,tenk: a partial run, written to
+ *   BENCH_ONLY         comma list of cold,drop,noop,resources,report,harvest,disk,grade,sets,completion,git,swarm,fleet,tenk: a partial run, written to
  *                      bench/results/partial.*.tmp instead of latest.*
  *   BENCH_PROFILE=1    also take CPU profiles (untimed extra runs under `node --cpu-prof`: berth's
  *                      cold start and clean of 50, a no-op pass at the largest size in-process and
@@ -48,6 +49,7 @@ import { renderProfile, summarizeProfile, type ProfileSummary } from './lib/prof
 import { controllerAt1000, dropToRunning, profileController, type ControllerAt1000, type DropSamples } from './workloads/controller';
 import { gradeRounds, type GradeSamples } from './workloads/grade';
 import { harvestRounds, type HarvestSamples } from './workloads/harvest';
+import { diskRounds, type DiskSamples } from './workloads/disk';
 import { noopScales, type NoopResult } from './workloads/noop';
 import { reportBench, type ReportSamples } from './workloads/report';
 import { setRounds, type SetSamples } from './workloads/sets';
@@ -63,6 +65,8 @@ const TARGETS = {
   teardownVsFloor: 1.15,
   /** The harvest of 100,000 files against the engine's archive of the folder plus a plain walk. */
   harvestVsFloor: 1.5,
+  /** One disk-measuring interval (CPU) against `du -s` of the same folders. */
+  diskVsDu: 3,
   /** A run's export plus its grade against the engine's archive of workingDir plus a fresh container with the changes copied in (issue 36). */
   gradeVsFloor: 1.2,
   dropOverheadMs: 150,
@@ -166,6 +170,7 @@ interface Results {
   at1000?: ControllerAt1000;
   clean1000Ms?: number;
   harvest?: HarvestSamples;
+  disk?: DiskSamples;
   grade?: GradeSamples;
   report?: ReportSamples;
   sets?: SetSamples;
@@ -478,6 +483,22 @@ function harvestRows(h: HarvestSamples, rows: Row[]): void {
   });
 }
 
+function diskRows(d: DiskSamples, rows: Row[]): void {
+  const r = pairedRatio(d.berthCpu, d.duCpu);
+  const cpu = summarize(d.berthCpu);
+  rows.push({
+    id: 'disk-measure',
+    workload: `One disk-measuring interval over ${d.attempts.toLocaleString('en')} running attempts (${d.entries.toLocaleString('en')} entries, their writable layers and results folders; generated trees, no containers): CPU, as a share of the 10 s interval ${((cpu.median / 10_000) * 100).toFixed(1)} %; wall ${fmtMs(summarize(d.berthWall).median)}`,
+    berth: spread(cpu),
+    reference: `a plain du -s of the same folders (its CPU; wall ${fmtMs(summarize(d.duWall).median)})`,
+    refValue: spread(summarize(d.duCpu)),
+    ratio: r,
+    target: `≤ ${TARGETS.diskVsDu}×`,
+    verdict: verdictOf(r.median <= TARGETS.diskVsDu),
+    chart: { label: `disk measure of ${d.attempts} attempts vs du -s`, target: TARGETS.diskVsDu },
+  });
+}
+
 function gradeRows(g: GradeSamples, rows: Row[]): void {
   const r = pairedRatio(g.berth, g.floor);
   const med = (xs: number[]) => fmtMs(summarize(xs).median);
@@ -645,7 +666,7 @@ async function main(): Promise<void> {
   const want = (w: string) => !only || only.has(w);
   if (only)
     for (const w of only)
-      if (!['cold', 'drop', 'noop', 'resources', 'report', 'harvest', 'grade', 'sets', 'completion', 'git', 'swarm', 'fleet', 'tenk'].includes(w))
+      if (!['cold', 'drop', 'noop', 'resources', 'report', 'harvest', 'disk', 'grade', 'sets', 'completion', 'git', 'swarm', 'fleet', 'tenk'].includes(w))
         throw new Error(`BENCH_ONLY: unknown workload ${w}`);
   if (want('resources') && !want('noop')) throw new Error('BENCH_ONLY: resources needs noop (the controller watches its attempts)');
 
@@ -757,6 +778,7 @@ async function main(): Promise<void> {
       res.swarm = await swarmWorkload(run, envInt('BENCH_SWARM_DROPS', 5), swSizes, Math.min(rounds, 3), log);
     }
     if (want('harvest')) res.harvest = await harvestRounds(engine, run, envInt('BENCH_HARVEST_FILES', 100_000), rounds, log);
+    if (want('disk')) res.disk = await diskRounds(run, envInt('BENCH_DISK_ATTEMPTS', 1000), envInt('BENCH_DISK_ENTRIES', 100), rounds, log);
     if (want('grade')) {
       res.grade = await gradeRounds(engine, run, envInt('BENCH_GRADE_FILES', 2000, 200), rounds, log, profileDir);
       if (res.grade.profile) res.profiles.push({ title: 'export + grade of one attempt, in-process (one berth round)', file: res.grade.profile });
@@ -786,6 +808,7 @@ async function main(): Promise<void> {
   if (res.drop) dropRows(res.drop, res.at1000, rows);
   if (res.at1000) resourceRows(res.at1000, rows);
   if (res.harvest) harvestRows(res.harvest, rows);
+  if (res.disk) diskRows(res.disk, rows);
   if (res.grade) gradeRows(res.grade, rows);
   if (res.report) reportRows(res.report, rows);
   if (res.sets) setRows(res.sets, rows);
@@ -865,6 +888,7 @@ async function main(): Promise<void> {
       controllerAtMax: res.at1000,
       cleanMaxMs: res.clean1000Ms,
       harvest: res.harvest,
+      disk: res.disk,
       grade: res.grade,
       report: res.report,
       sets: res.sets,
