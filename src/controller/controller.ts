@@ -57,7 +57,7 @@ import { EngineHealth } from './engine-health';
 import { EngineSource } from './engine-source';
 import { ExitWatch } from './exit-watch';
 import type { ControllerMetrics } from './metrics';
-import { executorFor, knownContainerIds, planInput, planWithRunFloors, type PassConfig } from './pass';
+import { diskQuotaFor, executorFor, knownContainerIds, planInput, planWithRunFloors, type PassConfig } from './pass';
 import { WorkQueue } from './queue';
 import { SpecSource } from './spec-source';
 import { GitPoller } from '../git/poller';
@@ -358,6 +358,7 @@ export class Controller {
       const snapshotP = this.observe(all, keys, statusesP.then(knownContainerIds));
       const [l, statuses, snapshot] = await Promise.all([listsOut.then(() => this.specs.specs()), statusesP, snapshotP]);
       load = l;
+      const diskQuota = await diskQuotaFor(this.o.cfg, load, this.engine);
       const busy = new Set(this.inflight.keys());
       const p = planWithRunFloors(
         planInput(this.o.cfg, load, snapshot, statuses, this.clock.now(), {
@@ -366,6 +367,7 @@ export class Controller {
           reservedBySet,
           pins: this.o.store.pins.loadAll(),
           diskUsage: this.meter.current(),
+          ...(diskQuota ? { diskQuota } : {}),
         }),
       );
       if (this.o.outcomes) void this.o.outcomes.check(statuses.values()).catch((err: unknown) => log.warn(`revision outcome: ${String(err)}`));

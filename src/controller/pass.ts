@@ -8,6 +8,7 @@ import type * as ExecutorMod from '../execute/executor';
 import type { HarvestLimits } from '../execute/harvest';
 import type { Engine } from '../engine/types';
 import { observe } from '../observe/snapshot';
+import { engineDiskQuota } from '../observe/storage';
 import { recordedContainers, type RecordedContainers } from '../ownership';
 import type { Snapshot } from '../observe/types';
 import { plan as makePlan } from '../plan/planner';
@@ -126,7 +127,7 @@ export function planInput(
   snapshot: Snapshot,
   statuses: ReadonlyMap<string, AttemptStatus>,
   now: number,
-  extra: Pick<PlanInput, 'only' | 'reservedSlots' | 'reservedBySet' | 'runFloors' | 'pins' | 'diskUsage'> = {},
+  extra: Pick<PlanInput, 'only' | 'reservedSlots' | 'reservedBySet' | 'runFloors' | 'pins' | 'diskUsage' | 'diskQuota'> = {},
 ): PlanInput {
   // A load that knows no attempt because its root cannot be read must never be planned from:
   // it would remove everything. One check here covers every pass and every controller batch.
@@ -185,6 +186,16 @@ function loadPassSpecs(cfg: PassConfig): Promise<LoadResult> {
   });
 }
 
+/**
+ * Whether the engine caps writable layers itself (observe/storage.ts), asked only when some
+ * attempt has a disk limit (so a pass without one makes no extra call); an engine that cannot
+ * say counts as one that cannot (berth measures).
+ */
+export async function diskQuotaFor(cfg: PassConfig, load: LoadResult, engine: Engine): Promise<boolean> {
+  if (cfg.defaultDiskBytes === undefined && !load.specs.some((s) => s.spec.resources.diskBytes !== null)) return false;
+  return engineDiskQuota(engine).catch(() => false);
+}
+
 /** Observe and plan, changing nothing. */
 export async function planPass(cfg: PassConfig, engine: Engine, store: StatusStore): Promise<Omit<PassResult, 'results'>> {
   const now = cfg.now ?? Date.now;
@@ -196,7 +207,14 @@ export async function planPass(cfg: PassConfig, engine: Engine, store: StatusSto
   const snapshotP = observe(engine, cfg.instance, statusesP.then(knownContainerIds), now());
   const loadP = listsOut.then(() => loadPassSpecs(cfg));
   const [load, statuses, snapshot] = await Promise.all([loadP, statusesP, snapshotP]);
-  const plan = planWithRunFloors(planInput(cfg, load, snapshot, statuses, now(), { ...(cfg.only ? { only: cfg.only } : {}), pins: store.pins.loadAll() }));
+  const diskQuota = await diskQuotaFor(cfg, load, engine);
+  const plan = planWithRunFloors(
+    planInput(cfg, load, snapshot, statuses, now(), {
+      ...(cfg.only ? { only: cfg.only } : {}),
+      pins: store.pins.loadAll(),
+      ...(diskQuota ? { diskQuota } : {}),
+    }),
+  );
   return { load, snapshot, plan };
 }
 

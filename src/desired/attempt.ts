@@ -28,6 +28,8 @@ export interface DesiredContext {
   defaultDeadlineSeconds?: number;
   /** `--default-disk`: the disk limit (bytes) of a run whose spec sets no `resources.disk`. */
   defaultDiskBytes?: number;
+  /** The engine caps a writable layer's size (overlay2 on xfs with pquota): the disk limit is asked of it as StorageOpt size. */
+  diskQuota?: boolean;
 }
 
 /** The run's disk limit: the spec's, else the default (see DesiredAttempt.disk). */
@@ -127,6 +129,7 @@ export function desiredNames(ctx: DesiredContext, loaded: LoadedSpec): DesiredNa
  */
 export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: number, resultsDir: string): DesiredAttempt {
   const s = loaded.spec;
+  const disk = diskOf(ctx, loaded);
   const labels = attemptLabels(ctx.instance, loaded, run);
   const naming = ctx.naming ?? NAMING;
   const netMode = networkModeFor(ctx.instance, loaded, naming);
@@ -204,7 +207,7 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
     resultsDir: path.resolve(resultsDir),
     expectedNetworks: [netMode],
     deadline: deadlineOf(ctx, loaded),
-    disk: diskOf(ctx, loaded),
+    disk,
     network: isolated ? { name: naming.network(ctx.instance, s.name), labels: withComponent(labels, COMPONENTS.network), internal: true } : null,
     egressNetwork:
       egress && !ctx.egressNetwork && egressName ? { name: egressName, labels: withComponent(labels, COMPONENTS.egressNetwork), internal: false } : null,
@@ -238,6 +241,8 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
           ...internalDns,
           // spec.readOnlyRootFilesystem: / read-only, a fresh tmpfs at /tmp (results and volumes stay writable)
           ...(s.readOnlyRootFilesystem ? { readonlyRootfs: true, tmpfs: { [DEFAULTS.readOnlyTmp]: DEFAULTS.readOnlyTmpOptions } } : {}),
+          // the disk limit, where the engine can cap the writable layer itself (results and volumes are still measured)
+          ...(disk && ctx.diskQuota ? { storageOpt: { size: String(disk.bytes) } } : {}),
         }),
       },
     },

@@ -99,6 +99,8 @@ export interface ContainerDetails extends ContainerSummary {
     tmpfs: Record<string, string>;
     /** The log driver and its options (the engine's default driver, `json-file`, with none when not set). */
     logConfig: { type: string; config: Record<string, string> };
+    /** HostConfig.StorageOpt (absent: none). */
+    storageOpt?: Record<string, string>;
   };
   restartCount: number;
   /**
@@ -143,6 +145,8 @@ export interface ContainerCreateSpec {
     logConfig?: { type: string; config: Record<string, string> };
     /** tmpfs mounts: container path → mount options. */
     tmpfs?: Record<string, string>;
+    /** The engine's storage options (`size`: the writable layer's cap, where the engine can enforce it). */
+    storageOpt?: Record<string, string>;
   };
 }
 
@@ -298,4 +302,6 @@ export interface Engine {
    * refuses new connections (an unavailable error) while it still answers on kept-alive ones.
    */
   boot?(): Promise<{ id: string; at: string } | undefined>;
+  /** The engine's storage driver and the file system under its data root (GET /info: Driver, DriverStatus "Backing Filesystem"). */
+  storage?(): Promise<{ driver: string; backingFs: string; dataRoot: string }>;
 }

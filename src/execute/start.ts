@@ -60,9 +60,14 @@ export async function attestStart(x: ExecContext, a: AttemptAction, d: DesiredAt
   return attestationOutcome(x, att, details.id, d);
 }
 
-/** The run's disk limit as its record keeps it from its start (berth measures it: observe/disk.ts). */
+/**
+ * The run's disk limit as its record keeps it from its start: `engine` where its writable layer
+ * was created capped (StorageOpt size; berth still measures its results and volumes), else
+ * `measured` (observe/disk.ts).
+ */
 function diskLimit(d: DesiredAttempt): Pick<AttemptStatus, 'disk'> {
-  return d.disk ? { disk: { bytes: d.disk.bytes, source: d.disk.source, enforcedBy: 'measured' } } : {};
+  if (!d.disk) return {};
+  return { disk: { bytes: d.disk.bytes, source: d.disk.source, enforcedBy: d.container.create.host.storageOpt?.size !== undefined ? 'engine' : 'measured' } };
 }
 
 /** Records a running container found on the engine as this attempt's current run. */

@@ -31,6 +31,7 @@ export class DesiredStates {
       legacy ? 'legacy' : '',
       inp.defaultDeadlineSeconds ?? '',
       inp.defaultDiskBytes ?? '',
+      inp.diskQuota ? 'quota' : '',
     ].join('\0');
     let byKey = this.memo.get(loaded);
     const hit = byKey?.get(key);
@@ -67,5 +68,6 @@ function desiredContext(inp: PlanInput, naming?: Naming): DesiredContext {
     ...(inp.egress?.network ? { egressNetwork: inp.egress.network } : {}),
     ...(inp.defaultDeadlineSeconds !== undefined ? { defaultDeadlineSeconds: inp.defaultDeadlineSeconds } : {}),
     ...(inp.defaultDiskBytes !== undefined ? { defaultDiskBytes: inp.defaultDiskBytes } : {}),
+    ...(inp.diskQuota ? { diskQuota: true } : {}),
   };
 }

@@ -57,6 +57,8 @@ export interface PlanInput {
    * disk meter), by attempt name: the planner ends a run over its recorded limit. Absent: not measured.
    */
   diskUsage?: ReadonlyMap<string, DiskUsage>;
+  /** The engine caps a writable layer's size itself (observe/storage.ts): a disk limit is asked of it too (StorageOpt size). */
+  diskQuota?: boolean;
   /** Each AttemptSet's pinned images (status/pins.ts): its children are made from the pinned ids. */
   pins?: ReadonlyMap<string, SetPins>;
   /** The specs' desired states, kept by the owner of their lifetime (the controller, a reconcile's passes): the planner keeps none. */

@@ -101,6 +101,9 @@ export function detailsFromInspect(i: Dockerode.ContainerInspectInfo): Container
       binds: h.Binds ?? [],
       tmpfs: (h as { Tmpfs?: Record<string, string> }).Tmpfs ?? {},
       logConfig: { type: h.LogConfig?.Type ?? '', config: { ...(h.LogConfig?.Config ?? {}) } },
+      ...((h as { StorageOpt?: Record<string, string> | null }).StorageOpt
+        ? { storageOpt: { ...(h as { StorageOpt: Record<string, string> }).StorageOpt } }
+        : {}),
     },
     restartCount: i.RestartCount ?? 0,
     ...storageOf(i as { GraphDriver?: { Name?: string; Data?: Record<string, string> | null } }),
@@ -152,6 +155,7 @@ export function createOptions(spec: ContainerCreateSpec): Dockerode.ContainerCre
       ReadonlyRootfs: h.readonlyRootfs,
       ...(h.logConfig ? { LogConfig: { Type: h.logConfig.type, Config: { ...h.logConfig.config } } } : {}),
       ...(h.tmpfs ? { Tmpfs: { ...h.tmpfs } } : {}),
+      ...(h.storageOpt ? { StorageOpt: { ...h.storageOpt } } : {}),
       RestartPolicy: { Name: 'no' },
       PublishAllPorts: false,
       PortBindings: {},
