@@ -139,6 +139,9 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
   const volumes = s.volumes.map((v) => ({
     name: naming.volume(ctx.instance, s.name, v.name),
     labels: { ...withComponent(labels, COMPONENTS.volume), [LABELS.volume]: v.name },
+    // the engine's own volumes, with no driver options: attested so (a volume of another driver or with options is not berth's making)
+    driver: 'local',
+    options: {},
   }));
   const sidecarLabels = (name: string, component: Component) => ({ ...withComponent(labels, component), [LABELS.sidecar]: name });
   // Containers only on the internal network get an upstream that answers nothing (see DEFAULTS.internalDns);

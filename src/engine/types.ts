@@ -220,11 +220,16 @@ export interface VolumeSummary {
   name: string;
   labels: Labels;
   driver: string;
+  /** The driver's options as the engine reports them (absent: it does not say; none: `{}`). */
+  options?: Record<string, string>;
 }
 
 export interface VolumeCreateSpec {
   name: string;
   labels: Labels;
+  /** The volume's driver and its options, as the attestation expects them (berth makes `local` volumes with none). */
+  driver?: string;
+  options?: Record<string, string>;
 }
 
 export interface VolumeClient {

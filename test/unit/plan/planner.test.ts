@@ -344,6 +344,27 @@ describe('planner (golden plans)', function () {
     expect(changeCount(plan(input({ ...base, statuses: statuses(status('a')), diskUsage: usage(65 * 1024 * 1024) })))).to.equal(0);
   });
 
+  it("attests a running attempt's volumes by driver and options, not only labels: one not as berth made it fails the attestation", function () {
+    const withVol = spec('a', { volumes: [{ name: 'data', mountPath: '/data', readOnly: false }] });
+    const vol = volume('default', 'a', 'data', 'h-a');
+    const mounted = container('default', 'a', 'h-a', {
+      mounts: [
+        { type: 'bind', source: '/r/a/run-1/results', destination: '/results', rw: true },
+        { type: 'volume', source: `/var/lib/docker/volumes/${vol.name}/_data`, name: vol.name, destination: '/data', rw: true },
+      ],
+    });
+    const at = (v: typeof vol) =>
+      plan(input({ specs: [withVol], snapshot: snapshot({ containers: [mounted], volumes: [v] }), statuses: statuses(status('a')) }));
+    expect(changeCount(at({ ...vol, options: {} }))).to.equal(0);
+    const tmpfs = at({ ...vol, options: { type: 'tmpfs', device: 'tmpfs' } });
+    expect(golden(tmpfs)[1]).to.equal(
+      `  ! stop           container:berth_default_a  (attestation failed: ${vol.name}: driver local, device=tmpfs,type=tmpfs (berth made it local, no options))`,
+    );
+    expect(golden(at({ ...vol, driver: 'nfs-plugin', options: {} }))[1]).to.contain(
+      `${vol.name}: driver nfs-plugin, no options (berth made it local, no options)`,
+    );
+  });
+
   it('requeues a running attempt at its deadline', function () {
     const p = plan(
       input({
