@@ -85,9 +85,13 @@ export class DiskMeter {
       this.o.signal?.throwIfAborted();
       const u = await this.measureOne(r, budget);
       if (!u) continue;
+      const cut = u.entries >= budget;
       budget -= u.entries;
+      const over = r.disk !== undefined && u.bytes > r.disk.bytes;
+      // a walk the budget cut short says only "at least": kept when that is already over, else this attempt goes first next time
+      if (cut && !over) return;
       this.usage.set(r.name, u);
-      if (r.disk && u.bytes > r.disk.bytes) this.o.onOver(r.name);
+      if (over) this.o.onOver(r.name);
     }
   }
 
