@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { BACKENDS } from '../backend/types';
 import { CONTRACT_VERSION, DEFAULTS, EXIT, FAIL_ON, SIGNAL_EXIT } from '../constants';
+import { parseDisk } from '../spec/quantity';
 import { DURATION_SYNTAX, parseDuration } from '../util/duration';
 import { parseFloor, type Floor } from '../plan/disk-pressure';
 import type * as CleanCmd from './commands/clean';
@@ -75,6 +76,15 @@ function diskFloor(name: string, unit: 'bytes' | 'inodes') {
         `${name} must be a percentage (10%) or ${unit === 'bytes' ? 'a size (5Gi, 500M, bytes)' : 'a number of inodes'}; 0 turns it off`,
       );
     return f;
+  };
+}
+
+/** A disk quantity (resources.disk's syntax: 2Gi, 500M, bytes), in bytes. */
+function diskQuantity(name: string) {
+  return (v: string): number => {
+    const parsed = parseDisk(/^[0-9]+$/.test(v.trim()) ? Number(v.trim()) : v.trim());
+    if (!parsed.ok) throw new InvalidArgumentError(`${name} ${parsed.message}`);
+    return parsed.bytes;
   };
 }
 
@@ -344,6 +354,17 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
         '--disk-pressure-inodes <floor>',
         `as --disk-pressure-free, for free inodes: a percentage or a number (e.g. 5%, 100000; 0: off; default ${DEFAULTS.diskPressureInodes})`,
       ).argParser(diskFloor('--disk-pressure-inodes', 'inodes')),
+    )
+    .addOption(
+      new Option(
+        '--default-disk <quantity>',
+        'disk limit of attempts whose spec sets no resources.disk (writable layer, results and volumes together; e.g. 2Gi, 500M); not part of the spec hash (default: none)',
+      ).argParser(diskQuantity('--default-disk')),
+    )
+    .addOption(
+      new Option('--disk-interval <duration>', 'controller: how often the running attempts with a disk limit are measured (e.g. 10s, 1m)')
+        .argParser(durationMs('--disk-interval'))
+        .default(DEFAULTS.diskIntervalMs, `${DEFAULTS.diskIntervalMs / 1000}s`),
     );
   gitOptions(reconcile, true).action(async (o, cmd: Command) => {
     if (o.wait && !o.once) throw new UsageError('--wait goes with --once (reconcile --once --wait); to wait on a running controller, use berth wait');

@@ -43,7 +43,7 @@ import { instrumentEngine } from '../engine/wrap';
 import type { ActionResult } from '../execute/executor';
 import { mergeSnapshot, observe, observeAttempts } from '../observe/snapshot';
 import type { Snapshot } from '../observe/types';
-import { RUNNING_STATES } from '../constants';
+import { DEFAULTS, RUNNING_STATES } from '../constants';
 import type { AttemptAction, Plan } from '../plan/types';
 import type { LoadReport } from '../spec/loader';
 import type { StatusStore } from '../status/store';
@@ -52,11 +52,12 @@ import type { Clock } from '../util/clock';
 import { systemClock } from '../util/clock';
 import type { Logger } from '../util/log';
 import { nextTurn, Semaphore } from '../util/pool';
+import { DiskMeter } from './disk-meter';
 import { EngineHealth } from './engine-health';
 import { EngineSource } from './engine-source';
 import { ExitWatch } from './exit-watch';
 import type { ControllerMetrics } from './metrics';
-import { executorFor, knownContainerIds, planInput, planWithRunFloors, readDisk, type PassConfig } from './pass';
+import { diskQuotaFor, executorFor, knownContainerIds, planInput, planWithRunFloors, readDisk, type PassConfig } from './pass';
 import { diskPressure, pressured, type DiskInput } from '../plan/disk-pressure';
 import { WorkQueue } from './queue';
 import { SpecSource } from './spec-source';
@@ -155,6 +156,8 @@ export class Controller {
   private readonly exits = new Map<string, { id: string; gone: boolean; looks: number }>();
   /** Exits seen by inspecting the container on its `die`, laid over the lists until they show them. */
   private readonly seen: ExitWatch;
+  /** What the running attempts with a disk limit hold, measured at an interval (disk-meter.ts). */
+  private readonly meter: DiskMeter;
   /**
    * Attempts whose only news since they were last listed is an exit such an inspect saw: a batch
    * plans them from the kept lists with the exit laid over them, without listing them again
@@ -209,6 +212,15 @@ export class Controller {
         if (seen) for (const w of this.waitingForSlot) this.queue.add(w);
       },
     );
+    this.meter = new DiskMeter({
+      engine: this.engine,
+      records: () => o.store.loadAll(),
+      clock: this.clock,
+      intervalMs: o.cfg.diskIntervalMs ?? DEFAULTS.diskIntervalMs,
+      log: o.log,
+      onOver: (name) => this.queue.add(name),
+      signal: this.halt.signal,
+    });
     this.events = new EngineSource(this.engine, o.cfg.instance, o.log, {
       onEvent: (ev) => {
         // a part of a merged stream (a swarm node's) was away: what happened meanwhile was not reported
@@ -257,6 +269,7 @@ export class Controller {
       this.events.start(Math.floor(Date.now() / 1000) - 1);
       this.imageEvents?.start(Math.floor(Date.now() / 1000) - 1);
       this.queue.add(ALL);
+      this.meter.start();
       this.loopDone = this.loop();
       return;
     }
@@ -270,6 +283,7 @@ export class Controller {
     this.imageEvents?.start();
     this.queue.add(ALL);
     this.scheduleResync();
+    this.meter.start();
     this.loopDone = this.loop();
   }
 
@@ -349,6 +363,7 @@ export class Controller {
       const [l, statuses, snapshot, disk] = await Promise.all([listsOut.then(() => this.specs.specs()), statusesP, snapshotP, diskP]);
       load = l;
       this.notePressure(disk);
+      const diskQuota = await diskQuotaFor(this.o.cfg, load, this.engine);
       const busy = new Set(this.inflight.keys());
       const p = planWithRunFloors(
         planInput(this.o.cfg, load, snapshot, statuses, this.clock.now(), {
@@ -357,6 +372,8 @@ export class Controller {
           reservedBySet,
           pins: this.o.store.pins.loadAll(),
           ...(disk ? { disk } : {}),
+          diskUsage: this.meter.current(),
+          ...(diskQuota ? { diskQuota } : {}),
         }),
       );
       if (this.o.outcomes) void this.o.outcomes.check(statuses.values()).catch((err: unknown) => log.warn(`revision outcome: ${String(err)}`));
@@ -599,6 +616,7 @@ export class Controller {
     this.events.close();
     this.imageEvents?.close();
     this.seen.close();
+    this.meter.close();
     await this.poller?.stop();
     await this.specs.close();
     this.queue.shutDown();

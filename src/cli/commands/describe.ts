@@ -11,7 +11,8 @@ import { specsRevision, type Context } from '../context';
 import { formatIssue } from '../../spec/issue';
 import { runGrades } from '../../sets/grade-state';
 import { graderImage, gradeVerdict, gradeWhen } from '../../sets/grade-text';
-import type { GradeRecord } from '../../status/types';
+import type { DiskLimit, GradeRecord } from '../../status/types';
+import { showBytes } from '../../util/bytes';
 import { age, table } from './shared';
 
 export async function runDescribe(ctx: Context, name: string): Promise<number> {
@@ -100,6 +101,7 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
     kv('Started', rec.startedAt);
     kv('Finished', rec.finishedAt);
     kv('Deadline at', rec.deadlineAt ? `${rec.deadlineAt} (${rec.deadlineSource === 'default' ? 'from --default-deadline' : 'from the spec'})` : undefined);
+    kv('Disk limit', rec.disk ? diskLine(rec.disk) : undefined);
     if (rec.image) {
       kv(
         'Image id',
@@ -209,4 +211,14 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
   }
   ctx.io.out(out.join('\n') + '\n');
   return EXIT.ok;
+}
+
+/** `2 GiB (from resources.disk; measured by berth at an interval: ...)`: where the limit comes from and which way it is enforced. */
+export function diskLine(d: DiskLimit): string {
+  const from = d.source === 'default' ? 'from --default-disk' : 'from resources.disk';
+  const how =
+    d.enforcedBy === 'engine'
+      ? 'enforced by the engine for the writable layer (StorageOpt size); results and volumes measured by berth at an interval'
+      : 'measured by berth at an interval: writable layer, results and volumes together';
+  return `${showBytes(d.bytes)} (${from}; ${how})`;
 }
