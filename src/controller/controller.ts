@@ -59,6 +59,7 @@ import type { ControllerMetrics } from './metrics';
 import { executorFor, knownContainerIds, planInput, planWithRunFloors, type PassConfig } from './pass';
 import { WorkQueue } from './queue';
 import { SpecSource } from './spec-source';
+import { SpecErrorLog } from './spec-errors';
 import { GitPoller } from '../git/poller';
 import type { GitSource } from '../git/source';
 import type { RevisionOutcomes } from '../git/outcome';
@@ -111,6 +112,8 @@ export class Controller {
   /** The engine, its calls feeding `health`. */
   readonly engine: Engine;
   private readonly specs: SpecSource;
+  /** The spec errors of the last load, each logged once (spec-errors.ts). */
+  readonly specErrors: SpecErrorLog;
   /** Fetches the git source, when there is one. */
   readonly poller: GitPoller | undefined;
   private readonly events: EngineSource;
@@ -170,6 +173,7 @@ export class Controller {
     this.health = new EngineHealth(o.log, this.clock, (up) => o.metrics?.engineUp.set(up ? 1 : 0));
     this.engine = instrumentEngine(o.engine, this.health.listener);
     this.queue = new WorkQueue({ clock: this.clock, ...(o.metrics ? { metrics: o.metrics.queueMetrics() } : {}) });
+    this.specErrors = new SpecErrorLog(o.log);
     this.slots = new Semaphore(Math.max(1, o.workers));
     this.ending = new Semaphore(Math.max(1, o.workers, o.cfg.maxRunning));
     this.specs = new SpecSource(
@@ -179,6 +183,7 @@ export class Controller {
         stateDir: o.cfg.stateDir,
         debounceMs: o.debounceMs ?? 30,
         log: o.log,
+        onLoaded: (load) => this.specErrors.update(load.errors),
         ...(o.git ? { git: { current: () => o.git?.current(), url: o.git.cfg.url.display } } : {}),
       },
       (names, load) => {
@@ -400,8 +405,6 @@ export class Controller {
     } finally {
       if (all) this.queue.done(ALL);
     }
-    if (this.passes === 1 && load.errors.length)
-      log.warn(`${load.errors.length} spec errors; attempts under invalid specs are left as they are (berth validate shows them)`);
   }
 
   /** An exit the engine reported but the lists do not show yet: queue the attempt again shortly. */

@@ -6,12 +6,15 @@ import type * as Yaml from 'yaml';
 import { EXIT, PHASES, REASONS } from '../../constants';
 import { latestGrade } from '../../sets/grade-state';
 import { graderImage, gradeLabel } from '../../sets/grade-text';
-import { loadSpecs } from '../../spec/loader';
+import { heldBy } from '../../spec/held';
+import { loadSpecs, type LoadReport } from '../../spec/loader';
+import type { SpecError } from '../../spec/types';
 import type { DamagedRecord } from '../../status/store';
 import type { AttemptStatus } from '../../status/types';
 import { specsRevision, UsageError, type Context } from '../context';
 import { matches, parseSelectors, SelectorError, type Selector } from '../selector';
 import { toItem, toList, toSetItem, toSetList } from './get-item';
+import type * as GetNotes from './get-notes';
 import type * as GetWatch from './get-watch';
 import { age, duration, table } from './shared';
 
@@ -48,6 +51,8 @@ export interface Row {
   status: AttemptStatus | null;
   /** Set when the attempt's status record is damaged (and so not read). */
   damaged?: DamagedRecord;
+  /** The spec errors holding it at its last good spec (spec/held.ts), when its spec broke after it ran. */
+  held?: SpecError[];
 }
 
 /** The `-l` flags as one selector; one that cannot be parsed is a usage error that points at the problem. */
@@ -62,6 +67,11 @@ export function selectorOf(flags: readonly string[]): Selector {
 
 /** The rows of the attempts named (all when none is) that the selector matches, sorted by name. */
 export async function collectRows(ctx: Context, wanted: readonly string[] = [], selector: readonly string[] = []): Promise<Row[]> {
+  return (await collectView(ctx, wanted, selector)).rows;
+}
+
+/** collectRows, with the specs load it read. */
+export async function collectView(ctx: Context, wanted: readonly string[] = [], selector: readonly string[] = []): Promise<{ rows: Row[]; load: LoadReport }> {
   const want = selectorOf(selector);
   const only = wanted.length ? new Set(wanted) : undefined;
   const [load, statuses] = await Promise.all([
@@ -81,6 +91,7 @@ export async function collectRows(ctx: Context, wanted: readonly string[] = [], 
     if (!matches(want, labels)) continue;
     const st = statuses.get(n);
     const bad = st ? undefined : store.damagedRecordOf(n);
+    const held = st ? heldBy(load, ctx.specsDir, n, st.source) : [];
     const end = st?.finishedAt ? Date.parse(st.finishedAt) : now;
     rows.push({
       name: n,
@@ -97,9 +108,10 @@ export async function collectRows(ctx: Context, wanted: readonly string[] = [], 
       results: st?.resultsDir ?? '',
       status: st ?? null,
       ...(bad ? { damaged: bad } : {}),
+      ...(held.length ? { held } : {}),
     });
   }
-  return rows;
+  return { rows, load };
 }
 
 export function renderRows(rows: Row[], wide: boolean, headers = true): string {
@@ -192,7 +204,7 @@ async function runGetSets(ctx: Context, name: string | undefined, o: GetOptions)
 export async function runGet(ctx: Context, names: string[], o: GetOptions): Promise<number> {
   if (o.sets) return runGetSets(ctx, names[0], o);
   if (o.watch) return (require('./get-watch') as typeof GetWatch).watchRows(ctx, names, o, o.signal);
-  const rows = await collectRows(ctx, names, o.selector ?? []);
+  const { rows, load } = await collectView(ctx, names, o.selector ?? []);
   // kubectl: what was found is printed, and every name that was not is an error (exit 1).
   const found = new Set(rows.map((r) => r.name));
   const missing = [...new Set(names)].filter((n) => !found.has(n));
@@ -204,7 +216,9 @@ export async function runGet(ctx: Context, names: string[], o: GetOptions): Prom
   if (o.output === 'json') ctx.io.out(JSON.stringify(doc, null, 2) + '\n');
   else if (o.output === 'yaml') ctx.io.out(yamlOf(doc));
   else if (o.output === 'name') ctx.io.out(rows.map((r) => `attempt/${r.name}\n`).join(''));
-  else if (rows.length === 0) ctx.io.err('No attempts.\n');
-  else ctx.io.out(renderRows(rows, o.output === 'wide', o.headers !== false));
+  else if (rows.length > 0) ctx.io.out(renderRows(rows, o.output === 'wide', o.headers !== false));
+  // what a table cannot say (on stderr): spec errors holding attempts, an empty ("No attempts") or suspicious answer
+  const table = o.output !== 'json' && o.output !== 'yaml' && o.output !== 'name';
+  await (require('./get-notes') as typeof GetNotes).printNotes(ctx, rows, load, { names, selector: o.selector ?? [], table });
   return code;
 }
