@@ -42,7 +42,7 @@ export async function printNotes(
       if (first) ctx.io.err(`  ${r.name}: ${formatIssue(first)}${(r.held?.length ?? 0) > 1 ? ` (and ${(r.held?.length ?? 1) - 1} more)` : ''}\n`);
     }
   }
-  if (load.rootError) diag(ctx, 'warn', `${formatIssue(load.rootError)}; listing the records of the state folder alone`);
+  if (load.rootError) diag(ctx, 'warn', `${load.rootError.file}: ${load.rootError.message}; listing the records of the state folder alone`);
   const where = `instance "${ctx.instance}", state folder ${ctx.stateDir}, specs ${ctx.revision !== undefined ? `revision ${ctx.revision} (${ctx.specsDir})` : ctx.specsDir}`;
   if (rows.length === 0) {
     if (o.names.length) return; // each name not found was named already
