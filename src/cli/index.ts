@@ -84,6 +84,13 @@ function maxRunningOption(): Option {
   return new Option('--max-running <n>', 'attempts running at once').argParser(int('--max-running', 1)).default(n, `2 × CPUs, at least 2: ${n} here`);
 }
 
+/** `--timeout` of rerun, delete, regrade: how long a running controller is given to carry the command out. */
+function controllerTimeoutOption(): Option {
+  return new Option('--timeout <duration>', 'while a controller runs the instance: how long to wait for it to carry this out (e.g. 30s, 2m)')
+    .argParser(durationMs('--timeout'))
+    .default(60_000, '60s');
+}
+
 /** `--fail-on failed|infra|none` (reconcile --wait, wait): which outcomes make the exit code non-zero. */
 function failOnOption(lead: string): Option {
   return new Option(
@@ -350,6 +357,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     .description('a new run of finished attempts, same spec (earlier results stay)')
     .argument('[name...]', `attempts to re-run: ${NAME_FORMS}`)
     .option('-l, --selector <selector>', 'label selector, as for get', collect)
+    .addOption(controllerTimeoutOption())
     .action(async (args: string[], o, cmd: Command) => {
       const c = ctx(cmd);
       const names = await attemptsOf(c, args);
@@ -361,6 +369,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     .description('grade finished runs again (spec.grade), without running their attempts again; earlier grades stay')
     .argument('[name...]', `attempts to grade again: ${NAME_FORMS}`)
     .option('-l, --selector <selector>', 'label selector, as for get', collect)
+    .addOption(controllerTimeoutOption())
     .action(async (args: string[], o, cmd: Command) => {
       const c = ctx(cmd);
       const names = await attemptsOf(c, args);
@@ -372,6 +381,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     .description("remove attempts' engine resources now (results stay); not run again until the spec changes or rerun")
     .argument('[name...]', `attempts to delete: ${NAME_FORMS}`)
     .option('-l, --selector <selector>', 'label selector, as for get', collect)
+    .addOption(controllerTimeoutOption())
     .action(async (args: string[], o, cmd: Command) => {
       const c = ctx(cmd);
       const names = await attemptsOf(c, args);

@@ -4,7 +4,7 @@
  * `get`, `describe`, `/readyz`), `rerun` and `delete` carried out by the running controller.
  */
 import { expect } from 'chai';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
@@ -75,6 +75,24 @@ function controller(sb: Sandbox, ...args: string[]): Running {
       return exited;
     },
   };
+}
+
+/** `script` run by sh as a user types it, `berth` the built CLI, the sandbox's folders and instance from BERTH_*. */
+async function shell(sb: Sandbox, script: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const bin = path.join(sb.dir, 'bin');
+  await fs.mkdir(bin, { recursive: true });
+  await fs.writeFile(path.join(bin, 'berth'), `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} "$@"\n`, { mode: 0o755 });
+  const env = {
+    ...process.env,
+    PATH: `${bin}:${process.env.PATH ?? ''}`,
+    BERTH_SPECS: sb.specsDir,
+    BERTH_STATE: sb.stateDir,
+    BERTH_RESULTS_ROOT: sb.resultsRoot,
+    BERTH_INSTANCE: sb.instance,
+    BERTH_LOG_LEVEL: 'warn',
+  };
+  const r = spawnSync('sh', ['-c', script], { env, encoding: 'utf8', timeout: 90_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
 const count = (text: string, re: RegExp) => [...text.matchAll(new RegExp(re.source, 'g'))].length;
@@ -163,6 +181,69 @@ describe('a running controller and the commands beside it (real engine, built CL
       expect(g2.stderr).to.match(/^berth: warning: 2 attempts keep their last good spec/);
       expect(g2.stderr).not.to.include('  a: ');
       expect(count(ctl.log(), aErr)).to.equal(1);
+    } finally {
+      expect(await ctl.stop(), ctl.log()).to.equal(0);
+    }
+  });
+
+  it('rerun and delete while a controller runs: the controller carries them out and answers; a controller that does not take them is said so', async function () {
+    await sb.write('quick.yaml', sb.attempt('quick', 'echo $RANDOM > /results/out.txt'));
+    await sb.write('slow.yaml', sb.attempt('slow', 'echo started > /results/s.txt; sleep 300'));
+    const ctl = controller(sb);
+    try {
+      await waitFor(
+        'quick Succeeded, slow Running',
+        async () => (await sb.status('quick'))?.phase === 'Succeeded' && (await sb.status('slow'))?.phase === 'Running',
+        {
+          dirs: [path.join(sb.stateDir, sb.instance, 'attempts')],
+        },
+      );
+      const r = await shell(sb, 'berth rerun quick');
+      expect(r.code, r.stderr).to.equal(0);
+      expect(r.stdout).to.match(/^attempt\/quick rerun: run 2 (Running|Succeeded)\n$/);
+      expect(r.stderr).to.equal('1 attempt re-run\n');
+      await ctl.until(/info +rerun of quick asked by \S+ \(pid \d+ on /);
+      await waitFor('quick run 2 Succeeded', async () => (await sb.status('quick'))?.phase === 'Succeeded' || undefined, {
+        dirs: [path.join(sb.stateDir, sb.instance, 'attempts')],
+      });
+      await fs.access(path.join(sb.resultsRoot, 'quick', 'run-1', 'results', 'out.txt'));
+      await fs.access(path.join(sb.resultsRoot, 'quick', 'run-2', 'results', 'out.txt'));
+
+      // a running attempt is refused, as without a controller
+      const busy = await shell(sb, 'berth rerun slow');
+      expect([busy.code, busy.stdout, busy.stderr]).to.deep.equal([1, '', 'berth: slow: it is Running, not finished: only a finished attempt is re-run\n']);
+
+      const d = await shell(sb, 'berth delete slow');
+      expect(d.code, d.stderr).to.equal(0);
+      expect(d.stdout).to.match(/^attempt\/slow deleted \(stopped; removed 1 container; results stay in .*run-1\/results\)\n$/);
+      expect(d.stderr).to.equal('1 attempt deleted; not run again until the spec changes or berth rerun\n');
+      const left = await docker.listContainers({
+        all: true,
+        filters: JSON.stringify({ label: [`${LABELS.instance}=${sb.instance}`, `${LABELS.attempt}=slow`] }),
+      });
+      expect(left).to.have.length(0);
+      const st = await sb.status('slow');
+      expect([st?.phase, st?.reason, st?.deleted !== undefined]).to.deep.equal(['Failed', 'Deleted', true]);
+
+      // the requests folder is left empty: every request answered, every answer read
+      expect(await fs.readdir(path.join(sb.stateDir, sb.instance, 'requests'))).to.deep.equal([]);
+
+      // a controller that does not take the request (stopped by SIGSTOP): the command gives up and says so
+      ctl.child.kill('SIGSTOP');
+      try {
+        const stuck = await shell(sb, 'berth rerun slow --timeout 2s');
+        expect([stuck.code, stuck.stdout]).to.deep.equal([1, '']);
+        expect(stuck.stderr).to.match(
+          /^berth: the controller \(pid \d+ on \S+\) runs instance "[^"]+" but did not take the rerun in 2 s; nothing was done\. Is it stuck\? Its log says; try again with a longer --timeout, or stop it \(SIGTERM\) and run berth rerun again\n$/,
+        );
+        expect(await fs.readdir(path.join(sb.stateDir, sb.instance, 'requests'))).to.deep.equal([]);
+      } finally {
+        ctl.child.kill('SIGCONT');
+      }
+      // and the deleted attempt comes back with rerun, through the controller
+      const back = await shell(sb, 'berth rerun slow');
+      expect(back.code, back.stderr).to.equal(0);
+      expect(back.stdout).to.match(/^attempt\/slow rerun: run 2 Running\n$/);
     } finally {
       expect(await ctl.stop(), ctl.log()).to.equal(0);
     }
