@@ -178,9 +178,9 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
   const done = (p: Promise<number>) => p.then(setExit);
   // Names as every command takes them (names.ts): NAME, attempt/NAME, set/NAME. Undefined when
   // one stood for nothing (said on stderr; exit 1): such a command acts on none of them.
-  const attemptsOf = async (c: Context, args: string[]): Promise<string[] | undefined> => {
+  const attemptsOf = async (c: Context, args: string[], o: { harvested?: boolean } = {}): Promise<string[] | undefined> => {
     const resolve = require('./commands/resolve') as typeof ResolveCmd;
-    const r = await resolve.resolveAttempts(c, args);
+    const r = await resolve.resolveAttempts(c, args, o);
     if (resolve.reportMissing(c, r)) {
       setExit(EXIT.failed);
       return undefined;
@@ -448,9 +448,11 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     .option('--tail <n>', 'only the last n lines', int('--tail', 0))
     .action(async (args: string[], o: LogsCmd.LogsOptions & { selector?: string[] }, cmd: Command) => {
       const c = ctx(cmd);
-      const names = await attemptsOf(c, args);
+      // an attempt whose spec (and record) is gone still has its harvested logs
+      const names = await attemptsOf(c, args, { harvested: true });
       if (!names) return;
-      const chosen = await (require('./commands/choose') as typeof ChooseCmd).chooseAttempts(c, 'logs', names, o.selector);
+      if (names.length && o.selector?.length) throw new UsageError('logs: give names or -l, not both');
+      const chosen = names.length ? [] : await (require('./commands/choose') as typeof ChooseCmd).chooseAttempts(c, 'logs', names, o.selector);
       if (typeof chosen === 'number') return setExit(chosen);
       // in the order given (a set's children in expansion order), not chooseAttempts' sorted one
       const order = names.length ? names : chosen.map((r) => r.name);
