@@ -7,7 +7,7 @@ import { Argument, Command, CommanderError, InvalidArgumentError, Option } from 
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { BACKENDS } from '../backend/types';
-import { CONTRACT_VERSION, DEFAULTS, EXIT, FAIL_ON, SIGNAL_EXIT } from '../constants';
+import { DEFAULTS, EXIT, FAIL_ON, SIGNAL_EXIT } from '../constants';
 import { DURATION_SYNTAX, parseDuration } from '../util/duration';
 import type * as CleanCmd from './commands/clean';
 import type * as Completion from './completion';
@@ -24,6 +24,7 @@ import type * as UnlockCmd from './commands/unlock';
 import type * as ValidateCmd from './commands/validate';
 import type * as WaitCmd from './commands/wait';
 import type * as RerunCmd from './commands/rerun';
+import type * as VersionCmd from './commands/version';
 import type * as RegradeCmd from './commands/regrade';
 import type * as DeleteCmd from './commands/delete';
 import type * as ResolveCmd from './commands/resolve';
@@ -479,11 +480,10 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
 
   program
     .command('version')
-    .description("berth's version")
-    .addOption(new Option('-o, --output <format>', 'json: {version, node, contract}').choices(['json']))
-    .action((o: { output?: 'json' }) => {
-      if (o.output === 'json') io.out(`${JSON.stringify({ version: version(), node: process.version, contract: CONTRACT_VERSION })}\n`);
-      else io.out(`berth ${version()} (node ${process.version}; contract v${CONTRACT_VERSION})\n`);
+    .description("berth's version and the engine's")
+    .addOption(new Option('-o, --output <format>', 'json: {version, node, contract, engine}').choices(['json']))
+    .action(async (o: { output?: 'json' }, cmd: Command) => {
+      await done((require('./commands/version') as typeof VersionCmd).runVersion(ctx(cmd), version(), o));
     });
 
   program
