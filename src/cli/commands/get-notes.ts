@@ -93,7 +93,11 @@ async function sameAs(ctx: Context, binding: Binding): Promise<boolean> {
 async function engineLook(ctx: Context): Promise<{ attempts: number; binding?: Binding; holder?: EngineLockInfo } | undefined> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<undefined>((resolve) => {
-    timer = setTimeout(() => resolve(undefined), ENGINE_LOOK_MS);
+    timer = setTimeout(() => {
+      // the calls in flight are given up: get ends now, not at --engine-timeout
+      ctx.engine().abandon?.('get does not wait longer');
+      resolve(undefined);
+    }, ENGINE_LOOK_MS);
     timer.unref();
   });
   const look = (async () => {

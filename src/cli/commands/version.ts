@@ -26,7 +26,11 @@ export async function runVersion(ctx: Context, berth: string, o: { output?: 'jso
 async function engineVersion(ctx: Context): Promise<EngineVersion> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<EngineVersion>((resolve) => {
-    timer = setTimeout(() => resolve({ error: `no answer in ${ENGINE_WAIT_MS / 1000} s` }), ENGINE_WAIT_MS);
+    timer = setTimeout(() => {
+      // the call in flight is given up: the command ends now, not at --engine-timeout
+      ctx.engine().abandon?.('berth version does not wait longer');
+      resolve({ error: `no answer in ${ENGINE_WAIT_MS / 1000} s` });
+    }, ENGINE_WAIT_MS);
   });
   try {
     return await Promise.race([
