@@ -7,6 +7,7 @@ import { expect } from 'chai';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
 import path from 'node:path';
 import { LABELS } from '../../src/constants';
 import { docker, requireEngine } from '../support/engine';
@@ -240,6 +241,13 @@ describe('a running controller and the commands beside it (real engine, built CL
       } finally {
         ctl.child.kill('SIGCONT');
       }
+      // another state folder than the controller's: the command says which to give
+      const other = path.join(sb.dir, 'other-state');
+      const elsewhere = await shell(sb, `BERTH_STATE=${other} berth rerun quick`);
+      expect([elsewhere.code, elsewhere.stdout]).to.deep.equal([1, '']);
+      expect(elsewhere.stderr).to.equal(
+        `berth: a controller runs instance "${sb.instance}" with state folder ${sb.stateDir} (berth reconcile, pid ${ctl.child.pid} on ${os.hostname()}): give --state ${sb.stateDir} and berth asks it to do this\n`,
+      );
       // and the deleted attempt comes back with rerun, through the controller
       const back = await shell(sb, 'berth rerun slow');
       expect(back.code, back.stderr).to.equal(0);

@@ -11,6 +11,7 @@
  * reconciles those attempts and answers; the command waits `--timeout` for the answer. When the
  * controller stops before taking the request, the command does it itself.
  */
+import path from 'node:path';
 import { EXIT, REASONS } from '../../constants';
 import { reconcilePass } from '../../controller/pass';
 import { MARKS, needsCatchUp } from '../../controller/marks';
@@ -46,6 +47,7 @@ export async function markAndPass(ctx: Context, command: RequestCommand, rows: R
     return { code: EXIT.failed, acted: [], ops: new Map() };
   }
   const controller = await runningController(ctx, engine);
+  if (controller === 'elsewhere') return { code: EXIT.failed, acted: [], ops: new Map() };
   if (controller) {
     const asked = await askController(ctx, engine, controller, command, rows, o.timeoutMs ?? 60_000);
     if (asked !== 'gone') return asked;
@@ -54,16 +56,27 @@ export async function markAndPass(ctx: Context, command: RequestCommand, rows: R
   return markHere(ctx, engine, command, rows);
 }
 
-/** The instance's controller, when one runs it with this state folder (see the header). */
-async function runningController(ctx: Context, engine: Engine): Promise<EngineLockInfo | undefined> {
+/**
+ * The instance's controller, when one runs it with this state folder (see the header);
+ * 'elsewhere' (said on stderr) when one runs it with another state folder: its records are
+ * there, and so must the request be.
+ */
+async function runningController(ctx: Context, engine: Engine): Promise<EngineLockInfo | 'elsewhere' | undefined> {
   const holder = await readEngineLock(engine, ctx.instance).catch(() => undefined);
   if (!holder || holder.command !== 'reconcile') return undefined;
   const self = await currentProcess();
   if ((await liveness(holder, self)) === 'dead') return undefined;
   // Its lock file is in this state folder (its path may differ: a controller in a container).
   const file = await readLockFile(ctx.stateDir, ctx.instance).catch(() => undefined);
-  if (!file || (await liveness(file, self)) === 'dead') return undefined;
-  return holder;
+  if (file && (await liveness(file, self)) !== 'dead') return holder;
+  if (file || path.resolve(holder.stateDir) === ctx.stateDir) return undefined;
+  diag(
+    ctx,
+    'error',
+    `a controller runs instance "${ctx.instance}" with state folder ${holder.stateDir} (berth reconcile, pid ${holder.pid} on ${holder.hostname}): ` +
+      `give --state ${holder.stateDir} and berth asks it to do this`,
+  );
+  return 'elsewhere';
 }
 
 async function askController(
