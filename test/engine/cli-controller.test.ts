@@ -256,4 +256,20 @@ describe('a running controller and the commands beside it (real engine, built CL
       expect(await ctl.stop(), ctl.log()).to.equal(0);
     }
   });
+
+  it('regrade while a controller runs: carried out by the controller, the new grade graded', async function () {
+    await sb.write('g.yaml', sb.attempt('g', 'echo done > /results/out.txt', "  grade:\n    command: [sh, -c, 'exit 0']\n"));
+    const ctl = controller(sb);
+    const graded = async (k: number) => ((await sb.status('g'))?.grades ?? []).filter((x) => x.state === 'graded').length >= k || undefined;
+    try {
+      await waitFor('grade 1', () => graded(1), { dirs: [path.join(sb.stateDir, sb.instance, 'attempts')] });
+      const r = await shell(sb, 'berth regrade g');
+      expect(r.code, r.stderr).to.equal(0);
+      expect(r.stdout).to.match(/^attempt\/g regrade: grade 2 of run 1 (grading|graded)\n$/);
+      await ctl.until(/info +regrade of g asked by /);
+      await waitFor('grade 2', () => graded(2), { dirs: [path.join(sb.stateDir, sb.instance, 'attempts')] });
+    } finally {
+      expect(await ctl.stop(), ctl.log()).to.equal(0);
+    }
+  });
 });
