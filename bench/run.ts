@@ -22,7 +22,8 @@
  *   BENCH_TENK_SPECS   specs of the ten-thousand workload, 50 of them running (default 10,000)
  *   BENCH_AB           label=[node@]path/to/bin/berth.js: another build in the fleet and completion
  *                      workloads (an A/B in one run; on this Node, or on the node named)
- *   BENCH_ONLY         comma list of cold,drop,noop,resources,report,harvest,grade,sets,completion,git,swarm,fleet,tenk: a partial run, written to
+ *   BENCH_FIXTURE_FILES files of the fixture-plan workload's generated repository (default 5,000, ~150 MB)
+ *   BENCH_ONLY         comma list of cold,drop,noop,resources,report,harvest,grade,credentials,sets,completion,git,swarm,fleet,tenk,fixture-plan: a partial run, written to
  *                      bench/results/partial.*.tmp instead of latest.*
  *   BENCH_PROFILE=1    also take CPU profiles (untimed extra runs under `node --cpu-prof`: berth's
  *                      cold start and clean of 50, a no-op pass at the largest size in-process and
@@ -47,7 +48,9 @@ import { coldRounds, profileColdBerth, type ColdSamples } from './workloads/cold
 import { renderProfile, summarizeProfile, type ProfileSummary } from './lib/profile';
 import { controllerAt1000, dropToRunning, profileController, type ControllerAt1000, type DropSamples } from './workloads/controller';
 import { gradeRounds, type GradeSamples } from './workloads/grade';
+import { fixturePlanRounds, type FixturePlanSamples } from './workloads/fixture-plan';
 import { harvestRounds, type HarvestSamples } from './workloads/harvest';
+import { credentialRounds, type CredentialSamples } from './workloads/credentials';
 import { noopScales, type NoopResult } from './workloads/noop';
 import { reportBench, type ReportSamples } from './workloads/report';
 import { setRounds, type SetSamples } from './workloads/sets';
@@ -63,8 +66,12 @@ const TARGETS = {
   teardownVsFloor: 1.15,
   /** The harvest of 100,000 files against the engine's archive of the folder plus a plain walk. */
   harvestVsFloor: 1.5,
+  /** A credentialed request through the egress proxy (plain HTTP in, verified TLS out) against a direct TLS call: added ms per request. */
+  credentialAddedMs: 5,
   /** A run's export plus its grade against the engine's archive of workingDir plus a fresh container with the changes copied in (issue 36). */
   gradeVsFloor: 1.2,
+  /** `plan`'s spec load over a large unchanged fixture, in a new process's state, against a plain stat walk of its files (issue 39). */
+  fixturePlanVsWalk: 1.2,
   dropOverheadMs: 150,
   rssMb: 150,
   /** "~0 CPU idle": at most 1% of one core. */
@@ -166,6 +173,7 @@ interface Results {
   at1000?: ControllerAt1000;
   clean1000Ms?: number;
   harvest?: HarvestSamples;
+  credentials?: CredentialSamples;
   grade?: GradeSamples;
   report?: ReportSamples;
   sets?: SetSamples;
@@ -174,6 +182,7 @@ interface Results {
   swarm?: SwarmSamples;
   fleet?: FleetSamples;
   tenk?: TenkSamples;
+  fixturePlan?: FixturePlanSamples;
 }
 
 /** Specs from git: commit → running by polling and by webhook, and what a no-op poll costs. */
@@ -478,6 +487,21 @@ function harvestRows(h: HarvestSamples, rows: Row[]): void {
   });
 }
 
+function credentialRows(c: CredentialSamples, rows: Row[]): void {
+  const added = c.berth.map((b, i) => b - (c.direct[i] as number));
+  const a = summarize(added);
+  rows.push({
+    id: 'credential-proxy',
+    workload: `One request with an injected credential, each on a fresh connection: plain HTTP through berth's egress proxy, which opens verified TLS to the upstream and sets the header (median of ${c.requests} a round; p95 ${fmtMs(summarize(c.berthP95).median)})`,
+    berth: spread(summarize(c.berth)),
+    reference: `a direct TLS call to the same upstream, header set by the client (p95 ${fmtMs(summarize(c.directP95).median)}); added by the proxy: ${fmtMs(a.median)} (${fmtMs(a.min)}–${fmtMs(a.max)})`,
+    refValue: spread(summarize(c.direct)),
+    ratio: pairedRatio(c.berth, c.direct),
+    target: `≤ +${TARGETS.credentialAddedMs} ms`,
+    verdict: verdictOf(a.median <= TARGETS.credentialAddedMs),
+  });
+}
+
 function gradeRows(g: GradeSamples, rows: Row[]): void {
   const r = pairedRatio(g.berth, g.floor);
   const med = (xs: number[]) => fmtMs(summarize(xs).median);
@@ -491,6 +515,21 @@ function gradeRows(g: GradeSamples, rows: Row[]): void {
     target: `≤ ${TARGETS.gradeVsFloor}×`,
     verdict: verdictOf(r.median <= TARGETS.gradeVsFloor),
     chart: { label: 'export + grade vs archive + fresh container', target: TARGETS.gradeVsFloor },
+  });
+}
+
+function fixturePlanRows(f: FixturePlanSamples, rows: Row[]): void {
+  const r = pairedRatio(f.berth, f.floor);
+  rows.push({
+    id: 'fixture-plan',
+    workload: `\`plan\`'s spec load over an unchanged ${f.files.toLocaleString('en')}-file fixture (${(f.bytes / 2 ** 20).toFixed(0)} MiB), nothing kept in memory, digests kept on disk (${f.reads} files read; the first load, every file hashed: ${fmtMs(f.firstMs)})`,
+    berth: spread(summarize(f.berth)),
+    reference: 'a plain stat walk of the same tree: readdirSync + lstatSync of every entry (floor)',
+    refValue: spread(summarize(f.floor)),
+    ratio: r,
+    target: `≤ ${TARGETS.fixturePlanVsWalk}×`,
+    verdict: verdictOf(r.median <= TARGETS.fixturePlanVsWalk && f.reads === 0),
+    chart: { label: 'plan over a large unchanged fixture vs stat walk', target: TARGETS.fixturePlanVsWalk },
   });
 }
 
@@ -645,7 +684,25 @@ async function main(): Promise<void> {
   const want = (w: string) => !only || only.has(w);
   if (only)
     for (const w of only)
-      if (!['cold', 'drop', 'noop', 'resources', 'report', 'harvest', 'grade', 'sets', 'completion', 'git', 'swarm', 'fleet', 'tenk'].includes(w))
+      if (
+        ![
+          'cold',
+          'drop',
+          'noop',
+          'resources',
+          'report',
+          'harvest',
+          'grade',
+          'credentials',
+          'sets',
+          'completion',
+          'git',
+          'swarm',
+          'fleet',
+          'tenk',
+          'fixture-plan',
+        ].includes(w)
+      )
         throw new Error(`BENCH_ONLY: unknown workload ${w}`);
   if (want('resources') && !want('noop')) throw new Error('BENCH_ONLY: resources needs noop (the controller watches its attempts)');
 
@@ -757,10 +814,15 @@ async function main(): Promise<void> {
       res.swarm = await swarmWorkload(run, envInt('BENCH_SWARM_DROPS', 5), swSizes, Math.min(rounds, 3), log);
     }
     if (want('harvest')) res.harvest = await harvestRounds(engine, run, envInt('BENCH_HARVEST_FILES', 100_000), rounds, log);
+    if (want('credentials')) {
+      log('the egress proxy with an injected credential: plain HTTP through it to a TLS upstream, against a direct TLS call');
+      res.credentials = await credentialRounds(rounds, envInt('BENCH_CRED_REQUESTS', 200, 10), log);
+    }
     if (want('grade')) {
       res.grade = await gradeRounds(engine, run, envInt('BENCH_GRADE_FILES', 2000, 200), rounds, log, profileDir);
       if (res.grade.profile) res.profiles.push({ title: 'export + grade of one attempt, in-process (one berth round)', file: res.grade.profile });
     }
+    if (want('fixture-plan')) res.fixturePlan = await fixturePlanRounds(await run.dir('fixture-plan'), envInt('BENCH_FIXTURE_FILES', 5000, 100), rounds, log);
     if (want('report')) {
       log('the fleet report of 1,000 attempts: size, time to make it, first paint in headless chromium');
       res.report = await reportBench(rounds, log);
@@ -787,6 +849,8 @@ async function main(): Promise<void> {
   if (res.at1000) resourceRows(res.at1000, rows);
   if (res.harvest) harvestRows(res.harvest, rows);
   if (res.grade) gradeRows(res.grade, rows);
+  if (res.fixturePlan) fixturePlanRows(res.fixturePlan, rows);
+  if (res.credentials) credentialRows(res.credentials, rows);
   if (res.report) reportRows(res.report, rows);
   if (res.sets) setRows(res.sets, rows);
   if (res.completion) completionRows(res.completion, rows);
@@ -866,6 +930,7 @@ async function main(): Promise<void> {
       cleanMaxMs: res.clean1000Ms,
       harvest: res.harvest,
       grade: res.grade,
+      credentials: res.credentials,
       report: res.report,
       sets: res.sets,
       completion: res.completion,

@@ -287,9 +287,9 @@ export async function gradeRounds(
         workingDir: d.workingDir,
         owner: d.owner,
       });
-      const body = input.archive.body();
-      if (!Buffer.isBuffer(body)) for await (const _ of body) void _;
-      await input.archive.dispose();
+      const packing = input.pack();
+      for await (const _ of packing.body) void _;
+      await packing.done;
     });
     for (const op of gradeOps(d, true, 'bench')) await timed(op.type, () => executor.runAction({ attempt: name, kind: 'grade', summary: 'trace', ops: [op] }));
     const id = (await store.get(name))?.grades?.find((g) => g.k === k)?.containerId as string;

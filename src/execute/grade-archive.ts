@@ -4,8 +4,8 @@
  * (`run-<n>/workspace/`: `deleted` applied, files from `files/`, links from their targets) less
  * every path `protect` matches (those keep the fixture's content: a protected path the attempt
  * added is dropped, one it deleted is kept), then grade.fixture over all. The tree is composed
- * first (paths and where each comes from: no bytes held), then packed, each file read only now,
- * with no link followed, spooled to a temp file past 8 MiB (archive.ts).
+ * first (paths and where each comes from: no bytes held), then packed as the engine reads it,
+ * each file read only then, with no link followed.
  *
  * Everything the export lists was named by the attempt: a path that is absolute, empty, holds
  * `.` or `..` or NUL, lies under a link, or a link whose target leaves workingDir, is left out
@@ -13,12 +13,12 @@
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import picomatch from 'picomatch';
 import { pack, type Pack } from 'tar-stream';
 import { DEFAULTS } from '../constants';
 import { isCode } from '../status/atomic-file';
 import { atFd, componentsBelow, openDirAt, openDirBelow, openFileAt, openFileBelow, UnsafePathError } from '../util/no-follow';
-import { spoolArchive, type Archive } from './archive';
 import type { ChangedEntry, WorkspaceChanges } from './workspace-types';
 
 type Source = { from: 'tree'; root: string; rel: string } | { from: 'files'; root: string; rel: string };
@@ -36,7 +36,8 @@ interface Node {
 
 /** What the grader was given, for its grade record. */
 export interface GradeInput {
-  archive: Archive;
+  /** Packs the archive (again at each call: a copy tried again gets it whole). */
+  pack(): PackedInput;
   workspace: 'exported' | 'truncated' | 'missing';
   /** Changes left out (protected, unsafe), in words; at most MAX_NOTES, then a count. */
   notes: string[];
@@ -307,36 +308,80 @@ async function fileBody(p: Pack, header: Parameters<Pack['entry']>[0], src: Sour
   }
 }
 
-/** Packs `tree` into a tar landing in `workingDir`, owned by `uid:gid`. */
-async function packTree(tree: Map<string, Node>, workingDir: string, uid: number, gid: number): Promise<Archive> {
-  const p = pack();
-  const done = spoolArchive(p, DEFAULTS.fixtureSpoolBytes);
-  const folders = new Folders();
-  try {
-    const base = workingDir.replace(/^\/+/, '');
-    const upper = base.split('/').slice(0, -1);
-    for (let i = 1; i <= upper.length; i++) await entry(p, { name: upper.slice(0, i).join('/') + '/', type: 'directory', mode: 0o755 });
-    await entry(p, { name: base + '/', type: 'directory', mode: 0o755, uid, gid });
-    const own = { uid, gid };
-    for (const k of [...tree.keys()].sort()) {
-      const n = tree.get(k) as Node;
-      const name = `${base}/${k}`;
-      if (n.type === 'dir') await entry(p, { name: name + '/', type: 'directory', mode: n.mode, ...own });
-      else if (n.type === 'link') await entry(p, { name, type: 'symlink', linkname: n.target as string, mode: n.mode, ...own });
-      else await fileBody(p, { name, type: 'file', mode: n.mode, ...own }, n.src as Source, folders);
-    }
-    await folders.close();
-    p.finalize();
-  } catch (err) {
-    await folders.close().catch(() => undefined);
-    p.destroy(err as Error);
-    await done.then(
-      (a) => a.dispose(),
-      () => undefined,
-    );
-    throw err;
+/**
+ * The grader's archive as it is packed: `body` streams the tar while the files are read (the
+ * engine extracts while berth reads: no temp file, and memory bounded by the stream's buffer);
+ * `done` settles when the packing ends, rejected with why it could not go on (a path that is
+ * no longer safe to read: the body then ends with that error, and the grader must not start);
+ * `stop()` ends the packing early for a reader that gave up (what is still packed is read to
+ * nowhere, so no entry is left half-written).
+ */
+export interface PackedInput {
+  body: Readable;
+  done: Promise<void>;
+  stop(): void;
+}
+
+/** The size of the chunks the packed archive is sent in. */
+const BODY_CHUNK_BYTES = 256 * 1024;
+
+/** `src`'s bytes in chunks of at least `size` (the last one smaller). */
+async function* coalesced(src: AsyncIterable<Buffer>, size: number): AsyncGenerator<Buffer> {
+  let held: Buffer[] = [];
+  let bytes = 0;
+  for await (const c of src) {
+    held.push(c);
+    bytes += c.length;
+    if (bytes < size) continue;
+    yield Buffer.concat(held, bytes);
+    held = [];
+    bytes = 0;
   }
-  return done;
+  if (bytes) yield Buffer.concat(held, bytes);
+}
+
+/** Packs `tree` into a tar landing in `workingDir`, owned by `uid:gid`, as it is read. */
+function packTree(tree: Map<string, Node>, workingDir: string, uid: number, gid: number): PackedInput {
+  const p = pack();
+  // tar-stream's pack is a streamx stream: given to the engine as a Node stream, pulled (its
+  // back-pressure kept), in chunks of BODY_CHUNK_BYTES (the pack's own are a 512-byte header, a body, its padding)
+  const body = Readable.from(coalesced(p as AsyncIterable<Buffer>, BODY_CHUNK_BYTES), { objectMode: false });
+  let stopped = false;
+  const folders = new Folders();
+  const done = (async () => {
+    try {
+      const base = workingDir.replace(/^\/+/, '');
+      const upper = base.split('/').slice(0, -1);
+      for (let i = 1; i <= upper.length; i++) await entry(p, { name: upper.slice(0, i).join('/') + '/', type: 'directory', mode: 0o755 });
+      await entry(p, { name: base + '/', type: 'directory', mode: 0o755, uid, gid });
+      const own = { uid, gid };
+      for (const k of [...tree.keys()].sort()) {
+        if (stopped) break;
+        const n = tree.get(k) as Node;
+        const name = `${base}/${k}`;
+        if (n.type === 'dir') await entry(p, { name: name + '/', type: 'directory', mode: n.mode, ...own });
+        else if (n.type === 'link') await entry(p, { name, type: 'symlink', linkname: n.target as string, mode: n.mode, ...own });
+        else await fileBody(p, { name, type: 'file', mode: n.mode, ...own }, n.src as Source, folders);
+      }
+      p.finalize();
+    } catch (err) {
+      // the reader gave up (and ended the pack): whatever this is, the copy's own error says why
+      if (stopped || body.destroyed) return;
+      // no entry is in flight here (each is awaited): the pack ends with the error, and so does the body
+      p.destroy(err as Error);
+      throw err;
+    } finally {
+      await folders.close().catch(() => undefined);
+    }
+  })();
+  return {
+    body,
+    done,
+    stop() {
+      stopped = true;
+      body.resume();
+    },
+  };
 }
 
 /**
@@ -358,6 +403,9 @@ export async function graderArchive(g: {
   const changes = await readChanges(g.runDir);
   const { tree, notes } = compose(fixture, changes, g.protect, gradeFixture, path.join(g.runDir, 'workspace', 'files'));
   const owner = g.owner ?? { uid: 0, gid: 0 };
-  const archive = await packTree(tree, g.workingDir, owner.uid, owner.gid);
-  return { archive, workspace: !changes ? 'missing' : changes.truncated ? 'truncated' : 'exported', notes };
+  return {
+    pack: () => packTree(tree, g.workingDir, owner.uid, owner.gid),
+    workspace: !changes ? 'missing' : changes.truncated ? 'truncated' : 'exported',
+    notes,
+  };
 }

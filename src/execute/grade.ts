@@ -21,8 +21,10 @@ import { assertFoldersBelow, atFd, componentsBelow, mkdirBelow, openDirBelow } f
 import { containerHolder } from './conflict';
 import { iso, type ExecContext } from './context';
 import { imageProvenance } from './image-provenance';
+import { DEFAULT_CAPS } from './manifest';
 import { graderArchive } from './grade-archive';
 import { DEFAULT_LIMITS, saveLog } from './harvest';
+import { withLateOom } from './late-oom';
 import { DONE, outcomeOf } from './outcome';
 import { resultsBase } from './run-folder';
 import { readScore } from './score';
@@ -139,13 +141,22 @@ export async function copyInGrader(x: ExecContext, a: AttemptAction, d: DesiredG
     const why = err instanceof Error ? err.message : String(err);
     return { type: 'unsafe-path', message: `its input could not be made: ${why}`, containerId: id };
   }
+  // packed as the engine reads it; a packing that cannot go on ends the copy, and the grader never starts
+  const packing = input.pack();
+  let copyError: unknown;
   try {
-    await x.deps.engine.containers.putArchive(id, '/', input.archive.body());
+    await x.deps.engine.containers.putArchive(id, '/', packing.body);
   } catch (err) {
-    return outcomeOf(err, id);
-  } finally {
-    await input.archive.dispose();
+    copyError = err;
+    packing.stop();
   }
+  try {
+    await packing.done;
+  } catch (err) {
+    const why = err instanceof Error ? err.message : String(err);
+    return { type: 'unsafe-path', message: `its input could not be made: ${why}`, containerId: id };
+  }
+  if (copyError !== undefined) return outcomeOf(copyError, id);
   const { workspace, notes } = input;
   await x.records.update(a, (r) => withGrade(r, d.run, d.k, (g) => ({ ...g, workspace, ...(notes.length ? { notes } : {}) })));
   return DONE;
@@ -169,7 +180,8 @@ export async function startGrader(x: ExecContext, a: AttemptAction, d: DesiredGr
     withGrade(r, d.run, d.k, (g) => ({
       ...g,
       containerId: details.id,
-      ...(details.imageId ? { imageId: details.imageId } : {}),
+      // the id the engine names the image by (a swarm task reports its service's reference: inspected to its id)
+      ...(prov?.id || details.imageId ? { imageId: prov?.id || details.imageId } : {}),
       ...(prov?.repoDigests.length ? { repoDigests: prov.repoDigests } : {}),
       startedAt: iso(startedMs),
       ...(deadline !== null ? { deadlineAt: iso(startedMs + deadline * 1000) } : {}),
@@ -216,7 +228,7 @@ export async function finishGrade(x: ExecContext, a: AttemptAction, op: Extract<
       if (!isNotFound(err)) throw err;
     }
   }
-  const st = details?.runState;
+  const st = details && !op.forced ? await withLateOom(x.deps.engine, details.id, details.runState, x.deps.signal) : details?.runState;
   const exited = st && !st.running && engineTime(st.startedAt) !== undefined;
   const gradeDir = path.dirname(g.resultsDir);
   const notes = [...(g.notes ?? [])];
@@ -226,7 +238,8 @@ export async function finishGrade(x: ExecContext, a: AttemptAction, op: Extract<
   const collect = x.deps.engine.containers.collect?.bind(x.deps.engine.containers);
   if (collect && base && op.id && details) {
     await assertFoldersBelow(base, g.resultsDir);
-    await collect(op.id, g.resultsDir);
+    // within the default caps, streamed: a grader's results are bounded as a run's (a swarm node's collect)
+    await collect(op.id, g.resultsDir, DEFAULT_CAPS);
   }
   let end: Partial<GradeRecord>;
   if (op.forced) end = { state: op.forced.state, reason: op.forced.reason, message: op.forced.message };

@@ -25,6 +25,7 @@ import type { FixtureEntry } from '../spec/fixture-scan';
 import type { WorkspaceExportSpec } from '../spec/types';
 import { isCode, readJsonFile, syncDir, writeFileAtomic } from '../status/atomic-file';
 import { openFileBelow } from '../util/no-follow';
+import { runBounded } from '../util/pool';
 import { collectChanges, type Collected } from './workspace-tar';
 import { readCapped, writePatch, type PatchFile } from './workspace-patch';
 import type { WorkspaceChanges } from './workspace-types';
@@ -90,7 +91,8 @@ export async function exportWorkspace(engine: Engine, runDir: string, containerI
     });
     const binary = await patchOf(temp, filesDir, base, got, index);
     // the files get their modes once read for the patch (one without read permission could not be)
-    for (const w of got.written) await fsp.chmod(path.join(filesDir, w.path), w.mode);
+    const modes = await runBounded(got.written, 16, (w) => fsp.chmod(path.join(filesDir, w.path), w.mode));
+    for (const m of modes) if (m.status === 'rejected') throw m.reason;
     const mark = <T extends { path: string; type: string }>(e: T): T => (binary.has(e.path) && e.type === 'file' ? { ...e, binary: true } : e);
     const changes: WorkspaceChanges = {
       version: 1,

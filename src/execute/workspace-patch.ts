@@ -6,7 +6,8 @@
  * in), are named at the top of the patch (`Binary files a/p and b/p differ`, lines both tools
  * skip); their bytes are in files/. A mode change of such a file still gets its own
  * `old mode`/`new mode` section. Links and folders are in changes.json only.
- * One file pair at a time is held in memory, each at most the text-diff cap.
+ * A few file pairs are held in memory (the one diffed and those read ahead), each side at most
+ * the text-diff cap.
  */
 import { isUtf8 } from 'node:buffer';
 import { promises as fsp } from 'node:fs';
@@ -52,8 +53,22 @@ export async function writePatch(out: fsp.FileHandle, bodyFile: string, changes:
   const body = await fsp.open(bodyFile, 'wx', 0o600);
   try {
     const order = [...changes].sort((a, b) => rank(a) - rank(b) || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-    for (const c of order) {
-      const section = await sectionOf(c, src, binary, named);
+    // the next READ_AHEAD files' two sides are read while this one is diffed (reads wait on the disk, diffs on the CPU)
+    const reads: (Promise<Sides> | undefined)[] = [];
+    const read = (i: number): Promise<Sides> => {
+      let r = reads[i];
+      if (!r) {
+        r = sidesOf(order[i] as PatchFile, src);
+        r.catch(() => undefined); // awaited in its turn; one that fails before then is not unhandled
+        reads[i] = r;
+      }
+      return r;
+    };
+    for (let i = 0; i < order.length; i++) {
+      for (let j = i + 1; j < Math.min(order.length, i + 1 + READ_AHEAD); j++) void read(j);
+      const sides = await read(i);
+      reads[i] = undefined;
+      const section = sectionOf(order[i] as PatchFile, sides, binary, named);
       if (section) await body.write(section);
     }
   } finally {
@@ -72,7 +87,25 @@ export async function writePatch(out: fsp.FileHandle, bodyFile: string, changes:
 
 const rank = (c: PatchFile): number => (c.newMode === undefined ? 0 : 1);
 
-async function sectionOf(c: PatchFile, src: PatchSources, binary: Set<string>, named: string[]): Promise<string | undefined> {
+/** Files whose two sides are read ahead of the one diffed (each side at most the text-diff cap in memory). */
+const READ_AHEAD = 8;
+
+/** A change's two sides: absent when not needed (mode only) or not to be had. */
+interface Sides {
+  oldText: Buffer | undefined;
+  newText: Buffer | undefined;
+}
+
+async function sidesOf(c: PatchFile, src: PatchSources): Promise<Sides> {
+  if (!c.content) return { oldText: undefined, newText: undefined };
+  const [oldText, newText] = await Promise.all([
+    c.oldMode === undefined ? Buffer.alloc(0) : src.before(c.path),
+    c.newMode === undefined ? Buffer.alloc(0) : src.after(c.path),
+  ]);
+  return { oldText, newText };
+}
+
+function sectionOf(c: PatchFile, { oldText, newText }: Sides, binary: Set<string>, named: string[]): string | undefined {
   const a = `a/${c.path}`;
   const b = `b/${c.path}`;
   const isCreate = c.oldMode === undefined;
@@ -82,8 +115,6 @@ async function sectionOf(c: PatchFile, src: PatchSources, binary: Set<string>, n
   const modeOnly = (): string | undefined =>
     !isCreate && !isDelete && oldMode !== newMode ? formatPatch({ ...base(a, b), isGit: true, oldMode, newMode, hunks: [] }) : undefined;
   if (!c.content) return modeOnly();
-  const oldText = isCreate ? Buffer.alloc(0) : await src.before(c.path);
-  const newText = isDelete ? Buffer.alloc(0) : await src.after(c.path);
   const name = () => named.push(`Binary files ${isCreate ? '/dev/null' : a} and ${isDelete ? '/dev/null' : b} differ\n`);
   if (!oldText || !newText) {
     name();

@@ -18,6 +18,8 @@ export interface ContractHarness {
   name(tag: string): string;
   /** Resolves once the container (started with `sh -c 'exit <code>'`) has exited with `code`. */
   exited(id: string, code: number): Promise<void>;
+  /** Resolves once the container (started with MEMORY_BOMB under a 16 MiB memory limit) has been OOM-killed. */
+  oomKilled(id: string): Promise<void>;
   /** `docker tag source ref` (source: a ref or an id). */
   tag(source: string, ref: string): Promise<void>;
   /** `docker rmi ref` of a tag this suite made (the image itself stays: the suite's image names it too). */
@@ -49,6 +51,9 @@ function containerSpec(h: ContractHarness, name: string, cmd: string[], labels: 
     },
   };
 }
+
+/** A shell that outgrows a 16 MiB memory limit (the kernel's OOM killer ends it). */
+export const MEMORY_BOMB = ['sh', '-c', 'x=$(head -c 67108864 /dev/zero | tr "\\000" a); echo ${#x}'];
 
 /** The engine's getArchive (a backend without one fails the contract). */
 function getArchive(h: ContractHarness, id: string, path: string): Promise<NodeJS.ReadableStream> {
@@ -229,6 +234,30 @@ export function engineContract(title: string, harness: () => ContractHarness): v
       expect(classify(await rejection(h.engine.networks.remove(net)))).to.equal('other'); // active endpoints
       await h.engine.containers.remove(id);
       expect(await h.engine.networks.remove(net)).to.equal(true);
+    });
+
+    it("a container's OOM kill is an `oom` event that events.first finds from its start; an exit by SIGKILL has none by `until`", async function () {
+      if (!h.engine.events.first) throw new Error('the engine has no events.first');
+      const spec = containerSpec(h, h.name('oom'), MEMORY_BOMB);
+      const oom = await h.engine.containers.create({ ...spec, host: { ...spec.host, memory: 16 * 1024 * 1024, memorySwap: 16 * 1024 * 1024 } });
+      const killed = await h.engine.containers.create(containerSpec(h, h.name('kill9'), ['sh', '-c', 'sh -c "kill -9 \\$\\$"; exit $?']));
+      await h.engine.containers.start(oom);
+      await h.engine.containers.start(killed);
+      await h.oomKilled(oom);
+      await h.exited(killed, 137);
+      const window = async (id: string) => {
+        const st = (await h.engine.containers.inspect(id)).runState;
+        return { since: Math.floor(Date.parse(st.startedAt) / 1000), until: Date.parse(st.finishedAt) / 1000 + 1 };
+      };
+      const found = await h.engine.events.first(oom, ['oom'], await window(oom));
+      expect([found?.type, found?.action, found?.id]).to.deep.equal(['container', 'oom', oom]);
+      const t0 = Date.now();
+      const w = await window(killed);
+      expect(await h.engine.events.first(killed, ['oom'], w)).to.equal(undefined);
+      // it waited for one until `until`, no longer (a second of slack for the engine's answer)
+      expect(Date.now()).to.be.within(Math.min(w.until * 1000, t0) - 1, Math.max(w.until * 1000, t0) + 1000);
+      await h.engine.containers.remove(oom);
+      await h.engine.containers.remove(killed);
     });
 
     it('container events create, start, die, destroy carry the container labels as attributes', async function () {

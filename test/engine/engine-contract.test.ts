@@ -20,6 +20,16 @@ engineContract('the real engine', () => {
         { timeoutMs: 15_000 },
       );
     },
+    async oomKilled(id) {
+      await waitFor(
+        `container ${id.slice(0, 12)} to be OOM-killed`,
+        async () => {
+          const s = (await engine.containers.inspect(id)).runState;
+          return !s.running && s.status === 'exited' && s.exitCode === 137;
+        },
+        { timeoutMs: 15_000 },
+      );
+    },
     async tag(source, ref) {
       const [repo, tag] = [ref.slice(0, ref.lastIndexOf(':')), ref.slice(ref.lastIndexOf(':') + 1)];
       await docker.getImage(source).tag({ repo, tag });

@@ -222,12 +222,21 @@ export class FakeEngine implements Engine {
     for (const r of this.hung.splice(0)) r();
   }
 
-  /** The task of a running container ends with `code` (as its process exiting would). */
-  exit(idOrName: string, code: number, opts: { oomKilled?: boolean } = {}): void {
+  /**
+   * The task of a running container ends with `code` (as its process exiting would). `oomAfterMs`:
+   * OOM-killed, but (as dockerd can) the `die` and an inspect without `OOMKilled` come first, the
+   * `oom` event and the flag that many milliseconds later.
+   */
+  exit(idOrName: string, code: number, opts: { oomKilled?: boolean; oomAfterMs?: number } = {}): void {
     const c = this.find(idOrName);
     if (!c) throw new Error(`fake engine: no container ${idOrName}`);
     if (c.state !== 'running') throw new Error(`fake engine: container ${idOrName} is ${c.state}, not running`);
-    this.end(c, code, opts.oomKilled ?? false);
+    if (opts.oomAfterMs === undefined) return this.end(c, code, opts.oomKilled ?? false);
+    this.end(c, code, false);
+    setTimeout(() => {
+      c.oomKilled = true;
+      this.containerEvent(c, 'oom');
+    }, opts.oomAfterMs);
   }
 
   /**
@@ -363,6 +372,7 @@ export class FakeEngine implements Engine {
     c.oomKilled = oom;
     c.finishedAt = this.iso();
     if (this.lagging) this.lagged.add(c.id);
+    if (oom) this.containerEvent(c, 'oom');
     this.containerEvent(c, 'die', { exitCode: String(code) });
   }
 
@@ -686,6 +696,21 @@ export class FakeEngine implements Engine {
       images: async (opts) => {
         await this.call('events.images', [opts]);
         return this.follow((e) => e.type === 'image', opts);
+      },
+      first: async (id, actions, opts) => {
+        await this.call('events.first', [id, actions, opts]);
+        const c = this.find(id);
+        const stop = new AbortController();
+        // the engine ends the stream at `until` (its clock); so does this, on the fake's clock
+        const timer = setTimeout(() => stop.abort(), Math.max(0, opts.until * 1000 - this.clock.now()));
+        const signal = opts.signal ? AbortSignal.any([opts.signal, stop.signal]) : stop.signal;
+        try {
+          const accept = (e: EngineEvent) => e.type === 'container' && e.id === c?.id && actions.includes(e.action);
+          for await (const e of this.follow(accept, { since: Math.floor(opts.since), signal })) return e;
+          return undefined;
+        } finally {
+          clearTimeout(timer);
+        }
       },
     };
   }

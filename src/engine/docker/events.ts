@@ -49,14 +49,28 @@ export class DockerEvents implements EventClient {
     return this.filtered({ type: ['image'] }, opts);
   }
 
+  /** One bounded query of the engine's event log (`until` makes the engine end the stream then). */
+  async first(id: string, actions: string[], opts: { since: number; until: number; signal?: AbortSignal }): Promise<EngineEvent | undefined> {
+    const stop = new AbortController();
+    const signal = opts.signal ? AbortSignal.any([opts.signal, stop.signal]) : stop.signal;
+    const events = await this.filtered({ type: ['container'], container: [id], event: actions }, { since: opts.since, until: opts.until, signal });
+    try {
+      for await (const ev of events) if (ev.id === id && actions.includes(ev.action)) return ev;
+      return undefined;
+    } finally {
+      stop.abort();
+    }
+  }
+
   /** The same with any of the engine's event filters (`type`, `event`, `label`, ...). */
-  async filtered(filters: Record<string, string[]>, opts: { since?: number; signal?: AbortSignal }): Promise<AsyncIterable<EngineEvent>> {
+  async filtered(filters: Record<string, string[]>, opts: { since?: number; until?: number; signal?: AbortSignal }): Promise<AsyncIterable<EngineEvent>> {
     const raw = (await this.calls.run(
       'events.stream',
       () =>
         this.docker.getEvents({
           filters,
-          ...(opts.since !== undefined ? { since: opts.since } : {}),
+          ...(opts.since !== undefined ? { since: seconds(opts.since) } : {}),
+          ...(opts.until !== undefined ? { until: seconds(opts.until) } : {}),
         } as never) as unknown as Promise<Readable>,
       { stream: true, ...(opts.signal ? { signal: opts.signal } : {}) },
     )) as unknown as Readable;
@@ -74,4 +88,11 @@ export class DockerEvents implements EventClient {
       }
     })();
   }
+}
+
+/** Seconds as the engine's `since`/`until` take them: whole seconds, or `S.NNNNNNNNN`. */
+function seconds(t: number): string {
+  if (Number.isInteger(t)) return String(t);
+  const whole = Math.floor(t);
+  return `${whole}.${String(Math.round((t - whole) * 1e9)).padStart(9, '0')}`;
 }

@@ -113,6 +113,9 @@ describe('--backend swarm: the workspace comes home and a grader judges it (real
       expect(graderRun).to.equal(graderName(sb.instance, 'g-0', 1, 1));
       expect(s.nodes.map((n) => n.id)).to.include(graderNode);
       expect(g?.containerId).to.not.equal(st.containerId);
+      // the image it ran, by id (the task reports its service's reference; recorded as the id it names, the attempt's)
+      expect(g?.imageId).to.match(/^sha256:[0-9a-f]{64}$/);
+      expect(g?.imageId).to.equal(st.image?.id);
       const started = await nodeEvents(s, sb.instance, since, 'start');
       expect(started.map((e) => e.component).sort()).to.deep.equal([COMPONENTS.grader, COMPONENTS.main]);
       // the grader's run is gone once its grade is recorded

@@ -24,6 +24,9 @@ engineContract('the fake engine', () => {
       // the fake runs no process: its task ends when the test says
       if ((await fake.containers.inspect(id)).runState.running) fake.exit(id, code);
     },
+    async oomKilled(id) {
+      if ((await fake.containers.inspect(id)).runState.running) fake.exit(id, 137, { oomKilled: true });
+    },
     tag: async (source, ref) => void fake.tagImage(ref, source),
     untag: async (ref) => fake.untagImage(ref),
     before: async () => undefined,

@@ -656,6 +656,27 @@ describe('executor against the fake engine', function () {
     ]);
   });
 
+  it("an exit by SIGKILL whose OOM kill the engine reports after it (dockerd's race) is OOMKilled, not Error; a SIGKILL without one stays Error", async function () {
+    const finishOf = async (name: string, exit: (id: string) => void) => {
+      const d = desired(name);
+      await executor().run({ at: t, actions: [action(d, 'provision')], unchanged: new Map() } as never);
+      const id = (await store.get(name))?.containerId as string;
+      exit(id);
+      const ops: Operation[] = [{ type: 'finish', resource: `container:${d.container.name}`, cause: 'test', id }];
+      await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'finish', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
+      const rec = await store.get(name);
+      return [rec?.phase, rec?.reason, rec?.exitCode];
+    };
+    // the die first, without the flag; the oom event 50 ms later, while the finish looks
+    expect(await finishOf('late-oom', (id) => fake.exit(id, 137, { oomKilled: true, oomAfterMs: 50 }))).to.deep.equal(['Failed', REASONS.oomKilled, 137]);
+    expect(fake.calls.filter((c) => c.op === 'events.first')).to.have.length(1);
+    expect(await finishOf('killed', (id) => fake.exit(id, 137))).to.deep.equal(['Failed', REASONS.error, 137]);
+    // an exit other than SIGKILL's, or one the engine flagged, is not looked at again
+    expect(await finishOf('flagged', (id) => fake.exit(id, 137, { oomKilled: true }))).to.deep.equal(['Failed', REASONS.oomKilled, 137]);
+    expect(await finishOf('exit-1', (id) => fake.exit(id, 1))).to.deep.equal(['Failed', REASONS.error, 1]);
+    expect(fake.calls.filter((c) => c.op === 'events.first')).to.have.length(2);
+  });
+
   // One operation per engine call: a failure at each step of the main container's provisioning.
 
   it("begin-run: a run folder that exists already (not this run's) is never reused: Pending/CreateFailed, no engine call", async function () {

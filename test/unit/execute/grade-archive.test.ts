@@ -1,6 +1,11 @@
 /** The grader's input tree (grade-archive.ts compose): fixture, changes less protect, grade fixture; hostile export entries left out. */
 import { expect } from 'chai';
-import { compose, linkStaysInside, safeParts } from '../../../src/execute/grade-archive';
+import { promises as fs } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { extract } from 'tar-stream';
+import { compose, graderArchive, linkStaysInside, safeParts } from '../../../src/execute/grade-archive';
 import type { WorkspaceChanges } from '../../../src/execute/workspace-types';
 
 type Tree = Parameters<typeof compose>[0];
@@ -100,5 +105,76 @@ describe('execute/grade-archive compose', () => {
     expect(linkStaysInside(['a', 'l'], '../b')).to.equal(true);
     expect(linkStaysInside(['l'], '../b')).to.equal(false);
     expect(linkStaysInside(['l'], '/b')).to.equal(false);
+  });
+});
+
+describe('execute/grade-archive packing, as the engine reads it', () => {
+  let root: string;
+  beforeEach(async () => {
+    root = await fs.mkdtemp(path.join(os.tmpdir(), 'berth-grade-pack-'));
+    await fs.mkdir(path.join(root, 'fx', 'src'), { recursive: true });
+    for (let i = 0; i < 40; i++) await fs.writeFile(path.join(root, 'fx', 'src', `f${String(i).padStart(2, '0')}.txt`), `file ${i}\n`.repeat(2000));
+    await fs.mkdir(path.join(root, 'run'));
+  });
+  afterEach(async () => {
+    await fs.rm(root, { recursive: true, force: true });
+  });
+  const input = () =>
+    graderArchive({ runDir: path.join(root, 'run'), fixture: path.join(root, 'fx'), gradeFixture: null, protect: [], workingDir: '/workspace', owner: null });
+  const names = async (body: NodeJS.ReadableStream): Promise<string[]> => {
+    const ex = extract();
+    const out: string[] = [];
+    const read = (async () => {
+      for await (const e of ex) {
+        out.push(e.header.name);
+        e.resume();
+      }
+    })();
+    await pipeline(body, ex);
+    await read;
+    return out;
+  };
+
+  it('streams the whole tree; each pack() packs it anew', async () => {
+    const g = await input();
+    expect(g.workspace).to.equal('missing');
+    for (let i = 0; i < 2; i++) {
+      const packing = g.pack();
+      const got = await names(packing.body);
+      await packing.done;
+      expect(got).to.have.length(42);
+      expect(got.slice(0, 3)).to.deep.equal(['workspace/', 'workspace/src/', 'workspace/src/f00.txt']);
+    }
+  });
+
+  it('a file that became a link after the tree was composed: the body ends with the error, done rejects, nothing follows the link', async () => {
+    const g = await input();
+    await fs.rm(path.join(root, 'fx', 'src', 'f20.txt'));
+    await fs.symlink('/etc/passwd', path.join(root, 'fx', 'src', 'f20.txt'));
+    const packing = g.pack();
+    const done = packing.done.then(
+      () => 'resolved',
+      (e: unknown) => String(e),
+    );
+    const got = names(packing.body).then(
+      () => 'read to its end',
+      (e: unknown) => String(e),
+    );
+    expect(await done).to.match(/f20\.txt/);
+    expect(await got).to.not.equal('read to its end');
+  });
+
+  it('a reader that gave up ends the packing: stop() reads what is left to nowhere; a body destroyed mid-way ends it too', async () => {
+    const g = await input();
+    const stopped = g.pack();
+    await new Promise((r) => stopped.body.once('readable', r));
+    stopped.body.read();
+    stopped.stop();
+    await stopped.done;
+    // the engine's request ended: its body destroyed while entries are in flight
+    const cut = g.pack();
+    for await (const _ of cut.body) break;
+    cut.stop();
+    await cut.done;
   });
 });

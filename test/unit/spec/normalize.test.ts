@@ -31,6 +31,7 @@ describe('spec/normalize', () => {
       fixtureDigest: null,
       results: 'good-minimal',
       network: { mode: 'none', egress: [] },
+      credentials: [],
       volumes: [],
       resources: { cpus: null, memoryBytes: null, pids: 512 },
       deadlineSeconds: null,
@@ -41,6 +42,7 @@ describe('spec/normalize', () => {
       sidecars: [],
       grade: null,
       workspace: { export: 'changes', exclude: [], maxBytes: 256 * 1024 ** 2, maxFiles: 100_000 },
+      harvest: { maxBytes: 1024 ** 3, maxFiles: 100_000 },
     });
   });
 
@@ -65,6 +67,7 @@ describe('spec/normalize', () => {
       fixtureDigest: '<digest>',
       results: 'task-42',
       network: { mode: 'isolated', egress: ['*.pypi.org:443', '10.0.0.1:8080', 'api.example.com:443'] },
+      credentials: [],
       volumes: [
         { name: 'cache', mountPath: '/cache', readOnly: false },
         { name: 'data', mountPath: '/data', readOnly: true },
@@ -78,6 +81,7 @@ describe('spec/normalize', () => {
       sidecars: [],
       grade: null,
       workspace: { export: 'changes', exclude: [], maxBytes: 256 * 1024 ** 2, maxFiles: 100_000 },
+      harvest: { maxBytes: 1024 ** 3, maxFiles: 100_000 },
     });
   });
 
