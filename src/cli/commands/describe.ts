@@ -6,6 +6,7 @@ import { imageIndex } from '../../observe/images';
 import { instanceFilters } from '../../observe/snapshot';
 import { tagMoves, tagMoveText } from '../../observe/tag-moves';
 import { containerOwnership, imageLabels, recordedContainers } from '../../ownership';
+import { heldBy } from '../../spec/held';
 import { loadSpecs } from '../../spec/loader';
 import { specsRevision, type Context } from '../context';
 import { formatIssue } from '../../spec/issue';
@@ -19,10 +20,8 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
   const [load, rec] = await Promise.all([loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsRevision(ctx) }), ctx.store().get(name)]);
   const loaded = load.specs.find((s) => s.spec.name === name);
   const damaged = rec ? undefined : ctx.store().damagedRecordOf(name);
-  // Its own errors, and those of an AttemptSet (invalid as a whole) that declares it.
-  const errors = load.errors.filter(
-    (e) => e.attempt === name || (e.attempt === undefined && e.set !== undefined && !!load.sets?.get(e.set)?.children.includes(name)),
-  );
+  // Its own errors, those of an AttemptSet (invalid as a whole) that declares it, or its file's (spec/held.ts).
+  const errors = heldBy(load, ctx.specsDir, name, rec?.source);
   if (!loaded && !rec && !ctx.store().damaged().has(name) && !load.protectedNames.has(name)) {
     ctx.io.err(`berth: attempt ${JSON.stringify(name)} not found\n`);
     return EXIT.failed;
@@ -70,6 +69,10 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
     if (rec && rec.specHash && rec.specHash !== loaded.hash) out.push('                (the spec changed since this run: reconcile will replace it)');
   } else if (load.protectedNames.has(name)) {
     kv('Spec', 'INVALID: what runs under this name is left as it is until the spec is fixed');
+    for (const e of errors) out.push(`                ${formatIssue(e)}`);
+  } else if (rec && errors.length) {
+    // its file (or a folder above it) cannot be read far enough to name what it declares
+    kv('Spec', `BROKEN: ${rec.source} cannot be read; what runs under this name keeps its last good spec, left as it is until the file is fixed`);
     for (const e of errors) out.push(`                ${formatIssue(e)}`);
   } else {
     kv('Spec', 'none (the spec was deleted; reconcile will collect it)');
