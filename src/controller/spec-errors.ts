@@ -31,7 +31,9 @@ export class SpecErrorLog {
     const fresh = errors.filter((e) => !this.seen.has(keyOf(e)));
     for (const e of fresh.slice(0, LOGGED_MAX)) {
       const who = e.attempt !== undefined ? `attempt/${e.attempt}` : e.set !== undefined ? `set/${e.set}` : 'what its file declared';
-      this.log.warn(`spec error: ${formatIssue(e)} (${who}: nothing new is started for it, and what already runs keeps its last good spec until the file is fixed)`);
+      this.log.warn(
+        `spec error: ${formatIssue(e)} (${who}: nothing new is started for it, and what already runs keeps its last good spec until the file is fixed)`,
+      );
     }
     if (fresh.length > LOGGED_MAX) this.log.warn(`and ${fresh.length - LOGGED_MAX} more spec errors (berth validate shows them all)`);
     const files = new Set(errors.map((e) => e.file));
