@@ -17,12 +17,18 @@
  * `unhashed` saying which budget, and `hashing` at the top says what was left out. A file that
  * cannot be read is listed with `unhashed: 'unreadable'` and the error's code. The caller's
  * signal (berth stopping) interrupts the hashing: the manifest is then not written at all.
+ *
+ * Given the run's redactor (a run with secrets), every file is also scanned for the secrets'
+ * values as it is hashed (the same read, the same bounded buffer): one that holds any is flagged
+ * with their names (`secrets`), and `secretScan` at the top says what was looked for and how
+ * many files could not be scanned (those left unhashed). The files are left as they are.
  */
 import { isUtf8 } from 'node:buffer';
 import { createHash } from 'node:crypto';
 import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, readSync, type Stats } from 'node:fs';
 import { setImmediate as yieldLoop } from 'node:timers/promises';
 import { DEFAULTS } from '../constants';
+import type { Redactor, SecretScanner } from '../util/redact';
 
 export interface ManifestEntry {
   path: string;
@@ -37,6 +43,8 @@ export interface ManifestEntry {
   error?: string;
   target?: string;
   targetBase64?: string;
+  /** The names of the run's secrets whose value the file holds (in any form the redactor knows). */
+  secrets?: string[];
 }
 
 export interface HashBudget {
@@ -56,6 +64,8 @@ export interface Manifest {
     unhashedFiles: number;
     unhashedBytes: number;
   };
+  /** With a run's secrets: what the files were scanned for, how many hold one, how many were not scanned (unhashed). */
+  secretScan?: { secrets: string[]; filesWithSecrets: number; unscannedFiles: number };
 }
 
 export const DEFAULT_BUDGET: HashBudget = { maxBytes: DEFAULTS.hashMaxBytes, maxSeconds: DEFAULTS.hashMaxSeconds };
@@ -122,7 +132,7 @@ async function walk(root: Buffer, slicer: Slicer, signal?: AbortSignal): Promise
 }
 
 /** sha256 of a regular file, opened without following a link or blocking on a fifo; read a chunk per slice check. */
-async function sha256(abs: Buffer, buf: Buffer, slicer: Slicer, signal: AbortSignal): Promise<string> {
+async function sha256(abs: Buffer, buf: Buffer, slicer: Slicer, signal: AbortSignal, scan?: SecretScanner): Promise<string> {
   const h = createHash('sha256');
   const fd = openSync(abs, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   try {
@@ -131,6 +141,7 @@ async function sha256(abs: Buffer, buf: Buffer, slicer: Slicer, signal: AbortSig
       const n = readSync(fd, buf, 0, buf.length, null);
       if (n === 0) break;
       h.update(buf.subarray(0, n));
+      scan?.update(buf.subarray(0, n));
       await slicer.tick(signal);
     }
   } finally {
@@ -142,7 +153,7 @@ async function sha256(abs: Buffer, buf: Buffer, slicer: Slicer, signal: AbortSig
 class TimeUp extends Error {}
 
 /** The manifest of `root` (a folder; a missing one has no entries). */
-export async function manifest(root: string, budget: HashBudget = DEFAULT_BUDGET, signal?: AbortSignal): Promise<Manifest> {
+export async function manifest(root: string, budget: HashBudget = DEFAULT_BUDGET, signal?: AbortSignal, redactor?: Redactor): Promise<Manifest> {
   const slicer = new Slicer();
   const found = await walk(Buffer.from(root), slicer, signal);
   signal?.throwIfAborted();
@@ -167,7 +178,10 @@ export async function manifest(root: string, budget: HashBudget = DEFAULT_BUDGET
         continue;
       }
       try {
-        f.entry.sha256 = await sha256(f.abs, buf, slicer, both);
+        const scan = redactor?.scanner();
+        f.entry.sha256 = await sha256(f.abs, buf, slicer, both, scan);
+        const held = scan?.found() ?? [];
+        if (held.length) f.entry.secrets = held;
       } catch (err) {
         signal?.throwIfAborted();
         if (time.signal.aborted) f.entry.unhashed = 'time-budget';
@@ -194,5 +208,14 @@ export async function manifest(root: string, budget: HashBudget = DEFAULT_BUDGET
       unhashedFiles: files.length - hashed.length,
       unhashedBytes: sum(files) - sum(hashed),
     },
+    ...(redactor
+      ? {
+          secretScan: {
+            secrets: redactor.secretNames,
+            filesWithSecrets: files.filter((f) => f.entry.secrets).length,
+            unscannedFiles: files.length - hashed.length,
+          },
+        }
+      : {}),
   };
 }
