@@ -14,6 +14,7 @@
  *   BENCH_COMPLETIONS  attempts of the completion-detection workload (default 40)
  *   BENCH_SET_CELLS    the AttemptSet workload plans a CELLS x CELLS set (default 100: 10,000 children)
  *   BENCH_HARVEST_FILES files in the results folder of the harvest workload (default 100,000)
+ *   BENCH_REDACT_MB    MiB of the log of the redaction workload (default 100)
  *   BENCH_GRADE_FILES  files of the grade workload's fixture, about 10 KiB each (default 2,000)
  *   BENCH_SWARM_DROPS  drop-to-running samples on the swarm (default 5)
  *   BENCH_SWARM_SIZES  swarm no-op pass sizes (default 10,200)
@@ -23,7 +24,7 @@
  *   BENCH_AB           label=[node@]path/to/bin/berth.js: another build in the fleet and completion
  *                      workloads (an A/B in one run; on this Node, or on the node named)
  *   BENCH_FIXTURE_FILES files of the fixture-plan workload's generated repository (default 5,000, ~150 MB)
- *   BENCH_ONLY         comma list of cold,drop,noop,resources,report,harvest,grade,sets,completion,git,swarm,fleet,tenk,fixture-plan: a partial run, written to
+ *   BENCH_ONLY         comma list of cold,drop,noop,resources,report,harvest,redact,grade,sets,completion,git,swarm,fleet,tenk,fixture-plan: a partial run, written to
  *                      bench/results/partial.*.tmp instead of latest.*
  *   BENCH_PROFILE=1    also take CPU profiles (untimed extra runs under `node --cpu-prof`: berth's
  *                      cold start and clean of 50, a no-op pass at the largest size in-process and
@@ -50,6 +51,7 @@ import { controllerAt1000, dropToRunning, profileController, type ControllerAt10
 import { gradeRounds, type GradeSamples } from './workloads/grade';
 import { fixturePlanRounds, type FixturePlanSamples } from './workloads/fixture-plan';
 import { harvestRounds, type HarvestSamples } from './workloads/harvest';
+import { redactRounds, type RedactSamples } from './workloads/redact';
 import { noopScales, type NoopResult } from './workloads/noop';
 import { reportBench, type ReportSamples } from './workloads/report';
 import { setRounds, type SetSamples } from './workloads/sets';
@@ -65,6 +67,8 @@ const TARGETS = {
   teardownVsFloor: 1.15,
   /** The harvest of 100,000 files against the engine's archive of the folder plus a plain walk. */
   harvestVsFloor: 1.5,
+  /** The harvest of a 100 MiB log with 5 secrets to redact against the same with none (issue 41). */
+  redactVsPlain: 1.5,
   /** A run's export plus its grade against the engine's archive of workingDir plus a fresh container with the changes copied in (issue 36). */
   gradeVsFloor: 1.2,
   /** `plan`'s spec load over a large unchanged fixture, in a new process's state, against a plain stat walk of its files (issue 39). */
@@ -170,6 +174,7 @@ interface Results {
   at1000?: ControllerAt1000;
   clean1000Ms?: number;
   harvest?: HarvestSamples;
+  redact?: RedactSamples;
   grade?: GradeSamples;
   report?: ReportSamples;
   sets?: SetSamples;
@@ -483,6 +488,22 @@ function harvestRows(h: HarvestSamples, rows: Row[]): void {
   });
 }
 
+function redactRows(x: RedactSamples, rows: Row[]): void {
+  const r = pairedRatio(x.redacted, x.plain);
+  const mbps = (ms: number[]) => `${(x.logBytes / 2 ** 20 / (summarize(ms).median / 1000)).toFixed(0)} MiB/s`;
+  rows.push({
+    id: 'redact',
+    workload: `Harvest of a ${(x.logBytes / 2 ** 20).toFixed(0)} MiB container log into logs.txt with ${x.secrets} secrets to redact (each plain, base64 ×6, hex ×2): ${mbps(x.redacted)}`,
+    berth: spread(summarize(x.redacted)),
+    reference: `the same harvest with no secret (the plain copy): ${mbps(x.plain)}`,
+    refValue: spread(summarize(x.plain)),
+    ratio: r,
+    target: `≤ ${TARGETS.redactVsPlain}×`,
+    verdict: verdictOf(r.median <= TARGETS.redactVsPlain),
+    chart: { label: `log harvest with 5 secrets vs none`, target: TARGETS.redactVsPlain },
+  });
+}
+
 function gradeRows(g: GradeSamples, rows: Row[]): void {
   const r = pairedRatio(g.berth, g.floor);
   const med = (xs: number[]) => fmtMs(summarize(xs).median);
@@ -666,7 +687,23 @@ async function main(): Promise<void> {
   if (only)
     for (const w of only)
       if (
-        !['cold', 'drop', 'noop', 'resources', 'report', 'harvest', 'grade', 'sets', 'completion', 'git', 'swarm', 'fleet', 'tenk', 'fixture-plan'].includes(w)
+        ![
+          'cold',
+          'drop',
+          'noop',
+          'resources',
+          'report',
+          'harvest',
+          'redact',
+          'grade',
+          'sets',
+          'completion',
+          'git',
+          'swarm',
+          'fleet',
+          'tenk',
+          'fixture-plan',
+        ].includes(w)
       )
         throw new Error(`BENCH_ONLY: unknown workload ${w}`);
   if (want('resources') && !want('noop')) throw new Error('BENCH_ONLY: resources needs noop (the controller watches its attempts)');
@@ -779,6 +816,7 @@ async function main(): Promise<void> {
       res.swarm = await swarmWorkload(run, envInt('BENCH_SWARM_DROPS', 5), swSizes, Math.min(rounds, 3), log);
     }
     if (want('harvest')) res.harvest = await harvestRounds(engine, run, envInt('BENCH_HARVEST_FILES', 100_000), rounds, log);
+    if (want('redact')) res.redact = await redactRounds(engine, run, envInt('BENCH_REDACT_MB', 100), rounds, log);
     if (want('grade')) {
       res.grade = await gradeRounds(engine, run, envInt('BENCH_GRADE_FILES', 2000, 200), rounds, log, profileDir);
       if (res.grade.profile) res.profiles.push({ title: 'export + grade of one attempt, in-process (one berth round)', file: res.grade.profile });
@@ -809,6 +847,7 @@ async function main(): Promise<void> {
   if (res.drop) dropRows(res.drop, res.at1000, rows);
   if (res.at1000) resourceRows(res.at1000, rows);
   if (res.harvest) harvestRows(res.harvest, rows);
+  if (res.redact) redactRows(res.redact, rows);
   if (res.grade) gradeRows(res.grade, rows);
   if (res.fixturePlan) fixturePlanRows(res.fixturePlan, rows);
   if (res.report) reportRows(res.report, rows);
@@ -889,6 +928,7 @@ async function main(): Promise<void> {
       controllerAtMax: res.at1000,
       cleanMaxMs: res.clean1000Ms,
       harvest: res.harvest,
+      redact: res.redact,
       grade: res.grade,
       report: res.report,
       sets: res.sets,
