@@ -381,6 +381,11 @@ export const DEFAULTS = {
    */
   redactMinBytes: 4,
   /**
+   * Nor are values longer than this (the matcher's memory is about 400 bytes per byte of value,
+   * its 9 forms together): a certificate bundle given as a secret, say. Said the same way.
+   */
+  redactMaxBytes: 64 * 1024,
+  /**
    * The engine's own log files of berth's containers (json-file driver): at most this many files
    * of this size each, the oldest dropped first. What berth harvests is what the engine kept.
    */

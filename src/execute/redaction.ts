@@ -7,9 +7,10 @@
  *
  * A value that cannot be read again (its variable unset, its file gone) cannot be redacted: the
  * run is marked `redaction.complete: false` with which and why, and a warning says so, never a
- * silent skip. Neither do values shorter than DEFAULTS.redactMinBytes get redacted (the same
- * mark). A value that changed at its source since the run began is not known to be stale: the
- * new one is redacted (said in the docs). Values live in memory only, for the operation.
+ * silent skip. Neither do values shorter than DEFAULTS.redactMinBytes or longer than
+ * DEFAULTS.redactMaxBytes get redacted (the same mark). A value that changed at its source since
+ * the run began is not known to be stale: the new one is redacted (said in the docs). Values live
+ * in memory only, for the operation.
  */
 import { DEFAULTS } from '../constants';
 import type { SecretRef } from '../spec/types';
@@ -50,11 +51,17 @@ export async function runRedaction(sources: readonly SecretRef[] | undefined, en
       warnings.push(`${err instanceof Error ? err.message : String(err)} at the harvest: its value is not redacted from what berth wrote for this run`);
     }
   }
-  const redactor = new Redactor(values, DEFAULTS.redactMinBytes);
+  const redactor = new Redactor(values, DEFAULTS.redactMinBytes, DEFAULTS.redactMaxBytes);
   for (const name of redactor.tooShort) {
     notRedacted.push({ name, why: 'too-short' });
     warnings.push(
       `secret ${name}: its value is shorter than ${DEFAULTS.redactMinBytes} bytes, too short to redact: it is not redacted from what berth wrote for this run`,
+    );
+  }
+  for (const name of redactor.tooLong) {
+    notRedacted.push({ name, why: 'too-long' });
+    warnings.push(
+      `secret ${name}: its value is longer than ${DEFAULTS.redactMaxBytes} bytes, too long to redact: it is not redacted from what berth wrote for this run`,
     );
   }
   const secrets = redactor.secretNames;

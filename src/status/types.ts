@@ -129,7 +129,7 @@ export interface Redaction {
   complete: boolean;
   /** The secrets redacted. */
   secrets: string[];
-  notRedacted?: { name: string; why: 'unreadable' | 'too-short' }[];
+  notRedacted?: { name: string; why: 'unreadable' | 'too-short' | 'too-long' }[];
 }
 
 export interface AttemptStatus {

@@ -75,15 +75,27 @@ export function formsOf(value: Buffer, minBytes: number): Buffer[] {
 /** The class of \n and \r: skipped over. */
 const BREAK = 0xffff;
 
+/** States shallower than this get a full row of transitions (one load a step); deeper ones keep their children only. */
+const DENSE_DEPTH = 8;
+
 /**
- * A DFA (Aho-Corasick) over byte classes. A state is kept as the offset of its row in `delta`
- * (its number shifted left by `shift`: rows are a power of two wide), so a step is one load.
+ * Aho-Corasick over byte classes, states numbered breadth first. The states shallower than
+ * DENSE_DEPTH (at most that many per form: where a log's bytes keep the automaton nearly all the
+ * time) have a full row in `delta`; a deeper state (a form being followed) lists its children,
+ * numbered together (`first`, `kids`, the class of the edge into each in `edge`), and falls back
+ * along `fail` until a shallow state takes the byte. Memory is linear in the forms' length
+ * (about 30 bytes a state), never states times classes.
  */
 class Automaton {
   /** Byte → class (0: a byte no form holds; BREAK: a line break). */
   readonly cls = new Uint16Array(256);
   readonly shift: number;
+  readonly nDense: number;
   readonly delta: Int32Array;
+  readonly first: Int32Array;
+  readonly kids: Int32Array;
+  readonly edge: Uint16Array;
+  readonly fail: Int32Array;
   readonly depth: Int32Array;
   /** The longest form that ends at the state (0: none), and whose it is (-1: none). */
   readonly outLen: Int32Array;
@@ -98,66 +110,121 @@ class Automaton {
     let shift = 0;
     while (1 << shift < C) shift++;
     this.shift = shift;
-    const W = 1 << shift;
-    // the trie, each state's children in a table of its own while it is built
-    const kids: Int32Array[] = [new Int32Array(C).fill(-1)];
-    const depth: number[] = [0];
-    const outLen: number[] = [0];
-    const outId: number[] = [-1];
+    // the trie: children as sibling lists
+    const tFirst: number[] = [-1];
+    const tNext: number[] = [-1];
+    const tCls: number[] = [0];
+    const tOutLen: number[] = [0];
+    const tOutId: number[] = [-1];
     let maxLen = 0;
     for (const f of forms) {
       maxLen = Math.max(maxLen, f.bytes.length);
       let s = 0;
       for (const b of f.bytes) {
         const c = this.cls[b] as number;
-        let t = (kids[s] as Int32Array)[c] as number;
+        let t = tFirst[s] as number;
+        while (t >= 0 && tCls[t] !== c) t = tNext[t] as number;
         if (t < 0) {
-          t = kids.length;
-          kids.push(new Int32Array(C).fill(-1));
-          depth.push((depth[s] as number) + 1);
-          outLen.push(0);
-          outId.push(-1);
-          (kids[s] as Int32Array)[c] = t;
+          t = tFirst.length;
+          tFirst.push(-1);
+          tNext.push(tFirst[s] as number);
+          tCls.push(c);
+          tOutLen.push(0);
+          tOutId.push(-1);
+          tFirst[s] = t;
         }
         s = t;
       }
-      if (f.bytes.length > (outLen[s] as number)) {
-        outLen[s] = f.bytes.length;
-        outId[s] = f.id;
+      if (f.bytes.length > (tOutLen[s] as number)) {
+        tOutLen[s] = f.bytes.length;
+        tOutId[s] = f.id;
       }
     }
-    const n = kids.length;
     this.maxLen = maxLen;
-    this.depth = Int32Array.from(depth);
-    this.outLen = Int32Array.from(outLen);
-    this.outId = Int32Array.from(outId);
-    // breadth first: each state's transitions are its children's, else its failure state's
-    const next = new Int32Array(n * C);
+    // breadth first: a state's children get consecutive numbers
+    const n = tFirst.length;
+    const order = new Int32Array(n);
+    const first = new Int32Array(n);
+    const kids = new Int32Array(n);
+    const depth = new Int32Array(n);
+    let tail = 1;
+    for (let q = 0; q < n; q++) {
+      const old = order[q] as number;
+      first[q] = tail;
+      for (let t = tFirst[old] as number; t >= 0; t = tNext[t] as number) {
+        order[tail] = t;
+        depth[tail] = (depth[q] as number) + 1;
+        tail++;
+      }
+      kids[q] = tail - (first[q] as number);
+    }
+    const edge = new Uint16Array(n);
+    const outLen = new Int32Array(n);
+    const outId = new Int32Array(n);
+    for (let q = 0; q < n; q++) {
+      const old = order[q] as number;
+      edge[q] = tCls[old] as number;
+      outLen[q] = tOutLen[old] as number;
+      outId[q] = tOutId[old] as number;
+    }
+    let nDense = 0;
+    while (nDense < n && (depth[nDense] as number) < DENSE_DEPTH) nDense++;
+    const W = 1 << shift;
+    const delta = new Int32Array(nDense * W);
     const fail = new Int32Array(n);
-    const queue: number[] = [];
-    for (let c = 0; c < C; c++) {
-      const t = (kids[0] as Int32Array)[c] as number;
-      next[c] = t >= 0 ? t : 0;
-      if (t >= 0) queue.push(t);
-    }
-    for (let qi = 0; qi < queue.length; qi++) {
-      const s = queue[qi] as number;
-      const f = fail[s] as number;
-      if ((this.outLen[f] as number) > (this.outLen[s] as number)) {
-        this.outLen[s] = this.outLen[f] as number;
-        this.outId[s] = this.outId[f] as number;
+    const child = (s: number, c: number): number => {
+      const f0 = first[s] as number;
+      for (let k = f0, e = f0 + (kids[s] as number); k < e; k++) if (edge[k] === c) return k;
+      return -1;
+    };
+    // the state reached from `s` by class `c` (every state shallower than `s` is done)
+    const go = (s: number, c: number): number => {
+      for (;;) {
+        if (s < nDense) return delta[(s << shift) + c] as number;
+        const t = child(s, c);
+        if (t >= 0) return t;
+        s = fail[s] as number;
       }
-      for (let c = 0; c < C; c++) {
-        const t = (kids[s] as Int32Array)[c] as number;
-        if (t >= 0) {
-          fail[t] = next[f * C + c] as number;
-          next[s * C + c] = t;
-          queue.push(t);
-        } else next[s * C + c] = next[f * C + c] as number;
+    };
+    for (let q = 0; q < n; q++) {
+      // fail links of q's children, and q's own row if it is shallow
+      const f0 = first[q] as number;
+      for (let k = f0, e = f0 + (kids[q] as number); k < e; k++) {
+        fail[k] = q === 0 ? 0 : go(fail[q] as number, edge[k] as number);
+        const fl = fail[k] as number;
+        if ((outLen[fl] as number) > (outLen[k] as number)) {
+          outLen[k] = outLen[fl] as number;
+          outId[k] = outId[fl] as number;
+        }
+      }
+      if (q < nDense) {
+        for (let c = 0; c < W; c++) {
+          const t = child(q, c);
+          delta[(q << shift) + c] = t >= 0 ? t : q === 0 ? 0 : (delta[((fail[q] as number) << shift) + c] as number);
+        }
       }
     }
-    this.delta = new Int32Array(n * W);
-    for (let s = 0; s < n; s++) for (let c = 0; c < C; c++) this.delta[s * W + c] = (next[s * C + c] as number) << shift;
+    this.nDense = nDense;
+    this.delta = delta;
+    this.first = first;
+    this.kids = kids;
+    this.edge = edge;
+    this.fail = fail;
+    this.depth = depth;
+    this.outLen = outLen;
+    this.outId = outId;
+  }
+
+  /** The state after `s` takes a byte of class `c`. */
+  step(s: number, c: number): number {
+    if (s < this.nDense) return this.delta[(s << this.shift) + c] as number;
+    const { first, kids, edge, fail, delta, nDense, shift } = this;
+    for (;;) {
+      const f0 = first[s] as number;
+      for (let k = f0, e = f0 + (kids[s] as number); k < e; k++) if (edge[k] === c) return k;
+      s = fail[s] as number;
+      if (s < nDense) return delta[(s << shift) + c] as number;
+    }
   }
 }
 
@@ -194,11 +261,16 @@ export class Redactor {
   private readonly ac: Automaton | undefined;
   private readonly replacements: Buffer[] = [];
 
-  constructor(secrets: readonly SecretValue[], minBytes: number) {
+  /** Names of the values too long to redact (more than `maxBytes`: the automaton's memory is linear in them). */
+  readonly tooLong: string[] = [];
+
+  constructor(secrets: readonly SecretValue[], minBytes: number, maxBytes = Infinity) {
     const forms: { bytes: Buffer; id: number }[] = [];
     for (const s of secrets) {
-      if (withoutBreaks(trimBreaks(s.value)).length < minBytes) {
-        if (!this.tooShort.includes(s.name)) this.tooShort.push(s.name);
+      const len = withoutBreaks(trimBreaks(s.value)).length;
+      if (len < minBytes || len > maxBytes) {
+        const list = len < minBytes ? this.tooShort : this.tooLong;
+        if (!list.includes(s.name)) list.push(s.name);
         continue;
       }
       const id = this.names.length;
@@ -224,7 +296,8 @@ export class Redactor {
    * part that is certainly done ends: what follows may be the start of a value.
    */
   private spans(buf: Buffer, final: boolean): { spans: Span[]; done: number } {
-    const { cls, delta, outLen, outId, depth, shift } = this.ac as Automaton;
+    const ac = this.ac as Automaton;
+    const { cls, delta, outLen, outId, depth, shift, nDense } = ac;
     const spans: Span[] = [];
     let s = 0;
     let lastBreak = -1;
@@ -235,21 +308,25 @@ export class Redactor {
         lastBreak = i;
         continue;
       }
-      s = delta[s + c] as number;
-      const len = outLen[s >>> shift] as number;
+      s = s < nDense ? (delta[(s << shift) + c] as number) : ac.step(s, c);
+      const len = outLen[s] as number;
       if (len) {
-        const start = startOf(buf, i, len, lastBreak);
-        const last = spans[spans.length - 1];
-        if (last && start < last.end) last.end = i + 1;
-        else spans.push({ start, end: i + 1, id: outId[s >>> shift] as number });
+        // merged with every span it overlaps (a form inside another ends first): one replacement, named by the earliest
+        const sp = { start: startOf(buf, i, len, lastBreak), end: i + 1, id: outId[s] as number };
+        for (let last = spans[spans.length - 1]; last && sp.start < last.end; last = spans[spans.length - 1]) {
+          spans.pop();
+          if (last.start <= sp.start) sp.id = last.id;
+          sp.start = Math.min(sp.start, last.start);
+        }
+        spans.push(sp);
       }
     }
     if (final) return { spans, done: n };
-    const d = depth[s >>> shift] as number;
+    const d = depth[s] as number;
     let done = d ? startOf(buf, n - 1, d, lastBreak) : n;
-    const last = spans[spans.length - 1];
-    // a later form may still overlap the last span: it waits with the rest
-    if (last && last.end > done) done = last.start;
+    // a later form starts at `done` or after: a span reaching past it may still grow, it waits with the rest
+    const open = spans.find((sp) => sp.end > done);
+    if (open) done = Math.min(done, open.start);
     const most = (this.ac as Automaton).maxLen + CARRY_SLACK;
     if (n - done > most) done = n - most;
     return { spans: spans.filter((sp) => sp.start < done), done };
@@ -324,12 +401,12 @@ export class Redactor {
     return {
       update: (chunk: Buffer) => {
         if (!ac) return;
-        const { cls, delta, outLen, outId, shift } = ac;
+        const { cls, delta, outLen, outId, shift, nDense } = ac;
         for (let i = 0; i < chunk.length; i++) {
           const c = cls[chunk[i] as number] as number;
           if (c === BREAK) continue;
-          s = delta[s + c] as number;
-          if (outLen[s >>> shift]) found.add(outId[s >>> shift] as number);
+          s = s < nDense ? (delta[(s << shift) + c] as number) : ac.step(s, c);
+          if (outLen[s]) found.add(outId[s] as number);
         }
       },
       found: () => [...found].map((i) => this.names[i] as string).sort(),

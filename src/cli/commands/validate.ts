@@ -7,7 +7,8 @@
  * `-v`: also the files found but not read as specs (`.berthignore`, inside a fixture or a
  * `fromDir`), each with why (`skipped` in JSON).
  * Warnings (stderr in text, `warnings` in JSON; never an error): a secret whose value, as this
- * process can read it, is too short to be redacted from what berth writes (execute/redaction.ts).
+ * process can read it, is too short or too long to be redacted from what berth writes
+ * (execute/redaction.ts).
  */
 import { closeSync, constants as fsConstants, fstatSync, openSync, readFileSync } from 'node:fs';
 import { DEFAULTS, EXIT } from '../../constants';
@@ -66,7 +67,8 @@ export async function runValidate(paths: string[], opts: ValidateOptions, io: Va
 
 /**
  * The secrets whose value, read here as the harvest would read it, is shorter than
- * DEFAULTS.redactMinBytes (trailing line breaks dropped): not redacted from what berth writes. A
+ * DEFAULTS.redactMinBytes or longer than DEFAULTS.redactMaxBytes (trailing line breaks dropped):
+ * not redacted from what berth writes. A
  * secret this process cannot read is no warning here (the run says so if the harvest cannot).
  */
 async function shortSecrets(report: LoadReport, env: NodeJS.ProcessEnv): Promise<string[]> {
@@ -81,10 +83,13 @@ async function shortSecrets(report: LoadReport, env: NodeJS.ProcessEnv): Promise
       if (!v) continue;
       let n = v.length;
       while (n > 0 && (v[n - 1] === 0x0a || v[n - 1] === 0x0d)) n--;
-      if (n < DEFAULTS.redactMinBytes)
-        out.push(
-          `attempt ${spec.name}: secret ${s.name} is shorter than ${DEFAULTS.redactMinBytes} bytes: it will not be redacted from what berth writes for its runs`,
-        );
+      const how =
+        n < DEFAULTS.redactMinBytes
+          ? `shorter than ${DEFAULTS.redactMinBytes}`
+          : n > DEFAULTS.redactMaxBytes
+            ? `longer than ${DEFAULTS.redactMaxBytes}`
+            : undefined;
+      if (how) out.push(`attempt ${spec.name}: secret ${s.name} is ${how} bytes: it will not be redacted from what berth writes for its runs`);
     }
   }
   return out;

@@ -84,6 +84,50 @@ describe('util/redact', () => {
     expect(Buffer.concat(got).equals(noise)).to.equal(true);
   });
 
+  it('agrees with a plain search for every form on random text over a small alphabet (deep fallbacks, overlaps), whole and streamed', async () => {
+    let seed = 7;
+    const rnd = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    const word = (n: number) => Array.from({ length: n }, () => 'ab'[rnd(2)]).join('');
+    for (let round = 0; round < 30; round++) {
+      const vals = Array.from({ length: 1 + rnd(4) }, (_, i) => ({ name: `v${i}`, value: Buffer.from(word(4 + rnd(14))) }));
+      const rr = new Redactor(vals, 4);
+      let text = '';
+      for (let k = 0; k < 40; k++) text += rnd(3) === 0 ? (vals[rnd(vals.length)] as { value: Buffer }).value.toString() : word(rnd(12));
+      // the reference: every occurrence of every form, by end, merged where one starts before the last ends
+      const occ: { start: number; end: number; id: number }[] = [];
+      vals.forEach((v, id) => {
+        for (const f of formsOf(v.value, 4)) {
+          const needle = f.toString('latin1');
+          for (let at = text.indexOf(needle); at >= 0; at = text.indexOf(needle, at + 1)) occ.push({ start: at, end: at + needle.length, id });
+        }
+      });
+      occ.sort((x, y) => x.end - y.end || y.end - y.start - (x.end - x.start));
+      const spans: { start: number; end: number; id: number }[] = [];
+      for (const o of occ) {
+        const sp = { ...o };
+        while (spans.length && sp.start < (spans[spans.length - 1] as { end: number }).end) {
+          const last = spans.pop() as { start: number; end: number; id: number };
+          if (last.start <= sp.start) sp.id = last.id;
+          sp.start = Math.min(sp.start, last.start);
+          sp.end = Math.max(sp.end, last.end);
+        }
+        spans.push(sp);
+      }
+      let want = '';
+      let at = 0;
+      for (const sp of spans) {
+        want += text.slice(at, sp.start) + `[redacted:${(vals[sp.id] as { name: string }).name}]`;
+        at = sp.end;
+      }
+      want += text.slice(at);
+      expect(rr.redactText(text), `round ${round}`).to.equal(want);
+      expect(await streamed(rr, Buffer.from(text), [1 + rnd(9)]), `round ${round} streamed`).to.equal(want);
+    }
+  });
+
   it('merges overlapping matches into one replacement, names the first', () => {
     const rr = new Redactor(
       [
@@ -93,6 +137,15 @@ describe('util/redact', () => {
       4,
     );
     expect(rr.redactText('..abcdefghijkl..')).to.equal('..[redacted:a]..');
+    // a value inside a longer one ends first: the longer one still goes whole
+    const inner = new Redactor(
+      [
+        { name: 'outer', value: Buffer.from('0123456789') },
+        { name: 'inner', value: Buffer.from('3456') },
+      ],
+      4,
+    );
+    expect(inner.redactText('x 0123456789 y 3456 z')).to.equal('x [redacted:outer] y [redacted:inner] z');
     expect(rr.redactText('abcdefgh efghijkl')).to.equal('[redacted:a] [redacted:b]');
   });
 
@@ -101,6 +154,20 @@ describe('util/redact', () => {
     expect(rr.tooShort).to.deep.equal(['pin']);
     expect(rr.redactText('pin 123')).to.equal('pin 123');
     expect(formsOf(Buffer.from('abcd'), 4).every((f) => f.length >= 4)).to.equal(true);
+  });
+
+  it('leaves values longer than the maximum alone and names them; a 64 KiB value is found, in bounded memory', () => {
+    const big = randomBytes(64 * 1024);
+    const rr = new Redactor(
+      [
+        { name: 'bundle', value: Buffer.alloc(64 * 1024 + 1, 'k') },
+        { name: 'pem', value: big },
+      ],
+      4,
+      64 * 1024,
+    );
+    expect(rr.tooLong).to.deep.equal(['bundle']);
+    expect(rr.redact(Buffer.concat([Buffer.from('<'), Buffer.from(big.toString('base64')), Buffer.from('>')])).toString()).to.match(/^<\[redacted:pem\].?=*>$/);
   });
 
   it('redacts every string of a JSON value, keys included', () => {
