@@ -13,14 +13,15 @@
  * PEM block, or base64 wrapped at 76 columns, is still found (the redaction then covers those
  * line breaks too).
  *
- * Values shorter than `minBytes` are not redacted (every short word of a log would go): the caller
- * says so where the user sees it. A form is kept only when it is at least `minBytes` long.
+ * Values shorter than `minBytes` (every short word of a log would go) or longer than `maxBytes`
+ * are not redacted: the caller says so where the user sees it. A form is kept only when it is at
+ * least `minBytes` long.
  *
- * The matcher is Aho-Corasick (one pass whatever the number of values), a DFA over the classes of
- * bytes the forms use; a stream is scanned chunk by chunk, and what could still be the start of a
- * value (the automaton's depth, at most the longest form less one byte, plus any line breaks
- * inside it) is carried to the next chunk, in memory only. Values are never written, logged or put
- * in an error by this module.
+ * The matcher is Aho-Corasick (one pass whatever the number of values) over the classes of bytes
+ * the forms use, with full rows only for shallow states (see Automaton). A stream is scanned
+ * chunk by chunk, and what could still be the start of a value (the automaton's depth, at most
+ * the longest form less one byte, plus any line breaks inside it) is carried to the next chunk,
+ * in memory only. Values are never written, logged or put in an error by this module.
  */
 import { Transform, type TransformCallback } from 'node:stream';
 
