@@ -55,6 +55,10 @@ const leaks = (text: string): string[] => [TOKEN, SIDE].flatMap(needles).filter(
 // The main container: every form of its secret, to stdout and stderr, into results and the workspace; then it waits for `go`.
 const MAIN = [
   'T=$(cat /run/secrets/token)',
+  // stderr first, a moment before the rest: the engine orders the two streams by when it reads
+  // them, so a line of one landing between the halves of a value split on the other is possible
+  // (and not found: docs/CONTRACT.md)
+  'echo "stderr $T" >&2; sleep 0.5',
   'echo "plain $T"',
   'printf "split %s" "${T:0:12}"; sleep 1; printf "%s end\\n" "${T:12}"',
   'echo "lines ${T:0:20}"; echo "${T:20} end"',
@@ -62,7 +66,6 @@ const MAIN = [
   'printf x%s "$T" | busybox base64',
   'printf xy%s "$T" | busybox base64 | tr "+/" "-_"',
   'printf %s "$T" | busybox xxd -p',
-  'echo "stderr $T" >&2',
   'printf %s "$T" > /results/plain.txt',
   'printf %s "$T" | busybox base64 > /results/b64.txt',
   'echo clean > /results/clean.txt',
@@ -74,9 +77,10 @@ const MAIN = [
 
 const SIDECAR = [
   'S=$(cat /run/secrets/side)',
+  'echo "stderr $S" >&2; sleep 0.5',
   'echo "side $S"',
   'printf %s "$S" | busybox base64',
-  'echo "${S:0:9}"; echo "${S:9}" >&2',
+  'echo "${S:0:9}"; echo "${S:9}"',
   'exec sleep 600',
 ].join('; ');
 
@@ -183,6 +187,7 @@ describe('redaction of secret values (real engine)', function () {
       await cli('report', '-o', path.join(sb.dir, 'report.html')),
     ];
     expect(after[0]?.stdout).to.include('plain [redacted:token]');
+    expect(after[2]?.stdout).to.include('Redacted:       side, token\n');
     for (const r of printed) expect(leaks(r.stdout + r.stderr), r.stdout + r.stderr).to.deep.equal([]);
     expect(await holding(sb.stateDir, [TOKEN, SIDE])).to.deep.equal([]);
     // everything in the run folder but the attempt's own bytes (results/, workspace/files/), kept as written
@@ -226,5 +231,6 @@ describe('redaction of secret values (real engine)', function () {
     expect(status.redaction?.complete).to.equal(false);
     const d = await sb.cli('describe', 'b');
     expect(d.stdout).to.match(/not redacted/);
+    expect(d.stdout).to.include('Redacted:       no secret; NOT redacted: token (unreadable), pin (too-short)');
   });
 });
