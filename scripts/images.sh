@@ -128,7 +128,8 @@ build_berth() {
   local out
   out=$(docker run --rm --network none --label dev.berth.image-smoke=berth "$tag" version) \
     || { say "built $tag but its smoke run failed"; exit 1; }
-  say "built $tag ($out)"
+  # its first line (the second says the engine cannot be reached from the smoke run: no socket there)
+  say "built $tag (${out%%$'\n'*})"
 }
 
 # BERTH_IMAGES picks which to build (default: all), e.g. BERTH_IMAGES=busybox for a private test engine.
