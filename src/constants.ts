@@ -309,6 +309,14 @@ export const DEFAULTS = {
   fixtureSpoolBytes: 8 * 1024 * 1024,
   /** A fixture file larger than this is streamed into the archive from its open handle, not read whole. */
   fixtureInlineFileBytes: 1024 * 1024,
+  /**
+   * The packed fixture layers kept on disk (`<state>/cache/fixtures/`, execute/fixture-cache.ts)
+   * take at most this many bytes; the least recently used go first (`--fixture-cache-size`,
+   * BERTH_FIXTURE_CACHE_SIZE; 0: none kept, every copy-in packs its own).
+   */
+  fixtureCacheBytes: 4 * 1024 ** 3,
+  /** Where, below the state folder, packed fixture layers are kept. */
+  fixtureCacheDir: 'cache/fixtures',
   specsDir: 'specs',
   stateDir: '.berth',
   instance: 'default',

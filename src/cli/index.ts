@@ -212,6 +212,14 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     .option('--egress-network <name>', 'existing network the egress proxy reaches out through (default: one per attempt)')
     .option('--allow-empty', "let a specs folder with no attempts remove the instance's attempts (default: such a folder removes nothing)")
     .option('--infra-retries <n>', `as for reconcile (default ${DEFAULTS.infraRetries})`, int('--infra-retries', 0))
+    .addOption(
+      new Option(
+        '--fixture-cache-size <size>',
+        `bytes of packed fixture layers kept in the state folder (cache/fixtures), least recently used removed first; 0: none kept (default ${DEFAULTS.fixtureCacheBytes / 1024 ** 3}g)`,
+      )
+        .argParser(bytes('--fixture-cache-size', 0))
+        .env('BERTH_FIXTURE_CACHE_SIZE'),
+    )
     .option('--move-instance', 'the instance is bound to another source: plan as if it were moved to this one (reconcile --move-instance)');
   gitOptions(plan, false).action(async (o, cmd: Command) => {
     await done((require('./commands/plan') as typeof PlanCmd).runPlan(ctx(cmd), o));

@@ -74,6 +74,8 @@ export interface ReconcileOptions extends GitFlags {
   logMaxBytes?: number;
   hashMaxBytes?: number;
   hashMaxSeconds?: number;
+  /** `--fixture-cache-size`: bytes of packed fixture layers kept in the state folder. */
+  fixtureCacheSize?: number;
   /** `--default-deadline` (ms): the deadline of attempts whose spec sets no deadlineSeconds. */
   defaultDeadline?: number;
   /** Controller: how often it checks that it still holds the instance's locks (no flag; tests). */
