@@ -35,18 +35,21 @@ function collect(p: Pack): Promise<Buffer> {
   });
 }
 
+/** An entry of the merged working dir: its layer's entry, and which layer (none for a single fixture). */
+export type LayerEntry = FixtureEntry & { layer?: number };
+
 /**
- * A fixture's archive, ready to copy in: kept in memory while it is small, else spooled to a
- * temp file (0600, in a 0700 folder of its own) as it is made, so berth's memory stays bounded
- * whatever the fixture's size. `dispose` removes the spool.
+ * An archive ready to copy in, in bounded memory whatever its size: a fixture's streams from its
+ * packed layers (fixtureTar); the grader's is kept in memory while small, else spooled to a temp
+ * file (spoolArchive). `dispose` closes and removes what it holds.
  */
 export interface Archive {
   readonly bytes: number;
   /**
    * What the archive holds of the fixture, entry by entry in the loader's terms (spec/fixture-scan.ts,
-   * every file with its sha256): the exported workspace is compared with it. Empty without a fixture.
+   * every file with its sha256; with layers, the merged tree): the exported workspace is compared with it. Empty without a fixture.
    */
-  readonly index: readonly FixtureEntry[];
+  readonly index: readonly LayerEntry[];
   body(): Buffer | Readable;
   dispose(): Promise<void>;
 }
@@ -175,13 +178,7 @@ export interface FixtureCacheConfig {
  * layer, and one changed since to point outside is refused here). Anything that is not a file,
  * folder or link is refused too.
  */
-export async function fixtureTar(
-  layers: readonly FixtureLayer[],
-  workingDir: string,
-  uid = 0,
-  gid = 0,
-  cache?: FixtureCacheConfig,
-): Promise<Archive & { index: readonly LayerEntry[] }> {
+export async function fixtureTar(layers: readonly FixtureLayer[], workingDir: string, uid = 0, gid = 0, cache?: FixtureCacheConfig): Promise<Archive> {
   const head = await workingDirTar(workingDir, uid, gid);
   const base = workingDir.replace(/^\/+/, '');
   let own: string | undefined;
@@ -236,9 +233,6 @@ export async function fixtureTar(
     dispose,
   };
 }
-
-/** An entry of the merged working dir: its layer's entry, and which layer (0 for a single fixture). */
-export type LayerEntry = FixtureEntry & { layer?: number };
 
 async function* stream(head: Buffer, ranges: readonly { file: fsp.FileHandle; start: number; end: number }[]): AsyncGenerator<Buffer> {
   yield head;
