@@ -4,7 +4,7 @@
  * the secrets (files /run/secrets/<name>, mode 0400, owned by the container's user).
  */
 import { createHash } from 'node:crypto';
-import { createReadStream, createWriteStream, promises as fsp, type WriteStream } from 'node:fs';
+import { createReadStream, createWriteStream, lstatSync, promises as fsp, readdirSync, type WriteStream } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -16,7 +16,7 @@ import type { FixtureLayer } from '../spec/types';
 import { FixtureCache, fixtureCacheAt, layerKey, type Lease } from './fixture-cache';
 import { keptEntries, mergedIndex, type LayerPath } from './fixture-layers';
 import type { Span } from './tar-spans';
-import { atFd, componentsBelow, openDirAt, openDirBelow, openFileAt, UnsafePathError } from '../util/no-follow';
+import { atFd, componentsBelow, openDirAt, openDirBelow, openFileAt, readFileAtSync, UnsafePathError } from '../util/no-follow';
 
 function entry(p: Pack, header: Parameters<Pack['entry']>[0], body?: Buffer): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -138,6 +138,8 @@ async function parents(p: Pack, dir: string, mode = 0o755, uid = 0, gid = 0): Pr
   }
 }
 
+/** Packing a layer yields the event loop at least this often (ms). */
+const PACK_SLICE_MS = 10;
 /** tar's end-of-archive: two zero blocks. */
 const END_OF_ARCHIVE = Buffer.alloc(1024);
 /** Bytes read at a time from a packed layer as it streams to the engine. */
@@ -258,9 +260,17 @@ async function packLayer(p: Pack, fixture: string, base: string, uid: number, gi
   const read: FixtureEntry[] = [];
   const packed: LayerPath[] = [];
   const own = { uid, gid };
+  // small files and stats are read synchronously (microseconds each from the page cache); the event loop gets a turn every few ms
+  let since = performance.now();
+  const turn = async () => {
+    if (performance.now() - since < PACK_SLICE_MS) return;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    since = performance.now();
+  };
   const add = async (dir: fsp.FileHandle, name: string, shown: string, rel: string, inside: string): Promise<void> => {
+    await turn();
     const at = atFd(dir.fd, name);
-    const lst = await fsp.lstat(at);
+    const lst = lstatSync(at);
     const tarName = path.posix.join(base, rel);
     if (lst.isDirectory()) {
       const sub = await openDirAt(dir, name, shown);
@@ -271,13 +281,21 @@ async function packLayer(p: Pack, fixture: string, base: string, uid: number, gi
           await entry(p, { name: tarName + '/', type: 'directory', mode: st.mode & 0o7777, mtime: st.mtime, ...own });
           packed.push({ path: rel, type: 'dir' });
         }
-        for (const child of (await fsp.readdir(atFd(sub.fd, '.'))).sort()) {
+        for (const child of readdirSync(atFd(sub.fd, '.')).sort()) {
           await add(sub, child, path.join(shown, child), rel ? `${rel}/${child}` : child, path.posix.join(inside, child));
         }
       } finally {
         await sub.close();
       }
     } else if (lst.isFile()) {
+      const small = readFileAtSync(dir.fd, name, shown, DEFAULTS.fixtureInlineFileBytes);
+      if (small) {
+        const { st, body } = small;
+        await entry(p, { name: tarName, type: 'file', mode: st.mode & 0o7777, mtime: st.mtime, ...own, size: body.length }, body);
+        read.push({ path: rel, type: 'file', mode: st.mode & 0o777, size: body.length, sha256: createHash('sha256').update(body).digest('hex') });
+        packed.push({ path: rel, type: 'file' });
+        return;
+      }
       const fh = await openFileAt(dir, name, shown);
       try {
         const st = await fh.stat();

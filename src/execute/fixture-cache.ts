@@ -179,7 +179,10 @@ export class FixtureCache {
       stats.packs++;
       if (mayKeep && this.maxBytes > 0 && meta.bytes <= this.maxBytes && fixtureDigest(meta.index) === digest) {
         try {
+          // written and hashed just now: its first use need not read it again
+          const made = await fsp.stat(path.join(temp, ARCHIVE), { bigint: true });
           await fsp.rename(temp, path.join(this.dir, key));
+          checked.add(identity(made));
           await this.evict(key);
           return undefined;
         } catch (err) {
