@@ -220,7 +220,8 @@ export async function fixtureTar(layers: readonly FixtureLayer[], workingDir: st
       bytes += end - start;
     }
   });
-  const index = mergedIndex(leases.map((x) => x.meta.index));
+  // one layer: its own index, as the loader scans it; more: the merged tree, each entry with its layer
+  const index = leases.length === 1 ? (leases[0] as Lease).meta.index : mergedIndex(leases.map((x) => x.meta.index));
   let released = false;
   const dispose = async () => {
     if (released) return;
@@ -230,7 +231,7 @@ export async function fixtureTar(layers: readonly FixtureLayer[], workingDir: st
   };
   return {
     bytes,
-    index: layers.length === 1 ? (leases[0] as Lease).meta.index : index,
+    index,
     body: () => Readable.from(stream(head, ranges), { objectMode: false }),
     dispose,
   };
