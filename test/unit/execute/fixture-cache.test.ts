@@ -166,6 +166,18 @@ describe('execute/fixture-layers and fixture-cache', () => {
     await one.dispose();
   });
 
+  it('names past the plain tar header (pax: long, non-ASCII, long link targets) are found in the packed layer and shadowed as any other', async () => {
+    const long = `${'deep/'.repeat(30)}${'n'.repeat(120)}.txt`;
+    const target = `${'../'.repeat(30)}${'t'.repeat(110)}`;
+    const base = await layer('pax', { [long]: 'base long', 'ünïcødé.txt': 'base u', 'kept.txt': 'k', [`${'deep/'.repeat(30)}ln`]: `link:${target}` });
+    const patch = await layer('pax2', { [long]: 'patch long', 'ünïcødé.txt': 'patch u' });
+    const got = await extracted(await fixtureTar([base, patch], '/w', 0, 0, cache));
+    expect(got[`w/${long}`]).to.equal(`file:${sha('patch long').slice(0, 8)}`);
+    expect(got['w/ünïcødé.txt']).to.equal(`file:${sha('patch u').slice(0, 8)}`);
+    expect(got['w/kept.txt']).to.equal(`file:${sha('k').slice(0, 8)}`);
+    expect(got[`w/${'deep/'.repeat(30)}ln`]).to.equal(`symlink:${target}`);
+  });
+
   it('a single-file layer lands at its name, over a folder layer', async () => {
     const base = await layer('base2', { 'cfg.json': '{}', 'x/y': 'y' });
     mkdirSync(path.join(root, 'one'));
