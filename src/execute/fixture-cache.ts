@@ -246,16 +246,27 @@ export class FixtureCache {
   }
 }
 
+/** meta.json files parsed in this process, by path and identity: a layer copied into many attempts is parsed once (a few at most: each can be large). */
+const parsed = new Map<string, { id: string; meta: LayerMeta }>();
+const PARSED_KEPT = 16;
+
 /** meta.json of the entry at `at`, bounded and checked to be of this version and key. */
 async function readMeta(at: string, key: string): Promise<LayerMeta> {
-  const fh = await fsp.open(path.join(at, META), 'r');
+  const file = path.join(at, META);
+  const fh = await fsp.open(file, 'r');
   try {
-    const st = await fh.stat();
+    const st = await fh.stat({ bigint: true });
+    const id = identity(st);
+    const kept = parsed.get(file);
+    if (kept?.id === id) return kept.meta;
     if (st.size > MAX_META_BYTES) throw new Damaged(`${META} is ${st.size} bytes`);
     const meta = JSON.parse(await fh.readFile('utf8')) as LayerMeta;
     if (meta?.version !== CACHE_VERSION || meta.key !== key || !Array.isArray(meta.entries) || !Array.isArray(meta.index))
       throw new Damaged(`${META} is not this cache's`);
     if (typeof meta.bytes !== 'number' || typeof meta.sha256 !== 'string') throw new Damaged(`${META} lacks the archive's size or digest`);
+    parsed.delete(file);
+    if (parsed.size >= PARSED_KEPT) parsed.delete(parsed.keys().next().value as string);
+    parsed.set(file, { id, meta });
     return meta;
   } finally {
     await fh.close();

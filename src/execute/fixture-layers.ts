@@ -41,6 +41,7 @@ export interface LayerPath {
  * bytes are copied in only to be replaced.
  */
 export function keptEntries(layers: readonly (readonly LayerPath[])[]): boolean[][] {
+  if (layers.length === 1) return [(layers[0] as readonly LayerPath[]).map(() => true)];
   const merged = new Map<string, { type: string; layer: number }>();
   layers.forEach((entries, i) =>
     overlay(
