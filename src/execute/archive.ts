@@ -4,7 +4,7 @@
  * the secrets (files /run/secrets/<name>, mode 0400, owned by the container's user).
  */
 import { createHash } from 'node:crypto';
-import { createReadStream, createWriteStream, lstatSync, promises as fsp, readdirSync, type WriteStream } from 'node:fs';
+import { lstatSync, promises as fsp, readdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -39,9 +39,8 @@ function collect(p: Pack): Promise<Buffer> {
 export type LayerEntry = FixtureEntry & { layer?: number };
 
 /**
- * An archive ready to copy in, in bounded memory whatever its size: a fixture's streams from its
- * packed layers (fixtureTar); the grader's is kept in memory while small, else spooled to a temp
- * file (spoolArchive). `dispose` closes and removes what it holds.
+ * A fixture's archive ready to copy in, in bounded memory whatever its size: it streams from its
+ * packed layers (fixtureTar). `dispose` closes and removes what it holds.
  */
 export interface Archive {
   readonly bytes: number;
@@ -52,62 +51,6 @@ export interface Archive {
   readonly index: readonly LayerEntry[];
   body(): Buffer | Readable;
   dispose(): Promise<void>;
-}
-
-/** A spooled archive is read back to the engine in chunks of this size (not the stream default, 64 KiB): fewer writes to the socket, memory still bounded. */
-const SPOOL_READ_BYTES = 1024 * 1024;
-
-/** Spools what `p` packs (see Archive): in memory up to `limit` bytes, then into a temp file. */
-export function spoolArchive(p: Pack, limit: number): Promise<Archive> {
-  return new Promise((resolve, reject) => {
-    let chunks: Buffer[] = [];
-    let bytes = 0;
-    let dir: string | undefined;
-    let file: WriteStream | undefined;
-    let opening: Promise<void> | undefined;
-    const dispose = async () => {
-      if (dir) await fsp.rm(dir, { recursive: true, force: true });
-    };
-    const fail = (err: unknown) => {
-      p.destroy();
-      file?.destroy();
-      void dispose().finally(() => reject(err));
-    };
-    p.on('data', (data: unknown) => {
-      const c = data as Buffer;
-      bytes += c.length;
-      if (file) {
-        if (!file.write(c)) {
-          p.pause();
-          file.once('drain', () => p.resume());
-        }
-        return;
-      }
-      chunks.push(c);
-      if (bytes <= limit || opening) return;
-      // Over the limit: what is held goes to a temp file, and the rest follows it there.
-      p.pause();
-      opening = fsp.mkdtemp(path.join(os.tmpdir(), 'berth-fixture-')).then((d) => {
-        dir = d;
-        file = createWriteStream(path.join(d, 'fixture.tar'), { mode: 0o600 });
-        file.on('error', fail);
-        for (const held of chunks) file.write(held);
-        chunks = [];
-        p.resume();
-      }, fail);
-    });
-    p.on('error', fail);
-    p.on('end', () => {
-      if (!file) {
-        const body = Buffer.concat(chunks);
-        resolve({ bytes, index: [], body: () => body, dispose: async () => undefined });
-        return;
-      }
-      const f = file;
-      const where = path.join(dir as string, 'fixture.tar');
-      f.end(() => resolve({ bytes, index: [], body: () => createReadStream(where, { highWaterMark: SPOOL_READ_BYTES }), dispose }));
-    });
-  });
 }
 
 /**
