@@ -156,8 +156,10 @@ export class FixtureCache {
       return { meta, file: f, release: () => f.close() };
     } catch (err) {
       await file?.close().catch(() => undefined);
-      if (isCode(err, 'ENOENT') || isCode(err, 'ENOTDIR')) return undefined;
-      if (err instanceof Damaged || err instanceof SyntaxError) {
+      // none there (or removed meanwhile); but an entry missing one of its files, or not a folder, is damaged
+      const missing = isCode(err, 'ENOENT') || isCode(err, 'ENOTDIR');
+      if (missing && !(await fsp.lstat(at).catch(() => undefined))) return undefined;
+      if (missing || err instanceof Damaged || err instanceof SyntaxError) {
         stats.damaged++;
         await this.remove(key);
         return undefined;

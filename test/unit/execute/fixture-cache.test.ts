@@ -207,7 +207,7 @@ describe('execute/fixture-layers and fixture-cache', () => {
     expect(fixtureCacheStats().packs - before).to.equal(9);
   });
 
-  it('finds a damaged entry (truncated, garbage of the same size, a meta.json that does not parse, removed), packs it again and never copies it in', async () => {
+  it('finds a damaged entry (truncated, garbage of the same size, a meta.json that does not parse, its archive gone, a file in its place, removed), packs it again and never copies it in', async () => {
     const base = await layer('dmg', { 'a.txt': 'a'.repeat(5000), 'b.txt': 'b' });
     const want = await extracted(await fixtureTar([base], '/w', 0, 0, cache));
     const at = path.join(cache.dir, layerKey(base.digest, '/w', 0, 0));
@@ -216,6 +216,8 @@ describe('execute/fixture-layers and fixture-cache', () => {
       ['truncated', () => truncateSync(tar, 1024)],
       ['garbage', () => writeFileSync(tar, Buffer.alloc(statSync(tar).size, 0x41))],
       ['meta', () => writeFileSync(path.join(at, 'meta.json'), '{"version": 1, "ke')],
+      ['archive gone', () => rmSync(tar)],
+      ['a file in its place', () => (rmSync(at, { recursive: true }), writeFileSync(at, 'x'))],
       ['removed', () => rmSync(at, { recursive: true })],
     ];
     for (const [what, harm] of damage) {
