@@ -212,14 +212,6 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     .option('--egress-network <name>', 'existing network the egress proxy reaches out through (default: one per attempt)')
     .option('--allow-empty', "let a specs folder with no attempts remove the instance's attempts (default: such a folder removes nothing)")
     .option('--infra-retries <n>', `as for reconcile (default ${DEFAULTS.infraRetries})`, int('--infra-retries', 0))
-    .addOption(
-      new Option(
-        '--fixture-cache-size <size>',
-        `bytes of packed fixture layers kept in the state folder (cache/fixtures), least recently used removed first; 0: none kept (default ${DEFAULTS.fixtureCacheBytes / 1024 ** 3}g)`,
-      )
-        .argParser(bytes('--fixture-cache-size', 0))
-        .env('BERTH_FIXTURE_CACHE_SIZE'),
-    )
     .option('--move-instance', 'the instance is bound to another source: plan as if it were moved to this one (reconcile --move-instance)');
   gitOptions(plan, false).action(async (o, cmd: Command) => {
     await done((require('./commands/plan') as typeof PlanCmd).runPlan(ctx(cmd), o));
@@ -270,6 +262,14 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
       '--hash-max-seconds <duration>',
       `how long the manifest hashes at most per run (e.g. 90s, 5m; a bare number is seconds; default ${DEFAULTS.hashMaxSeconds}s)`,
       durationSeconds('--hash-max-seconds'),
+    )
+    .addOption(
+      new Option(
+        '--fixture-cache-size <size>',
+        `bytes of packed fixture layers kept in the state folder (cache/fixtures), least recently used removed first; 0: none kept (default ${DEFAULTS.fixtureCacheBytes / 1024 ** 3}g)`,
+      )
+        .argParser(bytes('--fixture-cache-size', 0))
+        .env('BERTH_FIXTURE_CACHE_SIZE'),
     )
     .option('--move-instance', 'the instance is bound to another source: move it to this one on purpose (what the other source runs is removed)')
     .addOption(
