@@ -22,10 +22,10 @@
  *   BENCH_TENK_SPECS   specs of the ten-thousand workload, 50 of them running (default 10,000)
  *   BENCH_AB           label=[node@]path/to/bin/berth.js: another build in the fleet and completion
  *                      workloads (an A/B in one run; on this Node, or on the node named)
- *   BENCH_FIXTURE_FILES files of the large-fixture workload's generated tree (default 5,000)
- *   BENCH_FIXTURE_MB   its size in MiB (default 150)
+ *   BENCH_FIXTURE_FILES files of the fixture-plan workload's generated repository and of the large-fixture workload's tree (default 5,000, ~150 MB)
+ *   BENCH_FIXTURE_MB   the large-fixture tree's size in MiB (default 150)
  *   BENCH_FIXTURE_ATTEMPTS containers it is copied into, 4 at a time (default 20)
- *   BENCH_ONLY         comma list of cold,drop,noop,resources,report,harvest,grade,sets,completion,git,swarm,fleet,tenk,fixture: a partial run, written to
+ *   BENCH_ONLY         comma list of cold,drop,noop,resources,report,harvest,grade,credentials,sets,completion,git,swarm,fleet,tenk,fixture-plan,fixture: a partial run, written to
  *                      bench/results/partial.*.tmp instead of latest.*
  *   BENCH_PROFILE=1    also take CPU profiles (untimed extra runs under `node --cpu-prof`: berth's
  *                      cold start and clean of 50, a no-op pass at the largest size in-process and
@@ -51,7 +51,9 @@ import { renderProfile, summarizeProfile, type ProfileSummary } from './lib/prof
 import { controllerAt1000, dropToRunning, profileController, type ControllerAt1000, type DropSamples } from './workloads/controller';
 import { fixtureRounds, type FixtureSamples } from './workloads/fixture';
 import { gradeRounds, type GradeSamples } from './workloads/grade';
+import { fixturePlanRounds, type FixturePlanSamples } from './workloads/fixture-plan';
 import { harvestRounds, type HarvestSamples } from './workloads/harvest';
+import { credentialRounds, type CredentialSamples } from './workloads/credentials';
 import { noopScales, type NoopResult } from './workloads/noop';
 import { reportBench, type ReportSamples } from './workloads/report';
 import { setRounds, type SetSamples } from './workloads/sets';
@@ -67,8 +69,12 @@ const TARGETS = {
   teardownVsFloor: 1.15,
   /** The harvest of 100,000 files against the engine's archive of the folder plus a plain walk. */
   harvestVsFloor: 1.5,
+  /** A credentialed request through the egress proxy (plain HTTP in, verified TLS out) against a direct TLS call: added ms per request. */
+  credentialAddedMs: 5,
   /** A run's export plus its grade against the engine's archive of workingDir plus a fresh container with the changes copied in (issue 36). */
   gradeVsFloor: 1.2,
+  /** `plan`'s spec load over a large unchanged fixture, in a new process's state, against a plain stat walk of its files (issue 39). */
+  fixturePlanVsWalk: 1.2,
   dropOverheadMs: 150,
   rssMb: 150,
   /** "~0 CPU idle": at most 1% of one core. */
@@ -172,6 +178,7 @@ interface Results {
   at1000?: ControllerAt1000;
   clean1000Ms?: number;
   harvest?: HarvestSamples;
+  credentials?: CredentialSamples;
   grade?: GradeSamples;
   fixture?: FixtureSamples;
   report?: ReportSamples;
@@ -181,6 +188,7 @@ interface Results {
   swarm?: SwarmSamples;
   fleet?: FleetSamples;
   tenk?: TenkSamples;
+  fixturePlan?: FixturePlanSamples;
 }
 
 /** Specs from git: commit → running by polling and by webhook, and what a no-op poll costs. */
@@ -485,6 +493,21 @@ function harvestRows(h: HarvestSamples, rows: Row[]): void {
   });
 }
 
+function credentialRows(c: CredentialSamples, rows: Row[]): void {
+  const added = c.berth.map((b, i) => b - (c.direct[i] as number));
+  const a = summarize(added);
+  rows.push({
+    id: 'credential-proxy',
+    workload: `One request with an injected credential, each on a fresh connection: plain HTTP through berth's egress proxy, which opens verified TLS to the upstream and sets the header (median of ${c.requests} a round; p95 ${fmtMs(summarize(c.berthP95).median)})`,
+    berth: spread(summarize(c.berth)),
+    reference: `a direct TLS call to the same upstream, header set by the client (p95 ${fmtMs(summarize(c.directP95).median)}); added by the proxy: ${fmtMs(a.median)} (${fmtMs(a.min)}–${fmtMs(a.max)})`,
+    refValue: spread(summarize(c.direct)),
+    ratio: pairedRatio(c.berth, c.direct),
+    target: `≤ +${TARGETS.credentialAddedMs} ms`,
+    verdict: verdictOf(a.median <= TARGETS.credentialAddedMs),
+  });
+}
+
 function gradeRows(g: GradeSamples, rows: Row[]): void {
   const r = pairedRatio(g.berth, g.floor);
   const med = (xs: number[]) => fmtMs(summarize(xs).median);
@@ -522,6 +545,21 @@ function fixtureRows(f: FixtureSamples, rows: Row[]): void {
     refValue: '1',
     target: 'base packed 1×',
     verdict: verdictOf(f.shared.basePacks === 1),
+  });
+}
+
+function fixturePlanRows(f: FixturePlanSamples, rows: Row[]): void {
+  const r = pairedRatio(f.berth, f.floor);
+  rows.push({
+    id: 'fixture-plan',
+    workload: `\`plan\`'s spec load over an unchanged ${f.files.toLocaleString('en')}-file fixture (${(f.bytes / 2 ** 20).toFixed(0)} MiB), nothing kept in memory, digests kept on disk (${f.reads} files read; the first load, every file hashed: ${fmtMs(f.firstMs)})`,
+    berth: spread(summarize(f.berth)),
+    reference: 'a plain stat walk of the same tree: readdirSync + lstatSync of every entry (floor)',
+    refValue: spread(summarize(f.floor)),
+    ratio: r,
+    target: `≤ ${TARGETS.fixturePlanVsWalk}×`,
+    verdict: verdictOf(r.median <= TARGETS.fixturePlanVsWalk && f.reads === 0),
+    chart: { label: 'plan over a large unchanged fixture vs stat walk', target: TARGETS.fixturePlanVsWalk },
   });
 }
 
@@ -676,7 +714,26 @@ async function main(): Promise<void> {
   const want = (w: string) => !only || only.has(w);
   if (only)
     for (const w of only)
-      if (!['cold', 'drop', 'noop', 'resources', 'report', 'harvest', 'grade', 'sets', 'completion', 'git', 'swarm', 'fleet', 'tenk', 'fixture'].includes(w))
+      if (
+        ![
+          'cold',
+          'drop',
+          'noop',
+          'resources',
+          'report',
+          'harvest',
+          'grade',
+          'credentials',
+          'sets',
+          'completion',
+          'git',
+          'swarm',
+          'fleet',
+          'tenk',
+          'fixture-plan',
+          'fixture',
+        ].includes(w)
+      )
         throw new Error(`BENCH_ONLY: unknown workload ${w}`);
   if (want('resources') && !want('noop')) throw new Error('BENCH_ONLY: resources needs noop (the controller watches its attempts)');
 
@@ -788,6 +845,10 @@ async function main(): Promise<void> {
       res.swarm = await swarmWorkload(run, envInt('BENCH_SWARM_DROPS', 5), swSizes, Math.min(rounds, 3), log);
     }
     if (want('harvest')) res.harvest = await harvestRounds(engine, run, envInt('BENCH_HARVEST_FILES', 100_000), rounds, log);
+    if (want('credentials')) {
+      log('the egress proxy with an injected credential: plain HTTP through it to a TLS upstream, against a direct TLS call');
+      res.credentials = await credentialRounds(rounds, envInt('BENCH_CRED_REQUESTS', 200, 10), log);
+    }
     if (want('grade')) {
       res.grade = await gradeRounds(engine, run, envInt('BENCH_GRADE_FILES', 2000, 200), rounds, log, profileDir);
       if (res.grade.profile) res.profiles.push({ title: 'export + grade of one attempt, in-process (one berth round)', file: res.grade.profile });
@@ -800,6 +861,7 @@ async function main(): Promise<void> {
       };
       res.fixture = await fixtureRounds(engine, run, o, rounds, log);
     }
+    if (want('fixture-plan')) res.fixturePlan = await fixturePlanRounds(await run.dir('fixture-plan'), envInt('BENCH_FIXTURE_FILES', 5000, 100), rounds, log);
     if (want('report')) {
       log('the fleet report of 1,000 attempts: size, time to make it, first paint in headless chromium');
       res.report = await reportBench(rounds, log);
@@ -827,6 +889,8 @@ async function main(): Promise<void> {
   if (res.harvest) harvestRows(res.harvest, rows);
   if (res.grade) gradeRows(res.grade, rows);
   if (res.fixture) fixtureRows(res.fixture, rows);
+  if (res.fixturePlan) fixturePlanRows(res.fixturePlan, rows);
+  if (res.credentials) credentialRows(res.credentials, rows);
   if (res.report) reportRows(res.report, rows);
   if (res.sets) setRows(res.sets, rows);
   if (res.completion) completionRows(res.completion, rows);
@@ -907,6 +971,7 @@ async function main(): Promise<void> {
       harvest: res.harvest,
       grade: res.grade,
       fixture: res.fixture,
+      credentials: res.credentials,
       report: res.report,
       sets: res.sets,
       completion: res.completion,

@@ -92,7 +92,8 @@ build_node_image() {
 }
 
 build_proxy() {
-  local tag=berth/egress-proxy:local
+  # BERTH_PROXY_TAG: another tag, so a work tree can test its own proxy beside the shared one.
+  local tag=${BERTH_PROXY_TAG:-berth/egress-proxy:local}
   build_node_image "$tag" egress-proxy "$(proxy_bundle)" berth-egress-proxy.js \
     -c 'ENTRYPOINT ["/usr/bin/node", "/app/berth-egress-proxy.js"]' \
     -c 'USER 65534' \

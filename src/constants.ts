@@ -207,6 +207,19 @@ export const REASONS = {
   /** The run ended but its harvest failed (the message says why); the next pass tries it again. */
   harvestFailed: 'HarvestFailed',
   /**
+   * Succeeded: the run exited 0 but its results were past spec.harvest's caps; the harvest kept
+   * what fits and the manifest lists the rest. Counts as passed (the attempt's own process did
+   * what it should; the caps are berth's). A run that failed keeps its own reason, and says
+   * ResultsTruncated in its warnings.
+   */
+  resultsTruncated: 'ResultsTruncated',
+  /**
+   * Pending: a file system holding the engine's data root or the results root is below its
+   * free-space or free-inode threshold (`--disk-pressure-*`); new runs wait, running ones go on.
+   * An infrastructure hold, never a failure: the run starts once space is back.
+   */
+  diskPressure: 'DiskPressure',
+  /**
    * Blocked (`--backend swarm`): no swarm node may run the attempt (one that does not enforce a
    * hardening, has no engine berth can reach, ...), or the one node holding the attempt's volumes
    * may not run it now (or has left the swarm); the message names each node and what it lacks.
@@ -315,6 +328,11 @@ export const DEFAULTS = {
   fixtureCacheBytes: 4 * 1024 ** 3,
   /** Where, below the state folder, packed fixture layers are kept. */
   fixtureCacheDir: 'cache/fixtures',
+  /**
+   * A fixture file larger than this (its length: a sparse file's holes count, as the archive that
+   * copies it in carries them as zeros) is refused when the spec is loaded, from its stat alone.
+   */
+  maxFixtureFileBytes: 8 * 1024 * 1024 * 1024,
   specsDir: 'specs',
   stateDir: '.berth',
   instance: 'default',
@@ -339,8 +357,15 @@ export const DEFAULTS = {
   egressProxyImage: 'berth/egress-proxy:local',
   egressProxyPort: 3128,
   egressProxyReadySeconds: 15,
-  /** How long a sidecar must stay up after its start to count as ready. */
+  /** network.credentials: the header set when none is written, and its value (`{}`: the secret's value). */
+  credentialHeader: 'Authorization',
+  credentialFormat: 'Bearer {}',
+  /** How long a sidecar without `ready` must stay up after its start to count as ready (the fallback). */
   sidecarSettleMs: 200,
+  /** How long berth waits for a sidecar's `ready` (tcp, log or command) when it sets no deadlineSeconds. */
+  sidecarReadySeconds: 30,
+  /** How often a `ready` tcp or command probe is tried again until it passes or its deadline. */
+  sidecarProbeIntervalMs: 250,
   /**
    * The upstream DNS server of containers on an attempt's internal network: an address that is
    * never routed (TEST-NET-1, RFC 5737), so nothing answers lookups of outside names. Without
@@ -389,6 +414,24 @@ export const DEFAULTS = {
    */
   hashMaxBytes: 16 * 1024 * 1024 * 1024,
   hashMaxSeconds: 600,
+  /**
+   * spec.harvest: what a run's results folder keeps at most, regular files' bytes and entries
+   * (files, folders, links, others). Past either cap the harvest keeps what fits in manifest
+   * order, removes the rest from the results folder and lists it in the manifest (ResultsTruncated).
+   */
+  harvestMaxBytes: 1024 * 1024 * 1024,
+  /**
+   * Disk pressure (the kubelet's nodefs.available<10% and nodefs.inodesFree<5%): below these on
+   * the file system of the engine's data root or the results root, new runs wait
+   * Pending/DiskPressure (`--disk-pressure-free`, `--disk-pressure-inodes`, BERTH_DISK_PRESSURE_*),
+   * looked at again this often while any waits.
+   */
+  diskPressureFree: '10%',
+  diskPressureInodes: '5%',
+  diskPressureRecheckMs: 5_000,
+  harvestMaxFiles: 100_000,
+  /** The manifest lists at most this many of the entries a harvest left out; past it, it counts how many more. */
+  manifestLeftOutListed: 1000,
   /** YAML input limits. */
   maxSpecFileBytes: 1024 * 1024,
   maxAliasCount: 100,

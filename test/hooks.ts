@@ -5,6 +5,7 @@
  * The test swarm (test/support/swarm.ts), when a test started it, is ended here and must leave
  * nothing behind on the host; nor may a sandbox's temp folder stay (test/support/sandbox.ts).
  */
+import { removeTestCache } from './cache-dir';
 import { countTestResources, removeTestResources, TEST_RUN } from './support/engine';
 import { removeLeftoverSandboxes } from './support/sandbox';
 import { endSharedSwarm } from './support/swarm';
@@ -22,6 +23,7 @@ export const mochaHooks = {
       problems.push(`test run ${TEST_RUN} left ${left} resources on the engine (removed now by label)`);
     }
     if (traces.length > 0) problems.push(`the test swarm left ${traces.join(', ')} behind`);
+    await removeTestCache();
     const folders = await removeLeftoverSandboxes();
     if (folders.length > 0) problems.push(`test run ${TEST_RUN} left ${folders.length} sandbox folders (removed now): ${folders.slice(0, 5).join(', ')}`);
     if (problems.length > 0) throw new Error(problems.join('; '));

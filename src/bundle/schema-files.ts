@@ -7,6 +7,15 @@
 // @ts-expect-error: a text import, resolved by esbuild's loader (never by tsc's build)
 import text from '../../schemas/attempt.schema.json?text';
 
+// @ts-expect-error: a text import, resolved by esbuild's loader (never by tsc's build)
+import configText from '../../schemas/config.schema.json?text';
+
+export const CONFIG_SCHEMA_PATH = '(bundled) schemas/config.schema.json';
+
+export function configSchemaText(): string {
+  return configText as string;
+}
+
 export const SCHEMA_PATH = '(bundled) schemas/attempt.schema.json';
 export const VALIDATOR_PATH = '(bundled) schemas/attempt.validator.cjs';
 

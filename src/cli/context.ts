@@ -6,6 +6,7 @@ import { DEFAULTS, GIT } from '../constants';
 import type { PassConfig } from '../controller/pass';
 import { resolveResultsRoot } from '../plan/results';
 import { DesiredStates } from '../plan/desired-for';
+import { diskThresholds, type Floor } from '../plan/disk-pressure';
 import type * as DockerEngine from '../engine/docker';
 import type * as SwarmBackend from '../backend/swarm';
 import type { Engine } from '../engine/types';
@@ -33,6 +34,11 @@ export interface GlobalOptions {
    * validate, which name their source.
    */
   followGitSource?: boolean;
+  /**
+   * berth.yaml's values (config.ts) as written, for commands that act on a setting without
+   * taking its flag (`rerun` and `delete` start runs: `default-deadline`).
+   */
+  fileDefaults?: ReadonlyMap<string, unknown>;
 }
 
 export class UsageError extends Error {}
@@ -49,6 +55,8 @@ export interface Context {
   logFormat: LogFormat;
   io: Io;
   env: NodeJS.ProcessEnv;
+  /** berth.yaml's values, as GlobalOptions.fileDefaults. */
+  fileDefaults?: ReadonlyMap<string, unknown>;
   /** The engine, created on first use (validate never needs one). */
   engine(): Engine;
   calls: CallCounter;
@@ -79,6 +87,7 @@ export function makeContext(g: GlobalOptions, io: Io, opts: { engine?: Engine; e
     logFormat: g.logFormat ?? 'text',
     io,
     env: opts.env ?? process.env,
+    ...(g.fileDefaults ? { fileDefaults: g.fileDefaults } : {}),
     calls,
     engine() {
       // dockerode (and its SSH and gRPC stacks) loads only for commands that talk to the engine
@@ -137,6 +146,9 @@ export interface PassFlags {
   fixtureCacheSize?: number;
   /** `--default-deadline`, in ms. */
   defaultDeadline?: number;
+  /** `--disk-pressure-free`, `--disk-pressure-inodes`. */
+  diskPressureFree?: Floor;
+  diskPressureInodes?: Floor;
 }
 
 /** A size from the environment (`65536`, `64k`, `32m`, `16g`); undefined when unset or not one. */
@@ -162,12 +174,16 @@ export function passConfig(ctx: Context, o: PassFlags): PassConfig {
       ? { egress: { ...(o.egressProxyImage ? { proxyImage: o.egressProxyImage } : {}), ...(o.egressNetwork ? { network: o.egressNetwork } : {}) } }
       : {}),
     ...(o.allowEmpty ? { allowEmpty: true } : {}),
-    ...defaultDeadline(o.defaultDeadline ?? parseDuration(ctx.env.BERTH_DEFAULT_DEADLINE ?? '')),
+    ...defaultDeadline(o.defaultDeadline ?? parseDuration(ctx.env.BERTH_DEFAULT_DEADLINE || String(ctx.fileDefaults?.get('default-deadline') ?? ''))),
     fixtureCacheBytes: o.fixtureCacheSize ?? sizeOf(ctx.env.BERTH_FIXTURE_CACHE_SIZE) ?? DEFAULTS.fixtureCacheBytes,
     harvest: {
       logMaxBytes: o.logMaxBytes ?? DEFAULTS.logMaxBytes,
       hash: { maxBytes: o.hashMaxBytes ?? DEFAULTS.hashMaxBytes, maxSeconds: o.hashMaxSeconds ?? DEFAULTS.hashMaxSeconds },
     },
+    disk: diskThresholds(
+      { ...(o.diskPressureFree ? { free: o.diskPressureFree } : {}), ...(o.diskPressureInodes ? { inodes: o.diskPressureInodes } : {}) },
+      ctx.env,
+    ),
     env: ctx.env,
     log: ctx.log,
     desired: new DesiredStates(),
@@ -176,7 +192,7 @@ export function passConfig(ctx: Context, o: PassFlags): PassConfig {
 
 /**
  * `--default-deadline` (ms) as the planner takes it; without the flag (`rerun`, `delete`, which
- * start runs too), BERTH_DEFAULT_DEADLINE when it is a duration.
+ * start runs too), BERTH_DEFAULT_DEADLINE when it is a duration, else berth.yaml's `default-deadline`.
  */
 function defaultDeadline(ms: number | undefined): Pick<PassConfig, 'defaultDeadlineSeconds'> {
   return ms !== undefined ? { defaultDeadlineSeconds: ms / 1000 } : {};

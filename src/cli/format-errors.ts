@@ -2,6 +2,7 @@
  * Spec errors as a compiler prints them: `file:line:col: path: message [code]`, then the source
  * line and a caret under the column. Pure: the caller supplies a way to read source lines.
  */
+import nodePath from 'node:path';
 import type { SpecError } from '../spec/types';
 
 /** The 1-based `line` of `file`, without its line break, or undefined when unavailable. */
@@ -57,4 +58,40 @@ export function excerpt(line: string, lineNo: number, col: number): string[] {
   const pad = prefix + safe.slice(0, caretAt).replace(/[^\t]/g, ' ');
   const gutter = String(lineNo);
   return [` ${gutter} | ${prefix}${safe}${suffix}`, ` ${' '.repeat(gutter.length)} | ${pad.replace(/…/, ' ')}^`];
+}
+
+/** A workflow command's data: `%`, CR and LF escaped as GitHub Actions reads them. */
+function ghData(s: string): string {
+  return s.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
+}
+
+/** A workflow command's property value: also `:` and `,`. */
+function ghProperty(s: string): string {
+  return ghData(s).replace(/:/g, '%3A').replace(/,/g, '%2C');
+}
+
+/**
+ * Spec errors as GitHub Actions annotations (`::error file=F,line=L,col=C,title=T::message`), one
+ * line each, so a pull request shows them on the spec's lines. `file` relative to the workspace
+ * (`GITHUB_WORKSPACE`, where the checkout is) when the file lies in it. '' when there are none.
+ */
+export function githubAnnotations(errors: readonly SpecError[], o: { cwd: string; workspace?: string | undefined }): string {
+  return errors
+    .map((e) => {
+      const props: string[] = [];
+      if (e.file) {
+        const abs = nodePath.resolve(o.cwd, e.file);
+        const rel = o.workspace ? nodePath.relative(o.workspace, abs) : '';
+        const shown = rel && !rel.startsWith('..') && !nodePath.isAbsolute(rel) ? rel : e.file;
+        props.push(`file=${ghProperty(shown.split(nodePath.sep).join('/'))}`, `line=${e.line}`, `col=${e.col}`);
+      }
+      props.push(`title=${ghProperty(`berth: ${e.code}${e.path ? ` at ${e.path}` : ''}`)}`);
+      return `::error ${props.join(',')}::${ghData(`${e.path ? `${e.path}: ` : ''}${e.message}`)}\n`;
+    })
+    .join('');
+}
+
+/** Whether spec errors are also annotations: inside GitHub Actions (`GITHUB_ACTIONS=true`). */
+export function inGithubActions(env: NodeJS.ProcessEnv): boolean {
+  return env.GITHUB_ACTIONS === 'true';
 }

@@ -12,10 +12,12 @@ Exit codes:
 `;
 
 export const ENV_HELP = `
-Environment:
-  BERTH_SPECS, BERTH_STATE, BERTH_INSTANCE, BERTH_RESULTS_ROOT, BERTH_LOG_LEVEL, BERTH_LOG_FORMAT,
-  BERTH_FAIL_ON
-      defaults for the flags of the same name (a flag wins)
+Environment and berth.yaml:
+  BERTH_<FLAG>  every flag's default, named after it: BERTH_SPECS for --specs, BERTH_DEFAULT_DEADLINE
+                for --default-deadline, BERTH_ONCE=true for --once (a flag wins)
+  berth.yaml    defaults for the common flags (specs: ..., instance: ..., contexts: {ci: {...}}), in
+                the working directory, beside the specs folder, or --config FILE; the environment
+                wins over it (docs/CONFIG.md)
   DOCKER_HOST  the engine, as the Docker CLI finds it (else the local socket)
 `;
 

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { BACKENDS } from '../backend/types';
 import { CONTRACT_VERSION, DEFAULTS, EXIT, FAIL_ON, SIGNAL_EXIT } from '../constants';
 import { DURATION_SYNTAX, parseDuration } from '../util/duration';
+import { parseFloor, type Floor } from '../plan/disk-pressure';
 import type * as CleanCmd from './commands/clean';
 import type * as Completion from './completion';
 import type * as DescribeCmd from './commands/describe';
@@ -28,6 +29,7 @@ import type * as RegradeCmd from './commands/regrade';
 import type * as DeleteCmd from './commands/delete';
 import type * as ResolveCmd from './commands/resolve';
 import type * as ChooseCmd from './commands/choose';
+import { applyDefaults, CONFIG_FILE, findConfig, loadConfig, type LoadedConfig } from './config';
 import { defaultMaxRunning, makeContext, UsageError, type Context, type GlobalOptions } from './context';
 import { ENV_HELP, examplesHelp, EXIT_CODES_HELP } from './help';
 import { jsonLinesIo, processIo, wantsJsonLogs, type Io } from './io';
@@ -64,6 +66,18 @@ function bytes(name: string, min: number) {
   };
 }
 
+/** A disk pressure threshold (plan/disk-pressure.ts): a percentage, or an amount of bytes or inodes. */
+function diskFloor(name: string, unit: 'bytes' | 'inodes') {
+  return (v: string): Floor => {
+    const f = parseFloor(v, unit);
+    if (!f)
+      throw new InvalidArgumentError(
+        `${name} must be a percentage (10%) or ${unit === 'bytes' ? 'a size (5Gi, 500M, bytes)' : 'a number of inodes'}; 0 turns it off`,
+      );
+    return f;
+  };
+}
+
 /** A duration flag, in milliseconds: `500ms`, `30s`, `2m`, `1h30m`, or a bare number of seconds. */
 function durationMs(name: string, o: { zero?: boolean } = {}) {
   return (v: string): number => {
@@ -91,7 +105,6 @@ function failOnOption(lead: string): Option {
     `${lead}exit non-zero for: failed (task failures 3, infrastructure outcomes 5), infra (only infrastructure outcomes, 5), none (only berth's own errors)`,
   )
     .choices(FAIL_ON)
-    .env('BERTH_FAIL_ON')
     .default('failed');
 }
 
@@ -117,21 +130,40 @@ function gitOptions(cmd: Command, interval: boolean): Command {
   return cmd;
 }
 
+/** `get -o`: one of its formats, or kubectl's `jsonpath=TEMPLATE` / `custom-columns=SPEC` (checked when used: jsonpath.ts). */
+function getOutput(v: string): string {
+  if (['wide', 'json', 'yaml', 'name'].includes(v) || /^(jsonpath|custom-columns)=./s.test(v)) return v;
+  throw new InvalidArgumentError(
+    `Allowed formats are wide, json, yaml, name, jsonpath=TEMPLATE and custom-columns=SPEC${/^(jsonpath|custom-columns)$/.test(v) ? ` (${v}=...)` : ''}.`,
+  );
+}
+
 function collect(v: string, prev: string[] = []): string[] {
   return [...prev, v];
 }
 
-export function buildProgram(io: Io, setExit: (code: number) => void, usage = new UsageOutput()): Command {
+/** Where buildProgram's defaults come from (tests give their own). */
+export interface ProgramEnv {
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  /** The command asks for help: a broken berth.yaml must not keep its help from showing. */
+  help?: boolean;
+  /** The defaults turned --log-format json on (the Io is made before they are known). */
+  jsonLogs?: () => void;
+}
+
+export function buildProgram(io: Io, setExit: (code: number) => void, usage = new UsageOutput(), pe: ProgramEnv = {}): Command {
+  /** berth.yaml's values, once the hook below has read it. */
+  let fileDefaults: ReadonlyMap<string, unknown> | undefined;
   const program = new Command('berth')
     .description('A Kubernetes-style reconciler for Docker: declarative eval attempts, converged and attested.')
     .version(version())
-    // Flags win over the BERTH_* environment variables, which win over the defaults.
-    .addOption(new Option('--specs <dir>', 'specs folder').env('BERTH_SPECS').default(DEFAULTS.specsDir))
-    .addOption(new Option('--state <dir>', 'state folder (status records, locks)').env('BERTH_STATE').default(DEFAULTS.stateDir))
-    .addOption(new Option('--results-root <dir>', 'results root (default: <state>/results)').env('BERTH_RESULTS_ROOT'))
-    .addOption(
-      new Option('--instance <name>', 'reconciler instance: scopes everything berth observes and changes').env('BERTH_INSTANCE').default(DEFAULTS.instance),
-    )
+    // Flags win over the BERTH_* environment variables, which win over berth.yaml, which wins
+    // over the defaults (config.ts, applied by the preSubcommand hook below).
+    .addOption(new Option('--specs <dir>', 'specs folder').default(DEFAULTS.specsDir))
+    .addOption(new Option('--state <dir>', 'state folder (status records, locks)').default(DEFAULTS.stateDir))
+    .addOption(new Option('--results-root <dir>', 'results root (default: <state>/results)'))
+    .addOption(new Option('--instance <name>', 'reconciler instance: scopes everything berth observes and changes').default(DEFAULTS.instance))
     // Early in the list, so that --help's first screen shows it: a command against an engine that
     // never answers waits this long before it says so.
     .addOption(
@@ -139,19 +171,44 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
         .argParser(durationMs('--engine-timeout'))
         .default(DEFAULTS.engineTimeoutMs, `${DEFAULTS.engineTimeoutMs / 1000}s`),
     )
-    .addOption(new Option('--log-level <level>', 'log level').choices(['error', 'warn', 'info', 'debug']).env('BERTH_LOG_LEVEL').default('info'))
-    .addOption(
-      new Option('--log-format <format>', 'log format: json makes every line on stderr JSON').choices(['text', 'json']).env('BERTH_LOG_FORMAT').default('text'),
-    )
+    .addOption(new Option('--log-level <level>', 'log level').choices(['error', 'warn', 'info', 'debug']).default('info'))
+    .addOption(new Option('--log-format <format>', 'log format: json makes every line on stderr JSON').choices(['text', 'json']).default('text'))
     .addOption(
       new Option('--backend <kind>', 'what runs attempts: one Docker engine, or a Docker Swarm (DOCKER_HOST a manager; docs/SWARM.md)')
         .choices([...BACKENDS])
-        .env('BERTH_BACKEND')
         .default('engine'),
     )
+    .addOption(new Option('--config <file>', `defaults for these flags and others (default: ./${CONFIG_FILE}, else one beside the specs folder)`))
+    .addOption(new Option('--context <name>', `the context of ${CONFIG_FILE} to use (default: its current-context)`))
     // Subcommand help lists these global flags too (set before the commands, which copy it).
     .configureHelp({ showGlobalOptions: true })
     .exitOverride()
+    // Every flag the command line leaves out: BERTH_<FLAG>, then berth.yaml (config.ts).
+    .hook('preSubcommand', (root, sub) => {
+      if (['version', 'completion', 'help'].includes(sub.name())) return;
+      const env = pe.env ?? process.env;
+      const cwd = pe.cwd ?? process.cwd();
+      applyDefaults(root, env);
+      const g = root.opts<{ config?: string; context?: string; specs?: string }>();
+      let config: LoadedConfig | undefined;
+      fileDefaults = undefined;
+      try {
+        const file = findConfig({
+          ...(g.config !== undefined ? { explicit: g.config } : {}),
+          cwd,
+          ...(root.getOptionValueSource('specs') !== 'default' ? { specs: g.specs } : {}),
+        });
+        if (file) config = loadConfig(file, { cwd, ...(g.context !== undefined ? { context: g.context } : {}) });
+        else if (g.context !== undefined)
+          throw new UsageError(`--context ${g.context}: no ${CONFIG_FILE} here (nor beside the specs folder); --config names one`);
+        applyDefaults(root, {}, config);
+        applyDefaults(sub, env, config);
+        if (config) fileDefaults = new Map([...config.values].map(([k, v]) => [k, v.value]));
+      } catch (err) {
+        if (!pe.help) throw err;
+      }
+      if (root.opts<{ logFormat?: string }>().logFormat === 'json') pe.jsonLogs?.();
+    })
     .configureOutput({
       writeOut: (s) => io.out(s),
       // Help and the line after a mistake; run() sends it on (help to stdout: usage.ts).
@@ -164,6 +221,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     makeContext(
       {
         ...cmd.optsWithGlobals<GlobalOptions>(),
+        ...(fileDefaults ? { fileDefaults } : {}),
         followGitSource: !['reconcile', 'plan', 'validate'].includes(cmd.name()) && cmd.getOptionValueSourceWithGlobals('specs') === 'default',
       },
       io,
@@ -190,16 +248,21 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     .command('validate')
     .description('check specs; no engine needed')
     .argument('[path...]', 'spec files or folders (default: --specs)')
-    .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'));
-  gitOptions(validate, false).action(async (paths: string[], o: { output: 'text' | 'json'; git?: string }, cmd: Command) => {
+    .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
+    .option('-v, --verbose', 'also say which files were found but not read as specs, and why (.berthignore, inside a fixture or fromDir)');
+  gitOptions(validate, false).action(async (paths: string[], o: { output: 'text' | 'json'; verbose?: boolean; git?: string }, cmd: Command) => {
     const c = ctx(cmd);
     const v = require('./commands/validate') as typeof ValidateCmd;
-    if (Object.keys(o).some((k) => k.startsWith('git'))) {
+    // A path given on the command line is checked as it is, whatever git source the defaults name.
+    const fromCli = (k: string) => !paths.length || cmd.getOptionValueSource(k) === 'cli';
+    if (Object.keys(o).some((k) => k.startsWith('git') && fromCli(k))) {
       if (paths.length) throw new UsageError('--git validates the repository: give no paths');
       await done(v.runValidateGit(c, o));
       return;
     }
-    await done(v.runValidate(paths.length ? paths : [c.specsDir], { output: o.output, resultsRoot: c.resultsRoot }, io));
+    await done(
+      v.runValidate(paths.length ? paths : [c.specsDir], { output: o.output, resultsRoot: c.resultsRoot, ...(o.verbose ? { verbose: true } : {}) }, io),
+    );
   });
 
   const plan = program
@@ -276,12 +339,24 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
       new Option(
         '--default-deadline <duration>',
         'deadline of attempts whose spec sets no deadlineSeconds (e.g. 30m, 2h; a bare number is seconds); not part of the spec hash (default: none)',
-      )
-        .argParser(durationMs('--default-deadline'))
-        .env('BERTH_DEFAULT_DEADLINE'),
+      ).argParser(durationMs('--default-deadline')),
+    )
+    .addOption(
+      new Option(
+        '--disk-pressure-free <floor>',
+        `new runs wait (Pending/DiskPressure) while the file system of the engine's data root or of the results root has less space free: a percentage or a size (e.g. 10%, 5Gi; 0: off; default ${DEFAULTS.diskPressureFree})`,
+      ).argParser(diskFloor('--disk-pressure-free', 'bytes')),
+    )
+    .addOption(
+      new Option(
+        '--disk-pressure-inodes <floor>',
+        `as --disk-pressure-free, for free inodes: a percentage or a number (e.g. 5%, 100000; 0: off; default ${DEFAULTS.diskPressureInodes})`,
+      ).argParser(diskFloor('--disk-pressure-inodes', 'inodes')),
     );
   gitOptions(reconcile, true).action(async (o, cmd: Command) => {
     if (o.wait && !o.once) throw new UsageError('--wait goes with --once (reconcile --once --wait); to wait on a running controller, use berth wait');
+    // From BERTH_TIMEOUT or berth.yaml, --timeout is for the --once --wait runs only.
+    if (o.timeout !== undefined && !o.wait && cmd.getOptionValueSource('timeout') !== 'cli') delete o.timeout;
     if (o.timeout !== undefined && !o.wait)
       throw new UsageError(
         `--timeout goes with --once --wait (berth reconcile --once --wait --timeout 30m): ${o.once ? 'without --wait, --once does not wait' : 'a controller runs until it is stopped'}`,
@@ -298,7 +373,12 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
       "label selector, as kubectl's: k=v, k!=v, 'k in (a,b)', 'k notin (a,b)', k, !k; comma = and (repeatable: and)",
       collect,
     )
-    .addOption(new Option('-o, --output <format>', 'output format').choices(['wide', 'json', 'yaml', 'name']))
+    .addOption(
+      new Option('-o, --output <format>', "wide, json, yaml, name, jsonpath=TEMPLATE ('{.items[*].metadata.name}') or custom-columns=NAME:.path,...").argParser(
+        getOutput,
+      ),
+    )
+    .option('--sort-by <path>', "sort by the value of this JSONPath in each attempt (e.g. '.status.startedAt', '.metadata.name')")
     .option('--no-headers', 'tables without the header row')
     .option('--sets', 'list AttemptSets: a row per set with its children counted by phase')
     .option('-w, --watch', 'after the listing, print each change as it happens (until Ctrl-C)')
@@ -369,6 +449,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     .description('grade finished runs again (spec.grade), without running their attempts again; earlier grades stay')
     .argument('[name...]', `attempts to grade again: ${NAME_FORMS}`)
     .option('-l, --selector <selector>', 'label selector, as for get', collect)
+    .option('--all', 'every attempt with a grader')
     .action(async (args: string[], o, cmd: Command) => {
       const c = ctx(cmd);
       const names = await attemptsOf(c, args);
@@ -392,7 +473,11 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     .argument('[set...]', 'AttemptSets, NAME or set/NAME (default: all)')
     .option('-l, --selector <key=value>', 'only children with these spec labels (repeatable, or comma-separated)', collect)
     .option('--samples <axis>', 'the axis whose values are repeated samples of one cell (default: seed, sample, trial, attempt, try or run)')
-    .addOption(new Option('-o, --output <format>', 'output format').choices(['table', 'json', 'junit']).default('table'))
+    .addOption(
+      new Option('-o, --output <format>', 'output format (markdown: for $GITHUB_STEP_SUMMARY)')
+        .choices(['table', 'json', 'junit', 'markdown'])
+        .default('table'),
+    )
     .action(async (sets: string[], o, cmd: Command) => {
       await done((require('./commands/summary') as typeof SummaryCmd).runSummary(ctx(cmd), setsOf(sets), o));
     });
@@ -411,11 +496,17 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
   program
     .command('describe')
     .description('everything about attempts')
-    .argument('<name...>', NAME_FORMS)
-    .action(async (args: string[], _o, cmd: Command) => {
+    .argument('[name...]', NAME_FORMS)
+    .option('-l, --selector <selector>', 'label selector, as for get', collect)
+    .option('--all', 'every attempt')
+    .action(async (args: string[], o: { selector?: string[]; all?: boolean }, cmd: Command) => {
       const c = ctx(cmd);
-      const names = await attemptsOf(c, args);
-      if (!names) return;
+      const given = await attemptsOf(c, args);
+      if (!given) return;
+      const chosen = await (require('./commands/choose') as typeof ChooseCmd).chooseAttempts(c, 'describe', given, o.selector, o.all === true);
+      if (typeof chosen === 'number') return setExit(chosen);
+      // in the order given (a set's children in expansion order), else by name
+      const names = given.length ? given : chosen.map((r) => r.name);
       const describe = require('./commands/describe') as typeof DescribeCmd;
       let code: number = EXIT.ok;
       // Several (a set): one after another, a blank line between, as kubectl describes several objects.
@@ -440,15 +531,16 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     .description("attempts' logs: from their containers, or harvested after they are gone")
     .argument('[name...]', NAME_FORMS)
     .option('-l, --selector <selector>', 'label selector, as for get', collect)
+    .option('--all', "every attempt's log, each after a ==> attempt/NAME <== line")
     .option('-f, --follow', 'follow the log')
     .option('--run <n>', 'that run (default: the current one); earlier runs from their harvested logs', int('--run', 1))
     .option('--sidecar <name>', "a sidecar's log (e.g. egress-proxy)")
     .option('--tail <n>', 'only the last n lines', int('--tail', 0))
-    .action(async (args: string[], o: LogsCmd.LogsOptions & { selector?: string[] }, cmd: Command) => {
+    .action(async (args: string[], o: LogsCmd.LogsOptions & { selector?: string[]; all?: boolean }, cmd: Command) => {
       const c = ctx(cmd);
       const names = await attemptsOf(c, args);
       if (!names) return;
-      const chosen = await (require('./commands/choose') as typeof ChooseCmd).chooseAttempts(c, 'logs', names, o.selector);
+      const chosen = await (require('./commands/choose') as typeof ChooseCmd).chooseAttempts(c, 'logs', names, o.selector, o.all === true);
       if (typeof chosen === 'number') return setExit(chosen);
       // in the order given (a set's children in expansion order), not chooseAttempts' sorted one
       const order = names.length ? names : chosen.map((r) => r.name);
@@ -503,11 +595,21 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
 }
 
 /** Runs berth with the given argv; resolves to the exit code. Never exits the process. */
-export async function run(argv: string[], plainIo: Io = processIo): Promise<number> {
-  const io = wantsJsonLogs(argv) ? jsonLinesIo(plainIo) : plainIo;
+export async function run(argv: string[], plainIo: Io = processIo, pe: Omit<ProgramEnv, 'jsonLogs' | 'help'> = {}): Promise<number> {
+  let current = wantsJsonLogs(argv, pe.env) ? jsonLinesIo(plainIo) : plainIo;
+  // berth.yaml may turn json logs on: known only once the command is parsed.
+  const io: Io = {
+    out: (s) => current.out(s),
+    err: (s) => current.err(s),
+    isTTY: plainIo.isTTY,
+  };
+  const jsonLogs = () => {
+    if (current === plainIo) current = jsonLinesIo(plainIo);
+  };
   let code: number = EXIT.ok;
   const usage = new UsageOutput();
-  const program = buildProgram(io, (c) => (code = c), usage);
+  const help = argv.slice(2).some((a) => a === '--help' || a === '-h');
+  const program = buildProgram(io, (c) => (code = c), usage, { ...pe, help, jsonLogs });
   try {
     await program.parseAsync(argv);
     return code;

@@ -56,7 +56,8 @@ import { EngineHealth } from './engine-health';
 import { EngineSource } from './engine-source';
 import { ExitWatch } from './exit-watch';
 import type { ControllerMetrics } from './metrics';
-import { executorFor, knownContainerIds, planInput, planWithRunFloors, type PassConfig } from './pass';
+import { executorFor, knownContainerIds, planInput, planWithRunFloors, readDisk, type PassConfig } from './pass';
+import { diskPressure, pressured, type DiskInput } from '../plan/disk-pressure';
 import { WorkQueue } from './queue';
 import { SpecSource } from './spec-source';
 import { GitPoller } from '../git/poller';
@@ -163,6 +164,8 @@ export class Controller {
   private readonly inspectedOnly = new Set<string>();
   /** A full pass succeeded (readiness). */
   synced = false;
+  /** Why new runs wait for disk space, as the last batch read the disks (readiness, metrics); undefined: none. */
+  diskPressure: string | undefined;
   stopping = false;
 
   constructor(private readonly o: ControllerOptions) {
@@ -342,8 +345,10 @@ export class Controller {
       const listsOut = nextTurn();
       const statusesP = listsOut.then(() => this.o.store.loadAll());
       const snapshotP = this.observe(all, keys, statusesP.then(knownContainerIds));
-      const [l, statuses, snapshot] = await Promise.all([listsOut.then(() => this.specs.specs()), statusesP, snapshotP]);
+      const diskP = readDisk(this.o.cfg, this.engine);
+      const [l, statuses, snapshot, disk] = await Promise.all([listsOut.then(() => this.specs.specs()), statusesP, snapshotP, diskP]);
       load = l;
+      this.notePressure(disk);
       const busy = new Set(this.inflight.keys());
       const p = planWithRunFloors(
         planInput(this.o.cfg, load, snapshot, statuses, this.clock.now(), {
@@ -351,6 +356,7 @@ export class Controller {
           reservedSlots: reserved,
           reservedBySet,
           pins: this.o.store.pins.loadAll(),
+          ...(disk ? { disk } : {}),
         }),
       );
       if (this.o.outcomes) void this.o.outcomes.check(statuses.values()).catch((err: unknown) => log.warn(`revision outcome: ${String(err)}`));
@@ -405,6 +411,16 @@ export class Controller {
   }
 
   /** An exit the engine reported but the lists do not show yet: queue the attempt again shortly. */
+  /** The disk readings of a batch: kept for /readyz, and the metrics (berth_disk_pressure, berth_disk_free_ratio). */
+  private notePressure(disk: DiskInput | undefined): void {
+    if (!disk) return;
+    const was = this.diskPressure;
+    this.diskPressure = diskPressure(disk);
+    if (this.diskPressure && this.diskPressure !== was) this.o.log.warn(this.diskPressure);
+    else if (!this.diskPressure && was) this.o.log.info('disk pressure is over: new runs start again');
+    this.o.metrics?.observeDisk(disk.readings, pressured(disk));
+  }
+
   private lookAgainIfLagging(key: string, snapshot: Snapshot, log: Logger): void {
     const e = this.exits.get(key);
     if (!e) return;

@@ -2,7 +2,8 @@
  * The controller's HTTP endpoint (`--metrics-addr host:port`, off by default): the live fleet
  * report at / (src/report, made anew from the controller's memory at each request; the page
  * reloads itself every few seconds), Prometheus metrics at /metrics, liveness at /healthz, readiness at /readyz (ready once the lock is held,
- * a first pass over the specs succeeded and the engine answers; when not, the body says why:
+ * a first pass over the specs succeeded, the engine answers and no disk is under pressure (new runs
+ * wait Pending/DiskPressure: the body names the file system); when not, the body says why:
  * `not ready: the Docker engine at ... did not answer ...`). An engine that does not answer
  * makes the controller not ready, not dead: restarting berth does not heal an engine.
  */

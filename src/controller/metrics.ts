@@ -7,6 +7,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { PHASES, type Phase } from '../constants';
 import type { CallListener } from '../engine/wrap';
+import type { DiskReading, DiskWhat } from '../observe/disk';
 import type { QueueMetrics } from './queue';
 
 const CONTROLLER = 'attempt';
@@ -78,6 +79,18 @@ export class ControllerMetrics {
     help: '1 while the engine answers the controller, 0 while it cannot be reached or does not answer in time',
     registers: [this.registry],
   });
+  readonly diskPressure = new Gauge({
+    name: 'berth_disk_pressure',
+    help: "1 while new runs wait for disk space on this file system (the engine's data root, the results root), else 0",
+    labelNames: ['filesystem'],
+    registers: [this.registry],
+  });
+  readonly diskFree = new Gauge({
+    name: 'berth_disk_free_ratio',
+    help: 'Share of the file system free, of its bytes or its inodes, as last read',
+    labelNames: ['filesystem', 'of'],
+    registers: [this.registry],
+  });
   readonly specErrors = new Gauge({ name: 'berth_spec_errors', help: 'Spec errors in the last load of the specs folder', registers: [this.registry] });
 
   constructor(opts: { processMetrics?: boolean } = {}) {
@@ -111,5 +124,15 @@ export class ControllerMetrics {
 
   phases(counts: Map<Phase, number>): void {
     for (const p of PHASES) this.attempts.set({ phase: p }, counts.get(p) ?? 0);
+  }
+
+  /** The disks as a batch read them: which are under pressure, and how much of each is free (a skipped one is not shown). */
+  observeDisk(readings: readonly DiskReading[], pressured: ReadonlySet<DiskWhat>): void {
+    for (const r of readings) {
+      if (r.skipped) continue;
+      this.diskPressure.set({ filesystem: r.what }, pressured.has(r.what) ? 1 : 0);
+      if (r.totalBytes) this.diskFree.set({ filesystem: r.what, of: 'bytes' }, (r.freeBytes ?? 0) / r.totalBytes);
+      if (r.totalInodes) this.diskFree.set({ filesystem: r.what, of: 'inodes' }, (r.freeInodes ?? 0) / r.totalInodes);
+    }
   }
 }

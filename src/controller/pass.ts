@@ -10,6 +10,8 @@ import type * as ExecutorMod from '../execute/executor';
 import type { HarvestLimits } from '../execute/harvest';
 import type { Engine } from '../engine/types';
 import { observe } from '../observe/snapshot';
+import { DiskObserver } from '../observe/disk';
+import type { DiskInput, DiskThresholds } from '../plan/disk-pressure';
 import { recordedContainers, type RecordedContainers } from '../ownership';
 import type { Snapshot } from '../observe/types';
 import { plan as makePlan } from '../plan/planner';
@@ -64,6 +66,8 @@ export interface PassConfig {
   egress?: { proxyImage?: string; network?: string };
   /** `--default-deadline` (seconds): for runs whose spec sets no `deadlineSeconds`. */
   defaultDeadlineSeconds?: number;
+  /** `--disk-pressure-*`: new runs wait while a file system is below them (none: no check). */
+  disk?: DiskThresholds;
   env: NodeJS.ProcessEnv;
   log: Logger;
   now?: () => number;
@@ -127,7 +131,7 @@ export function planInput(
   snapshot: Snapshot,
   statuses: ReadonlyMap<string, AttemptStatus>,
   now: number,
-  extra: Pick<PlanInput, 'only' | 'reservedSlots' | 'reservedBySet' | 'runFloors' | 'pins'> = {},
+  extra: Pick<PlanInput, 'only' | 'reservedSlots' | 'reservedBySet' | 'runFloors' | 'pins' | 'disk'> = {},
 ): PlanInput {
   // A load that knows no attempt because its root cannot be read must never be planned from:
   // it would remove everything. One check here covers every pass and every controller batch.
@@ -185,6 +189,23 @@ function loadPassSpecs(cfg: PassConfig): Promise<LoadResult> {
   });
 }
 
+/** One observer per engine (the engine's data root is asked once), for passes that share it. */
+const diskObservers = new WeakMap<Engine, DiskObserver>();
+
+/**
+ * The disk readings and thresholds for a plan (plan/disk-pressure.ts decides): the file systems
+ * of the engine's data root and the results root, read now; none without thresholds.
+ */
+export async function readDisk(cfg: PassConfig, engine: Engine): Promise<DiskInput | undefined> {
+  if (!cfg.disk) return undefined;
+  let o = diskObservers.get(engine);
+  if (!o) {
+    o = new DiskObserver(cfg.resultsRoot, engine.dataRoot?.bind(engine));
+    diskObservers.set(engine, o);
+  }
+  return { readings: await o.read(), thresholds: cfg.disk };
+}
+
 /** Observe and plan, changing nothing. */
 export async function planPass(cfg: PassConfig, engine: Engine, store: StatusStore): Promise<Omit<PassResult, 'results'>> {
   const now = cfg.now ?? Date.now;
@@ -195,8 +216,11 @@ export async function planPass(cfg: PassConfig, engine: Engine, store: StatusSto
   const statusesP = listsOut.then(() => store.loadAll());
   const snapshotP = observe(engine, cfg.instance, statusesP.then(knownContainerIds), now());
   const loadP = listsOut.then(() => loadPassSpecs(cfg));
-  const [load, statuses, snapshot] = await Promise.all([loadP, statusesP, snapshotP]);
-  const plan = planWithRunFloors(planInput(cfg, load, snapshot, statuses, now(), { ...(cfg.only ? { only: cfg.only } : {}), pins: store.pins.loadAll() }));
+  const diskP = readDisk(cfg, engine);
+  const [load, statuses, snapshot, disk] = await Promise.all([loadP, statusesP, snapshotP, diskP]);
+  const plan = planWithRunFloors(
+    planInput(cfg, load, snapshot, statuses, now(), { ...(cfg.only ? { only: cfg.only } : {}), pins: store.pins.loadAll(), ...(disk ? { disk } : {}) }),
+  );
   return { load, snapshot, plan };
 }
 

@@ -19,6 +19,7 @@ import { FolderLoad } from '../spec/folder-load';
 import { loadSpecs, rootErrorLoad, type LoadReport } from '../spec/loader';
 import type { Revision } from '../git/source';
 import type { Logger } from '../util/log';
+import { BERTHIGNORE } from '../spec/berthignore';
 import { isIgnoredName, isSpecFileName } from '../spec/walk';
 import { SpecsWatch } from './specs-watch';
 
@@ -167,10 +168,20 @@ export class SpecSource {
 
   watch(): void {
     const root = path.resolve(this.opts.specsDir);
+    const berthignore = path.join(root, BERTHIGNORE);
     this.watcher = new SpecsWatch(root, {
-      ignored: isIgnoredName,
+      // The specs folder's .berthignore is watched: its patterns decide which files are specs.
+      ignored: (name, abs) => abs !== berthignore && isIgnoredName(name),
+      // Folders made inside a fixture: no walk (the files there are not specs; each is read alone).
+      quietFolder: (abs) => this.folder?.claims(abs) === true,
       ...(this.opts.burstLimit !== undefined ? { burstLimit: this.opts.burstLimit } : {}),
       onPath: (file, kind) => {
+        if (file === berthignore) {
+          this.opts.log.debug(`specs folder: ${kind} ${BERTHIGNORE}; walking it again`);
+          this.pendingWhole = true;
+          this.later(0);
+          return;
+        }
         // Only spec files are read; any other name (a README, an editor's temp file) changes nothing.
         if (!isSpecFileName(path.basename(file))) return;
         this.opts.log.debug(`specs folder: ${kind} ${path.relative(root, file)}`);

@@ -20,8 +20,10 @@ import { lstatSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 export interface SpecsWatchOptions {
-  /** Names neither reported nor watched (dot-files, editors' leftovers). */
-  ignored: (name: string) => boolean;
+  /** Names neither reported nor watched (dot-files, editors' leftovers); `abs`, the path. */
+  ignored: (name: string, abs: string) => boolean;
+  /** A folder made at `abs` that changes no spec file (inside a fixture): not reported (its files are, one by one). */
+  quietFolder?: (abs: string) => boolean;
   /** A file added, written or removed. */
   onPath: (abs: string, kind: 'add' | 'change' | 'unlink') => void;
   /** Something changed that only a walk of the whole folder can place; `why` for the log. */
@@ -69,7 +71,7 @@ export class SpecsWatch {
       ignoreInitial: true,
       followSymlinks: false,
       // A name below the root that `ignored` refuses: never reported, never descended into.
-      ignored: (p: string) => p !== root && opts.ignored(path.basename(p)),
+      ignored: (p: string) => p !== root && opts.ignored(path.basename(p), p),
       // The caller settles writes itself (SpecSource's settle time): no polling of sizes here.
       awaitWriteFinish: false,
     });
@@ -83,7 +85,7 @@ export class SpecsWatch {
       .on('add', file('add'))
       .on('change', file('change'))
       .on('unlink', file('unlink'))
-      .on('addDir', (p: string) => opts.onWhole(`folder made: ${p}`))
+      .on('addDir', (p: string) => opts.quietFolder?.(p) || opts.onWhole(`folder made: ${p}`))
       .on('unlinkDir', (p: string) => opts.onWhole(`folder removed: ${p}`))
       .on('error', (err: unknown) => {
         this.degraded = true;

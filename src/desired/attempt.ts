@@ -6,15 +6,17 @@
  * network.mode isolated gives the attempt an internal network (no route out). With egress, an
  * egress proxy sidecar is the only container on both that network and an egress network; the
  * main container gets HTTP(S)_PROXY pointing at it. Sidecars run on the internal network,
- * reachable by their names.
+ * reachable by their names; a sidecar with a way out of its own has its own port of the proxy.
+ * network.mode none with sidecars gets the same internal network (the main container on it
+ * without a way out: no proxy variables, and the proxy's attempt port allows nothing).
  */
 import path from 'node:path';
 import { COMPONENTS, DEFAULTS, LABELS, NAMING, type Component, type Naming } from '../constants';
 import type { ContainerCreateSpec, Labels } from '../engine/types';
 import { PROXY_ENV } from '../proxy/contract';
 import { EGRESS_PROXY_NAME } from '../spec/semantic';
-import type { LoadedSpec } from '../spec/types';
-import type { DesiredAttempt, DesiredNames, DesiredSidecar } from './types';
+import type { CredentialSpec, LoadedSpec, SidecarSpec } from '../spec/types';
+import type { DesiredAttempt, DesiredListener, DesiredNames, DesiredSidecar } from './types';
 
 export interface DesiredContext {
   instance: string;
@@ -50,11 +52,17 @@ export function withComponent(labels: Labels, component: Component): Labels {
   return { ...labels, [LABELS.component]: component };
 }
 
+/**
+ * Whether the attempt has an internal network of its own: `isolated`, or `none` with sidecars
+ * (they need a network to serve the main container on; the main container still has no way out).
+ */
+export const hasOwnNetwork = (s: LoadedSpec['spec']): boolean => s.network.mode === 'isolated' || (s.network.mode === 'none' && s.sidecars.length > 0);
+
 /** The engine's NetworkMode for an attempt's main container. */
 export function networkModeFor(instance: string, loaded: LoadedSpec, naming: Naming = NAMING): string {
   switch (loaded.spec.network.mode) {
     case 'none':
-      return 'none';
+      return hasOwnNetwork(loaded.spec) ? naming.network(instance, loaded.spec.name) : 'none';
     case 'bridge':
       return 'bridge';
     case 'isolated':
@@ -87,14 +95,46 @@ export function hardened(networkMode: string, extra: Partial<ContainerCreateSpec
   };
 }
 
-/** Secrets of the spec that go to the main container: those no sidecar names. */
+/**
+ * Secrets of the spec that go to the main container: those no sidecar names, and no credential
+ * names unless the main container's environment asks for it too (a credential's secret named
+ * nowhere else is the egress proxy's only).
+ */
 function mainSecretsOf(s: LoadedSpec['spec']): string[] {
-  const sidecarSecrets = new Set(s.sidecars.flatMap((c) => c.secrets));
-  return s.secrets.map((x) => x.name).filter((n) => !sidecarSecrets.has(n));
+  const mainEnv = new Set(Object.values(s.secretEnv));
+  const credentials = [...s.credentials, ...s.sidecars.flatMap((c) => c.credentials ?? [])];
+  const elsewhere = new Set([...s.sidecars.flatMap((c) => c.secrets), ...credentialSecretsOf(credentials).filter((n) => !mainEnv.has(n))]);
+  return s.secrets.map((x) => x.name).filter((n) => !elsewhere.has(n));
 }
 
-/** Whether the attempt gets berth's egress proxy as a sidecar. */
-export const hasEgressProxy = (s: LoadedSpec['spec']): boolean => s.network.mode === 'isolated' && s.network.egress.length > 0;
+/** The secrets credentials name: their values and CA bundles. */
+export function credentialSecretsOf(creds: readonly CredentialSpec[]): string[] {
+  return [...new Set(creds.flatMap((c) => [c.secret, ...(c.caSecret !== null ? [c.caSecret] : [])]))];
+}
+
+/** Whether a sidecar has a way out of its own. */
+const ownWayOut = (c: SidecarSpec): boolean => (c.egress?.length ?? 0) > 0 || (c.credentials?.length ?? 0) > 0;
+
+/**
+ * Whether the attempt gets berth's egress proxy as a sidecar: a way out for it (isolated) or for
+ * one of its sidecars (isolated, or none with sidecars).
+ */
+export const hasEgressProxy = (s: LoadedSpec['spec']): boolean =>
+  (s.network.mode === 'isolated' && (s.network.egress.length > 0 || s.credentials.length > 0)) || (hasOwnNetwork(s) && s.sidecars.some(ownWayOut));
+
+/** Every credential the egress proxy holds: the attempt's and its sidecars'. */
+const proxyCredentials = (s: LoadedSpec['spec']): CredentialSpec[] => [...s.credentials, ...s.sidecars.flatMap((c) => c.credentials ?? [])];
+
+/** The proxy's listeners for sidecars with a way out of their own: ports after the attempt's, in the sidecars' (name) order. */
+function listenersOf(instance: string, s: LoadedSpec['spec'], naming: Naming): DesiredListener[] {
+  return s.sidecars.filter(ownWayOut).map((c, i) => ({
+    name: c.name,
+    port: DEFAULTS.egressProxyPort + 1 + i,
+    source: naming.sidecar(instance, s.name, c.name),
+    egress: c.egress ?? [],
+    credentials: c.credentials ?? [],
+  }));
+}
 
 /**
  * The containers' names and secret holders of desiredAttempt()'s value (DesiredNames), from the
@@ -106,8 +146,8 @@ export function desiredNames(ctx: DesiredContext, loaded: LoadedSpec): DesiredNa
   return {
     container: naming.container(ctx.instance, s.name),
     sidecars: [
-      ...(hasEgressProxy(s) ? [{ name: naming.sidecar(ctx.instance, s.name, EGRESS_PROXY_NAME), secrets: [] }] : []),
-      ...s.sidecars.map((c) => ({ name: naming.sidecar(ctx.instance, s.name, c.name), secrets: c.secrets })),
+      ...(hasEgressProxy(s) ? [{ name: naming.sidecar(ctx.instance, s.name, EGRESS_PROXY_NAME), secrets: [], credentials: proxyCredentials(s) }] : []),
+      ...s.sidecars.map((c) => ({ name: naming.sidecar(ctx.instance, s.name, c.name), secrets: c.secrets, credentials: [] })),
     ],
     mainSecrets: mainSecretsOf(s),
   };
@@ -121,7 +161,7 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
   const labels = attemptLabels(ctx.instance, loaded, run);
   const naming = ctx.naming ?? NAMING;
   const netMode = networkModeFor(ctx.instance, loaded, naming);
-  const isolated = s.network.mode === 'isolated';
+  const isolated = hasOwnNetwork(s);
   const egress = hasEgressProxy(s);
   const egressName = egress ? (ctx.egressNetwork ?? naming.egressNetwork(ctx.instance, s.name)) : null;
   const volumes = s.volumes.map((v) => ({
@@ -143,6 +183,8 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
       expectedNetworks: [netMode, egressName].sort(),
       secrets: [],
       secretEnv: {},
+      credentials: proxyCredentials(s),
+      listeners: listenersOf(ctx.instance, s, naming),
       ready: 'listening',
       create: {
         name,
@@ -157,8 +199,22 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
       },
     });
   }
+  const listeners = egress ? listenersOf(ctx.instance, s, naming) : [];
   for (const c of s.sidecars) {
     const name = naming.sidecar(ctx.instance, s.name, c.name);
+    // its own way out: the proxy's port for it (HTTP_PROXY), nothing else
+    const own = listeners.find((l) => l.name === c.name);
+    const ownUrl = own ? `http://${EGRESS_PROXY_NAME}:${own.port}` : '';
+    const ownEnv = own
+      ? [
+          `HTTP_PROXY=${ownUrl}`,
+          `HTTPS_PROXY=${ownUrl}`,
+          `http_proxy=${ownUrl}`,
+          `https_proxy=${ownUrl}`,
+          'NO_PROXY=localhost,127.0.0.1,::1',
+          'no_proxy=localhost,127.0.0.1,::1',
+        ]
+      : [];
     sidecars.push({
       role: 'sidecar',
       alias: c.name,
@@ -166,12 +222,14 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
       expectedNetworks: [netMode],
       secrets: c.secrets,
       secretEnv: c.secretEnv,
-      ready: 'running',
+      credentials: [],
+      listeners: [],
+      ready: c.ready ?? 'running',
       create: {
         name,
         image: c.image,
         cmd: c.command,
-        env: sortedEnv(c.env),
+        env: [...sortedEnv(c.env), ...ownEnv],
         workingDir: '/',
         labels: sidecarLabels(c.name, COMPONENTS.sidecar),
         aliases: [c.name],
@@ -183,9 +241,11 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
   const proxyUrl = `http://${EGRESS_PROXY_NAME}:${DEFAULTS.egressProxyPort}`;
   // Loopback and the attempt's own sidecars are reached directly, not through the proxy.
   const noProxy = ['localhost', '127.0.0.1', '::1', ...s.sidecars.map((c) => c.name)].join(',');
-  const proxyEnv = egress
-    ? [`HTTP_PROXY=${proxyUrl}`, `HTTPS_PROXY=${proxyUrl}`, `http_proxy=${proxyUrl}`, `https_proxy=${proxyUrl}`, `NO_PROXY=${noProxy}`, `no_proxy=${noProxy}`]
-    : [];
+  // network.mode none: the main container is on the attempt's network (its sidecars) but gets no way out
+  const proxyEnv =
+    egress && s.network.mode === 'isolated'
+      ? [`HTTP_PROXY=${proxyUrl}`, `HTTPS_PROXY=${proxyUrl}`, `http_proxy=${proxyUrl}`, `https_proxy=${proxyUrl}`, `NO_PROXY=${noProxy}`, `no_proxy=${noProxy}`]
+      : [];
   return {
     name: s.name,
     hash: loaded.hash,

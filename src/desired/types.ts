@@ -1,6 +1,6 @@
 /** Desired state: what the engine must hold for one attempt's current run. Pure data. */
 import type { ContainerCreateSpec, Labels, NetworkCreateSpec, VolumeCreateSpec } from '../engine/types';
-import type { LoadedSpec } from '../spec/types';
+import type { CredentialSpec, LoadedSpec, SidecarReady } from '../spec/types';
 
 export interface DesiredContainer {
   name: string;
@@ -18,8 +18,30 @@ export interface DesiredSidecar extends DesiredContainer {
   secrets: string[];
   /** VAR → secret name, opted into its environment. */
   secretEnv: Record<string, string>;
-  /** When it counts as ready: its `listening` line (the proxy contract) or simply running. */
-  ready: 'listening' | 'running';
+  /**
+   * Every credential whose secret the container's configuration holds: the egress proxy's, for
+   * the attempt (network.credentials) and its sidecars. Their values are put into its
+   * configuration when it is created (the executor reads them), never into this value.
+   */
+  credentials: CredentialSpec[];
+  /** The egress proxy's listeners for sidecars with a way out of their own (empty for any other container). */
+  listeners: DesiredListener[];
+  /**
+   * When it counts as ready: its `listening` line (the proxy contract), its spec's `ready` probe,
+   * or (no `ready`) having stayed up a moment.
+   */
+  ready: 'listening' | 'running' | SidecarReady;
+}
+
+/** A port of the egress proxy that serves one sidecar only, with the sidecar's own egress and credentials. */
+export interface DesiredListener {
+  /** The sidecar's alias. */
+  name: string;
+  port: number;
+  /** What the proxy resolves to tell the sidecar's connections from others': its container name. */
+  source: string;
+  egress: string[];
+  credentials: CredentialSpec[];
 }
 
 export interface DesiredAttempt {
@@ -33,7 +55,7 @@ export interface DesiredAttempt {
   /** Absolute host path of this run's results folder: the only bind mount, at /results. */
   resultsDir: string;
   container: DesiredContainer;
-  /** Per-attempt internal network, for network.mode isolated. */
+  /** Per-attempt internal network, for network.mode isolated (and none with sidecars). */
   network: NetworkCreateSpec | null;
   /** Per-attempt egress network (the proxy's way out) when berth makes it; null when there is none or it is external. */
   egressNetwork: NetworkCreateSpec | null;
@@ -60,6 +82,6 @@ export interface DesiredAttempt {
 export interface DesiredNames {
   container: string;
   /** In the order of DesiredAttempt.sidecars (the proxy first). */
-  sidecars: readonly { name: string; secrets: readonly string[] }[];
+  sidecars: readonly { name: string; secrets: readonly string[]; credentials: readonly CredentialSpec[] }[];
   mainSecrets: readonly string[];
 }

@@ -101,6 +101,8 @@ export interface ContainerDetails extends ContainerSummary {
     logConfig: { type: string; config: Record<string, string> };
   };
   restartCount: number;
+  /** Its IPv4 address on each network it is attached to, where the engine says (network name → address). */
+  addresses?: Record<string, string>;
 }
 
 export interface ContainerCreateSpec {
@@ -141,6 +143,14 @@ export interface ContainerCreateSpec {
   };
 }
 
+/** What a collect left out past the caps: counted, the first ones listed. */
+export interface CollectLeftOut {
+  entries: number;
+  /** Bytes of the regular files left out. */
+  bytes: number;
+  listed: { path: string; type: 'file' | 'dir' | 'symlink' | 'other'; size: number; why: 'max-files' | 'max-bytes' | 'in-left-out-folder' }[];
+}
+
 export interface ContainerClient {
   list(labelFilters: string[]): Promise<ContainerSummary[]>;
   inspect(idOrName: string): Promise<ContainerDetails>;
@@ -155,10 +165,18 @@ export interface ContainerClient {
   remove(id: string): Promise<boolean>;
   logs(id: string, opts: { follow: boolean; tail?: number }): Promise<Readable>;
   /**
-   * Brings a finished run's results home into `into` (the results folder where berth runs), for
-   * a backend whose runs write them elsewhere than a bind of that folder (a swarm node's volume).
+   * Runs `cmd` in the running container (no terminal, its output discarded) and resolves with its
+   * exit code, within `ms` (else rejects). Optional: a backend without it cannot run a sidecar's
+   * `ready: {command}` (docker/ has it; the swarm backend has not).
    */
-  collect?(id: string, into: string): Promise<void>;
+  exec?(id: string, cmd: string[], ms: number): Promise<number>;
+  /**
+   * Brings a finished run's results home into `into` (the results folder where berth runs), for
+   * a backend whose runs write them elsewhere than a bind of that folder (a swarm node's volume):
+   * streamed, file by file, only what fits `caps` (spec.harvest) in the order they come; returns
+   * what it left out (counted, the first `listMax` listed).
+   */
+  collect?(id: string, into: string, caps: { maxBytes: number; maxFiles: number }, listMax?: number): Promise<CollectLeftOut>;
   /**
    * A tar stream of `path` (and everything below it) read out of the container, running or
    * stopped, through the engine's archive API: nothing runs in the container. Entries are named
@@ -296,4 +314,9 @@ export interface Engine {
    * refuses new connections (an unavailable error) while it still answers on kept-alive ones.
    */
   boot?(): Promise<{ id: string; at: string } | undefined>;
+  /**
+   * Where the engine keeps its data (its DockerRootDir), and whether berth reaches it through a
+   * socket file on this host (`local`), so that path is one berth can read the file system of.
+   */
+  dataRoot?(): Promise<{ path: string; local: boolean } | undefined>;
 }

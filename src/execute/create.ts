@@ -41,7 +41,7 @@ export async function recordIntent(
   // what the workspace export compares with: the settings now, what was copied in once it is (copyIn)
   await recordWorkspaceBase(d, false, []);
   await x.records.update(a, (r) => {
-    const begun = beginRun(r, d, counters);
+    const begun = beginRun(r, d, counters, iso(x.now()));
     return {
       ...begun,
       phase: 'Pending',

@@ -152,9 +152,9 @@ export class Executor {
         await engine.containers.stop(op.id, op.graceSeconds);
         return DONE;
       case 'finish':
-        return finish(x, a, op.id, op.resultsDir, op.outcome, op.sidecars, op.score);
+        return finish(x, a, op.id, op.resultsDir, op.outcome, op.sidecars, op.score, op.caps);
       case 'harvest':
-        return harvest(x, a, op.id, op.resultsDir, op.sidecars);
+        return harvest(x, a, op.id, op.resultsDir, op.sidecars, op.caps);
       case 'remove-container':
         await engine.containers.remove(op.id);
         return DONE;

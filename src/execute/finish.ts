@@ -14,8 +14,10 @@ import { exitOutcome, mayBeEngineDeath } from '../plan/exit-outcome';
 import type { AttemptAction, OpOutcome, RunEnd, SidecarRef } from '../plan/types';
 import type { AttemptStatus } from '../status/types';
 import { iso, type ExecContext } from './context';
+import type { HarvestCaps } from '../spec/types';
 import { DEFAULT_LIMITS, harvest as harvestFiles } from './harvest';
 import { withLateOom } from './late-oom';
+import { DEFAULT_CAPS } from './manifest';
 import { DONE } from './outcome';
 import { ensureRunFolder } from './run-folder';
 import { readScore, type ScoreRead } from './score';
@@ -29,6 +31,7 @@ export async function finish(
   forced: RunEnd | undefined,
   sidecars: SidecarRef[] = [],
   scoreFile?: string,
+  caps?: HarvestCaps,
 ): Promise<OpOutcome> {
   let details: ContainerDetails | undefined;
   if (id) {
@@ -73,7 +76,7 @@ export async function finish(
       ...(scored ? scoreFields(scored) : {}),
     };
   });
-  return harvest(x, a, details?.id, resultsDir ?? rec.resultsDir, sidecars);
+  return harvest(x, a, details?.id, resultsDir ?? rec.resultsDir, sidecars, caps);
 }
 
 /**
@@ -87,6 +90,7 @@ export async function harvest(
   id: string | undefined,
   resultsDir: string | undefined,
   sidecars: SidecarRef[] = [],
+  caps: HarvestCaps = DEFAULT_CAPS,
 ): Promise<OpOutcome> {
   const { engine } = x.deps;
   const rec = await x.records.current(a);
@@ -95,19 +99,22 @@ export async function harvest(
   const { ended: _e, message: _m, ...rest } = rec;
   // The outcome's message; else what the record said before the run ended (never a failed harvest's why).
   const message = ended.message ?? (rec.reason === REASONS.harvestFailed ? undefined : rec.message);
-  const final: AttemptStatus = { ...rest, phase: ended.phase, reason: ended.reason, ...(message ? { message } : {}), updatedAt: iso(x.now()) };
+  let final: AttemptStatus = { ...rest, phase: ended.phase, reason: ended.reason, ...(message ? { message } : {}), updatedAt: iso(x.now()) };
   const mount = resultsDir ?? rec.resultsDir;
   try {
     // berth's own files go into the run folder: made or found below the results root with no link followed.
     if (mount) await ensureRunFolder(x.deps.resultsRoot, mount);
-    // a backend whose runs write their results elsewhere (a swarm node) brings them home first
-    if (mount && id && engine.containers.collect) await engine.containers.collect(id, mount);
+    // a backend whose runs write their results elsewhere (a swarm node) brings them home first, within the caps
+    const collected = mount && id && engine.containers.collect ? await engine.containers.collect(id, mount, caps) : undefined;
     // the workspace, read out of the stopped container before anything removes it (workspace-export.ts)
     if (mount) {
       const exported = await exportWorkspace(engine, path.dirname(mount), id, x.deps.signal);
       if (!exported.done && exported.warning) final.warnings = [...(final.warnings ?? []), exported.warning];
     }
-    if (mount) await harvestFiles(engine, path.dirname(mount), mount, id, final, sidecars, x.deps.harvest ?? DEFAULT_LIMITS, x.deps.signal);
+    if (mount) {
+      const capsFor = { caps, ...(collected ? { before: collected } : {}) };
+      final = await harvestFiles(engine, path.dirname(mount), mount, id, final, sidecars, x.deps.harvest ?? DEFAULT_LIMITS, x.deps.signal, capsFor);
+    }
   } catch (err) {
     // Berth stopping cut it short: nothing failed; the record still says Harvesting, and the next start does it.
     if (x.deps.signal?.aborted) throw err;

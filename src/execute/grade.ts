@@ -21,6 +21,7 @@ import { assertFoldersBelow, atFd, componentsBelow, mkdirBelow, openDirBelow } f
 import { containerHolder } from './conflict';
 import { iso, type ExecContext } from './context';
 import { imageProvenance } from './image-provenance';
+import { DEFAULT_CAPS } from './manifest';
 import { graderArchive } from './grade-archive';
 import { DEFAULT_LIMITS, saveLog } from './harvest';
 import { withLateOom } from './late-oom';
@@ -237,7 +238,8 @@ export async function finishGrade(x: ExecContext, a: AttemptAction, op: Extract<
   const collect = x.deps.engine.containers.collect?.bind(x.deps.engine.containers);
   if (collect && base && op.id && details) {
     await assertFoldersBelow(base, g.resultsDir);
-    await collect(op.id, g.resultsDir);
+    // within the default caps, streamed: a grader's results are bounded as a run's (a swarm node's collect)
+    await collect(op.id, g.resultsDir, DEFAULT_CAPS);
   }
   let end: Partial<GradeRecord>;
   if (op.forced) end = { state: op.forced.state, reason: op.forced.reason, message: op.forced.message };

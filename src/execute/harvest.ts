@@ -4,23 +4,24 @@
  * attempt left there, such as a link, can redirect berth's writes):
  *   logs.txt       the container's stdout and stderr
  *   status.json    the final status
- *   manifest.json  every file the attempt wrote: path, size, sha256 (links listed, never followed)
+ *   manifest.json  every file the attempt wrote: path, size, sha256 (links listed, never followed);
+ *                  past spec.harvest's caps, what was left out (and removed from results/)
  *   egress.jsonl   the egress proxy's decisions, one JSON line each (isolated attempts with egress)
  *   sidecars/<name>.log  each sidecar's output
  */
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { Transform, type TransformCallback } from 'node:stream';
-import { DEFAULTS } from '../constants';
+import { DEFAULTS, REASONS } from '../constants';
 import { isNotFound } from '../engine/errors';
 import type { Engine } from '../engine/types';
 import type { SidecarRef } from '../plan/types';
 import { writeFileAtomic, writeFileAtomicWith } from '../status/atomic-file';
 import type { AttemptStatus } from '../status/types';
 import { writeCappedLog } from './capped-log';
-import { DEFAULT_BUDGET, manifest, type HashBudget } from './manifest';
+import { DEFAULT_BUDGET, DEFAULT_CAPS, removeLeftOut, writeManifest, type HashBudget, type LeftOutBefore, type ResultCaps, type Truncation } from './manifest';
 
-export { manifest, type ManifestEntry } from './manifest';
+export { type ManifestEntry } from './manifest';
 
 /** What a harvest keeps: the log cap (bytes per log file) and the manifest's hashing budget. */
 export interface HarvestLimits {
@@ -88,10 +89,31 @@ export async function saveLog(engine: Engine, id: string, file: string, maxBytes
   }
 }
 
+/** What the harvest of one run keeps of its results folder (spec.harvest), and what a collect left out before it. */
+export interface HarvestCapsFor {
+  caps: ResultCaps;
+  before?: LeftOutBefore;
+}
+
+/**
+ * The status of a run whose results were truncated: a run that exited 0 says ResultsTruncated
+ * (still a pass: the caps are berth's); any other keeps its reason, which decides how it
+ * counts, and says it in its warnings; both say in the message what was left out.
+ */
+export function truncatedStatus(status: AttemptStatus, t: Truncation): AttemptStatus {
+  if (!t.truncated) return status;
+  const what =
+    `results truncated: ${t.leftOutEntries} entries (${t.leftOutBytes} bytes of files) left out past spec.harvest ` +
+    `(maxBytes ${t.maxBytes}, maxFiles ${t.maxFiles}); ${t.keptEntries} entries (${t.keptBytes} bytes) kept; manifest.json lists what was left out`;
+  if (status.phase === 'Succeeded' && status.reason === REASONS.completed) return { ...status, reason: REASONS.resultsTruncated, message: what };
+  return { ...status, warnings: [...(status.warnings ?? []), `${REASONS.resultsTruncated}: ${what}`] };
+}
+
 /**
  * Writes logs (when the container still exists), manifest and status into `runDir`; the status
- * last, so a status.json there says the harvest is whole. Interrupted by `signal` (berth
- * stopping) while it hashes.
+ * last, so a status.json there says the harvest is whole. The manifest is written whole before
+ * anything past the caps is removed from `mountDir`. Interrupted by `signal` (berth stopping)
+ * while it walks. Returns the status written (truncatedStatus).
  */
 export async function harvest(
   engine: Engine,
@@ -102,7 +124,8 @@ export async function harvest(
   sidecars: SidecarLogs[] = [],
   limits: HarvestLimits = DEFAULT_LIMITS,
   signal?: AbortSignal,
-): Promise<void> {
+  caps: HarvestCapsFor = { caps: DEFAULT_CAPS },
+): Promise<AttemptStatus> {
   await fs.mkdir(runDir, { recursive: true });
   if (containerId) await saveLog(engine, containerId, path.join(runDir, 'logs.txt'), limits.logMaxBytes);
   for (const sc of sidecars) {
@@ -112,7 +135,11 @@ export async function harvest(
       await saveLog(engine, sc.id, path.join(runDir, 'sidecars', `${sc.alias}.log`), limits.logMaxBytes);
     }
   }
-  const m = await manifest(mountDir, limits.hash, signal);
-  await writeFileAtomic(path.join(runDir, 'manifest.json'), JSON.stringify(m, null, 2) + '\n');
-  await writeFileAtomic(path.join(runDir, 'status.json'), JSON.stringify(status, null, 2) + '\n');
+  const opts = { hash: limits.hash, caps: caps.caps, ...(caps.before ? { before: caps.before } : {}) };
+  const m = await writeFileAtomicWith(path.join(runDir, 'manifest.json'), (h) => writeManifest(mountDir, h, opts, signal));
+  // past the caps: the results folder keeps what fits (what a collect left out never came home)
+  if (m.truncation.leftOutEntries > (caps.before?.entries ?? 0)) await removeLeftOut(mountDir, caps.caps, signal);
+  const final = truncatedStatus(status, m.truncation);
+  await writeFileAtomic(path.join(runDir, 'status.json'), JSON.stringify(final, null, 2) + '\n');
+  return final;
 }

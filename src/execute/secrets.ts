@@ -5,7 +5,8 @@
  * a link since is refused (UnsafePathError), never read. Errors name the attempt and the
  * secret, never the value.
  */
-import type { NormalizedAttempt } from '../spec/types';
+import type { CredentialConfig } from '../proxy/contract';
+import type { CredentialSpec, NormalizedAttempt } from '../spec/types';
 import { openFileBelow, UnsafePathError } from '../util/no-follow';
 
 export class SecretError extends Error {
@@ -43,4 +44,24 @@ export function secretEnvLines(secretEnv: Record<string, string>, values: { name
   return Object.entries(secretEnv)
     .sort(([a], [b]) => (a < b ? -1 : 1))
     .map(([k, secret]) => `${k}=${values.find((v) => v.name === secret)?.value.toString('utf8') ?? ''}`);
+}
+
+/**
+ * The egress proxy's credentials (CredentialConfig) from the spec's credentials and their
+ * secrets' values: the format's `{}` is the value, `{base64}` its base64; one line break at the
+ * end of the value (as files often have) is dropped. A value a header cannot carry (a line break
+ * or NUL inside) is refused, naming the secret, never the value.
+ */
+export function credentialConfigs(creds: readonly CredentialSpec[], values: readonly { name: string; value: Buffer }[]): CredentialConfig[] {
+  const valueOf = (name: string): string => {
+    const v = values.find((x) => x.name === name);
+    if (!v) throw new SecretError(`secret ${name}: not read`);
+    return v.value.toString('utf8').replace(/\r?\n$/, '');
+  };
+  return creds.map((c) => {
+    const secret = valueOf(c.secret);
+    if (/[\r\n\0]/.test(secret)) throw new SecretError(`secret ${c.secret}: holds a line break or NUL, which no header can carry`);
+    const value = c.format.replace(/\{base64\}|\{\}/g, (m) => (m === '{}' ? secret : Buffer.from(secret, 'utf8').toString('base64')));
+    return { target: `${c.host}:${c.port}`, header: c.header, value, ...(c.caSecret !== null ? { ca: valueOf(c.caSecret) } : {}) };
+  });
 }

@@ -3,26 +3,29 @@
  * engine each (plan/ops.ts `sidecarOps` emits them in this order): `create-sidecar` (on the
  * attempt's internal network under its alias), `connect-sidecar` per further network,
  * `copy-in-sidecar` (its secrets' files), `start-sidecar`, and `ready-sidecar`: the wait until it
- * is ready (the egress proxy until its `listening` line, a sidecar until it has stayed up a
- * moment), then its attestation. One that does not come up is reported `not-ready`; one made
+ * is ready (the egress proxy until its `listening` line, a sidecar until its `ready` probe passes
+ * or, without one, until it has stayed up a moment), then its attestation. One that does not come up is reported `not-ready`; one made
  * again while the attempt runs is noted. What either means for the attempt is the planner's
  * (plan/follow-up.ts). The container the create made is addressed by its id (the executor hands
  * it on, `made`), else by its name.
  */
+import net from 'node:net';
 import { DEFAULTS } from '../constants';
 import { attestInspected, failedCause, sidecarWant } from '../attest/checks';
 import type { DesiredAttempt } from '../desired/types';
 import { isConflict } from '../engine/errors';
 import type { ContainerDetails } from '../engine/types';
 import { stampNonce } from '../ownership';
+import type { SidecarReady } from '../spec/types';
 import type { AttemptAction, OpOutcome, SidecarOperation } from '../plan/types';
-import { parseListeningLine } from '../proxy/contract';
+import { credentialSecretsOf } from '../desired/attempt';
+import { parseListeningLine, PROXY_ENV, type SidecarListenerConfig } from '../proxy/contract';
 import { secretsTar } from './archive';
 import { containerHolder } from './conflict';
 import { iso, type ExecContext } from './context';
 import { containerUser } from './create';
 import { DONE, outcomeOf } from './outcome';
-import { readSecrets, secretEnvLines } from './secrets';
+import { credentialConfigs, readSecrets, secretEnvLines } from './secrets';
 
 type Sidecar = DesiredAttempt['sidecars'][number];
 
@@ -63,7 +66,8 @@ export async function sidecarOp(x: ExecContext, a: AttemptAction, op: SidecarOpe
 async function createSidecar(x: ExecContext, d: DesiredAttempt, sc: Sidecar): Promise<OpOutcome> {
   const { engine } = x.deps;
   const secrets = await readSecrets(d.loaded.spec, x.deps.env, sc.secrets);
-  const create = stampNonce({ ...sc.create, env: [...sc.create.env, ...secretEnvLines(sc.secretEnv, secrets)] });
+  const creds = await proxyEnvLines(d, x.deps.env, sc);
+  const create = stampNonce({ ...sc.create, env: [...sc.create.env, ...secretEnvLines(sc.secretEnv, secrets), ...creds] });
   try {
     return { type: 'done', made: await engine.containers.create(create) };
   } catch (err) {
@@ -71,6 +75,27 @@ async function createSidecar(x: ExecContext, d: DesiredAttempt, sc: Sidecar): Pr
     const existing = await engine.containers.inspect(sc.name);
     return { type: 'conflict', kind: 'container', name: sc.name, id: existing.id, owner: await containerHolder(x, existing) };
   }
+}
+
+/**
+ * The egress proxy's settings that hold secret values, read now: the attempt's credentials
+ * (PROXY_ENV.credentials) and the sidecars' listeners (PROXY_ENV.sidecars); none without them.
+ */
+async function proxyEnvLines(d: DesiredAttempt, env: NodeJS.ProcessEnv, sc: Sidecar): Promise<string[]> {
+  if (sc.credentials.length === 0 && sc.listeners.length === 0) return [];
+  const values = await readSecrets(d.loaded.spec, env, credentialSecretsOf(sc.credentials));
+  const own = d.loaded.spec.credentials;
+  const sidecars = sc.listeners.map((l): SidecarListenerConfig => ({
+    name: l.name,
+    port: l.port,
+    source: l.source,
+    allow: l.egress,
+    credentials: credentialConfigs(l.credentials, values),
+  }));
+  return [
+    ...(own.length > 0 ? [`${PROXY_ENV.credentials}=${JSON.stringify(credentialConfigs(own, values))}`] : []),
+    ...(sidecars.length > 0 ? [`${PROXY_ENV.sidecars}=${JSON.stringify(sidecars)}`] : []),
+  ];
 }
 
 /** `copy-in-sidecar`: the sidecar's secrets' files under /run/secrets (0400, its image's user), read now. */
@@ -99,10 +124,15 @@ async function ready(x: ExecContext, a: AttemptAction, index: number, sc: Sideca
     problem = await untilListening(x, id);
     st = await engine.containers.inspect(id).catch((err: unknown) => (problem ? undefined : Promise.reject(err)));
     if (problem && st && !st.runState.running) problem = `${problem} (exit code ${st.runState.exitCode})`;
-  } else {
+  } else if (sc.ready === 'running') {
+    // no `ready` in the spec: the documented fallback
     await new Promise((r) => setTimeout(r, DEFAULTS.sidecarSettleMs));
     st = await engine.containers.inspect(id);
     if (!st.runState.running) problem = `exited right after its start (exit code ${st.runState.exitCode})`;
+  } else {
+    problem = await probeReady(x, sc, id, sc.ready);
+    st = await engine.containers.inspect(id).catch((err: unknown) => (problem ? undefined : Promise.reject(err)));
+    if (problem && st && !st.runState.running) problem = `${problem} (it exited, code ${st.runState.exitCode})`;
   }
   const bad = problem ?? (st ? failedCause(attestInspected(st, sidecarWant(sc))) : undefined);
   if (bad) return { type: 'not-ready', index, id: st?.id ?? id, message: bad };
@@ -129,6 +159,80 @@ async function untilListening(x: ExecContext, id: string): Promise<string | unde
       buf = buf.slice(buf.lastIndexOf('\n') + 1);
     });
     stream.on('end', () => done('exited before it said it was listening'));
+    stream.on('error', (err: Error) => done(`log stream failed: ${err.message}`));
+  });
+}
+
+/**
+ * A sidecar's `ready` probe, until it passes or its deadline: undefined, or what went wrong.
+ * tcp: berth connects to the port at the sidecar's address on the attempt's network (so berth
+ * must reach the engine's container addresses: a local engine); log: a line of its output holds
+ * the text; command: run in it by the engine until it exits 0. A sidecar that exits fails at once.
+ */
+async function probeReady(x: ExecContext, sc: Sidecar, id: string, r: SidecarReady): Promise<string | undefined> {
+  const deadline = Date.now() + r.deadlineSeconds * 1000;
+  const within = `within ${r.deadlineSeconds} s`;
+  if ('log' in r) return untilLogSays(x, id, r.log, r.deadlineSeconds);
+  const { engine } = x.deps;
+  const exec = engine.containers.exec?.bind(engine.containers);
+  if ('command' in r && !exec) return 'has ready: {command}, which this engine backend cannot run (use tcp or log)';
+  let last = '';
+  for (;;) {
+    const st = await engine.containers.inspect(id);
+    if (!st.runState.running) return `exited before it was ready (exit code ${st.runState.exitCode})`;
+    const left = deadline - Date.now();
+    if ('tcp' in r) {
+      const addr = st.addresses?.[sc.create.host.networkMode];
+      if (!addr) return `has no address on ${sc.create.host.networkMode} to probe port ${r.tcp} at`;
+      last = await tcpAccepts(addr, r.tcp, Math.max(1, Math.min(1000, left)));
+      if (last === '') return undefined;
+    } else if (exec) {
+      const code = await exec(id, r.command, Math.max(1, left)).catch((err: unknown) => `failed (${(err as Error).message})`);
+      if (code === 0) return undefined;
+      last = typeof code === 'number' ? `exit code ${code}` : code;
+    }
+    if (Date.now() + DEFAULTS.sidecarProbeIntervalMs >= deadline) {
+      return 'tcp' in r ? `port ${r.tcp} did not accept ${within} (${last})` : `its ready command did not exit 0 ${within} (last: ${last})`;
+    }
+    await new Promise((res) => setTimeout(res, DEFAULTS.sidecarProbeIntervalMs));
+  }
+}
+
+/** '' when `host:port` accepts a TCP connection within `ms`, else the error's code. */
+function tcpAccepts(host: string, port: number, ms: number): Promise<string> {
+  return new Promise((resolve) => {
+    const s = net.connect({ host, port });
+    const done = (why: string): void => {
+      clearTimeout(t);
+      s.destroy();
+      resolve(why);
+    };
+    const t = setTimeout(() => done('timed out'), ms);
+    s.once('connect', () => done(''));
+    s.once('error', (err: NodeJS.ErrnoException) => done(err.code ?? 'error'));
+  });
+}
+
+/** Follows the sidecar's output until a line holds `text`: undefined, or what went wrong. */
+async function untilLogSays(x: ExecContext, id: string, text: string, seconds: number): Promise<string | undefined> {
+  const stream = await x.deps.engine.containers.logs(id, { follow: true });
+  return new Promise<string | undefined>((resolve) => {
+    let buf = '';
+    const t = setTimeout(() => done(`its output did not say ${JSON.stringify(text)} within ${seconds} s`), seconds * 1000);
+    const done = (v: string | undefined) => {
+      clearTimeout(t);
+      stream.destroy();
+      resolve(v);
+    };
+    stream.on('data', (c: Buffer) => {
+      buf += c.toString('utf8');
+      const lines = buf.split('\n');
+      buf = lines.pop() ?? '';
+      if (lines.some((l) => l.includes(text)) || buf.includes(text)) return done(undefined);
+      // a line longer than any text worth waiting for is not kept whole
+      if (buf.length > 64 * 1024) buf = buf.slice(-text.length);
+    });
+    stream.on('end', () => done(buf.includes(text) ? undefined : `exited before its output said ${JSON.stringify(text)}`));
     stream.on('error', (err: Error) => done(`log stream failed: ${err.message}`));
   });
 }

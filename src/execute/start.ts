@@ -69,7 +69,15 @@ export async function adopt(x: ExecContext, a: AttemptAction, { id, desired: d, 
   // a container found running with no record of its image: the image it was made from, as it says
   const image = known ?? (await imageProvenance(x.deps.engine, d.loaded.spec.image, details.imageId).catch(() => undefined));
   await x.records.update(a, (r) => {
-    const { intent: _i, reason: _r, message: _m, startFailure: _sf, deadlineAt: _da, deadlineSource: _ds, ...rest } = beginRun(r, d, counters);
+    const {
+      intent: _i,
+      reason: _r,
+      message: _m,
+      startFailure: _sf,
+      deadlineAt: _da,
+      deadlineSource: _ds,
+      ...rest
+    } = beginRun(r, d, counters, iso(Math.min(x.now(), startedMs)));
     // a run adopted again keeps the deadline it started with (a changed --default-deadline does not move it)
     const kept = r.run === d.run && r.specHash === d.hash && r.deadlineAt !== undefined && r.startedAt !== undefined;
     const deadline = kept

@@ -12,7 +12,7 @@ export class StatusRecords {
   constructor(
     private readonly store: StatusStore,
     private readonly instance: string,
-    private readonly now: () => number,
+    readonly now: () => number,
   ) {}
 
   /** The status record of the action's attempt, or a fresh one. */
@@ -56,10 +56,11 @@ export class StatusRecords {
 }
 
 /**
- * Run `d` begins with the planner's `counters` (planner.ts `runCounters`): the earlier run moves to
- * history. A record that already holds this run is left as it is.
+ * Run `d` begins with the planner's `counters` (planner.ts `runCounters`) at `at` (when it became
+ * eligible: its queue wait counts from then): the earlier run moves to history. A record that
+ * already holds this run is left as it is.
  */
-export function beginRun(r: AttemptStatus, d: DesiredAttempt, counters: RunCounters): AttemptStatus {
+export function beginRun(r: AttemptStatus, d: DesiredAttempt, counters: RunCounters, at: string): AttemptStatus {
   if (r.run === d.run && r.specHash === d.hash) return r;
   const history = [...r.history];
   if (r.run > 0 && (r.startedAt || r.finishedAt)) {
@@ -86,6 +87,7 @@ export function beginRun(r: AttemptStatus, d: DesiredAttempt, counters: RunCount
     run: d.run,
     ...counters,
     createdAt: r.createdAt,
+    eligibleAt: at,
     history,
     // every run's grades stay (each names its run)
     ...(r.grades ? { grades: r.grades } : {}),
@@ -97,7 +99,7 @@ export function beginRun(r: AttemptStatus, d: DesiredAttempt, counters: RunCount
 export async function recordPatch(records: StatusRecords, a: AttemptAction, op: Extract<Operation, { type: 'record' }>): Promise<void> {
   await records.update(a, (r) => {
     const d = a.desired;
-    const base = d && op.counters && r.run !== d.run ? beginRun(r, d, op.counters) : r;
+    const base = d && op.counters && r.run !== d.run ? beginRun(r, d, op.counters, iso(records.now())) : r;
     return { ...base, ...op.patch };
   });
 }

@@ -8,7 +8,7 @@
 import { DEFAULTS, REASONS } from '../constants';
 import type { DesiredAttempt } from '../desired/types';
 import { gradeFollowUp } from './grade';
-import { finishOp, isSidecarOp, recordOp, removeContainerOp, stopOp } from './ops';
+import { capsOp, finishOp, isSidecarOp, recordOp, removeContainerOp, stopOp } from './ops';
 import type { AttemptAction, OpOutcome, Operation, RunEnd } from './types';
 
 export interface FollowUp {
@@ -83,6 +83,7 @@ function sidecarEnds(a: AttemptAction, d: DesiredAttempt, index: number, message
       resultsDir: d.resultsDir,
       outcome,
       sidecars: sc && id ? [{ alias: sc.alias, role: sc.role, id }] : undefined,
+      caps: capsOp(d.loaded.spec.harvest),
     }),
   ];
 }
@@ -187,6 +188,7 @@ export function followUp(a: AttemptAction, op: Operation, out: NotDone, rest: Op
             id: out.id,
             sidecars: out.sidecars,
             outcome: { phase: 'Failed', reason: REASONS.attestationFailed, message: out.cause },
+            caps: capsOp('desired' in op ? op.desired.loaded.spec.harvest : undefined),
           }),
         ],
       };

@@ -4,6 +4,7 @@ import type { LoadedSpec } from '../spec/types';
 import type { SetPins } from '../status/pins';
 import type { AttemptStatus, SpecIssue } from '../status/types';
 import type { DesiredStates } from './desired-for';
+import type { DiskInput } from './disk-pressure';
 
 export interface PlanInput {
   instance: string;
@@ -52,6 +53,8 @@ export interface PlanInput {
   defaultDeadlineSeconds?: number;
   /** Each AttemptSet's pinned images (status/pins.ts): its children are made from the pinned ids. */
   pins?: ReadonlyMap<string, SetPins>;
+  /** The disk readings of this pass and the thresholds (`--disk-pressure-*`): new runs wait while a file system is below them. */
+  disk?: DiskInput;
   /** The specs' desired states, kept by the owner of their lifetime (the controller, a reconcile's passes): the planner keeps none. */
   desired: DesiredStates;
 }

@@ -8,6 +8,7 @@ import type { DesiredAttempt } from '../desired/types';
 import { namesOf } from '../desired/lazy';
 import type { ContainerSummary, NetworkSummary } from '../engine/types';
 import type { ObservedAttempt } from '../observe/types';
+import type { HarvestCaps } from '../spec/types';
 import type { EngineBoot } from '../status/types';
 import { plural } from '../util/plural';
 import type { ImageChoice, Operation, RunCounters, RunEnd, RunStart, SidecarOperation, SidecarRef } from './types';
@@ -22,13 +23,15 @@ export function isMain(c: ContainerSummary): boolean {
 
 /**
  * The containers of a run that were given secret values (files in their writable layer, and the
- * environment in their config for secrets opted into `env`): removed as soon as the run is
+ * environment in their config for secrets opted into `env` or injected credentials): removed as soon as the run is
  * harvested, whatever the TTL, so no secret value stays in the engine's storage on the host's disk.
  */
 export function secretHolders(d: DesiredAttempt, obs: ContainerSummary[]): ContainerSummary[] {
   if (obs.length === 0) return [];
   const names = namesOf(d);
-  return obs.filter((c) => (isMain(c) ? names.mainSecrets.length > 0 : names.sidecars.some((sc) => sc.name === c.name && sc.secrets.length > 0)));
+  return obs.filter((c) =>
+    isMain(c) ? names.mainSecrets.length > 0 : names.sidecars.some((sc) => sc.name === c.name && (sc.secrets.length > 0 || sc.credentials.length > 0)),
+  );
 }
 
 /** A status change of `attempt`, with no engine call; with `counters`, it begins the action's run. */
@@ -52,9 +55,9 @@ export function removeContainerOp(c: { name: string; id: string }, cause: string
 export function finishOp(
   resource: string,
   cause: string,
-  f: { id?: string; resultsDir?: string; outcome?: RunEnd; sidecars?: SidecarRef[]; score?: string },
+  f: { id?: string; resultsDir?: string; outcome?: RunEnd; sidecars?: SidecarRef[]; score?: string; caps?: HarvestCaps },
 ): Operation {
-  const { id, resultsDir, outcome, sidecars, score } = f;
+  const { id, resultsDir, outcome, sidecars, score, caps } = f;
   return {
     type: 'finish',
     resource,
@@ -63,8 +66,21 @@ export function finishOp(
     ...(outcome ? { outcome } : {}),
     ...(sidecars ? { sidecars } : {}),
     ...(score ? { score } : {}),
+    ...(caps ? { caps } : {}),
     cause,
   };
+}
+
+/** spec.harvest's caps for an operation: none when they are the defaults (the executor's). */
+export function capsOp(caps: HarvestCaps | undefined): HarvestCaps | undefined {
+  return caps && (caps.maxBytes !== DEFAULTS.harvestMaxBytes || caps.maxFiles !== DEFAULTS.harvestMaxFiles) ? caps : undefined;
+}
+
+/** The action with spec.harvest's caps (unless the defaults) on its finish and harvest operations that have none. */
+export function withHarvestCaps<A extends { ops: Operation[] }>(a: A, spec: HarvestCaps): A {
+  const caps = capsOp(spec);
+  if (!caps || !a.ops.some((op) => (op.type === 'finish' || op.type === 'harvest') && !op.caps)) return a;
+  return { ...a, ops: a.ops.map((op) => ((op.type === 'finish' || op.type === 'harvest') && !op.caps ? { ...op, caps } : op)) };
 }
 
 /** Removal of the secret holders among `obs`, after a finish (see secretHolders). */
@@ -173,8 +189,16 @@ export function sidecarOps(d: DesiredAttempt, index: number, cause: string, rest
       .map((network): SidecarOperation => ({ ...base, type: 'connect-sidecar', network, cause: `${sc.alias} joins network ${network} too` })),
     ...(n ? [{ ...base, type: 'copy-in-sidecar' as const, cause: `${plural(n, 'secret')} for ${DEFAULTS.secretsDir}` }] : []),
     { ...base, type: 'start-sidecar', cause: 'created' },
-    { ...base, type: 'ready-sidecar', cause: sc.ready === 'listening' ? 'until it says it is listening' : 'until it has stayed up a moment' },
+    { ...base, type: 'ready-sidecar', cause: readyCause(sc.ready) },
   ];
+}
+
+/** What a ready-sidecar operation waits for, in words. */
+function readyCause(r: DesiredAttempt['sidecars'][number]['ready']): string {
+  if (r === 'listening') return 'until it says it is listening';
+  if (r === 'running') return 'until it has stayed up a moment';
+  const what = 'tcp' in r ? `port ${r.tcp} accepts` : 'log' in r ? `its output says ${JSON.stringify(r.log)}` : 'its ready command exits 0';
+  return `until ${what} (at most ${r.deadlineSeconds} s)`;
 }
 
 /**

@@ -37,8 +37,10 @@ import {
   sidecarOps,
   stopOp,
   stopSidecars,
+  withHarvestCaps,
 } from './ops';
 import { admissionOrder, setStates, type SetState } from './set-admission';
+import { diskPressure } from './disk-pressure';
 import { isGrader, planGrade } from './grade';
 import type { AttemptAction, ImageChoice, Operation, Plan, RunCounters, RunEnd, RunStart } from './types';
 
@@ -102,6 +104,8 @@ interface Ctx {
   missing: Map<string, string[]>;
   /** References looked up in the snapshot's images, once per plan. */
   resolved: Map<string, HeldImage | undefined>;
+  /** Why new runs wait for disk space (disk-pressure.ts), decided once per plan; undefined: no pressure. */
+  pressure?: string;
 }
 
 function resolveOnce(ctx: Ctx, index: ImageIndex, ref: string): HeldImage | undefined {
@@ -250,6 +254,22 @@ function startRun(
       ops: already
         ? []
         : [...pre, recordOp(d.name, 'image missing', { phase: 'Blocked', reason: REASONS.imageMissing, message, run: d.run, specHash: d.hash }, counters)],
+    };
+  }
+  if (ctx.pressure) {
+    // An infrastructure hold, never a failure: looked at again (the disk read anew) until space is back.
+    const message = ctx.pressure;
+    const rec = base.status;
+    const waiting = rec?.phase === 'Pending' && rec.reason === REASONS.diskPressure && rec.message === message && rec.run === d.run && pre.length === 0;
+    return {
+      ...base,
+      kind: 'wait',
+      summary: `${why}: run ${d.run} waits: ${message}`,
+      desired: d,
+      requeueAfterMs: DEFAULTS.diskPressureRecheckMs,
+      ops: waiting
+        ? []
+        : [...pre, recordOp(d.name, 'disk pressure', { phase: 'Pending', reason: REASONS.diskPressure, message, run: d.run, specHash: d.hash }, counters)],
     };
   }
   const max = set?.policy.maxParallel ?? null;
@@ -872,13 +892,15 @@ export function plan(inp: PlanInput): Plan {
     missing: new Map(),
     resolved: new Map(),
   };
+  const pressure = diskPressure(inp.disk);
+  if (pressure) ctx.pressure = pressure;
   const actions: AttemptAction[] = [];
   const unchanged = new Map<string, AttemptStatus['phase']>();
 
   // Attempts already running keep their slot; stopping ones free theirs only on the next pass.
   for (const loaded of specs) {
     const name = loaded.spec.name;
-    const planned = planDesired(ctx, loaded, inp.statuses.get(name), inp.snapshot.attempts.get(name) ?? EMPTY);
+    const planned = withHarvestCaps(planDesired(ctx, loaded, inp.statuses.get(name), inp.snapshot.attempts.get(name) ?? EMPTY), loaded.spec.harvest);
     const a = loaded.set ? { ...planned, set: loaded.set.set.name } : planned;
     if (a.ops.length === 0 && (a.kind === 'leave' || a.kind === 'wait' || a.kind === 'block')) {
       unchanged.set(name, a.status?.phase ?? 'Pending');

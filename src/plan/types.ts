@@ -7,6 +7,7 @@ import type { NetworkCreateSpec, VolumeCreateSpec } from '../engine/types';
 import type { DesiredAttempt } from '../desired/types';
 import type { DesiredGrader } from '../desired/grade';
 import type { Ownership } from '../ownership';
+import type { HarvestCaps } from '../spec/types';
 import type { AttemptStatus, EngineBoot } from '../status/types';
 
 interface OpBase {
@@ -92,12 +93,13 @@ export type Operation =
   | (OpBase & { type: 'stop'; id: string; graceSeconds: number })
   /** Harvest logs, status and a manifest into the results folder and record the final phase. */
   /** `score`: a file in the run's results folder to read the score from (AttemptSet children with a score). */
-  | (OpBase & { type: 'finish'; id?: string; resultsDir?: string; outcome?: RunEnd; sidecars?: SidecarRef[]; score?: string })
+  /** `caps`: what the results folder keeps (spec.harvest; DEFAULTS when the attempt has no spec any more). */
+  | (OpBase & { type: 'finish'; id?: string; resultsDir?: string; outcome?: RunEnd; sidecars?: SidecarRef[]; score?: string; caps?: HarvestCaps })
   /**
    * The harvest of a run whose outcome is recorded (`ended`) but whose harvest is not done (it
    * failed, or berth stopped during it): logs, manifest and status, then the final phase.
    */
-  | (OpBase & { type: 'harvest'; id?: string; resultsDir?: string; sidecars?: SidecarRef[] })
+  | (OpBase & { type: 'harvest'; id?: string; resultsDir?: string; sidecars?: SidecarRef[]; caps?: HarvestCaps })
   | (OpBase & { type: 'remove-container'; id: string })
   | (OpBase & { type: 'remove-network'; id: string })
   | (OpBase & { type: 'remove-volume'; id: string })

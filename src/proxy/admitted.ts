@@ -5,6 +5,7 @@
  * dial; a dial that fails is answered (502/504) on the client side by `refuse`.
  */
 import type { Socket } from 'node:net';
+import { type Credential, secure } from './credentials';
 import type { Admission } from './admit';
 import type { ProxyContext } from './context';
 import type { DialFailure } from './dial';
@@ -26,9 +27,11 @@ export function admitThenDial<T extends Target>(
   admission: Admission<T>,
   client: ClientSide,
   refuse: (status: number, reason: string) => void,
-  connected: (upstream: Socket, target: T) => void,
+  connected: (upstream: Socket, target: T, credential: Credential | undefined) => void,
 ): void {
-  ex.target = admission.ok ? admission.target.text : admission.target;
+  const credential = admission.ok ? admission.credential : undefined;
+  // A credentialed request is logged under the upstream it goes to.
+  ex.target = admission.ok ? (credential?.target.text ?? admission.target.text) : admission.target;
   if (!admission.ok) {
     ex.refuse(admission.status, admission.reason);
     refuse(admission.status, admission.reason);
@@ -37,7 +40,7 @@ export function admitThenDial<T extends Target>(
   const target = admission.target;
   ex.allowed = true;
 
-  const dialing = ctx.dial(target.host, target.port);
+  const dialing = credential ? dialSecure(ctx, credential) : ctx.dial(target.host, target.port);
   const onEarlyClose = (): void => {
     dialing.cancel();
     ex.finish(EARLY_CLOSE);
@@ -51,7 +54,7 @@ export function admitThenDial<T extends Target>(
         ex.finish(EARLY_CLOSE);
         return;
       }
-      connected(upstream, target);
+      connected(upstream, target, credential);
     },
     (failure: DialFailure) => {
       client.off('close', onEarlyClose);
@@ -60,4 +63,28 @@ export function admitThenDial<T extends Target>(
       ex.finish(failure.reason);
     },
   );
+}
+
+/** TCP to the credential's upstream, then TLS over it: one cancellable dial. */
+function dialSecure(ctx: ProxyContext, c: Credential): { socket: Promise<Socket>; cancel(): void } {
+  const tcp = ctx.dial(c.target.host, c.target.port);
+  let handshake: ReturnType<typeof secure> | undefined;
+  let cancelled = false;
+  const socket = tcp.socket.then((s) => {
+    if (cancelled) {
+      s.destroy();
+      return new Promise<Socket>(() => undefined);
+    }
+    handshake = secure(s, c, ctx.tlsTimeoutMs);
+    return handshake.socket;
+  });
+  socket.catch(() => undefined);
+  return {
+    socket,
+    cancel() {
+      cancelled = true;
+      tcp.cancel();
+      handshake?.cancel();
+    },
+  };
 }

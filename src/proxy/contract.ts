@@ -14,7 +14,42 @@ export const PROXY_ENV = {
   port: 'BERTH_PROXY_PORT',
   listen: 'BERTH_PROXY_LISTEN',
   connectTimeoutMs: 'BERTH_PROXY_CONNECT_TIMEOUT_MS',
+  /**
+   * Injected credentials, a JSON array of CredentialConfig (optional). Holds secret values: berth
+   * sets it when it creates the proxy, from the spec's secrets, and nothing ever prints it.
+   */
+  credentials: 'BERTH_PROXY_CREDENTIALS',
+  /**
+   * Listeners of the attempt's sidecars, a JSON array of SidecarListenerConfig (optional): each on
+   * its own port, serving only connections from its sidecar, with its own allowlist and credentials.
+   */
+  sidecars: 'BERTH_PROXY_SIDECARS',
 } as const;
+
+/** One sidecar's own way out: a port of the proxy that serves only connections from `source`. */
+export interface SidecarListenerConfig {
+  /** The sidecar's name (its alias), written as `sidecar` on its exchanges' log lines. */
+  readonly name: string;
+  readonly port: number;
+  /** The sidecar's address, or a name that resolves to it (its container name): other clients get 403. */
+  readonly source: string;
+  /** host:port entries, as PROXY_ENV.allow. */
+  readonly allow: readonly string[];
+  readonly credentials: readonly CredentialConfig[];
+}
+
+/**
+ * One injected credential as the proxy reads it: plain-HTTP requests for `target`'s host go on
+ * over TLS to `target`, verified against `ca` (PEM) or the system's roots, with header `header`
+ * set to `value` (any the client sent is dropped).
+ */
+export interface CredentialConfig {
+  /** Exact `host:port`. */
+  readonly target: string;
+  readonly header: string;
+  readonly value: string;
+  readonly ca?: string;
+}
 
 export const PROXY_DEFAULTS = {
   port: 3128,
@@ -36,6 +71,10 @@ export interface ListeningLine {
   readonly event: 'listening';
   readonly port: number;
   readonly allow: readonly string[];
+  /** The credentialed `host:port` targets (never a value); absent in proxies without credentials. */
+  readonly credentials?: readonly string[];
+  /** The sidecars' listeners; absent when there are none. */
+  readonly sidecars?: readonly { name: string; port: number; allow: readonly string[]; credentials?: readonly string[] }[];
 }
 
 /** Recognizes the readiness line (one stdout line); anything else gives undefined. */

@@ -24,6 +24,7 @@ export class Exchange {
     readonly id: number,
     readonly method: string,
     private readonly start: number,
+    private readonly sidecar?: string,
   ) {}
 
   /** True once the decision line is written. */
@@ -73,6 +74,7 @@ export class Exchange {
       bytesUp: this.bytesUp,
       bytesDown: this.bytesDown,
       durationMs: Math.max(0, this.registry.now() - this.start),
+      ...(this.sidecar !== undefined ? { sidecar: this.sidecar } : {}),
     };
   }
 }
@@ -89,8 +91,9 @@ export class Exchanges {
     readonly now: () => number = Date.now,
   ) {}
 
-  begin(method: string): Exchange {
-    const ex = new Exchange(this, this.nextId++, method, this.now());
+  /** `sidecar`: the sidecar whose listener took the request (logged with it). */
+  begin(method: string, sidecar?: string): Exchange {
+    const ex = new Exchange(this, this.nextId++, method, this.now(), sidecar);
     this.open.add(ex);
     return ex;
   }

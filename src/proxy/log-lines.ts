@@ -25,10 +25,32 @@ export interface ExchangeRecord {
   /** Bytes upstream → client: the tunnelled stream, or the response body. */
   readonly bytesDown: number;
   readonly durationMs: number;
+  /** The sidecar whose listener served the exchange; undefined: the attempt's own. */
+  readonly sidecar?: string;
 }
 
-export function listeningLine(port: number, allow: readonly string[]): string {
-  return JSON.stringify({ event: 'listening', port, allow });
+export interface ListenerLine {
+  readonly port: number;
+  readonly allow: readonly string[];
+  /** The credentialed targets (never a value). */
+  readonly credentials: readonly string[];
+}
+
+/** The readiness line: the attempt's listener, and the sidecars' when there are some; credentials only when there are some. */
+export function listeningLine(
+  port: number,
+  allow: readonly string[],
+  credentials: readonly string[] = [],
+  sidecars: readonly (ListenerLine & { name: string })[] = [],
+): string {
+  const creds = (c: readonly string[]) => (c.length > 0 ? { credentials: c } : {});
+  return JSON.stringify({
+    event: 'listening',
+    port,
+    allow,
+    ...creds(credentials),
+    ...(sidecars.length > 0 ? { sidecars: sidecars.map((s) => ({ name: s.name, port: s.port, allow: s.allow, ...creds(s.credentials) })) } : {}),
+  });
 }
 
 export function exchangeLine(event: LogEvent, ts: number, r: ExchangeRecord): string {
@@ -44,5 +66,6 @@ export function exchangeLine(event: LogEvent, ts: number, r: ExchangeRecord): st
     bytesUp: r.bytesUp,
     bytesDown: r.bytesDown,
     durationMs: r.durationMs,
+    ...(r.sidecar !== undefined ? { sidecar: r.sidecar } : {}),
   });
 }

@@ -5,9 +5,11 @@
  * Bundled by scripts/build-proxy.sh into dist/proxy/berth-egress-proxy.js.
  */
 import { loadConfig } from './config';
-import { PROXY_EXIT } from './contract';
+import { PROXY_ENV, PROXY_EXIT } from './contract';
 import { listeningLine } from './log-lines';
+import { Exchanges } from './exchange';
 import { createProxyServer } from './server';
+import { SourceGate } from './source-gate';
 
 const NAME = 'berth-egress-proxy';
 /** If closing hangs (it should not), exit anyway after this long. */
@@ -23,15 +25,30 @@ async function main(): Promise<void> {
     for (const e of config.errors) process.stderr.write(`${NAME}: ${e}\n`);
     process.exit(PROXY_EXIT.badConfig);
   }
-  const { allowlist, port, listen, connectTimeoutMs } = config.value;
-  const proxy = createProxyServer({ allowlist, connectTimeoutMs, sink: stdoutLine });
+  const { allowlist, credentials, sidecars, port, listen, connectTimeoutMs } = config.value;
+  // The values live on in the parsed configuration only: nothing this process starts or prints sees them.
+  delete process.env[PROXY_ENV.credentials];
+  delete process.env[PROXY_ENV.sidecars];
+  // One registry of exchanges for every listener: one id sequence in the log.
+  const exchanges = new Exchanges(stdoutLine);
+  const proxy = createProxyServer({ allowlist, credentials, connectTimeoutMs, sink: stdoutLine, exchanges });
+  const sideProxies = sidecars.map((s) =>
+    createProxyServer({
+      allowlist: s.allowlist,
+      credentials: s.credentials,
+      connectTimeoutMs,
+      sink: stdoutLine,
+      exchanges,
+      sidecar: { name: s.name, gate: new SourceGate(s.source) },
+    }),
+  );
 
   let stopping = false;
   const stop = (): void => {
     if (stopping) return;
     stopping = true;
     setTimeout(() => process.exit(PROXY_EXIT.ok), SHUTDOWN_GRACE_MS).unref();
-    proxy.close().then(
+    Promise.all([proxy, ...sideProxies].map((p) => p.close())).then(
       () => process.exit(PROXY_EXIT.ok),
       () => process.exit(PROXY_EXIT.ok),
     );
@@ -39,17 +56,29 @@ async function main(): Promise<void> {
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
 
-  let bound: number;
+  let bound = port;
+  let at = port;
   try {
     bound = await proxy.listen(port, listen);
+    for (const [i, s] of sidecars.entries()) {
+      at = s.port;
+      await sideProxies[i]?.listen(s.port, listen);
+    }
   } catch (err) {
-    process.stderr.write(`${NAME}: cannot listen on ${listen}:${port}: ${(err as Error).message}\n`);
+    process.stderr.write(`${NAME}: cannot listen on ${listen}:${at}: ${(err as Error).message}\n`);
     process.exit(PROXY_EXIT.listenFailed);
   }
   stdoutLine(
     listeningLine(
       bound,
       allowlist.entries.map((e) => e.text),
+      credentials.map((c) => c.target.text),
+      sidecars.map((s) => ({
+        name: s.name,
+        port: s.port,
+        allow: s.allowlist.entries.map((e) => e.text),
+        credentials: s.credentials.map((c) => c.target.text),
+      })),
     ),
   );
 }

@@ -13,7 +13,7 @@ import { admitThenDial } from './admitted';
 import { refuseSocket } from './refusal';
 
 export function handleConnect(ctx: ProxyContext, req: IncomingMessage, client: Duplex, head: Buffer): void {
-  const ex = ctx.exchanges.begin('CONNECT');
+  const ex = ctx.exchanges.begin('CONNECT', ctx.sidecar);
   client.on('error', () => client.destroy());
   admitThenDial(
     ctx,

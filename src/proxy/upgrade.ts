@@ -13,7 +13,7 @@ import { refuseSocket } from './refusal';
 export const UPGRADE_REFUSED = 'protocol upgrades are not relayed on plain HTTP; use CONNECT';
 
 export function handleUpgrade(ctx: ProxyContext, req: IncomingMessage, client: Duplex): void {
-  const ex = ctx.exchanges.begin(req.method ?? '');
+  const ex = ctx.exchanges.begin(req.method ?? '', ctx.sidecar);
   client.on('error', () => client.destroy());
   const admission = admitHttp(ctx, req);
   ex.target = admission.ok ? admission.target.text : admission.target;

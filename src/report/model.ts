@@ -7,7 +7,7 @@
  *   attempt without a set's score: it passes when it Succeeded, fails on its own outcomes
  *   (a non-zero exit, TimedOut, OOMKilled, DiskLimitExceeded), and what it could not cause is
  *   an infrastructure outcome.
- * - Times in ms since the epoch: waiting from the record's creation (or the previous run's end)
+ * - Times in ms since the epoch: waiting from when the current run became eligible (summary.ts `eligibleSince`)
  *   to provisioning's start, provisioning to the engine's start, running to the engine's finish
  *   (or `now` while running). Starts and finishes are the engine's clock; creation and
  *   provisioning are berth's.
@@ -21,7 +21,7 @@
  */
 import path from 'node:path';
 import { REASONS, REPORT_LIMITS, WORKSPACE } from '../constants';
-import type { ChildSummary, Counts, SetSummary } from '../sets/summary';
+import { eligibleSince, type ChildSummary, type Counts, type SetSummary } from '../sets/summary';
 import { latestGrade } from '../sets/grade-state';
 import { gradeLabel } from '../sets/grade-text';
 import { classify, type OutcomeClass } from '../sets/outcome';
@@ -248,10 +248,8 @@ function attempt(
   rec: AttemptStatus | undefined,
   i: ReportInput,
 ): ReportAttempt {
-  const last = rec?.history.at(-1);
-  const prevEnd = when(last?.finishedAt);
-  const created = when(rec?.createdAt);
-  const queuedAt = created !== null && prevEnd !== null ? Math.max(created, prevEnd) : created;
+  const eligible = eligibleSince(rec);
+  const queuedAt = Number.isFinite(eligible) ? eligible : null;
   const startedAt = when(rec?.startedAt);
   const finishedAt = when(rec?.finishedAt);
   return {

@@ -83,12 +83,22 @@ function links(a: ReportAttempt): string {
   );
 }
 
+/**
+ * The phase, coloured by how the run counts. A run whose phase says otherwise than its outcome
+ * (Succeeded, but it scored below pass or its score is missing) shows both, the outcome
+ * coloured, never "Succeeded" in red.
+ */
+function phaseCell(a: ReportAttempt): string {
+  if (a.phase === 'Succeeded' && a.outcome !== 'passed' && a.outcome !== 'unfinished') return `${esc(a.phase)} · <span class="ph">${esc(a.outcome)}</span>`;
+  return `<span class="ph">${esc(a.phase)}</span>`;
+}
+
 function row(a: ReportAttempt, i: number): string {
   const cells = [
     esc(a.name),
     esc(a.set ?? ''),
     esc(coordText(a.coords)),
-    `<span class="ph">${esc(a.phase)}</span>`,
+    phaseCell(a),
     esc(a.reason),
     a.exitCode === null ? '' : String(a.exitCode),
     a.score === null ? '' : esc(String(a.score)),

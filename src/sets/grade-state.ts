@@ -14,7 +14,14 @@ import type { AttemptStatus, GradeRecord } from '../status/types';
  * StartFailed, Replaced, ...), keeps its own outcome: grading the bare fixture would judge
  * nothing the attempt did.
  */
-const GRADED_REASONS: ReadonlySet<string> = new Set([REASONS.completed, REASONS.error, REASONS.oomKilled, REASONS.deadlineExceeded, REASONS.diskLimitExceeded]);
+const GRADED_REASONS: ReadonlySet<string> = new Set([
+  REASONS.completed,
+  REASONS.resultsTruncated,
+  REASONS.error,
+  REASONS.oomKilled,
+  REASONS.deadlineExceeded,
+  REASONS.diskLimitExceeded,
+]);
 
 /** Whether spec.grade judges the finished run `rec` records (`when`, and a run the attempt's own process ended). */
 export function gradeApplies(loaded: LoadedSpec, rec: AttemptStatus): boolean {

@@ -1,5 +1,6 @@
 /**
- * A summary as JUnit XML for CI: one testsuite per set, one testcase per child. Passed children
+ * A summary as JUnit XML for CI: one testsuite per set (and one, `attempts`, for the plain
+ * Attempts), one testcase per child. Passed children
  * pass; task failures are <failure>; infrastructure outcomes are <error> (the run could not say);
  * skipped and unfinished children are <skipped>. Every string from a spec or a run is escaped, and
  * characters XML cannot hold are dropped.
@@ -27,7 +28,7 @@ const secs = (ms: number | null) => ((ms ?? 0) / 1000).toFixed(3);
 
 function testcase(set: SetSummary, c: ChildSummary): string {
   const cell = set.axes.map((a) => `${a}=${c.coords[a] ?? ''}`).join(', ');
-  const head = `    <testcase classname="${xmlEscape(set.name)}" name="${xmlEscape(`${c.name} (${cell})`)}" time="${secs(c.durationMs)}"`;
+  const head = `    <testcase classname="${xmlEscape(set.name)}" name="${xmlEscape(cell ? `${c.name} (${cell})` : c.name)}" time="${secs(c.durationMs)}"`;
   const detail = [c.phase, c.reason, c.score !== null ? `score ${c.score}` : null].filter((x) => x !== null && x !== '').join(', ');
   switch (c.outcome) {
     case 'passed':
@@ -43,9 +44,11 @@ function testcase(set: SetSummary, c: ChildSummary): string {
 
 export function toJunit(s: Summary): string {
   const lines = ['<?xml version="1.0" encoding="UTF-8"?>'];
-  const total = s.sets.reduce((a, x) => ({ n: a.n + x.n, f: a.f + x.failed, e: a.e + x.infra, k: a.k + x.skipped + x.unfinished }), { n: 0, f: 0, e: 0, k: 0 });
+  // the plain Attempts (in no set) are a suite too, named `attempts`
+  const suites = [...s.sets, ...(s.attempts ? [s.attempts] : [])];
+  const total = suites.reduce((a, x) => ({ n: a.n + x.n, f: a.f + x.failed, e: a.e + x.infra, k: a.k + x.skipped + x.unfinished }), { n: 0, f: 0, e: 0, k: 0 });
   lines.push(`<testsuites name="berth" tests="${total.n}" failures="${total.f}" errors="${total.e}" skipped="${total.k}">`);
-  for (const set of s.sets) {
+  for (const set of suites) {
     const time = set.children.reduce((a, c) => a + (c.durationMs ?? 0), 0);
     lines.push(
       `  <testsuite name="${xmlEscape(set.name)}" tests="${set.n}" failures="${set.failed}" errors="${set.infra}" skipped="${set.skipped + set.unfinished}" time="${secs(time)}" timestamp="${s.generatedAt}">`,

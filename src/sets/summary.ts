@@ -3,7 +3,8 @@
  *
  * - Per set: counts by outcome as sets/outcome.ts classifies (passed, failed — TimedOut and
  *   OOMKilled included —, infra, skipped, unfinished; infra reasons apart),
- *   durations (engine start → finish) and queue waits (first record → start) p50/p95.
+ *   durations (engine start → finish) and queue waits (the current run eligible → start:
+ *   `eligibleSince`) p50/p95.
  * - Per cell: the children that share every axis value except the samples axis (an axis named
  *   seed, sample, trial, attempt, try or run, or `--samples AXIS`): n finished samples (passed +
  *   failed; infra outcomes are not samples), c passed, unbiased pass@k = 1 − C(n−c,k)/C(n,k) and
@@ -15,7 +16,7 @@
  */
 import { gradeClass, latestGrade } from './grade-state';
 import { countByGrade } from './grade-text';
-import type { Phase } from '../constants';
+import { REASONS, type Phase } from '../constants';
 import type { TagMove } from '../status/pins';
 import type { AttemptStatus, ImageProvenance } from '../status/types';
 import type { LoadedSet, LoadedSpec, SetPolicy } from '../spec/types';
@@ -49,6 +50,8 @@ export interface ChildSummary {
   durationMs: number | null;
   queueMs: number | null;
   resultsDir: string | null;
+  /** The run's results were past spec.harvest's caps (ResultsTruncated: its reason, or a warning of a failed run). */
+  resultsTruncated: boolean;
   /** Specs from git: the commit the child's current run was created from. */
   revision: string | null;
   /** The image its current run's container was made from (reference, id, repo digests; `pinned`: its set's pinned id). */
@@ -82,6 +85,8 @@ export interface SetSummary extends Counts {
   /** spec.grade: the children counted by the grade (k) their outcome comes from (`{"1": 3, "2": 1}`); null when none has a grade. */
   grades: Record<string, number> | null;
   infraReasons: Record<string, number>;
+  /** Children whose results were past spec.harvest's caps, whatever their outcome. */
+  resultsTruncated: number;
   passRate: number | null;
   stderr: number | null;
   passAtK: Record<string, number>;
@@ -101,9 +106,29 @@ export interface Summary {
   schemaVersion: number;
   generatedAt: string;
   sets: SetSummary[];
+  /** The plain Attempts (in no set) as one suite, PLAIN_SUITE, no axes; absent when there are none. */
+  attempts?: SetSummary;
 }
 
+/** The name of the plain Attempts' suite (no set can be named so: a set's name is a DNS label, this one is too, so it is said apart by its place, `attempts`, not `sets`). */
+export const PLAIN_SUITE = 'attempts';
+
 const ms = (iso: string | undefined) => (iso ? Date.parse(iso) : NaN);
+
+/**
+ * When the record's current run became eligible to run (ms since the epoch; NaN when unknown):
+ * `eligibleAt`; a record written before berth kept it, the later of its creation and the end of
+ * its previous run (a retry or rerun never waited before the run it follows had ended). Not the
+ * record's creation alone: after an edit that is when the attempt first appeared, minutes or days
+ * before its new run could start.
+ */
+export function eligibleSince(rec: Pick<AttemptStatus, 'eligibleAt' | 'createdAt' | 'history'> | undefined): number {
+  const eligible = ms(rec?.eligibleAt);
+  if (Number.isFinite(eligible)) return eligible;
+  const created = ms(rec?.createdAt);
+  const prevEnd = ms(rec?.history.at(-1)?.finishedAt);
+  return Number.isFinite(prevEnd) && Number.isFinite(created) ? Math.max(created, prevEnd) : created;
+}
 
 /** A child of a set as the summary sees it: loaded, or declared by the set but invalid (its spec did not load). */
 export interface SetChild {
@@ -124,33 +149,37 @@ function invalidChild(c: SetChild, rec: AttemptStatus | undefined): ChildSummary
     durationMs: null,
     queueMs: null,
     resultsDir: rec?.resultsDir ?? null,
+    resultsTruncated: false,
     revision: rec?.revision ?? null,
     image: rec?.image ?? null,
   };
 }
 
+/** A set's child, or (no `loaded.set`) a plain Attempt, judged with no set's policy, as `wait` judges it. */
 function child(loaded: LoadedSpec, rec: AttemptStatus | undefined): ChildSummary {
-  const m = loaded.set as NonNullable<LoadedSpec['set']>;
+  const m = loaded.set;
   // A record of another spec hash is an earlier spec's: this child has not run yet.
   const current = rec && rec.specHash === loaded.hash ? rec : undefined;
   // spec.grade: the grader's verdict, when one judges the run; its score, never the attempt's own
-  const c = gradeClass(loaded, current) ?? classify(current, m.set, loaded.spec.retries);
+  const c = gradeClass(loaded, current) ?? classify(current, m?.set, loaded.spec.retries);
   const g = loaded.spec.grade ? latestGrade(current) : undefined;
   const score = loaded.spec.grade ? g?.score : current?.score;
   const started = ms(current?.startedAt);
   const finished = ms(current?.finishedAt);
-  const created = ms(current?.createdAt);
+  const eligible = eligibleSince(current);
   return {
     name: loaded.spec.name,
-    coords: m.coords,
+    coords: m?.coords ?? {},
     outcome: c.outcome,
     phase: current?.phase ?? 'Pending',
     reason: c.reason ?? current?.reason ?? null,
     score: typeof score === 'number' ? score : null,
     grade: g ? { k: g.k, state: g.state, passed: g.passed ?? null, reason: g.reason ?? null } : null,
     durationMs: Number.isFinite(started) && Number.isFinite(finished) && c.outcome !== 'unfinished' ? Math.max(0, finished - started) : null,
-    queueMs: Number.isFinite(started) && Number.isFinite(created) ? Math.max(0, started - created) : null,
+    queueMs: Number.isFinite(started) && Number.isFinite(eligible) ? Math.max(0, started - eligible) : null,
     resultsDir: current?.resultsDir ?? null,
+    resultsTruncated:
+      !!current && (current.reason === REASONS.resultsTruncated || (current.warnings ?? []).some((w) => w.startsWith(`${REASONS.resultsTruncated}:`))),
     revision: current?.revision ?? null,
     image: current?.image ?? null,
   };
@@ -236,6 +265,7 @@ export function summarizeSet(policy: SetPolicy, children: readonly SetChild[], s
     grades: countByGrade(kids.map((c) => c.grade)),
     ...total,
     infraReasons,
+    resultsTruncated: kids.filter((c) => c.resultsTruncated).length,
     ...rate(total),
     passAtK: meanOverCells(cells, (c) => c.passAtK),
     passHatK: meanOverCells(cells, (c) => c.passHatK),
@@ -265,6 +295,27 @@ export function summarize(
 ): Summary {
   const out = [...sets.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, g]) => summarizeSet(g.policy, g.children, statuses, samples));
   return { schemaVersion: SUMMARY_SCHEMA_VERSION, generatedAt: new Date(now).toISOString(), sets: out };
+}
+
+/** The plain Attempts of a load (those in no set) as one suite, or undefined when there are none. */
+export function summarizePlain(specs: readonly LoadedSpec[], statuses: ReadonlyMap<string, AttemptStatus>): SetSummary | undefined {
+  const plain = specs.filter((s) => !s.set).sort((a, b) => (a.spec.name < b.spec.name ? -1 : 1));
+  if (plain.length === 0) return undefined;
+  const policy: SetPolicy = {
+    name: PLAIN_SUITE,
+    axes: [],
+    maxParallel: null,
+    failFast: false,
+    maxFailed: null,
+    infra: [],
+    score: null,
+    source: { file: '', line: 0, col: 0 },
+  };
+  return summarizeSet(
+    policy,
+    plain.map((s) => ({ name: s.spec.name, coords: {}, loaded: s })),
+    statuses,
+  );
 }
 
 /** The sets of a load, each with its children: loaded ones, and the ones that did not load (Invalid). */

@@ -2,7 +2,8 @@
  * Spec outcomes kept on disk between processes (a CI job's `reconcile --once` in a new process
  * with the state folder kept): what file-cache.ts keeps in memory, for the same files only (those
  * whose outcome depends on nothing but the file: no errors, no fixture, no secret file, no
- * `fromDir`), in `<state>/cache/specs-<16 hex>.json` (one file per specs folder, results root and
+ * `fromDir`; or another tool's YAML, errors and all: a repository used as a fixture holds some,
+ * load-file.ts `foreign`), in `<state>/cache/specs-<16 hex>.json` (one file per specs folder, results root and
  * working directory, mode 0600).
  *
  * Keyed by content, not by the file's identity: a fresh checkout (new inodes and times, the
@@ -143,8 +144,7 @@ function isEntry(e: unknown): e is Entry {
     o !== null &&
     Array.isArray(o.docs) &&
     Array.isArray(o.errors) &&
-    o.errors.length === 0 &&
-    o.unreadable === false
+    ((o.errors.length === 0 && o.unreadable === false) || o.foreign === true)
   );
 }
 
@@ -178,6 +178,11 @@ function stillHolds(o: FileOutcome, roots: Roots): boolean {
     if (!r.ok || r.value !== l.spec.results) return false;
   }
   return true;
+}
+
+/** A kept foreign outcome of the expected shape: errors and names only, no loaded spec, no set. */
+function isForeign(o: FileOutcome): boolean {
+  return o.docs.every((d) => typeof d === 'object' && d !== null && d.loaded === undefined && d.set === undefined && Array.isArray(d.errors));
 }
 
 /** One specs folder's kept outcomes on disk: read once, looked up per file, written back when they changed. */
@@ -224,7 +229,8 @@ export class DiskSpecCache {
     const read = e ? readSigned(abs) : undefined;
     const sig = read?.sig;
     const outcome = e && read && e.content === sha256Hex(read.bytes) ? unpack(e.outcome) : undefined;
-    if (!e || sig === undefined || !outcome || !stillHolds(outcome, this.roots)) {
+    // another tool's YAML: its outcome is its bytes' alone (load-file.ts `foreign`), errors and all
+    if (!e || sig === undefined || !outcome || !(outcome.foreign === true ? isForeign(outcome) : stillHolds(outcome, this.roots))) {
       this.stats.misses++;
       return undefined;
     }

@@ -10,6 +10,10 @@
  * while each still resolves to the same path with the same digest, checked at every load (each
  * fixture walked once per load, `Roots.fixtureScans`), so an edit to a fixture is seen as a
  * full parse would see it, without parsing the file again. It never goes to the disk cache.
+ *
+ * A foreign file's outcome (YAML that does not parse, or not one Attempt or AttemptSet in it:
+ * another tool's YAML inside a repository used as a fixture) depends on its bytes alone, errors
+ * and all: it is kept in memory too, so a fixture's `mkdocs.yml` is parsed once per process.
  */
 import { statSync, type BigIntStats } from 'node:fs';
 /* eslint-disable @typescript-eslint/no-require-imports */
@@ -126,6 +130,9 @@ export async function loadAndKeep(
   const key = keyOf(f, file, roots);
   const outcome = await loadFile(f, file, roots);
   if (selfContained(outcome)) {
+    keep(key, sig, outcome);
+    kept?.(key, sig, outcome);
+  } else if (outcome.foreign) {
     keep(key, sig, outcome);
     kept?.(key, sig, outcome);
   } else if (fixtureBound(outcome)) keep(key, sig, outcome);

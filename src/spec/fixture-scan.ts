@@ -3,11 +3,22 @@
  * the fixture digest needs. Refuses links that point outside the fixture (`fixture-link`) and
  * devices, fifos and sockets (`fixture-special`). Links inside the fixture are fine; copying
  * keeps them as links.
+ *
+ * A file's content digest comes from its lstat when it has not changed since it was last read:
+ * from memory (content-cache.ts), else from the digests kept on disk (digest-store.ts), so an
+ * unchanged fixture costs a stat walk in every process. A file over DEFAULTS.maxFixtureFileBytes
+ * (a sparse file counts its holes) is refused from its stat alone (`too-large`), never read: a
+ * 16 TiB sparse file cannot be copied in, and finding its data without reading its holes needs
+ * SEEK_DATA, which Node does not offer.
  */
-import { promises as fsp, type Stats } from 'node:fs';
-import { fileSha256 } from './content-cache';
+import { lstatSync, promises as fsp, readdirSync, type BigIntStats } from 'node:fs';
+import { setImmediate as yieldLoop } from 'node:timers/promises';
+import { DEFAULTS } from '../constants';
+import { hashFile, knownSha256, rememberSha256, statKey } from './content-cache';
+import { createHash } from 'node:crypto';
+import { DigestStore, readTree, writeTree } from './digest-store';
 import * as path from 'node:path';
-import { isWithin, toPosix } from './path-util';
+import { isWithin } from './path-util';
 import type { SpecErrorCode } from './types';
 
 export interface FixtureEntry {
@@ -35,37 +46,161 @@ export interface FixtureScan {
 
 /** At most this many problems are reported per fixture. */
 const MAX_PROBLEMS = 5;
+const YIELD_EVERY = 500;
 
-/** Scans the fixture at `root` (an absolute, link-free path). */
-export async function scanFixture(root: string): Promise<FixtureScan> {
-  const entries: FixtureEntry[] = [];
-  const problems: FixtureProblem[] = [];
-  const rootStat = await fsp.lstat(root);
+/** One entry of a fixture's walk, as the tree's fingerprint sees it: its path, its lstat. */
+type Visit = (abs: string, rel: string, st: BigIntStats) => Promise<void> | void;
+
+/**
+ * Walks the fixture at `root` in a fixed order (a folder, then its entries by name), lstat of
+ * every entry, no link followed; `visit` sees each. Synchronous calls, a turn of the event loop
+ * given back every YIELD_EVERY entries: a walk of thousands of files costs several times less
+ * than with a promise per call (walk.ts). `more` stops it early (a scan with enough problems).
+ */
+async function walkFixture(root: string, visit: Visit, more: () => boolean = () => true): Promise<void> {
+  const rootStat = lstatSync(root, { bigint: true });
   if (!rootStat.isDirectory()) {
-    await addEntry(root, path.basename(root), rootStat, path.dirname(root), entries, problems);
-    return { entries, problems };
+    await visit(root, path.basename(root), rootStat);
+    return;
   }
   const pending: string[] = ['.'];
-  while (pending.length > 0 && problems.length < MAX_PROBLEMS) {
+  let since = 0;
+  while (pending.length > 0 && more()) {
     const rel = pending.pop() as string;
-    const abs = path.join(root, rel);
-    const st = await fsp.lstat(abs);
-    await addEntry(abs, toPosix(rel), st, root, entries, problems);
+    const abs = rel === '.' ? root : `${root}/${rel}`;
+    const st = lstatSync(abs, { bigint: true });
+    const v = visit(abs, rel, st);
+    if (v) await v;
     if (st.isDirectory()) {
-      const names = (await fsp.readdir(abs)).sort().reverse();
-      for (const n of names) pending.push(rel === '.' ? n : path.join(rel, n));
+      const names = readdirSync(abs).sort().reverse();
+      for (const n of names) pending.push(rel === '.' ? n : `${rel}/${n}`);
+    }
+    if (++since >= YIELD_EVERY) {
+      since = 0;
+      await yieldLoop();
     }
   }
-  entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-  return { entries, problems };
 }
 
-async function addEntry(abs: string, rel: string, st: Stats, root: string, entries: FixtureEntry[], problems: FixtureProblem[]): Promise<void> {
-  const mode = st.mode & 0o777;
+/** The fingerprint of a fixture's tree: every entry's path, mode and identity (device, inode, size, mtime, ctime), in walk order. */
+class Fingerprint {
+  private readonly h = createHash('sha256');
+  add(rel: string, st: BigIntStats): void {
+    this.h.update(`${rel}\0${st.mode}\0${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}\n`);
+  }
+  digest(): string {
+    return this.h.digest('hex');
+  }
+}
+
+/** Fixture digests this process knows by the fingerprint of their tree, by the fixture's real path. */
+const trees = new Map<string, { fingerprint: string; digest: string }>();
+
+/**
+ * The fixture digest of `root` from its tree's fingerprint alone (a stat walk: no file opened,
+ * no entry listed, no digest computed), when a scan of this very tree (every entry's identity
+ * the same) found no problem and left its digest in memory or on disk (digest-store.ts);
+ * undefined otherwise (the caller scans).
+ */
+export async function knownFixtureDigest(root: string): Promise<string | undefined> {
+  const kept = trees.get(root) ?? readTree(root);
+  if (!kept) return undefined; // none: no walk for nothing, the scan walks
+  const fp = new Fingerprint();
+  await walkFixture(root, (_abs, rel, st) => fp.add(rel, st));
+  if (kept.fingerprint !== fp.digest()) return undefined;
+  trees.set(root, kept);
+  return kept.digest;
+}
+
+/** Forget the tree digests kept in memory (tests, bench: a new process's state). */
+export function clearTreeDigests(): void {
+  trees.clear();
+}
+
+/** Scans the fixture at `root` (an absolute, link-free path); `digestOf`: also keep its digest by the tree's fingerprint (knownFixtureDigest). */
+export async function scanFixture(root: string, digestOf?: (entries: FixtureEntry[]) => string): Promise<FixtureScan & { digest?: string }> {
+  const entries: FixtureEntry[] = [];
+  const problems: FixtureProblem[] = [];
+  const store = DigestStore.open(root);
+  const fp = new Fingerprint();
+  await walkFixture(
+    root,
+    (abs, rel, st) => {
+      fp.add(rel, st);
+      return addEntry(abs, rel, st, rel === path.basename(root) && abs === root ? path.dirname(root) : root, entries, problems, store);
+    },
+    () => problems.length < MAX_PROBLEMS,
+  );
+  if (problems.length > 0) return { entries: sorted(entries), problems };
+  store?.save();
+  if (!digestOf) return { entries: sorted(entries), problems };
+  const digest = digestOf(sorted(entries));
+  const tree = { fingerprint: fp.digest(), digest };
+  trees.delete(root);
+  if (trees.size >= 1024) trees.delete(trees.keys().next().value as string);
+  trees.set(root, tree);
+  writeTree(root, tree);
+  return { entries, problems: [], digest };
+}
+
+function sorted(entries: FixtureEntry[]): FixtureEntry[] {
+  return entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
+/** The binary size, for messages. */
+function size(n: bigint): string {
+  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+  let v = Number(n);
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return u === 0 ? `${v} bytes` : `${Number.isInteger(v) ? v : v.toFixed(1)} ${units[u]}`;
+}
+
+/** The content digest of the file at `abs` whose lstat is `st`: kept (memory, then disk) or read now. */
+async function contentOf(abs: string, rel: string, st: BigIntStats, store: DigestStore | undefined): Promise<string> {
+  const key = statKey(st);
+  const known = knownSha256(key);
+  if (known !== undefined) {
+    store?.set(rel, key, known);
+    return known;
+  }
+  const stored = store?.get(rel, key);
+  if (stored !== undefined) {
+    rememberSha256(key, stored);
+    return stored;
+  }
+  const read = await hashFile(abs);
+  if (read.stat) store?.set(rel, statKey(read.stat), read.sha256);
+  return read.sha256;
+}
+
+async function addEntry(
+  abs: string,
+  rel: string,
+  st: BigIntStats,
+  root: string,
+  entries: FixtureEntry[],
+  problems: FixtureProblem[],
+  store: DigestStore | undefined,
+): Promise<void> {
+  const mode = Number(st.mode & 0o777n);
   if (st.isDirectory()) {
     entries.push({ path: rel, type: 'dir', mode, size: 0 });
   } else if (st.isFile()) {
-    entries.push({ path: rel, type: 'file', mode, size: st.size, sha256: await fileSha256(abs) });
+    if (st.size > BigInt(DEFAULTS.maxFixtureFileBytes)) {
+      const onDisk = st.blocks * 512n;
+      const sparse =
+        onDisk < st.size / 2n ? ` (${size(onDisk)} of it on disk: a sparse file, whose holes the copy into the container would carry as zeros)` : '';
+      problems.push({
+        code: 'too-large',
+        message: `fixture file "${rel}" is ${size(st.size)}${sparse}; a fixture file may be at most ${size(BigInt(DEFAULTS.maxFixtureFileBytes))}`,
+      });
+      return;
+    }
+    entries.push({ path: rel, type: 'file', mode, size: Number(st.size), sha256: await contentOf(abs, rel, st, store) });
   } else if (st.isSymbolicLink()) {
     const target = await fsp.readlink(abs);
     const resolved = path.resolve(path.dirname(abs), target);

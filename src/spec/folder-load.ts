@@ -17,8 +17,9 @@ import * as path from 'node:path';
 import type { FileOutcome } from './load-file';
 import { selfContained } from './file-cache';
 import { displayPath } from './path-util';
-import { combine, guard, loadContext, outcomesOf, rootsOf, type LoadReport } from './loader';
-import { findSpecFiles, isIgnoredName, isSpecFileName, type SpecFile } from './walk';
+import { combine, guard, loadContext, outcomesOf, rootErrorLoad, rootsOf, type LoadReport } from './loader';
+import { BERTHIGNORE, type BerthIgnore } from './berthignore';
+import { findSpecFiles, isIgnoredName, isSpecFileName, type SkippedPath, type SpecFile } from './walk';
 
 interface Kept {
   root: string;
@@ -32,6 +33,11 @@ interface Kept {
   display: Map<string, string>;
   /** The last load's names that are not loaded (invalid, duplicates, overlaps). */
   protectedNames: ReadonlySet<string>;
+  /** What the specs folder's `.berthignore` left out, and its patterns. */
+  skipped: SkippedPath[];
+  ignore?: BerthIgnore;
+  /** Every fixture and fromDir the files claim (loader.ts `dropClaimed`), sorted: when they change, the folder is walked again. */
+  claims: string;
 }
 
 export class FolderLoad {
@@ -47,6 +53,11 @@ export class FolderLoad {
   touched: ReadonlySet<string> | undefined;
 
   constructor(private readonly opts: { specsDir: string; resultsRoot: string }) {}
+
+  /** `abs` lies in a fixture or a fromDir folder of the last load: a folder made there changes no spec file. */
+  claims(abs: string): boolean {
+    return this.kept !== undefined && claimedBy(this.kept.claims, abs);
+  }
 
   /** Walks the folder and loads every file (unchanged ones from the caches; `cacheIn`: also the one on disk). */
   async full(cacheIn?: string): Promise<LoadReport> {
@@ -68,6 +79,9 @@ export class FolderLoad {
           folders: walk.folders,
           display: new Map(),
           protectedNames: report.protectedNames,
+          skipped: walk.skipped ?? [],
+          ...(walk.ignore ? { ignore: walk.ignore } : {}),
+          claims: claimsOf(outcomes),
         };
         walk.files.forEach((f, i) => keepOutcome(kept, f, outcomes[i] as FileOutcome));
         this.kept = kept;
@@ -86,7 +100,7 @@ export class FolderLoad {
     this.kept = undefined;
     this.touched = undefined;
     const names = new Set<string>(kept.protectedNames);
-    const report = await guard(async () => {
+    const report = await guardOr(async () => {
       for (const [rel, f] of touched) {
         const at = indexOf(kept.files, rel);
         const there = at < kept.files.length && (kept.files[at] as SpecFile).rel === rel;
@@ -110,9 +124,13 @@ export class FolderLoad {
         keepOutcome(kept, f, outcomes[i] as FileOutcome);
       });
       const all = kept.files.map((f) => kept.outcomes.get(f.rel) as FileOutcome);
+      // Other fixtures or fromDirs: other files are specs, or are not (and files under a folder
+      // gone from the claims were never watched as specs): the folder is walked again.
+      if (claimsOf(all) !== kept.claims) return undefined;
       const display = kept.files.map((f) => kept.display.get(f.rel) as string);
-      return combine([{ root: kept.root, files: kept.files, problems: [], outcomes: all, display }], ctx);
+      return combine([{ root: kept.root, files: kept.files, problems: [], skipped: kept.skipped, outcomes: all, display }], ctx);
     });
+    if (report === undefined) return this.full();
     if (!report.rootError) {
       for (const n of report.protectedNames) names.add(n);
       kept.protectedNames = report.protectedNames;
@@ -123,10 +141,36 @@ export class FolderLoad {
   }
 }
 
+/** A load, or undefined when only a walk can tell; a throw is a root error, as `guard` makes it. */
+async function guardOr(run: () => Promise<LoadReport | undefined>): Promise<LoadReport | undefined> {
+  let walk = false;
+  const report = await guard(async () => {
+    const r = await run();
+    if (r) return r;
+    walk = true;
+    return rootErrorLoad('', 'walk again');
+  });
+  return walk ? undefined : report;
+}
+
+/** The claims of all outcomes, as one comparable string. */
+function claimsOf(outcomes: readonly (FileOutcome | undefined)[]): string {
+  const all = new Set<string>();
+  for (const o of outcomes) for (const c of o?.claims ?? []) all.add(c);
+  return [...all].sort().join('\0');
+}
+
+/** Whether `abs` lies inside a folder the last load knows as a fixture or a fromDir (changes there are no spec's). */
+export function claimedBy(claims: string, abs: string): boolean {
+  if (claims === '') return false;
+  for (const c of claims.split('\0')) if (abs.startsWith(c + path.sep)) return true;
+  return false;
+}
+
 function keepOutcome(kept: Kept, f: SpecFile, o: FileOutcome): void {
   kept.outcomes.set(f.rel, o);
   if (!kept.display.has(f.rel)) kept.display.set(f.rel, displayPath(f.abs));
-  if (selfContained(o)) kept.volatile.delete(f.rel);
+  if (selfContained(o) || o.foreign) kept.volatile.delete(f.rel);
   else kept.volatile.add(f.rel);
 }
 
@@ -136,6 +180,13 @@ function declaredNames(o: FileOutcome | undefined, into: Set<string>): void {
     if (d.name !== undefined) into.add(d.name);
     for (const c of d.set?.children ?? []) into.add(c.name);
   }
+}
+
+/** `.berthignore` leaves out the path `segs` (a folder on its way, or the path as a file or a folder). */
+function ignoredBy(ig: BerthIgnore, segs: string[]): boolean {
+  for (let i = 1; i < segs.length; i++) if (ig.ignores(segs.slice(0, i).join('/'), true)) return true;
+  const rel = segs.join('/');
+  return ig.ignores(rel, false) || ig.ignores(rel, true);
 }
 
 /** Where `rel` is or would go in `files` (sorted by rel). */
@@ -160,9 +211,12 @@ function placeChanges(kept: Kept, paths: Iterable<string>): Map<string, SpecFile
   for (const p of paths) {
     const rel = path.relative(kept.root, p);
     if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) return 'whole';
+    // Other patterns: other files are specs.
+    if (rel === BERTHIGNORE) return 'whole';
     const segs = rel.split(path.sep);
     if (segs.some(isIgnoredName)) continue;
     const relPosix = segs.join('/');
+    if (kept.ignore && ignoredBy(kept.ignore, segs)) continue;
     let st: Stats | undefined;
     try {
       st = lstatSync(path.join(kept.root, rel));
@@ -175,12 +229,18 @@ function placeChanges(kept: Kept, paths: Iterable<string>): Map<string, SpecFile
       continue;
     }
     if (st.isSymbolicLink()) return 'whole';
+    // A folder made inside a fixture holds no spec: known from now on without a walk (its YAML,
+    // if any, is read as any file is, and left out as the walk would leave it out).
+    const inClaim = claimedBy(kept.claims, p);
     if (st.isDirectory()) {
       if (kept.folders.has(relPosix)) continue;
-      return 'whole';
+      if (!inClaim) return 'whole';
+      for (let i = 1; i <= segs.length; i++) kept.folders.add(segs.slice(0, i).join('/'));
+      continue;
     }
     if (kept.folders.has(relPosix)) return 'whole';
     if (!isSpecFileName(segs[segs.length - 1] as string)) continue;
+    if (inClaim && st.isFile()) for (let i = 1; i < segs.length; i++) kept.folders.add(segs.slice(0, i).join('/'));
     if (!st.isFile() || !kept.folders.has(segs.slice(0, -1).join('/'))) return 'whole';
     out.set(relPosix, { abs: path.join(kept.root, rel), rel: relPosix });
   }

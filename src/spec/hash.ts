@@ -17,7 +17,8 @@
  *   order, is in `fixtureDigest`) and the
  *   files of `fromFile` secrets.
  * - `workspace`: what of the workspace is brought home after a run (export, exclude, caps).
- *   Changing what is exported must not re-run an expensive agent; it applies from the next run. Secrets count by name and source kind (plus the variable name
+ *   Changing what is exported must not re-run an expensive agent; it applies from the next run.
+ * - `harvest`: what a run's results folder keeps (its caps); as `workspace`, from the next harvest. Secrets count by name and source kind (plus the variable name
  *   for `fromEnv`), never by value.
  * Defaults are already filled in by normalization, so writing a default out changes nothing;
  * lists whose order means nothing (secrets, volumes, egress) are sorted there too (and here
@@ -110,6 +111,7 @@ export const SPEC_FIELDS = {
   fixtureLayers: 'ignore',
   results: 'hash',
   network: (s) => ({ mode: s.network.mode, egress: [...s.network.egress].sort() }),
+  credentials: { default: [] },
   volumes: (s) => [...s.volumes].sort(byName),
   resources: (s) => counted(RESOURCE_FIELDS, s.resources),
   deadlineSeconds: 'hash',
@@ -121,6 +123,7 @@ export const SPEC_FIELDS = {
   // the grade is not the attempt: changing it grades the finished runs again (grade-hash.ts), never re-runs them
   grade: 'ignore',
   workspace: 'ignore',
+  harvest: 'ignore',
 } satisfies { [K in keyof NormalizedAttempt]: FieldRule<K> };
 
 /** The normalized attempt with the ignored fields blanked and the rest in their hashed form. */

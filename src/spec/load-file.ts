@@ -5,7 +5,7 @@
  */
 import * as path from 'node:path';
 import { isScalar } from 'yaml';
-import { DEFAULTS, KIND_ATTEMPT_SET } from '../constants';
+import { DEFAULTS, KIND_ATTEMPT, KIND_ATTEMPT_SET } from '../constants';
 import { checkAttemptBody, declaredName, placer, type DocContext, type DocOutcome } from './check-document';
 import type * as CheckSet from './check-set';
 import { isRecord } from './field-path';
@@ -16,7 +16,7 @@ import { readSpecFile } from './read-spec-file';
 import type { SpecFile } from './walk';
 import { parseYamlStream } from './yaml-parse';
 import { toPlain } from './yaml-to-plain';
-import type { SourcePos, SpecError } from './types';
+import type { LoadedSpec, SourcePos, SpecError } from './types';
 
 export interface FileOutcome {
   /** Outcomes of the file's non-empty documents. */
@@ -29,6 +29,19 @@ export interface FileOutcome {
   content?: string;
   /** The fixtures its attempts copy in, as written and as found (file-cache.ts keeps such an outcome while they hold). */
   fixtures?: FixtureDep[];
+  /**
+   * The folders and files its documents use as fixtures (every layer, the grader's too) or as a
+   * set's `fromDir`, absolute (as written, resolved against the file's folder, and as found): the
+   * walk's files inside them are not specs (loader.ts `dropClaimed`).
+   */
+  claims?: string[];
+  /**
+   * Its outcome depends on its bytes alone though it has errors: YAML that does not parse, or
+   * documents none of which is an Attempt or an AttemptSet (another tool's YAML, as a repository
+   * used as a fixture holds). Kept in memory by its signature (file-cache.ts) and not read again
+   * at every update of a folder (folder-load.ts).
+   */
+  foreign?: boolean;
 }
 
 /** One layer of an attempt's fixture (a single fixture is one): as written in the spec, against its folder, and its real path and digest when the file was loaded. */
@@ -37,6 +50,38 @@ export interface FixtureDep {
   written: string;
   path: string;
   digest: string;
+}
+
+/** Paths of a fixture field as written or as loaded: one path, or a list of layers (paths, or `{path}`). */
+function fixturePaths(v: unknown): string[] {
+  const one = (x: unknown): string[] => (typeof x === 'string' ? [x] : isRecord(x) && typeof x.path === 'string' ? [x.path] : []);
+  return Array.isArray(v) ? v.flatMap(one) : one(v);
+}
+
+/**
+ * What a raw document claims, as written (Attempts and AttemptSets only: another tool's YAML claims
+ * nothing): its fixtures (and the grader's), a set template's when not templated, a set's `fromDir`s.
+ */
+function writtenClaims(value: unknown, specDir: string, into: Set<string>): void {
+  if (!isRecord(value) || (value.kind !== KIND_ATTEMPT && value.kind !== KIND_ATTEMPT_SET) || !isRecord(value.spec)) return;
+  const add = (p: string) => {
+    if (p !== '' && !p.includes('${{')) into.add(path.resolve(specDir, p));
+  };
+  const body = value.kind === KIND_ATTEMPT_SET ? value.spec.template : value.spec;
+  if (isRecord(body)) {
+    fixturePaths(body.fixture).forEach(add);
+    if (isRecord(body.grade)) fixturePaths(body.grade.fixture).forEach(add);
+  }
+  if (value.kind === KIND_ATTEMPT_SET && isRecord(value.spec.matrix)) {
+    for (const axis of Object.values(value.spec.matrix)) if (isRecord(axis) && typeof axis.fromDir === 'string') add(axis.fromDir);
+  }
+}
+
+/** What a checked spec uses as fixtures, as found (a set's templated fixtures are known only here). */
+function loadedClaims(l: LoadedSpec | undefined, into: Set<string>): void {
+  if (!l) return;
+  for (const layer of l.spec.fixtureLayers) into.add(layer.path);
+  for (const p of fixturePaths(l.spec.grade?.fixture)) into.add(p);
 }
 
 /** `spec.fixture` of a raw document, as written: its layers (one for a single fixture). */
@@ -86,21 +131,27 @@ export async function loadText(text: string, f: SpecFile, file: string, roots: R
       return { value: p.value, locator };
     });
 
+  const specDir = path.dirname(f.abs);
+  const claimed = new Set<string>();
+  for (const { value } of plain) writtenClaims(value, specDir, claimed);
+  const claims = () => (claimed.size > 0 ? { claims: [...claimed].sort() } : {});
+
   if (errors.length > 0) {
     // Unreadable as a whole: report only the YAML problems, and the names we can still see.
     const docs = plain.map(({ value, locator }): DocOutcome => {
       const name = declaredName(value);
       return { name, pos: { file, ...locator.position(name !== undefined ? ['metadata', 'name'] : []) }, errors: [] };
     });
-    return { docs, errors, unreadable: true };
+    return { docs, errors, unreadable: true, foreign: true, ...claims() };
   }
 
   const docs: DocOutcome[] = [];
   const fixtures: FixtureDep[] = [];
-  const specDir = path.dirname(f.abs);
   for (const { value, locator } of plain) {
     const d = await checkDocument(value, { file, relFile: f.rel, specDir, roots, locator });
     docs.push(d);
+    loadedClaims(d.loaded, claimed);
+    for (const c of d.set?.children ?? []) loadedClaims(c.loaded, claimed);
     const spec = d.loaded?.spec;
     const written = writtenFixture(value);
     // one per layer, as written and as found (same count and order: check-document.ts)
@@ -108,5 +159,6 @@ export async function loadText(text: string, f: SpecFile, file: string, roots: R
       for (const [i, l] of spec.fixtureLayers.entries()) fixtures.push({ specDir, written: written[i] as string, path: l.path, digest: l.digest });
     }
   }
-  return { docs, errors: [], unreadable: false, ...(fixtures.length ? { fixtures } : {}) };
+  const foreign = docs.length > 0 && plain.every(({ value }) => !isRecord(value) || (value.kind !== KIND_ATTEMPT && value.kind !== KIND_ATTEMPT_SET));
+  return { docs, errors: [], unreadable: false, ...(fixtures.length ? { fixtures } : {}), ...claims(), ...(foreign ? { foreign } : {}) };
 }

@@ -13,7 +13,7 @@
  * overlap are errors at both (results-overlap.ts).
  * Never throws: every problem is a SpecError.
  */
-import { promises as fsp, type Stats } from 'node:fs';
+import { promises as fsp, realpathSync, type Stats } from 'node:fs';
 import * as path from 'node:path';
 import { mapChunked, runBounded } from '../util/pool';
 import type { DocOutcome } from './check-document';
@@ -21,11 +21,11 @@ import type { FileOutcome } from './load-file';
 import { diskCachePath, DiskSpecCache } from './disk-cache';
 import { cachedOutcome, keep, keyOf, loadAndKeep } from './file-cache';
 import type { Roots } from './path-checks';
-import { displayPath, isInside, RealCache, realpathLoose } from './path-util';
+import { displayPath, isInside, RealCache, realpathLoose, toPosix } from './path-util';
 import { ioReason } from './read-spec-file';
 import { checkResultsOverlap } from './results-overlap';
 import type { LoadedSet, LoadedSpec, LoadResult, SourcePos, SpecError } from './types';
-import { findSpecFiles, type SpecFile, type WalkProblem } from './walk';
+import { findSpecFiles, type SkippedPath, type SpecFile, type WalkProblem } from './walk';
 
 /** A LoadResult plus counts for reports (`berth validate`). */
 export interface LoadReport extends LoadResult {
@@ -38,6 +38,8 @@ export interface LoadReport extends LoadResult {
    * children (its file is protected as an unreadable one is): readable, for reports.
    */
   setProtectedFiles?: Set<string>;
+  /** Paths the walk found but did not load as specs, and why (`validate -v`): `.berthignore`, or inside a fixture or a `fromDir`. */
+  skipped?: { file: string; reason: string }[];
 }
 
 export interface LoadOptions {
@@ -54,6 +56,8 @@ export interface SpecSet {
   root: string;
   files: SpecFile[];
   problems: WalkProblem[];
+  /** What `.berthignore` left out. */
+  skipped?: SkippedPath[];
 }
 
 export async function loadSpecs(opts: { specsDir: string } & LoadOptions): Promise<LoadReport> {
@@ -82,7 +86,7 @@ export async function loadPaths(paths: string[], opts: LoadOptions): Promise<Loa
       }
       if (st.isDirectory()) {
         const walk = await findSpecFiles(abs);
-        sets.push({ root: abs, files: await unseen(walk.files, seen), problems: walk.problems });
+        sets.push({ root: abs, files: await unseen(walk.files, seen), problems: walk.problems, ...(walk.skipped ? { skipped: walk.skipped } : {}) });
       } else {
         // A file named on the command line is its folder's spec: a link out of that folder is never read.
         const linked = (await fsp.lstat(abs)).isSymbolicLink();
@@ -216,7 +220,8 @@ async function loadSets(sets: SpecSet[], resultsRoot: string, cacheIn?: string, 
  * declarations, then the checks across files (duplicate names, sets, overlapping results
  * folders). Reads no spec file.
  */
-export async function combine(folders: FolderOutcomes[], ctx: LoadContext): Promise<LoadReport> {
+export async function combine(all: FolderOutcomes[], ctx: LoadContext): Promise<LoadReport> {
+  const { folders, skipped } = dropClaimed(all);
   const errors: SpecError[] = [];
   const decls: Declaration[] = [];
   const setDecls = new Map<string, SetDeclaration[]>();
@@ -328,7 +333,86 @@ export async function combine(folders: FolderOutcomes[], ctx: LoadContext): Prom
     documents,
     sets: attemptSets,
     setProtectedFiles,
+    skipped,
   };
+}
+
+/**
+ * The folders without the files that lie inside a fixture (any layer, the grader's too) or a
+ * `fromDir` folder that another file of the load declares: a repository used as a fixture may
+ * hold YAML of its own (`mkdocs.yml`, CI workflows, compose files), which is not a spec.
+ *
+ * Deterministic whatever the order of reads: every file found is read, and the claims are those
+ * of every file (a file left out still claims), so which files are left out depends on the files'
+ * contents alone. A file's own claims never leave it out, and a claim on the specs folder itself
+ * (or above it) leaves nothing out. Paths are matched as found (lexically under the specs
+ * folder) and, for files reached through links or fixtures resolved through them, by real path.
+ */
+export function dropClaimed(folders: FolderOutcomes[]): { folders: FolderOutcomes[]; skipped: { file: string; reason: string }[] } {
+  const skipped: { file: string; reason: string }[] = [];
+  for (const set of folders) for (const s of set.skipped ?? []) skipped.push({ file: displayPath(path.join(set.root, s.rel)), reason: s.reason });
+  const claims = new Map<string, string[]>();
+  for (const set of folders) {
+    set.files.forEach((f, i) => {
+      for (const c of set.outcomes[i]?.claims ?? []) {
+        const by = claims.get(c);
+        if (by) by.push(f.abs);
+        else claims.set(c, [f.abs]);
+      }
+    });
+  }
+  if (claims.size === 0) return { folders, skipped };
+  const out: FolderOutcomes[] = [];
+  for (const set of folders) {
+    const root = path.resolve(set.root);
+    const rootReal = realOrSame(root);
+    const ownClaim = (c: string) => c === root || c === rootReal || isInside(c, root) || isInside(c, rootReal);
+    /** The claim over `p` (or one of its folders, up to the specs folder) made by a file other than `self`. */
+    const claimOver = (p: string, self: string): { claim: string; by: string } | undefined => {
+      for (let at = p; ;) {
+        const by = claims.get(at);
+        if (by && !ownClaim(at)) {
+          const other = by.find((b) => b !== self);
+          if (other !== undefined) return { claim: at, by: other };
+        }
+        const up = path.dirname(at);
+        if (up === at || at === root || at === rootReal) return undefined;
+        at = up;
+      }
+    };
+    const keep: number[] = [];
+    set.files.forEach((f, i) => {
+      const hit = claimOver(f.abs, f.abs) ?? (f.real !== undefined ? claimOver(f.real, f.abs) : undefined);
+      if (!hit) {
+        keep.push(i);
+        return;
+      }
+      const what = isInside(rootReal, hit.claim) ? path.relative(rootReal, hit.claim) : path.relative(root, hit.claim);
+      skipped.push({
+        file: set.display?.[i] ?? displayPath(f.abs),
+        reason: `inside ${JSON.stringify(toPosix(what))}, a fixture or fromDir of ${displayPath(hit.by)}`,
+      });
+    });
+    if (keep.length === set.files.length) {
+      out.push(set);
+      continue;
+    }
+    out.push({
+      ...set,
+      files: keep.map((i) => set.files[i] as SpecFile),
+      outcomes: keep.map((i) => set.outcomes[i] as FileOutcome),
+      ...(set.display ? { display: keep.map((i) => set.display?.[i] as string) } : {}),
+    });
+  }
+  return { folders: out, skipped };
+}
+
+function realOrSame(p: string): string {
+  try {
+    return realpathSync.native(p);
+  } catch {
+    return p;
+  }
 }
 
 /** Duplicate names are errors everywhere they occur; names that did not load are protected. */

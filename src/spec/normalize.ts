@@ -6,10 +6,10 @@
  */
 import { API_VERSION, DEFAULTS, KIND_ATTEMPT } from '../constants';
 import { parseMemory, parseSize } from './quantity';
-import type { RawAttempt, RawGrade } from './raw-types';
+import type { RawAttempt, RawCredential, RawGrade, RawSidecar } from './raw-types';
 import { cleanPath } from './semantic';
 import { layersDigest } from './fixture-digest';
-import type { FixtureLayer, NetworkMode, NormalizedAttempt, NormalizedGrade, SecretRef, SidecarSpec } from './types';
+import type { CredentialSpec, FixtureLayer, SidecarReady, NetworkMode, NormalizedAttempt, NormalizedGrade, SecretRef, SidecarSpec } from './types';
 
 /** Host-side facts the loader established for a document. */
 export interface ResolvedPaths {
@@ -78,6 +78,10 @@ export function normalize(doc: RawAttempt, resolved: ResolvedPaths): NormalizedA
         env: cEnv,
         secretEnv: cSecretEnv,
         secrets: [...new Set(c.secrets ?? [])].sort(),
+        // written only when given: a sidecar from before these fields hashes as it did
+        ...(c.egress?.length ? { egress: [...new Set(c.egress.map((e) => e.toLowerCase()))].sort() } : {}),
+        ...(c.credentials?.length ? { credentials: normalizeCredentials(c.credentials) } : {}),
+        ...(c.ready ? { ready: normalizeReady(c.ready) } : {}),
       };
     })
     .sort(byName);
@@ -103,6 +107,7 @@ export function normalize(doc: RawAttempt, resolved: ResolvedPaths): NormalizedA
       mode: (s.network?.mode ?? DEFAULTS.networkMode) as NetworkMode,
       egress: [...new Set((s.network?.egress ?? []).map((e) => e.toLowerCase()))].sort(),
     },
+    credentials: normalizeCredentials(s.network?.credentials ?? []),
     volumes: (s.volumes ?? []).map((v) => ({ name: v.name, mountPath: cleanPath(v.mountPath), readOnly: v.readOnly ?? false })).sort(byName),
     resources: {
       cpus: s.resources?.cpus ?? null,
@@ -122,6 +127,45 @@ export function normalize(doc: RawAttempt, resolved: ResolvedPaths): NormalizedA
       maxBytes: workspaceBytes(s.workspace?.maxBytes),
       maxFiles: s.workspace?.maxFiles ?? DEFAULTS.workspaceMaxFiles,
     },
+    harvest: {
+      maxBytes: sizeOr(s.harvest?.maxBytes, DEFAULTS.harvestMaxBytes),
+      maxFiles: s.harvest?.maxFiles ?? DEFAULTS.harvestMaxFiles,
+    },
+  };
+}
+
+/** A byte quantity (checked by semantic.ts), `or` where absent. */
+function sizeOr(q: string | number | undefined, or: number): number {
+  if (q === undefined) return or;
+  const parsed = parseSize(q);
+  return parsed.ok ? parsed.bytes : or;
+}
+
+/** sidecars[i].ready with its deadline (the schema lets exactly one of tcp, log and command through). */
+function normalizeReady(r: NonNullable<RawSidecar['ready']>): SidecarReady {
+  const deadlineSeconds = r.deadlineSeconds ?? DEFAULTS.sidecarReadySeconds;
+  if (r.tcp !== undefined) return { tcp: r.tcp, deadlineSeconds };
+  if (r.log !== undefined) return { log: r.log, deadlineSeconds };
+  return { command: [...(r.command ?? [])], deadlineSeconds };
+}
+
+/** Credentials with their defaults, sorted by host. */
+function normalizeCredentials(list: readonly RawCredential[]): CredentialSpec[] {
+  return list.map(normalizeCredential).sort((a, b) => (a.host < b.host ? -1 : a.host > b.host ? 1 : a.port - b.port));
+}
+
+/** network.credentials[i] with its defaults; `host:port` split (its form checked by the schema). */
+function normalizeCredential(c: RawCredential): CredentialSpec {
+  const colon = c.host.lastIndexOf(':');
+  let host = c.host.slice(0, colon).toLowerCase();
+  if (host.endsWith('.')) host = host.slice(0, -1);
+  return {
+    host,
+    port: Number(c.host.slice(colon + 1)),
+    secret: c.secret,
+    header: c.header ?? DEFAULTS.credentialHeader,
+    format: c.format ?? DEFAULTS.credentialFormat,
+    caSecret: c.caSecret ?? null,
   };
 }
 

@@ -8,7 +8,7 @@
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { fixtureDigest } from './fixture-digest';
-import { scanFixture, type FixtureProblem } from './fixture-scan';
+import { knownFixtureDigest, scanFixture, type FixtureProblem } from './fixture-scan';
 import { isInside, isWithin, realpathLooseSync, toPosix, type RealCache } from './path-util';
 import { ioReason } from './read-spec-file';
 
@@ -42,8 +42,11 @@ export interface FixtureWalk {
 }
 
 async function digestOf(real: string): Promise<FixtureWalk> {
-  const scan = await scanFixture(real);
-  return scan.problems.length > 0 ? { problems: scan.problems } : { problems: [], digest: fixtureDigest(scan.entries) };
+  // An unchanged tree (every entry's identity as when it was last scanned whole): a stat walk.
+  const known = await knownFixtureDigest(real);
+  if (known !== undefined) return { problems: [], digest: known };
+  const scan = await scanFixture(real, fixtureDigest);
+  return scan.digest === undefined ? { problems: scan.problems } : { problems: [], digest: scan.digest };
 }
 
 /** The fixture at `real` walked and digested, once per load when the load keeps its scans. */

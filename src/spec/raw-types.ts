@@ -16,12 +16,23 @@ export interface RawVolume {
   readOnly?: boolean;
 }
 
+export interface RawCredential {
+  host: string;
+  secret: string;
+  header?: string;
+  format?: string;
+  caSecret?: string;
+}
+
 export interface RawSidecar {
   name: string;
   image: string;
   command?: string[];
   env?: Record<string, string | { secretRef: string }>;
   secrets?: string[];
+  egress?: string[];
+  credentials?: RawCredential[];
+  ready?: { tcp?: number; log?: string; command?: string[]; deadlineSeconds?: number };
 }
 
 export interface RawGrade {
@@ -45,7 +56,7 @@ export interface RawSpec {
   /** One file or folder, or layers copied in order. */
   fixture?: string | string[];
   results?: string;
-  network?: { mode?: NetworkMode; egress?: string[] };
+  network?: { mode?: NetworkMode; egress?: string[]; credentials?: RawCredential[] };
   volumes?: RawVolume[];
   resources?: { cpus?: number; memory?: string | number; pids?: number };
   deadlineSeconds?: number;
@@ -56,6 +67,7 @@ export interface RawSpec {
   sidecars?: RawSidecar[];
   grade?: RawGrade;
   workspace?: { export?: 'changes' | 'none'; exclude?: string[]; maxBytes?: string | number; maxFiles?: number };
+  harvest?: { maxBytes?: string | number; maxFiles?: number };
 }
 
 export interface RawAttempt {

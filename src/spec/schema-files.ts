@@ -10,6 +10,13 @@ import * as path from 'node:path';
 export const SCHEMA_PATH = path.resolve(__dirname, '..', '..', 'schemas', 'attempt.schema.json');
 export const VALIDATOR_PATH = path.resolve(path.dirname(SCHEMA_PATH), 'attempt.validator.cjs');
 
+export const CONFIG_SCHEMA_PATH = path.resolve(path.dirname(SCHEMA_PATH), 'config.schema.json');
+
+/** The schema of berth.yaml (src/cli/config.ts). */
+export function configSchemaText(): string {
+  return readFileSync(CONFIG_SCHEMA_PATH, 'utf8');
+}
+
 export function schemaText(): string {
   return readFileSync(SCHEMA_PATH, 'utf8');
 }

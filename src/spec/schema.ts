@@ -13,9 +13,9 @@
 import { createHash } from 'node:crypto';
 import type { ErrorObject, ValidateFunction } from 'ajv/dist/2020';
 import type { RawAttempt } from './raw-types';
-import { keptValidatorModule, schemaText } from './schema-files';
+import { configSchemaText, keptValidatorModule, schemaText } from './schema-files';
 
-export { SCHEMA_PATH, VALIDATOR_PATH } from './schema-files';
+export { CONFIG_SCHEMA_PATH, SCHEMA_PATH, VALIDATOR_PATH } from './schema-files';
 
 let compiled: ValidateFunction<RawAttempt> | undefined;
 /** Where the validator in use came from (tests). */
@@ -29,9 +29,9 @@ export function schemaDigest(text: string = schemaText()): string {
   return createHash('sha256').update(text).digest('hex');
 }
 
-function newAjv(source: boolean) {
+function newAjv(source: boolean, more: { allowUnionTypes?: boolean } = {}) {
   const Ajv2020 = (require('ajv/dist/2020') as typeof import('ajv/dist/2020')).default;
-  const ajv = new Ajv2020({ allErrors: true, strict: true, verbose: true, ...(source ? { code: { source: true } } : {}) });
+  const ajv = new Ajv2020({ allErrors: true, strict: true, verbose: true, ...more, ...(source ? { code: { source: true } } : {}) });
   ajv.addKeyword({ keyword: 'patternErrorMessage', schemaType: 'string' });
   return ajv;
 }
@@ -74,3 +74,14 @@ export function validateAttempt(data: unknown): { valid: boolean; errors: ErrorO
   const valid = validate(data);
   return { valid, errors: valid ? [] : [...(validate.errors ?? [])] };
 }
+
+/**
+ * Validates a berth.yaml (schemas/config.schema.json); returns the raw ajv errors. Compiled on
+ * first use: only commands that find a berth.yaml pay for it.
+ */
+export function validateConfig(data: unknown): { valid: boolean; errors: ErrorObject[] } {
+  configValidator ??= newAjv(false, { allowUnionTypes: true }).compile(JSON.parse(configSchemaText()) as Record<string, unknown>);
+  const valid = configValidator(data);
+  return { valid, errors: valid ? [] : [...(configValidator.errors ?? [])] };
+}
+let configValidator: ValidateFunction | undefined;

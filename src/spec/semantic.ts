@@ -8,7 +8,7 @@ import * as posix from 'node:path/posix';
 import { DEFAULTS } from '../constants';
 import { formatPath } from './field-path';
 import { parseMemory, parseSize } from './quantity';
-import type { RawAttempt } from './raw-types';
+import type { RawAttempt, RawCredential } from './raw-types';
 import type { FieldIssue } from './schema-errors';
 
 const RESERVED = [DEFAULTS.resultsMount, DEFAULTS.secretsDir];
@@ -36,6 +36,11 @@ export function semanticIssues(doc: RawAttempt): FieldIssue[] {
       secretAt.set(s.name, i);
     }
   });
+  if ((spec.network?.credentials?.length ?? 0) > 0 && mode !== 'isolated') {
+    add(['spec', 'network', 'credentials'], 'credential', `credentials need network.mode: isolated (mode is ${mode})`);
+  }
+  credentialIssues(spec.network?.credentials ?? [], spec.network?.egress ?? [], ['spec', 'network'], secretAt, add);
+  (spec.sidecars ?? []).forEach((c, i) => credentialIssues(c.credentials ?? [], c.egress ?? [], ['spec', 'sidecars', i], secretAt, add));
   for (const [k, v] of Object.entries(spec.env ?? {})) {
     if (typeof v === 'object' && !secretAt.has(v.secretRef)) {
       const declared = [...secretAt.keys()];
@@ -46,13 +51,23 @@ export function semanticIssues(doc: RawAttempt): FieldIssue[] {
 
   const sidecarAt = new Map<string, number>();
   (spec.sidecars ?? []).forEach((c, i) => {
-    if (mode !== 'isolated') add(['spec', 'sidecars', i], 'sidecar', `sidecars need network.mode: isolated (mode is ${mode})`);
+    if (mode === 'bridge') add(['spec', 'sidecars', i], 'sidecar', `sidecars need network.mode isolated or none (mode is ${mode})`);
     const first = sidecarAt.get(c.name);
     if (first !== undefined)
       add(['spec', 'sidecars', i, 'name'], 'sidecar', `duplicate sidecar name "${c.name}" (also ${formatPath(['spec', 'sidecars', first])})`);
     else if (c.name === EGRESS_PROXY_NAME)
       add(['spec', 'sidecars', i, 'name'], 'sidecar', `"${EGRESS_PROXY_NAME}" is berth's own egress proxy; choose another name`);
     else sidecarAt.set(c.name, i);
+    if (c.ready) {
+      const probes = (['tcp', 'log', 'command'] as const).filter((k) => c.ready?.[k] !== undefined);
+      if (probes.length !== 1) {
+        add(
+          ['spec', 'sidecars', i, 'ready'],
+          'sidecar',
+          `ready needs exactly one of tcp, log and command (${probes.length ? `has ${probes.join(', ')}` : 'has none'})`,
+        );
+      }
+    }
     (c.secrets ?? []).forEach((name, j) => {
       if (!secretAt.has(name)) add(['spec', 'sidecars', i, 'secrets', j], 'secret-ref', `secret "${name}" is not declared in spec.secrets`);
     });
@@ -110,7 +125,65 @@ export function semanticIssues(doc: RawAttempt): FieldIssue[] {
     const parsed = parseSize(exportBytes);
     if (!parsed.ok) add(['spec', 'workspace', 'maxBytes'], 'quantity', parsed.message);
   }
+  const keptBytes = spec.harvest?.maxBytes;
+  if (keptBytes !== undefined) {
+    const parsed = parseSize(keptBytes);
+    if (!parsed.ok) add(['spec', 'harvest', 'maxBytes'], 'quantity', parsed.message);
+  }
   return out;
+}
+
+/** Headers the proxy owns (framing, routing, hop-by-hop): a credential may not set them. */
+const RESERVED_HEADERS = new Set([
+  'host',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'te',
+  'trailer',
+  'upgrade',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'proxy-connection',
+]);
+
+/**
+ * The credentials of the attempt (network.credentials) or of a sidecar: each naming declared
+ * secrets, one per host, a header the proxy may set, and no host:port that the same egress list
+ * names too (that would be a CONNECT, which the proxy refuses for a credentialed host).
+ */
+function credentialIssues(
+  creds: readonly RawCredential[],
+  egressList: readonly string[],
+  under: FieldIssue['segs'],
+  secretAt: ReadonlyMap<string, number>,
+  add: (segs: FieldIssue['segs'], code: FieldIssue['code'], message: string) => void,
+): void {
+  const egress = new Set(egressList.map((e) => e.toLowerCase()));
+  const hostAt = new Map<string, number>();
+  creds.forEach((c, i) => {
+    const at = (...rest: (string | number)[]): FieldIssue['segs'] => [...under, 'credentials', i, ...rest];
+    for (const field of ['secret', 'caSecret'] as const) {
+      const name = c[field];
+      if (name !== undefined && !secretAt.has(name)) add(at(field), 'credential', `secret "${name}" is not declared in spec.secrets`);
+    }
+    if (c.header !== undefined && RESERVED_HEADERS.has(c.header.toLowerCase())) {
+      add(at('header'), 'credential', `${c.header} is set by the proxy itself; choose another header`);
+    }
+    const target = c.host.toLowerCase();
+    const host = target.slice(0, target.lastIndexOf(':'));
+    const first = hostAt.get(host);
+    if (first !== undefined) add(at('host'), 'credential', `${host} already has a credential (${formatPath([...under, 'credentials', first])}); one per host`);
+    else hostAt.set(host, i);
+    if (egress.has(target)) {
+      add(
+        at('host'),
+        'credential',
+        `${target} is also in ${under.length > 2 ? "the sidecar's egress" : 'network.egress'}: a credentialed host is reached with plain http:// through the proxy, not tunnelled; remove it from egress`,
+      );
+    }
+  });
 }
 
 /** `/a//b/` → `/a/b`. */

@@ -35,6 +35,7 @@ export type SpecErrorCode =
   | 'secret-ref' // env refers to an undeclared secret; duplicate secret names
   | 'quantity' // memory quantity cannot be parsed / out of range
   | 'sidecar' // sidecars without an isolated network, duplicate or reserved names
+  | 'credential' // network.credentials: an undeclared secret, a host given twice or also in egress
   | 'matrix' // AttemptSet: empty or repeated axis values, bad include/exclude, too many children, clashing names
   | 'template' // AttemptSet: a `${{ }}` that names no axis or is not `matrix.<axis>`
   | 'git-secret'; // a `fromFile` secret in specs from git (secrets do not live in repositories)
@@ -65,6 +66,23 @@ export interface VolumeMount {
   readOnly: boolean;
 }
 
+/**
+ * spec.network.credentials[i]: a header the egress proxy sets on the attempt's plain-HTTP requests
+ * to `host`, sent on over TLS to `host:port`. The attempt never holds the secret.
+ */
+export interface CredentialSpec {
+  /** Lower case, no trailing dot; never a wildcard. */
+  host: string;
+  port: number;
+  /** Name of the spec.secrets entry whose value goes into the header. */
+  secret: string;
+  header: string;
+  /** The header's value: `{}` is the secret's value, `{base64}` its base64 (for `Basic {base64}`). */
+  format: string;
+  /** Name of the spec.secrets entry holding PEM certificates to verify the upstream with, or null: the system's roots. */
+  caSecret: string | null;
+}
+
 /** A container beside the main one on the attempt's isolated network. */
 export interface SidecarSpec {
   name: string;
@@ -75,7 +93,23 @@ export interface SidecarSpec {
   secretEnv: Record<string, string>;
   /** Names of spec.secrets delivered to this sidecar (and so not to the main container). */
   secrets: string[];
+  /**
+   * The sidecar's own way out through the egress proxy (normalized as network.egress), separate
+   * from the attempt's. Absent when not written, so a spec from before it keeps its hash.
+   */
+  egress?: string[];
+  /** The sidecar's own injected credentials (as spec.credentials); absent when not written. */
+  credentials?: CredentialSpec[];
+  /** When it counts as ready; absent when not written: once it has stayed up DEFAULTS.sidecarSettleMs. */
+  ready?: SidecarReady;
 }
+
+/** sidecars[].ready: what shows the sidecar is ready, and how long berth waits for it. */
+export type SidecarReady = (
+  | { tcp: number } // a TCP connect to this port of the sidecar, on the attempt's network, is accepted
+  | { log: string } // a line of its output (stdout or stderr) holds this text
+  | { command: string[] } // this command, run in the sidecar, exits 0
+) & { deadlineSeconds: number };
 
 /**
  * spec.grade: a grader run after the attempt in a fresh container, from the fixture and the
@@ -132,6 +166,8 @@ export interface NormalizedAttempt {
   /** Results folder relative to the results root (already checked to stay inside it). */
   results: string;
   network: { mode: NetworkMode; egress: string[] };
+  /** spec.network.credentials, sorted by host (kept beside `network` so its hashed form stays the first hash's). */
+  credentials: CredentialSpec[];
   volumes: VolumeMount[];
   resources: {
     /** Fractional CPUs, or null for no limit. */
@@ -153,6 +189,14 @@ export interface NormalizedAttempt {
   grade: NormalizedGrade | null;
   /** What of the workspace comes home after the run (src/execute/workspace-export.ts); not hashed. */
   workspace: WorkspaceExportSpec;
+  /** What a run's results folder keeps at most (src/execute/manifest.ts); not hashed. */
+  harvest: HarvestCaps;
+}
+
+/** spec.harvest, defaults filled in: regular files' bytes and entries a run's results folder keeps at most. */
+export interface HarvestCaps {
+  maxBytes: number;
+  maxFiles: number;
 }
 
 /** spec.workspace, defaults filled in. */

@@ -2,7 +2,9 @@
  * Finds the spec files under a specs folder: every `*.yaml` / `*.yml`, recursively, sorted by
  * relative path. Skips dot-files, dot-folders and editor leftovers; follows a linked folder only
  * when it resolves inside the specs folder (and only once); a linked spec file must resolve
- * inside the folder too. A file reached twice (through links) is read once.
+ * inside the folder too. A file reached twice (through links) is read once. What the specs
+ * folder's `.berthignore` matches is neither read nor descended into (berthignore.ts); fixtures
+ * and `fromDir` folders are left out after the files are read (loader.ts `dropClaimed`).
  *
  * The walk uses synchronous calls: a folder of a thousand files costs a few milliseconds this
  * way, several times less than with promises, and a regular file's real path is its folder's
@@ -10,6 +12,7 @@
  */
 import { readdirSync, realpathSync, statSync, type Dirent } from 'node:fs';
 import * as path from 'node:path';
+import { BERTHIGNORE, readBerthIgnore, type BerthIgnore } from './berthignore';
 import { isInside, toPosix } from './path-util';
 import { ioReason } from './read-spec-file';
 import type { SpecErrorCode } from './types';
@@ -20,6 +23,15 @@ export interface SpecFile {
   rel: string;
   /** Found as a link (resolving inside the specs folder); otherwise it is read without following one. */
   linked?: boolean;
+  /** Its real path (links on the way resolved), when the walk knows it without a call. */
+  real?: string;
+}
+
+/** A path the walk left out, and why (`berth validate -v`). */
+export interface SkippedPath {
+  /** Relative to the specs folder, forward slashes; a folder ends with `/`. */
+  rel: string;
+  reason: string;
 }
 
 export interface WalkProblem extends SpecFile {
@@ -38,6 +50,10 @@ export interface WalkResult {
   folders?: Set<string>;
   /** A link was met (to a file or a folder, in or out of the folder). */
   links?: boolean;
+  /** Spec files and folders left out by the specs folder's `.berthignore`. */
+  skipped?: SkippedPath[];
+  /** The specs folder's `.berthignore`, when it has one (the watcher's changes are matched against it too). */
+  ignore?: BerthIgnore;
 }
 
 const SPEC_FILE = /\.ya?ml$/;
@@ -90,6 +106,10 @@ function findSpecFilesSync(root: string): WalkResult {
 
   const byReal = new Map<string, { file: SpecFile; linked: boolean }>();
   const folders = new Set<string>();
+  const skipped: SkippedPath[] = [];
+  const bi = readBerthIgnore(rootAbs);
+  if (!bi.ok) problems.push({ abs: path.join(rootAbs, BERTHIGNORE), rel: BERTHIGNORE, code: 'io', message: `${BERTHIGNORE} ${bi.message}` });
+  const ig = bi.ok ? bi.ignore : undefined;
   let links = false;
   const visited = new Set<string>([rootReal]);
   /** Folders to read: relative path, and real path (links resolved). */
@@ -117,6 +137,13 @@ function findSpecFilesSync(root: string): WalkResult {
       const rel = dir.rel === '' ? e.name : path.join(dir.rel, e.name);
       const abs = path.join(rootAbs, rel);
       const file: SpecFile = { abs, rel: toPosix(rel) };
+      if (ig) {
+        const asDir = e.isDirectory() || (e.isSymbolicLink() && ig.ignores(file.rel, true));
+        if (ig.ignores(file.rel, asDir)) {
+          if (asDir || SPEC_FILE.test(e.name)) skipped.push({ rel: asDir ? `${file.rel}/` : file.rel, reason: `matched by ${BERTHIGNORE}` });
+          continue;
+        }
+      }
       if (e.isDirectory()) {
         // A real folder cannot make a loop: always walk it (links are checked against `visited`).
         const real = realOr(abs);
@@ -129,7 +156,7 @@ function findSpecFilesSync(root: string): WalkResult {
         if (e.isFile()) {
           const real = path.join(dir.real, e.name);
           const seen = byReal.get(real);
-          if (!seen || seen.linked) byReal.set(real, { file, linked: false });
+          if (!seen || seen.linked) byReal.set(real, { file: real === abs ? file : { ...file, real }, linked: false });
         } else {
           problems.push({ ...file, code: 'io', message: 'not a regular file' });
         }
@@ -138,7 +165,8 @@ function findSpecFilesSync(root: string): WalkResult {
   }
   const files = [...byReal.values()].map((v) => v.file).sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0));
   problems.sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0));
-  return { files, problems, folders, links };
+  skipped.sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0));
+  return { files, problems, folders, links, skipped, ...(ig ? { ignore: ig } : {}) };
 }
 
 function followLink(
@@ -176,6 +204,6 @@ function followLink(
   } else if (!isInside(rootReal, real)) {
     problems.push({ ...file, code: 'path-escape', message: `links outside the specs folder (to ${real}); not read` });
   } else if (!byReal.has(real)) {
-    byReal.set(real, { file: { ...file, linked: true }, linked: true });
+    byReal.set(real, { file: { ...file, linked: true, real }, linked: true });
   }
 }

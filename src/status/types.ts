@@ -148,6 +148,13 @@ export interface AttemptStatus {
   exitCode?: number;
   createdAt: string;
   /**
+   * When the current run became eligible to run (berth's clock): the pass that began it, waiting
+   * for a slot or provisioning at once (a first run, a changed spec, a retry after its back-off, a
+   * rerun). Queue waits count from here (`summary`, the report); records written before it fall
+   * back to the later of createdAt and the previous run's end.
+   */
+  eligibleAt?: string;
+  /**
    * When provisioning of the current run began (berth's clock, as createdAt): it ends the run's
    * wait for a slot; the engine's startedAt ends provisioning. Kept after the start (the report's timeline).
    */

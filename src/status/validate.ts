@@ -15,7 +15,7 @@ const isCount = (v: unknown): boolean => typeof v === 'number' && Number.isInteg
 const isTime = (v: unknown): boolean => typeof v === 'string' && !Number.isNaN(Date.parse(v));
 
 const REQUIRED_TIMES = ['createdAt', 'updatedAt'] as const;
-const OPTIONAL_TIMES = ['provisionedAt', 'startedAt', 'finishedAt', 'deadlineAt', 'collectedAt'] as const;
+const OPTIONAL_TIMES = ['eligibleAt', 'provisionedAt', 'startedAt', 'finishedAt', 'deadlineAt', 'collectedAt'] as const;
 const OPTIONAL_STRINGS = ['reason', 'message', 'source', 'containerId', 'resultsDir'] as const;
 
 const GRADE_STATES: ReadonlySet<unknown> = new Set(['grading', 'graded', 'failed', 'timedOut']);

@@ -46,20 +46,19 @@ describe('cli (real engine)', function () {
 
   it('get: table, selector, json and yaml', async function () {
     const table = await sb.cli('get');
-    expect(table.stdout.split('\n')[0]).to.match(/^NAME\s+PHASE\s+REASON\s+EXIT\s+RUN\s+AGE\s+DURATION$/);
-    expect(table.stdout).to.match(/fx\s+Succeeded\s+Completed\s+0\s+1/);
+    expect(table.stdout.split('\n')[0]).to.match(/^NAME\s+PHASE\s+REASON\s+EXIT\s+RUN\s+AGE\s+DURATION\s+RESULT$/);
+    expect(table.stdout).to.match(/fx\s+Succeeded\s+Completed\s+0\s+1\s.*\spassed\n/);
     const sel = await sb.cli('get', '-l', 'suite=demo', '-o', 'json');
     const list = JSON.parse(sel.stdout) as { apiVersion: string; kind: string; items: { metadata: { name: string }; status: { phase: string } }[] };
     expect([list.apiVersion, list.kind]).to.deep.equal(['berth.dev/v1', 'List']);
     expect(list.items.map((i) => [i.metadata.name, i.status.phase])).to.deep.equal([['fx', 'Succeeded']]);
     const one = parse((await sb.cli('get', 'other', '-o', 'yaml')).stdout) as Record<string, unknown> & { status: Record<string, unknown> };
     expect(Object.keys(one)).to.deep.equal(['apiVersion', 'kind', 'metadata', 'spec', 'status']);
-    expect([one.kind, one.metadata, one.spec, one.status.exitCode]).to.deep.equal([
-      'Attempt',
-      { name: 'other', labels: {} },
-      { image: 'berth/busybox:local', command: ['sh', '-c', 'true'] },
-      0,
-    ]);
+    expect([one.kind, one.metadata, one.status.exitCode]).to.deep.equal(['Attempt', { name: 'other', labels: {} }, 0]);
+    // the whole normalized spec, image and command first, defaults filled in
+    expect(Object.keys(one.spec as object).slice(0, 3)).to.deep.equal(['image', 'command', 'workingDir']);
+    expect(one.spec).to.deep.include({ image: 'berth/busybox:local', command: ['sh', '-c', 'true'], network: { mode: 'none', egress: [] }, retries: 0 });
+    expect(one.spec).to.not.have.any.keys('name', 'labels', 'apiVersion', 'kind');
     // nothing is said twice: the name lives in metadata only, phase and the rest in status only
     expect(one.status).to.not.have.any.keys('name', 'labels', 'apiVersion', 'kind', 'metadata');
     const wide = await sb.cli('get', '-o', 'wide');

@@ -19,6 +19,8 @@ import { waitFor } from '../support/wait';
 const BIN = path.resolve(__dirname, '..', '..', 'bin', 'berth.js');
 const TWO_TIB = 2 * 1024 ** 4;
 const SPARSE = `truncate -s ${TWO_TIB} /results/big; echo small > /results/small`;
+/** A harvest.maxBytes that keeps the 2 TiB file (the default would leave it out: harvest-caps.test.ts). */
+const KEEP_BIG = '  harvest: {maxBytes: 4Ti}\n';
 
 const exists = (file: string) =>
   fs.lstat(file).then(
@@ -134,7 +136,7 @@ describe('harvest of hostile results (real engine)', function () {
   });
 
   it('berth killed mid-harvest: the next pass completes it; a 2 TiB sparse file is listed over budget, unhashed', async function () {
-    await sb.write('sparse.yaml', sb.attempt('sparse', SPARSE));
+    await sb.write('sparse.yaml', sb.attempt('sparse', SPARSE, KEEP_BIG));
     // A budget that lets berth hash the 2 TiB (for a long while): it is killed meanwhile.
     const child = spawn(process.execPath, [BIN, 'reconcile', '--once', '--wait', ...sb.globalArgs(), '--hash-max-bytes', '4096g'], {
       stdio: ['ignore', 'ignore', 'pipe'],
@@ -175,7 +177,7 @@ describe('harvest of hostile results (real engine)', function () {
   });
 
   it('stops hashing at --hash-max-seconds', async function () {
-    await sb.write('slow.yaml', sb.attempt('slow', SPARSE));
+    await sb.write('slow.yaml', sb.attempt('slow', SPARSE, KEEP_BIG));
     const t0 = Date.now();
     const r = await sb.cli('reconcile', '--once', '--wait', '--hash-max-bytes', '4096g', '--hash-max-seconds', '1');
     expect(r.code, r.stderr).to.equal(0);
@@ -187,7 +189,7 @@ describe('harvest of hostile results (real engine)', function () {
   });
 
   it('a controller serves other attempts while it hashes, stops at once mid-hash, and the next one finishes the harvest', async function () {
-    await sb.write('huge.yaml', sb.attempt('huge', SPARSE));
+    await sb.write('huge.yaml', sb.attempt('huge', SPARSE, KEEP_BIG));
     const ctl = startController(sb, { hashMaxBytes: 4096 * 1024 ** 3 });
     let stopped = false;
     try {

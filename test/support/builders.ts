@@ -24,6 +24,7 @@ export function spec(name: string, over: Partial<NormalizedAttempt> = {}, hash =
     fixtureLayers: [],
     results: name,
     network: { mode: 'none', egress: [] },
+    credentials: [],
     volumes: [],
     resources: { cpus: null, memoryBytes: null, pids: 512 },
     deadlineSeconds: null,
@@ -34,6 +35,7 @@ export function spec(name: string, over: Partial<NormalizedAttempt> = {}, hash =
     sidecars: [],
     grade: null,
     workspace: { export: 'changes', exclude: [], maxBytes: 256 * 1024 * 1024, maxFiles: 100_000 },
+    harvest: { maxBytes: 1024 ** 3, maxFiles: 100_000 },
     ...over,
   };
   return { source: { file: `specs/${name}.yaml`, line: 1, col: 1 }, relFile: `${name}.yaml`, spec: s, hash };

@@ -46,6 +46,7 @@ import { BackendRefusedError, isConflict, isNotFound } from '../../engine/errors
 import { matchesLabels } from '../../engine/label-filter';
 import type { ServiceSummary, SwarmEngine, TaskSummary } from '../../engine/swarm/types';
 import type {
+  CollectLeftOut,
   ContainerClient,
   ContainerCreateSpec,
   ContainerDetails,
@@ -767,10 +768,10 @@ export class SwarmRuns implements ContainerClient {
     return get(parseRunId(id).name, path);
   }
 
-  async collect(id: string, into: string): Promise<void> {
+  async collect(id: string, into: string, caps: { maxBytes: number; maxFiles: number }, listMax?: number): Promise<CollectLeftOut> {
     const h = await this.locate(id);
-    if (!h) return;
+    if (!h) return { entries: 0, bytes: 0, listed: [] };
     const tar = (await h.docker.getContainer(parseRunId(id).name).getArchive({ path: DEFAULTS.resultsMount })) as unknown as Readable;
-    await extractResults(tar, DEFAULTS.resultsMount.replace(/^\//, ''), into);
+    return extractResults(tar, DEFAULTS.resultsMount.replace(/^\//, ''), into, caps, listMax);
   }
 }

@@ -146,6 +146,8 @@ async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortS
             if (!controller.synced) return 'no full pass over the specs has succeeded yet';
             if (!controller.engineConnected) return 'the engine event stream is not connected';
             if (!(await lock.isHeld())) return `the lock of instance ${ctx.instance} is not held`;
+            // new runs wait for disk space (running ones go on): not ready for more work
+            if (controller.diskPressure) return controller.diskPressure;
             return true;
           },
         },

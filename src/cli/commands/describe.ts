@@ -52,6 +52,7 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
     kv('Network', s.network.mode + (s.network.egress.length ? ` (egress: ${s.network.egress.join(', ')})` : ''));
     kv('Resources', `cpus=${s.resources.cpus ?? 'unlimited'} memory=${s.resources.memoryBytes ?? 'unlimited'} pids=${s.resources.pids}`);
     kv('Deadline', s.deadlineSeconds !== null ? `${s.deadlineSeconds}s (spec)` : 'none in the spec (reconcile --default-deadline applies, if given)');
+    kv('Results kept', `at most ${s.harvest.maxBytes} bytes of files and ${s.harvest.maxFiles} entries per run (spec.harvest; past them: ResultsTruncated)`);
     kv('Retries', s.retries);
     kv('TTL', s.ttlSecondsAfterFinished !== null ? `${s.ttlSecondsAfterFinished}s after finished` : 'none');
     if (s.grade) {

@@ -11,9 +11,17 @@ export interface AttemptItem {
   apiVersion: string;
   kind: typeof KIND_ATTEMPT;
   metadata: { name: string; labels: Record<string, string> };
-  /** What the spec asks, in short; absent when the attempt has no valid spec (any more). */
-  spec?: { image: string; command?: string[] };
+  /** The normalized spec (defaults filled in, paths resolved; its name and labels are in metadata); absent when the attempt has no valid spec (any more). */
+  spec?: { image: string; command?: string[] } & Record<string, unknown>;
   status: Record<string, unknown> & { phase: string };
+}
+
+/** The normalized spec as `-o yaml|json` shows it: image and command first (no command: the image's), then the rest. */
+function specOf(r: Row): NonNullable<AttemptItem['spec']> {
+  const head = { image: r.image, ...(r.command ? { command: r.command } : {}) };
+  if (!r.spec) return head;
+  const { apiVersion: _a, kind: _k, name: _n, labels: _l, image: _i, command: _c, ...rest } = r.spec;
+  return { ...head, ...rest };
 }
 
 export function toItem(r: Row): AttemptItem {
@@ -27,11 +35,13 @@ export function toItem(r: Row): AttemptItem {
           ? { damagedRecord: { file: r.damaged.file, problem: r.damaged.problem, ...(r.damaged.keptAt ? { keptAt: r.damaged.keptAt } : {}) } }
           : {}),
       };
+  // how the run counts, judged now (get's RESULT column), beside what the record says
+  status.result = { outcome: r.outcome.outcome, ...(r.outcome.reason ? { reason: r.outcome.reason } : {}), ...(r.score !== null ? { score: r.score } : {}) };
   return {
     apiVersion: API_VERSION,
     kind: KIND_ATTEMPT,
     metadata: { name: r.name, labels: r.labels },
-    ...(r.image ? { spec: { image: r.image, ...(r.command ? { command: r.command } : {}) } } : {}),
+    ...(r.image ? { spec: specOf(r) } : {}),
     status,
   };
 }
@@ -44,7 +54,7 @@ export interface AttemptSetItem {
   apiVersion: string;
   kind: typeof KIND_ATTEMPT_SET;
   metadata: { name: string; source: string };
-  status: { valid: boolean; children: number; phases: Record<string, number> };
+  status: { valid: boolean; children: number; phases: Record<string, number>; outcomes: SetRow['outcomes'] };
 }
 
 export function toSetItem(r: SetRow): AttemptSetItem {
@@ -52,7 +62,7 @@ export function toSetItem(r: SetRow): AttemptSetItem {
     apiVersion: API_VERSION,
     kind: KIND_ATTEMPT_SET,
     metadata: { name: r.name, source: r.source },
-    status: { valid: r.valid, children: r.children, phases: r.phases },
+    status: { valid: r.valid, children: r.children, phases: r.phases, outcomes: r.outcomes },
   };
 }
 

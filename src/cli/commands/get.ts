@@ -9,8 +9,12 @@ import { graderImage, gradeLabel } from '../../sets/grade-text';
 import { loadSpecs } from '../../spec/loader';
 import type { DamagedRecord } from '../../status/store';
 import type { AttemptStatus } from '../../status/types';
+import type { NormalizedAttempt } from '../../spec/types';
+import { cellText, JsonPathError, parseCustomColumns, parsePath, parseTemplate, renderTemplate, sortByPath } from '../jsonpath';
 import { specsRevision, UsageError, type Context } from '../context';
 import { matches, parseSelectors, SelectorError, type Selector } from '../selector';
+import { outcomeOf, watched } from '../wait-condition';
+import type { Classified } from '../../sets/outcome';
 import { toItem, toList, toSetItem, toSetList } from './get-item';
 import type * as GetWatch from './get-watch';
 import { age, duration, table } from './shared';
@@ -21,7 +25,10 @@ function yamlOf(doc: unknown): string {
 }
 
 export interface GetOptions {
-  output?: 'wide' | 'json' | 'yaml' | 'name' | 'text';
+  /** Also `jsonpath=TEMPLATE` and `custom-columns=SPEC` (jsonpath.ts). */
+  output?: 'wide' | 'json' | 'yaml' | 'name' | 'text' | `jsonpath=${string}` | `custom-columns=${string}`;
+  /** `--sort-by=.path`: rows in the order of the value the path reaches in each item (kubectl's). */
+  sortBy?: string;
   selector?: string[];
   /** Rows of AttemptSets (counts of their children by phase) instead of attempts. */
   sets?: boolean;
@@ -36,6 +43,13 @@ export interface GetOptions {
 export interface Row {
   name: string;
   phase: string;
+  /**
+   * How the run counts (sets/outcome.ts, as summary, the report and the end line of --wait judge
+   * it): passed, failed (a task outcome), infra, skipped; unfinished while it is not settled.
+   */
+  outcome: Classified;
+  /** The score that decided it: the latest grade's when graded, else the score file's; null without one. */
+  score: number | null;
   reason: string;
   exitCode: number | null;
   run: number;
@@ -44,6 +58,8 @@ export interface Row {
   labels: Record<string, string>;
   image: string;
   command: string[] | null;
+  /** The normalized spec (`-o yaml|json` show it whole); null without a valid spec. */
+  spec: NormalizedAttempt | null;
   results: string;
   status: AttemptStatus | null;
   /** Set when the attempt's status record is damaged (and so not read). */
@@ -82,9 +98,13 @@ export async function collectRows(ctx: Context, wanted: readonly string[] = [], 
     const st = statuses.get(n);
     const bad = st ? undefined : store.damagedRecordOf(n);
     const end = st?.finishedAt ? Date.parse(st.finishedAt) : now;
+    const loaded = specs.get(n);
+    const score = loaded?.spec.grade ? (st ? latestGrade(st)?.score : undefined) : st?.score;
     rows.push({
       name: n,
       phase: st?.phase ?? 'Pending',
+      outcome: outcomeOf(watched(n, loaded, st)),
+      score: typeof score === 'number' && Number.isFinite(score) ? score : null,
       reason: st?.reason ?? (st ? '' : bad ? REASONS.recordDamaged : REASONS.notReconciled),
       exitCode: st?.exitCode ?? null,
       run: st?.run ?? 0,
@@ -94,6 +114,7 @@ export async function collectRows(ctx: Context, wanted: readonly string[] = [], 
       labels,
       image: spec?.image ?? '',
       command: spec?.command ?? null,
+      spec: spec ?? null,
       results: st?.resultsDir ?? '',
       status: st ?? null,
       ...(bad ? { damaged: bad } : {}),
@@ -102,17 +123,31 @@ export async function collectRows(ctx: Context, wanted: readonly string[] = [], 
   return rows;
 }
 
+/**
+ * The RESULT cell: `passed`, `failed`, `infra` (with its reason when the REASON column does not
+ * already say it, such as ScoreMissing on a Succeeded run), `skipped`, each with the score that
+ * decided it; `-` while unfinished. So a run that Succeeded and scored 0 reads `failed (score 0)`.
+ */
+export function resultText(r: Pick<Row, 'outcome' | 'score' | 'reason'>): string {
+  const o = r.outcome;
+  if (o.outcome === 'unfinished') return '-';
+  const why = o.reason && o.reason !== r.reason && o.outcome !== 'skipped' ? o.reason : undefined;
+  const more = [why, r.score !== null ? `score ${r.score}` : undefined].filter((x) => x !== undefined);
+  return more.length ? `${o.outcome} (${more.join(', ')})` : o.outcome;
+}
+
 export function renderRows(rows: Row[], wide: boolean, headers = true): string {
   // spec.grade: a GRADE column (the latest grade of the current run, named by its k) only when a
   // row has one, so a table of ungraded attempts keeps its columns; -o wide adds its grader's image
   const grades = rows.map((r) => (r.status ? latestGrade(r.status) : undefined));
   const graded = grades.some((g) => g !== undefined);
-  const head = ['NAME', 'PHASE', 'REASON', 'EXIT', 'RUN', 'AGE', 'DURATION'];
+  // RESULT after the columns berth had, so scripts that read them by position keep working
+  const head = ['NAME', 'PHASE', 'REASON', 'EXIT', 'RUN', 'AGE', 'DURATION', 'RESULT'];
   if (graded) head.push('GRADE');
   if (wide) head.push('IMAGE', 'IMAGE ID', 'LABELS', 'RESULTS');
   if (wide && graded) head.push('GRADER');
   const body = rows.map((r, i) => {
-    const base = [r.name, r.phase, r.reason || '-', r.exitCode === null ? '-' : String(r.exitCode), String(r.run || '-'), r.age, r.duration];
+    const base = [r.name, r.phase, r.reason || '-', r.exitCode === null ? '-' : String(r.exitCode), String(r.run || '-'), r.age, r.duration, resultText(r)];
     const g = grades[i];
     if (graded) base.push(g ? gradeLabel(g) : '-');
     if (wide) {
@@ -137,6 +172,8 @@ export interface SetRow {
   valid: boolean;
   children: number;
   phases: Record<string, number>;
+  /** Children by how they count (passed, failed, infra, skipped, unfinished), as summary counts them. */
+  outcomes: Record<Classified['outcome'], number>;
   source: string;
 }
 
@@ -152,6 +189,7 @@ export async function collectSetRows(ctx: Context, name?: string, selector: read
   for (const [setName, set] of [...(load.sets ?? new Map())].sort(([a], [b]) => (a < b ? -1 : 1))) {
     if (name && setName !== name) continue;
     const phases: Record<string, number> = Object.fromEntries(PHASES.map((p) => [p, 0]));
+    const outcomes: SetRow['outcomes'] = { passed: 0, failed: 0, infra: 0, skipped: 0, unfinished: 0 };
     let children = 0;
     for (const c of set.children) {
       const labels = specs.get(c)?.spec.labels;
@@ -159,23 +197,41 @@ export async function collectSetRows(ctx: Context, name?: string, selector: read
       children++;
       const phase = statuses.get(c)?.phase ?? 'Pending';
       phases[phase] = (phases[phase] ?? 0) + 1;
+      outcomes[outcomeOf(watched(c, specs.get(c), statuses.get(c))).outcome]++;
     }
     if (want.length && children === 0) continue;
-    rows.push({ name: setName, valid: set.valid, children, phases, source: `${set.policy.source.file}:${set.policy.source.line}` });
+    rows.push({ name: setName, valid: set.valid, children, phases, outcomes, source: `${set.policy.source.file}:${set.policy.source.line}` });
   }
   return rows;
 }
 
+/** The outcome columns of `get --sets`: what the children's runs count as (summary's classes), after their phases. */
+const SET_OUTCOMES = ['passed', 'failed', 'infra'] as const;
+
 function renderSetRows(rows: SetRow[]): string {
-  const head = ['NAME', 'CHILDREN', ...PHASES.map((p) => p.toUpperCase()), 'SOURCE'];
+  const head = ['NAME', 'CHILDREN', ...SET_OUTCOMES.map((o) => o.toUpperCase()), ...PHASES.map((p) => p.toUpperCase()), 'SOURCE'];
   return table([
     head,
-    ...rows.map((r) => [r.valid ? r.name : `${r.name} (invalid)`, String(r.children), ...PHASES.map((p) => String(r.phases[p] ?? 0)), r.source]),
+    ...rows.map((r) => [
+      r.valid ? r.name : `${r.name} (invalid)`,
+      String(r.children),
+      ...SET_OUTCOMES.map((o) => String(r.outcomes[o])),
+      ...PHASES.map((p) => String(r.phases[p] ?? 0)),
+      r.source,
+    ]),
   ]);
 }
 
 async function runGetSets(ctx: Context, name: string | undefined, o: GetOptions): Promise<number> {
-  const rows = await collectSetRows(ctx, name, o.selector ?? []);
+  const rows = await collectSetRows(ctx, name, o.selector ?? []).then((all) =>
+    o.sortBy === undefined
+      ? all
+      : sortByPath(
+          all,
+          usage(() => parsePath((o.sortBy as string).replace(/^\{(.*)\}$/, '$1'))),
+          toSetItem,
+        ),
+  );
   if (name && rows.length === 0) {
     ctx.io.err(`berth: AttemptSet ${JSON.stringify(name)} not found\n`);
     return EXIT.failed;
@@ -184,15 +240,47 @@ async function runGetSets(ctx: Context, name: string | undefined, o: GetOptions)
   if (o.output === 'json') ctx.io.out(JSON.stringify(doc, null, 2) + '\n');
   else if (o.output === 'yaml') ctx.io.out(yamlOf(doc));
   else if (o.output === 'name') ctx.io.out(rows.map((r) => `attemptset/${r.name}\n`).join(''));
+  else if (o.output?.startsWith('jsonpath=')) ctx.io.out(jsonpathText(o.output.slice('jsonpath='.length), doc));
+  else if (o.output?.startsWith('custom-columns='))
+    ctx.io.out(customColumns(o.output.slice('custom-columns='.length), rows.map(toSetItem), o.headers !== false));
   else if (rows.length === 0) ctx.io.out('No AttemptSets.\n');
   else ctx.io.out(renderSetRows(rows));
   return EXIT.ok;
 }
 
+/** A path or template that cannot be read is a usage error (exit 2), pointing at the column. */
+function usage<T>(f: () => T): T {
+  try {
+    return f();
+  } catch (err) {
+    if (err instanceof JsonPathError) throw new UsageError(err.message);
+    throw err;
+  }
+}
+
+/** `--sort-by`: rows ordered by the value the path reaches in each one's item (`.status.startedAt`, `{.metadata.name}`). */
+export function sortedRows(rows: Row[], sortBy: string | undefined): Row[] {
+  if (sortBy === undefined) return rows;
+  const path = usage(() => parsePath(sortBy.replace(/^\{(.*)\}$/, '$1')));
+  return sortByPath(rows, path, toItem);
+}
+
+function jsonpathText(template: string, doc: unknown): string {
+  return usage(() => renderTemplate(parseTemplate(template), doc));
+}
+
+function customColumns(spec: string, items: unknown[], headers: boolean): string {
+  const cols = usage(() => parseCustomColumns(spec));
+  const body = items.map((item) => cols.map((c) => cellText(c.path, item)));
+  return table(headers ? [cols.map((c) => c.header), ...body] : body);
+}
+
 export async function runGet(ctx: Context, names: string[], o: GetOptions): Promise<number> {
   if (o.sets) return runGetSets(ctx, names[0], o);
+  if (o.watch && /^(jsonpath|custom-columns)=/.test(o.output ?? ''))
+    throw new UsageError('-w prints rows as they change: with -o wide, json, yaml or name, not jsonpath or custom-columns');
   if (o.watch) return (require('./get-watch') as typeof GetWatch).watchRows(ctx, names, o, o.signal);
-  const rows = await collectRows(ctx, names, o.selector ?? []);
+  const rows = sortedRows(await collectRows(ctx, names, o.selector ?? []), o.sortBy);
   // kubectl: what was found is printed, and every name that was not is an error (exit 1).
   const found = new Set(rows.map((r) => r.name));
   const missing = [...new Set(names)].filter((n) => !found.has(n));
@@ -204,6 +292,8 @@ export async function runGet(ctx: Context, names: string[], o: GetOptions): Prom
   if (o.output === 'json') ctx.io.out(JSON.stringify(doc, null, 2) + '\n');
   else if (o.output === 'yaml') ctx.io.out(yamlOf(doc));
   else if (o.output === 'name') ctx.io.out(rows.map((r) => `attempt/${r.name}\n`).join(''));
+  else if (o.output?.startsWith('jsonpath=')) ctx.io.out(jsonpathText(o.output.slice('jsonpath='.length), doc));
+  else if (o.output?.startsWith('custom-columns=')) ctx.io.out(customColumns(o.output.slice('custom-columns='.length), rows.map(toItem), o.headers !== false));
   else if (rows.length === 0) ctx.io.err('No attempts.\n');
   else ctx.io.out(renderRows(rows, o.output === 'wide', o.headers !== false));
   return code;

@@ -16,7 +16,9 @@ import { EXIT, FINISHED_PHASES, REASONS, type Phase } from '../../constants';
 import { reconcilePass, type PassConfig, type PassResult } from '../../controller/pass';
 import type * as ControllerMod from '../../controller/controller';
 import type { Plan } from '../../plan/types';
-import type { LoadResult } from '../../spec/types';
+import type { LoadedSpec, LoadResult } from '../../spec/types';
+import type { AttemptStatus } from '../../status/types';
+import { estimateLeft, progressText, useColour, type ProgressState } from '../progress';
 import { activity } from '../../controller/activity';
 import { describeEngineError, isEngineDown, pingFailure } from '../../engine/errors';
 import type { Engine } from '../../engine/types';
@@ -86,18 +88,19 @@ export interface ReconcileOptions extends GitFlags {
 
 const DONE_FOR_WAIT: ReadonlySet<Phase> = new Set([...FINISHED_PHASES, 'Invalid', 'Blocked']);
 
-function counts(load: LoadResult, phases: Map<string, Phase>): string {
-  const by = new Map<string, number>();
-  for (const s of load.specs) {
-    const p = phases.get(s.spec.name) ?? 'Pending';
-    by.set(p, (by.get(p) ?? 0) + 1);
+/** Where the run stands: settled attempts by how they count (as the end line counts them), the others by phase. */
+function progressState(load: LoadResult, statuses: ReadonlyMap<string, AttemptStatus>, pending: (sp: LoadedSpec) => boolean): ProgressState {
+  const outcomes: ProgressState['outcomes'] = {};
+  const busy = new Map<string, number>();
+  for (const sp of load.specs) {
+    const st = statuses.get(sp.spec.name);
+    const o = pending(sp) ? 'unfinished' : outcomeOf(watched(sp.spec.name, sp, st)).outcome;
+    if (o === 'unfinished') {
+      const ph = st?.phase ?? 'Pending';
+      busy.set(ph, (busy.get(ph) ?? 0) + 1);
+    } else outcomes[o] = (outcomes[o] ?? 0) + 1;
   }
-  return (
-    [...by.entries()]
-      .sort(([a], [b]) => (a < b ? -1 : 1))
-      .map(([p, n]) => `${n} ${p}`)
-      .join(', ') || 'no attempts'
-  );
+  return { total: load.specs.length, outcomes, busy };
 }
 
 export async function runReconcile(ctx: Context, o: ReconcileOptions): Promise<number> {
@@ -293,13 +296,19 @@ async function untilFinal(
   const { promise: ended, resolve: end, reject: fail } = Promise.withResolvers<Ended | number>();
   let checking = false;
   let again = false;
-  const progress = (line: string): void => {
-    const secs = Math.round((Date.now() - started) / 1000);
-    // On a terminal the line is redrawn in place; elsewhere (and as JSON) it is written when it changes.
+  const colour = useColour(ctx.io.isTTY, ctx.env);
+  const progress = (state: ProgressState): void => {
+    const elapsed = Date.now() - started;
+    const secs = Math.round(elapsed / 1000);
+    const line = progressText(state);
+    // On a terminal the line is redrawn in place, in colour, with the time left; elsewhere (and
+    // as JSON) it is written when it changes: one plain line per change of state.
     if (ctx.logFormat === 'json') {
       if (line !== lastLine) diag(ctx, 'info', `[${secs}s] ${line}`, { progress: true, elapsedSeconds: secs });
-    } else if (ctx.io.isTTY) live.show(`[${secs}s] ${line}`);
-    else if (line !== lastLine) ctx.io.err(`[${secs}s] ${line}\n`);
+    } else if (ctx.io.isTTY) {
+      const left = estimateLeft(state, elapsed);
+      live.show(`[${secs}s] ${progressText(state, colour)}${left ? ` · ${left}` : ''}`);
+    } else if (line !== lastLine) ctx.io.err(`[${secs}s] ${line}\n`);
     lastLine = line;
   };
   // Whether every attempt is final, looked at whenever the controller may have become idle.
@@ -315,8 +324,7 @@ async function untilFinal(
         const load = controller.latestLoad();
         if (!load) continue;
         const statuses = await store.loadAll();
-        const phases = new Map([...statuses.values()].map((st) => [st.name, st.phase]));
-        progress(counts(load, phases));
+        progress(progressState(load, statuses, (sp) => controller.pending(sp.spec.name)));
         if (!controller.idle()) continue;
         // A run whose harvest failed is done for --wait (the exit code says so).
         const unfinished = load.specs.filter((sp) => {

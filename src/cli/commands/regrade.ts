@@ -12,9 +12,15 @@ import { plural } from '../diag';
 import { chooseAttempts } from './choose';
 import { markAndPass } from './mark-and-pass';
 
-export async function runRegrade(ctx: Context, names: string[], o: { selector?: string[] }): Promise<number> {
-  const rows = await chooseAttempts(ctx, 'regrade', names, o.selector);
-  if (typeof rows === 'number') return rows;
+export async function runRegrade(ctx: Context, names: string[], o: { selector?: string[]; all?: boolean }): Promise<number> {
+  const chosen = await chooseAttempts(ctx, 'regrade', names, o.selector, o.all === true);
+  if (typeof chosen === 'number') return chosen;
+  // --all: the attempts a grader judges (the others would each be refused)
+  const rows = o.all ? chosen.filter((r) => r.spec?.grade) : chosen;
+  if (!rows.length) {
+    ctx.io.err('berth: regrade --all: no attempt has a spec.grade\n');
+    return EXIT.failed;
+  }
   const at = new Date().toISOString();
   const r = await markAndPass(ctx, 'regrade', rows, (_row, rec, spec) => {
     if (!spec) return { refused: 'it has no valid spec: there is no grader to run' };

@@ -1,6 +1,6 @@
 /** Helpers shared by commands. */
 import { promises as fs } from 'node:fs';
-import { formatErrors } from '../format-errors';
+import { formatErrors, githubAnnotations, inGithubActions } from '../format-errors';
 import type { LoadResult } from '../../spec/types';
 import { specsRootProblem } from '../../spec/walk';
 import { displayPath } from '../../spec/path-util';
@@ -11,6 +11,7 @@ import { sourceLineReader } from './validate';
 export function reportLoadErrors(ctx: Context, load: LoadResult): void {
   if (!load.errors.length) return;
   ctx.io.err(formatErrors(load.errors, sourceLineReader()));
+  if (inGithubActions(ctx.env)) ctx.io.err(githubAnnotations(load.errors, { cwd: process.cwd(), workspace: ctx.env.GITHUB_WORKSPACE }));
   ctx.io.err(`${load.errors.length} spec error${load.errors.length === 1 ? '' : 's'}; attempts under invalid specs are left as they are\n`);
 }
 

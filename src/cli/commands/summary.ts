@@ -5,7 +5,8 @@
 import { EXIT } from '../../constants';
 import { loadSpecs } from '../../spec/loader';
 import { toJunit } from '../../sets/junit';
-import { setsOfLoad, summarize, type SetSummary, type Summary } from '../../sets/summary';
+import { toMarkdown } from '../../sets/markdown';
+import { setsOfLoad, summarize, summarizePlain, type SetSummary, type Summary } from '../../sets/summary';
 import type { SetPolicy } from '../../spec/types';
 import { describeEngineError } from '../../engine/errors';
 import { imageIndex } from '../../observe/images';
@@ -16,7 +17,7 @@ import { matches } from '../selector';
 import { selectorOf } from './get';
 
 export interface SummaryOptions {
-  output?: 'table' | 'json' | 'junit';
+  output?: 'table' | 'json' | 'junit' | 'markdown';
   selector?: string[];
   samples?: string;
 }
@@ -44,10 +45,24 @@ export async function runSummary(ctx: Context, sets: string[], o: SummaryOptions
       )
       .filter(([, g]) => g.children.length > 0 || want.length === 0),
   );
-  const summary = await withTagMoves(ctx, summarize(chosen, statuses, Date.now(), o.samples), chosen);
+  // The plain Attempts are a suite of their own, unless sets were named (a CI suite of plain attempts is not tests="0").
+  const plain = sets.length
+    ? undefined
+    : summarizePlain(
+        load.specs.filter((s) => !want.length || matches(want, s.spec.labels)),
+        statuses,
+      );
+  const summary = await withTagMoves(ctx, { ...summarize(chosen, statuses, Date.now(), o.samples), ...(plain ? { attempts: plain } : {}) }, chosen);
   if (o.output === 'json') ctx.io.out(JSON.stringify(summary, null, 2) + '\n');
   else if (o.output === 'junit') ctx.io.out(toJunit(summary));
-  else ctx.io.out(summary.sets.length ? summary.sets.map(renderSet).join('\n') : 'No AttemptSets.\n');
+  else if (o.output === 'markdown') ctx.io.out(toMarkdown(summary));
+  else {
+    const text = [
+      ...summary.sets.map((s) => renderSet(s, `SET ${s.name}`)),
+      ...(summary.attempts ? [renderSet(summary.attempts, 'ATTEMPTS (in no set)')] : []),
+    ];
+    ctx.io.out(text.length ? text.join('\n') : 'No AttemptSets and no attempts.\n');
+  }
   return EXIT.ok;
 }
 
@@ -81,14 +96,15 @@ function passAt(p: Record<string, number>): string {
   return show.map((k) => `pass@${k} ${pct(p[String(k)])}`).join('  ');
 }
 
-function renderSet(s: SetSummary): string {
+function renderSet(s: SetSummary, title: string): string {
   const out: string[] = [];
   const infra = Object.entries(s.infraReasons)
     .map(([r, n]) => `${r} ${n}`)
     .join(', ');
   out.push(
-    `SET ${s.name}: ${s.n} attempts, ${s.passed} passed, ${s.failed} failed, ${s.infra} infra${infra ? ` (${infra})` : ''}, ${s.skipped} skipped, ${s.unfinished} unfinished`,
+    `${title}: ${s.n} attempts, ${s.passed} passed, ${s.failed} failed, ${s.infra} infra${infra ? ` (${infra})` : ''}, ${s.skipped} skipped, ${s.unfinished} unfinished`,
   );
+  if (s.resultsTruncated) out.push(`  results truncated: ${s.resultsTruncated} (past spec.harvest's caps; their manifest.json lists what was left out)`);
   out.push(`  pass rate ${pct(s.passRate)} ± ${pct(s.stderr)}   ${passAt(s.passAtK)}${s.samplesAxis ? `   (samples: ${s.samplesAxis})` : ''}`);
   if (s.grades) {
     // spec.grade: which grade the outcomes come from (each child's latest of its run)
@@ -99,6 +115,7 @@ function renderSet(s: SetSummary): string {
   out.push(`  duration p50 ${dur(s.durationMs.p50)} p95 ${dur(s.durationMs.p95)}   queue wait p50 ${dur(s.queueMs.p50)} p95 ${dur(s.queueMs.p95)}`);
   if (s.image) out.push(`  image ${s.image.ref} ${s.image.id}${s.image.repoDigests.length ? ` (${s.image.repoDigests.join(', ')})` : ''}`);
   for (const m of s.tagMoved ?? []) out.push(`  WARNING: ${tagMoveText(m)}`);
+  if (!s.axes.length) return out.join('\n') + '\n';
   const rows = [['AXIS', 'VALUE', 'N', 'PASSED', 'FAILED', 'INFRA', 'PASS RATE', '± SE', 'PASS@K']];
   for (const [axis, values] of Object.entries(s.byAxis)) {
     for (const v of values)

@@ -4,11 +4,13 @@
  * anything is invalid. Text: errors compiler-style on stderr, one summary line on stdout.
  * JSON (`-o json`, stable for scripts): `{valid, files, attempts, sets, errors}` on stdout
  * (`sets`: each AttemptSet's name, whether it is valid as a whole, and its children's names).
+ * `-v`: also the files found but not read as specs (`.berthignore`, inside a fixture or a
+ * `fromDir`), each with why (`skipped` in JSON).
  */
 import { closeSync, constants as fsConstants, fstatSync, openSync, readFileSync } from 'node:fs';
 import { DEFAULTS, EXIT } from '../../constants';
 import { loadPaths, loadSpecs, type LoadReport } from '../../spec/loader';
-import { formatErrors, type ReadLine } from '../format-errors';
+import { formatErrors, githubAnnotations, inGithubActions, type ReadLine } from '../format-errors';
 import type { Context } from '../context';
 import { plural } from '../diag';
 import { gitSourceFrom, peekRevision, type GitFlags } from '../git-flags';
@@ -19,6 +21,8 @@ export interface ValidateOptions {
   resultsRoot: string;
   /** The one path is a revision of a git source (this commit): `fromFile` secrets are errors. */
   revision?: string;
+  /** `-v`: also say which files were found but not read as specs, and why. */
+  verbose?: boolean;
 }
 
 export interface ValidateIo {
@@ -41,19 +45,24 @@ export async function runValidate(paths: string[], opts: ValidateOptions, io: Va
       attempts: report.specs.map((s) => s.spec.name),
       sets,
       errors: report.errors,
+      ...(opts.verbose ? { skipped: report.skipped ?? [] } : {}),
     };
     io.out(`${JSON.stringify(body, null, 2)}\n`);
   } else {
     if (!valid) io.err(formatErrors(report.errors, sourceLineReader()));
+    if (opts.verbose) for (const k of report.skipped ?? []) io.out(`skipped ${k.file}: ${k.reason}\n`);
+    // in GitHub Actions, also as annotations on the spec's lines
+    if (!valid && inGithubActions(process.env)) io.err(githubAnnotations(report.errors, { cwd: process.cwd(), workspace: process.env.GITHUB_WORKSPACE }));
     io.out(`${opts.revision !== undefined ? `revision ${opts.revision}: ` : ''}${summary(report)}\n`);
   }
   return valid ? EXIT.ok : EXIT.usage;
 }
 
 /** `validate --git URL`: the source's current commit, fetched into a folder of validate's own. */
-export async function runValidateGit(ctx: Context, o: GitFlags & { output: 'text' | 'json' }): Promise<number> {
+export async function runValidateGit(ctx: Context, o: GitFlags & { output: 'text' | 'json'; verbose?: boolean }): Promise<number> {
   const git = await gitSourceFrom(ctx, o);
-  if (!git) return runValidate([ctx.specsDir], { output: o.output, resultsRoot: ctx.resultsRoot }, ctx.io);
+  const verbose = o.verbose ? { verbose: true } : {};
+  if (!git) return runValidate([ctx.specsDir], { output: o.output, resultsRoot: ctx.resultsRoot, ...verbose }, ctx.io);
   let peek: Awaited<ReturnType<typeof peekRevision>>;
   try {
     peek = await peekRevision(git);
@@ -63,7 +72,7 @@ export async function runValidateGit(ctx: Context, o: GitFlags & { output: 'text
     return EXIT.failed;
   }
   try {
-    return await runValidate([peek.dir], { output: o.output, resultsRoot: ctx.resultsRoot, revision: peek.revision }, ctx.io);
+    return await runValidate([peek.dir], { output: o.output, resultsRoot: ctx.resultsRoot, revision: peek.revision, ...verbose }, ctx.io);
   } finally {
     await peek.done();
   }

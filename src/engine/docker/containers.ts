@@ -103,6 +103,11 @@ export function detailsFromInspect(i: Dockerode.ContainerInspectInfo): Container
       logConfig: { type: h.LogConfig?.Type ?? '', config: { ...(h.LogConfig?.Config ?? {}) } },
     },
     restartCount: i.RestartCount ?? 0,
+    addresses: Object.fromEntries(
+      Object.entries(i.NetworkSettings?.Networks ?? {})
+        .filter(([, n]) => typeof n?.IPAddress === 'string' && n.IPAddress !== '')
+        .map(([name, n]) => [name, n.IPAddress]),
+    ),
   };
 }
 
@@ -189,6 +194,25 @@ export class DockerContainers implements ContainerClient {
     raw.on('error', (err) => out.destroy(this.calls.classified('containers.getArchive', err) as Error));
     out.on('close', () => raw.destroy());
     return raw.pipe(out);
+  }
+
+  async exec(id: string, cmd: string[], ms: number): Promise<number> {
+    return this.calls.run(
+      'containers.exec',
+      async () => {
+        const ex = await this.docker.getContainer(id).exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true, Tty: false });
+        const stream = await ex.start({ hijack: true, stdin: false });
+        await new Promise<void>((resolve, reject) => {
+          stream.on('end', () => resolve());
+          stream.on('close', () => resolve());
+          stream.on('error', reject);
+          stream.resume();
+        });
+        const info = await ex.inspect();
+        return info.ExitCode ?? -1;
+      },
+      { ms },
+    );
   }
 
   async start(id: string): Promise<void> {

@@ -108,6 +108,11 @@ export function createDockerEngine(docker?: Dockerode, o: DockerEngineOptions = 
     async ping() {
       await calls.run('ping', () => d.ping());
     },
+    async dataRoot() {
+      const info = (await calls.run('info', () => d.info())) as { DockerRootDir?: string };
+      const local = typeof (d.modem as unknown as { socketPath?: unknown }).socketPath === 'string';
+      return info.DockerRootDir ? { path: info.DockerRootDir, local } : undefined;
+    },
     async version() {
       const v = await calls.run('version', () => d.version());
       return { version: v.Version, apiVersion: v.ApiVersion };

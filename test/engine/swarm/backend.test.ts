@@ -7,7 +7,8 @@
 import { expect } from 'chai';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { LABELS, SWARM } from '../../../src/constants';
+import { LABELS, REASONS, SWARM } from '../../../src/constants';
+import type { Manifest } from '../../../src/execute/manifest';
 import { createSwarmEngine } from '../../../src/engine/swarm';
 import { Sandbox } from '../../support/sandbox';
 import { swarmCli } from '../../support/swarm-cli';
@@ -35,6 +36,29 @@ describe('--backend swarm on a real two-node swarm', function () {
         ['Failed', 1],
         ['Failed', 137],
       ]);
+    } finally {
+      const c = await swarmCli(sb, s, 'clean');
+      expect(c.code, c.stderr).to.equal(0);
+      await sb.dispose();
+    }
+  });
+
+  it("brings home only what fits spec.harvest's caps, streamed; the manifest lists what was left out (ResultsTruncated)", async () => {
+    const sb = await Sandbox.create('sw-caps');
+    try {
+      const cmd =
+        'for f in a b c d; do dd if=/dev/urandom of=/results/$f bs=1048576 count=1 2>/dev/null; done; dd if=/dev/urandom of=/results/big bs=1048576 count=10 2>/dev/null';
+      await sb.write('c.yaml', sb.attempt('c', cmd, '  harvest: {maxBytes: 3Mi}\n'));
+      const r = await swarmCli(sb, s, 'reconcile', '--once', '--wait', '--timeout', '120');
+      const st = await sb.status('c');
+      expect([st?.phase, st?.reason], r.stderr + JSON.stringify(st)).to.deep.equal(['Succeeded', REASONS.resultsTruncated]);
+      const manifest = JSON.parse(await fs.readFile(path.join(path.dirname(st!.resultsDir!), 'manifest.json'), 'utf8')) as Manifest;
+      // in the archive's order: three of the four 1 MiB files fit, the fourth and big do not
+      expect(manifest.files).to.have.length(3);
+      expect(manifest.files.every((f) => f.size === 1024 ** 2 && /^[0-9a-f]{64}$/.test(f.sha256 ?? ''))).to.equal(true);
+      expect(manifest.truncation).to.include({ truncated: true, keptBytes: 3 * 1024 ** 2, leftOutEntries: 2, leftOutBytes: 11 * 1024 ** 2 });
+      expect(manifest.truncation.leftOut.map((l) => l.path)).to.include('big');
+      expect((await fs.readdir(st!.resultsDir!)).sort()).to.deep.equal(manifest.files.map((f) => f.path).sort());
     } finally {
       const c = await swarmCli(sb, s, 'clean');
       expect(c.code, c.stderr).to.equal(0);

@@ -1,6 +1,6 @@
 /** How grades show (spec.grade): their words, `get`'s GRADE column (and -o wide's GRADER), the summary's count by grade. */
 import { expect } from 'chai';
-import { renderRows, type Row } from '../../../src/cli/commands/get';
+import { renderRows, resultText, type Row } from '../../../src/cli/commands/get';
 import { countByGrade, graderImage, gradeLabel, gradeVerdict, gradeWhen } from '../../../src/sets/grade-text';
 import { summarize } from '../../../src/sets/summary';
 import type { NormalizedGrade, SetPolicy } from '../../../src/spec/types';
@@ -36,6 +36,8 @@ const grade = (over: Partial<GradeRecord> = {}): GradeRecord => ({
 const row = (name: string, st: AttemptStatus | null): Row => ({
   name,
   phase: st?.phase ?? 'Pending',
+  outcome: { outcome: st?.phase === 'Succeeded' ? 'passed' : 'unfinished' },
+  score: null,
   reason: st?.reason ?? '',
   exitCode: st?.exitCode ?? null,
   run: st?.run ?? 0,
@@ -44,6 +46,7 @@ const row = (name: string, st: AttemptStatus | null): Row => ({
   labels: {},
   image: 'img:1',
   command: null,
+  spec: null,
   results: st?.resultsDir ?? '',
   status: st,
 });
@@ -73,15 +76,28 @@ describe('grade views', () => {
     // an earlier run's grade is not the current run's
     const old = row('o', status('o', { phase: 'Succeeded', exitCode: 0, run: 2, grades: [grade()] }));
     const graded = row('g', status('g', { phase: 'Succeeded', exitCode: 0, grades: [grade(), grade({ k: 2, passed: false, image: 'grader:2' })] }));
-    expect(cols(lines(renderRows([plain, old], false))[0])).to.deep.equal(['NAME', 'PHASE', 'REASON', 'EXIT', 'RUN', 'AGE', 'DURATION']);
+    expect(cols(lines(renderRows([plain, old], false))[0])).to.deep.equal(['NAME', 'PHASE', 'REASON', 'EXIT', 'RUN', 'AGE', 'DURATION', 'RESULT']);
     const t = lines(renderRows([graded, old, plain], false));
-    expect(cols(t[0])).to.deep.equal(['NAME', 'PHASE', 'REASON', 'EXIT', 'RUN', 'AGE', 'DURATION', 'GRADE']);
+    expect(cols(t[0])).to.deep.equal(['NAME', 'PHASE', 'REASON', 'EXIT', 'RUN', 'AGE', 'DURATION', 'RESULT', 'GRADE']);
+    expect(cols(t[1])[7]).to.equal('passed');
     expect(cols(t[1]).at(-1)).to.equal('grade-2: fail');
     expect(cols(t[2]).at(-1)).to.equal('-');
     const w = lines(renderRows([graded, plain], true));
     expect(cols(w[0]).slice(-2)).to.deep.equal(['RESULTS', 'GRADER']);
     expect(cols(w[1]).at(-1)).to.equal('grader:2');
     expect(cols(w[2]).at(-1)).to.equal('-');
+  });
+
+  it('get: the RESULT column says how a run counts, with the score that decided it; a Succeeded run that scored 0 failed', () => {
+    const r = (outcome: Row['outcome'], score: number | null, reason = '') => resultText({ outcome, score, reason });
+    expect(r({ outcome: 'failed' }, 0)).to.equal('failed (score 0)');
+    expect(r({ outcome: 'passed' }, 0.8)).to.equal('passed (score 0.8)');
+    expect(r({ outcome: 'passed' }, null)).to.equal('passed');
+    // the reason the REASON column does not say (a Succeeded run without a readable score)
+    expect(r({ outcome: 'infra', reason: 'ScoreMissing' }, null)).to.equal('infra (ScoreMissing)');
+    expect(r({ outcome: 'infra', reason: 'ImageMissing' }, null, 'ImageMissing')).to.equal('infra');
+    expect(r({ outcome: 'skipped', reason: 'Deleted' }, null, 'Deleted')).to.equal('skipped');
+    expect(r({ outcome: 'unfinished' }, null)).to.equal('-');
   });
 
   it("summary: each set's children counted by the grade (k) their outcome comes from", () => {

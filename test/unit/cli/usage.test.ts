@@ -39,7 +39,7 @@ describe('command-line mistakes', () => {
     expect(await berth('describe')).to.deep.equal({
       code: EXIT.usage,
       stdout: '',
-      stderr: "berth: missing required argument 'name'\nsee 'berth describe --help'\n",
+      stderr: 'berth: describe: name the attempts, select them with -l (e.g. -l suite=demo), or give --all\n',
     });
     const pod = await berth('--state', '/nonexistent-berth-state', 'rerun', 'pod/x');
     expect([pod.code, pod.stderr]).to.deep.equal([

@@ -172,6 +172,29 @@ describe('SpecSource watching a real folder: each change ends equal to a fresh f
     expect(src.watching?.folders).to.equal(1);
   });
 
+  it('inside a fixture: YAML edited is read alone, a folder made is no walk; .berthignore edited is a walk', async function () {
+    await src.close();
+    cleanupTemp();
+    sb = sandbox({ 'a.yaml': doc('a', '  fixture: ./repo\n'), 'repo/mkdocs.yml': 'site_name: x\n', 'repo/src/x.py': 'x' });
+    await start();
+    expect(src.latest()?.errors).to.deep.equal([]);
+    writeFileSync(at('repo/mkdocs.yml'), 'site_name: [\n');
+    expect(await settled()).to.include({ walked: false });
+    expect(src.latest()?.errors).to.deep.equal([]);
+    mkdirSync(at('repo/docs'));
+    writeFileSync(at('repo/docs/compose.yml'), 'services: {}\n');
+    expect(await settled()).to.include({ walked: false });
+    expect(src.latest()?.errors).to.deep.equal([]);
+    expect(src.walks).to.equal(1);
+    // .berthignore is watched though it is a dot-file: its patterns decide which files are specs
+    writeFileSync(at('drafts.yaml'), 'not: [valid\n');
+    await settled();
+    expect(src.latest()?.errors.length).to.be.greaterThan(0);
+    writeFileSync(at('.berthignore'), 'drafts.yaml\n');
+    expect(await settled()).to.include({ walked: true });
+    expect(src.latest()?.errors).to.deep.equal([]);
+  });
+
   it('dot-files and dot-folders are neither loaded nor watched', async function () {
     mkdirSync(at('.hidden'));
     writeFileSync(at('.hidden/h.yaml'), doc('h'));

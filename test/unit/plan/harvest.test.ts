@@ -39,4 +39,16 @@ describe('planner: harvests not done', function () {
     const gone = plan(input({ specs: [spec('b')], snapshot: exited(), statuses: statuses(rec) }));
     expect(gone.actions.find((a) => a.attempt === 'a')?.ops.map((o) => o.type)).to.deep.equal(['harvest']);
   });
+
+  it("carries spec.harvest's caps to the finish and the harvest when they are not the defaults (the executor's then)", function () {
+    const caps = { maxBytes: 100, maxFiles: 7 };
+    const rec = status('a', { reason: REASONS.harvesting, ended, containerId: 'id-a' });
+    const again = plan(input({ specs: [spec('a', { harvest: caps })], snapshot: exited(), statuses: statuses(rec) }));
+    expect(again.actions[0]?.ops[0]).to.include({ type: 'harvest', caps });
+    const running = statuses(status('a'));
+    const finished = plan(input({ specs: [spec('a', { harvest: caps })], snapshot: exited(), statuses: running }));
+    expect(finished.actions[0]?.ops.find((o) => o.type === 'finish')).to.include({ caps });
+    const plain = plan(input({ specs: [spec('a')], snapshot: exited(), statuses: running }));
+    expect(plain.actions[0]?.ops.find((o) => o.type === 'finish')).to.not.have.property('caps');
+  });
 });

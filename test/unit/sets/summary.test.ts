@@ -93,6 +93,23 @@ describe('sets/summary', () => {
     });
   }
 
+  it('ResultsTruncated: a pass still (its reason), a failure still (its warning), both counted as truncated', () => {
+    const truncated = new Map(recs);
+    const pass = children.find((c) => recs.get(c.spec.name)?.reason === REASONS.completed)?.spec.name as string;
+    const fail = children.find((c) => recs.get(c.spec.name)?.reason === REASONS.error)?.spec.name as string;
+    truncated.set(pass, { ...(recs.get(pass) as AttemptStatus), reason: REASONS.resultsTruncated });
+    truncated.set(fail, { ...(recs.get(fail) as AttemptStatus), warnings: [`${REASONS.resultsTruncated}: results truncated: ...`] });
+    const s = summarize(children, truncated, 0).sets[0];
+    expect(s).to.include({ passed: 5, failed: 6, infra: 1, resultsTruncated: 2 });
+    expect(s?.children.filter((c) => c.resultsTruncated).map((c) => [c.name, c.outcome, c.reason])).to.deep.equal(
+      [
+        [pass, 'passed', REASONS.resultsTruncated],
+        [fail, 'failed', REASONS.error],
+      ].sort((a, b) => children.findIndex((c) => c.spec.name === a[0]) - children.findIndex((c) => c.spec.name === b[0])),
+    );
+    expect(summarize(children, recs, 0).sets[0]?.resultsTruncated).to.equal(0);
+  });
+
   it('per cell (all axes but the samples axis): n, passed, failed, infra apart, pass@k', () => {
     const s = summarize(children, recs, 0).sets[0];
     expect(s).to.include({ name: 'swe', samplesAxis: 'seed', n: 12, passed: 5, failed: 6, infra: 1, skipped: 0, unfinished: 0 });

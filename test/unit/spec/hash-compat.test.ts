@@ -109,6 +109,7 @@ const attempt: fc.Arbitrary<NormalizedAttempt> = fc.record({
   ttlSecondsAfterFinished: fc.option(fc.nat(), { nil: null }),
   // at their defaults, as every spec written before they existed
   user: fc.constant(null),
+  credentials: fc.constant([]),
   readOnlyRootFilesystem: fc.constant(false),
   grade: fc.constant(null),
   sidecars: fc.array(sidecar, { maxLength: 2 }),
@@ -119,6 +120,7 @@ const attempt: fc.Arbitrary<NormalizedAttempt> = fc.record({
     maxBytes: fc.nat(),
     maxFiles: fc.nat(),
   }),
+  harvest: fc.record({ maxBytes: fc.nat(), maxFiles: fc.nat() }),
 });
 
 describe('spec hash stays what it was', () => {
@@ -170,6 +172,17 @@ describe('spec hash stays what it was', () => {
     expect(after.specs[0]?.hash).to.equal(before.specs[0]?.hash);
   });
 
+  it('spec.harvest never counts: changing what a results folder keeps does not re-run an attempt', async () => {
+    const before = await loadOne(doc('minimal'));
+    const after = await loadOne(doc('minimal', '  harvest: {maxBytes: 100Mi, maxFiles: 10}\n'));
+    expect(after.errors).to.deep.equal([]);
+    expect(after.specs[0]?.spec.harvest).to.deep.equal({ maxBytes: 100 * 1024 ** 2, maxFiles: 10 });
+    expect(before.specs[0]?.spec.harvest).to.deep.equal({ maxBytes: 1024 ** 3, maxFiles: 100_000 });
+    expect(after.specs[0]?.hash).to.equal(before.specs[0]?.hash);
+    const bad = await loadOne(doc('minimal', '  harvest: {maxBytes: lots}\n'));
+    expect(bad.errors.map((e) => e.path)).to.deep.equal(['spec.harvest.maxBytes']);
+  });
+
   it('a field the table does not know is hashed (it replaces), never ignored silently', () => {
     fc.assert(
       fc.property(attempt, (s) => {
@@ -208,7 +221,7 @@ describe("a field added after the first hash cannot change an existing spec's ha
     const always = rules.filter(([, r]) => r === 'hash' || typeof r === 'function').map(([k]) => k);
     expect([...always].sort()).to.deep.equal(FIRST);
     for (const [k, r] of rules) expect(FIRST.includes(k) || r === 'ignore' || later.some(([l]) => l === k), k).to.equal(true);
-    expect(later.map(([k]) => k)).to.include.members(['sidecars', 'user', 'readOnlyRootFilesystem']);
+    expect(later.map(([k]) => k)).to.include.members(['sidecars', 'user', 'readOnlyRootFilesystem', 'credentials']);
   });
 
   it('a spec that does not write a later field loads with it at its declared default', async () => {

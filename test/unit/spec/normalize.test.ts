@@ -32,6 +32,7 @@ describe('spec/normalize', () => {
       fixtureLayers: [],
       results: 'good-minimal',
       network: { mode: 'none', egress: [] },
+      credentials: [],
       volumes: [],
       resources: { cpus: null, memoryBytes: null, pids: 512 },
       deadlineSeconds: null,
@@ -42,6 +43,7 @@ describe('spec/normalize', () => {
       sidecars: [],
       grade: null,
       workspace: { export: 'changes', exclude: [], maxBytes: 256 * 1024 ** 2, maxFiles: 100_000 },
+      harvest: { maxBytes: 1024 ** 3, maxFiles: 100_000 },
     });
   });
 
@@ -68,6 +70,7 @@ describe('spec/normalize', () => {
       fixtureLayers: '<layers>',
       results: 'task-42',
       network: { mode: 'isolated', egress: ['*.pypi.org:443', '10.0.0.1:8080', 'api.example.com:443'] },
+      credentials: [],
       volumes: [
         { name: 'cache', mountPath: '/cache', readOnly: false },
         { name: 'data', mountPath: '/data', readOnly: true },
@@ -81,6 +84,7 @@ describe('spec/normalize', () => {
       sidecars: [],
       grade: null,
       workspace: { export: 'changes', exclude: [], maxBytes: 256 * 1024 ** 2, maxFiles: 100_000 },
+      harvest: { maxBytes: 1024 ** 3, maxFiles: 100_000 },
     });
   });
 
