@@ -14,6 +14,7 @@
  *   BENCH_COMPLETIONS  attempts of the completion-detection workload (default 40)
  *   BENCH_SET_CELLS    the AttemptSet workload plans a CELLS x CELLS set (default 100: 10,000 children)
  *   BENCH_HARVEST_FILES files in the results folder of the harvest workload (default 100,000)
+ *   BENCH_DISK_ATTEMPTS, BENCH_DISK_ENTRIES  attempts and entries each of the disk-measure workload (default 1,000 and 100)
  *   BENCH_GRADE_FILES  files of the grade workload's fixture, about 10 KiB each (default 2,000)
  *   BENCH_SWARM_DROPS  drop-to-running samples on the swarm (default 5)
  *   BENCH_SWARM_SIZES  swarm no-op pass sizes (default 10,200)
@@ -25,7 +26,7 @@
  *   BENCH_FIXTURE_FILES files of the fixture-plan workload's generated repository and of the large-fixture workload's tree (default 5,000, ~150 MB)
  *   BENCH_FIXTURE_MB   the large-fixture tree's size in MiB (default 150)
  *   BENCH_FIXTURE_ATTEMPTS containers it is copied into, 4 at a time (default 20)
- *   BENCH_ONLY         comma list of cold,drop,noop,resources,report,harvest,grade,credentials,sets,completion,git,swarm,fleet,tenk,fixture-plan,fixture: a partial run, written to
+ *   BENCH_ONLY         comma list of cold,drop,noop,resources,report,harvest,disk,grade,credentials,sets,completion,git,swarm,fleet,tenk,fixture-plan,fixture: a partial run, written to
  *                      bench/results/partial.*.tmp instead of latest.*
  *   BENCH_PROFILE=1    also take CPU profiles (untimed extra runs under `node --cpu-prof`: berth's
  *                      cold start and clean of 50, a no-op pass at the largest size in-process and
@@ -54,6 +55,7 @@ import { gradeRounds, type GradeSamples } from './workloads/grade';
 import { fixturePlanRounds, type FixturePlanSamples } from './workloads/fixture-plan';
 import { harvestRounds, type HarvestSamples } from './workloads/harvest';
 import { credentialRounds, type CredentialSamples } from './workloads/credentials';
+import { diskRounds, type DiskSamples } from './workloads/disk';
 import { noopScales, type NoopResult } from './workloads/noop';
 import { reportBench, type ReportSamples } from './workloads/report';
 import { setRounds, type SetSamples } from './workloads/sets';
@@ -71,6 +73,8 @@ const TARGETS = {
   harvestVsFloor: 1.5,
   /** A credentialed request through the egress proxy (plain HTTP in, verified TLS out) against a direct TLS call: added ms per request. */
   credentialAddedMs: 5,
+  /** One disk-measuring interval (CPU) against `du -s` of the same folders. */
+  diskVsDu: 3,
   /** A run's export plus its grade against the engine's archive of workingDir plus a fresh container with the changes copied in (issue 36). */
   gradeVsFloor: 1.2,
   /** `plan`'s spec load over a large unchanged fixture, in a new process's state, against a plain stat walk of its files (issue 39). */
@@ -179,6 +183,7 @@ interface Results {
   clean1000Ms?: number;
   harvest?: HarvestSamples;
   credentials?: CredentialSamples;
+  disk?: DiskSamples;
   grade?: GradeSamples;
   fixture?: FixtureSamples;
   report?: ReportSamples;
@@ -508,6 +513,22 @@ function credentialRows(c: CredentialSamples, rows: Row[]): void {
   });
 }
 
+function diskRows(d: DiskSamples, rows: Row[]): void {
+  const r = pairedRatio(d.berthCpu, d.duCpu);
+  const cpu = summarize(d.berthCpu);
+  rows.push({
+    id: 'disk-measure',
+    workload: `One disk-measuring interval over ${d.attempts.toLocaleString('en')} running attempts (${d.entries.toLocaleString('en')} entries, their writable layers and results folders; generated trees, no containers): CPU, as a share of the 10 s interval ${((cpu.median / 10_000) * 100).toFixed(1)} %; wall ${fmtMs(summarize(d.berthWall).median)}`,
+    berth: spread(cpu),
+    reference: `a plain du -s of the same folders (its CPU; wall ${fmtMs(summarize(d.duWall).median)})`,
+    refValue: spread(summarize(d.duCpu)),
+    ratio: r,
+    target: `≤ ${TARGETS.diskVsDu}×`,
+    verdict: verdictOf(r.median <= TARGETS.diskVsDu),
+    chart: { label: `disk measure of ${d.attempts} attempts vs du -s`, target: TARGETS.diskVsDu },
+  });
+}
+
 function gradeRows(g: GradeSamples, rows: Row[]): void {
   const r = pairedRatio(g.berth, g.floor);
   const med = (xs: number[]) => fmtMs(summarize(xs).median);
@@ -722,6 +743,7 @@ async function main(): Promise<void> {
           'resources',
           'report',
           'harvest',
+          'disk',
           'grade',
           'credentials',
           'sets',
@@ -849,6 +871,7 @@ async function main(): Promise<void> {
       log('the egress proxy with an injected credential: plain HTTP through it to a TLS upstream, against a direct TLS call');
       res.credentials = await credentialRounds(rounds, envInt('BENCH_CRED_REQUESTS', 200, 10), log);
     }
+    if (want('disk')) res.disk = await diskRounds(run, envInt('BENCH_DISK_ATTEMPTS', 1000), envInt('BENCH_DISK_ENTRIES', 100), rounds, log);
     if (want('grade')) {
       res.grade = await gradeRounds(engine, run, envInt('BENCH_GRADE_FILES', 2000, 200), rounds, log, profileDir);
       if (res.grade.profile) res.profiles.push({ title: 'export + grade of one attempt, in-process (one berth round)', file: res.grade.profile });
@@ -887,6 +910,7 @@ async function main(): Promise<void> {
   if (res.drop) dropRows(res.drop, res.at1000, rows);
   if (res.at1000) resourceRows(res.at1000, rows);
   if (res.harvest) harvestRows(res.harvest, rows);
+  if (res.disk) diskRows(res.disk, rows);
   if (res.grade) gradeRows(res.grade, rows);
   if (res.fixture) fixtureRows(res.fixture, rows);
   if (res.fixturePlan) fixturePlanRows(res.fixturePlan, rows);
@@ -969,6 +993,7 @@ async function main(): Promise<void> {
       controllerAtMax: res.at1000,
       cleanMaxMs: res.clean1000Ms,
       harvest: res.harvest,
+      disk: res.disk,
       grade: res.grade,
       fixture: res.fixture,
       credentials: res.credentials,

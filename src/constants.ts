@@ -457,6 +457,15 @@ export const DEFAULTS = {
   /** A path deeper than this many components, or longer than this many bytes, is left out (`too-deep`). */
   workspaceMaxDepth: 256,
   workspacePathBytes: 4096,
+  /**
+   * resources.disk where berth measures (observe/disk-usage.ts): how often the running attempts with a
+   * limit are measured (`--disk-interval`; the kubelet's housekeeping is 10 s), what one entry
+   * counts at least (one block), and the entries walked per interval over all attempts (those
+   * left go first at the next interval).
+   */
+  diskIntervalMs: 10_000,
+  diskEntryMinBytes: 4096,
+  diskEntriesPerInterval: 2_000_000,
 } as const;
 
 /** The files of the exported workspace, in the run folder (docs/CONTRACT.md, "The workspace comes home"). */

@@ -131,7 +131,25 @@ export function attestInspected(c: ContainerDetails, d: ContainerWant): Attestat
     rootfsCheck(h.readonlyRootfs, h.tmpfs, want.readonlyRootfs, want.tmpfs ?? {}),
     dnsCheck(h.dns, want.dns),
     logCheck(h.logConfig, want.logConfig),
+    ...(want.storageOpt || h.storageOpt ? [diskCheck(h.storageOpt ?? {}, want.storageOpt ?? {})] : []),
   ];
+}
+
+/** resources.disk where the engine enforces it: the container's StorageOpt is exactly what berth asked (its writable layer capped at the limit). */
+function diskCheck(have: Record<string, string>, want: Record<string, string>): AttestationCheck {
+  const show = (o: Record<string, string>) =>
+    Object.keys(o).length
+      ? Object.entries(o)
+          .sort(([a], [b]) => a.localeCompare(b))
+          .map(([k, v]) => `${k}=${v}`)
+          .join(', ')
+      : 'none';
+  const ok = show(have) === show(want);
+  return check(
+    'disk',
+    ok,
+    ok ? `writable layer capped by the engine: storage options ${show(have)}` : `storage options ${show(have)} (berth asks ${show(want)})`,
+  );
 }
 
 /** The engine's own log files of the container are capped as berth asked (a run cannot fill the host's disk through them). */

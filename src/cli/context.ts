@@ -4,6 +4,7 @@ import path from 'node:path';
 import { readlinkSync, statSync } from 'node:fs';
 import { DEFAULTS, GIT } from '../constants';
 import type { PassConfig } from '../controller/pass';
+import { parseDisk } from '../spec/quantity';
 import { resolveResultsRoot } from '../plan/results';
 import { DesiredStates } from '../plan/desired-for';
 import { diskThresholds, type Floor } from '../plan/disk-pressure';
@@ -149,6 +150,10 @@ export interface PassFlags {
   /** `--disk-pressure-free`, `--disk-pressure-inodes`. */
   diskPressureFree?: Floor;
   diskPressureInodes?: Floor;
+  /** `--default-disk`, in bytes. */
+  defaultDisk?: number;
+  /** `--disk-interval`, in ms. */
+  diskInterval?: number;
 }
 
 /** A size from the environment (`65536`, `64k`, `32m`, `16g`); undefined when unset or not one. */
@@ -175,6 +180,8 @@ export function passConfig(ctx: Context, o: PassFlags): PassConfig {
       : {}),
     ...(o.allowEmpty ? { allowEmpty: true } : {}),
     ...defaultDeadline(o.defaultDeadline ?? parseDuration(ctx.env.BERTH_DEFAULT_DEADLINE || String(ctx.fileDefaults?.get('default-deadline') ?? ''))),
+    ...defaultDisk(o.defaultDisk ?? envDisk(ctx.env.BERTH_DEFAULT_DISK)),
+    ...(o.diskInterval !== undefined ? { diskIntervalMs: o.diskInterval } : {}),
     fixtureCacheBytes: o.fixtureCacheSize ?? sizeOf(ctx.env.BERTH_FIXTURE_CACHE_SIZE) ?? DEFAULTS.fixtureCacheBytes,
     harvest: {
       logMaxBytes: o.logMaxBytes ?? DEFAULTS.logMaxBytes,
@@ -196,6 +203,18 @@ export function passConfig(ctx: Context, o: PassFlags): PassConfig {
  */
 function defaultDeadline(ms: number | undefined): Pick<PassConfig, 'defaultDeadlineSeconds'> {
   return ms !== undefined ? { defaultDeadlineSeconds: ms / 1000 } : {};
+}
+
+/** `--default-disk` (bytes) as the planner takes it (see defaultDeadline). */
+function defaultDisk(bytes: number | undefined): Pick<PassConfig, 'defaultDiskBytes'> {
+  return bytes !== undefined ? { defaultDiskBytes: bytes } : {};
+}
+
+/** BERTH_DEFAULT_DISK when it is a disk quantity (commands without the flag: `rerun`, `delete`). */
+function envDisk(v: string | undefined): number | undefined {
+  if (v === undefined || v.trim() === '') return undefined;
+  const parsed = parseDisk(/^[0-9]+$/.test(v.trim()) ? Number(v.trim()) : v.trim());
+  return parsed.ok ? parsed.bytes : undefined;
 }
 
 /** Two attempts per core, at least 2: a 2-core machine runs 4 at once. */

@@ -31,9 +31,21 @@ function keyedEventsOf(rec: AttemptStatus): Keyed[] {
     out.push({ at, type, reason, attempt: rec.name, message, key });
   };
   add(rec.createdAt, 'Normal', 'Created', `attempt recorded${rec.source ? ` from ${rec.source}` : ''}`);
+  // A run whose outcome is recorded (`ended`) while its harvest is under way ends as that outcome:
+  // the record still reads Running (Harvesting) until the harvest is done, and its Finished
+  // event must read as it will after, so that a run has one Finished event (`events -w` too).
+  const now = rec.ended?.run === rec.run ? rec.ended : undefined;
   const runs = [
     ...rec.history,
-    { run: rec.run, phase: rec.phase, reason: rec.reason, message: rec.message, exitCode: rec.exitCode, startedAt: rec.startedAt, finishedAt: rec.finishedAt },
+    {
+      run: rec.run,
+      phase: now?.phase ?? rec.phase,
+      reason: now ? now.reason : rec.reason,
+      message: now ? now.message : rec.message,
+      exitCode: rec.exitCode,
+      startedAt: rec.startedAt,
+      finishedAt: rec.finishedAt,
+    },
   ];
   let prev: (typeof runs)[number] | undefined;
   inRuns = true;

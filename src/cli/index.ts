@@ -7,7 +7,8 @@ import { Argument, Command, CommanderError, InvalidArgumentError, Option } from 
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { BACKENDS } from '../backend/types';
-import { CONTRACT_VERSION, DEFAULTS, EXIT, FAIL_ON, SIGNAL_EXIT } from '../constants';
+import { DEFAULTS, EXIT, FAIL_ON, SIGNAL_EXIT } from '../constants';
+import { parseDisk } from '../spec/quantity';
 import { DURATION_SYNTAX, parseDuration } from '../util/duration';
 import { parseFloor, type Floor } from '../plan/disk-pressure';
 import type * as CleanCmd from './commands/clean';
@@ -25,6 +26,7 @@ import type * as UnlockCmd from './commands/unlock';
 import type * as ValidateCmd from './commands/validate';
 import type * as WaitCmd from './commands/wait';
 import type * as RerunCmd from './commands/rerun';
+import type * as VersionCmd from './commands/version';
 import type * as RegradeCmd from './commands/regrade';
 import type * as DeleteCmd from './commands/delete';
 import type * as ResolveCmd from './commands/resolve';
@@ -78,6 +80,15 @@ function diskFloor(name: string, unit: 'bytes' | 'inodes') {
   };
 }
 
+/** A disk quantity (resources.disk's syntax: 2Gi, 500M, bytes), in bytes. */
+function diskQuantity(name: string) {
+  return (v: string): number => {
+    const parsed = parseDisk(/^[0-9]+$/.test(v.trim()) ? Number(v.trim()) : v.trim());
+    if (!parsed.ok) throw new InvalidArgumentError(`${name} ${parsed.message}`);
+    return parsed.bytes;
+  };
+}
+
 /** A duration flag, in milliseconds: `500ms`, `30s`, `2m`, `1h30m`, or a bare number of seconds. */
 function durationMs(name: string, o: { zero?: boolean } = {}) {
   return (v: string): number => {
@@ -96,6 +107,13 @@ function durationSeconds(name: string, o: { zero?: boolean } = {}) {
 function maxRunningOption(): Option {
   const n = defaultMaxRunning();
   return new Option('--max-running <n>', 'attempts running at once').argParser(int('--max-running', 1)).default(n, `2 × CPUs, at least 2: ${n} here`);
+}
+
+/** `--timeout` of rerun, delete, regrade: how long a running controller is given to carry the command out. */
+function controllerTimeoutOption(): Option {
+  return new Option('--timeout <duration>', 'while a controller runs the instance: how long to wait for it to carry this out (e.g. 30s, 2m)')
+    .argParser(durationMs('--timeout'))
+    .default(60_000, '60s');
 }
 
 /** `--fail-on failed|infra|none` (reconcile --wait, wait): which outcomes make the exit code non-zero. */
@@ -229,9 +247,9 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
   const done = (p: Promise<number>) => p.then(setExit);
   // Names as every command takes them (names.ts): NAME, attempt/NAME, set/NAME. Undefined when
   // one stood for nothing (said on stderr; exit 1): such a command acts on none of them.
-  const attemptsOf = async (c: Context, args: string[]): Promise<string[] | undefined> => {
+  const attemptsOf = async (c: Context, args: string[], o: { harvested?: boolean } = {}): Promise<string[] | undefined> => {
     const resolve = require('./commands/resolve') as typeof ResolveCmd;
-    const r = await resolve.resolveAttempts(c, args);
+    const r = await resolve.resolveAttempts(c, args, o);
     if (resolve.reportMissing(c, r)) {
       setExit(EXIT.failed);
       return undefined;
@@ -352,6 +370,17 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
         '--disk-pressure-inodes <floor>',
         `as --disk-pressure-free, for free inodes: a percentage or a number (e.g. 5%, 100000; 0: off; default ${DEFAULTS.diskPressureInodes})`,
       ).argParser(diskFloor('--disk-pressure-inodes', 'inodes')),
+    )
+    .addOption(
+      new Option(
+        '--default-disk <quantity>',
+        'disk limit of attempts whose spec sets no resources.disk (writable layer, results and volumes together; e.g. 2Gi, 500M); not part of the spec hash (default: none)',
+      ).argParser(diskQuantity('--default-disk')),
+    )
+    .addOption(
+      new Option('--disk-interval <duration>', 'controller: how often the running attempts with a disk limit are measured (e.g. 10s, 1m)')
+        .argParser(durationMs('--disk-interval'))
+        .default(DEFAULTS.diskIntervalMs, `${DEFAULTS.diskIntervalMs / 1000}s`),
     );
   gitOptions(reconcile, true).action(async (o, cmd: Command) => {
     if (o.wait && !o.once) throw new UsageError('--wait goes with --once (reconcile --once --wait); to wait on a running controller, use berth wait');
@@ -438,6 +467,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     .description('a new run of finished attempts, same spec (earlier results stay)')
     .argument('[name...]', `attempts to re-run: ${NAME_FORMS}`)
     .option('-l, --selector <selector>', 'label selector, as for get', collect)
+    .addOption(controllerTimeoutOption())
     .action(async (args: string[], o, cmd: Command) => {
       const c = ctx(cmd);
       const names = await attemptsOf(c, args);
@@ -450,6 +480,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     .argument('[name...]', `attempts to grade again: ${NAME_FORMS}`)
     .option('-l, --selector <selector>', 'label selector, as for get', collect)
     .option('--all', 'every attempt with a grader')
+    .addOption(controllerTimeoutOption())
     .action(async (args: string[], o, cmd: Command) => {
       const c = ctx(cmd);
       const names = await attemptsOf(c, args);
@@ -461,6 +492,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     .description("remove attempts' engine resources now (results stay); not run again until the spec changes or rerun")
     .argument('[name...]', `attempts to delete: ${NAME_FORMS}`)
     .option('-l, --selector <selector>', 'label selector, as for get', collect)
+    .addOption(controllerTimeoutOption())
     .action(async (args: string[], o, cmd: Command) => {
       const c = ctx(cmd);
       const names = await attemptsOf(c, args);
@@ -538,9 +570,12 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     .option('--tail <n>', 'only the last n lines', int('--tail', 0))
     .action(async (args: string[], o: LogsCmd.LogsOptions & { selector?: string[]; all?: boolean }, cmd: Command) => {
       const c = ctx(cmd);
-      const names = await attemptsOf(c, args);
+      // an attempt whose spec (and record) is gone still has its harvested logs
+      const names = await attemptsOf(c, args, { harvested: true });
       if (!names) return;
-      const chosen = await (require('./commands/choose') as typeof ChooseCmd).chooseAttempts(c, 'logs', names, o.selector, o.all === true);
+      if (names.length && o.all) throw new UsageError('logs: --all takes no names and no -l');
+      if (names.length && o.selector?.length) throw new UsageError('logs: give names or -l, not both');
+      const chosen = names.length ? [] : await (require('./commands/choose') as typeof ChooseCmd).chooseAttempts(c, 'logs', names, o.selector, o.all === true);
       if (typeof chosen === 'number') return setExit(chosen);
       // in the order given (a set's children in expansion order), not chooseAttempts' sorted one
       const order = names.length ? names : chosen.map((r) => r.name);
@@ -567,11 +602,10 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
 
   program
     .command('version')
-    .description("berth's version")
-    .addOption(new Option('-o, --output <format>', 'json: {version, node, contract}').choices(['json']))
-    .action((o: { output?: 'json' }) => {
-      if (o.output === 'json') io.out(`${JSON.stringify({ version: version(), node: process.version, contract: CONTRACT_VERSION })}\n`);
-      else io.out(`berth ${version()} (node ${process.version}; contract v${CONTRACT_VERSION})\n`);
+    .description("berth's version and the engine's")
+    .addOption(new Option('-o, --output <format>', 'json: {version, node, contract, engine}').choices(['json']))
+    .action(async (o: { output?: 'json' }, cmd: Command) => {
+      await done((require('./commands/version') as typeof VersionCmd).runVersion(ctx(cmd), version(), o));
     });
 
   program

@@ -43,7 +43,7 @@ import { instrumentEngine } from '../engine/wrap';
 import type { ActionResult } from '../execute/executor';
 import { mergeSnapshot, observe, observeAttempts } from '../observe/snapshot';
 import type { Snapshot } from '../observe/types';
-import { RUNNING_STATES } from '../constants';
+import { DEFAULTS, RUNNING_STATES } from '../constants';
 import type { AttemptAction, Plan } from '../plan/types';
 import type { LoadReport } from '../spec/loader';
 import type { StatusStore } from '../status/store';
@@ -52,14 +52,19 @@ import type { Clock } from '../util/clock';
 import { systemClock } from '../util/clock';
 import type { Logger } from '../util/log';
 import { nextTurn, Semaphore } from '../util/pool';
+import { DiskMeter } from './disk-meter';
 import { EngineHealth } from './engine-health';
 import { EngineSource } from './engine-source';
 import { ExitWatch } from './exit-watch';
 import type { ControllerMetrics } from './metrics';
-import { executorFor, knownContainerIds, planInput, planWithRunFloors, readDisk, type PassConfig } from './pass';
+import { diskQuotaFor, executorFor, knownContainerIds, planInput, planWithRunFloors, readDisk, type PassConfig } from './pass';
 import { diskPressure, pressured, type DiskInput } from '../plan/disk-pressure';
 import { WorkQueue } from './queue';
 import { SpecSource } from './spec-source';
+import { SpecErrorLog } from './spec-errors';
+import { MARKS } from './marks';
+import { RequestWatch } from './request-watch';
+import type { ControllerRequest, RequestAnswer, RequestResult } from '../status/requests';
 import { GitPoller } from '../git/poller';
 import type { GitSource } from '../git/source';
 import type { RevisionOutcomes } from '../git/outcome';
@@ -112,6 +117,8 @@ export class Controller {
   /** The engine, its calls feeding `health`. */
   readonly engine: Engine;
   private readonly specs: SpecSource;
+  /** The spec errors of the last load, each logged once (spec-errors.ts). */
+  readonly specErrors: SpecErrorLog;
   /** Fetches the git source, when there is one. */
   readonly poller: GitPoller | undefined;
   private readonly events: EngineSource;
@@ -155,6 +162,8 @@ export class Controller {
   private readonly exits = new Map<string, { id: string; gone: boolean; looks: number }>();
   /** Exits seen by inspecting the container on its `die`, laid over the lists until they show them. */
   private readonly seen: ExitWatch;
+  /** What the running attempts with a disk limit hold, measured at an interval (disk-meter.ts). */
+  private readonly meter: DiskMeter;
   /**
    * Attempts whose only news since they were last listed is an exit such an inspect saw: a batch
    * plans them from the kept lists with the exit laid over them, without listing them again
@@ -162,6 +171,15 @@ export class Controller {
    * the attempt, its own action's end (stale) or a full list ends that.
    */
   private readonly inspectedOnly = new Set<string>();
+  /** Requests of `rerun`, `delete`, `regrade` (not in a finite run). */
+  private readonly requests: RequestWatch | undefined;
+  /**
+   * Attempts a request marks: no batch numbered up to this (Infinity while marking) dispatches
+   * an action for them, as it planned from their records before the mark.
+   */
+  private readonly held = new Map<string, number>();
+  /** Requests waiting for an attempt's action: each settles with the first batch numbered above `after`. */
+  private readonly carrying = new Map<string, Array<{ after: number; done: (r: RequestResult) => void }>>();
   /** A full pass succeeded (readiness). */
   synced = false;
   /** Why new runs wait for disk space, as the last batch read the disks (readiness, metrics); undefined: none. */
@@ -173,6 +191,7 @@ export class Controller {
     this.health = new EngineHealth(o.log, this.clock, (up) => o.metrics?.engineUp.set(up ? 1 : 0));
     this.engine = instrumentEngine(o.engine, this.health.listener);
     this.queue = new WorkQueue({ clock: this.clock, ...(o.metrics ? { metrics: o.metrics.queueMetrics() } : {}) });
+    this.specErrors = new SpecErrorLog(o.log);
     this.slots = new Semaphore(Math.max(1, o.workers));
     this.ending = new Semaphore(Math.max(1, o.workers, o.cfg.maxRunning));
     this.specs = new SpecSource(
@@ -182,6 +201,7 @@ export class Controller {
         stateDir: o.cfg.stateDir,
         debounceMs: o.debounceMs ?? 30,
         log: o.log,
+        onLoaded: (load) => this.specErrors.update(load.errors),
         ...(o.git ? { git: { current: () => o.git?.current(), url: o.git.cfg.url.display } } : {}),
       },
       (names, load) => {
@@ -209,6 +229,15 @@ export class Controller {
         if (seen) for (const w of this.waitingForSlot) this.queue.add(w);
       },
     );
+    this.meter = new DiskMeter({
+      engine: this.engine,
+      records: () => o.store.loadAll(),
+      clock: this.clock,
+      intervalMs: o.cfg.diskIntervalMs ?? DEFAULTS.diskIntervalMs,
+      log: o.log,
+      onOver: (name) => this.queue.add(name),
+      signal: this.halt.signal,
+    });
     this.events = new EngineSource(this.engine, o.cfg.instance, o.log, {
       onEvent: (ev) => {
         // a part of a merged stream (a swarm node's) was away: what happened meanwhile was not reported
@@ -229,6 +258,7 @@ export class Controller {
         this.queue.add(ALL);
       },
     });
+    this.requests = o.finite ? undefined : new RequestWatch({ stateDir: o.cfg.stateDir, instance: o.cfg.instance, log: o.log }, (req) => this.carryOut(req));
     const images = this.engine.events.images?.bind(this.engine.events);
     this.imageEvents = images
       ? new EngineSource(
@@ -257,6 +287,7 @@ export class Controller {
       this.events.start(Math.floor(Date.now() / 1000) - 1);
       this.imageEvents?.start(Math.floor(Date.now() / 1000) - 1);
       this.queue.add(ALL);
+      this.meter.start();
       this.loopDone = this.loop();
       return;
     }
@@ -270,6 +301,8 @@ export class Controller {
     this.imageEvents?.start();
     this.queue.add(ALL);
     this.scheduleResync();
+    this.meter.start();
+    await this.requests?.start();
     this.loopDone = this.loop();
   }
 
@@ -295,6 +328,7 @@ export class Controller {
         this.o.log.warn(`a reconcile batch has been under way for ${Math.round((this.clock.now() - this.batchSince) / 1000)} s; the resync waits for it`);
       }
       this.queue.add(ALL);
+      this.requests?.look(); // a request the folder's watch missed
       this.scheduleResync();
     }, this.o.resyncMs);
   }
@@ -329,7 +363,8 @@ export class Controller {
 
   private async reconcile(batch: string[]): Promise<void> {
     const started = this.clock.now();
-    const id = `${(++this.passes).toString(36)}-${started.toString(36)}`;
+    const batchNo = ++this.passes;
+    const id = `${batchNo.toString(36)}-${started.toString(36)}`;
     const log = this.o.log.child({ reconcileId: id });
     const all = batch.includes(ALL);
     const keys = new Set(batch.filter((k) => k !== ALL));
@@ -349,6 +384,7 @@ export class Controller {
       const [l, statuses, snapshot, disk] = await Promise.all([listsOut.then(() => this.specs.specs()), statusesP, snapshotP, diskP]);
       load = l;
       this.notePressure(disk);
+      const diskQuota = await diskQuotaFor(this.o.cfg, load, this.engine);
       const busy = new Set(this.inflight.keys());
       const p = planWithRunFloors(
         planInput(this.o.cfg, load, snapshot, statuses, this.clock.now(), {
@@ -357,6 +393,8 @@ export class Controller {
           reservedBySet,
           pins: this.o.store.pins.loadAll(),
           ...(disk ? { disk } : {}),
+          diskUsage: this.meter.current(),
+          ...(diskQuota ? { diskQuota } : {}),
         }),
       );
       if (this.o.outcomes) void this.o.outcomes.check(statuses.values()).catch((err: unknown) => log.warn(`revision outcome: ${String(err)}`));
@@ -375,8 +413,10 @@ export class Controller {
       const byName = new Map(p.actions.map((a) => [a.attempt, a]));
       const handled = new Set<string>();
       for (const a of p.actions) {
-        if (busy.has(a.attempt)) {
-          this.lookAfterWork.add(a.attempt); // in flight from an earlier batch: looked at again when it ends
+        const heldTill = this.held.get(a.attempt);
+        if (heldTill !== undefined && batchNo > heldTill) this.held.delete(a.attempt);
+        if (busy.has(a.attempt) || (heldTill !== undefined && batchNo <= heldTill)) {
+          this.lookAfterWork.add(a.attempt); // in flight from an earlier batch (or a request marks it): looked at again when it ends
           continue;
         }
         if (a.kind === 'wait' && a.ops.every((o) => o.type === 'record')) this.waitingForSlot.add(a.attempt);
@@ -384,8 +424,10 @@ export class Controller {
         if (a.kind === 'wait') this.waiting.add(a.attempt);
         else this.waiting.delete(a.attempt);
         handled.add(a.attempt);
-        this.dispatch(a, keys.has(a.attempt), log, load.revision);
+        this.dispatch(a, keys.has(a.attempt), log, load.revision, batchNo);
       }
+      // a request's attempt the plan has nothing for: nothing to carry out
+      for (const n of this.carrying.keys()) if ((all || keys.has(n)) && !byName.has(n)) this.settleCarried(n, batchNo, { name: n, ops: [] });
       this.o.watcher?.planned?.(load, p);
       for (const k of keys) this.lookAgainIfLagging(k, snapshot, log);
       for (const k of keys) if (!handled.has(k)) this.endWork(k, true, byName.has(k) ? { type: 'in-flight' } : { type: 'done' });
@@ -397,6 +439,9 @@ export class Controller {
       else log.error(`reconcile failed: ${msg}`);
       this.o.metrics?.reconciled('error', (this.clock.now() - started) / 1000);
       for (const k of keys) this.endWork(k, true, { type: 'error' });
+      for (const n of [...this.carrying.keys()])
+        if (all || keys.has(n))
+          this.settleCarried(n, batchNo, { name: n, error: `reconcile failed: ${msg} (the mark is recorded: the controller carries it out when it can)` });
       if (all) this.queue.addRateLimited(ALL);
       if (isEngineDown(err)) {
         this.synced = false;
@@ -406,8 +451,6 @@ export class Controller {
     } finally {
       if (all) this.queue.done(ALL);
     }
-    if (this.passes === 1 && load.errors.length)
-      log.warn(`${load.errors.length} spec errors; attempts under invalid specs are left as they are (berth validate shows them)`);
   }
 
   /** An exit the engine reported but the lists do not show yet: queue the attempt again shortly. */
@@ -476,10 +519,11 @@ export class Controller {
    * revision it was planned from is held until it ends: its fixtures stay readable while it
    * waits for a worker, also if later revisions are switched to meanwhile.
    */
-  private dispatch(a: AttemptAction, queued: boolean, log: Logger, revision?: string): void {
+  private dispatch(a: AttemptAction, queued: boolean, log: Logger, revision: string | undefined, batchNo: number): void {
     if (a.ops.length === 0) {
       this.failing.delete(a.attempt);
       this.endWork(a.attempt, queued, outcome(a, undefined));
+      this.settleCarried(a.attempt, batchNo, { name: a.attempt, ops: [] });
       return;
     }
     const release = revision !== undefined ? this.o.git?.hold(revision) : undefined;
@@ -506,6 +550,13 @@ export class Controller {
           else this.reservedBySet.delete(set);
         }
         this.inflight.delete(a.attempt);
+        this.settleCarried(
+          a.attempt,
+          batchNo,
+          !res
+            ? { name: a.attempt, error: 'the controller stopped before carrying it out (the mark is recorded: the next reconcile does)' }
+            : { name: a.attempt, ops: a.ops.map((op) => op.type), ...(res.ok ? {} : { error: res.error ?? 'failed' }) },
+        );
         // Still waiting for a worker when the controller stopped: never begun, nothing to record;
         // the attempt is where it was, and the next controller takes it up.
         if (!res) return;
@@ -588,23 +639,86 @@ export class Controller {
   }
 
   /**
+   * A request of `rerun`, `delete` or `regrade` (request-watch.ts): the attempts' actions under
+   * way end first and none begins meanwhile, then their records are marked as the command would
+   * mark them (marks.ts), and the answer waits for the batch after the marks and the actions it
+   * dispatched for them: it tells what was carried out.
+   */
+  async carryOut(req: ControllerRequest): Promise<RequestAnswer> {
+    const names = [...new Set(req.names)];
+    const results = new Map<string, RequestResult>();
+    const waits: Promise<RequestResult>[] = [];
+    for (const n of names) this.held.set(n, Infinity);
+    try {
+      for (;;) {
+        const under = names.map((n) => this.inflight.get(n)).filter((w) => w !== undefined);
+        if (!under.length) break;
+        await Promise.allSettled(under);
+      }
+      const load = await this.specs.specs();
+      const specs = new Map(load.specs.map((s) => [s.spec.name, s]));
+      const at = new Date(this.clock.now()).toISOString();
+      for (const name of names) {
+        const rec = await this.o.store.get(name);
+        const invalid = load.protectedNames.has(name) || rec?.reason === REASONS.invalidSpec || rec?.reason === REASONS.duplicateName;
+        const m = MARKS[req.command]({ name, rec, spec: specs.get(name), invalid, instance: this.o.cfg.instance, at });
+        if (m && 'refused' in m) {
+          results.set(name, { name, refused: m.refused });
+          continue;
+        }
+        if (m) await this.o.store.put(m);
+        const after = this.passes;
+        waits.push(
+          new Promise<RequestResult>((done) => this.carrying.set(name, [...(this.carrying.get(name) ?? []), { after, done }])).then((r) => {
+            results.set(name, r);
+            return r;
+          }),
+        );
+      }
+    } finally {
+      for (const n of names) this.held.set(n, this.passes);
+    }
+    if (this.stopping) for (const n of [...this.carrying.keys()]) this.settleCarried(n, Infinity, { name: n, error: 'the controller is stopping' });
+    for (const n of names) this.queue.add(n);
+    await Promise.all(waits);
+    return { id: req.id, results: names.map((n) => results.get(n) ?? { name: n, error: 'not carried out' }) };
+  }
+
+  /** Settles the requests waiting for `name` that were made before batch `batchNo`. */
+  private settleCarried(name: string, batchNo: number, r: RequestResult): void {
+    const list = this.carrying.get(name);
+    if (!list) return;
+    const left = list.filter((w) => w.after >= batchNo);
+    for (const w of list) if (w.after < batchNo) w.done(r);
+    if (left.length) this.carrying.set(name, left);
+    else this.carrying.delete(name);
+  }
+
+  /**
    * Stop taking work, finish what is in flight, stop the sources. Attempts keep running. While
    * the engine does not answer, the calls in flight are given up instead of each waiting out its
    * deadline: berth is safe to stop at any step, and the next controller takes the attempts up.
    */
   async stop(): Promise<number> {
     this.stopping = true;
+    // no request is taken from now on; those under way are answered once their batches settle (below)
+    const requestsClosed = this.requests?.close();
     this.halt.abort(new Error('the controller is stopping'));
     if (this.resyncTimer) this.clock.clearTimeout(this.resyncTimer);
     this.events.close();
     this.imageEvents?.close();
     this.seen.close();
+    this.meter.close();
     await this.poller?.stop();
     await this.specs.close();
     this.queue.shutDown();
     const settled = (async () => {
       await this.loopDone;
       await Promise.allSettled([...this.inflight.values()]);
+      // requests whose attempts no batch took up: their marks stay, the next controller carries them out
+      for (const n of [...this.carrying.keys()])
+        this.settleCarried(n, Infinity, { name: n, error: 'the controller stopped before carrying it out (the mark is recorded: the next reconcile does)' });
+      await requestsClosed;
     })();
     // A finite run does not own its engine (`reconcile --once --wait` in-process): its calls in
     // flight end by their own deadlines (--engine-timeout) rather than by giving the engine up.

@@ -5,7 +5,10 @@
  * a first pass over the specs succeeded, the engine answers and no disk is under pressure (new runs
  * wait Pending/DiskPressure: the body names the file system); when not, the body says why:
  * `not ready: the Docker engine at ... did not answer ...`). An engine that does not answer
- * makes the controller not ready, not dead: restarting berth does not heal an engine.
+ * makes the controller not ready, not dead: restarting berth does not heal an engine. Spec
+ * errors do not make it not ready (it reconciles every other attempt, and what runs under a
+ * broken spec keeps its last good one): /readyz stays 200 and its body lists each broken file
+ * under `ok`, with its first error (`Probe.notes`).
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -16,6 +19,8 @@ export interface Probe {
   healthy(): boolean;
   /** true, or false or the reason why not. */
   ready(): boolean | string | Promise<boolean | string>;
+  /** Lines added to /readyz's body, ready or not (the spec errors). */
+  notes?(): string[];
 }
 
 /** The page at `/`: its HTML, and the Content-Security-Policy it carries (sent as a header too). */
@@ -58,7 +63,10 @@ export async function serve(
       res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'ok\n' : 'unhealthy\n');
     } else if (path === '/readyz') {
       Promise.resolve(probe.ready()).then(
-        (ok) => res.writeHead(ok === true ? 200 : 503, { 'content-type': 'text/plain' }).end(ok === true ? 'ok\n' : `not ready${ok ? `: ${ok}` : ''}\n`),
+        (ok) => {
+          const notes = (probe.notes?.() ?? []).map((l) => `${l}\n`).join('');
+          res.writeHead(ok === true ? 200 : 503, { 'content-type': 'text/plain' }).end(`${ok === true ? 'ok' : `not ready${ok ? `: ${ok}` : ''}`}\n${notes}`);
+        },
         () => res.writeHead(503, { 'content-type': 'text/plain' }).end('not ready\n'),
       );
     } else {

@@ -12,6 +12,7 @@ import type { Engine } from '../engine/types';
 import { observe } from '../observe/snapshot';
 import { DiskObserver } from '../observe/disk';
 import type { DiskInput, DiskThresholds } from '../plan/disk-pressure';
+import { engineDiskQuota } from '../observe/storage';
 import { recordedContainers, type RecordedContainers } from '../ownership';
 import type { Snapshot } from '../observe/types';
 import { plan as makePlan } from '../plan/planner';
@@ -68,6 +69,10 @@ export interface PassConfig {
   defaultDeadlineSeconds?: number;
   /** `--disk-pressure-*`: new runs wait while a file system is below them (none: no check). */
   disk?: DiskThresholds;
+  /** `--default-disk` (bytes): for runs whose spec sets no `resources.disk`. */
+  defaultDiskBytes?: number;
+  /** `--disk-interval` (ms): how often a controller measures the running attempts with a disk limit. */
+  diskIntervalMs?: number;
   env: NodeJS.ProcessEnv;
   log: Logger;
   now?: () => number;
@@ -131,7 +136,7 @@ export function planInput(
   snapshot: Snapshot,
   statuses: ReadonlyMap<string, AttemptStatus>,
   now: number,
-  extra: Pick<PlanInput, 'only' | 'reservedSlots' | 'reservedBySet' | 'runFloors' | 'pins' | 'disk'> = {},
+  extra: Pick<PlanInput, 'only' | 'reservedSlots' | 'reservedBySet' | 'runFloors' | 'pins' | 'disk' | 'diskUsage' | 'diskQuota'> = {},
 ): PlanInput {
   // A load that knows no attempt because its root cannot be read must never be planned from:
   // it would remove everything. One check here covers every pass and every controller batch.
@@ -154,6 +159,7 @@ export function planInput(
     ...(cfg.infraRetries !== undefined ? { infraRetries: cfg.infraRetries } : {}),
     ...(cfg.egress ? { egress: cfg.egress } : {}),
     ...(cfg.defaultDeadlineSeconds !== undefined ? { defaultDeadlineSeconds: cfg.defaultDeadlineSeconds } : {}),
+    ...(cfg.defaultDiskBytes !== undefined ? { defaultDiskBytes: cfg.defaultDiskBytes } : {}),
     desired: cfg.desired ?? new DesiredStates(),
     ...extra,
   };
@@ -206,6 +212,16 @@ export async function readDisk(cfg: PassConfig, engine: Engine): Promise<DiskInp
   return { readings: await o.read(), thresholds: cfg.disk };
 }
 
+/**
+ * Whether the engine caps writable layers itself (observe/storage.ts), asked only when some
+ * attempt has a disk limit (so a pass without one makes no extra call); an engine that cannot
+ * say counts as one that cannot (berth measures).
+ */
+export async function diskQuotaFor(cfg: PassConfig, load: LoadResult, engine: Engine): Promise<boolean> {
+  if (cfg.defaultDiskBytes === undefined && !load.specs.some((s) => s.spec.resources.diskBytes !== null)) return false;
+  return engineDiskQuota(engine).catch(() => false);
+}
+
 /** Observe and plan, changing nothing. */
 export async function planPass(cfg: PassConfig, engine: Engine, store: StatusStore): Promise<Omit<PassResult, 'results'>> {
   const now = cfg.now ?? Date.now;
@@ -218,8 +234,14 @@ export async function planPass(cfg: PassConfig, engine: Engine, store: StatusSto
   const loadP = listsOut.then(() => loadPassSpecs(cfg));
   const diskP = readDisk(cfg, engine);
   const [load, statuses, snapshot, disk] = await Promise.all([loadP, statusesP, snapshotP, diskP]);
+  const diskQuota = await diskQuotaFor(cfg, load, engine);
   const plan = planWithRunFloors(
-    planInput(cfg, load, snapshot, statuses, now(), { ...(cfg.only ? { only: cfg.only } : {}), pins: store.pins.loadAll(), ...(disk ? { disk } : {}) }),
+    planInput(cfg, load, snapshot, statuses, now(), {
+      ...(cfg.only ? { only: cfg.only } : {}),
+      pins: store.pins.loadAll(),
+      ...(disk ? { disk } : {}),
+      ...(diskQuota ? { diskQuota } : {}),
+    }),
   );
   return { load, snapshot, plan };
 }

@@ -28,6 +28,17 @@ export interface DesiredContext {
   naming?: Naming;
   /** `--default-deadline`: the deadline of a run whose spec sets no `deadlineSeconds`. */
   defaultDeadlineSeconds?: number;
+  /** `--default-disk`: the disk limit (bytes) of a run whose spec sets no `resources.disk`. */
+  defaultDiskBytes?: number;
+  /** The engine caps a writable layer's size (overlay2 on xfs with pquota): the disk limit is asked of it as StorageOpt size. */
+  diskQuota?: boolean;
+}
+
+/** The run's disk limit: the spec's, else the default (see DesiredAttempt.disk). */
+export function diskOf(ctx: DesiredContext, loaded: LoadedSpec): DesiredAttempt['disk'] {
+  const own = loaded.spec.resources.diskBytes;
+  if (own !== null) return { bytes: own, source: 'spec' };
+  return ctx.defaultDiskBytes !== undefined ? { bytes: ctx.defaultDiskBytes, source: 'default' } : null;
 }
 
 /** The run's deadline: the spec's, else the default (see DesiredAttempt.deadline). */
@@ -158,6 +169,7 @@ export function desiredNames(ctx: DesiredContext, loaded: LoadedSpec): DesiredNa
  */
 export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: number, resultsDir: string): DesiredAttempt {
   const s = loaded.spec;
+  const disk = diskOf(ctx, loaded);
   const labels = attemptLabels(ctx.instance, loaded, run);
   const naming = ctx.naming ?? NAMING;
   const netMode = networkModeFor(ctx.instance, loaded, naming);
@@ -167,6 +179,9 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
   const volumes = s.volumes.map((v) => ({
     name: naming.volume(ctx.instance, s.name, v.name),
     labels: { ...withComponent(labels, COMPONENTS.volume), [LABELS.volume]: v.name },
+    // the engine's own volumes, with no driver options: attested so (a volume of another driver or with options is not berth's making)
+    driver: 'local',
+    options: {},
   }));
   const sidecarLabels = (name: string, component: Component) => ({ ...withComponent(labels, component), [LABELS.sidecar]: name });
   // Containers only on the internal network get an upstream that answers nothing (see DEFAULTS.internalDns);
@@ -255,6 +270,7 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
     resultsDir: path.resolve(resultsDir),
     expectedNetworks: [netMode],
     deadline: deadlineOf(ctx, loaded),
+    disk,
     network: isolated ? { name: naming.network(ctx.instance, s.name), labels: withComponent(labels, COMPONENTS.network), internal: true } : null,
     egressNetwork:
       egress && !ctx.egressNetwork && egressName ? { name: egressName, labels: withComponent(labels, COMPONENTS.egressNetwork), internal: false } : null,
@@ -288,6 +304,8 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
           ...internalDns,
           // spec.readOnlyRootFilesystem: / read-only, a fresh tmpfs at /tmp (results and volumes stay writable)
           ...(s.readOnlyRootFilesystem ? { readonlyRootfs: true, tmpfs: { [DEFAULTS.readOnlyTmp]: DEFAULTS.readOnlyTmpOptions } } : {}),
+          // the disk limit, where the engine can cap the writable layer itself (results and volumes are still measured)
+          ...(disk && ctx.diskQuota ? { storageOpt: { size: String(disk.bytes) } } : {}),
         }),
       },
     },

@@ -66,6 +66,9 @@ export class LazyDesired implements DesiredAttempt {
   get deadline(): DesiredAttempt['deadline'] {
     return this.full.deadline;
   }
+  get disk(): DesiredAttempt['disk'] {
+    return this.full.disk;
+  }
 
   /** The built value, as a plain object (logs, JSON). */
   toJSON(): DesiredAttempt {

@@ -71,6 +71,12 @@ export interface DesiredAttempt {
    * (which is no part of the spec hash); null: none. Fixed when the run starts (attest-start).
    */
   deadline: { seconds: number; source: 'spec' | 'default' } | null;
+  /**
+   * The run's disk limit (writable layer, results and volumes together): the spec's
+   * `resources.disk`, else `--default-disk` (no part of the spec hash); null: none. Fixed when
+   * the run starts (attest-start records it).
+   */
+  disk: { bytes: number; source: 'spec' | 'default' } | null;
 }
 
 /**

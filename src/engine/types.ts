@@ -99,10 +99,17 @@ export interface ContainerDetails extends ContainerSummary {
     tmpfs: Record<string, string>;
     /** The log driver and its options (the engine's default driver, `json-file`, with none when not set). */
     logConfig: { type: string; config: Record<string, string> };
+    /** HostConfig.StorageOpt (absent: none). */
+    storageOpt?: Record<string, string>;
   };
   restartCount: number;
   /** Its IPv4 address on each network it is attached to, where the engine says (network name → address). */
   addresses?: Record<string, string>;
+  /**
+   * Where the engine keeps the container's writable layer: its storage driver and, for overlay2,
+   * the layer's folder on the host (GraphDriver.Data.UpperDir). Absent: the backend does not say.
+   */
+  storage?: { driver: string; upperDir?: string };
 }
 
 export interface ContainerCreateSpec {
@@ -140,6 +147,8 @@ export interface ContainerCreateSpec {
     logConfig?: { type: string; config: Record<string, string> };
     /** tmpfs mounts: container path → mount options. */
     tmpfs?: Record<string, string>;
+    /** The engine's storage options (`size`: the writable layer's cap, where the engine can enforce it). */
+    storageOpt?: Record<string, string>;
   };
 }
 
@@ -153,6 +162,11 @@ export interface CollectLeftOut {
 
 export interface ContainerClient {
   list(labelFilters: string[]): Promise<ContainerSummary[]>;
+  /**
+   * The bytes of the container's writable layer as the engine counts them (inspect with size:
+   * SizeRw; the engine walks the layer itself). Where berth cannot read the layer's folder.
+   */
+  writableBytes?(id: string): Promise<number>;
   inspect(idOrName: string): Promise<ContainerDetails>;
   /** Creates the container; rejects with statusCode 409 when the name is taken. */
   create(spec: ContainerCreateSpec): Promise<string>;
@@ -224,11 +238,16 @@ export interface VolumeSummary {
   name: string;
   labels: Labels;
   driver: string;
+  /** The driver's options as the engine reports them (absent: it does not say; none: `{}`). */
+  options?: Record<string, string>;
 }
 
 export interface VolumeCreateSpec {
   name: string;
   labels: Labels;
+  /** The volume's driver and its options, as the attestation expects them (berth makes `local` volumes with none). */
+  driver?: string;
+  options?: Record<string, string>;
 }
 
 export interface VolumeClient {
@@ -319,4 +338,6 @@ export interface Engine {
    * socket file on this host (`local`), so that path is one berth can read the file system of.
    */
   dataRoot?(): Promise<{ path: string; local: boolean } | undefined>;
+  /** The engine's storage driver and the file system under its data root (GET /info: Driver, DriverStatus "Backing Filesystem"). */
+  storage?(): Promise<{ driver: string; backingFs: string; dataRoot: string }>;
 }

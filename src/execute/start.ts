@@ -8,6 +8,7 @@
 import type { DesiredAttempt } from '../desired/types';
 import { engineTime } from '../engine/time';
 import type { AttemptAction, OpOutcome, Operation } from '../plan/types';
+import type { AttemptStatus } from '../status/types';
 import { attestation, attestationOutcome } from './attest';
 import { imageProvenance } from './image-provenance';
 import { iso, type ExecContext } from './context';
@@ -44,7 +45,7 @@ export async function attestStart(x: ExecContext, a: AttemptAction, d: DesiredAt
   const att = await attestation(x, details, d, rec.image?.id);
   // the create could not say which image it was made from: the container says it now
   const image = rec.image ?? (await imageProvenance(x.deps.engine, d.loaded.spec.image, details.imageId).catch(() => undefined));
-  const { intent: _intent, reason: _reason, message: _message, startFailure: _sf, deadlineAt: _da, deadlineSource: _ds, ...rest } = rec;
+  const { intent: _intent, reason: _reason, message: _message, startFailure: _sf, deadlineAt: _da, deadlineSource: _ds, disk: _disk, ...rest } = rec;
   await x.records.put({
     ...rest,
     ...(boot ? { engineBoot: boot } : {}),
@@ -53,9 +54,20 @@ export async function attestStart(x: ExecContext, a: AttemptAction, d: DesiredAt
     ...(image ? { image } : {}),
     startedAt: iso(startedMs),
     ...(deadline !== null ? { deadlineAt: iso(startedMs + deadline.seconds * 1000), deadlineSource: deadline.source } : {}),
+    ...diskLimit(d),
     lastAttestation: att,
   });
   return attestationOutcome(x, att, details.id, d);
+}
+
+/**
+ * The run's disk limit as its record keeps it from its start: `engine` where its writable layer
+ * was created capped (StorageOpt size; berth still measures its results and volumes), else
+ * `measured` (observe/disk-usage.ts).
+ */
+function diskLimit(d: DesiredAttempt): Pick<AttemptStatus, 'disk'> {
+  if (!d.disk) return {};
+  return { disk: { bytes: d.disk.bytes, source: d.disk.source, enforcedBy: d.container.create.host.storageOpt?.size !== undefined ? 'engine' : 'measured' } };
 }
 
 /** Records a running container found on the engine as this attempt's current run. */
@@ -76,6 +88,7 @@ export async function adopt(x: ExecContext, a: AttemptAction, { id, desired: d, 
       startFailure: _sf,
       deadlineAt: _da,
       deadlineSource: _ds,
+      disk: _disk,
       ...rest
     } = beginRun(r, d, counters, iso(Math.min(x.now(), startedMs)));
     // a run adopted again keeps the deadline it started with (a changed --default-deadline does not move it)
@@ -95,6 +108,8 @@ export async function adopt(x: ExecContext, a: AttemptAction, { id, desired: d, 
       resultsDir: d.resultsDir,
       startedAt: iso(startedMs),
       ...deadline,
+      // as the deadline: a run adopted again keeps the disk limit it started with
+      ...(kept && r.disk ? { disk: r.disk } : diskLimit(d)),
       lastAttestation: att,
     };
   });

@@ -31,3 +31,21 @@ export interface Snapshot {
   /** The engine's current boot (Engine.boot), when it could say: see plan/exit-outcome.ts. */
   boot?: { id: string; at: string };
 }
+
+/** What one running attempt held on disk when last measured (observe/disk-usage.ts). */
+export interface DiskUsage {
+  /** The main container measured: a measure of an earlier run's container says nothing of this one. */
+  containerId: string;
+  /** ms since the epoch when the measure ended. */
+  at: number;
+  /** Bytes as counted (observe/disk-usage.ts), over all that was measured. */
+  bytes: number;
+  /**
+   * Each part: the writable layer, the results folder, the volumes; a part is absent when it was
+   * not measured (the engine enforces the layer, or the count was over the limit before it).
+   */
+  parts: { layer?: number; results?: number; volumes?: number };
+  entries: number;
+  /** False: the count is a lower bound (a budget stopped it, or a folder could not be read). */
+  complete: boolean;
+}

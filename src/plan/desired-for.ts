@@ -30,6 +30,8 @@ export class DesiredStates {
       run,
       legacy ? 'legacy' : '',
       inp.defaultDeadlineSeconds ?? '',
+      inp.defaultDiskBytes ?? '',
+      inp.diskQuota ? 'quota' : '',
     ].join('\0');
     let byKey = this.memo.get(loaded);
     const hit = byKey?.get(key);
@@ -65,5 +67,7 @@ function desiredContext(inp: PlanInput, naming?: Naming): DesiredContext {
     ...(inp.egress?.proxyImage ? { egressProxyImage: inp.egress.proxyImage } : {}),
     ...(inp.egress?.network ? { egressNetwork: inp.egress.network } : {}),
     ...(inp.defaultDeadlineSeconds !== undefined ? { defaultDeadlineSeconds: inp.defaultDeadlineSeconds } : {}),
+    ...(inp.defaultDiskBytes !== undefined ? { defaultDiskBytes: inp.defaultDiskBytes } : {}),
+    ...(inp.diskQuota ? { diskQuota: true } : {}),
   };
 }

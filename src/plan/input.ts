@@ -1,5 +1,5 @@
 /** Everything the planner reads: specs, one observed snapshot, the status records, the clock's time. */
-import type { Snapshot } from '../observe/types';
+import type { DiskUsage, Snapshot } from '../observe/types';
 import type { LoadedSpec } from '../spec/types';
 import type { SetPins } from '../status/pins';
 import type { AttemptStatus, SpecIssue } from '../status/types';
@@ -51,6 +51,15 @@ export interface PlanInput {
   egress?: { proxyImage?: string; network?: string };
   /** `--default-deadline`: the deadline (seconds) of a run whose spec sets none; never part of the spec hash. */
   defaultDeadlineSeconds?: number;
+  /** `--default-disk`: the disk limit (bytes) of a run whose spec sets no `resources.disk`; never part of the spec hash. */
+  defaultDiskBytes?: number;
+  /**
+   * What the running attempts hold on disk, as last measured (observe/disk-usage.ts, the controller's
+   * disk meter), by attempt name: the planner ends a run over its recorded limit. Absent: not measured.
+   */
+  diskUsage?: ReadonlyMap<string, DiskUsage>;
+  /** The engine caps a writable layer's size itself (observe/storage.ts): a disk limit is asked of it too (StorageOpt size). */
+  diskQuota?: boolean;
   /** Each AttemptSet's pinned images (status/pins.ts): its children are made from the pinned ids. */
   pins?: ReadonlyMap<string, SetPins>;
   /** The disk readings of this pass and the thresholds (`--disk-pressure-*`): new runs wait while a file system is below them. */

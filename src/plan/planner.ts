@@ -16,6 +16,7 @@ import type { LoadedSpec } from '../spec/types';
 import { pinOf } from '../status/pins';
 import type { AttemptStatus, SpecIssue } from '../status/types';
 import { attestListed, failedCause, mainWant, sidecarWant } from '../attest/checks';
+import { diskExceeded } from './disk';
 import { isInfraFailure } from './exit-outcome';
 import { retryBackoffMs, type PlanInput } from './input';
 import { desiredFor } from './desired-for';
@@ -553,6 +554,23 @@ function planRunning(v: RunView, main: ContainerSummary): AttemptAction {
         : `${n.name} is missing`,
     });
   }
+  // Volumes: the driver and options berth made them with, not only their labels (from the list, no extra call).
+  for (const want of d.volumes) {
+    const vol = current.volumes.find((x) => x.name === want.name);
+    if (!vol || want.driver === undefined) continue;
+    const show = (o: Record<string, string>) =>
+      Object.entries(o)
+        .sort(([a], [b]) => (a < b ? -1 : 1))
+        .map(([k, val]) => `${k}=${val}`)
+        .join(',') || 'no options';
+    const opts = vol.options === undefined ? undefined : show(vol.options);
+    const ok = vol.driver === want.driver && (opts === undefined || opts === show(want.options ?? {}));
+    checks.push({
+      name: `volume ${want.name}`,
+      ok,
+      detail: `${want.name}: driver ${vol.driver}, ${opts ?? 'options not reported'}${ok ? '' : ` (berth made it ${want.driver}, ${show(want.options ?? {})})`}`,
+    });
+  }
   // Sidecars: each must attest too; one that is not running is started again.
   const restart: Operation[] = [];
   for (const [i, sc] of d.sidecars.entries()) {
@@ -618,6 +636,8 @@ function planRunning(v: RunView, main: ContainerSummary): AttemptAction {
         : `deadlineSeconds ${loaded.spec.deadlineSeconds} exceeded`;
     return stopAndEnd(why, { phase: 'TimedOut', reason: REASONS.deadlineExceeded, message: why });
   }
+  const overDisk = diskExceeded(rec, inp.diskUsage?.get(loaded.spec.name), id);
+  if (overDisk) return stopAndEnd(overDisk, { phase: 'Failed', reason: REASONS.diskLimitExceeded, message: overDisk });
   const requeue = deadline !== undefined ? { requeueAfterMs: deadline - inp.now } : {};
   if (!rec || rec.phase !== 'Running' || rec.containerId !== id || rec.run !== run) {
     return {

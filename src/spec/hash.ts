@@ -75,6 +75,8 @@ export const RESOURCE_FIELDS = {
   cpus: 'hash',
   memoryBytes: 'hash',
   pids: 'hash',
+  // added after the first hash: a spec without it keeps its hash
+  diskBytes: { default: null },
 } satisfies { [K in keyof Resources]: ResourceRule<K> };
 
 /** `value`'s fields as `rules` count them: a field at its rule's default is left out, as if absent. */

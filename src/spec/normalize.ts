@@ -5,7 +5,7 @@
  * sorted, so two ways of writing the same attempt normalize (and hash) the same.
  */
 import { API_VERSION, DEFAULTS, KIND_ATTEMPT } from '../constants';
-import { parseMemory, parseSize } from './quantity';
+import { parseDisk, parseMemory, parseSize } from './quantity';
 import type { RawAttempt, RawCredential, RawGrade, RawSidecar } from './raw-types';
 import { cleanPath } from './semantic';
 import { layersDigest } from './fixture-digest';
@@ -113,6 +113,7 @@ export function normalize(doc: RawAttempt, resolved: ResolvedPaths): NormalizedA
       cpus: s.resources?.cpus ?? null,
       memoryBytes: parsedMemory?.ok ? parsedMemory.bytes : null,
       pids: s.resources?.pids ?? DEFAULTS.pids,
+      diskBytes: diskBytes(s.resources?.disk),
     },
     deadlineSeconds: s.deadlineSeconds ?? null,
     retries: s.retries ?? DEFAULTS.retries,
@@ -174,4 +175,11 @@ function workspaceBytes(q: string | number | undefined): number {
   if (q === undefined) return DEFAULTS.workspaceMaxBytes;
   const parsed = parseSize(q);
   return parsed.ok ? parsed.bytes : DEFAULTS.workspaceMaxBytes;
+}
+
+/** spec.resources.disk in bytes (checked by semantic.ts), or null: no limit of its own. */
+function diskBytes(q: string | number | undefined): number | null {
+  if (q === undefined) return null;
+  const parsed = parseDisk(q);
+  return parsed.ok ? parsed.bytes : null;
 }

@@ -49,6 +49,16 @@ export function parseSize(input: string | number): QuantityResult {
   return { ok: true, bytes: Number(bytes) };
 }
 
+/** Smallest disk limit berth accepts (resources.disk). */
+export const MIN_DISK_BYTES = 1024 * 1024;
+
+/** Parses a disk quantity (`2Gi`, `500M`, bytes): at least 1Mi, at most 1Pi. */
+export function parseDisk(input: string | number): QuantityResult {
+  const parsed = parseSize(input);
+  if (parsed.ok && parsed.bytes < MIN_DISK_BYTES) return { ok: false, message: `must be at least 1Mi (got ${show(input)} = ${parsed.bytes} bytes)` };
+  return parsed;
+}
+
 /** Bytes, or a message saying why `input` is not a quantity. No range check. */
 export function toBytes(input: string | number): bigint | string {
   if (typeof input === 'number') {

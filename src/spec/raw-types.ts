@@ -58,7 +58,7 @@ export interface RawSpec {
   results?: string;
   network?: { mode?: NetworkMode; egress?: string[]; credentials?: RawCredential[] };
   volumes?: RawVolume[];
-  resources?: { cpus?: number; memory?: string | number; pids?: number };
+  resources?: { cpus?: number; memory?: string | number; pids?: number; disk?: string | number };
   deadlineSeconds?: number;
   retries?: number;
   ttlSecondsAfterFinished?: number;

@@ -7,7 +7,7 @@
 import * as posix from 'node:path/posix';
 import { DEFAULTS } from '../constants';
 import { formatPath } from './field-path';
-import { parseMemory, parseSize } from './quantity';
+import { parseDisk, parseMemory, parseSize } from './quantity';
 import type { RawAttempt, RawCredential } from './raw-types';
 import type { FieldIssue } from './schema-errors';
 
@@ -119,6 +119,11 @@ export function semanticIssues(doc: RawAttempt): FieldIssue[] {
   if (memory !== undefined) {
     const parsed = parseMemory(memory);
     if (!parsed.ok) add(['spec', 'resources', 'memory'], 'quantity', parsed.message);
+  }
+  const disk = spec.resources?.disk;
+  if (disk !== undefined) {
+    const parsed = parseDisk(disk);
+    if (!parsed.ok) add(['spec', 'resources', 'disk'], 'quantity', parsed.message);
   }
   const exportBytes = spec.workspace?.maxBytes;
   if (exportBytes !== undefined) {

@@ -175,6 +175,8 @@ export interface NormalizedAttempt {
     /** Bytes, or null for no limit. */
     memoryBytes: number | null;
     pids: number;
+    /** resources.disk in bytes: writable layer, results and volumes together; null: none (or --default-disk). */
+    diskBytes: number | null;
   };
   deadlineSeconds: number | null;
   retries: number;

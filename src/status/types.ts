@@ -120,6 +120,12 @@ export interface GradeRecord {
   deadlineAt?: string;
 }
 
+export interface DiskLimit {
+  bytes: number;
+  source: 'spec' | 'default';
+  enforcedBy: 'measured' | 'engine';
+}
+
 export interface AttemptStatus {
   name: string;
   instance: string;
@@ -165,6 +171,12 @@ export interface AttemptStatus {
   deadlineAt?: string;
   /** Where the current run's deadline came from: the spec's `deadlineSeconds`, or `--default-deadline`. */
   deadlineSource?: 'spec' | 'default';
+  /**
+   * The current run's disk limit, fixed at its start: bytes, where it came from (`resources.disk`
+   * or `--default-disk`), and how it is enforced (`measured`: berth walks what the attempt can
+   * write at an interval; `engine`: the engine caps the writable layer, berth measures the rest).
+   */
+  disk?: DiskLimit;
   resultsDir?: string;
   /** Set when the finished run's resources were collected (TTL, or replaced). */
   collectedAt?: string;

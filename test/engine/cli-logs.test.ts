@@ -70,4 +70,25 @@ describe('cli logs (real engine)', function () {
       else process.env.DOCKER_HOST = saved;
     }
   });
+
+  it('an attempt whose spec was removed (its record forgotten with it) still has its harvested logs: logs prints them', async function () {
+    const own = await Sandbox.create('logsgone');
+    try {
+      await own.write('gone.yaml', own.attempt('gone', 'echo first words; echo last words'));
+      expect((await own.cli('reconcile', '--once', '--wait')).code).to.equal(0);
+      await own.remove('gone.yaml');
+      const r = await own.cli('reconcile', '--once', '--allow-empty');
+      expect(r.code, r.stderr).to.equal(0);
+      expect(await own.status('gone')).to.equal(undefined);
+      await fs.access(path.join(own.resultsRoot, 'gone', 'run-1', 'logs.txt'));
+      const l = await own.cli('logs', 'gone');
+      expect([l.code, l.stdout, l.stderr]).to.deep.equal([0, 'first words\nlast words\n', '']);
+      expect((await own.cli('logs', 'attempt/gone', '--tail', '1')).stdout).to.equal('last words\n');
+      const other = await own.cli('logs', 'gone', '--run', '2');
+      expect([other.code, other.stderr]).to.deep.equal([2, 'berth: --run 2: attempt "gone" has harvested logs of runs 1 only\n']);
+      expect((await own.cli('logs', 'never')).code).to.equal(1);
+    } finally {
+      await own.destroy();
+    }
+  });
 });

@@ -50,10 +50,29 @@ describe('cli usage', function () {
     });
   });
 
-  it('berth version', async function () {
+  it("berth version: berth's and the engine's (server and API); an engine that does not answer is said so, exit 0", async function () {
     const v = await berth('version');
     expect(v.code).to.equal(0);
-    expect(v.stdout).to.match(/^berth \d+\.\d+\.\d+ \(node v\d+/);
+    expect(v.stdout).to.match(/^berth \d+\.\d+\.\d+ \(node v\d+.*\)\nengine \S+ \(API \d+\.\d+\)\n$/);
+    const j = JSON.parse(built('version', '-o', 'json').stdout) as { engine: { version: string; apiVersion: string } };
+    expect(j.engine.apiVersion).to.match(/^\d+\.\d+$/);
+    const away = spawnSync(process.execPath, [BIN, 'version'], {
+      encoding: 'utf8',
+      timeout: 20_000,
+      env: { ...process.env, DOCKER_HOST: 'unix:///nonexistent/docker.sock' },
+    });
+    expect([away.status, away.stderr]).to.deep.equal([0, '']);
+    expect(away.stdout).to.match(
+      /^berth \d+\.\d+\.\d+ .*\nengine unreachable: the Docker engine at unix:\/\/\/nonexistent\/docker\.sock \(DOCKER_HOST\) cannot be reached: .*\n$/,
+    );
+    const awayJson = spawnSync(process.execPath, [BIN, 'version', '-o', 'json'], {
+      encoding: 'utf8',
+      timeout: 20_000,
+      env: { ...process.env, DOCKER_HOST: 'unix:///nonexistent/docker.sock' },
+    });
+    expect(JSON.parse(awayJson.stdout))
+      .to.have.nested.property('engine.error')
+      .that.matches(/cannot be reached/);
   });
 
   it('every command has --help with examples; the root help lists exit codes, environment and the --max-running default', async function () {

@@ -127,7 +127,11 @@ describe('cli (real engine)', function () {
     const both = JSON.parse((await sb.cli('get', 'fx', 'other', '-o', 'json')).stdout) as { kind: string; items: unknown[] };
     expect([both.kind, both.items.length]).to.deep.equal(['List', 2]);
     const none = await sb.cli('get', '-l', 'suite=nothing');
-    expect([none.code, none.stdout, none.stderr]).to.deep.equal([0, '', 'No attempts.\n']);
+    expect([none.code, none.stdout, none.stderr]).to.deep.equal([
+      0,
+      '',
+      `No attempts match -l suite=nothing (instance "${sb.instance}", state folder ${sb.stateDir}, specs ${sb.specsDir}).\n`,
+    ]);
   });
 
   it('describe shows spec, status, attestation and resources', async function () {

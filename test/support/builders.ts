@@ -26,7 +26,7 @@ export function spec(name: string, over: Partial<NormalizedAttempt> = {}, hash =
     network: { mode: 'none', egress: [] },
     credentials: [],
     volumes: [],
-    resources: { cpus: null, memoryBytes: null, pids: 512 },
+    resources: { cpus: null, memoryBytes: null, pids: 512, diskBytes: null },
     deadlineSeconds: null,
     retries: 0,
     ttlSecondsAfterFinished: null,

@@ -456,6 +456,7 @@ export class FakeEngine implements Engine {
         tmpfs: { ...(h.tmpfs ?? {}) },
         // as the engine answers: its default driver with no options when none was asked
         logConfig: h.logConfig ? { type: h.logConfig.type, config: { ...h.logConfig.config } } : { type: 'json-file', config: {} },
+        ...(h.storageOpt ? { storageOpt: { ...h.storageOpt } } : {}),
       },
       restartCount: 0,
     };

@@ -27,6 +27,8 @@ import { serveWebhook } from '../../git/webhook';
 import { RevisionOutcomes } from '../../git/outcome';
 import { notifyOf } from '../notify-flags';
 import { readFile } from 'node:fs/promises';
+import { formatIssue } from '../../spec/issue';
+import type { SpecError } from '../../spec/types';
 
 export async function runController(ctx: Context, o: ReconcileOptions, signal?: AbortSignal): Promise<number> {
   // Specs from git: polled, nothing on disk watched (a bad URL, ref or path is a UsageError).
@@ -150,6 +152,7 @@ async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortS
             if (controller.diskPressure) return controller.diskPressure;
             return true;
           },
+          notes: () => readyzSpecNotes(controller.specErrors.brokenFiles()),
         },
         async () => {
           // The live report: the controller's memory, no links (this server serves no run folders).
@@ -269,6 +272,14 @@ async function lockWhenEngineAnswers(ctx: Context, controller: Controller, stopp
     nap.cancel();
     if (slept === 'stopped') return 'stopped';
   }
+}
+
+/** /readyz's lines for the broken spec files (at most ten named). */
+function readyzSpecNotes(files: SpecError[]): string[] {
+  if (!files.length) return [];
+  const shown = files.slice(0, 10).map((e) => `  ${formatIssue(e)}`);
+  const more = files.length > shown.length ? [`  and ${files.length - shown.length} more files`] : [];
+  return [`spec errors in ${files.length} ${files.length === 1 ? 'file' : 'files'} (what runs under them keeps its last good spec):`, ...shown, ...more];
 }
 
 /** Resolves after `ms` unless cancelled first (a cancelled timer holds the process no longer). */

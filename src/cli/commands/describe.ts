@@ -6,22 +6,22 @@ import { imageIndex } from '../../observe/images';
 import { instanceFilters } from '../../observe/snapshot';
 import { tagMoves, tagMoveText } from '../../observe/tag-moves';
 import { containerOwnership, imageLabels, recordedContainers } from '../../ownership';
+import { heldBy } from '../../spec/held';
 import { loadSpecs } from '../../spec/loader';
 import { specsRevision, type Context } from '../context';
 import { formatIssue } from '../../spec/issue';
 import { runGrades } from '../../sets/grade-state';
 import { graderImage, gradeVerdict, gradeWhen } from '../../sets/grade-text';
-import type { GradeRecord } from '../../status/types';
+import type { DiskLimit, GradeRecord } from '../../status/types';
+import { showBytes } from '../../util/bytes';
 import { age, table } from './shared';
 
 export async function runDescribe(ctx: Context, name: string): Promise<number> {
   const [load, rec] = await Promise.all([loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsRevision(ctx) }), ctx.store().get(name)]);
   const loaded = load.specs.find((s) => s.spec.name === name);
   const damaged = rec ? undefined : ctx.store().damagedRecordOf(name);
-  // Its own errors, and those of an AttemptSet (invalid as a whole) that declares it.
-  const errors = load.errors.filter(
-    (e) => e.attempt === name || (e.attempt === undefined && e.set !== undefined && !!load.sets?.get(e.set)?.children.includes(name)),
-  );
+  // Its own errors, those of an AttemptSet (invalid as a whole) that declares it, or its file's (spec/held.ts).
+  const errors = heldBy(load, ctx.specsDir, name, rec?.source);
   if (!loaded && !rec && !ctx.store().damaged().has(name) && !load.protectedNames.has(name)) {
     ctx.io.err(`berth: attempt ${JSON.stringify(name)} not found\n`);
     return EXIT.failed;
@@ -70,6 +70,10 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
   } else if (load.protectedNames.has(name)) {
     kv('Spec', 'INVALID: what runs under this name is left as it is until the spec is fixed');
     for (const e of errors) out.push(`                ${formatIssue(e)}`);
+  } else if (rec && errors.length) {
+    // its file (or a folder above it) cannot be read far enough to name what it declares
+    kv('Spec', `BROKEN: ${rec.source} cannot be read; what runs under this name keeps its last good spec, left as it is until the file is fixed`);
+    for (const e of errors) out.push(`                ${formatIssue(e)}`);
   } else {
     kv('Spec', 'none (the spec was deleted; reconcile will collect it)');
   }
@@ -100,6 +104,7 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
     kv('Started', rec.startedAt);
     kv('Finished', rec.finishedAt);
     kv('Deadline at', rec.deadlineAt ? `${rec.deadlineAt} (${rec.deadlineSource === 'default' ? 'from --default-deadline' : 'from the spec'})` : undefined);
+    kv('Disk limit', rec.disk ? diskLine(rec.disk) : undefined);
     if (rec.image) {
       kv(
         'Image id',
@@ -209,4 +214,14 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
   }
   ctx.io.out(out.join('\n') + '\n');
   return EXIT.ok;
+}
+
+/** `2 GiB (from resources.disk; measured by berth at an interval: ...)`: where the limit comes from and which way it is enforced. */
+export function diskLine(d: DiskLimit): string {
+  const from = d.source === 'default' ? 'from --default-disk' : 'from resources.disk';
+  const how =
+    d.enforcedBy === 'engine'
+      ? 'enforced by the engine for the writable layer (StorageOpt size); results and volumes measured by berth at an interval'
+      : 'measured by berth at an interval: writable layer, results and volumes together';
+  return `${showBytes(d.bytes)} (${from}; ${how})`;
 }

@@ -6,7 +6,9 @@ import type * as Yaml from 'yaml';
 import { EXIT, PHASES, REASONS } from '../../constants';
 import { latestGrade } from '../../sets/grade-state';
 import { graderImage, gradeLabel } from '../../sets/grade-text';
-import { loadSpecs } from '../../spec/loader';
+import { heldBy } from '../../spec/held';
+import { loadSpecs, type LoadReport } from '../../spec/loader';
+import type { SpecError } from '../../spec/types';
 import type { DamagedRecord } from '../../status/store';
 import type { AttemptStatus } from '../../status/types';
 import type { NormalizedAttempt } from '../../spec/types';
@@ -16,6 +18,7 @@ import { matches, parseSelectors, SelectorError, type Selector } from '../select
 import { outcomeOf, watched } from '../wait-condition';
 import type { Classified } from '../../sets/outcome';
 import { toItem, toList, toSetItem, toSetList } from './get-item';
+import type * as GetNotes from './get-notes';
 import type * as GetWatch from './get-watch';
 import { age, duration, table } from './shared';
 
@@ -64,6 +67,8 @@ export interface Row {
   status: AttemptStatus | null;
   /** Set when the attempt's status record is damaged (and so not read). */
   damaged?: DamagedRecord;
+  /** The spec errors holding it at its last good spec (spec/held.ts), when its spec broke after it ran. */
+  held?: SpecError[];
 }
 
 /** The `-l` flags as one selector; one that cannot be parsed is a usage error that points at the problem. */
@@ -78,6 +83,11 @@ export function selectorOf(flags: readonly string[]): Selector {
 
 /** The rows of the attempts named (all when none is) that the selector matches, sorted by name. */
 export async function collectRows(ctx: Context, wanted: readonly string[] = [], selector: readonly string[] = []): Promise<Row[]> {
+  return (await collectView(ctx, wanted, selector)).rows;
+}
+
+/** collectRows, with the specs load it read. */
+export async function collectView(ctx: Context, wanted: readonly string[] = [], selector: readonly string[] = []): Promise<{ rows: Row[]; load: LoadReport }> {
   const want = selectorOf(selector);
   const only = wanted.length ? new Set(wanted) : undefined;
   const [load, statuses] = await Promise.all([
@@ -97,6 +107,7 @@ export async function collectRows(ctx: Context, wanted: readonly string[] = [], 
     if (!matches(want, labels)) continue;
     const st = statuses.get(n);
     const bad = st ? undefined : store.damagedRecordOf(n);
+    const held = st ? heldBy(load, ctx.specsDir, n, st.source) : [];
     const end = st?.finishedAt ? Date.parse(st.finishedAt) : now;
     const loaded = specs.get(n);
     const score = loaded?.spec.grade ? (st ? latestGrade(st)?.score : undefined) : st?.score;
@@ -118,9 +129,10 @@ export async function collectRows(ctx: Context, wanted: readonly string[] = [], 
       results: st?.resultsDir ?? '',
       status: st ?? null,
       ...(bad ? { damaged: bad } : {}),
+      ...(held.length ? { held } : {}),
     });
   }
-  return rows;
+  return { rows, load };
 }
 
 /**
@@ -280,7 +292,9 @@ export async function runGet(ctx: Context, names: string[], o: GetOptions): Prom
   if (o.watch && /^(jsonpath|custom-columns)=/.test(o.output ?? ''))
     throw new UsageError('-w prints rows as they change: with -o wide, json, yaml or name, not jsonpath or custom-columns');
   if (o.watch) return (require('./get-watch') as typeof GetWatch).watchRows(ctx, names, o, o.signal);
-  const rows = sortedRows(await collectRows(ctx, names, o.selector ?? []), o.sortBy);
+  const view = await collectView(ctx, names, o.selector ?? []);
+  const { load } = view;
+  const rows = sortedRows(view.rows, o.sortBy);
   // kubectl: what was found is printed, and every name that was not is an error (exit 1).
   const found = new Set(rows.map((r) => r.name));
   const missing = [...new Set(names)].filter((n) => !found.has(n));
@@ -294,7 +308,9 @@ export async function runGet(ctx: Context, names: string[], o: GetOptions): Prom
   else if (o.output === 'name') ctx.io.out(rows.map((r) => `attempt/${r.name}\n`).join(''));
   else if (o.output?.startsWith('jsonpath=')) ctx.io.out(jsonpathText(o.output.slice('jsonpath='.length), doc));
   else if (o.output?.startsWith('custom-columns=')) ctx.io.out(customColumns(o.output.slice('custom-columns='.length), rows.map(toItem), o.headers !== false));
-  else if (rows.length === 0) ctx.io.err('No attempts.\n');
-  else ctx.io.out(renderRows(rows, o.output === 'wide', o.headers !== false));
+  else if (rows.length > 0) ctx.io.out(renderRows(rows, o.output === 'wide', o.headers !== false));
+  // what a table cannot say (on stderr): spec errors holding attempts, an empty ("No attempts") or suspicious answer
+  const table = o.output === undefined || o.output === 'text' || o.output === 'wide';
+  await (require('./get-notes') as typeof GetNotes).printNotes(ctx, rows, load, { names, selector: o.selector ?? [], table });
   return code;
 }

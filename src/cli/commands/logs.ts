@@ -45,11 +45,46 @@ async function readIfThere(file: string): Promise<string | undefined> {
   }
 }
 
+/**
+ * The runs of attempt `name` with a harvested log in its default run folders
+ * (`<resultsRoot>/<name>/run-<n>/logs.txt`), ascending: what is left of an attempt whose spec
+ * was removed (its record forgotten with it). No link is followed.
+ */
+export async function harvestedRuns(resultsRoot: string, name: string): Promise<number[]> {
+  if (!/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(name)) return [];
+  const base = path.join(resultsRoot, name);
+  const st = await fs.lstat(base).catch(() => undefined);
+  if (!st?.isDirectory()) return [];
+  const runs: number[] = [];
+  for (const n of await fs.readdir(base).catch(() => [] as string[])) {
+    const m = /^run-([1-9][0-9]{0,8})$/.exec(n);
+    if (!m) continue;
+    const dir = await fs.lstat(path.join(base, n)).catch(() => undefined);
+    const log = dir?.isDirectory() ? await fs.lstat(path.join(base, n, 'logs.txt')).catch(() => undefined) : undefined;
+    if (log?.isFile()) runs.push(Number(m[1]));
+  }
+  return runs.sort((a, b) => a - b);
+}
+
 export async function runLogs(ctx: Context, name: string, o: LogsOptions): Promise<number> {
   const rec = await ctx.store().get(name);
-  const run = o.run ?? rec?.run;
-  if (o.run !== undefined && !rec) throw new UsageError(`--run ${o.run}: attempt ${JSON.stringify(name)} has no recorded runs`);
+  // no record (its spec was removed, and its record with it): its harvested logs, if they are there
+  const gone = rec ? [] : await harvestedRuns(ctx.resultsRoot, name);
+  const run = o.run ?? rec?.run ?? gone.at(-1);
+  if (o.run !== undefined && !rec && !gone.includes(o.run))
+    throw new UsageError(
+      `--run ${o.run}: attempt ${JSON.stringify(name)} has ${gone.length ? `harvested logs of runs ${gone.join(', ')} only` : 'no recorded runs'}`,
+    );
   if (rec && run !== undefined && (run < 1 || run > rec.run)) throw new UsageError(`--run ${run}: attempt ${name} has runs 1 to ${rec.run}`);
+  if (!rec && run !== undefined) {
+    const dir = path.join(ctx.resultsRoot, name, `run-${run}`);
+    const text = await readIfThere(o.sidecar ? path.join(dir, 'sidecars', `${o.sidecar}.log`) : path.join(dir, 'logs.txt'));
+    if (text !== undefined && !o.follow) {
+      ctx.io.out(lastLines(text, o.tail));
+      return EXIT.ok;
+    }
+    if (o.follow) throw new UsageError(`-f: attempt ${name} is gone (no spec, no record); berth logs ${name} prints its harvested log`);
+  }
   const dir = rec && run !== undefined ? runFolder(rec, run) : undefined;
   const file = dir ? (o.sidecar ? path.join(dir, 'sidecars', `${o.sidecar}.log`) : path.join(dir, 'logs.txt')) : undefined;
   const what = `${o.sidecar ? `sidecar ${o.sidecar} of ` : ''}${name}${run !== undefined ? ` run ${run}` : ''}`;

@@ -80,6 +80,10 @@ export interface ReconcileOptions extends GitFlags {
   fixtureCacheSize?: number;
   /** `--default-deadline` (ms): the deadline of attempts whose spec sets no deadlineSeconds. */
   defaultDeadline?: number;
+  /** `--default-disk` (bytes): the disk limit of attempts whose spec sets no resources.disk. */
+  defaultDisk?: number;
+  /** `--disk-interval` (ms). */
+  diskInterval?: number;
   /** Controller: how often it checks that it still holds the instance's locks (no flag; tests). */
   lockCheckSeconds?: number;
   /** Rebind an instance bound to another source to this one (instance-source.ts). */

@@ -5,14 +5,14 @@
  * and one pass over those attempts starts its grader now; the grade is recorded when the grader
  * has ended (`reconcile`, `reconcile --once --wait` or `wait` see it through).
  */
-import { EXIT, FINISHED_PHASES } from '../../constants';
-import { gradeApplies, runGrades } from '../../sets/grade-state';
+import { EXIT } from '../../constants';
+import { runGrades } from '../../sets/grade-state';
 import type { Context } from '../context';
 import { plural } from '../diag';
 import { chooseAttempts } from './choose';
 import { markAndPass } from './mark-and-pass';
 
-export async function runRegrade(ctx: Context, names: string[], o: { selector?: string[]; all?: boolean }): Promise<number> {
+export async function runRegrade(ctx: Context, names: string[], o: { selector?: string[]; all?: boolean; timeout?: number }): Promise<number> {
   const chosen = await chooseAttempts(ctx, 'regrade', names, o.selector, o.all === true);
   if (typeof chosen === 'number') return chosen;
   // --all: the attempts a grader judges (the others would each be refused)
@@ -21,16 +21,7 @@ export async function runRegrade(ctx: Context, names: string[], o: { selector?: 
     ctx.io.err('berth: regrade --all: no attempt has a spec.grade\n');
     return EXIT.failed;
   }
-  const at = new Date().toISOString();
-  const r = await markAndPass(ctx, 'regrade', rows, (_row, rec, spec) => {
-    if (!spec) return { refused: 'it has no valid spec: there is no grader to run' };
-    if (!spec.spec.grade) return { refused: 'its spec has no grade' };
-    if (!rec || !FINISHED_PHASES.has(rec.phase) || rec.specHash !== spec.hash)
-      return { refused: `it is ${rec?.phase ?? 'Pending'}, not a finished run of its spec` };
-    if (!gradeApplies(spec, rec)) return { refused: `spec.grade does not judge its run (${rec.phase}${rec.reason ? `, ${rec.reason}` : ''})` };
-    const after = runGrades(rec).reduce((m, g) => Math.max(m, g.k), 0);
-    return { ...rec, regradeRequested: { at, run: rec.run, after } };
-  });
+  const r = await markAndPass(ctx, 'regrade', rows, o.timeout !== undefined ? { timeoutMs: o.timeout } : {});
   if (!r.store) return r.code;
   for (const name of r.acted) {
     const now = await r.store.get(name);

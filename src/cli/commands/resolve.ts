@@ -7,6 +7,7 @@
 import { loadSpecs } from '../../spec/loader';
 import { specsRevision, UsageError, type Context } from '../context';
 import { diag } from '../diag';
+import { harvestedRuns } from './logs';
 import { expandRefs, parseRefs, setNames, type Expanded, type Known } from '../names';
 
 export async function knownNames(ctx: Context): Promise<Known> {
@@ -19,12 +20,20 @@ export async function knownNames(ctx: Context): Promise<Known> {
   return { attempts, sets, instance: ctx.instance };
 }
 
-/** The attempt names `args` stand for; nothing is loaded when no name was given. */
-export async function resolveAttempts(ctx: Context, args: readonly string[]): Promise<Expanded> {
+/**
+ * The attempt names `args` stand for; nothing is loaded when no name was given. `harvested`
+ * (`logs`): an attempt with neither spec nor record any more still counts while a run folder of
+ * it with a harvested log is in the results root.
+ */
+export async function resolveAttempts(ctx: Context, args: readonly string[], o: { harvested?: boolean } = {}): Promise<Expanded> {
   if (!args.length) return { names: [], missing: [] };
   const refs = parseRefs(args);
   if (!Array.isArray(refs)) throw new UsageError(refs.usage);
-  return expandRefs(refs, await knownNames(ctx));
+  const known = await knownNames(ctx);
+  if (!o.harvested) return expandRefs(refs, known);
+  const attempts = new Set(known.attempts);
+  for (const r of refs) if (r.kind === 'attempt' && !attempts.has(r.name) && (await harvestedRuns(ctx.resultsRoot, r.name)).length) attempts.add(r.name);
+  return expandRefs(refs, { ...known, attempts });
 }
 
 /** Each message of `missing` as an error line; true when there was one. */

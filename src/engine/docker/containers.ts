@@ -101,6 +101,9 @@ export function detailsFromInspect(i: Dockerode.ContainerInspectInfo): Container
       binds: h.Binds ?? [],
       tmpfs: (h as { Tmpfs?: Record<string, string> }).Tmpfs ?? {},
       logConfig: { type: h.LogConfig?.Type ?? '', config: { ...(h.LogConfig?.Config ?? {}) } },
+      ...((h as { StorageOpt?: Record<string, string> | null }).StorageOpt
+        ? { storageOpt: { ...(h as { StorageOpt: Record<string, string> }).StorageOpt } }
+        : {}),
     },
     restartCount: i.RestartCount ?? 0,
     addresses: Object.fromEntries(
@@ -108,7 +111,16 @@ export function detailsFromInspect(i: Dockerode.ContainerInspectInfo): Container
         .filter(([, n]) => typeof n?.IPAddress === 'string' && n.IPAddress !== '')
         .map(([name, n]) => [name, n.IPAddress]),
     ),
+    ...storageOf(i as { GraphDriver?: { Name?: string; Data?: Record<string, string> | null } }),
   };
+}
+
+/** The writable layer's driver and (overlay2) folder, as inspect says. */
+function storageOf(i: { GraphDriver?: { Name?: string; Data?: Record<string, string> | null } }): Pick<ContainerDetails, 'storage'> {
+  const g = i.GraphDriver;
+  if (!g?.Name) return {};
+  const upper = g.Data?.UpperDir;
+  return { storage: { driver: g.Name, ...(upper ? { upperDir: upper } : {}) } };
 }
 
 export function createOptions(spec: ContainerCreateSpec): Dockerode.ContainerCreateOptions {
@@ -148,6 +160,7 @@ export function createOptions(spec: ContainerCreateSpec): Dockerode.ContainerCre
       ReadonlyRootfs: h.readonlyRootfs,
       ...(h.logConfig ? { LogConfig: { Type: h.logConfig.type, Config: { ...h.logConfig.config } } } : {}),
       ...(h.tmpfs ? { Tmpfs: { ...h.tmpfs } } : {}),
+      ...(h.storageOpt ? { StorageOpt: { ...h.storageOpt } } : {}),
       RestartPolicy: { Name: 'no' },
       PublishAllPorts: false,
       PortBindings: {},
@@ -164,6 +177,11 @@ export class DockerContainers implements ContainerClient {
   async list(labelFilters: string[]): Promise<ContainerSummary[]> {
     const items = await this.calls.run('containers.list', () => this.docker.listContainers({ all: true, filters: labelFilter(labelFilters) }));
     return items.map(summaryFromList);
+  }
+
+  async writableBytes(id: string): Promise<number> {
+    const i = await this.calls.run('containers.inspect', () => this.docker.getContainer(id).inspect({ size: true } as Dockerode.ContainerInspectOptions));
+    return (i as { SizeRw?: number }).SizeRw ?? 0;
   }
 
   async inspect(idOrName: string): Promise<ContainerDetails> {

@@ -117,6 +117,11 @@ export function createDockerEngine(docker?: Dockerode, o: DockerEngineOptions = 
       const v = await calls.run('version', () => d.version());
       return { version: v.Version, apiVersion: v.ApiVersion };
     },
+    async storage() {
+      const i = (await calls.run('storage', () => d.info())) as { Driver?: string; DriverStatus?: [string, string][] | null; DockerRootDir?: string };
+      const backing = (i.DriverStatus ?? []).find(([k]) => k === 'Backing Filesystem')?.[1] ?? '';
+      return { driver: i.Driver ?? '', backingFs: backing, dataRoot: i.DockerRootDir ?? '' };
+    },
     abandon(reason: string) {
       calls.abandon(reason);
     },

@@ -9,10 +9,11 @@ interface VolumeInfo {
   Name: string;
   Labels: Record<string, string> | null;
   Driver: string;
+  Options?: Record<string, string> | null;
 }
 
 function summary(v: VolumeInfo): VolumeSummary {
-  return { name: v.Name, labels: v.Labels ?? {}, driver: v.Driver };
+  return { name: v.Name, labels: v.Labels ?? {}, driver: v.Driver, options: { ...(v.Options ?? {}) } };
 }
 
 export class DockerVolumes implements VolumeClient {
@@ -33,8 +34,9 @@ export class DockerVolumes implements VolumeClient {
   }
 
   async create(spec: VolumeCreateSpec): Promise<string> {
-    const v = (await this.calls.run('volumes.create', () => this.docker.createVolume({ Name: spec.name, Labels: spec.labels, Driver: 'local' }))) as unknown as
-      VolumeInfo | { name: string };
+    const v = (await this.calls.run('volumes.create', () =>
+      this.docker.createVolume({ Name: spec.name, Labels: spec.labels, Driver: spec.driver ?? 'local', DriverOpts: { ...(spec.options ?? {}) } }),
+    )) as unknown as VolumeInfo | { name: string };
     return 'Name' in v ? v.Name : spec.name;
   }
 

@@ -51,4 +51,21 @@ describe('events from status records', function () {
       eventsOf(status('c', { phase: 'Blocked', message: 'name held', startedAt: undefined, lastAttestation: undefined })).map((e) => e.reason),
     ).to.deep.equal(['Created', 'Blocked']);
   });
+
+  it('a run being harvested has the one Finished event it keeps after: its recorded outcome, never "Running"', function () {
+    const base = {
+      run: 1,
+      exitCode: 0,
+      createdAt: '2026-01-01T00:00:00.000Z',
+      startedAt: '2026-01-01T00:00:01.000Z',
+      finishedAt: '2026-01-01T00:00:02.000Z',
+    };
+    const harvesting = status('a', { ...base, phase: 'Running', reason: 'Harvesting', ended: { run: 1, phase: 'Succeeded', reason: 'Completed' } });
+    const done = status('a', { ...base, phase: 'Succeeded', reason: 'Completed' });
+    const finished = (r: typeof done) => eventsOf(r).filter((e) => e.reason === 'Finished' || e.reason === 'Died');
+    expect(finished(harvesting)).to.deep.equal(finished(done));
+    expect(finished(done).map((e) => e.message)).to.deep.equal(['run 1 Succeeded (Completed, exit 0)']);
+    // as `events -w` sees them: the two records give one Finished event between them
+    expect(new Set([...eventsOf(harvesting), ...eventsOf(done)].filter((e) => e.reason === 'Finished').map((e) => JSON.stringify(e))).size).to.equal(1);
+  });
 });

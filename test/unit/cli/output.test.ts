@@ -74,5 +74,13 @@ describe('stderr shaping', function () {
     );
     expect(did(a('provision', ['create-container', 'start']), 1, undefined)).to.equal('a: created run 2');
     expect(did(a('attest', ['record']), 1, undefined)).to.equal(undefined);
+    // a run made and ended in one action (its container exited before it was looked at: a follow-up finished it): in the order done
+    expect(
+      did(
+        a('provision', ['create-container', 'start', 'attest-start', 'finish', 'harvest']),
+        5,
+        status('a', { phase: 'Succeeded', reason: 'Completed', exitCode: 0 }),
+      ),
+    ).to.equal('a: created run 2; started run 2; finished Succeeded (Completed, exit 0)');
   });
 });

@@ -329,6 +329,49 @@ describe('planner (golden plans)', function () {
     ]);
   });
 
+  it('stops an attempt measured over its disk limit: Failed/DiskLimitExceeded, as at a deadline', function () {
+    const usage = (bytes: number, containerId = 'id-a') =>
+      new Map([['a', { containerId, at: T0, bytes, parts: { layer: bytes - 4096, results: 4096, volumes: 0 }, entries: 9, complete: true }]]);
+    const base = {
+      specs: [spec('a')],
+      snapshot: snapshot({ containers: [container('default', 'a', 'h-a')] }),
+      statuses: statuses(status('a', { disk: { bytes: 64 * 1024 * 1024, source: 'spec', enforcedBy: 'measured' } })),
+    };
+    const over = plan(input({ ...base, diskUsage: usage(65 * 1024 * 1024) }));
+    const why = 'disk use 65 MiB exceeds resources.disk 64 MiB (writable layer 65 MiB, results 4 KiB, volumes 0 B; 9 entries)';
+    expect(golden(over).slice(1, 3)).to.deep.equal([
+      `  ! stop           container:berth_default_a  (${why})`,
+      `  * finish Failed  container:berth_default_a  (${why})`,
+    ]);
+    const finish = over.actions[0]?.ops.find((o) => o.type === 'finish');
+    expect(finish && 'outcome' in finish ? finish.outcome : undefined).to.deep.include({ phase: 'Failed', reason: 'DiskLimitExceeded' });
+    // at the limit, or a measure of another container (an earlier run's), or no limit recorded: nothing
+    expect(changeCount(plan(input({ ...base, diskUsage: usage(64 * 1024 * 1024) })))).to.equal(0);
+    expect(changeCount(plan(input({ ...base, diskUsage: usage(65 * 1024 * 1024, 'id-old') })))).to.equal(0);
+    expect(changeCount(plan(input({ ...base, statuses: statuses(status('a')), diskUsage: usage(65 * 1024 * 1024) })))).to.equal(0);
+  });
+
+  it("attests a running attempt's volumes by driver and options, not only labels: one not as berth made it fails the attestation", function () {
+    const withVol = spec('a', { volumes: [{ name: 'data', mountPath: '/data', readOnly: false }] });
+    const vol = volume('default', 'a', 'data', 'h-a');
+    const mounted = container('default', 'a', 'h-a', {
+      mounts: [
+        { type: 'bind', source: '/r/a/run-1/results', destination: '/results', rw: true },
+        { type: 'volume', source: `/var/lib/docker/volumes/${vol.name}/_data`, name: vol.name, destination: '/data', rw: true },
+      ],
+    });
+    const at = (v: typeof vol) =>
+      plan(input({ specs: [withVol], snapshot: snapshot({ containers: [mounted], volumes: [v] }), statuses: statuses(status('a')) }));
+    expect(changeCount(at({ ...vol, options: {} }))).to.equal(0);
+    const tmpfs = at({ ...vol, options: { type: 'tmpfs', device: 'tmpfs' } });
+    expect(golden(tmpfs)[1]).to.equal(
+      `  ! stop           container:berth_default_a  (attestation failed: ${vol.name}: driver local, device=tmpfs,type=tmpfs (berth made it local, no options))`,
+    );
+    expect(golden(at({ ...vol, driver: 'nfs-plugin', options: {} }))[1]).to.contain(
+      `${vol.name}: driver nfs-plugin, no options (berth made it local, no options)`,
+    );
+  });
+
   it('requeues a running attempt at its deadline', function () {
     const p = plan(
       input({

@@ -33,7 +33,8 @@ function referenceHash(spec: NormalizedAttempt): string {
     results: spec.results,
     network: { mode: spec.network.mode, egress: [...spec.network.egress].sort() },
     volumes: [...spec.volumes].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
-    resources: spec.resources,
+    // the sub-fields of the first hash (a later one, such as diskBytes, only where it is written: not in this reference)
+    resources: { cpus: spec.resources.cpus, memoryBytes: spec.resources.memoryBytes, pids: spec.resources.pids },
     deadlineSeconds: spec.deadlineSeconds,
     ...(spec.sidecars.length ? { sidecars: spec.sidecars } : {}),
   };
@@ -103,6 +104,8 @@ const attempt: fc.Arbitrary<NormalizedAttempt> = fc.record({
     cpus: fc.option(fc.double({ min: 0.1, max: 8, noNaN: true }), { nil: null }),
     memoryBytes: fc.option(fc.nat(), { nil: null }),
     pids: fc.nat(),
+    // specs written before resources.disk existed: the sub-field at its default
+    diskBytes: fc.constant(null),
   }),
   deadlineSeconds: fc.option(fc.nat(), { nil: null }),
   retries: fc.nat(10),
@@ -275,7 +278,18 @@ describe("resources: a sub-field added after the first hash cannot change an exi
     const res = spec.resources as unknown as Record<string, unknown>;
     for (const [k, rule] of later) expect(canonicalJson(res[k]), k).to.equal(canonicalJson(rule.default));
     const first = { cpus: spec.resources.cpus, memoryBytes: spec.resources.memoryBytes, pids: spec.resources.pids };
-    expect(specHash(spec)).to.equal(specHash({ ...spec, resources: first }));
+    expect(specHash(spec)).to.equal(specHash({ ...spec, resources: first as NormalizedAttempt['resources'] }));
+  });
+
+  it('resources.disk, once written, is hashed: changing it replaces the attempt', () => {
+    fc.assert(
+      fc.property(attempt, fc.integer({ min: 1024 * 1024, max: 2 ** 40 }), (s, disk) => {
+        const limited = { ...s, resources: { ...s.resources, diskBytes: disk } };
+        expect(specHash(limited)).to.not.equal(specHash(s));
+        expect(specHash({ ...s, resources: { ...s.resources, diskBytes: disk + 1 } })).to.not.equal(specHash(limited));
+      }),
+      { numRuns: 50 },
+    );
   });
 
   it('a sub-field the table does not know is hashed (it replaces), never ignored silently', () => {

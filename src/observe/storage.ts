@@ -1,0 +1,51 @@
+/**
+ * Can the engine cap a container's writable layer itself (HostConfig.StorageOpt size)? Docker's
+ * overlay2 can where its data root is xfs mounted with project quotas; berth asks the engine's
+ * info (its driver, "Backing Filesystem" and data root) once per engine and keeps the answer.
+ *
+ * The info does not say whether project quotas are on, and an engine asked for a size it cannot
+ * enforce refuses the create. So berth also looks at the data root's mount, as this machine
+ * sees it (/proc/self/mounts: the engine on this host's socket): xfs with `prjquota` (what
+ * `pquota` shows as). An engine elsewhere, a data root whose mount berth cannot see, or xfs
+ * without project quotas (a kernel without XFS quota support among them): berth measures. Other
+ * drivers that could (btrfs, zfs) are not asked to: berth measures there too.
+ */
+import { readFile } from 'node:fs/promises';
+import type { Engine } from '../engine/types';
+
+const known = new WeakMap<Engine, Promise<boolean>>();
+
+/** The mount holding `p` (the longest mount point above it) in a /proc/self/mounts text: its type and options. */
+export function mountOf(mounts: string, p: string): { type: string; options: string[] } | undefined {
+  let best: { at: string; type: string; options: string[] } | undefined;
+  for (const line of mounts.split('\n')) {
+    const [, rawAt, type, opts] = line.split(' ');
+    if (!rawAt || !type || opts === undefined) continue;
+    // /proc/self/mounts escapes space, tab, newline and backslash as octal
+    const at = rawAt.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+    const under = at === '/' || p === at || p.startsWith(`${at}/`);
+    if (under && (!best || at.length >= best.at.length)) best = { at, type, options: opts.split(',') };
+  }
+  return best && { type: best.type, options: best.options };
+}
+
+/** Whether a data root on this mount lets overlay2 cap a layer's size. */
+export function quotaMount(m: { type: string; options: string[] } | undefined): boolean {
+  return m?.type === 'xfs' && m.options.some((o) => o === 'prjquota' || o === 'pquota');
+}
+
+/** Whether `engine` enforces a writable layer's size (overlay2 on xfs with project quotas); cached per engine, an error not kept. */
+export function engineDiskQuota(engine: Engine): Promise<boolean> {
+  const kept = known.get(engine);
+  if (kept) return kept;
+  const asked = (async () => {
+    if (!engine.storage) return false;
+    const s = await engine.storage();
+    if (s.driver !== 'overlay2' || s.backingFs !== 'xfs' || !s.dataRoot) return false;
+    const mounts = await readFile('/proc/self/mounts', 'utf8').catch(() => '');
+    return quotaMount(mountOf(mounts, s.dataRoot));
+  })();
+  known.set(engine, asked);
+  asked.catch(() => known.delete(engine));
+  return asked;
+}

@@ -1,0 +1,23 @@
+/**
+ * resources.disk where berth measures: a running attempt whose last measure (observe/disk.ts,
+ * taken of this run's container) holds more than its run's limit (fixed at its start, in its
+ * record) is over it. Pure; the planner stops it (TERM, grace, KILL, as at a deadline).
+ */
+import type { DiskUsage } from '../observe/types';
+import type { AttemptStatus } from '../status/types';
+import { showBytes } from '../util/bytes';
+
+/** Why the run of container `id` is over its disk limit, or undefined: it is not (or was not measured). */
+export function diskExceeded(rec: AttemptStatus | undefined, usage: DiskUsage | undefined, id: string): string | undefined {
+  const limit = rec?.disk;
+  if (!limit || !usage || usage.containerId !== id || usage.bytes <= limit.bytes) return undefined;
+  const { layer, results, volumes } = usage.parts;
+  // a part counted after the limit was passed is not measured, and not named
+  const parts = [
+    ...(layer !== undefined ? [`writable layer ${showBytes(layer)}`] : []),
+    ...(results !== undefined ? [`results ${showBytes(results)}`] : []),
+    ...(volumes !== undefined ? [`volumes ${showBytes(volumes)}`] : []),
+  ];
+  const from = limit.source === 'default' ? '--default-disk' : 'resources.disk';
+  return `disk use ${usage.complete ? '' : 'at least '}${showBytes(usage.bytes)} exceeds ${from} ${showBytes(limit.bytes)} (${parts.join(', ')}; ${usage.entries} entries)`;
+}

@@ -1,0 +1,55 @@
+/** resources.disk where the engine enforces it: asked as StorageOpt size, attested; and how berth knows the engine can (observe/storage.ts). */
+import { expect } from 'chai';
+import { attestInspected, failedCause, mainWant } from '../../../src/attest/checks';
+import { desiredAttempt } from '../../../src/desired/attempt';
+import { mountOf, quotaMount } from '../../../src/observe/storage';
+import { FakeEngine } from '../../support/fake-engine';
+import { spec } from '../../support/builders';
+
+describe('attestation: the disk limit the engine enforces', function () {
+  const limited = spec('disk', { resources: { cpus: null, memoryBytes: null, pids: 512, diskBytes: 64 * 1024 * 1024 } });
+  const disk = (checks: ReturnType<typeof attestInspected>) => checks.find((c) => c.name === 'disk');
+  const made = async (create: ReturnType<typeof desiredAttempt>['container']['create']) => {
+    const e = new FakeEngine();
+    e.addImage({ ref: create.image });
+    return e.containers.inspect(await e.containers.create(create));
+  };
+
+  it('asks the engine for the size only where it can enforce it; the check passes for a container made so', async function () {
+    const measured = desiredAttempt({ instance: 'i' }, limited, 1, '/r/disk/run-1/results');
+    expect(measured.container.create.host.storageOpt).to.equal(undefined);
+    expect(disk(attestInspected(await made(measured.container.create), mainWant(measured)))).to.equal(undefined);
+    const d = desiredAttempt({ instance: 'i', diskQuota: true }, limited, 1, '/r/disk/run-1/results');
+    expect(d.container.create.host.storageOpt).to.deep.equal({ size: String(64 * 1024 * 1024) });
+    expect(disk(attestInspected(await made(d.container.create), mainWant(d)))).to.deep.equal({
+      name: 'disk',
+      ok: true,
+      detail: 'writable layer capped by the engine: storage options size=67108864',
+    });
+    // no limit, no size asked, whatever the engine can do
+    expect(desiredAttempt({ instance: 'i', diskQuota: true }, spec('free'), 1, '/r/f/run-1/results').container.create.host.storageOpt).to.equal(undefined);
+  });
+
+  it('fails a container whose size is not the one asked, or that has none', async function () {
+    const d = desiredAttempt({ instance: 'i', diskQuota: true }, limited, 1, '/r/disk/run-1/results');
+    const { storageOpt: _drop, ...host } = d.container.create.host;
+    const none = attestInspected(await made({ ...d.container.create, host }), mainWant(d));
+    expect(disk(none)?.ok).to.equal(false);
+    expect(failedCause(none)).to.include('storage options none (berth asks size=67108864)');
+    const other = attestInspected(await made({ ...d.container.create, host: { ...host, storageOpt: { size: '1073741824' } } }), mainWant(d));
+    expect(failedCause(other)).to.include('storage options size=1073741824 (berth asks size=67108864)');
+  });
+
+  it('knows an xfs data root with project quotas from its mount, and nothing else', function () {
+    const mounts = [
+      '/dev/vda / ext4 rw,relatime 0 0',
+      '/dev/loop0 /var/lib/dock\\040er xfs rw,relatime,attr2,inode64,logbufs=8,logbsize=32k,prjquota 0 0',
+      '/dev/loop1 /srv/plain xfs rw,relatime,attr2,inode64,noquota 0 0',
+    ].join('\n');
+    expect(quotaMount(mountOf(mounts, '/var/lib/dock er'))).to.equal(true);
+    expect(quotaMount(mountOf(mounts, '/var/lib/dock er/overlay2'))).to.equal(true);
+    expect(quotaMount(mountOf(mounts, '/srv/plain/docker'))).to.equal(false);
+    expect(quotaMount(mountOf(mounts, '/var/lib/docker'))).to.equal(false); // on / (ext4): not under the quota mount
+    expect(quotaMount(mountOf('', '/x'))).to.equal(false);
+  });
+});
