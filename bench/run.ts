@@ -15,6 +15,7 @@
  *   BENCH_SET_CELLS    the AttemptSet workload plans a CELLS x CELLS set (default 100: 10,000 children)
  *   BENCH_HARVEST_FILES files in the results folder of the harvest workload (default 100,000)
  *   BENCH_DISK_ATTEMPTS, BENCH_DISK_ENTRIES  attempts and entries each of the disk-measure workload (default 1,000 and 100)
+ *   BENCH_REDACT_MB    MiB of the log of the redaction workload (default 100)
  *   BENCH_GRADE_FILES  files of the grade workload's fixture, about 10 KiB each (default 2,000)
  *   BENCH_SWARM_DROPS  drop-to-running samples on the swarm (default 5)
  *   BENCH_SWARM_SIZES  swarm no-op pass sizes (default 10,200)
@@ -26,7 +27,7 @@
  *   BENCH_FIXTURE_FILES files of the fixture-plan workload's generated repository and of the large-fixture workload's tree (default 5,000, ~150 MB)
  *   BENCH_FIXTURE_MB   the large-fixture tree's size in MiB (default 150)
  *   BENCH_FIXTURE_ATTEMPTS containers it is copied into, 4 at a time (default 20)
- *   BENCH_ONLY         comma list of cold,drop,noop,resources,report,harvest,disk,grade,credentials,sets,completion,git,swarm,fleet,tenk,fixture-plan,fixture: a partial run, written to
+ *   BENCH_ONLY         comma list of cold,drop,noop,resources,report,harvest,disk,redact,grade,credentials,sets,completion,git,swarm,fleet,tenk,fixture-plan,fixture: a partial run, written to
  *                      bench/results/partial.*.tmp instead of latest.*
  *   BENCH_PROFILE=1    also take CPU profiles (untimed extra runs under `node --cpu-prof`: berth's
  *                      cold start and clean of 50, a no-op pass at the largest size in-process and
@@ -56,6 +57,7 @@ import { fixturePlanRounds, type FixturePlanSamples } from './workloads/fixture-
 import { harvestRounds, type HarvestSamples } from './workloads/harvest';
 import { credentialRounds, type CredentialSamples } from './workloads/credentials';
 import { diskRounds, type DiskSamples } from './workloads/disk';
+import { redactRounds, type RedactSamples } from './workloads/redact';
 import { noopScales, type NoopResult } from './workloads/noop';
 import { reportBench, type ReportSamples } from './workloads/report';
 import { setRounds, type SetSamples } from './workloads/sets';
@@ -75,6 +77,8 @@ const TARGETS = {
   credentialAddedMs: 5,
   /** One disk-measuring interval (CPU) against `du -s` of the same folders. */
   diskVsDu: 3,
+  /** The harvest of a 100 MiB log with 5 secrets to redact against the same with none (issue 41). */
+  redactVsPlain: 1.5,
   /** A run's export plus its grade against the engine's archive of workingDir plus a fresh container with the changes copied in (issue 36). */
   gradeVsFloor: 1.2,
   /** `plan`'s spec load over a large unchanged fixture, in a new process's state, against a plain stat walk of its files (issue 39). */
@@ -184,6 +188,7 @@ interface Results {
   harvest?: HarvestSamples;
   credentials?: CredentialSamples;
   disk?: DiskSamples;
+  redact?: RedactSamples;
   grade?: GradeSamples;
   fixture?: FixtureSamples;
   report?: ReportSamples;
@@ -529,6 +534,22 @@ function diskRows(d: DiskSamples, rows: Row[]): void {
   });
 }
 
+function redactRows(x: RedactSamples, rows: Row[]): void {
+  const r = pairedRatio(x.redacted, x.plain);
+  const mbps = (ms: number[]) => `${(x.logBytes / 2 ** 20 / (summarize(ms).median / 1000)).toFixed(0)} MiB/s`;
+  rows.push({
+    id: 'redact',
+    workload: `Harvest of a ${(x.logBytes / 2 ** 20).toFixed(0)} MiB container log into logs.txt with ${x.secrets} secrets to redact (each plain, base64 ×6, hex ×2): ${mbps(x.redacted)}`,
+    berth: spread(summarize(x.redacted)),
+    reference: `the same harvest with no secret (the plain copy): ${mbps(x.plain)}`,
+    refValue: spread(summarize(x.plain)),
+    ratio: r,
+    target: `≤ ${TARGETS.redactVsPlain}×`,
+    verdict: verdictOf(r.median <= TARGETS.redactVsPlain),
+    chart: { label: `log harvest with 5 secrets vs none`, target: TARGETS.redactVsPlain },
+  });
+}
+
 function gradeRows(g: GradeSamples, rows: Row[]): void {
   const r = pairedRatio(g.berth, g.floor);
   const med = (xs: number[]) => fmtMs(summarize(xs).median);
@@ -744,6 +765,7 @@ async function main(): Promise<void> {
           'report',
           'harvest',
           'disk',
+          'redact',
           'grade',
           'credentials',
           'sets',
@@ -872,6 +894,7 @@ async function main(): Promise<void> {
       res.credentials = await credentialRounds(rounds, envInt('BENCH_CRED_REQUESTS', 200, 10), log);
     }
     if (want('disk')) res.disk = await diskRounds(run, envInt('BENCH_DISK_ATTEMPTS', 1000), envInt('BENCH_DISK_ENTRIES', 100), rounds, log);
+    if (want('redact')) res.redact = await redactRounds(engine, run, envInt('BENCH_REDACT_MB', 100), rounds, log);
     if (want('grade')) {
       res.grade = await gradeRounds(engine, run, envInt('BENCH_GRADE_FILES', 2000, 200), rounds, log, profileDir);
       if (res.grade.profile) res.profiles.push({ title: 'export + grade of one attempt, in-process (one berth round)', file: res.grade.profile });
@@ -911,6 +934,7 @@ async function main(): Promise<void> {
   if (res.at1000) resourceRows(res.at1000, rows);
   if (res.harvest) harvestRows(res.harvest, rows);
   if (res.disk) diskRows(res.disk, rows);
+  if (res.redact) redactRows(res.redact, rows);
   if (res.grade) gradeRows(res.grade, rows);
   if (res.fixture) fixtureRows(res.fixture, rows);
   if (res.fixturePlan) fixturePlanRows(res.fixturePlan, rows);
@@ -994,6 +1018,7 @@ async function main(): Promise<void> {
       cleanMaxMs: res.clean1000Ms,
       harvest: res.harvest,
       disk: res.disk,
+      redact: res.redact,
       grade: res.grade,
       fixture: res.fixture,
       credentials: res.credentials,

@@ -402,6 +402,16 @@ export const DEFAULTS = {
    */
   logMaxBytes: 32 * 1024 * 1024,
   /**
+   * Secret values shorter than this are not redacted from what berth writes (every short word of
+   * a log would go); the run's record says so (`redaction.notRedacted`, a warning).
+   */
+  redactMinBytes: 4,
+  /**
+   * Nor are values longer than this (the matcher's memory is about 400 bytes per byte of value,
+   * its 9 forms together): a certificate bundle given as a secret, say. Said the same way.
+   */
+  redactMaxBytes: 64 * 1024,
+  /**
    * The engine's own log files of berth's containers (json-file driver): at most this many files
    * of this size each, the oldest dropped first. What berth harvests is what the engine kept.
    */

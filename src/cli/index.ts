@@ -279,7 +279,11 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
       return;
     }
     await done(
-      v.runValidate(paths.length ? paths : [c.specsDir], { output: o.output, resultsRoot: c.resultsRoot, ...(o.verbose ? { verbose: true } : {}) }, io),
+      v.runValidate(
+        paths.length ? paths : [c.specsDir],
+        { output: o.output, resultsRoot: c.resultsRoot, env: c.env, ...(o.verbose ? { verbose: true } : {}) },
+        io,
+      ),
     );
   });
 

@@ -22,6 +22,7 @@ import { containerHolder } from './conflict';
 import { iso, type ExecContext } from './context';
 import { DONE, outcomeOf } from './outcome';
 import { makeRunFolder, resultsBase } from './run-folder';
+import { secretSourcesOf } from './redaction';
 import { readSecrets, secretEnvLines } from './secrets';
 import { beginRun } from './status-record';
 
@@ -41,9 +42,12 @@ export async function recordIntent(
   // what the workspace export compares with: the settings now, what was copied in once it is (copyIn)
   await recordWorkspaceBase(d, false, []);
   await x.records.update(a, (r) => {
-    const begun = beginRun(r, d, counters, iso(x.now()));
+    const { secretSources: _s, ...begun } = beginRun(r, d, counters, iso(x.now()));
+    const secrets = d.loaded.spec.secrets;
     return {
       ...begun,
+      // where its secrets come from, for their redaction at the harvest (execute/redaction.ts)
+      ...(secrets.length ? { secretSources: secretSourcesOf(secrets) } : {}),
       phase: 'Pending',
       reason: REASONS.provisioning,
       intent: { action: 'provision', run: d.run, specHash: d.hash, at: iso(x.now()) },

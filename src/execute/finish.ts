@@ -3,7 +3,8 @@
  * OOM) unless the plan forces an outcome, records it as `ended`, then harvests. The harvest
  * writes logs, manifest, the exported workspace (workspace-export.ts) and status into the run's
  * folder, then the final phase; one that fails
- * is recorded (HarvestFailed, why) and the planner plans it again (planner.ts).
+ * is recorded (HarvestFailed, why) and the planner plans it again (planner.ts). Everything it
+ * writes, the record included, is redacted of the run's secrets (execute/redaction.ts).
  */
 import path from 'node:path';
 import { REASONS } from '../constants';
@@ -20,6 +21,7 @@ import { withLateOom } from './late-oom';
 import { DEFAULT_CAPS } from './manifest';
 import { DONE } from './outcome';
 import { ensureRunFolder } from './run-folder';
+import { redactRecord, runRedaction, sourcesFor, type RunRedaction } from './redaction';
 import { readScore, type ScoreRead } from './score';
 import { exportWorkspace } from './workspace-export';
 
@@ -62,6 +64,7 @@ export async function finish(
   const finishedMs = engineTime(st?.finishedAt) ?? x.now();
   // What the score file holds (or why it cannot be read), recorded as found.
   const scored = scoreFile !== undefined ? await readScore(resultsDir, scoreFile) : undefined;
+  const rr = await redactionOf(x, a);
   // The outcome is recorded first, as `ended`: the phase becomes it once the harvest is done, and
   // a harvest that fails or is cut short (berth killed) is planned again (planner.ts).
   const rec = await x.records.update(a, (r) => {
@@ -73,10 +76,17 @@ export async function finish(
       ...(exitCode !== undefined ? { exitCode } : {}),
       ...(engineTime(st?.startedAt) !== undefined && !r.startedAt ? { startedAt: iso(engineTime(st?.startedAt) as number) } : {}),
       finishedAt: iso(finishedMs),
-      ...(scored ? scoreFields(scored) : {}),
+      ...(scored ? rr.redactor.redactJson(scoreFields(scored)) : {}),
     };
   });
-  return harvest(x, a, details?.id, resultsDir ?? rec.resultsDir, sidecars, caps);
+  return harvest(x, a, details?.id, resultsDir ?? rec.resultsDir, sidecars, caps, rr);
+}
+
+/** The redaction of the attempt's current run: its secrets read again from the sources its record names. */
+export async function redactionOf(x: ExecContext, a: AttemptAction): Promise<RunRedaction> {
+  const rec = await x.records.current(a);
+  const d = a.desired;
+  return runRedaction(sourcesFor(rec, d ? { hash: d.hash, secrets: d.loaded.spec.secrets } : undefined), x.deps.env);
 }
 
 /**
@@ -91,8 +101,10 @@ export async function harvest(
   resultsDir: string | undefined,
   sidecars: SidecarRef[] = [],
   caps: HarvestCaps = DEFAULT_CAPS,
+  redaction?: RunRedaction,
 ): Promise<OpOutcome> {
   const { engine } = x.deps;
+  const rr = redaction ?? (await redactionOf(x, a));
   const rec = await x.records.current(a);
   const ended = rec.ended;
   if (!ended) throw new Error(`attempt ${a.attempt} has no recorded outcome to harvest`);
@@ -108,21 +120,33 @@ export async function harvest(
     const collected = mount && id && engine.containers.collect ? await engine.containers.collect(id, mount, caps) : undefined;
     // the workspace, read out of the stopped container before anything removes it (workspace-export.ts)
     if (mount) {
-      const exported = await exportWorkspace(engine, path.dirname(mount), id, x.deps.signal);
+      const exported = await exportWorkspace(engine, path.dirname(mount), id, x.deps.signal, rr.redactor);
       if (!exported.done && exported.warning) final.warnings = [...(final.warnings ?? []), exported.warning];
     }
+    final = redactRecord(final, rr);
     if (mount) {
       const capsFor = { caps, ...(collected ? { before: collected } : {}) };
-      final = await harvestFiles(engine, path.dirname(mount), mount, id, final, sidecars, x.deps.harvest ?? DEFAULT_LIMITS, x.deps.signal, capsFor);
+      final = await harvestFiles(
+        engine,
+        path.dirname(mount),
+        mount,
+        id,
+        final,
+        sidecars,
+        x.deps.harvest ?? DEFAULT_LIMITS,
+        x.deps.signal,
+        capsFor,
+        rr.redactor,
+      );
     }
   } catch (err) {
     // Berth stopping cut it short: nothing failed; the record still says Harvesting, and the next start does it.
     if (x.deps.signal?.aborted) throw err;
-    const why = `the harvest into ${mount ? path.dirname(mount) : '?'} failed: ${err instanceof Error ? err.message : String(err)}`;
+    const why = rr.redactor.redactText(`the harvest into ${mount ? path.dirname(mount) : '?'} failed: ${err instanceof Error ? err.message : String(err)}`);
     await x.records.update(a, (r) => ({ ...r, reason: REASONS.harvestFailed, message: why }));
     throw new Error(why);
   }
-  await x.records.put(final);
+  await x.records.put(redactRecord(final, rr));
   return DONE;
 }
 

@@ -4,7 +4,9 @@
  * archive: execute/grade-archive.ts), `start-grader` (its start, its start time and deadline
  * recorded) and `finish-grade` (exit code, OOM, logs, the score read only from the grader's own
  * results folder, `grade-<k>/status.json`, the grade recorded final). Each changes the engine at
- * most once; what it met is reported, never judged here.
+ * most once; what it met is reported, never judged here. The grader reads the run's workspace,
+ * which may hold the run's secrets: its log, its status.json and its record are redacted of them
+ * (execute/redaction.ts).
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
@@ -26,6 +28,7 @@ import { graderArchive } from './grade-archive';
 import { DEFAULT_LIMITS, saveLog } from './harvest';
 import { withLateOom } from './late-oom';
 import { DONE, outcomeOf } from './outcome';
+import { runRedaction, sourcesFor } from './redaction';
 import { resultsBase } from './run-folder';
 import { readScore } from './score';
 
@@ -255,19 +258,22 @@ export async function finishGrade(x: ExecContext, a: AttemptAction, op: Extract<
   } else if (exited) end = { state: 'graded', passed: st.exitCode === 0 };
   else end = { state: 'failed', reason: REASONS.gradeFailed, message: 'the grader ended without an exit code (it never ran, or its container is gone)' };
   const finishedMs = engineTime(st?.finishedAt) ?? x.now();
-  const final: GradeRecord = {
+  const d = a.desired;
+  const rr = await runRedaction(sourcesFor(rec, d ? { hash: d.hash, secrets: d.loaded.spec.secrets } : undefined), x.deps.env);
+  const final: GradeRecord = rr.redactor.redactJson({
     ...g,
     ...end,
     ...(exited ? { exitCode: st.exitCode, ...(st.oomKilled ? { oomKilled: true } : {}) } : {}),
     ...(details?.imageId && !g.imageId ? { imageId: details.imageId } : {}),
-    ...(notes.length ? { notes } : {}),
+    ...(notes.length || rr.warnings.length ? { notes: [...notes, ...rr.warnings.filter((w) => !notes.includes(w))] } : {}),
     finishedAt: iso(finishedMs),
-  };
+  });
   if (base) {
     // the grade's folder exists (begin-grade made it); found again with no link followed
     await assertFoldersBelow(base, gradeDir);
-    if (op.id && details) await saveLog(x.deps.engine, op.id, path.join(gradeDir, 'logs.txt'), (x.deps.harvest ?? DEFAULT_LIMITS).logMaxBytes);
-    const status = { attempt: rec.name, run: rec.run, phase: rec.phase, reason: rec.reason, exitCode: rec.exitCode, grade: final };
+    const logMax = (x.deps.harvest ?? DEFAULT_LIMITS).logMaxBytes;
+    if (op.id && details) await saveLog(x.deps.engine, op.id, path.join(gradeDir, 'logs.txt'), logMax, undefined, rr.redactor);
+    const status = rr.redactor.redactJson({ attempt: rec.name, run: rec.run, phase: rec.phase, reason: rec.reason, exitCode: rec.exitCode, grade: final });
     await writeFileAtomic(path.join(gradeDir, 'status.json'), JSON.stringify(status, null, 2) + '\n');
   }
   await x.records.update(a, (r) => withGrade(r, op.run, op.k, () => final));

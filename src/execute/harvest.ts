@@ -8,6 +8,9 @@
  *                  past spec.harvest's caps, what was left out (and removed from results/)
  *   egress.jsonl   the egress proxy's decisions, one JSON line each (isolated attempts with egress)
  *   sidecars/<name>.log  each sidecar's output
+ * Every log passes through the run's redactor (execute/redaction.ts) before it is capped and
+ * written: a secret value never reaches the disk; the manifest flags the results files that hold
+ * one (results are kept as the attempt wrote them).
  */
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
@@ -18,6 +21,7 @@ import type { Engine } from '../engine/types';
 import type { SidecarRef } from '../plan/types';
 import { writeFileAtomic, writeFileAtomicWith } from '../status/atomic-file';
 import type { AttemptStatus } from '../status/types';
+import { NO_REDACTION, type Redactor } from '../util/redact';
 import { writeCappedLog } from './capped-log';
 import { DEFAULT_BUDGET, DEFAULT_CAPS, removeLeftOut, writeManifest, type HashBudget, type LeftOutBefore, type ResultCaps, type Truncation } from './manifest';
 
@@ -69,10 +73,17 @@ export function decisionLines(log: string): string {
 }
 
 /**
- * A container's log, streamed into `file` (capped, see capped-log.ts); nothing is written when
- * the container is gone.
+ * A container's log, streamed into `file` (redacted, then capped: see capped-log.ts); nothing is
+ * written when the container is gone.
  */
-export async function saveLog(engine: Engine, id: string, file: string, maxBytes: number, filter?: () => Transform): Promise<void> {
+export async function saveLog(
+  engine: Engine,
+  id: string,
+  file: string,
+  maxBytes: number,
+  filter?: () => Transform,
+  redactor: Redactor = NO_REDACTION,
+): Promise<void> {
   let stream;
   try {
     stream = await engine.containers.logs(id, { follow: false });
@@ -80,8 +91,10 @@ export async function saveLog(engine: Engine, id: string, file: string, maxBytes
     if (isNotFound(err)) return;
     throw err;
   }
-  const source = filter ? stream.pipe(filter()) : stream;
-  if (filter) stream.on('error', (err) => source.destroy(err));
+  const filtered = filter ? stream.pipe(filter()) : stream;
+  if (filter) stream.on('error', (err) => filtered.destroy(err));
+  const source = redactor.empty ? filtered : filtered.pipe(redactor.stream());
+  if (source !== filtered) filtered.on('error', (err) => source.destroy(err));
   try {
     await writeFileAtomicWith(file, (h) => writeCappedLog(source, h, maxBytes));
   } finally {
@@ -125,21 +138,22 @@ export async function harvest(
   limits: HarvestLimits = DEFAULT_LIMITS,
   signal?: AbortSignal,
   caps: HarvestCapsFor = { caps: DEFAULT_CAPS },
+  redactor: Redactor = NO_REDACTION,
 ): Promise<AttemptStatus> {
   await fs.mkdir(runDir, { recursive: true });
-  if (containerId) await saveLog(engine, containerId, path.join(runDir, 'logs.txt'), limits.logMaxBytes);
+  if (containerId) await saveLog(engine, containerId, path.join(runDir, 'logs.txt'), limits.logMaxBytes, undefined, redactor);
   for (const sc of sidecars) {
-    if (sc.role === 'egress-proxy') await saveLog(engine, sc.id, path.join(runDir, 'egress.jsonl'), limits.logMaxBytes, () => new DecisionLines());
+    if (sc.role === 'egress-proxy') await saveLog(engine, sc.id, path.join(runDir, 'egress.jsonl'), limits.logMaxBytes, () => new DecisionLines(), redactor);
     else {
       await fs.mkdir(path.join(runDir, 'sidecars'), { recursive: true });
-      await saveLog(engine, sc.id, path.join(runDir, 'sidecars', `${sc.alias}.log`), limits.logMaxBytes);
+      await saveLog(engine, sc.id, path.join(runDir, 'sidecars', `${sc.alias}.log`), limits.logMaxBytes, undefined, redactor);
     }
   }
-  const opts = { hash: limits.hash, caps: caps.caps, ...(caps.before ? { before: caps.before } : {}) };
+  const opts = { hash: limits.hash, caps: caps.caps, ...(caps.before ? { before: caps.before } : {}), ...(redactor.empty ? {} : { redactor }) };
   const m = await writeFileAtomicWith(path.join(runDir, 'manifest.json'), (h) => writeManifest(mountDir, h, opts, signal));
   // past the caps: the results folder keeps what fits (what a collect left out never came home)
   if (m.truncation.leftOutEntries > (caps.before?.entries ?? 0)) await removeLeftOut(mountDir, caps.caps, signal);
-  const final = truncatedStatus(status, m.truncation);
+  const final = redactor.redactJson(truncatedStatus(status, m.truncation));
   await writeFileAtomic(path.join(runDir, 'status.json'), JSON.stringify(final, null, 2) + '\n');
   return final;
 }

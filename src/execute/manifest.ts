@@ -26,6 +26,12 @@
  * with `unhashed` saying which budget, and `hashing` says what was left out. A file that
  * cannot be read is listed with `unhashed: 'unreadable'` and the error's code. The caller's
  * signal (berth stopping) interrupts the walk: the manifest is then not written at all.
+ *
+ * Given the run's redactor (a run with secrets), every file is also scanned for the secrets'
+ * values as it is hashed (the same read, the same bounded buffer): one that holds any is flagged
+ * with their names (`secrets`), and `secretScan` at the end says what was looked for and how
+ * many files could not be scanned (those left unhashed). The files are left as they are; the
+ * manifest's own text (names, link targets) is redacted.
  */
 import { isUtf8 } from 'node:buffer';
 import { createHash } from 'node:crypto';
@@ -33,6 +39,7 @@ import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, read
 import type { FileHandle } from 'node:fs/promises';
 import { setImmediate as yieldLoop } from 'node:timers/promises';
 import { DEFAULTS } from '../constants';
+import type { Redactor, SecretScanner } from '../util/redact';
 
 export interface ManifestEntry {
   path: string;
@@ -47,6 +54,8 @@ export interface ManifestEntry {
   error?: string;
   target?: string;
   targetBase64?: string;
+  /** The names of the run's secrets whose value the file holds (in any form the redactor knows). */
+  secrets?: string[];
 }
 
 export interface HashBudget {
@@ -102,6 +111,8 @@ export interface Manifest {
   files: ManifestEntry[];
   hashing: Hashing;
   truncation: Truncation;
+  /** With a run's secrets: what the files were scanned for, how many hold one, how many were not scanned (unhashed). */
+  secretScan?: { secrets: string[]; filesWithSecrets: number; unscannedFiles: number };
 }
 
 export const DEFAULT_BUDGET: HashBudget = { maxBytes: DEFAULTS.hashMaxBytes, maxSeconds: DEFAULTS.hashMaxSeconds };
@@ -200,7 +211,7 @@ async function walk(
 }
 
 /** sha256 of a regular file, opened without following a link or blocking on a fifo; read a chunk per slice check. */
-async function sha256(abs: Buffer, buf: Buffer, slicer: Slicer, signal: AbortSignal): Promise<string> {
+async function sha256(abs: Buffer, buf: Buffer, slicer: Slicer, signal: AbortSignal, scan?: SecretScanner): Promise<string> {
   const h = createHash('sha256');
   const fd = openSync(abs, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   try {
@@ -209,6 +220,7 @@ async function sha256(abs: Buffer, buf: Buffer, slicer: Slicer, signal: AbortSig
       const n = readSync(fd, buf, 0, buf.length, null);
       if (n === 0) break;
       h.update(buf.subarray(0, n));
+      scan?.update(buf.subarray(0, n));
       await slicer.tick(signal);
     }
   } finally {
@@ -269,6 +281,8 @@ export interface ManifestOptions {
   /** How many left-out entries are listed (DEFAULTS.manifestLeftOutListed). */
   leftOutListed?: number;
   before?: LeftOutBefore;
+  /** The run's secrets: every file scanned for them as it is hashed, and the manifest's text redacted. */
+  redactor?: Redactor;
 }
 
 /**
@@ -291,6 +305,8 @@ export async function writeManifest(root: string, out: FileHandle, opts: Manifes
   const timer = setTimeout(() => time.abort(new TimeUp()), budget.maxSeconds * 1000);
   const both = signal ? AbortSignal.any([signal, time.signal]) : time.signal;
   const buf = Buffer.allocUnsafe(CHUNK);
+  const redactor = opts.redactor && !opts.redactor.empty ? opts.redactor : undefined;
+  let filesWithSecrets = 0;
   await w.add('{\n  "files": [');
   try {
     await walk(Buffer.from(root), caps, slicer, signal, async (m) => {
@@ -299,7 +315,8 @@ export async function writeManifest(root: string, out: FileHandle, opts: Manifes
         if (m.st.isFile()) leftOutBytes += m.st.size;
         if (leftOut.length < listMax) {
           const e = entryOf(m);
-          leftOut.push({ path: e.path, ...(e.pathBase64 ? { pathBase64: e.pathBase64 } : {}), type: e.type, size: e.size, why: m.leftOut });
+          const listed = { path: e.path, ...(e.pathBase64 ? { pathBase64: e.pathBase64 } : {}), type: e.type, size: e.size, why: m.leftOut };
+          leftOut.push(redactor ? redactor.redactJson(listed) : listed);
         }
         return;
       }
@@ -313,7 +330,13 @@ export async function writeManifest(root: string, out: FileHandle, opts: Manifes
         } else {
           hashing.planned += e.size;
           try {
-            e.sha256 = await sha256(m.abs, buf, slicer, both);
+            const scan = redactor?.scanner();
+            e.sha256 = await sha256(m.abs, buf, slicer, both, scan);
+            const held = scan?.found() ?? [];
+            if (held.length) {
+              e.secrets = held;
+              filesWithSecrets++;
+            }
           } catch (err) {
             signal?.throwIfAborted();
             if (time.signal.aborted) e.unhashed = 'time-budget';
@@ -331,7 +354,7 @@ export async function writeManifest(root: string, out: FileHandle, opts: Manifes
           hashing.unhashedBytes += e.size;
         }
       }
-      await w.add((first ? '\n    ' : ',\n    ') + indented(e, 2));
+      await w.add((first ? '\n    ' : ',\n    ') + indented(redactor ? redactor.redactJson(e) : e, 2));
       first = false;
     });
   } finally {
@@ -359,8 +382,10 @@ export async function writeManifest(root: string, out: FileHandle, opts: Manifes
       leftOut,
       leftOutNotListed: leftOutEntries - leftOut.length,
     },
+    ...(redactor ? { secretScan: { secrets: redactor.secretNames, filesWithSecrets, unscannedFiles: hashing.unhashedFiles } } : {}),
   };
-  await w.add((first ? ']' : '\n  ]') + `,\n  "hashing": ${indented(summary.hashing, 1)},\n  "truncation": ${indented(summary.truncation, 1)}\n}\n`);
+  const scanned = summary.secretScan ? `,\n  "secretScan": ${indented(summary.secretScan, 1)}` : '';
+  await w.add((first ? ']' : '\n  ]') + `,\n  "hashing": ${indented(summary.hashing, 1)},\n  "truncation": ${indented(summary.truncation, 1)}${scanned}\n}\n`);
   await w.flush();
   return summary;
 }

@@ -6,7 +6,7 @@
  * secret, never the value.
  */
 import type { CredentialConfig } from '../proxy/contract';
-import type { CredentialSpec, NormalizedAttempt } from '../spec/types';
+import type { CredentialSpec, NormalizedAttempt, SecretRef } from '../spec/types';
 import { openFileBelow, UnsafePathError } from '../util/no-follow';
 
 export class SecretError extends Error {
@@ -18,25 +18,31 @@ export async function readSecrets(spec: NormalizedAttempt, env: NodeJS.ProcessEn
   const out: { name: string; value: Buffer }[] = [];
   for (const s of spec.secrets) {
     if (names && !names.includes(s.name)) continue;
-    if (s.fromEnv !== undefined) {
-      const v = env[s.fromEnv];
-      if (v === undefined) throw new SecretError(`secret ${s.name}: environment variable ${s.fromEnv} is not set in berth's environment`);
-      out.push({ name: s.name, value: Buffer.from(v, 'utf8') });
-    } else if (s.fromFile !== undefined) {
-      try {
-        const fh = await openFileBelow('/', s.fromFile);
-        try {
-          out.push({ name: s.name, value: await fh.readFile() });
-        } finally {
-          await fh.close();
-        }
-      } catch (err) {
-        if (err instanceof UnsafePathError) throw new UnsafePathError(`secret ${s.name}: ${err.message}`);
-        throw new SecretError(`secret ${s.name}: cannot read ${s.fromFile} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
-      }
-    }
+    const value = await readSecret(s, env);
+    if (value) out.push({ name: s.name, value });
   }
   return out;
+}
+
+/** One secret's value from its source (undefined for a reference with neither source); throws SecretError or UnsafePathError. */
+export async function readSecret(s: SecretRef, env: NodeJS.ProcessEnv): Promise<Buffer | undefined> {
+  if (s.fromEnv !== undefined) {
+    const v = env[s.fromEnv];
+    if (v === undefined) throw new SecretError(`secret ${s.name}: environment variable ${s.fromEnv} is not set in berth's environment`);
+    return Buffer.from(v, 'utf8');
+  }
+  if (s.fromFile === undefined) return undefined;
+  try {
+    const fh = await openFileBelow('/', s.fromFile);
+    try {
+      return await fh.readFile();
+    } finally {
+      await fh.close();
+    }
+  } catch (err) {
+    if (err instanceof UnsafePathError) throw new UnsafePathError(`secret ${s.name}: ${err.message}`);
+    throw new SecretError(`secret ${s.name}: cannot read ${s.fromFile} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
 }
 
 /** `VAR=value` lines for secrets explicitly opted into the environment. */

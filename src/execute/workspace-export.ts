@@ -14,6 +14,11 @@
  * Crash-safe and exactly once: built in a temp folder beside `workspace/` (changes.json written
  * last in it), then renamed into place. A harvest tried again finds a complete export and leaves
  * it, and removes a half-made temp folder of an earlier try.
+ *
+ * A run with secrets: every file written under files/ is scanned for their values as it is
+ * hashed; one that holds any is flagged in changes.json (`secrets`) and named in the patch
+ * without its content (as a binary file is), so the patch holds no value; files/ keeps the bytes
+ * as the attempt wrote them. changes.json itself is redacted (a path that holds a value).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
@@ -26,6 +31,7 @@ import type { WorkspaceExportSpec } from '../spec/types';
 import { isCode, readJsonFile, syncDir, writeFileAtomic } from '../status/atomic-file';
 import { openFileBelow } from '../util/no-follow';
 import { runBounded } from '../util/pool';
+import type { Redactor } from '../util/redact';
 import { collectChanges, type Collected } from './workspace-tar';
 import { readCapped, writePatch, type PatchFile } from './workspace-patch';
 import type { WorkspaceChanges } from './workspace-types';
@@ -60,7 +66,13 @@ export type ExportResult = { done: true; truncated: boolean } | { done: false; w
  * complete. A container that is gone is a warning, never a failure (the harvest would fail
  * forever).
  */
-export async function exportWorkspace(engine: Engine, runDir: string, containerId: string | undefined, signal?: AbortSignal): Promise<ExportResult> {
+export async function exportWorkspace(
+  engine: Engine,
+  runDir: string,
+  containerId: string | undefined,
+  signal?: AbortSignal,
+  redactor?: Redactor,
+): Promise<ExportResult> {
   const base = await readJsonFile<WorkspaceBase>(path.join(runDir, WORKSPACE.base));
   if (!base || base.settings.export === 'none') return { done: false };
   const final = path.join(runDir, WORKSPACE.dir);
@@ -90,8 +102,10 @@ export async function exportWorkspace(engine: Engine, runDir: string, containerI
       maxFiles: base.settings.maxFiles,
       filesDir,
       ...(signal ? { signal } : {}),
+      ...(redactor && !redactor.empty ? { redactor } : {}),
     });
     const binary = await patchOf(temp, filesDir, base, got, index);
+    const flagged = [...got.added, ...got.modified, ...got.typeChanged].filter((e) => e.secrets);
     // the files get their modes once read for the patch (one without read permission could not be)
     const modes = await runBounded(got.written, 16, (w) => fsp.chmod(path.join(filesDir, w.path), w.mode));
     for (const m of modes) if (m.status === 'rejected') throw m.reason;
@@ -107,9 +121,10 @@ export async function exportWorkspace(engine: Engine, runDir: string, containerI
       omitted: got.omitted,
       truncated: got.truncated,
       caps: { maxBytes: base.settings.maxBytes, maxFiles: base.settings.maxFiles },
+      ...(redactor && !redactor.empty ? { secretScan: { secrets: redactor.secretNames, filesWithSecrets: flagged.length } } : {}),
       exportedAt: new Date().toISOString(),
     };
-    await writeFileAtomic(path.join(temp, WORKSPACE.changes), JSON.stringify(changes, null, 2) + '\n');
+    await writeFileAtomic(path.join(temp, WORKSPACE.changes), JSON.stringify(redactor ? redactor.redactJson(changes) : changes, null, 2) + '\n');
     // A folder left by an interrupted rename's predecessor (never complete: checked above).
     await fsp.rm(final, { recursive: true, force: true });
     await fsp.rename(temp, final);
@@ -152,6 +167,8 @@ async function patchOf(
   index: ReadonlyMap<string, FixtureEntry> | null,
 ): Promise<Set<string>> {
   const changes: PatchFile[] = [];
+  // a file that holds a secret's value is named, never diffed: the patch holds no value
+  const secret = new Set([...got.added, ...got.modified, ...got.typeChanged].filter((e) => e.secrets).map((e) => e.path));
   const fileMode = (e: { type: string; mode?: number }): number | undefined => (e.type === 'file' ? (e.mode ?? 0o644) : undefined);
   for (const e of got.added) if (e.type === 'file') changes.push({ path: e.path, newMode: e.mode ?? 0o644, content: true });
   for (const e of got.modified) {
@@ -174,6 +191,7 @@ async function patchOf(
     return await writePatch(out, path.join(temp, '.patch-body'), changes, {
       before: (p) => fixtureBytes(base, index?.get(p)),
       after: async (p) => {
+        if (secret.has(p)) return undefined;
         const fh = await openFileBelow(filesDir, p);
         try {
           return await readCapped(fh);

@@ -24,6 +24,7 @@ import { DEFAULTS } from '../constants';
 import type { FixtureEntry } from '../spec/fixture-scan';
 import { isCode } from '../status/atomic-file';
 import { atFd, openDirBelow, UnsafePathError } from '../util/no-follow';
+import type { Redactor } from '../util/redact';
 import type { ChangedEntry, EntryType, OmittedReason, WorkspaceChanges } from './workspace-types';
 
 export interface CollectOptions {
@@ -36,6 +37,8 @@ export interface CollectOptions {
   /** A fresh folder of berth's: added and modified files land below it. */
   filesDir: string;
   signal?: AbortSignal;
+  /** The run's secrets: every file written is scanned for their values as it is hashed (flagged `secrets`). */
+  redactor?: Redactor;
 }
 
 /** What the archive held that changed: changes.json's lists, and the files written. */
@@ -96,10 +99,10 @@ export async function collectChanges(tar: Readable, top: string, opts: CollectOp
   const isExcluded = excluder(opts.exclude);
   const excludedSeen = new Set<string>();
   /** Paths met (so a repeat is refused) and what became of a file (for a hard link to it). */
-  const met = new Map<string, { size: number; sha256: string; written: boolean; mode: number } | null>();
+  const met = new Map<string, { size: number; sha256: string; written: boolean; mode: number; secrets?: string[] } | null>();
   let listed = 0;
   let bytes = 0;
-  const files = new FilesWriter(opts.filesDir);
+  const files = new FilesWriter(opts.filesDir, opts.redactor);
 
   const omit = (path: string, reason: OmittedReason): void => {
     if (listed >= opts.maxFiles) throw stop(path, 'max-files');
@@ -198,9 +201,11 @@ export async function collectChanges(tar: Readable, top: string, opts: CollectOp
           continue;
         }
         if (!fits && held) throw stop(rel, 'max-bytes');
+        let secrets: string[] = [];
         try {
-          if (held) await files.writeBytes(rel, held);
-          else sha256 = fits ? await files.write(rel, entry) : await hashOnly(entry);
+          if (held) secrets = await files.writeBytes(rel, held);
+          else if (fits) ({ sha256, secrets } = await files.write(rel, entry));
+          else sha256 = await hashOnly(entry);
         } catch (err) {
           // A name that cannot be a file below files/ (a hostile tar: a file where a folder was).
           if (!(err instanceof UnsafePathError) && !isCode(err, 'EEXIST', 'ENOTDIR', 'EISDIR')) throw err;
@@ -214,9 +219,10 @@ export async function collectChanges(tar: Readable, top: string, opts: CollectOp
           continue;
         }
         if (!fits) throw stop(rel, 'max-bytes');
-        met.set(rel, { size, sha256: sha256 as string, written: true, mode });
+        const flagged = secrets.length ? { secrets } : {};
+        met.set(rel, { size, sha256: sha256 as string, written: true, mode, ...flagged });
         try {
-          list({ path: rel, type: 'file', size, sha256: sha256 as string, mode }, idx);
+          list({ path: rel, type: 'file', size, sha256: sha256 as string, mode, ...flagged }, idx);
         } catch (err) {
           await files.remove(rel);
           throw err;
@@ -241,7 +247,7 @@ export async function collectChanges(tar: Readable, top: string, opts: CollectOp
           continue;
         }
         if (bytes + was.size > opts.maxBytes) throw stop(rel, 'max-bytes');
-        list({ path: rel, type: 'file', size: was.size, sha256: was.sha256, mode: was.mode }, idx);
+        list({ path: rel, type: 'file', size: was.size, sha256: was.sha256, mode: was.mode, ...(was.secrets ? { secrets: was.secrets } : {}) }, idx);
         await files.copy(toRel, rel);
         met.set(rel, { ...was, written: true });
         bytes += was.size;
@@ -299,7 +305,10 @@ async function hashOnly(stream: AsyncIterable<unknown>): Promise<string> {
 class FilesWriter {
   private dir: { rel: string; h: fsp.FileHandle } | undefined;
 
-  constructor(private readonly root: string) {}
+  constructor(
+    private readonly root: string,
+    private readonly redactor?: Redactor,
+  ) {}
 
   private async folder(rel: string): Promise<fsp.FileHandle> {
     const parent = posix.dirname(rel);
@@ -311,25 +320,27 @@ class FilesWriter {
     return h;
   }
 
-  /** Writes `rel` from `stream`, returning its sha256. */
-  async write(rel: string, stream: AsyncIterable<unknown>): Promise<string> {
+  /** Writes `rel` from `stream`, returning its sha256 and the secrets whose value it holds. */
+  async write(rel: string, stream: AsyncIterable<unknown>): Promise<{ sha256: string; secrets: string[] }> {
     const dir = await this.folder(rel);
     const fh = await fsp.open(atFd(dir.fd, posix.basename(rel)), C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, 0o600);
     const hash = createHash('sha256');
+    const scan = this.redactor?.scanner();
     try {
       for await (const c of stream) {
         const chunk = c as Buffer;
         hash.update(chunk);
+        scan?.update(chunk);
         await fh.write(chunk);
       }
     } finally {
       await fh.close();
     }
-    return hash.digest('hex');
+    return { sha256: hash.digest('hex'), secrets: scan?.found() ?? [] };
   }
 
-  /** Writes `rel` with `bytes` (created exclusively, no link followed). */
-  async writeBytes(rel: string, bytes: Buffer): Promise<void> {
+  /** Writes `rel` with `bytes` (created exclusively, no link followed); returns the secrets whose value it holds. */
+  async writeBytes(rel: string, bytes: Buffer): Promise<string[]> {
     const dir = await this.folder(rel);
     const fh = await fsp.open(atFd(dir.fd, posix.basename(rel)), C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, 0o600);
     try {
@@ -337,6 +348,9 @@ class FilesWriter {
     } finally {
       await fh.close();
     }
+    const scan = this.redactor?.scanner();
+    scan?.update(bytes);
+    return scan?.found() ?? [];
   }
 
   async copy(from: string, to: string): Promise<void> {

@@ -22,6 +22,11 @@ export interface ChangedEntry {
   target?: string;
   /** Files: changed bytes are not text (so only in files/, named in the patch). */
   binary?: boolean;
+  /**
+   * Files: the names of the run's secrets whose value the file holds. Its bytes are in files/ as
+   * written; the patch names it without its content (as a binary file).
+   */
+  secrets?: string[];
 }
 
 /** `unsafe-name`: an archive entry whose name leaves the tree (`..`, absolute) or repeats one (never from a real engine). */
@@ -48,5 +53,7 @@ export interface WorkspaceChanges {
   /** A cap was reached: the export is incomplete. */
   truncated: boolean;
   caps: { maxBytes: number; maxFiles: number };
+  /** With a run's secrets: what the files written were scanned for, and how many hold one. */
+  secretScan?: { secrets: string[]; filesWithSecrets: number };
   exportedAt: string;
 }

@@ -126,6 +126,18 @@ export interface DiskLimit {
   enforcedBy: 'measured' | 'engine';
 }
 
+/**
+ * What was redacted from what berth wrote for a run (docs/CONTRACT.md, berth's section):
+ * `complete` when every secret's value could be read again at the harvest and was long enough to
+ * redact; else `notRedacted` says which were not, and why.
+ */
+export interface Redaction {
+  complete: boolean;
+  /** The secrets redacted. */
+  secrets: string[];
+  notRedacted?: { name: string; why: 'unreadable' | 'too-short' | 'too-long' }[];
+}
+
 export interface AttemptStatus {
   name: string;
   instance: string;
@@ -225,6 +237,14 @@ export interface AttemptStatus {
   regradeRequested?: { at: string; run: number; after: number };
   /** Warnings for `describe` (e.g. a secret opted into the environment). */
   warnings?: string[];
+  /**
+   * Where the current run's secrets come from (never their values), recorded when the run
+   * begins: the harvest reads them again from there to redact them (execute/redaction.ts), in
+   * whichever berth process it runs.
+   */
+  secretSources?: { name: string; fromEnv?: string; fromFile?: string }[];
+  /** The current run's redaction, once harvested (runs with secrets only): see `Redaction`. */
+  redaction?: Redaction;
   history: RunRecord[];
   updatedAt: string;
 }

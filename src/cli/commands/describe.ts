@@ -113,6 +113,11 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
       kv('Repo digests', rec.image.repoDigests.length ? rec.image.repoDigests.join(', ') : 'none (built or loaded on the engine)');
     }
     kv('Results', rec.resultsDir);
+    if (rec.redaction) {
+      const r = rec.redaction;
+      const not = (r.notRedacted ?? []).map((x) => `${x.name} (${x.why})`).join(', ');
+      kv('Redacted', `${r.secrets.length ? r.secrets.join(', ') : 'no secret'}${r.complete ? '' : `; NOT redacted: ${not}`}`);
+    }
     kv('Container', rec.containerId?.slice(0, 12));
     if (rec.lastError) {
       kv(

@@ -3,6 +3,8 @@
  * container's, or a sidecar's) from its container while the run goes on, from the harvested file
  * (`run-<n>/logs.txt`, `run-<n>/sidecars/<name>.log`) once it is finished, and from that file too
  * when the engine cannot be reached (with a note on stderr). Earlier runs exist only as files.
+ * The harvested files are redacted already; a live log is redacted here, of the secrets this
+ * process can read from the sources the run's record names (one it cannot is said on stderr).
  */
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
@@ -10,6 +12,7 @@ import { StringDecoder } from 'node:string_decoder';
 import { containerName, EXIT, FINISHED_PHASES, NAMING } from '../../constants';
 import { describeEngineError, isEngineDown, isNotFound } from '../../engine/errors';
 import type { AttemptStatus } from '../../status/types';
+import { runRedaction } from '../../execute/redaction';
 import { UsageError, type Context } from '../context';
 import { diag } from '../diag';
 
@@ -100,7 +103,11 @@ export async function runLogs(ctx: Context, name: string, o: LogsOptions): Promi
   if (current) {
     const id = o.sidecar ? NAMING.sidecar(ctx.instance, name, o.sidecar) : (rec?.containerId ?? containerName(ctx.instance, name));
     try {
-      const stream = await ctx.engine().containers.logs(id, { follow: !!o.follow, ...(o.tail !== undefined ? { tail: o.tail } : {}) });
+      const raw = await ctx.engine().containers.logs(id, { follow: !!o.follow, ...(o.tail !== undefined ? { tail: o.tail } : {}) });
+      const rr = await runRedaction(rec?.secretSources, ctx.env);
+      for (const w of rr.warnings) diag(ctx, 'warn', w.replace(/at the harvest: .*$/, 'here: it is not redacted from this live log'));
+      const stream = rr.redactor.empty ? raw : raw.pipe(rr.redactor.stream());
+      if (stream !== raw) raw.on('error', (err) => stream.destroy(err));
       // Chunk by chunk, never the whole log at once; a character split between chunks is kept whole.
       const text = new StringDecoder('utf8');
       for await (const chunk of stream) ctx.io.out(Buffer.isBuffer(chunk) ? text.write(chunk) : String(chunk));

@@ -6,9 +6,13 @@
  * (`sets`: each AttemptSet's name, whether it is valid as a whole, and its children's names).
  * `-v`: also the files found but not read as specs (`.berthignore`, inside a fixture or a
  * `fromDir`), each with why (`skipped` in JSON).
+ * Warnings (stderr in text, `warnings` in JSON; never an error): a secret whose value, as this
+ * process can read it, is too short or too long to be redacted from what berth writes
+ * (execute/redaction.ts).
  */
 import { closeSync, constants as fsConstants, fstatSync, openSync, readFileSync } from 'node:fs';
 import { DEFAULTS, EXIT } from '../../constants';
+import { readSecret } from '../../execute/secrets';
 import { loadPaths, loadSpecs, type LoadReport } from '../../spec/loader';
 import { formatErrors, githubAnnotations, inGithubActions, type ReadLine } from '../format-errors';
 import type { Context } from '../context';
@@ -23,6 +27,8 @@ export interface ValidateOptions {
   revision?: string;
   /** `-v`: also say which files were found but not read as specs, and why. */
   verbose?: boolean;
+  /** Where `fromEnv` secrets are read for the too-short warning (default: this process's). */
+  env?: NodeJS.ProcessEnv;
 }
 
 export interface ValidateIo {
@@ -36,6 +42,7 @@ export async function runValidate(paths: string[], opts: ValidateOptions, io: Va
       ? await loadSpecs({ specsDir: paths[0], resultsRoot: opts.resultsRoot, revision: opts.revision })
       : await loadPaths(paths.length > 0 ? paths : [DEFAULTS.specsDir], { resultsRoot: opts.resultsRoot });
   const valid = report.errors.length === 0;
+  const warnings = await shortSecrets(report, opts.env ?? process.env);
   if (opts.output === 'json') {
     const sets = [...(report.sets ?? new Map())].map(([name, set]) => ({ name, valid: set.valid, children: set.children }));
     const body = {
@@ -46,6 +53,7 @@ export async function runValidate(paths: string[], opts: ValidateOptions, io: Va
       sets,
       errors: report.errors,
       ...(opts.verbose ? { skipped: report.skipped ?? [] } : {}),
+      ...(warnings.length ? { warnings } : {}),
     };
     io.out(`${JSON.stringify(body, null, 2)}\n`);
   } else {
@@ -53,16 +61,47 @@ export async function runValidate(paths: string[], opts: ValidateOptions, io: Va
     if (opts.verbose) for (const k of report.skipped ?? []) io.out(`skipped ${k.file}: ${k.reason}\n`);
     // in GitHub Actions, also as annotations on the spec's lines
     if (!valid && inGithubActions(process.env)) io.err(githubAnnotations(report.errors, { cwd: process.cwd(), workspace: process.env.GITHUB_WORKSPACE }));
+    for (const w of warnings) io.err(`warning: ${w}\n`);
     io.out(`${opts.revision !== undefined ? `revision ${opts.revision}: ` : ''}${summary(report)}\n`);
   }
   return valid ? EXIT.ok : EXIT.usage;
+}
+
+/**
+ * The secrets whose value, read here as the harvest would read it, is shorter than
+ * DEFAULTS.redactMinBytes or longer than DEFAULTS.redactMaxBytes (trailing line breaks dropped):
+ * not redacted from what berth writes. A
+ * secret this process cannot read is no warning here (the run says so if the harvest cannot).
+ */
+async function shortSecrets(report: LoadReport, env: NodeJS.ProcessEnv): Promise<string[]> {
+  const out: string[] = [];
+  const seen = new Set<string>();
+  for (const { spec } of report.specs) {
+    for (const s of spec.secrets) {
+      const key = `${s.fromEnv ?? ''}\0${s.fromFile ?? ''}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const v = await readSecret(s, env).catch(() => undefined);
+      if (!v) continue;
+      let n = v.length;
+      while (n > 0 && (v[n - 1] === 0x0a || v[n - 1] === 0x0d)) n--;
+      const how =
+        n < DEFAULTS.redactMinBytes
+          ? `shorter than ${DEFAULTS.redactMinBytes}`
+          : n > DEFAULTS.redactMaxBytes
+            ? `longer than ${DEFAULTS.redactMaxBytes}`
+            : undefined;
+      if (how) out.push(`attempt ${spec.name}: secret ${s.name} is ${how} bytes: it will not be redacted from what berth writes for its runs`);
+    }
+  }
+  return out;
 }
 
 /** `validate --git URL`: the source's current commit, fetched into a folder of validate's own. */
 export async function runValidateGit(ctx: Context, o: GitFlags & { output: 'text' | 'json'; verbose?: boolean }): Promise<number> {
   const git = await gitSourceFrom(ctx, o);
   const verbose = o.verbose ? { verbose: true } : {};
-  if (!git) return runValidate([ctx.specsDir], { output: o.output, resultsRoot: ctx.resultsRoot, ...verbose }, ctx.io);
+  if (!git) return runValidate([ctx.specsDir], { output: o.output, resultsRoot: ctx.resultsRoot, env: ctx.env, ...verbose }, ctx.io);
   let peek: Awaited<ReturnType<typeof peekRevision>>;
   try {
     peek = await peekRevision(git);

@@ -51,6 +51,25 @@ describe('cli/validate', () => {
     expect(body.errors[0]).to.include({ attempt: 'b' });
   });
 
+  it('warns, never fails, about a secret too short to be redacted (as this process reads it)', async () => {
+    const secrets =
+      '  secrets:\n    - {name: pin, fromFile: ./pin}\n    - {name: short, fromEnv: SHORT}\n    - {name: long, fromEnv: LONG}\n    - {name: unset, fromEnv: UNSET}\n';
+    const sb = sandbox({ 'a.yaml': doc('a', secrets), pin: '123\n' });
+    let out = '';
+    let err = '';
+    const env = { SHORT: 'ab', LONG: 'long-enough' };
+    const code = await runValidate([sb.specs], { output: 'text', resultsRoot: sb.results, env }, { out: (s) => (out += s), err: (s) => (err += s) });
+    expect(code).to.equal(EXIT.ok);
+    expect(out).to.equal('1 file, 1 attempt: all valid\n');
+    expect(err).to.equal(
+      'warning: attempt a: secret pin is shorter than 4 bytes: it will not be redacted from what berth writes for its runs\n' +
+        'warning: attempt a: secret short is shorter than 4 bytes: it will not be redacted from what berth writes for its runs\n',
+    );
+    let json = '';
+    await runValidate([sb.specs], { output: 'json', resultsRoot: sb.results, env }, { out: (s) => (json += s), err: () => undefined });
+    expect((JSON.parse(json) as { warnings: string[] }).warnings).to.have.length(2);
+  });
+
   it('reports a path that does not exist', async () => {
     const sb = sandbox({});
     const r = await run([path.join(sb.root, 'nope.yaml')], 'text', sb.results);
