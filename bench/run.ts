@@ -24,8 +24,10 @@
  *   BENCH_TENK_SPECS   specs of the ten-thousand workload, 50 of them running (default 10,000)
  *   BENCH_AB           label=[node@]path/to/bin/berth.js: another build in the fleet and completion
  *                      workloads (an A/B in one run; on this Node, or on the node named)
- *   BENCH_FIXTURE_FILES files of the fixture-plan workload's generated repository (default 5,000, ~150 MB)
- *   BENCH_ONLY         comma list of cold,drop,noop,resources,report,harvest,disk,redact,grade,credentials,sets,completion,git,swarm,fleet,tenk,fixture-plan: a partial run, written to
+ *   BENCH_FIXTURE_FILES files of the fixture-plan workload's generated repository and of the large-fixture workload's tree (default 5,000, ~150 MB)
+ *   BENCH_FIXTURE_MB   the large-fixture tree's size in MiB (default 150)
+ *   BENCH_FIXTURE_ATTEMPTS containers it is copied into, 4 at a time (default 20)
+ *   BENCH_ONLY         comma list of cold,drop,noop,resources,report,harvest,disk,redact,grade,credentials,sets,completion,git,swarm,fleet,tenk,fixture-plan,fixture: a partial run, written to
  *                      bench/results/partial.*.tmp instead of latest.*
  *   BENCH_PROFILE=1    also take CPU profiles (untimed extra runs under `node --cpu-prof`: berth's
  *                      cold start and clean of 50, a no-op pass at the largest size in-process and
@@ -49,6 +51,7 @@ import { berth, killLiveChildren, REPO, run as runCmd } from './lib/proc';
 import { coldRounds, profileColdBerth, type ColdSamples } from './workloads/cold';
 import { renderProfile, summarizeProfile, type ProfileSummary } from './lib/profile';
 import { controllerAt1000, dropToRunning, profileController, type ControllerAt1000, type DropSamples } from './workloads/controller';
+import { fixtureRounds, type FixtureSamples } from './workloads/fixture';
 import { gradeRounds, type GradeSamples } from './workloads/grade';
 import { fixturePlanRounds, type FixturePlanSamples } from './workloads/fixture-plan';
 import { harvestRounds, type HarvestSamples } from './workloads/harvest';
@@ -93,6 +96,8 @@ const TARGETS = {
   setPlanMs: 1000,
   /** A container's `die` event → berth's record saying the attempt finished, p95. */
   completionP95Ms: 500,
+  /** A large fixture (5,000 files, 150 MiB) into 20 containers, 4 at a time, against `docker cp` of the same tree (issue 39). */
+  fixtureVsDockerCp: 1.1,
 };
 
 function envInt(name: string, def: number, min = 1): number {
@@ -185,6 +190,7 @@ interface Results {
   disk?: DiskSamples;
   redact?: RedactSamples;
   grade?: GradeSamples;
+  fixture?: FixtureSamples;
   report?: ReportSamples;
   sets?: SetSamples;
   completion?: CompletionSamples;
@@ -560,6 +566,30 @@ function gradeRows(g: GradeSamples, rows: Row[]): void {
   });
 }
 
+function fixtureRows(f: FixtureSamples, rows: Row[]): void {
+  const r = pairedRatio(f.berth, f.peer);
+  rows.push({
+    id: 'large-fixture',
+    workload: `Large fixture: a generated tree of ${f.files.toLocaleString('en')} files (${(f.bytes / 2 ** 20).toFixed(0)} MiB, nested folders, mixed sizes) copied into ${f.attempts} containers, ${f.parallel} at a time; berth packs it once into its cache (a fresh one each round) and streams it to each, with the run's workspace-base.json`,
+    berth: spread(summarize(f.berth)),
+    reference: `docker cp of the same tree into the same kind of containers, ${f.parallel} at a time (peer)`,
+    refValue: spread(summarize(f.peer)),
+    ratio: r,
+    target: `≤ ${TARGETS.fixtureVsDockerCp}×`,
+    verdict: verdictOf(r.median <= TARGETS.fixtureVsDockerCp),
+    chart: { label: `large fixture into ${f.attempts} containers vs docker cp`, target: TARGETS.fixtureVsDockerCp },
+  });
+  rows.push({
+    id: 'shared-base-layer',
+    workload: `A set of ${f.shared.children} children over that tree as a shared base layer, each with a small layer of its own (archives made and read, ${fmtMs(f.shared.ms)})`,
+    berth: `${f.shared.packs} layers packed: the base ${f.shared.basePacks}×, ${f.shared.packs - f.shared.basePacks} task layers`,
+    reference: 'the base packed once',
+    refValue: '1',
+    target: 'base packed 1×',
+    verdict: verdictOf(f.shared.basePacks === 1),
+  });
+}
+
 function fixturePlanRows(f: FixturePlanSamples, rows: Row[]): void {
   const r = pairedRatio(f.berth, f.floor);
   rows.push({
@@ -745,6 +775,7 @@ async function main(): Promise<void> {
           'fleet',
           'tenk',
           'fixture-plan',
+          'fixture',
         ].includes(w)
       )
         throw new Error(`BENCH_ONLY: unknown workload ${w}`);
@@ -868,6 +899,14 @@ async function main(): Promise<void> {
       res.grade = await gradeRounds(engine, run, envInt('BENCH_GRADE_FILES', 2000, 200), rounds, log, profileDir);
       if (res.grade.profile) res.profiles.push({ title: 'export + grade of one attempt, in-process (one berth round)', file: res.grade.profile });
     }
+    if (want('fixture')) {
+      const o = {
+        files: envInt('BENCH_FIXTURE_FILES', 5000, 100),
+        megabytes: envInt('BENCH_FIXTURE_MB', 150),
+        attempts: envInt('BENCH_FIXTURE_ATTEMPTS', 20, 4),
+      };
+      res.fixture = await fixtureRounds(engine, run, o, rounds, log);
+    }
     if (want('fixture-plan')) res.fixturePlan = await fixturePlanRounds(await run.dir('fixture-plan'), envInt('BENCH_FIXTURE_FILES', 5000, 100), rounds, log);
     if (want('report')) {
       log('the fleet report of 1,000 attempts: size, time to make it, first paint in headless chromium');
@@ -897,6 +936,7 @@ async function main(): Promise<void> {
   if (res.disk) diskRows(res.disk, rows);
   if (res.redact) redactRows(res.redact, rows);
   if (res.grade) gradeRows(res.grade, rows);
+  if (res.fixture) fixtureRows(res.fixture, rows);
   if (res.fixturePlan) fixturePlanRows(res.fixturePlan, rows);
   if (res.credentials) credentialRows(res.credentials, rows);
   if (res.report) reportRows(res.report, rows);
@@ -980,6 +1020,7 @@ async function main(): Promise<void> {
       disk: res.disk,
       redact: res.redact,
       grade: res.grade,
+      fixture: res.fixture,
       credentials: res.credentials,
       report: res.report,
       sets: res.sets,

@@ -318,10 +318,16 @@ export const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143 } as const;
 export const DEFAULTS = {
   /** An engine event stream that broke is connected again after this back-off (ms), doubling to its max (the engine's, each swarm node's, the manager's node events). */
   streamRetryMs: { first: 250, max: 10_000 },
-  /** A fixture archive larger than this is spooled to a temp file as it is made, not held in memory. */
-  fixtureSpoolBytes: 8 * 1024 * 1024,
   /** A fixture file larger than this is streamed into the archive from its open handle, not read whole. */
   fixtureInlineFileBytes: 1024 * 1024,
+  /**
+   * The packed fixture layers kept on disk (`<state>/cache/fixtures/`, execute/fixture-cache.ts)
+   * take at most this many bytes; the least recently used go first (`--fixture-cache-size`,
+   * BERTH_FIXTURE_CACHE_SIZE; 0: none kept, every copy-in packs its own).
+   */
+  fixtureCacheBytes: 4 * 1024 ** 3,
+  /** Where, below the state folder, packed fixture layers are kept. */
+  fixtureCacheDir: 'cache/fixtures',
   /**
    * A fixture file larger than this (its length: a sparse file's holes count, as the archive that
    * copies it in carries them as zeros) is refused when the spec is loaded, from its stat alone.

@@ -143,6 +143,8 @@ export interface PassFlags {
   logMaxBytes?: number;
   hashMaxBytes?: number;
   hashMaxSeconds?: number;
+  /** `--fixture-cache-size`, in bytes (else BERTH_FIXTURE_CACHE_SIZE, else the default). */
+  fixtureCacheSize?: number;
   /** `--default-deadline`, in ms. */
   defaultDeadline?: number;
   /** `--disk-pressure-free`, `--disk-pressure-inodes`. */
@@ -152,6 +154,13 @@ export interface PassFlags {
   defaultDisk?: number;
   /** `--disk-interval`, in ms. */
   diskInterval?: number;
+}
+
+/** A size from the environment (`65536`, `64k`, `32m`, `16g`); undefined when unset or not one. */
+function sizeOf(v: string | undefined): number | undefined {
+  const m = v === undefined ? null : /^(\d+)([kmg]?)$/i.exec(v.trim());
+  const n = m ? Number(m[1]) * 1024 ** ' kmg'.indexOf((m[2] || ' ').toLowerCase()) : NaN;
+  return Number.isSafeInteger(n) ? n : undefined;
 }
 
 export function passConfig(ctx: Context, o: PassFlags): PassConfig {
@@ -173,6 +182,7 @@ export function passConfig(ctx: Context, o: PassFlags): PassConfig {
     ...defaultDeadline(o.defaultDeadline ?? parseDuration(ctx.env.BERTH_DEFAULT_DEADLINE || String(ctx.fileDefaults?.get('default-deadline') ?? ''))),
     ...defaultDisk(o.defaultDisk ?? envDisk(ctx.env.BERTH_DEFAULT_DISK)),
     ...(o.diskInterval !== undefined ? { diskIntervalMs: o.diskInterval } : {}),
+    fixtureCacheBytes: o.fixtureCacheSize ?? sizeOf(ctx.env.BERTH_FIXTURE_CACHE_SIZE) ?? DEFAULTS.fixtureCacheBytes,
     harvest: {
       logMaxBytes: o.logMaxBytes ?? DEFAULTS.logMaxBytes,
       hash: { maxBytes: o.hashMaxBytes ?? DEFAULTS.hashMaxBytes, maxSeconds: o.hashMaxSeconds ?? DEFAULTS.hashMaxSeconds },

@@ -348,6 +348,14 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
       `how long the manifest hashes at most per run (e.g. 90s, 5m; a bare number is seconds; default ${DEFAULTS.hashMaxSeconds}s)`,
       durationSeconds('--hash-max-seconds'),
     )
+    .addOption(
+      new Option(
+        '--fixture-cache-size <size>',
+        `bytes of packed fixture layers kept in the state folder (cache/fixtures), least recently used removed first; 0: none kept (default ${DEFAULTS.fixtureCacheBytes / 1024 ** 3}g)`,
+      )
+        .argParser(bytes('--fixture-cache-size', 0))
+        .env('BERTH_FIXTURE_CACHE_SIZE'),
+    )
     .option('--move-instance', 'the instance is bound to another source: move it to this one on purpose (what the other source runs is removed)')
     .addOption(
       new Option(

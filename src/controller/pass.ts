@@ -3,6 +3,8 @@
  * snapshot of the engine, plan with no I/O, execute the plan. A straight line, as in
  * docker compose's create(): observe → plan → execute.
  */
+import path from 'node:path';
+import { DEFAULTS } from '../constants';
 import type { ActionResult, Executor } from '../execute/executor';
 import type * as ExecutorMod from '../execute/executor';
 import type { HarvestLimits } from '../execute/harvest';
@@ -42,6 +44,7 @@ export function executorFor(cfg: PassConfig, engine: Engine, store: StatusStore,
     resultsRoot: cfg.resultsRoot,
     ...(cfg.now ? { now: cfg.now } : {}),
     ...(cfg.harvest ? { harvest: cfg.harvest } : {}),
+    fixtureCache: { dir: path.join(cfg.stateDir, DEFAULTS.fixtureCacheDir), maxBytes: cfg.fixtureCacheBytes ?? DEFAULTS.fixtureCacheBytes },
     ...(opts.signal ? { signal: opts.signal } : {}),
   });
 }
@@ -75,6 +78,8 @@ export interface PassConfig {
   now?: () => number;
   /** The harvest's log cap and hashing budget (`--log-max-bytes`, `--hash-max-bytes`, `--hash-max-seconds`). */
   harvest?: HarvestLimits;
+  /** Bytes of packed fixture layers kept under `<state>/cache/fixtures` (`--fixture-cache-size`; default DEFAULTS.fixtureCacheBytes; 0: none kept). */
+  fixtureCacheBytes?: number;
   /** Specs from git: the commit `specsDir` holds. */
   revision?: string;
   /** Plan only these attempts (`berth rerun`, `berth delete`); the others still count for admission. */

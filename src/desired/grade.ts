@@ -24,8 +24,8 @@ export interface DesiredGrader {
   resultsDir: string;
   /** The uid:gid its working dir, archive and results folder belong to: spec.user when it runs the attempt's image; else root (the image's user runs it). */
   owner: { uid: number; gid: number } | null;
-  /** spec.fixture and spec.workingDir: what the grader starts from. */
-  fixture: string | null;
+  /** spec.fixture (its layers' real paths, in order) and spec.workingDir: what the grader starts from. */
+  fixture: string[];
   fixtureDigest: string | null;
   workingDir: string;
   container: { name: string; create: ContainerCreateSpec };
@@ -69,7 +69,7 @@ export function desiredGrader(
     runDir: path.dirname(path.resolve(runResults)),
     resultsDir,
     owner,
-    fixture: s.fixture,
+    fixture: s.fixtureLayers.map((l) => l.path),
     fixtureDigest: s.fixtureDigest,
     workingDir: s.workingDir,
     container: {

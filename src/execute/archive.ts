@@ -4,16 +4,19 @@
  * the secrets (files /run/secrets/<name>, mode 0400, owned by the container's user).
  */
 import { createHash } from 'node:crypto';
-import { createReadStream, createWriteStream, promises as fsp, type WriteStream } from 'node:fs';
+import { lstatSync, promises as fsp, readdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { pack, type Pack } from 'tar-stream';
 import { DEFAULTS } from '../constants';
-import { fixtureDigest } from '../spec/fixture-digest';
 import type { FixtureEntry } from '../spec/fixture-scan';
-import { atFd, componentsBelow, openDirAt, openDirBelow, openFileAt, UnsafePathError } from '../util/no-follow';
+import type { FixtureLayer } from '../spec/types';
+import { FixtureCache, fixtureCacheAt, layerKey, type Lease } from './fixture-cache';
+import { keptEntries, mergedIndex, type LayerPath } from './fixture-layers';
+import type { Span } from './tar-spans';
+import { atFd, componentsBelow, openDirAt, openDirBelow, openFileAt, readFileAtSync, UnsafePathError } from '../util/no-follow';
 
 function entry(p: Pack, header: Parameters<Pack['entry']>[0], body?: Buffer): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -32,76 +35,22 @@ function collect(p: Pack): Promise<Buffer> {
   });
 }
 
+/** An entry of the merged working dir: its layer's entry, and which layer (none for a single fixture). */
+export type LayerEntry = FixtureEntry & { layer?: number };
+
 /**
- * A fixture's archive, ready to copy in: kept in memory while it is small, else spooled to a
- * temp file (0600, in a 0700 folder of its own) as it is made, so berth's memory stays bounded
- * whatever the fixture's size. `dispose` removes the spool.
+ * A fixture's archive ready to copy in, in bounded memory whatever its size: it streams from its
+ * packed layers (fixtureTar). `dispose` closes and removes what it holds.
  */
 export interface Archive {
   readonly bytes: number;
   /**
    * What the archive holds of the fixture, entry by entry in the loader's terms (spec/fixture-scan.ts,
-   * every file with its sha256): the exported workspace is compared with it. Empty without a fixture.
+   * every file with its sha256; with layers, the merged tree): the exported workspace is compared with it. Empty without a fixture.
    */
-  readonly index: readonly FixtureEntry[];
+  readonly index: readonly LayerEntry[];
   body(): Buffer | Readable;
   dispose(): Promise<void>;
-}
-
-/** A spooled archive is read back to the engine in chunks of this size (not the stream default, 64 KiB): fewer writes to the socket, memory still bounded. */
-const SPOOL_READ_BYTES = 1024 * 1024;
-
-/** Spools what `p` packs (see Archive): in memory up to `limit` bytes, then into a temp file. */
-export function spoolArchive(p: Pack, limit: number): Promise<Archive> {
-  return new Promise((resolve, reject) => {
-    let chunks: Buffer[] = [];
-    let bytes = 0;
-    let dir: string | undefined;
-    let file: WriteStream | undefined;
-    let opening: Promise<void> | undefined;
-    const dispose = async () => {
-      if (dir) await fsp.rm(dir, { recursive: true, force: true });
-    };
-    const fail = (err: unknown) => {
-      p.destroy();
-      file?.destroy();
-      void dispose().finally(() => reject(err));
-    };
-    p.on('data', (data: unknown) => {
-      const c = data as Buffer;
-      bytes += c.length;
-      if (file) {
-        if (!file.write(c)) {
-          p.pause();
-          file.once('drain', () => p.resume());
-        }
-        return;
-      }
-      chunks.push(c);
-      if (bytes <= limit || opening) return;
-      // Over the limit: what is held goes to a temp file, and the rest follows it there.
-      p.pause();
-      opening = fsp.mkdtemp(path.join(os.tmpdir(), 'berth-fixture-')).then((d) => {
-        dir = d;
-        file = createWriteStream(path.join(d, 'fixture.tar'), { mode: 0o600 });
-        file.on('error', fail);
-        for (const held of chunks) file.write(held);
-        chunks = [];
-        p.resume();
-      }, fail);
-    });
-    p.on('error', fail);
-    p.on('end', () => {
-      if (!file) {
-        const body = Buffer.concat(chunks);
-        resolve({ bytes, index: [], body: () => body, dispose: async () => undefined });
-        return;
-      }
-      const f = file;
-      const where = path.join(dir as string, 'fixture.tar');
-      f.end(() => resolve({ bytes, index: [], body: () => createReadStream(where, { highWaterMark: SPOOL_READ_BYTES }), dispose }));
-    });
-  });
 }
 
 /**
@@ -132,113 +81,171 @@ async function parents(p: Pack, dir: string, mode = 0o755, uid = 0, gid = 0): Pr
   }
 }
 
-/**
- * The fixture as a tar to extract at `/`, landing in `workingDir`, owned by `uid:gid` (the working
- * dir too; null: only the working dir). A fixture
- * that is a single file lands as `workingDir/<its name>`. It is read where the loader checked it
- * (its real path), one open folder at a time and never through a link (util/no-follow.ts): a
- * folder or file swapped for a link since is refused (UnsafePathError). A link inside the
- * fixture is copied as a link (its target as written; the loader refused targets outside the
- * fixture, and one changed since to point outside is refused here). Anything that is not a
- * file, folder or link is refused too.
- */
-export async function fixtureTar(
-  fixture: string | null,
-  workingDir: string,
-  uid = 0,
-  gid = 0,
-  spoolOver = DEFAULTS.fixtureSpoolBytes,
-  digest?: string | null,
-): Promise<Archive> {
-  const key = fixture !== null && digest ? [fixture, workingDir, uid, gid, digest].join('\0') : undefined;
-  const hit = key !== undefined ? keptArchives.get(key) : undefined;
-  if (hit) return { bytes: hit.body.length, index: hit.index, body: () => hit.body, dispose: async () => undefined };
+/** Packing a layer yields the event loop at least this often (ms). */
+const PACK_SLICE_MS = 10;
+/** tar's end-of-archive: two zero blocks. */
+const END_OF_ARCHIVE = Buffer.alloc(1024);
+/** Bytes read at a time from a packed layer as it streams to the engine. */
+const STREAM_READ_BYTES = 1024 * 1024;
+
+/** The folders leading to `workingDir` and the working dir itself (owned by uid:gid: the attempt's user may write there), with no end-of-archive. */
+async function workingDirTar(workingDir: string, uid: number, gid: number): Promise<Buffer> {
   const p = pack();
-  const done = spoolArchive(p, spoolOver);
-  // what the archive holds, in the loader's terms (spec/fixture-scan.ts)
-  const read: FixtureEntry[] = [];
-  try {
-    await fixtureEntries(p, fixture, workingDir, uid, gid, read);
-  } catch (err) {
-    // the spool ends with the error (and removes its temp file, if it made one)
-    p.destroy(err as Error);
-    await done.then(
-      (a) => a.dispose(),
-      () => undefined,
-    );
-    throw err;
-  }
-  const archive = { ...(await done), index: read };
-  const body = archive.body();
-  if (key !== undefined && Buffer.isBuffer(body) && fixtureDigest(read) === digest) keep(key, body, read);
-  return archive;
-}
-
-/**
- * Fixture archives held in memory, by the fixture's real path, working dir, owner and digest: a
- * fleet's attempts that share a fixture copy in one archive, made once, instead of reading and
- * packing the same files for each (~5% of berth's CPU in a fleet of 300). An archive is kept
- * only when what it was made from, read here with no link followed, has exactly the digest the
- * spec was loaded with, so a kept one holds what a new one would (but its files' times); a
- * changed fixture has another digest, and gets an archive of its own. At most
- * KEPT_ARCHIVES, of at most KEPT_ARCHIVE_BYTES in all; the oldest go first.
- */
-const keptArchives = new Map<string, { body: Buffer; index: readonly FixtureEntry[] }>();
-const KEPT_ARCHIVES = 8;
-const KEPT_ARCHIVE_BYTES = 32 * 1024 * 1024;
-
-function keep(key: string, body: Buffer, index: readonly FixtureEntry[]): void {
-  if (body.length > KEPT_ARCHIVE_BYTES) return;
-  keptArchives.delete(key);
-  keptArchives.set(key, { body, index });
-  let total = 0;
-  for (const b of keptArchives.values()) total += b.body.length;
-  for (const [k, b] of keptArchives) {
-    if (keptArchives.size <= KEPT_ARCHIVES && total <= KEPT_ARCHIVE_BYTES) break;
-    keptArchives.delete(k);
-    total -= b.body.length;
-  }
-}
-
-/** Forget every kept archive (tests). */
-export function clearKeptArchives(): void {
-  keptArchives.clear();
-}
-
-/** Packs the fixture into `p`; `read` hears of each entry as the loader describes it. */
-async function fixtureEntries(p: Pack, fixture: string | null, workingDir: string, uid: number, gid: number, read: FixtureEntry[]): Promise<void> {
+  const done = collect(p);
   const base = workingDir.replace(/^\/+/, '');
   const upper = path.posix.dirname(base);
   if (upper !== '.') await parents(p, upper);
-  // The working dir itself is the attempt's user's: it may write there.
   await entry(p, { name: base + '/', type: 'directory', mode: 0o755, uid, gid });
-  if (fixture === null) {
-    p.finalize();
-    return;
+  p.finalize();
+  const all = await done;
+  return all.subarray(0, all.length - END_OF_ARCHIVE.length);
+}
+
+/** Where packed fixture layers are kept, and the bound on them (ExecutorDeps.fixtureCache). */
+export interface FixtureCacheConfig {
+  dir: string;
+  maxBytes: number;
+}
+
+/**
+ * The fixture as a tar to extract at `/`, landing in `workingDir`, owned by `uid:gid` (the working
+ * dir too; no layers: only the working dir). Its layers are copied in order, each over the ones
+ * before (fixture-layers.ts): the archive holds, of each layer, what the merged working dir keeps
+ * of it, so no entry replaces another of another type. Each layer is packed once and kept on disk
+ * (fixture-cache.ts, under `cache`; without one, in a temp folder for this copy only); the
+ * archive streams from there, never held in memory. `index` is the merged working dir, each entry
+ * marked with its layer (the workspace export compares with it).
+ *
+ * A layer is read where the loader checked it (its real path), one open folder at a time and never
+ * through a link (util/no-follow.ts): a folder or file swapped for a link since is refused
+ * (UnsafePathError). A layer that is a single file lands as `workingDir/<its name>`. A link inside
+ * a layer is copied as a link (its target as written; the loader refused targets outside the
+ * layer, and one changed since to point outside is refused here). Anything that is not a file,
+ * folder or link is refused too.
+ */
+export async function fixtureTar(layers: readonly FixtureLayer[], workingDir: string, uid = 0, gid = 0, cache?: FixtureCacheConfig): Promise<Archive> {
+  const head = await workingDirTar(workingDir, uid, gid);
+  const base = workingDir.replace(/^\/+/, '');
+  let own: string | undefined;
+  const store = cache ? fixtureCacheAt(cache.dir, cache.maxBytes) : undefined;
+  const leases: Lease[] = [];
+  try {
+    let c = store;
+    if (!c && layers.length) {
+      // no cache: the layers are packed for this copy only, in a temp folder of their own
+      own = await fsp.mkdtemp(path.join(os.tmpdir(), 'berth-fixture-'));
+      c = new FixtureCache(own, 0);
+    }
+    for (const l of layers) {
+      const key = layerKey(l.digest, workingDir, uid, gid);
+      leases.push(await (c as FixtureCache).lease(key, l.digest, (p) => packLayer(p, l.path, base, uid, gid)));
+    }
+  } catch (err) {
+    await Promise.all(leases.map((x) => x.release().catch(() => undefined)));
+    if (own) await fsp.rm(own, { recursive: true, force: true });
+    throw err;
   }
+  const keep = keptEntries(leases.map((x) => x.meta.entries));
+  let bytes = head.length + END_OF_ARCHIVE.length;
+  const ranges: { file: fsp.FileHandle; start: number; end: number }[] = [];
+  leases.forEach((x, i) => {
+    const entries = x.meta.entries;
+    const k = keep[i] as boolean[];
+    for (let j = 0; j < entries.length;) {
+      if (!k[j]) {
+        j++;
+        continue;
+      }
+      const start = (entries[j] as Span).start;
+      let end = (entries[j] as Span).end;
+      for (j++; j < entries.length && k[j] && (entries[j] as Span).start === end; j++) end = (entries[j] as Span).end;
+      ranges.push({ file: x.file, start, end });
+      bytes += end - start;
+    }
+  });
+  // one layer: its own index, as the loader scans it; more: the merged tree, each entry with its layer
+  const index = leases.length === 1 ? (leases[0] as Lease).meta.index : mergedIndex(leases.map((x) => x.meta.index));
+  let released = false;
+  const dispose = async () => {
+    if (released) return;
+    released = true;
+    await Promise.all(leases.map((x) => x.release().catch(() => undefined)));
+    if (own) await fsp.rm(own, { recursive: true, force: true });
+  };
+  return {
+    bytes,
+    index,
+    body: () => Readable.from(stream(head, ranges), { objectMode: false }),
+    dispose,
+  };
+}
+
+async function* stream(head: Buffer, ranges: readonly { file: fsp.FileHandle; start: number; end: number }[]): AsyncGenerator<Buffer> {
+  yield head;
+  for (const r of ranges) {
+    for (let pos = r.start; pos < r.end;) {
+      const want = Math.min(STREAM_READ_BYTES, r.end - pos);
+      const buf = Buffer.allocUnsafe(want);
+      const { bytesRead } = await r.file.read(buf, 0, want, pos);
+      if (bytesRead === 0) throw new Error('a packed fixture layer ended early');
+      pos += bytesRead;
+      yield bytesRead === want ? buf : buf.subarray(0, bytesRead);
+    }
+  }
+  yield END_OF_ARCHIVE;
+}
+
+/**
+ * Packs one layer into `p`, its entries named below `base` (the working dir, no leading slash;
+ * the working dir itself is not an entry). Returns what was read, in the loader's terms, and each
+ * packed entry's path (relative to the working dir) and type, in archive order.
+ */
+async function packLayer(p: Pack, fixture: string, base: string, uid: number, gid: number): Promise<{ index: FixtureEntry[]; packed: LayerPath[] }> {
+  const read: FixtureEntry[] = [];
+  const packed: LayerPath[] = [];
   const own = { uid, gid };
+  // small files and stats are read synchronously (microseconds each from the page cache); the event loop gets a turn every few ms
+  let since = performance.now();
+  const turn = async () => {
+    if (performance.now() - since < PACK_SLICE_MS) return;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    since = performance.now();
+  };
   const add = async (dir: fsp.FileHandle, name: string, shown: string, rel: string, inside: string): Promise<void> => {
+    await turn();
     const at = atFd(dir.fd, name);
-    const lst = await fsp.lstat(at);
+    const lst = lstatSync(at);
     const tarName = path.posix.join(base, rel);
     if (lst.isDirectory()) {
       const sub = await openDirAt(dir, name, shown);
       try {
         const st = await sub.stat();
         read.push({ path: rel || '.', type: 'dir', mode: st.mode & 0o777, size: 0 });
-        if (rel) await entry(p, { name: tarName + '/', type: 'directory', mode: st.mode & 0o7777, mtime: st.mtime, ...own });
-        for (const child of (await fsp.readdir(atFd(sub.fd, '.'))).sort()) {
+        if (rel) {
+          await entry(p, { name: tarName + '/', type: 'directory', mode: st.mode & 0o7777, mtime: st.mtime, ...own });
+          packed.push({ path: rel, type: 'dir' });
+        }
+        for (const child of readdirSync(atFd(sub.fd, '.')).sort()) {
           await add(sub, child, path.join(shown, child), rel ? `${rel}/${child}` : child, path.posix.join(inside, child));
         }
       } finally {
         await sub.close();
       }
     } else if (lst.isFile()) {
+      const small = readFileAtSync(dir.fd, name, shown, DEFAULTS.fixtureInlineFileBytes);
+      if (small) {
+        const { st, body } = small;
+        await entry(p, { name: tarName, type: 'file', mode: st.mode & 0o7777, mtime: st.mtime, ...own, size: body.length }, body);
+        read.push({ path: rel, type: 'file', mode: st.mode & 0o777, size: body.length, sha256: createHash('sha256').update(body).digest('hex') });
+        packed.push({ path: rel, type: 'file' });
+        return;
+      }
       const fh = await openFileAt(dir, name, shown);
       try {
         const st = await fh.stat();
         const got = await fileEntry(p, { name: tarName, type: 'file', mode: st.mode & 0o7777, mtime: st.mtime, ...own }, fh, st.size);
         read.push({ path: rel, type: 'file', mode: st.mode & 0o777, ...got });
+        packed.push({ path: rel, type: 'file' });
       } finally {
         await fh.close();
       }
@@ -251,6 +258,7 @@ async function fixtureEntries(p: Pack, fixture: string | null, workingDir: strin
       }
       read.push({ path: rel, type: 'symlink', mode: lst.mode & 0o777, size: 0, target });
       await entry(p, { name: tarName, type: 'symlink', linkname: target, mode: lst.mode & 0o7777, mtime: lst.mtime, ...own });
+      packed.push({ path: rel, type: 'symlink' });
     } else {
       throw new UnsafePathError(`fixture entry ${shown} is not a file, folder or link`);
     }
@@ -267,7 +275,7 @@ async function fixtureEntries(p: Pack, fixture: string | null, workingDir: strin
   } finally {
     await parent.close();
   }
-  p.finalize();
+  return { index: read, packed };
 }
 
 /** Secret files to extract at `/`: run/secrets/<name>, 0400, owned by uid:gid; the folder 0500. */

@@ -6,6 +6,7 @@ import type { Engine } from '../engine/types';
 import type { EngineBoot } from '../status/types';
 import type { StatusStore } from '../status/store';
 import type { Logger } from '../util/log';
+import type { FixtureCacheConfig } from './archive';
 import type { HarvestLimits } from './harvest';
 import type { StatusRecords } from './status-record';
 
@@ -22,6 +23,8 @@ export interface ExecutorDeps {
   now?: () => number;
   /** The harvest's log cap and hashing budget (DEFAULTS unless the flags say). */
   harvest?: HarvestLimits;
+  /** Where packed fixture layers are kept, and their bound (`<state>/cache/fixtures`, `--fixture-cache-size`); none: each copy-in packs its own. */
+  fixtureCache?: FixtureCacheConfig;
   /** Berth stopping: interrupts a harvest's hashing (the run's harvest is done again later). */
   signal?: AbortSignal;
 }

@@ -13,11 +13,10 @@ import type { DesiredAttempt } from '../desired/types';
 import { isConflict } from '../engine/errors';
 import { stampNonce } from '../ownership';
 import type { AttemptAction, ImageChoice, OpOutcome, Operation } from '../plan/types';
-import type { FixtureEntry } from '../spec/fixture-scan';
 import { imageProvenance } from './image-provenance';
 import type { EngineBoot, ImageProvenance } from '../status/types';
 import { assertFoldersBelow } from '../util/no-follow';
-import { fixtureTar, secretsTar } from './archive';
+import { fixtureTar, secretsTar, type LayerEntry } from './archive';
 import { writeWorkspaceBase } from './workspace-export';
 import { containerHolder } from './conflict';
 import { iso, type ExecContext } from './context';
@@ -60,7 +59,7 @@ export async function recordIntent(
 }
 
 /** Records, in the run folder, what the run's workspace export compares with (nothing with `export: none`). */
-async function recordWorkspaceBase(d: DesiredAttempt, copied: boolean, entries: readonly FixtureEntry[]): Promise<void> {
+async function recordWorkspaceBase(d: DesiredAttempt, copied: boolean, entries: readonly LayerEntry[]): Promise<void> {
   const spec = d.loaded.spec;
   if (spec.workspace.export === 'none') return;
   await writeWorkspaceBase(path.dirname(d.resultsDir), {
@@ -69,6 +68,8 @@ async function recordWorkspaceBase(d: DesiredAttempt, copied: boolean, entries: 
     settings: spec.workspace,
     fixture: spec.fixture,
     fixtureDigest: spec.fixtureDigest,
+    // with more than one layer, each entry names the layer its bytes are read from (for the patch)
+    ...(spec.fixtureLayers.length > 1 ? { layers: spec.fixtureLayers.map((l) => l.path) } : {}),
     copied,
     entries: [...entries],
   });
@@ -162,8 +163,8 @@ export async function copyIn(x: ExecContext, a: AttemptAction, d: DesiredAttempt
       return DONE;
     }
     const owner = spec.user ?? { uid: 0, gid: 0 };
-    // the archive of a fixture whose digest is the spec's, made once for every attempt that copies it in
-    const fixture = await fixtureTar(spec.fixture, spec.workingDir, owner.uid, owner.gid, DEFAULTS.fixtureSpoolBytes, spec.fixtureDigest);
+    // each layer packed once for every attempt that copies it in (kept on disk: fixture-cache.ts), streamed from there
+    const fixture = await fixtureTar(spec.fixtureLayers, spec.workingDir, owner.uid, owner.gid, x.deps.fixtureCache);
     try {
       // recorded before the copy: the container never holds a fixture the record does not describe
       await recordWorkspaceBase(d, true, fixture.index);

@@ -1,6 +1,6 @@
 /**
  * The grader's archive (spec.grade): one tar to extract at `/`, landing in workingDir, made of,
- * in this order, spec.fixture (as the attempt got it), the run's exported changes
+ * in this order, spec.fixture (as the attempt got it: its layers in order), the run's exported changes
  * (`run-<n>/workspace/`: `deleted` applied, files from `files/`, links from their targets) less
  * every path `protect` matches (those keep the fixture's content: a protected path the attempt
  * added is dropped, one it deleted is kept), then grade.fixture over all. The tree is composed
@@ -19,6 +19,7 @@ import { pack, type Pack } from 'tar-stream';
 import { DEFAULTS } from '../constants';
 import { isCode } from '../status/atomic-file';
 import { atFd, componentsBelow, openDirAt, openDirBelow, openFileAt, openFileBelow, UnsafePathError } from '../util/no-follow';
+import { overlay } from './fixture-layers';
 import type { ChangedEntry, WorkspaceChanges } from './workspace-types';
 
 type Source = { from: 'tree'; root: string; rel: string } | { from: 'files'; root: string; rel: string };
@@ -390,14 +391,20 @@ function packTree(tree: Map<string, Node>, workingDir: string, uid: number, gid:
  */
 export async function graderArchive(g: {
   runDir: string;
-  fixture: string | null;
+  /** spec.fixture's layers, in order (none: no fixture). */
+  fixture: readonly string[];
   gradeFixture: string | null;
   protect: readonly string[];
   workingDir: string;
   owner: { uid: number; gid: number } | null;
 }): Promise<GradeInput> {
+  // the layers as the attempt got them: each over the ones before (fixture-layers.ts)
   const fixture = new Map<string, Node>();
-  if (g.fixture !== null) await scanTree(g.fixture, fixture);
+  for (const layer of g.fixture) {
+    const tree = new Map<string, Node>();
+    await scanTree(layer, tree);
+    overlay(fixture, tree);
+  }
   let gradeFixture: Map<string, Node> | undefined;
   if (g.gradeFixture !== null) await scanTree(g.gradeFixture, (gradeFixture = new Map()));
   const changes = await readChanges(g.runDir);

@@ -41,12 +41,14 @@ export interface WorkspaceBase {
   version: 1;
   workingDir: string;
   settings: WorkspaceExportSpec;
-  /** The fixture's real path on the host, or null. */
+  /** The fixture's real path on the host (its first layer's), or null. */
   fixture: string | null;
   fixtureDigest: string | null;
+  /** A fixture of more than one layer: each layer's real path, in order (an entry's `layer` indexes it). */
+  layers?: string[];
   /** The fixture was copied in (entries hold what was). */
   copied: boolean;
-  entries: FixtureEntry[];
+  entries: (FixtureEntry & { layer?: number })[];
 }
 
 /** Records what the export will compare with (atomic; a later write for the same run replaces it). */
@@ -151,6 +153,11 @@ async function removeTemps(runDir: string): Promise<void> {
   for (const n of names) if (n.startsWith(WORKSPACE.tempPrefix)) await fsp.rm(path.join(runDir, n), { recursive: true, force: true });
 }
 
+/** Whether `p` is a file (not followed if a link). */
+async function isFile(p: string): Promise<boolean> {
+  return (await fsp.lstat(p).catch(() => undefined))?.isFile() ?? false;
+}
+
 /** Writes changes.patch into `temp`; returns the paths whose content is not text. */
 async function patchOf(
   temp: string,
@@ -198,13 +205,20 @@ async function patchOf(
   }
 }
 
-/** A fixture file's bytes as copied in: read from the host (no link followed) only while its sha256 is still the one recorded. */
-async function fixtureBytes(base: WorkspaceBase, e: FixtureEntry | undefined): Promise<Buffer | undefined> {
+/**
+ * A fixture file's bytes as copied in: read from the host (no link followed) only while its
+ * sha256 is still the one recorded. With layers, from the layer the entry came from: a folder
+ * layer holds it at its path, a single-file layer is the file.
+ */
+async function fixtureBytes(base: WorkspaceBase, e: (FixtureEntry & { layer?: number }) | undefined): Promise<Buffer | undefined> {
   if (!base.fixture || e?.type !== 'file' || e.sha256 === undefined) return undefined;
-  const single = base.entries.length === 1 && base.entries[0]?.type === 'file';
+  const root = base.layers ? base.layers[e.layer ?? -1] : base.fixture;
+  if (root === undefined) return undefined;
+  // a single-file fixture (or layer): its entry is the file's own name, at the top
+  const single = base.layers ? !e.path.includes('/') && (await isFile(root)) : base.entries.length === 1 && base.entries[0]?.type === 'file';
   let fh;
   try {
-    fh = single ? await openFileBelow(path.dirname(base.fixture), path.basename(base.fixture)) : await openFileBelow(base.fixture, e.path);
+    fh = single ? await openFileBelow(path.dirname(root), path.basename(root)) : await openFileBelow(root, e.path);
   } catch {
     return undefined; // gone or replaced on the host since: named, not diffed
   }

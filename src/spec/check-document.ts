@@ -15,7 +15,7 @@ import { schemaIssues, type FieldIssue } from './schema-errors';
 import { validateAttempt } from './schema';
 import { semanticIssues } from './semantic';
 import type { SetShape } from './set-shape';
-import type { LoadedSet, LoadedSpec, SetMember, SourcePos, SpecError, SpecErrorCode } from './types';
+import type { FixtureLayer, LoadedSet, LoadedSpec, SetMember, SourcePos, SpecError, SpecErrorCode } from './types';
 
 export interface DocContext {
   /** The spec file as users see it. */
@@ -101,17 +101,20 @@ export async function checkAttemptBody(value: Record<string, unknown>, ctx: DocC
   if (semantic.length > 0) return { errors: fromIssues(semantic) };
 
   const errors: SpecError[] = [];
-  let fixture: { path: string; digest: string } | null = null;
-  if (doc.spec.fixture !== undefined) {
-    const want = doc.spec.fixture;
+  // every layer is checked as a fixture is (inside the specs folder, no link out, no special file), with its digest
+  const fixtureLayers: FixtureLayer[] = [];
+  const written = doc.spec.fixture;
+  const layers = written === undefined ? [] : typeof written === 'string' ? [written] : written;
+  for (const [i, want] of layers.entries()) {
     let check = o.fixtures?.get(want);
     if (!check) {
       check = checkFixture(ctx.specDir, want, ctx.roots);
       o.fixtures?.set(want, check);
     }
     const r = await check;
-    if (r.ok) fixture = r.value;
-    else for (const p of r.problems) errors.push(errorAt(['spec', 'fixture'], 'value', p.code, p.message));
+    const at: Segment[] = typeof written === 'string' ? ['spec', 'fixture'] : ['spec', 'fixture', i];
+    if (r.ok) fixtureLayers.push(r.value);
+    else for (const p of r.problems) errors.push(errorAt(at, 'value', p.code, p.message));
   }
   let gradeFixture: { path: string; digest: string } | null = null;
   if (doc.spec.grade?.fixture !== undefined) {
@@ -141,8 +144,7 @@ export async function checkAttemptBody(value: Record<string, unknown>, ctx: DocC
   if (errors.length > 0 || !results.ok) return { errors };
 
   const spec = normalize(doc, {
-    fixture: fixture?.path ?? null,
-    fixtureDigest: fixture?.digest ?? null,
+    fixtureLayers,
     secretFiles,
     results: results.value,
     gradeFixture,

@@ -54,7 +54,7 @@ export function fixtureBound(o: FileOutcome): boolean {
     if (!d.loaded.spec.secrets.every((s) => s.fromFile === undefined)) return false;
     // a grader's fixture is another input the kept outcome would not see change
     if ((d.loaded.spec.grade?.fixture ?? null) !== null) return false;
-    if (d.loaded.spec.fixture !== null) withFixture++;
+    withFixture += d.loaded.spec.fixtureLayers.length;
   }
   return withFixture === o.fixtures.length;
 }

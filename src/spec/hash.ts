@@ -13,7 +13,8 @@
  * - `labels`: for selection only (`berth get -l`).
  * - `retries`, `ttlSecondsAfterFinished`: policy about runs and clean-up, read afresh on every
  *   reconcile; raising `retries` lets a failed attempt run again without a spec change.
- * - where things live on the host: the fixture path (its content is in `fixtureDigest`) and the
+ * - where things live on the host: the fixture path and its layers' paths (their content, in
+ *   order, is in `fixtureDigest`) and the
  *   files of `fromFile` secrets.
  * - `workspace`: what of the workspace is brought home after a run (export, exclude, caps).
  *   Changing what is exported must not re-run an expensive agent; it applies from the next run.
@@ -108,6 +109,8 @@ export const SPEC_FIELDS = {
     s.secrets.map((x) => (x.fromEnv !== undefined ? { name: x.name, source: 'env', env: x.fromEnv } : { name: x.name, source: 'file' })).sort(byName),
   fixture: 'ignore',
   fixtureDigest: 'hash',
+  // where the layers live on the host; their digests, in order, are in fixtureDigest
+  fixtureLayers: 'ignore',
   results: 'hash',
   network: (s) => ({ mode: s.network.mode, egress: [...s.network.egress].sort() }),
   credentials: { default: [] },

@@ -44,7 +44,7 @@ export interface FileOutcome {
   foreign?: boolean;
 }
 
-/** One attempt's fixture: as written in the spec, against its folder, and its real path and digest when the file was loaded. */
+/** One layer of an attempt's fixture (a single fixture is one): as written in the spec, against its folder, and its real path and digest when the file was loaded. */
 export interface FixtureDep {
   specDir: string;
   written: string;
@@ -80,14 +80,16 @@ function writtenClaims(value: unknown, specDir: string, into: Set<string>): void
 /** What a checked spec uses as fixtures, as found (a set's templated fixtures are known only here). */
 function loadedClaims(l: LoadedSpec | undefined, into: Set<string>): void {
   if (!l) return;
-  for (const p of fixturePaths(l.spec.fixture)) into.add(p);
+  for (const layer of l.spec.fixtureLayers) into.add(layer.path);
   for (const p of fixturePaths(l.spec.grade?.fixture)) into.add(p);
 }
 
-/** `spec.fixture` of a raw document, as written. */
-function writtenFixture(value: unknown): string | undefined {
+/** `spec.fixture` of a raw document, as written: its layers (one for a single fixture). */
+function writtenFixture(value: unknown): string[] | undefined {
   const spec = isRecord(value) ? value.spec : undefined;
-  return isRecord(spec) && typeof spec.fixture === 'string' ? spec.fixture : undefined;
+  if (!isRecord(spec)) return undefined;
+  if (typeof spec.fixture === 'string') return [spec.fixture];
+  return Array.isArray(spec.fixture) && spec.fixture.every((x) => typeof x === 'string') ? (spec.fixture as string[]) : undefined;
 }
 
 /** One YAML document → its outcome: an Attempt (check-document.ts) or an AttemptSet (check-set.ts). */
@@ -152,7 +154,10 @@ export async function loadText(text: string, f: SpecFile, file: string, roots: R
     for (const c of d.set?.children ?? []) loadedClaims(c.loaded, claimed);
     const spec = d.loaded?.spec;
     const written = writtenFixture(value);
-    if (spec?.fixture && spec.fixtureDigest && written !== undefined) fixtures.push({ specDir, written, path: spec.fixture, digest: spec.fixtureDigest });
+    // one per layer, as written and as found (same count and order: check-document.ts)
+    if (spec?.fixtureLayers.length && written?.length === spec.fixtureLayers.length) {
+      for (const [i, l] of spec.fixtureLayers.entries()) fixtures.push({ specDir, written: written[i] as string, path: l.path, digest: l.digest });
+    }
   }
   const foreign = docs.length > 0 && plain.every(({ value }) => !isRecord(value) || (value.kind !== KIND_ATTEMPT && value.kind !== KIND_ATTEMPT_SET));
   return { docs, errors: [], unreadable: false, ...(fixtures.length ? { fixtures } : {}), ...claims(), ...(foreign ? { foreign } : {}) };

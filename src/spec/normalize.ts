@@ -8,13 +8,13 @@ import { API_VERSION, DEFAULTS, KIND_ATTEMPT } from '../constants';
 import { parseDisk, parseMemory, parseSize } from './quantity';
 import type { RawAttempt, RawCredential, RawGrade, RawSidecar } from './raw-types';
 import { cleanPath } from './semantic';
-import type { CredentialSpec, SidecarReady, NetworkMode, NormalizedAttempt, NormalizedGrade, SecretRef, SidecarSpec } from './types';
+import { layersDigest } from './fixture-digest';
+import type { CredentialSpec, FixtureLayer, SidecarReady, NetworkMode, NormalizedAttempt, NormalizedGrade, SecretRef, SidecarSpec } from './types';
 
 /** Host-side facts the loader established for a document. */
 export interface ResolvedPaths {
-  /** Real path of the fixture, or null. */
-  fixture: string | null;
-  fixtureDigest: string | null;
+  /** The fixture's layers (real path and digest each), in order; empty without a fixture. */
+  fixtureLayers: readonly FixtureLayer[];
   /** Secret name → real path of its `fromFile`. */
   secretFiles: ReadonlyMap<string, string>;
   /** `results` (or the default, the name), normalized, relative to the results root. */
@@ -99,8 +99,9 @@ export function normalize(doc: RawAttempt, resolved: ResolvedPaths): NormalizedA
     env,
     secretEnv,
     secrets,
-    fixture: resolved.fixture,
-    fixtureDigest: resolved.fixtureDigest,
+    fixture: resolved.fixtureLayers[0]?.path ?? null,
+    fixtureDigest: layersDigest(resolved.fixtureLayers.map((l) => l.digest)),
+    fixtureLayers: resolved.fixtureLayers.map((l) => ({ path: l.path, digest: l.digest })),
     results: resolved.results,
     network: {
       mode: (s.network?.mode ?? DEFAULTS.networkMode) as NetworkMode,

@@ -53,7 +53,8 @@ export interface RawSpec {
   workingDir?: string;
   env?: Record<string, string | { secretRef: string }>;
   secrets?: RawSecret[];
-  fixture?: string;
+  /** One file or folder, or layers copied in order. */
+  fixture?: string | string[];
   results?: string;
   network?: { mode?: NetworkMode; egress?: string[]; credentials?: RawCredential[] };
   volumes?: RawVolume[];

@@ -134,6 +134,12 @@ export interface NormalizedGrade {
   when: 'always' | 'succeeded';
 }
 
+/** One layer of a fixture: its real path on the host and its digest (fixture-digest.ts). */
+export interface FixtureLayer {
+  path: string;
+  digest: string;
+}
+
 export interface NormalizedAttempt {
   apiVersion: string;
   kind: string;
@@ -148,10 +154,15 @@ export interface NormalizedAttempt {
   /** Environment variables whose value is a secret, opted in explicitly: VAR -> secret name. */
   secretEnv: Record<string, string>;
   secrets: SecretRef[];
-  /** Absolute, resolved path of the fixture folder (or file), or null. */
+  /** Absolute, resolved path of the fixture folder (or file), or null; with layers, the first layer's (every layer is in fixtureLayers). */
   fixture: string | null;
-  /** sha256 over the fixture's file tree (paths, modes, contents), or null. */
+  /**
+   * sha256 over the fixture's file tree (paths, modes, contents), or null. With layers, over the
+   * layers' digests in order (fixture-digest.ts `layersDigest`); one layer has that layer's digest.
+   */
   fixtureDigest: string | null;
+  /** Every layer of the fixture, in the order copied in (a single fixture is one layer); empty without a fixture. */
+  fixtureLayers: FixtureLayer[];
   /** Results folder relative to the results root (already checked to stay inside it). */
   results: string;
   network: { mode: NetworkMode; egress: string[] };

@@ -6,7 +6,7 @@
  * it was checked is refused (ELOOP), never followed. The base itself is trusted as given (the
  * user's specs or results root may sit behind a link of their own making).
  */
-import { constants as C, promises as fsp } from 'node:fs';
+import { closeSync, constants as C, fstatSync, openSync, promises as fsp, readSync, type Stats } from 'node:fs';
 import path from 'node:path';
 
 /** A path below a base that holds a link or something else that does not qualify; names the path. */
@@ -77,6 +77,37 @@ export async function openFileAt(dir: fsp.FileHandle, name: string, shown: strin
     throw new UnsafePathError(`${shown} is not a regular file`);
   }
   return fh;
+}
+
+/**
+ * The file `name` inside the open folder `dir` (a descriptor), read whole and synchronously, never
+ * through a link; undefined when it is larger than `max` bytes (the caller streams it instead).
+ * For packing thousands of small files: page-cached reads cost microseconds, where a thread-pool
+ * round trip per call (open, stat, read, close) costs far more; the caller yields between files.
+ */
+export function readFileAtSync(dir: number, name: string, shown: string, max: number): { st: Stats; body: Buffer } | undefined {
+  let fd: number;
+  try {
+    fd = openSync(atFd(dir, name), C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK);
+  } catch (err) {
+    if (isErr(err, 'ELOOP')) throw new UnsafePathError(`${shown} is a symbolic link; berth never follows one there`);
+    throw err;
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw new UnsafePathError(`${shown} is not a regular file`);
+    if (st.size > max) return undefined;
+    const body = Buffer.allocUnsafe(st.size);
+    let got = 0;
+    while (got < st.size) {
+      const n = readSync(fd, body, got, st.size - got, got);
+      if (n === 0) break;
+      got += n;
+    }
+    return { st, body: got === st.size ? body : body.subarray(0, got) };
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /**

@@ -21,6 +21,7 @@ export function spec(name: string, over: Partial<NormalizedAttempt> = {}, hash =
     secrets: [],
     fixture: null,
     fixtureDigest: null,
+    fixtureLayers: [],
     results: name,
     network: { mode: 'none', egress: [] },
     credentials: [],

@@ -76,6 +76,8 @@ export interface ReconcileOptions extends GitFlags {
   logMaxBytes?: number;
   hashMaxBytes?: number;
   hashMaxSeconds?: number;
+  /** `--fixture-cache-size`: bytes of packed fixture layers kept in the state folder. */
+  fixtureCacheSize?: number;
   /** `--default-deadline` (ms): the deadline of attempts whose spec sets no deadlineSeconds. */
   defaultDeadline?: number;
   /** `--default-disk` (bytes): the disk limit of attempts whose spec sets no resources.disk. */

@@ -459,7 +459,7 @@ describe('executor against the fake engine', function () {
     const fixture = path.join(dir, 'fixture');
     await fs.mkdir(fixture);
     await fs.writeFile(path.join(fixture, 'input.txt'), 'data');
-    const d = desired('copy', { fixture, fixtureDigest: 'x' });
+    const d = desired('copy', { fixture, fixtureDigest: 'x', fixtureLayers: [{ path: fixture, digest: 'x' }] });
     fake.fail('containers.putArchive', { status: 404, message: 'No such container: gone' });
     const [res] = await executor().run({ at: t, actions: [action(d, 'provision')], unchanged: new Map() } as never);
     expect(res).to.include({ ok: false, done: 2, outcome: 'not-found' });
@@ -739,7 +739,7 @@ describe('executor against the fake engine', function () {
     const fixture = path.join(dir, 'fixture');
     await fs.mkdir(fixture);
     await fs.writeFile(path.join(fixture, 'input.txt'), 'data');
-    const d = desired('swapped', { fixture, fixtureDigest: 'x' });
+    const d = desired('swapped', { fixture, fixtureDigest: 'x', fixtureLayers: [{ path: fixture, digest: 'x' }] });
     expect(provisionTypes(d)).to.deep.equal(['begin-run', 'create-container', 'copy-in', 'record-copied', 'start', 'attest-start']);
     // checked by the loader, then swapped for a link to a folder elsewhere: the copy reads it with no link followed
     await fs.rm(fixture, { recursive: true });

@@ -120,7 +120,7 @@ describe('execute/grade-archive packing, as the engine reads it', () => {
     await fs.rm(root, { recursive: true, force: true });
   });
   const input = () =>
-    graderArchive({ runDir: path.join(root, 'run'), fixture: path.join(root, 'fx'), gradeFixture: null, protect: [], workingDir: '/workspace', owner: null });
+    graderArchive({ runDir: path.join(root, 'run'), fixture: [path.join(root, 'fx')], gradeFixture: null, protect: [], workingDir: '/workspace', owner: null });
   const names = async (body: NodeJS.ReadableStream): Promise<string[]> => {
     const ex = extract();
     const out: string[] = [];

@@ -38,7 +38,14 @@ describe('planner (golden plans)', function () {
   it('provisions the main container one engine call per operation: create, each archive copied in, the copy recorded, start, attest', function () {
     const p = plan(
       input({
-        specs: [spec('a', { fixture: '/fixtures/a', fixtureDigest: 'x', secrets: [{ name: 'tok', fromEnv: 'TOK' }] })],
+        specs: [
+          spec('a', {
+            fixture: '/fixtures/a',
+            fixtureDigest: 'x',
+            fixtureLayers: [{ path: '/fixtures/a', digest: 'x' }],
+            secrets: [{ name: 'tok', fromEnv: 'TOK' }],
+          }),
+        ],
         snapshot: { ...snapshot({}), boot: { id: 'b1', at: '2026-01-01T00:00:00Z' } },
       }),
     );

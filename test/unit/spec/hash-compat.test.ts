@@ -92,6 +92,8 @@ const attempt: fc.Arbitrary<NormalizedAttempt> = fc.record({
   secrets: fc.array(fc.oneof(fc.record({ name, fromEnv: name }), fc.record({ name, fromFile: text })), { maxLength: 3 }),
   fixture: fc.option(text, { nil: null }),
   fixtureDigest: fc.option(fc.stringMatching(/^[0-9a-f]{8}$/), { nil: null }),
+  // ignored for the hash (the digests, in order, are in fixtureDigest): any value
+  fixtureLayers: fc.array(fc.record({ path: text, digest: fc.stringMatching(/^[0-9a-f]{8}$/) }), { maxLength: 2 }),
   results: text,
   network: fc.record({
     mode: fc.constantFrom('none', 'isolated', 'bridge') as fc.Arbitrary<NormalizedAttempt['network']['mode']>,

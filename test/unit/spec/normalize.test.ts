@@ -29,6 +29,7 @@ describe('spec/normalize', () => {
       secrets: [],
       fixture: null,
       fixtureDigest: null,
+      fixtureLayers: [],
       results: 'good-minimal',
       network: { mode: 'none', egress: [] },
       credentials: [],
@@ -49,7 +50,8 @@ describe('spec/normalize', () => {
   it('carries every field of a full spec, resolved', async () => {
     const s = await good('good-full');
     expect(s.fixtureDigest).to.match(/^[0-9a-f]{64}$/);
-    expect({ ...s, fixtureDigest: '<digest>' }).to.deep.equal({
+    expect(s.fixtureLayers).to.deep.equal([{ path: path.join(GOOD, 'fixtures', 'task'), digest: s.fixtureDigest }]);
+    expect({ ...s, fixtureDigest: '<digest>', fixtureLayers: '<layers>' }).to.deep.equal({
       apiVersion: 'berth.dev/v1',
       kind: 'Attempt',
       name: 'good-full',
@@ -65,6 +67,7 @@ describe('spec/normalize', () => {
       ],
       fixture: path.join(GOOD, 'fixtures', 'task'),
       fixtureDigest: '<digest>',
+      fixtureLayers: '<layers>',
       results: 'task-42',
       network: { mode: 'isolated', egress: ['*.pypi.org:443', '10.0.0.1:8080', 'api.example.com:443'] },
       credentials: [],

@@ -1,13 +1,11 @@
 /** util/no-follow: folders made and files opened one component at a time, never through a link. */
 import { expect } from 'chai';
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { extract } from 'tar-stream';
-import { type Archive, clearKeptArchives, fixtureTar } from '../../../src/execute/archive';
-import { fixtureDigest } from '../../../src/spec/fixture-digest';
-import { scanFixture } from '../../../src/spec/fixture-scan';
+import { type Archive, fixtureTar } from '../../../src/execute/archive';
 import { assertFoldersBelow, mkdirBelow, openFileBelow, UnsafePathError } from '../../../src/util/no-follow';
 
 /** The entries of a tar: name → type (and link target). */
@@ -85,7 +83,8 @@ describe('util/no-follow', () => {
     writeFileSync(path.join(fx, 'a.txt'), 'a');
     symlinkSync('a.txt', path.join(fx, 'l'));
     symlinkSync('../a.txt', path.join(fx, 'sub', 'up'));
-    expect(await entries(await fixtureTar(fx, '/work/dir', 7, 8))).to.deep.equal({
+    const layer = (p: string) => [{ path: p, digest: 'not-kept' }];
+    expect(await entries(await fixtureTar(layer(fx), '/work/dir', 7, 8))).to.deep.equal({
       'work/': 'directory:0:0',
       'work/dir/': 'directory:7:8',
       'work/dir/a.txt': 'file:7:8',
@@ -94,12 +93,12 @@ describe('util/no-follow', () => {
       'work/dir/sub/up': 'symlink:../a.txt',
     });
     symlinkSync('../../etc/passwd', path.join(fx, 'sub', 'out'));
-    expect(((await fixtureTar(fx, '/w').catch((e: unknown) => e)) as Error).message).to.match(/fixture link .*out points outside the fixture/);
+    expect(((await fixtureTar(layer(fx), '/w').catch((e: unknown) => e)) as Error).message).to.match(/fixture link .*out points outside the fixture/);
     symlinkSync(fx, path.join(root, 'lfx'));
-    expect(await fixtureTar(path.join(root, 'lfx'), '/w').catch((e: unknown) => e)).to.be.instanceOf(UnsafePathError);
+    expect(await fixtureTar(layer(path.join(root, 'lfx')), '/w').catch((e: unknown) => e)).to.be.instanceOf(UnsafePathError);
   });
 
-  it('spools a large fixture to a temp file as it is made, files streamed from their handles, the same bytes; dispose removes it', async () => {
+  it('streams a large fixture from its packed file, files streamed from their handles, the same bytes; dispose removes a layer packed for that copy only', async () => {
     const fx = path.join(root, 'big');
     mkdirSync(fx);
     const big = Buffer.alloc(3 * 1024 * 1024 + 17, 7);
@@ -111,45 +110,16 @@ describe('util/no-follow', () => {
       'w/big.bin': `file:0:0:${createHash('sha256').update(big).digest('hex')}`,
       'w/small.txt': `file:0:0:${createHash('sha256').update('small').digest('hex')}`,
     };
-    // over a 1 MiB spool limit: a stream from a temp file, gone after dispose
-    const spooled = await fixtureTar(fx, '/w', 0, 0, 1024 * 1024);
-    const body = spooled.body();
-    expect(Buffer.isBuffer(body)).to.equal(false);
-    const file = (body as unknown as { path: string }).path;
-    expect(statSync(file).size).to.equal(spooled.bytes);
-    expect(statSync(file).mode & 0o777).to.equal(0o600);
-    (body as unknown as { destroy(): void }).destroy();
-    expect(await entries(spooled, true)).to.deep.equal(want);
-    expect(() => statSync(path.dirname(file))).to.throw(/ENOENT/);
-    // under it: the same archive, in memory
-    const held = await fixtureTar(fx, '/w');
-    expect(Buffer.isBuffer(held.body())).to.equal(true);
-    expect(await entries(held, true)).to.deep.equal(want);
-  });
-
-  it("keeps a fixture's archive only when what it packed has the spec's digest, and serves it again for that digest only", async () => {
-    clearKeptArchives();
-    const fx = path.join(root, 'kept');
-    mkdirSync(path.join(fx, 'sub'), { recursive: true });
-    writeFileSync(path.join(fx, 'a.txt'), 'a');
-    writeFileSync(path.join(fx, 'sub', 'b.txt'), 'b');
-    symlinkSync('a.txt', path.join(fx, 'l'));
-    const digestNow = async () => fixtureDigest((await scanFixture(fx)).entries);
-    const d1 = await digestNow();
-    const first = await fixtureTar(fx, '/w', 0, 0, undefined, d1);
-    const again = await fixtureTar(fx, '/w', 0, 0, undefined, d1);
-    expect(again.body(), 'the same archive, not packed again').to.equal(first.body());
-    expect(await fixtureTar(fx, '/w', 1, 1, undefined, d1).then((x) => x.body())).to.not.equal(first.body()); // another owner
-    // edited: the loader's new digest gets a new archive with the new bytes
-    writeFileSync(path.join(fx, 'sub', 'b.txt'), 'bb');
-    const d2 = await digestNow();
-    const edited = await fixtureTar(fx, '/w', 0, 0, undefined, d2);
-    expect(edited.body()).to.not.equal(first.body());
-    expect((await entries(edited, true))['w/sub/b.txt']).to.equal(`file:0:0:${createHash('sha256').update('bb').digest('hex')}`);
-    expect((await fixtureTar(fx, '/w', 0, 0, undefined, d2)).body()).to.equal(edited.body());
-    // a digest that is not what the fixture holds: packed each time, never kept
-    const wrong = await fixtureTar(fx, '/w', 0, 0, undefined, 'f'.repeat(64));
-    expect((await fixtureTar(fx, '/w', 0, 0, undefined, 'f'.repeat(64))).body()).to.not.equal(wrong.body());
-    clearKeptArchives();
+    const before = readdirSync(os.tmpdir()).filter((n) => n.startsWith('berth-fixture-')).length;
+    const streamed = await fixtureTar([{ path: fx, digest: 'any' }], '/w', 0, 0);
+    expect(Buffer.isBuffer(streamed.body())).to.equal(false);
+    expect(readdirSync(os.tmpdir()).filter((n) => n.startsWith('berth-fixture-')).length).to.equal(before + 1);
+    const again = await fixtureTar([{ path: fx, digest: 'any' }], '/w', 0, 0);
+    let bytes = 0;
+    for await (const c of again.body()) bytes += (c as Buffer).length;
+    expect(bytes).to.equal(again.bytes);
+    await again.dispose();
+    expect(await entries(streamed, true)).to.deep.equal(want);
+    expect(readdirSync(os.tmpdir()).filter((n) => n.startsWith('berth-fixture-')).length).to.equal(before);
   });
 });
