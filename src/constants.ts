@@ -4,7 +4,7 @@
  */
 
 /** The version of docs/CONTRACT.md berth implements (`berth version -o json`). */
-export const CONTRACT_VERSION = 2;
+export const CONTRACT_VERSION = 3;
 export const API_VERSION = 'berth.dev/v1';
 export const KIND_ATTEMPT = 'Attempt';
 export const KIND_ATTEMPT_SET = 'AttemptSet';
