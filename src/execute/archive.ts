@@ -17,6 +17,7 @@ import { FixtureCache, fixtureCacheAt, layerKey, type Lease } from './fixture-ca
 import { keptEntries, mergedIndex, type LayerPath } from './fixture-layers';
 import type { Span } from './tar-spans';
 import { atFd, componentsBelow, openDirAt, openDirBelow, openFileAt, readFileAtSync, UnsafePathError } from '../util/no-follow';
+import { Slicer } from '../util/slicer';
 
 function entry(p: Pack, header: Parameters<Pack['entry']>[0], body?: Buffer): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -205,12 +206,8 @@ async function packLayer(p: Pack, fixture: string, base: string, uid: number, gi
   const packed: LayerPath[] = [];
   const own = { uid, gid };
   // small files and stats are read synchronously (microseconds each from the page cache); the event loop gets a turn every few ms
-  let since = performance.now();
-  const turn = async () => {
-    if (performance.now() - since < PACK_SLICE_MS) return;
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    since = performance.now();
-  };
+  const slicer = new Slicer(PACK_SLICE_MS);
+  const turn = () => slicer.tick();
   const add = async (dir: fsp.FileHandle, name: string, shown: string, rel: string, inside: string): Promise<void> => {
     await turn();
     const at = atFd(dir.fd, name);

@@ -3,7 +3,7 @@
  * link ever followed), the files' sha256 within a budget, written as it is walked: berth holds
  * one folder's names at a time, never the list of entries, whatever their number.
  *
- * The file system is read with synchronous calls in slices of at most SLICE_MS, the event loop
+ * The file system is read with synchronous calls in slices of at most 5 ms (util/slicer.ts), the event loop
  * given back between slices: a hundred thousand small files cost a hundred thousand async round
  * trips through libuv's thread pool otherwise (measured 4-5x slower on a loaded 2-core machine),
  * and a slice keeps the controller answering its other attempts meanwhile.
@@ -37,9 +37,9 @@ import { isUtf8 } from 'node:buffer';
 import { createHash } from 'node:crypto';
 import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, readSync, rmdirSync, unlinkSync, type Stats } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
-import { setImmediate as yieldLoop } from 'node:timers/promises';
 import { DEFAULTS } from '../constants';
 import type { Redactor, SecretScanner } from '../util/redact';
+import { Slicer } from '../util/slicer';
 
 export interface ManifestEntry {
   path: string;
@@ -120,21 +120,8 @@ export const DEFAULT_CAPS: ResultCaps = { maxBytes: DEFAULTS.harvestMaxBytes, ma
 
 const SLASH = Buffer.from('/');
 const CHUNK = 1024 * 1024;
-/** The longest the manifest holds the event loop at once (plus one read). */
-const SLICE_MS = 5;
 /** Bytes of manifest text gathered before one write. */
 const WRITE_BATCH = 256 * 1024;
-
-/** Gives the event loop back once a slice is used up. */
-class Slicer {
-  private start = performance.now();
-  async tick(signal?: AbortSignal): Promise<void> {
-    if (performance.now() - this.start < SLICE_MS) return;
-    await yieldLoop();
-    signal?.throwIfAborted();
-    this.start = performance.now();
-  }
-}
 
 const tryOr = <T>(f: () => T, or: T): T => {
   try {

@@ -19,13 +19,13 @@
  *   it reports `complete: false`, its count a lower bound;
  * - memory: the folders still to read (paths), and the identities of files with several links.
  *
- * Reads are synchronous, in slices of at most SLICE_MS with the event loop given back between
+ * Reads are synchronous, in slices of at most 5 ms (util/slicer.ts) with the event loop given back between
  * them (as the manifest's walk, execute/manifest.ts: a hundred thousand async lstats cost 4-5x
  * more on a loaded 2-core machine).
  */
 import { lstatSync, opendirSync, type Dir, type Stats } from 'node:fs';
-import { setImmediate as yieldLoop } from 'node:timers/promises';
 import { DEFAULTS } from '../constants';
+import { Slicer } from '../util/slicer';
 
 /** What a walk found. */
 export interface DiskCount {
@@ -47,18 +47,6 @@ export interface DiskWalkLimits {
 }
 
 const SLASH = Buffer.from('/');
-const SLICE_MS = 5;
-
-/** Gives the event loop back once a slice is used up. */
-class Slicer {
-  private start = performance.now();
-  async tick(signal?: AbortSignal): Promise<void> {
-    if (performance.now() - this.start < SLICE_MS) return;
-    await yieldLoop();
-    signal?.throwIfAborted();
-    this.start = performance.now();
-  }
-}
 
 /** How much one entry counts. */
 export function entryBytes(st: Pick<Stats, 'size' | 'blocks'>): number {
