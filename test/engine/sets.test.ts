@@ -81,7 +81,13 @@ describe('AttemptSets (real engine)', function () {
         apiVersion: 'berth.dev/v1',
         kind: 'AttemptSet',
         metadata: { name: 'evals', source: `${sb.specsDir}/evals.yaml:4`.replace(`${process.cwd()}/`, '') },
-        status: { valid: true, children: 8, phases: { Pending: 0, Running: 0, Succeeded: 8, Failed: 0, TimedOut: 0, Invalid: 0, Blocked: 0 } },
+        status: {
+          valid: true,
+          children: 8,
+          phases: { Pending: 0, Running: 0, Succeeded: 8, Failed: 0, TimedOut: 0, Invalid: 0, Blocked: 0 },
+          // m2's seed 1 scored 0: Succeeded, and failed
+          outcomes: { passed: 6, failed: 2, infra: 0, skipped: 0, unfinished: 0 },
+        },
       },
     ]);
 
