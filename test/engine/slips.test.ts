@@ -125,7 +125,7 @@ describe('a user slip never costs a fleet or a result (real engine)', function (
       };
       expect([harvested.startedAt, harvested.finishedAt]).to.deep.equal([st?.startedAt, st?.finishedAt]);
       const get = await sb.cli('get', 't');
-      expect(get.stdout).to.match(/\bt\s+Succeeded\s+Completed\s+0\s+1\s+\S+\s+2s\s*$/m);
+      expect(get.stdout).to.match(/\bt\s+Succeeded\s+Completed\s+0\s+1\s+\S+\s+2s\s+passed\s*$/m);
     } finally {
       await sb.destroy();
     }
