@@ -10,6 +10,9 @@ import { DEFAULTS } from '../constants';
 import { engineTime } from '../engine/time';
 import type { ContainerState, Engine } from '../engine/types';
 
+/** How long past the wait for an `oom` event the look may take (the engine's answer) before the inspect's answer stands. */
+const LOOK_SLACK_MS = 2_000;
+
 /** The exit code of a process ended by SIGKILL, the OOM killer's signal. */
 const SIGKILL_EXIT = 137;
 
@@ -19,10 +22,29 @@ export async function withLateOom(engine: Engine, id: string, st: ContainerState
   const started = engineTime(st.startedAt);
   const finished = engineTime(st.finishedAt);
   if (started === undefined || finished === undefined) return st;
-  const oom = await engine.events.first(id, ['oom'], {
+  // A look, not a dependency: an event log that does not answer in time (an engine whose event
+  // stream is down) leaves the inspect's answer, as before; berth stopping still stops it.
+  const patience = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const gaveUp = new Promise<'gave-up'>((resolve) => {
+    timer = setTimeout(() => {
+      patience.abort();
+      resolve('gave-up');
+    }, DEFAULTS.lateOomMs + LOOK_SLACK_MS);
+  });
+  const look = engine.events.first(id, ['oom'], {
     since: Math.floor(started / 1000),
     until: (finished + DEFAULTS.lateOomMs) / 1000,
-    ...(signal ? { signal } : {}),
+    signal: signal ? AbortSignal.any([signal, patience.signal]) : patience.signal,
   });
-  return oom ? { ...st, oomKilled: true } : st;
+  look.catch(() => undefined); // one given up on must not be unhandled
+  try {
+    const oom = await Promise.race([look, gaveUp]);
+    return oom !== undefined && oom !== 'gave-up' ? { ...st, oomKilled: true } : st;
+  } catch (err) {
+    if (signal?.aborted) throw err;
+    return st;
+  } finally {
+    clearTimeout(timer);
+  }
 }

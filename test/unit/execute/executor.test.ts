@@ -6,7 +6,7 @@ import { expect } from 'chai';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { LABELS, REASONS } from '../../../src/constants';
+import { DEFAULTS, LABELS, REASONS } from '../../../src/constants';
 import { desiredAttempt } from '../../../src/desired/attempt';
 import { BackendRefusedError } from '../../../src/engine/errors';
 import type { DesiredAttempt } from '../../../src/desired/types';
@@ -675,6 +675,20 @@ describe('executor against the fake engine', function () {
     expect(await finishOf('flagged', (id) => fake.exit(id, 137, { oomKilled: true }))).to.deep.equal(['Failed', REASONS.oomKilled, 137]);
     expect(await finishOf('exit-1', (id) => fake.exit(id, 1))).to.deep.equal(['Failed', REASONS.error, 1]);
     expect(fake.calls.filter((c) => c.op === 'events.first')).to.have.length(2);
+  });
+
+  it("an event log that does not answer leaves the inspect's answer: the finish is not held (an engine whose event stream is down)", async function () {
+    const d = desired('no-events');
+    await executor().run({ at: t, actions: [action(d, 'provision')], unchanged: new Map() } as never);
+    const id = (await store.get('no-events'))?.containerId as string;
+    fake.exit(id, 137);
+    fake.fail('events.first', { hang: true });
+    const ops: Operation[] = [{ type: 'finish', resource: `container:${d.container.name}`, cause: 'test', id }];
+    const t0 = Date.now();
+    await executor().run({ at: t, actions: [{ attempt: d.name, kind: 'finish', summary: 'test', ops, desired: d }], unchanged: new Map() } as never);
+    const rec = await store.get('no-events');
+    expect([rec?.phase, rec?.reason, rec?.exitCode]).to.deep.equal(['Failed', REASONS.error, 137]);
+    expect(Date.now() - t0).to.be.below(DEFAULTS.lateOomMs + 4000);
   });
 
   // One operation per engine call: a failure at each step of the main container's provisioning.
