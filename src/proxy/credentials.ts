@@ -9,7 +9,7 @@
 import tls from 'node:tls';
 import type { Socket } from 'node:net';
 import type { CredentialConfig } from './contract';
-import type { DialFailure } from './dial';
+import { settle, type DialFailure } from './dial';
 import type { Host } from './host';
 import { parseAuthority, type Target } from './target';
 
@@ -97,33 +97,5 @@ export function secure(socket: Socket, c: Credential, timeoutMs: number): { sock
     rejectUnauthorized: true,
     ALPNProtocols: ['http/1.1'],
   });
-  let timer: NodeJS.Timeout | undefined;
-  let cancelled = false;
-  const promise = new Promise<tls.TLSSocket>((resolve, reject) => {
-    timer = setTimeout(() => {
-      s.destroy();
-      if (!cancelled) reject({ status: 504, reason: `TLS to ${c.target.text} timed out after ${timeoutMs} ms` } satisfies DialFailure);
-    }, timeoutMs);
-    const onError = (err: unknown): void => {
-      clearTimeout(timer);
-      s.destroy();
-      if (!cancelled) reject(tlsFailure(c.target.text, err));
-    };
-    s.once('error', onError);
-    s.once('secureConnect', () => {
-      clearTimeout(timer);
-      s.off('error', onError);
-      if (cancelled) s.destroy();
-      else resolve(s);
-    });
-  });
-  promise.catch(() => undefined);
-  return {
-    socket: promise,
-    cancel() {
-      cancelled = true;
-      clearTimeout(timer);
-      s.destroy();
-    },
-  };
+  return settle(s, 'secureConnect', timeoutMs, `TLS to ${c.target.text}`, (err) => tlsFailure(c.target.text, err));
 }

@@ -45,37 +45,57 @@ export function classifyDialError(target: string, err: unknown): DialFailure {
 
 export function dial(host: string, port: number, opts: DialOptions): Dialing {
   const target = `${host}:${port}`;
-  let socket: net.Socket | undefined;
+  let s: net.Socket;
+  try {
+    s = net.connect({ host, port, allowHalfOpen: true, ...(opts.lookup ? { lookup: opts.lookup } : {}) });
+  } catch (err) {
+    // refused at once (a port out of range): a failure like any other, never a throw
+    const failed = Promise.reject(classifyDialError(target, err));
+    failed.catch(() => undefined);
+    return { socket: failed, cancel: () => undefined };
+  }
+  return settle(s, 'connect', opts.timeoutMs, `connect to ${target}`, (err) => classifyDialError(target, err));
+}
+
+/**
+ * `s` once it emits `ready` (connect, secureConnect), cancellable: rejected with a DialFailure
+ * (`failure` of its error, 504 past `timeoutMs`, `what` naming it), destroyed on any failure and
+ * on a cancel. A rejection nobody awaits any more (after cancel) does not crash the process.
+ */
+export function settle<S extends net.Socket>(
+  s: S,
+  ready: 'connect' | 'secureConnect',
+  timeoutMs: number,
+  what: string,
+  failure: (err: unknown) => DialFailure,
+): { socket: Promise<S>; cancel(): void } {
   let timer: NodeJS.Timeout | undefined;
   let cancelled = false;
-  const promise = new Promise<net.Socket>((resolve, reject) => {
-    const s = net.connect({ host, port, allowHalfOpen: true, ...(opts.lookup ? { lookup: opts.lookup } : {}) });
-    socket = s;
+  const promise = new Promise<S>((resolve, reject) => {
     timer = setTimeout(() => {
       s.destroy();
-      if (!cancelled) reject({ status: 504, reason: `connect to ${target} timed out after ${opts.timeoutMs} ms` } satisfies DialFailure);
-    }, opts.timeoutMs);
+      if (!cancelled) reject({ status: 504, reason: `${what} timed out after ${timeoutMs} ms` } satisfies DialFailure);
+    }, timeoutMs);
     const onError = (err: unknown): void => {
       clearTimeout(timer);
       s.destroy();
-      if (!cancelled) reject(classifyDialError(target, err));
+      if (!cancelled) reject(failure(err));
     };
     s.once('error', onError);
-    s.once('connect', () => {
+    s.once(ready, () => {
       clearTimeout(timer);
       s.off('error', onError);
       if (cancelled) s.destroy();
       else resolve(s);
     });
   });
-  // A rejection nobody awaits any more (after cancel) must not crash the process.
   promise.catch(() => undefined);
   return {
     socket: promise,
     cancel() {
       cancelled = true;
       clearTimeout(timer);
-      socket?.destroy();
+      s.destroy();
     },
   };
 }
