@@ -312,6 +312,11 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     .addOption(maxRunningOption())
     .option('--concurrency <n>', `engine operations in flight (default: ${DEFAULTS.concurrency})`, int('--concurrency', 1))
     .addOption(new Option('--resync <duration>', 'controller: full pass at least this often').argParser(durationSeconds('--resync')).default(30, '30s'))
+    .addOption(
+      new Option('--settle <duration>', 'controller: a spec file is read once it has had no write this long (longer for slow writers, network file systems)')
+        .argParser(durationSeconds('--settle'))
+        .default(0.06, '60ms'),
+    )
     .option('--egress-proxy-image <image>', 'image of the egress proxy sidecar (same contract as docs/EGRESS.md)')
     .option('--egress-network <name>', 'existing network the egress proxy reaches out through (default: one per attempt)')
     .option('--workers <n>', 'controller: attempts worked on at once (default: --concurrency)', int('--workers', 1))

@@ -89,6 +89,8 @@ export interface ControllerOptions {
   workers: number;
   resyncMs: number;
   debounceMs?: number;
+  /** A spec file the watcher names is read once it has had no write this long (default 60 ms). */
+  settleMs?: number;
   clock?: Clock;
   metrics?: ControllerMetrics;
   /** Specs from git (prepared): polled instead of watching the specs folder. */
@@ -200,6 +202,7 @@ export class Controller {
         resultsRoot: o.cfg.resultsRoot,
         stateDir: o.cfg.stateDir,
         debounceMs: o.debounceMs ?? 30,
+        ...(o.settleMs !== undefined ? { settleMs: o.settleMs } : {}),
         log: o.log,
         onLoaded: (load) => this.specErrors.update(load.errors),
         ...(o.git ? { git: { current: () => o.git?.current(), url: o.git.cfg.url.display } } : {}),

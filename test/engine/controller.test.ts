@@ -130,7 +130,10 @@ describe('controller (real engine, real files)', function () {
   });
 
   it('never launches from an editor-style atomic save or a half-written file', async function () {
-    const ctl = startController(sb);
+    // The controller runs in this process: a stalled event loop fires this test's short timer and
+    // the controller's settle timer in one turn, and its read can race the second write. A settle
+    // time of 500 ms (`--settle`) leaves the 20 ms gap below far inside it on any machine.
+    const ctl = startController(sb, { settle: 0.5 });
     try {
       await waitFor('controller ready', async () => (await fs.readdir(sb.stateDir).catch(() => [])).some((f) => f.endsWith('.lock')), { dirs: [sb.stateDir] });
       // its first look at the folder done (a walk reads every file as it is: the settling is for the changes it is told of)
@@ -147,8 +150,8 @@ describe('controller (real engine, real files)', function () {
       const fh = await fs.open(path.join(sb.specsDir, 'c.yaml'), 'w');
       await fh.write(full.slice(0, full.indexOf('command')));
       await fh.sync();
-      // the rest a moment later, well inside the controller's settle time (60 ms) even on a busy machine
-      await new Promise((r) => setTimeout(r, 5));
+      // the rest a moment later, inside the settle time
+      await new Promise((r) => setTimeout(r, 20));
       await fh.write(full.slice(full.indexOf('command')));
       await fh.close();
       await runningContainer(sb, 'b');

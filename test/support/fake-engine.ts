@@ -217,6 +217,11 @@ export class FakeEngine implements Engine {
     this.hooks.push({ op, failure, times: opts.times ?? 1, ...(opts.when ? { when: opts.when } : {}) });
   }
 
+  /** Calls hung now (until releaseHangs()). */
+  get hanging(): number {
+    return this.hung.length;
+  }
+
   /** Ends every hung call (each rejects as unreachable). */
   releaseHangs(): void {
     for (const r of this.hung.splice(0)) r();

@@ -125,6 +125,7 @@ async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortS
     log: ctx.log,
     workers: o.workers ?? cfg.concurrency,
     resyncMs: (o.resync ?? 30) * 1000,
+    ...(o.settle !== undefined ? { settleMs: Math.round(o.settle * 1000) } : {}),
     metrics,
     ...(s.git ? { git: s.git } : {}),
     ...(s.outcomes ? { outcomes: s.outcomes } : {}),

@@ -56,6 +56,8 @@ export interface ReconcileOptions extends GitFlags {
   maxRunning?: number;
   concurrency?: number;
   resync?: number;
+  /** Seconds a spec file the controller is told of must go unwritten before it is read (`--settle`). */
+  settle?: number;
   workers?: number;
   retryBackoff?: number;
   /** Re-runs after infrastructure deaths (EngineRestarted, StartFailed). */

@@ -384,8 +384,10 @@ describe('executor against the fake engine', function () {
     fake.fail('containers.create', { hang: true }, { when: (args) => (args[0] as { name: string }).name === a.container.name });
     const run = executor().run({ at: t, actions: [action(a, 'provision'), action(b, 'provision')], unchanged: new Map() } as never);
     const until = Date.now() + 5000;
-    while ((await store.get('free'))?.phase !== 'Running' && Date.now() < until) await new Promise((r) => setImmediate(r));
+    // both: the other attempt running, and the hung call in place (released before it is made, it would hang for ever)
+    while (((await store.get('free'))?.phase !== 'Running' || fake.hanging === 0) && Date.now() < until) await new Promise((r) => setImmediate(r));
     expect((await store.get('free'))?.phase).to.equal('Running');
+    expect(fake.hanging).to.equal(1);
     fake.releaseHangs();
     const res = await run;
     expect(res.map((r) => [r.attempt, r.ok])).to.deep.equal([
