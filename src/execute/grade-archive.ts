@@ -18,7 +18,8 @@ import picomatch from 'picomatch';
 import { pack, type Pack } from 'tar-stream';
 import { DEFAULTS } from '../constants';
 import { isCode } from '../status/atomic-file';
-import { atFd, componentsBelow, openDirAt, openDirBelow, openFileAt, openFileBelow, UnsafePathError } from '../util/no-follow';
+import { atFd, componentsBelow, openDirAt, openDirBelow, openFileAt, openFileBelow, SyncFolders, UnsafePathError } from '../util/no-follow';
+import { Slicer } from '../util/slicer';
 import { overlay } from './fixture-layers';
 import type { ChangedEntry, WorkspaceChanges } from './workspace-types';
 
@@ -260,11 +261,19 @@ function entry(p: Pack, header: Parameters<Pack['entry']>[0], body?: Buffer): Pr
 }
 
 /**
- * The folders files are read from, found with no link followed; the last one is kept open (the
- * tree is packed in path order: a folder's files come together).
+ * The folders files are read from, found with no link followed. Small files are read
+ * synchronously (SyncFolders: the folders on the way kept open); a larger one is opened and
+ * streamed, the last folder of those kept open (the tree is packed in path order: a folder's
+ * files come together).
  */
 class Folders {
   private last: { root: string; rel: string; h: fsp.FileHandle } | undefined;
+  private readonly small = new SyncFolders();
+
+  /** `src`'s bytes when it is at most `max` bytes; undefined when larger (then open() it). */
+  readSmall(src: Source, max: number): Buffer | undefined {
+    return this.small.read(src.root, src.rel, max)?.body;
+  }
 
   /** `src` opened for reading, no link followed below its root. */
   async open(src: Source): Promise<fsp.FileHandle> {
@@ -280,24 +289,35 @@ class Folders {
   }
 
   async close(): Promise<void> {
+    this.small.close();
     const h = this.last?.h;
     this.last = undefined;
     await h?.close();
   }
 }
 
+/** An error reading `src`, as the reason the grader cannot be given its archive. */
+function unreadable(src: Source, err: unknown): UnsafePathError {
+  if (err instanceof UnsafePathError) return err;
+  return new UnsafePathError(`${path.join(src.root, src.rel)}: ${err instanceof Error ? err.message : String(err)}`);
+}
+
 async function fileBody(p: Pack, header: Parameters<Pack['entry']>[0], src: Source, folders: Folders): Promise<void> {
+  let body: Buffer | undefined;
+  try {
+    body = folders.readSmall(src, DEFAULTS.fixtureInlineFileBytes);
+  } catch (err) {
+    throw unreadable(src, err);
+  }
+  if (body) {
+    await entry(p, { ...header, size: body.length }, body);
+    return;
+  }
   const fh = await folders.open(src).catch((err: unknown) => {
-    if (err instanceof UnsafePathError) throw err;
-    throw new UnsafePathError(`${path.join(src.root, src.rel)}: ${err instanceof Error ? err.message : String(err)}`);
+    throw unreadable(src, err);
   });
   try {
     const st = await fh.stat();
-    if (st.size <= DEFAULTS.fixtureInlineFileBytes) {
-      const body = await fh.readFile();
-      await entry(p, { ...header, size: body.length }, body);
-      return;
-    }
     await new Promise<void>((resolve, reject) => {
       const sink = p.entry({ ...header, size: st.size }, (err?: Error | null) => (err ? reject(err) : resolve()));
       fh.createReadStream({ start: 0, end: st.size - 1, autoClose: false })
@@ -322,6 +342,9 @@ export interface PackedInput {
   done: Promise<void>;
   stop(): void;
 }
+
+/** The longest the packing holds the event loop at once (reading small files synchronously). */
+const PACK_SLICE_MS = 10;
 
 /** The size of the chunks the packed archive is sent in. */
 const BODY_CHUNK_BYTES = 256 * 1024;
@@ -356,7 +379,10 @@ function packTree(tree: Map<string, Node>, workingDir: string, uid: number, gid:
       for (let i = 1; i <= upper.length; i++) await entry(p, { name: upper.slice(0, i).join('/') + '/', type: 'directory', mode: 0o755 });
       await entry(p, { name: base + '/', type: 'directory', mode: 0o755, uid, gid });
       const own = { uid, gid };
+      // small files are read synchronously: the event loop gets a turn every few ms
+      const slicer = new Slicer(PACK_SLICE_MS);
       for (const k of [...tree.keys()].sort()) {
+        await slicer.tick();
         if (stopped) break;
         const n = tree.get(k) as Node;
         const name = `${base}/${k}`;

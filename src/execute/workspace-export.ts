@@ -21,19 +21,19 @@
  * as the attempt wrote them. changes.json itself is redacted (a path that holds a value).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { promises as fsp } from 'node:fs';
+import { lstatSync, promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { WORKSPACE } from '../constants';
+import { DEFAULTS, WORKSPACE } from '../constants';
 import { isNotFound } from '../engine/errors';
 import type { Engine } from '../engine/types';
 import type { FixtureEntry } from '../spec/fixture-scan';
 import type { WorkspaceExportSpec } from '../spec/types';
 import { isCode, readJsonFile, syncDir, writeFileAtomic } from '../status/atomic-file';
-import { openFileBelow } from '../util/no-follow';
+import { SyncFolders } from '../util/no-follow';
 import { runBounded } from '../util/pool';
 import type { Redactor } from '../util/redact';
 import { collectChanges, type Collected } from './workspace-tar';
-import { readCapped, writePatch, type PatchFile } from './workspace-patch';
+import { writePatch, type PatchFile } from './workspace-patch';
 import type { WorkspaceChanges } from './workspace-types';
 
 /** berth's record of what a run's export compares with (`run-<n>/workspace-base.json`). */
@@ -106,8 +106,8 @@ export async function exportWorkspace(
     });
     const binary = await patchOf(temp, filesDir, base, got, index);
     const flagged = [...got.added, ...got.modified, ...got.typeChanged].filter((e) => e.secrets);
-    // the files get their modes once read for the patch (one without read permission could not be)
-    const modes = await runBounded(got.written, 16, (w) => fsp.chmod(path.join(filesDir, w.path), w.mode));
+    // a file its owner may not read gets its mode once read for the patch (every other has it)
+    const modes = await runBounded(got.modeLater, 16, (w) => fsp.chmod(path.join(filesDir, w.path), w.mode));
     for (const m of modes) if (m.status === 'rejected') throw m.reason;
     const mark = <T extends { path: string; type: string }>(e: T): T => (binary.has(e.path) && e.type === 'file' ? { ...e, binary: true } : e);
     const changes: WorkspaceChanges = {
@@ -154,8 +154,12 @@ async function removeTemps(runDir: string): Promise<void> {
 }
 
 /** Whether `p` is a file (not followed if a link). */
-async function isFile(p: string): Promise<boolean> {
-  return (await fsp.lstat(p).catch(() => undefined))?.isFile() ?? false;
+function isFile(p: string): boolean {
+  try {
+    return lstatSync(p).isFile();
+  } catch {
+    return false;
+  }
 }
 
 /** Writes changes.patch into `temp`; returns the paths whose content is not text. */
@@ -187,20 +191,15 @@ async function patchOf(
     if (was?.type === 'file') changes.push({ path: e.path, oldMode: was.mode, content: true });
   }
   const out = await fsp.open(path.join(temp, WORKSPACE.patch), 'wx', 0o644);
+  // both sides read synchronously, the folders on the way kept open (hundreds of small files)
+  const folders = new SyncFolders();
   try {
     return await writePatch(out, path.join(temp, '.patch-body'), changes, {
-      before: (p) => fixtureBytes(base, index?.get(p)),
-      after: async (p) => {
-        if (secret.has(p)) return undefined;
-        const fh = await openFileBelow(filesDir, p);
-        try {
-          return await readCapped(fh);
-        } finally {
-          await fh.close();
-        }
-      },
+      before: async (p) => fixtureBytes(base, index?.get(p), folders),
+      after: async (p) => (secret.has(p) ? undefined : folders.read(filesDir, p, DEFAULTS.workspaceTextDiffBytes)?.body),
     });
   } finally {
+    folders.close();
     await out.close();
   }
 }
@@ -210,23 +209,20 @@ async function patchOf(
  * sha256 is still the one recorded. With layers, from the layer the entry came from: a folder
  * layer holds it at its path, a single-file layer is the file.
  */
-async function fixtureBytes(base: WorkspaceBase, e: (FixtureEntry & { layer?: number }) | undefined): Promise<Buffer | undefined> {
+function fixtureBytes(base: WorkspaceBase, e: (FixtureEntry & { layer?: number }) | undefined, folders: SyncFolders): Buffer | undefined {
   if (!base.fixture || e?.type !== 'file' || e.sha256 === undefined) return undefined;
   const root = base.layers ? base.layers[e.layer ?? -1] : base.fixture;
   if (root === undefined) return undefined;
   // a single-file fixture (or layer): its entry is the file's own name, at the top
-  const single = base.layers ? !e.path.includes('/') && (await isFile(root)) : base.entries.length === 1 && base.entries[0]?.type === 'file';
-  let fh;
+  const single = base.layers ? !e.path.includes('/') && isFile(root) : base.entries.length === 1 && base.entries[0]?.type === 'file';
+  let b;
   try {
-    fh = single ? await openFileBelow(path.dirname(root), path.basename(root)) : await openFileBelow(root, e.path);
+    b = single
+      ? folders.read(path.dirname(root), path.basename(root), DEFAULTS.workspaceTextDiffBytes)
+      : folders.read(root, e.path, DEFAULTS.workspaceTextDiffBytes);
   } catch {
     return undefined; // gone or replaced on the host since: named, not diffed
   }
-  try {
-    const b = await readCapped(fh);
-    if (!b || createHash('sha256').update(b).digest('hex') !== e.sha256) return undefined;
-    return b;
-  } finally {
-    await fh.close();
-  }
+  if (!b || createHash('sha256').update(b.body).digest('hex') !== e.sha256) return undefined;
+  return b.body;
 }

@@ -12,7 +12,6 @@
 import { isUtf8 } from 'node:buffer';
 import { promises as fsp } from 'node:fs';
 import { formatPatch, structuredPatch, type StructuredPatch } from 'diff';
-import { DEFAULTS } from '../constants';
 
 export interface PatchFile {
   path: string;
@@ -64,13 +63,28 @@ export async function writePatch(out: fsp.FileHandle, bodyFile: string, changes:
       }
       return r;
     };
+    // sections are written in batches (one write per file would be a thread-pool round trip each)
+    let held: string[] = [];
+    let heldBytes = 0;
+    const flush = async (): Promise<void> => {
+      if (!held.length) return;
+      const text = held.join('');
+      held = [];
+      heldBytes = 0;
+      await body.write(text);
+    };
     for (let i = 0; i < order.length; i++) {
       for (let j = i + 1; j < Math.min(order.length, i + 1 + READ_AHEAD); j++) void read(j);
       const sides = await read(i);
       reads[i] = undefined;
       const section = sectionOf(order[i] as PatchFile, sides, binary, named);
-      if (section) await body.write(section);
+      if (section) {
+        held.push(section);
+        heldBytes += section.length;
+      }
+      if (heldBytes >= BODY_WRITE_CHARS) await flush();
     }
+    await flush();
   } finally {
     await body.close();
   }
@@ -86,6 +100,9 @@ export async function writePatch(out: fsp.FileHandle, bodyFile: string, changes:
 }
 
 const rank = (c: PatchFile): number => (c.newMode === undefined ? 0 : 1);
+
+/** Characters of sections held before they are written to the body file. */
+const BODY_WRITE_CHARS = 256 * 1024;
 
 /** Files whose two sides are read ahead of the one diffed (each side at most the text-diff cap in memory). */
 const READ_AHEAD = 8;
@@ -145,12 +162,4 @@ function sectionOf(c: PatchFile, { oldText, newText }: Sides, binary: Set<string
 
 function base(a: string, b: string): Omit<StructuredPatch, 'hunks'> {
   return { oldFileName: a, newFileName: b, oldHeader: undefined, newHeader: undefined };
-}
-
-/** Reads a file's bytes when it is at most the text-diff cap; undefined when larger. */
-export async function readCapped(fh: fsp.FileHandle, max = DEFAULTS.workspaceTextDiffBytes): Promise<Buffer | undefined> {
-  const st = await fh.stat();
-  if (st.size > max) return undefined;
-  const b = await fh.readFile();
-  return b.length > max ? undefined : b;
 }

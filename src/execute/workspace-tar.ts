@@ -15,7 +15,7 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { createHash } from 'node:crypto';
-import { constants as C, promises as fsp } from 'node:fs';
+import { closeSync, constants as C, fchmodSync, openSync, promises as fsp, writeSync } from 'node:fs';
 import { posix } from 'node:path';
 import type { Readable } from 'node:stream';
 import picomatch from 'picomatch';
@@ -43,8 +43,11 @@ export interface CollectOptions {
 
 /** What the archive held that changed: changes.json's lists, and the files written. */
 export type Collected = Pick<WorkspaceChanges, 'added' | 'modified' | 'deleted' | 'typeChanged' | 'omitted' | 'truncated'> & {
-  /** Files written under filesDir (relative paths) with the mode they are to get. */
-  written: { path: string; mode: number }[];
+  /**
+   * Files written under filesDir (relative paths) whose mode is still to be set: those without
+   * the owner's read bit (set after the patch has read them; every other file has its mode).
+   */
+  modeLater: { path: string; mode: number }[];
 };
 
 /** Index entry type → the export's. */
@@ -90,12 +93,18 @@ async function drain(stream: AsyncIterable<unknown>): Promise<void> {
 
 class Stop extends Error {}
 
+/** A file below files/ is made so: exclusively, never through a link. */
+const CREATE = C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW;
+
+/** Whether a file of `mode` can be read by its owner (then it gets the mode as it is written). */
+const readable = (mode: number): boolean => (mode & 0o400) !== 0;
+
 /**
  * Reads `tar` (entries named `<top>/...`, as the engine's archive API names them) and compares it
  * with `opts.index`. Destroys `tar` when it stops early (a cap, an error).
  */
 export async function collectChanges(tar: Readable, top: string, opts: CollectOptions): Promise<Collected> {
-  const out: Collected = { added: [], modified: [], deleted: [], typeChanged: [], omitted: [], truncated: false, written: [] };
+  const out: Collected = { added: [], modified: [], deleted: [], typeChanged: [], omitted: [], truncated: false, modeLater: [] };
   const isExcluded = excluder(opts.exclude);
   const excludedSeen = new Set<string>();
   /** Paths met (so a repeat is refused) and what became of a file (for a hard link to it). */
@@ -192,8 +201,9 @@ export async function collectChanges(tar: Readable, top: string, opts: CollectOp
         const maybeSame = idx?.type === 'file' && idx.size === size && idx.mode === (mode & 0o777);
         const fits = bytes + size <= opts.maxBytes;
         if (!fits && !maybeSame) throw stop(rel, 'max-bytes');
-        // maybe the fixture's file unchanged, and small: compared before anything is written (most of a workspace is unchanged)
-        const held = maybeSame && size <= DEFAULTS.workspaceCompareInMemoryBytes ? await readWhole(entry, size) : undefined;
+        // a small file is read whole: maybe the fixture's unchanged (compared before anything is
+        // written: most of a workspace is unchanged), else written at once without the thread pool
+        const held = size <= DEFAULTS.workspaceCompareInMemoryBytes ? await readWhole(entry, size) : undefined;
         let sha256 = held ? createHash('sha256').update(held).digest('hex') : undefined;
         const same = maybeSame && idx.sha256 === sha256;
         if (same) {
@@ -202,9 +212,10 @@ export async function collectChanges(tar: Readable, top: string, opts: CollectOp
         }
         if (!fits && held) throw stop(rel, 'max-bytes');
         let secrets: string[] = [];
+        let modeSet = false;
         try {
-          if (held) secrets = await files.writeBytes(rel, held);
-          else if (fits) ({ sha256, secrets } = await files.write(rel, entry));
+          if (held) ({ secrets, modeSet } = await files.writeBytes(rel, held, mode & 0o777));
+          else if (fits) ({ sha256, secrets, modeSet } = await files.write(rel, entry, mode & 0o777));
           else sha256 = await hashOnly(entry);
         } catch (err) {
           // A name that cannot be a file below files/ (a hostile tar: a file where a folder was).
@@ -228,7 +239,7 @@ export async function collectChanges(tar: Readable, top: string, opts: CollectOp
           throw err;
         }
         bytes += size;
-        out.written.push({ path: rel, mode: mode & 0o777 });
+        if (!modeSet) out.modeLater.push({ path: rel, mode: mode & 0o777 });
       } else if (h.type === 'link') {
         // A hard link to an earlier entry of this archive: the same bytes under another name.
         await drain(entry);
@@ -248,10 +259,10 @@ export async function collectChanges(tar: Readable, top: string, opts: CollectOp
         }
         if (bytes + was.size > opts.maxBytes) throw stop(rel, 'max-bytes');
         list({ path: rel, type: 'file', size: was.size, sha256: was.sha256, mode: was.mode, ...(was.secrets ? { secrets: was.secrets } : {}) }, idx);
-        await files.copy(toRel, rel);
+        const { modeSet } = await files.copy(toRel, rel, was.mode & 0o777);
         met.set(rel, { ...was, written: true });
         bytes += was.size;
-        out.written.push({ path: rel, mode: was.mode & 0o777 });
+        if (!modeSet) out.modeLater.push({ path: rel, mode: was.mode & 0o777 });
       } else {
         omit(rel, 'not-regular');
         await drain(entry);
@@ -299,8 +310,11 @@ async function hashOnly(stream: AsyncIterable<unknown>): Promise<string> {
 
 /**
  * Writes files below a fresh folder of berth's, one component at a time with no link followed
- * (util/no-follow.ts); each file is created exclusively (0600 until the export sets its mode).
- * The last folder opened is kept open: a tar lists a folder's files together.
+ * (util/no-follow.ts); each file is created exclusively (0600), then given its mode when that
+ * leaves the owner able to read it (else the export sets it once the patch has read the file).
+ * A file held in memory is written synchronously (page-cache writes cost microseconds, a
+ * thread-pool round trip per open, write and close far more). The last folder opened is kept
+ * open: a tar lists a folder's files together.
  */
 class FilesWriter {
   private dir: { rel: string; h: fsp.FileHandle } | undefined;
@@ -320,12 +334,13 @@ class FilesWriter {
     return h;
   }
 
-  /** Writes `rel` from `stream`, returning its sha256 and the secrets whose value it holds. */
-  async write(rel: string, stream: AsyncIterable<unknown>): Promise<{ sha256: string; secrets: string[] }> {
+  /** Writes `rel` from `stream`, returning its sha256, the secrets whose value it holds and whether it has `mode`. */
+  async write(rel: string, stream: AsyncIterable<unknown>, mode: number): Promise<{ sha256: string; secrets: string[]; modeSet: boolean }> {
     const dir = await this.folder(rel);
-    const fh = await fsp.open(atFd(dir.fd, posix.basename(rel)), C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, 0o600);
+    const fh = await fsp.open(atFd(dir.fd, posix.basename(rel)), CREATE, 0o600);
     const hash = createHash('sha256');
     const scan = this.redactor?.scanner();
+    const modeSet = readable(mode);
     try {
       for await (const c of stream) {
         const chunk = c as Buffer;
@@ -333,27 +348,30 @@ class FilesWriter {
         scan?.update(chunk);
         await fh.write(chunk);
       }
+      if (modeSet) await fh.chmod(mode);
     } finally {
       await fh.close();
     }
-    return { sha256: hash.digest('hex'), secrets: scan?.found() ?? [] };
+    return { sha256: hash.digest('hex'), secrets: scan?.found() ?? [], modeSet };
   }
 
-  /** Writes `rel` with `bytes` (created exclusively, no link followed); returns the secrets whose value it holds. */
-  async writeBytes(rel: string, bytes: Buffer): Promise<string[]> {
+  /** Writes `rel` with `bytes` (created exclusively, no link followed); returns the secrets whose value it holds and whether it has `mode`. */
+  async writeBytes(rel: string, bytes: Buffer, mode: number): Promise<{ secrets: string[]; modeSet: boolean }> {
     const dir = await this.folder(rel);
-    const fh = await fsp.open(atFd(dir.fd, posix.basename(rel)), C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, 0o600);
+    const fd = openSync(atFd(dir.fd, posix.basename(rel)), CREATE, 0o600);
+    const modeSet = readable(mode);
     try {
-      await fh.writeFile(bytes);
+      for (let at = 0; at < bytes.length;) at += writeSync(fd, bytes, at, bytes.length - at);
+      if (modeSet) fchmodSync(fd, mode);
     } finally {
-      await fh.close();
+      closeSync(fd);
     }
     const scan = this.redactor?.scanner();
     scan?.update(bytes);
-    return scan?.found() ?? [];
+    return { secrets: scan?.found() ?? [], modeSet };
   }
 
-  async copy(from: string, to: string): Promise<void> {
+  async copy(from: string, to: string, mode: number): Promise<{ modeSet: boolean }> {
     const src = await openDirBelow(this.root, from.split('/').slice(0, -1));
     let fh: fsp.FileHandle;
     try {
@@ -362,7 +380,7 @@ class FilesWriter {
       await src.close();
     }
     try {
-      await this.write(to, fh.createReadStream({ autoClose: false }));
+      return await this.write(to, fh.createReadStream({ autoClose: false }), mode);
     } finally {
       await fh.close();
     }

@@ -6,7 +6,7 @@
  * it was checked is refused (ELOOP), never followed. The base itself is trusted as given (the
  * user's specs or results root may sit behind a link of their own making).
  */
-import { closeSync, constants as C, fstatSync, openSync, promises as fsp, readSync, type Stats } from 'node:fs';
+import { closeSync, constants as C, fstatSync, lstatSync, openSync, promises as fsp, readSync, type Stats } from 'node:fs';
 import path from 'node:path';
 
 /** A path below a base that holds a link or something else that does not qualify; names the path. */
@@ -182,4 +182,101 @@ export async function openFileBelow(base: string, rel: string): Promise<fsp.File
   } finally {
     await dir.close();
   }
+}
+
+/**
+ * Small files below trusted roots, read synchronously with no link followed below a root
+ * (readFileAtSync), the folders on the way kept open: a run of files in one folder costs one
+ * open each, not a walk from the root. For reading hundreds of files of a tree berth wrote or
+ * was given (an export's files/, a fixture): every call is synchronous (microseconds from the
+ * page cache, where each async call is a thread-pool round trip), so no folder is closed while
+ * a read uses it; the caller yields between files. Holds at most `keep` folders open (at least
+ * 2), the least recently used closed first. `close()` when done.
+ */
+export class SyncFolders {
+  private readonly fds = new Map<string, number>();
+  private readonly keep: number;
+
+  constructor(keep = 32) {
+    this.keep = Math.max(2, keep);
+  }
+
+  /**
+   * `rel`'s bytes below `root` and its stat, or undefined when it is larger than `max`. Throws
+   * UnsafePathError when a component is a link or not a folder, or the file is not a regular
+   * file; ENOENT when something is missing.
+   */
+  read(root: string, rel: string, max: number): { st: Stats; body: Buffer } | undefined {
+    const parts = componentsBelow(root, path.resolve(root, rel));
+    const name = parts.pop();
+    if (name === undefined) throw new UnsafePathError(`${root} is not a file`);
+    return readFileAtSync(this.dir(root, parts), name, path.join(root, ...parts, name), max);
+  }
+
+  /** The folder `root/<parts...>`, opened one component at a time (or found open). */
+  private dir(root: string, parts: readonly string[]): number {
+    const key = (n: number): string => `${root}\0${parts.slice(0, n).join('/')}`;
+    let i = parts.length;
+    let fd: number | undefined;
+    for (; i >= 0 && fd === undefined; i--) fd = this.take(key(i));
+    i++;
+    if (fd === undefined) {
+      fd = openSync(root, C.O_RDONLY | C.O_DIRECTORY);
+      this.put(key(0), fd);
+      i = 0;
+    }
+    let shown = path.join(root, ...parts.slice(0, i));
+    for (let j = i; j < parts.length; j++) {
+      const name = parts[j] as string;
+      if (name === '' || name === '.' || name === '..') throw new UnsafePathError(`${path.join(shown, name)}: "${name}" is not a folder name`);
+      shown = path.join(shown, name);
+      const at = atFd(fd, name);
+      try {
+        fd = openSync(at, DIR_FLAGS);
+      } catch (err) {
+        throw refusalSync(at, shown, err);
+      }
+      this.put(key(j + 1), fd);
+    }
+    return fd;
+  }
+
+  /** An open folder by key, made the most recently used. */
+  private take(key: string): number | undefined {
+    const fd = this.fds.get(key);
+    if (fd === undefined) return undefined;
+    this.fds.delete(key);
+    this.fds.set(key, fd);
+    return fd;
+  }
+
+  /** Keeps `fd` open under `key`; past `keep`, the least recently used is closed (never the one just taken or put). */
+  private put(key: string, fd: number): void {
+    this.fds.set(key, fd);
+    while (this.fds.size > this.keep) {
+      const [k, old] = this.fds.entries().next().value as [string, number];
+      this.fds.delete(k);
+      closeSync(old);
+    }
+  }
+
+  close(): void {
+    for (const fd of this.fds.values()) closeSync(fd);
+    this.fds.clear();
+  }
+}
+
+/** refusal() without the event loop: why opening folder `at` failed, a link named as one. */
+function refusalSync(at: string, shown: string, err: unknown): Error {
+  let link = isErr(err, 'ELOOP');
+  if (!link && isErr(err, 'ENOTDIR')) {
+    try {
+      link = lstatSync(at).isSymbolicLink();
+    } catch {
+      link = false;
+    }
+  }
+  if (link) return new UnsafePathError(`${shown} is a symbolic link; berth never follows one there`);
+  if (isErr(err, 'ENOTDIR')) return new UnsafePathError(`${shown} is not a folder`);
+  return err instanceof Error ? err : new Error(String(err));
 }

@@ -461,6 +461,33 @@ describe('execute/workspace-export: the whole export, crash-safe', () => {
     expect(reads).to.equal(1);
   });
 
+  it('every file in files/ gets its mode; one its owner may not read gets it after the patch has read it', async () => {
+    const { runDir } = await setup({ maxBytes: 8 << 20 });
+    const items: Item[] = [
+      ...WORKSPACE_TAR,
+      { name: 'workspace/locked.txt', body: 'write only\n', mode: 0o200 },
+      { name: 'workspace/none.txt', body: 'no owner bits\n', mode: 0o020 },
+      { name: 'workspace/ro.sh', body: 'echo ro\n', mode: 0o555 },
+      { name: 'workspace/big.bin', body: Buffer.alloc(2 << 20, 7), mode: 0o640 },
+    ];
+    expect(
+      await exportWorkspace(
+        engineWith(async () => Readable.from([await tarOf(items)])),
+        runDir,
+        'c1',
+      ),
+    ).to.deep.equal({ done: true, truncated: false });
+    const ws = path.join(runDir, WORKSPACE.dir);
+    const modes = Object.fromEntries(
+      ['locked.txt', 'none.txt', 'ro.sh', 'big.bin', 'new.txt'].map((f) => [f, statSync(path.join(ws, 'files', f)).mode & 0o777]),
+    );
+    expect(modes).to.deep.equal({ 'locked.txt': 0o200, 'none.txt': 0o020, 'ro.sh': 0o555, 'big.bin': 0o640, 'new.txt': 0o755 });
+    const patch = readFileSync(path.join(ws, WORKSPACE.patch), 'utf8');
+    expect(patch).to.include('+write only\n');
+    expect(patch).to.include('+no owner bits\n');
+    expect(patch).to.include('diff --git a/ro.sh b/ro.sh\nnew file mode 100755\n');
+  });
+
   it('a fixture changed on the host since the copy: the file is named, not diffed against the new bytes', async () => {
     const { runDir, fx } = await setup();
     await fsp.writeFile(path.join(fx, 'a.txt'), 'changed on the host\n');
