@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { extract } from 'tar-stream';
 import { type Archive, fixtureTar } from '../../../src/execute/archive';
-import { assertFoldersBelow, mkdirBelow, openFileBelow, UnsafePathError } from '../../../src/util/no-follow';
+import { assertFoldersBelow, mkdirBelow, openFileBelow, SyncFolders, UnsafePathError } from '../../../src/util/no-follow';
 
 /** The entries of a tar: name → type (and link target). */
 /** Entries of an archive by name (type and owner); with `sums`, each file's sha256 too. */
@@ -75,6 +75,45 @@ describe('util/no-follow', () => {
       expect(err, p).to.be.instanceOf(UnsafePathError);
       expect((err as Error).message).to.include('is a symbolic link');
     }
+  });
+
+  it('SyncFolders reads small files with no link followed, a folder swapped for a link after it was opened included, and closes what it evicts', () => {
+    for (const d of ['a', 'b', 'c', 'd']) {
+      mkdirSync(path.join(root, d, 'sub'), { recursive: true });
+      writeFileSync(path.join(root, d, 'sub', 'f'), `in ${d}`);
+    }
+    writeFileSync(path.join(outside, 'f'), 'host');
+    const fds = (): number => readdirSync('/proc/self/fd').length;
+    const before = fds();
+    const r = new SyncFolders(3);
+    try {
+      for (const d of ['a', 'b', 'c', 'd', 'a']) expect(r.read(root, `${d}/sub/f`, 100)?.body.toString(), d).to.equal(`in ${d}`);
+      // at most 3 folders open at once, however many were read from
+      expect(fds() - before).to.be.at.most(3);
+      expect(r.read(root, 'a/sub/f', 3), 'larger than max').to.equal(undefined);
+      symlinkSync(outside, path.join(root, 'ld'));
+      symlinkSync(path.join(outside, 'f'), path.join(root, 'a', 'sub', 'lf'));
+      for (const rel of ['ld/f', 'a/sub/lf']) {
+        expect(() => r.read(root, rel, 100), rel).to.throw(UnsafePathError, 'is a symbolic link');
+      }
+      expect(() => r.read(root, 'a/sub', 100)).to.throw(UnsafePathError, 'is not a regular file');
+      expect(() => r.read(root, '../x', 100)).to.throw(UnsafePathError, 'is not inside');
+      expect(() => r.read(root, 'a/nope', 100)).to.throw(/ENOENT/);
+      // a folder it holds open, swapped for a link: what it reads is the folder it opened, never the link's target
+      rmSync(path.join(root, 'b'), { recursive: true });
+      symlinkSync(outside, path.join(root, 'b'));
+      const got = (() => {
+        try {
+          return r.read(root, 'b/sub/f', 100)?.body.toString();
+        } catch (err) {
+          return (err as Error).message;
+        }
+      })();
+      expect(got).to.not.equal('host');
+    } finally {
+      r.close();
+    }
+    expect(fds()).to.equal(before);
   });
 
   it('builds a fixture tar with links as links, owned as asked, and refuses a link pointing out or a linked fixture', async () => {
