@@ -82,16 +82,45 @@ async function walkFixture(root: string, visit: Visit, more: () => boolean = () 
   }
 }
 
-/** The fingerprint of a fixture's tree: every entry's path, mode and identity (device, inode, size, mtime, ctime), in walk order. */
+/**
+ * The fingerprint of a fixture's tree: every entry's path, mode and identity (device, inode,
+ * size, mtime, ctime), in walk order. Hashed a batch of entries at a time, the numbers as 64-bit
+ * words (a string per entry cost a quarter of the walk's time), the paths NUL-separated.
+ */
 class Fingerprint {
   private readonly h = createHash('sha256');
+  private readonly words = new BigUint64Array(FP_WORDS * FP_BATCH);
+  private paths: string[] = [];
+
   add(rel: string, st: BigIntStats): void {
-    this.h.update(`${rel}\0${st.mode}\0${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}\n`);
+    const w = this.words;
+    const i = this.paths.length * FP_WORDS;
+    w[i] = st.mode;
+    w[i + 1] = st.dev;
+    w[i + 2] = st.ino;
+    w[i + 3] = st.size;
+    w[i + 4] = st.mtimeNs;
+    w[i + 5] = st.ctimeNs;
+    this.paths.push(rel);
+    if (this.paths.length === FP_BATCH) this.flush();
   }
+
+  private flush(): void {
+    if (this.paths.length === 0) return;
+    this.h.update(new Uint8Array(this.words.buffer, 0, this.paths.length * FP_WORDS * 8));
+    this.h.update(this.paths.join('\0') + '\n');
+    this.paths = [];
+  }
+
   digest(): string {
+    this.flush();
     return this.h.digest('hex');
   }
 }
+
+/** Numbers per entry in a fingerprint, and entries per hashed batch. */
+const FP_WORDS = 6;
+const FP_BATCH = 512;
 
 /** Fixture digests this process knows by the fingerprint of their tree, by the fixture's real path. */
 const trees = new Map<string, { fingerprint: string; digest: string }>();

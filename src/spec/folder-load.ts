@@ -17,9 +17,9 @@ import * as path from 'node:path';
 import type { FileOutcome } from './load-file';
 import { selfContained } from './file-cache';
 import { displayPath } from './path-util';
-import { combine, guard, loadContext, outcomesOf, rootErrorLoad, rootsOf, type LoadReport } from './loader';
+import { combine, guard, loadContext, outcomesOf, rootErrorLoad, rootsOf, walkAndLoad, type LoadReport } from './loader';
 import { BERTHIGNORE, type BerthIgnore } from './berthignore';
-import { findSpecFiles, isIgnoredName, isSpecFileName, type SkippedPath, type SpecFile } from './walk';
+import { isIgnoredName, isSpecFileName, type SkippedPath, type SpecFile } from './walk';
 
 interface Kept {
   root: string;
@@ -29,6 +29,8 @@ interface Kept {
   /** Files read again at every update (their outcome is not self-contained). */
   volatile: Set<string>;
   folders: Set<string>;
+  /** Folders the walk left out unread (claimed as fixtures): no change below them is a spec's. */
+  pruned: Set<string>;
   /** Each file as users see it. */
   display: Map<string, string>;
   /** The last load's names that are not loaded (invalid, duplicates, overlaps). */
@@ -66,9 +68,8 @@ export class FolderLoad {
     this.walks++;
     return guard(async () => {
       const root = path.resolve(this.opts.specsDir);
-      const walk = await findSpecFiles(root);
       const ctx = await loadContext(this.opts.resultsRoot);
-      const outcomes = await outcomesOf(walk.files, await rootsOf(root, ctx), cacheIn);
+      const { walk, outcomes } = await walkAndLoad(root, await rootsOf(root, ctx), cacheIn);
       const report = await combine([{ root, ...walk, outcomes }], ctx);
       if (walk.problems.length === 0 && walk.links === false && walk.folders) {
         const kept: Kept = {
@@ -77,6 +78,7 @@ export class FolderLoad {
           outcomes: new Map(),
           volatile: new Set(),
           folders: walk.folders,
+          pruned: walk.pruned ?? new Set(),
           display: new Map(),
           protectedNames: report.protectedNames,
           skipped: walk.skipped ?? [],
@@ -217,6 +219,8 @@ function placeChanges(kept: Kept, paths: Iterable<string>): Map<string, SpecFile
     if (segs.some(isIgnoredName)) continue;
     const relPosix = segs.join('/');
     if (kept.ignore && ignoredBy(kept.ignore, segs)) continue;
+    // below a folder left out as a fixture: no spec (the load that left it out reads it again if the claim goes)
+    if (kept.pruned.size > 0 && segs.some((_, i) => kept.pruned.has(segs.slice(0, i + 1).join('/')))) continue;
     let st: Stats | undefined;
     try {
       st = lstatSync(path.join(kept.root, rel));

@@ -25,7 +25,7 @@ import { displayPath, isInside, RealCache, realpathLoose, toPosix } from './path
 import { ioReason } from './read-spec-file';
 import { checkResultsOverlap } from './results-overlap';
 import type { LoadedSet, LoadedSpec, LoadResult, SourcePos, SpecError } from './types';
-import { findSpecFiles, type SkippedPath, type SpecFile, type WalkProblem } from './walk';
+import { SpecWalk, type SkippedPath, type SpecFile, type WalkProblem, type WalkResult } from './walk';
 
 /** A LoadResult plus counts for reports (`berth validate`). */
 export interface LoadReport extends LoadResult {
@@ -63,8 +63,9 @@ export interface SpecSet {
 export async function loadSpecs(opts: { specsDir: string } & LoadOptions): Promise<LoadReport> {
   return guard(async () => {
     const root = path.resolve(opts.specsDir);
-    const walk = await findSpecFiles(root);
-    const load = await loadSets([{ root, ...walk }], opts.resultsRoot, opts.cacheIn, opts.revision !== undefined);
+    const ctx = await loadContext(opts.resultsRoot);
+    const { walk, outcomes } = await walkAndLoad(root, await rootsOf(root, ctx, opts.revision !== undefined), opts.cacheIn);
+    const load = await combine([{ root, ...walk, outcomes }], ctx);
     if (opts.revision === undefined) return load;
     const revision = opts.revision;
     return { ...load, specs: load.specs.map((s) => ({ ...s, revision })), revision };
@@ -73,7 +74,13 @@ export async function loadSpecs(opts: { specsDir: string } & LoadOptions): Promi
 
 export async function loadPaths(paths: string[], opts: LoadOptions): Promise<LoadReport> {
   return guard(async () => {
+    const ctx = await loadContext(opts.resultsRoot);
+    const folders: FolderOutcomes[] = [];
     const sets: SpecSet[] = [];
+    /** Files named alone (outside the folders), loaded with their folders in the order named. */
+    const flush = async () => {
+      for (const set of sets.splice(0)) folders.push({ ...set, outcomes: await outcomesOf(set.files, await rootsOf(set.root, ctx), opts.cacheIn) });
+    };
     const seen = new Set<string>();
     for (const p of paths) {
       const abs = path.resolve(p);
@@ -85,8 +92,9 @@ export async function loadPaths(paths: string[], opts: LoadOptions): Promise<Loa
         continue;
       }
       if (st.isDirectory()) {
-        const walk = await findSpecFiles(abs);
-        sets.push({ root: abs, files: await unseen(walk.files, seen), problems: walk.problems, ...(walk.skipped ? { skipped: walk.skipped } : {}) });
+        await flush();
+        const { walk, outcomes } = await walkAndLoad(abs, await rootsOf(abs, ctx), opts.cacheIn, (files) => unseen(files, seen));
+        folders.push({ root: abs, files: walk.files, problems: walk.problems, ...(walk.skipped ? { skipped: walk.skipped } : {}), outcomes });
       } else {
         // A file named on the command line is its folder's spec: a link out of that folder is never read.
         const linked = (await fsp.lstat(abs)).isSymbolicLink();
@@ -99,7 +107,8 @@ export async function loadPaths(paths: string[], opts: LoadOptions): Promise<Loa
         }
       }
     }
-    return loadSets(sets, opts.resultsRoot);
+    await flush();
+    return combine(folders, ctx);
   });
 }
 
@@ -169,12 +178,39 @@ export async function rootsOf(root: string, ctx: LoadContext, fromGit = false): 
  * (a stat each); the others load side by side (their reads and fixture scans overlap).
  */
 export async function outcomesOf(files: SpecFile[], roots: Roots, cacheIn?: string): Promise<FileOutcome[]> {
+  const disk = new DiskHold(cacheIn, roots);
+  const out = await outcomesWith(files, roots, disk);
+  disk.save();
+  return out;
+}
+
+/** The disk cache of one load (disk-cache.ts): opened when first needed, saved once at the end (a save drops what was not used). */
+class DiskHold {
+  private cache: DiskSpecCache | undefined;
+
+  constructor(
+    private readonly cacheIn: string | undefined,
+    private readonly roots: Roots,
+  ) {}
+
+  get(): DiskSpecCache | undefined {
+    if (this.cacheIn === undefined) return undefined;
+    this.cache ??= new DiskSpecCache(diskCachePath(this.cacheIn, this.roots), this.roots);
+    return this.cache;
+  }
+
+  save(): void {
+    this.cache?.save();
+  }
+}
+
+async function outcomesWith(files: SpecFile[], roots: Roots, hold: DiskHold): Promise<FileOutcome[]> {
   const display = files.map((f) => displayPath(f.abs));
   const found = await mapChunked(files, 200, (f, i) => cachedOutcome(f, display[i] as string, roots));
   // a fixture-bound outcome answers once its fixtures are checked again (side by side)
   const kept = found.some((k) => k instanceof Promise) ? await Promise.all(found) : (found as (FileOutcome | undefined)[]);
   // What this process does not keep, a process before it may have kept on disk.
-  const disk = cacheIn !== undefined && kept.some((k) => !k) ? new DiskSpecCache(diskCachePath(cacheIn, roots), roots) : undefined;
+  const disk = kept.some((k) => !k) ? hold.get() : undefined;
   if (disk) {
     // In chunks too: each answer reads its file again (disk-cache.ts), a thousand of them ~20-70 ms,
     // and a command's engine calls under way meanwhile (the ping, the locks) must not wait for all.
@@ -201,18 +237,72 @@ export async function outcomesOf(files: SpecFile[], roots: Roots, cacheIn?: stri
     if (!settled || settled.status === 'rejected') throw settled?.reason ?? new Error(`no outcome for ${display[i]}`);
     kept[i] = settled.value;
   });
-  disk?.save();
   return kept.map((o, i) => {
     if (!o) throw new Error(`no outcome for ${display[i]}`);
     return o;
   });
 }
 
-async function loadSets(sets: SpecSet[], resultsRoot: string, cacheIn?: string, fromGit = false): Promise<LoadReport> {
-  const ctx = await loadContext(resultsRoot);
-  const folders: FolderOutcomes[] = [];
-  for (const set of sets) folders.push({ ...set, outcomes: await outcomesOf(set.files, await rootsOf(set.root, ctx, fromGit), cacheIn) });
-  return combine(folders, ctx);
+/**
+ * Walks the specs folder `root` a level of folders at a time and loads the files of each level
+ * before the next is read: a folder that a file found so far claims (a fixture, a set's fromDir)
+ * is left out unread (named in `skipped`), so a repository used as a fixture costs no walk and
+ * none of its YAML is read. Claims made by a file found deeper than a folder already read leave
+ * that folder's files out after the fact, as `combine` does for any claim. `keep`: which of the
+ * files found are loaded (the others are left out of the answer).
+ */
+export async function walkAndLoad(
+  root: string,
+  roots: Roots,
+  cacheIn?: string,
+  keep?: (files: SpecFile[]) => Promise<SpecFile[]>,
+): Promise<{ walk: WalkResult; outcomes: FileOutcome[] }> {
+  const rootAbs = path.resolve(root);
+  const rootReal = realOrSame(rootAbs);
+  const w = new SpecWalk(rootAbs);
+  const hold = new DiskHold(cacheIn, roots);
+  const got = new Map<SpecFile, FileOutcome>();
+  /** Claimed folder → the first file that claims it. */
+  const claims = new Map<string, string>();
+  const claimAt = (p: string): { claim: string; by: string } | undefined => {
+    for (let at = p; ;) {
+      const by = claims.get(at);
+      if (by !== undefined) return { claim: at, by };
+      const up = path.dirname(at);
+      if (up === at || at === rootAbs || at === rootReal) return undefined;
+      at = up;
+    }
+  };
+  while (!w.done) {
+    const found = w.step();
+    const load = keep ? await keep(found) : found;
+    if (load.length > 0) {
+      const outcomes = await outcomesWith(load, roots, hold);
+      load.forEach((f, i) => {
+        const o = outcomes[i] as FileOutcome;
+        got.set(f, o);
+        for (const c of o.claims ?? []) {
+          // the specs folder itself, or a folder above it, claims nothing here (such a fixture is refused)
+          const own = c === rootAbs || c === rootReal || isInside(c, rootAbs) || isInside(c, rootReal);
+          if (!own && !claims.has(c)) claims.set(c, f.abs);
+        }
+      });
+    }
+    if (claims.size === 0) continue;
+    w.prune((abs, real) => {
+      const hit = claimAt(abs) ?? claimAt(real);
+      if (!hit) return undefined;
+      const inside =
+        hit.claim === abs || hit.claim === real
+          ? ''
+          : `inside ${JSON.stringify(toPosix(path.relative(isInside(rootReal, hit.claim) ? rootReal : rootAbs, hit.claim)))}, `;
+      return `${inside}a fixture or fromDir of ${displayPath(hit.by)}`;
+    });
+  }
+  hold.save();
+  const all = w.result();
+  const walk = keep ? { ...all, files: all.files.filter((f) => got.has(f)) } : all;
+  return { walk, outcomes: walk.files.map((f) => got.get(f) as FileOutcome) };
 }
 
 /**

@@ -4,7 +4,7 @@
  * not depend on the order files are read, and a folder kept loaded (the controller's) agrees.
  */
 import { expect } from 'chai';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { diskCachePath } from '../../../src/spec/disk-cache';
 import { clearSpecFileCache } from '../../../src/spec/file-cache';
 import path from 'node:path';
@@ -32,9 +32,9 @@ describe('spec: fixtures and fromDir folders are not scanned for specs; .berthig
     expect(r.errors).to.deep.equal([]);
     expect(r.specs.map((s) => s.spec.name)).to.deep.equal(['a']);
     expect(r.files.map((f) => path.basename(f))).to.deep.equal(['a.yaml']);
-    const skipped = (r.skipped ?? []).map((s) => path.relative(sb.specs, s.file));
-    expect(skipped).to.have.members(['repo/docker-compose.yml', 'repo/docs/broken.yaml', 'repo/k8s/deploy.yaml', 'repo/mkdocs.yml']);
-    for (const s of r.skipped ?? []) expect(s.reason).to.match(/inside "repo", a fixture or fromDir of .*a\.yaml/);
+    // the repository is left out whole, unread: a fixture of a.yaml, found before the walk reached it
+    expect((r.skipped ?? []).map((s) => [path.relative(sb.specs, s.file), s.file.endsWith('/')])).to.deep.equal([['repo', true]]);
+    expect(r.skipped?.[0]?.reason).to.match(/^a fixture or fromDir of .*a\.yaml$/);
     // A revision of a git source loads through the same loader: the same answer.
     const g = await loadSpecs({ specsDir: sb.specs, resultsRoot: sb.results, revision: 'a'.repeat(40) });
     expect(g.errors).to.deep.equal([]);
@@ -42,11 +42,30 @@ describe('spec: fixtures and fromDir folders are not scanned for specs; .berthig
     expect(g.skipped).to.deep.equal(r.skipped);
   });
 
-  it("another tool's YAML is kept on disk as it is kept in memory: a new process parses none of it", async () => {
+  it('a fixture found before the walk reaches it is never walked: a dangling link named like a spec there is no error, no file in it is read', async () => {
     const sb = sandbox({ ...REPO, 'a.yaml': doc('a', '  fixture: ./repo\n') });
+    symlinkSync('./nowhere.yaml', path.join(sb.specs, 'repo', 'docs', 'dangling.yaml'));
+    const r = await sb.load();
+    expect(r.errors).to.deep.equal([]);
+    expect(r.specs.map((s) => s.spec.name)).to.deep.equal(['a']);
+    // the same folder without the claim: the walk goes in and finds the link broken (the test can fail)
+    writeFileSync(path.join(sb.specs, 'a.yaml'), doc('a'));
+    clearSpecFileCache();
+    const open = await sb.load();
+    expect(open.errors.map((e) => [path.relative(sb.specs, e.file), e.message])).to.deep.include([
+      'repo/docs/dangling.yaml',
+      'broken link: no such file or folder',
+    ]);
+  });
+
+  it("another tool's YAML is kept on disk as it is kept in memory: a new process parses none of it", async () => {
+    // claimed by a file deeper than the repository (found after the walk went past it): its YAML is read, and kept
+    const sb = sandbox({ ...REPO, 'x/y/a.yaml': doc('a', '  fixture: ../../repo\n') });
     const state = path.join(sb.root, 'state');
     mkdirSync(state);
     const first = await loadSpecs({ specsDir: sb.specs, resultsRoot: sb.results, cacheIn: state });
+    expect(first.errors).to.deep.equal([]);
+    expect(first.specs.map((s) => s.spec.name)).to.deep.equal(['a']);
     clearSpecFileCache(); // a new process
     const cacheFile = diskCachePath(state, { specsRoot: sb.specs, resultsRoot: path.resolve(sb.results) });
     const kept = JSON.parse(readFileSync(cacheFile, 'utf8')) as { entries: Record<string, { outcome: { foreign?: boolean } }> };
@@ -87,7 +106,8 @@ spec:
     const r = await sb.load();
     expect(r.errors).to.deep.equal([]);
     expect(r.specs.map((s) => s.spec.name).sort()).to.deep.equal(['l', 's-t1', 's-t2']);
-    expect((r.skipped ?? []).length).to.equal(4);
+    // each claimed folder left out whole: tasks/ (the fromDir, holding both templated fixtures), hidden/, base/
+    expect((r.skipped ?? []).map((s) => path.relative(sb.specs, s.file))).to.deep.equal(['base', 'hidden', 'tasks']);
   });
 
   it('claims are those of every file found, a file never skipped by its own: the same whatever the order', async () => {
@@ -131,7 +151,7 @@ spec:
     expect(await runValidate([sb.specs], { output: 'text', resultsRoot: sb.results, verbose: true }, io)).to.equal(0);
     const text = out.join('');
     expect(text).to.match(/skipped .*drafts\/: matched by \.berthignore/);
-    expect(text).to.match(/skipped .*repo\/mkdocs\.yml: inside "repo", a fixture or fromDir of/);
+    expect(text).to.match(/skipped .*repo\/: a fixture or fromDir of .*a\.yaml/);
     out.length = 0;
     expect(await runValidate([sb.specs], { output: 'text', resultsRoot: sb.results }, io)).to.equal(0);
     expect(out.join('')).not.to.match(/skipped/);
