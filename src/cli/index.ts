@@ -476,6 +476,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     .description('a new run of finished attempts, same spec (earlier results stay)')
     .argument('[name...]', `attempts to re-run: ${NAME_FORMS}`)
     .option('-l, --selector <selector>', 'label selector, as for get', collect)
+    .option('--all', 'every finished attempt (the others are left as they are)')
     .addOption(controllerTimeoutOption())
     .action(async (args: string[], o, cmd: Command) => {
       const c = ctx(cmd);
@@ -501,6 +502,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     .description("remove attempts' engine resources now (results stay); not run again until the spec changes or rerun")
     .argument('[name...]', `attempts to delete: ${NAME_FORMS}`)
     .option('-l, --selector <selector>', 'label selector, as for get', collect)
+    .option('--all', 'every attempt of the instance with a valid spec not deleted yet')
     .addOption(controllerTimeoutOption())
     .action(async (args: string[], o, cmd: Command) => {
       const c = ctx(cmd);

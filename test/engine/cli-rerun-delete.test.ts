@@ -116,6 +116,27 @@ describe('cli rerun and delete (real engine)', function () {
     expect((await sb.status('slow'))?.run).to.equal(2);
   });
 
+  it('rerun --all re-runs every finished attempt and leaves a running one; delete --all removes every attempt; neither takes names with it', async function () {
+    await sb.write('grid.yaml', GRID);
+    await sb.write('solo.yaml', sb.attempt('solo', 'true'));
+    expect((await sb.cli('reconcile', '--once', '--wait')).code).to.equal(0);
+    await sb.write('slow.yaml', sb.attempt('slow', 'sleep 30'));
+    expect((await sb.cli('reconcile', '--once')).code).to.equal(0);
+    const all = await shell(sb, 'berth rerun --all');
+    expect(all.code, all.stderr).to.equal(0);
+    expect([...all.stdout.matchAll(/^attempt\/(\S+) rerun:/gm)].map((m) => m[1])).to.deep.equal(['grid-a', 'grid-c', 'solo']);
+    expect(all.stderr).to.equal('3 attempts re-run\n');
+    expect([(await sb.status('grid-a'))?.run, (await sb.status('solo'))?.run, (await sb.status('slow'))?.run]).to.deep.equal([2, 2, 1]);
+    const both = await shell(sb, 'berth rerun --all solo');
+    expect([both.code, both.stderr]).to.deep.equal([2, 'berth: rerun: --all takes no names and no -l\n']);
+    const del = await shell(sb, 'berth delete --all');
+    expect(del.code, del.stderr).to.equal(0);
+    expect(del.stderr).to.equal('4 attempts deleted; not run again until the spec changes or berth rerun\n');
+    expect(await sb.engine.containers.list([`${LABELS.instance}=${sb.instance}`])).to.deep.equal([]);
+    const again = await shell(sb, 'berth delete --all');
+    expect([again.code, again.stderr]).to.deep.equal([1, 'berth: delete --all: no attempt to delete\n']);
+  });
+
   it('names as get -o name prints them: get -o name | xargs berth rerun; set/NAME stands for its attempts in describe, logs and rerun', async function () {
     await sb.write('grid.yaml', GRID);
     await sb.write('solo.yaml', sb.attempt('solo', 'true'));

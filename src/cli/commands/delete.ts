@@ -1,5 +1,5 @@
 /**
- * `berth delete NAME... | -l SELECTOR`: removes the attempts' engine resources now (a running
+ * `berth delete NAME... | -l SELECTOR | --all`: removes the attempts' engine resources now (a running
  * run is stopped and ends Failed, reason Deleted); the results and the status record stay. The
  * spec still exists, so the record keeps a `deleted` mark for the spec's hash: reconcile does not
  * run the attempt again until its spec changes or `berth rerun` asks for it (the way a user of
@@ -13,9 +13,15 @@ import { plural } from '../diag';
 import { chooseAttempts } from './choose';
 import { markAndPass } from './mark-and-pass';
 
-export async function runDelete(ctx: Context, names: string[], o: { selector?: string[]; timeout?: number }): Promise<number> {
-  const rows = await chooseAttempts(ctx, 'delete', names, o.selector);
-  if (typeof rows === 'number') return rows;
+export async function runDelete(ctx: Context, names: string[], o: { selector?: string[]; all?: boolean; timeout?: number }): Promise<number> {
+  const chosen = await chooseAttempts(ctx, 'delete', names, o.selector, o.all === true);
+  if (typeof chosen === 'number') return chosen;
+  // --all: those with a valid spec not deleted yet (one without a spec goes at the next reconcile anyway)
+  const rows = o.all ? chosen.filter((r) => r.spec && !r.status?.deleted) : chosen;
+  if (!rows.length) {
+    ctx.io.err('berth: delete --all: no attempt to delete\n');
+    return EXIT.failed;
+  }
   const r = await markAndPass(ctx, 'delete', rows, o.timeout !== undefined ? { timeoutMs: o.timeout } : {});
   if (!r.store) return r.code;
   for (const name of r.acted) {
