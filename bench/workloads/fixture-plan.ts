@@ -7,7 +7,8 @@
  * cleared), what an earlier process kept on disk there (the fixture's digests, digest-store.ts;
  * the spec cache of the state folder, disk-cache.ts). The floor is a plain
  * `stat` walk of the same tree (readdirSync and lstatSync of every entry, one at a time), in the same
- * rounds, alternating which goes first. Engine-free: the engine's part of `plan` is measured by
+ * rounds: SAMPLES of each a round, interleaved, alternating which goes first, the round's figure
+ * each one's median. Engine-free: the engine's part of `plan` is measured by
  * the no-op workload.
  */
 import { randomBytes } from 'node:crypto';
@@ -31,6 +32,8 @@ export interface FixturePlanSamples {
 }
 
 const PER_DIR = 100;
+/** Samples of each contender a round (its median is the round's figure). */
+const SAMPLES = 5;
 /** One file in this many is large (2 MiB); the rest are small (4–16 KiB). */
 const LARGE_EVERY = 100;
 const LARGE = 2 * 1024 * 1024;
@@ -110,25 +113,34 @@ export async function fixturePlanRounds(root: string, files: number, rounds: num
     await load();
     out.firstMs = performance.now() - f0;
     const reads0 = contentCacheStats().misses;
+    // Each round takes SAMPLES of each, interleaved (a load or a walk is tens of milliseconds: one
+    // sample of each is at the mercy of a single scheduling hiccup), and keeps each one's median.
+    const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
     for (let r = 0; r < rounds; r++) {
-      const berthRound = async () => {
+      const b: number[] = [];
+      const f: number[] = [];
+      const berthOnce = async () => {
         fresh();
         const b0 = performance.now();
         await load();
-        out.berth.push(performance.now() - b0);
+        b.push(performance.now() - b0);
       };
-      const floorRound = async () => {
+      const floorOnce = () => {
         const w0 = performance.now();
         walk(repo);
-        out.floor.push(performance.now() - w0);
+        f.push(performance.now() - w0);
       };
-      if (r % 2 === 0) {
-        await berthRound();
-        await floorRound();
-      } else {
-        await floorRound();
-        await berthRound();
+      for (let i = 0; i < SAMPLES; i++) {
+        if ((r + i) % 2 === 0) {
+          await berthOnce();
+          floorOnce();
+        } else {
+          floorOnce();
+          await berthOnce();
+        }
       }
+      out.berth.push(median(b));
+      out.floor.push(median(f));
       log(`fixture-plan round ${r + 1}/${rounds}: berth ${(out.berth[r] as number).toFixed(0)} ms, stat walk ${(out.floor[r] as number).toFixed(0)} ms`);
     }
     out.reads = contentCacheStats().misses - reads0;

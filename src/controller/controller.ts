@@ -545,6 +545,14 @@ export class Controller {
       }, this.halt.signal)
       .catch((err: unknown): ActionResult | undefined => (began ? { attempt: a.attempt, ok: false, done: 0, ran: [], error: String(err) } : undefined))
       .then(async (res) => {
+        // Given up because the controller stopped while the engine did not answer: the next
+        // controller finds the attempt where this one left it, as after a crash (nothing logged).
+        const told = res !== undefined && !(this.abandoned && !res.ok);
+        // The action's line before the attempt is free for its next action: its `finished` line
+        // never comes before this action's `created; started`.
+        if (told && !res.ok) log.warn(`${a.attempt}: ${res.error}`);
+        const did = told ? activity(a, res.ran, await this.o.store.get(a.attempt)) : undefined;
+        if (did) log.info(did);
         this.stale.set(a.attempt, ++this.generation);
         if (admits) this.reserved--;
         if (set !== undefined) {
@@ -562,13 +570,7 @@ export class Controller {
         );
         // Still waiting for a worker when the controller stopped: never begun, nothing to record;
         // the attempt is where it was, and the next controller takes it up.
-        if (!res) return;
-        // Given up because the controller stopped while the engine did not answer: the next
-        // controller finds the attempt where this one left it, as after a crash.
-        if (this.abandoned && !res.ok) return;
-        if (!res.ok) log.warn(`${a.attempt}: ${res.error}`);
-        const did = activity(a, res.ran, await this.o.store.get(a.attempt));
-        if (did) log.info(did);
+        if (!told) return;
         await this.settleAfterWork(a, res, queued);
         // (a failed action's back-off brings it back, no sooner)
         if (this.lookAfterWork.delete(a.attempt) && res.ok) this.queue.add(a.attempt);
