@@ -11,14 +11,14 @@
  * `.` or `..` or NUL, lies under a link, or a link whose target leaves workingDir, is left out
  * (and noted), never written.
  */
-import { promises as fsp } from 'node:fs';
+import { closeSync, lstatSync, promises as fsp, readdirSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import picomatch from 'picomatch';
 import { pack, type Pack } from 'tar-stream';
 import { DEFAULTS } from '../constants';
 import { isCode } from '../status/atomic-file';
-import { atFd, componentsBelow, openDirAt, openDirBelow, openFileAt, openFileBelow, SyncFolders, UnsafePathError } from '../util/no-follow';
+import { atFd, componentsBelow, openDirAtSync, openDirBelow, openFileAt, openFileBelow, SyncFolders, UnsafePathError } from '../util/no-follow';
 import { Slicer } from '../util/slicer';
 import { overlay } from './fixture-layers';
 import type { ChangedEntry, WorkspaceChanges } from './workspace-types';
@@ -77,33 +77,38 @@ async function scanTree(root: string, into: Map<string, Node>): Promise<void> {
       into.set(name, { type: 'file', mode: top.mode & 0o7777, src: { from: 'tree', root: path.dirname(root), rel: name } });
       return;
     }
-    const dir = await openDirAt(parent, name, root);
+    const dir = openDirAtSync(parent.fd, name, root);
     try {
-      await walk(dir, root, '', into);
+      await walk(dir, root, '', into, new Slicer(PACK_SLICE_MS));
     } finally {
-      await dir.close();
+      closeSync(dir);
     }
   } finally {
     await parent.close();
   }
 }
 
-async function walk(dir: fsp.FileHandle, root: string, rel: string, into: Map<string, Node>): Promise<void> {
-  for (const name of (await fsp.readdir(atFd(dir.fd, '.'))).sort()) {
-    const at = atFd(dir.fd, name);
-    const st = await fsp.lstat(at);
+/**
+ * The tree below the open folder `dir`, in `into`. Synchronous calls (a thread-pool round trip
+ * per lstat cost more than the walk's work), the event loop given a turn every slice.
+ */
+async function walk(dir: number, root: string, rel: string, into: Map<string, Node>, slicer: Slicer): Promise<void> {
+  for (const name of readdirSync(atFd(dir, '.')).sort()) {
+    await slicer.tick();
+    const at = atFd(dir, name);
+    const st = lstatSync(at);
     const p = rel ? `${rel}/${name}` : name;
     if (st.isDirectory()) {
       into.set(p, { type: 'dir', mode: st.mode & 0o7777 });
-      const sub = await openDirAt(dir, name, path.join(root, p));
+      const sub = openDirAtSync(dir, name, path.join(root, p));
       try {
-        await walk(sub, root, p, into);
+        await walk(sub, root, p, into, slicer);
       } finally {
-        await sub.close();
+        closeSync(sub);
       }
     } else if (st.isFile()) into.set(p, { type: 'file', mode: st.mode & 0o7777, src: { from: 'tree', root, rel: p } });
     else if (st.isSymbolicLink()) {
-      const target = await fsp.readlink(at);
+      const target = readlinkSync(at);
       if (!linkStaysInside(p.split('/'), target)) throw new UnsafePathError(`fixture link ${path.join(root, p)} points outside the fixture`);
       into.set(p, { type: 'link', mode: st.mode & 0o7777, target });
     } else throw new UnsafePathError(`fixture entry ${path.join(root, p)} is not a file, folder or link`);

@@ -230,12 +230,7 @@ export class SyncFolders {
       const name = parts[j] as string;
       if (name === '' || name === '.' || name === '..') throw new UnsafePathError(`${path.join(shown, name)}: "${name}" is not a folder name`);
       shown = path.join(shown, name);
-      const at = atFd(fd, name);
-      try {
-        fd = openSync(at, DIR_FLAGS);
-      } catch (err) {
-        throw refusalSync(at, shown, err);
-      }
+      fd = openDirAtSync(fd, name, shown);
       this.put(key(j + 1), fd);
     }
     return fd;
@@ -263,6 +258,16 @@ export class SyncFolders {
   close(): void {
     for (const fd of this.fds.values()) closeSync(fd);
     this.fds.clear();
+  }
+}
+
+/** openDirAt() without the event loop: the folder `name` inside the open folder `dir` (a descriptor; the caller closes it). */
+export function openDirAtSync(dir: number, name: string, shown: string): number {
+  const at = atFd(dir, name);
+  try {
+    return openSync(at, DIR_FLAGS);
+  } catch (err) {
+    throw refusalSync(at, shown, err);
   }
 }
 
