@@ -15,7 +15,7 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { createHash } from 'node:crypto';
-import { closeSync, constants as C, fchmodSync, openSync, promises as fsp, writeSync } from 'node:fs';
+import { constants as C, promises as fsp } from 'node:fs';
 import { posix } from 'node:path';
 import type { Readable } from 'node:stream';
 import picomatch from 'picomatch';
@@ -93,6 +93,12 @@ async function drain(stream: AsyncIterable<unknown>): Promise<void> {
 
 class Stop extends Error {}
 
+/** A name that cannot be a file below files/ (a hostile tar: a file where a folder was, or the reverse). */
+const isHostileName = (err: unknown): boolean => err instanceof UnsafePathError || isCode(err, 'EEXIST', 'ENOTDIR', 'EISDIR');
+
+/** Small files' writes under way at once (each holds its bytes: at most DEFAULTS.workspaceCompareInMemoryBytes). */
+const WRITES_IN_FLIGHT = 16;
+
 /** A file below files/ is made so: exclusively, never through a link. */
 const CREATE = C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW;
 
@@ -112,6 +118,51 @@ export async function collectChanges(tar: Readable, top: string, opts: CollectOp
   let listed = 0;
   let bytes = 0;
   const files = new FilesWriter(opts.filesDir, opts.redactor);
+  /**
+   * Small files' writes under way (created, written and closed on the thread pool while the
+   * archive is read on), by path; at most WRITES_IN_FLIGHT. One that fails for a name that cannot
+   * be a file there (a hostile tar) is taken back out of the lists and left out as `unsafe-name`.
+   */
+  const writing = new Map<string, Promise<void>>();
+  let writeError: unknown;
+  /** Waits for the write of `rel` and of any folder on its way, if under way. */
+  const written = async (rel: string): Promise<void> => {
+    for (let at = rel; ;) {
+      const w = writing.get(at);
+      if (w) await w;
+      const up = posix.dirname(at);
+      if (up === '.' || up === at) return;
+      at = up;
+    }
+  };
+  const writeInBackground = (rel: string, bytes: Buffer, mode: number, e: ChangedEntry): void => {
+    const w = files
+      .writeAsync(rel, bytes, mode)
+      .catch((err: unknown) => {
+        if (!isHostileName(err)) {
+          writeError ??= err;
+          return;
+        }
+        unlist(e);
+        out.omitted.push({ path: shown(rel), reason: 'unsafe-name' });
+        listed++;
+      })
+      .finally(() => writing.delete(rel));
+    writing.set(rel, w);
+  };
+  /** Takes a listed file back out (its write failed): the lists, the counts, its mode. */
+  const unlist = (e: ChangedEntry): void => {
+    for (const l of [out.added, out.modified, out.typeChanged] as ChangedEntry[][]) {
+      const i = l.findIndex((x) => x.path === e.path);
+      if (i >= 0) l.splice(i, 1);
+    }
+    const m = out.modeLater.findIndex((x) => x.path === e.path);
+    if (m >= 0) out.modeLater.splice(m, 1);
+    listed--;
+    bytes -= e.size ?? 0;
+    const was = met.get(e.path);
+    if (was) met.set(e.path, { ...was, written: false });
+  };
 
   const omit = (path: string, reason: OmittedReason): void => {
     if (listed >= opts.maxFiles) throw stop(path, 'max-files');
@@ -211,20 +262,42 @@ export async function collectChanges(tar: Readable, top: string, opts: CollectOp
           continue;
         }
         if (!fits && held) throw stop(rel, 'max-bytes');
+        if (held) {
+          // its folder made now, in archive order (a name that cannot be a folder is found here); the file written in the background
+          try {
+            await written(posix.dirname(rel));
+            await files.folder(rel);
+          } catch (err) {
+            if (!isHostileName(err)) throw err;
+            omit(rel, 'unsafe-name');
+            continue;
+          }
+          const found = files.scan(held);
+          const flagged = found.length ? { secrets: found } : {};
+          const e: ChangedEntry = { path: rel, type: 'file', size, sha256: sha256 as string, mode, ...flagged };
+          list(e, idx);
+          met.set(rel, { size, sha256: sha256 as string, written: true, mode, ...flagged });
+          bytes += size;
+          if (!readable(mode & 0o777)) out.modeLater.push({ path: rel, mode: mode & 0o777 });
+          while (writing.size >= WRITES_IN_FLIGHT) await Promise.race(writing.values());
+          if (writeError !== undefined) throw writeError;
+          writeInBackground(rel, held, mode & 0o777, e);
+          continue;
+        }
         let secrets: string[] = [];
         let modeSet = false;
         try {
-          if (held) ({ secrets, modeSet } = await files.writeBytes(rel, held, mode & 0o777));
-          else if (fits) ({ sha256, secrets, modeSet } = await files.write(rel, entry, mode & 0o777));
+          await written(posix.dirname(rel));
+          if (fits) ({ sha256, secrets, modeSet } = await files.write(rel, entry, mode & 0o777));
           else sha256 = await hashOnly(entry);
         } catch (err) {
           // A name that cannot be a file below files/ (a hostile tar: a file where a folder was).
-          if (!(err instanceof UnsafePathError) && !isCode(err, 'EEXIST', 'ENOTDIR', 'EISDIR')) throw err;
-          if (!held) await drain(entry);
+          if (!isHostileName(err)) throw err;
+          await drain(entry);
           omit(rel, 'unsafe-name');
           continue;
         }
-        if (!held && maybeSame && idx.sha256 === sha256) {
+        if (maybeSame && idx.sha256 === sha256) {
           if (fits) await files.remove(rel);
           met.set(rel, { size, sha256: sha256 as string, written: false, mode });
           continue;
@@ -245,6 +318,8 @@ export async function collectChanges(tar: Readable, top: string, opts: CollectOp
         await drain(entry);
         const to = nameBytes(h.linkname ?? '', h.pax?.linkpath !== undefined);
         const toRel = to.text.split('/').slice(1).join('/');
+        // its bytes are read from files/: their write done (or taken back)
+        if (writing.has(toRel)) await written(toRel);
         const was = met.get(toRel);
         if (!was) {
           omit(rel, 'not-regular');
@@ -259,6 +334,7 @@ export async function collectChanges(tar: Readable, top: string, opts: CollectOp
         }
         if (bytes + was.size > opts.maxBytes) throw stop(rel, 'max-bytes');
         list({ path: rel, type: 'file', size: was.size, sha256: was.sha256, mode: was.mode, ...(was.secrets ? { secrets: was.secrets } : {}) }, idx);
+        await written(posix.dirname(rel));
         const { modeSet } = await files.copy(toRel, rel, was.mode & 0o777);
         met.set(rel, { ...was, written: true });
         bytes += was.size;
@@ -274,8 +350,10 @@ export async function collectChanges(tar: Readable, top: string, opts: CollectOp
     // stops reading: the engine's stream first (nothing more is written into the parser), then the parser
     tar.destroy();
     ex.destroy();
+    await Promise.all(writing.values());
     await files.close();
   }
+  if (writeError !== undefined) throw writeError;
   // Deleted: what the fixture held that the workspace does not (not known past a cap: none listed then).
   if (opts.index && !out.truncated) {
     for (const [p, e] of opts.index) {
@@ -312,9 +390,9 @@ async function hashOnly(stream: AsyncIterable<unknown>): Promise<string> {
  * Writes files below a fresh folder of berth's, one component at a time with no link followed
  * (util/no-follow.ts); each file is created exclusively (0600), then given its mode when that
  * leaves the owner able to read it (else the export sets it once the patch has read the file).
- * A file held in memory is written synchronously (page-cache writes cost microseconds, a
- * thread-pool round trip per open, write and close far more). The last folder opened is kept
- * open: a tar lists a folder's files together.
+ * A file held in memory is written in the background (writeAsync: a file's create costs tens to
+ * hundreds of microseconds, which the archive's read goes on through). The last folder opened is
+ * kept open: a tar lists a folder's files together.
  */
 class FilesWriter {
   private dir: { rel: string; h: fsp.FileHandle } | undefined;
@@ -324,7 +402,8 @@ class FilesWriter {
     private readonly redactor?: Redactor,
   ) {}
 
-  private async folder(rel: string): Promise<fsp.FileHandle> {
+  /** The folder of `rel` below the root, made if missing (no link followed), kept open. */
+  async folder(rel: string): Promise<fsp.FileHandle> {
     const parent = posix.dirname(rel);
     const want = parent === '.' ? '' : parent;
     if (this.dir?.rel === want) return this.dir.h;
@@ -355,20 +434,26 @@ class FilesWriter {
     return { sha256: hash.digest('hex'), secrets: scan?.found() ?? [], modeSet };
   }
 
-  /** Writes `rel` with `bytes` (created exclusively, no link followed); returns the secrets whose value it holds and whether it has `mode`. */
-  async writeBytes(rel: string, bytes: Buffer, mode: number): Promise<{ secrets: string[]; modeSet: boolean }> {
-    const dir = await this.folder(rel);
-    const fd = openSync(atFd(dir.fd, posix.basename(rel)), CREATE, 0o600);
-    const modeSet = readable(mode);
+  /**
+   * Writes `rel` with `bytes` on the thread pool, created exclusively with O_NOFOLLOW, its folder
+   * made before (folder()): by its path, which holds no link (files/ is berth's fresh folder, every
+   * folder in it made by folder(), no link ever written there, nothing else writing there).
+   */
+  async writeAsync(rel: string, bytes: Buffer, mode: number): Promise<void> {
+    const fh = await fsp.open(posix.join(this.root, rel), CREATE, 0o600);
     try {
-      for (let at = 0; at < bytes.length;) at += writeSync(fd, bytes, at, bytes.length - at);
-      if (modeSet) fchmodSync(fd, mode);
+      await fh.writeFile(bytes);
+      if (readable(mode)) await fh.chmod(mode);
     } finally {
-      closeSync(fd);
+      await fh.close();
     }
+  }
+
+  /** The secrets whose value `bytes` holds. */
+  scan(bytes: Buffer): string[] {
     const scan = this.redactor?.scanner();
     scan?.update(bytes);
-    return { secrets: scan?.found() ?? [], modeSet };
+    return scan?.found() ?? [];
   }
 
   async copy(from: string, to: string, mode: number): Promise<{ modeSet: boolean }> {

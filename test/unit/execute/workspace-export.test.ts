@@ -234,6 +234,33 @@ describe('execute/workspace-tar: the workspace tar against the fixture', () => {
     expect(listFiles(tmp)).to.deep.equal(['files/dup']);
   });
 
+  it('a file where a folder was, or a folder where a file was: the later entry is left out, its write taken back, the counts too', async () => {
+    const items: Item[] = [{ name: 'workspace/', type: 'directory' }];
+    // many small files first: the writes are under way in the background when the clashes come
+    for (let i = 0; i < 40; i++) items.push({ name: `workspace/many/f${i}`, body: `${i}\n` });
+    items.push(
+      { name: 'workspace/a', body: 'a file\n' },
+      { name: 'workspace/a/b', body: 'under a file\n' },
+      { name: 'workspace/c/d', body: 'in c\n' },
+      { name: 'workspace/c', body: 'a file over the folder c\n' },
+      { name: 'workspace/lnk', type: 'link', linkname: 'workspace/c' },
+      { name: 'workspace/z', body: 'last\n' },
+    );
+    // 40 + a + c/d + z listed, a/b, c and lnk left out: 46 entries, each counted once (c's taken back from the listed)
+    const { got, filesDir } = await collect(items, null, { maxFiles: 46 });
+    expect(got.omitted).to.deep.include.members([
+      { path: 'a/b', reason: 'unsafe-name' },
+      { path: 'c', reason: 'unsafe-name' },
+      { path: 'lnk', reason: 'not-regular' },
+    ]);
+    expect(got.added.map((e) => e.path)).to.include.members(['a', 'c/d', 'z', 'many/f0', 'many/f39']);
+    expect(got.added.map((e) => e.path)).to.not.include.members(['c', 'a/b', 'lnk']);
+    expect(got.truncated).to.equal(false);
+    expect(readFileSync(path.join(filesDir, 'c', 'd'), 'utf8')).to.equal('in c\n');
+    expect(readFileSync(path.join(filesDir, 'z'), 'utf8')).to.equal('last\n');
+    expect(listFiles(filesDir)).to.have.length(43);
+  });
+
   it('a name that is not UTF-8 is left out (name-not-utf8), shown with U+FFFD', async () => {
     // a ustar name holding the byte 0xff, as a file system of bytes allows
     const filesDir = path.join(tmp, 'files');
