@@ -142,10 +142,7 @@ function sectionOf(c: PatchFile, { oldText, newText }: Sides, binary: Set<string
     name();
     return modeOnly();
   }
-  const p = structuredPatch(isCreate ? '/dev/null' : a, isDelete ? '/dev/null' : b, oldText.toString('utf8'), newText.toString('utf8'), undefined, undefined, {
-    context: 3,
-    timeout: DIFF_TIMEOUT_MS,
-  });
+  const p = trimmedPatch(isCreate ? '/dev/null' : a, isDelete ? '/dev/null' : b, oldText.toString('utf8'), newText.toString('utf8'));
   if (!p) {
     name();
     return modeOnly();
@@ -158,6 +155,43 @@ function sectionOf(c: PatchFile, { oldText, newText }: Sides, binary: Set<string
     ...(isDelete ? { isDelete: true, oldMode } : {}),
     ...(!isCreate && !isDelete && oldMode !== newMode ? { oldMode, newMode } : {}),
   });
+}
+
+/** Lines of context around a change. */
+const CONTEXT = 3;
+
+/** `s` as lines, each with its `\n` (the last without one when `s` does not end with it). */
+function linesOf(s: string): string[] {
+  const parts = s.split('\n');
+  const last = parts.pop() as string;
+  const out = parts.map((l) => l + '\n');
+  if (last !== '') out.push(last);
+  return out;
+}
+
+/**
+ * jsdiff's structured patch of the two texts, the lines they share at both ends (all but the
+ * context kept) left out of the diff and the hunks' line numbers moved back: an edit in a long
+ * file costs the lines around it, not the file (as git's diff trims). The hunks are those of the
+ * middle, a valid diff of the whole; where the shared ends are kept whole (a change near an end),
+ * the file's last line and its missing newline are jsdiff's to mark as before.
+ */
+function trimmedPatch(a: string, b: string, oldStr: string, newStr: string): StructuredPatch | undefined {
+  const o = linesOf(oldStr);
+  const n = linesOf(newStr);
+  const most = Math.min(o.length, n.length);
+  let pre = 0;
+  while (pre < most && o[pre] === n[pre]) pre++;
+  let post = 0;
+  while (post < most - pre && o[o.length - 1 - post] === n[n.length - 1 - post]) post++;
+  const cutStart = Math.max(0, pre - CONTEXT);
+  const cutEnd = Math.max(0, post - CONTEXT);
+  const p = structuredPatch(a, b, o.slice(cutStart, o.length - cutEnd).join(''), n.slice(cutStart, n.length - cutEnd).join(''), undefined, undefined, {
+    context: CONTEXT,
+    timeout: DIFF_TIMEOUT_MS,
+  });
+  if (!p || cutStart === 0) return p;
+  return { ...p, hunks: p.hunks.map((h) => ({ ...h, oldStart: h.oldStart + cutStart, newStart: h.newStart + cutStart })) };
 }
 
 function base(a: string, b: string): Omit<StructuredPatch, 'hunks'> {
