@@ -253,7 +253,7 @@ export async function collectChanges(tar: Readable, top: string, opts: CollectOp
         const fits = bytes + size <= opts.maxBytes;
         if (!fits && !maybeSame) throw stop(rel, 'max-bytes');
         // a small file is read whole: maybe the fixture's unchanged (compared before anything is
-        // written: most of a workspace is unchanged), else written at once without the thread pool
+        // written: most of a workspace is unchanged), else written in the background
         const held = size <= DEFAULTS.workspaceCompareInMemoryBytes ? await readWhole(entry, size) : undefined;
         let sha256 = held ? createHash('sha256').update(held).digest('hex') : undefined;
         const same = maybeSame && idx.sha256 === sha256;
