@@ -11,7 +11,7 @@
  * 16 TiB sparse file cannot be copied in, and finding its data without reading its holes needs
  * SEEK_DATA, which Node does not offer.
  */
-import { lstatSync, promises as fsp, readdirSync, type BigIntStats } from 'node:fs';
+import { lstatSync, promises as fsp, readdirSync, type BigIntStats, type Stats } from 'node:fs';
 import { setImmediate as yieldLoop } from 'node:timers/promises';
 import { DEFAULTS } from '../constants';
 import { hashFile, knownSha256, rememberSha256, statKey } from './content-cache';
@@ -48,8 +48,8 @@ export interface FixtureScan {
 const MAX_PROBLEMS = 5;
 const YIELD_EVERY = 500;
 
-/** One entry of a fixture's walk, as the tree's fingerprint sees it: its path, its lstat. */
-type Visit = (abs: string, rel: string, st: BigIntStats) => Promise<void> | void;
+/** One entry of a fixture's walk, as the tree's fingerprint sees it: its path, its lstat (BigIntStats when the walk asks for them). */
+type Visit<S> = (abs: string, rel: string, st: S) => Promise<void> | void;
 
 /**
  * Walks the fixture at `root` in a fixed order (a folder, then its entries by name), lstat of
@@ -57,8 +57,15 @@ type Visit = (abs: string, rel: string, st: BigIntStats) => Promise<void> | void
  * given back every YIELD_EVERY entries: a walk of thousands of files costs several times less
  * than with a promise per call (walk.ts). `more` stops it early (a scan with enough problems).
  */
-async function walkFixture(root: string, visit: Visit, more: () => boolean = () => true): Promise<void> {
-  const rootStat = lstatSync(root, { bigint: true });
+async function walkFixture<S extends Stats | BigIntStats>(
+  root: string,
+  bigint: S extends BigIntStats ? true : false,
+  visit: Visit<S>,
+  more: () => boolean = () => true,
+): Promise<void> {
+  const opts = { bigint };
+  const stat = (p: string): S => lstatSync(p, opts) as S;
+  const rootStat = stat(root);
   if (!rootStat.isDirectory()) {
     await visit(root, path.basename(root), rootStat);
     return;
@@ -68,7 +75,7 @@ async function walkFixture(root: string, visit: Visit, more: () => boolean = () 
   while (pending.length > 0 && more()) {
     const rel = pending.pop() as string;
     const abs = rel === '.' ? root : `${root}/${rel}`;
-    const st = lstatSync(abs, { bigint: true });
+    const st = rel === '.' ? rootStat : stat(abs);
     const v = visit(abs, rel, st);
     if (v) await v;
     if (st.isDirectory()) {
@@ -89,18 +96,34 @@ async function walkFixture(root: string, visit: Visit, more: () => boolean = () 
  */
 class Fingerprint {
   private readonly h = createHash('sha256');
-  private readonly words = new BigUint64Array(FP_WORDS * FP_BATCH);
+  private readonly words = new Float64Array(FP_WORDS * FP_BATCH);
   private paths: string[] = [];
 
-  add(rel: string, st: BigIntStats): void {
+  /**
+   * One entry. Its numbers as Node's plain Stats give them (the times in milliseconds, from
+   * seconds and nanoseconds as Node computes them), from BigIntStats as well: a scan (which
+   * needs BigIntStats for the content digests' keys) and a plain stat walk fingerprint alike.
+   */
+  add(rel: string, st: Stats | BigIntStats): void {
     const w = this.words;
     const i = this.paths.length * FP_WORDS;
-    w[i] = st.mode;
-    w[i + 1] = st.dev;
-    w[i + 2] = st.ino;
-    w[i + 3] = st.size;
-    w[i + 4] = st.mtimeNs;
-    w[i + 5] = st.ctimeNs;
+    if (typeof st.mode === 'bigint') {
+      const b = st as BigIntStats;
+      w[i] = Number(b.mode);
+      w[i + 1] = Number(b.dev);
+      w[i + 2] = Number(b.ino);
+      w[i + 3] = Number(b.size);
+      w[i + 4] = msOf(b.mtimeNs);
+      w[i + 5] = msOf(b.ctimeNs);
+    } else {
+      const p = st as Stats;
+      w[i] = p.mode;
+      w[i + 1] = p.dev;
+      w[i + 2] = p.ino;
+      w[i + 3] = p.size;
+      w[i + 4] = p.mtimeMs;
+      w[i + 5] = p.ctimeMs;
+    }
     this.paths.push(rel);
     if (this.paths.length === FP_BATCH) this.flush();
   }
@@ -117,6 +140,9 @@ class Fingerprint {
     return this.h.digest('hex');
   }
 }
+
+/** Nanoseconds since the epoch as Node's plain Stats give a time: seconds × 1e3 + nanoseconds / 1e6, in doubles. */
+const msOf = (ns: bigint): number => Number(ns / 1_000_000_000n) * 1e3 + Number(ns % 1_000_000_000n) / 1e6;
 
 /** Numbers per entry in a fingerprint, and entries per hashed batch. */
 const FP_WORDS = 6;
@@ -135,7 +161,8 @@ export async function knownFixtureDigest(root: string): Promise<string | undefin
   const kept = trees.get(root) ?? readTree(root);
   if (!kept) return undefined; // none: no walk for nothing, the scan walks
   const fp = new Fingerprint();
-  await walkFixture(root, (_abs, rel, st) => fp.add(rel, st));
+  // plain stats: the identity the fingerprint needs, without a BigInt per number
+  await walkFixture<Stats>(root, false, (_abs, rel, st) => fp.add(rel, st));
   if (kept.fingerprint !== fp.digest()) return undefined;
   trees.set(root, kept);
   return kept.digest;
@@ -152,8 +179,9 @@ export async function scanFixture(root: string, digestOf?: (entries: FixtureEntr
   const problems: FixtureProblem[] = [];
   const store = DigestStore.open(root);
   const fp = new Fingerprint();
-  await walkFixture(
+  await walkFixture<BigIntStats>(
     root,
+    true,
     (abs, rel, st) => {
       fp.add(rel, st);
       return addEntry(abs, rel, st, rel === path.basename(root) && abs === root ? path.dirname(root) : root, entries, problems, store);
