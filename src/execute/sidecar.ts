@@ -143,23 +143,10 @@ async function ready(x: ExecContext, a: AttemptAction, index: number, sc: Sideca
 }
 
 /** Follows the proxy's logs until its `listening` line: undefined, or what went wrong. */
-async function untilListening(x: ExecContext, id: string): Promise<string | undefined> {
-  const stream = await x.deps.engine.containers.logs(id, { follow: true });
-  return new Promise<string | undefined>((resolve) => {
-    let buf = '';
-    const t = setTimeout(() => done(`did not say it was listening within ${DEFAULTS.egressProxyReadySeconds} s`), DEFAULTS.egressProxyReadySeconds * 1000);
-    const done = (v: string | undefined) => {
-      clearTimeout(t);
-      stream.destroy();
-      resolve(v);
-    };
-    stream.on('data', (c: Buffer) => {
-      buf += c.toString('utf8');
-      for (const line of buf.split('\n').slice(0, -1)) if (parseListeningLine(line)) return done(undefined);
-      buf = buf.slice(buf.lastIndexOf('\n') + 1);
-    });
-    stream.on('end', () => done('exited before it said it was listening'));
-    stream.on('error', (err: Error) => done(`log stream failed: ${err.message}`));
+function untilListening(x: ExecContext, id: string): Promise<string | undefined> {
+  return untilOutput(x, id, DEFAULTS.egressProxyReadySeconds, (line) => !!parseListeningLine(line), {
+    late: `did not say it was listening within ${DEFAULTS.egressProxyReadySeconds} s`,
+    ended: 'exited before it said it was listening',
   });
 }
 
@@ -214,11 +201,35 @@ function tcpAccepts(host: string, port: number, ms: number): Promise<string> {
 }
 
 /** Follows the sidecar's output until a line holds `text`: undefined, or what went wrong. */
-async function untilLogSays(x: ExecContext, id: string, text: string, seconds: number): Promise<string | undefined> {
+function untilLogSays(x: ExecContext, id: string, text: string, seconds: number): Promise<string | undefined> {
+  return untilOutput(
+    x,
+    id,
+    seconds,
+    (line) => line.includes(text),
+    { late: `its output did not say ${JSON.stringify(text)} within ${seconds} s`, ended: `exited before its output said ${JSON.stringify(text)}` },
+    // a line still being written counts too; one longer than any text worth waiting for is not kept whole
+    { partial: true, keep: text.length },
+  );
+}
+
+/**
+ * Follows a container's output until `seen` holds for one of its lines (with `partial`, the line
+ * still being written counts too), for at most `seconds`: undefined, or what went wrong. With
+ * `keep`, a line past 64 KiB keeps only its last `keep` characters.
+ */
+async function untilOutput(
+  x: ExecContext,
+  id: string,
+  seconds: number,
+  seen: (line: string) => boolean,
+  why: { late: string; ended: string },
+  o: { partial?: boolean; keep?: number } = {},
+): Promise<string | undefined> {
   const stream = await x.deps.engine.containers.logs(id, { follow: true });
   return new Promise<string | undefined>((resolve) => {
     let buf = '';
-    const t = setTimeout(() => done(`its output did not say ${JSON.stringify(text)} within ${seconds} s`), seconds * 1000);
+    const t = setTimeout(() => done(why.late), seconds * 1000);
     const done = (v: string | undefined) => {
       clearTimeout(t);
       stream.destroy();
@@ -228,11 +239,10 @@ async function untilLogSays(x: ExecContext, id: string, text: string, seconds: n
       buf += c.toString('utf8');
       const lines = buf.split('\n');
       buf = lines.pop() ?? '';
-      if (lines.some((l) => l.includes(text)) || buf.includes(text)) return done(undefined);
-      // a line longer than any text worth waiting for is not kept whole
-      if (buf.length > 64 * 1024) buf = buf.slice(-text.length);
+      if (lines.some(seen) || (o.partial && seen(buf))) return done(undefined);
+      if (o.keep !== undefined && buf.length > 64 * 1024) buf = buf.slice(-o.keep);
     });
-    stream.on('end', () => done(buf.includes(text) ? undefined : `exited before its output said ${JSON.stringify(text)}`));
+    stream.on('end', () => done(o.partial && seen(buf) ? undefined : why.ended));
     stream.on('error', (err: Error) => done(`log stream failed: ${err.message}`));
   });
 }
