@@ -9,7 +9,7 @@ export PATH := $(CURDIR)/.node/bin:$(PATH)
 # The maintained lines the unit tests also run on in `make test` (besides the one berth uses).
 NODE_LINES ?= 22 24 26
 
-.PHONY: help node deps build engine git xfs images browser setup run test test-unit test-lines lint typecheck bench bench-sets clean-engine
+.PHONY: help node deps build engine git fs images browser setup run test test-unit test-lines lint typecheck bench bench-sets clean-engine
 
 help:
 	@echo "make run    reconcile the example specs in specs/ on the local engine, then show them"
@@ -42,11 +42,11 @@ images: deps engine
 git:
 	./scripts/git-up.sh
 
-# Debian's xfsprogs: the engine-enforced disk limit's test (an xfs data root with project quotas on a loop device)
-xfs:
-	./scripts/xfs-up.sh
+# Debian's xfsprogs and btrfs-progs: the disk-limit tests (xfs and btrfs data roots of private engines on loop devices)
+fs:
+	./scripts/fs-up.sh
 
-setup: deps build images git xfs
+setup: deps build images git fs
 
 # Debian's chromium for the report's browser tests and `make bench` (scripts/browser-up.sh; no browser download)
 browser:

@@ -476,6 +476,8 @@ export const DEFAULTS = {
   diskIntervalMs: 10_000,
   diskEntryMinBytes: 4096,
   diskEntriesPerInterval: 2_000_000,
+  /** A writable layer the engine capped counts as full at this share of its cap (plan/exit-outcome.ts). */
+  diskFullShare: 0.95,
 } as const;
 
 /** The files of the exported workspace, in the run folder (docs/CONTRACT.md, "The workspace comes home"). */

@@ -10,8 +10,8 @@ import path from 'node:path';
 import { REASONS } from '../constants';
 import { isNotFound } from '../engine/errors';
 import { engineTime } from '../engine/time';
-import type { ContainerDetails } from '../engine/types';
-import { exitOutcome, mayBeEngineDeath } from '../plan/exit-outcome';
+import type { ContainerDetails, ContainerState } from '../engine/types';
+import { exitOutcome, mayBeEngineDeath, type CappedLayer } from '../plan/exit-outcome';
 import type { AttemptAction, OpOutcome, RunEnd, SidecarRef } from '../plan/types';
 import type { AttemptStatus } from '../status/types';
 import { iso, type ExecContext } from './context';
@@ -58,7 +58,8 @@ export async function finish(
     const current = st && mayBeEngineDeath(st, ranUnder) ? await x.deps.engine.boot?.() : undefined;
     // the deadline of the run this container is (a record of another run does not judge it)
     const deadlineAt = rec?.containerId === id ? rec?.deadlineAt : undefined;
-    outcome = exitOutcome(st, { ...(ranUnder ? { ranUnder } : {}), ...(current ? { current } : {}) }, deadlineAt);
+    const layer = st && rec && rec.containerId === id ? await cappedLayer(x, st, rec.disk, id) : undefined;
+    outcome = exitOutcome(st, { ...(ranUnder ? { ranUnder } : {}), ...(current ? { current } : {}) }, deadlineAt, layer);
   }
   const end = outcome;
   const finishedMs = engineTime(st?.finishedAt) ?? x.now();
@@ -80,6 +81,18 @@ export async function finish(
     };
   });
   return harvest(x, a, details?.id, resultsDir ?? rec.resultsDir, sidecars, caps, rr);
+}
+
+/**
+ * The writable layer of a run that ended non-zero under a disk limit the engine enforces, as
+ * the engine counts it now (SizeRw): the fact plan/exit-outcome.ts reads a full disk from.
+ * Asked only then (the engine walks the layer to answer); an engine that cannot say, none.
+ */
+async function cappedLayer(x: ExecContext, st: ContainerState, disk: AttemptStatus['disk'], id: string | undefined): Promise<CappedLayer | undefined> {
+  const sized = x.deps.engine.containers.writableBytes?.bind(x.deps.engine.containers);
+  if (!id || !sized || st.running || st.exitCode === 0 || st.oomKilled || disk?.enforcedBy !== 'engine') return undefined;
+  const usedBytes = await sized(id).catch(() => undefined);
+  return usedBytes === undefined ? undefined : { usedBytes, limitBytes: disk.bytes };
 }
 
 /** The redaction of the attempt's current run: its secrets read again from the sources its record names. */

@@ -1,14 +1,16 @@
 /**
- * Can the engine cap a container's writable layer itself (HostConfig.StorageOpt size)? Docker's
- * overlay2 can where its data root is xfs mounted with project quotas; berth asks the engine's
- * info (its driver, "Backing Filesystem" and data root) once per engine and keeps the answer.
- *
- * The info does not say whether project quotas are on, and an engine asked for a size it cannot
- * enforce refuses the create. So berth also looks at the data root's mount, as this machine
- * sees it (/proc/self/mounts: the engine on this host's socket): xfs with `prjquota` (what
- * `pquota` shows as). An engine elsewhere, a data root whose mount berth cannot see, or xfs
- * without project quotas (a kernel without XFS quota support among them): berth measures. Other
- * drivers that could (btrfs, zfs) are not asked to: berth measures there too.
+ * Can the engine cap a container's writable layer itself (HostConfig.StorageOpt size)? berth
+ * asks the engine's info (its driver, "Backing Filesystem" and data root) once per engine and
+ * keeps the answer. Three drivers can:
+ *  - btrfs: a subvolume per layer, capped by a qgroup limit (the driver turns the file system's
+ *    quotas on itself at the first size asked); the attempt meets EDQUOT at the cap.
+ *  - zfs: a dataset per layer, capped by its `quota` property.
+ *  - overlay2, where its data root is xfs mounted with project quotas. The info does not say
+ *    whether project quotas are on, and an engine asked for a size it cannot enforce refuses
+ *    the create. So berth also looks at the data root's mount, as this machine sees it
+ *    (/proc/self/mounts: the engine on this host's socket): xfs with `prjquota` (what `pquota`
+ *    shows as). An engine elsewhere, a data root whose mount berth cannot see, or xfs without
+ *    project quotas (a kernel without XFS quota support among them): berth measures.
  */
 import { readFile } from 'node:fs/promises';
 import type { Engine } from '../engine/types';
@@ -34,13 +36,17 @@ export function quotaMount(m: { type: string; options: string[] } | undefined): 
   return m?.type === 'xfs' && m.options.some((o) => o === 'prjquota' || o === 'pquota');
 }
 
-/** Whether `engine` enforces a writable layer's size (overlay2 on xfs with project quotas); cached per engine, an error not kept. */
+/** The storage drivers that cap a layer whatever their data root's mount says. */
+const CAPPING_DRIVERS = new Set(['btrfs', 'zfs']);
+
+/** Whether `engine` enforces a writable layer's size (btrfs, zfs, overlay2 on xfs with project quotas); cached per engine, an error not kept. */
 export function engineDiskQuota(engine: Engine): Promise<boolean> {
   const kept = known.get(engine);
   if (kept) return kept;
   const asked = (async () => {
     if (!engine.storage) return false;
     const s = await engine.storage();
+    if (CAPPING_DRIVERS.has(s.driver)) return true;
     if (s.driver !== 'overlay2' || s.backingFs !== 'xfs' || !s.dataRoot) return false;
     const mounts = await readFile('/proc/self/mounts', 'utf8').catch(() => '');
     return quotaMount(mountOf(mounts, s.dataRoot));

@@ -29,7 +29,7 @@
  * An engine started with `--bridge=none` has no default bridge: no boot is known, and every end
  * is read as the task's own.
  */
-import { REASONS } from '../constants';
+import { DEFAULTS, REASONS } from '../constants';
 import type { ContainerState } from '../engine/types';
 import { engineTime } from '../engine/time';
 import type { EngineBoot } from '../status/types';
@@ -63,8 +63,14 @@ export function diedInEngineRestart(st: ContainerState, ranUnder: EngineBoot | u
  * `deadlineAt`: the run's recorded deadline. A run found finished after it had passed is TimedOut
  * whatever its exit code (CONTRACT.md v3, "Deadlines are judged even unobserved"): nothing was
  * watching at the deadline to stop it (`reconcile --once` without `--wait`), but it ran past it.
+ * `layer`: the run's writable layer, where the engine capped it, as it was at the end (below).
  */
-export function exitOutcome(st: ContainerState | undefined, boots: { ranUnder?: EngineBoot; current?: EngineBoot } = {}, deadlineAt?: string): RunEnd {
+export function exitOutcome(
+  st: ContainerState | undefined,
+  boots: { ranUnder?: EngineBoot; current?: EngineBoot } = {},
+  deadlineAt?: string,
+  layer?: CappedLayer,
+): RunEnd {
   if (!st) return { phase: 'Failed', reason: REASONS.lost, message: 'the container vanished from the engine' };
   const finished = engineTime(st.finishedAt);
   const deadline = deadlineAt !== undefined ? Date.parse(deadlineAt) : NaN;
@@ -84,5 +90,32 @@ export function exitOutcome(st: ContainerState | undefined, boots: { ranUnder?: 
       message: `the engine restarted under the run: the container ended with code ${st.exitCode} at ${st.finishedAt}, before the engine came back at ${boots.current?.at ?? '?'}`,
     };
   }
+  if (layer && layerFull(layer)) {
+    return {
+      phase: 'Failed',
+      reason: REASONS.diskLimitExceeded,
+      message: `exited with code ${st.exitCode} with its writable layer full: ${mib(layer.usedBytes)} of the ${mib(layer.limitBytes)} the engine caps it at (resources.disk)`,
+    };
+  }
   return { phase: 'Failed', reason: REASONS.error, message: `exited with code ${st.exitCode}` };
 }
+
+/**
+ * A writable layer the engine capped (StorageOpt size) and what it held when the run ended. The
+ * engine never lets it pass the cap: the attempt meets ENOSPC or EDQUOT there, and what it does
+ * then is its own. A run that ended non-zero with its layer full ran out of its disk, a task
+ * outcome like OOMKilled: `Failed/DiskLimitExceeded`. Full is DEFAULTS.diskFullShare of the cap:
+ * the engine's own count (a btrfs qgroup's extents and metadata, an xfs project's blocks) runs
+ * ahead of the files' sizes the engine reports (measured on btrfs: a 64 MiB cap stopped `dd` at
+ * 62 MiB). A run that ended 0 succeeded, full or not.
+ */
+export interface CappedLayer {
+  usedBytes: number;
+  limitBytes: number;
+}
+
+export function layerFull(l: CappedLayer): boolean {
+  return l.limitBytes > 0 && l.usedBytes >= l.limitBytes * DEFAULTS.diskFullShare;
+}
+
+const mib = (b: number) => `${(b / 1024 / 1024).toFixed(1).replace(/\.0$/, '')} MiB`;

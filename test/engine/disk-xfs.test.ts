@@ -1,6 +1,6 @@
 /**
  * resources.disk on a private engine whose data root is an xfs file system the test makes on a
- * loop device (Debian's xfsprogs: scripts/xfs-up.sh, `make xfs`). Where the data root is
+ * loop device (Debian's xfsprogs: scripts/fs-up.sh, `make fs`; test/support/loop-fs.ts). Where the data root is
  * mounted with project quotas, overlay2 enforces a writable layer's size (StorageOpt size) and
  * berth asks for it (unit-tested: test/unit/attest/disk.test.ts). This machine's kernel has no
  * XFS quota support (`mount -o pquota` fails: "quota support not available in this kernel"), so
@@ -10,18 +10,16 @@
  * the mount, the loop device, the files.
  */
 import { expect } from 'chai';
-import { execFile } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { createDockerEngine } from '../../src/engine/docker';
 import { startController } from '../support/controller';
 import { requireEngine, TEST_RUN } from '../support/engine';
+import { LoopFs } from '../support/loop-fs';
 import { PrivateEngine } from '../support/private-engine';
 import { Sandbox } from '../support/sandbox';
 import { waitFor } from '../support/wait';
 
-const run = promisify(execFile);
 const LIMIT = 64 * 1024 * 1024;
 
 describe('resources.disk on an xfs data root (private engine on a loop device)', function () {
@@ -29,20 +27,12 @@ describe('resources.disk on an xfs data root (private engine on a loop device)',
   before(requireEngine);
 
   const pe = new PrivateEngine('xfs');
-  const image = `/tmp/bd-${TEST_RUN}-xfs.img`;
-  let loop: string | undefined;
+  const data = new LoopFs(`/tmp/bd-${TEST_RUN}-xfs.img`, path.join(pe.root, 'data'));
   let sb: Sandbox | undefined;
 
   before(async function () {
-    await run(path.resolve(__dirname, '..', '..', 'scripts', 'xfs-up.sh'));
-    // a sparse file: the host's disk holds only what is written into it
-    await run('truncate', ['-s', '1G', image]);
-    loop = (await run('losetup', ['--find', '--show', image])).stdout.trim();
-    await run('mkfs.xfs', ['-q', loop]);
-    const data = path.join(pe.root, 'data');
-    await fs.mkdir(data, { recursive: true });
     // pquota is what the engine needs to enforce a size; this machine's kernel has no XFS quota support (mount -o pquota fails), so the file system is mounted without
-    await run('mount', [loop, data]);
+    await data.make('xfs');
     await pe.start();
     await pe.importImage();
     sb = await Sandbox.create('xfs');
@@ -50,9 +40,7 @@ describe('resources.disk on an xfs data root (private engine on a loop device)',
   after(async function () {
     // the engine by its pid (its containers with it), then its data root's mount, the loop device, the files
     await pe.destroy();
-    await run('umount', [path.join(pe.root, 'data')]).catch(() => undefined);
-    if (loop) await run('losetup', ['-d', loop]).catch(() => undefined);
-    await fs.rm(image, { force: true });
+    await data.remove();
     await fs.rm(pe.root, { recursive: true, force: true });
     if (sb) await fs.rm(sb.dir, { recursive: true, force: true });
   });

@@ -26,10 +26,11 @@ export class PrivateEngine {
   /**
    * @param opts.resolvConf the host resolver configuration this engine sees (its own mount
    *        namespace, with this text bind-mounted over /etc/resolv.conf); default: the host's.
+   * @param opts.storageDriver the engine's storage driver (`--storage-driver`); default: the engine's choice.
    */
   constructor(
     tag: string,
-    private readonly opts: { resolvConf?: string } = {},
+    private readonly opts: { resolvConf?: string; storageDriver?: string } = {},
   ) {
     this.root = `/tmp/bd-${TEST_RUN}-${tag}`.slice(0, 40);
     this.netns = `berth-${TEST_RUN}-${tag}`.slice(0, 30);
@@ -52,6 +53,7 @@ export class PrivateEngine {
       `--exec-root=${path.join(this.root, 'x')}`,
       `--pidfile=${path.join(this.root, 'd.pid')}`,
       '--bip=10.213.0.1/24',
+      ...(this.opts.storageDriver ? [`--storage-driver=${this.opts.storageDriver}`] : []),
     ];
     let argv = [`--net=/var/run/netns/${this.netns}`, ...dockerd];
     if (this.opts.resolvConf !== undefined) {

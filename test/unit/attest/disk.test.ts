@@ -2,7 +2,8 @@
 import { expect } from 'chai';
 import { attestInspected, failedCause, mainWant } from '../../../src/attest/checks';
 import { desiredAttempt } from '../../../src/desired/attempt';
-import { mountOf, quotaMount } from '../../../src/observe/storage';
+import type { Engine } from '../../../src/engine/types';
+import { engineDiskQuota, mountOf, quotaMount } from '../../../src/observe/storage';
 import { FakeEngine } from '../../support/fake-engine';
 import { spec } from '../../support/builders';
 
@@ -51,5 +52,17 @@ describe('attestation: the disk limit the engine enforces', function () {
     expect(quotaMount(mountOf(mounts, '/srv/plain/docker'))).to.equal(false);
     expect(quotaMount(mountOf(mounts, '/var/lib/docker'))).to.equal(false); // on / (ext4): not under the quota mount
     expect(quotaMount(mountOf('', '/x'))).to.equal(false);
+  });
+
+  it('asks btrfs and zfs engines whatever their mount, overlay2 only on xfs with project quotas, and never an engine that does not say', async function () {
+    const asking = (driver: string, backingFs: string, dataRoot = '/srv/none/docker') =>
+      ({ storage: async () => ({ driver, backingFs, dataRoot }) }) as unknown as Engine;
+    expect(await engineDiskQuota(asking('btrfs', ''))).to.equal(true);
+    expect(await engineDiskQuota(asking('zfs', ''))).to.equal(true);
+    // this host's mounts: no xfs with project quotas under /srv/none (nor anywhere here)
+    expect(await engineDiskQuota(asking('overlay2', 'xfs'))).to.equal(false);
+    expect(await engineDiskQuota(asking('overlay2', 'extfs'))).to.equal(false);
+    expect(await engineDiskQuota(asking('vfs', ''))).to.equal(false);
+    expect(await engineDiskQuota({} as Engine)).to.equal(false);
   });
 });

@@ -42,6 +42,19 @@ describe('exit outcome: engine restart or the task itself', function () {
     expect(diedInEngineRestart(exited(143, '0001-01-01T00:00:00Z'), B1, B2)).to.equal(false);
   });
 
+  it('a non-zero exit with its engine-capped writable layer full is DiskLimitExceeded; a zero exit, a layer with room, an OOM kill or a deadline keep their own', function () {
+    const cap = 64 * 1024 * 1024;
+    const full = { usedBytes: 62 * 1024 * 1024, limitBytes: cap };
+    const o = exitOutcome(exited(1), {}, undefined, full);
+    expect([o.phase, o.reason]).to.deep.equal(['Failed', 'DiskLimitExceeded']);
+    expect(o.message).to.equal('exited with code 1 with its writable layer full: 62 MiB of the 64 MiB the engine caps it at (resources.disk)');
+    expect(exitOutcome(exited(0), {}, undefined, full).reason).to.equal('Completed');
+    expect(exitOutcome(exited(1), {}, undefined, { usedBytes: 40 * 1024 * 1024, limitBytes: cap }).reason).to.equal('Error');
+    expect(exitOutcome(exited(137, undefined, { oomKilled: true }), {}, undefined, full).reason).to.equal('OOMKilled');
+    expect(exitOutcome(exited(1), {}, '2026-01-01T00:04:00Z', full).reason).to.equal('DeadlineExceeded');
+    expect(exitOutcome(exited(1), {}, undefined, { usedBytes: 0, limitBytes: 0 }).reason).to.equal('Error');
+  });
+
   it('a vanished container is Lost', function () {
     expect(exitOutcome(undefined).reason).to.equal('Lost');
   });
