@@ -279,6 +279,8 @@ export const SWARM = {
   probeOwnerLabel: 'dev.berth.probe-owner',
   /** How long a run's node may be down before the run counts as lost (Failed/Lost; retries apply). */
   lostGraceMs: 15_000,
+  /** How long one count of a node engine's disk use (GET /system/df) serves the runs on that node (one disk-meter interval's look at them). */
+  diskUseMaxAgeMs: 1000,
   /** How long one list of the swarm's nodes serves (the calls of one pass, one create and start). */
   nodesFreshMs: 500,
   /** How long a node's hardening probe may take (its task to run and end). */

@@ -109,6 +109,15 @@ export class DiskMeter {
   /** One attempt's measure; undefined: its container is not there to measure. */
   private async measureOne(r: AttemptStatus, budget: number): Promise<DiskUsage | undefined> {
     const id = r.containerId as string;
+    // a backend whose runs are elsewhere (a swarm node) counts there: no host path is walked
+    const elsewhere = this.o.engine.containers.diskUse?.bind(this.o.engine.containers);
+    if (elsewhere) {
+      const u = await elsewhere(id);
+      if (!u) return undefined;
+      const parts = { ...(r.disk?.enforcedBy !== 'engine' ? { layer: u.layer } : {}), results: u.results, volumes: u.volumes };
+      const bytes = (parts.layer ?? 0) + parts.results + parts.volumes;
+      return { containerId: id, at: this.o.clock.now(), bytes, parts, entries: 0, complete: true, countedBy: u.countedBy };
+    }
     const limit = r.disk?.bytes ?? 0;
     const p = await this.placesOf(id);
     if (!p) return undefined;

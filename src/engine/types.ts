@@ -167,6 +167,13 @@ export interface ContainerClient {
    * SizeRw; the engine walks the layer itself). Where berth cannot read the layer's folder.
    */
   writableBytes?(id: string): Promise<number>;
+  /**
+   * What a run holds on disk, counted where it runs by the engine there (a swarm node's: its
+   * writable layer, its results, its volumes), for a backend whose runs' folders are not on
+   * this host; undefined: the run is not running there now. A backend with this is never
+   * measured through host paths (controller/disk-meter.ts).
+   */
+  diskUse?(id: string): Promise<RunDiskUse | undefined>;
   inspect(idOrName: string): Promise<ContainerDetails>;
   /** Creates the container; rejects with statusCode 409 when the name is taken. */
   create(spec: ContainerCreateSpec): Promise<string>;
@@ -232,6 +239,17 @@ export interface NetworkClient {
   create(spec: NetworkCreateSpec): Promise<string>;
   connect(network: string, container: string): Promise<void>;
   remove(idOrName: string): Promise<boolean>;
+}
+
+/** A run's disk use as the engine where it runs counts it (ContainerClient.diskUse). */
+export interface RunDiskUse {
+  /** The writable layer, with the run's workspace where that is a volume of its own (a swarm run's). */
+  layer: number;
+  results: number;
+  /** The attempt's own volumes (spec.volumes). */
+  volumes: number;
+  /** Who counted: named in the message of a run stopped for its disk. */
+  countedBy: string;
 }
 
 export interface VolumeSummary {
@@ -340,4 +358,10 @@ export interface Engine {
   dataRoot?(): Promise<{ path: string; local: boolean } | undefined>;
   /** The engine's storage driver and the file system under its data root (GET /info: Driver, DriverStatus "Backing Filesystem"). */
   storage?(): Promise<{ driver: string; backingFs: string; dataRoot: string }>;
+  /**
+   * What the engine's containers' writable layers (SizeRw, by container id) and its volumes (by
+   * name) hold, as the engine counts them (GET /system/df: it walks each itself; a file's size,
+   * hard links once, empty files and folders nothing).
+   */
+  diskUsage?(): Promise<{ layers: Map<string, number>; volumes: Map<string, number> }>;
 }

@@ -48,4 +48,6 @@ export interface DiskUsage {
   entries: number;
   /** False: the count is a lower bound (a budget stopped it, or a folder could not be read). */
   complete: boolean;
+  /** Counted by another than berth (a swarm node's engine: `node X's engine`), which counts no entries. */
+  countedBy?: string;
 }

@@ -19,5 +19,5 @@ export function diskExceeded(rec: AttemptStatus | undefined, usage: DiskUsage | 
     ...(volumes !== undefined ? [`volumes ${showBytes(volumes)}`] : []),
   ];
   const from = limit.source === 'default' ? '--default-disk' : 'resources.disk';
-  return `disk use ${usage.complete ? '' : 'at least '}${showBytes(usage.bytes)} exceeds ${from} ${showBytes(limit.bytes)} (${parts.join(', ')}; ${usage.entries} entries)`;
+  return `disk use ${usage.complete ? '' : 'at least '}${showBytes(usage.bytes)} exceeds ${from} ${showBytes(limit.bytes)} (${parts.join(', ')}; ${usage.countedBy ? `counted by ${usage.countedBy}` : `${usage.entries} entries`})`;
 }

@@ -51,10 +51,12 @@ import type {
   ContainerCreateSpec,
   ContainerDetails,
   ContainerSummary,
+  Engine,
   EngineEvent,
   Labels,
   MountSummary,
   NetworkSummary,
+  RunDiskUse,
   VolumeClient,
   VolumeSummary,
 } from '../../engine/types';
@@ -688,6 +690,42 @@ export class SwarmRuns implements ContainerClient {
       },
       restartCount: 0,
     };
+  }
+
+  /**
+   * A running run's disk use, counted by its node's engine (the node's folders are not on this
+   * host): its task container's writable layer with its workspace volume, its results volume,
+   * and the attempt's volumes it mounts. One count of a node's engine (GET /system/df, which
+   * walks every layer and volume there) serves every run on that node for SWARM.diskUseMaxAgeMs.
+   */
+  async diskUse(id: string): Promise<RunDiskUse | undefined> {
+    const s = await this.service(id);
+    if (!s) return undefined;
+    const t = latest(await this.swarm.tasks.list({ services: [s.id] }));
+    if (!t?.containerId || FINAL.has(t.state)) return undefined;
+    const h = (await this.pool.reachable()).find((n) => n.node.id === t.nodeId);
+    if (!h?.engine.diskUsage) return undefined;
+    const { name } = parseRunId(id);
+    const inner = await h.engine.containers.inspect(t.containerId);
+    const df = await this.nodeDiskUsage(h);
+    const vol = (v: string) => df.volumes.get(v) ?? 0;
+    return {
+      layer: (df.layers.get(inner.id) ?? 0) + vol(wsVolume(name)),
+      results: vol(resultsVolume(name)),
+      volumes: attemptVolumes(inner.mounts, name).reduce((n, m) => n + vol(m.name as string), 0),
+      countedBy: `node ${nodeName(h.node)}'s engine`,
+    };
+  }
+
+  private readonly nodeCounts = new Map<string, { at: number; count: ReturnType<NonNullable<Engine['diskUsage']>> }>();
+
+  private nodeDiskUsage(h: NodeHandle): ReturnType<NonNullable<Engine['diskUsage']>> {
+    const kept = this.nodeCounts.get(h.node.id);
+    if (kept && this.now() - kept.at < SWARM.diskUseMaxAgeMs) return kept.count;
+    const count = (h.engine.diskUsage as NonNullable<Engine['diskUsage']>)();
+    this.nodeCounts.set(h.node.id, { at: this.now(), count });
+    count.catch(() => this.nodeCounts.delete(h.node.id));
+    return count;
   }
 
   async stop(id: string, graceSeconds: number): Promise<void> {

@@ -122,6 +122,18 @@ export function createDockerEngine(docker?: Dockerode, o: DockerEngineOptions = 
       const backing = (i.DriverStatus ?? []).find(([k]) => k === 'Backing Filesystem')?.[1] ?? '';
       return { driver: i.Driver ?? '', backingFs: backing, dataRoot: i.DockerRootDir ?? '' };
     },
+    async diskUsage() {
+      const df = (await calls.run('diskUsage', () => d.df())) as {
+        Containers?: { Id: string; SizeRw?: number }[] | null;
+        Volumes?: { Name: string; UsageData?: { Size?: number } | null }[] | null;
+      };
+      // -1: the engine did not count it (a volume of another driver)
+      const size = (n: number | undefined) => Math.max(0, n ?? 0);
+      return {
+        layers: new Map((df.Containers ?? []).map((c) => [c.Id, size(c.SizeRw)])),
+        volumes: new Map((df.Volumes ?? []).map((v) => [v.Name, size(v.UsageData?.Size)])),
+      };
+    },
     abandon(reason: string) {
       calls.abandon(reason);
     },

@@ -87,6 +87,47 @@ describe('disk meter (controller/disk-meter.ts)', () => {
     expect(meter.current().has('fine')).to.equal(false);
   });
 
+  it("takes a backend's own count where its runs are elsewhere (a swarm node's engine), walking no host path", async () => {
+    const recs = new Map([
+      ['big', attempt('big', 'results', 0)],
+      ['small', attempt('small', 'results', 0)],
+      ['gone', attempt('gone', 'results', 0)],
+    ]);
+    const over: string[] = [];
+    const asked: string[] = [];
+    const elsewhere = {
+      containers: {
+        inspect: async () => {
+          throw new Error('a backend that counts its runs is never inspected for host paths');
+        },
+        diskUse: async (id: string) => {
+          asked.push(id);
+          if (id === 'id-gone') return undefined;
+          return id === 'id-big'
+            ? { layer: 3 * MiB, results: 1 * MiB, volumes: 1 * MiB, countedBy: "node n1's engine" }
+            : { layer: 1 * MiB, results: 0, volumes: 0, countedBy: "node n2's engine" };
+        },
+      },
+    } as unknown as Engine;
+    const meter = new DiskMeter({
+      engine: elsewhere,
+      records: async () => recs,
+      clock: systemClock,
+      intervalMs: 1000,
+      log: silentLogger(),
+      onOver: (n) => over.push(n),
+    });
+    await meter.measure();
+    expect(asked.sort()).to.deep.equal(['id-big', 'id-gone', 'id-small']);
+    expect(over).to.deep.equal(['big']);
+    expect(meter.current().get('big')).to.deep.include({
+      bytes: 5 * MiB,
+      parts: { layer: 3 * MiB, results: 1 * MiB, volumes: 1 * MiB },
+      countedBy: "node n1's engine",
+    });
+    expect(meter.current().has('gone')).to.equal(false);
+  });
+
   it('walks at most its budget an interval; those left go first the next time', async () => {
     const recs = new Map(['a', 'b', 'c'].map((n) => [n, attempt(n, 'results', 0)]));
     for (const n of ['a', 'b', 'c']) for (let i = 0; i < 30; i++) writeFileSync(path.join(root, n, 'results', `f${i}`), 'x');

@@ -349,6 +349,17 @@ describe('planner (golden plans)', function () {
     expect(changeCount(plan(input({ ...base, diskUsage: usage(64 * 1024 * 1024) })))).to.equal(0);
     expect(changeCount(plan(input({ ...base, diskUsage: usage(65 * 1024 * 1024, 'id-old') })))).to.equal(0);
     expect(changeCount(plan(input({ ...base, statuses: statuses(status('a')), diskUsage: usage(65 * 1024 * 1024) })))).to.equal(0);
+    // counted by a swarm node's engine: it names the counter, not entries it did not count
+    const counted = {
+      containerId: 'id-a',
+      at: T0,
+      bytes: 65 * 1024 * 1024,
+      parts: { layer: 65 * 1024 * 1024 - 4096, results: 4096, volumes: 0 },
+      entries: 0,
+      complete: true,
+    };
+    const node = new Map([['a', { ...counted, countedBy: "node n1's engine" }]]);
+    expect(golden(plan(input({ ...base, diskUsage: node })))[1]).to.include("(writable layer 65 MiB, results 4 KiB, volumes 0 B; counted by node n1's engine)");
   });
 
   it("attests a running attempt's volumes by driver and options, not only labels: one not as berth made it fails the attestation", function () {
