@@ -57,7 +57,7 @@ import { EngineHealth } from './engine-health';
 import { EngineSource } from './engine-source';
 import { ExitWatch } from './exit-watch';
 import type { ControllerMetrics } from './metrics';
-import { diskQuotaFor, executorFor, knownContainerIds, planInput, planWithRunFloors, readDisk, type PassConfig } from './pass';
+import { executorFor, knownContainerIds, planInput, planWithRunFloors, quotasFor, readDisk, type PassConfig } from './pass';
 import { diskPressure, pressured, type DiskInput } from '../plan/disk-pressure';
 import { WorkQueue } from './queue';
 import { SpecSource } from './spec-source';
@@ -387,7 +387,7 @@ export class Controller {
       const [l, statuses, snapshot, disk] = await Promise.all([listsOut.then(() => this.specs.specs()), statusesP, snapshotP, diskP]);
       load = l;
       this.notePressure(disk);
-      const diskQuota = await diskQuotaFor(this.o.cfg, load, this.engine);
+      const quotas = await quotasFor(this.o.cfg, load, this.engine);
       const busy = new Set(this.inflight.keys());
       const p = planWithRunFloors(
         planInput(this.o.cfg, load, snapshot, statuses, this.clock.now(), {
@@ -397,7 +397,7 @@ export class Controller {
           pins: this.o.store.pins.loadAll(),
           ...(disk ? { disk } : {}),
           diskUsage: this.meter.current(),
-          ...(diskQuota ? { diskQuota } : {}),
+          ...quotas,
         }),
       );
       if (this.o.outcomes) void this.o.outcomes.check(statuses.values()).catch((err: unknown) => log.warn(`revision outcome: ${String(err)}`));

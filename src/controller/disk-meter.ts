@@ -22,7 +22,8 @@ import type { Logger } from '../util/log';
 interface Places {
   /** The writable layer's folder, or null: berth cannot read it (the engine counts it). */
   layer: string | null;
-  volumes: string[];
+  /** The volumes it mounts: their folders on the host, and where each is mounted. */
+  volumes: { source: string; destination: string }[];
 }
 
 export interface DiskMeterOptions {
@@ -72,7 +73,9 @@ export class DiskMeter {
   /** One interval: measure the running attempts with a limit, oldest measure first, within the budget. */
   async measure(): Promise<void> {
     const records = await this.o.records();
-    const targets = [...records.values()].filter((r) => r.phase === 'Running' && r.disk && r.containerId && r.resultsDir);
+    const targets = [...records.values()].filter(
+      (r) => r.phase === 'Running' && (r.disk || r.volumeSizes?.some((v) => v.enforcedBy === 'measured')) && r.containerId && r.resultsDir,
+    );
     const live = new Set(targets.map((r) => r.name));
     for (const n of [...this.usage.keys()]) if (!live.has(n)) this.usage.delete(n);
     const ids = new Set(targets.map((r) => r.containerId));
@@ -87,7 +90,7 @@ export class DiskMeter {
       if (!u) continue;
       const cut = u.entries >= budget;
       budget -= u.entries;
-      const over = r.disk !== undefined && u.bytes > r.disk.bytes;
+      const over = (r.disk !== undefined && u.bytes > r.disk.bytes) || (r.volumeSizes ?? []).some((v) => (u.sized?.[v.name] ?? 0) > v.bytes);
       // a walk the budget cut short says only "at least": kept when that is already over, else this attempt goes first next time
       if (cut && !over) return;
       this.usage.set(r.name, u);
@@ -101,7 +104,10 @@ export class DiskMeter {
     const d = await this.o.engine.containers.inspect(id).catch(() => undefined);
     if (!d || !RUNNING_STATES.has(d.state)) return undefined;
     const layer = d.storage?.upperDir && d.storage.driver === 'overlay2' ? d.storage.upperDir : null;
-    const p: Places = { layer, volumes: d.mounts.filter((m) => m.type === 'volume' && m.source).map((m) => m.source) };
+    const p: Places = {
+      layer,
+      volumes: d.mounts.filter((m) => m.type === 'volume' && m.source).map((m) => ({ source: m.source, destination: m.destination })),
+    };
     this.places.set(id, p);
     return p;
   }
@@ -109,30 +115,40 @@ export class DiskMeter {
   /** One attempt's measure; undefined: its container is not there to measure. */
   private async measureOne(r: AttemptStatus, budget: number): Promise<DiskUsage | undefined> {
     const id = r.containerId as string;
+    // each sized volume berth measures (the engine enforces the others), by where it is mounted
+    const sized = new Map((r.volumeSizes ?? []).filter((v) => v.enforcedBy === 'measured').map((v) => [v.mountPath, v]));
     // a backend whose runs are elsewhere (a swarm node) counts there: no host path is walked
     const elsewhere = this.o.engine.containers.diskUse?.bind(this.o.engine.containers);
     if (elsewhere) {
       const u = await elsewhere(id);
       if (!u) return undefined;
-      const parts = { ...(r.disk?.enforcedBy !== 'engine' ? { layer: u.layer } : {}), results: u.results, volumes: u.volumes };
-      const bytes = (parts.layer ?? 0) + parts.results + parts.volumes;
-      return { containerId: id, at: this.o.clock.now(), bytes, parts, entries: 0, complete: true, countedBy: u.countedBy };
+      const parts: DiskUsage['parts'] = r.disk ? { ...(r.disk.enforcedBy !== 'engine' ? { layer: u.layer } : {}), results: u.results, volumes: u.volumes } : {};
+      const bytes = (parts.layer ?? 0) + (parts.results ?? 0) + (parts.volumes ?? 0);
+      const own = sized.size ? { sized: Object.fromEntries([...sized].map(([at, v]) => [v.name, u.byMountPath[at] ?? 0])) } : {};
+      return { containerId: id, at: this.o.clock.now(), bytes, parts, entries: 0, complete: true, countedBy: u.countedBy, ...own };
     }
-    const limit = r.disk?.bytes ?? 0;
     const p = await this.placesOf(id);
     if (!p) return undefined;
+    const limit = r.disk?.bytes ?? 0;
     const total: DiskCount = { bytes: 0, entries: 0, complete: true, over: false };
-    const part = async (roots: string[]): Promise<number | undefined> => {
+    /** Counts `roots` within the walk's budget, stopping above `stop` bytes; undefined: not counted (something is over already, or the budget ran out). */
+    const count = async (roots: string[], stop: number): Promise<DiskCount | undefined> => {
       if (total.over || !total.complete) return undefined;
-      const c = await countDisk(roots, { stopAboveBytes: limit - total.bytes, maxEntries: Math.max(1, budget - total.entries) }, this.o.signal);
-      total.bytes += c.bytes;
+      const c = await countDisk(roots, { stopAboveBytes: stop, maxEntries: Math.max(1, budget - total.entries) }, this.o.signal);
       total.entries += c.entries;
       total.complete &&= c.complete;
+      return c;
+    };
+    const part = async (roots: string[]): Promise<number | undefined> => {
+      const c = await count(roots, limit - total.bytes);
+      if (!c) return undefined;
+      total.bytes += c.bytes;
       total.over ||= c.over;
       return c.bytes;
     };
     let layer: number | undefined;
-    if (r.disk?.enforcedBy !== 'engine') {
+    let results: number | undefined;
+    if (r.disk && r.disk.enforcedBy !== 'engine') {
       if (p.layer !== null) layer = await part([p.layer]);
       else if (this.o.engine.containers.writableBytes) {
         layer = await this.o.engine.containers.writableBytes(id).catch(() => 0);
@@ -140,8 +156,22 @@ export class DiskMeter {
         total.over = total.bytes > limit;
       }
     }
-    const results = await part([r.resultsDir as string]);
-    const volumes = await part(p.volumes);
+    if (r.disk) results = await part([r.resultsDir as string]);
+    // the volumes one by one: each toward the limit, and a sized one against its own size too
+    let volumes: number | undefined;
+    const own: Record<string, number> = {};
+    for (const v of p.volumes) {
+      const size = sized.get(v.destination);
+      if (!r.disk && !size) continue;
+      const c = await count([v.source], Math.min(r.disk ? limit - total.bytes : Infinity, size ? size.bytes : Infinity));
+      if (!c) break;
+      if (size) own[size.name] = c.bytes;
+      if (r.disk) {
+        volumes = (volumes ?? 0) + c.bytes;
+        total.bytes += c.bytes;
+      }
+      total.over ||= (r.disk !== undefined && total.bytes > limit) || (size !== undefined && c.bytes > size.bytes);
+    }
     return {
       containerId: id,
       at: this.o.clock.now(),
@@ -149,6 +179,7 @@ export class DiskMeter {
       parts: { ...(layer !== undefined ? { layer } : {}), ...(results !== undefined ? { results } : {}), ...(volumes !== undefined ? { volumes } : {}) },
       entries: total.entries,
       complete: total.complete || total.over,
+      ...(sized.size ? { sized: own } : {}),
     };
   }
 }

@@ -12,7 +12,7 @@ import type { Engine } from '../engine/types';
 import { observe } from '../observe/snapshot';
 import { DiskObserver } from '../observe/disk';
 import type { DiskInput, DiskThresholds } from '../plan/disk-pressure';
-import { engineDiskQuota } from '../observe/storage';
+import { engineCaps } from '../observe/storage';
 import { recordedContainers, type RecordedContainers } from '../ownership';
 import type { Snapshot } from '../observe/types';
 import { plan as makePlan } from '../plan/planner';
@@ -136,7 +136,7 @@ export function planInput(
   snapshot: Snapshot,
   statuses: ReadonlyMap<string, AttemptStatus>,
   now: number,
-  extra: Pick<PlanInput, 'only' | 'reservedSlots' | 'reservedBySet' | 'runFloors' | 'pins' | 'disk' | 'diskUsage' | 'diskQuota'> = {},
+  extra: Pick<PlanInput, 'only' | 'reservedSlots' | 'reservedBySet' | 'runFloors' | 'pins' | 'disk' | 'diskUsage' | 'diskQuota' | 'volumeQuota'> = {},
 ): PlanInput {
   // A load that knows no attempt because its root cannot be read must never be planned from:
   // it would remove everything. One check here covers every pass and every controller batch.
@@ -213,13 +213,17 @@ export async function readDisk(cfg: PassConfig, engine: Engine): Promise<DiskInp
 }
 
 /**
- * Whether the engine caps writable layers itself (observe/storage.ts), asked only when some
- * attempt has a disk limit (so a pass without one makes no extra call); an engine that cannot
- * say counts as one that cannot (berth measures).
+ * What the engine caps itself (observe/storage.ts), as the plan input takes it: writable layers
+ * (`diskQuota`) and volumes' sizes (`volumeQuota`). Asked only when some attempt has a disk limit
+ * or a sized volume (so a pass without one makes no extra call); an engine that cannot say counts
+ * as one that cannot (berth measures).
  */
-export async function diskQuotaFor(cfg: PassConfig, load: LoadResult, engine: Engine): Promise<boolean> {
-  if (cfg.defaultDiskBytes === undefined && !load.specs.some((s) => s.spec.resources.diskBytes !== null)) return false;
-  return engineDiskQuota(engine).catch(() => false);
+export async function quotasFor(cfg: PassConfig, load: LoadResult, engine: Engine): Promise<Pick<PlanInput, 'diskQuota' | 'volumeQuota'>> {
+  const limited = cfg.defaultDiskBytes !== undefined || load.specs.some((s) => s.spec.resources.diskBytes !== null);
+  const sized = load.specs.some((s) => s.spec.volumes.some((v) => v.sizeBytes !== null));
+  if (!limited && !sized) return {};
+  const caps = await engineCaps(engine).catch(() => ({ layer: false, volumes: false }));
+  return { ...(limited && caps.layer ? { diskQuota: true } : {}), ...(sized && caps.volumes ? { volumeQuota: true } : {}) };
 }
 
 /** Observe and plan, changing nothing. */
@@ -234,13 +238,13 @@ export async function planPass(cfg: PassConfig, engine: Engine, store: StatusSto
   const loadP = listsOut.then(() => loadPassSpecs(cfg));
   const diskP = readDisk(cfg, engine);
   const [load, statuses, snapshot, disk] = await Promise.all([loadP, statusesP, snapshotP, diskP]);
-  const diskQuota = await diskQuotaFor(cfg, load, engine);
+  const quotas = await quotasFor(cfg, load, engine);
   const plan = planWithRunFloors(
     planInput(cfg, load, snapshot, statuses, now(), {
       ...(cfg.only ? { only: cfg.only } : {}),
       pins: store.pins.loadAll(),
       ...(disk ? { disk } : {}),
-      ...(diskQuota ? { diskQuota } : {}),
+      ...quotas,
     }),
   );
   return { load, snapshot, plan };

@@ -32,6 +32,8 @@ export interface DesiredContext {
   defaultDiskBytes?: number;
   /** The engine caps a writable layer's size (overlay2 on xfs with pquota): the disk limit is asked of it as StorageOpt size. */
   diskQuota?: boolean;
+  /** The engine caps a local volume's size (a data root on xfs with pquota): a volume's size is asked of it as its `size` option. */
+  volumeQuota?: boolean;
 }
 
 /** The run's disk limit: the spec's, else the default (see DesiredAttempt.disk). */
@@ -179,9 +181,10 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
   const volumes = s.volumes.map((v) => ({
     name: naming.volume(ctx.instance, s.name, v.name),
     labels: { ...withComponent(labels, COMPONENTS.volume), [LABELS.volume]: v.name },
-    // the engine's own volumes, with no driver options: attested so (a volume of another driver or with options is not berth's making)
+    // the engine's own volumes, with no driver options but the size the engine enforces: attested so
+    // (a volume of another driver or with other options is not berth's making)
     driver: 'local',
-    options: {},
+    options: (v.sizeBytes !== null && ctx.volumeQuota ? { size: String(v.sizeBytes) } : {}) as Record<string, string>,
   }));
   const sidecarLabels = (name: string, component: Component) => ({ ...withComponent(labels, component), [LABELS.sidecar]: name });
   // Containers only on the internal network get an upstream that answers nothing (see DEFAULTS.internalDns);

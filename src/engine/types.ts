@@ -246,8 +246,9 @@ export interface RunDiskUse {
   /** The writable layer, with the run's workspace where that is a volume of its own (a swarm run's). */
   layer: number;
   results: number;
-  /** The attempt's own volumes (spec.volumes). */
+  /** The attempt's own volumes (spec.volumes), together and each by where it is mounted. */
   volumes: number;
+  byMountPath: Record<string, number>;
   /** Who counted: named in the message of a run stopped for its disk. */
   countedBy: string;
 }

@@ -5,10 +5,11 @@
  * reported with the container it asked for (recorded as `startFailure` when the engine answered
  * with an error status: plan/follow-up.ts).
  */
+import { LABELS } from '../constants';
 import type { DesiredAttempt } from '../desired/types';
 import { engineTime } from '../engine/time';
 import type { AttemptAction, OpOutcome, Operation } from '../plan/types';
-import type { AttemptStatus } from '../status/types';
+import type { AttemptStatus, VolumeSize } from '../status/types';
 import { attestation, attestationOutcome } from './attest';
 import { imageProvenance } from './image-provenance';
 import { iso, type ExecContext } from './context';
@@ -45,7 +46,17 @@ export async function attestStart(x: ExecContext, a: AttemptAction, d: DesiredAt
   const att = await attestation(x, details, d, rec.image?.id);
   // the create could not say which image it was made from: the container says it now
   const image = rec.image ?? (await imageProvenance(x.deps.engine, d.loaded.spec.image, details.imageId).catch(() => undefined));
-  const { intent: _intent, reason: _reason, message: _message, startFailure: _sf, deadlineAt: _da, deadlineSource: _ds, disk: _disk, ...rest } = rec;
+  const {
+    intent: _intent,
+    reason: _reason,
+    message: _message,
+    startFailure: _sf,
+    deadlineAt: _da,
+    deadlineSource: _ds,
+    disk: _disk,
+    volumeSizes: _vs,
+    ...rest
+  } = rec;
   await x.records.put({
     ...rest,
     ...(boot ? { engineBoot: boot } : {}),
@@ -61,13 +72,24 @@ export async function attestStart(x: ExecContext, a: AttemptAction, d: DesiredAt
 }
 
 /**
- * The run's disk limit as its record keeps it from its start: `engine` where its writable layer
- * was created capped (StorageOpt size; berth still measures its results and volumes), else
- * `measured` (observe/disk-usage.ts).
+ * The run's disk limits as its record keeps them from its start: `engine` where its writable
+ * layer was created capped (StorageOpt size; berth still measures its results and volumes), else
+ * `measured` (observe/disk-usage.ts); and each sized volume's, `engine` where the volume was made
+ * with its `size` option.
  */
-function diskLimit(d: DesiredAttempt): Pick<AttemptStatus, 'disk'> {
-  if (!d.disk) return {};
-  return { disk: { bytes: d.disk.bytes, source: d.disk.source, enforcedBy: d.container.create.host.storageOpt?.size !== undefined ? 'engine' : 'measured' } };
+function diskLimit(d: DesiredAttempt): Pick<AttemptStatus, 'disk' | 'volumeSizes'> {
+  const capped = new Set(d.volumes.filter((v) => v.options?.size !== undefined).map((v) => v.labels[LABELS.volume]));
+  const sizes: VolumeSize[] = d.loaded.spec.volumes.flatMap((v) =>
+    v.sizeBytes === null
+      ? []
+      : [{ name: v.name, mountPath: v.mountPath, bytes: v.sizeBytes, enforcedBy: capped.has(v.name) ? ('engine' as const) : ('measured' as const) }],
+  );
+  return {
+    ...(d.disk
+      ? { disk: { bytes: d.disk.bytes, source: d.disk.source, enforcedBy: d.container.create.host.storageOpt?.size !== undefined ? 'engine' : 'measured' } }
+      : {}),
+    ...(sizes.length ? { volumeSizes: sizes } : {}),
+  };
 }
 
 /** Records a running container found on the engine as this attempt's current run. */
@@ -89,6 +111,7 @@ export async function adopt(x: ExecContext, a: AttemptAction, { id, desired: d, 
       deadlineAt: _da,
       deadlineSource: _ds,
       disk: _disk,
+      volumeSizes: _vs,
       ...rest
     } = beginRun(r, d, counters, iso(Math.min(x.now(), startedMs)));
     // a run adopted again keeps the deadline it started with (a changed --default-deadline does not move it)
@@ -109,7 +132,7 @@ export async function adopt(x: ExecContext, a: AttemptAction, { id, desired: d, 
       startedAt: iso(startedMs),
       ...deadline,
       // as the deadline: a run adopted again keeps the disk limit it started with
-      ...(kept && r.disk ? { disk: r.disk } : diskLimit(d)),
+      ...(kept && (r.disk || r.volumeSizes) ? { ...(r.disk ? { disk: r.disk } : {}), ...(r.volumeSizes ? { volumeSizes: r.volumeSizes } : {}) } : diskLimit(d)),
       lastAttestation: att,
     };
   });

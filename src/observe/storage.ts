@@ -15,7 +15,7 @@
 import { readFile } from 'node:fs/promises';
 import type { Engine } from '../engine/types';
 
-const known = new WeakMap<Engine, Promise<boolean>>();
+const known = new WeakMap<Engine, Promise<EngineCaps>>();
 
 /** The mount holding `p` (the longest mount point above it) in a /proc/self/mounts text: its type and options. */
 export function mountOf(mounts: string, p: string): { type: string; options: string[] } | undefined {
@@ -39,19 +39,34 @@ export function quotaMount(m: { type: string; options: string[] } | undefined): 
 /** The storage drivers that cap a layer whatever their data root's mount says. */
 const CAPPING_DRIVERS = new Set(['btrfs', 'zfs']);
 
-/** Whether `engine` enforces a writable layer's size (btrfs, zfs, overlay2 on xfs with project quotas); cached per engine, an error not kept. */
-export function engineDiskQuota(engine: Engine): Promise<boolean> {
+/**
+ * What `engine` caps itself: a writable layer's size (btrfs, zfs, overlay2 on xfs with project
+ * quotas) and a `local` volume's (`size` option: the volumes under a data root on xfs with project
+ * quotas, whatever the storage driver); cached per engine, an error not kept.
+ */
+export function engineCaps(engine: Engine): Promise<EngineCaps> {
   const kept = known.get(engine);
   if (kept) return kept;
-  const asked = (async () => {
-    if (!engine.storage) return false;
+  const asked = (async (): Promise<EngineCaps> => {
+    if (!engine.storage) return { layer: false, volumes: false };
     const s = await engine.storage();
-    if (CAPPING_DRIVERS.has(s.driver)) return true;
-    if (s.driver !== 'overlay2' || s.backingFs !== 'xfs' || !s.dataRoot) return false;
-    const mounts = await readFile('/proc/self/mounts', 'utf8').catch(() => '');
-    return quotaMount(mountOf(mounts, s.dataRoot));
+    const mounts = s.dataRoot ? await readFile('/proc/self/mounts', 'utf8').catch(() => '') : '';
+    const quota = s.dataRoot !== '' && quotaMount(mountOf(mounts, s.dataRoot));
+    return { layer: CAPPING_DRIVERS.has(s.driver) || (s.driver === 'overlay2' && s.backingFs === 'xfs' && quota), volumes: quota };
   })();
   known.set(engine, asked);
   asked.catch(() => known.delete(engine));
   return asked;
+}
+
+export interface EngineCaps {
+  /** A writable layer's size (HostConfig.StorageOpt size). */
+  layer: boolean;
+  /** A local volume's size (its `size` driver option). */
+  volumes: boolean;
+}
+
+/** Whether `engine` enforces a writable layer's size (engineCaps). */
+export async function engineDiskQuota(engine: Engine): Promise<boolean> {
+  return (await engineCaps(engine)).layer;
 }

@@ -50,4 +50,6 @@ export interface DiskUsage {
   complete: boolean;
   /** Counted by another than berth (a swarm node's engine: `node X's engine`), which counts no entries. */
   countedBy?: string;
+  /** Each sized volume berth measures (spec.volumes[].size, not enforced by the engine), by its spec name: what it holds. */
+  sized?: Record<string, number>;
 }

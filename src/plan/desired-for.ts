@@ -32,6 +32,7 @@ export class DesiredStates {
       inp.defaultDeadlineSeconds ?? '',
       inp.defaultDiskBytes ?? '',
       inp.diskQuota ? 'quota' : '',
+      inp.volumeQuota ? 'volume-quota' : '',
     ].join('\0');
     let byKey = this.memo.get(loaded);
     const hit = byKey?.get(key);
@@ -69,5 +70,6 @@ function desiredContext(inp: PlanInput, naming?: Naming): DesiredContext {
     ...(inp.defaultDeadlineSeconds !== undefined ? { defaultDeadlineSeconds: inp.defaultDeadlineSeconds } : {}),
     ...(inp.defaultDiskBytes !== undefined ? { defaultDiskBytes: inp.defaultDiskBytes } : {}),
     ...(inp.diskQuota ? { diskQuota: true } : {}),
+    ...(inp.volumeQuota ? { volumeQuota: true } : {}),
   };
 }

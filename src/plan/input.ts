@@ -60,6 +60,8 @@ export interface PlanInput {
   diskUsage?: ReadonlyMap<string, DiskUsage>;
   /** The engine caps a writable layer's size itself (observe/storage.ts): a disk limit is asked of it too (StorageOpt size). */
   diskQuota?: boolean;
+  /** The engine caps a local volume's size itself (observe/storage.ts): a volume's `size` is asked of it (its `size` option). */
+  volumeQuota?: boolean;
   /** Each AttemptSet's pinned images (status/pins.ts): its children are made from the pinned ids. */
   pins?: ReadonlyMap<string, SetPins>;
   /** The disk readings of this pass and the thresholds (`--disk-pressure-*`): new runs wait while a file system is below them. */

@@ -114,7 +114,8 @@ export const SPEC_FIELDS = {
   results: 'hash',
   network: (s) => ({ mode: s.network.mode, egress: [...s.network.egress].sort() }),
   credentials: { default: [] },
-  volumes: (s) => [...s.volumes].sort(byName),
+  // a volume's size, added after the first hash, only where it is set: a spec without one keeps its hash
+  volumes: (s) => [...s.volumes].sort(byName).map(({ sizeBytes, ...v }) => (sizeBytes === null ? v : { ...v, sizeBytes })),
   resources: (s) => counted(RESOURCE_FIELDS, s.resources),
   deadlineSeconds: 'hash',
   retries: 'ignore',

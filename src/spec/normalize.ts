@@ -108,7 +108,9 @@ export function normalize(doc: RawAttempt, resolved: ResolvedPaths): NormalizedA
       egress: [...new Set((s.network?.egress ?? []).map((e) => e.toLowerCase()))].sort(),
     },
     credentials: normalizeCredentials(s.network?.credentials ?? []),
-    volumes: (s.volumes ?? []).map((v) => ({ name: v.name, mountPath: cleanPath(v.mountPath), readOnly: v.readOnly ?? false })).sort(byName),
+    volumes: (s.volumes ?? [])
+      .map((v) => ({ name: v.name, mountPath: cleanPath(v.mountPath), readOnly: v.readOnly ?? false, sizeBytes: diskBytes(v.size) }))
+      .sort(byName),
     resources: {
       cpus: s.resources?.cpus ?? null,
       memoryBytes: parsedMemory?.ok ? parsedMemory.bytes : null,

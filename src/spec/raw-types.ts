@@ -14,6 +14,7 @@ export interface RawVolume {
   name: string;
   mountPath: string;
   readOnly?: boolean;
+  size?: string | number;
 }
 
 export interface RawCredential {

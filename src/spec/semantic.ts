@@ -125,6 +125,11 @@ export function semanticIssues(doc: RawAttempt): FieldIssue[] {
     const parsed = parseDisk(disk);
     if (!parsed.ok) add(['spec', 'resources', 'disk'], 'quantity', parsed.message);
   }
+  for (const [i, v] of (spec.volumes ?? []).entries()) {
+    if (v.size === undefined) continue;
+    const parsed = parseDisk(v.size);
+    if (!parsed.ok) add(['spec', 'volumes', i, 'size'], 'quantity', parsed.message);
+  }
   const exportBytes = spec.workspace?.maxBytes;
   if (exportBytes !== undefined) {
     const parsed = parseSize(exportBytes);

@@ -64,6 +64,8 @@ export interface VolumeMount {
   name: string;
   mountPath: string;
   readOnly: boolean;
+  /** volumes[].size in bytes: the most the volume may hold; null: no size of its own (resources.disk still counts it). */
+  sizeBytes: number | null;
 }
 
 /**

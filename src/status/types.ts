@@ -126,6 +126,15 @@ export interface DiskLimit {
   enforcedBy: 'measured' | 'engine';
 }
 
+/** A volume's own size (spec.volumes[].size) as a run keeps it from its start: enforced by the engine (its `size` option) or measured by berth. */
+export interface VolumeSize {
+  /** The volume's name in the spec. */
+  name: string;
+  mountPath: string;
+  bytes: number;
+  enforcedBy: 'measured' | 'engine';
+}
+
 /**
  * What was redacted from what berth wrote for a run (docs/CONTRACT.md, berth's section):
  * `complete` when every secret's value could be read again at the harvest and was long enough to
@@ -189,6 +198,8 @@ export interface AttemptStatus {
    * write at an interval; `engine`: the engine caps the writable layer, berth measures the rest).
    */
   disk?: DiskLimit;
+  /** The current run's sized volumes (spec.volumes[].size), fixed at its start; absent: none. */
+  volumeSizes?: VolumeSize[];
   resultsDir?: string;
   /** Set when the finished run's resources were collected (TTL, or replaced). */
   collectedAt?: string;

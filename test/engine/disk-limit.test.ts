@@ -95,6 +95,33 @@ describe('resources.disk, measured (real engine)', function () {
     expect(d.stdout).to.match(/Disk limit:\s+64 MiB \(from resources\.disk; measured by berth at an interval: writable layer, results and volumes together\)/);
   });
 
+  it("a volume's own size: a writer into it ends DiskLimitExceeded near its size without resources.disk; a neighbour within its size succeeds", async function () {
+    const vol = (size: string) => `  volumes: [{name: data, mountPath: /data, size: ${size}}]\n`;
+    await sb.write(
+      'v.yaml',
+      [
+        sb.attempt('flood', writer('/data'), vol('16Mi')),
+        sb.attempt('within', 'dd if=/dev/zero of=/data/some bs=1M count=4 2>/dev/null; sleep 3', vol('16Mi')),
+      ].join('---\n'),
+    );
+    const r = await sb.cli('reconcile', '--once', '--wait', '--disk-interval', '1s', '--timeout', '120s');
+    expect(r.code, r.stderr).to.equal(3);
+    const flood = await sb.status('flood');
+    expect([flood?.phase, flood?.reason], flood?.message).to.deep.equal(['Failed', 'DiskLimitExceeded']);
+    const m = /^volume data \(\/data\) holds (\d+(?:\.\d)?) MiB, over its size 16 MiB$/.exec(flood?.message ?? '');
+    expect(m, flood?.message).to.not.equal(null);
+    // shown to a tenth of a MiB: just over 16 MiB shows as 16
+    expect(Number(m?.[1]))
+      .to.be.at.least(16)
+      .and.at.most(16 + SLACK_MIB);
+    expect(flood?.volumeSizes).to.deep.equal([{ name: 'data', mountPath: '/data', bytes: 16 * 1024 * 1024, enforcedBy: 'measured' }]);
+    expect(flood?.disk).to.equal(undefined);
+    const within = await sb.status('within');
+    expect([within?.phase, within?.reason], within?.message).to.deep.equal(['Succeeded', 'Completed']);
+    const d = await sb.cli('describe', 'flood');
+    expect(d.stdout).to.match(/Volume data:\s+16 MiB at most \(spec\.volumes\[\]\.size; measured by berth at an interval\)/);
+  });
+
   it('--default-disk limits an attempt without resources.disk, outside the spec hash; describe says where it comes from', async function () {
     await sb.write('d.yaml', sb.attempt('unlimited', writer('/fill')));
     const r = await sb.cli('reconcile', '--once', '--wait', '--disk-interval', '1s', '--default-disk', '32Mi', '--timeout', '120s');

@@ -709,10 +709,12 @@ export class SwarmRuns implements ContainerClient {
     const inner = await h.engine.containers.inspect(t.containerId);
     const df = await this.nodeDiskUsage(h);
     const vol = (v: string) => df.volumes.get(v) ?? 0;
+    const own = attemptVolumes(inner.mounts, name);
     return {
       layer: (df.layers.get(inner.id) ?? 0) + vol(wsVolume(name)),
       results: vol(resultsVolume(name)),
-      volumes: attemptVolumes(inner.mounts, name).reduce((n, m) => n + vol(m.name as string), 0),
+      volumes: own.reduce((n, m) => n + vol(m.name as string), 0),
+      byMountPath: Object.fromEntries(own.map((m) => [m.destination, vol(m.name as string)])),
       countedBy: `node ${nodeName(h.node)}'s engine`,
     };
   }

@@ -105,6 +105,11 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
     kv('Finished', rec.finishedAt);
     kv('Deadline at', rec.deadlineAt ? `${rec.deadlineAt} (${rec.deadlineSource === 'default' ? 'from --default-deadline' : 'from the spec'})` : undefined);
     kv('Disk limit', rec.disk ? diskLine(rec.disk) : undefined);
+    for (const v of rec.volumeSizes ?? [])
+      kv(
+        `Volume ${v.name}`,
+        `${showBytes(v.bytes)} at most (spec.volumes[].size; ${v.enforcedBy === 'engine' ? "enforced by the engine's local volume driver" : 'measured by berth at an interval'})`,
+      );
     if (rec.image) {
       kv(
         'Image id',

@@ -5,7 +5,8 @@
  * their root file system (the task container's writable layer), their workspace (the run's
  * workspace volume, counted with the layer), /results (the run's results volume) and a volume of
  * the attempt; each ends Failed/DiskLimitExceeded close to its limit, its message naming the node's
- * engine as the counter, while a neighbour with the same limit runs to Succeeded. The node's
+ * engine as the counter, and so does one writing past its volume's own size (spec.volumes[].size),
+ * while a neighbour with the same limit runs to Succeeded. The node's
  * engine counts files' sizes (empty files count nothing): a million empty files is caught on
  * one engine (disk-limit.test.ts), not here.
  */
@@ -38,12 +39,17 @@ describe('--backend swarm: resources.disk counted by the nodes (real two-node sw
           sb.attempt('workspace', writer('/workspace/fill'), disk),
           sb.attempt('results', writer('/results/fill'), disk),
           sb.attempt('volume', writer('/data'), `${disk}  volumes: [{name: data, mountPath: /data}]\n`),
+          // a volume's own size, without resources.disk
+          sb.attempt('sized', writer('/data'), '  workingDir: /workspace\n  volumes: [{name: data, mountPath: /data, size: 16Mi}]\n'),
           sb.attempt('neighbour', 'dd if=/dev/zero of=/results/some bs=1M count=8 2>/dev/null; sleep 4; echo ok > /results/ok', disk),
         ].join('---\n'),
       );
-      const r = await swarmCli(sb, s, 'reconcile', '--once', '--wait', '--disk-interval', '1s', '--max-running', '5', '--timeout', '200s');
+      const r = await swarmCli(sb, s, 'reconcile', '--once', '--wait', '--disk-interval', '1s', '--max-running', '6', '--timeout', '200s');
       expect(r.code, r.stderr).to.equal(3);
-      expect(r.stdout).to.contain('1 passed, 4 failed, 0 infrastructure');
+      expect(r.stdout).to.contain('1 passed, 5 failed, 0 infrastructure');
+      const sized = await sb.status('sized');
+      expect([sized?.phase, sized?.reason], sized?.message).to.deep.equal(['Failed', 'DiskLimitExceeded']);
+      expect(sized?.message).to.match(/^volume data \(\/data\) holds \d+(\.\d)? MiB, over its size 16 MiB; counted by node .+'s engine$/);
       const neighbour = await sb.status('neighbour');
       expect([neighbour?.phase, neighbour?.reason], neighbour?.message).to.deep.equal(['Succeeded', 'Completed']);
 

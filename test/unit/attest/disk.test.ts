@@ -65,4 +65,15 @@ describe('attestation: the disk limit the engine enforces', function () {
     expect(await engineDiskQuota(asking('vfs', ''))).to.equal(false);
     expect(await engineDiskQuota({} as Engine)).to.equal(false);
   });
+
+  it("asks the engine for a volume's size (its local driver's size option) only where it can enforce it; the options are what the attestation expects", function () {
+    const sized = spec('vol', { volumes: [{ name: 'data', mountPath: '/data', readOnly: false, sizeBytes: 64 * 1024 * 1024 }] });
+    expect(desiredAttempt({ instance: 'i' }, sized, 1, '/r/vol/run-1/results').volumes.map((v) => [v.driver, v.options])).to.deep.equal([['local', {}]]);
+    expect(desiredAttempt({ instance: 'i', volumeQuota: true }, sized, 1, '/r/vol/run-1/results').volumes.map((v) => [v.driver, v.options])).to.deep.equal([
+      ['local', { size: String(64 * 1024 * 1024) }],
+    ]);
+    // a volume with no size of its own is made as before, whatever the engine can do
+    const plain = spec('vol', { volumes: [{ name: 'data', mountPath: '/data', readOnly: false, sizeBytes: null }] });
+    expect(desiredAttempt({ instance: 'i', volumeQuota: true }, plain, 1, '/r/vol/run-1/results').volumes.map((v) => v.options)).to.deep.equal([{}]);
+  });
 });

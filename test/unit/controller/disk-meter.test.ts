@@ -104,8 +104,8 @@ describe('disk meter (controller/disk-meter.ts)', () => {
           asked.push(id);
           if (id === 'id-gone') return undefined;
           return id === 'id-big'
-            ? { layer: 3 * MiB, results: 1 * MiB, volumes: 1 * MiB, countedBy: "node n1's engine" }
-            : { layer: 1 * MiB, results: 0, volumes: 0, countedBy: "node n2's engine" };
+            ? { layer: 3 * MiB, results: 1 * MiB, volumes: 1 * MiB, byMountPath: { '/data': 1 * MiB }, countedBy: "node n1's engine" }
+            : { layer: 1 * MiB, results: 0, volumes: 0, byMountPath: {}, countedBy: "node n2's engine" };
         },
       },
     } as unknown as Engine;
@@ -126,6 +126,40 @@ describe('disk meter (controller/disk-meter.ts)', () => {
       countedBy: "node n1's engine",
     });
     expect(meter.current().has('gone')).to.equal(false);
+  });
+
+  it('measures a sized volume against its own size, with or without resources.disk; one the engine enforces is not walked', async () => {
+    const sized = (name: string, mib: number, enforcedBy: 'measured' | 'engine' = 'measured', disk = false): AttemptStatus => {
+      const a = attempt(name, 'volume', mib, 64 * MiB);
+      return { ...a, ...(disk ? {} : { disk: undefined }), volumeSizes: [{ name: 'data', mountPath: '/data', bytes: 2 * MiB, enforcedBy }] } as AttemptStatus;
+    };
+    const recs = new Map([
+      ['full', sized('full', 3)],
+      ['roomy', sized('roomy', 1)],
+      ['capped', sized('capped', 3, 'engine')],
+      ['both', sized('both', 3, 'measured', true)],
+    ]);
+    const over: string[] = [];
+    const meter = new DiskMeter({
+      engine: engine(),
+      records: async () => recs,
+      clock: systemClock,
+      intervalMs: 1000,
+      log: silentLogger(),
+      onOver: (n) => over.push(n),
+    });
+    await meter.measure();
+    expect(over.sort()).to.deep.equal(['both', 'full']);
+    const u = meter.current();
+    expect(u.get('full')?.sized?.data).to.be.above(2 * MiB);
+    expect(u.get('full')?.parts).to.deep.equal({});
+    expect(u.get('roomy')?.sized?.data)
+      .to.be.above(1 * MiB)
+      .and.below(2 * MiB);
+    // the engine caps it (and there is no resources.disk): nothing to measure
+    expect(u.has('capped')).to.equal(false);
+    // under resources.disk too: the volume counts toward the total as well
+    expect(u.get('both')?.parts.volumes).to.be.above(2 * MiB);
   });
 
   it('walks at most its budget an interval; those left go first the next time', async () => {

@@ -11,7 +11,7 @@ describe('planner: desired states built on first use', function () {
   it('a provisioned attempt carries the same desired state desiredAttempt() builds, field for field', function () {
     const loaded = spec('b-iso', {
       network: { mode: 'isolated', egress: ['example.com'] },
-      volumes: [{ name: 'cache', mountPath: '/cache', readOnly: false }],
+      volumes: [{ name: 'cache', mountPath: '/cache', readOnly: false, sizeBytes: null }],
     });
     const inp = input({ specs: [loaded] });
     const d = plan(inp).actions[0]?.desired;

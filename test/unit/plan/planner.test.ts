@@ -11,7 +11,7 @@ describe('planner (golden plans)', function () {
     const p = plan(
       input({
         specs: [
-          spec('b-iso', { network: { mode: 'isolated', egress: [] }, volumes: [{ name: 'cache', mountPath: '/cache', readOnly: false }] }),
+          spec('b-iso', { network: { mode: 'isolated', egress: [] }, volumes: [{ name: 'cache', mountPath: '/cache', readOnly: false, sizeBytes: null }] }),
           spec('a-hello'),
         ],
       }),
@@ -360,10 +360,20 @@ describe('planner (golden plans)', function () {
     };
     const node = new Map([['a', { ...counted, countedBy: "node n1's engine" }]]);
     expect(golden(plan(input({ ...base, diskUsage: node })))[1]).to.include("(writable layer 65 MiB, results 4 KiB, volumes 0 B; counted by node n1's engine)");
+    // a volume over its own size, with or without resources.disk
+    const sizes = [{ name: 'data', mountPath: '/data', bytes: 8 * 1024 * 1024, enforcedBy: 'measured' as const }];
+    const held = (mib: number) =>
+      new Map([['a', { containerId: 'id-a', at: T0, bytes: 0, parts: {}, entries: 3, complete: true, sized: { data: mib * 1024 * 1024 } }]]);
+    const sizedOnly = { ...base, statuses: statuses(status('a', { volumeSizes: sizes })) };
+    const full = plan(input({ ...sizedOnly, diskUsage: held(9) }));
+    expect(golden(full)[1]).to.include('(volume data (/data) holds 9 MiB, over its size 8 MiB)');
+    const fin = full.actions[0]?.ops.find((o) => o.type === 'finish');
+    expect(fin && 'outcome' in fin ? fin.outcome : undefined).to.deep.include({ phase: 'Failed', reason: 'DiskLimitExceeded' });
+    expect(changeCount(plan(input({ ...sizedOnly, diskUsage: held(8) })))).to.equal(0);
   });
 
   it("attests a running attempt's volumes by driver and options, not only labels: one not as berth made it fails the attestation", function () {
-    const withVol = spec('a', { volumes: [{ name: 'data', mountPath: '/data', readOnly: false }] });
+    const withVol = spec('a', { volumes: [{ name: 'data', mountPath: '/data', readOnly: false, sizeBytes: null }] });
     const vol = volume('default', 'a', 'data', 'h-a');
     const mounted = container('default', 'a', 'h-a', {
       mounts: [

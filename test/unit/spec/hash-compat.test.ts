@@ -32,7 +32,10 @@ function referenceHash(spec: NormalizedAttempt): string {
     fixtureDigest: spec.fixtureDigest,
     results: spec.results,
     network: { mode: spec.network.mode, egress: [...spec.network.egress].sort() },
-    volumes: [...spec.volumes].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
+    // the first hash's volume fields (a later one, such as sizeBytes, only where it is written: not in this reference)
+    volumes: [...spec.volumes]
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+      .map((v) => ({ name: v.name, mountPath: v.mountPath, readOnly: v.readOnly })),
     // the sub-fields of the first hash (a later one, such as diskBytes, only where it is written: not in this reference)
     resources: { cpus: spec.resources.cpus, memoryBytes: spec.resources.memoryBytes, pids: spec.resources.pids },
     deadlineSeconds: spec.deadlineSeconds,
@@ -99,7 +102,8 @@ const attempt: fc.Arbitrary<NormalizedAttempt> = fc.record({
     mode: fc.constantFrom('none', 'isolated', 'bridge') as fc.Arbitrary<NormalizedAttempt['network']['mode']>,
     egress: fc.array(text, { maxLength: 3 }),
   }),
-  volumes: fc.array(fc.record({ name, mountPath: text, readOnly: fc.boolean() }), { maxLength: 3 }),
+  // specs written before volumes[].size existed: no size
+  volumes: fc.array(fc.record({ name, mountPath: text, readOnly: fc.boolean(), sizeBytes: fc.constant(null) }), { maxLength: 3 }),
   resources: fc.record({
     cpus: fc.option(fc.double({ min: 0.1, max: 8, noNaN: true }), { nil: null }),
     memoryBytes: fc.option(fc.nat(), { nil: null }),
@@ -153,6 +157,18 @@ describe('spec hash stays what it was', () => {
       }),
       { numRuns: 500 },
     );
+  });
+
+  it("a volume's size counts for the hash only when set", async () => {
+    const vol = '  volumes: [{name: data, mountPath: /data}]\n';
+    const before = await loadOne(doc('minimal', vol));
+    const sized = await loadOne(doc('minimal', '  volumes: [{name: data, mountPath: /data, size: 64Mi}]\n'));
+    expect(sized.errors).to.deep.equal([]);
+    expect(sized.specs[0]?.spec.volumes).to.deep.equal([{ name: 'data', mountPath: '/data', readOnly: false, sizeBytes: 64 * 1024 ** 2 }]);
+    expect(before.specs[0]?.hash).to.equal(referenceHash(before.specs[0]!.spec));
+    expect(sized.specs[0]?.hash).to.not.equal(before.specs[0]?.hash);
+    const bad = await loadOne(doc('minimal', '  volumes: [{name: data, mountPath: /data, size: 12x}]\n'));
+    expect(JSON.stringify(bad.errors)).to.match(/volumes.*0.*size/).and.to.include('must be a quantity such as 1Gi, 1G or 500M');
   });
 
   it('spec.user and spec.readOnlyRootFilesystem count for the hash only when set', () => {

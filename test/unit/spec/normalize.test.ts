@@ -72,8 +72,8 @@ describe('spec/normalize', () => {
       network: { mode: 'isolated', egress: ['*.pypi.org:443', '10.0.0.1:8080', 'api.example.com:443'] },
       credentials: [],
       volumes: [
-        { name: 'cache', mountPath: '/cache', readOnly: false },
-        { name: 'data', mountPath: '/data', readOnly: true },
+        { name: 'cache', mountPath: '/cache', readOnly: false, sizeBytes: null },
+        { name: 'data', mountPath: '/data', readOnly: true, sizeBytes: null },
       ],
       resources: { cpus: 1.5, memoryBytes: 1024 ** 3, pids: 256, diskBytes: null },
       deadlineSeconds: 1800,
@@ -104,8 +104,8 @@ describe('spec/normalize', () => {
     const s = r.specs[0]?.spec;
     expect(s?.secrets.map((x) => x.name)).to.deep.equal(['a', 'z']);
     expect(s?.volumes).to.deep.equal([
-      { name: 'v1', mountPath: '/a', readOnly: false },
-      { name: 'v2', mountPath: '/b', readOnly: false },
+      { name: 'v1', mountPath: '/a', readOnly: false, sizeBytes: null },
+      { name: 'v2', mountPath: '/b', readOnly: false, sizeBytes: null },
     ]);
     expect(s?.network.egress).to.deep.equal(['a.example.com:2', 'b.example.com:1']);
     expect(s?.workingDir).to.equal('/work/dir');
