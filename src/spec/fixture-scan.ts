@@ -49,7 +49,7 @@ const MAX_PROBLEMS = 5;
 const YIELD_EVERY = 500;
 
 /** One entry of a fixture's walk, as the tree's fingerprint sees it: its path, its lstat (BigIntStats when the walk asks for them). */
-type Visit<S> = (abs: string, rel: string, st: S) => Promise<void> | void;
+type Visit<S> = (abs: string, rel: string, st: S, name: string, depth: number) => Promise<void> | void;
 
 /**
  * Walks the fixture at `root` in a fixed order (a folder, then its entries by name), lstat of
@@ -62,26 +62,33 @@ async function walkFixture<S extends Stats | BigIntStats>(
   bigint: S extends BigIntStats ? true : false,
   visit: Visit<S>,
   more: () => boolean = () => true,
+  withRel = true,
 ): Promise<void> {
   const opts = { bigint };
-  const stat = (p: string): S => lstatSync(p, opts) as S;
-  const rootStat = stat(root);
+  const rootStat = lstatSync(root, opts) as S;
   if (!rootStat.isDirectory()) {
-    await visit(root, path.basename(root), rootStat);
+    await visit(root, path.basename(root), rootStat, path.basename(root), 0);
     return;
   }
-  const pending: string[] = ['.'];
+  const root0 = visit(root, '.', rootStat, '.', 0);
+  if (root0) await root0;
+  // folders whose entries are still to walk: each its entries' names (in order) and the next one's place
+  const stack: { abs: string; rel: string; names: string[]; at: number }[] = [{ abs: root, rel: '', names: readdirSync(root).sort(), at: 0 }];
   let since = 0;
-  while (pending.length > 0 && more()) {
-    const rel = pending.pop() as string;
-    const abs = rel === '.' ? root : `${root}/${rel}`;
-    const st = rel === '.' ? rootStat : stat(abs);
-    const v = visit(abs, rel, st);
-    if (v) await v;
-    if (st.isDirectory()) {
-      const names = readdirSync(abs).sort().reverse();
-      for (const n of names) pending.push(rel === '.' ? n : `${rel}/${n}`);
+  while (stack.length > 0 && more()) {
+    const top = stack[stack.length - 1] as (typeof stack)[number];
+    if (top.at === top.names.length) {
+      stack.pop();
+      continue;
     }
+    const n = top.names[top.at++] as string;
+    const abs = `${top.abs}/${n}`;
+    // the path from the root, only for a visit that asks (the fingerprint needs the name and depth)
+    const rel = !withRel ? '' : top.rel === '' ? n : `${top.rel}/${n}`;
+    const st = lstatSync(abs, opts) as S;
+    const v = visit(abs, rel, st, n, stack.length);
+    if (v) await v;
+    if (st.isDirectory()) stack.push({ abs, rel, names: readdirSync(abs).sort(), at: 0 });
     if (++since >= YIELD_EVERY) {
       since = 0;
       await yieldLoop();
@@ -90,9 +97,11 @@ async function walkFixture<S extends Stats | BigIntStats>(
 }
 
 /**
- * The fingerprint of a fixture's tree: every entry's path, mode and identity (device, inode,
- * size, mtime, ctime), in walk order. Hashed a batch of entries at a time, the numbers as 64-bit
- * words (a string per entry cost a quarter of the walk's time), the paths NUL-separated.
+ * The fingerprint of a fixture's tree: every entry's depth, name, mode and identity (device,
+ * inode, size, mtime, ctime), in walk order (a folder, then its entries by name: depth and name
+ * in that order tell the tree's shape as the paths do, with no path built per entry). Hashed a
+ * batch of entries at a time, the numbers as 64-bit words (a string per entry cost a quarter of
+ * the walk's time), the names NUL-separated.
  */
 class Fingerprint {
   private readonly h = createHash('sha256');
@@ -104,9 +113,10 @@ class Fingerprint {
    * seconds and nanoseconds as Node computes them), from BigIntStats as well: a scan (which
    * needs BigIntStats for the content digests' keys) and a plain stat walk fingerprint alike.
    */
-  add(rel: string, st: Stats | BigIntStats): void {
+  add(depth: number, name: string, st: Stats | BigIntStats): void {
     const w = this.words;
     const i = this.paths.length * FP_WORDS;
+    w[i + 6] = depth;
     if (typeof st.mode === 'bigint') {
       const b = st as BigIntStats;
       w[i] = Number(b.mode);
@@ -124,7 +134,7 @@ class Fingerprint {
       w[i + 4] = p.mtimeMs;
       w[i + 5] = p.ctimeMs;
     }
-    this.paths.push(rel);
+    this.paths.push(name);
     if (this.paths.length === FP_BATCH) this.flush();
   }
 
@@ -145,7 +155,7 @@ class Fingerprint {
 const msOf = (ns: bigint): number => Number(ns / 1_000_000_000n) * 1e3 + Number(ns % 1_000_000_000n) / 1e6;
 
 /** Numbers per entry in a fingerprint, and entries per hashed batch. */
-const FP_WORDS = 6;
+const FP_WORDS = 7;
 const FP_BATCH = 512;
 
 /** Fixture digests this process knows by the fingerprint of their tree, by the fixture's real path. */
@@ -162,7 +172,7 @@ export async function knownFixtureDigest(root: string): Promise<string | undefin
   if (!kept) return undefined; // none: no walk for nothing, the scan walks
   const fp = new Fingerprint();
   // plain stats: the identity the fingerprint needs, without a BigInt per number
-  await walkFixture<Stats>(root, false, (_abs, rel, st) => fp.add(rel, st));
+  await walkFixture<Stats>(root, false, (_abs, _rel, st, name, depth) => fp.add(depth, name, st), undefined, false);
   if (kept.fingerprint !== fp.digest()) return undefined;
   trees.set(root, kept);
   return kept.digest;
@@ -182,8 +192,8 @@ export async function scanFixture(root: string, digestOf?: (entries: FixtureEntr
   await walkFixture<BigIntStats>(
     root,
     true,
-    (abs, rel, st) => {
-      fp.add(rel, st);
+    (abs, rel, st, name, depth) => {
+      fp.add(depth, name, st);
       return addEntry(abs, rel, st, rel === path.basename(root) && abs === root ? path.dirname(root) : root, entries, problems, store);
     },
     () => problems.length < MAX_PROBLEMS,
