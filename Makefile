@@ -73,9 +73,11 @@ lint: deps
 typecheck: deps
 	$(NPM) run typecheck
 
+# tsx's cache off: with it on, tsx prunes its cache folder in the background of the run (thousands
+# of async folder reads on a machine that has run tsx a lot), inside berth's timed awaits only
 bench: setup browser
 	./scripts/bench-deps.sh
-	node --import tsx bench/run.ts
+	TSX_DISABLE_CACHE=1 node --import tsx bench/run.ts
 
 # An AttemptSet of 10,000 children: plan cost (CLI, cold) and engine calls of a pass (bench/sets.ts)
 bench-sets: setup
