@@ -2,7 +2,8 @@
  * resources.disk where berth measures (ext4 here: the engine cannot cap a container's size), on
  * the real engine: four attempts that write without end, into their root file system, into
  * /results, as a million empty files, and into a volume, each end Failed/DiskLimitExceeded close
- * to their limit, while a neighbour with the same limit runs to Succeeded.
+ * to their limit, while a neighbour with the same limit runs to Succeeded, and the host's free space
+ * stays above berth's pressure floor throughout.
  *
  * How close: the controller measures every --disk-interval (1 s here) and stops a run measured
  * over its limit at once (TERM, grace, KILL). Each writer is held to about WRITE_MIB_PER_S, so by
@@ -11,7 +12,7 @@
  * the host's disk safe: all four together write a few hundred MiB at most.
  */
 import { expect } from 'chai';
-import { promises as fs } from 'node:fs';
+import { promises as fs, statfsSync } from 'node:fs';
 import path from 'node:path';
 import { loadSpecs } from '../../src/spec/loader';
 import { requireEngine } from '../support/engine';
@@ -55,9 +56,19 @@ describe('resources.disk, measured (real engine)', function () {
         sb.attempt('neighbour', 'dd if=/dev/zero of=/results/some bs=1M count=8 2>/dev/null; sleep 4; echo ok > /results/ok', disk),
       ].join('---\n'),
     );
-    const r = await sb.cli('reconcile', '--once', '--wait', '--disk-interval', '1s', '--max-running', '5', '--timeout', '150s');
+    // the host's free space, read every 100 ms while they write: never below berth's pressure floor (10% by default)
+    const free = () => {
+      const f = statfsSync(sb.dir);
+      return f.bavail / f.blocks;
+    };
+    let least = free();
+    const watch = setInterval(() => (least = Math.min(least, free())), 100);
+    const r = await sb
+      .cli('reconcile', '--once', '--wait', '--disk-interval', '1s', '--max-running', '5', '--timeout', '150s')
+      .finally(() => clearInterval(watch));
     expect(r.code, r.stderr).to.equal(3);
     expect(r.stdout).to.contain('1 passed, 4 failed, 0 infrastructure');
+    expect(least, 'free share of the host file system during the run').to.be.at.least(0.1);
 
     const neighbour = await sb.status('neighbour');
     expect([neighbour?.phase, neighbour?.reason]).to.deep.equal(['Succeeded', 'Completed']);
