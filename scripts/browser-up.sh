@@ -11,14 +11,9 @@ if [ -x "$BIN" ] && "$BIN" --version >/dev/null 2>&1; then
   say "$("$BIN" --version 2>/dev/null); using it"
   exit 0
 fi
-if [ "$(id -u)" != 0 ]; then
-  say "need Debian's chromium at $BIN but not root; install it (apt-get install chromium)"; exit 1
-fi
 say "installing chromium from Debian's packages"
-export DEBIAN_FRONTEND=noninteractive
-# A shared apt lock (another setup installing at the same time) is waited for, not fought.
-apt-get -o DPkg::Lock::Timeout=300 update -qq >/dev/null
-apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null
+. "$(dirname "$0")/lib/apt.sh"
+apt_install chromium fonts-dejavu-core
 if ! "$BIN" --version >/dev/null 2>&1; then
   say "chromium was installed but $BIN --version fails"; exit 1
 fi

@@ -14,20 +14,9 @@ if [ "${#missing[@]}" = 0 ]; then
   say "$(mkfs.xfs -V 2>&1 | head -1), $(mkfs.btrfs --version 2>&1 | head -1); using them"
   exit 0
 fi
-if [ "$(id -u)" != 0 ]; then
-  say "need ${missing[*]} but not root; install them (Debian: apt-get install ${missing[*]})"; exit 1
-fi
 say "installing ${missing[*]} from Debian's packages"
-export DEBIAN_FRONTEND=noninteractive
-export NEEDRESTART_SUSPEND=1
-policy=/usr/sbin/policy-rc.d
-if [ ! -e "$policy" ]; then
-  printf '#!/bin/sh\nexit 101\n' > "$policy"
-  chmod 755 "$policy"
-  trap 'rm -f "$policy"' EXIT
-fi
-apt-get -o DPkg::Lock::Timeout=300 update -qq >/dev/null
-apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+. "$(dirname "$0")/lib/apt.sh"
+apt_install "${missing[@]}"
 for t in mkfs.xfs mkfs.btrfs; do
   command -v "$t" >/dev/null 2>&1 || { say "${missing[*]} installed but $t is missing"; exit 1; }
 done

@@ -16,23 +16,9 @@ if [ ${#need_pkgs[@]} -eq 0 ]; then
   say "$(git --version); $(ssh -V 2>&1 | cut -d, -f1); using them"
   exit 0
 fi
-if [ "$(id -u)" != 0 ]; then
-  say "need ${need_pkgs[*]} but not root; install them (Debian: apt-get install ${need_pkgs[*]})"; exit 1
-fi
 say "installing ${need_pkgs[*]} from Debian's packages"
-export DEBIAN_FRONTEND=noninteractive
-# needrestart (where installed) restarts nothing either: the engine and its containers stay as they are.
-export NEEDRESTART_SUSPEND=1
-# No service starts during the install (Debian's policy-rc.d protocol: exit 101 = not allowed):
-# a machine without one gets one for the install only.
-policy=/usr/sbin/policy-rc.d
-if [ ! -e "$policy" ]; then
-  printf '#!/bin/sh\nexit 101\n' > "$policy"
-  chmod 755 "$policy"
-  trap 'rm -f "$policy"' EXIT
-fi
-# A shared apt lock (another setup installing at the same time) is waited for, not fought.
-apt-get -o DPkg::Lock::Timeout=300 update -qq >/dev/null
-apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
+# the ssh service the package would start is held back, and the engine's containers are not restarted (lib/apt.sh)
+. "$(dirname "$0")/lib/apt.sh"
+apt_install "${need_pkgs[@]}"
 [ -x /usr/sbin/sshd ] || { say "openssh-server was installed but /usr/sbin/sshd is missing"; exit 1; }
 say "$(git --version); $(ssh -V 2>&1 | cut -d, -f1)"
