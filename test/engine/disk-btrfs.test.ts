@@ -14,10 +14,8 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { createDockerEngine } from '../../src/engine/docker';
 import { startController } from '../support/controller';
-import { requireEngine, TEST_RUN } from '../support/engine';
-import { LoopFs } from '../support/loop-fs';
-import { PrivateEngine } from '../support/private-engine';
-import { Sandbox } from '../support/sandbox';
+import { requireEngine } from '../support/engine';
+import { engineOnLoopFs } from '../support/loop-fs';
 import { waitFor } from '../support/wait';
 
 const MiB = 1024 * 1024;
@@ -28,26 +26,10 @@ describe('resources.disk enforced by the engine (btrfs data root, private engine
   this.timeout(180_000);
   before(requireEngine);
 
-  const pe = new PrivateEngine('btrfs', { storageDriver: 'btrfs' });
-  const data = new LoopFs(`/tmp/bd-${TEST_RUN}-btrfs.img`, path.join(pe.root, 'data'));
-  let sb: Sandbox | undefined;
-
-  before(async function () {
-    await data.make('btrfs');
-    await pe.start();
-    await pe.importImage();
-    sb = await Sandbox.create('btrfs');
-  });
-  after(async function () {
-    // the engine by its pid (its containers with it), then its data root's mount, the loop device, the files
-    await pe.destroy();
-    await data.remove();
-    await fs.rm(pe.root, { recursive: true, force: true });
-    if (sb) await fs.rm(sb.dir, { recursive: true, force: true });
-  });
+  const { engine: pe, sandbox } = engineOnLoopFs('btrfs', 'btrfs');
 
   it('asks the engine for the size and attests it: the attempt meets EDQUOT at its limit and ends DiskLimitExceeded; results are still measured; a neighbour succeeds', async function () {
-    const s = sb as Sandbox;
+    const s = sandbox();
     const info = await pe.docker.info();
     expect(info.Driver).to.equal('btrfs');
     // writes into its root file system until the engine refuses (dd ends non-zero at the cap)

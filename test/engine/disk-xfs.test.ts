@@ -10,14 +10,11 @@
  * the mount, the loop device, the files.
  */
 import { expect } from 'chai';
-import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { createDockerEngine } from '../../src/engine/docker';
 import { startController } from '../support/controller';
-import { requireEngine, TEST_RUN } from '../support/engine';
-import { LoopFs } from '../support/loop-fs';
-import { PrivateEngine } from '../support/private-engine';
-import { Sandbox } from '../support/sandbox';
+import { requireEngine } from '../support/engine';
+import { engineOnLoopFs } from '../support/loop-fs';
 import { waitFor } from '../support/wait';
 
 const LIMIT = 64 * 1024 * 1024;
@@ -26,27 +23,11 @@ describe('resources.disk on an xfs data root (private engine on a loop device)',
   this.timeout(180_000);
   before(requireEngine);
 
-  const pe = new PrivateEngine('xfs');
-  const data = new LoopFs(`/tmp/bd-${TEST_RUN}-xfs.img`, path.join(pe.root, 'data'));
-  let sb: Sandbox | undefined;
-
-  before(async function () {
-    // pquota is what the engine needs to enforce a size; this machine's kernel has no XFS quota support (mount -o pquota fails), so the file system is mounted without
-    await data.make('xfs');
-    await pe.start();
-    await pe.importImage();
-    sb = await Sandbox.create('xfs');
-  });
-  after(async function () {
-    // the engine by its pid (its containers with it), then its data root's mount, the loop device, the files
-    await pe.destroy();
-    await data.remove();
-    await fs.rm(pe.root, { recursive: true, force: true });
-    if (sb) await fs.rm(sb.dir, { recursive: true, force: true });
-  });
+  // pquota is what the engine needs to enforce a size; this machine's kernel has no XFS quota support (mount -o pquota fails), so the file system is mounted without
+  const { engine: pe, sandbox } = engineOnLoopFs('xfs');
 
   it('on xfs without project quotas (this kernel has no XFS quota support) berth does not ask the engine for a size it would refuse: it measures', async function () {
-    const s = sb as Sandbox;
+    const s = sandbox();
     const info = await pe.docker.info();
     expect([info.Driver, (info.DriverStatus as [string, string][]).find(([k]) => k === 'Backing Filesystem')?.[1]]).to.deep.equal(['overlay2', 'xfs']);
     // the engine refuses a size on this data root: asking for one would fail every create

@@ -8,6 +8,9 @@ import { execFile } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { TEST_RUN } from './engine';
+import { PrivateEngine } from './private-engine';
+import { Sandbox } from './sandbox';
 
 const run = promisify(execFile);
 
@@ -39,4 +42,29 @@ export class LoopFs {
     this.loop = undefined;
     await fs.rm(this.image, { force: true });
   }
+}
+
+/**
+ * Mocha hooks for a suite run against a private engine whose data root is a `type` file system
+ * on a loop device of its own (its storage driver `storageDriver`, default the engine's choice):
+ * made before the suite, with the test image and a sandbox; removed after, also on failure (the
+ * engine by its pid, its containers with it, then the mount, the loop device, the files).
+ */
+export function engineOnLoopFs(type: 'xfs' | 'btrfs', storageDriver?: string): { engine: PrivateEngine; sandbox: () => Sandbox } {
+  const engine = new PrivateEngine(type, storageDriver ? { storageDriver } : {});
+  const data = new LoopFs(`/tmp/bd-${TEST_RUN}-${type}.img`, path.join(engine.root, 'data'));
+  let sb: Sandbox | undefined;
+  before(async function () {
+    await data.make(type);
+    await engine.start();
+    await engine.importImage();
+    sb = await Sandbox.create(type);
+  });
+  after(async function () {
+    await engine.destroy();
+    await data.remove();
+    await fs.rm(engine.root, { recursive: true, force: true });
+    if (sb) await fs.rm(sb.dir, { recursive: true, force: true });
+  });
+  return { engine, sandbox: () => sb as Sandbox };
 }
