@@ -369,6 +369,11 @@ export const DEFAULTS = {
   /** How often a `ready` tcp or command probe is tried again until it passes or its deadline. */
   sidecarProbeIntervalMs: 250,
   /**
+   * How long one `ready` tcp probe run by the backend (probeTcp: a swarm's overlay, which berth
+   * cannot reach) keeps trying before berth looks again whether the sidecar still runs.
+   */
+  sidecarBackendProbeMs: 5000,
+  /**
    * The upstream DNS server of containers on an attempt's internal network: an address that is
    * never routed (TEST-NET-1, RFC 5737), so nothing answers lookups of outside names. Without
    * it, engines before 23.0.11 / 25.0.4 / 26.0 forward such lookups from the host's namespace
