@@ -19,7 +19,11 @@ import type { Labels } from '../../engine/types';
 const CODES = ['timed out', 'ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET', 'EADDRNOTAVAIL'] as const;
 const FIRST = 10;
 
-/** argv: host, port, ms, everyMs. Exit 0 once a connection is accepted; else FIRST + the last error's index in CODES, or 1. */
+/**
+ * argv: host, port, ms, everyMs. A try is started every everyMs while ms has not passed (the
+ * first at once), each given 1 s to connect. Exit 0 once a connection is accepted; else FIRST +
+ * the last try's error's index in CODES, or 1.
+ */
 export const PROBE_SCRIPT = `
 const net = require('net');
 const [host, port, ms, every] = process.argv.slice(1);
@@ -29,10 +33,8 @@ let last = 'timed out';
 const stop = () => process.exit(codes.includes(last) ? ${FIRST} + codes.indexOf(last) : 1);
 const next = () => { const left = end - Date.now(); if (left <= 0) return stop(); setTimeout(once, Math.min(Number(every), left)); };
 function once() {
-  const left = end - Date.now();
-  if (left <= 0) return stop();
   const s = net.connect({ host, port: Number(port) });
-  const t = setTimeout(() => { s.destroy(); last = 'timed out'; next(); }, Math.min(left, 1000));
+  const t = setTimeout(() => { s.destroy(); last = 'timed out'; next(); }, 1000);
   s.once('connect', () => { clearTimeout(t); s.destroy(); process.exit(0); });
   s.once('error', (e) => { clearTimeout(t); last = e.code || 'error'; next(); });
 }

@@ -64,6 +64,10 @@ describe("swarm backend: the tcp probe run in a sidecar's network namespace", fu
     expect(tookMs).to.be.at.least(400);
   });
 
+  it('tries once even with no time left', async () => {
+    expect((await probe(await closedPort(), 1)).answer).to.equal('ECONNREFUSED');
+  });
+
   it('reads its exit codes', () => {
     expect(probeAnswer(0)).to.equal('');
     expect(probeAnswer(10)).to.equal('timed out');
