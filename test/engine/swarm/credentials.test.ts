@@ -14,9 +14,10 @@
  *    task) and is ready once its `ready: {command}` finds what it fetched (after 6 s); `web`
  *    serves after 6 s and is ready once its `ready: {tcp}` port accepts. The main run reads what
  *    both serve once, first thing (no retry: only the probes make it wait), calls UPSTREAM with
- *    plain HTTP and gets its answers (the header injected by the proxy), asks for SIDE itself and
- *    on the sidecar's port (403 both), prints a secret of its own (plain, split, base64) and looks
- *    for the key. No file berth wrote for the run holds the key, nor the attempt's own secret.
+ *    plain HTTP and gets its answers (the header injected by the proxy), a streamed one as it
+ *    comes, asks for SIDE itself and on the sidecar's port (403 both), prints a secret of its own
+ *    (plain, split, base64) and looks for the key. No file berth wrote for the run holds the key,
+ *    nor the attempt's own secret.
  *  - `cnone`, network none, with a sidecar that has a credential of its own for UPSTREAM: the
  *    sidecar gets its answer; the main run has no proxy variables and gets 403 on both ports.
  *  - `ftcp` and `fcmd`: a tcp port and a command that never pass end SidecarFailed, saying why,
@@ -46,9 +47,12 @@ const TOKEN_ENV = `BERTH_TEST_SWARM_TOKEN_${randomBytes(4).toString('hex')}`;
 /** The HTTPS upstream, in the manager's namespace. */
 const UPSTREAM_JS = `
 const want = 'Bearer ' + process.env.KEY;
+let go = null;
 require('https').createServer({ key: process.env.TLS_KEY, cert: process.env.TLS_CERT }, (q, s) => {
   if (q.headers.authorization !== want) { s.writeHead(401); return s.end('no key\\n'); }
   if (q.url === '/hello') return s.end(JSON.stringify({ hello: 'world', host: q.headers.host }));
+  if (q.url === '/sse') { s.writeHead(200, { 'content-type': 'text/event-stream' }); s.write('data: one\\n\\n'); go = () => s.end('data: two\\n\\n'); return; }
+  if (q.url === '/go') { if (go) go(); go = null; return s.end('went\\n'); }
   s.writeHead(404); s.end();
 }).listen(${UPSTREAM}, '${HOST}', () => console.log('ready'));
 process.on('SIGTERM', () => process.exit(0));
@@ -99,14 +103,14 @@ async function allFiles(dir: string): Promise<{ file: string; text: string }[]> 
   return out;
 }
 
-/** `side`: after 6 s (the 200 ms fallback would start the main run too early), fetches from its upstream through its own port of the proxy, then serves what it got. */
+/** `side`: serves a folder, and after 6 s (the 200 ms fallback would start the main run too early) fetches into it from its upstream through its own port of the proxy. */
 const SIDECAR =
-  'sleep 6; mkdir -p /tmp/www; wget -q -O /tmp/www/got.txt.part http://10.78.0.2:18445/ && mv /tmp/www/got.txt.part /tmp/www/got.txt; exec httpd -f -p 8081 -h /tmp/www';
+  'mkdir -p /tmp/www; httpd -p 8081 -h /tmp/www; sleep 6; wget -q -O /tmp/www/got.txt.part http://10.78.0.2:18445/ && mv /tmp/www/got.txt.part /tmp/www/got.txt; exec sleep 600';
 /** `web`: serves only after 6 s (the 200 ms fallback would start the main run too early). */
 const LATE = 'sleep 6; mkdir -p /tmp/w; echo up > /tmp/w/index.html; exec httpd -f -p 8082 -h /tmp/w';
 
-/** `side` of the `none` attempt: fetches from the HTTPS upstream with its own credential (injected by its port of the proxy), then serves what it got. */
-const SIDECAR_CRED = `mkdir -p /tmp/www; wget -q -O /tmp/www/got.part http://${HOST}:${UPSTREAM}/hello && mv /tmp/www/got.part /tmp/www/got.json; exec httpd -f -p 8081 -h /tmp/www`;
+/** `side` of the `none` attempt: serves a folder and fetches into it from the HTTPS upstream with its own credential (injected by its port of the proxy). */
+const SIDECAR_CRED = `mkdir -p /tmp/www; httpd -p 8081 -h /tmp/www; wget -q -O /tmp/www/got.part http://${HOST}:${UPSTREAM}/hello && mv /tmp/www/got.part /tmp/www/got.json; exec sleep 600`;
 
 /** The `none` attempt's main run: what its sidecar got; its own tries at the upstream through the proxy (its port allows nothing, the sidecar's serves the sidecar only). */
 const NONE_MAIN = [
@@ -125,6 +129,12 @@ wget -Y off -q -O $r/side-got.txt http://side:8081/got.txt; echo $? > $r/side-go
 wget -Y off -q -O $r/web.txt http://web:8082/; echo $? > $r/web.rc
 req() { (printf "$1"; sleep 4) | nc egress-proxy \${3:-3128} > "$r/$2" 2>&1; }
 wget -q -O $r/hello.json http://${HOST}:${UPSTREAM}/hello; echo $? > $r/hello.rc
+# streamed: the first event arrives while the upstream still holds the second
+(printf 'GET http://${HOST}:${UPSTREAM}/sse HTTP/1.1\\r\\nHost: ${HOST}:${UPSTREAM}\\r\\nConnection: close\\r\\n\\r\\n'; sleep 8) | nc egress-proxy 3128 > $r/sse.raw &
+i=0; until grep -q 'data: one' $r/sse.raw 2>/dev/null || [ $i -ge 150 ]; do sleep 0.1; i=$((i+1)); done
+if grep -q 'data: two' $r/sse.raw; then echo buffered; elif grep -q 'data: one' $r/sse.raw; then echo streamed; else echo nothing; fi > $r/sse.order
+wget -q -O $r/go.txt http://${HOST}:${UPSTREAM}/go
+wait
 req 'GET http://${HOST}:${UPSTREAM}/hello HTTP/1.1\\r\\nHost: ${HOST}:${UPSTREAM}\\r\\nAuthorization: Bearer mine\\r\\nConnection: close\\r\\n\\r\\n' mine.raw &
 req 'CONNECT ${HOST}:${UPSTREAM} HTTP/1.1\\r\\nHost: ${HOST}:${UPSTREAM}\\r\\n\\r\\n' connect.raw &
 req 'GET http://${OTHER}:${ECHO}/ HTTP/1.1\\r\\nHost: ${OTHER}:${ECHO}\\r\\nConnection: close\\r\\n\\r\\n' echo.raw &
@@ -260,6 +270,12 @@ describe('--backend swarm: credentials, a sidecar of its own way out, readiness 
       // its upstream's answers, the key injected by the proxy (the upstream answers 401 without it)
       expect((await res('hello.rc')).trim()).to.equal('0');
       expect(JSON.parse(await res('hello.json'))).to.deep.equal({ hello: 'world', host: `${HOST}:${UPSTREAM}` });
+      expect((await res('sse.order')).trim(), 'the first event came before the upstream sent the second').to.equal('streamed');
+      expect(await res('sse.raw'))
+        .to.match(/^HTTP\/1\.1 200/)
+        .and.include('data: one')
+        .and.include('data: two');
+      expect(await res('go.txt')).to.equal('went\n');
       expect(await res('mine.raw'), 'the header it sent itself was replaced').to.match(/^HTTP\/1\.1 200/);
       expect(await res('connect.raw'))
         .to.match(/^HTTP\/1\.1 403/)
@@ -291,7 +307,7 @@ describe('--backend swarm: credentials, a sidecar of its own way out, readiness 
       const decided = lines.filter((l) => l.event === 'decision');
       expect(
         decided.filter((l) => l.target === `${HOST}:${UPSTREAM}` && l.status === 200 && l.reason === 'forwarded with its credential').length,
-      ).to.be.at.least(2);
+      ).to.be.at.least(4);
       expect(decided.some((l) => l.sidecar === 'side' && l.target === `${OTHER}:${SIDE}` && l.status === 200)).to.equal(true);
       expect(decided.some((l) => l.sidecar === undefined && l.target === `${OTHER}:${SIDE}` && l.status === 403)).to.equal(true);
 
