@@ -277,6 +277,8 @@ export const SWARM = {
   probeLabel: 'dev.berth.probe',
   /** On a hardening probe's service: the berth process that made it (`<hostname>/<pid>`), so one left by a killed berth is told from one under way. */
   probeOwnerLabel: 'dev.berth.probe-owner',
+  /** On a sidecar's tcp probe container on its node (backend/swarm/reach.ts): the run it probes, removed with it. */
+  tcpProbeLabel: 'dev.berth.swarm-tcp-probe',
   /** How long a run's node may be down before the run counts as lost (Failed/Lost; retries apply). */
   lostGraceMs: 15_000,
   /** How long one count of a node engine's disk use (GET /system/df) serves the runs on that node (one disk-meter interval's look at them). */

@@ -7,8 +7,10 @@
  * on one engine. The container runs berth's egress proxy image (its node: on every node, the
  * hardening probe runs it too), read-only, without capabilities, as nobody; it tries every
  * `everyMs` until the port accepts or its time is up, then ends and the node removes it
- * (AutoRemove: a berth killed meanwhile leaves nothing once that time has passed). Its answer
- * is its exit code: 0 accepted, else the last try's error.
+ * (AutoRemove: a berth killed meanwhile leaves nothing once that time has passed; one killed
+ * between the create and the start leaves a container that is removed with the sidecar's run,
+ * by its SWARM.tcpProbeLabel: runs.ts). Its answer is its exit code: 0 accepted, else the last
+ * try's error.
  */
 import { hostname } from 'node:os';
 import type Dockerode from 'dockerode';
@@ -53,7 +55,8 @@ const SLACK_MS = 30_000;
 /**
  * Tries `host:port` from the network namespace of `container` (a task's container on the node
  * `docker` is the engine of) until it accepts or `ms` has passed: '' when it did, else what the
- * last try met. `labels`: berth's labels for the probe container (the run's owner labels).
+ * last try met. `labels`: berth's labels for the probe container (the run's owner labels and
+ * SWARM.tcpProbeLabel).
  */
 export async function probeTcpFrom(
   docker: Dockerode,

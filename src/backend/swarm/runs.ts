@@ -778,7 +778,7 @@ export class SwarmRuns implements ContainerClient {
     const { name } = parseRunId(id);
     const labels = (await this.swarm.services.inspect(name)).labels;
     const keep = [LABELS.instance, LABELS.attempt, LABELS.run];
-    const own = Object.fromEntries(keep.filter((k) => labels[k] !== undefined).map((k) => [k, labels[k] as string]));
+    const own = { ...Object.fromEntries(keep.filter((k) => labels[k] !== undefined).map((k) => [k, labels[k] as string])), [SWARM.tcpProbeLabel]: name };
     return probeTcpFrom(node.docker, container, this.pool.probeImage, { host, port, ms, everyMs }, own);
   }
 
@@ -810,6 +810,10 @@ export class SwarmRuns implements ContainerClient {
     if (h) {
       // a task's container the service's removal has not taken with it (its node was down then)
       for (const c of await h.engine.containers.list([`${SWARM.taskLabel}=${name}`])) any = (await h.engine.containers.remove(c.id)) || any;
+      // a sidecar's tcp probe a berth killed between its create and its start left (reach.ts; one
+      // started removes itself)
+      if (!s || s.labels[LABELS.component] === COMPONENTS.sidecar)
+        for (const c of await h.engine.containers.list([`${SWARM.tcpProbeLabel}=${name}`])) any = (await h.engine.containers.remove(c.id)) || any;
       any = (await h.engine.containers.remove(name)) || any;
       for (const v of [wsVolume(name), resultsVolume(name)]) any = (await this.removeWhenFree(() => h.engine.volumes.remove(v))) || any;
     }

@@ -7,6 +7,8 @@ import { execFile } from 'node:child_process';
 import net from 'node:net';
 import { expect } from 'chai';
 import { PROBE_SCRIPT, probeAnswer } from '../../../src/backend/swarm/reach';
+import { SwarmRuns } from '../../../src/backend/swarm/runs';
+import { COMPONENTS, LABELS, SWARM } from '../../../src/constants';
 
 /** The probe's answer for 127.0.0.1:port, tried for `ms`. */
 function probe(port: number, ms: number, everyMs = 50): Promise<{ answer: string; tookMs: number }> {
@@ -74,5 +76,53 @@ describe("swarm backend: the tcp probe run in a sidecar's network namespace", fu
     expect(probeAnswer(11)).to.equal('ECONNREFUSED');
     expect(probeAnswer(1)).to.equal('its probe ended with exit code 1');
     expect(probeAnswer(137)).to.equal('its probe ended with exit code 137');
+  });
+});
+
+describe("swarm backend: a sidecar's tcp probe container left by a killed berth goes with its run", () => {
+  /** A run's removal against fakes: its service (with `component`), no task, its node n1 holding a probe container labelled for it. */
+  async function removeRun(component: string): Promise<{ removed: string[]; lists: string[][] }> {
+    const removed: string[] = [];
+    const lists: string[][] = [];
+    const gone = () => Promise.reject(Object.assign(new Error('no such thing'), { statusCode: 404 }));
+    const engine = {
+      containers: {
+        inspect: (name: string) => (name === 'side' ? Promise.resolve({ labels: { [SWARM.runLabel]: 'side' } }) : gone()),
+        list: (filters: string[]) => {
+          lists.push(filters);
+          return Promise.resolve(filters.includes(`${SWARM.tcpProbeLabel}=side`) ? [{ id: 'probe-1' }] : []);
+        },
+        remove: (id: string) => Promise.resolve(void removed.push(id)).then(() => true),
+      },
+      volumes: { remove: () => Promise.resolve(true) },
+    };
+    const node = { id: 'n1', state: 'ready' };
+    const swarm = {
+      services: {
+        inspect: () => Promise.resolve({ id: 's1', name: 'side', labels: { [LABELS.component]: component }, nodeId: 'n1', networks: [] }),
+        remove: () => Promise.resolve(true),
+      },
+      tasks: { list: () => Promise.resolve([]) },
+      networks: { inspect: gone },
+      secrets: { list: () => Promise.resolve([]) },
+    };
+    const pool = {
+      reachable: () => Promise.resolve([{ node, engine }]),
+      all: () => Promise.resolve([node]),
+      lost: () => false,
+    };
+    await new SwarmRuns(swarm as never, pool as never).remove('side@n1');
+    return { removed, lists };
+  }
+
+  it('removes the probe containers labelled with a sidecar run', async () => {
+    const { removed } = await removeRun(COMPONENTS.sidecar);
+    expect(removed).to.include('probe-1');
+  });
+
+  it('does not look for them when removing a run that is no sidecar', async () => {
+    const { removed, lists } = await removeRun(COMPONENTS.main);
+    expect(removed).to.not.include('probe-1');
+    expect(lists.flat().some((f) => f.startsWith(SWARM.tcpProbeLabel))).to.equal(false);
   });
 });
