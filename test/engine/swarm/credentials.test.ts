@@ -18,8 +18,9 @@
  *    comes, asks for SIDE itself and on the sidecar's port (403 both), prints a secret of its own
  *    (plain, split, base64) and looks for the key. No file berth wrote for the run holds the key,
  *    nor the attempt's own secret.
- *  - `cnone`, network none, with a sidecar that has a credential of its own for UPSTREAM: the
- *    sidecar gets its answer; the main run has no proxy variables and gets 403 on both ports.
+ *  - `cnone`, network none, with a sidecar that has a credential of its own for UPSTREAM and is
+ *    ready once its output says it fetched (`ready: {log}`, after 6 s): the main run reads what
+ *    the sidecar got once, first thing; it has no proxy variables and gets 403 on both ports.
  *  - `ftcp` and `fcmd`: a tcp port and a command that never pass end SidecarFailed, saying why,
  *    no main run made.
  */
@@ -109,8 +110,8 @@ const SIDECAR =
 /** `web`: serves only after 6 s (the 200 ms fallback would start the main run too early). */
 const LATE = 'sleep 6; mkdir -p /tmp/w; echo up > /tmp/w/index.html; exec httpd -f -p 8082 -h /tmp/w';
 
-/** `side` of the `none` attempt: serves a folder and fetches into it from the HTTPS upstream with its own credential (injected by its port of the proxy). */
-const SIDECAR_CRED = `mkdir -p /tmp/www; httpd -p 8081 -h /tmp/www; wget -q -O /tmp/www/got.part http://${HOST}:${UPSTREAM}/hello && mv /tmp/www/got.part /tmp/www/got.json; exec sleep 600`;
+/** `side` of the `none` attempt: serves a folder and after 6 s fetches into it from the HTTPS upstream with its own credential (injected by its port of the proxy), then says so. */
+const SIDECAR_CRED = `mkdir -p /tmp/www; httpd -p 8081 -h /tmp/www; sleep 6; wget -q -O /tmp/www/got.part http://${HOST}:${UPSTREAM}/hello && mv /tmp/www/got.part /tmp/www/got.json && echo fetched-now; exec sleep 600`;
 
 /** The `none` attempt's main run: what its sidecar got; its own tries at the upstream through the proxy (its port allows nothing, the sidecar's serves the sidecar only). */
 const NONE_MAIN = [
@@ -177,7 +178,7 @@ describe('--backend swarm: credentials, a sidecar of its own way out, readiness 
     }
   });
 
-  it("an attempt on the worker gets its upstream's answers with the key injected, its sidecars their own way out (the attempt 403 for the same host), probes tcp and command wait or fail, the key and its own secret are in nothing berth wrote", async () => {
+  it("an attempt on the worker gets its upstream's answers with the key injected, its sidecars their own way out (the attempt 403 for the same host), probes tcp, command and log wait or fail, the key and its own secret are in nothing berth wrote", async () => {
     const sb = await Sandbox.create('sw-cred');
     const worker = s.workers[0]!;
     await s.availability(s.manager, 'drain');
@@ -245,7 +246,7 @@ describe('--backend swarm: credentials, a sidecar of its own way out, readiness 
             '      image: berth/busybox:local',
             `      command: [sh, -c, ${JSON.stringify(SIDECAR_CRED)}]`,
             `      credentials: [{host: '${HOST}:${UPSTREAM}', secret: api-key, caSecret: upstream-ca}]`,
-            '      ready: {command: [test, -f, /tmp/www/got.json], deadlineSeconds: 60}',
+            "      ready: {log: 'fetched-now', deadlineSeconds: 60}",
             '',
           ].join('\n'),
         ),
