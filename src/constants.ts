@@ -277,6 +277,8 @@ export const SWARM = {
   probeLabel: 'dev.berth.probe',
   /** On a hardening probe's service: the berth process that made it (`<hostname>/<pid>`), so one left by a killed berth is told from one under way. */
   probeOwnerLabel: 'dev.berth.probe-owner',
+  /** On a sidecar's tcp probe container on its node (backend/swarm/reach.ts): the run it probes, removed with it. */
+  tcpProbeLabel: 'dev.berth.swarm-tcp-probe',
   /** How long a run's node may be down before the run counts as lost (Failed/Lost; retries apply). */
   lostGraceMs: 15_000,
   /** How long one count of a node engine's disk use (GET /system/df) serves the runs on that node (one disk-meter interval's look at them). */
@@ -368,6 +370,11 @@ export const DEFAULTS = {
   sidecarReadySeconds: 30,
   /** How often a `ready` tcp or command probe is tried again until it passes or its deadline. */
   sidecarProbeIntervalMs: 250,
+  /**
+   * How long one `ready` tcp probe run by the backend (probeTcp: a swarm's overlay, which berth
+   * cannot reach) keeps trying before berth looks again whether the sidecar still runs.
+   */
+  sidecarBackendProbeMs: 5000,
   /**
    * The upstream DNS server of containers on an attempt's internal network: an address that is
    * never routed (TEST-NET-1, RFC 5737), so nothing answers lookups of outside names. Without

@@ -188,9 +188,18 @@ export interface ContainerClient {
   /**
    * Runs `cmd` in the running container (no terminal, its output discarded) and resolves with its
    * exit code, within `ms` (else rejects). Optional: a backend without it cannot run a sidecar's
-   * `ready: {command}` (docker/ has it; the swarm backend has not).
+   * `ready: {command}` (docker/ has it; the swarm backend runs it in the task's container through
+   * its node's engine).
    */
   exec?(id: string, cmd: string[], ms: number): Promise<number>;
+  /**
+   * Whether `host:port` accepts a TCP connection, tried from the running container's own network
+   * namespace (so from its networks) every `everyMs` until it accepts or `ms` has passed: '' when
+   * it did, else what the last try met (an error code, or `timed out`). For a backend whose
+   * containers' addresses berth cannot reach from where it runs (a swarm's overlays: the swarm
+   * backend has it); without it, berth connects itself (one engine on this machine).
+   */
+  probeTcp?(id: string, host: string, port: number, ms: number, everyMs: number): Promise<string>;
   /**
    * Brings a finished run's results home into `into` (the results folder where berth runs), for
    * a backend whose runs write them elsewhere than a bind of that folder (a swarm node's volume):

@@ -152,8 +152,9 @@ function untilListening(x: ExecContext, id: string): Promise<string | undefined>
 
 /**
  * A sidecar's `ready` probe, until it passes or its deadline: undefined, or what went wrong.
- * tcp: berth connects to the port at the sidecar's address on the attempt's network (so berth
- * must reach the engine's container addresses: a local engine); log: a line of its output holds
+ * tcp: berth connects to the port at the sidecar's address on the attempt's network (one engine
+ * on this machine), or the backend does from the sidecar's network namespace (probeTcp: a
+ * swarm's overlays, which berth cannot reach); log: a line of its output holds
  * the text; command: run in it by the engine until it exits 0. A sidecar that exits fails at once.
  */
 async function probeReady(x: ExecContext, sc: Sidecar, id: string, r: SidecarReady): Promise<string | undefined> {
@@ -162,8 +163,11 @@ async function probeReady(x: ExecContext, sc: Sidecar, id: string, r: SidecarRea
   if ('log' in r) return untilLogSays(x, id, r.log, r.deadlineSeconds);
   const { engine } = x.deps;
   const exec = engine.containers.exec?.bind(engine.containers);
+  // a backend whose containers' addresses berth cannot reach probes from the sidecar's own network namespace
+  const probeTcp = engine.containers.probeTcp?.bind(engine.containers);
   if ('command' in r && !exec) return 'has ready: {command}, which this engine backend cannot run (use tcp or log)';
   let last = '';
+  let answered = '';
   for (;;) {
     const st = await engine.containers.inspect(id);
     if (!st.runState.running) return `exited before it was ready (exit code ${st.runState.exitCode})`;
@@ -171,12 +175,19 @@ async function probeReady(x: ExecContext, sc: Sidecar, id: string, r: SidecarRea
     if ('tcp' in r) {
       const addr = st.addresses?.[sc.create.host.networkMode];
       if (!addr) return `has no address on ${sc.create.host.networkMode} to probe port ${r.tcp} at`;
-      last = await tcpAccepts(addr, r.tcp, Math.max(1, Math.min(1000, left)));
+      last = probeTcp
+        ? await probeTcp(id, addr, r.tcp, Math.max(1, Math.min(DEFAULTS.sidecarBackendProbeMs, left)), DEFAULTS.sidecarProbeIntervalMs).catch(
+            (err: unknown) => `its probe failed: ${(err as Error).message}`,
+          )
+        : await tcpAccepts(addr, r.tcp, Math.max(1, Math.min(1000, left)));
       if (last === '') return undefined;
     } else if (exec) {
       const code = await exec(id, r.command, Math.max(1, left)).catch((err: unknown) => `failed (${(err as Error).message})`);
       if (code === 0) return undefined;
-      last = typeof code === 'number' ? `exit code ${code}` : code;
+      // what the command last said; a try that did not get an answer (the deadline's last moments
+      // cut it short) is told only when none ever came
+      if (typeof code === 'number') answered = last = `exit code ${code}`;
+      else last = answered || code;
     }
     if (Date.now() + DEFAULTS.sidecarProbeIntervalMs >= deadline) {
       return 'tcp' in r ? `port ${r.tcp} did not accept ${within} (${last})` : `its ready command did not exit 0 ${within} (last: ${last})`;

@@ -57,7 +57,8 @@ export class NodePool {
 
   constructor(
     private readonly swarm: SwarmEngine,
-    private readonly probeImage: string,
+    /** berth's egress proxy image (it has node): the hardening probe runs it, and a sidecar's tcp probe (reach.ts). */
+    readonly probeImage: string,
     private readonly timeoutMs?: number,
     /** The clock a node's time down (Failed/Lost after the grace) and the caches' ages are read from. */
     private readonly now: () => number = Date.now,

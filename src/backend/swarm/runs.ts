@@ -31,6 +31,9 @@
  *  - getArchive: a path read out of the prepared container (the workspace for the export),
  *    through the node's engine: the same volumes the task wrote, there until the run is removed.
  *  - stop: the task's container, through the node's engine (TERM, grace, KILL).
+ *  - exec: a command in the task's container, through the node's engine (a sidecar's `ready:
+ *    {command}`); probeTcp: a port tried from the task's container's network namespace by a
+ *    short-lived container on its node (a sidecar's `ready: {tcp}`: reach.ts).
  *  - remove: the service (its task's container goes with it), the secrets, the prepared container
  *    and the volumes.
  * Why through each node's engine and not the manager alone: the archive API moves fixtures and
@@ -63,6 +66,7 @@ import type {
 import { parseRunNet, privateNetwork, taskNetworks, type RunNet } from './networks';
 import { nodeName, parseRunId, runId, type NodeHandle, type NodePool } from './nodes';
 import { splitSecrets } from './archive';
+import { probeTcpFrom } from './reach';
 import { extractResults } from './results';
 
 const FINAL = new Set(['complete', 'failed', 'rejected', 'shutdown', 'orphaned', 'remove']);
@@ -740,6 +744,44 @@ export class SwarmRuns implements ContainerClient {
     else await this.swarm.services.remove(s.id); // not started yet: nothing to stop but the job
   }
 
+  /**
+   * The running task's container of a run, by the id its node's engine knows it by, and that
+   * node: as the manager names it, or (the moment after a start, before the manager hears of it)
+   * as its node lists it. A run not running (not started, ended, its node lost) is 404.
+   */
+  private async taskContainer(id: string): Promise<{ node: NodeHandle; container: string }> {
+    const s = await this.service(id);
+    if (!s || this.isLost(s)) throw notFound(id);
+    const t = latest(await this.swarm.tasks.list({ services: [s.id] }));
+    const nodeId = t?.nodeId || s.nodeId;
+    const node = (await this.pool.reachable()).find((n) => n.node.id === nodeId);
+    if (!t || FINAL.has(t.state) || !node) throw notFound(`${id} (its task is not running${node ? '' : ' on a node berth reaches'})`);
+    const container = t.containerId || (await node.engine.containers.list([`${SWARM.serviceIdLabel}=${s.id}`, `${SWARM.taskLabel}=${s.name}`]))[0]?.id;
+    if (!container) throw notFound(`${id} (its task has no container yet)`);
+    return { node, container };
+  }
+
+  /** Runs `cmd` in the run's task's container, through its node's engine (a sidecar's `ready: {command}`). */
+  async exec(id: string, cmd: string[], ms: number): Promise<number> {
+    const { node, container } = await this.taskContainer(id);
+    const exec = node.engine.containers.exec?.bind(node.engine.containers);
+    if (!exec) throw new Error(`the engine of node ${nodeName(node.node)} cannot run a command in a container`);
+    return exec(container, cmd, ms);
+  }
+
+  /**
+   * Tries `host:port` from the run's task's container's network namespace, on its node (reach.ts):
+   * a sidecar's `ready: {tcp}` on an overlay, whose addresses berth cannot reach from where it runs.
+   */
+  async probeTcp(id: string, host: string, port: number, ms: number, everyMs: number): Promise<string> {
+    const { node, container } = await this.taskContainer(id);
+    const { name } = parseRunId(id);
+    const labels = (await this.swarm.services.inspect(name)).labels;
+    const keep = [LABELS.instance, LABELS.attempt, LABELS.run];
+    const own = { ...Object.fromEntries(keep.filter((k) => labels[k] !== undefined).map((k) => [k, labels[k] as string])), [SWARM.tcpProbeLabel]: name };
+    return probeTcpFrom(node.docker, container, this.pool.probeImage, { host, port, ms, everyMs }, own);
+  }
+
   async remove(id: string): Promise<boolean> {
     const s = await this.service(id);
     const { name } = parseRunId(id);
@@ -768,6 +810,10 @@ export class SwarmRuns implements ContainerClient {
     if (h) {
       // a task's container the service's removal has not taken with it (its node was down then)
       for (const c of await h.engine.containers.list([`${SWARM.taskLabel}=${name}`])) any = (await h.engine.containers.remove(c.id)) || any;
+      // a sidecar's tcp probe a berth killed between its create and its start left (reach.ts; one
+      // started removes itself)
+      if (!s || s.labels[LABELS.component] === COMPONENTS.sidecar)
+        for (const c of await h.engine.containers.list([`${SWARM.tcpProbeLabel}=${name}`])) any = (await h.engine.containers.remove(c.id)) || any;
       any = (await h.engine.containers.remove(name)) || any;
       for (const v of [wsVolume(name), resultsVolume(name)]) any = (await this.removeWhenFree(() => h.engine.volumes.remove(v))) || any;
     }

@@ -1,4 +1,9 @@
-/** ServiceClient over dockerode: one replicated job per run, restart never, dnsrr, no ports. */
+/**
+ * ServiceClient over dockerode: one replicated job per run, restart never, dnsrr, no ports.
+ * dnsrr: a run's name resolves, on the overlays its task is on, to its task's own address (no
+ * virtual address in front of it), as a container's name does on one engine. The egress proxy
+ * serves a sidecar's port only to peers at that address (src/proxy/source-gate.ts).
+ */
 import type Dockerode from 'dockerode';
 import type { Readable } from 'node:stream';
 import { isNotFound } from '../errors';
