@@ -63,7 +63,11 @@ describe('observe/images: references as the engine lists them', function () {
 
 describe('planner: image preflight', function () {
   it('an attempt whose image is missing is Blocked/ImageMissing with no create at all (no network, no volume); plan names the image', function () {
-    const s = spec('a', { image: 'missing/img:1', network: { mode: 'isolated', egress: [] }, volumes: [{ name: 'v', mountPath: '/v', readOnly: false, sizeBytes: null }] });
+    const s = spec('a', {
+      image: 'missing/img:1',
+      network: { mode: 'isolated', egress: [] },
+      volumes: [{ name: 'v', mountPath: '/v', readOnly: false, sizeBytes: null }],
+    });
     const out = plan(input({ specs: [s, spec('b')], snapshot: withImages({ 'berth/busybox:local': BUSY }) }));
     const a = out.actions.find((x) => x.attempt === 'a');
     expect(a?.kind).to.equal('block');

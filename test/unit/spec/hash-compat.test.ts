@@ -168,7 +168,9 @@ describe('spec hash stays what it was', () => {
     expect(before.specs[0]?.hash).to.equal(referenceHash(before.specs[0]!.spec));
     expect(sized.specs[0]?.hash).to.not.equal(before.specs[0]?.hash);
     const bad = await loadOne(doc('minimal', '  volumes: [{name: data, mountPath: /data, size: 12x}]\n'));
-    expect(JSON.stringify(bad.errors)).to.match(/volumes.*0.*size/).and.to.include('must be a quantity such as 1Gi, 1G or 500M');
+    expect(JSON.stringify(bad.errors))
+      .to.match(/volumes.*0.*size/)
+      .and.to.include('must be a quantity such as 1Gi, 1G or 500M');
   });
 
   it('spec.user and spec.readOnlyRootFilesystem count for the hash only when set', () => {
