@@ -39,6 +39,13 @@ export interface CollectOptions {
   signal?: AbortSignal;
   /** The run's secrets: every file written is scanned for their values as it is hashed (flagged `secrets`). */
   redactor?: Redactor;
+  /**
+   * Called for every file listed whose bytes were read whole (at most
+   * DEFAULTS.workspaceCompareInMemoryBytes), as it is listed: its entry, the fixture's, its bytes
+   * (the export makes its patch section while the archive is still read). A file taken back out
+   * later (its write failed) is not in the lists returned.
+   */
+  onHeld?: (e: ChangedEntry, from: FixtureEntry | undefined, bytes: Buffer) => void;
 }
 
 /** What the archive held that changed: changes.json's lists, and the files written. */
@@ -282,6 +289,7 @@ export async function collectChanges(tar: Readable, top: string, opts: CollectOp
           while (writing.size >= WRITES_IN_FLIGHT) await Promise.race(writing.values());
           if (writeError !== undefined) throw writeError;
           writeInBackground(rel, held, mode & 0o777, e);
+          opts.onHeld?.(e, idx, held);
           continue;
         }
         let secrets: string[] = [];
