@@ -80,9 +80,16 @@ function excludedAt(parts: readonly string[], isExcluded: (p: string) => boolean
   return undefined;
 }
 
+/** Whether `s` holds only ASCII (then its latin1 bytes are its UTF-8 text). */
+function isAscii(s: string): boolean {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return false;
+  return true;
+}
+
 /** A header's name (or link target) as bytes: pax values arrive decoded as UTF-8, the rest as latin1 (its bytes). */
 function nameBytes(value: string, fromPax: boolean): { text: string; utf8: boolean } {
   if (fromPax) return { text: value, utf8: !value.includes('\uFFFD') };
+  if (isAscii(value)) return { text: value, utf8: true };
   const raw = Buffer.from(value, 'latin1');
   return { text: raw.toString('utf8'), utf8: isUtf8(raw) };
 }
@@ -120,6 +127,19 @@ export async function collectChanges(tar: Readable, top: string, opts: CollectOp
   const out: Collected = { added: [], modified: [], deleted: [], typeChanged: [], omitted: [], truncated: false, modeLater: [] };
   const isExcluded = excluder(opts.exclude);
   const excludedSeen = new Set<string>();
+  /** excludedAt of a folder (null: none), by its path: a folder's entries come together, its answer is its own. */
+  const excludedDirs = new Map<string, string | null>();
+  const excludedIn = (parts: readonly string[]): string | undefined => {
+    if (parts.length > 1) {
+      const dir = parts.slice(0, -1);
+      const key = dir.join('/');
+      let at = excludedDirs.get(key);
+      if (at === undefined) excludedDirs.set(key, (at = excludedAt(dir, isExcluded) ?? null));
+      if (at !== null) return at;
+    }
+    const p = parts.join('/');
+    return isExcluded(p) ? p : undefined;
+  };
   /** Paths met (so a repeat is refused) and what became of a file (for a hard link to it). */
   const met = new Map<string, { size: number; sha256: string; written: boolean; mode: number; secrets?: string[] } | null>();
   let listed = 0;
@@ -220,7 +240,7 @@ export async function collectChanges(tar: Readable, top: string, opts: CollectOp
         await drain(entry);
         continue;
       }
-      const ex1 = excludedAt(parts.slice(1), isExcluded);
+      const ex1 = excludedIn(parts.slice(1));
       if (ex1 !== undefined) {
         if (!excludedSeen.has(ex1)) {
           omit(ex1, 'excluded');
@@ -385,7 +405,8 @@ async function readWhole(stream: AsyncIterable<unknown>, size: number): Promise<
     if (n > size) throw new Error(`a tar entry holds more than the ${size} bytes its header says`);
     chunks.push(chunk);
   }
-  return Buffer.concat(chunks, n);
+  // one chunk (a small file mostly is): the parser's own bytes, not copied
+  return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, n);
 }
 
 async function hashOnly(stream: AsyncIterable<unknown>): Promise<string> {
