@@ -14,8 +14,8 @@
  * link followed, each created exclusively.
  */
 import { isUtf8 } from 'node:buffer';
-import { createHash } from 'node:crypto';
-import { constants as C, promises as fsp } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { closeSync, constants as C, fstatSync, openSync, promises as fsp, unlinkSync } from 'node:fs';
 import { posix } from 'node:path';
 import type { Readable } from 'node:stream';
 import picomatch from 'picomatch';
@@ -418,18 +418,33 @@ async function hashOnly(stream: AsyncIterable<unknown>): Promise<string> {
 /**
  * Writes files below a fresh folder of berth's, one component at a time with no link followed
  * (util/no-follow.ts); each file is created exclusively (0600), then given its mode when that
- * leaves the owner able to read it (else the export sets it once the patch has read the file).
+ * leaves the owner able to read it (else the export sets it once the patch has read the file); a
+ * small file whose mode the umask leaves whole is created with it.
  * A file held in memory is written in the background (writeAsync: a file's create costs tens to
  * hundreds of microseconds, which the archive's read goes on through). The last folder opened is
  * kept open: a tar lists a folder's files together.
  */
 class FilesWriter {
   private dir: { rel: string; h: fsp.FileHandle } | undefined;
+  /**
+   * The permission bits a file created here keeps (those the umask, or a default ACL, lets
+   * through): found once, by a probe made and removed in the fresh root before anything else.
+   */
+  private readonly kept: number;
 
   constructor(
     private readonly root: string,
     private readonly redactor?: Redactor,
-  ) {}
+  ) {
+    const probe = posix.join(root, `.mode-probe-${randomBytes(6).toString('hex')}`);
+    const fd = openSync(probe, CREATE, 0o777);
+    try {
+      this.kept = fstatSync(fd).mode & 0o777;
+    } finally {
+      closeSync(fd);
+      unlinkSync(probe);
+    }
+  }
 
   /** The folder of `rel` below the root, made if missing (no link followed), kept open. */
   async folder(rel: string): Promise<fsp.FileHandle> {
@@ -469,10 +484,12 @@ class FilesWriter {
    * folder in it made by folder(), no link ever written there, nothing else writing there).
    */
   async writeAsync(rel: string, bytes: Buffer, mode: number): Promise<void> {
-    const fh = await fsp.open(posix.join(this.root, rel), CREATE, 0o600);
+    // created with its mode when nothing masks it (one call less per file), else 0600 and given it after
+    const direct = readable(mode) && (mode & ~this.kept) === 0;
+    const fh = await fsp.open(posix.join(this.root, rel), CREATE, direct ? mode : 0o600);
     try {
       await fh.writeFile(bytes);
-      if (readable(mode)) await fh.chmod(mode);
+      if (!direct && readable(mode)) await fh.chmod(mode);
     } finally {
       await fh.close();
     }
