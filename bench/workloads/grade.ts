@@ -19,12 +19,13 @@
  *   once, untimed), started, waited for, its logs read, removed.
  *
  * berth's Engine and executor are called in-process: the row measures berth's code, not the
- * CLI's start-up. The raw API is bench/lib/engine.ts (Node's http over the socket).
+ * CLI's start-up. The executor is configured as a pass configures it (src/controller/pass.ts:
+ * the packed fixture layers kept in the state folder, which the setup run's copy filled). The raw API is bench/lib/engine.ts (Node's http over the socket).
  */
 import { execFileSync } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { LABELS } from '../../src/constants';
+import { DEFAULTS, LABELS } from '../../src/constants';
 import { desiredGrader } from '../../src/desired/grade';
 import { createDockerEngine } from '../../src/engine/docker';
 import { Executor } from '../../src/execute/executor';
@@ -187,6 +188,8 @@ export async function gradeRounds(
     log: silentLogger(),
     env: process.env,
     resultsRoot: sb.resultsRoot,
+    // as a pass configures it (src/controller/pass.ts): the packed fixture layers kept in the state folder
+    fixtureCache: { dir: path.join(sb.stateDir, DEFAULTS.fixtureCacheDir), maxBytes: DEFAULTS.fixtureCacheBytes },
   });
   const out: GradeSamples = {
     files,
@@ -282,6 +285,7 @@ export async function gradeRounds(
       const input = await graderArchive({
         runDir,
         fixture: d.fixture,
+        packed: { layers: d.fixtureLayers, cache: { dir: path.join(sb.stateDir, DEFAULTS.fixtureCacheDir), maxBytes: DEFAULTS.fixtureCacheBytes } },
         gradeFixture: d.grade.fixture,
         protect: d.grade.protect,
         workingDir: d.workingDir,
@@ -290,6 +294,7 @@ export async function gradeRounds(
       const packing = input.pack();
       for await (const _ of packing.body) void _;
       await packing.done;
+      await input.dispose();
     });
     for (const op of gradeOps(d, true, 'bench')) await timed(op.type, () => executor.runAction({ attempt: name, kind: 'grade', summary: 'trace', ops: [op] }));
     const id = (await store.get(name))?.grades?.find((g) => g.k === k)?.containerId as string;

@@ -9,7 +9,7 @@
 import path from 'node:path';
 import { COMPONENTS, DEFAULTS, LABELS, graderName } from '../constants';
 import type { ContainerCreateSpec } from '../engine/types';
-import type { LoadedSpec, NormalizedGrade } from '../spec/types';
+import type { FixtureLayer, LoadedSpec, NormalizedGrade } from '../spec/types';
 import { attemptLabels, hardened, withComponent } from './attempt';
 
 export interface DesiredGrader {
@@ -26,6 +26,8 @@ export interface DesiredGrader {
   owner: { uid: number; gid: number } | null;
   /** spec.fixture (its layers' real paths, in order) and spec.workingDir: what the grader starts from. */
   fixture: string[];
+  /** The same layers with their digests (the packed layers the attempt's copy used are found by them). */
+  fixtureLayers: FixtureLayer[];
   fixtureDigest: string | null;
   workingDir: string;
   container: { name: string; create: ContainerCreateSpec };
@@ -70,6 +72,7 @@ export function desiredGrader(
     resultsDir,
     owner,
     fixture: s.fixtureLayers.map((l) => l.path),
+    fixtureLayers: s.fixtureLayers.map((l) => ({ path: l.path, digest: l.digest })),
     fixtureDigest: s.fixtureDigest,
     workingDir: s.workingDir,
     container: {

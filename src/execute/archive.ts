@@ -90,7 +90,7 @@ const END_OF_ARCHIVE = Buffer.alloc(1024);
 const STREAM_READ_BYTES = 1024 * 1024;
 
 /** The folders leading to `workingDir` and the working dir itself (owned by uid:gid: the attempt's user may write there), with no end-of-archive. */
-async function workingDirTar(workingDir: string, uid: number, gid: number): Promise<Buffer> {
+export async function workingDirTar(workingDir: string, uid: number, gid: number): Promise<Buffer> {
   const p = pack();
   const done = collect(p);
   const base = workingDir.replace(/^\/+/, '');
@@ -126,6 +126,56 @@ export interface FixtureCacheConfig {
  */
 export async function fixtureTar(layers: readonly FixtureLayer[], workingDir: string, uid = 0, gid = 0, cache?: FixtureCacheConfig): Promise<Archive> {
   const head = await workingDirTar(workingDir, uid, gid);
+  const leased = await leaseLayers(layers, workingDir, uid, gid, cache);
+  const leases = leased.leases;
+  const keep = keptEntries(leases.map((x) => x.meta.entries));
+  let bytes = head.length + END_OF_ARCHIVE.length;
+  const ranges: Range[] = [];
+  leases.forEach((x, i) => {
+    const entries = x.meta.entries;
+    const k = keep[i] as boolean[];
+    for (let j = 0; j < entries.length;) {
+      if (!k[j]) {
+        j++;
+        continue;
+      }
+      const start = (entries[j] as Span).start;
+      let end = (entries[j] as Span).end;
+      for (j++; j < entries.length && k[j] && (entries[j] as Span).start === end; j++) end = (entries[j] as Span).end;
+      ranges.push({ file: x.file, start, end });
+      bytes += end - start;
+    }
+  });
+  // one layer: its own index, as the loader scans it; more: the merged tree, each entry with its layer
+  const index = leases.length === 1 ? (leases[0] as Lease).meta.index : mergedIndex(leases.map((x) => x.meta.index));
+  return {
+    bytes,
+    index,
+    body: () => Readable.from(stream(head, ranges), { objectMode: false }),
+    dispose: leased.dispose,
+  };
+}
+
+/** A fixture's layers packed (fixture-cache.ts), each open for reading; `dispose` closes them (and removes what was packed for this use only). */
+export interface LeasedLayers {
+  /** One per layer, in order. */
+  readonly leases: readonly Lease[];
+  dispose(): Promise<void>;
+}
+
+/**
+ * Each of `layers` packed below `workingDir`, owned by `uid:gid`: from the cache at `cache` when it
+ * holds it, else packed now (and kept there when it may be); without a cache, in a temp folder for
+ * this use only. Read as fixtureTar says (no link followed; a layer that is no longer what its
+ * digest names is packed for this use only).
+ */
+export async function leaseLayers(
+  layers: readonly FixtureLayer[],
+  workingDir: string,
+  uid: number,
+  gid: number,
+  cache?: FixtureCacheConfig,
+): Promise<LeasedLayers> {
   const base = workingDir.replace(/^\/+/, '');
   let own: string | undefined;
   const store = cache ? fixtureCacheAt(cache.dir, cache.maxBytes) : undefined;
@@ -146,43 +196,27 @@ export async function fixtureTar(layers: readonly FixtureLayer[], workingDir: st
     if (own) await fsp.rm(own, { recursive: true, force: true });
     throw err;
   }
-  const keep = keptEntries(leases.map((x) => x.meta.entries));
-  let bytes = head.length + END_OF_ARCHIVE.length;
-  const ranges: { file: fsp.FileHandle; start: number; end: number }[] = [];
-  leases.forEach((x, i) => {
-    const entries = x.meta.entries;
-    const k = keep[i] as boolean[];
-    for (let j = 0; j < entries.length;) {
-      if (!k[j]) {
-        j++;
-        continue;
-      }
-      const start = (entries[j] as Span).start;
-      let end = (entries[j] as Span).end;
-      for (j++; j < entries.length && k[j] && (entries[j] as Span).start === end; j++) end = (entries[j] as Span).end;
-      ranges.push({ file: x.file, start, end });
-      bytes += end - start;
-    }
-  });
-  // one layer: its own index, as the loader scans it; more: the merged tree, each entry with its layer
-  const index = leases.length === 1 ? (leases[0] as Lease).meta.index : mergedIndex(leases.map((x) => x.meta.index));
   let released = false;
-  const dispose = async () => {
-    if (released) return;
-    released = true;
-    await Promise.all(leases.map((x) => x.release().catch(() => undefined)));
-    if (own) await fsp.rm(own, { recursive: true, force: true });
-  };
   return {
-    bytes,
-    index,
-    body: () => Readable.from(stream(head, ranges), { objectMode: false }),
-    dispose,
+    leases,
+    dispose: async () => {
+      if (released) return;
+      released = true;
+      await Promise.all(leases.map((x) => x.release().catch(() => undefined)));
+      if (own) await fsp.rm(own, { recursive: true, force: true });
+    },
   };
 }
 
-async function* stream(head: Buffer, ranges: readonly { file: fsp.FileHandle; start: number; end: number }[]): AsyncGenerator<Buffer> {
-  yield head;
+/** Bytes `start` to `end` of an open file (a packed layer). */
+export interface Range {
+  file: fsp.FileHandle;
+  start: number;
+  end: number;
+}
+
+/** The bytes of `ranges`, in order, read in chunks of at most STREAM_READ_BYTES (positioned reads: any number of readers share a handle). */
+export async function* rangeBytes(ranges: readonly Range[]): AsyncGenerator<Buffer> {
   for (const r of ranges) {
     for (let pos = r.start; pos < r.end;) {
       const want = Math.min(STREAM_READ_BYTES, r.end - pos);
@@ -193,6 +227,11 @@ async function* stream(head: Buffer, ranges: readonly { file: fsp.FileHandle; st
       yield bytesRead === want ? buf : buf.subarray(0, bytesRead);
     }
   }
+}
+
+async function* stream(head: Buffer, ranges: readonly Range[]): AsyncGenerator<Buffer> {
+  yield head;
+  yield* rangeBytes(ranges);
   yield END_OF_ARCHIVE;
 }
 

@@ -5,7 +5,10 @@
  * every path `protect` matches (those keep the fixture's content: a protected path the attempt
  * added is dropped, one it deleted is kept), then grade.fixture over all. The tree is composed
  * first (paths and where each comes from: no bytes held), then packed as the engine reads it,
- * each file read only then, with no link followed.
+ * each file read only then, with no link followed. With the fixture cache (fixture-cache.ts), the
+ * fixture comes from its packed layers, as the attempt's copy did: every entry of them the tree
+ * still holds is copied as packed (header and bytes, in ranges), and only the rest (the changes,
+ * the grade fixture, folders made on their way) is packed after them.
  *
  * Everything the export lists was named by the attempt: a path that is absolute, empty, holds
  * `.` or `..` or NUL, lies under a link, or a link whose target leaves workingDir, is left out
@@ -17,9 +20,12 @@ import { Readable } from 'node:stream';
 import picomatch from 'picomatch';
 import { pack, type Pack } from 'tar-stream';
 import { DEFAULTS } from '../constants';
+import type { FixtureLayer } from '../spec/types';
 import { isCode } from '../status/atomic-file';
 import { atFd, componentsBelow, openDirAtSync, openDirBelow, openFileAt, openFileBelow, SyncFolders, UnsafePathError } from '../util/no-follow';
 import { Slicer } from '../util/slicer';
+import { leaseLayers, rangeBytes, workingDirTar, type FixtureCacheConfig, type LeasedLayers, type Range } from './archive';
+import type { LayerMeta } from './fixture-cache';
 import { overlay } from './fixture-layers';
 import type { ChangedEntry, WorkspaceChanges } from './workspace-types';
 
@@ -34,6 +40,8 @@ interface Node {
   src?: Source;
   /** Links: their target. */
   target?: string;
+  /** An entry of a packed fixture layer (the layer's index in the fixture, the entry's bytes in its archive): copied as packed. */
+  span?: { layer: number; start: number; end: number };
 }
 
 /** What the grader was given, for its grade record. */
@@ -43,6 +51,8 @@ export interface GradeInput {
   workspace: 'exported' | 'truncated' | 'missing';
   /** Changes left out (protected, unsafe), in words; at most MAX_NOTES, then a count. */
   notes: string[];
+  /** Closes what the packing reads (the packed layers); after the last pack() has settled. */
+  dispose(): Promise<void>;
 }
 
 const MAX_NOTES = 20;
@@ -86,6 +96,20 @@ async function scanTree(root: string, into: Map<string, Node>): Promise<void> {
   } finally {
     await parent.close();
   }
+}
+
+/** The tree of packed layer `layer` (its meta: fixture-cache.ts): path → node, each with its entry's span. */
+export function packedTree(meta: Pick<LayerMeta, 'index' | 'entries'>, layer: number): Map<string, Node> {
+  const index = new Map(meta.index.map((e) => [e.path, e]));
+  const out = new Map<string, Node>();
+  for (const e of meta.entries) {
+    const i = index.get(e.path);
+    if (!i || i.type !== e.type) throw new Error(`a packed fixture layer lists ${e.path} unlike its index`);
+    const span = { layer, start: e.start, end: e.end };
+    if (i.type === 'symlink') out.set(e.path, { type: 'link', mode: i.mode, target: i.target as string, span });
+    else out.set(e.path, { type: i.type, mode: i.mode, span });
+  }
+  return out;
 }
 
 /**
@@ -369,27 +393,78 @@ async function* coalesced(src: AsyncIterable<Buffer>, size: number): AsyncGenera
   if (bytes) yield Buffer.concat(held, bytes);
 }
 
-/** Packs `tree` into a tar landing in `workingDir`, owned by `uid:gid`, as it is read. */
-function packTree(tree: Map<string, Node>, workingDir: string, uid: number, gid: number): PackedInput {
+/** The packed layers' entries `tree` still holds, as ranges of their archives: in layer order, each layer's in its archive's order, adjacent ones joined. */
+function spanRanges(tree: ReadonlyMap<string, Node>, layers: readonly fsp.FileHandle[]): Range[] {
+  const spans = [...tree.values()].flatMap((n) => (n.span ? [n.span] : [])).sort((a, b) => a.layer - b.layer || a.start - b.start);
+  const out: (Range & { layer: number })[] = [];
+  for (const sp of spans) {
+    const file = layers[sp.layer];
+    if (!file) throw new Error(`no packed fixture layer ${sp.layer}`);
+    const last = out[out.length - 1];
+    if (last && last.layer === sp.layer && last.end === sp.start) last.end = sp.end;
+    else out.push({ file, layer: sp.layer, start: sp.start, end: sp.end });
+  }
+  return out;
+}
+
+/**
+ * Packs `tree` into a tar landing in `workingDir`, owned by `uid:gid`, as it is read: the folders
+ * down to workingDir, the entries of packed layers (`layers`: open archives) the tree holds copied
+ * as they are, then every other entry packed in path order. A folder whose entry comes later (the
+ * attempt changed it) may have entries below it before: extraction makes it, and its own entry
+ * then sets its mode and owner.
+ */
+function packTree(tree: Map<string, Node>, workingDir: string, uid: number, gid: number, layers: readonly fsp.FileHandle[] = []): PackedInput {
   const p = pack();
-  // tar-stream's pack is a streamx stream: given to the engine as a Node stream, pulled (its
-  // back-pressure kept), in chunks of BODY_CHUNK_BYTES (the pack's own are a 512-byte header, a body, its padding)
-  const body = Readable.from(coalesced(p as AsyncIterable<Buffer>, BODY_CHUNK_BYTES), { objectMode: false });
+  const ranges = spanRanges(tree, layers);
   let stopped = false;
-  const folders = new Folders();
-  const done = (async () => {
+  // the packed layers' ranges read: settled once they all were, or with why they could not be (or when the body is gone)
+  let rangesRead!: { resolve: () => void; reject: (err: unknown) => void };
+  const rangesDone = new Promise<void>((resolve, reject) => (rangesRead = { resolve, reject }));
+  async function* parts(): AsyncGenerator<Buffer> {
     try {
-      const base = workingDir.replace(/^\/+/, '');
-      const upper = base.split('/').slice(0, -1);
-      for (let i = 1; i <= upper.length; i++) await entry(p, { name: upper.slice(0, i).join('/') + '/', type: 'directory', mode: 0o755 });
-      await entry(p, { name: base + '/', type: 'directory', mode: 0o755, uid, gid });
+      yield await workingDirTar(workingDir, uid, gid);
+      // a range that cannot be read is why the packing failed; an end thrown in by the body's reader (it gave up) is not
+      const read = rangeBytes(ranges);
+      for (;;) {
+        let next: IteratorResult<Buffer>;
+        try {
+          next = await read.next();
+        } catch (err) {
+          rangesRead.reject(err);
+          throw err;
+        }
+        if (next.done) break;
+        yield next.value;
+      }
+      rangesRead.resolve();
+      // tar-stream's pack is a streamx stream: pulled (its back-pressure kept), in chunks of
+      // BODY_CHUNK_BYTES (the pack's own are a 512-byte header, a body, its padding)
+      yield* coalesced(p as AsyncIterable<Buffer>, BODY_CHUNK_BYTES);
+    } finally {
+      // ended early (a reader gone, a range unreadable): the packing below ends too
+      rangesRead.resolve();
+      p.destroy();
+    }
+  }
+  const body = Readable.from(parts(), { objectMode: false });
+  // a body destroyed before it was first read never runs parts(): the packing ends all the same
+  body.once('close', () => {
+    rangesRead.resolve();
+    p.destroy();
+  });
+  const folders = new Folders();
+  const packed = (async () => {
+    try {
       const own = { uid, gid };
+      const base = workingDir.replace(/^\/+/, '');
       // small files are read synchronously: the event loop gets a turn every few ms
       const slicer = new Slicer(PACK_SLICE_MS);
-      for (const k of [...tree.keys()].sort()) {
+      // what the packed layers do not hold (copied as packed, before)
+      const rest = [...tree].filter(([, n]) => !n.span).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+      for (const [k, n] of rest) {
         await slicer.tick();
         if (stopped) break;
-        const n = tree.get(k) as Node;
         const name = `${base}/${k}`;
         if (n.type === 'dir') await entry(p, { name: name + '/', type: 'directory', mode: n.mode, ...own });
         else if (n.type === 'link') await entry(p, { name, type: 'symlink', linkname: n.target as string, mode: n.mode, ...own });
@@ -406,6 +481,10 @@ function packTree(tree: Map<string, Node>, workingDir: string, uid: number, gid:
       await folders.close().catch(() => undefined);
     }
   })();
+  const done = Promise.allSettled([rangesDone, packed]).then(([r, k]) => {
+    if (r.status === 'rejected') throw r.reason;
+    if (k.status === 'rejected') throw k.reason;
+  });
   return {
     body,
     done,
@@ -424,26 +503,42 @@ export async function graderArchive(g: {
   runDir: string;
   /** spec.fixture's layers, in order (none: no fixture). */
   fixture: readonly string[];
+  /** The same layers with their digests, and the fixture cache: the fixture is then read from its packed layers (packed now if the cache lacks one). */
+  packed?: { layers: readonly FixtureLayer[]; cache: FixtureCacheConfig };
   gradeFixture: string | null;
   protect: readonly string[];
   workingDir: string;
   owner: { uid: number; gid: number } | null;
 }): Promise<GradeInput> {
-  // the layers as the attempt got them: each over the ones before (fixture-layers.ts)
-  const fixture = new Map<string, Node>();
-  for (const layer of g.fixture) {
-    const tree = new Map<string, Node>();
-    await scanTree(layer, tree);
-    overlay(fixture, tree);
-  }
-  let gradeFixture: Map<string, Node> | undefined;
-  if (g.gradeFixture !== null) await scanTree(g.gradeFixture, (gradeFixture = new Map()));
-  const changes = await readChanges(g.runDir);
-  const { tree, notes } = compose(fixture, changes, g.protect, gradeFixture, path.join(g.runDir, 'workspace', 'files'));
   const owner = g.owner ?? { uid: 0, gid: 0 };
-  return {
-    pack: () => packTree(tree, g.workingDir, owner.uid, owner.gid),
-    workspace: !changes ? 'missing' : changes.truncated ? 'truncated' : 'exported',
-    notes,
-  };
+  let leased: LeasedLayers | undefined;
+  try {
+    // the layers as the attempt got them: each over the ones before (fixture-layers.ts)
+    const fixture = new Map<string, Node>();
+    if (g.packed && g.packed.layers.length) {
+      leased = await leaseLayers(g.packed.layers, g.workingDir, owner.uid, owner.gid, g.packed.cache);
+      leased.leases.forEach((l, i) => overlay(fixture, packedTree(l.meta, i)));
+    } else {
+      for (const layer of g.fixture) {
+        const tree = new Map<string, Node>();
+        await scanTree(layer, tree);
+        overlay(fixture, tree);
+      }
+    }
+    let gradeFixture: Map<string, Node> | undefined;
+    if (g.gradeFixture !== null) await scanTree(g.gradeFixture, (gradeFixture = new Map()));
+    const changes = await readChanges(g.runDir);
+    const { tree, notes } = compose(fixture, changes, g.protect, gradeFixture, path.join(g.runDir, 'workspace', 'files'));
+    const files = leased?.leases.map((l) => l.file) ?? [];
+    const dispose = leased?.dispose ?? (async () => undefined);
+    return {
+      pack: () => packTree(tree, g.workingDir, owner.uid, owner.gid, files),
+      workspace: !changes ? 'missing' : changes.truncated ? 'truncated' : 'exported',
+      notes,
+      dispose,
+    };
+  } catch (err) {
+    await leased?.dispose();
+    throw err;
+  }
 }

@@ -134,6 +134,8 @@ export async function copyInGrader(x: ExecContext, a: AttemptAction, d: DesiredG
     input = await graderArchive({
       runDir: d.runDir,
       fixture: d.fixture,
+      // the fixture's packed layers, as the attempt's copy used them (packed now if the cache lost them)
+      ...(x.deps.fixtureCache ? { packed: { layers: d.fixtureLayers, cache: x.deps.fixtureCache } } : {}),
       gradeFixture: d.grade.fixture,
       protect: d.grade.protect,
       workingDir: d.workingDir,
@@ -145,21 +147,25 @@ export async function copyInGrader(x: ExecContext, a: AttemptAction, d: DesiredG
     return { type: 'unsafe-path', message: `its input could not be made: ${why}`, containerId: id };
   }
   // packed as the engine reads it; a packing that cannot go on ends the copy, and the grader never starts
-  const packing = input.pack();
-  let copyError: unknown;
   try {
-    await x.deps.engine.containers.putArchive(id, '/', packing.body);
-  } catch (err) {
-    copyError = err;
-    packing.stop();
+    const packing = input.pack();
+    let copyError: unknown;
+    try {
+      await x.deps.engine.containers.putArchive(id, '/', packing.body);
+    } catch (err) {
+      copyError = err;
+      packing.stop();
+    }
+    try {
+      await packing.done;
+    } catch (err) {
+      const why = err instanceof Error ? err.message : String(err);
+      return { type: 'unsafe-path', message: `its input could not be made: ${why}`, containerId: id };
+    }
+    if (copyError !== undefined) return outcomeOf(copyError, id);
+  } finally {
+    await input.dispose();
   }
-  try {
-    await packing.done;
-  } catch (err) {
-    const why = err instanceof Error ? err.message : String(err);
-    return { type: 'unsafe-path', message: `its input could not be made: ${why}`, containerId: id };
-  }
-  if (copyError !== undefined) return outcomeOf(copyError, id);
   const { workspace, notes } = input;
   await x.records.update(a, (r) => withGrade(r, d.run, d.k, (g) => ({ ...g, workspace, ...(notes.length ? { notes } : {}) })));
   return DONE;

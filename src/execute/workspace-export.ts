@@ -33,8 +33,8 @@ import { SyncFolders } from '../util/no-follow';
 import { runBounded } from '../util/pool';
 import type { Redactor } from '../util/redact';
 import { collectChanges, type Collected } from './workspace-tar';
-import { writePatch, type PatchFile } from './workspace-patch';
-import type { WorkspaceChanges } from './workspace-types';
+import { prepareSection, writePatch, type PatchFile, type PreparedSection } from './workspace-patch';
+import type { ChangedEntry, WorkspaceChanges } from './workspace-types';
 
 /** berth's record of what a run's export compares with (`run-<n>/workspace-base.json`). */
 export interface WorkspaceBase {
@@ -95,16 +95,38 @@ export async function exportWorkspace(
     const filesDir = path.join(temp, WORKSPACE.files);
     await fsp.mkdir(filesDir, { mode: 0o755 });
     const index = base.fixture === null ? null : new Map(base.entries.map((e) => [e.path, e]));
-    const got = await collectChanges(tar, path.posix.basename(base.workingDir), {
-      index,
-      exclude: base.settings.exclude,
-      maxBytes: base.settings.maxBytes,
-      maxFiles: base.settings.maxFiles,
-      filesDir,
-      ...(signal ? { signal } : {}),
-      ...(redactor && !redactor.empty ? { redactor } : {}),
-    });
-    const binary = await patchOf(temp, filesDir, base, got, index);
+    // the fixture's side of the patch is read synchronously, the folders on the way kept open (hundreds of small files)
+    const folders = new SyncFolders();
+    let got: Collected;
+    let binary: Set<string>;
+    try {
+      // a file read whole gets its patch section now, while the engine still sends the archive (its bytes in hand, not read back from files/)
+      const prepared = new Map<string, PreparedSection>();
+      let preparedChars = 0;
+      const onHeld = (e: ChangedEntry, from: FixtureEntry | undefined, bytes: Buffer): void => {
+        const c = newSide(e, from);
+        if (!c || preparedChars >= PREPARED_CHARS) return;
+        const p = prepareSection(c, {
+          oldText: !c.content ? undefined : c.oldMode === undefined ? Buffer.alloc(0) : fixtureBytes(base, from, folders),
+          newText: !c.content || e.secrets || bytes.length > DEFAULTS.workspaceTextDiffBytes ? undefined : bytes,
+        });
+        preparedChars += p.section?.length ?? 0;
+        prepared.set(e.path, p);
+      };
+      got = await collectChanges(tar, path.posix.basename(base.workingDir), {
+        index,
+        exclude: base.settings.exclude,
+        maxBytes: base.settings.maxBytes,
+        maxFiles: base.settings.maxFiles,
+        filesDir,
+        onHeld,
+        ...(signal ? { signal } : {}),
+        ...(redactor && !redactor.empty ? { redactor } : {}),
+      });
+      binary = await patchOf(temp, filesDir, base, got, index, folders, prepared);
+    } finally {
+      folders.close();
+    }
     const flagged = [...got.added, ...got.modified, ...got.typeChanged].filter((e) => e.secrets);
     // a file its owner may not read gets its mode once read for the patch (every other has it)
     const modes = await runBounded(got.modeLater, 16, (w) => fsp.chmod(path.join(filesDir, w.path), w.mode));
@@ -162,44 +184,62 @@ function isFile(p: string): boolean {
   }
 }
 
-/** Writes changes.patch into `temp`; returns the paths whose content is not text. */
+/** Of the patch's sections: how many characters are made ahead (while the archive is read) at most; the rest are made after it. */
+const PREPARED_CHARS = 8 * 1024 * 1024;
+
+/** The patch's change for file `e`'s new side (added, modified, or now a file), as patchOf lists it; undefined for anything else. */
+function newSide(e: ChangedEntry, from: FixtureEntry | undefined): PatchFile | undefined {
+  if (e.type !== 'file') return undefined;
+  const newMode = e.mode ?? 0o644;
+  if (from?.type === 'file') return { path: e.path, oldMode: from.mode, newMode, content: from.sha256 !== e.sha256 };
+  return { path: e.path, newMode, content: true };
+}
+
+/** Writes changes.patch into `temp`; returns the paths whose content is not text. `prepared`: sections made while the archive was read. */
 async function patchOf(
   temp: string,
   filesDir: string,
   base: WorkspaceBase,
   got: Collected,
   index: ReadonlyMap<string, FixtureEntry> | null,
+  folders: SyncFolders,
+  prepared: ReadonlyMap<string, PreparedSection>,
 ): Promise<Set<string>> {
   const changes: PatchFile[] = [];
   // a file that holds a secret's value is named, never diffed: the patch holds no value
   const secret = new Set([...got.added, ...got.modified, ...got.typeChanged].filter((e) => e.secrets).map((e) => e.path));
-  const fileMode = (e: { type: string; mode?: number }): number | undefined => (e.type === 'file' ? (e.mode ?? 0o644) : undefined);
-  for (const e of got.added) if (e.type === 'file') changes.push({ path: e.path, newMode: e.mode ?? 0o644, content: true });
+  for (const e of got.added) {
+    const c = newSide(e, undefined);
+    if (c) changes.push(c);
+  }
   for (const e of got.modified) {
     const was = index?.get(e.path);
-    if (e.type !== 'file' || !was) continue;
-    changes.push({ path: e.path, oldMode: was.mode, newMode: e.mode ?? 0o644, content: was.sha256 !== e.sha256 });
+    const c = was && newSide(e, was);
+    if (c) changes.push(c);
   }
   for (const e of got.typeChanged) {
     const was = index?.get(e.path);
     if (was?.type === 'file') changes.push({ path: e.path, oldMode: was.mode, content: true });
-    const now = fileMode(e);
-    if (now !== undefined) changes.push({ path: e.path, newMode: now, content: true });
+    const c = newSide(e, was);
+    if (c) changes.push(c);
   }
   for (const e of got.deleted) {
     const was = index?.get(e.path);
     if (was?.type === 'file') changes.push({ path: e.path, oldMode: was.mode, content: true });
   }
   const out = await fsp.open(path.join(temp, WORKSPACE.patch), 'wx', 0o644);
-  // both sides read synchronously, the folders on the way kept open (hundreds of small files)
-  const folders = new SyncFolders();
   try {
-    return await writePatch(out, path.join(temp, '.patch-body'), changes, {
-      before: async (p) => fixtureBytes(base, index?.get(p), folders),
-      after: async (p) => (secret.has(p) ? undefined : folders.read(filesDir, p, DEFAULTS.workspaceTextDiffBytes)?.body),
-    });
+    return await writePatch(
+      out,
+      path.join(temp, '.patch-body'),
+      changes,
+      {
+        before: async (p) => fixtureBytes(base, index?.get(p), folders),
+        after: async (p) => (secret.has(p) ? undefined : folders.read(filesDir, p, DEFAULTS.workspaceTextDiffBytes)?.body),
+      },
+      prepared,
+    );
   } finally {
-    folders.close();
     await out.close();
   }
 }

@@ -46,8 +46,19 @@ const DIFF_TIMEOUT_MS = 5_000;
  * file, deletions first (so a folder that became a file, or the reverse, applies). Returns the
  * paths whose content was named rather than diffed because it is not text.
  */
-export async function writePatch(out: fsp.FileHandle, bodyFile: string, changes: readonly PatchFile[], src: PatchSources): Promise<Set<string>> {
+export async function writePatch(
+  out: fsp.FileHandle,
+  bodyFile: string,
+  changes: readonly PatchFile[],
+  src: PatchSources,
+  prepared?: ReadonlyMap<string, PreparedSection>,
+): Promise<Set<string>> {
   const binary = new Set<string>();
+  // a section made ahead for this very change (prepareSection) is used as it is: its sides are not read again
+  const ready = (c: PatchFile): PreparedSection | undefined => {
+    const p = prepared?.get(c.path);
+    return p && p.file.oldMode === c.oldMode && p.file.newMode === c.newMode && p.file.content === c.content ? p : undefined;
+  };
   const named: string[] = [];
   const body = await fsp.open(bodyFile, 'wx', 0o600);
   try {
@@ -57,7 +68,8 @@ export async function writePatch(out: fsp.FileHandle, bodyFile: string, changes:
     const read = (i: number): Promise<Sides> => {
       let r = reads[i];
       if (!r) {
-        r = sidesOf(order[i] as PatchFile, src);
+        const c = order[i] as PatchFile;
+        r = ready(c) ? Promise.resolve(NO_SIDES) : sidesOf(c, src);
         r.catch(() => undefined); // awaited in its turn; one that fails before then is not unhandled
         reads[i] = r;
       }
@@ -77,7 +89,11 @@ export async function writePatch(out: fsp.FileHandle, bodyFile: string, changes:
       for (let j = i + 1; j < Math.min(order.length, i + 1 + READ_AHEAD); j++) void read(j);
       const sides = await read(i);
       reads[i] = undefined;
-      const section = sectionOf(order[i] as PatchFile, sides, binary, named);
+      const c = order[i] as PatchFile;
+      const p = ready(c);
+      if (p?.binary) binary.add(c.path);
+      if (p?.named !== undefined) named.push(p.named);
+      const section = p ? p.section : sectionOf(c, sides, binary, named);
       if (section) {
         held.push(section);
         heldBytes += section.length;
@@ -108,9 +124,30 @@ const BODY_WRITE_CHARS = 256 * 1024;
 const READ_AHEAD = 8;
 
 /** A change's two sides: absent when not needed (mode only) or not to be had. */
-interface Sides {
+export interface PatchSides {
   oldText: Buffer | undefined;
   newText: Buffer | undefined;
+}
+type Sides = PatchSides;
+const NO_SIDES: Sides = { oldText: undefined, newText: undefined };
+
+/** A file's section made ahead of writePatch (the export makes it while the archive is still read, the file's bytes in hand). */
+export interface PreparedSection {
+  /** The change it was made for: writePatch uses it for an equal change only. */
+  file: PatchFile;
+  section: string | undefined;
+  /** Its `Binary files ... differ` line, when it is named rather than diffed. */
+  named: string | undefined;
+  /** Named because its content is not text. */
+  binary: boolean;
+}
+
+/** The section of `c` from its two sides, as writePatch would make it from the same sides (PatchSources' `before` and `after`). */
+export function prepareSection(c: PatchFile, sides: PatchSides): PreparedSection {
+  const binary = new Set<string>();
+  const named: string[] = [];
+  const section = sectionOf(c, sides, binary, named);
+  return { file: { ...c }, section, named: named[0], binary: binary.has(c.path) };
 }
 
 async function sidesOf(c: PatchFile, src: PatchSources): Promise<Sides> {

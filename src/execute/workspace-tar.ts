@@ -14,8 +14,8 @@
  * link followed, each created exclusively.
  */
 import { isUtf8 } from 'node:buffer';
-import { createHash } from 'node:crypto';
-import { constants as C, promises as fsp } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { closeSync, constants as C, fstatSync, openSync, promises as fsp, unlinkSync } from 'node:fs';
 import { posix } from 'node:path';
 import type { Readable } from 'node:stream';
 import picomatch from 'picomatch';
@@ -39,6 +39,13 @@ export interface CollectOptions {
   signal?: AbortSignal;
   /** The run's secrets: every file written is scanned for their values as it is hashed (flagged `secrets`). */
   redactor?: Redactor;
+  /**
+   * Called for every file listed whose bytes were read whole (at most
+   * DEFAULTS.workspaceCompareInMemoryBytes), as it is listed: its entry, the fixture's, its bytes
+   * (the export makes its patch section while the archive is still read). A file taken back out
+   * later (its write failed) is not in the lists returned.
+   */
+  onHeld?: (e: ChangedEntry, from: FixtureEntry | undefined, bytes: Buffer) => void;
 }
 
 /** What the archive held that changed: changes.json's lists, and the files written. */
@@ -73,9 +80,16 @@ function excludedAt(parts: readonly string[], isExcluded: (p: string) => boolean
   return undefined;
 }
 
+/** Whether `s` holds only ASCII (then its latin1 bytes are its UTF-8 text). */
+function isAscii(s: string): boolean {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return false;
+  return true;
+}
+
 /** A header's name (or link target) as bytes: pax values arrive decoded as UTF-8, the rest as latin1 (its bytes). */
 function nameBytes(value: string, fromPax: boolean): { text: string; utf8: boolean } {
   if (fromPax) return { text: value, utf8: !value.includes('\uFFFD') };
+  if (isAscii(value)) return { text: value, utf8: true };
   const raw = Buffer.from(value, 'latin1');
   return { text: raw.toString('utf8'), utf8: isUtf8(raw) };
 }
@@ -113,6 +127,19 @@ export async function collectChanges(tar: Readable, top: string, opts: CollectOp
   const out: Collected = { added: [], modified: [], deleted: [], typeChanged: [], omitted: [], truncated: false, modeLater: [] };
   const isExcluded = excluder(opts.exclude);
   const excludedSeen = new Set<string>();
+  /** excludedAt of a folder (null: none), by its path: a folder's entries come together, its answer is its own. */
+  const excludedDirs = new Map<string, string | null>();
+  const excludedIn = (parts: readonly string[]): string | undefined => {
+    if (parts.length > 1) {
+      const dir = parts.slice(0, -1);
+      const key = dir.join('/');
+      let at = excludedDirs.get(key);
+      if (at === undefined) excludedDirs.set(key, (at = excludedAt(dir, isExcluded) ?? null));
+      if (at !== null) return at;
+    }
+    const p = parts.join('/');
+    return isExcluded(p) ? p : undefined;
+  };
   /** Paths met (so a repeat is refused) and what became of a file (for a hard link to it). */
   const met = new Map<string, { size: number; sha256: string; written: boolean; mode: number; secrets?: string[] } | null>();
   let listed = 0;
@@ -213,7 +240,7 @@ export async function collectChanges(tar: Readable, top: string, opts: CollectOp
         await drain(entry);
         continue;
       }
-      const ex1 = excludedAt(parts.slice(1), isExcluded);
+      const ex1 = excludedIn(parts.slice(1));
       if (ex1 !== undefined) {
         if (!excludedSeen.has(ex1)) {
           omit(ex1, 'excluded');
@@ -282,6 +309,7 @@ export async function collectChanges(tar: Readable, top: string, opts: CollectOp
           while (writing.size >= WRITES_IN_FLIGHT) await Promise.race(writing.values());
           if (writeError !== undefined) throw writeError;
           writeInBackground(rel, held, mode & 0o777, e);
+          opts.onHeld?.(e, idx, held);
           continue;
         }
         let secrets: string[] = [];
@@ -377,7 +405,8 @@ async function readWhole(stream: AsyncIterable<unknown>, size: number): Promise<
     if (n > size) throw new Error(`a tar entry holds more than the ${size} bytes its header says`);
     chunks.push(chunk);
   }
-  return Buffer.concat(chunks, n);
+  // one chunk (a small file mostly is): the parser's own bytes, not copied
+  return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, n);
 }
 
 async function hashOnly(stream: AsyncIterable<unknown>): Promise<string> {
@@ -389,18 +418,33 @@ async function hashOnly(stream: AsyncIterable<unknown>): Promise<string> {
 /**
  * Writes files below a fresh folder of berth's, one component at a time with no link followed
  * (util/no-follow.ts); each file is created exclusively (0600), then given its mode when that
- * leaves the owner able to read it (else the export sets it once the patch has read the file).
+ * leaves the owner able to read it (else the export sets it once the patch has read the file); a
+ * small file whose mode the umask leaves whole is created with it.
  * A file held in memory is written in the background (writeAsync: a file's create costs tens to
  * hundreds of microseconds, which the archive's read goes on through). The last folder opened is
  * kept open: a tar lists a folder's files together.
  */
 class FilesWriter {
   private dir: { rel: string; h: fsp.FileHandle } | undefined;
+  /**
+   * The permission bits a file created here keeps (those the umask, or a default ACL, lets
+   * through): found once, by a probe made and removed in the fresh root before anything else.
+   */
+  private readonly kept: number;
 
   constructor(
     private readonly root: string,
     private readonly redactor?: Redactor,
-  ) {}
+  ) {
+    const probe = posix.join(root, `.mode-probe-${randomBytes(6).toString('hex')}`);
+    const fd = openSync(probe, CREATE, 0o777);
+    try {
+      this.kept = fstatSync(fd).mode & 0o777;
+    } finally {
+      closeSync(fd);
+      unlinkSync(probe);
+    }
+  }
 
   /** The folder of `rel` below the root, made if missing (no link followed), kept open. */
   async folder(rel: string): Promise<fsp.FileHandle> {
@@ -440,10 +484,12 @@ class FilesWriter {
    * folder in it made by folder(), no link ever written there, nothing else writing there).
    */
   async writeAsync(rel: string, bytes: Buffer, mode: number): Promise<void> {
-    const fh = await fsp.open(posix.join(this.root, rel), CREATE, 0o600);
+    // created with its mode when nothing masks it (one call less per file), else 0600 and given it after
+    const direct = readable(mode) && (mode & ~this.kept) === 0;
+    const fh = await fsp.open(posix.join(this.root, rel), CREATE, direct ? mode : 0o600);
     try {
       await fh.writeFile(bytes);
-      if (readable(mode)) await fh.chmod(mode);
+      if (!direct && readable(mode)) await fh.chmod(mode);
     } finally {
       await fh.close();
     }

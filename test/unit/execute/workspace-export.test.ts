@@ -496,6 +496,9 @@ describe('execute/workspace-export: the whole export, crash-safe', () => {
       { name: 'workspace/none.txt', body: 'no owner bits\n', mode: 0o020 },
       { name: 'workspace/ro.sh', body: 'echo ro\n', mode: 0o555 },
       { name: 'workspace/big.bin', body: Buffer.alloc(2 << 20, 7), mode: 0o640 },
+      // bits a usual umask takes away: given after the create
+      { name: 'workspace/shared.txt', body: 'all may write\n', mode: 0o666 },
+      { name: 'workspace/open.sh', body: 'echo all\n', mode: 0o777 },
     ];
     expect(
       await exportWorkspace(
@@ -506,9 +509,19 @@ describe('execute/workspace-export: the whole export, crash-safe', () => {
     ).to.deep.equal({ done: true, truncated: false });
     const ws = path.join(runDir, WORKSPACE.dir);
     const modes = Object.fromEntries(
-      ['locked.txt', 'none.txt', 'ro.sh', 'big.bin', 'new.txt'].map((f) => [f, statSync(path.join(ws, 'files', f)).mode & 0o777]),
+      ['locked.txt', 'none.txt', 'ro.sh', 'big.bin', 'new.txt', 'shared.txt', 'open.sh'].map((f) => [f, statSync(path.join(ws, 'files', f)).mode & 0o777]),
     );
-    expect(modes).to.deep.equal({ 'locked.txt': 0o200, 'none.txt': 0o020, 'ro.sh': 0o555, 'big.bin': 0o640, 'new.txt': 0o755 });
+    expect(modes).to.deep.equal({
+      'locked.txt': 0o200,
+      'none.txt': 0o020,
+      'ro.sh': 0o555,
+      'big.bin': 0o640,
+      'new.txt': 0o755,
+      'shared.txt': 0o666,
+      'open.sh': 0o777,
+    });
+    // the probe of what the umask keeps is gone
+    expect(readdirSync(path.join(ws, 'files')).filter((n) => n.startsWith('.mode-probe'))).to.deep.equal([]);
     const patch = readFileSync(path.join(ws, WORKSPACE.patch), 'utf8');
     expect(patch).to.include('+write only\n');
     expect(patch).to.include('+no owner bits\n');

@@ -3,13 +3,15 @@
  * long files, several in one file, with and without a final newline, CRLF lines, files emptied
  * or filled) applies with `git apply` and `patch -p1` to the old files and gives the new ones,
  * and an edit in a long file is diffed by the lines around it (hunks numbered in the whole file).
+ * Sections made ahead (prepareSection, as the export makes them while the archive is read) give
+ * the very patch writePatch makes from its sources.
  */
 import { expect } from 'chai';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, promises as fsp, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { writePatch, type PatchFile } from '../../../src/execute/workspace-patch';
+import { prepareSection, writePatch, type PatchFile, type PatchSources, type PreparedSection } from '../../../src/execute/workspace-patch';
 
 /** A seeded generator: the same cases every run. */
 function rng(seed: number): () => number {
@@ -91,5 +93,57 @@ describe('execute/workspace-patch', () => {
     const text = readFileSync(path.join(tmp, 'one.patch'), 'utf8');
     expect(text).to.include('@@ -197,7 +197,7 @@\n l196\n l197\n l198\n-l199\n+edited\n l200\n l201\n l202\n');
     expect(patch.match(/^diff --git /gm)?.length).to.equal(cases.size);
+  });
+
+  it('sections made ahead give the same patch and binary set as sections made from the sources; one made for another change is not used', async () => {
+    const sides = new Map<string, [Buffer | undefined, Buffer | undefined]>([
+      ['src/text.txt', [Buffer.from('one\ntwo\nthree\n'), Buffer.from('one\n2\nthree\n')]],
+      ['src/added.txt', [Buffer.alloc(0), Buffer.from('new\n')]],
+      ['src/bin.dat', [Buffer.from('x\n'), Buffer.from([0, 1, 2])]],
+      ['src/mode.sh', [undefined, undefined]],
+      ['src/secret.txt', [Buffer.from('s\n'), undefined]],
+      ['src/gone.txt', [Buffer.from('bye\n'), Buffer.alloc(0)]],
+      ['src/late.txt', [Buffer.from('l\n'), Buffer.from('L\n')]],
+    ]);
+    const changes: PatchFile[] = [
+      { path: 'src/text.txt', oldMode: 0o644, newMode: 0o755, content: true },
+      { path: 'src/added.txt', newMode: 0o644, content: true },
+      { path: 'src/bin.dat', oldMode: 0o644, newMode: 0o644, content: true },
+      { path: 'src/mode.sh', oldMode: 0o644, newMode: 0o755, content: false },
+      { path: 'src/secret.txt', oldMode: 0o644, newMode: 0o644, content: true },
+      { path: 'src/gone.txt', oldMode: 0o644, content: true },
+      { path: 'src/late.txt', oldMode: 0o644, newMode: 0o644, content: true },
+    ];
+    const src: PatchSources = {
+      before: async (p) => sides.get(p)?.[0],
+      after: async (p) => sides.get(p)?.[1],
+    };
+    const write = async (name: string, prepared?: Map<string, PreparedSection>): Promise<{ text: string; binary: string[] }> => {
+      const out = await fsp.open(path.join(tmp, name), 'wx');
+      try {
+        const binary = await writePatch(out, path.join(tmp, `.${name}`), changes, src, prepared);
+        return { text: readFileSync(path.join(tmp, name), 'utf8'), binary: [...binary].sort() };
+      } finally {
+        await out.close();
+      }
+    };
+    const plain = await write('plain.patch');
+    const prepared = new Map<string, PreparedSection>();
+    for (const c of changes.filter((x) => x.newMode !== undefined && x.path !== 'src/late.txt')) {
+      const [o, n] = sides.get(c.path) as [Buffer | undefined, Buffer | undefined];
+      prepared.set(c.path, prepareSection(c, { oldText: c.content ? o : undefined, newText: c.content ? n : undefined }));
+    }
+    // made for another change (its mode, not its content): writePatch makes that file's section from the sources
+    prepared.set(
+      'src/gone.txt',
+      prepareSection({ path: 'src/gone.txt', oldMode: 0o644, newMode: 0o644, content: true }, { oldText: Buffer.from('x\n'), newText: Buffer.from('y\n') }),
+    );
+    const ahead = await write('ahead.patch', prepared);
+    expect(ahead).to.deep.equal(plain);
+    expect(plain.binary).to.deep.equal(['src/bin.dat']);
+    expect(plain.text).to.match(
+      /^Binary files a\/src\/bin\.dat and b\/src\/bin\.dat differ\nBinary files a\/src\/secret\.txt and b\/src\/secret\.txt differ\n/,
+    );
+    expect(plain.text).to.include('deleted file mode 100644').and.include('old mode 100644\nnew mode 100755');
   });
 });
