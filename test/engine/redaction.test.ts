@@ -15,21 +15,11 @@ import type { WorkspaceChanges } from '../../src/execute/workspace-types';
 import type { AttemptStatus } from '../../src/status/types';
 import { docker, requireEngine } from '../support/engine';
 import { Sandbox, type CliResult } from '../support/sandbox';
+import { needles } from '../support/secret-needles';
 
 const TOKEN = `tok_${randomBytes(24).toString('base64url')}`;
 const SIDE = `side_${randomBytes(24).toString('base64url')}`;
 const ENV_VAR = 'BERTH_TEST_REDACT_TOKEN';
-
-/** Pieces of `value` and of its encodings that only the value can produce: none may be left anywhere berth wrote. */
-function needles(value: string): string[] {
-  const out = [value, value.slice(0, 16), value.slice(-16), Buffer.from(value).toString('hex')];
-  for (const pre of ['', 'x', 'xy']) {
-    const b = Buffer.from(pre + value);
-    // the characters 4 in from either end depend on the value's bytes alone
-    for (const enc of [b.toString('base64'), b.toString('base64url')]) out.push(enc.slice(4, -4));
-  }
-  return out;
-}
 
 /** Files below `root` (links not followed) that hold any needle, except below `skip`. */
 async function holding(root: string, values: string[], skip: (p: string) => boolean = () => false): Promise<string[]> {

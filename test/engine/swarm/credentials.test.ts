@@ -33,6 +33,7 @@ import { Sandbox } from '../../support/sandbox';
 import { nothingLeftOnSwarm, swarmCli } from '../../support/swarm-cli';
 import { TestSwarm, twoNodeSwarm } from '../../support/swarm';
 import { makeTestCa } from '../../support/tls-ca';
+import { needles } from '../../support/secret-needles';
 
 const HOST = '10.78.0.1';
 /** The worker's address on the swarm's link. */
@@ -81,16 +82,6 @@ async function serve(netns: string, js: string, env: Record<string, string>): Pr
     p.once('exit', (code) => reject(new Error(`a server in ${netns} exited ${code}`)));
   });
   return p;
-}
-
-/** Pieces of `value` and of its encodings that only the value can produce (as test/engine/redaction.test.ts). */
-function needles(value: string): string[] {
-  const out = [value, value.slice(0, 16), value.slice(-16), Buffer.from(value).toString('hex')];
-  for (const pre of ['', 'x', 'xy']) {
-    const b = Buffer.from(pre + value);
-    for (const enc of [b.toString('base64'), b.toString('base64url')]) out.push(enc.slice(4, -4));
-  }
-  return out;
 }
 
 /** Every file below `dir` (links not followed), with its content. */
