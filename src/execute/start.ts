@@ -46,19 +46,8 @@ export async function attestStart(x: ExecContext, a: AttemptAction, d: DesiredAt
   const att = await attestation(x, details, d, rec.image?.id);
   // the create could not say which image it was made from: the container says it now
   const image = rec.image ?? (await imageProvenance(x.deps.engine, d.loaded.spec.image, details.imageId).catch(() => undefined));
-  const {
-    intent: _intent,
-    reason: _reason,
-    message: _message,
-    startFailure: _sf,
-    deadlineAt: _da,
-    deadlineSource: _ds,
-    disk: _disk,
-    volumeSizes: _vs,
-    ...rest
-  } = rec;
   await x.records.put({
-    ...rest,
+    ...withoutRunStart(rec),
     ...(boot ? { engineBoot: boot } : {}),
     phase: 'Running',
     containerId: details.id,
@@ -70,6 +59,17 @@ export async function attestStart(x: ExecContext, a: AttemptAction, d: DesiredAt
   });
   return attestationOutcome(x, att, details.id, d);
 }
+
+/**
+ * A record without what a run's start sets anew (the intent, the reason and message of what came
+ * before, a failed start, the deadline and the disk limits): a start or an adoption fills them in.
+ */
+function withoutRunStart(r: AttemptStatus): Omit<AttemptStatus, RunStartField> {
+  const { intent: _i, reason: _r, message: _m, startFailure: _sf, deadlineAt: _da, deadlineSource: _ds, disk: _disk, volumeSizes: _vs, ...rest } = r;
+  return rest;
+}
+
+type RunStartField = 'intent' | 'reason' | 'message' | 'startFailure' | 'deadlineAt' | 'deadlineSource' | 'disk' | 'volumeSizes';
 
 /**
  * The run's disk limits as its record keeps them from its start: `engine` where its writable
@@ -103,17 +103,7 @@ export async function adopt(x: ExecContext, a: AttemptAction, { id, desired: d, 
   // a container found running with no record of its image: the image it was made from, as it says
   const image = known ?? (await imageProvenance(x.deps.engine, d.loaded.spec.image, details.imageId).catch(() => undefined));
   await x.records.update(a, (r) => {
-    const {
-      intent: _i,
-      reason: _r,
-      message: _m,
-      startFailure: _sf,
-      deadlineAt: _da,
-      deadlineSource: _ds,
-      disk: _disk,
-      volumeSizes: _vs,
-      ...rest
-    } = beginRun(r, d, counters, iso(Math.min(x.now(), startedMs)));
+    const rest = withoutRunStart(beginRun(r, d, counters, iso(Math.min(x.now(), startedMs))));
     // a run adopted again keeps the deadline it started with (a changed --default-deadline does not move it)
     const kept = r.run === d.run && r.specHash === d.hash && r.deadlineAt !== undefined && r.startedAt !== undefined;
     const deadline = kept

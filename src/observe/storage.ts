@@ -65,8 +65,3 @@ export interface EngineCaps {
   /** A local volume's size (its `size` driver option). */
   volumes: boolean;
 }
-
-/** Whether `engine` enforces a writable layer's size (engineCaps). */
-export async function engineDiskQuota(engine: Engine): Promise<boolean> {
-  return (await engineCaps(engine)).layer;
-}

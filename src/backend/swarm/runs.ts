@@ -703,14 +703,14 @@ export class SwarmRuns implements ContainerClient {
    * walks every layer and volume there) serves every run on that node for SWARM.diskUseMaxAgeMs.
    */
   async diskUse(id: string): Promise<RunDiskUse | undefined> {
-    const s = await this.service(id);
-    if (!s) return undefined;
-    const t = latest(await this.swarm.tasks.list({ services: [s.id] }));
-    if (!t?.containerId || FINAL.has(t.state)) return undefined;
-    const h = (await this.pool.reachable()).find((n) => n.node.id === t.nodeId);
-    if (!h?.engine.diskUsage) return undefined;
+    const task = await this.taskContainer(id).catch((err: unknown) => {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    });
+    const h = task?.node;
+    if (!task || !h?.engine.diskUsage) return undefined;
     const { name } = parseRunId(id);
-    const inner = await h.engine.containers.inspect(t.containerId);
+    const inner = await h.engine.containers.inspect(task.container);
     const df = await this.nodeDiskUsage(h);
     const vol = (v: string) => df.volumes.get(v) ?? 0;
     const own = attemptVolumes(inner.mounts, name);
