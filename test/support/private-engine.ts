@@ -11,7 +11,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import Dockerode from 'dockerode';
 import { TEST_RUN } from './engine';
-import { processTrees } from './procs';
+import { processTrees, procState, releaseContainerd } from './procs';
 
 const run = promisify(execFile);
 
@@ -44,7 +44,8 @@ export class PrivateEngine {
       await run('ip', ['netns', 'add', this.netns]);
       await run('ip', ['netns', 'exec', this.netns, 'ip', 'link', 'set', 'lo', 'up']);
     });
-    await this.dropStalePidFile(path.join(this.root, 'x', 'containerd', 'containerd.pid'));
+    // a killed dockerd's containerd may still be ending, or linger as a zombie (procs.ts)
+    await releaseContainerd(path.join(this.root, 'x', 'containerd', 'containerd.pid'), path.join(this.root, 'x', 'containerd', 'containerd.toml'));
     const log = openSync(path.join(this.root, 'dockerd.log'), 'a');
     const dockerd = [
       'dockerd',
@@ -96,18 +97,6 @@ export class PrivateEngine {
       throw new Error(`private dockerd did not answer in 30 s; see ${this.root}/dockerd.log`);
     })();
     await Promise.race([ready, exited]);
-  }
-
-  /**
-   * A dockerd killed with SIGKILL takes its containerd with it, and on this machine nothing
-   * reaps the orphaned containerd: it stays a zombie, which a liveness check by signal still
-   * counts as running, and the next dockerd waits for it for 30 s and gives up. The pid file of
-   * a containerd that is gone or a zombie is removed, so the next start launches a fresh one
-   * (which takes up the containers' shims, as after any crash).
-   */
-  private async dropStalePidFile(file: string): Promise<void> {
-    const pid = Number((await fs.readFile(file, 'utf8').catch(() => '')).trim());
-    if (pid && (await procState(pid)) === 'gone') await fs.rm(file, { force: true });
   }
 
   /** Starts `cmd` inside this engine's network namespace (its loopback is not the host's). */
@@ -178,8 +167,3 @@ export class PrivateEngine {
 }
 
 /** A process's state: 'gone' when it has exited (a zombie counts: nothing reaps orphans here), else 'alive'. */
-async function procState(pid: number): Promise<'gone' | 'alive'> {
-  const stat = await fs.readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
-  const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-  return !stat || state === 'Z' ? 'gone' : 'alive';
-}

@@ -18,7 +18,7 @@ import { promisify } from 'node:util';
 import Dockerode from 'dockerode';
 import { SWARM } from '../../src/constants';
 import { TEST_RUN } from './engine';
-import { processTrees } from './procs';
+import { processTrees, releaseContainerd } from './procs';
 
 const run = promisify(execFile);
 
@@ -81,14 +81,8 @@ export class SwarmNode {
 
   async start(): Promise<void> {
     await fs.mkdir(path.join(this.root, 'data'), { recursive: true });
-    // after kill(): the containerd of the killed daemon may linger as a zombie that nothing reaps;
-    // its pid file would make the next daemon wait for it (as test/support/private-engine.ts)
-    const pidFile = path.join(this.root, 'x', 'containerd', 'containerd.pid');
-    const old = Number((await fs.readFile(pidFile, 'utf8').catch(() => '')).trim());
-    if (old) {
-      const stat = await fs.readFile(`/proc/${old}/stat`, 'utf8').catch(() => '');
-      if (!stat || stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) === 'Z') await fs.rm(pidFile, { force: true });
-    }
+    // after kill(): the containerd of the killed daemon may still be ending, or linger as a zombie (procs.ts)
+    await releaseContainerd(path.join(this.root, 'x', 'containerd', 'containerd.pid'), path.join(this.root, 'x', 'containerd', 'containerd.toml'));
     const log = openSync(path.join(this.root, 'dockerd.log'), 'a');
     const argv = [
       `--net=/var/run/netns/${this.netns}`,
