@@ -56,9 +56,9 @@ browser:
 run: setup
 	$(BERTH) reconcile --specs specs --once --wait --fail-on infra
 
+# Every test: the swarm's beside the rest, then the unit tests on the other Node lines (scripts/test-lanes.mjs)
 test: setup browser
-	$(NPM) test
-	./scripts/test-lines.sh $(NODE_LINES)
+	NODE_LINES="$(NODE_LINES)" $(NPM) test
 
 test-unit: deps
 	$(NPM) run test:unit
