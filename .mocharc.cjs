@@ -1,16 +1,21 @@
 // All tests: pure unit tests (test/unit) and real-engine tests (test/engine).
-// BERTH_TEST_LANE picks a part (scripts/test-lanes.mjs runs both at once): `main` is all but the
-// swarm tests, `swarm` the tests on the test swarm (test/engine/swarm).
+// BERTH_TEST_LANE picks a part (scripts/test-lanes.mjs runs both at once, about equally long):
+// `side` is the tests on engines of their own (the test swarm, private engines), git, the
+// browser and the packaging; `main` is everything else.
 process.env.BERTH_TEST_RUN ||= `t${Date.now().toString(36)}`;
-const lanes = {
-  main: ['test/unit/**/*.test.ts', 'test/engine/*.test.ts'],
-  swarm: ['test/engine/swarm/**/*.test.ts'],
-};
+const side = [
+  'test/engine/swarm/**/*.test.ts',
+  'test/engine/git-*.test.ts',
+  'test/engine/{disk-btrfs,disk-xfs,dns,engine-restart,infra,packaging,report-browser}.test.ts',
+];
+const all = ['test/unit/**/*.test.ts', 'test/engine/**/*.test.ts'];
+const lanes = { main: { spec: all, ignore: side }, side: { spec: side, ignore: [] } };
 const lane = process.env.BERTH_TEST_LANE;
 if (lane && !lanes[lane]) throw new Error(`BERTH_TEST_LANE=${lane}: not one of ${Object.keys(lanes).join(', ')}`);
 module.exports = {
   require: ['tsx/cjs', './test/hooks.ts'],
-  spec: lane ? lanes[lane] : [...lanes.main, ...lanes.swarm],
+  spec: lane ? lanes[lane].spec : all,
+  ignore: lane ? lanes[lane].ignore : [],
   reporter: './test/reporter.cjs',
   timeout: 30000,
   slow: 2000,

@@ -1,11 +1,11 @@
 #!/usr/bin/env node
-// The whole test run in two lanes at once (the README's `make test` runs this under c8):
-// - main: the unit tests and the engine tests on the shared engine and on private engines,
-//   its output shown as it comes;
-// - swarm: the tests on the test swarm (two dockerds in network namespaces of their own, nothing
-//   shared with the main lane but the images they load), then the unit tests on the other
-//   maintained lines of Node.js (scripts/test-lines.sh); its output kept in a file and shown
-//   once the main lane is done.
+// The whole test run in two lanes at once (the README's `make test` runs this under c8), each
+// about as long as the other (.mocharc.cjs says which tests each holds):
+// - main: the unit tests and most engine tests, its output shown as it comes;
+// - side: the tests on engines of their own (the test swarm, private engines in network
+//   namespaces of their own), git, the browser and the packaging, then the unit tests on the
+//   other maintained lines of Node.js (scripts/test-lines.sh); its output kept in a file and
+//   shown once the main lane is done.
 // Each lane is its own test run (BERTH_TEST_RUN: its own labels, instances, cache, engines and
 // namespaces), so each finds and removes only its own leftovers. The exit code is non-zero when
 // either lane failed; the last lines say how each went.
@@ -48,23 +48,23 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
 }
 
 const logDir = await fs.mkdtemp(path.join(os.tmpdir(), 'berth-test-lanes-'));
-const swarmLog = path.join(logDir, 'swarm.log');
-const swarmOut = createWriteStream(swarmLog);
+const sideLog = path.join(logDir, 'side.log');
+const sideOut = createWriteStream(sideLog);
 const started = Date.now();
 
-const swarm = (async () => {
-  const tests = await run(process.execPath, [mocha], { BERTH_TEST_LANE: 'swarm', BERTH_TEST_RUN: `${base}s` }, swarmOut);
+const side = (async () => {
+  const tests = await run(process.execPath, [mocha], { BERTH_TEST_LANE: 'side', BERTH_TEST_RUN: `${base}s` }, sideOut);
   // the other lines of Node.js run the unit tests only, outside the coverage of this one
-  const other = await run(path.join(root, 'scripts', 'test-lines.sh'), lines, { NODE_V8_COVERAGE: '' }, swarmOut);
+  const other = await run(path.join(root, 'scripts', 'test-lines.sh'), lines, { NODE_V8_COVERAGE: '' }, sideOut);
   return { tests, other, ms: Date.now() - started };
 })();
 const main = await run(process.execPath, [mocha], { BERTH_TEST_LANE: 'main', BERTH_TEST_RUN: `${base}m` });
 const mainMs = Date.now() - started;
-const s = await swarm;
-await new Promise((resolve) => swarmOut.end(resolve));
+const s = await side;
+await new Promise((resolve) => sideOut.end(resolve));
 
-const log = await fs.readFile(swarmLog, 'utf8');
-process.stdout.write(`\n==== swarm lane (test/engine/swarm), then the unit tests on Node ${lines.join(', ')} ====\n`);
+const log = await fs.readFile(sideLog, 'utf8');
+process.stdout.write(`\n==== lane side (engines of their own, git, the browser, packaging), then the unit tests on Node ${lines.join(', ')} ====\n`);
 process.stdout.write(log);
 await fs.rm(logDir, { recursive: true, force: true });
 
@@ -72,5 +72,5 @@ const min = (ms) => `${(ms / 60000).toFixed(1)} min`;
 const closing = (text) => [...text.matchAll(/^mocha: .*$/gm)].map((m) => m[0]);
 process.stdout.write('\n');
 process.stdout.write(`lane main: exit ${main} in ${min(mainMs)}\n`);
-process.stdout.write(`lane swarm: exit ${s.tests}, other Node lines exit ${s.other}, in ${min(s.ms)} (${closing(log).join('; ')})\n`);
+process.stdout.write(`lane side: exit ${s.tests}, other Node lines exit ${s.other}, in ${min(s.ms)} (${closing(log).join('; ')})\n`);
 process.exit(main === 0 && s.tests === 0 && s.other === 0 ? 0 : 1);
