@@ -473,6 +473,12 @@ export const DEFAULTS = {
    * then never written under files/ (a larger one is written while hashed, and removed when the same).
    */
   workspaceCompareInMemoryBytes: 1024 * 1024,
+  /**
+   * The export's small changed files are held in memory (their buffers, at most this much) and
+   * written in one synchronous sweep once that much is held, before a large file or a hard link,
+   * and at the archive's end (src/execute/workspace-tar.ts).
+   */
+  workspaceHeldBytes: 32 * 1024 * 1024,
   /** A path deeper than this many components, or longer than this many bytes, is left out (`too-deep`). */
   workspaceMaxDepth: 256,
   workspacePathBytes: 4096,

@@ -20,7 +20,7 @@
  * without its content (as a binary file is), so the patch holds no value; files/ keeps the bytes
  * as the attempt wrote them. changes.json itself is redacted (a path that holds a value).
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import { lstatSync, promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { DEFAULTS, WORKSPACE } from '../constants';
@@ -263,6 +263,6 @@ function fixtureBytes(base: WorkspaceBase, e: (FixtureEntry & { layer?: number }
   } catch {
     return undefined; // gone or replaced on the host since: named, not diffed
   }
-  if (!b || createHash('sha256').update(b.body).digest('hex') !== e.sha256) return undefined;
+  if (!b || hash('sha256', b.body) !== e.sha256) return undefined;
   return b.body;
 }

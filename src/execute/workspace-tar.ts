@@ -14,8 +14,8 @@
  * link followed, each created exclusively.
  */
 import { isUtf8 } from 'node:buffer';
-import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, constants as C, fstatSync, openSync, promises as fsp, unlinkSync } from 'node:fs';
+import { createHash, hash, randomBytes } from 'node:crypto';
+import { closeSync, constants as C, fchmodSync, fstatSync, mkdirSync, openSync, promises as fsp, unlinkSync, writeSync } from 'node:fs';
 import { posix } from 'node:path';
 import type { Readable } from 'node:stream';
 import picomatch from 'picomatch';
@@ -23,7 +23,8 @@ import { extract, type Header } from 'tar-stream';
 import { DEFAULTS } from '../constants';
 import type { FixtureEntry } from '../spec/fixture-scan';
 import { isCode } from '../status/atomic-file';
-import { atFd, openDirBelow, UnsafePathError } from '../util/no-follow';
+import { atFd, openDirAtSync, openDirBelow, UnsafePathError } from '../util/no-follow';
+import { Slicer } from '../util/slicer';
 import type { Redactor } from '../util/redact';
 import type { ChangedEntry, EntryType, OmittedReason, WorkspaceChanges } from './workspace-types';
 
@@ -46,6 +47,8 @@ export interface CollectOptions {
    * later (its write failed) is not in the lists returned.
    */
   onHeld?: (e: ChangedEntry, from: FixtureEntry | undefined, bytes: Buffer) => void;
+  /** Bytes of small files' buffers held before they are written (default DEFAULTS.workspaceHeldBytes). */
+  heldBytes?: number;
 }
 
 /** What the archive held that changed: changes.json's lists, and the files written. */
@@ -110,8 +113,8 @@ class Stop extends Error {}
 /** A name that cannot be a file below files/ (a hostile tar: a file where a folder was, or the reverse). */
 const isHostileName = (err: unknown): boolean => err instanceof UnsafePathError || isCode(err, 'EEXIST', 'ENOTDIR', 'EISDIR');
 
-/** Small files' writes under way at once (each holds its bytes: at most DEFAULTS.workspaceCompareInMemoryBytes). */
-const WRITES_IN_FLIGHT = 16;
+/** The longest a flush of the files held holds the event loop at once (synchronous writes). */
+const FLUSH_SLICE_MS = 10;
 
 /** A file below files/ is made so: exclusively, never through a link. */
 const CREATE = C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW;
@@ -146,36 +149,35 @@ export async function collectChanges(tar: Readable, top: string, opts: CollectOp
   let bytes = 0;
   const files = new FilesWriter(opts.filesDir, opts.redactor);
   /**
-   * Small files' writes under way (created, written and closed on the thread pool while the
-   * archive is read on), by path; at most WRITES_IN_FLIGHT. One that fails for a name that cannot
-   * be a file there (a hostile tar) is taken back out of the lists and left out as `unsafe-name`.
+   * Small files listed and not yet written, in archive order, with the bytes they hold (at most
+   * DEFAULTS.workspaceHeldBytes of buffers): written by flush(), in one synchronous sweep, before
+   * anything that must see files/ as the archive made it so far (a large file streamed in, a hard
+   * link copied, the end). One that cannot be written for a name that cannot be a file there (a
+   * hostile tar) is taken back out of the lists and left out as `unsafe-name`.
    */
-  const writing = new Map<string, Promise<void>>();
-  let writeError: unknown;
-  /** Waits for the write of `rel` and of any folder on its way, if under way. */
-  const written = async (rel: string): Promise<void> => {
-    for (let at = rel; ;) {
-      const w = writing.get(at);
-      if (w) await w;
-      const up = posix.dirname(at);
-      if (up === '.' || up === at) return;
-      at = up;
-    }
+  let toWrite: { rel: string; bytes: Buffer; mode: number; e: ChangedEntry }[] = [];
+  let heldBytes = 0;
+  const hold = (rel: string, bytes: Buffer, mode: number, e: ChangedEntry): void => {
+    toWrite.push({ rel, bytes, mode, e });
+    // a small file's bytes may be a slice of the parser's chunk: the chunk is what stays in memory
+    heldBytes += Math.max(bytes.length, bytes.buffer.byteLength);
   };
-  const writeInBackground = (rel: string, bytes: Buffer, mode: number, e: ChangedEntry): void => {
-    const w = files
-      .writeAsync(rel, bytes, mode)
-      .catch((err: unknown) => {
-        if (!isHostileName(err)) {
-          writeError ??= err;
-          return;
-        }
-        unlist(e);
-        out.omitted.push({ path: shown(rel), reason: 'unsafe-name' });
+  const flush = async (): Promise<void> => {
+    const batch = toWrite;
+    toWrite = [];
+    heldBytes = 0;
+    const slicer = new Slicer(FLUSH_SLICE_MS);
+    for (const w of batch) {
+      await slicer.tick();
+      try {
+        files.writeHeld(w.rel, w.bytes, w.mode);
+      } catch (err) {
+        if (!isHostileName(err)) throw err;
+        unlist(w.e);
+        out.omitted.push({ path: shown(w.rel), reason: 'unsafe-name' });
         listed++;
-      })
-      .finally(() => writing.delete(rel));
-    writing.set(rel, w);
+      }
+    }
   };
   /** Takes a listed file back out (its write failed): the lists, the counts, its mode. */
   const unlist = (e: ChangedEntry): void => {
@@ -213,175 +215,178 @@ export async function collectChanges(tar: Readable, top: string, opts: CollectOp
   tar.on('error', (err) => ex.destroy(err));
   tar.pipe(ex);
   try {
-    for await (const entry of ex) {
-      opts.signal?.throwIfAborted();
-      const h = entry.header as Header & { pax?: Record<string, string> };
-      const name = nameBytes(h.name, h.pax?.path !== undefined);
-      const parts = name.text.split('/');
-      if (parts[parts.length - 1] === '') parts.pop();
-      if (parts[0] === '.') parts.shift();
-      const rel = parts.slice(1).join('/');
-      if (!name.utf8) {
-        omit(rel || name.text, 'name-not-utf8');
-        await drain(entry);
-        continue;
-      }
-      if (parts[0] !== top || parts.slice(1).some((p) => p === '' || p === '.' || p === '..')) {
-        omit(name.text, 'unsafe-name');
-        await drain(entry);
-        continue;
-      }
-      if (rel === '') {
-        await drain(entry);
-        continue;
-      }
-      if (parts.length - 1 > DEFAULTS.workspaceMaxDepth || Buffer.byteLength(rel) > DEFAULTS.workspacePathBytes) {
-        omit(rel, 'too-deep');
-        await drain(entry);
-        continue;
-      }
-      const ex1 = excludedIn(parts.slice(1));
-      if (ex1 !== undefined) {
-        if (!excludedSeen.has(ex1)) {
-          omit(ex1, 'excluded');
-          excludedSeen.add(ex1);
-        }
-        await drain(entry);
-        continue;
-      }
-      if (met.has(rel)) {
-        omit(rel, 'unsafe-name');
-        await drain(entry);
-        continue;
-      }
-      const idx = opts.index?.get(rel);
-      const mode = (h.mode ?? 0) & 0o7777;
-      if (h.type === 'directory') {
-        met.set(rel, null);
-        await drain(entry);
-        if (!idx || idx.type !== 'dir' || idx.mode !== (mode & 0o777)) list({ path: rel, type: 'dir', mode }, idx);
-      } else if (h.type === 'symlink') {
-        await drain(entry);
-        const target = nameBytes(h.linkname ?? '', h.pax?.linkpath !== undefined);
-        if (!target.utf8) {
-          omit(rel, 'name-not-utf8');
+    try {
+      for await (const entry of ex) {
+        opts.signal?.throwIfAborted();
+        const h = entry.header as Header & { pax?: Record<string, string> };
+        const name = nameBytes(h.name, h.pax?.path !== undefined);
+        const parts = name.text.split('/');
+        if (parts[parts.length - 1] === '') parts.pop();
+        if (parts[0] === '.') parts.shift();
+        const rel = parts.slice(1).join('/');
+        if (!name.utf8) {
+          omit(rel || name.text, 'name-not-utf8');
+          await drain(entry);
           continue;
         }
-        const lands = posix.normalize(posix.join(posix.dirname(rel), target.text));
-        if (posix.isAbsolute(target.text) || lands === '..' || lands.startsWith('../')) {
-          omit(rel, 'link-outside');
+        if (parts[0] !== top || parts.slice(1).some((p) => p === '' || p === '.' || p === '..')) {
+          omit(name.text, 'unsafe-name');
+          await drain(entry);
           continue;
         }
-        met.set(rel, null);
-        if (!idx || idx.type !== 'symlink' || idx.target !== target.text) list({ path: rel, type: 'link', target: target.text }, idx);
-      } else if (h.type === 'file' || h.type === 'contiguous-file') {
-        const size = h.size ?? 0;
-        const maybeSame = idx?.type === 'file' && idx.size === size && idx.mode === (mode & 0o777);
-        const fits = bytes + size <= opts.maxBytes;
-        if (!fits && !maybeSame) throw stop(rel, 'max-bytes');
-        // a small file is read whole: maybe the fixture's unchanged (compared before anything is
-        // written: most of a workspace is unchanged), else written in the background
-        const held = size <= DEFAULTS.workspaceCompareInMemoryBytes ? await readWhole(entry, size) : undefined;
-        let sha256 = held ? createHash('sha256').update(held).digest('hex') : undefined;
-        const same = maybeSame && idx.sha256 === sha256;
-        if (same) {
-          met.set(rel, { size, sha256: sha256 as string, written: false, mode });
+        if (rel === '') {
+          await drain(entry);
           continue;
         }
-        if (!fits && held) throw stop(rel, 'max-bytes');
-        if (held) {
-          // its folder made now, in archive order (a name that cannot be a folder is found here); the file written in the background
+        if (parts.length - 1 > DEFAULTS.workspaceMaxDepth || Buffer.byteLength(rel) > DEFAULTS.workspacePathBytes) {
+          omit(rel, 'too-deep');
+          await drain(entry);
+          continue;
+        }
+        const ex1 = excludedIn(parts.slice(1));
+        if (ex1 !== undefined) {
+          if (!excludedSeen.has(ex1)) {
+            omit(ex1, 'excluded');
+            excludedSeen.add(ex1);
+          }
+          await drain(entry);
+          continue;
+        }
+        if (met.has(rel)) {
+          omit(rel, 'unsafe-name');
+          await drain(entry);
+          continue;
+        }
+        const idx = opts.index?.get(rel);
+        const mode = (h.mode ?? 0) & 0o7777;
+        if (h.type === 'directory') {
+          met.set(rel, null);
+          await drain(entry);
+          if (!idx || idx.type !== 'dir' || idx.mode !== (mode & 0o777)) list({ path: rel, type: 'dir', mode }, idx);
+        } else if (h.type === 'symlink') {
+          await drain(entry);
+          const target = nameBytes(h.linkname ?? '', h.pax?.linkpath !== undefined);
+          if (!target.utf8) {
+            omit(rel, 'name-not-utf8');
+            continue;
+          }
+          const lands = posix.normalize(posix.join(posix.dirname(rel), target.text));
+          if (posix.isAbsolute(target.text) || lands === '..' || lands.startsWith('../')) {
+            omit(rel, 'link-outside');
+            continue;
+          }
+          met.set(rel, null);
+          if (!idx || idx.type !== 'symlink' || idx.target !== target.text) list({ path: rel, type: 'link', target: target.text }, idx);
+        } else if (h.type === 'file' || h.type === 'contiguous-file') {
+          const size = h.size ?? 0;
+          const maybeSame = idx?.type === 'file' && idx.size === size && idx.mode === (mode & 0o777);
+          const fits = bytes + size <= opts.maxBytes;
+          if (!fits && !maybeSame) throw stop(rel, 'max-bytes');
+          // a small file is read whole: maybe the fixture's unchanged (compared before anything is
+          // written: most of a workspace is unchanged), else written in the background
+          const held = size <= DEFAULTS.workspaceCompareInMemoryBytes ? await readWhole(entry, size) : undefined;
+          let sha256 = held ? hash('sha256', held) : undefined;
+          const same = maybeSame && idx.sha256 === sha256;
+          if (same) {
+            met.set(rel, { size, sha256: sha256 as string, written: false, mode });
+            continue;
+          }
+          if (!fits && held) throw stop(rel, 'max-bytes');
+          if (held) {
+            // listed now, written with the next flush (a name that cannot be a file there is taken back out then)
+            const found = files.scan(held);
+            const flagged = found.length ? { secrets: found } : {};
+            const e: ChangedEntry = { path: rel, type: 'file', size, sha256: sha256 as string, mode, ...flagged };
+            list(e, idx);
+            met.set(rel, { size, sha256: sha256 as string, written: true, mode, ...flagged });
+            bytes += size;
+            if (!readable(mode & 0o777)) out.modeLater.push({ path: rel, mode: mode & 0o777 });
+            hold(rel, held, mode & 0o777, e);
+            opts.onHeld?.(e, idx, held);
+            if (heldBytes >= (opts.heldBytes ?? DEFAULTS.workspaceHeldBytes)) await flush();
+            continue;
+          }
+          let secrets: string[] = [];
+          let modeSet = false;
           try {
-            await written(posix.dirname(rel));
-            await files.folder(rel);
+            await flush();
+            if (fits) ({ sha256, secrets, modeSet } = await files.write(rel, entry, mode & 0o777));
+            else sha256 = await hashOnly(entry);
           } catch (err) {
+            // A name that cannot be a file below files/ (a hostile tar: a file where a folder was).
             if (!isHostileName(err)) throw err;
+            await drain(entry);
             omit(rel, 'unsafe-name');
             continue;
           }
-          const found = files.scan(held);
-          const flagged = found.length ? { secrets: found } : {};
-          const e: ChangedEntry = { path: rel, type: 'file', size, sha256: sha256 as string, mode, ...flagged };
-          list(e, idx);
+          if (maybeSame && idx.sha256 === sha256) {
+            if (fits) files.remove(rel);
+            met.set(rel, { size, sha256: sha256 as string, written: false, mode });
+            continue;
+          }
+          if (!fits) throw stop(rel, 'max-bytes');
+          const flagged = secrets.length ? { secrets } : {};
           met.set(rel, { size, sha256: sha256 as string, written: true, mode, ...flagged });
+          try {
+            list({ path: rel, type: 'file', size, sha256: sha256 as string, mode, ...flagged }, idx);
+          } catch (err) {
+            files.remove(rel);
+            throw err;
+          }
           bytes += size;
-          if (!readable(mode & 0o777)) out.modeLater.push({ path: rel, mode: mode & 0o777 });
-          while (writing.size >= WRITES_IN_FLIGHT) await Promise.race(writing.values());
-          if (writeError !== undefined) throw writeError;
-          writeInBackground(rel, held, mode & 0o777, e);
-          opts.onHeld?.(e, idx, held);
-          continue;
-        }
-        let secrets: string[] = [];
-        let modeSet = false;
-        try {
-          await written(posix.dirname(rel));
-          if (fits) ({ sha256, secrets, modeSet } = await files.write(rel, entry, mode & 0o777));
-          else sha256 = await hashOnly(entry);
-        } catch (err) {
-          // A name that cannot be a file below files/ (a hostile tar: a file where a folder was).
-          if (!isHostileName(err)) throw err;
+          if (!modeSet) out.modeLater.push({ path: rel, mode: mode & 0o777 });
+        } else if (h.type === 'link') {
+          // A hard link to an earlier entry of this archive: the same bytes under another name.
           await drain(entry);
-          omit(rel, 'unsafe-name');
-          continue;
-        }
-        if (maybeSame && idx.sha256 === sha256) {
-          if (fits) await files.remove(rel);
-          met.set(rel, { size, sha256: sha256 as string, written: false, mode });
-          continue;
-        }
-        if (!fits) throw stop(rel, 'max-bytes');
-        const flagged = secrets.length ? { secrets } : {};
-        met.set(rel, { size, sha256: sha256 as string, written: true, mode, ...flagged });
-        try {
-          list({ path: rel, type: 'file', size, sha256: sha256 as string, mode, ...flagged }, idx);
-        } catch (err) {
-          await files.remove(rel);
-          throw err;
-        }
-        bytes += size;
-        if (!modeSet) out.modeLater.push({ path: rel, mode: mode & 0o777 });
-      } else if (h.type === 'link') {
-        // A hard link to an earlier entry of this archive: the same bytes under another name.
-        await drain(entry);
-        const to = nameBytes(h.linkname ?? '', h.pax?.linkpath !== undefined);
-        const toRel = to.text.split('/').slice(1).join('/');
-        // its bytes are read from files/: their write done (or taken back)
-        if (writing.has(toRel)) await written(toRel);
-        const was = met.get(toRel);
-        if (!was) {
+          const to = nameBytes(h.linkname ?? '', h.pax?.linkpath !== undefined);
+          const toRel = to.text.split('/').slice(1).join('/');
+          // its bytes are read from files/: what is held written first (or taken back)
+          await flush();
+          const was = met.get(toRel);
+          if (!was) {
+            omit(rel, 'not-regular');
+            continue;
+          }
+          const same = idx?.type === 'file' && idx.sha256 === was.sha256 && idx.mode === (was.mode & 0o777);
+          met.set(rel, { ...was, written: false });
+          if (same) continue;
+          if (!was.written) {
+            omit(rel, 'not-regular');
+            continue;
+          }
+          if (bytes + was.size > opts.maxBytes) throw stop(rel, 'max-bytes');
+          list({ path: rel, type: 'file', size: was.size, sha256: was.sha256, mode: was.mode, ...(was.secrets ? { secrets: was.secrets } : {}) }, idx);
+          let modeSet: boolean;
+          try {
+            ({ modeSet } = await files.copy(toRel, rel, was.mode & 0o777));
+          } catch (err) {
+            // a name that cannot be a file below files/ (a hostile tar: a hard link under a file)
+            if (!isHostileName(err)) throw err;
+            unlist({ path: rel, type: 'file', size: 0 });
+            out.omitted.push({ path: shown(rel), reason: 'unsafe-name' });
+            listed++;
+            continue;
+          }
+          met.set(rel, { ...was, written: true });
+          bytes += was.size;
+          if (!modeSet) out.modeLater.push({ path: rel, mode: was.mode & 0o777 });
+        } else {
           omit(rel, 'not-regular');
-          continue;
+          await drain(entry);
         }
-        const same = idx?.type === 'file' && idx.sha256 === was.sha256 && idx.mode === (was.mode & 0o777);
-        met.set(rel, { ...was, written: false });
-        if (same) continue;
-        if (!was.written) {
-          omit(rel, 'not-regular');
-          continue;
-        }
-        if (bytes + was.size > opts.maxBytes) throw stop(rel, 'max-bytes');
-        list({ path: rel, type: 'file', size: was.size, sha256: was.sha256, mode: was.mode, ...(was.secrets ? { secrets: was.secrets } : {}) }, idx);
-        await written(posix.dirname(rel));
-        const { modeSet } = await files.copy(toRel, rel, was.mode & 0o777);
-        met.set(rel, { ...was, written: true });
-        bytes += was.size;
-        if (!modeSet) out.modeLater.push({ path: rel, mode: was.mode & 0o777 });
-      } else {
-        omit(rel, 'not-regular');
-        await drain(entry);
       }
+    } catch (err) {
+      if (!(err instanceof Stop)) throw err;
+    } finally {
+      // stops reading: the engine's stream first (nothing more is written into the parser), then the parser
+      tar.destroy();
+      ex.destroy();
     }
-  } catch (err) {
-    if (!(err instanceof Stop)) throw err;
+    // what is listed is written, a cap met or not
+    await flush();
   } finally {
-    // stops reading: the engine's stream first (nothing more is written into the parser), then the parser
-    tar.destroy();
-    ex.destroy();
-    await Promise.all(writing.values());
-    await files.close();
+    files.close();
   }
-  if (writeError !== undefined) throw writeError;
   // Deleted: what the fixture held that the workspace does not (not known past a cap: none listed then).
   if (opts.index && !out.truncated) {
     for (const [p, e] of opts.index) {
@@ -410,22 +415,25 @@ async function readWhole(stream: AsyncIterable<unknown>, size: number): Promise<
 }
 
 async function hashOnly(stream: AsyncIterable<unknown>): Promise<string> {
-  const hash = createHash('sha256');
-  for await (const c of stream) hash.update(c as Buffer);
-  return hash.digest('hex');
+  const hasher = createHash('sha256');
+  for await (const c of stream) hasher.update(c as Buffer);
+  return hasher.digest('hex');
 }
 
 /**
- * Writes files below a fresh folder of berth's, one component at a time with no link followed
- * (util/no-follow.ts); each file is created exclusively (0600), then given its mode when that
- * leaves the owner able to read it (else the export sets it once the patch has read the file); a
- * small file whose mode the umask leaves whole is created with it.
- * A file held in memory is written in the background (writeAsync: a file's create costs tens to
- * hundreds of microseconds, which the archive's read goes on through). The last folder opened is
- * kept open: a tar lists a folder's files together.
+ * Writes files below a fresh folder of berth's (nothing else writes there, no link is ever written
+ * there), one component at a time with no link followed: the folders on the way to the last one
+ * written in are kept open (a tar lists a folder's files together), each made if missing and
+ * opened as a folder, never through a link (util/no-follow.ts); each file is created exclusively
+ * in its open folder. A file gets its mode as it is created when the umask leaves it whole, else
+ * 0600 then its mode when that leaves the owner able to read it (else the export sets it once
+ * the patch has read the file). Small files are written with synchronous calls (writeHeld): a
+ * create costs tens to hundreds of microseconds, and three thread-pool round trips a file cost
+ * more, on a loaded 2-core machine, than the calls themselves.
  */
 class FilesWriter {
-  private dir: { rel: string; h: fsp.FileHandle } | undefined;
+  /** The open folders from the root down to the last one written in: its name and descriptor. */
+  private readonly chain: { name: string; fd: number }[];
   /**
    * The permission bits a file created here keeps (those the umask, or a default ACL, lets
    * through): found once, by a probe made and removed in the fresh root before anything else.
@@ -436,38 +444,78 @@ class FilesWriter {
     private readonly root: string,
     private readonly redactor?: Redactor,
   ) {
-    const probe = posix.join(root, `.mode-probe-${randomBytes(6).toString('hex')}`);
-    const fd = openSync(probe, CREATE, 0o777);
+    this.chain = [{ name: '', fd: openSync(root, C.O_RDONLY | C.O_DIRECTORY) }];
+    const probe = `.mode-probe-${randomBytes(6).toString('hex')}`;
     try {
-      this.kept = fstatSync(fd).mode & 0o777;
-    } finally {
-      closeSync(fd);
-      unlinkSync(probe);
+      const fd = openSync(atFd(this.rootFd, probe), CREATE, 0o777);
+      try {
+        this.kept = fstatSync(fd).mode & 0o777;
+      } finally {
+        closeSync(fd);
+        unlinkSync(atFd(this.rootFd, probe));
+      }
+    } catch (err) {
+      this.close();
+      throw err;
     }
   }
 
-  /** The folder of `rel` below the root, made if missing (no link followed), kept open. */
-  async folder(rel: string): Promise<fsp.FileHandle> {
-    const parent = posix.dirname(rel);
-    const want = parent === '.' ? '' : parent;
-    if (this.dir?.rel === want) return this.dir.h;
-    await this.close();
-    const h = await openDirBelow(this.root, want ? want.split('/') : [], { create: true });
-    this.dir = { rel: want, h };
-    return h;
+  private get rootFd(): number {
+    return (this.chain[0] as { fd: number }).fd;
+  }
+
+  /** The open folder `dir` (relative to the root, '' or '.' for the root), made if missing, no link followed. */
+  private folder(dir: string): number {
+    const parts = dir === '' || dir === '.' ? [] : dir.split('/');
+    // keep what the chain shares with `parts`, close the rest, open (making) what is missing
+    let keep = 0;
+    while (keep < parts.length && keep + 1 < this.chain.length && this.chain[keep + 1]?.name === parts[keep]) keep++;
+    while (this.chain.length > keep + 1) closeSync((this.chain.pop() as { fd: number }).fd);
+    for (let i = keep; i < parts.length; i++) {
+      const name = parts[i] as string;
+      const parent = (this.chain[this.chain.length - 1] as { fd: number }).fd;
+      try {
+        mkdirSync(atFd(parent, name), 0o755);
+      } catch (err) {
+        if (!isCode(err, 'EEXIST')) throw err;
+      }
+      this.chain.push({ name, fd: openDirAtSync(parent, name, posix.join(this.root, ...parts.slice(0, i + 1))) });
+    }
+    return (this.chain[this.chain.length - 1] as { fd: number }).fd;
+  }
+
+  /** `rel` in its open folder (made if missing), as a path a call can be given. */
+  private at(rel: string): string {
+    return atFd(this.folder(posix.dirname(rel)), posix.basename(rel));
+  }
+
+  /** Whether a file of `mode` is created with it (it can be read by its owner, and nothing masks it). */
+  private direct(mode: number): boolean {
+    return readable(mode) && (mode & ~this.kept) === 0;
+  }
+
+  /** Writes `rel` with `bytes`, synchronously. */
+  writeHeld(rel: string, bytes: Buffer, mode: number): void {
+    const direct = this.direct(mode);
+    const fd = openSync(this.at(rel), CREATE, direct ? mode : 0o600);
+    try {
+      for (let off = 0; off < bytes.length;) off += writeSync(fd, bytes, off);
+      if (!direct && readable(mode)) fchmodSync(fd, mode);
+    } finally {
+      closeSync(fd);
+    }
   }
 
   /** Writes `rel` from `stream`, returning its sha256, the secrets whose value it holds and whether it has `mode`. */
   async write(rel: string, stream: AsyncIterable<unknown>, mode: number): Promise<{ sha256: string; secrets: string[]; modeSet: boolean }> {
-    const dir = await this.folder(rel);
-    const fh = await fsp.open(atFd(dir.fd, posix.basename(rel)), CREATE, 0o600);
-    const hash = createHash('sha256');
+    const fh = await fsp.open(this.at(rel), CREATE, 0o600);
+    const hasher = createHash('sha256');
     const scan = this.redactor?.scanner();
     const modeSet = readable(mode);
     try {
       for await (const c of stream) {
         const chunk = c as Buffer;
-        hash.update(chunk);
+        hasher.update(chunk);
         scan?.update(chunk);
         await fh.write(chunk);
       }
@@ -475,24 +523,7 @@ class FilesWriter {
     } finally {
       await fh.close();
     }
-    return { sha256: hash.digest('hex'), secrets: scan?.found() ?? [], modeSet };
-  }
-
-  /**
-   * Writes `rel` with `bytes` on the thread pool, created exclusively with O_NOFOLLOW, its folder
-   * made before (folder()): by its path, which holds no link (files/ is berth's fresh folder, every
-   * folder in it made by folder(), no link ever written there, nothing else writing there).
-   */
-  async writeAsync(rel: string, bytes: Buffer, mode: number): Promise<void> {
-    // created with its mode when nothing masks it (one call less per file), else 0600 and given it after
-    const direct = readable(mode) && (mode & ~this.kept) === 0;
-    const fh = await fsp.open(posix.join(this.root, rel), CREATE, direct ? mode : 0o600);
-    try {
-      await fh.writeFile(bytes);
-      if (!direct && readable(mode)) await fh.chmod(mode);
-    } finally {
-      await fh.close();
-    }
+    return { sha256: hasher.digest('hex'), secrets: scan?.found() ?? [], modeSet };
   }
 
   /** The secrets whose value `bytes` holds. */
@@ -502,9 +533,10 @@ class FilesWriter {
     return scan?.found() ?? [];
   }
 
+  /** Copies `from` (written before) to `to`. */
   async copy(from: string, to: string, mode: number): Promise<{ modeSet: boolean }> {
-    const src = await openDirBelow(this.root, from.split('/').slice(0, -1));
     let fh: fsp.FileHandle;
+    const src = await openDirBelow(this.root, from.split('/').slice(0, -1));
     try {
       fh = await fsp.open(atFd(src.fd, posix.basename(from)), C.O_RDONLY | C.O_NOFOLLOW);
     } finally {
@@ -517,14 +549,12 @@ class FilesWriter {
     }
   }
 
-  async remove(rel: string): Promise<void> {
-    const dir = await this.folder(rel);
-    await fsp.unlink(atFd(dir.fd, posix.basename(rel)));
+  remove(rel: string): void {
+    unlinkSync(this.at(rel));
   }
 
-  async close(): Promise<void> {
-    const d = this.dir;
-    this.dir = undefined;
-    await d?.h.close();
+  /** Closes the folders kept open (the writer is not used after). */
+  close(): void {
+    while (this.chain.length) closeSync((this.chain.pop() as { fd: number }).fd);
   }
 }

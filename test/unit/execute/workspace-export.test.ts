@@ -259,6 +259,39 @@ describe('execute/workspace-tar: the workspace tar against the fixture', () => {
     expect(readFileSync(path.join(filesDir, 'c', 'd'), 'utf8')).to.equal('in c\n');
     expect(readFileSync(path.join(filesDir, 'z'), 'utf8')).to.equal('last\n');
     expect(listFiles(filesDir)).to.have.length(43);
+    // the same, its small files written at every one (the bytes held before a write at their least)
+    const one = await collect(items, null, { maxFiles: 46, filesDir: path.join(tmp, 'files-one'), heldBytes: 1 });
+    expect(one.got).to.deep.equal(got);
+    expect(listFiles(one.filesDir)).to.deep.equal(listFiles(filesDir));
+  });
+
+  it('clashes across small files held for writing, large files streamed and hard links keep the archive order: the later entry is left out', async () => {
+    const big = 'x'.repeat((1 << 20) + 1);
+    const items: Item[] = [
+      { name: 'workspace/', type: 'directory' },
+      // a small file (held), then a large one below it (streamed): the large one is left out
+      { name: 'workspace/e', body: 'a file\n' },
+      { name: 'workspace/e/big', body: big },
+      // a large file, then a small one where its folder is: the small one is left out
+      { name: 'workspace/g/big', body: big },
+      { name: 'workspace/g', body: 'over the folder g\n' },
+      // a hard link below a small file held: left out, never a failure
+      { name: 'workspace/h', body: 'h\n' },
+      { name: 'workspace/h/x', type: 'link', linkname: 'workspace/e' },
+      // and one that works, to a file still held when it comes
+      { name: 'workspace/k', body: 'k\n' },
+      { name: 'workspace/k2', type: 'link', linkname: 'workspace/k' },
+    ];
+    const { got, filesDir } = await collect(items, null, { maxBytes: 8 << 20 });
+    expect(got.omitted).to.deep.equal([
+      { path: 'e/big', reason: 'unsafe-name' },
+      { path: 'g', reason: 'unsafe-name' },
+      { path: 'h/x', reason: 'unsafe-name' },
+    ]);
+    expect(got.added.map((e) => e.path)).to.deep.equal(['e', 'g/big', 'h', 'k', 'k2']);
+    expect(listFiles(filesDir)).to.deep.equal(['e', 'g/big', 'h', 'k', 'k2']);
+    expect(readFileSync(path.join(filesDir, 'k2'), 'utf8')).to.equal('k\n');
+    expect(got.truncated).to.equal(false);
   });
 
   it('a name that is not UTF-8 is left out (name-not-utf8), shown with U+FFFD', async () => {
