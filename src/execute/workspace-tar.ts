@@ -2,7 +2,8 @@
  * The workspace's tar (read out of the stopped container) against the fixture as copied in: what
  * was added, modified, deleted or changed type, with every added or modified regular file written
  * under `filesDir`. Everything in the tar is hostile input:
- * - streamed entry by entry, each file hashed as it is written (never held whole in memory);
+ * - streamed entry by entry: a small file read whole and held until it is written (at most
+ *   DEFAULTS.workspaceHeldBytes held), a larger one hashed as it is written (never held whole);
  * - names that are not UTF-8, that leave the tree (`..`, absolute) or repeat, are left out
  *   (`name-not-utf8`, `unsafe-name`); deeper or longer than DEFAULTS allows, `too-deep`;
  * - links are never followed nor written: listed with their target, or left out when the target
@@ -283,7 +284,7 @@ export async function collectChanges(tar: Readable, top: string, opts: CollectOp
           const fits = bytes + size <= opts.maxBytes;
           if (!fits && !maybeSame) throw stop(rel, 'max-bytes');
           // a small file is read whole: maybe the fixture's unchanged (compared before anything is
-          // written: most of a workspace is unchanged), else written in the background
+          // written: most of a workspace is unchanged), else held and written with the next flush
           const held = size <= DEFAULTS.workspaceCompareInMemoryBytes ? await readWhole(entry, size) : undefined;
           let sha256 = held ? hash('sha256', held) : undefined;
           const same = maybeSame && idx.sha256 === sha256;
