@@ -93,6 +93,11 @@ export class SpecSource {
     return this.folder?.walks ?? 0;
   }
 
+  /** Whether a load is due (a change reported, its settle time running) or under way. */
+  get busy(): boolean {
+    return this.timer !== undefined || this.loading !== undefined;
+  }
+
   /** The folder's watcher (undefined until watch()). */
   get watching(): SpecsWatch | undefined {
     return this.watcher;
@@ -216,6 +221,7 @@ export class SpecSource {
         this.timer = setTimeout(fire, left);
         return;
       }
+      this.timer = undefined;
       for (const f of this.pending) this.noteChange('change', f);
       if (this.pendingWhole) this.noteChange('whole', this.opts.specsDir);
       this.pending = new Set();

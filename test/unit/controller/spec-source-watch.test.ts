@@ -84,6 +84,33 @@ describe('SpecSource watching a real folder: each change ends equal to a fresh f
     }
   };
 
+  /**
+   * Waits until the watcher watches `folders` folders (chokidar reports a folder made, then adds
+   * its watch: a load may settle before it is watched), then until the source has no load due or
+   * under way (the walk that report asked for, if it comes after): what follows is then a change
+   * of its own. Polls the folder count (chokidar tells nothing when a watch is added); waits on the
+   * source's loads.
+   */
+  const caughtUp = async (folders: number): Promise<void> => {
+    const deadline = Date.now() + 15_000;
+    while (src.watching?.folders !== folders) {
+      if (Date.now() > deadline) expect(src.watching?.folders).to.equal(folders);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    while (src.busy) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error('the source kept loading');
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, Math.min(left, 50));
+        wake = () => {
+          clearTimeout(t);
+          resolve();
+        };
+      });
+    }
+    loads = [];
+  };
+
   beforeEach(async function () {
     sb = sandbox({ 'a.yaml': doc('a'), 'b.yaml': doc('b'), 'sub/c.yaml': doc('c'), 'README.md': 'not a spec' });
     await start();
@@ -155,7 +182,7 @@ describe('SpecSource watching a real folder: each change ends equal to a fresh f
     writeFileSync(at('new/deep/er/n1.yaml'), doc('n1'));
     writeFileSync(at('new/n2.yaml'), doc('n2'));
     expect(await settled()).to.include({ walked: true });
-    expect(src.watching?.folders).to.equal(5); // the root, sub, new, new/deep, new/deep/er
+    await caughtUp(5); // the root, sub, new, new/deep, new/deep/er
     writeFileSync(at('new/deep/er/n3.yaml'), doc('n3'));
     expect(await settled()).to.include({ walked: false });
     expect(src.latest()?.specs.map((s) => s.spec.name)).to.include.members(['n1', 'n2', 'n3']);
@@ -164,6 +191,7 @@ describe('SpecSource watching a real folder: each change ends equal to a fresh f
   it('a folder removed, or renamed, is walked; the renamed one is watched under its new name', async function () {
     renameSync(at('sub'), at('sub2'));
     expect(await settled()).to.include({ walked: true });
+    await caughtUp(2); // the root, sub2
     writeFileSync(at('sub2/d.yaml'), doc('d'));
     expect(await settled()).to.include({ walked: false });
     rmSync(at('sub2'), { recursive: true });
