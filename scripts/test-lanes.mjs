@@ -21,13 +21,17 @@ const mocha = path.join(root, 'node_modules', 'mocha', 'bin', 'mocha.js');
 const lines = (process.env.NODE_LINES || '22 24 26').split(/\s+/).filter(Boolean);
 const children = new Set();
 
-/** Runs `cmd args` with `env` added (a variable given as undefined removed); its output to `out` (a stream) or inherited. Resolves with its exit code. */
+/** This process's environment with `env` added, a variable given as undefined left out. */
+function envWith(env) {
+  const full = { ...process.env, ...env };
+  for (const [k, v] of Object.entries(full)) if (v === undefined) delete full[k];
+  return full;
+}
+
+/** Runs `cmd args` in envWith(`env`); its output to `out` (a stream) or inherited. Resolves with its exit code. */
 function run(cmd, args, env, out) {
   return new Promise((resolve) => {
-    const full = { ...process.env, ...env };
-    // a variable given as undefined is left out
-    for (const [k, v] of Object.entries(full)) if (v === undefined) delete full[k];
-    const child = spawn(cmd, args, { cwd: root, env: full, stdio: out ? ['ignore', 'pipe', 'pipe'] : 'inherit' });
+    const child = spawn(cmd, args, { cwd: root, env: envWith(env), stdio: out ? ['ignore', 'pipe', 'pipe'] : 'inherit' });
     children.add(child);
     if (out) {
       child.stdout.pipe(out, { end: false });
@@ -54,10 +58,7 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
 /** The tests a lane (or, with none, the whole suite) holds, by file and full title: mocha's dry run. */
 function listed(lane) {
   return new Promise((resolve, reject) => {
-    const env = { ...process.env };
-    delete env.NODE_V8_COVERAGE;
-    if (lane) env.BERTH_TEST_LANE = lane;
-    else delete env.BERTH_TEST_LANE;
+    const env = envWith({ NODE_V8_COVERAGE: undefined, BERTH_TEST_LANE: lane });
     const child = spawn(process.execPath, [mocha, '--dry-run', '--reporter', 'json'], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.on('data', (c) => (out += c));

@@ -245,6 +245,7 @@ export class SpecSource {
 
   async close(): Promise<void> {
     clearTimeout(this.timer);
+    this.timer = undefined;
     const w = this.watcher;
     this.watcher = undefined;
     await w?.close();

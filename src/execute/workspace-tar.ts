@@ -174,24 +174,22 @@ export async function collectChanges(tar: Readable, top: string, opts: CollectOp
         files.writeHeld(w.rel, w.bytes, w.mode);
       } catch (err) {
         if (!isHostileName(err)) throw err;
-        unlist(w.e);
-        out.omitted.push({ path: shown(w.rel), reason: 'unsafe-name' });
-        listed++;
+        takeBack(w.e.path, w.e.size ?? 0);
       }
     }
   };
-  /** Takes a listed file back out (its write failed): the lists, the counts, its mode. */
-  const unlist = (e: ChangedEntry): void => {
-    for (const l of [out.added, out.modified, out.typeChanged] as ChangedEntry[][]) {
-      const i = l.findIndex((x) => x.path === e.path);
-      if (i >= 0) l.splice(i, 1);
-    }
-    const m = out.modeLater.findIndex((x) => x.path === e.path);
-    if (m >= 0) out.modeLater.splice(m, 1);
-    listed--;
-    bytes -= e.size ?? 0;
-    const was = met.get(e.path);
-    if (was) met.set(e.path, { ...was, written: false });
+  /**
+   * Paths listed, then taken back out (their write failed: a name that cannot be a file there);
+   * dropped from the lists once, at the end (a hostile tar may have thousands).
+   */
+  const takenBack = new Set<string>();
+  /** Takes listed file `path` (`size` bytes counted) back out, left out as `unsafe-name` instead (counted once still). */
+  const takeBack = (path: string, size: number): void => {
+    takenBack.add(path);
+    bytes -= size;
+    const was = met.get(path);
+    if (was) met.set(path, { ...was, written: false });
+    out.omitted.push({ path: shown(path), reason: 'unsafe-name' });
   };
 
   const omit = (path: string, reason: OmittedReason): void => {
@@ -363,9 +361,7 @@ export async function collectChanges(tar: Readable, top: string, opts: CollectOp
           } catch (err) {
             // a name that cannot be a file below files/ (a hostile tar: a hard link under a file)
             if (!isHostileName(err)) throw err;
-            unlist({ path: rel, type: 'file', size: 0 });
-            out.omitted.push({ path: shown(rel), reason: 'unsafe-name' });
-            listed++;
+            takeBack(rel, 0);
             continue;
           }
           met.set(rel, { ...was, written: true });
@@ -387,6 +383,13 @@ export async function collectChanges(tar: Readable, top: string, opts: CollectOp
     await flush();
   } finally {
     files.close();
+  }
+  if (takenBack.size) {
+    const kept = <T extends { path: string }>(l: T[]): T[] => l.filter((x) => !takenBack.has(x.path));
+    out.added = kept(out.added);
+    out.modified = kept(out.modified);
+    out.typeChanged = kept(out.typeChanged);
+    out.modeLater = kept(out.modeLater);
   }
   // Deleted: what the fixture held that the workspace does not (not known past a cap: none listed then).
   if (opts.index && !out.truncated) {

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import Dockerode from 'dockerode';
 import { TEST_RUN } from './engine';
-import { processTrees, procState, releaseContainerd } from './procs';
+import { ended, processTrees, releaseContainerd } from './procs';
 
 const run = promisify(execFile);
 
@@ -135,7 +135,7 @@ export class PrivateEngine {
     // its containerd dies with it (a moment later): wait, so that the next start does not meet it half-dead
     const pidFile = path.join(this.root, 'x', 'containerd', 'containerd.pid');
     const pid = Number((await fs.readFile(pidFile, 'utf8').catch(() => '')).trim());
-    for (let i = 0; pid && i < 200 && (await procState(pid)) !== 'gone'; i++) await new Promise((r) => setTimeout(r, 50));
+    if (pid) await ended(pid, 10_000);
   }
 
   /**
@@ -165,5 +165,3 @@ export class PrivateEngine {
     await run('ip', ['netns', 'delete', this.netns]).catch(() => undefined);
   }
 }
-
-/** A process's state: 'gone' when it has exited (a zombie counts: nothing reaps orphans here), else 'alive'. */

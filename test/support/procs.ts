@@ -28,10 +28,21 @@ export async function processTrees(root: (p: Proc) => boolean): Promise<number[]
 }
 
 /** Whether `pid` is gone or a zombie (nothing reaps an orphaned containerd here), or still alive. */
-export async function procState(pid: number): Promise<'gone' | 'alive'> {
+async function procState(pid: number): Promise<'gone' | 'alive'> {
   const stat = await fs.readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
   const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
   return !stat || state === 'Z' ? 'gone' : 'alive';
+}
+
+/**
+ * Whether `pid` is gone (or a zombie) within `ms`. No event tells a foreign process's end: its
+ * /proc entry is looked at every 50 ms.
+ */
+export async function ended(pid: number, ms: number): Promise<boolean> {
+  for (const end = Date.now() + ms; ; await new Promise((r) => setTimeout(r, 50))) {
+    if ((await procState(pid)) === 'gone') return true;
+    if (Date.now() >= end) return false;
+  }
 }
 
 /**
@@ -46,13 +57,7 @@ export async function procState(pid: number): Promise<'gone' | 'alive'> {
 export async function releaseContainerd(pidFile: string, marker: string): Promise<void> {
   const pid = Number((await fs.readFile(pidFile, 'utf8').catch(() => '')).trim());
   if (!pid) return;
-  const gone = async (ms: number): Promise<boolean> => {
-    // no event tells a foreign process's end: its /proc entry is looked at every 50 ms, for at most `ms`
-    for (const end = Date.now() + ms; ; await new Promise((r) => setTimeout(r, 50))) {
-      if ((await procState(pid)) === 'gone') return true;
-      if (Date.now() >= end) return false;
-    }
-  };
+  const gone = (ms: number) => ended(pid, ms);
   if ((await procState(pid)) === 'alive') {
     const args = (await fs.readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0').join(' ');
     if (!args.includes(marker)) return; // the pid was taken by another process: not ours to end

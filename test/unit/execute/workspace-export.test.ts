@@ -265,6 +265,21 @@ describe('execute/workspace-tar: the workspace tar against the fixture', () => {
     expect(listFiles(one.filesDir)).to.deep.equal(listFiles(filesDir));
   });
 
+  it('thousands of files below a file are each left out once, the rest of the lists as they were', async () => {
+    const items: Item[] = [
+      { name: 'workspace/', type: 'directory' },
+      { name: 'workspace/a', body: 'a file\n' },
+    ];
+    for (let i = 0; i < 5000; i++) items.push({ name: `workspace/a/f${i}`, body: `${i}\n` });
+    items.push({ name: 'workspace/z', body: 'last\n', mode: 0o200 });
+    const { got, filesDir } = await collect(items, null, { maxFiles: 10_000 });
+    expect(got.added.map((e) => e.path)).to.deep.equal(['a', 'z']);
+    expect(got.omitted).to.have.length(5000);
+    expect(got.omitted.every((o) => o.reason === 'unsafe-name' && o.path.startsWith('a/f'))).to.equal(true);
+    expect(got.modeLater).to.deep.equal([{ path: 'z', mode: 0o200 }]);
+    expect(listFiles(filesDir)).to.deep.equal(['a', 'z']);
+  });
+
   it('clashes across small files held for writing, large files streamed and hard links keep the archive order: the later entry is left out', async () => {
     const big = 'x'.repeat((1 << 20) + 1);
     const items: Item[] = [
