@@ -56,7 +56,7 @@ browser:
 run: setup
 	$(BERTH) reconcile --specs specs --once --wait --fail-on infra
 
-# Every test: the swarm's beside the rest, then the unit tests on the other Node lines (scripts/test-lanes.mjs)
+# Every test, in two lanes at once (scripts/test-lanes.mjs: main, and side with the unit tests on the other Node lines)
 test: setup browser
 	NODE_LINES="$(NODE_LINES)" $(NPM) test
 
