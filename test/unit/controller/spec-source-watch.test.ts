@@ -257,6 +257,7 @@ describe('SpecSource watching a real folder: each change ends equal to a fresh f
     renameSync(next, sb.specs);
     expect(await settled()).to.include({ walked: true });
     expect(src.latest()?.specs.map((s) => s.spec.name)).to.have.members(['x', 'y']);
+    await caughtUp(2); // the new root, xs
     writeFileSync(at('xs/z.yaml'), doc('z'));
     expect(await settled()).to.include({ walked: false });
     // the old root is no longer watched: a write there loads nothing
@@ -272,6 +273,7 @@ describe('SpecSource watching a real folder: each change ends equal to a fresh f
     writeFileSync(at('back.yaml'), doc('back'));
     expect(await settled()).to.include({ walked: true });
     expect(src.latest()?.specs.map((s) => s.spec.name)).to.deep.equal(['back']);
+    await caughtUp(1); // the root made again
     writeFileSync(at('again.yaml'), doc('again'));
     expect(await settled()).to.include({ walked: false });
   });
