@@ -325,7 +325,7 @@ export const DEFAULTS = {
   /** A fixture file larger than this is streamed into the archive from its open handle, not read whole. */
   fixtureInlineFileBytes: 1024 * 1024,
   /**
-   * The packed fixture layers kept on disk (`<state>/cache/fixtures/`, execute/fixture-cache.ts)
+   * The packed fixture layers kept on disk (`<state>/cache/fixtures/`, pack/fixture-cache.ts)
    * take at most this many bytes; the least recently used go first (`--fixture-cache-size`,
    * BERTH_FIXTURE_CACHE_SIZE; 0: none kept, every copy-in packs its own).
    */
@@ -476,7 +476,7 @@ export const DEFAULTS = {
   /**
    * The export's small changed files are held in memory (their buffers, at most this much) and
    * written in one synchronous sweep once that much is held, before a large file or a hard link,
-   * and at the archive's end (src/execute/workspace-tar.ts).
+   * and at the archive's end (src/workspace/tar.ts).
    */
   workspaceHeldBytes: 32 * 1024 * 1024,
   /** A path deeper than this many components, or longer than this many bytes, is left out (`too-deep`). */

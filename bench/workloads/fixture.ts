@@ -8,7 +8,7 @@
  * a time. Every round, in alternating order:
  *
  * - berth: what its `copy-in` does for each (src/execute/create.ts): the fixture's archive from
- *   the pack cache (execute/fixture-cache.ts; a fresh, empty cache each round, so the round
+ *   the pack cache (pack/fixture-cache.ts; a fresh, empty cache each round, so the round
  *   packs the tree once), the run's workspace-base.json written, the archive streamed into the
  *   container with berth's Engine (PUT archive);
  * - peer: `docker cp <tree>/. <container>:/workspace`, the docker CLI.
@@ -21,9 +21,9 @@ import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { createDockerEngine } from '../../src/engine/docker';
-import { fixtureTar } from '../../src/execute/archive';
-import { fixtureCacheStats } from '../../src/execute/fixture-cache';
-import { writeWorkspaceBase } from '../../src/execute/workspace-export';
+import { fixtureTar } from '../../src/pack/archive';
+import { fixtureCacheStats } from '../../src/pack/fixture-cache';
+import { writeWorkspaceBase } from '../../src/workspace/export';
 import { fixtureDigest } from '../../src/spec/fixture-digest';
 import { scanFixture } from '../../src/spec/fixture-scan';
 import type { FixtureLayer } from '../../src/spec/types';

@@ -6,7 +6,7 @@ import type { Engine } from '../engine/types';
 import type { EngineBoot } from '../status/types';
 import type { StatusStore } from '../status/store';
 import type { Logger } from '../util/log';
-import type { FixtureCacheConfig } from './archive';
+import type { FixtureCacheConfig } from '../pack/archive';
 import type { HarvestLimits } from './harvest';
 import type { StatusRecords } from './status-record';
 

@@ -16,14 +16,14 @@ import type { AttemptAction, ImageChoice, OpOutcome, Operation } from '../plan/t
 import { imageProvenance } from './image-provenance';
 import type { EngineBoot, ImageProvenance } from '../status/types';
 import { assertFoldersBelow } from '../util/no-follow';
-import { fixtureTar, secretsTar, type LayerEntry } from './archive';
-import { writeWorkspaceBase } from './workspace-export';
+import { fixtureTar, secretsTar, type LayerEntry } from '../pack/archive';
+import { writeWorkspaceBase } from '../workspace/export';
 import { containerHolder } from './conflict';
 import { iso, type ExecContext } from './context';
 import { DONE, outcomeOf } from './outcome';
-import { makeRunFolder, resultsBase } from './run-folder';
-import { secretSourcesOf } from './redaction';
-import { readSecrets, secretEnvLines } from './secrets';
+import { makeRunFolder, resultsBase } from '../harvest/run-folder';
+import { secretSourcesOf } from '../harvest/redaction';
+import { readSecrets, secretEnvLines } from '../pack/secrets';
 import { beginRun } from './status-record';
 
 /**
@@ -46,7 +46,7 @@ export async function recordIntent(
     const secrets = d.loaded.spec.secrets;
     return {
       ...begun,
-      // where its secrets come from, for their redaction at the harvest (execute/redaction.ts)
+      // where its secrets come from, for their redaction at the harvest (harvest/redaction.ts)
       ...(secrets.length ? { secretSources: secretSourcesOf(secrets) } : {}),
       phase: 'Pending',
       reason: REASONS.provisioning,

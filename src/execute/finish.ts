@@ -1,10 +1,10 @@
 /**
  * The `finish` and `harvest` operations. A finish reads the end from the engine (exit code,
  * OOM) unless the plan forces an outcome, records it as `ended`, then harvests. The harvest
- * writes logs, manifest, the exported workspace (workspace-export.ts) and status into the run's
+ * writes logs, manifest, the exported workspace (workspace/export.ts) and status into the run's
  * folder, then the final phase; one that fails
  * is recorded (HarvestFailed, why) and the planner plans it again (planner.ts). Everything it
- * writes, the record included, is redacted of the run's secrets (execute/redaction.ts).
+ * writes, the record included, is redacted of the run's secrets (harvest/redaction.ts).
  */
 import path from 'node:path';
 import { REASONS } from '../constants';
@@ -18,12 +18,12 @@ import { iso, type ExecContext } from './context';
 import type { HarvestCaps } from '../spec/types';
 import { DEFAULT_LIMITS, harvest as harvestFiles } from './harvest';
 import { withLateOom } from './late-oom';
-import { DEFAULT_CAPS } from './manifest';
+import { DEFAULT_CAPS } from '../harvest/manifest';
 import { DONE } from './outcome';
-import { ensureRunFolder } from './run-folder';
-import { redactRecord, runRedaction, sourcesFor, type RunRedaction } from './redaction';
-import { readScore, type ScoreRead } from './score';
-import { exportWorkspace } from './workspace-export';
+import { ensureRunFolder } from '../harvest/run-folder';
+import { redactRecord, runRedaction, sourcesFor, type RunRedaction } from '../harvest/redaction';
+import { readScore, type ScoreRead } from '../harvest/score';
+import { exportWorkspace } from '../workspace/export';
 
 export async function finish(
   x: ExecContext,
@@ -131,7 +131,7 @@ export async function harvest(
     if (mount) await ensureRunFolder(x.deps.resultsRoot, mount);
     // a backend whose runs write their results elsewhere (a swarm node) brings them home first, within the caps
     const collected = mount && id && engine.containers.collect ? await engine.containers.collect(id, mount, caps) : undefined;
-    // the workspace, read out of the stopped container before anything removes it (workspace-export.ts)
+    // the workspace, read out of the stopped container before anything removes it (workspace/export.ts)
     if (mount) {
       const exported = await exportWorkspace(engine, path.dirname(mount), id, x.deps.signal, rr.redactor);
       if (!exported.done && exported.warning) final.warnings = [...(final.warnings ?? []), exported.warning];

@@ -1,12 +1,12 @@
 /**
  * spec.grade's operations (plan/grade.ts plans them): `begin-grade` (the grade recorded
  * `grading`, then its folder made; no engine call), `create-grader`, `copy-in-grader` (one
- * archive: execute/grade-archive.ts), `start-grader` (its start, its start time and deadline
+ * archive: pack/grade-archive.ts), `start-grader` (its start, its start time and deadline
  * recorded) and `finish-grade` (exit code, OOM, logs, the score read only from the grader's own
  * results folder, `grade-<k>/status.json`, the grade recorded final). Each changes the engine at
  * most once; what it met is reported, never judged here. The grader reads the run's workspace,
  * which may hold the run's secrets: its log, its status.json and its record are redacted of them
- * (execute/redaction.ts).
+ * (harvest/redaction.ts).
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
@@ -23,14 +23,14 @@ import { assertFoldersBelow, atFd, componentsBelow, mkdirBelow, openDirBelow } f
 import { containerHolder } from './conflict';
 import { iso, type ExecContext } from './context';
 import { imageProvenance } from './image-provenance';
-import { DEFAULT_CAPS } from './manifest';
-import { graderArchive } from './grade-archive';
+import { DEFAULT_CAPS } from '../harvest/manifest';
+import { graderArchive } from '../pack/grade-archive';
 import { DEFAULT_LIMITS, saveLog } from './harvest';
 import { withLateOom } from './late-oom';
 import { DONE, outcomeOf } from './outcome';
-import { runRedaction, sourcesFor } from './redaction';
-import { resultsBase } from './run-folder';
-import { readScore } from './score';
+import { runRedaction, sourcesFor } from '../harvest/redaction';
+import { resultsBase } from '../harvest/run-folder';
+import { readScore } from '../harvest/score';
 
 /** The results root below which the grade's folders are made and checked with no link followed. */
 function baseOf(x: ExecContext, d: DesiredGrader): string {

@@ -8,7 +8,7 @@
  *                  past spec.harvest's caps, what was left out (and removed from results/)
  *   egress.jsonl   the egress proxy's decisions, one JSON line each (isolated attempts with egress)
  *   sidecars/<name>.log  each sidecar's output
- * Every log passes through the run's redactor (execute/redaction.ts) before it is capped and
+ * Every log passes through the run's redactor (harvest/redaction.ts) before it is capped and
  * written: a secret value never reaches the disk; the manifest flags the results files that hold
  * one (results are kept as the attempt wrote them).
  */
@@ -22,10 +22,19 @@ import type { SidecarRef } from '../plan/types';
 import { writeFileAtomic, writeFileAtomicWith } from '../status/atomic-file';
 import type { AttemptStatus } from '../status/types';
 import { NO_REDACTION, type Redactor } from '../util/redact';
-import { writeCappedLog } from './capped-log';
-import { DEFAULT_BUDGET, DEFAULT_CAPS, removeLeftOut, writeManifest, type HashBudget, type LeftOutBefore, type ResultCaps, type Truncation } from './manifest';
+import { writeCappedLog } from '../harvest/capped-log';
+import {
+  DEFAULT_BUDGET,
+  DEFAULT_CAPS,
+  removeLeftOut,
+  writeManifest,
+  type HashBudget,
+  type LeftOutBefore,
+  type ResultCaps,
+  type Truncation,
+} from '../harvest/manifest';
 
-export { type ManifestEntry } from './manifest';
+export { type ManifestEntry } from '../harvest/manifest';
 
 /** What a harvest keeps: the log cap (bytes per log file) and the manifest's hashing budget. */
 export interface HarvestLimits {

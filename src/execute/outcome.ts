@@ -6,7 +6,7 @@
 import { BackendRefusedError, describeEngineError, isNotFound, statusOf } from '../engine/errors';
 import type { OpOutcome } from '../plan/types';
 import { UnsafePathError } from '../util/no-follow';
-import { SecretError } from './secrets';
+import { SecretError } from '../pack/secrets';
 
 export const DONE: OpOutcome = { type: 'done' };
 

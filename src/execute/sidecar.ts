@@ -20,12 +20,12 @@ import type { SidecarReady } from '../spec/types';
 import type { AttemptAction, OpOutcome, SidecarOperation } from '../plan/types';
 import { credentialSecretsOf } from '../desired/attempt';
 import { parseListeningLine, PROXY_ENV, type SidecarListenerConfig } from '../proxy/contract';
-import { secretsTar } from './archive';
+import { secretsTar } from '../pack/archive';
 import { containerHolder } from './conflict';
 import { iso, type ExecContext } from './context';
 import { containerUser } from './create';
 import { DONE, outcomeOf } from './outcome';
-import { credentialConfigs, readSecrets, secretEnvLines } from './secrets';
+import { credentialConfigs, readSecrets, secretEnvLines } from '../pack/secrets';
 
 type Sidecar = DesiredAttempt['sidecars'][number];
 

@@ -20,7 +20,7 @@
  * - memory: the folders still to read (paths), and the identities of files with several links.
  *
  * Reads are synchronous, in slices of at most 5 ms (util/slicer.ts) with the event loop given back between
- * them (as the manifest's walk, execute/manifest.ts: a hundred thousand async lstats cost 4-5x
+ * them (as the manifest's walk, harvest/manifest.ts: a hundred thousand async lstats cost 4-5x
  * more on a loaded 2-core machine).
  */
 import { lstatSync, opendirSync, type Dir, type Stats } from 'node:fs';

@@ -116,7 +116,7 @@ export type Operation =
   | (OpBase & { type: 'begin-grade'; grader: DesiredGrader; fresh: boolean })
   /** The grader's create (a fresh container of the grade's image; never the attempt's), its id recorded on the grade. */
   | (OpBase & { type: 'create-grader'; grader: DesiredGrader })
-  /** One archive into the grader: spec.fixture, the run's exported changes less `protect`, grade.fixture (execute/grade-archive.ts). */
+  /** One archive into the grader: spec.fixture, the run's exported changes less `protect`, grade.fixture (pack/grade-archive.ts). */
   | (OpBase & { type: 'copy-in-grader'; grader: DesiredGrader })
   /** The grader's start (`id`: one found running, whose start is recorded only), then its start time and deadline recorded. */
   | (OpBase & { type: 'start-grader'; grader: DesiredGrader; id?: string })

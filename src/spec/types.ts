@@ -191,9 +191,9 @@ export interface NormalizedAttempt {
   sidecars: SidecarSpec[];
   /** The grader, or null: no grade (the run's own exit code, or its score file, decides). */
   grade: NormalizedGrade | null;
-  /** What of the workspace comes home after the run (src/execute/workspace-export.ts); not hashed. */
+  /** What of the workspace comes home after the run (src/workspace/export.ts); not hashed. */
   workspace: WorkspaceExportSpec;
-  /** What a run's results folder keeps at most (src/execute/manifest.ts); not hashed. */
+  /** What a run's results folder keeps at most (src/harvest/manifest.ts); not hashed. */
   harvest: HarvestCaps;
 }
 

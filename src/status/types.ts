@@ -250,7 +250,7 @@ export interface AttemptStatus {
   warnings?: string[];
   /**
    * Where the current run's secrets come from (never their values), recorded when the run
-   * begins: the harvest reads them again from there to redact them (execute/redaction.ts), in
+   * begins: the harvest reads them again from there to redact them (harvest/redaction.ts), in
    * whichever berth process it runs.
    */
   secretSources?: { name: string; fromEnv?: string; fromFile?: string }[];

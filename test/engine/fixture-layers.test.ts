@@ -1,7 +1,7 @@
 /**
  * Fixture layers on the real engine: a set of 12 children shares one base layer (a repository)
  * plus a layer of its own (the task's files); every child sees the later layer win, the base
- * packed once for all of them (execute/fixture-cache.ts counts), the workspace export compares
+ * packed once for all of them (pack/fixture-cache.ts counts), the workspace export compares
  * with the merged layers (a base file edited shows in the patch against the base's bytes), the
  * grader gets the layers then the changes; a cache entry removed is packed again and works.
  */
@@ -9,8 +9,8 @@ import { expect } from 'chai';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { DEFAULTS, WORKSPACE } from '../../src/constants';
-import { fixtureCacheStats } from '../../src/execute/fixture-cache';
-import type { WorkspaceChanges } from '../../src/execute/workspace-types';
+import { fixtureCacheStats } from '../../src/pack/fixture-cache';
+import type { WorkspaceChanges } from '../../src/workspace/types';
 import type { AttemptStatus } from '../../src/status/types';
 import { requireEngine } from '../support/engine';
 import { Sandbox } from '../support/sandbox';

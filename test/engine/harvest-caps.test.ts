@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { DEFAULTS, REASONS } from '../../src/constants';
-import type { Manifest } from '../../src/execute/manifest';
+import type { Manifest } from '../../src/harvest/manifest';
 import { requireEngine } from '../support/engine';
 import { Sandbox } from '../support/sandbox';
 

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { DEFAULTS, REASONS } from '../../src/constants';
-import type { Manifest } from '../../src/execute/manifest';
+import type { Manifest } from '../../src/harvest/manifest';
 import type { AttemptStatus } from '../../src/status/types';
 import { startController } from '../support/controller';
 import { docker, requireEngine } from '../support/engine';

@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { REASONS, WORKSPACE } from '../../src/constants';
-import type { WorkspaceChanges } from '../../src/execute/workspace-types';
+import type { WorkspaceChanges } from '../../src/workspace/types';
 import { docker, requireEngine } from '../support/engine';
 import { Sandbox } from '../support/sandbox';
 import { waitFor } from '../support/wait';

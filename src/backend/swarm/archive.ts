@@ -2,7 +2,7 @@
  * A tar for a run on a swarm, split as it streams by: the files under the secrets folder are
  * kept aside (each is small: a swarm secret holds at most 500 KB) to become swarm secrets, and
  * everything else streams on, entry by entry, into the node's engine (the archive API). A
- * fixture of any size passes in bounded memory, as on one engine (src/execute/archive.ts); the
+ * fixture of any size passes in bounded memory, as on one engine (src/pack/archive.ts); the
  * node's engine is called only once the archive holds something besides folders.
  */
 import { Readable } from 'node:stream';

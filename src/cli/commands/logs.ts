@@ -12,7 +12,7 @@ import { StringDecoder } from 'node:string_decoder';
 import { containerName, EXIT, FINISHED_PHASES, NAMING } from '../../constants';
 import { describeEngineError, isEngineDown, isNotFound } from '../../engine/errors';
 import type { AttemptStatus } from '../../status/types';
-import { runRedaction } from '../../execute/redaction';
+import { runRedaction } from '../../harvest/redaction';
 import { UsageError, type Context } from '../context';
 import { diag } from '../diag';
 

@@ -8,11 +8,11 @@
  * `fromDir`), each with why (`skipped` in JSON).
  * Warnings (stderr in text, `warnings` in JSON; never an error): a secret whose value, as this
  * process can read it, is too short or too long to be redacted from what berth writes
- * (execute/redaction.ts).
+ * (harvest/redaction.ts).
  */
 import { closeSync, constants as fsConstants, fstatSync, openSync, readFileSync } from 'node:fs';
 import { DEFAULTS, EXIT } from '../../constants';
-import { readSecret } from '../../execute/secrets';
+import { readSecret } from '../../pack/secrets';
 import { loadPaths, loadSpecs, type LoadReport } from '../../spec/loader';
 import { formatErrors, githubAnnotations, inGithubActions, type ReadLine } from '../format-errors';
 import type { Context } from '../context';

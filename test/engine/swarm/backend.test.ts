@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { LABELS, REASONS, SWARM } from '../../../src/constants';
-import type { Manifest } from '../../../src/execute/manifest';
+import type { Manifest } from '../../../src/harvest/manifest';
 import { createSwarmEngine } from '../../../src/engine/swarm';
 import { Sandbox } from '../../support/sandbox';
 import { swarmCli } from '../../support/swarm-cli';

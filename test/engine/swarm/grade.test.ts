@@ -16,7 +16,7 @@ import { createSwarmBackend } from '../../../src/backend/swarm';
 import { COMPONENTS, graderName, LABELS } from '../../../src/constants';
 import { classify } from '../../../src/engine/errors';
 import { createSwarmEngine } from '../../../src/engine/swarm';
-import type { WorkspaceChanges } from '../../../src/execute/workspace-types';
+import type { WorkspaceChanges } from '../../../src/workspace/types';
 import type { AttemptStatus, GradeRecord } from '../../../src/status/types';
 import { containerEvents, type PastEvent } from '../../support/events';
 import { Sandbox } from '../../support/sandbox';

@@ -9,7 +9,7 @@ import { secretHolders } from '../../../src/plan/ops';
 import { EGRESS_PROXY_NAME } from '../../../src/spec/semantic';
 import type { LoadedSpec } from '../../../src/spec/types';
 import { container, labelsFor } from '../../support/builders';
-import { credentialConfigs } from '../../../src/execute/secrets';
+import { credentialConfigs } from '../../../src/pack/secrets';
 import { cleanupTemp, doc, loadOne } from './helpers';
 
 const ISOLATED = `  secrets:

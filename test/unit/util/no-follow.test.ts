@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmSync, statSync, sy
 import os from 'node:os';
 import path from 'node:path';
 import { extract } from 'tar-stream';
-import { type Archive, fixtureTar } from '../../../src/execute/archive';
+import { type Archive, fixtureTar } from '../../../src/pack/archive';
 import { assertFoldersBelow, mkdirBelow, openFileBelow, SyncFolders, UnsafePathError } from '../../../src/util/no-follow';
 
 /** The entries of a tar: name → type (and link target). */

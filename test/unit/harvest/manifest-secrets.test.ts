@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { writeManifest, type HashBudget, type Manifest } from '../../../src/execute/manifest';
+import { writeManifest, type HashBudget, type Manifest } from '../../../src/harvest/manifest';
 import { Redactor } from '../../../src/util/redact';
 
 const KEY = 'sk-live-0123456789abcdefghij';
@@ -25,7 +25,7 @@ async function manifest(root: string, hash?: HashBudget, _signal?: AbortSignal, 
   }
 }
 
-describe('execute/manifest: files holding a secret', () => {
+describe('harvest/manifest: files holding a secret', () => {
   let dir: string;
   beforeEach(async () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'berth-manifest-secrets-'));

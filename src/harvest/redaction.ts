@@ -16,7 +16,7 @@ import { DEFAULTS } from '../constants';
 import type { SecretRef } from '../spec/types';
 import type { AttemptStatus, Redaction } from '../status/types';
 import { Redactor, type SecretValue } from '../util/redact';
-import { readSecret } from './secrets';
+import { readSecret } from '../pack/secrets';
 
 export interface RunRedaction {
   redactor: Redactor;

@@ -1,6 +1,6 @@
 /**
- * Fixture layers copied in (execute/archive.ts, fixture-layers.ts) and packed layers kept on disk
- * (execute/fixture-cache.ts): the later layer wins per path, each layer is packed once, a damaged
+ * Fixture layers copied in (pack/archive.ts, fixture-layers.ts) and packed layers kept on disk
+ * (pack/fixture-cache.ts): the later layer wins per path, each layer is packed once, a damaged
  * entry is found and packed again, the cache keeps to its bound (least recently used go first).
  */
 import { expect } from 'chai';
@@ -9,9 +9,9 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, trun
 import os from 'node:os';
 import path from 'node:path';
 import { extract } from 'tar-stream';
-import { fixtureTar, type FixtureCacheConfig } from '../../../src/execute/archive';
-import { fixtureCacheStats, layerKey } from '../../../src/execute/fixture-cache';
-import { keptEntries, mergedIndex, overlay } from '../../../src/execute/fixture-layers';
+import { fixtureTar, type FixtureCacheConfig } from '../../../src/pack/archive';
+import { fixtureCacheStats, layerKey } from '../../../src/pack/fixture-cache';
+import { keptEntries, mergedIndex, overlay } from '../../../src/pack/fixture-layers';
 import { fixtureDigest } from '../../../src/spec/fixture-digest';
 import { scanFixture } from '../../../src/spec/fixture-scan';
 import type { FixtureLayer } from '../../../src/spec/types';
@@ -44,7 +44,7 @@ async function extracted(a: { body(): Buffer | NodeJS.ReadableStream; dispose():
   return out;
 }
 
-describe('execute/fixture-layers and fixture-cache', () => {
+describe('pack/fixture-layers and fixture-cache', () => {
   let root: string;
   let cache: FixtureCacheConfig;
   beforeEach(() => {

@@ -1,6 +1,6 @@
 /**
- * The workspace export's tar-to-changes logic (workspace-tar.ts) and its patch
- * (workspace-patch.ts), with hand-built tar streams: what an engine sends, and what a hostile one
+ * The workspace export's tar-to-changes logic (workspace/tar.ts) and its patch
+ * (workspace/patch.ts), with hand-built tar streams: what an engine sends, and what a hostile one
  * could.
  */
 import { expect } from 'chai';
@@ -14,9 +14,9 @@ import { pack, type Header } from 'tar-stream';
 import { DEFAULTS, WORKSPACE } from '../../../src/constants';
 import type { Engine } from '../../../src/engine/types';
 import type { FixtureEntry } from '../../../src/spec/fixture-scan';
-import { exportWorkspace, writeWorkspaceBase, type WorkspaceBase } from '../../../src/execute/workspace-export';
-import { collectChanges, type CollectOptions } from '../../../src/execute/workspace-tar';
-import type { WorkspaceChanges } from '../../../src/execute/workspace-types';
+import { exportWorkspace, writeWorkspaceBase, type WorkspaceBase } from '../../../src/workspace/export';
+import { collectChanges, type CollectOptions } from '../../../src/workspace/tar';
+import type { WorkspaceChanges } from '../../../src/workspace/types';
 
 type Item = Partial<Header> & { name: string; body?: Buffer | string };
 
@@ -111,7 +111,7 @@ const FIXTURE = [
   file('img.bin', '\0\x01\x02'),
 ];
 
-describe('execute/workspace-tar: the workspace tar against the fixture', () => {
+describe('workspace/tar: the workspace tar against the fixture', () => {
   it('lists added, modified, deleted and type-changed paths; writes only added and modified files', async () => {
     const { got, filesDir } = await collect(
       [
@@ -449,7 +449,7 @@ describe('execute/workspace-tar: the workspace tar against the fixture', () => {
   });
 });
 
-describe('execute/workspace-export: the whole export, crash-safe', () => {
+describe('workspace/export: the whole export, crash-safe', () => {
   const fixtureDir = () => path.join(tmp, 'fixture');
 
   async function setup(settings: Partial<WorkspaceBase['settings']> = {}) {

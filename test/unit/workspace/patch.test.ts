@@ -1,5 +1,5 @@
 /**
- * execute/workspace-patch: the patch of many text edits (at the start, the middle and the end of
+ * workspace/patch: the patch of many text edits (at the start, the middle and the end of
  * long files, several in one file, with and without a final newline, CRLF lines, files emptied
  * or filled) applies with `git apply` and `patch -p1` to the old files and gives the new ones,
  * and an edit in a long file is diffed by the lines around it (hunks numbered in the whole file).
@@ -11,7 +11,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, promises as fsp, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { prepareSection, writePatch, type PatchFile, type PatchSources, type PreparedSection } from '../../../src/execute/workspace-patch';
+import { prepareSection, writePatch, type PatchFile, type PatchSources, type PreparedSection } from '../../../src/workspace/patch';
 
 /** A seeded generator: the same cases every run. */
 function rng(seed: number): () => number {
@@ -22,7 +22,7 @@ function rng(seed: number): () => number {
   };
 }
 
-describe('execute/workspace-patch', () => {
+describe('workspace/patch', () => {
   let tmp: string;
   beforeEach(() => {
     tmp = mkdtempSync(path.join(os.tmpdir(), 'berth-patch-'));

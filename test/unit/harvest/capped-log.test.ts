@@ -1,10 +1,10 @@
-/** A log written capped (src/execute/capped-log.ts): kept whole up to the cap, else head, marker, tail. */
+/** A log written capped (src/harvest/capped-log.ts): kept whole up to the cap, else head, marker, tail. */
 import { expect } from 'chai';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { cutMarker, writeCappedLog } from '../../../src/execute/capped-log';
+import { cutMarker, writeCappedLog } from '../../../src/harvest/capped-log';
 
 async function capped(chunks: string[], max: number): Promise<{ text: string; total: number; cut: number }> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'berth-capped-'));

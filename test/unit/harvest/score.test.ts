@@ -4,9 +4,9 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseScore, readScore } from '../../../src/execute/score';
+import { parseScore, readScore } from '../../../src/harvest/score';
 
-describe('execute/score', () => {
+describe('harvest/score', () => {
   let dir: string;
   let outside: string;
   beforeEach(() => {

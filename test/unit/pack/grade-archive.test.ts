@@ -10,9 +10,9 @@ import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { extract } from 'tar-stream';
 import { createHash } from 'node:crypto';
-import { fixtureCacheStats } from '../../../src/execute/fixture-cache';
-import { compose, graderArchive, linkStaysInside, safeParts } from '../../../src/execute/grade-archive';
-import type { WorkspaceChanges } from '../../../src/execute/workspace-types';
+import { fixtureCacheStats } from '../../../src/pack/fixture-cache';
+import { compose, graderArchive, linkStaysInside, safeParts } from '../../../src/pack/grade-archive';
+import type { WorkspaceChanges } from '../../../src/workspace/types';
 import { fixtureDigest } from '../../../src/spec/fixture-digest';
 import { scanFixture } from '../../../src/spec/fixture-scan';
 
@@ -42,7 +42,7 @@ const changes = (over: Partial<WorkspaceChanges>): WorkspaceChanges => ({
 });
 const summary = (t: Tree) => [...t].map(([p, n]) => `${p}:${n.type}${n.src ? `<${n.src.from}` : ''}${n.target ? `->${n.target}` : ''}`).sort();
 
-describe('execute/grade-archive compose', () => {
+describe('pack/grade-archive compose', () => {
   it('lays the changes over the fixture, and the grade fixture over all', () => {
     const { tree, notes } = compose(
       fixture(),
@@ -116,7 +116,7 @@ describe('execute/grade-archive compose', () => {
   });
 });
 
-describe('execute/grade-archive packing, as the engine reads it', () => {
+describe('pack/grade-archive packing, as the engine reads it', () => {
   let root: string;
   beforeEach(async () => {
     root = await fs.mkdtemp(path.join(os.tmpdir(), 'berth-grade-pack-'));
@@ -222,7 +222,7 @@ async function extracted(body: NodeJS.ReadableStream): Promise<Map<string, strin
   );
 }
 
-describe('execute/grade-archive from the packed fixture layers', () => {
+describe('pack/grade-archive from the packed fixture layers', () => {
   let root: string;
   before(async () => {
     root = await fs.mkdtemp(path.join(os.tmpdir(), 'berth-grade-packed-'));

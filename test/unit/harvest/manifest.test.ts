@@ -8,7 +8,7 @@ import { pack } from 'tar-stream';
 import { extractResults } from '../../../src/backend/swarm/results';
 import { REASONS } from '../../../src/constants';
 import { truncatedStatus } from '../../../src/execute/harvest';
-import { removeLeftOut, writeManifest, type Manifest, type ManifestOptions } from '../../../src/execute/manifest';
+import { removeLeftOut, writeManifest, type Manifest, type ManifestOptions } from '../../../src/harvest/manifest';
 import { classify } from '../../../src/sets/outcome';
 import type { AttemptStatus } from '../../../src/status/types';
 

@@ -27,7 +27,7 @@ import { isCode } from '../status/atomic-file';
 import { atFd, openDirAtSync, openDirBelow, UnsafePathError } from '../util/no-follow';
 import { Slicer } from '../util/slicer';
 import type { Redactor } from '../util/redact';
-import type { ChangedEntry, EntryType, OmittedReason, WorkspaceChanges } from './workspace-types';
+import type { ChangedEntry, EntryType, OmittedReason, WorkspaceChanges } from './types';
 
 export interface CollectOptions {
   /** The fixture as copied in, by path relative to workingDir; null: no fixture (everything is added). */

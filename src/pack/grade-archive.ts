@@ -27,7 +27,7 @@ import { Slicer } from '../util/slicer';
 import { leaseLayers, rangeBytes, workingDirTar, type FixtureCacheConfig, type LeasedLayers, type Range } from './archive';
 import type { LayerMeta } from './fixture-cache';
 import { overlay } from './fixture-layers';
-import type { ChangedEntry, WorkspaceChanges } from './workspace-types';
+import type { ChangedEntry, WorkspaceChanges } from '../workspace/types';
 
 type Source = { from: 'tree'; root: string; rel: string } | { from: 'files'; root: string; rel: string };
 

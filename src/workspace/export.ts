@@ -2,7 +2,7 @@
  * The workspace comes home (docs/CONTRACT.md): after the main container exits, and before
  * anything removes it, the harvest reads `workingDir` out of the stopped container through the
  * engine's archive API (nothing runs in it) and writes `run-<n>/workspace/`: changes.json,
- * changes.patch and files/ (src/execute/workspace-types.ts).
+ * changes.patch and files/ (src/workspace/types.ts).
  *
  * What it is compared with: `run-<n>/workspace-base.json`, berth's own record beside results/,
  * written when the run begins (the spec's settings) and again when the fixture is copied in
@@ -32,9 +32,9 @@ import { isCode, readJsonFile, syncDir, writeFileAtomic } from '../status/atomic
 import { SyncFolders } from '../util/no-follow';
 import { runBounded } from '../util/pool';
 import type { Redactor } from '../util/redact';
-import { collectChanges, type Collected } from './workspace-tar';
-import { prepareSection, writePatch, type PatchFile, type PreparedSection } from './workspace-patch';
-import type { ChangedEntry, WorkspaceChanges } from './workspace-types';
+import { collectChanges, type Collected } from './tar';
+import { prepareSection, writePatch, type PatchFile, type PreparedSection } from './patch';
+import type { ChangedEntry, WorkspaceChanges } from './types';
 
 /** berth's record of what a run's export compares with (`run-<n>/workspace-base.json`). */
 export interface WorkspaceBase {
