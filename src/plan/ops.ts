@@ -257,3 +257,30 @@ export function harvestList(d: DesiredAttempt, obs: ContainerSummary[]): Sidecar
 export function stopSidecars(obs: ContainerSummary[], cause: string): Operation[] {
   return obs.filter((c) => !isMain(c) && RUNNING_STATES.has(c.state)).map((c) => stopOp(c, cause, 5));
 }
+
+/**
+ * The end of a run, in the one order every end takes: its main container stopped (`stop`: when it
+ * runs), its running sidecars stopped (`sidecarsWhy`, else `why`), the finish (the outcome recorded
+ * (`outcome` when the planner forces one, else read from the main container), the harvest with the
+ * sidecars' logs), then the containers that were given secrets removed. On the main container's
+ * resource when there is one, else the attempt's.
+ */
+export function endRunOps(
+  d: DesiredAttempt,
+  obs: { current: ContainerSummary[]; sidecars: ContainerSummary[] },
+  e: { why: string; main?: ContainerSummary; stop?: boolean; sidecarsWhy?: string; resultsDir: string | undefined; outcome?: RunEnd; score?: string },
+): Operation[] {
+  const { main } = e;
+  return [
+    ...(main && e.stop ? [stopOp(main, e.why)] : []),
+    ...stopSidecars(obs.sidecars, e.sidecarsWhy ?? e.why),
+    finishOp(main ? `container:${main.name}` : `attempt:${d.name}`, e.why, {
+      ...(main ? { id: main.id } : {}),
+      ...(e.resultsDir ? { resultsDir: e.resultsDir } : {}),
+      sidecars: harvestList(d, obs.sidecars),
+      ...(e.outcome ? { outcome: e.outcome } : {}),
+      ...(e.score ? { score: e.score } : {}),
+    }),
+    ...scrubOps(d, obs.current),
+  ];
+}

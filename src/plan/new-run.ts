@@ -1,0 +1,232 @@
+/**
+ * The gate of a new run (pure): whether a run the planner wants to start may start now, and if
+ * not, what it waits for or why it is blocked. In order: a set that admits no more (failFast,
+ * maxFailed: skipped), the image preflight (missing: Blocked/ImageMissing), disk pressure
+ * (Pending/DiskPressure), the set's maxParallel (Pending/WaitingForSet), a free slot
+ * (--max-running: provisioned now, else Pending/WaitingForSlot). The run's counters and whether
+ * its results folder is already its own are decided here too, as the run begins.
+ */
+import { DEFAULTS, REASONS } from '../constants';
+import { hasEgressProxy } from '../desired/attempt';
+import type { DesiredAttempt } from '../desired/types';
+import { isImageId, resolveImage, type HeldImage, type ImageIndex } from '../observe/images';
+import type { ObservedAttempt } from '../observe/types';
+import { pinOf } from '../status/pins';
+import type { AttemptStatus } from '../status/types';
+import { desiredFor } from './desired-for';
+import { isInfraFailure } from './exit-outcome';
+import type { PlanInput } from './input';
+import { provisionOps, recordOp } from './ops';
+import type { SetState } from './set-admission';
+import type { AttemptAction, ImageChoice, Operation, RunCounters, RunStart } from './types';
+
+/** What one plan shares across its attempts: its input, and what admitting them uses up. */
+export interface PlanCtx {
+  inp: PlanInput;
+  /** Running slots still free for new runs. */
+  slots: number;
+  /** AttemptSets: their children running and whether they admit more (set-admission.ts). */
+  sets: Map<string, SetState>;
+  /** Images found missing by this plan's preflight → the attempts that wait for them. */
+  missing: Map<string, string[]>;
+  /** References looked up in the snapshot's images, once per plan. */
+  resolved: Map<string, HeldImage | undefined>;
+  /** Why new runs wait for disk space (disk-pressure.ts), decided once per plan; undefined: no pressure. */
+  pressure?: string;
+}
+
+function resolveOnce(ctx: PlanCtx, index: ImageIndex, ref: string): HeldImage | undefined {
+  if (ctx.resolved.has(ref)) return ctx.resolved.get(ref);
+  const h = resolveImage(index, ref);
+  ctx.resolved.set(ref, h);
+  return h;
+}
+
+/** Whether the snapshot's images hold `ref` (true when the snapshot did not list them). */
+function held(ctx: PlanCtx, ref: string): boolean {
+  const index = ctx.inp.snapshot.images;
+  return !index || resolveOnce(ctx, index, ref) !== undefined;
+}
+
+/**
+ * The preflight of a new run: the images it needs that the engine lacks (its own, or for a set's
+ * child the id its set pinned; its sidecars'; the egress proxy's), each with a message, and the
+ * image a set's child is made from (ImageChoice). Nothing is checked when the snapshot did not
+ * list the images; a pin is used all the same.
+ */
+function imagePreflight(ctx: PlanCtx, d: DesiredAttempt): { missing: { image: string; message: string }[]; image?: ImageChoice } {
+  const { inp } = ctx;
+  const index = inp.snapshot.images;
+  const ref = d.loaded.spec.image;
+  const member = d.loaded.set;
+  const templateHash = member?.set.templateHash;
+  const pinned = member ? pinOf(inp.pins?.get(member.set.name), templateHash, ref) : undefined;
+  const missing: { image: string; message: string }[] = [];
+  let image: ImageChoice | undefined;
+  if (pinned) {
+    image = { id: pinned.id };
+    if (index && !index.byId.has(pinned.id))
+      missing.push({ image: ref, message: `image ${ref} is pinned for set ${member?.set.name ?? ''} to ${pinned.id}, which is not on the engine` });
+  } else if (index) {
+    const held = resolveOnce(ctx, index, ref);
+    if (!held) missing.push({ image: ref, message: `image ${ref} is not on the engine (pull, load or tag it)` });
+    else if (member && templateHash !== undefined && !isImageId(ref))
+      image = { id: held.id, pin: { set: member.set.name, templateHash, repoDigests: held.repoDigests } };
+  }
+  if (index) {
+    // from the spec, not the desired state: a child waiting for a slot is never built (desired/lazy.ts)
+    const s = d.loaded.spec;
+    const proxy = hasEgressProxy(s) ? (inp.egress?.proxyImage ?? DEFAULTS.egressProxyImage) : undefined;
+    if (proxy !== undefined && !held(ctx, proxy))
+      missing.push({
+        image: proxy,
+        message: `the egress proxy image ${proxy} is not on the engine (build it: make images, or name another with --egress-proxy-image)`,
+      });
+    for (const sc of s.sidecars) {
+      if (!held(ctx, sc.image))
+        missing.push({ image: sc.image, message: `image ${sc.image} of sidecar ${sc.name} is not on the engine (pull, load or tag it)` });
+    }
+  }
+  return { missing, ...(image ? { image } : {}) };
+}
+
+/**
+ * The retry counters run `d` begins with after the record `rec`. A record that holds this very
+ * run already (an interrupted or refused provisioning, a wait for a slot) keeps its own.
+ * Otherwise a failed run re-run counts a retry, an infrastructure death an infra retry instead
+ * (never the spec's retries); `berth rerun` and a new spec hash start both afresh.
+ */
+export function runCounters(rec: AttemptStatus | undefined, d: DesiredAttempt): RunCounters {
+  if (!rec || rec.specHash !== d.hash) return { retriesUsed: 0 };
+  if (rec.run === d.run) {
+    const { retriesUsed, infraRetriesUsed } = rec;
+    return { retriesUsed, ...(infraRetriesUsed !== undefined ? { infraRetriesUsed } : {}) };
+  }
+  if (rec.rerunRequested?.run === rec.run) return { retriesUsed: 0 };
+  const failed = rec.phase === 'Failed';
+  const infra = failed && isInfraFailure(rec.reason);
+  const infraRetriesUsed = (rec.infraRetriesUsed ?? 0) + (infra ? 1 : 0);
+  return { retriesUsed: rec.retriesUsed + (failed && !infra ? 1 : 0), ...(infraRetriesUsed ? { infraRetriesUsed } : {}) };
+}
+
+/**
+ * Whether run `d`'s results folder is already its own: the record holds this very run with that
+ * folder (an interrupted or refused provisioning made it). The executor then finds it rather than
+ * refusing it, and the run floors (controller/pass.ts) leave it out.
+ */
+function ownsFolder(rec: AttemptStatus | undefined, d: DesiredAttempt): boolean {
+  return rec !== undefined && rec.run === d.run && rec.specHash === d.hash && rec.resultsDir === d.resultsDir;
+}
+
+/** A new run: provisioned now if a slot is free, else it waits in Pending. */
+export function startRun(
+  ctx: PlanCtx,
+  base: { attempt: string; status?: AttemptStatus },
+  d: DesiredAttempt,
+  have: ObservedAttempt,
+  pre: Operation[],
+  kind: 'provision' | 'replace' | 'retry',
+  why: string,
+): AttemptAction {
+  // A results folder is never reused: a new run gets a number above every run folder on disk.
+  const floor = ctx.inp.runFloors?.get(d.name) ?? 0;
+  if (floor >= d.run) {
+    d = desiredFor(ctx.inp, d.loaded, floor + 1);
+    have = { ...have, containers: [] };
+  }
+  const counters = runCounters(base.status, d);
+  const start: RunStart = { counters, ownFolder: ownsFolder(base.status, d) };
+  const set = d.loaded.set ? ctx.sets.get(d.loaded.set.set.name) : undefined;
+  if (set?.stop) {
+    // Not admitted, for good unless the set's settings change: a final phase that says why.
+    const { reason, message } = set.stop;
+    const rec = base.status;
+    const already = rec?.phase === 'Failed' && rec.reason === reason && rec.run === d.run && rec.specHash === d.hash && pre.length === 0;
+    return {
+      ...base,
+      kind: already ? 'leave' : 'skip',
+      summary: message,
+      desired: d,
+      ops: already ? [] : [...pre, recordOp(d.name, reason, { phase: 'Failed', reason, message, run: d.run, specHash: d.hash }, counters)],
+    };
+  }
+  const preflight = imagePreflight(ctx, d);
+  if (preflight.missing.length) {
+    for (const m of preflight.missing) ctx.missing.set(m.image, [...(ctx.missing.get(m.image) ?? []), d.name]);
+    const message = preflight.missing.map((m) => m.message).join('; ');
+    const rec = base.status;
+    const already =
+      rec?.phase === 'Blocked' &&
+      rec.reason === REASONS.imageMissing &&
+      rec.message === message &&
+      rec.run === d.run &&
+      rec.specHash === d.hash &&
+      pre.length === 0;
+    return {
+      ...base,
+      kind: 'block',
+      summary: `${why}: run ${d.run} blocked: ${message}`,
+      desired: d,
+      ops: already
+        ? []
+        : [...pre, recordOp(d.name, 'image missing', { phase: 'Blocked', reason: REASONS.imageMissing, message, run: d.run, specHash: d.hash }, counters)],
+    };
+  }
+  if (ctx.pressure) {
+    // An infrastructure hold, never a failure: looked at again (the disk read anew) until space is back.
+    const message = ctx.pressure;
+    const rec = base.status;
+    const waiting = rec?.phase === 'Pending' && rec.reason === REASONS.diskPressure && rec.message === message && rec.run === d.run && pre.length === 0;
+    return {
+      ...base,
+      kind: 'wait',
+      summary: `${why}: run ${d.run} waits: ${message}`,
+      desired: d,
+      requeueAfterMs: DEFAULTS.diskPressureRecheckMs,
+      ops: waiting
+        ? []
+        : [...pre, recordOp(d.name, 'disk pressure', { phase: 'Pending', reason: REASONS.diskPressure, message, run: d.run, specHash: d.hash }, counters)],
+    };
+  }
+  const max = set?.policy.maxParallel ?? null;
+  if (set && max !== null && set.running >= max) {
+    const waiting = base.status?.phase === 'Pending' && base.status.reason === REASONS.waitingForSet && base.status.run === d.run && pre.length === 0;
+    const cause = `set ${set.policy.name} runs maxParallel ${max}`;
+    return {
+      ...base,
+      kind: 'wait',
+      summary: `${why}: run ${d.run} waits: ${cause}`,
+      desired: d,
+      ops: waiting ? [] : [...pre, recordOp(d.name, cause, { phase: 'Pending', reason: REASONS.waitingForSet, run: d.run, specHash: d.hash }, counters)],
+    };
+  }
+  if (ctx.slots > 0) {
+    ctx.slots--;
+    if (set) set.running++;
+    return {
+      ...base,
+      kind,
+      summary: `${why}: run ${d.run}`,
+      desired: d,
+      ops: [...pre, ...provisionOps(d, have, start, ctx.inp.snapshot.boot, preflight.image)],
+    };
+  }
+  const waiting = base.status?.phase === 'Pending' && base.status.reason === REASONS.waitingForSlot && base.status.run === d.run && pre.length === 0;
+  return {
+    ...base,
+    kind: 'wait',
+    summary: `${why}: run ${d.run} waits for a slot (--max-running ${ctx.inp.maxRunning})`,
+    desired: d,
+    ops: waiting
+      ? []
+      : [
+          ...pre,
+          recordOp(
+            d.name,
+            `no free slot (--max-running ${ctx.inp.maxRunning})`,
+            { phase: 'Pending', reason: REASONS.waitingForSlot, run: d.run, specHash: d.hash },
+            counters,
+          ),
+        ],
+  };
+}
