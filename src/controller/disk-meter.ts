@@ -14,6 +14,7 @@ import { DEFAULTS, RUNNING_STATES } from '../constants';
 import type { Engine } from '../engine/types';
 import { countDisk, type DiskCount } from '../observe/disk-usage';
 import type { DiskUsage } from '../observe/types';
+import { diskExceeded } from '../plan/disk';
 import type { AttemptStatus } from '../status/types';
 import type { Clock, TimerHandle } from '../util/clock';
 import type { Logger } from '../util/log';
@@ -90,7 +91,8 @@ export class DiskMeter {
       if (!u) continue;
       const cut = u.entries >= budget;
       budget -= u.entries;
-      const over = (r.disk !== undefined && u.bytes > r.disk.bytes) || (r.volumeSizes ?? []).some((v) => (u.sized?.[v.name] ?? 0) > v.bytes);
+      // over its limit as the planner reads it (plan/disk.ts), which then stops it
+      const over = diskExceeded(r, u, u.containerId) !== undefined;
       // a walk the budget cut short says only "at least": kept when that is already over, else this attempt goes first next time
       if (cut && !over) return;
       this.usage.set(r.name, u);

@@ -10,12 +10,12 @@
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { REASONS } from '../constants';
 import { isConflict, isNotFound } from '../engine/errors';
 import { engineTime } from '../engine/time';
 import type { ContainerDetails } from '../engine/types';
 import type { DesiredGrader } from '../desired/grade';
 import { stampNonce } from '../ownership';
+import { gradeVerdict } from '../plan/grade-verdict';
 import type { AttemptAction, OpOutcome, Operation } from '../plan/types';
 import { writeFileAtomic } from '../status/atomic-file';
 import type { AttemptStatus, GradeRecord } from '../status/types';
@@ -219,10 +219,9 @@ async function attemptWrote(runResults: string | undefined, file: string): Promi
 }
 
 /**
- * `finish-grade`: the grade's end. Its verdict: with a set's `score`, the score the grader wrote
- * into its own results folder (none: GradeFailed, the score missing, never 0); without, its exit
- * code (0 passes, anything else fails). `forced`: ended by the planner (deadline, superseded) or
- * a grader that could not run. Its logs and status.json go into `grade-<k>/`; on a backend whose
+ * `finish-grade`: the grade's end: the facts (the grader's exit, the score it wrote into its own
+ * results folder) gathered for its verdict (plan/grade-verdict.ts). `forced`: ended by the planner
+ * (deadline, superseded) or a grader that could not run. Its logs and status.json go into `grade-<k>/`; on a backend whose
  * graders write their results elsewhere (a swarm node), its results are brought home first.
  */
 export async function finishGrade(x: ExecContext, a: AttemptAction, op: Extract<Operation, { type: 'finish-grade' }>): Promise<OpOutcome> {
@@ -250,19 +249,14 @@ export async function finishGrade(x: ExecContext, a: AttemptAction, op: Extract<
     // within the default caps, streamed: a grader's results are bounded as a run's (a swarm node's collect)
     await collect(op.id, g.resultsDir, DEFAULT_CAPS);
   }
-  let end: Partial<GradeRecord>;
-  if (op.forced) end = { state: op.forced.state, reason: op.forced.reason, message: op.forced.message };
-  else if (op.score) {
-    const scored = await readScore(g.resultsDir, op.score.file);
-    if ('score' in scored) end = { state: 'graded', score: scored.score, passed: scored.score >= op.score.pass };
-    else {
-      const how = exited ? `exited ${st.exitCode}${st.oomKilled ? ' (OOM-killed)' : ''}` : 'did not run';
-      end = { state: 'failed', reason: REASONS.gradeFailed, message: `the grader ${how} without a score: ${scored.error}`, scoreError: scored.error };
-    }
-    if (await attemptWrote(rec.resultsDir, op.score.file))
-      notes.push(`the attempt's own ${op.score.file} is ignored: with spec.grade the score comes from the grader only`);
-  } else if (exited) end = { state: 'graded', passed: st.exitCode === 0 };
-  else end = { state: 'failed', reason: REASONS.gradeFailed, message: 'the grader ended without an exit code (it never ran, or its container is gone)' };
+  const read = op.score && !op.forced ? await readScore(g.resultsDir, op.score.file) : undefined;
+  if (op.score && !op.forced && (await attemptWrote(rec.resultsDir, op.score.file)))
+    notes.push(`the attempt's own ${op.score.file} is ignored: with spec.grade the score comes from the grader only`);
+  const end = gradeVerdict({
+    ...(op.forced ? { forced: op.forced } : {}),
+    ...(op.score && read ? { score: { ...op.score, read } } : {}),
+    ...(exited ? { exit: { exitCode: st.exitCode, oomKilled: st.oomKilled } } : {}),
+  });
   const finishedMs = engineTime(st?.finishedAt) ?? x.now();
   const d = a.desired;
   const rr = await runRedaction(sourcesFor(rec, d ? { hash: d.hash, secrets: d.loaded.spec.secrets } : undefined), x.deps.env);

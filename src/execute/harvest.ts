@@ -15,24 +15,16 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { Transform, type TransformCallback } from 'node:stream';
-import { DEFAULTS, REASONS } from '../constants';
+import { DEFAULTS } from '../constants';
 import { isNotFound } from '../engine/errors';
 import type { Engine } from '../engine/types';
 import type { SidecarRef } from '../plan/types';
+import { truncatedStatus } from '../plan/results-truncated';
 import { writeFileAtomic, writeFileAtomicWith } from '../status/atomic-file';
 import type { AttemptStatus } from '../status/types';
 import { NO_REDACTION, type Redactor } from '../util/redact';
 import { writeCappedLog } from '../harvest/capped-log';
-import {
-  DEFAULT_BUDGET,
-  DEFAULT_CAPS,
-  removeLeftOut,
-  writeManifest,
-  type HashBudget,
-  type LeftOutBefore,
-  type ResultCaps,
-  type Truncation,
-} from '../harvest/manifest';
+import { DEFAULT_BUDGET, DEFAULT_CAPS, removeLeftOut, writeManifest, type HashBudget, type LeftOutBefore, type ResultCaps } from '../harvest/manifest';
 
 export { type ManifestEntry } from '../harvest/manifest';
 
@@ -115,20 +107,6 @@ export async function saveLog(
 export interface HarvestCapsFor {
   caps: ResultCaps;
   before?: LeftOutBefore;
-}
-
-/**
- * The status of a run whose results were truncated: a run that exited 0 says ResultsTruncated
- * (still a pass: the caps are berth's); any other keeps its reason, which decides how it
- * counts, and says it in its warnings; both say in the message what was left out.
- */
-export function truncatedStatus(status: AttemptStatus, t: Truncation): AttemptStatus {
-  if (!t.truncated) return status;
-  const what =
-    `results truncated: ${t.leftOutEntries} entries (${t.leftOutBytes} bytes of files) left out past spec.harvest ` +
-    `(maxBytes ${t.maxBytes}, maxFiles ${t.maxFiles}); ${t.keptEntries} entries (${t.keptBytes} bytes) kept; manifest.json lists what was left out`;
-  if (status.phase === 'Succeeded' && status.reason === REASONS.completed) return { ...status, reason: REASONS.resultsTruncated, message: what };
-  return { ...status, warnings: [...(status.warnings ?? []), `${REASONS.resultsTruncated}: ${what}`] };
 }
 
 /**

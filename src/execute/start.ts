@@ -92,25 +92,20 @@ function diskLimit(d: DesiredAttempt): Pick<AttemptStatus, 'disk' | 'volumeSizes
   };
 }
 
-/** Records a running container found on the engine as this attempt's current run. */
-export async function adopt(x: ExecContext, a: AttemptAction, { id, desired: d, counters }: Extract<Operation, { type: 'adopt' }>): Promise<OpOutcome> {
+/**
+ * Records a running container found on the engine as this attempt's current run, keeping what the
+ * planner says the record holds of it (`keep`); the rest from the container's start and the spec.
+ */
+export async function adopt(x: ExecContext, a: AttemptAction, { id, desired: d, counters, keep }: Extract<Operation, { type: 'adopt' }>): Promise<OpOutcome> {
   const boot = await x.bootForStart();
   const details = await x.deps.engine.containers.inspect(id);
   const startedMs = engineTime(details.runState.startedAt) ?? x.now();
-  const prior = await x.records.current(a);
-  const known = prior.run === d.run && prior.containerId === id ? prior.image : undefined;
-  const att = await attestation(x, details, d, known?.id);
+  const att = await attestation(x, details, d, keep.image?.id);
   // a container found running with no record of its image: the image it was made from, as it says
-  const image = known ?? (await imageProvenance(x.deps.engine, d.loaded.spec.image, details.imageId).catch(() => undefined));
+  const image = keep.image ?? (await imageProvenance(x.deps.engine, d.loaded.spec.image, details.imageId).catch(() => undefined));
+  const deadline = d.deadline !== null ? { deadlineAt: iso(startedMs + d.deadline.seconds * 1000), deadlineSource: d.deadline.source } : {};
   await x.records.update(a, (r) => {
     const rest = withoutRunStart(beginRun(r, d, counters, iso(Math.min(x.now(), startedMs))));
-    // a run adopted again keeps the deadline it started with (a changed --default-deadline does not move it)
-    const kept = r.run === d.run && r.specHash === d.hash && r.deadlineAt !== undefined && r.startedAt !== undefined;
-    const deadline = kept
-      ? { deadlineAt: r.deadlineAt as string, ...(r.deadlineSource ? { deadlineSource: r.deadlineSource } : {}) }
-      : d.deadline !== null
-        ? { deadlineAt: iso(startedMs + d.deadline.seconds * 1000), deadlineSource: d.deadline.source }
-        : {};
     return {
       ...rest,
       // a run adopted under this boot (one adopted again keeps the boot it was started under)
@@ -120,9 +115,8 @@ export async function adopt(x: ExecContext, a: AttemptAction, { id, desired: d, 
       ...(image ? { image } : {}),
       resultsDir: d.resultsDir,
       startedAt: iso(startedMs),
-      ...deadline,
-      // as the deadline: a run adopted again keeps the disk limit it started with
-      ...(kept && (r.disk || r.volumeSizes) ? { ...(r.disk ? { disk: r.disk } : {}), ...(r.volumeSizes ? { volumeSizes: r.volumeSizes } : {}) } : diskLimit(d)),
+      ...(keep.deadline ?? deadline),
+      ...(keep.disk ?? diskLimit(d)),
       lastAttestation: att,
     };
   });

@@ -9,9 +9,9 @@ import { namesOf } from '../desired/lazy';
 import type { ContainerSummary, NetworkSummary } from '../engine/types';
 import type { ObservedAttempt } from '../observe/types';
 import type { HarvestCaps } from '../spec/types';
-import type { EngineBoot } from '../status/types';
+import type { AttemptStatus, EngineBoot } from '../status/types';
 import { plural } from '../util/plural';
-import type { ImageChoice, Operation, RunCounters, RunEnd, RunStart, SidecarOperation, SidecarRef } from './types';
+import type { AdoptKeep, ImageChoice, Operation, RunCounters, RunEnd, RunStart, SidecarOperation, SidecarRef } from './types';
 
 export function cmp(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
@@ -283,4 +283,17 @@ export function endRunOps(
     }),
     ...scrubOps(d, obs.current),
   ];
+}
+
+/** What adopting container `id` as run `run` (of spec hash `hash`) keeps of the record (AdoptKeep). */
+export function adoptKeep(rec: AttemptStatus | undefined, run: number, hash: string, id: string): AdoptKeep {
+  if (!rec || rec.run !== run) return {};
+  const again = rec.specHash === hash && rec.deadlineAt !== undefined && rec.startedAt !== undefined;
+  return {
+    ...(rec.containerId === id && rec.image ? { image: rec.image } : {}),
+    ...(again ? { deadline: { deadlineAt: rec.deadlineAt, ...(rec.deadlineSource ? { deadlineSource: rec.deadlineSource } : {}) } } : {}),
+    ...(again && (rec.disk || rec.volumeSizes)
+      ? { disk: { ...(rec.disk ? { disk: rec.disk } : {}), ...(rec.volumeSizes ? { volumeSizes: rec.volumeSizes } : {}) } }
+      : {}),
+  };
 }

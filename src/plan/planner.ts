@@ -16,6 +16,7 @@ import { retryBackoffMs, type PlanInput } from './input';
 import { desiredFor } from './desired-for';
 import { namesOf } from '../desired/lazy';
 import {
+  adoptKeep,
   cmp,
   dropRenamed,
   endRunOps,
@@ -266,6 +267,7 @@ function planRunning(v: RunView, main: ContainerSummary): AttemptAction {
           id,
           desired: d,
           counters: runCounters(rec, d),
+          keep: adoptKeep(rec, run, v.hash, id),
           cause: rec ? `status says ${rec.phase}` : 'no status record',
         },
       ],

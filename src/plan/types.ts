@@ -88,8 +88,12 @@ export type Operation =
   | (OpBase & { type: 'attest-start'; desired: DesiredAttempt })
   /** Inspect and attest, recording the attestation. */
   | (OpBase & { type: 'attest'; id: string; desired: DesiredAttempt })
-  /** Record a running container found on the engine as this attempt's current run (begun with `counters` when new to the record). */
-  | (OpBase & { type: 'adopt'; id: string; desired: DesiredAttempt; counters: RunCounters })
+  /**
+   * Record a running container found on the engine as this attempt's current run (begun with
+   * `counters` when new to the record), keeping what the record already holds of this very run
+   * (`keep`, the planner's AdoptKeep); the rest is the desired state's, from the container's start.
+   */
+  | (OpBase & { type: 'adopt'; id: string; desired: DesiredAttempt; counters: RunCounters; keep: AdoptKeep })
   | (OpBase & { type: 'stop'; id: string; graceSeconds: number })
   /** Harvest logs, status and a manifest into the results folder and record the final phase. */
   /** `score`: a file in the run's results folder to read the score from (AttemptSet children with a score). */
@@ -126,6 +130,18 @@ export type Operation =
    * `status.json`, and the grade recorded final.
    */
   | (OpBase & { type: 'finish-grade'; run: number; k: number; id?: string; forced?: GradeEnd; score?: { file: string; pass: number } });
+
+/**
+ * What an adoption keeps of the record (the planner's rules, ops.ts adoptKeep): the image the
+ * record says this very container was made from; and for a run adopted again (same run, same
+ * spec hash, begun before), the deadline and the disk limits it started with, so a changed
+ * `--default-deadline` or `--default-disk` does not move them.
+ */
+export interface AdoptKeep {
+  image?: AttemptStatus['image'];
+  deadline?: Pick<AttemptStatus, 'deadlineAt' | 'deadlineSource'>;
+  disk?: Pick<AttemptStatus, 'disk' | 'volumeSizes'>;
+}
 
 /** A grade ended by the planner: not judged (GradeFailed, GradeTimedOut). */
 export interface GradeEnd {

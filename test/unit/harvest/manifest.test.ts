@@ -7,7 +7,7 @@ import { Readable } from 'node:stream';
 import { pack } from 'tar-stream';
 import { extractResults } from '../../../src/backend/swarm/results';
 import { REASONS } from '../../../src/constants';
-import { truncatedStatus } from '../../../src/execute/harvest';
+import { truncatedStatus } from '../../../src/plan/results-truncated';
 import { removeLeftOut, writeManifest, type Manifest, type ManifestOptions } from '../../../src/harvest/manifest';
 import { classify } from '../../../src/sets/outcome';
 import type { AttemptStatus } from '../../../src/status/types';
