@@ -8,9 +8,8 @@
  * A run whose harvest failed (HarvestFailed: the record keeps its phase until the harvest is
  * done) ends the wait as it ends `reconcile --wait`: exit 1.
  */
-import { DEFAULTS, EXIT, FAIL_ON, FINISHED_PHASES, PHASES, REASONS, type FailOn, type Phase } from '../constants';
-import { isInfraFailure } from '../plan/exit-outcome';
-import { RETRYABLE_REASONS } from '../plan/planner';
+import { EXIT, FAIL_ON, PHASES, REASONS, type FailOn, type Phase } from '../constants';
+import { settled as settledFacts } from '../plan/settled';
 import { gradeClass, gradePending } from '../sets/grade-state';
 import { classify, tally, type Classified, type Judging, type Tally } from '../sets/outcome';
 import type { LoadedSpec } from '../spec/types';
@@ -33,6 +32,8 @@ export interface Watched {
   status?: Pick<AttemptStatus, 'phase' | 'reason' | 'retriesUsed' | 'infraRetriesUsed' | 'score' | 'scorePass'>;
   /** The spec's `retries` (0 without a valid spec). */
   retries: number;
+  /** `--infra-retries`, as this command knows it (default DEFAULTS.infraRetries). */
+  infraRetries?: number;
   /** A set's child: how its set judges it (score, task outcomes moved to infrastructure). */
   policy?: Judging;
   /** spec.grade: the finished run's grade is still to come (plan/grade.ts gradePending). */
@@ -42,11 +43,12 @@ export interface Watched {
 }
 
 /** What `wait` and `reconcile --wait` judge an attempt by: its record, and its spec's retries, set and grade. */
-export function watched(name: string, loaded: LoadedSpec | undefined, status: AttemptStatus | undefined): Watched {
+export function watched(name: string, loaded: LoadedSpec | undefined, status: AttemptStatus | undefined, infraRetries?: number): Watched {
   const grade = loaded && status ? gradeClass(loaded, status) : undefined;
   return {
     name,
     retries: loaded?.spec.retries ?? 0,
+    ...(infraRetries !== undefined ? { infraRetries } : {}),
     ...(loaded?.set ? { policy: loaded.set.set } : {}),
     ...(status ? { status } : {}),
     ...(loaded && gradePending(loaded, status) ? { gradePending: true } : {}),
@@ -54,17 +56,9 @@ export function watched(name: string, loaded: LoadedSpec | undefined, status: At
   };
 }
 
-/** Phases in which an attempt stays until its spec changes or it is re-run. */
-const SETTLED: ReadonlySet<Phase> = new Set([...FINISHED_PHASES, 'Invalid', 'Blocked']);
-
-/** Whether the attempt is settled: final phase, no retry pending. */
+/** Whether the attempt is settled (plan/settled.ts): a phase it stays in, no retry or grade to come. */
 export function settled(w: Watched): boolean {
-  const s = w.status;
-  if (s?.reason === REASONS.harvestFailed) return true;
-  if (!s || !SETTLED.has(s.phase) || w.gradePending) return false;
-  if (s.phase !== 'Failed') return true;
-  if (isInfraFailure(s.reason)) return (s.infraRetriesUsed ?? 0) >= DEFAULTS.infraRetries;
-  return !RETRYABLE_REASONS.has(s.reason ?? '') || s.retriesUsed >= w.retries;
+  return settledFacts(w);
 }
 
 /** The outcome an attempt counts as in the end line: its class once settled, unfinished before. */

@@ -71,9 +71,6 @@ import type { RevisionOutcomes } from '../git/outcome';
 
 /** The key that means "everything": startup, resync, a reconnected event stream. */
 export const ALL = '*';
-const ADMITTING = new Set(['provision', 'replace', 'retry']);
-/** Actions that end a run: the ending lane (see the header). */
-const ENDING = new Set(['stop', 'finish', 'expire']);
 /** Looks again for an exit the lists do not show yet: after 50 ms, doubling to 2 s, this many times (~8 s). */
 const EXIT_LOOKS = 9;
 
@@ -422,7 +419,7 @@ export class Controller {
           this.lookAfterWork.add(a.attempt); // in flight from an earlier batch (or a request marks it): looked at again when it ends
           continue;
         }
-        if (a.kind === 'wait' && a.ops.every((o) => o.type === 'record')) this.waitingForSlot.add(a.attempt);
+        if (a.waitsForSlot) this.waitingForSlot.add(a.attempt);
         else this.waitingForSlot.delete(a.attempt);
         if (a.kind === 'wait') this.waiting.add(a.attempt);
         else this.waiting.delete(a.attempt);
@@ -530,14 +527,14 @@ export class Controller {
       return;
     }
     const release = revision !== undefined ? this.o.git?.hold(revision) : undefined;
-    const admits = ADMITTING.has(a.kind);
+    const admits = a.takesSlot === true;
     if (admits) this.reserved++;
     const set = admits ? a.set : undefined;
     if (set !== undefined) this.reservedBySet.set(set, (this.reservedBySet.get(set) ?? 0) + 1);
     // Stopping interrupts a harvest's hashing; the next controller harvests the run again.
     const executor = executorFor({ ...this.o.cfg, log, now: () => this.clock.now() }, this.engine, this.o.store, { concurrency: 1, signal: this.halt.signal });
     let began = false;
-    const lane = ENDING.has(a.kind) ? this.ending : this.slots;
+    const lane = a.ending ? this.ending : this.slots;
     const work = lane
       .run(() => {
         began = true;

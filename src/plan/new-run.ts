@@ -195,6 +195,7 @@ export function startRun(
     return {
       ...base,
       kind: 'wait',
+      waitsForSlot: true,
       summary: `${why}: run ${d.run} waits: ${cause}`,
       desired: d,
       ops: waiting ? [] : [...pre, recordOp(d.name, cause, { phase: 'Pending', reason: REASONS.waitingForSet, run: d.run, specHash: d.hash }, counters)],
@@ -215,6 +216,7 @@ export function startRun(
   return {
     ...base,
     kind: 'wait',
+    waitsForSlot: true,
     summary: `${why}: run ${d.run} waits for a slot (--max-running ${ctx.inp.maxRunning})`,
     desired: d,
     ops: waiting

@@ -35,6 +35,8 @@ import {
 } from './ops';
 import { runCounters, startRun, type PlanCtx } from './new-run';
 import { viewRun, type RunView } from './run-view';
+import { withLane } from './lanes';
+import { RETRYABLE_REASONS } from './settled';
 import { admissionOrder, setStates } from './set-admission';
 import { diskPressure } from './disk-pressure';
 import { planGrade } from './grade';
@@ -48,8 +50,6 @@ const EMPTY: ObservedAttempt = { name: '', containers: [], networks: [], volumes
 export const BLOCKED_RETRY_MS = 15_000;
 /** How long an attempt whose create failed (the engine refused) waits before berth tries again. */
 export const CREATE_RETRY_MS = 5_000;
-/** Failure reasons a spec's `retries` re-run (also read by `berth wait`, which waits through a pending retry). */
-export const RETRYABLE_REASONS = new Set<string>([REASONS.error, REASONS.oomKilled, REASONS.lost]);
 
 /**
  * After a finish whose outcome the engine decides: look again at once when a budget could still
@@ -444,7 +444,7 @@ export function plan(inp: PlanInput): Plan {
   for (const loaded of specs) {
     const name = loaded.spec.name;
     const planned = withHarvestCaps(planDesired(ctx, loaded, inp.statuses.get(name), inp.snapshot.attempts.get(name) ?? EMPTY), loaded.spec.harvest);
-    const a = loaded.set ? { ...planned, set: loaded.set.set.name } : planned;
+    const a = withLane(loaded.set ? { ...planned, set: loaded.set.set.name } : planned);
     if (a.ops.length === 0 && (a.kind === 'leave' || a.kind === 'wait' || a.kind === 'block')) {
       unchanged.set(name, a.status?.phase ?? 'Pending');
       if (a.kind === 'leave' && a.requeueAfterMs === undefined) continue;
@@ -457,7 +457,7 @@ export function plan(inp: PlanInput): Plan {
     const a = planUndesired(inp, name, inp.statuses.get(name), inp.snapshot.attempts.get(name) ?? EMPTY);
     if (!a) continue;
     if (a.ops.length === 0) unchanged.set(name, a.status?.phase ?? 'Invalid');
-    else actions.push(a);
+    else actions.push(withLane(a));
   }
   const emptySource = inp.specs.length === 0 && inp.protectedNames.size === 0 && (inp.snapshot.attempts.size > 0 || inp.statuses.size > 0);
   const missingImages = [...ctx.missing].sort(([a], [b]) => cmp(a, b)).map(([image, attempts]) => ({ image, attempts: [...attempts].sort(cmp) }));

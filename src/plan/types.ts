@@ -231,6 +231,16 @@ export interface AttemptAction {
   desired?: DesiredAttempt;
   /** When to look again (deadline, TTL, retry back-off), ms from the plan's time. */
   requeueAfterMs?: number;
+  /**
+   * How the controller runs it (the planner's lanes, plan/lanes.ts): `ending` ends a run (a stop,
+   * a finish, a TTL's removal) and has a lane of its own that never waits behind starts; with
+   * `takesSlot` it starts a run, which holds a running slot (and its set's room) until it ends;
+   * with `waitsForSlot` it waits for a slot or its set's room, and is looked at again when one
+   * may have freed.
+   */
+  ending?: true;
+  takesSlot?: true;
+  waitsForSlot?: true;
 }
 
 export interface Plan {

@@ -11,8 +11,8 @@
  * After every pass, a revision all of whose attempts have finished gets its outcome written (and
  * POSTed to `--notify-url`, whose tries are waited for before the exit), as in the controller.
  */
-import { gradePending } from '../../plan/grade';
-import { EXIT, FINISHED_PHASES, REASONS, type Phase } from '../../constants';
+import { settled } from '../../plan/settled';
+import { EXIT, REASONS } from '../../constants';
 import { reconcilePass, type PassConfig, type PassResult } from '../../controller/pass';
 import type * as ControllerMod from '../../controller/controller';
 import type { Plan } from '../../plan/types';
@@ -92,15 +92,18 @@ export interface ReconcileOptions extends GitFlags {
   moveInstance?: boolean;
 }
 
-const DONE_FOR_WAIT: ReadonlySet<Phase> = new Set([...FINISHED_PHASES, 'Invalid', 'Blocked']);
-
 /** Where the run stands: settled attempts by how they count (as the end line counts them), the others by phase. */
-function progressState(load: LoadResult, statuses: ReadonlyMap<string, AttemptStatus>, pending: (sp: LoadedSpec) => boolean): ProgressState {
+function progressState(
+  load: LoadResult,
+  statuses: ReadonlyMap<string, AttemptStatus>,
+  pending: (sp: LoadedSpec) => boolean,
+  infraRetries: number | undefined,
+): ProgressState {
   const outcomes: ProgressState['outcomes'] = {};
   const busy = new Map<string, number>();
   for (const sp of load.specs) {
     const st = statuses.get(sp.spec.name);
-    const o = pending(sp) ? 'unfinished' : outcomeOf(watched(sp.spec.name, sp, st)).outcome;
+    const o = pending(sp) ? 'unfinished' : outcomeOf(watched(sp.spec.name, sp, st, infraRetries)).outcome;
     if (o === 'unfinished') {
       const ph = st?.phase ?? 'Pending';
       busy.set(ph, (busy.get(ph) ?? 0) + 1);
@@ -206,7 +209,7 @@ async function passes(
   const specs = new Map((ended.load?.specs ?? []).map((s) => [s.spec.name, s]));
   const counted = tally(
     rows.map((r) => {
-      const w = watched(r.name, specs.get(r.name), r.status ?? undefined);
+      const w = watched(r.name, specs.get(r.name), r.status ?? undefined, cfg.infraRetries);
       return { name: r.name, outcome: outcomeOf(w) };
     }),
   );
@@ -294,6 +297,8 @@ async function untilFinal(
   interrupt?: Interrupt,
 ): Promise<Ended | number> {
   const { Controller } = require('../../controller/controller') as typeof ControllerMod;
+  const settledSpec = (sp: LoadedSpec, statuses: ReadonlyMap<string, AttemptStatus>): boolean =>
+    settled(watched(sp.spec.name, sp, statuses.get(sp.spec.name), cfg.infraRetries));
   const started = Date.now();
   const live = liveLine(ctx.io);
   let lastLine = '';
@@ -330,14 +335,10 @@ async function untilFinal(
         const load = controller.latestLoad();
         if (!load) continue;
         const statuses = await store.loadAll();
-        progress(progressState(load, statuses, (sp) => controller.pending(sp.spec.name)));
+        progress(progressState(load, statuses, (sp) => controller.pending(sp.spec.name), cfg.infraRetries));
         if (!controller.idle()) continue;
-        // A run whose harvest failed is done for --wait (the exit code says so).
-        const unfinished = load.specs.filter((sp) => {
-          const st = statuses.get(sp.spec.name);
-          if (st?.reason === REASONS.harvestFailed) return false;
-          return !DONE_FOR_WAIT.has(st?.phase ?? 'Pending') || controller.pending(sp.spec.name) || gradePending(sp, st);
-        });
+        // Settled (plan/settled.ts: a run whose harvest failed too, which the exit code reports), and nothing pending in the controller.
+        const unfinished = load.specs.filter((sp) => !settledSpec(sp, statuses) || controller.pending(sp.spec.name));
         if (unfinished.length === 0 && controller.idle()) {
           await firstDone;
           // the revision's outcome (written once, kept across runs) before the exit drains its POSTs
@@ -384,9 +385,7 @@ async function untilFinal(
       await controller.stop();
       const load = controller.latestLoad();
       const statuses = await store.loadAll();
-      const left = (load?.specs ?? []).filter(
-        (sp) => !DONE_FOR_WAIT.has(statuses.get(sp.spec.name)?.phase ?? 'Pending') || gradePending(sp, statuses.get(sp.spec.name)),
-      ).length;
+      const left = (load?.specs ?? []).filter((sp) => !settledSpec(sp, statuses)).length;
       live.end();
       diag(ctx, 'error', `--timeout ${formatDuration((o.timeout ?? 0) * 1000)} passed with ${plural(left, 'attempt')} unfinished`);
       return { ...e, ...(load ? { load } : {}) };
