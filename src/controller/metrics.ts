@@ -9,6 +9,7 @@ import { PHASES, type Phase } from '../constants';
 import type { CallListener } from '../engine/wrap';
 import type { DiskReading, DiskWhat } from '../observe/disk';
 import type { QueueMetrics } from './queue';
+import type { AttemptStatus } from '../status/types';
 
 const CONTROLLER = 'attempt';
 
@@ -124,6 +125,14 @@ export class ControllerMetrics {
 
   phases(counts: Map<Phase, number>): void {
     for (const p of PHASES) this.attempts.set({ phase: p }, counts.get(p) ?? 0);
+  }
+
+  /** A batch's load and records: its spec errors, and the attempts by phase. */
+  observeLoad(specErrors: number, records: Iterable<Pick<AttemptStatus, 'phase'>>): void {
+    this.specErrors.set(specErrors);
+    const counts = new Map<Phase, number>(PHASES.map((ph) => [ph, 0]));
+    for (const r of records) counts.set(r.phase, (counts.get(r.phase) ?? 0) + 1);
+    this.phases(counts);
   }
 
   /** The disks as a batch read them: which are under pressure, and how much of each is free (a skipped one is not shown). */

@@ -226,27 +226,60 @@ export async function quotasFor(cfg: PassConfig, load: LoadResult, engine: Engin
   return { ...(limited && caps.layer ? { diskQuota: true } : {}), ...(sized && caps.volumes ? { volumeQuota: true } : {}) };
 }
 
-/** Observe and plan, changing nothing. */
-export async function planPass(cfg: PassConfig, engine: Engine, store: StatusStore): Promise<Omit<PassResult, 'results'>> {
-  const now = cfg.now ?? Date.now;
-  // The engine's lists go out first; specs and records load while the engine answers. They
-  // start a turn of the event loop later: dockerode sends each request from a promise callback,
-  // which synchronous reads started now would hold back.
+/** What one observation holds, and the plan made from it. */
+export interface Observed<L extends LoadResult = LoadResult> {
+  load: L;
+  statuses: ReadonlyMap<string, AttemptStatus>;
+  snapshot: Snapshot;
+  disk: DiskInput | undefined;
+  plan: Plan;
+}
+
+/**
+ * Observe, then plan: the one sequence of a pass and of a controller batch. The engine's lists
+ * go out first; specs and records load while the engine answers. They start a turn of the event
+ * loop later: dockerode sends each request from a promise callback, which synchronous reads
+ * started now would hold back. `observe` takes the lists (a pass: all of them; a controller: its
+ * kept snapshot, refreshed), `load` reads the specs (a pass: the folder; a controller: what it holds).
+ */
+export async function observeAndPlan<L extends LoadResult>(
+  cfg: PassConfig,
+  engine: Engine,
+  store: StatusStore,
+  how: {
+    load: () => Promise<L>;
+    observe: (known: Promise<RecordedContainers>) => Promise<Snapshot>;
+    now: () => number;
+    extra?: Pick<PlanInput, 'only' | 'reservedSlots' | 'reservedBySet' | 'diskUsage'>;
+  },
+): Promise<Observed<L>> {
   const listsOut = nextTurn();
   const statusesP = listsOut.then(() => store.loadAll());
-  const snapshotP = observe(engine, cfg.instance, statusesP.then(knownContainerIds), now());
-  const loadP = listsOut.then(() => loadPassSpecs(cfg));
+  const snapshotP = how.observe(statusesP.then(knownContainerIds));
+  const loadP = listsOut.then(how.load);
   const diskP = readDisk(cfg, engine);
   const [load, statuses, snapshot, disk] = await Promise.all([loadP, statusesP, snapshotP, diskP]);
   const quotas = await quotasFor(cfg, load, engine);
   const plan = planWithRunFloors(
-    planInput(cfg, load, snapshot, statuses, now(), {
-      ...(cfg.only ? { only: cfg.only } : {}),
+    planInput(cfg, load, snapshot, statuses, how.now(), {
+      ...how.extra,
       pins: store.pins.loadAll(),
       ...(disk ? { disk } : {}),
       ...quotas,
     }),
   );
+  return { load, statuses, snapshot, disk, plan };
+}
+
+/** Observe and plan, changing nothing. */
+export async function planPass(cfg: PassConfig, engine: Engine, store: StatusStore): Promise<Omit<PassResult, 'results'>> {
+  const now = cfg.now ?? Date.now;
+  const { load, snapshot, plan } = await observeAndPlan(cfg, engine, store, {
+    load: () => loadPassSpecs(cfg),
+    observe: (known) => observe(engine, cfg.instance, known, now()),
+    now,
+    ...(cfg.only ? { extra: { only: cfg.only } } : {}),
+  });
   return { load, snapshot, plan };
 }
 
