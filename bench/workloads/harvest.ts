@@ -109,7 +109,7 @@ export async function harvestRounds(engine: RawEngine, run: BenchRun, files: num
     };
     const berthRound = async () => {
       const b0 = performance.now();
-      await harvest(berthEngine, runDir, results, id, status);
+      await harvest(berthEngine, { runDir, mountDir: results, containerId: id, status });
       out.berth.push(performance.now() - b0);
     };
     if (berthFirst) {

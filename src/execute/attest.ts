@@ -9,7 +9,7 @@ import { attestInspected, failedCause, mainWant, sidecarWant } from '../attest/c
 import type { DesiredAttempt } from '../desired/types';
 import { isNotFound } from '../engine/errors';
 import type { ContainerDetails } from '../engine/types';
-import type { AttemptAction, OpOutcome, SidecarRef } from '../plan/types';
+import type { AttemptAction, OpOutcome, Operation, SidecarRef } from '../plan/types';
 import type { Attestation } from '../status/types';
 import { iso, type ExecContext } from './context';
 import { DONE } from './outcome';
@@ -83,7 +83,7 @@ export async function attestationOutcome(x: ExecContext, att: Attestation, id: s
 }
 
 /** The `attest` operation: inspect, attest, record. */
-export async function attest(x: ExecContext, a: AttemptAction, id: string, d: DesiredAttempt): Promise<OpOutcome> {
+export async function attest(x: ExecContext, a: AttemptAction, { id, desired: d }: Extract<Operation, { type: 'attest' }>): Promise<OpOutcome> {
   const details = await x.deps.engine.containers.inspect(id);
   const rec = await x.records.current(a);
   const att = await attestation(x, details, d, rec.run === d.run ? rec.image?.id : undefined);

@@ -12,9 +12,9 @@ import { attestInspected, failedCause, mainWant } from '../attest/checks';
 import type { DesiredAttempt } from '../desired/types';
 import { isConflict } from '../engine/errors';
 import { stampNonce } from '../ownership';
-import type { AttemptAction, ImageChoice, OpOutcome, Operation } from '../plan/types';
+import type { AttemptAction, OpOutcome, Operation } from '../plan/types';
 import { imageProvenance } from './image-provenance';
-import type { EngineBoot, ImageProvenance } from '../status/types';
+import type { ImageProvenance } from '../status/types';
 import { assertFoldersBelow } from '../util/no-follow';
 import { fixtureTar, secretsTar, type LayerEntry } from '../pack/archive';
 import { writeWorkspaceBase } from '../workspace/export';
@@ -89,7 +89,11 @@ export async function containerUser(x: ExecContext, image: string): Promise<{ ui
  * container holding the name (the planner said to use it). The id is recorded: the copies go into
  * it, and the planner tells this run's container by it after a crash.
  */
-export async function createContainer(x: ExecContext, a: AttemptAction, d: DesiredAttempt, use?: string, choice?: ImageChoice): Promise<OpOutcome> {
+export async function createContainer(
+  x: ExecContext,
+  a: AttemptAction,
+  { desired: d, use, image: choice }: Extract<Operation, { type: 'create-container' }>,
+): Promise<OpOutcome> {
   const { engine } = x.deps;
   const spec = d.loaded.spec;
   const secrets = await readSecrets(spec, x.deps.env, d.mainSecrets);
@@ -149,7 +153,7 @@ export async function madeFrom(x: ExecContext, id: string, ref: string, pinned?:
  * that user's (the working dir is sent even without a fixture, unless the root filesystem is
  * read-only: the engine copies nothing into one; plan/ops.ts `copiesIn`).
  */
-export async function copyIn(x: ExecContext, a: AttemptAction, d: DesiredAttempt, archive: 'fixture' | 'secrets'): Promise<OpOutcome> {
+export async function copyIn(x: ExecContext, a: AttemptAction, { desired: d, archive }: Extract<Operation, { type: 'copy-in' }>): Promise<OpOutcome> {
   const { engine } = x.deps;
   const spec = d.loaded.spec;
   const rec = await x.records.current(a);
@@ -184,7 +188,11 @@ export async function copyIn(x: ExecContext, a: AttemptAction, d: DesiredAttempt
  * here on only needs to start it. The engine's boot too (the plan's, else looked up now): an
  * engine restart from here on is told from the task's own failure by it.
  */
-export async function recordCopied(x: ExecContext, a: AttemptAction, d: DesiredAttempt, planned?: EngineBoot): Promise<OpOutcome> {
+export async function recordCopied(
+  x: ExecContext,
+  a: AttemptAction,
+  { desired: d, boot: planned }: Extract<Operation, { type: 'record-copied' }>,
+): Promise<OpOutcome> {
   const spec = d.loaded.spec;
   const warnings = Object.keys(spec.secretEnv).map(
     (k) =>

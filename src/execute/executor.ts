@@ -129,11 +129,11 @@ export class Executor {
         await recordIntent(x, a, op);
         return DONE;
       case 'create-container':
-        return createContainer(x, a, op.desired, op.use, op.image);
+        return createContainer(x, a, op);
       case 'copy-in':
-        return copyIn(x, a, op.desired, op.archive);
+        return copyIn(x, a, op);
       case 'record-copied':
-        return recordCopied(x, a, op.desired, op.boot);
+        return recordCopied(x, a, op);
       case 'create-sidecar':
       case 'connect-sidecar':
       case 'copy-in-sidecar':
@@ -141,20 +141,20 @@ export class Executor {
       case 'ready-sidecar':
         return sidecarOp(x, a, op, made);
       case 'start':
-        return start(x, a, op.desired);
+        return start(x, a, op);
       case 'attest-start':
-        return attestStart(x, a, op.desired);
+        return attestStart(x, a, op);
       case 'attest':
-        return attest(x, a, op.id, op.desired);
+        return attest(x, a, op);
       case 'adopt':
         return adopt(x, a, op);
       case 'stop':
         await engine.containers.stop(op.id, op.graceSeconds);
         return DONE;
       case 'finish':
-        return finish(x, a, op.id, op.resultsDir, op.outcome, op.sidecars, op.score, op.caps);
+        return finish(x, a, op);
       case 'harvest':
-        return harvest(x, a, op.id, op.resultsDir, op.sidecars, op.caps);
+        return harvest(x, a, op);
       case 'remove-container':
         await engine.containers.remove(op.id);
         return DONE;
@@ -173,11 +173,11 @@ export class Executor {
       case 'begin-grade':
         return beginGrade(x, a, op);
       case 'create-grader':
-        return createGrader(x, a, op.grader);
+        return createGrader(x, a, op);
       case 'copy-in-grader':
-        return copyInGrader(x, a, op.grader, made);
+        return copyInGrader(x, a, op, made);
       case 'start-grader':
-        return startGrader(x, a, op.grader, made, op.id);
+        return startGrader(x, a, op, made);
       case 'finish-grade':
         return finishGrade(x, a, op);
       default:

@@ -12,10 +12,9 @@ import { isNotFound } from '../engine/errors';
 import { engineTime } from '../engine/time';
 import type { ContainerDetails, ContainerState } from '../engine/types';
 import { exitOutcome, mayBeEngineDeath, type CappedLayer } from '../plan/exit-outcome';
-import type { AttemptAction, OpOutcome, RunEnd, SidecarRef } from '../plan/types';
+import type { AttemptAction, OpOutcome, Operation, RunEnd } from '../plan/types';
 import type { AttemptStatus } from '../status/types';
 import { iso, type ExecContext } from './context';
-import type { HarvestCaps } from '../spec/types';
 import { DEFAULT_LIMITS, harvest as harvestFiles } from './harvest';
 import { withLateOom } from './late-oom';
 import { DEFAULT_CAPS } from '../harvest/manifest';
@@ -25,16 +24,8 @@ import { redactRecord, runRedaction, sourcesFor, type RunRedaction } from '../ha
 import { readScore, type ScoreRead } from '../harvest/score';
 import { exportWorkspace } from '../workspace/export';
 
-export async function finish(
-  x: ExecContext,
-  a: AttemptAction,
-  id: string | undefined,
-  resultsDir: string | undefined,
-  forced: RunEnd | undefined,
-  sidecars: SidecarRef[] = [],
-  scoreFile?: string,
-  caps?: HarvestCaps,
-): Promise<OpOutcome> {
+export async function finish(x: ExecContext, a: AttemptAction, op: Extract<Operation, { type: 'finish' }>): Promise<OpOutcome> {
+  const { id, resultsDir, outcome: forced, score: scoreFile } = op;
   let details: ContainerDetails | undefined;
   if (id) {
     try {
@@ -80,7 +71,20 @@ export async function finish(
       ...(scored ? rr.redactor.redactJson(scoreFields(scored)) : {}),
     };
   });
-  return harvest(x, a, details?.id, resultsDir ?? rec.resultsDir, sidecars, caps, rr);
+  return harvest(
+    x,
+    a,
+    {
+      type: 'harvest',
+      resource: op.resource,
+      cause: op.cause,
+      ...(details ? { id: details.id } : {}),
+      ...((resultsDir ?? rec.resultsDir) ? { resultsDir: resultsDir ?? rec.resultsDir } : {}),
+      ...(op.sidecars ? { sidecars: op.sidecars } : {}),
+      ...(op.caps ? { caps: op.caps } : {}),
+    },
+    rr,
+  );
 }
 
 /**
@@ -107,15 +111,8 @@ export async function redactionOf(x: ExecContext, a: AttemptAction): Promise<Run
  * run's folder, then the final phase. A harvest that fails is recorded (HarvestFailed, why) and
  * fails the operation; the record keeps `ended` for the next try.
  */
-export async function harvest(
-  x: ExecContext,
-  a: AttemptAction,
-  id: string | undefined,
-  resultsDir: string | undefined,
-  sidecars: SidecarRef[] = [],
-  caps: HarvestCaps = DEFAULT_CAPS,
-  redaction?: RunRedaction,
-): Promise<OpOutcome> {
+export async function harvest(x: ExecContext, a: AttemptAction, op: Extract<Operation, { type: 'harvest' }>, redaction?: RunRedaction): Promise<OpOutcome> {
+  const { id, resultsDir, sidecars = [], caps = DEFAULT_CAPS } = op;
   const { engine } = x.deps;
   const rr = redaction ?? (await redactionOf(x, a));
   const rec = await x.records.current(a);
@@ -139,18 +136,17 @@ export async function harvest(
     final = redactRecord(final, rr);
     if (mount) {
       const capsFor = { caps, ...(collected ? { before: collected } : {}) };
-      final = await harvestFiles(
-        engine,
-        path.dirname(mount),
-        mount,
-        id,
-        final,
+      final = await harvestFiles(engine, {
+        runDir: path.dirname(mount),
+        mountDir: mount,
+        containerId: id,
+        status: final,
         sidecars,
-        x.deps.harvest ?? DEFAULT_LIMITS,
-        x.deps.signal,
-        capsFor,
-        rr.redactor,
-      );
+        limits: x.deps.harvest ?? DEFAULT_LIMITS,
+        ...(x.deps.signal ? { signal: x.deps.signal } : {}),
+        caps: capsFor,
+        redactor: rr.redactor,
+      });
     }
   } catch (err) {
     // Berth stopping cut it short: nothing failed; the record still says Harvesting, and the next start does it.

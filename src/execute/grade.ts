@@ -105,7 +105,7 @@ export async function beginGrade(x: ExecContext, a: AttemptAction, { grader: d, 
  * results elsewhere (a swarm node's volume), that bind names the folder its results come home to
  * (finish-grade's collect), as a run's does.
  */
-export async function createGrader(x: ExecContext, a: AttemptAction, d: DesiredGrader): Promise<OpOutcome> {
+export async function createGrader(x: ExecContext, a: AttemptAction, { grader: d }: Extract<Operation, { type: 'create-grader' }>): Promise<OpOutcome> {
   const { engine } = x.deps;
   let id: string;
   try {
@@ -127,7 +127,12 @@ async function graderId(x: ExecContext, a: AttemptAction, d: DesiredGrader, made
 }
 
 /** `copy-in-grader`: spec.fixture, the run's exported changes less `protect`, grade.fixture: one archive. */
-export async function copyInGrader(x: ExecContext, a: AttemptAction, d: DesiredGrader, made: string | undefined): Promise<OpOutcome> {
+export async function copyInGrader(
+  x: ExecContext,
+  a: AttemptAction,
+  { grader: d }: Extract<Operation, { type: 'copy-in-grader' }>,
+  made: string | undefined,
+): Promise<OpOutcome> {
   const id = await graderId(x, a, d, made);
   let input;
   try {
@@ -172,7 +177,12 @@ export async function copyInGrader(x: ExecContext, a: AttemptAction, d: DesiredG
 }
 
 /** `start-grader`: its start (unless `found` runs already), then its start time, deadline and image id recorded. */
-export async function startGrader(x: ExecContext, a: AttemptAction, d: DesiredGrader, made: string | undefined, found?: string): Promise<OpOutcome> {
+export async function startGrader(
+  x: ExecContext,
+  a: AttemptAction,
+  { grader: d, id: found }: Extract<Operation, { type: 'start-grader' }>,
+  made: string | undefined,
+): Promise<OpOutcome> {
   const id = found ?? (await graderId(x, a, d, made));
   let details: ContainerDetails;
   try {

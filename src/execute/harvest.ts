@@ -115,17 +115,35 @@ export interface HarvestCapsFor {
  * anything past the caps is removed from `mountDir`. Interrupted by `signal` (berth stopping)
  * while it walks. Returns the status written (truncatedStatus).
  */
+export interface HarvestInto {
+  /** The run's folder (berth's files), and its results folder inside it (the attempt's, mounted at /results). */
+  runDir: string;
+  mountDir: string;
+  /** The main container (its logs), when it still exists. */
+  containerId: string | undefined;
+  /** The status to write, as the finish made it. */
+  status: AttemptStatus;
+  sidecars?: SidecarLogs[];
+  limits?: HarvestLimits;
+  /** Berth stopping: interrupts the manifest's walk. */
+  signal?: AbortSignal;
+  caps?: HarvestCapsFor;
+  redactor?: Redactor;
+}
+
 export async function harvest(
   engine: Engine,
-  runDir: string,
-  mountDir: string,
-  containerId: string | undefined,
-  status: AttemptStatus,
-  sidecars: SidecarLogs[] = [],
-  limits: HarvestLimits = DEFAULT_LIMITS,
-  signal?: AbortSignal,
-  caps: HarvestCapsFor = { caps: DEFAULT_CAPS },
-  redactor: Redactor = NO_REDACTION,
+  {
+    runDir,
+    mountDir,
+    containerId,
+    status,
+    sidecars = [],
+    limits = DEFAULT_LIMITS,
+    signal,
+    caps = { caps: DEFAULT_CAPS },
+    redactor = NO_REDACTION,
+  }: HarvestInto,
 ): Promise<AttemptStatus> {
   await fs.mkdir(runDir, { recursive: true });
   if (containerId) await saveLog(engine, containerId, path.join(runDir, 'logs.txt'), limits.logMaxBytes, undefined, redactor);

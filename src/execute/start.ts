@@ -21,7 +21,7 @@ import { beginRun } from './status-record';
  * the start (plan/exit-outcome.ts): when the record has none (the plan knew none), it is looked
  * up now, before the start, for `attest-start` to record.
  */
-export async function start(x: ExecContext, a: AttemptAction, d: DesiredAttempt): Promise<OpOutcome> {
+export async function start(x: ExecContext, a: AttemptAction, { desired: d }: Extract<Operation, { type: 'start' }>): Promise<OpOutcome> {
   const rec = await x.records.current(a);
   try {
     if (!rec.engineBoot) await x.bootForStart();
@@ -37,7 +37,7 @@ export async function start(x: ExecContext, a: AttemptAction, d: DesiredAttempt)
  * clock: startedAt, finishedAt and durations are results) and attested; the run recorded Running
  * with its absolute deadline. A failed attestation is reported after the record, as `attest` does.
  */
-export async function attestStart(x: ExecContext, a: AttemptAction, d: DesiredAttempt): Promise<OpOutcome> {
+export async function attestStart(x: ExecContext, a: AttemptAction, { desired: d }: Extract<Operation, { type: 'attest-start' }>): Promise<OpOutcome> {
   const rec = await x.records.current(a);
   const details = await x.deps.engine.containers.inspect(rec.containerId ?? d.container.name);
   const boot = rec.engineBoot ?? (await x.bootForStart());
