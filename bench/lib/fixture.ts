@@ -83,6 +83,7 @@ export class BerthSandbox {
       maxRunning: 50,
       concurrency: 8,
       attestIntervalMs: 60_000,
+      policy: {},
       env: process.env,
       log: silentLogger(),
       desired: new DesiredStates(),

@@ -74,6 +74,7 @@ async function calls(args: string[]): Promise<Record<string, number>> {
     maxRunning: 8,
     concurrency: 8,
     attestIntervalMs: 60_000,
+    policy: {},
     env: process.env,
     log: silentLogger(),
     desired: new DesiredStates(),

@@ -1,4 +1,5 @@
 /** Global options shared by every command, resolved once into a Context. */
+import type { RunPolicy } from '../policy';
 import os from 'node:os';
 import path from 'node:path';
 import { readlinkSync, statSync } from 'node:fs';
@@ -173,14 +174,8 @@ export function passConfig(ctx: Context, o: PassFlags): PassConfig {
     maxRunning: o.maxRunning ?? defaultMaxRunning(),
     concurrency: o.concurrency ?? DEFAULTS.concurrency,
     attestIntervalMs: o.attestIntervalMs ?? 60_000,
-    ...(o.retryBackoff !== undefined ? { retryBaseMs: o.retryBackoff * 1000 } : {}),
-    ...(o.infraRetries !== undefined ? { infraRetries: o.infraRetries } : {}),
-    ...(o.egressProxyImage || o.egressNetwork
-      ? { egress: { ...(o.egressProxyImage ? { proxyImage: o.egressProxyImage } : {}), ...(o.egressNetwork ? { network: o.egressNetwork } : {}) } }
-      : {}),
+    policy: runPolicy(ctx, o),
     ...(o.allowEmpty ? { allowEmpty: true } : {}),
-    ...defaultDeadline(o.defaultDeadline ?? parseDuration(ctx.env.BERTH_DEFAULT_DEADLINE || String(ctx.fileDefaults?.get('default-deadline') ?? ''))),
-    ...defaultDisk(o.defaultDisk ?? envDisk(ctx.env.BERTH_DEFAULT_DISK)),
     ...(o.diskInterval !== undefined ? { diskIntervalMs: o.diskInterval } : {}),
     fixtureCacheBytes: o.fixtureCacheSize ?? sizeOf(ctx.env.BERTH_FIXTURE_CACHE_SIZE) ?? DEFAULTS.fixtureCacheBytes,
     harvest: {
@@ -198,16 +193,22 @@ export function passConfig(ctx: Context, o: PassFlags): PassConfig {
 }
 
 /**
- * `--default-deadline` (ms) as the planner takes it; without the flag (`rerun`, `delete`, which
- * start runs too), BERTH_DEFAULT_DEADLINE when it is a duration, else berth.yaml's `default-deadline`.
+ * The flags' decisions for every run (src/policy.ts), built once. `--default-deadline` and
+ * `--default-disk`: without the flag (`rerun`, `delete`, which start runs too), BERTH_DEFAULT_DEADLINE
+ * (a duration; else berth.yaml's `default-deadline`) and BERTH_DEFAULT_DISK (a disk quantity).
  */
-function defaultDeadline(ms: number | undefined): Pick<PassConfig, 'defaultDeadlineSeconds'> {
-  return ms !== undefined ? { defaultDeadlineSeconds: ms / 1000 } : {};
-}
-
-/** `--default-disk` (bytes) as the planner takes it (see defaultDeadline). */
-function defaultDisk(bytes: number | undefined): Pick<PassConfig, 'defaultDiskBytes'> {
-  return bytes !== undefined ? { defaultDiskBytes: bytes } : {};
+export function runPolicy(ctx: Context, o: PassFlags): RunPolicy {
+  const deadlineMs = o.defaultDeadline ?? parseDuration(ctx.env.BERTH_DEFAULT_DEADLINE || String(ctx.fileDefaults?.get('default-deadline') ?? ''));
+  const diskBytes = o.defaultDisk ?? envDisk(ctx.env.BERTH_DEFAULT_DISK);
+  return {
+    ...(deadlineMs !== undefined ? { defaultDeadlineSeconds: deadlineMs / 1000 } : {}),
+    ...(diskBytes !== undefined ? { defaultDiskBytes: diskBytes } : {}),
+    ...(o.infraRetries !== undefined ? { infraRetries: o.infraRetries } : {}),
+    ...(o.retryBackoff !== undefined ? { retryBaseMs: o.retryBackoff * 1000 } : {}),
+    ...(o.egressProxyImage || o.egressNetwork
+      ? { egress: { ...(o.egressProxyImage ? { proxyImage: o.egressProxyImage } : {}), ...(o.egressNetwork ? { network: o.egressNetwork } : {}) } }
+      : {}),
+  };
 }
 
 /** BERTH_DEFAULT_DISK when it is a disk quantity (commands without the flag: `rerun`, `delete`). */

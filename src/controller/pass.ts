@@ -5,6 +5,7 @@
  */
 import path from 'node:path';
 import { DEFAULTS } from '../constants';
+import type { RunPolicy } from '../policy';
 import type { ActionResult, Executor } from '../execute/executor';
 import type * as ExecutorMod from '../execute/executor';
 import type { HarvestLimits } from '../execute/harvest';
@@ -57,20 +58,12 @@ export interface PassConfig {
   maxRunning: number;
   concurrency: number;
   attestIntervalMs: number;
-  /** First back-off between a failed run and its retry. */
-  retryBaseMs?: number;
+  /** The flags' decisions for every run (src/policy.ts). */
+  policy: RunPolicy;
   /** `--allow-empty`: a specs source with no attempt at all may remove the instance's attempts. */
   allowEmpty?: boolean;
-  /** Re-runs after infrastructure deaths (`--infra-retries`). */
-  infraRetries?: number;
-  /** `--egress-proxy-image`, `--egress-network`. */
-  egress?: { proxyImage?: string; network?: string };
-  /** `--default-deadline` (seconds): for runs whose spec sets no `deadlineSeconds`. */
-  defaultDeadlineSeconds?: number;
   /** `--disk-pressure-*`: new runs wait while a file system is below them (none: no check). */
   disk?: DiskThresholds;
-  /** `--default-disk` (bytes): for runs whose spec sets no `resources.disk`. */
-  defaultDiskBytes?: number;
   /** `--disk-interval` (ms): how often a controller measures the running attempts with a disk limit. */
   diskIntervalMs?: number;
   env: NodeJS.ProcessEnv;
@@ -155,11 +148,7 @@ export function planInput(
     statuses,
     maxRunning: cfg.maxRunning,
     attestIntervalMs: cfg.attestIntervalMs,
-    ...(cfg.retryBaseMs !== undefined ? { retryBaseMs: cfg.retryBaseMs } : {}),
-    ...(cfg.infraRetries !== undefined ? { infraRetries: cfg.infraRetries } : {}),
-    ...(cfg.egress ? { egress: cfg.egress } : {}),
-    ...(cfg.defaultDeadlineSeconds !== undefined ? { defaultDeadlineSeconds: cfg.defaultDeadlineSeconds } : {}),
-    ...(cfg.defaultDiskBytes !== undefined ? { defaultDiskBytes: cfg.defaultDiskBytes } : {}),
+    policy: cfg.policy,
     desired: cfg.desired ?? new DesiredStates(),
     ...extra,
   };
@@ -219,7 +208,7 @@ export async function readDisk(cfg: PassConfig, engine: Engine): Promise<DiskInp
  * as one that cannot (berth measures).
  */
 export async function quotasFor(cfg: PassConfig, load: LoadResult, engine: Engine): Promise<Pick<PlanInput, 'diskQuota' | 'volumeQuota'>> {
-  const limited = cfg.defaultDiskBytes !== undefined || load.specs.some((s) => s.spec.resources.diskBytes !== null);
+  const limited = cfg.policy.defaultDiskBytes !== undefined || load.specs.some((s) => s.spec.resources.diskBytes !== null);
   const sized = load.specs.some((s) => s.spec.volumes.some((v) => v.sizeBytes !== null));
   if (!limited && !sized) return {};
   const caps = await engineCaps(engine).catch(() => ({ layer: false, volumes: false }));

@@ -10,6 +10,7 @@
  * network.mode none with sidecars gets the same internal network (the main container on it
  * without a way out: no proxy variables, and the proxy's attempt port allows nothing).
  */
+import type { RunPolicy } from '../policy';
 import path from 'node:path';
 import { COMPONENTS, DEFAULTS, LABELS, NAMING, type Component, type Naming } from '../constants';
 import type { ContainerCreateSpec, Labels } from '../engine/types';
@@ -20,16 +21,10 @@ import type { DesiredAttempt, DesiredListener, DesiredNames, DesiredSidecar } fr
 
 export interface DesiredContext {
   instance: string;
-  /** Image of the egress proxy (`--egress-proxy-image`). */
-  egressProxyImage?: string;
-  /** An existing network the proxy reaches out through (`--egress-network`); default: one per attempt. */
-  egressNetwork?: string;
+  /** The flags' decisions for every run (src/policy.ts): default deadline and disk, the egress proxy's image and network. */
+  policy: RunPolicy;
   /** How resources are named: the current scheme, unless a run began under an older one (LEGACY_NAMING). */
   naming?: Naming;
-  /** `--default-deadline`: the deadline of a run whose spec sets no `deadlineSeconds`. */
-  defaultDeadlineSeconds?: number;
-  /** `--default-disk`: the disk limit (bytes) of a run whose spec sets no `resources.disk`. */
-  defaultDiskBytes?: number;
   /** The engine caps a writable layer's size (overlay2 on xfs with pquota): the disk limit is asked of it as StorageOpt size. */
   diskQuota?: boolean;
   /** The engine caps a local volume's size (a data root on xfs with pquota): a volume's size is asked of it as its `size` option. */
@@ -40,14 +35,14 @@ export interface DesiredContext {
 export function diskOf(ctx: DesiredContext, loaded: LoadedSpec): DesiredAttempt['disk'] {
   const own = loaded.spec.resources.diskBytes;
   if (own !== null) return { bytes: own, source: 'spec' };
-  return ctx.defaultDiskBytes !== undefined ? { bytes: ctx.defaultDiskBytes, source: 'default' } : null;
+  return ctx.policy.defaultDiskBytes !== undefined ? { bytes: ctx.policy.defaultDiskBytes, source: 'default' } : null;
 }
 
 /** The run's deadline: the spec's, else the default (see DesiredAttempt.deadline). */
 export function deadlineOf(ctx: DesiredContext, loaded: LoadedSpec): DesiredAttempt['deadline'] {
   const own = loaded.spec.deadlineSeconds;
   if (own !== null) return { seconds: own, source: 'spec' };
-  return ctx.defaultDeadlineSeconds !== undefined ? { seconds: ctx.defaultDeadlineSeconds, source: 'default' } : null;
+  return ctx.policy.defaultDeadlineSeconds !== undefined ? { seconds: ctx.policy.defaultDeadlineSeconds, source: 'default' } : null;
 }
 
 export function attemptLabels(instance: string, loaded: LoadedSpec, run: number): Labels {
@@ -177,7 +172,7 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
   const netMode = networkModeFor(ctx.instance, loaded, naming);
   const isolated = hasOwnNetwork(s);
   const egress = hasEgressProxy(s);
-  const egressName = egress ? (ctx.egressNetwork ?? naming.egressNetwork(ctx.instance, s.name)) : null;
+  const egressName = egress ? (ctx.policy.egress?.network ?? naming.egressNetwork(ctx.instance, s.name)) : null;
   const volumes = s.volumes.map((v) => ({
     name: naming.volume(ctx.instance, s.name, v.name),
     labels: { ...withComponent(labels, COMPONENTS.volume), [LABELS.volume]: v.name },
@@ -206,7 +201,7 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
       ready: 'listening',
       create: {
         name,
-        image: ctx.egressProxyImage ?? DEFAULTS.egressProxyImage,
+        image: ctx.policy.egress?.proxyImage ?? DEFAULTS.egressProxyImage,
         cmd: null,
         env: [`${PROXY_ENV.allow}=${s.network.egress.join(',')}`, `${PROXY_ENV.port}=${DEFAULTS.egressProxyPort}`],
         workingDir: '/',
@@ -276,7 +271,9 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
     disk,
     network: isolated ? { name: naming.network(ctx.instance, s.name), labels: withComponent(labels, COMPONENTS.network), internal: true } : null,
     egressNetwork:
-      egress && !ctx.egressNetwork && egressName ? { name: egressName, labels: withComponent(labels, COMPONENTS.egressNetwork), internal: false } : null,
+      egress && !ctx.policy.egress?.network && egressName
+        ? { name: egressName, labels: withComponent(labels, COMPONENTS.egressNetwork), internal: false }
+        : null,
     sidecars,
     mainSecrets: mainSecretsOf(s),
     volumes,

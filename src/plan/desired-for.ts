@@ -2,6 +2,7 @@
  * The desired state of a spec's run, kept with its LoadedSpec (see DesiredStates) and built lazily.
  */
 import { LEGACY_NAMING, type Naming } from '../constants';
+import { policyKey } from '../policy';
 import { desiredAttempt, desiredNames, type DesiredContext } from '../desired/attempt';
 import { LazyDesired } from '../desired/lazy';
 import type { DesiredAttempt } from '../desired/types';
@@ -24,13 +25,10 @@ export class DesiredStates {
   get(inp: PlanInput, loaded: LoadedSpec, run: number, legacy = false): DesiredAttempt {
     const key = [
       inp.instance,
-      inp.egress?.proxyImage ?? '',
-      inp.egress?.network ?? '',
+      policyKey(inp.policy),
       inp.resultsRoot,
       run,
       legacy ? 'legacy' : '',
-      inp.defaultDeadlineSeconds ?? '',
-      inp.defaultDiskBytes ?? '',
       inp.diskQuota ? 'quota' : '',
       inp.volumeQuota ? 'volume-quota' : '',
     ].join('\0');
@@ -65,10 +63,7 @@ function desiredContext(inp: PlanInput, naming?: Naming): DesiredContext {
   return {
     instance: inp.instance,
     ...(naming ? { naming } : {}),
-    ...(inp.egress?.proxyImage ? { egressProxyImage: inp.egress.proxyImage } : {}),
-    ...(inp.egress?.network ? { egressNetwork: inp.egress.network } : {}),
-    ...(inp.defaultDeadlineSeconds !== undefined ? { defaultDeadlineSeconds: inp.defaultDeadlineSeconds } : {}),
-    ...(inp.defaultDiskBytes !== undefined ? { defaultDiskBytes: inp.defaultDiskBytes } : {}),
+    policy: inp.policy,
     ...(inp.diskQuota ? { diskQuota: true } : {}),
     ...(inp.volumeQuota ? { volumeQuota: true } : {}),
   };

@@ -1,4 +1,5 @@
 /** Everything the planner reads: specs, one observed snapshot, the status records, the clock's time. */
+import type { RunPolicy } from '../policy';
 import type { DiskUsage, Snapshot } from '../observe/types';
 import type { LoadedSpec } from '../spec/types';
 import type { SetPins } from '../status/pins';
@@ -37,22 +38,14 @@ export interface PlanInput {
   maxRunning: number;
   /** How old a deep (inspect) attestation of a running attempt may get before it is redone. */
   attestIntervalMs: number;
-  /** First back-off between a failed run and its retry (doubling, capped at 6 min); default 10 s. */
-  retryBaseMs?: number;
-  /** Re-runs allowed after infrastructure deaths (EngineRestarted, StartFailed), per spec hash; default DEFAULTS.infraRetries. */
-  infraRetries?: number;
+  /** The flags' decisions for every run (default deadline and disk, retry budgets and back-off, the egress proxy). */
+  policy: RunPolicy;
   /** Plan only these attempts (a controller's batch of keys); the others still count for admission. */
   only?: ReadonlySet<string>;
   /** Slots already taken by runs being provisioned elsewhere, not yet visible on the engine. */
   reservedSlots?: number;
   /** Of those, per AttemptSet: they count against the set's maxParallel too. */
   reservedBySet?: ReadonlyMap<string, number>;
-  /** The egress proxy image (`--egress-proxy-image`) and an existing egress network to use (`--egress-network`). */
-  egress?: { proxyImage?: string; network?: string };
-  /** `--default-deadline`: the deadline (seconds) of a run whose spec sets none; never part of the spec hash. */
-  defaultDeadlineSeconds?: number;
-  /** `--default-disk`: the disk limit (bytes) of a run whose spec sets no `resources.disk`; never part of the spec hash. */
-  defaultDiskBytes?: number;
   /**
    * What the running attempts hold on disk, as last measured (observe/disk-usage.ts, the controller's
    * disk meter), by attempt name: the planner ends a run over its recorded limit. Absent: not measured.

@@ -76,7 +76,7 @@ function imagePreflight(ctx: PlanCtx, d: DesiredAttempt): { missing: { image: st
   if (index) {
     // from the spec, not the desired state: a child waiting for a slot is never built (desired/lazy.ts)
     const s = d.loaded.spec;
-    const proxy = hasEgressProxy(s) ? (inp.egress?.proxyImage ?? DEFAULTS.egressProxyImage) : undefined;
+    const proxy = hasEgressProxy(s) ? (inp.policy.egress?.proxyImage ?? DEFAULTS.egressProxyImage) : undefined;
     if (proxy !== undefined && !held(ctx, proxy))
       missing.push({
         image: proxy,

@@ -58,7 +58,7 @@ export const CREATE_RETRY_MS = 5_000;
  */
 function mayRunAgain(inp: PlanInput, loaded: LoadedSpec, rec: AttemptStatus | undefined): { requeueAfterMs?: number } {
   const retries = loaded.spec.retries > (rec?.retriesUsed ?? 0);
-  const infra = (inp.infraRetries ?? DEFAULTS.infraRetries) > (rec?.infraRetriesUsed ?? 0);
+  const infra = (inp.policy.infraRetries ?? DEFAULTS.infraRetries) > (rec?.infraRetriesUsed ?? 0);
   return retries || infra ? { requeueAfterMs: 0 } : {};
 }
 
@@ -123,7 +123,7 @@ function planFinished(v: RunView, rec: AttemptStatus): AttemptAction {
   // An infrastructure death is re-run under its own budget (--infra-retries), never the spec's retries.
   const infra = isInfraFailure(rec.reason);
   const used = infra ? (rec.infraRetriesUsed ?? 0) : rec.retriesUsed;
-  const budget = infra ? (inp.infraRetries ?? DEFAULTS.infraRetries) : loaded.spec.retries;
+  const budget = infra ? (inp.policy.infraRetries ?? DEFAULTS.infraRetries) : loaded.spec.retries;
   const retryable = rec.phase === 'Failed' && (infra || RETRYABLE_REASONS.has(rec.reason ?? '')) && used < budget;
   // A run after this one: the old run's containers (and graders) go, its networks and volumes stay where they are still wanted.
   const runAgain = (cause: string, why: string): AttemptAction => {
@@ -135,7 +135,7 @@ function planFinished(v: RunView, rec: AttemptStatus): AttemptAction {
   if (rec.rerunRequested?.run === rec.run) return runAgain('rerun requested', `run ${rec.run} ${rec.phase}; rerun requested (berth rerun)`);
   if (retryable) {
     const which = `${infra ? 'infra retry' : 'retry'} ${used + 1}/${budget}`;
-    const at = finishedAt + retryBackoffMs(used + 1, inp.retryBaseMs);
+    const at = finishedAt + retryBackoffMs(used + 1, inp.policy.retryBaseMs);
     if (at > inp.now) return { ...base, kind: 'wait', summary: `${which} after back-off`, ops: pre, requeueAfterMs: at - inp.now };
     return runAgain(which, `run ${rec.run} ${rec.reason ?? 'failed'}; ${which}`);
   }

@@ -213,6 +213,7 @@ describe('converge (real engine)', function () {
     const load = await loadSpecs({ specsDir: sb.specsDir, resultsRoot: sb.resultsRoot });
     const p = plan({
       instance: sb.instance,
+      policy: {},
       now: Date.now(),
       resultsRoot: sb.resultsRoot,
       specs: load.specs,

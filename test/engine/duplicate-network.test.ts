@@ -29,7 +29,7 @@ describe('duplicate networks (real engine)', function () {
     await sb.write('d.yaml', sb.attempt('d', 'sleep 300', '  network: {mode: isolated}\n'));
     const load = await loadSpecs({ specsDir: sb.specsDir, resultsRoot: sb.resultsRoot });
     const loaded = load.specs.find((s) => s.spec.name === 'd');
-    const net = loaded && desiredAttempt({ instance: sb.instance }, loaded, 1, sb.resultsRoot).network;
+    const net = loaded && desiredAttempt({ instance: sb.instance, policy: {} }, loaded, 1, sb.resultsRoot).network;
     if (!net) throw new Error('attempt d has no network');
     // What two racing writers leave: two networks with berth's labels and one name.
     const makeOne = async () =>

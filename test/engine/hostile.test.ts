@@ -73,6 +73,7 @@ async function planNow(sb: Sandbox): Promise<{ run: () => Promise<unknown> }> {
   expect(load.errors).to.deep.equal([]);
   const p = plan({
     instance: sb.instance,
+    policy: {},
     now: Date.now(),
     resultsRoot: sb.resultsRoot,
     specs: load.specs,

@@ -145,6 +145,7 @@ export function input(over: Partial<PlanInput> = {}): PlanInput {
     statuses: new Map(),
     maxRunning: 10,
     attestIntervalMs: 60_000,
+    policy: {},
     desired: new DesiredStates(),
     ...over,
   };

@@ -115,6 +115,7 @@ export class Sandbox {
       maxRunning: 8,
       concurrency: 8,
       attestIntervalMs: 60_000,
+      policy: {},
       env: process.env,
       log: silentLogger(),
       desired: new DesiredStates(),

@@ -14,6 +14,7 @@ const SRC = path.resolve(__dirname, '..', '..', 'src');
 const FLOORS = [
   'util',
   'constants',
+  'policy',
   'engine',
   'backend',
   'status',

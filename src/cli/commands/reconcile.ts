@@ -209,7 +209,7 @@ async function passes(
   const specs = new Map((ended.load?.specs ?? []).map((s) => [s.spec.name, s]));
   const counted = tally(
     rows.map((r) => {
-      const w = watched(r.name, specs.get(r.name), r.status ?? undefined, cfg.infraRetries);
+      const w = watched(r.name, specs.get(r.name), r.status ?? undefined, cfg.policy.infraRetries);
       return { name: r.name, outcome: outcomeOf(w) };
     }),
   );
@@ -298,7 +298,7 @@ async function untilFinal(
 ): Promise<Ended | number> {
   const { Controller } = require('../../controller/controller') as typeof ControllerMod;
   const settledSpec = (sp: LoadedSpec, statuses: ReadonlyMap<string, AttemptStatus>): boolean =>
-    settled(watched(sp.spec.name, sp, statuses.get(sp.spec.name), cfg.infraRetries));
+    settled(watched(sp.spec.name, sp, statuses.get(sp.spec.name), cfg.policy.infraRetries));
   const started = Date.now();
   const live = liveLine(ctx.io);
   let lastLine = '';
@@ -335,7 +335,7 @@ async function untilFinal(
         const load = controller.latestLoad();
         if (!load) continue;
         const statuses = await store.loadAll();
-        progress(progressState(load, statuses, (sp) => controller.pending(sp.spec.name), cfg.infraRetries));
+        progress(progressState(load, statuses, (sp) => controller.pending(sp.spec.name), cfg.policy.infraRetries));
         if (!controller.idle()) continue;
         // Settled (plan/settled.ts: a run whose harvest failed too, which the exit code reports), and nothing pending in the controller.
         const unfinished = load.specs.filter((sp) => !settledSpec(sp, statuses) || controller.pending(sp.spec.name));

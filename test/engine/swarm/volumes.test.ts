@@ -46,6 +46,7 @@ async function noopRequests(s: TestSwarm, sb: Sandbox): Promise<number> {
     maxRunning: 50,
     concurrency: 8,
     attestIntervalMs: 60_000,
+    policy: {},
     env,
     log: silentLogger(),
   };

@@ -17,10 +17,10 @@ describe('attestation: the disk limit the engine enforces', function () {
   };
 
   it('asks the engine for the size only where it can enforce it; the check passes for a container made so', async function () {
-    const measured = desiredAttempt({ instance: 'i' }, limited, 1, '/r/disk/run-1/results');
+    const measured = desiredAttempt({ instance: 'i', policy: {} }, limited, 1, '/r/disk/run-1/results');
     expect(measured.container.create.host.storageOpt).to.equal(undefined);
     expect(disk(attestInspected(await made(measured.container.create), mainWant(measured)))).to.equal(undefined);
-    const d = desiredAttempt({ instance: 'i', diskQuota: true }, limited, 1, '/r/disk/run-1/results');
+    const d = desiredAttempt({ instance: 'i', policy: {}, diskQuota: true }, limited, 1, '/r/disk/run-1/results');
     expect(d.container.create.host.storageOpt).to.deep.equal({ size: String(64 * 1024 * 1024) });
     expect(disk(attestInspected(await made(d.container.create), mainWant(d)))).to.deep.equal({
       name: 'disk',
@@ -28,11 +28,13 @@ describe('attestation: the disk limit the engine enforces', function () {
       detail: 'writable layer capped by the engine: storage options size=67108864',
     });
     // no limit, no size asked, whatever the engine can do
-    expect(desiredAttempt({ instance: 'i', diskQuota: true }, spec('free'), 1, '/r/f/run-1/results').container.create.host.storageOpt).to.equal(undefined);
+    expect(desiredAttempt({ instance: 'i', policy: {}, diskQuota: true }, spec('free'), 1, '/r/f/run-1/results').container.create.host.storageOpt).to.equal(
+      undefined,
+    );
   });
 
   it('fails a container whose size is not the one asked, or that has none', async function () {
-    const d = desiredAttempt({ instance: 'i', diskQuota: true }, limited, 1, '/r/disk/run-1/results');
+    const d = desiredAttempt({ instance: 'i', policy: {}, diskQuota: true }, limited, 1, '/r/disk/run-1/results');
     const { storageOpt: _drop, ...host } = d.container.create.host;
     const none = attestInspected(await made({ ...d.container.create, host }), mainWant(d));
     expect(disk(none)?.ok).to.equal(false);
@@ -68,12 +70,16 @@ describe('attestation: the disk limit the engine enforces', function () {
 
   it("asks the engine for a volume's size (its local driver's size option) only where it can enforce it; the options are what the attestation expects", function () {
     const sized = spec('vol', { volumes: [{ name: 'data', mountPath: '/data', readOnly: false, sizeBytes: 64 * 1024 * 1024 }] });
-    expect(desiredAttempt({ instance: 'i' }, sized, 1, '/r/vol/run-1/results').volumes.map((v) => [v.driver, v.options])).to.deep.equal([['local', {}]]);
-    expect(desiredAttempt({ instance: 'i', volumeQuota: true }, sized, 1, '/r/vol/run-1/results').volumes.map((v) => [v.driver, v.options])).to.deep.equal([
-      ['local', { size: String(64 * 1024 * 1024) }],
+    expect(desiredAttempt({ instance: 'i', policy: {} }, sized, 1, '/r/vol/run-1/results').volumes.map((v) => [v.driver, v.options])).to.deep.equal([
+      ['local', {}],
     ]);
+    expect(
+      desiredAttempt({ instance: 'i', policy: {}, volumeQuota: true }, sized, 1, '/r/vol/run-1/results').volumes.map((v) => [v.driver, v.options]),
+    ).to.deep.equal([['local', { size: String(64 * 1024 * 1024) }]]);
     // a volume with no size of its own is made as before, whatever the engine can do
     const plain = spec('vol', { volumes: [{ name: 'data', mountPath: '/data', readOnly: false, sizeBytes: null }] });
-    expect(desiredAttempt({ instance: 'i', volumeQuota: true }, plain, 1, '/r/vol/run-1/results').volumes.map((v) => v.options)).to.deep.equal([{}]);
+    expect(desiredAttempt({ instance: 'i', policy: {}, volumeQuota: true }, plain, 1, '/r/vol/run-1/results').volumes.map((v) => v.options)).to.deep.equal([
+      {},
+    ]);
   });
 });

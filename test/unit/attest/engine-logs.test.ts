@@ -7,7 +7,7 @@ import { FakeEngine } from '../../support/fake-engine';
 import { spec } from '../../support/builders';
 
 describe('attestation: the engine log cap', function () {
-  const d = desiredAttempt({ instance: 'i' }, spec('logs'), 1, '/r/logs/run-1/results');
+  const d = desiredAttempt({ instance: 'i', policy: {} }, spec('logs'), 1, '/r/logs/run-1/results');
   const engine = () => {
     const e = new FakeEngine();
     e.addImage({ ref: d.container.create.image });

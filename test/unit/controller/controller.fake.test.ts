@@ -54,6 +54,7 @@ describe('controller against the fake engine (retry switch)', function () {
         maxRunning: 4,
         concurrency: 4,
         attestIntervalMs: 3_600_000,
+        policy: {},
         env: {},
         log: silentLogger(),
         now: () => clock.now(),

@@ -71,6 +71,7 @@ describe('controller with a git source: revisions held by actions under way', fu
         maxRunning: 4,
         concurrency: 4,
         attestIntervalMs: 3_600_000,
+        policy: {},
         env: {},
         log: silentLogger(),
         now: () => clock.now(),

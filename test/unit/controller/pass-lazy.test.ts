@@ -19,7 +19,7 @@ function passIn(dir: string): { loaded: string[]; actions: number; results: numb
     const { FakeEngine } = require(${JSON.stringify(path.join(SUPPORT, 'fake-engine.ts'))});
     const dir = ${JSON.stringify(dir)};
     const cfg = { specsDir: dir + '/specs', stateDir: dir + '/state', resultsRoot: dir + '/results', instance: 'lazy', maxRunning: 4, concurrency: 2,
-      attestIntervalMs: 60000, env: {}, log: createLogger({ level: 'info' }) };
+      attestIntervalMs: 60000, policy: {}, env: {}, log: createLogger({ level: 'info' }) };
     reconcilePass(cfg, new FakeEngine(), new StatusStore(cfg.stateDir, 'lazy')).then((res) => {
       const loaded = Object.keys(require.cache).filter((k) => /[\\\\/]src[\\\\/]execute[\\\\/]executor\\.ts$|[\\\\/]node_modules[\\\\/](winston|tar-stream)[\\\\/]/.test(k));
       process.stdout.write(JSON.stringify({ loaded, actions: res.plan.actions.filter((a) => a.ops.length > 0).length, results: res.results.length }));

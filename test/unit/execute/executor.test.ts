@@ -46,7 +46,7 @@ describe('executor against the fake engine', function () {
   const executor = (env: NodeJS.ProcessEnv = {}) => new Executor({ engine: fake, store, instance: I, concurrency: 2, log: silentLogger(), env, now: () => t });
 
   function desired(name: string, over: Partial<NormalizedAttempt> = {}): DesiredAttempt {
-    return desiredAttempt({ instance: I }, spec(name, over), 1, path.join(dir, 'results', name, 'run-1', 'out'));
+    return desiredAttempt({ instance: I, policy: {} }, spec(name, over), 1, path.join(dir, 'results', name, 'run-1', 'out'));
   }
 
   /** The planner's operations for the run's main container: all of them, up to the copy recorded, or the start alone. */
@@ -708,7 +708,7 @@ describe('executor against the fake engine', function () {
   });
 
   it('begin-run: the run begins with the counters and the folder the planner gave it, as told', async function () {
-    const d = desiredAttempt({ instance: I }, spec('told'), 2, path.join(dir, 'results', 'told', 'run-2', 'out'));
+    const d = desiredAttempt({ instance: I, policy: {} }, spec('told'), 2, path.join(dir, 'results', 'told', 'run-2', 'out'));
     // run 1 of the same spec, Failed: what the counters make of it is the planner's, not the executor's
     const before = {
       name: 'told',

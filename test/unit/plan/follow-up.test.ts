@@ -12,13 +12,13 @@ import type { AttemptAction, OpOutcome, Operation, SidecarOperation } from '../.
 import { spec, status, T0 } from '../../support/builders';
 
 const d = desiredAttempt(
-  { instance: 'default' },
+  { instance: 'default', policy: {} },
   spec('a', { network: { mode: 'isolated', egress: [] }, sidecars: [{ name: 'db', image: 'img', command: null, env: {}, secretEnv: {}, secrets: [] }] }),
   1,
   '/r/a/run-1/out',
 );
 const withSecret = desiredAttempt(
-  { instance: 'default' },
+  { instance: 'default', policy: {} },
   spec('a', {
     network: { mode: 'isolated', egress: [] },
     secrets: [{ name: 'tok', fromEnv: 'BERTH_X' }],

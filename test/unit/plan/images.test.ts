@@ -214,7 +214,7 @@ describe('planner: --default-deadline', function () {
   it("is the deadline of a run whose spec sets none, the spec's own wins; it is no part of the spec hash", function () {
     const plain = spec('a');
     const own = spec('b', { deadlineSeconds: 5 });
-    const out = plan(input({ specs: [plain, own], defaultDeadlineSeconds: 60 }));
+    const out = plan(input({ specs: [plain, own], policy: { defaultDeadlineSeconds: 60 } }));
     const d = (n: string) => out.actions.find((a) => a.attempt === n)?.desired?.deadline;
     expect(d('a')).to.deep.equal({ seconds: 60, source: 'default' });
     expect(d('b')).to.deep.equal({ seconds: 5, source: 'spec' });
@@ -227,7 +227,7 @@ describe('planner: --default-deadline', function () {
     const s = spec('a');
     const c = snapshotContainer('a');
     const rec = status('a', { deadlineAt: '2026-01-01T00:00:30.000Z', deadlineSource: 'default' });
-    const out = plan(input({ specs: [s], snapshot: snapshot({ containers: [c] }), statuses: statuses(rec), defaultDeadlineSeconds: 3600 }));
+    const out = plan(input({ specs: [s], snapshot: snapshot({ containers: [c] }), statuses: statuses(rec), policy: { defaultDeadlineSeconds: 3600 } }));
     expect(out.actions[0]?.kind).to.equal('stop');
     expect(out.actions[0]?.summary).to.contain('default deadline 30s (--default-deadline) exceeded');
   });

@@ -163,8 +163,8 @@ describe('planner (infrastructure deaths)', function () {
     const spent = status('a', { phase: 'Failed', reason: 'EngineRestarted', infraRetriesUsed: 2, finishedAt: '2026-01-01T00:00:00.000Z' });
     expect(changeCount(plan(input({ specs: [spec('a', { retries: 3 })], statuses: statuses(spent) })))).to.equal(0);
     const none = status('a', { phase: 'Failed', reason: 'StartFailed', finishedAt: '2026-01-01T00:00:00.000Z' });
-    expect(changeCount(plan(input({ infraRetries: 0, specs: [spec('a', { retries: 3 })], statuses: statuses(none) })))).to.equal(0);
-    const more = plan(input({ infraRetries: 3, specs: [spec('a')], statuses: statuses(spent) }));
+    expect(changeCount(plan(input({ policy: { infraRetries: 0 }, specs: [spec('a', { retries: 3 })], statuses: statuses(none) })))).to.equal(0);
+    const more = plan(input({ policy: { infraRetries: 3 }, specs: [spec('a')], statuses: statuses(spent) }));
     expect(more.actions[0]?.kind).to.equal('retry');
   });
 

@@ -16,7 +16,7 @@ describe('planner: desired states built on first use', function () {
     const inp = input({ specs: [loaded] });
     const d = plan(inp).actions[0]?.desired;
     expect(d, 'the action has a desired state').to.not.equal(undefined);
-    const want = desiredAttempt({ instance: inp.instance }, loaded, 1, runResultsDir(inp.resultsRoot, loaded.spec.results, 1));
+    const want = desiredAttempt({ instance: inp.instance, policy: {} }, loaded, 1, runResultsDir(inp.resultsRoot, loaded.spec.results, 1));
     // JSON.parse(JSON.stringify()) compares the built value as plain data (getters included).
     expect(JSON.parse(JSON.stringify(d))).to.deep.equal(JSON.parse(JSON.stringify(want)));
     for (const k of Object.keys(want) as (keyof typeof want)[]) {
@@ -44,7 +44,11 @@ describe('planner: a finished run is compared by name, its desired state not bui
 
   it('desiredNames() gives the names and secret holders desiredAttempt() builds, for every naming and egress setting', function () {
     for (const [shape, loaded] of Object.entries(shapes)) {
-      for (const ctx of [{ instance: 'x' }, { instance: 'x', naming: LEGACY_NAMING }, { instance: 'x', egressNetwork: 'out', egressProxyImage: 'proxy:1' }]) {
+      for (const ctx of [
+        { instance: 'x', policy: {} },
+        { instance: 'x', policy: {}, naming: LEGACY_NAMING },
+        { instance: 'x', policy: { egress: { network: 'out', proxyImage: 'proxy:1' } } },
+      ]) {
         const full = desiredAttempt(ctx, loaded, 2, '/r/x');
         const names = desiredNames(ctx, loaded);
         const label = `${shape} ${JSON.stringify(ctx)}`;
@@ -57,7 +61,7 @@ describe('planner: a finished run is compared by name, its desired state not bui
         expect(namesOf(full), label).to.deep.equal({ container: full.container.name, sidecars: full.sidecars, mainSecrets: full.mainSecrets });
       }
     }
-    expect(desiredNames({ instance: 'x' }, shapes.egress).sidecars.length, 'the proxy and two sidecars').to.equal(3);
+    expect(desiredNames({ instance: 'x', policy: {} }, shapes.egress).sidecars.length, 'the proxy and two sidecars').to.equal(3);
   });
 
   it('a pass over finished runs whose containers stay plans nothing and builds no desired state; a secret holder is still removed', function () {

@@ -102,14 +102,14 @@ describe('spec: network.credentials', () => {
     const r = await loadOne(doc('c', `${ISOLATED}    credentials: [{host: 'a.example.com:443', secret: key, caSecret: ca}]\n`));
     const loaded = r.specs[0];
     if (!loaded) throw new Error(JSON.stringify(r.errors));
-    const d = desiredAttempt({ instance: 'i' }, loaded, 1, '/tmp/r');
+    const d = desiredAttempt({ instance: 'i', policy: {} }, loaded, 1, '/tmp/r');
     expect(d.mainSecrets).to.deep.equal([]);
     expect(d.sidecars.map((s) => [s.role, s.credentials.length, s.secrets])).to.deep.equal([['egress-proxy', 1, []]]);
     expect(JSON.stringify(d)).to.not.match(/KEY=|BERTH_PROXY_CREDENTIALS/);
     const asked = await loadOne(doc('c', `${ISOLATED}    credentials: [{host: 'a.example.com:443', secret: key}]\n  env: {K: {secretRef: key}}\n`));
     const l2 = asked.specs[0];
     if (!l2) throw new Error(JSON.stringify(asked.errors));
-    expect(desiredAttempt({ instance: 'i' }, l2, 1, '/tmp/r').mainSecrets).to.deep.equal(['ca', 'key']);
+    expect(desiredAttempt({ instance: 'i', policy: {} }, l2, 1, '/tmp/r').mainSecrets).to.deep.equal(['ca', 'key']);
   });
 
   it('a credential alone (no egress) still gets the proxy', async () => {
@@ -118,7 +118,7 @@ describe('spec: network.credentials', () => {
     );
     const loaded = r.specs[0];
     if (!loaded) throw new Error(JSON.stringify(r.errors));
-    const d = desiredAttempt({ instance: 'i' }, loaded, 1, '/tmp/r');
+    const d = desiredAttempt({ instance: 'i', policy: {} }, loaded, 1, '/tmp/r');
     expect(d.sidecars.map((s) => s.role)).to.deep.equal(['egress-proxy']);
     expect(d.container.create.env.some((e) => e.startsWith('HTTP_PROXY='))).to.equal(true);
   });
@@ -175,7 +175,7 @@ describe('spec: sidecars[].egress, credentials and ready', () => {
     const loaded = r.specs[0];
     if (!loaded) throw new Error('not loaded');
     // the sidecar's credential's secret goes to the proxy only; the sidecar gets its own port of the proxy
-    const d = desiredAttempt({ instance: 'i' }, loaded, 1, '/tmp/r');
+    const d = desiredAttempt({ instance: 'i', policy: {} }, loaded, 1, '/tmp/r');
     expect(d.mainSecrets).to.deep.equal([]);
     const proxy = d.sidecars.find((s) => s.role === 'egress-proxy');
     expect(proxy?.listeners.map((l) => [l.name, l.port, l.egress])).to.deep.equal([['mcp', 3129, ['mcp.example.com:443']]]);
@@ -203,7 +203,7 @@ describe('desired: sidecars of a network.mode none attempt', () => {
     const r = await loadOne(doc('n', side));
     const loaded = r.specs[0];
     if (!loaded) throw new Error(JSON.stringify(r.errors));
-    const d = desiredAttempt({ instance: 'i' }, loaded, 1, '/tmp/r');
+    const d = desiredAttempt({ instance: 'i', policy: {} }, loaded, 1, '/tmp/r');
     expect(d.network?.internal).to.equal(true);
     expect(d.container.create.host.networkMode).to.equal(d.network?.name);
     expect(d.container.create.host.dns).to.deep.equal(['192.0.2.53']);
@@ -212,7 +212,7 @@ describe('desired: sidecars of a network.mode none attempt', () => {
     const plain = await loadOne(doc('p', `  network: {mode: none}\n`));
     const p = plain.specs[0];
     if (!p) throw new Error('not loaded');
-    expect(desiredAttempt({ instance: 'i' }, p, 1, '/tmp/r').container.create.host.networkMode).to.equal('none');
+    expect(desiredAttempt({ instance: 'i', policy: {} }, p, 1, '/tmp/r').container.create.host.networkMode).to.equal('none');
     const bridge = await loadOne(doc('b', `  network: {mode: bridge}\n  sidecars: [{name: x, image: 'x:1'}]\n`));
     expect(bridge.errors.map((e) => e.message)).to.deep.equal(['sidecars need network.mode isolated or none (mode is bridge)']);
   });
@@ -226,7 +226,7 @@ describe('plan: the egress proxy holding credentials is a secret holder', () => 
     const without = await loadOne(doc('h', ISOLATED));
     const holders = (loaded: LoadedSpec | undefined): string[] => {
       if (!loaded) throw new Error('not loaded');
-      const d = desiredAttempt({ instance: 'i' }, loaded, 1, '/tmp/r');
+      const d = desiredAttempt({ instance: 'i', policy: {} }, loaded, 1, '/tmp/r');
       const proxy = container('i', 'h', loaded.hash, {
         name: NAMING.sidecar('i', 'h', EGRESS_PROXY_NAME),
         labels: { ...labelsFor('i', 'h', loaded.hash, 1, COMPONENTS.proxy) },
