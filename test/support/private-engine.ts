@@ -27,10 +27,16 @@ export class PrivateEngine {
    * @param opts.resolvConf the host resolver configuration this engine sees (its own mount
    *        namespace, with this text bind-mounted over /etc/resolv.conf); default: the host's.
    * @param opts.storageDriver the engine's storage driver (`--storage-driver`); default: the engine's choice.
+   * @param opts.suiteRoot a root made by scripts/engines-up.sh (a Debian suite with its docker.io):
+   *        the engine is that suite's dockerd, run in a mount namespace of its own where the
+   *        root's /usr (and its loader cache) stand over the host's, so every path the engine is
+   *        given (data root, socket, results folders to bind) is the host's; default: the
+   *        machine's own dockerd.
+   * @param opts.containerdStore the containerd image store on (the `containerd-snapshotter` feature).
    */
   constructor(
     tag: string,
-    private readonly opts: { resolvConf?: string; storageDriver?: string } = {},
+    private readonly opts: { resolvConf?: string; storageDriver?: string; suiteRoot?: string; containerdStore?: boolean } = {},
   ) {
     this.root = `/tmp/bd-${TEST_RUN}-${tag}`.slice(0, 40);
     this.netns = `berth-${TEST_RUN}-${tag}`.slice(0, 30);
@@ -56,21 +62,42 @@ export class PrivateEngine {
       '--bip=10.213.0.1/24',
       ...(this.opts.storageDriver ? [`--storage-driver=${this.opts.storageDriver}`] : []),
     ];
-    let argv = [`--net=/var/run/netns/${this.netns}`, ...dockerd];
+    if (this.opts.suiteRoot !== undefined || this.opts.containerdStore) {
+      // a configuration of its own: the host's /etc/docker/daemon.json never applies
+      const config = path.join(this.root, 'daemon.json');
+      await fs.writeFile(config, JSON.stringify(this.opts.containerdStore ? { features: { 'containerd-snapshotter': true } } : {}));
+      dockerd.push(`--config-file=${config}`);
+    }
+    // Mounts in a mount namespace of the engine's own (slave: the host's later mounts reach it, its
+    // own never reach the host, and go with it): /etc/resolv.conf, and a suite's /usr.
+    const binds: [string, string][] = [];
     if (this.opts.resolvConf !== undefined) {
-      // A mount namespace of its own, where /etc/resolv.conf is ours; the host's file is untouched.
       const conf = path.join(this.root, 'resolv.conf');
       await fs.writeFile(conf, this.opts.resolvConf);
+      binds.push([conf, '/etc/resolv.conf']);
+    }
+    if (this.opts.suiteRoot !== undefined) {
+      const r = this.opts.suiteRoot;
+      await fs.access(path.join(r, '.berth-ready')).catch(() => {
+        throw new Error(`no engine root at ${r}: run ./scripts/engines-up.sh (make setup does)`);
+      });
+      // the loader cache first (its paths are the suite's), then /usr (with /bin, /sbin and /lib, links into it)
+      binds.push([path.join(r, 'etc', 'ld.so.cache'), '/etc/ld.so.cache'], [path.join(r, 'usr'), '/usr']);
+    }
+    let argv = [`--net=/var/run/netns/${this.netns}`, ...dockerd];
+    if (binds.length > 0) {
+      const script = binds.map((_, i) => `mount --bind "$${2 * i + 1}" "$${2 * i + 2}"`).join(' && ');
       argv = [
         `--net=/var/run/netns/${this.netns}`,
         'unshare',
         '--mount',
         '--propagation',
-        'private',
+        'slave',
         'sh',
         '-c',
-        'mount --bind "$0" /etc/resolv.conf && exec "$@"',
-        conf,
+        `${script} && shift ${2 * binds.length} && exec "$@"`,
+        'sh',
+        ...binds.flat(),
         ...dockerd,
       ];
     }
@@ -102,6 +129,16 @@ export class PrivateEngine {
   /** Starts `cmd` inside this engine's network namespace (its loopback is not the host's). */
   spawnInNetns(cmd: string, args: string[]): ChildProcess {
     return spawn('nsenter', [`--net=/var/run/netns/${this.netns}`, cmd, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  }
+
+  /**
+   * Copies images from the machine's engine into this one (`docker save | docker load`: no
+   * registry, and each engine needs its own copy).
+   */
+  async loadImages(refs: string[]): Promise<void> {
+    await run('bash', ['-o', 'pipefail', '-c', 'docker -H unix:///var/run/docker.sock save "$@" | docker -H "unix://$0" load -q', this.socket, ...refs], {
+      env: { ...process.env, DOCKER_HOST: '' },
+    });
   }
 
   /** Imports the test image into this engine (no registry: each engine needs its own copy). */

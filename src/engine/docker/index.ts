@@ -19,6 +19,7 @@ import { DockerEvents } from './events';
 import { DockerImages } from './images';
 import { DockerNetworks } from './networks';
 import { DockerVolumes } from './volumes';
+import { negotiateApi } from './api-version';
 
 /**
  * A plain-HTTP agent with `options`, and an empty TLS server name: Node's agent works one out for
@@ -66,6 +67,15 @@ function unpooled(docker: Dockerode): Dockerode {
   return new D({ ...opts, agent } as Dockerode.DockerOptions);
 }
 
+/**
+ * Which image store the engine keeps images in: `containerd` (the containerd-snapshotter feature:
+ * the engine's info names a snapshotter as its driver type) or `classic` (a graph driver).
+ */
+export function imageStore(driverStatus: [string, string][] | null | undefined): 'classic' | 'containerd' {
+  const type = (driverStatus ?? []).find(([k]) => k === 'driver-type')?.[1] ?? '';
+  return type.startsWith('io.containerd.snapshotter') ? 'containerd' : 'classic';
+}
+
 /** The boot lookup is small; an engine that takes longer is not one to conclude anything from. */
 const BOOT_TIMEOUT_MS = 10_000;
 
@@ -81,6 +91,18 @@ export function createDockerEngine(docker?: Dockerode, o: DockerEngineOptions = 
   const d = docker ?? dockerFromEnv(env);
   const calls = new BoundedCalls(d, o.timeoutMs ?? DEFAULTS.engineTimeoutMs, docker ? modemAddress(d) : envAddress(env));
   let fresh: Dockerode | undefined;
+  // The API version, negotiated by the first call (api-version.ts); a client made with a version of its own keeps it.
+  const modem = d.modem as unknown as { version?: string };
+  let said: { version: string; apiVersion: string } | undefined;
+  if (!modem.version) {
+    calls.gate(async () => {
+      const v = await calls.run('version', () => d.version(), { ungated: true });
+      const api = negotiateApi(v.ApiVersion, v.Version, calls.address);
+      modem.version = `v${api}`;
+      if (fresh) (fresh.modem as unknown as { version?: string }).version = modem.version;
+      said = { version: v.Version, apiVersion: v.ApiVersion };
+    });
+  }
   return {
     async boot() {
       if (!fresh) {
@@ -114,13 +136,17 @@ export function createDockerEngine(docker?: Dockerode, o: DockerEngineOptions = 
       return info.DockerRootDir ? { path: info.DockerRootDir, local } : undefined;
     },
     async version() {
-      const v = await calls.run('version', () => d.version());
-      return { version: v.Version, apiVersion: v.ApiVersion };
+      // the negotiation's answer when it was made (the engine asked once), else asked now
+      if (!said) {
+        const v = await calls.run('version', () => d.version());
+        said ??= { version: v.Version, apiVersion: v.ApiVersion };
+      }
+      return { ...said, talks: (modem.version ?? '').replace(/^v/, '') || said.apiVersion };
     },
     async storage() {
       const i = (await calls.run('storage', () => d.info())) as { Driver?: string; DriverStatus?: [string, string][] | null; DockerRootDir?: string };
       const backing = (i.DriverStatus ?? []).find(([k]) => k === 'Backing Filesystem')?.[1] ?? '';
-      return { driver: i.Driver ?? '', backingFs: backing, dataRoot: i.DockerRootDir ?? '' };
+      return { driver: i.Driver ?? '', backingFs: backing, dataRoot: i.DockerRootDir ?? '', imageStore: imageStore(i.DriverStatus) };
     },
     async diskUsage() {
       const df = (await calls.run('diskUsage', () => d.df())) as {
