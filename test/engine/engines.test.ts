@@ -17,7 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ENGINE_API } from '../../src/constants';
 import type { Summary } from '../../src/sets/summary';
-import type { AttemptStatus } from '../../src/status/types';
+import type { AttemptStatus, GradeRecord } from '../../src/status/types';
 import { engineContract } from '../contract/engine.contract';
 import { realEngineHarness } from '../support/contract-harness';
 import { requireEngine, TEST_IMAGE } from '../support/engine';
@@ -38,7 +38,9 @@ interface Run {
 /** berth as a user on the engine's machine runs it: in the engine's network namespace, DOCKER_HOST its socket. */
 function berth(pe: PrivateEngine, dir: string, args: string[]): Promise<Run> {
   const globals = ['--specs', path.join(dir, 'specs'), '--state', path.join(dir, 'state'), '--results-root', path.join(dir, 'results')];
-  const p = spawn('nsenter', [`--net=/var/run/netns/${pe.netns}`, process.execPath, BIN, ...args, ...globals, '--instance', 'm'], {
+  // an instance of the test's own (an instance is bound to its specs folder)
+  const instance = path.basename(dir).toLowerCase();
+  const p = spawn('nsenter', [`--net=/var/run/netns/${pe.netns}`, process.execPath, BIN, ...args, ...globals, '--instance', instance], {
     env: { ...process.env, DOCKER_HOST: `unix://${pe.socket}` },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -142,10 +144,11 @@ describe('the compatibility matrix (private engines of newer Debian suites)', fu
           expect(child, JSON.stringify(summary.sets[0]?.children)).to.not.equal(undefined);
           const st = await status(child?.name as string);
           expect(st.image, answer).to.deep.include({ id, pinned: true });
-          expect(st.grades?.at(-1)?.imageId, answer).to.equal(id);
-          expect(st.grades?.at(-1)?.score, answer).to.equal(passed ? 1 : 0);
+          const grade = (JSON.parse(await fs.readFile(path.join(dir, 'results', child?.name as string, 'run-1', 'grade-1', 'status.json'), 'utf8')) as { grade: GradeRecord })
+            .grade;
+          expect(grade, answer).to.deep.include({ imageId: id, score: passed ? 1 : 0, passed });
         }
-        const pins = JSON.parse(await fs.readFile(path.join(dir, 'state', 'm', 'sets', 'graded.json'), 'utf8')) as { images: Record<string, { id: string }> };
+        const pins = JSON.parse(await fs.readFile(path.join(dir, 'state', path.basename(dir).toLowerCase(), 'sets', 'graded.json'), 'utf8')) as { images: Record<string, { id: string }> };
         expect(pins.images[TEST_IMAGE]?.id).to.equal(id);
         expect((await berth(pe, dir, ['clean'])).code).to.equal(0);
       });
@@ -174,7 +177,7 @@ describe('the compatibility matrix (private engines of newer Debian suites)', fu
           expect(r.stdout.trim().split('\n').at(-1)).to.equal('2 passed, 1 failed, 0 infrastructure');
           const plain = JSON.parse(await fs.readFile(path.join(dir, 'results', 'plain', 'run-1', 'status.json'), 'utf8')) as AttemptStatus;
           expect(plain.image).to.deep.include({ ref: 'berth-test/multi:v1', id: index, repoDigests: [`berth-test/multi@${index}`], platformManifest: manifests.amd64 });
-          const pins = JSON.parse(await fs.readFile(path.join(dir, 'state', 'm', 'sets', 'graded.json'), 'utf8')) as { images: Record<string, { id: string }> };
+          const pins = JSON.parse(await fs.readFile(path.join(dir, 'state', path.basename(dir).toLowerCase(), 'sets', 'graded.json'), 'utf8')) as { images: Record<string, { id: string }> };
           expect(pins.images['berth-test/multi:v1']?.id).to.equal(index);
           expect((await berth(pe, dir, ['clean'])).code).to.equal(0);
         });
