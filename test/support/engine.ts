@@ -15,7 +15,8 @@ export const TEST_RUN = process.env.BERTH_TEST_RUN ?? `t${process.pid.toString(3
 export const TEST_LABEL = 'dev.berth.test-run';
 export const TEST_IMAGE = 'berth/busybox:local';
 
-export const docker = new Dockerode({ socketPath: process.env.DOCKER_HOST ? undefined : '/var/run/docker.sock' });
+/** The engine the tests use: DOCKER_HOST's (read by docker-modem when given no options; the matrix's turns, scripts/test-engines.ts), else the machine's. */
+export const docker = process.env.DOCKER_HOST ? new Dockerode() : new Dockerode({ socketPath: '/var/run/docker.sock' });
 
 let counter = 0;
 /** A fresh berth instance name for one test: its resources are this test's alone. */
