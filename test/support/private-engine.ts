@@ -28,10 +28,11 @@ export class PrivateEngine {
    *        namespace, with this text bind-mounted over /etc/resolv.conf); default: the host's.
    * @param opts.storageDriver the engine's storage driver (`--storage-driver`); default: the engine's choice.
    * @param opts.suiteRoot a root made by scripts/engines-up.sh (a Debian suite with its docker.io):
-   *        the engine is that suite's dockerd, run in a mount namespace of its own where the
-   *        root's /usr (and its loader cache) stand over the host's, so every path the engine is
-   *        given (data root, socket, results folders to bind) is the host's; default: the
-   *        machine's own dockerd.
+   *        the engine is that suite's dockerd, containerd, shim and runc, found first on the
+   *        PATH it is started with (the root's .berth/bin: runc made to load the suite's own C
+   *        library, the others run on the host's), in the host's mount namespace as any private
+   *        engine, so every path it is given (data root, socket, folders to bind, mounts the
+   *        tests make later) is the host's; default: the machine's own dockerd.
    * @param opts.containerdStore the containerd image store on (the `containerd-snapshotter` feature).
    */
   constructor(
@@ -68,41 +69,34 @@ export class PrivateEngine {
       await fs.writeFile(config, JSON.stringify(this.opts.containerdStore ? { features: { 'containerd-snapshotter': true } } : {}));
       dockerd.push(`--config-file=${config}`);
     }
-    // Mounts in a mount namespace of the engine's own (slave: the host's later mounts reach it, its
-    // own never reach the host, and go with it): /etc/resolv.conf, and a suite's /usr.
-    const binds: [string, string][] = [];
-    if (this.opts.resolvConf !== undefined) {
-      const conf = path.join(this.root, 'resolv.conf');
-      await fs.writeFile(conf, this.opts.resolvConf);
-      binds.push([conf, '/etc/resolv.conf']);
-    }
+    let env: NodeJS.ProcessEnv = process.env;
     if (this.opts.suiteRoot !== undefined) {
-      const r = this.opts.suiteRoot;
-      await fs.access(path.join(r, '.berth-ready')).catch(() => {
-        throw new Error(`no engine root at ${r}: run ./scripts/engines-up.sh (make setup does)`);
+      const bin = path.join(this.opts.suiteRoot, '.berth', 'bin');
+      await fs.access(path.join(bin, 'runc')).catch(() => {
+        throw new Error(`no engine root at ${this.opts.suiteRoot}: run ./scripts/engines-up.sh (make setup does)`);
       });
-      // the loader cache first (its paths are the suite's), then /usr (with /bin, /sbin and /lib, links into it)
-      binds.push([path.join(r, 'etc', 'ld.so.cache'), '/etc/ld.so.cache'], [path.join(r, 'usr'), '/usr']);
+      env = { ...process.env, PATH: `${bin}:${process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin'}` };
     }
     let argv = [`--net=/var/run/netns/${this.netns}`, ...dockerd];
-    if (binds.length > 0) {
-      const script = binds.map((_, i) => `mount --bind "$${2 * i + 1}" "$${2 * i + 2}"`).join(' && ');
+    if (this.opts.resolvConf !== undefined) {
+      // A mount namespace of its own, where /etc/resolv.conf is ours; the host's file is untouched.
+      const conf = path.join(this.root, 'resolv.conf');
+      await fs.writeFile(conf, this.opts.resolvConf);
       argv = [
         `--net=/var/run/netns/${this.netns}`,
         'unshare',
         '--mount',
         '--propagation',
-        'slave',
+        'private',
         'sh',
         '-c',
-        `${script} && shift ${2 * binds.length} && exec "$@"`,
-        'sh',
-        ...binds.flat(),
+        'mount --bind "$0" /etc/resolv.conf && exec "$@"',
+        conf,
         ...dockerd,
       ];
     }
     // nsenter, not `ip netns exec` (which remounts /sys and hides the cgroup mounts dockerd needs)
-    this.proc = spawn('nsenter', argv, { stdio: ['ignore', log, log] });
+    this.proc = spawn('nsenter', argv, { stdio: ['ignore', log, log], env });
     const exited = new Promise<never>((_, reject) =>
       this.proc?.once('exit', (code) => {
         // the log goes with destroy(): its last lines go with the error
