@@ -144,11 +144,14 @@ describe('the compatibility matrix (private engines of newer Debian suites)', fu
           expect(child, JSON.stringify(summary.sets[0]?.children)).to.not.equal(undefined);
           const st = await status(child?.name as string);
           expect(st.image, answer).to.deep.include({ id, pinned: true });
-          const grade = (JSON.parse(await fs.readFile(path.join(dir, 'results', child?.name as string, 'run-1', 'grade-1', 'status.json'), 'utf8')) as { grade: GradeRecord })
-            .grade;
+          const grade = (
+            JSON.parse(await fs.readFile(path.join(dir, 'results', child?.name as string, 'run-1', 'grade-1', 'status.json'), 'utf8')) as { grade: GradeRecord }
+          ).grade;
           expect(grade, answer).to.deep.include({ imageId: id, score: passed ? 1 : 0, passed });
         }
-        const pins = JSON.parse(await fs.readFile(path.join(dir, 'state', path.basename(dir).toLowerCase(), 'sets', 'graded.json'), 'utf8')) as { images: Record<string, { id: string }> };
+        const pins = JSON.parse(await fs.readFile(path.join(dir, 'state', path.basename(dir).toLowerCase(), 'sets', 'graded.json'), 'utf8')) as {
+          images: Record<string, { id: string }>;
+        };
         expect(pins.images[TEST_IMAGE]?.id).to.equal(id);
         expect((await berth(pe, dir, ['clean'])).code).to.equal(0);
       });
@@ -160,7 +163,10 @@ describe('the compatibility matrix (private engines of newer Debian suites)', fu
           expect(r.code, r.stderr + r.stdout).to.equal(0);
           const lines = r.stdout.split('\n').filter(Boolean);
           expect(lines.at(-1)).to.match(/^\d+ passed, 1 failed, 0 infrastructure$/);
-          expect(lines.slice(1, -1).every((l) => /\bSucceeded\b/.test(l)), r.stdout).to.equal(true);
+          expect(
+            lines.slice(1, -1).every((l) => /\bSucceeded\b/.test(l)),
+            r.stdout,
+          ).to.equal(true);
           expect(await fs.readFile(path.join(dir, 'results', 'egress-allowlist', 'run-1', 'egress.jsonl'), 'utf8')).to.match(/"allowed":false/);
           expect((await berth(pe, dir, ['clean'])).code).to.equal(0);
         });
@@ -176,8 +182,15 @@ describe('the compatibility matrix (private engines of newer Debian suites)', fu
           expect(r.code, r.stderr + r.stdout).to.equal(3);
           expect(r.stdout.trim().split('\n').at(-1)).to.equal('2 passed, 1 failed, 0 infrastructure');
           const plain = JSON.parse(await fs.readFile(path.join(dir, 'results', 'plain', 'run-1', 'status.json'), 'utf8')) as AttemptStatus;
-          expect(plain.image).to.deep.include({ ref: 'berth-test/multi:v1', id: index, repoDigests: [`berth-test/multi@${index}`], platformManifest: manifests.amd64 });
-          const pins = JSON.parse(await fs.readFile(path.join(dir, 'state', path.basename(dir).toLowerCase(), 'sets', 'graded.json'), 'utf8')) as { images: Record<string, { id: string }> };
+          expect(plain.image).to.deep.include({
+            ref: 'berth-test/multi:v1',
+            id: index,
+            repoDigests: [`berth-test/multi@${index}`],
+            platformManifest: manifests.amd64,
+          });
+          const pins = JSON.parse(await fs.readFile(path.join(dir, 'state', path.basename(dir).toLowerCase(), 'sets', 'graded.json'), 'utf8')) as {
+            images: Record<string, { id: string }>;
+          };
           expect(pins.images['berth-test/multi:v1']?.id).to.equal(index);
           expect((await berth(pe, dir, ['clean'])).code).to.equal(0);
         });

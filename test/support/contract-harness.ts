@@ -25,7 +25,7 @@ export function realEngineHarness(docker: Dockerode, o: { before: () => Promise<
       await exitedWith(`exit with ${code}`, id, code);
     },
     async oomKilled(id) {
-      await exitedWith("be OOM-killed", id, 137);
+      await exitedWith('be OOM-killed', id, 137);
     },
     async tag(source, ref) {
       const [repo, tag] = [ref.slice(0, ref.lastIndexOf(':')), ref.slice(ref.lastIndexOf(':') + 1)];

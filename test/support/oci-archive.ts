@@ -45,7 +45,11 @@ async function oneFileLayer(name: string, text: string): Promise<Buffer> {
  * amd64 platform of an index tagged `ref`, beside an arm64 one. Returns the file, the index's
  * digest and each platform's manifest digest.
  */
-export async function multiPlatformArchive(source: string, ref: string, dir: string): Promise<{ file: string; index: string; manifests: { amd64: string; arm64: string } }> {
+export async function multiPlatformArchive(
+  source: string,
+  ref: string,
+  dir: string,
+): Promise<{ file: string; index: string; manifests: { amd64: string; arm64: string } }> {
   const files = await saved(source);
   const manifest = (JSON.parse((files.get('manifest.json') ?? Buffer.from('[]')).toString()) as { Config: string; Layers: string[] }[])[0];
   if (!manifest) throw new Error(`docker save ${source} has no manifest.json`);

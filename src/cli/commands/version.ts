@@ -14,8 +14,7 @@ import type { Context } from '../context';
 const ENGINE_WAIT_MS = 3000;
 
 type EngineVersion =
-  | { version: string; apiVersion: string; talks?: string; imageStore?: 'classic' | 'containerd'; driver?: string }
-  | { error: string; tooOld?: boolean };
+  { version: string; apiVersion: string; talks?: string; imageStore?: 'classic' | 'containerd'; driver?: string } | { error: string; tooOld?: boolean };
 
 export async function runVersion(ctx: Context, berth: string, o: { output?: 'json' }): Promise<number> {
   const engine = await engineVersion(ctx);

@@ -86,7 +86,10 @@ describe('the Engine API version berth talks', function () {
     await engine.containers.list([]);
     expect(stub.paths.filter((p) => p === '/version')).to.have.length(1);
     expect(stub.paths[0]).to.equal('/version');
-    expect(stub.paths.slice(1).every((p) => p.startsWith('/v1.45/')), stub.paths.join(' ')).to.equal(true);
+    expect(
+      stub.paths.slice(1).every((p) => p.startsWith('/v1.45/')),
+      stub.paths.join(' '),
+    ).to.equal(true);
     expect(await engine.version()).to.deep.equal({ version: '26.1.5', apiVersion: '1.45', talks: '1.45' });
     expect(stub.paths.filter((p) => p === '/version')).to.have.length(1);
   });
