@@ -57,7 +57,7 @@ export interface CallOptions {
 
 export class BoundedCalls {
   private readonly closing = new AbortController();
-  private gateFn: (() => Promise<void>) | undefined;
+  private gateFn: ((op: string) => Promise<void>) | undefined;
   private gateOpening: Promise<void> | undefined;
   private gateOpen = false;
 
@@ -80,15 +80,15 @@ export class BoundedCalls {
 
   /**
    * Every call waits for `open` to have succeeded once (the API version's negotiation, made by
-   * the first call, shared by the calls that come meanwhile). A failure fails the calls that
-   * waited for it, and the next call tries again.
+   * the first call under its name, shared by the calls that come meanwhile). A failure fails the
+   * calls that waited for it, and the next call tries again.
    */
-  gate(open: () => Promise<void>): void {
+  gate(open: (op: string) => Promise<void>): void {
     this.gateFn = open;
   }
 
-  private opened(): Promise<void> {
-    this.gateOpening ??= (this.gateFn ?? (() => Promise.resolve()))().then(
+  private opened(op: string): Promise<void> {
+    this.gateOpening ??= (this.gateFn ?? (() => Promise.resolve()))(op).then(
       () => {
         this.gateOpen = true;
       },
@@ -115,7 +115,7 @@ export class BoundedCalls {
    * idle deadline.
    */
   run<T>(op: string, start: (progress: () => void) => Promise<T>, o: CallOptions = {}): Promise<T> {
-    if (this.gateFn && !this.gateOpen && !o.ungated) return this.opened().then(() => this.run(op, start, o));
+    if (this.gateFn && !this.gateOpen && !o.ungated) return this.opened(op).then(() => this.run(op, start, o));
     const closing = this.closing.signal;
     if (closing.aborted) return Promise.reject(new EngineCallAbandonedError(op, String(closing.reason)));
     const ms = o.ms ?? this.timeoutMs;

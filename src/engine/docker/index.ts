@@ -9,7 +9,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { inspect } from 'node:util';
 import { DEFAULTS } from '../../constants';
-import { isNotFound } from '../errors';
+import { EngineTooOldError, isNotFound } from '../errors';
 import { loadDockerode } from './load-dockerode';
 import type { Engine } from '../types';
 import { DEFAULT_SOCKET, envAddress, modemAddress } from './address';
@@ -76,6 +76,21 @@ export function imageStore(driverStatus: [string, string][] | null | undefined):
   return type.startsWith('io.containerd.snapshotter') ? 'containerd' : 'classic';
 }
 
+/** The engine's `API-Version` header of `GET /_ping` (every engine since API 1.25 sends it); undefined without one. */
+function pingApiVersion(d: Dockerode): Promise<string | undefined> {
+  const m = d.modem as unknown as {
+    dial(o: object, cb: (err: unknown, res?: { headers: Record<string, string | string[] | undefined>; resume(): void }) => void): void;
+  };
+  return new Promise((resolve, reject) => {
+    m.dial({ path: '/_ping', method: 'GET', isStream: true, statusCodes: { 200: true, 500: 'server error' } }, (err, res) => {
+      if (err || !res) return reject(err instanceof Error ? err : new Error('no answer to /_ping'));
+      res.resume();
+      const h = res.headers['api-version'];
+      resolve(typeof h === 'string' && h ? h : undefined);
+    });
+  });
+}
+
 /** The boot lookup is small; an engine that takes longer is not one to conclude anything from. */
 const BOOT_TIMEOUT_MS = 10_000;
 
@@ -95,12 +110,25 @@ export function createDockerEngine(docker?: Dockerode, o: DockerEngineOptions = 
   const modem = d.modem as unknown as { version?: string };
   let said: { version: string; apiVersion: string } | undefined;
   if (!modem.version) {
-    calls.gate(async () => {
-      const v = await calls.run('version', () => d.version(), { ungated: true });
-      const api = negotiateApi(v.ApiVersion, v.Version, calls.address);
-      modem.version = `v${api}`;
+    calls.gate(async (op) => {
+      // as Docker's own clients negotiate: the API-Version header of GET /_ping (unversioned); /version where it has none
+      let api = await calls.run(op, () => pingApiVersion(d), { ungated: true });
+      if (!api) {
+        const v = await calls.run(op, () => d.version(), { ungated: true });
+        said = { version: v.Version, apiVersion: v.ApiVersion };
+        api = v.ApiVersion;
+      }
+      let talks: string;
+      try {
+        talks = negotiateApi(api, said?.version, calls.address);
+      } catch (err) {
+        // the refusal names the engine's version too, when it says it (asked once more, unversioned)
+        if (said || !(err instanceof EngineTooOldError)) throw err;
+        const v = await calls.run(op, () => d.version(), { ungated: true }).catch(() => undefined);
+        throw v?.Version ? new EngineTooOldError(calls.address, v.Version, api) : err;
+      }
+      modem.version = `v${talks}`;
       if (fresh) (fresh.modem as unknown as { version?: string }).version = modem.version;
-      said = { version: v.Version, apiVersion: v.ApiVersion };
     });
   }
   return {

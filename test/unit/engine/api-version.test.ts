@@ -23,7 +23,12 @@ interface Stub {
   close(): Promise<void>;
 }
 
-async function stubEngine(version: string, api: string, driverStatus: [string, string][] = [['Backing Filesystem', 'extfs']]): Promise<Stub> {
+async function stubEngine(
+  version: string,
+  api: string,
+  driverStatus: [string, string][] = [['Backing Filesystem', 'extfs']],
+  o: { pingHeader?: boolean } = {},
+): Promise<Stub> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'berth-api-'));
   const socket = path.join(dir, 'd.sock');
   const paths: string[] = [];
@@ -32,7 +37,10 @@ async function stubEngine(version: string, api: string, driverStatus: [string, s
     const p = (req.url ?? '').replace(/^\/v[0-9.]+/, '').split('?')[0];
     res.setHeader('content-type', 'application/json');
     if (p === '/version') return res.end(JSON.stringify({ Version: version, ApiVersion: api, MinAPIVersion: '1.12' }));
-    if (p === '/_ping') return res.end('OK');
+    if (p === '/_ping') {
+      if (o.pingHeader !== false) res.setHeader('api-version', api);
+      return res.end('OK');
+    }
     if (p === '/info') return res.end(JSON.stringify({ Driver: 'overlay2', DriverStatus: driverStatus, DockerRootDir: '/var/lib/docker' }));
     if (p === '/containers/json') return res.end('[]');
     res.statusCode = 404;
@@ -79,19 +87,26 @@ describe('the Engine API version berth talks', function () {
     stub = undefined;
   });
 
-  it('is asked once, by the first call (calls made meanwhile wait for it), then in front of every path', async function () {
+  it("is asked once, by the first call (calls made meanwhile wait for it): /_ping's API-Version, then in front of every path", async function () {
     stub = await stubEngine('26.1.5', '1.45');
     const engine = createDockerEngine(new Dockerode({ socketPath: stub.socket }));
     await Promise.all([engine.containers.list([]), engine.containers.list([]), engine.ping()]);
     await engine.containers.list([]);
-    expect(stub.paths.filter((p) => p === '/version')).to.have.length(1);
-    expect(stub.paths[0]).to.equal('/version');
+    expect(stub.paths[0]).to.equal('/_ping');
     expect(
       stub.paths.slice(1).every((p) => p.startsWith('/v1.45/')),
       stub.paths.join(' '),
     ).to.equal(true);
     expect(await engine.version()).to.deep.equal({ version: '26.1.5', apiVersion: '1.45', talks: '1.45' });
-    expect(stub.paths.filter((p) => p === '/version')).to.have.length(1);
+    expect(stub.paths.filter((p) => !p.startsWith('/v1.45/'))).to.deep.equal(['/_ping']);
+  });
+
+  it('an engine whose /_ping names no API version is asked its /version', async function () {
+    stub = await stubEngine('20.10.24', '1.41', undefined, { pingHeader: false });
+    const engine = createDockerEngine(new Dockerode({ socketPath: stub.socket }));
+    await engine.containers.list([]);
+    expect(stub.paths.map((p) => p.split('?')[0])).to.deep.equal(['/_ping', '/version', '/v1.41/containers/json']);
+    expect(await engine.version()).to.deep.equal({ version: '20.10.24', apiVersion: '1.41', talks: '1.41' });
   });
 
   it('a newer engine is talked to in the newest version berth knows, and says so', async function () {
@@ -111,7 +126,8 @@ describe('the Engine API version berth talks', function () {
       (e: unknown) => e,
     );
     expect(err).to.be.instanceOf(EngineTooOldError);
-    expect(stub.paths.every((p) => p === '/version')).to.equal(true);
+    expect((err as Error).message).to.include('is 19.03.15 (API 1.40)');
+    expect(stub.paths.every((p) => p === '/_ping' || p === '/version')).to.equal(true);
     const saved = process.env.DOCKER_HOST;
     process.env.DOCKER_HOST = `unix://${stub.socket}`;
     try {
