@@ -964,7 +964,7 @@ async function main(): Promise<void> {
   if (newest && turnWorkloads.length > 0) {
     const turn = await engineTurn(newest, turnWorkloads, log);
     rows.push(...turn.rows);
-    newestLine = ` The rows named \`@${newest}\` ran on ${turn.engine}, a private engine of the compatibility matrix (README, "Engines"), each ratio against that engine's own floor.`;
+    newestLine = ` The rows whose workload names another engine (\`<id>@${newest}\` in the JSON) ran on ${turn.engine}, a private engine of the compatibility matrix (README, "Engines"), each ratio against that engine's own floor in the same rounds.`;
   }
 
   const profileSummaries: { title: string; summary: ProfileSummary }[] = [];
