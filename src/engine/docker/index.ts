@@ -76,6 +76,45 @@ export function imageStore(driverStatus: [string, string][] | null | undefined):
   return type.startsWith('io.containerd.snapshotter') ? 'containerd' : 'classic';
 }
 
+/**
+ * Puts the API version's negotiation in front of every call `calls` makes over `d` (api-version.ts):
+ * the first call asks, as Docker's own clients do, the `API-Version` header of `GET /_ping`
+ * (unversioned; `/version` where there is none), then every path carries min(that, the newest
+ * berth knows). A client made with a version of its own, or one another engine over the same
+ * client negotiated already, keeps it. `on.said`: the engine's /version when it was asked;
+ * `on.talks`: the version chosen (`v1.45`).
+ */
+export function negotiateApiOn(
+  d: Dockerode,
+  calls: BoundedCalls,
+  on: { said?: (v: { version: string; apiVersion: string }) => void; talks?: (version: string) => void } = {},
+): void {
+  const modem = d.modem as unknown as { version?: string };
+  if (modem.version) return;
+  calls.gate(async (op) => {
+    if (modem.version) return;
+    let said: { version: string; apiVersion: string } | undefined;
+    let api = await calls.run(op, () => pingApiVersion(d), { ungated: true });
+    if (!api) {
+      const v = await calls.run(op, () => d.version(), { ungated: true });
+      said = { version: v.Version, apiVersion: v.ApiVersion };
+      on.said?.(said);
+      api = v.ApiVersion;
+    }
+    let talks: string;
+    try {
+      talks = negotiateApi(api, said?.version, calls.address);
+    } catch (err) {
+      // the refusal names the engine's version too, when it says it (asked once more, unversioned)
+      if (said || !(err instanceof EngineTooOldError)) throw err;
+      const v = await calls.run(op, () => d.version(), { ungated: true }).catch(() => undefined);
+      throw v?.Version ? new EngineTooOldError(calls.address, v.Version, api) : err;
+    }
+    modem.version = `v${talks}`;
+    on.talks?.(modem.version);
+  });
+}
+
 /** The engine's `API-Version` header of `GET /_ping` (every engine since API 1.25 sends it); undefined without one. */
 function pingApiVersion(d: Dockerode): Promise<string | undefined> {
   const m = d.modem as unknown as {
@@ -109,28 +148,12 @@ export function createDockerEngine(docker?: Dockerode, o: DockerEngineOptions = 
   // The API version, negotiated by the first call (api-version.ts); a client made with a version of its own keeps it.
   const modem = d.modem as unknown as { version?: string };
   let said: { version: string; apiVersion: string } | undefined;
-  if (!modem.version) {
-    calls.gate(async (op) => {
-      // as Docker's own clients negotiate: the API-Version header of GET /_ping (unversioned); /version where it has none
-      let api = await calls.run(op, () => pingApiVersion(d), { ungated: true });
-      if (!api) {
-        const v = await calls.run(op, () => d.version(), { ungated: true });
-        said = { version: v.Version, apiVersion: v.ApiVersion };
-        api = v.ApiVersion;
-      }
-      let talks: string;
-      try {
-        talks = negotiateApi(api, said?.version, calls.address);
-      } catch (err) {
-        // the refusal names the engine's version too, when it says it (asked once more, unversioned)
-        if (said || !(err instanceof EngineTooOldError)) throw err;
-        const v = await calls.run(op, () => d.version(), { ungated: true }).catch(() => undefined);
-        throw v?.Version ? new EngineTooOldError(calls.address, v.Version, api) : err;
-      }
-      modem.version = `v${talks}`;
-      if (fresh) (fresh.modem as unknown as { version?: string }).version = modem.version;
-    });
-  }
+  negotiateApiOn(d, calls, {
+    said: (v) => (said = v),
+    talks: (version) => {
+      if (fresh) (fresh.modem as unknown as { version?: string }).version = version;
+    },
+  });
   return {
     async boot() {
       if (!fresh) {
