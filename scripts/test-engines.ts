@@ -11,7 +11,7 @@
  *   ENGINES=e20,e28c   which engines (default: all); FILES="test/engine/x.test.ts ..." which suites
  * Exit 1 when any turn failed; the last lines say how each went.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { engineTitle, MATRIX, matrixEngine } from '../test/support/engine-matrix';
 import type { PrivateEngine } from '../test/support/private-engine';
@@ -39,6 +39,17 @@ const base = process.env.BERTH_TEST_RUN || `m${Date.now().toString(36)}`;
 const files = process.env.FILES ? process.env.FILES.split(/\s+/).filter(Boolean) : SUITES;
 const wanted = process.env.ENGINES ? process.env.ENGINES.split(',') : ['e20', ...MATRIX.map((e) => e.tag)];
 
+/** The turn under way: its mocha and its engine, ended by a signal (SIGINT, SIGTERM) before this exits. */
+const current: { child?: ChildProcess; engine?: PrivateEngine } = {};
+let stopping = false;
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(sig, () => {
+    stopping = true;
+    current.child?.kill('SIGTERM');
+    void (current.engine?.destroy() ?? Promise.resolve()).finally(() => process.exit(sig === 'SIGINT' ? 130 : 143));
+  });
+}
+
 function mocha(run: string, env: Record<string, string>, prefix: string[] = []): Promise<number> {
   const args = [
     ...prefix,
@@ -59,8 +70,12 @@ function mocha(run: string, env: Record<string, string>, prefix: string[] = []):
   const [cmd, ...rest] = args as [string, ...string[]];
   return new Promise((resolve) => {
     const child = spawn(cmd, rest, { cwd: ROOT, env: { ...process.env, BERTH_TEST_RUN: run, ...env }, stdio: 'inherit' });
+    current.child = child;
     child.once('error', () => resolve(1));
-    child.once('exit', (code) => resolve(code ?? 1));
+    child.once('exit', (code) => {
+      current.child = undefined;
+      resolve(code ?? 1);
+    });
   });
 }
 
@@ -68,6 +83,7 @@ async function main(): Promise<number> {
   const results: string[] = [];
   let failed = false;
   for (const tag of wanted) {
+    if (stopping) break;
     const e = MATRIX.find((m) => m.tag === tag);
     if (tag !== 'e20' && !e) throw new Error(`ENGINES: no engine ${tag} (known: e20, ${MATRIX.map((m) => m.tag).join(', ')})`);
     const title = e ? engineTitle(e) : "the machine's engine";
@@ -79,6 +95,7 @@ async function main(): Promise<number> {
         code = await mocha(`${base}-e20`, {});
       } else {
         pe = matrixEngine(e);
+        current.engine = pe;
         await pe.start();
         await pe.loadImages(IMAGES);
         code = await mocha(`${base}-${tag}`, { DOCKER_HOST: `unix://${pe.socket}` }, ['nsenter', `--net=/var/run/netns/${pe.netns}`]);
@@ -87,7 +104,8 @@ async function main(): Promise<number> {
       process.stdout.write(`${title}: ${(err as Error).message}\n`);
       code = 1;
     } finally {
-      await pe?.destroy();
+      if (!stopping) await pe?.destroy();
+      current.engine = undefined;
     }
     failed ||= code !== 0;
     results.push(`${title}: ${code === 0 ? 'passed' : `FAILED (exit ${code})`}`);
