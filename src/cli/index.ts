@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { BACKENDS } from '../backend/types';
 import { DEFAULTS, EXIT, FAIL_ON, SIGNAL_EXIT } from '../constants';
-import { parseDisk } from '../spec/quantity';
+import { parseByteSize, parseDisk } from '../spec/quantity';
 import { DURATION_SYNTAX, parseDuration } from '../util/duration';
 import { parseFloor, type Floor } from '../plan/disk-pressure';
 import type * as CleanCmd from './commands/clean';
@@ -58,13 +58,12 @@ function int(name: string, min: number) {
   };
 }
 
-/** A size in bytes: a whole number, or one with k, m or g (KiB, MiB, GiB). */
+/** A size in bytes, in the spec's grammar (spec/quantity.ts parseByteSize: 64Ki, 32Mi, 16Gi, 500M, bytes). */
 function bytes(name: string, min: number) {
   return (v: string): number => {
-    const m = /^(\d+)([kmg]?)$/i.exec(v.trim());
-    const n = m ? Number(m[1]) * 1024 ** ' kmg'.indexOf((m[2] || ' ').toLowerCase()) : NaN;
-    if (!Number.isSafeInteger(n) || n < min) throw new InvalidArgumentError(`${name} must be a size of at least ${min} bytes, such as 65536, 64k, 32m or 16g`);
-    return n;
+    const parsed = parseByteSize(v, min);
+    if (!parsed.ok) throw new InvalidArgumentError(`${name} ${parsed.message}`);
+    return parsed.bytes;
   };
 }
 
@@ -80,7 +79,7 @@ function diskFloor(name: string, unit: 'bytes' | 'inodes') {
   };
 }
 
-/** A disk quantity (resources.disk's syntax: 2Gi, 500M, bytes), in bytes. */
+/** A disk quantity (resources.disk's: the same grammar, at least 1Mi), in bytes. */
 function diskQuantity(name: string) {
   return (v: string): number => {
     const parsed = parseDisk(/^[0-9]+$/.test(v.trim()) ? Number(v.trim()) : v.trim());
@@ -340,12 +339,12 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     )
     .option(
       '--log-max-bytes <size>',
-      `bytes of each container's log kept in its run folder: the first and last half, the middle cut with a marker line (default ${DEFAULTS.logMaxBytes / 1024 / 1024}m)`,
+      `bytes of each container's log kept in its run folder: the first and last half, the middle cut with a marker line (a size such as 64Ki or 32Mi; default ${DEFAULTS.logMaxBytes / 1024 / 1024}Mi)`,
       bytes('--log-max-bytes', 1024),
     )
     .option(
       '--hash-max-bytes <size>',
-      `bytes of results the manifest hashes at most; larger files are listed without a hash (default ${DEFAULTS.hashMaxBytes / 1024 ** 3}g)`,
+      `bytes of results the manifest hashes at most; larger files are listed without a hash (default ${DEFAULTS.hashMaxBytes / 1024 ** 3}Gi)`,
       bytes('--hash-max-bytes', 0),
     )
     .option(
@@ -356,7 +355,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     .addOption(
       new Option(
         '--fixture-cache-size <size>',
-        `bytes of packed fixture layers kept in the state folder (cache/fixtures), least recently used removed first; 0: none kept (default ${DEFAULTS.fixtureCacheBytes / 1024 ** 3}g)`,
+        `bytes of packed fixture layers kept in the state folder (cache/fixtures), least recently used removed first; 0: none kept (default ${DEFAULTS.fixtureCacheBytes / 1024 ** 3}Gi)`,
       )
         .argParser(bytes('--fixture-cache-size', 0))
         .env('BERTH_FIXTURE_CACHE_SIZE'),

@@ -48,7 +48,7 @@ describe('harvest of hostile results (real engine)', function () {
   it('keeps the head and tail of a log larger than --log-max-bytes, the cut marked; the engine caps its own log files', async function () {
     // 8 MiB of 100-byte lines between a first and a last line
     await sb.write('big.yaml', sb.attempt('big', 'echo START; yes $(printf %099d 0) | head -c 8388608; echo; echo END'));
-    const r = await sb.cli('reconcile', '--once', '--wait', '--log-max-bytes', '64k');
+    const r = await sb.cli('reconcile', '--once', '--wait', '--log-max-bytes', '64Ki');
     expect(r.code, r.stderr).to.equal(0);
     const log = await fs.readFile(path.join(runDir('big'), 'logs.txt'), 'utf8');
     const markers = log.split('\n').filter((l) => l.startsWith('[berth: '));

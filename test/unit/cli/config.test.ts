@@ -53,7 +53,7 @@ describe('berth.yaml keys and BERTH_* variables', function () {
     for (const cmd of commands()) {
       for (const opt of cmd.options) {
         if (!opt.long || opt.long === '--help' || opt.long === '--version') continue;
-        const candidates = opt.isBoolean() ? ['true'] : [...(opt.argChoices ?? []), '30s', '2', '64k', '2Gi', 'a=b', 'json', 'x'];
+        const candidates = opt.isBoolean() ? ['true'] : [...(opt.argChoices ?? []), '30s', '2', '64Ki', '2Gi', 'a=b', 'json', 'x'];
         const ok = candidates.some((v) => {
           const c = buildProgram(bufferIo(), () => undefined);
           const target = cmd.name() === 'berth' ? c : (c.commands.find((s) => s.name() === cmd.name()) as Command);
