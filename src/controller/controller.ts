@@ -422,7 +422,7 @@ export class Controller {
     if (hung) {
       this.abandoned = true;
       this.o.log.warn('the engine does not answer: giving up the engine calls in flight; the next controller takes the attempts up');
-      this.engine.abandon?.('the controller is stopping');
+      this.engine.abandon('the controller is stopping');
       await settled;
     }
     return EXIT.ok;

@@ -60,7 +60,7 @@ export class Executor {
   }
 
   private bootForStart(): Promise<EngineBoot | undefined> {
-    this.boot ??= (this.deps.engine.boot?.() ?? Promise.resolve(undefined)).then(
+    this.boot ??= this.deps.engine.boot().then(
       (b) => {
         if (!b) this.boot = undefined; // not kept: the next start asks again
         return b;

@@ -28,7 +28,7 @@ async function engineVersion(ctx: Context): Promise<EngineVersion> {
   const late = new Promise<EngineVersion>((resolve) => {
     timer = setTimeout(() => {
       // the call in flight is given up: the command ends now, not at --engine-timeout
-      ctx.engine().abandon?.('berth version does not wait longer');
+      ctx.engine().abandon('berth version does not wait longer');
       resolve({ error: `no answer in ${ENGINE_WAIT_MS / 1000} s` });
     }, ENGINE_WAIT_MS);
   });
