@@ -61,7 +61,12 @@ const EXAMPLES: Record<string, string[]> = {
     'berth compare --baseline main.json -o markdown --fail-on regression >> "$GITHUB_STEP_SUMMARY"',
     'berth compare set/swe-lite --baseline main.json -o json',
   ],
-  report: ['berth report   # writes <results root>/report.html', 'berth report swe-lite -l model=m1 -o swe-lite.html', 'berth report -o - > report.html'],
+  report: [
+    'berth report   # writes <results root>/report.html',
+    'berth report swe-lite -l model=m1 -o swe-lite.html',
+    'berth report -o - > report.html',
+    'berth report --baseline main.json   # the comparison with that summary first',
+  ],
   describe: ['berth describe swe-task-42-try-1', 'berth describe set/swe-lite   # each attempt of the AttemptSet'],
   logs: [
     'berth logs a -f',

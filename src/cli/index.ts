@@ -566,6 +566,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     .option('-l, --selector <key=value>', 'only attempts with these spec labels (repeatable, or comma-separated)', collect)
     .option('-o, --output <file.html>', 'where to write it; - for stdout (default: <results root>/report.html, where its links work)')
     .option('--max-running <n>', "the slots line drawn on the timeline (default: reconcile's default here)", int('--max-running', 1))
+    .option('--baseline <file>', 'an earlier summary (berth summary -o json): the report shows the sets compared with it first (as berth compare --baseline)')
     .action(async (sets: string[], o, cmd: Command) => {
       await done((require('./commands/report') as typeof ReportCmd).runReport(ctx(cmd), setsOf(sets), o));
     });

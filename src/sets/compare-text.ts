@@ -6,6 +6,7 @@
 import { COMPARE } from '../constants';
 import type { CellComparison, CompareResult, Comparison, LeftOut, SetComparison, Unpaired } from './compare';
 import { mdEscape } from './markdown';
+import { plural } from '../util/plural';
 
 export const pct = (x: number | null): string => (x === null ? '-' : `${(x * 100).toFixed(1)}%`);
 /** A difference of rates in percentage points, signed. */
@@ -54,13 +55,14 @@ export const unpairedText = (u: Unpaired, c: Comparison): string => `${u.name}: 
 export function verdict(c: Comparison, alpha: number): string {
   if (c.difference === null) return 'nothing paired has finished on both sides yet';
   if (c.regression) return `a regression: the pass rate fell, p < ${alpha}`;
-  if (c.pValue < alpha && c.difference > 0) return `an improvement: the pass rate rose, p < ${alpha}`;
-  return `no significant change (p >= ${alpha}, or the cells that changed disagree with the rate)`;
+  if (c.pValue >= alpha) return `no significant change (p >= ${alpha})`;
+  return c.difference > 0 ? `an improvement: the pass rate rose, p < ${alpha}` : 'no change in the pass rate';
 }
 
 function list<T>(out: string[], head: string, items: readonly T[], line: (x: T) => string): void {
   if (!items.length) return;
-  out.push(`  ${head} (${items.length}):`);
+  const [what, note] = head.split(': ');
+  out.push(`  ${what} (${items.length})${note ? `: ${note}` : ':'}`);
   for (const x of items.slice(0, COMPARE.listed)) out.push(`    ${line(x)}`);
   if (items.length > COMPARE.listed) out.push(`    … and ${items.length - COMPARE.listed} more (-o json lists them all)`);
 }
@@ -70,21 +72,21 @@ function comparisonText(set: string, c: Comparison, alpha: number, level: number
   const cellAxes = c.pairedOn.filter((a) => a !== c.samplesAxis);
   const out = [`set/${set}: ${title(c)}`];
   out.push(
-    `  paired: ${c.cells} cells${cellAxes.length ? ` (${cellAxes.join(', ')})` : ''}, ${c.samples} samples${c.samplesAxis ? ` (${c.samplesAxis}; the interval resamples cells)` : ''}`,
+    `  paired: ${plural(c.cells, 'cell')}${cellAxes.length ? ` (${cellAxes.join(', ')})` : ''}, ${plural(c.samples, 'sample')}${c.samplesAxis ? ` (${c.samplesAxis}; the interval resamples cells)` : ''}`,
   );
   if (c.difference !== null) {
     out.push(
       `  pass rate: ${s.before} ${pct(c.passRate.before)} (${c.passed.before}/${c.samples}), ${s.after} ${pct(c.passRate.after)} (${c.passed.after}/${c.samples})`,
     );
     out.push(`  difference: ${points(c.difference)}, ${Math.round(level * 100)}% interval ${interval(c)}`);
-    out.push(`  McNemar exact p = ${pText(c.pValue)}: ${c.discordant.worse} cells worse, ${c.discordant.better} better`);
+    out.push(`  McNemar exact p = ${pText(c.pValue)}: ${plural(c.discordant.worse, 'cell')} worse, ${c.discordant.better} better`);
   }
   out.push(`  ${verdict(c, alpha)}`);
   const change = (x: CellComparison) => `${cellName(x)}: ${cellSide(x, 'before')} → ${cellSide(x, 'after')} (${cellNames(x)})`;
   list(out, 'regressions', c.regressions, change);
   list(out, 'fixes', c.fixes, change);
-  list(out, 'flaky (samples disagree)', c.flaky, (x) => `${cellName(x)}: ${s.before} ${x.before.passed}/${x.n}, ${s.after} ${x.after.passed}/${x.n}`);
-  list(out, 'left out (not passed or failed on both sides)', c.leftOut, leftOutText);
+  list(out, 'flaky: samples that disagree', c.flaky, (x) => `${cellName(x)}: ${s.before} ${x.before.passed}/${x.n}, ${s.after} ${x.after.passed}/${x.n}`);
+  list(out, 'left out: not passed or failed on both sides', c.leftOut, leftOutText);
   list(out, 'unpaired', c.unpaired, (u) => unpairedText(u, c));
   return out;
 }
@@ -104,7 +106,14 @@ const mdRow = (cells: readonly string[]) => `| ${cells.join(' | ')} |`;
 
 function mdList<T>(head: string, items: readonly T[], cols: readonly string[], row: (x: T) => string[]): string[] {
   if (!items.length) return [];
-  const out = [`**${head} (${items.length})**`, '', mdRow(cols), mdRow(cols.map(() => '---')), ...items.slice(0, COMPARE.listed).map((x) => mdRow(row(x)))];
+  const [what, note] = head.split(': ');
+  const out = [
+    `**${what} (${items.length})**${note ? `: ${note}` : ''}`,
+    '',
+    mdRow(cols),
+    mdRow(cols.map(() => '---')),
+    ...items.slice(0, COMPARE.listed).map((x) => mdRow(row(x))),
+  ];
   if (items.length > COMPARE.listed) out.push('', `… and ${items.length - COMPARE.listed} more (\`berth compare -o json\`).`);
   return [...out, ''];
 }
@@ -116,12 +125,12 @@ function mdDetails(set: string, c: Comparison): string[] {
   const change = (x: CellComparison) => [e(cellName(x)), cellSide(x, 'before'), cellSide(x, 'after'), e(cellNames(x))];
   const rest = [
     ...mdList('Fixes', c.fixes, changeCols, change),
-    ...mdList('Flaky (samples disagree)', c.flaky, ['cell', e(s.before), e(s.after)], (x) => [
+    ...mdList('Flaky: samples that disagree', c.flaky, ['cell', e(s.before), e(s.after)], (x) => [
       e(cellName(x)),
       `${x.before.passed}/${x.n}`,
       `${x.after.passed}/${x.n}`,
     ]),
-    ...mdList('Left out (not passed or failed on both sides)', c.leftOut, [e(s.before), e(s.after)], (l) => [
+    ...mdList('Left out: not passed or failed on both sides', c.leftOut, [e(s.before), e(s.after)], (l) => [
       `${e(l.before.name)}: ${e(withReason(l.before))}`,
       `${e(l.after.name)}: ${e(withReason(l.after))}`,
     ]),

@@ -53,7 +53,8 @@ async function current(ctx: Context, names: readonly string[], samples: string |
   return new Map(summarize(chosen, statuses, Date.now(), samples).sets.map((s) => [s.name, s]));
 }
 
-async function readBaseline(file: string): Promise<{ generatedAt: string | null; sets: Map<string, SideSet> }> {
+/** An earlier `summary -o json` (sets/baseline.ts); a file that cannot be read or is no summary is a UsageError naming it. */
+export async function readBaseline(file: string): Promise<{ generatedAt: string | null; sets: SideSet[] }> {
   let text: string;
   try {
     text = await fs.readFile(file, 'utf8');
@@ -62,7 +63,7 @@ async function readBaseline(file: string): Promise<{ generatedAt: string | null;
   }
   const b = parseBaseline(text, file);
   if ('problem' in b) throw new UsageError(`--baseline ${b.problem}`);
-  return { generatedAt: b.generatedAt, sets: new Map(b.sets.map((s) => [s.name, s])) };
+  return b;
 }
 
 /** The comparison the options ask for (shared with `berth report --baseline`). */
@@ -70,7 +71,8 @@ export async function compareNow(ctx: Context, names: readonly string[], o: Comp
   if ((o.by === undefined) === (o.baseline === undefined)) throw new UsageError('compare: give one of --by AXIS=A,B and --baseline FILE');
   const stats = { alpha: o.alpha ?? COMPARE.alpha };
   if (o.baseline !== undefined) {
-    const base = await readBaseline(o.baseline);
+    const read = await readBaseline(o.baseline);
+    const base = { generatedAt: read.generatedAt, sets: new Map(read.sets.map((s) => [s.name, s])) };
     const now = await current(ctx, names, o.samples);
     const nowhere = names.filter((n) => !now.has(n) && !base.sets.has(n));
     if (nowhere.length) {

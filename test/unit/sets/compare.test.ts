@@ -364,7 +364,7 @@ describe('sets/compare', () => {
     expect(text.slice(7, 8)).to.deep.equal(['    task=t00: passed → failed (x-t00)']);
     expect(text.slice(27)).to.deep.equal([
       '    … and 4 more (-o json lists them all)',
-      '  left out (not passed or failed on both sides) (1):',
+      '  left out (1): not passed or failed on both sides',
       '    x-t24: passed → infra (Lost)',
       '',
     ]);
