@@ -77,6 +77,12 @@ function probability(name: string) {
   };
 }
 
+/** `compare --fail-on`: its own values, and reconcile's (from BERTH_FAIL_ON or berth.yaml, which compare leaves out). */
+function compareFailOn(v: string): string {
+  if ((COMPARE_FAIL_ON as readonly string[]).includes(v) || (FAIL_ON as readonly string[]).includes(v)) return v;
+  throw new InvalidArgumentError(`Allowed choices are ${COMPARE_FAIL_ON.join(', ')}.`);
+}
+
 /** A disk pressure threshold (plan/disk-pressure.ts): a percentage, or an amount of bytes or inodes. */
 function diskFloor(name: string, unit: 'bytes' | 'inodes') {
   return (v: string): Floor => {
@@ -552,10 +558,17 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
         `regression: exit ${EXIT.regression} when a pass rate fell with p < --alpha (never for a drop that could be noise); none: exit 0`,
       )
         .choices(COMPARE_FAIL_ON)
+        // BERTH_FAIL_ON and berth.yaml's fail-on are reconcile's and wait's (failed, infra, none):
+        // parsed here too, so that they do not break compare, and left out by its action below
+        .argParser(compareFailOn)
         .default('none'),
     )
     .addOption(new Option('--alpha <p>', 'the significance level of --fail-on regression').argParser(probability('--alpha')).default(COMPARE.alpha))
     .action(async (sets: string[], o, cmd: Command) => {
+      if (!(COMPARE_FAIL_ON as readonly string[]).includes(o.failOn)) {
+        if (cmd.getOptionValueSource('failOn') === 'cli') throw new UsageError(`--fail-on ${o.failOn}: compare takes ${COMPARE_FAIL_ON.join(' or ')}`);
+        o.failOn = 'none';
+      }
       await done((require('./commands/compare') as typeof CompareCmd).runCompare(ctx(cmd), setsOf(sets), o));
     });
 

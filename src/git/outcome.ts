@@ -19,7 +19,7 @@ import path from 'node:path';
 import { FINISHED_PHASES } from '../constants';
 import { compareResult, compareWithBaseline, type CompareResult, type SideSet } from '../sets/compare';
 import { pText, points } from '../sets/compare-text';
-import { setsOfLoad, summarize } from '../sets/summary';
+import { judgeSet, setsOfLoad } from '../sets/summary';
 import type { LoadedSet, LoadedSpec } from '../spec/types';
 import { writeFileAtomic } from '../status/atomic-file';
 import type { AttemptStatus } from '../status/types';
@@ -172,7 +172,9 @@ export class RevisionOutcomes {
   private setsNow(statuses: readonly AttemptStatus[]): SideSet[] {
     if (!this.load) return [];
     const byName = new Map(statuses.map((s) => [s.name, s]));
-    return summarize(setsOfLoad(this.load.specs, this.load.sets ?? new Map()), byName, Date.now()).sets;
+    return [...setsOfLoad(this.load.specs, this.load.sets ?? new Map())]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([, g]) => judgeSet(g.policy, g.children, byName));
   }
 
   /** The outcome written before (`outcomes/latest`), unless it is `revision`'s own or cannot be read. */

@@ -87,6 +87,18 @@ describe('berth compare (real engine)', function () {
 `);
     const failing = await sb.cli('compare', 'set/cmp', '--by', 'agent=old,new', '--fail-on', 'regression');
     expect([failing.code, failing.stdout]).to.deep.equal([3, text.stdout]);
+    // BERTH_FAIL_ON (and berth.yaml's fail-on) is reconcile's and wait's: compare leaves its values out; on compare's command line, only its own
+    const saved = process.env.BERTH_FAIL_ON;
+    process.env.BERTH_FAIL_ON = 'infra';
+    try {
+      const envd = await sb.cli('compare', 'set/cmp', '--by', 'agent=old,new');
+      expect([envd.code, envd.stdout]).to.deep.equal([0, text.stdout]);
+    } finally {
+      if (saved === undefined) delete process.env.BERTH_FAIL_ON;
+      else process.env.BERTH_FAIL_ON = saved;
+    }
+    const wrong = await sb.cli('compare', 'set/cmp', '--by', 'agent=old,new', '--fail-on', 'infra');
+    expect([wrong.code, wrong.stderr]).to.deep.equal([2, 'berth: --fail-on infra: compare takes regression or none\n']);
     // a stricter alpha than p: no regression, exit 0
     const strict = await sb.cli('compare', 'set/cmp', '--by', 'agent=old,new', '--fail-on', 'regression', '--alpha', '0.01');
     expect(strict.code, strict.stderr).to.equal(0);

@@ -19,7 +19,7 @@ import {
   type SideSet,
 } from '../../sets/compare';
 import { compareMarkdown, compareText } from '../../sets/compare-text';
-import { setsOfLoad, summarize } from '../../sets/summary';
+import { judgeSet, setsOfLoad } from '../../sets/summary';
 import { loadSpecs } from '../../spec/loader';
 import { specsRevision, UsageError, type Context } from '../context';
 
@@ -49,8 +49,8 @@ async function current(ctx: Context, names: readonly string[], samples: string |
     ctx.store().loadAll(),
   ]);
   const all = setsOfLoad(load.specs, load.sets ?? new Map());
-  const chosen = new Map([...all].filter(([name]) => names.length === 0 || names.includes(name)));
-  return new Map(summarize(chosen, statuses, Date.now(), samples).sets.map((s) => [s.name, s]));
+  const chosen = [...all].filter(([name]) => names.length === 0 || names.includes(name));
+  return new Map(chosen.map(([name, g]) => [name, judgeSet(g.policy, g.children, statuses, samples)]));
 }
 
 /** An earlier `summary -o json` (sets/baseline.ts); a file that cannot be read or is no summary is a UsageError naming it. */
