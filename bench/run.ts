@@ -28,7 +28,9 @@
  *   BENCH_FIXTURE_FILES files of the fixture-plan workload's generated repository and of the large-fixture workload's tree (default 5,000, ~150 MB)
  *   BENCH_FIXTURE_MB   the large-fixture tree's size in MiB (default 150)
  *   BENCH_FIXTURE_ATTEMPTS containers it is copied into, 4 at a time (default 20)
- *   BENCH_ONLY         comma list of cold,drop,noop,resources,report,harvest,disk,redact,grade,credentials,sets,compare,completion,git,swarm,fleet,tenk,fixture-plan,fixture: a partial run, written to
+ *   BENCH_ONLY         comma list of
+ * cold,drop,noop,resources,report,harvest,disk,redact,grade,credentials,sets,compare,completion,git,swarm,fleet,tenk,fixture-plan,fixture: a partial
+ * run, written to
  *                      bench/results/partial.*.tmp instead of latest.*
  *   BENCH_PROFILE=1    also take CPU profiles (untimed extra runs under `node --cpu-prof`: berth's
  *                      cold start and clean of 50, a no-op pass at the largest size in-process and

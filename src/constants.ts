@@ -341,7 +341,8 @@ export const COMPARE = {
 export const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143 } as const;
 
 export const DEFAULTS = {
-  /** An engine event stream that broke is connected again after this back-off (ms), doubling to its max (the engine's, each swarm node's, the manager's node events). */
+  /** An engine event stream that broke is connected again after this back-off (ms), doubling to its max (the engine's, each swarm node's, the
+   * manager's node events). */
   streamRetryMs: { first: 250, max: 10_000 },
   /** A fixture file larger than this is streamed into the archive from its open handle, not read whole. */
   fixtureInlineFileBytes: 1024 * 1024,

@@ -110,7 +110,8 @@ export interface Summary {
   attempts?: SetSummary;
 }
 
-/** The name of the plain Attempts' suite (no set can be named so: a set's name is a DNS label, this one is too, so it is said apart by its place, `attempts`, not `sets`). */
+/** The name of the plain Attempts' suite (no set can be named so: a set's name is a DNS label, this one is too, so it is said apart by its place,
+ * `attempts`, not `sets`). */
 export const PLAIN_SUITE = 'attempts';
 
 const ms = (iso: string | undefined) => (iso ? Date.parse(iso) : NaN);

@@ -18,8 +18,8 @@
  *   files of `fromFile` secrets.
  * - `workspace`: what of the workspace is brought home after a run (export, exclude, caps).
  *   Changing what is exported must not re-run an expensive agent; it applies from the next run.
- * - `harvest`: what a run's results folder keeps (its caps); as `workspace`, from the next harvest. Secrets count by name and source kind (plus the variable name
- *   for `fromEnv`), never by value.
+ * - `harvest`: what a run's results folder keeps (its caps); as `workspace`, from the next harvest.
+ * Secrets count by name and source kind (plus the variable name for `fromEnv`), never by value.
  * Defaults are already filled in by normalization, so writing a default out changes nothing;
  * lists whose order means nothing (secrets, volumes, egress) are sorted there too (and here
  * again). The hashed form of a field is exactly what it was when the hash was first written

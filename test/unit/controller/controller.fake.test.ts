@@ -91,6 +91,7 @@ describe('controller against the fake engine (retry switch)', function () {
           Promise.resolve(
             (async function* (): AsyncGenerator<never> {
               await new Promise<void>((done) => opts.signal?.addEventListener('abort', () => done(), { once: true }));
+              yield* [];
             })(),
           );
       await fs.writeFile(
