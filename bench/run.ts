@@ -13,6 +13,7 @@
  *   BENCH_GIT_COMMITS  commits of the git workload (default 5)
  *   BENCH_COMPLETIONS  attempts of the completion-detection workload (default 40)
  *   BENCH_SET_CELLS    the AttemptSet workload plans a CELLS x CELLS set (default 100: 10,000 children)
+ *   BENCH_COMPARE_CELLS the compare workload compares a CELLS x CELLS set with its baseline (default 100: 10,000 paired cells)
  *   BENCH_HARVEST_FILES files in the results folder of the harvest workload (default 100,000)
  *   BENCH_DISK_ATTEMPTS, BENCH_DISK_ENTRIES  attempts and entries each of the disk-measure workload (default 1,000 and 100)
  *   BENCH_REDACT_MB    MiB of the log of the redaction workload (default 100)
@@ -27,7 +28,9 @@
  *   BENCH_FIXTURE_FILES files of the fixture-plan workload's generated repository and of the large-fixture workload's tree (default 5,000, ~150 MB)
  *   BENCH_FIXTURE_MB   the large-fixture tree's size in MiB (default 150)
  *   BENCH_FIXTURE_ATTEMPTS containers it is copied into, 4 at a time (default 20)
- *   BENCH_ONLY         comma list of cold,drop,noop,resources,report,harvest,disk,redact,grade,credentials,sets,completion,git,swarm,fleet,tenk,fixture-plan,fixture: a partial run, written to
+ *   BENCH_ONLY         comma list of
+ * cold,drop,noop,resources,report,harvest,disk,redact,grade,credentials,sets,compare,completion,git,swarm,fleet,tenk,fixture-plan,fixture: a partial
+ * run, written to
  *                      bench/results/partial.*.tmp instead of latest.*
  *   BENCH_PROFILE=1    also take CPU profiles (untimed extra runs under `node --cpu-prof`: berth's
  *                      cold start and clean of 50, a no-op pass at the largest size in-process and
@@ -62,6 +65,7 @@ import { redactRounds, type RedactSamples } from './workloads/redact';
 import { noopScales, type NoopResult } from './workloads/noop';
 import { reportBench, type ReportSamples } from './workloads/report';
 import { setRounds, type SetSamples } from './workloads/sets';
+import { compareRounds, type CompareSamples } from './workloads/compare';
 import { completion, type CompletionSamples } from './workloads/completion';
 import { gitWorkload, type GitSamples } from './workloads/git';
 import { swarmRows, swarmWorkload, type SwarmSamples } from './workloads/swarm';
@@ -95,6 +99,8 @@ const TARGETS = {
   noopCliVsFloorPlusNode: 2.5,
   /** An AttemptSet of 10,000 children: expansion and plan in a cold CLI pass (issue 14). */
   setPlanMs: 1000,
+  /** `berth compare --baseline` over 10,000 paired cells, CLI, cold (issue 53). */
+  compareMs: 1000,
   /** A container's `die` event → berth's record saying the attempt finished, p95. */
   completionP95Ms: 500,
   /** A large fixture (5,000 files, 150 MiB) into 20 containers, 4 at a time, against `docker cp` of the same tree (issue 39). */
@@ -194,6 +200,7 @@ interface Results {
   fixture?: FixtureSamples;
   report?: ReportSamples;
   sets?: SetSamples;
+  compare?: CompareSamples;
   completion?: CompletionSamples;
   git?: GitSamples;
   swarm?: SwarmSamples;
@@ -670,6 +677,30 @@ function setRows(r: SetSamples, rows: Row[]): void {
   });
 }
 
+function compareRows(r: CompareSamples, rows: Row[]): void {
+  const cli = summarize(r.compare);
+  const n = r.cells.toLocaleString('en');
+  rows.push({
+    id: 'compare-cli',
+    workload: `\`berth compare --baseline\` over ${n} paired cells (${r.regressions.toLocaleString('en')} regressions), CLI, cold (new process)`,
+    berth: spread(cli),
+    reference: '`berth summary -o json` over the same set, same rounds',
+    refValue: spread(summarize(r.summary)),
+    ratio: pairedRatio(r.compare, r.summary),
+    target: `median ≤ ${fmtMs(TARGETS.compareMs)}`,
+    verdict: verdictOf(cli.median <= TARGETS.compareMs),
+  });
+  rows.push({
+    id: 'compare-stats',
+    workload: `The comparison alone over ${n} paired cells (pairing, 2,000 bootstrap resamples, exact McNemar), in-process`,
+    berth: spread(summarize(r.inProcess)),
+    reference: '—',
+    refValue: '—',
+    target: '—',
+    verdict: 'info',
+  });
+}
+
 function completionRows(c: CompletionSamples, rows: Row[]): void {
   for (const [id, xs, how] of [
     ['completion-controller', c.controller, 'the controller (`reconcile`)'],
@@ -770,6 +801,7 @@ async function main(): Promise<void> {
           'grade',
           'credentials',
           'sets',
+          'compare',
           'completion',
           'git',
           'swarm',
@@ -884,6 +916,11 @@ async function main(): Promise<void> {
       log(`AttemptSet of ${cells * cells} children: berth plan, cold and with the state kept`);
       res.sets = await setRounds(cells, rounds, log);
     }
+    if (want('compare')) {
+      const cells = envInt('BENCH_COMPARE_CELLS', 100);
+      log(`berth compare --baseline over ${cells * cells} paired cells, CLI, cold`);
+      res.compare = await compareRounds(cells, rounds, log);
+    }
     if (want('swarm')) {
       const swSizes = (process.env.BENCH_SWARM_SIZES ?? '10,200').split(',').map((x) => Number(x.trim()));
       log(`--backend swarm: drop-to-running against networks/create (the run's own overlay) + services/create, no-op passes at ${swSizes.join(', ')}`);
@@ -942,6 +979,7 @@ async function main(): Promise<void> {
   if (res.credentials) credentialRows(res.credentials, rows);
   if (res.report) reportRows(res.report, rows);
   if (res.sets) setRows(res.sets, rows);
+  if (res.compare) compareRows(res.compare, rows);
   if (res.completion) completionRows(res.completion, rows);
   if (res.git) gitRows(res.git, rows);
   if (res.swarm) swarmRows(res.swarm, rows);
@@ -1044,6 +1082,7 @@ async function main(): Promise<void> {
       credentials: res.credentials,
       report: res.report,
       sets: res.sets,
+      compare: res.compare,
       completion: res.completion,
       git: res.git,
       swarm: res.swarm,

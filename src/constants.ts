@@ -305,6 +305,8 @@ export const EXIT = {
   changesPending: 4,
   /** With `--wait` (and `berth wait`): an attempt ended with an infrastructure outcome (wins over attemptsFailed). */
   infraOutcomes: 5,
+  /** `berth compare --fail-on regression`: a pass rate fell with p < --alpha. */
+  regression: 3,
 } as const;
 
 /**
@@ -323,11 +325,31 @@ export const TASK_FAILURES: readonly string[] = ['TimedOut', REASONS.oomKilled, 
 export const FAIL_ON = ['failed', 'infra', 'none'] as const;
 export type FailOn = (typeof FAIL_ON)[number];
 
+/** `berth compare --fail-on`: `regression` (exit 3 when a pass rate fell with p < --alpha) or `none`. */
+export const COMPARE_FAIL_ON = ['regression', 'none'] as const;
+
+/**
+ * `berth compare` (sets/compare.ts, sets/paired.ts): the JSON's schema version, the significance
+ * level of `--fail-on regression` (`--alpha`), the interval's level, the bootstrap's resamples,
+ * and its generator's fixed state (xoshiro128**: the first fractional bits of φ, π, e and √2,
+ * numbers nobody chose), so the same input always gives the same interval.
+ */
+export const COMPARE = {
+  schemaVersion: 1,
+  alpha: 0.05,
+  level: 0.95,
+  resamples: 2000,
+  seed: [0x9e3779b9, 0x243f6a88, 0xb7e15162, 0x6a09e667] as const,
+  /** Cells (or children) each list shows in text and Markdown; the rest are counted (JSON has all). */
+  listed: 20,
+} as const;
+
 /** A command stopped by SIGINT or SIGTERM exits with the shell's 128 + signal number (src/cli/interrupt.ts). */
 export const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143 } as const;
 
 export const DEFAULTS = {
-  /** An engine event stream that broke is connected again after this back-off (ms), doubling to its max (the engine's, each swarm node's, the manager's node events). */
+  /** An engine event stream that broke is connected again after this back-off (ms), doubling to its max (the engine's, each swarm node's, the
+   * manager's node events). */
   streamRetryMs: { first: 250, max: 10_000 },
   /** A fixture file larger than this is streamed into the archive from its open handle, not read whole. */
   fixtureInlineFileBytes: 1024 * 1024,

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { readlinkSync, statSync } from 'node:fs';
 import { DEFAULTS, GIT } from '../constants';
 import type { PassConfig } from '../controller/pass';
-import { parseDisk } from '../spec/quantity';
+import { parseByteSize, parseDisk } from '../spec/quantity';
 import { resolveResultsRoot } from '../plan/results';
 import { DesiredStates } from '../plan/desired-for';
 import { diskThresholds, type Floor } from '../plan/disk-pressure';
@@ -157,11 +157,11 @@ export interface PassFlags {
   diskInterval?: number;
 }
 
-/** A size from the environment (`65536`, `64k`, `32m`, `16g`); undefined when unset or not one. */
+/** A size from the environment, in the flags' grammar (spec/quantity.ts parseByteSize); undefined when unset or not one. */
 function sizeOf(v: string | undefined): number | undefined {
-  const m = v === undefined ? null : /^(\d+)([kmg]?)$/i.exec(v.trim());
-  const n = m ? Number(m[1]) * 1024 ** ' kmg'.indexOf((m[2] || ' ').toLowerCase()) : NaN;
-  return Number.isSafeInteger(n) ? n : undefined;
+  if (v === undefined || v.trim() === '') return undefined;
+  const parsed = parseByteSize(v);
+  return parsed.ok ? parsed.bytes : undefined;
 }
 
 export function passConfig(ctx: Context, o: PassFlags): PassConfig {

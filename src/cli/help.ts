@@ -5,7 +5,8 @@ Exit codes:
   0  done
   1  an operation failed (engine unreachable, a create refused, --timeout passed, ...)
   2  usage error or invalid spec
-  3  with --wait (and berth wait): at least one task failed (a non-zero exit, TimedOut, OOMKilled, ...)
+  3  with --wait (and berth wait): at least one task failed (a non-zero exit, TimedOut, OOMKilled, ...);
+     berth compare --fail-on regression: a pass rate fell with p < --alpha
   4  berth plan --detailed-exitcode: changes are pending
   5  with --wait (and berth wait): at least one infrastructure outcome (Blocked, Invalid, Lost,
      a missing score, ...); wins over 3. --fail-on infra: only 5; --fail-on none: neither
@@ -54,7 +55,18 @@ const EXAMPLES: Record<string, string[]> = {
   regrade: ['berth regrade swe-lite-m1-t1-0', 'berth regrade -l berth.dev/set=swe-lite'],
   delete: ['berth delete swe-task-42-try-1', 'berth delete -l "model notin (m1)"'],
   summary: ['berth summary', 'berth summary swe-lite -l model=m1', 'berth summary -o junit > summary.xml', 'berth summary -o json --samples seed'],
-  report: ['berth report   # writes <results root>/report.html', 'berth report swe-lite -l model=m1 -o swe-lite.html', 'berth report -o - > report.html'],
+  compare: [
+    'berth compare set/swe-lite --by model=m1,m2   # m2 against m1, paired on the other axes',
+    'berth summary -o json > main.json   # on the main branch, kept as an artifact',
+    'berth compare --baseline main.json -o markdown --fail-on regression >> "$GITHUB_STEP_SUMMARY"',
+    'berth compare set/swe-lite --baseline main.json -o json',
+  ],
+  report: [
+    'berth report   # writes <results root>/report.html',
+    'berth report swe-lite -l model=m1 -o swe-lite.html',
+    'berth report -o - > report.html',
+    'berth report --baseline main.json   # the comparison with that summary first',
+  ],
   describe: ['berth describe swe-task-42-try-1', 'berth describe set/swe-lite   # each attempt of the AttemptSet'],
   logs: [
     'berth logs a -f',

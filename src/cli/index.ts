@@ -7,8 +7,8 @@ import { Argument, Command, CommanderError, InvalidArgumentError, Option } from 
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { BACKENDS } from '../backend/types';
-import { DEFAULTS, EXIT, FAIL_ON, SIGNAL_EXIT } from '../constants';
-import { parseDisk } from '../spec/quantity';
+import { COMPARE, COMPARE_FAIL_ON, DEFAULTS, EXIT, FAIL_ON, SIGNAL_EXIT } from '../constants';
+import { parseByteSize, parseDisk } from '../spec/quantity';
 import { DURATION_SYNTAX, parseDuration } from '../util/duration';
 import { parseFloor, type Floor } from '../plan/disk-pressure';
 import type * as CleanCmd from './commands/clean';
@@ -21,6 +21,7 @@ import type * as PlanCmd from './commands/plan';
 import type * as ReconcileCmd from './commands/reconcile';
 import type * as SummaryCmd from './commands/summary';
 import type * as ReportCmd from './commands/report';
+import type * as CompareCmd from './commands/compare';
 import type * as SourceCmd from './commands/source';
 import type * as UnlockCmd from './commands/unlock';
 import type * as ValidateCmd from './commands/validate';
@@ -58,14 +59,28 @@ function int(name: string, min: number) {
   };
 }
 
-/** A size in bytes: a whole number, or one with k, m or g (KiB, MiB, GiB). */
+/** A size in bytes, in the spec's grammar (spec/quantity.ts parseByteSize: 64Ki, 32Mi, 16Gi, 500M, bytes). */
 function bytes(name: string, min: number) {
   return (v: string): number => {
-    const m = /^(\d+)([kmg]?)$/i.exec(v.trim());
-    const n = m ? Number(m[1]) * 1024 ** ' kmg'.indexOf((m[2] || ' ').toLowerCase()) : NaN;
-    if (!Number.isSafeInteger(n) || n < min) throw new InvalidArgumentError(`${name} must be a size of at least ${min} bytes, such as 65536, 64k, 32m or 16g`);
+    const parsed = parseByteSize(v, min);
+    if (!parsed.ok) throw new InvalidArgumentError(`${name} ${parsed.message}`);
+    return parsed.bytes;
+  };
+}
+
+/** A probability strictly between 0 and 1 (`compare --alpha`). */
+function probability(name: string) {
+  return (v: string): number => {
+    const n = Number(v);
+    if (!(n > 0 && n < 1)) throw new InvalidArgumentError(`${name} must be a number between 0 and 1, such as 0.05`);
     return n;
   };
+}
+
+/** `compare --fail-on`: its own values, and reconcile's (from BERTH_FAIL_ON or berth.yaml, which compare leaves out). */
+function compareFailOn(v: string): string {
+  if ((COMPARE_FAIL_ON as readonly string[]).includes(v) || (FAIL_ON as readonly string[]).includes(v)) return v;
+  throw new InvalidArgumentError(`Allowed choices are ${COMPARE_FAIL_ON.join(', ')}.`);
 }
 
 /** A disk pressure threshold (plan/disk-pressure.ts): a percentage, or an amount of bytes or inodes. */
@@ -80,7 +95,7 @@ function diskFloor(name: string, unit: 'bytes' | 'inodes') {
   };
 }
 
-/** A disk quantity (resources.disk's syntax: 2Gi, 500M, bytes), in bytes. */
+/** A disk quantity (resources.disk's: the same grammar, at least 1Mi), in bytes. */
 function diskQuantity(name: string) {
   return (v: string): number => {
     const parsed = parseDisk(/^[0-9]+$/.test(v.trim()) ? Number(v.trim()) : v.trim());
@@ -340,12 +355,12 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     )
     .option(
       '--log-max-bytes <size>',
-      `bytes of each container's log kept in its run folder: the first and last half, the middle cut with a marker line (default ${DEFAULTS.logMaxBytes / 1024 / 1024}m)`,
+      `bytes of each container's log kept in its run folder: the first and last half, the middle cut with a marker line (a size such as 64Ki or 32Mi; default ${DEFAULTS.logMaxBytes / 1024 / 1024}Mi)`,
       bytes('--log-max-bytes', 1024),
     )
     .option(
       '--hash-max-bytes <size>',
-      `bytes of results the manifest hashes at most; larger files are listed without a hash (default ${DEFAULTS.hashMaxBytes / 1024 ** 3}g)`,
+      `bytes of results the manifest hashes at most; larger files are listed without a hash (default ${DEFAULTS.hashMaxBytes / 1024 ** 3}Gi)`,
       bytes('--hash-max-bytes', 0),
     )
     .option(
@@ -356,7 +371,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     .addOption(
       new Option(
         '--fixture-cache-size <size>',
-        `bytes of packed fixture layers kept in the state folder (cache/fixtures), least recently used removed first; 0: none kept (default ${DEFAULTS.fixtureCacheBytes / 1024 ** 3}g)`,
+        `bytes of packed fixture layers kept in the state folder (cache/fixtures), least recently used removed first; 0: none kept (default ${DEFAULTS.fixtureCacheBytes / 1024 ** 3}Gi)`,
       )
         .argParser(bytes('--fixture-cache-size', 0))
         .env('BERTH_FIXTURE_CACHE_SIZE'),
@@ -526,12 +541,45 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     });
 
   program
+    .command('compare')
+    .description('did a change make the agent better, and is the difference real: paired pass rates, a 95% interval, an exact McNemar p-value, regressions')
+    .argument('[set...]', 'AttemptSets, NAME or set/NAME (default: every set with the axis, or every set now or in the baseline)')
+    .option('--by <axis=a,b>', 'compare values of an axis within each set, children paired on the other axes (a,b,c: b and c each against a)')
+    .option('--baseline <file>', 'compare with an earlier summary (berth summary -o json), children paired by name')
+    .option('--samples <axis>', 'the axis whose values are repeated samples of one cell, as for summary (the interval resamples cells)')
+    .addOption(
+      new Option('-o, --output <format>', 'output format (markdown: for $GITHUB_STEP_SUMMARY or a pull-request comment)')
+        .choices(['text', 'json', 'markdown'])
+        .default('text'),
+    )
+    .addOption(
+      new Option(
+        '--fail-on <what>',
+        `regression: exit ${EXIT.regression} when a pass rate fell with p < --alpha (never for a drop that could be noise); none: exit 0`,
+      )
+        .choices(COMPARE_FAIL_ON)
+        // BERTH_FAIL_ON and berth.yaml's fail-on are reconcile's and wait's (failed, infra, none):
+        // parsed here too, so that they do not break compare, and left out by its action below
+        .argParser(compareFailOn)
+        .default('none'),
+    )
+    .addOption(new Option('--alpha <p>', 'the significance level of --fail-on regression').argParser(probability('--alpha')).default(COMPARE.alpha))
+    .action(async (sets: string[], o, cmd: Command) => {
+      if (!(COMPARE_FAIL_ON as readonly string[]).includes(o.failOn)) {
+        if (cmd.getOptionValueSource('failOn') === 'cli') throw new UsageError(`--fail-on ${o.failOn}: compare takes ${COMPARE_FAIL_ON.join(' or ')}`);
+        o.failOn = 'none';
+      }
+      await done((require('./commands/compare') as typeof CompareCmd).runCompare(ctx(cmd), setsOf(sets), o));
+    });
+
+  program
     .command('report')
     .description('the fleet report: one self-contained HTML file (summary, matrix heatmap, timeline, attempts)')
     .argument('[set...]', 'AttemptSets, NAME or set/NAME (default: every set and plain attempt)')
     .option('-l, --selector <key=value>', 'only attempts with these spec labels (repeatable, or comma-separated)', collect)
     .option('-o, --output <file.html>', 'where to write it; - for stdout (default: <results root>/report.html, where its links work)')
     .option('--max-running <n>', "the slots line drawn on the timeline (default: reconcile's default here)", int('--max-running', 1))
+    .option('--baseline <file>', 'an earlier summary (berth summary -o json): the report shows the sets compared with it first (as berth compare --baseline)')
     .action(async (sets: string[], o, cmd: Command) => {
       await done((require('./commands/report') as typeof ReportCmd).runReport(ctx(cmd), setsOf(sets), o));
     });

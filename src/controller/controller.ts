@@ -232,7 +232,7 @@ export class Controller {
       const { statuses, snapshot, plan: p } = o;
       load = o.load;
       this.notePressure(o.disk);
-      if (this.o.outcomes) void this.o.outcomes.check(statuses.values()).catch((err: unknown) => log.warn(`revision outcome: ${String(err)}`));
+      if (this.o.outcomes) void this.o.outcomes.check(statuses.values(), load).catch((err: unknown) => log.warn(`revision outcome: ${String(err)}`));
       if (load.revision !== undefined)
         void this.o.git?.applied(load.revision, load.errors).catch((err: unknown) => log.warn(`git source status: ${String(err)}`));
       if (all) {
@@ -345,7 +345,7 @@ export class Controller {
           const outcomes = this.o.outcomes;
           void this.o.store
             .loadAll()
-            .then((all) => outcomes.check(all.values()))
+            .then((all) => outcomes.check(all.values(), this.latestLoad()))
             .catch((err: unknown) => log.warn(`revision outcome: ${String(err)}`));
         }
         // A run ended or a slot may have freed: let the waiting ones try.
@@ -422,7 +422,7 @@ export class Controller {
     if (hung) {
       this.abandoned = true;
       this.o.log.warn('the engine does not answer: giving up the engine calls in flight; the next controller takes the attempts up');
-      this.engine.abandon?.('the controller is stopping');
+      this.engine.abandon('the controller is stopping');
       await settled;
     }
     return EXIT.ok;

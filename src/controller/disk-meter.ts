@@ -129,7 +129,7 @@ export class DiskMeter {
     // each sized volume berth measures (the engine enforces the others), by where it is mounted
     const sized = new Map((r.volumeSizes ?? []).filter((v) => v.enforcedBy === 'measured').map((v) => [v.mountPath, v]));
     // a backend whose runs are elsewhere (a swarm node) counts there: no host path is walked
-    const elsewhere = this.o.engine.containers.diskUse?.bind(this.o.engine.containers);
+    const elsewhere = this.o.engine.remote?.diskUse.bind(this.o.engine.remote);
     if (elsewhere) {
       const u = await elsewhere(id);
       if (!u) return undefined;
@@ -161,8 +161,8 @@ export class DiskMeter {
     let results: number | undefined;
     if (r.disk && r.disk.enforcedBy !== 'engine') {
       if (p.layer !== null) layer = await part([p.layer]);
-      else if (this.o.engine.containers.writableBytes) {
-        layer = await this.o.engine.containers.writableBytes(id).catch(() => 0);
+      else if (this.o.engine.local) {
+        layer = await this.o.engine.local.writableBytes(id).catch(() => 0);
         total.bytes += layer;
         total.over = total.bytes > limit;
       }

@@ -195,7 +195,7 @@ export async function readDisk(cfg: PassConfig, engine: Engine): Promise<DiskInp
   if (!cfg.disk) return undefined;
   let o = diskObservers.get(engine);
   if (!o) {
-    o = new DiskObserver(cfg.resultsRoot, engine.dataRoot?.bind(engine));
+    o = new DiskObserver(cfg.resultsRoot, engine.local?.dataRoot.bind(engine.local));
     diskObservers.set(engine, o);
   }
   return { readings: await o.read(), thresholds: cfg.disk };

@@ -57,7 +57,7 @@ export class Sources {
   readonly poller: GitPoller | undefined;
   readonly events: EngineSource;
   /** The engine's image events (a pull, a load, a tag): attempts Blocked for a missing image look again. */
-  private readonly imageEvents: EngineSource | undefined;
+  private readonly imageEvents: EngineSource;
   private readonly requests: RequestWatch | undefined;
   /** What the running attempts with a disk limit hold, measured at an interval (disk-meter.ts). */
   readonly meter: DiskMeter;
@@ -110,12 +110,14 @@ export class Sources {
       },
     });
     this.requests = o.finite ? undefined : new RequestWatch({ stateDir: o.cfg.stateDir, instance: o.cfg.instance, log: o.log }, (req) => o.carryOut(req));
-    const images = o.engine.events.images?.bind(o.engine.events);
-    this.imageEvents = images
-      ? new EngineSource(o.engine, o.cfg.instance, o.log, { onEvent: () => void this.imageAppeared(), onReconnect: () => void this.imageAppeared() }, (opts) =>
-          images(opts),
-        )
-      : undefined;
+    const images = o.engine.events.images.bind(o.engine.events);
+    this.imageEvents = new EngineSource(
+      o.engine,
+      o.cfg.instance,
+      o.log,
+      { onEvent: () => void this.imageAppeared(), onReconnect: () => void this.imageAppeared() },
+      (opts) => images(opts),
+    );
   }
 
   /** An image event (or its stream back after a break): every attempt Blocked for a missing image is looked at again. */
@@ -129,7 +131,7 @@ export class Sources {
     if (o.finite) {
       // from a second before the first lists: an exit between them and the stream's start is replayed
       this.events.start(Math.floor(Date.now() / 1000) - 1);
-      this.imageEvents?.start(Math.floor(Date.now() / 1000) - 1);
+      this.imageEvents.start(Math.floor(Date.now() / 1000) - 1);
       this.meter.start();
       return;
     }
@@ -140,7 +142,7 @@ export class Sources {
       await this.specs.ready();
     }
     this.events.start();
-    this.imageEvents?.start();
+    this.imageEvents.start();
     this.scheduleResync();
     this.meter.start();
     await this.requests?.start();
@@ -166,7 +168,7 @@ export class Sources {
   async close(): Promise<void> {
     if (this.resyncTimer) this.o.clock.clearTimeout(this.resyncTimer);
     this.events.close();
-    this.imageEvents?.close();
+    this.imageEvents.close();
     this.meter.close();
     await this.poller?.stop();
     await this.specs.close();

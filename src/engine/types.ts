@@ -168,18 +168,6 @@ export interface CollectLeftOut {
 
 export interface ContainerClient {
   list(labelFilters: string[]): Promise<ContainerSummary[]>;
-  /**
-   * The bytes of the container's writable layer as the engine counts them (inspect with size:
-   * SizeRw; the engine walks the layer itself). Where berth cannot read the layer's folder.
-   */
-  writableBytes?(id: string): Promise<number>;
-  /**
-   * What a run holds on disk, counted where it runs by the engine there (a swarm node's: its
-   * writable layer, its results, its volumes), for a backend whose runs' folders are not on
-   * this host; undefined: the run is not running there now. A backend with this is never
-   * measured through host paths (controller/disk-meter.ts).
-   */
-  diskUse?(id: string): Promise<RunDiskUse | undefined>;
   inspect(idOrName: string): Promise<ContainerDetails>;
   /** Creates the container; rejects with statusCode 409 when the name is taken. */
   create(spec: ContainerCreateSpec): Promise<string>;
@@ -193,34 +181,68 @@ export interface ContainerClient {
   logs(id: string, opts: { follow: boolean; tail?: number }): Promise<Readable>;
   /**
    * Runs `cmd` in the running container (no terminal, its output discarded) and resolves with its
-   * exit code, within `ms` (else rejects). Optional: a backend without it cannot run a sidecar's
-   * `ready: {command}` (docker/ has it; the swarm backend runs it in the task's container through
-   * its node's engine).
+   * exit code, within `ms` (else rejects): a sidecar's `ready: {command}`. On a swarm, in the
+   * task's container through its node's engine.
    */
-  exec?(id: string, cmd: string[], ms: number): Promise<number>;
-  /**
-   * Whether `host:port` accepts a TCP connection, tried from the running container's own network
-   * namespace (so from its networks) every `everyMs` until it accepts or `ms` has passed: '' when
-   * it did, else what the last try met (an error code, or `timed out`). For a backend whose
-   * containers' addresses berth cannot reach from where it runs (a swarm's overlays: the swarm
-   * backend has it); without it, berth connects itself (one engine on this machine).
-   */
-  probeTcp?(id: string, host: string, port: number, ms: number, everyMs: number): Promise<string>;
-  /**
-   * Brings a finished run's results home into `into` (the results folder where berth runs), for
-   * a backend whose runs write them elsewhere than a bind of that folder (a swarm node's volume):
-   * streamed, file by file, only what fits `caps` (spec.harvest) in the order they come; returns
-   * what it left out (counted, the first `listMax` listed).
-   */
-  collect?(id: string, into: string, caps: { maxBytes: number; maxFiles: number }, listMax?: number): Promise<CollectLeftOut>;
+  exec(id: string, cmd: string[], ms: number): Promise<number>;
   /**
    * A tar stream of `path` (and everything below it) read out of the container, running or
    * stopped, through the engine's archive API: nothing runs in the container. Entries are named
    * `<basename of path>/...`. Rejects with statusCode 404 when the container (or the path) is
-   * gone. The reader destroys the stream to stop early. A backend without it cannot bring a
-   * workspace home.
+   * gone. The reader destroys the stream to stop early.
    */
-  getArchive?(id: string, path: string): Promise<Readable>;
+  getArchive(id: string, path: string): Promise<Readable>;
+}
+
+/**
+ * A backend whose runs happen elsewhere than this host (a swarm node): what berth then asks of it
+ * instead of looking itself (Engine.remote). A single engine on this host has none.
+ */
+export interface RemoteRuns {
+  /**
+   * Whether `host:port` accepts a TCP connection, tried from the running container's own network
+   * namespace (so from its networks) every `everyMs` until it accepts or `ms` has passed: '' when
+   * it did, else what the last try met (an error code, or `timed out`). Berth cannot reach a
+   * swarm's overlays from where it runs; on one engine it connects itself.
+   */
+  probeTcp(id: string, host: string, port: number, ms: number, everyMs: number): Promise<string>;
+  /**
+   * Brings a finished run's results home into `into` (the results folder where berth runs), from
+   * where the run wrote them (a node's volume): streamed, file by file, only what fits `caps`
+   * (spec.harvest) in the order they come; returns what it left out (counted, the first `listMax` listed).
+   */
+  collect(id: string, into: string, caps: { maxBytes: number; maxFiles: number }, listMax?: number): Promise<CollectLeftOut>;
+  /**
+   * What a run holds on disk, counted where it runs by the engine there (its writable layer, its
+   * results, its volumes); undefined: the run is not running there now. A backend with this is
+   * never measured through host paths (controller/disk-meter.ts).
+   */
+  diskUse(id: string): Promise<RunDiskUse | undefined>;
+}
+
+/**
+ * An engine whose storage berth can ask about and, where its socket is a file on this host, read
+ * (Engine.local): its data root, its storage driver, what its layers and volumes hold.
+ */
+export interface LocalStorage {
+  /**
+   * Where the engine keeps its data (its DockerRootDir), and whether berth reaches it through a
+   * socket file on this host (`local`), so that path is one berth can read the file system of.
+   */
+  dataRoot(): Promise<{ path: string; local: boolean } | undefined>;
+  /** The engine's storage driver and the file system under its data root (GET /info: Driver, DriverStatus "Backing Filesystem"). */
+  storage(): Promise<{ driver: string; backingFs: string; dataRoot: string; imageStore?: 'classic' | 'containerd' }>;
+  /**
+   * What the engine's containers' writable layers (SizeRw, by container id) and its volumes (by
+   * name) hold, as the engine counts them (GET /system/df: it walks each itself; a file's size,
+   * hard links once, empty files and folders nothing).
+   */
+  diskUsage(): Promise<{ layers: Map<string, number>; volumes: Map<string, number> }>;
+  /**
+   * The bytes of a container's writable layer as the engine counts them (inspect with size:
+   * SizeRw; the engine walks the layer itself). Where berth cannot read the layer's folder.
+   */
+  writableBytes(id: string): Promise<number>;
 }
 
 export interface NetworkSummary {
@@ -331,18 +353,17 @@ export interface EventClient {
   stream(labelFilters: string[], opts: { since?: number; signal?: AbortSignal }): Promise<AsyncIterable<EngineEvent>>;
   /**
    * The image events (`type` image: pull, load, tag, untag, import, delete, ...), whatever the
-   * image's labels: what makes an image a blocked attempt waits for appear. Optional: a backend
-   * without it leaves such attempts to the resync.
+   * image's labels: what makes an image a blocked attempt waits for appear.
    */
-  images?(opts: { since?: number; signal?: AbortSignal }): Promise<AsyncIterable<EngineEvent>>;
+  images(opts: { since?: number; signal?: AbortSignal }): Promise<AsyncIterable<EngineEvent>>;
   /**
    * The first event of container `id` with one of `actions` in the engine's event log from
    * `since` (seconds on the engine's clock, fractions allowed), waiting for one until `until`
    * (the same clock); undefined when none came. What an exit that raced its own cause is read
    * from: dockerd can send a container's `die` (and answer an inspect without `OOMKilled`) before
-   * it handles the kernel's OOM kill that caused it. Optional: without it the inspect is the answer.
+   * it handles the kernel's OOM kill that caused it.
    */
-  first?(id: string, actions: string[], opts: { since: number; until: number; signal?: AbortSignal }): Promise<EngineEvent | undefined>;
+  first(id: string, actions: string[], opts: { since: number; until: number; signal?: AbortSignal }): Promise<EngineEvent | undefined>;
 }
 
 export interface Engine {
@@ -364,25 +385,17 @@ export interface Engine {
    * Gives up every call in flight at once (each rejects) and refuses new ones: for a process
    * that is stopping while the engine does not answer.
    */
-  abandon?(reason: string): void;
+  abandon(reason: string): void;
   /**
    * Which start of the engine this is: its default `bridge` network (made anew, with a new id,
    * each time the engine starts) and when it was made; undefined when the engine has none
-   * (`--bridge=none`). Asked on a connection of its own: an engine that is shutting down
-   * refuses new connections (an unavailable error) while it still answers on kept-alive ones.
+   * (`--bridge=none`, or a backend of several engines). Asked on a connection of its own: an
+   * engine that is shutting down refuses new connections (an unavailable error) while it still
+   * answers on kept-alive ones.
    */
-  boot?(): Promise<{ id: string; at: string } | undefined>;
-  /**
-   * Where the engine keeps its data (its DockerRootDir), and whether berth reaches it through a
-   * socket file on this host (`local`), so that path is one berth can read the file system of.
-   */
-  dataRoot?(): Promise<{ path: string; local: boolean } | undefined>;
-  /** The engine's storage driver and the file system under its data root (GET /info: Driver, DriverStatus "Backing Filesystem"). */
-  storage?(): Promise<{ driver: string; backingFs: string; dataRoot: string; imageStore?: 'classic' | 'containerd' }>;
-  /**
-   * What the engine's containers' writable layers (SizeRw, by container id) and its volumes (by
-   * name) hold, as the engine counts them (GET /system/df: it walks each itself; a file's size,
-   * hard links once, empty files and folders nothing).
-   */
-  diskUsage?(): Promise<{ layers: Map<string, number>; volumes: Map<string, number> }>;
+  boot(): Promise<{ id: string; at: string } | undefined>;
+  /** Its storage, where berth can ask (LocalStorage); null for a backend of several engines (a swarm). */
+  readonly local: LocalStorage | null;
+  /** Its runs, where they happen elsewhere than this host (RemoteRuns: a swarm); null for one engine. */
+  readonly remote: RemoteRuns | null;
 }

@@ -9,7 +9,7 @@ import type { Engine } from './types';
 type Kind = 'containers' | 'networks' | 'volumes' | 'images' | 'events' | 'engine';
 const KINDS = ['containers', 'networks', 'volumes', 'images', 'events'] as const;
 /** The engine's own calls (not of one resource kind): counted and timed as kind `engine`. */
-const ENGINE_OPS = ['ping', 'version', 'boot', 'dataRoot', 'storage', 'diskUsage'] as const;
+const ENGINE_OPS = ['ping', 'version', 'boot'] as const;
 
 /** Methods that change the engine. */
 export const MUTATING: ReadonlySet<string> = new Set(['create', 'putArchive', 'start', 'stop', 'remove', 'connect', 'exec']);
@@ -31,10 +31,15 @@ function mapClients(engine: Engine, f: <T extends object>(kind: Kind, client: T)
   for (const kind of KINDS) (out as unknown as Record<Kind, object>)[kind] = f(kind, engine[kind]);
   // ping, version and boot (the pass's look at which start of the engine this is) are calls too
   const own = f('engine', engine);
-  for (const op of ENGINE_OPS) if (typeof engine[op] === 'function') (out as unknown as Record<string, unknown>)[op] = own[op];
-  // not a call: passed on as it is (the spread above misses a class's methods)
-  if (typeof engine.abandon === 'function') out.abandon = engine.abandon.bind(engine);
-  return out;
+  for (const op of ENGINE_OPS) (out as unknown as Record<string, unknown>)[op] = own[op];
+  // the capabilities: the engine's storage counted as its own calls, runs elsewhere as containers'
+  return {
+    ...out,
+    local: engine.local ? f('engine', engine.local) : null,
+    remote: engine.remote ? f('containers', engine.remote) : null,
+    // not a call: passed on as it is (the spread above misses a class's methods)
+    abandon: engine.abandon.bind(engine),
+  };
 }
 
 export function instrumentEngine(engine: Engine, listener: CallListener): Engine {

@@ -14,8 +14,11 @@
  * logs). `begin-run`, `record-copied`, `record` and `forget` make no engine call; `attest-start`,
  * `attest`, `adopt`, `ready-sidecar`, `finish` and `harvest` only read.
  * One concern per file: create.ts (begin-run, create-container, copy-in, record-copied),
- * sidecar.ts (create-sidecar, connect-sidecar, copy-in-sidecar, start-sidecar, ready-sidecar), conflict.ts (networks, volumes, names held), start.ts (start, attest-start,
- * adopt), attest.ts, finish.ts (finish, harvest), status-record.ts, run-folder.ts.
+ * sidecar.ts (create-sidecar, connect-sidecar, copy-in-sidecar, start-sidecar, ready-sidecar),
+ * conflict.ts (networks, volumes, names held), start.ts (start, attest-start, adopt), attest.ts,
+ * finish.ts (finish, harvest), grade.ts (a grade's five), status-record.ts. What goes into a
+ * container is packed in pack/, what comes out is written by harvest/ and workspace/; what an
+ * end means is decided in plan/ (exit-outcome.ts, grade-verdict.ts, results-truncated.ts).
  */
 import { followUp } from '../plan/follow-up';
 import type { AttemptAction, OpOutcome, Operation, Plan } from '../plan/types';
@@ -60,7 +63,7 @@ export class Executor {
   }
 
   private bootForStart(): Promise<EngineBoot | undefined> {
-    this.boot ??= (this.deps.engine.boot?.() ?? Promise.resolve(undefined)).then(
+    this.boot ??= this.deps.engine.boot().then(
       (b) => {
         if (!b) this.boot = undefined; // not kept: the next start asks again
         return b;

@@ -46,7 +46,7 @@ export async function finish(x: ExecContext, a: AttemptAction, op: Extract<Opera
     // Asked on a new connection: an engine that is shutting down (and stopping this very
     // container) refuses it, and the finish waits for the engine to come back (an error
     // here; the next pass tries again) instead of reading the engine's stop as the task's.
-    const current = st && mayBeEngineDeath(st, ranUnder) ? await x.deps.engine.boot?.() : undefined;
+    const current = st && mayBeEngineDeath(st, ranUnder) ? await x.deps.engine.boot() : undefined;
     // the deadline of the run this container is (a record of another run does not judge it)
     const deadlineAt = rec?.containerId === id ? rec?.deadlineAt : undefined;
     const layer = st && rec && rec.containerId === id ? await cappedLayer(x, st, rec.disk, id) : undefined;
@@ -93,7 +93,7 @@ export async function finish(x: ExecContext, a: AttemptAction, op: Extract<Opera
  * Asked only then (the engine walks the layer to answer); an engine that cannot say, none.
  */
 async function cappedLayer(x: ExecContext, st: ContainerState, disk: AttemptStatus['disk'], id: string | undefined): Promise<CappedLayer | undefined> {
-  const sized = x.deps.engine.containers.writableBytes?.bind(x.deps.engine.containers);
+  const sized = x.deps.engine.local?.writableBytes.bind(x.deps.engine.local);
   if (!id || !sized || st.running || st.exitCode === 0 || st.oomKilled || disk?.enforcedBy !== 'engine') return undefined;
   const usedBytes = await sized(id).catch(() => undefined);
   return usedBytes === undefined ? undefined : { usedBytes, limitBytes: disk.bytes };
@@ -127,7 +127,7 @@ export async function harvest(x: ExecContext, a: AttemptAction, op: Extract<Oper
     // berth's own files go into the run folder: made or found below the results root with no link followed.
     if (mount) await ensureRunFolder(x.deps.resultsRoot, mount);
     // a backend whose runs write their results elsewhere (a swarm node) brings them home first, within the caps
-    const collected = mount && id && engine.containers.collect ? await engine.containers.collect(id, mount, caps) : undefined;
+    const collected = mount && id && engine.remote ? await engine.remote.collect(id, mount, caps) : undefined;
     // the workspace, read out of the stopped container before anything removes it (workspace/export.ts)
     if (mount) {
       const exported = await exportWorkspace(engine, path.dirname(mount), id, x.deps.signal, rr.redactor);

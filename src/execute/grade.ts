@@ -253,7 +253,7 @@ export async function finishGrade(x: ExecContext, a: AttemptAction, op: Extract<
   const base = g.resultsDir ? resultsBase(x.deps.resultsRoot, path.join(path.dirname(gradeDir), 'results')) : undefined;
   // a backend whose graders write their results elsewhere (a swarm node's volume) brings them
   // home first, into the folder begin-grade made (found again with no link followed), as a run's
-  const collect = x.deps.engine.containers.collect?.bind(x.deps.engine.containers);
+  const collect = x.deps.engine.remote?.collect.bind(x.deps.engine.remote);
   if (collect && base && op.id && details) {
     await assertFoldersBelow(base, g.resultsDir);
     // within the default caps, streamed: a grader's results are bounded as a run's (a swarm node's collect)

@@ -18,7 +18,7 @@ const SIGKILL_EXIT = 137;
 
 /** `st`, OOM-killed when the engine's event log says so although its inspect did not (yet). */
 export async function withLateOom(engine: Engine, id: string, st: ContainerState, signal?: AbortSignal): Promise<ContainerState> {
-  if (st.running || st.oomKilled || st.exitCode !== SIGKILL_EXIT || !engine.events.first) return st;
+  if (st.running || st.oomKilled || st.exitCode !== SIGKILL_EXIT) return st;
   const started = engineTime(st.startedAt);
   const finished = engineTime(st.finishedAt);
   if (started === undefined || finished === undefined) return st;

@@ -162,10 +162,9 @@ async function probeReady(x: ExecContext, sc: Sidecar, id: string, r: SidecarRea
   const within = `within ${r.deadlineSeconds} s`;
   if ('log' in r) return untilLogSays(x, id, r.log, r.deadlineSeconds);
   const { engine } = x.deps;
-  const exec = engine.containers.exec?.bind(engine.containers);
+  const exec = engine.containers.exec.bind(engine.containers);
   // a backend whose containers' addresses berth cannot reach probes from the sidecar's own network namespace
-  const probeTcp = engine.containers.probeTcp?.bind(engine.containers);
-  if ('command' in r && !exec) return 'has ready: {command}, which this engine backend cannot run (use tcp or log)';
+  const probeTcp = engine.remote?.probeTcp.bind(engine.remote);
   let last = '';
   let answered = '';
   for (;;) {

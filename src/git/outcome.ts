@@ -5,11 +5,22 @@
  * (`X-Berth-Signature-256: sha256=<HMAC-SHA256 of the body>`), retried with back-off (1 s
  * doubling, NOTIFY_TRIES tries) in the background: the controller's loop never waits for it;
  * `reconcile --once` waits for the deliveries (drain()) before it exits.
+ *
+ * With the specs' sets known (the load the caller passes), the outcome also carries its sets'
+ * children as the summary judges them (`sets`), and the comparison with the revision whose
+ * outcome was written before it (`comparison`, sets/compare.ts as `berth compare --baseline`:
+ * the children of this revision paired by name with the same children there), so a push that
+ * broke tasks says so in its notification. `outcomes/latest` names that revision (the last
+ * outcome written with sets).
  */
 import { createHmac } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { FINISHED_PHASES } from '../constants';
+import { compareResult, compareWithBaseline, type CompareResult, type SideSet } from '../sets/compare';
+import { pText, points } from '../sets/compare-text';
+import { judgeSet, setsOfLoad } from '../sets/summary';
+import type { LoadedSet, LoadedSpec } from '../spec/types';
 import { writeFileAtomic } from '../status/atomic-file';
 import type { AttemptStatus } from '../status/types';
 import type { Logger } from '../util/log';
@@ -30,6 +41,62 @@ export interface RevisionOutcome {
     finishedAt: string | null;
     resultsDir: string | null;
   }[];
+  /** The revision's AttemptSet children, judged as the summary judges them (only sets with a child of this revision). */
+  sets?: SideSet[];
+  /** Against the revision whose outcome was written before this one: its children of the same names. */
+  comparison?: CompareResult & { against: string };
+}
+
+/** What the outcomes need of a spec load to know the sets. */
+export interface SetsLoad {
+  specs: readonly LoadedSpec[];
+  sets?: ReadonlyMap<string, LoadedSet>;
+}
+
+/** Of every set now, the children whose current run came from the revision `r` (pure). */
+export function revisionSets(all: readonly SideSet[], r: RevisionOutcome): SideSet[] {
+  const names = new Set(r.attempts.map((a) => a.name));
+  return all
+    .map((s) => ({
+      name: s.name,
+      axes: s.axes,
+      samplesAxis: s.samplesAxis,
+      children: s.children.filter((c) => names.has(c.name)).map((c) => ({ name: c.name, coords: c.coords, outcome: c.outcome, reason: c.reason ?? null })),
+    }))
+    .filter((s) => s.children.length > 0);
+}
+
+/**
+ * This revision's sets against the same sets of the revision before (pure): each child paired
+ * with the child of the same name there (children it did not have are unpaired); a set the
+ * revision before did not have is left out. Undefined when there is nothing to compare.
+ */
+export function compareRevisions(before: RevisionOutcome, now: RevisionOutcome): (CompareResult & { against: string }) | undefined {
+  const was = new Map((before.sets ?? []).map((s) => [s.name, s]));
+  const sets = (now.sets ?? []).flatMap((s) => {
+    const b = was.get(s.name);
+    if (!b) return [];
+    const names = new Set(s.children.map((c) => c.name));
+    return [compareWithBaseline({ ...b, children: b.children.filter((c) => names.has(c.name)) }, s)];
+  });
+  if (!sets.length) return undefined;
+  return {
+    against: before.revision,
+    ...compareResult('baseline', sets, { baseline: { file: `${before.revision}.json`, generatedAt: before.finishedAt || null } }),
+  };
+}
+
+/** The comparison in one line for the log: per set, the rates, the difference, p and the regressions. */
+export function comparisonLine(c: CompareResult & { against: string }): string {
+  const sets = c.sets.flatMap((s) =>
+    s.status !== 'compared'
+      ? [`set ${s.set} not compared (${s.message ?? s.status})`]
+      : s.comparisons.map(
+          (x) =>
+            `set ${s.set} ${x.passed.before}/${x.samples} → ${x.passed.after}/${x.samples} (${points(x.difference)}, p = ${pText(x.pValue)}${x.regression ? ', a regression' : ''}; ${x.regressions.length} fell, ${x.fixes.length} rose)`,
+        ),
+  );
+  return `against ${c.against.slice(0, 12)}: ${sets.join('; ')}`;
 }
 
 /** The revisions all of whose attempts have finished, with their outcome (pure). */
@@ -79,6 +146,8 @@ export class RevisionOutcomes {
   /** Back-off waits under way: close() ends them. */
   private readonly waits = new Map<NodeJS.Timeout, () => void>();
   private closed = false;
+  /** The latest spec load given: which children are a set's, and how their outcomes are judged. */
+  private load: SetsLoad | undefined;
 
   constructor(private readonly o: { root: string; url: string; log: Logger; notify?: { url: string; secret: string } }) {}
 
@@ -86,16 +155,43 @@ export class RevisionOutcomes {
     return path.join(this.o.root, 'outcomes');
   }
 
-  /** Writes (and starts sending, without waiting for it) the outcome of every revision that has just finished. */
-  check(statuses: Iterable<AttemptStatus>): Promise<void> {
+  /**
+   * Writes (and starts sending, without waiting for it) the outcome of every revision that has
+   * just finished. `load`: the specs as last loaded (kept for later checks that have none), for
+   * the sets and the comparison.
+   */
+  check(statuses: Iterable<AttemptStatus>, load?: SetsLoad): Promise<void> {
+    if (load) this.load = load;
     // drain() waits for checks under way too: one may have claimed a revision another check skips
-    const p = this.checkNow(statuses).finally(() => this.checking.delete(p));
+    const p = this.checkNow([...statuses]).finally(() => this.checking.delete(p));
     this.checking.add(p);
     return p;
   }
 
-  private async checkNow(statuses: Iterable<AttemptStatus>): Promise<void> {
-    for (const r of finishedRevisions(statuses, this.o.url)) {
+  /** Every set now, judged (once per check, and only when a revision is written). */
+  private setsNow(statuses: readonly AttemptStatus[]): SideSet[] {
+    if (!this.load) return [];
+    const byName = new Map(statuses.map((s) => [s.name, s]));
+    return [...setsOfLoad(this.load.specs, this.load.sets ?? new Map())]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([, g]) => judgeSet(g.policy, g.children, byName));
+  }
+
+  /** The outcome written before (`outcomes/latest`), unless it is `revision`'s own or cannot be read. */
+  private async previous(revision: string): Promise<RevisionOutcome | undefined> {
+    const last = (await fs.readFile(path.join(this.dir, 'latest'), 'utf8').catch(() => '')).trim();
+    if (!/^[0-9a-f]{7,64}$/.test(last) || last === revision) return undefined;
+    try {
+      return JSON.parse(await fs.readFile(path.join(this.dir, `${last}.json`), 'utf8')) as RevisionOutcome;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private async checkNow(statuses: readonly AttemptStatus[]): Promise<void> {
+    let sets: SideSet[] | undefined;
+    for (const found of finishedRevisions(statuses, this.o.url)) {
+      let r = found;
       if (this.written.has(r.revision)) continue;
       const file = path.join(this.dir, `${r.revision}.json`);
       this.written.add(r.revision);
@@ -106,13 +202,20 @@ export class RevisionOutcomes {
         )
       )
         continue; // written before a restart
+      sets ??= this.setsNow(statuses);
+      const mine = revisionSets(sets, r);
+      if (mine.length) r = { ...r, sets: mine };
+      const before = mine.length ? await this.previous(r.revision) : undefined;
+      const comparison = before ? compareRevisions(before, r) : undefined;
+      if (comparison) r = { ...r, comparison };
       const body = `${JSON.stringify(r, null, 2)}\n`;
       await fs.mkdir(this.dir, { recursive: true, mode: 0o700 });
       await writeFileAtomic(file, body);
+      if (mine.length) await writeFileAtomic(path.join(this.dir, 'latest'), `${r.revision}\n`);
       this.o.log.info(
         `revision ${r.revision.slice(0, 12)}: every attempt finished (${Object.entries(r.counts)
           .map(([p, n]) => `${n} ${p}`)
-          .join(', ')}); outcome in ${file}`,
+          .join(', ')}); outcome in ${file}${comparison ? `; ${comparisonLine(comparison)}` : ''}`,
       );
       if (this.o.notify) {
         const p = this.deliver(this.o.notify, body, r.revision).finally(() => this.sending.delete(p));

@@ -60,7 +60,7 @@ function withImages(s: Snapshot, images: readonly ImageSummary[]): Snapshot {
 
 /** The engine's boot for the planner; unknown (never an error) when the engine cannot say. */
 function bootOf(engine: Engine): Promise<Snapshot['boot']> {
-  return (engine.boot?.() ?? Promise.resolve(undefined)).catch(() => undefined);
+  return engine.boot().catch(() => undefined);
 }
 
 function withBoot(s: Snapshot, boot: Snapshot['boot']): Snapshot {

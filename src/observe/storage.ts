@@ -48,8 +48,8 @@ export function engineCaps(engine: Engine): Promise<EngineCaps> {
   const kept = known.get(engine);
   if (kept) return kept;
   const asked = (async (): Promise<EngineCaps> => {
-    if (!engine.storage) return { layer: false, volumes: false };
-    const s = await engine.storage();
+    if (!engine.local) return { layer: false, volumes: false };
+    const s = await engine.local.storage();
     const mounts = s.dataRoot ? await readFile('/proc/self/mounts', 'utf8').catch(() => '') : '';
     const quota = s.dataRoot !== '' && quotaMount(mountOf(mounts, s.dataRoot));
     return { layer: CAPPING_DRIVERS.has(s.driver) || (s.driver === 'overlay2' && s.backingFs === 'xfs' && quota), volumes: quota };

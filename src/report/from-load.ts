@@ -6,6 +6,7 @@
 import type { LoadedSet, LoadedSpec } from '../spec/types';
 import { gradeClass } from '../sets/grade-state';
 import { setsOfLoad, summarize } from '../sets/summary';
+import { compareResult, compareWithBaseline, oneSided, type SideSet } from '../sets/compare';
 import type { AttemptStatus } from '../status/types';
 import { buildReport, type PlainAttempt, type ReportData, type ReportInput } from './model';
 
@@ -18,11 +19,19 @@ export interface ReportChoice {
   selecting: boolean;
 }
 
+/** `berth report --baseline FILE`: an earlier summary's sets (sets/baseline.ts), and where they came from. */
+export interface ReportBaseline {
+  file: string;
+  generatedAt: string | null;
+  sets: readonly SideSet[];
+}
+
 export function reportFromLoad(
   load: { specs: readonly LoadedSpec[]; sets?: ReadonlyMap<string, LoadedSet> },
   statuses: ReadonlyMap<string, AttemptStatus>,
   choice: ReportChoice,
-  o: Omit<ReportInput, 'sets' | 'childLabels' | 'plain' | 'statuses'>,
+  o: Omit<ReportInput, 'sets' | 'childLabels' | 'plain' | 'statuses' | 'comparison'>,
+  baseline?: ReportBaseline,
 ): ReportData {
   const all = setsOfLoad(load.specs, load.sets ?? new Map());
   const chosen = new Map(
@@ -59,5 +68,36 @@ export function reportFromLoad(
       if (choice.keep(labels)) plain.push({ name, labels, ...(graded ? { graded } : {}) });
     }
   }
-  return buildReport({ ...o, sets: summary.sets, childLabels, childHashes, plain, statuses });
+  return buildReport({
+    ...o,
+    sets: summary.sets,
+    childLabels,
+    childHashes,
+    plain,
+    statuses,
+    ...(baseline ? { comparison: comparisonWith(baseline, summary.sets, choice) } : {}),
+  });
+}
+
+/**
+ * The report's sets against the baseline's (by name); with every set shown, the baseline's sets
+ * that are gone too. With a selector, only the children it keeps now are compared (the
+ * baseline's others are not listed as gone).
+ */
+function comparisonWith(b: ReportBaseline, now: readonly SideSet[], choice: ReportChoice) {
+  const was = new Map(b.sets.map((s) => [s.name, s]));
+  const sets = now.map((s) => {
+    const before = was.get(s.name);
+    if (!before) return oneSided(s.name, 'after');
+    const kept = new Set(s.children.map((c) => c.name));
+    return compareWithBaseline(choice.selecting ? { ...before, children: before.children.filter((c) => kept.has(c.name)) } : before, s);
+  });
+  const everySet = choice.sets.length === 0 && !choice.selecting;
+  const shown = new Set(now.map((s) => s.name));
+  if (everySet) for (const s of b.sets) if (!shown.has(s.name)) sets.push(oneSided(s.name, 'before'));
+  return compareResult(
+    'baseline',
+    sets.sort((x, y) => (x.set < y.set ? -1 : x.set > y.set ? 1 : 0)),
+    { baseline: { file: b.file, generatedAt: b.generatedAt } },
+  );
 }

@@ -28,6 +28,7 @@ import { classify, type OutcomeClass } from '../sets/outcome';
 import type { AttemptStatus } from '../status/types';
 import { engineTime } from '../engine/time';
 import { concurrency, type Step } from './timeline';
+import type { CellComparison, CompareResult, LeftOut } from '../sets/compare';
 
 export const REPORT_SCHEMA_VERSION = 1;
 
@@ -110,6 +111,8 @@ export interface ReportData {
   attempts: ReportAttempt[];
   /** Attempts left out by REPORT_LIMITS.attempts (the page says so). */
   omitted: number;
+  /** `berth report --baseline FILE`: the sets against that earlier summary (sets/compare.ts), strings cut to REPORT_LIMITS; absent without one. */
+  comparison?: CompareResult;
 }
 
 /** A plain Attempt (not a set's child) as the report sees it. */
@@ -141,6 +144,8 @@ export interface ReportInput {
   present?: ReadonlySet<string>;
   mode: 'file' | 'live';
   title?: string;
+  /** `--baseline`: the comparison to show first. */
+  comparison?: CompareResult;
 }
 
 /** `s` cut to `n` characters (with an ellipsis), never split inside a surrogate pair. */
@@ -368,5 +373,48 @@ export function buildReport(i: ReportInput): ReportData {
     sets: i.sets.map(setOf),
     attempts,
     omitted: all.length - attempts.length,
+    ...(i.comparison ? { comparison: clipComparison(i.comparison) } : {}),
+  };
+}
+
+/** A comparison with every string from a spec, a record or the baseline file cut to REPORT_LIMITS. */
+function clipComparison(r: CompareResult): CompareResult {
+  const name = (s: string) => clip(s, REPORT_LIMITS.name);
+  const cell = (c: CellComparison): CellComparison => ({
+    ...c,
+    coords: clipMap(c.coords),
+    before: { passed: c.before.passed, names: c.before.names.slice(0, REPORT_LIMITS.entries).map(name) },
+    after: { passed: c.after.passed, names: c.after.names.slice(0, REPORT_LIMITS.entries).map(name) },
+  });
+  const side = (x: LeftOut['before']) => ({ name: name(x.name), outcome: x.outcome, reason: x.reason === null ? null : clip(x.reason, REPORT_LIMITS.value) });
+  return {
+    ...r,
+    baseline: r.baseline
+      ? { file: clip(r.baseline.file, REPORT_LIMITS.path), generatedAt: r.baseline.generatedAt && clip(r.baseline.generatedAt, REPORT_LIMITS.value) }
+      : null,
+    sets: r.sets.map((s) => ({
+      ...s,
+      set: name(s.set),
+      message: s.message === null ? null : clip(s.message, REPORT_LIMITS.message),
+      comparisons: s.comparisons.map((c) => {
+        const all = c.all.map(cell);
+        // the lists hold the same cells as `all` (the same objects once clipped: the data stays one copy of each)
+        const at = new Map(c.all.map((x, i) => [x, all[i] as CellComparison]));
+        return {
+          ...c,
+          before: clip(c.before, REPORT_LIMITS.value),
+          after: clip(c.after, REPORT_LIMITS.value),
+          axis: c.axis === null ? null : clip(c.axis, REPORT_LIMITS.key),
+          pairedOn: c.pairedOn.map((a) => clip(a, REPORT_LIMITS.key)),
+          samplesAxis: c.samplesAxis === null ? null : clip(c.samplesAxis, REPORT_LIMITS.key),
+          regressions: c.regressions.map((x) => at.get(x) ?? cell(x)),
+          fixes: c.fixes.map((x) => at.get(x) ?? cell(x)),
+          flaky: c.flaky.map((x) => at.get(x) ?? cell(x)),
+          leftOut: c.leftOut.map((l) => ({ before: side(l.before), after: side(l.after) })),
+          unpaired: c.unpaired.map((u) => ({ ...u, name: name(u.name), coords: clipMap(u.coords) })),
+          all,
+        };
+      }),
+    })),
   };
 }

@@ -13,6 +13,7 @@ import type { ReportAttempt, ReportData } from './model';
 import { PAGE_SCRIPT } from './page-script';
 import { PAGE_STYLE } from './page-style';
 import { heatmaps, timeline } from './render-charts';
+import { comparisonSection } from './render-compare';
 
 const sha256 = (s: string) => `'sha256-${createHash('sha256').update(s, 'utf8').digest('base64')}'`;
 
@@ -149,7 +150,7 @@ export function renderReport(d: ReportData): string {
 </head>
 <body>
 <header><h1>${esc(d.title)}</h1><p class="meta">generated ${esc(utc(d.generatedAt))} · instance ${esc(d.instance)} · ${d.summary.attempts} attempts${live}</p></header>
-<section id="summary"><h2>Summary</h2>
+${d.comparison ? `${comparisonSection(d.comparison)}\n` : ''}<section id="summary"><h2>Summary</h2>
 ${summary(d)}
 </section>
 <section id="heatmap"><h2>Matrix</h2>

@@ -18,7 +18,8 @@ interface Span {
   outcome: string;
 }
 
-/** The steps of the concurrency line: one per instant the count changes (an unfinished run holds its slot until `now`; a run that ended without a finish time, none). */
+/** The steps of the concurrency line: one per instant the count changes (an unfinished run holds its slot until `now`; a run that ended without a
+ * finish time, none). */
 export function concurrency(spans: readonly Span[], now: number): Step[] {
   const deltas = new Map<number, number>();
   const add = (t: number, d: number) => deltas.set(t, (deltas.get(t) ?? 0) + d);

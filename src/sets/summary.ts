@@ -110,7 +110,8 @@ export interface Summary {
   attempts?: SetSummary;
 }
 
-/** The name of the plain Attempts' suite (no set can be named so: a set's name is a DNS label, this one is too, so it is said apart by its place, `attempts`, not `sets`). */
+/** The name of the plain Attempts' suite (no set can be named so: a set's name is a DNS label, this one is too, so it is said apart by its place,
+ * `attempts`, not `sets`). */
 export const PLAIN_SUITE = 'attempts';
 
 const ms = (iso: string | undefined) => (iso ? Date.parse(iso) : NaN);
@@ -215,10 +216,24 @@ export function samplesAxisOf(policy: SetPolicy, chosen?: string): string | null
   return SAMPLE_AXES.find((a) => policy.axes.includes(a)) ?? null;
 }
 
+/** A set's children judged as its summary judges them, without the rest of the summary (cells, axis values, pass@k): what `berth compare` reads. */
+export function judgeSet(
+  policy: SetPolicy,
+  children: readonly SetChild[],
+  statuses: ReadonlyMap<string, AttemptStatus>,
+  samples?: string,
+): Pick<SetSummary, 'name' | 'axes' | 'samplesAxis' | 'children'> {
+  return {
+    name: policy.name,
+    axes: policy.axes,
+    samplesAxis: samplesAxisOf(policy, samples),
+    children: children.map((c) => (c.loaded ? child(c.loaded, statuses.get(c.name)) : invalidChild(c, statuses.get(c.name)))),
+  };
+}
+
 /** The summary of one set from its children in expansion order. */
 export function summarizeSet(policy: SetPolicy, children: readonly SetChild[], statuses: ReadonlyMap<string, AttemptStatus>, samples?: string): SetSummary {
-  const kids = children.map((c) => (c.loaded ? child(c.loaded, statuses.get(c.name)) : invalidChild(c, statuses.get(c.name))));
-  const samplesAxis = samplesAxisOf(policy, samples);
+  const { children: kids, samplesAxis } = judgeSet(policy, children, statuses, samples);
   const cellAxes = policy.axes.filter((a) => a !== samplesAxis);
 
   const cellsByKey = new Map<string, ChildSummary[]>();

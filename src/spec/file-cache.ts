@@ -2,8 +2,9 @@
  * Spec files that have not changed need not be parsed again: the outcome of a file is kept
  * while its stat (inode, size, mtime, ctime) holds. Only outcomes that depend on nothing but
  * the file are kept: no errors, no fixture (its content is in the hash) and no secret read
- * from a file; an AttemptSet only when no axis reads a folder (`fromDir`) and its children qualify. A long-running controller and repeated passes reload a big folder for the cost
- * of one stat per file.
+ * from a file; an AttemptSet only when no axis reads a folder (`fromDir`) and its children
+ * qualify. A long-running controller and repeated passes reload a big folder for the cost of
+ * one stat per file.
  *
  * An outcome whose only other input is its attempts' fixtures (`fixtureBound`: a fleet's specs)
  * is kept too, with each fixture as written, its real path and its digest: a hit holds only

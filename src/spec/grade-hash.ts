@@ -6,7 +6,7 @@
  * tests or giving the grader more time judges nothing differently.
  */
 import { canonicalJson } from './canonical-json';
-import { sha256Hex } from './hash';
+import { countedFields, sha256Hex, type FieldTable } from './hash';
 import type { NormalizedGrade } from './types';
 
 export const GRADE_HASH_VERSION = 1;
@@ -23,18 +23,31 @@ export function gradeHash(g: NormalizedGrade): string {
   return h;
 }
 
+/** How each field of spec.grade counts for the grade hash (spec/hash.ts FieldTable: a new field must be classified). */
+export const GRADE_FIELDS = {
+  image: 'hash',
+  command: 'hash',
+  env: 'hash',
+  // where the hidden tests live on the host: their content is in fixtureDigest
+  fixture: 'ignore',
+  fixtureDigest: 'hash',
+  protect: { form: (g) => [...g.protect].sort() },
+  // more time judges nothing differently
+  deadlineSeconds: 'ignore',
+  resources: { form: (g) => countedFields(GRADE_RESOURCE_FIELDS, g.resources) },
+  network: { form: (g) => countedFields(GRADE_NETWORK_FIELDS, g.network) },
+  when: 'hash',
+} satisfies FieldTable<
+  NormalizedGrade,
+  'image' | 'command' | 'env' | 'fixture' | 'fixtureDigest' | 'protect' | 'deadlineSeconds' | 'resources' | 'network' | 'when'
+>;
+
+const GRADE_RESOURCE_FIELDS = { cpus: 'hash', memoryBytes: 'hash', pids: 'hash' } satisfies FieldTable<
+  NormalizedGrade['resources'],
+  'cpus' | 'memoryBytes' | 'pids'
+>;
+const GRADE_NETWORK_FIELDS = { mode: 'hash' } satisfies FieldTable<NormalizedGrade['network'], 'mode'>;
+
 function hashOf(g: NormalizedGrade): string {
-  return sha256Hex(
-    canonicalJson({
-      version: GRADE_HASH_VERSION,
-      image: g.image,
-      command: g.command,
-      env: g.env,
-      fixtureDigest: g.fixtureDigest,
-      protect: [...g.protect].sort(),
-      when: g.when,
-      resources: g.resources,
-      network: g.network,
-    }),
-  );
+  return sha256Hex(canonicalJson({ version: GRADE_HASH_VERSION, ...countedFields(GRADE_FIELDS, g) }));
 }

@@ -18,8 +18,8 @@
  *   files of `fromFile` secrets.
  * - `workspace`: what of the workspace is brought home after a run (export, exclude, caps).
  *   Changing what is exported must not re-run an expensive agent; it applies from the next run.
- * - `harvest`: what a run's results folder keeps (its caps); as `workspace`, from the next harvest. Secrets count by name and source kind (plus the variable name
- *   for `fromEnv`), never by value.
+ * - `harvest`: what a run's results folder keeps (its caps); as `workspace`, from the next harvest.
+ * Secrets count by name and source kind (plus the variable name for `fromEnv`), never by value.
  * Defaults are already filled in by normalization, so writing a default out changes nothing;
  * lists whose order means nothing (secrets, volumes, egress) are sorted there too (and here
  * again). The hashed form of a field is exactly what it was when the hash was first written
@@ -28,9 +28,123 @@
 import { hash as oneShotHash } from 'node:crypto';
 import { SPEC_HASH_SCHEMA } from '../constants';
 import { canonicalJson } from './canonical-json';
-import type { NormalizedAttempt } from './types';
+import type { CredentialSpec, NormalizedAttempt, SecretRef, SidecarReady, SidecarSpec, VolumeMount } from './types';
 
 export { canonicalJson } from './canonical-json';
+
+/**
+ * How a field counts for a hash, in a table that names every field of its type, nested objects
+ * and list items included, so that adding a field anywhere does not compile until it is classified:
+ * - `'ignore'`: never counts;
+ * - a field the type had when it first counted (`First`): `'hash'`, as it is, or `{ form }`, in the
+ *   canonical form `form` gives (a sorted list, a nested table);
+ * - any other field: `{ default }`, the value a spec that does not write it normalizes to (absent:
+ *   `undefined`), and counts only where it differs from it (in the form `form` gives, if any), so
+ *   every spec written before the field existed keeps its hash.
+ */
+type Rule<T, K extends AllKeys<T>, First> =
+  'ignore' | (K extends First ? 'hash' | { form: (v: T) => unknown } : { default: ValueOf<T, K> | undefined; form?: (v: T) => unknown });
+
+/** Every field of T (each member of a union: a sidecar's `ready` is one of three shapes), with its rule. */
+export type FieldTable<T, First extends AllKeys<T>> = { [K in AllKeys<T>]: Rule<T, K, First> };
+
+type AllKeys<T> = T extends unknown ? keyof T : never;
+type ValueOf<T, K> = T extends unknown ? (K extends keyof T ? T[K] : never) : never;
+type AnyRule = 'hash' | 'ignore' | { form: (v: never) => unknown } | { default: unknown; form?: (v: never) => unknown };
+
+/** `value`'s fields as `table` counts them (an unknown field is hashed: it replaces, never ignored silently). */
+export function countedFields<T extends object>(table: object, value: T): Record<string, unknown> {
+  const rules = table as Record<string, AnyRule | undefined>;
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) {
+    const rule: AnyRule = (Object.hasOwn(rules, key) ? rules[key] : undefined) ?? 'hash';
+    const v = (value as Record<string, unknown>)[key];
+    if (rule === 'ignore' || v === undefined) continue;
+    if (rule === 'hash') {
+      out[key] = v;
+      continue;
+    }
+    // a default of undefined (absent when not written) is never met here: v is defined
+    if ('default' in rule && rule.default !== undefined && canonicalJson(v) === canonicalJson(rule.default)) continue;
+    const form = rule.form as ((x: T) => unknown) | undefined;
+    out[key] = form ? form(value) : v;
+  }
+  return out;
+}
+
+const byName = <T extends { name: string }>(a: T, b: T): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+
+type Resources = NormalizedAttempt['resources'];
+
+/** `resources`: cpus, memoryBytes and pids were in the first hash. */
+export const RESOURCE_FIELDS = {
+  cpus: 'hash',
+  memoryBytes: 'hash',
+  pids: 'hash',
+  // added after the first hash: a spec without it keeps its hash
+  diskBytes: { default: null },
+} satisfies FieldTable<Resources, 'cpus' | 'memoryBytes' | 'pids'>;
+
+/** `network` (its `credentials` sit beside it, so its hashed form stays the first hash's). */
+export const NETWORK_FIELDS = {
+  mode: 'hash',
+  egress: { form: (n) => [...n.egress].sort() },
+} satisfies FieldTable<NormalizedAttempt['network'], 'mode' | 'egress'>;
+
+/** A secret counts by name and source kind (plus the variable for `fromEnv`), never by value or the file's path. */
+export const SECRET_FIELDS = {
+  name: 'hash',
+  fromEnv: 'hash',
+  fromFile: 'ignore',
+} satisfies FieldTable<SecretRef, 'name' | 'fromEnv' | 'fromFile'>;
+
+/** The first hash's form of a secret ({name, source, env}), with any later field of the table beside it. */
+function secretForm(x: SecretRef): { name: string } & Record<string, unknown> {
+  const { name: _n, fromEnv: _e, ...later } = countedFields(SECRET_FIELDS, x);
+  return { ...later, ...(x.fromEnv !== undefined ? { name: x.name, source: 'env', env: x.fromEnv } : { name: x.name, source: 'file' }) };
+}
+
+/** A volume: its size came after the first hash. */
+export const VOLUME_FIELDS = {
+  name: 'hash',
+  mountPath: 'hash',
+  readOnly: 'hash',
+  sizeBytes: { default: null },
+} satisfies FieldTable<VolumeMount, 'name' | 'mountPath' | 'readOnly'>;
+
+/** An injected credential, as it first counted (with `network.credentials`). */
+export const CREDENTIAL_FIELDS = {
+  host: 'hash',
+  port: 'hash',
+  secret: 'hash',
+  header: 'hash',
+  format: 'hash',
+  caSecret: 'hash',
+} satisfies FieldTable<CredentialSpec, 'host' | 'port' | 'secret' | 'header' | 'format' | 'caSecret'>;
+
+/** A sidecar's readiness, whichever of its shapes. */
+export const READY_FIELDS = {
+  tcp: 'hash',
+  log: 'hash',
+  command: 'hash',
+  deadlineSeconds: 'hash',
+} satisfies FieldTable<SidecarReady, 'tcp' | 'log' | 'command' | 'deadlineSeconds'>;
+
+/** A sidecar, as it first counted; its own egress, credentials and readiness came later, absent when not written. */
+export const SIDECAR_FIELDS = {
+  name: 'hash',
+  image: 'hash',
+  command: 'hash',
+  env: 'hash',
+  secretEnv: 'hash',
+  secrets: 'hash',
+  egress: { default: undefined },
+  credentials: { default: undefined, form: (sc) => sc.credentials?.map((c) => countedFields(CREDENTIAL_FIELDS, c)) },
+  ready: { default: undefined, form: (sc) => (sc.ready ? countedFields(READY_FIELDS, sc.ready) : undefined) },
+} satisfies FieldTable<SidecarSpec, 'name' | 'image' | 'command' | 'env' | 'secretEnv' | 'secrets'>;
+
+/** The main container's uid:gid. */
+export const USER_FIELDS = { uid: 'hash', gid: 'hash' } satisfies FieldTable<NonNullable<NormalizedAttempt['user']>, 'uid' | 'gid'>;
 
 /**
  * The fields of the first hash (SPEC_HASH_SCHEMA 1), hashed whatever their value. No other field
@@ -54,46 +168,7 @@ type FirstField =
   | 'resources'
   | 'deadlineSeconds';
 
-/**
- * How a field counts: ignored, or, for a field of the first hash, hashed as it is ('hash') or in
- * a canonical form; any later field only where it is not its `default` (compared by canonical
- * JSON), the value a spec that does not write it normalizes to.
- */
-type FieldRule<K extends keyof NormalizedAttempt> =
-  'ignore' | (K extends FirstField ? 'hash' | ((spec: NormalizedAttempt) => unknown) : { default: NormalizedAttempt[K] });
-type AnyRule = 'hash' | 'ignore' | ((spec: NormalizedAttempt) => unknown) | { default: unknown };
-
-const byName = <T extends { name: string }>(a: T, b: T): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
-
-type Resources = NormalizedAttempt['resources'];
-/** The sub-fields of `resources` in the first hash; the same rule one level down (`resources` is hashed as an object). */
-type FirstResource = 'cpus' | 'memoryBytes' | 'pids';
-type ResourceRule<K extends keyof Resources> = 'ignore' | (K extends FirstResource ? 'hash' : { default: Resources[K] });
-
-/** How each field of `resources` counts for the hash: every field, exactly once (a new one states its default). */
-export const RESOURCE_FIELDS = {
-  cpus: 'hash',
-  memoryBytes: 'hash',
-  pids: 'hash',
-  // added after the first hash: a spec without it keeps its hash
-  diskBytes: { default: null },
-} satisfies { [K in keyof Resources]: ResourceRule<K> };
-
-/** `value`'s fields as `rules` count them: a field at its rule's default is left out, as if absent. */
-function counted(rules: Record<string, AnyRule | undefined>, value: object, spec?: NormalizedAttempt): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const key of Object.keys(value)) {
-    const rule: AnyRule = (Object.hasOwn(rules, key) ? rules[key] : undefined) ?? 'hash';
-    if (rule === 'ignore') continue;
-    const v = (value as Record<string, unknown>)[key];
-    if (rule === 'hash') out[key] = v;
-    else if (typeof rule === 'function') out[key] = spec ? rule(spec) : v;
-    else if (canonicalJson(v) !== canonicalJson(rule.default)) out[key] = v;
-  }
-  return out;
-}
-
-/** How each field of the normalized attempt counts for the hash: every field, exactly once. */
+/** How each field of the normalized attempt counts for the hash: every field, exactly once, nested tables below. */
 export const SPEC_FIELDS = {
   apiVersion: 'hash',
   kind: 'hash',
@@ -104,34 +179,31 @@ export const SPEC_FIELDS = {
   workingDir: 'hash',
   env: 'hash',
   secretEnv: 'hash',
-  // by name and source kind, never the file's path
-  secrets: (s) =>
-    s.secrets.map((x) => (x.fromEnv !== undefined ? { name: x.name, source: 'env', env: x.fromEnv } : { name: x.name, source: 'file' })).sort(byName),
+  secrets: { form: (s) => s.secrets.map(secretForm).sort(byName) },
   fixture: 'ignore',
   fixtureDigest: 'hash',
   // where the layers live on the host; their digests, in order, are in fixtureDigest
   fixtureLayers: 'ignore',
   results: 'hash',
-  network: (s) => ({ mode: s.network.mode, egress: [...s.network.egress].sort() }),
-  credentials: { default: [] },
-  // a volume's size, added after the first hash, only where it is set: a spec without one keeps its hash
-  volumes: (s) => [...s.volumes].sort(byName).map(({ sizeBytes, ...v }) => (sizeBytes === null ? v : { ...v, sizeBytes })),
-  resources: (s) => counted(RESOURCE_FIELDS, s.resources),
+  network: { form: (s) => countedFields(NETWORK_FIELDS, s.network) },
+  credentials: { default: [], form: (s) => s.credentials.map((c) => countedFields(CREDENTIAL_FIELDS, c)) },
+  volumes: { form: (s) => [...s.volumes].sort(byName).map((v) => countedFields(VOLUME_FIELDS, v)) },
+  resources: { form: (s) => countedFields(RESOURCE_FIELDS, s.resources) },
   deadlineSeconds: 'hash',
   retries: 'ignore',
   ttlSecondsAfterFinished: 'ignore',
-  sidecars: { default: [] },
-  user: { default: null },
+  sidecars: { default: [], form: (s) => s.sidecars.map((sc) => countedFields(SIDECAR_FIELDS, sc)) },
+  user: { default: null, form: (s) => (s.user ? countedFields(USER_FIELDS, s.user) : null) },
   readOnlyRootFilesystem: { default: false },
   // the grade is not the attempt: changing it grades the finished runs again (grade-hash.ts), never re-runs them
   grade: 'ignore',
   workspace: 'ignore',
   harvest: 'ignore',
-} satisfies { [K in keyof NormalizedAttempt]: FieldRule<K> };
+} satisfies FieldTable<NormalizedAttempt, FirstField>;
 
 /** The normalized attempt with the ignored fields blanked and the rest in their hashed form. */
 export function hashedSpec(spec: NormalizedAttempt): Record<string, unknown> {
-  return counted(SPEC_FIELDS as Record<string, AnyRule | undefined>, spec, spec);
+  return countedFields(SPEC_FIELDS, spec);
 }
 
 /** sha256 hex of the canonical hashed form of `spec`. */

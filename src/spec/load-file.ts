@@ -44,7 +44,8 @@ export interface FileOutcome {
   foreign?: boolean;
 }
 
-/** One layer of an attempt's fixture (a single fixture is one): as written in the spec, against its folder, and its real path and digest when the file was loaded. */
+/** One layer of an attempt's fixture (a single fixture is one): as written in the spec, against its folder, and its real path and digest when the file
+ * was loaded. */
 export interface FixtureDep {
   specDir: string;
   written: string;

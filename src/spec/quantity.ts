@@ -91,3 +91,19 @@ function unitHint(unit: string): string {
 function show(input: string | number): string {
   return typeof input === 'number' ? String(input) : JSON.stringify(input.length > 40 ? `${input.slice(0, 40)}…` : input);
 }
+
+/**
+ * A size given on the command line or in the environment, in the one grammar berth reads sizes
+ * in (the spec's: `64Ki`, `2Gi`, `500M`, a plain number of bytes); `0` where `min` allows it.
+ */
+export function parseByteSize(text: string, min = 0): QuantityResult {
+  const t = text.trim();
+  if (/^[0-9]+$/.test(t)) {
+    const n = Number(t);
+    if (!Number.isSafeInteger(n)) return { ok: false, message: `must be at most 1Pi (got ${show(t)})` };
+    return n < min ? { ok: false, message: `must be at least ${min} bytes (got ${n})` } : { ok: true, bytes: n };
+  }
+  const parsed = parseSize(t);
+  if (parsed.ok && parsed.bytes < min) return { ok: false, message: `must be at least ${min} bytes (got ${show(t)} = ${parsed.bytes} bytes)` };
+  return parsed;
+}

@@ -79,8 +79,7 @@ export async function exportWorkspace(
   await removeTemps(runDir);
   if (await complete(final)) return { done: true, truncated: false };
   if (base.fixture !== null && !base.copied) return { done: false, warning: 'the workspace was not exported: the fixture was never copied in' };
-  const get = engine.containers.getArchive?.bind(engine.containers);
-  if (!get) return { done: false, warning: 'the workspace was not exported: this backend cannot read a container out' };
+  const get = engine.containers.getArchive.bind(engine.containers);
   if (!containerId) return { done: false, warning: 'the workspace was not exported: the container was gone before the harvest' };
   let tar;
   try {

@@ -55,11 +55,9 @@ function containerSpec(h: ContractHarness, name: string, cmd: string[], labels: 
 /** A shell that outgrows a 16 MiB memory limit (the kernel's OOM killer ends it). */
 export const MEMORY_BOMB = ['sh', '-c', 'x=$(head -c 67108864 /dev/zero | tr "\\000" a); echo ${#x}'];
 
-/** The engine's getArchive (a backend without one fails the contract). */
+/** The engine's getArchive. */
 function getArchive(h: ContractHarness, id: string, path: string): Promise<NodeJS.ReadableStream> {
-  const c = h.engine.containers;
-  if (!c.getArchive) throw new Error('the engine has no getArchive');
-  return c.getArchive(id, path);
+  return h.engine.containers.getArchive(id, path);
 }
 
 async function rejection(p: Promise<unknown>): Promise<unknown> {
@@ -193,6 +191,17 @@ export function engineContract(title: string, harness: () => ContractHarness): v
       expect(await h.engine.containers.remove(long)).to.equal(true); // remove forces
       expect(classify(await rejection(h.engine.containers.inspect(long)))).to.equal('not-found');
       await h.engine.containers.remove(id);
+    });
+
+    it("exec gives the command's exit code in a running container; a stopped one is 409, a missing one 404", async function () {
+      const id = await h.engine.containers.create(containerSpec(h, h.name('exec'), ['sleep', '60']));
+      await h.engine.containers.start(id);
+      expect(await h.engine.containers.exec(id, ['true'], 10_000)).to.equal(0);
+      expect(await h.engine.containers.exec(id, ['sh', '-c', 'exit 7'], 10_000)).to.equal(7);
+      await h.engine.containers.stop(id, 0);
+      expect(classify(await rejection(h.engine.containers.exec(id, ['true'], 10_000)))).to.equal('conflict');
+      await h.engine.containers.remove(id);
+      expect(classify(await rejection(h.engine.containers.exec(id, ['true'], 10_000)))).to.equal('not-found');
     });
 
     it('getArchive reads a path out of a stopped container as a tar of <basename>/...; a missing path is 404', async function () {

@@ -55,6 +55,9 @@ describe('CI script (real engine)', function () {
     expect(report.items.map((i) => [i.metadata.name, i.status.phase])).to.deep.equal([['a', 'Succeeded']]);
     expect(await fs.readFile(path.join(sb.resultsRoot, 'a', 'run-1', 'results', 'out.txt'), 'utf8')).to.equal('ok\n');
     expect(await fs.readFile(path.join(artifacts, 'events.txt'), 'utf8')).to.match(/Finished\s+attempt\/a/);
+    // the summary a later run compares with (berth compare --baseline)
+    const summary = JSON.parse(await fs.readFile(path.join(artifacts, 'summary.json'), 'utf8')) as { schemaVersion: number; attempts?: { passed: number } };
+    expect([summary.schemaVersion, summary.attempts?.passed]).to.deep.equal([1, 1]);
     expect(await fs.readFile(path.join(sb.resultsRoot, 'report.html'), 'utf8')).to.include('href="a/run-1/logs.txt"');
   });
 

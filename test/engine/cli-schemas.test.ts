@@ -1,7 +1,7 @@
 /**
  * Every JSON output of the CLI has a documented shape (schemas/*.schema.json), checked here
- * against what the real commands print after a real run: validate, plan, summary, events,
- * get --sets and version. (get -o json has its own test in cli.test.ts.) Each schema is also
+ * against what the real commands print after a real run: validate, plan, summary, compare,
+ * events, get --sets and version. (get -o json has its own test in cli.test.ts.) Each schema is also
  * shown to refuse a wrong document, so none is a pass-everything.
  */
 import { expect } from 'chai';
@@ -87,6 +87,13 @@ describe('CLI JSON outputs match their schemas (real engine)', function () {
     const grid = (summary as { sets: { name: string; passed: number; failed: number; cells: unknown[] }[] }).sets[0];
     expect([grid?.name, grid?.passed, grid?.failed, grid?.cells.length]).to.deep.equal(['grid', 2, 2, 2]);
     expect(schema('summary-output.schema.json')({ ...(summary as object), schemaVersion: 2 })).to.equal(false);
+
+    // model b against a, paired on seed (the samples axis: the set's one cell), both seeds fell
+    const compared = await json('compare', 'set/grid', '--by', 'model=a,b', '-o', 'json');
+    check('compare-output.schema.json', compared, 'compare');
+    const c = (compared as { sets: { comparisons: { cells: number; passed: { before: number; after: number } }[] }[] }).sets[0]?.comparisons[0];
+    expect([c?.cells, c?.passed]).to.deep.equal([1, { before: 2, after: 0 }]);
+    expect(schema('compare-output.schema.json')({ ...(compared as object), seed: ['0x1'] })).to.equal(false);
 
     const events = await sb.cli('events', '-o', 'json');
     const lines = events.stdout

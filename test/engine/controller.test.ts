@@ -237,6 +237,8 @@ describe('controller (real engine, real files)', function () {
       ...sb.engine,
       events: {
         stream: async (filters, opts) => lateBy(await sb.engine.events.stream(filters, opts), 1000),
+        images: (opts) => sb.engine.events.images(opts),
+        first: (id, actions, opts) => sb.engine.events.first(id, actions, opts),
       },
     };
     const ctl = startController(sb, { maxRunning: 2, resync: 600 }, late);

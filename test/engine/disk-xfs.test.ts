@@ -23,7 +23,8 @@ describe('resources.disk on an xfs data root (private engine on a loop device)',
   this.timeout(180_000);
   before(requireEngine);
 
-  // pquota is what the engine needs to enforce a size; this machine's kernel has no XFS quota support (mount -o pquota fails), so the file system is mounted without
+  // pquota is what the engine needs to enforce a size; this machine's kernel has no XFS quota
+  // support (mount -o pquota fails), so the file system is mounted without
   const { engine: pe, sandbox } = engineOnLoopFs('xfs');
 
   it('on xfs without project quotas (this kernel has no XFS quota support) berth does not ask the engine for a size it would refuse: it measures', async function () {

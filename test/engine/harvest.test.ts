@@ -48,7 +48,7 @@ describe('harvest of hostile results (real engine)', function () {
   it('keeps the head and tail of a log larger than --log-max-bytes, the cut marked; the engine caps its own log files', async function () {
     // 8 MiB of 100-byte lines between a first and a last line
     await sb.write('big.yaml', sb.attempt('big', 'echo START; yes $(printf %099d 0) | head -c 8388608; echo; echo END'));
-    const r = await sb.cli('reconcile', '--once', '--wait', '--log-max-bytes', '64k');
+    const r = await sb.cli('reconcile', '--once', '--wait', '--log-max-bytes', '64Ki');
     expect(r.code, r.stderr).to.equal(0);
     const log = await fs.readFile(path.join(runDir('big'), 'logs.txt'), 'utf8');
     const markers = log.split('\n').filter((l) => l.startsWith('[berth: '));
@@ -138,7 +138,7 @@ describe('harvest of hostile results (real engine)', function () {
   it('berth killed mid-harvest: the next pass completes it; a 2 TiB sparse file is listed over budget, unhashed', async function () {
     await sb.write('sparse.yaml', sb.attempt('sparse', SPARSE, KEEP_BIG));
     // A budget that lets berth hash the 2 TiB (for a long while): it is killed meanwhile.
-    const child = spawn(process.execPath, [BIN, 'reconcile', '--once', '--wait', ...sb.globalArgs(), '--hash-max-bytes', '4096g'], {
+    const child = spawn(process.execPath, [BIN, 'reconcile', '--once', '--wait', ...sb.globalArgs(), '--hash-max-bytes', '4096Gi'], {
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let err = '';
@@ -179,7 +179,7 @@ describe('harvest of hostile results (real engine)', function () {
   it('stops hashing at --hash-max-seconds', async function () {
     await sb.write('slow.yaml', sb.attempt('slow', SPARSE, KEEP_BIG));
     const t0 = Date.now();
-    const r = await sb.cli('reconcile', '--once', '--wait', '--hash-max-bytes', '4096g', '--hash-max-seconds', '1');
+    const r = await sb.cli('reconcile', '--once', '--wait', '--hash-max-bytes', '4096Gi', '--hash-max-seconds', '1');
     expect(r.code, r.stderr).to.equal(0);
     expect(Date.now() - t0).to.be.below(60_000);
     const m = await readJson<Manifest>(path.join(runDir('slow'), 'manifest.json'));

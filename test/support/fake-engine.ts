@@ -120,6 +120,9 @@ export function httpError(status: number, message: string): Error {
 
 export class FakeEngine implements Engine {
   readonly address = 'fake://engine';
+  /** One engine, its storage not asked about (no data root berth reads), its runs here. */
+  readonly local = null;
+  readonly remote = null;
   /** Every call made, in order, by its adapter name (`containers.create`). */
   readonly calls: { op: string; args: unknown[] }[] = [];
   readonly containers: ContainerClient;
@@ -544,6 +547,14 @@ export class FakeEngine implements Engine {
         const all = Buffer.concat(chunks);
         c.archives.push({ path, bytes: all.length });
         await extractInto(c.tree, path, all);
+      },
+      exec: async (id, cmd, ms) => {
+        await this.call('containers.exec', [id, cmd, ms]);
+        const c = this.mustFind(id);
+        if (c.state !== 'running') throw httpError(409, `container ${c.id} is not running`);
+        // what a shell's `exit N`, `true` and `false` give; anything else exits 0
+        const m = cmd[0] === 'sh' && cmd[1] === '-c' ? /^exit (\d+)$/.exec(cmd[2] ?? '') : null;
+        return m ? Number(m[1]) : cmd[0] === 'false' ? 1 : 0;
       },
       getArchive: async (id, path) => {
         await this.call('containers.getArchive', [id, path]);

@@ -34,7 +34,15 @@ export function listsLagging(engine: Engine, ms: number): LaggingEngine {
     }
   };
   return {
-    engine: { ...engine, containers, events: { stream: async (filters, opts) => tap(await engine.events.stream(filters, opts)) } },
+    engine: {
+      ...engine,
+      containers,
+      events: {
+        stream: async (filters, opts) => tap(await engine.events.stream(filters, opts)),
+        images: (opts) => engine.events.images(opts),
+        first: (id, actions, opts) => engine.events.first(id, actions, opts),
+      },
+    },
     diedAt,
   };
 }

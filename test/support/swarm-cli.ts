@@ -1,4 +1,5 @@
-/** Test swarm helpers: the sandbox's CLI with `--backend swarm` against a test swarm's manager (DOCKER_HOST for the call), and what an instance left on the swarm. */
+/** Test swarm helpers: the sandbox's CLI with `--backend swarm` against a test swarm's manager (DOCKER_HOST for the call), and what an instance left
+ * on the swarm. */
 import { expect } from 'chai';
 import { LABELS } from '../../src/constants';
 import type { CliResult, Sandbox } from './sandbox';

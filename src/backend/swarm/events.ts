@@ -113,8 +113,15 @@ export class SwarmEvents implements EventClient {
 
   /** The manager's image events: its images are the ones the swarm backend's preflight looks at (index.ts). */
   images(opts: { since?: number; signal?: AbortSignal }): Promise<AsyncIterable<EngineEvent>> {
-    if (!this.manager.images) return Promise.reject(new Error('the manager follows no image events'));
     return this.manager.images(opts);
+  }
+
+  /**
+   * No event log to look a run's late OOM kill up in: a task's container is on its node, whose
+   * events reach berth merged into the stream (late-oom.ts then keeps the inspect's answer).
+   */
+  first(): Promise<EngineEvent | undefined> {
+    return Promise.resolve(undefined);
   }
 
   async stream(labelFilters: string[], opts: { since?: number; signal?: AbortSignal }): Promise<AsyncIterable<EngineEvent>> {

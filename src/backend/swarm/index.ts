@@ -56,9 +56,13 @@ export function createSwarmBackend(o: SwarmBackendOptions = {}): Engine & { runs
     version: () => manager.version(),
     address: swarm.address,
     abandon: (reason: string) => {
-      manager.abandon?.(reason);
+      manager.abandon(reason);
       swarm.abandon(reason);
     },
+    // a swarm has no one boot (each node's engine has its own; a node's restart reaches berth as its tasks' ends)
+    boot: () => Promise.resolve(undefined),
+    local: null,
+    remote: runs,
     runs,
     pool,
   };

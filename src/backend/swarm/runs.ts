@@ -54,11 +54,12 @@ import type {
   ContainerCreateSpec,
   ContainerDetails,
   ContainerSummary,
-  Engine,
   EngineEvent,
   Labels,
+  LocalStorage,
   MountSummary,
   NetworkSummary,
+  RemoteRuns,
   RunDiskUse,
   VolumeClient,
   VolumeSummary,
@@ -126,7 +127,7 @@ function networkModeOf(net: RunNet | undefined): string {
   return !net || net.private ? 'none' : net.network;
 }
 
-export class SwarmRuns implements ContainerClient {
+export class SwarmRuns implements ContainerClient, RemoteRuns {
   constructor(
     private readonly swarm: SwarmEngine,
     private readonly pool: NodePool,
@@ -708,7 +709,7 @@ export class SwarmRuns implements ContainerClient {
       throw err;
     });
     const h = task?.node;
-    if (!task || !h?.engine.diskUsage) return undefined;
+    if (!task || !h?.engine.local) return undefined;
     const { name } = parseRunId(id);
     const inner = await h.engine.containers.inspect(task.container);
     const df = await this.nodeDiskUsage(h);
@@ -723,12 +724,13 @@ export class SwarmRuns implements ContainerClient {
     };
   }
 
-  private readonly nodeCounts = new Map<string, { at: number; count: ReturnType<NonNullable<Engine['diskUsage']>> }>();
+  private readonly nodeCounts = new Map<string, { at: number; count: ReturnType<LocalStorage['diskUsage']> }>();
 
-  private nodeDiskUsage(h: NodeHandle): ReturnType<NonNullable<Engine['diskUsage']>> {
+  private nodeDiskUsage(h: NodeHandle): ReturnType<LocalStorage['diskUsage']> {
     const kept = this.nodeCounts.get(h.node.id);
     if (kept && this.now() - kept.at < SWARM.diskUseMaxAgeMs) return kept.count;
-    const count = (h.engine.diskUsage as NonNullable<Engine['diskUsage']>)();
+    const local = h.engine.local as LocalStorage;
+    const count = local.diskUsage();
     this.nodeCounts.set(h.node.id, { at: this.now(), count });
     count.catch(() => this.nodeCounts.delete(h.node.id));
     return count;
@@ -764,9 +766,7 @@ export class SwarmRuns implements ContainerClient {
   /** Runs `cmd` in the run's task's container, through its node's engine (a sidecar's `ready: {command}`). */
   async exec(id: string, cmd: string[], ms: number): Promise<number> {
     const { node, container } = await this.taskContainer(id);
-    const exec = node.engine.containers.exec?.bind(node.engine.containers);
-    if (!exec) throw new Error(`the engine of node ${nodeName(node.node)} cannot run a command in a container`);
-    return exec(container, cmd, ms);
+    return node.engine.containers.exec(container, cmd, ms);
   }
 
   /**
@@ -849,9 +849,7 @@ export class SwarmRuns implements ContainerClient {
   async getArchive(id: string, path: string): Promise<Readable> {
     const h = await this.locate(id);
     if (!h) throw notFound(id);
-    const get = h.engine.containers.getArchive?.bind(h.engine.containers);
-    if (!get) throw new Error(`the engine of node ${nodeName(h.node)} cannot read a container out`);
-    return get(parseRunId(id).name, path);
+    return h.engine.containers.getArchive(parseRunId(id).name, path);
   }
 
   async collect(id: string, into: string, caps: { maxBytes: number; maxFiles: number }, listMax?: number): Promise<CollectLeftOut> {

@@ -109,7 +109,7 @@ async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortS
   );
   const first = await Promise.race([ping.then((err) => ({ err })), stopped.then((why) => ({ why }))]);
   if ('why' in first) {
-    engine.abandon?.('the controller is stopping');
+    engine.abandon('the controller is stopping');
     ctx.log.info(`${first.why} before the engine answered; stopped`);
     return EXIT.ok;
   }
@@ -262,7 +262,7 @@ async function lockWhenEngineAnswers(ctx: Context, controller: Controller, stopp
       grace.cancel();
       if (!ended) {
         ctx.log.warn(`the engine does not answer the calls that take the lock of instance ${ctx.instance}: giving them up`);
-        controller.engine.abandon?.('the controller is stopping');
+        controller.engine.abandon('the controller is stopping');
       }
       await attempt.then((l) => (typeof l === 'object' ? l.release() : undefined)).catch(() => undefined);
       return 'stopped';

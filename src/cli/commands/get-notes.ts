@@ -95,7 +95,7 @@ async function engineLook(ctx: Context): Promise<{ attempts: number; binding?: B
   const late = new Promise<undefined>((resolve) => {
     timer = setTimeout(() => {
       // the calls in flight are given up: get ends now, not at --engine-timeout
-      ctx.engine().abandon?.('get does not wait longer');
+      ctx.engine().abandon('get does not wait longer');
       resolve(undefined);
     }, ENGINE_LOOK_MS);
     timer.unref();

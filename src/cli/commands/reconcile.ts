@@ -276,7 +276,7 @@ async function onePass(
   }
   if (changeCount(res.plan) > 0) cfg.log.info(`${plural(res.results.length, 'attempt')} changed`, { calls: ctx.calls.total });
   // A revision whose attempts have all finished: its outcome (written once, kept across runs).
-  if (outcomes) await outcomes.check((await store.loadAll()).values()).catch((err: unknown) => cfg.log.warn(`revision outcome: ${String(err)}`));
+  if (outcomes) await outcomes.check((await store.loadAll()).values(), res.load).catch((err: unknown) => cfg.log.warn(`revision outcome: ${String(err)}`));
   return { load: res.load, opFailures: failed.length };
 }
 
@@ -342,7 +342,7 @@ async function untilFinal(
         if (unfinished.length === 0 && controller.idle()) {
           await firstDone;
           // the revision's outcome (written once, kept across runs) before the exit drains its POSTs
-          if (outcomes) await outcomes.check(statuses.values()).catch((err: unknown) => cfg.log.warn(`revision outcome: ${String(err)}`));
+          if (outcomes) await outcomes.check(statuses.values(), load).catch((err: unknown) => cfg.log.warn(`revision outcome: ${String(err)}`));
           end({ load, opFailures: 0 });
         }
       } while (again);

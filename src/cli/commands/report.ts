@@ -16,9 +16,12 @@ import type { AttemptStatus } from '../../status/types';
 import { defaultMaxRunning, type Context } from '../context';
 import { matches } from '../selector';
 import { selectorOf } from './get';
+import { readBaseline } from './compare';
 
 export interface ReportOptions {
   output?: string;
+  /** An earlier `summary -o json`: the report shows the sets compared with it first. */
+  baseline?: string;
   selector?: string[];
   /** The slots line of the timeline (default: reconcile's default here). */
   maxRunning?: number;
@@ -54,6 +57,7 @@ export async function runReport(ctx: Context, sets: string[], o: ReportOptions):
     ctx.io.err(`berth: no AttemptSet named ${missing.map((m) => JSON.stringify(m)).join(', ')} in ${ctx.specsDir}\n`);
     return EXIT.failed;
   }
+  const baseline = o.baseline === undefined ? undefined : { file: o.baseline, ...(await readBaseline(o.baseline)) };
   const toStdout = o.output === '-';
   const file = toStdout ? undefined : path.resolve(o.output ?? path.join(ctx.resultsRoot, REPORT_FILE));
   const data = reportFromLoad(
@@ -69,6 +73,7 @@ export async function runReport(ctx: Context, sets: string[], o: ReportOptions):
       mode: 'file',
       present: await presentFiles(statuses.values()),
     },
+    baseline,
   );
   const html = renderReport(data);
   if (!file) {

@@ -38,7 +38,7 @@ function engineLine(e: EngineVersion): string {
 
 async function ask(engine: Engine): Promise<EngineVersion> {
   const v = await engine.version();
-  const s = await engine.storage?.();
+  const s = await engine.local?.storage();
   return {
     version: v.version,
     apiVersion: v.apiVersion,
@@ -52,7 +52,7 @@ async function engineVersion(ctx: Context): Promise<EngineVersion> {
   const late = new Promise<EngineVersion>((resolve) => {
     timer = setTimeout(() => {
       // the call in flight is given up: the command ends now, not at --engine-timeout
-      ctx.engine().abandon?.('berth version does not wait longer');
+      ctx.engine().abandon('berth version does not wait longer');
       resolve({ error: `no answer in ${ENGINE_WAIT_MS / 1000} s` });
     }, ENGINE_WAIT_MS);
   });

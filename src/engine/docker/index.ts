@@ -154,6 +154,7 @@ export function createDockerEngine(docker?: Dockerode, o: DockerEngineOptions = 
       if (fresh) (fresh.modem as unknown as { version?: string }).version = version;
     },
   });
+  const containers = new DockerContainers(d, calls);
   return {
     async boot() {
       if (!fresh) {
@@ -172,7 +173,7 @@ export function createDockerEngine(docker?: Dockerode, o: DockerEngineOptions = 
         throw err;
       }
     },
-    containers: new DockerContainers(d, calls),
+    containers,
     networks: new DockerNetworks(d, calls),
     volumes: new DockerVolumes(d, calls),
     images: new DockerImages(d, calls),
@@ -180,11 +181,6 @@ export function createDockerEngine(docker?: Dockerode, o: DockerEngineOptions = 
     address: calls.address,
     async ping() {
       await calls.run('ping', () => d.ping());
-    },
-    async dataRoot() {
-      const info = (await calls.run('info', () => d.info())) as { DockerRootDir?: string };
-      const local = typeof (d.modem as unknown as { socketPath?: unknown }).socketPath === 'string';
-      return info.DockerRootDir ? { path: info.DockerRootDir, local } : undefined;
     },
     async version() {
       // the negotiation's answer when it was made (the engine asked once), else asked now
@@ -194,25 +190,34 @@ export function createDockerEngine(docker?: Dockerode, o: DockerEngineOptions = 
       }
       return { ...said, talks: (modem.version ?? '').replace(/^v/, '') || said.apiVersion };
     },
-    async storage() {
-      const i = (await calls.run('storage', () => d.info())) as { Driver?: string; DriverStatus?: [string, string][] | null; DockerRootDir?: string };
-      const backing = (i.DriverStatus ?? []).find(([k]) => k === 'Backing Filesystem')?.[1] ?? '';
-      return { driver: i.Driver ?? '', backingFs: backing, dataRoot: i.DockerRootDir ?? '', imageStore: imageStore(i.DriverStatus) };
-    },
-    async diskUsage() {
-      const df = (await calls.run('diskUsage', () => d.df())) as {
-        Containers?: { Id: string; SizeRw?: number }[] | null;
-        Volumes?: { Name: string; UsageData?: { Size?: number } | null }[] | null;
-      };
-      // -1: the engine did not count it (a volume of another driver)
-      const size = (n: number | undefined) => Math.max(0, n ?? 0);
-      return {
-        layers: new Map((df.Containers ?? []).map((c) => [c.Id, size(c.SizeRw)])),
-        volumes: new Map((df.Volumes ?? []).map((v) => [v.Name, size(v.UsageData?.Size)])),
-      };
-    },
     abandon(reason: string) {
       calls.abandon(reason);
     },
+    local: {
+      async dataRoot() {
+        const info = (await calls.run('info', () => d.info())) as { DockerRootDir?: string };
+        const local = typeof (d.modem as unknown as { socketPath?: unknown }).socketPath === 'string';
+        return info.DockerRootDir ? { path: info.DockerRootDir, local } : undefined;
+      },
+      async storage() {
+        const i = (await calls.run('storage', () => d.info())) as { Driver?: string; DriverStatus?: [string, string][] | null; DockerRootDir?: string };
+        const backing = (i.DriverStatus ?? []).find(([k]) => k === 'Backing Filesystem')?.[1] ?? '';
+        return { driver: i.Driver ?? '', backingFs: backing, dataRoot: i.DockerRootDir ?? '', imageStore: imageStore(i.DriverStatus) };
+      },
+      async diskUsage() {
+        const df = (await calls.run('diskUsage', () => d.df())) as {
+          Containers?: { Id: string; SizeRw?: number }[] | null;
+          Volumes?: { Name: string; UsageData?: { Size?: number } | null }[] | null;
+        };
+        // -1: the engine did not count it (a volume of another driver)
+        const size = (n: number | undefined) => Math.max(0, n ?? 0);
+        return {
+          layers: new Map((df.Containers ?? []).map((c) => [c.Id, size(c.SizeRw)])),
+          volumes: new Map((df.Volumes ?? []).map((v) => [v.Name, size(v.UsageData?.Size)])),
+        };
+      },
+      writableBytes: (id: string) => containers.writableBytes(id),
+    },
+    remote: null,
   };
 }

@@ -95,16 +95,19 @@ async function allFiles(dir: string): Promise<{ file: string; text: string }[]> 
   return out;
 }
 
-/** `side`: serves a folder, and after 6 s (the 200 ms fallback would start the main run too early) fetches into it from its upstream through its own port of the proxy. */
+/** `side`: serves a folder, and after 6 s (the 200 ms fallback would start the main run too early) fetches into it from its upstream through its own
+ * port of the proxy. */
 const SIDECAR =
   'mkdir -p /tmp/www; httpd -p 8081 -h /tmp/www; sleep 6; wget -q -O /tmp/www/got.txt.part http://10.78.0.2:18445/ && mv /tmp/www/got.txt.part /tmp/www/got.txt; exec sleep 600';
 /** `web`: serves only after 6 s (the 200 ms fallback would start the main run too early). */
 const LATE = 'sleep 6; mkdir -p /tmp/w; echo up > /tmp/w/index.html; exec httpd -f -p 8082 -h /tmp/w';
 
-/** `side` of the `none` attempt: serves a folder and after 6 s fetches into it from the HTTPS upstream with its own credential (injected by its port of the proxy), then says so. */
+/** `side` of the `none` attempt: serves a folder and after 6 s fetches into it from the HTTPS upstream with its own credential (injected by its port
+ * of the proxy), then says so. */
 const SIDECAR_CRED = `mkdir -p /tmp/www; httpd -p 8081 -h /tmp/www; sleep 6; wget -q -O /tmp/www/got.part http://${HOST}:${UPSTREAM}/hello && mv /tmp/www/got.part /tmp/www/got.json && echo fetched-now; exec sleep 600`;
 
-/** The `none` attempt's main run: what its sidecar got; its own tries at the upstream through the proxy (its port allows nothing, the sidecar's serves the sidecar only). */
+/** The `none` attempt's main run: what its sidecar got; its own tries at the upstream through the proxy (its port allows nothing, the sidecar's serves
+ * the sidecar only). */
 const NONE_MAIN = [
   'r=/results',
   'wget -Y off -q -O $r/side-got.json http://side:8081/got.json; echo $? > $r/side-got.rc',

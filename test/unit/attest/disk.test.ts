@@ -58,14 +58,14 @@ describe('attestation: the disk limit the engine enforces', function () {
 
   it('asks btrfs and zfs engines whatever their mount, overlay2 only on xfs with project quotas, and never an engine that does not say', async function () {
     const asking = (driver: string, backingFs: string, dataRoot = '/srv/none/docker') =>
-      ({ storage: async () => ({ driver, backingFs, dataRoot }) }) as unknown as Engine;
+      ({ local: { storage: async () => ({ driver, backingFs, dataRoot }) } }) as unknown as Engine;
     expect((await engineCaps(asking('btrfs', ''))).layer).to.equal(true);
     expect((await engineCaps(asking('zfs', ''))).layer).to.equal(true);
     // this host's mounts: no xfs with project quotas under /srv/none (nor anywhere here)
     expect((await engineCaps(asking('overlay2', 'xfs'))).layer).to.equal(false);
     expect((await engineCaps(asking('overlay2', 'extfs'))).layer).to.equal(false);
     expect((await engineCaps(asking('vfs', ''))).layer).to.equal(false);
-    expect((await engineCaps({} as Engine)).layer).to.equal(false);
+    expect((await engineCaps({ local: null } as Engine)).layer).to.equal(false);
   });
 
   it("asks the engine for a volume's size (its local driver's size option) only where it can enforce it; the options are what the attestation expects", function () {

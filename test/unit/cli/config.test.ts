@@ -33,6 +33,8 @@ const NOT_IN_FILE = new Set([
   'all',
   'sort-by',
   'verbose',
+  'by',
+  'baseline',
 ]);
 
 function commands(): Command[] {
@@ -53,7 +55,7 @@ describe('berth.yaml keys and BERTH_* variables', function () {
     for (const cmd of commands()) {
       for (const opt of cmd.options) {
         if (!opt.long || opt.long === '--help' || opt.long === '--version') continue;
-        const candidates = opt.isBoolean() ? ['true'] : [...(opt.argChoices ?? []), '30s', '2', '64k', '2Gi', 'a=b', 'json', 'x'];
+        const candidates = opt.isBoolean() ? ['true'] : [...(opt.argChoices ?? []), '30s', '2', '64Ki', '2Gi', 'a=b', 'json', 'x', '0.05'];
         const ok = candidates.some((v) => {
           const c = buildProgram(bufferIo(), () => undefined);
           const target = cmd.name() === 'berth' ? c : (c.commands.find((s) => s.name() === cmd.name()) as Command);

@@ -26,6 +26,9 @@ function plain(f: FakeEngine): Engine {
     ping: () => f.ping(),
     version: () => f.version(),
     boot: () => f.boot(),
+    abandon: (reason) => f.abandon(reason),
+    local: null,
+    remote: null,
   };
 }
 

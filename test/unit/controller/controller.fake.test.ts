@@ -85,7 +85,15 @@ describe('controller against the fake engine (retry switch)', function () {
 
   for (const follows of [true, false]) {
     it(`an attempt Blocked for a missing image is looked at again at an image event (a tag), with no resync${follows ? '' : ': not without the image events (the test can fail)'}`, async function () {
-      if (!follows) delete (fake.events as { images?: unknown }).images;
+      // without: an image event stream that says nothing until it is closed
+      if (!follows)
+        (fake.events as { images: unknown }).images = (opts: { signal?: AbortSignal }) =>
+          Promise.resolve(
+            (async function* (): AsyncGenerator<never> {
+              await new Promise<void>((done) => opts.signal?.addEventListener('abort', () => done(), { once: true }));
+              yield* [];
+            })(),
+          );
       await fs.writeFile(
         path.join(dir, 'specs', 'late.yaml'),
         `apiVersion: berth.dev/v1\nkind: Attempt\nmetadata:\n  name: late\nspec:\n  image: late/img:1\n  command: [sh, -c, 'true']\n`,

@@ -100,6 +100,8 @@ describe('disk meter (controller/disk-meter.ts)', () => {
         inspect: async () => {
           throw new Error('a backend that counts its runs is never inspected for host paths');
         },
+      },
+      remote: {
         diskUse: async (id: string) => {
           asked.push(id);
           if (id === 'id-gone') return undefined;

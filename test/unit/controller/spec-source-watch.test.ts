@@ -1,6 +1,7 @@
 /**
- * SpecSource watching a real folder (chokidar, through controller/specs-watch.ts): every kind of change ends in a load equal to a fresh full load of the folder as it is
- * then; a change a name can place is an update of the files named (no walk), one it cannot (a
+ * SpecSource watching a real folder (chokidar, through controller/specs-watch.ts): every kind of
+ * change ends in a load equal to a fresh full load of the folder as it is then; a change a name can place is an update of the files named (no walk),
+ * one it cannot (a
  * folder made, removed, renamed or replaced, the root replaced or gone, a burst) a walk. The
  * folders made are watched from then on; dot-folders and links are not.
  */

@@ -115,7 +115,7 @@ describe('the Engine API version berth talks', function () {
     await engine.containers.list([]);
     expect(stub.paths.at(-1)).to.match(new RegExp(`^/v${ENGINE_API.newest}/containers/json`));
     expect(await engine.version()).to.deep.equal({ version: '29.1.0', apiVersion: '1.52', talks: ENGINE_API.newest });
-    expect(await engine.storage?.()).to.deep.include({ driver: 'overlay2', imageStore: 'containerd' });
+    expect(await engine.local?.storage()).to.deep.include({ driver: 'overlay2', imageStore: 'containerd' });
   });
 
   it('an engine older than the oldest tested one fails every call with one clear message; berth version says so and exits 1', async function () {

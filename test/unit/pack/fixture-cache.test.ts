@@ -18,7 +18,8 @@ import type { FixtureLayer } from '../../../src/spec/types';
 
 const sha = (s: string | Buffer) => createHash('sha256').update(s).digest('hex');
 
-/** What an archive extracts to: name → type (and mode, link target or sha256 of a file); fails on a file or link seen twice (a folder may be: its later entry sets its mode). */
+/** What an archive extracts to: name → type (and mode, link target or sha256 of a file); fails on a file or link seen twice (a folder may be: its
+ * later entry sets its mode). */
 async function extracted(a: { body(): Buffer | NodeJS.ReadableStream; dispose(): Promise<void> }): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
   const ex = extract();

@@ -1,6 +1,6 @@
 /** Memory quantities: Kubernetes units, exact arithmetic, helpful refusals. */
 import { expect } from 'chai';
-import { MAX_MEMORY_BYTES, MIN_MEMORY_BYTES, parseMemory, toBytes } from '../../../src/spec/quantity';
+import { MAX_MEMORY_BYTES, MIN_MEMORY_BYTES, parseByteSize, parseMemory, toBytes } from '../../../src/spec/quantity';
 
 describe('spec/quantity', () => {
   it('reads binary and decimal units the Kubernetes way', () => {
@@ -47,5 +47,24 @@ describe('spec/quantity', () => {
     expect(parseMemory(MIN_MEMORY_BYTES - 1).ok).to.equal(false);
     expect(parseMemory('1025Ti').ok).to.equal(false);
     expect(parseMemory('99999999999999999999999999999Ei').ok).to.equal(false);
+  });
+});
+
+describe('spec/quantity: sizes on the command line and in the environment (one grammar)', () => {
+  it("reads the spec's quantities and plain byte counts, 0 where the minimum allows", () => {
+    expect(parseByteSize('64Ki')).to.deep.equal({ ok: true, bytes: 65536 });
+    expect(parseByteSize(' 4Gi ')).to.deep.equal({ ok: true, bytes: 4 * 1024 ** 3 });
+    expect(parseByteSize('500M')).to.deep.equal({ ok: true, bytes: 500_000_000 });
+    expect(parseByteSize('65536')).to.deep.equal({ ok: true, bytes: 65536 });
+    expect(parseByteSize('0')).to.deep.equal({ ok: true, bytes: 0 });
+  });
+
+  it('refuses what is below the minimum, and says what a unit of another grammar would mean', () => {
+    expect(parseByteSize('0', 1024)).to.deep.equal({ ok: false, message: 'must be at least 1024 bytes (got 0)' });
+    expect(parseByteSize('1Ki', 2048).ok).to.equal(false);
+    const m = parseByteSize('32m');
+    expect(m.ok).to.equal(false);
+    expect(m.ok ? '' : m.message).to.contain('use Mi');
+    expect(parseByteSize('16g').ok).to.equal(false);
   });
 });

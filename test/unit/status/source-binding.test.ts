@@ -33,6 +33,10 @@ function engineOf(f: FakeEngine): Engine {
     events: f.events,
     ping: () => f.ping(),
     version: () => f.version(),
+    boot: () => f.boot(),
+    abandon: (reason) => f.abandon(reason),
+    local: null,
+    remote: null,
   };
 }
 
