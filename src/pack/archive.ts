@@ -4,7 +4,7 @@
  * the secrets (files /run/secrets/<name>, mode 0400, owned by the container's user).
  */
 import { createHash } from 'node:crypto';
-import { lstatSync, promises as fsp, readdirSync } from 'node:fs';
+import { promises as fsp, type Stats } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -16,8 +16,9 @@ import type { FixtureLayer } from '../spec/types';
 import { FixtureCache, fixtureCacheAt, layerKey, type Lease } from './fixture-cache';
 import { keptEntries, mergedIndex, type LayerPath } from './fixture-layers';
 import type { Span } from './tar-spans';
-import { atFd, componentsBelow, openDirAt, openDirBelow, openFileAt, readFileAtSync, UnsafePathError } from '../util/no-follow';
+import { atFd, openFileAt, readFileAtSync, UnsafePathError } from '../util/no-follow';
 import { Slicer } from '../util/slicer';
+import { walkTree } from '../util/tree-walk';
 
 function entry(p: Pack, header: Parameters<Pack['entry']>[0], body?: Buffer): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -245,72 +246,48 @@ async function packLayer(p: Pack, fixture: string, base: string, uid: number, gi
   const packed: LayerPath[] = [];
   const own = { uid, gid };
   // small files and stats are read synchronously (microseconds each from the page cache); the event loop gets a turn every few ms
-  const slicer = new Slicer(PACK_SLICE_MS);
-  const turn = () => slicer.tick();
-  const add = async (dir: fsp.FileHandle, name: string, shown: string, rel: string, inside: string): Promise<void> => {
-    await turn();
-    const at = atFd(dir.fd, name);
-    const lst = lstatSync(at);
+  await walkTree<Stats>(fixture, { slicer: new Slicer(PACK_SLICE_MS) }, async ({ dir, name, rel, abs, depth, st }) => {
+    const shown = abs;
     const tarName = path.posix.join(base, rel);
-    if (lst.isDirectory()) {
-      const sub = await openDirAt(dir, name, shown);
-      try {
-        const st = await sub.stat();
-        read.push({ path: rel || '.', type: 'dir', mode: st.mode & 0o777, size: 0 });
-        if (rel) {
-          await entry(p, { name: tarName + '/', type: 'directory', mode: st.mode & 0o7777, mtime: st.mtime, ...own });
-          packed.push({ path: rel, type: 'dir' });
-        }
-        for (const child of readdirSync(atFd(sub.fd, '.')).sort()) {
-          await add(sub, child, path.join(shown, child), rel ? `${rel}/${child}` : child, path.posix.join(inside, child));
-        }
-      } finally {
-        await sub.close();
+    if (depth === 0 && st.isSymbolicLink()) throw new UnsafePathError(`fixture ${fixture} is a symbolic link; berth never follows one there`);
+    if (st.isDirectory()) {
+      read.push({ path: rel || '.', type: 'dir', mode: st.mode & 0o777, size: 0 });
+      if (rel) {
+        await entry(p, { name: tarName + '/', type: 'directory', mode: st.mode & 0o7777, mtime: st.mtime, ...own });
+        packed.push({ path: rel, type: 'dir' });
       }
-    } else if (lst.isFile()) {
-      const small = readFileAtSync(dir.fd, name, shown, DEFAULTS.fixtureInlineFileBytes);
+    } else if (st.isFile()) {
+      const small = readFileAtSync(dir, name, shown, DEFAULTS.fixtureInlineFileBytes);
       if (small) {
-        const { st, body } = small;
-        await entry(p, { name: tarName, type: 'file', mode: st.mode & 0o7777, mtime: st.mtime, ...own, size: body.length }, body);
-        read.push({ path: rel, type: 'file', mode: st.mode & 0o777, size: body.length, sha256: createHash('sha256').update(body).digest('hex') });
+        const { st: fst, body } = small;
+        await entry(p, { name: tarName, type: 'file', mode: fst.mode & 0o7777, mtime: fst.mtime, ...own, size: body.length }, body);
+        read.push({ path: rel, type: 'file', mode: fst.mode & 0o777, size: body.length, sha256: createHash('sha256').update(body).digest('hex') });
         packed.push({ path: rel, type: 'file' });
         return;
       }
       const fh = await openFileAt(dir, name, shown);
       try {
-        const st = await fh.stat();
-        const got = await fileEntry(p, { name: tarName, type: 'file', mode: st.mode & 0o7777, mtime: st.mtime, ...own }, fh, st.size);
-        read.push({ path: rel, type: 'file', mode: st.mode & 0o777, ...got });
+        const fst = await fh.stat();
+        const got = await fileEntry(p, { name: tarName, type: 'file', mode: fst.mode & 0o7777, mtime: fst.mtime, ...own }, fh, fst.size);
+        read.push({ path: rel, type: 'file', mode: fst.mode & 0o777, ...got });
         packed.push({ path: rel, type: 'file' });
       } finally {
         await fh.close();
       }
-    } else if (lst.isSymbolicLink()) {
-      const target = await fsp.readlink(at);
-      // Lexically inside the fixture (as the loader checked): `inside` is the link's place in it.
-      const lands = path.posix.join(path.posix.dirname(inside), target);
+    } else if (st.isSymbolicLink()) {
+      const target = await fsp.readlink(atFd(dir, name));
+      // Lexically inside the fixture (as the loader checked): the link's place in it is its path.
+      const lands = path.posix.join(path.posix.dirname(rel), target);
       if (path.posix.isAbsolute(target) || lands === '..' || lands.startsWith('../')) {
         throw new UnsafePathError(`fixture link ${shown} points outside the fixture (to ${JSON.stringify(target)})`);
       }
-      read.push({ path: rel, type: 'symlink', mode: lst.mode & 0o777, size: 0, target });
-      await entry(p, { name: tarName, type: 'symlink', linkname: target, mode: lst.mode & 0o7777, mtime: lst.mtime, ...own });
+      read.push({ path: rel, type: 'symlink', mode: st.mode & 0o777, size: 0, target });
+      await entry(p, { name: tarName, type: 'symlink', linkname: target, mode: st.mode & 0o7777, mtime: st.mtime, ...own });
       packed.push({ path: rel, type: 'symlink' });
     } else {
       throw new UnsafePathError(`fixture entry ${shown} is not a file, folder or link`);
     }
-  };
-  const parts = componentsBelow('/', fixture);
-  const name = parts.pop();
-  if (name === undefined) throw new UnsafePathError('the fixture cannot be the filesystem root');
-  const parent = await openDirBelow('/', parts);
-  try {
-    const top = await fsp.lstat(atFd(parent.fd, name));
-    if (top.isSymbolicLink()) throw new UnsafePathError(`fixture ${fixture} is a symbolic link; berth never follows one there`);
-    const single = !top.isDirectory();
-    await add(parent, name, fixture, single ? name : '', single ? name : '.');
-  } finally {
-    await parent.close();
-  }
+  });
   return { index: read, packed };
 }
 

@@ -14,7 +14,7 @@
  * `.` or `..` or NUL, lies under a link, or a link whose target leaves workingDir, is left out
  * (and noted), never written.
  */
-import { closeSync, lstatSync, promises as fsp, readdirSync, readlinkSync } from 'node:fs';
+import { promises as fsp, readlinkSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import picomatch from 'picomatch';
@@ -22,8 +22,9 @@ import { pack, type Pack } from 'tar-stream';
 import { DEFAULTS } from '../constants';
 import type { FixtureLayer } from '../spec/types';
 import { isCode } from '../status/atomic-file';
-import { atFd, componentsBelow, openDirAtSync, openDirBelow, openFileAt, openFileBelow, SyncFolders, UnsafePathError } from '../util/no-follow';
+import { atFd, componentsBelow, openDirBelow, openFileAt, openFileBelow, SyncFolders, UnsafePathError } from '../util/no-follow';
 import { Slicer } from '../util/slicer';
+import { walkTree } from '../util/tree-walk';
 import { leaseLayers, rangeBytes, workingDirTar, type FixtureCacheConfig, type LeasedLayers, type Range } from './archive';
 import type { LayerMeta } from './fixture-cache';
 import { overlay } from './fixture-layers';
@@ -74,28 +75,24 @@ export function linkStaysInside(parts: readonly string[], target: string): boole
   return lands !== '..' && !lands.startsWith('../') && lands !== '.';
 }
 
-/** The tree under a fixture (folder or single file), walked with no link followed: path → node. */
+/** The tree under a fixture (folder or single file), walked with no link followed (util/tree-walk.ts): path → node. */
 async function scanTree(root: string, into: Map<string, Node>): Promise<void> {
-  const parts = componentsBelow('/', root);
-  const name = parts.pop();
-  if (name === undefined) throw new UnsafePathError('a fixture cannot be the filesystem root');
-  const parent = await openDirBelow('/', parts);
-  try {
-    const top = await fsp.lstat(atFd(parent.fd, name));
-    if (top.isSymbolicLink()) throw new UnsafePathError(`fixture ${root} is a symbolic link; berth never follows one there`);
-    if (top.isFile()) {
-      into.set(name, { type: 'file', mode: top.mode & 0o7777, src: { from: 'tree', root: path.dirname(root), rel: name } });
+  await walkTree<Stats>(root, { slicer: new Slicer(PACK_SLICE_MS) }, ({ dir, name, rel, abs, depth, st }) => {
+    const mode = st.mode & 0o7777;
+    if (depth === 0) {
+      if (st.isSymbolicLink()) throw new UnsafePathError(`fixture ${root} is a symbolic link; berth never follows one there`);
+      if (st.isFile()) into.set(name, { type: 'file', mode, src: { from: 'tree', root: path.dirname(root), rel: name } });
+      else if (!st.isDirectory()) throw new UnsafePathError(`fixture ${root} is not a file, folder or link`);
       return;
     }
-    const dir = openDirAtSync(parent.fd, name, root);
-    try {
-      await walk(dir, root, '', into, new Slicer(PACK_SLICE_MS));
-    } finally {
-      closeSync(dir);
-    }
-  } finally {
-    await parent.close();
-  }
+    if (st.isDirectory()) into.set(rel, { type: 'dir', mode });
+    else if (st.isFile()) into.set(rel, { type: 'file', mode, src: { from: 'tree', root, rel } });
+    else if (st.isSymbolicLink()) {
+      const target = readlinkSync(atFd(dir, name));
+      if (!linkStaysInside(rel.split('/'), target)) throw new UnsafePathError(`fixture link ${abs} points outside the fixture`);
+      into.set(rel, { type: 'link', mode, target });
+    } else throw new UnsafePathError(`fixture entry ${abs} is not a file, folder or link`);
+  });
 }
 
 /** The tree of packed layer `layer` (its meta: fixture-cache.ts): path → node, each with its entry's span. */
@@ -110,33 +107,6 @@ export function packedTree(meta: Pick<LayerMeta, 'index' | 'entries'>, layer: nu
     else out.set(e.path, { type: i.type, mode: i.mode, span });
   }
   return out;
-}
-
-/**
- * The tree below the open folder `dir`, in `into`. Synchronous calls (a thread-pool round trip
- * per lstat cost more than the walk's work), the event loop given a turn every slice.
- */
-async function walk(dir: number, root: string, rel: string, into: Map<string, Node>, slicer: Slicer): Promise<void> {
-  for (const name of readdirSync(atFd(dir, '.')).sort()) {
-    await slicer.tick();
-    const at = atFd(dir, name);
-    const st = lstatSync(at);
-    const p = rel ? `${rel}/${name}` : name;
-    if (st.isDirectory()) {
-      into.set(p, { type: 'dir', mode: st.mode & 0o7777 });
-      const sub = openDirAtSync(dir, name, path.join(root, p));
-      try {
-        await walk(sub, root, p, into, slicer);
-      } finally {
-        closeSync(sub);
-      }
-    } else if (st.isFile()) into.set(p, { type: 'file', mode: st.mode & 0o7777, src: { from: 'tree', root, rel: p } });
-    else if (st.isSymbolicLink()) {
-      const target = readlinkSync(at);
-      if (!linkStaysInside(p.split('/'), target)) throw new UnsafePathError(`fixture link ${path.join(root, p)} points outside the fixture`);
-      into.set(p, { type: 'link', mode: st.mode & 0o7777, target });
-    } else throw new UnsafePathError(`fixture entry ${path.join(root, p)} is not a file, folder or link`);
-  }
 }
 
 /** The run's changes.json, read bounded and with no link followed; undefined when the run has none. */

@@ -11,8 +11,7 @@
  * 16 TiB sparse file cannot be copied in, and finding its data without reading its holes needs
  * SEEK_DATA, which Node does not offer.
  */
-import { lstatSync, promises as fsp, readdirSync, type BigIntStats, type Stats } from 'node:fs';
-import { setImmediate as yieldLoop } from 'node:timers/promises';
+import { promises as fsp, type BigIntStats, type Stats } from 'node:fs';
 import { DEFAULTS } from '../constants';
 import { hashFile, knownSha256, rememberSha256, statKey } from './content-cache';
 import { createHash } from 'node:crypto';
@@ -20,6 +19,8 @@ import { DigestStore, readTree, writeTree } from './digest-store';
 import * as path from 'node:path';
 import { isWithin } from './path-util';
 import type { SpecErrorCode } from './types';
+import { atFd } from '../util/no-follow';
+import { walkTree, type TreeEntry } from '../util/tree-walk';
 
 export interface FixtureEntry {
   /** Relative to the fixture folder, forward slashes; '.' for the folder itself; a lone file is its base name. */
@@ -46,54 +47,32 @@ export interface FixtureScan {
 
 /** At most this many problems are reported per fixture. */
 const MAX_PROBLEMS = 5;
-const YIELD_EVERY = 500;
-
-/** One entry of a fixture's walk, as the tree's fingerprint sees it: its path, its lstat (BigIntStats when the walk asks for them). */
-type Visit<S> = (abs: string, rel: string, st: S, name: string, depth: number) => Promise<void> | void;
 
 /**
- * Walks the fixture at `root` in a fixed order (a folder, then its entries by name), lstat of
- * every entry, no link followed; `visit` sees each. Synchronous calls, a turn of the event loop
- * given back every YIELD_EVERY entries: a walk of thousands of files costs several times less
- * than with a promise per call (walk.ts). `more` stops it early (a scan with enough problems).
+ * One entry of a fixture's walk: where it is on the host (`abs`, for messages and a link's target),
+ * where to read it without following a link (`at`: inside its folder's descriptor), its path from
+ * the root ('.' for the root folder), its lstat (BigIntStats when the walk asks for them), its
+ * name ('.' for the root folder) and depth.
+ */
+type Visit<S> = (abs: string, rel: string, st: S, name: string, depth: number, dir: number) => Promise<void> | void;
+
+/**
+ * Walks the fixture at `root` (util/tree-walk.ts: a folder, then its entries by name, lstat of
+ * every entry inside its folder's descriptor, no link followed); `visit` sees each. `more` stops
+ * it early (a scan with enough problems).
  */
 async function walkFixture<S extends Stats | BigIntStats>(
   root: string,
   bigint: S extends BigIntStats ? true : false,
   visit: Visit<S>,
-  more: () => boolean = () => true,
-  withRel = true,
+  o: { more?: () => boolean; statBy?: 'path'; rel?: false } = {},
 ): Promise<void> {
-  const opts = { bigint };
-  const rootStat = lstatSync(root, opts) as S;
-  if (!rootStat.isDirectory()) {
-    await visit(root, path.basename(root), rootStat, path.basename(root), 0);
-    return;
-  }
-  const root0 = visit(root, '.', rootStat, '.', 0);
-  if (root0) await root0;
-  // folders whose entries are still to walk: each its entries' names (in order) and the next one's place
-  const stack: { abs: string; rel: string; names: string[]; at: number }[] = [{ abs: root, rel: '', names: readdirSync(root).sort(), at: 0 }];
-  let since = 0;
-  while (stack.length > 0 && more()) {
-    const top = stack[stack.length - 1] as (typeof stack)[number];
-    if (top.at === top.names.length) {
-      stack.pop();
-      continue;
-    }
-    const n = top.names[top.at++] as string;
-    const abs = `${top.abs}/${n}`;
-    // the path from the root, only for a visit that asks (the fingerprint needs the name and depth)
-    const rel = !withRel ? '' : top.rel === '' ? n : `${top.rel}/${n}`;
-    const st = lstatSync(abs, opts) as S;
-    const v = visit(abs, rel, st, n, stack.length);
-    if (v) await v;
-    if (st.isDirectory()) stack.push({ abs, rel, names: readdirSync(abs).sort(), at: 0 });
-    if (++since >= YIELD_EVERY) {
-      since = 0;
-      await yieldLoop();
-    }
-  }
+  const each = (e: TreeEntry<S>): Promise<void> | void => {
+    const top = e.depth === 0 && e.st.isDirectory();
+    return top ? visit(e.abs, '.', e.st, '.', 0, e.dir) : visit(e.abs, e.rel, e.st, e.name, e.depth, e.dir);
+  };
+  if (bigint) await walkTree<BigIntStats>(root, { ...o, bigint: true }, each as (e: TreeEntry<BigIntStats>) => Promise<void> | void);
+  else await walkTree<Stats>(root, o, each as (e: TreeEntry<Stats>) => Promise<void> | void);
 }
 
 /**
@@ -172,7 +151,8 @@ export async function knownFixtureDigest(root: string): Promise<string | undefin
   if (!kept) return undefined; // none: no walk for nothing, the scan walks
   const fp = new Fingerprint();
   // plain stats: the identity the fingerprint needs, without a BigInt per number
-  await walkFixture<Stats>(root, false, (_abs, _rel, st, name, depth) => fp.add(depth, name, st), undefined, false);
+  // by path: a stat walk that reads nothing (tree-walk.ts statBy); the scan it may lead to reads through descriptors
+  await walkFixture<Stats>(root, false, (_abs, _rel, st, name, depth) => fp.add(depth, name, st), { statBy: 'path', rel: false });
   if (kept.fingerprint !== fp.digest()) return undefined;
   trees.set(root, kept);
   return kept.digest;
@@ -192,11 +172,11 @@ export async function scanFixture(root: string, digestOf?: (entries: FixtureEntr
   await walkFixture<BigIntStats>(
     root,
     true,
-    (abs, rel, st, name, depth) => {
+    (abs, rel, st, name, depth, dir) => {
       fp.add(depth, name, st);
-      return addEntry(abs, rel, st, rel === path.basename(root) && abs === root ? path.dirname(root) : root, entries, problems, store);
+      return addEntry({ abs, dir, name }, rel, st, rel === path.basename(root) && abs === root ? path.dirname(root) : root, entries, problems, store);
     },
-    () => problems.length < MAX_PROBLEMS,
+    { more: () => problems.length < MAX_PROBLEMS },
   );
   if (problems.length > 0) return { entries: sorted(entries), problems };
   store?.save();
@@ -245,7 +225,7 @@ async function contentOf(abs: string, rel: string, st: BigIntStats, store: Diges
 }
 
 async function addEntry(
-  abs: string,
+  { abs, dir, name }: { abs: string; dir: number; name: string },
   rel: string,
   st: BigIntStats,
   root: string,
@@ -267,9 +247,9 @@ async function addEntry(
       });
       return;
     }
-    entries.push({ path: rel, type: 'file', mode, size: Number(st.size), sha256: await contentOf(abs, rel, st, store) });
+    entries.push({ path: rel, type: 'file', mode, size: Number(st.size), sha256: await contentOf(atFd(dir, name), rel, st, store) });
   } else if (st.isSymbolicLink()) {
-    const target = await fsp.readlink(abs);
+    const target = await fsp.readlink(atFd(dir, name));
     const resolved = path.resolve(path.dirname(abs), target);
     if (!isWithin(root, resolved) || !(await realStaysWithin(root, resolved))) {
       problems.push({ code: 'fixture-link', message: `fixture link "${rel}" points outside the fixture (to ${JSON.stringify(target)})` });

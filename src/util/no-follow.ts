@@ -59,10 +59,10 @@ export async function openDirAt(dir: fsp.FileHandle, name: string, shown: string
   }
 }
 
-/** Opens the regular file `name` inside the open folder `dir` for reading, never through a link. */
-export async function openFileAt(dir: fsp.FileHandle, name: string, shown: string): Promise<fsp.FileHandle> {
+/** Opens the regular file `name` inside the open folder `dir` (a handle or a descriptor) for reading, never through a link. */
+export async function openFileAt(dir: fsp.FileHandle | number, name: string, shown: string): Promise<fsp.FileHandle> {
   let fh: fsp.FileHandle;
-  const at = atFd(dir.fd, name);
+  const at = atFd(typeof dir === 'number' ? dir : dir.fd, name);
   try {
     fh = await fsp.open(at, C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK);
   } catch (err) {

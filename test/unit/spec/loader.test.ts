@@ -146,12 +146,13 @@ describe('spec/loader', () => {
     for (let i = 0; i < 10; i++) files[`s${i}.yaml`] = doc(`s${i}`, '  fixture: ./fx\n');
     const sb = sandbox(files);
     const fx = path.join(sb.specs, 'fx');
-    // The scan's walk uses lstatSync (fixture-scan.ts); counted on the module object it calls.
+    // The walk uses lstatSync (util/tree-walk.ts): by path for a fingerprint, inside its folder's
+    // descriptor (/proc/self/fd/N/a.txt) for a scan; counted on the module object it calls.
     const fsMod = fs as unknown as { lstatSync: (...a: unknown[]) => unknown };
     const real = fsMod.lstatSync;
     let walked = 0;
     fsMod.lstatSync = (p: unknown, ...rest: unknown[]) => {
-      if (String(p) === path.join(fx, 'a.txt')) walked++;
+      if (String(p) === path.join(fx, 'a.txt') || /^\/proc\/self\/fd\/\d+\/a\.txt$/.test(String(p))) walked++;
       return real(p, ...rest);
     };
     try {
