@@ -7,7 +7,7 @@ const side = [
   'test/engine/swarm/**/*.test.ts',
   'test/engine/git-*.test.ts',
   // named one by one: mocha's spec does not expand braces (its ignore does)
-  ...['disk-btrfs', 'disk-xfs', 'dns', 'engine-restart', 'infra', 'packaging', 'report-browser'].map((f) => `test/engine/${f}.test.ts`),
+  ...['disk-btrfs', 'disk-xfs', 'dns', 'engine-restart', 'engines', 'infra', 'packaging', 'report-browser'].map((f) => `test/engine/${f}.test.ts`),
 ];
 const all = ['test/unit/**/*.test.ts', 'test/engine/**/*.test.ts'];
 const lanes = { main: { spec: all, ignore: side }, side: { spec: side, ignore: [] } };

@@ -9,12 +9,13 @@ export PATH := $(CURDIR)/.node/bin:$(PATH)
 # The maintained lines the unit tests also run on in `make test` (besides the one berth uses).
 NODE_LINES ?= 22 24 26
 
-.PHONY: help node deps build engine git fs images browser setup run test test-unit test-lines lint typecheck bench bench-sets clean-engine
+.PHONY: help node deps build engine engines git fs images browser setup run test test-unit test-lines test-engines lint typecheck bench bench-sets clean-engine
 
 help:
 	@echo "make run    reconcile the example specs in specs/ on the local engine, then show them"
 	@echo "make test   install, start the engine, build the test images, typecheck, lint and run every test"
 	@echo "make bench  benchmark berth against the raw engine and its peers (see BENCHMARKS.md)"
+	@echo "make test-engines  the whole compatibility matrix: the engine suites on Docker 20.10, 26.1, 28.5 and 28.5 with the containerd image store"
 
 node:
 	@./scripts/node-up.sh
@@ -46,7 +47,12 @@ git:
 fs:
 	./scripts/fs-up.sh
 
-setup: deps build images git fs
+# The newer engines of the compatibility matrix (Debian trixie's and forky's docker.io), each a root
+# debootstrapped once into $BERTH_ENGINES_DIR (default /var/cache/berth/engines) and kept (scripts/engines-up.sh)
+engines:
+	./scripts/engines-up.sh
+
+setup: deps build images git fs engines
 
 # Debian's chromium for the report's browser tests and `make bench` (scripts/browser-up.sh; no browser download)
 browser:
@@ -59,6 +65,12 @@ run: setup
 # Every test, in two lanes at once (scripts/test-lanes.mjs: main, and side with the unit tests on the other Node lines)
 test: setup browser
 	NODE_LINES="$(NODE_LINES)" $(NPM) test
+
+# The whole compatibility matrix (README, "Engines"): the contract, lifecycle, trust, disk and isolation
+# suites on each engine in turn (scripts/test-engines.ts; ENGINES=e20,e26,e28,e28c and FILES=... narrow it).
+# Run before every release; `make test` runs its fast part (test/engine/engines.test.ts).
+test-engines: setup
+	node --import tsx scripts/test-engines.ts
 
 test-unit: deps
 	$(NPM) run test:unit

@@ -46,7 +46,8 @@ import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { cleanupRun } from './lib/cleanup';
-import { RawEngine } from './lib/engine';
+import { RawEngine, socketFromEnv } from './lib/engine';
+import { engineTurn, newestEngineTag, type TurnOutput } from './lib/engine-turn';
 import { BenchRun } from './lib/fixture';
 import { markdownTable, spread, svgChart, verdictOf, type Row } from './lib/report';
 import { fmtMs, pairedRatio, summarize, type Summary } from './lib/stats';
@@ -814,7 +815,7 @@ async function main(): Promise<void> {
   if (want('resources') && !want('noop')) throw new Error('BENCH_ONLY: resources needs noop (the controller watches its attempts)');
 
   const loadStart = os.loadavg();
-  const engine = new RawEngine();
+  const engine = new RawEngine(socketFromEnv());
   await preflight(engine);
   const m = await machine(engine);
   const run = new BenchRun();
@@ -985,6 +986,25 @@ async function main(): Promise<void> {
   if (res.fleet) fleetRows(res.fleet, rows);
   if (res.tenk) tenkRows(res.tenk, rows);
 
+  // the newest engine's turn (lib/engine-turn.ts): its rows go to the run that started it
+  const turnOut = process.env.BENCH_ENGINE_TURN ? process.env.BENCH_TURN_OUT : undefined;
+  if (turnOut) {
+    const turn: TurnOutput = {
+      rows: rows.map(({ chart: c, ...r }) => ({ ...r, ...(c ? { chart: c } : {}) })),
+      engine: `Docker Engine ${m.engine} (API ${m.apiVersion}, ${m.storageDriver})`,
+    };
+    await fs.writeFile(turnOut, JSON.stringify(turn));
+    return;
+  }
+  const newest = newestEngineTag();
+  const turnWorkloads = ['cold', 'fleet'].filter((w) => want(w));
+  let newestLine = '';
+  if (newest && turnWorkloads.length > 0) {
+    const turn = await engineTurn(newest, turnWorkloads, log);
+    rows.push(...turn.rows);
+    newestLine = ` The rows whose workload names another engine (\`<id>@${newest}\` in the JSON) ran on ${turn.engine}, a private engine of the compatibility matrix (README, "Engines"), each ratio against that engine's own floor in the same rounds.`;
+  }
+
   const profileSummaries: { title: string; summary: ProfileSummary }[] = [];
   for (const p of res.profiles) {
     try {
@@ -1015,7 +1035,7 @@ async function main(): Promise<void> {
   const md = [
     `## berth benchmark — ${when}${only ? ` (partial: ${[...only].join(', ')})` : ''}`,
     '',
-    `Run \`${run.id}\`, ${rounds} round${rounds === 1 ? '' : 's'}, ${durationS} s. Machine: ${machineLine}.`,
+    `Run \`${run.id}\`, ${rounds} round${rounds === 1 ? '' : 's'}, ${durationS} s. Machine: ${machineLine}.${newestLine}`,
     '',
     loadLine,
     '',

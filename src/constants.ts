@@ -6,6 +6,13 @@
 /** The version of docs/CONTRACT.md berth implements (`berth version -o json`). */
 export const CONTRACT_VERSION = 3;
 export const API_VERSION = 'berth.dev/v1';
+/**
+ * The Docker Engine API versions berth talks (src/engine/docker/api-version.ts): the oldest is
+ * that of the oldest engine it is tested on, the newest that of the newest (the compatibility
+ * matrix, test/support/engine-matrix.ts). berth talks min(the engine's, newest); an engine older
+ * than the oldest is refused.
+ */
+export const ENGINE_API = { oldest: '1.41', oldestEngine: 'Docker Engine 20.10', newest: '1.51', newestEngine: 'Docker Engine 28.5' } as const;
 export const KIND_ATTEMPT = 'Attempt';
 export const KIND_ATTEMPT_SET = 'AttemptSet';
 

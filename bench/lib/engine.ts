@@ -7,6 +7,11 @@ import http from 'node:http';
 
 export const SOCKET = '/var/run/docker.sock';
 
+/** The engine's socket: DOCKER_HOST's when it names one (the newest engine's turn, lib/engine-turn.ts), else the machine's. */
+export function socketFromEnv(env: NodeJS.ProcessEnv = process.env): string {
+  return env.DOCKER_HOST?.startsWith('unix://') ? env.DOCKER_HOST.slice('unix://'.length) : SOCKET;
+}
+
 export interface EngineResponse {
   status: number;
   body: string;

@@ -7,12 +7,15 @@
  * Bounded: the attempts measured longest ago go first, and one interval walks at most
  * DEFAULTS.diskEntriesPerInterval entries over them all (those left go first next time). Each
  * container is inspected once, for the folders of its layer and volumes (the results folder is
- * the record's). A layer the meter cannot read (not overlay2, or no access) is counted by the
- * engine (SizeRw), which walks it itself.
+ * the record's). The layer's folder: overlay2's, as inspect names it; the containerd image
+ * store's (overlayfs snapshotter), from the container's root mount (observe/overlay-upper.ts). A
+ * layer the meter cannot read (another driver, or no access) is counted by the engine (SizeRw),
+ * which walks it itself.
  */
 import { DEFAULTS, RUNNING_STATES } from '../constants';
 import type { Engine } from '../engine/types';
 import { countDisk, type DiskCount } from '../observe/disk-usage';
+import { upperDirOfPid } from '../observe/overlay-upper';
 import type { DiskUsage } from '../observe/types';
 import { diskExceeded } from '../plan/disk';
 import type { AttemptStatus } from '../status/types';
@@ -105,7 +108,13 @@ export class DiskMeter {
     if (known) return known;
     const d = await this.o.engine.containers.inspect(id).catch(() => undefined);
     if (!d || !RUNNING_STATES.has(d.state)) return undefined;
-    const layer = d.storage?.upperDir && d.storage.driver === 'overlay2' ? d.storage.upperDir : null;
+    // overlay2 names its folder; the containerd store's overlayfs snapshotter does not: its root mount does
+    const layer =
+      d.storage?.upperDir && d.storage.driver === 'overlay2'
+        ? d.storage.upperDir
+        : d.storage?.driver === 'overlayfs'
+          ? ((await upperDirOfPid(d.runState.pid)) ?? null)
+          : null;
     const p: Places = {
       layer,
       volumes: d.mounts.filter((m) => m.type === 'volume' && m.source).map((m) => ({ source: m.source, destination: m.destination })),

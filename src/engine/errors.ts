@@ -3,6 +3,7 @@
  * reports them in `statusCode`; an engine that cannot be reached or does not answer in time is
  * an EngineUnreachableError, whose message is the one berth prints for it everywhere.
  */
+import { ENGINE_API } from '../constants';
 
 export type EngineErrorKind = 'not-found' | 'conflict' | 'not-modified' | 'unavailable' | 'timeout' | 'other';
 
@@ -91,6 +92,21 @@ export function describeEngineError(err: unknown): string {
 /** Why the engine's first call (its ping) failed, as berth prints it. */
 export function pingFailure(err: unknown): string {
   return isEngineDown(err) ? describeEngineError(err) : `the Docker engine does not work: ${describeEngineError(err)}`;
+}
+
+/** An engine whose API is older than the oldest berth is tested with (src/engine/docker/api-version.ts refuses it). */
+export class EngineTooOldError extends Error {
+  readonly code = 'ENGINE_TOO_OLD';
+  constructor(
+    readonly address: string,
+    readonly engineVersion: string,
+    readonly apiVersion: string,
+  ) {
+    super(
+      `the Docker engine at ${address} is ${engineVersion || 'of an unknown version'} (API ${apiVersion || 'unknown'}), older than the oldest engine berth is tested with, ${ENGINE_API.oldestEngine} (API ${ENGINE_API.oldest}): upgrade the engine`,
+    );
+    this.name = 'EngineTooOldError';
+  }
 }
 
 /** Thrown by the read-only engine when something tries to change the engine (berth plan). */

@@ -62,6 +62,12 @@ export interface ContainerState {
 
 /** The parts of `docker inspect` that attestation and status read. */
 export interface ContainerDetails extends ContainerSummary {
+  /**
+   * The digest of the image manifest the container runs, where the engine says it (API 1.48 and
+   * later: ImageManifestDescriptor; the containerd image store): the platform's manifest of an
+   * image whose id is an index, else its id.
+   */
+  imageManifest?: string;
   state: string;
   runState: ContainerState;
   config: {
@@ -225,7 +231,7 @@ export interface LocalStorage {
    */
   dataRoot(): Promise<{ path: string; local: boolean } | undefined>;
   /** The engine's storage driver and the file system under its data root (GET /info: Driver, DriverStatus "Backing Filesystem"). */
-  storage(): Promise<{ driver: string; backingFs: string; dataRoot: string }>;
+  storage(): Promise<{ driver: string; backingFs: string; dataRoot: string; imageStore?: 'classic' | 'containerd' }>;
   /**
    * What the engine's containers' writable layers (SizeRw, by container id) and its volumes (by
    * name) hold, as the engine counts them (GET /system/df: it walks each itself; a file's size,
@@ -367,7 +373,12 @@ export interface Engine {
   images: ImageClient;
   events: EventClient;
   ping(): Promise<void>;
-  version(): Promise<{ version: string; apiVersion: string }>;
+  /**
+   * The engine's version and API version (its GET /version), and `talks`: the API version berth
+   * talks to it (negotiated: src/engine/docker/api-version.ts; an engine without negotiation says
+   * its own).
+   */
+  version(): Promise<{ version: string; apiVersion: string; talks?: string }>;
   /** Where the engine is, for messages (no credentials). */
   readonly address?: string;
   /**

@@ -143,7 +143,9 @@ export async function createContainer(
 export async function madeFrom(x: ExecContext, id: string, ref: string, pinned?: string): Promise<ImageProvenance> {
   const details = await x.deps.engine.containers.inspect(id);
   const prov = await imageProvenance(x.deps.engine, ref, details.imageId || pinned);
-  return { ...prov, ...(pinned ? { pinned: true } : {}) };
+  // an index of several platforms (the containerd image store): which platform's manifest ran
+  const manifest = details.imageManifest && details.imageManifest !== prov.id ? { platformManifest: details.imageManifest } : {};
+  return { ...prov, ...(pinned ? { pinned: true } : {}), ...manifest };
 }
 
 /**

@@ -59,6 +59,11 @@ export interface ImageProvenance {
   id: string;
   repoDigests: string[];
   pinned?: boolean;
+  /**
+   * The containerd image store, an image whose id is an index of several platforms: the digest of
+   * the manifest of the platform the container ran (its inspect's ImageManifestDescriptor).
+   */
+  platformManifest?: string;
 }
 
 /** One finished (or abandoned) run, kept in the history. */

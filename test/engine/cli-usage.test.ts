@@ -50,10 +50,12 @@ describe('cli usage', function () {
     });
   });
 
-  it("berth version: berth's and the engine's (server and API); an engine that does not answer is said so, exit 0", async function () {
+  it("berth version: berth's and the engine's (server, API, image store); an engine that does not answer is said so, exit 0", async function () {
     const v = await berth('version');
     expect(v.code).to.equal(0);
-    expect(v.stdout).to.match(/^berth \d+\.\d+\.\d+ \(node v\d+.*\)\nengine \S+ \(API \d+\.\d+\)\n$/);
+    expect(v.stdout).to.match(
+      /^berth \d+\.\d+\.\d+ \(node v\d+.*\)\nengine \S+ \(API \d+\.\d+(; berth talks \d+\.\d+)?\), (classic|containerd) image store \(\S+\)\n$/,
+    );
     const j = JSON.parse(built('version', '-o', 'json').stdout) as { engine: { version: string; apiVersion: string } };
     expect(j.engine.apiVersion).to.match(/^\d+\.\d+$/);
     const away = spawnSync(process.execPath, [BIN, 'version'], {

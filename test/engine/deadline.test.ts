@@ -148,7 +148,10 @@ describe('engine call deadlines (real engine)', function () {
   it('abandon(): the calls in flight give up at once and their connections close; later calls are refused', async function () {
     const sick = await SickEngine.start('silent');
     try {
-      const e = createDockerEngine(new (docker.constructor as typeof import('dockerode'))({ socketPath: sick.socket }), { timeoutMs: 60_000 });
+      // a client with an API version of its own (no negotiation first): each call is a connection of its own
+      const e = createDockerEngine(new (docker.constructor as typeof import('dockerode'))({ socketPath: sick.socket, version: 'v1.41' }), {
+        timeoutMs: 60_000,
+      });
       const calls = [e.containers.list([]), e.networks.inspect('x'), e.ping()].map((p) =>
         p.then(
           () => undefined,
@@ -171,6 +174,30 @@ describe('engine call deadlines (real engine)', function () {
           (err: unknown) => err,
         ),
       ).to.be.instanceOf(EngineCallAbandonedError);
+    } finally {
+      await sick.close();
+    }
+  });
+
+  it('abandon() while the API version is being negotiated: the calls waiting for it give up at once too', async function () {
+    const sick = await SickEngine.start('silent');
+    try {
+      const e = createDockerEngine(new (docker.constructor as typeof import('dockerode'))({ socketPath: sick.socket }), { timeoutMs: 60_000 });
+      const calls = [e.containers.list([]), e.networks.inspect('x'), e.ping()].map((p) =>
+        p.then(
+          () => undefined,
+          (err: unknown) => err,
+        ),
+      );
+      const t0 = Date.now();
+      // one connection: the negotiation (GET /_ping), which the three calls wait for
+      while (sick.openConnections < 1 && Date.now() - t0 < 5_000) await new Promise((r) => setTimeout(r, 20));
+      expect(sick.openConnections).to.equal(1);
+      const t1 = Date.now();
+      e.abandon?.('the test is stopping');
+      const errs = await Promise.all(calls);
+      expect(Date.now() - t1).to.be.lessThan(200);
+      for (const err of errs) expect(err).to.be.instanceOf(EngineCallAbandonedError);
     } finally {
       await sick.close();
     }

@@ -16,7 +16,7 @@ import { LABELS, REASONS } from '../../src/constants';
 import type { Summary } from '../../src/sets/summary';
 import type { AttemptStatus } from '../../src/status/types';
 import { startController } from '../support/controller';
-import { docker, requireEngine, TEST_IMAGE, TEST_RUN } from '../support/engine';
+import { docker, localRepoDigests, requireEngine, TEST_IMAGE, TEST_RUN } from '../support/engine';
 import { Sandbox } from '../support/sandbox';
 import { waitFor } from '../support/wait';
 
@@ -171,7 +171,9 @@ spec:
     expect(once.code, once.stderr).to.equal(0);
     const a = await sb.status('pin-a');
     expect(a?.phase).to.equal('Running');
-    expect(a?.image).to.deep.equal({ ref: moving, id: first, repoDigests: [], pinned: true });
+    // as the engine lists them: a loaded image has none on the classic store, one per repository on the containerd store
+    const digestsA = await localRepoDigests(first, [TEST_IMAGE, moving]);
+    expect(a?.image).to.deep.equal({ ref: moving, id: first, repoDigests: digestsA, pinned: true });
     expect((await sb.status('pin-b'))?.reason).to.equal(REASONS.waitingForSet);
     const pins = JSON.parse(await fs.readFile(path.join(sb.stateDir, sb.instance, 'sets', 'pin.json'), 'utf8')) as { images: Record<string, { id: string }> };
     expect(pins.images[moving]?.id).to.equal(first);
@@ -184,10 +186,12 @@ spec:
     expect(run.code, run.stderr).to.equal(0);
 
     const recs = await sb.store().loadAll();
-    for (const n of ['pin-a', 'pin-b']) {
+    // b was made after the tag moved: its repo digests are the ones the pinned id has then
+    const digests = { 'pin-a': digestsA, 'pin-b': await localRepoDigests(first, [TEST_IMAGE]) };
+    for (const n of ['pin-a', 'pin-b'] as const) {
       const r = recs.get(n);
       expect(r?.phase, n).to.equal('Succeeded');
-      expect(r?.image, n).to.deep.equal({ ref: moving, id: first, repoDigests: [], pinned: true });
+      expect(r?.image, n).to.deep.equal({ ref: moving, id: first, repoDigests: digests[n], pinned: true });
       const status = JSON.parse(await fs.readFile(path.join(path.dirname(r?.resultsDir as string), 'status.json'), 'utf8')) as AttemptStatus;
       expect(status.image?.id, `${n} status.json`).to.equal(first);
     }
@@ -197,7 +201,7 @@ spec:
     expect(sj.code, sj.stderr).to.equal(0);
     expect(await schemaErrors('summary-output.schema.json', JSON.parse(sj.stdout))).to.equal(null);
     const set = (JSON.parse(sj.stdout) as Summary).sets[0];
-    expect(set?.image).to.deep.equal({ ref: moving, id: first, repoDigests: [] });
+    expect(set?.image).to.deep.equal({ ref: moving, id: first, repoDigests: digestsA });
     expect(set?.children.map((c) => c.image?.id)).to.deep.equal([first, first]);
     expect(set?.tagMoved).to.deep.equal([{ set: 'pin', ref: moving, pinned: first, now: other }]);
     const st = await sb.cli('summary');

@@ -7,7 +7,7 @@
  */
 import Dockerode from 'dockerode';
 import { BINDING_LABELS, LABELS, LOCK_LABELS } from '../../src/constants';
-import { createDockerEngine } from '../../src/engine/docker';
+import { createDockerEngine, imageStore } from '../../src/engine/docker';
 import type { Engine } from '../../src/engine/types';
 
 export const TEST_RUN = process.env.BERTH_TEST_RUN ?? `t${process.pid.toString(36)}`;
@@ -15,7 +15,22 @@ export const TEST_RUN = process.env.BERTH_TEST_RUN ?? `t${process.pid.toString(3
 export const TEST_LABEL = 'dev.berth.test-run';
 export const TEST_IMAGE = 'berth/busybox:local';
 
-export const docker = new Dockerode({ socketPath: process.env.DOCKER_HOST ? undefined : '/var/run/docker.sock' });
+/** The engine the tests use: DOCKER_HOST's (read by docker-modem when given no options; the matrix's turns, scripts/test-engines.ts), else the machine's. */
+export const docker = process.env.DOCKER_HOST ? new Dockerode() : new Dockerode({ socketPath: '/var/run/docker.sock' });
+
+/** The engine's image store (src/engine/docker: the containerd snapshotter, or the classic graph drivers). */
+export async function testImageStore(): Promise<'classic' | 'containerd'> {
+  return imageStore(((await docker.info()) as { DriverStatus?: [string, string][] | null }).DriverStatus);
+}
+
+/**
+ * The repo digests an engine lists for an image loaded or built on it, named by `refs`: none on
+ * the classic store; on the containerd store, `<repository>@<its id>` for each repository.
+ */
+export async function localRepoDigests(id: string, refs: string[]): Promise<string[]> {
+  if ((await testImageStore()) === 'classic') return [];
+  return [...new Set(refs.map((r) => `${r.slice(0, r.lastIndexOf(':'))}@${id}`))].sort();
+}
 
 let counter = 0;
 /** A fresh berth instance name for one test: its resources are this test's alone. */

@@ -27,10 +27,17 @@ export class PrivateEngine {
    * @param opts.resolvConf the host resolver configuration this engine sees (its own mount
    *        namespace, with this text bind-mounted over /etc/resolv.conf); default: the host's.
    * @param opts.storageDriver the engine's storage driver (`--storage-driver`); default: the engine's choice.
+   * @param opts.suiteRoot a root made by scripts/engines-up.sh (a Debian suite with its docker.io):
+   *        the engine is that suite's dockerd, containerd, shim and runc, found first on the
+   *        PATH it is started with (the root's .berth/bin: runc made to load the suite's own C
+   *        library, the others run on the host's), in the host's mount namespace as any private
+   *        engine, so every path it is given (data root, socket, folders to bind, mounts the
+   *        tests make later) is the host's; default: the machine's own dockerd.
+   * @param opts.containerdStore the containerd image store on (the `containerd-snapshotter` feature).
    */
   constructor(
     tag: string,
-    private readonly opts: { resolvConf?: string; storageDriver?: string } = {},
+    private readonly opts: { resolvConf?: string; storageDriver?: string; suiteRoot?: string; containerdStore?: boolean } = {},
   ) {
     this.root = `/tmp/bd-${TEST_RUN}-${tag}`.slice(0, 40);
     this.netns = `berth-${TEST_RUN}-${tag}`.slice(0, 30);
@@ -56,6 +63,20 @@ export class PrivateEngine {
       '--bip=10.213.0.1/24',
       ...(this.opts.storageDriver ? [`--storage-driver=${this.opts.storageDriver}`] : []),
     ];
+    if (this.opts.suiteRoot !== undefined || this.opts.containerdStore) {
+      // a configuration of its own: the host's /etc/docker/daemon.json never applies
+      const config = path.join(this.root, 'daemon.json');
+      await fs.writeFile(config, JSON.stringify(this.opts.containerdStore ? { features: { 'containerd-snapshotter': true } } : {}));
+      dockerd.push(`--config-file=${config}`);
+    }
+    let env: NodeJS.ProcessEnv = process.env;
+    if (this.opts.suiteRoot !== undefined) {
+      const bin = path.join(this.opts.suiteRoot, '.berth', 'bin');
+      await fs.access(path.join(bin, 'runc')).catch(() => {
+        throw new Error(`no engine root at ${this.opts.suiteRoot}: run ./scripts/engines-up.sh (make setup does)`);
+      });
+      env = { ...process.env, PATH: `${bin}:${process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin'}` };
+    }
     let argv = [`--net=/var/run/netns/${this.netns}`, ...dockerd];
     if (this.opts.resolvConf !== undefined) {
       // A mount namespace of its own, where /etc/resolv.conf is ours; the host's file is untouched.
@@ -75,7 +96,7 @@ export class PrivateEngine {
       ];
     }
     // nsenter, not `ip netns exec` (which remounts /sys and hides the cgroup mounts dockerd needs)
-    this.proc = spawn('nsenter', argv, { stdio: ['ignore', log, log] });
+    this.proc = spawn('nsenter', argv, { stdio: ['ignore', log, log], env });
     const exited = new Promise<never>((_, reject) =>
       this.proc?.once('exit', (code) => {
         // the log goes with destroy(): its last lines go with the error
@@ -102,6 +123,16 @@ export class PrivateEngine {
   /** Starts `cmd` inside this engine's network namespace (its loopback is not the host's). */
   spawnInNetns(cmd: string, args: string[]): ChildProcess {
     return spawn('nsenter', [`--net=/var/run/netns/${this.netns}`, cmd, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  }
+
+  /**
+   * Copies images from the machine's engine into this one (`docker save | docker load`: no
+   * registry, and each engine needs its own copy).
+   */
+  async loadImages(refs: string[]): Promise<void> {
+    await run('bash', ['-o', 'pipefail', '-c', 'docker -H unix:///var/run/docker.sock save "$@" | docker -H "unix://$0" load -q', this.socket, ...refs], {
+      env: { ...process.env, DOCKER_HOST: '' },
+    });
   }
 
   /** Imports the test image into this engine (no registry: each engine needs its own copy). */

@@ -116,6 +116,7 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
         `${rec.image.id}${rec.image.pinned ? ` (pinned for set ${loaded?.set?.set.name ?? '?'}; made from the id, not ${rec.image.ref})` : ` (${rec.image.ref})`}`,
       );
       kv('Repo digests', rec.image.repoDigests.length ? rec.image.repoDigests.join(', ') : 'none (built or loaded on the engine)');
+      if (rec.image.platformManifest) kv('Platform manifest', `${rec.image.platformManifest} (of the index ${rec.image.id})`);
     }
     kv('Results', rec.resultsDir);
     if (rec.redaction) {

@@ -1,26 +1,50 @@
 /**
  * `berth version [-o json]`: berth's version, the Node.js running it, the contract it implements,
- * and the engine's version (server and API), as `docker version` shows both sides. An engine
- * that does not answer (within a few seconds) is said so, and the command still succeeds.
+ * and the engine's: its version, its API version and the one berth talks to it (negotiated), and
+ * its image store (classic, or containerd's), as `docker version` and `docker info` show them.
+ * An engine that does not answer (within a few seconds) is said so, and the command still
+ * succeeds; an engine older than the oldest berth is tested with is refused (exit 1).
  */
 import { CONTRACT_VERSION, EXIT } from '../../constants';
-import { describeEngineError } from '../../engine/errors';
+import { describeEngineError, EngineTooOldError } from '../../engine/errors';
+import type { Engine } from '../../engine/types';
 import type { Context } from '../context';
 
 /** How long the engine is given to say its version. */
 const ENGINE_WAIT_MS = 3000;
 
-type EngineVersion = { version: string; apiVersion: string } | { error: string };
+type EngineVersion =
+  { version: string; apiVersion: string; talks?: string; imageStore?: 'classic' | 'containerd'; driver?: string } | { error: string; tooOld?: boolean };
 
 export async function runVersion(ctx: Context, berth: string, o: { output?: 'json' }): Promise<number> {
   const engine = await engineVersion(ctx);
+  const code = 'error' in engine && engine.tooOld ? EXIT.failed : EXIT.ok;
   if (o.output === 'json') {
     ctx.io.out(`${JSON.stringify({ version: berth, node: process.version, contract: CONTRACT_VERSION, engine })}\n`);
-    return EXIT.ok;
+    return code;
   }
   ctx.io.out(`berth ${berth} (node ${process.version}; contract v${CONTRACT_VERSION})\n`);
-  ctx.io.out('error' in engine ? `engine unreachable: ${engine.error}\n` : `engine ${engine.version} (API ${engine.apiVersion})\n`);
-  return EXIT.ok;
+  ctx.io.out(`${engineLine(engine)}\n`);
+  return code;
+}
+
+/** `engine 28.5.2 (API 1.51), containerd image store (overlayfs)`; berth's API named when it talks an older one. */
+function engineLine(e: EngineVersion): string {
+  if ('error' in e) return e.tooOld ? `engine refused: ${e.error}` : `engine unreachable: ${e.error}`;
+  const api = e.talks && e.talks !== e.apiVersion ? `API ${e.apiVersion}; berth talks ${e.talks}` : `API ${e.apiVersion}`;
+  const store = e.imageStore ? `, ${e.imageStore} image store${e.driver ? ` (${e.driver})` : ''}` : '';
+  return `engine ${e.version} (${api})${store}`;
+}
+
+async function ask(engine: Engine): Promise<EngineVersion> {
+  const v = await engine.version();
+  const s = await engine.local?.storage();
+  return {
+    version: v.version,
+    apiVersion: v.apiVersion,
+    ...(v.talks ? { talks: v.talks } : {}),
+    ...(s?.imageStore ? { imageStore: s.imageStore, driver: s.driver } : {}),
+  };
 }
 
 async function engineVersion(ctx: Context): Promise<EngineVersion> {
@@ -34,13 +58,10 @@ async function engineVersion(ctx: Context): Promise<EngineVersion> {
   });
   try {
     return await Promise.race([
-      ctx
-        .engine()
-        .version()
-        .then(
-          (v): EngineVersion => ({ version: v.version, apiVersion: v.apiVersion }),
-          (err: unknown): EngineVersion => ({ error: describeEngineError(err) }),
-        ),
+      ask(ctx.engine()).then(
+        (v) => v,
+        (err: unknown): EngineVersion => (err instanceof EngineTooOldError ? { error: err.message, tooOld: true } : { error: describeEngineError(err) }),
+      ),
       late,
     ]);
   } finally {

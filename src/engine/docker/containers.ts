@@ -43,6 +43,12 @@ export function summaryFromList(c: ListItem): ContainerSummary {
   };
 }
 
+/** The ImageManifestDescriptor's digest (API 1.48 and later, the containerd image store); none from older engines. */
+function manifestOf(i: Dockerode.ContainerInspectInfo): { imageManifest?: string } {
+  const d = (i as { ImageManifestDescriptor?: { digest?: unknown } | null }).ImageManifestDescriptor;
+  return typeof d?.digest === 'string' ? { imageManifest: d.digest } : {};
+}
+
 export function detailsFromInspect(i: Dockerode.ContainerInspectInfo): ContainerDetails {
   const h = i.HostConfig ?? ({} as Dockerode.HostConfig);
   const hx = h as Dockerode.HostConfig & { Init?: boolean | null; CgroupnsMode?: string };
@@ -52,6 +58,7 @@ export function detailsFromInspect(i: Dockerode.ContainerInspectInfo): Container
     labels: i.Config?.Labels ?? {},
     image: i.Config?.Image ?? '',
     imageId: i.Image,
+    ...manifestOf(i),
     state: i.State?.Status ?? '',
     status: i.State?.Status ?? '',
     networkMode: h.NetworkMode ?? '',

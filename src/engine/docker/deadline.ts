@@ -51,10 +51,15 @@ export interface CallOptions {
   stream?: boolean;
   /** The caller's: aborts the call (and a stream it returned). */
   signal?: AbortSignal;
+  /** Runs before the gate has opened (the gate's own call: the API version's negotiation). */
+  ungated?: boolean;
 }
 
 export class BoundedCalls {
   private readonly closing = new AbortController();
+  private gateFn: ((op: string) => Promise<void>) | undefined;
+  private gateOpening: Promise<void> | undefined;
+  private gateOpen = false;
 
   constructor(
     docker: Dockerode,
@@ -73,6 +78,28 @@ export class BoundedCalls {
     hookDial(docker);
   }
 
+  /**
+   * Every call waits for `open` to have succeeded once (the API version's negotiation, made by
+   * the first call under its name, shared by the calls that come meanwhile). A failure fails the
+   * calls that waited for it, and the next call tries again.
+   */
+  gate(open: (op: string) => Promise<void>): void {
+    this.gateFn = open;
+  }
+
+  private opened(op: string): Promise<void> {
+    this.gateOpening ??= (this.gateFn ?? (() => Promise.resolve()))(op).then(
+      () => {
+        this.gateOpen = true;
+      },
+      (err: unknown) => {
+        this.gateOpening = undefined;
+        throw err;
+      },
+    );
+    return this.gateOpening;
+  }
+
   /** Gives up every call in flight (each rejects with EngineCallAbandonedError) and refuses new ones. */
   abandon(reason: string): void {
     this.closing.abort(reason);
@@ -88,6 +115,7 @@ export class BoundedCalls {
    * idle deadline.
    */
   run<T>(op: string, start: (progress: () => void) => Promise<T>, o: CallOptions = {}): Promise<T> {
+    if (this.gateFn && !this.gateOpen && !o.ungated) return this.opened(op).then(() => this.run(op, start, o));
     const closing = this.closing.signal;
     if (closing.aborted) return Promise.reject(new EngineCallAbandonedError(op, String(closing.reason)));
     const ms = o.ms ?? this.timeoutMs;

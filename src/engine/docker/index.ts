@@ -9,7 +9,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { inspect } from 'node:util';
 import { DEFAULTS } from '../../constants';
-import { isNotFound } from '../errors';
+import { EngineTooOldError, isNotFound } from '../errors';
 import { loadDockerode } from './load-dockerode';
 import type { Engine } from '../types';
 import { DEFAULT_SOCKET, envAddress, modemAddress } from './address';
@@ -19,6 +19,7 @@ import { DockerEvents } from './events';
 import { DockerImages } from './images';
 import { DockerNetworks } from './networks';
 import { DockerVolumes } from './volumes';
+import { negotiateApi } from './api-version';
 
 /**
  * A plain-HTTP agent with `options`, and an empty TLS server name: Node's agent works one out for
@@ -66,6 +67,69 @@ function unpooled(docker: Dockerode): Dockerode {
   return new D({ ...opts, agent } as Dockerode.DockerOptions);
 }
 
+/**
+ * Which image store the engine keeps images in: `containerd` (the containerd-snapshotter feature:
+ * the engine's info names a snapshotter as its driver type) or `classic` (a graph driver).
+ */
+export function imageStore(driverStatus: [string, string][] | null | undefined): 'classic' | 'containerd' {
+  const type = (driverStatus ?? []).find(([k]) => k === 'driver-type')?.[1] ?? '';
+  return type.startsWith('io.containerd.snapshotter') ? 'containerd' : 'classic';
+}
+
+/**
+ * Puts the API version's negotiation in front of every call `calls` makes over `d` (api-version.ts):
+ * the first call asks, as Docker's own clients do, the `API-Version` header of `GET /_ping`
+ * (unversioned; `/version` where there is none), then every path carries min(that, the newest
+ * berth knows). A client made with a version of its own, or one another engine over the same
+ * client negotiated already, keeps it. `on.said`: the engine's /version when it was asked;
+ * `on.talks`: the version chosen (`v1.45`).
+ */
+export function negotiateApiOn(
+  d: Dockerode,
+  calls: BoundedCalls,
+  on: { said?: (v: { version: string; apiVersion: string }) => void; talks?: (version: string) => void } = {},
+): void {
+  const modem = d.modem as unknown as { version?: string };
+  if (modem.version) return;
+  calls.gate(async (op) => {
+    if (modem.version) return;
+    let said: { version: string; apiVersion: string } | undefined;
+    let api = await calls.run(op, () => pingApiVersion(d), { ungated: true });
+    if (!api) {
+      const v = await calls.run(op, () => d.version(), { ungated: true });
+      said = { version: v.Version, apiVersion: v.ApiVersion };
+      on.said?.(said);
+      api = v.ApiVersion;
+    }
+    let talks: string;
+    try {
+      talks = negotiateApi(api, said?.version, calls.address);
+    } catch (err) {
+      // the refusal names the engine's version too, when it says it (asked once more, unversioned)
+      if (said || !(err instanceof EngineTooOldError)) throw err;
+      const v = await calls.run(op, () => d.version(), { ungated: true }).catch(() => undefined);
+      throw v?.Version ? new EngineTooOldError(calls.address, v.Version, api) : err;
+    }
+    modem.version = `v${talks}`;
+    on.talks?.(modem.version);
+  });
+}
+
+/** The engine's `API-Version` header of `GET /_ping` (every engine since API 1.25 sends it); undefined without one. */
+function pingApiVersion(d: Dockerode): Promise<string | undefined> {
+  const m = d.modem as unknown as {
+    dial(o: object, cb: (err: unknown, res?: { headers: Record<string, string | string[] | undefined>; resume(): void }) => void): void;
+  };
+  return new Promise((resolve, reject) => {
+    m.dial({ path: '/_ping', method: 'GET', isStream: true, statusCodes: { 200: true, 500: 'server error' } }, (err, res) => {
+      if (err || !res) return reject(err instanceof Error ? err : new Error('no answer to /_ping'));
+      res.resume();
+      const h = res.headers['api-version'];
+      resolve(typeof h === 'string' && h ? h : undefined);
+    });
+  });
+}
+
 /** The boot lookup is small; an engine that takes longer is not one to conclude anything from. */
 const BOOT_TIMEOUT_MS = 10_000;
 
@@ -81,6 +145,15 @@ export function createDockerEngine(docker?: Dockerode, o: DockerEngineOptions = 
   const d = docker ?? dockerFromEnv(env);
   const calls = new BoundedCalls(d, o.timeoutMs ?? DEFAULTS.engineTimeoutMs, docker ? modemAddress(d) : envAddress(env));
   let fresh: Dockerode | undefined;
+  // The API version, negotiated by the first call (api-version.ts); a client made with a version of its own keeps it.
+  const modem = d.modem as unknown as { version?: string };
+  let said: { version: string; apiVersion: string } | undefined;
+  negotiateApiOn(d, calls, {
+    said: (v) => (said = v),
+    talks: (version) => {
+      if (fresh) (fresh.modem as unknown as { version?: string }).version = version;
+    },
+  });
   const containers = new DockerContainers(d, calls);
   return {
     async boot() {
@@ -110,8 +183,12 @@ export function createDockerEngine(docker?: Dockerode, o: DockerEngineOptions = 
       await calls.run('ping', () => d.ping());
     },
     async version() {
-      const v = await calls.run('version', () => d.version());
-      return { version: v.Version, apiVersion: v.ApiVersion };
+      // the negotiation's answer when it was made (the engine asked once), else asked now
+      if (!said) {
+        const v = await calls.run('version', () => d.version());
+        said ??= { version: v.Version, apiVersion: v.ApiVersion };
+      }
+      return { ...said, talks: (modem.version ?? '').replace(/^v/, '') || said.apiVersion };
     },
     abandon(reason: string) {
       calls.abandon(reason);
@@ -125,7 +202,7 @@ export function createDockerEngine(docker?: Dockerode, o: DockerEngineOptions = 
       async storage() {
         const i = (await calls.run('storage', () => d.info())) as { Driver?: string; DriverStatus?: [string, string][] | null; DockerRootDir?: string };
         const backing = (i.DriverStatus ?? []).find(([k]) => k === 'Backing Filesystem')?.[1] ?? '';
-        return { driver: i.Driver ?? '', backingFs: backing, dataRoot: i.DockerRootDir ?? '' };
+        return { driver: i.Driver ?? '', backingFs: backing, dataRoot: i.DockerRootDir ?? '', imageStore: imageStore(i.DriverStatus) };
       },
       async diskUsage() {
         const df = (await calls.run('diskUsage', () => d.df())) as {

@@ -6,7 +6,7 @@ import type Dockerode from 'dockerode';
 import { DEFAULTS } from '../../constants';
 import { envAddress, modemAddress } from '../docker/address';
 import { BoundedCalls } from '../docker/deadline';
-import { dockerFromEnv } from '../docker/index';
+import { dockerFromEnv, negotiateApiOn } from '../docker/index';
 import { DockerNetworks } from '../docker/networks';
 import { SwarmNodes } from './nodes';
 import { SwarmSecrets } from './secrets';
@@ -28,6 +28,8 @@ export function createSwarmEngine(docker?: Dockerode, o: { timeoutMs?: number; e
   const env = o.env ?? process.env;
   const d = docker ?? dockerFromEnv(env);
   const calls = new BoundedCalls(d, o.timeoutMs ?? DEFAULTS.engineTimeoutMs, docker ? modemAddress(d) : envAddress(env));
+  // the API version as the engine's other calls talk it (once per client: the manager's engine may have asked already)
+  negotiateApiOn(d, calls);
   return {
     services: new SwarmServices(d, calls),
     tasks: new SwarmTasks(d, calls),
