@@ -377,6 +377,18 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
         .env('BERTH_FIXTURE_CACHE_SIZE'),
     )
     .option('--move-instance', 'the instance is bound to another source: move it to this one on purpose (what the other source runs is removed)')
+    .option('--max-pulls <n>', `image pulls under way at once (default ${DEFAULTS.maxPulls})`, int('--max-pulls', 1))
+    .option(
+      '--prefetch <n>',
+      'attempts beyond the free slots whose images are pulled ahead, in admission order (default: --max-running; 0: none)',
+      int('--prefetch', 0),
+    )
+    .option(
+      '--pull-retries <n>',
+      `with --once: failed pulls of an image (a rate limit's waits not counted) after which its attempts settle Blocked (default ${DEFAULTS.pullRetries})`,
+      int('--pull-retries', 1),
+    )
+    .option('--registry-config <file>', 'registry credentials, a docker config.json (default: $DOCKER_CONFIG/config.json, else ~/.docker/config.json)')
     .addOption(
       new Option(
         '--default-deadline <duration>',

@@ -203,8 +203,10 @@ const ERROR_CODES: Record<number, string> = { 401: 'UNAUTHORIZED', 404: 'MANIFES
 /** An HTTPS front before a TestRegistry that forwards to it, or answers with `fault`. */
 export class RegistryFront {
   fault: Fault = { kind: 'pass' };
-  /** Request lines it saw, in order. */
-  readonly seen: string[] = [];
+  /** Called with each request line as it comes (a test switches the fault on the first it sees). */
+  onRequest: ((line: string) => void) | undefined;
+  /** Request lines it saw, in order, with when (ms since the epoch). */
+  readonly seen: { at: number; line: string }[] = [];
   private readonly held = new Set<net.Socket>();
 
   private constructor(
@@ -218,7 +220,8 @@ export class RegistryFront {
     let front: RegistryFront | undefined = undefined;
     const server = https.createServer({ key: reg.ca.key, cert: reg.ca.cert }, (req, res) => {
       const f = front as RegistryFront;
-      f.seen.push(`${req.method} ${req.url}`);
+      f.seen.push({ at: Date.now(), line: `${req.method} ${req.url}` });
+      f.onRequest?.(`${req.method} ${req.url}`);
       const fault = f.fault;
       const isManifest = /\/manifests\//.test(req.url ?? '');
       const isBlob = /\/blobs\/sha256:/.test(req.url ?? '') && req.method === 'GET';

@@ -13,7 +13,7 @@
  */
 import { settled } from '../../plan/settled';
 import { EXIT, REASONS } from '../../constants';
-import { reconcilePass, type PassConfig, type PassResult } from '../../controller/pass';
+import { reconcilePassPulling, type PassConfig, type PassResult } from '../../controller/pass';
 import type * as ControllerMod from '../../controller/controller';
 import type { Plan } from '../../plan/types';
 import type { LoadedSpec, LoadResult } from '../../spec/types';
@@ -260,7 +260,7 @@ async function onePass(
 ): Promise<Ended | number> {
   let res: PassResult;
   try {
-    res = await reconcilePass(cfg, engine, store);
+    res = await reconcilePassPulling(cfg, engine, store);
   } catch (err) {
     if (!isEngineDown(err)) throw err;
     diag(ctx, 'error', describeEngineError(err));
