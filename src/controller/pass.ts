@@ -328,9 +328,12 @@ export async function reconcilePass(cfg: PassConfig, engine: Engine, store: Stat
  */
 export async function reconcilePassPulling(cfg: PassConfig, engine: Engine, store: StatusStore): Promise<PassResult> {
   if (!cfg.pull || !engine.images.pull) return reconcilePass(cfg, engine, store);
+  // loaded only when a pass may pull (a no-op CLI pass loads none of it)
+  /* eslint-disable @typescript-eslint/no-require-imports */
   const { Puller, pullsFile } = require('./puller') as typeof PullerMod;
   const { RegistryCredentials } = require('../registry/credentials') as typeof CredentialsMod;
   const { systemClock } = require('../util/clock') as typeof ClockMod;
+  /* eslint-enable @typescript-eslint/no-require-imports */
   const puller = new Puller({
     engine,
     credentials: new RegistryCredentials({ file: cfg.pull.registryConfig, env: cfg.env }),
