@@ -328,13 +328,18 @@ export async function reconcilePass(cfg: PassConfig, engine: Engine, store: Stat
  */
 export async function reconcilePassPulling(cfg: PassConfig, engine: Engine, store: StatusStore): Promise<PassResult> {
   if (!cfg.pull || !engine.images.pull) return reconcilePass(cfg, engine, store);
-  // loaded only when a pass may pull (a no-op CLI pass loads none of it)
+  let puller: PullerMod.Puller | undefined;
+  const none = new Map<string, ImagePullState>();
+  const c: PassConfig = { ...cfg, pull: { ...cfg.pull, states: () => puller?.view() ?? none, finite: true } };
+  let res = await reconcilePass(c, engine, store);
+  if (!res.plan.pulls?.length) return res;
+  // loaded only when a pass asks for a pull (a no-op CLI pass loads none of it)
   /* eslint-disable @typescript-eslint/no-require-imports */
   const { Puller, pullsFile } = require('./puller') as typeof PullerMod;
   const { RegistryCredentials } = require('../registry/credentials') as typeof CredentialsMod;
   const { systemClock } = require('../util/clock') as typeof ClockMod;
   /* eslint-enable @typescript-eslint/no-require-imports */
-  const puller = new Puller({
+  const p = new Puller({
     engine,
     credentials: new RegistryCredentials({ file: cfg.pull.registryConfig, env: cfg.env }),
     maxPulls: cfg.pull.maxPulls,
@@ -343,19 +348,18 @@ export async function reconcilePassPulling(cfg: PassConfig, engine: Engine, stor
     stateFile: pullsFile(cfg.stateDir, cfg.instance),
     onSettled: () => undefined,
   });
-  const c: PassConfig = { ...cfg, pull: { ...cfg.pull, states: () => puller.view(), finite: true } };
+  puller = p;
   try {
-    let res = await reconcilePass(c, engine, store);
     const results = [...res.results];
     // each round pulls at least one image or ends: a bounded number of rounds
     for (let round = 0; round < 1000 && res.plan.pulls?.length; round++) {
-      puller.want(res.plan.pulls);
-      await puller.drained();
+      p.want(res.plan.pulls);
+      await p.drained();
       res = await reconcilePass(c, engine, store);
       results.push(...res.results);
     }
     return { ...res, results };
   } finally {
-    await puller.close();
+    await p.close();
   }
 }
