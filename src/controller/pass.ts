@@ -352,7 +352,11 @@ export async function reconcilePassPulling(cfg: PassConfig, engine: Engine, stor
   try {
     const results = [...res.results];
     // each round pulls at least one image or ends: a bounded number of rounds
+    const asked = new Set<string>();
     for (let round = 0; round < 1000 && res.plan.pulls?.length; round++) {
+      // a reference asked for again after its pull (an image the engine still does not show by that name): no loop
+      if (res.plan.pulls.every((r) => asked.has(r.ref))) break;
+      for (const r of res.plan.pulls) asked.add(r.ref);
       p.want(res.plan.pulls);
       await p.drained();
       res = await reconcilePass(c, engine, store);
