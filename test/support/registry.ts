@@ -162,9 +162,9 @@ export class TestRegistry {
     return lines.map((l) => /"((?:GET|HEAD|PUT|POST|PATCH|DELETE) [^"]*)"/.exec(l)?.[1] ?? '').filter((l) => re.test(l));
   }
 
-  /** A docker config.json `auths` entry for this registry (for a test's DOCKER_CONFIG). */
-  authEntry(): Record<string, { auth: string }> {
-    return { [this.host]: { auth: Buffer.from(`${this.user.user}:${this.user.password}`).toString('base64') } };
+  /** A docker config.json `auths` entry for this registry, or for a front of it (for a test's DOCKER_CONFIG). */
+  authEntry(host = this.host): Record<string, { auth: string }> {
+    return { [host]: { auth: Buffer.from(`${this.user.user}:${this.user.password}`).toString('base64') } };
   }
 
   /** A front of the test's own before this registry, trusted by the engine too (see RegistryFront). */
@@ -206,7 +206,7 @@ export class RegistryFront {
   /** Called with each request line as it comes (a test switches the fault on the first it sees). */
   onRequest: ((line: string) => void) | undefined;
   /** Request lines it saw, in order, with when (ms since the epoch). */
-  readonly seen: { at: number; line: string }[] = [];
+  readonly seen: { at: number; line: string; ua: string }[] = [];
   private readonly held = new Set<net.Socket>();
 
   private constructor(
@@ -220,7 +220,7 @@ export class RegistryFront {
     let front: RegistryFront | undefined = undefined;
     const server = https.createServer({ key: reg.ca.key, cert: reg.ca.cert }, (req, res) => {
       const f = front as RegistryFront;
-      f.seen.push({ at: Date.now(), line: `${req.method} ${req.url}` });
+      f.seen.push({ at: Date.now(), line: `${req.method} ${req.url}`, ua: String(req.headers['user-agent'] ?? '') });
       f.onRequest?.(`${req.method} ${req.url}`);
       const fault = f.fault;
       const isManifest = /\/manifests\//.test(req.url ?? '');
