@@ -328,9 +328,9 @@ export async function reconcilePass(cfg: PassConfig, engine: Engine, store: Stat
  */
 export async function reconcilePassPulling(cfg: PassConfig, engine: Engine, store: StatusStore): Promise<PassResult> {
   if (!cfg.pull || !engine.images.pull) return reconcilePass(cfg, engine, store);
-  let puller: PullerMod.Puller | undefined;
+  const held: { puller?: PullerMod.Puller } = {};
   const none = new Map<string, ImagePullState>();
-  const c: PassConfig = { ...cfg, pull: { ...cfg.pull, states: () => puller?.view() ?? none, finite: true } };
+  const c: PassConfig = { ...cfg, pull: { ...cfg.pull, states: () => held.puller?.view() ?? none, finite: true } };
   let res = await reconcilePass(c, engine, store);
   if (!res.plan.pulls?.length) return res;
   // loaded only when a pass asks for a pull (a no-op CLI pass loads none of it)
@@ -348,7 +348,7 @@ export async function reconcilePassPulling(cfg: PassConfig, engine: Engine, stor
     stateFile: pullsFile(cfg.stateDir, cfg.instance),
     onSettled: () => undefined,
   });
-  puller = p;
+  held.puller = p;
   try {
     const results = [...res.results];
     // each round pulls at least one image or ends: a bounded number of rounds
