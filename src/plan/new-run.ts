@@ -62,10 +62,7 @@ function held(ctx: PlanCtx, ref: string): boolean {
  * image a set's child is made from (ImageChoice). Nothing is checked when the snapshot did not
  * list the images; a pin is used all the same.
  */
-function imagePreflight(
-  ctx: PlanCtx,
-  d: DesiredAttempt,
-): { missing: { image: string; message: string }[]; gated: GatedImage[]; image?: ImageChoice } {
+function imagePreflight(ctx: PlanCtx, d: DesiredAttempt): { missing: { image: string; message: string }[]; gated: GatedImage[]; image?: ImageChoice } {
   const { inp } = ctx;
   const index = inp.snapshot.images;
   const ref = d.loaded.spec.image;
@@ -86,7 +83,8 @@ function imagePreflight(
       missing.push({ image: ref, message: `image ${ref} is pinned for set ${member?.set.name ?? ''} to ${pinned.id}, which is not on the engine` });
   } else if (index) {
     const held = resolveOnce(ctx, index, ref);
-    if (pulls && policies.main !== 'Never' && (!held || policies.main === 'Always')) gated.push({ ref, shown: ref, policy: policies.main, held: !!held, of: '' });
+    if (pulls && policies.main !== 'Never' && (!held || policies.main === 'Always'))
+      gated.push({ ref, shown: ref, policy: policies.main, held: !!held, of: '' });
     else if (!held) missing.push({ image: ref, message: `image ${ref} is not on the engine (pull, load or tag it)` });
     if (held && member && templateHash !== undefined && !isImageId(ref))
       image = { id: held.id, pin: { set: member.set.name, templateHash, repoDigests: held.repoDigests } };
