@@ -27,6 +27,7 @@ import type { StatusStore } from '../../status/store';
 import { passConfig, UsageError, type Context } from '../context';
 import { diag, plural } from '../diag';
 import { liveLine } from '../live-line';
+import { pullsUnderWay } from '../pull-lines';
 import type * as GetCmd from './get';
 import { reportLoadErrors, specsRootError } from './shared';
 import { takeWriterLocks } from './writer-lock';
@@ -318,7 +319,8 @@ async function untilFinal(
       if (line !== lastLine) diag(ctx, 'info', `[${secs}s] ${line}`, { progress: true, elapsedSeconds: secs });
     } else if (ctx.io.isTTY) {
       const left = estimateLeft(state, elapsed);
-      live.show(`[${secs}s] ${progressText(state, colour)}${left ? ` · ${left}` : ''}`);
+      const pulling = controller.puller ? pullsUnderWay(controller.puller.view()) : '';
+      live.show(`[${secs}s] ${progressText(state, colour)}${pulling ? ` · ${pulling}` : ''}${left ? ` · ${left}` : ''}`);
     } else if (line !== lastLine) ctx.io.err(`[${secs}s] ${line}\n`);
     lastLine = line;
   };
