@@ -351,6 +351,10 @@ export const COMPARE = {
 /** A command stopped by SIGINT or SIGTERM exits with the shell's 128 + signal number (src/cli/interrupt.ts). */
 export const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143 } as const;
 
+/** What `berth images` says of an image the specs need (docs/CONTRACT.md "Images from registries"). */
+export const IMAGE_STATES = { present: 'Present', missing: 'Missing', pulling: 'Pulling', pullBackOff: 'PullBackOff' } as const;
+export type ImageState = (typeof IMAGE_STATES)[keyof typeof IMAGE_STATES];
+
 export const DEFAULTS = {
   /** An engine event stream that broke is connected again after this back-off (ms), doubling to its max (the engine's, each swarm node's, the
    * manager's node events). */

@@ -20,6 +20,7 @@ import type * as LogsCmd from './commands/logs';
 import type * as PlanCmd from './commands/plan';
 import type * as ReconcileCmd from './commands/reconcile';
 import type * as SummaryCmd from './commands/summary';
+import type * as ImagesCmd from './commands/images';
 import type * as ReportCmd from './commands/report';
 import type * as CompareCmd from './commands/compare';
 import type * as SourceCmd from './commands/source';
@@ -535,6 +536,32 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
       const c = ctx(cmd);
       const names = await attemptsOf(c, args);
       if (names) await done((require('./commands/delete') as typeof DeleteCmd).runDelete(c, names, o));
+    });
+
+  program
+    .command('images')
+    .description('the images the specs need: present, missing, pulling (bytes) or in back-off (why), size, attempts, whether berth pulled them')
+    .argument('[name...]', `attempts whose images to show: ${NAME_FORMS} (default: all)`)
+    .option('-l, --selector <selector>', 'label selector, as for get', collect)
+    .addOption(new Option('-o, --output <format>', 'output format').choices(['wide', 'json']))
+    .action(async (args: string[], o, cmd: Command) => {
+      const c = ctx(cmd);
+      const names = args.length ? await attemptsOf(c, args) : [];
+      if (names) await done((require('./commands/images') as typeof ImagesCmd).runImages(c, names, o));
+    });
+
+  program
+    .command('pull')
+    .description('pull now the images those attempts need (CI warm-up), with progress; exit 0 when all are present')
+    .argument('[name...]', `attempts whose images to pull: ${NAME_FORMS}`)
+    .option('-l, --selector <selector>', 'label selector, as for get', collect)
+    .option('--all', 'the images of every attempt')
+    .option('--max-pulls <n>', `pulls under way at once (default ${DEFAULTS.maxPulls})`, int('--max-pulls', 1))
+    .option('--registry-config <file>', 'registry credentials, a docker config.json (default: $DOCKER_CONFIG/config.json, else ~/.docker/config.json)')
+    .action(async (args: string[], o, cmd: Command) => {
+      const c = ctx(cmd);
+      const names = args.length ? await attemptsOf(c, args) : [];
+      if (names) await done((require('./commands/images') as typeof ImagesCmd).runPull(c, names, o));
     });
 
   program

@@ -319,6 +319,8 @@ export interface ImageSummary {
   labels: Labels;
   /** `name@sha256:…` for each registry the image was pushed to or pulled from (none for an image built or loaded here). */
   repoDigests?: string[];
+  /** Its size in bytes, where the engine says. */
+  size?: number;
 }
 
 /**

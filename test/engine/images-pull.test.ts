@@ -138,6 +138,34 @@ describe('images from a registry (real registry, real engine)', function () {
     await noPasswordAnywhere([r.stdout, r.stderr, r2.stdout, r2.stderr]);
   });
 
+  it('berth images shows what the specs need; berth pull --all brings it (exit 0), without a credential it fails (exit 1)', async function () {
+    await sb.write('a.yaml', attempt('i1', refA) + attempt('i2', refA) + attempt('i3', refB));
+    const before = JSON.parse((await sb.cli('images', '-o', 'json')).stdout) as {
+      images: { ref: string; state: string; attempts: number; broughtByBerth: boolean }[];
+    };
+    expect(before.images.map((i) => [i.ref, i.state, i.attempts])).to.deep.equal([
+      [refA, 'Missing', 2],
+      [refB, 'Missing', 1],
+    ]);
+    const denied = await withEnv({ DOCKER_CONFIG: path.join(home, 'none') }, () => sb.cli('pull', 'i3'));
+    expect(denied.code, denied.stderr).to.equal(1);
+    expect(denied.stdout).to.contain(`${refB}: failed: unauthorized at ${reg.host}`);
+    await fs.writeFile(path.join(home, 'config.json'), JSON.stringify({ auths: reg.authEntry() }));
+    const p = await withEnv({ DOCKER_CONFIG: home }, () => sb.cli('pull', '--all'));
+    expect(p.code, p.stderr).to.equal(0);
+    expect(p.stdout).to.contain(`${refA}: pulled (sha256:`);
+    const after = JSON.parse((await sb.cli('images', '-o', 'json')).stdout) as {
+      images: { ref: string; state: string; broughtByBerth: boolean; digest?: string }[];
+    };
+    expect(after.images.map((i) => [i.ref, i.state, i.broughtByBerth])).to.deep.equal([
+      [refA, 'Present', true],
+      [refB, 'Present', true],
+    ]);
+    const table = await sb.cli('images', '-o', 'wide');
+    expect(table.stdout).to.match(/IMAGE\s+STATE\s+ID\s+SIZE\s+ATTEMPTS\s+DIGEST/);
+    await noPasswordAnywhere([p.stdout, p.stderr, denied.stdout, denied.stderr]);
+  });
+
   it('no credential: Blocked/ImagePullBackOff saying unauthorized and how to give one; --pull-retries 1 settles it (exit 5); Never: ImageMissing', async function () {
     await sb.write('a.yaml', attempt('u1', refA));
     const r = await withEnv({ DOCKER_CONFIG: home }, () => sb.cli('reconcile', '--once', '--wait', '--timeout', '60', '--pull-retries', '1'));

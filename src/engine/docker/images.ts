@@ -15,7 +15,7 @@ export class DockerImages implements ImageClient {
 
   async list(labelFilters: string[]): Promise<ImageSummary[]> {
     const items = await this.calls.run('images.list', () => this.docker.listImages({ filters: labelFilter(labelFilters) }));
-    return items.map((i) => ({ id: i.Id, tags: realTags(i.RepoTags), labels: i.Labels ?? {}, repoDigests: realTags(i.RepoDigests) }));
+    return items.map((i) => ({ id: i.Id, tags: realTags(i.RepoTags), labels: i.Labels ?? {}, repoDigests: realTags(i.RepoDigests), size: i.Size }));
   }
 
   async inspect(ref: string): Promise<ImageSummary & { user: string; workingDir: string }> {
