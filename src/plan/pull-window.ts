@@ -1,13 +1,17 @@
 /**
  * Where a waiting attempt stands in the admission queue, for the prefetch window: its image is
- * pulled ahead only while its place is below the free slots plus `--prefetch`. Places are counted
- * over every spec in admission order (set-admission.ts), whatever the batch a controller plans, and
- * only once a run of the plan needs a pull (a plan with nothing to pull never sorts them). Pure.
+ * pulled ahead only while its place is below the free slots plus `--prefetch`. A place counts the
+ * attempts before it, in admission order (set-admission.ts), that wait to be admitted and still
+ * need their image: one whose image the engine holds costs no pull and holds no place, so the
+ * pulls go on back to back while the slots are busy, never more than free slots plus --prefetch
+ * attempts' images ahead. Counted over every spec whatever the batch a controller plans, and only
+ * once a run of the plan needs a pull (a plan with nothing to pull never sorts them). Pure.
  */
 import { FINISHED_PHASES, REASONS } from '../constants';
 import { isMain } from './ops';
 import type { PlanInput } from './input';
 import { repositoryOf } from '../registry/reference';
+import { resolveImage } from '../observe/images';
 import { admissionOrder } from './set-admission';
 
 /** Reasons of a record whose attempt waits to be admitted (a new run not begun). */
@@ -23,6 +27,8 @@ const WAITING = new Set<string>([
 /** The places of the attempts that wait for a new run to be admitted, in admission order. */
 export function waitingPlaces(inp: PlanInput): Map<string, number> {
   const out = new Map<string, number>();
+  const index = inp.snapshot.images;
+  const resolved = new Map<string, boolean>();
   let place = 0;
   for (const s of [...inp.specs].sort(admissionOrder)) {
     const name = s.spec.name;
@@ -30,7 +36,16 @@ export function waitingPlaces(inp: PlanInput): Map<string, number> {
     const obs = inp.snapshot.attempts.get(name);
     if (obs?.containers.some(isMain)) continue;
     const waits = !rec || rec.specHash !== s.hash || (rec.reason !== undefined && WAITING.has(rec.reason) && !FINISHED_PHASES.has(rec.phase));
-    if (waits) out.set(name, place++);
+    if (!waits) continue;
+    out.set(name, place);
+    // an attempt whose image is here already needs no pull: it takes no place of the window
+    const ref = s.spec.image;
+    let held = resolved.get(ref);
+    if (held === undefined) {
+      held = index !== undefined && resolveImage(index, ref) !== undefined;
+      resolved.set(ref, held);
+    }
+    if (!held || s.spec.pullPolicies.main === 'Always') place++;
   }
   return out;
 }

@@ -61,6 +61,20 @@ describe('planner: pulls', function () {
     expect(free.pulls?.map((r) => r.ref)).to.deep.equal([img(1), img(2), img(3), img(4)]);
   });
 
+  it('prefetch: waiting attempts whose image is here take no place of the window, so the next images are pulled while they wait', function () {
+    const specs = [at('a1', img(1)), at('a2', img(1)), at('b1', img(2)), at('b2', img(2)), at('c1', img(3))];
+    const busy = ['r1', 'r2'].map((n) => container('default', n, `h-${n}`));
+    const snap = {
+      ...withImages({ [img(1)]: BUSY }),
+      attempts: new Map(busy.map((c, i) => [`r${i + 1}`, { name: `r${i + 1}`, containers: [c], networks: [], volumes: [] }])),
+    };
+    const out = plan(input({ specs, snapshot: snap, pulls: pulls(), maxRunning: 2 }));
+    // a1, a2 wait for a slot with their image here; b1, b2 are the first two that need a pull
+    expect(out.pulls?.map((r) => r.ref)).to.deep.equal([img(2)]);
+    expect(patchOf(out, 'a1')).to.deep.include({ reason: REASONS.waitingForSlot });
+    expect(patchOf(out, 'c1')?.message).to.contain('waits its turn to pull');
+  });
+
   it('an image that is present runs at once; one being pulled keeps its attempts Pending/Pulling (asked again: the puller joins them)', function () {
     const specs = [at('a', img(1)), at('b', img(2))];
     const out = plan(input({ specs, snapshot: withImages({ [img(2)]: BUSY }), pulls: pulls({ [img(1)]: { pulling: { since: T0, done: 5, total: 10 } } }) }));
