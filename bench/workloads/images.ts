@@ -58,8 +58,12 @@ async function removeAll(refs: readonly string[]): Promise<void> {
 async function berthRound(run: BenchRun, round: number, refs: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
   const sb = await run.berthSandbox(`img${round}`);
   let i = 0;
-  for (const ref of refs) for (let k = 0; k < PER_IMAGE; k++) await fs.writeFile(path.join(sb.specsDir, `a${i}.yaml`), attemptSpec(`a${String(i++).padStart(2, '0')}`, ref));
-  const r = await berth(['reconcile', '--once', '--wait', '--timeout', '900', '--max-running', String(SLOTS), ...sb.globalArgs('warn')], { env, timeoutMs: 1_000_000 });
+  for (const ref of refs)
+    for (let k = 0; k < PER_IMAGE; k++) await fs.writeFile(path.join(sb.specsDir, `a${i}.yaml`), attemptSpec(`a${String(i++).padStart(2, '0')}`, ref));
+  const r = await berth(['reconcile', '--once', '--wait', '--timeout', '900', '--max-running', String(SLOTS), ...sb.globalArgs('warn')], {
+    env,
+    timeoutMs: 1_000_000,
+  });
   const recs = await new StatusStore(sb.stateDir, sb.instance).loadAll();
   const ok = [...recs.values()].filter((s) => s.phase === 'Succeeded').length;
   if (ok !== refs.length * PER_IMAGE) throw new Error(`images: berth: ${ok} of ${refs.length * PER_IMAGE} attempts Succeeded\n${r.stderr.slice(-3000)}`);
@@ -90,7 +94,13 @@ export async function imagesRounds(run: BenchRun, rounds: number, log: (m: strin
     }
     await fs.writeFile(path.join(home, 'config.json'), JSON.stringify({ auths: reg.authEntry() }));
     const env = { ...process.env, DOCKER_CONFIG: home };
-    const out: ImagesSamples = { attempts: refs.length * PER_IMAGE, images: refs.length, berth: [], script: [], set: { children: SET_CHILDREN, blobRequests: 0, distinctBlobs: 0, ms: 0 } };
+    const out: ImagesSamples = {
+      attempts: refs.length * PER_IMAGE,
+      images: refs.length,
+      berth: [],
+      script: [],
+      set: { children: SET_CHILDREN, blobRequests: 0, distinctBlobs: 0, ms: 0 },
+    };
     for (let round = 0; round < rounds; round++) {
       const order = round % 2 === 0 ? (['berth', 'script'] as const) : (['script', 'berth'] as const);
       for (const who of order) {
