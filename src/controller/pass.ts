@@ -328,6 +328,13 @@ export async function reconcilePass(cfg: PassConfig, engine: Engine, store: Stat
  */
 export async function reconcilePassPulling(cfg: PassConfig, engine: Engine, store: StatusStore): Promise<PassResult> {
   if (!cfg.pull || !engine.images.pull) return reconcilePass(cfg, engine, store);
+  const pullCfg = cfg.pull;
+  // a backend whose nodes pull for themselves (a swarm) gets the credentials first
+  if (engine.useCredentials) {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const creds = new (require('../registry/credentials') as typeof CredentialsMod).RegistryCredentials({ file: pullCfg.registryConfig, env: cfg.env });
+    engine.useCredentials((ref) => creds.forImage(ref));
+  }
   const held: { puller?: PullerMod.Puller } = {};
   const none = new Map<string, ImagePullState>();
   const c: PassConfig = { ...cfg, pull: { ...cfg.pull, states: () => held.puller?.view() ?? none, finite: true } };

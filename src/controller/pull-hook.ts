@@ -12,9 +12,12 @@ import { Puller, pullsFile } from './puller';
 export function controllerPuller(o: ControllerOptions, engine: Engine, clock: Clock, onSettled: (names: string[]) => void): Puller | undefined {
   const p = o.cfg.pull;
   if (!p || !engine.images.pull) return undefined;
+  const credentials = new RegistryCredentials({ file: p.registryConfig, env: o.cfg.env });
+  // a backend whose nodes pull for themselves (a swarm) uses the same credentials
+  engine.useCredentials?.((ref) => credentials.forImage(ref));
   const puller = new Puller({
     engine,
-    credentials: new RegistryCredentials({ file: p.registryConfig, env: o.cfg.env }),
+    credentials,
     maxPulls: p.maxPulls,
     clock,
     log: o.log,

@@ -365,6 +365,10 @@ export interface ImageClient {
    * its progress stream. Optional: a backend without it never pulls (its attempts wait for the image).
    */
   pull?(ref: string, o?: PullOptions): Promise<{ id: string; digest?: string }>;
+  /** `docker save REF` as a tar stream (the image with its tag when `ref` is one). Optional. */
+  save?(ref: string): Promise<Readable>;
+  /** `docker load` of such a tar stream. Optional. */
+  load?(tar: Readable): Promise<void>;
 }
 
 export interface EngineEvent {
@@ -421,6 +425,11 @@ export interface Engine {
   version(): Promise<{ version: string; apiVersion: string; talks?: string }>;
   /** Where the engine is, for messages (no credentials). */
   readonly address?: string;
+  /**
+   * Where a backend whose nodes pull for themselves (a swarm) finds a credential for an image:
+   * berth's registry credentials (registry/credentials.ts), given by whoever runs the pulls.
+   */
+  useCredentials?(credentialFor: (ref: string) => Promise<RegistryAuth | undefined>): void;
   /**
    * Gives up every call in flight at once (each rejects) and refuses new ones: for a process
    * that is stopping while the engine does not answer.

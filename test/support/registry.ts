@@ -63,12 +63,21 @@ export class TestRegistry {
     private readonly proc: ChildProcess,
     private readonly trusted: string[],
     private readonly fronts: RegistryFront[],
+    /** The network namespace it listens in (none: this host's). */
+    readonly netns?: string,
   ) {}
 
-  /** Starts one, ready (its /v2/ answers 401 without credentials). */
-  static async start(user: RegistryUser = { user: 'tester', password: `pw-${TEST_RUN}-${Math.random().toString(36).slice(2)}` }): Promise<TestRegistry> {
+  /**
+   * Starts one, ready (its /v2/ answers 401 without credentials). `at`: in a network namespace of
+   * the test's own (a test swarm's hub), on an address there, reached only from that network.
+   */
+  static async start(
+    user: RegistryUser = { user: 'tester', password: `pw-${TEST_RUN}-${Math.random().toString(36).slice(2)}` },
+    at?: { netns: string; ip: string },
+  ): Promise<TestRegistry> {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), `berth-registry-${TEST_RUN}-`));
-    const ca = makeTestCa([], [REGISTRY_IP]);
+    const ip = at?.ip ?? REGISTRY_IP;
+    const ca = makeTestCa([], [ip]);
     await fs.writeFile(path.join(dir, 'srv.crt'), ca.cert);
     await fs.writeFile(path.join(dir, 'srv.key'), ca.key, { mode: 0o600 });
     await fs.mkdir(path.join(dir, 'certs'));
@@ -82,8 +91,9 @@ export class TestRegistry {
       hp.once('error', reject).once('exit', (c) => (c === 0 ? resolve() : reject(new Error(`htpasswd exited ${c}`)))),
     );
     await fs.writeFile(path.join(dir, 'htpasswd'), out);
-    const port = await freePort();
-    const host = `${REGISTRY_IP}:${port}`;
+    // in a namespace of the test's own: a port from a wide range (its trust entry's name is shared by every engine here)
+    const port = at ? 20000 + Math.floor(Math.random() * 40000) : await freePort();
+    const host = `${ip}:${port}`;
     const config = [
       'version: 0.1',
       'log: {level: info, accesslog: {disabled: false}}',
@@ -94,10 +104,13 @@ export class TestRegistry {
     ].join('\n');
     await fs.writeFile(path.join(dir, 'config.yml'), config);
     const log = await fs.open(path.join(dir, 'registry.log'), 'a');
-    const proc = spawn('docker-registry', ['serve', path.join(dir, 'config.yml')], { stdio: ['ignore', log.fd, log.fd], detached: false });
+    const argv = ['docker-registry', 'serve', path.join(dir, 'config.yml')];
+    const proc = at
+      ? spawn('nsenter', [`--net=/var/run/netns/${at.netns}`, ...argv], { stdio: ['ignore', log.fd, log.fd] })
+      : spawn(argv[0] as string, argv.slice(1), { stdio: ['ignore', log.fd, log.fd], detached: false });
     await log.close();
     const trusted = [await trust(host, ca.ca)];
-    const reg = new TestRegistry(dir, host, user, ca, proc, trusted, []);
+    const reg = new TestRegistry(dir, host, user, ca, proc, trusted, [], at?.netns);
     try {
       await reg.ready();
     } catch (err) {
@@ -111,7 +124,8 @@ export class TestRegistry {
   private async ready(): Promise<void> {
     const deadline = Date.now() + 15_000;
     for (;;) {
-      const status = await this.get('/v2/').catch(() => 0);
+      // in a namespace: its log says when it listens (this host cannot reach it)
+      const status = this.netns ? ((await this.log()).includes('listening on') ? 401 : 0) : await this.get('/v2/').catch(() => 0);
       if (status === 401) return;
       if (this.proc.exitCode !== null) throw new Error(`docker-registry exited ${this.proc.exitCode}: ${await this.log()}`);
       if (Date.now() > deadline) throw new Error(`docker-registry at ${this.host} did not answer within 15 s: ${await this.log()}`);
@@ -142,7 +156,10 @@ export class TestRegistry {
     // skopeo reads the credential from an auth file (never argv)
     const auth = Buffer.from(`${this.user.user}:${this.user.password}`).toString('base64');
     await fs.writeFile(creds, JSON.stringify({ auths: { [this.host]: { auth } } }), { mode: 0o600 });
-    await run('skopeo', [
+    const ns = this.netns ? ['nsenter', `--net=/var/run/netns/${this.netns}`] : [];
+    await run(ns[0] ?? 'skopeo', [
+      ...ns.slice(1),
+      ...(ns.length ? ['skopeo'] : []),
       '--insecure-policy',
       'copy',
       '--quiet',

@@ -3,7 +3,7 @@ import type Dockerode from 'dockerode';
 import type { Readable } from 'node:stream';
 import { boundedText, classifyPull, describeEngineError, EngineUnreachableError, ImagePullError, statusOf } from '../errors';
 import type { ImageClient, ImageSummary, PullOptions } from '../types';
-import type { BoundedCalls } from './deadline';
+import { withProgress, type BoundedCalls } from './deadline';
 import { labelFilter } from './filters';
 import { JsonLines, LayerTally } from './pull-stream';
 
@@ -28,6 +28,30 @@ export class DockerImages implements ImageClient {
       user: i.Config?.User ?? '',
       workingDir: i.Config?.WorkingDir ?? '',
     };
+  }
+
+  /** GET /images/{ref}/get: the engine must answer within the budget; the stream then lasts as its reader wants. */
+  async save(ref: string): Promise<Readable> {
+    return (await this.calls.run('images.save', () => this.docker.getImage(ref).get() as Promise<Readable>, { stream: true })) as Readable;
+  }
+
+  /** POST /images/load: the budget runs from the last chunk the engine read (an image of gigabytes is never cut off while it flows). */
+  async load(tar: Readable): Promise<void> {
+    await this.calls.run(
+      'images.load',
+      async (progress) => {
+        const body = withProgress(tar, progress);
+        const res = (await this.docker.loadImage(body as never)) as unknown as Readable;
+        // the engine's answer is a JSON stream: read to its end, an error in it is a failure
+        const lines = new JsonLines();
+        for await (const chunk of res) {
+          progress();
+          for (const m of lines.push(chunk as Buffer))
+            if (m.error || m.errorDetail) throw new Error(`image load failed: ${boundedText(m.errorDetail?.message ?? m.error ?? '')}`);
+        }
+      },
+      { idle: true },
+    );
   }
 
   /**
