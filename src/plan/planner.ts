@@ -143,7 +143,7 @@ function planFinished(v: RunView, rec: AttemptStatus): AttemptAction {
   }
   // spec.grade: the run's grade before anything else of a finished run (plan/grade.ts)
   const score = loaded.set?.set.score ?? undefined;
-  const graded = planGrade({ inp, loaded, rec, base, graders: v.graders, pre, ...(score ? { score } : {}) });
+  const graded = planGrade({ inp, loaded, rec, base, graders: v.graders, pre, ...(score ? { score } : {}), pulls: v.ctx.pulls });
   if (graded) return graded;
   const ttl = loaded.spec.ttlSecondsAfterFinished;
   if (ttl !== null && hasAny(current)) {
