@@ -9,7 +9,7 @@ export PATH := $(CURDIR)/.node/bin:$(PATH)
 # The maintained lines the unit tests also run on in `make test` (besides the one berth uses).
 NODE_LINES ?= 22 24 26
 
-.PHONY: help node deps build engine engines git fs images browser setup run test test-unit test-lines test-engines lint typecheck bench bench-sets clean-engine
+.PHONY: help node deps build engine engines git fs registry images browser setup run test test-unit test-lines test-engines lint typecheck bench bench-sets clean-engine
 
 help:
 	@echo "make run    reconcile the example specs in specs/ on the local engine, then show them"
@@ -52,7 +52,11 @@ fs:
 engines:
 	./scripts/engines-up.sh
 
-setup: deps build images git fs engines
+# Debian's docker-registry, skopeo and apache2-utils: the registry tests' real registry (test/support/registry.ts)
+registry:
+	./scripts/registry-up.sh
+
+setup: deps build images git fs engines registry
 
 # Debian's chromium for the report's browser tests and `make bench` (scripts/browser-up.sh; no browser download)
 browser:

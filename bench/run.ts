@@ -28,8 +28,9 @@
  *   BENCH_FIXTURE_FILES files of the fixture-plan workload's generated repository and of the large-fixture workload's tree (default 5,000, ~150 MB)
  *   BENCH_FIXTURE_MB   the large-fixture tree's size in MiB (default 150)
  *   BENCH_FIXTURE_ATTEMPTS containers it is copied into, 4 at a time (default 20)
+ *   BENCH_IMAGES_ROUNDS rounds of the images workload (default 3): 12 attempts over 6 images from a registry of its own
  *   BENCH_ONLY         comma list of
- * cold,drop,noop,resources,report,harvest,disk,redact,grade,credentials,sets,compare,completion,git,swarm,fleet,tenk,fixture-plan,fixture: a partial
+ * cold,drop,noop,resources,report,harvest,disk,redact,grade,credentials,sets,compare,completion,git,swarm,fleet,tenk,fixture-plan,fixture,images: a partial
  * run, written to
  *                      bench/results/partial.*.tmp instead of latest.*
  *   BENCH_PROFILE=1    also take CPU profiles (untimed extra runs under `node --cpu-prof`: berth's
@@ -71,6 +72,7 @@ import { gitWorkload, type GitSamples } from './workloads/git';
 import { swarmRows, swarmWorkload, type SwarmSamples } from './workloads/swarm';
 import { fleetRounds, fleetRows, type FleetSamples } from './workloads/fleet';
 import { tenk, tenkRows, type TenkSamples } from './workloads/tenk';
+import { imagesRounds, imagesRows, type ImagesSamples } from './workloads/images';
 
 const TARGETS = {
   coldVsFloor: 1.15,
@@ -207,6 +209,7 @@ interface Results {
   fleet?: FleetSamples;
   tenk?: TenkSamples;
   fixturePlan?: FixturePlanSamples;
+  images?: ImagesSamples;
 }
 
 /** Specs from git: commit → running by polling and by webhook, and what a no-op poll costs. */
@@ -809,6 +812,7 @@ async function main(): Promise<void> {
           'tenk',
           'fixture-plan',
           'fixture',
+          'images',
         ].includes(w)
       )
         throw new Error(`BENCH_ONLY: unknown workload ${w}`);
@@ -907,6 +911,7 @@ async function main(): Promise<void> {
       res.git = await gitWorkload(engine, run, envInt('BENCH_GIT_COMMITS', 5), log);
     }
     if (want('fleet')) res.fleet = await fleetRounds(engine, run, envInt('BENCH_FLEET_ATTEMPTS', 300), rounds, log);
+    if (want('images')) res.images = await imagesRounds(run, envInt('BENCH_IMAGES_ROUNDS', 3), log);
     if (want('tenk')) res.tenk = await tenk(engine, run, envInt('BENCH_TENK_SPECS', 10_000), 50, dropsAtMax, log);
     if (want('completion')) {
       res.completion = await completion(engine, run, envInt('BENCH_COMPLETIONS', 40), log);
@@ -984,6 +989,7 @@ async function main(): Promise<void> {
   if (res.git) gitRows(res.git, rows);
   if (res.swarm) swarmRows(res.swarm, rows);
   if (res.fleet) fleetRows(res.fleet, rows);
+  if (res.images) imagesRows(res.images, rows);
   if (res.tenk) tenkRows(res.tenk, rows);
 
   // the newest engine's turn (lib/engine-turn.ts): its rows go to the run that started it

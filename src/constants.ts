@@ -185,6 +185,10 @@ export const REASONS = {
    * again at every pass (an image event wakes the controller).
    */
   imageMissing: 'ImageMissing',
+  /** Pending: the attempt's image is being pulled (or waits its turn to be). */
+  pulling: 'Pulling',
+  /** Blocked: a pull of the attempt's image failed; tried again on the image's back-off clock. */
+  imagePullBackOff: 'ImagePullBackOff',
   /**
    * Blocked: a path berth reads or writes for the attempt (a fixture, a secret file, its run
    * folder) holds a symbolic link or no longer qualifies as it did when checked; nothing is followed.
@@ -347,6 +351,10 @@ export const COMPARE = {
 /** A command stopped by SIGINT or SIGTERM exits with the shell's 128 + signal number (src/cli/interrupt.ts). */
 export const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143 } as const;
 
+/** What `berth images` says of an image the specs need (docs/CONTRACT.md "Images from registries"). */
+export const IMAGE_STATES = { present: 'Present', missing: 'Missing', pulling: 'Pulling', pullBackOff: 'PullBackOff' } as const;
+export type ImageState = (typeof IMAGE_STATES)[keyof typeof IMAGE_STATES];
+
 export const DEFAULTS = {
   /** An engine event stream that broke is connected again after this back-off (ms), doubling to its max (the engine's, each swarm node's, the
    * manager's node events). */
@@ -421,6 +429,17 @@ export const DEFAULTS = {
    * engine read; a stream (events, logs -f) counts until the engine answers.
    */
   engineTimeoutMs: 30_000,
+  /** spec.imagePullPolicy (and the grader's, the sidecars'). */
+  imagePullPolicy: 'IfNotPresent' as 'IfNotPresent' | 'Always' | 'Never',
+  /** `--max-pulls`: pulls under way at once. */
+  maxPulls: 2,
+  /** `--pull-retries`: under `--once --wait`, failed pulls of an image (rate-limit waits not counted) after which its attempts settle Blocked. */
+  pullRetries: 3,
+  /** One back-off clock per image: the first wait after a failed pull, doubling up to the max (kubelet's). */
+  pullBackoffBaseMs: 10_000,
+  pullBackoffMaxMs: 300_000,
+  /** How often the pulls under way are written to `<state>/<instance>/pulls.json` (describe, images, the TTY line). */
+  pullStateWriteMs: 1_000,
   /**
    * A controller stopped while it takes its instance's locks waits this long for the lock's
    * engine calls in flight, then gives them up (an engine that answers only its ping).

@@ -3,10 +3,12 @@
  * counts what this test run left on the engine, removes it (by this run's labels only, never
  * anything else), and fails the run if there was anything to remove: a leak is a defect.
  * The test swarm (test/support/swarm.ts), when a test started it, is ended here and must leave
- * nothing behind on the host; nor may a sandbox's temp folder stay (test/support/sandbox.ts).
+ * nothing behind on the host; nor may a sandbox's temp folder stay (test/support/sandbox.ts), nor a
+ * test registry's process or the engine's trust entry for it (test/support/registry.ts).
  */
 import { removeTestCache } from './cache-dir';
 import { countTestResources, removeTestResources, TEST_RUN } from './support/engine';
+import { removeLeftoverRegistries } from './support/registry';
 import { removeLeftoverSandboxes } from './support/sandbox';
 import { endSharedSwarm } from './support/swarm';
 
@@ -24,6 +26,8 @@ export const mochaHooks = {
     }
     if (traces.length > 0) problems.push(`the test swarm left ${traces.join(', ')} behind`);
     await removeTestCache();
+    const registries = await removeLeftoverRegistries();
+    if (registries.length > 0) problems.push(`test run ${TEST_RUN} left test registries behind (removed now): ${registries.join(', ')}`);
     const folders = await removeLeftoverSandboxes();
     if (folders.length > 0) problems.push(`test run ${TEST_RUN} left ${folders.length} sandbox folders (removed now): ${folders.slice(0, 5).join(', ')}`);
     if (problems.length > 0) throw new Error(problems.join('; '));

@@ -34,6 +34,7 @@ export const CONFIG_FILE = 'berth.yaml';
 const MAX_CONFIG_BYTES = 1024 * 1024;
 /** Keys whose value is a path: relative ones are relative to the file's folder, as kubeconfig's are. */
 const PATH_KEYS = new Set([
+  'registry-config',
   'specs',
   'state',
   'results-root',

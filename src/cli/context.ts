@@ -7,6 +7,7 @@ import { DEFAULTS, GIT } from '../constants';
 import type { PassConfig } from '../controller/pass';
 import { parseByteSize, parseDisk } from '../spec/quantity';
 import { resolveResultsRoot } from '../plan/results';
+import { registryConfigPath } from '../registry/credentials';
 import { DesiredStates } from '../plan/desired-for';
 import { diskThresholds, type Floor } from '../plan/disk-pressure';
 import type * as DockerEngine from '../engine/docker';
@@ -155,6 +156,11 @@ export interface PassFlags {
   defaultDisk?: number;
   /** `--disk-interval`, in ms. */
   diskInterval?: number;
+  /** `--max-pulls`, `--prefetch`, `--pull-retries`, `--registry-config`. */
+  maxPulls?: number;
+  prefetch?: number;
+  pullRetries?: number;
+  registryConfig?: string;
 }
 
 /** A size from the environment, in the flags' grammar (spec/quantity.ts parseByteSize); undefined when unset or not one. */
@@ -189,6 +195,12 @@ export function passConfig(ctx: Context, o: PassFlags): PassConfig {
     env: ctx.env,
     log: ctx.log,
     desired: new DesiredStates(),
+    pull: {
+      maxPulls: o.maxPulls ?? DEFAULTS.maxPulls,
+      prefetch: o.prefetch ?? o.maxRunning ?? defaultMaxRunning(),
+      retries: o.pullRetries ?? DEFAULTS.pullRetries,
+      registryConfig: registryConfigPath(ctx.env, o.registryConfig),
+    },
   };
 }
 

@@ -20,6 +20,7 @@ import type * as LogsCmd from './commands/logs';
 import type * as PlanCmd from './commands/plan';
 import type * as ReconcileCmd from './commands/reconcile';
 import type * as SummaryCmd from './commands/summary';
+import type * as ImagesCmd from './commands/images';
 import type * as ReportCmd from './commands/report';
 import type * as CompareCmd from './commands/compare';
 import type * as SourceCmd from './commands/source';
@@ -377,6 +378,18 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
         .env('BERTH_FIXTURE_CACHE_SIZE'),
     )
     .option('--move-instance', 'the instance is bound to another source: move it to this one on purpose (what the other source runs is removed)')
+    .option('--max-pulls <n>', `image pulls under way at once (default ${DEFAULTS.maxPulls})`, int('--max-pulls', 1))
+    .option(
+      '--prefetch <n>',
+      'attempts beyond the free slots whose images are pulled ahead, in admission order (default: --max-running; 0: none)',
+      int('--prefetch', 0),
+    )
+    .option(
+      '--pull-retries <n>',
+      `with --once: failed pulls of an image (a rate limit's waits not counted) after which its attempts settle Blocked (default ${DEFAULTS.pullRetries})`,
+      int('--pull-retries', 1),
+    )
+    .option('--registry-config <file>', 'registry credentials, a docker config.json (default: $DOCKER_CONFIG/config.json, else ~/.docker/config.json)')
     .addOption(
       new Option(
         '--default-deadline <duration>',
@@ -523,6 +536,32 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
       const c = ctx(cmd);
       const names = await attemptsOf(c, args);
       if (names) await done((require('./commands/delete') as typeof DeleteCmd).runDelete(c, names, o));
+    });
+
+  program
+    .command('images')
+    .description('the images the specs need: present, missing, pulling (bytes) or in back-off (why), size, attempts, whether berth pulled them')
+    .argument('[name...]', `attempts whose images to show: ${NAME_FORMS} (default: all)`)
+    .option('-l, --selector <selector>', 'label selector, as for get', collect)
+    .addOption(new Option('-o, --output <format>', 'output format').choices(['wide', 'json']))
+    .action(async (args: string[], o, cmd: Command) => {
+      const c = ctx(cmd);
+      const names = args.length ? await attemptsOf(c, args) : [];
+      if (names) await done((require('./commands/images') as typeof ImagesCmd).runImages(c, names, o));
+    });
+
+  program
+    .command('pull')
+    .description('pull now the images those attempts need (CI warm-up), with progress; exit 0 when all are present')
+    .argument('[name...]', `attempts whose images to pull: ${NAME_FORMS}`)
+    .option('-l, --selector <selector>', 'label selector, as for get', collect)
+    .option('--all', 'the images of every attempt')
+    .option('--max-pulls <n>', `pulls under way at once (default ${DEFAULTS.maxPulls})`, int('--max-pulls', 1))
+    .option('--registry-config <file>', 'registry credentials, a docker config.json (default: $DOCKER_CONFIG/config.json, else ~/.docker/config.json)')
+    .action(async (args: string[], o, cmd: Command) => {
+      const c = ctx(cmd);
+      const names = args.length ? await attemptsOf(c, args) : [];
+      if (names) await done((require('./commands/images') as typeof ImagesCmd).runPull(c, names, o));
     });
 
   program

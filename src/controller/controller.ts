@@ -55,6 +55,8 @@ import { WorkQueue } from './queue';
 import { Reservations } from './reservations';
 import { ALL, Sources } from './sources';
 import type { SpecErrorLog } from './spec-errors';
+import { controllerPuller } from './pull-hook';
+import type { Puller } from './puller';
 
 export { ALL } from './sources';
 export { TARGETED_MAX } from './informer';
@@ -94,6 +96,8 @@ export class Controller {
   private readonly cache: SnapshotCache;
   /** Requests of `rerun`, `delete`, `regrade` carried out (carrier.ts). */
   private readonly carrier: RequestCarrier;
+  /** Runs the pulls the plans ask for (puller.ts); none when the backend cannot pull. */
+  readonly puller: Puller | undefined;
   /** A full pass succeeded (readiness). */
   synced = false;
   /** Why new runs wait for disk space, as the last batch read the disks (readiness, metrics); undefined: none. */
@@ -130,6 +134,12 @@ export class Controller {
       queue: (n) => this.queue.add(n),
       stopping: () => this.stopping,
     });
+    // ---- pulls (puller.ts): an attempt whose image's pull ended is looked at again, and so are those waiting their turn ----
+    this.puller = controllerPuller(o, this.engine, this.clock, (names) => {
+      for (const n of names) this.queue.add(n);
+      for (const w of this.waitingForSlot) this.queue.add(w);
+    });
+    // ---- end pulls ----
     this.sources = new Sources({
       ...o,
       engine: this.engine,
@@ -231,6 +241,7 @@ export class Controller {
       });
       const { statuses, snapshot, plan: p } = o;
       load = o.load;
+      this.puller?.want(p.pulls ?? []); // pulls (puller.ts)
       this.notePressure(o.disk);
       if (this.o.outcomes) void this.o.outcomes.check(statuses.values(), load).catch((err: unknown) => log.warn(`revision outcome: ${String(err)}`));
       if (load.revision !== undefined)
@@ -406,6 +417,7 @@ export class Controller {
     const requestsClosed = this.sources.closeRequests();
     this.halt.abort(new Error('the controller is stopping'));
     this.cache.close();
+    await this.puller?.close();
     await this.sources.close();
     this.queue.shutDown();
     const settled = (async () => {

@@ -8,6 +8,9 @@ import { DEFAULTS } from '../constants';
 import type { RunPolicy } from '../policy';
 import type { ActionResult, Executor } from '../execute/executor';
 import type * as ExecutorMod from '../execute/executor';
+import type * as PullerMod from './puller';
+import type * as CredentialsMod from '../registry/credentials';
+import type * as ClockMod from '../util/clock';
 import type { HarvestLimits } from '../execute/harvest';
 import type { Engine } from '../engine/types';
 import { observe } from '../observe/snapshot';
@@ -20,6 +23,7 @@ import { plan as makePlan } from '../plan/planner';
 import type { Plan } from '../plan/types';
 import { loadSpecs } from '../spec/loader';
 import type { PlanInput } from '../plan/input';
+import type { ImagePullState } from '../plan/pull-gate';
 import { DesiredStates } from '../plan/desired-for';
 import type { LoadResult, SpecError } from '../spec/types';
 import type { AttemptStatus, SpecIssue } from '../status/types';
@@ -75,6 +79,12 @@ export interface PassConfig {
   fixtureCacheBytes?: number;
   /** Specs from git: the commit `specsDir` holds. */
   revision?: string;
+  /**
+   * Pulls (docs/CONTRACT.md "Images from registries"): an image berth may pull is gated on the
+   * puller's state (`states`, from whoever runs a puller: a controller, `reconcile --once`), not
+   * Blocked. Absent: nothing is pulled (Blocked/ImageMissing, as in version 3).
+   */
+  pull?: PullConfig;
   /** Plan only these attempts (`berth rerun`, `berth delete`); the others still count for admission. */
   only?: ReadonlySet<string>;
   /**
@@ -84,6 +94,29 @@ export interface PassConfig {
    * only slower over many passes).
    */
   desired?: DesiredStates;
+}
+
+export interface PullConfig {
+  /** `--max-pulls`. */
+  maxPulls: number;
+  /** `--prefetch`. */
+  prefetch: number;
+  /** `--pull-retries` (settles only in a finite run). */
+  retries: number;
+  /** The registry config file (registry/credentials.ts registryConfigPath). */
+  registryConfig: string;
+  /** What the puller knows now; none: no puller (nothing is gated on pulls; `plan` gives an empty one). */
+  states?: () => ReadonlyMap<string, ImagePullState>;
+  /** A finite run (`--once --wait`, `--once`): failed pulls settle after `retries`. */
+  finite?: boolean;
+}
+
+/** The plan input's pulls for `cfg` (none without a pull configuration). */
+export function pullInput(cfg: PassConfig): Pick<PlanInput, 'pulls'> {
+  const p = cfg.pull;
+  // no puller (rerun's and delete's passes): nothing gated on pulls that nobody runs
+  if (!p?.states) return {};
+  return { pulls: { states: p.states(), prefetch: p.prefetch, ...(p.finite ? { retries: p.retries } : {}) } };
 }
 
 export interface PassResult {
@@ -149,6 +182,7 @@ export function planInput(
     maxRunning: cfg.maxRunning,
     attestIntervalMs: cfg.attestIntervalMs,
     policy: cfg.policy,
+    ...pullInput(cfg),
     desired: cfg.desired ?? new DesiredStates(),
     ...extra,
   };
@@ -284,4 +318,59 @@ export async function reconcilePass(cfg: PassConfig, engine: Engine, store: Stat
   // Nothing to do: no executor (Executor.run of a plan without operations does nothing either).
   if (!planned.plan.actions.some((a) => a.ops.length > 0)) return { ...planned, results: [] };
   return { ...planned, results: await executorFor(cfg, engine, store).run(planned.plan) };
+}
+
+/**
+ * `reconcile --once` with pulls: a pass, then the pulls it asked for (awaited, --max-pulls at a
+ * time), then a pass again, so the attempts whose images arrived are provisioned by the same
+ * command; until a pass asks for no pull (what failed waits out its back-off: Blocked). The pulls
+ * are this command's own, cancelled if it is stopped.
+ */
+export async function reconcilePassPulling(cfg: PassConfig, engine: Engine, store: StatusStore): Promise<PassResult> {
+  if (!cfg.pull || !engine.images.pull) return reconcilePass(cfg, engine, store);
+  const pullCfg = cfg.pull;
+  // a backend whose nodes pull for themselves (a swarm) gets the credentials first
+  if (engine.useCredentials) {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const creds = new (require('../registry/credentials') as typeof CredentialsMod).RegistryCredentials({ file: pullCfg.registryConfig, env: cfg.env });
+    engine.useCredentials((ref) => creds.forImage(ref));
+  }
+  const held: { puller?: PullerMod.Puller } = {};
+  const none = new Map<string, ImagePullState>();
+  const c: PassConfig = { ...cfg, pull: { ...cfg.pull, states: () => held.puller?.view() ?? none, finite: true } };
+  let res = await reconcilePass(c, engine, store);
+  if (!res.plan.pulls?.length) return res;
+  // loaded only when a pass asks for a pull (a no-op CLI pass loads none of it)
+  /* eslint-disable @typescript-eslint/no-require-imports */
+  const { Puller, pullsFile } = require('./puller') as typeof PullerMod;
+  const { RegistryCredentials } = require('../registry/credentials') as typeof CredentialsMod;
+  const { systemClock } = require('../util/clock') as typeof ClockMod;
+  /* eslint-enable @typescript-eslint/no-require-imports */
+  const p = new Puller({
+    engine,
+    credentials: new RegistryCredentials({ file: cfg.pull.registryConfig, env: cfg.env }),
+    maxPulls: cfg.pull.maxPulls,
+    clock: systemClock,
+    log: cfg.log,
+    stateFile: pullsFile(cfg.stateDir, cfg.instance),
+    onSettled: () => undefined,
+  });
+  held.puller = p;
+  try {
+    const results = [...res.results];
+    // each round pulls at least one image or ends: a bounded number of rounds
+    const asked = new Set<string>();
+    for (let round = 0; round < 1000 && res.plan.pulls?.length; round++) {
+      // a reference asked for again after its pull (an image the engine still does not show by that name): no loop
+      if (res.plan.pulls.every((r) => asked.has(r.ref))) break;
+      for (const r of res.plan.pulls) asked.add(r.ref);
+      p.want(res.plan.pulls);
+      await p.drained();
+      res = await reconcilePass(c, engine, store);
+      results.push(...res.results);
+    }
+    return { ...res, results };
+  } finally {
+    await p.close();
+  }
 }

@@ -143,3 +143,55 @@ export class BackendRefusedError extends Error {
     this.name = 'BackendRefusedError';
   }
 }
+
+/** What kind of failure a pull met (docs/CONTRACT.md "Images from registries"). */
+export type PullErrorKind = 'unauthorized' | 'not-found' | 'rate-limited' | 'unreachable' | 'other';
+
+/**
+ * A pull that failed: its kind (from the engine's status code, then the registry's error code the
+ * engine passes on as the prefix of its message: `unauthorized:`, `denied:`, `toomanyrequests:`),
+ * the engine's text, one line, bounded (no credential is ever in it: the engine never has one in
+ * its messages; the puller redacts all the same), and, for a rate limit, the registry's wait when
+ * one is known.
+ */
+export class ImagePullError extends Error {
+  readonly code = 'IMAGE_PULL_FAILED';
+  constructor(
+    readonly kind: PullErrorKind,
+    readonly ref: string,
+    /** The engine's (or the registry's) words, one line, at most PULL_TEXT_MAX characters. */
+    readonly text: string,
+    /** Whether the engine said so inside a stream it had begun with 200 (an `errorDetail`). */
+    readonly inStream: boolean,
+    readonly retryAfterMs?: number,
+  ) {
+    super(`pull of ${ref} failed (${kind}): ${text}`);
+    this.name = 'ImagePullError';
+  }
+}
+
+/** How much of a registry's error text berth keeps. */
+export const PULL_TEXT_MAX = 300;
+
+/** One line of at most PULL_TEXT_MAX characters. */
+export function boundedText(s: string): string {
+  const one = s.replace(/\s+/g, ' ').trim();
+  return one.length > PULL_TEXT_MAX ? `${one.slice(0, PULL_TEXT_MAX - 1)}…` : one;
+}
+
+/**
+ * The kind of a pull's failure: by the engine's status code first (404: the manifest or the
+ * repository is not there), then by the registry's error code, which the engine passes on as the
+ * first word of its message (distribution's errcode values: UNAUTHORIZED, DENIED, TOOMANYREQUESTS),
+ * then by what the engine's own client says of the connection. Anything else is `other`.
+ */
+export function classifyPull(status: number | undefined, message: string): PullErrorKind {
+  if (status === 404) return 'not-found';
+  const m = message.toLowerCase();
+  if (/\b(unauthorized|denied):|no basic auth credentials|pull access denied|authentication required/.test(m)) return 'unauthorized';
+  if (/\btoomanyrequests:|too many requests|rate limit/.test(m)) return 'rate-limited';
+  if (/manifest unknown|name unknown|not found: manifest/.test(m)) return 'not-found';
+  if (/connection refused|no such host|i\/o timeout|tls handshake timeout|no route to host|network is unreachable|connection reset|dial tcp/.test(m))
+    return 'unreachable';
+  return 'other';
+}

@@ -319,12 +319,56 @@ export interface ImageSummary {
   labels: Labels;
   /** `name@sha256:…` for each registry the image was pushed to or pulled from (none for an image built or loaded here). */
   repoDigests?: string[];
+  /** Its size in bytes, where the engine says. */
+  size?: number;
+}
+
+/**
+ * A registry credential as the engine takes it (X-Registry-Auth): a user name and password, or an
+ * identity token. Found by src/registry/credentials.ts; never logged, recorded or put in argv.
+ */
+export interface RegistryAuth {
+  username?: string;
+  password?: string;
+  identitytoken?: string;
+  /** The registry it is for (`host:port`, or Docker Hub's `https://index.docker.io/v1/`). */
+  serveraddress: string;
+}
+
+/** How far a pull is: the bytes of its layers downloaded and their total, as far as the engine has told them. */
+export interface PullProgress {
+  done: number;
+  total: number;
+}
+
+export interface PullOptions {
+  auth?: RegistryAuth;
+  /** Aborts the pull (the engine cancels it when its connection closes). */
+  signal?: AbortSignal;
+  onProgress?(p: PullProgress): void;
+  /**
+   * How long the engine may go without a word (its answer, then each message of its progress
+   * stream) before the pull is given up as a registry that does not answer; default: the
+   * engine's call budget (--engine-timeout).
+   */
+  idleMs?: number;
 }
 
 export interface ImageClient {
   /** Images whose labels match every filter (one list call); no filter: every image the engine holds (tagged or not). */
   list(labelFilters: string[]): Promise<ImageSummary[]>;
   inspect(ref: string): Promise<ImageSummary & { user: string; workingDir: string }>;
+  /**
+   * Pulls `ref` (a tag, or `name@sha256:…`) with the credential given. Resolves with the image's
+   * id and the digest the registry gave; rejects with an ImagePullError (engine/errors.ts) saying
+   * which failure it was, whether the engine answered with an error status or reported it inside
+   * its progress stream. Optional: a backend without it never pulls (its attempts wait for the image).
+   */
+  pull?(ref: string, o?: PullOptions): Promise<{ id: string; digest?: string }>;
+  /** `docker save REF` as a tar stream (the image with its tag when `ref` is one). Optional. */
+  save?(ref: string): Promise<Readable>;
+  /** `docker load` of such a tar stream. Optional. */
+  load?(tar: Readable): Promise<void>;
 }
 
 export interface EngineEvent {
@@ -381,6 +425,11 @@ export interface Engine {
   version(): Promise<{ version: string; apiVersion: string; talks?: string }>;
   /** Where the engine is, for messages (no credentials). */
   readonly address?: string;
+  /**
+   * Where a backend whose nodes pull for themselves (a swarm) finds a credential for an image:
+   * berth's registry credentials (registry/credentials.ts), given by whoever runs the pulls.
+   */
+  useCredentials?(credentialFor: (ref: string) => Promise<RegistryAuth | undefined>): void;
   /**
    * Gives up every call in flight at once (each rejects) and refuses new ones: for a process
    * that is stopping while the engine does not answer.

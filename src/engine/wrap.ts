@@ -39,6 +39,7 @@ function mapClients(engine: Engine, f: <T extends object>(kind: Kind, client: T)
     remote: engine.remote ? f('containers', engine.remote) : null,
     // not a call: passed on as it is (the spread above misses a class's methods)
     abandon: engine.abandon.bind(engine),
+    ...(engine.useCredentials ? { useCredentials: engine.useCredentials.bind(engine) } : {}),
   };
 }
 

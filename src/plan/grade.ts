@@ -19,6 +19,8 @@ import type { PlanInput } from './input';
 import { recordOp, removeContainerOp, removeOps, stopOp } from './ops';
 import { runResultsDir } from './results';
 import type { AttemptAction, GradeEnd, OpOutcome, Operation } from './types';
+import { askPull, gateImage, runKey, type PullRequest } from './pull-gate';
+import { isImageId, resolveImage } from '../observe/images';
 
 export function isGrader(c: ContainerSummary): boolean {
   return c.labels[LABELS.component] === COMPONENTS.grader;
@@ -36,6 +38,34 @@ export interface GradeView {
   pre: Operation[];
   /** A set's score setting, when the attempt is a child of a set with one. */
   score?: { file: string; pass: number };
+  /** The plan's pull requests (pull-gate.ts): a grader's image berth may pull is asked for here. */
+  pulls?: Map<string, PullRequest>;
+}
+
+/**
+ * Whether a new grade waits for its grader's image (grade.image, not on the engine, a policy that
+ * pulls): pulled first, or its failed pull's back-off waited out (pull-gate.ts). Once the image's
+ * pulls are given up (--pull-retries, a finite run) the grade goes on, and its grader's create
+ * ends it GradeFailed as any grader that cannot be made.
+ */
+function gradeImageWait(v: GradeView, k: number): AttemptAction | undefined {
+  const { inp, loaded, rec, base, pre } = v;
+  const image = loaded.spec.grade?.image;
+  const index = inp.snapshot.images;
+  if (!image || !index || !inp.pulls || isImageId(image)) return undefined;
+  const policy = loaded.spec.pullPolicies.grade;
+  const held = resolveImage(index, image) !== undefined;
+  const key = runKey(`${rec.name}/grade`, k);
+  const verdict = gateImage({ ref: image, shown: image, policy, held, of: 'the grader' }, inp.pulls.states.get(image), key, inp.now, inp.pulls);
+  if (verdict.type === 'ready' || (verdict.type === 'backoff' && verdict.settled)) return undefined;
+  if (verdict.type === 'pull' && v.pulls) askPull(v.pulls, image, rec.name, key);
+  return {
+    ...base,
+    kind: 'wait',
+    summary: `grade ${k} of run ${rec.run} waits: ${verdict.message}`,
+    ops: pre,
+    ...(verdict.type === 'backoff' ? { requeueAfterMs: Math.max(0, verdict.retryAt - inp.now) } : {}),
+  };
 }
 
 function grader(v: GradeView, k: number): DesiredGrader {
@@ -167,6 +197,8 @@ export function planGrade(v: GradeView): AttemptAction | undefined {
   const leftovers = removeOps({ containers: graders, networks: [], volumes: [] }, 'no grade under way');
   if (g && applies && (!last || last.gradeHash !== hash || asked)) {
     const why = !last ? 'the run finished' : last.gradeHash !== hash ? 'spec.grade changed: graded again' : 'a regrade was asked for (berth regrade)';
+    const waits = gradeImageWait(v, lastK + 1);
+    if (waits) return leftovers.length ? { ...waits, ops: [...waits.ops, ...leftovers] } : waits;
     const d = grader(v, lastK + 1);
     return act('grade', `grade ${d.k} of run ${rec.run}: ${why}`, [...leftovers, ...gradeOps(d, true, why)]);
   }

@@ -6,6 +6,7 @@ import type { SetPins } from '../status/pins';
 import type { AttemptStatus, SpecIssue } from '../status/types';
 import type { DesiredStates } from './desired-for';
 import type { DiskInput } from './disk-pressure';
+import type { PullInput } from './pull-gate';
 
 export interface PlanInput {
   instance: string;
@@ -59,6 +60,11 @@ export interface PlanInput {
   pins?: ReadonlyMap<string, SetPins>;
   /** The disk readings of this pass and the thresholds (`--disk-pressure-*`): new runs wait while a file system is below them. */
   disk?: DiskInput;
+  /**
+   * The pulls the puller keeps (plan/pull-gate.ts): an image berth may pull is gated on them, not
+   * Blocked/ImageMissing. Absent: nothing is pulled (a plan without a puller, as `berth plan`).
+   */
+  pulls?: PullInput;
   /** The specs' desired states, kept by the owner of their lifetime (the controller, a reconcile's passes): the planner keeps none. */
   desired: DesiredStates;
 }

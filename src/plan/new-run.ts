@@ -19,6 +19,8 @@ import type { PlanInput } from './input';
 import { provisionOps, recordOp } from './ops';
 import type { SetState } from './set-admission';
 import type { AttemptAction, ImageChoice, Operation, RunCounters, RunStart } from './types';
+import { askPull, gateRun, runKey, type GatedImage, type PullRequest } from './pull-gate';
+import { pinnedPullRef, pullWindow } from './pull-window';
 
 /** What one plan shares across its attempts: its input, and what admitting them uses up. */
 export interface PlanCtx {
@@ -33,6 +35,12 @@ export interface PlanCtx {
   resolved: Map<string, HeldImage | undefined>;
   /** Why new runs wait for disk space (disk-pressure.ts), decided once per plan; undefined: no pressure. */
   pressure?: string;
+  /** Pulls this plan asks for (plan/pull-gate.ts), by reference, in admission order. */
+  pulls: Map<string, PullRequest>;
+  /** Free slots when the plan began: with --prefetch, how far ahead images are pulled (pull-window.ts). */
+  freeAtStart: number;
+  /** Each waiting attempt's place in the admission queue, computed once, when a run first needs a pull. */
+  places?: ReadonlyMap<string, number>;
 }
 
 function resolveOnce(ctx: PlanCtx, index: ImageIndex, ref: string): HeldImage | undefined {
@@ -54,7 +62,7 @@ function held(ctx: PlanCtx, ref: string): boolean {
  * image a set's child is made from (ImageChoice). Nothing is checked when the snapshot did not
  * list the images; a pin is used all the same.
  */
-function imagePreflight(ctx: PlanCtx, d: DesiredAttempt): { missing: { image: string; message: string }[]; image?: ImageChoice } {
+function imagePreflight(ctx: PlanCtx, d: DesiredAttempt): { missing: { image: string; message: string }[]; gated: GatedImage[]; image?: ImageChoice } {
   const { inp } = ctx;
   const index = inp.snapshot.images;
   const ref = d.loaded.spec.image;
@@ -62,15 +70,23 @@ function imagePreflight(ctx: PlanCtx, d: DesiredAttempt): { missing: { image: st
   const templateHash = member?.set.templateHash;
   const pinned = member ? pinOf(inp.pins?.get(member.set.name), templateHash, ref) : undefined;
   const missing: { image: string; message: string }[] = [];
+  // pulls (plan/pull-gate.ts): an image berth may pull is gated, not missing; with no puller, as before
+  const policies = d.loaded.spec.pullPolicies;
+  const pulls = inp.pulls !== undefined && !isImageId(ref);
+  const gated: GatedImage[] = [];
   let image: ImageChoice | undefined;
   if (pinned) {
     image = { id: pinned.id };
-    if (index && !index.byId.has(pinned.id))
+    const digestRef = pulls && policies.main !== 'Never' ? pinnedPullRef(ref, pinned.repoDigests) : undefined;
+    if (index && !index.byId.has(pinned.id) && digestRef) gated.push({ ref: digestRef, shown: ref, policy: 'IfNotPresent', held: false, of: '' });
+    else if (index && !index.byId.has(pinned.id))
       missing.push({ image: ref, message: `image ${ref} is pinned for set ${member?.set.name ?? ''} to ${pinned.id}, which is not on the engine` });
   } else if (index) {
     const held = resolveOnce(ctx, index, ref);
-    if (!held) missing.push({ image: ref, message: `image ${ref} is not on the engine (pull, load or tag it)` });
-    else if (member && templateHash !== undefined && !isImageId(ref))
+    if (pulls && policies.main !== 'Never' && (!held || policies.main === 'Always'))
+      gated.push({ ref, shown: ref, policy: policies.main, held: !!held, of: '' });
+    else if (!held) missing.push({ image: ref, message: `image ${ref} is not on the engine (pull, load or tag it)` });
+    if (held && member && templateHash !== undefined && !isImageId(ref))
       image = { id: held.id, pin: { set: member.set.name, templateHash, repoDigests: held.repoDigests } };
   }
   if (index) {
@@ -83,11 +99,14 @@ function imagePreflight(ctx: PlanCtx, d: DesiredAttempt): { missing: { image: st
         message: `the egress proxy image ${proxy} is not on the engine (build it: make images, or name another with --egress-proxy-image)`,
       });
     for (const sc of s.sidecars) {
-      if (!held(ctx, sc.image))
-        missing.push({ image: sc.image, message: `image ${sc.image} of sidecar ${sc.name} is not on the engine (pull, load or tag it)` });
+      const policy = policies.sidecars[sc.name] ?? DEFAULTS.imagePullPolicy;
+      const has = held(ctx, sc.image);
+      if (inp.pulls !== undefined && policy !== 'Never' && (!has || policy === 'Always') && !isImageId(sc.image))
+        gated.push({ ref: sc.image, shown: sc.image, policy, held: has, of: `sidecar ${sc.name}` });
+      else if (!has) missing.push({ image: sc.image, message: `image ${sc.image} of sidecar ${sc.name} is not on the engine (pull, load or tag it)` });
     }
   }
-  return { missing, ...(image ? { image } : {}) };
+  return { missing, gated, ...(image ? { image } : {}) };
 }
 
 /**
@@ -188,6 +207,27 @@ export function startRun(
         : [...pre, recordOp(d.name, 'disk pressure', { phase: 'Pending', reason: REASONS.diskPressure, message, run: d.run, specHash: d.hash }, counters)],
     };
   }
+  // ---- pulls (plan/pull-gate.ts): images pulled before the run, prefetched within the window ----
+  const gate = preflight.gated.length ? gateRun(preflight.gated, runKey(d.name, d.run), ctx.inp.now, ctx.inp.pulls, pullWindow(ctx, d.name)) : undefined;
+  if (gate) {
+    if (gate.type === 'pull') for (const r of gate.refs) askPull(ctx.pulls, r, d.name, runKey(d.name, d.run));
+    const rec = base.status;
+    const record =
+      gate.type === 'backoff'
+        ? { phase: 'Blocked' as const, reason: REASONS.imagePullBackOff, message: gate.message }
+        : { phase: 'Pending' as const, reason: gate.type === 'pull' ? REASONS.pulling : REASONS.waitingForSlot, message: gate.message };
+    const same = rec?.phase === record.phase && rec.reason === record.reason && rec.message === record.message && rec.run === d.run && rec.specHash === d.hash;
+    return {
+      ...base,
+      kind: gate.type === 'backoff' && gate.settled ? 'block' : 'wait',
+      ...(gate.type === 'later' ? { waitsForSlot: true } : {}),
+      summary: `${why}: run ${d.run} ${gate.type === 'backoff' ? 'blocked' : 'waits'}: ${gate.message}`,
+      desired: d,
+      ...(gate.type === 'backoff' && !gate.settled ? { requeueAfterMs: Math.max(0, gate.retryAt - ctx.inp.now) } : {}),
+      ops: same && pre.length === 0 ? [] : [...pre, recordOp(d.name, record.reason, { ...record, run: d.run, specHash: d.hash }, counters)],
+    };
+  }
+  // ---- end pulls ----
   const max = set?.policy.maxParallel ?? null;
   if (set && max !== null && set.running >= max) {
     const waiting = base.status?.phase === 'Pending' && base.status.reason === REASONS.waitingForSet && base.status.run === d.run && pre.length === 0;

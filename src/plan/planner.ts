@@ -84,6 +84,8 @@ function planBlockedWait({ inp, rec, base, main, specChanged, pre }: RunView): A
   if (specChanged || !rec || main || (rec.phase !== 'Blocked' && rec.reason !== REASONS.createFailed)) return undefined;
   // a missing image is looked for at every pass (the snapshot lists the images): no wait
   if (rec.reason === REASONS.imageMissing) return undefined;
+  // a failed pull waits on its image's back-off clock (pull-gate.ts), not this one
+  if (rec.reason === REASONS.imagePullBackOff) return undefined;
   const blocked = rec.phase === 'Blocked';
   const again = Date.parse(rec.updatedAt) + (blocked ? BLOCKED_RETRY_MS : CREATE_RETRY_MS) - inp.now;
   if (again <= 0) return undefined;
@@ -141,7 +143,7 @@ function planFinished(v: RunView, rec: AttemptStatus): AttemptAction {
   }
   // spec.grade: the run's grade before anything else of a finished run (plan/grade.ts)
   const score = loaded.set?.set.score ?? undefined;
-  const graded = planGrade({ inp, loaded, rec, base, graders: v.graders, pre, ...(score ? { score } : {}) });
+  const graded = planGrade({ inp, loaded, rec, base, graders: v.graders, pre, ...(score ? { score } : {}), pulls: v.ctx.pulls });
   if (graded) return graded;
   const ttl = loaded.spec.ttlSecondsAfterFinished;
   if (ttl !== null && hasAny(current)) {
@@ -434,7 +436,10 @@ export function plan(inp: PlanInput): Plan {
     sets: setStates(inp, RUNNING_STATES),
     missing: new Map(),
     resolved: new Map(),
+    pulls: new Map(),
+    freeAtStart: 0,
   };
+  ctx.freeAtStart = ctx.slots;
   const pressure = diskPressure(inp.disk);
   if (pressure) ctx.pressure = pressure;
   const actions: AttemptAction[] = [];
@@ -467,5 +472,6 @@ export function plan(inp: PlanInput): Plan {
     unchanged,
     ...(emptySource ? { emptySource: inp.allowEmpty ? 'allowed' : 'held' } : {}),
     ...(missingImages.length ? { missingImages } : {}),
+    ...(ctx.pulls.size ? { pulls: [...ctx.pulls.values()] } : {}),
   };
 }

@@ -108,6 +108,7 @@ export function renderPlan(p: Plan): string {
   for (const m of p.missingImages ?? []) {
     lines.push(`Image ${m.image} is not on the engine: ${plural(m.attempts.length, 'attempt')} blocked (ImageMissing): ${nameList(m.attempts)}`);
   }
+  for (const r of p.pulls ?? []) lines.push(`Image ${r.ref} is pulled first: ${plural(r.attempts.length, 'attempt')} wait (Pulling): ${nameList(r.attempts)}`);
   const unchanged = p.unchanged.size + p.actions.filter((a) => a.ops.length === 0).length;
   lines.push(
     withOps.length === 0

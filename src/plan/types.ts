@@ -9,6 +9,7 @@ import type { DesiredGrader } from '../desired/grade';
 import type { Ownership } from '../ownership';
 import type { HarvestCaps } from '../spec/types';
 import type { AttemptStatus, EngineBoot } from '../status/types';
+import type { PullRequest } from './pull-gate';
 
 interface OpBase {
   resource: string;
@@ -255,6 +256,8 @@ export interface Plan {
   emptySource?: 'held' | 'allowed';
   /** Images an attempt needs that the engine does not hold (preflight), with the attempts that wait for each, sorted. */
   missingImages?: { image: string; attempts: string[] }[];
+  /** Pulls the plan asks for (plan/pull-gate.ts), in the order their attempts will be admitted: the puller runs them. */
+  pulls?: PullRequest[];
 }
 
 /** The operations on a sidecar, in the order plan/ops.ts `sidecarOps` emits them. */

@@ -175,6 +175,8 @@ export const SPEC_FIELDS = {
   name: 'hash',
   labels: 'ignore',
   image: 'hash',
+  // when berth pulls: never re-runs an attempt (added after the first hash; not hashed at all)
+  pullPolicies: 'ignore',
   command: 'hash',
   workingDir: 'hash',
   env: 'hash',

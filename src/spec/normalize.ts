@@ -94,6 +94,11 @@ export function normalize(doc: RawAttempt, resolved: ResolvedPaths): NormalizedA
     name: doc.metadata.name,
     labels: { ...(doc.metadata.labels ?? {}) },
     image: s.image,
+    pullPolicies: {
+      main: s.imagePullPolicy ?? DEFAULTS.imagePullPolicy,
+      grade: s.grade?.imagePullPolicy ?? s.imagePullPolicy ?? DEFAULTS.imagePullPolicy,
+      sidecars: Object.fromEntries((s.sidecars ?? []).map((c) => [c.name, c.imagePullPolicy ?? DEFAULTS.imagePullPolicy])),
+    },
     command: s.command ? [...s.command] : null,
     workingDir: s.workingDir === undefined ? DEFAULTS.workingDir : cleanPath(s.workingDir),
     env,

@@ -25,9 +25,12 @@ export interface RawCredential {
   caSecret?: string;
 }
 
+export type PullPolicy = 'IfNotPresent' | 'Always' | 'Never';
+
 export interface RawSidecar {
   name: string;
   image: string;
+  imagePullPolicy?: PullPolicy;
   command?: string[];
   env?: Record<string, string | { secretRef: string }>;
   secrets?: string[];
@@ -38,6 +41,7 @@ export interface RawSidecar {
 
 export interface RawGrade {
   image?: string;
+  imagePullPolicy?: PullPolicy;
   command: string[];
   env?: Record<string, string>;
   fixture?: string;
@@ -50,6 +54,7 @@ export interface RawGrade {
 
 export interface RawSpec {
   image: string;
+  imagePullPolicy?: PullPolicy;
   command?: string[];
   workingDir?: string;
   env?: Record<string, string | { secretRef: string }>;

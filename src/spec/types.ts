@@ -142,12 +142,30 @@ export interface FixtureLayer {
   digest: string;
 }
 
+/** When berth pulls an image (docs/CONTRACT.md "Images from registries"). */
+export type PullPolicy = 'IfNotPresent' | 'Always' | 'Never';
+
+/**
+ * The pull policies of an attempt's images, gathered from where the spec writes them
+ * (`imagePullPolicy`, `grade.imagePullPolicy`, `sidecars[].imagePullPolicy`) into one field that
+ * no hash counts: changing when berth pulls never re-runs nor regrades anything, and the sidecars'
+ * and the grade's normalized forms (which their hashes cover) stay as they were.
+ */
+export interface PullPolicies {
+  main: PullPolicy;
+  /** The grader's (default: the attempt's). */
+  grade: PullPolicy;
+  /** By sidecar name (default: IfNotPresent). */
+  sidecars: Record<string, PullPolicy>;
+}
+
 export interface NormalizedAttempt {
   apiVersion: string;
   kind: string;
   name: string;
   labels: Record<string, string>;
   image: string;
+  pullPolicies: PullPolicies;
   /** null: the image's default command. */
   command: string[] | null;
   workingDir: string;

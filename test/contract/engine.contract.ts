@@ -6,7 +6,8 @@
 import { expect } from 'chai';
 import { extract, pack } from 'tar-stream';
 import { classify } from '../../src/engine/errors';
-import type { ContainerCreateSpec, Engine, EngineEvent, Labels } from '../../src/engine/types';
+import type { ContainerCreateSpec, Engine, EngineEvent, Labels, PullProgress, RegistryAuth } from '../../src/engine/types';
+import { ImagePullError } from '../../src/engine/errors';
 
 export interface ContractHarness {
   engine: Engine;
@@ -24,6 +25,12 @@ export interface ContractHarness {
   tag(source: string, ref: string): Promise<void>;
   /** `docker rmi ref` of a tag this suite made (the image itself stays: the suite's image names it too). */
   untag(ref: string): Promise<void>;
+  /**
+   * A registry the engine pulls from (the real engine: a TestRegistry; the fake: its own), with
+   * an image in it that is not on the engine, its credential, and a tag it does not hold. Called
+   * once, after before(); what it pulled is removed by after().
+   */
+  registry?(): Promise<{ ref: string; auth: RegistryAuth; missing: string }>;
   /** Called before the suite (engine checks) and after it (removes what is left). */
   before(): Promise<void>;
   after(): Promise<void>;
@@ -345,6 +352,32 @@ export function engineContract(title: string, harness: () => ContractHarness): v
       }
       expect(classify(await rejection(h.engine.images.inspect(ref)))).to.equal('not-found');
       expect((await h.engine.images.inspect(h.image)).id).to.equal(base.id);
+    });
+
+    it('a pull with the credential resolves with the id and the digest, reports bytes as it goes, and the image then lists with that repo digest; without it: unauthorized; an unknown tag: not-found', async function () {
+      // an engine of the compatibility matrix in a namespace of its own reaches no test registry:
+      // its harness gives none, and pulls are held to the default engine's and the fake's answers
+      if (!h.registry) return;
+      const pull = h.engine.images.pull?.bind(h.engine.images);
+      expect(pull, 'the engine pulls').to.be.a('function');
+      if (!pull) return;
+      const r = await h.registry();
+      expect(classify(await rejection(h.engine.images.inspect(r.ref)))).to.equal('not-found');
+      const denied = await rejection(pull(r.ref, {}));
+      expect(denied).to.be.instanceOf(ImagePullError);
+      expect((denied as ImagePullError).kind).to.equal('unauthorized');
+      const missing = await rejection(pull(r.missing, { auth: r.auth }));
+      expect((missing as ImagePullError).kind).to.equal('not-found');
+      const seen: PullProgress[] = [];
+      const got = await pull(r.ref, { auth: r.auth, onProgress: (p) => seen.push(p) });
+      expect(got.id).to.match(/^sha256:[0-9a-f]{64}$/);
+      expect(got.digest).to.match(/^sha256:[0-9a-f]{64}$/);
+      const last = seen.at(-1);
+      expect(last?.total, 'bytes of its layers').to.be.greaterThan(0);
+      expect(last?.done).to.equal(last?.total);
+      const listed = (await h.engine.images.list([])).find((i) => i.id === got.id);
+      expect(listed?.repoDigests).to.include(`${r.ref.slice(0, r.ref.lastIndexOf(':'))}@${got.digest ?? ''}`);
+      expect((await h.engine.images.inspect(r.ref)).id).to.equal(got.id);
     });
 
     it('a volume in use cannot be removed (409); a container mounting a volume name that does not exist makes it', async function () {

@@ -3,7 +3,8 @@ import { expect } from 'chai';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { LABELS } from '../../src/constants';
-import { docker, requireEngine } from '../support/engine';
+import { docker, requireEngine, TEST_RUN } from '../support/engine';
+import { makeTestImage, removeImage, TestRegistry } from '../support/registry';
 import { Sandbox } from '../support/sandbox';
 
 const REPO = path.resolve(__dirname, '..', '..');
@@ -77,5 +78,31 @@ describe('example specs (real engine)', function () {
     }
     expect(await fs.readFile(path.join(sb.resultsRoot, 'lc-fixture', 'run-1', 'results', 'count.txt'), 'utf8')).to.equal('3\n');
     expect(await fs.readFile(path.join(sb.resultsRoot, 'lc-failure', 'run-1', 'logs.txt'), 'utf8')).to.equal('something broke\n');
+  });
+
+  it('examples/registry: the private image is pulled from the registry the tests start (its address put in), and the set runs one digest', async function () {
+    const reg = await TestRegistry.start();
+    const local = `berth-test/${TEST_RUN}-example:1`;
+    let ref = '';
+    try {
+      await makeTestImage(local, 64 * 1024);
+      ref = await reg.push(local, 'evals/hello:1');
+      await removeImage(local);
+      await useExamples(sb, 'examples/registry');
+      const f = path.join(sb.specsDir, 'attempts.yaml');
+      await fs.writeFile(f, (await fs.readFile(f, 'utf8')).replaceAll('registry.example:5000', reg.host));
+      const cfg = path.join(sb.dir, 'registry.json');
+      await fs.writeFile(cfg, JSON.stringify({ auths: reg.authEntry() }), { mode: 0o600 });
+      const r = await sb.cli('reconcile', '--once', '--wait', '--timeout', '60', '--registry-config', cfg);
+      expect(r.code, r.stderr + r.stdout).to.equal(0);
+      const recs = await sb.store().loadAll();
+      expect([...recs.values()].map((x) => x.phase)).to.deep.equal(['Succeeded', 'Succeeded', 'Succeeded', 'Succeeded']);
+      const digest = (await docker.getImage(ref).inspect()).RepoDigests?.[0];
+      for (const x of recs.values()) expect(x.image?.repoDigests, x.name).to.include(digest);
+    } finally {
+      if (ref) await removeImage(ref);
+      await removeImage(local);
+      await reg.stop();
+    }
   });
 });

@@ -1,5 +1,6 @@
 /**
- * Provenance and preflight on the real engine: a missing image blocks an attempt before anything
+ * Provenance and preflight on the real engine: a missing image (`imagePullPolicy: Never`: as in
+ * version 3; pulls are test/engine/images-pull.test.ts's) blocks an attempt before anything
  * is made and a tag made under its name unblocks it (a pass, and a running controller at the
  * image event); an AttemptSet's children all run the id pinned at its first child's create
  * although the tag moved meanwhile, and summary and describe say so; status.json, describe and
@@ -92,6 +93,7 @@ kind: Attempt
 metadata: {name: a}
 spec:
   image: ${missing}
+  imagePullPolicy: Never
   command: [sh, -c, 'echo hi']
   network: {mode: isolated}
   volumes: [{name: cache, mountPath: /cache}]
@@ -125,7 +127,10 @@ spec:
 
   it('a running controller unblocks an ImageMissing attempt at the image event (no resync)', async function () {
     const late = ref('late');
-    await sb.write('b.yaml', `apiVersion: berth.dev/v1\nkind: Attempt\nmetadata: {name: b}\nspec:\n  image: ${late}\n  command: [sh, -c, 'echo hi']\n`);
+    await sb.write(
+      'b.yaml',
+      `apiVersion: berth.dev/v1\nkind: Attempt\nmetadata: {name: b}\nspec:\n  image: ${late}\n  imagePullPolicy: Never\n  command: [sh, -c, 'echo hi']\n`,
+    );
     const c = startController(sb, { resync: 3600 });
     try {
       const blocked = (r: AttemptStatus | undefined) => r?.phase === 'Blocked' && r.reason === REASONS.imageMissing;

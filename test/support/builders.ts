@@ -14,6 +14,7 @@ export function spec(name: string, over: Partial<NormalizedAttempt> = {}, hash =
     name,
     labels: {},
     image: 'berth/busybox:local',
+    pullPolicies: { main: 'IfNotPresent', grade: 'IfNotPresent', sidecars: {} },
     command: ['sh', '-c', 'true'],
     workingDir: '/workspace',
     env: {},

@@ -5,7 +5,10 @@ import { createDockerEngine } from '../../src/engine/docker';
 import { newInstance, TEST_IMAGE, TEST_LABEL, TEST_RUN } from './engine';
 import { waitFor } from './wait';
 
-export function realEngineHarness(docker: Dockerode, o: { before: () => Promise<void>; after: () => Promise<void> }): ContractHarness {
+export function realEngineHarness(
+  docker: Dockerode,
+  o: { before: () => Promise<void>; after: () => Promise<void>; registry?: ContractHarness['registry'] },
+): ContractHarness {
   const engine = createDockerEngine(docker);
   const exitedWith = (what: string, id: string, code: number) =>
     waitFor(
@@ -36,5 +39,6 @@ export function realEngineHarness(docker: Dockerode, o: { before: () => Promise<
     },
     before: o.before,
     after: o.after,
+    ...(o.registry ? { registry: o.registry } : {}),
   };
 }

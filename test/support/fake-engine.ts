@@ -25,7 +25,7 @@ import { PassThrough, Readable } from 'node:stream';
 import { posix } from 'node:path';
 // tar-stream is loaded only when an archive is put or read: a no-op pass loads none (pass-lazy.test.ts)
 import type { Header } from 'tar-stream';
-import { EngineUnreachableError } from '../../src/engine/errors';
+import { EngineUnreachableError, ImagePullError } from '../../src/engine/errors';
 import { matchesLabels } from '../../src/engine/label-filter';
 import type {
   ContainerClient,
@@ -165,6 +165,9 @@ export class FakeEngine implements Engine {
   }
 
   // ---- test controls ----
+
+  /** Images a registry holds for the fake's pulls: ref → its layers' sizes and the credential it asks for. */
+  readonly registry = new Map<string, { layers: number[]; auth?: { username: string; password: string }; labels?: Labels }>();
 
   /** Adds an image the engine holds (a `load`: an image event, whatever its labels). */
   addImage(img: FakeImage): string {
@@ -700,6 +703,27 @@ export class FakeEngine implements Engine {
         const i = this.imgs.get(ref) ?? [...this.imgs.values()].find((x) => x.id === ref);
         if (!i) throw httpError(404, `No such image: ${ref}`);
         return { ...structuredClone(i), tags: this.tagsOf(i.id) };
+      },
+      pull: async (ref, o = {}) => {
+        await this.call('images.pull', [ref]);
+        const r = this.registry.get(ref);
+        const needs = r?.auth ?? [...this.registry.values()].find((x) => x.auth)?.auth;
+        if (needs && (o.auth?.username !== needs.username || o.auth.password !== needs.password))
+          throw new ImagePullError('unauthorized', ref, 'unauthorized: authentication required', false);
+        if (!r) throw new ImagePullError('not-found', ref, `manifest for ${ref} not found: manifest unknown: manifest unknown`, false);
+        const total = r.layers.reduce((a, b) => a + b, 0);
+        let done = 0;
+        for (const l of r.layers) {
+          if (o.signal?.aborted) throw new Error(`pull of ${ref} aborted`);
+          done += l;
+          o.onProgress?.({ done, total });
+        }
+        const digest = `sha256:${newId()}`;
+        const repo = ref.slice(0, ref.lastIndexOf(':'));
+        this.addImage({ ref, repoDigests: [`${repo}@${digest}`], ...(r.labels ? { labels: r.labels } : {}) });
+        const id = (this.imgs.get(ref) as { id: string }).id;
+        this.emit('image', 'pull', id, { name: ref });
+        return { id, digest };
       },
     };
   }

@@ -16,6 +16,7 @@ const FLOORS = [
   'constants',
   'policy',
   'engine',
+  'registry',
   'backend',
   'status',
   'ownership',

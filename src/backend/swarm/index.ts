@@ -17,6 +17,7 @@ import { sharedNetworkList, SwarmNetworks } from './networks';
 import { NodePool } from './nodes';
 import { SwarmRuns } from './runs';
 import { SwarmVolumes } from './volumes';
+import { NodeImages } from './images';
 
 export interface SwarmBackendOptions {
   /** The manager (default: from DOCKER_HOST). */
@@ -40,6 +41,8 @@ export function createSwarmBackend(o: SwarmBackendOptions = {}): Engine & { runs
   const swarm = { ...raw, networks: sharedNetworkList(raw.networks, now) };
   const pool = new NodePool(swarm, o.probeImage ?? DEFAULTS.egressProxyImage, o.timeoutMs, now);
   const runs = new SwarmRuns(swarm, pool, manager.volumes, now);
+  // a run's image on its node before it is prepared there (images.ts)
+  runs.images = new NodeImages(manager.images);
   // the manager's own volumes (berth's engine-side instance lock lives there) and the records of
   // attempts' volumes, each on the node its attempt's runs go to (volumes.ts)
   const volumes: VolumeClient = new SwarmVolumes(manager.volumes, pool, (labels) => runs.placeVolume(labels));
@@ -55,6 +58,9 @@ export function createSwarmBackend(o: SwarmBackendOptions = {}): Engine & { runs
     ping: () => manager.ping(),
     version: () => manager.version(),
     address: swarm.address,
+    useCredentials: (credentialFor) => {
+      runs.images = new NodeImages(manager.images, credentialFor);
+    },
     abandon: (reason: string) => {
       manager.abandon(reason);
       swarm.abandon(reason);

@@ -41,6 +41,7 @@
  * manager alone, fixtures would be 500 KB configs and results a tar stream read back through
  * service logs, which are line-oriented and gone with the service (docs/SWARM.md).
  */
+import type { NodeImages } from './images';
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { pack } from 'tar-stream';
@@ -128,6 +129,9 @@ function networkModeOf(net: RunNet | undefined): string {
 }
 
 export class SwarmRuns implements ContainerClient, RemoteRuns {
+  /** Puts a run's image on its node before the run is prepared there (images.ts); none: the node must hold it. */
+  images: NodeImages | undefined;
+
   constructor(
     private readonly swarm: SwarmEngine,
     private readonly pool: NodePool,
@@ -339,6 +343,8 @@ export class SwarmRuns implements ContainerClient, RemoteRuns {
       // all, and is removed whole: list, remove)
       ...(net.private ? [this.privateNet(net.network, helper)] : []),
     ]);
+    // the node holds the run's image before anything is made of it there (a node never fails a task for a missing image)
+    await this.images?.ensure(h, spec.image);
     const { aliases: _aliases, ...rest } = spec;
     const { dns: _dns, ...host } = spec.host;
     await h.engine.containers.create({
@@ -509,9 +515,11 @@ export class SwarmRuns implements ContainerClient, RemoteRuns {
       // bridge, which its attestation refuses (networks are exact)
       const net = parseRunNet(c.labels[SWARM.netLabel]);
       const extra = [...new Set(attached)].filter((n) => n !== net?.network).sort();
+      const auth = await this.images?.credentialFor(c.config.image);
       const make = () =>
         this.swarm.services
           .create({
+            ...(auth ? { auth } : {}),
             name,
             labels: { ...labels, [SWARM.resultsLabel]: resultsDir },
             containerLabels: { ...labels, [SWARM.taskLabel]: name },

@@ -1,6 +1,6 @@
 /** `berth describe NAME`: spec summary, status, grades, resources on the engine, attestation, history. */
 import path from 'node:path';
-import { EXIT, LABELS } from '../../constants';
+import { EXIT, LABELS, REASONS } from '../../constants';
 import { describeEngineError, isEngineDown } from '../../engine/errors';
 import { imageIndex } from '../../observe/images';
 import { instanceFilters } from '../../observe/snapshot';
@@ -14,6 +14,7 @@ import { runGrades } from '../../sets/grade-state';
 import { graderImage, gradeVerdict, gradeWhen } from '../../sets/grade-text';
 import type { DiskLimit, GradeRecord } from '../../status/types';
 import { showBytes } from '../../util/bytes';
+import { pullText, readPulls } from '../pull-lines';
 import { age, table } from './shared';
 
 export async function runDescribe(ctx: Context, name: string): Promise<number> {
@@ -83,6 +84,14 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
     kv('Phase', rec.phase);
     kv('Reason', rec.reason);
     kv('Message', rec.message);
+    // an image being pulled or whose pull failed: where its pull stands (the puller's file)
+    if (loaded && (rec.reason === REASONS.pulling || rec.reason === REASONS.imagePullBackOff)) {
+      const pulls = readPulls(ctx.stateDir, ctx.instance);
+      for (const ref of [loaded.spec.image, ...loaded.spec.sidecars.map((c) => c.image)]) {
+        const t = pullText(pulls.get(ref), now);
+        if (t) kv('Pull', `${ref}: ${t}`);
+      }
+    }
     // The errors as the record has them (the specs may have changed since: see Spec above).
     if (rec.phase === 'Invalid' && rec.specErrors?.length && !load.protectedNames.has(name)) {
       out.push('Spec errors:    (recorded when the spec was last seen invalid)');

@@ -65,7 +65,10 @@ async function planFrom(ctx: Context, o: PlanOptions, source: InstanceSource, re
       `berth: instance "${ctx.instance}" is bound to ${describeSource(verdict.binding.source)}: this is what reconcile --move-instance would do from ${describeSource(source)}\n`,
     );
   }
-  const { load, plan } = await planPass({ ...passConfig(ctx, o), ...(revision !== undefined ? { revision } : {}) }, engine, ctx.store());
+  const cfg = passConfig(ctx, o);
+  // what reconcile would pull: the plan as a puller that has pulled nothing yet sees it
+  if (cfg.pull) cfg.pull = { ...cfg.pull, states: () => new Map() };
+  const { load, plan } = await planPass({ ...cfg, ...(revision !== undefined ? { revision } : {}) }, engine, ctx.store());
   if (o.output === 'json')
     ctx.io.out(JSON.stringify({ ...(planToJson(plan) as object), ...(revision !== undefined ? { revision } : {}), errors: load.errors }, null, 2) + '\n');
   else {

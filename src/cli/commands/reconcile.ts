@@ -13,7 +13,7 @@
  */
 import { settled } from '../../plan/settled';
 import { EXIT, REASONS } from '../../constants';
-import { reconcilePass, type PassConfig, type PassResult } from '../../controller/pass';
+import { reconcilePassPulling, type PassConfig, type PassResult } from '../../controller/pass';
 import type * as ControllerMod from '../../controller/controller';
 import type { Plan } from '../../plan/types';
 import type { LoadedSpec, LoadResult } from '../../spec/types';
@@ -27,6 +27,7 @@ import type { StatusStore } from '../../status/store';
 import { passConfig, UsageError, type Context } from '../context';
 import { diag, plural } from '../diag';
 import { liveLine } from '../live-line';
+import { pullsUnderWay } from '../pull-lines';
 import type * as GetCmd from './get';
 import { reportLoadErrors, specsRootError } from './shared';
 import { takeWriterLocks } from './writer-lock';
@@ -260,7 +261,7 @@ async function onePass(
 ): Promise<Ended | number> {
   let res: PassResult;
   try {
-    res = await reconcilePass(cfg, engine, store);
+    res = await reconcilePassPulling(cfg, engine, store);
   } catch (err) {
     if (!isEngineDown(err)) throw err;
     diag(ctx, 'error', describeEngineError(err));
@@ -318,7 +319,8 @@ async function untilFinal(
       if (line !== lastLine) diag(ctx, 'info', `[${secs}s] ${line}`, { progress: true, elapsedSeconds: secs });
     } else if (ctx.io.isTTY) {
       const left = estimateLeft(state, elapsed);
-      live.show(`[${secs}s] ${progressText(state, colour)}${left ? ` · ${left}` : ''}`);
+      const pulling = controller.puller ? pullsUnderWay(controller.puller.view()) : '';
+      live.show(`[${secs}s] ${progressText(state, colour)}${pulling ? ` · ${pulling}` : ''}${left ? ` · ${left}` : ''}`);
     } else if (line !== lastLine) ctx.io.err(`[${secs}s] ${line}\n`);
     lastLine = line;
   };

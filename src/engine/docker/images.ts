@@ -1,8 +1,11 @@
 /** ImageClient over dockerode. */
 import type Dockerode from 'dockerode';
-import type { ImageClient, ImageSummary } from '../types';
-import type { BoundedCalls } from './deadline';
+import type { Readable } from 'node:stream';
+import { boundedText, classifyPull, describeEngineError, EngineUnreachableError, ImagePullError, statusOf } from '../errors';
+import type { ImageClient, ImageSummary, PullOptions } from '../types';
+import { withProgress, type BoundedCalls } from './deadline';
 import { labelFilter } from './filters';
+import { JsonLines, LayerTally } from './pull-stream';
 
 export class DockerImages implements ImageClient {
   constructor(
@@ -12,7 +15,7 @@ export class DockerImages implements ImageClient {
 
   async list(labelFilters: string[]): Promise<ImageSummary[]> {
     const items = await this.calls.run('images.list', () => this.docker.listImages({ filters: labelFilter(labelFilters) }));
-    return items.map((i) => ({ id: i.Id, tags: realTags(i.RepoTags), labels: i.Labels ?? {}, repoDigests: realTags(i.RepoDigests) }));
+    return items.map((i) => ({ id: i.Id, tags: realTags(i.RepoTags), labels: i.Labels ?? {}, repoDigests: realTags(i.RepoDigests), size: i.Size }));
   }
 
   async inspect(ref: string): Promise<ImageSummary & { user: string; workingDir: string }> {
@@ -26,6 +29,118 @@ export class DockerImages implements ImageClient {
       workingDir: i.Config?.WorkingDir ?? '',
     };
   }
+
+  /** GET /images/{ref}/get: the engine must answer within the budget; the stream then lasts as its reader wants. */
+  async save(ref: string): Promise<Readable> {
+    return (await this.calls.run('images.save', () => this.docker.getImage(ref).get() as Promise<Readable>, { stream: true })) as Readable;
+  }
+
+  /** POST /images/load: the budget runs from the last chunk the engine read (an image of gigabytes is never cut off while it flows). */
+  async load(tar: Readable): Promise<void> {
+    await this.calls.run(
+      'images.load',
+      async (progress) => {
+        const body = withProgress(tar, progress);
+        const res = (await this.docker.loadImage(body as never)) as unknown as Readable;
+        // the engine's answer is a JSON stream: read to its end, an error in it is a failure
+        const lines = new JsonLines();
+        for await (const chunk of res) {
+          progress();
+          for (const m of lines.push(chunk as Buffer))
+            if (m.error || m.errorDetail) throw new Error(`image load failed: ${boundedText(m.errorDetail?.message ?? m.error ?? '')}`);
+        }
+      },
+      { idle: true },
+    );
+  }
+
+  /**
+   * POST /images/create with X-Registry-Auth. Two error channels: a status before the stream (the
+   * call rejects), and an `errorDetail` inside the stream after a 200, looked for in every
+   * message. The engine must answer within `idleMs`, then say something at least that often (a
+   * registry that answers nothing makes it say nothing): past that the request is closed, which
+   * cancels the pull, and it fails as `unreachable`.
+   */
+  async pull(ref: string, o: PullOptions = {}): Promise<{ id: string; digest?: string }> {
+    const idleMs = o.idleMs ?? this.calls.timeoutMs;
+    const auth = o.auth ? { authconfig: o.auth } : {};
+    let stream: Readable;
+    try {
+      stream = (await this.calls.run('images.pull', () => this.docker.pull(ref, auth) as Promise<Readable>, {
+        ms: idleMs,
+        stream: true,
+        ...(o.signal ? { signal: o.signal } : {}),
+      })) as Readable;
+    } catch (err) {
+      throw pullFailure(ref, err, idleMs);
+    }
+    const tally = new LayerTally();
+    await new Promise<void>((resolve, reject) => {
+      const lines = new JsonLines();
+      let timer: NodeJS.Timeout | undefined;
+      let done = false;
+      const finish = (err?: Error) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        o.signal?.removeEventListener('abort', onAbort);
+        if (err) {
+          stream.destroy();
+          reject(err);
+        } else resolve();
+      };
+      const arm = () => {
+        clearTimeout(timer);
+        timer = setTimeout(() => finish(silent(ref, idleMs)), idleMs);
+      };
+      const onAbort = () => finish(o.signal?.reason instanceof Error ? o.signal.reason : new Error(`pull of ${ref} aborted`));
+      o.signal?.addEventListener('abort', onAbort, { once: true });
+      const take = (msgs: ReturnType<JsonLines['push']>) => {
+        for (const m of msgs) tally.take(ref, m);
+        if (msgs.length) o.onProgress?.(tally.progress());
+      };
+      arm();
+      stream.on('data', (chunk: Buffer) => {
+        arm();
+        try {
+          take(lines.push(chunk));
+        } catch (err) {
+          finish(err as Error);
+        }
+      });
+      stream.on('end', () => {
+        try {
+          take(lines.end());
+          finish();
+        } catch (err) {
+          finish(err as Error);
+        }
+      });
+      stream.on('error', (err) => finish(pullFailure(ref, err, idleMs)));
+      stream.on('close', () => finish(new ImagePullError('unreachable', ref, 'the engine closed the pull before it ended', true)));
+    });
+    const i = await this.inspect(ref);
+    return { id: i.id, ...(tally.digest ? { digest: tally.digest } : {}) };
+  }
+}
+
+/** A registry that said nothing for `ms`: the engine's wait for it is given up. */
+function silent(ref: string, ms: number): ImagePullError {
+  return new ImagePullError('unreachable', ref, `no answer for ${Math.round(ms / 100) / 10} s (--engine-timeout): the registry does not answer`, false);
+}
+
+/** The engine's error status (or its deadline) as an ImagePullError. */
+function pullFailure(ref: string, err: unknown, idleMs: number): Error {
+  if (err instanceof ImagePullError) return err;
+  if (err instanceof EngineUnreachableError) return err.kind === 'timeout' ? silent(ref, idleMs) : err;
+  const status = statusOf(err);
+  if (status === undefined) return err instanceof Error ? err : new Error(String(err));
+  const text = boundedText(
+    describeEngineError(err)
+      .replace(/ \(HTTP \d+\)$/, '')
+      .replace(/^\(HTTP code \d+\) [a-z ]+ - /, ''),
+  );
+  return new ImagePullError(classifyPull(status, text), ref, text, false);
 }
 
 /** The engine lists an untagged image's tags (digests) as `<none>:<none>` (`<none>@<none>`) on older versions. */

@@ -92,7 +92,11 @@ export class SwarmServices implements ServiceClient {
   ) {}
 
   async create(spec: ServiceCreateSpec): Promise<string> {
-    const s = (await this.calls.run('services.create', () => this.docker.createService(serviceBody(spec) as never))) as unknown as { id?: string; ID?: string };
+    const body = serviceBody(spec) as never;
+    // with the image's credential, the node's agent pulls with it (the CLI's --with-registry-auth)
+    const s = (await this.calls.run('services.create', () =>
+      spec.auth ? (this.docker.createService(spec.auth as never, body) as unknown as Promise<unknown>) : this.docker.createService(body),
+    )) as unknown as { id?: string; ID?: string };
     return s.id ?? s.ID ?? '';
   }
 

@@ -4,7 +4,7 @@
  * nodes. Implemented over dockerode (index.ts), every call under a deadline.
  */
 import type { Readable } from 'node:stream';
-import type { EngineEvent, Labels, NetworkClient } from '../types';
+import type { EngineEvent, Labels, NetworkClient, RegistryAuth } from '../types';
 
 export interface ServiceCreateSpec {
   name: string;
@@ -41,6 +41,8 @@ export interface ServiceCreateSpec {
   logDriver?: { name: string; options: Record<string, string> };
   /** Upstream DNS servers of the task's container (names its networks' resolver does not know). */
   dns?: readonly string[];
+  /** The registry credential for its image: sent with the create (X-Registry-Auth), so the node's agent pulls with it. */
+  auth?: RegistryAuth;
 }
 
 export interface ServiceSummary {

@@ -29,6 +29,11 @@ engineContract('the fake engine', () => {
     },
     tag: async (source, ref) => void fake.tagImage(ref, source),
     untag: async (ref) => fake.untagImage(ref),
+    async registry() {
+      const auth = { username: 'u', password: 'p', serveraddress: 'registry.test:5000' };
+      fake.registry.set('registry.test:5000/evals/x:1', { layers: [100, 2000], auth });
+      return { ref: 'registry.test:5000/evals/x:1', auth, missing: 'registry.test:5000/evals/x:nope' };
+    },
     before: async () => undefined,
     after: async () => undefined,
   };

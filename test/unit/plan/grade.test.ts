@@ -6,6 +6,7 @@ import { gradeHash } from '../../../src/spec/grade-hash';
 import type { NormalizedGrade } from '../../../src/spec/types';
 import type { GradeRecord } from '../../../src/status/types';
 import { T0, container, input, snapshot, spec, status, statuses } from '../../support/builders';
+import { imageIndex } from '../../../src/observe/images';
 
 const G: NormalizedGrade = {
   image: null,
@@ -130,5 +131,30 @@ describe('plan/grade', () => {
 
   it('a grader left over from a finished grade is removed', () => {
     expect(opsOf(done({ grades: [grade({ state: 'graded', passed: true })] }), [main, grader(1, 'exited')]).types).to.deep.equal(['remove-container']);
+  });
+
+  it('grade.image not on the engine: the grade waits for its pull (asked for in the plan); once there, it begins', () => {
+    const g = { ...G, image: 'reg.example:5000/grader:1' };
+    const withImages = (tags: string[]) => ({
+      ...snapshot({ containers: [main] }),
+      images: imageIndex([{ id: `sha256:${'e'.repeat(64)}`, tags, labels: {}, repoDigests: [] }]),
+    });
+    const pulls = { states: new Map(), prefetch: 2 };
+    const waiting = plan(input({ specs: [loaded(g)], statuses: statuses(done()), snapshot: withImages([]), pulls }));
+    expect(waiting.actions.find((x) => x.attempt === 'a')?.kind).to.equal('wait');
+    expect(waiting.pulls).to.deep.equal([{ ref: 'reg.example:5000/grader:1', attempts: ['a'], runs: ['a/grade#1'] }]);
+    const ready = plan(input({ specs: [loaded(g)], statuses: statuses(done()), snapshot: withImages(['reg.example:5000/grader:1']), pulls }));
+    expect(ready.actions.find((x) => x.attempt === 'a')?.kind).to.equal('grade');
+    // Never: no pull, the grade goes on (its grader's create says what is missing)
+    const never = plan(
+      input({
+        specs: [spec('a', { grade: g, pullPolicies: { main: 'IfNotPresent', grade: 'Never', sidecars: {} } })],
+        statuses: statuses(done()),
+        snapshot: withImages([]),
+        pulls,
+      }),
+    );
+    expect(never.actions.find((x) => x.attempt === 'a')?.kind).to.equal('grade');
+    expect(never.pulls).to.equal(undefined);
   });
 });

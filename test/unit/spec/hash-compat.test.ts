@@ -88,6 +88,12 @@ const attempt: fc.Arbitrary<NormalizedAttempt> = fc.record({
   name,
   labels: dict,
   image: text,
+  // ignored for the hash: any value
+  pullPolicies: fc.record({
+    main: fc.constantFrom('IfNotPresent' as const, 'Always' as const, 'Never' as const),
+    grade: fc.constantFrom('IfNotPresent' as const, 'Always' as const, 'Never' as const),
+    sidecars: fc.dictionary(name, fc.constantFrom('IfNotPresent' as const, 'Always' as const, 'Never' as const), { maxKeys: 2 }),
+  }),
   command: fc.option(fc.array(text, { maxLength: 3 }), { nil: null }),
   workingDir: text,
   env: dict,

@@ -1,0 +1,30 @@
+/**
+ * The controller's puller (puller.ts), made from its options: one when the pass configuration
+ * asks for pulls and the backend can pull. Its state feeds the plans (the configuration's
+ * `pull.states`), and in a finite run (`--once --wait`) failed pulls settle after --pull-retries.
+ */
+import type { Engine } from '../engine/types';
+import { RegistryCredentials } from '../registry/credentials';
+import type { Clock } from '../util/clock';
+import type { ControllerOptions } from './controller';
+import { Puller, pullsFile } from './puller';
+
+export function controllerPuller(o: ControllerOptions, engine: Engine, clock: Clock, onSettled: (names: string[]) => void): Puller | undefined {
+  const p = o.cfg.pull;
+  if (!p || !engine.images.pull) return undefined;
+  const credentials = new RegistryCredentials({ file: p.registryConfig, env: o.cfg.env });
+  // a backend whose nodes pull for themselves (a swarm) uses the same credentials
+  engine.useCredentials?.((ref) => credentials.forImage(ref));
+  const puller = new Puller({
+    engine,
+    credentials,
+    maxPulls: p.maxPulls,
+    clock,
+    log: o.log,
+    stateFile: pullsFile(o.cfg.stateDir, o.cfg.instance),
+    onSettled,
+  });
+  // the plans read what it knows (PassConfig.pull.states); a finite run settles failed pulls
+  o.cfg.pull = { ...p, states: () => puller.view(), ...(o.finite ? { finite: true } : {}) };
+  return puller;
+}
