@@ -134,8 +134,7 @@ export class Puller {
     let auth: RegistryAuth | undefined;
     try {
       auth = await this.o.credentials.forImage(ref);
-      const pull = this.o.engine.images.pull;
-      if (!pull) throw new ImagePullError('other', ref, 'this backend cannot pull images', false);
+      const pull = this.o.engine.images.pull.bind(this.o.engine.images);
       let lastShown = 0;
       const res = await pull.call(this.o.engine.images, ref, {
         ...(auth ? { auth } : {}),

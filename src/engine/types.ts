@@ -362,13 +362,13 @@ export interface ImageClient {
    * Pulls `ref` (a tag, or `name@sha256:…`) with the credential given. Resolves with the image's
    * id and the digest the registry gave; rejects with an ImagePullError (engine/errors.ts) saying
    * which failure it was, whether the engine answered with an error status or reported it inside
-   * its progress stream. Optional: a backend without it never pulls (its attempts wait for the image).
+   * its progress stream.
    */
-  pull?(ref: string, o?: PullOptions): Promise<{ id: string; digest?: string }>;
-  /** `docker save REF` as a tar stream (the image with its tag when `ref` is one). Optional. */
-  save?(ref: string): Promise<Readable>;
-  /** `docker load` of such a tar stream. Optional. */
-  load?(tar: Readable): Promise<void>;
+  pull(ref: string, o?: PullOptions): Promise<{ id: string; digest?: string }>;
+  /** `docker save REF` as a tar stream (the image with its tag when `ref` is one). */
+  save(ref: string): Promise<Readable>;
+  /** `docker load` of such a tar stream. */
+  load(tar: Readable): Promise<void>;
 }
 
 export interface EngineEvent {

@@ -725,6 +725,22 @@ export class FakeEngine implements Engine {
         this.emit('image', 'pull', id, { name: ref });
         return { id, digest };
       },
+      // `docker save` / `docker load`, as far as berth reads them: the image (its id, labels and the
+      // tag saved) goes through a stream and comes back as it was (a JSON document stands for the tar)
+      save: async (ref) => {
+        await this.call('images.save', [ref]);
+        const i = this.imgs.get(ref) ?? [...this.imgs.values()].find((x) => x.id === ref);
+        if (!i) throw httpError(404, `reference does not exist: ${ref}`);
+        return Readable.from([Buffer.from(JSON.stringify({ tag: this.imgs.has(ref) ? ref : undefined, image: { ...i, repoDigests: [] } }))]);
+      },
+      load: async (tar) => {
+        await this.call('images.load', []);
+        const chunks: Buffer[] = [];
+        for await (const c of tar) chunks.push(c as Buffer);
+        const { tag, image } = JSON.parse(Buffer.concat(chunks).toString()) as { tag?: string; image: ImageSummary & { user: string; workingDir: string } };
+        this.imgs.set(tag ?? `${UNNAMED}${image.id}`, image);
+        this.emit('image', 'load', image.id, tag ? { name: tag } : {});
+      },
     };
   }
 

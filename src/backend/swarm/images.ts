@@ -47,17 +47,16 @@ export class NodeImages {
   }
 
   private async place(h: NodeHandle, ref: string, id: string, repoDigests: readonly string[]): Promise<void> {
-    const pull = h.engine.images.pull?.bind(h.engine.images);
+    const pull = h.engine.images.pull.bind(h.engine.images);
     // a registry holds it: the node pulls it, by the digest the manager's copy came with
     const digest = ID.test(ref) ? repoDigests[0] : (repoDigests.find((d) => repositoryOf(d) === repositoryOf(ref)) ?? undefined);
-    if (pull && repoDigests.length > 0) {
+    if (repoDigests.length > 0) {
       const auth = await this.credentialFor(digest ?? ref);
       await pull(ID.test(ref) ? (digest as string) : ref, auth ? { auth } : {});
       const got = await h.engine.images.inspect(ref).catch(() => undefined);
       if (got?.id === id || ID.test(ref)) return;
     }
     // no registry holds it (or the node's pull gave another id): copied from the manager
-    if (!this.manager.save || !h.engine.images.load) throw new Error(`image ${ref} is not on node ${h.node.id.slice(0, 12)} and cannot be copied there`);
     await h.engine.images.load(await this.manager.save(ref));
   }
 }

@@ -140,7 +140,7 @@ describe('images on a real two-node swarm', function () {
       const auth = { username: reg.user.user, password: reg.user.password, serveraddress: reg.host };
       backend.useCredentials?.(async (r) => (r.startsWith(`${reg.host}/`) ? auth : undefined));
       // the manager pulls it (berth's puller does, on a swarm as on one engine)
-      const pulled = await backend.images.pull?.(ref, { auth });
+      const pulled = await backend.images.pull(ref, { auth });
       expect(pulled?.digest).to.match(/^sha256:/);
       expect(await absent(ref)).to.equal(true);
       const id = await make(backend, 'p1', ref);
