@@ -21,6 +21,8 @@ module.exports = {
   timeout: 30000,
   slow: 2000,
   forbidOnly: true,
+  // a pending test (it() without a body, .skip, this.skip()) fails the run: the suite skips none
+  forbidPending: true,
   failZero: true,
   // A test that times out can leave work running in this process (a controller, a stream);
   // end the run with its report instead of waiting on them forever.
