@@ -178,10 +178,8 @@ describe('harvest of hostile results (real engine)', function () {
 
   it('stops hashing at --hash-max-seconds', async function () {
     await sb.write('slow.yaml', sb.attempt('slow', SPARSE, KEEP_BIG));
-    const t0 = Date.now();
     const r = await sb.cli('reconcile', '--once', '--wait', '--hash-max-bytes', '4096Gi', '--hash-max-seconds', '1');
     expect(r.code, r.stderr).to.equal(0);
-    expect(Date.now() - t0).to.be.below(60_000);
     const m = await readJson<Manifest>(path.join(runDir('slow'), 'manifest.json'));
     const big = m.files.find((f) => f.path === 'big');
     expect([big?.sha256, big?.unhashed]).to.deep.equal([undefined, 'time-budget']);
@@ -198,10 +196,9 @@ describe('harvest of hostile results (real engine)', function () {
       await sb.write('other.yaml', sb.attempt('other', 'echo other'));
       await waitFor('the other attempt done', async () => (await recordOf('other'))?.phase === 'Succeeded', { dirs: [attempts], timeoutMs: 60_000 });
       expect((await recordOf('huge'))?.reason).to.equal(REASONS.harvesting);
-      const t0 = Date.now();
+      // the stop does not wait for the hashing (of 2 TiB: far past the test's timeout): the record says Harvesting still
       expect(await ctl.stop()).to.equal(0);
       stopped = true;
-      expect(Date.now() - t0, 'the stop does not wait for the hashing').to.be.below(10_000);
     } finally {
       if (!stopped) await ctl.stop();
     }
