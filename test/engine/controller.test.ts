@@ -5,7 +5,7 @@ import { promises as fs } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { LABELS } from '../../src/constants';
+import { LABELS, lockVolumeName } from '../../src/constants';
 import type { Engine } from '../../src/engine/types';
 import { startController } from '../support/controller';
 import { docker, requireEngine } from '../support/engine';
@@ -404,6 +404,39 @@ describe('controller (real engine, real files)', function () {
       expect(await (await fetch(`${url}/`)).text()).not.to.match(/<a href=/);
     } finally {
       await ctl.stop();
+    }
+  });
+
+  it('on SIGINT (Ctrl-C) stops cleanly: exit 0, its locks released, the running attempt left running', async function () {
+    await sb.write('s.yaml', sb.attempt('s', 'sleep 300'));
+    const child = spawn(process.execPath, [BIN, 'reconcile', ...sb.globalArgs(), '--log-level', 'info'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (c) => (err += String(c)));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      await waitFor('s Running', async () => (await sb.status('s'))?.phase === 'Running', { dirs: [path.join(sb.stateDir, sb.instance, 'attempts')] });
+      const before = (await containers(sb, 's')).map((c) => [c.Id, c.State]);
+      expect(before).to.have.length(1);
+      child.kill('SIGINT');
+      expect(await exited, err).to.equal(0);
+      expect(err)
+        .to.match(/SIGINT: finishing the operations in flight; attempts keep running/)
+        .and.match(/controller stopped/);
+      expect(
+        (await containers(sb, 's')).map((c) => [c.Id, c.State]),
+        'the same container, running',
+      ).to.deep.equal(before);
+      const lock = await docker
+        .getVolume(lockVolumeName(sb.instance))
+        .inspect()
+        .then(
+          () => 'held',
+          () => 'released',
+        );
+      expect(lock).to.equal('released');
+      expect(await fs.readdir(sb.stateDir)).to.not.include(`${sb.instance}.lock`);
+    } finally {
+      child.kill('SIGKILL');
     }
   });
 

@@ -196,6 +196,40 @@ spec:
     expect(again.code, again.stdout).to.equal(0);
   });
 
+  it('maxFailed stops admitting after that many infrastructure outcomes (the rest end Failed/MaxFailedReached, never created)', async function () {
+    // one at a time; each child exits 0 without its score file: a missing score, an infrastructure outcome
+    await sb.write(
+      'mf.yaml',
+      `apiVersion: berth.dev/v1
+kind: AttemptSet
+metadata: {name: mf}
+spec:
+  matrix: {x: [a, b, c]}
+  maxParallel: 1
+  maxFailed: 1
+  template:
+    image: berth/busybox:local
+    command: [sh, -c, 'echo \${{ matrix.x }}']
+  score: {file: score.json}
+`,
+    );
+    const r = await sb.cli('reconcile', '--once', '--wait');
+    expect(r.code, r.stderr).to.equal(5);
+    expect(r.stdout).to.match(/\n0 passed, 0 failed, 1 infrastructure \(1 ScoreMissing: mf-a\), 2 skipped\n$/);
+    const st = await all();
+    expect(st.get('mf-a')).to.deep.include({ phase: 'Succeeded', scoreError: 'score.json: not found' });
+    for (const n of ['mf-b', 'mf-c']) {
+      expect(st.get(n), n).to.deep.include({
+        phase: 'Failed',
+        reason: 'MaxFailedReached',
+        message: 'not started: set mf reached maxFailed 1 (infrastructure failures: mf-a (ScoreMissing))',
+      });
+      expect([st.get(n)?.startedAt, st.get(n)?.containerId], n).to.deep.equal([undefined, undefined]);
+    }
+    const out = JSON.parse((await sb.cli('summary', '-o', 'json')).stdout) as Summary;
+    expect(out.sets.map((x) => [x.name, x.passed, x.failed, x.infra, x.skipped])).to.deep.equal([['mf', 0, 0, 1, 2]]);
+  });
+
   it('pass rates that do not flatter: a timeout fails, a {"pass": 1} or true passes; exit 3, 5 once an attempt is Blocked, --fail-on chooses', async function () {
     const rates = (score: string) => `apiVersion: berth.dev/v1
 kind: AttemptSet
