@@ -12,11 +12,10 @@ import { run } from '../../src/cli/index';
 import { bufferIo } from '../../src/cli/io';
 import { reconcilePass, type PassConfig, type PassResult } from '../../src/controller/pass';
 import { CallCounter, instrumentEngine } from '../../src/engine/wrap';
-import { DesiredStates } from '../../src/plan/desired-for';
 import { StatusStore } from '../../src/status/store';
 import type { AttemptStatus } from '../../src/status/types';
-import { silentLogger } from '../../src/util/log';
 import { FakeEngine } from './fake-engine';
+import { passConfigOf } from './pass-config';
 import type { CliResult } from './sandbox';
 
 /** The images the attempts of these tests name, as the fake holds them. */
@@ -79,20 +78,7 @@ export class FakeSandbox {
   /** One reconcile pass in-process; `calls` counts this pass's engine calls. */
   async pass(over: Partial<PassConfig> = {}): Promise<PassResult> {
     this.calls.reset();
-    const cfg: PassConfig = {
-      specsDir: this.specsDir,
-      stateDir: this.stateDir,
-      resultsRoot: this.resultsRoot,
-      instance: this.instance,
-      maxRunning: 8,
-      concurrency: 8,
-      attestIntervalMs: 60_000,
-      env: process.env,
-      log: silentLogger(),
-      desired: new DesiredStates(),
-      ...over,
-    };
-    return reconcilePass(cfg, this.engine, this.store());
+    return reconcilePass(passConfigOf(this, over), this.engine, this.store());
   }
 
   store(): StatusStore {

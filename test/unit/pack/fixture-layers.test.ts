@@ -14,6 +14,7 @@ import { COMPONENTS, DEFAULTS, LABELS, WORKSPACE } from '../../../src/constants'
 import { fixtureCacheStats } from '../../../src/pack/fixture-cache';
 import type { AttemptStatus } from '../../../src/status/types';
 import type { WorkspaceChanges } from '../../../src/workspace/types';
+import type { FakeTask } from '../../support/fake-engine';
 import { FakeSandbox } from '../../support/fake-sandbox';
 
 const TASKS = 12;
@@ -41,7 +42,7 @@ describe('fixture layers (fake engine)', function () {
   let sb: FakeSandbox;
   beforeEach(async function () {
     sb = await FakeSandbox.create('layers');
-    sb.fake.runTasks((c) => {
+    sb.fake.runTasks((c): FakeTask | undefined => {
       const text = (p: string) => c.tree.get(p)?.body.toString();
       if (c.labels[LABELS.component] === COMPONENTS.main) {
         // the task: lib.py as the layers put it in, edited
