@@ -70,8 +70,8 @@ browser:
 run: setup
 	$(BERTH) reconcile --specs specs --once --wait --fail-on infra
 
-# Every test, three jobs at once (scripts/test-lanes.mjs: the lanes main and side, and the unit
-# tests on the other Node lines); its last lines give each job's time and the run's.
+# Every test, three jobs at once (scripts/test-lanes.mjs: the engine lanes main and side, and the
+# unit tests on each Node line); its last lines give each job's time and the run's.
 test: export BERTH_MAKE_T0 := $(shell date +%s)
 test: setup browser
 	NODE_LINES="$(NODE_LINES)" $(NPM) test

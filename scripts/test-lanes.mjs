@@ -1,14 +1,15 @@
 #!/usr/bin/env node
 // The whole test run (the README's `make test` runs this under c8), as jobs on three slots at
 // once (BERTH_TEST_SLOTS changes it), each job taking the first free slot in this order:
-// - main: the unit tests and most engine tests, its output shown as it comes;
-// - side: the tests on engines of their own (the test swarm, private engines in network
+// - main: most engine tests, its output shown as it comes;
+// - side: the engine tests on engines of their own (the test swarm, private engines in network
 //   namespaces of their own), git, the browser and the packaging (.mocharc.cjs says which tests
-//   each lane holds);
-// - the unit tests on each other maintained line of Node.js (NODE_LINES, installed by
-//   `make deps`: scripts/node-up.sh --lines), a job each, outside the coverage of this one. The
-//   third slot is theirs: the unit suite mostly waits on its timers (about 13 s of CPU in a
-//   minute), so it costs the two lanes little, and it no longer follows the side lane's end.
+//   each lane holds; main and side about equally long);
+// - unit: the pure tests, on this Node (under coverage, as the lanes);
+// - the pure tests on each other maintained line of Node.js (NODE_LINES, installed by
+//   `make deps`: scripts/node-up.sh --lines), a job each, outside the coverage.
+// The third slot is the pure tests': they mostly wait on their timers (about 13 s of CPU in a
+// minute), so they cost the two engine lanes little, and neither lane waits for them.
 // The output of every job but main is kept in a file and shown once main is done (and that job
 // too). Each lane is its own test run (BERTH_TEST_RUN: its own labels, instances, cache, engines
 // and namespaces), so each finds and removes only its own leftovers. The exit code is non-zero
@@ -65,16 +66,16 @@ function listed(lane) {
 }
 
 // Every test is in exactly one lane (a glob that matches nothing would leave tests out unseen).
-const [every, inMain, inSide] = await Promise.all([listed(undefined), listed('main'), listed('side')]);
+const [every, inMain, inSide, inUnit] = await Promise.all([listed(undefined), listed('main'), listed('side'), listed('unit')]);
 const count = (titles) => titles.reduce((m, t) => m.set(t, (m.get(t) ?? 0) + 1), new Map());
-const [want, got] = [count(every), count([...inMain, ...inSide])];
+const [want, got] = [count(every), count([...inMain, ...inSide, ...inUnit])];
 const astray = [...new Set([...want.keys(), ...got.keys()])].filter((t) => want.get(t) !== got.get(t));
 if (astray.length) {
   process.stderr.write(`test lanes: ${astray.length} tests are in no lane, or in both (.mocharc.cjs):\n${astray.slice(0, 20).join('\n')}\n`);
   process.exit(1);
 }
 if (process.argv.includes('--check')) {
-  process.stdout.write(`test lanes: main ${inMain.length} tests, side ${inSide.length}, all ${every.length}: each in one lane\n`);
+  process.stdout.write(`test lanes: main ${inMain.length} tests, side ${inSide.length}, unit ${inUnit.length}, all ${every.length}: each in one lane\n`);
   process.exit(0);
 }
 
@@ -95,7 +96,7 @@ const logDir = await fs.mkdtemp(path.join(os.tmpdir(), 'berth-test-lanes-'));
 const jobs = [
   {
     name: 'main',
-    title: 'lane main (the unit tests, most engine tests)',
+    title: 'lane main (most engine tests)',
     cmd: process.execPath,
     args: [mocha],
     env: { BERTH_TEST_LANE: 'main', BERTH_TEST_RUN: `${base}m` },
@@ -109,6 +110,14 @@ const jobs = [
     args: [mocha],
     env: { BERTH_TEST_LANE: 'side', BERTH_TEST_RUN: `${base}s` },
     tests: inSide.length,
+  },
+  {
+    name: 'unit',
+    title: `lane unit (the pure tests, on Node ${mine}, under coverage)`,
+    cmd: process.execPath,
+    args: [mocha],
+    env: { BERTH_TEST_LANE: 'unit', BERTH_TEST_RUN: `${base}u` },
+    tests: inUnit.length,
   },
   ...others.map(({ line, bin }) => ({
     name: `node${line}`,
