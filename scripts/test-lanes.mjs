@@ -92,7 +92,7 @@ for (const line of lines.filter((l) => l !== mine)) {
 }
 
 const logDir = await fs.mkdtemp(path.join(os.tmpdir(), 'berth-test-lanes-'));
-/** @type {{name: string, title: string, cmd: string, args: string[], env: object, live?: boolean, tests?: number}[]} */
+/** @type {{name: string, title: string, cmd: string, args: string[], env: object, live?: boolean, tests?: number}[]} (tests: how many the dry run counted) */
 const jobs = [
   {
     name: 'main',
@@ -223,10 +223,6 @@ mainDone = true;
 for (const j of jobs) if (j.started !== undefined) await show(j);
 
 const min = (ms) => `${(ms / 60000).toFixed(1)} min`;
-const closing = async (j) => {
-  const text = j.live ? '' : await fs.readFile(j.log, 'utf8').catch(() => '');
-  return [...text.matchAll(/^mocha: .*$/gm)].map((m) => m[0]).join('; ');
-};
 const times = async (j) => JSON.parse(await fs.readFile(j.times, 'utf8').catch(() => 'null'));
 
 process.stdout.write(`\n==== the run's timing ====\n`);
@@ -237,11 +233,8 @@ for (const j of jobs) {
   }
   const t = await times(j);
   const sums = t ? `, its tests' own durations ${min(t.testsMs)}` : '';
-  const count = j.tests !== undefined ? `${j.tests} tests, ` : '';
-  const end = await closing(j);
-  process.stdout.write(
-    `${j.name}: ${count}exit ${j.code} in ${min(j.ms)}${sums}, from ${min(j.started - started)} to ${min(j.started - started + j.ms)}${end ? ` (${end})` : ''}\n`,
-  );
+  const end = t ? ` (${t.stats.passed} passed, ${t.stats.failed} failed, ${t.stats.skipped} skipped)` : ' (no report: it did not end by itself)';
+  process.stdout.write(`${j.name}: exit ${j.code} in ${min(j.ms)}${sums}, from ${min(j.started - started)} to ${min(j.started - started + j.ms)}${end}\n`);
   if (t && j.tests !== undefined) {
     const slow = Object.entries(t.files)
       .slice(0, 5)

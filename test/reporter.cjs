@@ -64,7 +64,8 @@ class BerthReporter extends Mocha.reporters.Spec {
       process.stdout.write(`slowest files (wall time, hooks included):\n`);
       for (const [f, ms] of byFile.slice(0, SLOWEST)) process.stdout.write(`  ${sec(ms).padStart(8)}  ${f}\n`);
       if (process.env.BERTH_TEST_TIMES) {
-        const doc = { wallMs: wall, testsMs, rootHooksMs, files: Object.fromEntries(byFile), tests };
+        const stats = { passed: s.passes || 0, failed: s.failures || 0, skipped: s.pending || 0 };
+        const doc = { wallMs: wall, testsMs, rootHooksMs, stats, files: Object.fromEntries(byFile), tests };
         fs.writeFileSync(process.env.BERTH_TEST_TIMES, JSON.stringify(doc));
       }
       if (failed.length > 0) {
