@@ -1,4 +1,7 @@
-/** berth logs on the real engine: -f on a running attempt, earlier runs, --tail, sidecar logs from their files, and the harvested log when the engine is down. */
+/**
+ * berth logs on the real engine: -f on a running attempt, earlier runs, --tail, sidecar logs from their files, and the harvested log when the engine
+ * is down.
+ */
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import { promises as fs } from 'node:fs';
