@@ -6,10 +6,11 @@ BERTH := node bin/berth.js
 # The Node.js every target uses (scripts/node-up.sh): .node/bin/node, the machine's own when it is
 # >= 22.22, else a maintained release installed into .node/ from the npm registry.
 export PATH := $(CURDIR)/.node/bin:$(PATH)
-# The maintained lines the unit tests also run on in `make test` (besides the one berth uses).
+# The maintained lines the unit tests also run on in `make test` (besides the one berth uses),
+# installed by `make deps` (scripts/node-up.sh --lines): nothing is downloaded in the test phase.
 NODE_LINES ?= 22 24 26
 
-.PHONY: help node deps build engine engines git fs registry images browser setup run test test-unit test-lines test-engines lint typecheck bench bench-sets clean-engine
+.PHONY: help node node-lines deps build engine engines git fs registry images browser setup run test test-unit test-lines test-engines lint typecheck bench bench-sets clean-engine
 
 help:
 	@echo "make run    reconcile the example specs in specs/ on the local engine, then show them"
@@ -20,6 +21,9 @@ help:
 node:
 	@./scripts/node-up.sh
 
+node-lines: node
+	@./scripts/node-up.sh --lines $(NODE_LINES)
+
 # Installed again when the Node changes (the link is newer than the install).
 node_modules/.package-lock.json: package.json package-lock.json .node/bin/node
 	$(NPM) ci --no-audit --no-fund
@@ -28,7 +32,7 @@ node_modules/.package-lock.json: package.json package-lock.json .node/bin/node
 .node/bin/node:
 	@./scripts/node-up.sh
 
-deps: node node_modules/.package-lock.json
+deps: node node-lines node_modules/.package-lock.json
 
 build: deps
 	$(NPM) run build
@@ -66,7 +70,9 @@ browser:
 run: setup
 	$(BERTH) reconcile --specs specs --once --wait --fail-on infra
 
-# Every test, in two lanes at once (scripts/test-lanes.mjs: main, and side with the unit tests on the other Node lines)
+# Every test, three jobs at once (scripts/test-lanes.mjs: the engine lanes main and side, and the
+# unit tests on each Node line); its last lines give each job's time and the run's.
+test: export BERTH_MAKE_T0 := $(shell date +%s)
 test: setup browser
 	NODE_LINES="$(NODE_LINES)" $(NPM) test
 

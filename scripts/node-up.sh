@@ -7,6 +7,13 @@
 #                               own, or to .node/<version>/bin/node), saying once which and why
 #   scripts/node-up.sh LINE     install the pinned release of the maintained line LINE (22, 24,
 #                               26) if missing, and print the path of its node binary
+#   scripts/node-up.sh --lines LINE...
+#                               install the pinned release of each line given but the one
+#                               .node/bin/node is (`make deps`: the lines `make test` runs the
+#                               unit tests on; nothing is downloaded in the test phase)
+#   scripts/node-up.sh --bin LINE
+#                               print the path of LINE's node binary (.node/bin/node's when it is
+#                               of that line), installing nothing: exit 1 when it is missing
 #
 # The Makefile puts .node/bin first on PATH, so every target, test, the bench and the images
 # (scripts/images.sh copies `command -v node`) use the same Node.
@@ -66,10 +73,41 @@ machine_node() {
   printf '%s\n' "$p"
 }
 
+# pinned LINE: the pinned release of LINE, or exit 2 naming the lines known
+pinned() {
+  [ -n "${PIN[$1]:-}" ] || { say "no pinned release of Node $1 (known: ${!PIN[*]})"; exit 2; }
+  printf '%s\n' "${PIN[$1]}"
+}
+
+# ours_line: the major version .node/bin/node is, if it is there
+ours_line() {
+  [ -x "$DIR/bin/node" ] && "$DIR/bin/node" -p 'process.versions.node.split(".")[0]' 2>/dev/null || true
+}
+
+if [ "${1:-}" = --lines ]; then
+  shift
+  ours=$(ours_line)
+  for line in "$@"; do
+    [ "$line" != "$ours" ] || continue
+    version=$(pinned "$line")
+    install "$version" >/dev/null
+  done
+  exit 0
+fi
+
+if [ "${1:-}" = --bin ]; then
+  line=${2:?--bin LINE}
+  if [ "$(ours_line)" = "$line" ]; then printf '%s\n' "$DIR/bin/node"; exit 0; fi
+  version=$(pinned "$line")
+  bin="$DIR/$version/bin/node"
+  [ -x "$bin" ] || { say "Node $line is not installed in ${DIR#"$REPO"/}: make deps installs it"; exit 1; }
+  printf '%s\n' "$bin"
+  exit 0
+fi
+
 if [ $# -gt 0 ]; then
-  line=$1
-  [ -n "${PIN[$line]:-}" ] || { say "no pinned release of Node $line (known: ${!PIN[*]})"; exit 2; }
-  install "${PIN[$line]}"
+  version=$(pinned "$1")
+  install "$version"
   exit 0
 fi
 

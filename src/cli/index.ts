@@ -7,6 +7,7 @@ import { Argument, Command, CommanderError, InvalidArgumentError, Option } from 
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { BACKENDS } from '../backend/types';
+import type { Engine } from '../engine/types';
 import { COMPARE, COMPARE_FAIL_ON, DEFAULTS, EXIT, FAIL_ON, SIGNAL_EXIT } from '../constants';
 import { parseByteSize, parseDisk } from '../spec/quantity';
 import { DURATION_SYNTAX, parseDuration } from '../util/duration';
@@ -184,6 +185,8 @@ export interface ProgramEnv {
   help?: boolean;
   /** The defaults turned --log-format json on (the Io is made before they are known). */
   jsonLogs?: () => void;
+  /** The engine every command uses instead of the one the flags name (tests: the fake engine). */
+  engine?: Engine;
 }
 
 export function buildProgram(io: Io, setExit: (code: number) => void, usage = new UsageOutput(), pe: ProgramEnv = {}): Command {
@@ -259,6 +262,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
         followGitSource: !['reconcile', 'plan', 'validate'].includes(cmd.name()) && cmd.getOptionValueSourceWithGlobals('specs') === 'default',
       },
       io,
+      pe.engine ? { engine: pe.engine } : {},
     );
   const done = (p: Promise<number>) => p.then(setExit);
   // Names as every command takes them (names.ts): NAME, attempt/NAME, set/NAME. Undefined when

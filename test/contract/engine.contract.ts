@@ -4,6 +4,9 @@
  * whatever the fake answers here, the real engine answers too.
  */
 import { expect } from 'chai';
+import { promises as fs } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { Readable } from 'node:stream';
 import { extract, pack } from 'tar-stream';
 import { classify } from '../../src/engine/errors';
@@ -18,7 +21,10 @@ export interface ContractHarness {
   labels: Labels;
   /** A fresh, unique name prefix for one test. */
   name(tag: string): string;
-  /** Resolves once the container (started with `sh -c 'exit <code>'`) has exited with `code`. */
+  /**
+   * Resolves once the container (started with `sh -c 'exit <code>'`, or with WRITE_FILE's
+   * `sh -c 'printf %s TEXT > FILE'`, which exits 0) has exited with `code`.
+   */
   exited(id: string, code: number): Promise<void>;
   /** Resolves once the container (started with MEMORY_BOMB under a 16 MiB memory limit) has been OOM-killed. */
   oomKilled(id: string): Promise<void>;
@@ -59,6 +65,11 @@ function containerSpec(h: ContractHarness, name: string, cmd: string[], labels: 
     },
   };
 }
+
+/** A shell that writes `text` (no spaces) to `file` and exits 0 (the fake's harness runs it: FakeEngine.runTasks). */
+export const WRITE_FILE = (text: string, file: string): string[] => ['sh', '-c', `printf %s ${text} > ${file}`];
+/** WRITE_FILE's command read back, for the fake: what it writes where. */
+export const WRITE_FILE_RE = /^printf %s (\S+) > (\S+)$/;
 
 /** A shell that outgrows a 16 MiB memory limit (the kernel's OOM killer ends it). */
 export const MEMORY_BOMB = ['sh', '-c', 'x=$(head -c 67108864 /dev/zero | tr "\\000" a); echo ${#x}'];
@@ -243,6 +254,21 @@ export function engineContract(title: string, harness: () => ContractHarness, o:
       expect(seen).to.deep.equal(['wsx/ directory 493 ', 'wsx/a.txt file 416 hello\n']);
       expect(classify(await rejection(get(id, '/no-such-path')))).to.equal('not-found');
       await h.engine.containers.remove(id);
+    });
+
+    it("a file the container writes below a bind mount is on the host, at the bind's source", async function () {
+      const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'berth-contract-bind-'));
+      try {
+        const spec = containerSpec(h, h.name('bind'), WRITE_FILE('bound', '/b/out.txt'));
+        spec.host.binds = [`${dir}:/b:rw`];
+        const id = await h.engine.containers.create(spec);
+        await h.engine.containers.start(id);
+        await h.exited(id, 0);
+        expect(await fs.readFile(path.join(dir, 'out.txt'), 'utf8')).to.equal('bound');
+        await h.engine.containers.remove(id);
+      } finally {
+        await fs.rm(dir, { recursive: true, force: true });
+      }
     });
 
     it('a network lists the running containers connected to it', async function () {

@@ -1,10 +1,16 @@
-/** berth logs on the real engine: earlier runs, --tail, sidecar logs from their files, and the harvested log when the engine is down. */
+/**
+ * berth logs on the real engine: -f on a running attempt, earlier runs, --tail, sidecar logs from their files, and the harvested log when the engine
+ * is down.
+ */
 import { expect } from 'chai';
+import { spawn } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { lastLines } from '../../src/cli/commands/logs';
-import { requireEngine } from '../support/engine';
+import { docker, requireEngine } from '../support/engine';
 import { Sandbox } from '../support/sandbox';
+
+const BIN = path.resolve(__dirname, '..', '..', 'bin', 'berth.js');
 
 describe('cli logs (real engine)', function () {
   this.timeout(60_000);
@@ -32,6 +38,32 @@ describe('cli logs (real engine)', function () {
     expect(lastLines('a\nb\nc', 1)).to.equal('c');
     expect(lastLines('a\n', 0)).to.equal('');
     expect(lastLines('a\nb\n', 9)).to.equal('a\nb\n');
+  });
+
+  it('-f follows a running attempt: what it writes as it writes it, to the end of the run (the built CLI)', async function () {
+    // the attempt writes one line, then the rest once the test says so (a file it waits for)
+    await sb.write('follow.yaml', sb.attempt('follow', 'echo first; until [ -e /results/go ]; do sleep 0.1; done; echo second; echo last'));
+    const started = await sb.cli('reconcile', '--once');
+    expect(started.code, started.stderr).to.equal(0);
+    const child = spawn(process.execPath, [BIN, 'logs', 'follow', '-f', ...sb.globalArgs()], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let [out, err] = ['', ''];
+    let seen: () => void = () => undefined;
+    child.stdout.on('data', (c) => ((out += String(c)), seen()));
+    child.stderr.on('data', (c) => (err += String(c)));
+    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+    try {
+      await new Promise<void>((resolve) => {
+        seen = () => out.includes('first\n') && resolve();
+        seen();
+      });
+      expect([out, child.exitCode], 'the first line, while the run goes on').to.deep.equal(['first\n', null]);
+      const id = (await sb.status('follow'))?.containerId as string;
+      const exec = await docker.getContainer(id).exec({ Cmd: ['touch', '/results/go'] });
+      await exec.start({ Detach: true });
+      expect([await exited, out, err]).to.deep.equal([0, 'first\nsecond\nlast\n', '']);
+    } finally {
+      child.kill('SIGKILL');
+    }
   });
 
   it('--run reads an earlier run from its harvested file; --tail cuts it', async function () {

@@ -38,9 +38,8 @@ describe('cli wait (real engine)', function () {
     await sb.write('slow.yaml', sb.attempt('slow', 'sleep 30'));
     const rec = await sb.cli('reconcile', '--once');
     expect(rec.code, rec.stderr).to.equal(0);
-    const t0 = Date.now();
+    // slow sleeps 30 s: an exit 1 that says so came from the --timeout
     const w = await sb.cli('wait', 'slow', '--timeout', '1s');
-    expect(Date.now() - t0).to.be.below(10_000);
     expect([w.code, w.stdout, w.stderr]).to.deep.equal([
       1,
       '0 passed, 0 failed, 0 infrastructure, 1 unfinished\n',
@@ -67,11 +66,9 @@ describe('cli wait (real engine)', function () {
     const t0 = Date.now();
     const w = await sb.cli('wait', 'quick', '--timeout', '40s');
     const ms = Date.now() - t0;
+    // not the --timeout's message: it ended at its grace, which it waited out
     expect([w.code, w.stderr]).to.deep.equal([1, `berth: 1 attempt not finished: quick (Running); ${nobody(sb.instance)}\n`]);
-    expect(ms, 'about DEFAULTS.unreconciledWaitGraceMs, far from --timeout').to.be.within(
-      DEFAULTS.unreconciledWaitGraceMs - 500,
-      DEFAULTS.unreconciledWaitGraceMs + 5_000,
-    );
+    expect(ms, 'DEFAULTS.unreconciledWaitGraceMs waited').to.be.at.least(DEFAULTS.unreconciledWaitGraceMs - 500);
     // a controller that takes the instance meanwhile: the wait goes on and ends with its records
     const waiting = sb.cli('wait', 'quick', '--timeout', '40s');
     const ctl = startController(sb);

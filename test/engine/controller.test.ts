@@ -5,7 +5,7 @@ import { promises as fs } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { LABELS } from '../../src/constants';
+import { LABELS, lockVolumeName } from '../../src/constants';
 import type { Engine } from '../../src/engine/types';
 import { startController } from '../support/controller';
 import { docker, requireEngine } from '../support/engine';
@@ -77,16 +77,14 @@ describe('controller (real engine, real files)', function () {
   });
 
   it('follows the folder: drop → running, edit → replaced, delete → collected', async function () {
-    const ctl = startController(sb, { metricsAddr: '127.0.0.1:0' });
+    // resync 600 s: what happens within the test's waits comes from the folder watch
+    const ctl = startController(sb, { metricsAddr: '127.0.0.1:0', resync: 600 });
     try {
       await waitFor('controller ready', async () => (await fs.readdir(sb.stateDir).catch(() => [])).some((f) => f.endsWith('.lock')), { dirs: [sb.stateDir] });
       // Another attempt stays in the folder: a folder left with no attempt at all removes nothing (slips.test.ts).
       await sb.write('keep.yaml', sb.attempt('keep', 'true'));
-      const t0 = Date.now();
       await sb.write('a.yaml', sb.attempt('a', 'sleep 300'));
       const first = await runningContainer(sb, 'a');
-      const latency = Date.now() - t0;
-      expect(latency, 'drop to running (ms)').to.be.lessThan(5_000);
       await sb.write('a.yaml', sb.attempt('a', 'sleep 301'));
       const second = await runningContainer(sb, 'a', first.Id);
       expect(second.Command).to.match(/sleep 301/);
@@ -176,11 +174,11 @@ describe('controller (real engine, real files)', function () {
   });
 
   it('notices a container killed by hand from the engine event, well before the resync', async function () {
+    // resync 600 s: a record within the wait's 20 s comes from the engine's event
     const ctl = startController(sb, { resync: 600 });
     try {
       await sb.write('k.yaml', sb.attempt('k', 'sleep 300'));
       const c = await runningContainer(sb, 'k');
-      const t0 = Date.now();
       await docker.getContainer(c.Id).kill();
       const st = await waitFor(
         'k Failed',
@@ -190,7 +188,6 @@ describe('controller (real engine, real files)', function () {
         },
         { dirs: [path.join(sb.stateDir, sb.instance, 'attempts')] },
       );
-      expect(Date.now() - t0).to.be.lessThan(3_000);
       expect([st.reason, st.exitCode]).to.deep.equal(['Error', 137]);
     } finally {
       await ctl.stop();
@@ -285,11 +282,10 @@ describe('controller (real engine, real files)', function () {
     }
   });
 
-  it('finishes an attempt whose exit the lists show only 8 s after its die, from the inspect asked on the die', async function () {
-    // With the lists alone (looked at again 50 ms after the die, doubling to 2 s: ~9 s in all) the
-    // finished record would come after the lag; the inspect answers once the engine set the state.
-    const lagMs = 8_000;
-    const lagging = listsLagging(sb.engine, lagMs);
+  it('finishes an attempt whose exit the lists do not show yet, from the inspect asked on the die', async function () {
+    // The lists show the exit only once the test lets them (catchUp): a finished record written
+    // before then came from the inspect asked on the die, whatever the machine's load.
+    const lagging = listsLagging(sb.engine);
     const ctl = startController(sb, { resync: 600 }, lagging.engine);
     try {
       await sb.write('lag.yaml', sb.attempt('lag', 'sleep 0.5; exit 3'));
@@ -302,13 +298,12 @@ describe('controller (real engine, real files)', function () {
         { dirs: [path.join(sb.stateDir, sb.instance, 'attempts')], timeoutMs: 30_000 },
       );
       expect(st.exitCode).to.equal(3);
-      const died = lagging.diedAt.get(st.containerId ?? '');
-      expect(died, 'the die passed through the lagging stream').to.be.a('number');
-      expect(Date.parse(st.updatedAt) - (died as number), 'die → finished record, ms').to.be.below(lagMs);
-      // the lists really lagged: the container was still listed running when the record said Failed
+      expect(lagging.diedAt.get(st.containerId ?? ''), 'the die passed through the lagging stream').to.be.a('number');
+      // the lists still lag: the container is listed running while its record says Failed
       const listed = await lagging.engine.containers.list([`${LABELS.instance}=${sb.instance}`]);
-      if (Date.now() - (died as number) < lagMs) expect(listed.find((c) => c.id === st.containerId)?.state).to.equal('running');
+      expect(listed.find((c) => c.id === st.containerId)?.state).to.equal('running');
     } finally {
+      lagging.catchUp();
       expect(await ctl.stop()).to.equal(0);
     }
   });
@@ -409,6 +404,39 @@ describe('controller (real engine, real files)', function () {
       expect(await (await fetch(`${url}/`)).text()).not.to.match(/<a href=/);
     } finally {
       await ctl.stop();
+    }
+  });
+
+  it('on SIGINT (Ctrl-C) stops cleanly: exit 0, its locks released, the running attempt left running', async function () {
+    await sb.write('s.yaml', sb.attempt('s', 'sleep 300'));
+    const child = spawn(process.execPath, [BIN, 'reconcile', ...sb.globalArgs(), '--log-level', 'info'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (c) => (err += String(c)));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      await waitFor('s Running', async () => (await sb.status('s'))?.phase === 'Running', { dirs: [path.join(sb.stateDir, sb.instance, 'attempts')] });
+      const before = (await containers(sb, 's')).map((c) => [c.Id, c.State]);
+      expect(before).to.have.length(1);
+      child.kill('SIGINT');
+      expect(await exited, err).to.equal(0);
+      expect(err)
+        .to.match(/SIGINT: finishing the operations in flight; attempts keep running/)
+        .and.match(/controller stopped/);
+      expect(
+        (await containers(sb, 's')).map((c) => [c.Id, c.State]),
+        'the same container, running',
+      ).to.deep.equal(before);
+      const lock = await docker
+        .getVolume(lockVolumeName(sb.instance))
+        .inspect()
+        .then(
+          () => 'held',
+          () => 'released',
+        );
+      expect(lock).to.equal('released');
+      expect(await fs.readdir(sb.stateDir)).to.not.include(`${sb.instance}.lock`);
+    } finally {
+      child.kill('SIGKILL');
     }
   });
 

@@ -34,6 +34,7 @@ describe('converge (real engine)', function () {
     await sb.destroy();
   });
 
+  // That a no-op pass costs the same at 3 and at 30 finished attempts: test/unit/cli/noop-pass.test.ts (fake engine).
   it('creates from nothing, then a second pass is a no-op with zero mutating calls', async function () {
     await sb.write('a.yaml', sb.attempt('a', SLEEP));
     await sb.write('sub/b.yaml', sb.attempt('b', SLEEP, '  network: {mode: isolated}\n  volumes: [{name: cache, mountPath: /cache}]\n'));
@@ -54,20 +55,6 @@ describe('converge (real engine)', function () {
     const plan = await sb.cli('plan', '--detailed-exitcode');
     expect(plan.code, plan.stderr).to.equal(0);
     expect(plan.stdout).to.match(/No changes: 2 attempts as specified/);
-  });
-
-  it('a no-op pass costs the same engine calls at 3 and at 30 finished attempts', async function () {
-    const perPass: Record<number, Record<string, number>> = {};
-    for (const n of [3, 30]) {
-      for (let i = 0; i < n; i++) await sb.write(`n${i}.yaml`, sb.attempt(`n${i}`, 'true', '  volumes: [{name: v, mountPath: /v}]\n'));
-      const r = await sb.cli('reconcile', '--once', '--wait', '--max-running', '30');
-      expect(r.code, r.stderr).to.equal(0);
-      const noop = await sb.pass();
-      expect(changeCount(noop.plan)).to.equal(0);
-      perPass[n] = sb.calls.snapshot();
-    }
-    expect(perPass[3]).to.deep.equal({ 'containers.list': 1, 'engine.boot': 1, 'images.list': 1, 'networks.list': 1, 'volumes.list': 1 });
-    expect(perPass[30]).to.deep.equal(perPass[3]);
   });
 
   it('plan changes nothing (its engine refuses mutations) and tells pending from converged by exit code', async function () {

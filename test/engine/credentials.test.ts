@@ -46,14 +46,21 @@ process.on('SIGTERM', () => process.exit(0));
 /** A sidecar with a way out of its own: it fetches from its upstream, then serves what it got to the attempt. */
 const SIDECAR = 'mkdir -p /tmp/www; wget -q -O /tmp/www/got.json http://side.upstream/hello; exec httpd -f -p 8081 -h /tmp/www';
 
+/**
+ * `req REQUEST FILE [PORT]`: REQUEST sent to the proxy with busybox nc, the answer into
+ * /results/FILE. nc leaves soon after its input ends, so the input stays open until nc has
+ * ended (when the proxy closes): no fixed sleep (it was 4 s a request).
+ */
+const REQ =
+  'req() { (printf "$1"; until [ -e "$r/.done-$2" ]; do sleep 0.05; done) | { nc egress-proxy ${3:-3128} > "$r/$2" 2>&1; touch "$r/.done-$2"; }; rm -f "$r/.done-$2"; }';
+
 /** The attempt: uses the upstream, then looks for the key everywhere it can. */
 const ATTEMPT = `
 r=/results
-# busybox nc leaves soon after its input ends: keep that open a while (nc still ends when the proxy closes)
-req() { (printf "$1"; sleep 4) | nc egress-proxy \${3:-3128} > "$r/$2" 2>&1; }
+${REQ}
 wget -q -O $r/hello.json http://api.upstream/hello; echo $? > $r/hello.rc
 # streamed: the first event arrives while the upstream still holds the second
-(printf 'GET http://api.upstream/sse HTTP/1.1\\r\\nHost: api.upstream\\r\\nConnection: close\\r\\n\\r\\n'; sleep 8) | nc egress-proxy 3128 > $r/sse.raw &
+req 'GET http://api.upstream/sse HTTP/1.1\\r\\nHost: api.upstream\\r\\nConnection: close\\r\\n\\r\\n' sse.raw &
 i=0; until grep -q 'data: one' $r/sse.raw 2>/dev/null || [ $i -ge 150 ]; do sleep 0.1; i=$((i+1)); done
 if grep -q 'data: two' $r/sse.raw; then echo buffered; elif grep -q 'data: one' $r/sse.raw; then echo streamed; else echo nothing; fi > $r/sse.order
 wget -q -O $r/go.txt http://api.upstream/go
@@ -269,8 +276,9 @@ describe('credentials the attempt never holds (real engine)', function () {
       'r=/results',
       'i=0; until wget -Y off -q -O $r/side-got.json http://side:8081/got.json 2>/dev/null || [ $i -ge 50 ]; do sleep 0.2; i=$((i+1)); done',
       'env > $r/env.txt; ls /run/secrets > $r/secrets.txt 2>&1',
-      "(printf 'GET http://side.upstream/hello HTTP/1.1\\r\\nHost: side.upstream\\r\\nConnection: close\\r\\n\\r\\n'; sleep 4) | nc egress-proxy 3128 > $r/own.raw 2>&1 &",
-      "(printf 'GET http://side.upstream/hello HTTP/1.1\\r\\nHost: side.upstream\\r\\nConnection: close\\r\\n\\r\\n'; sleep 4) | nc egress-proxy 3129 > $r/port.raw 2>&1 &",
+      REQ,
+      "req 'GET http://side.upstream/hello HTTP/1.1\\r\\nHost: side.upstream\\r\\nConnection: close\\r\\n\\r\\n' own.raw 3128 &",
+      "req 'GET http://side.upstream/hello HTTP/1.1\\r\\nHost: side.upstream\\r\\nConnection: close\\r\\n\\r\\n' port.raw 3129 &",
       'wait',
     ].join('\n');
     await sb.write(

@@ -1,9 +1,11 @@
 /**
- * Fixture layers on the real engine: a set of 12 children shares one base layer (a repository)
- * plus a layer of its own (the task's files); every child sees the later layer win, the base
- * packed once for all of them (pack/fixture-cache.ts counts), the workspace export compares
- * with the merged layers (a base file edited shows in the patch against the base's bytes), the
- * grader gets the layers then the changes; a cache entry removed is packed again and works.
+ * Fixture layers on the real engine: a set of 4 children (started at once) shares one base
+ * layer (a repository) plus a layer of its own (the task's files); every child's process sees
+ * the later layer win (a file over the base's folder), the base packed once for all of them
+ * (pack/fixture-cache.ts counts), the workspace export compares with the merged layers (a base
+ * file edited shows in the patch against the base's bytes), the grader gets the layers then the
+ * changes; a cache entry removed is packed again and works. The same at 12 children, on the
+ * fake engine: test/unit/pack/fixture-layers.test.ts.
  */
 import { expect } from 'chai';
 import { promises as fs } from 'node:fs';
@@ -15,7 +17,7 @@ import type { AttemptStatus } from '../../src/status/types';
 import { requireEngine } from '../support/engine';
 import { Sandbox } from '../support/sandbox';
 
-const TASKS = 12;
+const TASKS = 4;
 const task = (i: number) => `t${String(i).padStart(2, '0')}`;
 
 // Each child reads README (its own layer's), the base's lib.py and data/ (a folder its layer replaces with a file), then edits lib.py.
@@ -53,7 +55,7 @@ describe('fixture layers (real engine)', function () {
   const runDir = (name: string) => path.join(sb.resultsRoot, name, 'run-1');
   const read = (name: string, file: string) => fs.readFile(path.join(runDir(name), 'results', file), 'utf8');
 
-  it('12 children over one base layer: the later layer wins, the base is packed once, the export and the grader see the merged layers', async function () {
+  it('4 children over one base layer: the later layer wins, the base is packed once, the export and the grader see the merged layers', async function () {
     await sb.write('repo/README', 'the repository\n');
     await sb.write('repo/src/lib.py', 'x = 1\n');
     await sb.write('repo/data/part1', 'p1\n');

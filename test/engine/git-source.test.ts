@@ -327,6 +327,7 @@ describe('specs from git (real git, real engine)', function () {
       expect(await sb.status('b')).to.equal(undefined);
       const t0 = Date.now();
       expect((await post(body, sign(body))).status).to.equal(202);
+      // at once, not at the hourly poll: the wait (20 s) ends long before the next poll
       const b = await waitFor(
         'b running from c2',
         async () => {
@@ -337,7 +338,6 @@ describe('specs from git (real git, real engine)', function () {
       );
       const ms = Date.parse(b.startedAt as string) - t0;
       console.log(`      webhook → first container started: ${ms} ms`);
-      expect(ms, 'at once, not at the hourly poll').to.be.below(15_000);
     } finally {
       delete process.env['BERTH_TEST_HOOK_SECRET'];
       expect(await ctl.stop()).to.equal(0);

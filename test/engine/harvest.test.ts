@@ -72,9 +72,10 @@ describe('harvest of hostile results (real engine)', function () {
     });
   });
 
-  it('600 MiB on stdout: --once --wait harvests a bounded log, and berth logs streams what the engine kept', async function () {
-    this.timeout(300_000);
-    await sb.write('flood.yaml', sb.attempt('flood', 'echo START; yes $(printf %0999d 0) | head -c 629145600; echo; echo END'));
+  it('96 MiB on stdout (twice what the engine keeps, three times the harvest cap): --once --wait harvests a bounded log, and berth logs streams what the engine kept', async function () {
+    // The engine keeps engineLogMaxFiles x engineLogMaxSize (48 MiB) and berth harvests at most
+    // logMaxBytes (32 MiB): a flood past both shows both caps (600 MiB once showed no more).
+    await sb.write('flood.yaml', sb.attempt('flood', 'echo START; yes $(printf %0999d 0) | head -c 100663296; echo; echo END'));
     const r = await sb.cli('reconcile', '--once', '--wait');
     expect(r.code, r.stderr).to.equal(0);
     const file = path.join(runDir('flood'), 'logs.txt');
@@ -87,6 +88,7 @@ describe('harvest of hostile results (real engine)', function () {
     expect(shown.code, shown.stderr).to.equal(0);
     expect(shown.stdout.endsWith('\nEND\n')).to.equal(true);
     expect(shown.stdout.length).to.be.below(4 * 16 * 1024 * 1024);
+    expect(shown.stdout.startsWith('START\n'), 'the engine kept only the end').to.equal(false);
   });
 
   it('lists a file name that is not valid UTF-8 losslessly, and finishes the harvest', async function () {
@@ -178,10 +180,8 @@ describe('harvest of hostile results (real engine)', function () {
 
   it('stops hashing at --hash-max-seconds', async function () {
     await sb.write('slow.yaml', sb.attempt('slow', SPARSE, KEEP_BIG));
-    const t0 = Date.now();
     const r = await sb.cli('reconcile', '--once', '--wait', '--hash-max-bytes', '4096Gi', '--hash-max-seconds', '1');
     expect(r.code, r.stderr).to.equal(0);
-    expect(Date.now() - t0).to.be.below(60_000);
     const m = await readJson<Manifest>(path.join(runDir('slow'), 'manifest.json'));
     const big = m.files.find((f) => f.path === 'big');
     expect([big?.sha256, big?.unhashed]).to.deep.equal([undefined, 'time-budget']);
@@ -198,10 +198,9 @@ describe('harvest of hostile results (real engine)', function () {
       await sb.write('other.yaml', sb.attempt('other', 'echo other'));
       await waitFor('the other attempt done', async () => (await recordOf('other'))?.phase === 'Succeeded', { dirs: [attempts], timeoutMs: 60_000 });
       expect((await recordOf('huge'))?.reason).to.equal(REASONS.harvesting);
-      const t0 = Date.now();
+      // the stop does not wait for the hashing (of 2 TiB: far past the test's timeout): the record says Harvesting still
       expect(await ctl.stop()).to.equal(0);
       stopped = true;
-      expect(Date.now() - t0, 'the stop does not wait for the hashing').to.be.below(10_000);
     } finally {
       if (!stopped) await ctl.stop();
     }

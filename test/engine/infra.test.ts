@@ -117,11 +117,10 @@ describe('engine killed (SIGKILL) during starts (private engine)', function () {
     ).to.equal(true);
     await pe.start();
 
-    const t0 = Date.now();
+    // --timeout 60: an exit 0 is within it
     const { io, code } = waitAll(60);
     const exit = await code;
     expect(exit, exit === 0 ? '' : io.stderr + (await unfinished())).to.equal(0);
-    expect(Date.now() - t0).to.be.below(60_000);
     const reasons = await allSucceeded();
     // else the kill came too late to test anything: the half-started containers are what this is about
     const messages = (await Promise.all(names.map((n) => sb.status(n)))).flatMap((st) => st?.history.map((h) => h.message ?? '') ?? []);
@@ -141,10 +140,8 @@ describe('engine killed (SIGKILL) during starts (private engine)', function () {
     expect(interrupted, 'the second kill cut the recovery short').to.not.equal(0);
     await pe.start();
 
-    const t0 = Date.now();
     const { io, code } = waitAll(60);
     expect(await code, io.stderr).to.equal(0);
-    expect(Date.now() - t0).to.be.below(60_000);
     await allSucceeded();
   });
 });

@@ -150,11 +150,9 @@ describe('packaging: the single-file build and the image (real engine)', functio
             instance: box.instance,
             dirs: [path.join(box.stateDir, box.instance, 'attempts')],
           });
-          const t0 = Date.now();
           const stop = await exec('docker', ['stop', '-t', '10', id]);
-          const ms = Date.now() - t0;
           expect(stop.code, stop.stderr).to.equal(0);
-          expect(ms, `docker stop took ${ms} ms (10 s means berth ignored SIGTERM and was killed)`).to.be.below(5000);
+          // berth's own exit code (a berth that ignored SIGTERM would be killed after the 10 s: 137)
           const exitCode = await exec('docker', ['inspect', '-f', '{{.State.ExitCode}}', id]);
           const logs = await exec('docker', ['logs', id]);
           expect(Number(exitCode.stdout.trim()), `${args.join(' ')}: ${logs.stderr}`).to.equal(code);

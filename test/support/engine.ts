@@ -9,6 +9,7 @@ import Dockerode from 'dockerode';
 import { BINDING_LABELS, LABELS, LOCK_LABELS } from '../../src/constants';
 import { createDockerEngine, imageStore } from '../../src/engine/docker';
 import type { Engine } from '../../src/engine/types';
+import { recordEvents } from './events';
 
 export const TEST_RUN = process.env.BERTH_TEST_RUN ?? `t${process.pid.toString(36)}`;
 /** Label on every resource a test makes by hand, outside berth. */
@@ -53,6 +54,8 @@ export function requireEngine(): Promise<void> {
     } catch {
       throw new Error(`test image ${TEST_IMAGE} is missing: run ./scripts/images.sh (make test does)`);
     }
+    // the run's container events, as they come (test/support/events.ts: the engine replays only its last 256)
+    await recordEvents();
   })();
   return engineChecked;
 }

@@ -21,6 +21,7 @@
  *   adapter's deadline does, or hang until `releaseHangs()`.
  */
 import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { PassThrough, Readable } from 'node:stream';
 import { posix } from 'node:path';
 // tar-stream is loaded only when an archive is put or read: a no-op pass loads none (pass-lazy.test.ts)
@@ -60,6 +61,26 @@ interface Hook {
   failure: FakeFailure;
   when?: (args: unknown[]) => boolean;
   times: number;
+}
+
+/**
+ * What a task run by the fake (runTasks) does: it writes `files` (absolute paths: their text; one
+ * below a bind mount, as /results is, on the host) and `log`, then exits with `code`.
+ */
+export interface FakeTask {
+  code: number;
+  log?: string;
+  files?: Record<string, string>;
+}
+
+/** What a task is told of its container when it starts. */
+export interface FakeTaskStart {
+  name: string;
+  labels: Labels;
+  cmd: string[] | null;
+  env: string[];
+  /** What the container holds as it starts (the fixture, secrets: what putArchive put in). */
+  tree: ReadonlyMap<string, FakeTreeEntry>;
 }
 
 export interface FakeImage {
@@ -143,6 +164,7 @@ export class FakeEngine implements Engine {
   private readonly bootAt: string;
   private abandoned: string | undefined;
   private readonly onStart: { when: (name: string) => boolean; code: number }[] = [];
+  private readonly tasks: ((c: FakeTaskStart) => FakeTask | undefined)[] = [];
   private lagging = false;
   /** Exited containers the lists still show running (lagLists). */
   private readonly lagged = new Set<string>();
@@ -268,6 +290,15 @@ export class FakeEngine implements Engine {
   /** A container whose name `when` accepts exits with `code` as soon as it starts (a task that ends at once). */
   exitOnStart(when: (name: string) => boolean, code: number): void {
     this.onStart.push({ when, code });
+  }
+
+  /**
+   * A container whose start `task` answers (the first task that answers) runs it at once: the
+   * files it writes are in the container (getArchive reads them), its log in its log, and it
+   * exits with its code. As exitOnStart, with what a task leaves behind.
+   */
+  runTasks(task: (c: FakeTaskStart) => FakeTask | undefined): void {
+    this.tasks.push(task);
   }
 
   /** Appends to a container's log (what logs() returns). */
@@ -574,7 +605,22 @@ export class FakeEngine implements Engine {
         c.startedAt = this.iso();
         this.containerEvent(c, 'start');
         const quick = this.onStart.find((o) => o.when(c.name));
-        if (quick) this.end(c, quick.code, false);
+        if (quick) return this.end(c, quick.code, false);
+        for (const task of this.tasks) {
+          const t = task({ name: c.name, labels: c.labels, cmd: c.spec.cmd, env: c.spec.env, tree: c.tree });
+          if (!t) continue;
+          for (const [file, text] of Object.entries(t.files ?? {})) {
+            // a file below a bind mount (/results) is the host's, as the engine binds it
+            const bind = c.spec.host.binds.map((b) => b.split(':')).find(([, target]) => target && file.startsWith(`${target}/`));
+            if (bind) {
+              const host = posix.join(bind[0] as string, file.slice((bind[1] as string).length));
+              mkdirSync(posix.dirname(host), { recursive: true });
+              writeFileSync(host, text);
+            } else writeFile(c.tree, file, Buffer.from(text));
+          }
+          c.logs += t.log ?? '';
+          return this.end(c, t.code, false);
+        }
       },
       stop: async (id, graceSeconds) => {
         await this.call('containers.stop', [id, graceSeconds]);
@@ -801,6 +847,32 @@ export class FakeEngine implements Engine {
       }
     })();
   }
+}
+
+/** Writes a regular file at `file` (an absolute path) into `tree`, with the folders above it that are missing. */
+function writeFile(tree: Map<string, FakeTreeEntry>, file: string, body: Buffer): void {
+  const header = (name: string, type: 'file' | 'directory', size: number) =>
+    ({
+      name,
+      type,
+      size,
+      mode: type === 'file' ? 0o644 : 0o755,
+      mtime: new Date(0),
+      uid: 0,
+      gid: 0,
+      uname: '',
+      gname: '',
+      linkname: '',
+      devmajor: 0,
+      devminor: 0,
+    }) as Header;
+  const name = file.replace(/^\/+/, '');
+  const parts = name.split('/');
+  for (let i = 1; i < parts.length; i++) {
+    const dir = parts.slice(0, i).join('/');
+    if (!tree.has(dir)) tree.set(dir, { header: header(dir, 'directory', 0), body: Buffer.alloc(0) });
+  }
+  tree.set(name, { header: header(name, 'file', body.length), body });
 }
 
 /** Extracts a tar put at `at` into `tree` (entry names without a leading or trailing slash). */

@@ -12,9 +12,8 @@ import { reconcilePass, type PassConfig, type PassResult } from '../../src/contr
 import { CallCounter, instrumentEngine } from '../../src/engine/wrap';
 import { StatusStore } from '../../src/status/store';
 import type { AttemptStatus } from '../../src/status/types';
-import { silentLogger } from '../../src/util/log';
 import { newInstance, testEngine } from './engine';
-import { DesiredStates } from '../../src/plan/desired-for';
+import { passConfigOf } from './pass-config';
 
 export interface CliResult {
   code: number;
@@ -107,20 +106,7 @@ export class Sandbox {
   }
 
   config(over: Partial<PassConfig> = {}): PassConfig {
-    return {
-      specsDir: this.specsDir,
-      stateDir: this.stateDir,
-      resultsRoot: this.resultsRoot,
-      instance: this.instance,
-      maxRunning: 8,
-      concurrency: 8,
-      attestIntervalMs: 60_000,
-      policy: {},
-      env: process.env,
-      log: silentLogger(),
-      desired: new DesiredStates(),
-      ...over,
-    };
+    return passConfigOf(this, over);
   }
 
   store(): StatusStore {

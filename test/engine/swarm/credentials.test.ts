@@ -106,14 +106,23 @@ const LATE = 'sleep 6; mkdir -p /tmp/w; echo up > /tmp/w/index.html; exec httpd 
  * of the proxy), then says so. */
 const SIDECAR_CRED = `mkdir -p /tmp/www; httpd -p 8081 -h /tmp/www; sleep 6; wget -q -O /tmp/www/got.part http://${HOST}:${UPSTREAM}/hello && mv /tmp/www/got.part /tmp/www/got.json && echo fetched-now; exec sleep 600`;
 
+/**
+ * `req REQUEST FILE [PORT]`: REQUEST sent to the proxy with busybox nc, the answer into
+ * /results/FILE. nc leaves soon after its input ends, so the input stays open until nc has
+ * ended (when the proxy closes): no fixed sleep (it was 4 s a request).
+ */
+const REQ =
+  'req() { (printf "$1"; until [ -e "$r/.done-$2" ]; do sleep 0.05; done) | { nc egress-proxy ${3:-3128} > "$r/$2" 2>&1; touch "$r/.done-$2"; }; rm -f "$r/.done-$2"; }';
+
 /** The `none` attempt's main run: what its sidecar got; its own tries at the upstream through the proxy (its port allows nothing, the sidecar's serves
  * the sidecar only). */
 const NONE_MAIN = [
   'r=/results',
   'wget -Y off -q -O $r/side-got.json http://side:8081/got.json; echo $? > $r/side-got.rc',
   'env > $r/env.txt',
-  `(printf 'GET http://${HOST}:${UPSTREAM}/hello HTTP/1.1\\r\\nHost: ${HOST}:${UPSTREAM}\\r\\nConnection: close\\r\\n\\r\\n'; sleep 4) | nc egress-proxy 3128 > $r/own.raw 2>&1 &`,
-  `(printf 'GET http://${HOST}:${UPSTREAM}/hello HTTP/1.1\\r\\nHost: ${HOST}:${UPSTREAM}\\r\\nConnection: close\\r\\n\\r\\n'; sleep 4) | nc egress-proxy 3129 > $r/port.raw 2>&1 &`,
+  REQ,
+  `req 'GET http://${HOST}:${UPSTREAM}/hello HTTP/1.1\\r\\nHost: ${HOST}:${UPSTREAM}\\r\\nConnection: close\\r\\n\\r\\n' own.raw 3128 &`,
+  `req 'GET http://${HOST}:${UPSTREAM}/hello HTTP/1.1\\r\\nHost: ${HOST}:${UPSTREAM}\\r\\nConnection: close\\r\\n\\r\\n' port.raw 3129 &`,
   'wait',
 ].join('\n');
 
@@ -122,10 +131,10 @@ r=/results
 # once each, no retry: the sidecars' probes made this run wait until they were ready (busybox wget ignores NO_PROXY: -Y off)
 wget -Y off -q -O $r/side-got.txt http://side:8081/got.txt; echo $? > $r/side-got.rc
 wget -Y off -q -O $r/web.txt http://web:8082/; echo $? > $r/web.rc
-req() { (printf "$1"; sleep 4) | nc egress-proxy \${3:-3128} > "$r/$2" 2>&1; }
+${REQ}
 wget -q -O $r/hello.json http://${HOST}:${UPSTREAM}/hello; echo $? > $r/hello.rc
 # streamed: the first event arrives while the upstream still holds the second
-(printf 'GET http://${HOST}:${UPSTREAM}/sse HTTP/1.1\\r\\nHost: ${HOST}:${UPSTREAM}\\r\\nConnection: close\\r\\n\\r\\n'; sleep 8) | nc egress-proxy 3128 > $r/sse.raw &
+req 'GET http://${HOST}:${UPSTREAM}/sse HTTP/1.1\\r\\nHost: ${HOST}:${UPSTREAM}\\r\\nConnection: close\\r\\n\\r\\n' sse.raw &
 i=0; until grep -q 'data: one' $r/sse.raw 2>/dev/null || [ $i -ge 150 ]; do sleep 0.1; i=$((i+1)); done
 if grep -q 'data: two' $r/sse.raw; then echo buffered; elif grep -q 'data: one' $r/sse.raw; then echo streamed; else echo nothing; fi > $r/sse.order
 wget -q -O $r/go.txt http://${HOST}:${UPSTREAM}/go

@@ -1,7 +1,7 @@
 /** The engine contract (test/contract/engine.contract.ts) on the fake engine, and the fake's own controls. */
 import { expect } from 'chai';
 import { classify } from '../../../src/engine/errors';
-import { engineContract } from '../../contract/engine.contract';
+import { engineContract, WRITE_FILE_RE } from '../../contract/engine.contract';
 import { FakeEngine } from '../../support/fake-engine';
 
 const IMAGE = 'berth/busybox:local';
@@ -15,6 +15,11 @@ function fakeWithImage(now: () => number = Date.now): FakeEngine {
 let n = 0;
 engineContract('the fake engine', () => {
   const fake = fakeWithImage();
+  // the contract's one task that writes a file (WRITE_FILE), run as the shell would run it
+  fake.runTasks((c) => {
+    const m = c.cmd?.[0] === 'sh' ? WRITE_FILE_RE.exec(c.cmd[2] ?? '') : null;
+    return m ? { code: 0, files: { [m[2] as string]: m[1] as string } } : undefined;
+  });
   return {
     engine: fake,
     image: IMAGE,

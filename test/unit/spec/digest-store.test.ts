@@ -153,6 +153,5 @@ describe('fixture digests kept on disk between processes', function () {
     );
     expect(contentCacheStats().misses - reads).to.equal(1); // README.md; never the big one
     if (process.env.BERTH_TEST_VERBOSE) console.log(`validate took ${ms.toFixed(1)} ms`);
-    expect(ms).to.be.lessThan(1000);
   });
 });
