@@ -448,9 +448,11 @@ export const DEFAULTS = {
   /**
    * A run that ended by SIGKILL (137) with no `OOMKilled` on its container is looked at again for
    * an `oom` event until this long after its end: dockerd can report the exit before it handles
-   * the kernel's OOM kill that caused it (seen 490 ms after the `die`).
+   * the kernel's OOM kill that caused it (seen 490 ms after the `die` on a quiet machine, and past
+   * 2 s at load 25 on 2 cores, where a 2 s window recorded an OOM kill as Error). Only a SIGKILL
+   * exit with no flag waits for it, and only until the engine's clock has passed the window.
    */
-  lateOomMs: 2_000,
+  lateOomMs: 5_000,
   /** `berth wait` with nothing reconciling the instance into its state folder ends after this (a writer started beside it takes its locks meanwhile). */
   unreconciledWaitGraceMs: 5_000,
   /**
