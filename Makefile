@@ -10,7 +10,7 @@ export PATH := $(CURDIR)/.node/bin:$(PATH)
 # installed by `make deps` (scripts/node-up.sh --lines): nothing is downloaded in the test phase.
 NODE_LINES ?= 22 24 26
 
-.PHONY: help node node-lines deps build engine engines git fs registry images browser setup run test test-unit test-lines test-engines lint typecheck bench bench-sets clean-engine
+.PHONY: help node node-lines deps build engine engines git fs registry packages images browser setup run test test-unit test-lines test-engines lint typecheck bench bench-sets clean-engine
 
 help:
 	@echo "make run    reconcile the example specs in specs/ on the local engine, then show them"
@@ -60,6 +60,10 @@ engines:
 registry:
 	./scripts/registry-up.sh
 
+# every Debian package the tests need, in one apt run (make test runs it first)
+packages:
+	./scripts/packages-up.sh
+
 setup: deps build images git fs engines registry
 
 # Debian's chromium for the report's browser tests and `make bench` (scripts/browser-up.sh; no browser download)
@@ -72,8 +76,16 @@ run: setup
 
 # Every test, three jobs at once (scripts/test-lanes.mjs: the engine lanes main and side, and the
 # unit tests on each Node line); its last lines give each job's time and the run's.
+# On a fresh machine: every Debian package in one apt run (scripts/packages-up.sh), then the
+# engine roots of the compatibility matrix debootstrapped (scripts/engines-up.sh, minutes of
+# download and unpacking) beside the rest of the setup (npm ci, the Node lines, the images),
+# waited for before the tests; its output comes after the setup's.
 test: export BERTH_MAKE_T0 := $(shell date +%s)
-test: setup browser
+test: packages
+	@./scripts/engines-up.sh > .engines-up.log 2>&1 & e=$$!; \
+	  $(MAKE) --no-print-directory deps build images git fs registry browser; s=$$?; \
+	  wait $$e; r=$$?; cat .engines-up.log; rm -f .engines-up.log; \
+	  [ $$s -eq 0 ] && [ $$r -eq 0 ] || { echo "make test: the setup failed (setup $$s, engine roots $$r)" >&2; exit 1; }
 	NODE_LINES="$(NODE_LINES)" $(NPM) test
 
 # The whole compatibility matrix (README, "Engines"): the contract, lifecycle, trust, disk and isolation
