@@ -14,7 +14,7 @@
 // too). Each lane is its own test run (BERTH_TEST_RUN: its own labels, instances, cache, engines
 // and namespaces), so each finds and removes only its own leftovers. The exit code is non-zero
 // when any job failed; the last lines give each job's wall time, the sum of its tests' own
-// durations and its slowest files (test/reporter.cjs), and the run's total.
+// durations, its slowest files and its failed tests (test/reporter.cjs), and the run's total.
 //
 // BERTH_TEST_DEADLINE (seconds since the epoch; .ci/run sets it below CI's hard limit): at that
 // time every job still running is ended (SIGTERM: a lane removes what it made, as at its end;
@@ -241,6 +241,7 @@ for (const j of jobs) {
       .map(([f, ms]) => `${path.basename(f, '.test.ts')} ${Math.round(ms / 1000)} s`);
     process.stdout.write(`  slowest files: ${slow.join(', ')}\n`);
   }
+  for (const f of t?.failed ?? []) process.stdout.write(`  ✖ ${f}\n`);
 }
 const total = Date.now() - started;
 const before =

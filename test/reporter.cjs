@@ -6,7 +6,7 @@
 // - one plain closing line `mocha: N passed, N failed, N skipped` that CI and
 //   scripts/test-lanes.mjs read. A skipped test is counted and shown (forbidPending fails it).
 // BERTH_TEST_TIMES=FILE also writes every file's and every test's time there as JSON
-// (scripts/test-lanes.mjs reads it for the run's closing lines).
+// and the failed tests' titles (scripts/test-lanes.mjs reads it for the run's closing lines).
 const fs = require('node:fs');
 const path = require('node:path');
 const Mocha = require('mocha');
@@ -65,7 +65,7 @@ class BerthReporter extends Mocha.reporters.Spec {
       for (const [f, ms] of byFile.slice(0, SLOWEST)) process.stdout.write(`  ${sec(ms).padStart(8)}  ${f}\n`);
       if (process.env.BERTH_TEST_TIMES) {
         const stats = { passed: s.passes || 0, failed: s.failures || 0, skipped: s.pending || 0 };
-        const doc = { wallMs: wall, testsMs, rootHooksMs, stats, files: Object.fromEntries(byFile), tests };
+        const doc = { wallMs: wall, testsMs, rootHooksMs, stats, files: Object.fromEntries(byFile), tests, failed };
         fs.writeFileSync(process.env.BERTH_TEST_TIMES, JSON.stringify(doc));
       }
       if (failed.length > 0) {
