@@ -56,10 +56,13 @@ import type {
   ContainerDetails,
   ContainerSummary,
   EngineEvent,
+  ExecOptions,
+  ExecSession,
   Labels,
   LocalStorage,
   MountSummary,
   NetworkSummary,
+  Reached,
   RemoteRuns,
   RunDiskUse,
   VolumeClient,
@@ -769,6 +772,18 @@ export class SwarmRuns implements ContainerClient, RemoteRuns {
     const container = t.containerId || (await node.engine.containers.list([`${SWARM.serviceIdLabel}=${s.id}`, `${SWARM.taskLabel}=${s.name}`]))[0]?.id;
     if (!container) throw notFound(`${id} (its task has no container yet)`);
     return { node, container };
+  }
+
+  /** The run's task's container, through its node's engine (`berth exec`, `berth cp`, the API). */
+  async reach(id: string): Promise<Reached> {
+    const { node, container } = await this.taskContainer(id);
+    return { engine: node.engine, id: container, where: `node ${nodeName(node.node)}'s engine (${node.engine.address ?? '?'})` };
+  }
+
+  /** A command in the run's task's container, through its node's engine (Engine.reach does the same for `berth exec`). */
+  async execStart(id: string, o: ExecOptions): Promise<ExecSession> {
+    const { node, container } = await this.taskContainer(id);
+    return node.engine.containers.execStart(container, o);
   }
 
   /** Runs `cmd` in the run's task's container, through its node's engine (a sidecar's `ready: {command}`). */

@@ -147,7 +147,7 @@ export function createDockerEngine(docker?: Dockerode, o: DockerEngineOptions = 
   let fresh: Dockerode | undefined;
   // The API version, negotiated by the first call (api-version.ts); a client made with a version of its own keeps it.
   const modem = d.modem as unknown as { version?: string };
-  let said: { version: string; apiVersion: string } | undefined;
+  let said: { version: string; apiVersion: string; arch?: string } | undefined;
   negotiateApiOn(d, calls, {
     said: (v) => (said = v),
     talks: (version) => {
@@ -155,7 +155,7 @@ export function createDockerEngine(docker?: Dockerode, o: DockerEngineOptions = 
     },
   });
   const containers = new DockerContainers(d, calls);
-  return {
+  const engine: Engine = {
     async boot() {
       if (!fresh) {
         fresh = unpooled(d);
@@ -183,13 +183,14 @@ export function createDockerEngine(docker?: Dockerode, o: DockerEngineOptions = 
       await calls.run('ping', () => d.ping());
     },
     async version() {
-      // the negotiation's answer when it was made (the engine asked once), else asked now
-      if (!said) {
+      // the negotiation's answer when it was made (the engine asked once, its machine with it), else asked now
+      if (said?.arch === undefined) {
         const v = await calls.run('version', () => d.version());
-        said ??= { version: v.Version, apiVersion: v.ApiVersion };
+        said = { version: v.Version, apiVersion: v.ApiVersion, arch: v.Arch ?? '' };
       }
       return { ...said, talks: (modem.version ?? '').replace(/^v/, '') || said.apiVersion };
     },
+    reach: (id: string) => Promise.resolve({ engine, id, where: calls.address }),
     abandon(reason: string) {
       calls.abandon(reason);
     },
@@ -220,4 +221,5 @@ export function createDockerEngine(docker?: Dockerode, o: DockerEngineOptions = 
     },
     remote: null,
   };
+  return engine;
 }
