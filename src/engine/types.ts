@@ -122,6 +122,8 @@ export interface ContainerCreateSpec {
   name: string;
   image: string;
   cmd: string[] | null;
+  /** Replaces the image's entrypoint (a sandbox's: berth's helper, EXEC.helperPath). */
+  entrypoint?: string[];
   env: string[];
   workingDir: string;
   labels: Labels;

@@ -306,6 +306,12 @@ export class SwarmRuns implements ContainerClient, RemoteRuns {
     const component = spec.labels[LABELS.component];
     // the egress proxy and a user's sidecar: a run of its own with no workspace and no results
     const side = component === COMPONENTS.proxy || component === COMPONENTS.sidecar;
+    // a sandbox's main process is berth's own, put into its container before the start: a task's container is made by its node
+    if (spec.entrypoint)
+      throw new BackendRefusedError(
+        REASONS.nodeRefused,
+        `attempt ${spec.labels[LABELS.attempt] ?? run} is a sandbox (spec.sandbox), which the swarm backend does not run: berth's own process cannot be put into a task's container before its node starts it (exec and cp reach any running attempt of a swarm)`,
+      );
     const resultsBind = spec.host.binds.find((b) => b.endsWith(`:${DEFAULTS.resultsMount}:rw`));
     const resultsDir = side ? '' : resultsBind?.slice(0, -`:${DEFAULTS.resultsMount}:rw`.length);
     if (resultsDir === undefined || (!side && !resultsDir) || spec.host.binds.length !== (side ? 0 : 1)) {

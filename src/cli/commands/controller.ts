@@ -16,6 +16,7 @@ import { isEngineDown, pingFailure } from '../../engine/errors';
 import type { Engine } from '../../engine/types';
 import { instrumentEngine } from '../../engine/wrap';
 import { reportFromLoad } from '../../report/from-load';
+import { withLiveTouched } from '../../touch/target';
 import { renderReport, reportCsp } from '../../report/render';
 import { passConfig, UsageError, type Context } from '../context';
 import type { ReconcileOptions } from './reconcile';
@@ -160,7 +161,7 @@ async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortS
           const { load, statuses } = await controller.view();
           const data = reportFromLoad(
             load,
-            statuses,
+            await withLiveTouched(statuses, ctx.resultsRoot),
             { sets: [], keep: () => true, selecting: false },
             { now: Date.now(), instance: ctx.instance, maxRunning: cfg.maxRunning, resultsRoot: ctx.resultsRoot, linkBase: null, mode: 'live' },
           );

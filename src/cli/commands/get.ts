@@ -10,7 +10,8 @@ import { heldBy } from '../../spec/held';
 import { loadSpecs, type LoadReport } from '../../spec/loader';
 import type { SpecError } from '../../spec/types';
 import type { DamagedRecord } from '../../status/store';
-import type { AttemptStatus } from '../../status/types';
+import type { AttemptStatus, Touched } from '../../status/types';
+import { touchedOf } from '../../touch/target';
 import type { NormalizedAttempt } from '../../spec/types';
 import { cellText, JsonPathError, parseCustomColumns, parsePath, parseTemplate, renderTemplate, sortByPath } from '../jsonpath';
 import { specsRevision, UsageError, type Context } from '../context';
@@ -18,6 +19,7 @@ import { matches, parseSelectors, SelectorError, type Selector } from '../select
 import { outcomeOf, watched } from '../wait-condition';
 import type { Classified } from '../../sets/outcome';
 import { toItem, toList, toSetItem, toSetList } from './get-item';
+import { touchedText } from '../../touch/record';
 import type * as GetNotes from './get-notes';
 import type * as GetWatch from './get-watch';
 import { age, duration, table } from './shared';
@@ -69,6 +71,8 @@ export interface Row {
   damaged?: DamagedRecord;
   /** The spec errors holding it at its last good spec (spec/held.ts), when its spec broke after it ran. */
   held?: SpecError[];
+  /** Its current run had execs or copies (berth exec, berth cp, the API): counted from its run folder while it runs. */
+  touched?: Touched;
 }
 
 /** The `-l` flags as one selector; one that cannot be parsed is a usage error that points at the problem. */
@@ -132,6 +136,11 @@ export async function collectView(ctx: Context, wanted: readonly string[] = [], 
       ...(held.length ? { held } : {}),
     });
   }
+  // a running run's execs and copies, from its run folder (a harvested run's record holds them)
+  for (const r of rows) {
+    const t = r.status && (r.status.touched ?? (r.status.phase === 'Running' || r.status.ended ? await touchedOf(r.status, ctx.resultsRoot) : undefined));
+    if (t) r.touched = t;
+  }
   return { rows, load };
 }
 
@@ -156,7 +165,7 @@ export function renderRows(rows: Row[], wide: boolean, headers = true): string {
   // RESULT after the columns berth had, so scripts that read them by position keep working
   const head = ['NAME', 'PHASE', 'REASON', 'EXIT', 'RUN', 'AGE', 'DURATION', 'RESULT'];
   if (graded) head.push('GRADE');
-  if (wide) head.push('IMAGE', 'IMAGE ID', 'LABELS', 'RESULTS');
+  if (wide) head.push('TOUCHED', 'IMAGE', 'IMAGE ID', 'LABELS', 'RESULTS');
   if (wide && graded) head.push('GRADER');
   const body = rows.map((r, i) => {
     const base = [r.name, r.phase, r.reason || '-', r.exitCode === null ? '-' : String(r.exitCode), String(r.run || '-'), r.age, r.duration, resultText(r)];
@@ -164,6 +173,8 @@ export function renderRows(rows: Row[], wide: boolean, headers = true): string {
     if (graded) base.push(g ? gradeLabel(g) : '-');
     if (wide) {
       base.push(
+        // a run reached into by berth exec, berth cp or the API: its result is not a clean run's
+        r.touched ? touchedText(r.touched) : '-',
         r.image || '-',
         // the id the run's container was made from, short (as docker images shows ids)
         r.status?.image ? `${r.status.image.id.replace(/^sha256:/, '').slice(0, 12)}${r.status.image.pinned ? ' (pinned)' : ''}` : '-',

@@ -38,7 +38,7 @@ export interface MarkResult {
   ops: Map<string, string[]>;
 }
 
-export async function markAndPass(ctx: Context, command: RequestCommand, rows: Row[], o: { timeoutMs?: number } = {}): Promise<MarkResult> {
+export async function markAndPass(ctx: Context, command: RequestCommand, rows: Row[], o: { timeoutMs?: number; exitCode?: number } = {}): Promise<MarkResult> {
   const engine = ctx.engine();
   try {
     await engine.ping();
@@ -49,11 +49,11 @@ export async function markAndPass(ctx: Context, command: RequestCommand, rows: R
   const controller = await runningController(ctx, engine);
   if (controller === 'elsewhere') return { code: EXIT.failed, acted: [], ops: new Map() };
   if (controller) {
-    const asked = await askController(ctx, engine, controller, command, rows, o.timeoutMs ?? 60_000);
+    const asked = await askController(ctx, engine, controller, command, rows, o.timeoutMs ?? 60_000, o.exitCode);
     if (asked !== 'gone') return asked;
     diag(ctx, 'info', `the controller stopped before it took the ${command}; doing it here`);
   }
-  return markHere(ctx, engine, command, rows);
+  return markHere(ctx, engine, command, rows, o.exitCode);
 }
 
 /**
@@ -63,7 +63,8 @@ export async function markAndPass(ctx: Context, command: RequestCommand, rows: R
  */
 async function runningController(ctx: Context, engine: Engine): Promise<EngineLockInfo | 'elsewhere' | undefined> {
   const holder = await readEngineLock(engine, ctx.instance).catch(() => undefined);
-  if (!holder || holder.command !== 'reconcile') return undefined;
+  // a controller, or a finite run of one (reconcile --once --wait): both carry requests out
+  if (!holder || (holder.command !== 'reconcile' && holder.command !== 'reconcile --once --wait')) return undefined;
   const self = await currentProcess();
   if ((await liveness(holder, self)) === 'dead') return undefined;
   // Its lock file is in this state folder (its path may differ: a controller in a container).
@@ -86,9 +87,10 @@ async function askController(
   command: RequestCommand,
   rows: Row[],
   timeoutMs: number,
+  exitCode?: number,
 ): Promise<MarkResult | 'gone'> {
   const names = rows.map((r) => r.name);
-  const id = await sendRequest(ctx.stateDir, ctx.instance, command, names);
+  const id = await sendRequest(ctx.stateDir, ctx.instance, command, names, new Date(), exitCode !== undefined ? { exitCode } : {});
   const who = `the controller (pid ${holder.pid} on ${holder.hostname})`;
   const waited = await awaitAnswer(ctx.stateDir, ctx.instance, id, {
     timeoutMs,
@@ -137,7 +139,7 @@ async function askController(
 }
 
 /** Holding the instance's writer locks: mark, then one pass over the attempts marked. */
-async function markHere(ctx: Context, engine: Engine, command: RequestCommand, rows: Row[]): Promise<MarkResult> {
+async function markHere(ctx: Context, engine: Engine, command: RequestCommand, rows: Row[], exitCode?: number): Promise<MarkResult> {
   const locks = await takeWriterLocks(ctx, engine, command);
   if (!locks) return { code: EXIT.failed, acted: [], ops: new Map() };
   try {
@@ -159,7 +161,15 @@ async function markHere(ctx: Context, engine: Engine, command: RequestCommand, r
     for (const row of rows) {
       const rec = await store.get(row.name);
       const invalid = load.protectedNames.has(row.name) || rec?.reason === REASONS.invalidSpec || rec?.reason === REASONS.duplicateName;
-      const m = MARKS[command]({ name: row.name, rec, spec: specs.get(row.name), invalid, instance: ctx.instance, at });
+      const m = MARKS[command]({
+        name: row.name,
+        rec,
+        spec: specs.get(row.name),
+        invalid,
+        instance: ctx.instance,
+        at,
+        ...(exitCode !== undefined ? { exitCode } : {}),
+      });
       if (m && 'refused' in m) {
         diag(ctx, 'error', `${row.name}: ${m.refused}`);
         code = EXIT.failed;

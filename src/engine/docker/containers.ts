@@ -137,6 +137,7 @@ export function createOptions(spec: ContainerCreateSpec): Dockerode.ContainerCre
     name: spec.name,
     Image: spec.image,
     ...(spec.cmd ? { Cmd: spec.cmd } : {}),
+    ...(spec.entrypoint ? { Entrypoint: spec.entrypoint } : {}),
     Env: spec.env,
     WorkingDir: spec.workingDir,
     Labels: spec.labels,
