@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { BACKENDS } from '../backend/types';
 import type { Engine } from '../engine/types';
-import { COMPARE, COMPARE_FAIL_ON, DEFAULTS, EXEC, EXIT, FAIL_ON, SIGNAL_EXIT } from '../constants';
+import { API, COMPARE, COMPARE_FAIL_ON, DEFAULTS, EXEC, EXIT, FAIL_ON, SIGNAL_EXIT } from '../constants';
 import { parseByteSize, parseDisk } from '../spec/quantity';
 import { DURATION_SYNTAX, parseDuration } from '../util/duration';
 import { parseFloor, type Floor } from '../plan/disk-pressure';
@@ -420,6 +420,16 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
         '--default-disk <quantity>',
         'disk limit of attempts whose spec sets no resources.disk (writable layer, results and volumes together; e.g. 2Gi, 500M); not part of the spec hash (default: none)',
       ).argParser(diskQuantity('--default-disk')),
+    )
+    .option(
+      '--api-addr <host:port>',
+      `the API (exec, files, release, create, delete) on TCP too, with --api-token-file's bearer token; always on <state>/<instance>/${API.socket}`,
+    )
+    .option('--api-token-file <file>', 'the bearer token every API request on --api-addr must carry, from this file')
+    .option(
+      '--api-max-output <size>',
+      `bytes of an exec's stdout and of its stderr an API answer carries; past it, cut and truncated: true (default ${API.maxOutputBytes / 1024 / 1024}Mi)`,
+      bytes('--api-max-output', 1024),
     )
     .addOption(
       new Option('--disk-interval <duration>', 'controller: how often the running attempts with a disk limit are measured (e.g. 10s, 1m)')

@@ -12,7 +12,7 @@ import type { SpecError } from '../../spec/types';
 import type { DamagedRecord } from '../../status/store';
 import type { AttemptStatus, Touched } from '../../status/types';
 import { touchedOf } from '../../touch/target';
-import type { NormalizedAttempt } from '../../spec/types';
+import type { LoadedSpec, NormalizedAttempt } from '../../spec/types';
 import { cellText, JsonPathError, parseCustomColumns, parsePath, parseTemplate, renderTemplate, sortByPath } from '../jsonpath';
 import { specsRevision, UsageError, type Context } from '../context';
 import { matches, parseSelectors, SelectorError, type Selector } from '../selector';
@@ -109,39 +109,59 @@ export async function collectView(ctx: Context, wanted: readonly string[] = [], 
     const spec = specs.get(n)?.spec;
     const labels = spec?.labels ?? {};
     if (!matches(want, labels)) continue;
-    const st = statuses.get(n);
-    const bad = st ? undefined : store.damagedRecordOf(n);
-    const held = st ? heldBy(load, ctx.specsDir, n, st.source) : [];
-    const end = st?.finishedAt ? Date.parse(st.finishedAt) : now;
-    const loaded = specs.get(n);
-    const score = loaded?.spec.grade ? (st ? latestGrade(st)?.score : undefined) : st?.score;
-    rows.push({
-      name: n,
-      phase: st?.phase ?? 'Pending',
-      outcome: outcomeOf(watched(n, loaded, st)),
-      score: typeof score === 'number' && Number.isFinite(score) ? score : null,
-      reason: st?.reason ?? (st ? '' : bad ? REASONS.recordDamaged : REASONS.notReconciled),
-      exitCode: st?.exitCode ?? null,
-      run: st?.run ?? 0,
-      age: age(st?.createdAt, now),
-      // The engine may stamp a very short run's start after its finish: show 0s, not a negative.
-      duration: st?.startedAt ? duration(Math.max(0, end - Date.parse(st.startedAt))) : '-',
-      labels,
-      image: spec?.image ?? '',
-      command: spec?.command ?? null,
-      spec: spec ?? null,
-      results: st?.resultsDir ?? '',
-      status: st ?? null,
-      ...(bad ? { damaged: bad } : {}),
-      ...(held.length ? { held } : {}),
-    });
+    rows.push(rowOf(ctx.specsDir, load, specs.get(n), n, statuses.get(n), (st) => (st ? undefined : store.damagedRecordOf(n)), now));
   }
   // a running run's execs and copies, from its run folder (a harvested run's record holds them)
-  for (const r of rows) {
-    const t = r.status && (r.status.touched ?? (r.status.phase === 'Running' || r.status.ended ? await touchedOf(r.status, ctx.resultsRoot) : undefined));
-    if (t) r.touched = t;
-  }
+  for (const r of rows) await withTouched(r, ctx.resultsRoot);
   return { rows, load };
+}
+
+/**
+ * One attempt's row: its spec (if it loaded), its record (if any; a damaged one as `damaged`), as
+ * `get` shows it. What the API's GET /v1/attempts/NAME answers with too (its item, toItem).
+ */
+export function rowOf(
+  specsDir: string,
+  load: LoadReport,
+  loaded: LoadedSpec | undefined,
+  n: string,
+  st: AttemptStatus | undefined,
+  damagedOf: (st: AttemptStatus | undefined) => DamagedRecord | undefined,
+  now: number,
+): Row {
+  const spec = loaded?.spec;
+  const labels = spec?.labels ?? {};
+  const bad = damagedOf(st);
+  const held = st ? heldBy(load, specsDir, n, st.source) : [];
+  const end = st?.finishedAt ? Date.parse(st.finishedAt) : now;
+  const score = loaded?.spec.grade ? (st ? latestGrade(st)?.score : undefined) : st?.score;
+  return {
+    name: n,
+    phase: st?.phase ?? 'Pending',
+    outcome: outcomeOf(watched(n, loaded, st)),
+    score: typeof score === 'number' && Number.isFinite(score) ? score : null,
+    reason: st?.reason ?? (st ? '' : bad ? REASONS.recordDamaged : REASONS.notReconciled),
+    exitCode: st?.exitCode ?? null,
+    run: st?.run ?? 0,
+    age: age(st?.createdAt, now),
+    // The engine may stamp a very short run's start after its finish: show 0s, not a negative.
+    duration: st?.startedAt ? duration(Math.max(0, end - Date.parse(st.startedAt))) : '-',
+    labels,
+    image: spec?.image ?? '',
+    command: spec?.command ?? null,
+    spec: spec ?? null,
+    results: st?.resultsDir ?? '',
+    status: st ?? null,
+    ...(bad ? { damaged: bad } : {}),
+    ...(held.length ? { held } : {}),
+  };
+}
+
+/** A row's touches while it runs, from its run folder (a harvested run's record holds them). */
+export async function withTouched(r: Row, resultsRoot: string): Promise<Row> {
+  const t = r.status && (r.status.touched ?? (r.status.phase === 'Running' || r.status.ended ? await touchedOf(r.status, resultsRoot) : undefined));
+  if (t) r.touched = t;
+  return r;
 }
 
 /**
