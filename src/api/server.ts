@@ -63,6 +63,8 @@ export interface ApiOptions {
   maxOutputBytes: number;
   /** Specs from git: no document is made or removed here. */
   git?: boolean;
+  /** A client that takes nothing of its answer (or sends nothing of its request) this long is cut off (API.idleMs). */
+  idleMs?: number;
 }
 
 export interface ApiServer {
@@ -78,13 +80,17 @@ export function apiSocketPath(stateDir: string, instance: string): string {
   return path.join(stateDir, instance, API.socket);
 }
 
+/** Each answer's idle bound (ApiOptions.idleMs). */
+const idleOf = new WeakMap<http.ServerResponse, number>();
+const idle = (res: http.ServerResponse): number => idleOf.get(res) ?? API.idleMs;
+
 function send(res: http.ServerResponse, status: number, body: unknown): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
   const text = JSON.stringify(body) + '\n';
-  res.setTimeout(API.idleMs);
+  res.setTimeout(idle(res));
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' }).end(text);
 }
 
@@ -135,7 +141,8 @@ function tokenOk(header: string | undefined, token: string): boolean {
 
 export async function serveApi(o: ApiOptions): Promise<ApiServer> {
   const handler = (tcp: boolean) => (req: http.IncomingMessage, res: http.ServerResponse) => {
-    req.setTimeout(API.idleMs);
+    idleOf.set(res, o.idleMs ?? API.idleMs);
+    req.setTimeout(idle(res));
     if (tcp && !tokenOk(req.headers.authorization, o.tcp?.token ?? '')) {
       res.setHeader('www-authenticate', 'Bearer');
       req.resume();
@@ -347,7 +354,7 @@ async function files(o: ApiOptions, name: string, req: http.IncomingMessage, res
   let r;
   try {
     r = await getFile(t, at, 'api', async (size, body) => {
-      res.setTimeout(API.idleMs);
+      res.setTimeout(idle(res));
       res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': size, 'cache-control': 'no-store' });
       await new Promise<void>((resolve, reject) => {
         body.on('error', reject);

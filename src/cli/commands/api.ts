@@ -20,6 +20,8 @@ export interface ApiFlags {
   apiTokenFile?: string;
   /** `--api-max-output` (bytes). */
   apiMaxOutput?: number;
+  /** How long a client may take nothing of its answer (no flag; tests): API.idleMs. */
+  apiIdleMs?: number;
 }
 
 /** The flags checked and the token read, before anything starts: undefined without --api-addr. */
@@ -61,6 +63,7 @@ export async function startApi(
     controller: on.controller,
     git: on.git,
     maxOutputBytes: o.apiMaxOutput ?? API.maxOutputBytes,
+    ...(o.apiIdleMs !== undefined ? { idleMs: o.apiIdleMs } : {}),
     ...(o.apiAddr !== undefined && token !== undefined ? { tcp: { addr: o.apiAddr, token } } : {}),
     item: async (name) => {
       const load = on.controller.latestLoad();
