@@ -10,6 +10,7 @@ import type * as ApiServerMod from '../../api/server';
 import type { Engine } from '../../engine/types';
 import type { StatusStore } from '../../status/store';
 import { UsageError, type Context } from '../context';
+import { parseAddr } from '../../util/addr';
 import { diag } from '../diag';
 import { toItem } from './get-item';
 import { rowOf, withTouched } from './get';
@@ -30,6 +31,17 @@ export async function apiToken(ctx: Context, o: ApiFlags): Promise<string | unde
     if (o.apiTokenFile !== undefined) throw new UsageError('--api-token-file goes with --api-addr (the Unix socket needs no token: its mode is 0600)');
     return undefined;
   }
+  let host: string;
+  try {
+    host = parseAddr(o.apiAddr, '--api-addr', '127.0.0.1:9465').host;
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  if (!isLoopback(host)) {
+    throw new UsageError(
+      `--api-addr ${o.apiAddr}: the API listens on loopback only (127.0.0.1, ::1, localhost): it runs commands in the attempts; reach it from elsewhere through a tunnel or a proxy of your own`,
+    );
+  }
   if (o.apiTokenFile === undefined) throw new UsageError('--api-addr needs --api-token-file: every request on TCP must carry its bearer token');
   const file = o.apiTokenFile;
   const token = await readFile(file, 'utf8').then(
@@ -42,6 +54,14 @@ export async function apiToken(ctx: Context, o: ApiFlags): Promise<string | unde
   const st = await stat(file);
   if ((st.mode & 0o077) !== 0) diag(ctx, 'warn', `--api-token-file ${file} can be read by others (mode ${(st.mode & 0o777).toString(8)}): chmod 600 it`);
   return token;
+}
+
+/** 127.0.0.0/8, ::1 (also as ::ffff:127.x) or localhost: the only hosts --api-addr takes. */
+export function isLoopback(host: string): boolean {
+  const h = host.toLowerCase();
+  if (h === 'localhost' || h === '::1' || h === '0:0:0:0:0:0:0:1') return true;
+  const v4 = /^(?:::ffff:)?(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(h);
+  return !!v4 && v4.slice(1).every((n) => Number(n) <= 255) && v4[1] === '127';
 }
 
 export async function startApi(
