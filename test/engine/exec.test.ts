@@ -190,6 +190,7 @@ describe('exec, cp and sandboxes (real engine)', function () {
       expect((await sb.cli('release', 'clean')).stderr).to.match(/no sandbox|is Succeeded|not Running/);
       const fin = await sb.cli('reconcile', '--once', '--wait', '--timeout', '60s');
       expect(fin.code, fin.stderr).to.equal(3);
+      expect(fin.stdout).to.match(/, 2 touched by hand \(bare, graded\)\n$/);
       const bare = await sb.status('bare');
       expect([bare?.phase, bare?.exitCode, bare?.touched?.copies]).to.deep.equal(['Succeeded', 0, 1]);
       const failing = await sb.status('failing');
@@ -219,6 +220,14 @@ describe('exec, cp and sandboxes (real engine)', function () {
       };
       expect(sumJson.attempts.touched).to.equal(2);
       expect(sumJson.attempts.children.find((c) => c.name === 'clean')?.touched).to.equal(null);
+      const junit = (await sb.cli('summary', '-o', 'junit')).stdout;
+      expect(junit).to.match(/name="graded"[^\n]*>\n\s*<properties><property name="berth.touched" value="1 execs, 0 copies"\/>/);
+      expect(junit).to.match(/name="clean"[^\n]*\/>\n/);
+      const md = (await sb.cli('summary', '-o', 'markdown')).stdout;
+      expect(md).to.match(/### Touched by hand[\s\S]*\| graded \| attempts \(in no set\) \| passed \| 1 \| 0 \|/);
+      expect(md).not.to.match(/\| clean \| attempts/);
+      const waited = await sb.cli('wait', 'graded', 'clean');
+      expect(waited.stdout).to.match(/1 touched by hand \(graded\)\n$/);
       const report = await sb.cli('report', '-o', '-');
       expect(report.stdout).to.match(/TOUCHED: 1 exec/);
       expect(report.stdout).to.match(/touched \(berth exec, cp, the API\)/);

@@ -219,7 +219,12 @@ async function passes(
       return { name: r.name, outcome: outcomeOf(w) };
     }),
   );
-  ctx.io.out(`${endLine(counted)}\n`);
+  ctx.io.out(
+    `${endLine(
+      counted,
+      rows.filter((r) => r.touched).map((r) => r.name),
+    )}\n`,
+  );
   // berth's own errors first: a spec error no Invalid attempt stands for, --timeout, a failed harvest.
   if (ended.load && strayErrors(ended.load, rows).length) return EXIT.usage;
   if (ended.timedOut) return EXIT.failed;
