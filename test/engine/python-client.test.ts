@@ -9,6 +9,7 @@ import { expect } from 'chai';
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { apiSocketPath } from '../../src/api/server';
@@ -35,7 +36,7 @@ interface Result {
 async function byHand(r: Result, grader: string): Promise<{ answers: unknown[]; files: Record<string, string>; outcome: string }> {
   const name = `berth_${TEST_RUN}-py-hand-${r.name}`;
   await run('docker', ['run', '-d', '--name', name, '--label', `${TEST_LABEL}=${TEST_RUN}`, TEST_IMAGE, 'sleep', '600']);
-  const tmp = await fs.mkdtemp(path.join(path.dirname(client), '.py-hand-'));
+  const tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'berth-py-hand-'));
   try {
     await run('docker', ['exec', name, 'mkdir', '-p', '/workspace']);
     const answers: unknown[] = [];
