@@ -74,6 +74,8 @@ const EXAMPLES: Record<string, string[]> = {
     'berth logs a --sidecar egress-proxy',
     'berth logs set/swe-lite --tail 5   # each after a ==> attempt/NAME <== line',
   ],
+  images: ['berth images', 'berth images set/swe-lite -o wide', 'berth images -o json   # each image: present, missing, pulling or in back-off, and why'],
+  pull: ['berth pull   # every image the specs need, before the run (CI warm-up)', 'berth pull set/swe-lite', 'berth pull -l suite=demo'],
   clean: ['berth clean', 'berth clean --keep-state'],
   unlock: ['berth unlock', 'berth unlock --force'],
   version: ['berth version'],
