@@ -5,10 +5,9 @@
  * sets/outcome.ts classifies them). Read from the pass's snapshot and the status records of the
  * children's current spec hash, so every pass decides the same way.
  */
-import { gradeClass } from '../sets/grade-state';
+import { judge } from '../sets/grade-state';
 import { COMPONENTS, LABELS, REASONS } from '../constants';
 import type { ObservedAttempt } from '../observe/types';
-import { classify } from '../sets/outcome';
 import type { LoadedSpec, SetPolicy } from '../spec/types';
 import type { PlanInput } from './input';
 
@@ -38,8 +37,8 @@ export function setStates(inp: PlanInput, runningStates: ReadonlySet<string>): M
     if (!rec || rec.specHash !== loaded.hash) continue;
     // a child whose image is missing never ran: it waits for the image, and counts toward no maxFailed
     if (rec.phase === 'Blocked' && rec.reason === REASONS.imageMissing) continue;
-    // spec.grade: the grader's verdict, when one judges the run (sets/grade-state.ts)
-    const c = gradeClass(loaded, rec) ?? classify(rec, m.set, loaded.spec.retries);
+    // spec.grade: the grader's verdict, when one judges the run (sets/grade-state.ts judge)
+    const c = judge(loaded, rec);
     if (c.outcome === 'failed') failed.set(name, [...(failed.get(name) ?? []), loaded.spec.name]);
     if (c.outcome === 'infra') infra.set(name, [...(infra.get(name) ?? []), `${loaded.spec.name} (${c.reason ?? 'infra'})`]);
   }
