@@ -222,7 +222,11 @@ export class Controller {
     const id = `${batchNo.toString(36)}-${started.toString(36)}`;
     const log = this.o.log.child({ reconcileId: id });
     const all = batch.includes(ALL);
-    const keys = new Set(batch.filter((k) => k !== ALL));
+    const scope = this.o.only;
+    const keys = new Set(batch.filter((k) => k !== ALL && (!scope || scope.has(k))));
+    // a run over some attempts only: the others' news is let go
+    if (scope) for (const k of batch) if (k !== ALL && !scope.has(k)) this.endWork(k, true, { type: 'done' });
+    if (scope && !all && keys.size === 0) return;
     let load: LoadReport;
     try {
       // No invalidate(): this controller holds the instance's lock, so it is the only writer and its copy is current.
@@ -234,7 +238,7 @@ export class Controller {
         observe: (known) => this.cache.observe(all, keys, known),
         now: () => this.clock.now(),
         extra: {
-          ...(all ? {} : { only: keys }),
+          ...(all ? (scope ? { only: scope } : {}) : { only: keys }),
           ...this.reserved.now(),
           diskUsage: this.sources.meter.current(),
         },
