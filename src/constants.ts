@@ -46,6 +46,8 @@ export const REPORT_LIMITS = {
   path: 1024,
   /** Labels or axis values of one attempt. */
   entries: 32,
+  /** Graders of one run drawn on the timeline (its latest). */
+  grades: 8,
 } as const;
 
 /** The report's file when `berth report` is given no -o: at the results root, where its links work. */
