@@ -50,7 +50,7 @@ import { EngineHealth } from './engine-health';
 import { SnapshotCache } from './informer';
 import type { ControllerOptions } from './options';
 import { clearFailure, noteFailure } from './last-error';
-import { executorFor, observeAndPlan } from './pass';
+import { executorFor, observeAndPlan, upgradePins } from './pass';
 import { WorkQueue } from './queue';
 import { Reservations } from './reservations';
 import { ALL, Sources } from './sources';
@@ -246,6 +246,7 @@ export class Controller {
       const { statuses, snapshot, plan: p } = o;
       load = o.load;
       this.puller?.want(p.pulls ?? []); // pulls (puller.ts)
+      await upgradePins(this.o.store, load);
       this.notePressure(o.disk);
       if (this.o.outcomes) void this.o.outcomes.check(statuses.values(), load).catch((err: unknown) => log.warn(`revision outcome: ${String(err)}`));
       if (load.revision !== undefined)

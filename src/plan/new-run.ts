@@ -11,7 +11,7 @@ import { hasEgressProxy } from '../desired/attempt';
 import type { DesiredAttempt } from '../desired/types';
 import { isImageId, resolveImage, type HeldImage, type ImageIndex } from '../observe/images';
 import type { ObservedAttempt } from '../observe/types';
-import { pinOf } from '../status/pins';
+import { pinKeyOf, pinOf } from '../status/pins';
 import type { AttemptStatus } from '../status/types';
 import { desiredFor } from './desired-for';
 import { isInfraFailure } from './exit-outcome';
@@ -67,8 +67,8 @@ function imagePreflight(ctx: PlanCtx, d: DesiredAttempt): { missing: { image: st
   const index = inp.snapshot.images;
   const ref = d.loaded.spec.image;
   const member = d.loaded.set;
-  const templateHash = member?.set.templateHash;
-  const pinned = member ? pinOf(inp.pins?.get(member.set.name), templateHash, ref) : undefined;
+  const key = member ? pinKeyOf(member.set) : undefined;
+  const pinned = member && key ? pinOf(inp.pins?.get(member.set.name), key, ref) : undefined;
   const missing: { image: string; message: string }[] = [];
   // pulls (plan/pull-gate.ts): an image berth may pull is gated, not missing; with no puller, as before
   const policies = d.loaded.spec.pullPolicies;
@@ -86,8 +86,8 @@ function imagePreflight(ctx: PlanCtx, d: DesiredAttempt): { missing: { image: st
     if (pulls && policies.main !== 'Never' && (!held || policies.main === 'Always'))
       gated.push({ ref, shown: ref, policy: policies.main, held: !!held, of: '' });
     else if (!held) missing.push({ image: ref, message: `image ${ref} is not on the engine (pull, load or tag it)` });
-    if (held && member && templateHash !== undefined && !isImageId(ref))
-      image = { id: held.id, pin: { set: member.set.name, templateHash, repoDigests: held.repoDigests } };
+    if (held && member && key && (key.pinKey !== undefined || key.templateHash !== undefined) && !isImageId(ref))
+      image = { id: held.id, pin: { set: member.set.name, key, repoDigests: held.repoDigests } };
   }
   if (index) {
     // from the spec, not the desired state: a child waiting for a slot is never built (desired/lazy.ts)
