@@ -10,7 +10,6 @@
 import { readdirSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import type { SetPolicy } from '../spec/types';
 import type { ImageProvenance } from './types';
 import { CorruptJsonError, readJsonFileSync, writeFileAtomic } from './atomic-file';
 
@@ -31,8 +30,11 @@ export interface SetPins {
   images: Record<string, ImagePin>;
 }
 
-/** What a set's pins are held under: its pin key, and its template hash for a file made before pin keys. */
-export type PinKey = Pick<SetPolicy, 'pinKey' | 'templateHash'>;
+/** What a set's pins are held under (as SetPolicy has them): its pin key, and its template hash for a file made before pin keys. */
+export interface PinKey {
+  pinKey?: string;
+  templateHash?: string;
+}
 
 /** A reference that names another id than the one its set pinned (observe/tag-moves.ts finds them). */
 export interface TagMove {
