@@ -145,7 +145,7 @@ spec:
     const most = peak(spans);
     expect(most).to.be.at.most(slots);
     expect(most, 'the graders used the slots').to.be.at.least(2);
-    expect(r.stdout.split('\n').filter((l) => / regrade: grade-2: pass of run 1$/.test(l))).to.have.length(100);
+    expect(r.stdout.split('\n').filter((l) => / regrade: grade 2 of run 1 graded \(pass\)$/.test(l))).to.have.length(100);
     const s = (JSON.parse((await sb.cli('summary', '-o', 'json')).stdout) as Summary).sets[0];
     expect([s?.passed, s?.infra]).to.deep.equal([100, 0]);
     expect(s?.children.every((c) => c.grade?.k === 2)).to.equal(true);

@@ -4,12 +4,12 @@
  * its latest grade); the planner turns it into the next grade, `grade-<k+1>` (earlier grades
  * stay), its grader holding a slot as a run does (--max-running, the set's maxParallel). The
  * command sees the grades through (see-through.ts): each attempt's line says its new grade once
- * recorded. `--no-wait` only marks and begins what the slots allow; the next reconcile (or the
+ * recorded (`grade 2 of run 1 graded (pass)`). `--no-wait` only marks and begins what the slots allow; the next reconcile (or the
  * controller) finishes them.
  */
 import { EXIT } from '../../constants';
 import { runGrades } from '../../sets/grade-state';
-import { gradeLabel } from '../../sets/grade-text';
+import { gradeVerdict } from '../../sets/grade-text';
 import type { Context } from '../context';
 import { plural } from '../diag';
 import { chooseAttempts } from './choose';
@@ -48,7 +48,8 @@ export async function runRegrade(ctx: Context, names: string[], o: RegradeOption
   for (const name of r.acted) {
     const now = await r.store.get(name);
     const g = now ? runGrades(now).at(-1) : undefined;
-    ctx.io.out(`attempt/${name} regrade: ${g ? `${gradeLabel(g)} of run ${g.run}` : 'requested (the next reconcile starts it)'}\n`);
+    const verdict = g && g.state !== 'grading' ? ` (${gradeVerdict(g)})` : '';
+    ctx.io.out(`attempt/${name} regrade: ${g ? `grade ${g.k} of run ${g.run} ${g.state}${verdict}` : 'requested (the next reconcile starts it)'}\n`);
   }
   if (code === EXIT.ok) ctx.io.err(`${plural(r.acted.length, 'attempt')} regraded\n`);
   return code;
