@@ -228,6 +228,11 @@ export interface WorkspaceExportSpec {
   exclude: string[];
   maxBytes: number;
   maxFiles: number;
+  /**
+   * The fixture's `.gitignore` files leave out what they match (src/workspace/gitignore.ts);
+   * default true. A run's recorded settings without it (begun before it existed) read true.
+   */
+  gitignore: boolean;
 }
 
 /** An AttemptSet's own settings, shared by its children; none of it is part of a child's spec hash. */
