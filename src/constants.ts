@@ -23,6 +23,12 @@ export const KIND_ATTEMPT_SET = 'AttemptSet';
  */
 export const SET_LABEL = 'berth.dev/set';
 
+/**
+ * The form of an AttemptSet child's name before names were readable for any value
+ * (`<set>--<16 hex>`, spec/set-expand.ts legacyChildName): a record under such a name keeps it.
+ */
+export const LEGACY_CHILD_NAME = /--[0-9a-f]{16}$/;
+
 /** Limits on an AttemptSet, so a typo cannot flood the engine. */
 export const SET_LIMITS = {
   /** Children one set may expand to. */

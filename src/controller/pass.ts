@@ -29,7 +29,7 @@ import type { LoadResult, SpecError } from '../spec/types';
 import type { AttemptStatus, SpecIssue } from '../status/types';
 import { runFloor } from '../plan/results';
 import { pinKeyOf } from '../status/pins';
-import { StatusStore } from '../status/store';
+import { keptChildNames, StatusStore } from '../status/store';
 import type { Logger } from '../util/log';
 import { nextTurn } from '../util/pool';
 
@@ -211,11 +211,13 @@ export function planWithRunFloors(input: PlanInput): Plan {
 
 /** The specs a pass over `cfg` plans from (reading them changes nothing). */
 function loadPassSpecs(cfg: PassConfig): Promise<LoadResult> {
+  const kept = keptChildNames(cfg.stateDir, cfg.instance);
   return loadSpecs({
     specsDir: cfg.specsDir,
     resultsRoot: cfg.resultsRoot,
     cacheIn: cfg.stateDir,
     ...(cfg.revision !== undefined ? { revision: cfg.revision } : {}),
+    ...(kept.size ? { keptNames: kept } : {}),
   });
 }
 

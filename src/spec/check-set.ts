@@ -126,7 +126,13 @@ export async function checkSet(value: Record<string, unknown>, ctx: DocContext, 
   if (axes.length < axisNames.length) return unknown;
 
   const text = (cell: Record<string, AxisValue>) => Object.fromEntries(Object.entries(cell).map(([k, v]) => [k, valueText(v)]));
-  const expansion = expand({ set: setName, axes, include: (doc.spec.include ?? []).map(text), exclude: (doc.spec.exclude ?? []).map(text) });
+  const expansion = expand({
+    set: setName,
+    axes,
+    include: (doc.spec.include ?? []).map(text),
+    exclude: (doc.spec.exclude ?? []).map(text),
+    ...(ctx.roots.keptNames ? { kept: ctx.roots.keptNames } : {}),
+  });
   if (!expansion.ok) {
     for (const i of expansion.issues) err(i.segs, 'matrix', i.message);
     return unknown;

@@ -23,7 +23,7 @@ import { currentProcess, liveness } from '../../status/liveness';
 import { readLockFile } from '../../status/lock';
 import { awaitAnswer, sendRequest, type RequestCommand } from '../../status/requests';
 import { StatusStore } from '../../status/store';
-import { passConfig, specsRevision, type Context, type PassFlags } from '../context';
+import { passConfig, specsOptions, type Context, type PassFlags } from '../context';
 import { diag } from '../diag';
 import type { Row } from './get';
 import { seeThroughHere } from './see-through';
@@ -157,7 +157,7 @@ async function markHere(ctx: Context, engine: Engine, command: RequestCommand, r
   try {
     // Read again under the locks: the records may have changed since the rows were read.
     const store = new StatusStore(ctx.stateDir, ctx.instance, { warn: (m) => diag(ctx, 'warn', m) });
-    const load = await loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsRevision(ctx) });
+    const load = await loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsOptions(ctx) });
     const specs = new Map(load.specs.map((s) => [s.spec.name, s]));
     // A run recorded Running may have ended while nothing reconciled the instance: recorded first.
     const behind: string[] = [];

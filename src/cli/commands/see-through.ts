@@ -24,7 +24,7 @@ import { reconcilerOf } from '../../status/reconciler';
 import { StatusStore } from '../../status/store';
 import { Waker } from '../../util/waker';
 import { watchFolder } from '../../util/watch-folder';
-import { specsRevision, type Context } from '../context';
+import { specsOptions, type Context } from '../context';
 import { diag, plural } from '../diag';
 import { settled, watched } from '../wait-condition';
 
@@ -82,7 +82,7 @@ export async function seeThroughHere(ctx: Context, cfg: PassConfig, engine: Engi
 
 /** A controller carries the grades out: the records read again on every change until none of `names` has a grade to come. */
 export async function awaitGrades(ctx: Context, names: readonly string[]): Promise<number> {
-  const load = await loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsRevision(ctx) });
+  const load = await loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsOptions(ctx) });
   const specs = new Map(load.specs.map((s) => [s.spec.name, s]));
   const store = () => new StatusStore(ctx.stateDir, ctx.instance);
   const waker = new Waker();
