@@ -1,4 +1,7 @@
-/** A set's pinned images on disk (status/pins.ts): the first pin wins, it survives a restart, a new pin key pins anew, a file made before pin keys is taken up. */
+/**
+ * A set's pinned images on disk (status/pins.ts): the first pin wins, it survives a restart, a new pin key pins anew, a file made
+ * before pin keys is taken up.
+ */
 import { expect } from 'chai';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
