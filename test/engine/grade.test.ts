@@ -248,8 +248,9 @@ spec:
     expect(((await sb.status(child('r'))) as AttemptStatus).run).to.equal(1);
     // the views say which grade stands: get's GRADE column, describe's grades of the run, summary's line
     const get = await sb.cli('get', child('r'));
-    expect(get.stdout.split('\n')[0]).to.match(/ GRADE$/);
-    expect(get.stdout.split('\n')[1]).to.match(/ grade-2: pass$/);
+    // (a set's child: its CELL after it)
+    expect(get.stdout.split('\n')[0]).to.match(/ GRADE +CELL$/);
+    expect(get.stdout.split('\n')[1]).to.match(/ grade-2: pass +seed=0$/);
     const wide = await sb.cli('get', child('r'), '-o', 'wide');
     expect(wide.stdout.split('\n')[0]).to.match(/ GRADER$/);
     const d = (await sb.cli('describe', child('r'))).stdout;
