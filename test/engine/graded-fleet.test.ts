@@ -1,10 +1,12 @@
 /**
  * Graded fleets at scale on the real engine (issue 56). A run that timed out fails whatever its
  * grader says, in `summary`, `get`, JUnit, the report and the exit code, the grade shown beside
- * it. Graders take slots: a `regrade --all` of 100 cells, in one command, never runs more graders
- * at once than --max-running (the engine's own start and finish times say so) and ends with every
- * grade recorded, none GradeTimedOut. Its graders sleep half a second (long enough to overlap
- * within the slots); one cell runs for real, the 99 others are recorded as its finished runs are.
+ * it. Graders take slots: a graded fleet never runs more runs and graders at once than
+ * --max-running, nor more of a set's than its maxParallel (it did before graders took slots); a
+ * `regrade --all` of 100 cells, in one command, never runs more graders at once than
+ * --max-running (the engine's own start and finish times say so) and ends with every grade
+ * recorded, none GradeTimedOut. Its graders sleep half a second (long enough to overlap within
+ * the slots); one cell runs for real, the 99 others are recorded as its finished runs are.
  */
 import { expect } from 'chai';
 import { promises as fs } from 'node:fs';
@@ -89,6 +91,45 @@ spec:
 
     const w = await sb.cli('wait', 'set/gt', '--timeout', '10s');
     expect(w.code, w.stderr).to.equal(3);
+  });
+
+  it("a graded fleet: runs and graders together never more than --max-running, nor than a set's maxParallel (engine start and finish times)", async function () {
+    const set = (name: string, extra: string) => `apiVersion: berth.dev/v1
+kind: AttemptSet
+metadata: {name: ${name}}
+spec:
+${extra}  matrix:
+    x: {range: [0, 4]}
+  template:
+    image: berth/busybox:local
+    command: [sh, -c, 'sleep 1; echo \${{ matrix.x }} > out.txt']
+    grade:
+      command: [sh, -c, 'sleep 1; test -f out.txt']
+      deadlineSeconds: 60
+`;
+    await sb.write('one.yaml', set('one', '  maxParallel: 1\n'));
+    await sb.write('all.yaml', set('all', ''));
+    const slots = 3;
+    const r = await sb.cli('reconcile', '--once', '--wait', '--timeout', '240', '--max-running', String(slots));
+    expect(r.code, r.stdout + r.stderr).to.equal(0);
+    const recs = [...(await sb.store().loadAll()).values()].filter((x) => /^(one|all)-/.test(x.name));
+    expect(recs).to.have.length(8);
+    const spans: { set: string; what: string; from: number; to: number }[] = [];
+    for (const rec of recs) {
+      expect([rec.name, rec.phase, rec.grades?.map((g) => [g.state, g.passed])]).to.deep.equal([rec.name, 'Succeeded', [['graded', true]]]);
+      const set = rec.name.split('-')[0] as string;
+      const g = rec.grades?.[0];
+      spans.push({ set, what: 'run', from: Date.parse(rec.startedAt as string), to: Date.parse(rec.finishedAt as string) });
+      spans.push({ set, what: 'grader', from: Date.parse(g?.startedAt as string), to: Date.parse(g?.finishedAt as string) });
+    }
+    expect(
+      spans.every((x) => Number.isFinite(x.from) && Number.isFinite(x.to) && x.from <= x.to),
+      JSON.stringify(spans),
+    ).to.equal(true);
+    const most = peak(spans);
+    expect(most, JSON.stringify(spans)).to.be.at.most(slots);
+    expect(most, 'the fleet used the slots').to.be.at.least(2);
+    expect(peak(spans.filter((x) => x.set === 'one')), "set one's maxParallel").to.equal(1);
   });
 
   it('regrade --all of 100 cells, one command: never more graders at once than --max-running, every grade recorded, none GradeTimedOut', async function () {
