@@ -23,6 +23,12 @@ export const KIND_ATTEMPT_SET = 'AttemptSet';
  */
 export const SET_LABEL = 'berth.dev/set';
 
+/**
+ * The form of an AttemptSet child's name before names were readable for any value
+ * (`<set>--<16 hex>`, spec/set-expand.ts legacyChildName): a record under such a name keeps it.
+ */
+export const LEGACY_CHILD_NAME = /--[0-9a-f]{16}$/;
+
 /** Limits on an AttemptSet, so a typo cannot flood the engine. */
 export const SET_LIMITS = {
   /** Children one set may expand to. */
@@ -46,6 +52,8 @@ export const REPORT_LIMITS = {
   path: 1024,
   /** Labels or axis values of one attempt. */
   entries: 32,
+  /** Graders of one run drawn on the timeline (its latest). */
+  grades: 8,
 } as const;
 
 /** The report's file when `berth report` is given no -o: at the results root, where its links work. */

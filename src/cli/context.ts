@@ -14,7 +14,7 @@ import type * as DockerEngine from '../engine/docker';
 import type * as SwarmBackend from '../backend/swarm';
 import type { Engine } from '../engine/types';
 import { CallCounter, instrumentEngine } from '../engine/wrap';
-import { StatusStore } from '../status/store';
+import { keptChildNames, StatusStore } from '../status/store';
 import { parseDuration } from '../util/duration';
 import { createLogger, type LogFormat, type Logger } from '../util/log';
 import type { Io } from './io';
@@ -129,8 +129,14 @@ function revisionInForce(root: string): { dir: string; revision: string } | unde
 }
 
 /** `revision` for loadSpecs when the context's specs are a git revision. */
-export function specsRevision(ctx: Context): { revision?: string } {
-  return ctx.revision !== undefined ? { revision: ctx.revision } : {};
+/**
+ * What every command's load of the specs takes besides the folder: the git revision in force, and
+ * the AttemptSet children's names of the old form the instance has records under (kept: an
+ * upgrade renames no child, status/store.ts keptChildNames).
+ */
+export function specsOptions(ctx: Context): { revision?: string; keptNames?: ReadonlySet<string> } {
+  const kept = keptChildNames(ctx.stateDir, ctx.instance);
+  return { ...(ctx.revision !== undefined ? { revision: ctx.revision } : {}), ...(kept.size ? { keptNames: kept } : {}) };
 }
 
 export interface PassFlags {

@@ -52,7 +52,14 @@ const EXAMPLES: Record<string, string[]> = {
     'berth rerun set/swe-lite   # every attempt of the AttemptSet',
     'berth get -o name -l suite=demo | xargs berth rerun',
   ],
-  regrade: ['berth regrade swe-lite-m1-t1-0', 'berth regrade -l berth.dev/set=swe-lite'],
+  regrade: [
+    'berth regrade swe-lite-m1-t1-0',
+    'berth regrade -l berth.dev/set=swe-lite',
+    'berth regrade --all --max-running 4   # every graded attempt, 4 graders at a time, seen through',
+    'berth regrade --all --no-wait   # mark them; the next reconcile (or the controller) grades them',
+  ],
+  images: ['berth images', 'berth images -l suite=demo -o wide', 'berth images -o json'],
+  pull: ['berth pull --all', 'berth pull -l suite=demo --max-pulls 2'],
   delete: ['berth delete swe-task-42-try-1', 'berth delete -l "model notin (m1)"'],
   summary: ['berth summary', 'berth summary swe-lite -l model=m1', 'berth summary -o junit > summary.xml', 'berth summary -o json --samples seed'],
   compare: [

@@ -522,6 +522,8 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     .argument('[name...]', `attempts to grade again: ${NAME_FORMS}`)
     .option('-l, --selector <selector>', 'label selector, as for get', collect)
     .option('--all', 'every attempt with a grader')
+    .option('--no-wait', 'mark and begin the grades the slots allow, without seeing them through')
+    .addOption(maxRunningOption())
     .addOption(controllerTimeoutOption())
     .action(async (args: string[], o, cmd: Command) => {
       const c = ctx(cmd);

@@ -22,7 +22,7 @@
 import path from 'node:path';
 import { REASONS, REPORT_LIMITS, WORKSPACE } from '../constants';
 import { eligibleSince, type ChildSummary, type Counts, type SetSummary } from '../sets/summary';
-import { latestGrade } from '../sets/grade-state';
+import { latestGrade, runGrades } from '../sets/grade-state';
 import { gradeLabel } from '../sets/grade-text';
 import { classify, type OutcomeClass } from '../sets/outcome';
 import type { AttemptStatus } from '../status/types';
@@ -68,6 +68,20 @@ export interface ReportAttempt {
   imageId: string | null;
   /** Its reference and repo digests, as the status record keeps them. */
   image: { ref: string; repoDigests: string[]; pinned: boolean } | null;
+  /**
+   * spec.grade: the current run's graders that started (the engine's start and finish, ms since
+   * the epoch; finish null while one runs, or when it ended unrecorded), oldest first, at most
+   * REPORT_LIMITS.grades: each held a slot, as the run did.
+   */
+  grading: ReportGrading[];
+}
+
+export interface ReportGrading {
+  k: number;
+  startedAt: number;
+  finishedAt: number | null;
+  /** Still running (its grade recorded `grading`): it holds its slot until now. */
+  running: boolean;
 }
 
 export interface ReportCell extends Counts {
@@ -102,7 +116,7 @@ export interface ReportData {
     passRate: number | null;
     /** First wait to last finish (or now while something runs). */
     wallMs: number | null;
-    /** The most attempts running at once, and the window the timeline spans. */
+    /** The most slots held at once (runs and graders), and the window the timeline spans. */
     peakRunning: number;
     window: { from: number; to: number } | null;
   };
@@ -276,6 +290,7 @@ function attempt(
     finishedAt,
     durationMs: startedAt !== null && finishedAt !== null ? Math.max(0, finishedAt - startedAt) : null,
     links: linksOf(rec?.resultsDir, i.resultsRoot, i.linkBase, runFiles(rec), i.present),
+    grading: gradingOf(rec),
     imageId: rec?.image ? clip(rec.image.id, REPORT_LIMITS.value) : null,
     image: rec?.image
       ? {
@@ -285,6 +300,17 @@ function attempt(
         }
       : null,
   };
+}
+
+/** The current run's graders that started, as the timeline draws them and the slots line counts them. */
+function gradingOf(rec: AttemptStatus | undefined): ReportGrading[] {
+  const out: ReportGrading[] = [];
+  for (const g of rec ? runGrades(rec) : []) {
+    const startedAt = when(g.startedAt);
+    if (startedAt === null) continue;
+    out.push({ k: g.k, startedAt, finishedAt: when(g.finishedAt), running: g.state === 'grading' });
+  }
+  return out.slice(-REPORT_LIMITS.grades);
 }
 
 const rateOf = (passed: number, failed: number) => (passed + failed > 0 ? passed / (passed + failed) : null);
@@ -347,9 +373,14 @@ export function buildReport(i: ReportInput): ReportData {
     if (a.reason) count(byReason, a.reason);
     byOutcome[a.outcome]++;
   }
-  const steps = concurrency(attempts, i.now);
+  // the slots held: runs, and graders (each holds a slot as a run does)
+  const graders = attempts.flatMap((a) =>
+    a.grading.map((g) => ({ provisionedAt: null, startedAt: g.startedAt, finishedAt: g.finishedAt, outcome: g.running ? 'unfinished' : 'graded' })),
+  );
+  const steps = concurrency([...attempts, ...graders], i.now);
   const starts = attempts.flatMap((a) => [a.queuedAt, a.provisionedAt, a.startedAt].filter((t): t is number => t !== null));
   const ends = attempts.flatMap((a) => (a.finishedAt !== null ? [a.finishedAt] : a.outcome === 'unfinished' && a.queuedAt !== null ? [i.now] : []));
+  for (const g of graders) ends.push(g.finishedAt ?? (g.outcome === 'unfinished' ? i.now : g.startedAt));
   const from = starts.length ? Math.min(...starts) : null;
   const to = from !== null ? Math.max(from, ...starts, ...ends) : null;
   return {

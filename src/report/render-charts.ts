@@ -1,7 +1,8 @@
 /**
  * The report's pictures, pure: the heatmap of each set's matrix (an HTML table, cells coloured by
  * pass rate in 11 steps) and the timeline (a row per attempt, grouped and foldable per set, bars
- * in inline SVG over one shared time scale, and the line of slots held against --max-running).
+ * in inline SVG over one shared time scale, graders after their runs, and the line of slots held
+ * by runs and graders against --max-running).
  */
 import { esc } from './escape';
 import { coordText, ms, pct, utc } from './format';
@@ -82,6 +83,11 @@ function barsOf(a: ReportData['attempts'][number], s: Scale, now: number): strin
   const provEnd = a.startedAt ?? end;
   if (provAt !== null && provEnd !== null && provEnd > provAt) out.push(rect('p', s.x(provAt), s.w(provAt, provEnd)));
   if (a.startedAt !== null && end !== null) out.push(rect(`o-${a.outcome}`, s.x(a.startedAt), s.w(a.startedAt, Math.max(a.startedAt, end))));
+  // its graders, after the run: each held a slot
+  for (const g of a.grading) {
+    const to = g.finishedAt ?? (g.running ? now : null);
+    if (to !== null) out.push(rect('gr', s.x(g.startedAt), s.w(g.startedAt, Math.max(g.startedAt, to))));
+  }
   return out.join('');
 }
 
@@ -100,7 +106,7 @@ function concurrencyOf(d: ReportData, s: Scale): string {
   }
   pts.push(`${W},${y(cur)}`);
   const cap = d.maxRunning !== null ? `<line class="cap" x1="0" x2="${W}" y1="${y(d.maxRunning)}" y2="${y(d.maxRunning)}"/>` : '';
-  return `<svg class="conc" viewBox="0 0 ${W} ${H}" preserveAspectRatio="none" role="img" aria-label="attempts holding a slot over time">${cap}<polyline class="run" points="${pts.join(' ')}"/></svg>`;
+  return `<svg class="conc" viewBox="0 0 ${W} ${H}" preserveAspectRatio="none" role="img" aria-label="runs and graders holding a slot over time">${cap}<polyline class="run" points="${pts.join(' ')}"/></svg>`;
 }
 
 export function timeline(d: ReportData): string {
@@ -115,7 +121,7 @@ export function timeline(d: ReportData): string {
   });
   const out: string[] = [];
   out.push(
-    `<div class="legend"><span><i class="w"></i>waiting</span><span><i class="p"></i>provisioning</span><span><i class="passed"></i>passed</span><span><i class="failed"></i>failed</span><span><i class="infra"></i>infra</span><span><i class="skipped"></i>skipped</span><span><i class="unfinished"></i>running / unfinished</span><span><i class="run"></i>slots held (peak ${d.summary.peakRunning})</span>${d.maxRunning !== null ? `<span><i class="cap"></i>--max-running ${d.maxRunning}</span>` : ''}</div>`,
+    `<div class="legend"><span><i class="w"></i>waiting</span><span><i class="p"></i>provisioning</span><span><i class="passed"></i>passed</span><span><i class="failed"></i>failed</span><span><i class="infra"></i>infra</span><span><i class="skipped"></i>skipped</span><span><i class="unfinished"></i>running / unfinished</span><span><i class="gr"></i>grading</span><span><i class="run"></i>slots held by runs and graders (peak ${d.summary.peakRunning})</span>${d.maxRunning !== null ? `<span><i class="cap"></i>--max-running ${d.maxRunning}</span>` : ''}</div>`,
   );
   out.push(`<div class="axis"><span>slots held</span>${concurrencyOf(d, s)}</div>`);
   out.push(

@@ -1,12 +1,12 @@
 /**
- * The timeline's numbers, pure: how many attempts held a slot (provisioning or running, as
- * `--max-running` counts them) over time, as a step function.
+ * The timeline's numbers, pure: how many slots were held (a run provisioning or running, a grader
+ * running, as `--max-running` counts them) over time, as a step function.
  */
 
 export interface Step {
   /** ms since the epoch. */
   t: number;
-  /** Attempts holding a slot from `t` until the next step. */
+  /** Slots held (runs and graders) from `t` until the next step. */
   running: number;
 }
 

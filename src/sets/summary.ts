@@ -14,13 +14,13 @@
  *   pass@k averaged over its cells (for k up to the smallest n among them).
  * - A child the set declares but whose spec did not load counts as infra (Invalid).
  */
-import { gradeClass, latestGrade } from './grade-state';
+import { judge, latestGrade } from './grade-state';
 import { countByGrade } from './grade-text';
 import { REASONS, type Phase } from '../constants';
 import type { TagMove } from '../status/pins';
 import type { AttemptStatus, ImageProvenance } from '../status/types';
 import type { LoadedSet, LoadedSpec, SetPolicy } from '../spec/types';
-import { classify, type OutcomeClass } from './outcome';
+import type { OutcomeClass } from './outcome';
 import { mean, passAtK, passHatK, percentile, rateWithStderr } from './stats';
 
 /** A child whose spec did not load counts under its phase, as `classify` counts Invalid and Blocked. */
@@ -162,7 +162,7 @@ function child(loaded: LoadedSpec, rec: AttemptStatus | undefined): ChildSummary
   // A record of another spec hash is an earlier spec's: this child has not run yet.
   const current = rec && rec.specHash === loaded.hash ? rec : undefined;
   // spec.grade: the grader's verdict, when one judges the run; its score, never the attempt's own
-  const c = gradeClass(loaded, current) ?? classify(current, m?.set, loaded.spec.retries);
+  const c = judge(loaded, current);
   const g = loaded.spec.grade ? latestGrade(current) : undefined;
   const score = loaded.spec.grade ? g?.score : current?.score;
   const started = ms(current?.startedAt);

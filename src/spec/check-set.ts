@@ -15,6 +15,7 @@ import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { API_VERSION, KIND_ATTEMPT, SET_LABEL, SET_LIMITS, TASK_FAILURES } from '../constants';
 import { canonicalJson } from './canonical-json';
+import { templatePinKey } from './hash';
 import { checkAttemptBody, placer, type BodyOptions, type ChildOutcome, type DocContext, type DocOutcome } from './check-document';
 import type { Segment } from './field-path';
 import { checkResultsSync, resolveInsideSpecs } from './path-checks';
@@ -119,12 +120,19 @@ export async function checkSet(value: Record<string, unknown>, ctx: DocContext, 
     infra: infra.filter((r) => TASK_FAILURES.includes(r)),
     source: pos,
     templateHash: createHash('sha256').update(canonicalJson(doc.spec.template)).digest('hex'),
+    pinKey: templatePinKey(doc.spec.template),
   };
   const unknown = { name, pos, errors, set: { loaded: { policy, children: [], coords: [], valid: false }, children: [] } };
   if (axes.length < axisNames.length) return unknown;
 
   const text = (cell: Record<string, AxisValue>) => Object.fromEntries(Object.entries(cell).map(([k, v]) => [k, valueText(v)]));
-  const expansion = expand({ set: setName, axes, include: (doc.spec.include ?? []).map(text), exclude: (doc.spec.exclude ?? []).map(text) });
+  const expansion = expand({
+    set: setName,
+    axes,
+    include: (doc.spec.include ?? []).map(text),
+    exclude: (doc.spec.exclude ?? []).map(text),
+    ...(ctx.roots.keptNames ? { kept: ctx.roots.keptNames } : {}),
+  });
   if (!expansion.ok) {
     for (const i of expansion.issues) err(i.segs, 'matrix', i.message);
     return unknown;

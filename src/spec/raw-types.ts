@@ -72,7 +72,7 @@ export interface RawSpec {
   readOnlyRootFilesystem?: boolean;
   sidecars?: RawSidecar[];
   grade?: RawGrade;
-  workspace?: { export?: 'changes' | 'none'; exclude?: string[]; maxBytes?: string | number; maxFiles?: number };
+  workspace?: { export?: 'changes' | 'none'; exclude?: string[]; maxBytes?: string | number; maxFiles?: number; gitignore?: boolean };
   harvest?: { maxBytes?: string | number; maxFiles?: number };
 }
 

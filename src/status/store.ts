@@ -20,7 +20,7 @@
 import { ImagePins } from './pins';
 import { promises as fs, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { DEFAULTS } from '../constants';
+import { DEFAULTS, LEGACY_CHILD_NAME } from '../constants';
 import { CorruptJsonError, isCode, readJsonFileSync, removeStaleTemps, writeFileAtomic } from './atomic-file';
 import { checkStateFolder, folderProblem, setAside } from './damaged';
 import type { AttemptStatus } from './types';
@@ -100,6 +100,27 @@ function shareStrings(rec: AttemptStatus): AttemptStatus {
     }
   }
   return rec;
+}
+
+/**
+ * The AttemptSet children's names of the old form (`<set>--<16 hex>`) the instance has records
+ * under, read from the records folder's file names: the loader keeps those names
+ * (spec/loader.ts LoadOptions.keptNames). Empty when there is no such folder.
+ */
+export function keptChildNames(stateDir: string, instance: string): Set<string> {
+  let names: string[];
+  try {
+    names = readdirSync(path.join(path.resolve(stateDir), instance, 'attempts'));
+  } catch {
+    return new Set();
+  }
+  const out = new Set<string>();
+  for (const n of names) {
+    if (!n.endsWith('.json')) continue;
+    const name = n.slice(0, -'.json'.length);
+    if (LEGACY_CHILD_NAME.test(name)) out.add(name);
+  }
+  return out;
 }
 
 export class StatusStore {

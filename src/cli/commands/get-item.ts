@@ -10,7 +10,8 @@ import type { Row, SetRow } from './get';
 export interface AttemptItem {
   apiVersion: string;
   kind: typeof KIND_ATTEMPT;
-  metadata: { name: string; labels: Record<string, string> };
+  /** `set`: an AttemptSet's child, its set and coordinates. */
+  metadata: { name: string; labels: Record<string, string>; set?: { name: string; coords: Record<string, string> } };
   /** The normalized spec (defaults filled in, paths resolved; its name and labels are in metadata); absent when the attempt has no valid spec (any more). */
   spec?: { image: string; command?: string[] } & Record<string, unknown>;
   status: Record<string, unknown> & { phase: string };
@@ -49,7 +50,7 @@ export function toItem(r: Row): AttemptItem {
   return {
     apiVersion: API_VERSION,
     kind: KIND_ATTEMPT,
-    metadata: { name: r.name, labels: r.labels },
+    metadata: { name: r.name, labels: r.labels, ...(r.cell ? { set: { name: r.cell.set, coords: r.cell.coords } } : {}) },
     ...(r.image ? { spec: specOf(r) } : {}),
     status,
   };

@@ -13,7 +13,7 @@ import type { DamagedRecord } from '../../status/store';
 import type { AttemptStatus } from '../../status/types';
 import type { NormalizedAttempt } from '../../spec/types';
 import { cellText, JsonPathError, parseCustomColumns, parsePath, parseTemplate, renderTemplate, sortByPath } from '../jsonpath';
-import { specsRevision, UsageError, type Context } from '../context';
+import { specsOptions, UsageError, type Context } from '../context';
 import { matches, parseSelectors, SelectorError, type Selector } from '../selector';
 import { outcomeOf, watched } from '../wait-condition';
 import type { Classified } from '../../sets/outcome';
@@ -69,6 +69,15 @@ export interface Row {
   damaged?: DamagedRecord;
   /** The spec errors holding it at its last good spec (spec/held.ts), when its spec broke after it ran. */
   held?: SpecError[];
+  /** An AttemptSet's child: its set and coordinates (every axis value, as text; labels hold only those that are label values). */
+  cell?: { set: string; coords: Record<string, string> };
+}
+
+/** A child's coordinates in a word: `model=m1,task=django-11099`, axes as the set declares them. */
+export function coordsText(coords: Readonly<Record<string, string>>): string {
+  return Object.entries(coords)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
 }
 
 /** The `-l` flags as one selector; one that cannot be parsed is a usage error that points at the problem. */
@@ -91,7 +100,7 @@ export async function collectView(ctx: Context, wanted: readonly string[] = [], 
   const want = selectorOf(selector);
   const only = wanted.length ? new Set(wanted) : undefined;
   const [load, statuses] = await Promise.all([
-    loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsRevision(ctx) }),
+    loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsOptions(ctx) }),
     ctx.store().loadAll(),
   ]);
   const store = ctx.store();
@@ -128,6 +137,7 @@ export async function collectView(ctx: Context, wanted: readonly string[] = [], 
       spec: spec ?? null,
       results: st?.resultsDir ?? '',
       status: st ?? null,
+      ...(loaded?.set ? { cell: { set: loaded.set.set.name, coords: loaded.set.coords } } : {}),
       ...(bad ? { damaged: bad } : {}),
       ...(held.length ? { held } : {}),
     });
@@ -156,12 +166,16 @@ export function renderRows(rows: Row[], wide: boolean, headers = true): string {
   // RESULT after the columns berth had, so scripts that read them by position keep working
   const head = ['NAME', 'PHASE', 'REASON', 'EXIT', 'RUN', 'AGE', 'DURATION', 'RESULT'];
   if (graded) head.push('GRADE');
+  // an AttemptSet's child: its coordinates (after the columns berth had, as RESULT)
+  const cells = rows.some((r) => r.cell);
+  if (cells) head.push('CELL');
   if (wide) head.push('IMAGE', 'IMAGE ID', 'LABELS', 'RESULTS');
   if (wide && graded) head.push('GRADER');
   const body = rows.map((r, i) => {
     const base = [r.name, r.phase, r.reason || '-', r.exitCode === null ? '-' : String(r.exitCode), String(r.run || '-'), r.age, r.duration, resultText(r)];
     const g = grades[i];
     if (graded) base.push(g ? gradeLabel(g) : '-');
+    if (cells) base.push(r.cell ? coordsText(r.cell.coords) : '-');
     if (wide) {
       base.push(
         r.image || '-',
@@ -193,7 +207,7 @@ export interface SetRow {
 export async function collectSetRows(ctx: Context, name?: string, selector: readonly string[] = []): Promise<SetRow[]> {
   const want = selectorOf(selector);
   const [load, statuses] = await Promise.all([
-    loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsRevision(ctx) }),
+    loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsOptions(ctx) }),
     ctx.store().loadAll(),
   ]);
   const specs = new Map(load.specs.map((s) => [s.spec.name, s]));

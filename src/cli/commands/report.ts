@@ -13,7 +13,7 @@ import { renderReport } from '../../report/render';
 import { loadSpecs } from '../../spec/loader';
 import { writeFileAtomic } from '../../status/atomic-file';
 import type { AttemptStatus } from '../../status/types';
-import { defaultMaxRunning, type Context } from '../context';
+import { defaultMaxRunning, specsOptions, type Context } from '../context';
 import { matches } from '../selector';
 import { selectorOf } from './get';
 import { readBaseline } from './compare';
@@ -50,7 +50,10 @@ async function presentFiles(records: Iterable<AttemptStatus>): Promise<Set<strin
 
 export async function runReport(ctx: Context, sets: string[], o: ReportOptions): Promise<number> {
   const want = selectorOf(o.selector ?? []);
-  const [load, statuses] = await Promise.all([loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot }), ctx.store().loadAll()]);
+  const [load, statuses] = await Promise.all([
+    loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsOptions(ctx) }),
+    ctx.store().loadAll(),
+  ]);
   const known = new Set(load.sets?.keys() ?? []);
   const missing = sets.filter((s) => !known.has(s));
   if (missing.length) {

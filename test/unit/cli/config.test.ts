@@ -15,6 +15,7 @@ const NOT_IN_FILE = new Set([
   'context',
   'once',
   'wait',
+  'no-wait',
   'output',
   'selector',
   'sets',

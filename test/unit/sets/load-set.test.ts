@@ -2,7 +2,8 @@
 import { expect } from 'chai';
 import { SET_LABEL } from '../../../src/constants';
 import { invalidErrors } from '../../../src/controller/pass';
-import type { LoadReport } from '../../../src/spec/loader';
+import { loadSpecs, type LoadReport } from '../../../src/spec/loader';
+import { legacyChildName } from '../../../src/spec/set-expand';
 import { cleanupTemp, doc, sandbox } from '../spec/helpers';
 
 function set(name: string, body: string, meta = ''): string {
@@ -47,6 +48,31 @@ describe('sets: loading', () => {
     expect(c?.source).to.include({ line: 4, col: 9 });
     expect(r.sets?.get('swe')).to.include({ valid: true });
     expect(r.sets?.get('swe')?.children).to.have.length(8);
+  });
+
+  it('names a child readably whatever its values; one the instance has a record of under its old name keeps that name (and the file cache tells the two loads apart)', async () => {
+    const body = `  matrix:
+    task: [django-11099, Flask.1, ok]
+  template:
+    image: berth/busybox:local
+    command: [sh, -c, 'echo \${{ matrix.task }}']
+`;
+    const box = sandbox({ 'set.yaml': set('swe', body) });
+    const fresh = await box.load();
+    expect(fresh.errors).to.deep.equal([]);
+    const readable = fresh.specs.map((x) => x.spec.name);
+    expect(readable[0]).to.match(/^swe-django-11099-[0-9a-f]{10}$/);
+    expect(readable[1]).to.match(/^swe-flask-1-[0-9a-f]{10}$/);
+    expect(readable[2]).to.equal('swe-ok');
+    const old = legacyChildName('swe', { task: 'django-11099' });
+    const kept = await loadSpecs({ specsDir: box.specs, resultsRoot: box.results, keptNames: new Set([old]) });
+    const k = kept.specs.find((x) => x.set?.coords.task === 'django-11099');
+    expect(k?.spec.name).to.equal(old);
+    // its results folder is its name's, as it was
+    expect(k?.spec.results).to.equal(old);
+    expect(kept.specs.map((x) => x.spec.name).slice(1)).to.deep.equal(readable.slice(1));
+    expect(kept.sets?.get('swe')?.children).to.deep.equal([old, ...readable.slice(1)]);
+    expect((await box.load()).specs.map((x) => x.spec.name)).to.deep.equal(readable);
   });
 
   it('keeps set-level settings out of every child hash; a template edit changes only the children it renders differently', async () => {
