@@ -58,8 +58,6 @@ const EXAMPLES: Record<string, string[]> = {
     'berth regrade --all --max-running 4   # every graded attempt, 4 graders at a time, seen through',
     'berth regrade --all --no-wait   # mark them; the next reconcile (or the controller) grades them',
   ],
-  images: ['berth images', 'berth images -l suite=demo -o wide', 'berth images -o json'],
-  pull: ['berth pull --all', 'berth pull -l suite=demo --max-pulls 2'],
   delete: ['berth delete swe-task-42-try-1', 'berth delete -l "model notin (m1)"'],
   summary: ['berth summary', 'berth summary swe-lite -l model=m1', 'berth summary -o junit > summary.xml', 'berth summary -o json --samples seed'],
   compare: [
@@ -82,7 +80,7 @@ const EXAMPLES: Record<string, string[]> = {
     'berth logs set/swe-lite --tail 5   # each after a ==> attempt/NAME <== line',
   ],
   images: ['berth images', 'berth images set/swe-lite -o wide', 'berth images -o json   # each image: present, missing, pulling or in back-off, and why'],
-  pull: ['berth pull   # every image the specs need, before the run (CI warm-up)', 'berth pull set/swe-lite', 'berth pull -l suite=demo'],
+  pull: ['berth pull --all   # every image the specs need, before the run (CI warm-up)', 'berth pull set/swe-lite', 'berth pull -l suite=demo --max-pulls 2'],
   clean: ['berth clean', 'berth clean --keep-state'],
   unlock: ['berth unlock', 'berth unlock --force'],
   version: ['berth version'],
