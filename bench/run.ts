@@ -29,8 +29,9 @@
  *   BENCH_FIXTURE_MB   the large-fixture tree's size in MiB (default 150)
  *   BENCH_FIXTURE_ATTEMPTS containers it is copied into, 4 at a time (default 20)
  *   BENCH_IMAGES_ROUNDS rounds of the images workload (default 3): 12 attempts over 6 images from a registry of its own
+ *   BENCH_STARTUP_RUNS runs of each contender of the start-up workload (default 15)
  *   BENCH_ONLY         comma list of
- * cold,drop,noop,resources,report,harvest,disk,redact,grade,credentials,sets,compare,completion,git,swarm,fleet,tenk,fixture-plan,fixture,images: a partial
+ * startup,cold,drop,noop,resources,report,harvest,disk,redact,grade,credentials,sets,compare,completion,git,swarm,fleet,tenk,fixture-plan,fixture,images: a partial
  * run, written to
  *                      bench/results/partial.*.tmp instead of latest.*
  *   BENCH_PROFILE=1    also take CPU profiles (untimed extra runs under `node --cpu-prof`: berth's
@@ -73,8 +74,11 @@ import { swarmRows, swarmWorkload, type SwarmSamples } from './workloads/swarm';
 import { fleetRounds, fleetRows, type FleetSamples } from './workloads/fleet';
 import { tenk, tenkRows, type TenkSamples } from './workloads/tenk';
 import { imagesRounds, imagesRows, type ImagesSamples } from './workloads/images';
+import { startupRounds, type StartupSamples } from './workloads/startup';
 
 const TARGETS = {
+  /** `berth --version`, `validate` and `get` of 15 attempts: CPU against `node -e 0`'s (issue 55); none of them asks the engine anything. */
+  startupVsNode: 1.5,
   coldVsFloor: 1.15,
   noopVsFloor: 1.5,
   teardownVsFloor: 1.15,
@@ -187,6 +191,7 @@ async function preflight(engine: RawEngine): Promise<void> {
 
 interface Results {
   profiles: { title: string; file: string }[];
+  startupCpu?: StartupSamples;
   /** `node bin/berth.js --version` and `node -e 0`, alternating: what start-up costs berth's CLI. */
   startup?: { berthVersion: number[]; bareNode: number[] };
   cold?: ColdSamples;
@@ -244,6 +249,29 @@ function gitRows(g: GitSamples, rows: Row[]): void {
     target: 'one fetch a poll, no engine mutation',
     verdict: verdictOf(g.noop.mutations === 0 && Math.abs(g.noop.fetches - polls) <= 1),
   });
+}
+
+function startupRows(st: StartupSamples, rows: Row[]): void {
+  const node = summarize(st.cpu.bareNode);
+  for (const [id, xs, what] of [
+    ['startup-version', st.cpu.version, '`berth --version`'],
+    ['startup-validate', st.cpu.validate, `\`berth validate\` of a folder of ${st.attempts} attempts`],
+    ['startup-get', st.cpu.get, `\`berth get\` of ${st.attempts} attempts (finished, with their records; no engine call)`],
+  ] as const) {
+    const r = pairedRatio(xs, st.cpu.bareNode);
+    const med = summarize(xs).median;
+    rows.push({
+      id,
+      workload: `Start-up: ${what}, CPU (user + system), median of ${xs.length} runs (wall ${fmtMs(summarize(st.wall[id === 'startup-version' ? 'version' : id === 'startup-validate' ? 'validate' : 'get']).median)})`,
+      berth: spread(summarize(xs)),
+      reference: '`node -e 0`, same rounds, alternating',
+      refValue: spread(node),
+      ratio: r,
+      target: `≤ ${TARGETS.startupVsNode}× (medians)`,
+      verdict: verdictOf(med <= TARGETS.startupVsNode * node.median),
+      chart: { label: `${id.replace('startup-', 'start-up: ')} CPU vs node -e 0`, target: TARGETS.startupVsNode },
+    });
+  }
 }
 
 function coldRows(c: ColdSamples, rows: Row[]): void {
@@ -793,6 +821,7 @@ async function main(): Promise<void> {
     for (const w of only)
       if (
         ![
+          'startup',
           'cold',
           'drop',
           'noop',
@@ -865,6 +894,10 @@ async function main(): Promise<void> {
       startup.berthVersion.push((await berth(['--version'])).ms);
     }
     res.startup = startup;
+    if (want('startup')) {
+      log('start-up: CPU of berth --version, validate and get of 15 attempts against node -e 0');
+      res.startupCpu = await startupRounds(run, envInt('BENCH_STARTUP_RUNS', 15), log);
+    }
     if (want('cold')) {
       res.cold = await coldRounds(engine, run, rounds, log);
       if (profileDir) {
@@ -970,6 +1003,7 @@ async function main(): Promise<void> {
   if (failure) throw failure;
 
   const rows: Row[] = [];
+  if (res.startupCpu) startupRows(res.startupCpu, rows);
   if (res.cold) coldRows(res.cold, rows);
   if (res.noop) noopRows(res.noop, rows);
   if (res.cold) teardownRows(res.cold, rows);
@@ -1078,6 +1112,7 @@ async function main(): Promise<void> {
       },
       drop: res.drop,
       startup: res.startup,
+      startupCpu: res.startupCpu,
       controllerAtMax: res.at1000,
       cleanMaxMs: res.clean1000Ms,
       harvest: res.harvest,

@@ -48,6 +48,9 @@ export const REPORT_LIMITS = {
   entries: 32,
 } as const;
 
+/** berth's configuration file (src/cli/config.ts): flags' defaults, found in the working directory or beside the specs folder. */
+export const CONFIG_FILE = 'berth.yaml';
+
 /** The report's file when `berth report` is given no -o: at the results root, where its links work. */
 export const REPORT_FILE = 'report.html';
 
