@@ -25,8 +25,10 @@ export const SET_LABEL = 'berth.dev/set';
 
 /** Limits on an AttemptSet, so a typo cannot flood the engine. */
 export const SET_LIMITS = {
-  /** Children one set may expand to. */
+  /** Children one set may expand to unless its `spec.maxChildren` says more (a guard against a typo). */
   maxChildren: 10_000,
+  /** The most `spec.maxChildren` may say (the schema's maximum). */
+  maxChildrenCeiling: 1_000_000,
   /** Children of one set whose rendered spec is invalid reported one by one; the rest are counted. */
   maxChildErrors: 20,
   /** Bytes of a score file read at most. */
