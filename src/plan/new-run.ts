@@ -41,6 +41,16 @@ export interface PlanCtx {
   freeAtStart: number;
   /** Each waiting attempt's place in the admission queue, computed once, when a run first needs a pull. */
   places?: ReadonlyMap<string, number>;
+  /** (issue 55) One copy of each line many waiting attempts share (a pass may hold 100,000 of them). */
+  texts?: Map<string, string>;
+}
+
+/** `make()`'s text, made once per plan for all the attempts that say the same. */
+function shared(ctx: PlanCtx, key: string, make: () => string): string {
+  const texts = (ctx.texts ??= new Map());
+  let t = texts.get(key);
+  if (t === undefined) texts.set(key, (t = make()));
+  return t;
 }
 
 function resolveOnce(ctx: PlanCtx, index: ImageIndex, ref: string): HeldImage | undefined {
@@ -109,6 +119,9 @@ function imagePreflight(ctx: PlanCtx, d: DesiredAttempt): { missing: { image: st
   return { missing, gated, ...(image ? { image } : {}) };
 }
 
+/** The counters of a run with none spent yet, shared (never changed). */
+const FRESH_COUNTERS: RunCounters = Object.freeze({ retriesUsed: 0 });
+
 /**
  * The retry counters run `d` begins with after the record `rec`. A record that holds this very
  * run already (an interrupted or refused provisioning, a wait for a slot) keeps its own.
@@ -116,7 +129,7 @@ function imagePreflight(ctx: PlanCtx, d: DesiredAttempt): { missing: { image: st
  * (never the spec's retries); `berth rerun` and a new spec hash start both afresh.
  */
 export function runCounters(rec: AttemptStatus | undefined, d: DesiredAttempt): RunCounters {
-  if (!rec || rec.specHash !== d.hash) return { retriesUsed: 0 };
+  if (!rec || rec.specHash !== d.hash) return FRESH_COUNTERS;
   if (rec.run === d.run) {
     const { retriesUsed, infraRetriesUsed } = rec;
     return { retriesUsed, ...(infraRetriesUsed !== undefined ? { infraRetriesUsed } : {}) };
@@ -154,7 +167,6 @@ export function startRun(
     have = { ...have, containers: [] };
   }
   const counters = runCounters(base.status, d);
-  const start: RunStart = { counters, ownFolder: ownsFolder(base.status, d) };
   const set = d.loaded.set ? ctx.sets.get(d.loaded.set.set.name) : undefined;
   if (set?.stop) {
     // Not admitted, for good unless the set's settings change: a final phase that says why.
@@ -231,12 +243,12 @@ export function startRun(
   const max = set?.policy.maxParallel ?? null;
   if (set && max !== null && set.running >= max) {
     const waiting = base.status?.phase === 'Pending' && base.status.reason === REASONS.waitingForSet && base.status.run === d.run && pre.length === 0;
-    const cause = `set ${set.policy.name} runs maxParallel ${max}`;
+    const cause = shared(ctx, `set\0${set.policy.name}`, () => `set ${set.policy.name} runs maxParallel ${max}`);
     return {
       ...base,
       kind: 'wait',
       waitsForSlot: true,
-      summary: `${why}: run ${d.run} waits: ${cause}`,
+      summary: shared(ctx, `set\0${set.policy.name}\0${why}\0${d.run}`, () => `${why}: run ${d.run} waits: ${cause}`),
       desired: d,
       ops: waiting ? [] : [...pre, recordOp(d.name, cause, { phase: 'Pending', reason: REASONS.waitingForSet, run: d.run, specHash: d.hash }, counters)],
     };
@@ -244,6 +256,7 @@ export function startRun(
   if (ctx.slots > 0) {
     ctx.slots--;
     if (set) set.running++;
+    const start: RunStart = { counters, ownFolder: ownsFolder(base.status, d) };
     return {
       ...base,
       kind,
@@ -257,7 +270,7 @@ export function startRun(
     ...base,
     kind: 'wait',
     waitsForSlot: true,
-    summary: `${why}: run ${d.run} waits for a slot (--max-running ${ctx.inp.maxRunning})`,
+    summary: shared(ctx, `slot\0${why}\0${d.run}`, () => `${why}: run ${d.run} waits for a slot (--max-running ${ctx.inp.maxRunning})`),
     desired: d,
     ops: waiting
       ? []
@@ -265,7 +278,7 @@ export function startRun(
           ...pre,
           recordOp(
             d.name,
-            `no free slot (--max-running ${ctx.inp.maxRunning})`,
+            shared(ctx, 'slot', () => `no free slot (--max-running ${ctx.inp.maxRunning})`),
             { phase: 'Pending', reason: REASONS.waitingForSlot, run: d.run, specHash: d.hash },
             counters,
           ),
