@@ -454,6 +454,8 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     .option('--no-headers', 'tables without the header row')
     .option('--sets', 'list AttemptSets: a row per set with its children counted by phase')
     .option('-w, --watch', 'after the listing, print each change as it happens (until Ctrl-C)')
+    .option('--limit <n>', "at most n attempts; the next page is given by --continue (the list's .metadata.continue)", int('--limit', 1))
+    .option('--continue <token>', 'the page after the one that gave this token (with the same --sort-by)')
     .action(async (args: string[], o, cmd: Command) => {
       const c = ctx(cmd);
       const get = require('./commands/get') as typeof GetCmd;
