@@ -12,6 +12,7 @@ module.exports = [
   'regrade',
   'delete',
   'summary',
+  'compare',
   'report',
   'describe',
   'source',
