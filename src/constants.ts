@@ -38,7 +38,18 @@ export const SET_LIMITS = {
 /** Bounds on what the fleet report (src/report) embeds, so attempt-controlled strings cannot make the page huge. */
 export const REPORT_LIMITS = {
   /** Attempts in one report (the rest are counted, not shown). */
-  attempts: 20_000,
+  attempts: 200_000,
+  /**
+   * Attempts up to which the page draws each one itself (a table row and a timeline row in the
+   * HTML); above it (issue 55) the page holds them as compact columns and its script shows the
+   * table a page at a time, and the timeline shows the slots held and each set's span.
+   */
+  detailed: 2_000,
+  /** Rows and columns of one set's heatmap at most; more are grouped into bands of neighbours. */
+  heatRows: 100,
+  heatCols: 100,
+  /** Points of the slots-held line at most (the steps of a large fleet are sampled down to this). */
+  timelinePoints: 1_000,
   /** Characters of a name, a key (label or axis), a value (label, axis value, reason), a message. */
   name: 253,
   key: 120,
