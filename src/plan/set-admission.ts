@@ -40,8 +40,9 @@ export function setStates(inp: PlanInput, runningStates: ReadonlySet<string>): M
     if (rec.phase === 'Blocked' && rec.reason === REASONS.imageMissing) continue;
     // spec.grade: the grader's verdict, when one judges the run (sets/grade-state.ts)
     const c = gradeClass(loaded, rec) ?? classify(rec, m.set, loaded.spec.retries);
-    if (c.outcome === 'failed') failed.set(name, [...(failed.get(name) ?? []), loaded.spec.name]);
-    if (c.outcome === 'infra') infra.set(name, [...(infra.get(name) ?? []), `${loaded.spec.name} (${c.reason ?? 'infra'})`]);
+    // (issue 55) pushed, not copied: a set of 10,000 may hold thousands of failures
+    if (c.outcome === 'failed') push(failed, name, loaded.spec.name);
+    if (c.outcome === 'infra') push(infra, name, `${loaded.spec.name} (${c.reason ?? 'infra'})`);
   }
   for (const [name, st] of out) {
     st.running += inp.reservedBySet?.get(name) ?? 0;
@@ -57,6 +58,12 @@ export function setStates(inp: PlanInput, runningStates: ReadonlySet<string>): M
     }
   }
   return out;
+}
+
+function push(m: Map<string, string[]>, k: string, v: string): void {
+  const had = m.get(k);
+  if (had) had.push(v);
+  else m.set(k, [v]);
 }
 
 function isRunning(obs: ObservedAttempt | undefined, runningStates: ReadonlySet<string>): boolean {
