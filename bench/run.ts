@@ -283,7 +283,7 @@ function startupRows(st: StartupSamples, rows: Row[]): void {
 function hundredkRows(h: HundredkSamples, c: TenkSamples | undefined, rows: Row[]): void {
   const med = (xs: Took[], k: keyof Took) => summarize(xs.map((x) => x[k])).median;
   const fig = (xs: Took[]) =>
-    `${fmtMs(med(xs, 'wallMs'))} (${spread(summarize(xs.map((x) => x.wallMs)))}); CPU ${fmtMs(med(xs, 'cpuMs'))}; peak RSS ${(med(xs, 'rssKb') / 1024).toFixed(0)} MB`;
+    `${spread(summarize(xs.map((x) => x.wallMs)))}; CPU ${fmtMs(med(xs, 'cpuMs'))}; peak RSS ${(med(xs, 'rssKb') / 1024).toFixed(0)} MB`;
   const fleets = { sets: '10 AttemptSets of 10,000 (500 tasks × 20 seeds)', one: 'one AttemptSet of 100,000 (maxChildren)' } as const;
   for (const f of ['sets', 'one'] as const) {
     const x = h.fleets[f];
