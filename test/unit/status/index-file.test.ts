@@ -18,7 +18,10 @@ describe('status: the records index', function () {
     mkdirSync(dir, { recursive: true });
     const checks = [{ name: 'labels', ok: true, detail: 'as the spec says' }];
     for (const n of ['a', 'b', 'c', 'd'])
-      writeFileSync(path.join(dir, `${n}.json`), JSON.stringify(status(n, { lastAttestation: { at: '2026-01-01T00:00:00.000Z', depth: 'inspect', ok: true, checks } })));
+      writeFileSync(
+        path.join(dir, `${n}.json`),
+        JSON.stringify(status(n, { lastAttestation: { at: '2026-01-01T00:00:00.000Z', depth: 'inspect', ok: true, checks } })),
+      );
     writeFileSync(path.join(dir, 'e.json'), '{"broken');
   });
   afterEach(() => rmSync(state, { recursive: true, force: true }));
