@@ -11,6 +11,8 @@ module.exports = [
   'rerun',
   'regrade',
   'delete',
+  'images',
+  'pull',
   'summary',
   'compare',
   'report',
