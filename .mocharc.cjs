@@ -8,7 +8,9 @@ const side = [
   'test/engine/swarm/**/*.test.ts',
   'test/engine/git-*.test.ts',
   // named one by one: mocha's spec does not expand braces (its ignore does)
-  ...['disk-btrfs', 'disk-xfs', 'dns', 'engine-restart', 'engines', 'infra', 'packaging', 'report-browser'].map((f) => `test/engine/${f}.test.ts`),
+  ...['disk-btrfs', 'disk-xfs', 'dns', 'engine-restart', 'engines', 'infra', 'packaging', 'report-browser', 'report-large'].map(
+    (f) => `test/engine/${f}.test.ts`,
+  ),
 ];
 const unit = ['test/unit/**/*.test.ts'];
 const all = [...unit, 'test/engine/**/*.test.ts'];

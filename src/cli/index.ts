@@ -35,11 +35,13 @@ import type * as DeleteCmd from './commands/delete';
 import type * as ResolveCmd from './commands/resolve';
 import type * as ChooseCmd from './commands/choose';
 import { applyDefaults, CONFIG_FILE, findConfig, loadConfig, type LoadedConfig } from './config';
-import { defaultMaxRunning, makeContext, UsageError, type Context, type GlobalOptions } from './context';
+import type * as ContextMod from './context';
+import type { Context, GlobalOptions } from './context';
+import { defaultMaxRunning } from './max-running';
 import { ENV_HELP, examplesHelp, EXIT_CODES_HELP } from './help';
 import { jsonLinesIo, processIo, wantsJsonLogs, type Io } from './io';
 import { NAME_FORMS, setNames } from './names';
-import { seeHelp, usageError, UsageOutput } from './usage';
+import { seeHelp, usageError, UsageError, UsageOutput } from './usage';
 
 /** Set by the single-file build (scripts/build-cli.ts); from package.json otherwise. */
 declare const BERTH_BUNDLED_VERSION: string | undefined;
@@ -255,7 +257,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
 
   // Without --specs, commands other than reconcile, plan and validate follow the state folder's git source, if any.
   const ctx = (cmd: Command) =>
-    makeContext(
+    (require('./context') as typeof ContextMod).makeContext(
       {
         ...cmd.optsWithGlobals<GlobalOptions>(),
         ...(fileDefaults ? { fileDefaults } : {}),
@@ -452,6 +454,8 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     .option('--no-headers', 'tables without the header row')
     .option('--sets', 'list AttemptSets: a row per set with its children counted by phase')
     .option('-w, --watch', 'after the listing, print each change as it happens (until Ctrl-C)')
+    .option('--limit <n>', "at most n attempts; the next page is given by --continue (the list's .metadata.continue)", int('--limit', 1))
+    .option('--continue <token>', 'the page after the one that gave this token (with the same --sort-by)')
     .action(async (args: string[], o, cmd: Command) => {
       const c = ctx(cmd);
       const get = require('./commands/get') as typeof GetCmd;

@@ -41,6 +41,16 @@ export interface PlanCtx {
   freeAtStart: number;
   /** Each waiting attempt's place in the admission queue, computed once, when a run first needs a pull. */
   places?: ReadonlyMap<string, number>;
+  /** (issue 55) One copy of each line many waiting attempts share (a pass may hold 100,000 of them). */
+  texts?: Map<string, string>;
+}
+
+/** `make()`'s text, made once per plan for all the attempts that say the same. */
+function shared(ctx: PlanCtx, key: string, make: () => string): string {
+  const texts = (ctx.texts ??= new Map());
+  let t = texts.get(key);
+  if (t === undefined) texts.set(key, (t = make()));
+  return t;
 }
 
 function resolveOnce(ctx: PlanCtx, index: ImageIndex, ref: string): HeldImage | undefined {
@@ -109,6 +119,9 @@ function imagePreflight(ctx: PlanCtx, d: DesiredAttempt): { missing: { image: st
   return { missing, gated, ...(image ? { image } : {}) };
 }
 
+/** The counters of a run with none spent yet, shared (never changed). */
+const FRESH_COUNTERS: RunCounters = Object.freeze({ retriesUsed: 0 });
+
 /**
  * The retry counters run `d` begins with after the record `rec`. A record that holds this very
  * run already (an interrupted or refused provisioning, a wait for a slot) keeps its own.
@@ -116,7 +129,7 @@ function imagePreflight(ctx: PlanCtx, d: DesiredAttempt): { missing: { image: st
  * (never the spec's retries); `berth rerun` and a new spec hash start both afresh.
  */
 export function runCounters(rec: AttemptStatus | undefined, d: DesiredAttempt): RunCounters {
-  if (!rec || rec.specHash !== d.hash) return { retriesUsed: 0 };
+  if (!rec || rec.specHash !== d.hash) return FRESH_COUNTERS;
   if (rec.run === d.run) {
     const { retriesUsed, infraRetriesUsed } = rec;
     return { retriesUsed, ...(infraRetriesUsed !== undefined ? { infraRetriesUsed } : {}) };
@@ -154,7 +167,6 @@ export function startRun(
     have = { ...have, containers: [] };
   }
   const counters = runCounters(base.status, d);
-  const start: RunStart = { counters, ownFolder: ownsFolder(base.status, d) };
   const set = d.loaded.set ? ctx.sets.get(d.loaded.set.set.name) : undefined;
   if (set?.stop) {
     // Not admitted, for good unless the set's settings change: a final phase that says why.
@@ -230,6 +242,7 @@ export function startRun(
   // ---- end pulls ----
   const full = takeSlot(ctx, set);
   if (!full) {
+    const start: RunStart = { counters, ownFolder: ownsFolder(base.status, d) };
     return {
       ...base,
       kind,
@@ -243,7 +256,11 @@ export function startRun(
     ...base,
     kind: 'wait',
     waitsForSlot: true,
-    summary: `${why}: run ${d.run} ${full.reason === REASONS.waitingForSet ? `waits: ${full.cause}` : `waits for a slot (--max-running ${ctx.inp.maxRunning})`}`,
+    summary: shared(ctx, `${full.reason}\0${why}\0${d.run}\0${full.cause}`, () =>
+      full.reason === REASONS.waitingForSet
+        ? `${why}: run ${d.run} waits: ${full.cause}`
+        : `${why}: run ${d.run} waits for a slot (--max-running ${ctx.inp.maxRunning})`,
+    ),
     desired: d,
     ops: waiting ? [] : [...pre, recordOp(d.name, full.cause, { phase: 'Pending', reason: full.reason, run: d.run, specHash: d.hash }, counters)],
   };
@@ -262,8 +279,10 @@ export interface SlotWait {
  */
 export function takeSlot(ctx: PlanCtx, set: SetState | undefined): SlotWait | undefined {
   const max = set?.policy.maxParallel ?? null;
-  if (set && max !== null && set.running >= max) return { reason: REASONS.waitingForSet, cause: `set ${set.policy.name} runs maxParallel ${max}` };
-  if (ctx.slots <= 0) return { reason: REASONS.waitingForSlot, cause: `no free slot (--max-running ${ctx.inp.maxRunning})` };
+  // the texts shared by every waiting cell (a set of 100,000 keeps one copy of each)
+  if (set && max !== null && set.running >= max)
+    return { reason: REASONS.waitingForSet, cause: shared(ctx, `set\0${set.policy.name}`, () => `set ${set.policy.name} runs maxParallel ${max}`) };
+  if (ctx.slots <= 0) return { reason: REASONS.waitingForSlot, cause: shared(ctx, 'slot', () => `no free slot (--max-running ${ctx.inp.maxRunning})`) };
   ctx.slots--;
   if (set) set.running++;
   return undefined;

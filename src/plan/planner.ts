@@ -64,6 +64,7 @@ function mayRunAgain(inp: PlanInput, loaded: LoadedSpec, rec: AttemptStatus | un
 
 /** Blocked by a container that carries our labels only through its image. */
 function planSquatter({ inp, d, rec, base, name, run, hash }: RunView): AttemptAction | undefined {
+  if (!inp.snapshot.foreign.length) return undefined;
   const container = namesOf(d).container;
   const squatter = inp.snapshot.foreign.find((c) => c.name === container);
   if (!squatter) return undefined;

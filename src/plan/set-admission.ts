@@ -42,8 +42,9 @@ export function setStates(inp: PlanInput, runningStates: ReadonlySet<string>): M
     if (rec.phase === 'Blocked' && rec.reason === REASONS.imageMissing) continue;
     // spec.grade: the grader's verdict, when one judges the run (sets/grade-state.ts judge)
     const c = judge(loaded, rec);
-    if (c.outcome === 'failed') failed.set(name, [...(failed.get(name) ?? []), loaded.spec.name]);
-    if (c.outcome === 'infra') infra.set(name, [...(infra.get(name) ?? []), `${loaded.spec.name} (${c.reason ?? 'infra'})`]);
+    // pushed, not copied: a set of 10,000 may hold thousands of failures
+    if (c.outcome === 'failed') push(failed, name, loaded.spec.name);
+    if (c.outcome === 'infra') push(infra, name, `${loaded.spec.name} (${c.reason ?? 'infra'})`);
   }
   for (const [name, st] of out) {
     st.running += inp.reservedBySet?.get(name) ?? 0;
@@ -59,6 +60,12 @@ export function setStates(inp: PlanInput, runningStates: ReadonlySet<string>): M
     }
   }
   return out;
+}
+
+function push(m: Map<string, string[]>, k: string, v: string): void {
+  const had = m.get(k);
+  if (had) had.push(v);
+  else m.set(k, [v]);
 }
 
 function isRunning(obs: ObservedAttempt | undefined, runningStates: ReadonlySet<string>): boolean {

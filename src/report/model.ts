@@ -178,9 +178,24 @@ function clipMap(m: Readonly<Record<string, string>>): Record<string, string> {
 
 const posix = (p: string) => p.split(path.sep).join('/');
 
+/** path.resolve of the last path asked (the results root and the report's folder are asked for every attempt). */
+const resolved = new Map<string, string>();
+function resolveOnce(p: string): string {
+  let r = resolved.get(p);
+  if (r === undefined) {
+    if (resolved.size > 16) resolved.clear();
+    resolved.set(p, (r = path.resolve(p)));
+  }
+  return r;
+}
+
 /** Whether `p` lies below the results root (not the root itself). */
 function inRoot(p: string, resultsRoot: string): boolean {
-  const r = path.relative(path.resolve(resultsRoot), path.resolve(p));
+  const root = resolveOnce(resultsRoot);
+  const abs = path.isAbsolute(p) && !p.includes('/.') && !p.includes('//') ? p : path.resolve(p);
+  // below the root by its text (the common case, no path work), else as path.relative says
+  if (abs.startsWith(root + path.sep) && abs.length > root.length + 1) return true;
+  const r = path.relative(root, abs);
   return r !== '' && !r.startsWith('..') && !path.isAbsolute(r);
 }
 
@@ -212,9 +227,15 @@ export function linksOf(
   if (!resultsDir || base === null) return null;
   const dir = path.resolve(resultsDir);
   if (!inRoot(dir, resultsRoot)) return null;
-  const rel = (p: string) => encodeURI(posix(path.relative(path.resolve(base), p))).replace(/[?#]/g, encodeURIComponent);
+  const rel = (p: string) => encodeURI(posix(path.relative(resolveOnce(base), p))).replace(/[?#]/g, encodeURIComponent);
   const run = path.dirname(dir);
-  const links: ReportLinks = { results: rel(dir) + '/', logs: rel(path.join(run, 'logs.txt')), manifest: rel(path.join(run, 'manifest.json')) };
+  // (issue 55) one path.relative for the run's folder, its files' links written from it
+  const runRel = rel(run);
+  const inRun = (f: string) => `${runRel}/${encodeURI(f).replace(/[?#]/g, encodeURIComponent)}`;
+  const links: ReportLinks =
+    runRel !== '' && !runRel.startsWith('..')
+      ? { results: `${inRun(path.basename(dir))}/`, logs: inRun('logs.txt'), manifest: inRun('manifest.json') }
+      : { results: rel(dir) + '/', logs: rel(path.join(run, 'logs.txt')), manifest: rel(path.join(run, 'manifest.json')) };
   if (Object.values(links).some((l) => l.length > REPORT_LIMITS.path)) return null;
   // the run's changes and its latest grade's log: only files found there, below the results root, of a bounded link
   for (const k of ['patch', 'gradeLog'] as const) {
@@ -378,11 +399,23 @@ export function buildReport(i: ReportInput): ReportData {
     a.grading.map((g) => ({ provisionedAt: null, startedAt: g.startedAt, finishedAt: g.finishedAt, outcome: g.running ? 'unfinished' : 'graded' })),
   );
   const steps = concurrency([...attempts, ...graders], i.now);
-  const starts = attempts.flatMap((a) => [a.queuedAt, a.provisionedAt, a.startedAt].filter((t): t is number => t !== null));
-  const ends = attempts.flatMap((a) => (a.finishedAt !== null ? [a.finishedAt] : a.outcome === 'unfinished' && a.queuedAt !== null ? [i.now] : []));
+  // loops, not Math.min(...xs): a spread of 300,000 arguments overflows the stack
+  let from: number | null = null;
+  let to: number | null = null;
+  const seen = (t: number): void => {
+    if (from === null || t < from) from = t;
+    if (to === null || t > to) to = t;
+  };
+  for (const a of attempts) {
+    for (const t of [a.queuedAt, a.provisionedAt, a.startedAt]) if (t !== null) seen(t);
+  }
+  const ends: number[] = [];
+  for (const a of attempts) {
+    const end = a.finishedAt !== null ? a.finishedAt : a.outcome === 'unfinished' && a.queuedAt !== null ? i.now : null;
+    if (end !== null) ends.push(end);
+  }
   for (const g of graders) ends.push(g.finishedAt ?? (g.outcome === 'unfinished' ? i.now : g.startedAt));
-  const from = starts.length ? Math.min(...starts) : null;
-  const to = from !== null ? Math.max(from, ...starts, ...ends) : null;
+  if (from !== null) for (const e of ends) if (to === null || e > to) to = e;
   return {
     schemaVersion: REPORT_SCHEMA_VERSION,
     title: clip(i.title ?? `berth fleet report: instance ${i.instance}`, REPORT_LIMITS.message),
@@ -397,7 +430,7 @@ export function buildReport(i: ReportInput): ReportData {
       byOutcome,
       passRate: rateOf(byOutcome.passed, byOutcome.failed),
       wallMs: from !== null && to !== null ? to - from : null,
-      peakRunning: Math.max(0, ...steps.map((s) => s.running)),
+      peakRunning: steps.reduce((m, s) => Math.max(m, s.running), 0),
       window: from !== null && to !== null ? { from, to } : null,
     },
     concurrency: steps,

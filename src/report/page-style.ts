@@ -20,7 +20,7 @@ table.heat th.r{color:var(--fg)}
 .h0{background:#f4c7c3}.h1{background:#f6d2c0}.h2{background:#f8dcbf}.h3{background:#fae6bf}.h4{background:#fbefc0}.h5{background:#f7f3c1}.h6{background:#e6f0c0}.h7{background:#d3eac0}.h8{background:#c0e3bf}.h9{background:#abdcbc}.h10{background:#93d3b4}
 .hnone{background:#eef0f3;color:var(--mut)}.hinfra{background:#fbe3c0}
 h4{font-size:13px;margin:10px 0 4px}
-table.heat td.d{min-width:64px;text-align:center;border:2px solid #fff;font-variant-numeric:tabular-nums;white-space:nowrap}
+table.heat td.d,table.heat td.b{min-width:64px;text-align:center;border:2px solid #fff;font-variant-numeric:tabular-nums;white-space:nowrap}
 .dm3{background:#e8958c}.dm2{background:#f1b8b1}.dm1{background:#f8dcd8}.d0{background:#eef0f3}.dp1{background:#d9efdc}.dp2{background:#b3dfbb}.dp3{background:#86cc96}
 .tl{font-size:12px}
 .tl details,#tbl{content-visibility:auto;contain-intrinsic-size:auto 600px}

@@ -41,3 +41,30 @@ export function concurrency(spans: readonly Span[], now: number): Step[] {
   }
   return out;
 }
+
+/**
+ * `steps` sampled down to at most about `n` points over [from, to] (issue 55: a fleet of 100,000
+ * runs has 200,000 steps): the window cut in `n` equal spans, each drawn at the most attempts it
+ * saw held at once, so no peak is lost. Fewer steps than that are returned as they are.
+ */
+export function sampleSteps(steps: readonly Step[], from: number, to: number, n: number): Step[] {
+  if (steps.length <= 2 * n || to <= from) return [...steps];
+  const span = (to - from) / n;
+  const out: Step[] = [];
+  let k = 0;
+  let running = 0;
+  for (let b = 0; b < n; b++) {
+    const start = from + b * span;
+    const end = b === n - 1 ? Infinity : start + span;
+    let peak = running;
+    while (k < steps.length && (steps[k] as Step).t < end) {
+      running = (steps[k] as Step).running;
+      if (running > peak) peak = running;
+      k++;
+    }
+    if (!out.length || (out[out.length - 1] as Step).running !== peak) out.push({ t: Math.round(start), running: peak });
+    // the span's end value carries into the next one
+    if (peak !== running) out.push({ t: Math.round(Math.min(end, to)), running });
+  }
+  return out;
+}

@@ -239,7 +239,9 @@ export function summarizeSet(policy: SetPolicy, children: readonly SetChild[], s
   const cellsByKey = new Map<string, ChildSummary[]>();
   for (const c of kids) {
     const key = samplesAxis ? JSON.stringify(cellAxes.map((a) => c.coords[a])) : c.name;
-    cellsByKey.set(key, [...(cellsByKey.get(key) ?? []), c]);
+    const had = cellsByKey.get(key);
+    if (had) had.push(c);
+    else cellsByKey.set(key, [c]);
   }
   const cells: CellSummary[] = [...cellsByKey.values()].map((cs) => {
     const k = counts(cs);
@@ -258,11 +260,25 @@ export function summarizeSet(policy: SetPolicy, children: readonly SetChild[], s
 
   const byAxis: Record<string, AxisValueSummary[]> = {};
   for (const a of policy.axes) {
-    const values: string[] = [];
-    for (const c of kids) if (!values.includes(c.coords[a] as string)) values.push(c.coords[a] as string);
-    byAxis[a] = values.map((v) => {
-      const k = counts(kids.filter((c) => c.coords[a] === v));
-      const its = a === samplesAxis ? [] : cells.filter((c) => c.coords[a] === v);
+    // (issue 55) each value's children and cells gathered in one pass (a set of 100,000 has 500 values of an axis)
+    const kidsOf = new Map<string, ChildSummary[]>();
+    for (const c of kids) {
+      const v = c.coords[a] as string;
+      const had = kidsOf.get(v);
+      if (had) had.push(c);
+      else kidsOf.set(v, [c]);
+    }
+    const cellsOf = new Map<string, CellSummary[]>();
+    if (a !== samplesAxis)
+      for (const c of cells) {
+        const v = c.coords[a] as string;
+        const had = cellsOf.get(v);
+        if (had) had.push(c);
+        else cellsOf.set(v, [c]);
+      }
+    byAxis[a] = [...kidsOf].map(([v, of]) => {
+      const k = counts(of);
+      const its = cellsOf.get(v) ?? [];
       return { value: v, ...k, ...rate(k), passAtK: meanOverCells(its, (c) => c.passAtK), passHatK: meanOverCells(its, (c) => c.passHatK) };
     });
   }

@@ -23,7 +23,7 @@ import { ioReason } from './read-spec-file';
 import { schemaIssues } from './schema-errors';
 import { validateAttempt } from './schema';
 import type { SetMember, SetPolicy, SourcePos, SpecError } from './types';
-import { expand, valueText, type AxisIn } from './set-expand';
+import { expand, limitText, valueText, type AxisIn } from './set-expand';
 import { childLabels, fromShape, hashPieces, shapeOf, type HashPieces, type SetShape } from './set-shape';
 import { renderTemplate, templateIssues } from './set-template';
 
@@ -39,6 +39,7 @@ interface RawSet {
     include?: Record<string, AxisValue>[];
     exclude?: Record<string, AxisValue>[];
     maxParallel?: number;
+    maxChildren?: number;
     failFast?: boolean;
     maxFailed?: number;
     template: Record<string, unknown>;
@@ -78,6 +79,8 @@ export async function checkSet(value: Record<string, unknown>, ctx: DocContext, 
       `each child would carry ${labelCount} labels (these, ${SET_LABEL} and one per axis); at most ${MAX_LABELS} are allowed`,
     );
 
+  // The set's own guard (set policy: no child's hash); raised on purpose by spec.maxChildren.
+  const limit = doc.spec.maxChildren ?? SET_LIMITS.maxChildren;
   const axes: AxisIn[] = [];
   for (const a of axisNames) {
     const raw = doc.spec.matrix[a] as RawAxis;
@@ -87,8 +90,7 @@ export async function checkSet(value: Record<string, unknown>, ctx: DocContext, 
       const [start, end] = raw.range;
       const size = end - start;
       if (size <= 0) err(['spec', 'matrix', a, 'range'], 'matrix', `range [${start}, ${end}] has no values (it is start, start+1, ..., end-1)`);
-      else if (size > SET_LIMITS.maxChildren)
-        err(['spec', 'matrix', a, 'range'], 'matrix', `range [${start}, ${end}] has ${size} values; a set may have at most ${SET_LIMITS.maxChildren} children`);
+      else if (size > limit) err(['spec', 'matrix', a, 'range'], 'matrix', `range [${start}, ${end}] has ${size} values; ${limitText(limit)}`);
       else axes.push({ name: a, values: Array.from({ length: size }, (_, i) => String(start + i)) });
     } else if (raw.fromDir !== undefined) {
       const r = await subFolders(ctx, raw.fromDir);
@@ -114,6 +116,7 @@ export async function checkSet(value: Record<string, unknown>, ctx: DocContext, 
     name: setName,
     axes: axisNames,
     maxParallel: doc.spec.maxParallel ?? null,
+    ...(doc.spec.maxChildren !== undefined ? { maxChildren: doc.spec.maxChildren } : {}),
     failFast: doc.spec.failFast ?? false,
     maxFailed: doc.spec.maxFailed ?? null,
     score: doc.spec.score?.file !== undefined ? { file: doc.spec.score.file, pass: doc.spec.score.pass ?? 1 } : null,
@@ -131,6 +134,7 @@ export async function checkSet(value: Record<string, unknown>, ctx: DocContext, 
     axes,
     include: (doc.spec.include ?? []).map(text),
     exclude: (doc.spec.exclude ?? []).map(text),
+    limit,
     ...(ctx.roots.keptNames ? { kept: ctx.roots.keptNames } : {}),
   });
   if (!expansion.ok) {

@@ -38,6 +38,8 @@ export interface ExpandInput {
   exclude: Record<string, string>[];
   /** Names the instance has records under: a child whose legacy name is one keeps it (legacyChildName). */
   kept?: ReadonlySet<string>;
+  /** The set's limit on its children (`spec.maxChildren`); default SET_LIMITS.maxChildren. */
+  limit?: number;
 }
 
 export interface ExpandedChild {
@@ -165,13 +167,11 @@ export function expand(inp: ExpandInput): Expansion {
   if (issues.length) return { ok: false, issues };
 
   const product = productSize(inp.axes);
-  const limit = SET_LIMITS.maxChildren;
+  const limit = inp.limit ?? SET_LIMITS.maxChildren;
   if (product + inp.include.length > limit * 10) {
     return {
       ok: false,
-      issues: [
-        { segs: ['spec', 'matrix'], message: `the matrix has ${product} cells; a set may have at most ${limit} children (so a typo cannot flood the engine)` },
-      ],
+      issues: [{ segs: ['spec', 'matrix'], message: `the matrix has ${product} cells; ${limitText(limit)}` }],
     };
   }
 
@@ -236,12 +236,17 @@ export function expand(inp: ExpandInput): Expansion {
   if (children.length > limit) {
     return {
       ok: false,
-      issues: [
-        { segs: ['spec', 'matrix'], message: `the set has ${children.length} children; at most ${limit} are allowed (so a typo cannot flood the engine)` },
-      ],
+      issues: [{ segs: ['spec', 'matrix'], message: `the set has ${children.length} children; ${limitText(limit)}` }],
     };
   }
   return { ok: true, children };
+}
+
+/** What the limit is and how to raise it. */
+export function limitText(limit: number): string {
+  return limit === SET_LIMITS.maxChildren
+    ? `a set may have at most ${limit} children (a guard against a typo flooding the engine); spec.maxChildren raises it on purpose`
+    : `this set's spec.maxChildren allows at most ${limit}`;
 }
 
 function sameCell(a: Record<string, string>, b: Record<string, string>): boolean {

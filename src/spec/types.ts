@@ -242,6 +242,8 @@ export interface SetPolicy {
   axes: string[];
   /** Children of the set running at once, at most; null: no limit of its own. */
   maxParallel: number | null;
+  /** `spec.maxChildren`: the children the set may have, raised on purpose above SET_LIMITS.maxChildren; absent: that default. */
+  maxChildren?: number;
   failFast: boolean;
   /** Infrastructure failures after which no more children are admitted; null: no limit. */
   maxFailed: number | null;

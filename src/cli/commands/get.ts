@@ -21,6 +21,7 @@ import { toItem, toList, toSetItem, toSetList } from './get-item';
 import type * as GetNotes from './get-notes';
 import type * as GetWatch from './get-watch';
 import { age, duration, table } from './shared';
+import { pageOf } from './page';
 
 /** `-o yaml` only: yaml is loaded when it is asked for (it costs ~18 ms of every command that imports this file). */
 function yamlOf(doc: unknown): string {
@@ -41,6 +42,10 @@ export interface GetOptions {
   watch?: boolean;
   /** Ends a watch (tests; the CLI ends it with a signal). */
   signal?: AbortSignal;
+  /** `--limit N`: at most N attempts, and a token for the rest (kubectl's limit and continue; page.ts). */
+  limit?: number;
+  /** `--continue TOKEN`: the page after the one that gave the token. */
+  continue?: string;
 }
 
 export interface Row {
@@ -274,6 +279,14 @@ async function runGetSets(ctx: Context, name: string | undefined, o: GetOptions)
   return EXIT.ok;
 }
 
+/** A list with kubectl's ListMeta (continue, remainingItemCount) before its items, when a page left some out. */
+function withMetadata<L extends { apiVersion: string; kind: string; items: unknown[] }>(
+  list: L,
+  next: { continue: string; remainingItemCount: number } | undefined,
+): L {
+  return next ? ({ apiVersion: list.apiVersion, kind: list.kind, metadata: next, items: list.items } as unknown as L) : list;
+}
+
 /** A path or template that cannot be read is a usage error (exit 2), pointing at the column. */
 function usage<T>(f: () => T): T {
   try {
@@ -302,29 +315,38 @@ function customColumns(spec: string, items: unknown[], headers: boolean): string
 }
 
 export async function runGet(ctx: Context, names: string[], o: GetOptions): Promise<number> {
+  if ((o.limit !== undefined || o.continue !== undefined) && (o.sets || o.watch))
+    throw new UsageError(`${o.limit !== undefined ? '--limit' : '--continue'} pages a listing of attempts: not with ${o.sets ? '--sets' : '-w'}`);
   if (o.sets) return runGetSets(ctx, names[0], o);
   if (o.watch && /^(jsonpath|custom-columns)=/.test(o.output ?? ''))
     throw new UsageError('-w prints rows as they change: with -o wide, json, yaml or name, not jsonpath or custom-columns');
   if (o.watch) return (require('./get-watch') as typeof GetWatch).watchRows(ctx, names, o, o.signal);
   const view = await collectView(ctx, names, o.selector ?? []);
   const { load } = view;
-  const rows = sortedRows(view.rows, o.sortBy);
+  const all = sortedRows(view.rows, o.sortBy);
   // kubectl: what was found is printed, and every name that was not is an error (exit 1).
-  const found = new Set(rows.map((r) => r.name));
+  const found = new Set(all.map((r) => r.name));
   const missing = [...new Set(names)].filter((n) => !found.has(n));
   for (const n of missing) ctx.io.err(`berth: attempt ${JSON.stringify(n)} not found\n`);
   const code = missing.length ? EXIT.failed : EXIT.ok;
-  if (missing.length && rows.length === 0) return code;
-  // One name asked for gives the item itself, as `kubectl get pod x -o json` does.
-  const doc = names.length === 1 && rows[0] ? toItem(rows[0]) : toList(rows);
-  if (o.output === 'json') ctx.io.out(JSON.stringify(doc, null, 2) + '\n');
-  else if (o.output === 'yaml') ctx.io.out(yamlOf(doc));
+  if (missing.length && all.length === 0) return code;
+  const page = pageOf(all, o);
+  const rows = page.rows;
+  // One name asked for gives the item itself, as `kubectl get pod x -o json` does; built only for the outputs that show it.
+  const doc = () => (names.length === 1 && rows[0] && !page.next ? toItem(rows[0]) : withMetadata(toList(rows), page.next));
+  if (o.output === 'json') ctx.io.out(JSON.stringify(doc(), null, 2) + '\n');
+  else if (o.output === 'yaml') ctx.io.out(yamlOf(doc()));
   else if (o.output === 'name') ctx.io.out(rows.map((r) => `attempt/${r.name}\n`).join(''));
-  else if (o.output?.startsWith('jsonpath=')) ctx.io.out(jsonpathText(o.output.slice('jsonpath='.length), doc));
+  else if (o.output?.startsWith('jsonpath=')) ctx.io.out(jsonpathText(o.output.slice('jsonpath='.length), doc()));
   else if (o.output?.startsWith('custom-columns=')) ctx.io.out(customColumns(o.output.slice('custom-columns='.length), rows.map(toItem), o.headers !== false));
   else if (rows.length > 0) ctx.io.out(renderRows(rows, o.output === 'wide', o.headers !== false));
   // what a table cannot say (on stderr): spec errors holding attempts, an empty ("No attempts") or suspicious answer
   const table = o.output === undefined || o.output === 'text' || o.output === 'wide';
+  // the rest, for a person (a script reads .metadata.continue)
+  if (page.next && (table || o.output === 'name'))
+    ctx.io.err(
+      `berth: ${rows.length} of ${rows.length + page.next.remainingItemCount + page.before} attempts shown; the next ${Math.min(o.limit ?? 0, page.next.remainingItemCount)}: --continue ${page.next.continue}\n`,
+    );
   await (require('./get-notes') as typeof GetNotes).printNotes(ctx, rows, load, { names, selector: o.selector ?? [], table });
   return code;
 }

@@ -33,6 +33,8 @@ const NOT_IN_FILE = new Set([
   'allow-empty',
   'all',
   'sort-by',
+  'limit',
+  'continue',
   'verbose',
   'by',
   'baseline',

@@ -2,6 +2,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { SET_LIMITS } from '../../../src/constants';
+import { attemptSchema } from '../../../src/spec/schema';
 import { childName, expand, legacyChildName, type AxisIn, type ExpandInput } from '../../../src/spec/set-expand';
 
 const DNS1123 = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -108,11 +109,25 @@ describe('spec/set-expand (golden)', () => {
     const big = (n: number, name = `a${n}`): AxisIn => ({ name, values: Array.from({ length: n }, (_, i) => String(i)) });
     const over = expand({ set: 's', axes: [big(101), big(100)], include: [], exclude: [] });
     expect(over.ok).to.equal(false);
-    if (!over.ok) expect(over.issues[0]?.message).to.match(/has 10100 children; at most 10000/);
+    if (!over.ok) expect(over.issues[0]?.message).to.match(/has 10100 children; a set may have at most 10000 children .*spec\.maxChildren raises it/);
+    // raised on purpose (spec.maxChildren), and lowered
+    expect(names({ set: 's', axes: [big(101), big(100)], include: [], exclude: [], limit: 20_000 })).to.have.length(10_100);
+    const low = expand({ set: 's', axes: [big(10)], include: [], exclude: [], limit: 5 });
+    if (!low.ok) expect(low.issues[0]?.message).to.equal("the set has 10 children; this set's spec.maxChildren allows at most 5");
+    expect(low.ok).to.equal(false);
     const huge = expand({ set: 's', axes: [big(1000), big(1000)], include: [], exclude: [] });
     expect(huge.ok).to.equal(false);
     if (!huge.ok) expect(huge.issues[0]?.message).to.match(/1000000 cells/);
     expect(names({ set: 's', axes: [big(100), big(100, 'b')], include: [], exclude: [] })).to.have.length(10_000);
+  });
+});
+
+describe('spec.maxChildren in the schema', () => {
+  it('defaults to SET_LIMITS.maxChildren (the description says it) and stops at SET_LIMITS.maxChildrenCeiling', () => {
+    const p = (attemptSchema() as { $defs: { setSpec: { properties: { maxChildren: { maximum: number; description: string } } } } }).$defs.setSpec.properties
+      .maxChildren;
+    expect(p.maximum).to.equal(SET_LIMITS.maxChildrenCeiling);
+    expect(p.description).to.include(`Default ${SET_LIMITS.maxChildren}`);
   });
 });
 
