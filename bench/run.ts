@@ -30,9 +30,12 @@
  *   BENCH_FIXTURE_MB   the large-fixture tree's size in MiB (default 150)
  *   BENCH_FIXTURE_ATTEMPTS containers it is copied into, 4 at a time (default 20)
  *   BENCH_IMAGES_ROUNDS rounds of the images workload (default 3): 12 attempts over 6 images from a registry of its own
+ *   BENCH_STARTUP_RUNS runs of each contender of the start-up workload (default 15)
+ *   BENCH_HUNDREDK_CONTROLLER 0: the hundredk workload without its controller at 100,000 specs
  *   BENCH_ONLY         comma list of
- * cold,drop,noop,resources,report,harvest,disk,redact,exec,grade,credentials,sets,compare,completion,git,swarm,fleet,tenk,fixture-plan,fixture,
- * images: a partial run, written to bench/results/partial.*.tmp instead of latest.*
+ * startup,hundredk,cold,drop,noop,resources,report,harvest,disk,redact,exec,grade,credentials,sets,compare,completion,git,swarm,fleet,tenk,fixture-plan,
+ * fixture,images: a partial run, written to
+ *                      bench/results/partial.*.tmp instead of latest.*
  *   BENCH_PROFILE=1    also take CPU profiles (untimed extra runs under `node --cpu-prof`: berth's
  *                      cold start and clean of 50, a no-op pass at the largest size in-process and
  *                      as a CLI, the controller at the largest size) into BENCH_PROFILE_DIR
@@ -74,8 +77,12 @@ import { swarmRows, swarmWorkload, type SwarmSamples } from './workloads/swarm';
 import { fleetRounds, fleetRows, type FleetSamples } from './workloads/fleet';
 import { tenk, tenkRows, type TenkSamples } from './workloads/tenk';
 import { imagesRounds, imagesRows, type ImagesSamples } from './workloads/images';
+import { startupRounds, type StartupSamples } from './workloads/startup';
+import { HUNDREDK_TARGETS, hundredkRounds, type HundredkSamples, type Took } from './workloads/hundredk';
 
 const TARGETS = {
+  /** `berth --version`, `validate` and `get` of 15 attempts: CPU against `node -e 0`'s (issue 55); none of them asks the engine anything. */
+  startupVsNode: 1.5,
   coldVsFloor: 1.15,
   noopVsFloor: 1.5,
   teardownVsFloor: 1.15,
@@ -190,6 +197,10 @@ async function preflight(engine: RawEngine): Promise<void> {
 
 interface Results {
   profiles: { title: string; file: string }[];
+  startupCpu?: StartupSamples;
+  hundredk?: HundredkSamples;
+  /** The controller watching 100,000 specs (tenk.ts at 100,000; BENCH_ONLY=hundredk). */
+  tenk100k?: TenkSamples;
   /** `node bin/berth.js --version` and `node -e 0`, alternating: what start-up costs berth's CLI. */
   startup?: { berthVersion: number[]; bareNode: number[] };
   cold?: ColdSamples;
@@ -248,6 +259,134 @@ function gitRows(g: GitSamples, rows: Row[]): void {
     target: 'one fetch a poll, no engine mutation',
     verdict: verdictOf(g.noop.mutations === 0 && Math.abs(g.noop.fetches - polls) <= 1),
   });
+}
+
+function startupRows(st: StartupSamples, rows: Row[]): void {
+  const node = summarize(st.cpu.bareNode);
+  for (const [id, xs, what] of [
+    ['startup-version', st.cpu.version, '`berth --version`'],
+    ['startup-validate', st.cpu.validate, `\`berth validate\` of a folder of ${st.attempts} attempts`],
+    ['startup-get', st.cpu.get, `\`berth get\` of ${st.attempts} attempts (finished, with their records; no engine call)`],
+  ] as const) {
+    const r = pairedRatio(xs, st.cpu.bareNode);
+    const med = summarize(xs).median;
+    rows.push({
+      id,
+      workload: `Start-up: ${what}, CPU (user + system), median of ${xs.length} runs (wall ${fmtMs(summarize(st.wall[id === 'startup-version' ? 'version' : id === 'startup-validate' ? 'validate' : 'get']).median)})`,
+      berth: spread(summarize(xs)),
+      reference: '`node -e 0`, same rounds, alternating',
+      refValue: spread(node),
+      ratio: r,
+      target: `≤ ${TARGETS.startupVsNode}× (medians)`,
+      verdict: verdictOf(med <= TARGETS.startupVsNode * node.median),
+      chart: { label: `${id.replace('startup-', 'start-up: ')} CPU vs node -e 0`, target: TARGETS.startupVsNode },
+    });
+  }
+}
+
+/** 100,000 cells (issue 55): each command's median wall time, CPU and peak RSS, against the issue's absolute targets. */
+function hundredkRows(h: HundredkSamples, c: TenkSamples | undefined, rows: Row[]): void {
+  const med = (xs: Took[], k: keyof Took) => summarize(xs.map((x) => x[k])).median;
+  const fig = (xs: Took[]) =>
+    `${spread(summarize(xs.map((x) => x.wallMs)))}; CPU ${fmtMs(med(xs, 'cpuMs'))}; peak RSS ${(med(xs, 'rssKb') / 1024).toFixed(0)} MB`;
+  const fleets = { sets: '10 AttemptSets of 10,000 (500 tasks × 20 seeds)', one: 'one AttemptSet of 100,000 (maxChildren)' } as const;
+  for (const f of ['sets', 'one'] as const) {
+    const x = h.fleets[f];
+    for (const [id, xs, what, ms, mb] of [
+      ['validate', x.validate, '`berth validate`', HUNDREDK_TARGETS.validateMs, HUNDREDK_TARGETS.validateMb],
+      ['plan-fresh', x.planFresh, '`berth plan` (nothing started), fresh state folder', HUNDREDK_TARGETS.planMs, HUNDREDK_TARGETS.planMb],
+      ['plan-kept', x.planKept, '`berth plan`, state folder kept (its spec cache)', HUNDREDK_TARGETS.planMs, HUNDREDK_TARGETS.planMb],
+    ] as const) {
+      rows.push({
+        id: `hundredk-${f}-${id}`,
+        workload: `100,000 cells, ${fleets[f]}: ${what}, new process; wall (min–max), CPU, peak RSS (medians of ${xs.length})`,
+        berth: fig(xs),
+        reference: '—',
+        refValue: '—',
+        target: `≤ ${fmtMs(ms)} and ≤ ${mb} MB`,
+        verdict: verdictOf(med(xs, 'wallMs') <= ms && med(xs, 'rssKb') / 1024 <= mb),
+      });
+    }
+  }
+  for (const [id, xs, what] of [
+    ['get', h.get, '`berth get` (a table of 100,000 rows)'],
+    ['summary', h.summary, '`berth summary`'],
+  ] as const) {
+    rows.push({
+      id: `hundredk-${id}`,
+      workload: `${what} over 100,000 finished records (records read from their index; the first get, which read the 100,000 files and kept it: ${fmtMs(h.getFirst.wallMs)}, CPU ${fmtMs(h.getFirst.cpuMs)})`,
+      berth: fig(xs),
+      reference: '—',
+      refValue: '—',
+      target: `≤ ${fmtMs(HUNDREDK_TARGETS.getMs)}`,
+      verdict: verdictOf(med(xs, 'wallMs') <= HUNDREDK_TARGETS.getMs),
+    });
+  }
+  const r = h.report;
+  rows.push({
+    id: 'hundredk-report-size',
+    workload: `Fleet report of ${r.attempts.toLocaleString('en')} finished cells: file size (made in ${fmtMs(r.buildMs)}, in-process)`,
+    berth: `${(r.bytes / 1024 / 1024).toFixed(1)} MB`,
+    reference: '—',
+    refValue: '—',
+    target: `≤ ${HUNDREDK_TARGETS.reportBytes / 1024 / 1024} MB`,
+    verdict: verdictOf(r.bytes <= HUNDREDK_TARGETS.reportBytes),
+  });
+  const open = summarize(r.openMs);
+  rows.push({
+    id: 'hundredk-report-open',
+    workload: `Fleet report of ${r.attempts.toLocaleString('en')} finished cells in headless chromium: opened until loaded, its heatmap drawn (${r.heatCells} cells) and the table's first page shown (first paint ${fmtMs(summarize(r.firstPaintMs).median)})`,
+    berth: spread(open),
+    reference: 'a minimal page, same browser, alternating',
+    refValue: spread(summarize(r.minimalOpenMs)),
+    ratio: pairedRatio(r.openMs, r.minimalOpenMs),
+    target: `≤ ${fmtMs(HUNDREDK_TARGETS.reportOpenMs)}`,
+    verdict: verdictOf(open.median <= HUNDREDK_TARGETS.reportOpenMs),
+  });
+  if (c) {
+    const k = c.controller;
+    const n = `${c.specs.toLocaleString('en')} specs (${(c.specs - c.running).toLocaleString('en')} finished and collected, ${c.running} running)`;
+    const pct = (100 * k.idleCpuMs) / k.idleWindowMs;
+    rows.push({
+      id: 'hundredk-controller-rss',
+      workload: `Controller watching ${n}: peak RSS (VmHWM)`,
+      berth: `${(k.rssPeakKb / 1024).toFixed(0)} MB (before the drops ${(k.rssPeakBeforeDropsKb / 1024).toFixed(0)} MB; idle ${(k.rssIdleKb / 1024).toFixed(0)} MB)`,
+      reference: '—',
+      refValue: '—',
+      target: '≤ 1,024 MB',
+      verdict: verdictOf(k.rssPeakKb / 1024 <= 1024),
+    });
+    rows.push({
+      id: 'hundredk-controller-ready',
+      workload: `Controller watching ${n}: start-up + first pass until idle`,
+      berth: fmtMs(k.readyMs),
+      reference: '—',
+      refValue: '—',
+      target: '≤ 30 s',
+      verdict: verdictOf(k.readyMs <= 30_000),
+    });
+    rows.push({
+      id: 'hundredk-controller-idle-cpu',
+      workload: `Controller watching ${n}: CPU while idle`,
+      berth: `${k.idleCpuMs} ms over ${(k.idleWindowMs / 1000).toFixed(1)} s = ${pct.toFixed(2)}% of a core`,
+      reference: '—',
+      refValue: '—',
+      target: '≤ 1% of a core',
+      verdict: verdictOf(pct <= 1),
+    });
+    if (k.drops.berth.length) {
+      const d = summarize(k.drops.berth);
+      rows.push({
+        id: 'hundredk-controller-drop',
+        workload: `Controller watching ${n}: a dropped spec file → its container running (${d.n} drops; the engine's own create+start ${fmtMs(summarize(k.drops.floor).median)})`,
+        berth: `median ${fmtMs(d.median)} (${k.drops.berth.map((x) => x.toFixed(0)).join(', ')} ms)`,
+        reference: '—',
+        refValue: '—',
+        target: '≤ 500 ms',
+        verdict: verdictOf(d.median <= 500),
+      });
+    }
+  }
 }
 
 function coldRows(c: ColdSamples, rows: Row[]): void {
@@ -824,6 +963,8 @@ async function main(): Promise<void> {
     for (const w of only)
       if (
         ![
+          'startup',
+          'hundredk',
           'cold',
           'drop',
           'noop',
@@ -897,6 +1038,10 @@ async function main(): Promise<void> {
       startup.berthVersion.push((await berth(['--version'])).ms);
     }
     res.startup = startup;
+    if (want('startup')) {
+      log('start-up: CPU of berth --version, validate and get of 15 attempts against node -e 0');
+      res.startupCpu = await startupRounds(run, envInt('BENCH_STARTUP_RUNS', 15), log);
+    }
     if (want('cold')) {
       res.cold = await coldRounds(engine, run, rounds, log);
       if (profileDir) {
@@ -984,6 +1129,11 @@ async function main(): Promise<void> {
       res.fixture = await fixtureRounds(engine, run, o, rounds, log);
     }
     if (want('fixture-plan')) res.fixturePlan = await fixturePlanRounds(await run.dir('fixture-plan'), envInt('BENCH_FIXTURE_FILES', 5000, 100), rounds, log);
+    if (want('hundredk')) {
+      log('100,000 cells: validate, plan, get, summary, the report (and the controller watching 100,000 specs)');
+      res.hundredk = await hundredkRounds(run, rounds, log);
+      if (process.env.BENCH_HUNDREDK_CONTROLLER !== '0') res.tenk100k = await tenk(engine, run, 100_000, 50, dropsAtMax, log);
+    }
     if (want('report')) {
       log('the fleet report of 1,000 attempts: size, time to make it, first paint in headless chromium');
       res.report = await reportBench(rounds, log);
@@ -1003,6 +1153,7 @@ async function main(): Promise<void> {
   if (failure) throw failure;
 
   const rows: Row[] = [];
+  if (res.startupCpu) startupRows(res.startupCpu, rows);
   if (res.cold) coldRows(res.cold, rows);
   if (res.noop) noopRows(res.noop, rows);
   if (res.cold) teardownRows(res.cold, rows);
@@ -1025,6 +1176,7 @@ async function main(): Promise<void> {
   if (res.fleet) fleetRows(res.fleet, rows);
   if (res.images) imagesRows(res.images, rows);
   if (res.tenk) tenkRows(res.tenk, rows);
+  if (res.hundredk) hundredkRows(res.hundredk, res.tenk100k, rows);
 
   // the newest engine's turn (lib/engine-turn.ts): its rows go to the run that started it
   const turnOut = process.env.BENCH_ENGINE_TURN ? process.env.BENCH_TURN_OUT : undefined;
@@ -1112,6 +1264,7 @@ async function main(): Promise<void> {
       },
       drop: res.drop,
       startup: res.startup,
+      startupCpu: res.startupCpu,
       controllerAtMax: res.at1000,
       cleanMaxMs: res.clean1000Ms,
       harvest: res.harvest,
@@ -1129,6 +1282,8 @@ async function main(): Promise<void> {
       swarm: res.swarm,
       fleet: res.fleet,
       tenk: res.tenk,
+      hundredk: res.hundredk,
+      tenk100k: res.tenk100k,
     },
     profiles: profileSummaries,
   };

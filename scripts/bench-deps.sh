@@ -3,6 +3,7 @@
 #   - a Docker engine that answers            (./scripts/engine-up.sh)
 #   - the local images, berth/busybox:local    (./scripts/images.sh)
 #   - docker-compose 1.29 (Debian's `docker-compose` package, a peer the bench compares with)
+#   - GNU time (/usr/bin/time: the hundredk workload's peak RSS of each command)
 #   - berth built (dist/cli/index.js), since the bench runs `node bin/berth.js`
 # Fails loudly (non-zero exit, with the reason on stderr) when any of them cannot be had.
 set -euo pipefail
@@ -35,6 +36,13 @@ case "$version" in
   1.*) ;;
   *) say "warning: docker-compose $version is not the 1.x line the bench was written against" ;;
 esac
+
+# GNU time: the hundredk workload reads a command's peak RSS from it (bash's `time` has none).
+if [ ! -x /usr/bin/time ]; then
+  [ "$(id -u)" = 0 ] || die "GNU time (/usr/bin/time) is missing and this is not root: apt-get install time"
+  say "installing GNU time from Debian's packages"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq time >/dev/null || { apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq time >/dev/null; } || die "apt-get install time failed"
+fi
 
 [ -f dist/cli/index.js ] || die "berth is not built (dist/cli/index.js is missing): run npm run build (make setup does)"
 say "engine $(docker version --format '{{.Server.Version}}'), docker-compose $version, berth built: ready"

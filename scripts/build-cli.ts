@@ -32,8 +32,57 @@ const bundledSchemaFiles: Plugin = {
   },
 };
 
+/**
+ * dockerode's BuildKit support (lib/session.js, lib/buildkit.js: gRPC, protobufjs, OpenTelemetry,
+ * about 900 KB) is for building images and following a build's progress, which berth never does:
+ * in the bundle each is a stand-in that says so if it is ever called. Every byte of the file is
+ * read and checked by every command, so this is start-up time (issue 55).
+ */
+const noBuildKit: Plugin = {
+  name: 'no-buildkit',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]dockerode[\\/]lib[\\/](session|buildkit)\.js$/ }, (args) => ({
+      contents: `var fail = function () { throw new Error('berth: dockerode ${path.basename(args.path)} (BuildKit) is not in the single-file build'); };
+module.exports = fail; module.exports.followProgress = fail;`,
+      loader: 'js',
+    }));
+  },
+};
+
+/**
+ * What src/engine/docker/load-dockerode.ts does for dockerode in node_modules, in the bundle:
+ * docker-modem's SSH agent (ssh2 and its crypto, for an ssh:// DOCKER_HOST), its HttpDuplex (for
+ * a hijacked connection) and tar-fs (an image's build context) are loaded by dockerode at
+ * require time but rarely used; each is a stand-in that runs the real module (still in the
+ * bundle) on its first call. Without this every command that talks to the engine would run
+ * ssh2's modules first.
+ */
+const DEFERRED = /[\\/](docker-modem[\\/]lib[\\/](ssh|http_duplex)\.js|tar-fs[\\/]index\.js)$/;
+const deferredModules: Plugin = {
+  name: 'deferred-modules',
+  setup(b) {
+    b.onLoad({ filter: DEFERRED, namespace: 'file' }, (args) => {
+      const real = JSON.stringify(`berth-real:${args.path}`);
+      const contents = args.path.endsWith(`tar-fs${path.sep}index.js`)
+        ? `var real; function load() { return real || (real = require(${real})); }
+module.exports = { pack: function () { return load().pack.apply(this, arguments); }, extract: function () { return load().extract.apply(this, arguments); } };`
+        : `var real; function load() { return real || (real = require(${real})); }
+module.exports = function deferred() { var f = load(); return new.target ? Reflect.construct(f, arguments) : f.apply(this, arguments); };`;
+      return { contents, loader: 'js' };
+    });
+    b.onResolve({ filter: /^berth-real:/ }, (args) => ({ path: args.path.slice('berth-real:'.length), namespace: 'real' }));
+    b.onLoad({ filter: /.*/, namespace: 'real' }, (args) => ({ contents: readFileSync(args.path, 'utf8'), loader: 'js', resolveDir: path.dirname(args.path) }));
+  },
+};
+
 void build({
-  stdin: { contents: "require('./src/cli/index').main(process.argv);", resolveDir: repo, sourcefile: 'berth-cli.js', loader: 'js' },
+  // Run as a program (`node berth.cjs`), it runs berth; required (bin/berth.js), it hands over main().
+  stdin: {
+    contents: "const cli = require('./src/cli/index'); module.exports = { main: cli.main }; if (require.main === module) cli.main(process.argv);",
+    resolveDir: repo,
+    sourcefile: 'berth-cli.js',
+    loader: 'js',
+  },
   bundle: true,
   platform: 'node',
   target: 'node22',
@@ -43,10 +92,21 @@ void build({
   banner: { js: `#!/usr/bin/env node\n(${nodeCheck})();` },
   define: { BERTH_BUNDLED_VERSION: JSON.stringify(pkg.version) },
   external: ['cpu-features', 'fsevents', '*.node'],
-  plugins: [bundledSchemaFiles],
+  plugins: [bundledSchemaFiles, noBuildKit, deferredModules],
+  // Smaller to read and compile at every start; names are kept, so stack traces still read.
+  minifyWhitespace: true,
+  minifySyntax: true,
   legalComments: 'none',
   // load-dockerode's require.resolve finds no node_modules in the bundle and falls back to loading
   // dockerode whole, as it does for any layout it does not know.
   logOverride: { 'require-resolve-not-external': 'silent' },
   logLevel: 'warning',
-}).then(() => process.stderr.write(`build-cli: wrote ${path.relative(process.cwd(), out)}\n`));
+  // In a checkout (dist/berth.cjs), a map back to the sources: errors' stacks with --enable-source-maps, and coverage.
+  sourcemap: process.env.BERTH_CLI_BUNDLE ? false : 'linked',
+}).then(() => {
+  // One byte per character: a file with any other is read into a string twice the size, slower at every start.
+  const text = readFileSync(out, 'latin1');
+  const at = text.search(/[^\x00-\x7f]/);
+  if (at >= 0) throw new Error(`build-cli: ${out} has a character outside ASCII at offset ${at}: ${JSON.stringify(text.slice(Math.max(0, at - 60), at + 20))}`);
+  process.stderr.write(`build-cli: wrote ${path.relative(process.cwd(), out)}\n`);
+});

@@ -23,10 +23,18 @@ export const KIND_ATTEMPT_SET = 'AttemptSet';
  */
 export const SET_LABEL = 'berth.dev/set';
 
+/**
+ * The form of an AttemptSet child's name before names were readable for any value
+ * (`<set>--<16 hex>`, spec/set-expand.ts legacyChildName): a record under such a name keeps it.
+ */
+export const LEGACY_CHILD_NAME = /--[0-9a-f]{16}$/;
+
 /** Limits on an AttemptSet, so a typo cannot flood the engine. */
 export const SET_LIMITS = {
-  /** Children one set may expand to. */
+  /** Children one set may expand to unless its `spec.maxChildren` says more (a guard against a typo). */
   maxChildren: 10_000,
+  /** The most `spec.maxChildren` may say (the schema's maximum). */
+  maxChildrenCeiling: 1_000_000,
   /** Children of one set whose rendered spec is invalid reported one by one; the rest are counted. */
   maxChildErrors: 20,
   /** Bytes of a score file read at most. */
@@ -36,7 +44,18 @@ export const SET_LIMITS = {
 /** Bounds on what the fleet report (src/report) embeds, so attempt-controlled strings cannot make the page huge. */
 export const REPORT_LIMITS = {
   /** Attempts in one report (the rest are counted, not shown). */
-  attempts: 20_000,
+  attempts: 200_000,
+  /**
+   * Attempts up to which the page draws each one itself (a table row and a timeline row in the
+   * HTML); above it (issue 55) the page holds them as compact columns and its script shows the
+   * table a page at a time, and the timeline shows the slots held and each set's span.
+   */
+  detailed: 2_000,
+  /** Rows and columns of one set's heatmap at most; more are grouped into bands of neighbours. */
+  heatRows: 100,
+  heatCols: 100,
+  /** Points of the slots-held line at most (the steps of a large fleet are sampled down to this). */
+  timelinePoints: 1_000,
   /** Characters of a name, a key (label or axis), a value (label, axis value, reason), a message. */
   name: 253,
   key: 120,
@@ -46,7 +65,12 @@ export const REPORT_LIMITS = {
   path: 1024,
   /** Labels or axis values of one attempt. */
   entries: 32,
+  /** Graders of one run drawn on the timeline (its latest). */
+  grades: 8,
 } as const;
+
+/** berth's configuration file (src/cli/config.ts): flags' defaults, found in the working directory or beside the specs folder. */
+export const CONFIG_FILE = 'berth.yaml';
 
 /** The report's file when `berth report` is given no -o: at the results root, where its links work. */
 export const REPORT_FILE = 'report.html';

@@ -34,10 +34,42 @@ export interface OwnershipContext {
 }
 
 /** The ids the records name (`containerId`), each with its record's attempt and instance. */
-export function recordedContainers(statuses: Iterable<AttemptStatus>): Map<string, { attempt: string; instance: string }> {
-  const out = new Map<string, { attempt: string; instance: string }>();
-  for (const s of statuses) if (s.containerId) out.set(s.containerId, { attempt: s.name, instance: s.instance });
-  return out;
+export function recordedContainers(statuses: Iterable<AttemptStatus>): RecordedContainers {
+  // (issue 55) the records themselves by container id, each read as { attempt, instance } when asked:
+  // a controller's batch over 100,000 records makes no object per record
+  const byId = new Map<string, AttemptStatus>();
+  for (const s of statuses) if (s.containerId) byId.set(s.containerId, s);
+  return new RecordIndex(byId);
+}
+
+/** Container id → the attempt and instance whose record holds it (a read-only view over the records). */
+class RecordIndex implements RecordedContainers {
+  constructor(private readonly byId: ReadonlyMap<string, AttemptStatus>) {}
+  get size(): number {
+    return this.byId.size;
+  }
+  get(id: string): { attempt: string; instance: string } | undefined {
+    const s = this.byId.get(id);
+    return s && { attempt: s.name, instance: s.instance };
+  }
+  has(id: string): boolean {
+    return this.byId.has(id);
+  }
+  *entries(): MapIterator<[string, { attempt: string; instance: string }]> {
+    for (const [id, s] of this.byId) yield [id, { attempt: s.name, instance: s.instance }];
+  }
+  keys(): MapIterator<string> {
+    return this.byId.keys();
+  }
+  *values(): MapIterator<{ attempt: string; instance: string }> {
+    for (const s of this.byId.values()) yield { attempt: s.name, instance: s.instance };
+  }
+  forEach(f: (v: { attempt: string; instance: string }, k: string, m: RecordedContainers) => void): void {
+    for (const [k, v] of this.entries()) f(v, k, this);
+  }
+  [Symbol.iterator](): MapIterator<[string, { attempt: string; instance: string }]> {
+    return this.entries();
+  }
 }
 
 /** The labeled images of an image list, by id. */

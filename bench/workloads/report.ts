@@ -30,8 +30,15 @@ export interface ReportSamples {
 
 const ROOT = '/bench/results-root';
 
-/** 1,000 children and their records, deterministic. */
-export function syntheticFleet(): { sets: Map<string, { policy: SetPolicy; children: SetChild[] }>; statuses: Map<string, AttemptStatus> } {
+/** 1,000 children and their records, deterministic (`shape`: models, tasks and seeds; the first 2% of them still running unless `finished`). */
+export function syntheticFleet(
+  shape: { models: string[]; tasks: number; seeds: number; finished?: boolean } = {
+    models: ['gpt-x', 'claude-y', 'llama-z', 'mistral-w'],
+    tasks: 25,
+    seeds: 10,
+  },
+): { sets: Map<string, { policy: SetPolicy; children: SetChild[] }>; statuses: Map<string, AttemptStatus> } {
+  const total = shape.models.length * shape.tasks * shape.seeds;
   const policy: SetPolicy = {
     name: 'swe-bench-lite',
     axes: ['model', 'task', 'seed'],
@@ -47,9 +54,9 @@ export function syntheticFleet(): { sets: Map<string, { policy: SetPolicy; child
   const t0 = Date.parse('2026-01-01T00:00:00Z');
   const iso = (ms: number) => new Date(ms).toISOString();
   let i = 0;
-  for (const model of ['gpt-x', 'claude-y', 'llama-z', 'mistral-w']) {
-    for (let t = 0; t < 25; t++) {
-      for (let seed = 0; seed < 10; seed++, i++) {
+  for (const model of shape.models) {
+    for (let t = 0; t < shape.tasks; t++) {
+      for (let seed = 0; seed < shape.seeds; seed++, i++) {
         const name = `swe-bench-lite-${model}-${seed}-task${t}`.replace(/[^a-z0-9-]/g, '');
         const coords = { model, task: `django__django-${11000 + t * 37}`, seed: String(seed) };
         const loaded = {
@@ -63,7 +70,7 @@ export function syntheticFleet(): { sets: Map<string, { policy: SetPolicy; child
         const slotStart = t0 + Math.floor(i / 16) * 60_000 + (i % 16) * 900;
         const run = 20_000 + ((i * 7919) % 180_000);
         const r = (i * 31) % 100;
-        const phase: AttemptStatus['phase'] = i >= 980 ? 'Running' : r < 4 ? 'TimedOut' : r < 7 ? 'Failed' : 'Succeeded';
+        const phase: AttemptStatus['phase'] = !shape.finished && i >= total * 0.98 ? 'Running' : r < 4 ? 'TimedOut' : r < 7 ? 'Failed' : 'Succeeded';
         statuses.set(name, {
           name,
           instance: 'bench',

@@ -51,7 +51,7 @@ export interface TenkSamples {
   ab?: { label: string; round: number; controller: ControllerAt1000 }[];
 }
 
-function finishedRecord(instance: string, name: string, hash: string, resultsRoot: string, at: number): AttemptStatus {
+export function finishedRecord(instance: string, name: string, hash: string, resultsRoot: string, at: number): AttemptStatus {
   const t = (ms: number) => new Date(at + ms).toISOString();
   const id = (name + '0'.repeat(64)).replace(/[^0-9a-f]/g, 'a').slice(0, 64);
   const checks = ['labels', 'image', 'networks', 'mounts', 'security', 'namespaces', 'ports', 'limits', 'init-restart', 'user', 'root filesystem', 'dns'].map(

@@ -16,20 +16,32 @@
 import type { Command, Option } from 'commander';
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { DEFAULTS } from '../constants';
+import { CONFIG_FILE, DEFAULTS } from '../constants';
 import { didYouMean } from '../spec/did-you-mean';
 import { isRecord, type Segment } from '../spec/field-path';
-import { DocLocator } from '../spec/positions';
-import { validateConfig } from '../spec/schema';
-import { schemaIssues } from '../spec/schema-errors';
+import type * as Positions from '../spec/positions';
+import type * as Schema from '../spec/schema';
+import type * as SchemaErrors from '../spec/schema-errors';
 import type { SpecError } from '../spec/types';
-import { decodeUtf8 } from '../spec/utf8';
-import { parseYamlStream } from '../spec/yaml-parse';
-import { toPlain } from '../spec/yaml-to-plain';
-import { UsageError } from './context';
+import type * as Utf8 from '../spec/utf8';
+import type * as YamlParse from '../spec/yaml-parse';
+import type * as YamlToPlain from '../spec/yaml-to-plain';
 import { formatErrors } from './format-errors';
+import { UsageError } from './usage';
 
-export const CONFIG_FILE = 'berth.yaml';
+export { CONFIG_FILE };
+
+/** What reading a berth.yaml takes (yaml, the schema), loaded only when there is one: every command asks whether there is (issue 55). */
+function reader() {
+  return {
+    ...(require('../spec/positions') as typeof Positions),
+    ...(require('../spec/schema') as typeof Schema),
+    ...(require('../spec/schema-errors') as typeof SchemaErrors),
+    ...(require('../spec/utf8') as typeof Utf8),
+    ...(require('../spec/yaml-parse') as typeof YamlParse),
+    ...(require('../spec/yaml-to-plain') as typeof YamlToPlain),
+  };
+}
 /** A berth.yaml is a few lines; anything this big is not one. */
 const MAX_CONFIG_BYTES = 1024 * 1024;
 /** Keys whose value is a path: relative ones are relative to the file's folder, as kubeconfig's are. */
@@ -111,6 +123,7 @@ export function findConfig(o: { explicit?: string; cwd: string; specs?: string }
 
 /** Reads and checks `abs`, and picks the context (`context`: --context or BERTH_CONTEXT). Throws a UsageError listing every problem. */
 export function loadConfig(abs: string, o: { cwd: string; context?: string }): LoadedConfig {
+  const { decodeUtf8, DocLocator, parseYamlStream, schemaIssues, toPlain, validateConfig } = reader();
   const file = shown(abs, o.cwd);
   const fail = (errors: SpecError[], lines?: (string | undefined)[]): never => {
     throw new UsageError(`${file} is not a valid berth configuration:\n${formatErrors(errors, lines ? (_f, n) => lines[n - 1] : undefined).trimEnd()}`);

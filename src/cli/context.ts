@@ -1,6 +1,5 @@
 /** Global options shared by every command, resolved once into a Context. */
 import type { RunPolicy } from '../policy';
-import os from 'node:os';
 import path from 'node:path';
 import { readlinkSync, statSync } from 'node:fs';
 import { DEFAULTS, GIT } from '../constants';
@@ -8,17 +7,20 @@ import type { PassConfig } from '../controller/pass';
 import { parseByteSize, parseDisk } from '../spec/quantity';
 import { resolveResultsRoot } from '../plan/results';
 import { registryConfigPath } from '../registry/credentials';
-import { DesiredStates } from '../plan/desired-for';
+import type * as DesiredFor from '../plan/desired-for';
 import { diskThresholds, type Floor } from '../plan/disk-pressure';
 import type * as DockerEngine from '../engine/docker';
 import type * as SwarmBackend from '../backend/swarm';
 import type { Engine } from '../engine/types';
 import { CallCounter, instrumentEngine } from '../engine/wrap';
-import { StatusStore } from '../status/store';
+import type * as Store from '../status/store';
+import type { StatusStore } from '../status/store';
 import { parseDuration } from '../util/duration';
 import { createLogger, type LogFormat, type Logger } from '../util/log';
 import type { Io } from './io';
 import { liveLine } from './live-line';
+import { defaultMaxRunning } from './max-running';
+import { UsageError } from './usage';
 
 export interface GlobalOptions {
   specs?: string;
@@ -44,7 +46,7 @@ export interface GlobalOptions {
   fileDefaults?: ReadonlyMap<string, unknown>;
 }
 
-export class UsageError extends Error {}
+export { UsageError, defaultMaxRunning };
 
 export interface Context {
   specsDir: string;
@@ -110,7 +112,11 @@ export function makeContext(g: GlobalOptions, io: Io, opts: { engine?: Engine; e
       return engine;
     },
     store(o) {
-      store ??= new StatusStore(stateDir, instance, { warn: (m) => io.err(`berth: warning: ${m}\n`), ...(o?.compact ? { compact: true } : {}) });
+      // loaded by the commands that read records, not by every one (issue 55)
+      store ??= new (require('../status/store') as typeof Store).StatusStore(stateDir, instance, {
+        warn: (m) => io.err(`berth: warning: ${m}\n`),
+        ...(o?.compact ? { compact: true } : {}),
+      });
       return store;
     },
   };
@@ -128,9 +134,27 @@ function revisionInForce(root: string): { dir: string; revision: string } | unde
   }
 }
 
-/** `revision` for loadSpecs when the context's specs are a git revision. */
-export function specsRevision(ctx: Context): { revision?: string } {
-  return ctx.revision !== undefined ? { revision: ctx.revision } : {};
+/**
+ * What every command's load of the specs takes besides the folders: `revision` when the specs are
+ * a git revision; `keptNames`, the AttemptSet children's names of the old form the instance has
+ * records under (kept: an upgrade renames no child, status/store.ts keptChildNames); and `cacheIn`,
+ * the state folder, once it exists: the outcomes of unchanged spec files kept on disk
+ * (spec/disk-cache.ts, as reconcile and plan keep them), so a `get` or `summary` after a reconcile
+ * parses no YAML. A state folder that is not there yet is not made.
+ */
+export function specsOptions(ctx: Context): { revision?: string; keptNames?: ReadonlySet<string>; cacheIn?: string } {
+  let cacheIn: string | undefined;
+  try {
+    if (statSync(ctx.stateDir).isDirectory()) cacheIn = ctx.stateDir;
+  } catch {
+    // no state folder: nothing kept
+  }
+  const kept = cacheIn !== undefined ? (require('../status/store') as typeof Store).keptChildNames(ctx.stateDir, ctx.instance) : new Set<string>();
+  return {
+    ...(ctx.revision !== undefined ? { revision: ctx.revision } : {}),
+    ...(kept.size ? { keptNames: kept } : {}),
+    ...(cacheIn !== undefined ? { cacheIn } : {}),
+  };
 }
 
 export interface PassFlags {
@@ -194,7 +218,7 @@ export function passConfig(ctx: Context, o: PassFlags): PassConfig {
     ),
     env: ctx.env,
     log: ctx.log,
-    desired: new DesiredStates(),
+    desired: new (require('../plan/desired-for') as typeof DesiredFor).DesiredStates(),
     pull: {
       maxPulls: o.maxPulls ?? DEFAULTS.maxPulls,
       prefetch: o.prefetch ?? o.maxRunning ?? defaultMaxRunning(),
@@ -228,9 +252,4 @@ function envDisk(v: string | undefined): number | undefined {
   if (v === undefined || v.trim() === '') return undefined;
   const parsed = parseDisk(/^[0-9]+$/.test(v.trim()) ? Number(v.trim()) : v.trim());
   return parsed.ok ? parsed.bytes : undefined;
-}
-
-/** Two attempts per core, at least 2: a 2-core machine runs 4 at once. */
-export function defaultMaxRunning(): number {
-  return Math.max(2, os.availableParallelism() * 2);
 }

@@ -57,7 +57,7 @@ export function excerpt(line: string, lineNo: number, col: number): string[] {
   const safe = text.replace(/[\u0000-\u0008\u000a-\u001f\u007f-\u009f]/g, '\ufffd');
   const pad = prefix + safe.slice(0, caretAt).replace(/[^\t]/g, ' ');
   const gutter = String(lineNo);
-  return [` ${gutter} | ${prefix}${safe}${suffix}`, ` ${' '.repeat(gutter.length)} | ${pad.replace(/…/, ' ')}^`];
+  return [` ${gutter} | ${prefix}${safe}${suffix}`, ` ${' '.repeat(gutter.length)} | ${pad.replace(/\u2026/, ' ')}^`];
 }
 
 /** A workflow command's data: `%`, CR and LF escaped as GitHub Actions reads them. */

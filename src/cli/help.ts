@@ -52,7 +52,12 @@ const EXAMPLES: Record<string, string[]> = {
     'berth rerun set/swe-lite   # every attempt of the AttemptSet',
     'berth get -o name -l suite=demo | xargs berth rerun',
   ],
-  regrade: ['berth regrade swe-lite-m1-t1-0', 'berth regrade -l berth.dev/set=swe-lite'],
+  regrade: [
+    'berth regrade swe-lite-m1-t1-0',
+    'berth regrade -l berth.dev/set=swe-lite',
+    'berth regrade --all --max-running 4   # every graded attempt, 4 graders at a time, seen through',
+    'berth regrade --all --no-wait   # mark them; the next reconcile (or the controller) grades them',
+  ],
   delete: ['berth delete swe-task-42-try-1', 'berth delete -l "model notin (m1)"'],
   summary: ['berth summary', 'berth summary swe-lite -l model=m1', 'berth summary -o junit > summary.xml', 'berth summary -o json --samples seed'],
   compare: [
@@ -74,6 +79,8 @@ const EXAMPLES: Record<string, string[]> = {
     'berth logs a --sidecar egress-proxy',
     'berth logs set/swe-lite --tail 5   # each after a ==> attempt/NAME <== line',
   ],
+  images: ['berth images', 'berth images set/swe-lite -o wide', 'berth images -o json   # each image: present, missing, pulling or in back-off, and why'],
+  pull: ['berth pull --all   # every image the specs need, before the run (CI warm-up)', 'berth pull set/swe-lite', 'berth pull -l suite=demo --max-pulls 2'],
   clean: ['berth clean', 'berth clean --keep-state'],
   unlock: ['berth unlock', 'berth unlock --force'],
   version: ['berth version'],

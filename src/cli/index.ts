@@ -38,11 +38,13 @@ import type * as ExecCmd from './commands/exec';
 import type * as CpCmd from './commands/cp';
 import type * as ReleaseCmd from './commands/release';
 import { applyDefaults, CONFIG_FILE, findConfig, loadConfig, type LoadedConfig } from './config';
-import { defaultMaxRunning, makeContext, UsageError, type Context, type GlobalOptions } from './context';
+import type * as ContextMod from './context';
+import type { Context, GlobalOptions } from './context';
+import { defaultMaxRunning } from './max-running';
 import { ENV_HELP, examplesHelp, EXIT_CODES_HELP } from './help';
 import { jsonLinesIo, processIo, wantsJsonLogs, type Io } from './io';
 import { NAME_FORMS, setNames } from './names';
-import { seeHelp, usageError, UsageOutput } from './usage';
+import { seeHelp, usageError, UsageError, UsageOutput } from './usage';
 
 /** Set by the single-file build (scripts/build-cli.ts); from package.json otherwise. */
 declare const BERTH_BUNDLED_VERSION: string | undefined;
@@ -258,7 +260,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
 
   // Without --specs, commands other than reconcile, plan and validate follow the state folder's git source, if any.
   const ctx = (cmd: Command) =>
-    makeContext(
+    (require('./context') as typeof ContextMod).makeContext(
       {
         ...cmd.optsWithGlobals<GlobalOptions>(),
         ...(fileDefaults ? { fileDefaults } : {}),
@@ -465,6 +467,8 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     .option('--no-headers', 'tables without the header row')
     .option('--sets', 'list AttemptSets: a row per set with its children counted by phase')
     .option('-w, --watch', 'after the listing, print each change as it happens (until Ctrl-C)')
+    .option('--limit <n>', "at most n attempts; the next page is given by --continue (the list's .metadata.continue)", int('--limit', 1))
+    .option('--continue <token>', 'the page after the one that gave this token (with the same --sort-by)')
     .action(async (args: string[], o, cmd: Command) => {
       const c = ctx(cmd);
       const get = require('./commands/get') as typeof GetCmd;
@@ -535,6 +539,8 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     .argument('[name...]', `attempts to grade again: ${NAME_FORMS}`)
     .option('-l, --selector <selector>', 'label selector, as for get', collect)
     .option('--all', 'every attempt with a grader')
+    .option('--no-wait', 'mark and begin the grades the slots allow, without seeing them through')
+    .addOption(maxRunningOption())
     .addOption(controllerTimeoutOption())
     .action(async (args: string[], o, cmd: Command) => {
       const c = ctx(cmd);

@@ -8,6 +8,9 @@
  * What commander writes to its error stream: the help of `berth` given no command, and a
  * mistake's lines. Kept until the parse ends, when it is known which of the two it was.
  */
+/** A mistake in how berth was called (a flag, a name, a combination): exit 2 with its message (index.ts). */
+export class UsageError extends Error {}
+
 export class UsageOutput {
   private text = '';
   write(s: string): void {

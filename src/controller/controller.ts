@@ -50,7 +50,7 @@ import { EngineHealth } from './engine-health';
 import { SnapshotCache } from './informer';
 import type { ControllerOptions } from './options';
 import { clearFailure, noteFailure } from './last-error';
-import { executorFor, observeAndPlan } from './pass';
+import { executorFor, observeAndPlan, upgradePins } from './pass';
 import { WorkQueue } from './queue';
 import { Reservations } from './reservations';
 import { ALL, Sources } from './sources';
@@ -222,7 +222,11 @@ export class Controller {
     const id = `${batchNo.toString(36)}-${started.toString(36)}`;
     const log = this.o.log.child({ reconcileId: id });
     const all = batch.includes(ALL);
-    const keys = new Set(batch.filter((k) => k !== ALL));
+    const scope = this.o.only;
+    const keys = new Set(batch.filter((k) => k !== ALL && (!scope || scope.has(k))));
+    // a run over some attempts only: the others' news is let go
+    if (scope) for (const k of batch) if (k !== ALL && !scope.has(k)) this.endWork(k, true, { type: 'done' });
+    if (scope && !all && keys.size === 0) return;
     let load: LoadReport;
     try {
       // No invalidate(): this controller holds the instance's lock, so it is the only writer and its copy is current.
@@ -234,7 +238,7 @@ export class Controller {
         observe: (known) => this.cache.observe(all, keys, known),
         now: () => this.clock.now(),
         extra: {
-          ...(all ? {} : { only: keys }),
+          ...(all ? (scope ? { only: scope } : {}) : { only: keys }),
           ...this.reserved.now(),
           diskUsage: this.sources.meter.current(),
         },
@@ -242,6 +246,7 @@ export class Controller {
       const { statuses, snapshot, plan: p } = o;
       load = o.load;
       this.puller?.want(p.pulls ?? []); // pulls (puller.ts)
+      await upgradePins(this.o.store, load);
       this.notePressure(o.disk);
       if (this.o.outcomes) void this.o.outcomes.check(statuses.values(), load).catch((err: unknown) => log.warn(`revision outcome: ${String(err)}`));
       if (load.revision !== undefined)

@@ -29,6 +29,12 @@ export interface ControllerOptions {
   outcomes?: RevisionOutcomes;
   /** A finite run (`reconcile --once --wait`; see the header). */
   finite?: boolean;
+  /**
+   * A finite run over these attempts only (`berth regrade` seeing its grades through): every
+   * batch plans them alone (the others still count for --max-running and their sets), and news of
+   * any other attempt is let go.
+   */
+  only?: ReadonlySet<string>;
   watcher?: ControllerWatcher;
 }
 

@@ -28,7 +28,8 @@ import { DesiredStates } from '../plan/desired-for';
 import type { LoadResult, SpecError } from '../spec/types';
 import type { AttemptStatus, SpecIssue } from '../status/types';
 import { runFloor } from '../plan/results';
-import { StatusStore } from '../status/store';
+import { pinKeyOf } from '../status/pins';
+import { keptChildNames, StatusStore } from '../status/store';
 import type { Logger } from '../util/log';
 import { nextTurn } from '../util/pool';
 
@@ -210,11 +211,13 @@ export function planWithRunFloors(input: PlanInput): Plan {
 
 /** The specs a pass over `cfg` plans from (reading them changes nothing). */
 function loadPassSpecs(cfg: PassConfig): Promise<LoadResult> {
+  const kept = keptChildNames(cfg.stateDir, cfg.instance);
   return loadSpecs({
     specsDir: cfg.specsDir,
     resultsRoot: cfg.resultsRoot,
     cacheIn: cfg.stateDir,
     ...(cfg.revision !== undefined ? { revision: cfg.revision } : {}),
+    ...(kept.size ? { keptNames: kept } : {}),
   });
 }
 
@@ -306,6 +309,15 @@ export async function planPass(cfg: PassConfig, engine: Engine, store: StatusSto
   return { load, snapshot, plan };
 }
 
+/**
+ * A writer's: the sets' pins files made before pin keys, given their set's key where they still
+ * hold (status/pins.ts upgrade), so an edit that re-runs no child keeps them from then on. The
+ * plan made before does not change (such a file holds by its template hash meanwhile).
+ */
+export async function upgradePins(store: StatusStore, load: LoadResult): Promise<void> {
+  for (const s of load.sets?.values() ?? []) if (s.valid) await store.pins.upgrade(s.policy.name, pinKeyOf(s.policy));
+}
+
 /** Observe, plan, execute. */
 export async function reconcilePass(cfg: PassConfig, engine: Engine, store: StatusStore): Promise<PassResult> {
   const planning = planPass(cfg, engine, store);
@@ -315,6 +327,7 @@ export async function reconcilePass(cfg: PassConfig, engine: Engine, store: Stat
   recovering.catch(() => undefined); // awaited below, once the plan is made
   const planned = await planning;
   await recovering;
+  await upgradePins(store, planned.load);
   // Nothing to do: no executor (Executor.run of a plan without operations does nothing either).
   if (!planned.plan.actions.some((a) => a.ops.length > 0)) return { ...planned, results: [] };
   return { ...planned, results: await executorFor(cfg, engine, store).run(planned.plan) };

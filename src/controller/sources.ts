@@ -11,7 +11,7 @@ import { RELIST_EVENT, type Engine, type EngineEvent } from '../engine/types';
 import { GitPoller } from '../git/poller';
 import type { GitSource } from '../git/source';
 import type { ControllerRequest, RequestAnswer } from '../status/requests';
-import type { StatusStore } from '../status/store';
+import { keptChildNames, type StatusStore } from '../status/store';
 import type { Clock } from '../util/clock';
 import type { Logger } from '../util/log';
 import { DiskMeter } from './disk-meter';
@@ -70,6 +70,7 @@ export class Sources {
         specsDir: o.cfg.specsDir,
         resultsRoot: o.cfg.resultsRoot,
         stateDir: o.cfg.stateDir,
+        keptNames: () => keptChildNames(o.cfg.stateDir, o.cfg.instance),
         debounceMs: o.debounceMs ?? 30,
         ...(o.settleMs !== undefined ? { settleMs: o.settleMs } : {}),
         log: o.log,

@@ -80,6 +80,8 @@ export class SpecSource {
       onLoaded?: (load: LoadReport, walked: boolean) => void;
       /** The state folder: the first load may find outcomes kept on disk there. */
       stateDir?: string;
+      /** Read at each load: AttemptSet children's names of the old form the instance has records under (kept). */
+      keptNames?: () => ReadonlySet<string>;
       /** Specs from git: the revision in force (undefined: none yet), and the source's URL. */
       git?: { current(): Revision | undefined; url: string };
     },
@@ -137,10 +139,13 @@ export class SpecSource {
     this.changed = new Set();
     this.whole = false;
     const walks = this.walks;
+    const kept = this.opts.keptNames;
     const loading = rev
-      ? loadSpecs({ specsDir: rev.dir, revision: rev.revision, resultsRoot: this.opts.resultsRoot })
+      ? loadSpecs({ specsDir: rev.dir, revision: rev.revision, resultsRoot: this.opts.resultsRoot, ...(kept ? { keptNames: kept() } : {}) })
       : whole || !this.folder
-        ? (this.folder ?? new FolderLoad({ specsDir: this.opts.specsDir, resultsRoot: this.opts.resultsRoot })).full(cacheIn)
+        ? (this.folder ?? new FolderLoad({ specsDir: this.opts.specsDir, resultsRoot: this.opts.resultsRoot, ...(kept ? { keptNames: kept } : {}) })).full(
+            cacheIn,
+          )
         : this.folder.update(changed);
     this.loading = loading.finally(() => (this.loading = undefined));
     const load = await this.loading;

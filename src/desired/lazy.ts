@@ -9,6 +9,12 @@
 import type { LoadedSpec } from '../spec/types';
 import type { DesiredAttempt, DesiredNames } from './types';
 
+/** How a LazyDesired is built: one for every spec of a plan's input (no closures per attempt: a pass may hold 100,000). */
+export interface DesiredMaker {
+  full(loaded: LoadedSpec, run: number): DesiredAttempt;
+  names(loaded: LoadedSpec): DesiredNames;
+}
+
 export class LazyDesired implements DesiredAttempt {
   private built: DesiredAttempt | undefined;
   private namesMemo: DesiredNames | undefined;
@@ -18,8 +24,7 @@ export class LazyDesired implements DesiredAttempt {
     readonly hash: string,
     readonly run: number,
     readonly loaded: LoadedSpec,
-    private readonly build: () => DesiredAttempt,
-    private readonly buildNames: () => DesiredNames,
+    private readonly maker: DesiredMaker,
   ) {}
 
   /** Whether the whole desired state was built (for tests: what a pass needed). */
@@ -29,11 +34,11 @@ export class LazyDesired implements DesiredAttempt {
 
   /** The containers' names and secret holders, without building the rest (see namesOf). */
   get names(): DesiredNames {
-    return (this.namesMemo ??= this.built ? namesFromFull(this.built) : this.buildNames());
+    return (this.namesMemo ??= this.built ? namesFromFull(this.built) : this.maker.names(this.loaded));
   }
 
   private get full(): DesiredAttempt {
-    return (this.built ??= this.build());
+    return (this.built ??= this.maker.full(this.loaded, this.run));
   }
 
   get labels(): DesiredAttempt['labels'] {

@@ -101,7 +101,7 @@ export async function createContainer(
   // a set's child: made from its set's pinned id (pinned now by the first child; a pin already in force wins)
   const from = choice?.pin
     ? (
-        await x.deps.store.pins.pin(choice.pin.set, choice.pin.templateHash, spec.image, {
+        await x.deps.store.pins.pin(choice.pin.set, choice.pin.key, spec.image, {
           id: choice.id,
           repoDigests: choice.pin.repoDigests,
           at: iso(x.now()),

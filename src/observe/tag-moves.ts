@@ -3,17 +3,17 @@
  * its first child was created (status/pins.ts); a reference that names another id now (or none)
  * is reported (`summary`, `describe`), never followed. Pure.
  */
-import type { SetPins, TagMove } from '../status/pins';
+import { pinsHold, type PinKey, type SetPins, type TagMove } from '../status/pins';
 import { isImageId, resolveImage, type ImageIndex } from './images';
 
 export type { TagMove } from '../status/pins';
 
-/** The moved tags of `sets` (each with its template hash: a pin of another template is not in force), by set, then reference. */
-export function tagMoves(pins: ReadonlyMap<string, SetPins>, sets: Iterable<{ name: string; templateHash?: string }>, index: ImageIndex): TagMove[] {
+/** The moved tags of `sets` (each with its pin key: a pin made under another is not in force), by set, then reference. */
+export function tagMoves(pins: ReadonlyMap<string, SetPins>, sets: Iterable<{ name: string } & PinKey>, index: ImageIndex): TagMove[] {
   const out: TagMove[] = [];
   for (const s of sets) {
     const p = pins.get(s.name);
-    if (!p || s.templateHash === undefined || p.templateHash !== s.templateHash) continue;
+    if (!pinsHold(p, s)) continue;
     for (const ref of Object.keys(p.images).sort()) {
       const pin = p.images[ref];
       if (!pin || isImageId(ref)) continue;
@@ -26,5 +26,5 @@ export function tagMoves(pins: ReadonlyMap<string, SetPins>, sets: Iterable<{ na
 
 /** One line for a person: the tag, the pinned id the set runs, what the tag names now. */
 export function tagMoveText(m: TagMove): string {
-  return `image ${m.ref} moved: set ${m.set} runs the pinned ${m.pinned}; the tag now names ${m.now ?? 'no image on the engine'} (not followed until the set's template changes)`;
+  return `image ${m.ref} moved: set ${m.set} runs the pinned ${m.pinned}; the tag now names ${m.now ?? 'no image on the engine'} (not followed until the set's template changes where its children's spec hash reads it)`;
 }

@@ -4,7 +4,7 @@
 import { LEGACY_NAMING, type Naming } from '../constants';
 import { policyKey } from '../policy';
 import { desiredAttempt, desiredNames, type DesiredContext } from '../desired/attempt';
-import { LazyDesired } from '../desired/lazy';
+import { LazyDesired, type DesiredMaker } from '../desired/lazy';
 import type { DesiredAttempt } from '../desired/types';
 import type { LoadedSpec } from '../spec/types';
 import type { PlanInput } from './input';
@@ -19,39 +19,52 @@ import { runResultsDir } from './results';
  * does not build a thousand again. Desired states are never mutated.
  */
 export class DesiredStates {
-  private readonly memo = new WeakMap<LoadedSpec, Map<string, DesiredAttempt>>();
+  /** Per spec, the states of its last few (input settings, run) pairs; most specs have one. */
+  private readonly memo = new WeakMap<LoadedSpec, Slot[]>();
+  /** Per input (a pass, a controller batch): its settings as one key, and the makers of its states. */
+  private readonly inputs = new WeakMap<PlanInput, InputSlot>();
 
   /** The desired state of run `run` of `loaded` under `inp`'s settings (`legacy`: berth 0.1's names). */
   get(inp: PlanInput, loaded: LoadedSpec, run: number, legacy = false): DesiredAttempt {
-    const key = [
-      inp.instance,
-      policyKey(inp.policy),
-      inp.resultsRoot,
-      run,
-      legacy ? 'legacy' : '',
-      inp.diskQuota ? 'quota' : '',
-      inp.volumeQuota ? 'volume-quota' : '',
-    ].join('\0');
-    let byKey = this.memo.get(loaded);
-    const hit = byKey?.get(key);
-    if (hit) return hit;
+    let i = this.inputs.get(inp);
+    if (!i) this.inputs.set(inp, (i = inputSlot(inp)));
+    const slots = this.memo.get(loaded);
+    if (slots) for (const s of slots) if (s.run === run && s.legacy === legacy && s.key === i.key) return s.d;
     // Built on first use: most attempts of a big pass (finished, waiting) need only name, hash,
     // run and their containers' names (namesOf), which need no build.
-    const ctx = desiredContext(inp, legacy ? LEGACY_NAMING : undefined);
-    const root = inp.resultsRoot;
-    const d = new LazyDesired(
-      loaded.spec.name,
-      loaded.hash,
-      run,
-      loaded,
-      () => desiredAttempt(ctx, loaded, run, runResultsDir(root, loaded.spec.results, run)),
-      () => desiredNames(ctx, loaded),
-    );
-    if (!byKey) this.memo.set(loaded, (byKey = new Map()));
-    if (byKey.size >= 8) byKey.delete(byKey.keys().next().value as string);
-    byKey.set(key, d);
+    const d = new LazyDesired(loaded.spec.name, loaded.hash, run, loaded, legacy ? i.legacy : i.maker);
+    const slot: Slot = { key: i.key, run, legacy, d };
+    if (!slots) this.memo.set(loaded, [slot]);
+    else {
+      if (slots.length >= 8) slots.shift();
+      slots.push(slot);
+    }
     return d;
   }
+}
+
+interface Slot {
+  key: string;
+  run: number;
+  legacy: boolean;
+  d: DesiredAttempt;
+}
+
+interface InputSlot {
+  key: string;
+  maker: DesiredMaker;
+  legacy: DesiredMaker;
+}
+
+function inputSlot(inp: PlanInput): InputSlot {
+  const key = [inp.instance, policyKey(inp.policy), inp.resultsRoot, inp.diskQuota ? 'quota' : '', inp.volumeQuota ? 'volume-quota' : ''].join('\0');
+  // what the makers hold: the context and the results root, never the input (a controller keeps specs, and so their states, across passes)
+  const root = inp.resultsRoot;
+  const maker = (ctx: DesiredContext): DesiredMaker => ({
+    full: (loaded, run) => desiredAttempt(ctx, loaded, run, runResultsDir(root, loaded.spec.results, run)),
+    names: (loaded) => desiredNames(ctx, loaded),
+  });
+  return { key, maker: maker(desiredContext(inp)), legacy: maker(desiredContext(inp, LEGACY_NAMING)) };
 }
 
 /** The desired state of run `run` of `loaded`, from the input's DesiredStates. */

@@ -16,6 +16,7 @@ import type { LoadedSpec } from '../spec/types';
 import { gradeApplies, regradeAsked, runGrades } from '../sets/grade-state';
 import type { AttemptStatus, GradeRecord } from '../status/types';
 import type { PlanInput } from './input';
+import type { SlotWait } from './new-run';
 import { recordOp, removeContainerOp, removeOps, stopOp } from './ops';
 import { runResultsDir } from './results';
 import type { AttemptAction, GradeEnd, OpOutcome, Operation } from './types';
@@ -40,6 +41,11 @@ export interface GradeView {
   score?: { file: string; pass: number };
   /** The plan's pull requests (pull-gate.ts): a grader's image berth may pull is asked for here. */
   pulls?: Map<string, PullRequest>;
+  /**
+   * A grader holds a running slot, as a run does (and a room of its set): takes one for a grader
+   * about to be made (undefined), or says what the grade waits for (new-run.ts takeSlot).
+   */
+  takeSlot: () => SlotWait | undefined;
 }
 
 /**
@@ -105,6 +111,18 @@ export function finishGradeOp(
 }
 
 /**
+ * Operations that make a grader (`start`, after `before`), when a slot is free; else the grade
+ * waits for one (`before` still carried out: what ends an earlier grade, leftovers removed), and
+ * is looked at again when a slot frees (waitsForSlot). Nothing is recorded while it waits: the
+ * run's record keeps its phase, its grade to come (gradePending) keeps it unsettled.
+ */
+function withGrader(v: GradeView, summary: string, before: Operation[], start: Operation[]): AttemptAction {
+  const full = v.takeSlot();
+  if (!full) return { ...v.base, kind: 'grade', summary, ops: [...v.pre, ...before, ...start] };
+  return { ...v.base, kind: 'wait', waitsForSlot: true, summary: `${summary}; the grader waits: ${full.cause}`, ops: [...v.pre, ...before] };
+}
+
+/**
  * After a grade ends, the attempt is looked at again at once: what follows a finished run (its
  * TTL, a retry) is planned then, and a finite run (`reconcile --once --wait`) does not end before it.
  */
@@ -143,19 +161,19 @@ export function planGrade(v: GradeView): AttemptAction | undefined {
         finishGradeOp(name, last, why, { ...(own ? { id: own.id } : {}), forced: { state: 'failed', reason: REASONS.gradeFailed, message: why } }),
         ...(own ? [removeContainerOp(own, 'its grade ended')] : []),
       ];
-      const next = g && applies ? gradeOps(grader(v, lastK + 1), true, `grade ${lastK + 1}: ${why}`) : [];
-      return act('grade', why, [...stray, ...end, ...next]);
+      if (!g || !applies) return act('grade', why, [...stray, ...end]);
+      return withGrader(v, why, [...stray, ...end], gradeOps(grader(v, lastK + 1), true, `grade ${lastK + 1}: ${why}`));
     }
     const d = grader(v, last.k);
-    if (!own)
-      return act('grade', `grade ${last.k} of run ${rec.run} was under way and its grader is gone: made again`, [...stray, ...gradeOps(d, false, 'resumed')]);
+    if (!own) return withGrader(v, `grade ${last.k} of run ${rec.run} was under way and its grader is gone: made again`, stray, gradeOps(d, false, 'resumed'));
     if (own.state === 'created') {
       // Never started (or its start is not known to have been asked): nothing ran; made again from scratch.
-      return act('grade', `grade ${last.k}: its grader was created and never started; made again`, [
-        ...stray,
-        removeContainerOp(own, 'created but never started: the grade was interrupted'),
-        ...gradeOps(d, false, 'resumed'),
-      ]);
+      return withGrader(
+        v,
+        `grade ${last.k}: its grader was created and never started; made again`,
+        [...stray, removeContainerOp(own, 'created but never started: the grade was interrupted')],
+        gradeOps(d, false, 'resumed'),
+      );
     }
     const deadline = last.deadlineAt ? Date.parse(last.deadlineAt) : undefined;
     if (RUNNING_STATES.has(own.state)) {
@@ -200,7 +218,7 @@ export function planGrade(v: GradeView): AttemptAction | undefined {
     const waits = gradeImageWait(v, lastK + 1);
     if (waits) return leftovers.length ? { ...waits, ops: [...waits.ops, ...leftovers] } : waits;
     const d = grader(v, lastK + 1);
-    return act('grade', `grade ${d.k} of run ${rec.run}: ${why}`, [...leftovers, ...gradeOps(d, true, why)]);
+    return withGrader(v, `grade ${d.k} of run ${rec.run}: ${why}`, leftovers, gradeOps(d, true, why));
   }
   if (rec.regradeRequested && (!g || !applies || rec.regradeRequested.run !== rec.run)) {
     // a regrade nothing can honour (no grade, or not one that judges this run): the mark goes

@@ -11,7 +11,7 @@ import { hasEgressProxy } from '../desired/attempt';
 import type { DesiredAttempt } from '../desired/types';
 import { isImageId, resolveImage, type HeldImage, type ImageIndex } from '../observe/images';
 import type { ObservedAttempt } from '../observe/types';
-import { pinOf } from '../status/pins';
+import { pinKeyOf, pinOf } from '../status/pins';
 import type { AttemptStatus } from '../status/types';
 import { desiredFor } from './desired-for';
 import { isInfraFailure } from './exit-outcome';
@@ -41,6 +41,16 @@ export interface PlanCtx {
   freeAtStart: number;
   /** Each waiting attempt's place in the admission queue, computed once, when a run first needs a pull. */
   places?: ReadonlyMap<string, number>;
+  /** (issue 55) One copy of each line many waiting attempts share (a pass may hold 100,000 of them). */
+  texts?: Map<string, string>;
+}
+
+/** `make()`'s text, made once per plan for all the attempts that say the same. */
+function shared(ctx: PlanCtx, key: string, make: () => string): string {
+  const texts = (ctx.texts ??= new Map());
+  let t = texts.get(key);
+  if (t === undefined) texts.set(key, (t = make()));
+  return t;
 }
 
 function resolveOnce(ctx: PlanCtx, index: ImageIndex, ref: string): HeldImage | undefined {
@@ -67,8 +77,8 @@ function imagePreflight(ctx: PlanCtx, d: DesiredAttempt): { missing: { image: st
   const index = inp.snapshot.images;
   const ref = d.loaded.spec.image;
   const member = d.loaded.set;
-  const templateHash = member?.set.templateHash;
-  const pinned = member ? pinOf(inp.pins?.get(member.set.name), templateHash, ref) : undefined;
+  const key = member ? pinKeyOf(member.set) : undefined;
+  const pinned = member && key ? pinOf(inp.pins?.get(member.set.name), key, ref) : undefined;
   const missing: { image: string; message: string }[] = [];
   // pulls (plan/pull-gate.ts): an image berth may pull is gated, not missing; with no puller, as before
   const policies = d.loaded.spec.pullPolicies;
@@ -86,8 +96,8 @@ function imagePreflight(ctx: PlanCtx, d: DesiredAttempt): { missing: { image: st
     if (pulls && policies.main !== 'Never' && (!held || policies.main === 'Always'))
       gated.push({ ref, shown: ref, policy: policies.main, held: !!held, of: '' });
     else if (!held) missing.push({ image: ref, message: `image ${ref} is not on the engine (pull, load or tag it)` });
-    if (held && member && templateHash !== undefined && !isImageId(ref))
-      image = { id: held.id, pin: { set: member.set.name, templateHash, repoDigests: held.repoDigests } };
+    if (held && member && key && (key.pinKey !== undefined || key.templateHash !== undefined) && !isImageId(ref))
+      image = { id: held.id, pin: { set: member.set.name, key, repoDigests: held.repoDigests } };
   }
   if (index) {
     // from the spec, not the desired state: a child waiting for a slot is never built (desired/lazy.ts)
@@ -109,6 +119,9 @@ function imagePreflight(ctx: PlanCtx, d: DesiredAttempt): { missing: { image: st
   return { missing, gated, ...(image ? { image } : {}) };
 }
 
+/** The counters of a run with none spent yet, shared (never changed). */
+const FRESH_COUNTERS: RunCounters = Object.freeze({ retriesUsed: 0 });
+
 /**
  * The retry counters run `d` begins with after the record `rec`. A record that holds this very
  * run already (an interrupted or refused provisioning, a wait for a slot) keeps its own.
@@ -116,7 +129,7 @@ function imagePreflight(ctx: PlanCtx, d: DesiredAttempt): { missing: { image: st
  * (never the spec's retries); `berth rerun` and a new spec hash start both afresh.
  */
 export function runCounters(rec: AttemptStatus | undefined, d: DesiredAttempt): RunCounters {
-  if (!rec || rec.specHash !== d.hash) return { retriesUsed: 0 };
+  if (!rec || rec.specHash !== d.hash) return FRESH_COUNTERS;
   if (rec.run === d.run) {
     const { retriesUsed, infraRetriesUsed } = rec;
     return { retriesUsed, ...(infraRetriesUsed !== undefined ? { infraRetriesUsed } : {}) };
@@ -154,7 +167,6 @@ export function startRun(
     have = { ...have, containers: [] };
   }
   const counters = runCounters(base.status, d);
-  const start: RunStart = { counters, ownFolder: ownsFolder(base.status, d) };
   const set = d.loaded.set ? ctx.sets.get(d.loaded.set.set.name) : undefined;
   if (set?.stop) {
     // Not admitted, for good unless the set's settings change: a final phase that says why.
@@ -228,22 +240,9 @@ export function startRun(
     };
   }
   // ---- end pulls ----
-  const max = set?.policy.maxParallel ?? null;
-  if (set && max !== null && set.running >= max) {
-    const waiting = base.status?.phase === 'Pending' && base.status.reason === REASONS.waitingForSet && base.status.run === d.run && pre.length === 0;
-    const cause = `set ${set.policy.name} runs maxParallel ${max}`;
-    return {
-      ...base,
-      kind: 'wait',
-      waitsForSlot: true,
-      summary: `${why}: run ${d.run} waits: ${cause}`,
-      desired: d,
-      ops: waiting ? [] : [...pre, recordOp(d.name, cause, { phase: 'Pending', reason: REASONS.waitingForSet, run: d.run, specHash: d.hash }, counters)],
-    };
-  }
-  if (ctx.slots > 0) {
-    ctx.slots--;
-    if (set) set.running++;
+  const full = takeSlot(ctx, set);
+  if (!full) {
+    const start: RunStart = { counters, ownFolder: ownsFolder(base.status, d) };
     return {
       ...base,
       kind,
@@ -252,23 +251,39 @@ export function startRun(
       ops: [...pre, ...provisionOps(d, have, start, ctx.inp.snapshot.boot, preflight.image)],
     };
   }
-  const waiting = base.status?.phase === 'Pending' && base.status.reason === REASONS.waitingForSlot && base.status.run === d.run && pre.length === 0;
+  const waiting = base.status?.phase === 'Pending' && base.status.reason === full.reason && base.status.run === d.run && pre.length === 0;
   return {
     ...base,
     kind: 'wait',
     waitsForSlot: true,
-    summary: `${why}: run ${d.run} waits for a slot (--max-running ${ctx.inp.maxRunning})`,
+    summary: shared(ctx, `${full.reason}\0${why}\0${d.run}\0${full.cause}`, () =>
+      full.reason === REASONS.waitingForSet
+        ? `${why}: run ${d.run} waits: ${full.cause}`
+        : `${why}: run ${d.run} waits for a slot (--max-running ${ctx.inp.maxRunning})`,
+    ),
     desired: d,
-    ops: waiting
-      ? []
-      : [
-          ...pre,
-          recordOp(
-            d.name,
-            `no free slot (--max-running ${ctx.inp.maxRunning})`,
-            { phase: 'Pending', reason: REASONS.waitingForSlot, run: d.run, specHash: d.hash },
-            counters,
-          ),
-        ],
+    ops: waiting ? [] : [...pre, recordOp(d.name, full.cause, { phase: 'Pending', reason: full.reason, run: d.run, specHash: d.hash }, counters)],
   };
+}
+
+/** Why a container that holds a slot waits: its set's maxParallel (WaitingForSet) or --max-running (WaitingForSlot). */
+export interface SlotWait {
+  reason: typeof REASONS.waitingForSet | typeof REASONS.waitingForSlot;
+  cause: string;
+}
+
+/**
+ * Takes a running slot, and a room of the set `set` when it is one's, for a container that
+ * holds one (an attempt's run, a grader: CONTRACT.md's berth section, "Graders take slots"):
+ * undefined when taken, else what it waits for. A set's maxParallel first, then --max-running.
+ */
+export function takeSlot(ctx: PlanCtx, set: SetState | undefined): SlotWait | undefined {
+  const max = set?.policy.maxParallel ?? null;
+  // the texts shared by every waiting cell (a set of 100,000 keeps one copy of each)
+  if (set && max !== null && set.running >= max)
+    return { reason: REASONS.waitingForSet, cause: shared(ctx, `set\0${set.policy.name}`, () => `set ${set.policy.name} runs maxParallel ${max}`) };
+  if (ctx.slots <= 0) return { reason: REASONS.waitingForSlot, cause: shared(ctx, 'slot', () => `no free slot (--max-running ${ctx.inp.maxRunning})`) };
+  ctx.slots--;
+  if (set) set.running++;
+  return undefined;
 }

@@ -34,13 +34,13 @@ import {
   stopSidecars,
   withHarvestCaps,
 } from './ops';
-import { runCounters, startRun, type PlanCtx } from './new-run';
+import { runCounters, startRun, takeSlot, type PlanCtx } from './new-run';
 import { viewRun, type RunView } from './run-view';
 import { withLane } from './lanes';
 import { RETRYABLE_REASONS } from './settled';
 import { admissionOrder, setStates } from './set-admission';
 import { diskPressure } from './disk-pressure';
-import { planGrade } from './grade';
+import { isGrader, planGrade } from './grade';
 import { planDeleted, planHarvest, planUndesired } from './undesired';
 import type { AttemptAction, Operation, Plan, RunEnd } from './types';
 
@@ -65,6 +65,7 @@ function mayRunAgain(inp: PlanInput, loaded: LoadedSpec, rec: AttemptStatus | un
 
 /** Blocked by a container that carries our labels only through its image. */
 function planSquatter({ inp, d, rec, base, name, run, hash }: RunView): AttemptAction | undefined {
+  if (!inp.snapshot.foreign.length) return undefined;
   const container = namesOf(d).container;
   const squatter = inp.snapshot.foreign.find((c) => c.name === container);
   if (!squatter) return undefined;
@@ -144,7 +145,18 @@ function planFinished(v: RunView, rec: AttemptStatus): AttemptAction {
   }
   // spec.grade: the run's grade before anything else of a finished run (plan/grade.ts)
   const score = loaded.set?.set.score ?? undefined;
-  const graded = planGrade({ inp, loaded, rec, base, graders: v.graders, pre, ...(score ? { score } : {}), pulls: v.ctx.pulls });
+  const set = loaded.set ? ctx.sets.get(loaded.set.set.name) : undefined;
+  const graded = planGrade({
+    inp,
+    loaded,
+    rec,
+    base,
+    graders: v.graders,
+    pre,
+    ...(score ? { score } : {}),
+    pulls: v.ctx.pulls,
+    takeSlot: () => takeSlot(ctx, set),
+  });
   if (graded) return graded;
   const ttl = loaded.spec.ttlSecondsAfterFinished;
   if (ttl !== null && hasAny(current)) {
@@ -442,7 +454,12 @@ export function plan(inp: PlanInput): Plan {
   // Only the attempts planned need sorting: their admission order among themselves is the same
   // (a controller's batch of a few attempts among 10,000 sorts a few).
   const specs = (only ? inp.specs.filter((s) => only.has(s.spec.name)) : [...inp.specs]).sort(admissionOrder);
-  const running = [...inp.snapshot.attempts.values()].filter((a) => a.containers.some((c) => isMain(c) && RUNNING_STATES.has(c.state))).length;
+  // What holds a slot: a run's main container, and a grader (CONTRACT.md's berth section, "Graders take slots").
+  let running = 0;
+  for (const a of inp.snapshot.attempts.values()) {
+    if (a.containers.some((c) => isMain(c) && RUNNING_STATES.has(c.state))) running++;
+    running += a.containers.filter((c) => isGrader(c) && RUNNING_STATES.has(c.state)).length;
+  }
   const ctx: PlanCtx = {
     inp,
     slots: Math.max(0, inp.maxRunning - running - (inp.reservedSlots ?? 0)),

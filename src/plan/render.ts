@@ -86,7 +86,29 @@ function nameList(names: string[]): string {
 }
 
 export function renderPlan(p: Plan): string {
-  const lines: string[] = [];
+  let out = '';
+  renderPlanTo(p, (s) => (out += s));
+  return out;
+}
+
+/**
+ * The plan's text, written through `write` a piece at a time (about 64 KiB each): a plan of
+ * 100,000 attempts is 200,000 lines, never held as one string (issue 55).
+ */
+export function renderPlanTo(p: Plan, write: (s: string) => void): void {
+  let buf: string[] = [];
+  let size = 0;
+  const lines = {
+    push(line: string): void {
+      buf.push(line);
+      size += line.length + 1;
+      if (size >= 65_536) {
+        write(buf.join('\n') + '\n');
+        buf = [];
+        size = 0;
+      }
+    },
+  };
   if (p.emptySource === 'held') {
     const n = new Set([...p.actions.map((a) => a.attempt), ...p.unchanged.keys()]).size;
     lines.push(`The specs source yields no attempts while the instance has ${n}: nothing is removed (--allow-empty removes them).`);
@@ -115,7 +137,7 @@ export function renderPlan(p: Plan): string {
       ? `No changes: ${plural(unchanged, 'attempt')} as specified.`
       : `Plan: ${plural(withOps.length, 'attempt')} to change (${changeCount(p)} operations), ${unchanged} unchanged.`,
   );
-  return lines.join('\n') + '\n';
+  write(buf.join('\n') + '\n');
 }
 
 export function planToJson(p: Plan): unknown {

@@ -84,7 +84,9 @@ export function viewRun(ctx: PlanCtx, loaded: LoadedSpec, rec: AttemptStatus | u
 
   // A run that began under berth 0.1's names keeps them until it ends (found by its labels).
   const runLabel = String(run);
-  const legacyName = LEGACY_NAMING.container(inp.instance, name);
+  // (issue 55) Names are made only when there is a container to compare them with: most
+  // attempts of a large pass (new, waiting, collected) have none.
+  const legacyName = current.containers.length ? LEGACY_NAMING.container(inp.instance, name) : '';
   const legacy = current.containers.some((c) => c.name === legacyName && c.labels[LABELS.run] === runLabel && isMain(c));
   const d = desiredFor(inp, loaded, run, legacy);
   // This hash's containers of an earlier run are stale too.
@@ -92,12 +94,12 @@ export function viewRun(ctx: PlanCtx, loaded: LoadedSpec, rec: AttemptStatus | u
   const runContainers: ContainerSummary[] = [];
   for (const c of current.containers) (c.labels[LABELS.run] === runLabel ? runContainers : staleRun).push(c);
   // By name only (namesOf): a finished run's desired state is not built unless an operation needs it.
-  const names = namesOf(d);
-  const main = runContainers.find((c) => isMain(c) && c.name === names.container);
+  const names = runContainers.length ? namesOf(d) : undefined;
+  const main = names && runContainers.find((c) => isMain(c) && c.name === names.container);
   const sidecarsObs: ContainerSummary[] = [];
   const dupes: ContainerSummary[] = [];
   // Most runs have their main container only: sidecars and duplicates need looking for otherwise.
-  if (runContainers.length > (main ? 1 : 0)) {
+  if (names && runContainers.length > (main ? 1 : 0)) {
     const sidecarNames = new Set(names.sidecars.map((sc) => sc.name));
     for (const c of runContainers) {
       if (c === main) continue;

@@ -5,16 +5,15 @@
  * sets/outcome.ts classifies them). Read from the pass's snapshot and the status records of the
  * children's current spec hash, so every pass decides the same way.
  */
-import { gradeClass } from '../sets/grade-state';
+import { judge } from '../sets/grade-state';
 import { COMPONENTS, LABELS, REASONS } from '../constants';
 import type { ObservedAttempt } from '../observe/types';
-import { classify } from '../sets/outcome';
 import type { LoadedSpec, SetPolicy } from '../spec/types';
 import type { PlanInput } from './input';
 
 export interface SetState {
   policy: SetPolicy;
-  /** Children running now or whose ended run is not yet recorded finished, plus those admitted so far in this pass. */
+  /** Children running now or whose ended run is not yet recorded finished, their graders running, plus those admitted so far in this pass. */
   running: number;
   /** Why the set admits no more children; unset while it does. */
   stop?: { reason: string; message: string };
@@ -34,14 +33,18 @@ export function setStates(inp: PlanInput, runningStates: ReadonlySet<string>): M
     const rec = inp.statuses.get(loaded.spec.name);
     // A run whose container has ended holds its place until its finish is recorded: only then is
     // its outcome known (failFast, maxFailed must see it before a sibling takes its place).
-    if (isRunning(inp.snapshot.attempts.get(loaded.spec.name), runningStates) || (rec?.phase === 'Running' && rec.specHash === loaded.hash)) st.running++;
+    const obs = inp.snapshot.attempts.get(loaded.spec.name);
+    if (isRunning(obs, runningStates) || (rec?.phase === 'Running' && rec.specHash === loaded.hash)) st.running++;
+    // a grader holds a room of its set, as a run does (CONTRACT.md's berth section, "Graders take slots")
+    st.running += graders(obs, runningStates);
     if (!rec || rec.specHash !== loaded.hash) continue;
     // a child whose image is missing never ran: it waits for the image, and counts toward no maxFailed
     if (rec.phase === 'Blocked' && rec.reason === REASONS.imageMissing) continue;
-    // spec.grade: the grader's verdict, when one judges the run (sets/grade-state.ts)
-    const c = gradeClass(loaded, rec) ?? classify(rec, m.set, loaded.spec.retries);
-    if (c.outcome === 'failed') failed.set(name, [...(failed.get(name) ?? []), loaded.spec.name]);
-    if (c.outcome === 'infra') infra.set(name, [...(infra.get(name) ?? []), `${loaded.spec.name} (${c.reason ?? 'infra'})`]);
+    // spec.grade: the grader's verdict, when one judges the run (sets/grade-state.ts judge)
+    const c = judge(loaded, rec);
+    // pushed, not copied: a set of 10,000 may hold thousands of failures
+    if (c.outcome === 'failed') push(failed, name, loaded.spec.name);
+    if (c.outcome === 'infra') push(infra, name, `${loaded.spec.name} (${c.reason ?? 'infra'})`);
   }
   for (const [name, st] of out) {
     st.running += inp.reservedBySet?.get(name) ?? 0;
@@ -59,8 +62,18 @@ export function setStates(inp: PlanInput, runningStates: ReadonlySet<string>): M
   return out;
 }
 
+function push(m: Map<string, string[]>, k: string, v: string): void {
+  const had = m.get(k);
+  if (had) had.push(v);
+  else m.set(k, [v]);
+}
+
 function isRunning(obs: ObservedAttempt | undefined, runningStates: ReadonlySet<string>): boolean {
   return !!obs?.containers.some((c) => c.labels[LABELS.component] === COMPONENTS.main && runningStates.has(c.state));
+}
+
+function graders(obs: ObservedAttempt | undefined, runningStates: ReadonlySet<string>): number {
+  return obs ? obs.containers.filter((c) => c.labels[LABELS.component] === COMPONENTS.grader && runningStates.has(c.state)).length : 0;
 }
 
 function list(names: string[]): string {

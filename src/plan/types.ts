@@ -8,6 +8,7 @@ import type { DesiredAttempt } from '../desired/types';
 import type { DesiredGrader } from '../desired/grade';
 import type { Ownership } from '../ownership';
 import type { HarvestCaps } from '../spec/types';
+import type { PinKey } from '../status/pins';
 import type { AttemptStatus, EngineBoot } from '../status/types';
 import type { PullRequest } from './pull-gate';
 
@@ -160,7 +161,7 @@ export interface GradeEnd {
  */
 export interface ImageChoice {
   id: string;
-  pin?: { set: string; templateHash: string; repoDigests: string[] };
+  pin?: { set: string; key: PinKey; repoDigests: string[] };
 }
 
 /** A sidecar's container, as the finish and harvest operations collect its logs. */

@@ -22,7 +22,7 @@
 import path from 'node:path';
 import { REASONS, REPORT_LIMITS, WORKSPACE } from '../constants';
 import { eligibleSince, type ChildSummary, type Counts, type SetSummary } from '../sets/summary';
-import { latestGrade } from '../sets/grade-state';
+import { latestGrade, runGrades } from '../sets/grade-state';
 import { gradeLabel } from '../sets/grade-text';
 import { classify, type OutcomeClass } from '../sets/outcome';
 import type { AttemptStatus } from '../status/types';
@@ -71,6 +71,20 @@ export interface ReportAttempt {
   image: { ref: string; repoDigests: string[]; pinned: boolean } | null;
   /** The run had execs or copies (berth exec, berth cp, the API): in words (`3 execs, 1 copy`); null: none. */
   touched: string | null;
+  /**
+   * spec.grade: the current run's graders that started (the engine's start and finish, ms since
+   * the epoch; finish null while one runs, or when it ended unrecorded), oldest first, at most
+   * REPORT_LIMITS.grades: each held a slot, as the run did.
+   */
+  grading: ReportGrading[];
+}
+
+export interface ReportGrading {
+  k: number;
+  startedAt: number;
+  finishedAt: number | null;
+  /** Still running (its grade recorded `grading`): it holds its slot until now. */
+  running: boolean;
 }
 
 export interface ReportCell extends Counts {
@@ -107,7 +121,7 @@ export interface ReportData {
     passRate: number | null;
     /** First wait to last finish (or now while something runs). */
     wallMs: number | null;
-    /** The most attempts running at once, and the window the timeline spans. */
+    /** The most slots held at once (runs and graders), and the window the timeline spans. */
     peakRunning: number;
     /** Attempts whose run had execs or copies (touched). */
     touched: number;
@@ -171,9 +185,24 @@ function clipMap(m: Readonly<Record<string, string>>): Record<string, string> {
 
 const posix = (p: string) => p.split(path.sep).join('/');
 
+/** path.resolve of the last path asked (the results root and the report's folder are asked for every attempt). */
+const resolved = new Map<string, string>();
+function resolveOnce(p: string): string {
+  let r = resolved.get(p);
+  if (r === undefined) {
+    if (resolved.size > 16) resolved.clear();
+    resolved.set(p, (r = path.resolve(p)));
+  }
+  return r;
+}
+
 /** Whether `p` lies below the results root (not the root itself). */
 function inRoot(p: string, resultsRoot: string): boolean {
-  const r = path.relative(path.resolve(resultsRoot), path.resolve(p));
+  const root = resolveOnce(resultsRoot);
+  const abs = path.isAbsolute(p) && !p.includes('/.') && !p.includes('//') ? p : path.resolve(p);
+  // below the root by its text (the common case, no path work), else as path.relative says
+  if (abs.startsWith(root + path.sep) && abs.length > root.length + 1) return true;
+  const r = path.relative(root, abs);
   return r !== '' && !r.startsWith('..') && !path.isAbsolute(r);
 }
 
@@ -205,9 +234,15 @@ export function linksOf(
   if (!resultsDir || base === null) return null;
   const dir = path.resolve(resultsDir);
   if (!inRoot(dir, resultsRoot)) return null;
-  const rel = (p: string) => encodeURI(posix(path.relative(path.resolve(base), p))).replace(/[?#]/g, encodeURIComponent);
+  const rel = (p: string) => encodeURI(posix(path.relative(resolveOnce(base), p))).replace(/[?#]/g, encodeURIComponent);
   const run = path.dirname(dir);
-  const links: ReportLinks = { results: rel(dir) + '/', logs: rel(path.join(run, 'logs.txt')), manifest: rel(path.join(run, 'manifest.json')) };
+  // (issue 55) one path.relative for the run's folder, its files' links written from it
+  const runRel = rel(run);
+  const inRun = (f: string) => `${runRel}/${encodeURI(f).replace(/[?#]/g, encodeURIComponent)}`;
+  const links: ReportLinks =
+    runRel !== '' && !runRel.startsWith('..')
+      ? { results: `${inRun(path.basename(dir))}/`, logs: inRun('logs.txt'), manifest: inRun('manifest.json') }
+      : { results: rel(dir) + '/', logs: rel(path.join(run, 'logs.txt')), manifest: rel(path.join(run, 'manifest.json')) };
   if (Object.values(links).some((l) => l.length > REPORT_LIMITS.path)) return null;
   // the run's changes and its latest grade's log: only files found there, below the results root, of a bounded link
   for (const k of ['patch', 'gradeLog'] as const) {
@@ -283,6 +318,7 @@ function attempt(
     finishedAt,
     durationMs: startedAt !== null && finishedAt !== null ? Math.max(0, finishedAt - startedAt) : null,
     links: linksOf(rec?.resultsDir, i.resultsRoot, i.linkBase, runFiles(rec), i.present),
+    grading: gradingOf(rec),
     imageId: rec?.image ? clip(rec.image.id, REPORT_LIMITS.value) : null,
     image: rec?.image
       ? {
@@ -293,6 +329,17 @@ function attempt(
       : null,
     touched: rec?.touched ? touchedText(rec.touched) : null,
   };
+}
+
+/** The current run's graders that started, as the timeline draws them and the slots line counts them. */
+function gradingOf(rec: AttemptStatus | undefined): ReportGrading[] {
+  const out: ReportGrading[] = [];
+  for (const g of rec ? runGrades(rec) : []) {
+    const startedAt = when(g.startedAt);
+    if (startedAt === null) continue;
+    out.push({ k: g.k, startedAt, finishedAt: when(g.finishedAt), running: g.state === 'grading' });
+  }
+  return out.slice(-REPORT_LIMITS.grades);
 }
 
 const rateOf = (passed: number, failed: number) => (passed + failed > 0 ? passed / (passed + failed) : null);
@@ -356,11 +403,28 @@ export function buildReport(i: ReportInput): ReportData {
     if (a.reason) count(byReason, a.reason);
     byOutcome[a.outcome]++;
   }
-  const steps = concurrency(attempts, i.now);
-  const starts = attempts.flatMap((a) => [a.queuedAt, a.provisionedAt, a.startedAt].filter((t): t is number => t !== null));
-  const ends = attempts.flatMap((a) => (a.finishedAt !== null ? [a.finishedAt] : a.outcome === 'unfinished' && a.queuedAt !== null ? [i.now] : []));
-  const from = starts.length ? Math.min(...starts) : null;
-  const to = from !== null ? Math.max(from, ...starts, ...ends) : null;
+  // the slots held: runs, and graders (each holds a slot as a run does)
+  const graders = attempts.flatMap((a) =>
+    a.grading.map((g) => ({ provisionedAt: null, startedAt: g.startedAt, finishedAt: g.finishedAt, outcome: g.running ? 'unfinished' : 'graded' })),
+  );
+  const steps = concurrency([...attempts, ...graders], i.now);
+  // loops, not Math.min(...xs): a spread of 300,000 arguments overflows the stack
+  let from: number | null = null;
+  let to: number | null = null;
+  const seen = (t: number): void => {
+    if (from === null || t < from) from = t;
+    if (to === null || t > to) to = t;
+  };
+  for (const a of attempts) {
+    for (const t of [a.queuedAt, a.provisionedAt, a.startedAt]) if (t !== null) seen(t);
+  }
+  const ends: number[] = [];
+  for (const a of attempts) {
+    const end = a.finishedAt !== null ? a.finishedAt : a.outcome === 'unfinished' && a.queuedAt !== null ? i.now : null;
+    if (end !== null) ends.push(end);
+  }
+  for (const g of graders) ends.push(g.finishedAt ?? (g.outcome === 'unfinished' ? i.now : g.startedAt));
+  if (from !== null) for (const e of ends) if (to === null || e > to) to = e;
   return {
     schemaVersion: REPORT_SCHEMA_VERSION,
     title: clip(i.title ?? `berth fleet report: instance ${i.instance}`, REPORT_LIMITS.message),
@@ -375,7 +439,7 @@ export function buildReport(i: ReportInput): ReportData {
       byOutcome,
       passRate: rateOf(byOutcome.passed, byOutcome.failed),
       wallMs: from !== null && to !== null ? to - from : null,
-      peakRunning: Math.max(0, ...steps.map((s) => s.running)),
+      peakRunning: steps.reduce((m, s) => Math.max(m, s.running), 0),
       touched: all.filter((a) => a.touched !== null).length,
       window: from !== null && to !== null ? { from, to } : null,
     },

@@ -9,7 +9,33 @@ export const PAGE_SCRIPT = `
 (function () {
   'use strict';
   var D = JSON.parse(document.getElementById('report-data').textContent);
-  var A = D.attempts;
+  // A large report holds its attempts as columns (compact.ts) and the table is drawn a page at a time.
+  var T = D.table;
+  var A = T ? fromTable(T) : D.attempts;
+  function fromTable(T) {
+    var out = new Array(T.n), x = T.dict, CODES = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_-', at = {};
+    for (var z = 0; z < CODES.length; z++) at[CODES[z]] = z - 1;
+    // a small column is a string, a character an attempt (compact.ts packed)
+    ['set', 'phase', 'reason', 'message', 'outcome', 'grade', 'run', 'image', 'labels', 'link'].forEach(function (k) {
+      var c = T[k];
+      if (typeof c === 'string') { var a = new Array(c.length); for (var j = 0; j < c.length; j++) a[j] = at[c[j]]; T[k] = a; }
+    });
+    for (var i = 0; i < T.n; i++) {
+      var s = T.set[i], coords = {}, keys = s >= 0 ? x.axes[s] : [], c = T.coords[i], tm = T.times[i];
+      for (var k = 0; k < c.length; k++) coords[keys[k]] = x.value[c[k]];
+      var q = tm[0] === null ? null : T.base + tm[0] * 100;
+      var p = tm[1] === null ? null : (q === null ? T.base : q) + tm[1] * 100;
+      var st0 = tm[2] === null ? null : (p !== null ? p : q !== null ? q : T.base) + tm[2] * 100;
+      var img = x.image[T.image[i]];
+      var nm = T.name[i];
+      out[i] = { name: nm.charAt(0) === '!' ? nm.slice(1) : x.set[s] + '-' + nm, set: s >= 0 ? x.set[s] : null, coords: coords, labels: x.labels[T.labels[i]], phase: x.phase[T.phase[i]],
+        reason: x.reason[T.reason[i]], message: x.message[T.message[i]], outcome: x.outcome[T.outcome[i]], exitCode: T.exit[i], score: T.score[i],
+        grade: T.grade[i] < 0 ? null : x.grade[T.grade[i]], durationMs: T.duration[i], run: T.run[i], queuedAt: q, provisionedAt: p, startedAt: st0,
+        finishedAt: st0 !== null && T.duration[i] !== null ? st0 + T.duration[i] : null, imageId: img ? img.id : null,
+        image: img ? { ref: img.ref, repoDigests: img.repoDigests, pinned: img.pinned } : null };
+    }
+    return out;
+  }
   var KEY = 'berth-report:' + D.instance;
   var st = { q: '', cell: null, sort: null, dir: 1, closed: [] };
   try { var saved = JSON.parse(sessionStorage.getItem(KEY) || 'null'); if (saved && D.mode === 'live') st = saved; } catch (e) {}
@@ -20,6 +46,42 @@ export const PAGE_SCRIPT = `
   var hay = A.map(function (a) { return [a.name, a.set || '', kv(a.coords), kv(a.labels), a.phase, a.reason, a.outcome].join(' ').toLowerCase(); });
   var tbody = document.querySelector('#tbl tbody');
   var rows = Array.prototype.slice.call(tbody.rows);
+  // compact: the attempts in table order, those the filter keeps, and the page shown
+  var order = A.map(function (a, i) { return i; }), kept = order, page = 0, per = T ? +document.getElementById('tbl').getAttribute('data-page') : 0;
+  var COLS = ['name', 'set', 'coords', 'phase', 'reason', 'exitCode', 'score', 'grade', 'durationMs', 'run', 'imageId'];
+  var NUM = { exitCode: 1, score: 1, durationMs: 1, run: 1 };
+  function link(tr, href, text) { var a = document.createElement('a'); a.href = href; a.textContent = text; tr.appendChild(a); }
+  function draw() {
+    tbody.textContent = '';
+    var end = Math.min(kept.length, (page + 1) * per);
+    for (var n = page * per; n < end; n++) {
+      var i = kept[n], a = A[i], tr = document.createElement('tr');
+      tr.setAttribute('data-i', i);
+      tr.className = 'o-' + a.outcome;
+      COLS.forEach(function (k) {
+        var td = document.createElement('td');
+        if (NUM[k]) td.className = 'n';
+        if (k === 'phase') {
+          var sp = document.createElement('span'); sp.className = 'ph';
+          if (a.phase === 'Succeeded' && a.outcome !== 'passed' && a.outcome !== 'unfinished') { td.appendChild(document.createTextNode(a.phase + ' \u00b7 ')); sp.textContent = a.outcome; }
+          else sp.textContent = a.phase;
+          td.appendChild(sp);
+        } else if (k === 'coords') td.textContent = kv(a.coords);
+        else if (k === 'durationMs') td.textContent = d(a.durationMs);
+        else if (k === 'imageId') { td.textContent = a.imageId ? a.imageId.replace(/^sha256:/, '').slice(0, 12) : ''; if (a.imageId) td.title = a.imageId; }
+        else td.textContent = a[k] === null || a[k] === undefined ? '' : String(a[k]);
+        tr.appendChild(td);
+      });
+      var lk = document.createElement('td'); lk.className = 'lk';
+      var l = T.link[i], base = typeof l === 'number' ? l < 0 ? null : T.dict.folder[l] + encodeURI(a.name) + '/run-' + a.run : l;
+      if (base !== null) { link(lk, base + '/results/', 'results'); link(lk, base + '/logs.txt', 'logs'); link(lk, base + '/manifest.json', 'manifest'); }
+      var ex = T.extra[i];
+      if (ex && ex.patch) link(lk, ex.patch, 'patch');
+      if (ex && ex.gradeLog) link(lk, ex.gradeLog, 'grade log');
+      tr.appendChild(lk);
+      tbody.appendChild(tr);
+    }
+  }
   var tlRows = Array.prototype.slice.call(document.querySelectorAll('.tr[data-i]'));
   var shown = document.getElementById('shown');
   var q = document.getElementById('filter');
@@ -36,13 +98,14 @@ export const PAGE_SCRIPT = `
   }
   function apply() {
     var n = 0;
+    if (T) { kept = order.filter(keep); n = kept.length; page = Math.min(page, Math.max(0, Math.ceil(n / per) - 1)); draw(); }
     rows.forEach(function (r) { var ok = keep(+r.getAttribute('data-i')); if (r.hidden === ok) r.hidden = !ok; if (ok) n++; });
     tlRows.forEach(function (r) { var ok = keep(+r.getAttribute('data-i')); if (r.hidden === ok) r.hidden = !ok; });
     document.querySelectorAll('td.c').forEach(function (td) {
       td.classList.toggle('on', !!st.cell && +td.getAttribute('data-s') === st.cell.s && +td.getAttribute('data-c') === st.cell.c);
     });
     var what = st.cell ? ' in cell ' + D.sets[st.cell.s].name + ' ' + kv(D.sets[st.cell.s].cells[st.cell.c].coords) : '';
-    shown.textContent = n + ' of ' + A.length + ' attempts' + what;
+    shown.textContent = n + ' of ' + A.length + ' attempts' + what + (T && n > per ? ' \u00b7 page ' + (page + 1) + ' of ' + Math.ceil(n / per) : '');
     save();
   }
   function val(a, k) {
@@ -55,15 +118,21 @@ export const PAGE_SCRIPT = `
     document.querySelectorAll('#tbl th').forEach(function (th) {
       if (th.getAttribute('data-k') === k) th.setAttribute('aria-sort', dir > 0 ? 'ascending' : 'descending'); else th.removeAttribute('aria-sort');
     });
-    rows.sort(function (x, y) {
-      var a = val(A[+x.getAttribute('data-i')], k), b = val(A[+y.getAttribute('data-i')], k);
+    function cmp(i, j) {
+      var a = val(A[i], k), b = val(A[j], k);
       if (a === b) return 0;
       if (a === null) return 1;
       if (b === null) return -1;
       return (a < b ? -1 : 1) * dir;
-    });
+    }
+    if (T) { order.sort(cmp); page = 0; apply(); return; }
+    rows.sort(function (x, y) { return cmp(+x.getAttribute('data-i'), +y.getAttribute('data-i')); });
     rows.forEach(function (r) { tbody.appendChild(r); });
     save();
+  }
+  if (T) {
+    document.getElementById('prev').addEventListener('click', function () { if (page > 0) { page--; apply(); } });
+    document.getElementById('next').addEventListener('click', function () { if ((page + 1) * per < kept.length) { page++; apply(); } });
   }
   document.querySelectorAll('#tbl th[data-k]').forEach(function (th) {
     th.addEventListener('click', function () {
@@ -71,7 +140,7 @@ export const PAGE_SCRIPT = `
       sortBy(k, st.sort === k ? -st.dir : 1);
     });
   });
-  q.addEventListener('input', function () { st.q = q.value; apply(); });
+  q.addEventListener('input', function () { st.q = q.value; page = 0; apply(); });
   document.getElementById('clear').addEventListener('click', function () { st.q = ''; st.cell = null; q.value = ''; apply(); });
   document.querySelectorAll('td.c').forEach(function (td) {
     function pick() {
@@ -108,7 +177,7 @@ export const PAGE_SCRIPT = `
       'pass rate ' + (c.passRate === null ? '-' : (c.passRate * 100).toFixed(1) + '%'), 'click to filter the attempts'].join('\\n');
   }
   document.addEventListener('mousemove', function (e) {
-    var el = e.target.closest ? e.target.closest('.tr[data-i] svg, td.c') : null;
+    var el = e.target.closest ? e.target.closest('.tr[data-i] svg, td.c, #tbl tr[data-i]') : null;
     if (el && el.tagName.toLowerCase() === 'svg') el = el.parentNode;
     if (!el) { tip.hidden = true; return; }
     tip.textContent = tipFor(el);

@@ -20,7 +20,7 @@ table.heat th.r{color:var(--fg)}
 .h0{background:#f4c7c3}.h1{background:#f6d2c0}.h2{background:#f8dcbf}.h3{background:#fae6bf}.h4{background:#fbefc0}.h5{background:#f7f3c1}.h6{background:#e6f0c0}.h7{background:#d3eac0}.h8{background:#c0e3bf}.h9{background:#abdcbc}.h10{background:#93d3b4}
 .hnone{background:#eef0f3;color:var(--mut)}.hinfra{background:#fbe3c0}
 h4{font-size:13px;margin:10px 0 4px}
-table.heat td.d{min-width:64px;text-align:center;border:2px solid #fff;font-variant-numeric:tabular-nums;white-space:nowrap}
+table.heat td.d,table.heat td.b{min-width:64px;text-align:center;border:2px solid #fff;font-variant-numeric:tabular-nums;white-space:nowrap}
 .dm3{background:#e8958c}.dm2{background:#f1b8b1}.dm1{background:#f8dcd8}.d0{background:#eef0f3}.dp1{background:#d9efdc}.dp2{background:#b3dfbb}.dp3{background:#86cc96}
 .tl{font-size:12px}
 .tl details,#tbl{content-visibility:auto;contain-intrinsic-size:auto 600px}
@@ -33,12 +33,12 @@ table.heat td.d{min-width:64px;text-align:center;border:2px solid #fff;font-vari
 svg.conc{height:70px;width:100%;display:block;border-bottom:1px solid var(--line)}
 .axis{display:grid;grid-template-columns:260px 1fr;font-size:11px;color:var(--mut)}
 .axis div{display:flex;justify-content:space-between}
-rect.w{fill:var(--wait)}rect.p{fill:var(--prov)}rect.o-passed{fill:var(--pass)}rect.o-failed{fill:var(--fail)}rect.o-infra{fill:var(--infra)}rect.o-skipped{fill:var(--skip)}rect.o-unfinished{fill:var(--unf)}rect.g{fill:#9aa3ae}
+rect.w{fill:var(--wait)}rect.p{fill:var(--prov)}rect.o-passed{fill:var(--pass)}rect.o-failed{fill:var(--fail)}rect.o-infra{fill:var(--infra)}rect.o-skipped{fill:var(--skip)}rect.o-unfinished{fill:var(--unf)}rect.g{fill:#9aa3ae}rect.gr{fill:#8e6bd1}
 polyline.run{fill:none;stroke:var(--unf);stroke-width:1.5;vector-effect:non-scaling-stroke}
 line.cap{stroke:var(--fail);stroke-dasharray:6 4;stroke-width:1;vector-effect:non-scaling-stroke}
 .legend{display:flex;flex-wrap:wrap;gap:12px;font-size:12px;color:var(--mut);margin:6px 0}
 .legend i{display:inline-block;width:12px;height:10px;margin-right:4px;vertical-align:middle}
-.legend .w{background:var(--wait)}.legend .p{background:var(--prov)}.legend .passed{background:var(--pass)}.legend .failed{background:var(--fail)}.legend .infra{background:var(--infra)}.legend .skipped{background:var(--skip)}.legend .unfinished{background:var(--unf)}.legend .cap{border-top:2px dashed var(--fail);height:0}.legend .run{border-top:2px solid var(--unf);height:0}
+.legend .w{background:var(--wait)}.legend .p{background:var(--prov)}.legend .passed{background:var(--pass)}.legend .failed{background:var(--fail)}.legend .infra{background:var(--infra)}.legend .skipped{background:var(--skip)}.legend .unfinished{background:var(--unf)}.legend .gr{background:#8e6bd1}.legend .cap{border-top:2px dashed var(--fail);height:0}.legend .run{border-top:2px solid var(--unf);height:0}
 .bar{display:flex;gap:8px;align-items:center;margin:6px 0;flex-wrap:wrap}
 input[type=search]{width:320px;padding:4px 8px;font:inherit}
 #tbl th{cursor:pointer;user-select:none;white-space:nowrap}

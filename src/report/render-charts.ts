@@ -1,11 +1,14 @@
 /**
  * The report's pictures, pure: the heatmap of each set's matrix (an HTML table, cells coloured by
  * pass rate in 11 steps) and the timeline (a row per attempt, grouped and foldable per set, bars
- * in inline SVG over one shared time scale, and the line of slots held against --max-running).
+ * in inline SVG over one shared time scale, graders after their runs, and the line of slots held
+ * by runs and graders against --max-running).
  */
+import { REPORT_LIMITS } from '../constants';
 import { esc } from './escape';
 import { coordText, ms, pct, utc } from './format';
 import type { ReportCell, ReportData, ReportSet } from './model';
+import { sampleSteps } from './timeline';
 
 /** The SVG's horizontal units for the whole window. */
 const W = 1000;
@@ -17,12 +20,59 @@ function heatClass(c: ReportCell): string {
 
 /** Values of `axes` in the order the cells first show them. */
 function valuesOf(cells: readonly ReportCell[], axes: readonly string[]): string[] {
-  const out: string[] = [];
-  for (const c of cells) {
-    const v = JSON.stringify(axes.map((a) => c.coords[a] ?? ''));
-    if (!out.includes(v)) out.push(v);
-  }
+  const out = new Set<string>();
+  for (const c of cells) out.add(JSON.stringify(axes.map((a) => c.coords[a] ?? '')));
+  return [...out];
+}
+
+/** `keys` in at most `max` bands of neighbours (each its keys), or undefined when they fit. */
+function bandsOf(keys: string[], max: number): string[][] | undefined {
+  if (keys.length <= max) return undefined;
+  const size = Math.ceil(keys.length / max);
+  const out: string[][] = [];
+  for (let i = 0; i < keys.length; i += size) out.push(keys.slice(i, i + size));
   return out;
+}
+
+const bandLabel = (band: string[]) => {
+  const first = (JSON.parse(band[0] as string) as string[]).join(' · ');
+  const last = (JSON.parse(band[band.length - 1] as string) as string[]).join(' · ');
+  return band.length === 1 ? first : `${first} … ${last} (${band.length})`;
+};
+
+/**
+ * A heatmap too large to draw a cell per coordinate (issue 55): rows and columns grouped into at
+ * most REPORT_LIMITS.heatRows × heatCols bands of neighbours, each cell the sum of the cells it
+ * covers (its title says what); the attempts table lists each attempt.
+ */
+function bandedHeatmap(s: ReportSet, at: Map<string, number>, rowAxis: string | undefined, colAxes: string[], rowKeys: string[], colKeys: string[]): string {
+  const rows = bandsOf(rowKeys, REPORT_LIMITS.heatRows) ?? rowKeys.map((k) => [k]);
+  const cols = bandsOf(colKeys, REPORT_LIMITS.heatCols) ?? colKeys.map((k) => [k]);
+  const head = `<tr><th>${esc(rowAxis ?? '')}${colAxes.length ? ` \\ ${esc(colAxes.join(' · '))}` : ''}</th>${cols.map((b) => `<th>${esc(bandLabel(b))}</th>`).join('')}</tr>`;
+  const body = rows
+    .map((rb) => {
+      const tds = cols.map((cb) => {
+        const sum: ReportCell = { coords: {}, n: 0, passed: 0, failed: 0, infra: 0, skipped: 0, unfinished: 0, passRate: null };
+        for (const rk of rb)
+          for (const ck of cb) {
+            const i = at.get(`[${rk},${ck}]`);
+            if (i === undefined) continue;
+            const c = s.cells[i] as ReportCell;
+            for (const k of ['n', 'passed', 'failed', 'infra', 'skipped', 'unfinished'] as const) sum[k] += c[k];
+          }
+        if (!sum.n) return '<td></td>';
+        sum.passRate = sum.passed + sum.failed > 0 ? sum.passed / (sum.passed + sum.failed) : null;
+        const text = sum.passed + sum.failed > 0 ? `${sum.passed}/${sum.passed + sum.failed}` : sum.infra ? `${sum.infra} infra` : sum.unfinished ? '…' : '-';
+        const title = `${bandLabel(rb)} × ${bandLabel(cb)}: passed ${sum.passed}, failed ${sum.failed}, infra ${sum.infra}, skipped ${sum.skipped}, unfinished ${sum.unfinished}`;
+        return `<td class="b ${heatClass(sum)}" title="${esc(title)}">${esc(text)}</td>`;
+      });
+      return `<tr><th class="r">${esc(bandLabel(rb))}</th>${tds.join('')}</tr>`;
+    })
+    .join('\n');
+  const rate = `pass rate ${pct(s.passRate)} · ${s.passed} passed, ${s.failed} failed, ${s.infra} infra, ${s.skipped} skipped, ${s.unfinished} unfinished`;
+  const samples = s.samplesAxis ? ` · samples: ${esc(s.samplesAxis)}` : '';
+  const note = ` · ${rowKeys.length} × ${colKeys.length} cells, drawn in bands of neighbours`;
+  return `<h3>${esc(s.name)}</h3><p class="note">${esc(rate)}${samples}${esc(note)}</p>\n<table class="heat">\n${head}\n${body}\n</table>`;
 }
 
 function heatmapOf(s: ReportSet, si: number): string {
@@ -31,6 +81,7 @@ function heatmapOf(s: ReportSet, si: number): string {
   const colKeys = valuesOf(s.cells, colAxes);
   const at = new Map<string, number>();
   s.cells.forEach((c, i) => at.set(JSON.stringify([rowAxis === undefined ? [] : [c.coords[rowAxis] ?? ''], colAxes.map((a) => c.coords[a] ?? '')]), i));
+  if (rowKeys.length > REPORT_LIMITS.heatRows || colKeys.length > REPORT_LIMITS.heatCols) return bandedHeatmap(s, at, rowAxis, colAxes, rowKeys, colKeys);
   const head = `<tr><th>${esc(rowAxis ?? '')}${colAxes.length ? ` \\ ${esc(colAxes.join(' · '))}` : ''}</th>${colKeys.map((k) => `<th>${esc((JSON.parse(k) as string[]).join(' · '))}</th>`).join('')}</tr>`;
   const body = rowKeys
     .map((rk) => {
@@ -82,6 +133,11 @@ function barsOf(a: ReportData['attempts'][number], s: Scale, now: number): strin
   const provEnd = a.startedAt ?? end;
   if (provAt !== null && provEnd !== null && provEnd > provAt) out.push(rect('p', s.x(provAt), s.w(provAt, provEnd)));
   if (a.startedAt !== null && end !== null) out.push(rect(`o-${a.outcome}`, s.x(a.startedAt), s.w(a.startedAt, Math.max(a.startedAt, end))));
+  // its graders, after the run: each held a slot
+  for (const g of a.grading) {
+    const to = g.finishedAt ?? (g.running ? now : null);
+    if (to !== null) out.push(rect('gr', s.x(g.startedAt), s.w(g.startedAt, Math.max(g.startedAt, to))));
+  }
   return out.join('');
 }
 
@@ -93,14 +149,16 @@ function concurrencyOf(d: ReportData, s: Scale): string {
   const y = (n: number) => Math.round((H - (n / top) * (H - 4)) * 10) / 10;
   const pts: string[] = [`0,${y(0)}`];
   let cur = 0;
-  for (const st of d.concurrency) {
+  const win = d.summary.window;
+  const steps = win ? sampleSteps(d.concurrency, win.from, win.to, REPORT_LIMITS.timelinePoints) : d.concurrency;
+  for (const st of steps) {
     const x = s.x(st.t);
     pts.push(`${x},${y(cur)}`, `${x},${y(st.running)}`);
     cur = st.running;
   }
   pts.push(`${W},${y(cur)}`);
   const cap = d.maxRunning !== null ? `<line class="cap" x1="0" x2="${W}" y1="${y(d.maxRunning)}" y2="${y(d.maxRunning)}"/>` : '';
-  return `<svg class="conc" viewBox="0 0 ${W} ${H}" preserveAspectRatio="none" role="img" aria-label="attempts holding a slot over time">${cap}<polyline class="run" points="${pts.join(' ')}"/></svg>`;
+  return `<svg class="conc" viewBox="0 0 ${W} ${H}" preserveAspectRatio="none" role="img" aria-label="runs and graders holding a slot over time">${cap}<polyline class="run" points="${pts.join(' ')}"/></svg>`;
 }
 
 export function timeline(d: ReportData): string {
@@ -115,20 +173,35 @@ export function timeline(d: ReportData): string {
   });
   const out: string[] = [];
   out.push(
-    `<div class="legend"><span><i class="w"></i>waiting</span><span><i class="p"></i>provisioning</span><span><i class="passed"></i>passed</span><span><i class="failed"></i>failed</span><span><i class="infra"></i>infra</span><span><i class="skipped"></i>skipped</span><span><i class="unfinished"></i>running / unfinished</span><span><i class="run"></i>slots held (peak ${d.summary.peakRunning})</span>${d.maxRunning !== null ? `<span><i class="cap"></i>--max-running ${d.maxRunning}</span>` : ''}</div>`,
+    `<div class="legend"><span><i class="w"></i>waiting</span><span><i class="p"></i>provisioning</span><span><i class="passed"></i>passed</span><span><i class="failed"></i>failed</span><span><i class="infra"></i>infra</span><span><i class="skipped"></i>skipped</span><span><i class="unfinished"></i>running / unfinished</span><span><i class="gr"></i>grading</span><span><i class="run"></i>slots held by runs and graders (peak ${d.summary.peakRunning})</span>${d.maxRunning !== null ? `<span><i class="cap"></i>--max-running ${d.maxRunning}</span>` : ''}</div>`,
   );
   out.push(`<div class="axis"><span>slots held</span>${concurrencyOf(d, s)}</div>`);
   out.push(
     `<div class="axis"><span></span><div><span>${esc(utc(win.from))}</span><span>${esc(ms(win.to - win.from))}</span><span>${esc(utc(win.to))}</span></div></div>`,
   );
+  // (issue 55) above REPORT_LIMITS.detailed attempts, each set's span only: the table lists each attempt
+  const compact = d.attempts.length > REPORT_LIMITS.detailed;
+  if (compact)
+    out.push(
+      `<p class="note">${d.attempts.length} attempts: the timeline shows the slots held and each set's span; the table below lists every attempt (hover a row for its times).</p>`,
+    );
   out.push('<div class="tl">');
   for (const [set, idx] of groups) {
-    const members = idx.map((i) => d.attempts[i] as ReportData['attempts'][number]);
-    const starts = members.flatMap((a) => (a.queuedAt !== null ? [a.queuedAt] : []));
-    const ends = members.flatMap((a) => (a.finishedAt !== null ? [a.finishedAt] : a.outcome === 'unfinished' && a.queuedAt !== null ? [d.generatedAt] : []));
-    const span = starts.length && ends.length ? rect('g', s.x(Math.min(...starts)), s.w(Math.min(...starts), Math.max(...ends))) : '';
+    let first = Infinity;
+    let last = -Infinity;
+    for (const i of idx) {
+      const a = d.attempts[i] as ReportData['attempts'][number];
+      if (a.queuedAt !== null && a.queuedAt < first) first = a.queuedAt;
+      const end = a.finishedAt !== null ? a.finishedAt : a.outcome === 'unfinished' && a.queuedAt !== null ? d.generatedAt : null;
+      if (end !== null && end > last) last = end;
+    }
+    const span = first !== Infinity && last !== -Infinity ? rect('g', s.x(first), s.w(first, last)) : '';
     const title = set === null ? 'Attempts without a set' : `set ${set}`;
-    out.push(`<details open data-g="${esc(set ?? '')}"><summary><span class="lbl">${esc(title)} (${members.length})</span>${svgRow(span)}</summary>`);
+    out.push(`<details open data-g="${esc(set ?? '')}"><summary><span class="lbl">${esc(title)} (${idx.length})</span>${svgRow(span)}</summary>`);
+    if (compact) {
+      out.push('</details>');
+      continue;
+    }
     for (const i of idx) {
       const a = d.attempts[i] as ReportData['attempts'][number];
       out.push(

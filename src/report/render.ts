@@ -14,6 +14,8 @@ import { PAGE_SCRIPT } from './page-script';
 import { PAGE_STYLE } from './page-style';
 import { heatmaps, timeline } from './render-charts';
 import { comparisonSection } from './render-compare';
+import { compactTable } from './compact';
+import { REPORT_LIMITS } from '../constants';
 
 const sha256 = (s: string) => `'sha256-${createHash('sha256').update(s, 'utf8').digest('base64')}'`;
 
@@ -118,8 +120,21 @@ function row(a: ReportAttempt, i: number): string {
   return `<tr data-i="${i}" class="o-${a.outcome}">${tds}<td class="lk">${links(a)}</td></tr>`;
 }
 
+/** Whether the page holds its attempts as compact columns and draws the table a page at a time (compact.ts). */
+export const isCompact = (d: ReportData): boolean => d.attempts.length > REPORT_LIMITS.detailed;
+
 function attemptsTable(d: ReportData): string {
   const head = COLUMNS.map(([k, t, n]) => `<th data-k="${k}"${n ? ' class="n"' : ''}>${esc(t)}</th>`).join('') + '<th>links</th>';
+  if (isCompact(d)) {
+    const where =
+      d.mode === 'live'
+        ? 'Links into the results folders are in the report file (berth report).'
+        : 'Links are relative to this file: keep it at the results root.';
+    const omitted = d.omitted ? ` ${d.omitted} more attempts are not in it (a report holds at most ${d.attempts.length}).` : '';
+    return `<div class="bar"><input id="filter" type="search" placeholder="filter: name, set, axis=value, label, phase, reason" aria-label="filter attempts"><button id="clear" type="button">clear filter</button><button id="prev" type="button">previous</button><button id="next" type="button">next</button><span id="shown" class="note"></span></div>
+<p class="note">${d.attempts.length} attempts, shown ${PAGE_ROWS} at a time (sort by a column, filter, or click a heatmap cell). ${esc(where)}${esc(omitted)}</p>
+<table id="tbl" data-page="${PAGE_ROWS}"><thead><tr>${head}</tr></thead><tbody></tbody></table>`;
+  }
   const omitted = d.omitted ? `<p class="note">${d.omitted} more attempts are not shown (a report holds at most ${d.attempts.length}).</p>` : '';
   const where =
     d.mode === 'live'
@@ -132,8 +147,13 @@ ${d.attempts.map(row).join('\n')}
 </tbody></table>`;
 }
 
-/** The data the page's script reads: all of it but the links (they are in the table's cells). */
+/** Rows of the table a page shows at once when it holds its attempts as columns. */
+export const PAGE_ROWS = 100;
+
+/** The data the page's script reads: all of it but the links (they are in the table's cells); a large report's attempts as columns (compact.ts). */
 export function embedded(d: ReportData): unknown {
+  // the slots-held line is drawn in the page already: the script needs none of its 200,000 steps
+  if (isCompact(d)) return { ...d, attempts: [], concurrency: [], table: compactTable(d) };
   return { ...d, attempts: d.attempts.map(({ links: _links, ...a }) => a) };
 }
 

@@ -1,12 +1,12 @@
 /**
- * The timeline's numbers, pure: how many attempts held a slot (provisioning or running, as
- * `--max-running` counts them) over time, as a step function.
+ * The timeline's numbers, pure: how many slots were held (a run provisioning or running, a grader
+ * running, as `--max-running` counts them) over time, as a step function.
  */
 
 export interface Step {
   /** ms since the epoch. */
   t: number;
-  /** Attempts holding a slot from `t` until the next step. */
+  /** Slots held (runs and graders) from `t` until the next step. */
   running: number;
 }
 
@@ -38,6 +38,33 @@ export function concurrency(spans: readonly Span[], now: number): Step[] {
     if (d === 0) continue;
     running += d;
     out.push({ t, running });
+  }
+  return out;
+}
+
+/**
+ * `steps` sampled down to at most about `n` points over [from, to] (issue 55: a fleet of 100,000
+ * runs has 200,000 steps): the window cut in `n` equal spans, each drawn at the most attempts it
+ * saw held at once, so no peak is lost. Fewer steps than that are returned as they are.
+ */
+export function sampleSteps(steps: readonly Step[], from: number, to: number, n: number): Step[] {
+  if (steps.length <= 2 * n || to <= from) return [...steps];
+  const span = (to - from) / n;
+  const out: Step[] = [];
+  let k = 0;
+  let running = 0;
+  for (let b = 0; b < n; b++) {
+    const start = from + b * span;
+    const end = b === n - 1 ? Infinity : start + span;
+    let peak = running;
+    while (k < steps.length && (steps[k] as Step).t < end) {
+      running = (steps[k] as Step).running;
+      if (running > peak) peak = running;
+      k++;
+    }
+    if (!out.length || (out[out.length - 1] as Step).running !== peak) out.push({ t: Math.round(start), running: peak });
+    // the span's end value carries into the next one
+    if (peak !== running) out.push({ t: Math.round(Math.min(end, to)), running });
   }
   return out;
 }

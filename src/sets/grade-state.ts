@@ -5,6 +5,7 @@
  */
 import { REASONS } from '../constants';
 import { gradeHash } from '../spec/grade-hash';
+import { classify, type Classified } from './outcome';
 import type { LoadedSpec } from '../spec/types';
 import type { AttemptStatus, GradeRecord } from '../status/types';
 
@@ -60,18 +61,38 @@ export function regradeAsked(rec: AttemptStatus, lastK: number): boolean {
 }
 
 /**
- * The class a grade gives the run `rec` records, when spec.grade judges it (undefined: it does
- * not; the run's own outcome stands): unfinished while its grade is to come, infra when the
- * grader could not judge (GradeFailed, GradeTimedOut), else the grader's verdict.
+ * The ends that are the attempt's own limits: the run ran past its deadline (TimedOut), out of
+ * memory (OOMKilled) or out of disk (DiskLimitExceeded). A task failure whatever a grader says of
+ * what it left (as a passing score file does not make them a pass): the contract counts them as
+ * failures.
  */
-export function gradeClass(
-  loaded: LoadedSpec,
-  rec: AttemptStatus | undefined,
-): { outcome: 'passed' | 'failed' | 'infra' | 'unfinished'; reason?: string } | undefined {
+export function endedByLimit(rec: Pick<AttemptStatus, 'phase' | 'reason'>): boolean {
+  return rec.phase === 'TimedOut' || (rec.phase === 'Failed' && (rec.reason === REASONS.oomKilled || rec.reason === REASONS.diskLimitExceeded));
+}
+
+/**
+ * The class a grade gives the run `rec` records, when spec.grade judges it (undefined: it does
+ * not; the run's own outcome stands): unfinished while its grade is to come; a run the attempt's
+ * own limit ended (endedByLimit) keeps its own class (failed, or the infrastructure its set's
+ * `score.infra` moves it to) whatever the grade, which is shown beside it; else infra when the
+ * grader could not judge (GradeFailed, GradeTimedOut), and the grader's verdict otherwise.
+ */
+export function gradeClass(loaded: LoadedSpec, rec: AttemptStatus | undefined): Classified | undefined {
   if (!rec || !gradeApplies(loaded, rec)) return undefined;
   if (gradePending(loaded, rec)) return { outcome: 'unfinished' };
+  if (endedByLimit(rec)) return classify(rec, loaded.set?.set, loaded.spec.retries);
   const g = latestGrade(rec) as GradeRecord;
   if (g.state === 'failed') return { outcome: 'infra', reason: g.reason ?? REASONS.gradeFailed };
   if (g.state === 'timedOut') return { outcome: 'infra', reason: g.reason ?? REASONS.gradeTimedOut };
   return { outcome: g.passed ? 'passed' : 'failed' };
+}
+
+/**
+ * How the run `rec` records counts for the attempt `loaded` (its set's policy, its retries, its
+ * grade): the one judgement `summary`, `get`, the report, JUnit, a set's admission and the exit
+ * code of `wait` and `reconcile --wait` read. A record of another spec hash is the caller's to
+ * leave out.
+ */
+export function judge(loaded: LoadedSpec, rec: AttemptStatus | undefined): Classified {
+  return gradeClass(loaded, rec) ?? classify(rec, loaded.set?.set, loaded.spec.retries);
 }

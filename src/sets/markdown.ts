@@ -1,8 +1,8 @@
 /**
  * A summary as GitHub-flavoured Markdown, for `$GITHUB_STEP_SUMMARY` (`berth summary -o markdown
  * >> "$GITHUB_STEP_SUMMARY"`): one table of the suites (each set, and the plain Attempts), then
- * the attempts that did not pass, with their reason and score, and the touched ones (an exec or a
- * copy made into the run). Every string from a spec or a run
+ * the attempts that did not pass, with their cell (a set child's coordinates), reason, score and
+ * grade, and the touched ones (an exec or a copy made into the run). Every string from a spec or a run
  * is escaped so it cannot end a cell, open a link or inject HTML.
  */
 import type { SetSummary, Summary } from './summary';
@@ -33,10 +33,13 @@ export function toMarkdown(s: Summary): string {
   }
   const bad = suites.flatMap(([name, x]) => x.children.filter((c) => c.outcome === 'failed' || c.outcome === 'infra').map((c) => ({ suite: name, c })));
   if (bad.length) {
-    out.push('', '### Not passed', '', '| attempt | suite | result | phase | reason | score |', '|---|---|---|---|---|---:|');
+    out.push('', '### Not passed', '', '| attempt | suite | cell | result | phase | reason | score | grade |', '|---|---|---|---|---|---|---:|---|');
     for (const { suite, c } of bad.slice(0, LISTED)) {
+      const cell = Object.entries(c.coords)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(', ');
       out.push(
-        `| ${mdEscape(c.name)} | ${mdEscape(suite)} | ${c.outcome} | ${mdEscape(c.phase)} | ${mdEscape(c.reason ?? '')} | ${c.score === null ? '' : c.score} |`,
+        `| ${mdEscape(c.name)} | ${mdEscape(suite)} | ${mdEscape(cell)} | ${c.outcome} | ${mdEscape(c.phase)} | ${mdEscape(c.reason ?? '')} | ${c.score === null ? '' : c.score} | ${c.grade ? mdEscape(`grade-${c.grade.k}: ${c.grade.state === 'graded' ? (c.grade.passed ? 'pass' : 'fail') : (c.grade.reason ?? c.grade.state)}`) : ''} |`,
       );
     }
     if (bad.length > LISTED) out.push('', `… and ${bad.length - LISTED} more (\`berth summary -o json\`).`);

@@ -14,13 +14,13 @@
  *   pass@k averaged over its cells (for k up to the smallest n among them).
  * - A child the set declares but whose spec did not load counts as infra (Invalid).
  */
-import { gradeClass, latestGrade } from './grade-state';
+import { judge, latestGrade } from './grade-state';
 import { countByGrade } from './grade-text';
 import { REASONS, type Phase } from '../constants';
 import type { TagMove } from '../status/pins';
 import type { AttemptStatus, ImageProvenance, Touched } from '../status/types';
 import type { LoadedSet, LoadedSpec, SetPolicy } from '../spec/types';
-import { classify, type OutcomeClass } from './outcome';
+import type { OutcomeClass } from './outcome';
 import { mean, passAtK, passHatK, percentile, rateWithStderr } from './stats';
 
 /** A child whose spec did not load counts under its phase, as `classify` counts Invalid and Blocked. */
@@ -167,7 +167,7 @@ function child(loaded: LoadedSpec, rec: AttemptStatus | undefined): ChildSummary
   // A record of another spec hash is an earlier spec's: this child has not run yet.
   const current = rec && rec.specHash === loaded.hash ? rec : undefined;
   // spec.grade: the grader's verdict, when one judges the run; its score, never the attempt's own
-  const c = gradeClass(loaded, current) ?? classify(current, m?.set, loaded.spec.retries);
+  const c = judge(loaded, current);
   const g = loaded.spec.grade ? latestGrade(current) : undefined;
   const score = loaded.spec.grade ? g?.score : current?.score;
   const started = ms(current?.startedAt);
@@ -245,7 +245,9 @@ export function summarizeSet(policy: SetPolicy, children: readonly SetChild[], s
   const cellsByKey = new Map<string, ChildSummary[]>();
   for (const c of kids) {
     const key = samplesAxis ? JSON.stringify(cellAxes.map((a) => c.coords[a])) : c.name;
-    cellsByKey.set(key, [...(cellsByKey.get(key) ?? []), c]);
+    const had = cellsByKey.get(key);
+    if (had) had.push(c);
+    else cellsByKey.set(key, [c]);
   }
   const cells: CellSummary[] = [...cellsByKey.values()].map((cs) => {
     const k = counts(cs);
@@ -264,11 +266,25 @@ export function summarizeSet(policy: SetPolicy, children: readonly SetChild[], s
 
   const byAxis: Record<string, AxisValueSummary[]> = {};
   for (const a of policy.axes) {
-    const values: string[] = [];
-    for (const c of kids) if (!values.includes(c.coords[a] as string)) values.push(c.coords[a] as string);
-    byAxis[a] = values.map((v) => {
-      const k = counts(kids.filter((c) => c.coords[a] === v));
-      const its = a === samplesAxis ? [] : cells.filter((c) => c.coords[a] === v);
+    // (issue 55) each value's children and cells gathered in one pass (a set of 100,000 has 500 values of an axis)
+    const kidsOf = new Map<string, ChildSummary[]>();
+    for (const c of kids) {
+      const v = c.coords[a] as string;
+      const had = kidsOf.get(v);
+      if (had) had.push(c);
+      else kidsOf.set(v, [c]);
+    }
+    const cellsOf = new Map<string, CellSummary[]>();
+    if (a !== samplesAxis)
+      for (const c of cells) {
+        const v = c.coords[a] as string;
+        const had = cellsOf.get(v);
+        if (had) had.push(c);
+        else cellsOf.set(v, [c]);
+      }
+    byAxis[a] = [...kidsOf].map(([v, of]) => {
+      const k = counts(of);
+      const its = cellsOf.get(v) ?? [];
       return { value: v, ...k, ...rate(k), passAtK: meanOverCells(its, (c) => c.passAtK), passHatK: meanOverCells(its, (c) => c.passHatK) };
     });
   }

@@ -15,6 +15,7 @@ import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { API_VERSION, KIND_ATTEMPT, SET_LABEL, SET_LIMITS, TASK_FAILURES } from '../constants';
 import { canonicalJson } from './canonical-json';
+import { templatePinKey } from './hash';
 import { checkAttemptBody, placer, type BodyOptions, type ChildOutcome, type DocContext, type DocOutcome } from './check-document';
 import type { Segment } from './field-path';
 import { checkResultsSync, resolveInsideSpecs } from './path-checks';
@@ -22,7 +23,7 @@ import { ioReason } from './read-spec-file';
 import { schemaIssues } from './schema-errors';
 import { validateAttempt } from './schema';
 import type { SetMember, SetPolicy, SourcePos, SpecError } from './types';
-import { expand, valueText, type AxisIn } from './set-expand';
+import { expand, limitText, valueText, type AxisIn } from './set-expand';
 import { childLabels, fromShape, hashPieces, shapeOf, type HashPieces, type SetShape } from './set-shape';
 import { renderTemplate, templateIssues } from './set-template';
 
@@ -38,6 +39,7 @@ interface RawSet {
     include?: Record<string, AxisValue>[];
     exclude?: Record<string, AxisValue>[];
     maxParallel?: number;
+    maxChildren?: number;
     failFast?: boolean;
     maxFailed?: number;
     template: Record<string, unknown>;
@@ -77,6 +79,8 @@ export async function checkSet(value: Record<string, unknown>, ctx: DocContext, 
       `each child would carry ${labelCount} labels (these, ${SET_LABEL} and one per axis); at most ${MAX_LABELS} are allowed`,
     );
 
+  // The set's own guard (set policy: no child's hash); raised on purpose by spec.maxChildren.
+  const limit = doc.spec.maxChildren ?? SET_LIMITS.maxChildren;
   const axes: AxisIn[] = [];
   for (const a of axisNames) {
     const raw = doc.spec.matrix[a] as RawAxis;
@@ -86,8 +90,7 @@ export async function checkSet(value: Record<string, unknown>, ctx: DocContext, 
       const [start, end] = raw.range;
       const size = end - start;
       if (size <= 0) err(['spec', 'matrix', a, 'range'], 'matrix', `range [${start}, ${end}] has no values (it is start, start+1, ..., end-1)`);
-      else if (size > SET_LIMITS.maxChildren)
-        err(['spec', 'matrix', a, 'range'], 'matrix', `range [${start}, ${end}] has ${size} values; a set may have at most ${SET_LIMITS.maxChildren} children`);
+      else if (size > limit) err(['spec', 'matrix', a, 'range'], 'matrix', `range [${start}, ${end}] has ${size} values; ${limitText(limit)}`);
       else axes.push({ name: a, values: Array.from({ length: size }, (_, i) => String(start + i)) });
     } else if (raw.fromDir !== undefined) {
       const r = await subFolders(ctx, raw.fromDir);
@@ -113,18 +116,27 @@ export async function checkSet(value: Record<string, unknown>, ctx: DocContext, 
     name: setName,
     axes: axisNames,
     maxParallel: doc.spec.maxParallel ?? null,
+    ...(doc.spec.maxChildren !== undefined ? { maxChildren: doc.spec.maxChildren } : {}),
     failFast: doc.spec.failFast ?? false,
     maxFailed: doc.spec.maxFailed ?? null,
     score: doc.spec.score?.file !== undefined ? { file: doc.spec.score.file, pass: doc.spec.score.pass ?? 1 } : null,
     infra: infra.filter((r) => TASK_FAILURES.includes(r)),
     source: pos,
     templateHash: createHash('sha256').update(canonicalJson(doc.spec.template)).digest('hex'),
+    pinKey: templatePinKey(doc.spec.template),
   };
   const unknown = { name, pos, errors, set: { loaded: { policy, children: [], coords: [], valid: false }, children: [] } };
   if (axes.length < axisNames.length) return unknown;
 
   const text = (cell: Record<string, AxisValue>) => Object.fromEntries(Object.entries(cell).map(([k, v]) => [k, valueText(v)]));
-  const expansion = expand({ set: setName, axes, include: (doc.spec.include ?? []).map(text), exclude: (doc.spec.exclude ?? []).map(text) });
+  const expansion = expand({
+    set: setName,
+    axes,
+    include: (doc.spec.include ?? []).map(text),
+    exclude: (doc.spec.exclude ?? []).map(text),
+    limit,
+    ...(ctx.roots.keptNames ? { kept: ctx.roots.keptNames } : {}),
+  });
   if (!expansion.ok) {
     for (const i of expansion.issues) err(i.segs, 'matrix', i.message);
     return unknown;

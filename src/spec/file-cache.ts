@@ -23,6 +23,7 @@ import type * as LoadFile from './load-file';
 import type { FileOutcome } from './load-file';
 import type * as PathChecks from './path-checks';
 import type { Roots } from './path-checks';
+import { sha256Hex } from './hash';
 import { readBoundedSync } from './read-spec-file';
 import type { LoadedSpec } from './types';
 import type { SpecFile } from './walk';
@@ -100,7 +101,16 @@ export function readSigned(abs: string): { sig: string; bytes: Buffer } | undefi
 }
 
 export function keyOf(f: SpecFile, file: string, roots: Roots): string {
-  return [f.abs, f.rel, file, roots.specsRoot, roots.resultsRoot, roots.fromGit ? 'git' : ''].join('\0');
+  return [f.abs, f.rel, file, roots.specsRoot, roots.resultsRoot, roots.fromGit ? 'git' : '', keptKey(roots.keptNames)].join('\0');
+}
+
+/** The kept names as part of a cache key ('' for none: the key of every load without them is what it was). */
+const keptKeys = new WeakMap<ReadonlySet<string>, string>();
+function keptKey(kept: ReadonlySet<string> | undefined): string {
+  if (!kept || kept.size === 0) return '';
+  let k = keptKeys.get(kept);
+  if (k === undefined) keptKeys.set(kept, (k = sha256Hex([...kept].sort().join('\n'))));
+  return k;
 }
 
 /**

@@ -54,7 +54,14 @@ export class FolderLoad {
    */
   touched: ReadonlySet<string> | undefined;
 
-  constructor(private readonly opts: { specsDir: string; resultsRoot: string }) {}
+  constructor(
+    private readonly opts: {
+      specsDir: string;
+      resultsRoot: string;
+      /** Read at each load: AttemptSet children's names of the old form the instance has records under (loader.ts LoadOptions.keptNames). */
+      keptNames?: () => ReadonlySet<string>;
+    },
+  ) {}
 
   /** `abs` lies in a fixture or a fromDir folder of the last load: a folder made there changes no spec file. */
   claims(abs: string): boolean {
@@ -68,7 +75,7 @@ export class FolderLoad {
     this.walks++;
     return guard(async () => {
       const root = path.resolve(this.opts.specsDir);
-      const ctx = await loadContext(this.opts.resultsRoot);
+      const ctx = await loadContext(this.opts.resultsRoot, this.opts.keptNames?.());
       const { walk, outcomes } = await walkAndLoad(root, await rootsOf(root, ctx), cacheIn);
       const report = await combine([{ root, ...walk, outcomes }], ctx);
       if (walk.problems.length === 0 && walk.links === false && walk.folders) {
@@ -117,7 +124,7 @@ export class FolderLoad {
       // The volatile ones, and those named, in file order.
       const again =
         kept.volatile.size === 0 ? [...touched.values()].filter((f) => f !== null) : kept.files.filter((f) => touched.get(f.rel) || kept.volatile.has(f.rel));
-      const ctx = await loadContext(this.opts.resultsRoot);
+      const ctx = await loadContext(this.opts.resultsRoot, this.opts.keptNames?.());
       const roots = await rootsOf(kept.root, ctx);
       const outcomes = await outcomesOf(again, roots);
       again.forEach((f, i) => {

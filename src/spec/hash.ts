@@ -214,6 +214,26 @@ export function specHash(spec: NormalizedAttempt): string {
   return sha256Hex(canonicalJson({ schema: SPEC_HASH_SCHEMA, spec: hashedSpec(spec) }));
 }
 
+/** The fields of an Attempt's spec no spec hash reads, as a set's template writes them (SPEC_FIELDS's ignored ones). */
+const UNHASHED: ReadonlySet<string> = new Set(Object.entries(SPEC_FIELDS).flatMap(([k, rule]) => (rule === 'ignore' ? [k] : [])));
+
+/**
+ * The key an AttemptSet's pinned images hold under (status/pins.ts): sha256 of its template as
+ * written (`${{ }}` unrendered) less what no child's spec hash reads: `workspace`, `harvest`,
+ * `grade`, `retries`, `ttlSecondsAfterFinished`, the fixture's path (its content is hashed, not
+ * where it lies) and a `fromFile` secret's path. An edit there re-runs no child, so it keeps the
+ * pin: one set runs one image. Any other edit of the template starts a new pin.
+ */
+export function templatePinKey(template: Readonly<Record<string, unknown>>): string {
+  const kept: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(template)) {
+    if (UNHASHED.has(k)) continue;
+    kept[k] =
+      k === 'secrets' && Array.isArray(v) ? v.map((x: unknown) => (typeof x === 'object' && x !== null && 'fromFile' in x ? { ...x, fromFile: true } : x)) : v;
+  }
+  return sha256Hex(canonicalJson({ pin: 1, template: kept }));
+}
+
 /** sha256 hex (crypto.hash: one call, no Hash object; a set's thousands of children each hash their spec). */
 export function sha256Hex(data: string | Uint8Array): string {
   return oneShotHash('sha256', data, 'hex');

@@ -14,7 +14,7 @@ import type { LoadResult, SpecError } from './types';
  * specs root (its status record's `source`); `root`: the specs folder the load read.
  */
 export function heldBy(load: LoadResult, root: string, name: string, source?: string): SpecError[] {
-  if (load.specs.some((s) => s.spec.name === name)) return [];
+  if (loadedNames(load).has(name)) return [];
   const own = load.protectedNames.has(name)
     ? load.errors.filter((e) => e.attempt === name || (e.attempt === undefined && e.set !== undefined && !!load.sets?.get(e.set)?.children.includes(name)))
     : [];
@@ -28,6 +28,14 @@ export function heldBy(load: LoadResult, root: string, name: string, source?: st
     if (source.startsWith(`${dir}/`)) return load.errors.filter((e) => path.resolve(e.file) === folder);
   }
   return [];
+}
+
+/** The names a load loaded, once per load: `get` asks for each of 100,000 attempts (issue 55). */
+const names = new WeakMap<LoadResult, Set<string>>();
+function loadedNames(load: LoadResult): Set<string> {
+  let n = names.get(load);
+  if (!n) names.set(load, (n = new Set(load.specs.map((s) => s.spec.name))));
+  return n;
 }
 
 /** The files with errors, each once with its first error (by position), in file order. */

@@ -45,6 +45,8 @@ export interface LoadReport extends LoadResult {
 export interface LoadOptions {
   /** Results root (`--results-root`); every attempt's results folder must stay inside it. */
   resultsRoot: string;
+  /** AttemptSet children's names of the old form the instance has records under: kept (path-checks.ts Roots.keptNames). */
+  keptNames?: ReadonlySet<string>;
   /** The state folder: outcomes of unchanged files are kept on disk under it between processes (disk-cache.ts). */
   cacheIn?: string;
   /** The specs folder is a revision of a git source (this commit): `fromFile` secrets are errors, and every spec carries the revision. */
@@ -63,7 +65,7 @@ export interface SpecSet {
 export async function loadSpecs(opts: { specsDir: string } & LoadOptions): Promise<LoadReport> {
   return guard(async () => {
     const root = path.resolve(opts.specsDir);
-    const ctx = await loadContext(opts.resultsRoot);
+    const ctx = await loadContext(opts.resultsRoot, opts.keptNames);
     const { walk, outcomes } = await walkAndLoad(root, await rootsOf(root, ctx, opts.revision !== undefined), opts.cacheIn);
     const load = await combine([{ root, ...walk, outcomes }], ctx);
     if (opts.revision === undefined) return load;
@@ -74,7 +76,7 @@ export async function loadSpecs(opts: { specsDir: string } & LoadOptions): Promi
 
 export async function loadPaths(paths: string[], opts: LoadOptions): Promise<LoadReport> {
   return guard(async () => {
-    const ctx = await loadContext(opts.resultsRoot);
+    const ctx = await loadContext(opts.resultsRoot, opts.keptNames);
     const folders: FolderOutcomes[] = [];
     const sets: SpecSet[] = [];
     /** Files named alone (outside the folders), loaded with their folders in the order named. */
@@ -153,11 +155,20 @@ export interface LoadContext {
   fixtureScans: NonNullable<Roots['fixtureScans']>;
   /** Fixtures resolved by this load (path-checks.ts `Roots.fixtureChecks`). */
   fixtureChecks: NonNullable<Roots['fixtureChecks']>;
+  /** path-checks.ts `Roots.keptNames`. */
+  keptNames?: ReadonlySet<string>;
 }
 
-export async function loadContext(resultsRoot: string): Promise<LoadContext> {
+export async function loadContext(resultsRoot: string, keptNames?: ReadonlySet<string>): Promise<LoadContext> {
   const resultsAbs = path.resolve(resultsRoot);
-  return { resultsAbs, resultsReal: await realpathLoose(resultsAbs), realCache: new RealCache(), fixtureScans: new Map(), fixtureChecks: new Map() };
+  return {
+    resultsAbs,
+    resultsReal: await realpathLoose(resultsAbs),
+    realCache: new RealCache(),
+    fixtureScans: new Map(),
+    fixtureChecks: new Map(),
+    ...(keptNames && keptNames.size ? { keptNames } : {}),
+  };
 }
 
 export async function rootsOf(root: string, ctx: LoadContext, fromGit = false): Promise<Roots> {
@@ -170,6 +181,7 @@ export async function rootsOf(root: string, ctx: LoadContext, fromGit = false): 
     fixtureScans: ctx.fixtureScans,
     fixtureChecks: ctx.fixtureChecks,
     ...(fromGit ? { fromGit } : {}),
+    ...(ctx.keptNames ? { keptNames: ctx.keptNames } : {}),
   };
 }
 

@@ -135,6 +135,7 @@ export function normalize(doc: RawAttempt, resolved: ResolvedPaths): NormalizedA
       exclude: [...(s.workspace?.exclude ?? [])],
       maxBytes: workspaceBytes(s.workspace?.maxBytes),
       maxFiles: s.workspace?.maxFiles ?? DEFAULTS.workspaceMaxFiles,
+      gitignore: s.workspace?.gitignore ?? true,
     },
     harvest: {
       maxBytes: sizeOr(s.harvest?.maxBytes, DEFAULTS.harvestMaxBytes),

@@ -26,6 +26,12 @@ export interface Roots {
   fixtureChecks?: Map<string, Promise<Checked<{ path: string; digest: string }>>>;
   /** The specs come from git (`--git`): a `fromFile` secret is an error (secrets do not live in repositories). */
   fromGit?: boolean;
+  /**
+   * Names of AttemptSet children the instance has records under in the old form (`<set>--<16
+   * hex>`, set-expand.ts legacyChildName): a child of that name keeps it. A file's kept outcome
+   * holds only for the same names (file-cache.ts keyOf).
+   */
+  keptNames?: ReadonlySet<string>;
 }
 
 export type Checked<T> = { ok: true; value: T } | { ok: false; problems: FixtureProblem[] };

@@ -73,7 +73,7 @@ export interface RawSpec {
   sandbox?: boolean;
   sidecars?: RawSidecar[];
   grade?: RawGrade;
-  workspace?: { export?: 'changes' | 'none'; exclude?: string[]; maxBytes?: string | number; maxFiles?: number };
+  workspace?: { export?: 'changes' | 'none'; exclude?: string[]; maxBytes?: string | number; maxFiles?: number; gitignore?: boolean };
   harvest?: { maxBytes?: string | number; maxFiles?: number };
 }
 

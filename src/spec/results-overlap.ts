@@ -25,26 +25,59 @@ export async function checkResultsOverlap(specs: LoadedSpec[], resultsRoot: stri
   const root = path.resolve(resultsRoot);
   // One cache for every attempt: a set's thousands of children share their parent folders.
   const rootReal = realpathLooseSync(root, cache);
-  const real = (results: string): string => {
-    if (!ONE_SEGMENT.test(results) || root === '/') return realpathLooseSync(path.resolve(root, results), cache);
-    // A name with no link there (the root listed once): the root's real path joined with it.
-    if (rootReal !== '/' && cache.noLinkIn(root, results)) return `${rootReal}/${results}`;
-    return realpathLooseSync(`${root}/${results}`, cache);
+  // (issue 55) A folder right under the results root's real path is kept by its name alone (the
+  // default results folder, a set's children): a load of 100,000 makes no path string for them,
+  // and the controller checks every load (each dropped file).
+  const prefix = rootReal === '/' ? '/' : `${rootReal}/`;
+  const segOf = (real: string): string | undefined =>
+    real.length > prefix.length && real.startsWith(prefix) && !real.includes('/', prefix.length) ? real.slice(prefix.length) : undefined;
+  /** Each spec's folder: a name under the root's real path, or else its whole real path. */
+  const seg: (string | undefined)[] = [];
+  const full: (string | undefined)[] = [];
+  for (const s of specs) {
+    const results = s.spec.results;
+    if (ONE_SEGMENT.test(results) && root !== '/' && rootReal !== '/' && cache.noLinkIn(root, results)) {
+      seg.push(results);
+      full.push(undefined);
+      continue;
+    }
+    const real =
+      ONE_SEGMENT.test(results) && root !== '/' ? realpathLooseSync(`${root}/${results}`, cache) : realpathLooseSync(path.resolve(root, results), cache);
+    const name = segOf(real);
+    seg.push(name);
+    full.push(name === undefined ? real : undefined);
+  }
+  const realOf = (i: number): string => full[i] ?? `${prefix}${seg[i] as string}`;
+  // The specs by folder: the first one's index, and the rest only where a folder is shared.
+  const under = new Map<string, number>();
+  const elsewhere = new Map<string, number>();
+  const shared = new Map<string, number[]>();
+  const keyOf = (i: number): string => (seg[i] !== undefined ? `u${seg[i] as string}` : `e${full[i] as string}`);
+  for (let i = 0; i < specs.length; i++) {
+    const m = seg[i] !== undefined ? under : elsewhere;
+    const k = (seg[i] ?? full[i]) as string;
+    const first = m.get(k);
+    if (first === undefined) m.set(k, i);
+    else {
+      const key = keyOf(i);
+      const list = shared.get(key);
+      if (list) list.push(i);
+      else shared.set(key, [first, i]);
+    }
+  }
+  const at = (dir: string): number[] => {
+    const name = segOf(dir);
+    const first = name !== undefined ? under.get(name) : elsewhere.get(dir);
+    if (first === undefined) return [];
+    return shared.get(name !== undefined ? `u${name}` : `e${dir}`) ?? [first];
   };
-  const reals = specs.map((s) => real(s.spec.results));
-  const byReal = new Map<string, number[]>();
-  reals.forEach((r, i) => {
-    const had = byReal.get(r);
-    if (had) had.push(i);
-    else byReal.set(r, [i]);
-  });
   // The specs whose folder is `dir` or above it, by folder: a set's thousands of children share their parent.
   const above = new Map<string, number[]>();
   const atOrAbove = (dir: string): number[] => {
     let out = above.get(dir);
     if (out === undefined) {
       const parent = path.dirname(dir);
-      out = [...(byReal.get(dir) ?? []), ...(parent === dir ? [] : atOrAbove(parent))];
+      out = [...at(dir), ...(parent === dir ? [] : atOrAbove(parent))];
       above.set(dir, out);
     }
     return out;
@@ -53,10 +86,10 @@ export async function checkResultsOverlap(specs: LoadedSpec[], resultsRoot: stri
   const add = (a: number, b: number, how: string): void => {
     clashes.set(a, [...(clashes.get(a) ?? []), { other: b, how }]);
   };
-  for (const [i, real] of reals.entries()) {
-    for (const j of byReal.get(real) ?? []) if (j !== i) add(i, j, 'is the same folder as');
+  for (let i = 0; i < specs.length; i++) {
+    if (shared.size) for (const j of shared.get(keyOf(i)) ?? []) if (j !== i) add(i, j, 'is the same folder as');
     // Every folder above this one, up to the filesystem root: another attempt's folder there contains it.
-    for (const j of atOrAbove(path.dirname(real))) {
+    for (const j of atOrAbove(seg[i] !== undefined ? rootReal : path.dirname(full[i] as string))) {
       add(i, j, 'lies inside');
       add(j, i, 'contains');
     }
@@ -79,7 +112,7 @@ export async function checkResultsOverlap(specs: LoadedSpec[], resultsRoot: stri
       ...s.source,
       path: 'spec.results',
       code: 'results-overlap',
-      message: `results folder ${JSON.stringify(s.spec.results)} (${reals[i]}) ${others}${more}; each attempt needs a results folder of its own`,
+      message: `results folder ${JSON.stringify(s.spec.results)} (${realOf(i)}) ${others}${more}; each attempt needs a results folder of its own`,
       attempt: s.spec.name,
       ...(s.set ? { set: s.set.set.name } : {}),
     });

@@ -233,6 +233,11 @@ export interface WorkspaceExportSpec {
   exclude: string[];
   maxBytes: number;
   maxFiles: number;
+  /**
+   * The fixture's `.gitignore` files leave out what they match (src/workspace/gitignore.ts);
+   * default true. A run's recorded settings without it (begun before it existed) read true.
+   */
+  gitignore: boolean;
 }
 
 /** An AttemptSet's own settings, shared by its children; none of it is part of a child's spec hash. */
@@ -242,6 +247,8 @@ export interface SetPolicy {
   axes: string[];
   /** Children of the set running at once, at most; null: no limit of its own. */
   maxParallel: number | null;
+  /** `spec.maxChildren`: the children the set may have, raised on purpose above SET_LIMITS.maxChildren; absent: that default. */
+  maxChildren?: number;
   failFast: boolean;
   /** Infrastructure failures after which no more children are admitted; null: no limit. */
   maxFailed: number | null;
@@ -256,10 +263,16 @@ export interface SetPolicy {
   source: SourcePos;
   /**
    * sha256 of the set's `spec.template` as written (canonical JSON, `${{ }}` unrendered): what
-   * "the set's spec" is for its pinned images (status/pins.ts). The matrix, include, exclude and
-   * the set's own settings are not in it: more children, or another maxParallel, keep the pin.
+   * pins made before `pinKey` held under (status/pins.ts).
    */
   templateHash?: string;
+  /**
+   * What "the set's spec" is for its pinned images (status/pins.ts; spec/hash.ts templatePinKey):
+   * its template less what no child's spec hash reads. The matrix, include, exclude and the set's
+   * own settings are not in it either: more children, another maxParallel, a workspace.exclude
+   * edit keep the pin.
+   */
+  pinKey?: string;
 }
 
 /** What makes a LoadedSpec a child of an AttemptSet. */

@@ -2,7 +2,10 @@
  * The images an AttemptSet's children are made from, pinned by id: `<state>/<instance>/sets/<set>.json`,
  * written atomically (temp, fsync, rename, fsync dir) as status records are, so a restarted berth
  * keeps them. A set's pin of a reference is made when its first child is created and holds while
- * the set's template is unchanged (`templateHash`, SetPolicy): a changed template starts afresh.
+ * the set's pin key is unchanged (`pinKey`, SetPolicy: its template less what no child's spec hash
+ * reads, spec/hash.ts templatePinKey): an edit that re-runs no child keeps it, any other starts
+ * afresh. A file made before pins had a key holds while the template is as written then
+ * (`templateHash`), and gets the key at the first pass that finds it so (upgrade).
  */
 import { readdirSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
@@ -19,10 +22,18 @@ export interface ImagePin {
 
 export interface SetPins {
   set: string;
-  /** The set's template hash the pins were made under (SetPolicy.templateHash). */
+  /** The set's template hash when the pins were made (SetPolicy.templateHash): what holds them when there is no `pinKey`. */
   templateHash: string;
+  /** The set's pin key the pins hold under (SetPolicy.pinKey); absent in a file made before it. */
+  pinKey?: string;
   /** Image reference, as the template names it → the id its children are made from. */
   images: Record<string, ImagePin>;
+}
+
+/** What a set's pins are held under (as SetPolicy has them): its pin key, and its template hash for a file made before pin keys. */
+export interface PinKey {
+  pinKey?: string;
+  templateHash?: string;
 }
 
 /** A reference that names another id than the one its set pinned (observe/tag-moves.ts finds them). */
@@ -35,9 +46,21 @@ export interface TagMove {
   now: string | null;
 }
 
-/** The pin of `ref` that holds for a set whose template hashes to `templateHash`, if any. */
-export function pinOf(pins: SetPins | undefined, templateHash: string | undefined, ref: string): ImagePin | undefined {
-  if (!pins || templateHash === undefined || pins.templateHash !== templateHash) return undefined;
+/** A set's key, as its policy has it. */
+export function pinKeyOf(p: PinKey): PinKey {
+  return { ...(p.pinKey !== undefined ? { pinKey: p.pinKey } : {}), ...(p.templateHash !== undefined ? { templateHash: p.templateHash } : {}) };
+}
+
+/** Whether a set's pins hold for the set as it is now (`key`): the same pin key, or (a file made before pin keys) the same template. */
+export function pinsHold(pins: SetPins | undefined, key: PinKey): pins is SetPins {
+  if (!pins) return false;
+  if (pins.pinKey !== undefined) return key.pinKey !== undefined && pins.pinKey === key.pinKey;
+  return key.templateHash !== undefined && pins.templateHash === key.templateHash;
+}
+
+/** The pin of `ref` that holds for a set whose key is `key`, if any. */
+export function pinOf(pins: SetPins | undefined, key: PinKey, ref: string): ImagePin | undefined {
+  if (!pinsHold(pins, key)) return undefined;
   return Object.hasOwn(pins.images, ref) ? pins.images[ref] : undefined;
 }
 
@@ -51,7 +74,13 @@ const SET_FILE = /^([a-z0-9][a-z0-9-]*)\.json$/;
 function valid(v: unknown, set: string): v is SetPins {
   if (typeof v !== 'object' || v === null) return false;
   const p = v as Partial<SetPins>;
-  return p.set === set && typeof p.templateHash === 'string' && typeof p.images === 'object' && p.images !== null;
+  return (
+    p.set === set &&
+    typeof p.templateHash === 'string' &&
+    (p.pinKey === undefined || typeof p.pinKey === 'string') &&
+    typeof p.images === 'object' &&
+    p.images !== null
+  );
 }
 
 export class ImagePins {
@@ -96,28 +125,57 @@ export class ImagePins {
   }
 
   /**
-   * Pins `ref` of `set` to `pin` unless a pin of it under this template holds already (the first
-   * one stays: children created at once in one pass pin the same id). Returns the pin in force.
+   * Pins `ref` of `set` to `pin` unless a pin of it under this key holds already (the first one
+   * stays: children created at once in one pass pin the same id). Returns the pin in force.
    * Writes to one set's file are serialized.
    */
-  async pin(set: string, templateHash: string, ref: string, pin: ImagePin): Promise<ImagePin> {
-    const prev = this.chain.get(set) ?? Promise.resolve();
-    const next = prev.then(async () => {
-      const all = this.loadAll() as Map<string, SetPins>;
+  async pin(set: string, key: PinKey, ref: string, pin: ImagePin): Promise<ImagePin> {
+    return this.serialized(set, async (all) => {
       const cur = all.get(set);
-      const held = pinOf(cur, templateHash, ref);
+      const held = pinOf(cur, key, ref);
       if (held) return held;
-      const base = cur && cur.templateHash === templateHash ? cur : { set, templateHash, images: {} };
-      const updated: SetPins = { ...base, images: { ...base.images, [ref]: pin } };
-      await mkdir(this.dir, { recursive: true });
-      await writeFileAtomic(path.join(this.dir, `${set}.json`), `${JSON.stringify(updated, null, 2)}\n`);
-      all.set(set, updated);
+      const base = pinsHold(cur, key) ? cur.images : {};
+      await this.write(all, { set, ...keyOf(key, cur), images: { ...base, [ref]: pin } });
       return pin;
     });
+  }
+
+  /**
+   * A file made before pin keys, that holds for the set as it is now (its template unchanged),
+   * gets the set's pin key: from then on an edit that re-runs no child keeps its pins. True when
+   * written. The writer's (a pass, a controller batch) before it plans.
+   */
+  async upgrade(set: string, key: PinKey): Promise<boolean> {
+    if (key.pinKey === undefined) return false;
+    const cur = this.loadAll().get(set);
+    if (!cur || cur.pinKey !== undefined || !pinsHold(cur, key)) return false;
+    return this.serialized(set, async (all) => {
+      const now = all.get(set);
+      if (!now || now.pinKey !== undefined || !pinsHold(now, key)) return false;
+      await this.write(all, { ...now, pinKey: key.pinKey as string });
+      return true;
+    });
+  }
+
+  private async write(all: Map<string, SetPins>, updated: SetPins): Promise<void> {
+    await mkdir(this.dir, { recursive: true });
+    await writeFileAtomic(path.join(this.dir, `${updated.set}.json`), `${JSON.stringify(updated, null, 2)}\n`);
+    all.set(updated.set, updated);
+  }
+
+  private serialized<T>(set: string, run: (all: Map<string, SetPins>) => Promise<T>): Promise<T> {
+    const prev = this.chain.get(set) ?? Promise.resolve();
+    const next = prev.then(() => run(this.loadAll() as Map<string, SetPins>));
     this.chain.set(
       set,
       next.catch(() => undefined),
     );
     return next;
   }
+}
+
+/** The key a file is written under: the set's now (a pin of a key that no longer holds starts afresh). */
+function keyOf(key: PinKey, cur: SetPins | undefined): Pick<SetPins, 'templateHash' | 'pinKey'> {
+  const templateHash = key.templateHash ?? cur?.templateHash ?? '';
+  return { templateHash, ...(key.pinKey !== undefined ? { pinKey: key.pinKey } : {}) };
 }

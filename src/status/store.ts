@@ -20,12 +20,13 @@
 import { ImagePins } from './pins';
 import { promises as fs, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { DEFAULTS } from '../constants';
+import { DEFAULTS, LEGACY_CHILD_NAME } from '../constants';
 import { CorruptJsonError, isCode, readJsonFileSync, removeStaleTemps, writeFileAtomic } from './atomic-file';
 import { checkStateFolder, folderProblem, setAside } from './damaged';
 import type { AttemptStatus } from './types';
 import { recordProblem } from './validate';
 import { mapChunked } from '../util/pool';
+import { folderStamp, INDEX_MIN_RECORDS, RACY_MS, readIndex, sameStamp, writeIndex, type IndexEntry } from './index-file';
 
 /** The records folder, when it is not a folder (a file, a link to nothing). */
 export interface DamagedFolder {
@@ -60,6 +61,10 @@ export interface StoreOptions {
    * cost ~10 ms of a cold `reconcile --once`, for memory it gives back at exit).
    */
   compact?: boolean;
+  /** Records from which the folder's read keeps an index (index-file.ts; default INDEX_MIN_RECORDS; tests lower it). */
+  indexMin?: number;
+  /** How long the folder must have been still before a read that keeps an index (default RACY_MS; tests shorten it). */
+  racyMs?: number;
 }
 
 type Read = { rec: AttemptStatus } | { problem: string } | undefined;
@@ -102,6 +107,27 @@ function shareStrings(rec: AttemptStatus): AttemptStatus {
   return rec;
 }
 
+/**
+ * The AttemptSet children's names of the old form (`<set>--<16 hex>`) the instance has records
+ * under, read from the records folder's file names: the loader keeps those names
+ * (spec/loader.ts LoadOptions.keptNames). Empty when there is no such folder.
+ */
+export function keptChildNames(stateDir: string, instance: string): Set<string> {
+  let names: string[];
+  try {
+    names = readdirSync(path.join(path.resolve(stateDir), instance, 'attempts'));
+  } catch {
+    return new Set();
+  }
+  const out = new Set<string>();
+  for (const n of names) {
+    if (!n.endsWith('.json')) continue;
+    const name = n.slice(0, -'.json'.length);
+    if (LEGACY_CHILD_NAME.test(name)) out.add(name);
+  }
+  return out;
+}
+
 export class StatusStore {
   private cache: Map<string, AttemptStatus> | undefined;
   private readonly damagedNow = new Map<string, DamagedRecord>();
@@ -114,6 +140,8 @@ export class StatusStore {
   readonly pins: ImagePins;
   /** Where damaged records are kept. */
   readonly damagedDir: string;
+  /** The records of a large folder in one file, a cache of them (index-file.ts). */
+  readonly indexFile: string;
 
   private readonly stateDir: string;
 
@@ -126,6 +154,7 @@ export class StatusStore {
     this.dir = path.join(path.resolve(stateDir), instance, 'attempts');
     this.pins = new ImagePins(stateDir, instance);
     this.damagedDir = path.join(path.resolve(stateDir), instance, 'damaged');
+    this.indexFile = path.join(path.resolve(stateDir), instance, 'attempts.index.json');
   }
 
   private file(name: string): string {
@@ -164,6 +193,11 @@ export class StatusStore {
   }
 
   private async readAll(): Promise<Map<string, AttemptStatus>> {
+    // A large folder unchanged since its index was made: the index (index-file.ts).
+    const stamp = folderStamp(this.dir);
+    const indexed = stamp && readIndex(this.indexFile, stamp);
+    if (indexed) return this.fromEntries(indexed);
+    const startedAt = Date.now();
     const map = new Map<string, AttemptStatus>();
     let entries: string[] = [];
     try {
@@ -188,6 +222,30 @@ export class StatusStore {
       if ('rec' in r) map.set(name, r.rec);
       else this.noteDamaged({ name, file: this.file(name), problem: r.problem });
     });
+    this.cache = map;
+    // The folder was still since well before this read, and throughout it: keep an index of it.
+    const changedMs = stamp ? Number((BigInt(stamp.mtimeNs) > BigInt(stamp.ctimeNs) ? BigInt(stamp.mtimeNs) : BigInt(stamp.ctimeNs)) / 1_000_000n) : Infinity;
+    if (stamp && names.length >= (this.opts.indexMin ?? INDEX_MIN_RECORDS) && changedMs < startedAt - (this.opts.racyMs ?? RACY_MS)) {
+      if (sameStamp(stamp, folderStamp(this.dir))) {
+        const list: IndexEntry[] = [];
+        reads.forEach((r, i) => {
+          if (r) list.push('rec' in r ? [names[i] as string, r.rec] : [names[i] as string, null, r.problem]);
+        });
+        writeIndex(this.indexFile, stamp, list);
+      }
+    }
+    return map;
+  }
+
+  /** The records and damaged ones an index holds, as a read of the folder would have found them. */
+  private fromEntries(entries: IndexEntry[]): Map<string, AttemptStatus> {
+    const map = new Map<string, AttemptStatus>();
+    if (this.folderDamage && !this.folderDamage.keptAt) this.folderDamage = undefined;
+    for (const [n, d] of this.damagedNow) if (!d.keptAt) this.damagedNow.delete(n);
+    for (const e of entries) {
+      if (e[1]) map.set(e[0], this.opts.compact ? shareStrings(e[1]) : e[1]);
+      else this.noteDamaged({ name: e[0], file: this.file(e[0]), problem: e[2] });
+    }
     this.cache = map;
     return map;
   }

@@ -32,6 +32,7 @@ import { isCode, readJsonFile, syncDir, writeFileAtomic } from '../status/atomic
 import { SyncFolders } from '../util/no-follow';
 import { runBounded } from '../util/pool';
 import type { Redactor } from '../util/redact';
+import { gitIgnoreDir, gitIgnorer, type GitIgnoreFile } from './gitignore';
 import { collectChanges, type Collected } from './tar';
 import { prepareSection, writePatch, type PatchFile, type PreparedSection } from './patch';
 import type { ChangedEntry, WorkspaceChanges } from './types';
@@ -40,7 +41,8 @@ import type { ChangedEntry, WorkspaceChanges } from './types';
 export interface WorkspaceBase {
   version: 1;
   workingDir: string;
-  settings: WorkspaceExportSpec;
+  /** The spec's settings when the run began (`gitignore` absent: a run begun before it existed, which reads true). */
+  settings: Omit<WorkspaceExportSpec, 'gitignore'> & { gitignore?: boolean };
   /** The fixture's real path on the host (its first layer's), or null. */
   fixture: string | null;
   fixtureDigest: string | null;
@@ -112,9 +114,11 @@ export async function exportWorkspace(
         preparedChars += p.section?.length ?? 0;
         prepared.set(e.path, p);
       };
+      const gitignored = base.settings.gitignore === false ? undefined : gitIgnorer(fixtureGitIgnores(base, folders));
       got = await collectChanges(tar, path.posix.basename(base.workingDir), {
         index,
         exclude: base.settings.exclude,
+        ...(gitignored ? { gitignored } : {}),
         maxBytes: base.settings.maxBytes,
         maxFiles: base.settings.maxFiles,
         filesDir,
@@ -248,6 +252,22 @@ async function patchOf(
  * sha256 is still the one recorded. With layers, from the layer the entry came from: a folder
  * layer holds it at its path, a single-file layer is the file.
  */
+/**
+ * The fixture's `.gitignore` files as copied in (gitignore.ts): each one the record names, read from
+ * the host only while its sha256 is the one recorded (one changed since is not read: the export
+ * leaves out no more than it did then), at most DEFAULTS.workspaceTextDiffBytes each.
+ */
+function fixtureGitIgnores(base: WorkspaceBase, folders: SyncFolders): GitIgnoreFile[] {
+  const out: GitIgnoreFile[] = [];
+  for (const e of base.entries) {
+    const dir = e.type === 'file' ? gitIgnoreDir(e.path) : undefined;
+    if (dir === undefined) continue;
+    const bytes = fixtureBytes(base, e, folders);
+    if (bytes) out.push({ dir, text: bytes.toString('utf8') });
+  }
+  return out;
+}
+
 function fixtureBytes(base: WorkspaceBase, e: (FixtureEntry & { layer?: number }) | undefined, folders: SyncFolders): Buffer | undefined {
   if (!base.fixture || e?.type !== 'file' || e.sha256 === undefined) return undefined;
   const root = base.layers ? base.layers[e.layer ?? -1] : base.fixture;

@@ -8,7 +8,8 @@
  *   (`name-not-utf8`, `unsafe-name`); deeper or longer than DEFAULTS allows, `too-deep`;
  * - links are never followed nor written: listed with their target, or left out when the target
  *   leaves the tree (`link-outside`); devices, fifos and the like are `not-regular`;
- * - default and user exclusions (picomatch) leave out a path and all below it, listed once;
+ * - default and user exclusions (picomatch), and the fixture's .gitignore files (gitignore.ts),
+ *   leave out a path and all below it, listed once;
  * - caps: bytes written under files/ (`maxBytes`), entries listed (`maxFiles`): the first entry
  *   over a cap is listed with the cap's reason, `truncated` is set and the stream is destroyed.
  * Files are written below `filesDir` (a fresh folder of berth's) one component at a time with no
@@ -34,6 +35,8 @@ export interface CollectOptions {
   index: ReadonlyMap<string, FixtureEntry> | null;
   /** The user's globs (the defaults always apply). */
   exclude: readonly string[];
+  /** The fixture's `.gitignore` files as one matcher (gitignore.ts): what it ignores is left out as excluded. */
+  gitignored?: (path: string, dir: boolean) => boolean;
   maxBytes: number;
   maxFiles: number;
   /** A fresh folder of berth's: added and modified files land below it. */
@@ -75,11 +78,14 @@ export function excluder(user: readonly string[]): (path: string) => boolean {
   return picomatch(globs, { dot: true });
 }
 
-/** The shallowest of `rel` and its ancestors that `isExcluded` matches, if any. */
-function excludedAt(parts: readonly string[], isExcluded: (p: string) => boolean): string | undefined {
+/** Whether a path (`dir`: a folder) is left out: the globs, and the fixture's .gitignore files when given. */
+type Excluded = (path: string, dir: boolean) => boolean;
+
+/** The shallowest of `rel` and its ancestors (folders) that `isExcluded` matches, if any; `dir`: `rel` itself is a folder. */
+function excludedAt(parts: readonly string[], isExcluded: Excluded, dir: boolean): string | undefined {
   for (let i = 1; i <= parts.length; i++) {
     const p = parts.slice(0, i).join('/');
-    if (isExcluded(p)) return p;
+    if (isExcluded(p, i < parts.length || dir)) return p;
   }
   return undefined;
 }
@@ -129,20 +135,22 @@ const readable = (mode: number): boolean => (mode & 0o400) !== 0;
  */
 export async function collectChanges(tar: Readable, top: string, opts: CollectOptions): Promise<Collected> {
   const out: Collected = { added: [], modified: [], deleted: [], typeChanged: [], omitted: [], truncated: false, modeLater: [] };
-  const isExcluded = excluder(opts.exclude);
+  const globbed = excluder(opts.exclude);
+  const gitignored = opts.gitignored;
+  const isExcluded: Excluded = gitignored ? (p, dir) => globbed(p) || gitignored(p, dir) : (p) => globbed(p);
   const excludedSeen = new Set<string>();
   /** excludedAt of a folder (null: none), by its path: a folder's entries come together, its answer is its own. */
   const excludedDirs = new Map<string, string | null>();
-  const excludedIn = (parts: readonly string[]): string | undefined => {
+  const excludedIn = (parts: readonly string[], dir: boolean): string | undefined => {
     if (parts.length > 1) {
-      const dir = parts.slice(0, -1);
-      const key = dir.join('/');
+      const up = parts.slice(0, -1);
+      const key = up.join('/');
       let at = excludedDirs.get(key);
-      if (at === undefined) excludedDirs.set(key, (at = excludedAt(dir, isExcluded) ?? null));
+      if (at === undefined) excludedDirs.set(key, (at = excludedAt(up, isExcluded, true) ?? null));
       if (at !== null) return at;
     }
     const p = parts.join('/');
-    return isExcluded(p) ? p : undefined;
+    return isExcluded(p, dir) ? p : undefined;
   };
   /** Paths met (so a repeat is refused) and what became of a file (for a hard link to it). */
   const met = new Map<string, { size: number; sha256: string; written: boolean; mode: number; secrets?: string[] } | null>();
@@ -242,7 +250,7 @@ export async function collectChanges(tar: Readable, top: string, opts: CollectOp
           await drain(entry);
           continue;
         }
-        const ex1 = excludedIn(parts.slice(1));
+        const ex1 = excludedIn(parts.slice(1), h.type === 'directory');
         if (ex1 !== undefined) {
           if (!excludedSeen.has(ex1)) {
             omit(ex1, 'excluded');
@@ -395,7 +403,7 @@ export async function collectChanges(tar: Readable, top: string, opts: CollectOp
   if (opts.index && !out.truncated) {
     for (const [p, e] of opts.index) {
       if (p === '.' || met.has(p)) continue;
-      if (excludedAt(p.split('/'), isExcluded) !== undefined) continue;
+      if (excludedAt(p.split('/'), isExcluded, e.type === 'dir') !== undefined) continue;
       out.deleted.push({ path: p, type: entryType(e.type) });
     }
   }

@@ -38,6 +38,14 @@ export interface ContractHarness {
    * once, after before(); what it pulled is removed by after().
    */
   registry?(): Promise<{ ref: string; auth: RegistryAuth; missing: string }>;
+  /**
+   * A new image made from `ref`'s image (or from the suite's image when `ref` names none yet),
+   * tagged `ref`: the tag moves to it, and the old one becomes its parent (a build FROM the tag
+   * does the same; the real engine's harness commits a container of it). Returns the new id.
+   */
+  rebuild(ref: string): Promise<string>;
+  /** `docker rmi ref` of an image `rebuild` made, with the untagged parents only it held. */
+  removeBuilt(ref: string): Promise<void>;
   /** Called before the suite (engine checks) and after it (removes what is left). */
   before(): Promise<void>;
   after(): Promise<void>;
@@ -446,6 +454,23 @@ export function engineContract(title: string, harness: () => ContractHarness, o:
         await h.untag(ref);
       }
       expect(classify(await rejection(h.engine.images.save(`berth-contract/${h.name('never')}:v1`)))).to.equal('not-found');
+    });
+
+    it('an image whose tag was rebuilt FROM it (an untagged parent) is listed with no filter, without tags, and inspected by its id', async function () {
+      const ref = `berth-contract/${h.name('parent')}:v1`;
+      const parent = await h.rebuild(ref);
+      try {
+        const child = await h.rebuild(ref);
+        expect(child).to.not.equal(parent);
+        const all = await h.engine.images.list([]);
+        expect(all.find((i) => i.id === child)?.tags).to.include(ref);
+        const listed = all.find((i) => i.id === parent);
+        expect(listed, 'the untagged parent is listed').to.not.equal(undefined);
+        expect(listed?.tags).to.deep.equal([]);
+        expect((await h.engine.images.inspect(parent)).id).to.equal(parent);
+      } finally {
+        await h.removeBuilt(ref);
+      }
     });
 
     it('a volume in use cannot be removed (409); a container mounting a volume name that does not exist makes it', async function () {

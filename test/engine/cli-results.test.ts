@@ -57,8 +57,18 @@ describe('results in the CLI: RESULT, get --sets, summary of plain attempts (rea
     const r = await sb.cli('get');
     expect(r.code).to.equal(0);
     const lines = r.stdout.trimEnd().split('\n');
-    expect(cells(lines[0] as string)).to.deep.equal(['NAME', 'PHASE', 'REASON', 'EXIT', 'RUN', 'AGE', 'DURATION', 'RESULT']);
+    // CELL last (a set's children listed): after the columns berth had
+    expect(cells(lines[0] as string)).to.deep.equal(['NAME', 'PHASE', 'REASON', 'EXIT', 'RUN', 'AGE', 'DURATION', 'RESULT', 'CELL']);
     const by = new Map(lines.slice(1).map((l) => [cells(l)[0], [cells(l)[1], cells(l)[7], cells(l)[2]]]));
+    expect(lines.slice(1).map((l) => [cells(l)[0], cells(l)[8]])).to.deep.equal([
+      ['bad', '-'],
+      ['ok', '-'],
+      ['sc-p', 'x=p'],
+      ['sc-q', 'x=q'],
+    ]);
+    expect((await sb.cli('get', 'ok')).stdout).to.not.contain('CELL');
+    const item = JSON.parse((await sb.cli('get', 'sc-q', '-o', 'json')).stdout) as { metadata: { set?: unknown } };
+    expect(item.metadata.set).to.deep.equal({ name: 'sc', coords: { x: 'q' } });
     expect(by.get('sc-p')).to.deep.equal(['Succeeded', 'passed (score 1)', 'Completed']);
     expect(by.get('sc-q')).to.deep.equal(['Succeeded', 'failed (score 0)', 'Completed']);
     expect(by.get('ok')).to.deep.equal(['Succeeded', 'passed', 'Completed']);
@@ -129,8 +139,8 @@ describe('results in the CLI: RESULT, get --sets, summary of plain attempts (rea
     const md = (await sb.cli('summary', '-o', 'markdown')).stdout;
     expect(md).to.contain('| set/sc | 2 | 1 | 1 | 0 | 0 | 0 | 50.0% |');
     expect(md).to.contain('| attempts (in no set) | 2 | 1 | 1 | 0 | 0 | 0 | 50.0% |');
-    expect(md).to.contain('| sc-q | set/sc | failed | Succeeded | Completed | 0 |');
-    expect(md).to.contain('| bad | attempts (in no set) | failed | Failed | Error |  |');
+    expect(md).to.contain('| sc-q | set/sc | x=q | failed | Succeeded | Completed | 0 |  |');
+    expect(md).to.contain('| bad | attempts (in no set) |  | failed | Failed | Error |  |  |');
   });
 });
 

@@ -58,6 +58,8 @@ describe('cli (real engine)', function () {
     // the whole normalized spec, image and command first, defaults filled in
     expect(Object.keys(one.spec as object).slice(0, 3)).to.deep.equal(['image', 'command', 'workingDir']);
     expect(one.spec).to.deep.include({ image: 'berth/busybox:local', command: ['sh', '-c', 'true'], network: { mode: 'none', egress: [] }, retries: 0 });
+    // the pull policy as the user writes it, not berth's internal table of them
+    expect(one.spec).to.deep.include({ imagePullPolicy: 'IfNotPresent' }).and.not.have.any.keys('pullPolicies');
     expect(one.spec).to.not.have.any.keys('name', 'labels', 'apiVersion', 'kind');
     // nothing is said twice: the name lives in metadata only, phase and the rest in status only
     expect(one.status).to.not.have.any.keys('name', 'labels', 'apiVersion', 'kind', 'metadata');

@@ -248,8 +248,9 @@ spec:
     expect(((await sb.status(child('r'))) as AttemptStatus).run).to.equal(1);
     // the views say which grade stands: get's GRADE column, describe's grades of the run, summary's line
     const get = await sb.cli('get', child('r'));
-    expect(get.stdout.split('\n')[0]).to.match(/ GRADE$/);
-    expect(get.stdout.split('\n')[1]).to.match(/ grade-2: pass$/);
+    // (a set's child: its CELL after it)
+    expect(get.stdout.split('\n')[0]).to.match(/ GRADE +CELL$/);
+    expect(get.stdout.split('\n')[1]).to.match(/ grade-2: pass +seed=0$/);
     const wide = await sb.cli('get', child('r'), '-o', 'wide');
     expect(wide.stdout.split('\n')[0]).to.match(/ GRADER$/);
     const d = (await sb.cli('describe', child('r'))).stdout;
@@ -261,18 +262,26 @@ spec:
     expect((await sb.cli('summary')).stdout).to.include('graded: 1 of 1 by their latest grade (grade-2: 1)');
   });
 
-  it('berth regrade grades a finished run again on demand', async function () {
+  it('berth regrade grades a finished run again on demand, in one command; --no-wait leaves the grade to the next reconcile', async function () {
     await sb.write('d.yaml', gradedSet('d', 'true', `command: [sh, -c, 'exit 0']`, false));
     await sb.cli('reconcile', '--once', '--wait');
     const r = await sb.cli('regrade', child('d'));
     expect(r.code, r.stderr).to.equal(0);
-    expect(r.stdout).to.match(/grade 2 of run 1 grading/);
-    const w = await sb.cli('reconcile', '--once', '--wait');
-    expect(w.code, w.stderr).to.equal(0);
-    const gs = await grades(child('d'));
-    expect(gs.map((g) => [g.k, g.state])).to.deep.equal([
+    expect(r.stdout).to.equal(`attempt/${child('d')} regrade: grade 2 of run 1 graded (pass)\n`);
+    expect((await grades(child('d'))).map((g) => [g.k, g.state])).to.deep.equal([
       [1, 'graded'],
       [2, 'graded'],
+    ]);
+    expect(await sb.engine.containers.list([`dev.berth.instance=${sb.instance}`, `dev.berth.component=${COMPONENTS.grader}`])).to.have.length(0);
+    const n = await sb.cli('regrade', '--no-wait', child('d'));
+    expect(n.code, n.stderr).to.equal(0);
+    expect(n.stdout).to.match(/grade 3 of run 1 grading/);
+    const w = await sb.cli('reconcile', '--once', '--wait');
+    expect(w.code, w.stderr).to.equal(0);
+    expect((await grades(child('d'))).map((g) => [g.k, g.state])).to.deep.equal([
+      [1, 'graded'],
+      [2, 'graded'],
+      [3, 'graded'],
     ]);
   });
 

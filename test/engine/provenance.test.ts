@@ -12,12 +12,13 @@
 import Ajv2020 from 'ajv/dist/2020';
 import { expect } from 'chai';
 import { promises as fs } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { LABELS, REASONS } from '../../src/constants';
 import type { Summary } from '../../src/sets/summary';
 import type { AttemptStatus } from '../../src/status/types';
 import { startController } from '../support/controller';
-import { docker, localRepoDigests, requireEngine, TEST_IMAGE, TEST_RUN } from '../support/engine';
+import { docker, localRepoDigests, requireEngine, TEST_IMAGE, TEST_LABEL, TEST_RUN } from '../support/engine';
 import { Sandbox } from '../support/sandbox';
 import { waitFor } from '../support/wait';
 
@@ -55,6 +56,30 @@ async function imageId(ref: string): Promise<string> {
   return (await docker.getImage(ref).inspect()).Id;
 }
 
+/** Images this run built, newest last: removed (with the untagged parents only they hold) after each test. */
+const built: string[] = [];
+
+/** `docker build -t ref` of `FROM from` with a label of this run's: the tag moves to the new image; its id. */
+async function build(ref: string, from: string): Promise<string> {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'berth-prov-build-'));
+  try {
+    await fs.writeFile(path.join(dir, 'Dockerfile'), `FROM ${from}\nLABEL ${TEST_LABEL}=${TEST_RUN} dev.berth.prov-build=${Date.now()}-${built.length}\n`);
+    const stream = await docker.buildImage({ context: dir, src: ['Dockerfile'] }, { t: ref, rm: true, forcerm: true });
+    await new Promise<void>((resolve, reject) =>
+      docker.modem.followProgress(stream, (err: Error | null, out: { error?: string }[]) => {
+        const failed = err ?? out.find((o) => o.error);
+        if (failed) reject(new Error(`build of ${ref}: ${failed instanceof Error ? failed.message : failed.error}`));
+        else resolve();
+      }),
+    );
+  } finally {
+    await fs.rm(dir, { recursive: true, force: true });
+  }
+  const id = await imageId(ref);
+  built.push(id);
+  return id;
+}
+
 describe('provenance and preflight (real engine)', function () {
   this.timeout(120_000);
   before(requireEngine);
@@ -72,6 +97,14 @@ describe('provenance and preflight (real engine)', function () {
   afterEach(async function () {
     await sb.destroy();
     for (const r of refs.splice(0)) await untag(r);
+    // newest first: each one's parent is free once its child is gone
+    for (const id of built.splice(0).reverse())
+      await docker
+        .getImage(id)
+        .remove()
+        .catch((err: { statusCode?: number }) => {
+          if (err.statusCode !== 404) throw err;
+        });
   });
 
   async function onEngine(): Promise<{ containers: number; networks: number; volumes: number }> {
@@ -217,6 +250,81 @@ spec:
     const wide = await sb.cli('get', '-o', 'wide');
     expect(wide.stdout).to.contain('IMAGE ID');
     expect(wide.stdout).to.contain(`${first.slice(7, 19)} (pinned)`);
+  });
+
+  it('a pinned image that became an untagged parent (its tag rebuilt FROM it) is not missing: a child added after runs the pinned id', async function () {
+    const rebuilt = ref('rebuilt');
+    const parent = await build(rebuilt, TEST_IMAGE);
+    const set = (xs: string[]) => `apiVersion: berth.dev/v1
+kind: AttemptSet
+metadata: {name: rb}
+spec:
+  matrix:
+    x: [${xs.join(', ')}]
+  template:
+    image: ${rebuilt}
+    command: [sh, -c, 'echo \${{ matrix.x }}']
+`;
+    await sb.write('rb.yaml', set(['a']));
+    const first = await sb.cli('reconcile', '--once', '--wait', '--timeout', '60');
+    expect(first.code, first.stderr).to.equal(0);
+    expect((await sb.status('rb-a'))?.image).to.deep.include({ ref: rebuilt, id: parent, pinned: true });
+    // the tag is rebuilt FROM itself: the pinned image is now an untagged parent of the new one
+    const child = await build(rebuilt, rebuilt);
+    expect(child).to.not.equal(parent);
+    expect((await docker.getImage(parent).inspect()).RepoTags ?? []).to.deep.equal([]);
+    await sb.write('rb.yaml', set(['a', 'b']));
+    const p = await sb.cli('plan');
+    expect(p.stdout).to.not.contain('is not on the engine');
+    const second = await sb.cli('reconcile', '--once', '--wait', '--timeout', '60');
+    expect(second.code, second.stdout + second.stderr).to.equal(0);
+    const b = await sb.status('rb-b');
+    expect(b?.phase, b?.message).to.equal('Succeeded');
+    expect(b?.image).to.deep.include({ ref: rebuilt, id: parent, pinned: true });
+    const s = (JSON.parse((await sb.cli('summary', '-o', 'json')).stdout) as Summary).sets[0];
+    expect(s?.tagMoved).to.deep.equal([{ set: 'rb', ref: rebuilt, pinned: parent, now: child }]);
+  });
+
+  it("an edit no child's spec hash reads (workspace.exclude) keeps the pin: a child added after runs the pinned id although the tag moved", async function () {
+    const moving = ref('kept');
+    await tag(TEST_IMAGE, moving);
+    const first = await imageId(TEST_IMAGE);
+    const set = (xs: string[], exclude: string) => `apiVersion: berth.dev/v1
+kind: AttemptSet
+metadata: {name: keep}
+spec:
+  matrix:
+    x: [${xs.join(', ')}]
+  template:
+    image: ${moving}
+    command: [sh, -c, 'echo \${{ matrix.x }} > out.txt']
+    workspace: {exclude: [${exclude}]}
+`;
+    await sb.write('keep.yaml', set(['a'], 'dist'));
+    const once = await sb.cli('reconcile', '--once', '--wait', '--timeout', '60');
+    expect(once.code, once.stderr).to.equal(0);
+    const a = await sb.status('keep-a');
+    expect(a?.image?.id).to.equal(first);
+    const pinsFile = path.join(sb.stateDir, sb.instance, 'sets', 'keep.json');
+    const pinned = JSON.parse(await fs.readFile(pinsFile, 'utf8')) as { pinKey: string; templateHash: string };
+    // the tag moves; the template gains an exclude (outside every child's spec hash) and a value
+    await tag(PROXY_IMAGE, moving);
+    await sb.write('keep.yaml', set(['a', 'b'], 'dist, .pytest_cache'));
+    const plan = await sb.cli('plan');
+    expect(plan.stdout).to.not.contain('keep-a');
+    const again = await sb.cli('reconcile', '--once', '--wait', '--timeout', '60');
+    expect(again.code, again.stderr).to.equal(0);
+    // a is not run again, b is made from the id pinned at a's create
+    expect((await sb.status('keep-a'))?.run).to.equal(1);
+    expect((await sb.status('keep-a'))?.updatedAt).to.equal(a?.updatedAt);
+    const b = await sb.status('keep-b');
+    expect(b?.phase).to.equal('Succeeded');
+    expect(b?.image).to.deep.include({ ref: moving, id: first, pinned: true });
+    const now = JSON.parse(await fs.readFile(pinsFile, 'utf8')) as { pinKey: string; templateHash: string };
+    expect(now.pinKey).to.equal(pinned.pinKey);
+    expect(now.templateHash).to.equal(pinned.templateHash);
+    const s = (JSON.parse((await sb.cli('summary', '-o', 'json')).stdout) as Summary).sets[0];
+    expect(s?.image?.id).to.equal(first);
   });
 
   it('--default-deadline ends a run whose spec sets no deadline (TimedOut); describe says where its deadline came from', async function () {

@@ -131,7 +131,7 @@ describe('berth report in a browser (real engine, chromium)', function () {
     await evilCell.click();
     const evil = await visibleNames(page);
     expect(evil).to.have.length(2);
-    for (const n of evil) expect(n).to.match(/^fleet--[0-9a-f]{16}$/);
+    for (const n of evil) expect(n).to.match(/^fleet-script-img-src-x-onerror-alert-1-[01]-[0-9a-f]{10}$/);
     expect(await page.textContent('#shown')).to.match(/^2 of 5 attempts in cell fleet model=<\/script>/);
 
     // A tooltip from the data, as text.

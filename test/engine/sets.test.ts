@@ -316,4 +316,33 @@ spec:
       expect(await ctl.stop()).to.equal(0);
     }
   });
+
+  it('child names are readable for any axis value (DNS-1123 labels, distinct), and get and the Markdown summary show each cell', async function () {
+    await sb.write(
+      'swe.yaml',
+      `apiVersion: berth.dev/v1
+kind: AttemptSet
+metadata: {name: swe}
+spec:
+  matrix:
+    task: [django__django-11099, Flask.1]
+    model: [openai/gpt-4o]
+  template:
+    image: berth/busybox:local
+    command: [sh, -c, 'test "\${{ matrix.task }}" = Flask.1']
+`,
+    );
+    const r = await sb.cli('reconcile', '--once', '--wait');
+    expect(r.code, r.stderr).to.equal(3);
+    const names = [...(await all()).keys()].sort();
+    expect(names).to.have.length(2);
+    expect(names[0]).to.match(/^swe-openai-gpt-4o-django-django-11099-[0-9a-f]{10}$/);
+    expect(names[1]).to.match(/^swe-openai-gpt-4o-flask-1-[0-9a-f]{10}$/);
+    for (const n of names) expect(n).to.match(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/);
+    const get = (await sb.cli('get')).stdout.split('\n');
+    expect(get[0]).to.match(/ CELL$/);
+    expect(get.find((l) => l.startsWith(names[0] as string))).to.match(/ task=django__django-11099,model=openai\/gpt-4o$/);
+    const md = (await sb.cli('summary', '-o', 'markdown')).stdout;
+    expect(md).to.contain(`| ${names[0] as string} | set/swe | task=django\\_\\_django-11099, model=openai/gpt-4o | failed |`);
+  });
 });

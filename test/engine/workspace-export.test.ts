@@ -148,6 +148,30 @@ describe('the workspace comes home (real engine)', function () {
     expect((await fs.readdir(runDir('none'))).filter((n) => n.startsWith('workspace') || n.startsWith('.workspace'))).to.deep.equal([]);
   });
 
+  it("the repository's .gitignore is read as git reads it: .pytest_cache stays out of the export, unless gitignore: false", async function () {
+    const work = 'mkdir -p .pytest_cache/v && echo [] > .pytest_cache/v/ids && echo noise > run.log && echo fixed > fix.py';
+    for (const [dir, extra] of [
+      ['gi', ''],
+      ['go', '  workspace: {gitignore: false}\n'],
+    ] as const) {
+      await sb.write(`${dir}/fixture/.gitignore`, '.pytest_cache/\n*.log\n');
+      await sb.write(`${dir}/fixture/fix.py`, 'broken\n');
+      await sb.write(`${dir}/${dir}.yaml`, sb.attempt(dir, work, `  fixture: ./fixture\n${extra}`));
+    }
+    const r = await sb.cli('reconcile', '--once', '--wait');
+    expect(r.code, r.stderr).to.equal(0);
+    const on = await changesOf('gi');
+    expect(on.added.map((e) => e.path)).to.deep.equal([]);
+    expect(on.modified.map((e) => e.path)).to.deep.equal(['fix.py']);
+    expect(on.omitted.map((o) => [o.path, o.reason]).sort()).to.deep.equal([
+      ['.pytest_cache', 'excluded'],
+      ['run.log', 'excluded'],
+    ]);
+    expect(await exists(path.join(runDir('gi'), WORKSPACE.dir, 'files', '.pytest_cache'))).to.equal(false);
+    const off = await changesOf('go');
+    expect(off.added.map((e) => e.path)).to.deep.equal(['.pytest_cache', '.pytest_cache/v', '.pytest_cache/v/ids', 'run.log']);
+  });
+
   it('berth killed during the export: the next pass ends with exactly one complete export', async function () {
     await fixture('k');
     // 256 MiB to bring home: the export takes long enough to be killed in

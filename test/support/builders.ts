@@ -36,7 +36,7 @@ export function spec(name: string, over: Partial<NormalizedAttempt> = {}, hash =
     sandbox: false,
     sidecars: [],
     grade: null,
-    workspace: { export: 'changes', exclude: [], maxBytes: 256 * 1024 * 1024, maxFiles: 100_000 },
+    workspace: { export: 'changes', exclude: [], maxBytes: 256 * 1024 * 1024, maxFiles: 100_000, gitignore: true },
     harvest: { maxBytes: 1024 ** 3, maxFiles: 100_000 },
     ...over,
   };

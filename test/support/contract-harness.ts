@@ -37,6 +37,29 @@ export function realEngineHarness(
     async untag(ref) {
       await docker.getImage(ref).remove();
     },
+    // a commit of a container made from the tag's image (or the suite's): the new image's parent is
+    // the one it was made from, on every image store and builder (a build would need one)
+    async rebuild(ref) {
+      const from = await docker
+        .getImage(ref)
+        .inspect()
+        .then(
+          () => ref,
+          () => TEST_IMAGE,
+        );
+      const c = await docker.createContainer({ Image: from, Cmd: ['true'], Labels: { [TEST_LABEL]: TEST_RUN } });
+      try {
+        const [repo, tag] = [ref.slice(0, ref.lastIndexOf(':')), ref.slice(ref.lastIndexOf(':') + 1)];
+        await c.commit({ repo, tag, changes: `LABEL dev.berth.contract-commit=${Date.now()}` });
+      } finally {
+        await c.remove({ force: true });
+      }
+      return (await docker.getImage(ref).inspect()).Id;
+    },
+    async removeBuilt(ref) {
+      // the tag's image, and the untagged parents only it held (the engine prunes them)
+      await docker.getImage(ref).remove();
+    },
     before: o.before,
     after: o.after,
     ...(o.registry ? { registry: o.registry } : {}),

@@ -103,6 +103,8 @@ async function clean(ctx: Context, engine: Engine, o: CleanOptions): Promise<num
       // A state folder that is not a folder holds no records.
       if (err.code !== 'ENOTDIR') failures.push(`status records ${ctx.store().dir}: ${err.message}`);
     });
+    // and their index (status/index-file.ts), if one was made
+    await fs.rm(ctx.store().indexFile, { force: true }).catch(() => undefined);
   }
   ctx.io.out(
     `removed ${plural(containers.length, 'container')}, ${plural(networks.length, 'network')}, ${plural(volumes.length, 'volume')} of instance ${ctx.instance}${left ? `; ${left} remain` : '; none remain'}\n`,

@@ -21,7 +21,7 @@ import {
 import { compareMarkdown, compareText } from '../../sets/compare-text';
 import { judgeSet, setsOfLoad } from '../../sets/summary';
 import { loadSpecs } from '../../spec/loader';
-import { specsRevision, UsageError, type Context } from '../context';
+import { specsOptions, UsageError, type Context } from '../context';
 
 export interface CompareCommandOptions {
   by?: string;
@@ -45,7 +45,7 @@ export function parseBy(v: string): { axis: string; values: string[] } {
 /** The sets now, as `summary` gathers them (all of them, or the named ones that exist), as comparison sides. */
 async function current(ctx: Context, names: readonly string[], samples: string | undefined): Promise<Map<string, SideSet>> {
   const [load, statuses] = await Promise.all([
-    loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsRevision(ctx) }),
+    loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsOptions(ctx) }),
     ctx.store().loadAll(),
   ]);
   const all = setsOfLoad(load.specs, load.sets ?? new Map());

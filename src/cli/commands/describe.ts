@@ -8,7 +8,7 @@ import { tagMoves, tagMoveText } from '../../observe/tag-moves';
 import { containerOwnership, imageLabels, recordedContainers } from '../../ownership';
 import { heldBy } from '../../spec/held';
 import { loadSpecs } from '../../spec/loader';
-import { specsRevision, type Context } from '../context';
+import { specsOptions, type Context } from '../context';
 import { formatIssue } from '../../spec/issue';
 import { runGrades } from '../../sets/grade-state';
 import { graderImage, gradeVerdict, gradeWhen } from '../../sets/grade-text';
@@ -20,7 +20,7 @@ import { touchedOf } from '../../touch/target';
 import { age, table } from './shared';
 
 export async function runDescribe(ctx: Context, name: string): Promise<number> {
-  const [load, rec] = await Promise.all([loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsRevision(ctx) }), ctx.store().get(name)]);
+  const [load, rec] = await Promise.all([loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsOptions(ctx) }), ctx.store().get(name)]);
   const loaded = load.specs.find((s) => s.spec.name === name);
   const damaged = rec ? undefined : ctx.store().damagedRecordOf(name);
   // Its own errors, those of an AttemptSet (invalid as a whole) that declares it, or its file's (spec/held.ts).

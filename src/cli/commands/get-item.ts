@@ -4,24 +4,34 @@
  * list is `{apiVersion, kind: List, items}`. schemas/get-output.schema.json describes both.
  * An AttemptSet (`get --sets`) likewise: schemas/get-sets-output.schema.json.
  */
-import { API_VERSION, KIND_ATTEMPT, KIND_ATTEMPT_SET } from '../../constants';
+import { API_VERSION, DEFAULTS, KIND_ATTEMPT, KIND_ATTEMPT_SET } from '../../constants';
 import type { Row, SetRow } from './get';
 
 export interface AttemptItem {
   apiVersion: string;
   kind: typeof KIND_ATTEMPT;
-  metadata: { name: string; labels: Record<string, string> };
+  /** `set`: an AttemptSet's child, its set and coordinates. */
+  metadata: { name: string; labels: Record<string, string>; set?: { name: string; coords: Record<string, string> } };
   /** The normalized spec (defaults filled in, paths resolved; its name and labels are in metadata); absent when the attempt has no valid spec (any more). */
   spec?: { image: string; command?: string[] } & Record<string, unknown>;
   status: Record<string, unknown> & { phase: string };
 }
 
-/** The normalized spec as `-o yaml|json` shows it: image and command first (no command: the image's), then the rest. */
+/**
+ * The normalized spec as `-o yaml|json` shows it: image and command first (no command: the image's), then the rest,
+ * the pull policies where the user writes them (`imagePullPolicy` at the top, in `grade` and in each sidecar), defaults filled in.
+ */
 function specOf(r: Row): NonNullable<AttemptItem['spec']> {
   const head = { image: r.image, ...(r.command ? { command: r.command } : {}) };
   if (!r.spec) return head;
-  const { apiVersion: _a, kind: _k, name: _n, labels: _l, image: _i, command: _c, ...rest } = r.spec;
-  return { ...head, ...rest };
+  const { apiVersion: _a, kind: _k, name: _n, labels: _l, image: _i, command: _c, pullPolicies, sidecars, grade, ...rest } = r.spec;
+  return {
+    ...head,
+    ...rest,
+    imagePullPolicy: pullPolicies.main,
+    sidecars: sidecars.map((c) => ({ ...c, imagePullPolicy: pullPolicies.sidecars[c.name] ?? DEFAULTS.imagePullPolicy })),
+    grade: grade && { ...grade, imagePullPolicy: pullPolicies.grade },
+  };
 }
 
 export function toItem(r: Row): AttemptItem {
@@ -42,7 +52,7 @@ export function toItem(r: Row): AttemptItem {
   return {
     apiVersion: API_VERSION,
     kind: KIND_ATTEMPT,
-    metadata: { name: r.name, labels: r.labels },
+    metadata: { name: r.name, labels: r.labels, ...(r.cell ? { set: { name: r.cell.set, coords: r.cell.coords } } : {}) },
     ...(r.image ? { spec: specOf(r) } : {}),
     status,
   };

@@ -14,7 +14,7 @@ import type { AttemptStatus, Touched } from '../../status/types';
 import { touchedOf } from '../../touch/target';
 import type { LoadedSpec, NormalizedAttempt } from '../../spec/types';
 import { cellText, JsonPathError, parseCustomColumns, parsePath, parseTemplate, renderTemplate, sortByPath } from '../jsonpath';
-import { specsRevision, UsageError, type Context } from '../context';
+import { specsOptions, UsageError, type Context } from '../context';
 import { matches, parseSelectors, SelectorError, type Selector } from '../selector';
 import { outcomeOf, watched } from '../wait-condition';
 import type { Classified } from '../../sets/outcome';
@@ -23,6 +23,7 @@ import { touchedText } from '../../touch/record';
 import type * as GetNotes from './get-notes';
 import type * as GetWatch from './get-watch';
 import { age, duration, table } from './shared';
+import { pageOf } from './page';
 
 /** `-o yaml` only: yaml is loaded when it is asked for (it costs ~18 ms of every command that imports this file). */
 function yamlOf(doc: unknown): string {
@@ -43,6 +44,10 @@ export interface GetOptions {
   watch?: boolean;
   /** Ends a watch (tests; the CLI ends it with a signal). */
   signal?: AbortSignal;
+  /** `--limit N`: at most N attempts, and a token for the rest (kubectl's limit and continue; page.ts). */
+  limit?: number;
+  /** `--continue TOKEN`: the page after the one that gave the token. */
+  continue?: string;
 }
 
 export interface Row {
@@ -73,6 +78,15 @@ export interface Row {
   held?: SpecError[];
   /** Its current run had execs or copies (berth exec, berth cp, the API): counted from its run folder while it runs. */
   touched?: Touched;
+  /** An AttemptSet's child: its set and coordinates (every axis value, as text; labels hold only those that are label values). */
+  cell?: { set: string; coords: Record<string, string> };
+}
+
+/** A child's coordinates in a word: `model=m1,task=django-11099`, axes as the set declares them. */
+export function coordsText(coords: Readonly<Record<string, string>>): string {
+  return Object.entries(coords)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
 }
 
 /** The `-l` flags as one selector; one that cannot be parsed is a usage error that points at the problem. */
@@ -95,7 +109,7 @@ export async function collectView(ctx: Context, wanted: readonly string[] = [], 
   const want = selectorOf(selector);
   const only = wanted.length ? new Set(wanted) : undefined;
   const [load, statuses] = await Promise.all([
-    loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsRevision(ctx) }),
+    loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsOptions(ctx) }),
     ctx.store().loadAll(),
   ]);
   const store = ctx.store();
@@ -152,6 +166,7 @@ export function rowOf(
     spec: spec ?? null,
     results: st?.resultsDir ?? '',
     status: st ?? null,
+    ...(loaded?.set ? { cell: { set: loaded.set.set.name, coords: loaded.set.coords } } : {}),
     ...(bad ? { damaged: bad } : {}),
     ...(held.length ? { held } : {}),
   };
@@ -185,12 +200,16 @@ export function renderRows(rows: Row[], wide: boolean, headers = true): string {
   // RESULT after the columns berth had, so scripts that read them by position keep working
   const head = ['NAME', 'PHASE', 'REASON', 'EXIT', 'RUN', 'AGE', 'DURATION', 'RESULT'];
   if (graded) head.push('GRADE');
+  // an AttemptSet's child: its coordinates (after the columns berth had, as RESULT)
+  const cells = rows.some((r) => r.cell);
+  if (cells) head.push('CELL');
   if (wide) head.push('TOUCHED', 'IMAGE', 'IMAGE ID', 'LABELS', 'RESULTS');
   if (wide && graded) head.push('GRADER');
   const body = rows.map((r, i) => {
     const base = [r.name, r.phase, r.reason || '-', r.exitCode === null ? '-' : String(r.exitCode), String(r.run || '-'), r.age, r.duration, resultText(r)];
     const g = grades[i];
     if (graded) base.push(g ? gradeLabel(g) : '-');
+    if (cells) base.push(r.cell ? coordsText(r.cell.coords) : '-');
     if (wide) {
       base.push(
         // a run reached into by berth exec, berth cp or the API: its result is not a clean run's
@@ -224,7 +243,7 @@ export interface SetRow {
 export async function collectSetRows(ctx: Context, name?: string, selector: readonly string[] = []): Promise<SetRow[]> {
   const want = selectorOf(selector);
   const [load, statuses] = await Promise.all([
-    loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsRevision(ctx) }),
+    loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsOptions(ctx) }),
     ctx.store().loadAll(),
   ]);
   const specs = new Map(load.specs.map((s) => [s.spec.name, s]));
@@ -291,6 +310,14 @@ async function runGetSets(ctx: Context, name: string | undefined, o: GetOptions)
   return EXIT.ok;
 }
 
+/** A list with kubectl's ListMeta (continue, remainingItemCount) before its items, when a page left some out. */
+function withMetadata<L extends { apiVersion: string; kind: string; items: unknown[] }>(
+  list: L,
+  next: { continue: string; remainingItemCount: number } | undefined,
+): L {
+  return next ? ({ apiVersion: list.apiVersion, kind: list.kind, metadata: next, items: list.items } as unknown as L) : list;
+}
+
 /** A path or template that cannot be read is a usage error (exit 2), pointing at the column. */
 function usage<T>(f: () => T): T {
   try {
@@ -319,29 +346,38 @@ function customColumns(spec: string, items: unknown[], headers: boolean): string
 }
 
 export async function runGet(ctx: Context, names: string[], o: GetOptions): Promise<number> {
+  if ((o.limit !== undefined || o.continue !== undefined) && (o.sets || o.watch))
+    throw new UsageError(`${o.limit !== undefined ? '--limit' : '--continue'} pages a listing of attempts: not with ${o.sets ? '--sets' : '-w'}`);
   if (o.sets) return runGetSets(ctx, names[0], o);
   if (o.watch && /^(jsonpath|custom-columns)=/.test(o.output ?? ''))
     throw new UsageError('-w prints rows as they change: with -o wide, json, yaml or name, not jsonpath or custom-columns');
   if (o.watch) return (require('./get-watch') as typeof GetWatch).watchRows(ctx, names, o, o.signal);
   const view = await collectView(ctx, names, o.selector ?? []);
   const { load } = view;
-  const rows = sortedRows(view.rows, o.sortBy);
+  const all = sortedRows(view.rows, o.sortBy);
   // kubectl: what was found is printed, and every name that was not is an error (exit 1).
-  const found = new Set(rows.map((r) => r.name));
+  const found = new Set(all.map((r) => r.name));
   const missing = [...new Set(names)].filter((n) => !found.has(n));
   for (const n of missing) ctx.io.err(`berth: attempt ${JSON.stringify(n)} not found\n`);
   const code = missing.length ? EXIT.failed : EXIT.ok;
-  if (missing.length && rows.length === 0) return code;
-  // One name asked for gives the item itself, as `kubectl get pod x -o json` does.
-  const doc = names.length === 1 && rows[0] ? toItem(rows[0]) : toList(rows);
-  if (o.output === 'json') ctx.io.out(JSON.stringify(doc, null, 2) + '\n');
-  else if (o.output === 'yaml') ctx.io.out(yamlOf(doc));
+  if (missing.length && all.length === 0) return code;
+  const page = pageOf(all, o);
+  const rows = page.rows;
+  // One name asked for gives the item itself, as `kubectl get pod x -o json` does; built only for the outputs that show it.
+  const doc = () => (names.length === 1 && rows[0] && !page.next ? toItem(rows[0]) : withMetadata(toList(rows), page.next));
+  if (o.output === 'json') ctx.io.out(JSON.stringify(doc(), null, 2) + '\n');
+  else if (o.output === 'yaml') ctx.io.out(yamlOf(doc()));
   else if (o.output === 'name') ctx.io.out(rows.map((r) => `attempt/${r.name}\n`).join(''));
-  else if (o.output?.startsWith('jsonpath=')) ctx.io.out(jsonpathText(o.output.slice('jsonpath='.length), doc));
+  else if (o.output?.startsWith('jsonpath=')) ctx.io.out(jsonpathText(o.output.slice('jsonpath='.length), doc()));
   else if (o.output?.startsWith('custom-columns=')) ctx.io.out(customColumns(o.output.slice('custom-columns='.length), rows.map(toItem), o.headers !== false));
   else if (rows.length > 0) ctx.io.out(renderRows(rows, o.output === 'wide', o.headers !== false));
   // what a table cannot say (on stderr): spec errors holding attempts, an empty ("No attempts") or suspicious answer
   const table = o.output === undefined || o.output === 'text' || o.output === 'wide';
+  // the rest, for a person (a script reads .metadata.continue)
+  if (page.next && (table || o.output === 'name'))
+    ctx.io.err(
+      `berth: ${rows.length} of ${rows.length + page.next.remainingItemCount + page.before} attempts shown; the next ${Math.min(o.limit ?? 0, page.next.remainingItemCount)}: --continue ${page.next.continue}\n`,
+    );
   await (require('./get-notes') as typeof GetNotes).printNotes(ctx, rows, load, { names, selector: o.selector ?? [], table });
   return code;
 }

@@ -23,9 +23,10 @@ import { currentProcess, liveness } from '../../status/liveness';
 import { readLockFile } from '../../status/lock';
 import { awaitAnswer, sendRequest, type RequestCommand } from '../../status/requests';
 import { StatusStore } from '../../status/store';
-import { passConfig, specsRevision, type Context } from '../context';
+import { passConfig, specsOptions, type Context, type PassFlags } from '../context';
 import { diag } from '../diag';
 import type { Row } from './get';
+import { seeThroughHere } from './see-through';
 import { takeWriterLocks } from './writer-lock';
 
 export interface MarkResult {
@@ -36,9 +37,24 @@ export interface MarkResult {
   acted: string[];
   /** The operations (types) the pass carried out for each attempt acted on. */
   ops: Map<string, string[]>;
+  /** Who carried it out: this command (holding the instance's locks), or the controller that runs the instance. */
+  by?: 'here' | 'controller';
 }
 
-export async function markAndPass(ctx: Context, command: RequestCommand, rows: Row[], o: { timeoutMs?: number; exitCode?: number } = {}): Promise<MarkResult> {
+export interface MarkOptions {
+  timeoutMs?: number;
+  /** `berth release --exit-code`: the exit code a sandbox's run ends with. */
+  exitCode?: number;
+  /**
+   * Without a controller, see the marked attempts through (`berth regrade`: until their grades
+   * are recorded, see-through.ts) rather than making one pass over them.
+   */
+  seeThrough?: boolean;
+  /** The pass configuration's flags (`regrade --max-running`). */
+  flags?: PassFlags;
+}
+
+export async function markAndPass(ctx: Context, command: RequestCommand, rows: Row[], o: MarkOptions = {}): Promise<MarkResult> {
   const engine = ctx.engine();
   try {
     await engine.ping();
@@ -50,10 +66,10 @@ export async function markAndPass(ctx: Context, command: RequestCommand, rows: R
   if (controller === 'elsewhere') return { code: EXIT.failed, acted: [], ops: new Map() };
   if (controller) {
     const asked = await askController(ctx, engine, controller, command, rows, o.timeoutMs ?? 60_000, o.exitCode);
-    if (asked !== 'gone') return asked;
+    if (asked !== 'gone') return { ...asked, by: 'controller' };
     diag(ctx, 'info', `the controller stopped before it took the ${command}; doing it here`);
   }
-  return markHere(ctx, engine, command, rows, o.exitCode);
+  return markHere(ctx, engine, command, rows, o);
 }
 
 /**
@@ -139,13 +155,13 @@ async function askController(
 }
 
 /** Holding the instance's writer locks: mark, then one pass over the attempts marked. */
-async function markHere(ctx: Context, engine: Engine, command: RequestCommand, rows: Row[], exitCode?: number): Promise<MarkResult> {
+async function markHere(ctx: Context, engine: Engine, command: RequestCommand, rows: Row[], o: MarkOptions): Promise<MarkResult> {
   const locks = await takeWriterLocks(ctx, engine, command);
   if (!locks) return { code: EXIT.failed, acted: [], ops: new Map() };
   try {
     // Read again under the locks: the records may have changed since the rows were read.
     const store = new StatusStore(ctx.stateDir, ctx.instance, { warn: (m) => diag(ctx, 'warn', m) });
-    const load = await loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsRevision(ctx) });
+    const load = await loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsOptions(ctx) });
     const specs = new Map(load.specs.map((s) => [s.spec.name, s]));
     // A run recorded Running may have ended while nothing reconciled the instance: recorded first.
     const behind: string[] = [];
@@ -168,7 +184,7 @@ async function markHere(ctx: Context, engine: Engine, command: RequestCommand, r
         invalid,
         instance: ctx.instance,
         at,
-        ...(exitCode !== undefined ? { exitCode } : {}),
+        ...(o.exitCode !== undefined ? { exitCode: o.exitCode } : {}),
       });
       if (m && 'refused' in m) {
         diag(ctx, 'error', `${row.name}: ${m.refused}`);
@@ -179,9 +195,13 @@ async function markHere(ctx: Context, engine: Engine, command: RequestCommand, r
       acted.push(row.name);
     }
     if (!acted.length) return { code, acted, ops: new Map() };
+    if (o.seeThrough) {
+      const seen = await seeThroughHere(ctx, passConfig(ctx, o.flags ?? {}), engine, store, acted);
+      return { code: Math.max(code, seen), store, acted, ops: new Map(), by: 'here' };
+    }
     let pass;
     try {
-      pass = await reconcilePass({ ...passConfig(ctx, {}), only: new Set(acted) }, engine, store);
+      pass = await reconcilePass({ ...passConfig(ctx, o.flags ?? {}), only: new Set(acted) }, engine, store);
     } catch (err) {
       if (!isEngineDown(err)) throw err;
       diag(ctx, 'error', `${describeEngineError(err)} (the marks are recorded: the next reconcile carries them out)`);
@@ -192,7 +212,7 @@ async function markHere(ctx: Context, engine: Engine, command: RequestCommand, r
       code = EXIT.failed;
     }
     const ops = new Map(acted.map((n) => [n, (pass.plan.actions.find((a) => a.attempt === n)?.ops ?? []).map((op) => op.type)]));
-    return { code, store, acted, ops };
+    return { code, store, acted, ops, by: 'here' };
   } finally {
     await locks.release();
   }

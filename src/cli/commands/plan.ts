@@ -6,7 +6,7 @@
 import { EXIT } from '../../constants';
 import { planPass } from '../../controller/pass';
 import { readOnlyEngine } from '../../engine/wrap';
-import { changeCount, planToJson, renderPlan } from '../../plan/render';
+import { changeCount, planToJson, renderPlanTo } from '../../plan/render';
 import { passConfig, type Context } from '../context';
 import { reportLoadErrors, specsRootError } from './shared';
 import { gitSourceFrom, peekRevision, type GitFlags } from '../git-flags';
@@ -74,7 +74,7 @@ async function planFrom(ctx: Context, o: PlanOptions, source: InstanceSource, re
   else {
     reportLoadErrors(ctx, load);
     if (revision !== undefined) ctx.io.out(`revision ${revision}\n`);
-    ctx.io.out(renderPlan(plan));
+    renderPlanTo(plan, (s) => ctx.io.out(s));
   }
   if (load.errors.length) return EXIT.usage;
   return o.detailedExitcode && changeCount(plan) > 0 ? EXIT.changesPending : EXIT.ok;

@@ -14,7 +14,7 @@ import { renderReport } from '../../report/render';
 import { loadSpecs } from '../../spec/loader';
 import { writeFileAtomic } from '../../status/atomic-file';
 import type { AttemptStatus } from '../../status/types';
-import { defaultMaxRunning, type Context } from '../context';
+import { defaultMaxRunning, specsOptions, type Context } from '../context';
 import { matches } from '../selector';
 import { selectorOf } from './get';
 import { readBaseline } from './compare';
@@ -51,7 +51,10 @@ async function presentFiles(records: Iterable<AttemptStatus>): Promise<Set<strin
 
 export async function runReport(ctx: Context, sets: string[], o: ReportOptions): Promise<number> {
   const want = selectorOf(o.selector ?? []);
-  const [load, recorded] = await Promise.all([loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot }), ctx.store().loadAll()]);
+  const [load, recorded] = await Promise.all([
+    loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsOptions(ctx) }),
+    ctx.store().loadAll(),
+  ]);
   // a running run's execs and copies, from its run folder (a harvested one's record holds them)
   const statuses = await withLiveTouched(recorded, ctx.resultsRoot);
   const known = new Set(load.sets?.keys() ?? []);

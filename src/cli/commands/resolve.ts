@@ -5,14 +5,14 @@
  * reported by the caller, which knows whether to go on with the rest (`get`, as kubectl's).
  */
 import { loadSpecs } from '../../spec/loader';
-import { specsRevision, UsageError, type Context } from '../context';
+import { specsOptions, UsageError, type Context } from '../context';
 import { diag } from '../diag';
 import { harvestedRuns } from './logs';
 import { expandRefs, parseRefs, setNames, type Expanded, type Known } from '../names';
 
 export async function knownNames(ctx: Context): Promise<Known> {
   const [load, statuses] = await Promise.all([
-    loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsRevision(ctx) }),
+    loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsOptions(ctx) }),
     ctx.store().loadAll(),
   ]);
   const attempts = new Set([...load.specs.map((s) => s.spec.name), ...statuses.keys(), ...ctx.store().damaged().keys(), ...load.protectedNames]);

@@ -11,7 +11,7 @@ import type { SetPolicy } from '../../spec/types';
 import { describeEngineError } from '../../engine/errors';
 import { imageIndex } from '../../observe/images';
 import { tagMoves, tagMoveText } from '../../observe/tag-moves';
-import { specsRevision, type Context } from '../context';
+import { specsOptions, type Context } from '../context';
 import { duration, table } from './shared';
 import { matches } from '../selector';
 import { selectorOf } from './get';
@@ -26,7 +26,7 @@ export interface SummaryOptions {
 export async function runSummary(ctx: Context, sets: string[], o: SummaryOptions): Promise<number> {
   const want = selectorOf(o.selector ?? []);
   const [load, recorded] = await Promise.all([
-    loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsRevision(ctx) }),
+    loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsOptions(ctx) }),
     ctx.store().loadAll(),
   ]);
   // a running run's execs and copies are counted from its run folder (its record has them once harvested)

@@ -20,7 +20,7 @@ import { Waker } from '../../util/waker';
 import { loadSpecs } from '../../spec/loader';
 import { StatusStore } from '../../status/store';
 import { watchFolder } from '../../util/watch-folder';
-import { specsRevision, UsageError, type Context } from '../context';
+import { specsOptions, UsageError, type Context } from '../context';
 import { diag, plural } from '../diag';
 import { failOnOf, outcomeOf, parseWaitFor, settled, verdict, watched, type Watched } from '../wait-condition';
 import { collectRows } from './get';
@@ -53,7 +53,7 @@ export async function runWait(ctx: Context, names: string[], o: WaitOptions): Pr
     diag(ctx, 'error', "no attempts match: nothing to wait for (berth get lists the instance's attempts; check -l, --specs and --instance)");
     return EXIT.failed;
   }
-  const load = await loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsRevision(ctx) });
+  const load = await loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsOptions(ctx) });
   const specs = new Map(load.specs.map((s) => [s.spec.name, s]));
   const label = want.kind === 'finished' ? 'finished' : `phase=${want.phase}`;
 

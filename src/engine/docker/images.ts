@@ -14,7 +14,9 @@ export class DockerImages implements ImageClient {
   ) {}
 
   async list(labelFilters: string[]): Promise<ImageSummary[]> {
-    const items = await this.calls.run('images.list', () => this.docker.listImages({ filters: labelFilter(labelFilters) }));
+    // all: an image whose tag was rebuilt FROM it is an untagged parent, which the engine lists
+    // only so; a set pinned to it holds it all the same (it is there, by id)
+    const items = await this.calls.run('images.list', () => this.docker.listImages({ all: true, filters: labelFilter(labelFilters) }));
     return items.map((i) => ({ id: i.Id, tags: realTags(i.RepoTags), labels: i.Labels ?? {}, repoDigests: realTags(i.RepoDigests), size: i.Size }));
   }
 

@@ -93,26 +93,40 @@ export function negotiateApiOn(
   if (modem.version) return;
   calls.gate(async (op) => {
     if (modem.version) return;
-    let said: { version: string; apiVersion: string } | undefined;
-    let api = await calls.run(op, () => pingApiVersion(d), { ungated: true });
-    if (!api) {
-      const v = await calls.run(op, () => d.version(), { ungated: true });
-      said = { version: v.Version, apiVersion: v.ApiVersion };
-      on.said?.(said);
-      api = v.ApiVersion;
+    // one negotiation per client: engines made over the same client at once (a swarm's manager
+    // serves services and volumes) share the first one's ping
+    let shared = negotiating.get(modem);
+    if (!shared) {
+      shared = negotiate(d, calls, op);
+      negotiating.set(modem, shared);
+      shared.catch(() => negotiating.delete(modem));
     }
-    let talks: string;
-    try {
-      talks = negotiateApi(api, said?.version, calls.address);
-    } catch (err) {
-      // the refusal names the engine's version too, when it says it (asked once more, unversioned)
-      if (said || !(err instanceof EngineTooOldError)) throw err;
-      const v = await calls.run(op, () => d.version(), { ungated: true }).catch(() => undefined);
-      throw v?.Version ? new EngineTooOldError(calls.address, v.Version, api) : err;
-    }
+    const { talks, said } = await shared;
+    if (said) on.said?.(said);
     modem.version = `v${talks}`;
     on.talks?.(modem.version);
   });
+}
+
+/** The negotiation in flight (or done) over a client's modem. */
+const negotiating = new WeakMap<object, Promise<{ talks: string; said?: { version: string; apiVersion: string } }>>();
+
+async function negotiate(d: Dockerode, calls: BoundedCalls, op: string): Promise<{ talks: string; said?: { version: string; apiVersion: string } }> {
+  let said: { version: string; apiVersion: string } | undefined;
+  let api = await calls.run(op, () => pingApiVersion(d), { ungated: true });
+  if (!api) {
+    const v = await calls.run(op, () => d.version(), { ungated: true });
+    said = { version: v.Version, apiVersion: v.ApiVersion };
+    api = v.ApiVersion;
+  }
+  try {
+    return { talks: negotiateApi(api, said?.version, calls.address), ...(said ? { said } : {}) };
+  } catch (err) {
+    // the refusal names the engine's version too, when it says it (asked once more, unversioned)
+    if (said || !(err instanceof EngineTooOldError)) throw err;
+    const v = await calls.run(op, () => d.version(), { ungated: true }).catch(() => undefined);
+    throw v?.Version ? new EngineTooOldError(calls.address, v.Version, api) : err;
+  }
 }
 
 /** The engine's `API-Version` header of `GET /_ping` (every engine since API 1.25 sends it); undefined without one. */

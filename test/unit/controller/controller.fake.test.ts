@@ -43,7 +43,7 @@ describe('controller against the fake engine (retry switch)', function () {
     await fs.rm(dir, { recursive: true, force: true });
   });
 
-  async function start(names: string[]): Promise<void> {
+  async function start(names: string[], extra: { finite?: true; only?: ReadonlySet<string> } = {}): Promise<void> {
     for (const n of names) await fs.writeFile(path.join(dir, 'specs', `${n}.yaml`), SPEC(n));
     ctl = new Controller({
       cfg: {
@@ -66,6 +66,7 @@ describe('controller against the fake engine (retry switch)', function () {
       workers: 2,
       resyncMs: 3_600_000,
       clock,
+      ...extra,
     });
     await ctl.start();
   }
@@ -116,6 +117,17 @@ describe('controller against the fake engine (retry switch)', function () {
       }
     });
   }
+
+  it('a finite run over some attempts only (berth regrade seeing its grades through) plans them alone: the others are not started', async function () {
+    await start(['a', 'b', 'c'], { finite: true, only: new Set(['b']) });
+    await until('b runs and the controller is idle', async () => (await rec('b'))?.phase === 'Running' && ctl.idle());
+    // b's exit (an event of the scope) is seen; the others' records never made, nothing created for them
+    const id = (await rec('b'))?.containerId as string;
+    fake.exit(id, 0);
+    await until('b finished', async () => (await rec('b'))?.phase === 'Succeeded' && ctl.idle());
+    expect([await rec('a'), await rec('c')]).to.deep.equal([undefined, undefined]);
+    expect(creates()).to.equal(1);
+  });
 
   it('a create that fails is retried after its back-off and no sooner; the error is recorded, then cleared', async function () {
     fake.fail('containers.create', { status: 500, message: 'disk full' }, { times: 3 });

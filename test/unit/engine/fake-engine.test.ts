@@ -39,6 +39,9 @@ engineContract('the fake engine', () => {
       fake.registry.set('registry.test:5000/evals/x:1', { layers: [100, 2000], auth });
       return { ref: 'registry.test:5000/evals/x:1', auth, missing: 'registry.test:5000/evals/x:nope' };
     },
+    // a build: a new image under the tag (the fake keeps the one it moved off, unnamed)
+    rebuild: async (ref) => fake.addImage({ ref, labels: { 'dev.berth.test-run': 'fake', rebuilt: String(++n) } }),
+    removeBuilt: async (ref) => fake.untagImage(ref),
     before: async () => undefined,
     after: async () => undefined,
   };

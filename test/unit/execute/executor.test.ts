@@ -97,7 +97,9 @@ describe('executor against the fake engine', function () {
     const c = desired('child', { image: 'pinned:1' });
     const act = action(c, 'provision');
     const ops = act.ops.map((o) =>
-      o.type === 'create-container' ? { ...o, image: { id, pin: { set: 's', templateHash: 't', repoDigests: ['reg/pinned@sha256:1'] } } } : o,
+      o.type === 'create-container'
+        ? { ...o, image: { id, pin: { set: 's', key: { pinKey: 'k', templateHash: 't' }, repoDigests: ['reg/pinned@sha256:1'] } } }
+        : o,
     );
     const [res] = await executor().run({ at: t, actions: [{ ...act, ops }], unchanged: new Map() } as never);
     expect(res?.ok, res?.error).to.equal(true);

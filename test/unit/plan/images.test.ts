@@ -32,6 +32,7 @@ function policy(over: Partial<SetPolicy> = {}): SetPolicy {
     infra: [],
     source: { file: 'specs/set.yaml', line: 1, col: 1 },
     templateHash: 't1',
+    pinKey: 'k1',
     ...over,
   };
 }
@@ -166,7 +167,7 @@ describe("planner: a set's pinned image", function () {
     );
     for (const n of ['set-0', 'set-1']) {
       const c = createOf(out.actions.find((a) => a.attempt === n)?.ops ?? []);
-      expect(c?.image).to.deep.equal({ id: BUSY, pin: { set: 'set', templateHash: 't1', repoDigests: ['berth/busybox@sha256:d'] } });
+      expect(c?.image).to.deep.equal({ id: BUSY, pin: { set: 'set', key: { pinKey: 'k1', templateHash: 't1' }, repoDigests: ['berth/busybox@sha256:d'] } });
     }
     expect(createOf(out.actions.find((a) => a.attempt === 'solo')?.ops ?? [])?.image).to.equal(undefined);
   });
@@ -186,13 +187,32 @@ describe("planner: a set's pinned image", function () {
     expect((gone.actions[0]?.ops[0] as Extract<Operation, { type: 'record' }>).patch.message).to.contain(`pinned for set set to ${BUSY}`);
   });
 
-  it('a changed template (another templateHash) is another set spec: the pin no longer holds, the reference is resolved and pinned anew', function () {
+  it("a pin holds under its set's pin key: an edit no child's spec hash reads (another template hash, the same key) keeps it; another key pins anew", function () {
     const pins: ReadonlyMap<string, SetPins> = new Map([
+      ['set', { set: 'set', templateHash: 't1', pinKey: 'k1', images: { 'berth/busybox:local': { id: BUSY, repoDigests: [], at: 'x' } } }],
+    ]);
+    const images = withImages({ 'berth/busybox:local': OTHER, keep: BUSY });
+    const kept = plan(input({ specs: [child(policy({ templateHash: 't2' }), 'set-1', 1)], snapshot: images, pins }));
+    expect(createOf(kept.actions[0]?.ops ?? [])?.image).to.deep.equal({ id: BUSY });
+    const out = plan(input({ specs: [child(policy({ templateHash: 't2', pinKey: 'k2' }), 'set-1', 1)], snapshot: images, pins }));
+    expect(createOf(out.actions[0]?.ops ?? [])?.image).to.deep.equal({
+      id: OTHER,
+      pin: { set: 'set', key: { pinKey: 'k2', templateHash: 't2' }, repoDigests: [] },
+    });
+    expect(tagMoves(pins, [policy({ templateHash: 't2', pinKey: 'k2' })], withImages({}).images)).to.deep.equal([]);
+    // a file made before pin keys holds by its template hash alone
+    const old: ReadonlyMap<string, SetPins> = new Map([
       ['set', { set: 'set', templateHash: 't1', images: { 'berth/busybox:local': { id: BUSY, repoDigests: [], at: 'x' } } }],
     ]);
-    const out = plan(input({ specs: [child(policy({ templateHash: 't2' }), 'set-1', 1)], snapshot: withImages({ 'berth/busybox:local': OTHER }), pins }));
-    expect(createOf(out.actions[0]?.ops ?? [])?.image).to.deep.equal({ id: OTHER, pin: { set: 'set', templateHash: 't2', repoDigests: [] } });
-    expect(tagMoves(pins, [policy({ templateHash: 't2' })], withImages({}).images)).to.deep.equal([]);
+    expect(createOf(plan(input({ specs: [child(policy(), 'set-1', 1)], snapshot: images, pins: old })).actions[0]?.ops ?? [])?.image).to.deep.equal({
+      id: BUSY,
+    });
+    expect(
+      createOf(plan(input({ specs: [child(policy({ templateHash: 't2' }), 'set-1', 1)], snapshot: images, pins: old })).actions[0]?.ops ?? [])?.image,
+    ).to.deep.equal({
+      id: OTHER,
+      pin: { set: 'set', key: { pinKey: 'k1', templateHash: 't2' }, repoDigests: [] },
+    });
   });
 
   it('list attestation of a running child made from the pinned id passes by the id its record names (and fails for another)', function () {

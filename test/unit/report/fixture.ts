@@ -83,6 +83,9 @@ export function fleet(): { sets: Map<string, { policy: SetPolicy; children: SetC
           resultsDir: path.join(ROOT, 'plain-ok', 'run-1', 'grade-1', 'results'),
           image: 'grader:1',
           createdAt: at(9),
+          // its grader held a slot after the run
+          startedAt: at(24),
+          finishedAt: at(26),
         },
       ],
     }),

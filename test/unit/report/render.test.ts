@@ -14,6 +14,7 @@ import { embedded, renderReport } from '../../../src/report/render';
 import { concurrency } from '../../../src/report/timeline';
 import { summarize } from '../../../src/sets/summary';
 import { gradeHash } from '../../../src/spec/grade-hash';
+import type { GradeRecord } from '../../../src/status/types';
 import { spec, status } from '../../support/builders';
 import { fleet, PRESENT, ROOT, T0, XSS } from './fixture';
 
@@ -231,6 +232,61 @@ describe('report/model', () => {
     // a plain attempt with its class from its grade (report/from-load.ts gives it)
     const [p] = buildReport({ ...common, sets: [], plain: [{ name: 'gs-0', labels: {}, graded: { outcome: 'failed' } }] }).attempts;
     expect(p).to.include({ outcome: 'failed', score: 0, grade: 'grade-2: fail (score 0)' });
+  });
+
+  it('graders hold slots: the timeline draws each after its run, the slots line counts it', () => {
+    const d = data();
+    const ok = d.attempts.find((a) => a.name === 'plain-ok');
+    expect(ok?.grading).to.deep.equal([{ k: 1, startedAt: T0 + 24_000, finishedAt: T0 + 26_000, running: false }]);
+    const g = { k: 1, run: 1, gradeHash: 'h', resultsDir: '/r/g/run-1/grade-1/results', image: 'g', createdAt: new Date(T0).toISOString() };
+    const rec = (name: string, grades: GradeRecord[]) =>
+      status(name, {
+        phase: 'Succeeded',
+        createdAt: new Date(T0).toISOString(),
+        startedAt: new Date(T0).toISOString(),
+        finishedAt: new Date(T0 + 1000).toISOString(),
+        grades,
+      });
+    const at = (s: number) => new Date(T0 + s * 1000).toISOString();
+    const r = buildReport({
+      sets: [],
+      childLabels: new Map(),
+      plain: ['a', 'b', 'c'].map((name) => ({ name, labels: {} })),
+      statuses: new Map([
+        ['a', rec('a', [{ ...g, state: 'graded', passed: true, startedAt: at(2), finishedAt: at(6) }])],
+        // a regraded run: both its graders are drawn
+        [
+          'b',
+          rec('b', [
+            { ...g, state: 'graded', passed: true, startedAt: at(2), finishedAt: at(3) },
+            { ...g, k: 2, state: 'grading', startedAt: at(5) },
+          ]),
+        ],
+        // a grade that never started is not drawn
+        ['c', rec('c', [{ ...g, state: 'failed', reason: 'GradeFailed' }])],
+      ]),
+      now: T0 + 10_000,
+      instance: 'i',
+      maxRunning: 2,
+      resultsRoot: ROOT,
+      linkBase: null,
+      mode: 'live',
+    });
+    expect(r.attempts.map((a) => a.grading.length)).to.deep.equal([1, 2, 0]);
+    // three runs 0-1 s, two graders 2-3 s, then a's and b's second (running until now)
+    expect(r.concurrency).to.deep.equal([
+      { t: T0, running: 3 },
+      { t: T0 + 1000, running: 0 },
+      { t: T0 + 2000, running: 2 },
+      { t: T0 + 3000, running: 1 },
+      { t: T0 + 5000, running: 2 },
+      { t: T0 + 6000, running: 1 },
+      { t: T0 + 10_000, running: 0 },
+    ]);
+    expect(r.summary.window).to.deep.equal({ from: T0, to: T0 + 10_000 });
+    const html = renderReport(r);
+    expect(html.match(/<rect class="gr"/g)?.length).to.equal(3);
+    expect(html).to.include('slots held by runs and graders');
   });
 
   it('bounds every attempt-controlled string', () => {

@@ -2,7 +2,8 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { SET_LIMITS } from '../../../src/constants';
-import { childName, expand, type AxisIn, type ExpandInput } from '../../../src/spec/set-expand';
+import { attemptSchema } from '../../../src/spec/schema';
+import { childName, expand, legacyChildName, type AxisIn, type ExpandInput } from '../../../src/spec/set-expand';
 
 const DNS1123 = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
@@ -41,17 +42,42 @@ describe('spec/set-expand (golden)', () => {
     expect(r.children[6]?.coords).to.deep.equal({ model: 'm3', task: 't1', seed: '0' });
   });
 
-  it('uses the hash form for values that cannot be part of a name, and for names over 63 characters', () => {
+  it('names a cell readably whatever its values: slugs and a hash where a value is not lowercase letters and digits, or the name too long', () => {
     expect(childName('s', { model: 'openai/gpt-4o' })).to.equal(childName('s', { model: 'openai/gpt-4o' }));
-    expect(childName('s', { model: 'openai/gpt-4o' })).to.match(/^s--[0-9a-f]{16}$/);
-    expect(childName('s', { model: 'gpt-4o' })).to.match(/^s--[0-9a-f]{16}$/); // a '-' could make two cells one name
-    expect(childName('s', { model: 'M1' })).to.match(/^s--[0-9a-f]{16}$/);
+    expect(childName('s', { model: 'openai/gpt-4o' })).to.match(/^s-openai-gpt-4o-[0-9a-f]{10}$/);
+    // a '-' could make two cells one name: the hash keeps them apart
+    expect(childName('swe', { task: 'django-11099', model: 'm1' })).to.match(/^swe-m1-django-11099-[0-9a-f]{10}$/);
+    const ab = childName('s', { x: 'a-b', y: 'c' });
+    const bc = childName('s', { x: 'a', y: 'b-c' });
+    expect(ab.slice(0, -10)).to.equal(bc.slice(0, -10));
+    expect(ab).to.not.equal(bc);
+    expect(childName('s', { model: 'M1' })).to.match(/^s-m1-[0-9a-f]{10}$/);
+    expect(childName('s', { model: 'M1' })).to.not.equal(childName('s', { model: 'm1' }));
+    expect(childName('s', { a: 'é' })).to.match(/^s-x-[0-9a-f]{10}$/);
     const long = 'x'.repeat(62);
-    expect(childName('s', { a: long })).to.match(/^s--[0-9a-f]{16}$/);
+    expect(childName('s', { a: long })).to.equal(`s-${'x'.repeat(50)}-${childName('s', { a: long }).slice(-10)}`);
     const longSet = `a${'-b'.repeat(30)}`;
     const n = childName(longSet, { model: 'Z' });
     expect(n.length).to.be.at.most(63);
     expect(n).to.match(DNS1123);
+    expect(n).to.match(/-z-[0-9a-f]{10}$/);
+    // more axes than a character of each fits: the set and a hash
+    const many = Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`a${i}`, `v-${i}`]));
+    expect(childName('set', many)).to.match(/^set-[0-9a-f]{16}$/);
+  });
+
+  it('the names berth gave before (legacyChildName): the same readable ones, else <set>--<16 hex>; a record under one keeps it', () => {
+    expect(legacyChildName('s', { a: 'x', b: '1' })).to.equal('s-x-1');
+    expect(legacyChildName('s', { a: 'x', b: '1' })).to.equal(childName('s', { a: 'x', b: '1' }));
+    const old = legacyChildName('swe', { task: 'django-11099' });
+    expect(old).to.match(/^swe--[0-9a-f]{16}$/);
+    // the hash is the same cell's: the new name's tail is the legacy name's head
+    expect(old.slice(5, 15)).to.equal(childName('swe', { task: 'django-11099' }).slice(-10));
+    const axes: AxisIn[] = [{ name: 'task', values: ['django-11099', 'flask-1', 'ok'] }];
+    const kept = expand({ set: 'swe', axes, include: [], exclude: [], kept: new Set([old, 'other--0123456789abcdef']) });
+    expect(kept.ok && kept.children.map((c) => c.name)).to.deep.equal([old, childName('swe', { task: 'flask-1' }), 'swe-ok']);
+    const fresh = expand({ set: 'swe', axes, include: [], exclude: [] });
+    expect(fresh.ok && fresh.children.map((c) => c.name)).to.deep.equal([...axes[0]!.values].map((v) => childName('swe', { task: v })));
   });
 
   it('reports empty axes, repeated values, unknown or missing axes in include/exclude', () => {
@@ -83,11 +109,25 @@ describe('spec/set-expand (golden)', () => {
     const big = (n: number, name = `a${n}`): AxisIn => ({ name, values: Array.from({ length: n }, (_, i) => String(i)) });
     const over = expand({ set: 's', axes: [big(101), big(100)], include: [], exclude: [] });
     expect(over.ok).to.equal(false);
-    if (!over.ok) expect(over.issues[0]?.message).to.match(/has 10100 children; at most 10000/);
+    if (!over.ok) expect(over.issues[0]?.message).to.match(/has 10100 children; a set may have at most 10000 children .*spec\.maxChildren raises it/);
+    // raised on purpose (spec.maxChildren), and lowered
+    expect(names({ set: 's', axes: [big(101), big(100)], include: [], exclude: [], limit: 20_000 })).to.have.length(10_100);
+    const low = expand({ set: 's', axes: [big(10)], include: [], exclude: [], limit: 5 });
+    if (!low.ok) expect(low.issues[0]?.message).to.equal("the set has 10 children; this set's spec.maxChildren allows at most 5");
+    expect(low.ok).to.equal(false);
     const huge = expand({ set: 's', axes: [big(1000), big(1000)], include: [], exclude: [] });
     expect(huge.ok).to.equal(false);
     if (!huge.ok) expect(huge.issues[0]?.message).to.match(/1000000 cells/);
     expect(names({ set: 's', axes: [big(100), big(100, 'b')], include: [], exclude: [] })).to.have.length(10_000);
+  });
+});
+
+describe('spec.maxChildren in the schema', () => {
+  it('defaults to SET_LIMITS.maxChildren (the description says it) and stops at SET_LIMITS.maxChildrenCeiling', () => {
+    const p = (attemptSchema() as { $defs: { setSpec: { properties: { maxChildren: { maximum: number; description: string } } } } }).$defs.setSpec.properties
+      .maxChildren;
+    expect(p.maximum).to.equal(SET_LIMITS.maxChildrenCeiling);
+    expect(p.description).to.include(`Default ${SET_LIMITS.maxChildren}`);
   });
 });
 
@@ -132,13 +172,13 @@ describe('spec/set-expand (properties)', () => {
       }),
       { numRuns: 300 },
     );
-    // Around 63 characters: readable up to it, the hash form past it.
+    // Around 63 characters: the plain form up to it, slugs and a hash past it.
     const long = 's'.repeat(55);
     const r = expand({ set: long, axes: [{ name: 'a', values: ['1', '1234567', '12345678'] }], include: [], exclude: [] });
     expect(r.ok && r.children.map((c) => [c.name.length, c.name.includes('--'), c.name === childName(long, c.coords)])).to.deep.equal([
       [57, false, true],
       [63, false, true],
-      [63, true, true],
+      [63, false, true],
     ]);
   });
 

@@ -2,7 +2,8 @@
 import { expect } from 'chai';
 import { SET_LABEL } from '../../../src/constants';
 import { invalidErrors } from '../../../src/controller/pass';
-import type { LoadReport } from '../../../src/spec/loader';
+import { loadSpecs, type LoadReport } from '../../../src/spec/loader';
+import { legacyChildName } from '../../../src/spec/set-expand';
 import { cleanupTemp, doc, sandbox } from '../spec/helpers';
 
 function set(name: string, body: string, meta = ''): string {
@@ -49,9 +50,56 @@ describe('sets: loading', () => {
     expect(r.sets?.get('swe')?.children).to.have.length(8);
   });
 
+  it('names a child readably whatever its values; one the instance has a record of under its old name keeps that name (and the file cache tells the two loads apart)', async () => {
+    const body = `  matrix:
+    task: [django-11099, Flask.1, ok]
+  template:
+    image: berth/busybox:local
+    command: [sh, -c, 'echo \${{ matrix.task }}']
+`;
+    const box = sandbox({ 'set.yaml': set('swe', body) });
+    const fresh = await box.load();
+    expect(fresh.errors).to.deep.equal([]);
+    const readable = fresh.specs.map((x) => x.spec.name);
+    expect(readable[0]).to.match(/^swe-django-11099-[0-9a-f]{10}$/);
+    expect(readable[1]).to.match(/^swe-flask-1-[0-9a-f]{10}$/);
+    expect(readable[2]).to.equal('swe-ok');
+    const old = legacyChildName('swe', { task: 'django-11099' });
+    const kept = await loadSpecs({ specsDir: box.specs, resultsRoot: box.results, keptNames: new Set([old]) });
+    const k = kept.specs.find((x) => x.set?.coords.task === 'django-11099');
+    expect(k?.spec.name).to.equal(old);
+    // its results folder is its name's, as it was
+    expect(k?.spec.results).to.equal(old);
+    expect(kept.specs.map((x) => x.spec.name).slice(1)).to.deep.equal(readable.slice(1));
+    expect(kept.sets?.get('swe')?.children).to.deep.equal([old, ...readable.slice(1)]);
+    expect((await box.load()).specs.map((x) => x.spec.name)).to.deep.equal(readable);
+  });
+
+  it('spec.maxChildren: the set policy holds it; fewer children than the set has is an error at the matrix, the default says how to raise it', async () => {
+    const raised = await sandbox({ 'set.yaml': set('swe', BASIC.replace('maxParallel: 2', 'maxParallel: 2\n  maxChildren: 8')), ...TASKS }).load();
+    expect(raised.errors).to.deep.equal([]);
+    expect(raised.specs[0]?.set?.set.maxChildren).to.equal(8);
+    const low = await sandbox({ 'set.yaml': set('swe', BASIC.replace('maxParallel: 2', 'maxParallel: 2\n  maxChildren: 7')), ...TASKS }).load();
+    expect(low.specs).to.deep.equal([]);
+    expect(low.errors.map((e) => [e.path, e.code, e.message])).to.deep.equal([
+      ['spec.matrix', 'matrix', "the set has 8 children; this set's spec.maxChildren allows at most 7"],
+    ]);
+    const range = await sandbox({ 'set.yaml': set('r', '  matrix:\n    seed: {range: [0, 10001]}\n  template:\n    image: busybox\n') }).load();
+    expect(range.errors.map((e) => e.message)).to.deep.equal([
+      'range [0, 10001] has 10001 values; a set may have at most 10000 children (a guard against a typo flooding the engine); spec.maxChildren raises it on purpose',
+    ]);
+    for (const bad of ['0', '1000001', '1.5'])
+      expect(
+        (await sandbox({ 'set.yaml': set('b', BASIC.replace('maxParallel: 2', `maxChildren: ${bad}`)), ...TASKS }).load()).errors.map((e) => e.path),
+      ).to.deep.equal(['spec.maxChildren']);
+  });
+
   it('keeps set-level settings out of every child hash; a template edit changes only the children it renders differently', async () => {
     const a = await sandbox({ 'set.yaml': set('swe', BASIC), ...TASKS }).load();
-    const settings = BASIC.replace('maxParallel: 2', 'maxParallel: 5\n  failFast: true\n  maxFailed: 3\n  score: {file: s.json, pass: 0.5}');
+    const settings = BASIC.replace(
+      'maxParallel: 2',
+      'maxParallel: 5\n  maxChildren: 20000\n  failFast: true\n  maxFailed: 3\n  score: {file: s.json, pass: 0.5}',
+    );
     const b = await sandbox({ 'set.yaml': set('swe', settings), ...TASKS }).load();
     const hashes = (r: LoadReport) => Object.fromEntries(r.specs.map((s) => [s.spec.name, s.hash]));
     expect(hashes(b)).to.deep.equal(hashes(a));
@@ -129,7 +177,7 @@ describe('sets: loading', () => {
     const product = BASIC.replace('{range: [0, 2]}', '{range: [0, 6000]}');
     const r4 = await sandbox({ 'set.yaml': set('swe', product), ...TASKS }).load();
     expect(r4.errors.map((e) => [e.path, e.code])).to.deep.equal([['spec.matrix', 'matrix']]);
-    expect(r4.errors[0]?.message).to.match(/24000 children; at most 10000/);
+    expect(r4.errors[0]?.message).to.match(/24000 children; a set may have at most 10000 children .*spec\.maxChildren raises it on purpose/);
   });
 
   it('two sets with one name: an error at each, none of their children load', async () => {

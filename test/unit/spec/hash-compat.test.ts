@@ -133,6 +133,7 @@ const attempt: fc.Arbitrary<NormalizedAttempt> = fc.record({
     exclude: fc.array(text, { maxLength: 3 }),
     maxBytes: fc.nat(),
     maxFiles: fc.nat(),
+    gitignore: fc.boolean(),
   }),
   harvest: fc.record({ maxBytes: fc.nat(), maxFiles: fc.nat() }),
 });
@@ -197,8 +198,8 @@ describe('spec hash stays what it was', () => {
     const before = await loadOne(doc('minimal'));
     const after = await loadOne(doc('minimal', "  workspace: {export: none, exclude: [dist, '*.log'], maxBytes: 1Gi, maxFiles: 10}\n"));
     expect(after.errors).to.deep.equal([]);
-    expect(after.specs[0]?.spec.workspace).to.deep.equal({ export: 'none', exclude: ['dist', '*.log'], maxBytes: 1024 ** 3, maxFiles: 10 });
-    expect(before.specs[0]?.spec.workspace).to.deep.equal({ export: 'changes', exclude: [], maxBytes: 256 * 1024 ** 2, maxFiles: 100_000 });
+    expect(after.specs[0]?.spec.workspace).to.deep.equal({ export: 'none', exclude: ['dist', '*.log'], maxBytes: 1024 ** 3, maxFiles: 10, gitignore: true });
+    expect(before.specs[0]?.spec.workspace).to.deep.equal({ export: 'changes', exclude: [], maxBytes: 256 * 1024 ** 2, maxFiles: 100_000, gitignore: true });
     expect(after.specs[0]?.hash).to.equal(before.specs[0]?.hash);
   });
 

@@ -44,7 +44,7 @@ describe('spec/normalize', () => {
       sandbox: false,
       sidecars: [],
       grade: null,
-      workspace: { export: 'changes', exclude: [], maxBytes: 256 * 1024 ** 2, maxFiles: 100_000 },
+      workspace: { export: 'changes', exclude: [], maxBytes: 256 * 1024 ** 2, maxFiles: 100_000, gitignore: true },
       harvest: { maxBytes: 1024 ** 3, maxFiles: 100_000 },
     });
   });
@@ -87,7 +87,7 @@ describe('spec/normalize', () => {
       sandbox: false,
       sidecars: [],
       grade: null,
-      workspace: { export: 'changes', exclude: [], maxBytes: 256 * 1024 ** 2, maxFiles: 100_000 },
+      workspace: { export: 'changes', exclude: [], maxBytes: 256 * 1024 ** 2, maxFiles: 100_000, gitignore: true },
       harvest: { maxBytes: 1024 ** 3, maxFiles: 100_000 },
     });
   });
@@ -118,9 +118,9 @@ describe('spec/normalize', () => {
 
   it('fills spec.workspace with its defaults and reads its caps as quantities', async () => {
     const none = await loadOne(doc('x'));
-    expect(none.specs[0]?.spec.workspace).to.deep.equal({ export: 'changes', exclude: [], maxBytes: 256 * 1024 ** 2, maxFiles: 100_000 });
-    const some = await loadOne(doc('x', `  workspace:\n    exclude: [dist, '*.log']\n    maxBytes: 1G\n`));
-    expect(some.specs[0]?.spec.workspace).to.deep.equal({ export: 'changes', exclude: ['dist', '*.log'], maxBytes: 1e9, maxFiles: 100_000 });
+    expect(none.specs[0]?.spec.workspace).to.deep.equal({ export: 'changes', exclude: [], maxBytes: 256 * 1024 ** 2, maxFiles: 100_000, gitignore: true });
+    const some = await loadOne(doc('x', `  workspace:\n    exclude: [dist, '*.log']\n    maxBytes: 1G\n    gitignore: false\n`));
+    expect(some.specs[0]?.spec.workspace).to.deep.equal({ export: 'changes', exclude: ['dist', '*.log'], maxBytes: 1e9, maxFiles: 100_000, gitignore: false });
   });
 
   it('refuses a bad spec.workspace naming the file, line and field', async () => {

@@ -61,6 +61,42 @@ describe('spec/results folders of different attempts', () => {
     expect(apart.errors).to.deep.equal([]);
   });
 
+  it('among many attempts (folders right under the root kept by name, the root listed once): equal and nested folders still refused', async () => {
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 20; i++) files[`t${String(i).padStart(2, '0')}.yaml`] = doc(`t${String(i).padStart(2, '0')}`);
+    files['in.yaml'] = doc('in', '  results: t03/run-1/x\n');
+    files['same.yaml'] = doc('same', '  results: ./t05/\n');
+    files['near.yaml'] = doc('near', '  results: t07-b\n');
+    // the first names under the root are looked up one by one, the rest from its listing: zz (listed) and t01 (looked up) share one
+    files['zz.yaml'] = doc('zz', '  results: t01\n');
+    // two folders deeper down (their whole paths)
+    files['deep1.yaml'] = doc('deep1', '  results: deep/one\n');
+    files['deep2.yaml'] = doc('deep2', '  results: deep/one\n');
+    const sb = sandbox(files);
+    for (let i = 0; i < 20; i += 2) mkdirSync(path.join(sb.results, `t${String(i).padStart(2, '0')}`), { recursive: true });
+    const r = await sb.load();
+    expect(r.errors.map((e) => [e.attempt, e.code])).to.have.deep.members([
+      ['t03', 'results-overlap'],
+      ['in', 'results-overlap'],
+      ['t05', 'results-overlap'],
+      ['same', 'results-overlap'],
+      ['t01', 'results-overlap'],
+      ['zz', 'results-overlap'],
+      ['deep1', 'results-overlap'],
+      ['deep2', 'results-overlap'],
+    ]);
+    const msg = (a: string) => r.errors.find((e) => e.attempt === a)?.message ?? '';
+    expect(msg('t03')).to.match(/^results folder "t03" \(\/.*\/results\/t03\) contains the results folder of attempt "in"/);
+    expect(msg('in')).to.match(/lies inside the results folder of attempt "t03"/);
+    expect(msg('t05')).to.match(/is the same folder as the results folder of attempt "same"/);
+    expect(msg('same')).to.match(/is the same folder as the results folder of attempt "t05"/);
+    expect(msg('zz')).to.match(/^results folder "t01" \(\/.*\/results\/t01\) is the same folder as the results folder of attempt "t01"/);
+    expect(msg('t01')).to.match(/is the same folder as the results folder of attempt "zz"/);
+    expect(msg('deep2')).to.match(/^results folder "deep\/one" \(\/.*\/results\/deep\/one\) is the same folder as the results folder of attempt "deep1"/);
+    expect(r.specs.map((s) => s.spec.name)).to.have.length(18);
+    expect(r.specs.map((s) => s.spec.name)).to.include.members(['near', 't07', 't00', 't19']);
+  });
+
   it('lets folders that merely share a prefix be', async () => {
     const r = await sandbox({ 'a.yaml': doc('a', '  results: x\n'), 'b.yaml': doc('b', '  results: x-y\n'), 'c.yaml': doc('c', '  results: xy/z\n') }).load();
     expect(r.errors).to.deep.equal([]);

@@ -576,6 +576,59 @@ describe('workspace/export: the whole export, crash-safe', () => {
     expect(patch).to.include('diff --git a/ro.sh b/ro.sh\nnew file mode 100755\n');
   });
 
+  it("reads the fixture's .gitignore files as git does: nested, negation, folder-only and anchored patterns; not one the attempt wrote; gitignore: false reads none", async () => {
+    const IGNORE = '.pytest_cache/\n*.log\n!keep.log\n/build\n';
+    const SUB = 'out/\n!*.log\n';
+    const withIgnores = async (settings: Partial<WorkspaceBase['settings']> = {}) => {
+      const s = await setup(settings);
+      await fsp.writeFile(path.join(s.fx, '.gitignore'), IGNORE);
+      await fsp.writeFile(path.join(s.fx, 'src', '.gitignore'), SUB);
+      const base = JSON.parse(readFileSync(path.join(s.runDir, WORKSPACE.base), 'utf8')) as WorkspaceBase;
+      await writeWorkspaceBase(s.runDir, { ...base, entries: [...base.entries, file('.gitignore', IGNORE), file('src/.gitignore', SUB)] });
+      return s;
+    };
+    const items: Item[] = [
+      ...WORKSPACE_TAR,
+      { name: 'workspace/.gitignore', body: IGNORE },
+      { name: 'workspace/.pytest_cache/', type: 'directory' },
+      { name: 'workspace/.pytest_cache/v/cache/nodeids', body: '[]' },
+      { name: 'workspace/run.log', body: 'noise\n' },
+      { name: 'workspace/keep.log', body: 'kept\n' },
+      { name: 'workspace/build', body: 'a file named build, at the top\n' },
+      { name: 'workspace/src/.gitignore', body: SUB },
+      { name: 'workspace/src/build', body: 'not at the top: kept\n' },
+      { name: 'workspace/src/out/', type: 'directory' },
+      { name: 'workspace/src/out/x.txt', body: 'ignored with its folder\n' },
+      { name: 'workspace/src/trace.log', body: 're-included below src\n' },
+      // an attempt's own .gitignore hides nothing
+      { name: 'workspace/src/new/', type: 'directory' },
+      { name: 'workspace/src/new/.gitignore', body: '*\n' },
+      { name: 'workspace/src/new/hidden.py', body: 'x = 2\n' },
+    ];
+    const engine = engineWith(async () => Readable.from([await tarOf(items)]));
+    const { runDir } = await withIgnores();
+    await exportWorkspace(engine, runDir, 'c1');
+    const changes = JSON.parse(readFileSync(path.join(runDir, WORKSPACE.dir, WORKSPACE.changes), 'utf8')) as WorkspaceChanges;
+    expect(changes.added.map((e) => e.path)).to.deep.equal([
+      'keep.log',
+      'new.txt',
+      'src/build',
+      'src/new',
+      'src/new/.gitignore',
+      'src/new/hidden.py',
+      'src/trace.log',
+    ]);
+    expect(changes.omitted.filter((o) => o.reason === 'excluded').map((o) => o.path)).to.have.members(['.pytest_cache', 'run.log', 'build', 'src/out']);
+    // off: every one of them comes home
+    await fsp.rm(tmp, { recursive: true, force: true });
+    await fsp.mkdir(tmp, { recursive: true });
+    const off = await withIgnores({ gitignore: false });
+    await exportWorkspace(engine, off.runDir, 'c1');
+    const all = JSON.parse(readFileSync(path.join(off.runDir, WORKSPACE.dir, WORKSPACE.changes), 'utf8')) as WorkspaceChanges;
+    expect(all.added.map((e) => e.path)).to.include.members(['.pytest_cache', '.pytest_cache/v/cache/nodeids', 'run.log', 'build', 'src/out/x.txt']);
+    expect(all.omitted.filter((o) => o.reason === 'excluded')).to.deep.equal([]);
+  });
+
   it('a fixture changed on the host since the copy: the file is named, not diffed against the new bytes', async () => {
     const { runDir, fx } = await setup();
     await fsp.writeFile(path.join(fx, 'a.txt'), 'changed on the host\n');

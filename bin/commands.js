@@ -1,0 +1,26 @@
+'use strict';
+// berth's commands, for bin/compile-cache.js (one code cache per command). A unit test
+// (test/unit/cli/startup.test.ts) checks that it lists the commands src/cli/index.ts registers.
+module.exports = [
+  'validate',
+  'plan',
+  'reconcile',
+  'get',
+  'events',
+  'wait',
+  'rerun',
+  'regrade',
+  'delete',
+  'images',
+  'pull',
+  'summary',
+  'compare',
+  'report',
+  'describe',
+  'source',
+  'logs',
+  'clean',
+  'unlock',
+  'version',
+  'completion',
+];

@@ -1,0 +1,122 @@
+'use strict';
+// Compiled code kept between runs of berth's CLI (issue 55: start-up is part of every command).
+//
+// - The single-file build (dist/berth.cjs) runs through runBundle(): compiled as a vm.Script
+//   with V8's code cache of an earlier run of the same command, and, when there was none (or V8
+//   refused it), the cache made at the end of this run, so it holds every function the command
+//   ran, not only the file's top level (which is all Node's own compile cache keeps of a file).
+//   One cache per command (validate, get, ...): each holds what that command runs. An entry is
+//   named by the bundle's identity and version (device, inode, size, mtime, ctime: any write
+//   changes the ctime) and Node's version and architecture; V8 refuses an entry made with other
+//   flags or for a source of another length, and a refused entry is made again.
+// - The compiled files under dist/ (a build by tsc alone) get Node's module compile cache
+//   (module.enableCompileCache), in the same folder.
+//
+// Where: the folder `code-cache` in berth's cache folder, as src/spec/digest-store.ts finds it:
+// $BERTH_CACHE_DIR (empty: no cache at all), else $XDG_CACHE_HOME/berth, else ~/.cache/berth.
+// Never a shared folder such as /tmp (Node's default for its cache): compiled code read back runs
+// as it is, so the folder must be the user's own. It is made 0700 and used only when it and the
+// folder it is in belong to this user and no one else can write to them. NODE_DISABLE_COMPILE_CACHE
+// turns both off, as it does Node's. Anything that goes wrong leaves berth without a cache, never
+// without berth.
+var path = require('path');
+var fs = require('fs');
+var os = require('os');
+
+function ownedPrivate(dir) {
+  var st = fs.lstatSync(dir);
+  var uid = typeof process.getuid === 'function' ? process.getuid() : -1;
+  return st.isDirectory() && (uid < 0 || st.uid === uid) && (st.mode & 0o022) === 0;
+}
+
+/** The cache folder, made if need be; undefined when none is to be used. */
+function codeCacheDir(env) {
+  if (env.NODE_DISABLE_COMPILE_CACHE) return undefined;
+  try {
+    var own = env.BERTH_CACHE_DIR;
+    var root;
+    if (own !== undefined) {
+      if (own === '') return undefined;
+      root = path.resolve(own);
+    } else if (env.XDG_CACHE_HOME && path.isAbsolute(env.XDG_CACHE_HOME)) root = path.join(env.XDG_CACHE_HOME, 'berth');
+    else {
+      var home = os.homedir();
+      if (!home) return undefined;
+      root = path.join(home, '.cache', 'berth');
+    }
+    var dir = path.join(root, 'code-cache');
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    return ownedPrivate(dir) && ownedPrivate(root) ? dir : undefined;
+  } catch (err) {
+    return undefined;
+  }
+}
+
+/** Node's module compile cache for the compiled files under dist/. */
+function enableModuleCache(env) {
+  var m = require('module');
+  if (typeof m.enableCompileCache !== 'function' || env.NODE_COMPILE_CACHE) return;
+  var dir = codeCacheDir(env);
+  if (dir) m.enableCompileCache(path.join(dir, 'modules'));
+}
+
+/** The command a cache is for: the first of argv's words that names one of berth's commands ("other" else). */
+function commandOf(argv, commands) {
+  for (var i = 2; i < argv.length; i++) if (commands.indexOf(argv[i]) >= 0) return argv[i];
+  return 'other';
+}
+
+/** Writes `data` to `file` atomically (a temp file, then a rename); old entries of other builds go. */
+function save(dir, name, data, identity) {
+  try {
+    var tmp = path.join(dir, '.' + name + '.' + process.pid + '.tmp');
+    fs.writeFileSync(tmp, data, { mode: 0o600 });
+    fs.renameSync(tmp, path.join(dir, name));
+    fs.readdirSync(dir).forEach(function (f) {
+      if (f.indexOf('bundle-') === 0 && f.indexOf(identity) < 0) fs.rmSync(path.join(dir, f), { force: true });
+    });
+  } catch (err) {
+    // best effort: the next run compiles again
+  }
+}
+
+/** Loads the single-file build through the code cache; returns its exports. */
+function runBundle(file, env, argv, commands) {
+  var vm = require('vm');
+  var Module = require('module');
+  // The build checks the file is ASCII (scripts/build-cli.ts): read as latin1, it becomes a string of
+  // one byte per character with no decoding (half the time of utf8's); any other is read as utf8.
+  var bytes = fs.readFileSync(file);
+  var source = require('buffer').isAscii(bytes) ? bytes.latin1Slice(0, bytes.length) : bytes.toString('utf8');
+  var dir = codeCacheDir(env);
+  var name;
+  var identity;
+  var cached;
+  if (dir) {
+    var st = fs.statSync(file, { bigint: true });
+    identity = [process.version, process.arch, st.dev, st.ino, st.size, st.mtimeNs, st.ctimeNs].join('-');
+    name = 'bundle-' + commandOf(argv, commands) + '-' + identity;
+    try {
+      cached = fs.readFileSync(path.join(dir, name));
+    } catch (err) {
+      cached = undefined;
+    }
+  }
+  // A first line `#!...` is a comment of the same length (the file's own shebang).
+  if (source.charCodeAt(0) === 35 && source.charCodeAt(1) === 33) source = '//' + source.slice(2);
+  var script = new vm.Script(Module.wrap(source), { filename: file, cachedData: cached });
+  var m = new Module(file, module);
+  m.filename = file;
+  m.paths = Module._nodeModulePaths(path.dirname(file));
+  require.cache[file] = m;
+  script.runInThisContext().call(m.exports, m.exports, Module.createRequire(file), m, file, path.dirname(file));
+  m.loaded = true;
+  if (dir && (!cached || script.cachedDataRejected)) {
+    process.once('exit', function () {
+      save(dir, name, script.createCachedData(), identity);
+    });
+  }
+  return m.exports;
+}
+
+module.exports = { codeCacheDir: codeCacheDir, enableModuleCache: enableModuleCache, runBundle: runBundle, commandOf: commandOf };
