@@ -1,14 +1,15 @@
 // All tests: pure unit tests (test/unit) and real-engine tests (test/engine).
 // BERTH_TEST_LANE picks a part (scripts/test-lanes.mjs runs them at once): `side` is the engine
-// tests on engines of their own (the test swarm, private engines), git, the browser and the
-// packaging; `main` the other engine tests (the two about equally long); `unit` the pure tests
-// (no engine: only the cache folder's hook, as .mocharc.unit.cjs).
+// tests on engines of their own (the test swarm, private engines), git, the browser, the
+// packaging and the Python client (2 min, mostly waiting); `main` the other engine tests (the two
+// about equally long); `unit` the pure tests (no engine: only the cache folder's hook, as
+// .mocharc.unit.cjs).
 process.env.BERTH_TEST_RUN ||= `t${Date.now().toString(36)}`;
 const side = [
   'test/engine/swarm/**/*.test.ts',
   'test/engine/git-*.test.ts',
   // named one by one: mocha's spec does not expand braces (its ignore does)
-  ...['disk-btrfs', 'disk-xfs', 'dns', 'engine-restart', 'engines', 'infra', 'packaging', 'report-browser', 'report-large'].map(
+  ...['disk-btrfs', 'disk-xfs', 'dns', 'engine-restart', 'engines', 'infra', 'packaging', 'python-client', 'report-browser', 'report-large'].map(
     (f) => `test/engine/${f}.test.ts`,
   ),
 ];

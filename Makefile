@@ -10,7 +10,7 @@ export PATH := $(CURDIR)/.node/bin:$(PATH)
 # installed by `make deps` (scripts/node-up.sh --lines): nothing is downloaded in the test phase.
 NODE_LINES ?= 22 24 26
 
-.PHONY: help node node-lines deps build engine engines git fs registry packages images browser setup run test test-unit test-lines test-engines lint typecheck bench bench-sets clean-engine
+.PHONY: help node node-lines deps build engine engines git fs registry packages images browser clients setup run test test-unit test-lines test-engines lint typecheck bench bench-sets clean-engine
 
 help:
 	@echo "make run    reconcile the example specs in specs/ on the local engine, then show them"
@@ -64,7 +64,11 @@ registry:
 packages:
 	./scripts/packages-up.sh
 
-setup: deps build images git fs engines registry
+# curl and python3: the API's clients in the tests (scripts/clients-up.sh)
+clients:
+	./scripts/clients-up.sh
+
+setup: deps build images git fs engines registry clients
 
 # Debian's chromium for the report's browser tests and `make bench` (scripts/browser-up.sh; no browser download)
 browser:

@@ -17,6 +17,7 @@
  *   BENCH_HARVEST_FILES files in the results folder of the harvest workload (default 100,000)
  *   BENCH_DISK_ATTEMPTS, BENCH_DISK_ENTRIES  attempts and entries each of the disk-measure workload (default 1,000 and 100)
  *   BENCH_REDACT_MB    MiB of the log of the redaction workload (default 100)
+ *   BENCH_EXECS        execs of `true` through the API, and docker exec calls, of the exec workload (default 1,000)
  *   BENCH_GRADE_FILES  files of the grade workload's fixture, about 10 KiB each (default 2,000)
  *   BENCH_SWARM_DROPS  drop-to-running samples on the swarm (default 5)
  *   BENCH_SWARM_SIZES  swarm no-op pass sizes (default 10,200)
@@ -32,7 +33,7 @@
  *   BENCH_STARTUP_RUNS runs of each contender of the start-up workload (default 15)
  *   BENCH_HUNDREDK_CONTROLLER 0: the hundredk workload without its controller at 100,000 specs
  *   BENCH_ONLY         comma list of
- * startup,hundredk,cold,drop,noop,resources,report,harvest,disk,redact,grade,credentials,sets,compare,completion,git,swarm,fleet,tenk,fixture-plan,
+ * startup,hundredk,cold,drop,noop,resources,report,harvest,disk,redact,exec,grade,credentials,sets,compare,completion,git,swarm,fleet,tenk,fixture-plan,
  * fixture,images: a partial run, written to
  *                      bench/results/partial.*.tmp instead of latest.*
  *   BENCH_PROFILE=1    also take CPU profiles (untimed extra runs under `node --cpu-prof`: berth's
@@ -65,6 +66,7 @@ import { harvestRounds, type HarvestSamples } from './workloads/harvest';
 import { credentialRounds, type CredentialSamples } from './workloads/credentials';
 import { diskRounds, type DiskSamples } from './workloads/disk';
 import { redactRounds, type RedactSamples } from './workloads/redact';
+import { execRounds, p95, type ExecSamples } from './workloads/exec';
 import { noopScales, type NoopResult } from './workloads/noop';
 import { reportBench, type ReportSamples } from './workloads/report';
 import { setRounds, type SetSamples } from './workloads/sets';
@@ -92,6 +94,8 @@ const TARGETS = {
   diskVsDu: 3,
   /** The harvest of a 100 MiB log with 5 secrets to redact against the same with none (issue 41). */
   redactVsPlain: 1.5,
+  /** 1,000 execs of `true` through berth's API against 1,000 `docker exec` calls into the same container (issue 52). */
+  execVsDocker: 1.2,
   /** A run's export plus its grade against the engine's archive of workingDir plus a fresh container with the changes copied in (issue 36). */
   gradeVsFloor: 1.2,
   /** `plan`'s spec load over a large unchanged fixture, in a new process's state, against a plain stat walk of its files (issue 39). */
@@ -208,6 +212,7 @@ interface Results {
   credentials?: CredentialSamples;
   disk?: DiskSamples;
   redact?: RedactSamples;
+  exec?: ExecSamples;
   grade?: GradeSamples;
   fixture?: FixtureSamples;
   report?: ReportSamples;
@@ -699,6 +704,33 @@ function redactRows(x: RedactSamples, rows: Row[]): void {
   });
 }
 
+function execRows(x: ExecSamples, rows: Row[]): void {
+  const r = pairedRatio(x.api, x.docker);
+  const per = Math.round(x.execs / x.api.length);
+  rows.push({
+    id: 'exec',
+    workload: `${per} execs of true, one at a time, through berth's API (POST /v1/attempts/NAME/exec on the Unix socket, a connection each) into a running sandbox; one round trip p95 ${fmtMs(p95(x.oneApi))}`,
+    berth: spread(summarize(x.api)),
+    reference: `${per} docker exec calls (the docker CLI) into the same container`,
+    refValue: spread(summarize(x.docker)),
+    ratio: r,
+    target: `≤ ${TARGETS.execVsDocker}×`,
+    verdict: verdictOf(r.median <= TARGETS.execVsDocker),
+    chart: { label: `${per} execs through the API vs docker exec`, target: TARGETS.execVsDocker },
+  });
+  const d = pairedRatio(x.dropBusy, x.dropIdle);
+  rows.push({
+    id: 'exec-busy-loop',
+    workload: `The reconcile loop beside 100 execs at once through the API (${x.busyExecs} ended meanwhile): a new spec's drop-to-running`,
+    berth: spread(summarize(x.dropBusy)),
+    reference: 'the same drop-to-running with the controller idle',
+    refValue: spread(summarize(x.dropIdle)),
+    ratio: d,
+    target: 'info',
+    verdict: 'info',
+  });
+}
+
 function gradeRows(g: GradeSamples, rows: Row[]): void {
   const r = pairedRatio(g.berth, g.floor);
   const med = (xs: number[]) => fmtMs(summarize(xs).median);
@@ -941,6 +973,7 @@ async function main(): Promise<void> {
           'harvest',
           'disk',
           'redact',
+          'exec',
           'grade',
           'credentials',
           'sets',
@@ -1082,6 +1115,7 @@ async function main(): Promise<void> {
     }
     if (want('disk')) res.disk = await diskRounds(run, envInt('BENCH_DISK_ATTEMPTS', 1000), envInt('BENCH_DISK_ENTRIES', 100), rounds, log);
     if (want('redact')) res.redact = await redactRounds(engine, run, envInt('BENCH_REDACT_MB', 100), rounds, log);
+    if (want('exec')) res.exec = await execRounds(run, envInt('BENCH_EXECS', 1000, 10), rounds, log);
     if (want('grade')) {
       res.grade = await gradeRounds(engine, run, envInt('BENCH_GRADE_FILES', 2000, 200), rounds, log, profileDir);
       if (res.grade.profile) res.profiles.push({ title: 'export + grade of one attempt, in-process (one berth round)', file: res.grade.profile });
@@ -1128,6 +1162,7 @@ async function main(): Promise<void> {
   if (res.harvest) harvestRows(res.harvest, rows);
   if (res.disk) diskRows(res.disk, rows);
   if (res.redact) redactRows(res.redact, rows);
+  if (res.exec) execRows(res.exec, rows);
   if (res.grade) gradeRows(res.grade, rows);
   if (res.fixture) fixtureRows(res.fixture, rows);
   if (res.fixturePlan) fixturePlanRows(res.fixturePlan, rows);
@@ -1235,6 +1270,7 @@ async function main(): Promise<void> {
       harvest: res.harvest,
       disk: res.disk,
       redact: res.redact,
+      exec: res.exec && { ...res.exec, oneApiP95: p95(res.exec.oneApi), oneApi: undefined },
       grade: res.grade,
       fixture: res.fixture,
       credentials: res.credentials,

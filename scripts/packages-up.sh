@@ -25,6 +25,7 @@ wanted=(
   debootstrap:debootstrap
   patchelf:patchelf
   curl:curl
+  python3:python3
 )
 missing=()
 for w in "${wanted[@]}"; do

@@ -569,6 +569,47 @@ export const DEFAULTS = {
   diskFullShare: 0.95,
 } as const;
 
+/**
+ * `berth exec`, `berth cp` and the API's exec and files (docs/CONTRACT.md, "Exec, copy and
+ * sandboxes"; src/touch/): what they record, how an exec is found and killed in its container.
+ */
+export const EXEC = {
+  /** The run folder's record of every exec and copy: a `begin` line before each, an `end` line after (src/touch/record.ts). */
+  record: 'execs.jsonl',
+  /** The exit code of `berth exec` when its command ran past --timeout and was killed (timeout(1)'s). */
+  timedOutExit: 124,
+  /** The environment entry every exec berth starts carries (`BERTH_EXEC_ID=<id>`): what berth's helper kills it by. */
+  idEnv: 'BERTH_EXEC_ID',
+  /** Where berth's helper (native/berth-helper.c) lies in a container: a sandbox's from its creation, any other's from its first kill. */
+  helperDir: '/.berth',
+  helperPath: '/.berth/berth-helper',
+  /** Bytes of an exec's stdout and of its stderr kept in its `end` line (redacted), the rest counted. */
+  recordOutputBytes: 4096,
+  /** How long the kill of an exec (placing the helper, its exec, the command's end) may take before the exec is given up. */
+  killMs: 10_000,
+} as const;
+
+/**
+ * The HTTP API `berth reconcile` serves (src/api/): its socket in the instance's state folder,
+ * its bounds, and the folder of the specs folder where POST /v1/attempts writes a document.
+ */
+export const API = {
+  /** `<state>/<instance>/api.sock`, mode 0600. */
+  socket: 'api.sock',
+  /** `--api-max-output`: bytes of an exec's stdout and of its stderr an answer carries at most; past it, `truncated`. */
+  maxOutputBytes: 1024 * 1024,
+  /** The largest JSON body (exec, release, a spec document) read; larger is 413, unread. */
+  maxBodyBytes: 16 * 1024 * 1024,
+  /** The largest file a PUT of /files takes (its Content-Length; larger is 413, unread). */
+  maxFileBytes: 1024 ** 3,
+  /** A client that takes none of its answer for this long is cut off (its exec killed, when one runs). */
+  idleMs: 60_000,
+  /** The specs folder's sub-folder where POST /v1/attempts writes `<name>.yaml` (and DELETE removes it from). */
+  specsFolder: 'berth-api',
+  /** How long POST /v1/attempts/NAME/release waits for the controller to carry the release out. */
+  releaseTimeoutMs: 60_000,
+} as const;
+
 /** The files of the exported workspace, in the run folder (docs/CONTRACT.md, "The workspace comes home"). */
 export const WORKSPACE = {
   /** The export's folder in the run folder; complete once changes.json is in it. */

@@ -51,6 +51,7 @@ const PATH_KEYS = new Set([
   'state',
   'results-root',
   'webhook-secret-file',
+  'api-token-file',
   'notify-secret-file',
   'git-token-file',
   'git-ssh-key',

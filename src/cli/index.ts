@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { BACKENDS } from '../backend/types';
 import type { Engine } from '../engine/types';
-import { COMPARE, COMPARE_FAIL_ON, DEFAULTS, EXIT, FAIL_ON, SIGNAL_EXIT } from '../constants';
+import { API, COMPARE, COMPARE_FAIL_ON, DEFAULTS, EXEC, EXIT, FAIL_ON, SIGNAL_EXIT } from '../constants';
 import { parseByteSize, parseDisk } from '../spec/quantity';
 import { DURATION_SYNTAX, parseDuration } from '../util/duration';
 import { parseFloor, type Floor } from '../plan/disk-pressure';
@@ -34,6 +34,9 @@ import type * as RegradeCmd from './commands/regrade';
 import type * as DeleteCmd from './commands/delete';
 import type * as ResolveCmd from './commands/resolve';
 import type * as ChooseCmd from './commands/choose';
+import type * as ExecCmd from './commands/exec';
+import type * as CpCmd from './commands/cp';
+import type * as ReleaseCmd from './commands/release';
 import { applyDefaults, CONFIG_FILE, findConfig, loadConfig, type LoadedConfig } from './config';
 import type * as ContextMod from './context';
 import type { Context, GlobalOptions } from './context';
@@ -420,6 +423,16 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
         'disk limit of attempts whose spec sets no resources.disk (writable layer, results and volumes together; e.g. 2Gi, 500M); not part of the spec hash (default: none)',
       ).argParser(diskQuantity('--default-disk')),
     )
+    .option(
+      '--api-addr <host:port>',
+      `the API (exec, files, release, create, delete) on TCP too, with --api-token-file's bearer token; always on <state>/<instance>/${API.socket}`,
+    )
+    .option('--api-token-file <file>', 'the bearer token every API request on --api-addr must carry, from this file')
+    .option(
+      '--api-max-output <size>',
+      `bytes of an exec's stdout and of its stderr an API answer carries; past it, cut and truncated: true (default ${API.maxOutputBytes / 1024 / 1024}Mi)`,
+      bytes('--api-max-output', 1024),
+    )
     .addOption(
       new Option('--disk-interval <duration>', 'controller: how often the running attempts with a disk limit are measured (e.g. 10s, 1m)')
         .argParser(durationMs('--disk-interval'))
@@ -572,6 +585,39 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
       const c = ctx(cmd);
       const names = args.length ? await attemptsOf(c, args) : [];
       if (names) await done((require('./commands/images') as typeof ImagesCmd).runPull(c, names, o));
+    });
+
+  program
+    .command('exec')
+    .description("run a command in a running attempt's main container, as its user; exits with its exit code (recorded: the run is touched)")
+    .argument('<name>', 'the attempt (NAME or attempt/NAME)')
+    .argument('[cmd...]', 'after --: the command and its arguments')
+    .option('--timeout <duration>', `kill the command in the container after this long and exit ${EXEC.timedOutExit} (e.g. 30s, 5m)`, durationMs('--timeout'))
+    .option('-w, --workdir <dir>', "the working folder in the container (default: the attempt's workingDir)")
+    .option('-i, --interactive', 'pass standard input to the command')
+    .option('-t, --tty', 'give the command a terminal')
+    .action(async (name: string, command: string[], o: ExecCmd.ExecOptions, cmd: Command) => {
+      await done((require('./commands/exec') as typeof ExecCmd).runExec(ctx(cmd), name, command, o));
+    });
+
+  program
+    .command('cp')
+    .description("copy into or out of a running attempt's main container, as docker cp does (recorded: the run is touched)")
+    .argument('<src>', 'NAME:PATH in the attempt, or a host path (- : a tar on standard input)')
+    .argument('<dest>', 'NAME:PATH in the attempt, or a host path (- : a tar on standard output)')
+    .action(async (src: string, dest: string, _o: unknown, cmd: Command) => {
+      await done((require('./commands/cp') as typeof CpCmd).runCp(ctx(cmd), src, dest));
+    });
+
+  program
+    .command('release')
+    .description('end a running sandbox (spec.sandbox) with an exit code, as its process ending would; then harvest, export and grade as any run')
+    .argument('<name>', 'the sandbox (NAME or attempt/NAME)')
+    .option('--exit-code <n>', 'the exit code its run ends with (0: Succeeded; else Failed)', int('--exit-code', 0), 0)
+    .addOption(controllerTimeoutOption())
+    .action(async (name: string, o: { exitCode: number; timeout?: number }, cmd: Command) => {
+      if (o.exitCode > 255) throw new UsageError('--exit-code must be an integer from 0 to 255');
+      await done((require('./commands/release') as typeof ReleaseCmd).runRelease(ctx(cmd), name, o));
     });
 
   program

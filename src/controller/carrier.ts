@@ -71,7 +71,15 @@ export class RequestCarrier {
       for (const name of names) {
         const rec = await this.o.store.get(name);
         const invalid = load.protectedNames.has(name) || rec?.reason === REASONS.invalidSpec || rec?.reason === REASONS.duplicateName;
-        const m = MARKS[req.command]({ name, rec, spec: specs.get(name), invalid, instance: this.o.instance, at });
+        const m = MARKS[req.command]({
+          name,
+          rec,
+          spec: specs.get(name),
+          invalid,
+          instance: this.o.instance,
+          at,
+          ...(req.exitCode !== undefined ? { exitCode: req.exitCode } : {}),
+        });
         if (m && 'refused' in m) {
           results.set(name, { name, refused: m.refused });
           continue;

@@ -406,7 +406,12 @@ export class Controller {
     if (queued) this.queue.done(key);
   }
 
-  /** A request of `rerun`, `delete` or `regrade`, carried out (carrier.ts). */
+  /** The specs changed where no watcher looks (a finite run) or before it would: load them again, the changed names queued. */
+  reloadSpecs(): void {
+    this.sources.specs.reload();
+  }
+
+  /** A request of `rerun`, `delete`, `regrade` or `release`, carried out (carrier.ts). */
   carryOut(req: ControllerRequest): Promise<RequestAnswer> {
     return this.carrier.carryOut(req);
   }

@@ -19,6 +19,8 @@ export interface MarkInput {
   instance: string;
   /** ISO time of the command. */
   at: string;
+  /** `release`: the exit code asked for (default 0). */
+  exitCode?: number;
 }
 
 /** The record to write, `undefined` to write none (the pass alone does it), or why the attempt is refused. */
@@ -64,7 +66,21 @@ const regrade: Mark = ({ rec, spec, at }) => {
   return { ...rec, regradeRequested: { at, run: rec.run, after } };
 };
 
-export const MARKS: Readonly<Record<RequestCommand, Mark>> = { rerun, delete: del, regrade };
+const release: Mark = ({ name, rec, spec, at, exitCode }) => {
+  if (!spec) return { refused: 'it has no valid spec' };
+  if (!spec.spec.sandbox) return { refused: 'it is no sandbox (spec.sandbox): its own command ends its run' };
+  if (!rec || rec.phase !== 'Running' || rec.ended || rec.specHash !== spec.hash)
+    return {
+      refused: `attempt ${name} is ${rec?.ended ? `ending (${rec.ended.phase})` : (rec?.phase ?? 'Pending')}, not Running: only a running sandbox is released`,
+    };
+  const asked = rec.releaseRequested?.run === rec.run ? rec.releaseRequested : undefined;
+  // the same release again (a client that asks twice): carried out once
+  if (asked && asked.exitCode === (exitCode ?? 0)) return undefined;
+  if (asked) return { refused: `its run ${rec.run} is being released already, with exit code ${asked.exitCode}` };
+  return { ...rec, releaseRequested: { at, run: rec.run, exitCode: exitCode ?? 0 } };
+};
+
+export const MARKS: Readonly<Record<RequestCommand, Mark>> = { rerun, delete: del, regrade, release };
 
 /** `rerun`: a run recorded Running may have ended while nothing reconciled the instance; the command records it first. */
 export function needsCatchUp(command: RequestCommand, rec: AttemptStatus): boolean {

@@ -37,7 +37,7 @@ export interface SourcesOptions {
   settleMs?: number;
   metrics?: ControllerMetrics;
   git?: GitSource;
-  /** A finite run: the specs are read once, no resync, no requests. */
+  /** A finite run: the specs are read once, no resync. */
   finite: boolean;
   /** Aborted when the controller stops. */
   signal: AbortSignal;
@@ -110,7 +110,8 @@ export class Sources {
         o.queue(ALL);
       },
     });
-    this.requests = o.finite ? undefined : new RequestWatch({ stateDir: o.cfg.stateDir, instance: o.cfg.instance, log: o.log }, (req) => o.carryOut(req));
+    // a finite run takes requests too: `berth release` of its sandboxes, a rerun while it waits
+    this.requests = new RequestWatch({ stateDir: o.cfg.stateDir, instance: o.cfg.instance, log: o.log }, (req) => o.carryOut(req));
     const images = o.engine.events.images.bind(o.engine.events);
     this.imageEvents = new EngineSource(
       o.engine,
@@ -134,6 +135,7 @@ export class Sources {
       this.events.start(Math.floor(Date.now() / 1000) - 1);
       this.imageEvents.start(Math.floor(Date.now() / 1000) - 1);
       this.meter.start();
+      await this.requests?.start();
       return;
     }
     if (o.git) await o.git.prepare();

@@ -12,7 +12,7 @@
  */
 import type { RunPolicy } from '../policy';
 import path from 'node:path';
-import { COMPONENTS, DEFAULTS, LABELS, NAMING, type Component, type Naming } from '../constants';
+import { COMPONENTS, DEFAULTS, EXEC, LABELS, NAMING, type Component, type Naming } from '../constants';
 import type { ContainerCreateSpec, Labels } from '../engine/types';
 import { PROXY_ENV } from '../proxy/contract';
 import { EGRESS_PROXY_NAME } from '../spec/semantic';
@@ -282,7 +282,8 @@ export function desiredAttempt(ctx: DesiredContext, loaded: LoadedSpec, run: num
       create: {
         name: naming.container(ctx.instance, s.name),
         image: s.image,
-        cmd: s.command,
+        // a sandbox runs berth's own waiting process, nothing of the image's (copied in before the start: plan/ops.ts copiesIn)
+        ...(s.sandbox ? { cmd: ['pause'], entrypoint: [EXEC.helperPath] } : { cmd: s.command }),
         env: [...sortedEnv(s.env), ...proxyEnv],
         workingDir: s.workingDir,
         labels: withComponent(labels, COMPONENTS.main),

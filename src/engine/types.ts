@@ -5,7 +5,7 @@
  * (test/support/fake-engine.ts), which one contract suite (test/contract/engine.contract.ts)
  * holds to what the real engine answers. The planner is pure and needs neither.
  */
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 
 export type Labels = Record<string, string>;
 
@@ -122,6 +122,8 @@ export interface ContainerCreateSpec {
   name: string;
   image: string;
   cmd: string[] | null;
+  /** Replaces the image's entrypoint (a sandbox's: berth's helper, EXEC.helperPath). */
+  entrypoint?: string[];
   env: string[];
   workingDir: string;
   labels: Labels;
@@ -192,6 +194,49 @@ export interface ContainerClient {
    * gone. The reader destroys the stream to stop early.
    */
   getArchive(id: string, path: string): Promise<Readable>;
+  /**
+   * Starts `o.cmd` in the running container `id` (`berth exec`, the API's exec) and hands back its
+   * streams as the engine sends them: bounded until the engine answers, then as long as the
+   * reader wants. 409 when the container is not running, 404 when it is gone.
+   */
+  execStart(id: string, o: ExecOptions): Promise<ExecSession>;
+}
+
+/** A command started in a running container (ContainerClient.execStart). */
+export interface ExecOptions {
+  cmd: string[];
+  /** Unset: the container's own user (the attempt's). */
+  user?: string;
+  /** Unset: the container's working folder. */
+  workingDir?: string;
+  /** `NAME=value` entries added to the container's environment. */
+  env?: string[];
+  /** A terminal: one output stream (stdout), resizable. */
+  tty?: boolean;
+  /** Attach its standard input (`stdin` of the session is then writable; ending it closes the command's). */
+  stdin?: boolean;
+}
+
+export interface ExecSession {
+  /** The command's output; with a terminal everything comes on `stdout` and `stderr` ends at once. */
+  stdout: Readable;
+  stderr: Readable;
+  stdin: Writable | null;
+  /** The command's exit code, once its output has ended. */
+  exit: Promise<number>;
+  resize(rows: number, cols: number): Promise<void>;
+  /** Stops reading: the engine's connection is closed (the command itself goes on unless it is killed). */
+  close(): void;
+}
+
+/** Where a running container is reached for `berth exec` and `berth cp` (Engine.reach). */
+export interface Reached {
+  /** The engine that holds the container: this one, or a swarm node's own. */
+  engine: Engine;
+  /** The container's id on that engine. */
+  id: string;
+  /** That engine, for messages (no credentials). */
+  where: string;
 }
 
 /**
@@ -420,9 +465,15 @@ export interface Engine {
   /**
    * The engine's version and API version (its GET /version), and `talks`: the API version berth
    * talks to it (negotiated: src/engine/docker/api-version.ts; an engine without negotiation says
-   * its own).
+   * its own). `arch`: the engine's machine as it names it (amd64, arm64, ...), where it says.
    */
-  version(): Promise<{ version: string; apiVersion: string; talks?: string }>;
+  version(): Promise<{ version: string; apiVersion: string; talks?: string; arch?: string }>;
+  /**
+   * The running container of run `id` where it can be reached itself: on one engine, the engine
+   * and `id`; on a swarm, the run's task's container, through its node's engine (404 when the
+   * run has no running task).
+   */
+  reach(id: string): Promise<Reached>;
   /** Where the engine is, for messages (no credentials). */
   readonly address?: string;
   /**

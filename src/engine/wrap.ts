@@ -12,7 +12,7 @@ const KINDS = ['containers', 'networks', 'volumes', 'images', 'events'] as const
 const ENGINE_OPS = ['ping', 'version', 'boot'] as const;
 
 /** Methods that change the engine. */
-export const MUTATING: ReadonlySet<string> = new Set(['create', 'putArchive', 'start', 'stop', 'remove', 'connect', 'exec']);
+export const MUTATING: ReadonlySet<string> = new Set(['create', 'putArchive', 'start', 'stop', 'remove', 'connect', 'exec', 'execStart']);
 
 export type CallListener = (call: { kind: Kind; op: string; ms: number; error?: unknown }) => void;
 
@@ -40,6 +40,8 @@ function mapClients(engine: Engine, f: <T extends object>(kind: Kind, client: T)
     // not a call: passed on as it is (the spread above misses a class's methods)
     abandon: engine.abandon.bind(engine),
     ...(engine.useCredentials ? { useCredentials: engine.useCredentials.bind(engine) } : {}),
+    // what it reaches is another engine (a swarm node's) or this one as it is: its calls are that engine's own
+    reach: engine.reach.bind(engine),
   };
 }
 

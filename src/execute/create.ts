@@ -12,6 +12,7 @@ import { attestInspected, failedCause, mainWant } from '../attest/checks';
 import type { DesiredAttempt } from '../desired/types';
 import { isConflict } from '../engine/errors';
 import { stampNonce } from '../ownership';
+import { helperArch, helperTar } from '../pack/helper';
 import type { AttemptAction, OpOutcome, Operation } from '../plan/types';
 import { imageProvenance } from './image-provenance';
 import type { ImageProvenance } from '../status/types';
@@ -161,6 +162,13 @@ export async function copyIn(x: ExecContext, a: AttemptAction, { desired: d, arc
   const rec = await x.records.current(a);
   const id = rec.containerId ?? d.container.name;
   try {
+    if (archive === 'helper') {
+      // a sandbox's main process: berth's helper, built for the engine's machine
+      const arch = helperArch((await engine.version()).arch ?? '');
+      if (!arch) throw new Error(`berth's helper has no build for the engine's machine (${(await engine.version()).arch}): a sandbox cannot run there`);
+      await engine.containers.putArchive(id, '/', await helperTar(arch));
+      return DONE;
+    }
     if (archive === 'secrets') {
       const secrets = await readSecrets(spec, x.deps.env, d.mainSecrets);
       if (!secrets.length) return DONE;

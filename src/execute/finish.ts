@@ -23,6 +23,7 @@ import { ensureRunFolder } from '../harvest/run-folder';
 import { redactRecord, runRedaction, sourcesFor, type RunRedaction } from '../harvest/redaction';
 import { readScore, type ScoreRead } from '../harvest/score';
 import { exportWorkspace } from '../workspace/export';
+import { readTouched, recordOf } from '../touch/record';
 
 export async function finish(x: ExecContext, a: AttemptAction, op: Extract<Operation, { type: 'finish' }>): Promise<OpOutcome> {
   const { id, resultsDir, outcome: forced, score: scoreFile } = op;
@@ -36,7 +37,8 @@ export async function finish(x: ExecContext, a: AttemptAction, op: Extract<Opera
   }
   // an exit by SIGKILL is looked at again for the OOM kill dockerd may report after it (late-oom.ts)
   const st = details && !forced ? await withLateOom(x.deps.engine, details.id, details.runState, x.deps.signal) : details?.runState;
-  const exitCode = st && !st.running ? st.exitCode : undefined;
+  // an end that stands for an exit code (a sandbox's release) records that one, not the stop's
+  const exitCode = forced?.exitCode ?? (st && !st.running ? st.exitCode : undefined);
   let outcome: RunEnd | undefined = forced;
   if (!outcome) {
     // The facts for the rule in plan/exit-outcome.ts: the boot the run was started under, and
@@ -132,6 +134,12 @@ export async function harvest(x: ExecContext, a: AttemptAction, op: Extract<Oper
     if (mount) {
       const exported = await exportWorkspace(engine, path.dirname(mount), id, x.deps.signal, rr.redactor);
       if (!exported.done && exported.warning) final.warnings = [...(final.warnings ?? []), exported.warning];
+    }
+    // the execs and copies the run had (touch/record.ts), counted after the export: one begun later found the container stopped
+    if (mount) {
+      const touched = await readTouched(recordOf(x.deps.resultsRoot, mount));
+      const { touched: _t, ...clean } = final;
+      final = touched ? { ...clean, touched } : clean;
     }
     final = redactRecord(final, rr);
     if (mount) {

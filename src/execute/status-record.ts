@@ -75,6 +75,7 @@ export function beginRun(r: AttemptStatus, d: DesiredAttempt, counters: RunCount
       ...(r.finishedAt ? { finishedAt: r.finishedAt } : {}),
       ...(r.resultsDir ? { resultsDir: r.resultsDir } : {}),
       ...(r.image ? { image: r.image } : {}),
+      ...(r.touched ? { touched: r.touched } : {}),
     });
   }
   return {

@@ -206,10 +206,11 @@ function readyCause(r: DesiredAttempt['sidecars'][number]['ready']): string {
  * the working folder is sent even without one, so it is that user's; not into a read-only root
  * filesystem, where the engine copies nothing) and the secrets' files.
  */
-export function copiesIn(d: DesiredAttempt): ('fixture' | 'secrets')[] {
+export function copiesIn(d: DesiredAttempt): ('helper' | 'fixture' | 'secrets')[] {
   const spec = d.loaded.spec;
   const fixture = spec.fixture !== null || (spec.user !== null && !spec.readOnlyRootFilesystem);
-  return [...(fixture ? (['fixture'] as const) : []), ...(d.mainSecrets.length ? (['secrets'] as const) : [])];
+  // a sandbox: berth's helper, its main process
+  return [...(spec.sandbox ? (['helper'] as const) : []), ...(fixture ? (['fixture'] as const) : []), ...(d.mainSecrets.length ? (['secrets'] as const) : [])];
 }
 
 /** The main container made, filled and started: one operation per change to the engine, the copy recorded done before the start. */
@@ -227,9 +228,11 @@ export function mainOps(d: DesiredAttempt, boot?: EngineBoot, image?: ImageChoic
       cause:
         archive === 'secrets'
           ? `${plural(n, 'secret')} for ${DEFAULTS.secretsDir}`
-          : d.loaded.spec.fixture !== null
-            ? 'the fixture'
-            : "the working folder, the user's",
+          : archive === 'helper'
+            ? "berth's own process, a sandbox's"
+            : d.loaded.spec.fixture !== null
+              ? 'the fixture'
+              : "the working folder, the user's",
     })),
     { type: 'record-copied', resource: `attempt:${d.name}`, desired: d, ...(boot ? { boot } : {}), cause: 'a start may follow from here on' },
     ...startOps(d, 'created'),

@@ -11,6 +11,7 @@ import type { LoadedSpec } from '../spec/types';
 import type { AttemptStatus } from '../status/types';
 import { attestListed, failedCause, mainWant, sidecarWant } from '../attest/checks';
 import { diskExceeded } from './disk';
+import { releasedEnd } from './release';
 import { isInfraFailure } from './exit-outcome';
 import { retryBackoffMs, type PlanInput } from './input';
 import { desiredFor } from './desired-for';
@@ -256,6 +257,9 @@ function planRunning(v: RunView, main: ContainerSummary): AttemptAction {
       ...mayRunAgain(inp, loaded, rec),
     };
   }
+  // a sandbox released (before its deadline): its run ends with the release's exit code
+  const released = rec?.containerId === id ? releasedEnd(rec, run) : undefined;
+  if (released) return stopAndEnd(released.message ?? 'released', released);
   const deadline = rec?.deadlineAt ? Date.parse(rec.deadlineAt) : undefined;
   if (deadline !== undefined && deadline <= inp.now) {
     const why =
@@ -316,6 +320,8 @@ function planExited(v: RunView, main: ContainerSummary): AttemptAction {
   const { inp, loaded, rec, base, d, current, sidecarsObs, pre } = v;
   // an AttemptSet child's score file; with spec.grade, the score comes only from the grader
   const score = loaded.spec.grade ? undefined : loaded.set?.set.score?.file;
+  // a sandbox released before its container ended (berth stopped it, and the finish did not follow): the release decides
+  const released = rec?.containerId === main.id ? releasedEnd(rec, v.run) : undefined;
   return {
     ...base,
     kind: 'finish',
@@ -327,7 +333,14 @@ function planExited(v: RunView, main: ContainerSummary): AttemptAction {
       ...endRunOps(
         d,
         { current: current.containers, sidecars: sidecarsObs },
-        { why: `container ${main.state}`, main, sidecarsWhy: 'the attempt finished', resultsDir: rec?.resultsDir ?? d.resultsDir, ...(score ? { score } : {}) },
+        {
+          why: `container ${main.state}`,
+          main,
+          sidecarsWhy: 'the attempt finished',
+          resultsDir: rec?.resultsDir ?? d.resultsDir,
+          ...(score ? { score } : {}),
+          ...(released ? { outcome: released } : {}),
+        },
       ),
     ],
   };

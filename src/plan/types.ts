@@ -38,6 +38,8 @@ export interface RunEnd {
   phase: Phase;
   reason: string;
   message?: string;
+  /** The exit code this end stands for, recorded instead of the container's (a sandbox's release: plan/release.ts). */
+  exitCode?: number;
 }
 
 export type Operation =
@@ -61,7 +63,7 @@ export type Operation =
    * One archive copied into the main container just made (one putArchive): the fixture (and the
    * working folder), or the secrets' files under /run/secrets. Read now, with no link followed.
    */
-  | (OpBase & { type: 'copy-in'; desired: DesiredAttempt; archive: 'fixture' | 'secrets' })
+  | (OpBase & { type: 'copy-in'; desired: DesiredAttempt; archive: 'helper' | 'fixture' | 'secrets' })
   /**
    * No engine call: the copy recorded done (`intent.copied`), with the engine's boot as the plan
    * saw it (at or before the start: plan/exit-outcome.ts) and the warnings of secrets exposed in

@@ -26,6 +26,7 @@ import { latestGrade, runGrades } from '../sets/grade-state';
 import { gradeLabel } from '../sets/grade-text';
 import { classify, type OutcomeClass } from '../sets/outcome';
 import type { AttemptStatus } from '../status/types';
+import { touchedText } from '../touch/record';
 import { engineTime } from '../engine/time';
 import { concurrency, type Step } from './timeline';
 import type { CellComparison, CompareResult, LeftOut } from '../sets/compare';
@@ -68,6 +69,8 @@ export interface ReportAttempt {
   imageId: string | null;
   /** Its reference and repo digests, as the status record keeps them. */
   image: { ref: string; repoDigests: string[]; pinned: boolean } | null;
+  /** The run had execs or copies (berth exec, berth cp, the API): in words (`3 execs, 1 copy`); null: none. */
+  touched: string | null;
   /**
    * spec.grade: the current run's graders that started (the engine's start and finish, ms since
    * the epoch; finish null while one runs, or when it ended unrecorded), oldest first, at most
@@ -98,6 +101,8 @@ export interface ReportSet extends Counts {
   cells: ReportCell[];
   /** The image id every created child ran, when they share one (null otherwise). */
   imageId: string | null;
+  /** Children whose run had execs or copies. */
+  touched: number;
 }
 
 export interface ReportData {
@@ -118,6 +123,8 @@ export interface ReportData {
     wallMs: number | null;
     /** The most slots held at once (runs and graders), and the window the timeline spans. */
     peakRunning: number;
+    /** Attempts whose run had execs or copies (touched). */
+    touched: number;
     window: { from: number; to: number } | null;
   };
   concurrency: Step[];
@@ -320,6 +327,7 @@ function attempt(
           pinned: rec.image.pinned === true,
         }
       : null,
+    touched: rec?.touched ? touchedText(rec.touched) : null,
   };
 }
 
@@ -360,6 +368,7 @@ function setOf(s: SetSummary): ReportSet {
       passRate: rateOf(c.passed, c.failed),
     })),
     imageId: s.image ? clip(s.image.id, REPORT_LIMITS.value) : null,
+    touched: s.touched,
   };
 }
 
@@ -431,6 +440,7 @@ export function buildReport(i: ReportInput): ReportData {
       passRate: rateOf(byOutcome.passed, byOutcome.failed),
       wallMs: from !== null && to !== null ? to - from : null,
       peakRunning: steps.reduce((m, s) => Math.max(m, s.running), 0),
+      touched: all.filter((a) => a.touched !== null).length,
       window: from !== null && to !== null ? { from, to } : null,
     },
     concurrency: steps,

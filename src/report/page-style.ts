@@ -8,7 +8,7 @@ h1{font-size:20px;margin:0 0 2px}h2{font-size:16px;margin:28px 0 8px;border-bott
 .tiles{display:flex;flex-wrap:wrap;gap:8px;margin:10px 0}
 .tile{border:1px solid var(--line);border-radius:6px;padding:6px 12px;min-width:92px}
 .tile b{display:block;font-size:20px}.tile span{color:var(--mut);font-size:12px}
-.tile.passed b{color:var(--pass)}.tile.failed b{color:var(--fail)}.tile.infra b{color:var(--infra)}.tile.skipped b{color:var(--skip)}.tile.unfinished b{color:var(--unf)}
+.tile.passed b{color:var(--pass)}.tile.failed b{color:var(--fail)}.tile.infra b{color:var(--infra)}.tile.skipped b{color:var(--skip)}.tile.unfinished b{color:var(--unf)}.tile.touched b,b.touched{color:var(--infra)}
 .cols{display:flex;flex-wrap:wrap;gap:24px;align-items:flex-start}
 table{border-collapse:collapse}
 td,th{padding:3px 8px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}

@@ -47,12 +47,14 @@ function summary(d: ReportData): string {
     tile('pass rate (passed / finished)', pct(s.passRate)),
     tile('fleet wall time', ms(s.wallMs)),
     tile('slots used (peak / --max-running)', `${s.peakRunning} / ${d.maxRunning ?? '-'}`),
+    // runs reached into by exec or cp: never shown as clean runs
+    ...(s.touched ? [tile('touched (berth exec, cp, the API)', s.touched, 'touched')] : []),
   ].join('');
   const sets = d.sets.length
-    ? `<table><tr><th>set</th><th class="n">n</th><th class="n">passed</th><th class="n">failed</th><th class="n">infra</th><th class="n">skipped</th><th class="n">unfinished</th><th class="n">pass rate</th><th>image id</th></tr>${d.sets
+    ? `<table><tr><th>set</th><th class="n">n</th><th class="n">passed</th><th class="n">failed</th><th class="n">infra</th><th class="n">skipped</th><th class="n">unfinished</th><th class="n">pass rate</th><th class="n">touched</th><th>image id</th></tr>${d.sets
         .map(
           (x) =>
-            `<tr><td>${esc(x.name)}</td><td class="n">${x.n}</td><td class="n">${x.passed}</td><td class="n">${x.failed}</td><td class="n">${x.infra}</td><td class="n">${x.skipped}</td><td class="n">${x.unfinished}</td><td class="n">${pct(x.passRate)}</td><td>${x.imageId === null ? '' : `<span title="${esc(x.imageId)}">${esc(shortId(x.imageId))}</span>`}</td></tr>`,
+            `<tr><td>${esc(x.name)}</td><td class="n">${x.n}</td><td class="n">${x.passed}</td><td class="n">${x.failed}</td><td class="n">${x.infra}</td><td class="n">${x.skipped}</td><td class="n">${x.unfinished}</td><td class="n">${pct(x.passRate)}</td><td class="n">${x.touched}</td><td>${x.imageId === null ? '' : `<span title="${esc(x.imageId)}">${esc(shortId(x.imageId))}</span>`}</td></tr>`,
         )
         .join('')}</table>`
     : '';
@@ -73,6 +75,7 @@ const COLUMNS: [key: string, title: string, numeric: boolean][] = [
   ['grade', 'grade', false],
   ['durationMs', 'duration', true],
   ['run', 'run', true],
+  ['touched', 'touched', false],
   ['imageId', 'image id', false],
 ];
 
@@ -108,6 +111,9 @@ function row(a: ReportAttempt, i: number): string {
     esc(a.grade ?? ''),
     ms(a.durationMs),
     String(a.run),
+    a.touched === null
+      ? ''
+      : `<b class="touched" title="berth exec, berth cp or the API reached into this run: not a clean run">TOUCHED: ${esc(a.touched)}</b>`,
     a.imageId === null ? '' : `<span title="${esc(a.imageId)}">${esc(shortId(a.imageId))}</span>`,
   ];
   const tds = cells.map((c, k) => `<td${(COLUMNS[k] as [string, string, boolean])[2] ? ' class="n"' : ''}>${c}</td>`).join('');

@@ -2,7 +2,8 @@
  * A summary as JUnit XML for CI: one testsuite per set (and one, `attempts`, for the plain
  * Attempts), one testcase per child. Passed children
  * pass; task failures are <failure>; infrastructure outcomes are <error> (the run could not say);
- * skipped and unfinished children are <skipped>. Every string from a spec or a run is escaped, and
+ * skipped and unfinished children are <skipped>; a touched child (an exec or a copy made into its
+ * run) carries a `berth.touched` property and says so in its <system-out>. Every string from a spec or a run is escaped, and
  * characters XML cannot hold are dropped.
  */
 import type { ChildSummary, SetSummary, Summary } from './summary';
@@ -30,15 +31,28 @@ function testcase(set: SetSummary, c: ChildSummary): string {
   const cell = set.axes.map((a) => `${a}=${c.coords[a] ?? ''}`).join(', ');
   const head = `    <testcase classname="${xmlEscape(set.name)}" name="${xmlEscape(cell ? `${c.name} (${cell})` : c.name)}" time="${secs(c.durationMs)}"`;
   const detail = [c.phase, c.reason, c.score !== null ? `score ${c.score}` : null].filter((x) => x !== null && x !== '').join(', ');
+  // a run someone reached into (berth exec, berth cp, the API) says so: a property and a line of its output
+  const t = c.touched;
+  const props = t ? [`      <properties><property name="berth.touched" value="${t.execs} execs, ${t.copies} copies"/></properties>`] : [];
+  const out = t
+    ? [
+        `      <system-out>TOUCHED: ${t.execs} execs and ${t.copies} copies were made into this run by hand (berth exec, berth cp or the API; its execs.jsonl says what): not a clean run</system-out>`,
+      ]
+    : [];
+  // JUnit's order: properties, then the verdict, then the output
+  const body = (verdict: string[]) => {
+    const inner = [...props, ...verdict, ...out];
+    return inner.length ? `${head}>\n${inner.join('\n')}\n    </testcase>` : `${head}/>`;
+  };
   switch (c.outcome) {
     case 'passed':
-      return `${head}/>`;
+      return body([]);
     case 'failed':
-      return `${head}>\n      <failure message="${xmlEscape(detail)}" type="TaskFailed"/>\n    </testcase>`;
+      return body([`      <failure message="${xmlEscape(detail)}" type="TaskFailed"/>`]);
     case 'infra':
-      return `${head}>\n      <error message="${xmlEscape(detail)}" type="${xmlEscape(c.reason ?? 'Infrastructure')}"/>\n    </testcase>`;
+      return body([`      <error message="${xmlEscape(detail)}" type="${xmlEscape(c.reason ?? 'Infrastructure')}"/>`]);
     default:
-      return `${head}>\n      <skipped message="${xmlEscape(c.outcome === 'skipped' ? detail : 'not finished')}"/>\n    </testcase>`;
+      return body([`      <skipped message="${xmlEscape(c.outcome === 'skipped' ? detail : 'not finished')}"/>`]);
   }
 }
 

@@ -2,7 +2,7 @@
  * A summary as GitHub-flavoured Markdown, for `$GITHUB_STEP_SUMMARY` (`berth summary -o markdown
  * >> "$GITHUB_STEP_SUMMARY"`): one table of the suites (each set, and the plain Attempts), then
  * the attempts that did not pass, with their cell (a set child's coordinates), reason, score and
- * grade. Every string from a spec or a run
+ * grade, and the touched ones (an exec or a copy made into the run). Every string from a spec or a run
  * is escaped so it cannot end a cell, open a link or inject HTML.
  */
 import type { SetSummary, Summary } from './summary';
@@ -43,6 +43,22 @@ export function toMarkdown(s: Summary): string {
       );
     }
     if (bad.length > LISTED) out.push('', `… and ${bad.length - LISTED} more (\`berth summary -o json\`).`);
+  }
+  // runs someone reached into (berth exec, berth cp, the API): never to be taken for clean ones
+  const touched = suites.flatMap(([name, x]) => x.children.filter((c) => c.touched).map((c) => ({ suite: name, c })));
+  if (touched.length) {
+    out.push(
+      '',
+      '### Touched by hand',
+      '',
+      "Execs or copies were made into these runs (berth exec, berth cp or the API; each run's execs.jsonl says what): their results are not those of a clean run.",
+      '',
+      '| attempt | suite | result | execs | copies |',
+      '|---|---|---|---:|---:|',
+    );
+    for (const { suite, c } of touched.slice(0, LISTED))
+      out.push(`| ${mdEscape(c.name)} | ${mdEscape(suite)} | ${c.outcome} | ${c.touched?.execs ?? 0} | ${c.touched?.copies ?? 0} |`);
+    if (touched.length > LISTED) out.push('', `… and ${touched.length - LISTED} more (\`berth summary -o json\`).`);
   }
   return `${out.join('\n')}\n`;
 }

@@ -114,9 +114,9 @@ const NAMED_PER_REASON = 5;
 
 /**
  * One line: `12 passed, 3 failed, 2 infrastructure (1 ImageMissing: a; 1 SecretMissing: b)`, then
- * skipped and unfinished when there are any. Infra reasons in order of count, then name.
+ * skipped, unfinished and touched (an exec or a copy made into the run) when there are any. Infra reasons in order of count, then name.
  */
-export function endLine(t: Tally): string {
+export function endLine(t: Tally, touched: readonly string[] = []): string {
   const parts = [`${t.passed} passed`, `${t.failed} failed`, `${t.infra} infrastructure`];
   if (t.infra > 0) {
     const by = [...t.infraBy.entries()].sort(([a, x], [b, y]) => y.length - x.length || (a < b ? -1 : a > b ? 1 : 0));
@@ -128,5 +128,10 @@ export function endLine(t: Tally): string {
   }
   if (t.skipped > 0) parts.push(`${t.skipped} skipped`);
   if (t.unfinished > 0) parts.push(`${t.unfinished} unfinished`);
+  // runs someone reached into (berth exec, berth cp, the API): never read as clean ones
+  if (touched.length > 0) {
+    const shown = touched.slice(0, NAMED_PER_REASON).join(', ');
+    parts.push(`${touched.length} touched by hand (${shown}${touched.length > NAMED_PER_REASON ? ` and ${touched.length - NAMED_PER_REASON} more` : ''})`);
+  }
   return parts.join(', ');
 }

@@ -18,7 +18,7 @@ import { judge, latestGrade } from './grade-state';
 import { countByGrade } from './grade-text';
 import { REASONS, type Phase } from '../constants';
 import type { TagMove } from '../status/pins';
-import type { AttemptStatus, ImageProvenance } from '../status/types';
+import type { AttemptStatus, ImageProvenance, Touched } from '../status/types';
 import type { LoadedSet, LoadedSpec, SetPolicy } from '../spec/types';
 import type { OutcomeClass } from './outcome';
 import { mean, passAtK, passHatK, percentile, rateWithStderr } from './stats';
@@ -52,6 +52,8 @@ export interface ChildSummary {
   resultsDir: string | null;
   /** The run's results were past spec.harvest's caps (ResultsTruncated: its reason, or a warning of a failed run). */
   resultsTruncated: boolean;
+  /** The run had execs or copies (berth exec, berth cp, the API): its result is not a clean run's; null: none. */
+  touched: Touched | null;
   /** Specs from git: the commit the child's current run was created from. */
   revision: string | null;
   /** The image its current run's container was made from (reference, id, repo digests; `pinned`: its set's pinned id). */
@@ -87,6 +89,8 @@ export interface SetSummary extends Counts {
   infraReasons: Record<string, number>;
   /** Children whose results were past spec.harvest's caps, whatever their outcome. */
   resultsTruncated: number;
+  /** Children whose current run had an exec or a copy (touched), whatever their outcome. */
+  touched: number;
   passRate: number | null;
   stderr: number | null;
   passAtK: Record<string, number>;
@@ -151,6 +155,7 @@ function invalidChild(c: SetChild, rec: AttemptStatus | undefined): ChildSummary
     queueMs: null,
     resultsDir: rec?.resultsDir ?? null,
     resultsTruncated: false,
+    touched: rec?.touched ?? null,
     revision: rec?.revision ?? null,
     image: rec?.image ?? null,
   };
@@ -181,6 +186,7 @@ function child(loaded: LoadedSpec, rec: AttemptStatus | undefined): ChildSummary
     resultsDir: current?.resultsDir ?? null,
     resultsTruncated:
       !!current && (current.reason === REASONS.resultsTruncated || (current.warnings ?? []).some((w) => w.startsWith(`${REASONS.resultsTruncated}:`))),
+    touched: current?.touched ?? null,
     revision: current?.revision ?? null,
     image: current?.image ?? null,
   };
@@ -297,6 +303,7 @@ export function summarizeSet(policy: SetPolicy, children: readonly SetChild[], s
     ...total,
     infraReasons,
     resultsTruncated: kids.filter((c) => c.resultsTruncated).length,
+    touched: kids.filter((c) => c.touched !== null).length,
     ...rate(total),
     passAtK: meanOverCells(cells, (c) => c.passAtK),
     passHatK: meanOverCells(cells, (c) => c.passHatK),

@@ -197,6 +197,7 @@ export const SPEC_FIELDS = {
   sidecars: { default: [], form: (s) => s.sidecars.map((sc) => countedFields(SIDECAR_FIELDS, sc)) },
   user: { default: null, form: (s) => (s.user ? countedFields(USER_FIELDS, s.user) : null) },
   readOnlyRootFilesystem: { default: false },
+  sandbox: { default: false },
   // the grade is not the attempt: changing it grades the finished runs again (grade-hash.ts), never re-runs them
   grade: 'ignore',
   workspace: 'ignore',

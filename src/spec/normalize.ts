@@ -127,6 +127,7 @@ export function normalize(doc: RawAttempt, resolved: ResolvedPaths): NormalizedA
     ttlSecondsAfterFinished: s.ttlSecondsAfterFinished ?? null,
     user: s.user === undefined ? null : parseUser(s.user),
     readOnlyRootFilesystem: s.readOnlyRootFilesystem ?? false,
+    sandbox: s.sandbox ?? false,
     sidecars,
     grade: s.grade ? normalizeGrade(s.grade, resolved.gradeFixture ?? null) : null,
     workspace: {

@@ -70,6 +70,7 @@ export interface RawSpec {
   ttlSecondsAfterFinished?: number;
   user?: string;
   readOnlyRootFilesystem?: boolean;
+  sandbox?: boolean;
   sidecars?: RawSidecar[];
   grade?: RawGrade;
   workspace?: { export?: 'changes' | 'none'; exclude?: string[]; maxBytes?: string | number; maxFiles?: number; gitignore?: boolean };

@@ -108,6 +108,14 @@ export function semanticIssues(doc: RawAttempt): FieldIssue[] {
     else mountAt.set(mount, i);
   });
 
+  if (spec.sandbox) {
+    // berth's own process is the main one: copied in before the start, which a read-only root takes nothing of
+    if (spec.command !== undefined)
+      add(['spec', 'sandbox'], 'schema', 'cannot be combined with command: a sandbox runs no command of its own (exec runs them)');
+    if (spec.readOnlyRootFilesystem)
+      add(['spec', 'sandbox'], 'schema', "cannot be combined with readOnlyRootFilesystem: berth's process is copied into the root filesystem before the start");
+  }
+
   if (spec.readOnlyRootFilesystem) {
     // The engine refuses to copy into a read-only root filesystem, and berth never mounts them.
     const why = 'a read-only root filesystem cannot receive them: the engine copies nothing into one, and berth never mounts them';

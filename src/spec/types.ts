@@ -205,6 +205,11 @@ export interface NormalizedAttempt {
   user: { uid: number; gid: number } | null;
   /** The main container's root filesystem is read-only (with a tmpfs at /tmp). */
   readOnlyRootFilesystem: boolean;
+  /**
+   * A sandbox (docs/CONTRACT.md, "Exec, copy and sandboxes"): its main container runs berth's own
+   * waiting process instead of a command of the image's, until released or its deadline.
+   */
+  sandbox: boolean;
   /** Sorted by name. */
   sidecars: SidecarSpec[];
   /** The grader, or null: no grade (the run's own exit code, or its score file, decides). */

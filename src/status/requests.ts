@@ -20,13 +20,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { isCode, writeFileAtomic } from './atomic-file';
 
-export const REQUEST_COMMANDS = ['rerun', 'delete', 'regrade'] as const;
+export const REQUEST_COMMANDS = ['rerun', 'delete', 'regrade', 'release'] as const;
 export type RequestCommand = (typeof REQUEST_COMMANDS)[number];
 
 export interface ControllerRequest {
   id: string;
   command: RequestCommand;
   names: string[];
+  /** `release`: the exit code the sandbox's run ends with (0 to 255). */
+  exitCode?: number;
   /** ISO time it was asked. */
   at: string;
   /** Who asked (for the controller's log). */
@@ -61,7 +63,14 @@ export function requestsDir(stateDir: string, instance: string): string {
 const file = (dir: string, id: string, kind: 'request' | 'taken' | 'answer') => path.join(dir, `${id}.${kind}.json`);
 
 /** Writes a request for the controller; returns its id. */
-export async function sendRequest(stateDir: string, instance: string, command: RequestCommand, names: string[], now = new Date()): Promise<string> {
+export async function sendRequest(
+  stateDir: string,
+  instance: string,
+  command: RequestCommand,
+  names: string[],
+  now = new Date(),
+  extra: { exitCode?: number } = {},
+): Promise<string> {
   const dir = requestsDir(stateDir, instance);
   await fs.mkdir(dir, { recursive: true, mode: 0o700 });
   const id = randomBytes(16).toString('hex');
@@ -69,6 +78,7 @@ export async function sendRequest(stateDir: string, instance: string, command: R
     id,
     command,
     names,
+    ...(extra.exitCode !== undefined ? { exitCode: extra.exitCode } : {}),
     at: now.toISOString(),
     by: { pid: process.pid, hostname: os.hostname(), user: safeUser() },
   };
@@ -201,6 +211,8 @@ function parseRequest(id: string, text: string): ControllerRequest {
   if (!REQUEST_COMMANDS.includes(v.command as RequestCommand)) throw new Error(`unknown command ${JSON.stringify(v.command)}`);
   if (!Array.isArray(v.names) || v.names.length === 0 || !v.names.every((n) => typeof n === 'string' && NAME_RE.test(n)))
     throw new Error('names: a list of attempt names expected');
+  if (v.exitCode !== undefined && !(Number.isInteger(v.exitCode) && v.exitCode >= 0 && v.exitCode <= 255))
+    throw new Error('exitCode: an integer from 0 to 255 expected');
   return v as ControllerRequest;
 }
 

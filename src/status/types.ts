@@ -66,6 +66,18 @@ export interface ImageProvenance {
   platformManifest?: string;
 }
 
+/**
+ * A run reached into by hand or by a harness (docs/CONTRACT.md, "Exec, copy and sandboxes"): how
+ * many execs and copies its run folder's `execs.jsonl` records, and when the first and the last
+ * began. A run with one is `touched`: everything that shows a result says so.
+ */
+export interface Touched {
+  execs: number;
+  copies: number;
+  first: string;
+  last: string;
+}
+
 /** One finished (or abandoned) run, kept in the history. */
 export interface RunRecord {
   run: number;
@@ -79,6 +91,8 @@ export interface RunRecord {
   resultsDir?: string;
   /** The image the run's main container was made from. */
   image?: ImageProvenance;
+  /** The run had an exec or a copy (`berth exec`, `berth cp`, the API). */
+  touched?: Touched;
 }
 
 /**
@@ -234,6 +248,16 @@ export interface AttemptStatus {
    */
   scorePass?: boolean;
   scoreError?: string;
+  /**
+   * `berth release` (or the API's): sandbox run `run` is to end with `exitCode` (src/plan/release.ts),
+   * as its main process ending with that code would; asked at `at`.
+   */
+  releaseRequested?: { at: string; run: number; exitCode: number };
+  /**
+   * The current run had an exec or a copy, as its harvest counted `execs.jsonl` (src/touch/record.ts);
+   * while it runs, readers count the file itself.
+   */
+  touched?: Touched;
   /** `berth rerun`: a new run of finished run `run` (same spec) is wanted; the planner starts it. */
   rerunRequested?: { at: string; run: number };
   /**

@@ -236,6 +236,28 @@ export function engineContract(title: string, harness: () => ContractHarness, o:
       expect(classify(await rejection(h.engine.containers.exec(id, ['true'], 10_000)))).to.equal('not-found');
     });
 
+    it('execStart streams stdout and stderr apart, takes input, and gives the exit code; reach finds the container; a stopped one is 409', async function () {
+      const id = await h.engine.containers.create(containerSpec(h, h.name('exst'), ['sleep', '60']));
+      await h.engine.containers.start(id);
+      const text = async (r: NodeJS.ReadableStream) => {
+        const chunks: Buffer[] = [];
+        for await (const c of r) chunks.push(c as Buffer);
+        return Buffer.concat(chunks).toString('utf8');
+      };
+      const reached = await h.engine.reach(id);
+      expect(reached.id).to.equal(id);
+      const s = await reached.engine.containers.execStart(id, { cmd: ['sh', '-c', 'echo out; echo err >&2; exit 3'] });
+      const [out, err] = await Promise.all([text(s.stdout), text(s.stderr)]);
+      expect([out, err, await s.exit]).to.deep.equal(['out\n', 'err\n', 3]);
+      const cat = await h.engine.containers.execStart(id, { cmd: ['sh', '-c', 'cat'], stdin: true });
+      cat.stdin?.end('typed\n');
+      expect(await text(cat.stdout)).to.equal('typed\n');
+      expect(await cat.exit).to.equal(0);
+      await h.engine.containers.stop(id, 0);
+      expect(classify(await rejection(h.engine.containers.execStart(id, { cmd: ['true'] })))).to.equal('conflict');
+      await h.engine.containers.remove(id);
+    });
+
     it('getArchive reads a path out of a stopped container as a tar of <basename>/...; a missing path is 404', async function () {
       const get = (id: string, path: string) => getArchive(h, id, path);
       const id = await h.engine.containers.create(containerSpec(h, h.name('archive'), ['sh', '-c', 'exit 0']));

@@ -33,6 +33,7 @@ export function spec(name: string, over: Partial<NormalizedAttempt> = {}, hash =
     ttlSecondsAfterFinished: null,
     user: null,
     readOnlyRootFilesystem: false,
+    sandbox: false,
     sidecars: [],
     grade: null,
     workspace: { export: 'changes', exclude: [], maxBytes: 256 * 1024 * 1024, maxFiles: 100_000, gitignore: true },

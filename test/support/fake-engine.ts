@@ -36,6 +36,7 @@ import type {
   Engine,
   EngineEvent,
   EventClient,
+  ExecSession,
   ImageClient,
   ImageSummary,
   Labels,
@@ -43,6 +44,7 @@ import type {
   NetworkCreateSpec,
   NetworkDetails,
   NetworkSummary,
+  Reached,
   VolumeClient,
   VolumeCreateSpec,
   VolumeSummary,
@@ -337,9 +339,15 @@ export class FakeEngine implements Engine {
     await this.call('ping', []);
   }
 
-  async version(): Promise<{ version: string; apiVersion: string }> {
+  async version(): Promise<{ version: string; apiVersion: string; arch: string }> {
     await this.call('version', []);
-    return { version: 'fake', apiVersion: '1.44' };
+    return { version: 'fake', apiVersion: '1.44', arch: 'amd64' };
+  }
+
+  /** One engine: the container is reached here, as it is. */
+  async reach(id: string): Promise<Reached> {
+    await this.call('reach', [id]);
+    return { engine: this, id, where: 'the fake engine' };
   }
 
   async boot(): Promise<{ id: string; at: string } | undefined> {
@@ -589,6 +597,12 @@ export class FakeEngine implements Engine {
         // what a shell's `exit N`, `true` and `false` give; anything else exits 0
         const m = cmd[0] === 'sh' && cmd[1] === '-c' ? /^exit (\d+)$/.exec(cmd[2] ?? '') : null;
         return m ? Number(m[1]) : cmd[0] === 'false' ? 1 : 0;
+      },
+      execStart: async (id, o) => {
+        await this.call('containers.execStart', [id, o]);
+        const c = this.mustFind(id);
+        if (c.state !== 'running') throw httpError(409, `container ${c.id} is not running`);
+        return fakeExec(o.cmd, o.stdin === true);
       },
       getArchive: async (id, path) => {
         await this.call('containers.getArchive', [id, path]);
@@ -904,4 +918,42 @@ function packFrom(tree: Map<string, FakeTreeEntry>, path: string, pack: typeof i
   }
   out.finalize();
   return out as unknown as Readable;
+}
+
+/**
+ * What an exec in a fake container does: `sh -c` with `;`-separated `echo WORDS` (`>&2`: to
+ * stderr), `cat` (its input back), `exit N`; `true` and `false`; anything else exits 0 with no
+ * output. Enough for the engine contract's exec test and the unit tests of berth exec.
+ */
+function fakeExec(cmd: readonly string[], stdin: boolean): ExecSession {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  const input = stdin ? new PassThrough() : null;
+  const script = cmd[0] === 'sh' && cmd[1] === '-c' ? (cmd[2] ?? '') : cmd.join(' ');
+  const exit = (async () => {
+    for (const part of script.split(';').map((p) => p.trim())) {
+      const echo = /^echo (.*?)( >&2)?$/.exec(part);
+      if (echo) (echo[2] ? stderr : stdout).write(`${echo[1]}\n`);
+      else if (part === 'cat' && input) for await (const chunk of input) stdout.write(chunk as Buffer);
+      else if (/^exit \d+$/.test(part)) return end(Number(part.slice(5)));
+      else if (part === 'false') return end(1);
+    }
+    return end(0);
+  })();
+  function end(code: number): number {
+    stdout.end();
+    stderr.end();
+    return code;
+  }
+  return {
+    stdout,
+    stderr,
+    stdin: input,
+    exit,
+    resize: () => Promise.resolve(),
+    close: () => {
+      stdout.end();
+      stderr.end();
+    },
+  };
 }

@@ -26,6 +26,7 @@ const FLOORS = [
   'workspace',
   'pack',
   'harvest',
+  'touch',
   'desired',
   'attest',
   'observe',
@@ -35,6 +36,7 @@ const FLOORS = [
   'bundle',
   'git',
   'controller',
+  'api',
   'cli',
 ];
 

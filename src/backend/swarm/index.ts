@@ -57,6 +57,7 @@ export function createSwarmBackend(o: SwarmBackendOptions = {}): Engine & { runs
     events: new SwarmEvents(manager.events, swarm, pool, now),
     ping: () => manager.ping(),
     version: () => manager.version(),
+    reach: (id: string) => runs.reach(id),
     address: swarm.address,
     useCredentials: (credentialFor) => {
       runs.images = new NodeImages(manager.images, credentialFor);

@@ -56,10 +56,13 @@ import type {
   ContainerDetails,
   ContainerSummary,
   EngineEvent,
+  ExecOptions,
+  ExecSession,
   Labels,
   LocalStorage,
   MountSummary,
   NetworkSummary,
+  Reached,
   RemoteRuns,
   RunDiskUse,
   VolumeClient,
@@ -303,6 +306,12 @@ export class SwarmRuns implements ContainerClient, RemoteRuns {
     const component = spec.labels[LABELS.component];
     // the egress proxy and a user's sidecar: a run of its own with no workspace and no results
     const side = component === COMPONENTS.proxy || component === COMPONENTS.sidecar;
+    // a sandbox's main process is berth's own, put into its container before the start: a task's container is made by its node
+    if (spec.entrypoint)
+      throw new BackendRefusedError(
+        REASONS.nodeRefused,
+        `attempt ${spec.labels[LABELS.attempt] ?? run} is a sandbox (spec.sandbox), which the swarm backend does not run: berth's own process cannot be put into a task's container before its node starts it (exec and cp reach any running attempt of a swarm)`,
+      );
     const resultsBind = spec.host.binds.find((b) => b.endsWith(`:${DEFAULTS.resultsMount}:rw`));
     const resultsDir = side ? '' : resultsBind?.slice(0, -`:${DEFAULTS.resultsMount}:rw`.length);
     if (resultsDir === undefined || (!side && !resultsDir) || spec.host.binds.length !== (side ? 0 : 1)) {
@@ -769,6 +778,18 @@ export class SwarmRuns implements ContainerClient, RemoteRuns {
     const container = t.containerId || (await node.engine.containers.list([`${SWARM.serviceIdLabel}=${s.id}`, `${SWARM.taskLabel}=${s.name}`]))[0]?.id;
     if (!container) throw notFound(`${id} (its task has no container yet)`);
     return { node, container };
+  }
+
+  /** The run's task's container, through its node's engine (`berth exec`, `berth cp`, the API). */
+  async reach(id: string): Promise<Reached> {
+    const { node, container } = await this.taskContainer(id);
+    return { engine: node.engine, id: container, where: `node ${nodeName(node.node)}'s engine (${node.engine.address ?? '?'})` };
+  }
+
+  /** A command in the run's task's container, through its node's engine (Engine.reach does the same for `berth exec`). */
+  async execStart(id: string, o: ExecOptions): Promise<ExecSession> {
+    const { node, container } = await this.taskContainer(id);
+    return node.engine.containers.execStart(container, o);
   }
 
   /** Runs `cmd` in the run's task's container, through its node's engine (a sidecar's `ready: {command}`). */

@@ -16,9 +16,12 @@ import { isEngineDown, pingFailure } from '../../engine/errors';
 import type { Engine } from '../../engine/types';
 import { instrumentEngine } from '../../engine/wrap';
 import { reportFromLoad } from '../../report/from-load';
+import { withLiveTouched } from '../../touch/target';
 import { renderReport, reportCsp } from '../../report/render';
 import { passConfig, UsageError, type Context } from '../context';
 import type { ReconcileOptions } from './reconcile';
+import type { ApiServer } from '../../api/server';
+import { apiToken, startApi } from './api';
 import { takeWriterLocks, type WriterLocks } from './writer-lock';
 import { bindInstance, folderSource, gitSourceOf } from './instance-source';
 import type { GitSource } from '../../git/source';
@@ -35,6 +38,7 @@ export async function runController(ctx: Context, o: ReconcileOptions, signal?: 
   const git = await gitSourceFrom(ctx, o);
   const webhookSecret = await secretOfWebhook(ctx, o, git);
   const notify = await notifyOf(ctx, o, git);
+  const apiTok = await apiToken(ctx, o);
   const outcomes = git ? new RevisionOutcomes({ root: git.mirror.root, url: git.cfg.url.display, log: ctx.log, ...(notify ? { notify } : {}) }) : undefined;
   const cfg = passConfig(ctx, o);
   const metrics = new ControllerMetrics({ processMetrics: !!o.metricsAddr });
@@ -56,6 +60,7 @@ export async function runController(ctx: Context, o: ReconcileOptions, signal?: 
       ...(git ? { git } : {}),
       ...(webhookSecret !== undefined ? { webhookSecret } : {}),
       ...(outcomes ? { outcomes } : {}),
+      ...(apiTok !== undefined ? { apiToken: apiTok } : {}),
     });
   } finally {
     process.off('SIGTERM', onTerm);
@@ -72,6 +77,7 @@ interface Started {
   git?: GitSource;
   webhookSecret?: string;
   outcomes?: RevisionOutcomes;
+  apiToken?: string;
 }
 
 /** `--webhook-addr`'s secret (a file, or an environment variable), checked before anything starts. */
@@ -134,6 +140,7 @@ async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortS
   let http: Awaited<ReturnType<typeof serve>> | undefined;
   let guard: NodeJS.Timeout | undefined;
   let hook: Awaited<ReturnType<typeof serveWebhook>> | undefined;
+  let api: ApiServer | undefined;
   let lockLost = false;
   try {
     if (o.metricsAddr) {
@@ -160,7 +167,7 @@ async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortS
           const { load, statuses } = await controller.view();
           const data = reportFromLoad(
             load,
-            statuses,
+            await withLiveTouched(statuses, ctx.resultsRoot),
             { sets: [], keep: () => true, selecting: false },
             { now: Date.now(), instance: ctx.instance, maxRunning: cfg.maxRunning, resultsRoot: ctx.resultsRoot, linkBase: null, mode: 'live' },
           );
@@ -195,6 +202,8 @@ async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortS
       );
       guard.unref();
       await controller.start();
+      // the API: exec, files, release, create and delete (src/api), on the instance's socket
+      api = await startApi(ctx, o, s.apiToken, { controller, engine: controller.engine, store: ctx.store({ compact: true }), git: !!s.git });
       if (o.webhookAddr !== undefined && s.webhookSecret !== undefined) {
         hook = await serveWebhook(o.webhookAddr, s.webhookSecret, () => {
           ctx.log.info('webhook: fetching now');
@@ -211,9 +220,12 @@ async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortS
     }
     const why = await stopped;
     ctx.log.info(`${why}: finishing the operations in flight; attempts keep running`);
+    // no new API request; those under way are cut (an exec's client then sees its connection close)
+    await api?.close();
     await controller.stop();
   } finally {
     clearInterval(guard);
+    await api?.close();
     s.outcomes?.close();
     await hook?.close();
     await http?.close();

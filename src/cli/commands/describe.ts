@@ -1,6 +1,6 @@
 /** `berth describe NAME`: spec summary, status, grades, resources on the engine, attestation, history. */
 import path from 'node:path';
-import { EXIT, LABELS, REASONS } from '../../constants';
+import { EXEC, EXIT, LABELS, REASONS } from '../../constants';
 import { describeEngineError, isEngineDown } from '../../engine/errors';
 import { imageIndex } from '../../observe/images';
 import { instanceFilters } from '../../observe/snapshot';
@@ -15,6 +15,8 @@ import { graderImage, gradeVerdict, gradeWhen } from '../../sets/grade-text';
 import type { DiskLimit, GradeRecord } from '../../status/types';
 import { showBytes } from '../../util/bytes';
 import { pullText, readPulls } from '../pull-lines';
+import { touchedText } from '../../touch/record';
+import { touchedOf } from '../../touch/target';
 import { age, table } from './shared';
 
 export async function runDescribe(ctx: Context, name: string): Promise<number> {
@@ -48,7 +50,14 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
         .join(', '),
     );
     kv('Image', s.image);
-    kv('Command', s.command ? JSON.stringify(s.command) : '(image default)');
+    kv(
+      'Command',
+      s.sandbox
+        ? "none: a sandbox (berth's own process waits for exec and cp, until berth release or its deadline)"
+        : s.command
+          ? JSON.stringify(s.command)
+          : '(image default)',
+    );
     kv('Working dir', s.workingDir);
     kv('Network', s.network.mode + (s.network.egress.length ? ` (egress: ${s.network.egress.join(', ')})` : ''));
     kv('Resources', `cpus=${s.resources.cpus ?? 'unlimited'} memory=${s.resources.memoryBytes ?? 'unlimited'} pids=${s.resources.pids}`);
@@ -98,6 +107,15 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
       for (const e of rec.specErrors) out.push(`                ${formatIssue(e)}`);
     }
     kv('Exit code', rec.exitCode);
+    if (rec.releaseRequested?.run === rec.run) kv('Released', `${rec.releaseRequested.at} with exit code ${rec.releaseRequested.exitCode}`);
+    // a run reached into by hand or by a harness: never to be taken for a clean one
+    const touched = await touchedOf(rec, ctx.resultsRoot);
+    kv(
+      'Touched',
+      touched
+        ? `YES: ${touchedText(touched)} (berth exec, berth cp or the API), ${touched.first} to ${touched.last}; see ${path.join(path.dirname(rec.resultsDir ?? ''), EXEC.record)}`
+        : 'no (no berth exec or cp; a plain docker exec cannot be seen)',
+    );
     if (rec.score !== undefined || rec.scoreError !== undefined)
       kv(
         'Score',
@@ -173,7 +191,7 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
       out.push('', 'History:');
       out.push(
         table([
-          ['  RUN', 'PHASE', 'REASON', 'EXIT', 'STARTED', 'FINISHED'],
+          ['  RUN', 'PHASE', 'REASON', 'EXIT', 'STARTED', 'FINISHED', 'TOUCHED'],
           ...rec.history.map((h) => [
             `  ${h.run}`,
             h.phase,
@@ -181,6 +199,7 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
             h.exitCode === undefined ? '-' : String(h.exitCode),
             h.startedAt ?? '-',
             h.finishedAt ?? '-',
+            h.touched ? touchedText(h.touched) : '-',
           ]),
         ]).trimEnd(),
       );

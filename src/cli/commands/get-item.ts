@@ -47,6 +47,8 @@ export function toItem(r: Row): AttemptItem {
       };
   // how the run counts, judged now (get's RESULT column), beside what the record says
   status.result = { outcome: r.outcome.outcome, ...(r.outcome.reason ? { reason: r.outcome.reason } : {}), ...(r.score !== null ? { score: r.score } : {}) };
+  // while it runs, counted from its run folder (the record holds it once harvested)
+  if (r.touched) status.touched = r.touched;
   return {
     apiVersion: API_VERSION,
     kind: KIND_ATTEMPT,

@@ -10,14 +10,16 @@ import { heldBy } from '../../spec/held';
 import { loadSpecs, type LoadReport } from '../../spec/loader';
 import type { SpecError } from '../../spec/types';
 import type { DamagedRecord } from '../../status/store';
-import type { AttemptStatus } from '../../status/types';
-import type { NormalizedAttempt } from '../../spec/types';
+import type { AttemptStatus, Touched } from '../../status/types';
+import { touchedOf } from '../../touch/target';
+import type { LoadedSpec, NormalizedAttempt } from '../../spec/types';
 import { cellText, JsonPathError, parseCustomColumns, parsePath, parseTemplate, renderTemplate, sortByPath } from '../jsonpath';
 import { specsOptions, UsageError, type Context } from '../context';
 import { matches, parseSelectors, SelectorError, type Selector } from '../selector';
 import { outcomeOf, watched } from '../wait-condition';
 import type { Classified } from '../../sets/outcome';
 import { toItem, toList, toSetItem, toSetList } from './get-item';
+import { touchedText } from '../../touch/record';
 import type * as GetNotes from './get-notes';
 import type * as GetWatch from './get-watch';
 import { age, duration, table } from './shared';
@@ -74,6 +76,8 @@ export interface Row {
   damaged?: DamagedRecord;
   /** The spec errors holding it at its last good spec (spec/held.ts), when its spec broke after it ran. */
   held?: SpecError[];
+  /** Its current run had execs or copies (berth exec, berth cp, the API): counted from its run folder while it runs. */
+  touched?: Touched;
   /** An AttemptSet's child: its set and coordinates (every axis value, as text; labels hold only those that are label values). */
   cell?: { set: string; coords: Record<string, string> };
 }
@@ -119,35 +123,60 @@ export async function collectView(ctx: Context, wanted: readonly string[] = [], 
     const spec = specs.get(n)?.spec;
     const labels = spec?.labels ?? {};
     if (!matches(want, labels)) continue;
-    const st = statuses.get(n);
-    const bad = st ? undefined : store.damagedRecordOf(n);
-    const held = st ? heldBy(load, ctx.specsDir, n, st.source) : [];
-    const end = st?.finishedAt ? Date.parse(st.finishedAt) : now;
-    const loaded = specs.get(n);
-    const score = loaded?.spec.grade ? (st ? latestGrade(st)?.score : undefined) : st?.score;
-    rows.push({
-      name: n,
-      phase: st?.phase ?? 'Pending',
-      outcome: outcomeOf(watched(n, loaded, st)),
-      score: typeof score === 'number' && Number.isFinite(score) ? score : null,
-      reason: st?.reason ?? (st ? '' : bad ? REASONS.recordDamaged : REASONS.notReconciled),
-      exitCode: st?.exitCode ?? null,
-      run: st?.run ?? 0,
-      age: age(st?.createdAt, now),
-      // The engine may stamp a very short run's start after its finish: show 0s, not a negative.
-      duration: st?.startedAt ? duration(Math.max(0, end - Date.parse(st.startedAt))) : '-',
-      labels,
-      image: spec?.image ?? '',
-      command: spec?.command ?? null,
-      spec: spec ?? null,
-      results: st?.resultsDir ?? '',
-      status: st ?? null,
-      ...(loaded?.set ? { cell: { set: loaded.set.set.name, coords: loaded.set.coords } } : {}),
-      ...(bad ? { damaged: bad } : {}),
-      ...(held.length ? { held } : {}),
-    });
+    rows.push(rowOf(ctx.specsDir, load, specs.get(n), n, statuses.get(n), (st) => (st ? undefined : store.damagedRecordOf(n)), now));
   }
+  // a running run's execs and copies, from its run folder (a harvested run's record holds them)
+  for (const r of rows) await withTouched(r, ctx.resultsRoot);
   return { rows, load };
+}
+
+/**
+ * One attempt's row: its spec (if it loaded), its record (if any; a damaged one as `damaged`), as
+ * `get` shows it. What the API's GET /v1/attempts/NAME answers with too (its item, toItem).
+ */
+export function rowOf(
+  specsDir: string,
+  load: LoadReport,
+  loaded: LoadedSpec | undefined,
+  n: string,
+  st: AttemptStatus | undefined,
+  damagedOf: (st: AttemptStatus | undefined) => DamagedRecord | undefined,
+  now: number,
+): Row {
+  const spec = loaded?.spec;
+  const labels = spec?.labels ?? {};
+  const bad = damagedOf(st);
+  const held = st ? heldBy(load, specsDir, n, st.source) : [];
+  const end = st?.finishedAt ? Date.parse(st.finishedAt) : now;
+  const score = loaded?.spec.grade ? (st ? latestGrade(st)?.score : undefined) : st?.score;
+  return {
+    name: n,
+    phase: st?.phase ?? 'Pending',
+    outcome: outcomeOf(watched(n, loaded, st)),
+    score: typeof score === 'number' && Number.isFinite(score) ? score : null,
+    reason: st?.reason ?? (st ? '' : bad ? REASONS.recordDamaged : REASONS.notReconciled),
+    exitCode: st?.exitCode ?? null,
+    run: st?.run ?? 0,
+    age: age(st?.createdAt, now),
+    // The engine may stamp a very short run's start after its finish: show 0s, not a negative.
+    duration: st?.startedAt ? duration(Math.max(0, end - Date.parse(st.startedAt))) : '-',
+    labels,
+    image: spec?.image ?? '',
+    command: spec?.command ?? null,
+    spec: spec ?? null,
+    results: st?.resultsDir ?? '',
+    status: st ?? null,
+    ...(loaded?.set ? { cell: { set: loaded.set.set.name, coords: loaded.set.coords } } : {}),
+    ...(bad ? { damaged: bad } : {}),
+    ...(held.length ? { held } : {}),
+  };
+}
+
+/** A row's touches while it runs, from its run folder (a harvested run's record holds them). */
+export async function withTouched(r: Row, resultsRoot: string): Promise<Row> {
+  const t = r.status && (r.status.touched ?? (r.status.phase === 'Running' || r.status.ended ? await touchedOf(r.status, resultsRoot) : undefined));
+  if (t) r.touched = t;
+  return r;
 }
 
 /**
@@ -174,7 +203,7 @@ export function renderRows(rows: Row[], wide: boolean, headers = true): string {
   // an AttemptSet's child: its coordinates (after the columns berth had, as RESULT)
   const cells = rows.some((r) => r.cell);
   if (cells) head.push('CELL');
-  if (wide) head.push('IMAGE', 'IMAGE ID', 'LABELS', 'RESULTS');
+  if (wide) head.push('TOUCHED', 'IMAGE', 'IMAGE ID', 'LABELS', 'RESULTS');
   if (wide && graded) head.push('GRADER');
   const body = rows.map((r, i) => {
     const base = [r.name, r.phase, r.reason || '-', r.exitCode === null ? '-' : String(r.exitCode), String(r.run || '-'), r.age, r.duration, resultText(r)];
@@ -183,6 +212,8 @@ export function renderRows(rows: Row[], wide: boolean, headers = true): string {
     if (cells) base.push(r.cell ? coordsText(r.cell.coords) : '-');
     if (wide) {
       base.push(
+        // a run reached into by berth exec, berth cp or the API: its result is not a clean run's
+        r.touched ? touchedText(r.touched) : '-',
         r.image || '-',
         // the id the run's container was made from, short (as docker images shows ids)
         r.status?.image ? `${r.status.image.id.replace(/^sha256:/, '').slice(0, 12)}${r.status.image.pinned ? ' (pinned)' : ''}` : '-',

@@ -43,6 +43,8 @@ export interface MarkResult {
 
 export interface MarkOptions {
   timeoutMs?: number;
+  /** `berth release --exit-code`: the exit code a sandbox's run ends with. */
+  exitCode?: number;
   /**
    * Without a controller, see the marked attempts through (`berth regrade`: until their grades
    * are recorded, see-through.ts) rather than making one pass over them.
@@ -63,7 +65,7 @@ export async function markAndPass(ctx: Context, command: RequestCommand, rows: R
   const controller = await runningController(ctx, engine);
   if (controller === 'elsewhere') return { code: EXIT.failed, acted: [], ops: new Map() };
   if (controller) {
-    const asked = await askController(ctx, engine, controller, command, rows, o.timeoutMs ?? 60_000);
+    const asked = await askController(ctx, engine, controller, command, rows, o.timeoutMs ?? 60_000, o.exitCode);
     if (asked !== 'gone') return { ...asked, by: 'controller' };
     diag(ctx, 'info', `the controller stopped before it took the ${command}; doing it here`);
   }
@@ -77,7 +79,8 @@ export async function markAndPass(ctx: Context, command: RequestCommand, rows: R
  */
 async function runningController(ctx: Context, engine: Engine): Promise<EngineLockInfo | 'elsewhere' | undefined> {
   const holder = await readEngineLock(engine, ctx.instance).catch(() => undefined);
-  if (!holder || holder.command !== 'reconcile') return undefined;
+  // a controller, or a finite run of one (reconcile --once --wait): both carry requests out
+  if (!holder || (holder.command !== 'reconcile' && holder.command !== 'reconcile --once --wait')) return undefined;
   const self = await currentProcess();
   if ((await liveness(holder, self)) === 'dead') return undefined;
   // Its lock file is in this state folder (its path may differ: a controller in a container).
@@ -100,9 +103,10 @@ async function askController(
   command: RequestCommand,
   rows: Row[],
   timeoutMs: number,
+  exitCode?: number,
 ): Promise<MarkResult | 'gone'> {
   const names = rows.map((r) => r.name);
-  const id = await sendRequest(ctx.stateDir, ctx.instance, command, names);
+  const id = await sendRequest(ctx.stateDir, ctx.instance, command, names, new Date(), exitCode !== undefined ? { exitCode } : {});
   const who = `the controller (pid ${holder.pid} on ${holder.hostname})`;
   const waited = await awaitAnswer(ctx.stateDir, ctx.instance, id, {
     timeoutMs,
@@ -173,7 +177,15 @@ async function markHere(ctx: Context, engine: Engine, command: RequestCommand, r
     for (const row of rows) {
       const rec = await store.get(row.name);
       const invalid = load.protectedNames.has(row.name) || rec?.reason === REASONS.invalidSpec || rec?.reason === REASONS.duplicateName;
-      const m = MARKS[command]({ name: row.name, rec, spec: specs.get(row.name), invalid, instance: ctx.instance, at });
+      const m = MARKS[command]({
+        name: row.name,
+        rec,
+        spec: specs.get(row.name),
+        invalid,
+        instance: ctx.instance,
+        at,
+        ...(o.exitCode !== undefined ? { exitCode: o.exitCode } : {}),
+      });
       if (m && 'refused' in m) {
         diag(ctx, 'error', `${row.name}: ${m.refused}`);
         code = EXIT.failed;

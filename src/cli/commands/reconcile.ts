@@ -43,11 +43,13 @@ import { endLine, tally } from '../../sets/outcome';
 import { failOnOf, outcomeExit, outcomeOf, watched } from '../wait-condition';
 import type * as ControllerCmd from './controller';
 import { formatDuration } from '../../util/duration';
+import type { ApiFlags } from './api';
+import type * as ApiCmd from './api';
 
 /** The git modules load only with --git. */
 const short = (rev: string): string => (require('../../git/source') as typeof GitSourceMod).short(rev);
 
-export interface ReconcileOptions extends GitFlags {
+export interface ReconcileOptions extends GitFlags, ApiFlags {
   once?: boolean;
   wait?: boolean;
   /** Seconds --wait may take (`--timeout`, a duration; fractions from `500ms`). */
@@ -125,6 +127,9 @@ export async function runReconcile(ctx: Context, o: ReconcileOptions): Promise<n
   // the controller's modules (its folder watcher, prom-client) load only in controller mode
   if (!o.once) return (require('./controller') as typeof ControllerCmd).runController(ctx, o);
   const notify = await notifyOf(ctx, o, git);
+  // the API is served by a finite run of the controller too (--once --wait), not by a lone pass
+  if (o.apiAddr !== undefined && !o.wait) throw new UsageError('--api-addr is for the controller and reconcile --once --wait');
+  const apiTok = o.wait ? await (require('./api') as typeof ApiCmd).apiToken(ctx, o) : undefined;
   const cfg = passConfig(ctx, o);
   const engine = ctx.engine();
   const store = ctx.store();
@@ -161,7 +166,7 @@ export async function runReconcile(ctx: Context, o: ReconcileOptions): Promise<n
         })
       : undefined;
     try {
-      const code = await passes(ctx, o, cfg, engine, store, git, outcomes, interrupt);
+      const code = await passes(ctx, { ...o, ...(apiTok !== undefined ? { apiToken: apiTok } : {}) }, cfg, engine, store, git, outcomes, interrupt);
       return interrupt.code ?? code;
     } finally {
       // The outcomes' POSTs are tried (with their back-off) before the exit: nothing is left behind.
@@ -187,7 +192,7 @@ async function fetchOnce(ctx: Context, git: GitSource): Promise<{ dir: string; r
 /** `--once`: one pass, or with `--wait` a finite run of the controller; holding the instance's locks. */
 async function passes(
   ctx: Context,
-  o: ReconcileOptions,
+  o: ReconcileOptions & { apiToken?: string },
   cfg: PassConfig,
   engine: Engine,
   store: StatusStore,
@@ -214,7 +219,12 @@ async function passes(
       return { name: r.name, outcome: outcomeOf(w) };
     }),
   );
-  ctx.io.out(`${endLine(counted)}\n`);
+  ctx.io.out(
+    `${endLine(
+      counted,
+      rows.filter((r) => r.touched).map((r) => r.name),
+    )}\n`,
+  );
   // berth's own errors first: a spec error no Invalid attempt stands for, --timeout, a failed harvest.
   if (ended.load && strayErrors(ended.load, rows).length) return EXIT.usage;
   if (ended.timedOut) return EXIT.failed;
@@ -289,7 +299,7 @@ async function onePass(
  */
 async function untilFinal(
   ctx: Context,
-  o: ReconcileOptions,
+  o: ReconcileOptions & { apiToken?: string },
   cfg: PassConfig,
   engine: Engine,
   store: StatusStore,
@@ -378,8 +388,10 @@ async function untilFinal(
   const timer = o.timeout !== undefined ? setTimeout(() => end({ opFailures: 0, timedOut: true }), o.timeout * 1000) : undefined;
   interrupt?.onSignal((code) => end(code));
   let stopped = false;
+  let api: Awaited<ReturnType<typeof ApiCmd.startApi>> | undefined;
   try {
     await controller.start();
+    api = await (require('./api') as typeof ApiCmd).startApi(ctx, o, o.apiToken, { controller, engine: controller.engine, store, git: !!git });
     const e = await ended;
     if (typeof e !== 'number' && e.timedOut) {
       // the operations under way finish first (their lines come before the verdict, which is the last line)
@@ -395,6 +407,7 @@ async function untilFinal(
     return e;
   } finally {
     clearTimeout(timer);
+    await api?.close();
     // Actions under way finish (those still waiting for a worker are dropped); attempts keep running.
     if (!stopped) await controller.stop();
     live.end();

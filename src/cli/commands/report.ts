@@ -6,6 +6,7 @@
  */
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import { withLiveTouched } from '../../touch/target';
 import { EXIT, REPORT_FILE } from '../../constants';
 import { reportFromLoad } from '../../report/from-load';
 import { runFiles } from '../../report/model';
@@ -50,10 +51,12 @@ async function presentFiles(records: Iterable<AttemptStatus>): Promise<Set<strin
 
 export async function runReport(ctx: Context, sets: string[], o: ReportOptions): Promise<number> {
   const want = selectorOf(o.selector ?? []);
-  const [load, statuses] = await Promise.all([
+  const [load, recorded] = await Promise.all([
     loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsOptions(ctx) }),
     ctx.store().loadAll(),
   ]);
+  // a running run's execs and copies, from its run folder (a harvested one's record holds them)
+  const statuses = await withLiveTouched(recorded, ctx.resultsRoot);
   const known = new Set(load.sets?.keys() ?? []);
   const missing = sets.filter((s) => !known.has(s));
   if (missing.length) {

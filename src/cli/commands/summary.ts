@@ -15,6 +15,7 @@ import { specsOptions, type Context } from '../context';
 import { duration, table } from './shared';
 import { matches } from '../selector';
 import { selectorOf } from './get';
+import { withLiveTouched } from '../../touch/target';
 
 export interface SummaryOptions {
   output?: 'table' | 'json' | 'junit' | 'markdown';
@@ -24,10 +25,12 @@ export interface SummaryOptions {
 
 export async function runSummary(ctx: Context, sets: string[], o: SummaryOptions): Promise<number> {
   const want = selectorOf(o.selector ?? []);
-  const [load, statuses] = await Promise.all([
+  const [load, recorded] = await Promise.all([
     loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsOptions(ctx) }),
     ctx.store().loadAll(),
   ]);
+  // a running run's execs and copies are counted from its run folder (its record has them once harvested)
+  const statuses = await withLiveTouched(recorded, ctx.resultsRoot);
   const known = new Set(load.sets?.keys() ?? []);
   const missing = sets.filter((s) => !known.has(s));
   if (missing.length) {
@@ -105,6 +108,8 @@ function renderSet(s: SetSummary, title: string): string {
     `${title}: ${s.n} attempts, ${s.passed} passed, ${s.failed} failed, ${s.infra} infra${infra ? ` (${infra})` : ''}, ${s.skipped} skipped, ${s.unfinished} unfinished`,
   );
   if (s.resultsTruncated) out.push(`  results truncated: ${s.resultsTruncated} (past spec.harvest's caps; their manifest.json lists what was left out)`);
+  // runs reached into by berth exec, berth cp or the API: their verdicts are not clean runs'
+  if (s.touched) out.push(`  TOUCHED: ${s.touched} of ${s.n} (berth exec, berth cp or the API; each run's execs.jsonl says what)`);
   out.push(`  pass rate ${pct(s.passRate)} ± ${pct(s.stderr)}   ${passAt(s.passAtK)}${s.samplesAxis ? `   (samples: ${s.samplesAxis})` : ''}`);
   if (s.grades) {
     // spec.grade: which grade the outcomes come from (each child's latest of its run)

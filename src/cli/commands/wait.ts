@@ -82,7 +82,8 @@ export async function runWait(ctx: Context, names: string[], o: WaitOptions): Pr
         told.add(n);
         ctx.io.out(`attempt/${n} condition met (${label}: ${statuses.get(n)?.phase ?? 'Pending'})\n`);
       }
-      const counted = () => ctx.io.out(`${endLine(tally(items.map((i) => ({ name: i.name, outcome: outcomeOf(i) }))))}\n`);
+      const touched = items.filter((i) => statuses.get(i.name)?.touched).map((i) => i.name);
+      const counted = () => ctx.io.out(`${endLine(tally(items.map((i) => ({ name: i.name, outcome: outcomeOf(i) }))), touched)}\n`);
       if (v.code !== undefined) {
         counted();
         if (v.code !== EXIT.ok) {

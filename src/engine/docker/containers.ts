@@ -1,9 +1,10 @@
 /** ContainerClient over dockerode. */
 import type Dockerode from 'dockerode';
-import { PassThrough, type Readable } from 'node:stream';
+import { PassThrough, type Duplex, type Readable } from 'node:stream';
 import { isConflict, isNotFound, isNotModified } from '../errors';
 import { Demux } from './demux';
-import type { ContainerClient, ContainerCreateSpec, ContainerDetails, ContainerSummary, MountSummary } from '../types';
+import type { ContainerClient, ContainerCreateSpec, ContainerDetails, ContainerSummary, ExecOptions, ExecSession, MountSummary } from '../types';
+import { execSession } from './exec-session';
 import type { BoundedCalls } from './deadline';
 import { withProgress } from './deadline';
 import { labelFilter } from './filters';
@@ -136,6 +137,7 @@ export function createOptions(spec: ContainerCreateSpec): Dockerode.ContainerCre
     name: spec.name,
     Image: spec.image,
     ...(spec.cmd ? { Cmd: spec.cmd } : {}),
+    ...(spec.entrypoint ? { Entrypoint: spec.entrypoint } : {}),
     Env: spec.env,
     WorkingDir: spec.workingDir,
     Labels: spec.labels,
@@ -237,6 +239,28 @@ export class DockerContainers implements ContainerClient {
         return info.ExitCode ?? -1;
       },
       { ms },
+    );
+  }
+
+  /** Bounded until the engine answers the start; the session then lasts as long as its reader wants. */
+  async execStart(id: string, o: ExecOptions): Promise<ExecSession> {
+    return this.calls.run(
+      'containers.execStart',
+      async () => {
+        const ex = await this.docker.getContainer(id).exec({
+          Cmd: o.cmd,
+          AttachStdout: true,
+          AttachStderr: true,
+          AttachStdin: o.stdin === true,
+          Tty: o.tty === true,
+          ...(o.user !== undefined ? { User: o.user } : {}),
+          ...(o.workingDir !== undefined ? { WorkingDir: o.workingDir } : {}),
+          ...(o.env?.length ? { Env: o.env } : {}),
+        });
+        const socket = (await ex.start({ hijack: true, stdin: o.stdin === true, Tty: o.tty === true })) as unknown as Duplex;
+        return execSession(ex, socket, o);
+      },
+      { stream: true },
     );
   }
 

@@ -162,6 +162,7 @@ export function createDockerEngine(docker?: Dockerode, o: DockerEngineOptions = 
   // The API version, negotiated by the first call (api-version.ts); a client made with a version of its own keeps it.
   const modem = d.modem as unknown as { version?: string };
   let said: { version: string; apiVersion: string } | undefined;
+  let arch: string | undefined;
   negotiateApiOn(d, calls, {
     said: (v) => (said = v),
     talks: (version) => {
@@ -169,7 +170,7 @@ export function createDockerEngine(docker?: Dockerode, o: DockerEngineOptions = 
     },
   });
   const containers = new DockerContainers(d, calls);
-  return {
+  const engine: Engine = {
     async boot() {
       if (!fresh) {
         fresh = unpooled(d);
@@ -197,13 +198,15 @@ export function createDockerEngine(docker?: Dockerode, o: DockerEngineOptions = 
       await calls.run('ping', () => d.ping());
     },
     async version() {
-      // the negotiation's answer when it was made (the engine asked once), else asked now
-      if (!said) {
+      // the negotiation's answer when it was made, else asked now (and the engine's machine with it, once)
+      if (!said || arch === undefined) {
         const v = await calls.run('version', () => d.version());
-        said ??= { version: v.Version, apiVersion: v.ApiVersion };
+        said = { version: v.Version, apiVersion: v.ApiVersion };
+        arch = (v as { Arch?: string }).Arch ?? '';
       }
-      return { ...said, talks: (modem.version ?? '').replace(/^v/, '') || said.apiVersion };
+      return { ...said, talks: (modem.version ?? '').replace(/^v/, '') || said.apiVersion, ...(arch ? { arch } : {}) };
     },
+    reach: (id: string) => Promise.resolve({ engine, id, where: calls.address }),
     abandon(reason: string) {
       calls.abandon(reason);
     },
@@ -234,4 +237,5 @@ export function createDockerEngine(docker?: Dockerode, o: DockerEngineOptions = 
     },
     remote: null,
   };
+  return engine;
 }

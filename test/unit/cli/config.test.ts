@@ -38,6 +38,11 @@ const NOT_IN_FILE = new Set([
   'verbose',
   'by',
   'baseline',
+  // berth exec and berth release: each call's own
+  'workdir',
+  'interactive',
+  'tty',
+  'exit-code',
 ]);
 
 function commands(): Command[] {

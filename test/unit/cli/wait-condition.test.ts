@@ -79,6 +79,12 @@ describe('wait condition', function () {
     expect(endLine(tally([]))).to.equal('0 passed, 0 failed, 0 infrastructure');
     const many = tally(Array.from({ length: 7 }, (_, i) => ({ name: `x${i}`, outcome: { outcome: 'infra' as const, reason: 'Lost' } })));
     expect(endLine(many)).to.equal('0 passed, 0 failed, 7 infrastructure (7 Lost: x0, x1, x2, x3, x4 and 2 more)');
+    // runs touched by hand (berth exec, berth cp, the API) are named, never counted as clean ones silently
+    expect(endLine(tally([{ name: 'a', outcome: { outcome: 'passed' as const } }]), ['a'])).to.equal(
+      '1 passed, 0 failed, 0 infrastructure, 1 touched by hand (a)',
+    );
+    const six = Array.from({ length: 6 }, (_, i) => `t${i}`);
+    expect(endLine(tally([]), six)).to.equal('0 passed, 0 failed, 0 infrastructure, 6 touched by hand (t0, t1, t2, t3, t4 and 1 more)');
   });
 
   it('a run whose harvest failed (HarvestFailed, still Running) ends the wait with 1, as reconcile --wait', function () {

@@ -2,6 +2,7 @@
 import { expect } from 'chai';
 import { REASONS } from '../../../src/constants';
 import { toJunit, xmlEscape } from '../../../src/sets/junit';
+import { toMarkdown } from '../../../src/sets/markdown';
 import { passAtK, passHatK, percentile, rateWithStderr } from '../../../src/sets/stats';
 import { setsOfLoad, summarize as summarizeGroups, type SetChild } from '../../../src/sets/summary';
 import type { LoadedSpec, SetPolicy } from '../../../src/spec/types';
@@ -177,6 +178,37 @@ describe('sets/summary', () => {
     expect(xml).to.contain('<error message="Failed, Lost" type="Lost"/>');
     expect(xml).to.match(/<testsuite name="x" tests="1" failures="0" errors="1" skipped="0"/);
     expect(xmlEscape('a\u0000b\u0007c"\'')).to.equal('abc&quot;&apos;');
+  });
+
+  it('a touched child (an exec or a copy made into its run) is said so in JUnit and Markdown, passed or not; clean ones are as before', () => {
+    const kid = (name: string, i: number) => ({
+      ...spec(name),
+      set: { set: { ...policy, name: 'x' }, coords: { model: 'm', task: 't', seed: String(i) }, index: i },
+    });
+    const kids = [kid('x-0', 0), kid('x-1', 1), kid('x-2', 2)];
+    const touched = { execs: 2, copies: 1, first: '2026-01-01T00:00:00Z', last: '2026-01-01T00:00:01Z' };
+    const r = new Map([
+      ['x-0', status('x-0', { phase: 'Succeeded', touched })],
+      ['x-1', status('x-1', { phase: 'Failed', reason: 'Error', exitCode: 1, touched })],
+      ['x-2', status('x-2', { phase: 'Succeeded' })],
+    ]);
+    const sum = summarize(kids, r, 0);
+    expect(sum.sets[0]?.touched).to.equal(2);
+    const xml = toJunit(sum);
+    const cases = xml.split('<testcase').slice(1);
+    expect(cases[0]).to.contain('<property name="berth.touched" value="2 execs, 1 copies"/>').and.contain('<system-out>TOUCHED: 2 execs and 1 copies');
+    expect(cases[1]).to.contain('<failure ').and.contain('berth.touched');
+    expect(cases[2]).to.match(/^ classname="x" name="x-2 \([^)]*\)" time="[\d.]+"\/>\n/);
+    const md = toMarkdown(sum);
+    expect(md).to.contain('### Touched by hand');
+    expect(md)
+      .to.match(/\| x-0 \| set\/x \| passed \| 2 \| 1 \|/)
+      .and.match(/\| x-1 \| set\/x \| failed \| 2 \| 1 \|/);
+    expect(md).not.to.match(/\| x-2 \| set\/x \| passed/);
+    r.set('x-0', status('x-0', { phase: 'Succeeded' }));
+    r.set('x-1', status('x-1', { phase: 'Failed', reason: 'Error', exitCode: 1 }));
+    expect(toMarkdown(summarize(kids, r, 0))).not.to.contain('Touched');
+    expect(toJunit(summarize(kids, r, 0))).not.to.contain('touched');
   });
 
   it('counts a child whose spec did not load as infra (Invalid), from the load', () => {

@@ -124,6 +124,7 @@ const attempt: fc.Arbitrary<NormalizedAttempt> = fc.record({
   user: fc.constant(null),
   credentials: fc.constant([]),
   readOnlyRootFilesystem: fc.constant(false),
+  sandbox: fc.constant(false),
   grade: fc.constant(null),
   sidecars: fc.array(sidecar, { maxLength: 2 }),
   // ignored for the hash: any value
@@ -180,12 +181,14 @@ describe('spec hash stays what it was', () => {
       .and.to.include('must be a quantity such as 1Gi, 1G or 500M');
   });
 
-  it('spec.user and spec.readOnlyRootFilesystem count for the hash only when set', () => {
+  it('spec.user, spec.readOnlyRootFilesystem and spec.sandbox count for the hash only when set', () => {
     fc.assert(
       fc.property(attempt, fc.nat(65535), fc.nat(65535), (s, uid, gid) => {
         expect(specHash({ ...s, user: { uid, gid } })).to.not.equal(specHash(s));
         expect(specHash({ ...s, user: { uid, gid } })).to.not.equal(specHash({ ...s, user: { uid: uid + 1, gid } }));
         expect(specHash({ ...s, readOnlyRootFilesystem: true })).to.not.equal(specHash(s));
+        expect(specHash({ ...s, sandbox: true })).to.not.equal(specHash(s));
+        expect(specHash({ ...s, sandbox: false })).to.equal(specHash(s));
       }),
       { numRuns: 100 },
     );
@@ -249,7 +252,7 @@ describe("a field added after the first hash cannot change an existing spec's ha
     const always = rules.filter(([, r]) => r === 'hash' || (typeof r === 'object' && r !== null && !('default' in r))).map(([k]) => k);
     expect([...always].sort()).to.deep.equal(FIRST);
     for (const [k, r] of rules) expect(FIRST.includes(k) || r === 'ignore' || later.some(([l]) => l === k), k).to.equal(true);
-    expect(later.map(([k]) => k)).to.include.members(['sidecars', 'user', 'readOnlyRootFilesystem', 'credentials']);
+    expect(later.map(([k]) => k)).to.include.members(['sidecars', 'user', 'readOnlyRootFilesystem', 'sandbox', 'credentials']);
   });
 
   it('a spec that does not write a later field loads with it at its declared default', async () => {
