@@ -40,6 +40,7 @@ import { RETRYABLE_REASONS } from './settled';
 import { admissionOrder, setStates } from './set-admission';
 import { diskPressure } from './disk-pressure';
 import { isGrader, planGrade } from './grade';
+import { heldRun } from './held';
 import { planDeleted, planHarvest, planUndesired } from './undesired';
 import type { AttemptAction, Operation, Plan, RunEnd } from './types';
 
@@ -130,6 +131,8 @@ function planFinished(v: RunView, rec: AttemptStatus): AttemptAction {
   const retryable = rec.phase === 'Failed' && (infra || RETRYABLE_REASONS.has(rec.reason ?? '')) && used < budget;
   // A run after this one: the old run's containers (and graders) go, its networks and volumes stay where they are still wanted.
   const runAgain = (cause: string, why: string): AttemptAction => {
+    // held at its last good spec (a broken file): the finished run's cleanup, no new run
+    if (loaded.held) return heldRun(base, loaded, why, pre);
     const next = desiredFor(inp, loaded, rec.run + 1);
     const oldRun = removeOps({ containers: [...current.containers, ...v.graders], networks: [], volumes: [] }, cause);
     const have: ObservedAttempt = { ...current, containers: [] };

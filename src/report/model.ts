@@ -98,6 +98,8 @@ export interface ReportSet extends Counts {
   cells: ReportCell[];
   /** The image id every created child ran, when they share one (null otherwise). */
   imageId: string | null;
+  /** Its file is broken: the numbers are its last good expansion's (spec/last-good.ts), and this is the first error that holds it. */
+  held?: string;
 }
 
 export interface ReportData {
@@ -360,6 +362,7 @@ function setOf(s: SetSummary): ReportSet {
       passRate: rateOf(c.passed, c.failed),
     })),
     imageId: s.image ? clip(s.image.id, REPORT_LIMITS.value) : null,
+    ...(s.heldBy?.[0] ? { held: clip(`${s.heldBy[0].file}:${s.heldBy[0].line}:${s.heldBy[0].col}: ${s.heldBy[0].message}`, REPORT_LIMITS.value) } : {}),
   };
 }
 

@@ -53,6 +53,12 @@ export function toJunit(s: Summary): string {
     lines.push(
       `  <testsuite name="${xmlEscape(set.name)}" tests="${set.n}" failures="${set.failed}" errors="${set.infra}" skipped="${set.skipped + set.unfinished}" time="${secs(time)}" timestamp="${s.generatedAt}">`,
     );
+    // a set held at its last good expansion (its file broken): said where CI shows a suite's properties
+    const held = set.heldBy?.[0];
+    if (held)
+      lines.push(
+        `    <properties>\n      <property name="berth.heldBy" value="${xmlEscape(`${held.file}:${held.line}:${held.col}: ${held.path ? `${held.path}: ` : ''}${held.message}`)}"/>\n    </properties>`,
+      );
     for (const c of set.children) lines.push(testcase(set, c));
     lines.push('  </testsuite>');
   }

@@ -7,8 +7,8 @@ import { instanceFilters } from '../../observe/snapshot';
 import { tagMoves, tagMoveText } from '../../observe/tag-moves';
 import { containerOwnership, imageLabels, recordedContainers } from '../../ownership';
 import { heldBy } from '../../spec/held';
-import { loadSpecs } from '../../spec/loader';
-import { specsOptions, type Context } from '../context';
+import { loadView } from './view-load';
+import { type Context } from '../context';
 import { formatIssue } from '../../spec/issue';
 import { runGrades } from '../../sets/grade-state';
 import { graderImage, gradeVerdict, gradeWhen } from '../../sets/grade-text';
@@ -18,7 +18,7 @@ import { pullText, readPulls } from '../pull-lines';
 import { age, table } from './shared';
 
 export async function runDescribe(ctx: Context, name: string): Promise<number> {
-  const [load, rec] = await Promise.all([loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsOptions(ctx) }), ctx.store().get(name)]);
+  const [load, rec] = await Promise.all([loadView(ctx), ctx.store().get(name)]);
   const loaded = load.specs.find((s) => s.spec.name === name);
   const damaged = rec ? undefined : ctx.store().damagedRecordOf(name);
   // Its own errors, those of an AttemptSet (invalid as a whole) that declares it, or its file's (spec/held.ts).
@@ -34,6 +34,11 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
   kv('Instance', ctx.instance);
   if (loaded) {
     const s = loaded.spec;
+    if (loaded.held) {
+      // its set's file (or its fixture) is broken: this is its last good spec (spec/last-good.ts)
+      kv('Spec', 'HELD at its last good spec (shown below): its file is broken; what runs goes on under it, nothing new starts until it is fixed');
+      for (const e of loaded.held) out.push(`                ${formatIssue(e)}`);
+    }
     kv('Spec file', `${loaded.source.file}:${loaded.source.line}`);
     kv('Spec hash', loaded.hash.slice(0, 16));
     if (loaded.revision) kv('Revision', `${loaded.revision} (in force)`);

@@ -64,7 +64,14 @@ export interface AttemptSetItem {
   apiVersion: string;
   kind: typeof KIND_ATTEMPT_SET;
   metadata: { name: string; source: string };
-  status: { valid: boolean; children: number; phases: Record<string, number>; outcomes: SetRow['outcomes'] };
+  status: {
+    valid: boolean;
+    children: number;
+    phases: Record<string, number>;
+    outcomes: SetRow['outcomes'];
+    /** Its file is broken: the counts are its last good expansion's, held by these errors. */
+    heldBy?: { file: string; line: number; col: number; path: string; message: string }[];
+  };
 }
 
 export function toSetItem(r: SetRow): AttemptSetItem {
@@ -72,7 +79,13 @@ export function toSetItem(r: SetRow): AttemptSetItem {
     apiVersion: API_VERSION,
     kind: KIND_ATTEMPT_SET,
     metadata: { name: r.name, source: r.source },
-    status: { valid: r.valid, children: r.children, phases: r.phases, outcomes: r.outcomes },
+    status: {
+      valid: r.valid,
+      children: r.children,
+      phases: r.phases,
+      outcomes: r.outcomes,
+      ...(r.held ? { heldBy: r.held.map(({ file, line, col, path, message }) => ({ file, line, col, path, message })) } : {}),
+    },
   };
 }
 

@@ -30,18 +30,7 @@ export async function printNotes(
   load: LoadReport,
   o: { names: readonly string[]; selector: readonly string[]; table: boolean },
 ): Promise<void> {
-  const held = rows.filter((r) => r.held?.length);
-  if (held.length) {
-    diag(
-      ctx,
-      'warn',
-      `${plural(held.length, 'attempt')} ${held.length === 1 ? 'keeps its' : 'keep their'} last good spec: ${held.length === 1 ? 'its spec is' : 'their specs are'} broken, and what runs is left as it is until fixed (berth validate shows every error)`,
-    );
-    for (const r of held) {
-      const first = r.held?.[0];
-      if (first) ctx.io.err(`  ${r.name}: ${formatIssue(first)}${(r.held?.length ?? 0) > 1 ? ` (and ${(r.held?.length ?? 1) - 1} more)` : ''}\n`);
-    }
-  }
+  heldNote(ctx, rows);
   if (load.rootError) diag(ctx, 'warn', `${load.rootError.file}: ${load.rootError.message}; listing the records of the state folder alone`);
   const where = `instance "${ctx.instance}", state folder ${ctx.stateDir}, specs ${ctx.revision !== undefined ? `revision ${ctx.revision} (${ctx.specsDir})` : ctx.specsDir}`;
   if (rows.length === 0) {
@@ -127,4 +116,36 @@ async function otherInstances(ctx: Context): Promise<string[]> {
     if (files.some((f) => f.endsWith('.json'))) out.push(n);
   }
   return out;
+}
+
+/** Names listed per error at most; the rest are counted. */
+const HELD_NAMES = 5;
+
+/**
+ * The attempts held at their last good spec (spec/held.ts), on stderr: those that share an error
+ * (a set's children, whose set file broke) on one line, up to five named. A set's child goes on
+ * under its set's last good spec (spec/last-good.ts); a plain Attempt is left as it is.
+ */
+export function heldNote(ctx: Context, rows: readonly Pick<Row, 'name' | 'held' | 'spec'>[]): void {
+  const held = rows.filter((r) => r.held?.length);
+  if (!held.length) return;
+  const goOn = held.every((r) => r.spec !== null);
+  diag(
+    ctx,
+    'warn',
+    `${plural(held.length, 'attempt')} ${held.length === 1 ? 'keeps its' : 'keep their'} last good spec: ${held.length === 1 ? 'its spec is' : 'their specs are'} broken; ${
+      goOn ? 'what runs goes on under it and nothing new starts' : 'what runs is left as it is'
+    } until fixed (berth validate shows every error)`,
+  );
+  const byError = new Map<string, string[]>();
+  for (const r of held) {
+    const first = r.held?.[0];
+    if (!first) continue;
+    const line = `${formatIssue(first)}${(r.held?.length ?? 0) > 1 ? ` (and ${(r.held?.length ?? 1) - 1} more)` : ''}`;
+    byError.set(line, [...(byError.get(line) ?? []), r.name]);
+  }
+  for (const [line, names] of byError) {
+    const shown = names.slice(0, HELD_NAMES).join(', ') + (names.length > HELD_NAMES ? ` and ${names.length - HELD_NAMES} more` : '');
+    ctx.io.err(`  ${shown}: ${line}\n`);
+  }
 }

@@ -7,13 +7,16 @@ import { EXIT, PHASES, REASONS } from '../../constants';
 import { latestGrade } from '../../sets/grade-state';
 import { graderImage, gradeLabel } from '../../sets/grade-text';
 import { heldBy } from '../../spec/held';
-import { loadSpecs, type LoadReport } from '../../spec/loader';
+import { formatIssue } from '../../spec/issue';
+import { diag, plural } from '../diag';
+import type { LoadReport } from '../../spec/loader';
+import { loadView } from './view-load';
 import type { SpecError } from '../../spec/types';
 import type { DamagedRecord } from '../../status/store';
 import type { AttemptStatus } from '../../status/types';
 import type { NormalizedAttempt } from '../../spec/types';
 import { cellText, JsonPathError, parseCustomColumns, parsePath, parseTemplate, renderTemplate, sortByPath } from '../jsonpath';
-import { specsOptions, UsageError, type Context } from '../context';
+import { UsageError, type Context } from '../context';
 import { matches, parseSelectors, SelectorError, type Selector } from '../selector';
 import { outcomeOf, watched } from '../wait-condition';
 import type { Classified } from '../../sets/outcome';
@@ -104,10 +107,7 @@ export async function collectRows(ctx: Context, wanted: readonly string[] = [], 
 export async function collectView(ctx: Context, wanted: readonly string[] = [], selector: readonly string[] = []): Promise<{ rows: Row[]; load: LoadReport }> {
   const want = selectorOf(selector);
   const only = wanted.length ? new Set(wanted) : undefined;
-  const [load, statuses] = await Promise.all([
-    loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsOptions(ctx) }),
-    ctx.store().loadAll(),
-  ]);
+  const [load, statuses] = await Promise.all([loadView(ctx), ctx.store().loadAll()]);
   const store = ctx.store();
   const damaged = store.damaged();
   const specs = new Map(load.specs.map((s) => [s.spec.name, s]));
@@ -121,9 +121,9 @@ export async function collectView(ctx: Context, wanted: readonly string[] = [], 
     if (!matches(want, labels)) continue;
     const st = statuses.get(n);
     const bad = st ? undefined : store.damagedRecordOf(n);
-    const held = st ? heldBy(load, ctx.specsDir, n, st.source) : [];
-    const end = st?.finishedAt ? Date.parse(st.finishedAt) : now;
     const loaded = specs.get(n);
+    const held = loaded ? (loaded.held ?? []) : st ? heldBy(load, ctx.specsDir, n, st.source) : [];
+    const end = st?.finishedAt ? Date.parse(st.finishedAt) : now;
     const score = loaded?.spec.grade ? (st ? latestGrade(st)?.score : undefined) : st?.score;
     rows.push({
       name: n,
@@ -206,15 +206,14 @@ export interface SetRow {
   /** Children by how they count (passed, failed, infra, skipped, unfinished), as summary counts them. */
   outcomes: Record<Classified['outcome'], number>;
   source: string;
+  /** Its file is broken (or its fromDir missing): the row is its last good expansion's (spec/last-good.ts), held by these errors. */
+  held?: SpecError[];
 }
 
 /** One row per AttemptSet: its children (those matching the selector) counted by phase; no record yet counts as Pending. */
 export async function collectSetRows(ctx: Context, name?: string, selector: readonly string[] = []): Promise<SetRow[]> {
   const want = selectorOf(selector);
-  const [load, statuses] = await Promise.all([
-    loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsOptions(ctx) }),
-    ctx.store().loadAll(),
-  ]);
+  const [load, statuses] = await Promise.all([loadView(ctx), ctx.store().loadAll()]);
   const specs = new Map(load.specs.map((s) => [s.spec.name, s]));
   const rows: SetRow[] = [];
   for (const [setName, set] of [...(load.sets ?? new Map())].sort(([a], [b]) => (a < b ? -1 : 1))) {
@@ -231,7 +230,15 @@ export async function collectSetRows(ctx: Context, name?: string, selector: read
       outcomes[outcomeOf(watched(c, specs.get(c), statuses.get(c))).outcome]++;
     }
     if (want.length && children === 0) continue;
-    rows.push({ name: setName, valid: set.valid, children, phases, outcomes, source: `${set.policy.source.file}:${set.policy.source.line}` });
+    rows.push({
+      name: setName,
+      valid: set.valid,
+      children,
+      phases,
+      outcomes,
+      source: `${set.policy.source.file}:${set.policy.source.line}`,
+      ...(set.held ? { held: set.held } : {}),
+    });
   }
   return rows;
 }
@@ -276,6 +283,19 @@ async function runGetSets(ctx: Context, name: string | undefined, o: GetOptions)
     ctx.io.out(customColumns(o.output.slice('custom-columns='.length), rows.map(toSetItem), o.headers !== false));
   else if (rows.length === 0) ctx.io.out('No AttemptSets.\n');
   else ctx.io.out(renderSetRows(rows));
+  // what a table cannot say (on stderr): sets held at their last good expansion, with the error that holds each
+  const held = rows.filter((r) => r.held);
+  if (held.length) {
+    diag(
+      ctx,
+      'warn',
+      `${plural(held.length, 'AttemptSet')} ${held.length === 1 ? 'keeps its' : 'keep their'} last good spec: ${held.length === 1 ? 'its file is' : 'their files are'} broken; the counts are of that spec's children, whose runs go on under it, and nothing new starts until it is fixed (berth validate shows every error)`,
+    );
+    for (const r of held) {
+      const first = r.held?.[0];
+      ctx.io.err(`  ${r.name}: ${first ? formatIssue(first) : 'its spec is broken'}\n`);
+    }
+  }
   return EXIT.ok;
 }
 

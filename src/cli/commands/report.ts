@@ -10,10 +10,10 @@ import { EXIT, REPORT_FILE } from '../../constants';
 import { reportFromLoad } from '../../report/from-load';
 import { runFiles } from '../../report/model';
 import { renderReport } from '../../report/render';
-import { loadSpecs } from '../../spec/loader';
+import { loadView } from './view-load';
 import { writeFileAtomic } from '../../status/atomic-file';
 import type { AttemptStatus } from '../../status/types';
-import { defaultMaxRunning, specsOptions, type Context } from '../context';
+import { defaultMaxRunning, type Context } from '../context';
 import { matches } from '../selector';
 import { selectorOf } from './get';
 import { readBaseline } from './compare';
@@ -50,10 +50,7 @@ async function presentFiles(records: Iterable<AttemptStatus>): Promise<Set<strin
 
 export async function runReport(ctx: Context, sets: string[], o: ReportOptions): Promise<number> {
   const want = selectorOf(o.selector ?? []);
-  const [load, statuses] = await Promise.all([
-    loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsOptions(ctx) }),
-    ctx.store().loadAll(),
-  ]);
+  const [load, statuses] = await Promise.all([loadView(ctx), ctx.store().loadAll()]);
   const known = new Set(load.sets?.keys() ?? []);
   const missing = sets.filter((s) => !known.has(s));
   if (missing.length) {

@@ -3,7 +3,7 @@
  * did, from the specs and the status records (no engine). See sets/summary.ts for what is counted.
  */
 import { EXIT } from '../../constants';
-import { loadSpecs } from '../../spec/loader';
+import { loadView } from './view-load';
 import { toJunit } from '../../sets/junit';
 import { toMarkdown } from '../../sets/markdown';
 import { setsOfLoad, summarize, summarizePlain, type SetSummary, type Summary } from '../../sets/summary';
@@ -11,8 +11,9 @@ import type { SetPolicy } from '../../spec/types';
 import { describeEngineError } from '../../engine/errors';
 import { imageIndex } from '../../observe/images';
 import { tagMoves, tagMoveText } from '../../observe/tag-moves';
-import { specsOptions, type Context } from '../context';
+import { type Context } from '../context';
 import { duration, table } from './shared';
+import { formatIssue } from '../../spec/issue';
 import { matches } from '../selector';
 import { selectorOf } from './get';
 
@@ -24,10 +25,7 @@ export interface SummaryOptions {
 
 export async function runSummary(ctx: Context, sets: string[], o: SummaryOptions): Promise<number> {
   const want = selectorOf(o.selector ?? []);
-  const [load, statuses] = await Promise.all([
-    loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsOptions(ctx) }),
-    ctx.store().loadAll(),
-  ]);
+  const [load, statuses] = await Promise.all([loadView(ctx), ctx.store().loadAll()]);
   const known = new Set(load.sets?.keys() ?? []);
   const missing = sets.filter((s) => !known.has(s));
   if (missing.length) {
@@ -104,6 +102,11 @@ function renderSet(s: SetSummary, title: string): string {
   out.push(
     `${title}: ${s.n} attempts, ${s.passed} passed, ${s.failed} failed, ${s.infra} infra${infra ? ` (${infra})` : ''}, ${s.skipped} skipped, ${s.unfinished} unfinished`,
   );
+  const held = s.heldBy?.[0];
+  if (held)
+    out.push(
+      `  held at its last good spec: its file is broken (${formatIssue(held)}${(s.heldBy?.length ?? 0) > 1 ? `, and ${(s.heldBy?.length ?? 1) - 1} more` : ''}); the counts are its last good expansion's`,
+    );
   if (s.resultsTruncated) out.push(`  results truncated: ${s.resultsTruncated} (past spec.harvest's caps; their manifest.json lists what was left out)`);
   out.push(`  pass rate ${pct(s.passRate)} ± ${pct(s.stderr)}   ${passAt(s.passAtK)}${s.samplesAxis ? `   (samples: ${s.samplesAxis})` : ''}`);
   if (s.grades) {

@@ -17,13 +17,13 @@ import type { Engine } from '../../engine/types';
 import { endLine, tally } from '../../sets/outcome';
 import { reconcilerOf, type Reconciler } from '../../status/reconciler';
 import { Waker } from '../../util/waker';
-import { loadSpecs } from '../../spec/loader';
 import { StatusStore } from '../../status/store';
 import { watchFolder } from '../../util/watch-folder';
-import { specsOptions, UsageError, type Context } from '../context';
+import { UsageError, type Context } from '../context';
 import { diag, plural } from '../diag';
 import { failOnOf, outcomeOf, parseWaitFor, settled, verdict, watched, type Watched } from '../wait-condition';
-import { collectRows } from './get';
+import { collectView } from './get';
+import { heldNote } from './get-notes';
 
 export interface WaitOptions {
   selector?: string[];
@@ -42,7 +42,7 @@ export async function runWait(ctx: Context, names: string[], o: WaitOptions): Pr
     throw new UsageError(`--for ${JSON.stringify(o.for)}: use finished or phase=<Phase> (Pending, Running, Succeeded, Failed, TimedOut, Invalid, Blocked)`);
   const failOn = failOnOf(o.failOn);
   const timeoutMs = o.timeout ?? DEFAULT_WAIT_TIMEOUT_MS;
-  const rows = await collectRows(ctx, names, o.selector ?? []);
+  const { rows, load } = await collectView(ctx, names, o.selector ?? []);
   const found = new Set(rows.map((r) => r.name));
   const missing = [...new Set(names)].filter((n) => !found.has(n));
   if (missing.length) {
@@ -53,7 +53,8 @@ export async function runWait(ctx: Context, names: string[], o: WaitOptions): Pr
     diag(ctx, 'error', "no attempts match: nothing to wait for (berth get lists the instance's attempts; check -l, --specs and --instance)");
     return EXIT.failed;
   }
-  const load = await loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsOptions(ctx) });
+  // attempts held at their last good spec (a broken file): judged under it, and said so
+  heldNote(ctx, rows);
   const specs = new Map(load.specs.map((s) => [s.spec.name, s]));
   const label = want.kind === 'finished' ? 'finished' : `phase=${want.phase}`;
 
