@@ -675,6 +675,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     .option('-f, --follow', 'follow the log')
     .option('--run <n>', 'that run (default: the current one); earlier runs from their harvested logs', int('--run', 1))
     .option('--sidecar <name>', "a sidecar's log (e.g. egress-proxy)")
+    .option('--grade [k]', "the grader's log of the run's grade k (default: its latest; spec.grade)", int('--grade', 1))
     .option('--tail <n>', 'only the last n lines', int('--tail', 0))
     .action(async (args: string[], o: LogsCmd.LogsOptions & { selector?: string[]; all?: boolean }, cmd: Command) => {
       const c = ctx(cmd);

@@ -29,16 +29,21 @@ const secs = (ms: number | null) => ((ms ?? 0) / 1000).toFixed(3);
 function testcase(set: SetSummary, c: ChildSummary): string {
   const cell = set.axes.map((a) => `${a}=${c.coords[a] ?? ''}`).join(', ');
   const head = `    <testcase classname="${xmlEscape(set.name)}" name="${xmlEscape(cell ? `${c.name} (${cell})` : c.name)}" time="${secs(c.durationMs)}"`;
-  const detail = [c.phase, c.reason, c.score !== null ? `score ${c.score}` : null].filter((x) => x !== null && x !== '').join(', ');
+  // The message names the outcome as get's RESULT does (`failed (score 0)`), the text the run's phase and reason.
+  const why = [c.outcome === 'infra' || c.outcome === 'skipped' ? c.reason : null, c.score !== null ? `score ${c.score}` : null].filter(
+    (x) => x !== null && x !== '',
+  );
+  const message = `${c.outcome}${why.length ? ` (${why.join(', ')})` : ''}`;
+  const run = `run ${c.phase}${c.reason ? ` (${c.reason})` : ''}`;
   switch (c.outcome) {
     case 'passed':
       return `${head}/>`;
     case 'failed':
-      return `${head}>\n      <failure message="${xmlEscape(detail)}" type="TaskFailed"/>\n    </testcase>`;
+      return `${head}>\n      <failure message="${xmlEscape(message)}" type="TaskFailed">${xmlEscape(run)}</failure>\n    </testcase>`;
     case 'infra':
-      return `${head}>\n      <error message="${xmlEscape(detail)}" type="${xmlEscape(c.reason ?? 'Infrastructure')}"/>\n    </testcase>`;
+      return `${head}>\n      <error message="${xmlEscape(message)}" type="${xmlEscape(c.reason ?? 'Infrastructure')}">${xmlEscape(run)}</error>\n    </testcase>`;
     default:
-      return `${head}>\n      <skipped message="${xmlEscape(c.outcome === 'skipped' ? detail : 'not finished')}"/>\n    </testcase>`;
+      return `${head}>\n      <skipped message="${xmlEscape(c.outcome === 'skipped' ? message : 'not finished')}"/>\n    </testcase>`;
   }
 }
 

@@ -14,7 +14,7 @@ import { loadView } from './view-load';
 import type { SpecError } from '../../spec/types';
 import type { DamagedRecord } from '../../status/store';
 import type { AttemptStatus } from '../../status/types';
-import type { NormalizedAttempt } from '../../spec/types';
+import type { LoadedSpec, NormalizedAttempt } from '../../spec/types';
 import { cellText, JsonPathError, parseCustomColumns, parsePath, parseTemplate, renderTemplate, sortByPath } from '../jsonpath';
 import { UsageError, type Context } from '../context';
 import { matches, parseSelectors, SelectorError, type Selector } from '../selector';
@@ -124,12 +124,12 @@ export async function collectView(ctx: Context, wanted: readonly string[] = [], 
     const loaded = specs.get(n);
     const held = loaded ? (loaded.held ?? []) : st ? heldBy(load, ctx.specsDir, n, st.source) : [];
     const end = st?.finishedAt ? Date.parse(st.finishedAt) : now;
-    const score = loaded?.spec.grade ? (st ? latestGrade(st)?.score : undefined) : st?.score;
+    const score = scoreOf(loaded, st);
     rows.push({
       name: n,
       phase: st?.phase ?? 'Pending',
       outcome: outcomeOf(watched(n, loaded, st)),
-      score: typeof score === 'number' && Number.isFinite(score) ? score : null,
+      score,
       reason: st?.reason ?? (st ? '' : bad ? REASONS.recordDamaged : REASONS.notReconciled),
       exitCode: st?.exitCode ?? null,
       run: st?.run ?? 0,
@@ -148,6 +148,12 @@ export async function collectView(ctx: Context, wanted: readonly string[] = [], 
     });
   }
   return { rows, load };
+}
+
+/** The score that decides a run: the latest grade's when spec.grade judges it, else its score file's; null without one. */
+export function scoreOf(loaded: LoadedSpec | undefined, st: AttemptStatus | undefined): number | null {
+  const score = loaded?.spec.grade ? (st ? latestGrade(st)?.score : undefined) : st?.score;
+  return typeof score === 'number' && Number.isFinite(score) ? score : null;
 }
 
 /**

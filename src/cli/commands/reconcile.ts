@@ -19,7 +19,7 @@ import type { Plan } from '../../plan/types';
 import type { LoadedSpec, LoadResult } from '../../spec/types';
 import type { AttemptStatus } from '../../status/types';
 import { estimateLeft, progressText, useColour, type ProgressState } from '../progress';
-import { activity } from '../../controller/activity';
+import { activity, planActivity } from '../../controller/activity';
 import { describeEngineError, isEngineDown, pingFailure } from '../../engine/errors';
 import type { Engine } from '../../engine/types';
 import { changeCount } from '../../plan/render';
@@ -29,6 +29,7 @@ import { diag, plural } from '../diag';
 import { liveLine } from '../live-line';
 import { pullsUnderWay } from '../pull-lines';
 import type * as GetCmd from './get';
+import type * as WaitCmd from './wait';
 import { reportLoadErrors, specsRootError } from './shared';
 import { takeWriterLocks } from './writer-lock';
 import { bindInstance, folderSource, gitSourceOf } from './instance-source';
@@ -40,6 +41,7 @@ import type * as GitOutcome from '../../git/outcome';
 import type { RevisionOutcomes } from '../../git/outcome';
 import { notifyOf } from '../notify-flags';
 import { endLine, tally } from '../../sets/outcome';
+import { gradePending, latestGrade } from '../../sets/grade-state';
 import { failOnOf, outcomeExit, outcomeOf, watched } from '../wait-condition';
 import type * as ControllerCmd from './controller';
 import { formatDuration } from '../../util/duration';
@@ -94,7 +96,7 @@ export interface ReconcileOptions extends GitFlags {
 }
 
 /** Where the run stands: settled attempts by how they count (as the end line counts them), the others by phase. */
-function progressState(
+export function progressState(
   load: LoadResult,
   statuses: ReadonlyMap<string, AttemptStatus>,
   pending: (sp: LoadedSpec) => boolean,
@@ -106,7 +108,9 @@ function progressState(
     const st = statuses.get(sp.spec.name);
     const o = pending(sp) ? 'unfinished' : outcomeOf(watched(sp.spec.name, sp, st, infraRetries)).outcome;
     if (o === 'unfinished') {
-      const ph = st?.phase ?? 'Pending';
+      // a finished run whose grade is to come (spec.grade) is neither done nor running: graded, or waiting for its grader
+      const grading = gradePending(sp, st) ? (latestGrade(st)?.state === 'grading' ? 'Grading' : 'waiting for a grade') : undefined;
+      const ph = grading ?? st?.phase ?? 'Pending';
       busy.set(ph, (busy.get(ph) ?? 0) + 1);
     } else outcomes[o] = (outcomes[o] ?? 0) + 1;
   }
@@ -208,13 +212,15 @@ async function passes(
   ctx.io.out(get.renderRows(rows, false));
   // The end line: passed, failed and infrastructure outcomes (Invalid and Blocked attempts are settled infrastructure outcomes).
   const specs = new Map((ended.load?.specs ?? []).map((s) => [s.spec.name, s]));
-  const counted = tally(
-    rows.map((r) => {
-      const w = watched(r.name, specs.get(r.name), r.status ?? undefined, cfg.policy.infraRetries);
-      return { name: r.name, outcome: outcomeOf(w) };
-    }),
-  );
+  const judged = rows.map((r) => ({
+    w: watched(r.name, specs.get(r.name), r.status ?? undefined, cfg.policy.infraRetries),
+    loaded: specs.get(r.name),
+    status: r.status ?? undefined,
+  }));
+  const counted = tally(judged.map(({ w }) => ({ name: w.name, outcome: outcomeOf(w) })));
   ctx.io.out(`${endLine(counted)}\n`);
+  // inside GitHub Actions: an annotation for each attempt that did not pass
+  (require('./wait') as typeof WaitCmd).annotateOutcomes(ctx, judged);
   // berth's own errors first: a spec error no Invalid attempt stands for, --timeout, a failed harvest.
   if (ended.load && strayErrors(ended.load, rows).length) return EXIT.usage;
   if (ended.timedOut) return EXIT.failed;
@@ -268,6 +274,7 @@ async function onePass(
     return EXIT.failed;
   }
   await firstLook(ctx, res.load, res.plan, git);
+  for (const line of planActivity(res.plan)) cfg.log.info(line);
   const failed = res.results.filter((r) => !r.ok);
   for (const f of failed) diag(ctx, 'error', `${f.attempt}: ${f.error ?? 'failed'}`);
   for (const r of res.results) {

@@ -1,6 +1,6 @@
 /** CI niceties, pure: spec errors as GitHub Actions annotations; the progress line, its estimate and colour. */
 import { expect } from 'chai';
-import { githubAnnotations } from '../../../src/cli/format-errors';
+import { githubAnnotations, outcomeAnnotations } from '../../../src/cli/format-errors';
 import { estimateLeft, progressText, useColour } from '../../../src/cli/progress';
 import type { SpecError } from '../../../src/spec/types';
 
@@ -15,6 +15,24 @@ describe('CI output', function () {
       /^::error file=\/elsewhere\/x%2Cy\.yaml,line=4,col=10,title=berth%3A schema::unknown/,
     );
     expect(githubAnnotations([], { cwd: '/' })).to.equal('');
+  });
+
+  it('attempts that did not pass as ::error annotations at their spec, titled by how they count; past 50, a notice counts the rest', function () {
+    const out = outcomeAnnotations(
+      [
+        { name: 'g-0', outcome: 'failed', text: 'failed (score 0)', file: '/w/repo/specs/g.yaml', line: 4 },
+        { name: 'g-1', outcome: 'infra', text: 'infra (ScoreMissing)' },
+      ],
+      { cwd: '/w/repo', workspace: '/w/repo' },
+    );
+    expect(out).to.equal(
+      '::error file=specs/g.yaml,line=4,title=berth%3A attempt g-0 failed::g-0 failed (score 0)\n' +
+        '::error title=berth%3A attempt g-1 ended with an infrastructure outcome::g-1 infra (ScoreMissing)\n',
+    );
+    const many = Array.from({ length: 52 }, (_, i) => ({ name: `a${i}`, outcome: 'failed' as const, text: 'failed' }));
+    const lines = outcomeAnnotations(many, { cwd: '/' }).trimEnd().split('\n');
+    expect(lines).to.have.length(51);
+    expect(lines[50]).to.equal('::notice title=berth::2 more attempts did not pass (berth summary lists them all)');
   });
 
   it('progress: done of total by outcome, the rest by phase; an estimate only once something settled; colour only on a terminal without NO_COLOR', function () {
