@@ -484,13 +484,16 @@ export function plan(inp: PlanInput): Plan {
     if (a.ops.length === 0) unchanged.set(name, a.status?.phase ?? 'Invalid');
     else actions.push(withLane(a));
   }
-  const emptySource = inp.specs.length === 0 && inp.protectedNames.size === 0 && (inp.snapshot.attempts.size > 0 || inp.statuses.size > 0);
+  const declaresNothing = inp.specs.length === 0 && inp.protectedNames.size === 0;
+  const emptySource = declaresNothing && (inp.snapshot.attempts.size > 0 || inp.statuses.size > 0);
+  // nothing declared, nothing on the instance either: a wrong --specs looks like this (refused unless --allow-empty)
+  const neverAny = declaresNothing && !emptySource && inp.unreadableFiles.size === 0 && inp.unreadableFolders.size === 0;
   const missingImages = [...ctx.missing].sort(([a], [b]) => cmp(a, b)).map(([image, attempts]) => ({ image, attempts: [...attempts].sort(cmp) }));
   return {
     at: inp.now,
     actions,
     unchanged,
-    ...(emptySource ? { emptySource: inp.allowEmpty ? 'allowed' : 'held' } : {}),
+    ...(emptySource ? { emptySource: inp.allowEmpty ? 'allowed' : 'held' } : neverAny ? { emptySource: 'empty' } : {}),
     ...(missingImages.length ? { missingImages } : {}),
     ...(ctx.pulls.size ? { pulls: [...ctx.pulls.values()] } : {}),
   };

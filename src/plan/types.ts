@@ -252,9 +252,11 @@ export interface Plan {
   unchanged: Map<string, Phase>;
   /**
    * The specs source yielded no attempt while the instance has some: 'held' leaves them all as
-   * they are; 'allowed' (`--allow-empty`) removes them as any deleted spec.
+   * they are; 'allowed' (`--allow-empty`) removes them as any deleted spec. 'empty': it yielded
+   * none and the instance has none either (no record, nothing on the engine): `reconcile --once`
+   * and `plan` refuse it (exit 2) unless `--allow-empty`, a controller says so.
    */
-  emptySource?: 'held' | 'allowed';
+  emptySource?: 'held' | 'allowed' | 'empty';
   /** Images an attempt needs that the engine does not hold (preflight), with the attempts that wait for each, sorted. */
   missingImages?: { image: string; attempts: string[] }[];
   /** Pulls the plan asks for (plan/pull-gate.ts), in the order their attempts will be admitted: the puller runs them. */

@@ -8,7 +8,7 @@ import { planPass } from '../../controller/pass';
 import { readOnlyEngine } from '../../engine/wrap';
 import { changeCount, planToJson, renderPlanTo } from '../../plan/render';
 import { passConfig, type Context } from '../context';
-import { reportLoadErrors, specsRootError } from './shared';
+import { emptySourceMessage, reportLoadErrors, specsRootError } from './shared';
 import { gitSourceFrom, peekRevision, type GitFlags } from '../git-flags';
 import type * as GitExec from '../../git/exec';
 import { describeSource, type InstanceSource } from '../../status/source-binding';
@@ -77,5 +77,9 @@ async function planFrom(ctx: Context, o: PlanOptions, source: InstanceSource, re
     renderPlanTo(plan, (s) => ctx.io.out(s));
   }
   if (load.errors.length) return EXIT.usage;
+  if (plan.emptySource === 'empty' && !o.allowEmpty) {
+    ctx.io.err(emptySourceMessage(ctx.instance, revision !== undefined ? `revision ${revision} (${ctx.specsDir})` : ctx.specsDir));
+    return EXIT.usage;
+  }
   return o.detailedExitcode && changeCount(plan) > 0 ? EXIT.changesPending : EXIT.ok;
 }

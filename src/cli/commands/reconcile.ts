@@ -30,7 +30,7 @@ import { liveLine } from '../live-line';
 import { pullsUnderWay } from '../pull-lines';
 import type * as GetCmd from './get';
 import type * as WaitCmd from './wait';
-import { reportLoadErrors, specsRootError } from './shared';
+import { emptySourceMessage, reportLoadErrors, specsRootError } from './shared';
 import { takeWriterLocks } from './writer-lock';
 import { bindInstance, folderSource, gitSourceOf } from './instance-source';
 import { watchInterrupts, type Interrupt } from '../interrupt';
@@ -245,15 +245,24 @@ interface Ended {
   timedOut?: boolean;
 }
 
-/** What the first look at the specs says: their errors, a source held empty, a git revision applied. */
-async function firstLook(ctx: Context, load: LoadResult, plan: Plan, git?: GitSource): Promise<void> {
+/**
+ * What the first look at the specs says: their errors, a source held empty, a git revision
+ * applied. True when the source declares nothing for an instance that never had anything and
+ * `--allow-empty` was not given: the command exits 2.
+ */
+async function firstLook(ctx: Context, load: LoadResult, plan: Plan, git: GitSource | undefined, allowEmpty: boolean): Promise<boolean> {
   reportLoadErrors(ctx, load);
   if (git && load.revision !== undefined) await git.applied(load.revision, load.errors);
+  if (plan.emptySource === 'empty' && !allowEmpty && load.errors.length === 0) {
+    ctx.io.err(emptySourceMessage(ctx.instance, git ? `${git.cfg.url.display} at ${short(load.revision ?? '')}` : ctx.specsDir));
+    return true;
+  }
   if (plan.emptySource === 'held') {
     ctx.io.err(
       `berth: ${git ? `${git.cfg.url.display} at ${short(load.revision ?? '')}` : ctx.specsDir} yields no attempts while instance ${ctx.instance} has some: nothing was removed (--allow-empty removes them; berth clean removes everything)\n`,
     );
   }
+  return false;
 }
 
 /** `--once` alone: one pass. */
@@ -273,7 +282,7 @@ async function onePass(
     diag(ctx, 'error', describeEngineError(err));
     return EXIT.failed;
   }
-  await firstLook(ctx, res.load, res.plan, git);
+  if (await firstLook(ctx, res.load, res.plan, git, cfg.allowEmpty === true)) return EXIT.usage;
   for (const line of planActivity(res.plan)) cfg.log.info(line);
   const failed = res.results.filter((r) => !r.ok);
   for (const f of failed) diag(ctx, 'error', `${f.attempt}: ${f.error ?? 'failed'}`);
@@ -373,7 +382,9 @@ async function untilFinal(
       planned: (load, plan) => {
         if (!first) return;
         first = false;
-        firstDone = firstLook(ctx, load, plan, git);
+        firstDone = firstLook(ctx, load, plan, git, cfg.allowEmpty === true).then((refused) => {
+          if (refused) end(EXIT.usage);
+        });
       },
       settled: () => void check().catch(fail),
       engineDown: (err) => {

@@ -63,3 +63,12 @@ export function table(rows: string[][]): string {
       .join('\n') + '\n'
   );
 }
+
+/**
+ * A source that declares no attempt for an instance that has never had one (plan.emptySource
+ * 'empty'): what a wrong `--specs` or `BERTH_SPECS` looks like, so `reconcile --once` and `plan`
+ * refuse it (exit 2) unless `--allow-empty` (Argo CD's allowEmpty).
+ */
+export function emptySourceMessage(instance: string, where: string): string {
+  return `berth: ${where} declares no attempts (no Attempt or AttemptSet in its spec files) and instance "${instance}" has none: nothing to reconcile. A wrong --specs (or BERTH_SPECS, --git-path) looks like this; --allow-empty accepts an empty source\n`;
+}
