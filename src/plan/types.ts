@@ -2,6 +2,7 @@
  * The plan is data: per attempt, an action made of operations, each with a type, a resource
  * id (`container:<name>`) and the cause it exists for. The executor runs it without deciding.
  */
+import type { SpecChange } from '../spec/spec-diff';
 import type { Phase } from '../constants';
 import type { NetworkCreateSpec, VolumeCreateSpec } from '../engine/types';
 import type { DesiredAttempt } from '../desired/types';
@@ -243,6 +244,12 @@ export interface AttemptAction {
   ending?: true;
   takesSlot?: true;
   waitsForSlot?: true;
+  /**
+   * `plan` only (cli/commands/plan.ts fills it; the planner never does): the fields the new spec
+   * changes from the one the attempt's run was made from (spec/spec-diff.ts), or why they are not
+   * known (`unknown`: a run begun before berth kept its spec).
+   */
+  specDiff?: { changes: SpecChange[] } | { unknown: string };
 }
 
 export interface Plan {

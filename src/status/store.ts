@@ -18,6 +18,7 @@
  * folder) that is not a folder is a StateFolderError naming it (damaged.ts).
  */
 import { ImagePins } from './pins';
+import { RunSpecs } from './run-specs';
 import { promises as fs, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { DEFAULTS, LEGACY_CHILD_NAME } from '../constants';
@@ -138,6 +139,8 @@ export class StatusStore {
   readonly dir: string;
   /** The images the instance's AttemptSets are pinned to (status/pins.ts), beside the records. */
   readonly pins: ImagePins;
+  /** The spec each attempt's current run was made from (status/run-specs.ts), for `plan`'s diff. */
+  readonly runSpecs: RunSpecs;
   /** Where damaged records are kept. */
   readonly damagedDir: string;
   /** The records of a large folder in one file, a cache of them (index-file.ts). */
@@ -153,6 +156,7 @@ export class StatusStore {
     this.stateDir = path.resolve(stateDir);
     this.dir = path.join(path.resolve(stateDir), instance, 'attempts');
     this.pins = new ImagePins(stateDir, instance);
+    this.runSpecs = new RunSpecs(stateDir, instance);
     this.damagedDir = path.join(path.resolve(stateDir), instance, 'damaged');
     this.indexFile = path.join(path.resolve(stateDir), instance, 'attempts.index.json');
   }
@@ -323,9 +327,11 @@ export class StatusStore {
   }
 
   private async doRecover(): Promise<void> {
-    await removeStaleTemps(this.dir, DEFAULTS.staleTempMs, this.now()).catch((err: unknown) => {
-      this.opts.warn?.(`${this.dir}: could not remove temp files of interrupted writes (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
-    });
+    for (const dir of [this.dir, this.runSpecs.dir]) {
+      await removeStaleTemps(dir, DEFAULTS.staleTempMs, this.now()).catch((err: unknown) => {
+        this.opts.warn?.(`${dir}: could not remove temp files of interrupted writes (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+      });
+    }
     await this.loadAll();
     if (this.folderDamage && !this.folderDamage.keptAt && folderProblem(this.dir)) await this.setFolderAside(this.folderDamage);
     for (const d of [...this.damagedNow.values()]) {
@@ -408,6 +414,7 @@ export class StatusStore {
     await this.recover();
     const map = await this.loadAll();
     await fs.rm(this.file(name), { force: true });
+    await this.runSpecs.remove(name);
     map.delete(name);
     this.damagedNow.delete(name);
   }
