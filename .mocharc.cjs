@@ -8,7 +8,7 @@ const side = [
   'test/engine/swarm/**/*.test.ts',
   'test/engine/git-*.test.ts',
   // named one by one: mocha's spec does not expand braces (its ignore does)
-  ...['disk-btrfs', 'disk-xfs', 'dns', 'engine-restart', 'engines', 'infra', 'packaging', 'report-browser', 'report-large'].map(
+  ...['disk-btrfs', 'disk-xfs', 'dns', 'engine-restart', 'engines', 'infra', 'packaging', 'report-browser', 'report-large', 'weak-isolation'].map(
     (f) => `test/engine/${f}.test.ts`,
   ),
 ];

@@ -356,6 +356,10 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     )
     .option('--allow-empty', "let a specs folder with no attempts remove the instance's attempts (default: such a folder removes nothing)")
     .option(
+      '--allow-weak-isolation',
+      'run attempts on an engine that would not isolate them (no seccomp, an unknown default runtime; berth version shows what it has)',
+    )
+    .option(
       '--infra-retries <n>',
       `re-runs of an attempt after infrastructure deaths (EngineRestarted, StartFailed), apart from its spec's retries (default ${DEFAULTS.infraRetries})`,
       int('--infra-retries', 0),

@@ -410,6 +410,8 @@ export interface EventClient {
   first(id: string, actions: string[], opts: { since: number; until: number; signal?: AbortSignal }): Promise<EngineEvent | undefined>;
 }
 
+import type { HostIsolation } from './isolation';
+
 export interface Engine {
   containers: ContainerClient;
   networks: NetworkClient;
@@ -423,6 +425,12 @@ export interface Engine {
    * its own).
    */
   version(): Promise<{ version: string; apiVersion: string; talks?: string }>;
+  /**
+   * What the engine says of the isolation it gives every container (its GET /info: seccomp,
+   * AppArmor, SELinux, user namespaces, cgroup version, storage driver, default runtime;
+   * engine/isolation.ts). A swarm: its manager's.
+   */
+  isolation(): Promise<HostIsolation>;
   /** Where the engine is, for messages (no credentials). */
   readonly address?: string;
   /**

@@ -21,11 +21,11 @@ import { ImagePins } from './pins';
 import { RunSpecs } from './run-specs';
 import { promises as fs, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { DEFAULTS, LEGACY_CHILD_NAME } from '../constants';
+import { DEFAULTS, LEGACY_CHILD_NAME, SCHEMA_VERSIONS } from '../constants';
 import { CorruptJsonError, isCode, readJsonFileSync, removeStaleTemps, writeFileAtomic } from './atomic-file';
 import { checkStateFolder, folderProblem, setAside } from './damaged';
 import type { AttemptStatus } from './types';
-import { recordProblem } from './validate';
+import { recordProblem, refuseNewer, upgradeRecord } from './validate';
 import { mapChunked } from '../util/pool';
 import { folderStamp, INDEX_MIN_RECORDS, RACY_MS, readIndex, sameStamp, writeIndex, type IndexEntry } from './index-file';
 
@@ -180,9 +180,13 @@ export class StatusStore {
       return { problem: `cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})` };
     }
     if (value === undefined) return undefined;
+    // a newer record stops the command (NewerRecordError) before its shape is judged: never taken for damage
+    refuseNewer(value, file);
     const problem = recordProblem(value, name, this.instance);
     if (problem) return { problem };
-    return { rec: this.opts.compact ? shareStrings(value as AttemptStatus) : (value as AttemptStatus) };
+    // an older record upgraded
+    const rec = upgradeRecord(value as AttemptStatus & Record<string, unknown>, file);
+    return { rec: this.opts.compact ? shareStrings(rec) : rec };
   }
 
   async loadAll(): Promise<Map<string, AttemptStatus>> {
@@ -403,7 +407,8 @@ export class StatusStore {
             ],
           }
         : {};
-    const next = { ...rec, ...rebuilt, updatedAt: new Date(this.now()).toISOString() };
+    const { schemaVersion: _v, ...fields } = rec;
+    const next = { schemaVersion: SCHEMA_VERSIONS.statusRecord, ...fields, ...rebuilt, updatedAt: new Date(this.now()).toISOString() };
     await this.ensureDir(map, rec.name);
     await writeFileAtomic(this.file(rec.name), JSON.stringify(next, null, 2) + '\n');
     map.set(rec.name, next);

@@ -57,6 +57,8 @@ export function createSwarmBackend(o: SwarmBackendOptions = {}): Engine & { runs
     events: new SwarmEvents(manager.events, swarm, pool, now),
     ping: () => manager.ping(),
     version: () => manager.version(),
+    // the manager's: each node's engine is checked when it is probed (backend/swarm/nodes.ts)
+    isolation: () => manager.isolation(),
     address: swarm.address,
     useCredentials: (credentialFor) => {
       runs.images = new NodeImages(manager.images, credentialFor);

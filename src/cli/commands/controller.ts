@@ -20,6 +20,7 @@ import { renderReport, reportCsp } from '../../report/render';
 import { passConfig, UsageError, type Context } from '../context';
 import type { ReconcileOptions } from './reconcile';
 import { takeWriterLocks, type WriterLocks } from './writer-lock';
+import { refusedForIsolation } from './host-check';
 import { bindInstance, folderSource, gitSourceOf } from './instance-source';
 import type { GitSource } from '../../git/source';
 import { gitSourceFrom } from '../git-flags';
@@ -117,6 +118,8 @@ async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortS
     ctx.io.err(`berth: ${pingFailure(first.err)}\n`);
     return EXIT.failed;
   }
+  // an engine that would not isolate an attempt runs none (unless --allow-weak-isolation)
+  if (await refusedForIsolation(ctx, engine, o.allowWeakIsolation === true)) return EXIT.failed;
   let saidEmpty = false;
   const controller = new Controller({
     cfg,

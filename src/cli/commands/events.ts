@@ -3,7 +3,7 @@
  * (src/cli/events.ts derives them from the status records). With -w, new events are printed
  * as the records change (file events), until SIGINT or SIGTERM.
  */
-import { EXIT } from '../../constants';
+import { EXIT, SCHEMA_VERSIONS } from '../../constants';
 import { Waker } from '../../util/waker';
 import { StatusStore } from '../../status/store';
 import { watchFolder } from '../../util/watch-folder';
@@ -27,7 +27,7 @@ async function load(ctx: Context, names?: ReadonlySet<string>): Promise<AttemptE
 function render(ctx: Context, events: AttemptEvent[], o: EventsOptions, headers: boolean): void {
   if (!events.length) return;
   if (o.output === 'json') {
-    ctx.io.out(events.map((e) => JSON.stringify(e) + '\n').join(''));
+    ctx.io.out(events.map((e) => JSON.stringify({ schemaVersion: SCHEMA_VERSIONS.events, ...e }) + '\n').join(''));
     return;
   }
   const now = Date.now();

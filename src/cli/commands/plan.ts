@@ -3,7 +3,7 @@
  * An instance bound to another source (instance-source.ts) is refused as reconcile refuses it,
  * binding nothing; with `--move-instance` the plan is that of the move.
  */
-import { EXIT } from '../../constants';
+import { EXIT, SCHEMA_VERSIONS } from '../../constants';
 import type { Plan } from '../../plan/types';
 import { diffForm, diffSpecs } from '../../spec/spec-diff';
 import type { LoadResult } from '../../spec/types';
@@ -75,7 +75,13 @@ async function planFrom(ctx: Context, o: PlanOptions, source: InstanceSource, re
   const { load, plan } = await planPass({ ...cfg, ...(revision !== undefined ? { revision } : {}) }, engine, ctx.store());
   withSpecDiffs(plan, load, ctx.store().runSpecs);
   if (o.output === 'json')
-    ctx.io.out(JSON.stringify({ ...(planToJson(plan) as object), ...(revision !== undefined ? { revision } : {}), errors: load.errors }, null, 2) + '\n');
+    ctx.io.out(
+      JSON.stringify(
+        { schemaVersion: SCHEMA_VERSIONS.plan, ...(planToJson(plan) as object), ...(revision !== undefined ? { revision } : {}), errors: load.errors },
+        null,
+        2,
+      ) + '\n',
+    );
   else {
     reportLoadErrors(ctx, load);
     if (revision !== undefined) ctx.io.out(`revision ${revision}\n`);

@@ -32,6 +32,7 @@ import type * as GetCmd from './get';
 import type * as WaitCmd from './wait';
 import { emptySourceMessage, reportLoadErrors, specsRootError } from './shared';
 import { takeWriterLocks } from './writer-lock';
+import { refusedForIsolation } from './host-check';
 import { bindInstance, folderSource, gitSourceOf } from './instance-source';
 import { watchInterrupts, type Interrupt } from '../interrupt';
 import { gitSourceFrom, type GitFlags } from '../git-flags';
@@ -93,6 +94,8 @@ export interface ReconcileOptions extends GitFlags {
   lockCheckSeconds?: number;
   /** Rebind an instance bound to another source to this one (instance-source.ts). */
   moveInstance?: boolean;
+  /** Run attempts on an engine that would not isolate them (host-check.ts). */
+  allowWeakIsolation?: boolean;
 }
 
 /** Where the run stands: settled attempts by how they count (as the end line counts them), the others by phase. */
@@ -138,6 +141,8 @@ export async function runReconcile(ctx: Context, o: ReconcileOptions): Promise<n
     ctx.io.err(`berth: ${pingFailure(err)}\n`);
     return EXIT.failed;
   }
+  // an engine that would not isolate an attempt runs none (unless --allow-weak-isolation)
+  if (await refusedForIsolation(ctx, engine, o.allowWeakIsolation === true)) return EXIT.failed;
   // The records are read (and damaged ones set aside) while the first pass's lists go out; the
   // pass awaits that before it changes anything. The specs folder is read once those lists are
   // out too (planPass): its synchronous reads, started earlier, would hold back the lock's calls.

@@ -11,7 +11,7 @@
  * (harvest/redaction.ts).
  */
 import { closeSync, constants as fsConstants, fstatSync, openSync, readFileSync } from 'node:fs';
-import { DEFAULTS, EXIT } from '../../constants';
+import { DEFAULTS, EXIT, SCHEMA_VERSIONS } from '../../constants';
 import { readSecret } from '../../pack/secrets';
 import { loadPaths, loadSpecs, type LoadReport } from '../../spec/loader';
 import { formatErrors, githubAnnotations, inGithubActions, type ReadLine } from '../format-errors';
@@ -46,6 +46,7 @@ export async function runValidate(paths: string[], opts: ValidateOptions, io: Va
   if (opts.output === 'json') {
     const sets = [...(report.sets ?? new Map())].map(([name, set]) => ({ name, valid: set.valid, children: set.children }));
     const body = {
+      schemaVersion: SCHEMA_VERSIONS.validate,
       valid,
       ...(opts.revision !== undefined ? { revision: opts.revision } : {}),
       files: report.files.length,

@@ -32,6 +32,7 @@ const NOT_IN_FILE = new Set([
   'detailed-exitcode',
   'no-headers',
   'allow-empty',
+  'allow-weak-isolation',
   'all',
   'sort-by',
   'limit',

@@ -25,6 +25,7 @@ function plain(f: FakeEngine): Engine {
     events: f.events,
     ping: () => f.ping(),
     version: () => f.version(),
+    isolation: () => f.isolation(),
     boot: () => f.boot(),
     abandon: (reason) => f.abandon(reason),
     local: null,
