@@ -135,7 +135,8 @@ export function renderPlanTo(p: Plan, write: (s: string) => void): void {
     lines.push(`Image ${m.image} is not on the engine: ${plural(m.attempts.length, 'attempt')} blocked (ImageMissing): ${nameList(m.attempts)}`);
   }
   for (const r of p.pulls ?? []) lines.push(`Image ${r.ref} is pulled first: ${plural(r.attempts.length, 'attempt')} wait (Pulling): ${nameList(r.attempts)}`);
-  const unchanged = p.unchanged.size + p.actions.filter((a) => a.ops.length === 0).length;
+  // an attempt with nothing to do is counted once (a Blocked one is both unchanged and an action without operations)
+  const unchanged = new Set([...p.unchanged.keys(), ...p.actions.filter((a) => a.ops.length === 0).map((a) => a.attempt)]).size;
   lines.push(
     withOps.length === 0
       ? `No changes: ${plural(unchanged, 'attempt')} as specified.`

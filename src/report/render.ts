@@ -56,7 +56,7 @@ function summary(d: ReportData): string {
         )
         .join('')}</table>`
     : '';
-  return `<div class="tiles">${tiles}</div>\n<div class="cols">${countTable('phase', s.byPhase)}${countTable('reason', s.byReason)}${sets}</div>`;
+  return `<div class="tiles">${tiles}</div>\n<div class="cols">${countTable('run phase (how the run ended; with a score or a grader, not whether it passed)', s.byPhase)}${countTable('run reason', s.byReason)}${sets}</div>`;
 }
 
 /** An image id as `docker images` shows it: 12 hex digits. */

@@ -12,10 +12,11 @@ import { type Context } from '../context';
 import { formatIssue } from '../../spec/issue';
 import { runGrades } from '../../sets/grade-state';
 import { graderImage, gradeVerdict, gradeWhen } from '../../sets/grade-text';
-import type { DiskLimit, GradeRecord } from '../../status/types';
+import type { AttemptStatus, DiskLimit, GradeRecord } from '../../status/types';
 import { showBytes } from '../../util/bytes';
 import { pullText, readPulls } from '../pull-lines';
 import { age, table } from './shared';
+import { eventsOf } from '../events';
 
 export async function runDescribe(ctx: Context, name: string): Promise<number> {
   const [load, rec] = await Promise.all([loadView(ctx), ctx.store().get(name)]);
@@ -233,12 +234,31 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
     if (!isEngineDown(err)) throw err;
     // What the records say is shown; the engine's part is not known.
     out.push('', 'Resources:      unknown (the engine did not answer)');
+    out.push(...eventsSection(rec));
     ctx.io.out(out.join('\n') + '\n');
     ctx.io.err(`berth: ${describeEngineError(err)}\n`);
     return EXIT.failed;
   }
+  out.push(...eventsSection(rec));
   ctx.io.out(out.join('\n') + '\n');
   return EXIT.ok;
+}
+
+/** Events shown at most (the newest; `berth events NAME` has them all). */
+const DESCRIBE_EVENTS = 20;
+
+/** kubectl describe's last section: the attempt's events (cli/events.ts), oldest first, the newest DESCRIBE_EVENTS. */
+function eventsSection(rec: AttemptStatus | undefined): string[] {
+  const all = rec ? eventsOf(rec) : [];
+  if (!all.length) return ['', 'Events:         <none>'];
+  const now = Date.now();
+  const shown = all.slice(-DESCRIBE_EVENTS);
+  const rows = shown.map((e) => [`  ${e.type}`, e.reason, age(e.at, now), e.message]);
+  return [
+    '',
+    `Events:${all.length > shown.length ? ` (the newest ${shown.length} of ${all.length}: berth events ${rec?.name ?? ''})` : ''}`,
+    table([['  TYPE', 'REASON', 'AGE', 'MESSAGE'], ...rows]).trimEnd(),
+  ];
 }
 
 /** `2 GiB (from resources.disk; measured by berth at an interval: ...)`: where the limit comes from and which way it is enforced. */

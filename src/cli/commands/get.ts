@@ -183,7 +183,10 @@ export function renderRows(rows: Row[], wide: boolean, headers = true): string {
   if (wide) head.push('IMAGE', 'IMAGE ID', 'LABELS', 'RESULTS');
   if (wide && graded) head.push('GRADER');
   const body = rows.map((r, i) => {
-    const base = [r.name, r.phase, r.reason || '-', r.exitCode === null ? '-' : String(r.exitCode), String(r.run || '-'), r.age, r.duration, resultText(r)];
+    // `berth delete` marked it (its resources gone, not run again while its spec keeps this hash): said in the row
+    const deleted = r.status?.deleted && r.status.deleted.specHash === r.status.specHash && r.status.reason !== REASONS.deleted;
+    const reason = deleted ? `${r.reason ? `${r.reason}, ` : ''}deleted` : r.reason || '-';
+    const base = [r.name, r.phase, reason, r.exitCode === null ? '-' : String(r.exitCode), String(r.run || '-'), r.age, r.duration, resultText(r)];
     const g = grades[i];
     if (graded) base.push(g ? gradeLabel(g) : '-');
     if (cells) base.push(r.cell ? coordsText(r.cell.coords) : '-');
@@ -249,21 +252,29 @@ export async function collectSetRows(ctx: Context, name?: string, selector: read
   return rows;
 }
 
-/** The outcome columns of `get --sets`: what the children's runs count as (summary's classes), after their phases. */
-const SET_OUTCOMES = ['passed', 'failed', 'infra'] as const;
+/**
+ * The outcome columns of `get --sets`: how the children's runs count (summary's classes). Their
+ * phases (a run that Succeeded may have failed its score) are one column of `-o wide`, `PHASES`,
+ * so no two columns share a name and no phase count reads as a result.
+ */
+const SET_OUTCOMES = ['passed', 'failed', 'infra', 'skipped', 'unfinished'] as const;
 
-function renderSetRows(rows: SetRow[]): string {
-  const head = ['NAME', 'CHILDREN', ...SET_OUTCOMES.map((o) => o.toUpperCase()), ...PHASES.map((p) => p.toUpperCase()), 'SOURCE'];
-  return table([
-    head,
-    ...rows.map((r) => [
-      r.valid ? r.name : `${r.name} (invalid)`,
-      String(r.children),
-      ...SET_OUTCOMES.map((o) => String(r.outcomes[o])),
-      ...PHASES.map((p) => String(r.phases[p] ?? 0)),
-      r.source,
-    ]),
+function renderSetRows(rows: SetRow[], wide: boolean, headers: boolean): string {
+  const head = ['NAME', 'CHILDREN', ...SET_OUTCOMES.map((o) => o.toUpperCase()), ...(wide ? ['PHASES'] : []), 'SOURCE'];
+  const body = rows.map((r) => [
+    r.valid ? r.name : `${r.name} (invalid)`,
+    String(r.children),
+    ...SET_OUTCOMES.map((o) => String(r.outcomes[o])),
+    ...(wide
+      ? [
+          PHASES.filter((p) => (r.phases[p] ?? 0) > 0)
+            .map((p) => `${r.phases[p]} ${p}`)
+            .join(', ') || '-',
+        ]
+      : []),
+    r.source,
   ]);
+  return table(headers ? [head, ...body] : body);
 }
 
 async function runGetSets(ctx: Context, name: string | undefined, o: GetOptions): Promise<number> {
@@ -288,7 +299,7 @@ async function runGetSets(ctx: Context, name: string | undefined, o: GetOptions)
   else if (o.output?.startsWith('custom-columns='))
     ctx.io.out(customColumns(o.output.slice('custom-columns='.length), rows.map(toSetItem), o.headers !== false));
   else if (rows.length === 0) ctx.io.out('No AttemptSets.\n');
-  else ctx.io.out(renderSetRows(rows));
+  else ctx.io.out(renderSetRows(rows, o.output === 'wide', o.headers !== false));
   // what a table cannot say (on stderr): sets held at their last good expansion, with the error that holds each
   const held = rows.filter((r) => r.held);
   if (held.length) {

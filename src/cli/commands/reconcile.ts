@@ -18,7 +18,7 @@ import type * as ControllerMod from '../../controller/controller';
 import type { Plan } from '../../plan/types';
 import type { LoadedSpec, LoadResult } from '../../spec/types';
 import type { AttemptStatus } from '../../status/types';
-import { estimateLeft, progressText, useColour, type ProgressState } from '../progress';
+import { estimateLeft, PROGRESS_HEARTBEAT_MS, progressText, useColour, type ProgressState } from '../progress';
 import { activity, planActivity } from '../../controller/activity';
 import { describeEngineError, isEngineDown, pingFailure } from '../../engine/errors';
 import type { Engine } from '../../engine/types';
@@ -96,6 +96,8 @@ export interface ReconcileOptions extends GitFlags {
   moveInstance?: boolean;
   /** Run attempts on an engine that would not isolate them (host-check.ts). */
   allowWeakIsolation?: boolean;
+  /** How often an unchanged progress line is written again off a terminal (no flag; tests; default PROGRESS_HEARTBEAT_MS). */
+  progressHeartbeatMs?: number;
 }
 
 /** Where the run stands: settled attempts by how they count (as the end line counts them), the others by phase. */
@@ -330,21 +332,43 @@ async function untilFinal(
   let checking = false;
   let again = false;
   const colour = useColour(ctx.io.isTTY, ctx.env);
+  const heartbeat = o.progressHeartbeatMs ?? PROGRESS_HEARTBEAT_MS;
+  /** The last state shown, when it was written, and when the count of settled attempts last changed (the estimate's pace). */
+  let lastState: ProgressState | undefined;
+  let lastWritten = 0;
+  let lastDone = 0;
+  let lastDoneAt = 0;
   const progress = (state: ProgressState): void => {
     const elapsed = Date.now() - started;
     const secs = Math.round(elapsed / 1000);
     const line = progressText(state);
-    // On a terminal the line is redrawn in place, in colour, with the time left; elsewhere (and
-    // as JSON) it is written when it changes: one plain line per change of state.
+    const done = Object.values(state.outcomes).reduce((a, n) => a + (n ?? 0), 0);
+    if (done !== lastDone) {
+      lastDone = done;
+      lastDoneAt = elapsed;
+    }
+    lastState = state;
+    // On a terminal the line is redrawn in place, in colour, with the time left (every second:
+    // ticker below); elsewhere (and as JSON) it is written when it changes, and again every
+    // PROGRESS_HEARTBEAT_MS while nothing does, so a long attempt never leaves the log silent.
+    const due = line !== lastLine || elapsed - lastWritten >= heartbeat;
     if (ctx.logFormat === 'json') {
-      if (line !== lastLine) diag(ctx, 'info', `[${secs}s] ${line}`, { progress: true, elapsedSeconds: secs });
+      if (due) diag(ctx, 'info', `[${secs}s] ${line}`, { progress: true, elapsedSeconds: secs });
     } else if (ctx.io.isTTY) {
-      const left = estimateLeft(state, elapsed);
+      const left = estimateLeft(state, elapsed, lastDoneAt);
       const pulling = controller.puller ? pullsUnderWay(controller.puller.view()) : '';
       live.show(`[${secs}s] ${progressText(state, colour)}${pulling ? ` · ${pulling}` : ''}${left ? ` · ${left}` : ''}`);
-    } else if (line !== lastLine) ctx.io.err(`[${secs}s] ${line}\n`);
+    } else if (due) ctx.io.err(`[${secs}s] ${line}\n`);
+    if (due) lastWritten = elapsed;
     lastLine = line;
   };
+  const ticker = setInterval(
+    () => {
+      if (lastState) progress(lastState);
+    },
+    ctx.io.isTTY && ctx.logFormat !== 'json' ? 1000 : heartbeat,
+  );
+  ticker.unref();
   // Whether every attempt is final, looked at whenever the controller may have become idle.
   const check = async (): Promise<void> => {
     if (checking) {
@@ -418,6 +442,7 @@ async function untilFinal(
     return e;
   } finally {
     clearTimeout(timer);
+    clearInterval(ticker);
     // Actions under way finish (those still waiting for a worker are dropped); attempts keep running.
     if (!stopped) await controller.stop();
     live.end();

@@ -14,6 +14,7 @@ import { loadView } from './view-load';
 import { writeFileAtomic } from '../../status/atomic-file';
 import type { AttemptStatus } from '../../status/types';
 import { defaultMaxRunning, type Context } from '../context';
+import { plural } from '../diag';
 import { matches } from '../selector';
 import { selectorOf } from './get';
 import { readBaseline } from './compare';
@@ -88,7 +89,7 @@ export async function runReport(ctx: Context, sets: string[], o: ReportOptions):
   }
   const s = data.summary;
   ctx.io.out(
-    `report of ${s.attempts} attempts (${s.byOutcome.passed} passed, ${s.byOutcome.failed} failed, ${s.byOutcome.infra} infra, ${s.byOutcome.unfinished} unfinished) written to ${file}\n`,
+    `report of ${plural(s.attempts, 'attempt')} (${s.byOutcome.passed} passed, ${s.byOutcome.failed} failed, ${s.byOutcome.infra} infra, ${s.byOutcome.unfinished} unfinished) written to ${file}\n`,
   );
   return EXIT.ok;
 }

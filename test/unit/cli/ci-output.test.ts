@@ -49,6 +49,11 @@ describe('CI output', function () {
     expect(progressText(p, true)).to.contain('\x1b[32m2 passed\x1b[0m').and.contain('\x1b[31m1 failed\x1b[0m');
     expect(estimateLeft(p, 30_000)).to.equal('about 1m10s left');
     expect(estimateLeft({ ...p, outcomes: {} }, 30_000)).to.equal(undefined);
+    // the pace to the last one settled, less the time since: it counts down, and says so once the time is used up (never frozen at 1s)
+    const nine = { total: 10, outcomes: { passed: 9 }, busy: new Map([['Running', 1]]) };
+    expect(estimateLeft(nine, 18_000, 18_000)).to.equal('about 2s left');
+    expect(estimateLeft(nine, 19_000, 18_000)).to.equal('about 1s left');
+    expect(estimateLeft(nine, 44_000, 18_000)).to.equal('longer than the pace so far: 26s since one settled');
     expect(useColour(true, {})).to.equal(true);
     expect(useColour(true, { NO_COLOR: '1' })).to.equal(false);
     expect(useColour(false, {})).to.equal(false);
