@@ -67,8 +67,8 @@ describe('CI niceties (built CLI, real engine, a pty)', function () {
     const tty = onTerminal(sb.dir, ['reconcile', '--once', '--wait', ...sb.globalArgs(), '--log-level', 'warn']);
     expect(tty.code, tty.out).to.equal(0);
     expect(tty.out).to.contain('\r\x1b[K[');
-    // eslint-disable-next-line no-control-regex
     expect(tty.out).to.match(
+      // eslint-disable-next-line no-control-regex
       /\[\d+s\] 1\/2 done: \x1b\[32m1 passed\x1b\[0m; 1 Running · (about \d+s left|longer than the pace so far: \d+s since one settled)/,
     );
     // eslint-disable-next-line no-control-regex
