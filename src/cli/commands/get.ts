@@ -170,10 +170,19 @@ export function resultText(r: Pick<Row, 'outcome' | 'score' | 'reason'>): string
 }
 
 export function renderRows(rows: Row[], wide: boolean, headers = true): string {
-  // spec.grade: a GRADE column (the latest grade of the current run, named by its k) only when a
-  // row has one, so a table of ungraded attempts keeps its columns; -o wide adds its grader's image
+  const { head, body } = rowCells(rows, wide);
+  return headers ? table([head, ...body]) : table(body);
+}
+
+/**
+ * The header and the cells of `get`'s table. spec.grade: a GRADE column (the latest grade of the
+ * current run, named by its k) only when a row has one (or `graded` says so: a watch keeps the
+ * columns it began with), so a table of ungraded attempts keeps its columns; -o wide adds its
+ * grader's image.
+ */
+export function rowCells(rows: Row[], wide: boolean, graded?: boolean): { head: string[]; body: string[][]; graded: boolean } {
   const grades = rows.map((r) => (r.status ? latestGrade(r.status) : undefined));
-  const graded = grades.some((g) => g !== undefined);
+  graded ??= grades.some((g) => g !== undefined);
   // RESULT after the columns berth had, so scripts that read them by position keep working
   const head = ['NAME', 'PHASE', 'REASON', 'EXIT', 'RUN', 'AGE', 'DURATION', 'RESULT'];
   if (graded) head.push('GRADE');
@@ -204,7 +213,7 @@ export function renderRows(rows: Row[], wide: boolean, headers = true): string {
     }
     return base;
   });
-  return headers ? table([head, ...body]) : table(body);
+  return { head, body, graded };
 }
 
 export interface SetRow {

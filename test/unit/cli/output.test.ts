@@ -4,6 +4,7 @@ import { bufferIo, jsonLinesIo, wantsJsonLogs } from '../../../src/cli/io';
 import { LiveLine } from '../../../src/cli/live-line';
 import { plural } from '../../../src/cli/diag';
 import { activity, planActivity } from '../../../src/controller/activity';
+import { StickyTable } from '../../../src/cli/commands/shared';
 import type { AttemptAction, Operation } from '../../../src/plan/types';
 import type { GradeRecord } from '../../../src/status/types';
 import { status } from '../../support/builders';
@@ -104,5 +105,18 @@ describe('stderr shaping', function () {
     const plan = { actions: ['a', 'b', 'c'].map((n) => ({ ...a([begin(2, 'spec.grade changed: graded again')]), attempt: n })) };
     expect(planActivity(plan)).to.deep.equal(['regrading 3 runs: spec.grade changed']);
     expect(planActivity({ actions: [a([begin(1, 'the run finished')])] })).to.deep.equal([]);
+  });
+
+  it('a table printed a batch at a time (get -w, events -w): later rows line up under the first header', function () {
+    const t = new StickyTable([0, 9]);
+    const first = t.render([
+      ['NAME', 'PHASE', 'RESULT'],
+      ['a-long-name', 'Running', '-'],
+    ]);
+    const later = t.render([['b', 'Succeeded', 'passed']]);
+    const col = (line: string, word: string) => line.indexOf(word);
+    const [head] = first.split('\n');
+    expect(col(later, 'Succeeded')).to.equal(col(head as string, 'PHASE'));
+    expect(col(later, 'passed')).to.equal(col(head as string, 'RESULT'));
   });
 });
