@@ -303,7 +303,13 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     await done(
       v.runValidate(
         paths.length ? paths : [c.specsDir],
-        { output: o.output, resultsRoot: c.resultsRoot, env: c.env, ...(o.verbose ? { verbose: true } : {}) },
+        {
+          output: o.output,
+          resultsRoot: c.resultsRoot,
+          resultsRootIsDefault: cmd.getOptionValueSourceWithGlobals('resultsRoot') === undefined && cmd.getOptionValueSourceWithGlobals('state') === 'default',
+          env: c.env,
+          ...(o.verbose ? { verbose: true } : {}),
+        },
         io,
       ),
     );
