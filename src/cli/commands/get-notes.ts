@@ -44,11 +44,34 @@ export async function printNotes(
     return;
   }
   const recorded = rows.some((r) => r.status !== null || r.damaged !== undefined);
-  if (recorded) return;
+  if (recorded) {
+    await mixNote(ctx, rows, o);
+    return;
+  }
   // Every attempt listed is NotReconciled: the specs are there, the records are not.
   const hints = await elsewhere(ctx);
   diag(ctx, 'warn', `every attempt listed is NotReconciled: the state folder holds no record of them (${where})`);
   for (const l of hints.length ? hints : ['nothing of the instance on the engine either: no reconcile has run these specs yet']) ctx.io.err(`  ${l}\n`);
+}
+
+/**
+ * A table that mixes two instances' worlds (`BERTH_SPECS` of one, `BERTH_INSTANCE` of another):
+ * attempts of the specs with no record beside records with no spec here. Only then is the engine
+ * asked (briefly) which source the instance is bound to; another one than these specs is said.
+ */
+async function mixNote(ctx: Context, rows: readonly Row[], o: { names: readonly string[]; selector: readonly string[] }): Promise<void> {
+  if (o.names.length || o.selector.length) return;
+  const specOnly = rows.filter((r) => r.spec !== null && r.status === null && r.damaged === undefined).length;
+  const recordOnly = rows.filter((r) => r.spec === null && r.status !== null && !r.held?.length).length;
+  if (!specOnly || !recordOnly) return;
+  const seen = await engineLook(ctx);
+  if (!seen?.binding || (await sameAs(ctx, seen.binding))) return;
+  const specs = ctx.revision !== undefined ? `revision ${ctx.revision}` : `the specs folder ${ctx.specsDir}`;
+  diag(
+    ctx,
+    'warn',
+    `this table mixes two sources: instance "${ctx.instance}" is bound to ${describeSource(seen.binding.source)}, not to ${specs}: ${plural(specOnly, 'attempt')} of these specs ${specOnly === 1 ? 'has' : 'have'} no record and ${plural(recordOnly, 'record')} of the instance no spec here; check --specs and --instance (BERTH_SPECS, BERTH_INSTANCE)`,
+  );
 }
 
 /** Where else the instance's attempts may be: the engine, a writer with another state folder, other instances here. */
