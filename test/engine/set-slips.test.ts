@@ -293,6 +293,29 @@ describe('a slip in an AttemptSet file never rewrites its results (real engine)'
     expect(held.stdout).to.match(/^2 passed, 2 failed, 0 infrastructure$/m);
     expect((await views(sb)).views).to.deep.equal(baseline);
     await fs.rename(path.join(sb.dir, 'fixture-away'), path.join(sb.specsDir, 'fixture'));
+    // each slip of the file, and its fromDir missing, met by --once --wait before it starts: exit 2, the same numbers everywhere
+    const good = await fs.readFile(path.join(sb.specsDir, 'grid.yaml'), 'utf8');
+    const onceOver = async (what: string, slip: () => Promise<unknown>, mend: () => Promise<unknown>) => {
+      await slip();
+      const r2 = await sb.cli('reconcile', '--once', '--wait', '--max-running', '8');
+      expect(r2.code, `${what}: ${r2.stderr}`).to.equal(2);
+      expect(r2.stdout, what).to.match(/^2 passed, 2 failed, 0 infrastructure$/m);
+      expect((await views(sb)).views, what).to.deep.equal(baseline);
+      await mend();
+    };
+    for (const [what, make] of Object.entries(SLIPS)) {
+      await onceOver(
+        what,
+        () => sb.write('grid.yaml', make(good)),
+        () => sb.write('grid.yaml', good),
+      );
+    }
+    await onceOver(
+      'its fromDir missing',
+      () => fs.rename(path.join(sb.specsDir, 'tasks'), path.join(sb.dir, 'tasks-away')),
+      () => fs.rename(path.join(sb.dir, 'tasks-away'), path.join(sb.specsDir, 'tasks')),
+    );
+    expect((await sb.status('grid-0-t1'))?.run, 'no new run while the file was broken').to.equal(1);
 
     // a new spec, slow; the file breaks while --once --wait runs (it reads the specs once)
     const v2 = setSpec(', V: "2"', 2);
