@@ -74,6 +74,25 @@ describe('cli/validate', () => {
     expect((JSON.parse(json) as { warnings: string[] }).warnings).to.have.length(2);
   });
 
+  it('shows every error of one spec: a bad field and a missing fixture and secret file, not the first alone (issue 54)', async () => {
+    const sb = sandbox({
+      'a.yaml': doc('a', '  retries: -1\n  fixture: ./missing\n  secrets:\n    - {name: tok, fromFile: ./nofile}\n'),
+      // a path field that is itself malformed is the schema's error alone
+      'b.yaml': doc('b', '  fixture: 7\n'),
+    });
+    const r = await run([sb.specs], 'json', sb.results);
+    expect(r.code).to.equal(EXIT.usage);
+    const body = JSON.parse(r.out) as { errors: { attempt: string; path: string; code: string }[] };
+    expect(body.errors.filter((e) => e.attempt === 'a').map((e) => [e.path, e.code])).to.deep.equal([
+      ['spec.retries', 'schema'],
+      ['spec.fixture', 'missing-file'],
+      ['spec.secrets[0].fromFile', 'missing-file'],
+    ]);
+    const b = body.errors.filter((e) => e.attempt === 'b');
+    expect(b).to.not.deep.equal([]);
+    expect(b.every((e) => e.path === 'spec.fixture' && e.code === 'schema')).to.equal(true);
+  });
+
   it('reports a path that does not exist', async () => {
     const sb = sandbox({});
     const r = await run([path.join(sb.root, 'nope.yaml')], 'text', sb.results);
