@@ -82,15 +82,15 @@ async function views(sb: Sandbox, metricsUrl?: string): Promise<{ views: Views; 
   const g = await sb.cli('get');
   expect(g.code, g.stderr).to.equal(0);
   held.push(g.stderr);
-  const rowsOf = (out: string) =>
-    out
-      .trim()
-      .split('\n')
-      .slice(1)
-      .map((l) => {
-        const c = l.split(/ {3,}/);
-        return `${c[0]} ${c[1]} ${c[c.length - 1]}`;
-      });
+  // NAME, PHASE and RESULT (found by the header: other columns, as CELL, may follow it)
+  const rowsOf = (out: string) => {
+    const [head = '', ...lines] = out.trim().split('\n');
+    const at = head.split(/ {3,}/).indexOf('RESULT');
+    return lines.map((l) => {
+      const c = l.split(/ {3,}/);
+      return `${c[0]} ${c[1]} ${c[at]}`;
+    });
+  };
   const sel = await sb.cli('get', '-l', 'suite=demo,task=t1', '-o', 'name');
   const sets = await sb.cli('get', '--sets', '-o', 'json');
   held.push(sets.stderr);
