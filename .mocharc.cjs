@@ -9,9 +9,19 @@ const side = [
   'test/engine/swarm/**/*.test.ts',
   'test/engine/git-*.test.ts',
   // named one by one: mocha's spec does not expand braces (its ignore does)
-  ...['disk-btrfs', 'disk-xfs', 'dns', 'engine-restart', 'engines', 'infra', 'packaging', 'python-client', 'report-browser', 'report-large'].map(
-    (f) => `test/engine/${f}.test.ts`,
-  ),
+  ...[
+    'disk-btrfs',
+    'disk-xfs',
+    'dns',
+    'engine-restart',
+    'engines',
+    'infra',
+    'packaging',
+    'python-client',
+    'report-browser',
+    'report-large',
+    'weak-isolation',
+  ].map((f) => `test/engine/${f}.test.ts`),
 ];
 const unit = ['test/unit/**/*.test.ts'];
 const all = [...unit, 'test/engine/**/*.test.ts'];

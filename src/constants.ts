@@ -357,6 +357,27 @@ export type FailOn = (typeof FAIL_ON)[number];
 export const COMPARE_FAIL_ON = ['regression', 'none'] as const;
 
 /**
+ * The `schemaVersion` of each JSON document berth writes or prints. A reader upgrades an older one
+ * and refuses a newer one, saying which berth wrote it (never taking it for damage).
+ */
+export const SCHEMA_VERSIONS = {
+  /** A status record (`<state>/<instance>/attempts/<name>.json`, `status.json`); one written before records carried it is version 1. */
+  statusRecord: 2,
+  /** `get -o json|yaml` (and `get -w -o json`'s lines), `get --sets -o json|yaml`. */
+  get: 1,
+  /** `plan -o json`. */
+  plan: 1,
+  /** `validate -o json`. */
+  validate: 1,
+  /** `events -o json` (each line). */
+  events: 1,
+  /** `version -o json`. */
+  version: 1,
+  /** `source -o json`. */
+  source: 1,
+} as const;
+
+/**
  * `berth compare` (sets/compare.ts, sets/paired.ts): the JSON's schema version, the significance
  * level of `--fail-on regression` (`--alpha`), the interval's level, the bootstrap's resamples,
  * and its generator's fixed state (xoshiro128**: the first fractional bits of φ, π, e and √2,

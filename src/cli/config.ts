@@ -253,7 +253,8 @@ export function applyDefaults(cmd: Command, env: NodeJS.ProcessEnv, config?: Loa
 }
 
 function parsed(opt: Option, raw: string, error: (message: string) => Error): unknown {
-  if (opt.isBoolean()) {
+  // commander's isBoolean() is false for a negated flag (`--no-headers`): it is a switch all the same
+  if (opt.isBoolean() || (opt.negate && !opt.required && !opt.optional)) {
     if (TRUE.test(raw)) return !opt.negate;
     if (FALSE.test(raw)) return opt.negate;
     throw error('must be true or false (or 1, 0)');

@@ -1,9 +1,11 @@
 /**
  * `berth events`: what happened to attempts, derived from what berth already records in their
  * status records (pure): each run's start and end (the engine's StartedAt and FinishedAt), the
- * record's creation, the last attestation, a retry, a collection, a rerun request, a delete.
+ * record's creation, the last attestation, a retry, a collection, a rerun request, a delete, each
+ * grade's verdict (Graded, Regraded for a grade after the first of its run, GradeFailed).
  */
 import { REASONS } from '../constants';
+import { gradeOutcome } from '../sets/grade-text';
 import type { AttemptStatus } from '../status/types';
 
 export interface AttemptEvent {
@@ -65,6 +67,15 @@ function keyedEventsOf(rec: AttemptStatus): Keyed[] {
     prev = r;
   }
   inRuns = false;
+  // spec.grade: each grade's verdict (a grade after the first of its run is a regrade), or why it could not give one
+  for (const g of rec.grades ?? []) {
+    const at = g.finishedAt;
+    if (!at || g.state === 'grading') continue;
+    const verdict = gradeOutcome(g);
+    if (g.state !== 'graded') add(at, 'Warning', REASONS.gradeFailed, `run ${g.run} grade-${g.k} ${verdict}`);
+    else if (g.k > 1) add(at, g.passed ? 'Normal' : 'Warning', 'Regraded', `run ${g.run} regraded by grade-${g.k}: ${verdict}`);
+    else add(at, g.passed ? 'Normal' : 'Warning', 'Graded', `run ${g.run} graded by grade-${g.k}: ${verdict}`);
+  }
   const att = rec.lastAttestation;
   if (att)
     add(

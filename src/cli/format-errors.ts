@@ -91,6 +91,34 @@ export function githubAnnotations(errors: readonly SpecError[], o: { cwd: string
     .join('');
 }
 
+/** Attempts annotated at most; the rest are counted in one notice. */
+const MAX_OUTCOME_ANNOTATIONS = 50;
+
+/**
+ * Attempts that did not pass as GitHub Actions annotations, one line each (`::error` for a task
+ * failure and an infrastructure outcome alike, titled by which), at the spec's line when known:
+ * a pull request shows which attempts failed, not only which specs were wrong.
+ */
+export function outcomeAnnotations(
+  items: readonly { name: string; outcome: 'failed' | 'infra'; text: string; file?: string; line?: number }[],
+  o: { cwd: string; workspace?: string | undefined },
+): string {
+  const lines = items.slice(0, MAX_OUTCOME_ANNOTATIONS).map((i) => {
+    const props: string[] = [];
+    if (i.file) {
+      const abs = nodePath.resolve(o.cwd, i.file);
+      const rel = o.workspace ? nodePath.relative(o.workspace, abs) : '';
+      const shown = rel && !rel.startsWith('..') && !nodePath.isAbsolute(rel) ? rel : i.file;
+      props.push(`file=${ghProperty(shown.split(nodePath.sep).join('/'))}`, ...(i.line ? [`line=${i.line}`] : []));
+    }
+    props.push(`title=${ghProperty(`berth: attempt ${i.name} ${i.outcome === 'failed' ? 'failed' : 'ended with an infrastructure outcome'}`)}`);
+    return `::error ${props.join(',')}::${ghData(`${i.name} ${i.text}`)}\n`;
+  });
+  const more = items.length - MAX_OUTCOME_ANNOTATIONS;
+  if (more > 0) lines.push(`::notice title=berth::${more} more attempts did not pass (berth summary lists them all)\n`);
+  return lines.join('');
+}
+
 /** Whether spec errors are also annotations: inside GitHub Actions (`GITHUB_ACTIONS=true`). */
 export function inGithubActions(env: NodeJS.ProcessEnv): boolean {
   return env.GITHUB_ACTIONS === 'true';

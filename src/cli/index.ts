@@ -306,7 +306,13 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     await done(
       v.runValidate(
         paths.length ? paths : [c.specsDir],
-        { output: o.output, resultsRoot: c.resultsRoot, env: c.env, ...(o.verbose ? { verbose: true } : {}) },
+        {
+          output: o.output,
+          resultsRoot: c.resultsRoot,
+          resultsRootIsDefault: cmd.getOptionValueSourceWithGlobals('resultsRoot') === undefined && cmd.getOptionValueSourceWithGlobals('state') === 'default',
+          env: c.env,
+          ...(o.verbose ? { verbose: true } : {}),
+        },
         io,
       ),
     );
@@ -358,6 +364,10 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
         .default(10, '10s'),
     )
     .option('--allow-empty', "let a specs folder with no attempts remove the instance's attempts (default: such a folder removes nothing)")
+    .option(
+      '--allow-weak-isolation',
+      'run attempts on an engine that would not isolate them (no seccomp, an unknown default runtime; berth version shows what it has)',
+    )
     .option(
       '--infra-retries <n>',
       `re-runs of an attempt after infrastructure deaths (EngineRestarted, StartFailed), apart from its spec's retries (default ${DEFAULTS.infraRetries})`,
@@ -721,6 +731,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     .option('-f, --follow', 'follow the log')
     .option('--run <n>', 'that run (default: the current one); earlier runs from their harvested logs', int('--run', 1))
     .option('--sidecar <name>', "a sidecar's log (e.g. egress-proxy)")
+    .option('--grade [k]', "the grader's log of the run's grade k (default: its latest; spec.grade)", int('--grade', 1))
     .option('--tail <n>', 'only the last n lines', int('--tail', 0))
     .action(async (args: string[], o: LogsCmd.LogsOptions & { selector?: string[]; all?: boolean }, cmd: Command) => {
       const c = ctx(cmd);

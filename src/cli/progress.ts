@@ -38,11 +38,19 @@ export function progressText(p: ProgressState, colour = false): string {
 }
 
 /**
- * Time left, from the pace so far (attempts settled per second since the start): undefined before
- * the first one settles, or when all have.
+ * Time left, from the pace so far (attempts settled per second from the start to the last one
+ * settled, `lastSettledMs`; without it, to now), less the time since that last one: undefined
+ * before the first one settles, or when all have. Once that time is used up and nothing more has
+ * settled, it says so instead of counting down to a second that never comes.
  */
-export function estimateLeft(p: ProgressState, elapsedMs: number): string | undefined {
+export function estimateLeft(p: ProgressState, elapsedMs: number, lastSettledMs?: number): string | undefined {
   const done = Object.values(p.outcomes).reduce((a, n) => a + (n ?? 0), 0);
   if (done === 0 || done >= p.total || elapsedMs <= 0) return undefined;
-  return `about ${duration(((p.total - done) * elapsedMs) / done)} left`;
+  const at = lastSettledMs ?? elapsedMs;
+  const left = ((p.total - done) * at) / done - (elapsedMs - at);
+  if (left < 1000) return `longer than the pace so far: ${duration(elapsedMs - at)} since one settled`;
+  return `about ${duration(left)} left`;
 }
+
+/** How often a progress line is written again when nothing changed, where it is not redrawn in place (a CI log): a heartbeat. */
+export const PROGRESS_HEARTBEAT_MS = 30_000;

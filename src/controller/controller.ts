@@ -30,7 +30,7 @@
  * attestations, removals) is bounded by --workers. An attempt whose batch found its action still under way is looked at again when
  * that action ends (what the action did, a start say, is news the batch could not plan from).
  */
-import { activity } from './activity';
+import { activity, planActivity } from './activity';
 import { EXIT } from '../constants';
 import type { Engine } from '../engine/types';
 import { describeEngineError, isEngineDown } from '../engine/errors';
@@ -247,6 +247,7 @@ export class Controller {
       load = o.load;
       this.puller?.want(p.pulls ?? []); // pulls (puller.ts)
       await upgradePins(this.o.store, load);
+      for (const line of planActivity(p)) log.info(line);
       this.notePressure(o.disk);
       if (this.o.outcomes) void this.o.outcomes.check(statuses.values(), load).catch((err: unknown) => log.warn(`revision outcome: ${String(err)}`));
       if (load.revision !== undefined)

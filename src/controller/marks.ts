@@ -28,6 +28,9 @@ export type Mark = (i: MarkInput) => AttemptStatus | undefined | { refused: stri
 
 const rerun: Mark = ({ rec, spec, at }) => {
   if (!spec) return { refused: 'it has no valid spec: there is nothing to run' };
+  // a Blocked run never ran: no run number for it; reconcile tries it again by itself
+  if (rec?.phase === 'Blocked' && !rec.deleted)
+    return { refused: `it is Blocked (${rec.reason ?? 'not started'}): run ${rec.run} never started, and reconcile tries it again by itself` };
   if (!rec || !(FINISHED_PHASES.has(rec.phase) || rec.deleted))
     return { refused: `it is ${rec?.phase ?? 'Pending'}, not finished: only a finished attempt is re-run` };
   if (rec.specHash !== spec.hash) return { refused: 'its spec changed since its last run: reconcile replaces it with a new run anyway' };

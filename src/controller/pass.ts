@@ -21,7 +21,8 @@ import { recordedContainers, type RecordedContainers } from '../ownership';
 import type { Snapshot } from '../observe/types';
 import { plan as makePlan } from '../plan/planner';
 import type { Plan } from '../plan/types';
-import { loadSpecs } from '../spec/loader';
+import { loadSpecs, type LoadReport } from '../spec/loader';
+import { LastGoodSets } from '../spec/last-good';
 import type { PlanInput } from '../plan/input';
 import type { ImagePullState } from '../plan/pull-gate';
 import { DesiredStates } from '../plan/desired-for';
@@ -95,6 +96,13 @@ export interface PassConfig {
    * only slower over many passes).
    */
   desired?: DesiredStates;
+  /** The sets' last good expansions (spec/last-good.ts); without it, one over the state folder. */
+  lastGood?: LastGoodSets;
+}
+
+/** The last good expansions of `cfg`'s sets. */
+export function lastGoodOf(cfg: PassConfig): LastGoodSets {
+  return (cfg.lastGood ??= new LastGoodSets(cfg.stateDir, cfg.instance));
 }
 
 export interface PullConfig {
@@ -210,15 +218,17 @@ export function planWithRunFloors(input: PlanInput): Plan {
 }
 
 /** The specs a pass over `cfg` plans from (reading them changes nothing). */
-function loadPassSpecs(cfg: PassConfig): Promise<LoadResult> {
+async function loadPassSpecs(cfg: PassConfig): Promise<LoadReport> {
   const kept = keptChildNames(cfg.stateDir, cfg.instance);
-  return loadSpecs({
+  const load = await loadSpecs({
     specsDir: cfg.specsDir,
     resultsRoot: cfg.resultsRoot,
     cacheIn: cfg.stateDir,
     ...(cfg.revision !== undefined ? { revision: cfg.revision } : {}),
     ...(kept.size ? { keptNames: kept } : {}),
   });
+  // a set whose file is broken: its last good expansion (spec/last-good.ts)
+  return lastGoodOf(cfg).apply(load, cfg.specsDir);
 }
 
 /** One observer per engine (the engine's data root is asked once), for passes that share it. */
@@ -328,6 +338,8 @@ export async function reconcilePass(cfg: PassConfig, engine: Engine, store: Stat
   const planned = await planning;
   await recovering;
   await upgradePins(store, planned.load);
+  // a writer keeps the expansion of every set that loaded whole, for the day its file breaks
+  await lastGoodOf(cfg).keep(planned.load as LoadReport);
   // Nothing to do: no executor (Executor.run of a plan without operations does nothing either).
   if (!planned.plan.actions.some((a) => a.ops.length > 0)) return { ...planned, results: [] };
   return { ...planned, results: await executorFor(cfg, engine, store).run(planned.plan) };

@@ -17,7 +17,7 @@ import type { Logger } from '../util/log';
 import { DiskMeter } from './disk-meter';
 import { EngineSource } from './engine-source';
 import type { ControllerMetrics } from './metrics';
-import type { PassConfig } from './pass';
+import { lastGoodOf, type PassConfig } from './pass';
 import { RequestWatch } from './request-watch';
 import { SpecErrorLog } from './spec-errors';
 import { SpecSource } from './spec-source';
@@ -71,6 +71,7 @@ export class Sources {
         resultsRoot: o.cfg.resultsRoot,
         stateDir: o.cfg.stateDir,
         keptNames: () => keptChildNames(o.cfg.stateDir, o.cfg.instance),
+        lastGood: lastGoodOf(o.cfg),
         debounceMs: o.debounceMs ?? 30,
         ...(o.settleMs !== undefined ? { settleMs: o.settleMs } : {}),
         log: o.log,

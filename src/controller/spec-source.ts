@@ -16,6 +16,7 @@
  */
 import path from 'node:path';
 import { FolderLoad } from '../spec/folder-load';
+import type { LastGoodSets } from '../spec/last-good';
 import { loadSpecs, rootErrorLoad, type LoadReport } from '../spec/loader';
 import type { Revision } from '../git/source';
 import type { Logger } from '../util/log';
@@ -82,6 +83,8 @@ export class SpecSource {
       stateDir?: string;
       /** Read at each load: AttemptSet children's names of the old form the instance has records under (kept). */
       keptNames?: () => ReadonlySet<string>;
+      /** The sets' last good expansions (spec/last-good.ts): kept from every load, and laid over a load where a set is broken. */
+      lastGood?: LastGoodSets;
       /** Specs from git: the revision in force (undefined: none yet), and the source's URL. */
       git?: { current(): Revision | undefined; url: string };
     },
@@ -147,7 +150,14 @@ export class SpecSource {
             cacheIn,
           )
         : this.folder.update(changed);
-    this.loading = loading.finally(() => (this.loading = undefined));
+    this.loading = loading
+      .then(async (raw) => {
+        const lastGood = this.opts.lastGood;
+        if (!lastGood || raw.rootError) return raw;
+        await lastGood.keep(raw);
+        return lastGood.apply(raw, rev ? rev.dir : this.opts.specsDir);
+      })
+      .finally(() => (this.loading = undefined));
     const load = await this.loading;
     if (load.rootError) {
       // A root that cannot be read knows no attempt: the last good load stays in force (nothing is

@@ -455,6 +455,8 @@ export interface EventClient {
   first(id: string, actions: string[], opts: { since: number; until: number; signal?: AbortSignal }): Promise<EngineEvent | undefined>;
 }
 
+import type { HostIsolation } from './isolation';
+
 export interface Engine {
   containers: ContainerClient;
   networks: NetworkClient;
@@ -474,6 +476,12 @@ export interface Engine {
    * run has no running task).
    */
   reach(id: string): Promise<Reached>;
+  /**
+   * What the engine says of the isolation it gives every container (its GET /info: seccomp,
+   * AppArmor, SELinux, user namespaces, cgroup version, storage driver, default runtime;
+   * engine/isolation.ts). A swarm: its manager's.
+   */
+  isolation(): Promise<HostIsolation>;
   /** Where the engine is, for messages (no credentials). */
   readonly address?: string;
   /**

@@ -9,7 +9,7 @@ import type { Engine } from './types';
 type Kind = 'containers' | 'networks' | 'volumes' | 'images' | 'events' | 'engine';
 const KINDS = ['containers', 'networks', 'volumes', 'images', 'events'] as const;
 /** The engine's own calls (not of one resource kind): counted and timed as kind `engine`. */
-const ENGINE_OPS = ['ping', 'version', 'boot'] as const;
+const ENGINE_OPS = ['ping', 'version', 'boot', 'isolation'] as const;
 
 /** Methods that change the engine. */
 export const MUTATING: ReadonlySet<string> = new Set(['create', 'putArchive', 'start', 'stop', 'remove', 'connect', 'exec', 'execStart']);

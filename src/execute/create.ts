@@ -26,6 +26,7 @@ import { makeRunFolder, resultsBase } from '../harvest/run-folder';
 import { secretSourcesOf } from '../harvest/redaction';
 import { readSecrets, secretEnvLines } from '../pack/secrets';
 import { beginRun } from './status-record';
+import { diffForm } from '../spec/spec-diff';
 
 /**
  * `begin-run`: makes the run's folder (found, not refused, when the planner says it is the run's
@@ -57,6 +58,8 @@ export async function recordIntent(
       resultsDir: d.resultsDir,
     };
   });
+  // the spec this run is made from, for a later plan to say what a new one changes (secrets by name only)
+  await x.deps.store.runSpecs.put(d.name, d.hash, diffForm(d.loaded.spec));
 }
 
 /** Records, in the run folder, what the run's workspace export compares with (nothing with `export: none`). */

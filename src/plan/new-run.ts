@@ -14,6 +14,7 @@ import type { ObservedAttempt } from '../observe/types';
 import { pinKeyOf, pinOf } from '../status/pins';
 import type { AttemptStatus } from '../status/types';
 import { desiredFor } from './desired-for';
+import { heldRun } from './held';
 import { isInfraFailure } from './exit-outcome';
 import type { PlanInput } from './input';
 import { provisionOps, recordOp } from './ops';
@@ -160,6 +161,8 @@ export function startRun(
   kind: 'provision' | 'replace' | 'retry',
   why: string,
 ): AttemptAction {
+  // its spec is broken now and this is its last good one: what runs goes on, nothing new starts
+  if (d.loaded.held) return heldRun(base, d.loaded, why);
   // A results folder is never reused: a new run gets a number above every run folder on disk.
   const floor = ctx.inp.runFloors?.get(d.name) ?? 0;
   if (floor >= d.run) {

@@ -41,6 +41,7 @@ import { RETRYABLE_REASONS } from './settled';
 import { admissionOrder, setStates } from './set-admission';
 import { diskPressure } from './disk-pressure';
 import { isGrader, planGrade } from './grade';
+import { heldRun } from './held';
 import { planDeleted, planHarvest, planUndesired } from './undesired';
 import type { AttemptAction, Operation, Plan, RunEnd } from './types';
 
@@ -131,6 +132,8 @@ function planFinished(v: RunView, rec: AttemptStatus): AttemptAction {
   const retryable = rec.phase === 'Failed' && (infra || RETRYABLE_REASONS.has(rec.reason ?? '')) && used < budget;
   // A run after this one: the old run's containers (and graders) go, its networks and volumes stay where they are still wanted.
   const runAgain = (cause: string, why: string): AttemptAction => {
+    // held at its last good spec (a broken file): the finished run's cleanup, no new run
+    if (loaded.held) return heldRun(base, loaded, why, pre);
     const next = desiredFor(inp, loaded, rec.run + 1);
     const oldRun = removeOps({ containers: [...current.containers, ...v.graders], networks: [], volumes: [] }, cause);
     const have: ObservedAttempt = { ...current, containers: [] };
@@ -494,13 +497,16 @@ export function plan(inp: PlanInput): Plan {
     if (a.ops.length === 0) unchanged.set(name, a.status?.phase ?? 'Invalid');
     else actions.push(withLane(a));
   }
-  const emptySource = inp.specs.length === 0 && inp.protectedNames.size === 0 && (inp.snapshot.attempts.size > 0 || inp.statuses.size > 0);
+  const declaresNothing = inp.specs.length === 0 && inp.protectedNames.size === 0;
+  const emptySource = declaresNothing && (inp.snapshot.attempts.size > 0 || inp.statuses.size > 0);
+  // nothing declared, nothing on the instance either: a wrong --specs looks like this (refused unless --allow-empty)
+  const neverAny = declaresNothing && !emptySource && inp.unreadableFiles.size === 0 && inp.unreadableFolders.size === 0;
   const missingImages = [...ctx.missing].sort(([a], [b]) => cmp(a, b)).map(([image, attempts]) => ({ image, attempts: [...attempts].sort(cmp) }));
   return {
     at: inp.now,
     actions,
     unchanged,
-    ...(emptySource ? { emptySource: inp.allowEmpty ? 'allowed' : 'held' } : {}),
+    ...(emptySource ? { emptySource: inp.allowEmpty ? 'allowed' : 'held' } : neverAny ? { emptySource: 'empty' } : {}),
     ...(missingImages.length ? { missingImages } : {}),
     ...(ctx.pulls.size ? { pulls: [...ctx.pulls.values()] } : {}),
   };

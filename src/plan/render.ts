@@ -1,4 +1,5 @@
 /** A plan as text (for `berth plan`, logs and golden tests) and as JSON-able data. */
+import { changeText } from '../spec/spec-diff';
 import type { Operation, Plan } from './types';
 import { plural } from '../util/plural';
 
@@ -116,6 +117,9 @@ export function renderPlanTo(p: Plan, write: (s: string) => void): void {
   const withOps = p.actions.filter((a) => a.ops.length > 0);
   for (const a of withOps) {
     lines.push(`attempt ${a.attempt}: ${a.kind} (${a.summary})`);
+    // what the new spec changes (Terraform's ~ field: old -> new), secrets by name only
+    if (a.specDiff && 'changes' in a.specDiff) for (const c of a.specDiff.changes) lines.push(`  ${changeText(c)}`);
+    else if (a.specDiff) lines.push(`  ? ${a.specDiff.unknown}`);
     const width = Math.max(...a.ops.map((o) => verb(o).length));
     const rwidth = Math.max(...a.ops.map((o) => o.resource.length));
     for (const op of a.ops) {
@@ -131,7 +135,8 @@ export function renderPlanTo(p: Plan, write: (s: string) => void): void {
     lines.push(`Image ${m.image} is not on the engine: ${plural(m.attempts.length, 'attempt')} blocked (ImageMissing): ${nameList(m.attempts)}`);
   }
   for (const r of p.pulls ?? []) lines.push(`Image ${r.ref} is pulled first: ${plural(r.attempts.length, 'attempt')} wait (Pulling): ${nameList(r.attempts)}`);
-  const unchanged = p.unchanged.size + p.actions.filter((a) => a.ops.length === 0).length;
+  // an attempt with nothing to do is counted once (a Blocked one is both unchanged and an action without operations)
+  const unchanged = new Set([...p.unchanged.keys(), ...p.actions.filter((a) => a.ops.length === 0).map((a) => a.attempt)]).size;
   lines.push(
     withOps.length === 0
       ? `No changes: ${plural(unchanged, 'attempt')} as specified.`
@@ -151,6 +156,7 @@ export function planToJson(p: Plan): unknown {
         ...(a.set ? { set: a.set } : {}),
         kind: a.kind,
         summary: a.summary,
+        ...(a.specDiff ? { diff: 'changes' in a.specDiff ? a.specDiff.changes : { unknown: a.specDiff.unknown } } : {}),
         operations: a.ops.map((o) => ({ type: o.type, resource: o.resource, cause: o.cause })),
       })),
     unchanged: Object.fromEntries([...p.unchanged.entries()].sort(([a], [b]) => (a < b ? -1 : 1))),

@@ -2,6 +2,7 @@
  * The plan is data: per attempt, an action made of operations, each with a type, a resource
  * id (`container:<name>`) and the cause it exists for. The executor runs it without deciding.
  */
+import type { SpecChange } from '../spec/spec-diff';
 import type { Phase } from '../constants';
 import type { NetworkCreateSpec, VolumeCreateSpec } from '../engine/types';
 import type { DesiredAttempt } from '../desired/types';
@@ -245,6 +246,12 @@ export interface AttemptAction {
   ending?: true;
   takesSlot?: true;
   waitsForSlot?: true;
+  /**
+   * `plan` only (cli/commands/plan.ts fills it; the planner never does): the fields the new spec
+   * changes from the one the attempt's run was made from (spec/spec-diff.ts), or why they are not
+   * known (`unknown`: a run begun before berth kept its spec).
+   */
+  specDiff?: { changes: SpecChange[] } | { unknown: string };
 }
 
 export interface Plan {
@@ -254,9 +261,11 @@ export interface Plan {
   unchanged: Map<string, Phase>;
   /**
    * The specs source yielded no attempt while the instance has some: 'held' leaves them all as
-   * they are; 'allowed' (`--allow-empty`) removes them as any deleted spec.
+   * they are; 'allowed' (`--allow-empty`) removes them as any deleted spec. 'empty': it yielded
+   * none and the instance has none either (no record, nothing on the engine): `reconcile --once`
+   * and `plan` refuse it (exit 2) unless `--allow-empty`, a controller says so.
    */
-  emptySource?: 'held' | 'allowed';
+  emptySource?: 'held' | 'allowed' | 'empty';
   /** Images an attempt needs that the engine does not hold (preflight), with the attempts that wait for each, sorted. */
   missingImages?: { image: string; attempts: string[] }[];
   /** Pulls the plan asks for (plan/pull-gate.ts), in the order their attempts will be admitted: the puller runs them. */

@@ -103,6 +103,8 @@ export interface ReportSet extends Counts {
   imageId: string | null;
   /** Children whose run had execs or copies. */
   touched: number;
+  /** Its file is broken: the numbers are its last good expansion's (spec/last-good.ts), and this is the first error that holds it. */
+  held?: string;
 }
 
 export interface ReportData {
@@ -369,6 +371,7 @@ function setOf(s: SetSummary): ReportSet {
     })),
     imageId: s.image ? clip(s.image.id, REPORT_LIMITS.value) : null,
     touched: s.touched,
+    ...(s.heldBy?.[0] ? { held: clip(`${s.heldBy[0].file}:${s.heldBy[0].line}:${s.heldBy[0].col}: ${s.heldBy[0].message}`, REPORT_LIMITS.value) } : {}),
   };
 }
 

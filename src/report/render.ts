@@ -54,11 +54,11 @@ function summary(d: ReportData): string {
     ? `<table><tr><th>set</th><th class="n">n</th><th class="n">passed</th><th class="n">failed</th><th class="n">infra</th><th class="n">skipped</th><th class="n">unfinished</th><th class="n">pass rate</th><th class="n">touched</th><th>image id</th></tr>${d.sets
         .map(
           (x) =>
-            `<tr><td>${esc(x.name)}</td><td class="n">${x.n}</td><td class="n">${x.passed}</td><td class="n">${x.failed}</td><td class="n">${x.infra}</td><td class="n">${x.skipped}</td><td class="n">${x.unfinished}</td><td class="n">${pct(x.passRate)}</td><td class="n">${x.touched}</td><td>${x.imageId === null ? '' : `<span title="${esc(x.imageId)}">${esc(shortId(x.imageId))}</span>`}</td></tr>`,
+            `<tr><td>${esc(x.name)}${x.held === undefined ? '' : ` <span class="note" title="${esc(x.held)}">(held at its last good spec: its file is broken)</span>`}</td><td class="n">${x.n}</td><td class="n">${x.passed}</td><td class="n">${x.failed}</td><td class="n">${x.infra}</td><td class="n">${x.skipped}</td><td class="n">${x.unfinished}</td><td class="n">${pct(x.passRate)}</td><td class="n">${x.touched}</td><td>${x.imageId === null ? '' : `<span title="${esc(x.imageId)}">${esc(shortId(x.imageId))}</span>`}</td></tr>`,
         )
         .join('')}</table>`
     : '';
-  return `<div class="tiles">${tiles}</div>\n<div class="cols">${countTable('phase', s.byPhase)}${countTable('reason', s.byReason)}${sets}</div>`;
+  return `<div class="tiles">${tiles}</div>\n<div class="cols">${countTable('run phase (how the run ended; with a score or a grader, not whether it passed)', s.byPhase)}${countTable('run reason', s.byReason)}${sets}</div>`;
 }
 
 /** An image id as `docker images` shows it: 12 hex digits. */

@@ -15,6 +15,25 @@ export function gradeVerdict(g: Pick<GradeRecord, 'state' | 'passed' | 'score' |
   return g.score !== undefined ? `${v} (score ${g.score})` : v;
 }
 
+/**
+ * The grade's verdict and what decided it, for logs and events: `pass (score 1)`, `fail (exit 1)`,
+ * `fail (no score: ...)`; a grade the grader could not give: `failed (GradeTimedOut: why)`.
+ */
+export function gradeOutcome(g: Pick<GradeRecord, 'state' | 'passed' | 'score' | 'scoreError' | 'exitCode' | 'reason' | 'message'>): string {
+  if (g.state === 'grading') return 'grading';
+  if (g.state !== 'graded')
+    return `failed (${g.reason ?? (g.state === 'timedOut' ? REASONS.gradeTimedOut : REASONS.gradeFailed)}${g.message ? `: ${g.message}` : ''})`;
+  const why =
+    g.score !== undefined
+      ? `score ${g.score}`
+      : g.scoreError !== undefined
+        ? `no score: ${g.scoreError}`
+        : g.exitCode !== undefined
+          ? `exit ${g.exitCode}`
+          : '';
+  return `${g.passed ? 'pass' : 'fail'}${why ? ` (${why})` : ''}`;
+}
+
 /** The grade named with its k, as the run folder names it: `grade-2: pass`. */
 export function gradeLabel(g: Pick<GradeRecord, 'k' | 'state' | 'passed' | 'score' | 'reason'>): string {
   return `grade-${g.k}: ${gradeVerdict(g)}`;

@@ -30,7 +30,12 @@ const secs = (ms: number | null) => ((ms ?? 0) / 1000).toFixed(3);
 function testcase(set: SetSummary, c: ChildSummary): string {
   const cell = set.axes.map((a) => `${a}=${c.coords[a] ?? ''}`).join(', ');
   const head = `    <testcase classname="${xmlEscape(set.name)}" name="${xmlEscape(cell ? `${c.name} (${cell})` : c.name)}" time="${secs(c.durationMs)}"`;
-  const detail = [c.phase, c.reason, c.score !== null ? `score ${c.score}` : null].filter((x) => x !== null && x !== '').join(', ');
+  // The message names the outcome as get's RESULT does (`failed (score 0)`), the text the run's phase and reason.
+  const why = [c.outcome === 'infra' || c.outcome === 'skipped' ? c.reason : null, c.score !== null ? `score ${c.score}` : null].filter(
+    (x) => x !== null && x !== '',
+  );
+  const message = `${c.outcome}${why.length ? ` (${why.join(', ')})` : ''}`;
+  const run = `run ${c.phase}${c.reason ? ` (${c.reason})` : ''}`;
   // a run someone reached into (berth exec, berth cp, the API) says so: a property and a line of its output
   const t = c.touched;
   const props = t ? [`      <properties><property name="berth.touched" value="${t.execs} execs, ${t.copies} copies"/></properties>`] : [];
@@ -48,11 +53,11 @@ function testcase(set: SetSummary, c: ChildSummary): string {
     case 'passed':
       return body([]);
     case 'failed':
-      return body([`      <failure message="${xmlEscape(detail)}" type="TaskFailed"/>`]);
+      return body([`      <failure message="${xmlEscape(message)}" type="TaskFailed">${xmlEscape(run)}</failure>`]);
     case 'infra':
-      return body([`      <error message="${xmlEscape(detail)}" type="${xmlEscape(c.reason ?? 'Infrastructure')}"/>`]);
+      return body([`      <error message="${xmlEscape(message)}" type="${xmlEscape(c.reason ?? 'Infrastructure')}">${xmlEscape(run)}</error>`]);
     default:
-      return body([`      <skipped message="${xmlEscape(c.outcome === 'skipped' ? detail : 'not finished')}"/>`]);
+      return body([`      <skipped message="${xmlEscape(c.outcome === 'skipped' ? message : 'not finished')}"/>`]);
   }
 }
 
@@ -67,6 +72,12 @@ export function toJunit(s: Summary): string {
     lines.push(
       `  <testsuite name="${xmlEscape(set.name)}" tests="${set.n}" failures="${set.failed}" errors="${set.infra}" skipped="${set.skipped + set.unfinished}" time="${secs(time)}" timestamp="${s.generatedAt}">`,
     );
+    // a set held at its last good expansion (its file broken): said where CI shows a suite's properties
+    const held = set.heldBy?.[0];
+    if (held)
+      lines.push(
+        `    <properties>\n      <property name="berth.heldBy" value="${xmlEscape(`${held.file}:${held.line}:${held.col}: ${held.path ? `${held.path}: ` : ''}${held.message}`)}"/>\n    </properties>`,
+      );
     for (const c of set.children) lines.push(testcase(set, c));
     lines.push('  </testsuite>');
   }

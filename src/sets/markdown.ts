@@ -31,6 +31,14 @@ export function toMarkdown(s: Summary): string {
   for (const [name, x] of suites) {
     out.push(`| ${mdEscape(name)} | ${x.n} | ${x.passed} | ${x.failed} | ${x.infra} | ${x.skipped} | ${x.unfinished} | ${pct(x.passRate)} |`);
   }
+  for (const [name, x] of suites) {
+    const held = x.heldBy?.[0];
+    if (held)
+      out.push(
+        '',
+        `> ${mdEscape(name)} is held at its last good spec: its file is broken (${mdEscape(`${held.file}:${held.line}:${held.col}: ${held.message}`)}).`,
+      );
+  }
   const bad = suites.flatMap(([name, x]) => x.children.filter((c) => c.outcome === 'failed' || c.outcome === 'infra').map((c) => ({ suite: name, c })));
   if (bad.length) {
     out.push('', '### Not passed', '', '| attempt | suite | cell | result | phase | reason | score | grade |', '|---|---|---|---|---|---|---:|---|');

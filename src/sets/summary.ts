@@ -104,6 +104,20 @@ export interface SetSummary extends Counts {
   image: ImageProvenance | null;
   /** Tags that moved under the set's pinned image (observe/tag-moves.ts); absent when the engine was not asked. */
   tagMoved?: TagMove[];
+  /**
+   * The set's file is broken (or its `fromDir` missing): this is its last good expansion
+   * (spec/last-good.ts), and these are the errors that hold it. Absent otherwise.
+   */
+  heldBy?: HeldIssue[];
+}
+
+/** A spec error that holds a set at its last good expansion, as the summary shows it. */
+export interface HeldIssue {
+  file: string;
+  line: number;
+  col: number;
+  path: string;
+  message: string;
 }
 
 export interface Summary {
@@ -326,12 +340,17 @@ function sharedImage(kids: readonly ChildSummary[]): ImageProvenance | null {
 
 /** Summaries of the given sets (name → policy and children in expansion order), in name order. */
 export function summarize(
-  sets: ReadonlyMap<string, { policy: SetPolicy; children: SetChild[] }>,
+  sets: ReadonlyMap<string, { policy: SetPolicy; children: SetChild[]; held?: readonly HeldIssue[] }>,
   statuses: ReadonlyMap<string, AttemptStatus>,
   now: number,
   samples?: string,
 ): Summary {
-  const out = [...sets.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, g]) => summarizeSet(g.policy, g.children, statuses, samples));
+  const out = [...sets.entries()]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([, g]) => {
+      const s = summarizeSet(g.policy, g.children, statuses, samples);
+      return g.held ? { ...s, heldBy: g.held.map(({ file, line, col, path, message }) => ({ file, line, col, path, message })) } : s;
+    });
   return { schemaVersion: SUMMARY_SCHEMA_VERSION, generatedAt: new Date(now).toISOString(), sets: out };
 }
 
@@ -357,15 +376,18 @@ export function summarizePlain(specs: readonly LoadedSpec[], statuses: ReadonlyM
 }
 
 /** The sets of a load, each with its children: loaded ones, and the ones that did not load (Invalid). */
-export function setsOfLoad(specs: readonly LoadedSpec[], sets: ReadonlyMap<string, LoadedSet>): Map<string, { policy: SetPolicy; children: SetChild[] }> {
+export function setsOfLoad(
+  specs: readonly LoadedSpec[],
+  sets: ReadonlyMap<string, LoadedSet>,
+): Map<string, { policy: SetPolicy; children: SetChild[]; held?: readonly HeldIssue[] }> {
   const byName = new Map(specs.map((s) => [s.spec.name, s]));
-  const out = new Map<string, { policy: SetPolicy; children: SetChild[] }>();
+  const out = new Map<string, { policy: SetPolicy; children: SetChild[]; held?: readonly HeldIssue[] }>();
   for (const [name, set] of sets) {
     const children = set.children.map((c, i): SetChild => {
       const loaded = byName.get(c);
       return loaded?.set?.set.name === name ? { name: c, coords: loaded.set.coords, loaded } : { name: c, coords: set.coords[i] ?? {} };
     });
-    out.set(name, { policy: set.policy, children });
+    out.set(name, { policy: set.policy, children, ...(set.held ? { held: set.held } : {}) });
   }
   return out;
 }

@@ -1,7 +1,9 @@
 /**
  * An Attempt document (a mapping) → a loaded attempt or its errors: JSON Schema, semantic
- * checks, then host paths (fixture, secret files, results), normalization and hash. Later stages
- * run only when earlier ones pass, so every reported error is about data of the expected shape.
+ * checks, then host paths (fixture, secret files, results), normalization and hash. A document
+ * that fails its schema or semantic checks still has each host path of the expected shape
+ * checked (shapedPathErrors), so every reported error is about data of the expected shape and
+ * one run shows them all.
  * check-set.ts checks each rendered child of an AttemptSet the same way (load-file.ts tells the
  * two kinds apart).
  */
@@ -94,11 +96,11 @@ export async function checkAttemptBody(value: Record<string, unknown>, ctx: DocC
   const fromIssues = (issues: FieldIssue[]): SpecError[] => issues.map((i) => errorAt(i.segs, i.anchor, i.code, i.message));
 
   const schema = validateAttempt(value);
-  if (!schema.valid) return { errors: fromIssues(schemaIssues(schema.errors, value)) };
+  const early = schema.valid ? semanticIssues(value as unknown as RawAttempt) : schemaIssues(schema.errors, value);
+  // a schema or semantic error: the host paths of the expected shape are still checked, so one
+  // run of validate shows a missing fixture beside a bad field (each path field on its own)
+  if (early.length > 0) return { errors: [...fromIssues(early), ...(await shapedPathErrors(value, early, ctx, o, errorAt))] };
   const doc = value as unknown as RawAttempt;
-
-  const semantic = semanticIssues(doc);
-  if (semantic.length > 0) return { errors: fromIssues(semantic) };
 
   const errors: SpecError[] = [];
   // every layer is checked as a fixture is (inside the specs folder, no link out, no special file), with its digest
@@ -151,6 +153,49 @@ export async function checkAttemptBody(value: Record<string, unknown>, ctx: DocC
   });
   const source: SourcePos = { file: ctx.file, ...ctx.locator.position(['metadata', 'name']) };
   return { errors, loaded: { source, relFile: ctx.relFile, spec, hash: specHash(spec), ...(o.set ? { set: o.set } : {}) } };
+}
+
+/**
+ * The host-path errors of an Attempt that failed its schema or semantic checks: each of
+ * spec.fixture (a string or a list of strings), spec.grade.fixture and spec.secrets[i].fromFile (a
+ * string) and spec.results (a string) is checked as a valid spec's is, unless an earlier issue
+ * lies at or under it. The default results folder (the name) is left: the name may be the fault.
+ */
+async function shapedPathErrors(
+  value: Record<string, unknown>,
+  early: readonly FieldIssue[],
+  ctx: DocContext,
+  o: BodyOptions,
+  errorAt: (segs: Segment[], anchor: Anchor, code: SpecErrorCode, message: string, shownPath?: string) => SpecError,
+): Promise<SpecError[]> {
+  const spec = isRecord(value.spec) ? value.spec : {};
+  const flagged = (segs: Segment[]) => early.some((i) => segs.every((s, k) => i.segs[k] === s) || i.segs.every((s, k) => segs[k] === s));
+  const out: SpecError[] = [];
+  const fixture = async (want: string, at: Segment[]) => {
+    if (flagged(at)) return;
+    let check = o.fixtures?.get(want);
+    if (!check) {
+      check = checkFixture(ctx.specDir, want, ctx.roots);
+      o.fixtures?.set(want, check);
+    }
+    const r = await check;
+    if (!r.ok) for (const p of r.problems) out.push(errorAt(at, 'value', p.code, p.message));
+  };
+  if (typeof spec.fixture === 'string') await fixture(spec.fixture, ['spec', 'fixture']);
+  else if (Array.isArray(spec.fixture)) for (const [i, f] of spec.fixture.entries()) if (typeof f === 'string') await fixture(f, ['spec', 'fixture', i]);
+  const grade = isRecord(spec.grade) ? spec.grade : {};
+  if (typeof grade.fixture === 'string') await fixture(grade.fixture, ['spec', 'grade', 'fixture']);
+  for (const [i, sec] of (Array.isArray(spec.secrets) ? spec.secrets : []).entries()) {
+    const at: Segment[] = ['spec', 'secrets', i, 'fromFile'];
+    if (!isRecord(sec) || typeof sec.fromFile !== 'string' || flagged(at)) continue;
+    const r = await checkSecretFile(ctx.specDir, sec.fromFile, ctx.roots);
+    if (!r.ok) for (const p of r.problems) out.push(errorAt(at, 'value', p.code, p.message));
+  }
+  if (typeof spec.results === 'string' && !flagged(['spec', 'results'])) {
+    const r = await checkResults(spec.results, ctx.roots);
+    if (!r.ok) for (const p of r.problems) out.push(errorAt(['spec', 'results'], 'value', p.code, p.message, 'spec.results'));
+  }
+  return out;
 }
 
 /** `spec.results` → ['spec', 'results'] (shown paths are plain dotted keys). */

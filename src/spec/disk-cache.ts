@@ -51,7 +51,7 @@ interface Entry {
 type SetOutcome = NonNullable<DocOutcome['set']> & { packed?: [number, ChildOutcome][] };
 
 /** The outcome as kept: a set made from its shape without the children the shape makes again. */
-function pack(o: FileOutcome): FileOutcome {
+export function pack(o: FileOutcome): FileOutcome {
   if (!o.docs.some((d) => d.set?.shape)) return o;
   const docs = o.docs.map((d): DocOutcome => {
     const s = d.set;
@@ -70,7 +70,7 @@ function pack(o: FileOutcome): FileOutcome {
 }
 
 /** A kept outcome as loaded: each set's children made again from its shape; undefined when it cannot be (damaged). */
-function unpack(o: FileOutcome): FileOutcome | undefined {
+export function unpack(o: FileOutcome): FileOutcome | undefined {
   if (!o.docs.some((d) => (d.set as SetOutcome | undefined)?.packed)) return o;
   try {
     const docs = o.docs.map((d): DocOutcome => {

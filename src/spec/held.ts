@@ -14,7 +14,9 @@ import type { LoadResult, SpecError } from './types';
  * specs root (its status record's `source`); `root`: the specs folder the load read.
  */
 export function heldBy(load: LoadResult, root: string, name: string, source?: string): SpecError[] {
-  if (loadedNames(load).has(name)) return [];
+  const loaded = loadedByName(load).get(name);
+  // a set's child kept at its last good spec (last-good.ts) says what holds it
+  if (loaded) return loaded.held ?? [];
   const own = load.protectedNames.has(name)
     ? load.errors.filter((e) => e.attempt === name || (e.attempt === undefined && e.set !== undefined && !!load.sets?.get(e.set)?.children.includes(name)))
     : [];
@@ -30,11 +32,11 @@ export function heldBy(load: LoadResult, root: string, name: string, source?: st
   return [];
 }
 
-/** The names a load loaded, once per load: `get` asks for each of 100,000 attempts (issue 55). */
-const names = new WeakMap<LoadResult, Set<string>>();
-function loadedNames(load: LoadResult): Set<string> {
-  let n = names.get(load);
-  if (!n) names.set(load, (n = new Set(load.specs.map((s) => s.spec.name))));
+/** The specs a load loaded by name, once per load: `get` asks for each of 100,000 attempts (issue 55). */
+const byName = new WeakMap<LoadResult, Map<string, LoadResult['specs'][number]>>();
+function loadedByName(load: LoadResult): Map<string, LoadResult['specs'][number]> {
+  let n = byName.get(load);
+  if (!n) byName.set(load, (n = new Map(load.specs.map((s) => [s.spec.name, s]))));
   return n;
 }
 

@@ -140,7 +140,9 @@ export async function loadText(text: string, f: SpecFile, file: string, roots: R
   if (errors.length > 0) {
     // Unreadable as a whole: report only the YAML problems, and the names we can still see.
     const docs = plain.map(({ value, locator }): DocOutcome => {
-      const name = declaredName(value);
+      // An AttemptSet's name is a set's, not an attempt's: it protects no attempt of that name
+      // (its children are protected by the file, and keep their set's last good expansion: last-good.ts).
+      const name = isRecord(value) && value.kind === KIND_ATTEMPT_SET ? undefined : declaredName(value);
       return { name, pos: { file, ...locator.position(name !== undefined ? ['metadata', 'name'] : []) }, errors: [] };
     });
     return { docs, errors, unreadable: true, foreign: true, ...claims() };

@@ -40,6 +40,8 @@ export interface LoadReport extends LoadResult {
   setProtectedFiles?: Set<string>;
   /** Paths the walk found but did not load as specs, and why (`validate -v`): `.berthignore`, or inside a fixture or a `fromDir`. */
   skipped?: { file: string; reason: string }[];
+  /** Each AttemptSet declared once, as its file's outcome holds it (its shape too): what a writer keeps as its last good expansion (last-good.ts). */
+  setDocs?: Map<string, { rel: string; doc: DocOutcome }>;
 }
 
 export interface LoadOptions {
@@ -327,6 +329,7 @@ export async function combine(all: FolderOutcomes[], ctx: LoadContext): Promise<
   const errors: SpecError[] = [];
   const decls: Declaration[] = [];
   const setDecls = new Map<string, SetDeclaration[]>();
+  const setDocs = new Map<string, { rel: string; doc: DocOutcome }[]>();
   const unreadableFiles = new Set<string>();
   const setProtectedFiles = new Set<string>();
   const unreadableFolders = new Set<string>();
@@ -364,6 +367,7 @@ export async function combine(all: FolderOutcomes[], ctx: LoadContext): Promise<
             continue;
           }
           const setName = d.name;
+          setDocs.set(setName, [...(setDocs.get(setName) ?? []), { rel: f.rel, doc: d }]);
           errors.push(...d.errors.map((e) => ({ ...e, set: setName })));
           const children = d.set.children.map((c): Declaration => {
             errors.push(...c.errors.map((e) => ({ ...e, attempt: c.name, set: setName })));
@@ -436,6 +440,7 @@ export async function combine(all: FolderOutcomes[], ctx: LoadContext): Promise<
     sets: attemptSets,
     setProtectedFiles,
     skipped,
+    setDocs: new Map([...setDocs].flatMap(([name, docs]) => (docs.length === 1 ? [[name, docs[0] as { rel: string; doc: DocOutcome }]] : []))),
   };
 }
 

@@ -293,6 +293,11 @@ export interface LoadedSet {
   coords: Record<string, string>[];
   /** The set is valid as a whole (its children may still be invalid one by one). */
   valid: boolean;
+  /**
+   * Its file is broken now (or its `fromDir` missing): this is its last good expansion
+   * (last-good.ts), held by these errors. Absent for a set as loaded.
+   */
+  held?: SpecError[];
 }
 
 export interface LoadedSpec {
@@ -307,6 +312,11 @@ export interface LoadedSpec {
   hash: string;
   /** Specs from git: the commit the spec was read from (never part of the hash). */
   revision?: string;
+  /**
+   * A set's child whose spec is broken now (its set's file, its fixture): this is its last good
+   * spec (last-good.ts), held by these errors. What runs goes on under it; no new run starts.
+   */
+  held?: SpecError[];
 }
 
 export interface LoadResult {

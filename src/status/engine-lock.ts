@@ -75,7 +75,7 @@ export class EngineLockHeldError extends Error {
       `instance "${holder.instance}" is held on this engine by another berth process: ${describeEngineHolder(holder)}` +
         (otherHost
           ? ` (on another host or in another pid namespace, so berth cannot tell whether it still runs; if it does not, break the lock with \`${unlockHint(holder.instance)}\`)`
-          : ''),
+          : `. Wait for it to end, or stop it (kill ${holder.pid}: it leaves its attempts running, the next reconcile adopts them); a controller takes rerun, delete and regrade itself`),
     );
     this.name = 'EngineLockHeldError';
   }

@@ -69,7 +69,9 @@ export class LockHeldError extends Error {
   ) {
     super(
       `${path}: instance "${holder.instance}" is already run by another berth process: ${describeHolder(holder)}` +
-        (otherHost ? ` (another host or pid namespace, so berth cannot tell whether it still runs; remove the file if it does not)` : ''),
+        (otherHost
+          ? ` (another host or pid namespace, so berth cannot tell whether it still runs; remove the file if it does not)`
+          : `. Wait for it to end, or stop it (kill ${holder.pid}: it leaves its attempts running, the next reconcile adopts them)`),
     );
     this.name = 'LockHeldError';
   }

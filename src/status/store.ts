@@ -18,13 +18,14 @@
  * folder) that is not a folder is a StateFolderError naming it (damaged.ts).
  */
 import { ImagePins } from './pins';
+import { RunSpecs } from './run-specs';
 import { promises as fs, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { DEFAULTS, LEGACY_CHILD_NAME } from '../constants';
+import { DEFAULTS, LEGACY_CHILD_NAME, SCHEMA_VERSIONS } from '../constants';
 import { CorruptJsonError, isCode, readJsonFileSync, removeStaleTemps, writeFileAtomic } from './atomic-file';
 import { checkStateFolder, folderProblem, setAside } from './damaged';
 import type { AttemptStatus } from './types';
-import { recordProblem } from './validate';
+import { recordProblem, refuseNewer, upgradeRecord } from './validate';
 import { mapChunked } from '../util/pool';
 import { folderStamp, INDEX_MIN_RECORDS, RACY_MS, readIndex, sameStamp, writeIndex, type IndexEntry } from './index-file';
 
@@ -138,6 +139,8 @@ export class StatusStore {
   readonly dir: string;
   /** The images the instance's AttemptSets are pinned to (status/pins.ts), beside the records. */
   readonly pins: ImagePins;
+  /** The spec each attempt's current run was made from (status/run-specs.ts), for `plan`'s diff. */
+  readonly runSpecs: RunSpecs;
   /** Where damaged records are kept. */
   readonly damagedDir: string;
   /** The records of a large folder in one file, a cache of them (index-file.ts). */
@@ -153,6 +156,7 @@ export class StatusStore {
     this.stateDir = path.resolve(stateDir);
     this.dir = path.join(path.resolve(stateDir), instance, 'attempts');
     this.pins = new ImagePins(stateDir, instance);
+    this.runSpecs = new RunSpecs(stateDir, instance);
     this.damagedDir = path.join(path.resolve(stateDir), instance, 'damaged');
     this.indexFile = path.join(path.resolve(stateDir), instance, 'attempts.index.json');
   }
@@ -176,9 +180,13 @@ export class StatusStore {
       return { problem: `cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})` };
     }
     if (value === undefined) return undefined;
+    // a newer record stops the command (NewerRecordError) before its shape is judged: never taken for damage
+    refuseNewer(value, file);
     const problem = recordProblem(value, name, this.instance);
     if (problem) return { problem };
-    return { rec: this.opts.compact ? shareStrings(value as AttemptStatus) : (value as AttemptStatus) };
+    // an older record upgraded
+    const rec = upgradeRecord(value as AttemptStatus & Record<string, unknown>, file);
+    return { rec: this.opts.compact ? shareStrings(rec) : rec };
   }
 
   async loadAll(): Promise<Map<string, AttemptStatus>> {
@@ -323,9 +331,11 @@ export class StatusStore {
   }
 
   private async doRecover(): Promise<void> {
-    await removeStaleTemps(this.dir, DEFAULTS.staleTempMs, this.now()).catch((err: unknown) => {
-      this.opts.warn?.(`${this.dir}: could not remove temp files of interrupted writes (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
-    });
+    for (const dir of [this.dir, this.runSpecs.dir]) {
+      await removeStaleTemps(dir, DEFAULTS.staleTempMs, this.now()).catch((err: unknown) => {
+        this.opts.warn?.(`${dir}: could not remove temp files of interrupted writes (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+      });
+    }
     await this.loadAll();
     if (this.folderDamage && !this.folderDamage.keptAt && folderProblem(this.dir)) await this.setFolderAside(this.folderDamage);
     for (const d of [...this.damagedNow.values()]) {
@@ -397,7 +407,8 @@ export class StatusStore {
             ],
           }
         : {};
-    const next = { ...rec, ...rebuilt, updatedAt: new Date(this.now()).toISOString() };
+    const { schemaVersion: _v, ...fields } = rec;
+    const next = { schemaVersion: SCHEMA_VERSIONS.statusRecord, ...fields, ...rebuilt, updatedAt: new Date(this.now()).toISOString() };
     await this.ensureDir(map, rec.name);
     await writeFileAtomic(this.file(rec.name), JSON.stringify(next, null, 2) + '\n');
     map.set(rec.name, next);
@@ -408,6 +419,7 @@ export class StatusStore {
     await this.recover();
     const map = await this.loadAll();
     await fs.rm(this.file(name), { force: true });
+    await this.runSpecs.remove(name);
     map.delete(name);
     this.damagedNow.delete(name);
   }

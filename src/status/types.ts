@@ -167,6 +167,8 @@ export interface Redaction {
 }
 
 export interface AttemptStatus {
+  /** SCHEMA_VERSIONS.statusRecord when written; a record read without one (version 1) is upgraded to it. */
+  schemaVersion?: number;
   name: string;
   instance: string;
   phase: Phase;

@@ -4,7 +4,7 @@
  * another attempt's or instance's record) is as damaged as one that does not parse. Problems
  * are told in words that never quote the file's content.
  */
-import { PHASES } from '../constants';
+import { PHASES, SCHEMA_VERSIONS } from '../constants';
 
 const PHASE_SET: ReadonlySet<string> = new Set(PHASES);
 
@@ -41,6 +41,7 @@ function isGrade(g: unknown): boolean {
  */
 export function recordProblem(v: unknown, name: string, instance: string): string | undefined {
   if (!isObj(v)) return 'not a status record (not a JSON object)';
+  if (v.schemaVersion !== undefined && !isCount(v.schemaVersion)) return 'field schemaVersion is not a whole number';
   if (v.name !== name) return 'its name field does not match the file name';
   if (v.instance !== instance) return `its instance field does not name instance ${instance}`;
   if (typeof v.phase !== 'string' || !PHASE_SET.has(v.phase)) return 'field phase is missing or not a known phase';
@@ -85,4 +86,38 @@ export function recordProblem(v: unknown, name: string, instance: string): strin
   if (!v.history.every((h) => isObj(h) && isCount(h.run) && typeof h.phase === 'string' && PHASE_SET.has(h.phase)))
     return 'field history holds an entry that is not a run record';
   return undefined;
+}
+
+/**
+ * A record written by a newer berth (its `schemaVersion` above SCHEMA_VERSIONS.statusRecord): not
+ * damage, and not to be read or overwritten by this one, which would lose what it does not know.
+ * The command stops, saying which berth it needs.
+ */
+export class NewerRecordError extends Error {
+  readonly code = 'StatusRecordTooNew';
+  constructor(
+    readonly file: string,
+    readonly version: number,
+    readonly supported: number,
+  ) {
+    super(
+      `${file}: this status record was written by a newer berth (schema version ${version}; this berth reads up to ${supported}): use that berth or a newer one on this state folder; nothing was read or changed`,
+    );
+    this.name = 'NewerRecordError';
+  }
+}
+
+/** Throws NewerRecordError when `v` says it was written under a newer schema than this berth reads. */
+export function refuseNewer(v: unknown, file: string): void {
+  const version = isObj(v) ? v.schemaVersion : undefined;
+  if (typeof version === 'number' && version > SCHEMA_VERSIONS.statusRecord) throw new NewerRecordError(file, version, SCHEMA_VERSIONS.statusRecord);
+}
+
+/**
+ * A parsed record as this berth reads it: an older one upgraded (version 1, before records carried
+ * a version, needs nothing but the version), a newer one refused (NewerRecordError).
+ */
+export function upgradeRecord<T extends Obj>(v: T, file: string): T & { schemaVersion: number } {
+  refuseNewer(v, file);
+  return v.schemaVersion === SCHEMA_VERSIONS.statusRecord ? (v as T & { schemaVersion: number }) : { ...v, schemaVersion: SCHEMA_VERSIONS.statusRecord };
 }

@@ -62,6 +62,9 @@ function lazyLogger(make: () => Logger, level: () => string): Logger {
   return proxy;
 }
 
+/** Fields the text format does not print (the JSON format does). */
+const TEXT_HIDDEN: ReadonlySet<string> = new Set(['reconcileId', 'calls']);
+
 function makeLogger(opts: LoggerOptions): Logger {
   const { format: f, createLogger: make, transports } = winston();
   const format =
@@ -71,8 +74,9 @@ function makeLogger(opts: LoggerOptions): Logger {
           f.timestamp({ format: 'HH:mm:ss.SSS' }),
           f.printf((info) => {
             const { level, message, timestamp, ...rest } = info as Record<string, unknown>;
+            // a batch's id and engine call counts are for machines (--log-format json keeps them), not for a person reading the line
             const extra = Object.entries(rest)
-              .filter(([k]) => typeof k === 'string')
+              .filter(([k]) => typeof k === 'string' && !TEXT_HIDDEN.has(k))
               .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
               .join(' ');
             return `${String(timestamp)} ${String(level).padEnd(5)} ${String(message)}${extra ? ' ' + extra : ''}`;

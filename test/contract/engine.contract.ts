@@ -112,6 +112,15 @@ export function engineContract(title: string, harness: () => ContractHarness, o:
       await h.after();
     });
 
+    it("isolation says the engine's seccomp, cgroup version, storage driver and default runtime", async function () {
+      const i = await h.engine.isolation();
+      expect(['default', 'custom', 'unconfined', 'absent']).to.include(i.seccomp);
+      expect(i.storageDriver).to.match(/^[a-z0-9-]+$/);
+      expect(i.defaultRuntime).to.match(/^[a-z0-9.-]+$/);
+      expect(['1', '2', null]).to.include(i.cgroupVersion);
+      for (const k of ['apparmor', 'selinux', 'userns', 'rootless'] as const) expect(i[k]).to.be.a('boolean');
+    });
+
     it('a container name that is taken is 409 (conflict); the first container is untouched', async function () {
       const name = h.name('dup');
       const id = await h.engine.containers.create(containerSpec(h, name, ['true']));

@@ -9,6 +9,9 @@ import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { requireEngine } from '../support/engine';
 import { Sandbox } from '../support/sandbox';
+import { bufferIo } from '../../src/cli/io';
+import { makeContext } from '../../src/cli/context';
+import { runReconcile } from '../../src/cli/commands/reconcile';
 
 const BIN = path.resolve(__dirname, '..', '..', 'bin', 'berth.js');
 
@@ -64,8 +67,10 @@ describe('CI niceties (built CLI, real engine, a pty)', function () {
     const tty = onTerminal(sb.dir, ['reconcile', '--once', '--wait', ...sb.globalArgs(), '--log-level', 'warn']);
     expect(tty.code, tty.out).to.equal(0);
     expect(tty.out).to.contain('\r\x1b[K[');
-    // eslint-disable-next-line no-control-regex
-    expect(tty.out).to.match(/\[\d+s\] 1\/2 done: \x1b\[32m1 passed\x1b\[0m; 1 Running · about \d+s left/);
+    expect(tty.out).to.match(
+      // eslint-disable-next-line no-control-regex
+      /\[\d+s\] 1\/2 done: \x1b\[32m1 passed\x1b\[0m; 1 Running · (about \d+s left|longer than the pace so far: \d+s since one settled)/,
+    );
     // eslint-disable-next-line no-control-regex
     expect(tty.out).to.match(/\[\d+s\] 2\/2 done: \x1b\[32m2 passed\x1b\[0m/);
 
@@ -90,5 +95,19 @@ describe('CI niceties (built CLI, real engine, a pty)', function () {
     const states = lines.map((l) => l.replace(/^\[\d+s\] /, ''));
     expect(new Set(states).size, 'one line per change').to.equal(states.length);
     expect(states.at(-1)).to.equal('2/2 done: 2 passed');
+  });
+
+  it('off a terminal, a long attempt is not silence: the unchanged line is written again at each heartbeat', async function () {
+    await sb.write('long.yaml', sb.attempt('long', 'sleep 4'));
+    const io = bufferIo();
+    const ctx = makeContext({ specs: sb.specsDir, state: sb.stateDir, resultsRoot: sb.resultsRoot, instance: sb.instance, logLevel: 'warn' }, io, {
+      engine: sb.engine,
+    });
+    const code = await runReconcile(ctx, { once: true, wait: true, progressHeartbeatMs: 1000 });
+    expect(code, io.stderr).to.equal(0);
+    const running = io.stderr.split('\n').filter((l) => /^\[\d+s\] 0\/1 done; 1 Running$/.test(l));
+    expect(running.length, io.stderr).to.be.greaterThan(1);
+    const secs = running.map((l) => Number(/^\[(\d+)s\]/.exec(l)?.[1]));
+    expect([...secs].sort((a, b) => a - b)).to.deep.equal(secs);
   });
 });

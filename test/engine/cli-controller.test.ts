@@ -149,7 +149,7 @@ describe('a running controller and the commands beside it (real engine, built CL
         .and.to.match(/^b +Running/m)
         .and.to.match(/^c +Running/m);
       expect(g.stderr, g.stderr).to.match(
-        /^berth: warning: 3 attempts keep their last good spec: their specs are broken, and what runs is left as it is until fixed/,
+        /^berth: warning: 3 attempts keep their last good spec: their specs are broken; what runs is left as it is until fixed/,
       );
       expect(g.stderr).to.include(`\n  a: ${a}:6:10: spec.image: `);
       expect(g.stderr).to.match(new RegExp(`\\n  b: ${b.replace(/[.]/g, '\\.')}:3:\\d+: `));

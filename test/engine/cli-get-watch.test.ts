@@ -40,5 +40,14 @@ describe('cli get -w (real engine)', function () {
     expect(lines.filter((l) => /^NAME/.test(l))).to.have.length(1);
     expect(lines[1]).to.match(/^a\s+Pending\s+NotReconciled/);
     expect(lines.at(-1)).to.match(/^a\s+Succeeded\s+Completed/);
+    // every later row lines up under the header printed first
+    for (const l of lines.slice(1)) {
+      for (const [col, re] of [
+        ['PHASE', /^\S+\s+/],
+        ['RESULT', /^(\S+\s+){7}/],
+      ] as const) {
+        expect((re.exec(l)?.[0] ?? '').length, `${col} in ${JSON.stringify(l)}`).to.equal(lines[0]?.indexOf(col));
+      }
+    }
   });
 });

@@ -75,11 +75,15 @@ describe('results in the CLI: RESULT, get --sets, summary of plain attempts (rea
     expect(by.get('bad')).to.deep.equal(['Failed', 'failed', 'Error']);
   });
 
-  it('get --sets: the children counted passed, failed and infra beside their phases (-o json too)', async function () {
+  it('get --sets: the children counted by outcome, each column named once; their phases in -o wide (-o json too)', async function () {
     const r = await sb.cli('get', '--sets');
     const [head, row] = r.stdout.trimEnd().split('\n');
-    expect(cells(head as string).slice(0, 6)).to.deep.equal(['NAME', 'CHILDREN', 'PASSED', 'FAILED', 'INFRA', 'PENDING']);
-    expect(cells(row as string).slice(0, 5)).to.deep.equal(['sc', '2', '1', '1', '0']);
+    expect(cells(head as string)).to.deep.equal(['NAME', 'CHILDREN', 'PASSED', 'FAILED', 'INFRA', 'SKIPPED', 'UNFINISHED', 'SOURCE']);
+    expect(cells(row as string).slice(0, 7)).to.deep.equal(['sc', '2', '1', '1', '0', '0', '0']);
+    const wide = (await sb.cli('get', '--sets', '-o', 'wide')).stdout.trimEnd().split('\n');
+    expect(cells(wide[0] as string)).to.deep.equal(['NAME', 'CHILDREN', 'PASSED', 'FAILED', 'INFRA', 'SKIPPED', 'UNFINISHED', 'PHASES', 'SOURCE']);
+    expect(cells(wide[1] as string)[7]).to.equal('2 Succeeded');
+    expect((await sb.cli('get', '--sets', '--no-headers')).stdout.split('\n')[0]).to.match(/^sc /);
     const json = JSON.parse((await sb.cli('get', '--sets', '-o', 'json')).stdout) as { items: { status: { outcomes: Record<string, number> } }[] };
     expect(await schemaErrors('get-sets-output.schema.json', json)).to.equal(null);
     expect(json.items[0]?.status.outcomes).to.deep.equal({ passed: 1, failed: 1, infra: 0, skipped: 0, unfinished: 0 });

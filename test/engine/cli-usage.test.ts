@@ -54,7 +54,7 @@ describe('cli usage', function () {
     const v = await berth('version');
     expect(v.code).to.equal(0);
     expect(v.stdout).to.match(
-      /^berth \d+\.\d+\.\d+ \(node v\d+.*\)\nengine \S+ \(API \d+\.\d+(; berth talks \d+\.\d+)?\), (classic|containerd) image store \(\S+\)\n$/,
+      /^berth \d+\.\d+\.\d+ \(node v\d+.*\)\nengine \S+ \(API \d+\.\d+(; berth talks \d+\.\d+)?\), (classic|containerd) image store \(\S+\)\nisolation: seccomp .*, runtime \S+: attempts run isolated.*\n$/,
     );
     const j = JSON.parse(built('version', '-o', 'json').stdout) as { engine: { version: string; apiVersion: string } };
     expect(j.engine.apiVersion).to.match(/^\d+\.\d+$/);

@@ -31,7 +31,7 @@ describe('cli wait (real engine)', function () {
     const rec = await sb.cli('reconcile', '--once', '--wait');
     expect(rec.code, rec.stderr).to.equal(0);
     const w = await waiting;
-    expect([w.code, w.stdout, w.stderr]).to.deep.equal([0, 'attempt/a condition met (finished: Succeeded)\n1 passed, 0 failed, 0 infrastructure\n', '']);
+    expect([w.code, w.stdout, w.stderr]).to.deep.equal([0, 'attempt/a condition met (finished: passed)\n1 passed, 0 failed, 0 infrastructure\n', '']);
   });
 
   it('--timeout: exit 1 naming the attempts unfinished (JSON with --log-format json); --for phase=Running holds', async function () {
@@ -76,7 +76,7 @@ describe('cli wait (real engine)', function () {
       const again = await waiting;
       expect([again.code, again.stdout, again.stderr]).to.deep.equal([
         0,
-        'attempt/quick condition met (finished: Succeeded)\n1 passed, 0 failed, 0 infrastructure\n',
+        'attempt/quick condition met (finished: passed)\n1 passed, 0 failed, 0 infrastructure\n',
         '',
       ]);
     } finally {
@@ -90,7 +90,10 @@ describe('cli wait (real engine)', function () {
     const w = await sb.cli('wait', 'bad', '--for', 'phase=Succeeded', '--timeout', '20s');
     expect([w.code, w.stdout, w.stderr]).to.deep.equal([3, '0 passed, 1 failed, 0 infrastructure\n', 'berth: bad ended Failed (Error)\n']);
     const eval_ = await sb.cli('wait', 'bad', '--fail-on', 'infra', '--timeout', '20s');
-    expect([eval_.code, eval_.stdout]).to.deep.equal([0, 'attempt/bad condition met (finished: Failed)\n0 passed, 1 failed, 0 infrastructure\n']);
+    expect([eval_.code, eval_.stdout]).to.deep.equal([
+      0,
+      'attempt/bad condition met (finished: failed (Error, exit 4))\n0 passed, 1 failed, 0 infrastructure\n',
+    ]);
     process.env.BERTH_FAIL_ON = 'none';
     try {
       const env = await sb.cli('wait', 'bad', '--for', 'finished', '--timeout', '20s');

@@ -53,7 +53,7 @@ describe('cli (real engine)', function () {
     expect([list.apiVersion, list.kind]).to.deep.equal(['berth.dev/v1', 'List']);
     expect(list.items.map((i) => [i.metadata.name, i.status.phase])).to.deep.equal([['fx', 'Succeeded']]);
     const one = parse((await sb.cli('get', 'other', '-o', 'yaml')).stdout) as Record<string, unknown> & { status: Record<string, unknown> };
-    expect(Object.keys(one)).to.deep.equal(['apiVersion', 'kind', 'metadata', 'spec', 'status']);
+    expect(Object.keys(one)).to.deep.equal(['schemaVersion', 'apiVersion', 'kind', 'metadata', 'spec', 'status']);
     expect([one.kind, one.metadata, one.status.exitCode]).to.deep.equal(['Attempt', { name: 'other', labels: {} }, 0]);
     // the whole normalized spec, image and command first, defaults filled in
     expect(Object.keys(one.spec as object).slice(0, 3)).to.deep.equal(['image', 'command', 'workingDir']);

@@ -9,7 +9,7 @@
  * grader runs ends with exactly one grade per run and no grader left.
  */
 import { expect } from 'chai';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
@@ -22,6 +22,13 @@ import { Sandbox } from '../support/sandbox';
 import { waitFor } from '../support/wait';
 
 const BIN = path.resolve(__dirname, '..', '..', 'bin', 'berth.js');
+
+/** The built CLI in its own process with the sandbox's folders (its log on stderr, as a user sees it). */
+function builtCli(sb: Sandbox, ...args: string[]): { code: number | null; stdout: string; stderr: string } {
+  const g = sb.globalArgs().filter((a, i, all) => a !== '--log-level' && all[i - 1] !== '--log-level');
+  const r = spawnSync(process.execPath, [BIN, ...args, ...g], { encoding: 'utf8', timeout: 120_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
 
 /** A set of one child: its fixture (solution.txt, tests/check.sh) and a hidden test the grader alone gets. */
 function gradedSet(name: string, attempt: string, grade: string, score = true): string {
@@ -224,15 +231,39 @@ spec:
     expect(g?.notes?.join('\n')).to.match(/tests\/check\.sh: protected/);
   });
 
-  it('grades again when the grader changes, without starting an attempt container, and keeps the earlier grade', async function () {
-    await sb.write('r.yaml', gradedSet('r', 'true', `command: [sh, -c, 'exit 1']`, false));
-    const first = await sb.cli('reconcile', '--once', '--wait');
+  it('grades again when the grader changes, without starting an attempt container, and keeps the earlier grade; grading is seen in the log, events, logs --grade, wait and annotations', async function () {
+    await sb.write('r.yaml', gradedSet('r', 'true', `command: [sh, -c, 'echo first grader; exit 1']`, false));
+    const first = builtCli(sb, 'reconcile', '--once', '--wait', '--log-level', 'info');
     expect((await grades(child('r'))).map((g) => [g.k, g.passed])).to.deep.equal([[1, false]], first.stderr);
+    // the log says the run is graded and how, never only that a container was removed
+    expect(first.stderr).to.match(/r-0: grading run 1 \(grade 1\)/);
+    expect(first.stderr).to.match(/r-0: graded fail \(exit 1\)/);
+    expect(first.stderr).not.to.match(/r-0: removed 1 container$/m);
+    // wait names the outcome, not the phase; inside GitHub Actions each attempt that did not pass is annotated
+    process.env.GITHUB_ACTIONS = 'true';
+    let w1;
+    try {
+      w1 = await sb.cli('wait', child('r'));
+    } finally {
+      delete process.env.GITHUB_ACTIONS;
+    }
+    expect(w1.code).to.equal(3);
+    expect(w1.stdout).to.include('attempt/r-0 condition met (finished: failed (grade-1: exit 1))\n');
+    expect(w1.stderr).to.match(/^::error file=\S*r\.yaml,line=\d+,title=berth%3A attempt r-0 failed::r-0 failed \(grade-1: exit 1\)$/m);
+    expect((await sb.cli('logs', child('r'), '--grade')).stdout).to.equal('first grader\n');
     const t0 = Date.now();
     const since = Math.floor(t0 / 1000) - 1;
-    await sb.write('r.yaml', gradedSet('r', 'true', `command: [sh, -c, 'exit 0']`, false));
-    const again = await sb.cli('reconcile', '--once', '--wait');
+    await sb.write('r.yaml', gradedSet('r', 'true', `command: [sh, -c, 'echo second grader; exit 0']`, false));
+    const again = builtCli(sb, 'reconcile', '--once', '--wait', '--log-level', 'info');
     expect(again.code, again.stderr).to.equal(0);
+    expect(again.stderr).to.match(/regrading 1 run: spec\.grade changed/);
+    expect(again.stderr).to.match(/r-0: regrading run 1 \(grade 2\): spec\.grade changed/);
+    expect(again.stderr).to.match(/r-0: graded pass \(exit 0\) \(grade 2 of run 1\)/);
+    expect((await sb.cli('logs', child('r'), '--grade')).stdout).to.equal('second grader\n');
+    expect((await sb.cli('logs', child('r'), '--grade', '1')).stdout).to.equal('first grader\n');
+    const ev = (await sb.cli('events', child('r'))).stdout;
+    expect(ev).to.match(/Warning +Graded +attempt\/r-0 +run 1 graded by grade-1: fail \(exit 1\)/);
+    expect(ev).to.match(/Normal +Regraded +attempt\/r-0 +run 1 regraded by grade-2: pass \(exit 0\)/);
     const gs = await grades(child('r'));
     expect(gs.map((g) => [g.k, g.run, g.state, g.passed])).to.deep.equal([
       [1, 1, 'graded', false],
@@ -254,7 +285,7 @@ spec:
     const wide = await sb.cli('get', child('r'), '-o', 'wide');
     expect(wide.stdout.split('\n')[0]).to.match(/ GRADER$/);
     const d = (await sb.cli('describe', child('r'))).stdout;
-    expect(d).to.match(/Grade: +the attempt's image \["sh","-c","exit 0"\]/);
+    expect(d).to.match(/Grade: +the attempt's image \["sh","-c","echo second grader; exit 0"\]/);
     expect(d).to.match(
       /Grades \(run 1; the latest decides\):\n +K +STATE +VERDICT +REASON +GRADER IMAGE +WHEN\n +1 +graded +fail +exit 1 +\S+ +\S+\n +2 +graded +pass +exit 0 +\S+ +\S+/,
     );

@@ -1,5 +1,6 @@
 /**
- * berth as users install it (docs/INSTALL.md): the single-file build runs with only `node`, from a
+ * berth as users install it (docs/INSTALL.md): the npm package, packed and laid out as `npm install -g`
+ * lays it out, runs from any folder; the single-file build runs with only `node`, from a
  * folder with no node_modules and no schemas/ beside it, and the berth/berth:local image runs
  * berth with the engine's socket mounted. Both run a real attempt on the engine, with a fixture
  * and a file secret, and both leave the same results a checkout would.
@@ -7,6 +8,7 @@
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
 import { promises as fs } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { lockVolumeName } from '../../src/constants';
@@ -93,6 +95,49 @@ describe('packaging: the single-file build and the image (real engine)', functio
     expect(await results()).to.equal('the task\n16\n');
     const get = await exec(process.execPath, [bundle, 'get', 'packaged', '-o', 'name', ...sb.globalArgs()], { cwd: bundleDir });
     expect(get.stdout).to.equal('attempt/packaged\n');
+  });
+
+  it('the npm package: npm pack, installed from the tarball as npm -g lays it out, runs from any folder (version, validate)', async function () {
+    // what `npm install -g ./berthdev-berth-<version>.tgz` makes: the package in <prefix>/lib/node_modules,
+    // its bin linked in <prefix>/bin. The dependencies are the checkout's (npm would fetch them; the
+    // test phase downloads nothing), so what is checked is what the tarball holds and how it starts.
+    const pkg = JSON.parse(await fs.readFile(path.join(REPO, 'package.json'), 'utf8')) as { name: string; version: string; bin: Record<string, string> };
+    const prefix = path.join(sb.dir, 'npm-global');
+    const home = path.join(prefix, 'lib', 'node_modules', ...pkg.name.split('/'));
+    await fs.mkdir(path.dirname(home), { recursive: true });
+    // dist/ is built (npm run build); prepack would build it again
+    const packed = await exec('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', sb.dir], { cwd: REPO });
+    expect(packed.code, packed.stderr).to.equal(0);
+    const [info] = JSON.parse(packed.stdout) as { filename: string; files: { path: string }[] }[];
+    const files = (info?.files ?? []).map((f) => f.path);
+    expect(files).to.include.members([
+      'bin/berth.js',
+      'bin/node-check.js',
+      'dist/berth.cjs',
+      'dist/cli/index.js',
+      'schemas/attempt.schema.json',
+      'README.md',
+      'package.json',
+    ]);
+    expect(
+      files.filter((f) => /^(src|test|bench|scripts)\/|\.map$/.test(f)),
+      'sources, tests or maps',
+    ).to.deep.equal([]);
+    const unpacked = await exec('tar', ['-xzf', path.join(sb.dir, info?.filename ?? ''), '-C', path.dirname(home)]);
+    expect(unpacked.code, unpacked.stderr).to.equal(0);
+    await fs.rename(path.join(path.dirname(home), 'package'), home);
+    await fs.symlink(path.join(REPO, 'node_modules'), path.join(home, 'node_modules'));
+    await fs.mkdir(path.join(prefix, 'bin'));
+    await fs.symlink(path.join('..', 'lib', 'node_modules', ...pkg.name.split('/'), pkg.bin.berth ?? ''), path.join(prefix, 'bin', 'berth'));
+
+    // from a folder that is no checkout, with the Node berth needs first on PATH (#!/usr/bin/env node)
+    const env = { ...process.env, PATH: `${path.dirname(process.execPath)}:${process.env.PATH ?? ''}` };
+    const berth = path.join(prefix, 'bin', 'berth');
+    const version = await exec(berth, ['version', '-o', 'json'], { cwd: os.tmpdir(), env });
+    expect(version.code, version.stderr).to.equal(0);
+    expect(JSON.parse(version.stdout)).to.include({ version: pkg.version });
+    const validate = await exec(berth, ['validate', sb.specsDir], { cwd: '/', env });
+    expect([validate.code, validate.stdout], validate.stderr).to.deep.equal([0, '1 file, 1 attempt: all valid\n']);
   });
 
   it('berth/berth:local runs berth against the mounted engine socket', async function () {

@@ -75,6 +75,38 @@ describe('a user slip never costs a fleet or a result (real engine)', function (
     });
   });
 
+  it('an existing specs folder that declares nothing, for an instance that never had anything: reconcile and plan exit 2 saying so, unless --allow-empty', async function () {
+    const sb = await Sandbox.create('slip-empty');
+    try {
+      await sb.write('README.md', 'no specs here\n');
+      for (const args of [['reconcile', '--once'], ['reconcile', '--once', '--wait'], ['plan'], ['plan', '-o', 'json']]) {
+        const r = await sb.cli(...args);
+        expect(r.code, `${args.join(' ')}: ${r.stderr}`).to.equal(2);
+        expect(r.stderr, args.join(' ')).to.match(
+          /declares no attempts .* and instance "\S+" has none: nothing to reconcile\. A wrong --specs .* --allow-empty accepts an empty source/,
+        );
+      }
+      for (const args of [
+        ['reconcile', '--once', '--allow-empty'],
+        ['reconcile', '--once', '--wait', '--allow-empty'],
+        ['plan', '--allow-empty'],
+      ]) {
+        const r = await sb.cli(...args);
+        expect(r.code, `${args.join(' ')}: ${r.stderr}`).to.equal(0);
+        expect(r.stderr).not.to.match(/declares no attempts/);
+      }
+      // once the instance has attempts, an emptied folder is the held case above (exit 0, nothing removed)
+      await sb.write('a.yaml', sb.attempt('a', 'true'));
+      expect((await sb.cli('reconcile', '--once', '--wait')).code).to.equal(0);
+      await sb.remove('a.yaml');
+      const held = await sb.cli('reconcile', '--once');
+      expect(held.code, held.stderr).to.equal(0);
+      expect(held.stderr).to.match(/yields no attempts while instance \S+ has some/);
+    } finally {
+      await sb.destroy();
+    }
+  });
+
   it('never reuses a run folder: not after clean, not with a fresh state folder', async function () {
     const sb = await Sandbox.create('slip-runs');
     try {

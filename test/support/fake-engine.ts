@@ -27,6 +27,7 @@ import { posix } from 'node:path';
 // tar-stream is loaded only when an archive is put or read: a no-op pass loads none (pass-lazy.test.ts)
 import type { Header } from 'tar-stream';
 import { EngineUnreachableError, ImagePullError } from '../../src/engine/errors';
+import type { HostIsolation } from '../../src/engine/isolation';
 import { matchesLabels } from '../../src/engine/label-filter';
 import type {
   ContainerClient,
@@ -348,6 +349,23 @@ export class FakeEngine implements Engine {
   async reach(id: string): Promise<Reached> {
     await this.call('reach', [id]);
     return { engine: this, id, where: 'the fake engine' };
+  }
+
+  /** What isolation() answers (tests set a weak engine). */
+  hostIsolation: HostIsolation = {
+    seccomp: 'default',
+    apparmor: false,
+    selinux: false,
+    userns: false,
+    rootless: false,
+    cgroupVersion: '2',
+    storageDriver: 'overlay2',
+    defaultRuntime: 'runc',
+  };
+
+  async isolation(): Promise<HostIsolation> {
+    await this.call('isolation', []);
+    return { ...this.hostIsolation };
   }
 
   async boot(): Promise<{ id: string; at: string } | undefined> {

@@ -34,10 +34,11 @@ export class PrivateEngine {
    *        engine, so every path it is given (data root, socket, folders to bind, mounts the
    *        tests make later) is the host's; default: the machine's own dockerd.
    * @param opts.containerdStore the containerd image store on (the `containerd-snapshotter` feature).
+   * @param opts.extraArgs more dockerd flags (e.g. `--seccomp-profile=unconfined`: a weak engine).
    */
   constructor(
     tag: string,
-    private readonly opts: { resolvConf?: string; storageDriver?: string; suiteRoot?: string; containerdStore?: boolean } = {},
+    private readonly opts: { resolvConf?: string; storageDriver?: string; suiteRoot?: string; containerdStore?: boolean; extraArgs?: string[] } = {},
   ) {
     this.root = `/tmp/bd-${TEST_RUN}-${tag}`.slice(0, 40);
     this.netns = `berth-${TEST_RUN}-${tag}`.slice(0, 30);
@@ -62,6 +63,7 @@ export class PrivateEngine {
       `--pidfile=${path.join(this.root, 'd.pid')}`,
       '--bip=10.213.0.1/24',
       ...(this.opts.storageDriver ? [`--storage-driver=${this.opts.storageDriver}`] : []),
+      ...(this.opts.extraArgs ?? []),
     ];
     if (this.opts.suiteRoot !== undefined || this.opts.containerdStore) {
       // a configuration of its own: the host's /etc/docker/daemon.json never applies

@@ -58,6 +58,8 @@ export function createSwarmBackend(o: SwarmBackendOptions = {}): Engine & { runs
     ping: () => manager.ping(),
     version: () => manager.version(),
     reach: (id: string) => runs.reach(id),
+    // the manager's: each node's engine is checked when it is probed (backend/swarm/nodes.ts)
+    isolation: () => manager.isolation(),
     address: swarm.address,
     useCredentials: (credentialFor) => {
       runs.images = new NodeImages(manager.images, credentialFor);

@@ -20,8 +20,8 @@ import {
 } from '../../sets/compare';
 import { compareMarkdown, compareText } from '../../sets/compare-text';
 import { judgeSet, setsOfLoad } from '../../sets/summary';
-import { loadSpecs } from '../../spec/loader';
-import { specsOptions, UsageError, type Context } from '../context';
+import { loadView } from './view-load';
+import { UsageError, type Context } from '../context';
 
 export interface CompareCommandOptions {
   by?: string;
@@ -44,10 +44,7 @@ export function parseBy(v: string): { axis: string; values: string[] } {
 
 /** The sets now, as `summary` gathers them (all of them, or the named ones that exist), as comparison sides. */
 async function current(ctx: Context, names: readonly string[], samples: string | undefined): Promise<Map<string, SideSet>> {
-  const [load, statuses] = await Promise.all([
-    loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsOptions(ctx) }),
-    ctx.store().loadAll(),
-  ]);
+  const [load, statuses] = await Promise.all([loadView(ctx), ctx.store().loadAll()]);
   const all = setsOfLoad(load.specs, load.sets ?? new Map());
   const chosen = [...all].filter(([name]) => names.length === 0 || names.includes(name));
   return new Map(chosen.map(([name, g]) => [name, judgeSet(g.policy, g.children, statuses, samples)]));

@@ -23,6 +23,7 @@ import type { ReconcileOptions } from './reconcile';
 import type { ApiServer } from '../../api/server';
 import { apiToken, startApi } from './api';
 import { takeWriterLocks, type WriterLocks } from './writer-lock';
+import { refusedForIsolation } from './host-check';
 import { bindInstance, folderSource, gitSourceOf } from './instance-source';
 import type { GitSource } from '../../git/source';
 import { gitSourceFrom } from '../git-flags';
@@ -123,6 +124,9 @@ async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortS
     ctx.io.err(`berth: ${pingFailure(first.err)}\n`);
     return EXIT.failed;
   }
+  // an engine that would not isolate an attempt runs none (unless --allow-weak-isolation)
+  if (await refusedForIsolation(ctx, engine, o.allowWeakIsolation === true)) return EXIT.failed;
+  let saidEmpty = false;
   const controller = new Controller({
     cfg,
     engine,
@@ -135,6 +139,17 @@ async function serveController(ctx: Context, o: ReconcileOptions, signal: AbortS
     metrics,
     ...(s.git ? { git: s.git } : {}),
     ...(s.outcomes ? { outcomes: s.outcomes } : {}),
+    watcher: {
+      // a source that declares nothing for an instance that never had anything: said once (a
+      // controller waits for specs to appear; `reconcile --once` and `plan` refuse it)
+      planned: (_load, plan) => {
+        if (plan.emptySource !== 'empty' || cfg.allowEmpty || saidEmpty) return;
+        saidEmpty = true;
+        ctx.log.warn(
+          `${s.git ? s.git.cfg.url.display : ctx.specsDir} declares no attempts and instance "${ctx.instance}" has none: waiting for specs to appear (a wrong --specs looks like this)`,
+        );
+      },
+    },
   });
   let lock: WriterLocks | undefined;
   let http: Awaited<ReturnType<typeof serve>> | undefined;

@@ -7,20 +7,21 @@ import { instanceFilters } from '../../observe/snapshot';
 import { tagMoves, tagMoveText } from '../../observe/tag-moves';
 import { containerOwnership, imageLabels, recordedContainers } from '../../ownership';
 import { heldBy } from '../../spec/held';
-import { loadSpecs } from '../../spec/loader';
-import { specsOptions, type Context } from '../context';
+import { loadView } from './view-load';
+import { type Context } from '../context';
 import { formatIssue } from '../../spec/issue';
 import { runGrades } from '../../sets/grade-state';
 import { graderImage, gradeVerdict, gradeWhen } from '../../sets/grade-text';
-import type { DiskLimit, GradeRecord } from '../../status/types';
+import type { AttemptStatus, DiskLimit, GradeRecord } from '../../status/types';
 import { showBytes } from '../../util/bytes';
 import { pullText, readPulls } from '../pull-lines';
 import { touchedText } from '../../touch/record';
 import { touchedOf } from '../../touch/target';
 import { age, table } from './shared';
+import { eventsOf } from '../events';
 
 export async function runDescribe(ctx: Context, name: string): Promise<number> {
-  const [load, rec] = await Promise.all([loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsOptions(ctx) }), ctx.store().get(name)]);
+  const [load, rec] = await Promise.all([loadView(ctx), ctx.store().get(name)]);
   const loaded = load.specs.find((s) => s.spec.name === name);
   const damaged = rec ? undefined : ctx.store().damagedRecordOf(name);
   // Its own errors, those of an AttemptSet (invalid as a whole) that declares it, or its file's (spec/held.ts).
@@ -36,6 +37,11 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
   kv('Instance', ctx.instance);
   if (loaded) {
     const s = loaded.spec;
+    if (loaded.held) {
+      // its set's file (or its fixture) is broken: this is its last good spec (spec/last-good.ts)
+      kv('Spec', 'HELD at its last good spec (shown below): its file is broken; what runs goes on under it, nothing new starts until it is fixed');
+      for (const e of loaded.held) out.push(`                ${formatIssue(e)}`);
+    }
     kv('Spec file', `${loaded.source.file}:${loaded.source.line}`);
     kv('Spec hash', loaded.hash.slice(0, 16));
     if (loaded.revision) kv('Revision', `${loaded.revision} (in force)`);
@@ -247,12 +253,31 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
     if (!isEngineDown(err)) throw err;
     // What the records say is shown; the engine's part is not known.
     out.push('', 'Resources:      unknown (the engine did not answer)');
+    out.push(...eventsSection(rec));
     ctx.io.out(out.join('\n') + '\n');
     ctx.io.err(`berth: ${describeEngineError(err)}\n`);
     return EXIT.failed;
   }
+  out.push(...eventsSection(rec));
   ctx.io.out(out.join('\n') + '\n');
   return EXIT.ok;
+}
+
+/** Events shown at most (the newest; `berth events NAME` has them all). */
+const DESCRIBE_EVENTS = 20;
+
+/** kubectl describe's last section: the attempt's events (cli/events.ts), oldest first, the newest DESCRIBE_EVENTS. */
+function eventsSection(rec: AttemptStatus | undefined): string[] {
+  const all = rec ? eventsOf(rec) : [];
+  if (!all.length) return ['', 'Events:         <none>'];
+  const now = Date.now();
+  const shown = all.slice(-DESCRIBE_EVENTS);
+  const rows = shown.map((e) => [`  ${e.type}`, e.reason, age(e.at, now), e.message]);
+  return [
+    '',
+    `Events:${all.length > shown.length ? ` (the newest ${shown.length} of ${all.length}: berth events ${rec?.name ?? ''})` : ''}`,
+    table([['  TYPE', 'REASON', 'AGE', 'MESSAGE'], ...rows]).trimEnd(),
+  ];
 }
 
 /** `2 GiB (from resources.disk; measured by berth at an interval: ...)`: where the limit comes from and which way it is enforced. */

@@ -3,14 +3,14 @@
  * (src/cli/events.ts derives them from the status records). With -w, new events are printed
  * as the records change (file events), until SIGINT or SIGTERM.
  */
-import { EXIT } from '../../constants';
+import { EXIT, SCHEMA_VERSIONS } from '../../constants';
 import { Waker } from '../../util/waker';
 import { StatusStore } from '../../status/store';
 import { watchFolder } from '../../util/watch-folder';
 import type { Context } from '../context';
 import { diag } from '../diag';
 import { allEvents, type AttemptEvent } from '../events';
-import { age, table } from './shared';
+import { age, StickyTable, table } from './shared';
 
 export interface EventsOptions {
   watch?: boolean;
@@ -24,15 +24,17 @@ async function load(ctx: Context, names?: ReadonlySet<string>): Promise<AttemptE
   return allEvents([...recs.values()].filter((r) => !names || names.has(r.name)));
 }
 
-function render(ctx: Context, events: AttemptEvent[], o: EventsOptions, headers: boolean): void {
+function render(ctx: Context, events: AttemptEvent[], o: EventsOptions, headers: boolean, sticky?: StickyTable): void {
   if (!events.length) return;
   if (o.output === 'json') {
-    ctx.io.out(events.map((e) => JSON.stringify(e) + '\n').join(''));
+    ctx.io.out(events.map((e) => JSON.stringify({ schemaVersion: SCHEMA_VERSIONS.events, ...e }) + '\n').join(''));
     return;
   }
   const now = Date.now();
   const rows = events.map((e) => [age(e.at, now), e.type, e.reason, `attempt/${e.attempt}`, e.message]);
-  ctx.io.out(table(headers ? [['LAST SEEN', 'TYPE', 'REASON', 'OBJECT', 'MESSAGE'], ...rows] : rows));
+  const all = headers ? [['LAST SEEN', 'TYPE', 'REASON', 'OBJECT', 'MESSAGE'], ...rows] : rows;
+  // -w: later rows line up under the header printed first
+  ctx.io.out(sticky ? sticky.render(all) : table(all));
 }
 
 /** The events of the attempts named (one name, or several: a set, -l); all of the instance's when `names` is undefined. */
@@ -49,7 +51,9 @@ export async function runEvents(ctx: Context, names: string | readonly string[] 
     render(ctx, first, o, true);
     return EXIT.ok;
   }
-  render(ctx, first, o, true);
+  // LAST SEEN, TYPE, REASON: wide enough for the usual values from the start
+  const sticky = new StickyTable([9, 7, 16]);
+  render(ctx, first, o, true, sticky);
   const seen = new Set(first.map((e) => JSON.stringify(e)));
   const waker = new Waker();
   const stop = new AbortController();
@@ -66,7 +70,7 @@ export async function runEvents(ctx: Context, names: string | readonly string[] 
       if (stop.signal.aborted) break;
       const fresh = (await load(ctx, only)).filter((e) => !seen.has(JSON.stringify(e)));
       for (const e of fresh) seen.add(JSON.stringify(e));
-      render(ctx, fresh, o, headers && fresh.length > 0);
+      render(ctx, fresh, o, headers && fresh.length > 0, sticky);
       if (fresh.length) headers = false;
     }
     return EXIT.ok;

@@ -4,10 +4,12 @@
  * list is `{apiVersion, kind: List, items}`. schemas/get-output.schema.json describes both.
  * An AttemptSet (`get --sets`) likewise: schemas/get-sets-output.schema.json.
  */
-import { API_VERSION, DEFAULTS, KIND_ATTEMPT, KIND_ATTEMPT_SET } from '../../constants';
+import { API_VERSION, DEFAULTS, KIND_ATTEMPT, KIND_ATTEMPT_SET, SCHEMA_VERSIONS } from '../../constants';
 import type { Row, SetRow } from './get';
 
 export interface AttemptItem {
+  /** SCHEMA_VERSIONS.get: this output's own shape (the record's version is not shown). */
+  schemaVersion: number;
   apiVersion: string;
   kind: typeof KIND_ATTEMPT;
   /** `set`: an AttemptSet's child, its set and coordinates. */
@@ -35,7 +37,7 @@ function specOf(r: Row): NonNullable<AttemptItem['spec']> {
 }
 
 export function toItem(r: Row): AttemptItem {
-  const { name: _name, ...recorded } = r.status ?? { phase: r.phase };
+  const { name: _name, schemaVersion: _v, ...recorded } = r.status ?? { phase: r.phase };
   const status: AttemptItem['status'] = r.status
     ? recorded
     : {
@@ -50,6 +52,7 @@ export function toItem(r: Row): AttemptItem {
   // while it runs, counted from its run folder (the record holds it once harvested)
   if (r.touched) status.touched = r.touched;
   return {
+    schemaVersion: SCHEMA_VERSIONS.get,
     apiVersion: API_VERSION,
     kind: KIND_ATTEMPT,
     metadata: { name: r.name, labels: r.labels, ...(r.cell ? { set: { name: r.cell.set, coords: r.cell.coords } } : {}) },
@@ -58,26 +61,41 @@ export function toItem(r: Row): AttemptItem {
   };
 }
 
-export function toList(rows: Row[]): { apiVersion: string; kind: 'List'; items: AttemptItem[] } {
-  return { apiVersion: API_VERSION, kind: 'List', items: rows.map(toItem) };
+export function toList(rows: Row[]): { schemaVersion: number; apiVersion: string; kind: 'List'; items: AttemptItem[] } {
+  return { schemaVersion: SCHEMA_VERSIONS.get, apiVersion: API_VERSION, kind: 'List', items: rows.map(toItem) };
 }
 
 export interface AttemptSetItem {
+  schemaVersion: number;
   apiVersion: string;
   kind: typeof KIND_ATTEMPT_SET;
   metadata: { name: string; source: string };
-  status: { valid: boolean; children: number; phases: Record<string, number>; outcomes: SetRow['outcomes'] };
+  status: {
+    valid: boolean;
+    children: number;
+    phases: Record<string, number>;
+    outcomes: SetRow['outcomes'];
+    /** Its file is broken: the counts are its last good expansion's, held by these errors. */
+    heldBy?: { file: string; line: number; col: number; path: string; message: string }[];
+  };
 }
 
 export function toSetItem(r: SetRow): AttemptSetItem {
   return {
+    schemaVersion: SCHEMA_VERSIONS.get,
     apiVersion: API_VERSION,
     kind: KIND_ATTEMPT_SET,
     metadata: { name: r.name, source: r.source },
-    status: { valid: r.valid, children: r.children, phases: r.phases, outcomes: r.outcomes },
+    status: {
+      valid: r.valid,
+      children: r.children,
+      phases: r.phases,
+      outcomes: r.outcomes,
+      ...(r.held ? { heldBy: r.held.map(({ file, line, col, path, message }) => ({ file, line, col, path, message })) } : {}),
+    },
   };
 }
 
-export function toSetList(rows: SetRow[]): { apiVersion: string; kind: 'List'; items: AttemptSetItem[] } {
-  return { apiVersion: API_VERSION, kind: 'List', items: rows.map(toSetItem) };
+export function toSetList(rows: SetRow[]): { schemaVersion: number; apiVersion: string; kind: 'List'; items: AttemptSetItem[] } {
+  return { schemaVersion: SCHEMA_VERSIONS.get, apiVersion: API_VERSION, kind: 'List', items: rows.map(toSetItem) };
 }

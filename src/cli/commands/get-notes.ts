@@ -30,18 +30,7 @@ export async function printNotes(
   load: LoadReport,
   o: { names: readonly string[]; selector: readonly string[]; table: boolean },
 ): Promise<void> {
-  const held = rows.filter((r) => r.held?.length);
-  if (held.length) {
-    diag(
-      ctx,
-      'warn',
-      `${plural(held.length, 'attempt')} ${held.length === 1 ? 'keeps its' : 'keep their'} last good spec: ${held.length === 1 ? 'its spec is' : 'their specs are'} broken, and what runs is left as it is until fixed (berth validate shows every error)`,
-    );
-    for (const r of held) {
-      const first = r.held?.[0];
-      if (first) ctx.io.err(`  ${r.name}: ${formatIssue(first)}${(r.held?.length ?? 0) > 1 ? ` (and ${(r.held?.length ?? 1) - 1} more)` : ''}\n`);
-    }
-  }
+  heldNote(ctx, rows);
   if (load.rootError) diag(ctx, 'warn', `${load.rootError.file}: ${load.rootError.message}; listing the records of the state folder alone`);
   const where = `instance "${ctx.instance}", state folder ${ctx.stateDir}, specs ${ctx.revision !== undefined ? `revision ${ctx.revision} (${ctx.specsDir})` : ctx.specsDir}`;
   if (rows.length === 0) {
@@ -55,11 +44,34 @@ export async function printNotes(
     return;
   }
   const recorded = rows.some((r) => r.status !== null || r.damaged !== undefined);
-  if (recorded) return;
+  if (recorded) {
+    await mixNote(ctx, rows, o);
+    return;
+  }
   // Every attempt listed is NotReconciled: the specs are there, the records are not.
   const hints = await elsewhere(ctx);
   diag(ctx, 'warn', `every attempt listed is NotReconciled: the state folder holds no record of them (${where})`);
   for (const l of hints.length ? hints : ['nothing of the instance on the engine either: no reconcile has run these specs yet']) ctx.io.err(`  ${l}\n`);
+}
+
+/**
+ * A table that mixes two instances' worlds (`BERTH_SPECS` of one, `BERTH_INSTANCE` of another):
+ * attempts of the specs with no record beside records with no spec here. Only then is the engine
+ * asked (briefly) which source the instance is bound to; another one than these specs is said.
+ */
+async function mixNote(ctx: Context, rows: readonly Row[], o: { names: readonly string[]; selector: readonly string[] }): Promise<void> {
+  if (o.names.length || o.selector.length) return;
+  const specOnly = rows.filter((r) => r.spec !== null && r.status === null && r.damaged === undefined).length;
+  const recordOnly = rows.filter((r) => r.spec === null && r.status !== null && !r.held?.length).length;
+  if (!specOnly || !recordOnly) return;
+  const seen = await engineLook(ctx);
+  if (!seen?.binding || (await sameAs(ctx, seen.binding))) return;
+  const specs = ctx.revision !== undefined ? `revision ${ctx.revision}` : `the specs folder ${ctx.specsDir}`;
+  diag(
+    ctx,
+    'warn',
+    `this table mixes two sources: instance "${ctx.instance}" is bound to ${describeSource(seen.binding.source)}, not to ${specs}: ${plural(specOnly, 'attempt')} of these specs ${specOnly === 1 ? 'has' : 'have'} no record and ${plural(recordOnly, 'record')} of the instance no spec here; check --specs and --instance (BERTH_SPECS, BERTH_INSTANCE)`,
+  );
 }
 
 /** Where else the instance's attempts may be: the engine, a writer with another state folder, other instances here. */
@@ -127,4 +139,36 @@ async function otherInstances(ctx: Context): Promise<string[]> {
     if (files.some((f) => f.endsWith('.json'))) out.push(n);
   }
   return out;
+}
+
+/** Names listed per error at most; the rest are counted. */
+const HELD_NAMES = 5;
+
+/**
+ * The attempts held at their last good spec (spec/held.ts), on stderr: those that share an error
+ * (a set's children, whose set file broke) on one line, up to five named. A set's child goes on
+ * under its set's last good spec (spec/last-good.ts); a plain Attempt is left as it is.
+ */
+export function heldNote(ctx: Context, rows: readonly Pick<Row, 'name' | 'held' | 'spec'>[]): void {
+  const held = rows.filter((r) => r.held?.length);
+  if (!held.length) return;
+  const goOn = held.every((r) => r.spec !== null);
+  diag(
+    ctx,
+    'warn',
+    `${plural(held.length, 'attempt')} ${held.length === 1 ? 'keeps its' : 'keep their'} last good spec: ${held.length === 1 ? 'its spec is' : 'their specs are'} broken; ${
+      goOn ? 'what runs goes on under it and nothing new starts' : 'what runs is left as it is'
+    } until fixed (berth validate shows every error)`,
+  );
+  const byError = new Map<string, string[]>();
+  for (const r of held) {
+    const first = r.held?.[0];
+    if (!first) continue;
+    const line = `${formatIssue(first)}${(r.held?.length ?? 0) > 1 ? ` (and ${(r.held?.length ?? 1) - 1} more)` : ''}`;
+    byError.set(line, [...(byError.get(line) ?? []), r.name]);
+  }
+  for (const [line, names] of byError) {
+    const shown = names.slice(0, HELD_NAMES).join(', ') + (names.length > HELD_NAMES ? ` and ${names.length - HELD_NAMES} more` : '');
+    ctx.io.err(`  ${shown}: ${line}\n`);
+  }
 }

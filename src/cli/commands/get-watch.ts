@@ -5,22 +5,33 @@
  * (or `signal`, for tests). Like kubectl, the header is printed once.
  */
 import { stringify } from 'yaml';
-import { EXIT } from '../../constants';
+import { EXIT, PHASES } from '../../constants';
 import { Waker } from '../../util/waker';
 import { StatusStore } from '../../status/store';
 import { watchFolder } from '../../util/watch-folder';
 import type { Context } from '../context';
-import { collectRows, renderRows, type GetOptions, type Row } from './get';
+import { collectRows, rowCells, type GetOptions, type Row } from './get';
+import { StickyTable } from './shared';
 import { toItem } from './get-item';
 
 const key = (r: Row) => JSON.stringify([r.phase, r.reason, r.exitCode, r.run, r.labels, r.image, r.results, !!r.damaged]);
 
-function print(ctx: Context, rows: Row[], o: GetOptions, headers: boolean): void {
+/** How the watch prints: its table's widths and columns, kept from the first listing so every later row lines up with the header. */
+interface Printer {
+  table: StickyTable;
+  graded?: boolean;
+}
+
+function print(ctx: Context, rows: Row[], o: GetOptions, headers: boolean, p: Printer): void {
   if (!rows.length) return;
   if (o.output === 'json') ctx.io.out(rows.map((r) => JSON.stringify(toItem(r)) + '\n').join(''));
   else if (o.output === 'yaml') ctx.io.out(rows.map((r) => `---\n${stringify(toItem(r))}`).join(''));
   else if (o.output === 'name') ctx.io.out(rows.map((r) => `attempt/${r.name}\n`).join(''));
-  else ctx.io.out(renderRows(rows, o.output === 'wide', headers));
+  else {
+    const { head, body, graded } = rowCells(rows, o.output === 'wide', p.graded);
+    p.graded = graded;
+    ctx.io.out(p.table.render(headers ? [head, ...body] : body));
+  }
 }
 
 export async function watchRows(ctx: Context, names: string[], o: GetOptions, signal?: AbortSignal): Promise<number> {
@@ -39,12 +50,14 @@ export async function watchRows(ctx: Context, names: string[], o: GetOptions, si
   const watches = [watchFolder(new StatusStore(ctx.stateDir, ctx.instance).dir, () => waker.poke()), watchFolder(ctx.specsDir, () => waker.poke())];
   try {
     const seen = new Map<string, string>();
+    // NAME, PHASE, REASON, EXIT, RUN, AGE, DURATION: wide enough for the phases and the usual reasons from the start
+    const printer: Printer = { table: new StickyTable([0, Math.max(...PHASES.map((p) => p.length)), 18, 4, 3, 6, 8]) };
     let first = true;
     while (!stop.signal.aborted) {
       const rows = await collectRows(fresh(), names, o.selector ?? []);
       const changed = rows.filter((r) => seen.get(r.name) !== key(r));
       for (const r of rows) seen.set(r.name, key(r));
-      print(ctx, changed, o, first && o.headers !== false);
+      print(ctx, changed, o, first && o.headers !== false, printer);
       first = false;
       await waker.wait(60_000);
     }

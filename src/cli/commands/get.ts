@@ -7,14 +7,17 @@ import { EXIT, PHASES, REASONS } from '../../constants';
 import { latestGrade } from '../../sets/grade-state';
 import { graderImage, gradeLabel } from '../../sets/grade-text';
 import { heldBy } from '../../spec/held';
-import { loadSpecs, type LoadReport } from '../../spec/loader';
+import { formatIssue } from '../../spec/issue';
+import { diag, plural } from '../diag';
+import type { LoadReport } from '../../spec/loader';
+import { loadView } from './view-load';
 import type { SpecError } from '../../spec/types';
 import type { DamagedRecord } from '../../status/store';
 import type { AttemptStatus, Touched } from '../../status/types';
 import { touchedOf } from '../../touch/target';
 import type { LoadedSpec, NormalizedAttempt } from '../../spec/types';
 import { cellText, JsonPathError, parseCustomColumns, parsePath, parseTemplate, renderTemplate, sortByPath } from '../jsonpath';
-import { specsOptions, UsageError, type Context } from '../context';
+import { UsageError, type Context } from '../context';
 import { matches, parseSelectors, SelectorError, type Selector } from '../selector';
 import { outcomeOf, watched } from '../wait-condition';
 import type { Classified } from '../../sets/outcome';
@@ -108,10 +111,7 @@ export async function collectRows(ctx: Context, wanted: readonly string[] = [], 
 export async function collectView(ctx: Context, wanted: readonly string[] = [], selector: readonly string[] = []): Promise<{ rows: Row[]; load: LoadReport }> {
   const want = selectorOf(selector);
   const only = wanted.length ? new Set(wanted) : undefined;
-  const [load, statuses] = await Promise.all([
-    loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsOptions(ctx) }),
-    ctx.store().loadAll(),
-  ]);
+  const [load, statuses] = await Promise.all([loadView(ctx), ctx.store().loadAll()]);
   const store = ctx.store();
   const damaged = store.damaged();
   const specs = new Map(load.specs.map((s) => [s.spec.name, s]));
@@ -130,6 +130,12 @@ export async function collectView(ctx: Context, wanted: readonly string[] = [], 
   return { rows, load };
 }
 
+/** The score that decides a run: the latest grade's when spec.grade judges it, else its score file's; null without one. */
+export function scoreOf(loaded: LoadedSpec | undefined, st: AttemptStatus | undefined): number | null {
+  const score = loaded?.spec.grade ? (st ? latestGrade(st)?.score : undefined) : st?.score;
+  return typeof score === 'number' && Number.isFinite(score) ? score : null;
+}
+
 /**
  * One attempt's row: its spec (if it loaded), its record (if any; a damaged one as `damaged`), as
  * `get` shows it. What the API's GET /v1/attempts/NAME answers with too (its item, toItem).
@@ -146,14 +152,13 @@ export function rowOf(
   const spec = loaded?.spec;
   const labels = spec?.labels ?? {};
   const bad = damagedOf(st);
-  const held = st ? heldBy(load, specsDir, n, st.source) : [];
+  const held = loaded ? (loaded.held ?? []) : st ? heldBy(load, specsDir, n, st.source) : [];
   const end = st?.finishedAt ? Date.parse(st.finishedAt) : now;
-  const score = loaded?.spec.grade ? (st ? latestGrade(st)?.score : undefined) : st?.score;
   return {
     name: n,
     phase: st?.phase ?? 'Pending',
     outcome: outcomeOf(watched(n, loaded, st)),
-    score: typeof score === 'number' && Number.isFinite(score) ? score : null,
+    score: scoreOf(loaded, st),
     reason: st?.reason ?? (st ? '' : bad ? REASONS.recordDamaged : REASONS.notReconciled),
     exitCode: st?.exitCode ?? null,
     run: st?.run ?? 0,
@@ -193,10 +198,19 @@ export function resultText(r: Pick<Row, 'outcome' | 'score' | 'reason'>): string
 }
 
 export function renderRows(rows: Row[], wide: boolean, headers = true): string {
-  // spec.grade: a GRADE column (the latest grade of the current run, named by its k) only when a
-  // row has one, so a table of ungraded attempts keeps its columns; -o wide adds its grader's image
+  const { head, body } = rowCells(rows, wide);
+  return headers ? table([head, ...body]) : table(body);
+}
+
+/**
+ * The header and the cells of `get`'s table. spec.grade: a GRADE column (the latest grade of the
+ * current run, named by its k) only when a row has one (or `graded` says so: a watch keeps the
+ * columns it began with), so a table of ungraded attempts keeps its columns; -o wide adds its
+ * grader's image.
+ */
+export function rowCells(rows: Row[], wide: boolean, graded?: boolean): { head: string[]; body: string[][]; graded: boolean } {
   const grades = rows.map((r) => (r.status ? latestGrade(r.status) : undefined));
-  const graded = grades.some((g) => g !== undefined);
+  graded ??= grades.some((g) => g !== undefined);
   // RESULT after the columns berth had, so scripts that read them by position keep working
   const head = ['NAME', 'PHASE', 'REASON', 'EXIT', 'RUN', 'AGE', 'DURATION', 'RESULT'];
   if (graded) head.push('GRADE');
@@ -206,7 +220,10 @@ export function renderRows(rows: Row[], wide: boolean, headers = true): string {
   if (wide) head.push('TOUCHED', 'IMAGE', 'IMAGE ID', 'LABELS', 'RESULTS');
   if (wide && graded) head.push('GRADER');
   const body = rows.map((r, i) => {
-    const base = [r.name, r.phase, r.reason || '-', r.exitCode === null ? '-' : String(r.exitCode), String(r.run || '-'), r.age, r.duration, resultText(r)];
+    // `berth delete` marked it (its resources gone, not run again while its spec keeps this hash): said in the row
+    const deleted = r.status?.deleted && r.status.deleted.specHash === r.status.specHash && r.status.reason !== REASONS.deleted;
+    const reason = deleted ? `${r.reason ? `${r.reason}, ` : ''}deleted` : r.reason || '-';
+    const base = [r.name, r.phase, reason, r.exitCode === null ? '-' : String(r.exitCode), String(r.run || '-'), r.age, r.duration, resultText(r)];
     const g = grades[i];
     if (graded) base.push(g ? gradeLabel(g) : '-');
     if (cells) base.push(r.cell ? coordsText(r.cell.coords) : '-');
@@ -226,7 +243,7 @@ export function renderRows(rows: Row[], wide: boolean, headers = true): string {
     }
     return base;
   });
-  return headers ? table([head, ...body]) : table(body);
+  return { head, body, graded };
 }
 
 export interface SetRow {
@@ -237,15 +254,14 @@ export interface SetRow {
   /** Children by how they count (passed, failed, infra, skipped, unfinished), as summary counts them. */
   outcomes: Record<Classified['outcome'], number>;
   source: string;
+  /** Its file is broken (or its fromDir missing): the row is its last good expansion's (spec/last-good.ts), held by these errors. */
+  held?: SpecError[];
 }
 
 /** One row per AttemptSet: its children (those matching the selector) counted by phase; no record yet counts as Pending. */
 export async function collectSetRows(ctx: Context, name?: string, selector: readonly string[] = []): Promise<SetRow[]> {
   const want = selectorOf(selector);
-  const [load, statuses] = await Promise.all([
-    loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsOptions(ctx) }),
-    ctx.store().loadAll(),
-  ]);
+  const [load, statuses] = await Promise.all([loadView(ctx), ctx.store().loadAll()]);
   const specs = new Map(load.specs.map((s) => [s.spec.name, s]));
   const rows: SetRow[] = [];
   for (const [setName, set] of [...(load.sets ?? new Map())].sort(([a], [b]) => (a < b ? -1 : 1))) {
@@ -262,26 +278,42 @@ export async function collectSetRows(ctx: Context, name?: string, selector: read
       outcomes[outcomeOf(watched(c, specs.get(c), statuses.get(c))).outcome]++;
     }
     if (want.length && children === 0) continue;
-    rows.push({ name: setName, valid: set.valid, children, phases, outcomes, source: `${set.policy.source.file}:${set.policy.source.line}` });
+    rows.push({
+      name: setName,
+      valid: set.valid,
+      children,
+      phases,
+      outcomes,
+      source: `${set.policy.source.file}:${set.policy.source.line}`,
+      ...(set.held ? { held: set.held } : {}),
+    });
   }
   return rows;
 }
 
-/** The outcome columns of `get --sets`: what the children's runs count as (summary's classes), after their phases. */
-const SET_OUTCOMES = ['passed', 'failed', 'infra'] as const;
+/**
+ * The outcome columns of `get --sets`: how the children's runs count (summary's classes). Their
+ * phases (a run that Succeeded may have failed its score) are one column of `-o wide`, `PHASES`,
+ * so no two columns share a name and no phase count reads as a result.
+ */
+const SET_OUTCOMES = ['passed', 'failed', 'infra', 'skipped', 'unfinished'] as const;
 
-function renderSetRows(rows: SetRow[]): string {
-  const head = ['NAME', 'CHILDREN', ...SET_OUTCOMES.map((o) => o.toUpperCase()), ...PHASES.map((p) => p.toUpperCase()), 'SOURCE'];
-  return table([
-    head,
-    ...rows.map((r) => [
-      r.valid ? r.name : `${r.name} (invalid)`,
-      String(r.children),
-      ...SET_OUTCOMES.map((o) => String(r.outcomes[o])),
-      ...PHASES.map((p) => String(r.phases[p] ?? 0)),
-      r.source,
-    ]),
+function renderSetRows(rows: SetRow[], wide: boolean, headers: boolean): string {
+  const head = ['NAME', 'CHILDREN', ...SET_OUTCOMES.map((o) => o.toUpperCase()), ...(wide ? ['PHASES'] : []), 'SOURCE'];
+  const body = rows.map((r) => [
+    r.valid ? r.name : `${r.name} (invalid)`,
+    String(r.children),
+    ...SET_OUTCOMES.map((o) => String(r.outcomes[o])),
+    ...(wide
+      ? [
+          PHASES.filter((p) => (r.phases[p] ?? 0) > 0)
+            .map((p) => `${r.phases[p]} ${p}`)
+            .join(', ') || '-',
+        ]
+      : []),
+    r.source,
   ]);
+  return table(headers ? [head, ...body] : body);
 }
 
 async function runGetSets(ctx: Context, name: string | undefined, o: GetOptions): Promise<number> {
@@ -306,7 +338,20 @@ async function runGetSets(ctx: Context, name: string | undefined, o: GetOptions)
   else if (o.output?.startsWith('custom-columns='))
     ctx.io.out(customColumns(o.output.slice('custom-columns='.length), rows.map(toSetItem), o.headers !== false));
   else if (rows.length === 0) ctx.io.out('No AttemptSets.\n');
-  else ctx.io.out(renderSetRows(rows));
+  else ctx.io.out(renderSetRows(rows, o.output === 'wide', o.headers !== false));
+  // what a table cannot say (on stderr): sets held at their last good expansion, with the error that holds each
+  const held = rows.filter((r) => r.held);
+  if (held.length) {
+    diag(
+      ctx,
+      'warn',
+      `${plural(held.length, 'AttemptSet')} ${held.length === 1 ? 'keeps its' : 'keep their'} last good spec: ${held.length === 1 ? 'its file is' : 'their files are'} broken; the counts are of that spec's children, whose runs go on under it, and nothing new starts until it is fixed (berth validate shows every error)`,
+    );
+    for (const r of held) {
+      const first = r.held?.[0];
+      ctx.io.err(`  ${r.name}: ${first ? formatIssue(first) : 'its spec is broken'}\n`);
+    }
+  }
   return EXIT.ok;
 }
 

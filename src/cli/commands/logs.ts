@@ -1,6 +1,6 @@
 /**
- * `berth logs NAME... | -l SELECTOR [-f] [--run N] [--sidecar NAME] [--tail N]`: a run's log (the main
- * container's, or a sidecar's) from its container while the run goes on, from the harvested file
+ * `berth logs NAME... | -l SELECTOR [-f] [--run N] [--sidecar NAME] [--grade [K]] [--tail N]`: a run's log (the main
+ * container's, a sidecar's, or its grader's) from its container while the run goes on, from the harvested file
  * (`run-<n>/logs.txt`, `run-<n>/sidecars/<name>.log`) once it is finished, and from that file too
  * when the engine cannot be reached (with a note on stderr). Earlier runs exist only as files.
  * The harvested files are redacted already; a live log is redacted here, of the secrets this
@@ -21,6 +21,8 @@ export interface LogsOptions {
   run?: number;
   sidecar?: string;
   tail?: number;
+  /** `--grade [K]`: the grader's log of grade K of the run (true: its latest), not the attempt's. */
+  grade?: number | true;
 }
 
 /** The run folder of run `run` of the attempt (`<results>/run-<n>`), or undefined when none is known. */
@@ -71,6 +73,7 @@ export async function harvestedRuns(resultsRoot: string, name: string): Promise<
 
 export async function runLogs(ctx: Context, name: string, o: LogsOptions): Promise<number> {
   const rec = await ctx.store().get(name);
+  if (o.grade !== undefined) return gradeLogs(ctx, name, rec, o);
   // no record (its spec was removed, and its record with it): its harvested logs, if they are there
   const gone = rec ? [] : await harvestedRuns(ctx.resultsRoot, name);
   const run = o.run ?? rec?.run ?? gone.at(-1);
@@ -141,6 +144,54 @@ export async function runLogs(ctx: Context, name: string, o: LogsOptions): Promi
     `no logs for ${what}: no container and no harvested log${file ? ` (${file})` : ''}; it has not run yet, or its results were removed (berth describe shows its runs)`,
   );
   return EXIT.failed;
+}
+
+/**
+ * `--grade [K]`: the log of a run's grader (spec.grade), grade K (default: the run's latest):
+ * from its container while the grade is under way, else from `run-<n>/grade-<k>/logs.txt`.
+ */
+async function gradeLogs(ctx: Context, name: string, rec: AttemptStatus | undefined, o: LogsOptions): Promise<number> {
+  if (o.sidecar !== undefined) throw new UsageError('--grade and --sidecar: a grader has no sidecars; give one of them');
+  const run = o.run ?? rec?.run;
+  const grades = (rec?.grades ?? []).filter((g) => g.run === run);
+  if (!rec || grades.length === 0) {
+    diag(
+      ctx,
+      'error',
+      `${name}${run !== undefined ? ` run ${run}` : ''} has no grade (spec.grade grades a run once it has finished; berth describe shows its grades)`,
+    );
+    return EXIT.failed;
+  }
+  const g = o.grade === true ? grades.at(-1) : grades.find((x) => x.k === o.grade);
+  if (!g) throw new UsageError(`--grade ${String(o.grade)}: run ${run} of ${name} has grades ${grades.map((x) => x.k).join(', ')}`);
+  const file = path.join(path.dirname(g.resultsDir), 'logs.txt');
+  if (g.state === 'grading' && g.containerId) {
+    try {
+      const raw = await ctx.engine().containers.logs(g.containerId, { follow: !!o.follow, ...(o.tail !== undefined ? { tail: o.tail } : {}) });
+      // redacted as the harvested grade log is, of the run's secrets this process can read
+      const rr = await runRedaction(rec.secretSources, ctx.env);
+      const stream = rr.redactor.empty ? raw : raw.pipe(rr.redactor.stream());
+      if (stream !== raw) raw.on('error', (err) => stream.destroy(err));
+      const text = new StringDecoder('utf8');
+      for await (const chunk of stream) ctx.io.out(Buffer.isBuffer(chunk) ? text.write(chunk) : String(chunk));
+      const rest = text.end();
+      if (rest) ctx.io.out(rest);
+      return EXIT.ok;
+    } catch (err) {
+      if (!isEngineDown(err) && !isNotFound(err)) throw err;
+    }
+  }
+  const text = await readIfThere(file);
+  if (text === undefined) {
+    diag(
+      ctx,
+      'error',
+      `no log of grade ${g.k} of ${name} run ${g.run} (${file})${g.state === 'grading' ? ': the grade is under way and its grader cannot be read' : ''}`,
+    );
+    return EXIT.failed;
+  }
+  ctx.io.out(lastLines(text, o.tail));
+  return EXIT.ok;
 }
 
 /**

@@ -3,12 +3,16 @@
  * An instance bound to another source (instance-source.ts) is refused as reconcile refuses it,
  * binding nothing; with `--move-instance` the plan is that of the move.
  */
-import { EXIT } from '../../constants';
+import { EXIT, SCHEMA_VERSIONS } from '../../constants';
+import type { Plan } from '../../plan/types';
+import { diffForm, diffSpecs } from '../../spec/spec-diff';
+import type { LoadResult } from '../../spec/types';
+import type { RunSpecs } from '../../status/run-specs';
 import { planPass } from '../../controller/pass';
 import { readOnlyEngine } from '../../engine/wrap';
 import { changeCount, planToJson, renderPlanTo } from '../../plan/render';
 import { passConfig, type Context } from '../context';
-import { reportLoadErrors, specsRootError } from './shared';
+import { emptySourceMessage, reportLoadErrors, specsRootError } from './shared';
 import { gitSourceFrom, peekRevision, type GitFlags } from '../git-flags';
 import type * as GitExec from '../../git/exec';
 import { describeSource, type InstanceSource } from '../../status/source-binding';
@@ -69,13 +73,48 @@ async function planFrom(ctx: Context, o: PlanOptions, source: InstanceSource, re
   // what reconcile would pull: the plan as a puller that has pulled nothing yet sees it
   if (cfg.pull) cfg.pull = { ...cfg.pull, states: () => new Map() };
   const { load, plan } = await planPass({ ...cfg, ...(revision !== undefined ? { revision } : {}) }, engine, ctx.store());
+  withSpecDiffs(plan, load, ctx.store().runSpecs);
   if (o.output === 'json')
-    ctx.io.out(JSON.stringify({ ...(planToJson(plan) as object), ...(revision !== undefined ? { revision } : {}), errors: load.errors }, null, 2) + '\n');
+    ctx.io.out(
+      JSON.stringify(
+        { schemaVersion: SCHEMA_VERSIONS.plan, ...(planToJson(plan) as object), ...(revision !== undefined ? { revision } : {}), errors: load.errors },
+        null,
+        2,
+      ) + '\n',
+    );
   else {
     reportLoadErrors(ctx, load);
     if (revision !== undefined) ctx.io.out(`revision ${revision}\n`);
     renderPlanTo(plan, (s) => ctx.io.out(s));
   }
   if (load.errors.length) return EXIT.usage;
+  if (plan.emptySource === 'empty' && !o.allowEmpty) {
+    ctx.io.err(emptySourceMessage(ctx.instance, revision !== undefined ? `revision ${revision} (${ctx.specsDir})` : ctx.specsDir));
+    return EXIT.usage;
+  }
   return o.detailedExitcode && changeCount(plan) > 0 ? EXIT.changesPending : EXIT.ok;
+}
+
+/**
+ * Each action that runs an attempt under a new spec hash says which fields changed: the spec the
+ * attempt's run was made from (kept when it began: status/run-specs.ts) against the new one, in
+ * the hashed form (secrets by name only). A run begun before berth kept its spec says so.
+ */
+export function withSpecDiffs(plan: Plan, load: LoadResult, kept: Pick<RunSpecs, 'get'>): void {
+  const specs = new Map(load.specs.map((s) => [s.spec.name, s]));
+  for (const a of plan.actions) {
+    const rec = a.status;
+    const loaded = specs.get(a.attempt);
+    if (!loaded || !rec?.specHash || rec.specHash === loaded.hash || a.ops.length === 0) continue;
+    const was = kept.get(a.attempt);
+    if (!was || was.specHash !== rec.specHash) {
+      a.specDiff = {
+        unknown: `the spec its run ${rec.run} was made from is not kept (a run begun before berth kept it): the fields that changed cannot be told`,
+      };
+    } else if (!was.spec) {
+      a.specDiff = { unknown: 'the spec its run was made from was too large to keep: the fields that changed cannot be told' };
+    } else {
+      a.specDiff = { changes: diffSpecs(was.spec, diffForm(loaded.spec)) };
+    }
+  }
 }

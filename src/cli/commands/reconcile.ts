@@ -18,8 +18,8 @@ import type * as ControllerMod from '../../controller/controller';
 import type { Plan } from '../../plan/types';
 import type { LoadedSpec, LoadResult } from '../../spec/types';
 import type { AttemptStatus } from '../../status/types';
-import { estimateLeft, progressText, useColour, type ProgressState } from '../progress';
-import { activity } from '../../controller/activity';
+import { estimateLeft, PROGRESS_HEARTBEAT_MS, progressText, useColour, type ProgressState } from '../progress';
+import { activity, planActivity } from '../../controller/activity';
 import { describeEngineError, isEngineDown, pingFailure } from '../../engine/errors';
 import type { Engine } from '../../engine/types';
 import { changeCount } from '../../plan/render';
@@ -29,8 +29,10 @@ import { diag, plural } from '../diag';
 import { liveLine } from '../live-line';
 import { pullsUnderWay } from '../pull-lines';
 import type * as GetCmd from './get';
-import { reportLoadErrors, specsRootError } from './shared';
+import type * as WaitCmd from './wait';
+import { emptySourceMessage, reportLoadErrors, specsRootError } from './shared';
 import { takeWriterLocks } from './writer-lock';
+import { refusedForIsolation } from './host-check';
 import { bindInstance, folderSource, gitSourceOf } from './instance-source';
 import { watchInterrupts, type Interrupt } from '../interrupt';
 import { gitSourceFrom, type GitFlags } from '../git-flags';
@@ -40,6 +42,7 @@ import type * as GitOutcome from '../../git/outcome';
 import type { RevisionOutcomes } from '../../git/outcome';
 import { notifyOf } from '../notify-flags';
 import { endLine, tally } from '../../sets/outcome';
+import { gradePending, latestGrade } from '../../sets/grade-state';
 import { failOnOf, outcomeExit, outcomeOf, watched } from '../wait-condition';
 import type * as ControllerCmd from './controller';
 import { formatDuration } from '../../util/duration';
@@ -93,10 +96,14 @@ export interface ReconcileOptions extends GitFlags, ApiFlags {
   lockCheckSeconds?: number;
   /** Rebind an instance bound to another source to this one (instance-source.ts). */
   moveInstance?: boolean;
+  /** Run attempts on an engine that would not isolate them (host-check.ts). */
+  allowWeakIsolation?: boolean;
+  /** How often an unchanged progress line is written again off a terminal (no flag; tests; default PROGRESS_HEARTBEAT_MS). */
+  progressHeartbeatMs?: number;
 }
 
 /** Where the run stands: settled attempts by how they count (as the end line counts them), the others by phase. */
-function progressState(
+export function progressState(
   load: LoadResult,
   statuses: ReadonlyMap<string, AttemptStatus>,
   pending: (sp: LoadedSpec) => boolean,
@@ -108,7 +115,9 @@ function progressState(
     const st = statuses.get(sp.spec.name);
     const o = pending(sp) ? 'unfinished' : outcomeOf(watched(sp.spec.name, sp, st, infraRetries)).outcome;
     if (o === 'unfinished') {
-      const ph = st?.phase ?? 'Pending';
+      // a finished run whose grade is to come (spec.grade) is neither done nor running: graded, or waiting for its grader
+      const grading = gradePending(sp, st) ? (latestGrade(st)?.state === 'grading' ? 'Grading' : 'waiting for a grade') : undefined;
+      const ph = grading ?? st?.phase ?? 'Pending';
       busy.set(ph, (busy.get(ph) ?? 0) + 1);
     } else outcomes[o] = (outcomes[o] ?? 0) + 1;
   }
@@ -139,6 +148,8 @@ export async function runReconcile(ctx: Context, o: ReconcileOptions): Promise<n
     ctx.io.err(`berth: ${pingFailure(err)}\n`);
     return EXIT.failed;
   }
+  // an engine that would not isolate an attempt runs none (unless --allow-weak-isolation)
+  if (await refusedForIsolation(ctx, engine, o.allowWeakIsolation === true)) return EXIT.failed;
   // The records are read (and damaged ones set aside) while the first pass's lists go out; the
   // pass awaits that before it changes anything. The specs folder is read once those lists are
   // out too (planPass): its synchronous reads, started earlier, would hold back the lock's calls.
@@ -213,18 +224,20 @@ async function passes(
   ctx.io.out(get.renderRows(rows, false));
   // The end line: passed, failed and infrastructure outcomes (Invalid and Blocked attempts are settled infrastructure outcomes).
   const specs = new Map((ended.load?.specs ?? []).map((s) => [s.spec.name, s]));
-  const counted = tally(
-    rows.map((r) => {
-      const w = watched(r.name, specs.get(r.name), r.status ?? undefined, cfg.policy.infraRetries);
-      return { name: r.name, outcome: outcomeOf(w) };
-    }),
-  );
+  const judged = rows.map((r) => ({
+    w: watched(r.name, specs.get(r.name), r.status ?? undefined, cfg.policy.infraRetries),
+    loaded: specs.get(r.name),
+    status: r.status ?? undefined,
+  }));
+  const counted = tally(judged.map(({ w }) => ({ name: w.name, outcome: outcomeOf(w) })));
   ctx.io.out(
     `${endLine(
       counted,
       rows.filter((r) => r.touched).map((r) => r.name),
     )}\n`,
   );
+  // inside GitHub Actions: an annotation for each attempt that did not pass
+  (require('./wait') as typeof WaitCmd).annotateOutcomes(ctx, judged);
   // berth's own errors first: a spec error no Invalid attempt stands for, --timeout, a failed harvest.
   if (ended.load && strayErrors(ended.load, rows).length) return EXIT.usage;
   if (ended.timedOut) return EXIT.failed;
@@ -249,15 +262,24 @@ interface Ended {
   timedOut?: boolean;
 }
 
-/** What the first look at the specs says: their errors, a source held empty, a git revision applied. */
-async function firstLook(ctx: Context, load: LoadResult, plan: Plan, git?: GitSource): Promise<void> {
+/**
+ * What the first look at the specs says: their errors, a source held empty, a git revision
+ * applied. True when the source declares nothing for an instance that never had anything and
+ * `--allow-empty` was not given: the command exits 2.
+ */
+async function firstLook(ctx: Context, load: LoadResult, plan: Plan, git: GitSource | undefined, allowEmpty: boolean): Promise<boolean> {
   reportLoadErrors(ctx, load);
   if (git && load.revision !== undefined) await git.applied(load.revision, load.errors);
+  if (plan.emptySource === 'empty' && !allowEmpty && load.errors.length === 0) {
+    ctx.io.err(emptySourceMessage(ctx.instance, git ? `${git.cfg.url.display} at ${short(load.revision ?? '')}` : ctx.specsDir));
+    return true;
+  }
   if (plan.emptySource === 'held') {
     ctx.io.err(
       `berth: ${git ? `${git.cfg.url.display} at ${short(load.revision ?? '')}` : ctx.specsDir} yields no attempts while instance ${ctx.instance} has some: nothing was removed (--allow-empty removes them; berth clean removes everything)\n`,
     );
   }
+  return false;
 }
 
 /** `--once` alone: one pass. */
@@ -277,7 +299,8 @@ async function onePass(
     diag(ctx, 'error', describeEngineError(err));
     return EXIT.failed;
   }
-  await firstLook(ctx, res.load, res.plan, git);
+  if (await firstLook(ctx, res.load, res.plan, git, cfg.allowEmpty === true)) return EXIT.usage;
+  for (const line of planActivity(res.plan)) cfg.log.info(line);
   const failed = res.results.filter((r) => !r.ok);
   for (const f of failed) diag(ctx, 'error', `${f.attempt}: ${f.error ?? 'failed'}`);
   for (const r of res.results) {
@@ -319,21 +342,43 @@ async function untilFinal(
   let checking = false;
   let again = false;
   const colour = useColour(ctx.io.isTTY, ctx.env);
+  const heartbeat = o.progressHeartbeatMs ?? PROGRESS_HEARTBEAT_MS;
+  /** The last state shown, when it was written, and when the count of settled attempts last changed (the estimate's pace). */
+  let lastState: ProgressState | undefined;
+  let lastWritten = 0;
+  let lastDone = 0;
+  let lastDoneAt = 0;
   const progress = (state: ProgressState): void => {
     const elapsed = Date.now() - started;
     const secs = Math.round(elapsed / 1000);
     const line = progressText(state);
-    // On a terminal the line is redrawn in place, in colour, with the time left; elsewhere (and
-    // as JSON) it is written when it changes: one plain line per change of state.
+    const done = Object.values(state.outcomes).reduce((a, n) => a + (n ?? 0), 0);
+    if (done !== lastDone) {
+      lastDone = done;
+      lastDoneAt = elapsed;
+    }
+    lastState = state;
+    // On a terminal the line is redrawn in place, in colour, with the time left (every second:
+    // ticker below); elsewhere (and as JSON) it is written when it changes, and again every
+    // PROGRESS_HEARTBEAT_MS while nothing does, so a long attempt never leaves the log silent.
+    const due = line !== lastLine || elapsed - lastWritten >= heartbeat;
     if (ctx.logFormat === 'json') {
-      if (line !== lastLine) diag(ctx, 'info', `[${secs}s] ${line}`, { progress: true, elapsedSeconds: secs });
+      if (due) diag(ctx, 'info', `[${secs}s] ${line}`, { progress: true, elapsedSeconds: secs });
     } else if (ctx.io.isTTY) {
-      const left = estimateLeft(state, elapsed);
+      const left = estimateLeft(state, elapsed, lastDoneAt);
       const pulling = controller.puller ? pullsUnderWay(controller.puller.view()) : '';
       live.show(`[${secs}s] ${progressText(state, colour)}${pulling ? ` · ${pulling}` : ''}${left ? ` · ${left}` : ''}`);
-    } else if (line !== lastLine) ctx.io.err(`[${secs}s] ${line}\n`);
+    } else if (due) ctx.io.err(`[${secs}s] ${line}\n`);
+    if (due) lastWritten = elapsed;
     lastLine = line;
   };
+  const ticker = setInterval(
+    () => {
+      if (lastState) progress(lastState);
+    },
+    ctx.io.isTTY && ctx.logFormat !== 'json' ? 1000 : heartbeat,
+  );
+  ticker.unref();
   // Whether every attempt is final, looked at whenever the controller may have become idle.
   const check = async (): Promise<void> => {
     if (checking) {
@@ -376,7 +421,9 @@ async function untilFinal(
       planned: (load, plan) => {
         if (!first) return;
         first = false;
-        firstDone = firstLook(ctx, load, plan, git);
+        firstDone = firstLook(ctx, load, plan, git, cfg.allowEmpty === true).then((refused) => {
+          if (refused) end(EXIT.usage);
+        });
       },
       settled: () => void check().catch(fail),
       engineDown: (err) => {
@@ -407,6 +454,7 @@ async function untilFinal(
     return e;
   } finally {
     clearTimeout(timer);
+    clearInterval(ticker);
     await api?.close();
     // Actions under way finish (those still waiting for a worker are dropped); attempts keep running.
     if (!stopped) await controller.stop();

@@ -11,10 +11,11 @@ import { EXIT, REPORT_FILE } from '../../constants';
 import { reportFromLoad } from '../../report/from-load';
 import { runFiles } from '../../report/model';
 import { renderReport } from '../../report/render';
-import { loadSpecs } from '../../spec/loader';
+import { loadView } from './view-load';
 import { writeFileAtomic } from '../../status/atomic-file';
 import type { AttemptStatus } from '../../status/types';
-import { defaultMaxRunning, specsOptions, type Context } from '../context';
+import { defaultMaxRunning, type Context } from '../context';
+import { plural } from '../diag';
 import { matches } from '../selector';
 import { selectorOf } from './get';
 import { readBaseline } from './compare';
@@ -51,10 +52,7 @@ async function presentFiles(records: Iterable<AttemptStatus>): Promise<Set<strin
 
 export async function runReport(ctx: Context, sets: string[], o: ReportOptions): Promise<number> {
   const want = selectorOf(o.selector ?? []);
-  const [load, recorded] = await Promise.all([
-    loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsOptions(ctx) }),
-    ctx.store().loadAll(),
-  ]);
+  const [load, recorded] = await Promise.all([loadView(ctx), ctx.store().loadAll()]);
   // a running run's execs and copies, from its run folder (a harvested one's record holds them)
   const statuses = await withLiveTouched(recorded, ctx.resultsRoot);
   const known = new Set(load.sets?.keys() ?? []);
@@ -94,7 +92,7 @@ export async function runReport(ctx: Context, sets: string[], o: ReportOptions):
   }
   const s = data.summary;
   ctx.io.out(
-    `report of ${s.attempts} attempts (${s.byOutcome.passed} passed, ${s.byOutcome.failed} failed, ${s.byOutcome.infra} infra, ${s.byOutcome.unfinished} unfinished) written to ${file}\n`,
+    `report of ${plural(s.attempts, 'attempt')} (${s.byOutcome.passed} passed, ${s.byOutcome.failed} failed, ${s.byOutcome.infra} infra, ${s.byOutcome.unfinished} unfinished) written to ${file}\n`,
   );
   return EXIT.ok;
 }

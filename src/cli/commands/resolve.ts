@@ -4,17 +4,14 @@
  * the specs. A kind berth does not know is a usage error; names that stand for nothing are
  * reported by the caller, which knows whether to go on with the rest (`get`, as kubectl's).
  */
-import { loadSpecs } from '../../spec/loader';
-import { specsOptions, UsageError, type Context } from '../context';
+import { loadView } from './view-load';
+import { UsageError, type Context } from '../context';
 import { diag } from '../diag';
 import { harvestedRuns } from './logs';
 import { expandRefs, parseRefs, setNames, type Expanded, type Known } from '../names';
 
 export async function knownNames(ctx: Context): Promise<Known> {
-  const [load, statuses] = await Promise.all([
-    loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsOptions(ctx) }),
-    ctx.store().loadAll(),
-  ]);
+  const [load, statuses] = await Promise.all([loadView(ctx), ctx.store().loadAll()]);
   const attempts = new Set([...load.specs.map((s) => s.spec.name), ...statuses.keys(), ...ctx.store().damaged().keys(), ...load.protectedNames]);
   const sets = new Map([...(load.sets ?? new Map())].map(([name, set]) => [name, set.children] as const));
   return { attempts, sets, instance: ctx.instance };

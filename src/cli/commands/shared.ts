@@ -63,3 +63,39 @@ export function table(rows: string[][]): string {
       .join('\n') + '\n'
   );
 }
+
+/**
+ * A source that declares no attempt for an instance that has never had one (plan.emptySource
+ * 'empty'): what a wrong `--specs` or `BERTH_SPECS` looks like, so `reconcile --once` and `plan`
+ * refuse it (exit 2) unless `--allow-empty` (Argo CD's allowEmpty).
+ */
+export function emptySourceMessage(instance: string, where: string): string {
+  return `berth: ${where} declares no attempts (no Attempt or AttemptSet in its spec files) and instance "${instance}" has none: nothing to reconcile. A wrong --specs (or BERTH_SPECS, --git-path) looks like this; --allow-empty accepts an empty source\n`;
+}
+
+/**
+ * A table printed a batch at a time (`get -w`, `events -w`): each column keeps the width it has
+ * had so far, so later rows line up under the header printed with the first batch (a cell wider
+ * than any before widens its column from then on).
+ */
+export class StickyTable {
+  private widths: number[];
+
+  /** `min`: the widths the columns start from (a phase, a reason), so the usual values fit from the first batch on. */
+  constructor(min: readonly number[] = []) {
+    this.widths = [...min];
+  }
+
+  render(rows: string[][]): string {
+    for (const r of rows) r.forEach((c, i) => (this.widths[i] = Math.max(this.widths[i] ?? 0, c.length)));
+    return rows
+      .map(
+        (r) =>
+          r
+            .map((c, i) => (i === r.length - 1 ? c : c.padEnd(this.widths[i] ?? 0)))
+            .join('   ')
+            .trimEnd() + '\n',
+      )
+      .join('');
+  }
+}

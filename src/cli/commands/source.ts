@@ -5,7 +5,7 @@
  * fetch failed; the revision in force may be behind the remote). Reads the state folder only.
  * Exit 0; 1 when the instance has no git source; with `-o json` the record as kept.
  */
-import { EXIT } from '../../constants';
+import { EXIT, SCHEMA_VERSIONS } from '../../constants';
 import { readSourceStatus, statusPath } from '../../git/status';
 import { formatIssue } from '../../spec/issue';
 import type { Context } from '../context';
@@ -18,7 +18,7 @@ export async function runSource(ctx: Context, o: { output?: 'json' }): Promise<n
     return EXIT.failed;
   }
   if (o.output === 'json') {
-    ctx.io.out(`${JSON.stringify(s, null, 2)}\n`);
+    ctx.io.out(`${JSON.stringify({ schemaVersion: SCHEMA_VERSIONS.source, ...s }, null, 2)}\n`);
     return EXIT.ok;
   }
   const now = Date.now();

@@ -3,7 +3,7 @@
  * did, from the specs and the status records (no engine). See sets/summary.ts for what is counted.
  */
 import { EXIT } from '../../constants';
-import { loadSpecs } from '../../spec/loader';
+import { loadView } from './view-load';
 import { toJunit } from '../../sets/junit';
 import { toMarkdown } from '../../sets/markdown';
 import { setsOfLoad, summarize, summarizePlain, type SetSummary, type Summary } from '../../sets/summary';
@@ -11,8 +11,9 @@ import type { SetPolicy } from '../../spec/types';
 import { describeEngineError } from '../../engine/errors';
 import { imageIndex } from '../../observe/images';
 import { tagMoves, tagMoveText } from '../../observe/tag-moves';
-import { specsOptions, type Context } from '../context';
+import { type Context } from '../context';
 import { duration, table } from './shared';
+import { formatIssue } from '../../spec/issue';
 import { matches } from '../selector';
 import { selectorOf } from './get';
 import { withLiveTouched } from '../../touch/target';
@@ -25,10 +26,7 @@ export interface SummaryOptions {
 
 export async function runSummary(ctx: Context, sets: string[], o: SummaryOptions): Promise<number> {
   const want = selectorOf(o.selector ?? []);
-  const [load, recorded] = await Promise.all([
-    loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsOptions(ctx) }),
-    ctx.store().loadAll(),
-  ]);
+  const [load, recorded] = await Promise.all([loadView(ctx), ctx.store().loadAll()]);
   // a running run's execs and copies are counted from its run folder (its record has them once harvested)
   const statuses = await withLiveTouched(recorded, ctx.resultsRoot);
   const known = new Set(load.sets?.keys() ?? []);
@@ -107,6 +105,11 @@ function renderSet(s: SetSummary, title: string): string {
   out.push(
     `${title}: ${s.n} attempts, ${s.passed} passed, ${s.failed} failed, ${s.infra} infra${infra ? ` (${infra})` : ''}, ${s.skipped} skipped, ${s.unfinished} unfinished`,
   );
+  const held = s.heldBy?.[0];
+  if (held)
+    out.push(
+      `  held at its last good spec: its file is broken (${formatIssue(held)}${(s.heldBy?.length ?? 0) > 1 ? `, and ${(s.heldBy?.length ?? 1) - 1} more` : ''}); the counts are its last good expansion's`,
+    );
   if (s.resultsTruncated) out.push(`  results truncated: ${s.resultsTruncated} (past spec.harvest's caps; their manifest.json lists what was left out)`);
   // runs reached into by berth exec, berth cp or the API: their verdicts are not clean runs'
   if (s.touched) out.push(`  TOUCHED: ${s.touched} of ${s.n} (berth exec, berth cp or the API; each run's execs.jsonl says what)`);

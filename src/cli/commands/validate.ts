@@ -10,10 +10,13 @@
  * process can read it, is too short or too long to be redacted from what berth writes
  * (harvest/redaction.ts).
  */
-import { closeSync, constants as fsConstants, fstatSync, openSync, readFileSync } from 'node:fs';
-import { DEFAULTS, EXIT } from '../../constants';
+import { closeSync, constants as fsConstants, fstatSync, openSync, readFileSync, realpathSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { DEFAULTS, EXIT, SCHEMA_VERSIONS } from '../../constants';
 import { readSecret } from '../../pack/secrets';
 import { loadPaths, loadSpecs, type LoadReport } from '../../spec/loader';
+import { isWithin } from '../../spec/path-util';
 import { formatErrors, githubAnnotations, inGithubActions, type ReadLine } from '../format-errors';
 import type { Context } from '../context';
 import { plural } from '../diag';
@@ -27,6 +30,8 @@ export interface ValidateOptions {
   revision?: string;
   /** `-v`: also say which files were found but not read as specs, and why. */
   verbose?: boolean;
+  /** The results root is berth's default (no --state or --results-root given): one inside the paths is a warning, not an error of each spec. */
+  resultsRootIsDefault?: boolean;
   /** Where `fromEnv` secrets are read for the too-short warning (default: this process's). */
   env?: NodeJS.ProcessEnv;
 }
@@ -37,15 +42,27 @@ export interface ValidateIo {
 }
 
 export async function runValidate(paths: string[], opts: ValidateOptions, io: ValidateIo): Promise<number> {
+  const given = paths.length > 0 ? paths : [DEFAULTS.specsDir];
+  // `validate .` inside the specs folder: the default results root (./.berth/results) lies in it.
+  // That is where berth is run from, not a fault of any spec: one warning, and the specs are
+  // checked against a results root apart from them.
+  const inside = opts.resultsRootIsDefault && opts.revision === undefined ? given.find((p) => isWithin(realOr(p), realOr(opts.resultsRoot))) : undefined;
+  const resultsRoot = inside === undefined ? opts.resultsRoot : path.join(os.tmpdir(), 'berth-validate', 'results');
   const report =
     opts.revision !== undefined && paths[0] !== undefined
-      ? await loadSpecs({ specsDir: paths[0], resultsRoot: opts.resultsRoot, revision: opts.revision })
-      : await loadPaths(paths.length > 0 ? paths : [DEFAULTS.specsDir], { resultsRoot: opts.resultsRoot });
+      ? await loadSpecs({ specsDir: paths[0], resultsRoot, revision: opts.revision })
+      : await loadPaths(given, { resultsRoot });
   const valid = report.errors.length === 0;
   const warnings = await shortSecrets(report, opts.env ?? process.env);
+  if (inside !== undefined) {
+    warnings.unshift(
+      `the default results root ${path.relative(process.cwd(), opts.resultsRoot) || '.'} lies inside ${inside}: reconcile run from this folder would refuse every attempt's results there; run berth from another folder or give --results-root`,
+    );
+  }
   if (opts.output === 'json') {
     const sets = [...(report.sets ?? new Map())].map(([name, set]) => ({ name, valid: set.valid, children: set.children }));
     const body = {
+      schemaVersion: SCHEMA_VERSIONS.validate,
       valid,
       ...(opts.revision !== undefined ? { revision: opts.revision } : {}),
       files: report.files.length,
@@ -114,6 +131,17 @@ export async function runValidateGit(ctx: Context, o: GitFlags & { output: 'text
     return await runValidate([peek.dir], { output: o.output, resultsRoot: ctx.resultsRoot, revision: peek.revision, ...verbose }, ctx.io);
   } finally {
     await peek.done();
+  }
+}
+
+/** The real path of `p`, or of its nearest folder that exists with the rest joined on (a results root not made yet). */
+function realOr(p: string): string {
+  const abs = path.resolve(p);
+  try {
+    return realpathSync(abs);
+  } catch {
+    const up = path.dirname(abs);
+    return up === abs ? abs : path.join(realOr(up), path.basename(abs));
   }
 }
 

@@ -5,26 +5,38 @@
  * An engine that does not answer (within a few seconds) is said so, and the command still
  * succeeds; an engine older than the oldest berth is tested with is refused (exit 1).
  */
-import { CONTRACT_VERSION, EXIT } from '../../constants';
+import { CONTRACT_VERSION, EXIT, SCHEMA_VERSIONS } from '../../constants';
 import { describeEngineError, EngineTooOldError } from '../../engine/errors';
 import type { Engine } from '../../engine/types';
+import type { HostIsolation } from '../../engine/isolation';
+import { isolationFacts, judgeIsolation, type IsolationVerdict } from '../../plan/host-isolation';
 import type { Context } from '../context';
 
 /** How long the engine is given to say its version. */
 const ENGINE_WAIT_MS = 3000;
 
 type EngineVersion =
-  { version: string; apiVersion: string; talks?: string; imageStore?: 'classic' | 'containerd'; driver?: string } | { error: string; tooOld?: boolean };
+  | {
+      version: string;
+      apiVersion: string;
+      talks?: string;
+      imageStore?: 'classic' | 'containerd';
+      driver?: string;
+      /** What it says of the isolation it gives, and berth's verdict (plan/host-isolation.ts). */
+      isolation?: HostIsolation & IsolationVerdict;
+    }
+  | { error: string; tooOld?: boolean };
 
 export async function runVersion(ctx: Context, berth: string, o: { output?: 'json' }): Promise<number> {
   const engine = await engineVersion(ctx);
   const code = 'error' in engine && engine.tooOld ? EXIT.failed : EXIT.ok;
   if (o.output === 'json') {
-    ctx.io.out(`${JSON.stringify({ version: berth, node: process.version, contract: CONTRACT_VERSION, engine })}\n`);
+    ctx.io.out(`${JSON.stringify({ schemaVersion: SCHEMA_VERSIONS.version, version: berth, node: process.version, contract: CONTRACT_VERSION, engine })}\n`);
     return code;
   }
   ctx.io.out(`berth ${berth} (node ${process.version}; contract v${CONTRACT_VERSION})\n`);
   ctx.io.out(`${engineLine(engine)}\n`);
+  if (!('error' in engine) && engine.isolation) ctx.io.out(`${isolationLine(engine.isolation)}\n`);
   return code;
 }
 
@@ -36,14 +48,24 @@ function engineLine(e: EngineVersion): string {
   return `engine ${e.version} (${api})${store}`;
 }
 
+/** `isolation: seccomp default, cgroup v2, ...: attempts run isolated (notes)`, or what makes it weak (reconcile refuses it). */
+function isolationLine(i: HostIsolation & IsolationVerdict): string {
+  const notes = i.notes.length ? ` (${i.notes.join('; ')})` : '';
+  return i.weak.length
+    ? `isolation: ${isolationFacts(i)}: WEAK, reconcile refuses to run attempts here without --allow-weak-isolation: ${i.weak.join('; ')}${notes}`
+    : `isolation: ${isolationFacts(i)}: attempts run isolated${notes}`;
+}
+
 async function ask(engine: Engine): Promise<EngineVersion> {
   const v = await engine.version();
   const s = await engine.local?.storage();
+  const iso = await engine.isolation().catch(() => undefined);
   return {
     version: v.version,
     apiVersion: v.apiVersion,
     ...(v.talks ? { talks: v.talks } : {}),
     ...(s?.imageStore ? { imageStore: s.imageStore, driver: s.driver } : {}),
+    ...(iso ? { isolation: { ...iso, ...judgeIsolation(iso) } } : {}),
   };
 }
 

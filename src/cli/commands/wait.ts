@@ -17,13 +17,18 @@ import type { Engine } from '../../engine/types';
 import { endLine, tally } from '../../sets/outcome';
 import { reconcilerOf, type Reconciler } from '../../status/reconciler';
 import { Waker } from '../../util/waker';
-import { loadSpecs } from '../../spec/loader';
 import { StatusStore } from '../../status/store';
 import { watchFolder } from '../../util/watch-folder';
-import { specsOptions, UsageError, type Context } from '../context';
+import { UsageError, type Context } from '../context';
 import { diag, plural } from '../diag';
 import { failOnOf, outcomeOf, parseWaitFor, settled, verdict, watched, type Watched } from '../wait-condition';
-import { collectRows } from './get';
+import { collectView, resultText, scoreOf } from './get';
+import type { Classified } from '../../sets/outcome';
+import { latestGrade } from '../../sets/grade-state';
+import type { AttemptStatus } from '../../status/types';
+import type { LoadedSpec } from '../../spec/types';
+import { inGithubActions, outcomeAnnotations } from '../format-errors';
+import { heldNote } from './get-notes';
 
 export interface WaitOptions {
   selector?: string[];
@@ -42,7 +47,7 @@ export async function runWait(ctx: Context, names: string[], o: WaitOptions): Pr
     throw new UsageError(`--for ${JSON.stringify(o.for)}: use finished or phase=<Phase> (Pending, Running, Succeeded, Failed, TimedOut, Invalid, Blocked)`);
   const failOn = failOnOf(o.failOn);
   const timeoutMs = o.timeout ?? DEFAULT_WAIT_TIMEOUT_MS;
-  const rows = await collectRows(ctx, names, o.selector ?? []);
+  const { rows, load } = await collectView(ctx, names, o.selector ?? []);
   const found = new Set(rows.map((r) => r.name));
   const missing = [...new Set(names)].filter((n) => !found.has(n));
   if (missing.length) {
@@ -53,7 +58,8 @@ export async function runWait(ctx: Context, names: string[], o: WaitOptions): Pr
     diag(ctx, 'error', "no attempts match: nothing to wait for (berth get lists the instance's attempts; check -l, --specs and --instance)");
     return EXIT.failed;
   }
-  const load = await loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsOptions(ctx) });
+  // attempts held at their last good spec (a broken file): judged under it, and said so
+  heldNote(ctx, rows);
   const specs = new Map(load.specs.map((s) => [s.spec.name, s]));
   const label = want.kind === 'finished' ? 'finished' : `phase=${want.phase}`;
 
@@ -80,12 +86,19 @@ export async function runWait(ctx: Context, names: string[], o: WaitOptions): Pr
       for (const n of v.met) {
         if (told.has(n)) continue;
         told.add(n);
-        ctx.io.out(`attempt/${n} condition met (${label}: ${statuses.get(n)?.phase ?? 'Pending'})\n`);
+        // `finished` names how the run counts (as get's RESULT: `failed (score 0)`), a phase wait the phase
+        const item = items.find((i) => i.name === n);
+        const shown = want.kind === 'finished' && item ? outcomeText(outcomeOf(item), specs.get(n), statuses.get(n)) : (statuses.get(n)?.phase ?? 'Pending');
+        ctx.io.out(`attempt/${n} condition met (${label}: ${shown})\n`);
       }
       const touched = items.filter((i) => statuses.get(i.name)?.touched).map((i) => i.name);
       const counted = () => ctx.io.out(`${endLine(tally(items.map((i) => ({ name: i.name, outcome: outcomeOf(i) }))), touched)}\n`);
       if (v.code !== undefined) {
         counted();
+        annotateOutcomes(
+          ctx,
+          items.map((w) => ({ w, loaded: specs.get(w.name), status: statuses.get(w.name) })),
+        );
         if (v.code !== EXIT.ok) {
           // What ended the wait: failures and infrastructure outcomes, or (phase=X) attempts that can no longer reach X.
           const off = items.flatMap((i) => {
@@ -94,8 +107,11 @@ export async function runWait(ctx: Context, names: string[], o: WaitOptions): Pr
               want.kind === 'finished'
                 ? c.outcome === 'failed' || c.outcome === 'infra' || i.status?.reason === REASONS.harvestFailed
                 : settled(i) && i.status?.phase !== want.phase;
+            if (!bad || !settled(i)) return [];
+            if (want.kind === 'finished' && i.status?.reason !== REASONS.harvestFailed)
+              return [`${i.name} ${outcomeText(c, specs.get(i.name), statuses.get(i.name))}`];
             const why = c.outcome === 'infra' ? c.reason : i.status?.reason;
-            return bad && settled(i) ? [`${i.name} ended ${i.status?.phase ?? 'Pending'}${why ? ` (${why})` : ''}`] : [];
+            return [`${i.name} ended ${i.status?.phase ?? 'Pending'}${why ? ` (${why})` : ''}`];
           });
           diag(ctx, 'error', off.join(', '));
         }
@@ -129,6 +145,42 @@ export async function runWait(ctx: Context, names: string[], o: WaitOptions): Pr
     watch.close();
     waker.close();
   }
+}
+
+/**
+ * How a settled run counts, in words: `passed`, `failed (score 0)`, `failed (Error, exit 1)`,
+ * `infra (ScoreMissing)`: the outcome first, as get's RESULT (not the phase: a run that
+ * Succeeded with score 0 failed).
+ */
+export function outcomeText(c: Classified, loaded: LoadedSpec | undefined, st: AttemptStatus | undefined): string {
+  const score = scoreOf(loaded, st);
+  if (c.outcome !== 'failed' && c.outcome !== 'passed') return resultText({ outcome: c, score, reason: '' });
+  // spec.grade: the grade decided it, not the run's own exit
+  const g = loaded?.spec.grade && st ? latestGrade(st) : undefined;
+  const why =
+    score !== null
+      ? `score ${score}`
+      : g
+        ? `grade-${g.k}${g.exitCode !== undefined ? `: exit ${g.exitCode}` : ''}`
+        : c.outcome === 'failed'
+          ? [st?.reason, st?.exitCode !== undefined ? `exit ${st.exitCode}` : undefined].filter(Boolean).join(', ')
+          : '';
+  return `${c.outcome}${why ? ` (${why})` : ''}`;
+}
+
+/**
+ * Inside GitHub Actions, an annotation for each attempt that did not pass (at its spec's line), on
+ * stderr beside the end line: stdout stays the command's output.
+ */
+export function annotateOutcomes(ctx: Context, items: readonly { w: Watched; loaded: LoadedSpec | undefined; status: AttemptStatus | undefined }[]): void {
+  if (!inGithubActions(ctx.env)) return;
+  const bad = items.flatMap(({ w, loaded, status }) => {
+    const c = outcomeOf(w);
+    if (c.outcome !== 'failed' && c.outcome !== 'infra') return [];
+    const text = outcomeText(c, loaded, status);
+    return [{ name: w.name, outcome: c.outcome, text, ...(loaded ? { file: loaded.source.file, line: loaded.source.line } : {}) }];
+  });
+  if (bad.length) ctx.io.err(outcomeAnnotations(bad, { cwd: process.cwd(), workspace: ctx.env.GITHUB_WORKSPACE }));
 }
 
 /** Why the records will not change, and what to run. */

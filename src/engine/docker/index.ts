@@ -4,6 +4,7 @@
  * has a deadline (deadline.ts); an engine that cannot be reached or does not answer in time
  * fails the call with an EngineUnreachableError naming where berth looked.
  */
+import { isolationOf } from '../isolation';
 import type Dockerode from 'dockerode';
 import http from 'node:http';
 import https from 'node:https';
@@ -207,6 +208,9 @@ export function createDockerEngine(docker?: Dockerode, o: DockerEngineOptions = 
       return { ...said, talks: (modem.version ?? '').replace(/^v/, '') || said.apiVersion, ...(arch ? { arch } : {}) };
     },
     reach: (id: string) => Promise.resolve({ engine, id, where: calls.address }),
+    async isolation() {
+      return isolationOf((await calls.run('info', () => d.info())) as Parameters<typeof isolationOf>[0]);
+    },
     abandon(reason: string) {
       calls.abandon(reason);
     },

@@ -24,6 +24,7 @@ const NOT_IN_FILE = new Set([
   'run',
   'tail',
   'sidecar',
+  'grade',
   'for',
   'force',
   'keep-state',
@@ -31,6 +32,7 @@ const NOT_IN_FILE = new Set([
   'detailed-exitcode',
   'no-headers',
   'allow-empty',
+  'allow-weak-isolation',
   'all',
   'sort-by',
   'limit',
@@ -59,11 +61,25 @@ describe('berth.yaml keys and BERTH_* variables', function () {
     }
   });
 
+  it("a negated flag's variable is a switch: BERTH_NO_HEADERS=1 drops get's header, =0 keeps it (CONFIG.md's own example)", function () {
+    const get = commands().find((c) => c.name() === 'get') as Command;
+    for (const [raw, headers] of [
+      ['1', false],
+      ['true', false],
+      ['0', true],
+      ['no', true],
+    ] as const) {
+      get.setOptionValueWithSource('headers', true, 'default');
+      applyDefaults(get, { BERTH_NO_HEADERS: raw });
+      expect(get.opts().headers, raw).to.equal(headers);
+    }
+  });
+
   it('every option of every command takes its BERTH_* (parsed as the flag parses it)', function () {
     for (const cmd of commands()) {
       for (const opt of cmd.options) {
         if (!opt.long || opt.long === '--help' || opt.long === '--version') continue;
-        const candidates = opt.isBoolean() ? ['true'] : [...(opt.argChoices ?? []), '30s', '2', '64Ki', '2Gi', 'a=b', 'json', 'x', '0.05'];
+        const candidates = opt.isBoolean() || opt.negate ? ['true'] : [...(opt.argChoices ?? []), '30s', '2', '64Ki', '2Gi', 'a=b', 'json', 'x', '0.05'];
         const ok = candidates.some((v) => {
           const c = buildProgram(bufferIo(), () => undefined);
           const target = cmd.name() === 'berth' ? c : (c.commands.find((s) => s.name() === cmd.name()) as Command);

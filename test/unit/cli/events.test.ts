@@ -2,6 +2,7 @@
 import { expect } from 'chai';
 import { allEvents, eventsOf } from '../../../src/cli/events';
 import { status } from '../../support/builders';
+import type { GradeRecord } from '../../../src/status/types';
 
 describe('events from status records', function () {
   it('a failed run, its retry, a drift and a collection', function () {
@@ -67,5 +68,34 @@ describe('events from status records', function () {
     expect(finished(done).map((e) => e.message)).to.deep.equal(['run 1 Succeeded (Completed, exit 0)']);
     // as `events -w` sees them: the two records give one Finished event between them
     expect(new Set([...eventsOf(harvesting), ...eventsOf(done)].filter((e) => e.reason === 'Finished').map((e) => JSON.stringify(e))).size).to.equal(1);
+  });
+
+  it('grades: Graded, Regraded (a grade after the first of its run), GradeFailed, each with its verdict', function () {
+    const g = (k: number, over: Partial<GradeRecord>): GradeRecord => ({
+      k,
+      run: 1,
+      gradeHash: 'h',
+      state: 'graded',
+      resultsDir: '/r',
+      image: 'i',
+      createdAt: '2026-01-01T00:01:00.000Z',
+      finishedAt: `2026-01-01T00:0${k}:30.000Z`,
+      ...over,
+    });
+    const rec = status('a', {
+      phase: 'Succeeded',
+      reason: 'Completed',
+      lastAttestation: undefined,
+      grades: [g(1, { passed: false, score: 0 }), g(2, { passed: true, score: 1 }), g(3, { state: 'failed', reason: 'GradeFailed', message: 'no score.json' })],
+    });
+    expect(
+      eventsOf(rec)
+        .filter((e) => /grade/i.test(e.reason))
+        .map((e) => `${e.type} ${e.reason}: ${e.message}`),
+    ).to.deep.equal([
+      'Warning Graded: run 1 graded by grade-1: fail (score 0)',
+      'Normal Regraded: run 1 regraded by grade-2: pass (score 1)',
+      'Warning GradeFailed: run 1 grade-3 failed (GradeFailed: no score.json)',
+    ]);
   });
 });

@@ -3,8 +3,10 @@ import { expect } from 'chai';
 import { bufferIo, jsonLinesIo, wantsJsonLogs } from '../../../src/cli/io';
 import { LiveLine } from '../../../src/cli/live-line';
 import { plural } from '../../../src/cli/diag';
-import { activity } from '../../../src/controller/activity';
-import type { AttemptAction } from '../../../src/plan/types';
+import { activity, planActivity } from '../../../src/controller/activity';
+import { StickyTable } from '../../../src/cli/commands/shared';
+import type { AttemptAction, Operation } from '../../../src/plan/types';
+import type { GradeRecord } from '../../../src/status/types';
 import { status } from '../../support/builders';
 
 describe('stderr shaping', function () {
@@ -82,5 +84,39 @@ describe('stderr shaping', function () {
         status('a', { phase: 'Succeeded', reason: 'Completed', exitCode: 0 }),
       ),
     ).to.equal('a: created run 2; started run 2; finished Succeeded (Completed, exit 0)');
+  });
+
+  it("activity: grading in the log: a grade begun (a regrade says why), its verdict; the grader's removal is not the run's", function () {
+    const grader = (k: number) => ({ k, run: 1 }) as never;
+    const a = (ops: Operation[]): AttemptAction => ({ attempt: 'g', kind: 'grade', summary: '', ops });
+    const begin = (k: number, cause: string): Operation => ({ type: 'begin-grade', resource: 'attempt:g', grader: grader(k), fresh: true, cause });
+    const fin = (k: number): Operation => ({ type: 'finish-grade', resource: 'attempt:g', run: 1, k, cause: 'grader exited' });
+    const rm: Operation = { type: 'remove-container', resource: 'container:berth-x-g_grade_1_1', id: 'i', cause: 'its grade ended' };
+    const graded = (k: number, over: Partial<GradeRecord>) =>
+      status('g', { grades: [{ k, run: 1, gradeHash: 'h', state: 'graded', resultsDir: '/r', image: 'i', createdAt: 'x', ...over }] });
+    expect(activity(a([begin(1, 'the run finished')]), [begin(1, 'the run finished')], undefined)).to.equal('g: grading run 1 (grade 1)');
+    expect(activity(a([fin(1), rm]), [fin(1), rm], graded(1, { passed: true, score: 1 }))).to.equal('g: graded pass (score 1)');
+    expect(activity(a([fin(1)]), [fin(1)], graded(1, { passed: false, exitCode: 1 }))).to.equal('g: graded fail (exit 1)');
+    expect(activity(a([fin(1)]), [fin(1)], graded(1, { state: 'timedOut', reason: 'GradeTimedOut', message: 'past its deadline' }))).to.equal(
+      'g: grade 1 of run 1 failed (GradeTimedOut: past its deadline)',
+    );
+    const re = begin(2, 'spec.grade changed: graded again');
+    expect(activity(a([re]), [re], undefined)).to.equal('g: regrading run 1 (grade 2): spec.grade changed');
+    const plan = { actions: ['a', 'b', 'c'].map((n) => ({ ...a([begin(2, 'spec.grade changed: graded again')]), attempt: n })) };
+    expect(planActivity(plan)).to.deep.equal(['regrading 3 runs: spec.grade changed']);
+    expect(planActivity({ actions: [a([begin(1, 'the run finished')])] })).to.deep.equal([]);
+  });
+
+  it('a table printed a batch at a time (get -w, events -w): later rows line up under the first header', function () {
+    const t = new StickyTable([0, 9]);
+    const first = t.render([
+      ['NAME', 'PHASE', 'RESULT'],
+      ['a-long-name', 'Running', '-'],
+    ]);
+    const later = t.render([['b', 'Succeeded', 'passed']]);
+    const col = (line: string, word: string) => line.indexOf(word);
+    const [head] = first.split('\n');
+    expect(col(later, 'Succeeded')).to.equal(col(head as string, 'PHASE'));
+    expect(col(later, 'passed')).to.equal(col(head as string, 'RESULT'));
   });
 });

@@ -26,6 +26,7 @@ function plain(f: FakeEngine): Engine {
     ping: () => f.ping(),
     version: () => f.version(),
     reach: (id) => f.reach(id),
+    isolation: () => f.isolation(),
     boot: () => f.boot(),
     abandon: (reason) => f.abandon(reason),
     local: null,

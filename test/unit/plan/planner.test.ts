@@ -198,6 +198,11 @@ describe('planner (golden plans)', function () {
     expect(one.actions.map((a) => `${a.attempt}:${a.kind}`)).to.deep.equal(['c:provision', 'a:collect', 'b:forget']);
     // An invalid spec is an attempt the source yields: what runs under it is protected by name.
     expect(plan(input({ ...over, protectedNames: new Set(['x']) })).emptySource).to.equal(undefined);
+    // nothing declared, and the instance has nothing either (no record, nothing on the engine): 'empty' (the CLI refuses it)
+    expect(plan(input()).emptySource).to.equal('empty');
+    expect(plan(input({ allowEmpty: true })).emptySource).to.equal('empty');
+    // a file that cannot be read may declare something: not empty
+    expect(plan(input({ unreadableFiles: new Set(['a.yaml']) })).emptySource).to.equal(undefined);
   });
 
   it('a run that began under the old names keeps them until it ends; the next run takes the new ones', function () {

@@ -1,5 +1,6 @@
 /** The planner honours `berth rerun` (rerunRequested) and `berth delete` (deleted) marks in status records. */
 import { expect } from 'chai';
+import { MARKS } from '../../../src/controller/marks';
 import { plan } from '../../../src/plan/planner';
 import { changeCount } from '../../../src/plan/render';
 import { container, input, network, snapshot, spec, status, statuses } from '../../support/builders';
@@ -35,6 +36,18 @@ describe('planner: rerun and delete marks', function () {
     });
     const a = plan(input({ specs: [spec('a')], statuses: statuses(rec) })).actions[0];
     expect([a?.kind, a?.desired?.run]).to.deep.equal(['retry', 2]);
+  });
+
+  it('berth rerun of a Blocked attempt is refused saying why: its run never started (no run number is spent), reconcile retries it (issue 54)', function () {
+    const s = spec('a');
+    const rec = status('a', { phase: 'Blocked', reason: 'ImageMissing', run: 1, specHash: s.hash });
+    const at = '2026-01-01T00:01:00.000Z';
+    expect(MARKS.rerun({ name: 'a', rec, spec: s, invalid: false, instance: 'test', at })).to.deep.equal({
+      refused: 'it is Blocked (ImageMissing): run 1 never started, and reconcile tries it again by itself',
+    });
+    // a finished one is marked for run n+1
+    const done = status('a', { ...finished, run: 1, specHash: s.hash });
+    expect(MARKS.rerun({ name: 'a', rec: done, spec: s, invalid: false, instance: 'test', at })).to.deep.include({ rerunRequested: { at, run: 1 } });
   });
 
   it('a rerun waits for a slot like any new run', function () {

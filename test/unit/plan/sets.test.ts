@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { REASONS } from '../../../src/constants';
 import { plan } from '../../../src/plan/planner';
 import { renderPlan } from '../../../src/plan/render';
-import type { LoadedSpec, SetPolicy } from '../../../src/spec/types';
+import type { LoadedSpec, SetPolicy, SpecError } from '../../../src/spec/types';
 import { container, input, snapshot, spec, status, statuses } from '../../support/builders';
 
 const golden = (p: ReturnType<typeof plan>) => renderPlan(p).trimEnd().split('\n');
@@ -202,5 +202,36 @@ describe('planner: AttemptSet children', () => {
     const specs = [child(p, 'set-0', 0), child(p, 'set-1', 1), child(p, 'set-2', 2)];
     expect(starts(plan(input({ specs, reservedSlots: 1, reservedBySet: new Map([['set', 1]]) })))).to.deep.equal(['set-0']);
     expect(starts(plan(input({ specs, reservedSlots: 1, reservedBySet: new Map([['other', 1]]) })))).to.deep.equal(['set-0', 'set-1']);
+  });
+});
+
+describe('planner: a child held at its last good spec (its set file broken)', () => {
+  const heldErr: SpecError[] = [{ file: 'specs/set.yaml', line: 7, col: 1, path: '', code: 'yaml-syntax', message: 'Tabs are not allowed as indentation' }];
+  const held = (name: string, index: number) => ({ ...child(policy(), name, index), held: heldErr });
+
+  it('a run under way ends and is harvested under that spec; no new run starts; one that never ran is Invalid with the errors', function () {
+    const p = plan(
+      input({
+        specs: [held('set-0', 0), held('set-1', 1), held('set-2', 2), held('set-3', 3)],
+        snapshot: snapshot({ containers: [container('default', 'set-0', 'h-set-0', { state: 'exited' })] }),
+        statuses: statuses(
+          status('set-0'),
+          done('set-1', { rerunRequested: { at: '2026-01-01T00:01:00.000Z', run: 1 } }),
+          failed('set-2', REASONS.error, { retriesUsed: 0 }),
+        ),
+      }),
+    );
+    const byName = new Map(p.actions.map((a) => [a.attempt, a]));
+    expect(byName.get('set-0')?.kind).to.equal('finish');
+    expect(byName.get('set-0')?.ops.some((o) => o.type === 'finish')).to.equal(true);
+    // a rerun asked for waits for the file to be fixed
+    expect(byName.get('set-1')?.ops ?? []).to.deep.equal([]);
+    expect(starts(p)).to.deep.equal([]);
+    expect(p.actions.some((a) => a.ops.some((o) => o.type === 'begin-run'))).to.equal(false);
+    const invalid = byName.get('set-3');
+    expect(invalid?.kind).to.equal('invalid');
+    const rec = invalid?.ops[0];
+    expect(rec?.type === 'record' && rec.patch.phase).to.equal('Invalid');
+    expect(rec?.type === 'record' && rec.patch.specErrors?.[0]?.message).to.equal('Tabs are not allowed as indentation');
   });
 });

@@ -8,7 +8,7 @@
  * in test/engine/sets.test.ts.
  */
 import { expect } from 'chai';
-import { LABELS, SET_LABEL } from '../../../src/constants';
+import { LABELS, SCHEMA_VERSIONS, SET_LABEL } from '../../../src/constants';
 import { changeCount } from '../../../src/plan/render';
 import type { Summary } from '../../../src/sets/summary';
 import type { AttemptStatus } from '../../../src/status/types';
@@ -83,6 +83,7 @@ describe('AttemptSets: a matrix that grows and changes (fake engine)', function 
     const setRows = await sb.cli('get', '--sets', '-o', 'json');
     expect((JSON.parse(setRows.stdout) as { items: unknown[] }).items).to.deep.equal([
       {
+        schemaVersion: SCHEMA_VERSIONS.get,
         apiVersion: 'berth.dev/v1',
         kind: 'AttemptSet',
         metadata: { name: 'evals', source: `${sb.specsDir}/evals.yaml:4`.replace(`${process.cwd()}/`, '') },

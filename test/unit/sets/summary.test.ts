@@ -175,7 +175,21 @@ describe('sets/summary', () => {
     const kids = [{ ...spec('x-1'), set: { set: evil, coords: { model: '</script><img src=x onerror=alert(1)>', task: 'a&b', seed: '0' }, index: 0 } }];
     const xml = toJunit(summarize(kids, new Map([['x-1', status('x-1', { phase: 'Failed', reason: 'Lost', message: 'x' })]]), 0));
     expect(xml).to.contain('&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;').and.contain('a&amp;b').and.not.contain('<img');
-    expect(xml).to.contain('<error message="Failed, Lost" type="Lost"/>');
+    // the message names the outcome (as get's RESULT does), the text the run's phase
+    expect(xml).to.contain('<error message="infra (Lost)" type="Lost">run Failed (Lost)</error>');
+    const scored0 = toJunit(
+      summarize(
+        [
+          {
+            ...spec('z-1'),
+            set: { set: { ...policy, name: 'z', score: { file: 's.json', pass: 1 } }, coords: { model: 'm', task: 't', seed: '0' }, index: 0 },
+          },
+        ],
+        new Map([['z-1', status('z-1', { phase: 'Succeeded', reason: 'Completed', exitCode: 0, score: 0 })]]),
+        0,
+      ),
+    );
+    expect(scored0).to.contain('<failure message="failed (score 0)" type="TaskFailed">run Succeeded (Completed)</failure>');
     expect(xml).to.match(/<testsuite name="x" tests="1" failures="0" errors="1" skipped="0"/);
     expect(xmlEscape('a\u0000b\u0007c"\'')).to.equal('abc&quot;&apos;');
   });

@@ -1,10 +1,14 @@
 /** `berth validate`: exit codes, compiler-style text, the summary line and `-o json`. */
 import { expect } from 'chai';
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { runValidate, summary } from '../../../src/cli/commands/validate';
 import { EXIT } from '../../../src/constants';
 import type { LoadReport } from '../../../src/spec/loader';
-import { cleanupTemp, doc, sandbox } from './helpers';
+import { cleanupTemp, doc, REPO, sandbox } from './helpers';
+
+const BIN = path.join(REPO, 'bin', 'berth-src.cjs');
 
 async function run(paths: string[], output: 'text' | 'json', resultsRoot: string): Promise<{ code: number; out: string; err: string }> {
   let out = '';
@@ -70,11 +74,59 @@ describe('cli/validate', () => {
     expect((JSON.parse(json) as { warnings: string[] }).warnings).to.have.length(2);
   });
 
+  it('shows every error of one spec: a bad field and a missing fixture and secret file, not the first alone (issue 54)', async () => {
+    const sb = sandbox({
+      'a.yaml': doc('a', '  retries: -1\n  fixture: ./missing\n  secrets:\n    - {name: tok, fromFile: ./nofile}\n'),
+      // a path field that is itself malformed is the schema's error alone
+      'b.yaml': doc('b', '  fixture: 7\n'),
+    });
+    const r = await run([sb.specs], 'json', sb.results);
+    expect(r.code).to.equal(EXIT.usage);
+    const body = JSON.parse(r.out) as { errors: { attempt: string; path: string; code: string }[] };
+    expect(body.errors.filter((e) => e.attempt === 'a').map((e) => [e.path, e.code])).to.deep.equal([
+      ['spec.retries', 'schema'],
+      ['spec.fixture', 'missing-file'],
+      ['spec.secrets[0].fromFile', 'missing-file'],
+    ]);
+    const b = body.errors.filter((e) => e.attempt === 'b');
+    expect(b).to.not.deep.equal([]);
+    expect(b.every((e) => e.path === 'spec.fixture' && e.code === 'schema')).to.equal(true);
+  });
+
   it('reports a path that does not exist', async () => {
     const sb = sandbox({});
     const r = await run([path.join(sb.root, 'nope.yaml')], 'text', sb.results);
     expect(r.code).to.equal(EXIT.usage);
     expect(r.err).to.match(/nope\.yaml:1:1: no such file or folder \[io\]\n$/);
+  });
+
+  it('validate . inside the specs folder: the default results root there is one warning, not an error of each spec with results (issue 54)', async () => {
+    const sb = sandbox({ 'a.yaml': doc('a', '  results: out-a\n'), 'b.yaml': doc('b', '  results: out-b\n') });
+    const env = { ...process.env };
+    for (const k of Object.keys(env)) if (k.startsWith('BERTH_')) delete env[k];
+    // the command line as a user runs it there: no --state, no --results-root
+    const here = spawnSync(process.execPath, [BIN, 'validate', '.'], { cwd: sb.specs, env, encoding: 'utf8' });
+    expect([here.status, here.stdout, here.stderr]).to.deep.equal([
+      EXIT.ok,
+      '2 files, 2 attempts: all valid\n',
+      "warning: the default results root .berth/results lies inside .: reconcile run from this folder would refuse every attempt's results there; run berth from another folder or give --results-root\n",
+    ]);
+    const inSpecs = path.join(sb.specs, '.berth', 'results');
+    const io = () => {
+      const o = { out: '', err: '' };
+      return { o, io: { out: (t: string) => (o.out += t), err: (t: string) => (o.err += t) } };
+    };
+    // a results root given inside the specs folder is the user's choice: each spec with results is refused, where it says so
+    const given = io();
+    expect(await runValidate([sb.specs], { output: 'text', resultsRoot: inSpecs }, given.io)).to.equal(EXIT.usage);
+    expect(given.o.err.match(/lies inside the specs folder/g)).to.have.length(2);
+    // with the default, the specs are still checked as they are
+    writeFileSync(path.join(sb.specs, 'b.yaml'), doc('b', '  retries: -1\n'));
+    const bad = io();
+    expect(await runValidate([sb.specs], { output: 'json', resultsRoot: inSpecs, resultsRootIsDefault: true }, bad.io)).to.equal(EXIT.usage);
+    const body = JSON.parse(bad.o.out) as { errors: { path: string }[]; warnings: string[] };
+    expect(body.errors.map((e) => e.path)).to.deep.equal(['spec.retries']);
+    expect(body.warnings).to.have.length(1);
   });
 
   it('validates specs/ by default', async () => {

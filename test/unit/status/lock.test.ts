@@ -72,6 +72,8 @@ describe('status/lock', () => {
     expect(held.holder.token).to.equal(lock.info.token);
     expect(held.message).to.contain(`pid ${process.pid} on host ${os.hostname()} since ${lock.info.startedAt}`);
     expect(held.message).to.contain(lockFile);
+    // what to do (issue 54): wait, or stop it, knowing its attempts keep running
+    expect(held.message).to.contain(`. Wait for it to end, or stop it (kill ${process.pid}: it leaves its attempts running, the next reconcile adopts them)`);
     expect(await fs.readdir(dir)).to.deep.equal(['default.lock']);
     await lock.release();
   });

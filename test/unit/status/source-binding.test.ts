@@ -34,6 +34,7 @@ function engineOf(f: FakeEngine): Engine {
     ping: () => f.ping(),
     version: () => f.version(),
     reach: (id) => f.reach(id),
+    isolation: () => f.isolation(),
     boot: () => f.boot(),
     abandon: (reason) => f.abandon(reason),
     local: null,
