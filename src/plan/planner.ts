@@ -87,6 +87,8 @@ function planBlockedWait({ inp, rec, base, main, specChanged, pre }: RunView): A
   if (rec.reason === REASONS.imageMissing) return undefined;
   // a failed pull waits on its image's back-off clock (pull-gate.ts), not this one
   if (rec.reason === REASONS.imagePullBackOff) return undefined;
+  // a failed build waits for its build hash to change or a rerun (build-gate.ts), not this clock
+  if (rec.reason === REASONS.buildFailed) return undefined;
   const blocked = rec.phase === 'Blocked';
   const again = Date.parse(rec.updatedAt) + (blocked ? BLOCKED_RETRY_MS : CREATE_RETRY_MS) - inp.now;
   if (again <= 0) return undefined;
@@ -455,6 +457,7 @@ export function plan(inp: PlanInput): Plan {
     resolved: new Map(),
     pulls: new Map(),
     freeAtStart: 0,
+    builds: new Map(),
   };
   ctx.freeAtStart = ctx.slots;
   const pressure = diskPressure(inp.disk);
@@ -490,5 +493,6 @@ export function plan(inp: PlanInput): Plan {
     ...(emptySource ? { emptySource: inp.allowEmpty ? 'allowed' : 'held' } : {}),
     ...(missingImages.length ? { missingImages } : {}),
     ...(ctx.pulls.size ? { pulls: [...ctx.pulls.values()] } : {}),
+    ...(ctx.builds.size ? { builds: [...ctx.builds.values()] } : {}),
   };
 }
