@@ -1,4 +1,7 @@
-/** The build gate: a new run whose image is built from a Dockerfile waits Pending/Building, asks the builder once per build hash, and is Blocked/BuildFailed by a failed build until a rerun. */
+/**
+ * The build gate: a new run whose image is built from a Dockerfile waits Pending/Building, asks the
+ * builder once per build hash, and is Blocked/BuildFailed by a failed build until a rerun.
+ */
 import { expect } from 'chai';
 import { buildTag, LABELS, REASONS } from '../../../src/constants';
 import { imageIndex } from '../../../src/observe/images';
@@ -10,7 +13,6 @@ import type { NormalizedBuild } from '../../../src/spec/types';
 import { input, snapshot, spec, status, statuses } from '../../support/builders';
 
 const BUSY = `sha256:${'b'.repeat(64)}`;
-const BUILT = `sha256:${'d'.repeat(64)}`;
 
 function build(hash: string): NormalizedBuild {
   return { context: '/specs/env', dockerfile: 'Dockerfile', args: {}, target: null, network: false, hash, from: ['berth/busybox:local'] };
