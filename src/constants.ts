@@ -110,6 +110,8 @@ export const LABELS = {
    * from a Dockerfile"). Containers made of it inherit it; it is no ownership label.
    */
   build: 'dev.berth.build',
+  /** On an image berth built: the instance whose berth built it (any instance uses it; shown by `berth images`). */
+  buildInstance: 'dev.berth.build.instance',
 } as const;
 
 /**
@@ -125,6 +127,17 @@ export const BUILD = {
   dir: 'builds',
   /** Image GC's removals, one JSON line each (`berth images`, `berth events`). */
   gcLog: 'images-gc.jsonl',
+} as const;
+
+/**
+ * Labels of a build's engine-side lock (the volume `berth.build-lock.<16 hex>`, src/build/lock.ts):
+ * the build hash and its holder (as LOCK_LABELS name a holder), never a secret. Neither managed nor
+ * of an instance: observe and `clean` never see it.
+ */
+export const BUILD_LOCK_LABELS = {
+  lock: 'dev.berth.build-lock',
+  /** The instance whose berth holds it (for messages). */
+  instance: 'dev.berth.build-lock.instance',
 } as const;
 
 /** The tag of the image built for build hash `hash` (sha256 hex). */

@@ -80,7 +80,8 @@ export function gateBuild(
   if (s?.failed && !s.building && !s.queued && (rerunAt === undefined || rerunAt <= s.failed.at))
     return { type: 'failed', message: `the build of ${what} failed: ${s.failed.message} (built again when its build hash changes, or on berth rerun)` };
   if (s?.building?.elsewhere) return { type: 'build', message: `${what} is being built by ${s.building.elsewhere}` };
-  if (s?.building) return { type: 'build', message: `building ${what}${s.building.step ? ` (step ${s.building.step})` : ''}` };
+  // the step under way is not in the message: a record is written when its words change, not at every step (describe shows the step)
+  if (s?.building) return { type: 'build', message: `building ${what}` };
   if (s?.queued) return { type: 'build', message: `${what} waits its turn to build (--max-builds ${input?.maxBuilds ?? 1})` };
   return { type: 'build', message: `building ${what}` };
 }

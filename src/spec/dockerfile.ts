@@ -9,7 +9,7 @@
  * continued by the escape character (comments and empty lines inside a continuation skipped),
  * the instruction word case-insensitive. The classic builder numbers its steps as: each `ARG`
  * before the first `FROM`, then each stage's `FROM` and instructions, the stages after `target`
- * left out, and the build's labels one more step at the end of the last stage built.
+ * left out, and each of the build's labels one more step (`LABEL k=v`) at the end of the last stage built.
  */
 
 export interface Instruction {
@@ -112,13 +112,13 @@ export function stagesFor(f: Dockerfile, target: string | null): Stage[] | undef
 
 /**
  * The build's steps as the classic builder numbers them (1-based: `steps[n - 1]` is `Step n`):
- * each instruction with its line; the labels' step at the end has none (`undefined`).
+ * each instruction with its line; the steps of the `labels` labels at the end have none (`undefined`).
  */
-export function buildSteps(f: Dockerfile, target: string | null, labels: boolean): (Instruction | undefined)[] {
+export function buildSteps(f: Dockerfile, target: string | null, labels: number): (Instruction | undefined)[] {
   const stages = stagesFor(f, target) ?? f.stages;
   const out: (Instruction | undefined)[] = [...f.metaArgs];
   for (const s of stages) out.push(s.from, ...s.commands);
-  if (labels) out.push(undefined);
+  for (let i = 0; i < labels; i++) out.push(undefined);
   return out;
 }
 

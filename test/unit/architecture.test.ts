@@ -30,6 +30,7 @@ const FLOORS = [
   'attest',
   'observe',
   'plan',
+  'build',
   'execute',
   'report',
   'bundle',

@@ -24,6 +24,7 @@ const NOT_IN_FILE = new Set([
   'run',
   'tail',
   'sidecar',
+  'build',
   'for',
   'force',
   'keep-state',

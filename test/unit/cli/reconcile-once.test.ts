@@ -29,6 +29,7 @@ function plain(f: FakeEngine): Engine {
     abandon: (reason) => f.abandon(reason),
     local: null,
     remote: null,
+    builds: f.builds,
   };
 }
 

@@ -70,12 +70,12 @@ describe('planner: images built from a Dockerfile', function () {
     expect(foreign.builds?.map((r) => r.hash)).to.deep.equal([H1]);
   });
 
-  it("the builder's state words the wait: queued, under way at a step, built by another berth", function () {
+  it("the builder's state words the wait: queued, under way, built by another berth", function () {
     const a = spec('a', { build: build(H1), image: buildTag(H1) });
     const msg = (s: ImageBuildState) =>
       recordOf(plan(input({ specs: [a], snapshot: engineWith(), builds: { states: new Map([[H1, s]]), maxBuilds: 2 } })).actions[0]?.ops ?? [])?.message;
     expect(msg({ queued: true })).to.equal(`image ${buildTag(H1)} waits its turn to build (--max-builds 2)`);
-    expect(msg({ building: { since: 1, step: '2/3' } })).to.equal(`building image ${buildTag(H1)} (step 2/3)`);
+    expect(msg({ building: { since: 1, step: '2/3' } })).to.equal(`building image ${buildTag(H1)}`);
     expect(msg({ building: { since: 1, elsewhere: 'berth pid 7 on host h' } })).to.equal(`image ${buildTag(H1)} is being built by berth pid 7 on host h`);
   });
 

@@ -25,9 +25,9 @@ describe('spec/dockerfile', () => {
     'run exit 3',
   ].join('\n');
 
-  it('numbers the steps as the classic builder does: meta ARGs, each stage, the labels last', () => {
+  it('numbers the steps as the classic builder does: meta ARGs, each stage, a step per label last', () => {
     const f = parse(text);
-    const steps = buildSteps(f, null, true);
+    const steps = buildSteps(f, null, 1);
     expect(steps.map((s) => s && `${s.keyword}@${s.line}`)).to.deep.equal([
       'ARG@2',
       'FROM@4',
@@ -41,7 +41,7 @@ describe('spec/dockerfile', () => {
     ]);
     expect(steps[2]?.args).to.equal('echo one     && echo two');
     // a target leaves out the stages after it
-    expect(buildSteps(f, 'test', false).map((s) => s?.line)).to.deep.equal([2, 4, 6, 9, 10, 11]);
+    expect(buildSteps(f, 'test', 0).map((s) => s?.line)).to.deep.equal([2, 4, 6, 9, 10, 11]);
   });
 
   it('names the base images, ARGs expanded, stages and scratch left out', () => {
