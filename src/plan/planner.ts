@@ -156,6 +156,7 @@ function planFinished(v: RunView, rec: AttemptStatus): AttemptAction {
     pre,
     ...(score ? { score } : {}),
     pulls: v.ctx.pulls,
+    builds: v.ctx.builds,
     takeSlot: () => takeSlot(ctx, set),
   });
   if (graded) return graded;
