@@ -202,6 +202,12 @@ export type Component = (typeof COMPONENTS)[keyof typeof COMPONENTS];
 export const PHASES = ['Pending', 'Running', 'Succeeded', 'Failed', 'TimedOut', 'Invalid', 'Blocked'] as const;
 export type Phase = (typeof PHASES)[number];
 
+/** Reasons of events that are not an attempt's (`berth events`). */
+export const EVENT_REASONS = {
+  /** Image GC removed an image berth pulled or built (controller/image-gc.ts). */
+  imageRemoved: 'ImageRemoved',
+} as const;
+
 /** Phases after which an attempt never runs again unless its spec changes or retries allow. */
 export const FINISHED_PHASES: ReadonlySet<Phase> = new Set(['Succeeded', 'Failed', 'TimedOut']);
 

@@ -458,7 +458,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     )
     .addOption(
       new Option('--image-gc-min-age <duration>', 'image GC: an image used (pulled, built, run) more recently than this is kept')
-        .argParser(durationMs('--image-gc-min-age'))
+        .argParser(durationMs('--image-gc-min-age', { zero: true }))
         .default(DEFAULTS.imageGcMinAgeMs, `${DEFAULTS.imageGcMinAgeMs / 60_000}m`),
     );
   gitOptions(reconcile, true).action(async (o, cmd: Command) => {

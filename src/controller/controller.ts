@@ -59,6 +59,7 @@ import type { Builder } from './builder';
 import type { SpecErrorLog } from './spec-errors';
 import { controllerPuller } from './pull-hook';
 import type { Puller } from './puller';
+import { ImageCollector } from './image-gc-hook';
 
 export { ALL } from './sources';
 export { TARGETED_MAX } from './informer';
@@ -102,6 +103,8 @@ export class Controller {
   readonly puller: Puller | undefined;
   /** Runs the builds the plans ask for (builder.ts); none when the backend cannot build. */
   readonly builder: Builder | undefined;
+  /** Image GC after full passes (image-gc-hook.ts); none without --image-gc flags' config or a backend that lists images. */
+  readonly imageGc: ImageCollector | undefined;
   /** A full pass succeeded (readiness). */
   synced = false;
   /** Why new runs wait for disk space, as the last batch read the disks (readiness, metrics); undefined: none. */
@@ -149,6 +152,7 @@ export class Controller {
       for (const n of names) this.queue.add(n);
     });
     // ---- end builds ----
+    this.imageGc = ImageCollector.for(o, this.engine, this.clock); // image GC (image-gc-hook.ts)
     this.sources = new Sources({
       ...o,
       engine: this.engine,
@@ -257,6 +261,7 @@ export class Controller {
       this.puller?.want(p.pulls ?? []); // pulls (puller.ts)
       await upgradePins(this.o.store, load);
       this.builder?.want(p.builds ?? []); // builds (builder.ts)
+      if (all) this.imageGc?.after(load.specs, statuses); // image GC (image-gc-hook.ts)
       this.notePressure(o.disk);
       if (this.o.outcomes) void this.o.outcomes.check(statuses.values(), load).catch((err: unknown) => log.warn(`revision outcome: ${String(err)}`));
       if (load.revision !== undefined)
@@ -434,6 +439,7 @@ export class Controller {
     this.cache.close();
     await this.puller?.close();
     await this.builder?.close();
+    await this.imageGc?.close();
     await this.sources.close();
     this.queue.shutDown();
     const settled = (async () => {

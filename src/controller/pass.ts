@@ -37,6 +37,7 @@ import { pinKeyOf } from '../status/pins';
 import { keptChildNames, StatusStore } from '../status/store';
 import type { Logger } from '../util/log';
 import { nextTurn } from '../util/pool';
+import type { ImageGcConfig } from '../plan/image-gc';
 
 /**
  * The executor of a pass's or a controller's actions. Its modules (tar-stream, the harvest, the
@@ -110,11 +111,7 @@ export interface PassConfig {
   imageGc?: ImageGcConfig;
 }
 
-export interface ImageGcConfig {
-  highPercent: number;
-  lowPercent: number;
-  minAgeMs: number;
-}
+export type { ImageGcConfig } from '../plan/image-gc';
 
 export interface BuildConfig {
   maxBuilds: number;

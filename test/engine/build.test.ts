@@ -10,7 +10,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { BUILD, buildTag, LABELS, REASONS } from '../../src/constants';
 import type { AttemptStatus } from '../../src/status/types';
-import { docker, requireEngine } from '../support/engine';
+import { docker, removeBuilt, requireEngine } from '../support/engine';
 import { Sandbox } from '../support/sandbox';
 
 /** The builds the engine saw of `tag` since `since` (seconds): its image `tag` events. */
@@ -24,13 +24,6 @@ async function tagEvents(tag: string, since: number): Promise<number> {
     .filter(Boolean)
     .map((l) => JSON.parse(l) as { Actor?: { Attributes?: Record<string, string> } })
     .filter((e) => e.Actor?.Attributes?.name === `${tag}:latest` || e.Actor?.Attributes?.name === tag).length;
-}
-
-/** Removes the images berth built for sandbox `sb`'s instance (what a test built). */
-export async function removeBuilt(sb: Sandbox): Promise<number> {
-  const images = await docker.listImages({ filters: JSON.stringify({ label: [`${LABELS.buildInstance}=${sb.instance}`] }) });
-  for (const i of images) await docker.getImage(i.Id).remove({ force: true });
-  return images.length;
 }
 
 const SET = (tasks: string) => `apiVersion: berth.dev/v1

@@ -145,6 +145,13 @@ export async function builtImages(): Promise<Dockerode.ImageInfo[]> {
   return (await docker.listImages({ all: true, filters: JSON.stringify({ label: [LABELS.build] }) })).filter((i) => ours(i.Labels));
 }
 
+/** Removes the images berth built for an instance (what a test built). */
+export async function removeBuilt(sb: { instance: string }): Promise<number> {
+  const images = await docker.listImages({ filters: JSON.stringify({ label: [`${LABELS.buildInstance}=${sb.instance}`] }) });
+  for (const i of images) await docker.getImage(i.Id).remove({ force: true });
+  return images.length;
+}
+
 /**
  * Source bindings (src/status/source-binding.ts) of any instance (filter by `ours`). Removed with
  * the rest, but not counted as a leak: a binding is meant to outlive everything but `clean`, so a
