@@ -88,6 +88,11 @@ describe('images built from a Dockerfile (real engine)', function () {
     expect(buildTag(hashA)).to.equal(tagA);
     const log = await fs.readFile(path.join(sb.stateDir, BUILD.dir, `${hashA}.log`), 'utf8');
     expect(log).to.contain('Step 2/5 : COPY task.txt /task.txt');
+    // describe says what was built from where, and with which builder
+    const described = await sb.cli('describe', 'evals-0-a');
+    expect(described.stdout).to.match(
+      new RegExp(`Build: +${tagA} from .*tasks/a \\(Dockerfile\\), build hash ${hashA.slice(0, 16)}: built .* by the engine's classic builder`),
+    );
 
     // a file .dockerignore leaves out changes nothing; an edit in a's context rebuilds a and replaces a's children alone
     await sb.write('tasks/b/notes.md', 'ignored');
