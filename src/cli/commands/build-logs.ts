@@ -8,12 +8,12 @@ import { promises as fs } from 'node:fs';
 import { EXIT } from '../../constants';
 import { buildLogPath } from '../../build/records';
 import { loadSpecs } from '../../spec/loader';
-import { specsRevision, UsageError, type Context } from '../context';
+import { specsOptions, UsageError, type Context } from '../context';
 import { lastLines } from './logs';
 
 export async function runBuildLogs(ctx: Context, names: readonly string[], o: { tail?: number; follow?: boolean }): Promise<number> {
   if (o.follow) throw new UsageError('logs --build shows a build log as it is written so far: -f is not for it');
-  const load = await loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsRevision(ctx) });
+  const load = await loadSpecs({ specsDir: ctx.specsDir, resultsRoot: ctx.resultsRoot, ...specsOptions(ctx) });
   let code: number = EXIT.ok;
   for (const [i, name] of names.entries()) {
     if (names.length > 1) ctx.io.out(`${i ? '\n' : ''}==> attempt/${name} <==\n`);
