@@ -10,6 +10,7 @@ import { expect } from 'chai';
 import { REASONS } from '../../src/constants';
 import { docker, removeBuilt, requireEngine } from '../support/engine';
 import { Sandbox } from '../support/sandbox';
+import { waitFor } from '../support/wait';
 
 const attempt = (name: string, extra = '') =>
   `apiVersion: berth.dev/v1\nkind: Attempt\nmetadata: {name: ${name}}\nspec:\n  build: {context: ./${name}}\n  command: ['true']\n${extra}`;
@@ -30,10 +31,11 @@ describe('hostile builds (real engine)', function () {
     sb = await Sandbox.create('build-hostile');
     await sb.write('secret', 'not for the build');
     await sb.write('outside/Dockerfile', 'FROM berth/busybox:local\nCOPY ../secret /secret\n');
-    await sb.write('forever/Dockerfile', 'FROM berth/busybox:local\nRUN sleep 600\n');
+    // the instance in each step's command: its step containers are found by it, not another test's
+    await sb.write('forever/Dockerfile', `FROM berth/busybox:local\nRUN sleep 600 || echo ${sb.instance}\n`);
     await sb.write(
       'writer/Dockerfile',
-      'FROM berth/busybox:local\nRUN i=0; while true; do dd if=/dev/zero of=/f$i bs=1M count=8 2>/dev/null; i=$((i+1)); sleep 0.2; done\n',
+      `FROM berth/busybox:local\nRUN i=0; while true; do dd if=/dev/zero of=/f$i bs=1M count=8 2>/dev/null; i=$((i+1)); sleep 0.2; done; echo ${sb.instance}\n`,
     );
     await sb.write('fine/Dockerfile', 'FROM berth/busybox:local\nRUN echo fine > /fine\n');
     for (const n of ['outside', 'forever', 'fine']) await sb.write(`${n}.yaml`, attempt(n));
@@ -51,13 +53,19 @@ describe('hostile builds (real engine)', function () {
     expect(outside.message).to.match(/outside the build context|Forbidden path/i);
     const forever = await st('forever');
     expect(forever).to.deep.include({ phase: 'Blocked', reason: REASONS.buildFailed });
-    expect(forever.message).to.contain('--build-timeout (10 s)').and.to.contain('Dockerfile line 2 (RUN sleep 600)');
+    expect(forever.message).to.contain('--build-timeout (10 s)').and.to.contain(`Dockerfile line 2 (RUN sleep 600 || echo ${sb.instance})`);
     const writer = await st('writer');
     expect(writer).to.deep.include({ phase: 'Blocked', reason: REASONS.buildFailed });
     expect(writer.message).to.match(/more than its disk limit 32 MiB/);
     // nothing of the failed builds stays (their steps' images, their containers)
     expect((await docker.listImages({ filters: JSON.stringify({ dangling: ['true'] }) })).length).to.be.at.most(danglingBefore);
-    const steps = await docker.listContainers({ all: true, filters: JSON.stringify({ ancestor: ['berth/busybox:local'] }) });
-    expect(steps.filter((c) => /sleep 600|dd if=\/dev\/zero/.test(c.Command))).to.deep.equal([]);
+    // a stopped build's step container is removed by the engine once the build's request is closed: waited for
+    const instance = sb.instance;
+    const gone = await waitFor(
+      "the stopped builds' step containers to go",
+      async () => (await docker.listContainers({ all: true })).every((c) => !c.Command.includes(instance)),
+      { timeoutMs: 30_000 },
+    );
+    expect(gone).to.equal(true);
   });
 });
