@@ -105,7 +105,43 @@ export const LABELS = {
   nonce: 'dev.berth.nonce',
   /** On a grader container (component `grader`): which grade of its run (`grade-<k>`) it makes. */
   grade: 'dev.berth.grade',
+  /**
+   * On an image berth built from a Dockerfile: its build hash (docs/CONTRACT.md "Images built
+   * from a Dockerfile"). Containers made of it inherit it; it is no ownership label.
+   */
+  build: 'dev.berth.build',
+  /** On an image berth built: the instance whose berth built it (any instance uses it; shown by `berth images`). */
+  buildInstance: 'dev.berth.build.instance',
 } as const;
+
+/**
+ * Images built from a Dockerfile: the repository a build is tagged in (`berth-build/<16 hex of
+ * its build hash>`), and the engine-side lock of one build (a volume, like the instance's lock:
+ * neither managed nor of an instance, so observe and `clean` never see it).
+ */
+export const BUILD = {
+  repository: 'berth-build',
+  hexLength: 16,
+  lockPrefix: 'berth.build-lock.',
+  /** Below the state folder: `<hash>.log` (the build's output) and `<hash>.json` (how it ended). */
+  dir: 'builds',
+  /** Image GC's removals, one JSON line each (`berth images`, `berth events`). */
+  gcLog: 'images-gc.jsonl',
+} as const;
+
+/**
+ * Labels of a build's engine-side lock (the volume `berth.build-lock.<16 hex>`, src/build/lock.ts):
+ * the build hash and its holder (as LOCK_LABELS name a holder), never a secret. Neither managed nor
+ * of an instance: observe and `clean` never see it.
+ */
+export const BUILD_LOCK_LABELS = {
+  lock: 'dev.berth.build-lock',
+  /** The instance whose berth holds it (for messages). */
+  instance: 'dev.berth.build-lock.instance',
+} as const;
+
+/** The tag of the image built for build hash `hash` (sha256 hex). */
+export const buildTag = (hash: string): string => `${BUILD.repository}/${hash.slice(0, BUILD.hexLength)}`;
 
 /**
  * Labels of the engine-side instance lock (a volume, see src/status/engine-lock.ts). On purpose
@@ -166,6 +202,12 @@ export type Component = (typeof COMPONENTS)[keyof typeof COMPONENTS];
 export const PHASES = ['Pending', 'Running', 'Succeeded', 'Failed', 'TimedOut', 'Invalid', 'Blocked'] as const;
 export type Phase = (typeof PHASES)[number];
 
+/** Reasons of events that are not an attempt's (`berth events`). */
+export const EVENT_REASONS = {
+  /** Image GC removed an image berth pulled or built (controller/image-gc.ts). */
+  imageRemoved: 'ImageRemoved',
+} as const;
+
 /** Phases after which an attempt never runs again unless its spec changes or retries allow. */
 export const FINISHED_PHASES: ReadonlySet<Phase> = new Set(['Succeeded', 'Failed', 'TimedOut']);
 
@@ -213,6 +255,13 @@ export const REASONS = {
   pulling: 'Pulling',
   /** Blocked: a pull of the attempt's image failed; tried again on the image's back-off clock. */
   imagePullBackOff: 'ImagePullBackOff',
+  /** Pending: the attempt's image is built from its Dockerfile (or waits its turn, --max-builds). */
+  building: 'Building',
+  /**
+   * Blocked: the build of the attempt's image failed (the message names the Dockerfile line and
+   * the last output lines); built again only when its build hash changes, or on `berth rerun`.
+   */
+  buildFailed: 'BuildFailed',
   /**
    * Blocked: a path berth reads or writes for the attempt (a fixture, a secret file, its run
    * folder) holds a symbolic link or no longer qualifies as it did when checked; nothing is followed.
@@ -419,6 +468,26 @@ export const DEFAULTS = {
    * copies it in carries them as zeros) is refused when the spec is loaded, from its stat alone.
    */
   maxFixtureFileBytes: 8 * 1024 * 1024 * 1024,
+  /** A build context whose files after `.dockerignore` hold more than this is refused when the spec is loaded (nothing is sent). */
+  maxBuildContextBytes: 2 * 1024 * 1024 * 1024,
+  /** A Dockerfile or `.dockerignore` larger than this is refused when the spec is loaded. */
+  maxDockerfileBytes: 1024 * 1024,
+  /** `--max-builds`: image builds under way at once. */
+  maxBuilds: 1,
+  /** `--build-timeout`: a build still going after this is stopped (BuildFailed). */
+  buildTimeoutMs: 30 * 60_000,
+  /** A build's output lines a BuildFailed message quotes (its last ones). */
+  buildFailedLines: 10,
+  /** How often a build under way is measured against its disk limit and the disk's pressure mark. */
+  buildDiskIntervalMs: 1_000,
+  /** `--image-gc-high`, `--image-gc-low` (percent of the engine's data root's file system used), `--image-gc-min-age`. */
+  imageGcHighPercent: 85,
+  imageGcLowPercent: 80,
+  imageGcMinAgeMs: 2 * 60_000,
+  /** How often the controller looks at the data root's use for image GC. */
+  imageGcIntervalMs: 30_000,
+  /** Images berth itself runs, never collected (and `--egress-proxy-image`). */
+  ownImages: ['berth/egress-proxy:local', 'berth/busybox:local', 'berth/berth:local'] as readonly string[],
   specsDir: 'specs',
   stateDir: '.berth',
   instance: 'default',

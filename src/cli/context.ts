@@ -185,6 +185,13 @@ export interface PassFlags {
   prefetch?: number;
   pullRetries?: number;
   registryConfig?: string;
+  /** `--max-builds`, `--build-timeout` (ms). */
+  maxBuilds?: number;
+  buildTimeout?: number;
+  /** `--image-gc-high`, `--image-gc-low` (percent), `--image-gc-min-age` (ms). */
+  imageGcHigh?: number;
+  imageGcLow?: number;
+  imageGcMinAge?: number;
 }
 
 /** A size from the environment, in the flags' grammar (spec/quantity.ts parseByteSize); undefined when unset or not one. */
@@ -224,6 +231,12 @@ export function passConfig(ctx: Context, o: PassFlags): PassConfig {
       prefetch: o.prefetch ?? o.maxRunning ?? defaultMaxRunning(),
       retries: o.pullRetries ?? DEFAULTS.pullRetries,
       registryConfig: registryConfigPath(ctx.env, o.registryConfig),
+    },
+    build: { maxBuilds: o.maxBuilds ?? DEFAULTS.maxBuilds, timeoutMs: o.buildTimeout ?? DEFAULTS.buildTimeoutMs },
+    imageGc: {
+      highPercent: o.imageGcHigh ?? DEFAULTS.imageGcHighPercent,
+      lowPercent: o.imageGcLow ?? DEFAULTS.imageGcLowPercent,
+      minAgeMs: o.imageGcMinAge ?? DEFAULTS.imageGcMinAgeMs,
     },
   };
 }

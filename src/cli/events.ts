@@ -4,8 +4,10 @@
  * record's creation, the last attestation, a retry, a collection, a rerun request, a delete, each
  * grade's verdict (Graded, Regraded for a grade after the first of its run, GradeFailed).
  */
-import { REASONS } from '../constants';
+import { EVENT_REASONS, REASONS } from '../constants';
+import type { RemovedImage } from '../controller/image-gc';
 import { gradeOutcome } from '../sets/grade-text';
+import { showBytes } from '../util/bytes';
 import type { AttemptStatus } from '../status/types';
 
 export interface AttemptEvent {
@@ -14,6 +16,8 @@ export interface AttemptEvent {
   reason: string;
   attempt: string;
   message: string;
+  /** The object when it is not an attempt (`image/<ref>`: image GC's ImageRemoved; `attempt` is then ''). */
+  object?: string;
 }
 
 const WARN_PHASES = new Set(['Failed', 'TimedOut', 'Blocked', 'Invalid']);
@@ -107,4 +111,28 @@ export function allEvents(recs: Iterable<AttemptStatus>): AttemptEvent[] {
     .map((e, i) => ({ e, i }))
     .sort((a, b) => a.e.key - b.e.key || (a.e.attempt < b.e.attempt ? -1 : a.e.attempt > b.e.attempt ? 1 : a.i - b.i))
     .map(({ e: { key: _key, ...e } }) => e);
+}
+
+/** Image GC's removals (`<state>/<instance>/image-gc.json`) as events. */
+export function imageRemovedEvents(removed: readonly RemovedImage[]): AttemptEvent[] {
+  return removed.map((r) => ({
+    at: r.at,
+    type: 'Normal' as const,
+    reason: EVENT_REASONS.imageRemoved,
+    attempt: '',
+    object: `image/${r.ref}`,
+    message: `removed ${r.ref} (${r.id.slice(7, 19)}, ${r.how} by berth, ${showBytes(r.size)}): ${r.why}`,
+  }));
+}
+
+/** Attempt events and image events, in time order (stable: the attempts' own order kept). */
+export function withImageEvents(events: AttemptEvent[], images: AttemptEvent[]): AttemptEvent[] {
+  if (!images.length) return events;
+  const out: AttemptEvent[] = [];
+  let i = 0;
+  for (const e of events) {
+    while (i < images.length && (images[i] as AttemptEvent).at < e.at) out.push(images[i++] as AttemptEvent);
+    out.push(e);
+  }
+  return [...out, ...images.slice(i)];
 }

@@ -18,6 +18,7 @@ import type * as DescribeCmd from './commands/describe';
 import type * as EventsCmd from './commands/events';
 import type * as GetCmd from './commands/get';
 import type * as LogsCmd from './commands/logs';
+import type * as BuildLogsCmd from './commands/build-logs';
 import type * as PlanCmd from './commands/plan';
 import type * as ReconcileCmd from './commands/reconcile';
 import type * as SummaryCmd from './commands/summary';
@@ -62,6 +63,15 @@ function int(name: string, min: number) {
   return (v: string): number => {
     const n = Number(v);
     if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`${name} must be an integer >= ${min}`);
+    return n;
+  };
+}
+
+/** A percentage, 0 to 100 (a trailing % allowed). */
+function percent(name: string) {
+  return (v: string): number => {
+    const n = Number(v.trim().replace(/%$/, ''));
+    if (!Number.isFinite(n) || n < 0 || n > 100) throw new InvalidArgumentError(`${name} must be a percentage from 0 to 100`);
     return n;
   };
 }
@@ -447,6 +457,32 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
       new Option('--disk-interval <duration>', 'controller: how often the running attempts with a disk limit are measured (e.g. 10s, 1m)')
         .argParser(durationMs('--disk-interval'))
         .default(DEFAULTS.diskIntervalMs, `${DEFAULTS.diskIntervalMs / 1000}s`),
+    )
+    .addOption(
+      new Option('--max-builds <n>', 'images built from a Dockerfile at once (spec.build)').argParser(int('--max-builds', 1)).default(DEFAULTS.maxBuilds),
+    )
+    .addOption(
+      new Option('--build-timeout <duration>', 'a build still going after this is stopped (BuildFailed; e.g. 10m, 1h)')
+        .argParser(durationMs('--build-timeout'))
+        .default(DEFAULTS.buildTimeoutMs, `${DEFAULTS.buildTimeoutMs / 60_000}m`),
+    )
+    .addOption(
+      new Option(
+        '--image-gc-high <percent>',
+        "image GC: when the engine's data root's file system is fuller than this, images berth pulled or built that no unfinished attempt needs are removed, least recently used first",
+      )
+        .argParser(percent('--image-gc-high'))
+        .default(DEFAULTS.imageGcHighPercent),
+    )
+    .addOption(
+      new Option('--image-gc-low <percent>', 'image GC: removes until the file system is at most this full')
+        .argParser(percent('--image-gc-low'))
+        .default(DEFAULTS.imageGcLowPercent),
+    )
+    .addOption(
+      new Option('--image-gc-min-age <duration>', 'image GC: an image used (pulled, built, run) more recently than this is kept')
+        .argParser(durationMs('--image-gc-min-age', { zero: true }))
+        .default(DEFAULTS.imageGcMinAgeMs, `${DEFAULTS.imageGcMinAgeMs / 60_000}m`),
     );
   gitOptions(reconcile, true).action(async (o, cmd: Command) => {
     if (o.wait && !o.once) throw new UsageError('--wait goes with --once (reconcile --once --wait); to wait on a running controller, use berth wait');
@@ -733,8 +769,13 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     .option('--sidecar <name>', "a sidecar's log (e.g. egress-proxy)")
     .option('--grade [k]', "the grader's log of the run's grade k (default: its latest; spec.grade)", int('--grade', 1))
     .option('--tail <n>', 'only the last n lines', int('--tail', 0))
-    .action(async (args: string[], o: LogsCmd.LogsOptions & { selector?: string[]; all?: boolean }, cmd: Command) => {
+    .option('--build', "the log of the build of the attempt's image from its Dockerfile (spec.build), and its grader's")
+    .action(async (args: string[], o: LogsCmd.LogsOptions & { selector?: string[]; all?: boolean; build?: boolean }, cmd: Command) => {
       const c = ctx(cmd);
+      if (o.build) {
+        if (!args.length) throw new UsageError('logs --build NAME...: name the attempts');
+        return done((require('./commands/build-logs') as typeof BuildLogsCmd).runBuildLogs(c, args, o));
+      }
       // an attempt whose spec (and record) is gone still has its harvested logs
       const names = await attemptsOf(c, args, { harvested: true });
       if (!names) return;

@@ -54,9 +54,12 @@ import { executorFor, observeAndPlan, upgradePins } from './pass';
 import { WorkQueue } from './queue';
 import { Reservations } from './reservations';
 import { ALL, Sources } from './sources';
+import { controllerBuilder } from './build-hook';
+import type { Builder } from './builder';
 import type { SpecErrorLog } from './spec-errors';
 import { controllerPuller } from './pull-hook';
 import type { Puller } from './puller';
+import { ImageCollector } from './image-gc-hook';
 
 export { ALL } from './sources';
 export { TARGETED_MAX } from './informer';
@@ -98,6 +101,10 @@ export class Controller {
   private readonly carrier: RequestCarrier;
   /** Runs the pulls the plans ask for (puller.ts); none when the backend cannot pull. */
   readonly puller: Puller | undefined;
+  /** Runs the builds the plans ask for (builder.ts); none when the backend cannot build. */
+  readonly builder: Builder | undefined;
+  /** Image GC after full passes (image-gc-hook.ts); none without --image-gc flags' config or a backend that lists images. */
+  readonly imageGc: ImageCollector | undefined;
   /** A full pass succeeded (readiness). */
   synced = false;
   /** Why new runs wait for disk space, as the last batch read the disks (readiness, metrics); undefined: none. */
@@ -140,6 +147,12 @@ export class Controller {
       for (const w of this.waitingForSlot) this.queue.add(w);
     });
     // ---- end pulls ----
+    // ---- builds (builder.ts): an attempt whose image's build ended is looked at again ----
+    this.builder = controllerBuilder(o, this.engine, this.clock, (names) => {
+      for (const n of names) this.queue.add(n);
+    });
+    // ---- end builds ----
+    this.imageGc = ImageCollector.for(o, this.engine, this.clock); // image GC (image-gc-hook.ts)
     this.sources = new Sources({
       ...o,
       engine: this.engine,
@@ -248,6 +261,8 @@ export class Controller {
       this.puller?.want(p.pulls ?? []); // pulls (puller.ts)
       await upgradePins(this.o.store, load);
       for (const line of planActivity(p)) log.info(line);
+      this.builder?.want(p.builds ?? []); // builds (builder.ts)
+      if (all) this.imageGc?.after(load.specs, statuses); // image GC (image-gc-hook.ts)
       this.notePressure(o.disk);
       if (this.o.outcomes) void this.o.outcomes.check(statuses.values(), load).catch((err: unknown) => log.warn(`revision outcome: ${String(err)}`));
       if (load.revision !== undefined)
@@ -429,6 +444,8 @@ export class Controller {
     this.halt.abort(new Error('the controller is stopping'));
     this.cache.close();
     await this.puller?.close();
+    await this.builder?.close();
+    await this.imageGc?.close();
     await this.sources.close();
     this.queue.shutDown();
     const settled = (async () => {

@@ -4,7 +4,7 @@
  * them: the command itself holding the instance's locks (cli/commands/mark-and-pass.ts), or a
  * running controller carrying out the command's request (controller.ts `carryOut`).
  */
-import { FINISHED_PHASES } from '../constants';
+import { FINISHED_PHASES, REASONS } from '../constants';
 import { gradeApplies, runGrades } from '../sets/grade-state';
 import type { LoadedSpec } from '../spec/types';
 import type { AttemptStatus } from '../status/types';
@@ -28,11 +28,13 @@ export type Mark = (i: MarkInput) => AttemptStatus | undefined | { refused: stri
 
 const rerun: Mark = ({ rec, spec, at }) => {
   if (!spec) return { refused: 'it has no valid spec: there is nothing to run' };
-  // a Blocked run never ran: no run number for it; reconcile tries it again by itself
-  if (rec?.phase === 'Blocked' && !rec.deleted)
+  // a failed build is built again on rerun (docs/CONTRACT.md "Images built from a Dockerfile")
+  const buildFailed = rec?.phase === 'Blocked' && rec.reason === REASONS.buildFailed;
+  // any other Blocked run never ran: no run number for it; reconcile tries it again by itself
+  if (rec?.phase === 'Blocked' && !rec.deleted && !buildFailed)
     return { refused: `it is Blocked (${rec.reason ?? 'not started'}): run ${rec.run} never started, and reconcile tries it again by itself` };
-  if (!rec || !(FINISHED_PHASES.has(rec.phase) || rec.deleted))
-    return { refused: `it is ${rec?.phase ?? 'Pending'}, not finished: only a finished attempt is re-run` };
+  if (!rec || !(FINISHED_PHASES.has(rec.phase) || rec.deleted || buildFailed))
+    return { refused: `it is ${rec?.phase ?? 'Pending'}, not finished: only a finished attempt (or a failed build) is re-run` };
   if (rec.specHash !== spec.hash) return { refused: 'its spec changed since its last run: reconcile replaces it with a new run anyway' };
   const { deleted: _deleted, ...kept } = rec;
   return { ...kept, rerunRequested: { at, run: rec.run } };

@@ -4,11 +4,12 @@
  * docker compose's create(): observe → plan → execute.
  */
 import path from 'node:path';
-import { DEFAULTS } from '../constants';
+import { buildTag, DEFAULTS } from '../constants';
 import type { RunPolicy } from '../policy';
 import type { ActionResult, Executor } from '../execute/executor';
 import type * as ExecutorMod from '../execute/executor';
 import type * as PullerMod from './puller';
+import type * as BuilderMod from './builder';
 import type * as CredentialsMod from '../registry/credentials';
 import type * as ClockMod from '../util/clock';
 import type { HarvestLimits } from '../execute/harvest';
@@ -25,6 +26,10 @@ import { loadSpecs, type LoadReport } from '../spec/loader';
 import { LastGoodSets } from '../spec/last-good';
 import type { PlanInput } from '../plan/input';
 import type { ImagePullState } from '../plan/pull-gate';
+import type { ImageBuildState } from '../plan/build-gate';
+import { readBuildRecord } from '../build/records';
+import { resolveImage } from '../observe/images';
+import type { NormalizedBuild } from '../spec/types';
 import { DesiredStates } from '../plan/desired-for';
 import type { LoadResult, SpecError } from '../spec/types';
 import type { AttemptStatus, SpecIssue } from '../status/types';
@@ -33,6 +38,7 @@ import { pinKeyOf } from '../status/pins';
 import { keptChildNames, StatusStore } from '../status/store';
 import type { Logger } from '../util/log';
 import { nextTurn } from '../util/pool';
+import type { ImageGcConfig } from '../plan/image-gc';
 
 /**
  * The executor of a pass's or a controller's actions. Its modules (tar-stream, the harvest, the
@@ -96,6 +102,14 @@ export interface PassConfig {
    * only slower over many passes).
    */
   desired?: DesiredStates;
+  /**
+   * Builds (docs/CONTRACT.md "Images built from a Dockerfile"): `--max-builds`, `--build-timeout`,
+   * and what the builder knows of a build hash (`state`, from whoever runs a builder: a controller,
+   * `reconcile --once`). Without a builder, a failure recorded in the state folder is still seen.
+   */
+  build?: BuildConfig;
+  /** Image GC (`--image-gc-high`, `--image-gc-low`, `--image-gc-min-age`); none: images are never collected. */
+  imageGc?: ImageGcConfig;
   /** The sets' last good expansions (spec/last-good.ts); without it, one over the state folder. */
   lastGood?: LastGoodSets;
 }
@@ -103,6 +117,44 @@ export interface PassConfig {
 /** The last good expansions of `cfg`'s sets. */
 export function lastGoodOf(cfg: PassConfig): LastGoodSets {
   return (cfg.lastGood ??= new LastGoodSets(cfg.stateDir, cfg.instance));
+}
+
+export type { ImageGcConfig } from '../plan/image-gc';
+
+export interface BuildConfig {
+  maxBuilds: number;
+  timeoutMs: number;
+  /** The builder's state of a build hash (controller/builder.ts `stateOf`); none: only the failures recorded in the state folder. */
+  state?: (hash: string) => ImageBuildState | undefined;
+}
+
+/**
+ * The plan input's builds: the state of each build hash whose image the engine does not hold
+ * (the builder's, or a failure recorded in `<state>/builds/`); nothing read for an image that is there.
+ */
+export function buildInput(cfg: PassConfig, load: LoadResult, snapshot: Snapshot): Pick<PlanInput, 'builds'> {
+  const index = snapshot.images;
+  const states = new Map<string, ImageBuildState>();
+  const look = (b: NormalizedBuild | undefined) => {
+    if (!b || states.has(b.hash)) return;
+    if (index && resolveImage(index, buildTag(b.hash))?.build === b.hash) return;
+    const st = cfg.build?.state?.(b.hash) ?? recordedState(cfg.stateDir, b.hash);
+    if (st) states.set(b.hash, st);
+  };
+  let any = false;
+  for (const s of load.specs) {
+    if (!s.spec.build && !s.spec.grade?.build) continue;
+    any = true;
+    look(s.spec.build);
+    look(s.spec.grade?.build);
+  }
+  return any ? { builds: { states, maxBuilds: cfg.build?.maxBuilds ?? DEFAULTS.maxBuilds } } : {};
+}
+
+/** A failure of `hash` recorded in the state folder (by any berth), as the gate reads it. */
+function recordedState(stateDir: string, hash: string): ImageBuildState | undefined {
+  const rec = readBuildRecord(stateDir, hash);
+  return rec?.state === 'failed' ? { failed: { at: Date.parse(rec.at), message: rec.message ?? '' } } : undefined;
 }
 
 export interface PullConfig {
@@ -192,6 +244,7 @@ export function planInput(
     attestIntervalMs: cfg.attestIntervalMs,
     policy: cfg.policy,
     ...pullInput(cfg),
+    ...buildInput(cfg, load, snapshot),
     desired: cfg.desired ?? new DesiredStates(),
     ...extra,
   };
@@ -398,4 +451,66 @@ export async function reconcilePassPulling(cfg: PassConfig, engine: Engine, stor
   } finally {
     await p.close();
   }
+}
+
+/**
+ * `reconcile --once` with builds: a pass, then the builds it asked for (awaited, --max-builds at a
+ * time), then a pass again, so the attempts whose images were built are provisioned by the same
+ * command; until a pass asks for no build it has not asked for already (a failed one is then
+ * Blocked/BuildFailed). The builds are this command's own, stopped if it is stopped. `pass`: the
+ * pass to repeat (reconcilePass, or one that also pulls).
+ */
+export async function reconcilePassBuilding(
+  cfg: PassConfig,
+  engine: Engine,
+  store: StatusStore,
+  pass: (cfg: PassConfig, engine: Engine, store: StatusStore) => Promise<PassResult> = reconcilePass,
+): Promise<PassResult> {
+  let res = await pass(cfg, engine, store);
+  if (!res.plan.builds?.length || !engine.builds) return res;
+  // loaded only when a pass asks for a build (a no-op CLI pass loads none of it)
+  /* eslint-disable @typescript-eslint/no-require-imports */
+  const { Builder } = require('./builder') as typeof BuilderMod;
+  const { systemClock } = require('../util/clock') as typeof ClockMod;
+  /* eslint-enable @typescript-eslint/no-require-imports */
+  const builder = new Builder({
+    engine,
+    stateDir: cfg.stateDir,
+    instance: cfg.instance,
+    maxBuilds: cfg.build?.maxBuilds ?? DEFAULTS.maxBuilds,
+    timeoutMs: cfg.build?.timeoutMs ?? DEFAULTS.buildTimeoutMs,
+    clock: systemClock,
+    log: cfg.log,
+    ...(cfg.disk ? { pressure: cfg.disk } : {}),
+    ...(engine.local ? { dataRoot: localDataRoot(engine) } : {}),
+    onSettled: () => undefined,
+  });
+  const c: PassConfig = {
+    ...cfg,
+    build: { maxBuilds: builder.maxBuilds, timeoutMs: cfg.build?.timeoutMs ?? DEFAULTS.buildTimeoutMs, state: (h) => builder.stateOf(h) },
+  };
+  try {
+    const results = [...res.results];
+    const asked = new Set<string>();
+    // each round builds at least one image or ends: a bounded number of rounds
+    for (let round = 0; round < 1000 && res.plan.builds?.length; round++) {
+      if (res.plan.builds.every((r) => asked.has(r.hash))) break;
+      for (const r of res.plan.builds) asked.add(r.hash);
+      builder.want(res.plan.builds);
+      await builder.drained();
+      res = await pass(c, engine, store);
+      results.push(...res.results);
+    }
+    return { ...res, results };
+  } finally {
+    await builder.close();
+  }
+}
+
+/** The engine's data root, when this host can read it (the engine on a socket here): where a build's disk pressure is read. */
+export function localDataRoot(engine: Engine): () => Promise<string | undefined> {
+  return async () => {
+    const r = await engine.local?.dataRoot();
+    return r?.local ? r.path : undefined;
+  };
 }

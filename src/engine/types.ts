@@ -414,6 +414,69 @@ export interface ImageClient {
   save(ref: string): Promise<Readable>;
   /** `docker load` of such a tar stream. */
   load(tar: Readable): Promise<void>;
+  /**
+   * `docker rmi REF` without force: the tag (or the image, named by id) goes; an image no other
+   * tag names is deleted with its untagged parents. False when it was already gone; an image a
+   * container uses, or that another tag names (by id), is a conflict (409), left as it is.
+   */
+  remove(ref: string): Promise<boolean>;
+}
+
+/**
+ * One message of the engine's build output (moby's JSONMessage, one JSON object a line): text
+ * (`stream`: `Step 2/5 : RUN make`, ` ---> Running in <id>`, the steps' output), the image
+ * made (`aux.ID`), or the failure (`errorDetail`, `error`).
+ */
+export interface BuildMessage {
+  stream?: string;
+  aux?: { ID?: string };
+  errorDetail?: { code?: number; message?: string };
+  error?: string;
+}
+
+export interface BuildOptions {
+  /** The tag the image gets (`berth-build/<16 hex>`). */
+  tag: string;
+  labels: Labels;
+  /** The Dockerfile, relative to the context. */
+  dockerfile: string;
+  args: Record<string, string>;
+  target?: string;
+  /** `none`: no network for the build's RUN steps; `default`: the engine's default (bridge). */
+  network: 'none' | 'default';
+  /** Limits of each step's container: memory (bytes), CPUs. */
+  memoryBytes?: number;
+  cpus?: number;
+  /** Pull every FROM image, even one the engine holds (imagePullPolicy Always). */
+  pull?: boolean;
+  /** X-Registry-Config: a credential per registry for the FROM images the engine pulls (never logged). */
+  registryConfig?: Record<string, { username?: string; password?: string; identitytoken?: string; serveraddress: string }>;
+  /** Closing the request stops the build (the engine kills the step under way). */
+  signal?: AbortSignal;
+  /** Each message of the build's output, as it comes. */
+  onMessage?(m: BuildMessage): void;
+}
+
+/** A build that failed: the engine's words (its errorDetail, or its error status), and its code where it gave one (a step's exit code). */
+export class BuildError extends Error {
+  constructor(
+    readonly text: string,
+    readonly code?: number,
+  ) {
+    super(text);
+    this.name = 'BuildError';
+  }
+}
+
+/** Builds images from a Dockerfile and a context (docs/CONTRACT.md "Images built from a Dockerfile"). */
+export interface BuildClient {
+  /** Which builder the engine's build API is driven with (`describe` says it): the classic builder (API `version=1`). */
+  readonly builder: 'classic';
+  /**
+   * Builds from `context` (a tar stream of the context, Dockerfile and .dockerignore in it);
+   * resolves with the image's id once built and tagged, rejects with a BuildError saying why.
+   */
+  build(context: NodeJS.ReadableStream, o: BuildOptions): Promise<{ id: string }>;
 }
 
 export interface EngineEvent {
@@ -506,4 +569,6 @@ export interface Engine {
   readonly local: LocalStorage | null;
   /** Its runs, where they happen elsewhere than this host (RemoteRuns: a swarm); null for one engine. */
   readonly remote: RemoteRuns | null;
+  /** Its image builds (BuildClient); null for a backend that cannot build (its attempts with spec.build are Blocked). */
+  readonly builds: BuildClient | null;
 }

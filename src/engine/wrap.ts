@@ -12,7 +12,7 @@ const KINDS = ['containers', 'networks', 'volumes', 'images', 'events'] as const
 const ENGINE_OPS = ['ping', 'version', 'boot', 'isolation'] as const;
 
 /** Methods that change the engine. */
-export const MUTATING: ReadonlySet<string> = new Set(['create', 'putArchive', 'start', 'stop', 'remove', 'connect', 'exec', 'execStart']);
+export const MUTATING: ReadonlySet<string> = new Set(['create', 'putArchive', 'start', 'stop', 'remove', 'connect', 'exec', 'execStart', 'build']);
 
 export type CallListener = (call: { kind: Kind; op: string; ms: number; error?: unknown }) => void;
 
@@ -37,6 +37,8 @@ function mapClients(engine: Engine, f: <T extends object>(kind: Kind, client: T)
     ...out,
     local: engine.local ? f('engine', engine.local) : null,
     remote: engine.remote ? f('containers', engine.remote) : null,
+    // builds count as image calls (`images.build`)
+    builds: engine.builds ? f('images', engine.builds) : null,
     // not a call: passed on as it is (the spread above misses a class's methods)
     abandon: engine.abandon.bind(engine),
     ...(engine.useCredentials ? { useCredentials: engine.useCredentials.bind(engine) } : {}),

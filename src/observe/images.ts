@@ -5,11 +5,14 @@
  * names no tag; `name@sha256:…` against the images' repo digests; `sha256:<64 hex>` (or the 64
  * hex alone) against their ids.
  */
+import { LABELS } from '../constants';
 import type { ImageSummary } from '../engine/types';
 
 export interface HeldImage {
   id: string;
   repoDigests: string[];
+  /** The build hash of an image berth built (its `dev.berth.build` label). */
+  build?: string;
 }
 
 export interface ImageIndex {
@@ -22,7 +25,8 @@ export function imageIndex(images: readonly ImageSummary[]): ImageIndex {
   const byRef = new Map<string, HeldImage>();
   const byId = new Map<string, HeldImage>();
   for (const i of images) {
-    const held = { id: i.id, repoDigests: [...(i.repoDigests ?? [])].sort() };
+    const build = i.labels[LABELS.build];
+    const held: HeldImage = { id: i.id, repoDigests: [...(i.repoDigests ?? [])].sort(), ...(build ? { build } : {}) };
     byId.set(i.id, held);
     for (const t of [...i.tags, ...held.repoDigests]) byRef.set(shortRef(t), held);
   }

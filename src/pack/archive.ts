@@ -305,3 +305,6 @@ export async function secretsTar(secrets: { name: string; value: Buffer }[], sec
   p.finalize();
   return done;
 }
+
+/** One entry into a pack, and a file's entry from its open handle (read whole while small, else streamed): the build context's archive's too. */
+export { entry as tarEntry, fileEntry as tarFileEntry };

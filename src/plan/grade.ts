@@ -7,7 +7,7 @@
  * begins grade `k + 1`: earlier grades stay. A berth killed at any point resumes the grade the
  * record names (its container adopted, or made again into the same `grade-<k>`), never a second.
  */
-import { COMPONENTS, LABELS, REASONS, RUNNING_STATES } from '../constants';
+import { buildTag, COMPONENTS, LABELS, REASONS, RUNNING_STATES } from '../constants';
 export { gradeApplies, gradePending, latestGrade } from '../sets/grade-state';
 import { desiredGrader, type DesiredGrader } from '../desired/grade';
 import type { ContainerSummary } from '../engine/types';
@@ -21,6 +21,7 @@ import { recordOp, removeContainerOp, removeOps, stopOp } from './ops';
 import { runResultsDir } from './results';
 import type { AttemptAction, GradeEnd, OpOutcome, Operation } from './types';
 import { askPull, gateImage, runKey, type PullRequest } from './pull-gate';
+import { askBuild, gateBuild, type BuildRequest } from './build-gate';
 import { isImageId, resolveImage } from '../observe/images';
 
 export function isGrader(c: ContainerSummary): boolean {
@@ -46,6 +47,8 @@ export interface GradeView {
    * about to be made (undefined), or says what the grade waits for (new-run.ts takeSlot).
    */
   takeSlot: () => SlotWait | undefined;
+  /** The plan's build requests (build-gate.ts): a grader's image built from a Dockerfile is asked for here. */
+  builds?: Map<string, BuildRequest>;
 }
 
 /**
@@ -58,7 +61,8 @@ function gradeImageWait(v: GradeView, k: number): AttemptAction | undefined {
   const { inp, loaded, rec, base, pre } = v;
   const image = loaded.spec.grade?.image;
   const index = inp.snapshot.images;
-  if (!image || !index || !inp.pulls || isImageId(image)) return undefined;
+  // a grader's image built from a Dockerfile is never pulled: gradeBuildWait
+  if (!image || !index || !inp.pulls || isImageId(image) || loaded.spec.grade?.build) return undefined;
   const policy = loaded.spec.pullPolicies.grade;
   const held = resolveImage(index, image) !== undefined;
   const key = runKey(`${rec.name}/grade`, k);
@@ -71,6 +75,40 @@ function gradeImageWait(v: GradeView, k: number): AttemptAction | undefined {
     summary: `grade ${k} of run ${rec.run} waits: ${verdict.message}`,
     ops: pre,
     ...(verdict.type === 'backoff' ? { requeueAfterMs: Math.max(0, verdict.retryAt - inp.now) } : {}),
+  };
+}
+
+/**
+ * Whether a new grade waits for its grader's image built from a Dockerfile (grade.build; the
+ * build gate, build-gate.ts): built first (asked for here), or, when its build failed, the grade
+ * begun and ended GradeFailed with the build's words (graded again when grade.build's context
+ * changes: a new grade hash).
+ */
+function gradeBuildWait(v: GradeView, k: number, why: string): AttemptAction | undefined {
+  const { inp, loaded, rec, base, pre } = v;
+  const b = loaded.spec.grade?.build;
+  const index = inp.snapshot.images;
+  if (!b || !index) return undefined;
+  const rerun = rec.regradeRequested?.at ?? rec.rerunRequested?.at;
+  const verdict = gateBuild(b, resolveImage(index, buildTag(b.hash)), inp.builds, rerun ? Date.parse(rerun) : undefined, 'grader');
+  if (verdict.type === 'ready') return undefined;
+  if (verdict.type === 'build') {
+    const r = loaded.spec.resources;
+    if (v.builds)
+      askBuild(v.builds, b, rec.name, { diskBytes: r.diskBytes ?? inp.policy.defaultDiskBytes ?? null, memoryBytes: r.memoryBytes, cpus: r.cpus }, undefined);
+    return { ...base, kind: 'wait', summary: `grade ${k} of run ${rec.run} waits: ${verdict.message}`, ops: pre };
+  }
+  const d = grader(v, k);
+  return {
+    ...base,
+    kind: 'grade',
+    summary: `grade ${k} of run ${rec.run}: ${verdict.message}`,
+    ops: [
+      ...pre,
+      { type: 'begin-grade', resource: `attempt:${d.attempt}`, grader: d, fresh: true, cause: why },
+      finishGradeOp(rec.name, d, verdict.message, { forced: { state: 'failed', reason: REASONS.gradeFailed, message: verdict.message } }),
+    ],
+    requeueAfterMs: GRADED_LOOK_AGAIN_MS,
   };
 }
 
@@ -215,7 +253,7 @@ export function planGrade(v: GradeView): AttemptAction | undefined {
   const leftovers = removeOps({ containers: graders, networks: [], volumes: [] }, 'no grade under way');
   if (g && applies && (!last || last.gradeHash !== hash || asked)) {
     const why = !last ? 'the run finished' : last.gradeHash !== hash ? 'spec.grade changed: graded again' : 'a regrade was asked for (berth regrade)';
-    const waits = gradeImageWait(v, lastK + 1);
+    const waits = gradeBuildWait(v, lastK + 1, why) ?? gradeImageWait(v, lastK + 1);
     if (waits) return leftovers.length ? { ...waits, ops: [...waits.ops, ...leftovers] } : waits;
     const d = grader(v, lastK + 1);
     return withGrader(v, `grade ${d.k} of run ${rec.run}: ${why}`, leftovers, gradeOps(d, true, why));

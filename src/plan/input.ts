@@ -5,6 +5,7 @@ import type { LoadedSpec } from '../spec/types';
 import type { SetPins } from '../status/pins';
 import type { AttemptStatus, SpecIssue } from '../status/types';
 import type { DesiredStates } from './desired-for';
+import type { BuildInput } from './build-gate';
 import type { DiskInput } from './disk-pressure';
 import type { PullInput } from './pull-gate';
 
@@ -65,6 +66,11 @@ export interface PlanInput {
    * Blocked/ImageMissing. Absent: nothing is pulled (a plan without a puller, as `berth plan`).
    */
   pulls?: PullInput;
+  /**
+   * The builds the builder keeps (plan/build-gate.ts): an image built from a Dockerfile is gated on
+   * them. Absent: nothing is known of builds (each missing one is asked for; `berth plan` shows them).
+   */
+  builds?: BuildInput;
   /** The specs' desired states, kept by the owner of their lifetime (the controller, a reconcile's passes): the planner keeps none. */
   desired: DesiredStates;
 }

@@ -1,12 +1,15 @@
 /**
  * The gate of a new run (pure): whether a run the planner wants to start may start now, and if
  * not, what it waits for or why it is blocked. In order: a set that admits no more (failFast,
- * maxFailed: skipped), the image preflight (missing: Blocked/ImageMissing), disk pressure
- * (Pending/DiskPressure), the set's maxParallel (Pending/WaitingForSet), a free slot
+ * maxFailed: skipped), the image preflight (missing: Blocked/ImageMissing), a failed build
+ * (Blocked/BuildFailed), disk pressure (Pending/DiskPressure), a build to make (Pending/Building,
+ * asked of the builder: build-gate.ts), the set's maxParallel (Pending/WaitingForSet), a free slot
  * (--max-running: provisioned now, else Pending/WaitingForSlot). The run's counters and whether
  * its results folder is already its own are decided here too, as the run begins.
  */
-import { DEFAULTS, REASONS } from '../constants';
+import { buildTag, DEFAULTS, REASONS } from '../constants';
+import type { NormalizedBuild } from '../spec/types';
+import { askBuild, gateBuild, type BuildLimits, type BuildRequest, type BuildVerdict } from './build-gate';
 import { hasEgressProxy } from '../desired/attempt';
 import type { DesiredAttempt } from '../desired/types';
 import { isImageId, resolveImage, type HeldImage, type ImageIndex } from '../observe/images';
@@ -42,6 +45,8 @@ export interface PlanCtx {
   freeAtStart: number;
   /** Each waiting attempt's place in the admission queue, computed once, when a run first needs a pull. */
   places?: ReadonlyMap<string, number>;
+  /** Builds this plan asks for (plan/build-gate.ts), by build hash, in admission order. */
+  builds: Map<string, BuildRequest>;
   /** (issue 55) One copy of each line many waiting attempts share (a pass may hold 100,000 of them). */
   texts?: Map<string, string>;
 }
@@ -78,7 +83,9 @@ function imagePreflight(ctx: PlanCtx, d: DesiredAttempt): { missing: { image: st
   const index = inp.snapshot.images;
   const ref = d.loaded.spec.image;
   const member = d.loaded.set;
-  const key = member ? pinKeyOf(member.set) : undefined;
+  // a built image is named by its content (its build hash): never pinned, and gated by the build gate (builds below), not here
+  const built = d.loaded.spec.build !== undefined;
+  const key = member && !built ? pinKeyOf(member.set) : undefined;
   const pinned = member && key ? pinOf(inp.pins?.get(member.set.name), key, ref) : undefined;
   const missing: { image: string; message: string }[] = [];
   // pulls (plan/pull-gate.ts): an image berth may pull is gated, not missing; with no puller, as before
@@ -92,7 +99,7 @@ function imagePreflight(ctx: PlanCtx, d: DesiredAttempt): { missing: { image: st
     if (index && !index.byId.has(pinned.id) && digestRef) gated.push({ ref: digestRef, shown: ref, policy: 'IfNotPresent', held: false, of: '' });
     else if (index && !index.byId.has(pinned.id))
       missing.push({ image: ref, message: `image ${ref} is pinned for set ${member?.set.name ?? ''} to ${pinned.id}, which is not on the engine` });
-  } else if (index) {
+  } else if (index && !built) {
     const held = resolveOnce(ctx, index, ref);
     if (pulls && policies.main !== 'Never' && (!held || policies.main === 'Always'))
       gated.push({ ref, shown: ref, policy: policies.main, held: !!held, of: '' });
@@ -122,6 +129,30 @@ function imagePreflight(ctx: PlanCtx, d: DesiredAttempt): { missing: { image: st
 
 /** The counters of a run with none spent yet, shared (never changed). */
 const FRESH_COUNTERS: RunCounters = Object.freeze({ retriesUsed: 0 });
+
+/** The builds run `d` needs (its own image's, its grader's), each with the gate's verdict; none for an attempt that builds nothing. */
+function buildsOf(ctx: PlanCtx, d: DesiredAttempt, rec: AttemptStatus | undefined): { build: NormalizedBuild; verdict: BuildVerdict }[] {
+  const s = d.loaded.spec;
+  const wanted: [NormalizedBuild, '' | 'grader'][] = [];
+  if (s.build) wanted.push([s.build, '']);
+  if (s.grade?.build) wanted.push([s.grade.build, 'grader']);
+  const index = ctx.inp.snapshot.images;
+  // the snapshot did not list the images (it always does): nothing is gated
+  if (!wanted.length || !index) return [];
+  return wanted.map(([build, of]) => ({ build, verdict: gateBuild(build, resolveOnce(ctx, index, buildTag(build.hash)), ctx.inp.builds, rerunAt(rec), of) }));
+}
+
+/** When `berth rerun` last asked for a new run of the attempt (ms), if it did. */
+function rerunAt(rec: AttemptStatus | undefined): number | undefined {
+  const at = rec?.rerunRequested?.at;
+  return at ? Date.parse(at) : undefined;
+}
+
+/** What a build for `d` may use: its resources (resources.disk, else --default-disk). */
+function buildLimits(ctx: PlanCtx, d: DesiredAttempt): BuildLimits {
+  const r = d.loaded.spec.resources;
+  return { diskBytes: r.diskBytes ?? ctx.inp.policy.defaultDiskBytes ?? null, memoryBytes: r.memoryBytes, cpus: r.cpus };
+}
 
 /**
  * The retry counters run `d` begins with after the record `rec`. A record that holds this very
@@ -206,6 +237,31 @@ export function startRun(
         : [...pre, recordOp(d.name, 'image missing', { phase: 'Blocked', reason: REASONS.imageMissing, message, run: d.run, specHash: d.hash }, counters)],
     };
   }
+  // ---- builds (plan/build-gate.ts): images built from a Dockerfile before the run ----
+  const builds = buildsOf(ctx, d, base.status);
+  const failedBuild = builds.find((b) => b.verdict.type === 'failed');
+  if (failedBuild) {
+    // tried again only when the build hash changes (a new spec hash) or on berth rerun: no wait, settled
+    const message = failedBuild.verdict.type === 'failed' ? failedBuild.verdict.message : '';
+    const rec = base.status;
+    const already =
+      rec?.phase === 'Blocked' &&
+      rec.reason === REASONS.buildFailed &&
+      rec.message === message &&
+      rec.run === d.run &&
+      rec.specHash === d.hash &&
+      pre.length === 0;
+    return {
+      ...base,
+      kind: 'block',
+      summary: `${why}: run ${d.run} blocked: ${message}`,
+      desired: d,
+      ops: already
+        ? []
+        : [...pre, recordOp(d.name, 'build failed', { phase: 'Blocked', reason: REASONS.buildFailed, message, run: d.run, specHash: d.hash }, counters)],
+    };
+  }
+  // ---- end builds (failed) ----
   if (ctx.pressure) {
     // An infrastructure hold, never a failure: looked at again (the disk read anew) until space is back.
     const message = ctx.pressure;
@@ -243,6 +299,30 @@ export function startRun(
     };
   }
   // ---- end pulls ----
+  // ---- builds (plan/build-gate.ts): a build under way or to run holds the run Pending/Building ----
+  const building = builds.filter((b) => b.verdict.type === 'build');
+  if (building.length) {
+    for (const b of building) askBuild(ctx.builds, b.build, d.name, buildLimits(ctx, d), rerunAt(base.status));
+    const message = building.map((b) => (b.verdict.type === 'build' ? b.verdict.message : '')).join('; ');
+    const rec = base.status;
+    const waiting =
+      rec?.phase === 'Pending' &&
+      rec.reason === REASONS.building &&
+      rec.message === message &&
+      rec.run === d.run &&
+      rec.specHash === d.hash &&
+      pre.length === 0;
+    return {
+      ...base,
+      kind: 'wait',
+      summary: `${why}: run ${d.run} waits: ${message}`,
+      desired: d,
+      ops: waiting
+        ? []
+        : [...pre, recordOp(d.name, 'building', { phase: 'Pending', reason: REASONS.building, message, run: d.run, specHash: d.hash }, counters)],
+    };
+  }
+  // ---- end builds ----
   const full = takeSlot(ctx, set);
   if (!full) {
     const start: RunStart = { counters, ownFolder: ownsFolder(base.status, d) };

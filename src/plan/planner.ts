@@ -89,6 +89,8 @@ function planBlockedWait({ inp, rec, base, main, specChanged, pre }: RunView): A
   if (rec.reason === REASONS.imageMissing) return undefined;
   // a failed pull waits on its image's back-off clock (pull-gate.ts), not this one
   if (rec.reason === REASONS.imagePullBackOff) return undefined;
+  // a failed build waits for its build hash to change or a rerun (build-gate.ts), not this clock
+  if (rec.reason === REASONS.buildFailed) return undefined;
   const blocked = rec.phase === 'Blocked';
   const again = Date.parse(rec.updatedAt) + (blocked ? BLOCKED_RETRY_MS : CREATE_RETRY_MS) - inp.now;
   if (again <= 0) return undefined;
@@ -158,6 +160,7 @@ function planFinished(v: RunView, rec: AttemptStatus): AttemptAction {
     pre,
     ...(score ? { score } : {}),
     pulls: v.ctx.pulls,
+    builds: v.ctx.builds,
     takeSlot: () => takeSlot(ctx, set),
   });
   if (graded) return graded;
@@ -471,6 +474,7 @@ export function plan(inp: PlanInput): Plan {
     resolved: new Map(),
     pulls: new Map(),
     freeAtStart: 0,
+    builds: new Map(),
   };
   ctx.freeAtStart = ctx.slots;
   const pressure = diskPressure(inp.disk);
@@ -509,5 +513,6 @@ export function plan(inp: PlanInput): Plan {
     ...(emptySource ? { emptySource: inp.allowEmpty ? 'allowed' : 'held' } : neverAny ? { emptySource: 'empty' } : {}),
     ...(missingImages.length ? { missingImages } : {}),
     ...(ctx.pulls.size ? { pulls: [...ctx.pulls.values()] } : {}),
+    ...(ctx.builds.size ? { builds: [...ctx.builds.values()] } : {}),
   };
 }

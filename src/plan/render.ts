@@ -135,6 +135,7 @@ export function renderPlanTo(p: Plan, write: (s: string) => void): void {
     lines.push(`Image ${m.image} is not on the engine: ${plural(m.attempts.length, 'attempt')} blocked (ImageMissing): ${nameList(m.attempts)}`);
   }
   for (const r of p.pulls ?? []) lines.push(`Image ${r.ref} is pulled first: ${plural(r.attempts.length, 'attempt')} wait (Pulling): ${nameList(r.attempts)}`);
+  for (const b of p.builds ?? []) lines.push(`Image ${b.tag} is built first: ${plural(b.attempts.length, 'attempt')} wait (Building): ${nameList(b.attempts)}`);
   // an attempt with nothing to do is counted once (a Blocked one is both unchanged and an action without operations)
   const unchanged = new Set([...p.unchanged.keys(), ...p.actions.filter((a) => a.ops.length === 0).map((a) => a.attempt)]).size;
   lines.push(
@@ -163,5 +164,6 @@ export function planToJson(p: Plan): unknown {
     sets: Object.fromEntries(setChanges(p)),
     ...(p.emptySource ? { emptySource: p.emptySource } : {}),
     ...(p.missingImages ? { missingImages: p.missingImages } : {}),
+    ...(p.builds ? { builds: p.builds.map((b) => ({ image: b.tag, hash: b.hash, context: b.build.context, attempts: b.attempts })) } : {}),
   };
 }

@@ -12,6 +12,7 @@ import type { HarvestCaps } from '../spec/types';
 import type { PinKey } from '../status/pins';
 import type { AttemptStatus, EngineBoot } from '../status/types';
 import type { PullRequest } from './pull-gate';
+import type { BuildRequest } from './build-gate';
 
 interface OpBase {
   resource: string;
@@ -270,6 +271,8 @@ export interface Plan {
   missingImages?: { image: string; attempts: string[] }[];
   /** Pulls the plan asks for (plan/pull-gate.ts), in the order their attempts will be admitted: the puller runs them. */
   pulls?: PullRequest[];
+  /** Builds the plan asks for (plan/build-gate.ts), in the order their attempts will be admitted: the builder runs them. */
+  builds?: BuildRequest[];
 }
 
 /** The operations on a sidecar, in the order plan/ops.ts `sidecarOps` emits them. */

@@ -10,6 +10,8 @@
 import { formatPath, isRecord, type Segment } from './field-path';
 import { specHash } from './hash';
 import { normalize } from './normalize';
+import { checkBuild } from './build-context';
+import { DEFAULTS } from '../constants';
 import { checkFixture, checkResults, checkSecretFile, type Checked, type Roots } from './path-checks';
 import type { Anchor, DocLocator } from './positions';
 import type { RawAttempt } from './raw-types';
@@ -17,7 +19,7 @@ import { schemaIssues, type FieldIssue } from './schema-errors';
 import { validateAttempt } from './schema';
 import { semanticIssues } from './semantic';
 import type { SetShape } from './set-shape';
-import type { FixtureLayer, LoadedSet, LoadedSpec, SetMember, SourcePos, SpecError, SpecErrorCode } from './types';
+import type { FixtureLayer, LoadedSet, LoadedSpec, NormalizedBuild, SetMember, SourcePos, SpecError, SpecErrorCode } from './types';
 
 export interface DocContext {
   /** The spec file as users see it. */
@@ -131,6 +133,19 @@ export async function checkAttemptBody(value: Record<string, unknown>, ctx: DocC
     if (r.ok) gradeFixture = r.value;
     else for (const p of r.problems) errors.push(errorAt(['spec', 'grade', 'fixture'], 'value', p.code, p.message));
   }
+  // spec.build, grade.build: the context checked as a fixture is (after .dockerignore), the Dockerfile read, the build hash
+  const builds: { build?: NormalizedBuild; gradeBuild?: NormalizedBuild } = {};
+  const network = (doc.spec.network?.mode ?? DEFAULTS.networkMode) === 'bridge';
+  for (const [key, written, at] of [
+    ['build', doc.spec.build, ['spec', 'build']],
+    ['gradeBuild', doc.spec.grade?.build, ['spec', 'grade', 'build']],
+  ] as const) {
+    if (!written) continue;
+    // a grader has no network: its build has none either
+    const r = await checkBuild(ctx.specDir, written, key === 'build' && network, ctx.roots);
+    if (r.ok) builds[key] = r.value;
+    else for (const p of r.problems) errors.push(errorAt([...at, 'context'], 'value', p.code, p.message));
+  }
   const secretFiles = new Map<string, string>();
   for (const [i, s] of (doc.spec.secrets ?? []).entries()) {
     if (s.fromFile === undefined) continue;
@@ -150,6 +165,7 @@ export async function checkAttemptBody(value: Record<string, unknown>, ctx: DocC
     secretFiles,
     results: results.value,
     gradeFixture,
+    ...builds,
   });
   const source: SourcePos = { file: ctx.file, ...ctx.locator.position(['metadata', 'name']) };
   return { errors, loaded: { source, relFile: ctx.relFile, spec, hash: specHash(spec), ...(o.set ? { set: o.set } : {}) } };

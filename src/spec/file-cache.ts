@@ -6,8 +6,8 @@
  * qualify. A long-running controller and repeated passes reload a big folder for the cost of
  * one stat per file.
  *
- * An outcome whose only other input is its attempts' fixtures (`fixtureBound`: a fleet's specs)
- * is kept too, with each fixture as written, its real path and its digest: a hit holds only
+ * An outcome whose only other input is its attempts' fixtures and build contexts (`fixtureBound`:
+ * a fleet's specs) is kept too, with each fixture as written, its real path and its digest: a hit holds only
  * while each still resolves to the same path with the same digest, checked at every load (each
  * fixture walked once per load, `Roots.fixtureScans`), so an edit to a fixture is seen as a
  * full parse would see it, without parsing the file again. It never goes to the disk cache.
@@ -22,6 +22,7 @@ import { DEFAULTS } from '../constants';
 import type * as LoadFile from './load-file';
 import type { FileOutcome } from './load-file';
 import type * as PathChecks from './path-checks';
+import type * as BuildContext from './build-context';
 import type { Roots } from './path-checks';
 import { sha256Hex } from './hash';
 import { readBoundedSync } from './read-spec-file';
@@ -32,7 +33,13 @@ const MAX_ENTRIES = 20_000;
 const cache = new Map<string, { sig: string; outcome: FileOutcome }>();
 
 const fromFileOnly = (l: LoadedSpec | undefined): boolean =>
-  !!l && l.spec.fixture === null && (l.spec.grade?.fixture ?? null) === null && l.spec.secrets.every((s) => s.fromFile === undefined);
+  !!l &&
+  l.spec.fixture === null &&
+  (l.spec.grade?.fixture ?? null) === null &&
+  l.spec.secrets.every((s) => s.fromFile === undefined) &&
+  // a build's context is another input (its digest is in the hash)
+  l.spec.build === undefined &&
+  l.spec.grade?.build === undefined;
 
 export function selfContained(o: FileOutcome): boolean {
   return (
@@ -54,9 +61,9 @@ export function fixtureBound(o: FileOutcome): boolean {
   for (const d of o.docs) {
     if (d.errors.length > 0 || d.set || !d.loaded) return false;
     if (!d.loaded.spec.secrets.every((s) => s.fromFile === undefined)) return false;
-    // a grader's fixture is another input the kept outcome would not see change
-    if ((d.loaded.spec.grade?.fixture ?? null) !== null) return false;
-    withFixture += d.loaded.spec.fixtureLayers.length;
+    // a grader's fixture (or build context) is another input the kept outcome would not see change
+    if ((d.loaded.spec.grade?.fixture ?? null) !== null || d.loaded.spec.grade?.build) return false;
+    withFixture += d.loaded.spec.fixtureLayers.length + (d.loaded.spec.build ? 1 : 0);
   }
   return withFixture === o.fixtures.length;
 }
@@ -65,6 +72,13 @@ export function fixtureBound(o: FileOutcome): boolean {
 async function fixturesHold(o: FileOutcome, roots: Roots): Promise<FileOutcome | undefined> {
   const { checkFixture } = require('./path-checks') as typeof PathChecks;
   for (const x of o.fixtures ?? []) {
+    if (x.build) {
+      // a build context: checked again as written (its digest from the digest cache), the same context and build hash
+      const { checkBuild } = require('./build-context') as typeof BuildContext;
+      const r = await checkBuild(x.specDir, x.build.raw, x.build.network, roots);
+      if (!r.ok || r.value.context !== x.path || r.value.hash !== x.digest) return undefined;
+      continue;
+    }
     const r = await checkFixture(x.specDir, x.written, roots);
     if (!r.ok || r.value.path !== x.path || r.value.digest !== x.digest) return undefined;
   }

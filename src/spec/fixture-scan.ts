@@ -65,7 +65,7 @@ async function walkFixture<S extends Stats | BigIntStats>(
   root: string,
   bigint: S extends BigIntStats ? true : false,
   visit: Visit<S>,
-  o: { more?: () => boolean; statBy?: 'path'; rel?: false } = {},
+  o: { more?: () => boolean; statBy?: 'path'; rel?: false; prune?: (e: { rel: string }) => boolean } = {},
 ): Promise<void> {
   const each = (e: TreeEntry<S>): Promise<void> | void => {
     const top = e.depth === 0 && e.st.isDirectory();
@@ -146,16 +146,50 @@ const trees = new Map<string, { fingerprint: string; digest: string }>();
  * the same) found no problem and left its digest in memory or on disk (digest-store.ts);
  * undefined otherwise (the caller scans).
  */
-export async function knownFixtureDigest(root: string): Promise<string | undefined> {
-  const kept = trees.get(root) ?? readTree(root);
+export async function knownFixtureDigest(root: string, o: TreeScanOptions = {}): Promise<string | undefined> {
+  const key = o.key ?? root;
+  const kept = trees.get(key) ?? readTree(key);
   if (!kept) return undefined; // none: no walk for nothing, the scan walks
   const fp = new Fingerprint();
+  const filter = o.filter;
   // plain stats: the identity the fingerprint needs, without a BigInt per number
   // by path: a stat walk that reads nothing (tree-walk.ts statBy); the scan it may lead to reads through descriptors
-  await walkFixture<Stats>(root, false, (_abs, _rel, st, name, depth) => fp.add(depth, name, st), { statBy: 'path', rel: false });
+  if (!filter) await walkFixture<Stats>(root, false, (_abs, _rel, st, name, depth) => fp.add(depth, name, st), { statBy: 'path', rel: false });
+  else {
+    // a filtered tree (a build context): the entries kept, each by its path (what is left out shows no shape)
+    await walkFixture<Stats>(
+      root,
+      false,
+      (_abs, rel, st, _name, depth) => {
+        if (depth === 0 || filter.keep(rel)) fp.add(depth, rel, st);
+      },
+      { statBy: 'path', prune: (e) => !filter.enter(e.rel) },
+    );
+  }
   if (kept.fingerprint !== fp.digest()) return undefined;
-  trees.set(root, kept);
+  trees.set(key, kept);
   return kept.digest;
+}
+
+/**
+ * A tree walked as a fixture is, but only in part (a build context after its `.dockerignore`):
+ * `keep` says which entries (below the root) are the tree's, `enter` whether a folder left out may
+ * still hold entries that are kept (walked into) or not (pruned).
+ */
+export interface TreeFilter {
+  keep(rel: string): boolean;
+  enter(rel: string): boolean;
+}
+
+/** How a tree other than a plain fixture is scanned (a build context). */
+export interface TreeScanOptions {
+  /** What its digests are kept under (memory and disk), when not the root's path alone. */
+  key?: string;
+  filter?: TreeFilter;
+  /** The regular files' sizes together may be at most this. */
+  maxTotalBytes?: number;
+  /** What the tree is called in problems (default `fixture`). */
+  what?: string;
 }
 
 /** Forget the tree digests kept in memory (tests, bench: a new process's state). */
@@ -164,29 +198,44 @@ export function clearTreeDigests(): void {
 }
 
 /** Scans the fixture at `root` (an absolute, link-free path); `digestOf`: also keep its digest by the tree's fingerprint (knownFixtureDigest). */
-export async function scanFixture(root: string, digestOf?: (entries: FixtureEntry[]) => string): Promise<FixtureScan & { digest?: string }> {
+export async function scanFixture(
+  root: string,
+  digestOf?: (entries: FixtureEntry[]) => string,
+  o: TreeScanOptions = {},
+): Promise<FixtureScan & { digest?: string }> {
   const entries: FixtureEntry[] = [];
   const problems: FixtureProblem[] = [];
-  const store = DigestStore.open(root);
+  const key = o.key ?? root;
+  const store = DigestStore.open(key);
   const fp = new Fingerprint();
+  const filter = o.filter;
+  const what = o.what ?? 'fixture';
+  let total = 0;
   await walkFixture<BigIntStats>(
     root,
     true,
-    (abs, rel, st, name, depth, dir) => {
-      fp.add(depth, name, st);
-      return addEntry({ abs, dir, name }, rel, st, rel === path.basename(root) && abs === root ? path.dirname(root) : root, entries, problems, store);
+    async (abs, rel, st, name, depth, dir) => {
+      if (filter && depth > 0 && !filter.keep(rel)) return;
+      fp.add(depth, filter ? rel : name, st);
+      const base = rel === path.basename(root) && abs === root ? path.dirname(root) : root;
+      await addEntry({ abs, dir, name }, rel, st, base, entries, problems, store, what);
+      if (o.maxTotalBytes !== undefined && st.isFile() && (total += Number(st.size)) > o.maxTotalBytes && problems.length === 0)
+        problems.push({
+          code: 'too-large',
+          message: `the ${what} holds more than ${size(BigInt(o.maxTotalBytes))} of files; a ${what} may be at most that (nothing was sent)`,
+        });
     },
-    { more: () => problems.length < MAX_PROBLEMS },
+    { more: () => problems.length < MAX_PROBLEMS, ...(filter ? { prune: (e: { rel: string }) => !filter.enter(e.rel) } : {}) },
   );
   if (problems.length > 0) return { entries: sorted(entries), problems };
   store?.save();
   if (!digestOf) return { entries: sorted(entries), problems };
   const digest = digestOf(sorted(entries));
   const tree = { fingerprint: fp.digest(), digest };
-  trees.delete(root);
+  trees.delete(key);
   if (trees.size >= 1024) trees.delete(trees.keys().next().value as string);
-  trees.set(root, tree);
-  writeTree(root, tree);
+  trees.set(key, tree);
+  writeTree(key, tree);
   return { entries, problems: [], digest };
 }
 
@@ -232,6 +281,7 @@ async function addEntry(
   entries: FixtureEntry[],
   problems: FixtureProblem[],
   store: DigestStore | undefined,
+  what = 'fixture',
 ): Promise<void> {
   const mode = Number(st.mode & 0o777n);
   if (st.isDirectory()) {
@@ -243,7 +293,7 @@ async function addEntry(
         onDisk < st.size / 2n ? ` (${size(onDisk)} of it on disk: a sparse file, whose holes the copy into the container would carry as zeros)` : '';
       problems.push({
         code: 'too-large',
-        message: `fixture file "${rel}" is ${size(st.size)}${sparse}; a fixture file may be at most ${size(BigInt(DEFAULTS.maxFixtureFileBytes))}`,
+        message: `${what} file "${rel}" is ${size(st.size)}${sparse}; a ${what} file may be at most ${size(BigInt(DEFAULTS.maxFixtureFileBytes))}`,
       });
       return;
     }
@@ -252,12 +302,12 @@ async function addEntry(
     const target = await fsp.readlink(atFd(dir, name));
     const resolved = path.resolve(path.dirname(abs), target);
     if (!isWithin(root, resolved) || !(await realStaysWithin(root, resolved))) {
-      problems.push({ code: 'fixture-link', message: `fixture link "${rel}" points outside the fixture (to ${JSON.stringify(target)})` });
+      problems.push({ code: 'fixture-link', message: `${what} link "${rel}" points outside the ${what} (to ${JSON.stringify(target)})` });
     }
     entries.push({ path: rel, type: 'symlink', mode, size: 0, target });
   } else {
     const kind = st.isFIFO() ? 'a fifo' : st.isSocket() ? 'a socket' : 'a device';
-    problems.push({ code: 'fixture-special', message: `fixture entry "${rel}" is ${kind}; only files, folders and links can be copied` });
+    problems.push({ code: 'fixture-special', message: `${what} entry "${rel}" is ${kind}; only files, folders and links can be copied` });
   }
 }
 

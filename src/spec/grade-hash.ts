@@ -26,6 +26,8 @@ export function gradeHash(g: NormalizedGrade): string {
 /** How each field of spec.grade counts for the grade hash (spec/hash.ts FieldTable: a new field must be classified). */
 export const GRADE_FIELDS = {
   image: 'hash',
+  // added after the first grade hash: only the build hash counts; a grade without build keeps its hash
+  build: { default: undefined, form: (g) => g.build?.hash },
   command: 'hash',
   env: 'hash',
   // where the hidden tests live on the host: their content is in fixtureDigest

@@ -177,6 +177,8 @@ export const SPEC_FIELDS = {
   image: 'hash',
   // when berth pulls: never re-runs an attempt (added after the first hash; not hashed at all)
   pullPolicies: 'ignore',
+  // added after the first hash: only the build hash counts (the context's place on the host does not); a spec without build keeps its hash
+  build: { default: undefined, form: (s) => s.build?.hash },
   command: 'hash',
   workingDir: 'hash',
   env: 'hash',

@@ -16,6 +16,7 @@ import { readSpecFile } from './read-spec-file';
 import type { SpecFile } from './walk';
 import { parseYamlStream } from './yaml-parse';
 import { toPlain } from './yaml-to-plain';
+import type { RawBuild } from './raw-types';
 import type { LoadedSpec, SourcePos, SpecError } from './types';
 
 export interface FileOutcome {
@@ -51,6 +52,8 @@ export interface FixtureDep {
   written: string;
   path: string;
   digest: string;
+  /** An attempt's build context, not a fixture layer: `digest` is the build hash, `path` the context; checked again as written (build-context.ts). */
+  build?: { raw: RawBuild; network: boolean };
 }
 
 /** Paths of a fixture field as written or as loaded: one path, or a list of layers (paths, or `{path}`). */
@@ -72,6 +75,9 @@ function writtenClaims(value: unknown, specDir: string, into: Set<string>): void
   if (isRecord(body)) {
     fixturePaths(body.fixture).forEach(add);
     if (isRecord(body.grade)) fixturePaths(body.grade.fixture).forEach(add);
+    // a build context is claimed as a fixture is: its files are not specs
+    if (isRecord(body.build) && typeof body.build.context === 'string') add(body.build.context);
+    if (isRecord(body.grade) && isRecord(body.grade.build) && typeof body.grade.build.context === 'string') add(body.grade.build.context);
   }
   if (value.kind === KIND_ATTEMPT_SET && isRecord(value.spec.matrix)) {
     for (const axis of Object.values(value.spec.matrix)) if (isRecord(axis) && typeof axis.fromDir === 'string') add(axis.fromDir);
@@ -83,6 +89,8 @@ function loadedClaims(l: LoadedSpec | undefined, into: Set<string>): void {
   if (!l) return;
   for (const layer of l.spec.fixtureLayers) into.add(layer.path);
   for (const p of fixturePaths(l.spec.grade?.fixture)) into.add(p);
+  if (l.spec.build) into.add(l.spec.build.context);
+  if (l.spec.grade?.build) into.add(l.spec.grade.build.context);
 }
 
 /** `spec.fixture` of a raw document, as written: its layers (one for a single fixture). */
@@ -161,6 +169,10 @@ export async function loadText(text: string, f: SpecFile, file: string, roots: R
     if (spec?.fixtureLayers.length && written?.length === spec.fixtureLayers.length) {
       for (const [i, l] of spec.fixtureLayers.entries()) fixtures.push({ specDir, written: written[i] as string, path: l.path, digest: l.digest });
     }
+    // an attempt's build context holds the outcome as a fixture does (file-cache.ts fixtureBound)
+    const build = isRecord(value) && isRecord(value.spec) ? (value.spec.build as RawBuild | undefined) : undefined;
+    if (spec?.build && build)
+      fixtures.push({ specDir, written: build.context, path: spec.build.context, digest: spec.build.hash, build: { raw: build, network: spec.build.network } });
   }
   const foreign = docs.length > 0 && plain.every(({ value }) => !isRecord(value) || (value.kind !== KIND_ATTEMPT && value.kind !== KIND_ATTEMPT_SET));
   return { docs, errors: [], unreadable: false, ...(fixtures.length ? { fixtures } : {}), ...claims(), ...(foreign ? { foreign } : {}) };

@@ -159,6 +159,8 @@ export interface LoadContext {
   fixtureChecks: NonNullable<Roots['fixtureChecks']>;
   /** path-checks.ts `Roots.keptNames`. */
   keptNames?: ReadonlySet<string>;
+  /** Build contexts read by this load (path-checks.ts `Roots.buildChecks`). */
+  buildChecks: NonNullable<Roots['buildChecks']>;
 }
 
 export async function loadContext(resultsRoot: string, keptNames?: ReadonlySet<string>): Promise<LoadContext> {
@@ -170,6 +172,7 @@ export async function loadContext(resultsRoot: string, keptNames?: ReadonlySet<s
     fixtureScans: new Map(),
     fixtureChecks: new Map(),
     ...(keptNames && keptNames.size ? { keptNames } : {}),
+    buildChecks: new Map(),
   };
 }
 
@@ -182,6 +185,7 @@ export async function rootsOf(root: string, ctx: LoadContext, fromGit = false): 
     realCache: ctx.realCache,
     fixtureScans: ctx.fixtureScans,
     fixtureChecks: ctx.fixtureChecks,
+    buildChecks: ctx.buildChecks,
     ...(fromGit ? { fromGit } : {}),
     ...(ctx.keptNames ? { keptNames: ctx.keptNames } : {}),
   };

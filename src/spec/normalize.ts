@@ -4,12 +4,22 @@
  * container paths cleaned, and lists whose order carries no meaning (secrets, volumes, egress)
  * sorted, so two ways of writing the same attempt normalize (and hash) the same.
  */
-import { API_VERSION, DEFAULTS, KIND_ATTEMPT } from '../constants';
+import { API_VERSION, buildTag, DEFAULTS, KIND_ATTEMPT } from '../constants';
 import { parseDisk, parseMemory, parseSize } from './quantity';
 import type { RawAttempt, RawCredential, RawGrade, RawSidecar } from './raw-types';
 import { cleanPath } from './semantic';
 import { layersDigest } from './fixture-digest';
-import type { CredentialSpec, FixtureLayer, SidecarReady, NetworkMode, NormalizedAttempt, NormalizedGrade, SecretRef, SidecarSpec } from './types';
+import type {
+  CredentialSpec,
+  FixtureLayer,
+  SidecarReady,
+  NetworkMode,
+  NormalizedAttempt,
+  NormalizedBuild,
+  NormalizedGrade,
+  SecretRef,
+  SidecarSpec,
+} from './types';
 
 /** Host-side facts the loader established for a document. */
 export interface ResolvedPaths {
@@ -21,6 +31,9 @@ export interface ResolvedPaths {
   results: string;
   /** spec.grade.fixture: its real path and digest, or null. */
   gradeFixture?: { path: string; digest: string } | null;
+  /** spec.build and grade.build, as loaded (build-context.ts). */
+  build?: NormalizedBuild;
+  gradeBuild?: NormalizedBuild;
 }
 
 /** `"1000:1000"` (schema-checked) → its numbers. */
@@ -32,11 +45,13 @@ function parseUser(u: string): { uid: number; gid: number } {
 const byName = <T extends { name: string }>(a: T, b: T): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
 /** spec.grade with its defaults: the attempt's image (null), no fixture, nothing protected (sorted), no deadline, no network, always. */
-function normalizeGrade(g: RawGrade, fixture: { path: string; digest: string } | null): NormalizedGrade {
+function normalizeGrade(g: RawGrade, fixture: { path: string; digest: string } | null, build: NormalizedBuild | undefined): NormalizedGrade {
   const memory = g.resources?.memory;
   const parsed = memory === undefined ? undefined : parseMemory(memory);
   return {
-    image: g.image ?? null,
+    image: build ? buildTag(build.hash) : (g.image ?? null),
+    // written only when given: a grade from before builds hashes as it did
+    ...(build ? { build } : {}),
     command: [...g.command],
     env: { ...(g.env ?? {}) },
     fixture: fixture?.path ?? null,
@@ -93,7 +108,9 @@ export function normalize(doc: RawAttempt, resolved: ResolvedPaths): NormalizedA
     kind: KIND_ATTEMPT,
     name: doc.metadata.name,
     labels: { ...(doc.metadata.labels ?? {}) },
-    image: s.image,
+    // a build's image is the tag its build hash names (semantic.ts: exactly one of image and build)
+    image: resolved.build ? buildTag(resolved.build.hash) : (s.image ?? ''),
+    ...(resolved.build ? { build: resolved.build } : {}),
     pullPolicies: {
       main: s.imagePullPolicy ?? DEFAULTS.imagePullPolicy,
       grade: s.grade?.imagePullPolicy ?? s.imagePullPolicy ?? DEFAULTS.imagePullPolicy,
@@ -129,7 +146,7 @@ export function normalize(doc: RawAttempt, resolved: ResolvedPaths): NormalizedA
     readOnlyRootFilesystem: s.readOnlyRootFilesystem ?? false,
     sandbox: s.sandbox ?? false,
     sidecars,
-    grade: s.grade ? normalizeGrade(s.grade, resolved.gradeFixture ?? null) : null,
+    grade: s.grade ? normalizeGrade(s.grade, resolved.gradeFixture ?? null, resolved.gradeBuild) : null,
     workspace: {
       export: s.workspace?.export ?? 'changes',
       exclude: [...(s.workspace?.exclude ?? [])],

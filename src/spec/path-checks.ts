@@ -7,6 +7,7 @@
  */
 import { lstatSync, realpathSync, statSync } from 'node:fs';
 import * as path from 'node:path';
+import type { Dockerfile } from './dockerfile';
 import { fixtureDigest } from './fixture-digest';
 import { knownFixtureDigest, scanFixture, type FixtureProblem } from './fixture-scan';
 import { isInside, isWithin, realpathLooseSync, toPosix, type RealCache } from './path-util';
@@ -24,6 +25,8 @@ export interface Roots {
   fixtureScans?: Map<string, Promise<FixtureWalk>>;
   /** Fixture checks of this load, by the spec's folder and the fixture as written: a fleet's specs resolve their shared `./fixture` once per load. */
   fixtureChecks?: Map<string, Promise<Checked<{ path: string; digest: string }>>>;
+  /** Build contexts read by this load (build-context.ts), by the spec's folder, context and Dockerfile as written: a set's children read theirs once. */
+  buildChecks?: Map<string, Promise<Checked<{ real: string; dockerfile: string; file: Dockerfile; digest: string }>>>;
   /** The specs come from git (`--git`): a `fromFile` secret is an error (secrets do not live in repositories). */
   fromGit?: boolean;
   /**

@@ -39,9 +39,18 @@ export interface RawSidecar {
   ready?: { tcp?: number; log?: string; command?: string[]; deadlineSeconds?: number };
 }
 
+/** spec.build, grade.build: an image built from a Dockerfile (docs/CONTRACT.md "Images built from a Dockerfile"). */
+export interface RawBuild {
+  context: string;
+  dockerfile?: string;
+  args?: Record<string, string>;
+  target?: string;
+}
+
 export interface RawGrade {
   image?: string;
   imagePullPolicy?: PullPolicy;
+  build?: RawBuild;
   command: string[];
   env?: Record<string, string>;
   fixture?: string;
@@ -53,8 +62,10 @@ export interface RawGrade {
 }
 
 export interface RawSpec {
-  image: string;
+  /** Exactly one of image and build (semantic.ts). */
+  image?: string;
   imagePullPolicy?: PullPolicy;
+  build?: RawBuild;
   command?: string[];
   workingDir?: string;
   env?: Record<string, string | { secretRef: string }>;

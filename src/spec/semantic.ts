@@ -22,6 +22,13 @@ export function semanticIssues(doc: RawAttempt): FieldIssue[] {
     out.push({ segs, anchor, code, message });
   };
 
+  // docs/CONTRACT.md "Images built from a Dockerfile": build and image are exclusive
+  // (the schema asks for image when there is no build)
+  if (spec.image !== undefined && spec.build !== undefined)
+    add(['spec', 'build'], 'schema', 'image and build are exclusive: the image is either named or built', 'key');
+  if (spec.grade?.image !== undefined && spec.grade.build !== undefined)
+    add(['spec', 'grade', 'build'], 'schema', 'grade.image and grade.build are exclusive: the grader’s image is either named or built', 'key');
+
   const mode = spec.network?.mode ?? DEFAULTS.networkMode;
   if ((spec.network?.egress?.length ?? 0) > 0 && mode !== 'isolated') {
     add(['spec', 'network', 'egress'], 'egress-mode', `egress needs network.mode: isolated (mode is ${mode})`);

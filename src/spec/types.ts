@@ -38,7 +38,8 @@ export type SpecErrorCode =
   | 'credential' // network.credentials: an undeclared secret, a host given twice or also in egress
   | 'matrix' // AttemptSet: empty or repeated axis values, bad include/exclude, too many children, clashing names
   | 'template' // AttemptSet: a `${{ }}` that names no axis or is not `matrix.<axis>`
-  | 'git-secret'; // a `fromFile` secret in specs from git (secrets do not live in repositories)
+  | 'git-secret' // a `fromFile` secret in specs from git (secrets do not live in repositories)
+  | 'build'; // spec.build: its Dockerfile or .dockerignore cannot be used (the line and why)
 
 /** Errors are data; the CLI formats them at the edge. */
 export interface SpecError extends SourcePos {
@@ -119,8 +120,10 @@ export type SidecarReady = (
  * decides regrades.
  */
 export interface NormalizedGrade {
-  /** null: the attempt's image. */
+  /** null: the attempt's image. With `build`: the image it makes. */
   image: string | null;
+  /** grade.build: the grader's image is built (absent when not written). */
+  build?: NormalizedBuild;
   command: string[];
   env: Record<string, string>;
   /** Absolute, resolved path of the grader's own fixture (given to the grader only), or null. */
@@ -134,6 +137,31 @@ export interface NormalizedGrade {
   network: { mode: 'none' };
   /** always: every finished run; succeeded: only runs that Succeeded. */
   when: 'always' | 'succeeded';
+}
+
+/**
+ * spec.build (grade.build): an image built from a Dockerfile, as loaded (docs/CONTRACT.md "Images
+ * built from a Dockerfile"). The image it makes is the attempt's (grader's) `image`:
+ * `berth-build/<16 hex of hash>` (constants.ts `buildTag`).
+ */
+export interface NormalizedBuild {
+  /** Real path of the context folder (inside the specs folder). */
+  context: string;
+  /** The Dockerfile, relative to the context, forward slashes. */
+  dockerfile: string;
+  args: Record<string, string>;
+  /** The stage built, or null: the last. */
+  target: string | null;
+  /** The build has the engine's default network (spec.network.mode bridge); otherwise none. */
+  network: boolean;
+  /**
+   * The build hash (sha256 hex): the context's files after .dockerignore (names, modes,
+   * contents: the Dockerfile and .dockerignore among them), the Dockerfile's path, args, target
+   * and network (spec/build-context.ts). The only part the spec hash and grade hash count.
+   */
+  hash: string;
+  /** The images its stages start FROM (meta ARGs expanded; `scratch` and earlier stages left out): pulled first, kept by image GC. */
+  from: string[];
 }
 
 /** One layer of a fixture: its real path on the host and its digest (fixture-digest.ts). */
@@ -164,8 +192,11 @@ export interface NormalizedAttempt {
   kind: string;
   name: string;
   labels: Record<string, string>;
+  /** With `build`: the image it makes (`berth-build/<16 hex>`). */
   image: string;
   pullPolicies: PullPolicies;
+  /** spec.build: the image is built from a Dockerfile (absent when not written). */
+  build?: NormalizedBuild;
   /** null: the image's default command. */
   command: string[] | null;
   workingDir: string;

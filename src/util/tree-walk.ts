@@ -45,6 +45,8 @@ export interface WalkOptions {
   statBy?: 'path';
   /** false: no entry's `rel` is built (a walk that needs names and depths only); each is ''. */
   rel?: false;
+  /** A folder (below the root) this says true of, once visited, is not walked into (a build context's `.dockerignore`). */
+  prune?: (e: { rel: string; name: string; depth: number }) => boolean;
 }
 
 export async function walkTree<S extends Stats | BigIntStats>(
@@ -95,7 +97,7 @@ export async function walkTree<S extends Stats | BigIntStats>(
       e.st = est;
       const w = visit(e);
       if (w) await w;
-      if (est.isDirectory()) {
+      if (est.isDirectory() && !o.prune?.(e)) {
         const sub = byPath ? -1 : openDirAtSync(f.fd, name, abs);
         stack.push({ fd: sub, abs, rel: e.rel, names: readdirSync(byPath ? abs : atFd(sub, '.')).sort(), at: 0 });
       }

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { extract, pack } from 'tar-stream';
 import { classify } from '../../src/engine/errors';
-import type { ContainerCreateSpec, Engine, EngineEvent, Labels, PullProgress, RegistryAuth } from '../../src/engine/types';
+import { BuildError, type ContainerCreateSpec, type Engine, type EngineEvent, type Labels, type PullProgress, type RegistryAuth } from '../../src/engine/types';
 import { ImagePullError } from '../../src/engine/errors';
 
 export interface ContractHarness {
@@ -480,6 +480,54 @@ export function engineContract(title: string, harness: () => ContractHarness, o:
       } finally {
         await h.removeBuilt(ref);
       }
+    });
+
+    it('a build tags and labels its image, saying each step; a failing step is a BuildError with its exit code; rmi of the tag deletes it, again is false', async function () {
+      const context = (dockerfile: string) => {
+        const p = pack();
+        p.entry({ name: 'Dockerfile', mode: 0o644 }, dockerfile);
+        p.entry({ name: 'x.txt', mode: 0o644 }, 'x');
+        p.finalize();
+        return p as unknown as NodeJS.ReadableStream;
+      };
+      const tag = `berth-build/${h
+        .name('build')
+        .replace(/[^a-z0-9]/g, '')
+        .slice(-16)}`;
+      const labels = { ...h.labels, 'dev.berth.build': 'contract' };
+      const said: string[] = [];
+      const built = await h.engine.builds!.build(context(`FROM ${h.image}\nCOPY x.txt /x.txt\n`), {
+        tag,
+        labels,
+        dockerfile: 'Dockerfile',
+        args: {},
+        network: 'none',
+        onMessage: (m) => void (m.stream && said.push(m.stream)),
+      });
+      try {
+        expect(built.id).to.match(/^sha256:[0-9a-f]{64}$/);
+        // FROM, COPY, then one LABEL step per label (the classic builder's way)
+        expect(said.filter((l) => l.startsWith('Step ')).map((l) => l.replace(/ :.*$/, ''))).to.deep.equal(['Step 1/4', 'Step 2/4', 'Step 3/4', 'Step 4/4']);
+        const i = await h.engine.images.inspect(tag);
+        expect(i.id).to.equal(built.id);
+        expect(i.labels).to.include(labels);
+        const failed = await rejection(
+          h.engine.builds!.build(context(`FROM ${h.image}\nRUN exit 3\n`), {
+            tag: `${tag}-failed`,
+            labels,
+            dockerfile: 'Dockerfile',
+            args: {},
+            network: 'none',
+          }),
+        );
+        expect(failed).to.be.instanceOf(BuildError);
+        expect((failed as BuildError).code).to.equal(3);
+        expect((failed as BuildError).text).to.contain('returned a non-zero code: 3');
+      } finally {
+        expect(await h.engine.images.remove(tag)).to.equal(true);
+      }
+      expect(await h.engine.images.remove(tag)).to.equal(false);
+      expect(classify(await rejection(h.engine.images.inspect(tag)))).to.equal('not-found');
     });
 
     it('a volume in use cannot be removed (409); a container mounting a volume name that does not exist makes it', async function () {

@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { LABELS } from '../../src/constants';
-import { docker, requireEngine, TEST_RUN } from '../support/engine';
+import { docker, removeBuilt, requireEngine, TEST_RUN } from '../support/engine';
 import { makeTestImage, removeImage, TestRegistry } from '../support/registry';
 import { Sandbox } from '../support/sandbox';
 
@@ -24,6 +24,7 @@ describe('example specs (real engine)', function () {
   });
   afterEach(async function () {
     await sb.destroy();
+    await removeBuilt(sb); // examples/builds' images, once their containers are gone
     const f = JSON.stringify({ label: [`${LABELS.instance}=${sb.instance}`] });
     expect(await docker.listContainers({ all: true, filters: f }), 'berth clean leaves nothing').to.have.length(0);
   });
@@ -78,6 +79,21 @@ describe('example specs (real engine)', function () {
     }
     expect(await fs.readFile(path.join(sb.resultsRoot, 'lc-fixture', 'run-1', 'results', 'count.txt'), 'utf8')).to.equal('3\n');
     expect(await fs.readFile(path.join(sb.resultsRoot, 'lc-failure', 'run-1', 'logs.txt'), 'utf8')).to.equal('something broke\n');
+  });
+
+  it('examples/builds: 4 children over 2 task folders, 2 builds, every child passes', async function () {
+    await useExamples(sb, 'examples/builds');
+    const r = await sb.cli('reconcile', '--once', '--wait', '--max-running', '4');
+    expect(r.code, r.stderr + r.stdout).to.equal(0);
+    for (const [name, out] of [
+      ['builds-0-add', 'add: ok'],
+      ['builds-1-add', 'add: ok'],
+      ['builds-0-mul', 'mul: ok'],
+      ['builds-1-mul', 'mul: ok'],
+    ] as const)
+      expect(await fs.readFile(path.join(sb.resultsRoot, name, 'run-1', 'results', 'out.txt'), 'utf8'), name).to.equal(`${out}\n`);
+    const built = await docker.listImages({ filters: JSON.stringify({ label: [`${LABELS.buildInstance}=${sb.instance}`] }) });
+    expect(built).to.have.length(2);
   });
 
   it('examples/registry: the private image is pulled from the registry the tests start (its address put in), and the set runs one digest', async function () {

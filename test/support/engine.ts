@@ -6,7 +6,7 @@
  * label, and fails the run if any survive. No engine → the test fails loudly.
  */
 import Dockerode from 'dockerode';
-import { BINDING_LABELS, LABELS, LOCK_LABELS } from '../../src/constants';
+import { BINDING_LABELS, BUILD_LOCK_LABELS, LABELS, LOCK_LABELS } from '../../src/constants';
 import { createDockerEngine, imageStore } from '../../src/engine/docker';
 import type { Engine } from '../../src/engine/types';
 import { recordEvents } from './events';
@@ -67,7 +67,10 @@ export function testEngine(): Engine {
 function ours(labels: Record<string, string> | null | undefined): boolean {
   if (!labels) return false;
   if (labels[TEST_LABEL] === TEST_RUN) return true;
-  const locked = labels[LOCK_LABELS.lock] ?? labels[LOCK_LABELS.claim] ?? labels[BINDING_LABELS.binding];
+  // an image berth built for an instance of this run (built images carry no instance label of their own)
+  const builtFor = labels[LABELS.buildInstance];
+  if (labels[LABELS.build] !== undefined && typeof builtFor === 'string' && builtFor.startsWith(`${TEST_RUN}-`)) return true;
+  const locked = labels[LOCK_LABELS.lock] ?? labels[LOCK_LABELS.claim] ?? labels[BINDING_LABELS.binding] ?? labels[BUILD_LOCK_LABELS.instance];
   if (typeof locked === 'string' && locked.startsWith(`${TEST_RUN}-`)) return true;
   const inst = labels[LABELS.instance];
   return labels[LABELS.managed] === 'true' && typeof inst === 'string' && inst.startsWith(`${TEST_RUN}-`);
@@ -114,6 +117,13 @@ export async function removeTestResources(): Promise<{ containers: number; netwo
         .catch(() => undefined),
     ),
   );
+  // images berth built for this run's instances, or a test built by hand (after the containers made of them)
+  const images = await builtImages();
+  for (const i of images)
+    await docker
+      .getImage(i.Id)
+      .remove({ force: true })
+      .catch(() => undefined);
   return { containers: containers.length, networks: networks.length, volumes: vols.length };
 }
 
@@ -127,7 +137,19 @@ export async function countTestResources(): Promise<number> {
   const v = ((await docker.listVolumes({ filters: filters(LABELS.managed) })).Volumes ?? []).filter((x) => ours(x.Labels));
   const v2 = (await docker.listVolumes({ filters: filters(`${TEST_LABEL}=${TEST_RUN}`) })).Volumes ?? [];
   const locks = (await lockVolumes()).filter((x) => ours(x.Labels));
-  return c.length + c2.length + n.length + n2.length + v.length + v2.length + locks.length;
+  return c.length + c2.length + n.length + n2.length + v.length + v2.length + locks.length + (await builtImages()).length;
+}
+
+/** Images labeled dev.berth.build (berth built them) of this test run: built for one of its instances, or carrying its test label. */
+export async function builtImages(): Promise<Dockerode.ImageInfo[]> {
+  return (await docker.listImages({ all: true, filters: JSON.stringify({ label: [LABELS.build] }) })).filter((i) => ours(i.Labels));
+}
+
+/** Removes the images berth built for an instance (what a test built). */
+export async function removeBuilt(sb: { instance: string }): Promise<number> {
+  const images = await docker.listImages({ filters: JSON.stringify({ label: [`${LABELS.buildInstance}=${sb.instance}`] }) });
+  for (const i of images) await docker.getImage(i.Id).remove({ force: true });
+  return images.length;
 }
 
 /**
@@ -145,5 +167,7 @@ async function lockVolumes(): Promise<Dockerode.VolumeInspectInfo[]> {
   return [
     ...((await docker.listVolumes({ filters: filters(LOCK_LABELS.lock) })).Volumes ?? []),
     ...((await docker.listVolumes({ filters: filters(LOCK_LABELS.claim) })).Volumes ?? []),
+    // a build's lock (src/build/lock.ts), by the instance whose berth holds it
+    ...((await docker.listVolumes({ filters: filters(BUILD_LOCK_LABELS.lock) })).Volumes ?? []),
   ];
 }

@@ -16,6 +16,11 @@
  *   as attributes (die adds `exitCode`); network and volume events carry `name` (the engine
  *   puts no labels on them).
  * - The lists can be made to lag the exits (`lagLists`), as dockerd's do; inspect never lags.
+ * - Builds (`builds.build`): the context's Dockerfile read from the tar, each instruction a step
+ *   printed as the classic builder prints it (`Step N/M : ...`, a step per label last); a step
+ *   `RUN exit N` (N > 0) fails the build with the engine's words and code N, anything else passes;
+ *   a FROM image the fake does not hold fails as the engine's pull would. The image gets the tag
+ *   and the labels. `images.remove` of a tag untags it (the image goes when no tag names it).
  * - Failures: `fail(op, failure, when?)` makes the next matching call of `op` (the adapter's
  *   call names, `containers.create`) answer an HTTP status, throw a given error, time out as the
  *   adapter's deadline does, or hang until `releaseHangs()`.
@@ -29,7 +34,10 @@ import type { Header } from 'tar-stream';
 import { EngineUnreachableError, ImagePullError } from '../../src/engine/errors';
 import type { HostIsolation } from '../../src/engine/isolation';
 import { matchesLabels } from '../../src/engine/label-filter';
+import { BuildError } from '../../src/engine/types';
 import type {
+  BuildClient,
+  BuildOptions,
   ContainerClient,
   ContainerCreateSpec,
   ContainerDetails,
@@ -147,6 +155,7 @@ export class FakeEngine implements Engine {
   /** One engine, its storage not asked about (no data root berth reads), its runs here. */
   readonly local = null;
   readonly remote = null;
+  readonly builds: BuildClient;
   /** Every call made, in order, by its adapter name (`containers.create`). */
   readonly calls: { op: string; args: unknown[] }[] = [];
   readonly containers: ContainerClient;
@@ -187,6 +196,7 @@ export class FakeEngine implements Engine {
     this.volumes = this.volumeClient();
     this.images = this.imageClient();
     this.events = this.eventClient();
+    this.builds = this.buildClient();
   }
 
   // ---- test controls ----
@@ -818,6 +828,76 @@ export class FakeEngine implements Engine {
         const { tag, image } = JSON.parse(Buffer.concat(chunks).toString()) as { tag?: string; image: ImageSummary & { user: string; workingDir: string } };
         this.imgs.set(tag ?? `${UNNAMED}${image.id}`, image);
         this.emit('image', 'load', image.id, tag ? { name: tag } : {});
+      },
+      remove: async (ref) => {
+        await this.call('images.remove', [ref]);
+        const byId = [...this.imgs.entries()].filter(([, x]) => x.id === ref);
+        const i = this.imgs.get(ref) ?? byId[0]?.[1];
+        if (!i) return false;
+        if ([...this.byId.values()].some((c) => c.imageId === i.id))
+          throw httpError(409, `conflict: unable to remove repository reference "${ref}" - container is using its referenced image`);
+        if (!this.imgs.has(ref) && this.tagsOf(i.id).length > 1)
+          throw httpError(409, `conflict: unable to delete ${ref} (must be forced) - image is referenced in multiple repositories`);
+        for (const [k, x] of [...this.imgs.entries()])
+          if (k === ref || (x.id === i.id && (byId.length > 0 || this.tagsOf(i.id).length === 1))) this.imgs.delete(k);
+        this.emit('image', this.tagsOf(i.id).length ? 'untag' : 'delete', i.id, { name: ref, ...i.labels });
+        return true;
+      },
+    };
+  }
+
+  private buildClient(): BuildClient {
+    return {
+      builder: 'classic',
+      build: async (context, o: BuildOptions) => {
+        await this.call('builds.build', [o]);
+        const ex = (await import('tar-stream')).extract();
+        const files = new Map<string, string>();
+        const read = (async () => {
+          for await (const e of ex) {
+            const chunks: Buffer[] = [];
+            for await (const c of e) chunks.push(c as Buffer);
+            files.set(e.header.name.replace(/^\.\//, ''), Buffer.concat(chunks).toString('utf8'));
+          }
+        })();
+        const body: Buffer[] = [];
+        for await (const c of context) body.push(Buffer.isBuffer(c) ? c : Buffer.from(c));
+        ex.end(Buffer.concat(body));
+        await read;
+        if (o.signal?.aborted) throw o.signal.reason instanceof Error ? o.signal.reason : new Error('the build was stopped');
+        const text = files.get(o.dockerfile);
+        if (text === undefined) throw new BuildError(`Cannot locate specified Dockerfile: ${o.dockerfile}`);
+        const steps = text
+          .split('\n')
+          .map((l) => l.trim())
+          .filter((l) => l && !l.startsWith('#'));
+        const labelSteps = Object.entries(o.labels).map(([k, v]) => `LABEL ${k}=${v}`);
+        const total = steps.length + labelSteps.length;
+        const say = (stream: string) => o.onMessage?.({ stream });
+        for (const [i, step] of steps.entries()) {
+          say(`Step ${i + 1}/${total} : ${step}`);
+          say('\n');
+          const from = /^FROM\s+(\S+)/i.exec(step);
+          if (from && !this.imgs.has(from[1] as string) && from[1] !== 'scratch') {
+            const message = `pull access denied for ${from[1] as string}, repository does not exist or may require 'docker login'`;
+            o.onMessage?.({ errorDetail: { message }, error: message });
+            throw new BuildError(message);
+          }
+          const exit = /^RUN\s+exit\s+(\d+)/i.exec(step);
+          if (exit && Number(exit[1]) > 0) {
+            const message = `The command '/bin/sh -c exit ${exit[1] as string}' returned a non-zero code: ${exit[1] as string}`;
+            o.onMessage?.({ errorDetail: { code: Number(exit[1]), message }, error: message });
+            throw new BuildError(message, Number(exit[1]));
+          }
+        }
+        for (const [i, l] of labelSteps.entries()) say(`Step ${steps.length + i + 1}/${total} : ${l}`);
+        const id = `sha256:${newId()}`;
+        this.keepUnnamed(o.tag);
+        this.imgs.set(o.tag, { id, tags: [o.tag], labels: { ...o.labels }, repoDigests: [], user: '', workingDir: '' });
+        o.onMessage?.({ aux: { ID: id } });
+        say(`Successfully built ${id.slice(7, 19)}\n`);
+        this.emit('image', 'tag', id, { name: o.tag, ...o.labels });
+        return { id };
       },
     };
   }

@@ -31,6 +31,7 @@ const FLOORS = [
   'attest',
   'observe',
   'plan',
+  'build',
   'execute',
   'report',
   'bundle',

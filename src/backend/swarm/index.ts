@@ -72,6 +72,8 @@ export function createSwarmBackend(o: SwarmBackendOptions = {}): Engine & { runs
     boot: () => Promise.resolve(undefined),
     local: null,
     remote: runs,
+    // images are built on the manager (the engine whose images the planner sees); a node gets one as a run there needs it
+    builds: manager.builds,
     runs,
     pool,
   };

@@ -1,8 +1,10 @@
 /** `berth describe NAME`: spec summary, status, grades, resources on the engine, attestation, history. */
 import path from 'node:path';
-import { EXEC, EXIT, LABELS, REASONS } from '../../constants';
+import { buildTag, EXEC, EXIT, LABELS, REASONS } from '../../constants';
 import { describeEngineError, isEngineDown } from '../../engine/errors';
 import { imageIndex } from '../../observe/images';
+import { buildLogPath, readBuildRecord } from '../../build/records';
+import type { NormalizedBuild } from '../../spec/types';
 import { instanceFilters } from '../../observe/snapshot';
 import { tagMoves, tagMoveText } from '../../observe/tag-moves';
 import { containerOwnership, imageLabels, recordedContainers } from '../../ownership';
@@ -56,6 +58,12 @@ export async function runDescribe(ctx: Context, name: string): Promise<number> {
         .join(', '),
     );
     kv('Image', s.image);
+    // images built from a Dockerfile: what was built from where, how its last build ended, with which builder
+    for (const [what, b] of [
+      ['Build', s.build],
+      ['Grade build', s.grade?.build],
+    ] as const)
+      if (b) kv(what, buildText(ctx.stateDir, b));
     kv(
       'Command',
       s.sandbox
@@ -288,4 +296,15 @@ export function diskLine(d: DiskLimit): string {
       ? 'enforced by the engine for the writable layer (StorageOpt size); results and volumes measured by berth at an interval'
       : 'measured by berth at an interval: writable layer, results and volumes together';
   return `${showBytes(d.bytes)} (${from}; ${how})`;
+}
+
+/** One build's line: its context and Dockerfile, its hash, how its last build ended (the record in `<state>/builds/`) and with which builder. */
+function buildText(stateDir: string, b: NormalizedBuild): string {
+  const rec = readBuildRecord(stateDir, b.hash);
+  const how = !rec
+    ? 'not built by berth yet'
+    : rec.state === 'built'
+      ? `built ${rec.at} by the engine's ${rec.builder} builder${rec.ms !== undefined ? ` in ${Math.round(rec.ms / 100) / 10} s` : ''}`
+      : `failed ${rec.at} (${rec.builder} builder)`;
+  return `${buildTag(b.hash)} from ${b.context} (${b.dockerfile}), build hash ${b.hash.slice(0, 16)}: ${how}; log ${buildLogPath(stateDir, b.hash)}`;
 }

@@ -4,12 +4,13 @@
  * as the records change (file events), until SIGINT or SIGTERM.
  */
 import { EXIT, SCHEMA_VERSIONS } from '../../constants';
+import { readRemovedImages } from '../../controller/image-gc';
 import { Waker } from '../../util/waker';
 import { StatusStore } from '../../status/store';
 import { watchFolder } from '../../util/watch-folder';
 import type { Context } from '../context';
 import { diag } from '../diag';
-import { allEvents, type AttemptEvent } from '../events';
+import { allEvents, imageRemovedEvents, withImageEvents, type AttemptEvent } from '../events';
 import { age, StickyTable, table } from './shared';
 
 export interface EventsOptions {
@@ -21,7 +22,9 @@ export interface EventsOptions {
 /** `names`: only these attempts' events (undefined: every attempt's). */
 async function load(ctx: Context, names?: ReadonlySet<string>): Promise<AttemptEvent[]> {
   const recs = await new StatusStore(ctx.stateDir, ctx.instance).loadAll();
-  return allEvents([...recs.values()].filter((r) => !names || names.has(r.name)));
+  const events = allEvents([...recs.values()].filter((r) => !names || names.has(r.name)));
+  // image GC's removals (controller/image-gc.ts) are the instance's events, not an attempt's
+  return names ? events : withImageEvents(events, imageRemovedEvents(readRemovedImages(ctx.stateDir, ctx.instance)));
 }
 
 function render(ctx: Context, events: AttemptEvent[], o: EventsOptions, headers: boolean, sticky?: StickyTable): void {
@@ -31,7 +34,7 @@ function render(ctx: Context, events: AttemptEvent[], o: EventsOptions, headers:
     return;
   }
   const now = Date.now();
-  const rows = events.map((e) => [age(e.at, now), e.type, e.reason, `attempt/${e.attempt}`, e.message]);
+  const rows = events.map((e) => [age(e.at, now), e.type, e.reason, e.object ?? `attempt/${e.attempt}`, e.message]);
   const all = headers ? [['LAST SEEN', 'TYPE', 'REASON', 'OBJECT', 'MESSAGE'], ...rows] : rows;
   // -w: later rows line up under the header printed first
   ctx.io.out(sticky ? sticky.render(all) : table(all));

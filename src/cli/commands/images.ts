@@ -8,7 +8,8 @@
  * out), --max-pulls at a time, with progress on stderr; exit 0 when every image is present, 1
  * otherwise. For CI warm-up: it needs no lock (it changes no attempt), credentials as reconcile.
  */
-import { DEFAULTS, EXIT, IMAGE_STATES, type ImageState } from '../../constants';
+import { DEFAULTS, EXIT, IMAGE_STATES, LABELS, type ImageState } from '../../constants';
+import { readRemovedImages } from '../../controller/image-gc';
 import type { ImageSummary } from '../../engine/types';
 import { imageIndex, resolveImage } from '../../observe/images';
 import type { ImagePullState } from '../../plan/pull-gate';
@@ -61,13 +62,22 @@ async function imageRows(ctx: Context, rows: readonly Row[]): Promise<ImageRow[]
   const list: ImageSummary[] = await engine.images.list([]);
   const index = imageIndex(list);
   const pulls = readPulls(ctx.stateDir, ctx.instance);
+  // what image GC removed last, by reference (controller/image-gc.ts)
+  const removed = new Map(readRemovedImages(ctx.stateDir, ctx.instance).map((r) => [r.ref, r]));
   const out: ImageRow[] = [];
   for (const [ref, n] of [...needed(rows)].sort(([a], [b]) => (a < b ? -1 : 1))) {
     const held = resolveImage(index, ref);
     const p: ImagePullState | undefined = pulls.get(ref);
-    const size = held ? list.find((i) => i.id === held.id)?.size : undefined;
     const state: ImageState = p?.pulling ? IMAGE_STATES.pulling : held ? IMAGE_STATES.present : p?.failed ? IMAGE_STATES.pullBackOff : IMAGE_STATES.missing;
-    const detail = p?.pulling ? bytesOf(p.pulling) : state === IMAGE_STATES.pullBackOff ? p?.failed?.latest : undefined;
+    const gone = removed.get(ref);
+    const detail = p?.pulling
+      ? bytesOf(p.pulling)
+      : state === IMAGE_STATES.pullBackOff
+        ? p?.failed?.latest
+        : state === IMAGE_STATES.missing && gone
+          ? `removed by image GC ${gone.at}`
+          : undefined;
+    const summary = held ? list.find((i) => i.id === held.id) : undefined;
     const digest = held?.repoDigests.find((d) => d.startsWith(`${ref.replace(/[:@][^/]*$/, '')}@`)) ?? held?.repoDigests[0];
     out.push({
       ref,
@@ -75,10 +85,13 @@ async function imageRows(ctx: Context, rows: readonly Row[]): Promise<ImageRow[]
       ...(detail ? { detail } : {}),
       ...(held ? { id: held.id } : {}),
       ...(digest ? { digest: digest.slice(digest.indexOf('@') + 1) } : {}),
-      ...(size !== undefined ? { size } : {}),
+      ...(summary?.size !== undefined ? { size: summary.size } : {}),
       attempts: n.attempts.size,
       ...(n.lastUsed ? { lastUsed: n.lastUsed } : {}),
-      broughtByBerth: p?.pulled !== undefined && held?.id === p.pulled.id,
+      // pulled by this instance (its pulls file), or built by it (the image says which instance built it)
+      broughtByBerth:
+        (p?.pulled !== undefined && held?.id === p.pulled.id) ||
+        (summary?.labels[LABELS.build] !== undefined && summary.labels[LABELS.buildInstance] === ctx.instance),
       policy: n.policy,
     });
   }
@@ -99,7 +112,7 @@ export async function runImages(ctx: Context, names: string[], o: { selector?: s
     return EXIT.ok;
   }
   const wide = o.output === 'wide';
-  const head = ['IMAGE', 'STATE', 'ID', 'SIZE', 'ATTEMPTS', ...(wide ? ['DIGEST', 'LAST USED', 'POLICY'] : []), 'BERTH PULLED'];
+  const head = ['IMAGE', 'STATE', 'ID', 'SIZE', 'ATTEMPTS', ...(wide ? ['DIGEST', 'LAST USED', 'POLICY'] : []), 'BY BERTH'];
   const body = images.map((i) => [
     i.ref,
     i.detail ? `${i.state} (${i.detail})` : i.state,

@@ -13,7 +13,7 @@
  */
 import { settled } from '../../plan/settled';
 import { EXIT, REASONS } from '../../constants';
-import { reconcilePassPulling, type PassConfig, type PassResult } from '../../controller/pass';
+import { reconcilePassBuilding, reconcilePassPulling, type PassConfig, type PassResult } from '../../controller/pass';
 import type * as ControllerMod from '../../controller/controller';
 import type { Plan } from '../../plan/types';
 import type { LoadedSpec, LoadResult } from '../../spec/types';
@@ -92,6 +92,12 @@ export interface ReconcileOptions extends GitFlags, ApiFlags {
   defaultDisk?: number;
   /** `--disk-interval` (ms). */
   diskInterval?: number;
+  /** `--max-builds`, `--build-timeout` (ms); image GC's `--image-gc-high`, `--image-gc-low`, `--image-gc-min-age` (ms). */
+  maxBuilds?: number;
+  buildTimeout?: number;
+  imageGcHigh?: number;
+  imageGcLow?: number;
+  imageGcMinAge?: number;
   /** Controller: how often it checks that it still holds the instance's locks (no flag; tests). */
   lockCheckSeconds?: number;
   /** Rebind an instance bound to another source to this one (instance-source.ts). */
@@ -293,7 +299,7 @@ async function onePass(
 ): Promise<Ended | number> {
   let res: PassResult;
   try {
-    res = await reconcilePassPulling(cfg, engine, store);
+    res = await reconcilePassBuilding(cfg, engine, store, reconcilePassPulling);
   } catch (err) {
     if (!isEngineDown(err)) throw err;
     diag(ctx, 'error', describeEngineError(err));

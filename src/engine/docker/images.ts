@@ -1,7 +1,7 @@
 /** ImageClient over dockerode. */
 import type Dockerode from 'dockerode';
 import type { Readable } from 'node:stream';
-import { boundedText, classifyPull, describeEngineError, EngineUnreachableError, ImagePullError, statusOf } from '../errors';
+import { boundedText, classifyPull, describeEngineError, EngineUnreachableError, ImagePullError, isNotFound, statusOf } from '../errors';
 import type { ImageClient, ImageSummary, PullOptions } from '../types';
 import { withProgress, type BoundedCalls } from './deadline';
 import { labelFilter } from './filters';
@@ -123,6 +123,17 @@ export class DockerImages implements ImageClient {
     });
     const i = await this.inspect(ref);
     return { id: i.id, ...(tally.digest ? { digest: tally.digest } : {}) };
+  }
+
+  /** DELETE /images/{ref} without force (untagged parents pruned): false when already gone. */
+  async remove(ref: string): Promise<boolean> {
+    try {
+      await this.calls.run('images.remove', () => this.docker.getImage(ref).remove({ force: false, noprune: false }));
+      return true;
+    } catch (err) {
+      if (isNotFound(err)) return false;
+      throw err;
+    }
   }
 }
 

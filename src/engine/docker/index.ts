@@ -14,6 +14,7 @@ import { EngineTooOldError, isNotFound } from '../errors';
 import { loadDockerode } from './load-dockerode';
 import type { Engine } from '../types';
 import { DEFAULT_SOCKET, envAddress, modemAddress } from './address';
+import { DockerBuilds } from './builds';
 import { DockerContainers } from './containers';
 import { BoundedCalls } from './deadline';
 import { DockerEvents } from './events';
@@ -240,6 +241,7 @@ export function createDockerEngine(docker?: Dockerode, o: DockerEngineOptions = 
       writableBytes: (id: string) => containers.writableBytes(id),
     },
     remote: null,
+    builds: new DockerBuilds(d, calls),
   };
   return engine;
 }

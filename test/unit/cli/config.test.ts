@@ -25,6 +25,7 @@ const NOT_IN_FILE = new Set([
   'tail',
   'sidecar',
   'grade',
+  'build',
   'for',
   'force',
   'keep-state',

@@ -31,6 +31,7 @@ function plain(f: FakeEngine): Engine {
     abandon: (reason) => f.abandon(reason),
     local: null,
     remote: null,
+    builds: f.builds,
   };
 }
 

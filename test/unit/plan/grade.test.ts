@@ -1,6 +1,7 @@
 /** The planner's grade decisions (plan/grade.ts through plan()): begin, finish, resume after a crash, deadline, regrade, leftovers. */
 import { expect } from 'chai';
-import { COMPONENTS, LABELS, graderName } from '../../../src/constants';
+import { buildTag, COMPONENTS, LABELS, REASONS, graderName } from '../../../src/constants';
+import type { ImageBuildState } from '../../../src/plan/build-gate';
 import { plan } from '../../../src/plan/planner';
 import { gradeHash } from '../../../src/spec/grade-hash';
 import type { NormalizedGrade } from '../../../src/spec/types';
@@ -156,5 +157,52 @@ describe('plan/grade', () => {
     );
     expect(never.actions.find((x) => x.attempt === 'a')?.kind).to.equal('grade');
     expect(never.pulls).to.equal(undefined);
+  });
+
+  it('grade.build: the grade waits for its grader’s image to be built (asked for in the plan); a failed build ends the grade GradeFailed; built, it begins', () => {
+    const H = '3'.repeat(64);
+    const b: NonNullable<NormalizedGrade['build']> = {
+      context: '/specs/g',
+      dockerfile: 'Dockerfile',
+      args: {},
+      target: null,
+      network: false,
+      hash: H,
+      from: ['berth/busybox:local'],
+    };
+    const g: NormalizedGrade = { ...G, image: buildTag(H), build: b };
+    const withBuilt = (label: string | undefined) => ({
+      ...snapshot({ containers: [main] }),
+      images: imageIndex(
+        label === undefined ? [] : [{ id: `sha256:${'f'.repeat(64)}`, tags: [buildTag(H)], labels: { [LABELS.build]: label }, repoDigests: [] }],
+      ),
+    });
+    const builds = (st?: ImageBuildState) => ({ states: new Map(st ? [[H, st]] : []), maxBuilds: 1 });
+    const waiting = plan(input({ specs: [loaded(g)], statuses: statuses(done()), snapshot: withBuilt(undefined), builds: builds() }));
+    expect(waiting.actions.find((x) => x.attempt === 'a')?.kind).to.equal('wait');
+    expect(waiting.builds?.map((r) => [r.tag, r.attempts])).to.deep.equal([[buildTag(H), ['a']]]);
+    // a tag without its hash's label is not the grader's image
+    expect(plan(input({ specs: [loaded(g)], statuses: statuses(done()), snapshot: withBuilt('other'), builds: builds() })).builds?.length).to.equal(1);
+    const failed = plan(
+      input({
+        specs: [loaded(g)],
+        statuses: statuses(done()),
+        snapshot: withBuilt(undefined),
+        builds: builds({ failed: { at: 1, message: 'step 2/3 failed' } }),
+      }),
+    );
+    const f = failed.actions.find((x) => x.attempt === 'a');
+    expect(f?.kind).to.equal('grade');
+    expect((f?.ops ?? []).map((o) => o.type)).to.deep.equal(['begin-grade', 'finish-grade']);
+    const fin = f?.ops[1];
+    if (fin?.type !== 'finish-grade') throw new Error('no finish-grade');
+    expect(fin.forced?.reason).to.equal(REASONS.gradeFailed);
+    expect(failed.builds).to.equal(undefined);
+    const ready = plan(input({ specs: [loaded(g)], statuses: statuses(done()), snapshot: withBuilt(H), builds: builds() }));
+    const r = ready.actions.find((x) => x.attempt === 'a');
+    expect(r?.kind).to.equal('grade');
+    const begin = r?.ops[0];
+    if (begin?.type !== 'begin-grade') throw new Error('no begin-grade');
+    expect(begin.grader.container.create.image).to.equal(buildTag(H));
   });
 });

@@ -25,7 +25,7 @@ describe('spec/schema errors', () => {
   it('lists the known fields when nothing is close', async () => {
     const [e] = await errorsOf(doc('x', '  zzz: 1\n'));
     expect(e?.message).to.equal(
-      'unknown field "zzz"; known fields: image, imagePullPolicy, command, workingDir, env, secrets, fixture, results, network, volumes, resources, deadlineSeconds, retries, user, workspace, harvest, sandbox, readOnlyRootFilesystem, ttlSecondsAfterFinished, sidecars, grade',
+      'unknown field "zzz"; known fields: image, imagePullPolicy, build, command, workingDir, env, secrets, fixture, results, network, volumes, resources, deadlineSeconds, retries, user, workspace, harvest, sandbox, readOnlyRootFilesystem, ttlSecondsAfterFinished, sidecars, grade',
     );
   });
 

@@ -39,6 +39,7 @@ function engineOf(f: FakeEngine): Engine {
     abandon: (reason) => f.abandon(reason),
     local: null,
     remote: null,
+    builds: null,
   };
 }
 

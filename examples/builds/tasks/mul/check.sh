@@ -1,0 +1,2 @@
+#!/bin/sh
+[ $((2 * 3)) -eq 6 ] && echo "mul: ok"
