@@ -8,10 +8,9 @@
  * Queue semantics (client-go): a key is never worked on twice at once; a key added while it is
  * worked on is worked on again after; failures back off per key (and globally rate-limited).
  *
- * The engine's state is kept as an informer keeps it (informer.ts): full lists at start, on
- * every resync and after the event stream reconnects; in between, a batch lists only its keys
- * and merges them into the kept snapshot. Requests of `rerun`, `delete` and `regrade` are carried
- * out by carrier.ts; a batch observes and plans as a pass does (pass.ts observeAndPlan).
+ * Beside the loop: the engine's state kept as an informer keeps it (informer.ts), the requests
+ * of `rerun`, `delete` and `regrade` (carrier.ts), pulls, builds and image GC (image-work.ts); a
+ * batch observes and plans as a pass does (pass.ts observeAndPlan).
  *
  * Nothing here waits on the event stream: the resync timer and the work loop only need engine
  * calls, and every engine call has a deadline, so a batch whose engine does not answer fails
@@ -26,9 +25,8 @@
  * Actions run in the background, in the two lanes the planner assigns (plan/lanes.ts). Ending a
  * run (a deadline's stop, an exit's harvest, a TTL's removal) has a lane of its own, as wide as
  * --max-running: it never waits behind slow starts, and no attempt's stop (which may wait its
- * whole grace) holds back another's deadline. Everything else (starts, replacements,
- * attestations, removals) is bounded by --workers. An attempt whose batch found its action still under way is looked at again when
- * that action ends (what the action did, a start say, is news the batch could not plan from).
+ * whole grace) holds back another's deadline. Everything else is bounded by --workers. An
+ * attempt whose batch found its action still under way is looked at again when that action ends.
  */
 import { activity, planActivity } from './activity';
 import { EXIT } from '../constants';
@@ -50,16 +48,13 @@ import { EngineHealth } from './engine-health';
 import { SnapshotCache } from './informer';
 import type { ControllerOptions } from './options';
 import { clearFailure, noteFailure } from './last-error';
+import { ImageWork } from './image-work';
+import { outcome, type KeyOutcome } from './key-outcome';
 import { executorFor, observeAndPlan, upgradePins } from './pass';
 import { WorkQueue } from './queue';
 import { Reservations } from './reservations';
 import { ALL, Sources } from './sources';
-import { controllerBuilder } from './build-hook';
-import type { Builder } from './builder';
 import type { SpecErrorLog } from './spec-errors';
-import { controllerPuller } from './pull-hook';
-import type { Puller } from './puller';
-import { ImageCollector } from './image-gc-hook';
 
 export { ALL } from './sources';
 export { TARGETED_MAX } from './informer';
@@ -99,12 +94,8 @@ export class Controller {
   private readonly cache: SnapshotCache;
   /** Requests of `rerun`, `delete`, `regrade` carried out (carrier.ts). */
   private readonly carrier: RequestCarrier;
-  /** Runs the pulls the plans ask for (puller.ts); none when the backend cannot pull. */
-  readonly puller: Puller | undefined;
-  /** Runs the builds the plans ask for (builder.ts); none when the backend cannot build. */
-  readonly builder: Builder | undefined;
-  /** Image GC after full passes (image-gc-hook.ts); none without --image-gc flags' config or a backend that lists images. */
-  readonly imageGc: ImageCollector | undefined;
+  /** Pulls, builds and image GC (image-work.ts). */
+  readonly images: ImageWork;
   /** A full pass succeeded (readiness). */
   synced = false;
   /** Why new runs wait for disk space, as the last batch read the disks (readiness, metrics); undefined: none. */
@@ -141,18 +132,7 @@ export class Controller {
       queue: (n) => this.queue.add(n),
       stopping: () => this.stopping,
     });
-    // ---- pulls (puller.ts): an attempt whose image's pull ended is looked at again, and so are those waiting their turn ----
-    this.puller = controllerPuller(o, this.engine, this.clock, (names) => {
-      for (const n of names) this.queue.add(n);
-      for (const w of this.waitingForSlot) this.queue.add(w);
-    });
-    // ---- end pulls ----
-    // ---- builds (builder.ts): an attempt whose image's build ended is looked at again ----
-    this.builder = controllerBuilder(o, this.engine, this.clock, (names) => {
-      for (const n of names) this.queue.add(n);
-    });
-    // ---- end builds ----
-    this.imageGc = ImageCollector.for(o, this.engine, this.clock); // image GC (image-gc-hook.ts)
+    this.images = new ImageWork(o, this.engine, this.clock, this.queue, this.waitingForSlot);
     this.sources = new Sources({
       ...o,
       engine: this.engine,
@@ -258,11 +238,9 @@ export class Controller {
       });
       const { statuses, snapshot, plan: p } = o;
       load = o.load;
-      this.puller?.want(p.pulls ?? []); // pulls (puller.ts)
       await upgradePins(this.o.store, load);
       for (const line of planActivity(p)) log.info(line);
-      this.builder?.want(p.builds ?? []); // builds (builder.ts)
-      if (all) this.imageGc?.after(load.specs, statuses); // image GC (image-gc-hook.ts)
+      this.images.planned(p, all, load.specs, statuses); // pulls, builds, image GC (image-work.ts)
       this.notePressure(o.disk);
       if (this.o.outcomes) void this.o.outcomes.check(statuses.values(), load).catch((err: unknown) => log.warn(`revision outcome: ${String(err)}`));
       if (load.revision !== undefined)
@@ -443,9 +421,7 @@ export class Controller {
     const requestsClosed = this.sources.closeRequests();
     this.halt.abort(new Error('the controller is stopping'));
     this.cache.close();
-    await this.puller?.close();
-    await this.builder?.close();
-    await this.imageGc?.close();
+    await this.images.close();
     await this.sources.close();
     this.queue.shutDown();
     const settled = (async () => {
@@ -467,12 +443,4 @@ export class Controller {
     }
     return EXIT.ok;
   }
-}
-
-/** How work on a key ended, for the retry switch (Controller.endWork). */
-type KeyOutcome = { type: 'done' } | { type: 'requeue-after'; ms: number } | { type: 'error' } | { type: 'in-flight' };
-
-function outcome(a: AttemptAction, res: ActionResult | undefined): KeyOutcome {
-  if (res && !res.ok) return { type: 'error' };
-  return a.requeueAfterMs !== undefined ? { type: 'requeue-after', ms: a.requeueAfterMs } : { type: 'done' };
 }

@@ -372,7 +372,7 @@ async function untilFinal(
       if (due) diag(ctx, 'info', `[${secs}s] ${line}`, { progress: true, elapsedSeconds: secs });
     } else if (ctx.io.isTTY) {
       const left = estimateLeft(state, elapsed, lastDoneAt);
-      const pulling = controller.puller ? pullsUnderWay(controller.puller.view()) : '';
+      const pulling = controller.images.puller ? pullsUnderWay(controller.images.puller.view()) : '';
       live.show(`[${secs}s] ${progressText(state, colour)}${pulling ? ` · ${pulling}` : ''}${left ? ` · ${left}` : ''}`);
     } else if (due) ctx.io.err(`[${secs}s] ${line}\n`);
     if (due) lastWritten = elapsed;
