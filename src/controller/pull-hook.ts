@@ -6,7 +6,7 @@
 import type { Engine } from '../engine/types';
 import { RegistryCredentials } from '../registry/credentials';
 import type { Clock } from '../util/clock';
-import type { ControllerOptions } from './controller';
+import type { ControllerOptions } from './options';
 import { Puller, pullsFile } from './puller';
 
 export function controllerPuller(o: ControllerOptions, engine: Engine, clock: Clock, onSettled: (names: string[]) => void): Puller | undefined {
