@@ -182,6 +182,32 @@ function ownsFolder(rec: AttemptStatus | undefined, d: DesiredAttempt): boolean 
   return rec !== undefined && rec.run === d.run && rec.specHash === d.hash && rec.resultsDir === d.resultsDir;
 }
 
+/**
+ * A new run that cannot start, settled (kind `block`): Blocked with `reason` and `message`,
+ * recorded once (nothing to do when the record says so already for this run and spec).
+ */
+function blockedRun(
+  base: { attempt: string; status?: AttemptStatus },
+  d: DesiredAttempt,
+  pre: Operation[],
+  counters: RunCounters,
+  why: string,
+  reason: typeof REASONS.imageMissing | typeof REASONS.buildFailed,
+  what: string,
+  message: string,
+): AttemptAction {
+  const rec = base.status;
+  const already =
+    rec?.phase === 'Blocked' && rec.reason === reason && rec.message === message && rec.run === d.run && rec.specHash === d.hash && pre.length === 0;
+  return {
+    ...base,
+    kind: 'block',
+    summary: `${why}: run ${d.run} blocked: ${message}`,
+    desired: d,
+    ops: already ? [] : [...pre, recordOp(d.name, what, { phase: 'Blocked', reason, message, run: d.run, specHash: d.hash }, counters)],
+  };
+}
+
 /** A new run: provisioned now if a slot is free, else it waits in Pending. */
 export function startRun(
   ctx: PlanCtx,
@@ -218,24 +244,7 @@ export function startRun(
   const preflight = imagePreflight(ctx, d);
   if (preflight.missing.length) {
     for (const m of preflight.missing) ctx.missing.set(m.image, [...(ctx.missing.get(m.image) ?? []), d.name]);
-    const message = preflight.missing.map((m) => m.message).join('; ');
-    const rec = base.status;
-    const already =
-      rec?.phase === 'Blocked' &&
-      rec.reason === REASONS.imageMissing &&
-      rec.message === message &&
-      rec.run === d.run &&
-      rec.specHash === d.hash &&
-      pre.length === 0;
-    return {
-      ...base,
-      kind: 'block',
-      summary: `${why}: run ${d.run} blocked: ${message}`,
-      desired: d,
-      ops: already
-        ? []
-        : [...pre, recordOp(d.name, 'image missing', { phase: 'Blocked', reason: REASONS.imageMissing, message, run: d.run, specHash: d.hash }, counters)],
-    };
+    return blockedRun(base, d, pre, counters, why, REASONS.imageMissing, 'image missing', preflight.missing.map((m) => m.message).join('; '));
   }
   // ---- builds (plan/build-gate.ts): images built from a Dockerfile before the run ----
   const builds = buildsOf(ctx, d, base.status);
@@ -243,23 +252,7 @@ export function startRun(
   if (failedBuild) {
     // tried again only when the build hash changes (a new spec hash) or on berth rerun: no wait, settled
     const message = failedBuild.verdict.type === 'failed' ? failedBuild.verdict.message : '';
-    const rec = base.status;
-    const already =
-      rec?.phase === 'Blocked' &&
-      rec.reason === REASONS.buildFailed &&
-      rec.message === message &&
-      rec.run === d.run &&
-      rec.specHash === d.hash &&
-      pre.length === 0;
-    return {
-      ...base,
-      kind: 'block',
-      summary: `${why}: run ${d.run} blocked: ${message}`,
-      desired: d,
-      ops: already
-        ? []
-        : [...pre, recordOp(d.name, 'build failed', { phase: 'Blocked', reason: REASONS.buildFailed, message, run: d.run, specHash: d.hash }, counters)],
-    };
+    return blockedRun(base, d, pre, counters, why, REASONS.buildFailed, 'build failed', message);
   }
   // ---- end builds (failed) ----
   if (ctx.pressure) {
