@@ -81,6 +81,13 @@ const EXAMPLES: Record<string, string[]> = {
   ],
   images: ['berth images', 'berth images set/swe-lite -o wide', 'berth images -o json   # each image: present, missing, pulling or in back-off, and why'],
   pull: ['berth pull --all   # every image the specs need, before the run (CI warm-up)', 'berth pull set/swe-lite', 'berth pull -l suite=demo --max-pulls 2'],
+  exec: [
+    'berth exec swe-task-42-try-1 -- ls -la   # recorded: the run is marked touched',
+    'berth exec swe-task-42-try-1 -w /work --timeout 5m -- pytest -x',
+    'berth exec -it swe-task-42-try-1 -- sh',
+  ],
+  cp: ['berth cp swe-task-42-try-1:/work/out.log ./out.log', 'berth cp ./patch.diff swe-task-42-try-1:/work/', 'tar -c data | berth cp - sandbox-1:/work'],
+  release: ['berth release sandbox-1   # its run ends Succeeded, then harvest, export and grade', 'berth release sandbox-1 --exit-code 1'],
   clean: ['berth clean', 'berth clean --keep-state'],
   unlock: ['berth unlock', 'berth unlock --force'],
   version: ['berth version'],

@@ -45,7 +45,7 @@ describe('cli rerun and delete (real engine)', function () {
     await sb.write('slow.yaml', sb.attempt('slow', 'sleep 30'));
     expect((await sb.cli('reconcile', '--once')).code).to.equal(0);
     const busy = await sb.cli('rerun', 'slow');
-    expect([busy.code, busy.stderr]).to.deep.equal([1, 'berth: slow: it is Running, not finished: only a finished attempt is re-run\n']);
+    expect([busy.code, busy.stderr]).to.deep.equal([1, 'berth: slow: it is Running, not finished: only a finished attempt (or a failed build) is re-run\n']);
     expect((await sb.cli('rerun')).code).to.equal(2);
     expect((await sb.cli('rerun', 'nope')).code).to.equal(1);
   });
