@@ -543,6 +543,8 @@ export const DEFAULTS = {
    * engine read; a stream (events, logs -f) counts until the engine answers.
    */
   engineTimeoutMs: 30_000,
+  /** How long reconcile's host check waits for the engine's /info (its isolation): past it, it warns and goes on (cli/commands/host-check.ts). */
+  hostCheckTimeoutMs: 10_000,
   /** spec.imagePullPolicy (and the grader's, the sidecars'). */
   imagePullPolicy: 'IfNotPresent' as 'IfNotPresent' | 'Always' | 'Never',
   /** `--max-pulls`: pulls under way at once. */

@@ -104,7 +104,7 @@ describe('the compatibility matrix (private engines of newer Debian suites)', fu
         expect(v.Version).to.match(new RegExp(`^${e.expect.version.replace('.', '\\.')}\\.`));
         const r = await berth(pe, dir, ['version', '-o', 'json']);
         expect(r.code, r.stderr).to.equal(0);
-        const engine = (JSON.parse(r.stdout) as { engine: Record<string, string> }).engine;
+        const { isolation, ...engine } = (JSON.parse(r.stdout) as { engine: Record<string, unknown> & { isolation?: Record<string, unknown> } }).engine;
         const talks = Number(v.ApiVersion.split('.')[1]) > Number(ENGINE_API.newest.split('.')[1]) ? ENGINE_API.newest : v.ApiVersion;
         expect(engine).to.deep.equal({
           version: v.Version,
@@ -113,6 +113,8 @@ describe('the compatibility matrix (private engines of newer Debian suites)', fu
           imageStore: e.containerdStore ? 'containerd' : 'classic',
           driver: e.containerdStore ? 'overlayfs' : 'overlay2',
         });
+        // the isolation it gives every container, as its /info says (the storage driver its own)
+        expect(isolation).to.deep.include({ storageDriver: e.containerdStore ? 'overlayfs' : 'overlay2', defaultRuntime: 'runc', rootless: false });
         const text = await berth(pe, dir, ['version']);
         expect(text.stdout).to.include(`engine ${v.Version} (API ${v.ApiVersion})`);
         expect(text.stdout).to.include(e.containerdStore ? 'containerd image store (overlayfs)' : 'classic image store (overlay2)');

@@ -193,7 +193,8 @@ describe('a sick engine: every command is bounded, with one clear message', func
       const c = controller(sick, ['--engine-timeout', '5m']);
       try {
         const t0 = Date.now();
-        while (!sick.unansweredPaths.some((p) => p.endsWith('/volumes/create')) && Date.now() - t0 < 10_000) await new Promise((r) => setTimeout(r, 50));
+        // (the host check first: its boot and /info calls go unanswered for 10 s each, then it warns and goes on)
+        while (!sick.unansweredPaths.some((p) => p.endsWith('/volumes/create')) && Date.now() - t0 < 40_000) await new Promise((r) => setTimeout(r, 50));
         expect(sick.unansweredPaths.join(' '), c.stderr()).to.match(/\/volumes\/create/);
         const stopped = await c.stop(STOP_GUARD_MS);
         expect(stopped.code, c.stderr()).to.equal(0);

@@ -12,6 +12,7 @@
  */
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { DEFAULTS } from '../../constants';
 import { describeEngineError } from '../../engine/errors';
 import type { HostIsolation } from '../../engine/isolation';
 import type { Engine } from '../../engine/types';
@@ -54,7 +55,9 @@ async function isolationOnce(stateDir: string, engine: Engine): Promise<HostIsol
       /* none kept, or not readable: asked */
     }
   }
-  const isolation = await engine.isolation();
+  // bounded on its own: an engine that does not answer holds no start for --engine-timeout here (the
+  // call left in flight is given up as every other on stop); the caller warns and goes on
+  const isolation = await within(engine.isolation(), DEFAULTS.hostCheckTimeoutMs);
   if (key !== undefined) {
     try {
       mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
@@ -66,4 +69,14 @@ async function isolationOnce(stateDir: string, engine: Engine): Promise<HostIsol
     }
   }
   return isolation;
+}
+
+/** `p`, or a rejection once `ms` have passed without its answer. */
+function within<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the engine did not say within ${ms / 1000} s`)), ms);
+    timer.unref();
+  });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
