@@ -212,7 +212,11 @@ describe('a running controller and the commands beside it (real engine, built CL
 
       // a running attempt is refused, as without a controller
       const busy = await shell(sb, 'berth rerun slow');
-      expect([busy.code, busy.stdout, busy.stderr]).to.deep.equal([1, '', 'berth: slow: it is Running, not finished: only a finished attempt (or a failed build) is re-run\n']);
+      expect([busy.code, busy.stdout, busy.stderr]).to.deep.equal([
+        1,
+        '',
+        'berth: slow: it is Running, not finished: only a finished attempt (or a failed build) is re-run\n',
+      ]);
 
       const d = await shell(sb, 'berth delete slow');
       expect(d.code, d.stderr).to.equal(0);
