@@ -43,7 +43,7 @@ describe('engine restart under a running controller (private engine)', function 
       await sb.write('a.yaml', sb.attempt('a', 'sleep 300'));
       await waitFor('a Running', phase('a', 'Running'), { dirs: [attempts] });
 
-      await pe.stop(); // the engine goes away: its containers stop with it (exit 143)
+      await pe.stop(); // the engine goes away: its containers stop with it (exit 143, or 137 past the stop's timeout)
       await sb.write('b.yaml', sb.attempt('b', 'sleep 300')); // a spec dropped while the engine is down
       await pe.start();
 
@@ -56,7 +56,10 @@ describe('engine restart under a running controller (private engine)', function 
         },
         { dirs: [attempts], timeoutMs: 30_000 },
       );
-      expect(a.history.map((h) => [h.run, h.phase, h.reason, h.exitCode])).to.deep.equal([[1, 'Failed', 'EngineRestarted', 143]]);
+      // 143 when the engine's stop ended it by its stop signal; 137 when the stop's timeout ran out
+      // first and the engine killed it (seen at load 11 on 2 cores): both the engine's doing
+      expect(a.history.map((h) => [h.run, h.phase, h.reason])).to.deep.equal([[1, 'Failed', 'EngineRestarted']]);
+      expect(a.history[0]?.exitCode).to.be.oneOf([143, 137]);
       expect(a.retriesUsed).to.equal(0);
       expect(a.infraRetriesUsed).to.equal(1);
       await waitFor('b Running after the restart', phase('b', 'Running'), { dirs: [attempts], timeoutMs: 30_000 });
