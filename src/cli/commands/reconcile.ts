@@ -48,6 +48,7 @@ import type * as ControllerCmd from './controller';
 import { formatDuration } from '../../util/duration';
 import type { ApiFlags } from './api';
 import type * as ApiCmd from './api';
+import { coalesced } from '../../util/coalesce';
 
 /** The git modules load only with --git. */
 const short = (rev: string): string => (require('../../git/source') as typeof GitSourceMod).short(rev);
@@ -345,8 +346,6 @@ async function untilFinal(
   let first = true;
   let firstDone: Promise<void> = Promise.resolve();
   const { promise: ended, resolve: end, reject: fail } = Promise.withResolvers<Ended | number>();
-  let checking = false;
-  let again = false;
   const colour = useColour(ctx.io.isTTY, ctx.env);
   const heartbeat = o.progressHeartbeatMs ?? PROGRESS_HEARTBEAT_MS;
   /** The last state shown, when it was written, and when the count of settled attempts last changed (the estimate's pace). */
@@ -386,33 +385,21 @@ async function untilFinal(
   );
   ticker.unref();
   // Whether every attempt is final, looked at whenever the controller may have become idle.
-  const check = async (): Promise<void> => {
-    if (checking) {
-      again = true;
-      return;
+  const check = coalesced(async () => {
+    const load = controller.latestLoad();
+    if (!load) return;
+    const statuses = await store.loadAll();
+    progress(progressState(load, statuses, (sp) => controller.pending(sp.spec.name), cfg.policy.infraRetries));
+    if (!controller.idle()) return;
+    // Settled (plan/settled.ts: a run whose harvest failed too, which the exit code reports), and nothing pending in the controller.
+    const unfinished = load.specs.filter((sp) => !settledSpec(sp, statuses) || controller.pending(sp.spec.name));
+    if (unfinished.length === 0 && controller.idle()) {
+      await firstDone;
+      // the revision's outcome (written once, kept across runs) before the exit drains its POSTs
+      if (outcomes) await outcomes.check(statuses.values(), load).catch((err: unknown) => cfg.log.warn(`revision outcome: ${String(err)}`));
+      end({ load, opFailures: 0 });
     }
-    checking = true;
-    try {
-      do {
-        again = false;
-        const load = controller.latestLoad();
-        if (!load) continue;
-        const statuses = await store.loadAll();
-        progress(progressState(load, statuses, (sp) => controller.pending(sp.spec.name), cfg.policy.infraRetries));
-        if (!controller.idle()) continue;
-        // Settled (plan/settled.ts: a run whose harvest failed too, which the exit code reports), and nothing pending in the controller.
-        const unfinished = load.specs.filter((sp) => !settledSpec(sp, statuses) || controller.pending(sp.spec.name));
-        if (unfinished.length === 0 && controller.idle()) {
-          await firstDone;
-          // the revision's outcome (written once, kept across runs) before the exit drains its POSTs
-          if (outcomes) await outcomes.check(statuses.values(), load).catch((err: unknown) => cfg.log.warn(`revision outcome: ${String(err)}`));
-          end({ load, opFailures: 0 });
-        }
-      } while (again);
-    } finally {
-      checking = false;
-    }
-  };
+  });
   const controller = new Controller({
     cfg,
     engine,

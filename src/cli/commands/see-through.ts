@@ -22,6 +22,7 @@ import { loadSpecs } from '../../spec/loader';
 import type { LoadedSpec } from '../../spec/types';
 import { reconcilerOf } from '../../status/reconciler';
 import { StatusStore } from '../../status/store';
+import { coalesced } from '../../util/coalesce';
 import { Waker } from '../../util/waker';
 import { watchFolder } from '../../util/watch-folder';
 import { specsOptions, type Context } from '../context';
@@ -33,28 +34,14 @@ export async function seeThroughHere(ctx: Context, cfg: PassConfig, engine: Engi
   const { Controller } = require('../../controller/controller') as typeof ControllerMod;
   const only = new Set(names);
   const { promise: ended, resolve: end, reject: fail } = Promise.withResolvers<number>();
-  let checking = false;
-  let again = false;
-  const check = async (): Promise<void> => {
-    if (checking) {
-      again = true;
-      return;
-    }
-    checking = true;
-    try {
-      do {
-        again = false;
-        const load = controller.latestLoad();
-        if (!load || !controller.idle()) continue;
-        const statuses = await store.loadAll();
-        const specs = new Map(load.specs.map((s) => [s.spec.name, s]));
-        const left = names.filter((n) => controller.pending(n) || !settled(watched(n, specs.get(n), statuses.get(n), cfg.policy.infraRetries)));
-        if (left.length === 0 && controller.idle()) end(EXIT.ok);
-      } while (again);
-    } finally {
-      checking = false;
-    }
-  };
+  const check = coalesced(async () => {
+    const load = controller.latestLoad();
+    if (!load || !controller.idle()) return;
+    const statuses = await store.loadAll();
+    const specs = new Map(load.specs.map((s) => [s.spec.name, s]));
+    const left = names.filter((n) => controller.pending(n) || !settled(watched(n, specs.get(n), statuses.get(n), cfg.policy.infraRetries)));
+    if (left.length === 0 && controller.idle()) end(EXIT.ok);
+  });
   const controller = new Controller({
     cfg,
     engine,
