@@ -243,7 +243,12 @@ export function startRun(
   }
   const preflight = imagePreflight(ctx, d);
   if (preflight.missing.length) {
-    for (const m of preflight.missing) ctx.missing.set(m.image, [...(ctx.missing.get(m.image) ?? []), d.name]);
+    // pushed, not copied: a set of 100,000 children may all miss one image
+    for (const m of preflight.missing) {
+      const names = ctx.missing.get(m.image);
+      if (names) names.push(d.name);
+      else ctx.missing.set(m.image, [d.name]);
+    }
     return blockedRun(base, d, pre, counters, why, REASONS.imageMissing, 'image missing', preflight.missing.map((m) => m.message).join('; '));
   }
   // ---- builds (plan/build-gate.ts): images built from a Dockerfile before the run ----
