@@ -5,6 +5,10 @@
  * event (and the flag) follow, hundreds of milliseconds later under load. A run that ended by
  * SIGKILL with no OOM flag is therefore looked at once more, in the engine's own event log: an
  * `oom` event of the container from its start until a short while after its end makes it OOM-killed.
+ * The engine keeps only its last 256 events, so the engine client answers from what the
+ * controller's own stream saw go by first (engine/docker/events.ts). An OOM kill in the instants
+ * of a container's start, before containerd watches its cgroup, is reported by neither (engine
+ * 20.10, cgroup v2): such a run ends Error with exit 137.
  */
 import { DEFAULTS } from '../constants';
 import { engineTime } from '../engine/time';

@@ -33,11 +33,30 @@ export function parseEvent(line: string): EngineEvent | undefined {
   };
 }
 
+/**
+ * How many container events a client remembers from the streams it follows. The engine keeps only
+ * its last 256 events for a later query (`since`), and an OOM kill alone sends about a hundred
+ * `oom` events: under a few OOM kills at once, an event a run's end looks for (execute/late-oom.ts)
+ * has left the engine's log before the look, although the controller's own stream saw it go by.
+ */
+const REMEMBERED_EVENTS = 4_096;
+
 export class DockerEvents implements EventClient {
+  /** The last container event of each id and action seen on any stream of this client, oldest first. */
+  private readonly seen = new Map<string, EngineEvent>();
+
   constructor(
     private readonly docker: Dockerode,
     private readonly calls: BoundedCalls,
   ) {}
+
+  private remember(ev: EngineEvent): void {
+    if (ev.type !== 'container' || !ev.id) return;
+    const key = `${ev.id} ${ev.action}`;
+    this.seen.delete(key); // re-inserted: the newest last
+    this.seen.set(key, ev);
+    if (this.seen.size > REMEMBERED_EVENTS) this.seen.delete(this.seen.keys().next().value as string);
+  }
 
   /** Bounded until the engine answers; `opts.signal` ends the stream. */
   stream(labelFilters: string[], opts: { since?: number; signal?: AbortSignal }): Promise<AsyncIterable<EngineEvent>> {
@@ -51,6 +70,12 @@ export class DockerEvents implements EventClient {
 
   /** One bounded query of the engine's event log (`until` makes the engine end the stream then). */
   async first(id: string, actions: string[], opts: { since: number; until: number; signal?: AbortSignal }): Promise<EngineEvent | undefined> {
+    // one a followed stream already saw (it may have left the engine's log since): no query
+    for (const action of actions) {
+      const ev = this.seen.get(`${id} ${action}`);
+      const s = ev ? Number(ev.timeNano) / 1e9 : NaN;
+      if (ev && s >= Math.floor(opts.since) && s <= opts.until) return ev;
+    }
     const stop = new AbortController();
     const signal = opts.signal ? AbortSignal.any([opts.signal, stop.signal]) : stop.signal;
     const events = await this.filtered({ type: ['container'], container: [id], event: actions }, { since: opts.since, until: opts.until, signal });
@@ -77,11 +102,14 @@ export class DockerEvents implements EventClient {
     // The iterator is made now: readline drops the lines it reads before one exists, and the
     // engine sends the events since `since` (and any new one) before the caller's first next().
     const lines = createInterface({ input: raw, crlfDelay: Infinity })[Symbol.asyncIterator]();
+    const remember = (ev: EngineEvent): void => this.remember(ev);
     return (async function* () {
       try {
         for await (const line of { [Symbol.asyncIterator]: () => lines }) {
           const ev = parseEvent(line);
-          if (ev) yield ev;
+          if (!ev) continue;
+          remember(ev);
+          yield ev;
         }
       } finally {
         raw.destroy();
