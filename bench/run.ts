@@ -30,11 +30,14 @@
  *   BENCH_FIXTURE_MB   the large-fixture tree's size in MiB (default 150)
  *   BENCH_FIXTURE_ATTEMPTS containers it is copied into, 4 at a time (default 20)
  *   BENCH_IMAGES_ROUNDS rounds of the images workload (default 3): 12 attempts over 6 images from a registry of its own
+ *   BENCH_BUILD_ROUNDS, BENCH_BUILD_ATTEMPTS, BENCH_BUILD_CONTEXTS  the build workload: rounds (default 3) of an AttemptSet of
+ *                      ATTEMPTS (300) over CONTEXTS (20) task folders with a Dockerfile each, against docker build + docker run
+ *   BENCH_BUILD_NOOP_ATTEMPTS, BENCH_BUILD_NOOP_SAMPLES  its no-op pass: attempts (300) over contexts vs over fixtures, samples each (5)
  *   BENCH_STARTUP_RUNS runs of each contender of the start-up workload (default 15)
  *   BENCH_HUNDREDK_CONTROLLER 0: the hundredk workload without its controller at 100,000 specs
  *   BENCH_ONLY         comma list of
  * startup,hundredk,cold,drop,noop,resources,report,harvest,disk,redact,exec,grade,credentials,sets,compare,completion,git,swarm,fleet,tenk,fixture-plan,
- * fixture,images: a partial run, written to
+ * fixture,images,build: a partial run, written to
  *                      bench/results/partial.*.tmp instead of latest.*
  *   BENCH_PROFILE=1    also take CPU profiles (untimed extra runs under `node --cpu-prof`: berth's
  *                      cold start and clean of 50, a no-op pass at the largest size in-process and
@@ -77,6 +80,7 @@ import { swarmRows, swarmWorkload, type SwarmSamples } from './workloads/swarm';
 import { fleetRounds, fleetRows, type FleetSamples } from './workloads/fleet';
 import { tenk, tenkRows, type TenkSamples } from './workloads/tenk';
 import { imagesRounds, imagesRows, type ImagesSamples } from './workloads/images';
+import { buildRounds, buildRows, type BuildSamples } from './workloads/build';
 import { startupRounds, type StartupSamples } from './workloads/startup';
 import { HUNDREDK_TARGETS, hundredkRounds, type HundredkSamples, type Took } from './workloads/hundredk';
 
@@ -225,6 +229,7 @@ interface Results {
   tenk?: TenkSamples;
   fixturePlan?: FixturePlanSamples;
   images?: ImagesSamples;
+  build?: BuildSamples;
 }
 
 /** Specs from git: commit → running by polling and by webhook, and what a no-op poll costs. */
@@ -986,6 +991,7 @@ async function main(): Promise<void> {
           'fixture-plan',
           'fixture',
           'images',
+          'build',
         ].includes(w)
       )
         throw new Error(`BENCH_ONLY: unknown workload ${w}`);
@@ -1089,6 +1095,18 @@ async function main(): Promise<void> {
     }
     if (want('fleet')) res.fleet = await fleetRounds(engine, run, envInt('BENCH_FLEET_ATTEMPTS', 300), rounds, log);
     if (want('images')) res.images = await imagesRounds(run, envInt('BENCH_IMAGES_ROUNDS', 3), log);
+    if (want('build'))
+      res.build = await buildRounds(
+        run,
+        {
+          rounds: envInt('BENCH_BUILD_ROUNDS', 3),
+          attempts: envInt('BENCH_BUILD_ATTEMPTS', 300),
+          contexts: envInt('BENCH_BUILD_CONTEXTS', 20),
+          noopAttempts: envInt('BENCH_BUILD_NOOP_ATTEMPTS', 300),
+          noopSamples: envInt('BENCH_BUILD_NOOP_SAMPLES', 5),
+        },
+        log,
+      );
     if (want('tenk')) res.tenk = await tenk(engine, run, envInt('BENCH_TENK_SPECS', 10_000), 50, dropsAtMax, log);
     if (want('completion')) {
       res.completion = await completion(engine, run, envInt('BENCH_COMPLETIONS', 40), log);
@@ -1175,6 +1193,7 @@ async function main(): Promise<void> {
   if (res.swarm) swarmRows(res.swarm, rows);
   if (res.fleet) fleetRows(res.fleet, rows);
   if (res.images) imagesRows(res.images, rows);
+  if (res.build) buildRows(res.build, rows);
   if (res.tenk) tenkRows(res.tenk, rows);
   if (res.hundredk) hundredkRows(res.hundredk, res.tenk100k, rows);
 

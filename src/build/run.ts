@@ -49,10 +49,12 @@ export interface BuildRunOptions {
   pressure?: DiskThresholds;
   /** Where the engine keeps its data, when this host can read it (observe/disk.ts). */
   dataRoot?: () => Promise<string | undefined>;
-  /** The credential per registry of the FROM images (never logged). */
+  /**
+   * The credential per registry of the FROM images (never logged): berth pulled them before the
+   * build (plan/build-from.ts), so the builder only needs one for a FROM it must fetch itself (a
+   * `--platform` the engine's copy is not of).
+   */
   registryConfig?: BuildOptions['registryConfig'];
-  /** imagePullPolicy of the asking attempts: Always pulls every FROM image; Never builds only from images the engine holds. */
-  pullPolicy?: 'IfNotPresent' | 'Always' | 'Never';
   /** berth is stopping: the build is given up (not recorded: the next berth builds it). */
   signal: AbortSignal;
   /** Where it is (the step under way), or who else builds it. */
@@ -68,6 +70,14 @@ export type BuildOutcome =
   | { type: 'failed'; message: string; at: number }
   /** berth stopped before it ended: nothing recorded. */
   | { type: 'stopped' };
+
+/** A FROM image went from the engine after its pull (another's removal): the build is not run, and not recorded; the next plan pulls it again. */
+export class FromGoneError extends Error {
+  constructor(readonly ref: string) {
+    super(`FROM image ${ref} is no longer on the engine; it is pulled again before the build`);
+    this.name = 'FromGoneError';
+  }
+}
 
 /** Log bytes kept per build; past them the log says what was left out. */
 const LOG_MAX_BYTES = DEFAULTS.logMaxBytes;
@@ -178,13 +188,16 @@ async function build(o: BuildRunOptions): Promise<BuildOutcome> {
   } catch {
     // read again as it is packed: a Dockerfile gone since the load fails the pack
   }
-  if (o.pullPolicy === 'Never') {
-    for (const ref of b.from) {
-      const held = await engine.images.inspect(ref).then(
-        () => true,
-        (err: unknown) => (isNotFound(err) ? false : Promise.reject(err)),
-      );
-      if (!held) return end({ ok: false, message: `FROM image ${ref} is not on the engine, and imagePullPolicy is Never` });
+  // the FROM images were pulled by berth before the build was asked for (plan/build-from.ts): the builder pulls none of them
+  for (const ref of b.from) {
+    const held = await engine.images.inspect(ref).then(
+      () => true,
+      (err: unknown) => (isNotFound(err) ? false : Promise.reject(err)),
+    );
+    if (!held) {
+      log.write(`\n# berth: FROM image ${ref} is no longer on the engine: pulled again by berth before the build\n`);
+      await log.close();
+      throw new FromGoneError(ref);
     }
   }
   const progress = new BuildProgress(steps);
@@ -208,7 +221,6 @@ async function build(o: BuildRunOptions): Promise<BuildOutcome> {
       network: b.network ? 'default' : 'none',
       ...(r.limits.memoryBytes ? { memoryBytes: r.limits.memoryBytes } : {}),
       ...(r.limits.cpus ? { cpus: r.limits.cpus } : {}),
-      ...(o.pullPolicy === 'Always' ? { pull: true } : {}),
       ...(o.registryConfig ? { registryConfig: o.registryConfig } : {}),
       signal: ac.signal,
       onMessage: (m) => {

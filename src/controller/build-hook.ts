@@ -5,12 +5,19 @@
  */
 import { DEFAULTS } from '../constants';
 import type { Engine } from '../engine/types';
+import { buildRegistryConfig, type RegistryCredentials } from '../registry/credentials';
 import type { Clock } from '../util/clock';
 import { Builder } from './builder';
 import type { ControllerOptions } from './options';
 import { localDataRoot } from './pass';
 
-export function controllerBuilder(o: ControllerOptions, engine: Engine, clock: Clock, onSettled: (names: string[]) => void): Builder | undefined {
+export function controllerBuilder(
+  o: ControllerOptions,
+  engine: Engine,
+  clock: Clock,
+  onSettled: (names: string[]) => void,
+  credentials?: RegistryCredentials,
+): Builder | undefined {
   if (!engine.builds) return undefined;
   const b = o.cfg.build;
   const builder = new Builder({
@@ -23,6 +30,7 @@ export function controllerBuilder(o: ControllerOptions, engine: Engine, clock: C
     log: o.log,
     ...(o.cfg.disk ? { pressure: o.cfg.disk } : {}),
     ...(engine.local ? { dataRoot: localDataRoot(engine) } : {}),
+    ...(credentials ? { registryConfig: (refs: readonly string[]) => buildRegistryConfig(credentials, refs) } : {}),
     onSettled,
   });
   // the plans read what it knows (PassConfig.build.state)

@@ -66,6 +66,8 @@ function refsOf(l: LoadedSpec, proxy: string): string[] {
   const s = l.spec;
   const out = [s.image, ...s.sidecars.map((c) => c.image), proxy];
   if (s.grade?.image) out.push(s.grade.image);
+  // a build's FROM images: berth pulled them for a build still to come
+  out.push(...(s.build?.from ?? []), ...(s.grade?.build?.from ?? []));
   return out.filter(Boolean);
 }
 

@@ -13,7 +13,7 @@ import { controllerBuilder } from './build-hook';
 import type { Builder } from './builder';
 import { ImageCollector } from './image-gc-hook';
 import type { ControllerOptions } from './options';
-import { controllerPuller } from './pull-hook';
+import { controllerCredentials, controllerPuller } from './pull-hook';
 import type { Puller } from './puller';
 
 export class ImageWork {
@@ -25,13 +25,27 @@ export class ImageWork {
   readonly gc: ImageCollector | undefined;
 
   constructor(o: ControllerOptions, engine: Engine, clock: Clock, queue: { add(name: string): void }, waitingForSlot: ReadonlySet<string>) {
-    this.puller = controllerPuller(o, engine, clock, (names) => {
-      for (const n of names) queue.add(n);
-      for (const w of waitingForSlot) queue.add(w);
-    });
-    this.builder = controllerBuilder(o, engine, clock, (names) => {
-      for (const n of names) queue.add(n);
-    });
+    // one set of credentials: the puller's (a build's FROM images are pulled by it) and the builder's (X-Registry-Config)
+    const credentials = controllerCredentials(o);
+    this.puller = controllerPuller(
+      o,
+      engine,
+      clock,
+      (names) => {
+        for (const n of names) queue.add(n);
+        for (const w of waitingForSlot) queue.add(w);
+      },
+      credentials,
+    );
+    this.builder = controllerBuilder(
+      o,
+      engine,
+      clock,
+      (names) => {
+        for (const n of names) queue.add(n);
+      },
+      credentials,
+    );
     this.gc = ImageCollector.for(o, engine, clock);
   }
 

@@ -472,7 +472,10 @@ export async function reconcilePassBuilding(
   /* eslint-disable @typescript-eslint/no-require-imports */
   const { Builder } = require('./builder') as typeof BuilderMod;
   const { systemClock } = require('../util/clock') as typeof ClockMod;
+  const { RegistryCredentials, buildRegistryConfig } = require('../registry/credentials') as typeof CredentialsMod;
   /* eslint-enable @typescript-eslint/no-require-imports */
+  // the FROM images' credentials (X-Registry-Config), for a FROM the builder must fetch itself
+  const creds = cfg.pull ? new RegistryCredentials({ file: cfg.pull.registryConfig, env: cfg.env }) : undefined;
   const builder = new Builder({
     engine,
     stateDir: cfg.stateDir,
@@ -483,6 +486,7 @@ export async function reconcilePassBuilding(
     log: cfg.log,
     ...(cfg.disk ? { pressure: cfg.disk } : {}),
     ...(engine.local ? { dataRoot: localDataRoot(engine) } : {}),
+    ...(creds ? { registryConfig: (refs: readonly string[]) => buildRegistryConfig(creds, refs) } : {}),
     onSettled: () => undefined,
   });
   const c: PassConfig = {

@@ -9,10 +9,21 @@ import type { Clock } from '../util/clock';
 import type { ControllerOptions } from './options';
 import { Puller, pullsFile } from './puller';
 
-export function controllerPuller(o: ControllerOptions, engine: Engine, clock: Clock, onSettled: (names: string[]) => void): Puller | undefined {
+/** The registry credentials of a controller (`--registry-config`, else where the docker CLI finds them); none when it pulls nothing. */
+export function controllerCredentials(o: ControllerOptions): RegistryCredentials | undefined {
   const p = o.cfg.pull;
-  if (!p || !engine.images.pull) return undefined;
-  const credentials = new RegistryCredentials({ file: p.registryConfig, env: o.cfg.env });
+  return p ? new RegistryCredentials({ file: p.registryConfig, env: o.cfg.env }) : undefined;
+}
+
+export function controllerPuller(
+  o: ControllerOptions,
+  engine: Engine,
+  clock: Clock,
+  onSettled: (names: string[]) => void,
+  credentials = controllerCredentials(o),
+): Puller | undefined {
+  const p = o.cfg.pull;
+  if (!p || !engine.images.pull || !credentials) return undefined;
   // a backend whose nodes pull for themselves (a swarm) uses the same credentials
   engine.useCredentials?.((ref) => credentials.forImage(ref));
   const puller = new Puller({

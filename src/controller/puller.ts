@@ -41,6 +41,7 @@ export interface PullerOptions {
 
 interface Want {
   ref: string;
+  platform?: string;
   attempts: Set<string>;
   runs: Set<string>;
   /** The order it was asked in (a plan's requests come in admission order). */
@@ -96,7 +97,13 @@ export class Puller {
         for (const k of r.runs) under.runs.add(k);
         continue;
       }
-      this.queue.set(r.ref, { ref: r.ref, attempts: new Set(r.attempts), runs: new Set(r.runs), seq: this.seq++ });
+      this.queue.set(r.ref, {
+        ref: r.ref,
+        ...(r.platform ? { platform: r.platform } : {}),
+        attempts: new Set(r.attempts),
+        runs: new Set(r.runs),
+        seq: this.seq++,
+      });
       this.update(r.ref, { queued: true });
     }
     this.pump();
@@ -130,7 +137,7 @@ export class Puller {
     const clock = this.o.clock;
     const began = clock.now();
     this.update(ref, { pulling: { since: began, done: 0, total: 0 } }, ['queued']);
-    this.o.log.info(`pulling image ${ref} for ${[...w.attempts].sort().join(', ')}`);
+    this.o.log.info(`pulling image ${ref}${w.platform ? ` (platform ${w.platform})` : ''} for ${[...w.attempts].sort().join(', ')}`);
     let auth: RegistryAuth | undefined;
     try {
       auth = await this.o.credentials.forImage(ref);
@@ -138,6 +145,7 @@ export class Puller {
       let lastShown = 0;
       const res = await pull.call(this.o.engine.images, ref, {
         ...(auth ? { auth } : {}),
+        ...(w.platform ? { platform: w.platform } : {}),
         signal,
         ...(this.o.idleMs !== undefined ? { idleMs: this.o.idleMs } : {}),
         onProgress: (p) => {

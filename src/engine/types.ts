@@ -388,6 +388,8 @@ export interface PullProgress {
 
 export interface PullOptions {
   auth?: RegistryAuth;
+  /** The platform to pull (`os/arch[/variant]`, a build's `FROM --platform=`); absent: the engine's own. */
+  platform?: string;
   /** Aborts the pull (the engine cancels it when its connection closes). */
   signal?: AbortSignal;
   onProgress?(p: PullProgress): void;

@@ -22,6 +22,7 @@ import { runResultsDir } from './results';
 import type { AttemptAction, GradeEnd, OpOutcome, Operation } from './types';
 import { askPull, gateImage, runKey, type PullRequest } from './pull-gate';
 import { askBuild, gateBuild, type BuildRequest } from './build-gate';
+import { buildBases } from './build-from';
 import { isImageId, resolveImage } from '../observe/images';
 
 export function isGrader(c: ContainerSummary): boolean {
@@ -93,11 +94,44 @@ function gradeBuildWait(v: GradeView, k: number, why: string): AttemptAction | u
   const verdict = gateBuild(b, resolveImage(index, buildTag(b.hash)), inp.builds, rerun ? Date.parse(rerun) : undefined, 'grader');
   if (verdict.type === 'ready') return undefined;
   if (verdict.type === 'build') {
+    // its FROM images first, pulled by berth (plan/build-from.ts); given up, or not to be pulled: the grade ends GradeFailed saying so
+    const bases = buildBases(b, loaded.spec.pullPolicies.grade, "the grader's build", (ref) => resolveImage(index, ref) !== undefined, inp.pulls !== undefined);
+    const key = runKey(`${rec.name}/grade`, k);
+    const waits: string[] = [];
+    let retryAt: number | undefined;
+    const failed: string[] = bases.missing.map((m) => m.message);
+    for (const g of bases.gated) {
+      const pv = gateImage(g, inp.pulls?.states.get(g.ref), key, inp.now, inp.pulls);
+      if (pv.type === 'pull') {
+        if (v.pulls) askPull(v.pulls, g.ref, rec.name, key, g.platform);
+        waits.push(pv.message);
+      } else if (pv.type === 'backoff' && pv.settled) failed.push(pv.message);
+      else if (pv.type === 'backoff') {
+        waits.push(pv.message);
+        retryAt = Math.min(retryAt ?? pv.retryAt, pv.retryAt);
+      }
+    }
+    if (failed.length && !waits.length) return failedGradeBuild(v, k, failed.join('; '), why);
+    if (waits.length)
+      return {
+        ...base,
+        kind: 'wait',
+        summary: `grade ${k} of run ${rec.run} waits: ${waits.join('; ')}`,
+        ops: pre,
+        ...(retryAt !== undefined ? { requeueAfterMs: Math.max(0, retryAt - inp.now) } : {}),
+      };
     const r = loaded.spec.resources;
     if (v.builds)
       askBuild(v.builds, b, rec.name, { diskBytes: r.diskBytes ?? inp.policy.defaultDiskBytes ?? null, memoryBytes: r.memoryBytes, cpus: r.cpus }, undefined);
     return { ...base, kind: 'wait', summary: `grade ${k} of run ${rec.run} waits: ${verdict.message}`, ops: pre };
   }
+  return failedGradeBuild(v, k, verdict.message, why);
+}
+
+/** A grade whose grader's image cannot be built: begun and ended GradeFailed with `message`. */
+function failedGradeBuild(v: GradeView, k: number, message: string, why: string): AttemptAction {
+  const { rec, base, pre } = v;
+  const verdict = { message };
   const d = grader(v, k);
   return {
     ...base,

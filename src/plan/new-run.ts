@@ -8,8 +8,9 @@
  * its results folder is already its own are decided here too, as the run begins.
  */
 import { buildTag, DEFAULTS, REASONS } from '../constants';
-import type { NormalizedBuild } from '../spec/types';
-import { askBuild, gateBuild, type BuildLimits, type BuildRequest, type BuildVerdict } from './build-gate';
+import type { NormalizedBuild, PullPolicy } from '../spec/types';
+import { buildBases } from './build-from';
+import { askBuild, builtHeld, gateBuild, type BuildLimits, type BuildRequest, type BuildVerdict } from './build-gate';
 import { hasEgressProxy } from '../desired/attempt';
 import type { DesiredAttempt } from '../desired/types';
 import { isImageId, resolveImage, type HeldImage, type ImageIndex } from '../observe/images';
@@ -122,6 +123,17 @@ function imagePreflight(ctx: PlanCtx, d: DesiredAttempt): { missing: { image: st
       if (inp.pulls !== undefined && policy !== 'Never' && (!has || policy === 'Always') && !isImageId(sc.image))
         gated.push({ ref: sc.image, shown: sc.image, policy, held: has, of: `sidecar ${sc.name}` });
       else if (!has) missing.push({ image: sc.image, message: `image ${sc.image} of sidecar ${sc.name} is not on the engine (pull, load or tag it)` });
+    }
+    // a build's FROM images (plan/build-from.ts): pulled by berth before the build, when it is to be built
+    const builds: [NormalizedBuild | undefined, PullPolicy, string][] = [
+      [s.build, policies.main, 'the build'],
+      [s.grade?.build, policies.grade, "the grader's build"],
+    ];
+    for (const [b, policy, of] of builds) {
+      if (!b || !b.from.length || builtHeld(resolveOnce(ctx, index, buildTag(b.hash)), b)) continue;
+      const bases = buildBases(b, policy, of, (r) => held(ctx, r), inp.pulls !== undefined);
+      gated.push(...bases.gated);
+      missing.push(...bases.missing);
     }
   }
   return { missing, gated, ...(image ? { image } : {}) };
@@ -279,7 +291,8 @@ export function startRun(
   // ---- pulls (plan/pull-gate.ts): images pulled before the run, prefetched within the window ----
   const gate = preflight.gated.length ? gateRun(preflight.gated, runKey(d.name, d.run), ctx.inp.now, ctx.inp.pulls, pullWindow(ctx, d.name)) : undefined;
   if (gate) {
-    if (gate.type === 'pull') for (const r of gate.refs) askPull(ctx.pulls, r, d.name, runKey(d.name, d.run));
+    if (gate.type === 'pull')
+      for (const r of gate.refs) askPull(ctx.pulls, r, d.name, runKey(d.name, d.run), preflight.gated.find((g) => g.ref === r && g.platform)?.platform);
     const rec = base.status;
     const record =
       gate.type === 'backoff'

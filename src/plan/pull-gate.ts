@@ -46,6 +46,8 @@ export interface PullRequest {
   ref: string;
   attempts: string[];
   runs: string[];
+  /** The platform to pull (a build's `FROM --platform=`); absent: the engine's own. */
+  platform?: string;
 }
 
 /** An image of a new run, as the gate sees it. */
@@ -57,8 +59,10 @@ export interface GatedImage {
   policy: PullPolicy;
   /** The engine holds it now. */
   held: boolean;
-  /** Whose image it is, for messages: '' (the attempt's), `sidecar NAME`. */
+  /** Whose image it is, for messages: '' (the attempt's), `sidecar NAME`, `the build` (a FROM image). */
   of: string;
+  /** The platform to pull (a build's `FROM --platform=`); absent: the engine's own. */
+  platform?: string;
 }
 
 export type GateVerdict =
@@ -119,8 +123,8 @@ export function pullBackoffMs(failures: number, retryAfterMs?: number): number {
 }
 
 /** Adds `ref` for attempt `name` (run key `key`) to the plan's requests, kept in admission order. */
-export function askPull(requests: Map<string, PullRequest>, ref: string, name: string, key: string): void {
-  const r = requests.get(ref) ?? { ref, attempts: [], runs: [] };
+export function askPull(requests: Map<string, PullRequest>, ref: string, name: string, key: string, platform?: string): void {
+  const r = requests.get(ref) ?? { ref, attempts: [], runs: [], ...(platform ? { platform } : {}) };
   if (!r.attempts.includes(name)) r.attempts.push(name);
   if (!r.runs.includes(key)) r.runs.push(key);
   requests.set(ref, r);

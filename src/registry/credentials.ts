@@ -183,3 +183,17 @@ export class RegistryCredentials {
     return [...this.values].map(([name, value]) => ({ name, value }));
   }
 }
+
+/**
+ * X-Registry-Config for a build: the credential of each FROM image's registry, found as the
+ * puller finds it. Sent to the engine in the build request's header only; the builder pulls with
+ * it only a FROM image berth's pull did not leave it (one of another `--platform`).
+ */
+export async function buildRegistryConfig(credentials: RegistryCredentials, refs: readonly string[]): Promise<Record<string, RegistryAuth>> {
+  const out: Record<string, RegistryAuth> = {};
+  for (const ref of refs) {
+    const auth = await credentials.forImage(ref).catch(() => undefined);
+    if (auth) out[auth.serveraddress] = auth;
+  }
+  return out;
+}

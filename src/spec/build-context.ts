@@ -183,7 +183,9 @@ export async function checkBuild(specDir: string, written: RawBuild, network: bo
   }
   const args = Object.fromEntries(Object.entries(written.args ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
   const hash = buildHash({ contextDigest: digest, dockerfile, args, target, network });
-  return { ok: true, value: { context: real, dockerfile, args, target, network, hash, from: baseImages(file, target, args).images } };
+  const base = baseImages(file, target, args);
+  const platforms = Object.keys(base.platforms).length ? { platforms: base.platforms } : {};
+  return { ok: true, value: { context: real, dockerfile, args, target, network, hash, from: base.images, ...platforms } };
 }
 
 /** The context folders of a raw spec's builds, as written (the loader's claims: files there are not specs). */

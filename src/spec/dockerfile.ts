@@ -29,6 +29,8 @@ export interface Stage {
   image: string;
   /** `AS name`, lower case. */
   name?: string;
+  /** `--platform=VALUE` as written (`${VAR}` unexpanded). */
+  platform?: string;
   commands: Instruction[];
 }
 
@@ -91,7 +93,11 @@ export function parseDockerfile(text: string): DockerfileRead {
       const image = words[0] ?? '';
       if (!image) return { ok: false, line: ins.line, message: `Dockerfile line ${ins.line}: FROM names no image` };
       const as = words.length >= 3 && (words[1] as string).toLowerCase() === 'as' ? (words[2] as string).toLowerCase() : undefined;
-      stages.push({ from: ins, image, ...(as ? { name: as } : {}), commands: [] });
+      const platform = ins.args
+        .split(/\s+/)
+        .find((w) => w.toLowerCase().startsWith('--platform='))
+        ?.slice('--platform='.length);
+      stages.push({ from: ins, image, ...(as ? { name: as } : {}), ...(platform ? { platform } : {}), commands: [] });
       continue;
     }
     const stage = stages.at(-1);
@@ -139,13 +145,25 @@ export function expandArgs(word: string, vars: ReadonlyMap<string, string>): str
   return unknown ? undefined : out;
 }
 
+/** The platform arguments the builder sets itself (the engine's own platform when the build's `args` do not give them). */
+const PLATFORM_ARGS = ['BUILDPLATFORM', 'BUILDOS', 'BUILDARCH', 'BUILDVARIANT', 'TARGETPLATFORM', 'TARGETOS', 'TARGETARCH', 'TARGETVARIANT'];
+
 /**
  * The images the build starts from: each stage's `FROM` that is not an earlier stage or
  * `scratch`, with the meta `ARG`s (their defaults, overridden by the build's `args`) expanded;
  * `unresolved` lists those that name a variable with no value (the engine resolves them).
+ * `platforms`: the images a `FROM --platform=` names another platform for (its value expanded the
+ * same way); one whose value is the builder's own (`$BUILDPLATFORM`, `$TARGETPLATFORM`...) or
+ * cannot be expanded is the engine's platform, left out.
  */
-export function baseImages(f: Dockerfile, target: string | null, args: Readonly<Record<string, string>>): { images: string[]; unresolved: string[] } {
+export function baseImages(
+  f: Dockerfile,
+  target: string | null,
+  args: Readonly<Record<string, string>>,
+): { images: string[]; unresolved: string[]; platforms: Record<string, string> } {
   const vars = new Map<string, string>();
+  // the builder's platform arguments are known in FROM without an ARG; given in args, they are these
+  for (const p of PLATFORM_ARGS) if (args[p] !== undefined) vars.set(p, args[p]);
   for (const a of f.metaArgs) {
     const m = /^([A-Za-z_][A-Za-z0-9_]*)(?:=(.*))?$/.exec(a.args.trim());
     if (!m) continue;
@@ -156,14 +174,20 @@ export function baseImages(f: Dockerfile, target: string | null, args: Readonly<
   }
   const images: string[] = [];
   const unresolved: string[] = [];
+  const platforms: Record<string, string> = {};
   const names = new Set<string>();
   for (const s of stagesFor(f, target) ?? f.stages) {
     const ref = expandArgs(s.image, vars);
     if (ref === undefined) unresolved.push(s.image);
-    else if (!names.has(ref.toLowerCase()) && ref.toLowerCase() !== 'scratch' && !images.includes(ref)) images.push(ref);
+    else if (!names.has(ref.toLowerCase()) && ref.toLowerCase() !== 'scratch') {
+      if (!images.includes(ref)) images.push(ref);
+      const own = s.platform !== undefined && PLATFORM_ARGS.some((p) => args[p] === undefined && new RegExp(`\\$\\{?${p}\\b`).test(s.platform as string));
+      const platform = s.platform !== undefined && !own ? expandArgs(s.platform, vars) : undefined;
+      if (platform && platforms[ref] === undefined) platforms[ref] = platform.toLowerCase();
+    }
     if (s.name) names.add(s.name);
   }
-  return { images, unresolved };
+  return { images, unresolved, platforms };
 }
 
 function unquote(v: string): string {

@@ -162,6 +162,8 @@ export interface NormalizedBuild {
   hash: string;
   /** The images its stages start FROM (meta ARGs expanded; `scratch` and earlier stages left out): pulled first, kept by image GC. */
   from: string[];
+  /** The FROM images a `--platform=` names a platform for (not the engine's own): pulled for that platform. Absent: none. */
+  platforms?: Record<string, string>;
 }
 
 /** One layer of a fixture: its real path on the host and its digest (fixture-digest.ts). */

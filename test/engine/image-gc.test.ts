@@ -14,6 +14,7 @@ import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { buildTag, LABELS } from '../../src/constants';
+import { readRemovedImages } from '../../src/controller/image-gc';
 import { createLogger } from '../../src/util/log';
 import { startController } from '../support/controller';
 import { docker, removeBuilt, requireEngine } from '../support/engine';
@@ -94,7 +95,9 @@ describe('image GC (real engine)', function () {
       process.env.B50_DEBUG ? createLogger({ level: 'debug' }) : undefined,
     );
     try {
-      const gone = await waitFor('image GC to remove a and b', async () => ((await held(a)) || (await held(b)) ? undefined : true), {
+      // gone from the engine, and recorded (the round writes its removals once it ends)
+      const recorded = () => readRemovedImages(sb.stateDir, sb.instance).filter((r) => r.ref === a || r.ref === b).length === 2;
+      const gone = await waitFor('image GC to remove a and b', async () => ((await held(a)) || (await held(b)) || !recorded() ? undefined : true), {
         instance: sb.instance,
         dirs: [path.join(sb.stateDir, sb.instance)],
         timeoutMs: 60_000,

@@ -1,6 +1,6 @@
 /**
  * `berth images [NAME...|-l SEL] [-o wide|json]`: each image the specs need (the attempts', their
- * sidecars', their graders'), as the engine holds it: reference, id, digest, Present / Missing /
+ * sidecars', their graders', the FROM images of their builds), as the engine holds it: reference, id, digest, Present / Missing /
  * Pulling (bytes) / PullBackOff (why), size, how many attempts need it, when one last ran from it,
  * and whether berth brought it (pulled it: the puller's file says so).
  *
@@ -37,7 +37,10 @@ export interface ImageRow {
   policy: string;
 }
 
-/** The images the rows' specs need, with the attempts that need each and the policy they ask. */
+/** The policy column of an image built from a Dockerfile: `berth pull` leaves it out. */
+const BUILT_POLICY = 'built';
+
+/** The images the rows' specs need (a build's FROM images among them), with the attempts that need each and the policy they ask. */
 function needed(rows: readonly Row[]): Map<string, { attempts: Set<string>; policy: string; lastUsed?: string }> {
   const out = new Map<string, { attempts: Set<string>; policy: string; lastUsed?: string }>();
   const add = (ref: string, name: string, policy: string, used: string | undefined) => {
@@ -50,9 +53,12 @@ function needed(rows: readonly Row[]): Map<string, { attempts: Set<string>; poli
     const s = r.spec;
     if (!s) continue;
     const used = r.status?.image?.ref === s.image ? (r.status.startedAt ?? undefined) : undefined;
-    add(s.image, r.name, s.pullPolicies.main, used);
+    // an image built from a Dockerfile is built, never pulled (policy BUILT_POLICY); its FROM images are pulled as any
+    add(s.image, r.name, s.build ? BUILT_POLICY : s.pullPolicies.main, used);
     for (const c of s.sidecars) add(c.image, r.name, s.pullPolicies.sidecars[c.name] ?? DEFAULTS.imagePullPolicy, undefined);
-    if (s.grade?.image) add(s.grade.image, r.name, s.pullPolicies.grade, undefined);
+    if (s.grade?.image) add(s.grade.image, r.name, s.grade.build ? BUILT_POLICY : s.pullPolicies.grade, undefined);
+    for (const f of s.build?.from ?? []) add(f, r.name, s.pullPolicies.main, undefined);
+    for (const f of s.grade?.build?.from ?? []) add(f, r.name, s.pullPolicies.grade, undefined);
   }
   return out;
 }
@@ -138,7 +144,9 @@ export async function runPull(
     diag(ctx, 'error', 'this backend cannot pull images');
     return EXIT.failed;
   }
-  const refs = [...needed(rows)].filter(([, n]) => n.policy !== 'Never').map(([ref, n]) => ({ ref, attempts: [...n.attempts].sort(), runs: [] }));
+  const refs = [...needed(rows)]
+    .filter(([, n]) => n.policy !== 'Never' && n.policy !== BUILT_POLICY)
+    .map(([ref, n]) => ({ ref, attempts: [...n.attempts].sort(), runs: [] }));
   const { Puller, pullsFile } = require('../../controller/puller') as typeof import('../../controller/puller');
   const puller = new Puller({
     engine,

@@ -65,7 +65,7 @@ export class DockerImages implements ImageClient {
    */
   async pull(ref: string, o: PullOptions = {}): Promise<{ id: string; digest?: string }> {
     const idleMs = o.idleMs ?? this.calls.timeoutMs;
-    const auth = o.auth ? { authconfig: o.auth } : {};
+    const auth = { ...(o.auth ? { authconfig: o.auth } : {}), ...(o.platform ? { platform: o.platform } : {}) };
     let stream: Readable;
     try {
       stream = (await this.calls.run('images.pull', () => this.docker.pull(ref, auth) as Promise<Readable>, {

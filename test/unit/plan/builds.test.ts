@@ -6,6 +6,7 @@ import { expect } from 'chai';
 import { buildTag, LABELS, REASONS } from '../../../src/constants';
 import { imageIndex } from '../../../src/observe/images';
 import type { ImageBuildState } from '../../../src/plan/build-gate';
+import type { ImagePullState } from '../../../src/plan/pull-gate';
 import { plan } from '../../../src/plan/planner';
 import { renderPlan } from '../../../src/plan/render';
 import type { Operation } from '../../../src/plan/types';
@@ -118,5 +119,48 @@ describe('planner: images built from a Dockerfile', function () {
     const out = plan(input({ specs: [a], snapshot: engineWith() }));
     expect(out.builds?.map((r) => r.hash)).to.deep.equal([H2]);
     expect(recordOf(out.actions[0]?.ops ?? [])?.message).to.equal(`building the grader's image ${buildTag(H2)}`);
+  });
+
+  it('FROM images: pulled by berth before the build is asked for (Pending/Pulling, platform passed); a failed pull blocks with its words; Never or no puller: missing', function () {
+    const REG = 'reg.example:5000/base:1';
+    const b: NormalizedBuild = { ...build(H1), from: [REG, 'berth/busybox:local'], platforms: { [REG]: 'linux/arm64' } };
+    const a = spec('a', { build: b, image: buildTag(H1) });
+    const pulls = (states: Map<string, ImagePullState> = new Map()) => ({ states, prefetch: 0 });
+    const out = plan(input({ specs: [a], snapshot: engineWith(), pulls: pulls() }));
+    expect(out.actions[0]?.kind).to.equal('wait');
+    expect(recordOf(out.actions[0]?.ops ?? [])).to.deep.include({ phase: 'Pending', reason: REASONS.pulling, message: `pulling image ${REG} of the build` });
+    // the engine holds busybox: only the registry's image is pulled, for its platform; no build yet
+    expect(out.pulls).to.deep.equal([{ ref: REG, attempts: ['a'], runs: ['a#1'], platform: 'linux/arm64' }]);
+    expect(out.builds).to.equal(undefined);
+    // a pull that failed: Blocked/ImagePullBackOff with the puller's words, never a build
+    const failed: ImagePullState = {
+      failed: {
+        kind: 'not-found',
+        first: `not found: ${REG} is not in reg.example:5000: manifest unknown`,
+        latest: `not found: ${REG} is not in reg.example:5000: manifest unknown`,
+        failures: 1,
+        retryAt: Date.now() + 60_000,
+      },
+    };
+    const blocked = plan(input({ specs: [a], snapshot: engineWith(), pulls: pulls(new Map([[REG, failed]])) }));
+    expect(recordOf(blocked.actions[0]?.ops ?? [])).to.deep.include({ phase: 'Blocked', reason: REASONS.imagePullBackOff });
+    expect(recordOf(blocked.actions[0]?.ops ?? [])?.message).to.contain(`image ${REG} of the build: pull failed: not found: ${REG} is not in reg.example:5000`);
+    expect(blocked.builds).to.equal(undefined);
+    // pulled (the engine holds it now): the build is asked for
+    const withBase = {
+      ...engineWith(),
+      images: imageIndex([
+        { id: BUSY, tags: ['berth/busybox:local'], labels: {} },
+        { id: `sha256:${'9'.repeat(64)}`, tags: [REG], labels: {} },
+      ]),
+    };
+    expect(plan(input({ specs: [a], snapshot: withBase, pulls: pulls() })).builds?.map((r) => r.hash)).to.deep.equal([H1]);
+    // built already: its FROM images are not asked for
+    expect(plan(input({ specs: [a], snapshot: engineWith({ [H1]: H1 }), pulls: pulls() })).pulls).to.equal(undefined);
+    // imagePullPolicy Never: a FROM image the engine lacks is missing
+    const never = spec('a', { build: b, image: buildTag(H1), pullPolicies: { main: 'Never', grade: 'Never', sidecars: {} } });
+    const n = plan(input({ specs: [never], snapshot: engineWith(), pulls: pulls() }));
+    expect(recordOf(n.actions[0]?.ops ?? [])).to.deep.include({ phase: 'Blocked', reason: REASONS.imageMissing });
+    expect(recordOf(n.actions[0]?.ops ?? [])?.message).to.contain(`image ${REG} of the build (FROM) is not on the engine (imagePullPolicy is Never`);
   });
 });

@@ -173,9 +173,11 @@ describe('plan/grade', () => {
     const g: NormalizedGrade = { ...G, image: buildTag(H), build: b };
     const withBuilt = (label: string | undefined) => ({
       ...snapshot({ containers: [main] }),
-      images: imageIndex(
-        label === undefined ? [] : [{ id: `sha256:${'f'.repeat(64)}`, tags: [buildTag(H)], labels: { [LABELS.build]: label }, repoDigests: [] }],
-      ),
+      // the engine holds the build's FROM image (berth/busybox:local)
+      images: imageIndex([
+        { id: `sha256:${'e'.repeat(64)}`, tags: ['berth/busybox:local'], labels: {}, repoDigests: [] },
+        ...(label === undefined ? [] : [{ id: `sha256:${'f'.repeat(64)}`, tags: [buildTag(H)], labels: { [LABELS.build]: label }, repoDigests: [] }]),
+      ]),
     });
     const builds = (st?: ImageBuildState) => ({ states: new Map(st ? [[H, st]] : []), maxBuilds: 1 });
     const waiting = plan(input({ specs: [loaded(g)], statuses: statuses(done()), snapshot: withBuilt(undefined), builds: builds() }));

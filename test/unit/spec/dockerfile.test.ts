@@ -46,9 +46,26 @@ describe('spec/dockerfile', () => {
 
   it('names the base images, ARGs expanded, stages and scratch left out', () => {
     const f = parse(text);
-    expect(baseImages(f, null, {})).to.deep.equal({ images: ['berth/busybox:local'], unresolved: [] });
+    expect(baseImages(f, null, {})).to.deep.equal({ images: ['berth/busybox:local'], unresolved: [], platforms: {} });
     expect(baseImages(f, null, { BASE: 'alpine:3' }).images).to.deep.equal(['alpine:3']);
-    expect(baseImages(parse('FROM $NOPE\n'), null, {})).to.deep.equal({ images: [], unresolved: ['$NOPE'] });
+    expect(baseImages(parse('FROM $NOPE\n'), null, {})).to.deep.equal({ images: [], unresolved: ['$NOPE'], platforms: {} });
+  });
+
+  it("FROM --platform: a literal platform (or one from an ARG) is kept per image; the builder's own ($BUILDPLATFORM...) is left out", () => {
+    const f = parse(
+      'ARG BASE=reg.example:5000/base:1\nARG ARCH=linux/arm64\nFROM --platform=$BUILDPLATFORM golang:1 AS b\n' +
+        'FROM --platform=${ARCH} $BASE AS c\nFROM --platform=linux/AMD64 alpine:3\nCOPY --from=b /x /x\nFROM b\nFROM scratch\n',
+    );
+    expect(baseImages(f, null, {})).to.deep.equal({
+      images: ['golang:1', 'reg.example:5000/base:1', 'alpine:3'],
+      unresolved: [],
+      platforms: { 'reg.example:5000/base:1': 'linux/arm64', 'alpine:3': 'linux/amd64' },
+    });
+    // args override the meta ARG's default, and a given BUILDPLATFORM is a platform like any
+    expect(baseImages(f, 'c', { ARCH: 'linux/s390x', BUILDPLATFORM: 'linux/ppc64le' }).platforms).to.deep.equal({
+      'golang:1': 'linux/ppc64le',
+      'reg.example:5000/base:1': 'linux/s390x',
+    });
   });
 
   it('finds ADDs of a URL, plain and JSON', () => {
