@@ -17,12 +17,13 @@
  * figure). The two nodes share this machine's cores: the per-node scaling shown is what a second
  * node adds here, not what a second machine would.
  */
-import { promises as fs } from 'node:fs';
+import { promises as fs, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { StatusStore } from '../../src/status/store';
 import { TestSwarm } from '../../test/support/swarm';
 import { names, type BenchRun } from '../lib/fixture';
-import { berth } from '../lib/proc';
+import { berth, BERTH_BIN, cpuMs } from '../lib/proc';
+import { cpuOf } from './startup';
 import { type Row, verdictOf } from '../lib/report';
 import { pairedRatio, summarize } from '../lib/stats';
 
@@ -43,6 +44,34 @@ export interface SwarmPhase {
   /** Runs per node id (short). */
   perNode: Record<string, number>;
   failed: number;
+  /** CPU ms of the berth command (user + system, its threads and children). */
+  berthCpuMs: number;
+  /** CPU ms of each node's dockerd and containerd during the phase (not the shims and runc they start). */
+  nodeCpuMs: number[];
+  /** The share of all this machine's cores busy during the phase (/proc/stat), 0-1. */
+  machineBusy: number;
+}
+
+/** busy and total jiffies of all cores (/proc/stat's first line). */
+function machineJiffies(): { busy: number; total: number } {
+  const f = (readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '').trim().split(/\s+/).slice(1).map(Number);
+  const total = f.reduce((a, b) => a + b, 0);
+  const idle = (f[3] ?? 0) + (f[4] ?? 0);
+  return { busy: total - idle, total };
+}
+
+/** CPU ms of a node's dockerd and containerd so far. */
+async function nodeCpu(n: TestSwarm['nodes'][number]): Promise<number> {
+  const containerd = Number((await fs.readFile(path.join(n.root, 'x', 'containerd', 'containerd.pid'), 'utf8').catch(() => '')).trim());
+  let ms = 0;
+  for (const p of [n.pid, containerd])
+    if (p)
+      try {
+        ms += cpuMs(p);
+      } catch {
+        // gone
+      }
+  return ms;
 }
 
 export interface SwarmScaleSamples {
@@ -63,25 +92,15 @@ async function phase(s: TestSwarm, run: BenchRun, tag: string, nodes: 1 | 2, n: 
   try {
     await sb.writeSpecs(names('sc', n), ['true']);
     const maxRunning = slots * nodes;
+    const cpu0 = await Promise.all(s.nodes.map(nodeCpu));
+    const j0 = machineJiffies();
     const t0 = performance.now();
-    await berth(
-      [
-        'reconcile',
-        '--once',
-        '--wait',
-        '--timeout',
-        '3000',
-        '--backend',
-        'swarm',
-        '--max-running',
-        String(maxRunning),
-        '--concurrency',
-        '8',
-        ...sb.globalArgs('warn'),
-      ],
-      { env, timeoutMs: 3_100_000 },
-    );
+    const argv = ['reconcile', '--once', '--wait', '--timeout', '3000', '--backend', 'swarm', '--max-running', String(maxRunning), '--concurrency', '8'];
+    const { cpu: berthCpuMs } = await cpuOf([process.execPath, BERTH_BIN, ...argv, ...sb.globalArgs('warn')], env);
     const wallMs = performance.now() - t0;
+    const j1 = machineJiffies();
+    const nodeCpuMs = (await Promise.all(s.nodes.map(nodeCpu))).map((c, k) => c - (cpu0[k] ?? 0));
+    const machineBusy = (j1.busy - j0.busy) / Math.max(1, j1.total - j0.total);
     const recs = [...(await new StatusStore(sb.stateDir, sb.instance).loadAll()).values()];
     const starts = recs.map((r) => Date.parse(r.startedAt ?? '')).filter(Number.isFinite);
     const ends = recs.map((r) => Date.parse(r.finishedAt ?? '')).filter(Number.isFinite);
@@ -101,9 +120,12 @@ async function phase(s: TestSwarm, run: BenchRun, tag: string, nodes: 1 | 2, n: 
       steadyMs: Math.max(...ends) - Math.min(...starts),
       perNode,
       failed,
+      berthCpuMs,
+      nodeCpuMs,
+      machineBusy,
     };
     log(
-      `  swarm-scale, ${nodes} node${nodes > 1 ? 's' : ''}, --max-running ${maxRunning}: ${n} attempts in ${(wallMs / 1000).toFixed(1)} s (${rate(p).toFixed(2)}/s; steady ${rate(p, p.steadyMs).toFixed(2)}/s), runs per node ${JSON.stringify(perNode)}`,
+      `  swarm-scale, ${nodes} node${nodes > 1 ? 's' : ''}, --max-running ${maxRunning}: ${n} attempts in ${(wallMs / 1000).toFixed(1)} s (${rate(p).toFixed(2)}/s; steady ${rate(p, p.steadyMs).toFixed(2)}/s), runs per node ${JSON.stringify(perNode)}; CPU an attempt: berth ${(berthCpuMs / n).toFixed(0)} ms, dockerd+containerd ${nodeCpuMs.map((c) => (c / n).toFixed(0)).join(' + ')} ms; the machine ${(machineBusy * 100).toFixed(0)}% busy`,
     );
     return p;
   } finally {
@@ -151,14 +173,20 @@ export function swarmScaleRows(w: SwarmScaleSamples, rows: Row[]): void {
     return xs.length > 1 ? `${s.median.toFixed(2)}/s (${s.min.toFixed(2)}–${s.max.toFixed(2)})` : `${s.median.toFixed(2)}/s`;
   };
   const nodesUsed = w.rounds.map((r) => Object.keys(r.two.perNode).length);
+  // where the CPU went, an attempt (medians over rounds): berth's command, the nodes' engines; and how busy the machine was
+  const med = (xs: number[]) => summarize(xs).median;
+  const cpu = (ps: SwarmPhase[]) =>
+    `CPU an attempt: berth ${med(ps.map((p) => p.berthCpuMs / p.attempts)).toFixed(0)} ms, the nodes' dockerd+containerd ${med(
+      ps.map((p) => p.nodeCpuMs.reduce((a, b) => a + b, 0) / p.attempts),
+    ).toFixed(0)} ms; the machine ${(med(ps.map((p) => p.machineBusy)) * 100).toFixed(0)}% busy`;
   // scaling: the two-node rate over the one-node rate, paired by round
   const scaling = pairedRatio(two, one);
   rows.push({
     id: 'swarm-100k',
     workload: `--backend swarm: ${SWARM_FLEET.toLocaleString('en')} short attempts (\`true\`, network none) extrapolated from ${w.attempts} a round (${w.rounds.length} round${w.rounds.length > 1 ? 's' : ''}), \`reconcile --once --wait\`, ${w.slots} slots a node; rate of the whole command (steady part apart)`,
-    berth: `2 nodes: ${cell(two)} → ${SWARM_FLEET.toLocaleString('en')} in ${hours(s2.median)} (steady ${cell(twoSteady)}; runs on ${nodesUsed.join('/')} nodes)`,
+    berth: `2 nodes: ${cell(two)} → ${SWARM_FLEET.toLocaleString('en')} in ${hours(s2.median)} (steady ${cell(twoSteady)}; runs on ${nodesUsed.join('/')} nodes; ${cpu(w.rounds.map((r) => r.two))})`,
     reference: '1 node (the worker drained), same sample; the ratio is the per-node scaling, 2 nodes over 1 (both on this machine)',
-    refValue: `${cell(one)} → ${hours(s1.median)} (steady ${cell(oneSteady)})`,
+    refValue: `${cell(one)} → ${hours(s1.median)} (steady ${cell(oneSteady)}; ${cpu(w.rounds.map((r) => r.one))})`,
     ratio: scaling,
     target: `100,000 ≤ ${SWARM_FLEET_HOURS} h on 2 nodes; 2 nodes > 1`,
     verdict: verdictOf(SWARM_FLEET / s2.median / 3600 <= SWARM_FLEET_HOURS && scaling.median > 1 && nodesUsed.every((n) => n === 2)),
