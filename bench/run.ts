@@ -21,6 +21,8 @@
  *   BENCH_GRADE_FILES  files of the grade workload's fixture, about 10 KiB each (default 2,000)
  *   BENCH_SWARM_DROPS  drop-to-running samples on the swarm (default 5)
  *   BENCH_SWARM_SIZES  swarm no-op pass sizes (default 10,200)
+ *   BENCH_SWARM_SCALE_ATTEMPTS, BENCH_SWARM_SCALE_SLOTS, BENCH_SWARM_SCALE_ROUNDS  the swarm-scale workload's sample of short attempts a phase,
+ *                      --max-running per node, and rounds (default 60, 6, 2)
  *   BENCH_FLEET_ATTEMPTS attempts of the fleet-throughput workload (default 300)
  *   BENCH_FLEET_TRACE  1: log each fleet round's container timeline (engine event times)
  *   BENCH_TENK_SPECS   specs of the ten-thousand workload, 50 of them running (default 10,000)
@@ -36,8 +38,8 @@
  *   BENCH_STARTUP_RUNS runs of each contender of the start-up workload (default 15)
  *   BENCH_HUNDREDK_CONTROLLER 0: the hundredk workload without its controller at 100,000 specs
  *   BENCH_ONLY         comma list of
- * startup,hundredk,cold,drop,noop,resources,report,harvest,disk,redact,exec,grade,credentials,sets,compare,completion,git,swarm,fleet,tenk,fixture-plan,
- * fixture,images,build: a partial run, written to
+ * startup,hundredk,cold,drop,noop,resources,report,harvest,disk,redact,exec,grade,credentials,sets,compare,completion,git,swarm,swarm-scale,fleet,tenk,
+ * fixture-plan,fixture,images,build: a partial run, written to
  *                      bench/results/partial.*.tmp instead of latest.*
  *   BENCH_PROFILE=1    also take CPU profiles (untimed extra runs under `node --cpu-prof`: berth's
  *                      cold start and clean of 50, a no-op pass at the largest size in-process and
@@ -77,6 +79,7 @@ import { compareRounds, type CompareSamples } from './workloads/compare';
 import { completion, type CompletionSamples } from './workloads/completion';
 import { gitWorkload, type GitSamples } from './workloads/git';
 import { swarmRows, swarmWorkload, type SwarmSamples } from './workloads/swarm';
+import { swarmScaleRows, swarmScaleWorkload, type SwarmScaleSamples } from './workloads/swarm-scale';
 import { fleetRounds, fleetRows, type FleetSamples } from './workloads/fleet';
 import { tenk, tenkRows, type TenkSamples } from './workloads/tenk';
 import { imagesRounds, imagesRows, type ImagesSamples } from './workloads/images';
@@ -225,6 +228,8 @@ interface Results {
   completion?: CompletionSamples;
   git?: GitSamples;
   swarm?: SwarmSamples;
+  /** 100,000 short attempts on the swarm, extrapolated from a sample on one node and on two (BENCH_ONLY=swarm-scale). */
+  swarmScale?: SwarmScaleSamples;
   fleet?: FleetSamples;
   tenk?: TenkSamples;
   fixturePlan?: FixturePlanSamples;
@@ -986,6 +991,7 @@ async function main(): Promise<void> {
           'completion',
           'git',
           'swarm',
+          'swarm-scale',
           'fleet',
           'tenk',
           'fixture-plan',
@@ -1126,6 +1132,16 @@ async function main(): Promise<void> {
       log(`--backend swarm: drop-to-running against networks/create (the run's own overlay) + services/create, no-op passes at ${swSizes.join(', ')}`);
       res.swarm = await swarmWorkload(run, envInt('BENCH_SWARM_DROPS', 5), swSizes, Math.min(rounds, 3), log);
     }
+    if (want('swarm-scale')) {
+      log('--backend swarm: a sample of short attempts on one node and on two, its rate extrapolated to 100,000');
+      res.swarmScale = await swarmScaleWorkload(
+        run,
+        envInt('BENCH_SWARM_SCALE_ATTEMPTS', 60, 4),
+        envInt('BENCH_SWARM_SCALE_SLOTS', 6, 1),
+        envInt('BENCH_SWARM_SCALE_ROUNDS', 2, 1),
+        log,
+      );
+    }
     if (want('harvest')) res.harvest = await harvestRounds(engine, run, envInt('BENCH_HARVEST_FILES', 100_000), rounds, log);
     if (want('credentials')) {
       log('the egress proxy with an injected credential: plain HTTP through it to a TLS upstream, against a direct TLS call');
@@ -1191,6 +1207,7 @@ async function main(): Promise<void> {
   if (res.completion) completionRows(res.completion, rows);
   if (res.git) gitRows(res.git, rows);
   if (res.swarm) swarmRows(res.swarm, rows);
+  if (res.swarmScale) swarmScaleRows(res.swarmScale, rows);
   if (res.fleet) fleetRows(res.fleet, rows);
   if (res.images) imagesRows(res.images, rows);
   if (res.build) buildRows(res.build, rows);
@@ -1299,6 +1316,7 @@ async function main(): Promise<void> {
       completion: res.completion,
       git: res.git,
       swarm: res.swarm,
+      swarmScale: res.swarmScale,
       fleet: res.fleet,
       tenk: res.tenk,
       hundredk: res.hundredk,

@@ -160,17 +160,23 @@ export class NodePool {
    * The node for a new run: the qualifying one with the fewest runs now (`load`: node id → runs),
    * then by id. Refuses (BackendRefusedError, NodeRefused) with every node's reason when none qualifies.
    */
-  async choose(attempt: string, load: ReadonlyMap<string, number>): Promise<NodeHandle> {
+  /**
+   * `load` is read once the nodes are known, and `claim` told of the pick at once (no await
+   * between them): choices made at the same time see each other's claims.
+   */
+  async choose(attempt: string, load: ReadonlyMap<string, number> | (() => ReadonlyMap<string, number>), claim?: (h: NodeHandle) => void): Promise<NodeHandle> {
     const nodes = await this.all();
     const verdicts = await Promise.all(nodes.map(async (n) => ({ n, why: await this.refusal(n) })));
     const ok = verdicts.filter((v) => v.why === undefined).map((v) => v.n);
-    ok.sort((a, b) => (load.get(a.id) ?? 0) - (load.get(b.id) ?? 0) || a.id.localeCompare(b.id));
+    const now = typeof load === 'function' ? load() : load;
+    ok.sort((a, b) => (now.get(a.id) ?? 0) - (now.get(b.id) ?? 0) || a.id.localeCompare(b.id));
     const pick = ok[0];
     const h = pick && this.handle(pick);
     if (!h) {
       const why = verdicts.map((v) => v.why).filter((w): w is string => w !== undefined);
       throw new BackendRefusedError(REASONS.nodeRefused, `no swarm node may run attempt ${attempt}: ${why.join('; ') || 'the swarm has no nodes'}`);
     }
+    claim?.(h);
     return h;
   }
 }

@@ -134,6 +134,12 @@ function networkModeOf(net: RunNet | undefined): string {
 export class SwarmRuns implements ContainerClient, RemoteRuns {
   /** Puts a run's image on its node before the run is prepared there (images.ts); none: the node must hold it. */
   images: NodeImages | undefined;
+  /**
+   * Runs this berth placed whose service is not made yet (run name -> node id): a run counts
+   * toward its node's load from its create, not from its start, so runs created at once spread
+   * over the nodes instead of all going to the one that had the fewest before any of them.
+   */
+  private readonly placing = new Map<string, string>();
 
   constructor(
     private readonly swarm: SwarmEngine,
@@ -302,6 +308,16 @@ export class SwarmRuns implements ContainerClient, RemoteRuns {
   }
 
   async create(spec: ContainerCreateSpec): Promise<string> {
+    try {
+      return await this.prepare(spec);
+    } catch (err) {
+      // a conflict is another's run: what it placed stays counted
+      if (!isConflict(err)) this.placing.delete(spec.name);
+      throw err;
+    }
+  }
+
+  private async prepare(spec: ContainerCreateSpec): Promise<string> {
     const run = spec.name;
     const component = spec.labels[LABELS.component];
     // the egress proxy and a user's sidecar: a run of its own with no workspace and no results
@@ -331,7 +347,12 @@ export class SwarmRuns implements ContainerClient, RemoteRuns {
         (err: unknown) => ({ err }),
       ),
     ]);
-    if (existing || located) throw Object.assign(new Error(`run ${run} exists`), { statusCode: 409 });
+    if (existing || located) {
+      // counted where it is, until its start (or not at all once started)
+      if (located && !existing) this.placing.set(run, located.node.id);
+      else this.placing.delete(run);
+      throw Object.assign(new Error(`run ${run} exists`), { statusCode: 409 });
+    }
     if ('err' in chosen) throw chosen.err;
     const h = chosen.h;
     // the attempt's volumes are on this node (node() went where they are); one whose record was
@@ -409,15 +430,26 @@ export class SwarmRuns implements ContainerClient, RemoteRuns {
         return h;
       }
     }
-    return this.choose(l[LABELS.attempt] ?? run);
+    // a run with results (a main run, a grader) counts toward its node's load from here on
+    const counted = component === COMPONENTS.main || component === COMPONENTS.grader ? run : undefined;
+    return this.choose(l[LABELS.attempt] ?? run, counted);
   }
 
-  /** The node berth chooses for something new of an attempt: the qualifying one with the fewest runs. */
-  private async choose(attempt: string): Promise<NodeHandle> {
+  /**
+   * The node berth chooses for something new of an attempt: the qualifying one with the fewest
+   * runs (services with results, and the runs this berth placed whose service is not made yet).
+   * `run`: recorded as placed there, until its start makes its service or it is removed.
+   */
+  private async choose(attempt: string, run?: string): Promise<NodeHandle> {
     const services = await this.swarm.services.list([`${LABELS.managed}=true`, SWARM.resultsLabel]);
-    const load = new Map<string, number>();
-    for (const s of services) if (s.nodeId) load.set(s.nodeId, (load.get(s.nodeId) ?? 0) + 1);
-    return this.pool.choose(attempt, load);
+    const made = new Set(services.map((s) => s.name));
+    const load = () => {
+      const m = new Map<string, number>();
+      for (const s of services) if (s.nodeId) m.set(s.nodeId, (m.get(s.nodeId) ?? 0) + 1);
+      for (const [name, node] of this.placing) if (!made.has(name) && name !== run) m.set(node, (m.get(node) ?? 0) + 1);
+      return m;
+    };
+    return this.pool.choose(attempt, load, (h) => run && this.placing.set(run, h.node.id));
   }
 
   /** The node an attempt's new volume goes to: where its other volumes are, or the one berth chooses. */
@@ -490,8 +522,17 @@ export class SwarmRuns implements ContainerClient, RemoteRuns {
   }
 
   async start(id: string): Promise<void> {
-    const h = await this.locate(id);
     const { name } = parseRunId(id);
+    try {
+      await this.launch(id, name);
+    } finally {
+      // its service counts it from here on (or it did not start: then it is not counted)
+      this.placing.delete(name);
+    }
+  }
+
+  private async launch(id: string, name: string): Promise<void> {
+    const h = await this.locate(id);
     if (!h) {
       if (await this.service(id)) return; // started already: start is idempotent
       throw notFound(id);
@@ -814,6 +855,7 @@ export class SwarmRuns implements ContainerClient, RemoteRuns {
   async remove(id: string): Promise<boolean> {
     const s = await this.service(id);
     const { name } = parseRunId(id);
+    this.placing.delete(name);
     const tasks = s ? await this.swarm.tasks.list({ services: [s.id] }) : [];
     let any = s ? await this.swarm.services.remove(s.id) : false;
     // the task's container: the node removes it in its own time, and it holds the run's volumes
