@@ -2,8 +2,8 @@
  * berth exec, berth cp and sandboxes on a real two-node swarm (test/support/swarm.ts): the
  * commands reach a run's task container through its node's engine (touch/target.ts, as the
  * sidecars' ready command does): an exec's output and exit code, a copy in and out, the run
- * touched and its workspace home; a sandbox refused by the swarm backend, saying why; clean
- * leaves nothing on the swarm.
+ * touched and its workspace home; clean leaves nothing on the swarm. Sandboxes and the API on a
+ * swarm: api.test.ts.
  */
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
@@ -53,20 +53,19 @@ describe('--backend swarm: exec and cp through the node’s engine (real two-nod
     s = await twoNodeSwarm();
   });
 
-  it('exec and cp reach the task container on its node, the run is touched; a sandbox is refused saying why', async () => {
+  it('exec and cp reach the task container on its node, the run is touched', async () => {
     const sb = await Sandbox.create('sw-exec');
     try {
       await sb.write('w.yaml', spec('w', "  command: [sh, -c, 'while [ ! -f /workspace/done ]; do sleep 0.2; done']\n"));
-      await sb.write('box.yaml', spec('box', '  sandbox: true\n'));
       let seen: unknown;
       await waitFor(
-        'w Running on the swarm, the sandbox refused',
+        'w Running on the swarm',
         async () => {
           const r = await swarmCli(sb, s, 'reconcile', '--once');
           expect(r.code, r.stderr).to.equal(0);
-          const [w, box] = [await sb.status('w'), await sb.status('box')];
-          seen = { w: [w?.phase, w?.reason, w?.message], box: [box?.phase, box?.reason, box?.message] };
-          return (w?.phase === 'Running' && box?.phase === 'Blocked') || undefined;
+          const w = await sb.status('w');
+          seen = [w?.phase, w?.reason, w?.message];
+          return w?.phase === 'Running' || undefined;
         },
         { instance: sb.instance, timeoutMs: 120_000 },
       ).catch((err: Error) => {
@@ -85,12 +84,7 @@ describe('--backend swarm: exec and cp through the node’s engine (real two-nod
       const cout = await swarmCli(sb, s, 'cp', 'w:/workspace/in.txt', dest);
       expect(cout.code, cout.stderr).to.equal(0);
       expect(await fs.readFile(dest, 'utf8')).to.equal('copied through the node\n');
-      // a sandbox is refused by the swarm backend, saying why (berth's process cannot be put into a task's container before its start)
-      const box = await sb.status('box');
-      expect([box?.phase, box?.reason]).to.deep.equal(['Blocked', 'NodeRefused']);
-      expect(box?.message).to.match(/sandbox \(spec\.sandbox\), which the swarm backend does not run/);
       expect((await swarmExec(sb, s, 'w', 'touch', '/workspace/done')).code).to.equal(0);
-      await sb.remove('box.yaml');
       const done = await swarmCli(sb, s, 'reconcile', '--once', '--wait', '--timeout', '120s');
       const w = (await sb.status('w')) as AttemptStatus;
       expect(done.code, `${done.stderr}\n${JSON.stringify(w, null, 1)}`).to.equal(0);
