@@ -21,6 +21,16 @@ import { waitFor } from '../../support/wait';
 
 /** `berth exec NAME -- CMD` with `--backend swarm` against the swarm's manager (runExec with streams of its own, as test/engine/exec.test.ts). */
 async function swarmExec(sb: Sandbox, s: TestSwarm, name: string, ...cmd: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return swarmExecWith(sb, s, name, cmd, {});
+}
+
+async function swarmExecWith(
+  sb: Sandbox,
+  s: TestSwarm,
+  name: string,
+  cmd: string[],
+  o: Parameters<typeof runExec>[3],
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const before = process.env.DOCKER_HOST;
   process.env.DOCKER_HOST = s.manager.address;
   try {
@@ -34,7 +44,7 @@ async function swarmExec(sb: Sandbox, s: TestSwarm, name: string, ...cmd: string
       return () => Buffer.concat(chunks).toString('utf8');
     };
     const [out, err] = [text(streams.stdout), text(streams.stderr)];
-    const code = await runExec(ctx, name, cmd, {}, streams);
+    const code = await runExec(ctx, name, cmd, o, streams);
     return { code, stdout: out(), stderr: err() };
   } finally {
     if (before === undefined) delete process.env.DOCKER_HOST;
@@ -74,6 +84,10 @@ describe('--backend swarm: exec and cp through the node’s engine (real two-nod
       const ex = await swarmExec(sb, s, 'w', 'sh', '-c', 'echo "on $(hostname)"; echo err >&2; exit 3');
       expect([ex.code, ex.stderr.trim()]).to.deep.equal([3, 'err']);
       expect(ex.stdout).to.match(/^on \S+\n$/);
+      // past --timeout: killed in the task's container by berth's helper, copied into it through its node's engine first (124)
+      const slow = await swarmExecWith(sb, s, 'w', ['sh', '-c', 'sleep 321 & wait'], { timeout: 1000 });
+      expect(slow.code, slow.stderr).to.equal(124);
+      expect((await swarmExec(sb, s, 'w', 'ps', '-o', 'args')).stdout).to.not.match(/sleep 321/);
       // a copy in, read back by exec, and out again
       const src = path.join(sb.dir, 'in.txt');
       await fs.writeFile(src, 'copied through the node\n');
@@ -89,9 +103,9 @@ describe('--backend swarm: exec and cp through the node’s engine (real two-nod
       const w = (await sb.status('w')) as AttemptStatus;
       expect(done.code, `${done.stderr}\n${JSON.stringify(w, null, 1)}`).to.equal(0);
       expect([w.phase, w.exitCode]).to.deep.equal(['Succeeded', 0]);
-      expect(w.touched).to.include({ execs: 3, copies: 2 });
+      expect(w.touched).to.include({ execs: 5, copies: 2 });
       const wide = (await sb.cli('get', '-o', 'wide')).stdout.split('\n');
-      expect(wide.find((l) => l.startsWith('w '))).to.match(/3 execs, 2 copies/);
+      expect(wide.find((l) => l.startsWith('w '))).to.match(/5 execs, 2 copies/);
       // the copy came home with the workspace from the task's node
       const runDir = path.dirname(w.resultsDir as string);
       expect(await fs.readFile(path.join(runDir, 'workspace', 'files', 'in.txt'), 'utf8')).to.equal('copied through the node\n');
