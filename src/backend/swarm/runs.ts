@@ -350,9 +350,7 @@ export class SwarmRuns implements ContainerClient, RemoteRuns {
     }
     const own = helperLabels(spec.labels, run);
     await Promise.all([
-      ...(side
-        ? []
-        : [h.engine.volumes.create({ name: wsVolume(run), labels: own }), h.engine.volumes.create({ name: resultsVolume(run), labels: own })]),
+      ...(side ? [] : [h.engine.volumes.create({ name: wsVolume(run), labels: own }), h.engine.volumes.create({ name: resultsVolume(run), labels: own })]),
       ...(helper ? [h.engine.volumes.create({ name: helperVolume(run), labels: own })] : []),
       // the run's own `none`: an internal overlay nobody else is on, made with the run's other
       // helpers (a berth killed from here on leaves a run that lists as created, overlay and

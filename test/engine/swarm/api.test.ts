@@ -147,7 +147,9 @@ describe('--backend swarm: the HTTP API and sandboxes (real two-node swarm)', fu
           .split('\n')
           .map((l) => JSON.parse(l) as { event: string; by?: string; timedOut?: boolean; killed?: boolean });
         expect(lines.filter((l) => l.event === 'begin').map((l) => l.by)).to.deep.equal(Array(7).fill('api'));
-        expect(lines.filter((l) => l.event === 'end' && l.timedOut)).to.have.length(1).and.to.have.nested.property('[0].killed', true);
+        expect(lines.filter((l) => l.event === 'end' && l.timedOut))
+          .to.have.length(1)
+          .and.to.have.nested.property('[0].killed', true);
         // the workspace came home from the sandbox's node: the file the API wrote
         const changes = JSON.parse(await fs.readFile(path.join(runDir, 'workspace', 'changes.json'), 'utf8')) as { added: { path: string }[] };
         expect(changes.added.map((x) => x.path)).to.deep.equal(['answer.txt']);
