@@ -739,6 +739,19 @@ function execRows(x: ExecSamples, rows: Row[]): void {
     target: 'info',
     verdict: 'info',
   });
+  // what berth's API path adds to a drop beside 100 execs, over the engine's own work for them (older results have no such samples)
+  if (!x.dropEngine?.length) return;
+  const e = pairedRatio(x.dropBusy, x.dropEngine);
+  rows.push({
+    id: 'exec-busy-engine',
+    workload: `The reconcile loop beside 100 execs at once through the API (${x.busyExecs} ended meanwhile): a new spec's drop-to-running`,
+    berth: spread(summarize(x.dropBusy)),
+    reference: `the same drop-to-running beside 100 execs made on the engine directly, no berth in their path (${x.engineExecs} ended meanwhile)`,
+    refValue: spread(summarize(x.dropEngine)),
+    ratio: e,
+    target: 'info',
+    verdict: 'info',
+  });
 }
 
 function gradeRows(g: GradeSamples, rows: Row[]): void {

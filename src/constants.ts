@@ -4,7 +4,7 @@
  */
 
 /** The version of docs/CONTRACT.md berth implements (`berth version -o json`). */
-export const CONTRACT_VERSION = 3;
+export const CONTRACT_VERSION = 4;
 export const API_VERSION = 'berth.dev/v1';
 /**
  * The Docker Engine API versions berth talks (src/engine/docker/api-version.ts): the oldest is

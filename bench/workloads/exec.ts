@@ -6,9 +6,12 @@
  * round); and the round trip of one API exec (its p95). Then the reconcile loop beside 100
  * execs at once: a new spec's drop-to-running (the file written until the API says Running)
  * with the controller idle, against the same while 100 execs (`sleep 1`, started again as each
- * ends) keep going through the API, alternating.
+ * ends) keep going through the API, and while 100 such execs are made on the engine directly
+ * (dockerode: no berth in their path), the three alternating: what the engine's own work for 100
+ * execs costs a drop, told apart from what berth's API path adds.
  */
 import http from 'node:http';
+import Dockerode from 'dockerode';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { API } from '../../src/constants';
@@ -26,8 +29,11 @@ export interface ExecSamples {
   /** Drop-to-running ms, the controller idle / beside 100 execs at once. */
   dropIdle: number[];
   dropBusy: number[];
-  /** Execs that ended while the busy drops were measured. */
+  /** Drop-to-running ms beside 100 execs made on the engine directly (no berth in their path). */
+  dropEngine: number[];
+  /** Execs that ended while the busy drops were measured (through the API; on the engine directly). */
   busyExecs: number;
+  engineExecs: number;
 }
 
 function request(socket: string, method: string, p: string, body?: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
@@ -80,7 +86,7 @@ export async function execRounds(run: BenchRun, execs: number, rounds: number, l
   );
   const d = new Daemon(process.execPath, [BERTH_BIN, 'reconcile', '--max-running', '50', ...sb.globalArgs('warn')], { cwd: REPO });
   const socket = path.join(sb.stateDir, sb.instance, API.socket);
-  const out: ExecSamples = { execs, api: [], docker: [], oneApi: [], dropIdle: [], dropBusy: [], busyExecs: 0 };
+  const out: ExecSamples = { execs, api: [], docker: [], oneApi: [], dropIdle: [], dropBusy: [], dropEngine: [], busyExecs: 0, engineExecs: 0 };
   try {
     await until('the sandbox Running', async () => (await phase(socket, 'box')) === 'Running', 120_000, 100);
     const container = sb.containerName('box');
@@ -113,18 +119,34 @@ export async function execRounds(run: BenchRun, execs: number, rounds: number, l
         `exec round ${r + 1}/${rounds}: ${per} API execs ${(out.api[r] as number).toFixed(0)} ms, ${per} docker exec ${(out.docker[r] as number).toFixed(0)} ms`,
       );
     }
-    // the reconcile loop beside 100 execs at once
+    // the reconcile loop beside 100 execs at once: through the API, or made on the engine directly
     let busy = false;
     let stopped = false;
     const workers: Promise<void>[] = [];
-    const startBusy = () => {
+    const box = new Dockerode().getContainer(container);
+    const direct = async () => {
+      const x = await box.exec({ Cmd: ['sleep', '1'], AttachStdout: true, AttachStderr: true });
+      const st = await x.start({ hijack: true, stdin: false });
+      await new Promise<void>((resolve) => {
+        st.once('end', resolve);
+        st.once('close', resolve);
+        st.resume();
+      });
+      await x.inspect();
+    };
+    const startBusy = (how: 'api' | 'engine') => {
       busy = true;
       for (let i = 0; i < 100; i++)
         workers.push(
           (async () => {
             while (busy && !stopped) {
-              await request(socket, 'POST', '/v1/attempts/box/exec', { cmd: ['sleep', '1'] });
-              out.busyExecs++;
+              if (how === 'api') {
+                await request(socket, 'POST', '/v1/attempts/box/exec', { cmd: ['sleep', '1'] });
+                out.busyExecs++;
+              } else {
+                await direct();
+                out.engineExecs++;
+              }
             }
           })(),
         );
@@ -144,23 +166,19 @@ export async function execRounds(run: BenchRun, execs: number, rounds: number, l
     };
     for (let r = 0; r < rounds; r++) {
       const idle = async () => out.dropIdle.push(await drop(`idle${r}`));
-      const loaded = async () => {
-        startBusy();
+      const loaded = (how: 'api' | 'engine') => async () => {
+        startBusy(how);
         try {
-          out.dropBusy.push(await drop(`busy${r}`));
+          (how === 'api' ? out.dropBusy : out.dropEngine).push(await drop(`${how}${r}`));
         } finally {
           await stopBusy();
         }
       };
-      if (r % 2 === 0) {
-        await idle();
-        await loaded();
-      } else {
-        await loaded();
-        await idle();
-      }
+      // the three in an order that rotates every round
+      const order = [idle, loaded('api'), loaded('engine')];
+      for (let k = 0; k < order.length; k++) await (order[(k + r) % order.length] as () => Promise<unknown>)();
       log(
-        `exec round ${r + 1}/${rounds}: drop-to-running idle ${(out.dropIdle[r] as number).toFixed(0)} ms, beside 100 execs ${(out.dropBusy[r] as number).toFixed(0)} ms`,
+        `exec round ${r + 1}/${rounds}: drop-to-running idle ${(out.dropIdle[r] as number).toFixed(0)} ms, beside 100 execs through the API ${(out.dropBusy[r] as number).toFixed(0)} ms, beside 100 made on the engine directly ${(out.dropEngine[r] as number).toFixed(0)} ms`,
       );
     }
     stopped = true;

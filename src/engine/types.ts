@@ -73,6 +73,8 @@ export interface ContainerDetails extends ContainerSummary {
   config: {
     image: string;
     cmd: string[] | null;
+    /** The entrypoint it runs (the image's, or the one its create gave: a sandbox's, berth's helper); null: none. */
+    entrypoint: string[] | null;
     env: string[];
     workingDir: string;
     user: string;

@@ -15,6 +15,7 @@ import { createInterface } from 'node:readline';
 import { EXEC } from '../constants';
 import { resultsBase } from '../harvest/run-folder';
 import type { Touched } from '../status/types';
+import { coalesced } from '../util/coalesce';
 import { atFd, componentsBelow, openDirBelow } from '../util/no-follow';
 
 export type TouchKind = 'exec' | 'copy-in' | 'copy-out';
@@ -68,6 +69,39 @@ export function recordOf(resultsRoot: string | undefined, resultsDir: string): {
   return { base: resultsBase(resultsRoot, resultsDir), runDir, file: path.join(runDir, EXEC.record) };
 }
 
+/**
+ * The syncs of each run's record, one at a time (a group commit): a sync asked while one runs is
+ * covered by the one after it, which syncs every line written before it began. 100 execs beginning
+ * at once then cost a few syncs, not 100 (each a journal commit the controller's own status
+ * writes waited behind: bench row exec-busy-engine).
+ */
+const syncs = new Map<string, { fh: fsp.FileHandle | undefined; run: () => Promise<void>; waiting: number }>();
+
+async function synced(key: string, fh: fsp.FileHandle): Promise<void> {
+  let s = syncs.get(key);
+  if (!s) {
+    const made = {
+      fh: undefined as fsp.FileHandle | undefined,
+      waiting: 0,
+      // the file's latest handle: every waiter keeps its own open until the sync that covers it has ended
+      run: coalesced(async () => {
+        const h = made.fh;
+        made.fh = undefined;
+        if (h) await h.datasync();
+      }),
+    };
+    syncs.set(key, made);
+    s = made;
+  }
+  s.fh = fh;
+  s.waiting++;
+  try {
+    await s.run();
+  } finally {
+    if (--s.waiting === 0 && syncs.get(key) === s) syncs.delete(key);
+  }
+}
+
 /** Appends one line (synced when `sync`), the file opened below `base` with no link followed. */
 export async function appendLine(where: { base: string; runDir: string }, line: RecordLine, sync = false): Promise<void> {
   const dir = await openDirBelow(where.base, componentsBelow(where.base, where.runDir));
@@ -75,7 +109,7 @@ export async function appendLine(where: { base: string; runDir: string }, line: 
     const fh = await fsp.open(atFd(dir.fd, EXEC.record), C.O_WRONLY | C.O_APPEND | C.O_CREAT | C.O_NOFOLLOW, 0o644);
     try {
       await fh.write(JSON.stringify(line) + '\n');
-      if (sync) await fh.datasync();
+      if (sync) await synced(path.join(where.runDir, EXEC.record), fh);
     } finally {
       await fh.close();
     }

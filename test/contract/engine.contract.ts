@@ -176,6 +176,16 @@ export function engineContract(title: string, harness: () => ContractHarness, o:
       expect(await h.engine.containers.remove(plain)).to.equal(true);
     });
 
+    it('a container runs the entrypoint its create gave, its command as the arguments; without one, the image has none here', async function () {
+      const given = await h.engine.containers.create({ ...containerSpec(h, h.name('entry'), ['pause']), entrypoint: ['/bin/true'] });
+      const plain = await h.engine.containers.create(containerSpec(h, h.name('entry-none'), ['true']));
+      const [a, b] = [await h.engine.containers.inspect(given), await h.engine.containers.inspect(plain)];
+      expect([a.config.entrypoint, a.config.cmd]).to.deep.equal([['/bin/true'], ['pause']]);
+      expect([b.config.entrypoint, b.config.cmd]).to.deep.equal([null, ['true']]);
+      await h.engine.containers.remove(given);
+      await h.engine.containers.remove(plain);
+    });
+
     it('labels are kept exactly as given; a container has its image labels too, the given ones winning', async function () {
       const image = await h.engine.images.inspect(h.image);
       expect(Object.keys(image.labels).length).to.be.greaterThan(0);

@@ -503,6 +503,7 @@ export class FakeEngine implements Engine {
       config: {
         image: c.spec.image,
         cmd: c.spec.cmd,
+        entrypoint: c.spec.entrypoint ?? null,
         env: [...c.spec.env],
         workingDir: c.spec.workingDir,
         user: c.spec.user ?? '',

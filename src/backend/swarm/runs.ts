@@ -12,14 +12,17 @@
  *    naming its network (SWARM.netLabel), never started (with spec.user, the results volume's
  *    root made that user's, as the results folder is on one engine): the run is `created`. For `none`, the
  *    run's own internal overlay is made through the manager at the same time as its volumes.
- *    No host folder is ever bound on a node.
+ *    No host folder is ever bound on a node. A sandbox (spec.sandbox: its entrypoint is berth's
+ *    helper) has a third volume of its own at EXEC.helperDir, into which the helper is copied
+ *    before the start (the task's container is made by its node only then), mounted read-only
+ *    in the task.
  *  - putArchive: the fixture streams into the prepared container (so into the workspace volume),
  *    in bounded memory (archive.ts);
  *    files for /run/secrets become swarm secrets instead (content-hashed names, the run's labels),
  *    never written on the node's disk.
  *  - start: the run's service: a replicated job (one completion, restart never) pinned to that
  *    node, endpoint mode dnsrr, no published port, the two volumes and the attempt's mounted,
- *    the secrets attached, the prepared container's settings (command, environment, user,
+ *    the secrets attached, the prepared container's settings (entrypoint, command, environment, user,
  *    limits, capabilities), its networks (networks.ts: the attempt's overlays, or for `none` the
  *    internal overlay of the run's own) and upstream DNS; it returns once the task has its
  *    container on the node (the node's `create` event says so, before the node starts it).
@@ -45,7 +48,7 @@ import type { NodeImages } from './images';
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { pack } from 'tar-stream';
-import { COMPONENTS, DEFAULTS, LABELS, REASONS, SWARM } from '../../constants';
+import { COMPONENTS, DEFAULTS, EXEC, LABELS, REASONS, SWARM } from '../../constants';
 import { BackendRefusedError, isConflict, isNotFound } from '../../engine/errors';
 import { matchesLabels } from '../../engine/label-filter';
 import type { ServiceSummary, SwarmEngine, TaskSummary } from '../../engine/swarm/types';
@@ -79,6 +82,10 @@ const notFound = (what: string) => Object.assign(new Error(`no such run: ${what}
 
 const wsVolume = (run: string) => `${run}-ws`;
 const resultsVolume = (run: string) => `${run}-results`;
+/** A sandbox's third volume: berth's helper, its main process (EXEC.helperPath), mounted at EXEC.helperDir. */
+const helperVolume = (run: string) => `${run}-berth`;
+/** Whether a create's entrypoint is berth's helper (a sandbox's: spec.sandbox), which its run's helper volume holds. */
+const runsHelper = (entrypoint: readonly string[] | null | undefined) => entrypoint?.[0] === EXEC.helperPath;
 
 /** The labels of a run's own helpers (volumes, secrets): the run's owner labels and which run. */
 function helperLabels(labels: Labels, run: string): Labels {
@@ -110,9 +117,9 @@ function halfMade(id: string, run: string, labels: Labels): ContainerSummary {
   };
 }
 
-/** The attempt's volumes a container holds (spec.volumes), without the run's own two. */
+/** The attempt's volumes a container holds (spec.volumes), without the run's own (two, or a sandbox's three). */
 function attemptVolumes(mounts: readonly MountSummary[], run: string): MountSummary[] {
-  const own = new Set([wsVolume(run), resultsVolume(run)]);
+  const own = new Set([wsVolume(run), resultsVolume(run), helperVolume(run)]);
   return mounts.filter((m) => m.type === 'volume' && m.name !== undefined && !own.has(m.name));
 }
 
@@ -322,12 +329,11 @@ export class SwarmRuns implements ContainerClient, RemoteRuns {
     const component = spec.labels[LABELS.component];
     // the egress proxy and a user's sidecar: a run of its own with no workspace and no results
     const side = component === COMPONENTS.proxy || component === COMPONENTS.sidecar;
-    // a sandbox's main process is berth's own, put into its container before the start: a task's container is made by its node
-    if (spec.entrypoint)
-      throw new BackendRefusedError(
-        REASONS.nodeRefused,
-        `attempt ${spec.labels[LABELS.attempt] ?? run} is a sandbox (spec.sandbox), which the swarm backend does not run: berth's own process cannot be put into a task's container before its node starts it (exec and cp reach any running attempt of a swarm)`,
-      );
+    // a sandbox's main process is berth's helper, copied in before the start (plan/ops.ts): a
+    // task's container is made by its node at the start, so the helper goes into a volume of the
+    // run's own, which the prepared container holds at EXEC.helperDir and the task mounts there
+    const helper = !side && runsHelper(spec.entrypoint);
+    if (spec.entrypoint && !helper) throw new Error(`run ${run}: the swarm backend runs no entrypoint but berth's helper (${spec.entrypoint.join(' ')})`);
     const resultsBind = spec.host.binds.find((b) => b.endsWith(`:${DEFAULTS.resultsMount}:rw`));
     const resultsDir = side ? '' : resultsBind?.slice(0, -`:${DEFAULTS.resultsMount}:rw`.length);
     if (resultsDir === undefined || (!side && !resultsDir) || spec.host.binds.length !== (side ? 0 : 1)) {
@@ -363,15 +369,14 @@ export class SwarmRuns implements ContainerClient, RemoteRuns {
         throw new Error(`run ${run}: its volume ${m.source} is not recorded on node ${nodeName(h.node)}`);
       await h.engine.volumes.create({ name: m.source, labels: rec.labels });
     }
-    const helper = helperLabels(spec.labels, run);
+    const own = helperLabels(spec.labels, run);
     await Promise.all([
-      ...(side
-        ? []
-        : [h.engine.volumes.create({ name: wsVolume(run), labels: helper }), h.engine.volumes.create({ name: resultsVolume(run), labels: helper })]),
+      ...(side ? [] : [h.engine.volumes.create({ name: wsVolume(run), labels: own }), h.engine.volumes.create({ name: resultsVolume(run), labels: own })]),
+      ...(helper ? [h.engine.volumes.create({ name: helperVolume(run), labels: own })] : []),
       // the run's own `none`: an internal overlay nobody else is on, made with the run's other
       // helpers (a berth killed from here on leaves a run that lists as created, overlay and
       // all, and is removed whole: list, remove)
-      ...(net.private ? [this.privateNet(net.network, helper)] : []),
+      ...(net.private ? [this.privateNet(net.network, own)] : []),
     ]);
     // the node holds the run's image before anything is made of it there (a node never fails a task for a missing image)
     await this.images?.ensure(h, spec.image);
@@ -390,6 +395,7 @@ export class SwarmRuns implements ContainerClient, RemoteRuns {
           : [
               { type: 'volume', source: wsVolume(run), target: spec.workingDir, readOnly: false },
               { type: 'volume', source: resultsVolume(run), target: DEFAULTS.resultsMount, readOnly: false },
+              ...(helper ? [{ type: 'volume' as const, source: helperVolume(run), target: EXEC.helperDir, readOnly: false }] : []),
               ...spec.host.mounts,
             ],
       },
@@ -574,6 +580,8 @@ export class SwarmRuns implements ContainerClient, RemoteRuns {
             labels: { ...labels, [SWARM.resultsLabel]: resultsDir },
             containerLabels: { ...labels, [SWARM.taskLabel]: name },
             image: c.config.image,
+            // what the prepared container would run: its entrypoint (the image's, or a sandbox's helper) with its command as the arguments
+            ...(c.config.entrypoint?.length ? { entrypoint: c.config.entrypoint } : {}),
             cmd: c.config.cmd,
             env: c.config.env,
             workingDir: c.config.workingDir,
@@ -593,6 +601,10 @@ export class SwarmRuns implements ContainerClient, RemoteRuns {
                     { source: wsVolume(name), target: c.config.workingDir, readOnly: false, noCopy: true },
                     { source: resultsVolume(name), target: DEFAULTS.resultsMount, readOnly: false, noCopy: true },
                   ]
+                : []),
+              // a sandbox's helper, put into its volume before the start (create): read-only to the task, so nothing in it replaces berth's process
+              ...(c.mounts.some((m) => m.type === 'volume' && m.name === helperVolume(name))
+                ? [{ source: helperVolume(name), target: EXEC.helperDir, readOnly: true, noCopy: true }]
                 : []),
               // the attempt's volumes, on this node (create made sure)
               ...attemptVolumes(c.mounts, name).map((m) => ({ source: m.name as string, target: m.destination, readOnly: !m.rw })),
@@ -886,7 +898,7 @@ export class SwarmRuns implements ContainerClient, RemoteRuns {
       if (!s || s.labels[LABELS.component] === COMPONENTS.sidecar)
         for (const c of await h.engine.containers.list([`${SWARM.tcpProbeLabel}=${name}`])) any = (await h.engine.containers.remove(c.id)) || any;
       any = (await h.engine.containers.remove(name)) || any;
-      for (const v of [wsVolume(name), resultsVolume(name)]) any = (await this.removeWhenFree(() => h.engine.volumes.remove(v))) || any;
+      for (const v of [wsVolume(name), resultsVolume(name), helperVolume(name)]) any = (await this.removeWhenFree(() => h.engine.volumes.remove(v))) || any;
     }
     return any;
   }

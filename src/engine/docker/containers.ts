@@ -79,6 +79,7 @@ export function detailsFromInspect(i: Dockerode.ContainerInspectInfo): Container
     config: {
       image: i.Config?.Image ?? '',
       cmd: i.Config?.Cmd ?? null,
+      entrypoint: (i.Config?.Entrypoint as string[] | null | undefined) ?? null,
       env: i.Config?.Env ?? [],
       workingDir: i.Config?.WorkingDir ?? '',
       user: i.Config?.User ?? '',

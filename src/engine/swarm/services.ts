@@ -54,7 +54,8 @@ export function serviceBody(spec: ServiceCreateSpec): Record<string, unknown> {
     TaskTemplate: {
       ContainerSpec: {
         Image: spec.image,
-        ...(spec.cmd ? { Command: spec.cmd } : {}),
+        // a service's Command is docker's Entrypoint, its Args docker's Cmd
+        ...(spec.entrypoint ? { Command: spec.entrypoint, ...(spec.cmd ? { Args: spec.cmd } : {}) } : spec.cmd ? { Command: spec.cmd } : {}),
         Env: spec.env,
         Dir: spec.workingDir,
         ...(spec.user ? { User: spec.user } : {}),

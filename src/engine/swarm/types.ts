@@ -13,7 +13,10 @@ export interface ServiceCreateSpec {
   /** On the task's container. */
   containerLabels: Labels;
   image: string;
+  /** With `entrypoint`, its arguments; without, the whole command (the image's entrypoint is not run). */
   cmd: string[] | null;
+  /** The process the task runs, `cmd` its arguments (docker's Entrypoint; a service's ContainerSpec.Command). */
+  entrypoint?: string[];
   env: string[];
   workingDir: string;
   user?: string;

@@ -9,6 +9,7 @@ import { extract, pack } from 'tar-stream';
 import { abandonedProbe, parseProbe } from '../../../src/backend/swarm/probe';
 import { sharedNetworkList } from '../../../src/backend/swarm/networks';
 import { SwarmRuns } from '../../../src/backend/swarm/runs';
+import { serviceBody } from '../../../src/engine/swarm/services';
 import { LABELS, SWARM } from '../../../src/constants';
 import { extractResults } from '../../../src/backend/swarm/results';
 
@@ -171,5 +172,36 @@ describe('swarm backend: one list of the manager networks serves a pass', () => 
     await shared.create({ name: 'b', labels: {}, internal: true });
     await shared.list([]);
     expect(lists).to.equal(3);
+  });
+});
+
+describe("swarm backend: a run's service runs what its prepared container would", () => {
+  const base = {
+    name: 'r',
+    labels: {},
+    containerLabels: {},
+    image: 'img',
+    env: [],
+    workingDir: '/workspace',
+    nodeId: 'n1',
+    networks: [],
+    mounts: [],
+    secrets: [],
+    capDrop: [],
+    capAdd: [],
+    init: true,
+    readonlyRootfs: false,
+  };
+  const spec = (body: Record<string, unknown>) => (body.TaskTemplate as { ContainerSpec: Record<string, unknown> }).ContainerSpec;
+
+  it("an entrypoint (the image's, or a sandbox's helper) is the service's Command with the command as its Args; without one, the command is the Command", () => {
+    const sandbox = spec(serviceBody({ ...base, entrypoint: ['/.berth/berth-helper'], cmd: ['pause'] }));
+    expect([sandbox.Command, sandbox.Args]).to.deep.equal([['/.berth/berth-helper'], ['pause']]);
+    const image = spec(serviceBody({ ...base, entrypoint: ['/usr/bin/node', '/app/x.js'], cmd: null }));
+    expect([image.Command, image.Args]).to.deep.equal([['/usr/bin/node', '/app/x.js'], undefined]);
+    const plain = spec(serviceBody({ ...base, cmd: ['sh', '-c', 'true'] }));
+    expect([plain.Command, plain.Args]).to.deep.equal([['sh', '-c', 'true'], undefined]);
+    const helper = spec(serviceBody({ ...base, cmd: null, mounts: [{ source: 'r-berth', target: '/.berth', readOnly: true, noCopy: true }] }));
+    expect(helper.Mounts).to.deep.equal([{ Type: 'volume', Source: 'r-berth', Target: '/.berth', ReadOnly: true, VolumeOptions: { NoCopy: true } }]);
   });
 });
