@@ -565,6 +565,31 @@ function noopRows(n: NoopResult, rows: Row[]): void {
       chart: { label: `no-op at ${largest.n} (CLI, no cache) vs lists + node` },
     });
   }
+  if (largest?.ab && largest.ab.cli.length) {
+    const ab = largest.ab;
+    // The other build's pass in the same rotations (BENCH_AB; over a copy of the state folder).
+    const plus = largest.floor.map((f, i) => f + (largest.bareNode[i] ?? NaN));
+    rows.push({
+      id: `noop${largest.n}-cli-build-${ab.label}`,
+      workload: `No-op \`reconcile --once\` at ${largest.n.toLocaleString('en')}, build ${ab.label} (BENCH_AB; same rounds, state folder copied)`,
+      berth: spread(summarize(ab.cli)),
+      reference: 'floor lists + `node -e 0`, same round',
+      refValue: spread(summarize(plus)),
+      ratio: pairedRatio(ab.cli, plus),
+      target: '—',
+      verdict: 'info',
+    });
+    rows.push({
+      id: `noop${largest.n}-cli-cpu-vs-${ab.label}`,
+      workload: `No-op \`reconcile --once\` at ${largest.n.toLocaleString('en')}, CPU (user + system): this build against build ${ab.label} (BENCH_AB)`,
+      berth: spread(summarize(ab.thisCpu)),
+      reference: `build ${ab.label}, same rounds`,
+      refValue: spread(summarize(ab.cpu)),
+      ratio: pairedRatio(ab.thisCpu, ab.cpu),
+      target: '—',
+      verdict: 'info',
+    });
+  }
   const calls = n.scales.map((sc) => sc.calls);
   const all = calls.flat();
   const fixed = all.length > 0 && all.every((c) => c === all[0]);
