@@ -44,6 +44,18 @@ describe('status: the records index', function () {
     expect(second.damagedRecordOf('e')?.problem).to.match(/not valid JSON/);
   });
 
+  it('a record with text beyond ASCII reads from the index as it was written', async function () {
+    writeFileSync(path.join(dir, 'b.json'), JSON.stringify(status('b', { message: 'café: über 10 µs ✓' })));
+    await sleep(40);
+    const fromFolder = await new StatusStore(state, 'default', opts).loadAll();
+    expect(existsSync(path.join(state, 'default', 'attempts.index.json'))).to.equal(true);
+    writeFileSync(path.join(dir, 'a.json'), JSON.stringify(status('a', { phase: 'Failed' })));
+    const fromIndex = await new StatusStore(state, 'default', opts).loadAll();
+    expect(fromIndex.get('a')?.phase).to.equal('Running');
+    expect(fromIndex.get('b')?.message).to.equal('café: über 10 µs ✓');
+    expect([...fromIndex.entries()]).to.deep.equal([...fromFolder.entries()]);
+  });
+
   it('any write of the store, a file added or removed, or a folder put in its place, and it is not used', async function () {
     await sleep(40);
     await new StatusStore(state, 'default', opts).loadAll();
