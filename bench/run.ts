@@ -24,8 +24,8 @@
  *   BENCH_FLEET_ATTEMPTS attempts of the fleet-throughput workload (default 300)
  *   BENCH_FLEET_TRACE  1: log each fleet round's container timeline (engine event times)
  *   BENCH_TENK_SPECS   specs of the ten-thousand workload, 50 of them running (default 10,000)
- *   BENCH_AB           label=[node@]path/to/bin/berth.js: another build in the fleet and completion
- *                      workloads (an A/B in one run; on this Node, or on the node named)
+ *   BENCH_AB           label=[node@]path/to/bin/berth.js: another build in the fleet, completion and
+ *                      no-op (CLI) workloads (an A/B in one run; on this Node, or on the node named)
  *   BENCH_FIXTURE_FILES files of the fixture-plan workload's generated repository and of the large-fixture workload's tree (default 5,000, ~150 MB)
  *   BENCH_FIXTURE_MB   the large-fixture tree's size in MiB (default 150)
  *   BENCH_FIXTURE_ATTEMPTS containers it is copied into, 4 at a time (default 20)
