@@ -1,0 +1,161 @@
+/**
+ * Every bench row against another build of berth, in one run: `bench/run.ts` of this tree and of
+ * another checkout (an earlier commit: `git worktree add /tmp/old <commit>`, with its
+ * node_modules and `npm run build`), one workload at a time, the two builds alternating (the
+ * order flips from one workload to the next). Each row's ratio is against its own reference
+ * (the raw engine, a peer) measured in the same turn, so the two builds' ratios compare under
+ * the same load; a row is called worse only when the new build's median ratio is above the
+ * other's whole range and more than `BENCH_AB_SLACK` (default 10 %) above its median.
+ *
+ *   BENCH_AB_OTHER=/tmp/old [BENCH_AB_LABEL=875f840] [BENCH_AB_ONLY=noop,fleet] [BENCH_AB_SKIP=swarm] \
+ *     BENCH_ROUNDS=3 node --import tsx bench/ab.ts
+ *
+ * Workloads are those both builds' `bench/run.ts` name (`BENCH_ONLY`); `resources` goes with
+ * `noop` (it needs it). Other `BENCH_*` variables reach both runs. Written to
+ * bench/results/ab-<label>-<run id>.md.
+ */
+import { spawn } from 'node:child_process';
+import { promises as fs } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { REPO } from './lib/proc';
+
+interface Ratio {
+  median: number;
+  min: number;
+  max: number;
+}
+interface BenchRow {
+  id: string;
+  workload: string;
+  ratio?: Ratio | null;
+  target?: string;
+  verdict?: string;
+}
+interface Side {
+  name: string;
+  tree: string;
+}
+
+/** The workloads a tree's bench/run.ts lists under BENCH_ONLY (its header comment). */
+export async function workloadsOf(tree: string): Promise<string[]> {
+  const src = await fs.readFile(path.join(tree, 'bench', 'run.ts'), 'utf8');
+  const m = /BENCH_ONLY\s+comma list of\s*([\s\S]*?):\s*a partial run/.exec(src);
+  if (!m?.[1]) throw new Error(`${tree}/bench/run.ts: no BENCH_ONLY list in its header`);
+  return m[1]
+    .replace(/^\s*\*\s*/gm, '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
+/** The groups to run: one workload each, `resources` with `noop`. */
+export function groupsOf(common: string[], only?: Set<string>, skip?: Set<string>): string[][] {
+  const picked = common.filter((w) => (!only || only.has(w)) && !skip?.has(w));
+  const groups: string[][] = [];
+  for (const w of picked) {
+    if (w === 'resources') continue;
+    groups.push(w === 'noop' && picked.includes('resources') ? ['noop', 'resources'] : [w]);
+  }
+  return groups;
+}
+
+/** new ÷ other, and the call: worse only outside the other's range and past the slack. */
+export function compareRatios(mine: Ratio, other: Ratio, slack: number): { change: number; call: 'worse' | 'better' | 'same' } {
+  const change = mine.median / other.median;
+  if (mine.median > other.max && change > 1 + slack) return { change, call: 'worse' };
+  if (mine.median < other.min && change < 1 - slack) return { change, call: 'better' };
+  return { change, call: 'same' };
+}
+
+function runBench(side: Side, group: string[], log: (s: string) => void): Promise<BenchRow[]> {
+  return new Promise((resolve, reject) => {
+    const started = Date.now();
+    const child = spawn(process.execPath, ['--import', 'tsx', 'bench/run.ts'], {
+      cwd: side.tree,
+      env: { ...process.env, BENCH_ONLY: group.join(','), BENCH_AB: '' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let tail = '';
+    child.stderr.on('data', (d: Buffer) => {
+      tail = (tail + d.toString()).slice(-4000);
+    });
+    child.on('error', reject);
+    child.on('close', (code) => {
+      log(`${side.name} ${group.join(',')}: exit ${code} in ${Math.round((Date.now() - started) / 1000)} s`);
+      if (code !== 0)
+        return resolve([{ id: `${group.join(',')}-failed`, workload: `${group.join(',')} failed: ${tail.trim().split('\n').slice(-3).join(' / ')}` }]);
+      fs.readFile(path.join(side.tree, 'bench', 'results', 'partial.json.tmp'), 'utf8').then(
+        (s) => resolve((JSON.parse(s) as { rows: BenchRow[] }).rows),
+        reject,
+      );
+    });
+  });
+}
+
+const x = (r: Ratio | null | undefined): string => (r ? `${r.median.toFixed(2)}× (${r.min.toFixed(2)}–${r.max.toFixed(2)}×)` : '—');
+
+async function main(): Promise<void> {
+  const otherTree = process.env.BENCH_AB_OTHER;
+  if (!otherTree) throw new Error('BENCH_AB_OTHER: the other checkout to compare with');
+  const label = process.env.BENCH_AB_LABEL ?? path.basename(otherTree);
+  const slack = Number(process.env.BENCH_AB_SLACK ?? '0.10');
+  const set = (v: string | undefined) => (v ? new Set(v.split(',').map((s) => s.trim())) : undefined);
+  const mine: Side = { name: 'this build', tree: REPO };
+  const other: Side = { name: label, tree: path.resolve(otherTree) };
+  const theirs = new Set(await workloadsOf(other.tree));
+  const common = (await workloadsOf(REPO)).filter((w) => theirs.has(w));
+  const groups = groupsOf(common, set(process.env.BENCH_AB_ONLY), set(process.env.BENCH_AB_SKIP));
+  const runId = Date.now().toString(36).slice(-6);
+  const log = (s: string) => process.stderr.write(`[ab] ${new Date().toISOString().slice(11, 19)} ${s}\n`);
+  const load0 = os.loadavg();
+  const began = Date.now();
+  const lines: string[] = [];
+  const calls = { worse: [] as string[], better: [] as string[], same: 0, alone: 0 };
+  for (const [i, group] of groups.entries()) {
+    const order = i % 2 === 0 ? [other, mine] : [mine, other];
+    const rows = new Map<Side, BenchRow[]>();
+    for (const side of order) rows.set(side, await runBench(side, group, log));
+    const before = new Map((rows.get(other) ?? []).map((r) => [r.id, r]));
+    for (const r of rows.get(mine) ?? []) {
+      const o = before.get(r.id);
+      if (!r.ratio || !o?.ratio) {
+        calls.alone++;
+        lines.push(`| ${group.join(',')} | ${r.workload} | ${x(o?.ratio)} | ${x(r.ratio)} | — | ${o ? 'no ratio' : `only this build`} |`);
+        continue;
+      }
+      const c = compareRatios(r.ratio, o.ratio, slack);
+      if (c.call === 'same') calls.same++;
+      else calls[c.call].push(r.id);
+      lines.push(
+        `| ${group.join(',')} | ${r.workload} | ${x(o.ratio)} | ${x(r.ratio)} | ${c.change.toFixed(2)} | ${c.call === 'worse' ? '❌ worse' : c.call} |`,
+      );
+    }
+    for (const o of rows.get(other) ?? [])
+      if (!(rows.get(mine) ?? []).some((r) => r.id === o.id)) lines.push(`| ${group.join(',')} | ${o.workload} | ${x(o.ratio)} | — | — | only ${label} |`);
+  }
+  const load1 = os.loadavg();
+  const md = [
+    `## berth bench A/B: this build against ${label} — ${new Date().toISOString()}`,
+    '',
+    `Run \`${runId}\`, ${Math.round((Date.now() - began) / 1000)} s, rounds ${process.env.BENCH_ROUNDS ?? '5'} a workload; load average before ${load0.map((l) => l.toFixed(1)).join(', ')}, after ${load1.map((l) => l.toFixed(1)).join(', ')}.`,
+    `Each workload ran in both builds back to back (order flipping per workload); each ratio is berth ÷ its row's reference in that same run. "Worse": this build's median above ${label}'s whole range and over ${Math.round(slack * 100)} % above its median.`,
+    '',
+    `| Workload | Row | ${label}: ratio median (min–max) | this build | this ÷ ${label} | Call |`,
+    '|---|---|---:|---:|---:|---|',
+    ...lines,
+    '',
+    `**${calls.worse.length} worse${calls.worse.length ? ` (${calls.worse.join(', ')})` : ''}, ${calls.better.length} better, ${calls.same} same, ${calls.alone} without a pair.**`,
+    '',
+  ].join('\n');
+  const out = path.join(REPO, 'bench', 'results', `ab-${label}-${runId}.md`);
+  await fs.writeFile(out, md);
+  process.stdout.write(md);
+  log(`wrote ${path.relative(REPO, out)}`);
+}
+
+if (require.main === module)
+  main().catch((err: unknown) => {
+    process.stderr.write(`[ab] FAILED: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exitCode = 1;
+  });
