@@ -20,7 +20,8 @@ function engine(): { docker: Dockerode; queries: unknown[]; live: PassThrough[] 
   return { docker, queries, live };
 }
 const calls = { run: (_op: string, start: (p: () => void) => Promise<unknown>) => start(() => undefined) } as unknown as BoundedCalls;
-const line = (id: string, action: string, time: number) => `${JSON.stringify({ Type: 'container', Action: action, Actor: { ID: id, Attributes: {} }, time, timeNano: time * 1e9 })}\n`;
+const line = (id: string, action: string, time: number) =>
+  `${JSON.stringify({ Type: 'container', Action: action, Actor: { ID: id, Attributes: {} }, time, timeNano: time * 1e9 })}\n`;
 
 describe('DockerEvents', () => {
   it("answers a look for an event a followed stream already saw (gone from the engine's log) without asking the engine", async () => {
