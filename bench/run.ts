@@ -26,8 +26,8 @@
  *   BENCH_FLEET_ATTEMPTS attempts of the fleet-throughput workload (default 300)
  *   BENCH_FLEET_TRACE  1: log each fleet round's container timeline (engine event times)
  *   BENCH_TENK_SPECS   specs of the ten-thousand workload, 50 of them running (default 10,000)
- *   BENCH_AB           label=[node@]path/to/bin/berth.js: another build in the fleet and completion
- *                      workloads (an A/B in one run; on this Node, or on the node named)
+ *   BENCH_AB           label=[node@]path/to/bin/berth.js: another build in the fleet, completion and
+ *                      no-op (CLI) workloads (an A/B in one run; on this Node, or on the node named)
  *   BENCH_FIXTURE_FILES files of the fixture-plan workload's generated repository and of the large-fixture workload's tree (default 5,000, ~150 MB)
  *   BENCH_FIXTURE_MB   the large-fixture tree's size in MiB (default 150)
  *   BENCH_FIXTURE_ATTEMPTS containers it is copied into, 4 at a time (default 20)
@@ -573,6 +573,31 @@ function noopRows(n: NoopResult, rows: Row[]): void {
       target: '—',
       verdict: 'info',
       chart: { label: `no-op at ${largest.n} (CLI, no cache) vs lists + node` },
+    });
+  }
+  if (largest?.ab && largest.ab.cli.length) {
+    const ab = largest.ab;
+    // The other build's pass in the same rotations (BENCH_AB; over a copy of the state folder).
+    const plus = largest.floor.map((f, i) => f + (largest.bareNode[i] ?? NaN));
+    rows.push({
+      id: `noop${largest.n}-cli-build-${ab.label}`,
+      workload: `No-op \`reconcile --once\` at ${largest.n.toLocaleString('en')}, build ${ab.label} (BENCH_AB; same rounds, state folder copied)`,
+      berth: spread(summarize(ab.cli)),
+      reference: 'floor lists + `node -e 0`, same round',
+      refValue: spread(summarize(plus)),
+      ratio: pairedRatio(ab.cli, plus),
+      target: '—',
+      verdict: 'info',
+    });
+    rows.push({
+      id: `noop${largest.n}-cli-cpu-vs-${ab.label}`,
+      workload: `No-op \`reconcile --once\` at ${largest.n.toLocaleString('en')}, CPU (user + system): this build against build ${ab.label} (BENCH_AB)`,
+      berth: spread(summarize(ab.thisCpu)),
+      reference: `build ${ab.label}, same rounds`,
+      refValue: spread(summarize(ab.cpu)),
+      ratio: pairedRatio(ab.thisCpu, ab.cpu),
+      target: '—',
+      verdict: 'info',
     });
   }
   const calls = n.scales.map((sc) => sc.calls);

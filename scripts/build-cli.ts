@@ -75,6 +75,25 @@ module.exports = function deferred() { var f = load(); return new.target ? Refle
   },
 };
 
+/**
+ * commander imports child_process (and with it net, dgram and the stream modules) for its
+ * executable subcommands, which berth has none of: in the bundle it gets a stand-in that loads
+ * the real module on its first spawn. Start-up time of every command (issue 55).
+ */
+const lazyChildProcess: Plugin = {
+  name: 'lazy-child-process',
+  setup(b) {
+    b.onResolve({ filter: /^(node:)?child_process$/ }, (args) =>
+      /[\\/]node_modules[\\/]commander[\\/]/.test(args.importer) ? { path: 'child_process', namespace: 'lazy-child-process' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'lazy-child-process' }, () => ({
+      contents: `var real; function load() { return real || (real = require('node:child_process')); }
+module.exports = { spawn: function () { return load().spawn.apply(this, arguments); } };`,
+      loader: 'js',
+    }));
+  },
+};
+
 void build({
   // Run as a program (`node berth.cjs`), it runs berth; required (bin/berth.js), it hands over main().
   stdin: {
@@ -92,7 +111,7 @@ void build({
   banner: { js: `#!/usr/bin/env node\n(${nodeCheck})();` },
   define: { BERTH_BUNDLED_VERSION: JSON.stringify(pkg.version) },
   external: ['cpu-features', 'fsevents', '*.node'],
-  plugins: [bundledSchemaFiles, noBuildKit, deferredModules],
+  plugins: [bundledSchemaFiles, noBuildKit, deferredModules, lazyChildProcess],
   // Smaller to read and compile at every start; names are kept, so stack traces still read.
   minifyWhitespace: true,
   minifySyntax: true,

@@ -72,6 +72,10 @@ export function run(cmd: string, args: string[], opts: RunOptions = {}): Promise
       else if (code !== 0 && !opts.allowFail) reject(new CommandError([cmd, ...args], res));
       else resolve(res);
     });
+    // A child that exits before reading its input (most do) closes the pipe: EPIPE is no failure of its.
+    child.stdin?.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EPIPE') reject(err);
+    });
     child.stdin?.end(opts.input ?? '');
   });
 }

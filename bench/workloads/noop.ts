@@ -22,7 +22,8 @@ import { loadSpecs } from '../../src/spec/loader';
 import { StatusStore } from '../../src/status/store';
 import type { RawEngine } from '../lib/engine';
 import { names, type BenchRun, type BerthSandbox } from '../lib/fixture';
-import { berth, cpuProfArgs, run as runCmd } from '../lib/proc';
+import { berth, BERTH_BIN, buildOf, cpuProfArgs, run as runCmd } from '../lib/proc';
+import { cpuOf } from './startup';
 import { failOnStuck } from '../lib/stuck';
 
 /** A seeded `true` attempt's container still running this long after its start is the engine's hang (bench/lib/stuck.ts). */
@@ -43,6 +44,8 @@ export interface ScaleSamples {
   callsByOp: Record<string, number>;
   breakdown: { loadSpecs: number[]; loadStatus: number[]; observe: number[] };
   order: string[][];
+  /** BENCH_AB: the other build's CLI pass (wall ms) over a copy of the state folder, in the same rounds; and both builds' CPU (user + system). */
+  ab?: { label: string; cli: number[]; cpu: number[]; thisCpu: number[] };
 }
 
 export interface NoopResult {
@@ -118,6 +121,10 @@ export async function noopScales(
   const berthEngine = instrumentEngine(createDockerEngine(), counter.listener);
   const cfg: PassConfig = sb.passConfig();
   const passArgs = ['reconcile', '--once', '--max-running', '50', '--concurrency', '8', ...sb.globalArgs()];
+  // BENCH_AB: the other build runs the same pass on a copy of the state folder (its spec cache its own).
+  const other = buildOf(process.env.BENCH_AB);
+  const abState = `${sb.stateDir}-ab`;
+  const abArgs = passArgs.map((a) => (a === sb.stateDir ? abState : a));
   const scales: ScaleSamples[] = [];
   let have = 0;
   for (const n of sizes) {
@@ -149,6 +156,7 @@ export async function noopScales(
       callsByOp: {},
       breakdown: { loadSpecs: [], loadStatus: [], observe: [] },
       order: [],
+      ...(other ? { ab: { label: other.label, cli: [], cpu: [], thisCpu: [] } } : {}),
     };
     const inproc = async () => {
       counter.reset();
@@ -181,6 +189,12 @@ export async function noopScales(
       const r = await berth(passArgs);
       s.cliNoCache.push(r.ms);
     };
+    const cliAb = async () => {
+      if (!other || !s.ab) return;
+      s.ab.cli.push((await berth(abArgs, { build: other })).ms);
+      s.ab.cpu.push((await cpuOf([other.node, other.bin, ...abArgs], process.env)).cpu);
+      s.ab.thisCpu.push((await cpuOf([process.execPath, BERTH_BIN, ...passArgs], process.env)).cpu);
+    };
     const bareNode = async () => {
       s.bareNode.push((await runCmd(process.execPath, ['-e', '0'])).ms);
     };
@@ -190,12 +204,18 @@ export async function noopScales(
     // Warm up the in-process code (module load, schema compile, JIT) and the floor's connections.
     await reconcilePass(cfg, berthEngine, new StatusStore(sb.stateDir, sb.instance));
     await floorLists(engine, sb.instance);
+    if (other) {
+      await fs.rm(abState, { recursive: true, force: true });
+      await fs.cp(sb.stateDir, abState, { recursive: true });
+      await berth(abArgs, { build: other });
+    }
     const contenders: [string, () => Promise<void>][] = [
       ['inproc', inproc],
       ['cli', cli],
       ['floor', floor],
       ['cliNoCache', cliNoCache],
       ['bareNode', bareNode],
+      ...(other ? [['cliAb', cliAb] as [string, () => Promise<void>]] : []),
     ];
     // `perRound` rotations a round: each contender's samples pair by rotation, as rounds pair.
     for (let r = 0; r < rounds * perRound; r++) {

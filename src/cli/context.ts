@@ -6,7 +6,7 @@ import { DEFAULTS, GIT } from '../constants';
 import type { PassConfig } from '../controller/pass';
 import { parseByteSize, parseDisk } from '../spec/quantity';
 import { resolveResultsRoot } from '../plan/results';
-import { registryConfigPath } from '../registry/credentials';
+import { registryConfigPath } from '../registry/config-path';
 import type * as DesiredFor from '../plan/desired-for';
 import { diskThresholds, type Floor } from '../plan/disk-pressure';
 import type * as DockerEngine from '../engine/docker';

@@ -45,6 +45,7 @@ import { defaultMaxRunning } from './max-running';
 import { ENV_HELP, examplesHelp, EXIT_CODES_HELP } from './help';
 import { jsonLinesIo, processIo, wantsJsonLogs, type Io } from './io';
 import { NAME_FORMS, setNames } from './names';
+import { buildOnly, commandWord } from './only-command';
 import { seeHelp, usageError, UsageError, UsageOutput } from './usage';
 
 /** Set by the single-file build (scripts/build-cli.ts); from package.json otherwise. */
@@ -202,6 +203,8 @@ export interface ProgramEnv {
   jsonLogs?: () => void;
   /** The engine every command uses instead of the one the flags name (tests: the fake engine). */
   engine?: Engine;
+  /** The command line about to be parsed: only the command it names is built (only-command.ts); else all of them. */
+  argv?: readonly string[];
 }
 
 export function buildProgram(io: Io, setExit: (code: number) => void, usage = new UsageOutput(), pe: ProgramEnv = {}): Command {
@@ -267,6 +270,8 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
       writeErr: (s) => usage.write(s),
       outputError: (s) => usage.write(usageError(s)),
     });
+  const word = pe.argv && commandWord(pe.argv, program.options);
+  const finish = word !== undefined ? buildOnly(program, word) : undefined;
 
   // Without --specs, commands other than reconcile, plan and validate follow the state folder's git source, if any.
   const ctx = (cmd: Command) =>
@@ -824,6 +829,11 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
       io.out(shell === 'bash' ? c.bashCompletion(spec) : shell === 'zsh' ? c.zshCompletion(spec) : c.fishCompletion(spec));
     });
 
+  // argv's word named no command: all of them, as without argv
+  if (finish && !finish()) {
+    const { argv: _argv, ...all } = pe;
+    return buildProgram(io, setExit, usage, all);
+  }
   for (const c of program.commands) {
     c.addHelpText('after', examplesHelp(c.name()));
     // A mistake prints two lines, as kubectl's do: what is wrong (with a did-you-mean), and where help is.
@@ -849,7 +859,7 @@ export async function run(argv: string[], plainIo: Io = processIo, pe: Omit<Prog
   let code: number = EXIT.ok;
   const usage = new UsageOutput();
   const help = argv.slice(2).some((a) => a === '--help' || a === '-h');
-  const program = buildProgram(io, (c) => (code = c), usage, { ...pe, help, jsonLogs });
+  const program = buildProgram(io, (c) => (code = c), usage, { ...pe, help, jsonLogs, ...(help ? {} : { argv }) });
   try {
     await program.parseAsync(argv);
     return code;

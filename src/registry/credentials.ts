@@ -11,8 +11,6 @@
  */
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import type { RegistryAuth } from '../engine/types';
 import type { SecretValue } from '../util/redact';
 import { DOCKER_HUB_AUTH_KEY, registryOf } from './reference';
@@ -55,13 +53,7 @@ export class CredentialError extends Error {
   }
 }
 
-/** The config file berth reads credentials from, as the docker CLI finds it. */
-export function registryConfigPath(env: NodeJS.ProcessEnv, flag?: string): string {
-  if (flag) return path.resolve(flag);
-  if (env.BERTH_REGISTRY_CONFIG) return path.resolve(env.BERTH_REGISTRY_CONFIG);
-  const dir = env.DOCKER_CONFIG ? path.resolve(env.DOCKER_CONFIG) : path.join(env.HOME ?? os.homedir(), '.docker');
-  return path.join(dir, 'config.json');
-}
+export { registryConfigPath } from './config-path';
 
 /** A key of `auths` or `credHelpers` as the docker CLI compares them: the host, without scheme or path. */
 export function hostKey(key: string): string {

@@ -26,7 +26,7 @@ import { latestGrade, runGrades } from '../sets/grade-state';
 import { gradeLabel } from '../sets/grade-text';
 import { classify, type OutcomeClass } from '../sets/outcome';
 import type { AttemptStatus } from '../status/types';
-import { touchedText } from '../touch/record';
+import { touchedText } from '../touch/text';
 import { engineTime } from '../engine/time';
 import { concurrency, type Step } from './timeline';
 import type { CellComparison, CompareResult, LeftOut } from '../sets/compare';

@@ -107,3 +107,41 @@ export function writeIndex(file: string, stamp: FolderStamp, entries: IndexEntry
 export function removeIndex(file: string): void {
   rmSync(file, { force: true });
 }
+
+/**
+ * Beside the index, the names of the folder's records of the old AttemptSet child form
+ * (store.ts keptChildNames), for the same folder stamp: every command that loads specs asks for
+ * them, and a listing of 100,000 file names is ~110 ms of CPU. Names change only with files
+ * added, removed or renamed, each of which changes the folder's times, so a stamp that still holds
+ * holds the same names (a record edited in place changes no name).
+ */
+interface NamesFile {
+  format: number;
+  folder: FolderStamp;
+  legacy: string[];
+}
+
+export function namesFileOf(indexFile: string): string {
+  return indexFile.replace(/\.index\.json$/, '.names.json');
+}
+
+export function readLegacyNames(file: string, now: FolderStamp): string[] | undefined {
+  try {
+    const parsed = JSON.parse(readFileSync(file, 'utf8')) as NamesFile;
+    if (parsed?.format !== FORMAT || !sameStamp(parsed.folder, now) || !Array.isArray(parsed.legacy)) return undefined;
+    return parsed.legacy.every((n) => typeof n === 'string') ? parsed.legacy : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Best effort, as writeIndex. */
+export function writeLegacyNames(file: string, stamp: FolderStamp, legacy: string[]): void {
+  const tmp = `${file}.${randomBytes(6).toString('hex')}.tmp`;
+  try {
+    writeFileSync(tmp, JSON.stringify({ format: FORMAT, folder: stamp, legacy } satisfies NamesFile), { mode: 0o600 });
+    renameSync(tmp, file);
+  } catch {
+    rmSync(tmp, { force: true });
+  }
+}

@@ -27,7 +27,18 @@ import { checkStateFolder, folderProblem, setAside } from './damaged';
 import type { AttemptStatus } from './types';
 import { recordProblem, refuseNewer, upgradeRecord } from './validate';
 import { mapChunked } from '../util/pool';
-import { folderStamp, INDEX_MIN_RECORDS, RACY_MS, readIndex, sameStamp, writeIndex, type IndexEntry } from './index-file';
+import {
+  folderStamp,
+  INDEX_MIN_RECORDS,
+  namesFileOf,
+  RACY_MS,
+  readIndex,
+  readLegacyNames,
+  sameStamp,
+  writeIndex,
+  writeLegacyNames,
+  type IndexEntry,
+} from './index-file';
 
 /** The records folder, when it is not a folder (a file, a link to nothing). */
 export interface DamagedFolder {
@@ -114,9 +125,15 @@ function shareStrings(rec: AttemptStatus): AttemptStatus {
  * (spec/loader.ts LoadOptions.keptNames). Empty when there is no such folder.
  */
 export function keptChildNames(stateDir: string, instance: string): Set<string> {
+  const dir = path.join(path.resolve(stateDir), instance, 'attempts');
+  // A large folder unchanged since its records' index was made: the names kept with it (index-file.ts).
+  const namesFile = namesFileOf(path.join(path.resolve(stateDir), instance, 'attempts.index.json'));
+  const stamp = folderStamp(dir);
+  const known = stamp && readLegacyNames(namesFile, stamp);
+  if (known) return new Set(known);
   let names: string[];
   try {
-    names = readdirSync(path.join(path.resolve(stateDir), instance, 'attempts'));
+    names = readdirSync(dir);
   } catch {
     return new Set();
   }
@@ -240,6 +257,11 @@ export class StatusStore {
           if (r) list.push('rec' in r ? [names[i] as string, r.rec] : [names[i] as string, null, r.problem]);
         });
         writeIndex(this.indexFile, stamp, list);
+        writeLegacyNames(
+          namesFileOf(this.indexFile),
+          stamp,
+          names.filter((n) => LEGACY_CHILD_NAME.test(n)),
+        );
       }
     }
     return map;

@@ -165,10 +165,4 @@ export function countTouched(begun: readonly { kind: TouchKind; at: string }[]):
   };
 }
 
-/** In words: `3 execs, 1 copy`. */
-export function touchedText(t: Touched): string {
-  const parts: string[] = [];
-  if (t.execs) parts.push(`${t.execs} exec${t.execs === 1 ? '' : 's'}`);
-  if (t.copies) parts.push(`${t.copies} ${t.copies === 1 ? 'copy' : 'copies'}`);
-  return parts.join(', ');
-}
+export { touchedText } from './text';

@@ -17,6 +17,7 @@ import { containerOwnership, imageLabels, labelOwnership, recordedContainers, ty
 import { runBounded } from '../../util/pool';
 import type { Context } from '../context';
 import { plural } from '../diag';
+import { namesFileOf } from '../../status/index-file';
 import { removeBinding } from '../../status/source-binding';
 import { bindInstance, cleanSource } from './instance-source';
 import { takeWriterLocks } from './writer-lock';
@@ -103,8 +104,9 @@ async function clean(ctx: Context, engine: Engine, o: CleanOptions): Promise<num
       // A state folder that is not a folder holds no records.
       if (err.code !== 'ENOTDIR') failures.push(`status records ${ctx.store().dir}: ${err.message}`);
     });
-    // and their index (status/index-file.ts), if one was made
+    // and their index and names beside it (status/index-file.ts), if they were made
     await fs.rm(ctx.store().indexFile, { force: true }).catch(() => undefined);
+    await fs.rm(namesFileOf(ctx.store().indexFile), { force: true }).catch(() => undefined);
   }
   ctx.io.out(
     `removed ${plural(containers.length, 'container')}, ${plural(networks.length, 'network')}, ${plural(volumes.length, 'volume')} of instance ${ctx.instance}${left ? `; ${left} remain` : '; none remain'}\n`,

@@ -17,7 +17,7 @@ import { graderImage, gradeVerdict, gradeWhen } from '../../sets/grade-text';
 import type { AttemptStatus, DiskLimit, GradeRecord } from '../../status/types';
 import { showBytes } from '../../util/bytes';
 import { pullText, readPulls } from '../pull-lines';
-import { touchedText } from '../../touch/record';
+import { touchedText } from '../../touch/text';
 import { touchedOf } from '../../touch/target';
 import { age, table } from './shared';
 import { eventsOf } from '../events';

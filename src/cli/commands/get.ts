@@ -22,7 +22,7 @@ import { matches, parseSelectors, SelectorError, type Selector } from '../select
 import { outcomeOf, watched } from '../wait-condition';
 import type { Classified } from '../../sets/outcome';
 import { toItem, toList, toSetItem, toSetList } from './get-item';
-import { touchedText } from '../../touch/record';
+import { touchedText } from '../../touch/text';
 import type * as GetNotes from './get-notes';
 import type * as GetWatch from './get-watch';
 import { age, duration, table } from './shared';

@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { StatusStore } from '../../../src/status/store';
+import { keptChildNames, StatusStore } from '../../../src/status/store';
 import { status } from '../../support/builders';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -42,6 +42,36 @@ describe('status: the records index', function () {
     expect([...fromIndex.entries()]).to.deep.equal([...fromFolder.entries()]);
     expect([...second.damaged().keys()]).to.deep.equal(['e']);
     expect(second.damagedRecordOf('e')?.problem).to.match(/not valid JSON/);
+  });
+
+  it('a record with text beyond ASCII reads from the index as it was written', async function () {
+    writeFileSync(path.join(dir, 'b.json'), JSON.stringify(status('b', { message: 'café: über 10 µs ✓' })));
+    await sleep(40);
+    const fromFolder = await new StatusStore(state, 'default', opts).loadAll();
+    expect(existsSync(path.join(state, 'default', 'attempts.index.json'))).to.equal(true);
+    writeFileSync(path.join(dir, 'a.json'), JSON.stringify(status('a', { phase: 'Failed' })));
+    const fromIndex = await new StatusStore(state, 'default', opts).loadAll();
+    expect(fromIndex.get('a')?.phase).to.equal('Running');
+    expect(fromIndex.get('b')?.message).to.equal('café: über 10 µs ✓');
+    expect([...fromIndex.entries()]).to.deep.equal([...fromFolder.entries()]);
+  });
+
+  it("the old-form child names are kept beside the index, and read from there only while the folder's stamp holds", async function () {
+    const legacy = 'set--0123456789abcdef';
+    writeFileSync(path.join(dir, `${legacy}.json`), JSON.stringify(status(legacy)));
+    await sleep(40);
+    await new StatusStore(state, 'default', opts).loadAll();
+    const names = path.join(state, 'default', 'attempts.names.json');
+    expect(JSON.parse(readFileSync(names, 'utf8')).legacy).to.deep.equal([legacy]);
+    expect([...keptChildNames(state, 'default')]).to.deep.equal([legacy]);
+    // the file says so: one name it holds that the folder has not shows it was read
+    const kept = JSON.parse(readFileSync(names, 'utf8'));
+    writeFileSync(names, JSON.stringify({ ...kept, legacy: [legacy, 'other--fedcba9876543210'] }));
+    expect([...keptChildNames(state, 'default')]).to.deep.equal([legacy, 'other--fedcba9876543210']);
+    // a file added changes the folder's stamp: the folder is listed again
+    const added = 'set--00000000000000aa';
+    writeFileSync(path.join(dir, `${added}.json`), JSON.stringify(status(added)));
+    expect([...keptChildNames(state, 'default')].sort()).to.deep.equal([added, legacy]);
   });
 
   it('any write of the store, a file added or removed, or a folder put in its place, and it is not used', async function () {
