@@ -43,6 +43,12 @@ export interface TenkSamples {
   passMs: number;
   controller: ControllerAt1000;
   /**
+   * The same controller started again over the same folder and state (`BENCH_TENK_RESTART=1`; the
+   * hundredk workload sets it): a restart, the spec cache and records kept. The first start above
+   * finds a spec cache written by another build (the bench's in-process passes) and parses every file.
+   */
+  restart?: ControllerAt1000;
+  /**
    * `BENCH_TENK_AB=<label>=[<node>@]<bin/berth.js of another build>,...`: the controller of each build
    * (on this Node, or on `<node>`: the build before a Node upgrade, on its own)
    * and of this one (label `this`) in turn, over the same folder, `BENCH_TENK_AB_ROUNDS` rounds;
@@ -135,8 +141,14 @@ export async function tenk(engine: RawEngine, run: BenchRun, total: number, runn
     .filter((x) => x.includes('='))
     .map((x) => ({ label: x.slice(0, x.indexOf('=')), bin: x.slice(x.indexOf('=') + 1) }));
   if (!builds.length) {
-    const controller = await controllerAt1000(engine, run, sb, total, drops, log, running + drops + 5);
-    return { specs: total, running, fabricateMs, calls, passMs, controller };
+    const again = process.env.BENCH_TENK_RESTART === '1';
+    // room for the drops of both starts (each start's drops keep running)
+    const maxRunning = running + drops * (again ? 2 : 1) + 5;
+    const controller = await controllerAt1000(engine, run, sb, total, drops, log, maxRunning);
+    if (!again) return { specs: total, running, fabricateMs, calls, passMs, controller };
+    log(`tenk: the controller over ${total} specs again (a restart: its spec cache and the records kept)`);
+    const restart = await controllerAt1000(engine, run, sb, total, drops, log, maxRunning, { tag: 'w' });
+    return { specs: total, running, fabricateMs, calls, passMs, controller, restart };
   }
   // A/B: each build's controller in turn over the same folder; every run's drops stay running, so
   // the limit leaves room for all of them.
