@@ -13,6 +13,7 @@
  * for the drops): start-up to idle, idle CPU over 10 s, peak RSS, drop-to-running with 10,000
  * specs in the folder; and the engine calls of a no-op pass, counted in-process.
  */
+import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -59,7 +60,8 @@ export interface TenkSamples {
 
 export function finishedRecord(instance: string, name: string, hash: string, resultsRoot: string, at: number): AttemptStatus {
   const t = (ms: number) => new Date(at + ms).toISOString();
-  const id = (name + '0'.repeat(64)).replace(/[^0-9a-f]/g, 'a').slice(0, 64);
+  // one id per name, as the engine gives (the name padded made one id of t1000 and t10000, and so two records naming one container)
+  const id = createHash('sha256').update(name).digest('hex');
   const checks = ['labels', 'image', 'networks', 'mounts', 'security', 'namespaces', 'ports', 'limits', 'init-restart', 'user', 'root filesystem', 'dns'].map(
     (c) => ({
       name: c,
