@@ -36,7 +36,8 @@
  *                      ATTEMPTS (300) over CONTEXTS (20) task folders with a Dockerfile each, against docker build + docker run
  *   BENCH_BUILD_NOOP_ATTEMPTS, BENCH_BUILD_NOOP_SAMPLES  its no-op pass: attempts (300) over contexts vs over fixtures, samples each (5)
  *   BENCH_STARTUP_RUNS runs of each contender of the start-up workload (default 15)
- *   BENCH_HUNDREDK_CONTROLLER 0: the hundredk workload without its controller at 100,000 specs
+ *   BENCH_HUNDREDK_CONTROLLER 0: the hundredk workload without its controller at 100,000 specs; only: its controller alone
+ *   BENCH_TENK_RESTART 1: the ten-thousand workload's controller started a second time (a restart; the hundredk workload's is)
  *   BENCH_ONLY         comma list of
  * startup,hundredk,cold,drop,noop,resources,report,harvest,disk,redact,exec,grade,credentials,sets,compare,completion,git,swarm,swarm-scale,fleet,tenk,
  * fixture-plan,fixture,images,build: a partial run, written to
@@ -353,13 +354,20 @@ function hundredkRows(h: HundredkSamples, c: TenkSamples | undefined, rows: Row[
     target: `≤ ${fmtMs(HUNDREDK_TARGETS.reportOpenMs)}`,
     verdict: verdictOf(open.median <= HUNDREDK_TARGETS.reportOpenMs),
   });
-  if (c) {
-    const k = c.controller;
+  if (c) hundredkControllerRows(c, rows);
+}
+
+/** The controller watching 100,000 specs (tenk.ts at 100,000): a first start, and a restart when measured. */
+function hundredkControllerRows(c: TenkSamples, rows: Row[]): void {
+  for (const [k, tag, what] of [
+    [c.controller, '', ''],
+    ...(c.restart ? [[c.restart, '-restart', ', restarted (its state folder and spec cache kept)'] as const] : []),
+  ] as const) {
     const n = `${c.specs.toLocaleString('en')} specs (${(c.specs - c.running).toLocaleString('en')} finished and collected, ${c.running} running)`;
     const pct = (100 * k.idleCpuMs) / k.idleWindowMs;
     rows.push({
-      id: 'hundredk-controller-rss',
-      workload: `Controller watching ${n}: peak RSS (VmHWM)`,
+      id: `hundredk-controller${tag}-rss`,
+      workload: `Controller watching ${n}${what}: peak RSS (VmHWM)`,
       berth: `${(k.rssPeakKb / 1024).toFixed(0)} MB (before the drops ${(k.rssPeakBeforeDropsKb / 1024).toFixed(0)} MB; idle ${(k.rssIdleKb / 1024).toFixed(0)} MB)`,
       reference: '—',
       refValue: '—',
@@ -367,8 +375,8 @@ function hundredkRows(h: HundredkSamples, c: TenkSamples | undefined, rows: Row[
       verdict: verdictOf(k.rssPeakKb / 1024 <= 1024),
     });
     rows.push({
-      id: 'hundredk-controller-ready',
-      workload: `Controller watching ${n}: start-up + first pass until idle`,
+      id: `hundredk-controller${tag}-ready`,
+      workload: `Controller watching ${n}${what}: start-up + first pass until idle (its line "synced" logged, then idle)`,
       berth: fmtMs(k.readyMs),
       reference: '—',
       refValue: '—',
@@ -376,8 +384,8 @@ function hundredkRows(h: HundredkSamples, c: TenkSamples | undefined, rows: Row[
       verdict: verdictOf(k.readyMs <= 30_000),
     });
     rows.push({
-      id: 'hundredk-controller-idle-cpu',
-      workload: `Controller watching ${n}: CPU while idle`,
+      id: `hundredk-controller${tag}-idle-cpu`,
+      workload: `Controller watching ${n}${what}: CPU while idle`,
       berth: `${k.idleCpuMs} ms over ${(k.idleWindowMs / 1000).toFixed(1)} s = ${pct.toFixed(2)}% of a core`,
       reference: '—',
       refValue: '—',
@@ -387,8 +395,8 @@ function hundredkRows(h: HundredkSamples, c: TenkSamples | undefined, rows: Row[
     if (k.drops.berth.length) {
       const d = summarize(k.drops.berth);
       rows.push({
-        id: 'hundredk-controller-drop',
-        workload: `Controller watching ${n}: a dropped spec file → its container running (${d.n} drops; the engine's own create+start ${fmtMs(summarize(k.drops.floor).median)})`,
+        id: `hundredk-controller${tag}-drop`,
+        workload: `Controller watching ${n}${what}: a dropped spec file → its container running (${d.n} drops; the engine's own create+start ${fmtMs(summarize(k.drops.floor).median)})`,
         berth: `median ${fmtMs(d.median)} (${k.drops.berth.map((x) => x.toFixed(0)).join(', ')} ms)`,
         reference: '—',
         refValue: '—',
@@ -1203,8 +1211,12 @@ async function main(): Promise<void> {
     if (want('fixture-plan')) res.fixturePlan = await fixturePlanRounds(await run.dir('fixture-plan'), envInt('BENCH_FIXTURE_FILES', 5000, 100), rounds, log);
     if (want('hundredk')) {
       log('100,000 cells: validate, plan, get, summary, the report (and the controller watching 100,000 specs)');
-      res.hundredk = await hundredkRounds(run, rounds, log);
-      if (process.env.BENCH_HUNDREDK_CONTROLLER !== '0') res.tenk100k = await tenk(engine, run, 100_000, 50, dropsAtMax, log);
+      // BENCH_HUNDREDK_CONTROLLER=only: the controller's rows alone
+      if (process.env.BENCH_HUNDREDK_CONTROLLER !== 'only') res.hundredk = await hundredkRounds(run, rounds, log);
+      if (process.env.BENCH_HUNDREDK_CONTROLLER !== '0') {
+        process.env.BENCH_TENK_RESTART ??= '1';
+        res.tenk100k = await tenk(engine, run, 100_000, 50, dropsAtMax, log);
+      }
     }
     if (want('report')) {
       log('the fleet report of 1,000 attempts: size, time to make it, first paint in headless chromium');
@@ -1251,6 +1263,7 @@ async function main(): Promise<void> {
   if (res.build) buildRows(res.build, rows);
   if (res.tenk) tenkRows(res.tenk, rows);
   if (res.hundredk) hundredkRows(res.hundredk, res.tenk100k, rows);
+  else if (res.tenk100k) hundredkControllerRows(res.tenk100k, rows);
 
   // the newest engine's turn (lib/engine-turn.ts): its rows go to the run that started it
   const turnOut = process.env.BENCH_ENGINE_TURN ? process.env.BENCH_TURN_OUT : undefined;

@@ -42,6 +42,11 @@ export function recordedContainers(statuses: Iterable<AttemptStatus>): RecordedC
   return new RecordIndex(byId);
 }
 
+/** The records by container id, read as recordedContainers reads them (status/container-index.ts keeps one). */
+export function recordIndex(byId: ReadonlyMap<string, AttemptStatus>): RecordedContainers {
+  return new RecordIndex(byId);
+}
+
 /** Container id → the attempt and instance whose record holds it (a read-only view over the records). */
 class RecordIndex implements RecordedContainers {
   constructor(private readonly byId: ReadonlyMap<string, AttemptStatus>) {}

@@ -147,6 +147,9 @@ export async function controllerAt1000(
   const ctl = startController(sb, other.nodeArgs ?? [], maxRunning, other.bin);
   try {
     await ctl.waitFor(/controller started/, 60_000);
+    // this build says when its first full pass is planned: idle is looked for after it (a pause
+    // while the start-up waits on the disk is not taken for idle); another build's is not told
+    if (!other.bin) await ctl.waitFor(/synced: a full pass planned/, 600_000);
     const readyMs = (await waitIdle(ctl.pid, 300_000)) - t0;
     const c0 = cpuMs(ctl.pid);
     const w0 = performance.now();

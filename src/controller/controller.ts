@@ -246,6 +246,9 @@ export class Controller {
       if (load.revision !== undefined)
         void this.o.git?.applied(load.revision, load.errors).catch((err: unknown) => log.warn(`git source status: ${String(err)}`));
       if (all) {
+        // in sync (start-up, or the engine back): a line for whoever waits for it (an operator, the bench)
+        if (!this.synced)
+          log.info(`synced: a full pass planned over ${load.specs.length} specs and ${statuses.size} status records`, { ms: this.clock.now() - started });
         this.synced = true;
         this.queue.forget(ALL); // a failed resync's back-off starts over
       }

@@ -18,7 +18,7 @@ import { observe } from '../observe/snapshot';
 import { DiskObserver } from '../observe/disk';
 import type { DiskInput, DiskThresholds } from '../plan/disk-pressure';
 import { engineCaps } from '../observe/storage';
-import { recordedContainers, type RecordedContainers } from '../ownership';
+import { recordedContainers, recordIndex, type RecordedContainers } from '../ownership';
 import type { Snapshot } from '../observe/types';
 import { plan as makePlan } from '../plan/planner';
 import type { Plan } from '../plan/types';
@@ -31,6 +31,7 @@ import { readBuildRecord } from '../build/records';
 import { resolveImage } from '../observe/images';
 import type { NormalizedBuild } from '../spec/types';
 import { DesiredStates } from '../plan/desired-for';
+import { loadFacts } from './load-facts';
 import type { LoadResult, SpecError } from '../spec/types';
 import type { AttemptStatus, SpecIssue } from '../status/types';
 import { runFloor } from '../plan/results';
@@ -141,14 +142,9 @@ export function buildInput(cfg: PassConfig, load: LoadResult, snapshot: Snapshot
     const st = cfg.build?.state?.(b.hash) ?? recordedState(cfg.stateDir, b.hash);
     if (st) states.set(b.hash, st);
   };
-  let any = false;
-  for (const s of load.specs) {
-    if (!s.spec.build && !s.spec.grade?.build) continue;
-    any = true;
-    look(s.spec.build);
-    look(s.spec.grade?.build);
-  }
-  return any ? { builds: { states, maxBuilds: cfg.build?.maxBuilds ?? DEFAULTS.maxBuilds } } : {};
+  const builds = loadFacts(load).builds;
+  for (const b of builds) look(b);
+  return builds.length ? { builds: { states, maxBuilds: cfg.build?.maxBuilds ?? DEFAULTS.maxBuilds } } : {};
 }
 
 /** A failure of `hash` recorded in the state folder (by any berth), as the gate reads it. */
@@ -308,8 +304,9 @@ export async function readDisk(cfg: PassConfig, engine: Engine): Promise<DiskInp
  * as one that cannot (berth measures).
  */
 export async function quotasFor(cfg: PassConfig, load: LoadResult, engine: Engine): Promise<Pick<PlanInput, 'diskQuota' | 'volumeQuota'>> {
-  const limited = cfg.policy.defaultDiskBytes !== undefined || load.specs.some((s) => s.spec.resources.diskBytes !== null);
-  const sized = load.specs.some((s) => s.spec.volumes.some((v) => v.sizeBytes !== null));
+  const facts = loadFacts(load);
+  const limited = cfg.policy.defaultDiskBytes !== undefined || facts.diskLimited;
+  const sized = facts.sizedVolumes;
   if (!limited && !sized) return {};
   const caps = await engineCaps(engine).catch(() => ({ layer: false, volumes: false }));
   return { ...(limited && caps.layer ? { diskQuota: true } : {}), ...(sized && caps.volumes ? { volumeQuota: true } : {}) };
@@ -344,7 +341,8 @@ export async function observeAndPlan<L extends LoadResult>(
 ): Promise<Observed<L>> {
   const listsOut = nextTurn();
   const statusesP = listsOut.then(() => store.loadAll());
-  const snapshotP = how.observe(statusesP.then(knownContainerIds));
+  // the store keeps the ids its records name between batches (status/container-index.ts)
+  const snapshotP = how.observe(statusesP.then(async () => recordIndex(await store.byContainer())));
   const loadP = listsOut.then(how.load);
   const diskP = readDisk(cfg, engine);
   const [load, statuses, snapshot, disk] = await Promise.all([loadP, statusesP, snapshotP, diskP]);

@@ -42,6 +42,7 @@ import { admissionOrder, setStates } from './set-admission';
 import { diskPressure } from './disk-pressure';
 import { isGrader, planGrade } from './grade';
 import { heldRun } from './held';
+import { specIndex, specsNamed } from './spec-index';
 import { planDeleted, planHarvest, planUndesired } from './undesired';
 import type { AttemptAction, Operation, Plan, RunEnd } from './types';
 
@@ -456,10 +457,11 @@ function planDesired(ctx: PlanCtx, loaded: LoadedSpec, rec: AttemptStatus | unde
 
 export function plan(inp: PlanInput): Plan {
   const only = inp.only;
-  const desiredNames = new Set(inp.specs.map((s) => s.spec.name));
+  // kept per load (spec-index.ts): a controller's batch of a few attempts among 100,000 finds them without a walk
+  const desiredNames = specIndex(inp.specs).at;
   // Only the attempts planned need sorting: their admission order among themselves is the same
   // (a controller's batch of a few attempts among 10,000 sorts a few).
-  const specs = (only ? inp.specs.filter((s) => only.has(s.spec.name)) : [...inp.specs]).sort(admissionOrder);
+  const specs = (only ? specsNamed(inp.specs, only) : [...inp.specs]).sort(admissionOrder);
   // What holds a slot: a run's main container, and a grader (CONTRACT.md's berth section, "Graders take slots").
   let running = 0;
   for (const a of inp.snapshot.attempts.values()) {

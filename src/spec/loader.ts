@@ -529,7 +529,11 @@ function realOrSame(p: string): string {
 /** Duplicate names are errors everywhere they occur; names that did not load are protected. */
 function resolveNames(decls: Declaration[]): { specs: LoadedSpec[]; protectedNames: Set<string>; duplicateErrors: SpecError[] } {
   const byName = new Map<string, Declaration[]>();
-  for (const d of decls) byName.set(d.name, [...(byName.get(d.name) ?? []), d]);
+  for (const d of decls) {
+    const g = byName.get(d.name);
+    if (g) g.push(d);
+    else byName.set(d.name, [d]);
+  }
   const specs: LoadedSpec[] = [];
   const protectedNames = new Set<string>();
   const duplicateErrors: SpecError[] = [];

@@ -27,6 +27,7 @@ import { checkStateFolder, folderProblem, setAside } from './damaged';
 import type { AttemptStatus } from './types';
 import { recordProblem, refuseNewer, upgradeRecord } from './validate';
 import { mapChunked } from '../util/pool';
+import { ContainerIndex } from './container-index';
 import {
   folderStamp,
   INDEX_MIN_RECORDS,
@@ -73,6 +74,13 @@ export interface StoreOptions {
    * cost ~10 ms of a cold `reconcile --once`, for memory it gives back at exit).
    */
   compact?: boolean;
+  /**
+   * Whether a read of a large, still folder writes its index (index-file.ts). Default: yes, but
+   * not for a `compact` store (the controller's): its own next write makes the index stale (a
+   * record's write renames a file into the folder), and at 100,000 records writing it took ~4 s of
+   * the controller's start-up (issue 55); the commands that only read (`get`, `summary`) keep it.
+   */
+  keepIndex?: boolean;
   /** Records from which the folder's read keeps an index (index-file.ts; default INDEX_MIN_RECORDS; tests lower it). */
   indexMin?: number;
   /** How long the folder must have been still before a read that keeps an index (default RACY_MS; tests shorten it). */
@@ -153,6 +161,8 @@ export class StatusStore {
   private readonly warned = new Set<string>();
   private recovering: Promise<void> | undefined;
   private loading: Promise<Map<string, AttemptStatus>> | undefined;
+  /** The container ids the records name, kept as they are written (container-index.ts). */
+  private readonly containers = new ContainerIndex();
   readonly dir: string;
   /** The images the instance's AttemptSets are pinned to (status/pins.ts), beside the records. */
   readonly pins: ImagePins;
@@ -250,7 +260,8 @@ export class StatusStore {
     this.cache = map;
     // The folder was still since well before this read, and throughout it: keep an index of it.
     const changedMs = stamp ? Number((BigInt(stamp.mtimeNs) > BigInt(stamp.ctimeNs) ? BigInt(stamp.mtimeNs) : BigInt(stamp.ctimeNs)) / 1_000_000n) : Infinity;
-    if (stamp && names.length >= (this.opts.indexMin ?? INDEX_MIN_RECORDS) && changedMs < startedAt - (this.opts.racyMs ?? RACY_MS)) {
+    const keepIndex = this.opts.keepIndex ?? !this.opts.compact;
+    if (keepIndex && stamp && names.length >= (this.opts.indexMin ?? INDEX_MIN_RECORDS) && changedMs < startedAt - (this.opts.racyMs ?? RACY_MS)) {
       if (sameStamp(stamp, folderStamp(this.dir))) {
         const list: IndexEntry[] = [];
         reads.forEach((r, i) => {
@@ -332,6 +343,11 @@ export class StatusStore {
   invalidate(): void {
     this.cache = undefined;
     this.loading = undefined;
+  }
+
+  /** The records by the container id they name (ownership.ts recordIndex reads it as recordedContainers does), kept between calls. */
+  async byContainer(): Promise<ReadonlyMap<string, AttemptStatus>> {
+    return this.containers.over(await this.loadAll());
   }
 
   async get(name: string): Promise<AttemptStatus | undefined> {
@@ -433,6 +449,7 @@ export class StatusStore {
     const next = { schemaVersion: SCHEMA_VERSIONS.statusRecord, ...fields, ...rebuilt, updatedAt: new Date(this.now()).toISOString() };
     await this.ensureDir(map, rec.name);
     await writeFileAtomic(this.file(rec.name), JSON.stringify(next, null, 2) + '\n');
+    this.containers.wrote(map, map.get(rec.name), next);
     map.set(rec.name, next);
     this.damagedNow.delete(rec.name);
   }
@@ -442,6 +459,7 @@ export class StatusStore {
     const map = await this.loadAll();
     await fs.rm(this.file(name), { force: true });
     await this.runSpecs.remove(name);
+    this.containers.wrote(map, map.get(name), undefined);
     map.delete(name);
     this.damagedNow.delete(name);
   }

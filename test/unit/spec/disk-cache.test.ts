@@ -89,7 +89,14 @@ describe('spec/disk-cache', () => {
     const s = setup({ 'a.yaml': doc('a') });
     const want = (await s.load()).specs[0]?.hash;
     const file = s.cacheFile() as string;
-    for (const bad of ['{"format":1,"build":', '[]', 'null', '{"format":1,"build":"another","entries":{}}', '{"format":1,"entries":{"x":{"sig":1}}}']) {
+    for (const bad of [
+      '{"format":1,"build":',
+      '[]',
+      'null',
+      '{"format":1,"build":"another","entries":{}}',
+      '{"format":1,"entries":{"x":{"sig":1}}}',
+      '{"format":2,"build":"another","entries":{"x":'.padEnd(400, ' '),
+    ]) {
       writeFileSync(file, bad);
       const r = await s.load();
       expect(r.errors, bad).to.deep.equal([]);
