@@ -116,6 +116,6 @@ describe('CLI JSON outputs match their schemas (real engine)', function () {
 
     const version = await json('version', '-o', 'json');
     check('version-output.schema.json', version, 'version');
-    expect((version as { contract: number }).contract).to.equal(3);
+    expect((version as { contract: number }).contract).to.equal(4);
   });
 });
