@@ -80,7 +80,7 @@ describe('packaging: the single-file build and the image (real engine)', functio
     expect(await fs.readdir(bundleDir)).to.deep.equal(['berth.cjs']);
     const pkg = JSON.parse(await fs.readFile(path.join(REPO, 'package.json'), 'utf8')) as { version: string };
     const version = await exec(process.execPath, [bundle, 'version', '-o', 'json'], { cwd: bundleDir });
-    expect(JSON.parse(version.stdout)).to.include({ version: pkg.version, contract: 3 });
+    expect(JSON.parse(version.stdout)).to.include({ version: pkg.version, contract: 4 });
 
     const validate = await exec(process.execPath, [bundle, 'validate', sb.specsDir], { cwd: bundleDir });
     expect([validate.code, validate.stdout]).to.deep.equal([0, '1 file, 1 attempt: all valid\n']);
