@@ -15,18 +15,8 @@ import path from 'node:path';
 import { BUILD, LABELS, REASONS } from '../../src/constants';
 import { docker, removeBuilt, requireEngine, TEST_RUN } from '../support/engine';
 import { makeTestImage, removeImage, TestRegistry } from '../support/registry';
+import { filesHolding } from '../support/files-holding';
 import { Sandbox } from '../support/sandbox';
-
-/** Every file under `dir` whose bytes hold `needle`. */
-async function filesHolding(dir: string, needle: string): Promise<string[]> {
-  const out: string[] = [];
-  for (const e of await fs.readdir(dir, { withFileTypes: true, recursive: true })) {
-    if (!e.isFile()) continue;
-    const p = path.join(e.parentPath, e.name);
-    if ((await fs.readFile(p)).includes(needle)) out.push(p);
-  }
-  return out;
-}
 
 async function withDockerConfig<T>(dir: string, f: () => Promise<T>): Promise<T> {
   const was = process.env.DOCKER_CONFIG;

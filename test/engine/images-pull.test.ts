@@ -14,18 +14,8 @@ import path from 'node:path';
 import { LABELS, REASONS } from '../../src/constants';
 import { docker, requireEngine, TEST_RUN } from '../support/engine';
 import { makeTestImage, removeImage, TestRegistry } from '../support/registry';
+import { filesHolding } from '../support/files-holding';
 import { Sandbox } from '../support/sandbox';
-
-/** Every file under `dir` whose bytes hold `needle`. */
-async function filesHolding(dir: string, needle: string): Promise<string[]> {
-  const out: string[] = [];
-  for (const e of await fs.readdir(dir, { withFileTypes: true, recursive: true })) {
-    if (!e.isFile()) continue;
-    const p = path.join(e.parentPath, e.name);
-    if ((await fs.readFile(p)).includes(needle)) out.push(p);
-  }
-  return out;
-}
 
 /** Runs `f` with process.env changed as `over` says (undefined: unset), then puts it back. */
 async function withEnv<T>(over: Record<string, string | undefined>, f: () => Promise<T>): Promise<T> {
