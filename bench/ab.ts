@@ -112,6 +112,26 @@ async function main(): Promise<void> {
   const began = Date.now();
   const lines: string[] = [];
   const calls = { worse: [] as string[], better: [] as string[], same: 0, alone: 0 };
+  const out = path.join(REPO, 'bench', 'results', `ab-${label}-${runId}.md`);
+  /** The table so far: written after every workload, so a run cut short keeps what it measured. */
+  const write = async (done: boolean): Promise<string> => {
+    const load1 = os.loadavg();
+    const md = [
+      `## berth bench A/B: this build against ${label} — ${new Date().toISOString()}${done ? '' : ' (under way)'}`,
+      '',
+      `Run \`${runId}\`, ${Math.round((Date.now() - began) / 1000)} s, rounds ${process.env.BENCH_ROUNDS ?? '5'} a workload; load average before ${load0.map((l) => l.toFixed(1)).join(', ')}, ${done ? 'after' : 'now'} ${load1.map((l) => l.toFixed(1)).join(', ')}.`,
+      `Each workload ran in both builds back to back (order flipping per workload); each ratio is berth ÷ its row's reference in that same run. "Worse": this build's median above ${label}'s whole range and over ${Math.round(slack * 100)} % above its median.`,
+      '',
+      `| Workload | Row | ${label}: ratio median (min–max) | this build | this ÷ ${label} | Call |`,
+      '|---|---|---:|---:|---:|---|',
+      ...lines,
+      '',
+      `**${calls.worse.length} worse${calls.worse.length ? ` (${calls.worse.join(', ')})` : ''}, ${calls.better.length} better, ${calls.same} same, ${calls.alone} without a pair.**`,
+      '',
+    ].join('\n');
+    await fs.writeFile(out, md);
+    return md;
+  };
   for (const [i, group] of groups.entries()) {
     const order = i % 2 === 0 ? [other, mine] : [mine, other];
     const rows = new Map<Side, BenchRow[]>();
@@ -133,24 +153,9 @@ async function main(): Promise<void> {
     }
     for (const o of rows.get(other) ?? [])
       if (!(rows.get(mine) ?? []).some((r) => r.id === o.id)) lines.push(`| ${group.join(',')} | ${o.workload} | ${x(o.ratio)} | — | — | only ${label} |`);
+    await write(false);
   }
-  const load1 = os.loadavg();
-  const md = [
-    `## berth bench A/B: this build against ${label} — ${new Date().toISOString()}`,
-    '',
-    `Run \`${runId}\`, ${Math.round((Date.now() - began) / 1000)} s, rounds ${process.env.BENCH_ROUNDS ?? '5'} a workload; load average before ${load0.map((l) => l.toFixed(1)).join(', ')}, after ${load1.map((l) => l.toFixed(1)).join(', ')}.`,
-    `Each workload ran in both builds back to back (order flipping per workload); each ratio is berth ÷ its row's reference in that same run. "Worse": this build's median above ${label}'s whole range and over ${Math.round(slack * 100)} % above its median.`,
-    '',
-    `| Workload | Row | ${label}: ratio median (min–max) | this build | this ÷ ${label} | Call |`,
-    '|---|---|---:|---:|---:|---|',
-    ...lines,
-    '',
-    `**${calls.worse.length} worse${calls.worse.length ? ` (${calls.worse.join(', ')})` : ''}, ${calls.better.length} better, ${calls.same} same, ${calls.alone} without a pair.**`,
-    '',
-  ].join('\n');
-  const out = path.join(REPO, 'bench', 'results', `ab-${label}-${runId}.md`);
-  await fs.writeFile(out, md);
-  process.stdout.write(md);
+  process.stdout.write(await write(true));
   log(`wrote ${path.relative(REPO, out)}`);
 }
 
