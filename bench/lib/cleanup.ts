@@ -12,6 +12,8 @@ import { berth, run as runCmd } from './proc';
 
 const MANAGED = 'dev.berth.managed';
 const INSTANCE = 'dev.berth.instance';
+/** The instance's single-writer lock volume and its source binding volume name it by these (no managed label). */
+const OF_INSTANCE = ['dev.berth.lock', 'dev.berth.binding'];
 
 export async function pool<T>(items: readonly T[], limit: number, fn: (item: T, i: number) => Promise<void>): Promise<void> {
   let next = 0;
@@ -34,13 +36,15 @@ function ofRun(run: BenchRun, labels: Record<string, string> | null): boolean {
   if (!labels) return false;
   if (labels[BENCH_LABEL] === run.id) return true;
   const inst = labels[INSTANCE];
-  return labels[MANAGED] === 'true' && typeof inst === 'string' && inst.startsWith(`bench-${run.id}-`);
+  if (labels[MANAGED] === 'true' && typeof inst === 'string' && inst.startsWith(`bench-${run.id}-`)) return true;
+  return OF_INSTANCE.some((k) => labels[k]?.startsWith(`bench-${run.id}-`));
 }
 
 /** Containers, networks and volumes of this run still on the engine. */
 export async function leftovers(engine: RawEngine, run: BenchRun): Promise<{ containers: string[]; networks: string[]; volumes: string[] }> {
   const byLabel = async <T extends { Labels: Record<string, string> | null }>(list: (l: string[]) => Promise<T[]>) => [
     ...(await list([MANAGED])).filter((x) => ofRun(run, x.Labels)),
+    ...(await Promise.all(OF_INSTANCE.map((k) => list([k])))).flat().filter((x) => ofRun(run, x.Labels)),
     ...(await list([run.label])),
   ];
   const containers = [...new Set((await byLabel((l) => engine.listContainers(l))).map((c) => c.Id))];
