@@ -5,7 +5,10 @@
  * order flips from one workload to the next). Each row's ratio is against its own reference
  * (the raw engine, a peer) measured in the same turn, so the two builds' ratios compare under
  * the same load; a row is called worse only when the new build's median ratio is above the
- * other's whole range and more than `BENCH_AB_SLACK` (default 10 %) above its median.
+ * other's whole range and more than `BENCH_AB_SLACK` (default 10 %) above its median. A row
+ * without a ratio (an absolute target: RSS, idle CPU, ready, calls) is worse when its verdict went
+ * from PASS to MISS, or its figure is more than `BENCH_AB_ABS_SLACK` (20 %) above the other's (a
+ * count: its verdict alone).
  *
  *   BENCH_AB_OTHER=/tmp/old [BENCH_AB_LABEL=875f840] [BENCH_AB_ONLY=noop,fleet] [BENCH_AB_SKIP=swarm] \
  *     BENCH_ROUNDS=3 node --import tsx bench/ab.ts
@@ -28,6 +31,8 @@ interface Ratio {
 interface BenchRow {
   id: string;
   workload: string;
+  /** berth's figure as the report prints it (the only figure of a row without a ratio). */
+  berth?: string;
   ratio?: Ratio | null;
   target?: string;
   verdict?: string;
@@ -68,6 +73,61 @@ export function compareRatios(mine: Ratio, other: Ratio, slack: number): { chang
   return { change, call: 'same' };
 }
 
+/** Units of the figures rows without a ratio print, in one base each (ms, bytes, % of a core). */
+const UNITS: Record<string, number> = {
+  µs: 0.001,
+  ms: 1,
+  s: 1000,
+  min: 60_000,
+  h: 3_600_000,
+  B: 1,
+  KB: 1e3,
+  KiB: 1024,
+  MB: 1e6,
+  MiB: 1024 ** 2,
+  GB: 1e9,
+  GiB: 1024 ** 3,
+  '%': 1,
+};
+const FIGURE = new RegExp(`(-?[\\d,]*\\.?\\d+) ?(${Object.keys(UNITS).join('|')})(?![\\w/])`);
+
+/**
+ * The figure a row without a ratio is judged by, from its `berth` text: the one its target names
+ * (`p95 ≤ 500 ms`: the figure after "p95"; `max ≤ 2 s`: after "max"), else the first with a unit
+ * (`108 MB (peak before …)`, `10 ms over 10.0 s = 0.10% of a core`: the share, when the target is
+ * one). Undefined for a figure with no unit (call counts: compared as text) or a rate (`/s`).
+ */
+export function absoluteFigure(berth: string, target = ''): number | undefined {
+  const label = /\b(p\d+|median|max)\b/.exec(target)?.[1];
+  let text = berth;
+  if (label) {
+    const at = berth.search(new RegExp(`\\b${label}\\b`));
+    if (at >= 0) text = berth.slice(at);
+  } else if (/%/.test(target)) {
+    const at = berth.search(/[\d.]+ ?%/);
+    if (at >= 0) text = berth.slice(at);
+  }
+  const m = FIGURE.exec(text);
+  if (!m?.[1] || !m[2]) return undefined;
+  return Number(m[1].replace(/,/g, '')) * (UNITS[m[2]] as number);
+}
+
+/**
+ * A row without a ratio against the other build's: worse when its verdict went from PASS to
+ * MISS, or its figure (lower is better: time, memory, size, CPU) is past the slack above the
+ * other's; a row whose figure has no unit (calls, counts) is judged by its verdict alone (its
+ * target says what must hold: "the same at every size").
+ */
+export function compareAbsolute(mine: BenchRow, other: BenchRow, slack: number): { change?: number; call: 'worse' | 'better' | 'same' } {
+  if (other.verdict === 'PASS' && mine.verdict === 'MISS') return { call: 'worse' };
+  if (other.verdict === 'MISS' && mine.verdict === 'PASS') return { call: 'better' };
+  const a = absoluteFigure(mine.berth ?? '', mine.target);
+  const b = absoluteFigure(other.berth ?? '', other.target);
+  if (a === undefined || b === undefined || b <= 0) return { call: 'same' };
+  const change = a / b;
+  return { change, call: change > 1 + slack ? 'worse' : change < 1 - slack ? 'better' : 'same' };
+}
+
 function runBench(side: Side, group: string[], log: (s: string) => void): Promise<BenchRow[]> {
   return new Promise((resolve, reject) => {
     const started = Date.now();
@@ -93,6 +153,7 @@ function runBench(side: Side, group: string[], log: (s: string) => void): Promis
   });
 }
 
+const cell = (s: string | undefined): string => (s ?? '—').replace(/\|/g, '\\|');
 const x = (r: Ratio | null | undefined): string => (r ? `${r.median.toFixed(2)}× (${r.min.toFixed(2)}–${r.max.toFixed(2)}×)` : '—');
 
 async function main(): Promise<void> {
@@ -100,6 +161,8 @@ async function main(): Promise<void> {
   if (!otherTree) throw new Error('BENCH_AB_OTHER: the other checkout to compare with');
   const label = process.env.BENCH_AB_LABEL ?? path.basename(otherTree);
   const slack = Number(process.env.BENCH_AB_SLACK ?? '0.10');
+  /** A row without a ratio has one figure a round and no reference beside it: a wider slack (BENCH_AB_ABS_SLACK, 20 %). */
+  const absSlack = Number(process.env.BENCH_AB_ABS_SLACK ?? '0.20');
   const set = (v: string | undefined) => (v ? new Set(v.split(',').map((s) => s.trim())) : undefined);
   const mine: Side = { name: 'this build', tree: REPO };
   const other: Side = { name: label, tree: path.resolve(otherTree) };
@@ -120,7 +183,7 @@ async function main(): Promise<void> {
       `## berth bench A/B: this build against ${label} — ${new Date().toISOString()}${done ? '' : ' (under way)'}`,
       '',
       `Run \`${runId}\`, ${Math.round((Date.now() - began) / 1000)} s, rounds ${process.env.BENCH_ROUNDS ?? '5'} a workload; load average before ${load0.map((l) => l.toFixed(1)).join(', ')}, ${done ? 'after' : 'now'} ${load1.map((l) => l.toFixed(1)).join(', ')}.`,
-      `Each workload ran in both builds back to back (order flipping per workload); each ratio is berth ÷ its row's reference in that same run. "Worse": this build's median above ${label}'s whole range and over ${Math.round(slack * 100)} % above its median.`,
+      `Each workload ran in both builds back to back (order flipping per workload); each ratio is berth ÷ its row's reference in that same run. "Worse": this build's median above ${label}'s whole range and over ${Math.round(slack * 100)} % above its median; a row without a ratio: its verdict went from PASS to MISS, or its figure is over ${Math.round(absSlack * 100)} % above ${label}'s (a count: its verdict alone).`,
       '',
       `| Workload | Row | ${label}: ratio median (min–max) | this build | this ÷ ${label} | Call |`,
       '|---|---|---:|---:|---:|---|',
@@ -139,9 +202,18 @@ async function main(): Promise<void> {
     const before = new Map((rows.get(other) ?? []).map((r) => [r.id, r]));
     for (const r of rows.get(mine) ?? []) {
       const o = before.get(r.id);
-      if (!r.ratio || !o?.ratio) {
+      if (!o) {
         calls.alone++;
-        lines.push(`| ${group.join(',')} | ${r.workload} | ${x(o?.ratio)} | ${x(r.ratio)} | — | ${o ? 'no ratio' : `only this build`} |`);
+        lines.push(`| ${group.join(',')} | ${r.workload} | — | ${x(r.ratio) === '—' ? cell(r.berth) : x(r.ratio)} | — | only this build |`);
+        continue;
+      }
+      if (!r.ratio || !o.ratio) {
+        const c = compareAbsolute(r, o, absSlack);
+        if (c.call === 'same') calls.same++;
+        else calls[c.call].push(r.id);
+        lines.push(
+          `| ${group.join(',')} | ${r.workload} | ${cell(o.berth)} ${o.verdict ?? ''} | ${cell(r.berth)} ${r.verdict ?? ''} | ${c.change?.toFixed(2) ?? '—'} | ${c.call === 'worse' ? '❌ worse' : c.call} |`,
+        );
         continue;
       }
       const c = compareRatios(r.ratio, o.ratio, slack);
