@@ -12,7 +12,7 @@
  * connection cut in the middle of a layer, a layer whose bytes do not match its digest (the
  * engine reports that inside its 200 stream), or nothing at all.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { promises as fs, readdirSync, readFileSync, rmSync } from 'node:fs';
 import https from 'node:https';
 import net from 'node:net';
@@ -29,8 +29,22 @@ const run = promisify(execFile);
 export const CERTS_D = '/etc/docker/certs.d';
 /** A file in each trust entry a test made, naming its test run: the root hook finds leftovers by it. */
 const MARK = 'berth-test-run';
-/** The registry's address: the default bridge's gateway (an address of this host that is not loopback). */
-export const REGISTRY_IP = '172.17.0.1';
+/**
+ * The registry's address: the default bridge's gateway (an address of this host that is not
+ * loopback), read from the docker0 link of the network namespace the tests run in: the machine's
+ * engine's (172.17.0.1), or in `make test-engines`' turn on a private engine, that engine's own
+ * (its --bip, in its namespace, where 172.17.0.1 is no address).
+ */
+export const REGISTRY_IP = bridgeGateway();
+
+/** docker0's IPv4 address here (`ip`: Node's list leaves out a link that is down, as docker0 is with no container on it). */
+function bridgeGateway(): string {
+  try {
+    return /\binet (\d+\.\d+\.\d+\.\d+)\//.exec(execFileSync('ip', ['-4', '-o', 'addr', 'show', 'dev', 'docker0'], { encoding: 'utf8' }))?.[1] ?? '172.17.0.1';
+  } catch {
+    return '172.17.0.1';
+  }
+}
 
 export interface RegistryUser {
   user: string;
@@ -157,6 +171,14 @@ export class TestRegistry {
     const auth = Buffer.from(`${this.user.user}:${this.user.password}`).toString('base64');
     await fs.writeFile(creds, JSON.stringify({ auths: { [this.host]: { auth } } }), { mode: 0o600 });
     const ns = this.netns ? ['nsenter', `--net=/var/run/netns/${this.netns}`] : [];
+    // skopeo's docker-daemon source reads no DOCKER_HOST (and speaks API 1.22 to one named): with a
+    // private engine (make test-engines' turns) the image comes through `docker save` instead
+    let source = `docker-daemon:${local}`;
+    if (process.env.DOCKER_HOST) {
+      const tar = path.join(this.dir, 'push.tar');
+      await run('docker', ['save', '-o', tar, local]);
+      source = `docker-archive:${tar}`;
+    }
     await run(ns[0] ?? 'skopeo', [
       ...ns.slice(1),
       ...(ns.length ? ['skopeo'] : []),
@@ -167,9 +189,10 @@ export class TestRegistry {
       creds,
       '--dest-cert-dir',
       path.join(this.dir, 'certs'),
-      `docker-daemon:${local}`,
+      source,
       `docker://${target}`,
     ]);
+    if (source.startsWith('docker-archive:')) await fs.rm(path.join(this.dir, 'push.tar'), { force: true });
     return target;
   }
 

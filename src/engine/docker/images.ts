@@ -17,7 +17,10 @@ export class DockerImages implements ImageClient {
     // all: an image whose tag was rebuilt FROM it is an untagged parent, which the engine lists
     // only so; a set pinned to it holds it all the same (it is there, by id)
     const items = await this.calls.run('images.list', () => this.docker.listImages({ all: true, filters: labelFilter(labelFilters) }));
-    return items.map((i) => ({ id: i.Id, tags: realTags(i.RepoTags), labels: i.Labels ?? {}, repoDigests: realTags(i.RepoDigests), size: i.Size }));
+    return items.map((i) => {
+      const tags = realTags(i.RepoTags);
+      return { id: i.Id, tags, labels: i.Labels ?? {}, repoDigests: repoDigestsOf(i.RepoDigests, tags), size: i.Size };
+    });
   }
 
   async inspect(ref: string): Promise<ImageSummary & { user: string; workingDir: string }> {
@@ -27,6 +30,7 @@ export class DockerImages implements ImageClient {
       tags: realTags(i.RepoTags),
       labels: i.Config?.Labels ?? {},
       repoDigests: realTags(i.RepoDigests),
+      ...(typeof i.Size === 'number' ? { size: i.Size } : {}),
       user: i.Config?.User ?? '',
       workingDir: i.Config?.WorkingDir ?? '',
     };
@@ -122,6 +126,9 @@ export class DockerImages implements ImageClient {
       stream.on('close', () => finish(new ImagePullError('unreachable', ref, 'the engine closed the pull before it ended', true)));
     });
     const i = await this.inspect(ref);
+    // no layer's size in the stream (the containerd store, layers fetched within a progress tick):
+    // the last word is the image's own size, so a pull never reports 0 bytes of 0
+    if (tally.unsized > 0 && tally.progress().total === 0 && i.size) o.onProgress?.({ done: i.size, total: i.size });
     return { id: i.id, ...(tally.digest ? { digest: tally.digest } : {}) };
   }
 
@@ -159,4 +166,25 @@ function pullFailure(ref: string, err: unknown, idleMs: number): Error {
 /** The engine lists an untagged image's tags (digests) as `<none>:<none>` (`<none>@<none>`) on older versions. */
 function realTags(xs: string[] | null | undefined): string[] {
   return (xs ?? []).filter((t) => !t.startsWith('<none>'));
+}
+
+/**
+ * An image list's RepoDigests as `name@sha256:…`. Docker 28's containerd image store lists an
+ * image pulled from a registry on an address with a port (`10.0.0.1:5000/x:1`) with a bare
+ * `sha256:…` there (its inspect gives `10.0.0.1:5000/x@sha256:…`): such a digest is the one each
+ * of its tags' repositories was pulled at.
+ */
+export function repoDigestsOf(digests: string[] | null | undefined, tags: string[]): string[] {
+  const out = new Set<string>();
+  for (const d of realTags(digests)) {
+    if (d.includes('@')) out.add(d);
+    else if (/^sha256:[0-9a-f]{64}$/.test(d)) for (const t of tags) out.add(`${repositoryOf(t)}@${d}`);
+  }
+  return [...out];
+}
+
+/** A tag's repository: `host:5000/x:1` → `host:5000/x` (a colon after the last slash ends it). */
+function repositoryOf(tag: string): string {
+  const colon = tag.lastIndexOf(':');
+  return colon > tag.lastIndexOf('/') ? tag.slice(0, colon) : tag;
 }

@@ -19,6 +19,13 @@ export interface PullMessage {
 export class LayerTally {
   private readonly layers = new Map<string, { done: number; total: number }>();
   digest: string | undefined;
+  /**
+   * Layers fetched whose size the stream never gave: the containerd image store (Docker 28 with
+   * containerd-snapshotter) goes from `Pulling fs layer` to `Download complete` with no
+   * `Downloading` message when a layer arrives before its first progress report (seen with a
+   * local registry: 64 KiB and 4 MiB layers alike).
+   */
+  private readonly unsizedIds = new Set<string>();
 
   /** Takes one message; throws the ImagePullError an `errorDetail` (or `error`) carries. */
   take(ref: string, m: PullMessage): void {
@@ -41,11 +48,17 @@ export class LayerTally {
       if (total > 0) l.total = total;
       l.done = Math.max(l.done, Math.min(m.progressDetail?.current ?? 0, l.total || Infinity));
     } else if (status === 'Download complete' || status === 'Pull complete' || status === 'Verifying Checksum') {
+      if (l.total === 0) this.unsizedIds.add(m.id);
       l.done = l.total;
     } else if (status === 'Already exists') {
       l.done = l.total;
     }
     this.layers.set(m.id, l);
+  }
+
+  /** How many layers were fetched with no size given (see unsizedIds). */
+  get unsized(): number {
+    return this.unsizedIds.size;
   }
 
   progress(): PullProgress {
