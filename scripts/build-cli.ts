@@ -279,6 +279,8 @@ async function splitPair(name: string, keep?: readonly string[]): Promise<number
     keep === undefined ? 'main: cli.main' : `main: cli.main, handles: function (argv) { return cli.commandOf(argv) === ${JSON.stringify(name)}; }`;
   const mainOptions = (shared: readonly string[], write: boolean): BuildOptions => ({
     ...common,
+    // One build, several files: the spec cache (src/spec/disk-cache.ts) names the build by berth.cjs's stat in each.
+    define: { ...common.define, BERTH_BUILD_FILE: JSON.stringify('berth.cjs') },
     stdin: {
       contents: `const cli = require('./src/cli/index'); module.exports = { ${exportsOf}, setChunkLoader: require('berth-chunks').setLoader };`,
       resolveDir: repo,
@@ -309,6 +311,7 @@ module.exports = function (host) { link.set(host); return { ${Object.entries(ENG
       loader: 'js',
     },
     outfile: engineFile,
+    define: { ...common.define, BERTH_BUILD_FILE: JSON.stringify('berth.cjs') },
     plugins: [bundledSchemaFiles, fromHost(held, asked), noBuildKit, deferredModules],
     sourcemap: 'linked',
   });

@@ -119,6 +119,24 @@ describe('packaging: the single-file build and the image (real engine)', functio
     // a command without a file of its own: every command's file, and its engine file
     const plan = await readBy(['plan', ...sb.globalArgs()]);
     expect(plan.files).to.deep.equal(['bundle-plan', 'chunk-engine-plan']);
+    // files of one build keep one spec cache (src/spec/disk-cache.ts; a spec with no fixture is kept in it): get's
+    // and every command's file neither takes the other's for another build's and writes it again
+    const plain = path.join(sb.dir, 'plain');
+    await fs.mkdir(plain);
+    await fs.writeFile(
+      path.join(plain, 'plain.yaml'),
+      'apiVersion: berth.dev/v1\nkind: Attempt\nmetadata: {name: plain}\nspec: {image: berth/busybox:local, command: ["true"]}\n',
+    );
+    const plainArgs = other.map((a, i) => (other[i - 1] === '--specs' ? plain : a));
+    const specCache = async () => {
+      const dir = path.join(sb.stateDir, 'cache');
+      return Promise.all((await fs.readdir(dir)).sort().map(async (f) => `${f} ${(await fs.stat(path.join(dir, f))).mtimeMs}`));
+    };
+    await readBy(['get', '-o', 'name', ...plainArgs]);
+    const kept = await specCache();
+    await readBy(['plan', ...plainArgs]);
+    await readBy(['get', '-o', 'name', ...plainArgs]);
+    expect(await specCache()).to.deep.equal(kept);
     // a command line whose first command word is a flag's value: the launcher's guess (get) is not
     // what the command line runs (validate): get's file, read, says it is not its own, and every command's file runs it
     const guess = await readBy(['--specs', 'get', 'validate', sb.specsDir]);
