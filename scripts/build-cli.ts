@@ -10,6 +10,7 @@
  * Deterministic: the same sources give the same bytes. Run: `npm run build:cli`.
  */
 import { build, type BuildOptions, type Plugin } from 'esbuild';
+import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 
@@ -29,6 +30,38 @@ const bundledSchemaFiles: Plugin = {
     );
     b.onResolve({ filter: /\?text$/ }, (args) => ({ path: path.resolve(args.resolveDir, args.path.replace(/\?text$/, '')), namespace: 'text' }));
     b.onLoad({ filter: /.*/, namespace: 'text' }, (args) => ({ contents: readFileSync(args.path, 'utf8'), loader: 'text' }));
+  },
+};
+
+/**
+ * The schemas' kept validators (schemas/*.validator.cjs) are what the build runs when they were made
+ * from the schemas as they are now (their digest); src/spec/schema.ts compiles a schema with ajv
+ * only when its kept code is stale. When both are fresh, ajv's compiler (ajv/dist/2020,
+ * ajv/dist/standalone and fast-uri, ~150 KB of every file) is left out; when one is stale, it stays,
+ * with a warning (`npm run gen:validator` writes them; a unit test fails meanwhile).
+ */
+function keptValidatorsFresh(): boolean {
+  const digest = (file: string) =>
+    createHash('sha256')
+      .update(readFileSync(path.join(repo, 'schemas', file), 'utf8'))
+      .digest('hex');
+  const kept = (file: string) => (require(path.join(repo, 'schemas', file)) as { schemaDigest?: string }).schemaDigest;
+  const fresh = kept('attempt.validator.cjs') === digest('attempt.schema.json') && kept('config.validator.cjs') === digest('config.schema.json');
+  if (!fresh)
+    process.stderr.write('build-cli: a kept validator (schemas/*.validator.cjs) is stale: ajv compiles it at run time; run `npm run gen:validator`\n');
+  return fresh;
+}
+const noSchemaCompiler: Plugin = {
+  name: 'no-schema-compiler',
+  setup(b) {
+    if (!keptValidatorsFresh()) return;
+    b.onResolve({ filter: /^ajv\/dist\/(2020|standalone)$/ }, (args) =>
+      path.relative(repo, args.importer) === path.join('src', 'spec', 'schema.ts') ? { path: args.path, namespace: 'no-schema-compiler' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'no-schema-compiler' }, (args) => ({
+      contents: `throw new Error('berth: ${args.path} (the schema compiler) is not in this build: its kept validators were fresh when it was built');`,
+      loader: 'js',
+    }));
   },
 };
 
@@ -131,7 +164,7 @@ async function singleFile(): Promise<void> {
     outfile: out,
     // The version check runs before any of the bundle's modules; the bundle's own modules need 22.22.
     banner: { js: `#!/usr/bin/env node\n(${nodeCheck})();` },
-    plugins: [bundledSchemaFiles, noBuildKit, deferredModules, lazyChildProcess],
+    plugins: [bundledSchemaFiles, noSchemaCompiler, noBuildKit, deferredModules, lazyChildProcess],
     // In a checkout (dist/berth.cjs), a map back to the sources: errors' stacks with --enable-source-maps, and coverage.
     sourcemap: process.env.BERTH_CLI_BUNDLE ? false : 'linked',
   });
@@ -291,7 +324,7 @@ async function splitPair(name: string, keep?: readonly string[]): Promise<number
     write,
     metafile: true,
     // bin/berth.js checks Node's version before it reads this file.
-    plugins: [bundledSchemaFiles, ...(keep ? [onlyCommand(keep)] : []), engineBoundary(engineBase), hostTable(shared), lazyChildProcess],
+    plugins: [bundledSchemaFiles, noSchemaCompiler, ...(keep ? [onlyCommand(keep)] : []), engineBoundary(engineBase), hostTable(shared), lazyChildProcess],
     sourcemap: 'linked',
   });
   const inputs = (m: { inputs: Record<string, unknown> } | undefined) =>
@@ -312,7 +345,7 @@ module.exports = function (host) { link.set(host); return { ${Object.entries(ENG
     },
     outfile: engineFile,
     define: { ...common.define, BERTH_BUILD_FILE: JSON.stringify('berth.cjs') },
-    plugins: [bundledSchemaFiles, fromHost(held, asked), noBuildKit, deferredModules],
+    plugins: [bundledSchemaFiles, noSchemaCompiler, fromHost(held, asked), noBuildKit, deferredModules],
     sourcemap: 'linked',
   });
   const shared = [...asked].sort();
