@@ -67,21 +67,26 @@ function commandOf(argv, commands) {
 }
 
 /** Writes `data` to `file` atomically (a temp file, then a rename); old entries of other builds go. */
-function save(dir, name, data, identity) {
+function save(dir, name, data, identity, prefix) {
   try {
     var tmp = path.join(dir, '.' + name + '.' + process.pid + '.tmp');
     fs.writeFileSync(tmp, data, { mode: 0o600 });
     fs.renameSync(tmp, path.join(dir, name));
     fs.readdirSync(dir).forEach(function (f) {
-      if (f.indexOf('bundle-') === 0 && f.indexOf(identity) < 0) fs.rmSync(path.join(dir, f), { force: true });
+      if (f.indexOf(prefix + '-') === 0 && f.indexOf(identity) < 0) fs.rmSync(path.join(dir, f), { force: true });
     });
   } catch (err) {
     // best effort: the next run compiles again
   }
 }
 
-/** Loads the single-file build through the code cache; returns its exports. */
-function runBundle(file, env, argv, commands) {
+/**
+ * Loads a file of the build through the code cache; returns its exports. `kind` names its cache
+ * entries ('bundle', the default: the file bin/berth.js runs; 'chunk-engine': the split build's
+ * engine file); a new build's entry replaces the old build's of the same kind.
+ */
+function runBundle(file, env, argv, commands, kind) {
+  kind = kind || 'bundle';
   var vm = require('vm');
   var Module = require('module');
   // The build checks the file is ASCII (scripts/build-cli.ts): read as latin1, it becomes a string of
@@ -95,7 +100,7 @@ function runBundle(file, env, argv, commands) {
   if (dir) {
     var st = fs.statSync(file, { bigint: true });
     identity = [process.version, process.arch, st.dev, st.ino, st.size, st.mtimeNs, st.ctimeNs].join('-');
-    name = 'bundle-' + commandOf(argv, commands) + '-' + identity;
+    name = kind + '-' + commandOf(argv, commands) + '-' + identity;
     try {
       cached = fs.readFileSync(path.join(dir, name));
     } catch (err) {
@@ -113,7 +118,7 @@ function runBundle(file, env, argv, commands) {
   m.loaded = true;
   if (dir && (!cached || script.cachedDataRejected)) {
     process.once('exit', function () {
-      save(dir, name, script.createCachedData(), identity);
+      save(dir, name, script.createCachedData(), identity, kind);
     });
   }
   return m.exports;

@@ -9,8 +9,9 @@
  *   cpu-features, fsevents on macOS) stay outside; they are optional at run time.
  * Deterministic: the same sources give the same bytes. Run: `npm run build:cli`.
  */
-import { build, type Plugin } from 'esbuild';
-import { readFileSync } from 'node:fs';
+import { build, type BuildOptions, type Plugin } from 'esbuild';
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 
 const repo = path.resolve(__dirname, '..');
@@ -29,6 +30,38 @@ const bundledSchemaFiles: Plugin = {
     );
     b.onResolve({ filter: /\?text$/ }, (args) => ({ path: path.resolve(args.resolveDir, args.path.replace(/\?text$/, '')), namespace: 'text' }));
     b.onLoad({ filter: /.*/, namespace: 'text' }, (args) => ({ contents: readFileSync(args.path, 'utf8'), loader: 'text' }));
+  },
+};
+
+/**
+ * The schemas' kept validators (schemas/*.validator.cjs) are what the build runs when they were made
+ * from the schemas as they are now (their digest); src/spec/schema.ts compiles a schema with ajv
+ * only when its kept code is stale. When both are fresh, ajv's compiler (ajv/dist/2020,
+ * ajv/dist/standalone and fast-uri, ~150 KB of every file) is left out; when one is stale, it stays,
+ * with a warning (`npm run gen:validator` writes them; a unit test fails meanwhile).
+ */
+function keptValidatorsFresh(): boolean {
+  const digest = (file: string) =>
+    createHash('sha256')
+      .update(readFileSync(path.join(repo, 'schemas', file), 'utf8'))
+      .digest('hex');
+  const kept = (file: string) => (require(path.join(repo, 'schemas', file)) as { schemaDigest?: string }).schemaDigest;
+  const fresh = kept('attempt.validator.cjs') === digest('attempt.schema.json') && kept('config.validator.cjs') === digest('config.schema.json');
+  if (!fresh)
+    process.stderr.write('build-cli: a kept validator (schemas/*.validator.cjs) is stale: ajv compiles it at run time; run `npm run gen:validator`\n');
+  return fresh;
+}
+const noSchemaCompiler: Plugin = {
+  name: 'no-schema-compiler',
+  setup(b) {
+    if (!keptValidatorsFresh()) return;
+    b.onResolve({ filter: /^ajv\/dist\/(2020|standalone)$/ }, (args) =>
+      path.relative(repo, args.importer) === path.join('src', 'spec', 'schema.ts') ? { path: args.path, namespace: 'no-schema-compiler' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'no-schema-compiler' }, (args) => ({
+      contents: `throw new Error('berth: ${args.path} (the schema compiler) is not in this build: its kept validators were fresh when it was built');`,
+      loader: 'js',
+    }));
   },
 };
 
@@ -94,24 +127,15 @@ module.exports = { spawn: function () { return load().spawn.apply(this, argument
   },
 };
 
-void build({
-  // Run as a program (`node berth.cjs`), it runs berth; required (bin/berth.js), it hands over main().
-  stdin: {
-    contents: "const cli = require('./src/cli/index'); module.exports = { main: cli.main }; if (require.main === module) cli.main(process.argv);",
-    resolveDir: repo,
-    sourcefile: 'berth-cli.js',
-    loader: 'js',
-  },
+/** What every build shares: the single file and the split build's files. */
+const common = {
   bundle: true,
   platform: 'node',
   target: 'node22',
   format: 'cjs',
-  outfile: out,
-  // The version check runs before any of the bundle's modules; the bundle's own modules need 22.22.
-  banner: { js: `#!/usr/bin/env node\n(${nodeCheck})();` },
+  absWorkingDir: repo,
   define: { BERTH_BUNDLED_VERSION: JSON.stringify(pkg.version) },
   external: ['cpu-features', 'fsevents', '*.node'],
-  plugins: [bundledSchemaFiles, noBuildKit, deferredModules, lazyChildProcess],
   // Smaller to read and compile at every start; names are kept, so stack traces still read.
   minifyWhitespace: true,
   minifySyntax: true,
@@ -120,12 +144,230 @@ void build({
   // dockerode whole, as it does for any layout it does not know.
   logOverride: { 'require-resolve-not-external': 'silent' },
   logLevel: 'warning',
-  // In a checkout (dist/berth.cjs), a map back to the sources: errors' stacks with --enable-source-maps, and coverage.
-  sourcemap: process.env.BERTH_CLI_BUNDLE ? false : 'linked',
-}).then(() => {
-  // One byte per character: a file with any other is read into a string twice the size, slower at every start.
-  const text = readFileSync(out, 'latin1');
+} satisfies BuildOptions;
+
+/** Run as a program (`node berth.cjs`), it runs berth; required (bin/berth.js), it hands over main(). */
+const MAIN = "const cli = require('./src/cli/index'); module.exports = { main: cli.main }; if (require.main === module) cli.main(process.argv);";
+
+/** One byte per character: a file with any other is read into a string twice the size, slower at every start. */
+function checkAscii(file: string): void {
+  const text = readFileSync(file, 'latin1');
   const at = text.search(/[^\x00-\x7f]/);
-  if (at >= 0) throw new Error(`build-cli: ${out} has a character outside ASCII at offset ${at}: ${JSON.stringify(text.slice(Math.max(0, at - 60), at + 20))}`);
+  if (at >= 0)
+    throw new Error(`build-cli: ${file} has a character outside ASCII at offset ${at}: ${JSON.stringify(text.slice(Math.max(0, at - 60), at + 20))}`);
+}
+
+async function singleFile(): Promise<void> {
+  await build({
+    ...common,
+    stdin: { contents: MAIN, resolveDir: repo, sourcefile: 'berth-cli.js', loader: 'js' },
+    outfile: out,
+    // The version check runs before any of the bundle's modules; the bundle's own modules need 22.22.
+    banner: { js: `#!/usr/bin/env node\n(${nodeCheck})();` },
+    plugins: [bundledSchemaFiles, noSchemaCompiler, noBuildKit, deferredModules, lazyChildProcess],
+    // In a checkout (dist/berth.cjs), a map back to the sources: errors' stacks with --enable-source-maps, and coverage.
+    sourcemap: process.env.BERTH_CLI_BUNDLE ? false : 'linked',
+  });
+  checkAscii(out);
   process.stderr.write(`build-cli: wrote ${path.relative(process.cwd(), out)}\n`);
-});
+}
+
+/**
+ * The split build, which bin/berth.js runs (start-up, issue 55), in dist/split/:
+ * - berth.cjs: the command line, every command, everything but the engine client;
+ *   engine.cjs: the engine client (src/engine/docker, src/backend/swarm, dockerode and its
+ *   packages), read only when a command first asks for an engine (src/cli/context.ts);
+ * - for the short commands a user runs most (COMMAND_FILES), a file of that command's own:
+ *   get.cjs holds the command line with `get` alone (the other commands' modules are left out),
+ *   get.engine.cjs its engine client. bin/berth.js runs it when the command line names that
+ *   command (the file's handles(argv) says so as the command line itself reads argv), else berth.cjs.
+ * A command that needs no engine then reads, checks and compiles a third of the bytes.
+ *
+ * One copy of every module: a module both a main file and its engine file reach is the main
+ * file's; the engine file asks the main file for it (by its path, through the table the main file
+ * is built with), so a class, a constant or a module's state is the same object on both sides.
+ * Built in three passes: the main file (what it holds), the engine file (which of those it asks
+ * for), the main file again with that table (what it holds is checked to be unchanged).
+ */
+const SPLIT_DIR = path.join(repo, 'dist', 'split');
+const ENGINE_ENTRIES: Record<string, string> = { docker: 'src/engine/docker/index.ts', swarm: 'src/backend/swarm/index.ts' };
+
+/** Commands with a file of their own, and the modules of src/cli/commands their action loads. */
+export const COMMAND_FILES: Record<string, readonly string[]> = { get: ['get', 'resolve'], validate: ['validate'] };
+
+/** In a command's own file: what src/cli/index.ts loads for the other commands' actions is left out. */
+function onlyCommand(keep: readonly string[]): Plugin {
+  return {
+    name: 'only-command',
+    setup(b) {
+      b.onResolve({ filter: /^\.\/(commands\/[a-z-]+|completion)$/ }, (args) => {
+        if (path.relative(repo, args.importer) !== path.join('src', 'cli', 'index.ts')) return undefined;
+        const mod = args.path.replace(/^\.\/(commands\/)?/, '');
+        return keep.includes(mod) ? undefined : { path: mod, namespace: 'left-out' };
+      });
+      b.onLoad({ filter: /.*/, namespace: 'left-out' }, (args) => ({
+        contents: `throw new Error('berth: ${args.path} is not in this file of the split build (bin/berth.js runs dist/split/berth.cjs for it)');`,
+        loader: 'js',
+      }));
+    },
+  };
+}
+
+/** In a main file: the engine's entry modules stand for its engine file's exports, loaded on first use. */
+function engineBoundary(engineFile: string): Plugin {
+  return {
+    name: 'engine-boundary',
+    setup(b) {
+      b.onResolve({ filter: /^\.\.?\// }, async (args) => {
+        if (args.pluginData?.inner) return undefined;
+        const r = await b.resolve(args.path, { kind: args.kind, importer: args.importer, resolveDir: args.resolveDir, pluginData: { inner: true } });
+        const key = path.relative(repo, r.path);
+        const name = Object.keys(ENGINE_ENTRIES).find((k) => ENGINE_ENTRIES[k] === key);
+        return name ? { path: name, namespace: 'engine-chunk' } : undefined;
+      });
+      b.onLoad({ filter: /.*/, namespace: 'engine-chunk' }, (args) => ({
+        contents: `module.exports = require('berth-chunks').engine()[${JSON.stringify(args.path)}];`,
+        loader: 'js',
+        resolveDir: repo,
+      }));
+      // Loads the engine file once (through the launcher's code cache when it gave a loader), linked to this file's modules.
+      b.onResolve({ filter: /^berth-chunks$/ }, () => ({ path: 'berth-chunks', namespace: 'berth-chunks' }));
+      b.onLoad({ filter: /.*/, namespace: 'berth-chunks' }, () => ({
+        contents: `var loaded, loader;
+exports.setLoader = function (f) { loader = f; };
+exports.engine = function () {
+  if (!loaded) {
+    var file = require('path').join(__dirname, ${JSON.stringify(engineFile)});
+    var link = loader ? loader(file, ${JSON.stringify(engineFile.replace(/\.cjs$/, ''))}) : require(file);
+    loaded = link(require('berth-host-table'));
+  }
+  return loaded;
+};`,
+        loader: 'js',
+        resolveDir: repo,
+      }));
+    },
+  };
+}
+
+/** In a main file: the table of the modules its engine file takes from it, by path. */
+function hostTable(shared: readonly string[]): Plugin {
+  return {
+    name: 'host-table',
+    setup(b) {
+      b.onResolve({ filter: /^berth-host-table$/ }, () => ({ path: 'berth-host-table', namespace: 'berth-host-table' }));
+      b.onLoad({ filter: /.*/, namespace: 'berth-host-table' }, () => ({
+        contents: `var table = {
+${shared.map((k) => `  ${JSON.stringify(k)}: function () { return require(${JSON.stringify(path.join(repo, k))}); }`).join(',\n')}
+};
+var got = {};
+module.exports = function (key) {
+  if (!(key in got)) {
+    if (!table[key]) throw new Error('berth: the engine file asks for ' + key + ', which its main file does not hold (files of two builds?)');
+    got[key] = table[key]();
+  }
+  return got[key];
+};`,
+        loader: 'js',
+        resolveDir: repo,
+      }));
+    },
+  };
+}
+
+/** In an engine file: a module its main file holds is taken from it; records which. */
+function fromHost(held: ReadonlySet<string>, asked: Set<string>): Plugin {
+  return {
+    name: 'from-host',
+    setup(b) {
+      b.onResolve({ filter: /.*/ }, async (args) => {
+        if (args.pluginData?.inner || args.namespace !== 'file' || args.kind === 'entry-point' || args.path === 'berth-host-link') return undefined;
+        const r = await b.resolve(args.path, { kind: args.kind, importer: args.importer, resolveDir: args.resolveDir, pluginData: { inner: true } });
+        if (r.errors.length || r.external || r.namespace !== 'file') return undefined;
+        const key = path.relative(repo, r.path);
+        if (!held.has(key)) return undefined;
+        asked.add(key);
+        return { path: key, namespace: 'host' };
+      });
+      b.onLoad({ filter: /.*/, namespace: 'host' }, (args) => ({
+        contents: `module.exports = require('berth-host-link').get(${JSON.stringify(args.path)});`,
+        loader: 'js',
+        resolveDir: repo,
+      }));
+      b.onResolve({ filter: /^berth-host-link$/ }, () => ({ path: 'berth-host-link', namespace: 'berth-host-link' }));
+      b.onLoad({ filter: /.*/, namespace: 'berth-host-link' }, () => ({
+        contents: 'var host; exports.set = function (h) { host = h; }; exports.get = function (key) { return host(key); };',
+        loader: 'js',
+      }));
+    },
+  };
+}
+
+/** One main file of the split build and its engine file: `berth` (every command) or a command's own. */
+async function splitPair(name: string, keep?: readonly string[]): Promise<number> {
+  const mainFile = path.join(SPLIT_DIR, `${name}.cjs`);
+  const engineBase = name === 'berth' ? 'engine.cjs' : `${name}.engine.cjs`;
+  const engineFile = path.join(SPLIT_DIR, engineBase);
+  const exportsOf =
+    keep === undefined ? 'main: cli.main' : `main: cli.main, handles: function (argv) { return cli.commandOf(argv) === ${JSON.stringify(name)}; }`;
+  const mainOptions = (shared: readonly string[], write: boolean): BuildOptions => ({
+    ...common,
+    // One build, several files: the spec cache (src/spec/disk-cache.ts) names the build by berth.cjs's stat in each.
+    define: { ...common.define, BERTH_BUILD_FILE: JSON.stringify('berth.cjs') },
+    stdin: {
+      contents: `const cli = require('./src/cli/index'); module.exports = { ${exportsOf}, setChunkLoader: require('berth-chunks').setLoader };`,
+      resolveDir: repo,
+      sourcefile: 'berth-cli.js',
+      loader: 'js',
+    },
+    outfile: mainFile,
+    write,
+    metafile: true,
+    // bin/berth.js checks Node's version before it reads this file.
+    plugins: [bundledSchemaFiles, noSchemaCompiler, ...(keep ? [onlyCommand(keep)] : []), engineBoundary(engineBase), hostTable(shared), lazyChildProcess],
+    sourcemap: 'linked',
+  });
+  const inputs = (m: { inputs: Record<string, unknown> } | undefined) =>
+    new Set(Object.keys(m?.inputs ?? {}).filter((k) => !k.includes(':') && !k.startsWith('<')));
+  const first = await build(mainOptions([], false));
+  const held = inputs(first.metafile);
+  const asked = new Set<string>();
+  await build({
+    ...common,
+    stdin: {
+      contents: `var link = require('berth-host-link');
+module.exports = function (host) { link.set(host); return { ${Object.entries(ENGINE_ENTRIES)
+        .map(([k, v]) => `${k}: require(${JSON.stringify(`./${v}`)})`)
+        .join(', ')} }; };`,
+      resolveDir: repo,
+      sourcefile: 'berth-engine.js',
+      loader: 'js',
+    },
+    outfile: engineFile,
+    define: { ...common.define, BERTH_BUILD_FILE: JSON.stringify('berth.cjs') },
+    plugins: [bundledSchemaFiles, noSchemaCompiler, fromHost(held, asked), noBuildKit, deferredModules],
+    sourcemap: 'linked',
+  });
+  const shared = [...asked].sort();
+  const second = await build(mainOptions(shared, true));
+  const again = inputs(second.metafile);
+  if (again.size !== held.size || [...again].some((k) => !held.has(k)))
+    throw new Error(`build-cli: ${name}.cjs of the split build holds other modules once it lends some to its engine file`);
+  for (const f of [mainFile, engineFile]) checkAscii(f);
+  return shared.length;
+}
+
+async function splitBuild(): Promise<void> {
+  rmSync(SPLIT_DIR, { recursive: true, force: true });
+  mkdirSync(SPLIT_DIR, { recursive: true });
+  await splitPair('berth');
+  for (const [name, keep] of Object.entries(COMMAND_FILES)) await splitPair(name, keep);
+  process.stderr.write(
+    `build-cli: wrote ${path.relative(process.cwd(), SPLIT_DIR)}/ (berth.cjs, engine.cjs, and ${Object.keys(COMMAND_FILES).join(', ')}'s own)\n`,
+  );
+}
+
+void (async () => {
+  await singleFile();
+  if (!process.env.BERTH_CLI_BUNDLE) await splitBuild();
+})();

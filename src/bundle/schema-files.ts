@@ -11,6 +11,7 @@ import text from '../../schemas/attempt.schema.json?text';
 import configText from '../../schemas/config.schema.json?text';
 
 export const CONFIG_SCHEMA_PATH = '(bundled) schemas/config.schema.json';
+export const CONFIG_VALIDATOR_PATH = '(bundled) schemas/config.validator.cjs';
 
 export function configSchemaText(): string {
   return configText as string;
@@ -25,4 +26,8 @@ export function schemaText(): string {
 
 export function keptValidatorModule(): unknown {
   return require('../../schemas/attempt.validator.cjs');
+}
+
+export function keptConfigValidatorModule(): unknown {
+  return require('../../schemas/config.validator.cjs');
 }

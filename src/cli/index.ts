@@ -207,34 +207,51 @@ export interface ProgramEnv {
   argv?: readonly string[];
 }
 
+/** berth's global flags (and --version), on the program. */
+function globalOptions(program: Command): Command {
+  return (
+    program
+      .version(version())
+      // Flags win over the BERTH_* environment variables, which win over berth.yaml, which wins
+      // over the defaults (config.ts, applied by the preSubcommand hook below).
+      .addOption(new Option('--specs <dir>', 'specs folder').default(DEFAULTS.specsDir))
+      .addOption(new Option('--state <dir>', 'state folder (status records, locks)').default(DEFAULTS.stateDir))
+      .addOption(new Option('--results-root <dir>', 'results root (default: <state>/results)'))
+      .addOption(new Option('--instance <name>', 'reconciler instance: scopes everything berth observes and changes').default(DEFAULTS.instance))
+      // Early in the list, so that --help's first screen shows it: a command against an engine that
+      // never answers waits this long before it says so.
+      .addOption(
+        new Option('--engine-timeout <duration>', 'how long one engine call may wait for an answer before berth says the engine does not (e.g. 500ms, 30s, 2m)')
+          .argParser(durationMs('--engine-timeout'))
+          .default(DEFAULTS.engineTimeoutMs, `${DEFAULTS.engineTimeoutMs / 1000}s`),
+      )
+      .addOption(new Option('--log-level <level>', 'log level').choices(['error', 'warn', 'info', 'debug']).default('info'))
+      .addOption(new Option('--log-format <format>', 'log format: json makes every line on stderr JSON').choices(['text', 'json']).default('text'))
+      .addOption(
+        new Option('--backend <kind>', 'what runs attempts: one Docker engine, or a Docker Swarm (DOCKER_HOST a manager; docs/SWARM.md)')
+          .choices([...BACKENDS])
+          .default('engine'),
+      )
+      .addOption(new Option('--config <file>', `defaults for these flags and others (default: ./${CONFIG_FILE}, else one beside the specs folder)`))
+      .addOption(new Option('--context <name>', `the context of ${CONFIG_FILE} to use (default: its current-context)`))
+  );
+}
+
+/**
+ * The command argv names, read as the command line reads it (only-command.ts); undefined when
+ * that is not sure. The split build's file of one command runs only what this says is its own.
+ */
+export function commandOf(argv: readonly string[]): string | undefined {
+  const program = globalOptions(new Command('berth'));
+  return commandWord(argv, program.options);
+}
+
 export function buildProgram(io: Io, setExit: (code: number) => void, usage = new UsageOutput(), pe: ProgramEnv = {}): Command {
   /** berth.yaml's values, once the hook below has read it. */
   let fileDefaults: ReadonlyMap<string, unknown> | undefined;
-  const program = new Command('berth')
-    .description('A Kubernetes-style reconciler for Docker: declarative eval attempts, converged and attested.')
-    .version(version())
-    // Flags win over the BERTH_* environment variables, which win over berth.yaml, which wins
-    // over the defaults (config.ts, applied by the preSubcommand hook below).
-    .addOption(new Option('--specs <dir>', 'specs folder').default(DEFAULTS.specsDir))
-    .addOption(new Option('--state <dir>', 'state folder (status records, locks)').default(DEFAULTS.stateDir))
-    .addOption(new Option('--results-root <dir>', 'results root (default: <state>/results)'))
-    .addOption(new Option('--instance <name>', 'reconciler instance: scopes everything berth observes and changes').default(DEFAULTS.instance))
-    // Early in the list, so that --help's first screen shows it: a command against an engine that
-    // never answers waits this long before it says so.
-    .addOption(
-      new Option('--engine-timeout <duration>', 'how long one engine call may wait for an answer before berth says the engine does not (e.g. 500ms, 30s, 2m)')
-        .argParser(durationMs('--engine-timeout'))
-        .default(DEFAULTS.engineTimeoutMs, `${DEFAULTS.engineTimeoutMs / 1000}s`),
-    )
-    .addOption(new Option('--log-level <level>', 'log level').choices(['error', 'warn', 'info', 'debug']).default('info'))
-    .addOption(new Option('--log-format <format>', 'log format: json makes every line on stderr JSON').choices(['text', 'json']).default('text'))
-    .addOption(
-      new Option('--backend <kind>', 'what runs attempts: one Docker engine, or a Docker Swarm (DOCKER_HOST a manager; docs/SWARM.md)')
-        .choices([...BACKENDS])
-        .default('engine'),
-    )
-    .addOption(new Option('--config <file>', `defaults for these flags and others (default: ./${CONFIG_FILE}, else one beside the specs folder)`))
-    .addOption(new Option('--context <name>', `the context of ${CONFIG_FILE} to use (default: its current-context)`))
+  const program = globalOptions(
+    new Command('berth').description('A Kubernetes-style reconciler for Docker: declarative eval attempts, converged and attested.'),
+  )
     // Subcommand help lists these global flags too (set before the commands, which copy it).
     .configureHelp({ showGlobalOptions: true })
     .exitOverride()

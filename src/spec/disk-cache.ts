@@ -113,6 +113,9 @@ interface CacheFile {
   entries: Record<string, Entry>;
 }
 
+/** Set by the split build (scripts/build-cli.ts): the file whose stat names the build, beside this one. */
+declare const BERTH_BUILD_FILE: string | undefined;
+
 let buildId: string | undefined;
 /** berth's version and this build of the loader. */
 function build(): string {
@@ -123,7 +126,9 @@ function build(): string {
     } catch {
       /* no package.json beside the build: the module's own stat still tells builds apart */
     }
-    const st = statSync(__filename, { bigint: true });
+    // The split build (scripts/build-cli.ts) is several files of one build: each names its main file, so that
+    // `get` (get.cjs) and `reconcile` (berth.cjs) keep one cache instead of each taking the other's for another build's.
+    const st = statSync(typeof BERTH_BUILD_FILE === 'string' ? path.join(__dirname, BERTH_BUILD_FILE) : __filename, { bigint: true });
     buildId = `${version}:${st.size}:${st.mtimeNs}`;
   }
   return buildId;

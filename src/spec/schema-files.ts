@@ -11,6 +11,7 @@ export const SCHEMA_PATH = path.resolve(__dirname, '..', '..', 'schemas', 'attem
 export const VALIDATOR_PATH = path.resolve(path.dirname(SCHEMA_PATH), 'attempt.validator.cjs');
 
 export const CONFIG_SCHEMA_PATH = path.resolve(path.dirname(SCHEMA_PATH), 'config.schema.json');
+export const CONFIG_VALIDATOR_PATH = path.resolve(path.dirname(SCHEMA_PATH), 'config.validator.cjs');
 
 /** The schema of berth.yaml (src/cli/config.ts). */
 export function configSchemaText(): string {
@@ -24,4 +25,9 @@ export function schemaText(): string {
 /** The kept validator module (`schemas/attempt.validator.cjs`); throws when it cannot be loaded. */
 export function keptValidatorModule(): unknown {
   return require(VALIDATOR_PATH);
+}
+
+/** The kept validator of berth.yaml (`schemas/config.validator.cjs`); throws when it cannot be loaded. */
+export function keptConfigValidatorModule(): unknown {
+  return require(CONFIG_VALIDATOR_PATH);
 }

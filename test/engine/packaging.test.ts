@@ -97,6 +97,52 @@ describe('packaging: the single-file build and the image (real engine)', functio
     expect(get.stdout).to.equal('attempt/packaged\n');
   });
 
+  it("the split build (dist/split, what bin/berth.js runs): a command reads its own file, and the engine's only when it asks the engine", async function () {
+    // Which files a command read, from the code caches it left (bin/compile-cache.js: one entry per file and command).
+    const launcher = path.join(REPO, 'bin', 'berth.js');
+    const readBy = async (args: string[], expectCode = 0): Promise<{ out: Out; files: string[] }> => {
+      const cache = await fs.mkdtemp(path.join(sb.dir, 'cache-'));
+      const out = await exec(process.execPath, [launcher, ...args], { cwd: sb.dir, env: { ...process.env, BERTH_CACHE_DIR: cache } });
+      expect(out.code, out.stderr).to.equal(expectCode);
+      const files = (await fs.readdir(path.join(cache, 'code-cache'))).map((f) => f.replace(/-v\d+\.\d+\.\d+-.*$/, '')).sort();
+      return { out, files };
+    };
+    // the attempt reconciled above: a record, so get asks the engine nothing
+    const validate = await readBy(['validate', sb.specsDir]);
+    expect([validate.out.stdout, validate.files]).to.deep.equal(['1 file, 1 attempt: all valid\n', ['bundle.validate-validate']]);
+    const get = await readBy(['get', '-o', 'name', ...sb.globalArgs()]);
+    expect([get.out.stdout, get.files]).to.deep.equal(['attempt/packaged\n', ['bundle.get-get']]);
+    // an instance with no record: get asks the engine, through get's own engine file
+    const other = sb.globalArgs().map((a) => (a === sb.instance ? `${sb.instance}-none` : a));
+    const asks = await readBy(['get', '-o', 'name', ...other]);
+    expect([asks.out.stdout, asks.files]).to.deep.equal(['attempt/packaged\n', ['bundle.get-get', 'chunk-get.engine-get']]);
+    // a command without a file of its own: every command's file, and its engine file
+    const plan = await readBy(['plan', ...sb.globalArgs()]);
+    expect(plan.files).to.deep.equal(['bundle-plan', 'chunk-engine-plan']);
+    // files of one build keep one spec cache (src/spec/disk-cache.ts; a spec with no fixture is kept in it): get's
+    // and every command's file neither takes the other's for another build's and writes it again
+    const plain = path.join(sb.dir, 'plain');
+    await fs.mkdir(plain);
+    await fs.writeFile(
+      path.join(plain, 'plain.yaml'),
+      'apiVersion: berth.dev/v1\nkind: Attempt\nmetadata: {name: plain}\nspec: {image: berth/busybox:local, command: ["true"]}\n',
+    );
+    const plainArgs = other.map((a, i) => (other[i - 1] === '--specs' ? plain : a));
+    const specCache = async () => {
+      const dir = path.join(sb.stateDir, 'cache');
+      return Promise.all((await fs.readdir(dir)).sort().map(async (f) => `${f} ${(await fs.stat(path.join(dir, f))).mtimeMs}`));
+    };
+    await readBy(['get', '-o', 'name', ...plainArgs]);
+    const kept = await specCache();
+    await readBy(['plan', ...plainArgs]);
+    await readBy(['get', '-o', 'name', ...plainArgs]);
+    expect(await specCache()).to.deep.equal(kept);
+    // a command line whose first command word is a flag's value: the launcher's guess (get) is not
+    // what the command line runs (validate): get's file, read, says it is not its own, and every command's file runs it
+    const guess = await readBy(['--specs', 'get', 'validate', sb.specsDir]);
+    expect([guess.out.stdout, guess.files]).to.deep.equal(['1 file, 1 attempt: all valid\n', ['bundle-get', 'bundle.get-get']]);
+  });
+
   it('the npm package: npm pack, installed from the tarball as npm -g lays it out, runs from any folder (version, validate)', async function () {
     // what `npm install -g ./berthdev-berth-<version>.tgz` makes: the package in <prefix>/lib/node_modules,
     // its bin linked in <prefix>/bin. The dependencies are the checkout's (npm would fetch them; the

@@ -1,6 +1,6 @@
 /** Start-up (issue 55): a command line that names its command builds that command alone (only-command.ts). */
 import { expect } from 'chai';
-import { buildProgram } from '../../../src/cli/index';
+import { buildProgram, commandOf } from '../../../src/cli/index';
 import { bufferIo } from '../../../src/cli/io';
 import { commandWord } from '../../../src/cli/only-command';
 
@@ -36,5 +36,20 @@ describe('cli: only the command argv names is built (issue 55)', function () {
     const whole = buildProgram(bufferIo(), () => {}).commands.find((c) => c.name() === 'get');
     expect(one?.options.map((o) => o.flags)).to.deep.equal(whole?.options.map((o) => o.flags));
     expect(one?.registeredArguments.map((a) => a.name())).to.deep.equal(whole?.registeredArguments.map((a) => a.name()));
+  });
+
+  it("commandOf (the split build's file of one command runs only its own): the word the whole program reads", function () {
+    const globals = buildProgram(bufferIo(), () => {}).options;
+    for (const a of [
+      ['get', '-o', 'name'],
+      ['--specs', 'get', 'validate'],
+      ['--log-level', 'warn', 'get'],
+      ['--help', 'get'],
+      ['--version'],
+      ['completion'],
+      [],
+    ])
+      expect(commandOf(['node', 'berth', ...a]), a.join(' ')).to.equal(commandWord(['node', 'berth', ...a], globals));
+    expect(commandOf(['node', 'berth', '--specs', 'get', 'validate'])).to.equal('validate');
   });
 });

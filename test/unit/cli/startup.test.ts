@@ -92,6 +92,15 @@ describe('cli: start-up loads what the command uses (issue 55)', function () {
     expect(m).to.include('src/status/store.ts');
   });
 
+  it('get beside a berth.yaml: its kept validator (schemas/config.validator.cjs), no schema compiler', function () {
+    const here = path.join(dir, 'with-config');
+    mkdirSync(here, { recursive: true });
+    writeFileSync(path.join(here, 'berth.yaml'), `specs: ${path.join(dir, 'specs')}\nstate: ${path.join(dir, 'state')}\nlog-level: warn\n`);
+    const m = loadedBy(['get'], here);
+    expect(none(m, [...ENGINE_CLIENT, ...SCHEMA_COMPILER])).to.deep.equal([]);
+    expect(m).to.include('schemas/config.validator.cjs');
+  });
+
   it('report: the renderer, which the others do not load (the check above can see it)', function () {
     const m = loadedBy(['report', '-o', path.join(dir, 'r.html'), ...args], dir);
     expect(none(m, REPORT)).to.not.deep.equal([]);

@@ -2,7 +2,18 @@
 import { readFileSync } from 'node:fs';
 import Ajv2020 from 'ajv/dist/2020';
 import { expect } from 'chai';
-import { attemptSchema, attemptValidator, VALIDATOR_PATH, validatorModuleSource, validatorSource } from '../../../src/spec/schema';
+import {
+  attemptSchema,
+  attemptValidator,
+  CONFIG_SCHEMA_PATH,
+  CONFIG_VALIDATOR_PATH,
+  configValidatorModuleSource,
+  configValidatorSource,
+  validateConfig,
+  VALIDATOR_PATH,
+  validatorModuleSource,
+  validatorSource,
+} from '../../../src/spec/schema';
 
 type Json = Record<string, unknown>;
 
@@ -130,5 +141,30 @@ describe('spec/schema kept validator', () => {
       expect(validate(d)).to.equal(fresh(d));
       expect(validate.errors ?? null).to.deep.equal(fresh.errors ?? null);
     }
+  });
+});
+
+describe('spec/schema kept validator of berth.yaml', () => {
+  it('schemas/config.validator.cjs is the compiled form of config.schema.json as it is now (npm run gen:validator)', () => {
+    const kept = readFileSync(CONFIG_VALIDATOR_PATH, 'utf8');
+    expect(kept === configValidatorModuleSource(), 'schemas/config.validator.cjs is stale: run `npm run gen:validator`').to.equal(true);
+  });
+
+  it('is the validator berth.yaml is checked with, and it judges as a freshly compiled one does', () => {
+    const ajv = new Ajv2020({ allErrors: true, strict: true, verbose: true, allowUnionTypes: true });
+    ajv.addKeyword({ keyword: 'patternErrorMessage', schemaType: 'string' });
+    const fresh = ajv.compile(JSON.parse(readFileSync(CONFIG_SCHEMA_PATH, 'utf8')) as Record<string, unknown>);
+    const docs: unknown[] = [
+      { specs: 'specs', 'log-level': 'warn', 'engine-timeout': 30 },
+      { instance: 'Not_Valid', 'log-level': 'loud', nope: 1 },
+      { contexts: { ci: { state: '' } } },
+      [],
+    ];
+    for (const d of docs) {
+      const got = validateConfig(d);
+      expect(got.valid, JSON.stringify(d)).to.equal(fresh(d));
+      expect(got.errors).to.deep.equal(fresh.errors ?? []);
+    }
+    expect(configValidatorSource).to.equal('kept');
   });
 });
