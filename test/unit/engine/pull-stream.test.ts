@@ -59,7 +59,7 @@ describe('the pull stream', () => {
 
 describe("an image list's repo digests", () => {
   const D = `sha256:${'b'.repeat(64)}`;
-  it('kept as name@digest; a bare digest (the containerd store, a registry with a port) gets each tag's repository', () => {
+  it("kept as name@digest; a bare digest (the containerd store, a registry with a port) gets each tag's repository", () => {
     expect(repoDigestsOf([`docker.io/library/x@${D}`], ['x:1'])).to.deep.equal([`docker.io/library/x@${D}`]);
     expect(repoDigestsOf([D], ['10.213.0.1:36277/tmp/x:1', '10.213.0.1:36277/tmp/x:latest', 'other/y:2'])).to.deep.equal([
       `10.213.0.1:36277/tmp/x@${D}`,
