@@ -37,7 +37,7 @@ export class QuietAttempts {
   note(plan: Plan, planned: Iterable<string> | undefined, load: LoadResult, statuses: ReadonlyMap<string, AttemptStatus>, snapshot: Snapshot): void {
     const acted = new Set(plan.actions.map((a) => a.attempt));
     const byName = specIndex(load.specs).byName;
-    const names = planned ?? byName.keys();
+    const names = planned ?? load.specs.map((s) => s.spec.name);
     for (const n of names) {
       const spec = byName.get(n);
       const rec = statuses.get(n);

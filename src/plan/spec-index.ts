@@ -8,10 +8,40 @@
  */
 import type { LoadedSpec } from '../spec/types';
 
+/** Specs by name: what the index answers. */
+export interface SpecsByName {
+  get(name: string): LoadedSpec | undefined;
+  has(name: string): boolean;
+}
+
 export interface SpecIndex {
   /** Each spec, by name. */
-  readonly byName: ReadonlyMap<string, LoadedSpec>;
+  readonly byName: SpecsByName;
 }
+
+/**
+ * An index made from another by a few names removed and added, without a copy of it: looked up
+ * here first, then in the one it was made from (never changed). Made flat again once its own
+ * changes grow (OVERLAY_MAX).
+ */
+class Overlay implements SpecsByName {
+  constructor(
+    readonly base: ReadonlyMap<string, LoadedSpec>,
+    /** name → spec, or null: removed. */
+    readonly over: Map<string, LoadedSpec | null>,
+  ) {}
+
+  get(name: string): LoadedSpec | undefined {
+    const o = this.over.get(name);
+    return o === null ? undefined : (o ?? this.base.get(name));
+  }
+
+  has(name: string): boolean {
+    return this.get(name) !== undefined;
+  }
+}
+
+const OVERLAY_MAX = 4096;
 
 const memo = new WeakMap<readonly LoadedSpec[], SpecIndex>();
 
@@ -31,10 +61,20 @@ export function specIndex(specs: readonly LoadedSpec[]): SpecIndex {
  * `before` without the specs named in `removed`, with `added` (their names unique in `specs`).
  */
 export function deriveSpecIndex(specs: readonly LoadedSpec[], before: readonly LoadedSpec[], removed: Iterable<string>, added: readonly LoadedSpec[]): void {
-  const byName = new Map(specIndex(before).byName);
-  for (const n of removed) byName.delete(n);
-  for (const s of added) byName.set(s.spec.name, s);
-  memo.set(specs, { byName });
+  const prev = specIndex(before).byName;
+  const base = prev instanceof Overlay ? prev.base : (prev as ReadonlyMap<string, LoadedSpec>);
+  const over = new Map(prev instanceof Overlay ? prev.over : []);
+  for (const n of removed) {
+    if (base.has(n)) over.set(n, null);
+    else over.delete(n);
+  }
+  for (const s of added) over.set(s.spec.name, s);
+  if (over.size > OVERLAY_MAX) {
+    memo.delete(specs);
+    specIndex(specs);
+    return;
+  }
+  memo.set(specs, { byName: new Overlay(base, over) });
 }
 
 /** The specs named in `only`, in the array's order (as `specs.filter(s => only.has(name))` gives them). */
