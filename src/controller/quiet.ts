@@ -15,7 +15,7 @@
  */
 import { FINISHED_PHASES } from '../constants';
 import type { Snapshot } from '../observe/types';
-import { specIndex } from '../plan/spec-index';
+import { specIndex } from '../spec/spec-index';
 import type { Plan } from '../plan/types';
 import type { LoadResult, LoadedSpec } from '../spec/types';
 import type { AttemptStatus } from '../status/types';

@@ -23,12 +23,12 @@ import type { Logger } from '../util/log';
 import { BERTHIGNORE } from '../spec/berthignore';
 import { isIgnoredName, isSpecFileName } from '../spec/walk';
 import { SpecsWatch } from './specs-watch';
-import { specIndex } from '../plan/spec-index';
+import { specIndex } from '../spec/spec-index';
 
 function fingerprint(load: LoadReport, among?: ReadonlySet<string>): Map<string, string> {
   const out = new Map<string, string>();
   const wanted = (n: string) => among === undefined || among.has(n);
-  // a few names among many (a dropped file): looked up, not walked (plan/spec-index.ts keeps the index per load)
+  // a few names among many (a dropped file): looked up, not walked (spec/spec-index.ts keeps the index per load)
   if (among !== undefined && among.size * 8 < load.specs.length) {
     const { byName } = specIndex(load.specs);
     for (const n of among) {

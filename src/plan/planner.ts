@@ -42,7 +42,7 @@ import { admissionOrder, setStates } from './set-admission';
 import { diskPressure } from './disk-pressure';
 import { isGrader, planGrade } from './grade';
 import { heldRun } from './held';
-import { specIndex, specsNamed } from './spec-index';
+import { specIndex, specsNamed } from '../spec/spec-index';
 import { planDeleted, planHarvest, planUndesired } from './undesired';
 import type { AttemptAction, Operation, Plan, RunEnd } from './types';
 

@@ -25,7 +25,7 @@ import type { LoadReport } from './loader';
 import { resultsFolders } from './results-overlap';
 import type { RealCache } from './path-util';
 import type { LoadedSpec } from './types';
-import { deriveSpecIndex, specIndex } from '../plan/spec-index';
+import { deriveSpecIndex, specIndex } from './spec-index';
 
 /** What a quick update needs of the load before. */
 export interface QuickState {

@@ -6,7 +6,7 @@
  * planner stays a function of its input. A load made from the one before by a few files
  * (spec/quick-update.ts) hands its index on (`deriveSpecIndex`) instead of a walk of the new array.
  */
-import type { LoadedSpec } from '../spec/types';
+import type { LoadedSpec } from './types';
 
 /** Specs by name: what the index answers. */
 export interface SpecsByName {

@@ -1,15 +1,15 @@
 /**
- * plan/spec-index.ts: an index handed on from one load to the next (a few names removed and
+ * spec/spec-index.ts: an index handed on from one load to the next (a few names removed and
  * added, spec/quick-update.ts) answers as an index made from the new specs does, over a long
  * chain of such loads and past the point where it is made flat again.
  */
 import { expect } from 'chai';
-import { deriveSpecIndex, specIndex, specsNamed } from '../../../src/plan/spec-index';
+import { deriveSpecIndex, specIndex, specsNamed } from '../../../src/spec/spec-index';
 import type { LoadedSpec } from '../../../src/spec/types';
 
 const spec = (name: string, v = 0) => ({ spec: { name }, hash: `${name}:${v}` }) as unknown as LoadedSpec;
 
-describe('plan/spec-index: an index handed on', () => {
+describe('spec/spec-index: an index handed on', () => {
   it('answers every name as a fresh index does, along 6,000 changes', () => {
     let specs = Array.from({ length: 500 }, (_, i) => spec(`a${i}`));
     let seed = 7;
