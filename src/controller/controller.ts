@@ -51,6 +51,7 @@ import { clearFailure, noteFailure } from './last-error';
 import { ImageWork } from './image-work';
 import { outcome, type KeyOutcome } from './key-outcome';
 import { executorFor, observeAndPlan, upgradePins } from './pass';
+import { QuietAttempts } from './quiet';
 import { WorkQueue } from './queue';
 import { Reservations } from './reservations';
 import { ALL, Sources } from './sources';
@@ -94,6 +95,7 @@ export class Controller {
   private readonly cache: SnapshotCache;
   /** Requests of `rerun`, `delete`, `regrade` carried out (carrier.ts). */
   private readonly carrier: RequestCarrier;
+  private readonly quiet = new QuietAttempts(); // attempts a resync need not plan again (quiet.ts)
   /** Pulls, builds and image GC (image-work.ts). */
   readonly images: ImageWork;
   /** A full pass succeeded (readiness). */
@@ -226,7 +228,9 @@ export class Controller {
       // Admissions in flight when the lists go out hold their slots for this batch, also if they
       // end before it plans: what they started may not be in the lists.
       const busy = new Set(this.inflight.keys());
+      const resync = all && this.synced && !scope && !this.o.finite; // its quiet attempts are not planned again (quiet.ts)
       const o = await observeAndPlan(this.o.cfg, this.engine, this.o.store, {
+        ...(resync ? { only: (l: LoadReport, st: ReadonlyMap<string, AttemptStatus>, sn) => this.quiet.toPlan(l, st, sn) } : {}),
         load: () => this.sources.specs.specs(),
         observe: (known) => this.cache.observe(all, keys, known),
         now: () => this.clock.now(),
@@ -238,6 +242,7 @@ export class Controller {
       });
       const { statuses, snapshot, plan: p } = o;
       load = o.load;
+      this.quiet.note(p, all ? (resync ? this.quiet.planned : undefined) : keys, load, statuses, snapshot);
       await upgradePins(this.o.store, load);
       for (const line of planActivity(p)) log.info(line);
       this.images.planned(p, all, load.specs, statuses); // pulls, builds, image GC (image-work.ts)

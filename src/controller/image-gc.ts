@@ -14,7 +14,7 @@ import { buildTag, DEFAULTS, FINISHED_PHASES, LABELS } from '../constants';
 import type { Engine, ImageSummary } from '../engine/types';
 import { readFs } from '../observe/disk';
 import { imageIndex, resolveImage } from '../observe/images';
-import { planImageGc, type Brought, type ImageGcConfig, type ImageRemoval } from '../plan/image-gc';
+import { gcNotDue, planImageGc, type Brought, type ImageGcConfig, type ImageRemoval } from '../plan/image-gc';
 import { settled } from '../plan/settled';
 import { gradePending } from '../sets/grade-state';
 import type { LoadedSpec } from '../spec/types';
@@ -92,6 +92,12 @@ export async function collectImages(d: ImageGcDeps, specs: readonly LoadedSpec[]
     : undefined;
   if (!reading || reading.skipped) {
     d.log.debug(`image GC: the engine's data root cannot be read${reading?.skipped ? `: ${reading.skipped}` : ''}`);
+    return [];
+  }
+  // not above the high mark: nothing to gather (the decision would remove nothing)
+  const notDue = gcNotDue(reading, d.config);
+  if (notDue !== undefined) {
+    d.log.debug(`image GC: ${notDue}; nothing to remove`);
     return [];
   }
   const images: ImageSummary[] = await d.engine.images.list([]);

@@ -337,6 +337,8 @@ export async function observeAndPlan<L extends LoadResult>(
     observe: (known: Promise<RecordedContainers>) => Promise<Snapshot>;
     now: () => number;
     extra?: Pick<PlanInput, 'only' | 'reservedSlots' | 'reservedBySet' | 'diskUsage'>;
+    /** The attempts to plan, told once the observation is made (a controller's resync: quiet.ts); undefined: `extra.only`. */
+    only?: (load: L, statuses: ReadonlyMap<string, AttemptStatus>, snapshot: Snapshot) => ReadonlySet<string> | undefined;
   },
 ): Promise<Observed<L>> {
   const listsOut = nextTurn();
@@ -347,9 +349,11 @@ export async function observeAndPlan<L extends LoadResult>(
   const diskP = readDisk(cfg, engine);
   const [load, statuses, snapshot, disk] = await Promise.all([loadP, statusesP, snapshotP, diskP]);
   const quotas = await quotasFor(cfg, load, engine);
+  const only = how.only?.(load, statuses, snapshot);
   const plan = planWithRunFloors(
     planInput(cfg, load, snapshot, statuses, how.now(), {
       ...how.extra,
+      ...(only ? { only } : {}),
       pins: store.pins.loadAll(),
       ...(disk ? { disk } : {}),
       ...quotas,

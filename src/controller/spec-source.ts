@@ -23,17 +23,16 @@ import type { Logger } from '../util/log';
 import { BERTHIGNORE } from '../spec/berthignore';
 import { isIgnoredName, isSpecFileName } from '../spec/walk';
 import { SpecsWatch } from './specs-watch';
-import { specIndex } from '../plan/spec-index';
+import { specIndex } from '../spec/spec-index';
 
 function fingerprint(load: LoadReport, among?: ReadonlySet<string>): Map<string, string> {
   const out = new Map<string, string>();
   const wanted = (n: string) => among === undefined || among.has(n);
-  // a few names among many (a dropped file): looked up, not walked (plan/spec-index.ts keeps the index per load)
+  // a few names among many (a dropped file): looked up, not walked (spec/spec-index.ts keeps the index per load)
   if (among !== undefined && among.size * 8 < load.specs.length) {
-    const { at } = specIndex(load.specs);
+    const { byName } = specIndex(load.specs);
     for (const n of among) {
-      const i = at.get(n);
-      const s = i === undefined ? undefined : load.specs[i];
+      const s = byName.get(n);
       if (s) out.set(n, `ok:${s.hash}`);
     }
   } else for (const s of load.specs) if (wanted(s.spec.name)) out.set(s.spec.name, `ok:${s.hash}`);

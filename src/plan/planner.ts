@@ -42,7 +42,7 @@ import { admissionOrder, setStates } from './set-admission';
 import { diskPressure } from './disk-pressure';
 import { isGrader, planGrade } from './grade';
 import { heldRun } from './held';
-import { specIndex, specsNamed } from './spec-index';
+import { specIndex, specsNamed } from '../spec/spec-index';
 import { planDeleted, planHarvest, planUndesired } from './undesired';
 import type { AttemptAction, Operation, Plan, RunEnd } from './types';
 
@@ -458,7 +458,7 @@ function planDesired(ctx: PlanCtx, loaded: LoadedSpec, rec: AttemptStatus | unde
 export function plan(inp: PlanInput): Plan {
   const only = inp.only;
   // kept per load (spec-index.ts): a controller's batch of a few attempts among 100,000 finds them without a walk
-  const desiredNames = specIndex(inp.specs).at;
+  const desiredNames = specIndex(inp.specs).byName;
   // Only the attempts planned need sorting: their admission order among themselves is the same
   // (a controller's batch of a few attempts among 10,000 sorts a few).
   const specs = (only ? specsNamed(inp.specs, only) : [...inp.specs]).sort(admissionOrder);

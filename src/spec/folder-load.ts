@@ -20,6 +20,7 @@ import { displayPath } from './path-util';
 import { combine, guard, loadContext, outcomesOf, rootErrorLoad, rootsOf, walkAndLoad, type LoadReport } from './loader';
 import { BERTHIGNORE, type BerthIgnore } from './berthignore';
 import { isIgnoredName, isSpecFileName, type SkippedPath, type SpecFile } from './walk';
+import { quickState, quickUpdate, type FileChange, type QuickState } from './quick-update';
 
 interface Kept {
   root: string;
@@ -44,6 +45,10 @@ interface Kept {
 
 export class FolderLoad {
   private kept: Kept | undefined;
+  /** What a quick update (quick-update.ts) needs of the last load; undefined: the next update combines everything. */
+  private quick: QuickState | undefined;
+  /** Updates answered by quick-update.ts, and those that combined every file (tests, debugging). */
+  readonly updates = { quick: 0, combined: 0 };
   /** Full loads so far (walks of the folder). */
   walks = 0;
   /**
@@ -71,6 +76,7 @@ export class FolderLoad {
   /** Walks the folder and loads every file (unchanged ones from the caches; `cacheIn`: also the one on disk). */
   async full(cacheIn?: string): Promise<LoadReport> {
     this.kept = undefined;
+    this.quick = undefined;
     this.touched = undefined;
     this.walks++;
     return guard(async () => {
@@ -94,6 +100,7 @@ export class FolderLoad {
         };
         walk.files.forEach((f, i) => keepOutcome(kept, f, outcomes[i] as FileOutcome));
         this.kept = kept;
+        this.quick = kept.claims === '' ? quickState(report, this.opts.resultsRoot, ctx.realCache) : undefined;
       }
       return report;
     });
@@ -108,14 +115,20 @@ export class FolderLoad {
     // Until this update has succeeded, a later one cannot trust what is kept.
     this.kept = undefined;
     this.touched = undefined;
+    const quick = this.quick;
+    this.quick = undefined;
     const names = new Set<string>(kept.protectedNames);
+    const changes: FileChange[] = [];
+    let quickAnswer = false;
     const report = await guardOr(async () => {
       for (const [rel, f] of touched) {
         const at = indexOf(kept.files, rel);
         const there = at < kept.files.length && (kept.files[at] as SpecFile).rel === rel;
         if (f === null) {
           if (there) kept.files.splice(at, 1);
-          declaredNames(kept.outcomes.get(rel), names);
+          const before = kept.outcomes.get(rel);
+          changes.push(before ? { before } : {});
+          declaredNames(before, names);
           kept.outcomes.delete(rel);
           kept.volatile.delete(rel);
           kept.display.delete(rel);
@@ -128,24 +141,42 @@ export class FolderLoad {
       const roots = await rootsOf(kept.root, ctx);
       const outcomes = await outcomesOf(again, roots);
       again.forEach((f, i) => {
-        declaredNames(kept.outcomes.get(f.rel), names);
+        const before = kept.outcomes.get(f.rel);
+        changes.push({ ...(before ? { before } : {}), after: outcomes[i] as FileOutcome });
+        declaredNames(before, names);
         declaredNames(outcomes[i], names);
         keepOutcome(kept, f, outcomes[i] as FileOutcome);
       });
+      const display = () => kept.files.map((f) => kept.display.get(f.rel) as string);
+      // A few plain files among many: the load made from the one before (quick-update.ts).
+      const noClaims = kept.claims === '' && changes.every((c) => !c.before?.claims?.length && !c.after?.claims?.length);
+      if (quick && noClaims && kept.volatile.size === 0) {
+        const outcomesNow = () => kept.files.map((f) => kept.outcomes.get(f.rel) as FileOutcome);
+        const r = quickUpdate(quick, changes, outcomesNow, display, this.opts.resultsRoot, ctx.realCache);
+        if (r) {
+          quickAnswer = true;
+          return r;
+        }
+      }
       const all = kept.files.map((f) => kept.outcomes.get(f.rel) as FileOutcome);
       // Other fixtures or fromDirs: other files are specs, or are not (and files under a folder
       // gone from the claims were never watched as specs): the folder is walked again.
       if (claimsOf(all) !== kept.claims) return undefined;
-      const display = kept.files.map((f) => kept.display.get(f.rel) as string);
-      return combine([{ root: kept.root, files: kept.files, problems: [], skipped: kept.skipped, outcomes: all, display }], ctx);
+      const combined = await combine([{ root: kept.root, files: kept.files, problems: [], skipped: kept.skipped, outcomes: all, display: display() }], ctx);
+      this.quick = kept.claims === '' && !combined.rootError ? quickState(combined, this.opts.resultsRoot, ctx.realCache) : undefined;
+      return combined;
     });
     if (report === undefined) return this.full();
+    if (quickAnswer) {
+      this.quick = quick;
+      this.updates.quick++;
+    } else this.updates.combined++;
     if (!report.rootError) {
       for (const n of report.protectedNames) names.add(n);
       kept.protectedNames = report.protectedNames;
       this.kept = kept;
       this.touched = names;
-    }
+    } else this.quick = undefined;
     return report;
   }
 }

@@ -21,7 +21,18 @@ export interface OverlapOutcome {
 /** One path segment that path.resolve leaves as it is (the default results folder: the name). */
 const ONE_SEGMENT = /^[A-Za-z0-9_-][A-Za-z0-9_.-]*$/;
 
-export async function checkResultsOverlap(specs: LoadedSpec[], resultsRoot: string, cache = new RealCache()): Promise<OverlapOutcome> {
+/**
+ * Each spec's results folder as the overlap check places it: `seg`, a name right under the results
+ * root's real path, or else `full`, its whole real path (one of the two per spec).
+ */
+export interface ResultsFolders {
+  rootReal: string;
+  prefix: string;
+  seg: (string | undefined)[];
+  full: (string | undefined)[];
+}
+
+export function resultsFolders(specs: readonly LoadedSpec[], resultsRoot: string, cache = new RealCache()): ResultsFolders {
   const root = path.resolve(resultsRoot);
   // One cache for every attempt: a set's thousands of children share their parent folders.
   const rootReal = realpathLooseSync(root, cache);
@@ -31,7 +42,6 @@ export async function checkResultsOverlap(specs: LoadedSpec[], resultsRoot: stri
   const prefix = rootReal === '/' ? '/' : `${rootReal}/`;
   const segOf = (real: string): string | undefined =>
     real.length > prefix.length && real.startsWith(prefix) && !real.includes('/', prefix.length) ? real.slice(prefix.length) : undefined;
-  /** Each spec's folder: a name under the root's real path, or else its whole real path. */
   const seg: (string | undefined)[] = [];
   const full: (string | undefined)[] = [];
   for (const s of specs) {
@@ -47,6 +57,13 @@ export async function checkResultsOverlap(specs: LoadedSpec[], resultsRoot: stri
     seg.push(name);
     full.push(name === undefined ? real : undefined);
   }
+  return { rootReal, prefix, seg, full };
+}
+
+export async function checkResultsOverlap(specs: LoadedSpec[], resultsRoot: string, cache = new RealCache()): Promise<OverlapOutcome> {
+  const { rootReal, prefix, seg, full } = resultsFolders(specs, resultsRoot, cache);
+  const segOf = (real: string): string | undefined =>
+    real.length > prefix.length && real.startsWith(prefix) && !real.includes('/', prefix.length) ? real.slice(prefix.length) : undefined;
   const realOf = (i: number): string => full[i] ?? `${prefix}${seg[i] as string}`;
   // The specs by folder: the first one's index, and the rest only where a folder is shared.
   const under = new Map<string, number>();

@@ -9,7 +9,8 @@ import { expect } from 'chai';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Controller } from '../../../src/controller/controller';
+import { ALL, Controller, type ControllerWatcher } from '../../../src/controller/controller';
+import type { Plan } from '../../../src/plan/types';
 import { StatusStore } from '../../../src/status/store';
 import type { AttemptStatus } from '../../../src/status/types';
 import { FakeClock, settle } from '../../../src/util/clock';
@@ -43,7 +44,7 @@ describe('controller against the fake engine (retry switch)', function () {
     await fs.rm(dir, { recursive: true, force: true });
   });
 
-  async function start(names: string[], extra: { finite?: true; only?: ReadonlySet<string> } = {}): Promise<void> {
+  async function start(names: string[], extra: { finite?: true; only?: ReadonlySet<string>; watcher?: ControllerWatcher } = {}): Promise<void> {
     for (const n of names) await fs.writeFile(path.join(dir, 'specs', `${n}.yaml`), SPEC(n));
     ctl = new Controller({
       cfg: {
@@ -117,6 +118,38 @@ describe('controller against the fake engine (retry switch)', function () {
       }
     });
   }
+
+  it('a resync does not plan again an attempt finished and collected whose spec, record and engine state are as last planned (quiet.ts); a change to any plans it again', async function () {
+    const plans: Plan[] = [];
+    const ttl = (n: string, s: number) => SPEC(n).replace('  command:', `  ttlSecondsAfterFinished: ${s}\n  command:`);
+    await fs.writeFile(path.join(dir, 'specs', 'q.yaml'), ttl('q', 0));
+    await start(['r'], { watcher: { planned: (_l, p) => plans.push(p) } });
+    await until('both run', async () => (await rec('q'))?.phase === 'Running' && (await rec('r'))?.phase === 'Running');
+    fake.exit(`berth_${I.replace(/_/g, '__')}_q`, 0);
+    await clock.advanceAsync(20);
+    await until('q finished and collected, the controller idle', async () => (await rec('q'))?.collectedAt !== undefined && ctl.idle());
+    const resync = async (): Promise<Plan> => {
+      const from = plans.length;
+      ctl.queue.add(ALL);
+      await until('the resync planned', () => plans.length > from && ctl.idle());
+      return plans[plans.length - 1] as Plan;
+    };
+    // the first resync plans q (its last plan was the collection's); from then on it is quiet
+    expect((await resync()).unchanged.has('q')).to.equal(true);
+    const quiet = await resync();
+    expect(quiet.unchanged.has('q')).to.equal(false);
+    expect(quiet.unchanged.get('r')).to.equal('Running');
+    expect(quiet.actions.map((a) => a.attempt)).to.deep.equal([]);
+    // its file edited (a field outside the hash: nothing to run): planned again, then quiet again
+    await fs.writeFile(path.join(dir, 'specs', 'q.yaml'), ttl('q', 5));
+    ctl.reloadSpecs();
+    expect((await resync()).unchanged.get('q')).to.equal('Succeeded');
+    expect((await resync()).unchanged.has('q')).to.equal(false);
+    // its record changed: planned again
+    await store.put({ ...((await rec('q')) as AttemptStatus), message: 'touched' });
+    expect((await resync()).unchanged.get('q')).to.equal('Succeeded');
+    expect(creates()).to.equal(2);
+  });
 
   it('a finite run over some attempts only (berth regrade seeing its grades through) plans them alone: the others are not started', async function () {
     await start(['a', 'b', 'c'], { finite: true, only: new Set(['b']) });

@@ -162,4 +162,62 @@ spec:
     writeFileSync(at('a.yaml'), doc('a'));
     expect((await update('a.yaml')).errors).to.deep.equal([]);
   });
+  it('a few plain files among clean ones: the load is made from the one before (quick-update.ts), equal to a full load; anything else combines everything', async () => {
+    const quick = () => fl.updates.quick;
+    writeTree(sb.specs, { 'sub/d.yaml': doc('d'), 'e.yaml': doc('e') });
+    await update('sub/d.yaml', 'e.yaml');
+    writeFileSync(at('a.yaml'), doc('a', '  command: [echo, edited]\n'));
+    await update('a.yaml');
+    unlinkSync(at('b.yaml'));
+    await update('b.yaml');
+    renameSync(at('e.yaml'), at('0e.yaml'));
+    await update('e.yaml', '0e.yaml');
+    expect(quick()).to.equal(4);
+    // a name declared elsewhere, a results folder held by another: not quick, and right
+    writeFileSync(at('z.yaml'), doc('a'));
+    await update('z.yaml');
+    expect(quick()).to.equal(4);
+    writeFileSync(at('z.yaml'), doc('z'));
+    await update('z.yaml');
+    expect(quick()).to.equal(4); // the load before was not clean
+    writeFileSync(at('y.yaml'), doc('y', '  results: z\n'));
+    const clash = await update('y.yaml');
+    expect(clash.errors.map((e) => e.code)).to.include('results-overlap');
+    writeFileSync(at('y.yaml'), doc('y', '  results: ./elsewhere/y\n'));
+    await update('y.yaml');
+    unlinkSync(at('y.yaml'));
+    await update('y.yaml');
+    // two files declaring one new name at once
+    writeTree(sb.specs, { 'n1.yaml': doc('n'), 'n2.yaml': doc('n') });
+    expect((await update('n1.yaml', 'n2.yaml')).protectedNames.has('n')).to.equal(true);
+    unlinkSync(at('n2.yaml'));
+    await update('n2.yaml');
+    const before = quick();
+    writeTree(sb.specs, { 'm.yaml': doc('m') + '---\n' + doc('m2') });
+    const two = await update('m.yaml');
+    expect(quick()).to.equal(before + 1);
+    expect(two.documents).to.equal((await sb.load()).documents);
+    expect(walked).to.equal(0);
+  });
+
+  it("quick updates beside an AttemptSet keep its children after the files' attempts, as a full load orders them", async () => {
+    writeTree(sb.specs, {
+      'set.yaml': `apiVersion: berth.dev/v1
+kind: AttemptSet
+metadata: {name: s}
+spec:
+  matrix: {x: [p, q]}
+  template: {image: berth/busybox:local, command: [echo, '\${{ matrix.x }}']}
+`,
+    });
+    await update('set.yaml');
+    const q0 = fl.updates.quick;
+    writeTree(sb.specs, { 'zz.yaml': doc('zz'), '00.yaml': doc('first') });
+    const got = await update('zz.yaml', '00.yaml');
+    expect(fl.updates.quick).to.equal(q0 + 1);
+    expect(got.specs.map((s) => s.spec.name).slice(-2)).to.deep.equal(['s-p', 's-q']);
+    unlinkSync(at('zz.yaml'));
+    await update('zz.yaml');
+    expect(fl.updates.quick).to.equal(q0 + 2);
+  });
 });
