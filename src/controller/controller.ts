@@ -119,8 +119,7 @@ export class Controller {
       queue: (key) => this.queue.add(key),
       exitSeen: (key, seen) => {
         this.queue.add(key);
-        // The exit frees a slot now: the batch that plans its finish admits a waiting attempt too,
-        // rather than after the harvest.
+        // The exit frees a slot now: the batch that plans its finish admits a waiting attempt too, not after the harvest.
         if (seen) for (const w of this.waitingForSlot) this.queue.add(w);
       },
     });
@@ -200,7 +199,6 @@ export class Controller {
     }
   }
 
-  /** One batch: observe, plan the batch's keys, dispatch their actions. */
   /**
    * What the controller holds in memory, for its live report page: the last spec load (the
    * folder is read only before the first) and the status records (the store's copy: this
@@ -211,6 +209,7 @@ export class Controller {
     return { load, statuses };
   }
 
+  /** One batch: observe, plan the batch's keys, dispatch their actions. */
   private async reconcile(batch: string[]): Promise<void> {
     const started = this.clock.now();
     const batchNo = ++this.passes;
@@ -225,8 +224,7 @@ export class Controller {
     let load: LoadReport;
     try {
       // No invalidate(): this controller holds the instance's lock, so it is the only writer and its copy is current.
-      // Admissions in flight when the lists go out hold their slots for this batch, also if they
-      // end before it plans: what they started may not be in the lists.
+      // Admissions in flight when the lists go out hold their slots for this batch, even if they end before it plans: what they started may not be listed.
       const busy = new Set(this.inflight.keys());
       const resync = all && this.synced && !scope && !this.o.finite; // its quiet attempts are not planned again (quiet.ts)
       const o = await observeAndPlan(this.o.cfg, this.engine, this.o.store, {
@@ -334,11 +332,9 @@ export class Controller {
       }, this.halt.signal)
       .catch((err: unknown): ActionResult | undefined => (began ? { attempt: a.attempt, ok: false, done: 0, ran: [], error: String(err) } : undefined))
       .then(async (res) => {
-        // Given up because the controller stopped while the engine did not answer: the next
-        // controller finds the attempt where this one left it, as after a crash (nothing logged).
+        // Given up as the controller stopped with the engine down: the next finds the attempt where this one left it (as after a crash; nothing logged).
         const told = res !== undefined && !(this.abandoned && !res.ok);
-        // The action's line before the attempt is free for its next action: its `finished` line
-        // never comes before this action's `created; started`.
+        // The action's line before the attempt is free for its next: its `finished` never comes before this action's `created; started`.
         if (told && !res.ok) log.warn(`${a.attempt}: ${res.error}`);
         const did = told ? activity(a, res.ran, await this.o.store.get(a.attempt)) : undefined;
         if (did) log.info(did);
@@ -352,8 +348,7 @@ export class Controller {
             ? { name: a.attempt, error: 'the controller stopped before carrying it out (the mark is recorded: the next reconcile does)' }
             : { name: a.attempt, ops: a.ops.map((op) => op.type), ...(res.ok ? {} : { error: res.error ?? 'failed' }) },
         );
-        // Still waiting for a worker when the controller stopped: never begun, nothing to record;
-        // the attempt is where it was, and the next controller takes it up.
+        // Still waiting for a worker when the controller stopped: never begun, nothing to record; the next controller takes it up.
         if (!told) return;
         await this.settleAfterWork(a, res, queued);
         // (a failed action's back-off brings it back, no sooner)
