@@ -178,7 +178,8 @@ async function build(o: BuildRunOptions): Promise<BuildOutcome> {
       `network ${b.network ? 'the engine default' : 'none'}; builder ${builds?.builder ?? 'none'}; for ${r.attempts.join(', ')}\n`,
   );
   if (!builds) return end({ ok: false, message: 'this backend cannot build images (it has no build API)' });
-  const labels = { [LABELS.build]: r.hash, [LABELS.buildInstance]: o.instance };
+  // one label, the hash (the classic builder commits a step for each label; the build record names the instance)
+  const labels = { [LABELS.build]: r.hash };
   // the steps the builder will number (one more per label), from the Dockerfile the context holds (its hash is checked as it is packed)
   let steps: ReturnType<typeof buildSteps> = [];
   try {
