@@ -66,34 +66,45 @@ export function testEngine(): Engine {
   return createDockerEngine(docker);
 }
 
-/** The state folders of this run's sandboxes still there (their build records read when asked), and the build hashes of those gone. */
+/** The state folders of this run's sandboxes still there (their build records read when asked), and the builds recorded in those gone (by instance). */
 const buildStateDirs = new Set<string>();
-const builtHashes = new Set<string>();
+const builtBefore = new Map<string, Set<string>>();
 
 /** A sandbox's state folder: what berth builds for an instance of this run is recorded there (build/records.ts). */
 export function watchBuilds(stateDir: string): void {
   buildStateDirs.add(stateDir);
 }
 
-/** Before a state folder goes: the hashes this run's instances built there are kept (the leak check still finds their images). */
+/** The build hashes each instance of this run built, by the records in `stateDir` (into `into`). */
+function buildsIn(stateDir: string, into: Map<string, Set<string>>): Map<string, Set<string>> {
+  for (const r of readBuildRecords(stateDir)) {
+    if (!r.instance.startsWith(`${TEST_RUN}-`)) continue;
+    const set = into.get(r.instance) ?? new Set<string>();
+    set.add(r.hash);
+    into.set(r.instance, set);
+  }
+  return into;
+}
+
+/** Before a state folder goes: the builds recorded there are kept (removeBuilt and the leak check still find their images). */
 export function rememberBuilds(stateDir: string): void {
-  for (const r of readBuildRecords(stateDir)) if (r.instance.startsWith(`${TEST_RUN}-`)) builtHashes.add(r.hash);
+  buildsIn(stateDir, builtBefore);
   buildStateDirs.delete(stateDir);
 }
 
-/** The build hashes an instance of this run built (the records of its state folders, there or gone). */
-function runBuilds(): Set<string> {
-  const out = new Set(builtHashes);
-  for (const dir of buildStateDirs) for (const r of readBuildRecords(dir)) if (r.instance.startsWith(`${TEST_RUN}-`)) out.add(r.hash);
+/** The build hashes instances of this run built (the records of its state folders, there or gone), by instance. */
+function runBuilds(): Map<string, Set<string>> {
+  const out = new Map([...builtBefore].map(([k, v]) => [k, new Set(v)]));
+  for (const dir of buildStateDirs) buildsIn(dir, out);
   return out;
 }
 
-function ours(labels: Record<string, string> | null | undefined, built?: Set<string>): boolean {
+function ours(labels: Record<string, string> | null | undefined, built?: Map<string, Set<string>>): boolean {
   if (!labels) return false;
   if (labels[TEST_LABEL] === TEST_RUN) return true;
   // an image berth built for an instance of this run (its build record says so: images carry no instance label)
   const hash = labels[LABELS.build];
-  if (hash !== undefined && built?.has(hash)) return true;
+  if (hash !== undefined && built && [...built.values()].some((h) => h.has(hash))) return true;
   const locked = labels[LOCK_LABELS.lock] ?? labels[LOCK_LABELS.claim] ?? labels[BINDING_LABELS.binding] ?? labels[BUILD_LOCK_LABELS.instance];
   if (typeof locked === 'string' && locked.startsWith(`${TEST_RUN}-`)) return true;
   const inst = labels[LABELS.instance];
@@ -170,9 +181,12 @@ export async function builtImages(): Promise<Dockerode.ImageInfo[]> {
   return (await docker.listImages({ all: true, filters: JSON.stringify({ label: [LABELS.build] }) })).filter((i) => ours(i.Labels, built));
 }
 
-/** The images on `d` that berth built for an instance, by the build records of its state folder (what a test built). */
+/** The images on `d` that berth built for an instance, by the build records of its state folder, there or gone (what a test built). */
 export async function imagesBuiltFor(sb: { instance: string; stateDir: string }, d: Dockerode = docker): Promise<Dockerode.ImageInfo[]> {
-  const hashes = new Set(readBuildRecords(sb.stateDir).flatMap((r) => (r.instance === sb.instance ? [r.hash] : [])));
+  const hashes = new Set([
+    ...readBuildRecords(sb.stateDir).flatMap((r) => (r.instance === sb.instance ? [r.hash] : [])),
+    ...(builtBefore.get(sb.instance) ?? []),
+  ]);
   if (hashes.size === 0) return [];
   return (await d.listImages({ filters: JSON.stringify({ label: [LABELS.build] }) })).filter((i) => hashes.has(i.Labels?.[LABELS.build] ?? ''));
 }
