@@ -107,11 +107,11 @@ export const LABELS = {
   grade: 'dev.berth.grade',
   /**
    * On an image berth built from a Dockerfile: its build hash (docs/CONTRACT.md "Images built
-   * from a Dockerfile"). Containers made of it inherit it; it is no ownership label.
+   * from a Dockerfile"). Containers made of it inherit it; it is no ownership label (which instance
+   * built it is in the build's record, `<state>/builds/<hash>.json`: a second label would cost
+   * the classic builder a step of its own).
    */
   build: 'dev.berth.build',
-  /** On an image berth built: the instance whose berth built it (any instance uses it; shown by `berth images`). */
-  buildInstance: 'dev.berth.build.instance',
 } as const;
 
 /**

@@ -12,12 +12,12 @@
  *   pass over 300 settled attempts each with a fixture folder of its own holding the same files.
  *   The 300 contexts have the same content (one image is built; the load still walks 300).
  *
- * Every image built here is removed after (berth's by its instance's label, the script's by the
- * bench's label).
+ * Every image built here is removed after (berth's by its instance's build records, the script's
+ * by the bench's label).
  */
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { LABELS } from '../../src/constants';
+import { readBuildRecords } from '../../src/build/records';
 import { StatusStore } from '../../src/status/store';
 import { BENCH_LABEL, type BenchRun, type BerthSandbox } from '../lib/fixture';
 import { berth, run as runCmd } from '../lib/proc';
@@ -47,11 +47,10 @@ async function writeTask(dir: string, name: string, stamp: string | undefined): 
   for (let f = 0; f < FILES; f++) await fs.writeFile(path.join(dir, `f${f}.txt`), `${name} file ${f}\n`.repeat(40));
 }
 
-async function removeBuiltBy(instance: string): Promise<void> {
-  const ids = (await runCmd('docker', ['images', '-q', '--filter', `label=${LABELS.buildInstance}=${instance}`], { allowFail: true })).stdout
-    .split('\n')
-    .filter(Boolean);
-  if (ids.length) await runCmd('docker', ['rmi', '-f', ...new Set(ids)], { allowFail: true });
+/** Removes the images an instance's berth built (its build records name them: an image carries only its build hash). */
+async function removeBuiltBy(sb: BerthSandbox): Promise<void> {
+  const tags = readBuildRecords(sb.stateDir).flatMap((r) => (r.instance === sb.instance && r.state === 'built' ? [r.tag] : []));
+  if (tags.length) await runCmd('docker', ['rmi', '-f', ...new Set(tags)], { allowFail: true });
 }
 
 async function removeBenchImages(runId: string): Promise<void> {
@@ -95,7 +94,7 @@ async function berthRound(run: BenchRun, round: number, attempts: number, contex
     await berth(['clean', ...sb.globalArgs('warn')]);
     return r.ms;
   } finally {
-    await removeBuiltBy(sb.instance);
+    await removeBuiltBy(sb);
   }
 }
 
@@ -161,7 +160,7 @@ async function noopRounds(run: BenchRun, attempts: number, samples: number, log:
     for (const sb of [ctx, fix]) await berth(['clean', ...sb.globalArgs('warn')]);
     return out;
   } finally {
-    await removeBuiltBy(ctx.instance);
+    await removeBuiltBy(ctx);
   }
 }
 

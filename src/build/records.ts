@@ -4,8 +4,10 @@
  * `<hash>.json`, how its last build ended: built (the image's id) or failed (BuildFailed's
  * message), so a failed build is not tried again by a restarted berth, only when its hash changes
  * or on `berth rerun`. Written atomically (temp, fsync, rename); a damaged or foreign file reads as none.
+ * A built record is also what says which instance built an image (builtBy): the image itself
+ * carries only its build hash (one label: the classic builder commits a step per build label).
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { BUILD } from '../constants';
 import { writeFileAtomic } from '../status/atomic-file';
@@ -53,4 +55,28 @@ export function readBuildRecord(stateDir: string, hash: string): BuildRecord | u
 
 export async function writeBuildRecord(stateDir: string, rec: BuildRecord): Promise<void> {
   await writeFileAtomic(buildRecordPath(stateDir, rec.hash), `${JSON.stringify(rec, null, 2)}\n`, { mode: 0o600 });
+}
+
+/**
+ * Whether `instance` built the image `id` of build `hash`: the record of the hash's last build says
+ * this instance built this very image (an image of the same hash built since by another berth, or
+ * built again, is another id).
+ */
+export function builtBy(stateDir: string, hash: string, id: string, instance: string): boolean {
+  const rec = readBuildRecord(stateDir, hash);
+  return rec?.state === 'built' && rec.id === id && rec.instance === instance;
+}
+
+/** The sound records of the state folder's builds (none when it has no builds folder). */
+export function readBuildRecords(stateDir: string): BuildRecord[] {
+  let names: string[];
+  try {
+    names = readdirSync(buildsDir(stateDir));
+  } catch {
+    return [];
+  }
+  return names.flatMap((n) => {
+    const rec = n.endsWith('.json') ? readBuildRecord(stateDir, n.slice(0, -'.json'.length)) : undefined;
+    return rec ? [rec] : [];
+  });
 }

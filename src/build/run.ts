@@ -61,6 +61,11 @@ export interface BuildRunOptions {
   onProgress(p: { step?: string; elsewhere?: string }): void;
   /** How often another berth's lock is looked at again (ms). */
   pollMs?: number;
+  /**
+   * Takes the release of the build's lock once the build is recorded, so the next build need not
+   * wait for it (the caller awaits it before it ends); none: the release is awaited here.
+   */
+  releasing?(release: Promise<void>): void;
 }
 
 export type BuildOutcome =
@@ -85,10 +90,13 @@ const LOG_MAX_BYTES = DEFAULTS.logMaxBytes;
 export async function runBuild(o: BuildRunOptions): Promise<BuildOutcome> {
   const { engine, request: r, clock } = o;
   // 1. one build of a hash at a time, across berths
-  for (;;) {
+  for (let round = 0; ; round++) {
     if (o.signal.aborted) return { type: 'stopped' };
-    const present = await builtImage(engine, r);
-    if (present) return { type: 'present', id: present };
+    // the plan asked for it as the engine did not hold it: looked at again after a wait (built meanwhile by the lock's holder), and under the lock
+    if (round > 0) {
+      const present = await builtImage(engine, r);
+      if (present) return { type: 'present', id: present };
+    }
     const lock = await tryBuildLock(engine, r.hash, o.instance, () => clock.now());
     if (!lock.held) {
       o.onProgress({ elsewhere: lock.holder });
@@ -108,7 +116,10 @@ export async function runBuild(o: BuildRunOptions): Promise<BuildOutcome> {
         return { type: 'failed', message: rec.message ?? '', at: Date.parse(rec.at) };
       return await build(o);
     } finally {
-      await lock.release().catch(() => undefined);
+      // after the record (build() writes it before it returns): a berth waiting for the lock finds the image or the failure
+      const released = lock.release().catch(() => undefined);
+      if (o.releasing) o.releasing(released);
+      else await released;
     }
   }
 }
@@ -178,7 +189,8 @@ async function build(o: BuildRunOptions): Promise<BuildOutcome> {
       `network ${b.network ? 'the engine default' : 'none'}; builder ${builds?.builder ?? 'none'}; for ${r.attempts.join(', ')}\n`,
   );
   if (!builds) return end({ ok: false, message: 'this backend cannot build images (it has no build API)' });
-  const labels = { [LABELS.build]: r.hash, [LABELS.buildInstance]: o.instance };
+  // one label, the hash (the classic builder commits a step for each label; the build record names the instance)
+  const labels = { [LABELS.build]: r.hash };
   // the steps the builder will number (one more per label), from the Dockerfile the context holds (its hash is checked as it is packed)
   let steps: ReturnType<typeof buildSteps> = [];
   try {

@@ -49,6 +49,8 @@ export class Builder {
   private readonly queue = new Map<string, Want>();
   private readonly active = new Map<string, { want: Want; done: Promise<void> }>();
   private readonly stopping = new AbortController();
+  /** Build locks being released after their builds ended (the next build does not wait for them; drained and close do). */
+  private readonly releases = new Set<Promise<void>>();
   private seq = 0;
 
   constructor(private readonly o: BuilderOptions) {}
@@ -74,9 +76,10 @@ export class Builder {
     return this.active.size === 0 && this.queue.size === 0;
   }
 
-  /** Resolves once no build is under way or queued. */
+  /** Resolves once no build is under way or queued, and their locks are released. */
   async drained(): Promise<void> {
     while (!this.idle()) await Promise.allSettled([...this.active.values()].map((a) => a.done));
+    await Promise.allSettled([...this.releases]);
   }
 
   /**
@@ -136,6 +139,10 @@ export class Builder {
         ...(this.o.registryConfig ? { registryConfig: await this.o.registryConfig(r.build.from) } : {}),
         signal: this.stopping.signal,
         ...(this.o.pollMs !== undefined ? { pollMs: this.o.pollMs } : {}),
+        releasing: (p) => {
+          this.releases.add(p);
+          void p.finally(() => this.releases.delete(p));
+        },
         onProgress: (p) => {
           const was = this.states.get(r.hash)?.building;
           this.states.set(r.hash, { building: { since, ...(p.step ? { step: p.step } : {}), ...(p.elsewhere ? { elsewhere: p.elsewhere } : {}) } });
@@ -174,5 +181,6 @@ export class Builder {
     this.stopping.abort(new Error('berth is stopping'));
     this.queue.clear();
     await Promise.allSettled([...this.active.values()].map((a) => a.done));
+    await Promise.allSettled([...this.releases]);
   }
 }

@@ -2,8 +2,8 @@
  * Image GC, observed and carried out (docs/CONTRACT.md "Images berth brought are collected"): the
  * controller runs it after a full pass, at most once every DEFAULTS.imageGcIntervalMs, one at a
  * time. It reads the engine data root's file system, the engine's images, what this instance
- * brought (an image built by this instance carries its name in dev.berth.build.instance; a pulled
- * one is in its pulls file with the id pulled) and what the attempts not yet final need; the
+ * brought (an image built by this instance is in the build record of its hash with its id,
+ * build/records.ts; a pulled one is in its pulls file with the id pulled) and what the attempts not yet final need; the
  * decision is plan/image-gc.ts's. Each removal is `docker rmi` of berth's reference without force
  * (an image a container uses, or another tag names, stays as the engine keeps it), logged, and
  * kept in `<state>/<instance>/image-gc.json` (the ImageRemoved events, `berth images`).
@@ -122,9 +122,10 @@ export async function collectImages(d: ImageGcDeps, specs: readonly LoadedSpec[]
   const brought: Brought[] = [];
   for (const i of images) {
     const hash = i.labels[LABELS.build];
-    if (!hash || i.labels[LABELS.buildInstance] !== d.instance) continue;
+    if (!hash) continue;
     const rec = readBuildRecord(d.stateDir, hash);
-    brought.push({ id: i.id, ref: buildTag(hash), how: 'built', at: rec?.at ? Date.parse(rec.at) : 0 });
+    if (rec?.state !== 'built' || rec.id !== i.id || rec.instance !== d.instance) continue;
+    brought.push({ id: i.id, ref: buildTag(hash), how: 'built', at: Date.parse(rec.at) });
   }
   for (const [ref, p] of pulledBy(d.stateDir, d.instance)) if (p.pulled) brought.push({ id: p.pulled.id, ref, how: 'pulled', at: p.pulled.at });
   const decision = planImageGc({

@@ -513,10 +513,25 @@ export async function reconcilePassBuilding(
   }
 }
 
-/** The engine's data root, when this host can read it (the engine on a socket here): where a build's disk pressure is read. */
+/**
+ * The engine's data root, when this host can read it (the engine on a socket here): where a build's
+ * disk pressure is read. Asked of the engine once (as observe/disk.ts's DiskObserver does): the
+ * answer is `docker info`, which the engine makes slowly (it runs its runtimes to say their
+ * versions), and a build's disk watch reads the data root every second; a failed ask is asked again.
+ */
 export function localDataRoot(engine: Engine): () => Promise<string | undefined> {
-  return async () => {
-    const r = await engine.local?.dataRoot();
-    return r?.local ? r.path : undefined;
+  let known: Promise<string | undefined> | undefined;
+  return () => {
+    if (!known) {
+      const asked = (async () => {
+        const r = await engine.local?.dataRoot();
+        return r?.local ? r.path : undefined;
+      })();
+      known = asked;
+      asked.catch(() => {
+        if (known === asked) known = undefined;
+      });
+    }
+    return known;
   };
 }

@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { LABELS } from '../../src/constants';
-import { docker, removeBuilt, requireEngine, TEST_RUN } from '../support/engine';
+import { docker, imagesBuiltFor, removeBuilt, requireEngine, TEST_RUN } from '../support/engine';
 import { makeTestImage, removeImage, TestRegistry } from '../support/registry';
 import { Sandbox } from '../support/sandbox';
 
@@ -92,7 +92,7 @@ describe('example specs (real engine)', function () {
       ['builds-1-mul', 'mul: ok'],
     ] as const)
       expect(await fs.readFile(path.join(sb.resultsRoot, name, 'run-1', 'results', 'out.txt'), 'utf8'), name).to.equal(`${out}\n`);
-    const built = await docker.listImages({ filters: JSON.stringify({ label: [`${LABELS.buildInstance}=${sb.instance}`] }) });
+    const built = await imagesBuiltFor(sb);
     expect(built).to.have.length(2);
   });
 

@@ -17,7 +17,8 @@ import { buildTag, LABELS } from '../../src/constants';
 import { readRemovedImages } from '../../src/controller/image-gc';
 import { createLogger } from '../../src/util/log';
 import { startController } from '../support/controller';
-import { docker, removeBuilt, requireEngine } from '../support/engine';
+import { writeBuildRecord } from '../../src/build/records';
+import { docker, removeBuilt, requireEngine, TEST_LABEL, TEST_RUN } from '../support/engine';
 import { Sandbox } from '../support/sandbox';
 import { waitFor } from '../support/wait';
 
@@ -72,19 +73,28 @@ describe('image GC (real engine)', function () {
     const [a, b, c, d] = [tag('a'), tag('b'), tag('live-c'), tag('live-d')];
     for (const t of [a, b, c, d]) expect(await held(t), t).to.equal(true);
 
-    // another berth instance's build: labeled as berth labels its builds, not this instance's
+    // another berth instance's build: labeled as berth labels its builds, with no record of this instance's (the test's label: the leak check finds it)
     const hash = createHash('sha256').update(`foreign ${sb.instance}`).digest('hex');
     foreign = buildTag(hash);
     const dir = path.join(sb.dir, 'foreign');
     await fs.mkdir(dir, { recursive: true });
     await fs.writeFile(path.join(dir, 'Dockerfile'), `FROM berth/busybox:local\nRUN echo ${sb.instance} > /foreign\n`);
-    execFileSync(
-      'docker',
-      ['build', '-q', '-t', foreign, '--label', `${LABELS.build}=${hash}`, '--label', `${LABELS.buildInstance}=${sb.instance}-other`, dir],
-      {
-        stdio: 'ignore',
-      },
-    );
+    execFileSync('docker', ['build', '-q', '-t', foreign, '--label', `${LABELS.build}=${hash}`, '--label', `${TEST_LABEL}=${TEST_RUN}`, dir], {
+      stdio: 'ignore',
+    });
+    // its record in the shared state folder names the other instance (this very image)
+    const fid = (await docker.getImage(foreign).inspect()).Id;
+    await writeBuildRecord(sb.stateDir, {
+      hash,
+      tag: foreign,
+      state: 'built',
+      at: new Date().toISOString(),
+      id: fid,
+      builder: 'classic',
+      context: dir,
+      dockerfile: 'Dockerfile',
+      instance: `${sb.instance}-other`,
+    });
 
     // the set's children are to run again (a new template: not final), one slot: one runs, the other is Pending
     await sb.write('live.yaml', SET('sleep 600'));

@@ -2,10 +2,12 @@
  * Real-engine test support. Every resource a test makes carries labels that name this test
  * run: berth-made ones through an instance name that starts with TEST_RUN, hand-made
  * ("foreign") ones through the TEST_LABEL, engine-side instance locks (volumes) and their takeover
- * claims through the instance they name. After the run, test/hooks.ts removes exactly those, by
+ * claims through the instance they name; images berth built through the build records of this
+ * run's state folders (an image carries only its build hash). After the run, test/hooks.ts removes exactly those, by
  * label, and fails the run if any survive. No engine → the test fails loudly.
  */
 import Dockerode from 'dockerode';
+import { readBuildRecords } from '../../src/build/records';
 import { BINDING_LABELS, BUILD_LOCK_LABELS, LABELS, LOCK_LABELS } from '../../src/constants';
 import { createDockerEngine, imageStore } from '../../src/engine/docker';
 import type { Engine } from '../../src/engine/types';
@@ -64,12 +66,45 @@ export function testEngine(): Engine {
   return createDockerEngine(docker);
 }
 
-function ours(labels: Record<string, string> | null | undefined): boolean {
+/** The state folders of this run's sandboxes still there (their build records read when asked), and the builds recorded in those gone (by instance). */
+const buildStateDirs = new Set<string>();
+const builtBefore = new Map<string, Set<string>>();
+
+/** A sandbox's state folder: what berth builds for an instance of this run is recorded there (build/records.ts). */
+export function watchBuilds(stateDir: string): void {
+  buildStateDirs.add(stateDir);
+}
+
+/** The build hashes each instance of this run built, by the records in `stateDir` (into `into`). */
+function buildsIn(stateDir: string, into: Map<string, Set<string>>): Map<string, Set<string>> {
+  for (const r of readBuildRecords(stateDir)) {
+    if (!r.instance.startsWith(`${TEST_RUN}-`)) continue;
+    const set = into.get(r.instance) ?? new Set<string>();
+    set.add(r.hash);
+    into.set(r.instance, set);
+  }
+  return into;
+}
+
+/** Before a state folder goes: the builds recorded there are kept (removeBuilt and the leak check still find their images). */
+export function rememberBuilds(stateDir: string): void {
+  buildsIn(stateDir, builtBefore);
+  buildStateDirs.delete(stateDir);
+}
+
+/** The build hashes instances of this run built (the records of its state folders, there or gone), by instance. */
+function runBuilds(): Map<string, Set<string>> {
+  const out = new Map([...builtBefore].map(([k, v]) => [k, new Set(v)]));
+  for (const dir of buildStateDirs) buildsIn(dir, out);
+  return out;
+}
+
+function ours(labels: Record<string, string> | null | undefined, built?: Map<string, Set<string>>): boolean {
   if (!labels) return false;
   if (labels[TEST_LABEL] === TEST_RUN) return true;
-  // an image berth built for an instance of this run (built images carry no instance label of their own)
-  const builtFor = labels[LABELS.buildInstance];
-  if (labels[LABELS.build] !== undefined && typeof builtFor === 'string' && builtFor.startsWith(`${TEST_RUN}-`)) return true;
+  // an image berth built for an instance of this run (its build record says so: images carry no instance label)
+  const hash = labels[LABELS.build];
+  if (hash !== undefined && built && [...built.values()].some((h) => h.has(hash))) return true;
   const locked = labels[LOCK_LABELS.lock] ?? labels[LOCK_LABELS.claim] ?? labels[BINDING_LABELS.binding] ?? labels[BUILD_LOCK_LABELS.instance];
   if (typeof locked === 'string' && locked.startsWith(`${TEST_RUN}-`)) return true;
   const inst = labels[LABELS.instance];
@@ -142,12 +177,23 @@ export async function countTestResources(): Promise<number> {
 
 /** Images labeled dev.berth.build (berth built them) of this test run: built for one of its instances, or carrying its test label. */
 export async function builtImages(): Promise<Dockerode.ImageInfo[]> {
-  return (await docker.listImages({ all: true, filters: JSON.stringify({ label: [LABELS.build] }) })).filter((i) => ours(i.Labels));
+  const built = runBuilds();
+  return (await docker.listImages({ all: true, filters: JSON.stringify({ label: [LABELS.build] }) })).filter((i) => ours(i.Labels, built));
+}
+
+/** The images on `d` that berth built for an instance, by the build records of its state folder, there or gone (what a test built). */
+export async function imagesBuiltFor(sb: { instance: string; stateDir: string }, d: Dockerode = docker): Promise<Dockerode.ImageInfo[]> {
+  const hashes = new Set([
+    ...readBuildRecords(sb.stateDir).flatMap((r) => (r.instance === sb.instance ? [r.hash] : [])),
+    ...(builtBefore.get(sb.instance) ?? []),
+  ]);
+  if (hashes.size === 0) return [];
+  return (await d.listImages({ filters: JSON.stringify({ label: [LABELS.build] }) })).filter((i) => hashes.has(i.Labels?.[LABELS.build] ?? ''));
 }
 
 /** Removes the images berth built for an instance (what a test built). */
-export async function removeBuilt(sb: { instance: string }): Promise<number> {
-  const images = await docker.listImages({ filters: JSON.stringify({ label: [`${LABELS.buildInstance}=${sb.instance}`] }) });
+export async function removeBuilt(sb: { instance: string; stateDir: string }): Promise<number> {
+  const images = await imagesBuiltFor(sb);
   for (const i of images) await docker.getImage(i.Id).remove({ force: true });
   return images.length;
 }

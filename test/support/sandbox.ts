@@ -12,7 +12,7 @@ import { reconcilePass, type PassConfig, type PassResult } from '../../src/contr
 import { CallCounter, instrumentEngine } from '../../src/engine/wrap';
 import { StatusStore } from '../../src/status/store';
 import type { AttemptStatus } from '../../src/status/types';
-import { newInstance, testEngine } from './engine';
+import { newInstance, rememberBuilds, testEngine, watchBuilds } from './engine';
 import { passConfigOf } from './pass-config';
 
 export interface CliResult {
@@ -57,6 +57,7 @@ export class Sandbox {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), `berth-${tag}-`));
     made.add(dir);
     const sb = new Sandbox(dir, instance ?? newInstance(tag));
+    watchBuilds(sb.stateDir);
     await fs.mkdir(sb.specsDir, { recursive: true });
     return sb;
   }
@@ -137,6 +138,7 @@ export class Sandbox {
 
   /** The temp folder goes (the engine's resources removed otherwise: `clean --backend swarm`, by hand). */
   async dispose(): Promise<void> {
+    rememberBuilds(this.stateDir);
     await fs.rm(this.dir, { recursive: true, force: true });
     made.delete(this.dir);
   }

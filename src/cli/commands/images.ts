@@ -9,6 +9,7 @@
  * otherwise. For CI warm-up: it needs no lock (it changes no attempt), credentials as reconcile.
  */
 import { DEFAULTS, EXIT, IMAGE_STATES, LABELS, type ImageState } from '../../constants';
+import { builtBy } from '../../build/records';
 import { readRemovedImages } from '../../controller/image-gc';
 import type { ImageSummary } from '../../engine/types';
 import { imageIndex, resolveImage } from '../../observe/images';
@@ -94,10 +95,10 @@ async function imageRows(ctx: Context, rows: readonly Row[]): Promise<ImageRow[]
       ...(summary?.size !== undefined ? { size: summary.size } : {}),
       attempts: n.attempts.size,
       ...(n.lastUsed ? { lastUsed: n.lastUsed } : {}),
-      // pulled by this instance (its pulls file), or built by it (the image says which instance built it)
+      // pulled by this instance (its pulls file), or built by it (its build record names the instance and this image)
       broughtByBerth:
         (p?.pulled !== undefined && held?.id === p.pulled.id) ||
-        (summary?.labels[LABELS.build] !== undefined && summary.labels[LABELS.buildInstance] === ctx.instance),
+        (summary?.labels[LABELS.build] !== undefined && builtBy(ctx.stateDir, summary.labels[LABELS.build] as string, summary.id, ctx.instance)),
       policy: n.policy,
     });
   }

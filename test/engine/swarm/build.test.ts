@@ -13,6 +13,7 @@ import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { BUILD, LABELS } from '../../../src/constants';
 import type { AttemptStatus } from '../../../src/status/types';
+import { imagesBuiltFor } from '../../support/engine';
 import { type CliResult, Sandbox } from '../../support/sandbox';
 import { nothingLeftOnSwarm, swarmCli } from '../../support/swarm-cli';
 import { type TestSwarm, twoNodeSwarm } from '../../support/swarm';
@@ -149,10 +150,8 @@ describe('--backend swarm: images built from a Dockerfile on a real two-node swa
     } finally {
       const c = await swarmCli(sb, s, 'clean');
       expect(c.code, c.stderr).to.equal(0);
-      // the images built for this instance, on every node (the copies carry the build's labels)
-      for (const n of s.nodes)
-        for (const i of await n.docker.listImages({ filters: JSON.stringify({ label: [`${LABELS.buildInstance}=${sb.instance}`] }) }))
-          await n.docker.getImage(i.Id).remove({ force: true });
+      // the images built for this instance (its build records), on every node (the copies carry the build's label)
+      for (const n of s.nodes) for (const i of await imagesBuiltFor(sb, n.docker)) await n.docker.getImage(i.Id).remove({ force: true });
       await sb.dispose();
     }
     await nothingLeftOnSwarm(s, sb.instance);
