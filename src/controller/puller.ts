@@ -3,7 +3,9 @@
  * and keeps what it knows of each image as observed state for the next plans: under way (bytes),
  * failed (the first and the latest failure, the image's one back-off clock), done (the id, the
  * digest, the runs it was asked for). One pull per image at a time, however many attempts ask;
- * at most `maxPulls` at once, the rest queued in the order their attempts will be admitted. A
+ * at most `maxPulls` at once, the rest queued in the order their attempts will be admitted, the
+ * pulls free slots wait for first: a prefetch (`PullRequest.ahead`) begins only while none of
+ * those is under way or queued, so it never shares the bandwidth a free slot waits on. A
  * credential is found per pull (registry/credentials.ts) and goes to the engine only; every text
  * of a failure is redacted of every credential value and bounded. What it knows is written to
  * `<state>/<instance>/pulls.json` (describe, `berth images`, the progress line read it), at most
@@ -46,6 +48,8 @@ interface Want {
   runs: Set<string>;
   /** The order it was asked in (a plan's requests come in admission order). */
   seq: number;
+  /** A prefetch: no free slot waits for it (yet). */
+  ahead: boolean;
 }
 
 /** The file's form of what the puller knows. */
@@ -95,6 +99,7 @@ export class Puller {
       if (under) {
         for (const a of r.attempts) under.attempts.add(a);
         for (const k of r.runs) under.runs.add(k);
+        if (!r.ahead) under.ahead = false; // a free slot waits for it now
         continue;
       }
       this.queue.set(r.ref, {
@@ -103,6 +108,7 @@ export class Puller {
         attempts: new Set(r.attempts),
         runs: new Set(r.runs),
         seq: this.seq++,
+        ahead: r.ahead === true,
       });
       this.update(r.ref, { queued: true });
     }
@@ -119,7 +125,11 @@ export class Puller {
 
   private pump(): void {
     while (!this.closed && this.active.size < Math.max(1, this.o.maxPulls) && this.queue.size > 0) {
-      const next = [...this.queue.values()].sort((a, b) => a.seq - b.seq)[0] as Want;
+      const next = nextPull(
+        [...this.queue.values()],
+        [...this.active.values()].map((a) => a.want),
+      );
+      if (!next) return;
       this.queue.delete(next.ref);
       const ac = new AbortController();
       const entry = { want: next, ac, done: Promise.resolve() };
@@ -257,6 +267,17 @@ export class Puller {
     this.dirty = true;
     await this.flush();
   }
+}
+
+/**
+ * Which queued pull begins next, if any: the pulls free slots wait for first, each kind in the
+ * order asked; a prefetch (`ahead`) only while no pull a free slot waits for is under way or queued.
+ */
+export function nextPull<W extends { seq: number; ahead: boolean }>(queued: readonly W[], active: readonly W[]): W | undefined {
+  const next = [...queued].sort((a, b) => Number(a.ahead) - Number(b.ahead) || a.seq - b.seq)[0];
+  if (!next) return undefined;
+  if (next.ahead && active.some((w) => !w.ahead)) return undefined;
+  return next;
 }
 
 /** The pulls file of an instance. */
