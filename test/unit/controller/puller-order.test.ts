@@ -5,6 +5,7 @@
  * pull can be held open (a hung call) to see what else begins meanwhile.
  */
 import { expect } from 'chai';
+import { DEFAULTS } from '../../../src/constants';
 import { nextPull, Puller } from '../../../src/controller/puller';
 import { RegistryCredentials } from '../../../src/registry/credentials';
 import { FakeClock, settle } from '../../../src/util/clock';
@@ -63,6 +64,49 @@ describe('puller: the pulls free slots wait for first, prefetches after', functi
       expect(pulled()).to.deep.equal([img(1), img(2), img(3)]);
       expect(p.view().get(img(3))?.pulled).to.not.equal(undefined);
       expect(p.view().get(img(1))?.failed).to.not.equal(undefined);
+    } finally {
+      await p.close();
+    }
+  });
+
+  it('a prefetch waits while the controller starts runs, begins when the last start ends, and at the latest after DEFAULTS.prefetchYieldMs', async function () {
+    const clock = new FakeClock(Date.parse('2030-01-01T00:00:00Z'));
+    const fake = new FakeEngine(clock);
+    for (const n of [1, 2, 3]) fake.registry.set(img(n), { layers: [10] });
+    let starting = 1;
+    const p = new Puller({
+      engine: fake,
+      credentials: new RegistryCredentials({ file: '/nonexistent/berth-config.json', env: {} }),
+      maxPulls: 2,
+      clock,
+      log: silentLogger(),
+      onSettled: () => undefined,
+      starting: () => starting,
+    });
+    const pulled = () => fake.calls.filter((c) => c.op === 'images.pull').map((c) => c.args[0]);
+    try {
+      // a pull a free slot waits for begins whatever is being started; the prefetch waits
+      p.want([
+        { ref: img(1), attempts: ['a'], runs: ['a#1'] },
+        { ref: img(2), attempts: ['b'], runs: ['b#1'], ahead: true },
+      ]);
+      await settle();
+      expect(pulled()).to.deep.equal([img(1)]);
+      // the start ends: the controller pumps, the prefetch begins
+      starting = 0;
+      p.pump();
+      await settle();
+      expect(pulled()).to.deep.equal([img(1), img(2)]);
+      // another start in flight that does not end: the next prefetch begins once its wait is over, no sooner
+      starting = 1;
+      p.want([{ ref: img(3), attempts: ['c'], runs: ['c#1'], ahead: true }]);
+      await settle();
+      clock.advance(DEFAULTS.prefetchYieldMs - 10);
+      await settle();
+      expect(pulled()).to.not.include(img(3));
+      clock.advance(20);
+      await settle();
+      expect(pulled()).to.deep.equal([img(1), img(2), img(3)]);
     } finally {
       await p.close();
     }
