@@ -166,9 +166,13 @@ export class Puller {
   /** A prefetch waiting for starts in flight begins at the latest when its wait is over. */
   private wakeForPrefetch(now: number): void {
     if (this.yieldTimer) return;
-    const ahead = [...this.queue.values()].filter((w) => w.ahead);
-    if (!ahead.length) return;
-    const at = Math.min(...ahead.map((w) => w.queuedAt + DEFAULTS.prefetchYieldMs));
+    // only those still within their wait: one past it waits for a pull of now, whose end pumps again
+    const ends = [...this.queue.values()]
+      .filter((w) => w.ahead)
+      .map((w) => w.queuedAt + DEFAULTS.prefetchYieldMs)
+      .filter((t) => t > now);
+    if (!ends.length) return;
+    const at = Math.min(...ends);
     this.yieldTimer = this.o.clock.setTimeout(
       () => {
         this.yieldTimer = undefined;
