@@ -32,6 +32,7 @@
  *   BENCH_FIXTURE_MB   the large-fixture tree's size in MiB (default 150)
  *   BENCH_FIXTURE_ATTEMPTS containers it is copied into, 4 at a time (default 20)
  *   BENCH_IMAGES_ROUNDS rounds of the images workload (default 3): 12 attempts over 6 images from a registry of its own
+ *   BENCH_IMAGES_TRACE 1: log each images round's timeline (the engine's pull/create/start/die events, berth's log)
  *   BENCH_BUILD_ROUNDS, BENCH_BUILD_ATTEMPTS, BENCH_BUILD_CONTEXTS  the build workload: rounds (default 3) of an AttemptSet of
  *                      ATTEMPTS (300) over CONTEXTS (20) task folders with a Dockerfile each, against docker build + docker run
  *   BENCH_BUILD_NOOP_ATTEMPTS, BENCH_BUILD_NOOP_SAMPLES  its no-op pass: attempts (300) over contexts vs over fixtures, samples each (5)

@@ -549,6 +549,8 @@ export const DEFAULTS = {
   imagePullPolicy: 'IfNotPresent' as 'IfNotPresent' | 'Always' | 'Never',
   /** `--max-pulls`: pulls under way at once. */
   maxPulls: 2,
+  /** A prefetch waits while the controller starts runs (their create and start beside a pull's extraction are slow), at most this long. */
+  prefetchYieldMs: 2_000,
   /** `--pull-retries`: under `--once --wait`, failed pulls of an image (rate-limit waits not counted) after which its attempts settle Blocked. */
   pullRetries: 3,
   /** One back-off clock per image: the first wait after a failed pull, doubling up to the max (kubelet's). */

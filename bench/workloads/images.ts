@@ -13,17 +13,18 @@
  * Then a set of 50 attempts over one image (not on the engine): the registry's access log counts
  * its blob requests: each blob once (one pull).
  */
+import { spawn } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { StatusStore } from '../../src/status/store';
 import { makeTestImage, removeImage, TestRegistry } from '../../test/support/registry';
 import type { BenchRun } from '../lib/fixture';
-import { berth, run as runCmd } from '../lib/proc';
+import { berth, run as runCmd, type Build } from '../lib/proc';
 import { spread, verdictOf, type Row } from '../lib/report';
 import { pairedRatio, summarize } from '../lib/stats';
 
 export const IMAGES_VS_SCRIPT = 0.85;
-const SIZES_MB = [50, 60, 70, 80, 90, 100];
+export const SIZES_MB = [50, 60, 70, 80, 90, 100];
 const PER_IMAGE = 2;
 const SLOTS = 2;
 const RUN_SECONDS = 3;
@@ -51,19 +52,54 @@ function attemptSpec(name: string, image: string): string {
   ].join('\n');
 }
 
-async function removeAll(refs: readonly string[]): Promise<void> {
+export async function removeAll(refs: readonly string[]): Promise<void> {
   for (const r of refs) await removeImage(r);
 }
 
-async function berthRound(run: BenchRun, round: number, refs: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
+export async function berthRound(
+  run: BenchRun,
+  round: number,
+  refs: readonly string[],
+  env: NodeJS.ProcessEnv,
+  origin = Date.now(),
+  extra: readonly string[] = [],
+  build?: Build,
+): Promise<number> {
   const sb = await run.berthSandbox(`img${round}`);
   let i = 0;
   for (const ref of refs)
     for (let k = 0; k < PER_IMAGE; k++) await fs.writeFile(path.join(sb.specsDir, `a${i}.yaml`), attemptSpec(`a${String(i++).padStart(2, '0')}`, ref));
-  const r = await berth(['reconcile', '--once', '--wait', '--timeout', '900', '--max-running', String(SLOTS), ...sb.globalArgs('warn')], {
-    env,
-    timeoutMs: 1_000_000,
-  });
+  const trace = process.env.BENCH_IMAGES_TRACE === '1';
+  const r = await berth(
+    [
+      'reconcile',
+      '--once',
+      '--wait',
+      '--timeout',
+      '900',
+      '--max-running',
+      String(SLOTS),
+      ...sb.globalArgs(trace ? 'info' : 'warn'),
+      ...(trace ? ['--log-format', 'json'] : []),
+      ...extra,
+    ],
+    { env, timeoutMs: 1_000_000, ...(build ? { build } : {}) },
+  );
+  if (trace) {
+    const lines = r.stderr
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .map((l) => {
+        try {
+          const j = JSON.parse(l) as Record<string, unknown>;
+          const t = Date.parse(String(j.time ?? j.ts ?? j.timestamp ?? ''));
+          return `${((t - origin) / 1000).toFixed(1)} ${String(j.msg ?? j.message ?? l).slice(0, 110)}`;
+        } catch {
+          return l.slice(0, 120);
+        }
+      });
+    process.stderr.write(`images berth log: ${lines.join(' | ')}\n`);
+  }
   const recs = await new StatusStore(sb.stateDir, sb.instance).loadAll();
   const ok = [...recs.values()].filter((s) => s.phase === 'Succeeded').length;
   if (ok !== refs.length * PER_IMAGE) throw new Error(`images: berth: ${ok} of ${refs.length * PER_IMAGE} attempts Succeeded\n${r.stderr.slice(-3000)}`);
@@ -71,11 +107,48 @@ async function berthRound(run: BenchRun, round: number, refs: readonly string[],
   return r.ms;
 }
 
-async function scriptRound(refs: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
+export async function scriptRound(refs: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
   const lines = refs.flatMap((r) => Array.from({ length: PER_IMAGE }, () => r)).join('\n');
   const script = `docker pull -q "$0" >/dev/null && docker run --rm --network none "$0" sh -c 'sleep ${RUN_SECONDS}'`;
   const r = await runCmd('xargs', ['-P', String(SLOTS), '-n', '1', 'sh', '-c', script], { input: `${lines}\n`, env, timeoutMs: 900_000 });
   return r.ms;
+}
+
+/**
+ * BENCH_IMAGES_TRACE=1 (information): the round's timeline from the engine's own events, read back
+ * with `docker events --since --until`: each image's pull (its end: the engine's `pull` event) and
+ * each container's start and die, in seconds from the round's start, by image index.
+ */
+export function traceRound(who: string, refs: readonly string[]): { sinceMs: number; stop(): Promise<string> } {
+  const sinceMs = Date.now();
+  // followed live: the engine keeps only its last 256 events, and the machine is shared
+  const child = spawn('docker', ['events', '--format', '{{json .}}', '--filter', 'type=image', '--filter', 'type=container'], {
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  let buf = '';
+  child.stdout.on('data', (d: Buffer) => (buf += d.toString()));
+  const idx = (ref: string): number => refs.findIndex((x) => ref === x || ref.startsWith(`${x.slice(0, x.lastIndexOf(':'))}@`));
+  return {
+    sinceMs,
+    async stop() {
+      await new Promise((r) => setTimeout(r, 500));
+      child.kill();
+      const lines: string[] = [];
+      for (const l of buf.split('\n')) {
+        if (!l.trim()) continue;
+        const ev = JSON.parse(l) as { Type: string; Action: string; Actor: { ID: string; Attributes: Record<string, string> }; timeNano: number };
+        const at = ((ev.timeNano / 1e6 - sinceMs) / 1000).toFixed(1);
+        if (ev.Type === 'image' && ev.Action === 'pull') {
+          const i = idx(ev.Actor.ID);
+          if (i >= 0) lines.push(`${at} pulled img${i}`);
+        } else if (ev.Type === 'container' && (ev.Action === 'start' || ev.Action === 'die' || ev.Action === 'create')) {
+          const i = idx(ev.Actor.Attributes.image ?? '');
+          if (i >= 0) lines.push(`${at} ${ev.Action} img${i} ${ev.Actor.ID.slice(0, 4)}`);
+        }
+      }
+      return `images trace (${who}): ${lines.join(' | ')}`;
+    },
+  };
 }
 
 export async function imagesRounds(run: BenchRun, rounds: number, log: (m: string) => void): Promise<ImagesSamples> {
@@ -105,9 +178,11 @@ export async function imagesRounds(run: BenchRun, rounds: number, log: (m: strin
       const order = round % 2 === 0 ? (['berth', 'script'] as const) : (['script', 'berth'] as const);
       for (const who of order) {
         await removeAll(refs);
-        const ms = who === 'berth' ? await berthRound(run, round, refs, env) : await scriptRound(refs, env);
+        const trace = process.env.BENCH_IMAGES_TRACE === '1' ? traceRound(who, refs) : undefined;
+        const ms = who === 'berth' ? await berthRound(run, round, refs, env, trace?.sinceMs) : await scriptRound(refs, env);
         out[who].push(ms);
         log(`images round ${round + 1}/${rounds}: ${who} ${(ms / 1000).toFixed(1)} s`);
+        if (trace) log(await trace.stop());
       }
     }
     // a set of 50 over one image not on the engine: one pull

@@ -133,7 +133,7 @@ export class Controller {
       queue: (n) => this.queue.add(n),
       stopping: () => this.stopping,
     });
-    this.images = new ImageWork(o, this.engine, this.clock, this.queue, this.waitingForSlot);
+    this.images = new ImageWork(o, this.engine, this.clock, this.queue, this.waitingForSlot, this.reserved);
     this.sources = new Sources({
       ...o,
       engine: this.engine,

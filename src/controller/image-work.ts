@@ -13,6 +13,7 @@ import { controllerBuilder } from './build-hook';
 import type { Builder } from './builder';
 import { ImageCollector } from './image-gc-hook';
 import type { ControllerOptions } from './options';
+import type { Reservations } from './reservations';
 import { controllerCredentials, controllerPuller } from './pull-hook';
 import type { Puller } from './puller';
 
@@ -24,7 +25,14 @@ export class ImageWork {
   /** Image GC after full passes; none without its configuration or a backend whose disk berth reads. */
   readonly gc: ImageCollector | undefined;
 
-  constructor(o: ControllerOptions, engine: Engine, clock: Clock, queue: { add(name: string): void }, waitingForSlot: ReadonlySet<string>) {
+  constructor(
+    o: ControllerOptions,
+    engine: Engine,
+    clock: Clock,
+    queue: { add(name: string): void },
+    waitingForSlot: ReadonlySet<string>,
+    starts?: Reservations,
+  ) {
     // one set of credentials: the puller's (a build's FROM images are pulled by it) and the builder's (X-Registry-Config)
     const credentials = controllerCredentials(o);
     this.puller = controllerPuller(
@@ -36,7 +44,10 @@ export class ImageWork {
         for (const w of waitingForSlot) queue.add(w);
       },
       credentials,
+      starts,
     );
+    // a prefetch waits for the runs being started (puller.ts): one ended, it may begin
+    starts?.onRelease(() => this.puller?.pump());
     this.builder = controllerBuilder(
       o,
       engine,

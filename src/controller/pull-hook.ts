@@ -21,6 +21,7 @@ export function controllerPuller(
   clock: Clock,
   onSettled: (names: string[]) => void,
   credentials = controllerCredentials(o),
+  starts?: { readonly starting: number },
 ): Puller | undefined {
   const p = o.cfg.pull;
   if (!p || !engine.images.pull || !credentials) return undefined;
@@ -34,6 +35,7 @@ export function controllerPuller(
     log: o.log,
     stateFile: pullsFile(o.cfg.stateDir, o.cfg.instance),
     onSettled,
+    ...(starts ? { starting: () => starts.starting } : {}),
   });
   // the plans read what it knows (PassConfig.pull.states); a finite run settles failed pulls
   o.cfg.pull = { ...p, states: () => puller.view(), ...(o.finite ? { finite: true } : {}) };

@@ -3,7 +3,12 @@
  * and keeps what it knows of each image as observed state for the next plans: under way (bytes),
  * failed (the first and the latest failure, the image's one back-off clock), done (the id, the
  * digest, the runs it was asked for). One pull per image at a time, however many attempts ask;
- * at most `maxPulls` at once, the rest queued in the order their attempts will be admitted. A
+ * at most `maxPulls` at once, the rest queued in the order their attempts will be admitted, the
+ * pulls free slots wait for first: a prefetch (`PullRequest.ahead`) begins only while none of
+ * those is under way or queued, so it never shares the bandwidth a free slot waits on; nor, for
+ * at most DEFAULTS.prefetchYieldMs, while the controller starts runs (`starting`): a pull's
+ * extraction beside a container's create and start slows them by a second or more on a small
+ * machine, and a prefetch is there to save the slots time. A
  * credential is found per pull (registry/credentials.ts) and goes to the engine only; every text
  * of a failure is redacted of every credential value and bounded. What it knows is written to
  * `<state>/<instance>/pulls.json` (describe, `berth images`, the progress line read it), at most
@@ -35,6 +40,8 @@ export interface PullerOptions {
   onSettled(attempts: string[]): void;
   /** How long the engine may say nothing during a pull (default: the engine's call budget). */
   idleMs?: number;
+  /** Runs being started now (the controller's starts in flight): a prefetch waits for them (at most DEFAULTS.prefetchYieldMs). */
+  starting?: () => number;
   /** Asks a rate-limited registry for its Retry-After (tests give their own). */
   retryAfter?: (ref: string, auth: RegistryAuth | undefined) => Promise<number | undefined>;
 }
@@ -46,6 +53,10 @@ interface Want {
   runs: Set<string>;
   /** The order it was asked in (a plan's requests come in admission order). */
   seq: number;
+  /** A prefetch: no free slot waits for it (yet). */
+  ahead: boolean;
+  /** When it was queued (a prefetch waits for starts in flight at most DEFAULTS.prefetchYieldMs from then). */
+  queuedAt: number;
 }
 
 /** The file's form of what the puller knows. */
@@ -63,6 +74,7 @@ export class Puller {
   private seq = 0;
   private closed = false;
   private writeTimer: TimerHandle | undefined;
+  private yieldTimer: TimerHandle | undefined;
   private writing: Promise<void> = Promise.resolve();
   private dirty = false;
 
@@ -80,7 +92,11 @@ export class Puller {
 
   /** Resolves once no pull is under way or queued. */
   async drained(): Promise<void> {
-    while (!this.idle()) await Promise.allSettled([...this.active.values()].map((a) => a.done));
+    while (!this.idle()) {
+      if (this.active.size) await Promise.allSettled([...this.active.values()].map((a) => a.done));
+      // only prefetches waiting for starts in flight (a controller's): their wait ends by a timer
+      else await new Promise<void>((r) => this.o.clock.setTimeout(r, 50));
+    }
   }
 
   /**
@@ -95,6 +111,7 @@ export class Puller {
       if (under) {
         for (const a of r.attempts) under.attempts.add(a);
         for (const k of r.runs) under.runs.add(k);
+        if (!r.ahead) under.ahead = false; // a free slot waits for it now
         continue;
       }
       this.queue.set(r.ref, {
@@ -103,6 +120,8 @@ export class Puller {
         attempts: new Set(r.attempts),
         runs: new Set(r.runs),
         seq: this.seq++,
+        ahead: r.ahead === true,
+        queuedAt: this.o.clock.now(),
       });
       this.update(r.ref, { queued: true });
     }
@@ -117,9 +136,21 @@ export class Puller {
     this.scheduleWrite();
   }
 
-  private pump(): void {
+  /** Begins what may begin now (a start in flight ended: a prefetch that waited for it may). */
+  pump(): void {
     while (!this.closed && this.active.size < Math.max(1, this.o.maxPulls) && this.queue.size > 0) {
-      const next = [...this.queue.values()].sort((a, b) => a.seq - b.seq)[0] as Want;
+      const now = this.o.clock.now();
+      const starting = (this.o.starting?.() ?? 0) > 0;
+      const waits = (w: Want) => starting && now - w.queuedAt < DEFAULTS.prefetchYieldMs;
+      const next = nextPull(
+        [...this.queue.values()],
+        [...this.active.values()].map((a) => a.want),
+        waits,
+      );
+      if (!next) {
+        this.wakeForPrefetch(now);
+        return;
+      }
       this.queue.delete(next.ref);
       const ac = new AbortController();
       const entry = { want: next, ac, done: Promise.resolve() };
@@ -130,6 +161,25 @@ export class Puller {
         this.pump();
       });
     }
+  }
+
+  /** A prefetch waiting for starts in flight begins at the latest when its wait is over. */
+  private wakeForPrefetch(now: number): void {
+    if (this.yieldTimer) return;
+    // only those still within their wait: one past it waits for a pull of now, whose end pumps again
+    const ends = [...this.queue.values()]
+      .filter((w) => w.ahead)
+      .map((w) => w.queuedAt + DEFAULTS.prefetchYieldMs)
+      .filter((t) => t > now);
+    if (!ends.length) return;
+    const at = Math.min(...ends);
+    this.yieldTimer = this.o.clock.setTimeout(
+      () => {
+        this.yieldTimer = undefined;
+        this.pump();
+      },
+      Math.max(0, at - now) + 1,
+    );
   }
 
   private async pull(w: Want, signal: AbortSignal): Promise<void> {
@@ -250,6 +300,8 @@ export class Puller {
   async close(): Promise<void> {
     this.closed = true;
     this.queue.clear();
+    if (this.yieldTimer) this.o.clock.clearTimeout(this.yieldTimer);
+    this.yieldTimer = undefined;
     for (const a of this.active.values()) a.ac.abort(new Error('berth is stopping'));
     await Promise.allSettled([...this.active.values()].map((a) => a.done));
     if (this.writeTimer) this.o.clock.clearTimeout(this.writeTimer);
@@ -257,6 +309,22 @@ export class Puller {
     this.dirty = true;
     await this.flush();
   }
+}
+
+/**
+ * Which queued pull begins next, if any: the pulls free slots wait for first, each kind in the
+ * order asked; a prefetch (`ahead`) only while no pull a free slot waits for is under way or
+ * queued, and not while `waits` says it waits (for runs being started).
+ */
+export function nextPull<W extends { seq: number; ahead: boolean }>(
+  queued: readonly W[],
+  active: readonly W[],
+  waits: (w: W) => boolean = () => false,
+): W | undefined {
+  const next = [...queued].sort((a, b) => Number(a.ahead) - Number(b.ahead) || a.seq - b.seq)[0];
+  if (!next) return undefined;
+  if (next.ahead && (active.some((w) => !w.ahead) || waits(next))) return undefined;
+  return next;
 }
 
 /** The pulls file of an instance. */

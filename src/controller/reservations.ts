@@ -9,6 +9,17 @@ import type { AttemptAction } from '../plan/types';
 export class Reservations {
   private held = 0;
   private readonly bySet = new Map<string, number>();
+  private readonly released: (() => void)[] = [];
+
+  /** Starts in flight now. */
+  get starting(): number {
+    return this.held;
+  }
+
+  /** Called whenever a start in flight ends (the puller's prefetches wait for them: puller.ts). */
+  onRelease(fn: () => void): void {
+    this.released.push(fn);
+  }
 
   /** The counts a batch plans with (a copy: actions end while it plans). */
   now(): { reservedSlots: number; reservedBySet: Map<string, number> } {
@@ -23,10 +34,12 @@ export class Reservations {
     if (set !== undefined) this.bySet.set(set, (this.bySet.get(set) ?? 0) + 1);
     return () => {
       this.held--;
-      if (set === undefined) return;
-      const left = (this.bySet.get(set) ?? 1) - 1;
-      if (left > 0) this.bySet.set(set, left);
-      else this.bySet.delete(set);
+      if (set !== undefined) {
+        const left = (this.bySet.get(set) ?? 1) - 1;
+        if (left > 0) this.bySet.set(set, left);
+        else this.bySet.delete(set);
+      }
+      for (const fn of this.released) fn();
     };
   }
 }

@@ -25,7 +25,7 @@ import { provisionOps, recordOp } from './ops';
 import type { SetState } from './set-admission';
 import type { AttemptAction, ImageChoice, Operation, RunCounters, RunStart } from './types';
 import { askPull, gateRun, runKey, type GatedImage, type PullRequest } from './pull-gate';
-import { pinnedPullRef, pullWindow } from './pull-window';
+import { pinnedPullRef, pullWindow, type PullTurn } from './pull-window';
 
 /** What one plan shares across its attempts: its input, and what admitting them uses up. */
 export interface PlanCtx {
@@ -44,8 +44,8 @@ export interface PlanCtx {
   pulls: Map<string, PullRequest>;
   /** Free slots when the plan began: with --prefetch, how far ahead images are pulled (pull-window.ts). */
   freeAtStart: number;
-  /** Each waiting attempt's place in the admission queue, computed once, when a run first needs a pull. */
-  places?: ReadonlyMap<string, number>;
+  /** Each waiting attempt's turn to pull (pull-window.ts), computed once, when a run first needs a pull. */
+  turns?: ReadonlyMap<string, PullTurn>;
   /** Builds this plan asks for (plan/build-gate.ts), by build hash, in admission order. */
   builds: Map<string, BuildRequest>;
   /** (issue 55) One copy of each line many waiting attempts share (a pass may hold 100,000 of them). */
@@ -289,10 +289,12 @@ export function startRun(
     };
   }
   // ---- pulls (plan/pull-gate.ts): images pulled before the run, prefetched within the window ----
-  const gate = preflight.gated.length ? gateRun(preflight.gated, runKey(d.name, d.run), ctx.inp.now, ctx.inp.pulls, pullWindow(ctx, d.name)) : undefined;
+  const turn = preflight.gated.length ? pullWindow(ctx, d.name) : 'now';
+  const gate = preflight.gated.length ? gateRun(preflight.gated, runKey(d.name, d.run), ctx.inp.now, ctx.inp.pulls, turn !== 'later') : undefined;
   if (gate) {
     if (gate.type === 'pull')
-      for (const r of gate.refs) askPull(ctx.pulls, r, d.name, runKey(d.name, d.run), preflight.gated.find((g) => g.ref === r && g.platform)?.platform);
+      for (const r of gate.refs)
+        askPull(ctx.pulls, r, d.name, runKey(d.name, d.run), preflight.gated.find((g) => g.ref === r && g.platform)?.platform, turn === 'ahead');
     const rec = base.status;
     const record =
       gate.type === 'backoff'

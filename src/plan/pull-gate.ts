@@ -48,6 +48,8 @@ export interface PullRequest {
   runs: string[];
   /** The platform to pull (a build's `FROM --platform=`); absent: the engine's own. */
   platform?: string;
+  /** A prefetch: every attempt asking waits for a slot (pull-window.ts); begun after the pulls free slots wait for. */
+  ahead?: true;
 }
 
 /** An image of a new run, as the gate sees it. */
@@ -122,9 +124,14 @@ export function pullBackoffMs(failures: number, retryAfterMs?: number): number {
   return Math.min(DEFAULTS.pullBackoffBaseMs * 2 ** Math.max(0, failures - 1), DEFAULTS.pullBackoffMaxMs);
 }
 
-/** Adds `ref` for attempt `name` (run key `key`) to the plan's requests, kept in admission order. */
-export function askPull(requests: Map<string, PullRequest>, ref: string, name: string, key: string, platform?: string): void {
-  const r = requests.get(ref) ?? { ref, attempts: [], runs: [], ...(platform ? { platform } : {}) };
+/**
+ * Adds `ref` for attempt `name` (run key `key`) to the plan's requests, kept in admission order;
+ * `ahead`: a prefetch (the request stays one only while every attempt asking is ahead).
+ */
+export function askPull(requests: Map<string, PullRequest>, ref: string, name: string, key: string, platform?: string, ahead = false): void {
+  const had = requests.get(ref);
+  const r = had ?? { ref, attempts: [], runs: [], ...(platform ? { platform } : {}), ...(ahead ? { ahead: true as const } : {}) };
+  if (had && !ahead) delete r.ahead;
   if (!r.attempts.includes(name)) r.attempts.push(name);
   if (!r.runs.includes(key)) r.runs.push(key);
   requests.set(ref, r);

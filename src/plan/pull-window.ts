@@ -1,11 +1,19 @@
 /**
- * Where a waiting attempt stands in the admission queue, for the prefetch window: its image is
- * pulled ahead only while its place is below the free slots plus `--prefetch`. A place counts the
- * attempts before it, in admission order (set-admission.ts), that wait to be admitted and still
- * need their image: one whose image the engine holds costs no pull and holds no place, so the
- * pulls go on back to back while the slots are busy, never more than free slots plus --prefetch
- * attempts' images ahead. Counted over every spec whatever the batch a controller plans, and only
- * once a run of the plan needs a pull (a plan with nothing to pull never sorts them). Pure.
+ * Where a waiting attempt stands in the admission queue, for the prefetch window (pure).
+ *
+ * - `now`: it is among the first attempts waiting to be admitted, as many as there are free
+ *   slots (in admission order, set-admission.ts): a slot waits for its images.
+ * - `ahead`: past those, its image is one of the next `--prefetch` pulls: the attempts after the
+ *   free slots' are walked in admission order and each image that still needs a pull takes one
+ *   place; an attempt whose image is here already (IfNotPresent) takes none, and one whose image
+ *   an earlier waiting attempt needs too rides on that attempt's pull (one pull per image). So
+ *   `--prefetch N` pulls N images ahead of the slots, however many attempts share each.
+ * - `later`: beyond that: it waits its turn.
+ *
+ * The puller begins a pull asked `now` before one asked `ahead`, and no `ahead` pull while a `now`
+ * one is under way or waits (PullRequest.ahead): a prefetch never takes the bandwidth a free slot
+ * waits on. Counted over every spec whatever the batch a controller plans, and only once a run of
+ * the plan needs a pull (a plan with nothing to pull never sorts them).
  */
 import { FINISHED_PHASES, REASONS } from '../constants';
 import { isMain } from './ops';
@@ -24,12 +32,18 @@ const WAITING = new Set<string>([
   REASONS.diskPressure,
 ]);
 
-/** The places of the attempts that wait for a new run to be admitted, in admission order. */
-export function waitingPlaces(inp: PlanInput): Map<string, number> {
-  const out = new Map<string, number>();
+/** Where a waiting attempt's pull stands (see the header). */
+export type PullTurn = 'now' | 'ahead' | 'later';
+
+/** The turn of each attempt that waits for a new run to be admitted, with `free` slots free and `--prefetch` `prefetch`. */
+export function pullTurns(inp: PlanInput, free: number, prefetch: number): Map<string, PullTurn> {
+  const out = new Map<string, PullTurn>();
   const index = inp.snapshot.images;
-  const resolved = new Map<string, boolean>();
-  let place = 0;
+  const held = new Map<string, boolean>();
+  /** The images the free slots' attempts need, and the places of the images pulled ahead. */
+  const nowRefs = new Set<string>();
+  const places = new Map<string, number>();
+  let waiting = 0;
   for (const s of [...inp.specs].sort(admissionOrder)) {
     const name = s.spec.name;
     const rec = inp.statuses.get(name);
@@ -37,25 +51,34 @@ export function waitingPlaces(inp: PlanInput): Map<string, number> {
     if (obs?.containers.some(isMain)) continue;
     const waits = !rec || rec.specHash !== s.hash || (rec.reason !== undefined && WAITING.has(rec.reason) && !FINISHED_PHASES.has(rec.phase));
     if (!waits) continue;
-    out.set(name, place);
-    // an attempt whose image is here already needs no pull: it takes no place of the window
     const ref = s.spec.image;
-    let held = resolved.get(ref);
-    if (held === undefined) {
-      held = index !== undefined && resolveImage(index, ref) !== undefined;
-      resolved.set(ref, held);
+    if (waiting++ < free) {
+      out.set(name, 'now');
+      nowRefs.add(ref);
+      continue;
     }
-    if (!held || s.spec.pullPolicies.main === 'Always') place++;
+    let here = held.get(ref);
+    if (here === undefined) {
+      here = index !== undefined && resolveImage(index, ref) !== undefined;
+      held.set(ref, here);
+    }
+    // an attempt whose image is here already needs no pull: it takes no place of the window
+    const pulls = !here || s.spec.pullPolicies.main === 'Always';
+    if (!pulls || nowRefs.has(ref)) {
+      out.set(name, 'ahead');
+      continue;
+    }
+    let place = places.get(ref);
+    if (place === undefined) places.set(ref, (place = places.size));
+    out.set(name, place < prefetch ? 'ahead' : 'later');
   }
   return out;
 }
 
-/** Whether attempt `name`'s images may be pulled now: its place is within the free slots plus --prefetch. */
-export function pullWindow(ctx: { inp: PlanInput; freeAtStart: number; places?: ReadonlyMap<string, number> }, name: string): boolean {
-  const prefetch = ctx.inp.pulls?.prefetch ?? 0;
-  ctx.places ??= waitingPlaces(ctx.inp);
-  const place = ctx.places.get(name) ?? 0;
-  return place < ctx.freeAtStart + prefetch;
+/** Attempt `name`'s turn to have its images pulled (pullTurns, computed once a plan). */
+export function pullWindow(ctx: { inp: PlanInput; freeAtStart: number; turns?: ReadonlyMap<string, PullTurn> }, name: string): PullTurn {
+  ctx.turns ??= pullTurns(ctx.inp, ctx.freeAtStart, ctx.inp.pulls?.prefetch ?? 0);
+  return ctx.turns.get(name) ?? 'now';
 }
 
 /** The reference a set's pinned image is pulled by: its repository at the pinned digest, when the pin holds one of it. */

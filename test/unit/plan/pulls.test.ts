@@ -33,9 +33,10 @@ describe('planner: pulls', function () {
   it('a missing image is pulled, not Blocked: Pending/Pulling, one request per image with its attempts in admission order; no puller: ImageMissing as before', function () {
     const specs = [at('a1', img(1)), at('a2', img(1)), at('b1', img(2))];
     const out = plan(input({ specs, snapshot: withImages({ 'berth/busybox:local': BUSY }), pulls: pulls(), maxRunning: 2 }));
+    // a1 and a2 take the two free slots: their image is pulled now; b1's ahead (a prefetch)
     expect(out.pulls).to.deep.equal([
       { ref: img(1), attempts: ['a1', 'a2'], runs: ['a1#1', 'a2#1'] },
-      { ref: img(2), attempts: ['b1'], runs: ['b1#1'] },
+      { ref: img(2), attempts: ['b1'], runs: ['b1#1'], ahead: true },
     ]);
     for (const n of ['a1', 'a2', 'b1']) {
       expect(kindOf(out, n)).to.equal('wait');
@@ -61,7 +62,7 @@ describe('planner: pulls', function () {
     expect(free.pulls?.map((r) => r.ref)).to.deep.equal([img(1), img(2), img(3), img(4)]);
   });
 
-  it('prefetch: waiting attempts whose image is here take no place of the window, so the next images are pulled while they wait', function () {
+  it("prefetch: waiting attempts whose image is here take no place of the window, nor those riding on an earlier one's pull", function () {
     const specs = [at('a1', img(1)), at('a2', img(1)), at('b1', img(2)), at('b2', img(2)), at('c1', img(3))];
     const busy = ['r1', 'r2'].map((n) => container('default', n, `h-${n}`));
     const snap = {
@@ -69,10 +70,54 @@ describe('planner: pulls', function () {
       attempts: new Map(busy.map((c, i) => [`r${i + 1}`, { name: `r${i + 1}`, containers: [c], networks: [], volumes: [] }])),
     };
     const out = plan(input({ specs, snapshot: snap, pulls: pulls(), maxRunning: 2 }));
-    // a1, a2 wait for a slot with their image here; b1, b2 are the first two that need a pull
-    expect(out.pulls?.map((r) => r.ref)).to.deep.equal([img(2)]);
+    // a1, a2 wait for a slot with their image here; b1 and b2 share one pull (one place), c1 takes the second
+    expect(out.pulls?.map((r) => r.ref)).to.deep.equal([img(2), img(3)]);
+    expect(out.pulls?.every((r) => r.ahead)).to.equal(true);
     expect(patchOf(out, 'a1')).to.deep.include({ reason: REASONS.waitingForSlot });
-    expect(patchOf(out, 'c1')?.message).to.contain('waits its turn to pull');
+    expect(patchOf(out, 'c1')).to.deep.include({ reason: REASONS.pulling });
+    // --prefetch 1: c1 waits its turn
+    const one = plan(input({ specs, snapshot: snap, pulls: pulls({}, { prefetch: 1 }), maxRunning: 2 }));
+    expect(one.pulls?.map((r) => r.ref)).to.deep.equal([img(2)]);
+    expect(patchOf(one, 'c1')?.message).to.contain('waits its turn to pull (--prefetch 1)');
+  });
+
+  it('prefetch counts images, not attempts: 12 attempts over 6 images, both slots busy, --prefetch 2: the next two images (four attempts) are pulled ahead', function () {
+    const specs = [0, 1, 2, 3, 4, 5].flatMap((i) => [at(`a${i}x`, img(i)), at(`a${i}y`, img(i))]);
+    const busy = ['r1', 'r2'].map((n) => container('default', n, `h-${n}`));
+    const snap = { ...withImages({}), attempts: new Map(busy.map((c, i) => [`r${i + 1}`, { name: `r${i + 1}`, containers: [c], networks: [], volumes: [] }])) };
+    const out = plan(input({ specs, snapshot: snap, pulls: pulls(), maxRunning: 2 }));
+    expect(out.pulls?.map((r) => [r.ref, r.attempts, r.ahead])).to.deep.equal([
+      [img(0), ['a0x', 'a0y'], true],
+      [img(1), ['a1x', 'a1y'], true],
+    ]);
+    expect(patchOf(out, 'a2x')?.message).to.contain('waits its turn to pull');
+    // the first two images here (pulled while the slots ran): the next two are pulled
+    const later = plan(
+      input({
+        specs,
+        snapshot: { ...snap, images: withImages({ [img(0)]: BUSY, [img(1)]: `sha256:${'c'.repeat(64)}` }).images },
+        pulls: pulls(),
+        maxRunning: 2,
+      }),
+    );
+    expect(later.pulls?.map((r) => r.ref)).to.deep.equal([img(2), img(3)]);
+    // both slots free: the two attempts of image 0 take them (pulled now), images 1 and 2 ahead
+    const free = plan(input({ specs, snapshot: withImages({}), pulls: pulls(), maxRunning: 2 }));
+    expect(free.pulls?.map((r) => [r.ref, r.ahead ?? false])).to.deep.equal([
+      [img(0), false],
+      [img(1), true],
+      [img(2), true],
+    ]);
+  });
+
+  it('a request is ahead only while every attempt asking is: one a free slot waits for makes it a pull of now', function () {
+    // b1 (image 2) takes the one free slot; b2 (image 2, asked ahead) rides on its pull; c1 (image 3) is ahead
+    const specs = [at('b1', img(2)), at('c1', img(3)), at('b2', img(2))];
+    const out = plan(input({ specs, snapshot: withImages({}), pulls: pulls(), maxRunning: 1 }));
+    expect(out.pulls?.map((r) => [r.ref, r.attempts, r.ahead ?? false])).to.deep.equal([
+      [img(2), ['b1', 'b2'], false],
+      [img(3), ['c1'], true],
+    ]);
   });
 
   it('an image that is present runs at once; one being pulled keeps its attempts Pending/Pulling (asked again: the puller joins them)', function () {
