@@ -15,6 +15,17 @@ import { FakeEngine } from '../../support/fake-engine';
 const REG = '172.17.0.1:5000';
 const img = (n: number) => `${REG}/evals/img${n}:1`;
 const w = (seq: number, ahead: boolean) => ({ seq, ahead });
+/** A puller over the fake engine, --max-pulls 2, no credential file. */
+const pullerOn = (fake: FakeEngine, clock: FakeClock, o: Partial<ConstructorParameters<typeof Puller>[0]> = {}) =>
+  new Puller({
+    engine: fake,
+    credentials: new RegistryCredentials({ file: '/nonexistent/berth-config.json', env: {} }),
+    maxPulls: 2,
+    clock,
+    log: silentLogger(),
+    onSettled: () => undefined,
+    ...o,
+  });
 
 describe('puller: the pulls free slots wait for first, prefetches after', function () {
   it('nextPull: a pull of now before any prefetch, each kind in the order asked; no prefetch while a pull of now runs', function () {
@@ -33,14 +44,7 @@ describe('puller: the pulls free slots wait for first, prefetches after', functi
     // the first pull (image 1) is held open
     fake.fail('images.pull', { hang: true }, { when: (args) => args[0] === img(1) });
     const settled: string[][] = [];
-    const p = new Puller({
-      engine: fake,
-      credentials: new RegistryCredentials({ file: '/nonexistent/berth-config.json', env: {} }),
-      maxPulls: 2,
-      clock,
-      log: silentLogger(),
-      onSettled: (names) => settled.push(names),
-    });
+    const p = pullerOn(fake, clock, { onSettled: (names) => settled.push(names) });
     try {
       p.want([
         { ref: img(1), attempts: ['a'], runs: ['a#1'] },
@@ -74,15 +78,7 @@ describe('puller: the pulls free slots wait for first, prefetches after', functi
     const fake = new FakeEngine(clock);
     for (const n of [1, 2, 3]) fake.registry.set(img(n), { layers: [10] });
     let starting = 1;
-    const p = new Puller({
-      engine: fake,
-      credentials: new RegistryCredentials({ file: '/nonexistent/berth-config.json', env: {} }),
-      maxPulls: 2,
-      clock,
-      log: silentLogger(),
-      onSettled: () => undefined,
-      starting: () => starting,
-    });
+    const p = pullerOn(fake, clock, { starting: () => starting });
     const pulled = () => fake.calls.filter((c) => c.op === 'images.pull').map((c) => c.args[0]);
     try {
       // a pull a free slot waits for begins whatever is being started; the prefetch waits
