@@ -58,13 +58,13 @@ export async function writeBuildRecord(stateDir: string, rec: BuildRecord): Prom
 }
 
 /**
- * Whether `instance` built the image `id` of build `hash`: the record of the hash's last build says
- * this instance built this very image (an image of the same hash built since by another berth, or
- * built again, is another id).
+ * The record saying `instance` built the image `id` of build `hash`, or undefined: the record of
+ * the hash's last build names this instance and this very image (an image of the same hash built
+ * since by another berth, or built again, is another id).
  */
-export function builtBy(stateDir: string, hash: string, id: string, instance: string): boolean {
+export function builtBy(stateDir: string, hash: string, id: string, instance: string): BuildRecord | undefined {
   const rec = readBuildRecord(stateDir, hash);
-  return rec?.state === 'built' && rec.id === id && rec.instance === instance;
+  return rec?.state === 'built' && rec.id === id && rec.instance === instance ? rec : undefined;
 }
 
 /** The sound records of the state folder's builds (none when it has no builds folder). */

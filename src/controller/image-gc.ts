@@ -2,8 +2,9 @@
  * Image GC, observed and carried out (docs/CONTRACT.md "Images berth brought are collected"): the
  * controller runs it after a full pass, at most once every DEFAULTS.imageGcIntervalMs, one at a
  * time. It reads the engine data root's file system, the engine's images, what this instance
- * brought (an image built by this instance is in the build record of its hash with its id,
- * build/records.ts; a pulled one is in its pulls file with the id pulled) and what the attempts not yet final need; the
+ * brought (an image built by this instance is in the build record of its hash with its id:
+ * build/records.ts builtBy; a pulled one is in its pulls file with the id pulled) and what the
+ * attempts not yet final need; the
  * decision is plan/image-gc.ts's. Each removal is `docker rmi` of berth's reference without force
  * (an image a container uses, or another tag names, stays as the engine keeps it), logged, and
  * kept in `<state>/<instance>/image-gc.json` (the ImageRemoved events, `berth images`).
@@ -21,7 +22,7 @@ import type { LoadedSpec } from '../spec/types';
 import { writeFileAtomic } from '../status/atomic-file';
 import type { AttemptStatus } from '../status/types';
 import { showBytes } from '../util/bytes';
-import { readBuildRecord } from '../build/records';
+import { builtBy } from '../build/records';
 import { pullsFile, type PullsFile } from './puller';
 
 /** Removals kept in the file (the newest). */
@@ -123,8 +124,8 @@ export async function collectImages(d: ImageGcDeps, specs: readonly LoadedSpec[]
   for (const i of images) {
     const hash = i.labels[LABELS.build];
     if (!hash) continue;
-    const rec = readBuildRecord(d.stateDir, hash);
-    if (rec?.state !== 'built' || rec.id !== i.id || rec.instance !== d.instance) continue;
+    const rec = builtBy(d.stateDir, hash, i.id, d.instance);
+    if (!rec) continue;
     brought.push({ id: i.id, ref: buildTag(hash), how: 'built', at: Date.parse(rec.at) });
   }
   for (const [ref, p] of pulledBy(d.stateDir, d.instance)) if (p.pulled) brought.push({ id: p.pulled.id, ref, how: 'pulled', at: p.pulled.at });

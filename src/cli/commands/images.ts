@@ -98,7 +98,7 @@ async function imageRows(ctx: Context, rows: readonly Row[]): Promise<ImageRow[]
       // pulled by this instance (its pulls file), or built by it (its build record names the instance and this image)
       broughtByBerth:
         (p?.pulled !== undefined && held?.id === p.pulled.id) ||
-        (summary?.labels[LABELS.build] !== undefined && builtBy(ctx.stateDir, summary.labels[LABELS.build] as string, summary.id, ctx.instance)),
+        (summary?.labels[LABELS.build] !== undefined && builtBy(ctx.stateDir, summary.labels[LABELS.build] as string, summary.id, ctx.instance) !== undefined),
       policy: n.policy,
     });
   }
