@@ -77,6 +77,8 @@ export class Puller {
   private yieldTimer: TimerHandle | undefined;
   private writing: Promise<void> = Promise.resolve();
   private dirty = false;
+  /** drained() callers waiting while only prefetches are queued: woken by each pump (a timer's or a start's end). */
+  private pumpWaiters: (() => void)[] = [];
 
   constructor(private readonly o: PullerOptions) {}
 
@@ -94,8 +96,9 @@ export class Puller {
   async drained(): Promise<void> {
     while (!this.idle()) {
       if (this.active.size) await Promise.allSettled([...this.active.values()].map((a) => a.done));
-      // only prefetches waiting for starts in flight (a controller's): their wait ends by a timer
-      else await new Promise<void>((r) => this.o.clock.setTimeout(r, 50));
+      // only prefetches waiting for starts in flight (a controller's): the next pump (their timer's,
+      // or the last start's end) may begin them
+      else await new Promise<void>((r) => this.pumpWaiters.push(r));
     }
   }
 
@@ -138,6 +141,16 @@ export class Puller {
 
   /** Begins what may begin now (a start in flight ended: a prefetch that waited for it may). */
   pump(): void {
+    try {
+      this.begin();
+    } finally {
+      const waiters = this.pumpWaiters;
+      this.pumpWaiters = [];
+      for (const w of waiters) w();
+    }
+  }
+
+  private begin(): void {
     while (!this.closed && this.active.size < Math.max(1, this.o.maxPulls) && this.queue.size > 0) {
       const now = this.o.clock.now();
       const starting = (this.o.starting?.() ?? 0) > 0;
@@ -300,6 +313,7 @@ export class Puller {
   async close(): Promise<void> {
     this.closed = true;
     this.queue.clear();
+    for (const w of this.pumpWaiters.splice(0)) w();
     if (this.yieldTimer) this.o.clock.clearTimeout(this.yieldTimer);
     this.yieldTimer = undefined;
     for (const a of this.active.values()) a.ac.abort(new Error('berth is stopping'));

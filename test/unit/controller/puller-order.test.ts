@@ -107,4 +107,26 @@ describe('puller: the pulls free slots wait for first, prefetches after', functi
       await p.close();
     }
   });
+
+  it('drained() with only a waiting prefetch queued resolves when a pump begins it, with no timer of its own', async function () {
+    const clock = new FakeClock(Date.parse('2030-01-01T00:00:00Z'));
+    const fake = new FakeEngine(clock);
+    fake.registry.set(img(1), { layers: [10] });
+    let starting = 1;
+    const p = pullerOn(fake, clock, { starting: () => starting });
+    try {
+      p.want([{ ref: img(1), attempts: ['a'], runs: ['a#1'], ahead: true }]);
+      let done = false;
+      const drained = p.drained().then(() => (done = true));
+      await settle();
+      expect(done, 'a prefetch still waits for the start').to.equal(false);
+      // the fake clock does not move: only the pump the start's end brings can end the wait
+      starting = 0;
+      p.pump();
+      await drained;
+      expect(p.view().get(img(1))?.pulled).to.not.equal(undefined);
+    } finally {
+      await p.close();
+    }
+  });
 });
