@@ -350,8 +350,8 @@ export class Controller {
         if (told && !res.ok) log.warn(`${a.attempt}: ${res.error}`);
         const did = told ? activity(a, res.ran, await this.o.store.get(a.attempt)) : undefined;
         if (did) log.info(did);
-        // listed again, unless the action only read the engine (a finish, an attestation, a record)
-        if (!res || changesLists(a.ops, res.ran, res.ok, res.outcome)) this.cache.actionEnded(a.attempt);
+        // listed again, unless the action only read the engine (a finish, an attestation, a record) and the kept lists are current
+        this.cache.actionEnded(a.attempt, !res || changesLists(a.ops, res.ran, res.ok, res.outcome));
         unreserve();
         this.inflight.delete(a.attempt);
         this.carrier.settle(

@@ -111,8 +111,15 @@ export class SnapshotCache {
     this.o.clock.setTimeout(() => this.o.queue(key), 20);
   }
 
-  /** An action of `name` ended: what it changed may come after the lists, so it is listed again. */
-  actionEnded(name: string): void {
+  /**
+   * An action of `name` ended: what it changed may come after the lists, so it is listed again.
+   * `changedLists` false: it only read the engine (plan/list-effects.ts).
+   */
+  actionEnded(name: string, changedLists = true): void {
+    // An action that changed nothing listed (a finish, say) still lists its attempt when the kept
+    // lists are behind what the engine told of it (a `die` planned from its inspect alone): else
+    // they would show its container running once that inspect no longer lies over them.
+    if (!changedLists && !this.news.has(name) && !this.exits.has(name)) return;
     this.stale.set(name, ++this.generation);
   }
 

@@ -80,6 +80,18 @@ describe('controller/informer: what a batch asks of the engine', () => {
     expect((await batch(['d'])).listed).to.deep.equal(['d']);
   });
 
+  it('an action that only read the engine lists its attempt again only when the engine told something of it the kept lists do not show', async () => {
+    await batch([], true);
+    cache.actionEnded('f', false);
+    expect((await batch(['x'])).listed).to.deep.equal(['x']);
+    // a finish planned from the inspect of a die, the lists not asked since: listed after it, whatever the batch
+    cache.event('f', ev('f', 'kill'));
+    cache.actionEnded('f', false);
+    expect((await batch(['x'])).listed).to.deep.equal(['f', 'x']);
+    cache.actionEnded('f', false);
+    expect((await batch(['x'])).listed).to.deep.equal(['x']);
+  });
+
   it('more than TARGETED_MAX attempts queued only to be planned again list nothing (not the whole instance)', async () => {
     await batch([], true);
     const keys = Array.from({ length: 50 }, (_, i) => `w${i}`);
