@@ -4,7 +4,10 @@
  * only those attempts (plus any whose own actions ended since they were last listed) and merges
  * them into the kept snapshot. Every change of an attempt's containers queues its key (engine
  * events, the folder, the controller's own actions), so the rest of the snapshot stays current,
- * and the planner still sees every attempt (admission counts what runs everywhere).
+ * and the planner still sees every attempt (admission counts what runs everywhere). By the same
+ * rule a key queued only to be planned again (a slot freed, a time come) is not listed while
+ * nothing was told of it since its last listing (`replan`), and the engine's images and boot are
+ * kept until image news or a break of the event stream (`engineWide`).
  *
  * A container's `die` queues its key once an inspect of that container has answered (the engine
  * answers it once it has set the state, while its lists lag): a stopped state is laid over the
