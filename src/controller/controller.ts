@@ -36,6 +36,7 @@ import { instrumentEngine } from '../engine/wrap';
 import type { ActionResult } from '../execute/executor';
 import type { GitPoller } from '../git/poller';
 import { diskPressure, pressured, type DiskInput } from '../plan/disk-pressure';
+import { changesLists } from '../plan/list-effects';
 import type { AttemptAction } from '../plan/types';
 import type { LoadReport } from '../spec/loader';
 import type { ControllerRequest, RequestAnswer } from '../status/requests';
@@ -120,8 +121,10 @@ export class Controller {
       exitSeen: (key, seen) => {
         this.queue.add(key);
         // The exit frees a slot now: the batch that plans its finish admits a waiting attempt too, not after the harvest.
-        if (seen) for (const w of this.waitingForSlot) this.queue.add(w);
+        if (seen) this.lookForSlots();
       },
+      streamEpoch: () => this.sources.events.epoch,
+      imagesEpoch: () => this.sources.imagesEpoch,
     });
     this.carrier = new RequestCarrier({
       store: o.store,
@@ -133,7 +136,15 @@ export class Controller {
       queue: (n) => this.queue.add(n),
       stopping: () => this.stopping,
     });
-    this.images = new ImageWork(o, this.engine, this.clock, this.queue, this.waitingForSlot, this.reserved);
+    this.images = new ImageWork(
+      o,
+      this.engine,
+      this.clock,
+      this.queue,
+      () => this.lookForSlots(),
+      this.reserved,
+      () => this.cache.imagesChanged(),
+    );
     this.sources = new Sources({
       ...o,
       engine: this.engine,
@@ -142,6 +153,7 @@ export class Controller {
       signal: this.halt.signal,
       queue: (key) => this.queue.add(key),
       engineEvent: (key, ev) => this.cache.event(key, ev),
+      imagesChanged: () => this.cache.imagesChanged(),
       carryOut: (req) => this.carrier.carryOut(req),
       batchAge: () => (this.batchSince === undefined ? undefined : this.clock.now() - this.batchSince),
     });
@@ -338,7 +350,8 @@ export class Controller {
         if (told && !res.ok) log.warn(`${a.attempt}: ${res.error}`);
         const did = told ? activity(a, res.ran, await this.o.store.get(a.attempt)) : undefined;
         if (did) log.info(did);
-        this.cache.actionEnded(a.attempt);
+        // listed again, unless the action only read the engine (a finish, an attestation, a record) and the kept lists are current
+        this.cache.actionEnded(a.attempt, !res || changesLists(a.ops, res.ran, res.ok, res.outcome));
         unreserve();
         this.inflight.delete(a.attempt);
         this.carrier.settle(
@@ -352,7 +365,10 @@ export class Controller {
         if (!told) return;
         await this.settleAfterWork(a, res, queued);
         // (a failed action's back-off brings it back, no sooner)
-        if (this.lookAfterWork.delete(a.attempt) && res.ok) this.queue.add(a.attempt);
+        if (this.lookAfterWork.delete(a.attempt) && res.ok) {
+          this.cache.replan(a.attempt); // (what changed meanwhile is its news, or its action's: listed)
+          this.queue.add(a.attempt);
+        }
         // An attempt may have finished the last run of its revision.
         if (this.o.outcomes) {
           const outcomes = this.o.outcomes;
@@ -362,11 +378,23 @@ export class Controller {
             .catch((err: unknown) => log.warn(`revision outcome: ${String(err)}`));
         }
         // A run ended or a slot may have freed: let the waiting ones try.
-        for (const w of this.waitingForSlot) this.queue.add(w);
+        this.lookForSlots();
       })
       .finally(() => this.o.watcher?.settled?.());
     this.inflight.set(a.attempt, work);
     if (release) void work.then(release, release);
+  }
+
+  /**
+   * A slot (or a set's room) may have freed: every attempt waiting for one is looked at again (the
+   * planner admits in its order, and only it knows which can go). A slot is no news of their own
+   * resources: their batch plans them from the kept lists (informer.ts `replan`).
+   */
+  private lookForSlots(): void {
+    for (const w of this.waitingForSlot) {
+      this.cache.replan(w);
+      this.queue.add(w);
+    }
   }
 
   private async settleAfterWork(a: AttemptAction, res: ActionResult, queued: boolean): Promise<void> {
@@ -392,6 +420,7 @@ export class Controller {
         break;
       case 'requeue-after': // a deadline, TTL or retry back-off the planner asked for
         if (queued) this.queue.forget(key);
+        this.cache.replan(key); // a time come is no news of its resources (what the engine told meanwhile is)
         this.queue.addAfter(key, r.ms);
         break;
       case 'done':

@@ -23,6 +23,11 @@ export class EngineSource {
   connected = false;
   reconnects = 0;
 
+  /** While connected, a number that changes at every break of the stream (what it may have missed since: nothing); undefined while not connected. */
+  get epoch(): number | undefined {
+    return this.connected ? this.reconnects : undefined;
+  }
+
   /**
    * `follow`: the stream followed; default: the engine's events of this instance's labels. The
    * controller also follows the image events (`Engine.events.images`) with one of these.

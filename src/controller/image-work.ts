@@ -30,8 +30,11 @@ export class ImageWork {
     engine: Engine,
     clock: Clock,
     queue: { add(name: string): void },
-    waitingForSlot: ReadonlySet<string>,
-    starts?: Reservations,
+    /** Every attempt waiting for a slot is looked at again (a pull ended: one may go now). */
+    lookForSlots: () => void,
+    starts: Reservations | undefined,
+    /** A pull or build ended: the engine's images changed (the next batch lists them). */
+    imagesChanged: () => void,
   ) {
     // one set of credentials: the puller's (a build's FROM images are pulled by it) and the builder's (X-Registry-Config)
     const credentials = controllerCredentials(o);
@@ -40,8 +43,9 @@ export class ImageWork {
       engine,
       clock,
       (names) => {
+        imagesChanged();
         for (const n of names) queue.add(n);
-        for (const w of waitingForSlot) queue.add(w);
+        lookForSlots();
       },
       credentials,
       starts,
@@ -53,6 +57,7 @@ export class ImageWork {
       engine,
       clock,
       (names) => {
+        imagesChanged();
         for (const n of names) queue.add(n);
       },
       credentials,

@@ -44,6 +44,8 @@ export interface SourcesOptions {
   queue(key: string): void;
   /** An engine event of attempt `key` (informer.ts decides when to look). */
   engineEvent(key: string, ev: EngineEvent): void;
+  /** An image event, or the image events' stream back after a break: the engine's images may have changed. */
+  imagesChanged(): void;
   carryOut(req: ControllerRequest): Promise<RequestAnswer>;
   /** How long the batch under way has taken (undefined: none), for the resync's warning. */
   batchAge(): number | undefined;
@@ -118,9 +120,23 @@ export class Sources {
       o.engine,
       o.cfg.instance,
       o.log,
-      { onEvent: () => void this.imageAppeared(), onReconnect: () => void this.imageAppeared() },
+      {
+        onEvent: () => {
+          o.imagesChanged();
+          void this.imageAppeared();
+        },
+        onReconnect: () => {
+          o.imagesChanged();
+          void this.imageAppeared();
+        },
+      },
       (opts) => images(opts),
     );
+  }
+
+  /** The image events' stream while connected: a number that changes at every break (engine-source.ts `epoch`). */
+  get imagesEpoch(): number | undefined {
+    return this.imageEvents.epoch;
   }
 
   /** An image event (or its stream back after a break): every attempt Blocked for a missing image is looked at again. */

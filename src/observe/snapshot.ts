@@ -36,17 +36,36 @@ export async function observe(
   instance: string,
   recorded: RecordedContainers | Promise<RecordedContainers>,
   now = Date.now(),
+  engineWide: EngineWide = engineWideOf(engine),
 ): Promise<Snapshot> {
   const filters = instanceFilters(instance);
   const [containers, networks, volumes, images, known, boot] = await Promise.all([
     engine.containers.list(filters),
     engine.networks.list(filters),
     engine.volumes.list(filters),
-    engine.images.list([]),
+    engineWide.images(),
     recorded,
-    bootOf(engine),
+    engineWide.boot(),
   ]);
-  return withImages(withBoot(group(instance, containers, networks, volumes, imageLabels(labeled(images)), known, now), boot), images);
+  const calls = 3 + engineWide.calls();
+  return withImages(withBoot(group(instance, containers, networks, volumes, imageLabels(labeled(images)), known, now, calls), boot), images);
+}
+
+/**
+ * What a snapshot asks of the engine beyond the instance's lists: every image it holds and its
+ * boot. By default asked each time; the controller's cache hands in the ones it kept while nothing
+ * could have changed them (controller/informer.ts). `calls`, once both answered: whether the image
+ * list went to the engine (1) or was kept (0); the boot, a reading, is not counted in a snapshot's calls.
+ */
+export interface EngineWide {
+  images(): Promise<readonly ImageSummary[]>;
+  boot(): Promise<Snapshot['boot']>;
+  calls(): number;
+}
+
+/** Both asked of the engine. */
+export function engineWideOf(engine: Engine): EngineWide {
+  return { images: () => engine.images.list([]), boot: () => bootOf(engine), calls: () => 1 };
 }
 
 /** The images that carry berth's labels: the ownership check's (an unfiltered list holds them). */
@@ -79,13 +98,14 @@ export async function observeAttempts(
   names: readonly string[],
   recorded: RecordedContainers | Promise<RecordedContainers>,
   now = Date.now(),
+  engineWide: EngineWide = engineWideOf(engine),
 ): Promise<Snapshot> {
   const base = instanceFilters(instance);
   const per = names.map((n) => {
     const f = [...base, `${LABELS.attempt}=${n}`];
     return Promise.all([engine.containers.list(f), engine.networks.list(f), engine.volumes.list(f)]);
   });
-  const [lists, images, known, boot] = await Promise.all([Promise.all(per), engine.images.list([]), recorded, bootOf(engine)]);
+  const [lists, images, known, boot] = await Promise.all([Promise.all(per), engineWide.images(), recorded, engineWide.boot()]);
   const s = group(
     instance,
     lists.flatMap((l) => l[0]),
@@ -94,7 +114,7 @@ export async function observeAttempts(
     imageLabels(labeled(images)),
     known,
     now,
-    3 * names.length + 1,
+    3 * names.length + engineWide.calls(),
   );
   return withImages(withBoot(s, boot), images);
 }
