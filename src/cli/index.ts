@@ -335,6 +335,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
       await done(v.runValidateGit(c, o));
       return;
     }
+    const cacheIn = v.validateCacheIn(c.env);
     await done(
       v.runValidate(
         paths.length ? paths : [c.specsDir],
@@ -344,6 +345,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
           resultsRootIsDefault: cmd.getOptionValueSourceWithGlobals('resultsRoot') === undefined && cmd.getOptionValueSourceWithGlobals('state') === 'default',
           env: c.env,
           ...(o.verbose ? { verbose: true } : {}),
+          ...(cacheIn !== undefined ? { cacheIn } : {}),
         },
         io,
       ),
