@@ -88,7 +88,8 @@ function save(dir, name, data, identity, prefix) {
 function runBundle(file, env, argv, commands, kind) {
   kind = kind || 'bundle';
   var vm = require('vm');
-  var Module = require('module');
+  // The CommonJS loader's Module, as require('module') gives it, without loading node:module (~0.5 ms).
+  var Module = module.constructor;
   // The build checks the file is ASCII (scripts/build-cli.ts): read as latin1, it becomes a string of
   // one byte per character with no decoding (half the time of utf8's); any other is read as utf8.
   var bytes = fs.readFileSync(file);

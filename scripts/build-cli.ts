@@ -127,6 +127,22 @@ module.exports = { spawn: function () { return load().spawn.apply(this, argument
   },
 };
 
+/**
+ * commander (an ES module) takes node:path, node:fs and node:process by their default export: in a
+ * CommonJS bundle each became a copy of every property of the module (esbuild's __toESM, ~0.5 ms
+ * at every start for process's and fs's); here the default export is the module itself, which is
+ * what Node gives an ES module for it.
+ */
+const commanderBuiltins: Plugin = {
+  name: 'commander-builtins',
+  setup(b) {
+    b.onResolve({ filter: /^node:(path|fs|process)$/ }, (args) =>
+      /[\\/]node_modules[\\/]commander[\\/]/.test(args.importer) ? { path: args.path, namespace: 'commander-builtin' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'commander-builtin' }, (args) => ({ contents: `export default require(${JSON.stringify(args.path)});`, loader: 'js' }));
+  },
+};
+
 /** What every build shares: the single file and the split build's files. */
 const common = {
   bundle: true,
@@ -164,7 +180,7 @@ async function singleFile(): Promise<void> {
     outfile: out,
     // The version check runs before any of the bundle's modules; the bundle's own modules need 22.22.
     banner: { js: `#!/usr/bin/env node\n(${nodeCheck})();` },
-    plugins: [bundledSchemaFiles, noSchemaCompiler, noBuildKit, deferredModules, lazyChildProcess],
+    plugins: [bundledSchemaFiles, noSchemaCompiler, noBuildKit, deferredModules, lazyChildProcess, commanderBuiltins],
     // In a checkout (dist/berth.cjs), a map back to the sources: errors' stacks with --enable-source-maps, and coverage.
     sourcemap: process.env.BERTH_CLI_BUNDLE ? false : 'linked',
   });
@@ -324,7 +340,7 @@ async function splitPair(name: string, keep?: readonly string[]): Promise<number
     write,
     metafile: true,
     // bin/berth.js checks Node's version before it reads this file.
-    plugins: [bundledSchemaFiles, noSchemaCompiler, ...(keep ? [onlyCommand(keep)] : []), engineBoundary(engineBase), hostTable(shared), lazyChildProcess],
+    plugins: [bundledSchemaFiles, noSchemaCompiler, ...(keep ? [onlyCommand(keep)] : []), engineBoundary(engineBase), hostTable(shared), lazyChildProcess, commanderBuiltins],
     sourcemap: 'linked',
   });
   const inputs = (m: { inputs: Record<string, unknown> } | undefined) =>

@@ -143,7 +143,11 @@ export async function runValidateGit(ctx: Context, o: GitFlags & { output: 'text
   const verbose = o.verbose ? { verbose: true } : {};
   if (!git) {
     const cacheIn = validateCacheIn(ctx.env);
-    return runValidate([ctx.specsDir], { output: o.output, resultsRoot: ctx.resultsRoot, env: ctx.env, ...verbose, ...(cacheIn !== undefined ? { cacheIn } : {}) }, ctx.io);
+    return runValidate(
+      [ctx.specsDir],
+      { output: o.output, resultsRoot: ctx.resultsRoot, env: ctx.env, ...verbose, ...(cacheIn !== undefined ? { cacheIn } : {}) },
+      ctx.io,
+    );
   }
   let peek: Awaited<ReturnType<typeof peekRevision>>;
   try {

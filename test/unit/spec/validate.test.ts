@@ -140,7 +140,11 @@ describe('cli/validate', () => {
     const json = async () => {
       clearSpecFileCache(); // a new process: nothing kept in memory
       let out = '';
-      const code = await runValidate([sb.specs], { output: 'json', resultsRoot: sb.results, cacheIn: cacheIn as string }, { out: (t) => (out += t), err: () => undefined });
+      const code = await runValidate(
+        [sb.specs],
+        { output: 'json', resultsRoot: sb.results, cacheIn: cacheIn as string },
+        { out: (t) => (out += t), err: () => undefined },
+      );
       return { code, body: JSON.parse(out) as { attempts: string[]; errors: { path: string }[] } };
     };
     expect((await json()).body.attempts).to.deep.equal(['kept-a', 'kept-b']);
