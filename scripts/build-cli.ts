@@ -340,7 +340,15 @@ async function splitPair(name: string, keep?: readonly string[]): Promise<number
     write,
     metafile: true,
     // bin/berth.js checks Node's version before it reads this file.
-    plugins: [bundledSchemaFiles, noSchemaCompiler, ...(keep ? [onlyCommand(keep)] : []), engineBoundary(engineBase), hostTable(shared), lazyChildProcess, commanderBuiltins],
+    plugins: [
+      bundledSchemaFiles,
+      noSchemaCompiler,
+      ...(keep ? [onlyCommand(keep)] : []),
+      engineBoundary(engineBase),
+      hostTable(shared),
+      lazyChildProcess,
+      commanderBuiltins,
+    ],
     sourcemap: 'linked',
   });
   const inputs = (m: { inputs: Record<string, unknown> } | undefined) =>
