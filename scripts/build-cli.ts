@@ -143,6 +143,28 @@ const commanderBuiltins: Plugin = {
   },
 };
 
+/**
+ * node:crypto (and node:stream, which it loads: ~3 ms) loads when berth's code first calls it, not
+ * when a module that may call it is evaluated: `get` and `validate` over unchanged specs never do
+ * (spec/hash.ts hashes their few short strings in JavaScript). berth's modules take crypto by named
+ * imports only: each is a function that loads the module on its first call. CRYPTO_NAMES is what
+ * they take (a name missing here fails the build: "No matching export").
+ */
+const CRYPTO_NAMES = ['createHash', 'createHmac', 'hash', 'randomBytes', 'timingSafeEqual'];
+const lazyCrypto: Plugin = {
+  name: 'lazy-crypto',
+  setup(b) {
+    b.onResolve({ filter: /^(node:)?crypto$/ }, (args) =>
+      path.relative(repo, args.importer).startsWith(`src${path.sep}`) ? { path: 'crypto', namespace: 'lazy-crypto' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'lazy-crypto' }, () => ({
+      contents: `var real; function load() { return real || (real = require('node:crypto')); }
+${CRYPTO_NAMES.map((n) => `export function ${n}() { return load().${n}.apply(undefined, arguments); }`).join('\n')}`,
+      loader: 'js',
+    }));
+  },
+};
+
 /** What every build shares: the single file and the split build's files. */
 const common = {
   bundle: true,
@@ -180,7 +202,7 @@ async function singleFile(): Promise<void> {
     outfile: out,
     // The version check runs before any of the bundle's modules; the bundle's own modules need 22.22.
     banner: { js: `#!/usr/bin/env node\n(${nodeCheck})();` },
-    plugins: [bundledSchemaFiles, noSchemaCompiler, noBuildKit, deferredModules, lazyChildProcess, commanderBuiltins],
+    plugins: [bundledSchemaFiles, noSchemaCompiler, noBuildKit, deferredModules, lazyChildProcess, commanderBuiltins, lazyCrypto],
     // In a checkout (dist/berth.cjs), a map back to the sources: errors' stacks with --enable-source-maps, and coverage.
     sourcemap: process.env.BERTH_CLI_BUNDLE ? false : 'linked',
   });
@@ -348,6 +370,7 @@ async function splitPair(name: string, keep?: readonly string[]): Promise<number
       hostTable(shared),
       lazyChildProcess,
       commanderBuiltins,
+      lazyCrypto,
     ],
     sourcemap: 'linked',
   });
