@@ -185,7 +185,8 @@ const common = {
 } satisfies BuildOptions;
 
 /** Run as a program (`node berth.cjs`), it runs berth; required (bin/berth.js), it hands over main(). */
-const MAIN = "const cli = require('./src/cli/index'); module.exports = { main: cli.main }; if (require.main === module) cli.main(process.argv);";
+const MAIN =
+  "const cli = require('./src/cli/index'); module.exports = { main: cli.main, coldRun: require('./src/spec/file-cache').specFilesParsed }; if (require.main === module) cli.main(process.argv);";
 
 /** One byte per character: a file with any other is read into a string twice the size, slower at every start. */
 function checkAscii(file: string): void {
@@ -353,7 +354,7 @@ async function splitPair(name: string, keep?: readonly string[]): Promise<number
     // One build, several files: the spec cache (src/spec/disk-cache.ts) names the build by berth.cjs's stat in each.
     define: { ...common.define, BERTH_BUILD_FILE: JSON.stringify('berth.cjs') },
     stdin: {
-      contents: `const cli = require('./src/cli/index'); module.exports = { ${exportsOf}, setChunkLoader: require('berth-chunks').setLoader };`,
+      contents: `const cli = require('./src/cli/index'); module.exports = { ${exportsOf}, setChunkLoader: require('berth-chunks').setLoader, coldRun: require('./src/spec/file-cache').specFilesParsed };`,
       resolveDir: repo,
       sourcefile: 'berth-cli.js',
       loader: 'js',
