@@ -127,6 +127,44 @@ module.exports = { spawn: function () { return load().spawn.apply(this, argument
   },
 };
 
+/**
+ * commander (an ES module) takes node:path, node:fs and node:process by their default export: in a
+ * CommonJS bundle each became a copy of every property of the module (esbuild's __toESM, ~0.5 ms
+ * at every start for process's and fs's); here the default export is the module itself, which is
+ * what Node gives an ES module for it.
+ */
+const commanderBuiltins: Plugin = {
+  name: 'commander-builtins',
+  setup(b) {
+    b.onResolve({ filter: /^node:(path|fs|process)$/ }, (args) =>
+      /[\\/]node_modules[\\/]commander[\\/]/.test(args.importer) ? { path: args.path, namespace: 'commander-builtin' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'commander-builtin' }, (args) => ({ contents: `export default require(${JSON.stringify(args.path)});`, loader: 'js' }));
+  },
+};
+
+/**
+ * node:crypto (and node:stream, which it loads: ~3 ms) loads when berth's code first calls it, not
+ * when a module that may call it is evaluated: `get` and `validate` over unchanged specs never do
+ * (spec/hash.ts hashes their few short strings in JavaScript). berth's modules take crypto by named
+ * imports only: each is a function that loads the module on its first call. CRYPTO_NAMES is what
+ * they take (a name missing here fails the build: "No matching export").
+ */
+const CRYPTO_NAMES = ['createHash', 'createHmac', 'hash', 'randomBytes', 'timingSafeEqual'];
+const lazyCrypto: Plugin = {
+  name: 'lazy-crypto',
+  setup(b) {
+    b.onResolve({ filter: /^(node:)?crypto$/ }, (args) =>
+      path.relative(repo, args.importer).startsWith(`src${path.sep}`) ? { path: 'crypto', namespace: 'lazy-crypto' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'lazy-crypto' }, () => ({
+      contents: `var real; function load() { return real || (real = require('node:crypto')); }
+${CRYPTO_NAMES.map((n) => `export function ${n}() { return load().${n}.apply(undefined, arguments); }`).join('\n')}`,
+      loader: 'js',
+    }));
+  },
+};
+
 /** What every build shares: the single file and the split build's files. */
 const common = {
   bundle: true,
@@ -147,7 +185,8 @@ const common = {
 } satisfies BuildOptions;
 
 /** Run as a program (`node berth.cjs`), it runs berth; required (bin/berth.js), it hands over main(). */
-const MAIN = "const cli = require('./src/cli/index'); module.exports = { main: cli.main }; if (require.main === module) cli.main(process.argv);";
+const MAIN =
+  "const cli = require('./src/cli/index'); module.exports = { main: cli.main, coldRun: require('./src/spec/file-cache').specFilesParsed }; if (require.main === module) cli.main(process.argv);";
 
 /** One byte per character: a file with any other is read into a string twice the size, slower at every start. */
 function checkAscii(file: string): void {
@@ -164,7 +203,7 @@ async function singleFile(): Promise<void> {
     outfile: out,
     // The version check runs before any of the bundle's modules; the bundle's own modules need 22.22.
     banner: { js: `#!/usr/bin/env node\n(${nodeCheck})();` },
-    plugins: [bundledSchemaFiles, noSchemaCompiler, noBuildKit, deferredModules, lazyChildProcess],
+    plugins: [bundledSchemaFiles, noSchemaCompiler, noBuildKit, deferredModules, lazyChildProcess, commanderBuiltins, lazyCrypto],
     // In a checkout (dist/berth.cjs), a map back to the sources: errors' stacks with --enable-source-maps, and coverage.
     sourcemap: process.env.BERTH_CLI_BUNDLE ? false : 'linked',
   });
@@ -315,7 +354,7 @@ async function splitPair(name: string, keep?: readonly string[]): Promise<number
     // One build, several files: the spec cache (src/spec/disk-cache.ts) names the build by berth.cjs's stat in each.
     define: { ...common.define, BERTH_BUILD_FILE: JSON.stringify('berth.cjs') },
     stdin: {
-      contents: `const cli = require('./src/cli/index'); module.exports = { ${exportsOf}, setChunkLoader: require('berth-chunks').setLoader };`,
+      contents: `const cli = require('./src/cli/index'); module.exports = { ${exportsOf}, setChunkLoader: require('berth-chunks').setLoader, coldRun: require('./src/spec/file-cache').specFilesParsed };`,
       resolveDir: repo,
       sourcefile: 'berth-cli.js',
       loader: 'js',
@@ -324,7 +363,16 @@ async function splitPair(name: string, keep?: readonly string[]): Promise<number
     write,
     metafile: true,
     // bin/berth.js checks Node's version before it reads this file.
-    plugins: [bundledSchemaFiles, noSchemaCompiler, ...(keep ? [onlyCommand(keep)] : []), engineBoundary(engineBase), hostTable(shared), lazyChildProcess],
+    plugins: [
+      bundledSchemaFiles,
+      noSchemaCompiler,
+      ...(keep ? [onlyCommand(keep)] : []),
+      engineBoundary(engineBase),
+      hostTable(shared),
+      lazyChildProcess,
+      commanderBuiltins,
+      lazyCrypto,
+    ],
     sourcemap: 'linked',
   });
   const inputs = (m: { inputs: Record<string, unknown> } | undefined) =>

@@ -43,7 +43,7 @@ import type * as ContextMod from './context';
 import type { Context, GlobalOptions } from './context';
 import { defaultMaxRunning } from './max-running';
 import { ENV_HELP, examplesHelp, EXIT_CODES_HELP } from './help';
-import { jsonLinesIo, processIo, wantsJsonLogs, type Io } from './io';
+import { jsonLinesIo, processIo, wantsJsonLogs, writesToFile, type Io } from './io';
 import { NAME_FORMS, setNames } from './names';
 import { buildOnly, commandWord } from './only-command';
 import { seeHelp, usageError, UsageError, UsageOutput } from './usage';
@@ -335,6 +335,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
       await done(v.runValidateGit(c, o));
       return;
     }
+    const cacheIn = v.validateCacheIn(c.env);
     await done(
       v.runValidate(
         paths.length ? paths : [c.specsDir],
@@ -344,6 +345,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
           resultsRootIsDefault: cmd.getOptionValueSourceWithGlobals('resultsRoot') === undefined && cmd.getOptionValueSourceWithGlobals('state') === 'default',
           env: c.env,
           ...(o.verbose ? { verbose: true } : {}),
+          ...(cacheIn !== undefined ? { cacheIn } : {}),
         },
         io,
       ),
@@ -925,10 +927,12 @@ export function main(argv: string[]): void {
   exitOnSignals();
   // A reader that went away (`berth get | head`) ends the command quietly, as it ends `ls`, not
   // with an unhandled EPIPE and a stack trace.
-  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-    if (err.code !== 'EPIPE') throw err;
-    process.exit(process.exitCode ?? EXIT.ok);
-  });
+  // (A file or /dev/null is written without Node's stream, io.ts: no reader to go away.)
+  if (!writesToFile(1))
+    process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EPIPE') throw err;
+      process.exit(process.exitCode ?? EXIT.ok);
+    });
   run(argv).then(
     (code) => {
       process.exitCode = code;

@@ -1,3 +1,5 @@
+import { fstatSync, statSync, writeSync } from 'node:fs';
+
 /** Where a command writes: human output on stdout, diagnostics on stderr. Tests pass their own. */
 export interface Io {
   out(s: string): void;
@@ -6,10 +8,53 @@ export interface Io {
   isTTY: boolean;
 }
 
+/**
+ * Whether fd 1 or 2 is a file or /dev/null: what Node makes a SyncWriteStream of (its stream for a
+ * file), which writes each chunk with fs.writeSync. Such a stream is written here the same way
+ * without making process.stdout or process.stderr, whose first use loads Node's stream modules
+ * (~2 ms of every command's start, issue 55). A terminal, a pipe or anything else gets Node's
+ * stream, as always.
+ */
+const direct: Partial<Record<1 | 2, boolean>> = {};
+export function writesToFile(fd: 1 | 2): boolean {
+  let d = direct[fd];
+  if (d === undefined) {
+    try {
+      const st = fstatSync(fd);
+      d = st.isFile() || (st.isCharacterDevice() && st.rdev === statSync('/dev/null').rdev);
+    } catch {
+      d = false;
+    }
+    direct[fd] = d;
+  }
+  return d;
+}
+
+function writer(fd: 1 | 2): (s: string) => void {
+  const stream = () => (fd === 1 ? process.stdout : process.stderr);
+  return (s) => {
+    if (!writesToFile(fd)) {
+      stream().write(s);
+      return;
+    }
+    const buf = Buffer.from(s, 'utf8');
+    let off = 0;
+    try {
+      while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off);
+    } catch {
+      // what is left goes through Node's stream from now on, which meets the error as it always did
+      direct[fd] = false;
+      stream().write(buf.subarray(off));
+    }
+  };
+}
+
 export const processIo: Io = {
-  out: (s) => void process.stdout.write(s),
-  err: (s) => void process.stderr.write(s),
-  isTTY: !!process.stderr.isTTY,
+  out: writer(1),
+  err: writer(2),
+  get isTTY() {
+    return !writesToFile(2) && !!process.stderr.isTTY;
+  },
 };
 
 /** An Io that records everything, for tests. */

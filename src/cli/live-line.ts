@@ -3,7 +3,7 @@
  * `\r`). Anything else written to stderr while it shows (a log line, a `berth:` message) first
  * clears it and then draws it again below, so the two never run into one line.
  */
-import { Writable } from 'node:stream';
+import type * as Stream from 'node:stream';
 import type { Io } from './io';
 
 const CLEAR = '\r\x1b[K';
@@ -30,9 +30,9 @@ export class LiveLine {
     this.shown = '';
   }
 
-  /** A stream for the logger that writes above the live line. */
-  stream(): Writable {
-    return new Writable({
+  /** A stream for the logger that writes above the live line (node:stream loaded here: on a terminal only, issue 55). */
+  stream(): Stream.Writable {
+    return new (require('node:stream') as typeof Stream).Writable({
       write: (chunk: Buffer | string, _enc, cb) => {
         this.above(typeof chunk === 'string' ? chunk : chunk.toString('utf8'));
         cb();

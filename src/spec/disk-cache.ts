@@ -28,7 +28,7 @@
  *   only when it starts a container.
  */
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import * as path from 'node:path';
 import { fromShape, hashPieces, isShape, reproduces } from './set-shape';
 import { readSigned } from './file-cache';
@@ -40,6 +40,9 @@ import type { LoadedSpec } from './types';
 
 /** 2: a set's children made from its shape are kept as the shape (its coordinates are in the set). */
 const FORMAT = 2;
+/** Cache files kept in one folder (one per specs folder, results root and working directory): the least recently written go first. */
+export const MAX_CACHE_FILES = 64;
+const CACHE_FILE = /^specs-[0-9a-f]{16}\.json$/;
 
 interface Entry {
   /** sha256 of the file's bytes the outcome was read from. */
@@ -298,6 +301,30 @@ export class DiskSpecCache {
       renameSync(temp, this.file);
     } catch {
       rmSync(temp, { force: true });
+      return;
     }
+    pruneCacheFiles(path.dirname(this.file), this.file);
+  }
+}
+
+/** Removes the least recently written cache files of `dir` beyond MAX_CACHE_FILES (never `keep`); never throws. */
+function pruneCacheFiles(dir: string, keep: string): void {
+  try {
+    const names = readdirSync(dir).filter((n) => CACHE_FILE.test(n));
+    if (names.length <= MAX_CACHE_FILES) return;
+    const aged = names
+      .map((n) => {
+        const file = path.join(dir, n);
+        try {
+          return { file, at: statSync(file).mtimeMs };
+        } catch {
+          return undefined;
+        }
+      })
+      .filter((x): x is { file: string; at: number } => x !== undefined && x.file !== keep)
+      .sort((a, b) => a.at - b.at);
+    for (const { file } of aged.slice(0, Math.max(0, aged.length + 1 - MAX_CACHE_FILES))) rmSync(file, { force: true });
+  } catch {
+    // best effort: the next write tries again
   }
 }

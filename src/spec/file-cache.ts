@@ -137,6 +137,17 @@ export function cachedOutcome(f: SpecFile, file: string, roots: Roots): FileOutc
   return hit.outcome.fixtures?.length ? fixturesHold(hit.outcome, roots) : hit.outcome;
 }
 
+let filesParsed = false;
+
+/**
+ * Whether this process parsed a spec file (no cache had its outcome): the launcher's code cache
+ * (bin/compile-cache.js) is not made from such a run, whose parser's compiled code the runs after
+ * it, answered from the caches, would read back at every start without running it.
+ */
+export function specFilesParsed(): boolean {
+  return filesParsed;
+}
+
 /**
  * Loads `f` (no look at the cache first: the caller found nothing kept) and keeps the outcome when
  * it may; `kept` hears of every outcome kept, with its key and the signature taken before the read.
@@ -150,6 +161,7 @@ export async function loadAndKeep(
   // Lazy: yaml, the schema's validator and the checks load only when a file must be parsed (a
   // pass whose every file comes from a cache never loads them).
   const { loadFile } = require('./load-file') as typeof LoadFile;
+  filesParsed = true;
   const sig = signature(f.abs);
   if (sig === undefined) return loadFile(f, file, roots);
   const key = keyOf(f, file, roots);

@@ -27,6 +27,7 @@
  */
 import { hash as oneShotHash } from 'node:crypto';
 import { SPEC_HASH_SCHEMA } from '../constants';
+import { sha256HexJs } from '../util/sha256';
 import { canonicalJson } from './canonical-json';
 import type { CredentialSpec, NormalizedAttempt, SecretRef, SidecarReady, SidecarSpec, VolumeMount } from './types';
 
@@ -238,5 +239,18 @@ export function templatePinKey(template: Readonly<Record<string, unknown>>): str
 
 /** sha256 hex (crypto.hash: one call, no Hash object; a set's thousands of children each hash their spec). */
 export function sha256Hex(data: string | Uint8Array): string {
+  // The first few small inputs of a process are hashed in JavaScript (util/sha256.ts: the same
+  // digests): a command that hashes nothing else never loads node:crypto (start-up, issue 55).
+  // Past JS_HASH_BUDGET bytes node:crypto does it all (loaded by the build on first use).
+  if (jsHashed < JS_HASH_BUDGET && data.length <= JS_HASH_MAX) {
+    jsHashed += data.length + 64;
+    return sha256HexJs(data);
+  }
+  jsHashed = JS_HASH_BUDGET;
   return oneShotHash('sha256', data, 'hex');
 }
+
+/** Bytes (and 64 a call) hashed in JavaScript before node:crypto takes over; a longer input goes to it at once. */
+const JS_HASH_BUDGET = 8192;
+const JS_HASH_MAX = 1024;
+let jsHashed = 0;

@@ -18,8 +18,7 @@
  * write. It holds what the spec file says (as the spec cache does), never a secret's value.
  */
 import { createHash } from 'node:crypto';
-import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { closeSync, openSync, promises as fsp, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { writeFileAtomic } from '../status/atomic-file';
 import type { DocOutcome } from './check-document';
@@ -136,7 +135,7 @@ export class LastGoodSets {
       const header: Header = { schemaVersion: LAST_GOOD_SCHEMA_VERSION, set, file: rel, fingerprint };
       const outcome: FileOutcome = { docs: [doc], errors: [], unreadable: false };
       try {
-        await mkdir(this.dir, { recursive: true });
+        await fsp.mkdir(this.dir, { recursive: true });
         await writeFileAtomic(file, `${JSON.stringify(header)}\n${JSON.stringify(pack(outcome))}\n`);
         this.onDisk.set(set, fingerprint);
       } catch {

@@ -13,7 +13,7 @@
  * overlap are errors at both (results-overlap.ts).
  * Never throws: every problem is a SpecError.
  */
-import { promises as fsp, realpathSync, type Stats } from 'node:fs';
+import { lstatSync, realpathSync, statSync, type Stats } from 'node:fs';
 import * as path from 'node:path';
 import { mapChunked, runBounded } from '../util/pool';
 import type { DocOutcome } from './check-document';
@@ -90,7 +90,8 @@ export async function loadPaths(paths: string[], opts: LoadOptions): Promise<Loa
       const abs = path.resolve(p);
       let st: Stats;
       try {
-        st = await fsp.stat(abs);
+        // synchronous, as the walk's (walk.ts): one call, and no node:fs/promises to load (start-up, issue 55)
+        st = statSync(abs);
       } catch (err) {
         sets.push({ root: path.dirname(abs), files: [], problems: [{ abs, rel: path.basename(abs), code: 'io', message: ioReason(err) }] });
         continue;
@@ -101,7 +102,7 @@ export async function loadPaths(paths: string[], opts: LoadOptions): Promise<Loa
         folders.push({ root: abs, files: walk.files, problems: walk.problems, ...(walk.skipped ? { skipped: walk.skipped } : {}), outcomes });
       } else {
         // A file named on the command line is its folder's spec: a link out of that folder is never read.
-        const linked = (await fsp.lstat(abs)).isSymbolicLink();
+        const linked = lstatSync(abs).isSymbolicLink();
         const real = linked ? await realpathLoose(abs) : abs;
         if (linked && !isInside(await realpathLoose(path.dirname(abs)), real)) {
           const problem: WalkProblem = { abs, rel: path.basename(abs), code: 'path-escape', message: `links outside its folder (to ${real}); not read` };

@@ -7,8 +7,7 @@
  * afresh. A file made before pins had a key holds while the template is as written then
  * (`templateHash`), and gets the key at the first pass that finds it so (upgrade).
  */
-import { readdirSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { promises as fsp, readdirSync } from 'node:fs';
 import path from 'node:path';
 import type { ImageProvenance } from './types';
 import { CorruptJsonError, readJsonFileSync, writeFileAtomic } from './atomic-file';
@@ -158,7 +157,7 @@ export class ImagePins {
   }
 
   private async write(all: Map<string, SetPins>, updated: SetPins): Promise<void> {
-    await mkdir(this.dir, { recursive: true });
+    await fsp.mkdir(this.dir, { recursive: true });
     await writeFileAtomic(path.join(this.dir, `${updated.set}.json`), `${JSON.stringify(updated, null, 2)}\n`);
     all.set(updated.set, updated);
   }

@@ -8,8 +8,7 @@
  * crash, left from an earlier run (another spec hash) or that cannot be read counts as none (the
  * plan says it cannot tell). A run's start costs no second fsync for it.
  */
-import { readFileSync } from 'node:fs';
-import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { promises as fsp, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { tempPathFor } from './atomic-file';
 
@@ -39,13 +38,13 @@ export class RunSpecs {
   async put(name: string, specHash: string, spec: Record<string, unknown>): Promise<void> {
     const whole = JSON.stringify({ schemaVersion: 1, specHash, spec } satisfies RunSpec);
     const text = whole.length <= RUN_SPEC_MAX_BYTES ? whole : JSON.stringify({ schemaVersion: 1, specHash } satisfies RunSpec);
-    await mkdir(this.dir, { recursive: true });
+    await fsp.mkdir(this.dir, { recursive: true });
     const temp = tempPathFor(this.file(name));
     try {
-      await writeFile(temp, `${text}\n`, { flag: 'wx' });
-      await rename(temp, this.file(name));
+      await fsp.writeFile(temp, `${text}\n`, { flag: 'wx' });
+      await fsp.rename(temp, this.file(name));
     } catch (err) {
-      await rm(temp, { force: true });
+      await fsp.rm(temp, { force: true });
       throw err;
     }
   }
@@ -62,6 +61,6 @@ export class RunSpecs {
   }
 
   async remove(name: string): Promise<void> {
-    await rm(this.file(name), { force: true });
+    await fsp.rm(this.file(name), { force: true });
   }
 }

@@ -11,7 +11,7 @@
  */
 import { createReadStream, constants as C, promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
+import type * as Readline from 'node:readline';
 import { EXEC } from '../constants';
 import { resultsBase } from '../harvest/run-folder';
 import type { Touched } from '../status/types';
@@ -135,7 +135,12 @@ export async function readTouched(where: { base: string; runDir: string }): Prom
   const begun = new Map<string, { kind: TouchKind; at: string }>();
   const refused = new Set<string>();
   try {
-    const lines = createInterface({ input: createReadStream('', { fd: fh.fd, autoClose: false }), crlfDelay: Infinity });
+    // node:readline loaded here, by the command that reads a record (start-up, issue 55)
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const lines = (require('node:readline') as typeof Readline).createInterface({
+      input: createReadStream('', { fd: fh.fd, autoClose: false }),
+      crlfDelay: Infinity,
+    });
     for await (const text of lines) {
       let l: Partial<RecordLine>;
       try {

@@ -23,7 +23,8 @@
  * the longest form less one byte, plus any line breaks inside it) is carried to the next chunk,
  * in memory only. Values are never written, logged or put in an error by this module.
  */
-import { Transform, type TransformCallback } from 'node:stream';
+import type * as Stream from 'node:stream';
+import type { TransformCallback } from 'node:stream';
 
 export interface SecretValue {
   name: string;
@@ -374,9 +375,11 @@ export class Redactor {
   }
 
   /** A stream that passes bytes through redacted; holds back at most the longest form (plus line breaks) between chunks. */
-  stream(): Transform {
+  stream(): Stream.Transform {
     let carry: Buffer = Buffer.alloc(0);
-    return new Transform({
+    // node:stream loaded on first use: a command that redacts no stream does not load it (start-up, issue 55)
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    return new (require('node:stream') as typeof Stream).Transform({
       transform: (chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback) => {
         const c = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk));
         if (!this.ac) return cb(null, c);

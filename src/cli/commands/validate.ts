@@ -10,11 +10,12 @@
  * process can read it, is too short or too long to be redacted from what berth writes
  * (harvest/redaction.ts).
  */
-import { closeSync, constants as fsConstants, fstatSync, openSync, readFileSync, realpathSync } from 'node:fs';
+import { closeSync, constants as fsConstants, fstatSync, mkdirSync, openSync, readFileSync, realpathSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { DEFAULTS, EXIT, SCHEMA_VERSIONS } from '../../constants';
 import { readSecret } from '../../pack/secrets';
+import { cacheDir } from '../../spec/digest-store';
 import { loadPaths, loadSpecs, type LoadReport } from '../../spec/loader';
 import { isWithin } from '../../spec/path-util';
 import { formatErrors, githubAnnotations, inGithubActions, type ReadLine } from '../format-errors';
@@ -34,6 +35,28 @@ export interface ValidateOptions {
   resultsRootIsDefault?: boolean;
   /** Where `fromEnv` secrets are read for the too-short warning (default: this process's). */
   env?: NodeJS.ProcessEnv;
+  /** Outcomes of unchanged spec files are kept on disk under this folder between runs (validateCacheIn). */
+  cacheIn?: string;
+}
+
+/**
+ * Where validate keeps the outcomes of unchanged spec files between runs (spec/disk-cache.ts, as
+ * reconcile, plan and get keep them under the state folder; keyed by each file's bytes, so an
+ * edited file is always read again): `validate/` in the user's cache folder (digest-store.ts
+ * cacheDir: $BERTH_CACHE_DIR, empty for none, else $XDG_CACHE_HOME/berth, else ~/.cache/berth),
+ * made 0700 if need be. Never the state folder, which validate does not write. Undefined when no
+ * cache is kept.
+ */
+export function validateCacheIn(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const dir = cacheDir(env);
+  if (dir === undefined) return undefined;
+  const own = path.join(dir, 'validate');
+  try {
+    mkdirSync(own, { recursive: true, mode: 0o700 });
+    return own;
+  } catch {
+    return undefined;
+  }
 }
 
 export interface ValidateIo {
@@ -51,7 +74,7 @@ export async function runValidate(paths: string[], opts: ValidateOptions, io: Va
   const report =
     opts.revision !== undefined && paths[0] !== undefined
       ? await loadSpecs({ specsDir: paths[0], resultsRoot, revision: opts.revision })
-      : await loadPaths(given, { resultsRoot });
+      : await loadPaths(given, { resultsRoot, ...(opts.cacheIn !== undefined ? { cacheIn: opts.cacheIn } : {}) });
   const valid = report.errors.length === 0;
   const warnings = await shortSecrets(report, opts.env ?? process.env);
   if (inside !== undefined) {
@@ -118,7 +141,14 @@ async function shortSecrets(report: LoadReport, env: NodeJS.ProcessEnv): Promise
 export async function runValidateGit(ctx: Context, o: GitFlags & { output: 'text' | 'json'; verbose?: boolean }): Promise<number> {
   const git = await gitSourceFrom(ctx, o);
   const verbose = o.verbose ? { verbose: true } : {};
-  if (!git) return runValidate([ctx.specsDir], { output: o.output, resultsRoot: ctx.resultsRoot, env: ctx.env, ...verbose }, ctx.io);
+  if (!git) {
+    const cacheIn = validateCacheIn(ctx.env);
+    return runValidate(
+      [ctx.specsDir],
+      { output: o.output, resultsRoot: ctx.resultsRoot, env: ctx.env, ...verbose, ...(cacheIn !== undefined ? { cacheIn } : {}) },
+      ctx.io,
+    );
+  }
   let peek: Awaited<ReturnType<typeof peekRevision>>;
   try {
     peek = await peekRevision(git);

@@ -167,4 +167,42 @@ cc.runBundle(${JSON.stringify(bundle)}, process.env, process.argv, ['get']).main
     // the old build's entry is gone once the new one is written
     expect(readdirSync(path.join(dir, 'c', 'code-cache')).filter((f) => f.startsWith('bundle-get-'))).to.have.length(1);
   });
+
+  it('a first run that parsed spec files (coldRun) leaves only a mark; the next run makes the cache, whatever it did', function () {
+    const bundle = path.join(dir, 'b.cjs');
+    // coldRun() says what the file named by COLD holds, as the bundle's spec loader would say it parsed a file
+    writeFileSync(
+      bundle,
+      "module.exports = { main: () => process.stdout.write('ran'), coldRun: () => require('fs').readFileSync(process.env.COLD, 'utf8') === 'yes' };\n",
+    );
+    const runner = path.join(dir, 'run.cjs');
+    writeFileSync(
+      runner,
+      `const cc = require(${JSON.stringify(path.join(REPO, 'bin', 'compile-cache.js'))});
+const vm = require('vm'); const Script = vm.Script;
+vm.Script = function (src, o) { const s = new Script(src, o); process.on('exit', () => process.stderr.write(o.cachedData ? (s.cachedDataRejected ? 'rejected' : 'used') : 'none')); return s; };
+cc.runBundle(${JSON.stringify(bundle)}, process.env, process.argv, ['get']).main();`,
+    );
+    const cold = path.join(dir, 'cold');
+    const env = { ...process.env, BERTH_CACHE_DIR: path.join(dir, 'c'), COLD: cold };
+    const entries = () => readdirSync(path.join(dir, 'c', 'code-cache')).filter((f) => f.startsWith('bundle-get-'));
+    const once = (parsed: boolean) => {
+      writeFileSync(cold, parsed ? 'yes' : 'no');
+      const r = spawnSync(process.execPath, [runner, 'get'], { encoding: 'utf8', env });
+      expect(r.stdout).to.equal('ran');
+      return r.stderr;
+    };
+    expect(once(true)).to.equal('none');
+    expect(entries().map((f) => f.endsWith('.cold'))).to.deep.equal([true]);
+    expect(once(false)).to.equal('none');
+    expect(
+      entries().map((f) => f.endsWith('.cold')),
+      'the cache, and the mark gone',
+    ).to.deep.equal([false]);
+    expect(once(true)).to.equal('used');
+    // a command that parses at every run still gets a cache, at its second run
+    rmSync(path.join(dir, 'c'), { recursive: true, force: true });
+    expect([once(true), once(true), once(true)]).to.deep.equal(['none', 'none', 'used']);
+    expect(entries().map((f) => f.endsWith('.cold'))).to.deep.equal([false]);
+  });
 });

@@ -7,6 +7,7 @@
 import { expect } from 'chai';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { MAX_CACHE_FILES } from '../../../src/spec/disk-cache';
 import { clearSpecFileCache } from '../../../src/spec/file-cache';
 import { loadSpecs } from '../../../src/spec/loader';
 import { cleanupTemp, doc, tempDir, writeTree } from './helpers';
@@ -133,6 +134,35 @@ describe('spec/disk-cache', () => {
     clearSpecFileCache();
     await loadSpecs({ specsDir: path.join(root, 'specs'), resultsRoot: path.join(root, 'results'), cacheIn: path.join(root, 'no-state') });
     expect(existsSync(path.join(root, 'no-state'))).to.equal(false);
+  });
+});
+
+describe('spec/disk-cache: bounded', () => {
+  afterEach(() => {
+    clearSpecFileCache();
+    cleanupTemp();
+  });
+
+  it(`keeps at most ${MAX_CACHE_FILES} cache files in a folder: a write removes the least recently written`, async () => {
+    const s = setup({ 'a.yaml': doc('a') });
+    const dir = path.join(s.state, 'cache');
+    mkdirSync(dir);
+    const others = Array.from({ length: MAX_CACHE_FILES + 5 }, (_, i) => path.join(dir, `specs-${i.toString(16).padStart(16, '0')}.json`));
+    others.forEach((f, i) => {
+      writeFileSync(f, '{}');
+      utimesSync(f, new Date(Date.now() - 7200_000 + i * 1000), new Date(Date.now() - 7200_000 + i * 1000));
+    });
+    writeFileSync(path.join(dir, 'not-a-cache.json'), '{}');
+    await s.load();
+    const left = readdirSync(dir).filter((n) => /^specs-[0-9a-f]{16}\.json$/.test(n));
+    expect(left).to.have.length(MAX_CACHE_FILES);
+    expect(existsSync(path.join(dir, 'not-a-cache.json')), 'a file of another name stays').to.equal(true);
+    // the oldest went, the newest and the one just written stayed
+    expect(existsSync(others[0] as string)).to.equal(false);
+    expect(existsSync(others[5] as string)).to.equal(false);
+    expect(existsSync(others[6] as string)).to.equal(true);
+    expect(existsSync(others[others.length - 1] as string)).to.equal(true);
+    expect((await s.load()).specs.map((x) => x.spec.name)).to.deep.equal(['a']);
   });
 });
 

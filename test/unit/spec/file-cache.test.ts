@@ -92,3 +92,29 @@ spec:
     expect((await dir.load()).specs.map((s) => s.spec.name)).to.deep.equal(['s-a', 's-b']);
   });
 });
+
+describe('spec/file-cache: specFilesParsed (the launcher makes no code cache of a run that parsed, issue 55)', function () {
+  this.timeout(60_000);
+  afterEach(cleanupTemp);
+
+  it('is false until a spec file is parsed, then true; a load answered from the caches parses none', () => {
+    const sb = sandbox({ 'a.yaml': doc('a') });
+    const state = tempDir();
+    const repo = path.resolve(__dirname, '..', '..', '..');
+    // each process loads the folder twice, reporting specFilesParsed() before and after each load
+    const script = `
+const { specFilesParsed } = require(${JSON.stringify(path.join(repo, 'src', 'spec', 'file-cache.ts'))});
+const { loadSpecs } = require(${JSON.stringify(path.join(repo, 'src', 'spec', 'loader.ts'))});
+(async () => {
+  const seen = [specFilesParsed()];
+  await loadSpecs({ specsDir: ${JSON.stringify(sb.specs)}, resultsRoot: ${JSON.stringify(sb.results)}, cacheIn: ${JSON.stringify(state)} });
+  seen.push(specFilesParsed());
+  process.stdout.write(JSON.stringify(seen));
+})();`;
+    const run = () => JSON.parse(execFileSync(process.execPath, ['--require', require.resolve('tsx/cjs'), '-e', script], { encoding: 'utf8' })) as boolean[];
+    expect(run(), 'the first process parses a.yaml').to.deep.equal([false, true]);
+    expect(run(), 'the next one takes it from the disk cache').to.deep.equal([false, false]);
+    writeFileSync(path.join(sb.specs, 'a.yaml'), doc('a', '  command: [echo, changed]\n'));
+    expect(run(), 'an edited file is parsed').to.deep.equal([false, true]);
+  });
+});

@@ -1,12 +1,13 @@
 /** `berth validate`: exit codes, compiler-style text, the summary line and `-o json`. */
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { runValidate, summary } from '../../../src/cli/commands/validate';
+import { runValidate, summary, validateCacheIn } from '../../../src/cli/commands/validate';
 import { EXIT } from '../../../src/constants';
+import { clearSpecFileCache } from '../../../src/spec/file-cache';
 import type { LoadReport } from '../../../src/spec/loader';
-import { cleanupTemp, doc, REPO, sandbox } from './helpers';
+import { cleanupTemp, doc, REPO, sandbox, tempDir } from './helpers';
 
 const BIN = path.join(REPO, 'bin', 'berth-src.cjs');
 
@@ -127,6 +128,38 @@ describe('cli/validate', () => {
     const body = JSON.parse(bad.o.out) as { errors: { path: string }[]; warnings: string[] };
     expect(body.errors.map((e) => e.path)).to.deep.equal(['spec.retries']);
     expect(body.warnings).to.have.length(1);
+  });
+
+  it('keeps the outcomes of unchanged files in its own folder of the user cache, and reads an edited file again (issue 55)', async () => {
+    const sb = sandbox({ 'a.yaml': doc('kept-a'), 'b.yaml': doc('kept-b') });
+    for (const f of ['a.yaml', 'b.yaml']) utimesSync(path.join(sb.specs, f), new Date(Date.now() - 3600_000), new Date(Date.now() - 3600_000));
+    const cache = tempDir();
+    const cacheIn = validateCacheIn({ BERTH_CACHE_DIR: cache });
+    expect(cacheIn).to.equal(path.join(cache, 'validate'));
+    expect(validateCacheIn({ BERTH_CACHE_DIR: '' }), 'BERTH_CACHE_DIR empty: nothing kept').to.equal(undefined);
+    const json = async () => {
+      clearSpecFileCache(); // a new process: nothing kept in memory
+      let out = '';
+      const code = await runValidate(
+        [sb.specs],
+        { output: 'json', resultsRoot: sb.results, cacheIn: cacheIn as string },
+        { out: (t) => (out += t), err: () => undefined },
+      );
+      return { code, body: JSON.parse(out) as { attempts: string[]; errors: { path: string }[] } };
+    };
+    expect((await json()).body.attempts).to.deep.equal(['kept-a', 'kept-b']);
+    const dir = path.join(cacheIn as string, 'cache');
+    const files = existsSync(dir) ? readdirSync(dir).filter((n) => n.endsWith('.json')) : [];
+    expect(files, 'one cache file').to.have.length(1);
+    // what the next run shows comes from the cache: a name rewritten in it is the name validate reports
+    const file = path.join(dir, files[0] as string);
+    writeFileSync(file, readFileSync(file, 'utf8').replaceAll('"kept-b"', '"from-the-cache"'));
+    expect((await json()).body.attempts).to.deep.equal(['kept-a', 'from-the-cache']);
+    // an edited file is read again
+    writeFileSync(path.join(sb.specs, 'b.yaml'), doc('kept-b', '  retries: -1\n'));
+    const edited = await json();
+    expect(edited.code).to.equal(EXIT.usage);
+    expect(edited.body.errors.map((e) => e.path)).to.deep.equal(['spec.retries']);
   });
 
   it('validates specs/ by default', async () => {
