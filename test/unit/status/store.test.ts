@@ -203,6 +203,13 @@ describe('status/store', () => {
     expect(list('other')).to.deep.equal(checks('not as the spec says'));
     expect(list('other')).to.not.equal(list('same1'));
     expect(Object.isFrozen(list('same1')) && list('same1')?.every((c) => Object.isFrozen(c))).to.equal(true);
+    // a list of another shape (a check with a field more) is read as it is, not shared
+    const extra = (n: string) => rec(n, { lastAttestation: { at: '2026-01-01T00:00:01.000Z', depth: 'list', ok: true, checks: [{ name: 'a', ok: true, detail: 'd', more: 1 } as never] } });
+    await compact.put(extra('extra1'));
+    await compact.put(extra('extra2'));
+    const again = await new StatusStore(dir, I, { compact: true, warn: () => undefined }).loadAll();
+    expect(again.get('extra1')?.lastAttestation?.checks).to.deep.equal([{ name: 'a', ok: true, detail: 'd', more: 1 }]);
+    expect(again.get('extra2')?.lastAttestation?.checks).to.not.equal(again.get('extra1')?.lastAttestation?.checks);
     // a plain store (a command's) shares nothing
     const plain = await store().loadAll();
     expect(plain.get('same2')?.lastAttestation?.checks).to.not.equal(plain.get('same1')?.lastAttestation?.checks);
