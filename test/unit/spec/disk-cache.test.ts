@@ -220,8 +220,14 @@ describe('spec/disk-cache: signatures and the file read piece by piece', () => {
     ] as const) {
       writeFileSync(file, bad);
       const r = await s.load();
-      expect(r.specs.map((x) => x.hash), what).to.deep.equal(want);
-      expect(r.specs.map((x) => x.spec.image), what).to.deep.equal(['berth/busybox:local', 'berth/busybox:local']);
+      expect(
+        r.specs.map((x) => x.hash),
+        what,
+      ).to.deep.equal(want);
+      expect(
+        r.specs.map((x) => x.spec.image),
+        what,
+      ).to.deep.equal(['berth/busybox:local', 'berth/busybox:local']);
       s.mark('from-the-cache'); // the cache written again: marked for the next case
     }
   });

@@ -204,7 +204,10 @@ describe('status/store', () => {
     expect(list('other')).to.not.equal(list('same1'));
     expect(Object.isFrozen(list('same1')) && list('same1')?.every((c) => Object.isFrozen(c))).to.equal(true);
     // a list of another shape (a check with a field more) is read as it is, not shared
-    const extra = (n: string) => rec(n, { lastAttestation: { at: '2026-01-01T00:00:01.000Z', depth: 'list', ok: true, checks: [{ name: 'a', ok: true, detail: 'd', more: 1 } as never] } });
+    const extra = (n: string) =>
+      rec(n, {
+        lastAttestation: { at: '2026-01-01T00:00:01.000Z', depth: 'list', ok: true, checks: [{ name: 'a', ok: true, detail: 'd', more: 1 } as never] },
+      });
     await compact.put(extra('extra1'));
     await compact.put(extra('extra2'));
     const again = await new StatusStore(dir, I, { compact: true, warn: () => undefined }).loadAll();
