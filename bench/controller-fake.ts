@@ -17,6 +17,7 @@
 /* eslint-disable @typescript-eslint/no-require-imports */
 import { promises as fs, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { Session } from 'node:inspector';
 import { PassThrough } from 'node:stream';
 import { runController } from '../src/cli/commands/controller';
 import { makeContext } from '../src/cli/context';
@@ -139,6 +140,17 @@ async function runOnce(root: string, drops: number, cold: boolean): Promise<void
   await new Promise((r) => setTimeout(r, 10_000));
   const idleMs = cpuMs() - i0;
   const rssIdle = statusKb('VmRSS');
+  // BERTH_FAKE_DROP_PROF=<file>: a CPU profile of the drops alone
+  const profFile = process.env.BERTH_FAKE_DROP_PROF;
+  const session = profFile ? new Session() : undefined;
+  const post = (method: string, params?: object) =>
+    new Promise<unknown>((resolve, reject) => session?.post(method, params, (err, res) => (err ? reject(err) : resolve(res))));
+  if (session) {
+    session.connect();
+    await post('Profiler.enable');
+    await post('Profiler.setSamplingInterval', { interval: 200 });
+    await post('Profiler.start');
+  }
   const dropCpu: number[] = [];
   const dropWall: number[] = [];
   for (let i = 0; i < drops; i++) {
@@ -152,6 +164,11 @@ async function runOnce(root: string, drops: number, cold: boolean): Promise<void
     dropCpu.push(cpuMs() - a);
     startWaiters.delete(name);
     await new Promise((r) => setTimeout(r, 1500));
+  }
+  if (session && profFile) {
+    const { profile } = (await post('Profiler.stop')) as { profile: unknown };
+    await fs.writeFile(profFile, JSON.stringify(profile));
+    session.disconnect();
   }
   const hwm = statusKb('VmHWM');
   // what the controller holds (after a full collection; with --expose-gc)
