@@ -301,6 +301,13 @@ export class DiskSpecCache {
       }
       buf.copy(buf, 0, start, have);
       have -= start;
+      if (line === 0 && have >= 512) {
+        // No head line in its first 512 bytes: not a cache of this format (format 2 was one line of
+        // ~150 MB at 100,000 specs), and never read further.
+        const head = /^\{"format":(\d+),/.exec(buf.toString('utf8', 0, 512));
+        this.stats.ignored = head && Number(head[1]) === FORMAT ? 'damaged' : 'not a spec cache of this format';
+        return;
+      }
       if (n === 0) break;
     }
     if (have > 0 && !take(buf.toString('utf8', 0, have))) return;

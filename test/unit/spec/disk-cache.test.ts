@@ -97,11 +97,14 @@ describe('spec/disk-cache', () => {
       '{"format":1,"build":"another","entries":{}}',
       '{"format":1,"entries":{"x":{"sig":1}}}',
       '{"format":2,"build":"another","entries":{"x":'.padEnd(400, ' '),
+      // format 2: one line of all the entries (not read past its head)
+      `{"format":2,"build":"another","entries":{${'"x":{},'.repeat(200_000)}"y":{}}}`,
+      `{"format":3,"build":"another","entries":{${' '.repeat(600)}\n}}`,
     ]) {
       writeFileSync(file, bad);
       const r = await s.load();
-      expect(r.errors, bad).to.deep.equal([]);
-      expect(r.specs[0]?.hash, bad).to.equal(want);
+      expect(r.errors, bad.slice(0, 60)).to.deep.equal([]);
+      expect(r.specs[0]?.hash, bad.slice(0, 60)).to.equal(want);
     }
     const good = JSON.parse(readFileSync(file, 'utf8')) as { entries: Record<string, unknown> };
     expect(Object.keys(good.entries)).to.have.length(1);
