@@ -12,7 +12,13 @@
  * Safe by construction:
  * - a file's outcome is used only for the very bytes it was read from: the sha256 of the bytes
  *   parsed (taken from the same read) must equal the sha256 of the file as it is now, so a
- *   changed file is never served stale, however its size and times look;
+ *   changed file is never served stale, however its size and times look. A file whose identity
+ *   and times (device, inode, size, mtime, ctime: file-cache.ts `signature`, taken before its
+ *   bytes were read) are still those kept with its outcome is not read again: any write changes
+ *   the ctime, which no one can set back. That signature is kept only for a file last changed
+ *   RACY_MS or more before it was read, so a write in the same tick of the clock as that read
+ *   (same size, same times) cannot pass for it; a file changed just before is read and hashed
+ *   (the fixture digest cache, digest-store.ts, trusts the same five values);
  * - the whole cache is used only by the berth that wrote it: the same version and the same build
  *   of this module (its file's size and mtime), the same roots;
  * - every results folder it names is checked again against the results root as the loader
@@ -28,18 +34,26 @@
  *   only when it starts a container.
  */
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import * as path from 'node:path';
 import { fromShape, hashPieces, isShape, reproduces } from './set-shape';
-import { readSigned } from './file-cache';
+import { readSigned, signature } from './file-cache';
 import { sha256Hex } from './hash';
 import type { ChildOutcome, DocOutcome } from './check-document';
 import type { FileOutcome } from './load-file';
 import { checkResultsSync, type Roots } from './path-checks';
 import type { LoadedSpec } from './types';
 
-/** 2: a set's children made from its shape are kept as the shape (its coordinates are in the set). */
-const FORMAT = 2;
+/**
+ * 2: a set's children made from its shape are kept as the shape (its coordinates are in the set).
+ * 3: one entry a line (read piece by piece, never the whole text at once); an entry may keep its
+ * file's signature.
+ */
+const FORMAT = 3;
+/** A file changed less than this long before it was read keeps no signature: it is hashed at every look. */
+export const RACY_MS = 2_000;
+/** The cache file is read in pieces of this size (a longer line, a large set's, grows it). */
+const PIECE = 1 << 20;
 /** Cache files kept in one folder (one per specs folder, results root and working directory): the least recently written go first. */
 export const MAX_CACHE_FILES = 64;
 const CACHE_FILE = /^specs-[0-9a-f]{16}\.json$/;
@@ -47,6 +61,8 @@ const CACHE_FILE = /^specs-[0-9a-f]{16}\.json$/;
 interface Entry {
   /** sha256 of the file's bytes the outcome was read from. */
   content: string;
+  /** The file's signature (file-cache.ts `signature`) taken before those bytes were read, when it was still long enough before. */
+  sig?: string;
   /** As loaded, but for a set made from its shape: `children` empty, `packed` the children checked in full, by index. */
   outcome: FileOutcome;
 }
@@ -148,12 +164,20 @@ export function diskCachePath(stateDir: string, roots: Pick<Roots, 'specsRoot' |
   return path.join(path.resolve(stateDir), 'cache', `specs-${sha256Hex([roots.specsRoot, roots.resultsRoot, cwd].join('\0')).slice(0, 16)}.json`);
 }
 
+/** Whether a signature taken at `atMs` (before the file's bytes were read) is of a file last changed at least RACY_MS before. */
+function steady(sig: string, atMs: number): boolean {
+  const ctimeNs = sig.slice(sig.lastIndexOf(':') + 1);
+  if (!/^\d+$/.test(ctimeNs)) return false;
+  return BigInt(ctimeNs) / 1_000_000n + BigInt(RACY_MS) <= BigInt(Math.floor(atMs));
+}
+
 function isEntry(e: unknown): e is Entry {
   if (typeof e !== 'object' || e === null) return false;
   const x = e as Partial<Entry>;
   const o = x.outcome as Partial<FileOutcome> | undefined;
   return (
     typeof x.content === 'string' &&
+    (x.sig === undefined || typeof x.sig === 'string') &&
     typeof o === 'object' &&
     o !== null &&
     Array.isArray(o.docs) &&
@@ -212,44 +236,119 @@ export class DiskSpecCache {
     private readonly file: string,
     private readonly roots: Roots,
   ) {
-    let raw: string;
+    let fd: number;
     try {
-      raw = readFileSync(file, 'utf8');
+      fd = openSync(file, 'r');
     } catch {
       return; // none yet
     }
-    // Another build's (or format's) cache is known from its head, as save() writes it: not parsed
-    // whole (at 100,000 specs its parse took ~9 s and held ~100 MB more of a controller's start-up).
-    const head = /^\{"format":(\d+),"build":("(?:[^"\\]|\\.)*")/.exec(raw.slice(0, 512));
-    if (head && (Number(head[1]) !== FORMAT || (JSON.parse(head[2] as string) as string) !== build())) {
-      this.stats.ignored = Number(head[1]) !== FORMAT ? 'not a spec cache of this format' : 'written by another build of berth';
-      return;
-    }
     try {
-      const parsed = JSON.parse(raw) as Partial<CacheFile>;
-      if (typeof parsed !== 'object' || parsed === null || parsed.format !== FORMAT || typeof parsed.entries !== 'object' || parsed.entries === null) {
-        this.stats.ignored = 'not a spec cache of this format';
-        return;
-      }
-      if (parsed.build !== build()) {
-        this.stats.ignored = 'written by another build of berth';
-        return;
-      }
-      for (const [k, e] of Object.entries(parsed.entries)) if (isEntry(e)) this.entries[k] = e;
+      this.read(fd);
     } catch {
+      this.entries = Object.create(null) as Record<string, Entry>;
       this.stats.ignored = 'damaged';
+    } finally {
+      closeSync(fd);
     }
   }
 
   /**
-   * The kept outcome for `key` if the file at `abs` holds the very bytes it was read from and it
-   * still holds, with the file's signature taken before its bytes were read (for the memory cache).
+   * Reads the cache as save() writes it, a line at a time: its head (format, build), one entry
+   * a line, and the closing line. Never the whole text at once: at 100,000 specs it is ~150 MB,
+   * which with its parse held at once was the peak of a controller's start-up (issue 55).
+   * Another build's (or format's) cache is known from its head and read no further. A line that
+   * is not an entry, or no closing line (a file cut short), and nothing of it is used.
+   */
+  private read(fd: number): void {
+    let buf = Buffer.allocUnsafe(PIECE);
+    let have = 0;
+    let line = 0;
+    let closed = false;
+    const entries = Object.create(null) as Record<string, Entry>;
+    const take = (text: string): boolean => {
+      if (line++ === 0) {
+        const head = /^\{"format":(\d+),"build":("(?:[^"\\]|\\.)*")(,"entries":\{)?$/.exec(text);
+        if (!head || Number(head[1]) !== FORMAT || head[3] === undefined) {
+          this.stats.ignored = 'not a spec cache of this format';
+          return false;
+        }
+        if ((JSON.parse(head[2] as string) as string) !== build()) {
+          this.stats.ignored = 'written by another build of berth';
+          return false;
+        }
+        return true;
+      }
+      if (closed) throw new Error('text after the closing line');
+      if (text === '}}') {
+        closed = true;
+        return true;
+      }
+      const pair = JSON.parse(`{${text.startsWith(',') ? text.slice(1) : text}}`) as Record<string, unknown>;
+      for (const [k, e] of Object.entries(pair)) if (isEntry(e)) entries[k] = e;
+      return true;
+    };
+    for (;;) {
+      if (have === buf.length) {
+        // a line longer than the buffer (a large set's entry): a larger one
+        const bigger = Buffer.allocUnsafe(buf.length * 2);
+        buf.copy(bigger, 0, 0, have);
+        buf = bigger;
+      }
+      const n = readSync(fd, buf, have, buf.length - have, null);
+      have += n;
+      let start = 0;
+      for (let nl = buf.indexOf(10, start); nl >= 0 && nl < have; nl = buf.indexOf(10, start)) {
+        // a newline byte is never inside a UTF-8 sequence, nor inside JSON text (it is escaped there)
+        if (!take(buf.toString('utf8', start, nl))) return;
+        start = nl + 1;
+      }
+      buf.copy(buf, 0, start, have);
+      have -= start;
+      if (line === 0 && have >= 512) {
+        // No head line in its first 512 bytes: not a cache of this format (format 2 was one line of
+        // ~150 MB at 100,000 specs), and never read further.
+        const head = /^\{"format":(\d+),/.exec(buf.toString('utf8', 0, 512));
+        this.stats.ignored = head && Number(head[1]) === FORMAT ? 'damaged' : 'not a spec cache of this format';
+        return;
+      }
+      if (n === 0) break;
+    }
+    if (have > 0 && !take(buf.toString('utf8', 0, have))) return;
+    if (!closed) {
+      if (line > 0) this.stats.ignored = 'damaged';
+      return;
+    }
+    this.entries = entries;
+  }
+
+  /**
+   * The kept outcome for `key` if the file at `abs` holds the very bytes it was read from (its
+   * signature still the one kept, else its bytes' hash) and it still holds, with the file's
+   * signature taken before its bytes were read (for the memory cache).
    */
   get(key: string, abs: string): { sig: string; outcome: FileOutcome } | undefined {
     const e = Object.hasOwn(this.entries, key) ? this.entries[key] : undefined;
-    const read = e ? readSigned(abs) : undefined;
-    const sig = read?.sig;
-    const outcome = e && read && e.content === sha256Hex(read.bytes) ? unpack(e.outcome) : undefined;
+    let sig: string | undefined;
+    let outcome: FileOutcome | undefined;
+    if (e) {
+      const at = Date.now();
+      const now = e.sig !== undefined ? signature(abs) : undefined;
+      if (now !== undefined && now === e.sig) {
+        sig = now;
+        outcome = unpack(e.outcome);
+      } else {
+        const read = readSigned(abs);
+        sig = read?.sig;
+        outcome = read && e.content === sha256Hex(read.bytes) ? unpack(e.outcome) : undefined;
+        // the same bytes under another signature (a checkout again, a touch): kept for the next look
+        const next = outcome && sig !== undefined && steady(sig, at) ? sig : undefined;
+        if (outcome && next !== e.sig) {
+          if (next === undefined) delete e.sig;
+          else e.sig = next;
+          this.changed = true;
+        }
+      }
+    }
     // another tool's YAML: its outcome is its bytes' alone (load-file.ts `foreign`), errors and all
     if (!e || sig === undefined || !outcome || !(outcome.foreign === true ? isForeign(outcome) : stillHolds(outcome, this.roots))) {
       this.stats.misses++;
@@ -260,11 +359,15 @@ export class DiskSpecCache {
     return { sig, outcome };
   }
 
-  /** Keeps a self-contained outcome under the hash of the very bytes it was read from (loadFile gives it). */
-  set(key: string, outcome: FileOutcome): void {
+  /**
+   * Keeps a self-contained outcome under the hash of the very bytes it was read from (loadFile
+   * gives it), with the file's signature `sig` taken at `atMs`, before those bytes were read.
+   */
+  set(key: string, outcome: FileOutcome, sig?: string, atMs?: number): void {
     const content = outcome.content;
     if (content === undefined) return;
-    this.entries[key] = { content, outcome: pack(outcome) };
+    const steadySig = sig !== undefined && atMs !== undefined && steady(sig, atMs) ? { sig } : {};
+    this.entries[key] = { content, ...steadySig, outcome: pack(outcome) };
     this.live.add(key);
     this.changed = true;
   }
@@ -280,14 +383,15 @@ export class DiskSpecCache {
       mkdirSync(path.dirname(this.file), { recursive: true, mode: 0o700 });
       const fd = openSync(temp, 'wx', 0o600);
       try {
-        // A CacheFile's JSON written entry by entry, in pieces of about a MiB: at 100,000 specs
-        // the whole text at once was ~150 MB more at the peak of a controller's start-up.
+        // A CacheFile's JSON written entry by entry, one a line (read back so: the constructor),
+        // in pieces of about a MiB: at 100,000 specs the whole text at once was ~150 MB more at
+        // the peak of a controller's start-up.
         const head: Omit<CacheFile, 'entries'> = { format: FORMAT, build: build() };
-        let out = `${JSON.stringify(head).slice(0, -1)},"entries":{`;
+        let out = `${JSON.stringify(head).slice(0, -1)},"entries":{\n`;
         let first = true;
         for (const k of keys) {
           if (!this.live.has(k)) continue;
-          out += `${first ? '' : ','}${JSON.stringify(k)}:${JSON.stringify(this.entries[k])}`;
+          out += `${first ? '' : ','}${JSON.stringify(k)}:${JSON.stringify(this.entries[k])}\n`;
           first = false;
           if (out.length >= 1 << 20) {
             writeAll(fd, out);

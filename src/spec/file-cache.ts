@@ -150,28 +150,30 @@ export function specFilesParsed(): boolean {
 
 /**
  * Loads `f` (no look at the cache first: the caller found nothing kept) and keeps the outcome when
- * it may; `kept` hears of every outcome kept, with its key and the signature taken before the read.
+ * it may; `kept` hears of every outcome kept, with its key and the signature taken before the read
+ * (at `atMs`, Date.now() just before it).
  */
 export async function loadAndKeep(
   f: SpecFile,
   file: string,
   roots: Roots,
-  kept?: (key: string, sig: string, outcome: FileOutcome) => void,
+  kept?: (key: string, sig: string, outcome: FileOutcome, atMs: number) => void,
 ): Promise<FileOutcome> {
   // Lazy: yaml, the schema's validator and the checks load only when a file must be parsed (a
   // pass whose every file comes from a cache never loads them).
   const { loadFile } = require('./load-file') as typeof LoadFile;
   filesParsed = true;
+  const atMs = Date.now();
   const sig = signature(f.abs);
   if (sig === undefined) return loadFile(f, file, roots);
   const key = keyOf(f, file, roots);
   const outcome = await loadFile(f, file, roots);
   if (selfContained(outcome)) {
     keep(key, sig, outcome);
-    kept?.(key, sig, outcome);
+    kept?.(key, sig, outcome, atMs);
   } else if (outcome.foreign) {
     keep(key, sig, outcome);
-    kept?.(key, sig, outcome);
+    kept?.(key, sig, outcome, atMs);
   } else if (fixtureBound(outcome)) keep(key, sig, outcome);
   else cache.delete(key);
   return outcome;

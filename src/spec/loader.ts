@@ -245,7 +245,7 @@ async function outcomesWith(files: SpecFile[], roots: Roots, hold: DiskHold): Pr
   const missing = files.flatMap((f, i) => (kept[i] ? [] : [i]));
   const loaded = await runBounded(missing, 32, (i) => {
     const file = display[i] as string;
-    return loadAndKeep(files[i] as SpecFile, file, roots, disk ? (key, _sig, o) => disk.set(key, o) : undefined).catch((err: unknown) => ({
+    return loadAndKeep(files[i] as SpecFile, file, roots, disk ? (key, sig, o, atMs) => disk.set(key, o, sig, atMs) : undefined).catch((err: unknown) => ({
       docs: [] as DocOutcome[],
       errors: [{ file, line: 1, col: 1, path: '', code: 'io' as const, message: `internal error while loading: ${String(err)}` }],
       unreadable: true,

@@ -183,6 +183,46 @@ describe('status/store', () => {
     expect([...compact.damaged().keys()].sort()).to.deep.equal(DAMAGED);
   });
 
+  it('a compact store keeps one frozen copy of a check list many records repeat, and its own of one that differs; a record written again keeps its own', async () => {
+    const checks = (detail: string) => ['labels', 'image', 'dns'].map((c) => ({ name: c, ok: true, detail: `${c} ${detail}` }));
+    const attested = (name: string, detail: string) =>
+      rec(name, { phase: 'Succeeded', lastAttestation: { at: '2026-01-01T00:00:01.000Z', depth: 'inspect', ok: true, checks: checks(detail) } });
+    for (const [n, d] of [
+      ['same1', 'as the spec says'],
+      ['same2', 'as the spec says'],
+      ['same3', 'as the spec says'],
+      ['other', 'not as the spec says'],
+    ] as const)
+      await write(n, JSON.stringify(attested(n, d)));
+    const compact = new StatusStore(dir, I, { compact: true, warn: () => undefined });
+    const all = await compact.loadAll();
+    const list = (n: string) => all.get(n)?.lastAttestation?.checks;
+    expect(list('same1')).to.deep.equal(checks('as the spec says'));
+    expect(list('same2')).to.equal(list('same1'));
+    expect(list('same3')).to.equal(list('same1'));
+    expect(list('other')).to.deep.equal(checks('not as the spec says'));
+    expect(list('other')).to.not.equal(list('same1'));
+    expect(Object.isFrozen(list('same1')) && list('same1')?.every((c) => Object.isFrozen(c))).to.equal(true);
+    // a list of another shape (a check with a field more) is read as it is, not shared
+    const extra = (n: string) =>
+      rec(n, {
+        lastAttestation: { at: '2026-01-01T00:00:01.000Z', depth: 'list', ok: true, checks: [{ name: 'a', ok: true, detail: 'd', more: 1 } as never] },
+      });
+    await compact.put(extra('extra1'));
+    await compact.put(extra('extra2'));
+    const again = await new StatusStore(dir, I, { compact: true, warn: () => undefined }).loadAll();
+    expect(again.get('extra1')?.lastAttestation?.checks).to.deep.equal([{ name: 'a', ok: true, detail: 'd', more: 1 }]);
+    expect(again.get('extra2')?.lastAttestation?.checks).to.not.equal(again.get('extra1')?.lastAttestation?.checks);
+    // a plain store (a command's) shares nothing
+    const plain = await store().loadAll();
+    expect(plain.get('same2')?.lastAttestation?.checks).to.not.equal(plain.get('same1')?.lastAttestation?.checks);
+    // a record written again with other checks: its own, the others' unchanged
+    await compact.put(attested('same2', 'changed'));
+    expect((await compact.get('same2'))?.lastAttestation?.checks).to.deep.equal(checks('changed'));
+    expect(list('same1')).to.deep.equal(checks('as the spec says'));
+    expect((await compact.get('same3'))?.lastAttestation?.checks).to.equal(list('same1'));
+  });
+
   describe('the records folder replaced', () => {
     const damagedDir = () => path.join(dir, I, 'damaged');
 
