@@ -48,9 +48,8 @@ import { RequestCarrier } from './carrier';
 import { EngineHealth } from './engine-health';
 import { SnapshotCache } from './informer';
 import type { ControllerOptions } from './options';
-import { clearFailure, noteFailure } from './last-error';
 import { ImageWork } from './image-work';
-import { outcome, type KeyOutcome } from './key-outcome';
+import { WorkEnds } from './key-outcome';
 import { executorFor, observeAndPlan, upgradePins } from './pass';
 import { QuietAttempts } from './quiet';
 import { WorkQueue } from './queue';
@@ -77,13 +76,8 @@ export class Controller {
   private readonly inflight = new Map<string, Promise<void>>();
   /** Aborted on stop: actions still waiting for a worker are dropped, not begun. */
   private readonly halt = new AbortController();
-  private readonly waitingForSlot = new Set<string>();
-  /** Attempts whose last plan was to wait (for a slot, a set's room, a retry's back-off). */
-  private readonly waiting = new Set<string>();
-  /** Attempts whose last action failed (tried again after a back-off). */
-  private readonly failing = new Set<string>();
-  /** Attempts a batch found busy: looked at again when their action ends. */
-  private readonly lookAfterWork = new Set<string>();
+  /** What the controller keeps of each attempt between batches, and the one retry switch (key-outcome.ts). */
+  private readonly ends: WorkEnds;
   /** Slots held by starts in flight (reservations.ts). */
   private readonly reserved = new Reservations();
   private loopDone: Promise<void> | undefined;
@@ -112,6 +106,7 @@ export class Controller {
     this.queue = new WorkQueue({ clock: this.clock, ...(o.metrics ? { metrics: o.metrics.queueMetrics() } : {}) });
     this.slots = new Semaphore(Math.max(1, o.workers));
     this.ending = new Semaphore(Math.max(1, o.workers, o.cfg.maxRunning));
+    this.ends = new WorkEnds({ queue: this.queue, cache: () => this.cache, store: o.store, clock: this.clock });
     this.cache = new SnapshotCache({
       engine: this.engine,
       instance: o.cfg.instance,
@@ -121,7 +116,7 @@ export class Controller {
       exitSeen: (key, seen) => {
         this.queue.add(key);
         // The exit frees a slot now: the batch that plans its finish admits a waiting attempt too, not after the harvest.
-        if (seen) this.lookForSlots();
+        if (seen) this.ends.lookForSlots();
       },
       streamEpoch: () => this.sources.events.epoch,
       imagesEpoch: () => this.sources.imagesEpoch,
@@ -141,7 +136,7 @@ export class Controller {
       this.engine,
       this.clock,
       this.queue,
-      () => this.lookForSlots(),
+      () => this.ends.lookForSlots(),
       this.reserved,
       () => this.cache.imagesChanged(),
     );
@@ -186,7 +181,7 @@ export class Controller {
 
   /** Whether the attempt's last plan was to wait, or its last action failed and will be tried again. */
   pending(attempt: string): boolean {
-    return this.waiting.has(attempt) || this.failing.has(attempt);
+    return this.ends.pending(attempt);
   }
 
   /** The specs as last loaded (undefined before the first batch). */
@@ -231,7 +226,7 @@ export class Controller {
     const scope = this.o.only;
     const keys = new Set(batch.filter((k) => k !== ALL && (!scope || scope.has(k))));
     // a run over some attempts only: the others' news is let go
-    if (scope) for (const k of batch) if (k !== ALL && !scope.has(k)) this.endWork(k, true, { type: 'done' });
+    if (scope) for (const k of batch) if (k !== ALL && !scope.has(k)) this.ends.end(k, true, { type: 'done' });
     if (scope && !all && keys.size === 0) return;
     let load: LoadReport;
     try {
@@ -272,13 +267,10 @@ export class Controller {
       const handled = new Set<string>();
       for (const a of p.actions) {
         if (this.carrier.holds(a.attempt, batchNo) || busy.has(a.attempt)) {
-          this.lookAfterWork.add(a.attempt); // in flight from an earlier batch (or a request marks it): looked at again when it ends
+          this.ends.busy(a.attempt); // in flight from an earlier batch (or a request marks it): looked at again when it ends
           continue;
         }
-        if (a.waitsForSlot) this.waitingForSlot.add(a.attempt);
-        else this.waitingForSlot.delete(a.attempt);
-        if (a.kind === 'wait') this.waiting.add(a.attempt);
-        else this.waiting.delete(a.attempt);
+        this.ends.planned(a);
         handled.add(a.attempt);
         this.dispatch(a, keys.has(a.attempt), log, load.revision, batchNo);
       }
@@ -286,7 +278,7 @@ export class Controller {
       for (const n of this.carrier.waitingFor()) if ((all || keys.has(n)) && !byName.has(n)) this.carrier.settle(n, batchNo, { name: n, ops: [] });
       this.o.watcher?.planned?.(load, p);
       for (const k of keys) this.cache.lookAgainIfLagging(k, snapshot, log);
-      for (const k of keys) if (!handled.has(k)) this.endWork(k, true, byName.has(k) ? { type: 'in-flight' } : { type: 'done' });
+      for (const k of keys) if (!handled.has(k)) this.ends.end(k, true, byName.has(k) ? { type: 'in-flight' } : { type: 'done' });
       this.o.metrics?.reconciled('success', (this.clock.now() - started) / 1000);
     } catch (err) {
       this.cache.invalidate();
@@ -294,7 +286,7 @@ export class Controller {
       if (this.abandoned) log.debug(`reconcile stopped: ${msg}`);
       else log.error(`reconcile failed: ${msg}`);
       this.o.metrics?.reconciled('error', (this.clock.now() - started) / 1000);
-      for (const k of keys) this.endWork(k, true, { type: 'error' });
+      for (const k of keys) this.ends.end(k, true, { type: 'error' });
       for (const n of this.carrier.waitingFor())
         if (all || keys.has(n))
           this.carrier.settle(n, batchNo, { name: n, error: `reconcile failed: ${msg} (the mark is recorded: the controller carries it out when it can)` });
@@ -326,8 +318,7 @@ export class Controller {
    */
   private dispatch(a: AttemptAction, queued: boolean, log: Logger, revision: string | undefined, batchNo: number): void {
     if (a.ops.length === 0) {
-      this.failing.delete(a.attempt);
-      this.endWork(a.attempt, queued, outcome(a, undefined));
+      this.ends.nothingToDo(a, queued);
       this.carrier.settle(a.attempt, batchNo, { name: a.attempt, ops: [] });
       return;
     }
@@ -363,12 +354,7 @@ export class Controller {
         );
         // Still waiting for a worker when the controller stopped: never begun, nothing to record; the next controller takes it up.
         if (!told) return;
-        await this.settleAfterWork(a, res, queued);
-        // (a failed action's back-off brings it back, no sooner)
-        if (this.lookAfterWork.delete(a.attempt) && res.ok) {
-          this.cache.replan(a.attempt); // (what changed meanwhile is its news, or its action's: listed)
-          this.queue.add(a.attempt);
-        }
+        await this.ends.actionEnded(a, res, queued);
         // An attempt may have finished the last run of its revision.
         if (this.o.outcomes) {
           const outcomes = this.o.outcomes;
@@ -378,58 +364,11 @@ export class Controller {
             .catch((err: unknown) => log.warn(`revision outcome: ${String(err)}`));
         }
         // A run ended or a slot may have freed: let the waiting ones try.
-        this.lookForSlots();
+        this.ends.lookForSlots();
       })
       .finally(() => this.o.watcher?.settled?.());
     this.inflight.set(a.attempt, work);
     if (release) void work.then(release, release);
-  }
-
-  /**
-   * A slot (or a set's room) may have freed: every attempt waiting for one is looked at again (the
-   * planner admits in its order, and only it knows which can go). A slot is no news of their own
-   * resources: their batch plans them from the kept lists (informer.ts `replan`).
-   */
-  private lookForSlots(): void {
-    for (const w of this.waitingForSlot) {
-      this.cache.replan(w);
-      this.queue.add(w);
-    }
-  }
-
-  private async settleAfterWork(a: AttemptAction, res: ActionResult, queued: boolean): Promise<void> {
-    if (res.ok) this.failing.delete(a.attempt);
-    else this.failing.add(a.attempt);
-    if (res.ok) await clearFailure(this.o.store, a.attempt);
-    else {
-      const e = { message: res.error ?? 'failed', failures: this.queue.numRequeues(a.attempt) + 1, nextMs: this.queue.backoffFor(a.attempt) };
-      await noteFailure(this.o.store, a.attempt, this.clock.now(), e);
-    }
-    this.endWork(a.attempt, queued, outcome(a, res));
-  }
-
-  /**
-   * The one retry switch (controller-runtime's): every end of work on a key comes here. `queued`:
-   * the key was taken from the queue by this batch, so it is the queue's to forget and mark done;
-   * an attempt worked on because a full resync planned it only gets its next look scheduled.
-   */
-  private endWork(key: string, queued: boolean, r: KeyOutcome): void {
-    switch (r.type) {
-      case 'error': // back off, growing per failure; a success forgets it
-        this.queue.addRateLimited(key);
-        break;
-      case 'requeue-after': // a deadline, TTL or retry back-off the planner asked for
-        if (queued) this.queue.forget(key);
-        this.cache.replan(key); // a time come is no news of its resources (what the engine told meanwhile is)
-        this.queue.addAfter(key, r.ms);
-        break;
-      case 'done':
-        if (queued) this.queue.forget(key);
-        break;
-      case 'in-flight': // an earlier batch's work holds the key; its end settles it
-        break;
-    }
-    if (queued) this.queue.done(key);
   }
 
   /** The specs changed where no watcher looks (a finite run) or before it would: load them again, the changed names queued. */
