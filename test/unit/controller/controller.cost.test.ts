@@ -11,11 +11,11 @@ import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Controller } from '../../../src/controller/controller';
-import { DesiredStates } from '../../../src/plan/desired-for';
 import { StatusStore } from '../../../src/status/store';
 import { FakeClock, settle } from '../../../src/util/clock';
 import { silentLogger } from '../../../src/util/log';
 import { FakeEngine } from '../../support/fake-engine';
+import { fakeCfg } from './helpers';
 
 const I = 'unit-cost';
 const IMAGE = 'berth/busybox:local';
@@ -59,20 +59,7 @@ describe('controller: engine calls per attempt of a fleet of short runs', functi
     );
     const store = new StatusStore(path.join(dir, 'state'), I);
     const ctl = new Controller({
-      cfg: {
-        specsDir: path.join(dir, 'specs'),
-        stateDir: path.join(dir, 'state'),
-        resultsRoot: path.join(dir, 'results'),
-        instance: I,
-        maxRunning,
-        concurrency: maxRunning,
-        attestIntervalMs: 3_600_000,
-        policy: {},
-        env: {},
-        log: silentLogger(),
-        now: () => clock.now(),
-        desired: new DesiredStates(),
-      },
+      cfg: fakeCfg({ dir, instance: I, clock, maxRunning }),
       engine: fake,
       store,
       log: silentLogger(),

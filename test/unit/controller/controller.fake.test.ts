@@ -16,7 +16,7 @@ import type { AttemptStatus } from '../../../src/status/types';
 import { FakeClock, settle } from '../../../src/util/clock';
 import { silentLogger } from '../../../src/util/log';
 import { FakeEngine } from '../../support/fake-engine';
-import { DesiredStates } from '../../../src/plan/desired-for';
+import { fakeCfg } from './helpers';
 
 const I = 'unit-ctl';
 const IMAGE = 'berth/busybox:local';
@@ -47,20 +47,7 @@ describe('controller against the fake engine (retry switch)', function () {
   async function start(names: string[], extra: { finite?: true; only?: ReadonlySet<string>; watcher?: ControllerWatcher } = {}): Promise<void> {
     for (const n of names) await fs.writeFile(path.join(dir, 'specs', `${n}.yaml`), SPEC(n));
     ctl = new Controller({
-      cfg: {
-        specsDir: path.join(dir, 'specs'),
-        stateDir: path.join(dir, 'state'),
-        resultsRoot: path.join(dir, 'results'),
-        instance: I,
-        maxRunning: 4,
-        concurrency: 4,
-        attestIntervalMs: 3_600_000,
-        policy: {},
-        env: {},
-        log: silentLogger(),
-        now: () => clock.now(),
-        desired: new DesiredStates(),
-      },
+      cfg: fakeCfg({ dir, instance: I, clock }),
       engine: fake,
       store,
       log: silentLogger(),

@@ -16,8 +16,8 @@ import { StatusStore } from '../../../src/status/store';
 import { FakeClock, settle } from '../../../src/util/clock';
 import { silentLogger } from '../../../src/util/log';
 import { FakeEngine } from '../../support/fake-engine';
+import { fakeCfg } from './helpers';
 import { TestRepo } from '../../support/git-repo';
-import { DesiredStates } from '../../../src/plan/desired-for';
 
 const I = 'unit-ctl-git';
 const IMAGE = 'berth/busybox:local';
@@ -63,20 +63,7 @@ describe('controller with a git source: revisions held by actions under way', fu
     // Every create hangs: with one worker, a's create holds it and b waits for it, both planned from c1.
     fake.fail('containers.create', { hang: true });
     ctl = new Controller({
-      cfg: {
-        specsDir: path.join(dir, 'unused'),
-        stateDir,
-        resultsRoot: path.join(dir, 'results'),
-        instance: I,
-        maxRunning: 4,
-        concurrency: 4,
-        attestIntervalMs: 3_600_000,
-        policy: {},
-        env: {},
-        log: silentLogger(),
-        now: () => clock.now(),
-        desired: new DesiredStates(),
-      },
+      cfg: fakeCfg({ dir, instance: I, clock, specsDir: path.join(dir, 'unused'), stateDir }),
       engine: fake,
       store: new StatusStore(stateDir, I),
       log: silentLogger(),
