@@ -50,6 +50,19 @@ function none(modules: string[], patterns: RegExp[]): string[] {
   return modules.filter((m) => patterns.some((p) => p.test(m)));
 }
 
+/** Runs `bundle` as the launcher does (bin/compile-cache.js, command `get`); says on stderr whether V8 used a code cache: used, rejected or none. */
+function codeCacheRunner(dir: string, bundle: string): string {
+  const runner = path.join(dir, 'run.cjs');
+  writeFileSync(
+    runner,
+    `const cc = require(${JSON.stringify(path.join(REPO, 'bin', 'compile-cache.js'))});
+const vm = require('vm'); const Script = vm.Script;
+vm.Script = function (src, o) { const s = new Script(src, o); process.on('exit', () => process.stderr.write(o.cachedData ? (s.cachedDataRejected ? 'rejected' : 'used') : 'none')); return s; };
+cc.runBundle(${JSON.stringify(bundle)}, process.env, process.argv, ['get']).main();`,
+  );
+  return runner;
+}
+
 describe('cli: start-up loads what the command uses (issue 55)', function () {
   this.timeout(120_000);
   let dir: string;
@@ -146,14 +159,7 @@ describe("cli: the launcher's code cache (bin/compile-cache.js)", function () {
   it("a bundle's run leaves its command's cache, which the next run uses; a changed bundle gets a cache of its own", function () {
     const bundle = path.join(dir, 'b.cjs');
     writeFileSync(bundle, "#!/usr/bin/env node\nmodule.exports = { main: () => process.stdout.write(String(require('vm') !== undefined)) };\n");
-    const runner = path.join(dir, 'run.cjs');
-    writeFileSync(
-      runner,
-      `const cc = require(${JSON.stringify(path.join(REPO, 'bin', 'compile-cache.js'))});
-const vm = require('vm'); const Script = vm.Script;
-vm.Script = function (src, o) { const s = new Script(src, o); process.on('exit', () => process.stderr.write(o.cachedData ? (s.cachedDataRejected ? 'rejected' : 'used') : 'none')); return s; };
-cc.runBundle(${JSON.stringify(bundle)}, process.env, process.argv, ['get']).main();`,
-    );
+    const runner = codeCacheRunner(dir, bundle);
     const env = { ...process.env, BERTH_CACHE_DIR: path.join(dir, 'c') };
     const once = () => spawnSync(process.execPath, [runner, 'get'], { encoding: 'utf8', env });
     const first = once();
@@ -175,14 +181,7 @@ cc.runBundle(${JSON.stringify(bundle)}, process.env, process.argv, ['get']).main
       bundle,
       "module.exports = { main: () => process.stdout.write('ran'), coldRun: () => require('fs').readFileSync(process.env.COLD, 'utf8') === 'yes' };\n",
     );
-    const runner = path.join(dir, 'run.cjs');
-    writeFileSync(
-      runner,
-      `const cc = require(${JSON.stringify(path.join(REPO, 'bin', 'compile-cache.js'))});
-const vm = require('vm'); const Script = vm.Script;
-vm.Script = function (src, o) { const s = new Script(src, o); process.on('exit', () => process.stderr.write(o.cachedData ? (s.cachedDataRejected ? 'rejected' : 'used') : 'none')); return s; };
-cc.runBundle(${JSON.stringify(bundle)}, process.env, process.argv, ['get']).main();`,
-    );
+    const runner = codeCacheRunner(dir, bundle);
     const cold = path.join(dir, 'cold');
     const env = { ...process.env, BERTH_CACHE_DIR: path.join(dir, 'c'), COLD: cold };
     const entries = () => readdirSync(path.join(dir, 'c', 'code-cache')).filter((f) => f.startsWith('bundle-get-'));
