@@ -27,23 +27,9 @@ import { createLogger } from '../src/util/log';
 import { FakeEngine } from '../test/support/fake-engine';
 import type * as Tenk from './workloads/tenk';
 import type * as Loader from '../src/spec/loader';
+import { IMAGE, specText } from './lib/fixture';
 
 const INSTANCE = 'scratch-100k';
-const IMAGE = 'berth/busybox:local';
-
-function specText(name: string): string {
-  return [
-    'apiVersion: berth.dev/v1',
-    'kind: Attempt',
-    'metadata:',
-    `  name: ${name}`,
-    'spec:',
-    `  image: ${IMAGE}`,
-    '  command: ["true"]',
-    '  network: {mode: none}',
-    '',
-  ].join('\n');
-}
 
 function dirs(root: string) {
   return { specsDir: path.join(root, 'specs'), stateDir: path.join(root, 'state'), resultsRoot: path.join(root, 'results') };
@@ -67,7 +53,7 @@ async function gen(root: string, count: number): Promise<void> {
   await fs.mkdir(d.specsDir, { recursive: true });
   const names = Array.from({ length: count }, (_, i) => `t${String(i).padStart(4, '0')}`);
   for (let i = 0; i < names.length; i += 500)
-    await Promise.all(names.slice(i, i + 500).map((n) => fs.writeFile(path.join(d.specsDir, `${n}.yaml`), specText(n))));
+    await Promise.all(names.slice(i, i + 500).map((n) => fs.writeFile(path.join(d.specsDir, `${n}.yaml`), specText(n, ['true']))));
   const load = await loadSpecs({ specsDir: d.specsDir, resultsRoot: d.resultsRoot });
   if (load.errors.length) throw new Error(`spec errors: ${load.errors[0]?.message}`);
   const hashOf = new Map(load.specs.map((s) => [s.spec.name, s.hash]));
@@ -158,7 +144,7 @@ async function runOnce(root: string, drops: number, cold: boolean): Promise<void
     const got = new Promise<void>((r) => startWaiters.set(name, r));
     const a = cpuMs();
     const w = performance.now();
-    await fs.writeFile(path.join(d.specsDir, `${name}.yaml`), specText(name));
+    await fs.writeFile(path.join(d.specsDir, `${name}.yaml`), specText(name, ['true']));
     await got;
     dropWall.push(performance.now() - w);
     dropCpu.push(cpuMs() - a);
