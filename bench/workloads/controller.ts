@@ -49,25 +49,28 @@ async function stopController(d: Daemon, log: (m: string) => void): Promise<void
 }
 
 /**
- * Waits until the process is idle: at most `maxCpuMs` of CPU in each of `quietWindows`
- * consecutive 1 s windows (default 10% of a core: start-up and a pass run near 100%).
- * Resolves to the time (Date.now()) the quiet stretch began.
+ * Waits until the process is idle: sampled every 100 ms, idle once `quietMs` have passed with no
+ * 100 ms in which it used a fifth of a core or more, and with at most `maxCpuMs` a second over them
+ * (default 10% of a core: start-up and a pass run near 100%). Resolves to the time (Date.now())
+ * the quiet stretch began: the end of the last busy 100 ms (whole 1 s windows made the end of
+ * start-up up to a second early or late, by where the windows fell).
  */
-async function waitIdle(pid: number, timeoutMs: number, maxCpuMs = 100, quietWindows = 2): Promise<number> {
+async function waitIdle(pid: number, timeoutMs: number, maxCpuMs = 100, quietMs = 2000): Promise<number> {
   const end = Date.now() + timeoutMs;
-  let quiet = 0;
   let last = cpuMs(pid);
   let quietSince = Date.now();
+  let quietCpu = 0;
   while (Date.now() < end) {
-    await sleep(1000);
+    await sleep(100);
     const now = cpuMs(pid);
-    if (now - last <= maxCpuMs) quiet++;
-    else {
-      quiet = 0;
-      quietSince = Date.now();
-    }
+    const used = now - last;
     last = now;
-    if (quiet >= quietWindows) return quietSince;
+    quietCpu += used;
+    // (the kernel counts CPU in 10 ms ticks: one tick in 100 ms is not yet work)
+    if (used >= 20 || quietCpu > (maxCpuMs * quietMs) / 1000) {
+      quietSince = Date.now();
+      quietCpu = 0;
+    } else if (Date.now() - quietSince >= quietMs) return quietSince;
   }
   throw new Error(`the controller (pid ${pid}) did not go idle within ${timeoutMs} ms`);
 }
