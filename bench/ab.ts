@@ -21,6 +21,9 @@ import { spawn } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { sweep } from './lib/cleanup';
+import { RawEngine, socketFromEnv } from './lib/engine';
+import { BENCH_LABEL } from './lib/fixture';
 import { REPO } from './lib/proc';
 
 interface Ratio {
@@ -137,20 +140,40 @@ function runBench(side: Side, group: string[], log: (s: string) => void): Promis
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let tail = '';
+    let runId: string | undefined;
     child.stderr.on('data', (d: Buffer) => {
       tail = (tail + d.toString()).slice(-4000);
+      runId ??= benchRunOf(tail);
     });
     child.on('error', reject);
     child.on('close', (code) => {
       log(`${side.name} ${group.join(',')}: exit ${code} in ${Math.round((Date.now() - started) / 1000)} s`);
-      if (code !== 0)
-        return resolve([{ id: `${group.join(',')}-failed`, workload: `${group.join(',')} failed: ${tail.trim().split('\n').slice(-3).join(' / ')}` }]);
-      fs.readFile(path.join(side.tree, 'bench', 'results', 'partial.json.tmp'), 'utf8').then(
-        (s) => resolve((JSON.parse(s) as { rows: BenchRow[] }).rows),
-        reject,
-      );
+      // what an older build's clean-up left of its run (its git workload's source binding volume, say): swept by this tree's, by the run's id
+      void (runId ? sweepRun(runId, side, log) : Promise.resolve()).then(() => {
+        if (code !== 0)
+          return resolve([{ id: `${group.join(',')}-failed`, workload: `${group.join(',')} failed: ${tail.trim().split('\n').slice(-3).join(' / ')}` }]);
+        fs.readFile(path.join(side.tree, 'bench', 'results', 'partial.json.tmp'), 'utf8').then(
+          (s) => resolve((JSON.parse(s) as { rows: BenchRow[] }).rows),
+          reject,
+        );
+      });
     });
   });
+}
+
+/** The id of a bench run, from its log's first line (`[bench] run <id>: ...`, bench/run.ts). */
+export function benchRunOf(log: string): string | undefined {
+  return /^\[bench\] run ([0-9a-z]{6}):/m.exec(log)?.[1];
+}
+
+/** Removes what a run of `side` left on the engine, by its run's id and labels only (bench/lib/cleanup.ts); never throws. */
+async function sweepRun(id: string, side: Side, log: (s: string) => void): Promise<void> {
+  try {
+    const n = await sweep(new RawEngine(socketFromEnv()), { id, label: `${BENCH_LABEL}=${id}` });
+    if (n) log(`${side.name}: removed ${n} resources its run ${id} left`);
+  } catch (err) {
+    log(`${side.name}: sweeping its run ${id}: ${String(err)}`);
+  }
 }
 
 const cell = (s: string | undefined): string => (s ?? '—').replace(/\|/g, '\\|');

@@ -15,6 +15,9 @@ const INSTANCE = 'dev.berth.instance';
 /** The instance's single-writer lock volume and its source binding volume name it by these (no managed label). */
 const OF_INSTANCE = ['dev.berth.lock', 'dev.berth.binding'];
 
+/** A bench run as its clean-up knows it: its id and label (bench/ab.ts sweeps another build's run by these). */
+export type RunOf = Pick<BenchRun, 'id' | 'label'>;
+
 export async function pool<T>(items: readonly T[], limit: number, fn: (item: T, i: number) => Promise<void>): Promise<void> {
   let next = 0;
   const errors: unknown[] = [];
@@ -32,7 +35,7 @@ export async function pool<T>(items: readonly T[], limit: number, fn: (item: T, 
   if (errors.length) throw errors[0];
 }
 
-function ofRun(run: BenchRun, labels: Record<string, string> | null): boolean {
+function ofRun(run: RunOf, labels: Record<string, string> | null): boolean {
   if (!labels) return false;
   if (labels[BENCH_LABEL] === run.id) return true;
   const inst = labels[INSTANCE];
@@ -41,7 +44,7 @@ function ofRun(run: BenchRun, labels: Record<string, string> | null): boolean {
 }
 
 /** Containers, networks and volumes of this run still on the engine. */
-export async function leftovers(engine: RawEngine, run: BenchRun): Promise<{ containers: string[]; networks: string[]; volumes: string[] }> {
+export async function leftovers(engine: RawEngine, run: RunOf): Promise<{ containers: string[]; networks: string[]; volumes: string[] }> {
   const byLabel = async <T extends { Labels: Record<string, string> | null }>(list: (l: string[]) => Promise<T[]>) => [
     ...(await list([MANAGED])).filter((x) => ofRun(run, x.Labels)),
     ...(await Promise.all(OF_INSTANCE.map((k) => list([k])))).flat().filter((x) => ofRun(run, x.Labels)),
@@ -54,7 +57,7 @@ export async function leftovers(engine: RawEngine, run: BenchRun): Promise<{ con
 }
 
 /** Force-removes every container, network and volume of this run, by label. */
-export async function sweep(engine: RawEngine, run: BenchRun): Promise<number> {
+export async function sweep(engine: RawEngine, run: RunOf): Promise<number> {
   const left = await leftovers(engine, run);
   await pool(left.containers, 8, (id) => engine.removeContainer(id));
   await pool(left.networks, 8, (id) => engine.call('DELETE', `/networks/${id}`, undefined, [404]).then(() => undefined));

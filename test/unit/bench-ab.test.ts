@@ -1,6 +1,6 @@
 /** bench/ab.ts's pure parts: which workloads both builds have, and when a row is called worse. */
 import { expect } from 'chai';
-import { absoluteFigure, compareAbsolute, compareRatios, groupsOf, workloadsOf } from '../../bench/ab';
+import { absoluteFigure, benchRunOf, compareAbsolute, compareRatios, groupsOf, workloadsOf } from '../../bench/ab';
 import { REPO } from '../../bench/lib/proc';
 
 describe('bench A/B', () => {
@@ -41,5 +41,12 @@ describe('bench A/B', () => {
     const calls = (berth: string, verdict = 'PASS') => ({ id: 'c', workload: 'c', berth, verdict, target: 'the same' });
     expect(compareAbsolute(calls('containers.list 1, images.list 1'), calls('containers.list 1'), 0.2).call, 'a count: its verdict').to.equal('same');
     expect(compareAbsolute(calls('containers.list 2', 'MISS'), calls('containers.list 1'), 0.2).call).to.equal('worse');
+  });
+
+  it("reads a bench run's id from its log (to sweep what an older build's run left), and nothing from another line", function () {
+    const log = '[bench] node: using .node/bin/node\n[bench] run my6yer: 1 rounds; engine 20.10.24\n[bench] tenk: 50 running\n';
+    expect(benchRunOf(log)).to.equal('my6yer');
+    expect(benchRunOf('[bench] tenk: run ab12cd: x\n')).to.equal(undefined);
+    expect(benchRunOf('[bench] run 0a1b2c')).to.equal(undefined);
   });
 });
