@@ -116,22 +116,12 @@ export class Sources {
     // a finite run takes requests too: `berth release` of its sandboxes, a rerun while it waits
     this.requests = new RequestWatch({ stateDir: o.cfg.stateDir, instance: o.cfg.instance, log: o.log }, (req) => o.carryOut(req));
     const images = o.engine.events.images.bind(o.engine.events);
-    this.imageEvents = new EngineSource(
-      o.engine,
-      o.cfg.instance,
-      o.log,
-      {
-        onEvent: () => {
-          o.imagesChanged();
-          void this.imageAppeared();
-        },
-        onReconnect: () => {
-          o.imagesChanged();
-          void this.imageAppeared();
-        },
-      },
-      (opts) => images(opts),
-    );
+    // an image event, or the stream back after a break: the kept image list is stale, and a Blocked attempt may go
+    const imageNews = () => {
+      o.imagesChanged();
+      void this.imageAppeared();
+    };
+    this.imageEvents = new EngineSource(o.engine, o.cfg.instance, o.log, { onEvent: imageNews, onReconnect: imageNews }, (opts) => images(opts));
   }
 
   /** The image events' stream while connected: a number that changes at every break (engine-source.ts `epoch`). */

@@ -21,10 +21,11 @@
  * kept, the least recently used (by the file's mtime, touched when used) removed first.
  */
 import { randomBytes } from 'node:crypto';
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, utimesSync, writeSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { StatKey } from './content-cache';
+import { pruneOldest } from '../util/prune-folder';
 import { sha256Hex } from './hash';
 
 const FORMAT = 1;
@@ -188,33 +189,12 @@ function writeAtomic(file: string, data: string): boolean {
     }
     renameSync(temp, file);
     stats.writes++;
-    prune(dir);
+    pruneOldest(dir, MAX_FILES); // (temp files left by a process that died count, and go first)
     return true;
   } catch {
     rmSync(temp, { force: true });
     return false;
   }
-}
-
-/** Keeps at most MAX_FILES fixtures' files in `dir`: the least recently used go (and temp files left by a process that died). */
-function prune(dir: string): void {
-  let names: string[];
-  try {
-    names = readdirSync(dir);
-  } catch {
-    return;
-  }
-  if (names.length <= MAX_FILES) return;
-  const aged: { name: string; at: number }[] = [];
-  for (const name of names) {
-    try {
-      aged.push({ name, at: statSync(path.join(dir, name)).mtimeMs });
-    } catch {
-      // gone meanwhile
-    }
-  }
-  aged.sort((a, b) => a.at - b.at);
-  for (const { name } of aged.slice(0, aged.length - MAX_FILES)) rmSync(path.join(dir, name), { force: true });
 }
 
 /** Reads of kept files, hits, writes and damaged files ignored so far (tests, bench). */

@@ -34,10 +34,11 @@
  *   only when it starts a container.
  */
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import * as path from 'node:path';
 import { fromShape, hashPieces, isShape, reproduces } from './set-shape';
 import { readSigned, signature } from './file-cache';
+import { pruneOldest } from '../util/prune-folder';
 import { sha256Hex } from './hash';
 import type { ChildOutcome, DocOutcome } from './check-document';
 import type { FileOutcome } from './load-file';
@@ -407,28 +408,6 @@ export class DiskSpecCache {
       rmSync(temp, { force: true });
       return;
     }
-    pruneCacheFiles(path.dirname(this.file), this.file);
-  }
-}
-
-/** Removes the least recently written cache files of `dir` beyond MAX_CACHE_FILES (never `keep`); never throws. */
-function pruneCacheFiles(dir: string, keep: string): void {
-  try {
-    const names = readdirSync(dir).filter((n) => CACHE_FILE.test(n));
-    if (names.length <= MAX_CACHE_FILES) return;
-    const aged = names
-      .map((n) => {
-        const file = path.join(dir, n);
-        try {
-          return { file, at: statSync(file).mtimeMs };
-        } catch {
-          return undefined;
-        }
-      })
-      .filter((x): x is { file: string; at: number } => x !== undefined && x.file !== keep)
-      .sort((a, b) => a.at - b.at);
-    for (const { file } of aged.slice(0, Math.max(0, aged.length + 1 - MAX_CACHE_FILES))) rmSync(file, { force: true });
-  } catch {
-    // best effort: the next write tries again
+    pruneOldest(path.dirname(this.file), MAX_CACHE_FILES, { match: CACHE_FILE, keep: this.file });
   }
 }
