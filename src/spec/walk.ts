@@ -16,6 +16,7 @@
 import { readdirSync, realpathSync, statSync, type Dirent } from 'node:fs';
 import * as path from 'node:path';
 import { BERTHIGNORE, readBerthIgnore, type BerthIgnore } from './berthignore';
+import { joinName } from '../util/join-name';
 import { isInside, toPosix } from './path-util';
 import { ioReason } from './read-spec-file';
 import type { SpecErrorCode } from './types';
@@ -164,7 +165,7 @@ export class SpecWalk {
     const found: SpecFile[] = [];
     const { rootAbs, byReal, ig } = this;
     for (const dir of level) {
-      const absDir = path.join(rootAbs, dir.rel);
+      const absDir = dir.rel === '' ? rootAbs : path.join(rootAbs, dir.rel);
       let entries: Dirent[];
       this.folders.add(toPosix(dir.rel));
       try {
@@ -182,8 +183,8 @@ export class SpecWalk {
       }
       for (const e of entries) {
         if (isIgnoredName(e.name)) continue;
-        const rel = dir.rel === '' ? e.name : path.join(dir.rel, e.name);
-        const abs = path.join(rootAbs, rel);
+        const rel = joinName(dir.rel, e.name);
+        const abs = joinName(absDir, e.name);
         const file: SpecFile = { abs, rel: toPosix(rel) };
         if (ig) {
           const asDir = e.isDirectory() || (e.isSymbolicLink() && ig.ignores(file.rel, true));
@@ -203,7 +204,7 @@ export class SpecWalk {
           if (f) found.push(f);
         } else if (SPEC_FILE.test(e.name)) {
           if (e.isFile()) {
-            const real = path.join(dir.real, e.name);
+            const real = joinName(dir.real, e.name);
             const seen = byReal.get(real);
             const rank = dir.via ? RANK.inLinkedFolder : RANK.direct;
             if (!seen || seen.rank > rank) {

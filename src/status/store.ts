@@ -26,6 +26,7 @@ import { CorruptJsonError, isCode, readJsonFileSync, removeStaleTemps, writeFile
 import { checkStateFolder, folderProblem, setAside } from './damaged';
 import type { AttemptStatus, AttestationCheck } from './types';
 import { recordProblem, refuseNewer, upgradeRecord } from './validate';
+import { joinName } from '../util/join-name';
 import { mapChunked } from '../util/pool';
 import { ContainerIndex } from './container-index';
 import {
@@ -227,7 +228,7 @@ export class StatusStore {
   }
 
   private file(name: string): string {
-    return path.join(this.dir, `${name}.json`);
+    return joinName(this.dir, `${name}.json`);
   }
 
   private now(): number {
