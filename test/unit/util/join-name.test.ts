@@ -4,7 +4,28 @@ import * as path from 'node:path';
 import { joinName } from '../../../src/util/join-name';
 
 describe('joinName (path.join without its normalize, for a folder and a plain name)', () => {
-  const dirs = ['', '.', '..', '/', '/a', '/a/', '/a/b', '/a//b', '/a/./b', '/a/../b', '/a/b/.', '/a/b/..', 'a', 'a/', 'a/b', './a', 'a/./b', 'a/..', '../a', '//a'];
+  const dirs = [
+    '',
+    '.',
+    '..',
+    '/',
+    '/a',
+    '/a/',
+    '/a/b',
+    '/a//b',
+    '/a/./b',
+    '/a/../b',
+    '/a/b/.',
+    '/a/b/..',
+    'a',
+    'a/',
+    'a/b',
+    './a',
+    'a/./b',
+    'a/..',
+    '../a',
+    '//a',
+  ];
   const names = ['x', 'x.yaml', '.hidden', '..x', 'x..', '', '.', '..', 'a/b', '/x', 'x/'];
 
   it('gives what path.join gives, for every folder and name (plain or not)', () => {
@@ -13,7 +34,10 @@ describe('joinName (path.join without its normalize, for a folder and a plain na
 
   it('gives what path.join gives for any folder and name made of separators, dots and letters', () => {
     const part = fc.stringMatching(/^[a-c./]{0,12}$/);
-    fc.assert(fc.property(part, part, (d, n) => joinName(d, n) === path.join(d, n)), { numRuns: 2000 });
+    fc.assert(
+      fc.property(part, part, (d, n) => joinName(d, n) === path.join(d, n)),
+      { numRuns: 2000 },
+    );
   });
 
   it('gives the same answer again for a folder it has seen (its memo)', () => {
