@@ -22,7 +22,6 @@
 // without berth.
 var path = require('path');
 var fs = require('fs');
-var os = require('os');
 
 function ownedPrivate(dir) {
   var st = fs.lstatSync(dir);
@@ -41,7 +40,8 @@ function codeCacheDir(env) {
       root = path.resolve(own);
     } else if (env.XDG_CACHE_HOME && path.isAbsolute(env.XDG_CACHE_HOME)) root = path.join(env.XDG_CACHE_HOME, 'berth');
     else {
-      var home = os.homedir();
+      // node:os only here: with $BERTH_CACHE_DIR or $XDG_CACHE_HOME set, it is not loaded at all
+      var home = require('os').homedir();
       if (!home) return undefined;
       root = path.join(home, '.cache', 'berth');
     }

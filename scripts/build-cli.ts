@@ -139,7 +139,31 @@ const commanderBuiltins: Plugin = {
     b.onResolve({ filter: /^node:(path|fs|process)$/ }, (args) =>
       /[\\/]node_modules[\\/]commander[\\/]/.test(args.importer) ? { path: args.path, namespace: 'commander-builtin' } : undefined,
     );
-    b.onLoad({ filter: /.*/, namespace: 'commander-builtin' }, (args) => ({ contents: `export default require(${JSON.stringify(args.path)});`, loader: 'js' }));
+    // node:process is the global process (require would load the module that exports it, ~0.1 ms)
+    b.onLoad({ filter: /.*/, namespace: 'commander-builtin' }, (args) => ({
+      contents: args.path === 'node:process' ? 'export default process;' : `export default require(${JSON.stringify(args.path)});`,
+      loader: 'js',
+    }));
+  },
+};
+
+/**
+ * berth's modules take node:path by its default export (`import path from 'node:path'`) or as a
+ * namespace: in a CommonJS bundle each of those ~75 imports became a copy of the module's every
+ * property (esbuild's __toESM) made when its module first runs. Here node:path is one module of the
+ * bundle that exports what node:path exports, each name bound once (start-up, issue 55).
+ */
+const PATH_NAMES = Object.keys(require('node:path') as object).filter((k) => /^[A-Za-z_$][\w$]*$/.test(k));
+const sharedPath: Plugin = {
+  name: 'shared-path',
+  setup(b) {
+    b.onResolve({ filter: /^(node:)?path$/ }, (args) =>
+      path.relative(repo, args.importer).startsWith(`src${path.sep}`) ? { path: 'path', namespace: 'shared-path' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'shared-path' }, () => ({
+      contents: `const m = require('node:path');\nexport default m;\nexport const { ${PATH_NAMES.join(', ')} } = m;`,
+      loader: 'js',
+    }));
   },
 };
 
@@ -160,6 +184,29 @@ const lazyCrypto: Plugin = {
     b.onLoad({ filter: /.*/, namespace: 'lazy-crypto' }, () => ({
       contents: `var real; function load() { return real || (real = require('node:crypto')); }
 ${CRYPTO_NAMES.map((n) => `export function ${n}() { return load().${n}.apply(undefined, arguments); }`).join('\n')}`,
+      loader: 'js',
+    }));
+  },
+};
+
+/**
+ * node:os the same way, by its functions (as named imports, or as its default export's or its
+ * namespace's): the module loads on the first call of one (~0.2 ms of every start otherwise, for
+ * the home folder a command may never look up).
+ */
+const OS_FUNCTIONS = Object.entries(require('node:os') as Record<string, unknown>)
+  .filter(([, v]) => typeof v === 'function')
+  .map(([k]) => k);
+const lazyOs: Plugin = {
+  name: 'lazy-os',
+  setup(b) {
+    b.onResolve({ filter: /^(node:)?os$/ }, (args) =>
+      path.relative(repo, args.importer).startsWith(`src${path.sep}`) ? { path: 'os', namespace: 'lazy-os' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'lazy-os' }, () => ({
+      contents: `var real; function load() { return real || (real = require('node:os')); }
+${OS_FUNCTIONS.map((n) => `export function ${n}() { return load().${n}.apply(undefined, arguments); }`).join('\n')}
+export default { ${OS_FUNCTIONS.join(', ')}, get EOL() { return load().EOL; }, get constants() { return load().constants; }, get devNull() { return load().devNull; } };`,
       loader: 'js',
     }));
   },
@@ -203,7 +250,7 @@ async function singleFile(): Promise<void> {
     outfile: out,
     // The version check runs before any of the bundle's modules; the bundle's own modules need 22.22.
     banner: { js: `#!/usr/bin/env node\n(${nodeCheck})();` },
-    plugins: [bundledSchemaFiles, noSchemaCompiler, noBuildKit, deferredModules, lazyChildProcess, commanderBuiltins, lazyCrypto],
+    plugins: [bundledSchemaFiles, noSchemaCompiler, noBuildKit, deferredModules, lazyChildProcess, commanderBuiltins, lazyCrypto, lazyOs, sharedPath],
     // In a checkout (dist/berth.cjs), a map back to the sources: errors' stacks with --enable-source-maps, and coverage.
     sourcemap: process.env.BERTH_CLI_BUNDLE ? false : 'linked',
   });
@@ -372,6 +419,8 @@ async function splitPair(name: string, keep?: readonly string[]): Promise<number
       lazyChildProcess,
       commanderBuiltins,
       lazyCrypto,
+      lazyOs,
+      sharedPath,
     ],
     sourcemap: 'linked',
   });
@@ -393,7 +442,7 @@ module.exports = function (host) { link.set(host); return { ${Object.entries(ENG
     },
     outfile: engineFile,
     define: { ...common.define, BERTH_BUILD_FILE: JSON.stringify('berth.cjs') },
-    plugins: [bundledSchemaFiles, noSchemaCompiler, fromHost(held, asked), noBuildKit, deferredModules],
+    plugins: [bundledSchemaFiles, noSchemaCompiler, fromHost(held, asked), noBuildKit, deferredModules, lazyOs, sharedPath],
     sourcemap: 'linked',
   });
   const shared = [...asked].sort();

@@ -45,7 +45,7 @@ import { defaultMaxRunning } from './max-running';
 import { ENV_HELP, examplesHelp, EXIT_CODES_HELP } from './help';
 import { jsonLinesIo, processIo, wantsJsonLogs, writesToFile, type Io } from './io';
 import { NAME_FORMS, setNames } from './names';
-import { buildOnly, commandWord } from './only-command';
+import { buildOnly, commandWord, flagsOf, type FlagShape } from './only-command';
 import { seeHelp, usageError, UsageError, UsageOutput } from './usage';
 
 /** Set by the single-file build (scripts/build-cli.ts); from package.json otherwise. */
@@ -238,12 +238,32 @@ function globalOptions(program: Command): Command {
 }
 
 /**
+ * The global options' flags as globalOptions gives them to the program, for commandOf: a unit test
+ * (only-command.test.ts) checks the two agree.
+ */
+export const GLOBAL_FLAGS: readonly string[] = [
+  '-V, --version',
+  '--specs <dir>',
+  '--state <dir>',
+  '--results-root <dir>',
+  '--instance <name>',
+  '--engine-timeout <duration>',
+  '--log-level <level>',
+  '--log-format <format>',
+  '--backend <kind>',
+  '--config <file>',
+  '--context <name>',
+];
+let globalShapes: FlagShape[] | undefined;
+
+/**
  * The command argv names, read as the command line reads it (only-command.ts); undefined when
  * that is not sure. The split build's file of one command runs only what this says is its own.
+ * Read from GLOBAL_FLAGS, without building the program's options (the launcher asks it first).
  */
 export function commandOf(argv: readonly string[]): string | undefined {
-  const program = globalOptions(new Command('berth'));
-  return commandWord(argv, program.options);
+  globalShapes ??= GLOBAL_FLAGS.map(flagsOf);
+  return commandWord(argv, globalShapes);
 }
 
 export function buildProgram(io: Io, setExit: (code: number) => void, usage = new UsageOutput(), pe: ProgramEnv = {}): Command {
@@ -319,534 +339,591 @@ export function buildProgram(io: Io, setExit: (code: number) => void, usage = ne
     return r;
   };
 
-  const validate = program
-    .command('validate')
-    .description('check specs; no engine needed')
-    .argument('[path...]', 'spec files or folders (default: --specs)')
-    .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
-    .option('-v, --verbose', 'also say which files were found but not read as specs, and why (.berthignore, inside a fixture or fromDir)');
-  gitOptions(validate, false).action(async (paths: string[], o: { output: 'text' | 'json'; verbose?: boolean; git?: string }, cmd: Command) => {
-    const c = ctx(cmd);
-    const v = require('./commands/validate') as typeof ValidateCmd;
-    // A path given on the command line is checked as it is, whatever git source the defaults name.
-    const fromCli = (k: string) => !paths.length || cmd.getOptionValueSource(k) === 'cli';
-    if (Object.keys(o).some((k) => k.startsWith('git') && fromCli(k))) {
-      if (paths.length) throw new UsageError('--git validates the repository: give no paths');
-      await done(v.runValidateGit(c, o));
-      return;
-    }
-    const cacheIn = v.validateCacheIn(c.env);
-    await done(
-      v.runValidate(
-        paths.length ? paths : [c.specsDir],
-        {
-          output: o.output,
-          resultsRoot: c.resultsRoot,
-          resultsRootIsDefault: cmd.getOptionValueSourceWithGlobals('resultsRoot') === undefined && cmd.getOptionValueSourceWithGlobals('state') === 'default',
-          env: c.env,
-          ...(o.verbose ? { verbose: true } : {}),
-          ...(cacheIn !== undefined ? { cacheIn } : {}),
-        },
-        io,
-      ),
-    );
-  });
+  /** A command's definition runs only when argv names it, or when every command is built (only-command.ts). */
+  const define = (name: string, f: () => void): void => {
+    if (word === undefined || word === name) f();
+  };
 
-  const plan = program
-    .command('plan')
-    .description('what reconcile would do, and why, changing nothing')
-    .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
-    .option('--detailed-exitcode', `exit ${EXIT.changesPending} when changes are pending, 0 when converged`)
-    .addOption(maxRunningOption())
-    .option('--egress-proxy-image <image>', 'image of the egress proxy sidecar (same contract as docs/EGRESS.md)')
-    .option('--egress-network <name>', 'existing network the egress proxy reaches out through (default: one per attempt)')
-    .option('--allow-empty', "let a specs folder with no attempts remove the instance's attempts (default: such a folder removes nothing)")
-    .option('--infra-retries <n>', `as for reconcile (default ${DEFAULTS.infraRetries})`, int('--infra-retries', 0))
-    .option('--move-instance', 'the instance is bound to another source: plan as if it were moved to this one (reconcile --move-instance)');
-  gitOptions(plan, false).action(async (o, cmd: Command) => {
-    await done((require('./commands/plan') as typeof PlanCmd).runPlan(ctx(cmd), o));
-  });
-
-  const reconcile = program
-    .command('reconcile')
-    .description('converge the engine to the specs')
-    .option('--once', 'make one full pass and exit')
-    .option('--wait', 'with --once: keep going until every attempt is finished')
-    .option('--timeout <duration>', 'with --once --wait: give up after this long (e.g. 30m, 1h; a bare number is seconds)', durationSeconds('--timeout'))
-    .addOption(failOnOption('with --wait: '))
-    .addOption(maxRunningOption())
-    .option('--concurrency <n>', `engine operations in flight (default: ${DEFAULTS.concurrency})`, int('--concurrency', 1))
-    .addOption(new Option('--resync <duration>', 'controller: full pass at least this often').argParser(durationSeconds('--resync')).default(30, '30s'))
-    .addOption(
-      new Option('--settle <duration>', 'controller: a spec file is read once it has had no write this long (longer for slow writers, network file systems)')
-        .argParser(durationSeconds('--settle'))
-        .default(0.06, '60ms'),
-    )
-    .option('--egress-proxy-image <image>', 'image of the egress proxy sidecar (same contract as docs/EGRESS.md)')
-    .option('--egress-network <name>', 'existing network the egress proxy reaches out through (default: one per attempt)')
-    .option('--workers <n>', 'controller: attempts worked on at once (default: --concurrency)', int('--workers', 1))
-    .option('--metrics-addr <host:port>', 'controller: serve Prometheus metrics, /healthz and /readyz (e.g. 127.0.0.1:9464)')
-    .option('--webhook-addr <host:port>', 'controller with --git: a POST with a valid X-Hub-Signature-256 triggers a fetch at once')
-    .option('--webhook-secret-file <file>', "the webhook's HMAC secret, from this file")
-    .option('--webhook-secret-env <var>', "the webhook's HMAC secret, from this environment variable")
-    .option('--notify-url <url>', "with --git: POST each revision's outcome here (JSON, X-Berth-Signature-256) once all its attempts finished")
-    .option('--notify-secret-file <file>', 'the HMAC secret --notify-url POSTs are signed with, from this file')
-    .option('--notify-secret-env <var>', 'the HMAC secret --notify-url POSTs are signed with, from this environment variable')
-    .addOption(
-      new Option('--retry-backoff <duration>', 'first back-off before retrying a failed run (doubles, capped at 6 min; 0: none)')
-        .argParser(durationSeconds('--retry-backoff', { zero: true }))
-        .default(10, '10s'),
-    )
-    .option('--allow-empty', "let a specs folder with no attempts remove the instance's attempts (default: such a folder removes nothing)")
-    .option(
-      '--allow-weak-isolation',
-      'run attempts on an engine that would not isolate them (no seccomp, an unknown default runtime; berth version shows what it has)',
-    )
-    .option(
-      '--infra-retries <n>',
-      `re-runs of an attempt after infrastructure deaths (EngineRestarted, StartFailed), apart from its spec's retries (default ${DEFAULTS.infraRetries})`,
-      int('--infra-retries', 0),
-    )
-    .option(
-      '--log-max-bytes <size>',
-      `bytes of each container's log kept in its run folder: the first and last half, the middle cut with a marker line (a size such as 64Ki or 32Mi; default ${DEFAULTS.logMaxBytes / 1024 / 1024}Mi)`,
-      bytes('--log-max-bytes', 1024),
-    )
-    .option(
-      '--hash-max-bytes <size>',
-      `bytes of results the manifest hashes at most; larger files are listed without a hash (default ${DEFAULTS.hashMaxBytes / 1024 ** 3}Gi)`,
-      bytes('--hash-max-bytes', 0),
-    )
-    .option(
-      '--hash-max-seconds <duration>',
-      `how long the manifest hashes at most per run (e.g. 90s, 5m; a bare number is seconds; default ${DEFAULTS.hashMaxSeconds}s)`,
-      durationSeconds('--hash-max-seconds'),
-    )
-    .addOption(
-      new Option(
-        '--fixture-cache-size <size>',
-        `bytes of packed fixture layers kept in the state folder (cache/fixtures), least recently used removed first; 0: none kept (default ${DEFAULTS.fixtureCacheBytes / 1024 ** 3}Gi)`,
-      )
-        .argParser(bytes('--fixture-cache-size', 0))
-        .env('BERTH_FIXTURE_CACHE_SIZE'),
-    )
-    .option('--move-instance', 'the instance is bound to another source: move it to this one on purpose (what the other source runs is removed)')
-    .option('--max-pulls <n>', `image pulls under way at once (default ${DEFAULTS.maxPulls})`, int('--max-pulls', 1))
-    .option(
-      '--prefetch <n>',
-      'attempts beyond the free slots whose images are pulled ahead, in admission order (default: --max-running; 0: none)',
-      int('--prefetch', 0),
-    )
-    .option(
-      '--pull-retries <n>',
-      `with --once: failed pulls of an image (a rate limit's waits not counted) after which its attempts settle Blocked (default ${DEFAULTS.pullRetries})`,
-      int('--pull-retries', 1),
-    )
-    .option('--registry-config <file>', 'registry credentials, a docker config.json (default: $DOCKER_CONFIG/config.json, else ~/.docker/config.json)')
-    .addOption(
-      new Option(
-        '--default-deadline <duration>',
-        'deadline of attempts whose spec sets no deadlineSeconds (e.g. 30m, 2h; a bare number is seconds); not part of the spec hash (default: none)',
-      ).argParser(durationMs('--default-deadline')),
-    )
-    .addOption(
-      new Option(
-        '--disk-pressure-free <floor>',
-        `new runs wait (Pending/DiskPressure) while the file system of the engine's data root or of the results root has less space free: a percentage or a size (e.g. 10%, 5Gi; 0: off; default ${DEFAULTS.diskPressureFree})`,
-      ).argParser(diskFloor('--disk-pressure-free', 'bytes')),
-    )
-    .addOption(
-      new Option(
-        '--disk-pressure-inodes <floor>',
-        `as --disk-pressure-free, for free inodes: a percentage or a number (e.g. 5%, 100000; 0: off; default ${DEFAULTS.diskPressureInodes})`,
-      ).argParser(diskFloor('--disk-pressure-inodes', 'inodes')),
-    )
-    .addOption(
-      new Option(
-        '--default-disk <quantity>',
-        'disk limit of attempts whose spec sets no resources.disk (writable layer, results and volumes together; e.g. 2Gi, 500M); not part of the spec hash (default: none)',
-      ).argParser(diskQuantity('--default-disk')),
-    )
-    .option(
-      '--api-addr <host:port>',
-      `the API (exec, files, release, create, delete) on TCP too, with --api-token-file's bearer token; always on <state>/<instance>/${API.socket}`,
-    )
-    .option('--api-token-file <file>', 'the bearer token every API request on --api-addr must carry, from this file')
-    .option(
-      '--api-max-output <size>',
-      `bytes of an exec's stdout and of its stderr an API answer carries; past it, cut and truncated: true (default ${API.maxOutputBytes / 1024 / 1024}Mi)`,
-      bytes('--api-max-output', 1024),
-    )
-    .addOption(
-      new Option('--disk-interval <duration>', 'controller: how often the running attempts with a disk limit are measured (e.g. 10s, 1m)')
-        .argParser(durationMs('--disk-interval'))
-        .default(DEFAULTS.diskIntervalMs, `${DEFAULTS.diskIntervalMs / 1000}s`),
-    )
-    .addOption(
-      new Option('--max-builds <n>', 'images built from a Dockerfile at once (spec.build)').argParser(int('--max-builds', 1)).default(DEFAULTS.maxBuilds),
-    )
-    .addOption(
-      new Option('--build-timeout <duration>', 'a build still going after this is stopped (BuildFailed; e.g. 10m, 1h)')
-        .argParser(durationMs('--build-timeout'))
-        .default(DEFAULTS.buildTimeoutMs, `${DEFAULTS.buildTimeoutMs / 60_000}m`),
-    )
-    .addOption(
-      new Option(
-        '--image-gc-high <percent>',
-        "image GC: when the engine's data root's file system is fuller than this, images berth pulled or built that no unfinished attempt needs are removed, least recently used first",
-      )
-        .argParser(percent('--image-gc-high'))
-        .default(DEFAULTS.imageGcHighPercent),
-    )
-    .addOption(
-      new Option('--image-gc-low <percent>', 'image GC: removes until the file system is at most this full')
-        .argParser(percent('--image-gc-low'))
-        .default(DEFAULTS.imageGcLowPercent),
-    )
-    .addOption(
-      new Option('--image-gc-min-age <duration>', 'image GC: an image used (pulled, built, run) more recently than this is kept')
-        .argParser(durationMs('--image-gc-min-age', { zero: true }))
-        .default(DEFAULTS.imageGcMinAgeMs, `${DEFAULTS.imageGcMinAgeMs / 60_000}m`),
-    );
-  gitOptions(reconcile, true).action(async (o, cmd: Command) => {
-    if (o.wait && !o.once) throw new UsageError('--wait goes with --once (reconcile --once --wait); to wait on a running controller, use berth wait');
-    // From BERTH_TIMEOUT or berth.yaml, --timeout is for the --once --wait runs only.
-    if (o.timeout !== undefined && !o.wait && cmd.getOptionValueSource('timeout') !== 'cli') delete o.timeout;
-    if (o.timeout !== undefined && !o.wait)
-      throw new UsageError(
-        `--timeout goes with --once --wait (berth reconcile --once --wait --timeout 30m): ${o.once ? 'without --wait, --once does not wait' : 'a controller runs until it is stopped'}`,
+  define('validate', () => {
+    const validate = program
+      .command('validate')
+      .description('check specs; no engine needed')
+      .argument('[path...]', 'spec files or folders (default: --specs)')
+      .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
+      .option('-v, --verbose', 'also say which files were found but not read as specs, and why (.berthignore, inside a fixture or fromDir)');
+    gitOptions(validate, false).action(async (paths: string[], o: { output: 'text' | 'json'; verbose?: boolean; git?: string }, cmd: Command) => {
+      const c = ctx(cmd);
+      const v = require('./commands/validate') as typeof ValidateCmd;
+      // A path given on the command line is checked as it is, whatever git source the defaults name.
+      const fromCli = (k: string) => !paths.length || cmd.getOptionValueSource(k) === 'cli';
+      if (Object.keys(o).some((k) => k.startsWith('git') && fromCli(k))) {
+        if (paths.length) throw new UsageError('--git validates the repository: give no paths');
+        await done(v.runValidateGit(c, o));
+        return;
+      }
+      const cacheIn = v.validateCacheIn(c.env);
+      await done(
+        v.runValidate(
+          paths.length ? paths : [c.specsDir],
+          {
+            output: o.output,
+            resultsRoot: c.resultsRoot,
+            resultsRootIsDefault:
+              cmd.getOptionValueSourceWithGlobals('resultsRoot') === undefined && cmd.getOptionValueSourceWithGlobals('state') === 'default',
+            env: c.env,
+            ...(o.verbose ? { verbose: true } : {}),
+            ...(cacheIn !== undefined ? { cacheIn } : {}),
+          },
+          io,
+        ),
       );
-    await done((require('./commands/reconcile') as typeof ReconcileCmd).runReconcile(ctx(cmd), o));
+    });
   });
 
-  program
-    .command('get')
-    .description('list attempts and their status')
-    .argument('[name...]', `attempts to show (default: all): ${NAME_FORMS}`)
-    .option(
-      '-l, --selector <selector>',
-      "label selector, as kubectl's: k=v, k!=v, 'k in (a,b)', 'k notin (a,b)', k, !k; comma = and (repeatable: and)",
-      collect,
-    )
-    .addOption(
-      new Option('-o, --output <format>', "wide, json, yaml, name, jsonpath=TEMPLATE ('{.items[*].metadata.name}') or custom-columns=NAME:.path,...").argParser(
-        getOutput,
-      ),
-    )
-    .option('--sort-by <path>', "sort by the value of this JSONPath in each attempt (e.g. '.status.startedAt', '.metadata.name')")
-    .option('--no-headers', 'tables without the header row')
-    .option('--sets', 'list AttemptSets: a row per set with its children counted by phase')
-    .option('-w, --watch', 'after the listing, print each change as it happens (until Ctrl-C)')
-    .option('--limit <n>', "at most n attempts; the next page is given by --continue (the list's .metadata.continue)", int('--limit', 1))
-    .option('--continue <token>', 'the page after the one that gave this token (with the same --sort-by)')
-    .action(async (args: string[], o, cmd: Command) => {
-      const c = ctx(cmd);
-      const get = require('./commands/get') as typeof GetCmd;
-      if (o.sets) return done(get.runGet(c, setsOf(args), o));
-      // kubectl: what was found is shown, and each name that was not is an error (exit 1).
-      const resolve = require('./commands/resolve') as typeof ResolveCmd;
-      const r = await resolve.resolveAttempts(c, args);
-      const missing = resolve.reportMissing(c, r);
-      if (missing && !r.names.length) return setExit(EXIT.failed);
-      const code = await get.runGet(c, r.names, o);
-      return setExit(missing && code === EXIT.ok ? EXIT.failed : code);
+  define('plan', () => {
+    const plan = program
+      .command('plan')
+      .description('what reconcile would do, and why, changing nothing')
+      .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
+      .option('--detailed-exitcode', `exit ${EXIT.changesPending} when changes are pending, 0 when converged`)
+      .addOption(maxRunningOption())
+      .option('--egress-proxy-image <image>', 'image of the egress proxy sidecar (same contract as docs/EGRESS.md)')
+      .option('--egress-network <name>', 'existing network the egress proxy reaches out through (default: one per attempt)')
+      .option('--allow-empty', "let a specs folder with no attempts remove the instance's attempts (default: such a folder removes nothing)")
+      .option('--infra-retries <n>', `as for reconcile (default ${DEFAULTS.infraRetries})`, int('--infra-retries', 0))
+      .option('--move-instance', 'the instance is bound to another source: plan as if it were moved to this one (reconcile --move-instance)');
+    gitOptions(plan, false).action(async (o, cmd: Command) => {
+      await done((require('./commands/plan') as typeof PlanCmd).runPlan(ctx(cmd), o));
     });
+  });
 
-  program
-    .command('events')
-    .description('what happened to attempts (created, started, attested, drifted, died, retried, removed), newest last')
-    .argument('[name...]', `whose events (default: every attempt's): ${NAME_FORMS}`)
-    .option('-l, --selector <selector>', 'label selector, as for get', collect)
-    .option('-w, --watch', 'print new events as they happen (until Ctrl-C)')
-    .addOption(new Option('-o, --output <format>', 'output format (json: one event per line)').choices(['json']))
-    .action(async (args: string[], o: EventsCmd.EventsOptions & { selector?: string[] }, cmd: Command) => {
-      const c = ctx(cmd);
-      let names: string[] | undefined;
-      if (args.length || o.selector?.length) {
+  define('reconcile', () => {
+    const reconcile = program
+      .command('reconcile')
+      .description('converge the engine to the specs')
+      .option('--once', 'make one full pass and exit')
+      .option('--wait', 'with --once: keep going until every attempt is finished')
+      .option('--timeout <duration>', 'with --once --wait: give up after this long (e.g. 30m, 1h; a bare number is seconds)', durationSeconds('--timeout'))
+      .addOption(failOnOption('with --wait: '))
+      .addOption(maxRunningOption())
+      .option('--concurrency <n>', `engine operations in flight (default: ${DEFAULTS.concurrency})`, int('--concurrency', 1))
+      .addOption(new Option('--resync <duration>', 'controller: full pass at least this often').argParser(durationSeconds('--resync')).default(30, '30s'))
+      .addOption(
+        new Option('--settle <duration>', 'controller: a spec file is read once it has had no write this long (longer for slow writers, network file systems)')
+          .argParser(durationSeconds('--settle'))
+          .default(0.06, '60ms'),
+      )
+      .option('--egress-proxy-image <image>', 'image of the egress proxy sidecar (same contract as docs/EGRESS.md)')
+      .option('--egress-network <name>', 'existing network the egress proxy reaches out through (default: one per attempt)')
+      .option('--workers <n>', 'controller: attempts worked on at once (default: --concurrency)', int('--workers', 1))
+      .option('--metrics-addr <host:port>', 'controller: serve Prometheus metrics, /healthz and /readyz (e.g. 127.0.0.1:9464)')
+      .option('--webhook-addr <host:port>', 'controller with --git: a POST with a valid X-Hub-Signature-256 triggers a fetch at once')
+      .option('--webhook-secret-file <file>', "the webhook's HMAC secret, from this file")
+      .option('--webhook-secret-env <var>', "the webhook's HMAC secret, from this environment variable")
+      .option('--notify-url <url>', "with --git: POST each revision's outcome here (JSON, X-Berth-Signature-256) once all its attempts finished")
+      .option('--notify-secret-file <file>', 'the HMAC secret --notify-url POSTs are signed with, from this file')
+      .option('--notify-secret-env <var>', 'the HMAC secret --notify-url POSTs are signed with, from this environment variable')
+      .addOption(
+        new Option('--retry-backoff <duration>', 'first back-off before retrying a failed run (doubles, capped at 6 min; 0: none)')
+          .argParser(durationSeconds('--retry-backoff', { zero: true }))
+          .default(10, '10s'),
+      )
+      .option('--allow-empty', "let a specs folder with no attempts remove the instance's attempts (default: such a folder removes nothing)")
+      .option(
+        '--allow-weak-isolation',
+        'run attempts on an engine that would not isolate them (no seccomp, an unknown default runtime; berth version shows what it has)',
+      )
+      .option(
+        '--infra-retries <n>',
+        `re-runs of an attempt after infrastructure deaths (EngineRestarted, StartFailed), apart from its spec's retries (default ${DEFAULTS.infraRetries})`,
+        int('--infra-retries', 0),
+      )
+      .option(
+        '--log-max-bytes <size>',
+        `bytes of each container's log kept in its run folder: the first and last half, the middle cut with a marker line (a size such as 64Ki or 32Mi; default ${DEFAULTS.logMaxBytes / 1024 / 1024}Mi)`,
+        bytes('--log-max-bytes', 1024),
+      )
+      .option(
+        '--hash-max-bytes <size>',
+        `bytes of results the manifest hashes at most; larger files are listed without a hash (default ${DEFAULTS.hashMaxBytes / 1024 ** 3}Gi)`,
+        bytes('--hash-max-bytes', 0),
+      )
+      .option(
+        '--hash-max-seconds <duration>',
+        `how long the manifest hashes at most per run (e.g. 90s, 5m; a bare number is seconds; default ${DEFAULTS.hashMaxSeconds}s)`,
+        durationSeconds('--hash-max-seconds'),
+      )
+      .addOption(
+        new Option(
+          '--fixture-cache-size <size>',
+          `bytes of packed fixture layers kept in the state folder (cache/fixtures), least recently used removed first; 0: none kept (default ${DEFAULTS.fixtureCacheBytes / 1024 ** 3}Gi)`,
+        )
+          .argParser(bytes('--fixture-cache-size', 0))
+          .env('BERTH_FIXTURE_CACHE_SIZE'),
+      )
+      .option('--move-instance', 'the instance is bound to another source: move it to this one on purpose (what the other source runs is removed)')
+      .option('--max-pulls <n>', `image pulls under way at once (default ${DEFAULTS.maxPulls})`, int('--max-pulls', 1))
+      .option(
+        '--prefetch <n>',
+        'attempts beyond the free slots whose images are pulled ahead, in admission order (default: --max-running; 0: none)',
+        int('--prefetch', 0),
+      )
+      .option(
+        '--pull-retries <n>',
+        `with --once: failed pulls of an image (a rate limit's waits not counted) after which its attempts settle Blocked (default ${DEFAULTS.pullRetries})`,
+        int('--pull-retries', 1),
+      )
+      .option('--registry-config <file>', 'registry credentials, a docker config.json (default: $DOCKER_CONFIG/config.json, else ~/.docker/config.json)')
+      .addOption(
+        new Option(
+          '--default-deadline <duration>',
+          'deadline of attempts whose spec sets no deadlineSeconds (e.g. 30m, 2h; a bare number is seconds); not part of the spec hash (default: none)',
+        ).argParser(durationMs('--default-deadline')),
+      )
+      .addOption(
+        new Option(
+          '--disk-pressure-free <floor>',
+          `new runs wait (Pending/DiskPressure) while the file system of the engine's data root or of the results root has less space free: a percentage or a size (e.g. 10%, 5Gi; 0: off; default ${DEFAULTS.diskPressureFree})`,
+        ).argParser(diskFloor('--disk-pressure-free', 'bytes')),
+      )
+      .addOption(
+        new Option(
+          '--disk-pressure-inodes <floor>',
+          `as --disk-pressure-free, for free inodes: a percentage or a number (e.g. 5%, 100000; 0: off; default ${DEFAULTS.diskPressureInodes})`,
+        ).argParser(diskFloor('--disk-pressure-inodes', 'inodes')),
+      )
+      .addOption(
+        new Option(
+          '--default-disk <quantity>',
+          'disk limit of attempts whose spec sets no resources.disk (writable layer, results and volumes together; e.g. 2Gi, 500M); not part of the spec hash (default: none)',
+        ).argParser(diskQuantity('--default-disk')),
+      )
+      .option(
+        '--api-addr <host:port>',
+        `the API (exec, files, release, create, delete) on TCP too, with --api-token-file's bearer token; always on <state>/<instance>/${API.socket}`,
+      )
+      .option('--api-token-file <file>', 'the bearer token every API request on --api-addr must carry, from this file')
+      .option(
+        '--api-max-output <size>',
+        `bytes of an exec's stdout and of its stderr an API answer carries; past it, cut and truncated: true (default ${API.maxOutputBytes / 1024 / 1024}Mi)`,
+        bytes('--api-max-output', 1024),
+      )
+      .addOption(
+        new Option('--disk-interval <duration>', 'controller: how often the running attempts with a disk limit are measured (e.g. 10s, 1m)')
+          .argParser(durationMs('--disk-interval'))
+          .default(DEFAULTS.diskIntervalMs, `${DEFAULTS.diskIntervalMs / 1000}s`),
+      )
+      .addOption(
+        new Option('--max-builds <n>', 'images built from a Dockerfile at once (spec.build)').argParser(int('--max-builds', 1)).default(DEFAULTS.maxBuilds),
+      )
+      .addOption(
+        new Option('--build-timeout <duration>', 'a build still going after this is stopped (BuildFailed; e.g. 10m, 1h)')
+          .argParser(durationMs('--build-timeout'))
+          .default(DEFAULTS.buildTimeoutMs, `${DEFAULTS.buildTimeoutMs / 60_000}m`),
+      )
+      .addOption(
+        new Option(
+          '--image-gc-high <percent>',
+          "image GC: when the engine's data root's file system is fuller than this, images berth pulled or built that no unfinished attempt needs are removed, least recently used first",
+        )
+          .argParser(percent('--image-gc-high'))
+          .default(DEFAULTS.imageGcHighPercent),
+      )
+      .addOption(
+        new Option('--image-gc-low <percent>', 'image GC: removes until the file system is at most this full')
+          .argParser(percent('--image-gc-low'))
+          .default(DEFAULTS.imageGcLowPercent),
+      )
+      .addOption(
+        new Option('--image-gc-min-age <duration>', 'image GC: an image used (pulled, built, run) more recently than this is kept')
+          .argParser(durationMs('--image-gc-min-age', { zero: true }))
+          .default(DEFAULTS.imageGcMinAgeMs, `${DEFAULTS.imageGcMinAgeMs / 60_000}m`),
+      );
+    gitOptions(reconcile, true).action(async (o, cmd: Command) => {
+      if (o.wait && !o.once) throw new UsageError('--wait goes with --once (reconcile --once --wait); to wait on a running controller, use berth wait');
+      // From BERTH_TIMEOUT or berth.yaml, --timeout is for the --once --wait runs only.
+      if (o.timeout !== undefined && !o.wait && cmd.getOptionValueSource('timeout') !== 'cli') delete o.timeout;
+      if (o.timeout !== undefined && !o.wait)
+        throw new UsageError(
+          `--timeout goes with --once --wait (berth reconcile --once --wait --timeout 30m): ${o.once ? 'without --wait, --once does not wait' : 'a controller runs until it is stopped'}`,
+        );
+      await done((require('./commands/reconcile') as typeof ReconcileCmd).runReconcile(ctx(cmd), o));
+    });
+  });
+
+  define('get', () => {
+    program
+      .command('get')
+      .description('list attempts and their status')
+      .argument('[name...]', `attempts to show (default: all): ${NAME_FORMS}`)
+      .option(
+        '-l, --selector <selector>',
+        "label selector, as kubectl's: k=v, k!=v, 'k in (a,b)', 'k notin (a,b)', k, !k; comma = and (repeatable: and)",
+        collect,
+      )
+      .addOption(
+        new Option(
+          '-o, --output <format>',
+          "wide, json, yaml, name, jsonpath=TEMPLATE ('{.items[*].metadata.name}') or custom-columns=NAME:.path,...",
+        ).argParser(getOutput),
+      )
+      .option('--sort-by <path>', "sort by the value of this JSONPath in each attempt (e.g. '.status.startedAt', '.metadata.name')")
+      .option('--no-headers', 'tables without the header row')
+      .option('--sets', 'list AttemptSets: a row per set with its children counted by phase')
+      .option('-w, --watch', 'after the listing, print each change as it happens (until Ctrl-C)')
+      .option('--limit <n>', "at most n attempts; the next page is given by --continue (the list's .metadata.continue)", int('--limit', 1))
+      .option('--continue <token>', 'the page after the one that gave this token (with the same --sort-by)')
+      .action(async (args: string[], o, cmd: Command) => {
+        const c = ctx(cmd);
+        const get = require('./commands/get') as typeof GetCmd;
+        if (o.sets) return done(get.runGet(c, setsOf(args), o));
+        // kubectl: what was found is shown, and each name that was not is an error (exit 1).
+        const resolve = require('./commands/resolve') as typeof ResolveCmd;
+        const r = await resolve.resolveAttempts(c, args);
+        const missing = resolve.reportMissing(c, r);
+        if (missing && !r.names.length) return setExit(EXIT.failed);
+        const code = await get.runGet(c, r.names, o);
+        return setExit(missing && code === EXIT.ok ? EXIT.failed : code);
+      });
+  });
+
+  define('events', () => {
+    program
+      .command('events')
+      .description('what happened to attempts (created, started, attested, drifted, died, retried, removed), newest last')
+      .argument('[name...]', `whose events (default: every attempt's): ${NAME_FORMS}`)
+      .option('-l, --selector <selector>', 'label selector, as for get', collect)
+      .option('-w, --watch', 'print new events as they happen (until Ctrl-C)')
+      .addOption(new Option('-o, --output <format>', 'output format (json: one event per line)').choices(['json']))
+      .action(async (args: string[], o: EventsCmd.EventsOptions & { selector?: string[] }, cmd: Command) => {
+        const c = ctx(cmd);
+        let names: string[] | undefined;
+        if (args.length || o.selector?.length) {
+          const given = await attemptsOf(c, args);
+          if (!given) return;
+          const chosen = await (require('./commands/choose') as typeof ChooseCmd).chooseAttempts(c, 'events', given, o.selector);
+          if (typeof chosen === 'number') return setExit(chosen);
+          names = chosen.map((r) => r.name);
+        }
+        return done((require('./commands/events') as typeof EventsCmd).runEvents(c, names, o));
+      });
+  });
+
+  define('wait', () => {
+    program
+      .command('wait')
+      .description('wait until attempts are finished, or in a phase')
+      .argument('[name...]', `attempts to wait for (default: all, or those -l selects): ${NAME_FORMS}`)
+      .option('-l, --selector <selector>', 'label selector, as for get', collect)
+      .option('--for <condition>', 'finished, or phase=<Phase> (e.g. phase=Succeeded)', 'finished')
+      .addOption(
+        new Option('--timeout <duration>', 'give up after this long, exit 1 (e.g. 30m, 1h; a bare number is seconds)')
+          .argParser(durationMs('--timeout'))
+          .default(30_000, '30s'),
+      )
+      .addOption(failOnOption(''))
+      .action(async (args: string[], o, cmd: Command) => {
+        const c = ctx(cmd);
+        const names = await attemptsOf(c, args);
+        if (names) await done((require('./commands/wait') as typeof WaitCmd).runWait(c, names, o));
+      });
+  });
+
+  define('rerun', () => {
+    program
+      .command('rerun')
+      .description('a new run of finished attempts, same spec (earlier results stay)')
+      .argument('[name...]', `attempts to re-run: ${NAME_FORMS}`)
+      .option('-l, --selector <selector>', 'label selector, as for get', collect)
+      .option('--all', 'every finished attempt (the others are left as they are)')
+      .addOption(controllerTimeoutOption())
+      .action(async (args: string[], o, cmd: Command) => {
+        const c = ctx(cmd);
+        const names = await attemptsOf(c, args);
+        if (names) await done((require('./commands/rerun') as typeof RerunCmd).runRerun(c, names, o));
+      });
+  });
+
+  define('regrade', () => {
+    program
+      .command('regrade')
+      .description('grade finished runs again (spec.grade), without running their attempts again; earlier grades stay')
+      .argument('[name...]', `attempts to grade again: ${NAME_FORMS}`)
+      .option('-l, --selector <selector>', 'label selector, as for get', collect)
+      .option('--all', 'every attempt with a grader')
+      .option('--no-wait', 'mark and begin the grades the slots allow, without seeing them through')
+      .addOption(maxRunningOption())
+      .addOption(controllerTimeoutOption())
+      .action(async (args: string[], o, cmd: Command) => {
+        const c = ctx(cmd);
+        const names = await attemptsOf(c, args);
+        if (names) await done((require('./commands/regrade') as typeof RegradeCmd).runRegrade(c, names, o));
+      });
+  });
+
+  define('delete', () => {
+    program
+      .command('delete')
+      .description("remove attempts' engine resources now (results stay); not run again until the spec changes or rerun")
+      .argument('[name...]', `attempts to delete: ${NAME_FORMS}`)
+      .option('-l, --selector <selector>', 'label selector, as for get', collect)
+      .option('--all', 'every attempt of the instance with a valid spec not deleted yet')
+      .addOption(controllerTimeoutOption())
+      .action(async (args: string[], o, cmd: Command) => {
+        const c = ctx(cmd);
+        const names = await attemptsOf(c, args);
+        if (names) await done((require('./commands/delete') as typeof DeleteCmd).runDelete(c, names, o));
+      });
+  });
+
+  define('images', () => {
+    program
+      .command('images')
+      .description('the images the specs need: present, missing, pulling (bytes) or in back-off (why), size, attempts, whether berth pulled them')
+      .argument('[name...]', `attempts whose images to show: ${NAME_FORMS} (default: all)`)
+      .option('-l, --selector <selector>', 'label selector, as for get', collect)
+      .addOption(new Option('-o, --output <format>', 'output format').choices(['wide', 'json']))
+      .action(async (args: string[], o, cmd: Command) => {
+        const c = ctx(cmd);
+        const names = args.length ? await attemptsOf(c, args) : [];
+        if (names) await done((require('./commands/images') as typeof ImagesCmd).runImages(c, names, o));
+      });
+  });
+
+  define('pull', () => {
+    program
+      .command('pull')
+      .description('pull now the images those attempts need (CI warm-up), with progress; exit 0 when all are present')
+      .argument('[name...]', `attempts whose images to pull: ${NAME_FORMS}`)
+      .option('-l, --selector <selector>', 'label selector, as for get', collect)
+      .option('--all', 'the images of every attempt')
+      .option('--max-pulls <n>', `pulls under way at once (default ${DEFAULTS.maxPulls})`, int('--max-pulls', 1))
+      .option('--registry-config <file>', 'registry credentials, a docker config.json (default: $DOCKER_CONFIG/config.json, else ~/.docker/config.json)')
+      .action(async (args: string[], o, cmd: Command) => {
+        const c = ctx(cmd);
+        const names = args.length ? await attemptsOf(c, args) : [];
+        if (names) await done((require('./commands/images') as typeof ImagesCmd).runPull(c, names, o));
+      });
+  });
+
+  define('exec', () => {
+    program
+      .command('exec')
+      .description("run a command in a running attempt's main container, as its user; exits with its exit code (recorded: the run is touched)")
+      .argument('<name>', 'the attempt (NAME or attempt/NAME)')
+      .argument('[cmd...]', 'after --: the command and its arguments')
+      .option('--timeout <duration>', `kill the command in the container after this long and exit ${EXEC.timedOutExit} (e.g. 30s, 5m)`, durationMs('--timeout'))
+      .option('-w, --workdir <dir>', "the working folder in the container (default: the attempt's workingDir)")
+      .option('-i, --interactive', 'pass standard input to the command')
+      .option('-t, --tty', 'give the command a terminal')
+      .action(async (name: string, command: string[], o: ExecCmd.ExecOptions, cmd: Command) => {
+        await done((require('./commands/exec') as typeof ExecCmd).runExec(ctx(cmd), name, command, o));
+      });
+  });
+
+  define('cp', () => {
+    program
+      .command('cp')
+      .description("copy into or out of a running attempt's main container, as docker cp does (recorded: the run is touched)")
+      .argument('<src>', 'NAME:PATH in the attempt, or a host path (- : a tar on standard input)')
+      .argument('<dest>', 'NAME:PATH in the attempt, or a host path (- : a tar on standard output)')
+      .action(async (src: string, dest: string, _o: unknown, cmd: Command) => {
+        await done((require('./commands/cp') as typeof CpCmd).runCp(ctx(cmd), src, dest));
+      });
+  });
+
+  define('release', () => {
+    program
+      .command('release')
+      .description('end a running sandbox (spec.sandbox) with an exit code, as its process ending would; then harvest, export and grade as any run')
+      .argument('<name>', 'the sandbox (NAME or attempt/NAME)')
+      .option('--exit-code <n>', 'the exit code its run ends with (0: Succeeded; else Failed)', int('--exit-code', 0), 0)
+      .addOption(controllerTimeoutOption())
+      .action(async (name: string, o: { exitCode: number; timeout?: number }, cmd: Command) => {
+        if (o.exitCode > 255) throw new UsageError('--exit-code must be an integer from 0 to 255');
+        await done((require('./commands/release') as typeof ReleaseCmd).runRelease(ctx(cmd), name, o));
+      });
+  });
+
+  define('summary', () => {
+    program
+      .command('summary')
+      .description('how AttemptSets did: counts, pass@k, pass rates per axis value, durations')
+      .argument('[set...]', 'AttemptSets, NAME or set/NAME (default: all)')
+      .option('-l, --selector <key=value>', 'only children with these spec labels (repeatable, or comma-separated)', collect)
+      .option('--samples <axis>', 'the axis whose values are repeated samples of one cell (default: seed, sample, trial, attempt, try or run)')
+      .addOption(
+        new Option('-o, --output <format>', 'output format (markdown: for $GITHUB_STEP_SUMMARY)')
+          .choices(['table', 'json', 'junit', 'markdown'])
+          .default('table'),
+      )
+      .action(async (sets: string[], o, cmd: Command) => {
+        await done((require('./commands/summary') as typeof SummaryCmd).runSummary(ctx(cmd), setsOf(sets), o));
+      });
+  });
+
+  define('compare', () => {
+    program
+      .command('compare')
+      .description('did a change make the agent better, and is the difference real: paired pass rates, a 95% interval, an exact McNemar p-value, regressions')
+      .argument('[set...]', 'AttemptSets, NAME or set/NAME (default: every set with the axis, or every set now or in the baseline)')
+      .option('--by <axis=a,b>', 'compare values of an axis within each set, children paired on the other axes (a,b,c: b and c each against a)')
+      .option('--baseline <file>', 'compare with an earlier summary (berth summary -o json), children paired by name')
+      .option('--samples <axis>', 'the axis whose values are repeated samples of one cell, as for summary (the interval resamples cells)')
+      .addOption(
+        new Option('-o, --output <format>', 'output format (markdown: for $GITHUB_STEP_SUMMARY or a pull-request comment)')
+          .choices(['text', 'json', 'markdown'])
+          .default('text'),
+      )
+      .addOption(
+        new Option(
+          '--fail-on <what>',
+          `regression: exit ${EXIT.regression} when a pass rate fell with p < --alpha (never for a drop that could be noise); none: exit 0`,
+        )
+          .choices(COMPARE_FAIL_ON)
+          // BERTH_FAIL_ON and berth.yaml's fail-on are reconcile's and wait's (failed, infra, none):
+          // parsed here too, so that they do not break compare, and left out by its action below
+          .argParser(compareFailOn)
+          .default('none'),
+      )
+      .addOption(new Option('--alpha <p>', 'the significance level of --fail-on regression').argParser(probability('--alpha')).default(COMPARE.alpha))
+      .action(async (sets: string[], o, cmd: Command) => {
+        if (!(COMPARE_FAIL_ON as readonly string[]).includes(o.failOn)) {
+          if (cmd.getOptionValueSource('failOn') === 'cli') throw new UsageError(`--fail-on ${o.failOn}: compare takes ${COMPARE_FAIL_ON.join(' or ')}`);
+          o.failOn = 'none';
+        }
+        await done((require('./commands/compare') as typeof CompareCmd).runCompare(ctx(cmd), setsOf(sets), o));
+      });
+  });
+
+  define('report', () => {
+    program
+      .command('report')
+      .description('the fleet report: one self-contained HTML file (summary, matrix heatmap, timeline, attempts)')
+      .argument('[set...]', 'AttemptSets, NAME or set/NAME (default: every set and plain attempt)')
+      .option('-l, --selector <key=value>', 'only attempts with these spec labels (repeatable, or comma-separated)', collect)
+      .option('-o, --output <file.html>', 'where to write it; - for stdout (default: <results root>/report.html, where its links work)')
+      .option('--max-running <n>', "the slots line drawn on the timeline (default: reconcile's default here)", int('--max-running', 1))
+      .option('--baseline <file>', 'an earlier summary (berth summary -o json): the report shows the sets compared with it first (as berth compare --baseline)')
+      .action(async (sets: string[], o, cmd: Command) => {
+        await done((require('./commands/report') as typeof ReportCmd).runReport(ctx(cmd), setsOf(sets), o));
+      });
+  });
+
+  define('describe', () => {
+    program
+      .command('describe')
+      .description('everything about attempts')
+      .argument('[name...]', NAME_FORMS)
+      .option('-l, --selector <selector>', 'label selector, as for get', collect)
+      .option('--all', 'every attempt')
+      .action(async (args: string[], o: { selector?: string[]; all?: boolean }, cmd: Command) => {
+        const c = ctx(cmd);
         const given = await attemptsOf(c, args);
         if (!given) return;
-        const chosen = await (require('./commands/choose') as typeof ChooseCmd).chooseAttempts(c, 'events', given, o.selector);
+        const chosen = await (require('./commands/choose') as typeof ChooseCmd).chooseAttempts(c, 'describe', given, o.selector, o.all === true);
         if (typeof chosen === 'number') return setExit(chosen);
-        names = chosen.map((r) => r.name);
-      }
-      return done((require('./commands/events') as typeof EventsCmd).runEvents(c, names, o));
-    });
+        // in the order given (a set's children in expansion order), else by name
+        const names = given.length ? given : chosen.map((r) => r.name);
+        const describe = require('./commands/describe') as typeof DescribeCmd;
+        let code: number = EXIT.ok;
+        // Several (a set): one after another, a blank line between, as kubectl describes several objects.
+        for (const [i, name] of names.entries()) {
+          if (i) io.out('\n');
+          const one = await describe.runDescribe(c, name);
+          if (one !== EXIT.ok) code = one;
+        }
+        setExit(code);
+      });
+  });
 
-  program
-    .command('wait')
-    .description('wait until attempts are finished, or in a phase')
-    .argument('[name...]', `attempts to wait for (default: all, or those -l selects): ${NAME_FORMS}`)
-    .option('-l, --selector <selector>', 'label selector, as for get', collect)
-    .option('--for <condition>', 'finished, or phase=<Phase> (e.g. phase=Succeeded)', 'finished')
-    .addOption(
-      new Option('--timeout <duration>', 'give up after this long, exit 1 (e.g. 30m, 1h; a bare number is seconds)')
-        .argParser(durationMs('--timeout'))
-        .default(30_000, '30s'),
-    )
-    .addOption(failOnOption(''))
-    .action(async (args: string[], o, cmd: Command) => {
-      const c = ctx(cmd);
-      const names = await attemptsOf(c, args);
-      if (names) await done((require('./commands/wait') as typeof WaitCmd).runWait(c, names, o));
-    });
+  define('source', () => {
+    program
+      .command('source')
+      .description('the git source (--git): URL, ref, revision in force, fetched and applied, its spec errors, stale or not')
+      .addOption(new Option('-o, --output <format>', 'output format').choices(['json']))
+      .action(async (o: { output?: 'json' }, cmd: Command) => {
+        await done((require('./commands/source') as typeof SourceCmd).runSource(ctx(cmd), o));
+      });
+  });
 
-  program
-    .command('rerun')
-    .description('a new run of finished attempts, same spec (earlier results stay)')
-    .argument('[name...]', `attempts to re-run: ${NAME_FORMS}`)
-    .option('-l, --selector <selector>', 'label selector, as for get', collect)
-    .option('--all', 'every finished attempt (the others are left as they are)')
-    .addOption(controllerTimeoutOption())
-    .action(async (args: string[], o, cmd: Command) => {
-      const c = ctx(cmd);
-      const names = await attemptsOf(c, args);
-      if (names) await done((require('./commands/rerun') as typeof RerunCmd).runRerun(c, names, o));
-    });
+  define('logs', () => {
+    program
+      .command('logs')
+      .description("attempts' logs: from their containers, or harvested after they are gone")
+      .argument('[name...]', NAME_FORMS)
+      .option('-l, --selector <selector>', 'label selector, as for get', collect)
+      .option('--all', "every attempt's log, each after a ==> attempt/NAME <== line")
+      .option('-f, --follow', 'follow the log')
+      .option('--run <n>', 'that run (default: the current one); earlier runs from their harvested logs', int('--run', 1))
+      .option('--sidecar <name>', "a sidecar's log (e.g. egress-proxy)")
+      .option('--grade [k]', "the grader's log of the run's grade k (default: its latest; spec.grade)", int('--grade', 1))
+      .option('--tail <n>', 'only the last n lines', int('--tail', 0))
+      .option('--build', "the log of the build of the attempt's image from its Dockerfile (spec.build), and its grader's")
+      .action(async (args: string[], o: LogsCmd.LogsOptions & { selector?: string[]; all?: boolean; build?: boolean }, cmd: Command) => {
+        const c = ctx(cmd);
+        if (o.build) {
+          if (!args.length) throw new UsageError('logs --build NAME...: name the attempts');
+          return done((require('./commands/build-logs') as typeof BuildLogsCmd).runBuildLogs(c, args, o));
+        }
+        // an attempt whose spec (and record) is gone still has its harvested logs
+        const names = await attemptsOf(c, args, { harvested: true });
+        if (!names) return;
+        if (names.length && o.all) throw new UsageError('logs: --all takes no names and no -l');
+        if (names.length && o.selector?.length) throw new UsageError('logs: give names or -l, not both');
+        const chosen = names.length
+          ? []
+          : await (require('./commands/choose') as typeof ChooseCmd).chooseAttempts(c, 'logs', names, o.selector, o.all === true);
+        if (typeof chosen === 'number') return setExit(chosen);
+        // in the order given (a set's children in expansion order), not chooseAttempts' sorted one
+        const order = names.length ? names : chosen.map((r) => r.name);
+        return done((require('./commands/logs') as typeof LogsCmd).runLogsOf(c, order, o));
+      });
+  });
 
-  program
-    .command('regrade')
-    .description('grade finished runs again (spec.grade), without running their attempts again; earlier grades stay')
-    .argument('[name...]', `attempts to grade again: ${NAME_FORMS}`)
-    .option('-l, --selector <selector>', 'label selector, as for get', collect)
-    .option('--all', 'every attempt with a grader')
-    .option('--no-wait', 'mark and begin the grades the slots allow, without seeing them through')
-    .addOption(maxRunningOption())
-    .addOption(controllerTimeoutOption())
-    .action(async (args: string[], o, cmd: Command) => {
-      const c = ctx(cmd);
-      const names = await attemptsOf(c, args);
-      if (names) await done((require('./commands/regrade') as typeof RegradeCmd).runRegrade(c, names, o));
-    });
+  define('clean', () => {
+    program
+      .command('clean')
+      .description('remove every resource of this instance (results stay)')
+      .option('--keep-state', 'keep the status records')
+      .option('--move-instance', 'the instance is bound to another source (another specs folder or git URL): clean it anyway')
+      .action(async (o, cmd: Command) => {
+        const specsGiven = cmd.getOptionValueSourceWithGlobals('specs') !== 'default';
+        await done((require('./commands/clean') as typeof CleanCmd).runClean(ctx(cmd), { ...o, specsGiven }));
+      });
+  });
 
-  program
-    .command('delete')
-    .description("remove attempts' engine resources now (results stay); not run again until the spec changes or rerun")
-    .argument('[name...]', `attempts to delete: ${NAME_FORMS}`)
-    .option('-l, --selector <selector>', 'label selector, as for get', collect)
-    .option('--all', 'every attempt of the instance with a valid spec not deleted yet')
-    .addOption(controllerTimeoutOption())
-    .action(async (args: string[], o, cmd: Command) => {
-      const c = ctx(cmd);
-      const names = await attemptsOf(c, args);
-      if (names) await done((require('./commands/delete') as typeof DeleteCmd).runDelete(c, names, o));
-    });
+  define('unlock', () => {
+    program
+      .command('unlock')
+      .description("remove the instance's locks (on the engine and in the state folder) left by a berth process that is gone")
+      .option('--force', 'also when its holder runs on another host or still runs')
+      .action(async (o, cmd: Command) => {
+        await done((require('./commands/unlock') as typeof UnlockCmd).runUnlock(ctx(cmd), o));
+      });
+  });
 
-  program
-    .command('images')
-    .description('the images the specs need: present, missing, pulling (bytes) or in back-off (why), size, attempts, whether berth pulled them')
-    .argument('[name...]', `attempts whose images to show: ${NAME_FORMS} (default: all)`)
-    .option('-l, --selector <selector>', 'label selector, as for get', collect)
-    .addOption(new Option('-o, --output <format>', 'output format').choices(['wide', 'json']))
-    .action(async (args: string[], o, cmd: Command) => {
-      const c = ctx(cmd);
-      const names = args.length ? await attemptsOf(c, args) : [];
-      if (names) await done((require('./commands/images') as typeof ImagesCmd).runImages(c, names, o));
-    });
+  define('version', () => {
+    program
+      .command('version')
+      .description("berth's version and the engine's")
+      .addOption(new Option('-o, --output <format>', 'json: {version, node, contract, engine}').choices(['json']))
+      .action(async (o: { output?: 'json' }, cmd: Command) => {
+        await done((require('./commands/version') as typeof VersionCmd).runVersion(ctx(cmd), version(), o));
+      });
+  });
 
-  program
-    .command('pull')
-    .description('pull now the images those attempts need (CI warm-up), with progress; exit 0 when all are present')
-    .argument('[name...]', `attempts whose images to pull: ${NAME_FORMS}`)
-    .option('-l, --selector <selector>', 'label selector, as for get', collect)
-    .option('--all', 'the images of every attempt')
-    .option('--max-pulls <n>', `pulls under way at once (default ${DEFAULTS.maxPulls})`, int('--max-pulls', 1))
-    .option('--registry-config <file>', 'registry credentials, a docker config.json (default: $DOCKER_CONFIG/config.json, else ~/.docker/config.json)')
-    .action(async (args: string[], o, cmd: Command) => {
-      const c = ctx(cmd);
-      const names = args.length ? await attemptsOf(c, args) : [];
-      if (names) await done((require('./commands/images') as typeof ImagesCmd).runPull(c, names, o));
-    });
-
-  program
-    .command('exec')
-    .description("run a command in a running attempt's main container, as its user; exits with its exit code (recorded: the run is touched)")
-    .argument('<name>', 'the attempt (NAME or attempt/NAME)')
-    .argument('[cmd...]', 'after --: the command and its arguments')
-    .option('--timeout <duration>', `kill the command in the container after this long and exit ${EXEC.timedOutExit} (e.g. 30s, 5m)`, durationMs('--timeout'))
-    .option('-w, --workdir <dir>', "the working folder in the container (default: the attempt's workingDir)")
-    .option('-i, --interactive', 'pass standard input to the command')
-    .option('-t, --tty', 'give the command a terminal')
-    .action(async (name: string, command: string[], o: ExecCmd.ExecOptions, cmd: Command) => {
-      await done((require('./commands/exec') as typeof ExecCmd).runExec(ctx(cmd), name, command, o));
-    });
-
-  program
-    .command('cp')
-    .description("copy into or out of a running attempt's main container, as docker cp does (recorded: the run is touched)")
-    .argument('<src>', 'NAME:PATH in the attempt, or a host path (- : a tar on standard input)')
-    .argument('<dest>', 'NAME:PATH in the attempt, or a host path (- : a tar on standard output)')
-    .action(async (src: string, dest: string, _o: unknown, cmd: Command) => {
-      await done((require('./commands/cp') as typeof CpCmd).runCp(ctx(cmd), src, dest));
-    });
-
-  program
-    .command('release')
-    .description('end a running sandbox (spec.sandbox) with an exit code, as its process ending would; then harvest, export and grade as any run')
-    .argument('<name>', 'the sandbox (NAME or attempt/NAME)')
-    .option('--exit-code <n>', 'the exit code its run ends with (0: Succeeded; else Failed)', int('--exit-code', 0), 0)
-    .addOption(controllerTimeoutOption())
-    .action(async (name: string, o: { exitCode: number; timeout?: number }, cmd: Command) => {
-      if (o.exitCode > 255) throw new UsageError('--exit-code must be an integer from 0 to 255');
-      await done((require('./commands/release') as typeof ReleaseCmd).runRelease(ctx(cmd), name, o));
-    });
-
-  program
-    .command('summary')
-    .description('how AttemptSets did: counts, pass@k, pass rates per axis value, durations')
-    .argument('[set...]', 'AttemptSets, NAME or set/NAME (default: all)')
-    .option('-l, --selector <key=value>', 'only children with these spec labels (repeatable, or comma-separated)', collect)
-    .option('--samples <axis>', 'the axis whose values are repeated samples of one cell (default: seed, sample, trial, attempt, try or run)')
-    .addOption(
-      new Option('-o, --output <format>', 'output format (markdown: for $GITHUB_STEP_SUMMARY)')
-        .choices(['table', 'json', 'junit', 'markdown'])
-        .default('table'),
-    )
-    .action(async (sets: string[], o, cmd: Command) => {
-      await done((require('./commands/summary') as typeof SummaryCmd).runSummary(ctx(cmd), setsOf(sets), o));
-    });
-
-  program
-    .command('compare')
-    .description('did a change make the agent better, and is the difference real: paired pass rates, a 95% interval, an exact McNemar p-value, regressions')
-    .argument('[set...]', 'AttemptSets, NAME or set/NAME (default: every set with the axis, or every set now or in the baseline)')
-    .option('--by <axis=a,b>', 'compare values of an axis within each set, children paired on the other axes (a,b,c: b and c each against a)')
-    .option('--baseline <file>', 'compare with an earlier summary (berth summary -o json), children paired by name')
-    .option('--samples <axis>', 'the axis whose values are repeated samples of one cell, as for summary (the interval resamples cells)')
-    .addOption(
-      new Option('-o, --output <format>', 'output format (markdown: for $GITHUB_STEP_SUMMARY or a pull-request comment)')
-        .choices(['text', 'json', 'markdown'])
-        .default('text'),
-    )
-    .addOption(
-      new Option(
-        '--fail-on <what>',
-        `regression: exit ${EXIT.regression} when a pass rate fell with p < --alpha (never for a drop that could be noise); none: exit 0`,
-      )
-        .choices(COMPARE_FAIL_ON)
-        // BERTH_FAIL_ON and berth.yaml's fail-on are reconcile's and wait's (failed, infra, none):
-        // parsed here too, so that they do not break compare, and left out by its action below
-        .argParser(compareFailOn)
-        .default('none'),
-    )
-    .addOption(new Option('--alpha <p>', 'the significance level of --fail-on regression').argParser(probability('--alpha')).default(COMPARE.alpha))
-    .action(async (sets: string[], o, cmd: Command) => {
-      if (!(COMPARE_FAIL_ON as readonly string[]).includes(o.failOn)) {
-        if (cmd.getOptionValueSource('failOn') === 'cli') throw new UsageError(`--fail-on ${o.failOn}: compare takes ${COMPARE_FAIL_ON.join(' or ')}`);
-        o.failOn = 'none';
-      }
-      await done((require('./commands/compare') as typeof CompareCmd).runCompare(ctx(cmd), setsOf(sets), o));
-    });
-
-  program
-    .command('report')
-    .description('the fleet report: one self-contained HTML file (summary, matrix heatmap, timeline, attempts)')
-    .argument('[set...]', 'AttemptSets, NAME or set/NAME (default: every set and plain attempt)')
-    .option('-l, --selector <key=value>', 'only attempts with these spec labels (repeatable, or comma-separated)', collect)
-    .option('-o, --output <file.html>', 'where to write it; - for stdout (default: <results root>/report.html, where its links work)')
-    .option('--max-running <n>', "the slots line drawn on the timeline (default: reconcile's default here)", int('--max-running', 1))
-    .option('--baseline <file>', 'an earlier summary (berth summary -o json): the report shows the sets compared with it first (as berth compare --baseline)')
-    .action(async (sets: string[], o, cmd: Command) => {
-      await done((require('./commands/report') as typeof ReportCmd).runReport(ctx(cmd), setsOf(sets), o));
-    });
-
-  program
-    .command('describe')
-    .description('everything about attempts')
-    .argument('[name...]', NAME_FORMS)
-    .option('-l, --selector <selector>', 'label selector, as for get', collect)
-    .option('--all', 'every attempt')
-    .action(async (args: string[], o: { selector?: string[]; all?: boolean }, cmd: Command) => {
-      const c = ctx(cmd);
-      const given = await attemptsOf(c, args);
-      if (!given) return;
-      const chosen = await (require('./commands/choose') as typeof ChooseCmd).chooseAttempts(c, 'describe', given, o.selector, o.all === true);
-      if (typeof chosen === 'number') return setExit(chosen);
-      // in the order given (a set's children in expansion order), else by name
-      const names = given.length ? given : chosen.map((r) => r.name);
-      const describe = require('./commands/describe') as typeof DescribeCmd;
-      let code: number = EXIT.ok;
-      // Several (a set): one after another, a blank line between, as kubectl describes several objects.
-      for (const [i, name] of names.entries()) {
-        if (i) io.out('\n');
-        const one = await describe.runDescribe(c, name);
-        if (one !== EXIT.ok) code = one;
-      }
-      setExit(code);
-    });
-
-  program
-    .command('source')
-    .description('the git source (--git): URL, ref, revision in force, fetched and applied, its spec errors, stale or not')
-    .addOption(new Option('-o, --output <format>', 'output format').choices(['json']))
-    .action(async (o: { output?: 'json' }, cmd: Command) => {
-      await done((require('./commands/source') as typeof SourceCmd).runSource(ctx(cmd), o));
-    });
-
-  program
-    .command('logs')
-    .description("attempts' logs: from their containers, or harvested after they are gone")
-    .argument('[name...]', NAME_FORMS)
-    .option('-l, --selector <selector>', 'label selector, as for get', collect)
-    .option('--all', "every attempt's log, each after a ==> attempt/NAME <== line")
-    .option('-f, --follow', 'follow the log')
-    .option('--run <n>', 'that run (default: the current one); earlier runs from their harvested logs', int('--run', 1))
-    .option('--sidecar <name>', "a sidecar's log (e.g. egress-proxy)")
-    .option('--grade [k]', "the grader's log of the run's grade k (default: its latest; spec.grade)", int('--grade', 1))
-    .option('--tail <n>', 'only the last n lines', int('--tail', 0))
-    .option('--build', "the log of the build of the attempt's image from its Dockerfile (spec.build), and its grader's")
-    .action(async (args: string[], o: LogsCmd.LogsOptions & { selector?: string[]; all?: boolean; build?: boolean }, cmd: Command) => {
-      const c = ctx(cmd);
-      if (o.build) {
-        if (!args.length) throw new UsageError('logs --build NAME...: name the attempts');
-        return done((require('./commands/build-logs') as typeof BuildLogsCmd).runBuildLogs(c, args, o));
-      }
-      // an attempt whose spec (and record) is gone still has its harvested logs
-      const names = await attemptsOf(c, args, { harvested: true });
-      if (!names) return;
-      if (names.length && o.all) throw new UsageError('logs: --all takes no names and no -l');
-      if (names.length && o.selector?.length) throw new UsageError('logs: give names or -l, not both');
-      const chosen = names.length ? [] : await (require('./commands/choose') as typeof ChooseCmd).chooseAttempts(c, 'logs', names, o.selector, o.all === true);
-      if (typeof chosen === 'number') return setExit(chosen);
-      // in the order given (a set's children in expansion order), not chooseAttempts' sorted one
-      const order = names.length ? names : chosen.map((r) => r.name);
-      return done((require('./commands/logs') as typeof LogsCmd).runLogsOf(c, order, o));
-    });
-
-  program
-    .command('clean')
-    .description('remove every resource of this instance (results stay)')
-    .option('--keep-state', 'keep the status records')
-    .option('--move-instance', 'the instance is bound to another source (another specs folder or git URL): clean it anyway')
-    .action(async (o, cmd: Command) => {
-      const specsGiven = cmd.getOptionValueSourceWithGlobals('specs') !== 'default';
-      await done((require('./commands/clean') as typeof CleanCmd).runClean(ctx(cmd), { ...o, specsGiven }));
-    });
-
-  program
-    .command('unlock')
-    .description("remove the instance's locks (on the engine and in the state folder) left by a berth process that is gone")
-    .option('--force', 'also when its holder runs on another host or still runs')
-    .action(async (o, cmd: Command) => {
-      await done((require('./commands/unlock') as typeof UnlockCmd).runUnlock(ctx(cmd), o));
-    });
-
-  program
-    .command('version')
-    .description("berth's version and the engine's")
-    .addOption(new Option('-o, --output <format>', 'json: {version, node, contract, engine}').choices(['json']))
-    .action(async (o: { output?: 'json' }, cmd: Command) => {
-      await done((require('./commands/version') as typeof VersionCmd).runVersion(ctx(cmd), version(), o));
-    });
-
-  program
-    .command('completion')
-    .description('a shell completion script: bash, zsh or fish')
-    .addArgument(new Argument('<shell>').choices(['bash', 'zsh', 'fish']))
-    .action((shell: 'bash' | 'zsh' | 'fish') => {
-      const c = require('./completion') as typeof Completion;
-      const spec = c.completionSpec(program);
-      io.out(shell === 'bash' ? c.bashCompletion(spec) : shell === 'zsh' ? c.zshCompletion(spec) : c.fishCompletion(spec));
-    });
+  define('completion', () => {
+    program
+      .command('completion')
+      .description('a shell completion script: bash, zsh or fish')
+      .addArgument(new Argument('<shell>').choices(['bash', 'zsh', 'fish']))
+      .action((shell: 'bash' | 'zsh' | 'fish') => {
+        const c = require('./completion') as typeof Completion;
+        const spec = c.completionSpec(program);
+        io.out(shell === 'bash' ? c.bashCompletion(spec) : shell === 'zsh' ? c.zshCompletion(spec) : c.fishCompletion(spec));
+      });
+  });
 
   // argv's word named no command: all of them, as without argv
   if (finish && !finish()) {

@@ -162,6 +162,17 @@ export function toPosix(rel: string): string {
   return rel.split(path.sep).join('/');
 }
 
+const normalCwds = new Map<string, boolean>();
+/** path.normalize leaves cwd as it is (a trailing separator allowed): asked once per working directory. */
+function normalCwd(cwd: string): boolean {
+  let n = normalCwds.get(cwd);
+  if (n === undefined) {
+    if (normalCwds.size >= 64) normalCwds.clear();
+    normalCwds.set(cwd, (n = path.isAbsolute(cwd) && path.normalize(cwd) === cwd));
+  }
+  return n;
+}
+
 /** How a user sees a path: relative to the working directory when inside it, else absolute. */
 export function displayPath(abs: string, cwd: string = process.cwd()): string {
   // The common cases without path.relative (it resolves both sides, ~10 µs a path): a normalized
@@ -169,7 +180,7 @@ export function displayPath(abs: string, cwd: string = process.cwd()): string {
   // the path; anywhere else (cwd itself included): the path as it is.
   // (normalAbsolute, not path.normalize: a short command's few hundred calls make V8 optimize
   // normalize's loop on a background thread, ~2.5 ms of CPU the command then waits for.)
-  if (abs.length > 1 && normalAbsolute(abs) && normalRoot(cwd)) {
+  if (abs.length > 1 && normalAbsolute(abs) && normalCwd(cwd)) {
     const under = cwd.endsWith(path.sep) ? cwd : cwd + path.sep;
     return abs.startsWith(under) ? abs.slice(under.length) : abs;
   }

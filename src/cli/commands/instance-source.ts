@@ -9,7 +9,7 @@
  * what the old source ran, as any pass removes attempts whose specs are gone.
  */
 import { promises as fs } from 'node:fs';
-import os from 'node:os';
+import type * as Os from 'node:os';
 import path from 'node:path';
 import type { Engine } from '../../engine/types';
 import type { GitSource } from '../../git/source';
@@ -83,7 +83,10 @@ export async function bindInstance(
   }
   // clean forgets the binding once the instance is gone: nothing to write for it.
   if (o.command === 'clean') return true;
-  await writeBinding(engine, ctx.instance, source, { now: new Date(), hostname: os.hostname() });
+  // node:os loaded here, not at every start (issue 55)
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { hostname } = require('node:os') as typeof Os;
+  await writeBinding(engine, ctx.instance, source, { now: new Date(), hostname: hostname() });
   if (!verdict.ok)
     diag(ctx, 'warn', `instance "${ctx.instance}" moved from ${describeSource(verdict.binding.source)} to ${describeSource(source)} (--move-instance)`);
   else ctx.log.info(`instance "${ctx.instance}" bound to ${describeSource(source)}`);

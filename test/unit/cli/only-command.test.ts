@@ -1,8 +1,9 @@
 /** Start-up (issue 55): a command line that names its command builds that command alone (only-command.ts). */
 import { expect } from 'chai';
-import { buildProgram, commandOf } from '../../../src/cli/index';
+import { Option } from 'commander';
+import { buildProgram, commandOf, GLOBAL_FLAGS } from '../../../src/cli/index';
 import { bufferIo } from '../../../src/cli/io';
-import { commandWord } from '../../../src/cli/only-command';
+import { commandWord, flagsOf } from '../../../src/cli/only-command';
 
 const names = (argv: string[]) => buildProgram(bufferIo(), () => {}, undefined, { argv }).commands.map((c) => c.name());
 
@@ -51,5 +52,15 @@ describe('cli: only the command argv names is built (issue 55)', function () {
     ])
       expect(commandOf(['node', 'berth', ...a]), a.join(' ')).to.equal(commandWord(['node', 'berth', ...a], globals));
     expect(commandOf(['node', 'berth', '--specs', 'get', 'validate'])).to.equal('validate');
+  });
+
+  it("commandOf's table of the global flags is the program's, and flagsOf reads each as commander does", function () {
+    const options = buildProgram(bufferIo(), () => {}).options;
+    expect(GLOBAL_FLAGS).to.deep.equal(options.map((o) => o.flags));
+    for (const o of options) expect(flagsOf(o.flags), o.flags).to.deep.equal({ long: o.long, short: o.short, required: o.required, optional: o.optional });
+    for (const flags of ['-o, --output <format>', '--no-headers', '-w, --watch', '--tail [n]', '-l, --selector <selector>']) {
+      const o = new Option(flags);
+      expect(flagsOf(flags), flags).to.deep.equal({ long: o.long, short: o.short, required: o.required, optional: o.optional });
+    }
   });
 });
