@@ -12,6 +12,7 @@
 import { build, type BuildOptions, type Plugin } from 'esbuild';
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import * as os from 'node:os';
 import path from 'node:path';
 
 const repo = path.resolve(__dirname, '..');
@@ -153,7 +154,7 @@ const commanderBuiltins: Plugin = {
  * property (esbuild's __toESM) made when its module first runs. Here node:path is one module of the
  * bundle that exports what node:path exports, each name bound once (start-up, issue 55).
  */
-const PATH_NAMES = Object.keys(require('node:path') as object).filter((k) => /^[A-Za-z_$][\w$]*$/.test(k));
+const PATH_NAMES = Object.keys(path).filter((k) => /^[A-Za-z_$][\w$]*$/.test(k));
 const sharedPath: Plugin = {
   name: 'shared-path',
   setup(b) {
@@ -194,7 +195,7 @@ ${CRYPTO_NAMES.map((n) => `export function ${n}() { return load().${n}.apply(und
  * namespace's): the module loads on the first call of one (~0.2 ms of every start otherwise, for
  * the home folder a command may never look up).
  */
-const OS_FUNCTIONS = Object.entries(require('node:os') as Record<string, unknown>)
+const OS_FUNCTIONS = Object.entries(os as unknown as Record<string, unknown>)
   .filter(([, v]) => typeof v === 'function')
   .map(([k]) => k);
 const lazyOs: Plugin = {

@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-require-imports */
 import type * as Os from 'node:os';
 
 /** `--max-running`'s default: two attempts per core, at least 2 (a 2-core machine runs 4 at once). */
