@@ -149,6 +149,26 @@ const commanderBuiltins: Plugin = {
 };
 
 /**
+ * commander's Option tells a variadic option ('--x <v...>') with a Unicode property escape
+ * (\\p{ID_Continue}): V8 compiles it with ICU's property tables the first time, ~0.4 ms of every
+ * command. Here flags in ASCII are told by the same rule in ASCII ([0-9A-Z_a-z] is what ID_Continue
+ * holds there); any other flags still by commander's own expression.
+ */
+const COMMANDER_VARIADIC = '/\\p{ID_Continue}\\.\\.\\.[>\\]]$/u.test(flags)';
+const commanderVariadic: Plugin = {
+  name: 'commander-variadic',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]node_modules[\\/]commander[\\/]lib[\\/]option\.js$/ }, (args) => {
+      const text = readFileSync(args.path, 'utf8');
+      if (!text.includes(COMMANDER_VARIADIC))
+        throw new Error(`build-cli: ${args.path} no longer holds ${COMMANDER_VARIADIC} (commander changed): see commanderVariadic`);
+      const ascii = '(/[^\\x00-\\x7f]/.test(flags) ? ' + COMMANDER_VARIADIC + ' : /[0-9A-Z_a-z]\\.\\.\\.[>\\]]$/.test(flags))';
+      return { contents: text.split(COMMANDER_VARIADIC).join(ascii), loader: 'js', resolveDir: path.dirname(args.path) };
+    });
+  },
+};
+
+/**
  * berth's modules take node:path by its default export (`import path from 'node:path'`) or as a
  * namespace: in a CommonJS bundle each of those ~75 imports became a copy of the module's every
  * property (esbuild's __toESM) made when its module first runs. Here node:path is one module of the
@@ -251,7 +271,18 @@ async function singleFile(): Promise<void> {
     outfile: out,
     // The version check runs before any of the bundle's modules; the bundle's own modules need 22.22.
     banner: { js: `#!/usr/bin/env node\n(${nodeCheck})();` },
-    plugins: [bundledSchemaFiles, noSchemaCompiler, noBuildKit, deferredModules, lazyChildProcess, commanderBuiltins, lazyCrypto, lazyOs, sharedPath],
+    plugins: [
+      bundledSchemaFiles,
+      noSchemaCompiler,
+      noBuildKit,
+      deferredModules,
+      lazyChildProcess,
+      commanderBuiltins,
+      commanderVariadic,
+      lazyCrypto,
+      lazyOs,
+      sharedPath,
+    ],
     // In a checkout (dist/berth.cjs), a map back to the sources: errors' stacks with --enable-source-maps, and coverage.
     sourcemap: process.env.BERTH_CLI_BUNDLE ? false : 'linked',
   });
@@ -419,6 +450,7 @@ async function splitPair(name: string, keep?: readonly string[]): Promise<number
       hostTable(shared),
       lazyChildProcess,
       commanderBuiltins,
+      commanderVariadic,
       lazyCrypto,
       lazyOs,
       sharedPath,
