@@ -295,6 +295,8 @@ async function singleFile(): Promise<void> {
  * - berth.cjs: the command line, every command, everything but the engine client;
  *   engine.cjs: the engine client (src/engine/docker, src/backend/swarm, dockerode and its
  *   packages), read only when a command first asks for an engine (src/cli/context.ts);
+ * - parse.cjs (one for every main file): the yaml package, the kept validators and the schemas'
+ *   text, read only when a spec file or berth.yaml is first parsed (PARSE_ENTRIES);
  * - for the short commands a user runs most (COMMAND_FILES), a file of that command's own:
  *   get.cjs holds the command line with `get` alone (the other commands' modules are left out),
  *   get.engine.cjs its engine client. bin/berth.js runs it when the command line names that
@@ -331,6 +333,58 @@ function onlyCommand(keep: readonly string[]): Plugin {
   };
 }
 
+/**
+ * The parse file of the split build, dist/split/parse.cjs: what only reading a spec file or
+ * berth.yaml runs (the yaml package, the kept validators and the schemas' text: half of a main
+ * file's bytes). A command whose specs are answered from their caches reads, checks and compiles
+ * the half it runs. One file for every main file: these modules take nothing from berth's own.
+ * A main file asks for them by these keys.
+ */
+const PARSE_FILE = 'parse.cjs';
+const PARSE_ENTRIES: Record<string, string> = {
+  yaml: 'yaml',
+  'attempt.validator': './schemas/attempt.validator.cjs',
+  'config.validator': './schemas/config.validator.cjs',
+  'attempt.schema': './schemas/attempt.schema.json?text',
+  'config.schema': './schemas/config.schema.json?text',
+};
+
+/** In a main file: the parse file's modules stand for its exports, loaded on first use (through berth-chunks). */
+const parseBoundary: Plugin = {
+  name: 'parse-boundary',
+  setup(b) {
+    b.onResolve({ filter: /^yaml$|(attempt|config)\.(validator\.cjs|schema\.json\?text)$/ }, (args) => {
+      const m = /(attempt|config)\.(validator|schema)/.exec(args.path);
+      return { path: m ? `${m[1]}.${m[2]}` : 'yaml', namespace: 'parse-chunk' };
+    });
+    b.onLoad({ filter: /.*/, namespace: 'parse-chunk' }, (args) => ({
+      contents: `module.exports = require('berth-chunks').parse()[${JSON.stringify(args.path)}];`,
+      loader: 'js',
+      resolveDir: repo,
+    }));
+  },
+};
+
+/** The parse file: its entries, by key. */
+async function parseFile(): Promise<void> {
+  const file = path.join(SPLIT_DIR, PARSE_FILE);
+  await build({
+    ...common,
+    stdin: {
+      contents: `module.exports = { ${Object.entries(PARSE_ENTRIES)
+        .map(([k, v]) => `${JSON.stringify(k)}: require(${JSON.stringify(v)})`)
+        .join(', ')} };`,
+      resolveDir: repo,
+      sourcefile: 'berth-parse.js',
+      loader: 'js',
+    },
+    outfile: file,
+    plugins: [bundledSchemaFiles, lazyOs, sharedPath],
+    sourcemap: 'linked',
+  });
+  checkAscii(file);
+}
+
 /** In a main file: the engine's entry modules stand for its engine file's exports, loaded on first use. */
 function engineBoundary(engineFile: string): Plugin {
   return {
@@ -360,6 +414,14 @@ exports.engine = function () {
     loaded = link(require('berth-host-table'));
   }
   return loaded;
+};
+var parsed;
+exports.parse = function () {
+  if (!parsed) {
+    var file = require('path').join(__dirname, ${JSON.stringify(PARSE_FILE)});
+    parsed = loader ? loader(file, 'parse') : require(file);
+  }
+  return parsed;
 };`,
         loader: 'js',
         resolveDir: repo,
@@ -443,6 +505,7 @@ async function splitPair(name: string, keep?: readonly string[]): Promise<number
     metafile: true,
     // bin/berth.js checks Node's version before it reads this file.
     plugins: [
+      parseBoundary,
       bundledSchemaFiles,
       noSchemaCompiler,
       ...(keep ? [onlyCommand(keep)] : []),
@@ -490,10 +553,11 @@ module.exports = function (host) { link.set(host); return { ${Object.entries(ENG
 async function splitBuild(): Promise<void> {
   rmSync(SPLIT_DIR, { recursive: true, force: true });
   mkdirSync(SPLIT_DIR, { recursive: true });
+  await parseFile();
   await splitPair('berth');
   for (const [name, keep] of Object.entries(COMMAND_FILES)) await splitPair(name, keep);
   process.stderr.write(
-    `build-cli: wrote ${path.relative(process.cwd(), SPLIT_DIR)}/ (berth.cjs, engine.cjs, and ${Object.keys(COMMAND_FILES).join(', ')}'s own)\n`,
+    `build-cli: wrote ${path.relative(process.cwd(), SPLIT_DIR)}/ (berth.cjs, engine.cjs, ${PARSE_FILE}, and ${Object.keys(COMMAND_FILES).join(', ')}'s own)\n`,
   );
 }
 

@@ -135,6 +135,8 @@ interface CacheFile {
 
 /** Set by the split build (scripts/build-cli.ts): the file whose stat names the build, beside this one. */
 declare const BERTH_BUILD_FILE: string | undefined;
+/** berth's version, compiled into the single-file and split builds (scripts/build-cli.ts). */
+declare const BERTH_BUNDLED_VERSION: string | undefined;
 
 /** Writes all of `text` (a write to a file may take part of it). */
 function writeAll(fd: number, text: string): void {
@@ -146,12 +148,13 @@ let buildId: string | undefined;
 /** berth's version and this build of the loader. */
 function build(): string {
   if (buildId === undefined) {
-    let version = 'unknown';
-    try {
-      version = (JSON.parse(readFileSync(path.resolve(__dirname, '..', '..', 'package.json'), 'utf8')) as { version?: string }).version ?? 'unknown';
-    } catch {
-      /* no package.json beside the build: the module's own stat still tells builds apart */
-    }
+    let version = typeof BERTH_BUNDLED_VERSION === 'string' ? BERTH_BUNDLED_VERSION : 'unknown';
+    if (typeof BERTH_BUNDLED_VERSION !== 'string')
+      try {
+        version = (JSON.parse(readFileSync(path.resolve(__dirname, '..', '..', 'package.json'), 'utf8')) as { version?: string }).version ?? 'unknown';
+      } catch {
+        /* no package.json beside the build: the module's own stat still tells builds apart */
+      }
     // The split build (scripts/build-cli.ts) is several files of one build: each names its main file, so that
     // `get` (get.cjs) and `reconcile` (berth.cjs) keep one cache instead of each taking the other's for another build's.
     const st = statSync(typeof BERTH_BUILD_FILE === 'string' ? path.join(__dirname, BERTH_BUILD_FILE) : __filename, { bigint: true });

@@ -109,16 +109,18 @@ describe('packaging: the single-file build and the image (real engine)', functio
     };
     // the attempt reconciled above: a record, so get asks the engine nothing
     const validate = await readBy(['validate', sb.specsDir]);
-    expect([validate.out.stdout, validate.files]).to.deep.equal(['1 file, 1 attempt: all valid\n', ['bundle.validate-validate']]);
+    // (a first validate in a cache folder of its own parses the spec: the parse file is read too)
+    expect([validate.out.stdout, validate.files]).to.deep.equal(['1 file, 1 attempt: all valid\n', ['bundle.validate-validate', 'chunk-parse-validate']]);
+    // (the spec has a fixture: its outcome is kept by no disk cache, every process parses it and reads the parse file)
     const get = await readBy(['get', '-o', 'name', ...sb.globalArgs()]);
-    expect([get.out.stdout, get.files]).to.deep.equal(['attempt/packaged\n', ['bundle.get-get']]);
+    expect([get.out.stdout, get.files]).to.deep.equal(['attempt/packaged\n', ['bundle.get-get', 'chunk-parse-get']]);
     // an instance with no record: get asks the engine, through get's own engine file
     const other = sb.globalArgs().map((a) => (a === sb.instance ? `${sb.instance}-none` : a));
     const asks = await readBy(['get', '-o', 'name', ...other]);
-    expect([asks.out.stdout, asks.files]).to.deep.equal(['attempt/packaged\n', ['bundle.get-get', 'chunk-get.engine-get']]);
+    expect([asks.out.stdout, asks.files]).to.deep.equal(['attempt/packaged\n', ['bundle.get-get', 'chunk-get.engine-get', 'chunk-parse-get']]);
     // a command without a file of its own: every command's file, and its engine file
     const plan = await readBy(['plan', ...sb.globalArgs()]);
-    expect(plan.files).to.deep.equal(['bundle-plan', 'chunk-engine-plan']);
+    expect(plan.files).to.deep.equal(['bundle-plan', 'chunk-engine-plan', 'chunk-parse-plan']);
     // files of one build keep one spec cache (src/spec/disk-cache.ts; a spec with no fixture is kept in it): get's
     // and every command's file neither takes the other's for another build's and writes it again
     const plain = path.join(sb.dir, 'plain');
@@ -135,12 +137,13 @@ describe('packaging: the single-file build and the image (real engine)', functio
     await readBy(['get', '-o', 'name', ...plainArgs]);
     const kept = await specCache();
     await readBy(['plan', ...plainArgs]);
-    await readBy(['get', '-o', 'name', ...plainArgs]);
+    // a spec answered from the spec cache: the parse file is not read
+    expect((await readBy(['get', '-o', 'name', ...plainArgs])).files).to.deep.equal(['bundle.get-get', 'chunk-get.engine-get']);
     expect(await specCache()).to.deep.equal(kept);
     // a command line whose first command word is a flag's value: the launcher's guess (get) is not
     // what the command line runs (validate): get's file, read, says it is not its own, and every command's file runs it
     const guess = await readBy(['--specs', 'get', 'validate', sb.specsDir]);
-    expect([guess.out.stdout, guess.files]).to.deep.equal(['1 file, 1 attempt: all valid\n', ['bundle-get', 'bundle.get-get']]);
+    expect([guess.out.stdout, guess.files]).to.deep.equal(['1 file, 1 attempt: all valid\n', ['bundle-get', 'bundle.get-get', 'chunk-parse-get']]);
   });
 
   it('the npm package: npm pack, installed from the tarball as npm -g lays it out, runs from any folder (version, validate)', async function () {
