@@ -3,7 +3,8 @@
 // Thin launcher. Start-up is part of every command's cost (issue 55): the split build,
 // dist/split/berth.cjs (scripts/build-cli.ts; `npm run build` writes it too: the command line in
 // one file, the engine client in a second read only when a command first asks for an engine, the
-// YAML parser and the validators in a third read only when a file is parsed),
+// YAML parser and the validators in a third read only when a file is parsed, the logger in a
+// fourth read when a line is logged),
 // else the single-file build dist/berth.cjs, runs when it is at least as new as the compiled files
 // under dist/cli (one file read instead of a hundred found, read and compiled), with V8's code
 // cache of the same command's last run (compile-cache.js). A build by tsc alone leaves dist/cli
@@ -47,7 +48,7 @@ if (s >= 0 && s >= built) {
     if (!cli.handles(process.argv)) cli = undefined;
   }
   if (!cli) cli = cache.runBundle(split, process.env, process.argv, commands);
-  // the engine file and the parse file, through the code cache too
+  // the engine file and the leaf files (parse.cjs, log.cjs), through the code cache too
   cli.setChunkLoader(function (file, name) {
     return cache.runBundle(file, process.env, process.argv, commands, 'chunk-' + name);
   });

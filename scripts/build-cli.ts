@@ -295,8 +295,9 @@ async function singleFile(): Promise<void> {
  * - berth.cjs: the command line, every command, everything but the engine client;
  *   engine.cjs: the engine client (src/engine/docker, src/backend/swarm, dockerode and its
  *   packages), read only when a command first asks for an engine (src/cli/context.ts);
- * - parse.cjs (one for every main file): the yaml package, the kept validators and the schemas'
- *   text, read only when a spec file or berth.yaml is first parsed (PARSE_ENTRIES);
+ * - parse.cjs and log.cjs (one each for every main file): the yaml package, the kept validators
+ *   and the schemas' text, read only when a spec file or berth.yaml is first parsed; winston,
+ *   read when a first log line is written (LEAF_FILES);
  * - for the short commands a user runs most (COMMAND_FILES), a file of that command's own:
  *   get.cjs holds the command line with `get` alone (the other commands' modules are left out),
  *   get.engine.cjs its engine client. bin/berth.js runs it when the command line names that
@@ -334,55 +335,72 @@ function onlyCommand(keep: readonly string[]): Plugin {
 }
 
 /**
- * The parse file of the split build, dist/split/parse.cjs: what only reading a spec file or
- * berth.yaml runs (the yaml package, the kept validators and the schemas' text: half of a main
- * file's bytes). A command whose specs are answered from their caches reads, checks and compiles
- * the half it runs. One file for every main file: these modules take nothing from berth's own.
- * A main file asks for them by these keys.
+ * The leaf files of the split build: packages (and berth's data) that only some runs of a command
+ * use, which take nothing from berth's own modules, each in a file of its own read (through the
+ * code cache) on first use. One file for every main file. A main file asks for their modules by
+ * these keys; `match` tells an import of one (its key, or undefined).
+ * - parse.cjs: what only reading a spec file or berth.yaml runs (the yaml package, the kept
+ *   validators and the schemas' text: half of a main file's bytes). A command whose specs are
+ *   answered from their caches does not read it.
+ * - log.cjs: winston (with logform, its colors and readable-stream: a fifth of a main file), which
+ *   util/log.ts loads only when a line is written.
  */
-const PARSE_FILE = 'parse.cjs';
-const PARSE_ENTRIES: Record<string, string> = {
-  yaml: 'yaml',
-  'attempt.validator': './schemas/attempt.validator.cjs',
-  'config.validator': './schemas/config.validator.cjs',
-  'attempt.schema': './schemas/attempt.schema.json?text',
-  'config.schema': './schemas/config.schema.json?text',
+const LEAF_FILES: Record<string, { entries: Record<string, string>; match: (importPath: string) => string | undefined }> = {
+  parse: {
+    entries: {
+      yaml: 'yaml',
+      'attempt.validator': './schemas/attempt.validator.cjs',
+      'config.validator': './schemas/config.validator.cjs',
+      'attempt.schema': './schemas/attempt.schema.json?text',
+      'config.schema': './schemas/config.schema.json?text',
+    },
+    match: (p) => {
+      if (p === 'yaml') return 'yaml';
+      const m = /(?:^|\/)(attempt|config)\.(validator\.cjs|schema\.json\?text)$/.exec(p);
+      return m ? `${m[1]}.${(m[2] as string).split('.')[0]}` : undefined;
+    },
+  },
+  log: { entries: { winston: 'winston' }, match: (p) => (p === 'winston' ? 'winston' : undefined) },
 };
 
-/** In a main file: the parse file's modules stand for its exports, loaded on first use (through berth-chunks). */
-const parseBoundary: Plugin = {
-  name: 'parse-boundary',
+/** In a main file: a leaf file's modules stand for its exports, loaded on first use (through berth-chunks). */
+const leafBoundary: Plugin = {
+  name: 'leaf-boundary',
   setup(b) {
-    b.onResolve({ filter: /^yaml$|(attempt|config)\.(validator\.cjs|schema\.json\?text)$/ }, (args) => {
-      const m = /(attempt|config)\.(validator|schema)/.exec(args.path);
-      return { path: m ? `${m[1]}.${m[2]}` : 'yaml', namespace: 'parse-chunk' };
+    b.onResolve({ filter: /^yaml$|^winston$|(attempt|config)\.(validator\.cjs|schema\.json\?text)$/ }, (args) => {
+      for (const [leaf, { match }] of Object.entries(LEAF_FILES)) {
+        const key = match(args.path);
+        if (key !== undefined) return { path: `${leaf}/${key}`, namespace: 'leaf-chunk' };
+      }
+      return undefined;
     });
-    b.onLoad({ filter: /.*/, namespace: 'parse-chunk' }, (args) => ({
-      contents: `module.exports = require('berth-chunks').parse()[${JSON.stringify(args.path)}];`,
-      loader: 'js',
-      resolveDir: repo,
-    }));
+    b.onLoad({ filter: /.*/, namespace: 'leaf-chunk' }, (args) => {
+      const [leaf, key] = args.path.split(/\/(.*)/);
+      return { contents: `module.exports = require('berth-chunks').leaf(${JSON.stringify(leaf)})[${JSON.stringify(key)}];`, loader: 'js', resolveDir: repo };
+    });
   },
 };
 
-/** The parse file: its entries, by key. */
-async function parseFile(): Promise<void> {
-  const file = path.join(SPLIT_DIR, PARSE_FILE);
-  await build({
-    ...common,
-    stdin: {
-      contents: `module.exports = { ${Object.entries(PARSE_ENTRIES)
-        .map(([k, v]) => `${JSON.stringify(k)}: require(${JSON.stringify(v)})`)
-        .join(', ')} };`,
-      resolveDir: repo,
-      sourcefile: 'berth-parse.js',
-      loader: 'js',
-    },
-    outfile: file,
-    plugins: [bundledSchemaFiles, lazyOs, sharedPath],
-    sourcemap: 'linked',
-  });
-  checkAscii(file);
+/** The leaf files: each its entries' exports, by key. */
+async function leafFiles(): Promise<void> {
+  for (const [leaf, { entries }] of Object.entries(LEAF_FILES)) {
+    const file = path.join(SPLIT_DIR, `${leaf}.cjs`);
+    await build({
+      ...common,
+      stdin: {
+        contents: `module.exports = { ${Object.entries(entries)
+          .map(([k, v]) => `${JSON.stringify(k)}: require(${JSON.stringify(v)})`)
+          .join(', ')} };`,
+        resolveDir: repo,
+        sourcefile: `berth-${leaf}.js`,
+        loader: 'js',
+      },
+      outfile: file,
+      plugins: [bundledSchemaFiles, lazyOs, sharedPath],
+      sourcemap: 'linked',
+    });
+    checkAscii(file);
+  }
 }
 
 /** In a main file: the engine's entry modules stand for its engine file's exports, loaded on first use. */
@@ -415,13 +433,13 @@ exports.engine = function () {
   }
   return loaded;
 };
-var parsed;
-exports.parse = function () {
-  if (!parsed) {
-    var file = require('path').join(__dirname, ${JSON.stringify(PARSE_FILE)});
-    parsed = loader ? loader(file, 'parse') : require(file);
+var leaves = {};
+exports.leaf = function (name) {
+  if (!leaves[name]) {
+    var file = require('path').join(__dirname, name + '.cjs');
+    leaves[name] = loader ? loader(file, name) : require(file);
   }
-  return parsed;
+  return leaves[name];
 };`,
         loader: 'js',
         resolveDir: repo,
@@ -505,7 +523,7 @@ async function splitPair(name: string, keep?: readonly string[]): Promise<number
     metafile: true,
     // bin/berth.js checks Node's version before it reads this file.
     plugins: [
-      parseBoundary,
+      leafBoundary,
       bundledSchemaFiles,
       noSchemaCompiler,
       ...(keep ? [onlyCommand(keep)] : []),
@@ -553,11 +571,13 @@ module.exports = function (host) { link.set(host); return { ${Object.entries(ENG
 async function splitBuild(): Promise<void> {
   rmSync(SPLIT_DIR, { recursive: true, force: true });
   mkdirSync(SPLIT_DIR, { recursive: true });
-  await parseFile();
+  await leafFiles();
   await splitPair('berth');
   for (const [name, keep] of Object.entries(COMMAND_FILES)) await splitPair(name, keep);
   process.stderr.write(
-    `build-cli: wrote ${path.relative(process.cwd(), SPLIT_DIR)}/ (berth.cjs, engine.cjs, ${PARSE_FILE}, and ${Object.keys(COMMAND_FILES).join(', ')}'s own)\n`,
+    `build-cli: wrote ${path.relative(process.cwd(), SPLIT_DIR)}/ (berth.cjs, engine.cjs, ${Object.keys(LEAF_FILES)
+      .map((l) => `${l}.cjs`)
+      .join(', ')}, and ${Object.keys(COMMAND_FILES).join(', ')}'s own)\n`,
   );
 }
 
