@@ -1,6 +1,6 @@
 /**
  * The single-file build of berth: dist/berth.cjs, one CommonJS file that runs with only `node`
- * (22.22 or later: bin/node-check.js runs first, as the banner), no node_modules beside it: `node berth.cjs reconcile --once`.
+ * (22.22 or later: bin/berth.js's checkNode runs first, as the banner), no node_modules beside it: `node berth.cjs reconcile --once`.
  *
  * - The spec schema and its kept validator are bundled (src/bundle/schema-files.ts stands in
  *   for src/spec/schema-files.ts).
@@ -19,9 +19,13 @@ const repo = path.resolve(__dirname, '..');
 const out = process.env.BERTH_CLI_BUNDLE ?? path.join(repo, 'dist', 'berth.cjs');
 const pkg = JSON.parse(readFileSync(path.join(repo, 'package.json'), 'utf8')) as { version: string };
 
-/** bin/node-check.js's function, as an expression. */
-const checkSource = readFileSync(path.join(repo, 'bin', 'node-check.js'), 'utf8');
-const nodeCheck = checkSource.slice(checkSource.indexOf('function checkNode'), checkSource.lastIndexOf('}') + 1);
+/** bin/berth.js's version check (the function checkNode, up to the line that ends it), as an expression. */
+const launcherSource = readFileSync(path.join(repo, 'bin', 'berth.js'), 'utf8');
+const nodeCheck = launcherSource.slice(
+  launcherSource.indexOf('function checkNode'),
+  launcherSource.lastIndexOf('}', launcherSource.indexOf('// end of checkNode')) + 1,
+);
+if (!nodeCheck.startsWith('function checkNode') || !nodeCheck.endsWith('}')) throw new Error('build-cli: no checkNode function in bin/berth.js');
 
 const bundledSchemaFiles: Plugin = {
   name: 'bundled-schema-files',

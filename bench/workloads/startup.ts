@@ -6,7 +6,7 @@
  * each <= 1.5x `node -e 0`'s CPU plus the engine's own answer time; these commands ask the engine
  * nothing (get asks it only when no attempt has a record; a unit test checks they do not load its
  * client), so the engine's part is 0. The installed CLI as users run it: `node bin/berth.js`, its
- * caches (bin/compile-cache.js) in a folder of the run's own, made by one untimed run of each
+ * caches (bin/berth.js runBundle) in a folder of the run's own, made by one untimed run of each
  * command first.
  */
 import { promises as fs } from 'node:fs';

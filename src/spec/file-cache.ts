@@ -141,7 +141,7 @@ let filesParsed = false;
 
 /**
  * Whether this process parsed a spec file (no cache had its outcome): the launcher's code cache
- * (bin/compile-cache.js) is not made from such a run, whose parser's compiled code the runs after
+ * (bin/berth.js runBundle) is not made from such a run, whose parser's compiled code the runs after
  * it, answered from the caches, would read back at every start without running it.
  */
 export function specFilesParsed(): boolean {

@@ -98,7 +98,7 @@ describe('packaging: the single-file build and the image (real engine)', functio
   });
 
   it("the split build (dist/split, what bin/berth.js runs): a command reads its own file, and the engine's only when it asks the engine", async function () {
-    // Which files a command read, from the code caches it left (bin/compile-cache.js: one entry per file and command).
+    // Which files a command read, from the code caches it left (bin/berth.js: one entry per file and command).
     const launcher = path.join(REPO, 'bin', 'berth.js');
     const readBy = async (args: string[], expectCode = 0): Promise<{ out: Out; files: string[] }> => {
       const cache = await fs.mkdtemp(path.join(sb.dir, 'cache-'));
@@ -159,15 +159,7 @@ describe('packaging: the single-file build and the image (real engine)', functio
     expect(packed.code, packed.stderr).to.equal(0);
     const [info] = JSON.parse(packed.stdout) as { filename: string; files: { path: string }[] }[];
     const files = (info?.files ?? []).map((f) => f.path);
-    expect(files).to.include.members([
-      'bin/berth.js',
-      'bin/node-check.js',
-      'dist/berth.cjs',
-      'dist/cli/index.js',
-      'schemas/attempt.schema.json',
-      'README.md',
-      'package.json',
-    ]);
+    expect(files).to.include.members(['bin/berth.js', 'dist/berth.cjs', 'dist/cli/index.js', 'schemas/attempt.schema.json', 'README.md', 'package.json']);
     expect(
       files.filter((f) => /^(src|test|bench|scripts)\/|\.map$/.test(f)),
       'sources, tests or maps',

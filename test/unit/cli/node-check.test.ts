@@ -55,7 +55,7 @@ describe('cli: the Node version check', () => {
       const script = path.join(dir, 'run.cjs');
       writeFileSync(
         script,
-        `require(${JSON.stringify(path.join(REPO, 'bin', 'node-check.js'))})(${JSON.stringify(dir)});\nprocess.stdout.write('not stopped');\n`,
+        `require(${JSON.stringify(path.join(REPO, 'bin', 'berth.js'))}).checkNode(${JSON.stringify(dir)});\nprocess.stdout.write('not stopped');\n`,
       );
       const r = asNode('20.19.5', script, []);
       expect([r.status, r.stdout]).to.deep.equal([2, '']);
@@ -65,10 +65,10 @@ describe('cli: the Node version check', () => {
     }
   });
 
-  it('package.json, scripts/node-up.sh and bin/node-check.js name the same lowest Node', () => {
+  it('package.json, scripts/node-up.sh and bin/berth.js name the same lowest Node', () => {
     const engines = (JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { engines: { node: string } }).engines.node;
     const setup = /^MIN=(\d+\.\d+)\.0$/m.exec(readFileSync(path.join(REPO, 'scripts', 'node-up.sh'), 'utf8'))?.[1];
-    const check = /var MIN = \[(\d+), (\d+)\]/.exec(readFileSync(path.join(REPO, 'bin', 'node-check.js'), 'utf8'));
+    const check = /var MIN = \[(\d+), (\d+)\]/.exec(readFileSync(path.join(REPO, 'bin', 'berth.js'), 'utf8'));
     expect([engines, `>=${setup}`, `>=${check?.[1]}.${check?.[2]}`]).to.deep.equal(['>=22.22', '>=22.22', '>=22.22']);
   });
 });

@@ -2,7 +2,7 @@
  * Start-up (issue 55): a command loads what it uses and nothing else. Each command runs in a new
  * process from the sources (tsx), which then lists the modules it loaded (require.cache); no time
  * is measured (the bench does that: bench/workloads/startup.ts). And the launcher's list of
- * commands (one code cache per command, bin/compile-cache.js) is the program's.
+ * commands (one code cache per command, bin/berth.js) is the program's.
  */
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
@@ -50,12 +50,12 @@ function none(modules: string[], patterns: RegExp[]): string[] {
   return modules.filter((m) => patterns.some((p) => p.test(m)));
 }
 
-/** Runs `bundle` as the launcher does (bin/compile-cache.js, command `get`); says on stderr whether V8 used a code cache: used, rejected or none. */
+/** Runs `bundle` as the launcher does (bin/berth.js runBundle, command `get`); says on stderr whether V8 used a code cache: used, rejected or none. */
 function codeCacheRunner(dir: string, bundle: string): string {
   const runner = path.join(dir, 'run.cjs');
   writeFileSync(
     runner,
-    `const cc = require(${JSON.stringify(path.join(REPO, 'bin', 'compile-cache.js'))});
+    `const cc = require(${JSON.stringify(path.join(REPO, 'bin', 'berth.js'))});
 const vm = require('vm'); const Script = vm.Script;
 vm.Script = function (src, o) { const s = new Script(src, o); process.on('exit', () => process.stderr.write(o.cachedData ? (s.cachedDataRejected ? 'rejected' : 'used') : 'none')); return s; };
 cc.runBundle(${JSON.stringify(bundle)}, process.env, process.argv, ['get']).main();`,
@@ -120,18 +120,18 @@ describe('cli: start-up loads what the command uses (issue 55)', function () {
     expect(none(m, ENGINE_CLIENT)).to.deep.equal([]);
   });
 
-  it("bin/commands.js lists the program's commands (one code cache each)", function () {
+  it("bin/berth.js lists the program's commands (one code cache each)", function () {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const listed = require('../../../bin/commands.js') as string[];
+    const listed = (require('../../../bin/berth.js') as { COMMANDS: string[] }).COMMANDS;
     const program = buildProgram(bufferIo(), () => {});
     expect([...listed].sort()).to.deep.equal(program.commands.map((c) => c.name()).sort());
   });
 });
 
-describe("cli: the launcher's code cache (bin/compile-cache.js)", function () {
+describe("cli: the launcher's code cache (bin/berth.js)", function () {
   this.timeout(60_000);
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const cc = require('../../../bin/compile-cache.js') as { codeCacheDir(env: NodeJS.ProcessEnv): string | undefined };
+  const cc = require('../../../bin/berth.js') as { codeCacheDir(env: NodeJS.ProcessEnv): string | undefined };
   let dir: string;
   beforeEach(() => (dir = mkdtempSync(path.join(os.tmpdir(), 'berth-codecache-'))));
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
