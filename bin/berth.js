@@ -143,6 +143,9 @@ function save(dir, name, data, identity, prefix) {
   }
 }
 
+/** How a file of the split build begins: scripts/build-cli.ts writes it so. */
+var WRAPPED = '(function (exports, require, module, __filename, __dirname) {';
+
 /**
  * Loads a file of the build through the code cache; returns its exports. `kind` names its cache
  * entries ('bundle', the default: the file bin/berth.js runs; 'chunk-engine': the split build's
@@ -173,9 +176,12 @@ function runBundle(file, env, argv, commands, kind) {
       marked = fs.existsSync(path.join(dir, name + '.cold'));
     }
   }
+  // A file of the split build is already a function expression (scripts/build-cli.ts WRAPPED):
+  // compiled as it is, not as a new string of the wrapper and its text, which V8 would copy into one.
+  var wrapped = source.charCodeAt(0) === 40 && source.slice(0, WRAPPED.length) === WRAPPED;
   // A first line `#!...` is a comment of the same length (the file's own shebang).
   if (source.charCodeAt(0) === 35 && source.charCodeAt(1) === 33) source = '//' + source.slice(2);
-  var script = new vm.Script(Module.wrap(source), { filename: file, cachedData: cached });
+  var script = new vm.Script(wrapped ? source : Module.wrap(source), { filename: file, cachedData: cached });
   var m = new Module(file, module);
   m.filename = file;
   m.paths = Module._nodeModulePaths(path.dirname(file));

@@ -315,6 +315,15 @@ async function singleFile(): Promise<void> {
  * for), the main file again with that table (what it holds is checked to be unchanged).
  */
 const SPLIT_DIR = path.join(repo, 'dist', 'split');
+
+/**
+ * Every file of the split build is one function expression, as CommonJS wraps a module's text:
+ * bin/berth.js compiles it as it is (no string made of the wrapper and the file's ~400 KB, which
+ * V8 would copy into one again). Not a file Node's require runs: bin/berth.js (or berth-chunks)
+ * loads it.
+ */
+const WRAPPED = { js: '(function (exports, require, module, __filename, __dirname) {' };
+const WRAPPED_END = { js: '})' };
 const ENGINE_ENTRIES: Record<string, string> = { docker: 'src/engine/docker/index.ts', swarm: 'src/backend/swarm/index.ts' };
 
 /** Commands with a file of their own, and the modules of src/cli/commands their action loads. */
@@ -400,6 +409,8 @@ async function leafFiles(): Promise<void> {
         loader: 'js',
       },
       outfile: file,
+      banner: WRAPPED,
+      footer: WRAPPED_END,
       plugins: [bundledSchemaFiles, lazyOs, sharedPath],
       sourcemap: 'linked',
     });
@@ -429,10 +440,22 @@ function engineBoundary(engineFile: string): Plugin {
       b.onLoad({ filter: /.*/, namespace: 'berth-chunks' }, () => ({
         contents: `var loaded, loader;
 exports.setLoader = function (f) { loader = f; };
+// Without the launcher's loader (bin/berth.js gives one): a file of the split build (a function
+// expression, as CommonJS wraps a module) run as a module.
+function run(file) {
+  var Module = module.constructor;
+  var dir = require('path').dirname(file);
+  var m = new Module(file, module);
+  m.filename = file;
+  m.paths = Module._nodeModulePaths(dir);
+  require('vm').runInThisContext(require('fs').readFileSync(file, 'latin1'), { filename: file }).call(m.exports, m.exports, Module.createRequire(file), m, file, dir);
+  m.loaded = true;
+  return m.exports;
+}
 exports.engine = function () {
   if (!loaded) {
     var file = require('path').join(__dirname, ${JSON.stringify(engineFile)});
-    var link = loader ? loader(file, ${JSON.stringify(engineFile.replace(/\.cjs$/, ''))}) : require(file);
+    var link = loader ? loader(file, ${JSON.stringify(engineFile.replace(/\.cjs$/, ''))}) : run(file);
     loaded = link(require('berth-host-table'));
   }
   return loaded;
@@ -441,7 +464,7 @@ var leaves = {};
 exports.leaf = function (name) {
   if (!leaves[name]) {
     var file = require('path').join(__dirname, name + '.cjs');
-    leaves[name] = loader ? loader(file, name) : require(file);
+    leaves[name] = loader ? loader(file, name) : run(file);
   }
   return leaves[name];
 };`,
@@ -525,6 +548,8 @@ async function splitPair(name: string, keep?: readonly string[]): Promise<number
     outfile: mainFile,
     write,
     metafile: true,
+    banner: WRAPPED,
+    footer: WRAPPED_END,
     // bin/berth.js checks Node's version before it reads this file.
     plugins: [
       leafBoundary,
@@ -559,6 +584,8 @@ module.exports = function (host) { link.set(host); return { ${Object.entries(ENG
       loader: 'js',
     },
     outfile: engineFile,
+    banner: WRAPPED,
+    footer: WRAPPED_END,
     define: { ...common.define, BERTH_BUILD_FILE: JSON.stringify('berth.cjs') },
     plugins: [bundledSchemaFiles, noSchemaCompiler, fromHost(held, asked), noBuildKit, deferredModules, lazyOs, sharedPath],
     sourcemap: 'linked',

@@ -34,7 +34,7 @@
  *   only when it starts a container.
  */
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readFileSync, readSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import * as path from 'node:path';
 import { fromShape, hashPieces, isShape, reproduces } from './set-shape';
 import { readSigned, signature } from './file-cache';
@@ -264,7 +264,8 @@ export class DiskSpecCache {
    * is not an entry, or no closing line (a file cut short), and nothing of it is used.
    */
   private read(fd: number): void {
-    let buf = Buffer.allocUnsafe(PIECE);
+    // the file's size (it is a few KB for a few specs) up to PIECE: no 1 MB buffer for 20 KB
+    let buf = Buffer.allocUnsafe(Math.min(PIECE, Math.max(4096, fstatSync(fd).size + 1)));
     let have = 0;
     let line = 0;
     let closed = false;

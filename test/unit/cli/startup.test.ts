@@ -174,6 +174,18 @@ describe("cli: the launcher's code cache (bin/berth.js)", function () {
     expect(readdirSync(path.join(dir, 'c', 'code-cache')).filter((f) => f.startsWith('bundle-get-'))).to.have.length(1);
   });
 
+  it('a file of the split build (one function expression, as CommonJS wraps a module) runs as it is, with its code cache', function () {
+    const bundle = path.join(dir, 'w.cjs');
+    writeFileSync(
+      bundle,
+      "(function (exports, require, module, __filename, __dirname) {\nmodule.exports = { main: () => process.stdout.write(typeof require('vm').Script + ' ' + require('path').basename(__filename)) };\n})\n",
+    );
+    const runner = codeCacheRunner(dir, bundle);
+    const env = { ...process.env, BERTH_CACHE_DIR: path.join(dir, 'c') };
+    const once = () => spawnSync(process.execPath, [runner, 'get'], { encoding: 'utf8', env });
+    expect([once().stdout, once().stderr]).to.deep.equal(['function w.cjs', 'used']);
+  });
+
   it('a first run that parsed spec files (coldRun) leaves only a mark; the next run makes the cache, whatever it did', function () {
     const bundle = path.join(dir, 'b.cjs');
     // coldRun() says what the file named by COLD holds, as the bundle's spec loader would say it parsed a file
