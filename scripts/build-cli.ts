@@ -193,49 +193,48 @@ const sharedPath: Plugin = {
 };
 
 /**
- * node:crypto (and node:stream, which it loads: ~3 ms) loads when berth's code first calls it, not
- * when a module that may call it is evaluated: `get` and `validate` over unchanged specs never do
- * (spec/hash.ts hashes their few short strings in JavaScript). berth's modules take crypto by named
- * imports only: each is a function that loads the module on its first call. CRYPTO_NAMES is what
- * they take (a name missing here fails the build: "No matching export").
+ * A Node module of berth's modules (src/) that loads when berth's code first calls one of its
+ * functions, not when a module that may call it is evaluated: each of `names` is a function that
+ * loads the module on its first call (a name missing from them fails the build: "No matching
+ * export"); with `values`, its default export holds those functions and getters for those values.
  */
-const CRYPTO_NAMES = ['createHash', 'createHmac', 'hash', 'randomBytes', 'timingSafeEqual'];
-const lazyCrypto: Plugin = {
-  name: 'lazy-crypto',
-  setup(b) {
-    b.onResolve({ filter: /^(node:)?crypto$/ }, (args) =>
-      path.relative(repo, args.importer).startsWith(`src${path.sep}`) ? { path: 'crypto', namespace: 'lazy-crypto' } : undefined,
-    );
-    b.onLoad({ filter: /.*/, namespace: 'lazy-crypto' }, () => ({
-      contents: `var real; function load() { return real || (real = require('node:crypto')); }
-${CRYPTO_NAMES.map((n) => `export function ${n}() { return load().${n}.apply(undefined, arguments); }`).join('\n')}`,
-      loader: 'js',
-    }));
-  },
-};
+function lazyBuiltin(name: string, names: readonly string[], values?: readonly string[]): Plugin {
+  return {
+    name: `lazy-${name}`,
+    setup(b) {
+      b.onResolve({ filter: new RegExp(`^(node:)?${name}$`) }, (args) =>
+        path.relative(repo, args.importer).startsWith(`src${path.sep}`) ? { path: name, namespace: `lazy-${name}` } : undefined,
+      );
+      b.onLoad({ filter: /.*/, namespace: `lazy-${name}` }, () => ({
+        contents: [
+          `var real; function load() { return real || (real = require('node:${name}')); }`,
+          ...names.map((n) => `export function ${n}() { return load().${n}.apply(undefined, arguments); }`),
+          ...(values ? [`export default { ${[...names, ...values.map((v) => `get ${v}() { return load().${v}; }`)].join(', ')} };`] : []),
+        ].join('\n'),
+        loader: 'js',
+      }));
+    },
+  };
+}
 
 /**
- * node:os the same way, by its functions (as named imports, or as its default export's or its
- * namespace's): the module loads on the first call of one (~0.2 ms of every start otherwise, for
- * the home folder a command may never look up).
+ * node:crypto (and node:stream, which it loads: ~3 ms): `get` and `validate` over unchanged specs
+ * never call it (spec/hash.ts hashes their few short strings in JavaScript). berth's modules take
+ * crypto by named imports only, these.
  */
-const OS_FUNCTIONS = Object.entries(os as unknown as Record<string, unknown>)
-  .filter(([, v]) => typeof v === 'function')
-  .map(([k]) => k);
-const lazyOs: Plugin = {
-  name: 'lazy-os',
-  setup(b) {
-    b.onResolve({ filter: /^(node:)?os$/ }, (args) =>
-      path.relative(repo, args.importer).startsWith(`src${path.sep}`) ? { path: 'os', namespace: 'lazy-os' } : undefined,
-    );
-    b.onLoad({ filter: /.*/, namespace: 'lazy-os' }, () => ({
-      contents: `var real; function load() { return real || (real = require('node:os')); }
-${OS_FUNCTIONS.map((n) => `export function ${n}() { return load().${n}.apply(undefined, arguments); }`).join('\n')}
-export default { ${OS_FUNCTIONS.join(', ')}, get EOL() { return load().EOL; }, get constants() { return load().constants; }, get devNull() { return load().devNull; } };`,
-      loader: 'js',
-    }));
-  },
-};
+const lazyCrypto = lazyBuiltin('crypto', ['createHash', 'createHmac', 'hash', 'randomBytes', 'timingSafeEqual']);
+
+/**
+ * node:os, by its functions (as named imports, or as its default export's or its namespace's):
+ * ~0.2 ms of every start otherwise, for the home folder a command may never look up.
+ */
+const lazyOs = lazyBuiltin(
+  'os',
+  Object.entries(os as unknown as Record<string, unknown>)
+    .filter(([, v]) => typeof v === 'function')
+    .map(([k]) => k),
+  ['EOL', 'constants', 'devNull'],
+);
 
 /** What every build shares: the single file and the split build's files. */
 const common = {
