@@ -148,8 +148,9 @@ let buildId: string | undefined;
 /** berth's version and this build of the loader. */
 function build(): string {
   if (buildId === undefined) {
-    let version = typeof BERTH_BUNDLED_VERSION === 'string' ? BERTH_BUNDLED_VERSION : 'unknown';
-    if (typeof BERTH_BUNDLED_VERSION !== 'string')
+    let version = 'unknown';
+    if (typeof BERTH_BUNDLED_VERSION === 'string') version = BERTH_BUNDLED_VERSION;
+    else
       try {
         version = (JSON.parse(readFileSync(path.resolve(__dirname, '..', '..', 'package.json'), 'utf8')) as { version?: string }).version ?? 'unknown';
       } catch {

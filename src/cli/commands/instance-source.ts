@@ -84,7 +84,6 @@ export async function bindInstance(
   // clean forgets the binding once the instance is gone: nothing to write for it.
   if (o.command === 'clean') return true;
   // node:os loaded here, not at every start (issue 55)
-
   const { hostname } = require('node:os') as typeof Os;
   await writeBinding(engine, ctx.instance, source, { now: new Date(), hostname: hostname() });
   if (!verdict.ok)
