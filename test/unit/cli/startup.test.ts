@@ -6,7 +6,7 @@
  */
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, mkdirSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { buildProgram } from '../../../src/cli/index';
@@ -184,6 +184,27 @@ describe("cli: the launcher's code cache (bin/berth.js)", function () {
     const env = { ...process.env, BERTH_CACHE_DIR: path.join(dir, 'c') };
     const once = () => spawnSync(process.execPath, [runner, 'get'], { encoding: 'utf8', env });
     expect([once().stdout, once().stderr]).to.deep.equal(['function w.cjs', 'used']);
+  });
+
+  it('the first entry is made again once, by the first run 10 minutes after it, and that one is read from then on', function () {
+    const bundle = path.join(dir, 's.cjs');
+    writeFileSync(bundle, "module.exports = { main: () => process.stdout.write('ran') };\n");
+    const runner = codeCacheRunner(dir, bundle);
+    const cache = path.join(dir, 'c', 'code-cache');
+    const env = { ...process.env, BERTH_CACHE_DIR: path.join(dir, 'c') };
+    const once = () => spawnSync(process.execPath, [runner, 'get'], { encoding: 'utf8', env }).stderr;
+    const entries = () => readdirSync(cache).filter((f) => f.startsWith('bundle-get-') && f.includes(`${statSync(bundle).size}`));
+    expect(once()).to.equal('none');
+    const [first] = entries();
+    expect(first, 'the first entry').to.match(/\d$/);
+    expect(once()).to.equal('used');
+    expect(entries(), 'younger than 10 minutes: kept as it is').to.deep.equal([first]);
+    const old = new Date(Date.now() - 11 * 60 * 1000);
+    utimesSync(path.join(cache, first as string), old, old);
+    expect(once()).to.equal('used');
+    expect(entries(), 'made again, as the settled entry').to.deep.equal([`${first}.2`]);
+    expect(once()).to.equal('used');
+    expect(entries()).to.deep.equal([`${first}.2`]);
   });
 
   it('a first run that parsed spec files (coldRun) leaves only a mark; the next run makes the cache, whatever it did', function () {
