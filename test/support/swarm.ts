@@ -41,6 +41,8 @@ export class SwarmNode {
   readonly docker: Dockerode;
   /** The node's id in the swarm, once it is a member. */
   id = '';
+  /** When its engine was last stopped or killed (ms since the epoch): the manager's record of the node down is newer. */
+  stoppedAt = 0;
   private proc: ChildProcess | undefined;
 
   constructor(
@@ -62,6 +64,17 @@ export class SwarmNode {
 
   get pid(): number | undefined {
     return this.proc?.pid;
+  }
+
+  /** Whether the dockerd it started is still running (not stopped, killed, nor exited). */
+  get running(): boolean {
+    const p = this.proc;
+    return p !== undefined && p.exitCode === null && p.signalCode === null;
+  }
+
+  /** How errors name it: its index and, once a member, the start of its swarm id. */
+  get name(): string {
+    return `swarm node ${this.index}${this.id ? ` (${this.id.slice(0, 12)})` : ''}`;
   }
 
   /** The namespace and its veth to the hub's bridge (the hub end is named `<hub veth prefix><index>`). */
@@ -126,6 +139,7 @@ export class SwarmNode {
     const p = this.proc;
     if (!p || p.exitCode !== null || p.signalCode !== null) return;
     const gone = new Promise<void>((resolve) => p.once('exit', () => resolve()));
+    this.stoppedAt = Date.now();
     p.kill('SIGTERM');
     const t = setTimeout(() => p.kill('SIGKILL'), graceMs);
     await gone;
@@ -133,11 +147,12 @@ export class SwarmNode {
     this.proc = undefined;
   }
 
-  /** Kills the daemon (SIGKILL by pid): the node's machine is gone, as the swarm sees it. */
+  /** Kills the daemon (SIGKILL by pid): the node's machine is gone, as the swarm sees it. TestSwarm.startAgain brings it back. */
   async kill(): Promise<void> {
     const p = this.proc;
     if (!p || p.exitCode !== null || p.signalCode !== null) return;
     const gone = new Promise<void>((resolve) => p.once('exit', () => resolve()));
+    this.stoppedAt = Date.now();
     p.kill('SIGKILL');
     await gone;
     this.proc = undefined;
@@ -163,6 +178,20 @@ export class SwarmNode {
     await fs.rm(this.root, { recursive: true, force: true }).catch(() => undefined);
     await run('ip', ['netns', 'delete', this.netns]).catch(() => undefined);
   }
+}
+
+/** What keeps a node from serving the tests (TestSwarm.problems): its engine or its membership, or its availability. */
+export interface NodeProblem {
+  node: SwarmNode;
+  kind: 'engine' | 'availability';
+  what: string;
+}
+
+/** A node as the manager lists it (the fields the fixture reads). */
+interface ListedNode {
+  ID: string;
+  Spec: { Availability: string };
+  Status: { State: string; Message?: string };
 }
 
 export interface SwarmOptions {
@@ -255,14 +284,148 @@ export class TestSwarm {
     return file;
   }
 
-  /** Every node ready and active, as the manager sees them. */
-  async waitReady(): Promise<void> {
-    for (let i = 0; i < 300; i++) {
-      const nodes = (await this.manager.docker.listNodes()) as { Status: { State: string } }[];
-      if (nodes.length === this.nodes.length && nodes.every((n) => n.Status.State === 'ready')) return;
-      await new Promise((r) => setTimeout(r, 100));
+  /**
+   * What keeps each node from serving the tests, empty when nothing does: its engine not running or
+   * not answering, its engine not an active member of the swarm (a restarted engine is `pending` until
+   * the manager has registered its new session), the manager not having it `ready`; with
+   * `availability`, a node left drained.
+   */
+  async problems(opts: { availability?: boolean } = {}): Promise<NodeProblem[]> {
+    const out: NodeProblem[] = [];
+    let listed: ListedNode[];
+    try {
+      listed = (await this.manager.docker.listNodes()) as ListedNode[];
+    } catch (err) {
+      listed = [];
+      out.push({ node: this.manager, kind: 'engine', what: `${this.manager.name}: the manager does not list the nodes (${(err as Error).message})` });
     }
-    throw new Error(`swarm nodes not all ready in 30 s`);
+    for (const n of this.nodes) {
+      if (!n.running) {
+        out.push({ node: n, kind: 'engine', what: `${n.name}: its engine is not running` });
+        continue;
+      }
+      let info: { Swarm: { NodeID: string; LocalNodeState: string; Error?: string } };
+      try {
+        info = (await n.docker.info()) as typeof info;
+      } catch (err) {
+        out.push({ node: n, kind: 'engine', what: `${n.name}: its engine does not answer (${(err as Error).message})` });
+        continue;
+      }
+      const local = info.Swarm;
+      if (local.LocalNodeState !== 'active' || local.NodeID !== n.id) {
+        out.push({ node: n, kind: 'engine', what: `${n.name}: its engine is ${local.LocalNodeState} in the swarm${local.Error ? ` (${local.Error})` : ''}` });
+      }
+      if (listed.length === 0) continue;
+      const seen = listed.find((x) => x.ID === n.id);
+      if (!seen) {
+        out.push({ node: n, kind: 'engine', what: `${n.name}: not in the manager's node list` });
+        continue;
+      }
+      if (seen.Status.State !== 'ready') {
+        out.push({
+          node: n,
+          kind: 'engine',
+          what: `${n.name}: the manager has it ${seen.Status.State}${seen.Status.Message ? ` (${seen.Status.Message})` : ''}`,
+        });
+      }
+      if (opts.availability && seen.Spec.Availability !== 'active') {
+        out.push({ node: n, kind: 'availability', what: `${n.name}: left ${seen.Spec.Availability}` });
+      }
+    }
+    return out;
+  }
+
+  /** What keeps the nodes from serving the tests (their availability included) once their engines are settled, waiting up to `timeoutMs` for those. */
+  readyOrProblems(timeoutMs: number): Promise<NodeProblem[]> {
+    return this.settle(timeoutMs, { availability: true });
+  }
+
+  /**
+   * Polls the engines and the manager's node list (every 100 ms) until no node has a problem of its
+   * engine, or `timeoutMs` passed, or an engine is not running (no wait brings that back); returns
+   * what is left.
+   */
+  private async settle(timeoutMs: number, opts: { availability?: boolean } = {}): Promise<NodeProblem[]> {
+    for (const end = Date.now() + timeoutMs; ; await new Promise((r) => setTimeout(r, 100))) {
+      const left = await this.problems(opts);
+      if (!left.some((p) => p.kind === 'engine') || this.nodes.some((n) => !n.running) || Date.now() >= end) return left;
+    }
+  }
+
+  /**
+   * Every node's engine answering and an active member, and the manager having every node ready
+   * (polled, up to `timeoutMs`, default 60 s; at once when an engine is not running). A node that
+   * is not by then fails the call loudly, naming it and its state; with `repair` (not while the
+   * swarm is made), its engine is first started again (repair()), so the next test file finds the
+   * swarm whole, and the error says whether it is.
+   */
+  async waitReady(opts: { timeoutMs?: number; repair?: boolean } = {}): Promise<void> {
+    const t0 = Date.now();
+    const problems = await this.settle(opts.timeoutMs ?? 60_000);
+    if (problems.length === 0) return;
+    const said = `the test swarm was not ready after ${((Date.now() - t0) / 1000).toFixed(1)} s: ${problems.map((p) => p.what).join('; ')}`;
+    if (!opts.repair) throw new Error(said);
+    const left = await this.repair(problems).catch((err: unknown) => [`starting them again failed: ${(err as Error).message}`]);
+    throw new Error(
+      `${said}; ${left.length === 0 ? 'ready again after its engine was started again' : `still not after its engine was started again: ${left.join('; ')}`}`,
+    );
+  }
+
+  /**
+   * Mends what problems() found: a drained node is made active again; a node whose engine is not
+   * running, does not answer, is not an active member, or is not ready as the manager sees it, has
+   * its engine stopped (if it runs) and started again the way startAgain() does. Returns what is
+   * still wrong after that (empty: whole again).
+   */
+  async repair(problems: NodeProblem[]): Promise<string[]> {
+    for (const p of problems) if (p.kind === 'availability') await this.availability(p.node, 'active');
+    const sick = this.nodes.filter((n) => problems.some((p) => p.kind === 'engine' && p.node === n));
+    const failed: string[] = [];
+    // workers first: the manager (if it is sick too) is the one that records them down
+    for (const n of [...sick].reverse()) {
+      await n.stop();
+      await this.startAgain(n, { wait: false }).catch((err: unknown) => failed.push((err as Error).message));
+    }
+    // a drain is looked at again only when it was one of the problems (a test may hold a node drained while it waits)
+    const availability = problems.some((p) => p.kind === 'availability');
+    return [...failed, ...(await this.settle(60_000, { availability })).map((p) => p.what)];
+  }
+
+  /**
+   * Starts a node's engine again after kill() or stop() and waits until the swarm is ready
+   * (waitReady, repairing). A worker is started only once the manager has recorded it down: its
+   * heartbeat's expiry, three periods (HeartbeatPeriod 1 s, plus swarmkit's jitter of up to half a
+   * period each) after its last beat, so 1.5 to 4.5 s after its engine ended. Started sooner, its
+   * new session can register just as the old one's heartbeat expires; swarmkit's dispatcher puts
+   * both the registration's `ready` and the expiry's `down` through one batch of node updates, and
+   * when the `down` lands last the manager keeps the node down for good while its new session goes
+   * on beating (nothing writes its state again until it registers anew): every later swarm test
+   * file then fails against a worker that is in fact back (seen twice in 143 rounds of a kill and a
+   * start again after 0.7 to 4 s). A node whose engine still runs is only waited for. Whatever
+   * fails (the record, the start, the wait) fails the call, naming it, after waitReady's repair
+   * had its go at bringing the node back.
+   */
+  async startAgain(n: SwarmNode, opts: { wait?: boolean } = {}): Promise<void> {
+    const failed: string[] = [];
+    const note = (err: unknown) => void failed.push((err as Error).message);
+    if (!n.running) {
+      if (n !== this.manager) await this.recordedDown(n, 30_000).catch(note);
+      // an engine that fails to start is started again by waitReady's repair, and the call fails naming both
+      await n.start().catch(note);
+    }
+    if (opts.wait ?? true) await this.waitReady({ repair: true }).catch(note);
+    if (failed.length > 0) throw new Error(failed.join('; then '));
+  }
+
+  /** Resolves once the manager has recorded `n` down (or disconnected) after its engine was stopped or killed; polled every 100 ms. */
+  private async recordedDown(n: SwarmNode, timeoutMs: number): Promise<void> {
+    let seen = '';
+    for (const end = Date.now() + timeoutMs; Date.now() < end; await new Promise((r) => setTimeout(r, 100))) {
+      const node = (await this.manager.docker.getNode(n.id).inspect()) as ListedNode & { UpdatedAt: string };
+      seen = `${node.Status.State}, updated ${node.UpdatedAt}`;
+      if ((node.Status.State === 'down' || node.Status.State === 'disconnected') && Date.parse(node.UpdatedAt) >= n.stoppedAt) return;
+    }
+    throw new Error(`${n.name}: the manager had not recorded it down ${timeoutMs / 1000} s after its engine ended (it has it ${seen}); started again anyway`);
   }
 
   /** Ends every node's processes and removes their folders, namespaces and links. */
@@ -303,20 +466,41 @@ export class TestSwarm {
 
 let shared: Promise<TestSwarm> | undefined;
 let sharedSwarm: TestSwarm | undefined;
+/** What the shared swarm had wrong when a test file asked for it (mended then): reported by the root hooks. */
+const mended: string[] = [];
 
 /**
  * The two-node swarm (a manager and a worker, both hardened, with both test images) the swarm
  * tests share: started by the first that asks, ended by the root hooks (test/hooks.ts). It
- * rejects loudly when it cannot start: the swarm tests never skip.
+ * rejects loudly when it cannot start: the swarm tests never skip. Each later ask (each swarm test
+ * file's `before`) first makes sure that every node is back and ready (up to 20 s) and active, so
+ * one test that left a node down or drained does not fail every file after it: what was wrong is
+ * mended (TestSwarm.repair) and kept for the root hooks, which fail the run naming it
+ * (sharedSwarmMended); a node that cannot be mended fails the file that asked, naming it and its state.
  */
-export function twoNodeSwarm(): Promise<TestSwarm> {
+export async function twoNodeSwarm(): Promise<TestSwarm> {
+  let fresh = false;
   shared ??= (async () => {
+    fresh = true;
     const s = new TestSwarm('two', { nodes: [{}, {}], images: ['berth/busybox:local', 'berth/egress-proxy:local'] });
     sharedSwarm = s;
     await s.up();
     return s;
   })();
-  return shared;
+  const s = await shared;
+  if (fresh) return s;
+  const problems = await s.readyOrProblems(20_000);
+  if (problems.length === 0) return s;
+  const said = problems.map((p) => p.what).join('; ');
+  const left = await s.repair(problems);
+  if (left.length > 0) throw new Error(`the shared test swarm is not ready: ${said}; still not after its engines were started again: ${left.join('; ')}`);
+  mended.push(said);
+  return s;
+}
+
+/** What the shared swarm had wrong when a test file began (a test before it left it so), mended then; taken once. */
+export function sharedSwarmMended(): string[] {
+  return mended.splice(0);
 }
 
 /** Ends the shared swarm if one was started; returns what it left behind (nothing, normally). */

@@ -13,6 +13,7 @@ import { createSwarmEngine } from '../../../src/engine/swarm';
 import { Sandbox } from '../../support/sandbox';
 import { swarmCli } from '../../support/swarm-cli';
 import { TestSwarm, twoNodeSwarm } from '../../support/swarm';
+import { thenTearDown } from '../../support/teardown';
 import { waitFor } from '../../support/wait';
 
 describe('--backend swarm on a real two-node swarm', function () {
@@ -185,30 +186,42 @@ describe('--backend swarm on a real two-node swarm', function () {
     const worker = s.workers[0]!;
     await s.availability(s.manager, 'drain');
     let drained = true;
-    try {
-      await sb.write('l.yaml', sb.attempt('l', 'sleep 8; echo ran > /results/ran.txt', '  retries: 1\n'));
-      const reconcile = swarmCli(sb, s, 'reconcile', '--once', '--wait', '--timeout', '150', '--retry-backoff', '1');
-      await waitFor('the run to be Running on the worker', async () => (await sb.status('l'))?.phase === 'Running', { dirs: [sb.stateDir], timeoutMs: 60_000 });
-      await s.availability(s.manager, 'active');
-      drained = false;
-      await worker.kill();
-      const r = await reconcile;
-      const st = await sb.status('l');
-      expect([st?.phase, st?.run, st?.retriesUsed], r.stderr).to.deep.equal(['Succeeded', 2, 1]);
-      expect(st?.history.map((h) => [h.run, h.phase, h.reason])).to.deep.equal([[1, 'Failed', 'Lost']]);
-      expect(await fs.readFile(path.join(st!.resultsDir!, 'ran.txt'), 'utf8')).to.equal('ran\n');
-    } finally {
-      if (drained) await s.availability(s.manager, 'active');
-      await worker.start();
-      await s.waitReady();
-      const c = await swarmCli(sb, s, 'clean');
-      const f = JSON.stringify({ label: [`${LABELS.instance}=${sb.instance}`] });
-      const left = [
-        ...(await worker.docker.listContainers({ all: true, filters: f })).map((x) => `worker ${x.Names[0]} ${x.State} ${JSON.stringify(x.Labels)}`),
-        ...(await s.manager.docker.listContainers({ all: true, filters: f })).map((x) => `manager ${x.Names[0]} ${x.State}`),
-      ];
-      expect(c.code, c.stderr + c.stdout + left.join('\n')).to.equal(0);
-      await sb.dispose();
-    }
+    await thenTearDown(
+      async () => {
+        await sb.write('l.yaml', sb.attempt('l', 'sleep 8; echo ran > /results/ran.txt', '  retries: 1\n'));
+        const reconcile = swarmCli(sb, s, 'reconcile', '--once', '--wait', '--timeout', '150', '--retry-backoff', '1');
+        await waitFor('the run to be Running on the worker', async () => (await sb.status('l'))?.phase === 'Running', {
+          dirs: [sb.stateDir],
+          timeoutMs: 60_000,
+        });
+        await s.availability(s.manager, 'active');
+        drained = false;
+        await worker.kill();
+        const r = await reconcile;
+        const st = await sb.status('l');
+        expect([st?.phase, st?.run, st?.retriesUsed], r.stderr).to.deep.equal(['Succeeded', 2, 1]);
+        expect(st?.history.map((h) => [h.run, h.phase, h.reason])).to.deep.equal([[1, 'Failed', 'Lost']]);
+        expect(await fs.readFile(path.join(st!.resultsDir!, 'ran.txt'), 'utf8')).to.equal('ran\n');
+      },
+      async () => {
+        if (drained) await s.availability(s.manager, 'active');
+        // started again once the manager has it down (test/support/swarm.ts), and ready; only waited for if it was never killed
+        const back = await s.startAgain(worker).then(
+          () => undefined,
+          (err: unknown) => err as Error,
+        );
+        const c = await swarmCli(sb, s, 'clean');
+        const f = JSON.stringify({ label: [`${LABELS.instance}=${sb.instance}`] });
+        const left = back
+          ? []
+          : [
+              ...(await worker.docker.listContainers({ all: true, filters: f })).map((x) => `worker ${x.Names[0]} ${x.State} ${JSON.stringify(x.Labels)}`),
+              ...(await s.manager.docker.listContainers({ all: true, filters: f })).map((x) => `manager ${x.Names[0]} ${x.State}`),
+            ];
+        await sb.dispose();
+        if (back) throw back;
+        expect(c.code, c.stderr + c.stdout + left.join('\n')).to.equal(0);
+      },
+    );
   });
 });

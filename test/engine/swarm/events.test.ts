@@ -12,6 +12,7 @@ import { startController } from '../../support/controller';
 import { Sandbox } from '../../support/sandbox';
 import { swarmCli } from '../../support/swarm-cli';
 import { type TestSwarm, twoNodeSwarm } from '../../support/swarm';
+import { thenTearDown } from '../../support/teardown';
 import { waitFor } from '../../support/wait';
 
 describe('wake-ups for runs on every node of a real two-node swarm', function () {
@@ -29,27 +30,31 @@ describe('wake-ups for runs on every node of a real two-node swarm', function ()
   it("a controller with --resync 300 s records a worker run's end long before a resync", async () => {
     const sb = await Sandbox.create('sw-wake');
     const ctl = startController(sb, { resync: 300 }, createSwarmBackend({ docker: s.manager.docker }));
-    try {
-      await sb.write('a.yaml', sb.attempt('a', 'sleep 3; echo done > /results/out.txt'));
-      const dir = sb.store().dir;
-      // the wait (60 s) ends long before the first resync (300 s): a record within it came from an event
-      const st = await waitFor(
-        'a Succeeded',
-        async () => {
-          const rec = await sb.status('a');
-          return rec?.phase === 'Succeeded' ? rec : undefined;
-        },
-        { dirs: [dir], timeoutMs: 60_000 },
-      );
-      expect(Number.isFinite(Date.parse(st.finishedAt ?? '')), JSON.stringify(st)).to.equal(true);
-      // it ran on the worker (the manager is drained)
-      expect(st.containerId ?? '').to.match(new RegExp(`@${s.workers[0]!.id}$`));
-    } finally {
-      expect(await ctl.stop()).to.equal(0);
-      const c = await swarmCli(sb, s, 'clean');
-      expect(c.code, c.stderr).to.equal(0);
-      await sb.dispose();
-    }
+    await thenTearDown(
+      async () => {
+        await sb.write('a.yaml', sb.attempt('a', 'sleep 3; echo done > /results/out.txt'));
+        const dir = sb.store().dir;
+        // the wait (60 s) ends long before the first resync (300 s): a record within it came from an event
+        const st = await waitFor(
+          'a Succeeded',
+          async () => {
+            const rec = await sb.status('a');
+            return rec?.phase === 'Succeeded' ? rec : undefined;
+          },
+          { dirs: [dir], timeoutMs: 60_000 },
+        );
+        expect(Number.isFinite(Date.parse(st.finishedAt ?? '')), JSON.stringify(st)).to.equal(true);
+        // it ran on the worker (the manager is drained)
+        expect(st.containerId ?? '').to.match(new RegExp(`@${s.workers[0]!.id}$`));
+      },
+      async () => {
+        const stopped = await ctl.stop();
+        const c = await swarmCli(sb, s, 'clean');
+        await sb.dispose();
+        expect(stopped, 'the controller stopped').to.equal(0);
+        expect(c.code, c.stderr).to.equal(0);
+      },
+    );
   });
 
   it("carries the worker's task end with the run's id, and a relist once a node's engine is back", async () => {
@@ -77,31 +82,40 @@ describe('wake-ups for runs on every node of a real two-node swarm', function ()
         // aborted below
       }
     })();
-    try {
-      await sb.write('a.yaml', sb.attempt('a', 'exit 0'));
-      const r = await swarmCli(sb, s, 'reconcile', '--once');
-      expect(r.code, r.stderr).to.equal(0);
-      const die = await until('die', (e) => e.type === 'container' && e.action === 'die');
-      const worker = s.workers[0]!;
-      expect(die.id).to.equal(`${containerName(sb.instance, 'a')}@${worker.id}`);
-      expect(die.origin).to.equal(worker.id);
-      expect(die.attributes[LABELS.attempt]).to.equal('a');
-      expect(die.attributes[SWARM.taskLabel]).to.equal(containerName(sb.instance, 'a'));
-      // the worker's engine is killed and comes back: a relist says what happened meanwhile was not seen
-      await worker.kill();
-      got.length = 0;
-      const killed = BigInt(Date.now()) * 1_000_000n;
-      await worker.start();
-      const re = await until('relist', (e) => e.type === RELIST_EVENT);
-      expect(re.origin).to.equal(worker.id);
-      expect(re.timeNano > killed).to.equal(true);
-      await s.waitReady();
-    } finally {
-      abort.abort();
-      await reading;
-      const c = await swarmCli(sb, s, 'clean');
-      expect(c.code, c.stderr).to.equal(0);
-      await sb.dispose();
-    }
+    const worker = s.workers[0]!;
+    await thenTearDown(
+      async () => {
+        await sb.write('a.yaml', sb.attempt('a', 'exit 0'));
+        const r = await swarmCli(sb, s, 'reconcile', '--once');
+        expect(r.code, r.stderr).to.equal(0);
+        const die = await until('die', (e) => e.type === 'container' && e.action === 'die');
+        expect(die.id).to.equal(`${containerName(sb.instance, 'a')}@${worker.id}`);
+        expect(die.origin).to.equal(worker.id);
+        expect(die.attributes[LABELS.attempt]).to.equal('a');
+        expect(die.attributes[SWARM.taskLabel]).to.equal(containerName(sb.instance, 'a'));
+        // the worker's engine is killed and comes back: a relist says what happened meanwhile was not seen
+        await worker.kill();
+        got.length = 0;
+        const killed = BigInt(Date.now()) * 1_000_000n;
+        // started again once the manager has it down, and waited for until it is ready (test/support/swarm.ts)
+        await s.startAgain(worker);
+        const re = await until('relist', (e) => e.type === RELIST_EVENT);
+        expect(re.origin).to.equal(worker.id);
+        expect(re.timeNano > killed).to.equal(true);
+      },
+      async () => {
+        abort.abort();
+        await reading;
+        // whatever the body did, the worker is back and ready before the clean and the next test file (when it runs: only waited for)
+        const back = await s.startAgain(worker).then(
+          () => undefined,
+          (err: unknown) => err,
+        );
+        const c = await swarmCli(sb, s, 'clean');
+        await sb.dispose();
+        if (back) throw back;
+        expect(c.code, c.stderr).to.equal(0);
+      },
+    );
   });
 });

@@ -29,6 +29,7 @@ import { Sandbox } from '../../support/sandbox';
 import { nothingLeftOnSwarm, swarmCli } from '../../support/swarm-cli';
 import { waitFor } from '../../support/wait';
 import { TestSwarm, twoNodeSwarm } from '../../support/swarm';
+import { thenTearDown } from '../../support/teardown';
 
 async function volumesOn(n: TestSwarm['manager'], instance: string): Promise<{ Name: string; Labels: Record<string, string> | null }[]> {
   const f = JSON.stringify({ label: [`${LABELS.instance}=${instance}`, `${LABELS.component}=${COMPONENTS.volume}`] });
@@ -150,47 +151,61 @@ describe('--backend swarm: volumes and sidecars on a real two-node swarm', funct
     await s.availability(s.manager, 'drain');
     let drained = true;
     let down = false;
-    try {
-      await sb.write(
-        'l.yaml',
-        sb.attempt('l', 'test -f /data/mark && exit 0; echo first > /data/mark; sleep 60', '  retries: 1\n  volumes:\n    - {name: data, mountPath: /data}\n'),
-      );
-      const reconcile = swarmCli(sb, s, 'reconcile', '--once', '--wait', '--timeout', '150', '--retry-backoff', '1');
-      await waitFor('the run to be Running on the worker', async () => (await sb.status('l'))?.phase === 'Running', { dirs: [sb.stateDir], timeoutMs: 60_000 });
-      await s.availability(s.manager, 'active');
-      drained = false;
-      await worker.kill();
-      down = true;
-      const r = await reconcile;
-      const st = await sb.status('l');
-      expect([st?.phase, st?.reason, st?.run], r.stderr + JSON.stringify(st)).to.deep.equal(['Blocked', 'NodeRefused', 2]);
-      expect(st?.history.map((h) => [h.run, h.phase, h.reason])).to.deep.equal([[1, 'Failed', 'Lost']]);
-      expect(st?.message).to.contain(`attempt l keeps its volumes (data) on swarm node `);
-      expect(st?.message).to.contain(`(${worker.id.slice(0, 12)}) is down; its runs go only there`);
-      // the manager, ready and idle, got nothing
-      expect(
-        await s.manager.docker.listContainers({
-          all: true,
-          filters: JSON.stringify({ label: [`${LABELS.instance}=${sb.instance}`, `${LABELS.component}=${COMPONENTS.main}`] }),
-        }),
-      ).to.deep.equal([]);
-      // clean while the node is down: the volume (and its record) stay, and clean says why
-      const c = await swarmCli(sb, s, 'clean');
-      expect(c.code, c.stdout).to.equal(1);
-      expect(c.stderr).to.contain(`berth: volume: volume ${vol} is on swarm node `);
-      expect(c.stderr).to.contain(`(${worker.id.slice(0, 12)}), which is down: it is removed once that node is back`);
-      expect((await volumesOn(s.manager, sb.instance)).map((v) => v.Name)).to.deep.equal([vol]);
-    } finally {
-      if (drained) await s.availability(s.manager, 'active');
-      if (down) {
-        await worker.start();
-        await s.waitReady();
-      }
-      // the node is back: clean removes the volume there, and what the lost run left
-      const c = await swarmCli(sb, s, 'clean');
-      expect(c.code, c.stderr + c.stdout).to.equal(0);
-      await sb.dispose();
-    }
+    await thenTearDown(
+      async () => {
+        await sb.write(
+          'l.yaml',
+          sb.attempt(
+            'l',
+            'test -f /data/mark && exit 0; echo first > /data/mark; sleep 60',
+            '  retries: 1\n  volumes:\n    - {name: data, mountPath: /data}\n',
+          ),
+        );
+        const reconcile = swarmCli(sb, s, 'reconcile', '--once', '--wait', '--timeout', '150', '--retry-backoff', '1');
+        await waitFor('the run to be Running on the worker', async () => (await sb.status('l'))?.phase === 'Running', {
+          dirs: [sb.stateDir],
+          timeoutMs: 60_000,
+        });
+        await s.availability(s.manager, 'active');
+        drained = false;
+        await worker.kill();
+        down = true;
+        const r = await reconcile;
+        const st = await sb.status('l');
+        expect([st?.phase, st?.reason, st?.run], r.stderr + JSON.stringify(st)).to.deep.equal(['Blocked', 'NodeRefused', 2]);
+        expect(st?.history.map((h) => [h.run, h.phase, h.reason])).to.deep.equal([[1, 'Failed', 'Lost']]);
+        expect(st?.message).to.contain(`attempt l keeps its volumes (data) on swarm node `);
+        expect(st?.message).to.contain(`(${worker.id.slice(0, 12)}) is down; its runs go only there`);
+        // the manager, ready and idle, got nothing
+        expect(
+          await s.manager.docker.listContainers({
+            all: true,
+            filters: JSON.stringify({ label: [`${LABELS.instance}=${sb.instance}`, `${LABELS.component}=${COMPONENTS.main}`] }),
+          }),
+        ).to.deep.equal([]);
+        // clean while the node is down: the volume (and its record) stay, and clean says why
+        const c = await swarmCli(sb, s, 'clean');
+        expect(c.code, c.stdout).to.equal(1);
+        expect(c.stderr).to.contain(`berth: volume: volume ${vol} is on swarm node `);
+        expect(c.stderr).to.contain(`(${worker.id.slice(0, 12)}), which is down: it is removed once that node is back`);
+        expect((await volumesOn(s.manager, sb.instance)).map((v) => v.Name)).to.deep.equal([vol]);
+      },
+      async () => {
+        if (drained) await s.availability(s.manager, 'active');
+        // started again once the manager has it down (test/support/swarm.ts), and ready
+        const back = down
+          ? await s.startAgain(worker).then(
+              () => undefined,
+              (err: unknown) => err as Error,
+            )
+          : undefined;
+        // the node is back: clean removes the volume there, and what the lost run left
+        const c = await swarmCli(sb, s, 'clean');
+        await sb.dispose();
+        if (back) throw back;
+        expect(c.code, c.stderr + c.stdout).to.equal(0);
+      },
+    );
     expect(await volumesOn(worker, sb.instance)).to.deep.equal([]);
     await nothingLeftOnSwarm(s, sb.instance);
   });
