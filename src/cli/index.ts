@@ -46,6 +46,7 @@ import { ENV_HELP, examplesHelp, EXIT_CODES_HELP } from './help';
 import { jsonLinesIo, processIo, wantsJsonLogs, writesToFile, type Io } from './io';
 import { NAME_FORMS, setNames } from './names';
 import { buildOnly, commandWord, flagsOf, type FlagShape } from './only-command';
+import { exitWhenDone } from './exit-when-done';
 import { seeHelp, usageError, UsageError, UsageOutput } from './usage';
 
 /** Set by the single-file build (scripts/build-cli.ts); from package.json otherwise. */
@@ -1013,6 +1014,8 @@ export function main(argv: string[]): void {
   run(argv).then(
     (code) => {
       process.exitCode = code;
+      // ended at once when nothing is left to do (exit-when-done.ts: ~1 ms of a short command)
+      exitWhenDone(code);
     },
     (err: unknown) => {
       process.stderr.write(`berth: ${String(err)}\n`);
