@@ -442,7 +442,8 @@ exports.setLoader = function (f) { loader = f; };
 // Without the launcher's loader (bin/berth.js gives one): a file of the split build (a function
 // expression, as CommonJS wraps a module) run as a module.
 function run(file) {
-  var Module = module.constructor;
+  // node:module (in the bundle, \`module\` is the bundler's object, not Node's Module)
+  var Module = require('module');
   var dir = require('path').dirname(file);
   var m = new Module(file, module);
   m.filename = file;

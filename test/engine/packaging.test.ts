@@ -140,6 +140,19 @@ describe('packaging: the single-file build and the image (real engine)', functio
     // a spec answered from the spec cache: the parse file is not read
     expect((await readBy(['get', '-o', 'name', ...plainArgs])).files).to.deep.equal(['bundle.get-get', 'chunk-get.engine-get']);
     expect(await specCache()).to.deep.equal(kept);
+    // run by another runner than bin/berth.js (no chunk loader given): a file of the split build
+    // still reads the files it needs (here the parse file: the spec has a fixture) as modules
+    const runner = path.join(sb.dir, 'other-runner.cjs');
+    await fs.writeFile(
+      runner,
+      `const fs = require('fs'), vm = require('vm'), Module = require('module'), path = require('path');
+const file = ${JSON.stringify(path.join(REPO, 'dist', 'split', 'validate.cjs'))};
+const m = new Module(file, module); m.filename = file; m.paths = Module._nodeModulePaths(path.dirname(file));
+vm.runInThisContext(fs.readFileSync(file, 'latin1'), { filename: file }).call(m.exports, m.exports, Module.createRequire(file), m, file, path.dirname(file));
+m.exports.main(['node', 'berth', 'validate', ${JSON.stringify(sb.specsDir)}]);\n`,
+    );
+    const other2 = await exec(process.execPath, [runner], { cwd: sb.dir, env: { ...process.env, BERTH_CACHE_DIR: '' } });
+    expect([other2.code, other2.stdout], other2.stderr).to.deep.equal([0, '1 file, 1 attempt: all valid\n']);
     // a command line whose first command word is a flag's value: the launcher's guess (get) is not
     // what the command line runs (validate): get's file, read, says it is not its own, and every command's file runs it
     const guess = await readBy(['--specs', 'get', 'validate', sb.specsDir]);
