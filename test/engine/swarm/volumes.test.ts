@@ -36,6 +36,35 @@ async function volumesOn(n: TestSwarm['manager'], instance: string): Promise<{ N
   return ((await n.docker.listVolumes({ filters: f })).Volumes ?? []) as { Name: string; Labels: Record<string, string> | null }[];
 }
 
+/**
+ * The instance's sidecars once `reconcile --once --wait` has returned. Each was stopped through
+ * its node's engine before its attempt finished (so none of their containers runs there), but the
+ * manager hears of a task's end only when that node reports it, a moment later, and a pass reads
+ * the tasks from the manager: until then it finds the sidecar running and stops it again. Waited
+ * for (polled, bounded) until the runs a pass lists are the `count` sidecars, all ended.
+ */
+async function sidecarsEnded(s: TestSwarm, sb: Sandbox, count: number): Promise<void> {
+  const own = [`${LABELS.instance}=${sb.instance}`, `${LABELS.component}=${COMPONENTS.sidecar}`];
+  // the tasks' containers (not the prepared ones), as their nodes' engines have them
+  const states: string[] = [];
+  for (const n of [s.manager, ...s.workers])
+    for (const c of await n.docker.listContainers({ all: true, filters: JSON.stringify({ label: [...own, SWARM.serviceIdLabel] }) })) states.push(c.State);
+  expect(states, "the sidecars' containers on their nodes, stopped before the attempts finished").to.deep.equal(Array<string>(count).fill('exited'));
+  const backend = createSwarmBackend({ docker: new Dockerode({ socketPath: s.manager.socket }), env: { ...process.env, DOCKER_HOST: s.manager.address } });
+  let seen: string[] = [];
+  await waitFor(
+    `the manager to have the tasks of ${count} sidecars ended`,
+    async () => {
+      const runs = (await backend.containers.list(own)).filter((c) => c.placement?.service !== undefined);
+      seen = runs.map((c) => `${c.name}: ${c.state} (${c.status})`);
+      return runs.length === count && runs.every((c) => c.state === 'exited');
+    },
+    { timeoutMs: 20_000 },
+  ).catch((err: unknown) => {
+    throw new Error(`${(err as Error).message}; the sidecars a pass lists: ${seen.join(', ')}`);
+  });
+}
+
 /** The HTTP requests (to the manager and the nodes) of one in-process pass with a fresh backend, as a CLI pass has; it must change nothing. */
 async function noopRequests(s: TestSwarm, sb: Sandbox): Promise<number> {
   const env = { ...process.env, DOCKER_HOST: s.manager.address };
@@ -222,10 +251,12 @@ describe('--backend swarm: volumes and sidecars on a real two-node swarm', funct
       await sb.write('a1.yaml', spec('a1'));
       let r = await swarmCli(sb, s, 'reconcile', '--once', '--wait', '--timeout', '150');
       expect(r.code, r.stderr).to.equal(0);
+      await sidecarsEnded(s, sb, 1);
       const one = await noopRequests(s, sb);
       for (const n of ['a2', 'a3', 'a4']) await sb.write(`${n}.yaml`, spec(n));
       r = await swarmCli(sb, s, 'reconcile', '--once', '--wait', '--timeout', '150');
       expect(r.code, r.stderr).to.equal(0);
+      await sidecarsEnded(s, sb, 4);
       const four = await noopRequests(s, sb);
       // no request per attempt, and none more than over plain attempts (14 on two nodes: nodes 1,
       // services 2, tasks 1, the nodes' containers 2 and volumes 2, the manager's networks 1 (one
