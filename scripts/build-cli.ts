@@ -236,6 +236,11 @@ const lazyOs = lazyBuiltin(
   ['EOL', 'constants', 'devNull'],
 );
 
+/** What the single file and the split build's main files load late, or once (start-up, issue 55). */
+function startUpPlugins(): Plugin[] {
+  return [lazyChildProcess, commanderBuiltins, commanderVariadic, lazyCrypto, lazyOs, sharedPath];
+}
+
 /** What every build shares: the single file and the split build's files. */
 const common = {
   bundle: true,
@@ -274,18 +279,7 @@ async function singleFile(): Promise<void> {
     outfile: out,
     // The version check runs before any of the bundle's modules; the bundle's own modules need 22.22.
     banner: { js: `#!/usr/bin/env node\n(${nodeCheck})();` },
-    plugins: [
-      bundledSchemaFiles,
-      noSchemaCompiler,
-      noBuildKit,
-      deferredModules,
-      lazyChildProcess,
-      commanderBuiltins,
-      commanderVariadic,
-      lazyCrypto,
-      lazyOs,
-      sharedPath,
-    ],
+    plugins: [bundledSchemaFiles, noSchemaCompiler, noBuildKit, deferredModules, ...startUpPlugins()],
     // In a checkout (dist/berth.cjs), a map back to the sources: errors' stacks with --enable-source-maps, and coverage.
     sourcemap: process.env.BERTH_CLI_BUNDLE ? false : 'linked',
   });
@@ -558,12 +552,7 @@ async function splitPair(name: string, keep?: readonly string[]): Promise<number
       ...(keep ? [onlyCommand(keep)] : []),
       engineBoundary(engineBase),
       hostTable(shared),
-      lazyChildProcess,
-      commanderBuiltins,
-      commanderVariadic,
-      lazyCrypto,
-      lazyOs,
-      sharedPath,
+      ...startUpPlugins(),
     ],
     sourcemap: 'linked',
   });
