@@ -3,6 +3,7 @@
  * hundred thousand async lstats cost 4-5x more on a loaded 2-core machine) gives the event loop
  * back once it has held it for a slice, so a controller keeps serving everything else meanwhile.
  */
+import { nextTurn } from './pool';
 
 export class Slicer {
   private start = performance.now();
@@ -13,8 +14,7 @@ export class Slicer {
   /** Gives the event loop back once the slice is used up (then stops if `signal` was aborted meanwhile). */
   async tick(signal?: AbortSignal): Promise<void> {
     if (performance.now() - this.start < this.ms) return;
-    // the global setImmediate, not node:timers/promises' (a module loaded at every start)
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    await nextTurn();
     signal?.throwIfAborted();
     this.start = performance.now();
   }
