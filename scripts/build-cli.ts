@@ -344,41 +344,46 @@ function onlyCommand(keep: readonly string[]): Plugin {
  * The leaf files of the split build: packages (and berth's data) that only some runs of a command
  * use, which take nothing from berth's own modules, each in a file of its own read (through the
  * code cache) on first use. One file for every main file. A main file asks for their modules by
- * these keys; `match` tells an import of one (its key, or undefined).
+ * these keys (leafOf tells an import of one).
  * - parse.cjs: what only reading a spec file or berth.yaml runs (the yaml package, the kept
  *   validators and the schemas' text: half of a main file's bytes). A command whose specs are
  *   answered from their caches does not read it.
  * - log.cjs: winston (with logform, its colors and readable-stream: a fifth of a main file), which
  *   util/log.ts loads only when a line is written.
  */
-const LEAF_FILES: Record<string, { entries: Record<string, string>; match: (importPath: string) => string | undefined }> = {
+const LEAF_FILES: Record<string, Record<string, string>> = {
   parse: {
-    entries: {
-      yaml: 'yaml',
-      'attempt.validator': './schemas/attempt.validator.cjs',
-      'config.validator': './schemas/config.validator.cjs',
-      'attempt.schema': './schemas/attempt.schema.json?text',
-      'config.schema': './schemas/config.schema.json?text',
-    },
-    match: (p) => {
-      if (p === 'yaml') return 'yaml';
-      const m = /(?:^|\/)(attempt|config)\.(validator\.cjs|schema\.json\?text)$/.exec(p);
-      return m ? `${m[1]}.${(m[2] as string).split('.')[0]}` : undefined;
-    },
+    yaml: 'yaml',
+    'attempt.validator': './schemas/attempt.validator.cjs',
+    'config.validator': './schemas/config.validator.cjs',
+    'attempt.schema': './schemas/attempt.schema.json?text',
+    'config.schema': './schemas/config.schema.json?text',
   },
-  log: { entries: { winston: 'winston' }, match: (p) => (p === 'winston' ? 'winston' : undefined) },
+  log: { winston: 'winston' },
 };
+
+/** An import's leaf file and key: a package by its name, one of berth's files by its file name. */
+function leafOf(importPath: string): { leaf: string; key: string } | undefined {
+  for (const [leaf, entries] of Object.entries(LEAF_FILES))
+    for (const [key, what] of Object.entries(entries))
+      if (what.startsWith('./') ? importPath.endsWith(`/${path.basename(what)}`) : importPath === what) return { leaf, key };
+  return undefined;
+}
+const escaped = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const LEAF_IMPORTS = new RegExp(
+  Object.values(LEAF_FILES)
+    .flatMap((entries) => Object.values(entries))
+    .map((what) => (what.startsWith('./') ? `/${escaped(path.basename(what))}$` : `^${escaped(what)}$`))
+    .join('|'),
+);
 
 /** In a main file: a leaf file's modules stand for its exports, loaded on first use (through berth-chunks). */
 const leafBoundary: Plugin = {
   name: 'leaf-boundary',
   setup(b) {
-    b.onResolve({ filter: /^yaml$|^winston$|(attempt|config)\.(validator\.cjs|schema\.json\?text)$/ }, (args) => {
-      for (const [leaf, { match }] of Object.entries(LEAF_FILES)) {
-        const key = match(args.path);
-        if (key !== undefined) return { path: `${leaf}/${key}`, namespace: 'leaf-chunk' };
-      }
-      return undefined;
+    b.onResolve({ filter: LEAF_IMPORTS }, (args) => {
+      const l = leafOf(args.path);
+      return l ? { path: `${l.leaf}/${l.key}`, namespace: 'leaf-chunk' } : undefined;
     });
     b.onLoad({ filter: /.*/, namespace: 'leaf-chunk' }, (args) => {
       const [leaf, key] = args.path.split(/\/(.*)/);
@@ -389,7 +394,7 @@ const leafBoundary: Plugin = {
 
 /** The leaf files: each its entries' exports, by key. */
 async function leafFiles(): Promise<void> {
-  for (const [leaf, { entries }] of Object.entries(LEAF_FILES)) {
+  for (const [leaf, entries] of Object.entries(LEAF_FILES)) {
     const file = path.join(SPLIT_DIR, `${leaf}.cjs`);
     await build({
       ...common,
