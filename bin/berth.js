@@ -132,7 +132,6 @@ function commandOf(argv, commands) {
   return 'other';
 }
 
-/** Writes `data` to `file` atomically (a temp file, then a rename); old entries of other builds go. */
 /** How old a command's first cache entry is when a run makes its settled one. */
 var SETTLE_MS = 10 * 60 * 1000;
 
@@ -145,6 +144,7 @@ function settledAfter(file) {
   }
 }
 
+/** Writes `data` to `name` in `dir` atomically (a temp file, then a rename); old entries of other builds go. */
 function save(dir, name, data, identity, prefix) {
   try {
     var tmp = path.join(dir, '.' + name + '.' + process.pid + '.tmp');
@@ -285,18 +285,17 @@ function launch(repo) {
     // The split build: a file of the command's own when it has one (and the command line names that
     // command as berth reads argv: its handles()), else every command's; either reads its engine
     // file only when the command asks for an engine.
-    var commands = COMMANDS;
-    var word = commandOf(process.argv, commands);
+    var word = commandOf(process.argv, COMMANDS);
     var own = path.join(repo, 'dist', 'split', word + '.cjs');
     var cli;
     if (word !== 'other' && mtime(own) >= built) {
-      cli = runBundle(own, process.env, process.argv, commands, 'bundle.' + word);
+      cli = runBundle(own, process.env, process.argv, COMMANDS, 'bundle.' + word);
       if (!cli.handles(process.argv)) cli = undefined;
     }
-    if (!cli) cli = runBundle(split, process.env, process.argv, commands);
+    if (!cli) cli = runBundle(split, process.env, process.argv, COMMANDS);
     // the engine file and the leaf files (parse.cjs, log.cjs), through the code cache too
     cli.setChunkLoader(function (file, name) {
-      return runBundle(file, process.env, process.argv, commands, 'chunk-' + name);
+      return runBundle(file, process.env, process.argv, COMMANDS, 'chunk-' + name);
     });
     cli.main(process.argv);
   } else if (b >= 0 && b >= built) {
